@@ -1,0 +1,68 @@
+# ember — build, test, benchmark.
+#   make            libember.a, ember.so and the ember executable (in build/)
+#   make test       every test suite; ends with "N passed, N failed"
+#   make asan       the same suites, built with AddressSanitizer + UBSan
+#   make bench      the benchmark table (ember beside PyTorch)
+# Set BUILD=dir to build elsewhere; SAN=1 adds the sanitizers (used by asan).
+
+BUILD   ?= build
+CC      ?= cc
+ARCH    ?= -march=native
+OPT     ?= -O3
+LUA_PC  := lua5.4
+DEPS_CFLAGS := $(shell pkg-config --cflags $(LUA_PC) openblas 2>/dev/null)
+DEPS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
+CFLAGS  ?= $(OPT) $(ARCH) -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC -fopenmp $(DEPS_CFLAGS)
+LDLIBS  := $(DEPS_LIBS) -lm -ldl -fopenmp
+ifeq ($(SAN),1)
+CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+endif
+
+ENGINE_SRC := $(wildcard engine/*.c engine/cpu/*.c)
+LUA_SRC    := $(wildcard lua/*.c)
+SHELL_SRC  := $(wildcard shell/*.c)
+CTEST_SRC  := $(wildcard tests/c/*.c)
+
+ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/%.o)
+LUA_OBJ    := $(LUA_SRC:%.c=$(BUILD)/%.o)
+SHELL_OBJ  := $(SHELL_SRC:%.c=$(BUILD)/%.o)
+CTEST_BIN  := $(CTEST_SRC:tests/c/%.c=$(BUILD)/tests/%)
+
+all: $(BUILD)/libember.a $(BUILD)/ember.so $(BUILD)/ember
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libember.a: $(ENGINE_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+# The Lua module does not link liblua: the host interpreter provides it.
+$(BUILD)/ember.so: $(LUA_OBJ) $(BUILD)/libember.a
+	$(CC) -shared $(LDFLAGS) -o $@ $(LUA_OBJ) $(BUILD)/libember.a $(LDLIBS)
+
+$(BUILD)/ember: $(SHELL_OBJ) $(LUA_OBJ) $(BUILD)/libember.a
+	$(CC) $(LDFLAGS) -rdynamic -o $@ $(SHELL_OBJ) $(LUA_OBJ) $(BUILD)/libember.a \
+	    $(shell pkg-config --libs $(LUA_PC)) -lreadline $(LDLIBS)
+
+$(BUILD)/tests/%: tests/c/%.c tests/c/check.h $(BUILD)/libember.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libember.a $(LDLIBS)
+
+test: all $(CTEST_BIN)
+	@BUILD=$(BUILD) bash tests/run.sh
+
+asan:
+	$(MAKE) BUILD=build-asan SAN=1 OPT=-O1 all $(CTEST_BIN:$(BUILD)/%=build-asan/%)
+	@BUILD=build-asan SAN=1 bash tests/run.sh
+
+bench: all
+	@BUILD=$(BUILD) bash scripts/bench/run.sh
+
+clean:
+	rm -rf build build-asan
+
+.PHONY: all test asan bench clean
+-include $(ENGINE_OBJ:.o=.d) $(LUA_OBJ:.o=.d) $(SHELL_OBJ:.o=.d)

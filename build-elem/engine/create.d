@@ -1,0 +1,5 @@
+build-elem/engine/create.o: engine/create.c engine/internal.h \
+ engine/ember.h engine/backend.h
+engine/internal.h:
+engine/ember.h:
+engine/backend.h:

@@ -1,0 +1,2 @@
+build-elem/engine/error.o: engine/error.c engine/ember.h
+engine/ember.h:

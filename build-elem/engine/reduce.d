@@ -1,0 +1,5 @@
+build-elem/engine/reduce.o: engine/reduce.c engine/internal.h \
+ engine/ember.h engine/backend.h
+engine/internal.h:
+engine/ember.h:
+engine/backend.h:

@@ -1,0 +1,2 @@
+build-index-asan/engine/error.o: engine/error.c engine/ember.h
+engine/ember.h:

@@ -1,0 +1,4 @@
+build-index-asan/engine/tensor.o: engine/tensor.c engine/ember.h \
+ engine/backend.h
+engine/ember.h:
+engine/backend.h:

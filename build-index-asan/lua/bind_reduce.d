@@ -1,0 +1,10 @@
+build-index-asan/lua/bind_reduce.o: lua/bind_reduce.c lua/binding.h \
+ /usr/include/lua5.4/lua.h /usr/include/lua5.4/luaconf.h \
+ /usr/include/lua5.4/lauxlib.h /usr/include/lua5.4/lua.h \
+ lua/../engine/ember.h
+lua/binding.h:
+/usr/include/lua5.4/lua.h:
+/usr/include/lua5.4/luaconf.h:
+/usr/include/lua5.4/lauxlib.h:
+/usr/include/lua5.4/lua.h:
+lua/../engine/ember.h:

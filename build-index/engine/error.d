@@ -1,0 +1,2 @@
+build-index/engine/error.o: engine/error.c engine/ember.h
+engine/ember.h:

@@ -1,0 +1,5 @@
+build-index/engine/linalg.o: engine/linalg.c engine/internal.h \
+ engine/ember.h engine/backend.h
+engine/internal.h:
+engine/ember.h:
+engine/backend.h:

@@ -1,0 +1,4 @@
+build-linalg/engine/device.o: engine/device.c engine/ember.h \
+ engine/backend.h
+engine/ember.h:
+engine/backend.h:

@@ -1,0 +1,2 @@
+build-linalg/engine/error.o: engine/error.c engine/ember.h
+engine/ember.h:

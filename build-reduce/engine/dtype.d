@@ -1,0 +1,2 @@
+build-reduce/engine/dtype.o: engine/dtype.c engine/ember.h
+engine/ember.h:

@@ -1,0 +1,2 @@
+build-shell/engine/dtype.o: engine/dtype.c engine/ember.h
+engine/ember.h:

@@ -1,0 +1,2 @@
+build-shell/engine/error.o: engine/error.c engine/ember.h
+engine/ember.h:

@@ -1,0 +1,124 @@
+/*
+ * backend.h — the interface every backend (CPU in engine/cpu/, CUDA in
+ * kernels/) implements. Read it in one sitting: it is the whole contract.
+ *
+ * A backend provides a few kernel *families*, each parameterised by an op
+ * code, not one entry point per user-level op. engine/ composes user-level
+ * ops and every backward from these, so a new backend stays small.
+ *
+ * What the engine guarantees before it calls a kernel:
+ *  - every tensor argument lives on this backend's device;
+ *  - shapes already agree (broadcast inputs are expanded views with stride 0),
+ *    outputs are allocated and may be strided (e.g. an in-place op on a view);
+ *  - inputs of elementwise families share one dtype, the compute dtype
+ *    (`cast` is the only kernel that converts between dtypes); outputs of
+ *    comparisons and logical ops are EM_BOOL, others the compute dtype;
+ *  - index values are int64 and 1-based; the engine validated their range
+ *    only where noted (kernels must still never read or write out of bounds:
+ *    they report a bad index through the return value).
+ * Kernels return 0 on success, or call em_set_error() and return -1.
+ */
+#ifndef EMBER_BACKEND_H
+#define EMBER_BACKEND_H
+
+#include "ember.h"
+
+typedef enum em_ternary_op {
+    EM_WHERE,       /* out = a ? b : c          (a is bool) */
+    EM_LERP,        /* out = a + w * (b - a)    (c is w)    */
+    EM_ADDCMUL,     /* out = a + s * b * c                  */
+    EM_ADDCDIV,     /* out = a + s * b / c                  */
+    EM_NTERNARY
+} em_ternary_op;
+
+typedef enum em_random_op {
+    EM_RAND_UNIFORM,    /* [a, b)                                  */
+    EM_RAND_NORMAL,     /* mean a, std b                           */
+    EM_RAND_INT,        /* integers in [a, b)                      */
+    EM_NRANDOM
+} em_random_op;
+
+typedef enum em_index_op {
+    EM_INDEX_SELECT,    /* out = in.index_select(dim, idx)          */
+    EM_GATHER,          /* out[i][j] = in[i][idx[i][j]] (dim=1)     */
+    EM_SCATTER,         /* out[i][idx[i][j]] = src[i][j]  (in place) */
+    EM_SCATTER_ADD,     /* out[i][idx[i][j]] += src[i][j] (in place) */
+    EM_INDEX_ADD,       /* out.index_select(dim, idx) += src (in place) */
+    EM_NINDEX
+} em_index_op;
+
+typedef enum em_softmax_op { EM_SOFTMAX, EM_LOG_SOFTMAX } em_softmax_op;
+typedef enum em_scan_op { EM_CUMSUM, EM_CUMPROD } em_scan_op;
+
+typedef struct em_backend {
+    const char *name;
+    em_device_type type;
+
+    /* memory */
+    void *(*alloc)(size_t nbytes, int device_index);     /* NULL + error on failure */
+    void (*free)(void *ptr, int device_index);
+    /* bytes between host and this device (either direction) */
+    int (*memcpy_h2d)(void *dst, const void *src, size_t n, int device_index);
+    int (*memcpy_d2h)(void *dst, const void *src, size_t n, int device_index);
+    int (*synchronize)(int device_index);
+
+    /* fill and random: out[i] = value / random numbers. For random ops the
+     * element at row-major position i draws from Philox counter
+     * (offset + i/4, lane i%4) with key `seed`, on every backend. */
+    int (*fill)(em_tensor *out, double value);
+    int (*arange)(em_tensor *out, double start, double step);     /* out[i] = start + i*step */
+    int (*random)(em_random_op op, em_tensor *out, uint64_t seed, uint64_t offset,
+                  double a, double b);
+
+    /* strided copy with dtype conversion: dst = (dst.dtype) src */
+    int (*cast)(em_tensor *dst, const em_tensor *src);
+
+    /* elementwise */
+    int (*unary)(em_unary_op op, em_tensor *out, const em_tensor *a);
+    int (*binary)(em_binary_op op, em_tensor *out, const em_tensor *a, const em_tensor *b);
+    /* s is a scalar parameter (addcmul/addcdiv). For WHERE, a is bool and
+     * b, c, out share the compute dtype. */
+    int (*ternary)(em_ternary_op op, em_tensor *out, const em_tensor *a,
+                   const em_tensor *b, const em_tensor *c, double s);
+    /* out = clamp(a, lo, hi); has_lo/has_hi say which bounds apply */
+    int (*clamp)(em_tensor *out, const em_tensor *a, double lo, double hi,
+                 bool has_lo, bool has_hi);
+
+    /* Reductions. `in` has been permuted so the reduced dims are its last
+     * `nreduce` dims; `out` has in->ndim - nreduce dims equal to the leading
+     * dims of `in`. For EM_RMAX/EM_RMIN `idx` may be non-NULL (int64, same
+     * shape as out): it receives the 1-based position within the reduced
+     * (flattened) dims of the first extreme value. NaN propagates in max/min.
+     * Sums accumulate in double for float32/float64 (pairwise on the CPU). */
+    int (*reduce)(em_reduce_op op, em_tensor *out, em_tensor *idx,
+                  const em_tensor *in, int nreduce);
+    /* inclusive scan along dim (0-based); out has in's shape and dtype */
+    int (*scan)(em_scan_op op, em_tensor *out, const em_tensor *in, int dim);
+    /* softmax family along dim; out has in's shape and dtype (float) */
+    int (*softmax)(em_softmax_op op, em_tensor *out, const em_tensor *in, int dim);
+
+    /* index family along dim (0-based). Shapes follow PyTorch:
+     *  INDEX_SELECT: idx 1-D, out = in with size[dim] = idx numel.
+     *  GATHER: idx same ndim as in, out shape = idx shape.
+     *  SCATTER / SCATTER_ADD: out updated in place at idx positions with src.
+     *  INDEX_ADD: out updated in place along dim at the idx (1-D) slots with src.
+     * Out-of-range indices: return -1 with an error naming the index. */
+    int (*index)(em_index_op op, em_tensor *out, const em_tensor *in, int dim,
+                 const em_tensor *idx);
+    /* writes the 1-based coordinates of non-zero elements of in, row-major,
+     * into out [count, in->ndim] (count computed by the engine) */
+    int (*nonzero)(em_tensor *out, const em_tensor *in);
+    /* sort along dim; values same dtype as in, indices int64 1-based */
+    int (*sort)(em_tensor *values, em_tensor *indices, const em_tensor *in,
+                int dim, bool descending, bool stable);
+
+    /* Batched GEMM: out[b] = alpha * a[b] @ b[b] + beta * out[b] for 3-D
+     * tensors a [B,M,K], b [B,K,N], out [B,M,N] of one float dtype, any strides
+     * (stride 0 on the batch dim for broadcast operands). */
+    int (*gemm)(em_tensor *out, const em_tensor *a, const em_tensor *b,
+                double alpha, double beta);
+} em_backend;
+
+extern const em_backend em_cpu_backend;
+
+#endif

@@ -1,0 +1,405 @@
+/* binary.c — the CPU binary elementwise kernels.
+ *
+ * Float32 and float64 have typed loops over contiguous runs (gcc vectorises
+ * them), with variants for a stride-0 operand (tensor op scalar). Any other
+ * layout is processed in chunks: operands are gathered into small stack
+ * buffers, the contiguous loop runs, the result is scattered back. So each op
+ * is written once per element type and strided inputs still vectorise.
+ *
+ * The integer dtypes (int64, int32, uint8) and bool all compute in int64
+ * through the same chunk buffers: add/sub/mul/pow are done in unsigned
+ * arithmetic (wrap-around without undefined behaviour) and truncation back
+ * to the narrow type keeps the wrap-around of that type; bool results are
+ * stored as value != 0. */
+#include "cpu.h"
+
+#include <math.h>
+#include <string.h>
+
+#define CHUNK 256
+
+typedef struct bin_ctx {
+    em_binary_op op;
+    em_dtype dt;        /* compute dtype of the inputs */
+    bool cmp;           /* output is bool (comparisons, logical ops) */
+    int divzero;        /* set by integer remainder by zero */
+} bin_ctx;
+
+static bool is_cmp(em_binary_op op) { return op >= EM_EQ && op <= EM_LOGICAL_OR; }
+
+/* ---- gather / scatter by element size ------------------------------------ */
+
+static void gather(void *dst, const char *p, int64_t stride, int64_t n, size_t esz)
+{
+    switch (esz) {
+    case 8: { uint64_t *d = dst; for (int64_t i = 0; i < n; i++) d[i] = *(const uint64_t *)(p + i * stride); break; }
+    case 4: { uint32_t *d = dst; for (int64_t i = 0; i < n; i++) d[i] = *(const uint32_t *)(p + i * stride); break; }
+    case 2: { uint16_t *d = dst; for (int64_t i = 0; i < n; i++) d[i] = *(const uint16_t *)(p + i * stride); break; }
+    default: { uint8_t *d = dst; for (int64_t i = 0; i < n; i++) d[i] = *(const uint8_t *)(p + i * stride); break; }
+    }
+}
+
+static void scatter(char *p, int64_t stride, const void *src, int64_t n, size_t esz)
+{
+    switch (esz) {
+    case 8: { const uint64_t *s = src; for (int64_t i = 0; i < n; i++) *(uint64_t *)(p + i * stride) = s[i]; break; }
+    case 4: { const uint32_t *s = src; for (int64_t i = 0; i < n; i++) *(uint32_t *)(p + i * stride) = s[i]; break; }
+    case 2: { const uint16_t *s = src; for (int64_t i = 0; i < n; i++) *(uint16_t *)(p + i * stride) = s[i]; break; }
+    default: { const uint8_t *s = src; for (int64_t i = 0; i < n; i++) *(uint8_t *)(p + i * stride) = s[i]; break; }
+    }
+}
+
+/* ---- float32 ------------------------------------------------------------- */
+
+/* Python/PyTorch remainder: the result takes the sign of the divisor. */
+static inline float rem_f32(float a, float b)
+{
+    float r = fmodf(a, b);
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+}
+
+/* NaN in either operand propagates. */
+static inline float max_f32(float a, float b) { return a != a ? a : b != b ? b : a > b ? a : b; }
+static inline float min_f32(float a, float b) { return a != a ? a : b != b ? b : a < b ? a : b; }
+
+static void bin_f32(em_binary_op op, float *restrict o, const float *restrict a,
+                    const float *restrict b, int64_t n)
+{
+    switch (op) {
+    case EM_ADD: for (int64_t i = 0; i < n; i++) o[i] = a[i] + b[i]; break;
+    case EM_SUB: for (int64_t i = 0; i < n; i++) o[i] = a[i] - b[i]; break;
+    case EM_MUL: for (int64_t i = 0; i < n; i++) o[i] = a[i] * b[i]; break;
+    case EM_DIV: for (int64_t i = 0; i < n; i++) o[i] = a[i] / b[i]; break;
+    case EM_REMAINDER: for (int64_t i = 0; i < n; i++) o[i] = rem_f32(a[i], b[i]); break;
+    case EM_POW: for (int64_t i = 0; i < n; i++) o[i] = powf(a[i], b[i]); break;
+    case EM_MAXIMUM: for (int64_t i = 0; i < n; i++) o[i] = max_f32(a[i], b[i]); break;
+    case EM_MINIMUM: for (int64_t i = 0; i < n; i++) o[i] = min_f32(a[i], b[i]); break;
+    default: break;
+    }
+}
+
+/* tensor op scalar; false when the op has no special loop */
+static bool bin_f32_vs(em_binary_op op, float *restrict o, const float *restrict a, float s, int64_t n)
+{
+    switch (op) {
+    case EM_ADD: for (int64_t i = 0; i < n; i++) o[i] = a[i] + s; return true;
+    case EM_SUB: for (int64_t i = 0; i < n; i++) o[i] = a[i] - s; return true;
+    case EM_MUL: for (int64_t i = 0; i < n; i++) o[i] = a[i] * s; return true;
+    case EM_DIV: for (int64_t i = 0; i < n; i++) o[i] = a[i] / s; return true;
+    case EM_POW:
+        if (s == 2) { for (int64_t i = 0; i < n; i++) o[i] = a[i] * a[i]; return true; }
+        if (s == 0.5f) { for (int64_t i = 0; i < n; i++) o[i] = sqrtf(a[i]); return true; }
+        for (int64_t i = 0; i < n; i++) o[i] = powf(a[i], s);
+        return true;
+    default: return false;
+    }
+}
+
+/* scalar op tensor */
+static bool bin_f32_sv(em_binary_op op, float *restrict o, float s, const float *restrict b, int64_t n)
+{
+    switch (op) {
+    case EM_ADD: for (int64_t i = 0; i < n; i++) o[i] = s + b[i]; return true;
+    case EM_SUB: for (int64_t i = 0; i < n; i++) o[i] = s - b[i]; return true;
+    case EM_MUL: for (int64_t i = 0; i < n; i++) o[i] = s * b[i]; return true;
+    case EM_DIV: for (int64_t i = 0; i < n; i++) o[i] = s / b[i]; return true;
+    default: return false;
+    }
+}
+
+static void cmp_f32(em_binary_op op, uint8_t *restrict o, const float *restrict a,
+                    const float *restrict b, int64_t n)
+{
+    switch (op) {
+    case EM_EQ: for (int64_t i = 0; i < n; i++) o[i] = a[i] == b[i]; break;
+    case EM_NE: for (int64_t i = 0; i < n; i++) o[i] = a[i] != b[i]; break;
+    case EM_LT: for (int64_t i = 0; i < n; i++) o[i] = a[i] < b[i]; break;
+    case EM_LE: for (int64_t i = 0; i < n; i++) o[i] = a[i] <= b[i]; break;
+    case EM_GT: for (int64_t i = 0; i < n; i++) o[i] = a[i] > b[i]; break;
+    case EM_GE: for (int64_t i = 0; i < n; i++) o[i] = a[i] >= b[i]; break;
+    case EM_LOGICAL_AND: for (int64_t i = 0; i < n; i++) o[i] = (a[i] != 0) & (b[i] != 0); break;
+    case EM_LOGICAL_OR: for (int64_t i = 0; i < n; i++) o[i] = (a[i] != 0) | (b[i] != 0); break;
+    default: break;
+    }
+}
+
+static void loop_f32(const bin_ctx *c, char **p, const int64_t *s, int64_t n)
+{
+    int64_t osz = c->cmp ? 1 : 4;
+    if (s[0] == osz && s[1] == 4 && s[2] == 4) {
+        if (c->cmp) cmp_f32(c->op, (uint8_t *)p[0], (const float *)p[1], (const float *)p[2], n);
+        else bin_f32(c->op, (float *)p[0], (const float *)p[1], (const float *)p[2], n);
+        return;
+    }
+    if (!c->cmp && s[0] == 4 && s[1] == 4 && s[2] == 0 &&
+        bin_f32_vs(c->op, (float *)p[0], (const float *)p[1], *(const float *)p[2], n))
+        return;
+    if (!c->cmp && s[0] == 4 && s[1] == 0 && s[2] == 4 &&
+        bin_f32_sv(c->op, (float *)p[0], *(const float *)p[1], (const float *)p[2], n))
+        return;
+    float ba[CHUNK], bb[CHUNK], bo[CHUNK];
+    uint8_t bc[CHUNK];
+    for (int64_t i = 0; i < n; i += CHUNK) {
+        int64_t m = n - i < CHUNK ? n - i : CHUNK;
+        const float *a = (const float *)(p[1] + i * s[1]), *b = (const float *)(p[2] + i * s[2]);
+        if (s[1] != 4) { gather(ba, (const char *)a, s[1], m, 4); a = ba; }
+        if (s[2] != 4) { gather(bb, (const char *)b, s[2], m, 4); b = bb; }
+        char *out = p[0] + i * s[0];
+        if (c->cmp) {
+            uint8_t *o = s[0] == 1 ? (uint8_t *)out : bc;
+            cmp_f32(c->op, o, a, b, m);
+            if (o == bc) scatter(out, s[0], bc, m, 1);
+        } else {
+            float *o = s[0] == 4 ? (float *)out : bo;
+            bin_f32(c->op, o, a, b, m);
+            if (o == bo) scatter(out, s[0], bo, m, 4);
+        }
+    }
+}
+
+/* ---- float64 ------------------------------------------------------------- */
+
+static inline double rem_f64(double a, double b)
+{
+    double r = fmod(a, b);
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+}
+
+static inline double max_f64(double a, double b) { return a != a ? a : b != b ? b : a > b ? a : b; }
+static inline double min_f64(double a, double b) { return a != a ? a : b != b ? b : a < b ? a : b; }
+
+static void bin_f64(em_binary_op op, double *restrict o, const double *restrict a,
+                    const double *restrict b, int64_t n)
+{
+    switch (op) {
+    case EM_ADD: for (int64_t i = 0; i < n; i++) o[i] = a[i] + b[i]; break;
+    case EM_SUB: for (int64_t i = 0; i < n; i++) o[i] = a[i] - b[i]; break;
+    case EM_MUL: for (int64_t i = 0; i < n; i++) o[i] = a[i] * b[i]; break;
+    case EM_DIV: for (int64_t i = 0; i < n; i++) o[i] = a[i] / b[i]; break;
+    case EM_REMAINDER: for (int64_t i = 0; i < n; i++) o[i] = rem_f64(a[i], b[i]); break;
+    case EM_POW: for (int64_t i = 0; i < n; i++) o[i] = pow(a[i], b[i]); break;
+    case EM_MAXIMUM: for (int64_t i = 0; i < n; i++) o[i] = max_f64(a[i], b[i]); break;
+    case EM_MINIMUM: for (int64_t i = 0; i < n; i++) o[i] = min_f64(a[i], b[i]); break;
+    default: break;
+    }
+}
+
+static bool bin_f64_vs(em_binary_op op, double *restrict o, const double *restrict a, double s, int64_t n)
+{
+    switch (op) {
+    case EM_ADD: for (int64_t i = 0; i < n; i++) o[i] = a[i] + s; return true;
+    case EM_SUB: for (int64_t i = 0; i < n; i++) o[i] = a[i] - s; return true;
+    case EM_MUL: for (int64_t i = 0; i < n; i++) o[i] = a[i] * s; return true;
+    case EM_DIV: for (int64_t i = 0; i < n; i++) o[i] = a[i] / s; return true;
+    case EM_POW:
+        if (s == 2) { for (int64_t i = 0; i < n; i++) o[i] = a[i] * a[i]; return true; }
+        if (s == 0.5) { for (int64_t i = 0; i < n; i++) o[i] = sqrt(a[i]); return true; }
+        for (int64_t i = 0; i < n; i++) o[i] = pow(a[i], s);
+        return true;
+    default: return false;
+    }
+}
+
+static bool bin_f64_sv(em_binary_op op, double *restrict o, double s, const double *restrict b, int64_t n)
+{
+    switch (op) {
+    case EM_ADD: for (int64_t i = 0; i < n; i++) o[i] = s + b[i]; return true;
+    case EM_SUB: for (int64_t i = 0; i < n; i++) o[i] = s - b[i]; return true;
+    case EM_MUL: for (int64_t i = 0; i < n; i++) o[i] = s * b[i]; return true;
+    case EM_DIV: for (int64_t i = 0; i < n; i++) o[i] = s / b[i]; return true;
+    default: return false;
+    }
+}
+
+static void cmp_f64(em_binary_op op, uint8_t *restrict o, const double *restrict a,
+                    const double *restrict b, int64_t n)
+{
+    switch (op) {
+    case EM_EQ: for (int64_t i = 0; i < n; i++) o[i] = a[i] == b[i]; break;
+    case EM_NE: for (int64_t i = 0; i < n; i++) o[i] = a[i] != b[i]; break;
+    case EM_LT: for (int64_t i = 0; i < n; i++) o[i] = a[i] < b[i]; break;
+    case EM_LE: for (int64_t i = 0; i < n; i++) o[i] = a[i] <= b[i]; break;
+    case EM_GT: for (int64_t i = 0; i < n; i++) o[i] = a[i] > b[i]; break;
+    case EM_GE: for (int64_t i = 0; i < n; i++) o[i] = a[i] >= b[i]; break;
+    case EM_LOGICAL_AND: for (int64_t i = 0; i < n; i++) o[i] = (a[i] != 0) & (b[i] != 0); break;
+    case EM_LOGICAL_OR: for (int64_t i = 0; i < n; i++) o[i] = (a[i] != 0) | (b[i] != 0); break;
+    default: break;
+    }
+}
+
+static void loop_f64(const bin_ctx *c, char **p, const int64_t *s, int64_t n)
+{
+    int64_t osz = c->cmp ? 1 : 8;
+    if (s[0] == osz && s[1] == 8 && s[2] == 8) {
+        if (c->cmp) cmp_f64(c->op, (uint8_t *)p[0], (const double *)p[1], (const double *)p[2], n);
+        else bin_f64(c->op, (double *)p[0], (const double *)p[1], (const double *)p[2], n);
+        return;
+    }
+    if (!c->cmp && s[0] == 8 && s[1] == 8 && s[2] == 0 &&
+        bin_f64_vs(c->op, (double *)p[0], (const double *)p[1], *(const double *)p[2], n))
+        return;
+    if (!c->cmp && s[0] == 8 && s[1] == 0 && s[2] == 8 &&
+        bin_f64_sv(c->op, (double *)p[0], *(const double *)p[1], (const double *)p[2], n))
+        return;
+    double ba[CHUNK], bb[CHUNK], bo[CHUNK];
+    uint8_t bc[CHUNK];
+    for (int64_t i = 0; i < n; i += CHUNK) {
+        int64_t m = n - i < CHUNK ? n - i : CHUNK;
+        const double *a = (const double *)(p[1] + i * s[1]), *b = (const double *)(p[2] + i * s[2]);
+        if (s[1] != 8) { gather(ba, (const char *)a, s[1], m, 8); a = ba; }
+        if (s[2] != 8) { gather(bb, (const char *)b, s[2], m, 8); b = bb; }
+        char *out = p[0] + i * s[0];
+        if (c->cmp) {
+            uint8_t *o = s[0] == 1 ? (uint8_t *)out : bc;
+            cmp_f64(c->op, o, a, b, m);
+            if (o == bc) scatter(out, s[0], bc, m, 1);
+        } else {
+            double *o = s[0] == 8 ? (double *)out : bo;
+            bin_f64(c->op, o, a, b, m);
+            if (o == bo) scatter(out, s[0], bo, m, 8);
+        }
+    }
+}
+
+/* ---- integers and bool (computed in int64) ------------------------------- */
+
+static void load_ints(int64_t *d, const char *p, int64_t stride, int64_t n, em_dtype dt)
+{
+    switch (dt) {
+    case EM_INT64: for (int64_t i = 0; i < n; i++) d[i] = *(const int64_t *)(p + i * stride); break;
+    case EM_INT32: for (int64_t i = 0; i < n; i++) d[i] = *(const int32_t *)(p + i * stride); break;
+    case EM_BOOL: for (int64_t i = 0; i < n; i++) d[i] = *(const uint8_t *)(p + i * stride) != 0; break;
+    default: for (int64_t i = 0; i < n; i++) d[i] = *(const uint8_t *)(p + i * stride); break;
+    }
+}
+
+static void store_ints(char *p, int64_t stride, const int64_t *s, int64_t n, em_dtype dt)
+{
+    switch (dt) {
+    case EM_INT64: for (int64_t i = 0; i < n; i++) *(int64_t *)(p + i * stride) = s[i]; break;
+    case EM_INT32: for (int64_t i = 0; i < n; i++) *(int32_t *)(p + i * stride) = (int32_t)(uint32_t)(uint64_t)s[i]; break;
+    case EM_BOOL: for (int64_t i = 0; i < n; i++) *(uint8_t *)(p + i * stride) = s[i] != 0; break;
+    default: for (int64_t i = 0; i < n; i++) *(uint8_t *)(p + i * stride) = (uint8_t)(uint64_t)s[i]; break;
+    }
+}
+
+static inline int64_t wrap(uint64_t v) { return (int64_t)v; }
+
+static int64_t pow_i64(int64_t base, int64_t e)
+{
+    /* PyTorch: an integer to a negative power is 1/base^|e| truncated */
+    if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
+    uint64_t r = 1, b = (uint64_t)base;
+    while (e) {
+        if (e & 1) r *= b;
+        b *= b;
+        e >>= 1;
+    }
+    return wrap(r);
+}
+
+/* returns 1 if an integer remainder by zero was seen */
+static int bin_i64(em_binary_op op, int64_t *restrict o, const int64_t *restrict a,
+                   const int64_t *restrict b, int64_t n)
+{
+    int dz = 0;
+    switch (op) {
+    case EM_ADD: for (int64_t i = 0; i < n; i++) o[i] = wrap((uint64_t)a[i] + (uint64_t)b[i]); break;
+    case EM_SUB: for (int64_t i = 0; i < n; i++) o[i] = wrap((uint64_t)a[i] - (uint64_t)b[i]); break;
+    case EM_MUL: for (int64_t i = 0; i < n; i++) o[i] = wrap((uint64_t)a[i] * (uint64_t)b[i]); break;
+    case EM_REMAINDER:
+        for (int64_t i = 0; i < n; i++) {
+            int64_t x = a[i], y = b[i], r;
+            if (y == 0) { dz = 1; r = 0; }
+            else if (y == -1) r = 0;    /* INT64_MIN % -1 traps on x86 */
+            else {
+                r = x % y;
+                if (r != 0 && ((r < 0) != (y < 0))) r += y;
+            }
+            o[i] = r;
+        }
+        break;
+    case EM_POW: for (int64_t i = 0; i < n; i++) o[i] = pow_i64(a[i], b[i]); break;
+    case EM_MAXIMUM: for (int64_t i = 0; i < n; i++) o[i] = a[i] > b[i] ? a[i] : b[i]; break;
+    case EM_MINIMUM: for (int64_t i = 0; i < n; i++) o[i] = a[i] < b[i] ? a[i] : b[i]; break;
+    default: break;
+    }
+    return dz;
+}
+
+static void cmp_i64(em_binary_op op, uint8_t *restrict o, const int64_t *restrict a,
+                    const int64_t *restrict b, int64_t n)
+{
+    switch (op) {
+    case EM_EQ: for (int64_t i = 0; i < n; i++) o[i] = a[i] == b[i]; break;
+    case EM_NE: for (int64_t i = 0; i < n; i++) o[i] = a[i] != b[i]; break;
+    case EM_LT: for (int64_t i = 0; i < n; i++) o[i] = a[i] < b[i]; break;
+    case EM_LE: for (int64_t i = 0; i < n; i++) o[i] = a[i] <= b[i]; break;
+    case EM_GT: for (int64_t i = 0; i < n; i++) o[i] = a[i] > b[i]; break;
+    case EM_GE: for (int64_t i = 0; i < n; i++) o[i] = a[i] >= b[i]; break;
+    case EM_LOGICAL_AND: for (int64_t i = 0; i < n; i++) o[i] = (a[i] != 0) & (b[i] != 0); break;
+    case EM_LOGICAL_OR: for (int64_t i = 0; i < n; i++) o[i] = (a[i] != 0) | (b[i] != 0); break;
+    default: break;
+    }
+}
+
+static void loop_int(bin_ctx *c, char **p, const int64_t *s, int64_t n)
+{
+    int64_t ba[CHUNK], bb[CHUNK], bo[CHUNK];
+    uint8_t bc[CHUNK];
+    bool direct = c->dt == EM_INT64;
+    int dz = 0;
+    for (int64_t i = 0; i < n; i += CHUNK) {
+        int64_t m = n - i < CHUNK ? n - i : CHUNK;
+        const char *pa = p[1] + i * s[1], *pb = p[2] + i * s[2];
+        char *out = p[0] + i * s[0];
+        const int64_t *a = ba, *b = bb;
+        if (direct && s[1] == 8) a = (const int64_t *)pa; else load_ints(ba, pa, s[1], m, c->dt);
+        if (direct && s[2] == 8) b = (const int64_t *)pb; else load_ints(bb, pb, s[2], m, c->dt);
+        if (c->cmp) {
+            uint8_t *o = s[0] == 1 ? (uint8_t *)out : bc;
+            cmp_i64(c->op, o, a, b, m);
+            if (o == bc) scatter(out, s[0], bc, m, 1);
+        } else {
+            int64_t *o = direct && s[0] == 8 ? (int64_t *)out : bo;
+            dz |= bin_i64(c->op, o, a, b, m);
+            if (o == bo) store_ints(out, s[0], bo, m, c->dt);
+        }
+    }
+    if (dz) __atomic_store_n(&c->divzero, 1, __ATOMIC_RELAXED);
+}
+
+static void binary_loop(char **p, const int64_t *s, int64_t n, void *ctx)
+{
+    bin_ctx *c = ctx;
+    switch (c->dt) {
+    case EM_FLOAT32: loop_f32(c, p, s, n); break;
+    case EM_FLOAT64: loop_f64(c, p, s, n); break;
+    default: loop_int(c, p, s, n); break;
+    }
+}
+
+int cpu_binary(em_binary_op op, em_tensor *out, const em_tensor *a, const em_tensor *b)
+{
+    const char *name = em_binary_name(op);
+    if ((unsigned)op >= EM_NBINARY) return em_set_error("binary: invalid op %d", (int)op);
+    em_dtype dt = a->dtype;
+    if (b->dtype != dt)
+        return em_set_error("%s: CPU kernel called with mixed dtypes %s and %s", name,
+                            em_dtype_name(dt), em_dtype_name(b->dtype));
+    bool cmp = is_cmp(op);
+    if (out->dtype != (cmp ? EM_BOOL : dt))
+        return em_set_error("%s: CPU kernel called with output dtype %s for %s inputs", name,
+                            em_dtype_name(out->dtype), em_dtype_name(dt));
+    if (dt == EM_FLOAT16 || dt == EM_BFLOAT16)
+        return em_set_error("%s: the CPU kernel has no %s loop (compute in float32)", name, em_dtype_name(dt));
+    if (!em_dtype_is_float(dt) && op == EM_DIV)
+        return em_set_error("%s: the CPU kernel needs float inputs, got %s", name, em_dtype_name(dt));
+    bin_ctx c = {op, dt, cmp, 0};
+    const em_tensor *ts[3] = {out, a, b};
+    cpu_foreach(3, ts, binary_loop, &c);
+    if (c.divzero) return em_set_error("%s: integer division by zero", name);
+    return 0;
+}

@@ -1,0 +1,121 @@
+/* copy.c — element access by dtype and the strided, converting copy. */
+#include "cpu.h"
+
+#include <string.h>
+
+double cpu_load_f64(const void *p, em_dtype d)
+{
+    switch (d) {
+    case EM_FLOAT32: return *(const float *)p;
+    case EM_FLOAT64: return *(const double *)p;
+    case EM_INT64: return (double)*(const int64_t *)p;
+    case EM_INT32: return *(const int32_t *)p;
+    case EM_UINT8: return *(const uint8_t *)p;
+    case EM_BOOL: return *(const uint8_t *)p ? 1.0 : 0.0;
+    case EM_FLOAT16: return em_half_to_float(*(const uint16_t *)p);
+    case EM_BFLOAT16: return em_bf16_to_float(*(const uint16_t *)p);
+    default: return 0;
+    }
+}
+
+int64_t cpu_load_i64(const void *p, em_dtype d)
+{
+    switch (d) {
+    case EM_INT64: return *(const int64_t *)p;
+    case EM_INT32: return *(const int32_t *)p;
+    case EM_UINT8: return *(const uint8_t *)p;
+    case EM_BOOL: return *(const uint8_t *)p != 0;
+    default: return (int64_t)cpu_load_f64(p, d);
+    }
+}
+
+/* Float to integer conversion that never invokes undefined behaviour:
+ * NaN gives 0 and out-of-range values saturate. */
+static int64_t f64_to_i64(double v)
+{
+    if (v != v) return 0;
+    if (v >= 9.2233720368547758e18) return INT64_MAX;
+    if (v <= -9.2233720368547758e18) return INT64_MIN;
+    return (int64_t)v;
+}
+
+void cpu_store_f64(void *p, em_dtype d, double v)
+{
+    switch (d) {
+    case EM_FLOAT32: *(float *)p = (float)v; break;
+    case EM_FLOAT64: *(double *)p = v; break;
+    case EM_INT64: *(int64_t *)p = f64_to_i64(v); break;
+    case EM_INT32: *(int32_t *)p = (int32_t)(uint32_t)(uint64_t)f64_to_i64(v); break;
+    case EM_UINT8: *(uint8_t *)p = (uint8_t)(uint64_t)f64_to_i64(v); break;
+    case EM_BOOL: *(uint8_t *)p = v != 0; break;
+    case EM_FLOAT16: *(uint16_t *)p = em_float_to_half((float)v); break;
+    case EM_BFLOAT16: *(uint16_t *)p = em_float_to_bf16((float)v); break;
+    default: break;
+    }
+}
+
+void cpu_store_i64(void *p, em_dtype d, int64_t v)
+{
+    switch (d) {
+    case EM_INT64: *(int64_t *)p = v; break;
+    case EM_INT32: *(int32_t *)p = (int32_t)(uint32_t)(uint64_t)v; break;
+    case EM_UINT8: *(uint8_t *)p = (uint8_t)(uint64_t)v; break;
+    case EM_BOOL: *(uint8_t *)p = v != 0; break;
+    default: cpu_store_f64(p, d, (double)v); break;
+    }
+}
+
+typedef struct cast_ctx { em_dtype to, from; size_t size; } cast_ctx;
+
+static void copy_same(char **p, const int64_t *s, int64_t n, void *ctx)
+{
+    size_t sz = ((cast_ctx *)ctx)->size;
+    if (s[0] == (int64_t)sz && s[1] == (int64_t)sz) { memcpy(p[0], p[1], (size_t)n * sz); return; }
+    switch (sz) {
+    case 4: for (int64_t i = 0; i < n; i++) *(uint32_t *)(p[0] + i * s[0]) = *(uint32_t *)(p[1] + i * s[1]); break;
+    case 8: for (int64_t i = 0; i < n; i++) *(uint64_t *)(p[0] + i * s[0]) = *(uint64_t *)(p[1] + i * s[1]); break;
+    case 2: for (int64_t i = 0; i < n; i++) *(uint16_t *)(p[0] + i * s[0]) = *(uint16_t *)(p[1] + i * s[1]); break;
+    default: for (int64_t i = 0; i < n; i++) *(p[0] + i * s[0]) = *(p[1] + i * s[1]); break;
+    }
+}
+
+static void f64_to_f32(char **p, const int64_t *s, int64_t n, void *ctx)
+{
+    (void)ctx;
+    if (s[0] == 4 && s[1] == 8) {
+        float *o = (float *)p[0];
+        const double *a = (const double *)p[1];
+        for (int64_t i = 0; i < n; i++) o[i] = (float)a[i];
+    } else for (int64_t i = 0; i < n; i++) *(float *)(p[0] + i * s[0]) = (float)*(double *)(p[1] + i * s[1]);
+}
+
+static void f32_to_f64(char **p, const int64_t *s, int64_t n, void *ctx)
+{
+    (void)ctx;
+    if (s[0] == 8 && s[1] == 4) {
+        double *o = (double *)p[0];
+        const float *a = (const float *)p[1];
+        for (int64_t i = 0; i < n; i++) o[i] = a[i];
+    } else for (int64_t i = 0; i < n; i++) *(double *)(p[0] + i * s[0]) = *(float *)(p[1] + i * s[1]);
+}
+
+static void cast_generic(char **p, const int64_t *s, int64_t n, void *ctx)
+{
+    cast_ctx *c = ctx;
+    if (em_dtype_is_float(c->from))
+        for (int64_t i = 0; i < n; i++) cpu_store_f64(p[0] + i * s[0], c->to, cpu_load_f64(p[1] + i * s[1], c->from));
+    else
+        for (int64_t i = 0; i < n; i++) cpu_store_i64(p[0] + i * s[0], c->to, cpu_load_i64(p[1] + i * s[1], c->from));
+}
+
+int cpu_cast(em_tensor *dst, const em_tensor *src)
+{
+    const em_tensor *ts[2] = {dst, src};
+    cast_ctx c = {dst->dtype, src->dtype, em_dtype_size(dst->dtype)};
+    cpu_loop_fn fn = cast_generic;
+    if (dst->dtype == src->dtype) fn = copy_same;
+    else if (dst->dtype == EM_FLOAT32 && src->dtype == EM_FLOAT64) fn = f64_to_f32;
+    else if (dst->dtype == EM_FLOAT64 && src->dtype == EM_FLOAT32) fn = f32_to_f64;
+    cpu_foreach(2, ts, fn, &c);
+    return 0;
+}

@@ -1,0 +1,73 @@
+/* cpu.h — internals of the CPU backend (engine/cpu/). Only the backend
+ * table in backend.c is visible outside this folder. */
+#ifndef EMBER_CPU_H
+#define EMBER_CPU_H
+
+#include "../internal.h"
+
+/* ---- the elementwise iterator --------------------------------------------
+ * cpu_foreach walks `nops` tensors of one shape (ts[0] is usually the output)
+ * and calls `fn` on runs of elements along the innermost (coalesced) dim:
+ *     fn(ptrs, strides, n, ctx)
+ * ptrs[k] points at the first element of the run of operand k and
+ * strides[k] is its step in BYTES (0 for a broadcast operand). Dims are
+ * coalesced first, so a contiguous tensor is one run of numel elements and
+ * `strides[k] == element size` marks the fast path. Above
+ * CPU_PARALLEL_MIN elements the work is split over OpenMP threads by ranges
+ * of the flattened index (so fn must not assume it sees a whole row). */
+typedef void (*cpu_loop_fn)(char **ptrs, const int64_t *strides, int64_t n, void *ctx);
+
+#define CPU_MAX_OPS 5
+#define CPU_PARALLEL_MIN 65536
+
+void cpu_foreach(int nops, const em_tensor *const *ts, cpu_loop_fn fn, void *ctx);
+/* The same, never multi-threaded (for order-dependent loops). */
+void cpu_foreach_serial(int nops, const em_tensor *const *ts, cpu_loop_fn fn, void *ctx);
+
+/* True when the loop over n elements should use threads. */
+static inline int cpu_parallel(int64_t n) { return n >= CPU_PARALLEL_MIN; }
+
+/* ---- scalar access for generic (slow) paths ------------------------------ */
+double cpu_load_f64(const void *p, em_dtype d);
+int64_t cpu_load_i64(const void *p, em_dtype d);
+void cpu_store_f64(void *p, em_dtype d, double v);
+void cpu_store_i64(void *p, em_dtype d, int64_t v);
+
+/* Element pointer at a multi-index (sizes/strides of t). */
+static inline char *cpu_elem(const em_tensor *t, const int64_t *idx)
+{
+    int64_t off = t->offset;
+    for (int i = 0; i < t->ndim; i++) off += idx[i] * t->strides[i];
+    return (char *)t->storage->data + off * (int64_t)em_dtype_size(t->dtype);
+}
+
+/* ---- kernels (one file per family) --------------------------------------- */
+void *cpu_alloc(size_t nbytes, int device_index);
+void cpu_free(void *p, int device_index);
+int cpu_memcpy(void *dst, const void *src, size_t n, int device_index);
+int cpu_synchronize(int device_index);
+int cpu_fill(em_tensor *out, double value);
+int cpu_arange(em_tensor *out, double start, double step);
+int cpu_cast(em_tensor *dst, const em_tensor *src);                    /* copy.c */
+int cpu_random(em_random_op op, em_tensor *out, uint64_t seed, uint64_t offset,
+               double a, double b);                                      /* random.c */
+int cpu_unary(em_unary_op op, em_tensor *out, const em_tensor *a);     /* unary.c */
+int cpu_binary(em_binary_op op, em_tensor *out, const em_tensor *a,
+               const em_tensor *b);                                      /* binary.c */
+int cpu_ternary(em_ternary_op op, em_tensor *out, const em_tensor *a,
+                const em_tensor *b, const em_tensor *c, double s);      /* ternary.c */
+int cpu_clamp(em_tensor *out, const em_tensor *a, double lo, double hi,
+              bool has_lo, bool has_hi);                                 /* ternary.c */
+int cpu_reduce(em_reduce_op op, em_tensor *out, em_tensor *idx,
+               const em_tensor *in, int nreduce);                        /* reduce.c */
+int cpu_scan(em_scan_op op, em_tensor *out, const em_tensor *in, int dim); /* scan.c */
+int cpu_softmax(em_softmax_op op, em_tensor *out, const em_tensor *in, int dim); /* softmax.c */
+int cpu_index(em_index_op op, em_tensor *out, const em_tensor *in, int dim,
+              const em_tensor *idx);                                     /* index.c */
+int cpu_nonzero(em_tensor *out, const em_tensor *in);                  /* index.c */
+int cpu_sort(em_tensor *values, em_tensor *indices, const em_tensor *in,
+             int dim, bool descending, bool stable);                     /* sort.c */
+int cpu_gemm(em_tensor *out, const em_tensor *a, const em_tensor *b,
+             double alpha, double beta);                                 /* gemm.c */
+
+#endif

@@ -1,0 +1,203 @@
+/* gemm.c — batched matrix multiply on the CPU through OpenBLAS.
+ *
+ * BLAS takes a matrix as a pointer, a leading dimension and a transpose
+ * flag, so any operand whose last two dims are row-major or column-major
+ * (with gaps allowed between rows/columns) is passed as it is; anything else
+ * (a stride-0 row broadcast, a stepped slice along both dims) is first copied
+ * to a contiguous buffer. The batch is a plain loop over the first dim; a
+ * batch stride of 0 just reuses the same matrix.
+ *
+ * Threads: OpenBLAS (the pthread build) runs its own thread pool, separate
+ * from OpenMP's. Both pools spin for a while after a job before sleeping, so
+ * two pools of "all cores" each would fight whenever elementwise kernels and
+ * GEMMs alternate. We size the OpenBLAS pool to OpenMP's thread count, and
+ * for batches of small matrices (which OpenBLAS runs single-threaded anyway)
+ * we parallelise over the batch with OpenMP instead, so only one pool is
+ * busy at a time. */
+#include "cpu.h"
+
+#include <cblas.h>
+#include <limits.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* OpenBLAS runs a GEMM with fewer m*n*k than this on the calling thread
+ * (SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD in its interface/gemm.c). */
+#define SMALL_GEMM 262144
+
+static void sync_blas_threads(void)
+{
+    static int blas_threads;
+#ifdef _OPENMP
+    int want = omp_get_max_threads();
+#else
+    int want = 1;
+#endif
+    if (want != blas_threads) {
+        openblas_set_num_threads(want);
+        blas_threads = want;
+    }
+}
+
+static int64_t max1(int64_t x) { return x > 1 ? x : 1; }
+
+/* How BLAS can read the [R, C] matrices of t: row-major (NoTrans) with
+ * leading dimension *ld, or column-major (Trans). False if neither. */
+static bool blas_layout(const em_tensor *t, CBLAS_TRANSPOSE *tr, int64_t *ld)
+{
+    int64_t R = t->sizes[1], C = t->sizes[2], sr = t->strides[1], sc = t->strides[2];
+    if ((sc == 1 || C == 1) && (R == 1 || sr >= max1(C))) {
+        *tr = CblasNoTrans;
+        *ld = R == 1 ? max1(C) : sr;
+    } else if ((sr == 1 || R == 1) && (C == 1 || sc >= max1(R))) {
+        *tr = CblasTrans;
+        *ld = C == 1 ? max1(R) : sc;
+    } else {
+        return false;
+    }
+    return *ld <= INT_MAX;
+}
+
+typedef struct gemm_job {
+    em_dtype dtype;
+    int M, N, K;
+    CBLAS_TRANSPOSE ta, tb;
+    int lda, ldb, ldc;
+    const char *a, *b;
+    char *c;
+    int64_t sa, sb, sc;     /* batch strides in bytes */
+    double alpha, beta;
+} gemm_job;
+
+static void gemm_one(const gemm_job *g, int64_t i)
+{
+    const char *a = g->a + i * g->sa, *b = g->b + i * g->sb;
+    char *c = g->c + i * g->sc;
+    if (g->dtype == EM_FLOAT32)
+        cblas_sgemm(CblasRowMajor, g->ta, g->tb, g->M, g->N, g->K, (float)g->alpha,
+                    (const float *)a, g->lda, (const float *)b, g->ldb, (float)g->beta,
+                    (float *)c, g->ldc);
+    else
+        cblas_dgemm(CblasRowMajor, g->ta, g->tb, g->M, g->N, g->K, g->alpha,
+                    (const double *)a, g->lda, (const double *)b, g->ldb, g->beta,
+                    (double *)c, g->ldc);
+}
+
+static void scale_loop(char **p, const int64_t *s, int64_t n, void *ctx)
+{
+    const gemm_job *g = ctx;
+    for (int64_t i = 0; i < n; i++) {
+        char *q = p[0] + i * s[0];
+        if (g->dtype == EM_FLOAT32) *(float *)q = g->beta == 0 ? 0.0f : (float)(g->beta * *(float *)q);
+        else *(double *)q = g->beta == 0 ? 0.0 : g->beta * *(double *)q;
+    }
+}
+
+/* Swaps dims 1 and 2 of a 3-D view header (no data moves). */
+static em_tensor *swap_last(const em_tensor *t)
+{
+    return em_transpose(t, 1, 2);
+}
+
+/* A contiguous copy BLAS can read; a broadcast batch (stride 0) stays
+ * broadcast, so only one matrix is copied. */
+static em_tensor *blas_copy(const em_tensor *t)
+{
+    if (t->strides[0] != 0 || t->sizes[0] <= 1) return em_contiguous(t);
+    em_tensor *one = em_narrow(t, 0, 0, 1);
+    em_tensor *c = one ? em_contiguous(one) : NULL;
+    em_tensor *e = c ? em_expand(c, t->sizes, 3) : NULL;
+    em_release(one);
+    em_release(c);
+    return e;
+}
+
+/* out is row-major in its last two dims; a and b readable by BLAS. */
+static int gemm_rowmajor_out(em_tensor *out, const em_tensor *a, const em_tensor *b,
+                             double alpha, double beta)
+{
+    int64_t B = out->sizes[0], M = out->sizes[1], N = out->sizes[2], K = a->sizes[2];
+    int64_t lda = 0, ldb = 0;
+    CBLAS_TRANSPOSE ta = CblasNoTrans, tb = CblasNoTrans;
+    em_tensor *ac = NULL, *bc = NULL;
+    if (!blas_layout(a, &ta, &lda)) {
+        if (!(ac = blas_copy(a))) return -1;
+        a = ac;
+        if (!blas_layout(a, &ta, &lda)) { em_release(ac); return em_set_error("gemm: %s: no BLAS layout", SHAPE(a)); }
+    }
+    if (!blas_layout(b, &tb, &ldb)) {
+        if (!(bc = blas_copy(b))) { em_release(ac); return -1; }
+        b = bc;
+        if (!blas_layout(b, &tb, &ldb)) {
+            em_release(ac);
+            em_release(bc);
+            return em_set_error("gemm: %s: no BLAS layout", SHAPE(b));
+        }
+    }
+    int64_t esz = (int64_t)em_dtype_size(out->dtype);
+    gemm_job g = {
+        .dtype = out->dtype, .M = (int)M, .N = (int)N, .K = (int)K,
+        .ta = ta, .tb = tb, .lda = (int)lda, .ldb = (int)ldb,
+        .ldc = (int)(M == 1 ? max1(N) : out->strides[1]),
+        .a = em_data_ptr(a), .b = em_data_ptr(b), .c = em_data_ptr(out),
+        .sa = a->strides[0] * esz, .sb = b->strides[0] * esz, .sc = out->strides[0] * esz,
+        .alpha = alpha, .beta = beta,
+    };
+    sync_blas_threads();
+#ifdef _OPENMP
+    if (B > 1 && M * N * K < SMALL_GEMM && B * M * N * K >= CPU_PARALLEL_MIN && omp_get_max_threads() > 1) {
+        #pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < B; i++) gemm_one(&g, i);
+    } else
+#endif
+    for (int64_t i = 0; i < B; i++) gemm_one(&g, i);
+    em_release(ac);
+    em_release(bc);
+    return 0;
+}
+
+int cpu_gemm(em_tensor *out, const em_tensor *a, const em_tensor *b, double alpha, double beta)
+{
+    if (out->ndim != 3 || a->ndim != 3 || b->ndim != 3)
+        return em_set_error("gemm: expected 3-D tensors, got out %s, a %s, b %s", SHAPE(out), SHAPE(a), SHAPE(b));
+    if ((out->dtype != EM_FLOAT32 && out->dtype != EM_FLOAT64) || a->dtype != out->dtype || b->dtype != out->dtype)
+        return em_set_error("gemm: expected float32 or float64 tensors of one dtype, got %s, %s -> %s",
+                            em_dtype_name(a->dtype), em_dtype_name(b->dtype), em_dtype_name(out->dtype));
+    int64_t B = out->sizes[0], M = out->sizes[1], N = out->sizes[2], K = a->sizes[2];
+    if (a->sizes[0] != B || b->sizes[0] != B || a->sizes[1] != M || b->sizes[1] != K || b->sizes[2] != N)
+        return em_set_error("gemm: shapes do not agree: %s @ %s -> %s", SHAPE(a), SHAPE(b), SHAPE(out));
+    if (M > INT_MAX || N > INT_MAX || K > INT_MAX)
+        return em_set_error("gemm: %s @ %s: matrix dimensions above %d are not supported by BLAS",
+                            SHAPE(a), SHAPE(b), INT_MAX);
+    if (B == 0 || M == 0 || N == 0) return 0;
+    if (K == 0) {   /* an empty sum: out = beta * out */
+        gemm_job g = {.dtype = out->dtype, .beta = beta};
+        const em_tensor *ts[1] = {out};
+        cpu_foreach(1, ts, scale_loop, &g);
+        return 0;
+    }
+    bool rowmajor = (out->strides[2] == 1 || N == 1) && (M == 1 || out->strides[1] >= max1(N))
+                    && out->strides[1] <= INT_MAX;
+    bool colmajor = (out->strides[1] == 1 || M == 1) && (N == 1 || out->strides[2] >= max1(M))
+                    && out->strides[2] <= INT_MAX;
+    if (B > 1 && out->strides[0] == 0) rowmajor = colmajor = false;
+    if (rowmajor) return gemm_rowmajor_out(out, a, b, alpha, beta);
+    if (colmajor) {
+        /* out^T = b^T @ a^T, with out^T row-major */
+        em_tensor *ot = swap_last(out), *at = swap_last(a), *bt = swap_last(b);
+        int rc = ot && at && bt ? gemm_rowmajor_out(ot, bt, at, alpha, beta) : -1;
+        em_release(ot);
+        em_release(at);
+        em_release(bt);
+        return rc;
+    }
+    /* an output BLAS cannot write: compute into a contiguous buffer */
+    em_tensor *tmp = beta != 0 ? em_clone(out) : em_empty_like(out);
+    if (!tmp) return -1;
+    int rc = gemm_rowmajor_out(tmp, a, b, alpha, beta);
+    if (rc == 0) rc = cpu_cast(out, tmp);
+    em_release(tmp);
+    return rc;
+}

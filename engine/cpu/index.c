@@ -1,0 +1,241 @@
+/* index.c — the CPU index family (index_select, gather, scatter,
+ * scatter_add, index_add) and nonzero.
+ *
+ * All five ops reduce to two loops over an iteration shape S:
+ *   gather:       out[p] = in[p with p[dim] = idx[p]]
+ *   scatter(add): out[p with p[dim] = idx[p]] (+)= src[p]
+ * index_select is a gather whose index is the 1-D idx broadcast over S (the
+ * output shape), and index_add a scatter_add whose index is broadcast over
+ * the source shape. The tensor that is addressed through the index is seen
+ * through a view of shape S with stride 0 along dim, so the iterator yields
+ * the address of position 0 of its line and the loop adds idx * stride.
+ *
+ * Index values are 1-based; -n..-1 count from the end. Every value is
+ * checked before it is used: a bad one is recorded (the first seen) and its
+ * element skipped, so nothing outside the tensors is ever touched. */
+#include "cpu.h"
+
+#include <string.h>
+
+typedef struct index_ctx {
+    int64_t stride;      /* bytes between slots along dim of the addressed tensor */
+    int64_t size;        /* its size along dim */
+    size_t esz;          /* element size */
+    em_dtype dtype;
+    int bad;             /* set when an index was out of range */
+    int64_t bad_value;
+} index_ctx;
+
+/* 1-based (or negative) index -> 0-based slot, or -1 when out of range. */
+static inline int64_t slot(int64_t v, int64_t n)
+{
+    if (v >= 1 && v <= n) return v - 1;
+    if (v < 0 && v >= -n) return v + n;
+    return -1;
+}
+
+static void record_bad(index_ctx *c, int64_t v)
+{
+    #pragma omp critical(ember_index_bad)
+    {
+        if (!c->bad) { c->bad = 1; c->bad_value = v; }
+    }
+}
+
+/* ptrs: out, in (line base), idx */
+static void gather_loop(char **p, const int64_t *s, int64_t n, void *ctx)
+{
+    index_ctx *c = ctx;
+    int64_t st = c->stride, size = c->size;
+    switch (c->esz) {
+    case 4:
+        for (int64_t i = 0; i < n; i++) {
+            int64_t v = *(const int64_t *)(p[2] + i * s[2]), k = slot(v, size);
+            if (k < 0) { record_bad(c, v); continue; }
+            *(uint32_t *)(p[0] + i * s[0]) = *(const uint32_t *)(p[1] + i * s[1] + k * st);
+        }
+        break;
+    case 8:
+        for (int64_t i = 0; i < n; i++) {
+            int64_t v = *(const int64_t *)(p[2] + i * s[2]), k = slot(v, size);
+            if (k < 0) { record_bad(c, v); continue; }
+            *(uint64_t *)(p[0] + i * s[0]) = *(const uint64_t *)(p[1] + i * s[1] + k * st);
+        }
+        break;
+    case 2:
+        for (int64_t i = 0; i < n; i++) {
+            int64_t v = *(const int64_t *)(p[2] + i * s[2]), k = slot(v, size);
+            if (k < 0) { record_bad(c, v); continue; }
+            *(uint16_t *)(p[0] + i * s[0]) = *(const uint16_t *)(p[1] + i * s[1] + k * st);
+        }
+        break;
+    default:
+        for (int64_t i = 0; i < n; i++) {
+            int64_t v = *(const int64_t *)(p[2] + i * s[2]), k = slot(v, size);
+            if (k < 0) { record_bad(c, v); continue; }
+            *(p[0] + i * s[0]) = *(p[1] + i * s[1] + k * st);
+        }
+        break;
+    }
+}
+
+/* ptrs: out (line base), src, idx */
+static void scatter_loop(char **p, const int64_t *s, int64_t n, void *ctx)
+{
+    index_ctx *c = ctx;
+    int64_t st = c->stride, size = c->size;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = *(const int64_t *)(p[2] + i * s[2]), k = slot(v, size);
+        if (k < 0) { record_bad(c, v); continue; }
+        memcpy(p[0] + i * s[0] + k * st, p[1] + i * s[1], c->esz);
+    }
+}
+
+static void scatter_add_loop(char **p, const int64_t *s, int64_t n, void *ctx)
+{
+    index_ctx *c = ctx;
+    int64_t st = c->stride, size = c->size;
+    em_dtype d = c->dtype;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = *(const int64_t *)(p[2] + i * s[2]), k = slot(v, size);
+        if (k < 0) { record_bad(c, v); continue; }
+        char *o = p[0] + i * s[0] + k * st;
+        const char *a = p[1] + i * s[1];
+        switch (d) {
+        case EM_FLOAT32: *(float *)o += *(const float *)a; break;
+        case EM_FLOAT64: *(double *)o += *(const double *)a; break;
+        case EM_INT64: *(int64_t *)o = (int64_t)((uint64_t)*(int64_t *)o + (uint64_t)*(const int64_t *)a); break;
+        case EM_BOOL: *(uint8_t *)o = *(uint8_t *)o || *(const uint8_t *)a; break;
+        default:
+            if (em_dtype_is_float(d)) cpu_store_f64(o, d, cpu_load_f64(o, d) + cpu_load_f64(a, d));
+            else cpu_store_i64(o, d, (int64_t)((uint64_t)cpu_load_i64(o, d) + (uint64_t)cpu_load_i64(a, d)));
+            break;
+        }
+    }
+}
+
+/* A header-only view of t with the given iteration sizes; along dim its
+ * stride is 0 (the line base), so the loop can address it through an index. */
+static em_tensor line_view(const em_tensor *t, const int64_t *sizes, int ndim, int dim)
+{
+    em_tensor v = *t;
+    v.ndim = ndim;
+    for (int i = 0; i < ndim; i++) { v.sizes[i] = sizes[i]; v.strides[i] = i == dim ? 0 : t->strides[i]; }
+    return v;
+}
+
+/* The 1-D idx seen with the given sizes: it moves along dim only. */
+static em_tensor spread_index(const em_tensor *idx, const int64_t *sizes, int ndim, int dim)
+{
+    em_tensor v = *idx;
+    v.ndim = ndim;
+    for (int i = 0; i < ndim; i++) { v.sizes[i] = sizes[i]; v.strides[i] = i == dim ? idx->strides[0] : 0; }
+    return v;
+}
+
+static const char *index_op_name(em_index_op op)
+{
+    switch (op) {
+    case EM_INDEX_SELECT: return "index_select";
+    case EM_GATHER: return "gather";
+    case EM_SCATTER: return "scatter";
+    case EM_SCATTER_ADD: return "scatter_add";
+    case EM_INDEX_ADD: return "index_add";
+    default: return "index";
+    }
+}
+
+int cpu_index(em_index_op op, em_tensor *out, const em_tensor *in, int dim, const em_tensor *idx)
+{
+    const char *name = index_op_name(op);
+    if (idx->dtype != EM_INT64)
+        return em_set_error("%s: expected an int64 index tensor, got %s", name, em_dtype_name(idx->dtype));
+    if (out->ndim == 0 || dim < 0 || dim >= out->ndim || in->ndim != out->ndim)
+        return em_set_error("%s: bad arguments to the CPU kernel (out %s, in %s, dim %d)", name,
+                            SHAPE(out), SHAPE(in), dim + 1);
+    index_ctx c = {0};
+    c.esz = em_dtype_size(out->dtype);
+    c.dtype = out->dtype;
+    em_tensor a, b, ix;
+    const em_tensor *ts[3];
+    switch (op) {
+    case EM_INDEX_SELECT:
+    case EM_GATHER:
+        /* iteration shape: out */
+        c.stride = in->strides[dim] * (int64_t)c.esz;
+        c.size = in->sizes[dim];
+        a = line_view(in, out->sizes, out->ndim, dim);
+        ix = op == EM_GATHER ? *idx : spread_index(idx, out->sizes, out->ndim, dim);
+        ts[0] = out; ts[1] = &a; ts[2] = &ix;
+        cpu_foreach(3, ts, gather_loop, &c);
+        break;
+    case EM_SCATTER:
+    case EM_SCATTER_ADD:
+    case EM_INDEX_ADD: {
+        /* iteration shape: the index (scatter) or the source (index_add) */
+        const int64_t *sizes = op == EM_INDEX_ADD ? in->sizes : idx->sizes;
+        c.stride = out->strides[dim] * (int64_t)c.esz;
+        c.size = out->sizes[dim];
+        a = line_view(out, sizes, out->ndim, dim);
+        b = *in;
+        b.ndim = out->ndim;
+        for (int i = 0; i < out->ndim; i++) b.sizes[i] = sizes[i];
+        ix = op == EM_INDEX_ADD ? spread_index(idx, sizes, out->ndim, dim) : *idx;
+        ts[0] = &a; ts[1] = &b; ts[2] = &ix;
+        /* serial: two positions may name the same slot */
+        cpu_foreach_serial(3, ts, op == EM_SCATTER ? scatter_loop : scatter_add_loop, &c);
+        break;
+    }
+    default:
+        return em_set_error("index: unknown op %d", (int)op);
+    }
+    if (c.bad)
+        return em_set_error("%s: index %lld is out of bounds for dimension %d with size %lld", name,
+                            (long long)c.bad_value, dim + 1, (long long)c.size);
+    return 0;
+}
+
+static bool is_nonzero(const char *p, em_dtype d)
+{
+    switch (d) {
+    case EM_FLOAT32: return *(const float *)p != 0.0f;
+    case EM_FLOAT64: return *(const double *)p != 0.0;
+    case EM_INT64: return *(const int64_t *)p != 0;
+    case EM_INT32: return *(const int32_t *)p != 0;
+    case EM_UINT8: case EM_BOOL: return *(const uint8_t *)p != 0;
+    default: return cpu_load_f64(p, d) != 0.0;   /* NaN counts as non-zero */
+    }
+}
+
+int cpu_nonzero(em_tensor *out, const em_tensor *in)
+{
+    int nd = in->ndim;
+    if (out->dtype != EM_INT64 || out->ndim != 2 || out->sizes[1] != nd)
+        return em_set_error("nonzero: output %s %s does not fit input %s", SHAPE(out),
+                            em_dtype_name(out->dtype), SHAPE(in));
+    int64_t numel = em_numel(in), rows = out->sizes[0], found = 0;
+    if (numel == 0) return rows == 0 ? 0 : em_set_error("nonzero: expected 0 rows for an empty input, got %lld", (long long)rows);
+    size_t esz = em_dtype_size(in->dtype);
+    int64_t coord[EM_MAX_DIMS] = {0};
+    const char *base = (const char *)em_data_ptr(in);
+    char *obase = (char *)em_data_ptr(out);
+    int64_t off = 0;   /* element offset of coord in `in` */
+    for (int64_t pos = 0; pos < numel; pos++) {
+        if (is_nonzero(base + off * (int64_t)esz, in->dtype)) {
+            if (found == rows)
+                return em_set_error("nonzero: more than the %lld non-zero elements counted", (long long)rows);
+            for (int d = 0; d < nd; d++)
+                *(int64_t *)(obase + (found * out->strides[0] + d * out->strides[1]) * 8) = coord[d] + 1;
+            found++;
+        }
+        for (int d = nd - 1; d >= 0; d--) {
+            off += in->strides[d];
+            if (++coord[d] < in->sizes[d]) break;
+            off -= in->strides[d] * in->sizes[d];
+            coord[d] = 0;
+        }
+    }
+    if (found != rows)
+        return em_set_error("nonzero: found %lld non-zero elements, %lld counted", (long long)found, (long long)rows);
+    return 0;
+}

@@ -1,0 +1,120 @@
+/* iter.c — the CPU elementwise iterator: coalesces dims, then hands runs of
+ * elements along the innermost dim to a loop function, over threads when the
+ * tensor is large enough for that to pay. */
+#include "cpu.h"
+
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+typedef struct iter {
+    int nops, ndim;
+    int64_t sizes[EM_MAX_DIMS];                 /* innermost last */
+    int64_t strides[CPU_MAX_OPS][EM_MAX_DIMS];  /* bytes */
+    char *base[CPU_MAX_OPS];
+    int64_t numel;
+} iter;
+
+static void iter_init(iter *it, int nops, const em_tensor *const *ts)
+{
+    const em_tensor *t0 = ts[0];
+    it->nops = nops;
+    it->numel = em_numel(t0);
+    int nd = 0;
+    /* drop size-1 dims, convert strides to bytes */
+    for (int d = 0; d < t0->ndim; d++) {
+        if (t0->sizes[d] == 1) continue;
+        it->sizes[nd] = t0->sizes[d];
+        for (int k = 0; k < nops; k++)
+            it->strides[k][nd] = ts[k]->strides[d] * (int64_t)em_dtype_size(ts[k]->dtype);
+        nd++;
+    }
+    /* merge a dim into the one inside it when every operand allows it */
+    int out = 0;
+    for (int d = 0; d < nd; d++) {
+        if (out > 0) {
+            bool ok = true;
+            for (int k = 0; k < nops && ok; k++)
+                ok = it->strides[k][out - 1] == it->strides[k][d] * it->sizes[d];
+            if (ok) {
+                it->sizes[out - 1] *= it->sizes[d];
+                for (int k = 0; k < nops; k++) it->strides[k][out - 1] = it->strides[k][d];
+                continue;
+            }
+        }
+        it->sizes[out] = it->sizes[d];
+        for (int k = 0; k < nops; k++) it->strides[k][out] = it->strides[k][d];
+        out++;
+    }
+    if (out == 0) { /* 0-d or all size 1: one element */
+        it->sizes[0] = 1;
+        for (int k = 0; k < nops; k++) it->strides[k][0] = 0;
+        out = 1;
+    }
+    it->ndim = out;
+    for (int k = 0; k < nops; k++) it->base[k] = (char *)em_data_ptr(ts[k]);
+}
+
+/* Runs fn over the flattened positions [start, end). */
+static void iter_range(const iter *it, int64_t start, int64_t end, cpu_loop_fn fn, void *ctx)
+{
+    int nd = it->ndim, inner = nd - 1;
+    int64_t coord[EM_MAX_DIMS];
+    char *ptrs[CPU_MAX_OPS];
+    int64_t inner_strides[CPU_MAX_OPS];
+    int64_t rem = start;
+    for (int d = nd - 1; d >= 0; d--) { coord[d] = rem % it->sizes[d]; rem /= it->sizes[d]; }
+    for (int k = 0; k < it->nops; k++) {
+        char *p = it->base[k];
+        for (int d = 0; d < nd; d++) p += coord[d] * it->strides[k][d];
+        ptrs[k] = p;
+        inner_strides[k] = it->strides[k][inner];
+    }
+    int64_t pos = start;
+    while (pos < end) {
+        int64_t len = it->sizes[inner] - coord[inner];
+        if (len > end - pos) len = end - pos;
+        fn(ptrs, inner_strides, len, ctx);
+        pos += len;
+        if (pos >= end) break;
+        coord[inner] += len;
+        for (int k = 0; k < it->nops; k++) ptrs[k] += len * inner_strides[k];
+        /* carry into outer dims */
+        for (int d = inner; d > 0 && coord[d] == it->sizes[d]; d--) {
+            coord[d] = 0;
+            coord[d - 1]++;
+            for (int k = 0; k < it->nops; k++)
+                ptrs[k] += it->strides[k][d - 1] - it->sizes[d] * it->strides[k][d];
+        }
+    }
+}
+
+void cpu_foreach_serial(int nops, const em_tensor *const *ts, cpu_loop_fn fn, void *ctx)
+{
+    iter it;
+    iter_init(&it, nops, ts);
+    if (it.numel > 0) iter_range(&it, 0, it.numel, fn, ctx);
+}
+
+void cpu_foreach(int nops, const em_tensor *const *ts, cpu_loop_fn fn, void *ctx)
+{
+    iter it;
+    iter_init(&it, nops, ts);
+    if (it.numel == 0) return;
+#ifdef _OPENMP
+    if (cpu_parallel(it.numel) && omp_get_max_threads() > 1) {
+        #pragma omp parallel
+        {
+            int nt = omp_get_num_threads(), id = omp_get_thread_num();
+            /* chunks aligned to 64 elements keep each thread on its own cache lines */
+            int64_t chunk = ((it.numel + nt - 1) / nt + 63) & ~(int64_t)63;
+            int64_t s = (int64_t)id * chunk, e = s + chunk;
+            if (e > it.numel) e = it.numel;
+            if (s < e) iter_range(&it, s, e, fn, ctx);
+        }
+        return;
+    }
+#endif
+    iter_range(&it, 0, it.numel, fn, ctx);
+}

@@ -1,0 +1,131 @@
+/* scan.c — inclusive cumsum / cumprod along one dim. Floats accumulate in
+ * double, integers in int64 (wrapping, as PyTorch does). out has in's shape
+ * and dtype (the engine casts integer inputs to int64 first).
+ *
+ * Rows along `dim` are spread over threads. When both tensors are contiguous
+ * and dim is not the last, a row would be a strided walk through memory, so
+ * instead each outer slice is scanned a whole inner block at a time: the
+ * running values for the block live in a buffer and every step adds one
+ * contiguous row, which vectorises. */
+#include "cpu.h"
+
+#include <stdlib.h>
+
+static int64_t row_offset(const em_tensor *t, int dim, int64_t r)
+{
+    int64_t off = 0;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        if (d == dim) continue;
+        off += (r % t->sizes[d]) * t->strides[d];
+        r /= t->sizes[d];
+    }
+    return off;
+}
+
+/* One row, any dtype and strides (in bytes). */
+static void row_scan(em_scan_op op, char *o, int64_t os, const char *x, int64_t xs, em_dtype d, int64_t n)
+{
+    if (d == EM_FLOAT32) {
+        double acc = op == EM_CUMSUM ? 0 : 1;
+        for (int64_t i = 0; i < n; i++) {
+            double v = *(const float *)(x + i * xs);
+            acc = op == EM_CUMSUM ? acc + v : acc * v;
+            *(float *)(o + i * os) = (float)acc;
+        }
+    } else if (em_dtype_is_float(d)) {
+        double acc = op == EM_CUMSUM ? 0 : 1;
+        for (int64_t i = 0; i < n; i++) {
+            double v = cpu_load_f64(x + i * xs, d);
+            acc = op == EM_CUMSUM ? acc + v : acc * v;
+            cpu_store_f64(o + i * os, d, acc);
+        }
+    } else {
+        uint64_t acc = op == EM_CUMSUM ? 0 : 1;
+        for (int64_t i = 0; i < n; i++) {
+            uint64_t v = (uint64_t)cpu_load_i64(x + i * xs, d);
+            acc = op == EM_CUMSUM ? acc + v : acc * v;
+            cpu_store_i64(o + i * os, d, (int64_t)acc);
+        }
+    }
+}
+
+/* Contiguous tensors, dim not last: slices [outer][n][W]. */
+static int block_scan(const char *name, em_scan_op op, em_tensor *out, const em_tensor *in, int dim)
+{
+    int64_t n = in->sizes[dim], W = in->strides[dim], outer = em_numel(in) / (n * W);
+    em_dtype d = in->dtype;
+    size_t esz = em_dtype_size(d);
+    bool fl = em_dtype_is_float(d);
+    char *ob = (char *)em_data_ptr(out);
+    const char *xb = (const char *)em_data_ptr(in);
+    int fail = 0;
+    #pragma omp parallel for schedule(static) if (cpu_parallel(em_numel(in)) && outer > 1)
+    for (int64_t g = 0; g < outer; g++) {
+        /* double and int64 share one buffer: both are 8 bytes */
+        int64_t *acc = malloc(sizeof(int64_t) * (size_t)W);
+        if (!acc) { fail = 1; continue; }
+        double *facc = (double *)acc;
+        for (int64_t k = 0; k < n; k++) {
+            int64_t base = (g * n + k) * W;
+            const char *x = xb + base * (int64_t)esz;
+            char *o = ob + base * (int64_t)esz;
+            if (d == EM_FLOAT32) {
+                const float *xf = (const float *)x;
+                float *of = (float *)o;
+                if (k == 0) for (int64_t j = 0; j < W; j++) facc[j] = xf[j];
+                else if (op == EM_CUMSUM) for (int64_t j = 0; j < W; j++) facc[j] += xf[j];
+                else for (int64_t j = 0; j < W; j++) facc[j] *= xf[j];
+                for (int64_t j = 0; j < W; j++) of[j] = (float)facc[j];
+            } else if (d == EM_FLOAT64) {
+                const double *xf = (const double *)x;
+                double *of = (double *)o;
+                if (k == 0) for (int64_t j = 0; j < W; j++) facc[j] = xf[j];
+                else if (op == EM_CUMSUM) for (int64_t j = 0; j < W; j++) facc[j] += xf[j];
+                else for (int64_t j = 0; j < W; j++) facc[j] *= xf[j];
+                for (int64_t j = 0; j < W; j++) of[j] = facc[j];
+            } else if (fl) {
+                for (int64_t j = 0; j < W; j++) {
+                    double v = cpu_load_f64(x + j * (int64_t)esz, d);
+                    facc[j] = k == 0 ? v : op == EM_CUMSUM ? facc[j] + v : facc[j] * v;
+                    cpu_store_f64(o + j * (int64_t)esz, d, facc[j]);
+                }
+            } else {
+                for (int64_t j = 0; j < W; j++) {
+                    uint64_t v = (uint64_t)cpu_load_i64(x + j * (int64_t)esz, d), a = (uint64_t)acc[j];
+                    a = k == 0 ? v : op == EM_CUMSUM ? a + v : a * v;
+                    acc[j] = (int64_t)a;
+                    cpu_store_i64(o + j * (int64_t)esz, d, (int64_t)a);
+                }
+            }
+        }
+        free(acc);
+    }
+    if (fail) return em_set_error("%s: out of memory for a scan buffer of %lld elements", name, (long long)W);
+    return 0;
+}
+
+int cpu_scan(em_scan_op op, em_tensor *out, const em_tensor *in, int dim)
+{
+    const char *name = op == EM_CUMSUM ? "cumsum" : "cumprod";
+    if (out->dtype != in->dtype)
+        return em_set_error("%s: output dtype %s differs from input dtype %s", name,
+                            em_dtype_name(out->dtype), em_dtype_name(in->dtype));
+    int64_t numel = em_numel(in);
+    if (numel == 0) return 0;
+    if (in->ndim == 0) return cpu_cast(out, in);
+    if (dim < 0 || dim >= in->ndim)
+        return em_set_error("%s: dimension %d out of range for %s", name, dim + 1, SHAPE(in));
+    int64_t n = in->sizes[dim];
+    if (dim < in->ndim - 1 && n > 1 && em_is_contiguous(in) && em_is_contiguous(out) && in->strides[dim] > 1)
+        return block_scan(name, op, out, in, dim);
+    int64_t rows = numel / n;
+    size_t esz = em_dtype_size(in->dtype);
+    int64_t xs = in->strides[dim] * (int64_t)esz, os = out->strides[dim] * (int64_t)esz;
+    char *ob = (char *)em_data_ptr(out);
+    const char *xb = (const char *)em_data_ptr(in);
+    #pragma omp parallel for schedule(static) if (cpu_parallel(numel) && rows > 1)
+    for (int64_t r = 0; r < rows; r++)
+        row_scan(op, ob + row_offset(out, dim, r) * (int64_t)esz, os,
+                 xb + row_offset(in, dim, r) * (int64_t)esz, xs, in->dtype, n);
+    return 0;
+}

@@ -1,0 +1,201 @@
+/* ternary.c — CPU kernels for where, lerp, addcmul, addcdiv and clamp.
+ *
+ * where only selects, so it works on raw element bytes of any dtype. The
+ * arithmetic ops have contiguous float32/float64 loops and a generic path
+ * through doubles for everything else. */
+#include "cpu.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- where --------------------------------------------------------------- */
+
+static void where_loop(char **p, const int64_t *s, int64_t n, void *ctx)
+{
+    size_t esz = *(const size_t *)ctx;
+    const uint8_t *m = (const uint8_t *)p[1];
+    if (esz == 4 && s[0] == 4 && s[1] == 1 && s[2] == 4 && s[3] == 4) {
+        uint32_t *restrict o = (uint32_t *)p[0];
+        const uint32_t *restrict x = (const uint32_t *)p[2], *restrict y = (const uint32_t *)p[3];
+        for (int64_t i = 0; i < n; i++) o[i] = m[i] ? x[i] : y[i];
+        return;
+    }
+    if (esz == 8 && s[0] == 8 && s[1] == 1 && s[2] == 8 && s[3] == 8) {
+        uint64_t *restrict o = (uint64_t *)p[0];
+        const uint64_t *restrict x = (const uint64_t *)p[2], *restrict y = (const uint64_t *)p[3];
+        for (int64_t i = 0; i < n; i++) o[i] = m[i] ? x[i] : y[i];
+        return;
+    }
+    switch (esz) {
+    case 8:
+        for (int64_t i = 0; i < n; i++)
+            *(uint64_t *)(p[0] + i * s[0]) = *(p[1] + i * s[1]) ? *(const uint64_t *)(p[2] + i * s[2])
+                                                                : *(const uint64_t *)(p[3] + i * s[3]);
+        break;
+    case 4:
+        for (int64_t i = 0; i < n; i++)
+            *(uint32_t *)(p[0] + i * s[0]) = *(p[1] + i * s[1]) ? *(const uint32_t *)(p[2] + i * s[2])
+                                                                : *(const uint32_t *)(p[3] + i * s[3]);
+        break;
+    case 2:
+        for (int64_t i = 0; i < n; i++)
+            *(uint16_t *)(p[0] + i * s[0]) = *(p[1] + i * s[1]) ? *(const uint16_t *)(p[2] + i * s[2])
+                                                                : *(const uint16_t *)(p[3] + i * s[3]);
+        break;
+    default:
+        for (int64_t i = 0; i < n; i++)
+            *(uint8_t *)(p[0] + i * s[0]) = *(p[1] + i * s[1]) ? *(const uint8_t *)(p[2] + i * s[2])
+                                                               : *(const uint8_t *)(p[3] + i * s[3]);
+        break;
+    }
+}
+
+/* ---- lerp / addcmul / addcdiv -------------------------------------------- */
+
+typedef struct tern_ctx { em_ternary_op op; em_dtype dt; double s; } tern_ctx;
+
+static void tern_f32(em_ternary_op op, float *restrict o, const float *restrict a,
+                     const float *restrict b, const float *restrict c, float s, int64_t n)
+{
+    switch (op) {
+    case EM_LERP: for (int64_t i = 0; i < n; i++) o[i] = a[i] + c[i] * (b[i] - a[i]); break;
+    case EM_ADDCMUL: for (int64_t i = 0; i < n; i++) o[i] = a[i] + s * b[i] * c[i]; break;
+    case EM_ADDCDIV: for (int64_t i = 0; i < n; i++) o[i] = a[i] + s * b[i] / c[i]; break;
+    default: break;
+    }
+}
+
+static void tern_f64(em_ternary_op op, double *restrict o, const double *restrict a,
+                     const double *restrict b, const double *restrict c, double s, int64_t n)
+{
+    switch (op) {
+    case EM_LERP: for (int64_t i = 0; i < n; i++) o[i] = a[i] + c[i] * (b[i] - a[i]); break;
+    case EM_ADDCMUL: for (int64_t i = 0; i < n; i++) o[i] = a[i] + s * b[i] * c[i]; break;
+    case EM_ADDCDIV: for (int64_t i = 0; i < n; i++) o[i] = a[i] + s * b[i] / c[i]; break;
+    default: break;
+    }
+}
+
+static double tern_one(em_ternary_op op, double a, double b, double c, double s)
+{
+    switch (op) {
+    case EM_LERP: return a + c * (b - a);
+    case EM_ADDCMUL: return a + s * b * c;
+    case EM_ADDCDIV: return a + s * b / c;
+    default: return 0;
+    }
+}
+
+static void tern_loop(char **p, const int64_t *s, int64_t n, void *vctx)
+{
+    const tern_ctx *c = vctx;
+    int64_t esz = (int64_t)em_dtype_size(c->dt);
+    bool contig = s[0] == esz && s[1] == esz && s[2] == esz && s[3] == esz;
+    if (contig && c->dt == EM_FLOAT32) {
+        tern_f32(c->op, (float *)p[0], (const float *)p[1], (const float *)p[2], (const float *)p[3],
+                 (float)c->s, n);
+        return;
+    }
+    if (contig && c->dt == EM_FLOAT64) {
+        tern_f64(c->op, (double *)p[0], (const double *)p[1], (const double *)p[2], (const double *)p[3],
+                 c->s, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        double a = cpu_load_f64(p[1] + i * s[1], c->dt), b = cpu_load_f64(p[2] + i * s[2], c->dt);
+        double x = cpu_load_f64(p[3] + i * s[3], c->dt);
+        cpu_store_f64(p[0] + i * s[0], c->dt, tern_one(c->op, a, b, x, c->s));
+    }
+}
+
+int cpu_ternary(em_ternary_op op, em_tensor *out, const em_tensor *a, const em_tensor *b,
+                const em_tensor *c, double s)
+{
+    const em_tensor *ts[4] = {out, a, b, c};
+    if (op == EM_WHERE) {
+        if (a->dtype != EM_BOOL || b->dtype != out->dtype || c->dtype != out->dtype)
+            return em_set_error("where: CPU kernel called with condition %s, values %s and %s, output %s",
+                                em_dtype_name(a->dtype), em_dtype_name(b->dtype),
+                                em_dtype_name(c->dtype), em_dtype_name(out->dtype));
+        size_t esz = em_dtype_size(out->dtype);
+        cpu_foreach(4, ts, where_loop, &esz);
+        return 0;
+    }
+    if ((unsigned)op >= EM_NTERNARY) return em_set_error("ternary: invalid op %d", (int)op);
+    if (a->dtype != out->dtype || b->dtype != out->dtype || c->dtype != out->dtype)
+        return em_set_error("ternary: CPU kernel called with mixed dtypes");
+    tern_ctx ctx = {op, out->dtype, s};
+    cpu_foreach(4, ts, tern_loop, &ctx);
+    return 0;
+}
+
+/* ---- clamp --------------------------------------------------------------- */
+
+typedef struct clamp_ctx {
+    em_dtype dt;
+    double lo, hi;
+    int64_t ilo, ihi;
+    bool has_lo, has_hi;
+} clamp_ctx;
+
+/* Bounds are applied one after the other (max with lo, then min with hi),
+ * so lo > hi gives hi, and a NaN input stays NaN, as in PyTorch. */
+static void clamp_f32(float *restrict o, const float *restrict a, int64_t n, const clamp_ctx *c)
+{
+    float lo = c->has_lo ? (float)c->lo : -INFINITY, hi = c->has_hi ? (float)c->hi : INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        float x = a[i] < lo ? lo : a[i];
+        o[i] = x > hi ? hi : x;
+    }
+}
+
+static void clamp_f64(double *restrict o, const double *restrict a, int64_t n, const clamp_ctx *c)
+{
+    double lo = c->has_lo ? c->lo : -INFINITY, hi = c->has_hi ? c->hi : INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        double x = a[i] < lo ? lo : a[i];
+        o[i] = x > hi ? hi : x;
+    }
+}
+
+static void clamp_loop(char **p, const int64_t *s, int64_t n, void *vctx)
+{
+    const clamp_ctx *c = vctx;
+    if (c->dt == EM_FLOAT32 && s[0] == 4 && s[1] == 4) { clamp_f32((float *)p[0], (const float *)p[1], n, c); return; }
+    if (c->dt == EM_FLOAT64 && s[0] == 8 && s[1] == 8) { clamp_f64((double *)p[0], (const double *)p[1], n, c); return; }
+    if (em_dtype_is_float(c->dt)) {
+        double lo = c->has_lo ? c->lo : -INFINITY, hi = c->has_hi ? c->hi : INFINITY;
+        for (int64_t i = 0; i < n; i++) {
+            double x = cpu_load_f64(p[1] + i * s[1], c->dt);
+            x = x < lo ? lo : x;
+            cpu_store_f64(p[0] + i * s[0], c->dt, x > hi ? hi : x);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        int64_t x = cpu_load_i64(p[1] + i * s[1], c->dt);
+        if (c->has_lo && x < c->ilo) x = c->ilo;
+        if (c->has_hi && x > c->ihi) x = c->ihi;
+        cpu_store_i64(p[0] + i * s[0], c->dt, x);
+    }
+}
+
+/* A bound for an integer tensor, saturated so the conversion is defined. */
+static int64_t int_bound(double v)
+{
+    if (v != v) return 0;
+    if (v >= 9.2233720368547758e18) return INT64_MAX;
+    if (v <= -9.2233720368547758e18) return INT64_MIN;
+    return (int64_t)v;
+}
+
+int cpu_clamp(em_tensor *out, const em_tensor *a, double lo, double hi, bool has_lo, bool has_hi)
+{
+    if (a->dtype != out->dtype)
+        return em_set_error("clamp: CPU kernel called with input %s and output %s",
+                            em_dtype_name(a->dtype), em_dtype_name(out->dtype));
+    clamp_ctx c = {a->dtype, lo, hi, int_bound(lo), int_bound(hi), has_lo, has_hi};
+    const em_tensor *ts[2] = {out, a};
+    cpu_foreach(2, ts, clamp_loop, &c);
+    return 0;
+}

@@ -1,0 +1,267 @@
+/* unary.c — the CPU unary elementwise kernels.
+ *
+ * As in binary.c: one contiguous loop per op and element type (float32,
+ * float64, int64); strided runs go through small stack buffers so the same
+ * loop serves them. int32, uint8 and bool compute in int64 and are truncated
+ * back, which keeps the wrap-around of the narrow type (neg of uint8 1 is
+ * 255). Float-only ops on integer inputs are the engine's business: it
+ * promotes before calling, and this file refuses them. */
+#include "cpu.h"
+
+#include <math.h>
+
+#define CHUNK 256
+
+typedef struct un_ctx { em_unary_op op; em_dtype dt; bool to_bool; } un_ctx;
+
+static void gather(void *dst, const char *p, int64_t stride, int64_t n, size_t esz)
+{
+    switch (esz) {
+    case 8: { uint64_t *d = dst; for (int64_t i = 0; i < n; i++) d[i] = *(const uint64_t *)(p + i * stride); break; }
+    case 4: { uint32_t *d = dst; for (int64_t i = 0; i < n; i++) d[i] = *(const uint32_t *)(p + i * stride); break; }
+    default: { uint8_t *d = dst; for (int64_t i = 0; i < n; i++) d[i] = *(const uint8_t *)(p + i * stride); break; }
+    }
+}
+
+static void scatter(char *p, int64_t stride, const void *src, int64_t n, size_t esz)
+{
+    switch (esz) {
+    case 8: { const uint64_t *s = src; for (int64_t i = 0; i < n; i++) *(uint64_t *)(p + i * stride) = s[i]; break; }
+    case 4: { const uint32_t *s = src; for (int64_t i = 0; i < n; i++) *(uint32_t *)(p + i * stride) = s[i]; break; }
+    default: { const uint8_t *s = src; for (int64_t i = 0; i < n; i++) *(uint8_t *)(p + i * stride) = s[i]; break; }
+    }
+}
+
+/* ---- float32 ------------------------------------------------------------- */
+
+static void un_f32(em_unary_op op, float *restrict o, const float *restrict a, int64_t n)
+{
+    switch (op) {
+    case EM_NEG: for (int64_t i = 0; i < n; i++) o[i] = -a[i]; break;
+    case EM_ABS: for (int64_t i = 0; i < n; i++) o[i] = fabsf(a[i]); break;
+    /* NaN gives 0, as in PyTorch */
+    case EM_SIGN: for (int64_t i = 0; i < n; i++) o[i] = (float)((a[i] > 0) - (a[i] < 0)); break;
+    case EM_EXP: for (int64_t i = 0; i < n; i++) o[i] = expf(a[i]); break;
+    case EM_LOG: for (int64_t i = 0; i < n; i++) o[i] = logf(a[i]); break;
+    case EM_LOG1P: for (int64_t i = 0; i < n; i++) o[i] = log1pf(a[i]); break;
+    case EM_EXPM1: for (int64_t i = 0; i < n; i++) o[i] = expm1f(a[i]); break;
+    case EM_SQRT: for (int64_t i = 0; i < n; i++) o[i] = sqrtf(a[i]); break;
+    case EM_RSQRT: for (int64_t i = 0; i < n; i++) o[i] = 1.0f / sqrtf(a[i]); break;
+    case EM_SIN: for (int64_t i = 0; i < n; i++) o[i] = sinf(a[i]); break;
+    case EM_COS: for (int64_t i = 0; i < n; i++) o[i] = cosf(a[i]); break;
+    case EM_TANH: for (int64_t i = 0; i < n; i++) o[i] = tanhf(a[i]); break;
+    case EM_SIGMOID: for (int64_t i = 0; i < n; i++) o[i] = 1.0f / (1.0f + expf(-a[i])); break;
+    /* x < 0 ? 0 : x keeps NaN and -0.0 as PyTorch does */
+    case EM_RELU: for (int64_t i = 0; i < n; i++) o[i] = a[i] < 0 ? 0.0f : a[i]; break;
+    case EM_GELU:
+        for (int64_t i = 0; i < n; i++) o[i] = 0.5f * a[i] * (1.0f + erff(a[i] * (float)M_SQRT1_2));
+        break;
+    case EM_SILU: for (int64_t i = 0; i < n; i++) o[i] = a[i] / (1.0f + expf(-a[i])); break;
+    case EM_FLOOR: for (int64_t i = 0; i < n; i++) o[i] = floorf(a[i]); break;
+    case EM_CEIL: for (int64_t i = 0; i < n; i++) o[i] = ceilf(a[i]); break;
+    /* the default rounding mode rounds half to even */
+    case EM_ROUND: for (int64_t i = 0; i < n; i++) o[i] = nearbyintf(a[i]); break;
+    case EM_RECIPROCAL: for (int64_t i = 0; i < n; i++) o[i] = 1.0f / a[i]; break;
+    case EM_SQUARE: for (int64_t i = 0; i < n; i++) o[i] = a[i] * a[i]; break;
+    default: break;
+    }
+}
+
+static void un_f64(em_unary_op op, double *restrict o, const double *restrict a, int64_t n)
+{
+    switch (op) {
+    case EM_NEG: for (int64_t i = 0; i < n; i++) o[i] = -a[i]; break;
+    case EM_ABS: for (int64_t i = 0; i < n; i++) o[i] = fabs(a[i]); break;
+    case EM_SIGN: for (int64_t i = 0; i < n; i++) o[i] = (double)((a[i] > 0) - (a[i] < 0)); break;
+    case EM_EXP: for (int64_t i = 0; i < n; i++) o[i] = exp(a[i]); break;
+    case EM_LOG: for (int64_t i = 0; i < n; i++) o[i] = log(a[i]); break;
+    case EM_LOG1P: for (int64_t i = 0; i < n; i++) o[i] = log1p(a[i]); break;
+    case EM_EXPM1: for (int64_t i = 0; i < n; i++) o[i] = expm1(a[i]); break;
+    case EM_SQRT: for (int64_t i = 0; i < n; i++) o[i] = sqrt(a[i]); break;
+    case EM_RSQRT: for (int64_t i = 0; i < n; i++) o[i] = 1.0 / sqrt(a[i]); break;
+    case EM_SIN: for (int64_t i = 0; i < n; i++) o[i] = sin(a[i]); break;
+    case EM_COS: for (int64_t i = 0; i < n; i++) o[i] = cos(a[i]); break;
+    case EM_TANH: for (int64_t i = 0; i < n; i++) o[i] = tanh(a[i]); break;
+    case EM_SIGMOID: for (int64_t i = 0; i < n; i++) o[i] = 1.0 / (1.0 + exp(-a[i])); break;
+    case EM_RELU: for (int64_t i = 0; i < n; i++) o[i] = a[i] < 0 ? 0.0 : a[i]; break;
+    case EM_GELU: for (int64_t i = 0; i < n; i++) o[i] = 0.5 * a[i] * (1.0 + erf(a[i] * M_SQRT1_2)); break;
+    case EM_SILU: for (int64_t i = 0; i < n; i++) o[i] = a[i] / (1.0 + exp(-a[i])); break;
+    case EM_FLOOR: for (int64_t i = 0; i < n; i++) o[i] = floor(a[i]); break;
+    case EM_CEIL: for (int64_t i = 0; i < n; i++) o[i] = ceil(a[i]); break;
+    case EM_ROUND: for (int64_t i = 0; i < n; i++) o[i] = nearbyint(a[i]); break;
+    case EM_RECIPROCAL: for (int64_t i = 0; i < n; i++) o[i] = 1.0 / a[i]; break;
+    case EM_SQUARE: for (int64_t i = 0; i < n; i++) o[i] = a[i] * a[i]; break;
+    default: break;
+    }
+}
+
+/* integer ops: wrap-around through unsigned arithmetic */
+static void un_i64(em_unary_op op, int64_t *restrict o, const int64_t *restrict a, int64_t n)
+{
+    switch (op) {
+    case EM_NEG: for (int64_t i = 0; i < n; i++) o[i] = (int64_t)(0 - (uint64_t)a[i]); break;
+    case EM_ABS:
+        for (int64_t i = 0; i < n; i++) o[i] = a[i] < 0 ? (int64_t)(0 - (uint64_t)a[i]) : a[i];
+        break;
+    case EM_SIGN: for (int64_t i = 0; i < n; i++) o[i] = (a[i] > 0) - (a[i] < 0); break;
+    case EM_RELU: for (int64_t i = 0; i < n; i++) o[i] = a[i] < 0 ? 0 : a[i]; break;
+    case EM_FLOOR: case EM_CEIL: case EM_ROUND:
+        for (int64_t i = 0; i < n; i++) o[i] = a[i];
+        break;
+    case EM_SQUARE: for (int64_t i = 0; i < n; i++) o[i] = (int64_t)((uint64_t)a[i] * (uint64_t)a[i]); break;
+    default: break;
+    }
+}
+
+static void not_f32(uint8_t *restrict o, const float *restrict a, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) o[i] = a[i] == 0;
+}
+
+static void not_f64(uint8_t *restrict o, const double *restrict a, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) o[i] = a[i] == 0;
+}
+
+static void not_i64(uint8_t *restrict o, const int64_t *restrict a, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) o[i] = a[i] == 0;
+}
+
+static void load_ints(int64_t *d, const char *p, int64_t stride, int64_t n, em_dtype dt)
+{
+    switch (dt) {
+    case EM_INT64: for (int64_t i = 0; i < n; i++) d[i] = *(const int64_t *)(p + i * stride); break;
+    case EM_INT32: for (int64_t i = 0; i < n; i++) d[i] = *(const int32_t *)(p + i * stride); break;
+    case EM_BOOL: for (int64_t i = 0; i < n; i++) d[i] = *(const uint8_t *)(p + i * stride) != 0; break;
+    default: for (int64_t i = 0; i < n; i++) d[i] = *(const uint8_t *)(p + i * stride); break;
+    }
+}
+
+static void store_ints(char *p, int64_t stride, const int64_t *s, int64_t n, em_dtype dt)
+{
+    switch (dt) {
+    case EM_INT64: for (int64_t i = 0; i < n; i++) *(int64_t *)(p + i * stride) = s[i]; break;
+    case EM_INT32: for (int64_t i = 0; i < n; i++) *(int32_t *)(p + i * stride) = (int32_t)(uint32_t)(uint64_t)s[i]; break;
+    case EM_BOOL: for (int64_t i = 0; i < n; i++) *(uint8_t *)(p + i * stride) = s[i] != 0; break;
+    default: for (int64_t i = 0; i < n; i++) *(uint8_t *)(p + i * stride) = (uint8_t)(uint64_t)s[i]; break;
+    }
+}
+
+static void loop_f32(const un_ctx *c, char **p, const int64_t *s, int64_t n)
+{
+    int64_t osz = c->to_bool ? 1 : 4;
+    if (s[0] == osz && s[1] == 4) {
+        if (c->to_bool) not_f32((uint8_t *)p[0], (const float *)p[1], n);
+        else un_f32(c->op, (float *)p[0], (const float *)p[1], n);
+        return;
+    }
+    float ba[CHUNK], bo[CHUNK];
+    uint8_t bc[CHUNK];
+    for (int64_t i = 0; i < n; i += CHUNK) {
+        int64_t m = n - i < CHUNK ? n - i : CHUNK;
+        const float *a = (const float *)(p[1] + i * s[1]);
+        if (s[1] != 4) { gather(ba, (const char *)a, s[1], m, 4); a = ba; }
+        char *out = p[0] + i * s[0];
+        if (c->to_bool) {
+            uint8_t *o = s[0] == 1 ? (uint8_t *)out : bc;
+            not_f32(o, a, m);
+            if (o == bc) scatter(out, s[0], bc, m, 1);
+        } else {
+            float *o = s[0] == 4 ? (float *)out : bo;
+            un_f32(c->op, o, a, m);
+            if (o == bo) scatter(out, s[0], bo, m, 4);
+        }
+    }
+}
+
+static void loop_f64(const un_ctx *c, char **p, const int64_t *s, int64_t n)
+{
+    int64_t osz = c->to_bool ? 1 : 8;
+    if (s[0] == osz && s[1] == 8) {
+        if (c->to_bool) not_f64((uint8_t *)p[0], (const double *)p[1], n);
+        else un_f64(c->op, (double *)p[0], (const double *)p[1], n);
+        return;
+    }
+    double ba[CHUNK], bo[CHUNK];
+    uint8_t bc[CHUNK];
+    for (int64_t i = 0; i < n; i += CHUNK) {
+        int64_t m = n - i < CHUNK ? n - i : CHUNK;
+        const double *a = (const double *)(p[1] + i * s[1]);
+        if (s[1] != 8) { gather(ba, (const char *)a, s[1], m, 8); a = ba; }
+        char *out = p[0] + i * s[0];
+        if (c->to_bool) {
+            uint8_t *o = s[0] == 1 ? (uint8_t *)out : bc;
+            not_f64(o, a, m);
+            if (o == bc) scatter(out, s[0], bc, m, 1);
+        } else {
+            double *o = s[0] == 8 ? (double *)out : bo;
+            un_f64(c->op, o, a, m);
+            if (o == bo) scatter(out, s[0], bo, m, 8);
+        }
+    }
+}
+
+static void loop_int(const un_ctx *c, char **p, const int64_t *s, int64_t n)
+{
+    int64_t ba[CHUNK], bo[CHUNK];
+    uint8_t bc[CHUNK];
+    bool direct = c->dt == EM_INT64;
+    for (int64_t i = 0; i < n; i += CHUNK) {
+        int64_t m = n - i < CHUNK ? n - i : CHUNK;
+        const char *pa = p[1] + i * s[1];
+        char *out = p[0] + i * s[0];
+        const int64_t *a = ba;
+        if (direct && s[1] == 8) a = (const int64_t *)pa; else load_ints(ba, pa, s[1], m, c->dt);
+        if (c->to_bool) {
+            uint8_t *o = s[0] == 1 ? (uint8_t *)out : bc;
+            not_i64(o, a, m);
+            if (o == bc) scatter(out, s[0], bc, m, 1);
+        } else {
+            int64_t *o = direct && s[0] == 8 ? (int64_t *)out : bo;
+            un_i64(c->op, o, a, m);
+            if (o == bo) store_ints(out, s[0], bo, m, c->dt);
+        }
+    }
+}
+
+static void unary_loop(char **p, const int64_t *s, int64_t n, void *ctx)
+{
+    const un_ctx *c = ctx;
+    switch (c->dt) {
+    case EM_FLOAT32: loop_f32(c, p, s, n); break;
+    case EM_FLOAT64: loop_f64(c, p, s, n); break;
+    default: loop_int(c, p, s, n); break;
+    }
+}
+
+/* ops the integer loop implements; the rest need float inputs */
+static bool int_op(em_unary_op op)
+{
+    switch (op) {
+    case EM_NEG: case EM_ABS: case EM_SIGN: case EM_RELU: case EM_FLOOR: case EM_CEIL:
+    case EM_ROUND: case EM_SQUARE: case EM_LOGICAL_NOT:
+        return true;
+    default:
+        return false;
+    }
+}
+
+int cpu_unary(em_unary_op op, em_tensor *out, const em_tensor *a)
+{
+    if ((unsigned)op >= EM_NUNARY) return em_set_error("unary: invalid op %d", (int)op);
+    const char *name = em_unary_name(op);
+    em_dtype dt = a->dtype;
+    bool to_bool = op == EM_LOGICAL_NOT;
+    if (out->dtype != (to_bool ? EM_BOOL : dt))
+        return em_set_error("%s: CPU kernel called with output dtype %s for %s input", name,
+                            em_dtype_name(out->dtype), em_dtype_name(dt));
+    if (dt == EM_FLOAT16 || dt == EM_BFLOAT16)
+        return em_set_error("%s: the CPU kernel has no %s loop (compute in float32)", name, em_dtype_name(dt));
+    if (!em_dtype_is_float(dt) && !int_op(op))
+        return em_set_error("%s: the CPU kernel needs float input, got %s", name, em_dtype_name(dt));
+    un_ctx c = {op, dt, to_bool};
+    const em_tensor *ts[2] = {out, a};
+    cpu_foreach(2, ts, unary_loop, &c);
+    return 0;
+}

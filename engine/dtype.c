@@ -1,0 +1,176 @@
+/* dtype.c — dtype facts, type promotion, half/bfloat16 conversion, devices. */
+#include "ember.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct { const char *name; size_t size; } dtype_info[EM_NDTYPES] = {
+    [EM_FLOAT32] = {"float32", 4}, [EM_FLOAT64] = {"float64", 8},
+    [EM_INT64] = {"int64", 8},     [EM_INT32] = {"int32", 4},
+    [EM_UINT8] = {"uint8", 1},     [EM_BOOL] = {"bool", 1},
+    [EM_FLOAT16] = {"float16", 2}, [EM_BFLOAT16] = {"bfloat16", 2},
+};
+
+static em_dtype default_dtype = EM_FLOAT32;
+
+size_t em_dtype_size(em_dtype d) { return (unsigned)d < EM_NDTYPES ? dtype_info[d].size : 0; }
+const char *em_dtype_name(em_dtype d) { return (unsigned)d < EM_NDTYPES ? dtype_info[d].name : "?"; }
+
+int em_dtype_from_name(const char *name, em_dtype *out)
+{
+    static const struct { const char *alias; em_dtype d; } aliases[] = {
+        {"float", EM_FLOAT32}, {"double", EM_FLOAT64}, {"long", EM_INT64},
+        {"int", EM_INT32}, {"half", EM_FLOAT16}, {"byte", EM_UINT8},
+    };
+    for (int i = 0; i < EM_NDTYPES; i++)
+        if (strcmp(name, dtype_info[i].name) == 0) { *out = (em_dtype)i; return 0; }
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+        if (strcmp(name, aliases[i].alias) == 0) { *out = aliases[i].d; return 0; }
+    return em_set_error("unknown dtype '%s' (expected float32, float64, int64, int32, uint8, "
+                        "bool, float16 or bfloat16)", name);
+}
+
+bool em_dtype_is_float(em_dtype d)
+{
+    return d == EM_FLOAT32 || d == EM_FLOAT64 || d == EM_FLOAT16 || d == EM_BFLOAT16;
+}
+
+bool em_dtype_is_int(em_dtype d) { return d == EM_INT64 || d == EM_INT32 || d == EM_UINT8; }
+
+em_dtype em_default_dtype(void) { return default_dtype; }
+void em_set_default_dtype(em_dtype d) { default_dtype = d; }
+
+/* PyTorch's promotion table restricted to our dtypes.
+ * Order of rows/cols: f32 f64 i64 i32 u8 b f16 bf16 */
+static const em_dtype promote_table[EM_NDTYPES][EM_NDTYPES] = {
+#define F32 EM_FLOAT32
+#define F64 EM_FLOAT64
+#define I64 EM_INT64
+#define I32 EM_INT32
+#define U8 EM_UINT8
+#define B EM_BOOL
+#define F16 EM_FLOAT16
+#define BF EM_BFLOAT16
+    /* f32 */ {F32, F64, F32, F32, F32, F32, F32, F32},
+    /* f64 */ {F64, F64, F64, F64, F64, F64, F64, F64},
+    /* i64 */ {F32, F64, I64, I64, I64, I64, F16, BF},
+    /* i32 */ {F32, F64, I64, I32, I32, I32, F16, BF},
+    /* u8  */ {F32, F64, I64, I32, U8, U8, F16, BF},
+    /* b   */ {F32, F64, I64, I32, U8, B, F16, BF},
+    /* f16 */ {F32, F64, F16, F16, F16, F16, F16, F32},
+    /* bf  */ {F32, F64, BF, BF, BF, BF, F32, BF},
+#undef F32
+#undef F64
+#undef I64
+#undef I32
+#undef U8
+#undef B
+#undef F16
+#undef BF
+};
+
+em_dtype em_promote(em_dtype a, em_dtype b) { return promote_table[a][b]; }
+
+static int category(em_dtype d) { return d == EM_BOOL ? 0 : em_dtype_is_int(d) ? 1 : 2; }
+
+/* priority: 2 dimensioned tensor, 1 zero-dim tensor, 0 wrapped number */
+static int priority(const em_tensor *t) { return t->wrapped_number ? 0 : t->ndim > 0 ? 2 : 1; }
+
+em_dtype em_result_type(const em_tensor *a, const em_tensor *b)
+{
+    int pa = priority(a), pb = priority(b);
+    if (pa == pb) return em_promote(a->dtype, b->dtype);
+    const em_tensor *hi = pa > pb ? a : b, *lo = pa > pb ? b : a;
+    if (category(lo->dtype) <= category(hi->dtype)) return hi->dtype;
+    /* The weaker operand is of a higher category: its category wins. A wrapped
+     * number contributes the default dtype of its category (float32 / int64). */
+    if (lo->wrapped_number) {
+        if (category(lo->dtype) == 2) return em_default_dtype();
+        return EM_INT64; /* an integer number with a bool tensor */
+    }
+    return lo->dtype;
+}
+
+const char *em_device_str(em_device d, char *buf, size_t n)
+{
+    if (d.type == EM_CPU) snprintf(buf, n, "cpu");
+    else snprintf(buf, n, "cuda:%d", d.index);
+    return buf;
+}
+
+int em_device_parse(const char *s, em_device *out)
+{
+    if (strcmp(s, "cpu") == 0) { out->type = EM_CPU; out->index = 0; return 0; }
+    if (strncmp(s, "cuda", 4) == 0) {
+        out->type = EM_CUDA;
+        out->index = 0;
+        if (s[4] == '\0') return 0;
+        if (s[4] == ':' && s[5] >= '0' && s[5] <= '9') {
+            int idx = 0;
+            const char *p = s + 5;
+            while (*p >= '0' && *p <= '9' && idx < 1000) idx = idx * 10 + (*p++ - '0');
+            if (*p == '\0') { out->index = idx; return 0; }
+        }
+    }
+    return em_set_error("unknown device '%s' (expected \"cpu\", \"cuda\" or \"cuda:N\")", s);
+}
+
+bool em_device_eq(em_device a, em_device b) { return a.type == b.type && a.index == b.index; }
+
+/* IEEE half <-> float, round to nearest even. */
+float em_half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
+    if (exp == 0) {
+        if (mant == 0) bits = sign;
+        else { /* subnormal: normalise */
+            int e = -1;
+            do { e++; mant <<= 1; } while (!(mant & 0x400));
+            bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((mant & 0x3ff) << 13);
+        }
+    } else if (exp == 31) bits = sign | 0x7f800000u | (mant << 13);
+    else bits = sign | ((exp + 112) << 23) | (mant << 13);
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t em_float_to_half(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000;
+    uint32_t absx = x & 0x7fffffffu;
+    if (absx >= 0x7f800000u) /* inf or nan */
+        return (uint16_t)(sign | 0x7c00 | (absx > 0x7f800000u ? 0x200 : 0));
+    if (absx >= 0x477ff000u) return (uint16_t)(sign | 0x7c00); /* overflow -> inf */
+    if (absx < 0x38800000u) { /* subnormal or zero in half */
+        if (absx < 0x33000000u) return (uint16_t)sign;
+        uint32_t mant = (absx & 0x7fffff) | 0x800000;
+        int shift = 113 - (int)(absx >> 23) + 13;
+        uint32_t r = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (r & 1))) r++;
+        return (uint16_t)(sign | r);
+    }
+    uint32_t r = ((absx >> 13) - (112u << 10));
+    uint32_t rem = absx & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (r & 1))) r++;
+    return (uint16_t)(sign | r);
+}
+
+float em_bf16_to_float(uint16_t h)
+{
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t em_float_to_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40); /* quiet nan */
+    x += 0x7fff + ((x >> 16) & 1);
+    return (uint16_t)(x >> 16);
+}

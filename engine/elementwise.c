@@ -1,0 +1,476 @@
+/* elementwise.c — unary, binary and ternary elementwise ops: dtype rules
+ * (PyTorch's promotion, true division, bool restrictions), broadcasting and
+ * in-place checks. Kernels come from the backend's unary / binary / ternary /
+ * clamp families; inputs are cast to the compute dtype here, so a kernel only
+ * ever sees operands of one dtype. float16 and bfloat16 are storage types:
+ * they compute in float32 and the result is cast back. */
+#include "internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const unary_names[EM_NUNARY] = {
+    [EM_NEG] = "neg", [EM_ABS] = "abs", [EM_SIGN] = "sign", [EM_EXP] = "exp",
+    [EM_LOG] = "log", [EM_LOG1P] = "log1p", [EM_EXPM1] = "expm1", [EM_SQRT] = "sqrt",
+    [EM_RSQRT] = "rsqrt", [EM_SIN] = "sin", [EM_COS] = "cos", [EM_TANH] = "tanh",
+    [EM_SIGMOID] = "sigmoid", [EM_RELU] = "relu", [EM_GELU] = "gelu", [EM_SILU] = "silu",
+    [EM_FLOOR] = "floor", [EM_CEIL] = "ceil", [EM_ROUND] = "round",
+    [EM_LOGICAL_NOT] = "logical_not", [EM_RECIPROCAL] = "reciprocal", [EM_SQUARE] = "square",
+};
+
+static const char *const binary_names[EM_NBINARY] = {
+    [EM_ADD] = "add", [EM_SUB] = "sub", [EM_MUL] = "mul", [EM_DIV] = "div",
+    [EM_REMAINDER] = "remainder", [EM_POW] = "pow", [EM_MAXIMUM] = "maximum",
+    [EM_MINIMUM] = "minimum", [EM_EQ] = "eq", [EM_NE] = "ne", [EM_LT] = "lt", [EM_LE] = "le",
+    [EM_GT] = "gt", [EM_GE] = "ge", [EM_LOGICAL_AND] = "logical_and", [EM_LOGICAL_OR] = "logical_or",
+};
+
+/* in-place spellings, for error messages */
+static const char *const binary_names_[EM_NBINARY] = {
+    [EM_ADD] = "add_", [EM_SUB] = "sub_", [EM_MUL] = "mul_", [EM_DIV] = "div_",
+    [EM_REMAINDER] = "remainder_", [EM_POW] = "pow_", [EM_MAXIMUM] = "maximum_",
+    [EM_MINIMUM] = "minimum_", [EM_EQ] = "eq_", [EM_NE] = "ne_", [EM_LT] = "lt_", [EM_LE] = "le_",
+    [EM_GT] = "gt_", [EM_GE] = "ge_", [EM_LOGICAL_AND] = "logical_and_", [EM_LOGICAL_OR] = "logical_or_",
+};
+
+const char *em_unary_name(em_unary_op op) { return (unsigned)op < EM_NUNARY ? unary_names[op] : "unary"; }
+const char *em_binary_name(em_binary_op op) { return (unsigned)op < EM_NBINARY ? binary_names[op] : "binary"; }
+
+static bool is_half(em_dtype d) { return d == EM_FLOAT16 || d == EM_BFLOAT16; }
+static bool is_cmp(em_binary_op op) { return op >= EM_EQ && op <= EM_LOGICAL_OR; }
+
+/* PyTorch's canCast: no float into an integer or bool, no non-bool into bool */
+static bool can_cast(em_dtype from, em_dtype to)
+{
+    if (em_dtype_is_float(from) && !em_dtype_is_float(to)) return false;
+    if (from != EM_BOOL && to == EM_BOOL) return false;
+    return true;
+}
+
+static int cast_error(const char *op, em_dtype result, em_dtype out)
+{
+    return em_set_error("%s: result type %s can't be cast to the desired output type %s", op,
+                        em_dtype_name(result), em_dtype_name(out));
+}
+
+/* An in-place write through a view whose elements share memory (an expanded
+ * tensor) would race with itself; PyTorch refuses it too. */
+static int check_writable(const char *op, const em_tensor *t)
+{
+    for (int i = 0; i < t->ndim; i++)
+        if (t->strides[i] == 0 && t->sizes[i] > 1)
+            return em_set_error("%s: cannot write in place to %s: more than one element refers to the same "
+                                "memory location (an expanded tensor); clone() it first", op, SHAPE(t));
+    return 0;
+}
+
+/* The floating dtype integer inputs of float ops promote to: the default
+ * dtype (which may be a storage type: then compute in float32). */
+static em_dtype float_default(void) { return em_default_dtype(); }
+
+static bool same_sizes(const em_tensor *t, const int64_t *sizes, int ndim)
+{
+    if (t->ndim != ndim) return false;
+    for (int i = 0; i < ndim; i++)
+        if (t->sizes[i] != sizes[i]) return false;
+    return true;
+}
+
+/* t cast to dtype d, then broadcast to sizes (cast first: it copies fewer
+ * elements). New reference. */
+static em_tensor *operand(const em_tensor *t, em_dtype d, const int64_t *sizes, int ndim)
+{
+    em_tensor *c = em_cast_to(t, d);
+    if (!c || same_sizes(c, sizes, ndim)) return c;
+    em_tensor *e = em_expand(c, sizes, ndim);
+    em_release(c);
+    return e;
+}
+
+/* A 0-d tensor on a CPU may take part in an op on another device, as a
+ * number would. Returns a new reference to t on dev, or NULL with an error. */
+static em_tensor *on_device(const char *op, const em_tensor *t, const em_tensor *other)
+{
+    if (em_device_eq(em_dev(t), em_dev(other))) return em_retain((em_tensor *)t);
+    if (t->ndim == 0 && em_dev(t).type == EM_CPU) return em_to_device(t, em_dev(other));
+    em_check_same_device(op, t, other);
+    return NULL;
+}
+
+/* ---- unary --------------------------------------------------------------- */
+
+/* The compute dtype (what the kernel sees) and result dtype of op on d. */
+static int unary_dtypes(em_unary_op op, em_dtype d, em_dtype *cd, em_dtype *od)
+{
+    const char *name = em_unary_name(op);
+    switch (op) {
+    case EM_LOGICAL_NOT:
+        *cd = is_half(d) ? EM_FLOAT32 : d;
+        *od = EM_BOOL;
+        return 0;
+    case EM_NEG:
+        if (d == EM_BOOL)
+            return em_set_error("neg: negation of a bool tensor is not supported; use logical_not() "
+                                "to invert a mask");
+        break;
+    case EM_ABS: case EM_RELU: case EM_FLOOR: case EM_CEIL: case EM_ROUND:
+        if (d == EM_BOOL) return em_set_error("%s: not supported for bool tensors", name);
+        break;
+    case EM_SIGN:
+        break;
+    case EM_SQUARE:
+        if (d == EM_BOOL) { *cd = *od = EM_INT64; return 0; }   /* square is pow(x, 2) */
+        break;
+    default:  /* float ops: integers promote to the default float dtype */
+        if (!em_dtype_is_float(d)) d = float_default();
+        break;
+    }
+    *od = d;
+    *cd = is_half(d) ? EM_FLOAT32 : d;
+    return 0;
+}
+
+em_tensor *em_unary(em_unary_op op, const em_tensor *a)
+{
+    if ((unsigned)op >= EM_NUNARY) return em_set_error("unary: invalid op %d", (int)op), NULL;
+    em_dtype cd, od;
+    if (unary_dtypes(op, a->dtype, &cd, &od)) return NULL;
+    em_dtype kod = od == EM_BOOL ? EM_BOOL : cd;
+    em_tensor *x = em_cast_to(a, cd);
+    if (!x) return NULL;
+    em_tensor *out = em_empty(a->sizes, a->ndim, kod, em_dev(a));
+    if (!out || em_be(a)->unary(op, out, x)) { em_release(x); em_release(out); return NULL; }
+    em_release(x);
+    if (kod == od) return out;
+    em_tensor *r = em_cast_to(out, od);
+    em_release(out);
+    return r;
+}
+
+int em_unary_(em_unary_op op, em_tensor *a)
+{
+    if ((unsigned)op >= EM_NUNARY) return em_set_error("unary: invalid op %d", (int)op);
+    char name[32];
+    snprintf(name, sizeof name, "%s_", em_unary_name(op));
+    em_dtype cd, od;
+    if (unary_dtypes(op, a->dtype, &cd, &od)) return -1;
+    if (!can_cast(od, a->dtype)) return cast_error(name, od, a->dtype);
+    if (check_writable(name, a)) return -1;
+    int rc;
+    if (cd == a->dtype && od == a->dtype) {
+        rc = em_be(a)->unary(op, a, a);
+    } else {
+        em_tensor *r = em_unary(op, a);
+        if (!r) return -1;
+        rc = em_be(a)->cast(a, r);
+        em_release(r);
+    }
+    if (rc == 0) em_bump_version(a);
+    return rc;
+}
+
+/* ---- binary -------------------------------------------------------------- */
+
+/* Compute and result dtypes of op for the promoted dtype rt. */
+static int binary_dtypes(em_binary_op op, em_dtype rt, em_dtype *cd, em_dtype *od)
+{
+    const char *name = em_binary_name(op);
+    switch (op) {
+    case EM_SUB:
+        if (rt == EM_BOOL)
+            return em_set_error("sub: subtraction of two bool tensors is not supported; use "
+                                "logical_xor() or ne() instead");
+        break;
+    case EM_DIV:   /* true division */
+        if (!em_dtype_is_float(rt)) rt = float_default();
+        break;
+    case EM_REMAINDER: case EM_POW:
+        if (rt == EM_BOOL) return em_set_error("%s: not supported for bool tensors", name);
+        break;
+    default:
+        break;
+    }
+    *cd = is_half(rt) ? EM_FLOAT32 : rt;
+    *od = is_cmp(op) ? EM_BOOL : rt;
+    return 0;
+}
+
+/* The general path: promotion, broadcasting, casts. */
+static em_tensor *binary_general(em_binary_op op, const em_tensor *a, const em_tensor *b)
+{
+    const char *name = em_binary_name(op);
+    if ((unsigned)op >= EM_NBINARY) return em_set_error("binary: invalid op %d", (int)op), NULL;
+    em_tensor *da = NULL, *db = NULL;
+    if (!em_device_eq(em_dev(a), em_dev(b))) {
+        /* a 0-d CPU tensor joins the other operand's device */
+        if (a->ndim == 0 && em_dev(a).type == EM_CPU) {
+            if (!(da = on_device(name, a, b))) return NULL;
+            a = da;
+        } else {
+            if (!(db = on_device(name, b, a))) return NULL;
+            b = db;
+        }
+    }
+    em_tensor *out = NULL, *xa = NULL, *xb = NULL;
+    em_dtype cd, od;
+    int64_t shape[EM_MAX_DIMS];
+    int nd = em_broadcast_shapes(a->sizes, a->ndim, b->sizes, b->ndim, shape, name);
+    if (nd < 0 || binary_dtypes(op, em_result_type(a, b), &cd, &od)) goto done;
+    if (!(xa = operand(a, cd, shape, nd)) || !(xb = operand(b, cd, shape, nd))) goto done;
+    em_dtype kod = od == EM_BOOL ? EM_BOOL : cd;
+    if (!(out = em_empty(shape, nd, kod, em_dev(a)))) goto done;
+    if (em_be(a)->binary(op, out, xa, xb)) { em_release(out); out = NULL; goto done; }
+    if (kod != od) {
+        em_tensor *r = em_cast_to(out, od);
+        em_release(out);
+        out = r;
+    }
+done:
+    em_release(xa);
+    em_release(xb);
+    em_release(da);
+    em_release(db);
+    return out;
+}
+
+/* True when the op's result and compute dtypes are just d: the fast paths
+ * then need no casts. */
+static bool plain_dtype(em_binary_op op, em_dtype d)
+{
+    if (d == EM_FLOAT32 || d == EM_FLOAT64) return true;
+    if (is_half(d)) return false;
+    if (op == EM_DIV) return false;
+    if (d == EM_BOOL) return op != EM_SUB && op != EM_REMAINDER && op != EM_POW;
+    return true;
+}
+
+em_tensor *em_binary(em_binary_op op, const em_tensor *a, const em_tensor *b)
+{
+    /* Fast path for the common small case (a + b, same shape and dtype):
+     * it is what per-op overhead is measured on. */
+    if (a->dtype == b->dtype && a->ndim == b->ndim && (unsigned)op < EM_NBINARY &&
+        a->storage->backend == b->storage->backend && em_device_eq(em_dev(a), em_dev(b)) &&
+        plain_dtype(op, a->dtype) && memcmp(a->sizes, b->sizes, sizeof(int64_t) * (size_t)a->ndim) == 0 &&
+        em_is_contiguous(a) && em_is_contiguous(b)) {
+        em_tensor *out = em_empty(a->sizes, a->ndim, is_cmp(op) ? EM_BOOL : a->dtype, em_dev(a));
+        if (!out) return NULL;
+        if (em_be(a)->binary(op, out, a, b)) { em_release(out); return NULL; }
+        return out;
+    }
+    return binary_general(op, a, b);
+}
+
+int em_binary_(em_binary_op op, em_tensor *a, const em_tensor *b)
+{
+    if ((unsigned)op >= EM_NBINARY) return em_set_error("binary: invalid op %d", (int)op);
+    const char *name = binary_names_[op];
+    em_tensor *db = NULL;
+    if (!em_device_eq(em_dev(a), em_dev(b))) {
+        if (!(db = on_device(name, b, a))) return -1;
+        b = db;
+    }
+    int rc = -1;
+    em_tensor *xb = NULL;
+    em_dtype cd, od;
+    int64_t shape[EM_MAX_DIMS];
+    int nd = em_broadcast_shapes(a->sizes, a->ndim, b->sizes, b->ndim, shape, name);
+    if (nd < 0) goto done;
+    if (!same_sizes(a, shape, nd)) {
+        em_set_error("%s: output with shape %s doesn't match the broadcast shape %s", name, SHAPE(a),
+                     em_sizes_tmp(shape, nd));
+        goto done;
+    }
+    if (binary_dtypes(op, em_result_type(a, b), &cd, &od)) goto done;
+    if (!can_cast(od, a->dtype)) { cast_error(name, od, a->dtype); goto done; }
+    if (check_writable(name, a)) goto done;
+    /* b overlapping a (a[2:] += a[:-1]) would read values already written */
+    if (b->storage == a->storage && !(b->offset == a->offset && b->ndim == a->ndim &&
+        memcmp(b->strides, a->strides, sizeof(int64_t) * (size_t)a->ndim) == 0)) {
+        em_tensor *c = em_clone(b);
+        if (!c) goto done;
+        em_release(db);
+        b = db = c;
+    }
+    if (cd == a->dtype && od == a->dtype) {
+        if (!(xb = operand(b, cd, a->sizes, a->ndim))) goto done;
+        rc = em_be(a)->binary(op, a, a, xb);
+    } else {
+        em_tensor *r = binary_general(op, a, b);
+        if (!r) goto done;
+        rc = em_be(a)->cast(a, r);
+        em_release(r);
+    }
+    if (rc == 0) em_bump_version(a);
+done:
+    em_release(xb);
+    em_release(db);
+    return rc;
+}
+
+/* A 0-d "wrapped number" tensor for a C number: float64 for a float, int64
+ * for an integer, so that em_result_type treats it as a weak scalar. */
+static em_tensor *wrapped_number(double s, bool s_is_int, em_device dev)
+{
+    em_tensor *t = em_empty(NULL, 0, s_is_int ? EM_INT64 : EM_FLOAT64, dev);
+    if (!t) return NULL;
+    if (t->storage->backend->fill(t, s)) { em_release(t); return NULL; }
+    t->wrapped_number = true;
+    return t;
+}
+
+em_tensor *em_binary_scalar(em_binary_op op, const em_tensor *a, double s, bool s_is_int,
+                            bool scalar_first)
+{
+    if ((unsigned)op >= EM_NBINARY) return em_set_error("binary: invalid op %d", (int)op), NULL;
+    em_dtype d = a->dtype;
+    /* Fast path: a contiguous float tensor on the CPU and a number. The
+     * number takes a's dtype (it is a weak scalar); it sits in a stack
+     * tensor that is expanded (stride 0) to a's shape and handed to the kernel,
+     * which reads it and keeps nothing. */
+    if ((d == EM_FLOAT32 || d == EM_FLOAT64) && em_dev(a).type == EM_CPU && em_is_contiguous(a)) {
+        union { float f; double g; } v;
+        if (d == EM_FLOAT32) v.f = (float)s; else v.g = s;
+        em_storage st = *a->storage;
+        st.data = &v;
+        st.nbytes = sizeof v;
+        st.refcount = 1;
+        em_tensor sc = *a;
+        sc.storage = &st;
+        sc.offset = 0;
+        sc.wrapped_number = true;
+        sc.autograd = NULL;
+        sc.requires_grad = false;
+        for (int i = 0; i < a->ndim; i++) sc.strides[i] = 0;
+        em_tensor *out = em_empty(a->sizes, a->ndim, is_cmp(op) ? EM_BOOL : d, em_dev(a));
+        if (!out) return NULL;
+        int rc = scalar_first ? em_be(a)->binary(op, out, &sc, a) : em_be(a)->binary(op, out, a, &sc);
+        if (rc) { em_release(out); return NULL; }
+        return out;
+    }
+    if (op == EM_POW && !scalar_first && s_is_int && s < 0 && !em_dtype_is_float(d))
+        return em_set_error("pow: integers to negative integer powers are not allowed (%s tensor ^ %g)",
+                            em_dtype_name(d), s), NULL;
+    em_tensor *w = wrapped_number(s, s_is_int, em_dev(a));
+    if (!w) return NULL;
+    em_tensor *r = scalar_first ? em_binary(op, w, a) : em_binary(op, a, w);
+    em_release(w);
+    return r;
+}
+
+em_tensor *em_pow_scalar(const em_tensor *a, double e)
+{
+    /* an integral exponent counts as an integer number, so int ^ 2 stays int */
+    bool is_int = e == floor(e) && fabs(e) < 9.007199254740992e15;
+    return em_binary_scalar(EM_POW, a, e, is_int, false);
+}
+
+/* ---- clamp --------------------------------------------------------------- */
+
+em_tensor *em_clamp(const em_tensor *a, const double *lo, const double *hi)
+{
+    if (!lo && !hi) return em_set_error("clamp: at least one of min and max must be given"), NULL;
+    em_dtype rt = a->dtype;
+    if (!em_dtype_is_float(rt)) {
+        /* bounds are weak scalars: a fractional bound makes the result float */
+        bool frac = (lo && (*lo != floor(*lo))) || (hi && (*hi != floor(*hi)));
+        if (frac) rt = float_default();
+        else if (rt == EM_BOOL) rt = EM_INT64;
+    }
+    em_dtype cd = is_half(rt) ? EM_FLOAT32 : rt;
+    em_tensor *x = em_cast_to(a, cd);
+    if (!x) return NULL;
+    em_tensor *out = em_empty(a->sizes, a->ndim, cd, em_dev(a));
+    if (!out || em_be(a)->clamp(out, x, lo ? *lo : 0, hi ? *hi : 0, lo != NULL, hi != NULL)) {
+        em_release(x);
+        em_release(out);
+        return NULL;
+    }
+    em_release(x);
+    if (cd == rt) return out;
+    em_tensor *r = em_cast_to(out, rt);
+    em_release(out);
+    return r;
+}
+
+/* ---- where and masked_fill ----------------------------------------------- */
+
+em_tensor *em_where(const em_tensor *cond, const em_tensor *a, const em_tensor *b)
+{
+    if (cond->dtype != EM_BOOL)
+        return em_set_error("where: expected a bool condition, got a %s tensor %s", em_dtype_name(cond->dtype),
+                            SHAPE(cond)), NULL;
+    if (em_check_same_device("where", cond, a) || em_check_same_device("where", cond, b)) return NULL;
+    em_dtype rt;
+    if (a->wrapped_number && b->wrapped_number) {
+        /* two numbers: a float number gives the default dtype, not float64 */
+        bool fa = em_dtype_is_float(a->dtype), fb = em_dtype_is_float(b->dtype);
+        rt = fa || fb ? em_default_dtype() : EM_INT64;
+    } else {
+        rt = em_result_type(a, b);
+    }
+    int64_t s1[EM_MAX_DIMS], shape[EM_MAX_DIMS];
+    int n1 = em_broadcast_shapes(a->sizes, a->ndim, b->sizes, b->ndim, s1, "where");
+    if (n1 < 0) return NULL;
+    int nd = em_broadcast_shapes(cond->sizes, cond->ndim, s1, n1, shape, "where");
+    if (nd < 0) return NULL;
+    em_tensor *xc = operand(cond, EM_BOOL, shape, nd);
+    em_tensor *xa = xc ? operand(a, rt, shape, nd) : NULL;
+    em_tensor *xb = xa ? operand(b, rt, shape, nd) : NULL;
+    em_tensor *out = xb ? em_empty(shape, nd, rt, em_dev(cond)) : NULL;
+    if (out && em_be(cond)->ternary(EM_WHERE, out, xc, xa, xb, 0)) { em_release(out); out = NULL; }
+    em_release(xc);
+    em_release(xa);
+    em_release(xb);
+    return out;
+}
+
+int em_masked_fill_(em_tensor *t, const em_tensor *mask, double value)
+{
+    if (mask->dtype != EM_BOOL)
+        return em_set_error("masked_fill_: expected a bool mask, got a %s tensor %s", em_dtype_name(mask->dtype),
+                            SHAPE(mask));
+    if (em_check_same_device("masked_fill_", t, mask)) return -1;
+    int64_t shape[EM_MAX_DIMS];
+    int nd = em_broadcast_shapes(t->sizes, t->ndim, mask->sizes, mask->ndim, shape, "masked_fill_");
+    if (nd < 0) return -1;
+    if (!same_sizes(t, shape, nd))
+        return em_set_error("masked_fill_: mask %s cannot be broadcast to the tensor's shape %s", SHAPE(mask),
+                            SHAPE(t));
+    if (check_writable("masked_fill_", t)) return -1;
+    em_tensor *v = em_empty(NULL, 0, t->dtype, em_dev(t));
+    if (!v) return -1;
+    int rc = -1;
+    em_tensor *xm = NULL, *xv = NULL;
+    if (em_be(t)->fill(v, value)) goto done;
+    if (!(xm = operand(mask, EM_BOOL, t->sizes, t->ndim)) || !(xv = operand(v, t->dtype, t->sizes, t->ndim)))
+        goto done;
+    rc = em_be(t)->ternary(EM_WHERE, t, xm, xv, t, 0);
+    if (rc == 0) em_bump_version(t);
+done:
+    em_release(v);
+    em_release(xm);
+    em_release(xv);
+    return rc;
+}
+
+em_tensor *em_masked_fill(const em_tensor *t, const em_tensor *mask, double value)
+{
+    if (mask->dtype != EM_BOOL)
+        return em_set_error("masked_fill: expected a bool mask, got a %s tensor %s", em_dtype_name(mask->dtype),
+                            SHAPE(mask)), NULL;
+    if (em_check_same_device("masked_fill", t, mask)) return NULL;
+    int64_t shape[EM_MAX_DIMS];
+    int nd = em_broadcast_shapes(t->sizes, t->ndim, mask->sizes, mask->ndim, shape, "masked_fill");
+    if (nd < 0) return NULL;
+    em_tensor *out = em_empty(shape, nd, t->dtype, em_dev(t));
+    if (!out) return NULL;
+    em_tensor *xt = operand(t, t->dtype, shape, nd);
+    if (!xt || em_be(t)->cast(out, xt) || em_masked_fill_(out, mask, value)) {
+        em_release(xt);
+        em_release(out);
+        return NULL;
+    }
+    em_release(xt);
+    return out;
+}

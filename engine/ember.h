@@ -1,0 +1,289 @@
+/*
+ * ember.h — the public C API of the ember tensor engine.
+ *
+ * Conventions (see ../shared/DESIGN.md):
+ *  - Dimensions in this C API are 0-based and may be negative (-1 is the last);
+ *    the Lua binding converts the user's 1-based dims before calling in.
+ *  - Index *values* stored in tensors (what argmax/sort/topk/nonzero return,
+ *    what index_select/gather/scatter take) are 1-based, as in Lua, so that
+ *    index tensors cross the Lua boundary without a conversion pass.
+ *  - Errors are values: a function returning a pointer returns NULL on error,
+ *    one returning int returns non-zero; em_error() then holds a message that
+ *    names the op, the shapes, the dtypes and what was expected.
+ *  - Every em_tensor* returned is a new reference owned by the caller; drop
+ *    it with em_release(). Arguments are borrowed.
+ *  - The engine is single-threaded from the caller's point of view (kernels
+ *    may use OpenMP inside); call it from one thread.
+ */
+#ifndef EMBER_H
+#define EMBER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#define EM_MAX_DIMS 16
+
+typedef enum em_dtype {
+    EM_FLOAT32 = 0,
+    EM_FLOAT64,
+    EM_INT64,
+    EM_INT32,
+    EM_UINT8,
+    EM_BOOL,
+    EM_FLOAT16,
+    EM_BFLOAT16,
+    EM_NDTYPES
+} em_dtype;
+
+typedef enum em_device_type { EM_CPU = 0, EM_CUDA = 1 } em_device_type;
+
+typedef struct em_device {
+    em_device_type type;
+    int index;              /* CUDA ordinal; 0 for the CPU */
+} em_device;
+
+struct em_backend;
+
+/* Reference-counted memory on one device. `version` counts in-place writes
+ * (autograd uses it to detect tensors modified after being saved). */
+typedef struct em_storage {
+    void *data;
+    size_t nbytes;
+    int refcount;
+    em_device device;
+    const struct em_backend *backend;
+    uint64_t version;
+    int owns_data;          /* 0 when data lives inline after the struct */
+} em_storage;
+
+/* A view: sizes/strides (in elements) and an offset on a storage. */
+typedef struct em_tensor {
+    em_storage *storage;
+    int64_t offset;
+    int ndim;
+    em_dtype dtype;
+    int refcount;
+    /* A Lua number turned into a 0-d tensor: it takes part in type promotion
+     * as a "weak" scalar, like a Python number in PyTorch. */
+    bool wrapped_number;
+    bool requires_grad;
+    void *autograd;         /* autograd metadata, owned by the autograd layer */
+    int64_t sizes[EM_MAX_DIMS];
+    int64_t strides[EM_MAX_DIMS];
+} em_tensor;
+
+/* ---- errors -------------------------------------------------------------- */
+const char *em_error(void);                       /* last message */
+int em_set_error(const char *fmt, ...)            /* always returns -1 */
+    __attribute__((format(printf, 1, 2)));
+void em_clear_error(void);
+/* Writes "[2,3]" into buf; returns buf. */
+char *em_shape_str(const em_tensor *t, char *buf, size_t n);
+char *em_sizes_str(const int64_t *sizes, int ndim, char *buf, size_t n);
+
+/* ---- dtypes and devices -------------------------------------------------- */
+size_t em_dtype_size(em_dtype d);
+const char *em_dtype_name(em_dtype d);
+int em_dtype_from_name(const char *name, em_dtype *out);   /* 0 on success */
+bool em_dtype_is_float(em_dtype d);                /* f32/f64/f16/bf16 */
+bool em_dtype_is_int(em_dtype d);                  /* int64/int32/uint8 */
+em_dtype em_promote(em_dtype a, em_dtype b);       /* NumPy/PyTorch table */
+/* The result dtype of a binary op, with PyTorch's categories: dimensioned
+ * tensors win over 0-d tensors, which win over wrapped numbers, unless the
+ * lower-priority operand is of a higher category (bool < int < float). */
+em_dtype em_result_type(const em_tensor *a, const em_tensor *b);
+em_dtype em_default_dtype(void);
+void em_set_default_dtype(em_dtype d);
+const char *em_device_str(em_device d, char *buf, size_t n);
+int em_device_parse(const char *s, em_device *out);
+bool em_device_eq(em_device a, em_device b);
+float em_half_to_float(uint16_t h);
+uint16_t em_float_to_half(float f);
+float em_bf16_to_float(uint16_t h);
+uint16_t em_float_to_bf16(float f);
+
+/* ---- tensors: life cycle ------------------------------------------------- */
+em_tensor *em_empty(const int64_t *sizes, int ndim, em_dtype dtype, em_device dev);
+em_tensor *em_empty_like(const em_tensor *t);
+em_tensor *em_retain(em_tensor *t);
+void em_release(em_tensor *t);
+int64_t em_numel(const em_tensor *t);
+bool em_is_contiguous(const em_tensor *t);
+/* The address of element 0 of the view (storage data + offset). */
+void *em_data_ptr(const em_tensor *t);
+/* Total bytes held in storages (for telling Lua's collector). */
+size_t em_bytes_in_use(em_device_type type);
+/* Bytes the storage of t holds (0 if shared is to be ignored). */
+size_t em_storage_bytes(const em_tensor *t);
+/* Mark an in-place write (bumps the storage version). */
+void em_bump_version(em_tensor *t);
+
+/* ---- views (share storage) ----------------------------------------------- */
+em_tensor *em_alias(const em_tensor *t);           /* same view, new header */
+em_tensor *em_as_strided(const em_tensor *t, const int64_t *sizes,
+                         const int64_t *strides, int ndim, int64_t offset);
+/* view: sizes may contain one -1. Fails if the strides do not allow it. */
+em_tensor *em_view(const em_tensor *t, const int64_t *sizes, int ndim);
+/* reshape: a view where possible, otherwise a copy. */
+em_tensor *em_reshape(const em_tensor *t, const int64_t *sizes, int ndim);
+em_tensor *em_transpose(const em_tensor *t, int d0, int d1);
+em_tensor *em_t(const em_tensor *t);                /* 2-D (or <2-D) transpose */
+em_tensor *em_permute(const em_tensor *t, const int *dims, int ndims);
+em_tensor *em_narrow(const em_tensor *t, int dim, int64_t start, int64_t length);
+em_tensor *em_select(const em_tensor *t, int dim, int64_t index);   /* index 0-based */
+/* slice along dim: elements start, start+step, ... < stop (0-based, step>0) */
+em_tensor *em_slice(const em_tensor *t, int dim, int64_t start, int64_t stop, int64_t step);
+em_tensor *em_expand(const em_tensor *t, const int64_t *sizes, int ndim);
+em_tensor *em_squeeze(const em_tensor *t);
+em_tensor *em_squeeze_dim(const em_tensor *t, int dim);
+em_tensor *em_unsqueeze(const em_tensor *t, int dim);
+em_tensor *em_flatten(const em_tensor *t, int start_dim, int end_dim);
+em_tensor *em_unfold(const em_tensor *t, int dim, int64_t size, int64_t step);
+em_tensor *em_diagonal(const em_tensor *t);         /* main diagonal of a 2-D tensor */
+em_tensor *em_contiguous(const em_tensor *t);       /* new ref; itself if contiguous */
+em_tensor *em_clone(const em_tensor *t);
+int em_copy_(em_tensor *dst, const em_tensor *src); /* broadcast + cast */
+em_tensor *em_to_dtype(const em_tensor *t, em_dtype d);  /* itself if same */
+em_tensor *em_to_device(const em_tensor *t, em_device d);
+/* Broadcast shapes of a and b into out (returns ndim, or -1 with error). */
+int em_broadcast_shapes(const int64_t *a, int na, const int64_t *b, int nb,
+                        int64_t *out, const char *op);
+int em_normalize_dim(int dim, int ndim, const char *op);  /* -1 on error */
+
+/* ---- creation ------------------------------------------------------------ */
+em_tensor *em_full(const int64_t *sizes, int ndim, double value, em_dtype d, em_device dev);
+em_tensor *em_zeros(const int64_t *sizes, int ndim, em_dtype d, em_device dev);
+em_tensor *em_ones(const int64_t *sizes, int ndim, em_dtype d, em_device dev);
+em_tensor *em_scalar(double value, em_dtype d, em_device dev);   /* 0-d */
+em_tensor *em_arange(double start, double end, double step, em_dtype d, em_device dev);
+em_tensor *em_linspace(double start, double end, int64_t steps, em_dtype d, em_device dev);
+em_tensor *em_eye(int64_t n, int64_t m, em_dtype d, em_device dev);
+int em_fill_(em_tensor *t, double value);
+/* Builds a tensor from host values given as doubles or int64s (one of the
+ * two non-NULL), in row-major order. */
+em_tensor *em_from_host(const int64_t *sizes, int ndim, em_dtype d,
+                        const double *fvals, const int64_t *ivals);
+
+/* ---- random (Philox 4x32-10, counter based) ------------------------------ */
+void em_manual_seed(uint64_t seed);
+uint64_t em_initial_seed(void);
+/* The generator state is (seed, offset): every random op consumes a range of
+ * counters, so a saved state replays exactly, on any device. */
+void em_rng_get_state(uint64_t *seed, uint64_t *offset);
+void em_rng_set_state(uint64_t seed, uint64_t offset);
+em_tensor *em_rand(const int64_t *sizes, int ndim, em_dtype d, em_device dev);
+em_tensor *em_randn(const int64_t *sizes, int ndim, em_dtype d, em_device dev);
+em_tensor *em_randint(int64_t low, int64_t high, const int64_t *sizes, int ndim,
+                      em_dtype d, em_device dev);
+em_tensor *em_randperm(int64_t n, em_dtype d, em_device dev);   /* values 1..n */
+int em_uniform_(em_tensor *t, double lo, double hi);
+int em_normal_(em_tensor *t, double mean, double std);
+
+/* ---- elementwise --------------------------------------------------------- */
+typedef enum em_unary_op {
+    EM_NEG, EM_ABS, EM_SIGN, EM_EXP, EM_LOG, EM_LOG1P, EM_EXPM1, EM_SQRT,
+    EM_RSQRT, EM_SIN, EM_COS, EM_TANH, EM_SIGMOID, EM_RELU, EM_GELU, EM_SILU,
+    EM_FLOOR, EM_CEIL, EM_ROUND, EM_LOGICAL_NOT, EM_RECIPROCAL, EM_SQUARE,
+    EM_NUNARY
+} em_unary_op;
+
+typedef enum em_binary_op {
+    EM_ADD, EM_SUB, EM_MUL, EM_DIV, EM_REMAINDER, EM_POW, EM_MAXIMUM,
+    EM_MINIMUM, EM_EQ, EM_NE, EM_LT, EM_LE, EM_GT, EM_GE, EM_LOGICAL_AND,
+    EM_LOGICAL_OR, EM_NBINARY
+} em_binary_op;
+
+const char *em_unary_name(em_unary_op op);
+const char *em_binary_name(em_binary_op op);
+
+em_tensor *em_unary(em_unary_op op, const em_tensor *a);
+int em_unary_(em_unary_op op, em_tensor *a);                 /* in place */
+em_tensor *em_binary(em_binary_op op, const em_tensor *a, const em_tensor *b);
+int em_binary_(em_binary_op op, em_tensor *a, const em_tensor *b);  /* a op= b */
+/* Binary op with a Lua/C number on one side (weak scalar). */
+em_tensor *em_binary_scalar(em_binary_op op, const em_tensor *a, double s,
+                            bool s_is_int, bool scalar_first);
+em_tensor *em_clamp(const em_tensor *a, const double *lo, const double *hi);
+em_tensor *em_pow_scalar(const em_tensor *a, double e);
+em_tensor *em_where(const em_tensor *cond, const em_tensor *a, const em_tensor *b);
+em_tensor *em_masked_fill(const em_tensor *t, const em_tensor *mask, double value);
+int em_masked_fill_(em_tensor *t, const em_tensor *mask, double value);
+
+/* ---- reductions (dims: 0-based list; ndims == 0 means all) -------------- */
+typedef enum em_reduce_op {
+    EM_RSUM, EM_RPROD, EM_RMAX, EM_RMIN, EM_RALL, EM_RANY, EM_NREDUCE
+} em_reduce_op;
+
+em_tensor *em_sum(const em_tensor *t, const int *dims, int ndims, bool keepdim);
+em_tensor *em_sum_dtype(const em_tensor *t, const int *dims, int ndims, bool keepdim, em_dtype d);
+em_tensor *em_mean(const em_tensor *t, const int *dims, int ndims, bool keepdim);
+em_tensor *em_prod(const em_tensor *t, const int *dims, int ndims, bool keepdim);
+em_tensor *em_amax(const em_tensor *t, const int *dims, int ndims, bool keepdim);
+em_tensor *em_amin(const em_tensor *t, const int *dims, int ndims, bool keepdim);
+em_tensor *em_all(const em_tensor *t, const int *dims, int ndims, bool keepdim);
+em_tensor *em_any(const em_tensor *t, const int *dims, int ndims, bool keepdim);
+/* max/min along one dim: values and 1-based int64 indices. */
+int em_max_dim(const em_tensor *t, int dim, bool keepdim, em_tensor **values, em_tensor **indices);
+int em_min_dim(const em_tensor *t, int dim, bool keepdim, em_tensor **values, em_tensor **indices);
+/* argmax/argmin; dim < -EM_MAX_DIMS means over the flattened tensor. */
+em_tensor *em_argmax(const em_tensor *t, int dim, bool keepdim, bool flat);
+em_tensor *em_argmin(const em_tensor *t, int dim, bool keepdim, bool flat);
+em_tensor *em_var(const em_tensor *t, const int *dims, int ndims, double correction, bool keepdim);
+em_tensor *em_std(const em_tensor *t, const int *dims, int ndims, double correction, bool keepdim);
+em_tensor *em_norm(const em_tensor *t, double p, const int *dims, int ndims, bool keepdim);
+em_tensor *em_logsumexp(const em_tensor *t, const int *dims, int ndims, bool keepdim);
+em_tensor *em_softmax(const em_tensor *t, int dim);
+em_tensor *em_log_softmax(const em_tensor *t, int dim);
+em_tensor *em_cumsum(const em_tensor *t, int dim);
+em_tensor *em_cumprod(const em_tensor *t, int dim);
+
+/* ---- linear algebra ------------------------------------------------------ */
+em_tensor *em_matmul(const em_tensor *a, const em_tensor *b);
+em_tensor *em_mm(const em_tensor *a, const em_tensor *b);
+em_tensor *em_bmm(const em_tensor *a, const em_tensor *b);
+/* beta * c + alpha * (a @ b), c broadcast to [n, m] */
+em_tensor *em_addmm(const em_tensor *c, const em_tensor *a, const em_tensor *b,
+                    double beta, double alpha);
+em_tensor *em_outer(const em_tensor *a, const em_tensor *b);
+em_tensor *em_dot(const em_tensor *a, const em_tensor *b);
+
+/* ---- indexing (index values 1-based, dims 0-based) ----------------------- */
+em_tensor *em_index_select(const em_tensor *t, int dim, const em_tensor *index);
+em_tensor *em_gather(const em_tensor *t, int dim, const em_tensor *index);
+em_tensor *em_scatter(const em_tensor *t, int dim, const em_tensor *index, const em_tensor *src);
+em_tensor *em_scatter_add(const em_tensor *t, int dim, const em_tensor *index, const em_tensor *src);
+int em_scatter_(em_tensor *t, int dim, const em_tensor *index, const em_tensor *src);
+int em_scatter_add_(em_tensor *t, int dim, const em_tensor *index, const em_tensor *src);
+int em_scatter_value_(em_tensor *t, int dim, const em_tensor *index, double value);
+int em_index_add_(em_tensor *t, int dim, const em_tensor *index, const em_tensor *src);
+em_tensor *em_masked_select(const em_tensor *t, const em_tensor *mask);
+em_tensor *em_nonzero(const em_tensor *t);           /* [n, ndim] int64, 1-based */
+em_tensor *em_cat(em_tensor *const *ts, int n, int dim);
+em_tensor *em_stack(em_tensor *const *ts, int n, int dim);
+/* split into pieces of `size` along dim (last may be smaller); returns count,
+ * fills out (caller provides room for `cap` tensors). */
+int em_split(const em_tensor *t, int64_t size, int dim, em_tensor **out, int cap);
+int em_split_sizes(const em_tensor *t, const int64_t *sizes, int n, int dim, em_tensor **out);
+int em_chunk(const em_tensor *t, int chunks, int dim, em_tensor **out, int cap);
+int em_sort(const em_tensor *t, int dim, bool descending, bool stable,
+            em_tensor **values, em_tensor **indices);
+int em_topk(const em_tensor *t, int64_t k, int dim, bool largest, bool sorted,
+            em_tensor **values, em_tensor **indices);
+
+/* ---- host access --------------------------------------------------------- */
+/* Reads element `linear` (row-major position in the view) as a double. */
+double em_get_f(const em_tensor *t, int64_t linear);
+int64_t em_get_i(const em_tensor *t, int64_t linear);
+int em_item(const em_tensor *t, double *out);        /* numel must be 1 */
+/* Copies the tensor's values (row-major) to host doubles. */
+int em_to_host_f64(const em_tensor *t, double *out);
+int em_to_host_i64(const em_tensor *t, int64_t *out);
+
+/* ---- backends ------------------------------------------------------------ */
+const struct em_backend *em_backend_for(em_device dev);   /* NULL + error if unavailable */
+int em_synchronize(em_device dev);
+int em_num_threads(void);
+void em_set_num_threads(int n);
+
+#endif

@@ -1,0 +1,40 @@
+/* error.c — the engine's error channel: one message buffer, set by the
+ * failing function and read by the caller (the Lua binding turns it into a
+ * Lua error). Nothing here longjmps or exits. */
+#include "ember.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static char last_error[1024];
+
+const char *em_error(void) { return last_error[0] ? last_error : "unknown error"; }
+
+void em_clear_error(void) { last_error[0] = '\0'; }
+
+int em_set_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+char *em_sizes_str(const int64_t *sizes, int ndim, char *buf, size_t n)
+{
+    size_t used = 0;
+    if (n == 0) return buf;
+    buf[0] = '\0';
+    used += (size_t)snprintf(buf + used, n - used, "[");
+    for (int i = 0; i < ndim && used < n; i++)
+        used += (size_t)snprintf(buf + used, n - used, i ? ",%lld" : "%lld", (long long)sizes[i]);
+    if (used < n) snprintf(buf + used, n - used, "]");
+    return buf;
+}
+
+char *em_shape_str(const em_tensor *t, char *buf, size_t n)
+{
+    return em_sizes_str(t->sizes, t->ndim, buf, n);
+}

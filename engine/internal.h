@@ -1,0 +1,36 @@
+/* internal.h — helpers shared by engine/ files; not part of the public API. */
+#ifndef EMBER_INTERNAL_H
+#define EMBER_INTERNAL_H
+
+#include "ember.h"
+#include "backend.h"
+
+/* A new header on t's storage (same dtype, offset, ndim; sizes and strides
+ * left for the caller to fill in). */
+em_tensor *em_header_on(const em_tensor *t);
+
+/* Checks that all given tensors are on one device; names op in the error. */
+int em_check_same_device(const char *op, const em_tensor *a, const em_tensor *b);
+
+static inline const em_backend *em_be(const em_tensor *t) { return t->storage->backend; }
+static inline em_device em_dev(const em_tensor *t) { return t->storage->device; }
+
+/* Shape string into a small rotating buffer, for error messages:
+ * em_set_error("op: %s vs %s", SHAPE(a), SHAPE(b)). Up to 8 live at once. */
+const char *em_shape_tmp(const em_tensor *t);
+const char *em_sizes_tmp(const int64_t *sizes, int ndim);
+
+/* A cast of t to dtype d (new reference; t itself retained if same dtype). */
+em_tensor *em_cast_to(const em_tensor *t, em_dtype d);
+
+/* Reduction helpers: turns a list of dims into a mask; 0 = error.
+ * ndims == 0 selects all dims. */
+int em_dims_mask(const em_tensor *t, const int *dims, int ndims, const char *op, bool *mask);
+
+/* Random numbers: reserve `n` counters from the global generator and return
+ * the (seed, offset) pair the kernel must use. */
+void em_rng_reserve(int64_t n, uint64_t *seed, uint64_t *offset);
+
+#define SHAPE(t) em_shape_tmp(t)
+
+#endif

@@ -1,0 +1,195 @@
+/* tensor.c — storages and tensor headers: allocation, reference counts and
+ * the free lists that keep per-op overhead low.
+ *
+ * Small storages (up to SMALL_BYTES of data) carry their data inline after
+ * the header and are recycled through a free list, so a small op costs no
+ * malloc at all once warm. Tensor headers are recycled the same way. */
+#include "ember.h"
+#include "backend.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SMALL_BYTES 256
+#define FREE_LIST_MAX 4096
+
+typedef struct small_storage {
+    em_storage s;
+    _Alignas(64) unsigned char data[SMALL_BYTES];
+} small_storage;
+
+static em_tensor *tensor_free_list[FREE_LIST_MAX];
+static int tensor_free_count;
+static small_storage *storage_free_list[FREE_LIST_MAX];
+static int storage_free_count;
+static size_t bytes_in_use[2];
+
+size_t em_bytes_in_use(em_device_type type) { return bytes_in_use[type == EM_CUDA]; }
+
+static em_storage *storage_new(size_t nbytes, em_device dev)
+{
+    const em_backend *be = em_backend_for(dev);
+    if (!be) return NULL;
+    em_storage *s;
+    if (dev.type == EM_CPU && nbytes <= SMALL_BYTES) {
+        small_storage *ss = storage_free_count ? storage_free_list[--storage_free_count]
+                                               : malloc(sizeof(small_storage));
+        if (!ss) { em_set_error("out of memory allocating %zu bytes", nbytes); return NULL; }
+        s = &ss->s;
+        s->data = ss->data;
+        s->owns_data = 0;
+    } else {
+        s = malloc(sizeof *s);
+        if (!s) { em_set_error("out of memory allocating %zu bytes", nbytes); return NULL; }
+        s->data = be->alloc(nbytes ? nbytes : 1, dev.index);
+        if (!s->data) { free(s); return NULL; }
+        s->owns_data = 1;
+    }
+    s->nbytes = nbytes;
+    s->refcount = 1;
+    s->device = dev;
+    s->backend = be;
+    s->version = 0;
+    bytes_in_use[dev.type == EM_CUDA] += nbytes;
+    return s;
+}
+
+static void storage_release(em_storage *s)
+{
+    if (--s->refcount > 0) return;
+    bytes_in_use[s->device.type == EM_CUDA] -= s->nbytes;
+    if (s->owns_data) {
+        s->backend->free(s->data, s->device.index);
+        free(s);
+    } else {
+        small_storage *ss = (small_storage *)s;
+        if (storage_free_count < FREE_LIST_MAX) storage_free_list[storage_free_count++] = ss;
+        else free(ss);
+    }
+}
+
+static em_tensor *header_new(void)
+{
+    em_tensor *t = tensor_free_count ? tensor_free_list[--tensor_free_count] : malloc(sizeof *t);
+    if (!t) { em_set_error("out of memory allocating a tensor header"); return NULL; }
+    t->refcount = 1;
+    t->wrapped_number = false;
+    t->requires_grad = false;
+    t->autograd = NULL;
+    return t;
+}
+
+/* Autograd (issue 3) installs a hook to free its per-tensor metadata. */
+void (*em_autograd_free_hook)(em_tensor *t);
+
+static void header_free(em_tensor *t)
+{
+    if (t->autograd && em_autograd_free_hook) em_autograd_free_hook(t);
+    if (tensor_free_count < FREE_LIST_MAX) tensor_free_list[tensor_free_count++] = t;
+    else free(t);
+}
+
+/* Contiguous strides for sizes; returns numel, or -1 on overflow. */
+static int64_t contiguous_strides(const int64_t *sizes, int ndim, int64_t *strides)
+{
+    int64_t n = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        strides[i] = n;
+        if (sizes[i] != 0 && n > INT64_MAX / sizes[i]) return -1;
+        n *= sizes[i];
+    }
+    return n;
+}
+
+em_tensor *em_empty(const int64_t *sizes, int ndim, em_dtype dtype, em_device dev)
+{
+    char buf[128];
+    if (ndim < 0 || ndim > EM_MAX_DIMS)
+        return em_set_error("empty: %d dimensions (at most %d supported)", ndim, EM_MAX_DIMS), NULL;
+    if ((unsigned)dtype >= EM_NDTYPES) return em_set_error("empty: invalid dtype %d", (int)dtype), NULL;
+    for (int i = 0; i < ndim; i++)
+        if (sizes[i] < 0)
+            return em_set_error("empty: negative dimension in size %s",
+                                em_sizes_str(sizes, ndim, buf, sizeof buf)), NULL;
+    em_tensor *t = header_new();
+    if (!t) return NULL;
+    int64_t n = contiguous_strides(sizes, ndim, t->strides);
+    size_t esz = em_dtype_size(dtype);
+    if (n < 0 || (uint64_t)n > ((uint64_t)1 << 62) / esz) {
+        header_free(t);
+        return em_set_error("empty: size %s is too large", em_sizes_str(sizes, ndim, buf, sizeof buf)), NULL;
+    }
+    t->storage = storage_new((size_t)n * esz, dev);
+    if (!t->storage) { header_free(t); return NULL; }
+    memcpy(t->sizes, sizes, sizeof(int64_t) * (size_t)ndim);
+    t->ndim = ndim;
+    t->dtype = dtype;
+    t->offset = 0;
+    return t;
+}
+
+em_tensor *em_empty_like(const em_tensor *t)
+{
+    return em_empty(t->sizes, t->ndim, t->dtype, t->storage->device);
+}
+
+em_tensor *em_retain(em_tensor *t)
+{
+    t->refcount++;
+    return t;
+}
+
+void em_release(em_tensor *t)
+{
+    if (!t || --t->refcount > 0) return;
+    storage_release(t->storage);
+    header_free(t);
+}
+
+/* A new header on t's storage; sizes/strides are filled in by the caller. */
+em_tensor *em_header_on(const em_tensor *t)
+{
+    em_tensor *v = header_new();
+    if (!v) return NULL;
+    v->storage = t->storage;
+    t->storage->refcount++;
+    v->dtype = t->dtype;
+    v->offset = t->offset;
+    v->ndim = t->ndim;
+    return v;
+}
+
+em_tensor *em_alias(const em_tensor *t)
+{
+    em_tensor *v = em_header_on(t);
+    if (!v) return NULL;
+    memcpy(v->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
+    memcpy(v->strides, t->strides, sizeof(int64_t) * (size_t)t->ndim);
+    return v;
+}
+
+int64_t em_numel(const em_tensor *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->ndim; i++) n *= t->sizes[i];
+    return n;
+}
+
+bool em_is_contiguous(const em_tensor *t)
+{
+    int64_t expected = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        if (t->sizes[i] != 1 && t->strides[i] != expected) return false;
+        expected *= t->sizes[i];
+    }
+    return true;
+}
+
+void *em_data_ptr(const em_tensor *t)
+{
+    return (char *)t->storage->data + t->offset * (int64_t)em_dtype_size(t->dtype);
+}
+
+size_t em_storage_bytes(const em_tensor *t) { return t->storage->nbytes; }
+
+void em_bump_version(em_tensor *t) { t->storage->version++; }

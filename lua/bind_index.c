@@ -1,0 +1,372 @@
+/* bind_index.c — Lua binding of the indexing ops: index_select, gather,
+ * scatter, index_add, masked_select, nonzero, cat/stack, split/chunk,
+ * sort/argsort/topk.
+ *
+ * Each C function serves both t:op(...) and ember.op(t, ...). Index values
+ * are 1-based, like the dims; ops that return a tuple in PyTorch return
+ * several values. Tensors the engine hands back are pushed at once, so that
+ * a later Lua error cannot leak them. */
+#include "binding.h"
+
+#include <string.h>
+
+/* An index argument: a tensor, or a flat table of integers (made int64).
+ * Returns a new reference. */
+static em_tensor *check_index(lua_State *L, int arg, const char *op)
+{
+    em_tensor *t = emlua_test(L, arg);
+    if (t) return em_retain(t);
+    if (lua_type(L, arg) != LUA_TTABLE) {
+        emlua_typeerror(L, arg, op, "an index tensor or a table of integers");
+        return NULL;
+    }
+    lua_Integer n = (lua_Integer)lua_rawlen(L, arg);
+    int64_t *vals = lua_newuserdatauv(L, sizeof(int64_t) * (size_t)(n ? n : 1), 0);
+    for (lua_Integer i = 0; i < n; i++) {
+        lua_rawgeti(L, arg, i + 1);
+        int ok;
+        vals[i] = (int64_t)lua_tointegerx(L, -1, &ok);
+        lua_pop(L, 1);
+        if (!ok) emlua_argerror(L, arg, op, "entry %lld of the index table is not an integer", (long long)i + 1);
+    }
+    int64_t size = (int64_t)n;
+    t = em_from_host(&size, 1, EM_INT64, NULL, vals);
+    lua_pop(L, 1);
+    if (!t) emlua_fail(L);
+    return t;
+}
+
+/* A user dim (1-based, negative from the end) handed to the engine, which
+ * checks the range itself: used where the number of dims is the engine's to
+ * work out (cat skips empty tensors; stack adds a dim). */
+static int loose_dim(lua_State *L, int arg, const char *op, int def)
+{
+    if (lua_isnoneornil(L, arg)) return def;
+    lua_Integer d = emlua_check_integer(L, arg, op);
+    if (d == 0 || d > EM_MAX_DIMS + 1 || d < -(EM_MAX_DIMS + 1))
+        emlua_argerror(L, arg, op, "dimension %lld out of range (dimensions count from 1, or from -1 at the end)",
+                       (long long)d);
+    return d > 0 ? (int)d - 1 : (int)d;
+}
+
+/* Field `name` of the options table at opts as a dim of a tensor of ndim
+ * dims (1-based in, 0-based out), or def. */
+static int opt_field_dim(lua_State *L, int opts, const char *name, int ndim, const char *op, int def)
+{
+    if (!opts) return def;
+    lua_getfield(L, opts, name);
+    if (lua_isnil(L, -1)) { lua_pop(L, 1); return def; }
+    int ok;
+    lua_Integer d = lua_tointegerx(L, -1, &ok);
+    lua_pop(L, 1);
+    int n = ndim > 0 ? ndim : 1;
+    if (!ok) emlua_argerror(L, opts, op, "option '%s': expected an integer", name);
+    if (d == 0 || d < -n || d > n)
+        emlua_argerror(L, opts, op, "option '%s': dimension %lld out of range (expected 1..%d or -%d..-1)",
+                       name, (long long)d, n, n);
+    return d > 0 ? (int)d - 1 : (int)d + n;
+}
+
+/* ---- index_select / gather / scatter / index_add ---------------------------- */
+
+static int l_index_select(lua_State *L)
+{
+    const char *op = "index_select";
+    em_tensor *t = emlua_check(L, 1, op);
+    int dim = emlua_check_dim(L, 2, t->ndim, op);
+    em_tensor *idx = check_index(L, 3, op);
+    em_tensor *r = em_index_select(t, dim, idx);
+    em_release(idx);
+    return emlua_push(L, r);
+}
+
+static int l_gather(lua_State *L)
+{
+    const char *op = "gather";
+    em_tensor *t = emlua_check(L, 1, op);
+    int dim = emlua_check_dim(L, 2, t->ndim, op);
+    em_tensor *idx = emlua_check(L, 3, op);
+    return emlua_push(L, em_gather(t, dim, idx));
+}
+
+/* scatter family: (self, dim, index, src) where src may be a number for
+ * scatter. in_place selects t:scatter_ over t:scatter. */
+static int scatter_common(lua_State *L, const char *op, bool add, bool in_place)
+{
+    em_tensor *t = emlua_check(L, 1, op);
+    int dim = emlua_check_dim(L, 2, t->ndim, op);
+    em_tensor *idx = emlua_check(L, 3, op);
+    em_tensor *target = in_place ? t : em_clone(t);
+    if (!target) return emlua_fail(L);
+    int rc;
+    if (!add && lua_type(L, 4) == LUA_TNUMBER) {
+        rc = em_scatter_value_(target, dim, idx, lua_tonumber(L, 4));
+    } else {
+        em_tensor *src = emlua_test(L, 4);
+        if (!src) {
+            if (!in_place) em_release(target);
+            return emlua_typeerror(L, 4, op, add ? "a tensor" : "a tensor or a number");
+        }
+        rc = add ? em_scatter_add_(target, dim, idx, src) : em_scatter_(target, dim, idx, src);
+    }
+    if (in_place) {
+        if (rc) return emlua_fail(L);
+        lua_settop(L, 1);
+        return 1;
+    }
+    if (rc) { em_release(target); return emlua_fail(L); }
+    return emlua_push(L, target);
+}
+
+static int l_scatter(lua_State *L) { return scatter_common(L, "scatter", false, false); }
+static int l_scatter_(lua_State *L) { return scatter_common(L, "scatter_", false, true); }
+static int l_scatter_add(lua_State *L) { return scatter_common(L, "scatter_add", true, false); }
+static int l_scatter_add_(lua_State *L) { return scatter_common(L, "scatter_add_", true, true); }
+
+static int index_add_common(lua_State *L, const char *op, bool in_place)
+{
+    em_tensor *t = emlua_check(L, 1, op);
+    int dim = emlua_check_dim(L, 2, t->ndim, op);
+    em_tensor *src = emlua_check(L, 4, op);
+    em_tensor *idx = check_index(L, 3, op);
+    em_tensor *target = in_place ? t : em_clone(t);
+    int rc = target ? em_index_add_(target, dim, idx, src) : -1;
+    em_release(idx);
+    if (in_place) {
+        if (rc) return emlua_fail(L);
+        lua_settop(L, 1);
+        return 1;
+    }
+    if (rc) { em_release(target); return emlua_fail(L); }
+    return emlua_push(L, target);
+}
+
+static int l_index_add_(lua_State *L) { return index_add_common(L, "index_add_", true); }
+static int l_index_add(lua_State *L) { return index_add_common(L, "index_add", false); }
+
+/* ---- masked_select / nonzero ---------------------------------------------------- */
+
+static int l_masked_select(lua_State *L)
+{
+    const char *op = "masked_select";
+    em_tensor *t = emlua_check(L, 1, op);
+    em_tensor *mask = emlua_check(L, 2, op);
+    return emlua_push(L, em_masked_select(t, mask));
+}
+
+static int l_nonzero(lua_State *L)
+{
+    return emlua_push(L, em_nonzero(emlua_check(L, 1, "nonzero")));
+}
+
+/* ---- cat / stack ------------------------------------------------------------------ */
+
+/* The tensors of the list at arg 1, in a scratch array owned by Lua (the
+ * list keeps them alive for the call). */
+static em_tensor **check_list(lua_State *L, const char *op, int *n)
+{
+    if (lua_type(L, 1) != LUA_TTABLE || emlua_test(L, 1))
+        emlua_typeerror(L, 1, op, "a table of tensors");
+    lua_Integer len = (lua_Integer)lua_rawlen(L, 1);
+    if (len < 1) emlua_argerror(L, 1, op, "expected a non-empty table of tensors");
+    if (len > (1 << 20)) emlua_argerror(L, 1, op, "too many tensors (%lld)", (long long)len);
+    em_tensor **ts = lua_newuserdatauv(L, sizeof(em_tensor *) * (size_t)len, 0);
+    for (lua_Integer i = 0; i < len; i++) {
+        lua_rawgeti(L, 1, i + 1);
+        ts[i] = emlua_test(L, -1);
+        if (!ts[i]) emlua_argerror(L, 1, op, "entry %lld is not a tensor (got %s)", (long long)i + 1,
+                                   luaL_typename(L, -1));
+        lua_pop(L, 1);
+    }
+    *n = (int)len;
+    return ts;
+}
+
+static int l_cat(lua_State *L)
+{
+    int n;
+    int dim = loose_dim(L, 2, "cat", 0);
+    em_tensor **ts = check_list(L, "cat", &n);
+    return emlua_push(L, em_cat(ts, n, dim));
+}
+
+static int l_stack(lua_State *L)
+{
+    int n;
+    int dim = loose_dim(L, 2, "stack", 0);
+    em_tensor **ts = check_list(L, "stack", &n);
+    return emlua_push(L, em_stack(ts, n, dim));
+}
+
+/* ---- split / chunk ------------------------------------------------------------------ */
+
+/* Pieces beyond this many would not fit on the Lua stack. */
+#define MAX_PIECES 100000
+
+static int push_pieces(lua_State *L, em_tensor **out, int n)
+{
+    for (int i = 0; i < n; i++) emlua_push(L, out[i]);
+    return n;
+}
+
+static int l_split(lua_State *L)
+{
+    const char *op = "split";
+    em_tensor *t = emlua_check(L, 1, op);
+    if (t->ndim == 0) return emlua_argerror(L, 1, op, "cannot split a 0-d tensor");
+    int dim = emlua_opt_dim(L, 3, t->ndim, op, 0);
+    int n;
+    if (lua_type(L, 2) == LUA_TTABLE && !emlua_test(L, 2)) {
+        lua_Integer len = (lua_Integer)lua_rawlen(L, 2);
+        if (len < 1 || len > MAX_PIECES)
+            return emlua_argerror(L, 2, op, "expected 1..%d split sizes, got %lld", MAX_PIECES, (long long)len);
+        int64_t *sizes = lua_newuserdatauv(L, sizeof(int64_t) * (size_t)len, 0);
+        for (lua_Integer i = 0; i < len; i++) {
+            lua_rawgeti(L, 2, i + 1);
+            int ok;
+            sizes[i] = (int64_t)lua_tointegerx(L, -1, &ok);
+            lua_pop(L, 1);
+            if (!ok) emlua_argerror(L, 2, op, "entry %lld of the split sizes is not an integer", (long long)i + 1);
+        }
+        luaL_checkstack(L, (int)len + 2, "split: too many pieces");
+        em_tensor **out = lua_newuserdatauv(L, sizeof(em_tensor *) * (size_t)len, 0);
+        n = em_split_sizes(t, sizes, (int)len, dim, out);
+        if (n < 0) return emlua_fail(L);
+        return push_pieces(L, out, n);
+    }
+    lua_Integer size = emlua_check_integer(L, 2, op);
+    int64_t len = t->sizes[dim];
+    int64_t count = size > 0 ? (len + size - 1) / size : 1;
+    if (count < 1) count = 1;
+    if (count > MAX_PIECES)
+        return emlua_argerror(L, 2, op, "split size %lld gives %lld pieces (at most %d)", (long long)size,
+                              (long long)count, MAX_PIECES);
+    luaL_checkstack(L, (int)count + 2, "split: too many pieces");
+    em_tensor **out = lua_newuserdatauv(L, sizeof(em_tensor *) * (size_t)count, 0);
+    n = em_split(t, (int64_t)size, dim, out, (int)count);
+    if (n < 0) return emlua_fail(L);
+    return push_pieces(L, out, n);
+}
+
+static int l_chunk(lua_State *L)
+{
+    const char *op = "chunk";
+    em_tensor *t = emlua_check(L, 1, op);
+    if (t->ndim == 0) return emlua_argerror(L, 1, op, "cannot chunk a 0-d tensor");
+    lua_Integer chunks = emlua_check_integer(L, 2, op);
+    if (chunks < 1 || chunks > MAX_PIECES)
+        return emlua_argerror(L, 2, op, "number of chunks must be in 1..%d, got %lld", MAX_PIECES, (long long)chunks);
+    int dim = emlua_opt_dim(L, 3, t->ndim, op, 0);
+    luaL_checkstack(L, (int)chunks + 2, "chunk: too many pieces");
+    em_tensor **out = lua_newuserdatauv(L, sizeof(em_tensor *) * (size_t)chunks, 0);
+    int n = em_chunk(t, (int)chunks, dim, out, (int)chunks);
+    if (n < 0) return emlua_fail(L);
+    return push_pieces(L, out, n);
+}
+
+/* ---- sort / argsort / topk ------------------------------------------------------------ */
+
+typedef struct sort_args { int dim; bool descending, stable; } sort_args;
+
+/* t:sort(dim, descending) or t:sort({dim=, descending=, stable=}) or a mix
+ * (positional first, then a trailing options table). */
+static sort_args check_sort_args(lua_State *L, const em_tensor *t, const char *op)
+{
+    int opts = emlua_options_index(L, 2);
+    int last = opts ? opts - 1 : lua_gettop(L);
+    sort_args a = {-1, false, false};
+    if (last >= 2) a.dim = emlua_opt_dim(L, 2, t->ndim, op, -1);
+    if (last >= 3) a.descending = emlua_opt_boolean(L, 3, op, false);
+    if (last >= 4) a.stable = emlua_opt_boolean(L, 4, op, false);
+    if (last >= 5) emlua_argerror(L, 5, op, "unexpected argument");
+    a.dim = opt_field_dim(L, opts, "dim", t->ndim, op, a.dim);
+    a.descending = emlua_opt_field_boolean(L, opts, "descending", op, a.descending);
+    a.stable = emlua_opt_field_boolean(L, opts, "stable", op, a.stable);
+    return a;
+}
+
+static int l_sort(lua_State *L)
+{
+    em_tensor *t = emlua_check(L, 1, "sort");
+    sort_args a = check_sort_args(L, t, "sort");
+    em_tensor *v, *i;
+    if (em_sort(t, a.dim, a.descending, a.stable, &v, &i)) return emlua_fail(L);
+    emlua_push(L, v);
+    emlua_push(L, i);
+    return 2;
+}
+
+static int l_argsort(lua_State *L)
+{
+    em_tensor *t = emlua_check(L, 1, "argsort");
+    sort_args a = check_sort_args(L, t, "argsort");
+    em_tensor *v, *i;
+    if (em_sort(t, a.dim, a.descending, a.stable, &v, &i)) return emlua_fail(L);
+    em_release(v);
+    return emlua_push(L, i);
+}
+
+/* t:topk(k, dim, largest, sorted) or t:topk(k, {dim=, largest=, sorted=}) */
+static int l_topk(lua_State *L)
+{
+    const char *op = "topk";
+    em_tensor *t = emlua_check(L, 1, op);
+    lua_Integer k = emlua_check_integer(L, 2, op);
+    int opts = emlua_options_index(L, 3);
+    int last = opts ? opts - 1 : lua_gettop(L);
+    int dim = -1;
+    bool largest = true, sorted = true;
+    if (last >= 3) dim = emlua_opt_dim(L, 3, t->ndim, op, -1);
+    if (last >= 4) largest = emlua_opt_boolean(L, 4, op, true);
+    if (last >= 5) sorted = emlua_opt_boolean(L, 5, op, true);
+    if (last >= 6) emlua_argerror(L, 6, op, "unexpected argument");
+    dim = opt_field_dim(L, opts, "dim", t->ndim, op, dim);
+    largest = emlua_opt_field_boolean(L, opts, "largest", op, largest);
+    sorted = emlua_opt_field_boolean(L, opts, "sorted", op, sorted);
+    em_tensor *v, *i;
+    if (em_topk(t, (int64_t)k, dim, largest, sorted, &v, &i)) return emlua_fail(L);
+    emlua_push(L, v);
+    emlua_push(L, i);
+    return 2;
+}
+
+void emlua_open_index(lua_State *L)
+{
+    static const luaL_Reg methods[] = {
+        {"index_select", l_index_select},
+        {"gather", l_gather},
+        {"scatter", l_scatter},
+        {"scatter_", l_scatter_},
+        {"scatter_add", l_scatter_add},
+        {"scatter_add_", l_scatter_add_},
+        {"index_add", l_index_add},
+        {"index_add_", l_index_add_},
+        {"masked_select", l_masked_select},
+        {"nonzero", l_nonzero},
+        {"split", l_split},
+        {"chunk", l_chunk},
+        {"sort", l_sort},
+        {"argsort", l_argsort},
+        {"topk", l_topk},
+        {NULL, NULL}
+    };
+    static const luaL_Reg functions[] = {
+        {"index_select", l_index_select},
+        {"gather", l_gather},
+        {"scatter", l_scatter},
+        {"scatter_add", l_scatter_add},
+        {"index_add", l_index_add},
+        {"masked_select", l_masked_select},
+        {"nonzero", l_nonzero},
+        {"cat", l_cat},
+        {"concat", l_cat},
+        {"stack", l_stack},
+        {"split", l_split},
+        {"chunk", l_chunk},
+        {"sort", l_sort},
+        {"argsort", l_argsort},
+        {"topk", l_topk},
+        {NULL, NULL}
+    };
+    emlua_register(L, methods, functions);
+}

@@ -1,0 +1,263 @@
+/* bind_linalg.c — Lua binding of the matmul family (matmul, mm, bmm, addmm,
+ * outer, dot) and of the random number generator (seeding, state, rand,
+ * randn, randint, randperm, uniform_, normal_ and the *_like forms).
+ *
+ * Each linalg function serves both t:op(u) and ember.op(t, u). The generator
+ * state is the pair (seed, offset); get_rng_state returns it as a table
+ * {seed = , offset = } that set_rng_state takes back. */
+#include "binding.h"
+
+#include <time.h>
+
+static const em_device CPU = {EM_CPU, 0};
+
+/* ---- matmul family -------------------------------------------------------- */
+
+typedef em_tensor *(*binary_fn)(const em_tensor *, const em_tensor *);
+
+static int pair(lua_State *L, const char *op, binary_fn fn)
+{
+    em_tensor *a = emlua_check(L, 1, op);
+    em_tensor *b = emlua_check(L, 2, op);
+    return emlua_push(L, fn(a, b));
+}
+
+static int l_matmul(lua_State *L) { return pair(L, "matmul", em_matmul); }
+static int l_mm(lua_State *L) { return pair(L, "mm", em_mm); }
+static int l_bmm(lua_State *L) { return pair(L, "bmm", em_bmm); }
+static int l_outer(lua_State *L) { return pair(L, "outer", em_outer); }
+static int l_dot(lua_State *L) { return pair(L, "dot", em_dot); }
+
+/* addmm(c, a, b, {beta = 1, alpha = 1}) = beta * c + alpha * (a @ b) */
+static int l_addmm(lua_State *L)
+{
+    const char *op = "addmm";
+    em_tensor *c = emlua_check(L, 1, op);
+    em_tensor *a = emlua_check(L, 2, op);
+    em_tensor *b = emlua_check(L, 3, op);
+    int opts = 0;
+    if (!lua_isnoneornil(L, 4)) {
+        if (lua_type(L, 4) != LUA_TTABLE || emlua_test(L, 4))
+            return emlua_typeerror(L, 4, op, "an options table {beta=, alpha=}");
+        opts = 4;
+    }
+    double beta = emlua_opt_field_number(L, opts, "beta", op, 1.0);
+    double alpha = emlua_opt_field_number(L, opts, "alpha", op, 1.0);
+    return emlua_push(L, em_addmm(c, a, b, beta, alpha));
+}
+
+/* ---- generator state ------------------------------------------------------ */
+
+static int l_manual_seed(lua_State *L)
+{
+    /* negative seeds wrap to uint64, as in PyTorch */
+    em_manual_seed((uint64_t)emlua_check_integer(L, 1, "ember.manual_seed"));
+    return 0;
+}
+
+/* ember.seed(): a seed from the clock, set and returned */
+static int l_seed(lua_State *L)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t s = (uint64_t)ts.tv_sec * 1000000007ULL ^ (uint64_t)ts.tv_nsec;
+    s &= ((uint64_t)1 << 53) - 1;   /* stays exact if the user keeps it as a float */
+    em_manual_seed(s);
+    lua_pushinteger(L, (lua_Integer)s);
+    return 1;
+}
+
+static int l_initial_seed(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)em_initial_seed());
+    return 1;
+}
+
+static int l_get_rng_state(lua_State *L)
+{
+    uint64_t seed, offset;
+    em_rng_get_state(&seed, &offset);
+    lua_createtable(L, 0, 2);
+    lua_pushinteger(L, (lua_Integer)seed);
+    lua_setfield(L, -2, "seed");
+    lua_pushinteger(L, (lua_Integer)offset);
+    lua_setfield(L, -2, "offset");
+    return 1;
+}
+
+static lua_Integer state_field(lua_State *L, const char *name)
+{
+    lua_getfield(L, 1, name);
+    int ok;
+    lua_Integer v = lua_tointegerx(L, -1, &ok);
+    if (!ok) emlua_argerror(L, 1, "ember.set_rng_state", "field '%s' is not an integer", name);
+    lua_pop(L, 1);
+    return v;
+}
+
+/* set_rng_state(state_table) or set_rng_state(seed, offset) */
+static int l_set_rng_state(lua_State *L)
+{
+    const char *op = "ember.set_rng_state";
+    lua_Integer seed, offset;
+    if (lua_type(L, 1) == LUA_TTABLE && !emlua_test(L, 1)) {
+        seed = state_field(L, "seed");
+        offset = state_field(L, "offset");
+    } else {
+        seed = emlua_check_integer(L, 1, op);
+        offset = emlua_opt_integer(L, 2, op, 0);
+    }
+    em_rng_set_state((uint64_t)seed, (uint64_t)offset);
+    return 0;
+}
+
+/* ---- random tensors -------------------------------------------------------- */
+
+typedef em_tensor *(*random_fn)(const int64_t *, int, em_dtype, em_device);
+
+static int random_sized(lua_State *L, const char *op, random_fn fn)
+{
+    int64_t sizes[EM_MAX_DIMS];
+    int n = emlua_check_sizes(L, 1, op, sizes);
+    int opts = emlua_options_index(L, 1);
+    em_dtype d = emlua_opt_dtype(L, opts, op, em_default_dtype());
+    em_device dev = emlua_opt_device(L, opts, op, CPU);
+    return emlua_push(L, fn(sizes, n, d, dev));
+}
+
+static int l_rand(lua_State *L) { return random_sized(L, "ember.rand", em_rand); }
+static int l_randn(lua_State *L) { return random_sized(L, "ember.randn", em_randn); }
+
+/* A size table at idx (only a table: randint's integers are its bounds). */
+static int size_table(lua_State *L, int idx, const char *op, int64_t *sizes)
+{
+    if (lua_type(L, idx) != LUA_TTABLE || emlua_test(L, idx))
+        emlua_typeerror(L, idx, op, "a size table");
+    int n = (int)lua_rawlen(L, idx);
+    if (n > EM_MAX_DIMS) emlua_argerror(L, idx, op, "%d dimensions (at most %d)", n, EM_MAX_DIMS);
+    for (int i = 0; i < n; i++) {
+        lua_rawgeti(L, idx, i + 1);
+        int ok;
+        sizes[i] = (int64_t)lua_tointegerx(L, -1, &ok);
+        lua_pop(L, 1);
+        if (!ok) emlua_argerror(L, idx, op, "size entry %d is not an integer", i + 1);
+    }
+    return n;
+}
+
+/* An options table at idx, or nothing there: returns idx or 0. */
+static int opt_table(lua_State *L, int idx, const char *op)
+{
+    if (lua_isnoneornil(L, idx)) return 0;
+    if (lua_type(L, idx) != LUA_TTABLE || emlua_test(L, idx))
+        emlua_typeerror(L, idx, op, "an options table");
+    return idx;
+}
+
+/* randint(high, sizes [, opts]) or randint(low, high, sizes [, opts]) */
+static int l_randint(lua_State *L)
+{
+    const char *op = "ember.randint";
+    lua_Integer low = 0, high;
+    int at;
+    if (lua_type(L, 2) == LUA_TNUMBER) {
+        low = emlua_check_integer(L, 1, op);
+        high = emlua_check_integer(L, 2, op);
+        at = 3;
+    } else {
+        high = emlua_check_integer(L, 1, op);
+        at = 2;
+    }
+    int64_t sizes[EM_MAX_DIMS];
+    int n = size_table(L, at, op, sizes);
+    int opts = opt_table(L, at + 1, op);
+    em_dtype d = emlua_opt_dtype(L, opts, op, EM_INT64);
+    em_device dev = emlua_opt_device(L, opts, op, CPU);
+    return emlua_push(L, em_randint(low, high, sizes, n, d, dev));
+}
+
+static int l_randperm(lua_State *L)
+{
+    const char *op = "ember.randperm";
+    lua_Integer n = emlua_check_integer(L, 1, op);
+    int opts = opt_table(L, 2, op);
+    em_dtype d = emlua_opt_dtype(L, opts, op, EM_INT64);
+    em_device dev = emlua_opt_device(L, opts, op, CPU);
+    return emlua_push(L, em_randperm(n, d, dev));
+}
+
+/* ---- in place and *_like ------------------------------------------------------ */
+
+static int l_uniform_(lua_State *L)
+{
+    const char *op = "uniform_";
+    em_tensor *t = emlua_check(L, 1, op);
+    double lo = emlua_opt_number(L, 2, op, 0.0), hi = emlua_opt_number(L, 3, op, 1.0);
+    if (em_uniform_(t, lo, hi)) return emlua_fail(L);
+    lua_settop(L, 1);
+    return 1;
+}
+
+static int l_normal_(lua_State *L)
+{
+    const char *op = "normal_";
+    em_tensor *t = emlua_check(L, 1, op);
+    double mean = emlua_opt_number(L, 2, op, 0.0), std = emlua_opt_number(L, 3, op, 1.0);
+    if (em_normal_(t, mean, std)) return emlua_fail(L);
+    lua_settop(L, 1);
+    return 1;
+}
+
+/* rand_like(t [, opts]) and randn_like(t [, opts]) */
+static int random_like(lua_State *L, const char *op, random_fn fn)
+{
+    em_tensor *t = emlua_check(L, 1, op);
+    int opts = opt_table(L, 2, op);
+    em_dtype d = emlua_opt_dtype(L, opts, op, t->dtype);
+    em_device dev = emlua_opt_device(L, opts, op, t->storage->device);
+    return emlua_push(L, fn(t->sizes, t->ndim, d, dev));
+}
+
+static int l_rand_like(lua_State *L) { return random_like(L, "ember.rand_like", em_rand); }
+static int l_randn_like(lua_State *L) { return random_like(L, "ember.randn_like", em_randn); }
+
+/* randint_like(t, high [, opts]) or randint_like(t, low, high [, opts]) */
+static int l_randint_like(lua_State *L)
+{
+    const char *op = "ember.randint_like";
+    em_tensor *t = emlua_check(L, 1, op);
+    lua_Integer low = 0, high;
+    int at;
+    if (lua_type(L, 3) == LUA_TNUMBER) {
+        low = emlua_check_integer(L, 2, op);
+        high = emlua_check_integer(L, 3, op);
+        at = 4;
+    } else {
+        high = emlua_check_integer(L, 2, op);
+        at = 3;
+    }
+    int opts = opt_table(L, at, op);
+    em_dtype d = emlua_opt_dtype(L, opts, op, t->dtype);
+    em_device dev = emlua_opt_device(L, opts, op, t->storage->device);
+    return emlua_push(L, em_randint(low, high, t->sizes, t->ndim, d, dev));
+}
+
+void emlua_open_linalg(lua_State *L)
+{
+    static const luaL_Reg methods[] = {
+        {"matmul", l_matmul}, {"mm", l_mm}, {"bmm", l_bmm}, {"addmm", l_addmm},
+        {"outer", l_outer}, {"dot", l_dot},
+        {"uniform_", l_uniform_}, {"normal_", l_normal_},
+        {NULL, NULL},
+    };
+    static const luaL_Reg functions[] = {
+        {"matmul", l_matmul}, {"mm", l_mm}, {"bmm", l_bmm}, {"addmm", l_addmm},
+        {"outer", l_outer}, {"dot", l_dot},
+        {"manual_seed", l_manual_seed}, {"seed", l_seed}, {"initial_seed", l_initial_seed},
+        {"get_rng_state", l_get_rng_state}, {"set_rng_state", l_set_rng_state},
+        {"rand", l_rand}, {"randn", l_randn}, {"randint", l_randint}, {"randperm", l_randperm},
+        {"rand_like", l_rand_like}, {"randn_like", l_randn_like}, {"randint_like", l_randint_like},
+        {NULL, NULL},
+    };
+    emlua_register(L, methods, functions);
+}

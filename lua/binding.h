@@ -1,0 +1,96 @@
+/* binding.h — shared helpers of the Lua binding (the C files in lua/).
+ *
+ * A tensor is a full userdata holding one em_tensor* reference, with the
+ * metatable registered as EMLUA_TENSOR. Each bind_*.c file registers its
+ * functions through emlua_register(): `methods` go into the tensor method
+ * table (t:name(...)), `functions` into the module table (ember.name(...));
+ * a C function listed in both serves both spellings, since a method's self
+ * is its argument 1.
+ *
+ * Conventions every binding follows:
+ *  - dims and index positions given by the user are 1-based (negative counts
+ *    from the end); emlua_check_dim converts to the engine's 0-based dims;
+ *  - keyword arguments come as a trailing options table;
+ *  - an engine failure (NULL / non-zero) is raised with emlua_fail(L), which
+ *    turns em_error() into a Lua error;
+ *  - argument errors go through emlua_argerror(), which prints
+ *    "<op>: argument N: <message>" with N counted as the user sees it (for a
+ *    method call, self is not counted).
+ */
+#ifndef EMBER_BINDING_H
+#define EMBER_BINDING_H
+
+#include <lua.h>
+#include <lauxlib.h>
+#include <stdbool.h>
+
+#include "../engine/ember.h"
+
+#define EMLUA_TENSOR "ember.Tensor"
+
+/* tensors on the stack */
+em_tensor *emlua_test(lua_State *L, int idx);                  /* NULL if not a tensor */
+em_tensor *emlua_check(lua_State *L, int idx, const char *op);  /* raises if not */
+/* Pushes t (stealing the reference). t == NULL raises em_error() instead. */
+int emlua_push(lua_State *L, em_tensor *t);
+/* Raises em_error() as a Lua error. Never returns. */
+int emlua_fail(lua_State *L);
+/* Raises "<op>: argument N: <fmt...>". Never returns. */
+int emlua_argerror(lua_State *L, int arg, const char *op, const char *fmt, ...);
+/* "expected <what>, got <typename>" */
+int emlua_typeerror(lua_State *L, int arg, const char *op, const char *what);
+
+/* A tensor, or a number turned into a 0-d "wrapped number" tensor on the
+ * device of `like` (may be NULL: CPU). Returns a new reference. */
+em_tensor *emlua_check_operand(lua_State *L, int idx, const char *op, const em_tensor *like);
+
+/* numbers */
+lua_Integer emlua_check_integer(lua_State *L, int idx, const char *op);
+lua_Integer emlua_opt_integer(lua_State *L, int idx, const char *op, lua_Integer def);
+double emlua_check_number(lua_State *L, int idx, const char *op);
+double emlua_opt_number(lua_State *L, int idx, const char *op, double def);
+bool emlua_opt_boolean(lua_State *L, int idx, const char *op, bool def);
+
+/* A 1-based (or negative) dim at idx -> 0-based engine dim for a tensor of
+ * `ndim` dims; raises with the op name when out of range. */
+int emlua_check_dim(lua_State *L, int idx, int ndim, const char *op);
+int emlua_opt_dim(lua_State *L, int idx, int ndim, const char *op, int def);
+/* A dim list: nil (returns 0: all dims), a number, or a table of numbers.
+ * Writes 0-based dims into dims[EM_MAX_DIMS]; returns the count. */
+int emlua_opt_dims(lua_State *L, int idx, int ndim, const char *op, int *dims);
+/* A size given as numbers from idx to the top (ember.zeros(2, 3)) or as one
+ * table ({2, 3}) or a tensor's shape table. Stops at a trailing options
+ * table. Returns ndim and fills sizes. */
+int emlua_check_sizes(lua_State *L, int idx, const char *op, int64_t *sizes);
+
+/* Options tables: the value of field `name` in the table at idx (if idx is a
+ * table), else the default. */
+em_dtype emlua_opt_dtype(lua_State *L, int idx, const char *op, em_dtype def);
+em_device emlua_opt_device(lua_State *L, int idx, const char *op, em_device def);
+/* A dtype given as a string or an ember.<dtype> constant at idx. */
+em_dtype emlua_check_dtype(lua_State *L, int idx, const char *op);
+/* Field of an options table as a number/boolean, with a default. */
+double emlua_opt_field_number(lua_State *L, int idx, const char *name, const char *op, double def);
+bool emlua_opt_field_boolean(lua_State *L, int idx, const char *name, const char *op, bool def);
+/* The index of a trailing options table (a plain table, not a tensor) among
+ * arguments first..top, or 0. */
+int emlua_options_index(lua_State *L, int first);
+
+/* registration */
+void emlua_register(lua_State *L, const luaL_Reg *methods, const luaL_Reg *functions);
+void emlua_push_methods(lua_State *L);     /* the tensor method table */
+void emlua_push_metatable(lua_State *L);   /* the tensor metatable */
+int luaopen_ember(lua_State *L);
+
+/* Each bind file provides one opener; ember.c calls them all. */
+void emlua_open_tensor(lua_State *L);      /* tensor.c: creation, views, operators, access */
+void emlua_open_elementwise(lua_State *L); /* bind_elementwise.c */
+void emlua_open_reduce(lua_State *L);      /* bind_reduce.c */
+void emlua_open_index(lua_State *L);       /* bind_index.c */
+void emlua_open_linalg(lua_State *L);      /* bind_linalg.c: matmul family, random */
+/* format.c: tostring(t) as PyTorch prints it */
+int emlua_tostring(lua_State *L);
+/* Pushes the string for tensor t, with `indent` spaces for continuation lines. */
+void emlua_format_tensor(lua_State *L, const em_tensor *t);
+
+#endif

@@ -1,0 +1,380 @@
+/* ember.c — the Lua module's entry point (luaopen_ember) and the helpers
+ * every binding file shares (argument checks, tensor userdata, errors). */
+#include "binding.h"
+
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+/* Registry keys (addresses are unique and rawgetp is the fastest lookup). */
+static char tensor_mt_key, methods_key, module_key;
+
+/* ---- errors -------------------------------------------------------------- */
+
+int emlua_fail(lua_State *L)
+{
+    lua_pushstring(L, em_error());
+    return lua_error(L);
+}
+
+/* Argument number as the user counts it: in a method call (t:op(x)) self is
+ * not counted, as luaL_argerror does. */
+static int user_arg(lua_State *L, int arg)
+{
+    lua_Debug ar;
+    if (lua_getstack(L, 0, &ar)) {
+        lua_getinfo(L, "n", &ar);
+        if (ar.namewhat && strcmp(ar.namewhat, "method") == 0) return arg - 1;
+    }
+    return arg;
+}
+
+int emlua_argerror(lua_State *L, int arg, const char *op, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    int n = user_arg(L, arg);
+    if (n <= 0) return luaL_error(L, "%s: self: %s", op, msg);
+    return luaL_error(L, "%s: argument %d: %s", op, n, msg);
+}
+
+int emlua_typeerror(lua_State *L, int arg, const char *op, const char *what)
+{
+    const char *got = emlua_test(L, arg) ? "tensor" : luaL_typename(L, arg);
+    if (lua_type(L, arg) == LUA_TNUMBER && lua_isinteger(L, arg) == 0 && strcmp(what, "an integer") == 0)
+        got = "a non-integer number";
+    return emlua_argerror(L, arg, op, "expected %s, got %s", what, got);
+}
+
+/* ---- tensors -------------------------------------------------------------- */
+
+em_tensor *emlua_test(lua_State *L, int idx)
+{
+    void *p = lua_touserdata(L, idx);
+    if (!p || !lua_getmetatable(L, idx)) return NULL;
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &tensor_mt_key);
+    int same = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+    return same ? *(em_tensor **)p : NULL;
+}
+
+em_tensor *emlua_check(lua_State *L, int idx, const char *op)
+{
+    em_tensor *t = emlua_test(L, idx);
+    if (t) return t;
+    /* a tensor userdata whose reference was dropped by __close */
+    if (luaL_testudata(L, idx, EMLUA_TENSOR)) emlua_argerror(L, idx, op, "the tensor was closed (by <close>)");
+    emlua_typeerror(L, idx, op, "a tensor");
+    return NULL;
+}
+
+/* Bytes of tensor memory allocated since the last collection. Tensors are
+ * small userdata that hold large buffers, so Lua's collector cannot see the
+ * pressure they make; when the engine's bytes grow past the threshold we run
+ * a full collection. */
+static size_t gc_threshold = (size_t)256 << 20;
+
+static void account_memory(lua_State *L)
+{
+    size_t in_use = em_bytes_in_use(EM_CPU) + em_bytes_in_use(EM_CUDA);
+    if (in_use <= gc_threshold) return;
+    lua_gc(L, LUA_GCCOLLECT);
+    in_use = em_bytes_in_use(EM_CPU) + em_bytes_in_use(EM_CUDA);
+    gc_threshold = in_use * 2 > ((size_t)256 << 20) ? in_use * 2 : (size_t)256 << 20;
+}
+
+int emlua_push(lua_State *L, em_tensor *t)
+{
+    if (!t) return emlua_fail(L);
+    em_tensor **ud = lua_newuserdatauv(L, sizeof(em_tensor *), 0);
+    *ud = t;
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &tensor_mt_key);
+    lua_setmetatable(L, -2);
+    if (t->storage->nbytes > 4096) account_memory(L);
+    return 1;
+}
+
+em_tensor *emlua_check_operand(lua_State *L, int idx, const char *op, const em_tensor *like)
+{
+    em_tensor *t = emlua_test(L, idx);
+    if (t) return em_retain(t);
+    em_device dev = like ? like->storage->device : (em_device){EM_CPU, 0};
+    em_tensor *s;
+    if (lua_type(L, idx) == LUA_TNUMBER) {
+        if (lua_isinteger(L, idx)) s = em_scalar((double)lua_tointeger(L, idx), EM_INT64, dev);
+        else s = em_scalar(lua_tonumber(L, idx), EM_FLOAT64, dev);
+    } else if (lua_type(L, idx) == LUA_TBOOLEAN) {
+        s = em_scalar(lua_toboolean(L, idx), EM_BOOL, dev);
+    } else {
+        emlua_typeerror(L, idx, op, "a tensor or a number");
+        return NULL;
+    }
+    if (!s) emlua_fail(L);
+    s->wrapped_number = true;
+    return s;
+}
+
+/* ---- numbers ---------------------------------------------------------------- */
+
+lua_Integer emlua_check_integer(lua_State *L, int idx, const char *op)
+{
+    int ok;
+    lua_Integer v = lua_tointegerx(L, idx, &ok);
+    if (!ok) emlua_typeerror(L, idx, op, "an integer");
+    return v;
+}
+
+lua_Integer emlua_opt_integer(lua_State *L, int idx, const char *op, lua_Integer def)
+{
+    return lua_isnoneornil(L, idx) ? def : emlua_check_integer(L, idx, op);
+}
+
+double emlua_check_number(lua_State *L, int idx, const char *op)
+{
+    int ok;
+    double v = lua_tonumberx(L, idx, &ok);
+    if (!ok || lua_type(L, idx) != LUA_TNUMBER) emlua_typeerror(L, idx, op, "a number");
+    return v;
+}
+
+double emlua_opt_number(lua_State *L, int idx, const char *op, double def)
+{
+    return lua_isnoneornil(L, idx) ? def : emlua_check_number(L, idx, op);
+}
+
+bool emlua_opt_boolean(lua_State *L, int idx, const char *op, bool def)
+{
+    if (lua_isnoneornil(L, idx)) return def;
+    if (lua_type(L, idx) != LUA_TBOOLEAN) emlua_typeerror(L, idx, op, "a boolean");
+    return lua_toboolean(L, idx);
+}
+
+/* ---- dims and sizes -------------------------------------------------------- */
+
+static int dim_from_user(lua_State *L, int idx, lua_Integer d, int ndim, const char *op)
+{
+    int n = ndim > 0 ? ndim : 1;
+    if (d == 0 || d < -n || d > n)
+        emlua_argerror(L, idx, op, "dimension %lld out of range (expected 1..%d or -%d..-1 for a tensor of %d dimension%s)",
+                       (long long)d, n, n, ndim, ndim == 1 ? "" : "s");
+    return d > 0 ? (int)d - 1 : (int)d + n;
+}
+
+int emlua_check_dim(lua_State *L, int idx, int ndim, const char *op)
+{
+    return dim_from_user(L, idx, emlua_check_integer(L, idx, op), ndim, op);
+}
+
+int emlua_opt_dim(lua_State *L, int idx, int ndim, const char *op, int def)
+{
+    return lua_isnoneornil(L, idx) ? def : emlua_check_dim(L, idx, ndim, op);
+}
+
+int emlua_opt_dims(lua_State *L, int idx, int ndim, const char *op, int *dims)
+{
+    if (lua_isnoneornil(L, idx)) return 0;
+    if (lua_type(L, idx) == LUA_TNUMBER) {
+        dims[0] = emlua_check_dim(L, idx, ndim, op);
+        return 1;
+    }
+    if (lua_type(L, idx) != LUA_TTABLE || emlua_test(L, idx))
+        emlua_typeerror(L, idx, op, "a dimension or a table of dimensions");
+    int n = (int)lua_rawlen(L, idx);
+    if (n > EM_MAX_DIMS) emlua_argerror(L, idx, op, "too many dimensions (%d)", n);
+    for (int i = 0; i < n; i++) {
+        lua_rawgeti(L, idx, i + 1);
+        int ok;
+        lua_Integer d = lua_tointegerx(L, -1, &ok);
+        lua_pop(L, 1);
+        if (!ok) emlua_argerror(L, idx, op, "entry %d of the dimension list is not an integer", i + 1);
+        dims[i] = dim_from_user(L, idx, d, ndim, op);
+    }
+    return n;
+}
+
+int emlua_options_index(lua_State *L, int first)
+{
+    int top = lua_gettop(L);
+    if (top >= first && lua_type(L, top) == LUA_TTABLE && !emlua_test(L, top)) {
+        /* a size table {2, 3} is not an options table: options have string keys */
+        if (lua_rawlen(L, top) == 0) return top;
+    }
+    return 0;
+}
+
+static int64_t size_entry(lua_State *L, int argidx, int valueidx, const char *op)
+{
+    int ok;
+    lua_Integer v = lua_tointegerx(L, valueidx, &ok);
+    if (!ok) {
+        if (lua_type(L, valueidx) == LUA_TNUMBER)
+            emlua_argerror(L, argidx, op, "expected an integer size, got %s", lua_tostring(L, valueidx));
+        emlua_typeerror(L, argidx, op, "a number");
+    }
+    return (int64_t)v;
+}
+
+int emlua_check_sizes(lua_State *L, int idx, const char *op, int64_t *sizes)
+{
+    int top = lua_gettop(L), opts = emlua_options_index(L, idx);
+    if (opts) top = opts - 1;
+    if (top >= idx && lua_type(L, idx) == LUA_TTABLE && !emlua_test(L, idx)) {
+        if (top > idx) emlua_argerror(L, idx + 1, op, "unexpected argument after a size table");
+        int n = (int)lua_rawlen(L, idx);
+        if (n > EM_MAX_DIMS) emlua_argerror(L, idx, op, "%d dimensions (at most %d)", n, EM_MAX_DIMS);
+        for (int i = 0; i < n; i++) {
+            lua_rawgeti(L, idx, i + 1);
+            sizes[i] = size_entry(L, idx, -1, op);
+            lua_pop(L, 1);
+        }
+        return n;
+    }
+    int n = 0;
+    for (int i = idx; i <= top; i++) {
+        if (n >= EM_MAX_DIMS) emlua_argerror(L, i, op, "too many dimensions (at most %d)", EM_MAX_DIMS);
+        if (lua_type(L, i) != LUA_TNUMBER) emlua_typeerror(L, i, op, "a number");
+        sizes[n++] = size_entry(L, i, i, op);
+    }
+    return n;
+}
+
+/* ---- options ---------------------------------------------------------------- */
+
+em_dtype emlua_check_dtype(lua_State *L, int idx, const char *op)
+{
+    if (lua_type(L, idx) != LUA_TSTRING) emlua_typeerror(L, idx, op, "a dtype name");
+    em_dtype d;
+    if (em_dtype_from_name(lua_tostring(L, idx), &d)) emlua_argerror(L, idx, op, "%s", em_error());
+    return d;
+}
+
+em_dtype emlua_opt_dtype(lua_State *L, int idx, const char *op, em_dtype def)
+{
+    if (idx == 0 || lua_type(L, idx) != LUA_TTABLE) return def;
+    lua_getfield(L, idx, "dtype");
+    em_dtype d = def;
+    if (!lua_isnil(L, -1)) {
+        if (lua_type(L, -1) != LUA_TSTRING || em_dtype_from_name(lua_tostring(L, -1), &d)) {
+            const char *msg = lua_type(L, -1) == LUA_TSTRING ? em_error() : "expected a dtype name";
+            emlua_argerror(L, idx, op, "option 'dtype': %s", msg);
+        }
+    }
+    lua_pop(L, 1);
+    return d;
+}
+
+em_device emlua_opt_device(lua_State *L, int idx, const char *op, em_device def)
+{
+    if (idx == 0 || lua_type(L, idx) != LUA_TTABLE) return def;
+    lua_getfield(L, idx, "device");
+    em_device d = def;
+    if (!lua_isnil(L, -1)) {
+        if (lua_type(L, -1) != LUA_TSTRING || em_device_parse(lua_tostring(L, -1), &d)) {
+            const char *msg = lua_type(L, -1) == LUA_TSTRING ? em_error() : "expected a device name";
+            emlua_argerror(L, idx, op, "option 'device': %s", msg);
+        }
+    }
+    lua_pop(L, 1);
+    return d;
+}
+
+double emlua_opt_field_number(lua_State *L, int idx, const char *name, const char *op, double def)
+{
+    if (idx == 0 || lua_type(L, idx) != LUA_TTABLE) return def;
+    lua_getfield(L, idx, name);
+    double v = def;
+    if (!lua_isnil(L, -1)) {
+        if (lua_type(L, -1) != LUA_TNUMBER)
+            emlua_argerror(L, idx, op, "option '%s': expected a number, got %s", name, luaL_typename(L, -1));
+        v = lua_tonumber(L, -1);
+    }
+    lua_pop(L, 1);
+    return v;
+}
+
+bool emlua_opt_field_boolean(lua_State *L, int idx, const char *name, const char *op, bool def)
+{
+    if (idx == 0 || lua_type(L, idx) != LUA_TTABLE) return def;
+    lua_getfield(L, idx, name);
+    bool v = def;
+    if (!lua_isnil(L, -1)) {
+        if (lua_type(L, -1) != LUA_TBOOLEAN)
+            emlua_argerror(L, idx, op, "option '%s': expected a boolean, got %s", name, luaL_typename(L, -1));
+        v = lua_toboolean(L, -1);
+    }
+    lua_pop(L, 1);
+    return v;
+}
+
+/* ---- registration ---------------------------------------------------------- */
+
+void emlua_register(lua_State *L, const luaL_Reg *methods, const luaL_Reg *functions)
+{
+    if (methods) {
+        lua_rawgetp(L, LUA_REGISTRYINDEX, &methods_key);
+        luaL_setfuncs(L, methods, 0);
+        lua_pop(L, 1);
+    }
+    if (functions) {
+        lua_rawgetp(L, LUA_REGISTRYINDEX, &module_key);
+        luaL_setfuncs(L, functions, 0);
+        lua_pop(L, 1);
+    }
+}
+
+/* The tensor metatable and method table, created once per Lua state; the
+ * metamethods themselves are set by tensor.c. */
+void emlua_push_methods(lua_State *L) { lua_rawgetp(L, LUA_REGISTRYINDEX, &methods_key); }
+void emlua_push_metatable(lua_State *L) { lua_rawgetp(L, LUA_REGISTRYINDEX, &tensor_mt_key); }
+
+/* ember.wall_time(): monotonic wall-clock seconds, for timing code (os.clock
+ * counts the CPU time of every thread, which misleads for threaded kernels). */
+static int m_wall_time(lua_State *L)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    lua_pushnumber(L, (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
+    return 1;
+}
+
+/* Lua unloads C modules (dlclose) when the state closes, but OpenMP and
+ * OpenBLAS worker threads may still be parked inside the libraries this
+ * module pulled in; unloading them under those threads crashes at exit.
+ * Pinning the module with RTLD_NODELETE keeps it (and them) mapped. */
+static void pin_module(void)
+{
+    Dl_info info;
+    if (dladdr((void *)pin_module, &info) && info.dli_fname)
+        dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
+int luaopen_ember(lua_State *L)
+{
+    luaL_checkversion(L);
+    pin_module();
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &module_key);
+    if (lua_istable(L, -1)) return 1;   /* already opened in this state */
+    lua_pop(L, 1);
+
+    lua_newtable(L);                    /* module */
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &module_key);
+    lua_newtable(L);                    /* methods */
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &methods_key);
+    luaL_newmetatable(L, EMLUA_TENSOR); /* also under its name, for luaL_testudata users */
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &tensor_mt_key);
+
+    lua_pushcfunction(L, m_wall_time);
+    lua_setfield(L, -2, "wall_time");
+    emlua_open_tensor(L);
+    emlua_open_elementwise(L);
+    emlua_open_reduce(L);
+    emlua_open_index(L);
+    emlua_open_linalg(L);
+    return 1;
+}

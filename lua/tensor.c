@@ -1,0 +1,910 @@
+/* tensor.c — the tensor userdata: life cycle, properties, indexing with
+ * t[i] / t[{...}], operators, views, conversions and the creation functions
+ * of the module (ember.tensor, zeros, ones, full, arange, ...). */
+#include "binding.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const em_device CPU = {EM_CPU, 0};
+
+/* ---- life cycle --------------------------------------------------------- */
+
+static int tensor_gc(lua_State *L)
+{
+    em_tensor **ud = lua_touserdata(L, 1);
+    if (ud && *ud) {
+        em_release(*ud);
+        *ud = NULL;
+    }
+    return 0;
+}
+
+/* The checked tensor, or an error if it was already closed. */
+static em_tensor *self(lua_State *L, const char *op)
+{
+    em_tensor *t = emlua_check(L, 1, op);
+    if (!t) luaL_error(L, "%s: the tensor was closed", op);
+    return t;
+}
+
+/* Pushes element 0 of a one-element tensor as a Lua value of its kind. */
+static void push_scalar(lua_State *L, const em_tensor *t)
+{
+    if (t->dtype == EM_BOOL) lua_pushboolean(L, em_get_i(t, 0) != 0);
+    else if (em_dtype_is_float(t->dtype)) lua_pushnumber(L, em_get_f(t, 0));
+    else lua_pushinteger(L, em_get_i(t, 0));
+}
+
+/* ---- properties ----------------------------------------------------------- */
+
+static void push_shape(lua_State *L, const em_tensor *t)
+{
+    lua_createtable(L, t->ndim, 0);
+    for (int i = 0; i < t->ndim; i++) {
+        lua_pushinteger(L, t->sizes[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+}
+
+static void push_device(lua_State *L, const em_tensor *t)
+{
+    char buf[32];
+    lua_pushstring(L, em_device_str(t->storage->device, buf, sizeof buf));
+}
+
+/* t.shape, t.dtype, ...: returns 1 if `key` is a property */
+static int push_property(lua_State *L, const em_tensor *t, const char *key)
+{
+    if (strcmp(key, "shape") == 0) push_shape(L, t);
+    else if (strcmp(key, "dtype") == 0) lua_pushstring(L, em_dtype_name(t->dtype));
+    else if (strcmp(key, "device") == 0) push_device(L, t);
+    else if (strcmp(key, "ndim") == 0) lua_pushinteger(L, t->ndim);
+    else if (strcmp(key, "is_cuda") == 0) lua_pushboolean(L, t->storage->device.type == EM_CUDA);
+    else return 0;
+    return 1;
+}
+
+/* ---- indexing ---------------------------------------------------------------
+ * t[i]            select along dim 1 (a number when t is 1-D)
+ * t[{i, j, ...}]  one entry per leading dim: an integer selects, a table
+ *                 {start, stop[, step]} keeps an inclusive 1-based range, {}
+ *                 keeps the whole dim
+ * t[mask]         bool tensor: masked_select; int64 tensor: index_select dim 1
+ */
+
+static int64_t user_index(lua_State *L, lua_Integer i, int64_t n, int dim, const char *op)
+{
+    if (i == 0 || i > n || i < -n)
+        luaL_error(L, "%s: index %I out of range for dimension %d of size %I", op, (lua_Integer)i, dim + 1,
+                   (lua_Integer)n);
+    return i > 0 ? i - 1 : i + n;
+}
+
+/* Applies the index at stack position k to t; returns a new view and sets
+ * *all_selected when every dim was selected by an integer. */
+static em_tensor *index_view(lua_State *L, em_tensor *t, int k, bool *all_selected, const char *op)
+{
+    *all_selected = false;
+    if (lua_type(L, k) == LUA_TNUMBER) {
+        int ok;
+        lua_Integer i = lua_tointegerx(L, k, &ok);
+        if (!ok) luaL_error(L, "%s: index must be an integer, got %s", op, lua_tostring(L, k));
+        if (t->ndim == 0) luaL_error(L, "%s: cannot index a 0-d tensor with a number", op);
+        *all_selected = t->ndim == 1;
+        em_tensor *v = em_select(t, 0, user_index(L, i, t->sizes[0], 0, op));
+        if (!v) emlua_fail(L);
+        return v;
+    }
+    if (lua_type(L, k) != LUA_TTABLE)
+        luaL_error(L, "%s: expected an integer, a table of ranges or a tensor as index, got %s", op,
+                   luaL_typename(L, k));
+    int n = (int)lua_rawlen(L, k);
+    if (n > t->ndim) luaL_error(L, "%s: %d indices for a tensor of %d dimensions (%s)", op, n, t->ndim,
+                                em_shape_str(t, (char[160]){0}, 160));
+    em_tensor *v = em_retain(t);
+    int dim = 0, selected = 0;
+    for (int e = 1; e <= n; e++) {
+        lua_rawgeti(L, k, e);
+        em_tensor *next = NULL;
+        if (lua_type(L, -1) == LUA_TNUMBER) {
+            int ok;
+            lua_Integer i = lua_tointegerx(L, -1, &ok);
+            if (!ok) { em_release(v); luaL_error(L, "%s: index %d must be an integer", op, e); }
+            int64_t size = v->sizes[dim];
+            if (i == 0 || i > size || i < -size) {
+                em_release(v);
+                luaL_error(L, "%s: index %I out of range for dimension %d of size %I", op, (lua_Integer)i,
+                           e, (lua_Integer)size);
+            }
+            next = em_select(v, dim, i > 0 ? i - 1 : i + size);
+            selected++;
+        } else if (lua_type(L, -1) == LUA_TTABLE) {
+            int m = (int)lua_rawlen(L, -1);
+            int64_t size = v->sizes[dim], r[3] = {1, size, 1};
+            if (m > 3) { em_release(v); luaL_error(L, "%s: range %d has %d entries (expected {start, stop[, step]})", op, e, m); }
+            for (int j = 0; j < m; j++) {
+                lua_rawgeti(L, -1, j + 1);
+                int ok;
+                r[j] = lua_tointegerx(L, -1, &ok);
+                lua_pop(L, 1);
+                if (!ok) { em_release(v); luaL_error(L, "%s: range %d entry %d must be an integer", op, e, j + 1); }
+            }
+            if (m == 1) r[1] = r[0];
+            int64_t start = r[0] < 0 ? r[0] + size + 1 : r[0], stop = r[1] < 0 ? r[1] + size + 1 : r[1];
+            if (start < 1 || start > size + 1 || stop > size || r[2] <= 0) {
+                em_release(v);
+                luaL_error(L, "%s: range {%I, %I, %I} out of bounds for dimension %d of size %I", op,
+                           (lua_Integer)r[0], (lua_Integer)r[1], (lua_Integer)r[2], e, (lua_Integer)size);
+            }
+            next = em_slice(v, dim, start - 1, stop, r[2]);
+            dim++;
+        } else {
+            em_release(v);
+            luaL_error(L, "%s: index %d must be an integer or a range table, got %s", op, e, luaL_typename(L, -1));
+        }
+        lua_pop(L, 1);
+        em_release(v);
+        if (!next) emlua_fail(L);
+        v = next;
+    }
+    *all_selected = n > 0 && selected == t->ndim;
+    return v;
+}
+
+static int tensor_index(lua_State *L)
+{
+    em_tensor *t = self(L, "index");
+    if (lua_type(L, 2) == LUA_TSTRING) {
+        lua_pushvalue(L, 2);
+        if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
+        if (push_property(L, t, lua_tostring(L, 2))) return 1;
+        lua_pushnil(L);
+        return 1;
+    }
+    em_tensor *key = emlua_test(L, 2);
+    if (key) {
+        if (key->dtype == EM_BOOL) return emlua_push(L, em_masked_select(t, key));
+        if (key->dtype == EM_INT64 || key->dtype == EM_INT32) {
+            em_tensor *flat = em_reshape(key, (int64_t[]){-1}, 1);
+            if (!flat) return emlua_fail(L);
+            em_tensor *r = em_index_select(t, 0, flat);
+            if (r && key->ndim != 1) { /* result shape: key shape + t's trailing shape */
+                int64_t sz[EM_MAX_DIMS];
+                int nd = 0;
+                for (int i = 0; i < key->ndim && nd < EM_MAX_DIMS; i++) sz[nd++] = key->sizes[i];
+                for (int i = 1; i < t->ndim && nd < EM_MAX_DIMS; i++) sz[nd++] = t->sizes[i];
+                em_tensor *s = em_reshape(r, sz, nd);
+                em_release(r);
+                r = s;
+            }
+            em_release(flat);
+            return emlua_push(L, r);
+        }
+        return luaL_error(L, "index: tensors used as indices must be bool or int64, got %s", em_dtype_name(key->dtype));
+    }
+    bool all;
+    em_tensor *v = index_view(L, t, 2, &all, "index");
+    if (all) {
+        push_scalar(L, v);
+        em_release(v);
+        return 1;
+    }
+    return emlua_push(L, v);
+}
+
+static int tensor_newindex(lua_State *L)
+{
+    em_tensor *t = self(L, "newindex");
+    em_tensor *key = emlua_test(L, 2);
+    if (key) {
+        if (key->dtype != EM_BOOL) return luaL_error(L, "newindex: only bool mask tensors can be assigned through, got %s", em_dtype_name(key->dtype));
+        if (lua_type(L, 3) != LUA_TNUMBER && lua_type(L, 3) != LUA_TBOOLEAN)
+            return luaL_error(L, "newindex: t[mask] = value expects a number, got %s", luaL_typename(L, 3));
+        double v = lua_type(L, 3) == LUA_TBOOLEAN ? lua_toboolean(L, 3) : lua_tonumber(L, 3);
+        if (em_masked_fill_(t, key, v)) return emlua_fail(L);
+        return 0;
+    }
+    if (lua_type(L, 2) == LUA_TSTRING)
+        return luaL_error(L, "newindex: cannot set field '%s' of a tensor", lua_tostring(L, 2));
+    bool all;
+    em_tensor *v = index_view(L, t, 2, &all, "newindex");
+    int rc;
+    em_tensor *src = emlua_test(L, 3);
+    if (src) rc = em_copy_(v, src);
+    else if (lua_type(L, 3) == LUA_TNUMBER) rc = em_fill_(v, lua_tonumber(L, 3));
+    else if (lua_type(L, 3) == LUA_TBOOLEAN) rc = em_fill_(v, lua_toboolean(L, 3));
+    else {
+        em_release(v);
+        return luaL_error(L, "newindex: expected a number or a tensor as the value, got %s", luaL_typename(L, 3));
+    }
+    if (rc == 0) em_bump_version(t);
+    em_release(v);
+    if (rc) return emlua_fail(L);
+    return 0;
+}
+
+static int tensor_len(lua_State *L)
+{
+    em_tensor *t = self(L, "len");
+    if (t->ndim == 0) return luaL_error(L, "len: a 0-d tensor has no length");
+    lua_pushinteger(L, t->sizes[0]);
+    return 1;
+}
+
+/* ---- operators ---------------------------------------------------------- */
+
+static int arith(lua_State *L, em_binary_op op, const char *name)
+{
+    em_tensor *a = emlua_test(L, 1), *b = emlua_test(L, 2);
+    if (a && b) return emlua_push(L, em_binary(op, a, b));
+    int num = a ? 2 : 1;
+    em_tensor *t = a ? a : b;
+    if (lua_type(L, num) != LUA_TNUMBER) {
+        if (lua_type(L, num) == LUA_TBOOLEAN) {
+            em_tensor *s = emlua_check_operand(L, num, name, t);
+            em_tensor *r = a ? em_binary(op, a, s) : em_binary(op, s, b);
+            em_release(s);
+            return emlua_push(L, r);
+        }
+        return luaL_error(L, "%s: expected a tensor or a number, got %s", name, luaL_typename(L, num));
+    }
+    bool is_int = lua_isinteger(L, num);
+    double s = is_int ? (double)lua_tointeger(L, num) : lua_tonumber(L, num);
+    return emlua_push(L, em_binary_scalar(op, t, s, is_int, num == 1));
+}
+
+static int op_add(lua_State *L) { return arith(L, EM_ADD, "add"); }
+static int op_sub(lua_State *L) { return arith(L, EM_SUB, "sub"); }
+static int op_mul(lua_State *L) { return arith(L, EM_MUL, "mul"); }
+static int op_div(lua_State *L) { return arith(L, EM_DIV, "div"); }
+static int op_mod(lua_State *L) { return arith(L, EM_REMAINDER, "remainder"); }
+static int op_pow(lua_State *L) { return arith(L, EM_POW, "pow"); }
+static int op_unm(lua_State *L) { return emlua_push(L, em_unary(EM_NEG, self(L, "neg"))); }
+
+/* ---- information -------------------------------------------------------- */
+
+static int t_size(lua_State *L)
+{
+    em_tensor *t = self(L, "size");
+    if (lua_isnoneornil(L, 2)) {
+        push_shape(L, t);
+        return 1;
+    }
+    int d = emlua_check_dim(L, 2, t->ndim, "size");
+    lua_pushinteger(L, t->ndim ? t->sizes[d] : 1);
+    return 1;
+}
+
+static int t_stride(lua_State *L)
+{
+    em_tensor *t = self(L, "stride");
+    if (lua_isnoneornil(L, 2)) {
+        lua_createtable(L, t->ndim, 0);
+        for (int i = 0; i < t->ndim; i++) {
+            lua_pushinteger(L, t->strides[i]);
+            lua_rawseti(L, -2, i + 1);
+        }
+        return 1;
+    }
+    int d = emlua_check_dim(L, 2, t->ndim, "stride");
+    lua_pushinteger(L, t->ndim ? t->strides[d] : 1);
+    return 1;
+}
+
+static int t_dim(lua_State *L) { lua_pushinteger(L, self(L, "dim")->ndim); return 1; }
+static int t_numel(lua_State *L) { lua_pushinteger(L, em_numel(self(L, "numel"))); return 1; }
+static int t_element_size(lua_State *L) { lua_pushinteger(L, (lua_Integer)em_dtype_size(self(L, "element_size")->dtype)); return 1; }
+static int t_storage_offset(lua_State *L) { lua_pushinteger(L, self(L, "storage_offset")->offset); return 1; }
+static int t_is_contiguous(lua_State *L) { lua_pushboolean(L, em_is_contiguous(self(L, "is_contiguous"))); return 1; }
+
+static int t_is_floating_point(lua_State *L)
+{
+    lua_pushboolean(L, em_dtype_is_float(self(L, "is_floating_point")->dtype));
+    return 1;
+}
+
+/* Whether two tensors share a storage (used by tests and users to check views). */
+static int t_is_view_of(lua_State *L)
+{
+    em_tensor *a = self(L, "is_view_of"), *b = emlua_check(L, 2, "is_view_of");
+    lua_pushboolean(L, a->storage == b->storage);
+    return 1;
+}
+
+static int t_item(lua_State *L)
+{
+    em_tensor *t = self(L, "item");
+    double v;
+    if (em_item(t, &v)) return emlua_fail(L);
+    push_scalar(L, t);
+    return 1;
+}
+
+/* tolist: nested tables of Lua values, row-major. */
+static void push_list(lua_State *L, const em_tensor *t, int dim, int64_t *pos, const double *f, const int64_t *iv)
+{
+    int64_t n = t->sizes[dim];
+    lua_createtable(L, (int)n, 0);
+    for (int64_t i = 0; i < n; i++) {
+        if (dim == t->ndim - 1) {
+            if (f) lua_pushnumber(L, f[*pos]);
+            else if (t->dtype == EM_BOOL) lua_pushboolean(L, iv[*pos] != 0);
+            else lua_pushinteger(L, iv[*pos]);
+            (*pos)++;
+        } else {
+            push_list(L, t, dim + 1, pos, f, iv);
+        }
+        lua_rawseti(L, -2, i + 1);
+    }
+}
+
+static int t_tolist(lua_State *L)
+{
+    em_tensor *t = self(L, "tolist");
+    if (t->ndim == 0) { push_scalar(L, t); return 1; }
+    int64_t n = em_numel(t), pos = 0;
+    bool isf = em_dtype_is_float(t->dtype);
+    void *buf = malloc((size_t)(n ? n : 1) * 8);
+    if (!buf) return luaL_error(L, "tolist: out of memory");
+    int rc = isf ? em_to_host_f64(t, buf) : em_to_host_i64(t, buf);
+    if (rc) { free(buf); return emlua_fail(L); }
+    luaL_checkstack(L, t->ndim + 4, "tolist");
+    push_list(L, t, 0, &pos, isf ? buf : NULL, isf ? NULL : buf);
+    free(buf);
+    return 1;
+}
+
+/* ---- views -------------------------------------------------------------- */
+
+static int t_view(lua_State *L)
+{
+    em_tensor *t = self(L, "view");
+    int64_t sizes[EM_MAX_DIMS];
+    if (emlua_test(L, 2)) { /* view(dtype) is not supported; view(other) is view_as */
+        em_tensor *o = emlua_test(L, 2);
+        return emlua_push(L, em_view(t, o->sizes, o->ndim));
+    }
+    int n = emlua_check_sizes(L, 2, "view", sizes);
+    return emlua_push(L, em_view(t, sizes, n));
+}
+
+static int t_view_as(lua_State *L)
+{
+    em_tensor *t = self(L, "view_as"), *o = emlua_check(L, 2, "view_as");
+    return emlua_push(L, em_view(t, o->sizes, o->ndim));
+}
+
+static int t_reshape(lua_State *L)
+{
+    em_tensor *t = self(L, "reshape");
+    int64_t sizes[EM_MAX_DIMS];
+    int n = emlua_check_sizes(L, 2, "reshape", sizes);
+    return emlua_push(L, em_reshape(t, sizes, n));
+}
+
+static int t_reshape_as(lua_State *L)
+{
+    em_tensor *t = self(L, "reshape_as"), *o = emlua_check(L, 2, "reshape_as");
+    return emlua_push(L, em_reshape(t, o->sizes, o->ndim));
+}
+
+static int t_t(lua_State *L) { return emlua_push(L, em_t(self(L, "t"))); }
+
+static int t_transpose(lua_State *L)
+{
+    em_tensor *t = self(L, "transpose");
+    int d0 = emlua_check_dim(L, 2, t->ndim, "transpose"), d1 = emlua_check_dim(L, 3, t->ndim, "transpose");
+    return emlua_push(L, em_transpose(t, d0, d1));
+}
+
+static int t_permute(lua_State *L)
+{
+    em_tensor *t = self(L, "permute");
+    int dims[EM_MAX_DIMS], n;
+    if (lua_type(L, 2) == LUA_TTABLE) n = emlua_opt_dims(L, 2, t->ndim, "permute", dims);
+    else {
+        n = lua_gettop(L) - 1;
+        if (n > EM_MAX_DIMS) return luaL_error(L, "permute: too many dimensions");
+        for (int i = 0; i < n; i++) dims[i] = emlua_check_dim(L, i + 2, t->ndim, "permute");
+    }
+    return emlua_push(L, em_permute(t, dims, n));
+}
+
+static int t_narrow(lua_State *L)
+{
+    em_tensor *t = self(L, "narrow");
+    if (t->ndim == 0) return luaL_error(L, "narrow: cannot narrow a 0-d tensor");
+    int d = emlua_check_dim(L, 2, t->ndim, "narrow");
+    lua_Integer start = emlua_check_integer(L, 3, "narrow"), len = emlua_check_integer(L, 4, "narrow");
+    int64_t size = t->sizes[d];
+    if (start == 0 || start > size + 1 || start < -size)
+        return emlua_argerror(L, 3, "narrow", "start %lld out of range for dimension %d of size %lld",
+                              (long long)start, d + 1, (long long)size);
+    return emlua_push(L, em_narrow(t, d, start > 0 ? start - 1 : start + size, len));
+}
+
+static int t_select(lua_State *L)
+{
+    em_tensor *t = self(L, "select");
+    if (t->ndim == 0) return luaL_error(L, "select: cannot select from a 0-d tensor");
+    int d = emlua_check_dim(L, 2, t->ndim, "select");
+    lua_Integer i = emlua_check_integer(L, 3, "select");
+    return emlua_push(L, em_select(t, d, user_index(L, i, t->sizes[d], d, "select")));
+}
+
+/* slice(dim, start, stop, step): inclusive 1-based range, like string.sub */
+static int t_slice(lua_State *L)
+{
+    em_tensor *t = self(L, "slice");
+    if (t->ndim == 0) return luaL_error(L, "slice: cannot slice a 0-d tensor");
+    int d = emlua_check_dim(L, 2, t->ndim, "slice");
+    int64_t size = t->sizes[d];
+    lua_Integer start = emlua_opt_integer(L, 3, "slice", 1), stop = emlua_opt_integer(L, 4, "slice", size);
+    lua_Integer step = emlua_opt_integer(L, 5, "slice", 1);
+    if (step <= 0) return emlua_argerror(L, 5, "slice", "step must be positive, got %lld", (long long)step);
+    if (start < 0) start += size + 1;
+    if (stop < 0) stop += size + 1;
+    if (start < 1) start = 1;
+    return emlua_push(L, em_slice(t, d, start - 1, stop, step));
+}
+
+static int t_expand(lua_State *L)
+{
+    em_tensor *t = self(L, "expand");
+    int64_t sizes[EM_MAX_DIMS];
+    int n = emlua_check_sizes(L, 2, "expand", sizes);
+    return emlua_push(L, em_expand(t, sizes, n));
+}
+
+static int t_expand_as(lua_State *L)
+{
+    em_tensor *t = self(L, "expand_as"), *o = emlua_check(L, 2, "expand_as");
+    return emlua_push(L, em_expand(t, o->sizes, o->ndim));
+}
+
+static int t_squeeze(lua_State *L)
+{
+    em_tensor *t = self(L, "squeeze");
+    if (lua_isnoneornil(L, 2)) return emlua_push(L, em_squeeze(t));
+    return emlua_push(L, em_squeeze_dim(t, emlua_check_dim(L, 2, t->ndim, "squeeze")));
+}
+
+static int t_unsqueeze(lua_State *L)
+{
+    em_tensor *t = self(L, "unsqueeze");
+    return emlua_push(L, em_unsqueeze(t, emlua_check_dim(L, 2, t->ndim + 1, "unsqueeze")));
+}
+
+static int t_flatten(lua_State *L)
+{
+    em_tensor *t = self(L, "flatten");
+    int s = emlua_opt_dim(L, 2, t->ndim, "flatten", 0), e = emlua_opt_dim(L, 3, t->ndim, "flatten", t->ndim ? t->ndim - 1 : 0);
+    return emlua_push(L, em_flatten(t, s, e));
+}
+
+static int t_unfold(lua_State *L)
+{
+    em_tensor *t = self(L, "unfold");
+    int d = emlua_check_dim(L, 2, t->ndim, "unfold");
+    return emlua_push(L, em_unfold(t, d, emlua_check_integer(L, 3, "unfold"), emlua_check_integer(L, 4, "unfold")));
+}
+
+static int t_diagonal(lua_State *L) { return emlua_push(L, em_diagonal(self(L, "diagonal"))); }
+static int t_contiguous(lua_State *L) { return emlua_push(L, em_contiguous(self(L, "contiguous"))); }
+static int t_clone(lua_State *L) { return emlua_push(L, em_clone(self(L, "clone"))); }
+
+static int t_copy_(lua_State *L)
+{
+    em_tensor *t = self(L, "copy_"), *src = emlua_check(L, 2, "copy_");
+    if (em_copy_(t, src)) return emlua_fail(L);
+    lua_settop(L, 1);
+    return 1;
+}
+
+static int t_fill_(lua_State *L)
+{
+    em_tensor *t = self(L, "fill_");
+    double v = lua_type(L, 2) == LUA_TBOOLEAN ? lua_toboolean(L, 2) : emlua_check_number(L, 2, "fill_");
+    if (em_fill_(t, v)) return emlua_fail(L);
+    lua_settop(L, 1);
+    return 1;
+}
+
+static int t_zero_(lua_State *L)
+{
+    if (em_fill_(self(L, "zero_"), 0)) return emlua_fail(L);
+    lua_settop(L, 1);
+    return 1;
+}
+
+/* ---- conversions --------------------------------------------------------- */
+
+/* to(dtype) / to(device) / to(other) / to{dtype=, device=} */
+static int t_to(lua_State *L)
+{
+    em_tensor *t = self(L, "to");
+    em_dtype d = t->dtype;
+    em_device dev = t->storage->device;
+    em_tensor *o = emlua_test(L, 2);
+    if (o) { d = o->dtype; dev = o->storage->device; }
+    else {
+        int top = lua_gettop(L);
+        for (int i = 2; i <= top; i++) {
+            if (lua_type(L, i) == LUA_TSTRING) {
+                const char *s = lua_tostring(L, i);
+                if (em_dtype_from_name(s, &d) && em_device_parse(s, &dev))
+                    return emlua_argerror(L, i, "to", "'%s' is neither a dtype nor a device", s);
+            } else if (lua_type(L, i) == LUA_TTABLE) {
+                d = emlua_opt_dtype(L, i, "to", d);
+                dev = emlua_opt_device(L, i, "to", dev);
+            } else if (!lua_isnil(L, i)) {
+                return emlua_typeerror(L, i, "to", "a dtype, a device or an options table");
+            }
+        }
+    }
+    em_tensor *r = em_to_device(t, dev);
+    if (!r) return emlua_fail(L);
+    em_tensor *c = em_to_dtype(r, d);
+    em_release(r);
+    return emlua_push(L, c);
+}
+
+static int convert(lua_State *L, em_dtype d, const char *op) { return emlua_push(L, em_to_dtype(self(L, op), d)); }
+static int t_float(lua_State *L) { return convert(L, EM_FLOAT32, "float"); }
+static int t_double(lua_State *L) { return convert(L, EM_FLOAT64, "double"); }
+static int t_long(lua_State *L) { return convert(L, EM_INT64, "long"); }
+static int t_int(lua_State *L) { return convert(L, EM_INT32, "int"); }
+static int t_bool(lua_State *L) { return convert(L, EM_BOOL, "bool"); }
+static int t_byte(lua_State *L) { return convert(L, EM_UINT8, "byte"); }
+static int t_half(lua_State *L) { return convert(L, EM_FLOAT16, "half"); }
+static int t_bfloat16(lua_State *L) { return convert(L, EM_BFLOAT16, "bfloat16"); }
+
+static int t_type(lua_State *L)
+{
+    em_tensor *t = self(L, "type");
+    if (lua_isnoneornil(L, 2)) { lua_pushstring(L, em_dtype_name(t->dtype)); return 1; }
+    return emlua_push(L, em_to_dtype(t, emlua_check_dtype(L, 2, "type")));
+}
+
+static int t_cpu(lua_State *L) { return emlua_push(L, em_to_device(self(L, "cpu"), CPU)); }
+
+static int t_cuda(lua_State *L)
+{
+    em_tensor *t = self(L, "cuda");
+    em_device dev = {EM_CUDA, (int)emlua_opt_integer(L, 2, "cuda", 0)};
+    return emlua_push(L, em_to_device(t, dev));
+}
+
+/* ---- creation -------------------------------------------------------------- */
+
+/* Walks a nested table to find its shape (following first elements). */
+static int table_shape(lua_State *L, int idx, int64_t *sizes)
+{
+    int nd = 0;
+    lua_pushvalue(L, idx);
+    while (lua_type(L, -1) == LUA_TTABLE && !emlua_test(L, -1)) {
+        if (nd >= EM_MAX_DIMS) luaL_error(L, "ember.tensor: argument 1: nested more than %d deep", EM_MAX_DIMS);
+        int64_t n = (int64_t)lua_rawlen(L, -1);
+        sizes[nd++] = n;
+        if (n == 0) break;
+        lua_rawgeti(L, -1, 1);
+        lua_remove(L, -2);
+    }
+    lua_pop(L, 1);
+    return nd;
+}
+
+typedef struct fill_state {
+    double *f;
+    int64_t *i;
+    int64_t pos;
+    bool any_float, any_bool, any_number;
+} fill_state;
+
+static void table_values(lua_State *L, int idx, const int64_t *sizes, int nd, int depth, fill_state *st, char *path, size_t plen)
+{
+    int64_t n = (int64_t)lua_rawlen(L, idx);
+    if (n != sizes[depth] || emlua_test(L, idx))
+        luaL_error(L, "ember.tensor: argument 1: ragged nested table: expected %I elements at %s, got %I",
+                   (lua_Integer)sizes[depth], plen ? path : "the top level", (lua_Integer)n);
+    for (int64_t k = 1; k <= n; k++) {
+        lua_rawgeti(L, idx, k);
+        size_t used = strlen(path);
+        snprintf(path + used, plen - used, "[%lld]", (long long)k);
+        if (depth + 1 < nd) {
+            if (lua_type(L, -1) != LUA_TTABLE)
+                luaL_error(L, "ember.tensor: argument 1: ragged nested table: element %s is a %s, expected a table",
+                           path, luaL_typename(L, -1));
+            table_values(L, lua_gettop(L), sizes, nd, depth + 1, st, path, plen);
+        } else if (lua_type(L, -1) == LUA_TNUMBER) {
+            st->any_number = true;
+            if (lua_isinteger(L, -1)) {
+                st->i[st->pos] = lua_tointeger(L, -1);
+                st->f[st->pos] = (double)st->i[st->pos];
+            } else {
+                st->any_float = true;
+                st->f[st->pos] = lua_tonumber(L, -1);
+            }
+            st->pos++;
+        } else if (lua_type(L, -1) == LUA_TBOOLEAN) {
+            st->any_bool = true;
+            st->i[st->pos] = lua_toboolean(L, -1);
+            st->f[st->pos] = (double)st->i[st->pos];
+            st->pos++;
+        } else {
+            luaL_error(L, "ember.tensor: argument 1: element %s is a %s, expected a number or a boolean", path,
+                       lua_type(L, -1) == LUA_TTABLE ? "table (ragged nesting)" : luaL_typename(L, -1));
+        }
+        path[used] = '\0';
+        lua_pop(L, 1);
+    }
+}
+
+static int m_tensor(lua_State *L)
+{
+    int opts = lua_gettop(L) >= 2 ? 2 : 0;
+    if (opts && lua_type(L, 2) != LUA_TTABLE) return emlua_typeerror(L, 2, "ember.tensor", "an options table");
+    em_tensor *src = emlua_test(L, 1);
+    if (src) {
+        em_tensor *c = em_clone(src);
+        if (!c) return emlua_fail(L);
+        em_tensor *r = em_to_dtype(c, emlua_opt_dtype(L, opts, "ember.tensor", src->dtype));
+        em_release(c);
+        return emlua_push(L, r);
+    }
+    em_device dev = emlua_opt_device(L, opts, "ember.tensor", CPU);
+    int64_t sizes[EM_MAX_DIMS];
+    int nd;
+    fill_state st = {0};
+    if (lua_type(L, 1) == LUA_TNUMBER || lua_type(L, 1) == LUA_TBOOLEAN) {
+        nd = 0;
+        double fv;
+        int64_t iv;
+        st.f = &fv; st.i = &iv;
+        if (lua_type(L, 1) == LUA_TBOOLEAN) { st.any_bool = true; iv = lua_toboolean(L, 1); fv = (double)iv; }
+        else if (lua_isinteger(L, 1)) { st.any_number = true; iv = lua_tointeger(L, 1); fv = (double)iv; }
+        else { st.any_number = st.any_float = true; fv = lua_tonumber(L, 1); }
+        em_dtype d = st.any_float ? em_default_dtype() : st.any_number ? EM_INT64 : EM_BOOL;
+        d = emlua_opt_dtype(L, opts, "ember.tensor", d);
+        em_tensor *t = em_from_host(sizes, 0, d, st.any_float || em_dtype_is_float(d) ? &fv : NULL,
+                                    st.any_float || em_dtype_is_float(d) ? NULL : &iv);
+        if (t && dev.type != EM_CPU) { em_tensor *m = em_to_device(t, dev); em_release(t); t = m; }
+        return emlua_push(L, t);
+    }
+    if (lua_type(L, 1) != LUA_TTABLE) return emlua_typeerror(L, 1, "ember.tensor", "a table of numbers, a number or a tensor");
+    nd = table_shape(L, 1, sizes);
+    int64_t n = 1;
+    for (int i = 0; i < nd; i++) n *= sizes[i];
+    /* the buffers live in userdata so a Lua error cannot leak them */
+    st.f = lua_newuserdatauv(L, (size_t)(n ? n : 1) * sizeof(double), 0);
+    st.i = lua_newuserdatauv(L, (size_t)(n ? n : 1) * sizeof(int64_t), 0);
+    char path[EM_MAX_DIMS * 24] = "";
+    table_values(L, 1, sizes, nd, 0, &st, path, sizeof path);
+    if (st.any_bool && st.any_number)
+        return luaL_error(L, "ember.tensor: argument 1: mixes booleans and numbers");
+    em_dtype d = st.any_float ? em_default_dtype() : st.any_bool ? EM_BOOL : n == 0 ? em_default_dtype() : EM_INT64;
+    d = emlua_opt_dtype(L, opts, "ember.tensor", d);
+    bool use_f = st.any_float || (em_dtype_is_float(d) && !st.any_bool);
+    em_tensor *t = em_from_host(sizes, nd, d, use_f ? st.f : NULL, use_f ? NULL : st.i);
+    if (t && dev.type != EM_CPU) { em_tensor *m = em_to_device(t, dev); em_release(t); t = m; }
+    return emlua_push(L, t);
+}
+
+typedef em_tensor *(*filler)(const int64_t *, int, em_dtype, em_device);
+
+static int make_filled(lua_State *L, const char *op, filler fn)
+{
+    int64_t sizes[EM_MAX_DIMS];
+    int n = emlua_check_sizes(L, 1, op, sizes);
+    int opts = emlua_options_index(L, 1);
+    em_dtype d = emlua_opt_dtype(L, opts, op, em_default_dtype());
+    em_device dev = emlua_opt_device(L, opts, op, CPU);
+    return emlua_push(L, fn(sizes, n, d, dev));
+}
+
+static int m_zeros(lua_State *L) { return make_filled(L, "ember.zeros", em_zeros); }
+static int m_ones(lua_State *L) { return make_filled(L, "ember.ones", em_ones); }
+static int m_empty(lua_State *L) { return make_filled(L, "ember.empty", em_empty); }
+
+static int m_full(lua_State *L)
+{
+    int64_t sizes[EM_MAX_DIMS];
+    if (lua_type(L, 1) != LUA_TTABLE) return emlua_typeerror(L, 1, "ember.full", "a size table");
+    lua_settop(L, 3);
+    int n;
+    { /* size table at 1, value at 2, options at 3 */
+        lua_pushvalue(L, 1);
+        int top = lua_gettop(L);
+        n = (int)lua_rawlen(L, top);
+        if (n > EM_MAX_DIMS) return emlua_argerror(L, 1, "ember.full", "too many dimensions");
+        for (int i = 0; i < n; i++) {
+            lua_rawgeti(L, top, i + 1);
+            int ok;
+            sizes[i] = lua_tointegerx(L, -1, &ok);
+            if (!ok) return emlua_argerror(L, 1, "ember.full", "size entry %d is not an integer", i + 1);
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+    }
+    double v;
+    em_dtype def;
+    if (lua_type(L, 2) == LUA_TBOOLEAN) { v = lua_toboolean(L, 2); def = EM_BOOL; }
+    else {
+        v = emlua_check_number(L, 2, "ember.full");
+        def = lua_isinteger(L, 2) ? EM_INT64 : em_default_dtype();
+    }
+    int opts = lua_istable(L, 3) ? 3 : 0;
+    em_dtype d = emlua_opt_dtype(L, opts, "ember.full", def);
+    em_device dev = emlua_opt_device(L, opts, "ember.full", CPU);
+    return emlua_push(L, em_full(sizes, n, v, d, dev));
+}
+
+static int like(lua_State *L, const char *op, double value, bool fill)
+{
+    em_tensor *t = emlua_check(L, 1, op);
+    int opts = lua_istable(L, lua_gettop(L)) && !emlua_test(L, lua_gettop(L)) ? lua_gettop(L) : 0;
+    em_dtype d = emlua_opt_dtype(L, opts, op, t->dtype);
+    em_device dev = emlua_opt_device(L, opts, op, t->storage->device);
+    if (!fill) return emlua_push(L, em_empty(t->sizes, t->ndim, d, dev));
+    return emlua_push(L, em_full(t->sizes, t->ndim, value, d, dev));
+}
+
+static int m_zeros_like(lua_State *L) { return like(L, "ember.zeros_like", 0, true); }
+static int m_ones_like(lua_State *L) { return like(L, "ember.ones_like", 1, true); }
+static int m_empty_like(lua_State *L) { return like(L, "ember.empty_like", 0, false); }
+
+static int m_full_like(lua_State *L)
+{
+    double v = lua_type(L, 2) == LUA_TBOOLEAN ? lua_toboolean(L, 2) : emlua_check_number(L, 2, "ember.full_like");
+    return like(L, "ember.full_like", v, true);
+}
+
+/* arange(end) / arange(start, end[, step]) [, options] */
+static int m_arange(lua_State *L)
+{
+    int opts = lua_istable(L, lua_gettop(L)) ? lua_gettop(L) : 0;
+    int nargs = opts ? opts - 1 : lua_gettop(L);
+    if (nargs < 1 || nargs > 3) return luaL_error(L, "ember.arange: expected (end), (start, end) or (start, end, step), got %d numbers", nargs);
+    bool all_int = true;
+    double v[3] = {0, 0, 1};
+    for (int i = 1; i <= nargs; i++) {
+        v[i - 1] = emlua_check_number(L, i, "ember.arange");
+        if (!lua_isinteger(L, i)) all_int = false;
+    }
+    double start = nargs == 1 ? 0 : v[0], end = nargs == 1 ? v[0] : v[1], step = nargs == 3 ? v[2] : 1;
+    em_dtype d = emlua_opt_dtype(L, opts, "ember.arange", all_int ? EM_INT64 : em_default_dtype());
+    return emlua_push(L, em_arange(start, end, step, d, emlua_opt_device(L, opts, "ember.arange", CPU)));
+}
+
+static int m_linspace(lua_State *L)
+{
+    double a = emlua_check_number(L, 1, "ember.linspace"), b = emlua_check_number(L, 2, "ember.linspace");
+    lua_Integer n = emlua_check_integer(L, 3, "ember.linspace");
+    int opts = lua_istable(L, 4) ? 4 : 0;
+    return emlua_push(L, em_linspace(a, b, n, emlua_opt_dtype(L, opts, "ember.linspace", em_default_dtype()),
+                                     emlua_opt_device(L, opts, "ember.linspace", CPU)));
+}
+
+static int m_eye(lua_State *L)
+{
+    lua_Integer n = emlua_check_integer(L, 1, "ember.eye");
+    lua_Integer m = lua_type(L, 2) == LUA_TNUMBER ? emlua_check_integer(L, 2, "ember.eye") : n;
+    int opts = lua_istable(L, lua_gettop(L)) ? lua_gettop(L) : 0;
+    return emlua_push(L, em_eye(n, m, emlua_opt_dtype(L, opts, "ember.eye", em_default_dtype()),
+                                emlua_opt_device(L, opts, "ember.eye", CPU)));
+}
+
+static int m_is_tensor(lua_State *L)
+{
+    lua_pushboolean(L, emlua_test(L, 1) != NULL);
+    return 1;
+}
+
+static int m_set_default_dtype(lua_State *L)
+{
+    em_dtype d = emlua_check_dtype(L, 1, "ember.set_default_dtype");
+    if (!em_dtype_is_float(d))
+        return emlua_argerror(L, 1, "ember.set_default_dtype", "expected a floating point dtype, got %s", em_dtype_name(d));
+    em_set_default_dtype(d);
+    return 0;
+}
+
+static int m_get_default_dtype(lua_State *L)
+{
+    lua_pushstring(L, em_dtype_name(em_default_dtype()));
+    return 1;
+}
+
+static int m_get_num_threads(lua_State *L) { lua_pushinteger(L, em_num_threads()); return 1; }
+
+static int m_set_num_threads(lua_State *L)
+{
+    lua_Integer n = emlua_check_integer(L, 1, "ember.set_num_threads");
+    if (n < 1) return emlua_argerror(L, 1, "ember.set_num_threads", "expected a positive count, got %lld", (long long)n);
+    em_set_num_threads((int)n);
+    return 0;
+}
+
+static int cuda_is_available(lua_State *L)
+{
+    const void *be = em_backend_for((em_device){EM_CUDA, 0});
+    lua_pushboolean(L, be != NULL);
+    if (be) return 1;
+    lua_pushstring(L, em_error());
+    return 2;
+}
+
+static int cuda_synchronize(lua_State *L)
+{
+    if (em_synchronize((em_device){EM_CUDA, (int)emlua_opt_integer(L, 1, "ember.cuda.synchronize", 0)}))
+        return emlua_fail(L);
+    return 0;
+}
+
+static const luaL_Reg methods[] = {
+    {"size", t_size}, {"stride", t_stride}, {"dim", t_dim}, {"numel", t_numel}, {"nelement", t_numel},
+    {"element_size", t_element_size}, {"storage_offset", t_storage_offset},
+    {"is_contiguous", t_is_contiguous}, {"is_floating_point", t_is_floating_point},
+    {"is_view_of", t_is_view_of}, {"item", t_item}, {"tolist", t_tolist},
+    {"view", t_view}, {"view_as", t_view_as}, {"reshape", t_reshape}, {"reshape_as", t_reshape_as},
+    {"t", t_t}, {"transpose", t_transpose}, {"permute", t_permute}, {"narrow", t_narrow},
+    {"select", t_select}, {"slice", t_slice}, {"expand", t_expand}, {"expand_as", t_expand_as},
+    {"squeeze", t_squeeze}, {"unsqueeze", t_unsqueeze}, {"flatten", t_flatten}, {"unfold", t_unfold},
+    {"diagonal", t_diagonal}, {"contiguous", t_contiguous}, {"clone", t_clone}, {"copy_", t_copy_},
+    {"fill_", t_fill_}, {"zero_", t_zero_}, {"to", t_to}, {"type", t_type}, {"float", t_float},
+    {"double", t_double}, {"long", t_long}, {"int", t_int}, {"bool", t_bool}, {"byte", t_byte},
+    {"half", t_half}, {"bfloat16", t_bfloat16}, {"cpu", t_cpu}, {"cuda", t_cuda},
+    {NULL, NULL},
+};
+
+static const luaL_Reg functions[] = {
+    {"tensor", m_tensor}, {"zeros", m_zeros}, {"ones", m_ones}, {"empty", m_empty}, {"full", m_full},
+    {"zeros_like", m_zeros_like}, {"ones_like", m_ones_like}, {"empty_like", m_empty_like},
+    {"full_like", m_full_like}, {"arange", m_arange}, {"linspace", m_linspace}, {"eye", m_eye},
+    {"is_tensor", m_is_tensor}, {"set_default_dtype", m_set_default_dtype},
+    {"get_default_dtype", m_get_default_dtype}, {"get_num_threads", m_get_num_threads},
+    {"set_num_threads", m_set_num_threads},
+    /* view functions also callable as ember.f(t, ...) */
+    {"reshape", t_reshape}, {"transpose", t_transpose}, {"permute", t_permute}, {"narrow", t_narrow},
+    {"select", t_select}, {"squeeze", t_squeeze}, {"unsqueeze", t_unsqueeze}, {"flatten", t_flatten},
+    {"t", t_t}, {"clone", t_clone}, {"numel", t_numel},
+    {NULL, NULL},
+};
+
+static const luaL_Reg metamethods[] = {
+    {"__gc", tensor_gc}, {"__close", tensor_gc}, {"__newindex", tensor_newindex}, {"__len", tensor_len},
+    {"__tostring", emlua_tostring}, {"__add", op_add}, {"__sub", op_sub}, {"__mul", op_mul},
+    {"__div", op_div}, {"__mod", op_mod}, {"__pow", op_pow}, {"__unm", op_unm},
+    {NULL, NULL},
+};
+
+void emlua_open_tensor(lua_State *L)
+{
+    emlua_push_metatable(L);
+    luaL_setfuncs(L, metamethods, 0);
+    emlua_push_methods(L);
+    lua_pushcclosure(L, tensor_index, 1);   /* upvalue: the method table */
+    lua_setfield(L, -2, "__index");
+    lua_pop(L, 1);
+    emlua_register(L, methods, functions);
+
+    /* module fields: the module table is at the top of the stack of luaopen_ember */
+    static const char *const dtypes[] = {"float32", "float64", "int64", "int32", "uint8", "bool",
+                                         "float16", "bfloat16", "float", "double", "long", "int", "half"};
+    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++) {
+        em_dtype d;
+        em_dtype_from_name(dtypes[i], &d);
+        lua_pushstring(L, em_dtype_name(d));
+        lua_setfield(L, -2, dtypes[i]);
+    }
+    lua_pushstring(L, "0.1.0");
+    lua_setfield(L, -2, "__version__");
+    lua_newtable(L);
+    lua_pushcfunction(L, cuda_is_available);
+    lua_setfield(L, -2, "is_available");
+    lua_pushcfunction(L, cuda_synchronize);
+    lua_setfield(L, -2, "synchronize");
+    lua_setfield(L, -2, "cuda");
+}

@@ -1,0 +1,53 @@
+-- scripts/bench/ops.lua — ember's side of the benchmark table.
+-- Usage: ember scripts/bench/ops.lua        prints "name value unit" lines
+-- Each figure is the best of several repeats (least disturbed by the rest
+-- of the machine), the same rule the PyTorch side uses.
+local ember = require "ember"
+local wall = ember.wall_time   -- monotonic wall clock (os.clock is CPU time)
+
+local function best(repeats, fn)
+  local b = math.huge
+  for _ = 1, repeats do
+    local t0 = wall()
+    fn()
+    local dt = wall() - t0
+    if dt < b then b = dt end
+  end
+  return b
+end
+
+local results = {}
+local function report(name, value, unit)
+  results[#results + 1] = string.format("%s %.6g %s", name, value, unit)
+end
+
+-- per-op overhead: a + b on 16-element float32 tensors
+do
+  local a, b = ember.randn(16), ember.randn(16)
+  local n = 200000
+  local function loop() local c for _ = 1, n do c = a + b end return c end
+  loop()
+  local t = best(5, loop)
+  report("op_overhead_us", t / n * 1e6, "us/op")
+end
+
+-- float32 matmul 1024 x 1024
+do
+  local a, b = ember.randn(1024, 1024), ember.randn(1024, 1024)
+  a:matmul(b)
+  local t = best(5, function() return a:matmul(b) end)
+  report("matmul1024_gflops", 2 * 1024 ^ 3 / t / 1e9, "GFLOP/s")
+end
+
+-- elementwise add on 16M floats: reads two arrays, writes one
+do
+  local n = 16 * 1024 * 1024
+  local a, b = ember.randn(n), ember.randn(n)
+  local c = a + b
+  c = nil
+  collectgarbage()
+  local t = best(10, function() local r = a + b; return r end)
+  report("add16m_gbps", 3 * 4 * n / t / 1e9, "GB/s")
+end
+
+for _, line in ipairs(results) do print(line) end

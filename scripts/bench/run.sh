@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# scripts/bench/run.sh — the benchmark table: ember's figure, PyTorch's from
+# the same run (Debian's python3-torch, CPU) and the ratio.
+# Run through `make bench`. Targets are in the README.
+set -u
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+EMBER=$PWD/$BUILD/ember
+PY=/usr/bin/python3
+have_torch=0
+if $PY -c 'import torch' 2>/dev/null; then have_torch=1; fi
+
+declare -A ours theirs units
+
+# start-up: mean wall time of many runs, in ms
+startup_ms() { # command...
+    local n=$1; shift
+    local t0 t1
+    t0=$(date +%s%N)
+    for _ in $(seq "$n"); do "$@" >/dev/null 2>&1; done
+    t1=$(date +%s%N)
+    awk -v a="$t0" -v b="$t1" -v n="$n" 'BEGIN { printf "%.3f", (b - a) / n / 1e6 }'
+}
+"$EMBER" -e '' # warm the page cache
+ours[startup_ms]=$(startup_ms 50 "$EMBER" -e '')
+units[startup_ms]=ms
+if [ $have_torch = 1 ]; then
+    $PY -c 'import torch' # warm
+    theirs[startup_ms]=$(startup_ms 5 $PY -c 'import torch')
+fi
+
+while read -r name value unit; do ours[$name]=$value; units[$name]=$unit; done \
+    < <("$EMBER" scripts/bench/ops.lua)
+if [ $have_torch = 1 ]; then
+    while read -r name value unit; do theirs[$name]=$value; done < <($PY scripts/bench/torch_ops.py)
+fi
+
+printf '%-22s %14s %14s %10s  %s\n' benchmark ember pytorch ratio "target"
+declare -A target=(
+    [startup_ms]="<= 10 ms"
+    [op_overhead_us]="<= 0.25 us/op"
+    [matmul1024_gflops]=">= 0.95 x PyTorch"
+    [add16m_gbps]=">= 1.0 x PyTorch"
+)
+for name in startup_ms op_overhead_us matmul1024_gflops add16m_gbps; do
+    o=${ours[$name]:-n/a} t=${theirs[$name]:-n/a} r=n/a
+    if [ "$o" != n/a ] && [ "$t" != n/a ]; then
+        # ratio ember / pytorch (for times, < 1 is better; for rates, > 1 is better)
+        r=$(awk -v o="$o" -v t="$t" 'BEGIN { printf "%.3f", o / t }')
+    fi
+    printf '%-22s %14s %14s %10s  %s\n' "$name" "$o ${units[$name]:-}" "$t ${units[$name]:-}" "$r" "${target[$name]}"
+done

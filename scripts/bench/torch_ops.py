@@ -1,0 +1,45 @@
+"""scripts/bench/torch_ops.py — PyTorch's side of the benchmark table.
+
+Runs the same measurements as ops.lua, the same way (best of several
+repeats), and prints "name value unit" lines."""
+import time
+
+import torch
+
+
+def best(repeats, fn):
+    b = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        b = min(b, time.perf_counter() - t0)
+    return b
+
+
+def main():
+    a, b = torch.randn(16), torch.randn(16)
+    n = 200000
+
+    def loop():
+        c = None
+        for _ in range(n):
+            c = a + b
+        return c
+
+    loop()
+    print("op_overhead_us %.6g us/op" % (best(5, loop) / n * 1e6))
+
+    a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
+    a.matmul(b)
+    t = best(5, lambda: a.matmul(b))
+    print("matmul1024_gflops %.6g GFLOP/s" % (2 * 1024 ** 3 / t / 1e9))
+
+    n = 16 * 1024 * 1024
+    a, b = torch.randn(n), torch.randn(n)
+    a + b
+    t = best(10, lambda: a + b)
+    print("add16m_gbps %.6g GB/s" % (3 * 4 * n / t / 1e9))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,275 @@
+/* main.c — the `ember` executable: a Lua 5.4 interpreter with the ember
+ * module built in. The command line is lua.c's (same options, same `arg`
+ * table, same exit statuses), plus -h/--help; with no script it is a REPL.
+ *
+ * Start-up stays cheap (a CPU session must start in milliseconds): the
+ * standard libraries and the ember module's tables, nothing more. CUDA,
+ * readline's history file and the like are touched only when used. */
+#include "shell.h"
+
+#include <lualib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int luaopen_ember(lua_State *L);   /* lua/ember.c */
+
+/* Modules loaded before any user code runs, each also set as a global of
+ * its name (and in package.loaded, so `require` returns the same table).
+ * nn, optim and plot join this list when they exist. */
+static const luaL_Reg preloaded[] = {
+    {"ember", luaopen_ember},
+    {NULL, NULL},
+};
+
+static void preload_modules(lua_State *L)
+{
+    for (const luaL_Reg *m = preloaded; m->name; m++) {
+        luaL_requiref(L, m->name, m->func, 1);
+        lua_pop(L, 1);
+    }
+}
+
+/* ---- options ------------------------------------------------------------- */
+
+enum {
+    HAS_ERROR = 1,  /* bad option: argv[first] names it */
+    HAS_I = 2,      /* -i */
+    HAS_V = 4,      /* -v */
+    HAS_E = 8,      /* -e */
+    HAS_ENV = 16,   /* -E: ignore environment variables */
+    HAS_HELP = 32,  /* -h, --help */
+};
+
+static const char usage_text[] =
+    "usage: ember [options] [script [args]]\n"
+    "Available options are:\n"
+    "  -e stat   execute string 'stat'\n"
+    "  -i        enter interactive mode after executing 'script'\n"
+    "  -l mod    require library 'mod' into global 'mod'\n"
+    "  -l g=mod  require library 'mod' into global 'g'\n"
+    "  -v        show version information\n"
+    "  -E        ignore environment variables (EMBER_INIT)\n"
+    "  -W        turn warnings on\n"
+    "  -h        show this help (also --help)\n"
+    "  --        stop handling options\n"
+    "  -         stop handling options and execute stdin\n"
+    "With no script and no -e, ember reads statements and expressions from\n"
+    "stdin (an interactive shell on a terminal) and prints their values.\n";
+
+static void print_usage_error(const char *badoption)
+{
+    if (badoption[1] == 'e' || badoption[1] == 'l')
+        fprintf(stderr, "%s: '%s' needs argument\n", emsh_progname, badoption);
+    else
+        fprintf(stderr, "%s: unrecognized option '%s'\n", emsh_progname, badoption);
+    fputs(usage_text, stderr);
+    fflush(stderr);
+}
+
+/* Scans the options (lua.c's collectargs). *first is set to the index of
+ * the script name, 0 when there is none, or the bad option on HAS_ERROR. */
+static int collect_args(char **argv, int *first)
+{
+    int args = 0;
+    int i;
+    *first = 0;
+    for (i = 1; argv[i] != NULL; i++) {
+        *first = i;
+        const char *a = argv[i];
+        if (a[0] != '-') return args;               /* the script */
+        if (strcmp(a, "--help") == 0) return args | HAS_HELP;
+        switch (a[1]) {
+        case '-':                                   /* -- */
+            if (a[2] != '\0') return HAS_ERROR;
+            *first = argv[i + 1] ? i + 1 : 0;
+            return args;
+        case '\0':                                  /* - : stdin is the script */
+            return args;
+        case 'h':
+            if (a[2] != '\0') return HAS_ERROR;
+            return args | HAS_HELP;
+        case 'E':
+            if (a[2] != '\0') return HAS_ERROR;
+            args |= HAS_ENV;
+            break;
+        case 'W':
+            if (a[2] != '\0') return HAS_ERROR;
+            break;
+        case 'i':
+            args |= HAS_I;      /* -i implies -v */
+            /* fall through */
+        case 'v':
+            if (a[2] != '\0') return HAS_ERROR;
+            args |= HAS_V;
+            break;
+        case 'e':
+            args |= HAS_E;
+            /* fall through */
+        case 'l':               /* both need an argument */
+            if (a[2] == '\0') {
+                i++;
+                if (argv[i] == NULL || argv[i][0] == '-') return HAS_ERROR;
+            }
+            break;
+        default:
+            return HAS_ERROR;
+        }
+    }
+    *first = 0;
+    return args;
+}
+
+/* arg[0] is the script, arg[1..] its arguments, the interpreter and its
+ * options at negative indices. With no script, arg[0] is the interpreter. */
+static void create_arg_table(lua_State *L, char **argv, int argc, int script)
+{
+    int narg = argc - (script + 1);
+    lua_createtable(L, narg > 0 ? narg : 0, script + 1);
+    for (int i = 0; i < argc; i++) {
+        lua_pushstring(L, argv[i]);
+        lua_rawseti(L, -2, i - script);
+    }
+    lua_setglobal(L, "arg");
+}
+
+/* ---- running chunks ------------------------------------------------------ */
+
+static int dochunk(lua_State *L, int status)
+{
+    if (status == LUA_OK) status = emsh_docall(L, 0, 0);
+    return emsh_report(L, status);
+}
+
+static int dostring(lua_State *L, const char *s, const char *name)
+{
+    return dochunk(L, luaL_loadbuffer(L, s, strlen(s), name));
+}
+
+/* -l mod or -l g=mod: g = require("mod") */
+static int dolibrary(lua_State *L, const char *spec)
+{
+    const char *eq = strchr(spec, '=');
+    const char *modname = eq ? eq + 1 : spec;
+    lua_getglobal(L, "require");
+    lua_pushstring(L, modname);
+    int status = emsh_docall(L, 1, 1);
+    if (status == LUA_OK) {
+        if (eq) lua_pushlstring(L, spec, (size_t)(eq - spec));
+        else lua_pushstring(L, spec);
+        lua_insert(L, -2);
+        lua_setglobal(L, lua_tostring(L, -2));
+        lua_pop(L, 1);
+    }
+    return emsh_report(L, status);
+}
+
+/* EMBER_INIT: a chunk to run first, or "@file" to run a file. */
+static int handle_init(lua_State *L)
+{
+    const char *init = getenv("EMBER_INIT");
+    if (init == NULL || init[0] == '\0') return LUA_OK;
+    if (init[0] == '@') return dochunk(L, luaL_loadfile(L, init + 1));
+    return dostring(L, init, "=EMBER_INIT");
+}
+
+/* -e and -l, in command-line order. */
+static int run_args(lua_State *L, char **argv, int n)
+{
+    for (int i = 1; i < n; i++) {
+        char option = argv[i][1];
+        if (option == 'e' || option == 'l') {
+            const char *extra = argv[i] + 2;
+            if (*extra == '\0') extra = argv[++i];
+            int status = option == 'e' ? dostring(L, extra, "=(command line)")
+                                       : dolibrary(L, extra);
+            if (status != LUA_OK) return 0;
+        } else if (option == 'W') {
+            lua_warning(L, "@on", 0);
+        }
+    }
+    return 1;
+}
+
+static int push_script_args(lua_State *L)
+{
+    if (lua_getglobal(L, "arg") != LUA_TTABLE) luaL_error(L, "'arg' is not a table");
+    int n = (int)luaL_len(L, -1);
+    luaL_checkstack(L, n + 3, "too many arguments to script");
+    for (int i = 1; i <= n; i++) lua_rawgeti(L, -i, i);
+    lua_remove(L, -n - 1);
+    return n;
+}
+
+static int handle_script(lua_State *L, char **argv)
+{
+    const char *fname = argv[0];
+    if (strcmp(fname, "-") == 0 && strcmp(argv[-1], "--") != 0) fname = NULL;
+    int status = luaL_loadfile(L, fname);
+    if (status == LUA_OK) {
+        int n = push_script_args(L);
+        status = emsh_docall(L, n, LUA_MULTRET);
+    }
+    return emsh_report(L, status);
+}
+
+/* Everything runs in protected mode, so that even a memory error while
+ * setting up is reported rather than ending the process. */
+static int pmain(lua_State *L)
+{
+    int argc = (int)lua_tointeger(L, 1);
+    char **argv = lua_touserdata(L, 2);
+    int script;
+    int args = collect_args(argv, &script);
+    int optlim = script > 0 ? script : argc;
+    luaL_checkversion(L);
+    if (args == HAS_ERROR) {
+        print_usage_error(argv[script]);
+        return 0;
+    }
+    if (args & HAS_HELP) {
+        fputs(usage_text, stdout);
+        lua_pushboolean(L, 1);
+        return 1;
+    }
+    if (args & HAS_V) emsh_print_version();
+    if (args & HAS_ENV) {
+        lua_pushboolean(L, 1);   /* tells package to ignore LUA_PATH & co. */
+        lua_setfield(L, LUA_REGISTRYINDEX, "LUA_NOENV");
+    }
+    luaL_openlibs(L);
+    preload_modules(L);
+    create_arg_table(L, argv, argc, script);
+    lua_gc(L, LUA_GCRESTART);
+    lua_gc(L, LUA_GCGEN, 0, 0);
+    if (!(args & HAS_ENV) && handle_init(L) != LUA_OK) return 0;
+    if (!run_args(L, argv, optlim)) return 0;
+    if (script > 0 && handle_script(L, argv + script) != LUA_OK) return 0;
+    if (args & HAS_I) {
+        emsh_repl(L);
+    } else if (script == 0 && !(args & (HAS_E | HAS_V))) {
+        if (isatty(STDIN_FILENO)) emsh_print_version();
+        emsh_repl(L);
+    }
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    lua_State *L = luaL_newstate();
+    if (L == NULL) {
+        emsh_message(emsh_progname, "cannot create state: not enough memory");
+        return EXIT_FAILURE;
+    }
+    lua_gc(L, LUA_GCSTOP);   /* no collections while building the state */
+    lua_pushcfunction(L, pmain);
+    lua_pushinteger(L, argc);
+    lua_pushlightuserdata(L, argv);
+    int status = lua_pcall(L, 2, 1, 0);
+    int ok = lua_toboolean(L, -1);
+    emsh_report(L, status);
+    lua_close(L);
+    return ok && status == LUA_OK ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,270 @@
+-- tensor_spec.lua — the tensor userdata: creation, properties, views that
+-- share memory, t[i] indexing, conversions and argument errors.
+-- Expected values are written out by hand.
+local ember = require "ember"
+
+local function errmsg(fn, ...)
+  local ok, err = pcall(fn, ...)
+  assert.is_false(ok, "expected an error")
+  return tostring(err)
+end
+
+describe("creation", function()
+  it("builds from nested tables with inferred dtype", function()
+    local t = ember.tensor{{1, 2, 3}, {4, 5, 6}}
+    assert.are.same({2, 3}, t.shape)
+    assert.are.equal("int64", t.dtype)
+    assert.are.same({{1, 2, 3}, {4, 5, 6}}, t:tolist())
+    assert.are.equal("float32", ember.tensor{1, 2.5}.dtype)
+    assert.are.equal("bool", ember.tensor{true, false}.dtype)
+    assert.are.same({true, false}, ember.tensor{true, false}:tolist())
+  end)
+
+  it("honours a dtype option and converts values", function()
+    local t = ember.tensor({1.75, -2.5}, {dtype = "int32"})
+    assert.are.equal("int32", t.dtype)
+    assert.are.same({1, -2}, t:tolist())          -- truncation toward zero
+    local h = ember.tensor({1.5, 2.25}, {dtype = ember.float16})
+    assert.are.same({1.5, 2.25}, h:tolist())      -- exactly representable in half
+    local u = ember.tensor({255, 256, 257}, {dtype = "uint8"})
+    assert.are.same({255, 0, 1}, u:tolist())      -- wraps like a C cast
+  end)
+
+  it("makes 0-d tensors and empty tensors", function()
+    local s = ember.tensor(3.5)
+    assert.are.same({}, s.shape)
+    assert.are.equal(3.5, s:item())
+    assert.are.equal(3.5, s:tolist())
+    local e = ember.tensor{}
+    assert.are.same({0}, e.shape)
+    assert.are.equal(0, e:numel())
+    assert.are.same({0, 3}, ember.zeros(0, 3).shape)
+  end)
+
+  it("rejects ragged and non-numeric tables", function()
+    assert.matches("ragged", errmsg(ember.tensor, {{1, 2}, {3}}))
+    assert.matches("element %[2%]%[2%] is a string", errmsg(ember.tensor, {{1, 2}, {3, "a"}}))
+    assert.matches("mixes booleans and numbers", errmsg(ember.tensor, {1, true}))
+  end)
+
+  it("zeros/ones/full/empty take sizes as numbers or a table", function()
+    assert.are.same({{0, 0, 0}, {0, 0, 0}}, ember.zeros(2, 3):tolist())
+    assert.are.same({{1, 1}}, ember.ones({1, 2}):tolist())
+    assert.are.same({{7, 7}}, ember.full({1, 2}, 7):tolist())
+    assert.are.equal("int64", ember.full({2}, 7).dtype)
+    assert.are.equal("float32", ember.full({2}, 7.5).dtype)
+    assert.are.equal("float64", ember.zeros(2, {dtype = "float64"}).dtype)
+    assert.are.same({2, 3}, ember.empty(2, 3).shape)
+  end)
+
+  it("*_like copies shape, dtype and device", function()
+    local t = ember.zeros(2, 3, {dtype = "int32"})
+    local o = ember.ones_like(t)
+    assert.are.same({2, 3}, o.shape)
+    assert.are.equal("int32", o.dtype)
+    assert.are.same({{5, 5, 5}, {5, 5, 5}}, ember.full_like(t, 5):tolist())
+    assert.are.equal("float64", ember.zeros_like(t, {dtype = "float64"}).dtype)
+  end)
+
+  it("arange, linspace and eye", function()
+    assert.are.same({0, 1, 2, 3, 4}, ember.arange(5):tolist())
+    assert.are.equal("int64", ember.arange(5).dtype)
+    assert.are.same({2, 4, 6}, ember.arange(2, 8, 2):tolist())
+    assert.are.same({0, 0.25, 0.5, 0.75}, ember.arange(0, 1, 0.25):tolist())
+    assert.are.same({5, 3, 1}, ember.arange(5, 0, -2):tolist())
+    assert.are.same({0, 0.25, 0.5, 0.75, 1}, ember.linspace(0, 1, 5):tolist())
+    assert.are.same({{1, 0, 0}, {0, 1, 0}}, ember.eye(2, 3):tolist())
+    assert.matches("arange: step must be non%-zero", errmsg(ember.arange, 0, 1, 0))
+    assert.matches("inconsistent signs", errmsg(ember.arange, 0, 5, -1))
+  end)
+
+  it("names the argument and the expected type in errors", function()
+    assert.are.equal("ember.zeros: argument 2: expected a number, got string",
+      errmsg(ember.zeros, 2, "a"):match("ember%.zeros:.*"))
+    assert.matches("ember.zeros: argument 1: expected an integer size", errmsg(ember.zeros, 2.5))
+    assert.matches("negative dimension", errmsg(ember.zeros, -1, 2))
+    assert.matches("unknown dtype 'float8'", errmsg(ember.zeros, 2, {dtype = "float8"}))
+    assert.matches("unknown device 'tpu'", errmsg(ember.zeros, 2, {device = "tpu"}))
+  end)
+end)
+
+describe("properties", function()
+  it("shape, size, dim, numel, dtype, device, stride", function()
+    local t = ember.zeros(2, 3, 4)
+    assert.are.same({2, 3, 4}, t.shape)
+    assert.are.same({2, 3, 4}, t:size())
+    assert.are.equal(3, t:size(2))
+    assert.are.equal(4, t:size(-1))
+    assert.are.equal(3, t:dim())
+    assert.are.equal(24, t:numel())
+    assert.are.equal("float32", t.dtype)
+    assert.are.equal("cpu", t.device)
+    assert.are.same({12, 4, 1}, t:stride())
+    assert.are.equal(2, #t)
+    assert.matches("dimension 4 out of range", errmsg(t.size, t, 4))
+    assert.matches("0%-d tensor has no length", errmsg(function() return #ember.tensor(1) end))
+  end)
+
+  it("item needs exactly one element", function()
+    assert.are.equal(5, ember.tensor{{5}}:item())
+    assert.matches("item: a tensor with 2 elements %(%[2%]%)", errmsg(function() return ember.zeros(2):item() end))
+  end)
+end)
+
+describe("views share memory", function()
+  local function base() return ember.arange(12):view(3, 4) end
+
+  it("view / reshape", function()
+    local t = base()
+    local v = t:view(4, 3)
+    v[1][1] = 100
+    assert.are.equal(100, t[1][1])
+    assert.are.same({2, 6}, t:view(2, -1).shape)
+    assert.matches("view: shape %[5%] is invalid for a tensor of 12 elements", errmsg(t.view, t, 5))
+    -- a transposed tensor cannot be viewed flat; reshape copies
+    local tt = t:t()
+    assert.matches("view: size %[12%] is not compatible", errmsg(tt.view, tt, 12))
+    local r = tt:reshape(12)
+    assert.are.same({100, 4, 8, 1}, {r[1], r[2], r[3], r[4]})
+    assert.is_false(r:is_view_of(t))
+    assert.is_true(t:reshape(2, 6):is_view_of(t))
+  end)
+
+  it("transpose / t / permute", function()
+    local t = base()
+    local tr = t:t()
+    assert.are.same({4, 3}, tr.shape)
+    assert.are.same({1, 4}, tr:stride())
+    assert.is_false(tr:is_contiguous())
+    tr[2][3] = -1                       -- t[3][2]
+    assert.are.equal(-1, t[3][2])
+    local p = ember.zeros(2, 3, 4):permute(3, 1, 2)
+    assert.are.same({4, 2, 3}, p.shape)
+    assert.are.same({1, 12, 4}, p:stride())
+    assert.matches("permute: dimension 1 repeated", errmsg(function() return ember.zeros(2, 3):permute(1, 1) end))
+    assert.matches("t: expected a tensor with at most 2 dimensions", errmsg(function() return ember.zeros(2, 2, 2):t() end))
+  end)
+
+  it("narrow / select / slice with a step", function()
+    local t = base()
+    assert.are.same({{1, 2}, {5, 6}, {9, 10}}, t:narrow(2, 2, 2):tolist())
+    assert.are.same({4, 5, 6, 7}, t:select(1, 2):tolist())
+    assert.are.same({3, 7, 11}, t:select(2, -1):tolist())
+    local s = t:slice(2, 1, 4, 2)       -- columns 1 and 3 (inclusive stop)
+    assert.are.same({{0, 2}, {4, 6}, {8, 10}}, s:tolist())
+    s:fill_(0)
+    assert.are.same({0, 1, 0, 3}, t[1]:tolist())
+    assert.matches("narrow: start 5", errmsg(t.narrow, t, 2, 5, 1))
+    assert.matches("select: index 4 out of range for dimension 1 of size 3", errmsg(t.select, t, 1, 4))
+  end)
+
+  it("expand, squeeze, unsqueeze, flatten, unfold", function()
+    local c = ember.tensor{{1}, {2}}
+    local e = c:expand(2, 3)
+    assert.are.same({{1, 1, 1}, {2, 2, 2}}, e:tolist())
+    assert.are.same({1, 0}, e:stride())
+    assert.are.same({{1, 1, 1}, {2, 2, 2}}, c:expand(-1, 3):tolist())
+    assert.matches("expand: cannot expand %[2,1%] to %[3,3%]", errmsg(c.expand, c, 3, 3))
+    assert.are.same({2}, c:squeeze().shape)
+    assert.are.same({2, 1}, c:squeeze(1).shape)
+    assert.are.same({1, 2, 1}, c:unsqueeze(1).shape)
+    assert.are.same({2, 1, 1}, c:unsqueeze(-1).shape)
+    assert.are.same({24}, ember.zeros(2, 3, 4):flatten().shape)
+    assert.are.same({2, 12}, ember.zeros(2, 3, 4):flatten(2).shape)
+    local u = ember.arange(6):unfold(1, 2, 2)
+    assert.are.same({{0, 1}, {2, 3}, {4, 5}}, u:tolist())
+  end)
+
+  it("contiguous, clone and copy_", function()
+    local t = base()
+    local tr = t:t()
+    local c = tr:contiguous()
+    assert.is_true(c:is_contiguous())
+    assert.are.same(tr:tolist(), c:tolist())
+    assert.is_true(t:contiguous():is_view_of(t))   -- no copy when already contiguous
+    local k = t:clone()
+    k[1][1] = 42
+    assert.are.equal(0, t[1][1])
+    local dst = ember.zeros(2, 3)
+    dst:copy_(ember.tensor{1, 2, 3})               -- broadcasts and casts int64 -> float32
+    assert.are.same({{1, 2, 3}, {1, 2, 3}}, dst:tolist())
+    assert.matches("copy_: source %[2%] cannot be broadcast to destination %[2,3%]",
+      errmsg(dst.copy_, dst, ember.zeros(2)))
+  end)
+end)
+
+describe("indexing", function()
+  it("t[i] selects, t[i][j] reads and writes elements", function()
+    local t = ember.tensor{{1, 2, 3}, {4, 5, 6}}
+    assert.are.same({4, 5, 6}, t[2]:tolist())
+    assert.are.equal(6, t[2][3])
+    assert.are.equal(6, t[-1][-1])
+    t[1][2] = 20
+    assert.are.equal(20, t[1][2])
+    t[2] = 0                                        -- fills the row
+    assert.are.same({{1, 20, 3}, {0, 0, 0}}, t:tolist())
+    t[2] = ember.tensor{7, 8, 9}
+    assert.are.same({7, 8, 9}, t[2]:tolist())
+    assert.matches("index 3 out of range for dimension 1 of size 2", errmsg(function() return t[3] end))
+    assert.matches("index must be an integer", errmsg(function() return t[1.5] end))
+  end)
+
+  it("t[{...}] takes integers and inclusive ranges with a step", function()
+    local t = ember.arange(12):view(3, 4)
+    assert.are.equal(6, t[{2, 3}])
+    assert.are.same({{1, 2}, {5, 6}}, t[{{1, 2}, {2, 3}}]:tolist())
+    assert.are.same({{0, 2}, {8, 10}}, t[{{1, 3, 2}, {1, 4, 2}}]:tolist())
+    assert.are.same({3, 7, 11}, t[{{}, -1}]:tolist())
+    t[{{}, 1}] = -1
+    assert.are.same({-1, -1, -1}, t[{{}, 1}]:tolist())
+    assert.matches("3 indices for a tensor of 2 dimensions", errmsg(function() return t[{1, 1, 1}] end))
+  end)
+
+  it("bool masks and index tensors", function()
+    local t = ember.tensor{1, 2, 3, 4}
+    local m = ember.tensor{true, false, true, false}
+    assert.are.same({1, 3}, t[m]:tolist())
+    t[m] = 0
+    assert.are.same({0, 2, 0, 4}, t:tolist())
+    assert.are.same({4, 2}, t[ember.tensor{4, 2}]:tolist())
+  end)
+end)
+
+describe("conversions", function()
+  it("to(dtype), float(), long(), type()", function()
+    local t = ember.tensor{1.5, -2.5}
+    assert.are.equal("float64", t:to("float64").dtype)
+    assert.are.same({1, -2}, t:long():tolist())
+    assert.are.same({true, true}, t:bool():tolist())
+    assert.are.equal("float32", t:type())
+    assert.are.equal("int32", t:type("int32").dtype)
+    assert.are.equal("float64", t:to{dtype = "float64"}.dtype)
+    assert.matches("'gpu' is neither a dtype nor a device", errmsg(t.to, t, "gpu"))
+  end)
+
+  it("CUDA requests fail clearly on a machine without a GPU", function()
+    local ok, why = ember.cuda.is_available()
+    if ok then return end                          -- a GPU machine: covered by tests/gpu
+    assert.is_false(ok)
+    assert.is_string(why)
+    assert.matches("no CUDA device", errmsg(ember.zeros, 2, {device = "cuda"}))
+    assert.matches("no CUDA device", errmsg(function() return ember.zeros(2):cuda() end))
+  end)
+end)
+
+describe("memory", function()
+  it("<close> releases at once and a closed tensor errors clearly", function()
+    local keep
+    do
+      local t <close> = ember.zeros(4)
+      keep = t
+    end
+    assert.matches("closed", errmsg(function() return keep:numel() end))
+  end)
+
+  it("garbage collection frees large tensors under pressure", function()
+    -- 200 x 16 MB would be 3.2 GB if nothing were collected
+    for _ = 1, 200 do local _ = ember.zeros(4 * 1024 * 1024) end
+    collectgarbage()
+  end)
+end)

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# tests/run.sh — runs every suite and prints one closing line
+# "N passed, N failed[, N skipped]". Every suite speaks TAP: lines
+# "ok ...", "not ok ...", with "# SKIP" marking a skipped test.
+#   BUILD=dir   where the build lives (default build)
+#   SAN=1       the build has sanitizers: run Lua through the ember executable
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+export EMBER_BUILD=$BUILD
+export LUA_CPATH="$PWD/$BUILD/?.so;;"
+export LUA_PATH="$PWD/lua/?.lua;$PWD/lua/?/init.lua;$PWD/tests/lua/?.lua;;"
+export EMBER=$PWD/$BUILD/ember
+passed=0 failed=0 skipped=0
+log=$(mktemp)
+
+count() { # name, tap file, exit status
+    local name=$1 file=$2 rc=$3 p f s
+    p=$(grep -E '^ok ' "$file" | grep -vc '# SKIP')
+    s=$(grep -E '^ok .*# SKIP' "$file" | wc -l)
+    f=$(grep -cE '^not ok ' "$file")
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        # a suite that died without reporting a failure counts as one
+        f=1
+        echo "not ok - $name exited with status $rc" >> "$file"
+    fi
+    passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+    printf '%-34s %4d passed, %d failed, %d skipped\n' "$name" "$p" "$f" "$s"
+    if [ "$f" -gt 0 ]; then grep -E '^not ok |^#' "$file" | head -60 | sed 's/^/    /'; fi
+}
+
+if [ "${SAN:-0}" = 1 ]; then
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+    export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0
+    export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+fi
+
+# engine tests in C
+for t in "$BUILD"/tests/*; do
+    [ -x "$t" ] || continue
+    "$t" > "$log" 2>&1; rc=$?
+    count "c/$(basename "$t")" "$log" $rc
+done
+
+# Lua tests (busted); under the sanitizers through the ember executable,
+# whose ember module is built in.
+for spec in tests/lua/*_spec.lua; do
+    [ -e "$spec" ] || continue
+    if [ "${SAN:-0}" = 1 ]; then
+        "$EMBER" /usr/bin/busted -o TAP "$spec" > "$log" 2>&1; rc=$?
+    else
+        busted -o TAP "$spec" > "$log" 2>&1; rc=$?
+    fi
+    count "lua/$(basename "$spec" .lua)" "$log" $rc
+done
+
+# executable tests: each script prints TAP
+for t in tests/shell/*_test.sh tests/shell/*_test.py; do
+    [ -e "$t" ] || continue
+    case "$t" in
+        *.py) python3 "$t" > "$log" 2>&1; rc=$? ;;
+        *) bash "$t" > "$log" 2>&1; rc=$? ;;
+    esac
+    count "shell/$(basename "$t")" "$log" $rc
+done
+
+rm -f "$log"
+if [ "$skipped" -gt 0 ]; then
+    echo "$passed passed, $failed failed, $skipped skipped"
+else
+    echo "$passed passed, $failed failed"
+fi
+[ "$failed" -eq 0 ]
