@@ -121,7 +121,7 @@ em_tensor *em_empty(const int64_t *sizes, int ndim, em_dtype dtype, em_device de
     }
     t->storage = storage_new((size_t)n * esz, dev);
     if (!t->storage) { header_free(t); return NULL; }
-    memcpy(t->sizes, sizes, sizeof(int64_t) * (size_t)ndim);
+    if (ndim > 0) memcpy(t->sizes, sizes, sizeof(int64_t) * (size_t)ndim);
     t->ndim = ndim;
     t->dtype = dtype;
     t->offset = 0;

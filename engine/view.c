@@ -53,8 +53,10 @@ em_tensor *em_as_strided(const em_tensor *t, const int64_t *sizes, const int64_t
     if (!v) return NULL;
     v->ndim = ndim;
     v->offset = offset;
-    memcpy(v->sizes, sizes, sizeof(int64_t) * (size_t)ndim);
-    memcpy(v->strides, strides, sizeof(int64_t) * (size_t)ndim);
+    if (ndim > 0) {
+        memcpy(v->sizes, sizes, sizeof(int64_t) * (size_t)ndim);
+        memcpy(v->strides, strides, sizeof(int64_t) * (size_t)ndim);
+    }
     return v;
 }
 
