@@ -33,21 +33,29 @@ static int check_operands(const char *op, const em_tensor *a, const em_tensor *b
                         em_dtype_name(a->dtype), em_dtype_name(b->dtype));
 }
 
+/* Whether the batch dims of t ([batch..., R, C]) flatten into one stride
+ * (written to *bstride). */
+static bool flat_batch(const em_tensor *t, int64_t *bstride)
+{
+    int64_t expect = -1;
+    *bstride = 0;
+    for (int d = t->ndim - 3; d >= 0; d--) {
+        if (t->sizes[d] == 1) continue;
+        if (expect >= 0 && t->strides[d] != expect) return false;
+        if (expect < 0) *bstride = t->strides[d];
+        expect = t->strides[d] * t->sizes[d];
+    }
+    return true;
+}
+
 /* A [B, R, C] view of t ([batch..., R, C]) whose batch dims flatten into a
  * single stride; a contiguous copy when they do not. */
 static em_tensor *as_3d(const em_tensor *t)
 {
     int nbatch = t->ndim - 2;
-    int64_t B = 1, bstride = 0, expect = -1;
-    bool ok = true;
-    for (int d = nbatch - 1; d >= 0; d--) {
-        B *= t->sizes[d];
-        if (t->sizes[d] == 1) continue;
-        if (expect >= 0 && t->strides[d] != expect) ok = false;
-        if (expect < 0) bstride = t->strides[d];
-        expect = t->strides[d] * t->sizes[d];
-    }
-    if (!ok) {
+    int64_t B = 1, bstride;
+    for (int d = 0; d < nbatch; d++) B *= t->sizes[d];
+    if (!flat_batch(t, &bstride)) {
         em_tensor *c = em_contiguous(t);
         if (!c) return NULL;
         em_tensor *v = as_3d(c);
@@ -125,17 +133,27 @@ static em_tensor *matmul_core(const char *op, const em_tensor *a, const em_tenso
     if (!bc) goto done;
 
     int64_t osz[EM_MAX_DIMS + 2];
-    memcpy(osz, batch, sizeof(int64_t) * (size_t)nbatch);
+    for (int i = 0; i < nbatch; i++) osz[i] = batch[i];   /* batch may be NULL */
     osz[nbatch] = M;
     osz[nbatch + 1] = N;
     out = em_empty(osz, nbatch + 2, cd, em_dev(a));
     if (!out) goto done;
 
+    /* Only a has batch dims: fold them into its rows, one [P, K] @ [K, N].
+     * That takes a view, or a copy when a's batch would be copied anyway;
+     * otherwise (e.g. a transposed batch of matrices) loop over the batch. */
+    em_tensor *af = NULL;
+    int64_t bstride;
     if (b2->ndim == 2 && nbatch > 0 && em_dtype_is_float(cd)) {
-        /* fold a's batch into its rows: [P, K] @ [K, N] */
         int64_t rows[2] = {B * M, K};
-        em_tensor *af = em_reshape(ac, rows, 2);
-        if (!af) goto done;
+        af = em_view(ac, rows, 2);
+        if (!af && !flat_batch(ac, &bstride)) {
+            af = em_reshape(ac, rows, 2);
+            if (!af) goto done;
+        }
+        em_clear_error();
+    }
+    if (af) {
         int64_t s3[3] = {1, af->sizes[0], K}, st3[3] = {0, af->strides[0], af->strides[1]};
         a3 = em_as_strided(af, s3, st3, 3, af->offset);
         em_release(af);
@@ -146,8 +164,7 @@ static em_tensor *matmul_core(const char *op, const em_tensor *a, const em_tenso
     } else {
         /* expand both to the common batch, then flatten it */
         int64_t ea[EM_MAX_DIMS + 2], eb[EM_MAX_DIMS + 2];
-        memcpy(ea, batch, sizeof(int64_t) * (size_t)nbatch);
-        memcpy(eb, batch, sizeof(int64_t) * (size_t)nbatch);
+        for (int i = 0; i < nbatch; i++) ea[i] = eb[i] = batch[i];
         ea[nbatch] = M; ea[nbatch + 1] = K;
         eb[nbatch] = K; eb[nbatch + 1] = N;
         em_tensor *ax = em_expand(ac, ea, nbatch + 2);

@@ -152,6 +152,8 @@ em_tensor *em_randint(int64_t low, int64_t high, const int64_t *sizes, int ndim,
     if (!exact_in_double(low) || !exact_in_double(high))
         return em_set_error("randint: bounds must be integers exactly representable as doubles "
                             "(|x| <= 2^53), got low=%lld, high=%lld", (long long)low, (long long)high), NULL;
+    if ((unsigned)d >= EM_NDTYPES)
+        return em_set_error("randint: invalid dtype %d", (int)d), NULL;
     /* every value in [low, high) must fit the dtype */
     int64_t lo_ok, hi_ok;
     switch (d) {
@@ -165,8 +167,6 @@ em_tensor *em_randint(int64_t low, int64_t high, const int64_t *sizes, int ndim,
         break;
     }
     }
-    if ((unsigned)d >= EM_NDTYPES)
-        return em_set_error("randint: invalid dtype %d", (int)d), NULL;
     if (low < lo_ok || high > hi_ok)
         return em_set_error("randint: range [%lld, %lld) does not fit dtype %s (allowed [%lld, %lld))",
                             (long long)low, (long long)high, em_dtype_name(d),

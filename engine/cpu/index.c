@@ -42,11 +42,62 @@ static void record_bad(index_ctx *c, int64_t v)
     }
 }
 
+/* A run in which the index does not move (index_select along an outer dim:
+ * whole rows are copied). */
+static void gather_row(char **p, const int64_t *s, int64_t n, index_ctx *c)
+{
+    int64_t v = *(const int64_t *)p[2], k = slot(v, c->size);
+    if (k < 0) { record_bad(c, v); return; }
+    const char *src = p[1] + k * c->stride;
+    size_t esz = c->esz;
+    if (s[0] == (int64_t)esz && s[1] == (int64_t)esz) { memcpy(p[0], src, (size_t)n * esz); return; }
+    for (int64_t i = 0; i < n; i++) memcpy(p[0] + i * s[0], src + i * s[1], esz);
+}
+
+/* True when every index of the run is in 1..size, so the copy loop can skip
+ * the per-element checks (negative indices take the checked loop). */
+static bool run_in_range(const char *ix, int64_t step, int64_t n, int64_t size)
+{
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    if (step == 8) {
+        const int64_t *v = (const int64_t *)ix;
+        for (int64_t i = 0; i < n; i++) { lo = v[i] < lo ? v[i] : lo; hi = v[i] > hi ? v[i] : hi; }
+    } else {
+        for (int64_t i = 0; i < n; i++) {
+            int64_t v = *(const int64_t *)(ix + i * step);
+            lo = v < lo ? v : lo; hi = v > hi ? v : hi;
+        }
+    }
+    return lo >= 1 && hi <= size;
+}
+
+static void gather_f32_fast(char **p, const int64_t *s, int64_t n, int64_t st)
+{
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = *(const int64_t *)(p[2] + i * s[2]);
+        *(uint32_t *)(p[0] + i * s[0]) = *(const uint32_t *)(p[1] + i * s[1] + (v - 1) * st);
+    }
+}
+
+static void gather_f64_fast(char **p, const int64_t *s, int64_t n, int64_t st)
+{
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = *(const int64_t *)(p[2] + i * s[2]);
+        *(uint64_t *)(p[0] + i * s[0]) = *(const uint64_t *)(p[1] + i * s[1] + (v - 1) * st);
+    }
+}
+
 /* ptrs: out, in (line base), idx */
 static void gather_loop(char **p, const int64_t *s, int64_t n, void *ctx)
 {
     index_ctx *c = ctx;
     int64_t st = c->stride, size = c->size;
+    if (s[2] == 0) { gather_row(p, s, n, c); return; }
+    if ((c->esz == 4 || c->esz == 8) && run_in_range(p[2], s[2], n, size)) {
+        if (c->esz == 4) gather_f32_fast(p, s, n, st);
+        else gather_f64_fast(p, s, n, st);
+        return;
+    }
     switch (c->esz) {
     case 4:
         for (int64_t i = 0; i < n; i++) {

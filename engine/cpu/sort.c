@@ -1,56 +1,80 @@
 /* sort.c — the CPU sort: each line along dim is sorted on its own (lines in
- * parallel), as (key, position) pairs so that ties keep their original order
- * whether or not a stable sort was asked for, and NaN sorts as the largest
- * value, as in PyTorch. Values are copied from the input by position, so
- * they come out bit-exact for every dtype. */
+ * parallel).
+ *
+ * Every value is mapped to an unsigned 64-bit key whose integer order is the
+ * wanted order (floats by their bits with the sign handled, -0.0 made +0.0,
+ * every NaN made the largest key, as PyTorch sorts NaN; descending order is
+ * the bitwise complement). Keys are then sorted with an LSD radix sort, one
+ * byte per pass, skipping bytes all keys share. Radix sorting is stable, so
+ * equal values keep their original order whether or not `stable` was asked
+ * for. Values are copied from the input by position, so they come out
+ * bit-exact for every dtype. */
 #include "cpu.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct sort_item {
-    union { double f; int64_t i; } key;
+    uint64_t key;
     int64_t pos;        /* 0-based position in the line */
 } sort_item;
 
-/* NaN is larger than everything, and equal to itself. */
-static inline int cmp_f64(double a, double b)
+static uint64_t key_f64(double v)
 {
-    bool na = a != a, nb = b != b;
-    if (na || nb) return na - nb;
-    return (a > b) - (a < b);
+    if (v != v) return UINT64_MAX;
+    if (v == 0) v = 0.0;            /* -0.0 sorts with +0.0 */
+    uint64_t b;
+    memcpy(&b, &v, 8);
+    return b >> 63 ? ~b : b | (UINT64_C(1) << 63);
 }
 
-static inline int cmp_i64(int64_t a, int64_t b) { return (a > b) - (a < b); }
-
-static inline int by_pos(const sort_item *x, const sort_item *y) { return cmp_i64(x->pos, y->pos); }
-
-static int asc_f64(const void *a, const void *b)
+static uint64_t key_f32(float v)
 {
-    const sort_item *x = a, *y = b;
-    int c = cmp_f64(x->key.f, y->key.f);
-    return c ? c : by_pos(x, y);
+    if (v != v) return UINT64_MAX;
+    if (v == 0) v = 0.0f;
+    uint32_t b;
+    memcpy(&b, &v, 4);
+    return b >> 31 ? (uint32_t)~b : b | (UINT32_C(1) << 31);
 }
 
-static int desc_f64(const void *a, const void *b)
+static uint64_t key_of(const char *p, em_dtype d)
 {
-    const sort_item *x = a, *y = b;
-    int c = cmp_f64(y->key.f, x->key.f);
-    return c ? c : by_pos(x, y);
+    switch (d) {
+    case EM_FLOAT32: return key_f32(*(const float *)p);
+    case EM_FLOAT64: return key_f64(*(const double *)p);
+    case EM_FLOAT16: case EM_BFLOAT16: return key_f32((float)cpu_load_f64(p, d));
+    default: return (uint64_t)cpu_load_i64(p, d) ^ (UINT64_C(1) << 63);
+    }
 }
 
-static int asc_i64(const void *a, const void *b)
+/* Sorts a[0..n) by key, stably; tmp has room for n items. Returns the
+ * buffer that holds the result (a or tmp). */
+static sort_item *radix_sort(sort_item *a, sort_item *tmp, int64_t n)
 {
-    const sort_item *x = a, *y = b;
-    int c = cmp_i64(x->key.i, y->key.i);
-    return c ? c : by_pos(x, y);
-}
-
-static int desc_i64(const void *a, const void *b)
-{
-    const sort_item *x = a, *y = b;
-    int c = cmp_i64(y->key.i, x->key.i);
-    return c ? c : by_pos(x, y);
+    if (n < 64) {   /* insertion sort: stable, and cheaper for short lines */
+        for (int64_t i = 1; i < n; i++) {
+            sort_item x = a[i];
+            int64_t j = i - 1;
+            while (j >= 0 && a[j].key > x.key) { a[j + 1] = a[j]; j--; }
+            a[j + 1] = x;
+        }
+        return a;
+    }
+    static _Thread_local int64_t count[8][256];
+    memset(count, 0, sizeof count);
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t k = a[i].key;
+        for (int b = 0; b < 8; b++) count[b][(k >> (8 * b)) & 255]++;
+    }
+    for (int b = 0; b < 8; b++) {
+        int64_t *c = count[b];
+        if (c[(a[0].key >> (8 * b)) & 255] == n) continue;   /* every key has this byte */
+        int64_t sum = 0;
+        for (int v = 0; v < 256; v++) { int64_t t = c[v]; c[v] = sum; sum += t; }
+        for (int64_t i = 0; i < n; i++) tmp[c[(a[i].key >> (8 * b)) & 255]++] = a[i];
+        sort_item *s = a; a = tmp; tmp = s;
+    }
+    return a;
 }
 
 /* Element offset of the start of line `r` of t (lines run along dim). */
@@ -67,7 +91,7 @@ static int64_t line_offset(const em_tensor *t, int dim, int64_t r)
 
 int cpu_sort(em_tensor *values, em_tensor *indices, const em_tensor *in, int dim, bool descending, bool stable)
 {
-    (void)stable;   /* always stable: the position breaks ties */
+    (void)stable;   /* always stable */
     if (in->ndim == 0 || dim < 0 || dim >= in->ndim || indices->dtype != EM_INT64 ||
         values->dtype != in->dtype || values->ndim != in->ndim || indices->ndim != in->ndim)
         return em_set_error("sort: bad arguments to the CPU kernel (values %s, indices %s, in %s, dim %d)",
@@ -76,16 +100,16 @@ int cpu_sort(em_tensor *values, em_tensor *indices, const em_tensor *in, int dim
     if (numel == 0) return 0;
     int64_t lines = numel / n;
     em_dtype dt = in->dtype;
-    bool fl = em_dtype_is_float(dt);
-    int (*cmp)(const void *, const void *) = fl ? (descending ? desc_f64 : asc_f64)
-                                                : (descending ? desc_i64 : asc_i64);
     size_t esz = em_dtype_size(dt);
     const char *ibase = (const char *)in->storage->data;
     char *vbase = (char *)values->storage->data, *xbase = (char *)indices->storage->data;
+    int64_t ist = in->strides[dim] * (int64_t)esz, vst = values->strides[dim] * (int64_t)esz;
+    int64_t xst = indices->strides[dim] * 8;
+    uint64_t flip = descending ? UINT64_MAX : 0;
     int failed = 0;
     #pragma omp parallel if (lines > 1 && numel >= CPU_PARALLEL_MIN)
     {
-        sort_item *buf = malloc(sizeof(sort_item) * (size_t)n);
+        sort_item *buf = malloc(sizeof(sort_item) * 2 * (size_t)n);
         if (!buf) {
             #pragma omp atomic write
             failed = 1;
@@ -94,21 +118,16 @@ int cpu_sort(em_tensor *values, em_tensor *indices, const em_tensor *in, int dim
         for (int64_t r = 0; r < lines; r++) {
             if (!buf) continue;
             const char *src = ibase + line_offset(in, dim, r) * (int64_t)esz;
-            int64_t ist = in->strides[dim] * (int64_t)esz;
             for (int64_t j = 0; j < n; j++) {
-                const char *p = src + j * ist;
-                if (dt == EM_FLOAT32) buf[j].key.f = *(const float *)p;
-                else if (fl) buf[j].key.f = cpu_load_f64(p, dt);
-                else buf[j].key.i = cpu_load_i64(p, dt);
+                buf[j].key = key_of(src + j * ist, dt) ^ flip;
                 buf[j].pos = j;
             }
-            qsort(buf, (size_t)n, sizeof *buf, cmp);
+            const sort_item *s = radix_sort(buf, buf + n, n);
             char *vd = vbase + line_offset(values, dim, r) * (int64_t)esz;
             char *xd = xbase + line_offset(indices, dim, r) * 8;
-            int64_t vst = values->strides[dim] * (int64_t)esz, xst = indices->strides[dim] * 8;
             for (int64_t j = 0; j < n; j++) {
-                memcpy(vd + j * vst, src + buf[j].pos * ist, esz);
-                *(int64_t *)(xd + j * xst) = buf[j].pos + 1;
+                memcpy(vd + j * vst, src + s[j].pos * ist, esz);
+                *(int64_t *)(xd + j * xst) = s[j].pos + 1;
             }
         }
         free(buf);

@@ -126,6 +126,15 @@ describe("matmul values", function()
     local c = ember.tensor(A, {dtype = "float64"}):matmul(ember.tensor(W, {dtype = "float64"}))
     assert.are.same({3, 2, 5}, shape_of(c))
     for i = 1, 3 do assert_close(c:tolist()[i], ref_mm(A[i], W), 1e-12) end
+    -- each matrix transposed: no row folding possible, batched instead
+    local AT = build({3, 4, 2}, function(k) return k / 4 end)
+    local at = ember.tensor(AT, {dtype = "float64"}):transpose(2, 3)
+    local ct = at:matmul(ember.tensor(W, {dtype = "float64"}))
+    for i = 1, 3 do
+      local m = {}
+      for r = 1, 2 do m[r] = {} for k = 1, 4 do m[r][k] = AT[i][k][r] end end
+      assert_close(ct:tolist()[i], ref_mm(m, W), 1e-12)
+    end
     local M = build({2, 3}, function(k) return k end)
     local B = build({4, 3, 2}, function(k) return k % 4 end)
     local d = ember.tensor(M, {dtype = "float64"}):matmul(ember.tensor(B, {dtype = "float64"}))
@@ -286,8 +295,9 @@ describe("matmul dtypes", function()
     local c = a:matmul(a)
     assert.are.equal("int64", c.dtype)
     assert.are.same({{7, 10}, {15, 22}}, c:tolist())
-    local big = ember.tensor({{2^40, 1}}):matmul(ember.tensor({{3}, {1}}))
-    assert.are.same({{3 * 2^40 + 1}}, big:tolist())
+    local big = ember.tensor({{1 << 40, 1}}):matmul(ember.tensor({{3}, {1}}))
+    assert.are.same({{3 * (1 << 40) + 1}}, big:tolist())
+    assert.are.equal("int64", big.dtype)
     assert.are.equal(32, ember.tensor({1, 2, 3}):dot(ember.tensor({4, 5, 6})):item())
     assert.are.same({{4, 5}, {8, 10}}, ember.tensor({1, 2}):outer(ember.tensor({4, 5})):tolist())
   end)
