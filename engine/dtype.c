@@ -79,6 +79,10 @@ static int priority(const em_tensor *t) { return t->wrapped_number ? 0 : t->ndim
 em_dtype em_result_type(const em_tensor *a, const em_tensor *b)
 {
     int pa = priority(a), pb = priority(b);
+    if (pa == pb && pa == 0) { /* two numbers: the default dtype of the higher category */
+        int c = category(a->dtype) > category(b->dtype) ? category(a->dtype) : category(b->dtype);
+        return c == 2 ? em_default_dtype() : c == 1 ? EM_INT64 : EM_BOOL;
+    }
     if (pa == pb) return em_promote(a->dtype, b->dtype);
     const em_tensor *hi = pa > pb ? a : b, *lo = pa > pb ? b : a;
     if (category(lo->dtype) <= category(hi->dtype)) return hi->dtype;

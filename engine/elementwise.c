@@ -37,6 +37,9 @@ static const char *const binary_names_[EM_NBINARY] = {
 const char *em_unary_name(em_unary_op op) { return (unsigned)op < EM_NUNARY ? unary_names[op] : "unary"; }
 const char *em_binary_name(em_binary_op op) { return (unsigned)op < EM_NBINARY ? binary_names[op] : "binary"; }
 
+/* sizes for 0-d tensors (a non-NULL pointer: em_empty copies zero bytes from it) */
+static const int64_t no_sizes[1] = {0};
+
 static bool is_half(em_dtype d) { return d == EM_FLOAT16 || d == EM_BFLOAT16; }
 static bool is_cmp(em_binary_op op) { return op >= EM_EQ && op <= EM_LOGICAL_OR; }
 
@@ -312,7 +315,7 @@ done:
  * for an integer, so that em_result_type treats it as a weak scalar. */
 static em_tensor *wrapped_number(double s, bool s_is_int, em_device dev)
 {
-    em_tensor *t = em_empty(NULL, 0, s_is_int ? EM_INT64 : EM_FLOAT64, dev);
+    em_tensor *t = em_empty(no_sizes, 0, s_is_int ? EM_INT64 : EM_FLOAT64, dev);
     if (!t) return NULL;
     if (t->storage->backend->fill(t, s)) { em_release(t); return NULL; }
     t->wrapped_number = true;
@@ -438,7 +441,7 @@ int em_masked_fill_(em_tensor *t, const em_tensor *mask, double value)
         return em_set_error("masked_fill_: mask %s cannot be broadcast to the tensor's shape %s", SHAPE(mask),
                             SHAPE(t));
     if (check_writable("masked_fill_", t)) return -1;
-    em_tensor *v = em_empty(NULL, 0, t->dtype, em_dev(t));
+    em_tensor *v = em_empty(no_sizes, 0, t->dtype, em_dev(t));
     if (!v) return -1;
     int rc = -1;
     em_tensor *xm = NULL, *xv = NULL;
