@@ -1,2 +1,0 @@
-build-shell/engine/dtype.o: engine/dtype.c engine/ember.h
-engine/ember.h:
