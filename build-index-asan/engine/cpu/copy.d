@@ -1,6 +1,0 @@
-build-index-asan/engine/cpu/copy.o: engine/cpu/copy.c engine/cpu/cpu.h \
- engine/cpu/../internal.h engine/cpu/../ember.h engine/cpu/../backend.h
-engine/cpu/cpu.h:
-engine/cpu/../internal.h:
-engine/cpu/../ember.h:
-engine/cpu/../backend.h:

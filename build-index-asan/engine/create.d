@@ -1,5 +1,0 @@
-build-index-asan/engine/create.o: engine/create.c engine/internal.h \
- engine/ember.h engine/backend.h
-engine/internal.h:
-engine/ember.h:
-engine/backend.h:

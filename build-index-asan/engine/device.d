@@ -1,4 +1,0 @@
-build-index-asan/engine/device.o: engine/device.c engine/ember.h \
- engine/backend.h
-engine/ember.h:
-engine/backend.h:

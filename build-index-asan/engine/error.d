@@ -1,2 +1,0 @@
-build-index-asan/engine/error.o: engine/error.c engine/ember.h
-engine/ember.h:

@@ -1,5 +1,0 @@
-build-index/engine/elementwise.o: engine/elementwise.c engine/internal.h \
- engine/ember.h engine/backend.h
-engine/internal.h:
-engine/ember.h:
-engine/backend.h:

@@ -1,5 +1,0 @@
-build-index/engine/view.o: engine/view.c engine/internal.h engine/ember.h \
- engine/backend.h
-engine/internal.h:
-engine/ember.h:
-engine/backend.h:

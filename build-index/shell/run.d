@@ -1,8 +1,0 @@
-build-index/shell/run.o: shell/run.c shell/shell.h \
- /usr/include/lua5.4/lua.h /usr/include/lua5.4/luaconf.h \
- /usr/include/lua5.4/lauxlib.h /usr/include/lua5.4/lua.h
-shell/shell.h:
-/usr/include/lua5.4/lua.h:
-/usr/include/lua5.4/luaconf.h:
-/usr/include/lua5.4/lauxlib.h:
-/usr/include/lua5.4/lua.h:

@@ -1,2 +1,0 @@
-build-linalg/engine/error.o: engine/error.c engine/ember.h
-engine/ember.h:

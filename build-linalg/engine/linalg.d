@@ -1,5 +1,0 @@
-build-linalg/engine/linalg.o: engine/linalg.c engine/internal.h \
- engine/ember.h engine/backend.h
-engine/internal.h:
-engine/ember.h:
-engine/backend.h:

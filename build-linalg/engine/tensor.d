@@ -1,4 +1,0 @@
-build-linalg/engine/tensor.o: engine/tensor.c engine/ember.h \
- engine/backend.h
-engine/ember.h:
-engine/backend.h:
