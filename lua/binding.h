@@ -90,7 +90,7 @@ void emlua_open_index(lua_State *L);       /* bind_index.c */
 void emlua_open_linalg(lua_State *L);      /* bind_linalg.c: matmul family, random */
 /* format.c: tostring(t) as PyTorch prints it */
 int emlua_tostring(lua_State *L);
-/* Pushes the string for tensor t, with `indent` spaces for continuation lines. */
+/* Pushes the string PyTorch would print for tensor t. */
 void emlua_format_tensor(lua_State *L, const em_tensor *t);
 
 #endif

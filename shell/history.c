@@ -36,6 +36,7 @@ void emsh_history_open(void)
 {
     using_history();
     stifle_history(HISTORY_MAX);
+    history_comment_char = '#';      /* timestamps are "#<seconds>" lines */
     history_write_timestamps = 1;
     history_multiline_entries = 1;
     history_path = default_path();

@@ -6,14 +6,13 @@
  * standard libraries and the ember module's tables, nothing more. CUDA,
  * readline's history file and the like are touched only when used. */
 #include "shell.h"
+#include "../lua/binding.h"   /* luaopen_ember */
 
 #include <lualib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-int luaopen_ember(lua_State *L);   /* lua/ember.c */
 
 /* Modules loaded before any user code runs, each also set as a global of
  * its name (and in package.loaded, so `require` returns the same table).

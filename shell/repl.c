@@ -56,15 +56,16 @@ static int getc_interruptible(FILE *in)
     }
 }
 
-static const char *get_prompt(lua_State *L, bool first)
+/* Pushes the prompt and returns it. Like lua.c, the globals _PROMPT and
+ * _PROMPT2 override the defaults. */
+static const char *push_prompt(lua_State *L, bool first)
 {
-    /* like lua.c: the globals _PROMPT and _PROMPT2 override the defaults */
     if (lua_getglobal(L, first ? "_PROMPT" : "_PROMPT2") == LUA_TNIL) {
         lua_pop(L, 1);
-        return first ? PROMPT : PROMPT2;
+        return lua_pushstring(L, first ? PROMPT : PROMPT2);
     }
     const char *p = luaL_tolstring(L, -1, NULL);
-    lua_remove(L, -2);   /* the string stays on the stack while in use */
+    lua_remove(L, -2);
     return p;
 }
 
@@ -109,7 +110,7 @@ static line_status push_line(lua_State *L, bool first)
     line_status st;
     char *line;
     if (interactive) {
-        const char *prompt = get_prompt(L, first);
+        const char *prompt = push_prompt(L, first);
         line = read_terminal_line(prompt, &st);
         lua_pop(L, 1);   /* the prompt */
     } else {
