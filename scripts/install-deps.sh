@@ -15,7 +15,7 @@ packages=(
     python3 python3-pexpect           # shell tests over a pseudo-terminal
 )
 if [ "${1:-}" = "--bench" ]; then
-    packages+=(python3-torch)         # PyTorch's CPU figures beside ours
+    packages+=(python3-torch hyperfine)   # PyTorch's CPU figures beside ours; start-up timing
 fi
 
 missing=()

@@ -12,21 +12,30 @@ if $PY -c 'import torch' 2>/dev/null; then have_torch=1; fi
 
 declare -A ours theirs units
 
-# start-up: mean wall time of many runs, in ms
-startup_ms() { # command...
-    local n=$1; shift
+# start-up: mean wall time of many runs, in ms (hyperfine when installed:
+# it subtracts nothing but spawns without a shell; else a plain loop)
+startup_ms() { # runs "command line"
+    local n=$1 cmd=$2
+    if command -v hyperfine >/dev/null; then
+        local json
+        json=$(mktemp)
+        hyperfine -N -w 3 -r "$n" --export-json "$json" "$cmd" >/dev/null 2>&1
+        $PY -c 'import json,sys; print("%.3f" % (json.load(open(sys.argv[1]))["results"][0]["mean"] * 1e3))' "$json"
+        rm -f "$json"
+        return
+    fi
     local t0 t1
     t0=$(date +%s%N)
-    for _ in $(seq "$n"); do "$@" >/dev/null 2>&1; done
+    for _ in $(seq "$n"); do eval "$cmd" >/dev/null 2>&1; done
     t1=$(date +%s%N)
     awk -v a="$t0" -v b="$t1" -v n="$n" 'BEGIN { printf "%.3f", (b - a) / n / 1e6 }'
 }
 "$EMBER" -e '' # warm the page cache
-ours[startup_ms]=$(startup_ms 50 "$EMBER" -e '')
+ours[startup_ms]=$(startup_ms 50 "$EMBER -e ''")
 units[startup_ms]=ms
 if [ $have_torch = 1 ]; then
     $PY -c 'import torch' # warm
-    theirs[startup_ms]=$(startup_ms 5 $PY -c 'import torch')
+    theirs[startup_ms]=$(startup_ms 5 "$PY -c 'import torch'")
 fi
 
 while read -r name value unit; do ours[$name]=$value; units[$name]=$unit; done \
