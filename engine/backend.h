@@ -89,7 +89,11 @@ typedef struct em_backend {
      * dims of `in`. For EM_RMAX/EM_RMIN `idx` may be non-NULL (int64, same
      * shape as out): it receives the 1-based position within the reduced
      * (flattened) dims of the first extreme value. NaN propagates in max/min.
-     * Sums accumulate in double for float32/float64 (pairwise on the CPU). */
+     * out's dtype is the result dtype and may differ from in's: int64 (or a
+     * requested dtype) for sums/products of integer and bool inputs, bool for
+     * all/any, in's dtype for max/min; kernels convert while loading.
+     * Float sums accumulate in double (the CPU uses 8 accumulators per block
+     * of 1024 elements). */
     int (*reduce)(em_reduce_op op, em_tensor *out, em_tensor *idx,
                   const em_tensor *in, int nreduce);
     /* inclusive scan along dim (0-based); out has in's shape and dtype */

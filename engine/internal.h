@@ -23,8 +23,9 @@ const char *em_sizes_tmp(const int64_t *sizes, int ndim);
 /* A cast of t to dtype d (new reference; t itself retained if same dtype). */
 em_tensor *em_cast_to(const em_tensor *t, em_dtype d);
 
-/* Reduction helpers: turns a list of dims into a mask; 0 = error.
- * ndims == 0 selects all dims. */
+/* Reduction helper: fills mask[EM_MAX_DIMS] with the reduced dims of t and
+ * returns how many there are (0 is valid: a 0-d tensor), or -1 with an
+ * error naming op. ndims == 0 selects all dims. */
 int em_dims_mask(const em_tensor *t, const int *dims, int ndims, const char *op, bool *mask);
 
 /* Random numbers: reserve `n` counters from the global generator and return

@@ -170,6 +170,43 @@ static double sum_block(const double *x, int64_t n)
     return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
 }
 
+/* The block's max (min); NaN if it holds one. Eight independent lanes of
+ * compare-and-select vectorise (one running max is an ordered reduction the
+ * compiler must keep scalar); NaNs are counted on the side. */
+static double max_block(const double *x, int64_t n)
+{
+    double m[8];
+    int64_t nan[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int k = 0; k < 8; k++) m[k] = x[0];
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) {
+            double v = x[i + k];
+            m[k] = v > m[k] ? v : m[k];
+            nan[k] += v != v;
+        }
+    for (; i < n; i++) { m[0] = x[i] > m[0] ? x[i] : m[0]; nan[0] += x[i] != x[i]; }
+    for (int k = 1; k < 8; k++) { m[0] = m[k] > m[0] ? m[k] : m[0]; nan[0] += nan[k]; }
+    return nan[0] ? NAN : m[0];
+}
+
+static double min_block(const double *x, int64_t n)
+{
+    double m[8];
+    int64_t nan[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int k = 0; k < 8; k++) m[k] = x[0];
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) {
+            double v = x[i + k];
+            m[k] = v < m[k] ? v : m[k];
+            nan[k] += v != v;
+        }
+    for (; i < n; i++) { m[0] = x[i] < m[0] ? x[i] : m[0]; nan[0] += x[i] != x[i]; }
+    for (int k = 1; k < 8; k++) { m[0] = m[k] < m[0] ? m[k] : m[0]; nan[0] += nan[k]; }
+    return nan[0] ? NAN : m[0];
+}
+
 static bool better_f(double v, double cur, bool ismax)
 {
     if (v != v) return cur == cur;                  /* the first NaN wins */
@@ -197,11 +234,8 @@ static void block_f(const layout *L, const double *x, int64_t n, int64_t pos, pa
         bool ismax = L->op == EM_RMAX;
         /* branch-free pass for the block's extreme, then a search for its
          * first position only when it improves on what came before */
-        double m = x[0];
-        int nan = 0;
-        if (ismax) for (int64_t i = 0; i < n; i++) { m = x[i] > m ? x[i] : m; nan |= x[i] != x[i]; }
-        else for (int64_t i = 0; i < n; i++) { m = x[i] < m ? x[i] : m; nan |= x[i] != x[i]; }
-        if (nan) m = NAN;
+        double m = ismax ? max_block(x, n) : min_block(x, n);
+        bool nan = m != m;
         if (p->has && !better_f(m, p->f, ismax)) break;
         p->f = m;
         p->has = true;

@@ -7,18 +7,68 @@
 #include "cpu.h"
 
 #include <math.h>
+#include <string.h>
+
+/* exp for float32, written so that loops over it vectorise (libm's expf
+ * does not): exp(x) = 2^n * exp(r) with n = round(x / ln 2), |r| <= ln2 / 2,
+ * and a degree-6 polynomial for exp(r) (the Cephes coefficients, about 1 ulp).
+ * Results below 2^-126 flush to 0, which softmax cannot tell apart. */
+static inline float exp_f32(float x)
+{
+    float c = x > -87.0f ? x : -87.0f;     /* NaN too: the integer part stays defined */
+    c = c < 88.0f ? c : 88.0f;
+    float n = rintf(c * 1.44269504088896341f);
+    float r = c - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    float y = p * r * r + r + 1.0f;
+    uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    y *= scale;
+    y = x < -87.0f ? 0.0f : y;
+    y = x > 88.0f ? INFINITY : y;
+    return x != x ? x : y;
+}
+
+/* max ignoring NaN (a NaN reaches the output through exp anyway) and sums
+ * in double, each in eight lanes so that they vectorise */
+static float max_f32(const float *x, int64_t n)
+{
+    float m[8];
+    for (int k = 0; k < 8; k++) m[k] = x[0];
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) m[k] = x[i + k] > m[k] ? x[i + k] : m[k];
+    for (; i < n; i++) m[0] = x[i] > m[0] ? x[i] : m[0];
+    for (int k = 1; k < 8; k++) m[0] = m[k] > m[0] ? m[k] : m[0];
+    return m[0];
+}
+
+static double sum_f32(const float *x, int64_t n)
+{
+    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) acc[k] += x[i + k];
+    for (; i < n; i++) acc[0] += x[i];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
 
 static void row_f32(em_softmax_op op, float *o, const float *x, int64_t n)
 {
-    float m = x[0];
-    for (int64_t i = 1; i < n; i++) m = x[i] > m ? x[i] : m;
-    double s = 0;
+    float m = max_f32(x, n);
+    for (int64_t i = 0; i < n; i++) o[i] = exp_f32(x[i] - m);
+    double s = sum_f32(o, n);
     if (op == EM_SOFTMAX) {
-        for (int64_t i = 0; i < n; i++) { o[i] = expf(x[i] - m); s += o[i]; }
         float inv = (float)(1.0 / s);
         for (int64_t i = 0; i < n; i++) o[i] *= inv;
     } else {
-        for (int64_t i = 0; i < n; i++) s += expf(x[i] - m);
         float shift = m + (float)log(s);
         for (int64_t i = 0; i < n; i++) o[i] = x[i] - shift;
     }
@@ -75,6 +125,75 @@ static int64_t row_offset(const em_tensor *t, int dim, int64_t r)
     return off;
 }
 
+/* Contiguous float32/float64, dim not last: the rows along dim are W apart,
+ * so each unit takes a group of up to COLS neighbouring columns of one outer
+ * slice [n][W] and runs the three passes over whole rows of them. */
+#define COLS 512
+
+static void cols_f32(em_softmax_op op, float *o, const float *x, int64_t n, int64_t W, int64_t w)
+{
+    float m[COLS];
+    double s[COLS];
+    for (int64_t j = 0; j < w; j++) { m[j] = x[j]; s[j] = 0; }
+    for (int64_t k = 1; k < n; k++)
+        for (int64_t j = 0; j < w; j++) m[j] = x[k * W + j] > m[j] ? x[k * W + j] : m[j];
+    for (int64_t k = 0; k < n; k++)
+        for (int64_t j = 0; j < w; j++) {
+            float e = exp_f32(x[k * W + j] - m[j]);
+            o[k * W + j] = e;
+            s[j] += e;
+        }
+    if (op == EM_SOFTMAX) {
+        for (int64_t j = 0; j < w; j++) m[j] = (float)(1.0 / s[j]);
+        for (int64_t k = 0; k < n; k++)
+            for (int64_t j = 0; j < w; j++) o[k * W + j] *= m[j];
+    } else {
+        for (int64_t j = 0; j < w; j++) m[j] += (float)log(s[j]);
+        for (int64_t k = 0; k < n; k++)
+            for (int64_t j = 0; j < w; j++) o[k * W + j] = x[k * W + j] - m[j];
+    }
+}
+
+static void cols_f64(em_softmax_op op, double *o, const double *x, int64_t n, int64_t W, int64_t w)
+{
+    double m[COLS], s[COLS];
+    for (int64_t j = 0; j < w; j++) { m[j] = x[j]; s[j] = 0; }
+    for (int64_t k = 1; k < n; k++)
+        for (int64_t j = 0; j < w; j++) m[j] = x[k * W + j] > m[j] ? x[k * W + j] : m[j];
+    for (int64_t k = 0; k < n; k++)
+        for (int64_t j = 0; j < w; j++) {
+            double e = exp(x[k * W + j] - m[j]);
+            o[k * W + j] = e;
+            s[j] += e;
+        }
+    if (op == EM_SOFTMAX) {
+        for (int64_t j = 0; j < w; j++) m[j] = 1.0 / s[j];
+        for (int64_t k = 0; k < n; k++)
+            for (int64_t j = 0; j < w; j++) o[k * W + j] *= m[j];
+    } else {
+        for (int64_t j = 0; j < w; j++) m[j] += log(s[j]);
+        for (int64_t k = 0; k < n; k++)
+            for (int64_t j = 0; j < w; j++) o[k * W + j] = x[k * W + j] - m[j];
+    }
+}
+
+static void softmax_cols(em_softmax_op op, em_tensor *out, const em_tensor *in, int dim)
+{
+    int64_t n = in->sizes[dim], W = in->strides[dim], groups = em_numel(in) / (n * W);
+    int64_t nblk = (W + COLS - 1) / COLS;
+    bool f32 = in->dtype == EM_FLOAT32;
+    char *ob = (char *)em_data_ptr(out);
+    const char *xb = (const char *)em_data_ptr(in);
+    int64_t esz = (int64_t)em_dtype_size(in->dtype);
+    #pragma omp parallel for schedule(static) if (cpu_parallel(em_numel(in)) && groups * nblk > 1)
+    for (int64_t u = 0; u < groups * nblk; u++) {
+        int64_t g = u / nblk, j0 = (u % nblk) * COLS, w = W - j0 < COLS ? W - j0 : COLS;
+        int64_t off = (g * n * W + j0) * esz;
+        if (f32) cols_f32(op, (float *)(ob + off), (const float *)(xb + off), n, W, w);
+        else cols_f64(op, (double *)(ob + off), (const double *)(xb + off), n, W, w);
+    }
+}
+
 int cpu_softmax(em_softmax_op op, em_tensor *out, const em_tensor *in, int dim)
 {
     if (in->ndim == 0 || dim < 0 || dim >= in->ndim)
@@ -86,8 +205,12 @@ int cpu_softmax(em_softmax_op op, em_tensor *out, const em_tensor *in, int dim)
     size_t xe = em_dtype_size(in->dtype), oe = em_dtype_size(out->dtype);
     char *ob = (char *)em_data_ptr(out);
     const char *xb = (const char *)em_data_ptr(in);
-    bool fast = in->dtype == out->dtype && xs == 1 && os == 1 &&
-                (in->dtype == EM_FLOAT32 || in->dtype == EM_FLOAT64);
+    bool fdt = in->dtype == out->dtype && (in->dtype == EM_FLOAT32 || in->dtype == EM_FLOAT64);
+    if (fdt && xs > 1 && em_is_contiguous(in) && em_is_contiguous(out)) {
+        softmax_cols(op, out, in, dim);
+        return 0;
+    }
+    bool fast = fdt && xs == 1 && os == 1;
     #pragma omp parallel for schedule(static) if (cpu_parallel(numel) && rows > 1)
     for (int64_t r = 0; r < rows; r++) {
         char *o = ob + row_offset(out, dim, r) * (int64_t)oe;
