@@ -58,7 +58,7 @@ done
 for t in tests/shell/*_test.sh tests/shell/*_test.py; do
     [ -e "$t" ] || continue
     case "$t" in
-        *.py) python3 "$t" > "$log" 2>&1; rc=$? ;;
+        *.py) /usr/bin/python3 "$t" > "$log" 2>&1; rc=$? ;;
         *) bash "$t" > "$log" 2>&1; rc=$? ;;
     esac
     count "shell/$(basename "$t")" "$log" $rc
