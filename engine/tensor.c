@@ -120,7 +120,16 @@ em_tensor *em_empty(const int64_t *sizes, int ndim, em_dtype dtype, em_device de
         return em_set_error("empty: size %s is too large", em_sizes_str(sizes, ndim, buf, sizeof buf)), NULL;
     }
     t->storage = storage_new((size_t)n * esz, dev);
-    if (!t->storage) { header_free(t); return NULL; }
+    if (!t->storage) {
+        header_free(t);
+        if (strncmp(em_error(), "out of memory", 13) == 0) {
+            char dbuf[32];
+            em_set_error("out of memory: a %s tensor of size %s needs %llu bytes on %s", em_dtype_name(dtype),
+                         em_sizes_str(sizes, ndim, buf, sizeof buf), (unsigned long long)n * esz,
+                         em_device_str(dev, dbuf, sizeof dbuf));
+        }
+        return NULL;
+    }
     if (ndim > 0) memcpy(t->sizes, sizes, sizeof(int64_t) * (size_t)ndim);
     t->ndim = ndim;
     t->dtype = dtype;

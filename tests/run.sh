@@ -30,7 +30,9 @@ count() { # name, tap file, exit status
 }
 
 if [ "${SAN:-0}" = 1 ]; then
-    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+    # allocator_may_return_null: a huge request must reach the engine's own
+    # "out of memory" error path, as in a normal build
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:allocator_may_return_null=1
     export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fi
