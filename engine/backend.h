@@ -55,8 +55,12 @@ typedef struct em_backend {
     em_device_type type;
 
     /* memory */
-    void *(*alloc)(size_t nbytes, int device_index);     /* NULL + error on failure */
-    void (*free)(void *ptr, int device_index);
+    /* alloc: NULL + error on failure. free gets back the size given to alloc,
+     * so a backend may keep freed blocks in size bins for reuse (the CPU
+     * backend does for large blocks; empty_cache returns them to the system). */
+    void *(*alloc)(size_t nbytes, int device_index);
+    void (*free)(void *ptr, size_t nbytes, int device_index);
+    void (*empty_cache)(int device_index);
     /* bytes between host and this device (either direction) */
     int (*memcpy_h2d)(void *dst, const void *src, size_t n, int device_index);
     int (*memcpy_d2h)(void *dst, const void *src, size_t n, int device_index);

@@ -59,7 +59,7 @@ static void storage_release(em_storage *s)
     if (--s->refcount > 0) return;
     bytes_in_use[s->device.type == EM_CUDA] -= s->nbytes;
     if (s->owns_data) {
-        s->backend->free(s->data, s->device.index);
+        s->backend->free(s->data, s->nbytes ? s->nbytes : 1, s->device.index);
         free(s);
     } else {
         small_storage *ss = (small_storage *)s;

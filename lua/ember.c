@@ -73,19 +73,26 @@ em_tensor *emlua_check(lua_State *L, int idx, const char *op)
     return NULL;
 }
 
-/* Bytes of tensor memory allocated since the last collection. Tensors are
- * small userdata that hold large buffers, so Lua's collector cannot see the
- * pressure they make; when the engine's bytes grow past the threshold we run
- * a full collection. */
-static size_t gc_threshold = (size_t)256 << 20;
+/* Tensors are small userdata holding large buffers, so Lua's collector does
+ * not see the pressure they make, and dropped tensors would pile up until
+ * the Lua heap itself grew. We count the bytes of large new storages and run
+ * a full collection once they pass a threshold: at least 32 MiB, a quarter
+ * of the tensor memory in use (so the cost stays proportional), and eight
+ * times the Lua heap (so a big Lua heap is not walked too often). Freed
+ * blocks then go back to the backend's cache and the next steps reuse them
+ * instead of touching fresh pages. */
+#define GC_MIN_DEBT ((size_t)32 << 20)
+static size_t gc_debt;
 
-static void account_memory(lua_State *L)
+static void account_memory(lua_State *L, size_t nbytes)
 {
+    gc_debt += nbytes;
+    if (gc_debt < GC_MIN_DEBT) return;
     size_t in_use = em_bytes_in_use(EM_CPU) + em_bytes_in_use(EM_CUDA);
-    if (in_use <= gc_threshold) return;
+    size_t lua_heap = (size_t)lua_gc(L, LUA_GCCOUNT) * 1024;
+    if (gc_debt < in_use / 4 || gc_debt < lua_heap * 8) return;
+    gc_debt = 0;
     lua_gc(L, LUA_GCCOLLECT);
-    in_use = em_bytes_in_use(EM_CPU) + em_bytes_in_use(EM_CUDA);
-    gc_threshold = in_use * 2 > ((size_t)256 << 20) ? in_use * 2 : (size_t)256 << 20;
 }
 
 int emlua_push(lua_State *L, em_tensor *t)
@@ -95,7 +102,8 @@ int emlua_push(lua_State *L, em_tensor *t)
     *ud = t;
     lua_rawgetp(L, LUA_REGISTRYINDEX, &tensor_mt_key);
     lua_setmetatable(L, -2);
-    if (t->storage->nbytes > 4096) account_memory(L);
+    /* a new storage (not a view of an existing one) of a size worth counting */
+    if (t->storage->nbytes >= 65536 && t->storage->refcount == 1) account_memory(L, t->storage->nbytes);
     return 1;
 }
 

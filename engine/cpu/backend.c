@@ -6,6 +6,7 @@ const em_backend em_cpu_backend = {
     .type = EM_CPU,
     .alloc = cpu_alloc,
     .free = cpu_free,
+    .empty_cache = cpu_empty_cache,
     .memcpy_h2d = cpu_memcpy,
     .memcpy_d2h = cpu_memcpy,
     .synchronize = cpu_synchronize,

@@ -43,7 +43,8 @@ static inline char *cpu_elem(const em_tensor *t, const int64_t *idx)
 
 /* ---- kernels (one file per family) --------------------------------------- */
 void *cpu_alloc(size_t nbytes, int device_index);
-void cpu_free(void *p, int device_index);
+void cpu_free(void *p, size_t nbytes, int device_index);
+void cpu_empty_cache(int device_index);
 int cpu_memcpy(void *dst, const void *src, size_t n, int device_index);
 int cpu_synchronize(int device_index);
 int cpu_fill(em_tensor *out, double value);

@@ -4,19 +4,82 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Large blocks are kept in a small cache when freed and handed out again for
+ * a request of the same size class. Without it every large temporary is a
+ * fresh mmap whose pages fault in on first write, which costs more than the
+ * op itself for memory-bound kernels; and since Lua frees tensors when its
+ * collector runs, not when the last reference goes, a training loop would
+ * otherwise touch new pages on every step. Blocks under CACHE_MIN come from
+ * malloc's own bins. The engine is single-threaded, so no lock. */
+#define CACHE_MIN ((size_t)1 << 16)
+#define CACHE_SLOTS 64
+#define CACHE_MAX_BYTES ((size_t)1 << 30)
+
+static struct { void *p; size_t size; } cache[CACHE_SLOTS];
+static int ncached;
+static size_t cached_bytes;
+
+/* Size classes: 4 KiB steps up to 1 MiB, then eighths of a power of two
+ * (at most 12.5% rounding waste). */
+static size_t size_class(size_t n)
+{
+    if (n < CACHE_MIN) return (n + 63) & ~(size_t)63;
+    size_t step = 4096;
+    if (n > ((size_t)1 << 20)) {
+        size_t p = (size_t)1 << (63 - __builtin_clzll((unsigned long long)n));
+        step = p / 8;
+    }
+    return (n + step - 1) / step * step;
+}
+
+/* frees slot i, keeping the others in the order they were freed */
+static void cache_drop(int i)
+{
+    free(cache[i].p);
+    cached_bytes -= cache[i].size;
+    memmove(&cache[i], &cache[i + 1], sizeof cache[0] * (size_t)(ncached - i - 1));
+    ncached--;
+}
+
+void cpu_empty_cache(int device_index)
+{
+    (void)device_index;
+    while (ncached) cache_drop(ncached - 1);
+}
+
 void *cpu_alloc(size_t nbytes, int device_index)
 {
     (void)device_index;
-    size_t rounded = (nbytes + 63) & ~(size_t)63;
-    void *p = aligned_alloc(64, rounded);
+    size_t size = size_class(nbytes);
+    if (size >= CACHE_MIN)
+        for (int i = ncached - 1; i >= 0; i--)   /* most recently freed first: warm in cache */
+            if (cache[i].size == size) {
+                void *p = cache[i].p;
+                cached_bytes -= size;
+                memmove(&cache[i], &cache[i + 1], sizeof cache[0] * (size_t)(ncached - i - 1));
+                ncached--;
+                return p;
+            }
+    void *p = aligned_alloc(64, size);
+    if (!p && ncached) {            /* give the cache back and try once more */
+        cpu_empty_cache(device_index);
+        p = aligned_alloc(64, size);
+    }
     if (!p) em_set_error("out of memory: could not allocate %zu bytes on the CPU", nbytes);
     return p;
 }
 
-void cpu_free(void *p, int device_index)
+void cpu_free(void *p, size_t nbytes, int device_index)
 {
     (void)device_index;
-    free(p);
+    size_t size = size_class(nbytes);
+    if (size < CACHE_MIN || size > CACHE_MAX_BYTES / 4) { free(p); return; }
+    /* evict the oldest blocks until this one fits */
+    while (ncached && (ncached == CACHE_SLOTS || cached_bytes + size > CACHE_MAX_BYTES)) cache_drop(0);
+    cache[ncached].p = p;
+    cache[ncached].size = size;
+    ncached++;
+    cached_bytes += size;
 }
 
 int cpu_memcpy(void *dst, const void *src, size_t n, int device_index)

@@ -1,6 +1,7 @@
 /* test_tensor.c — storage, reference counts, the free lists and view
  * arithmetic of the engine, checked from C without Lua. */
 #include "../../engine/ember.h"
+#include "../../engine/backend.h"
 #include "check.h"
 
 #include <string.h>
@@ -62,6 +63,22 @@ static void test_bytes_in_use(void)
     CHECK(em_bytes_in_use(EM_CPU) == before + 8000);
     em_release(t);
     CHECK(em_bytes_in_use(EM_CPU) == before);
+}
+
+static void test_large_blocks_are_reused(void)
+{
+    int64_t sz[1] = {1 << 20};              /* 4 MiB: kept by the CPU block cache */
+    em_tensor *a = em_empty(sz, 1, EM_FLOAT32, CPU);
+    void *p = em_data_ptr(a);
+    em_release(a);
+    em_tensor *b = em_empty(sz, 1, EM_FLOAT32, CPU);
+    CHECK(em_data_ptr(b) == p);             /* same size class: the same block again */
+    int64_t other[1] = {3 << 20};
+    em_tensor *c = em_empty(other, 1, EM_FLOAT32, CPU);
+    CHECK(em_data_ptr(c) != p);
+    em_release(c);
+    em_release(b);
+    em_cpu_backend.empty_cache(0);          /* hands the blocks back to the system */
 }
 
 static void test_view_strides(void)
@@ -214,6 +231,7 @@ int main(void)
     RUN(test_refcount_shares_storage);
     RUN(test_free_list_reuses_headers);
     RUN(test_bytes_in_use);
+    RUN(test_large_blocks_are_reused);
     RUN(test_view_strides);
     RUN(test_narrow_select_slice);
     RUN(test_expand_and_unsqueeze);
