@@ -18,6 +18,7 @@ static lua_State *running_L;
 
 void emsh_message(const char *progname, const char *msg)
 {
+    fflush(stdout);   /* keep printed values and errors in order when both are piped */
     if (progname) fprintf(stderr, "%s: ", progname);
     fprintf(stderr, "%s\n", msg);
     fflush(stderr);
