@@ -4,11 +4,7 @@
 -- error messages. PyTorch-generated numbers are marked as such.
 local ember = require "ember"
 
-local function errmsg(fn, ...)
-  local ok, err = pcall(fn, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(err)
-end
+local errmsg = require("helpers").err
 
 -- flattens a nested table (tolist output) row-major
 local function flat(t, out)

@@ -4,49 +4,11 @@
 -- and dims are 1-based).
 local ember = require "ember"
 
-local function is_nan(x) return x ~= x end
-
--- deep comparison of tolist() output with expected nested tables; NaN equals NaN
-local function same(got, want)
-    if type(want) == "table" then
-        if type(got) ~= "table" or #got ~= #want then return false end
-        for i = 1, #want do
-            if not same(got[i], want[i]) then return false end
-        end
-        return true
-    end
-    if type(want) == "number" and is_nan(want) then return type(got) == "number" and is_nan(got) end
-    return got == want
-end
-
-local function show(v)
-    if type(v) ~= "table" then return tostring(v) end
-    local parts = {}
-    for i = 1, #v do parts[i] = show(v[i]) end
-    return "{" .. table.concat(parts, ", ") .. "}"
-end
-
-local function check(t, want)
-    local got = t:tolist()
-    assert(same(got, want), "expected " .. show(want) .. ", got " .. show(got))
-end
-
-local function check_shape(t, want)
-    assert(same(t.shape, want), "expected shape " .. show(want) .. ", got " .. show(t.shape))
-end
-
--- the message of the error f(...) raises (the call must fail)
-local function err(f, ...)
-    local ok, e = pcall(f, ...)
-    assert(not ok, "expected an error")
-    return tostring(e)
-end
-
-local function has(msg, text)
-    assert(msg:find(text, 1, true), "expected the message to contain '" .. text .. "', got: " .. msg)
-end
+local h = require "helpers"
+local is_nan, same, show, check, check_shape, err, has = h.is_nan, h.same, h.show, h.check, h.check_shape, h.err, h.has
 
 local nan = 0 / 0
+
 local I = function(v) return ember.tensor(v, {dtype = "int64"}) end
 
 -- 1..24 as [2,3,4]: element (i,j,k) holds (i-1)*12 + (j-1)*4 + k

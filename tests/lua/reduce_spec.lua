@@ -7,55 +7,10 @@ local ember = require "ember"
 
 local nan = 0 / 0
 local inf = math.huge
-local function is_nan(x) return x ~= x end
-
--- deep comparison of tolist() output; numbers within tol (relative), NaN == NaN
-local function same(got, want, tol)
-    if type(want) == "table" then
-        if type(got) ~= "table" or #got ~= #want then return false end
-        for i = 1, #want do
-            if not same(got[i], want[i], tol) then return false end
-        end
-        return true
-    end
-    if type(want) == "number" then
-        if type(got) ~= "number" then return false end
-        if is_nan(want) then return is_nan(got) end
-        if want == got then return true end
-        if want == inf or want == -inf then return false end
-        return math.abs(got - want) <= (tol or 0) * math.max(1, math.abs(want))
-    end
-    return got == want
-end
-
-local function show(v)
-    if type(v) ~= "table" then return tostring(v) end
-    local parts = {}
-    for i = 1, #v do parts[i] = show(v[i]) end
-    return "{" .. table.concat(parts, ", ") .. "}"
-end
-
-local function check(t, want, tol)
-    assert(ember.is_tensor(t), "expected a tensor, got " .. type(t))
-    local got = t:tolist()
-    assert(same(got, want, tol), "expected " .. show(want) .. ", got " .. show(got))
-end
+local h = require "helpers"
+local is_nan, same, show, check, check_shape, err, has = h.is_nan, h.same, h.show, h.check, h.check_shape, h.err, h.has
 
 local function close(t, want) check(t, want, 1e-5) end
-
-local function check_shape(t, want)
-    assert(same(t.shape, want), "expected shape " .. show(want) .. ", got " .. show(t.shape))
-end
-
-local function err(f, ...)
-    local ok, e = pcall(f, ...)
-    assert(not ok, "expected an error")
-    return tostring(e)
-end
-
-local function has(msg, text)
-    assert(msg:find(text, 1, true), "expected the message to contain '" .. text .. "', got: " .. msg)
-end
 
 local F = function(v) return ember.tensor(v, {dtype = "float32"}) end
 local D = function(v) return ember.tensor(v, {dtype = "float64"}) end

@@ -3,11 +3,7 @@
 -- Expected values are written out by hand.
 local ember = require "ember"
 
-local function errmsg(fn, ...)
-  local ok, err = pcall(fn, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(err)
-end
+local errmsg = require("helpers").err
 
 describe("creation", function()
   it("builds from nested tables with inferred dtype", function()
