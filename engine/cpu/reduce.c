@@ -172,39 +172,27 @@ static double sum_block(const double *x, int64_t n)
 
 /* The block's max (min); NaN if it holds one. Eight independent lanes of
  * compare-and-select vectorise (one running max is an ordered reduction the
- * compiler must keep scalar); NaNs are counted on the side. */
-static double max_block(const double *x, int64_t n)
+ * compiler must keep scalar); NaNs are counted on the side. Comparing -v
+ * instead of v turns the max into a min without a second loop. */
+static double extreme_block(const double *x, int64_t n, bool ismax)
 {
-    double m[8];
+    double sign = ismax ? 1.0 : -1.0, m[8];
     int64_t nan[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int k = 0; k < 8; k++) m[k] = x[0];
+    for (int k = 0; k < 8; k++) m[k] = sign * x[0];
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
         for (int k = 0; k < 8; k++) {
-            double v = x[i + k];
+            double v = sign * x[i + k];
             m[k] = v > m[k] ? v : m[k];
             nan[k] += v != v;
         }
-    for (; i < n; i++) { m[0] = x[i] > m[0] ? x[i] : m[0]; nan[0] += x[i] != x[i]; }
+    for (; i < n; i++) {
+        double v = sign * x[i];
+        m[0] = v > m[0] ? v : m[0];
+        nan[0] += v != v;
+    }
     for (int k = 1; k < 8; k++) { m[0] = m[k] > m[0] ? m[k] : m[0]; nan[0] += nan[k]; }
-    return nan[0] ? NAN : m[0];
-}
-
-static double min_block(const double *x, int64_t n)
-{
-    double m[8];
-    int64_t nan[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int k = 0; k < 8; k++) m[k] = x[0];
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) {
-            double v = x[i + k];
-            m[k] = v < m[k] ? v : m[k];
-            nan[k] += v != v;
-        }
-    for (; i < n; i++) { m[0] = x[i] < m[0] ? x[i] : m[0]; nan[0] += x[i] != x[i]; }
-    for (int k = 1; k < 8; k++) { m[0] = m[k] < m[0] ? m[k] : m[0]; nan[0] += nan[k]; }
-    return nan[0] ? NAN : m[0];
+    return nan[0] ? NAN : sign * m[0];
 }
 
 static bool better_f(double v, double cur, bool ismax)
@@ -234,7 +222,7 @@ static void block_f(const layout *L, const double *x, int64_t n, int64_t pos, pa
         bool ismax = L->op == EM_RMAX;
         /* branch-free pass for the block's extreme, then a search for its
          * first position only when it improves on what came before */
-        double m = ismax ? max_block(x, n) : min_block(x, n);
+        double m = extreme_block(x, n, ismax);
         bool nan = m != m;
         if (p->has && !better_f(m, p->f, ismax)) break;
         p->f = m;
