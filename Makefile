@@ -10,11 +10,11 @@ CC      ?= cc
 ARCH    ?= -march=native
 OPT     ?= -O3
 LUA_PC  := lua5.4
-DEPS_CFLAGS := $(shell pkg-config --cflags $(LUA_PC) openblas 2>/dev/null)
+DEPS_CFLAGS := $(shell pkg-config --cflags $(LUA_PC) openblas libcjson zlib 2>/dev/null)
 DEPS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
 CFLAGS  ?= $(OPT) $(ARCH) -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC -fopenmp $(DEPS_CFLAGS)
-LDLIBS  := $(DEPS_LIBS) -lm -ldl -fopenmp
+LDLIBS  := $(DEPS_LIBS) -lcjson -lz -lm -ldl -fopenmp
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined

@@ -361,10 +361,52 @@ static void pin_module(void)
         dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
 }
 
+/* The Lua half of the library (the files in lua/ember/: ember.nn, ember.optim, ...)
+ * lives in the source tree's lua/ folder, one level above the build folder
+ * that holds this module (build/ember.so) or the executable (build/ember).
+ * Append it to package.path so `require "ember.nn"` works from both without
+ * setting LUA_PATH; paths the user set keep priority. */
+static void add_lua_path(lua_State *L)
+{
+    Dl_info info;
+    if (!dladdr((void *)add_lua_path, &info) || !info.dli_fname) return;
+    const char *slash = strrchr(info.dli_fname, '/');
+    if (!slash) return;
+    int dirlen = (int)(slash - info.dli_fname);
+    if (lua_getglobal(L, "package") != LUA_TTABLE) { lua_pop(L, 1); return; }
+    lua_getfield(L, -1, "path");
+    const char *old = lua_tostring(L, -1);
+    lua_pushlstring(L, info.dli_fname, (size_t)dirlen);
+    const char *dir = lua_tostring(L, -1);
+    lua_pushfstring(L, "%s;%s/../lua/?.lua;%s/../lua/?/init.lua", old ? old : "", dir, dir);
+    lua_remove(L, -2);
+    lua_setfield(L, -3, "path");
+    lua_pop(L, 2);
+}
+
+/* ember.nn, ember.optim, ember.data, ...: Lua submodules loaded on first use. */
+static int module_index(lua_State *L)
+{
+    const char *key = lua_tostring(L, 2);
+    static const char *const submodules[] = {"nn", "optim", "data", "autograd", NULL};
+    for (int i = 0; key && submodules[i]; i++) {
+        if (strcmp(key, submodules[i]) != 0) continue;
+        lua_getglobal(L, "require");
+        lua_pushfstring(L, "ember.%s", key);
+        lua_call(L, 1, 1);
+        lua_pushvalue(L, 2);
+        lua_pushvalue(L, -2);
+        lua_rawset(L, 1);      /* cache it in the module table */
+        return 1;
+    }
+    return 0;
+}
+
 int luaopen_ember(lua_State *L)
 {
     luaL_checkversion(L);
     pin_module();
+    add_lua_path(L);
     lua_rawgetp(L, LUA_REGISTRYINDEX, &module_key);
     if (lua_istable(L, -1)) return 1;   /* already opened in this state */
     lua_pop(L, 1);
@@ -379,6 +421,10 @@ int luaopen_ember(lua_State *L)
 
     lua_pushcfunction(L, m_wall_time);
     lua_setfield(L, -2, "wall_time");
+    lua_newtable(L);                    /* the module's metatable */
+    lua_pushcfunction(L, module_index);
+    lua_setfield(L, -2, "__index");
+    lua_setmetatable(L, -2);
     emlua_open_tensor(L);
     emlua_open_elementwise(L);
     emlua_open_reduce(L);
