@@ -30,6 +30,8 @@ em_tensor *em_scalar(double value, em_dtype d, em_device dev)
 
 int em_fill_(em_tensor *t, double value)
 {
+    if (em_grad_enabled() && t->requires_grad)
+        return em_set_error("fill_: in-place operation on a tensor that requires grad; use ember.no_grad");
     if (em_be(t)->fill(t, value)) return -1;
     em_bump_version(t);
     return 0;

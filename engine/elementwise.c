@@ -5,6 +5,7 @@
  * ever sees operands of one dtype. float16 and bfloat16 are storage types:
  * they compute in float32 and the result is cast back. */
 #include "internal.h"
+#include "autograd.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -137,6 +138,7 @@ static int unary_dtypes(em_unary_op op, em_dtype d, em_dtype *cd, em_dtype *od)
 em_tensor *em_unary(em_unary_op op, const em_tensor *a)
 {
     if ((unsigned)op >= EM_NUNARY) return em_set_error("unary: invalid op %d", (int)op), NULL;
+    if (em_ag_needed1(a)) return em_ag_unary(op, a);
     em_dtype cd, od;
     if (unary_dtypes(op, a->dtype, &cd, &od)) return NULL;
     em_dtype kod = od == EM_BOOL ? EM_BOOL : cd;
@@ -156,6 +158,7 @@ int em_unary_(em_unary_op op, em_tensor *a)
     if ((unsigned)op >= EM_NUNARY) return em_set_error("unary: invalid op %d", (int)op);
     char name[32];
     snprintf(name, sizeof name, "%s_", em_unary_name(op));
+    if (em_ag_check_inplace(name, a, NULL)) return -1;
     em_dtype cd, od;
     if (unary_dtypes(op, a->dtype, &cd, &od)) return -1;
     if (!can_cast(od, a->dtype)) return cast_error(name, od, a->dtype);
@@ -250,6 +253,7 @@ static bool plain_dtype(em_binary_op op, em_dtype d)
 
 em_tensor *em_binary(em_binary_op op, const em_tensor *a, const em_tensor *b)
 {
+    if (em_ag_needed2(a, b)) return em_ag_binary(op, a, b);
     /* Fast path for the common small case (a + b, same shape and dtype):
      * it is what per-op overhead is measured on. */
     if (a->dtype == b->dtype && a->ndim == b->ndim && (unsigned)op < EM_NBINARY &&
@@ -268,6 +272,7 @@ int em_binary_(em_binary_op op, em_tensor *a, const em_tensor *b)
 {
     if ((unsigned)op >= EM_NBINARY) return em_set_error("binary: invalid op %d", (int)op);
     const char *name = binary_names_[op];
+    if (em_ag_check_inplace(name, a, b)) return -1;
     em_tensor *db = NULL;
     if (!em_device_eq(em_dev(a), em_dev(b))) {
         if (!(db = on_device(name, b, a))) return -1;
@@ -326,6 +331,7 @@ em_tensor *em_binary_scalar(em_binary_op op, const em_tensor *a, double s, bool 
                             bool scalar_first)
 {
     if ((unsigned)op >= EM_NBINARY) return em_set_error("binary: invalid op %d", (int)op), NULL;
+    if (em_ag_needed1(a)) return em_ag_binary_scalar(op, a, s, s_is_int, scalar_first);
     em_dtype d = a->dtype;
     /* Fast path: a contiguous float tensor on the CPU and a number. The
      * number takes a's dtype (it is a weak scalar); it sits in a stack
@@ -373,6 +379,7 @@ em_tensor *em_pow_scalar(const em_tensor *a, double e)
 em_tensor *em_clamp(const em_tensor *a, const double *lo, const double *hi)
 {
     if (!lo && !hi) return em_set_error("clamp: at least one of min and max must be given"), NULL;
+    if (em_ag_needed1(a)) return em_ag_clamp(a, lo, hi);
     em_dtype rt = a->dtype;
     if (!em_dtype_is_float(rt)) {
         /* bounds are weak scalars: a fractional bound makes the result float */
@@ -404,6 +411,7 @@ em_tensor *em_where(const em_tensor *cond, const em_tensor *a, const em_tensor *
         return em_set_error("where: expected a bool condition, got a %s tensor %s", em_dtype_name(cond->dtype),
                             SHAPE(cond)), NULL;
     if (em_check_same_device("where", cond, a) || em_check_same_device("where", cond, b)) return NULL;
+    if (em_ag_needed2(a, b)) return em_ag_where(cond, a, b);
     em_dtype rt;
     if (a->wrapped_number && b->wrapped_number) {
         /* two numbers: a float number gives the default dtype, not float64 */
@@ -434,6 +442,7 @@ int em_masked_fill_(em_tensor *t, const em_tensor *mask, double value)
         return em_set_error("masked_fill_: expected a bool mask, got a %s tensor %s", em_dtype_name(mask->dtype),
                             SHAPE(mask));
     if (em_check_same_device("masked_fill_", t, mask)) return -1;
+    if (em_ag_check_inplace("masked_fill_", t, NULL)) return -1;
     int64_t shape[EM_MAX_DIMS];
     int nd = em_broadcast_shapes(t->sizes, t->ndim, mask->sizes, mask->ndim, shape, "masked_fill_");
     if (nd < 0) return -1;
@@ -463,6 +472,7 @@ em_tensor *em_masked_fill(const em_tensor *t, const em_tensor *mask, double valu
         return em_set_error("masked_fill: expected a bool mask, got a %s tensor %s", em_dtype_name(mask->dtype),
                             SHAPE(mask)), NULL;
     if (em_check_same_device("masked_fill", t, mask)) return NULL;
+    if (em_ag_needed1(t)) return em_ag_masked_fill(t, mask, value);
     int64_t shape[EM_MAX_DIMS];
     int nd = em_broadcast_shapes(t->sizes, t->ndim, mask->sizes, mask->ndim, shape, "masked_fill");
     if (nd < 0) return NULL;

@@ -280,6 +280,33 @@ int em_item(const em_tensor *t, double *out);        /* numel must be 1 */
 int em_to_host_f64(const em_tensor *t, double *out);
 int em_to_host_i64(const em_tensor *t, int64_t *out);
 
+/* ---- autograd ------------------------------------------------------------ */
+/* Ops record a node on the tape when grad mode is on and an input requires
+ * grad (see engine/autograd.h). In-place ops on tensors that require grad
+ * are refused while grad mode is on. */
+bool em_grad_enabled(void);
+bool em_set_grad_enabled(bool on);                 /* returns the previous mode */
+int em_requires_grad_(em_tensor *t, bool on);      /* leaves; float dtypes only */
+bool em_is_leaf(const em_tensor *t);
+const char *em_grad_fn_name(const em_tensor *t);   /* NULL for leaves */
+em_tensor *em_get_grad(const em_tensor *t);        /* new ref or NULL */
+int em_set_grad(em_tensor *t, em_tensor *g);       /* g may be NULL */
+em_tensor *em_detach(const em_tensor *t);
+int em_retain_grad(em_tensor *t);
+/* A hook gets the gradient flowing into a tensor; it may set *replacement
+ * (a new reference) to change it. Returns non-zero with an error to abort. */
+typedef int (*em_hook_fn)(void *ctx, em_tensor *grad, em_tensor **replacement);
+int em_register_hook(em_tensor *t, em_hook_fn fn, void *ctx, void (*free_ctx)(void *ctx));
+/* Accumulates d(outputs)/d(leaves) into the leaves' .grad; grads may be
+ * NULL (then every output must have one element) or hold NULLs. */
+int em_backward(em_tensor *const *outputs, em_tensor *const *grads, int n, bool retain_graph,
+                bool create_graph);
+/* d(outputs)/d(inputs) without touching .grad; results[i] gets a new
+ * reference (NULL for an unused input when allow_unused). */
+int em_autograd_grad(em_tensor *const *outputs, em_tensor *const *grad_outputs, int nout,
+                     em_tensor *const *inputs, int nin, bool retain_graph, bool create_graph,
+                     bool allow_unused, em_tensor **results);
+
 /* ---- backends ------------------------------------------------------------ */
 const struct em_backend *em_backend_for(em_device dev);   /* NULL + error if unavailable */
 int em_synchronize(em_device dev);

@@ -8,6 +8,7 @@
  * A 0-d tensor behaves as a 1-element 1-D tensor here, as in PyTorch, so the
  * kernels only ever see tensors with at least one dimension. */
 #include "internal.h"
+#include "autograd.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,7 @@ em_tensor *em_index_select(const em_tensor *t, int dim, const em_tensor *index)
 {
     const char *op = "index_select";
     if (em_check_same_device(op, t, index)) return NULL;
+    if (em_ag_needed1(t)) return em_ag_index_select(t, dim, index);
     int d = em_normalize_dim(dim, t->ndim, op);
     if (d < 0) return NULL;
     if (index->ndim > 1)
@@ -97,6 +99,7 @@ em_tensor *em_gather(const em_tensor *t, int dim, const em_tensor *index)
 {
     const char *op = "gather";
     if (em_check_same_device(op, t, index)) return NULL;
+    if (em_ag_needed1(t)) return em_ag_gather(t, dim, index);
     int d = em_normalize_dim(dim, t->ndim, op);
     if (d < 0) return NULL;
     if (ndim1(index) != ndim1(t))
@@ -125,6 +128,7 @@ static int scatter_common(const char *op, em_index_op kop, em_tensor *t, int dim
                           const em_tensor *index, const em_tensor *src)
 {
     if (em_check_same_device(op, t, index) || em_check_same_device(op, t, src)) return -1;
+    if (em_ag_check_inplace(op, t, src)) return -1;
     int d = em_normalize_dim(dim, t->ndim, op);
     if (d < 0 || check_writable(op, t)) return -1;
     int nd = ndim1(t);
@@ -179,6 +183,9 @@ int em_scatter_value_(em_tensor *t, int dim, const em_tensor *index, double valu
 static em_tensor *scatter_copy(em_index_op kop, const em_tensor *t, int dim,
                                const em_tensor *index, const em_tensor *src)
 {
+    if (em_ag_needed2(t, src))
+        return em_set_error("%s: autograd is not supported for scatter yet (an input requires grad); "
+                            "use ember.no_grad or detach()", kop == EM_SCATTER ? "scatter" : "scatter_add"), NULL;
     em_tensor *c = em_clone(t);
     if (!c) return NULL;
     int rc = kop == EM_SCATTER ? em_scatter_(c, dim, index, src) : em_scatter_add_(c, dim, index, src);
@@ -200,6 +207,7 @@ int em_index_add_(em_tensor *t, int dim, const em_tensor *index, const em_tensor
 {
     const char *op = "index_add";
     if (em_check_same_device(op, t, index) || em_check_same_device(op, t, src)) return -1;
+    if (em_ag_check_inplace(op, t, src)) return -1;
     int d = em_normalize_dim(dim, t->ndim, op);
     if (d < 0 || check_writable(op, t)) return -1;
     if (index->ndim > 1) return em_set_error("%s: expected a 1-D index tensor, got %s", op, SHAPE(index));
@@ -297,6 +305,9 @@ em_tensor *em_cat(em_tensor *const *ts, int n, int dim)
 {
     const char *op = "cat";
     if (n < 1) return em_set_error("%s: expected a non-empty list of tensors", op), NULL;
+    if (em_grad_mode)
+        for (int i = 0; i < n; i++)
+            if (ts[i]->requires_grad) return em_ag_cat(ts, n, dim);
     em_dtype dt = ts[0]->dtype;
     int ref = -1;
     for (int i = 0; i < n; i++) {
@@ -465,6 +476,7 @@ int em_sort(const em_tensor *t, int dim, bool descending, bool stable,
     if (v1 && ix1 && t1) rc = em_be(t)->sort(v1, ix1, t1, d, descending, stable);
     release4(v1, ix1, t1, NULL);
     if (rc) { em_release(v); em_release(ix); return -1; }
+    if (em_ag_needed1(t) && !(v = em_ag_dim_values(t, d, true, ix, v))) { em_release(ix); return -1; }
     *values = v;
     *indices = ix;
     return 0;

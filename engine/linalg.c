@@ -12,6 +12,7 @@
  * take a slower path built from elementwise multiply and sum (GEMM libraries
  * have no integer kernels). */
 #include "internal.h"
+#include "autograd.h"
 
 #include <string.h>
 
@@ -198,6 +199,7 @@ static em_tensor *inner_error(const char *op, const em_tensor *a, const em_tenso
 
 em_tensor *em_matmul(const em_tensor *a, const em_tensor *b)
 {
+    if (em_ag_needed2(a, b)) return em_ag_matmul(a, b);
     const char *op = "matmul";
     if (a->ndim == 0 || b->ndim == 0)
         return em_set_error("matmul: both arguments need at least 1 dimension, got %s and %s",
@@ -243,6 +245,7 @@ em_tensor *em_mm(const em_tensor *a, const em_tensor *b)
     if (check_operands("mm", a, b, true)) return NULL;
     if (a->sizes[1] != b->sizes[0]) return inner_error("mm", a, b, a->sizes[1], b->sizes[0]);
     int64_t final[2] = {a->sizes[0], b->sizes[1]};
+    if (em_ag_needed2(a, b)) return em_ag_matmul(a, b);   /* mm is matmul of matrices */
     return matmul_core("mm", a, b, a, b, NULL, 0, final, 2);
 }
 
@@ -256,6 +259,7 @@ em_tensor *em_bmm(const em_tensor *a, const em_tensor *b)
                             (long long)a->sizes[0], (long long)b->sizes[0]), NULL;
     if (a->sizes[2] != b->sizes[1]) return inner_error("bmm", a, b, a->sizes[2], b->sizes[1]);
     int64_t final[3] = {a->sizes[0], a->sizes[1], b->sizes[2]};
+    if (em_ag_needed2(a, b)) return em_ag_matmul(a, b);
     return matmul_core("bmm", a, b, a, b, a->sizes, 1, final, 3);
 }
 
@@ -267,6 +271,7 @@ em_tensor *em_dot(const em_tensor *a, const em_tensor *b)
     if (a->sizes[0] != b->sizes[0])
         return em_set_error("dot: %s @ %s: sizes differ (%lld vs %lld)", SHAPE(a), SHAPE(b),
                             (long long)a->sizes[0], (long long)b->sizes[0]), NULL;
+    if (em_ag_needed2(a, b)) return em_ag_matmul(a, b);
     em_tensor *a2 = em_unsqueeze(a, 0), *b2 = a2 ? em_unsqueeze(b, 1) : NULL;
     em_tensor *out = b2 ? matmul_core("dot", a, b, a2, b2, NULL, 0, NULL, 0) : NULL;
     em_release(a2);
@@ -282,6 +287,14 @@ em_tensor *em_addmm(const em_tensor *c, const em_tensor *a, const em_tensor *b, 
     if (!em_dtype_is_float(c->dtype))
         return em_set_error("addmm: expected a floating point input, got %s", em_dtype_name(c->dtype)), NULL;
     if (a->sizes[1] != b->sizes[0]) return inner_error("addmm", a, b, a->sizes[1], b->sizes[0]);
+    if (em_ag_needed3(c, a, b)) {     /* recorded as beta*c + alpha*(a@b) */
+        em_tensor *p = em_matmul(a, b);
+        em_tensor *ps = p && alpha != 1 ? em_binary_scalar(EM_MUL, p, alpha, false, false) : p ? em_retain(p) : NULL;
+        em_tensor *cs = beta == 0 ? NULL : beta != 1 ? em_binary_scalar(EM_MUL, c, beta, false, false) : em_retain((em_tensor *)c);
+        em_tensor *r = !ps ? NULL : beta == 0 ? em_retain(ps) : cs ? em_binary(EM_ADD, cs, ps) : NULL;
+        em_release(p); em_release(ps); em_release(cs);
+        return r;
+    }
     int64_t n = a->sizes[0], m = b->sizes[1], K = a->sizes[1];
     int64_t osz[2] = {n, m};
     em_tensor *cx = em_expand(c, osz, 2);

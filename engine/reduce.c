@@ -12,6 +12,7 @@
  * max/min keep the input dtype. float16/bfloat16 compositions compute in
  * float32 and cast back. */
 #include "internal.h"
+#include "autograd.h"
 
 #include <math.h>
 
@@ -141,12 +142,19 @@ static em_tensor *reduce_op(const char *name, em_reduce_op op, const em_tensor *
 
 em_tensor *em_sum(const em_tensor *t, const int *dims, int ndims, bool keepdim)
 {
+    if (em_ag_needed1(t)) return em_ag_reduce(0, t, dims, ndims, keepdim);
     return reduce_op("sum", EM_RSUM, t, dims, ndims, keepdim, acc_dtype(t->dtype), NULL);
 }
 
 em_tensor *em_sum_dtype(const em_tensor *t, const int *dims, int ndims, bool keepdim, em_dtype d)
 {
     if ((unsigned)d >= EM_NDTYPES) return em_set_error("sum: invalid dtype %d", (int)d), NULL;
+    if (em_ag_needed1(t) && em_dtype_is_float(d)) {     /* a recorded cast, then a recorded sum */
+        em_tensor *c = em_to_dtype(t, d);
+        em_tensor *r = c ? em_sum(c, dims, ndims, keepdim) : NULL;
+        em_release(c);
+        return r;
+    }
     /* PyTorch casts the input to d first. The kernel converts on the fly,
      * which is the same thing except when the cast itself would lose
      * something per element (float to int, anything to bool or narrower). */
@@ -162,16 +170,19 @@ em_tensor *em_sum_dtype(const em_tensor *t, const int *dims, int ndims, bool kee
 
 em_tensor *em_prod(const em_tensor *t, const int *dims, int ndims, bool keepdim)
 {
+    if (em_ag_needed1(t)) return em_ag_reduce(3, t, dims, ndims, keepdim);
     return reduce_op("prod", EM_RPROD, t, dims, ndims, keepdim, acc_dtype(t->dtype), NULL);
 }
 
 em_tensor *em_amax(const em_tensor *t, const int *dims, int ndims, bool keepdim)
 {
+    if (em_ag_needed1(t)) return em_ag_reduce(1, t, dims, ndims, keepdim);
     return reduce_op("amax", EM_RMAX, t, dims, ndims, keepdim, t->dtype, NULL);
 }
 
 em_tensor *em_amin(const em_tensor *t, const int *dims, int ndims, bool keepdim)
 {
+    if (em_ag_needed1(t)) return em_ag_reduce(2, t, dims, ndims, keepdim);
     return reduce_op("amin", EM_RMIN, t, dims, ndims, keepdim, t->dtype, NULL);
 }
 
@@ -193,6 +204,10 @@ static int extreme_dim(const char *name, em_reduce_op op, const em_tensor *t, in
     em_tensor *idx = NULL;
     em_tensor *v = reduce_op(name, op, t, &dim, 1, keepdim, t->dtype, &idx);
     if (!v) return -1;
+    if (em_ag_needed1(t)) {
+        v = em_ag_dim_values(t, t->ndim ? em_normalize_dim(dim, t->ndim, name) : 0, keepdim, idx, v);
+        if (!v) { em_release(idx); return -1; }
+    }
     *values = v;
     *indices = idx;
     return 0;
@@ -332,7 +347,7 @@ em_tensor *em_norm(const em_tensor *t, double p, const int *dims, int ndims, boo
     if (!a) return NULL;
     em_tensor *r;
     if (isinf(p)) {
-        r = reduce_op("norm", p > 0 ? EM_RMAX : EM_RMIN, a, dims, ndims, keepdim, a->dtype, NULL);
+        r = p > 0 ? em_amax(a, dims, ndims, keepdim) : em_amin(a, dims, ndims, keepdim);
     } else if (p == 1) {
         r = em_sum(a, dims, ndims, keepdim);
     } else {
@@ -411,8 +426,17 @@ static em_tensor *softmax_op(const char *name, em_softmax_op op, const em_tensor
     return out;
 }
 
-em_tensor *em_softmax(const em_tensor *t, int dim) { return softmax_op("softmax", EM_SOFTMAX, t, dim); }
-em_tensor *em_log_softmax(const em_tensor *t, int dim) { return softmax_op("log_softmax", EM_LOG_SOFTMAX, t, dim); }
+em_tensor *em_softmax(const em_tensor *t, int dim)
+{
+    if (em_ag_needed1(t)) return em_ag_softmax(EM_SOFTMAX, t, dim);
+    return softmax_op("softmax", EM_SOFTMAX, t, dim);
+}
+
+em_tensor *em_log_softmax(const em_tensor *t, int dim)
+{
+    if (em_ag_needed1(t)) return em_ag_softmax(EM_LOG_SOFTMAX, t, dim);
+    return softmax_op("log_softmax", EM_LOG_SOFTMAX, t, dim);
+}
 
 static em_tensor *scan_op(const char *name, em_scan_op op, const em_tensor *t, int dim)
 {
@@ -431,5 +455,16 @@ static em_tensor *scan_op(const char *name, em_scan_op op, const em_tensor *t, i
     return out;
 }
 
-em_tensor *em_cumsum(const em_tensor *t, int dim) { return scan_op("cumsum", EM_CUMSUM, t, dim); }
-em_tensor *em_cumprod(const em_tensor *t, int dim) { return scan_op("cumprod", EM_CUMPROD, t, dim); }
+em_tensor *em_cumsum(const em_tensor *t, int dim)
+{
+    if (em_ag_needed1(t)) return em_ag_cumsum(t, dim);
+    return scan_op("cumsum", EM_CUMSUM, t, dim);
+}
+
+em_tensor *em_cumprod(const em_tensor *t, int dim)
+{
+    if (em_ag_needed1(t))
+        return em_set_error("cumprod: autograd is not supported for cumprod yet (the input requires grad); "
+                            "use ember.no_grad or detach()"), NULL;
+    return scan_op("cumprod", EM_CUMPROD, t, dim);
+}

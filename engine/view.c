@@ -1,6 +1,7 @@
 /* view.c — operations that return a new view on the same storage, and the
  * ones that fall back to a copy when no view exists (reshape, contiguous). */
 #include "internal.h"
+#include "autograd.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -125,14 +126,15 @@ em_tensor *em_view(const em_tensor *t, const int64_t *sizes, int ndim)
         return em_set_error("view: size %s is not compatible with the strides of the input %s "
                             "(at least one dimension spans two contiguous subspaces); use reshape",
                             em_sizes_tmp(sz, ndim), SHAPE(t)), NULL;
-    return em_as_strided(t, sz, st, ndim, t->offset);
+    return em_ag_view(EM_VK_RESHAPE, t, em_as_strided(t, sz, st, ndim, t->offset), NULL, 0);
 }
 
 em_tensor *em_reshape(const em_tensor *t, const int64_t *sizes, int ndim)
 {
     int64_t sz[EM_MAX_DIMS], st[EM_MAX_DIMS];
     if (infer_size("reshape", t, sizes, ndim, sz)) return NULL;
-    if (view_strides(t, sz, ndim, st)) return em_as_strided(t, sz, st, ndim, t->offset);
+    if (view_strides(t, sz, ndim, st))
+        return em_ag_view(EM_VK_RESHAPE, t, em_as_strided(t, sz, st, ndim, t->offset), NULL, 0);
     em_tensor *c = em_clone(t);
     if (!c) return NULL;
     em_tensor *v = em_view(c, sz, ndim);
@@ -144,7 +146,7 @@ em_tensor *em_transpose(const em_tensor *t, int d0, int d1)
 {
     if (t->ndim == 0) {
         if (em_normalize_dim(d0, 0, "transpose") < 0 || em_normalize_dim(d1, 0, "transpose") < 0) return NULL;
-        return em_alias(t);
+        return em_ag_view(EM_VK_CLONE, t, em_alias(t), NULL, 0);
     }
     d0 = em_normalize_dim(d0, t->ndim, "transpose");
     if (d0 < 0) return NULL;
@@ -154,7 +156,11 @@ em_tensor *em_transpose(const em_tensor *t, int d0, int d1)
     if (!v) return NULL;
     int64_t s = v->sizes[d0]; v->sizes[d0] = v->sizes[d1]; v->sizes[d1] = s;
     s = v->strides[d0]; v->strides[d0] = v->strides[d1]; v->strides[d1] = s;
-    return v;
+    int64_t perm[EM_MAX_DIMS];
+    for (int i = 0; i < t->ndim; i++) perm[i] = i;
+    perm[d0] = d1;
+    perm[d1] = d0;
+    return em_ag_view(EM_VK_PERMUTE, t, v, perm, t->ndim);
 }
 
 em_tensor *em_t(const em_tensor *t)
@@ -162,7 +168,7 @@ em_tensor *em_t(const em_tensor *t)
     if (t->ndim > 2)
         return em_set_error("t: expected a tensor with at most 2 dimensions, got %s; use transpose",
                             SHAPE(t)), NULL;
-    if (t->ndim < 2) return em_alias(t);
+    if (t->ndim < 2) return em_ag_view(EM_VK_CLONE, t, em_alias(t), NULL, 0);
     return em_transpose(t, 0, 1);
 }
 
@@ -181,7 +187,9 @@ em_tensor *em_permute(const em_tensor *t, const int *dims, int ndims)
     em_tensor *v = em_alias(t);
     if (!v) return NULL;
     for (int i = 0; i < ndims; i++) { v->sizes[i] = t->sizes[d[i]]; v->strides[i] = t->strides[d[i]]; }
-    return v;
+    int64_t perm[EM_MAX_DIMS];
+    for (int i = 0; i < ndims; i++) perm[i] = d[i];
+    return em_ag_view(EM_VK_PERMUTE, t, v, perm, ndims);
 }
 
 em_tensor *em_narrow(const em_tensor *t, int dim, int64_t start, int64_t length)
@@ -198,7 +206,8 @@ em_tensor *em_narrow(const em_tensor *t, int dim, int64_t start, int64_t length)
     if (!v) return NULL;
     v->offset += start * t->strides[dim];
     v->sizes[dim] = length;
-    return v;
+    int64_t p[3] = {dim, start, length};
+    return em_ag_view(EM_VK_NARROW, t, v, p, 3);
 }
 
 em_tensor *em_select(const em_tensor *t, int dim, int64_t index)
@@ -216,7 +225,8 @@ em_tensor *em_select(const em_tensor *t, int dim, int64_t index)
     v->offset += index * t->strides[dim];
     for (int i = dim; i < t->ndim - 1; i++) { v->sizes[i] = t->sizes[i + 1]; v->strides[i] = t->strides[i + 1]; }
     v->ndim--;
-    return v;
+    int64_t p[2] = {dim, index};
+    return em_ag_view(EM_VK_SELECT, t, v, p, 2);
 }
 
 em_tensor *em_slice(const em_tensor *t, int dim, int64_t start, int64_t stop, int64_t step)
@@ -237,7 +247,8 @@ em_tensor *em_slice(const em_tensor *t, int dim, int64_t start, int64_t stop, in
     v->offset += start * t->strides[dim];
     v->sizes[dim] = len;
     v->strides[dim] = t->strides[dim] * step;
-    return v;
+    int64_t p[4] = {dim, start, stop, step};
+    return em_ag_view(EM_VK_SLICE, t, v, p, 4);
 }
 
 em_tensor *em_expand(const em_tensor *t, const int64_t *sizes, int ndim)
@@ -267,7 +278,7 @@ em_tensor *em_expand(const em_tensor *t, const int64_t *sizes, int ndim)
     v->ndim = ndim;
     memcpy(v->sizes, sz, sizeof(int64_t) * (size_t)ndim);
     memcpy(v->strides, st, sizeof(int64_t) * (size_t)ndim);
-    return v;
+    return em_ag_view(EM_VK_EXPAND, t, v, NULL, 0);
 }
 
 em_tensor *em_squeeze(const em_tensor *t)
@@ -278,22 +289,22 @@ em_tensor *em_squeeze(const em_tensor *t)
     for (int i = 0; i < t->ndim; i++)
         if (t->sizes[i] != 1) { v->sizes[k] = t->sizes[i]; v->strides[k] = t->strides[i]; k++; }
     v->ndim = k;
-    return v;
+    return em_ag_view(EM_VK_RESHAPE, t, v, NULL, 0);
 }
 
 em_tensor *em_squeeze_dim(const em_tensor *t, int dim)
 {
     if (t->ndim == 0) {
         if (em_normalize_dim(dim, 0, "squeeze") < 0) return NULL;
-        return em_alias(t);
+        return em_ag_view(EM_VK_CLONE, t, em_alias(t), NULL, 0);
     }
     dim = em_normalize_dim(dim, t->ndim, "squeeze");
     if (dim < 0) return NULL;
     em_tensor *v = em_alias(t);
-    if (!v || t->sizes[dim] != 1) return v;
+    if (!v || t->sizes[dim] != 1) return em_ag_view(EM_VK_CLONE, t, v, NULL, 0);
     for (int i = dim; i < t->ndim - 1; i++) { v->sizes[i] = t->sizes[i + 1]; v->strides[i] = t->strides[i + 1]; }
     v->ndim--;
-    return v;
+    return em_ag_view(EM_VK_RESHAPE, t, v, NULL, 0);
 }
 
 em_tensor *em_unsqueeze(const em_tensor *t, int dim)
@@ -307,7 +318,7 @@ em_tensor *em_unsqueeze(const em_tensor *t, int dim)
     v->sizes[dim] = 1;
     v->strides[dim] = dim < t->ndim ? t->sizes[dim] * t->strides[dim] : 1;
     v->ndim++;
-    return v;
+    return em_ag_view(EM_VK_RESHAPE, t, v, NULL, 0);
 }
 
 em_tensor *em_flatten(const em_tensor *t, int start_dim, int end_dim)
@@ -346,7 +357,9 @@ em_tensor *em_unfold(const em_tensor *t, int dim, int64_t size, int64_t step)
     st[dim] = step * stride;
     sz[nd] = size;
     st[nd] = stride;
-    return em_as_strided(t, sz, st, nd + 1, t->offset);
+    int64_t p[3] = {t->ndim ? dim : 0, size, step};
+    if (t->ndim == 0) return em_ag_view(EM_VK_RESHAPE, t, em_as_strided(t, sz, st, nd + 1, t->offset), NULL, 0);
+    return em_ag_view(EM_VK_UNFOLD, t, em_as_strided(t, sz, st, nd + 1, t->offset), p, 3);
 }
 
 em_tensor *em_diagonal(const em_tensor *t)
@@ -354,7 +367,7 @@ em_tensor *em_diagonal(const em_tensor *t)
     if (t->ndim != 2) return em_set_error("diagonal: expected a 2-D tensor, got %s", SHAPE(t)), NULL;
     int64_t n = t->sizes[0] < t->sizes[1] ? t->sizes[0] : t->sizes[1];
     int64_t st = t->strides[0] + t->strides[1];
-    return em_as_strided(t, &n, &st, 1, t->offset);
+    return em_ag_view(EM_VK_DIAGONAL, t, em_as_strided(t, &n, &st, 1, t->offset), NULL, 0);
 }
 
 em_tensor *em_contiguous(const em_tensor *t)
@@ -368,7 +381,7 @@ em_tensor *em_clone(const em_tensor *t)
     em_tensor *c = em_empty_like(t);
     if (!c) return NULL;
     if (em_be(t)->cast(c, t)) { em_release(c); return NULL; }
-    return c;
+    return em_ag_view(EM_VK_CLONE, t, c, NULL, 0);
 }
 
 em_tensor *em_cast_to(const em_tensor *t, em_dtype d)
@@ -380,10 +393,15 @@ em_tensor *em_cast_to(const em_tensor *t, em_dtype d)
     return c;
 }
 
-em_tensor *em_to_dtype(const em_tensor *t, em_dtype d) { return em_cast_to(t, d); }
+em_tensor *em_to_dtype(const em_tensor *t, em_dtype d)
+{
+    if (em_ag_needed1(t) && t->dtype != d) return em_ag_cast(t, d);
+    return em_cast_to(t, d);
+}
 
 int em_copy_(em_tensor *dst, const em_tensor *src)
 {
+    if (em_ag_check_inplace("copy_", dst, src)) return -1;
     if (!em_device_eq(em_dev(dst), em_dev(src))) {
         em_tensor *moved = em_to_device(src, em_dev(dst));
         if (!moved) return -1;
@@ -420,7 +438,7 @@ em_tensor *em_to_device(const em_tensor *t, em_device d)
     }
     em_release(c);
     if (rc) { em_release(out); return NULL; }
-    return out;
+    return em_ag_view(EM_VK_DEVICE, t, out, NULL, 0);
 }
 
 int em_broadcast_shapes(const int64_t *a, int na, const int64_t *b, int nb, int64_t *out, const char *op)

@@ -122,7 +122,7 @@ static int random_sized(lua_State *L, const char *op, random_fn fn)
     int opts = emlua_options_index(L, 1);
     em_dtype d = emlua_opt_dtype(L, opts, op, em_default_dtype());
     em_device dev = emlua_opt_device(L, opts, op, CPU);
-    return emlua_push(L, fn(sizes, n, d, dev));
+    return emlua_push_created(L, fn(sizes, n, d, dev), opts, op);
 }
 
 static int l_rand(lua_State *L) { return random_sized(L, "ember.rand", em_rand); }

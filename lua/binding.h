@@ -76,6 +76,11 @@ bool emlua_opt_field_boolean(lua_State *L, int idx, const char *name, const char
  * arguments first..top, or 0. */
 int emlua_options_index(lua_State *L, int first);
 
+/* Pushes a newly created tensor (stealing the reference), first applying
+ * the creation option {requires_grad = true} of the options table at opts
+ * (0: none). */
+int emlua_push_created(lua_State *L, em_tensor *t, int opts, const char *op);
+
 /* registration */
 void emlua_register(lua_State *L, const luaL_Reg *methods, const luaL_Reg *functions);
 void emlua_push_methods(lua_State *L);     /* the tensor method table */
@@ -88,6 +93,9 @@ void emlua_open_elementwise(lua_State *L); /* bind_elementwise.c */
 void emlua_open_reduce(lua_State *L);      /* bind_reduce.c */
 void emlua_open_index(lua_State *L);       /* bind_index.c */
 void emlua_open_linalg(lua_State *L);      /* bind_linalg.c: matmul family, random */
+void emlua_open_io(lua_State *L);          /* bind_io.c: ember.save / ember.load (safetensors) */
+void emlua_open_data(lua_State *L);        /* bind_data.c: ember.read_idx */
+void emlua_open_autograd(lua_State *L);    /* bind_autograd.c: backward, grad, no_grad, hooks */
 /* format.c: tostring(t) as PyTorch prints it */
 int emlua_tostring(lua_State *L);
 /* Pushes the string PyTorch would print for tensor t. */

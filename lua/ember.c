@@ -319,6 +319,27 @@ bool emlua_opt_field_boolean(lua_State *L, int idx, const char *name, const char
     return v;
 }
 
+int emlua_push_created(lua_State *L, em_tensor *t, int opts, const char *op)
+{
+    if (!t) return emlua_fail(L);
+    bool rg = false;
+    if (opts) {
+        lua_getfield(L, opts, "requires_grad");
+        int ty = lua_type(L, -1);
+        rg = lua_toboolean(L, -1);
+        lua_pop(L, 1);
+        if (ty != LUA_TNIL && ty != LUA_TBOOLEAN) {
+            em_release(t);
+            return emlua_argerror(L, opts, op, "option 'requires_grad': expected a boolean");
+        }
+    }
+    if (rg && em_requires_grad_(t, true)) {
+        em_release(t);
+        return luaL_error(L, "%s: %s", op, em_error());
+    }
+    return emlua_push(L, t);
+}
+
 /* ---- registration ---------------------------------------------------------- */
 
 void emlua_register(lua_State *L, const luaL_Reg *methods, const luaL_Reg *functions)
@@ -430,5 +451,8 @@ int luaopen_ember(lua_State *L)
     emlua_open_reduce(L);
     emlua_open_index(L);
     emlua_open_linalg(L);
+    emlua_open_io(L);
+    emlua_open_data(L);
+    emlua_open_autograd(L);
     return 1;
 }

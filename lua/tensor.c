@@ -62,7 +62,17 @@ static int push_property(lua_State *L, const em_tensor *t, const char *key)
     else if (strcmp(key, "device") == 0) push_device(L, t);
     else if (strcmp(key, "ndim") == 0) lua_pushinteger(L, t->ndim);
     else if (strcmp(key, "is_cuda") == 0) lua_pushboolean(L, t->storage->device.type == EM_CUDA);
-    else return 0;
+    else if (strcmp(key, "requires_grad") == 0) lua_pushboolean(L, t->requires_grad);
+    else if (strcmp(key, "is_leaf") == 0) lua_pushboolean(L, em_is_leaf(t));
+    else if (strcmp(key, "grad_fn") == 0) {
+        const char *name = em_grad_fn_name(t);
+        if (name) lua_pushstring(L, name);
+        else lua_pushnil(L);
+    } else if (strcmp(key, "grad") == 0) {
+        em_tensor *g = em_get_grad(t);
+        if (g) emlua_push(L, g);
+        else lua_pushnil(L);
+    } else return 0;
     return 1;
 }
 
@@ -206,8 +216,20 @@ static int tensor_newindex(lua_State *L)
         if (em_masked_fill_(t, key, v)) return emlua_fail(L);
         return 0;
     }
-    if (lua_type(L, 2) == LUA_TSTRING)
-        return luaL_error(L, "newindex: cannot set field '%s' of a tensor", lua_tostring(L, 2));
+    if (lua_type(L, 2) == LUA_TSTRING) {
+        const char *key = lua_tostring(L, 2);
+        if (strcmp(key, "requires_grad") == 0) {
+            if (lua_type(L, 3) != LUA_TBOOLEAN) return luaL_error(L, "requires_grad: expected a boolean, got %s", luaL_typename(L, 3));
+            if (em_requires_grad_(t, lua_toboolean(L, 3))) return emlua_fail(L);
+            return 0;
+        }
+        if (strcmp(key, "grad") == 0) {
+            em_tensor *g = lua_isnil(L, 3) ? NULL : emlua_check(L, 3, "grad");
+            if (em_set_grad(t, g)) return emlua_fail(L);
+            return 0;
+        }
+        return luaL_error(L, "newindex: cannot set field '%s' of a tensor", key);
+    }
     bool all;
     em_tensor *v = index_view(L, t, 2, &all, "newindex");
     int rc;
@@ -689,7 +711,7 @@ static int m_tensor(lua_State *L)
     bool use_f = st.any_float || (em_dtype_is_float(d) && !st.any_bool);
     em_tensor *t = em_from_host(sizes, nd, d, use_f ? st.f : NULL, use_f ? NULL : st.i);
     if (t && dev.type != EM_CPU) { em_tensor *m = em_to_device(t, dev); em_release(t); t = m; }
-    return emlua_push(L, t);
+    return emlua_push_created(L, t, opts, "ember.tensor");
 }
 
 typedef em_tensor *(*filler)(const int64_t *, int, em_dtype, em_device);
@@ -701,7 +723,7 @@ static int make_filled(lua_State *L, const char *op, filler fn)
     int opts = emlua_options_index(L, 1);
     em_dtype d = emlua_opt_dtype(L, opts, op, em_default_dtype());
     em_device dev = emlua_opt_device(L, opts, op, CPU);
-    return emlua_push(L, fn(sizes, n, d, dev));
+    return emlua_push_created(L, fn(sizes, n, d, dev), opts, op);
 }
 
 static int m_zeros(lua_State *L) { return make_filled(L, "ember.zeros", em_zeros); }
@@ -738,7 +760,7 @@ static int m_full(lua_State *L)
     int opts = lua_istable(L, 3) ? 3 : 0;
     em_dtype d = emlua_opt_dtype(L, opts, "ember.full", def);
     em_device dev = emlua_opt_device(L, opts, "ember.full", CPU);
-    return emlua_push(L, em_full(sizes, n, v, d, dev));
+    return emlua_push_created(L, em_full(sizes, n, v, d, dev), opts, "ember.full");
 }
 
 static int like(lua_State *L, const char *op, double value, bool fill)
@@ -747,8 +769,8 @@ static int like(lua_State *L, const char *op, double value, bool fill)
     int opts = lua_istable(L, lua_gettop(L)) && !emlua_test(L, lua_gettop(L)) ? lua_gettop(L) : 0;
     em_dtype d = emlua_opt_dtype(L, opts, op, t->dtype);
     em_device dev = emlua_opt_device(L, opts, op, t->storage->device);
-    if (!fill) return emlua_push(L, em_empty(t->sizes, t->ndim, d, dev));
-    return emlua_push(L, em_full(t->sizes, t->ndim, value, d, dev));
+    if (!fill) return emlua_push_created(L, em_empty(t->sizes, t->ndim, d, dev), opts, op);
+    return emlua_push_created(L, em_full(t->sizes, t->ndim, value, d, dev), opts, op);
 }
 
 static int m_zeros_like(lua_State *L) { return like(L, "ember.zeros_like", 0, true); }
@@ -775,7 +797,8 @@ static int m_arange(lua_State *L)
     }
     double start = nargs == 1 ? 0 : v[0], end = nargs == 1 ? v[0] : v[1], step = nargs == 3 ? v[2] : 1;
     em_dtype d = emlua_opt_dtype(L, opts, "ember.arange", all_int ? EM_INT64 : em_default_dtype());
-    return emlua_push(L, em_arange(start, end, step, d, emlua_opt_device(L, opts, "ember.arange", CPU)));
+    return emlua_push_created(L, em_arange(start, end, step, d, emlua_opt_device(L, opts, "ember.arange", CPU)), opts,
+                              "ember.arange");
 }
 
 static int m_linspace(lua_State *L)

@@ -1,0 +1,160 @@
+/*
+ * autograd.h — the tape, for engine files that record differentiable ops.
+ *
+ * The graph is made of nodes. A node stands for one recorded op: it knows
+ * how to turn the gradients of the op's outputs into gradients of its
+ * inputs (`apply`), and it has one edge per input, pointing at the node that
+ * produced that input (its grad_fn) or, for a leaf that requires grad, at the
+ * leaf's AccumulateGrad node. Tensors hold a strong reference to their
+ * grad_fn; nodes hold strong references to the nodes their edges point at;
+ * an AccumulateGrad node holds its leaf, and the leaf points back weakly.
+ *
+ * Recording an op (the pattern every differentiable op follows):
+ *
+ *     if (em_ag_needed2(a, b)) {
+ *         em_node *n = em_ag_node("MulBackward", mul_backward, 2);
+ *         if (!n) ...;
+ *         em_ag_input(n, 0, a); em_ag_input(n, 1, b);
+ *         em_ag_save(n, 0, a, false); em_ag_save(n, 1, b, false);
+ *         em_ag_output(n, out);           // out now requires grad, grad_fn = n
+ *     }
+ *
+ * `apply(n, gout, gin)` receives the gradient of the output (gout[0]; nodes
+ * have one output) and writes new references into gin[i] for every input i
+ * whose edge is set (em_ag_wants(n, i)); it leaves the others NULL. It is
+ * written with engine ops, which record themselves when the backward pass
+ * runs with create_graph, so higher-order gradients come for free.
+ */
+#ifndef EMBER_AUTOGRAD_H
+#define EMBER_AUTOGRAD_H
+
+#include "internal.h"
+
+#define EM_NODE_SAVED 4
+#define EM_NODE_SMALL_IN 3
+
+typedef struct em_node em_node;
+typedef int (*em_apply_fn)(em_node *n, em_tensor *const *gout, em_tensor **gin);
+
+typedef struct em_edge {
+    em_node *node;      /* NULL: this input needs no gradient */
+} em_edge;
+
+typedef struct em_saved {
+    em_tensor *t;       /* a reference; for the op's own output, a detached alias */
+    uint64_t version;   /* the storage version when saved */
+    bool is_output;
+} em_saved;
+
+struct em_node {
+    int refcount;
+    const char *name;
+    em_apply_fn apply;
+    uint64_t seq;                       /* creation order: later nodes run first */
+    int nin;
+    em_edge *next;                      /* nin edges */
+    em_edge next_small[EM_NODE_SMALL_IN];
+    em_saved saved[EM_NODE_SAVED];
+    bool released;                      /* saved tensors freed after a backward */
+
+    /* op parameters, free for each apply function to use */
+    int op;
+    int dim;
+    int ndims;
+    int dims[EM_MAX_DIMS];
+    int ndim;                           /* e.g. the input's shape */
+    int64_t sizes[EM_MAX_DIMS];
+    int64_t strides[EM_MAX_DIMS];
+    int64_t offset;
+    double s[3];
+    bool flag;
+    em_dtype dtype;
+    int64_t *extra;                     /* variable-length data (e.g. cat sizes), freed with the node */
+
+    em_tensor *leaf;                    /* AccumulateGrad: the leaf it feeds */
+    struct em_hook *pre_hooks;          /* tensor hooks / retain_grad of the output */
+
+    /* during a backward pass */
+    em_tensor *buffer;                  /* the gradient flowing into this node */
+    int deps;
+    int state;
+};
+
+/* Per-tensor autograd data (t->autograd). */
+typedef struct em_ag_meta {
+    em_node *grad_fn;                   /* strong; NULL for a leaf */
+    em_node *accumulator;               /* weak: a leaf's AccumulateGrad node */
+    em_tensor *grad;                    /* accumulated gradient (.grad) */
+    struct em_grad_slot *retained;      /* retain_grad() of a non-leaf */
+    struct em_hook *hooks;              /* hooks of a leaf */
+} em_ag_meta;
+
+extern bool em_grad_mode;
+
+/* Whether an op on these inputs must be recorded. */
+static inline bool em_ag_needed1(const em_tensor *a) { return em_grad_mode && a->requires_grad; }
+static inline bool em_ag_needed2(const em_tensor *a, const em_tensor *b)
+{
+    return em_grad_mode && (a->requires_grad || b->requires_grad);
+}
+static inline bool em_ag_needed3(const em_tensor *a, const em_tensor *b, const em_tensor *c)
+{
+    return em_grad_mode && (a->requires_grad || b->requires_grad || (c && c->requires_grad));
+}
+
+em_node *em_ag_node(const char *name, em_apply_fn apply, int nin);
+void em_ag_input(em_node *n, int i, const em_tensor *input);
+int em_ag_save(em_node *n, int slot, const em_tensor *t, bool is_output);
+/* Makes n the grad_fn of out and drops the caller's reference to n. Returns
+ * out, or NULL (releasing out) on failure. */
+em_tensor *em_ag_output(em_node *n, em_tensor *out);
+/* Drops a node that was never attached to an output. */
+void em_ag_node_release(em_node *n);
+/* A saved tensor for use in apply (borrowed); NULL with an error when it was
+ * modified in place since it was saved or the graph was already freed. */
+em_tensor *em_ag_saved(em_node *n, int slot);
+static inline bool em_ag_wants(const em_node *n, int i) { return n->next[i].node != NULL; }
+/* Records a view op on a single input: shape/strides/offset of the view are
+ * taken from `out`, input's from `in`. */
+em_tensor *em_ag_record_unary_like(const char *name, em_apply_fn apply, const em_tensor *in, em_tensor *out);
+
+/* Gradient helpers used by apply functions. */
+/* Sums grad down to `sizes` (undoing broadcasting). New reference. */
+em_tensor *em_sum_to(const em_tensor *grad, const int64_t *sizes, int ndim);
+
+/* In-place ops refuse (with an error naming op) to write into a tensor that
+ * requires grad, or to write a value that requires grad, while grad mode is
+ * on: the tape does not rebase history yet. */
+int em_ag_check_inplace(const char *op, const em_tensor *target, const em_tensor *src);
+
+/* What each op family calls (grad_*.c). The em_ag_<op> functions run the op
+ * with recording off and record its node; ops call them at their top when
+ * em_ag_needed*() says an input requires grad. em_ag_view records a view or
+ * copy that was already made (out) of `in`. */
+em_tensor *em_ag_unary(em_unary_op op, const em_tensor *a);
+em_tensor *em_ag_binary(em_binary_op op, const em_tensor *a, const em_tensor *b);
+em_tensor *em_ag_binary_scalar(em_binary_op op, const em_tensor *a, double s, bool s_is_int, bool scalar_first);
+em_tensor *em_ag_clamp(const em_tensor *a, const double *lo, const double *hi);
+em_tensor *em_ag_where(const em_tensor *cond, const em_tensor *a, const em_tensor *b);
+em_tensor *em_ag_masked_fill(const em_tensor *t, const em_tensor *mask, double value);
+em_tensor *em_ag_cast(const em_tensor *a, em_dtype d);
+
+typedef enum em_view_kind {
+    EM_VK_RESHAPE, EM_VK_PERMUTE, EM_VK_EXPAND, EM_VK_NARROW, EM_VK_SELECT, EM_VK_SLICE,
+    EM_VK_DIAGONAL, EM_VK_UNFOLD, EM_VK_CLONE, EM_VK_DEVICE
+} em_view_kind;
+/* p: PERMUTE the dims; NARROW dim, start, length; SELECT dim, index; SLICE
+ * dim, start, stop, step; UNFOLD dim, size, step (all 0-based). */
+em_tensor *em_ag_view(em_view_kind kind, const em_tensor *in, em_tensor *out, const int64_t *p, int np);
+
+em_tensor *em_ag_reduce(int kind, const em_tensor *in, const int *dims, int ndims, bool keepdim);
+em_tensor *em_ag_dim_values(const em_tensor *in, int dim, bool keepdim, const em_tensor *indices,
+                            em_tensor *values);
+em_tensor *em_ag_softmax(int op, const em_tensor *in, int dim);
+em_tensor *em_ag_cumsum(const em_tensor *in, int dim);
+em_tensor *em_ag_matmul(const em_tensor *a, const em_tensor *b);
+em_tensor *em_ag_index_select(const em_tensor *in, int dim, const em_tensor *idx);
+em_tensor *em_ag_gather(const em_tensor *in, int dim, const em_tensor *idx);
+em_tensor *em_ag_cat(em_tensor *const *ts, int n, int dim);
+
+#endif

@@ -1,0 +1,423 @@
+/* grad_elementwise.c — recording and gradients of the elementwise ops.
+ *
+ * Each em_ag_* function runs the op with recording off, then (when the
+ * result is a float tensor) records one node whose apply turns the output's
+ * gradient into the inputs' with engine ops. */
+#include "autograd.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* ---- small helpers -------------------------------------------------------- */
+
+/* Ops on gradients. Each takes new references it consumes (x) or borrows (b). */
+static em_tensor *mul(const em_tensor *a, const em_tensor *b) { return em_binary(EM_MUL, a, b); }
+static em_tensor *mul_s(const em_tensor *a, double s) { return em_binary_scalar(EM_MUL, a, s, false, false); }
+
+/* consumes x and y */
+static em_tensor *mul_x(em_tensor *x, em_tensor *y)
+{
+    em_tensor *r = x && y ? em_binary(EM_MUL, x, y) : NULL;
+    em_release(x);
+    em_release(y);
+    return r;
+}
+
+static em_tensor *div_x(em_tensor *x, em_tensor *y)
+{
+    em_tensor *r = x && y ? em_binary(EM_DIV, x, y) : NULL;
+    em_release(x);
+    em_release(y);
+    return r;
+}
+
+/* Fits a gradient to an input: sums out broadcast dims and casts back to the
+ * input's dtype. Consumes g. */
+static em_tensor *fit(em_tensor *g, const em_tensor *input)
+{
+    if (!g) return NULL;
+    em_tensor *s = em_sum_to(g, input->sizes, input->ndim);
+    em_release(g);
+    if (!s || s->dtype == input->dtype) return s;
+    em_tensor *c = em_to_dtype(s, input->dtype);
+    em_release(s);
+    return c;
+}
+
+static em_tensor *zeros_like_t(const em_tensor *t) { return em_zeros(t->sizes, t->ndim, t->dtype, em_dev(t)); }
+
+/* Runs fn with recording off. */
+#define WITHOUT_GRAD(expr)                                 \
+    ({                                                     \
+        bool was_ = em_set_grad_enabled(false);            \
+        __typeof__(expr) r_ = (expr);                      \
+        em_set_grad_enabled(was_);                         \
+        r_;                                                \
+    })
+
+/* ---- unary ---------------------------------------------------------------- */
+
+/* d/dx x*Phi(x) = Phi(x) + x*phi(x). There is no erf op, so Phi comes from
+ * the forward itself: Phi(x) = gelu(x)/x, and 1/2 at x = 0. */
+static em_tensor *gelu_derivative(const em_tensor *x)
+{
+    em_tensor *g = em_unary(EM_GELU, x);
+    em_tensor *zero = em_binary_scalar(EM_EQ, x, 0, false, false);
+    em_tensor *safe_x = zero ? em_masked_fill(x, zero, 1.0) : NULL;
+    em_tensor *phi_cdf = g && safe_x ? em_binary(EM_DIV, g, safe_x) : NULL;
+    em_tensor *cdf = phi_cdf ? em_masked_fill(phi_cdf, zero, 0.5) : NULL;
+    em_tensor *sq = em_unary(EM_SQUARE, x);
+    em_tensor *e = sq ? em_binary_scalar(EM_MUL, sq, -0.5, false, false) : NULL;
+    em_tensor *ex = e ? em_unary(EM_EXP, e) : NULL;
+    em_tensor *pdf = ex ? em_binary_scalar(EM_MUL, ex, 0.3989422804014327, false, false) : NULL;
+    em_tensor *xpdf = pdf ? em_binary(EM_MUL, x, pdf) : NULL;
+    em_tensor *r = cdf && xpdf ? em_binary(EM_ADD, cdf, xpdf) : NULL;
+    em_release(g); em_release(zero); em_release(safe_x); em_release(phi_cdf); em_release(cdf);
+    em_release(sq); em_release(e); em_release(ex); em_release(pdf); em_release(xpdf);
+    return r;
+}
+
+static int unary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
+{
+    const em_tensor *g = gout[0];
+    em_tensor *x = em_ag_saved(n, 0), *y = em_ag_saved(n, 1);
+    if (!x || !y) return -1;
+    em_tensor *r = NULL;
+    switch ((em_unary_op)n->op) {
+    case EM_NEG: r = em_unary(EM_NEG, g); break;
+    case EM_ABS: r = mul_x(em_retain((em_tensor *)g), em_unary(EM_SIGN, x)); break;
+    case EM_SIGN: case EM_FLOOR: case EM_CEIL: case EM_ROUND: r = zeros_like_t(x); break;
+    case EM_EXP: r = mul(g, y); break;
+    case EM_LOG: r = em_binary(EM_DIV, g, x); break;
+    case EM_LOG1P: r = div_x(em_retain((em_tensor *)g), em_binary_scalar(EM_ADD, x, 1, false, false)); break;
+    case EM_EXPM1: r = mul_x(em_retain((em_tensor *)g), em_binary_scalar(EM_ADD, y, 1, false, false)); break;
+    case EM_SQRT: r = div_x(em_retain((em_tensor *)g), mul_s(y, 2)); break;
+    case EM_RSQRT: /* d x^-1/2 = -1/2 x^-3/2 = -1/2 y^3 */
+        r = mul_x(mul_s(g, -0.5), em_binary_scalar(EM_POW, y, 3, true, false)); break;
+    case EM_SIN: r = mul_x(em_retain((em_tensor *)g), em_unary(EM_COS, x)); break;
+    case EM_COS: r = mul_x(mul_s(g, -1), em_unary(EM_SIN, x)); break;
+    case EM_TANH: { /* 1 - y^2 */
+        em_tensor *y2 = em_unary(EM_SQUARE, y);
+        em_tensor *d = y2 ? em_binary_scalar(EM_SUB, y2, 1, false, true) : NULL;
+        em_release(y2);
+        r = mul_x(em_retain((em_tensor *)g), d);
+        break;
+    }
+    case EM_SIGMOID: { /* y (1 - y) */
+        em_tensor *omy = em_binary_scalar(EM_SUB, y, 1, false, true);
+        r = mul_x(mul(g, y), omy);
+        break;
+    }
+    case EM_RELU: { /* the gradient passes where the output is positive */
+        em_tensor *pos = em_binary_scalar(EM_GT, y, 0, false, false);
+        em_tensor *z = zeros_like_t(g);
+        r = pos && z ? em_where(pos, g, z) : NULL;
+        em_release(pos);
+        em_release(z);
+        break;
+    }
+    case EM_GELU: r = mul_x(em_retain((em_tensor *)g), gelu_derivative(x)); break;
+    case EM_SILU: { /* s + x s (1 - s), s = sigmoid(x) */
+        em_tensor *s = em_unary(EM_SIGMOID, x);
+        em_tensor *oms = s ? em_binary_scalar(EM_SUB, s, 1, false, true) : NULL;
+        em_tensor *xs = s ? mul(x, s) : NULL;
+        em_tensor *t = xs && oms ? mul(xs, oms) : NULL;
+        em_tensor *d = t ? em_binary(EM_ADD, s, t) : NULL;
+        em_release(s); em_release(oms); em_release(xs); em_release(t);
+        r = mul_x(em_retain((em_tensor *)g), d);
+        break;
+    }
+    case EM_RECIPROCAL: r = mul_x(mul_s(g, -1), em_unary(EM_SQUARE, y)); break;
+    case EM_SQUARE: r = mul_x(mul_s(g, 2), em_retain(x)); break;
+    default: return em_set_error("backward: %s is not differentiable", n->name);
+    }
+    if (!r) return -1;
+    gin[0] = fit(r, x);
+    return gin[0] ? 0 : -1;
+}
+
+static const char *const unary_names[EM_NUNARY] = {
+    [EM_NEG] = "NegBackward", [EM_ABS] = "AbsBackward", [EM_SIGN] = "SignBackward",
+    [EM_EXP] = "ExpBackward", [EM_LOG] = "LogBackward", [EM_LOG1P] = "Log1pBackward",
+    [EM_EXPM1] = "Expm1Backward", [EM_SQRT] = "SqrtBackward", [EM_RSQRT] = "RsqrtBackward",
+    [EM_SIN] = "SinBackward", [EM_COS] = "CosBackward", [EM_TANH] = "TanhBackward",
+    [EM_SIGMOID] = "SigmoidBackward", [EM_RELU] = "ReluBackward", [EM_GELU] = "GeluBackward",
+    [EM_SILU] = "SiluBackward", [EM_FLOOR] = "FloorBackward", [EM_CEIL] = "CeilBackward",
+    [EM_ROUND] = "RoundBackward", [EM_LOGICAL_NOT] = "LogicalNotBackward",
+    [EM_RECIPROCAL] = "ReciprocalBackward", [EM_SQUARE] = "SquareBackward",
+};
+
+em_tensor *em_ag_unary(em_unary_op op, const em_tensor *a)
+{
+    em_tensor *out = WITHOUT_GRAD(em_unary(op, a));
+    if (!out || !em_dtype_is_float(out->dtype) || op == EM_LOGICAL_NOT) return out;
+    em_node *n = em_ag_node(unary_names[op], unary_backward, 1);
+    if (!n) { em_release(out); return NULL; }
+    n->op = op;
+    em_ag_input(n, 0, a);
+    if (em_ag_save(n, 0, a, false) || em_ag_save(n, 1, out, true)) {
+        em_ag_node_release(n);
+        em_release(out);
+        return NULL;
+    }
+    return em_ag_output(n, out);
+}
+
+/* ---- binary --------------------------------------------------------------- */
+
+/* max/min: the gradient goes to the larger (smaller) input, split in half
+ * where they are equal, as PyTorch does. */
+static int extreme_backward(em_node *n, const em_tensor *g, const em_tensor *a, const em_tensor *b, em_tensor **gin)
+{
+    em_tensor *win = em_binary(n->op == EM_MAXIMUM ? EM_GT : EM_LT, a, b);
+    em_tensor *tie = em_binary(EM_EQ, a, b);
+    em_tensor *half = mul_s(g, 0.5);
+    em_tensor *z = em_zeros(g->sizes, g->ndim, g->dtype, em_dev(g));
+    int rc = win && tie && half && z ? 0 : -1;
+    for (int i = 0; i < 2 && rc == 0; i++) {
+        if (!em_ag_wants(n, i)) continue;
+        /* a gets g where it wins, b where it loses; both get g/2 on ties */
+        em_tensor *mine = i == 0 ? em_where(win, g, z) : em_where(win, z, g);
+        em_tensor *untied = mine ? em_where(tie, half, mine) : NULL;
+        em_release(mine);
+        gin[i] = fit(untied, i == 0 ? a : b);
+        if (!gin[i]) rc = -1;
+    }
+    em_release(win); em_release(tie); em_release(half); em_release(z);
+    return rc;
+}
+
+static int binary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
+{
+    const em_tensor *g = gout[0];
+    em_tensor *a = em_ag_saved(n, 0), *b = em_ag_saved(n, 1), *y = em_ag_saved(n, 2);
+    if (!a || !b || !y) return -1;
+    em_tensor *ga = NULL, *gb = NULL;
+    bool wa = em_ag_wants(n, 0), wb = em_ag_wants(n, 1);
+    switch ((em_binary_op)n->op) {
+    case EM_ADD:
+        if (wa) ga = em_retain((em_tensor *)g);
+        if (wb) gb = em_retain((em_tensor *)g);
+        break;
+    case EM_SUB:
+        if (wa) ga = em_retain((em_tensor *)g);
+        if (wb) gb = em_unary(EM_NEG, g);
+        break;
+    case EM_MUL:
+        if (wa) ga = mul(g, b);
+        if (wb) gb = mul(g, a);
+        break;
+    case EM_DIV: /* d/da = 1/b, d/db = -a/b^2 = -y/b */
+        if (wa) ga = em_binary(EM_DIV, g, b);
+        if (wb) gb = mul_x(em_unary(EM_NEG, g), em_binary(EM_DIV, y, b));
+        break;
+    case EM_POW: /* d/da = b a^(b-1), d/db = y log a */
+        if (wa) {
+            em_tensor *bm1 = em_binary_scalar(EM_SUB, b, 1, false, false);
+            ga = mul_x(mul(g, b), bm1 ? em_binary(EM_POW, a, bm1) : NULL);
+            em_release(bm1);
+        }
+        if (wb) gb = mul_x(mul(g, y), em_unary(EM_LOG, a));
+        break;
+    case EM_REMAINDER: /* a - b*floor(a/b): d/da = 1, d/db = -floor(a/b) */
+        if (wa) ga = em_retain((em_tensor *)g);
+        if (wb) {
+            em_tensor *q = em_binary(EM_DIV, a, b);
+            em_tensor *fq = q ? em_unary(EM_FLOOR, q) : NULL;
+            em_release(q);
+            gb = mul_x(em_unary(EM_NEG, g), fq);
+        }
+        break;
+    case EM_MAXIMUM: case EM_MINIMUM:
+        return extreme_backward(n, g, a, b, gin);
+    default:
+        return em_set_error("backward: %s is not differentiable", n->name);
+    }
+    if ((wa && !ga) || (wb && !gb)) { em_release(ga); em_release(gb); return -1; }
+    if (wa && !(gin[0] = fit(ga, a))) { em_release(gb); return -1; }
+    if (wb && !(gin[1] = fit(gb, b))) return -1;
+    return 0;
+}
+
+static const char *const binary_names[EM_NBINARY] = {
+    [EM_ADD] = "AddBackward", [EM_SUB] = "SubBackward", [EM_MUL] = "MulBackward", [EM_DIV] = "DivBackward",
+    [EM_REMAINDER] = "RemainderBackward", [EM_POW] = "PowBackward", [EM_MAXIMUM] = "MaximumBackward",
+    [EM_MINIMUM] = "MinimumBackward",
+};
+
+static bool differentiable_binary(em_binary_op op) { return op <= EM_MINIMUM; }
+
+em_tensor *em_ag_binary(em_binary_op op, const em_tensor *a, const em_tensor *b)
+{
+    em_tensor *out = WITHOUT_GRAD(em_binary(op, a, b));
+    if (!out || !em_dtype_is_float(out->dtype) || !differentiable_binary(op)) return out;
+    em_node *n = em_ag_node(binary_names[op], binary_backward, 2);
+    if (!n) { em_release(out); return NULL; }
+    n->op = op;
+    em_ag_input(n, 0, a);
+    em_ag_input(n, 1, b);
+    if (em_ag_save(n, 0, a, false) || em_ag_save(n, 1, b, false) || em_ag_save(n, 2, out, true)) {
+        em_ag_node_release(n);
+        em_release(out);
+        return NULL;
+    }
+    return em_ag_output(n, out);
+}
+
+/* A binary op with a number: the number is a constant, so the tensor is the
+ * node's only input. The gradient is built by replaying the tensor-tensor
+ * formula with the number as a 0-d tensor. */
+static int scalar_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
+{
+    em_tensor *a = em_ag_saved(n, 0), *y = em_ag_saved(n, 1);
+    if (!a || !y) return -1;
+    em_tensor *s = em_scalar(n->s[0], a->dtype, em_dev(a));
+    if (!s) return -1;
+    /* run binary_backward on (a, s) or (s, a) with only the tensor side wanted */
+    em_node fake = *n;
+    em_edge edges[2] = {{NULL}, {NULL}};
+    int ti = n->flag ? 1 : 0;             /* where the tensor sits */
+    edges[ti].node = n->next[0].node;
+    fake.next = edges;
+    fake.nin = 2;
+    fake.saved[0].t = n->flag ? s : a;
+    fake.saved[1].t = n->flag ? a : s;
+    fake.saved[2].t = y;
+    for (int i = 0; i < 3; i++) { fake.saved[i].version = fake.saved[i].t->storage->version; fake.saved[i].is_output = false; }
+    fake.released = false;
+    em_tensor *g2[2] = {NULL, NULL};
+    int rc = fake.op == EM_MAXIMUM || fake.op == EM_MINIMUM
+                 ? extreme_backward(&fake, gout[0], fake.saved[0].t, fake.saved[1].t, g2)
+                 : binary_backward(&fake, gout, g2);
+    em_release(s);
+    em_release(g2[1 - ti]);
+    gin[0] = g2[ti];
+    return rc;
+}
+
+em_tensor *em_ag_binary_scalar(em_binary_op op, const em_tensor *a, double s, bool s_is_int, bool scalar_first)
+{
+    em_tensor *out = WITHOUT_GRAD(em_binary_scalar(op, a, s, s_is_int, scalar_first));
+    if (!out || !em_dtype_is_float(out->dtype) || !differentiable_binary(op)) return out;
+    em_node *n = em_ag_node(binary_names[op], scalar_backward, 1);
+    if (!n) { em_release(out); return NULL; }
+    n->op = op;
+    n->s[0] = s;
+    n->flag = scalar_first;
+    em_ag_input(n, 0, a);
+    if (em_ag_save(n, 0, a, false) || em_ag_save(n, 1, out, true)) {
+        em_ag_node_release(n);
+        em_release(out);
+        return NULL;
+    }
+    return em_ag_output(n, out);
+}
+
+/* ---- clamp, where, casts -------------------------------------------------- */
+
+static int clamp_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
+{
+    em_tensor *x = em_ag_saved(n, 0);
+    if (!x) return -1;
+    /* the gradient passes where x is inside [lo, hi] (bounds included, as PyTorch) */
+    em_tensor *keep = em_full(x->sizes, x->ndim, 1, EM_BOOL, em_dev(x));
+    for (int i = 0; i < 2 && keep; i++) {
+        if (!(n->ndims & (1 << i))) continue;
+        em_tensor *in = em_binary_scalar(i == 0 ? EM_GE : EM_LE, x, n->s[i], false, false);
+        em_tensor *both = in ? em_binary(EM_LOGICAL_AND, keep, in) : NULL;
+        em_release(in);
+        em_release(keep);
+        keep = both;
+    }
+    em_tensor *z = keep ? zeros_like_t(gout[0]) : NULL;
+    em_tensor *r = z ? em_where(keep, gout[0], z) : NULL;
+    em_release(keep);
+    em_release(z);
+    gin[0] = fit(r, x);
+    return gin[0] ? 0 : -1;
+}
+
+em_tensor *em_ag_clamp(const em_tensor *a, const double *lo, const double *hi)
+{
+    em_tensor *out = WITHOUT_GRAD(em_clamp(a, lo, hi));
+    if (!out || !em_dtype_is_float(out->dtype)) return out;
+    em_node *n = em_ag_node("ClampBackward", clamp_backward, 1);
+    if (!n) { em_release(out); return NULL; }
+    n->ndims = (lo ? 1 : 0) | (hi ? 2 : 0);
+    n->s[0] = lo ? *lo : 0;
+    n->s[1] = hi ? *hi : 0;
+    em_ag_input(n, 0, a);
+    if (em_ag_save(n, 0, a, false)) { em_ag_node_release(n); em_release(out); return NULL; }
+    return em_ag_output(n, out);
+}
+
+static int where_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
+{
+    em_tensor *cond = em_ag_saved(n, 0), *a = em_ag_saved(n, 1), *b = em_ag_saved(n, 2);
+    if (!cond || !a || !b) return -1;
+    em_tensor *z = zeros_like_t(gout[0]);
+    if (!z) return -1;
+    int rc = 0;
+    if (em_ag_wants(n, 0) && !(gin[0] = fit(em_where(cond, gout[0], z), a))) rc = -1;
+    if (rc == 0 && em_ag_wants(n, 1) && !(gin[1] = fit(em_where(cond, z, gout[0]), b))) rc = -1;
+    em_release(z);
+    return rc;
+}
+
+em_tensor *em_ag_where(const em_tensor *cond, const em_tensor *a, const em_tensor *b)
+{
+    em_tensor *out = WITHOUT_GRAD(em_where(cond, a, b));
+    if (!out || !em_dtype_is_float(out->dtype)) return out;
+    em_node *n = em_ag_node("WhereBackward", where_backward, 2);
+    if (!n) { em_release(out); return NULL; }
+    em_ag_input(n, 0, a);
+    em_ag_input(n, 1, b);
+    if (em_ag_save(n, 0, cond, false) || em_ag_save(n, 1, a, false) || em_ag_save(n, 2, b, false)) {
+        em_ag_node_release(n);
+        em_release(out);
+        return NULL;
+    }
+    return em_ag_output(n, out);
+}
+
+/* masked_fill: the filled positions get no gradient */
+static int masked_fill_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
+{
+    em_tensor *mask = em_ag_saved(n, 0), *x = em_ag_saved(n, 1);
+    if (!mask || !x) return -1;
+    gin[0] = fit(em_masked_fill(gout[0], mask, 0.0), x);
+    return gin[0] ? 0 : -1;
+}
+
+em_tensor *em_ag_masked_fill(const em_tensor *t, const em_tensor *mask, double value)
+{
+    em_tensor *out = WITHOUT_GRAD(em_masked_fill(t, mask, value));
+    if (!out || !em_dtype_is_float(out->dtype)) return out;
+    em_node *n = em_ag_node("MaskedFillBackward", masked_fill_backward, 1);
+    if (!n) { em_release(out); return NULL; }
+    em_ag_input(n, 0, t);
+    if (em_ag_save(n, 0, mask, false) || em_ag_save(n, 1, t, false)) {
+        em_ag_node_release(n);
+        em_release(out);
+        return NULL;
+    }
+    return em_ag_output(n, out);
+}
+
+static int cast_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
+{
+    gin[0] = em_to_dtype(gout[0], n->dtype);
+    return gin[0] ? 0 : -1;
+}
+
+/* a dtype conversion between float dtypes (others cut the graph) */
+em_tensor *em_ag_cast(const em_tensor *a, em_dtype d)
+{
+    em_tensor *out = WITHOUT_GRAD(em_cast_to(a, d));
+    if (!out || out == a || !em_dtype_is_float(d)) return out;
+    em_node *n = em_ag_node("ToCopyBackward", cast_backward, 1);
+    if (!n) { em_release(out); return NULL; }
+    n->dtype = a->dtype;
+    em_ag_input(n, 0, a);
+    return em_ag_output(n, out);
+}

@@ -1,0 +1,77 @@
+/* grad_linalg.c — the gradient of matmul in all its shapes (mm, bmm, dot and
+ * batched matmul with broadcast batch dims are special cases). */
+#include "autograd.h"
+
+#include <string.h>
+
+#define WITHOUT_GRAD(expr)                                 \
+    ({                                                     \
+        bool was_ = em_set_grad_enabled(false);            \
+        __typeof__(expr) r_ = (expr);                      \
+        em_set_grad_enabled(was_);                         \
+        r_;                                                \
+    })
+
+/* 1-D operands are matrices with a size-1 dim, as matmul treats them. */
+static em_tensor *as_matrix(const em_tensor *t, bool left)
+{
+    if (t->ndim != 1) return em_retain((em_tensor *)t);
+    return em_unsqueeze(t, left ? 0 : 1);
+}
+
+static em_tensor *swap_last(const em_tensor *t) { return em_transpose(t, -1, -2); }
+
+/* grad of a for out = a @ b: g @ b^T, summed over broadcast batch dims */
+static int matmul_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
+{
+    em_tensor *a = em_ag_saved(n, 0), *b = em_ag_saved(n, 1);
+    if (!a || !b) return -1;
+    em_tensor *a2 = as_matrix(a, true), *b2 = as_matrix(b, false);
+    if (!a2 || !b2) { em_release(a2); em_release(b2); return -1; }
+    /* the output gradient with the squeezed 1-D dims put back */
+    em_tensor *g = em_retain((em_tensor *)gout[0]);
+    if (a->ndim == 1 && g) { em_tensor *u = em_unsqueeze(g, g->ndim >= 1 && b->ndim == 1 ? g->ndim : g->ndim - 1); em_release(g); g = u; }
+    if (b->ndim == 1 && g) { em_tensor *u = em_unsqueeze(g, g->ndim); em_release(g); g = u; }
+    int rc = g ? 0 : -1;
+    if (rc == 0 && em_ag_wants(n, 0)) {
+        em_tensor *bt = swap_last(b2);
+        em_tensor *ga = bt ? em_matmul(g, bt) : NULL;
+        em_tensor *s = ga ? em_sum_to(ga, a2->sizes, a2->ndim) : NULL;
+        gin[0] = s ? em_reshape(s, a->sizes, a->ndim) : NULL;
+        em_release(bt); em_release(ga); em_release(s);
+        if (!gin[0]) rc = -1;
+    }
+    if (rc == 0 && em_ag_wants(n, 1)) {
+        em_tensor *at = swap_last(a2);
+        em_tensor *gb = at ? em_matmul(at, g) : NULL;
+        em_tensor *s = gb ? em_sum_to(gb, b2->sizes, b2->ndim) : NULL;
+        gin[1] = s ? em_reshape(s, b->sizes, b->ndim) : NULL;
+        em_release(at); em_release(gb); em_release(s);
+        if (!gin[1]) rc = -1;
+    }
+    em_release(g);
+    em_release(a2);
+    em_release(b2);
+    return rc;
+}
+
+em_tensor *em_ag_matmul_record(const em_tensor *a, const em_tensor *b, em_tensor *out)
+{
+    if (!out || !em_dtype_is_float(out->dtype)) return out;
+    em_node *n = em_ag_node("MatmulBackward", matmul_backward, 2);
+    if (!n) { em_release(out); return NULL; }
+    em_ag_input(n, 0, a);
+    em_ag_input(n, 1, b);
+    if (em_ag_save(n, 0, a, false) || em_ag_save(n, 1, b, false)) {
+        em_ag_node_release(n);
+        em_release(out);
+        return NULL;
+    }
+    return em_ag_output(n, out);
+}
+
+em_tensor *em_ag_matmul(const em_tensor *a, const em_tensor *b)
+{
+    em_tensor *out = WITHOUT_GRAD(em_matmul(a, b));
+    return em_ag_matmul_record(a, b, out);
+}

@@ -1,0 +1,189 @@
+/* grad_reduce.c — gradients of reductions, softmax and cumulative sums.
+ * mean, var, std, norm and logsumexp are built from these and the
+ * elementwise ops, so they need no formulas of their own. */
+#include "autograd.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define WITHOUT_GRAD(expr)                                 \
+    ({                                                     \
+        bool was_ = em_set_grad_enabled(false);            \
+        __typeof__(expr) r_ = (expr);                      \
+        em_set_grad_enabled(was_);                         \
+        r_;                                                \
+    })
+
+enum { RK_SUM, RK_AMAX, RK_AMIN, RK_PROD };
+
+/* g (reduced without keepdim) with the reduced dims put back as size 1. */
+static em_tensor *unsqueeze_reduced(const em_node *n, const em_tensor *g)
+{
+    if (n->flag) return em_retain((em_tensor *)g);     /* keepdim */
+    int64_t kept[EM_MAX_DIMS];
+    for (int d = 0; d < n->ndim; d++) kept[d] = n->dims[d] ? 1 : n->sizes[d];
+    return em_reshape(g, kept, n->ndim);
+}
+
+static int reduce_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
+{
+    em_tensor *gk = unsqueeze_reduced(n, gout[0]);
+    if (!gk) return -1;
+    em_tensor *r = NULL;
+    if (n->op == RK_SUM) {
+        r = em_expand(gk, n->sizes, n->ndim);
+    } else {
+        em_tensor *x = em_ag_saved(n, 0), *y = em_ag_saved(n, 1);
+        em_tensor *yk = x && y ? unsqueeze_reduced(n, y) : NULL;
+        if (n->op == RK_PROD) {
+            /* d prod / dx_i = prod / x_i (exact unless some x_i is 0) */
+            em_tensor *q = yk ? em_binary(EM_DIV, yk, x) : NULL;
+            r = q ? em_binary(EM_MUL, gk, q) : NULL;
+            em_release(q);
+        } else {
+            /* the gradient is shared evenly by the elements equal to the extreme */
+            em_tensor *hit = yk ? em_binary(EM_EQ, x, yk) : NULL;
+            em_tensor *hf = hit ? em_cast_to(hit, x->dtype) : NULL;
+            int dims[EM_MAX_DIMS], nd = 0;
+            for (int d = 0; d < n->ndim; d++) if (n->dims[d]) dims[nd++] = d;
+            em_tensor *cnt = hf ? em_sum(hf, dims, nd, true) : NULL;
+            em_tensor *share = cnt ? em_binary(EM_DIV, gk, cnt) : NULL;
+            r = share ? em_binary(EM_MUL, hf, share) : NULL;
+            em_release(hit); em_release(hf); em_release(cnt); em_release(share);
+        }
+        em_release(yk);
+    }
+    em_release(gk);
+    if (!r) return -1;
+    gin[0] = r;
+    return 0;
+}
+
+em_tensor *em_ag_reduce(int kind, const em_tensor *in, const int *dims, int ndims, bool keepdim)
+{
+    em_tensor *out;
+    switch (kind) {
+    case RK_SUM: out = WITHOUT_GRAD(em_sum(in, dims, ndims, keepdim)); break;
+    case RK_AMAX: out = WITHOUT_GRAD(em_amax(in, dims, ndims, keepdim)); break;
+    case RK_AMIN: out = WITHOUT_GRAD(em_amin(in, dims, ndims, keepdim)); break;
+    default: out = WITHOUT_GRAD(em_prod(in, dims, ndims, keepdim)); break;
+    }
+    if (!out || !em_dtype_is_float(out->dtype)) return out;
+    static const char *const names[] = {"SumBackward", "AmaxBackward", "AminBackward", "ProdBackward"};
+    em_node *n = em_ag_node(names[kind], reduce_backward, 1);
+    if (!n) { em_release(out); return NULL; }
+    bool mask[EM_MAX_DIMS];
+    if (em_dims_mask(in, dims, ndims, names[kind], mask) < 0) { em_ag_node_release(n); em_release(out); return NULL; }
+    n->op = kind;
+    n->flag = keepdim;
+    n->ndim = in->ndim;
+    memcpy(n->sizes, in->sizes, sizeof(int64_t) * (size_t)in->ndim);
+    for (int d = 0; d < in->ndim; d++) n->dims[d] = mask[d];
+    em_ag_input(n, 0, in);
+    if (kind != RK_SUM && (em_ag_save(n, 0, in, false) || em_ag_save(n, 1, out, true))) {
+        em_ag_node_release(n);
+        em_release(out);
+        return NULL;
+    }
+    return em_ag_output(n, out);
+}
+
+/* values picked along a dim (max/min with a dim, sort, topk): the gradient
+ * goes back to the positions the indices name */
+static int dim_values_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
+{
+    em_tensor *idx = em_ag_saved(n, 0);
+    if (!idx) return -1;
+    if (gout[0]->requires_grad)
+        return em_set_error("backward: %s: gradients of gradients are not supported yet", n->name);
+    em_tensor *g = em_retain((em_tensor *)gout[0]), *ix = em_retain(idx);
+    if (!n->flag) {   /* put the reduced dim back */
+        em_tensor *g2 = em_unsqueeze(g, n->dim), *i2 = em_unsqueeze(ix, n->dim);
+        em_release(g); em_release(ix);
+        g = g2; ix = i2;
+        if (!g || !ix) { em_release(g); em_release(ix); return -1; }
+    }
+    em_tensor *z = em_zeros(n->sizes, n->ndim, g->dtype, em_dev(g));
+    int rc = z ? em_scatter_add_(z, n->dim, ix, g) : -1;
+    em_release(g);
+    em_release(ix);
+    if (rc) { em_release(z); return -1; }
+    gin[0] = z;
+    return 0;
+}
+
+em_tensor *em_ag_dim_values(const em_tensor *in, int dim, bool keepdim, const em_tensor *indices, em_tensor *values)
+{
+    if (!values || !em_ag_needed1(in) || !em_dtype_is_float(values->dtype)) return values;
+    em_node *n = em_ag_node("IndicesBackward", dim_values_backward, 1);
+    if (!n) { em_release(values); return NULL; }
+    n->dim = in->ndim ? dim : 0;
+    n->flag = keepdim || in->ndim == 0;
+    n->ndim = in->ndim;
+    memcpy(n->sizes, in->sizes, sizeof(int64_t) * (size_t)in->ndim);
+    em_ag_input(n, 0, in);
+    if (em_ag_save(n, 0, indices, false)) { em_ag_node_release(n); em_release(values); return NULL; }
+    return em_ag_output(n, values);
+}
+
+static int softmax_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
+{
+    em_tensor *y = em_ag_saved(n, 0);
+    if (!y) return -1;
+    const em_tensor *g = gout[0];
+    em_tensor *r;
+    if (n->op == EM_SOFTMAX) {          /* y * (g - sum(g*y)) */
+        em_tensor *gy = em_binary(EM_MUL, g, y);
+        em_tensor *s = gy ? em_sum(gy, &n->dim, 1, true) : NULL;
+        em_tensor *d = s ? em_binary(EM_SUB, g, s) : NULL;
+        r = d ? em_binary(EM_MUL, y, d) : NULL;
+        em_release(gy); em_release(s); em_release(d);
+    } else {                            /* g - exp(y) * sum(g) */
+        em_tensor *s = em_sum(g, &n->dim, 1, true);
+        em_tensor *e = em_unary(EM_EXP, y);
+        em_tensor *es = s && e ? em_binary(EM_MUL, e, s) : NULL;
+        r = es ? em_binary(EM_SUB, g, es) : NULL;
+        em_release(s); em_release(e); em_release(es);
+    }
+    if (!r) return -1;
+    gin[0] = r;
+    return 0;
+}
+
+em_tensor *em_ag_softmax(int op, const em_tensor *in, int dim)
+{
+    em_tensor *out = WITHOUT_GRAD(op == EM_SOFTMAX ? em_softmax(in, dim) : em_log_softmax(in, dim));
+    if (!out) return NULL;
+    em_node *n = em_ag_node(op == EM_SOFTMAX ? "SoftmaxBackward" : "LogSoftmaxBackward", softmax_backward, 1);
+    if (!n) { em_release(out); return NULL; }
+    n->op = op;
+    n->dim = in->ndim ? (dim < 0 ? dim + in->ndim : dim) : 0;
+    em_ag_input(n, 0, in);
+    if (em_ag_save(n, 0, out, true)) { em_ag_node_release(n); em_release(out); return NULL; }
+    return em_ag_output(n, out);
+}
+
+static int cumsum_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
+{
+    /* d/dx_i sum_{j>=i} g_j = total - cumsum(g) + g */
+    const em_tensor *g = gout[0];
+    em_tensor *total = em_sum(g, &n->dim, 1, true);
+    em_tensor *c = em_cumsum(g, n->dim);
+    em_tensor *d = total && c ? em_binary(EM_SUB, total, c) : NULL;
+    em_tensor *r = d ? em_binary(EM_ADD, d, g) : NULL;
+    em_release(total); em_release(c); em_release(d);
+    if (!r) return -1;
+    gin[0] = r;
+    return 0;
+}
+
+em_tensor *em_ag_cumsum(const em_tensor *in, int dim)
+{
+    em_tensor *out = WITHOUT_GRAD(em_cumsum(in, dim));
+    if (!out || !em_dtype_is_float(out->dtype)) return out;
+    em_node *n = em_ag_node("CumsumBackward", cumsum_backward, 1);
+    if (!n) { em_release(out); return NULL; }
+    n->dim = in->ndim ? (dim < 0 ? dim + in->ndim : dim) : 0;
+    em_ag_input(n, 0, in);
+    return em_ag_output(n, out);
+}

@@ -1,0 +1,275 @@
+/* idx.c — the IDX file reader (see idx.h for the format and dtypes).
+ *
+ * A file is untrusted input: every header field is checked, and the data a
+ * header claims is only allocated when the file can plausibly hold it. For a
+ * plain file that is exact (its size is known). For a gzip file the inflated
+ * size is unknown until read, but deflate cannot expand more than 1032:1
+ * (zlib's FAQ), so a claim beyond 1032 times the compressed size is refused
+ * at once; anything below that costs at most that much memory before a short
+ * read is reported as truncation.
+ *
+ * The tensor is made on the CPU and filled here directly: reading a file is
+ * host work by nature, and t:to(device) moves the result. */
+#include "idx.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define DEFLATE_MAX_RATIO 1032
+/* gzread takes an unsigned count; large reads go in pieces of this size */
+#define READ_CHUNK ((size_t)1 << 24)
+/* wider types are read into a staging buffer of this size and converted */
+#define STAGE_BYTES ((size_t)1 << 16)
+
+typedef struct idx_type {
+    unsigned char code;
+    size_t file_size;      /* bytes per value in the file */
+    em_dtype dtype;
+} idx_type;
+
+static const idx_type idx_types[] = {
+    {0x08, 1, EM_UINT8}, {0x09, 1, EM_INT32}, {0x0B, 2, EM_INT32},
+    {0x0C, 4, EM_INT32}, {0x0D, 4, EM_FLOAT32}, {0x0E, 8, EM_FLOAT64},
+};
+
+static const idx_type *find_type(unsigned char code)
+{
+    for (size_t i = 0; i < sizeof idx_types / sizeof idx_types[0]; i++)
+        if (idx_types[i].code == code) return &idx_types[i];
+    return NULL;
+}
+
+static uint32_t be32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+static uint64_t be64(const unsigned char *p)
+{
+    return (uint64_t)be32(p) << 32 | be32(p + 4);
+}
+
+/* Reads up to n bytes; stops early only at the end of the data. Returns the
+ * count read, or -1 with an error for corrupt gzip data or an I/O error. A
+ * gzip stream that ends too soon is not an error here: the caller sees the
+ * short count and reports the truncation with the sizes. */
+static int64_t read_upto(gzFile f, void *buf, size_t n, const char *path)
+{
+    size_t got = 0;
+    while (got < n) {
+        size_t want = n - got < READ_CHUNK ? n - got : READ_CHUNK;
+        int r = gzread(f, (char *)buf + got, (unsigned)want);
+        if (r < 0) {
+            int errnum;
+            const char *msg = gzerror(f, &errnum);
+            if (errnum == Z_BUF_ERROR) break;   /* "unexpected end of file" */
+            if (errnum == Z_ERRNO)
+                return em_set_error("read_idx: %s: read failed: %s", path, strerror(errno));
+            return em_set_error("read_idx: %s: corrupt gzip data (%s)", path, msg);
+        }
+        if (r == 0) break;
+        got += (size_t)r;
+    }
+    return (int64_t)got;
+}
+
+/* Converts n big-endian values of type ty from src into dst (native). */
+static void convert(void *dst, const unsigned char *src, size_t n, const idx_type *ty)
+{
+    switch (ty->code) {
+    case 0x08:
+        memcpy(dst, src, n);
+        break;
+    case 0x09: {
+        int32_t *d = dst;
+        for (size_t i = 0; i < n; i++) d[i] = (int8_t)src[i];
+        break;
+    }
+    case 0x0B: {
+        int32_t *d = dst;
+        for (size_t i = 0; i < n; i++) d[i] = (int16_t)((uint16_t)src[2 * i] << 8 | src[2 * i + 1]);
+        break;
+    }
+    case 0x0C: {
+        int32_t *d = dst;
+        for (size_t i = 0; i < n; i++) d[i] = (int32_t)be32(src + 4 * i);
+        break;
+    }
+    case 0x0D: {
+        float *d = dst;
+        for (size_t i = 0; i < n; i++) {
+            uint32_t u = be32(src + 4 * i);
+            memcpy(&d[i], &u, 4);
+        }
+        break;
+    }
+    case 0x0E: {
+        double *d = dst;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t u = be64(src + 8 * i);
+            memcpy(&d[i], &u, 8);
+        }
+        break;
+    }
+    }
+}
+
+/* Reads `numel` values of type ty into t's data. Returns 0, or -1 with an
+ * error (truncation reports the data bytes expected and found). */
+static int read_data(gzFile f, em_tensor *t, int64_t numel, const idx_type *ty, const char *path)
+{
+    uint64_t expected = (uint64_t)numel * ty->file_size;
+    uint64_t got = 0;
+    if (ty->code == 0x08) {
+        /* bytes need no conversion: read straight into the tensor */
+        int64_t r = read_upto(f, em_data_ptr(t), (size_t)expected, path);
+        if (r < 0) return -1;
+        got = (uint64_t)r;
+    } else {
+        unsigned char *stage = malloc(STAGE_BYTES);
+        if (!stage) return em_set_error("read_idx: %s: out of memory", path);
+        char *dst = em_data_ptr(t);
+        size_t out_size = em_dtype_size(t->dtype);
+        while (got < expected) {
+            size_t want = expected - got < STAGE_BYTES ? (size_t)(expected - got) : STAGE_BYTES;
+            int64_t r = read_upto(f, stage, want, path);
+            if (r < 0) { free(stage); return -1; }
+            /* a partial value at the end is dropped: the error follows below */
+            size_t values = (size_t)r / ty->file_size;
+            convert(dst + (got / ty->file_size) * out_size, stage, values, ty);
+            got += (uint64_t)r;
+            if ((size_t)r < want) break;
+        }
+        free(stage);
+    }
+    if (got < expected)
+        return em_set_error("read_idx: %s: truncated (expected %llu data bytes, got %llu)", path,
+                            (unsigned long long)expected, (unsigned long long)got);
+    unsigned char extra;
+    int64_t r = read_upto(f, &extra, 1, path);
+    if (r < 0) return -1;
+    if (r > 0)
+        return em_set_error("read_idx: %s: unexpected bytes after the %llu data bytes the header describes",
+                            path, (unsigned long long)expected);
+    return 0;
+}
+
+/* Parses and checks the header: fills the sizes, the element count and the
+ * type, or returns -1 with an error. */
+static int read_header(gzFile f, const char *path, int64_t *sizes, int *ndim,
+                       int64_t *numel, const idx_type **type)
+{
+    unsigned char magic[4];
+    int64_t r = read_upto(f, magic, 4, path);
+    if (r < 0) return -1;
+    if (r < 4) return em_set_error("read_idx: %s: truncated header (%lld of 4 magic bytes)", path, (long long)r);
+    if (magic[0] != 0 || magic[1] != 0)
+        return em_set_error("read_idx: %s: not an IDX file (magic starts %02x %02x, expected 00 00)",
+                            path, magic[0], magic[1]);
+    const idx_type *ty = find_type(magic[2]);
+    if (!ty)
+        return em_set_error("read_idx: %s: unknown IDX data type 0x%02x (expected 0x08, 0x09, 0x0B, 0x0C, 0x0D or 0x0E)",
+                            path, magic[2]);
+    int nd = magic[3];
+    if (nd < 1 || nd > EM_MAX_DIMS)
+        return em_set_error("read_idx: %s: %d dimensions (expected 1..%d)", path, nd, EM_MAX_DIMS);
+    unsigned char dims[4 * EM_MAX_DIMS];
+    r = read_upto(f, dims, 4 * (size_t)nd, path);
+    if (r < 0) return -1;
+    if (r < 4 * nd)
+        return em_set_error("read_idx: %s: truncated header (%lld of %d size bytes)", path, (long long)r, 4 * nd);
+    /* the element count is checked against the cap as it grows, so it never
+     * overflows: the cap is far below INT64_MAX / UINT32_MAX */
+    uint64_t n = 1;
+    bool empty = false;
+    for (int i = 0; i < nd; i++) {
+        uint32_t d = be32(dims + 4 * i);
+        if (d > INT32_MAX)
+            return em_set_error("read_idx: %s: size %u of dimension %d is negative as a signed 32-bit integer",
+                                path, d, i + 1);
+        sizes[i] = d;
+        if (d == 0) empty = true;
+        if (!empty) n *= d;
+        if (!empty && n * ty->file_size > EM_IDX_MAX_BYTES)
+            return em_set_error("read_idx: %s: header claims sizes %s, more than the %llu GiB limit", path,
+                                em_sizes_tmp(sizes, i + 1), (unsigned long long)(EM_IDX_MAX_BYTES >> 30));
+    }
+    if (empty) n = 0;
+    *ndim = nd;
+    *numel = (int64_t)n;
+    *type = ty;
+    return 0;
+}
+
+em_tensor *em_read_idx(const char *path)
+{
+    if (!path) return em_set_error("read_idx: no path given"), NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return em_set_error("read_idx: %s: %s", path, strerror(errno)), NULL;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        em_set_error("read_idx: %s: %s", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        close(fd);
+        return em_set_error("read_idx: %s: is a directory", path), NULL;
+    }
+    /* How many data bytes the file can hold at most (see the top comment).
+     * Pipes and devices have no size: only the cap applies to them. */
+    unsigned char sig[2];
+    bool gz = pread(fd, sig, 2, 0) == 2 && sig[0] == 0x1f && sig[1] == 0x8b;
+    uint64_t fsize = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+    uint64_t limit = UINT64_MAX;
+    if (S_ISREG(st.st_mode))
+        limit = gz ? (fsize > UINT64_MAX / DEFLATE_MAX_RATIO ? UINT64_MAX : fsize * DEFLATE_MAX_RATIO) : fsize;
+
+    gzFile f = gzdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return em_set_error("read_idx: %s: cannot open (out of memory)", path), NULL;
+    }
+    gzbuffer(f, 1 << 18);
+
+    int64_t sizes[EM_MAX_DIMS];
+    int ndim = 0;
+    int64_t numel = 0;
+    const idx_type *ty = NULL;
+    em_tensor *t = NULL;
+    int rc = read_header(f, path, sizes, &ndim, &numel, &ty);
+    if (rc == 0) {
+        uint64_t header = 4 + 4 * (uint64_t)ndim;
+        uint64_t bytes = (uint64_t)numel * ty->file_size;
+        if (!gz && S_ISREG(st.st_mode) && fsize < header + bytes) {
+            em_set_error("read_idx: %s: truncated (expected %llu data bytes, got %llu)", path,
+                         (unsigned long long)bytes, (unsigned long long)(fsize - header));
+            rc = -1;
+        } else if (gz && bytes > limit) {
+            em_set_error("read_idx: %s: truncated (expected %llu data bytes, but a %llu-byte gzip file "
+                         "inflates to at most %llu)", path, (unsigned long long)bytes,
+                         (unsigned long long)fsize, (unsigned long long)limit);
+            rc = -1;
+        }
+    }
+    if (rc == 0) {
+        t = em_empty(sizes, ndim, ty->dtype, (em_device){EM_CPU, 0});
+        if (!t) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "%s", em_error());
+            em_set_error("read_idx: %s: %s", path, msg);
+        } else if (read_data(f, t, numel, ty, path)) {
+            em_release(t);
+            t = NULL;
+        }
+    }
+    gzclose(f);
+    return t;
+}

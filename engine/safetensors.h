@@ -1,0 +1,54 @@
+/*
+ * safetensors.h — checkpoints in the safetensors format
+ * (https://github.com/huggingface/safetensors), readable by the reference
+ * Python package and by PyTorch tooling.
+ *
+ * File layout: an 8-byte little-endian u64 N, then N bytes of JSON header
+ *   {"name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}, ...,
+ *    "__metadata__": {"key": "value"}}
+ * padded with spaces so that N is a multiple of 8, then the data section:
+ * the raw little-endian, row-major bytes of every tensor, back to back.
+ * dtype codes: F32 F64 I64 I32 U8 BOOL F16 BF16 (ember's eight dtypes).
+ */
+#ifndef EMBER_SAFETENSORS_H
+#define EMBER_SAFETENSORS_H
+
+#include "ember.h"
+
+/* Writes n tensors under the given names (unique, non-empty; "__metadata__"
+ * is reserved) and nmeta string pairs into the header's "__metadata__"
+ * (omitted when nmeta is 0). Header entries and data come in the order given;
+ * callers that want a deterministic file sort the names first (the Lua
+ * binding does). Tensors on other devices are copied to the host,
+ * non-contiguous ones made contiguous.
+ *
+ * The write is atomic: the bytes go to a temporary file "<path>.tmp.XXXXXX"
+ * in the same folder, which is fsynced, renamed over path, and then the
+ * folder is fsynced. A process killed mid-write leaves path as it was (the
+ * temporary file may remain); on an error the temporary file is removed.
+ * Returns 0, or -1 with an error "save: <path>: ...". */
+int em_save_safetensors(const char *path, const char *const *names, em_tensor *const *tensors, int n,
+                        const char *const *meta_keys, const char *const *meta_values, int nmeta);
+
+/* A loaded file: tensors (CPU, contiguous) in header order, and metadata. */
+typedef struct em_checkpoint {
+    int n;
+    char **names;
+    em_tensor **tensors;
+    int nmeta;
+    char **meta_keys;
+    char **meta_values;
+} em_checkpoint;
+
+/* Reads a safetensors file. The header is checked against the real file
+ * before anything it claims is allocated: header length within the file and
+ * at most 100 MB, valid JSON, known dtypes, shapes of non-negative integers
+ * whose byte size matches the data offsets, offsets that cover the data
+ * section exactly (no holes, no overlap, nothing past the end). Returns NULL
+ * with an error "load: <path>: ..." on any problem. Free the result with
+ * em_checkpoint_free. Callers may take tensors out of the arrays (set the
+ * slot to NULL); em_checkpoint_free skips NULL slots. */
+em_checkpoint *em_load_safetensors(const char *path);
+void em_checkpoint_free(em_checkpoint *c);
+
+#endif

@@ -1,0 +1,225 @@
+/* bind_autograd.c — autograd from Lua: t:backward(), t:detach(),
+ * t:requires_grad_(), t:retain_grad(), t:register_hook(fn),
+ * ember.no_grad(fn | nothing), ember.enable_grad, ember.set_grad_enabled,
+ * ember.is_grad_enabled, and ember._autograd_grad (wrapped by
+ * lua/ember/autograd.lua as ember.autograd.grad). */
+#include "binding.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Hooks run Lua code in the middle of a backward pass, on the thread that
+ * started the pass (a coroutine's own thread when called from one). */
+static lua_State *pass_L;
+
+typedef struct lua_hook {
+    lua_State *owner;       /* the main state, to drop the reference */
+    int ref;
+} lua_hook;
+
+static int run_lua_hook(void *ctx, em_tensor *grad, em_tensor **replacement)
+{
+    lua_hook *h = ctx;
+    lua_State *L = pass_L;
+    if (!L) return em_set_error("register_hook: hook called outside a backward pass");
+    lua_rawgeti(L, LUA_REGISTRYINDEX, h->ref);
+    emlua_push(L, em_retain(grad));
+    if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+        em_set_error("hook: %s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "error in a tensor hook");
+        lua_pop(L, 1);
+        return -1;
+    }
+    em_tensor *r = emlua_test(L, -1);
+    if (r) *replacement = em_retain(r);
+    else if (!lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        return em_set_error("hook: a hook must return nil or a tensor");
+    }
+    lua_pop(L, 1);
+    return 0;
+}
+
+static void free_lua_hook(void *ctx)
+{
+    lua_hook *h = ctx;
+    luaL_unref(h->owner, LUA_REGISTRYINDEX, h->ref);
+    free(h);
+}
+
+static int t_register_hook(lua_State *L)
+{
+    em_tensor *t = emlua_check(L, 1, "register_hook");
+    if (lua_type(L, 2) != LUA_TFUNCTION) return emlua_typeerror(L, 2, "register_hook", "a function");
+    lua_hook *h = malloc(sizeof *h);
+    if (!h) return luaL_error(L, "register_hook: out of memory");
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+    h->owner = lua_tothread(L, -1);
+    lua_pop(L, 1);
+    lua_pushvalue(L, 2);
+    h->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    if (em_register_hook(t, run_lua_hook, h, free_lua_hook)) {
+        free_lua_hook(h);
+        return emlua_fail(L);
+    }
+    return 0;
+}
+
+/* t:backward([gradient], [{retain_graph=, create_graph=}]) */
+static int t_backward(lua_State *L)
+{
+    em_tensor *t = emlua_check(L, 1, "backward");
+    em_tensor *g = emlua_test(L, 2);
+    int opts = 0;
+    if (lua_istable(L, 2) && !g) opts = 2;
+    else if (lua_istable(L, 3) && !emlua_test(L, 3)) opts = 3;
+    else if (!lua_isnoneornil(L, 2) && !g) return emlua_typeerror(L, 2, "backward", "a gradient tensor or an options table");
+    bool create = emlua_opt_field_boolean(L, opts, "create_graph", "backward", false);
+    bool retain = emlua_opt_field_boolean(L, opts, "retain_graph", "backward", create);
+    lua_State *outer = pass_L;
+    pass_L = L;
+    int rc = em_backward(&t, g ? &g : NULL, 1, retain, create);
+    pass_L = outer;
+    if (rc) return emlua_fail(L);
+    return 0;
+}
+
+/* Reads a tensor or a list of tensors at idx into an array that lives in a
+ * userdata pushed on the stack, so a Lua error raised later cannot leak it. */
+static em_tensor **tensor_list(lua_State *L, int idx, const char *op, const char *what, int *n)
+{
+    em_tensor *one = emlua_test(L, idx);
+    if (!one && lua_type(L, idx) != LUA_TTABLE)
+        emlua_argerror(L, idx, op, "expected a tensor or a list of tensors as %s, got %s", what, luaL_typename(L, idx));
+    int k = one ? 1 : (int)lua_rawlen(L, idx);
+    em_tensor **a = lua_newuserdatauv(L, sizeof *a * (size_t)(k ? k : 1), 0);
+    if (one) a[0] = one;
+    for (int i = 0; !one && i < k; i++) {
+        lua_rawgeti(L, idx, i + 1);
+        a[i] = emlua_test(L, -1);
+        lua_pop(L, 1);       /* the list keeps the tensor alive */
+        if (!a[i]) emlua_argerror(L, idx, op, "entry %d of %s is not a tensor", i + 1, what);
+    }
+    *n = k;
+    return a;
+}
+
+/* ember._autograd_grad(outputs, inputs, {grad_outputs=, retain_graph=,
+ * create_graph=, allow_unused=}) -> one gradient (or nil) per input */
+static int m_autograd_grad(lua_State *L)
+{
+    const char *op = "autograd.grad";
+    int nout, nin, ngo = 0;
+    int opts = lua_istable(L, 3) ? 3 : 0;
+    em_tensor **outs = tensor_list(L, 1, op, "outputs", &nout);
+    em_tensor **ins = tensor_list(L, 2, op, "inputs", &nin);
+    em_tensor **gos = NULL;
+    if (opts) {
+        lua_getfield(L, opts, "grad_outputs");
+        if (!lua_isnil(L, -1)) {
+            gos = tensor_list(L, lua_gettop(L), op, "grad_outputs", &ngo);
+            if (ngo != nout) return luaL_error(L, "%s: %d grad_outputs given for %d outputs", op, ngo, nout);
+        }
+    }
+    bool create = emlua_opt_field_boolean(L, opts, "create_graph", op, false);
+    bool retain = emlua_opt_field_boolean(L, opts, "retain_graph", op, create);
+    bool unused = emlua_opt_field_boolean(L, opts, "allow_unused", op, false);
+    em_tensor **res = lua_newuserdatauv(L, sizeof *res * (size_t)(nin ? nin : 1), 0);
+    lua_State *outer = pass_L;
+    pass_L = L;
+    int rc = em_autograd_grad(outs, gos, nout, ins, nin, retain, create, unused, res);
+    pass_L = outer;
+    if (rc) return emlua_fail(L);
+    luaL_checkstack(L, nin, op);
+    for (int i = 0; i < nin; i++) {
+        if (res[i]) emlua_push(L, res[i]);
+        else lua_pushnil(L);
+    }
+    return nin;
+}
+
+static int t_detach(lua_State *L) { return emlua_push(L, em_detach(emlua_check(L, 1, "detach"))); }
+
+static int t_requires_grad_(lua_State *L)
+{
+    em_tensor *t = emlua_check(L, 1, "requires_grad_");
+    if (em_requires_grad_(t, emlua_opt_boolean(L, 2, "requires_grad_", true))) return emlua_fail(L);
+    lua_settop(L, 1);
+    return 1;
+}
+
+static int t_retain_grad(lua_State *L)
+{
+    if (em_retain_grad(emlua_check(L, 1, "retain_grad"))) return emlua_fail(L);
+    return 0;
+}
+
+/* ---- grad mode ----------------------------------------------------------- */
+
+/* The guard object of `local g <close> = ember.no_grad()`: restores the mode
+ * that was on when it was made. */
+static int guard_close(lua_State *L)
+{
+    bool *was = luaL_checkudata(L, 1, "ember.GradGuard");
+    em_set_grad_enabled(*was);
+    return 0;
+}
+
+static int push_guard(lua_State *L, bool was)
+{
+    bool *g = lua_newuserdatauv(L, sizeof(bool), 0);
+    *g = was;
+    if (luaL_newmetatable(L, "ember.GradGuard")) {
+        lua_pushcfunction(L, guard_close);
+        lua_setfield(L, -2, "__close");
+        lua_pushstring(L, "ember.GradGuard");
+        lua_setfield(L, -2, "__name");
+    }
+    lua_setmetatable(L, -2);
+    return 1;
+}
+
+/* ember.no_grad(fn, ...) runs fn with recording off and returns its
+ * results; ember.no_grad() returns a <close> guard. The mode is restored
+ * even when fn raises. */
+static int with_mode(lua_State *L, bool on, const char *op)
+{
+    if (!lua_isnoneornil(L, 1) && lua_type(L, 1) != LUA_TFUNCTION)
+        return emlua_typeerror(L, 1, op, "a function (or nothing, for a <close> guard)");
+    bool was = em_set_grad_enabled(on);
+    if (lua_isnoneornil(L, 1)) return push_guard(L, was);
+    int base = lua_gettop(L);
+    int status = lua_pcall(L, base - 1, LUA_MULTRET, 0);
+    em_set_grad_enabled(was);
+    if (status != LUA_OK) return lua_error(L);
+    return lua_gettop(L);
+}
+
+static int m_no_grad(lua_State *L) { return with_mode(L, false, "ember.no_grad"); }
+static int m_enable_grad(lua_State *L) { return with_mode(L, true, "ember.enable_grad"); }
+
+static int m_set_grad_enabled(lua_State *L)
+{
+    if (lua_type(L, 1) != LUA_TBOOLEAN) return emlua_typeerror(L, 1, "ember.set_grad_enabled", "a boolean");
+    lua_pushboolean(L, em_set_grad_enabled(lua_toboolean(L, 1)));
+    return 1;
+}
+
+static int m_is_grad_enabled(lua_State *L)
+{
+    lua_pushboolean(L, em_grad_enabled());
+    return 1;
+}
+
+static const luaL_Reg methods[] = {
+    {"backward", t_backward}, {"detach", t_detach}, {"requires_grad_", t_requires_grad_},
+    {"retain_grad", t_retain_grad}, {"register_hook", t_register_hook},
+    {NULL, NULL},
+};
+
+static const luaL_Reg functions[] = {
+    {"no_grad", m_no_grad}, {"enable_grad", m_enable_grad}, {"set_grad_enabled", m_set_grad_enabled},
+    {"is_grad_enabled", m_is_grad_enabled}, {"_autograd_grad", m_autograd_grad}, {"detach", t_detach},
+    {NULL, NULL},
+};
+
+void emlua_open_autograd(lua_State *L) { emlua_register(L, methods, functions); }

@@ -1,0 +1,232 @@
+/* bind_io.c — ember.save / ember.load: checkpoints in the safetensors format.
+ *
+ *   ember.save(path, tensors [, {metadata = {key = "value"}}])
+ *   local tensors, metadata = ember.load(path [, {device = "cuda"}])
+ *
+ * `tensors` maps names to tensors; nested tables are flattened with "."
+ * joined keys ({layer = {weight = w}} is saved as "layer.weight"), integer
+ * keys written in decimal ({w1, w2} gives "1", "2"). ember.load returns the
+ * flat table, not the nesting. Names are written sorted, so the same tensors
+ * always give the same file. Metadata keys and values are strings (numbers
+ * are converted). See engine/safetensors.h for the format and the atomic
+ * write. */
+#include "binding.h"
+#include "../engine/safetensors.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define BOX_MT "ember.checkpoint_box"
+/* deeper nesting than any real state dict: most likely a table cycle */
+#define MAX_DEPTH 64
+
+static const char *check_path(lua_State *L, int idx, const char *op)
+{
+    if (lua_type(L, idx) != LUA_TSTRING) return emlua_typeerror(L, idx, op, "a file name (string)"), NULL;
+    size_t len;
+    const char *s = lua_tolstring(L, idx, &len);
+    if (len == 0) emlua_argerror(L, idx, op, "empty file name");
+    if (strlen(s) != len) emlua_argerror(L, idx, op, "file name contains a zero byte");
+    return s;
+}
+
+/* Adds the tensors of the table at `src` to the flat table at `dst`, each
+ * under prefix + key. The prefix string is at the top of the stack (or
+ * absent when has_prefix is false). */
+static void flatten(lua_State *L, int src, int dst, bool has_prefix, int depth)
+{
+    const char *op = "save";
+    if (depth > MAX_DEPTH) emlua_argerror(L, 2, op, "tables nested more than %d deep (a cycle?)", MAX_DEPTH);
+    luaL_checkstack(L, 8, "save: nesting");
+    int prefix = lua_gettop(L);
+    lua_pushnil(L);
+    while (lua_next(L, src) != 0) {
+        /* stack: ... key value; build the full name without touching key */
+        int kt = lua_type(L, -2);
+        if (has_prefix) lua_pushvalue(L, prefix);
+        if (kt == LUA_TSTRING) {
+            lua_pushvalue(L, -2 - has_prefix);
+        } else if (kt == LUA_TNUMBER && lua_isinteger(L, -2 - has_prefix)) {
+            lua_pushfstring(L, "%I", (LUAI_UACINT)lua_tointeger(L, -2 - has_prefix));
+        } else {
+            emlua_argerror(L, 2, op, "keys must be strings or integers, got a %s key", luaL_typename(L, -2 - has_prefix));
+        }
+        if (has_prefix) {
+            lua_pushliteral(L, ".");
+            lua_insert(L, -2);
+            lua_concat(L, 3);
+        }
+        /* stack: ... key value name */
+        size_t len;
+        const char *name = lua_tolstring(L, -1, &len);
+        if (len == 0) emlua_argerror(L, 2, op, "empty tensor name");
+        if (strlen(name) != len) emlua_argerror(L, 2, op, "tensor name \"%s...\" contains a zero byte", name);
+        if (emlua_test(L, -2)) {
+            if (lua_getfield(L, dst, name) != LUA_TNIL)
+                emlua_argerror(L, 2, op, "the name \"%s\" is given twice (after flattening nested tables)", name);
+            lua_pop(L, 1);
+            lua_pushvalue(L, -2);
+            lua_setfield(L, dst, name);
+            lua_pop(L, 2);              /* name, value */
+        } else if (lua_type(L, -2) == LUA_TTABLE) {
+            flatten(L, lua_gettop(L) - 1, dst, true, depth + 1);
+            lua_pop(L, 2);
+        } else {
+            emlua_argerror(L, 2, op, "\"%s\" is a %s (expected a tensor or a table of tensors)", name,
+                           luaL_typename(L, -2));
+        }
+    }
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int l_save(lua_State *L)
+{
+    const char *op = "save";
+    const char *path = check_path(L, 1, op);
+    if (lua_type(L, 2) != LUA_TTABLE || emlua_test(L, 2))
+        return emlua_typeerror(L, 2, op, "a table of tensors (name -> tensor)");
+    int opts = 0;
+    if (!lua_isnoneornil(L, 3)) {
+        if (lua_type(L, 3) != LUA_TTABLE || emlua_test(L, 3))
+            return emlua_typeerror(L, 3, op, "an options table {metadata = {key = \"value\"}}");
+        opts = 3;
+    }
+    lua_settop(L, 3);
+
+    lua_newtable(L);                                   /* 4: flat name -> tensor */
+    flatten(L, 2, 4, false, 0);
+    int n = 0;
+    for (lua_pushnil(L); lua_next(L, 4); lua_pop(L, 1)) n++;
+
+    /* metadata: copied into a table of strings (5) so the C strings stay alive */
+    lua_newtable(L);                                   /* 5 */
+    int nmeta = 0;
+    if (opts) {
+        int mt = lua_getfield(L, opts, "metadata");    /* 6 */
+        if (mt == LUA_TTABLE) {
+            for (lua_pushnil(L); lua_next(L, 6); lua_pop(L, 1)) {
+                if (lua_type(L, -2) != LUA_TSTRING)
+                    emlua_argerror(L, 3, op, "metadata keys must be strings, got a %s key", luaL_typename(L, -2));
+                int vt = lua_type(L, -1);
+                if (vt != LUA_TSTRING && vt != LUA_TNUMBER)
+                    emlua_argerror(L, 3, op, "metadata \"%s\" is a %s (expected a string)", lua_tostring(L, -2),
+                                   luaL_typename(L, -1));
+                size_t kl, vl;
+                const char *k = lua_tolstring(L, -2, &kl);
+                lua_pushvalue(L, -1);
+                const char *v = lua_tolstring(L, -1, &vl);     /* a copy: numbers become strings */
+                if (strlen(k) != kl || strlen(v) != vl)
+                    emlua_argerror(L, 3, op, "metadata \"%s\" contains a zero byte", k);
+                lua_pushvalue(L, -3);
+                lua_insert(L, -2);
+                lua_rawset(L, 5);
+                nmeta++;
+            }
+        } else if (mt != LUA_TNIL) {
+            emlua_argerror(L, 3, op, "metadata must be a table of strings, got a %s", luaL_typename(L, -1));
+        }
+        lua_pop(L, 1);
+    }
+
+    /* scratch arrays in a userdata: freed by the collector even if we raise */
+    size_t nn = (size_t)(n ? n : 1), nm = (size_t)(nmeta ? nmeta : 1);
+    char *mem = lua_newuserdatauv(L, nn * (sizeof(char *) + sizeof(em_tensor *)) + 2 * nm * sizeof(char *), 0);
+    const char **names = (const char **)mem;
+    em_tensor **tensors = (em_tensor **)(mem + nn * sizeof(char *));
+    const char **mkeys = (const char **)(mem + nn * (sizeof(char *) + sizeof(em_tensor *)));
+    const char **mvals = mkeys + nm;
+    int i = 0;
+    for (lua_pushnil(L); lua_next(L, 4); lua_pop(L, 1)) names[i++] = lua_tostring(L, -2);
+    qsort(names, (size_t)n, sizeof *names, cmp_names);
+    for (i = 0; i < n; i++) {
+        lua_getfield(L, 4, names[i]);
+        tensors[i] = emlua_test(L, -1);   /* kept alive by the flat table */
+        lua_pop(L, 1);
+    }
+    i = 0;
+    for (lua_pushnil(L); lua_next(L, 5); lua_pop(L, 1)) {
+        mkeys[i] = lua_tostring(L, -2);
+        mvals[i] = lua_tostring(L, -1);
+        i++;
+    }
+    qsort(mkeys, (size_t)nmeta, sizeof *mkeys, cmp_names);
+    for (i = 0; i < nmeta; i++) {
+        lua_getfield(L, 5, mkeys[i]);
+        mvals[i] = lua_tostring(L, -1);   /* kept alive by table 5 */
+        lua_pop(L, 1);
+    }
+    if (em_save_safetensors(path, names, tensors, n, mkeys, mvals, nmeta) != 0) return emlua_fail(L);
+    return 0;
+}
+
+static int box_gc(lua_State *L)
+{
+    em_checkpoint **box = luaL_checkudata(L, 1, BOX_MT);
+    em_checkpoint_free(*box);
+    *box = NULL;
+    return 0;
+}
+
+static int l_load(lua_State *L)
+{
+    const char *op = "load";
+    const char *path = check_path(L, 1, op);
+    int opts = 0;
+    if (!lua_isnoneornil(L, 2)) {
+        if (lua_type(L, 2) != LUA_TTABLE || emlua_test(L, 2))
+            return emlua_typeerror(L, 2, op, "an options table {device = ...}");
+        opts = 2;
+    }
+    em_device cpu = {EM_CPU, 0};
+    em_device dev = emlua_opt_device(L, opts, op, cpu);
+    lua_settop(L, 2);
+
+    /* the loaded arrays live in a box the collector frees, so an error while
+     * building the tables leaks nothing */
+    em_checkpoint **box = lua_newuserdatauv(L, sizeof *box, 0);   /* 3 */
+    *box = NULL;
+    if (luaL_newmetatable(L, BOX_MT)) {
+        lua_pushcfunction(L, box_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_setmetatable(L, -2);
+    *box = em_load_safetensors(path);
+    em_checkpoint *c = *box;
+    if (!c) return emlua_fail(L);
+
+    lua_createtable(L, 0, c->n);                     /* 4: tensors */
+    for (int i = 0; i < c->n; i++) {
+        em_tensor *t = c->tensors[i];
+        if (!em_device_eq(dev, cpu)) {
+            em_tensor *moved = em_to_device(t, dev);
+            if (!moved) return emlua_fail(L);
+            t = moved;
+        } else {
+            c->tensors[i] = NULL;                    /* the userdata takes our reference */
+        }
+        emlua_push(L, t);
+        lua_setfield(L, 4, c->names[i]);
+    }
+    lua_createtable(L, 0, c->nmeta);                 /* 5: metadata */
+    for (int i = 0; i < c->nmeta; i++) {
+        lua_pushstring(L, c->meta_values[i]);
+        lua_setfield(L, 5, c->meta_keys[i]);
+    }
+    em_checkpoint_free(c);
+    *box = NULL;
+    return 2;
+}
+
+void emlua_open_io(lua_State *L)
+{
+    static const luaL_Reg functions[] = {
+        {"save", l_save},
+        {"load", l_load},
+        {NULL, NULL},
+    };
+    emlua_register(L, NULL, functions);
+}

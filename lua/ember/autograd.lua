@@ -1,0 +1,67 @@
+-- ember.autograd — gradients on demand and numerical gradient checks.
+--   ember.autograd.grad(outputs, inputs, {grad_outputs=, retain_graph=,
+--                       create_graph=, allow_unused=})  -> one gradient per input
+--   ember.autograd.gradcheck(fn, inputs, {eps=, atol=, rtol=})  -> true, or false and a report
+local ember = require "ember"
+
+local M = {}
+
+M.grad = ember._autograd_grad
+
+local function as_list(x)
+  if ember.is_tensor(x) then return {x} end
+  return x
+end
+
+-- The sum of every output weighted by fixed random numbers: one scalar whose
+-- gradient checks all outputs at once.
+local function scalarize(outs, weights)
+  local total = nil
+  for i, o in ipairs(outs) do
+    local term = (o * weights[i]):sum()
+    total = total and total + term or term
+  end
+  return total
+end
+
+-- Compares autograd's gradient with central finite differences, in float64.
+-- fn takes the inputs (tensors) and returns a tensor or a list of tensors.
+function M.gradcheck(fn, inputs, opts)
+  opts = opts or {}
+  local eps, atol, rtol = opts.eps or 1e-6, opts.atol or 1e-5, opts.rtol or 1e-3
+  inputs = as_list(inputs)
+  local xs = {}
+  for i, x in ipairs(inputs) do
+    assert(ember.is_tensor(x), "gradcheck: input " .. i .. " is not a tensor")
+    xs[i] = x:detach():to("float64"):clone():requires_grad_()
+  end
+  local outs = as_list(fn(table.unpack(xs)))
+  local weights = {}
+  for i, o in ipairs(outs) do
+    weights[i] = ember.randn(o.shape, {dtype = "float64"})
+  end
+  local analytic = {M.grad({scalarize(outs, weights)}, xs, {allow_unused = true})}
+  for i, x in ipairs(xs) do
+    local n = x:numel()
+    local flat = x:detach():reshape(-1)   -- shares memory with x
+    local got = analytic[i] and analytic[i]:reshape(-1) or ember.zeros(n, {dtype = "float64"})
+    for k = 1, n do
+      local orig = flat[k]
+      local f = function(v)
+        flat[k] = v
+        local r = ember.no_grad(function() return scalarize(as_list(fn(table.unpack(xs))), weights):item() end)
+        flat[k] = orig
+        return r
+      end
+      local numeric = (f(orig + eps) - f(orig - eps)) / (2 * eps)
+      local a = got[k]
+      if math.abs(a - numeric) > atol + rtol * math.abs(numeric) then
+        return false, string.format("gradcheck: input %d, element %d: autograd %.10g, finite differences %.10g",
+                                    i, k, a, numeric)
+      end
+    end
+  end
+  return true
+end
+
+return M

@@ -1,0 +1,353 @@
+-- io_spec.lua — ember.save / ember.load (safetensors): round trips, nested
+-- tables, errors, a save killed mid-write, and files exchanged with the
+-- reference Python package where it is installed.
+local ember = require "ember"
+local H = require "helpers"
+
+local dir = os.tmpname()
+os.remove(dir)
+assert(os.execute("mkdir -p " .. dir))
+local function path(name) return dir .. "/" .. name end
+
+local function exists(p)
+  local f = io.open(p, "rb")
+  if f then f:close() return true end
+  return false
+end
+
+local function write_file(p, s)
+  local f = assert(io.open(p, "wb"))
+  f:write(s)
+  f:close()
+end
+
+local function read_file(p)
+  local f = assert(io.open(p, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+-- a safetensors file from a header text and data bytes
+local function raw_file(p, json, data)
+  write_file(p, string.pack("<I8", #json) .. json .. (data or ""))
+end
+
+local function keys(t)
+  local out = {}
+  for k in pairs(t) do out[#out + 1] = k end
+  table.sort(out)
+  return out
+end
+
+local function temp_files()
+  local n = 0
+  local ls = io.popen("ls -a " .. dir)
+  for name in ls:lines() do if name:find(".tmp.", 1, true) then n = n + 1 end end
+  ls:close()
+  return n
+end
+
+teardown(function() os.execute("rm -rf " .. dir) end)
+
+describe("save and load", function()
+  it("round-trips values, dtypes and shapes", function()
+    local src = {
+      f32 = ember.tensor{{1.5, -2.25, 0}, {3, 4e10, -1e-8}},
+      f64 = ember.tensor({1e-300, -0.1, 1 / 3}, {dtype = "float64"}),
+      i64 = ember.tensor{math.maxinteger, math.mininteger, -5},
+      i32 = ember.tensor({-7, 2147483647}, {dtype = "int32"}),
+      u8 = ember.tensor({0, 200, 255}, {dtype = "uint8"}),
+      b = ember.tensor{{true, false}, {false, true}},
+      f16 = ember.tensor({0.5, -65504, 1.5}, {dtype = "float16"}),
+      bf16 = ember.tensor({1.5, -3, 256}, {dtype = "bfloat16"}),
+      scalar = ember.tensor(2.5),
+      empty = ember.zeros(0, 3),
+    }
+    ember.save(path("rt.safetensors"), src)
+    local got, meta = ember.load(path("rt.safetensors"))
+    assert.are.same(keys(src), keys(got))
+    assert.are.same({}, meta)
+    for name, t in pairs(src) do
+      assert.are.equal(t.dtype, got[name].dtype, name)
+      H.check_shape(got[name], t.shape)
+    end
+    H.check(got.f32, {{1.5, -2.25, 0}, {3, 4e10, -1e-8}}, 1e-7)
+    H.check(got.f64, {1e-300, -0.1, 1 / 3})
+    H.check(got.i64, {math.maxinteger, math.mininteger, -5})
+    H.check(got.i32, {-7, 2147483647})
+    H.check(got.u8, {0, 200, 255})
+    H.check(got.b, {{true, false}, {false, true}})
+    H.check(got.f16, {0.5, -65504, 1.5})
+    H.check(got.bf16, {1.5, -3, 256})
+    assert.are.equal(2.5, got.scalar:item())
+    H.check_shape(got.empty, {0, 3})
+  end)
+
+  it("writes non-contiguous views as their values", function()
+    local a = ember.arange(12):reshape(3, 4)
+    ember.save(path("views.safetensors"), {t = a:t(), e = ember.tensor{1, 2}:expand(3, 2)})
+    local got = ember.load(path("views.safetensors"))
+    H.check(got.t, {{0, 4, 8}, {1, 5, 9}, {2, 6, 10}, {3, 7, 11}})
+    H.check(got.e, {{1, 2}, {1, 2}, {1, 2}})
+  end)
+
+  it("keeps metadata as strings", function()
+    local t = ember.ones(2)
+    ember.save(path("meta.safetensors"), {w = t}, {metadata = {epoch = 7, lr = "0.001", note = ""}})
+    local _, meta = ember.load(path("meta.safetensors"))
+    assert.are.same({epoch = "7", lr = "0.001", note = ""}, meta)
+  end)
+
+  it("flattens nested tables with dotted names", function()
+    local w, b, e = ember.ones(2, 2), ember.zeros(2), ember.full({1}, 3)
+    ember.save(path("nest.safetensors"), {layer = {weight = w, bias = b}, blocks = {{scale = e}}, top = e})
+    local got = ember.load(path("nest.safetensors"))
+    assert.are.same({"blocks.1.scale", "layer.bias", "layer.weight", "top"}, keys(got))
+    H.check(got["layer.weight"], {{1, 1}, {1, 1}})
+    H.check(got["layer.bias"], {0, 0})
+    H.check(got["blocks.1.scale"], {3})
+  end)
+
+  it("writes the same bytes for the same tensors (names sorted)", function()
+    local t = {b = ember.tensor{1, 2}, a = ember.tensor{3.5}, c = {d = ember.tensor(true)}}
+    ember.save(path("d1.safetensors"), t)
+    ember.save(path("d2.safetensors"), {c = {d = ember.tensor(true)}, a = ember.tensor{3.5}, b = ember.tensor{1, 2}})
+    local s = read_file(path("d1.safetensors"))
+    assert.are.equal(s, read_file(path("d2.safetensors")))
+    local json = '{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},'
+              .. '"b":{"dtype":"I64","shape":[2],"data_offsets":[4,20]},'
+              .. '"c.d":{"dtype":"BOOL","shape":[],"data_offsets":[20,21]}}'
+    local pad = (8 - #json % 8) % 8
+    local want = string.pack("<I8", #json + pad) .. json .. string.rep(" ", pad)
+              .. string.pack("<f<i8<i8B", 3.5, 1, 2, 1)
+    assert.are.equal(want, s)
+  end)
+
+  it("saves an empty table and loads it back", function()
+    ember.save(path("none.safetensors"), {})
+    local got, meta = ember.load(path("none.safetensors"))
+    assert.are.same({}, got)
+    assert.are.same({}, meta)
+  end)
+
+  it("replaces an existing file and leaves no temporary file", function()
+    ember.save(path("re.safetensors"), {x = ember.ones(3)})
+    ember.save(path("re.safetensors"), {y = ember.zeros(2)})
+    assert.are.same({"y"}, keys((ember.load(path("re.safetensors")))))
+    assert.are.equal(0, temp_files())
+  end)
+end)
+
+describe("errors", function()
+  it("bad arguments to save", function()
+    local t = ember.ones(2)
+    H.has(H.err(ember.save, nil, {w = t}), "save: argument 1")
+    H.has(H.err(ember.save, "", {w = t}), "empty file name")
+    H.has(H.err(ember.save, path("x.safetensors"), t), "save: argument 2: expected a table of tensors")
+    H.has(H.err(ember.save, path("x.safetensors"), {w = 3}), '"w" is a number (expected a tensor')
+    H.has(H.err(ember.save, path("x.safetensors"), {a = {b = "s"}}), '"a.b" is a string')
+    H.has(H.err(ember.save, path("x.safetensors"), {[true] = t}), "keys must be strings or integers")
+    H.has(H.err(ember.save, path("x.safetensors"), {[""] = t}), "empty tensor name")
+    H.has(H.err(ember.save, path("x.safetensors"), {["a\0b"] = t}), "contains a zero byte")
+    H.has(H.err(ember.save, path("x.safetensors"), {w = t}, {metadata = {k = "a\0b"}}), "contains a zero byte")
+    H.has(H.err(ember.save, "x\0y", {w = t}), "zero byte")
+    H.has(H.err(ember.save, path("x.safetensors"), {["a.b"] = t, a = {b = t}}), 'the name "a.b" is given twice')
+    H.has(H.err(ember.save, path("x.safetensors"), {__metadata__ = t}), "reserved")
+    local cyc = {}
+    cyc.self = cyc
+    H.has(H.err(ember.save, path("x.safetensors"), cyc), "nested more than")
+    H.has(H.err(ember.save, path("x.safetensors"), {w = t}, 5), "save: argument 3")
+    H.has(H.err(ember.save, path("x.safetensors"), {w = t}, {metadata = 5}), "metadata must be a table")
+    H.has(H.err(ember.save, path("x.safetensors"), {w = t}, {metadata = {k = {}}}), 'metadata "k" is a table')
+    H.has(H.err(ember.save, path("x.safetensors"), {w = t}, {metadata = {[1] = "v"}}), "metadata keys must be strings")
+    H.has(H.err(ember.save, "/nonexistent-ember-dir/x.safetensors", {w = t}),
+          "save: /nonexistent-ember-dir/x.safetensors: cannot create a temporary file beside it: No such file")
+    assert.is_false(exists(path("x.safetensors")))
+    assert.are.equal(0, temp_files())
+  end)
+
+  it("bad arguments and missing files for load", function()
+    H.has(H.err(ember.load), "load: argument 1")
+    H.has(H.err(ember.load, path("missing.safetensors")), "load: " .. path("missing.safetensors") .. ": No such file")
+    H.has(H.err(ember.load, dir), "is a directory")
+    H.has(H.err(ember.load, path("none.safetensors"), 3), "load: argument 2")
+    H.has(H.err(ember.load, path("none.safetensors"), {device = "tpu"}), "device")
+  end)
+
+  it("hostile files give clear errors", function()
+    local p = path("bad.safetensors")
+    write_file(p, "abc")
+    H.has(H.err(ember.load, p), "load: " .. p .. ": truncated file (3 bytes")
+    write_file(p, string.pack("<I8", 4096) .. string.rep("x", 92))
+    H.has(H.err(ember.load, p), "truncated file (header says 4096 bytes, file has 92")
+    write_file(p, string.pack("<I8", 1 << 62) .. "{}")
+    H.has(H.err(ember.load, p), "larger than the 100000000-byte limit")
+    raw_file(p, '{"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]')
+    H.has(H.err(ember.load, p), "not valid JSON")
+    raw_file(p, '{"a": {"dtype": "Q9", "shape": [2], "data_offsets": [0, 8]}}', string.rep("\0", 8))
+    H.has(H.err(ember.load, p), 'tensor "a": unsupported dtype "Q9"')
+    raw_file(p, '{"a": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}}', string.rep("\0", 8))
+    H.has(H.err(ember.load, p), "needs 12 bytes")
+    raw_file(p, '{"a": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]}}', string.rep("\0", 4))
+    H.has(H.err(ember.load, p), "negative dimension -1")
+    raw_file(p, '{"a": {"dtype": "U8", "shape": [1000000], "data_offsets": [0, 1000000]}}', "abc")
+    H.has(H.err(ember.load, p), 'truncated file: tensor "a" ends at byte 1000000 of the data section, which has 3')
+    raw_file(p, '{"a": {"dtype": "U8", "shape": [2], "data_offsets": [0, 2]},'
+             .. ' "b": {"dtype": "U8", "shape": [2], "data_offsets": [1, 3]}}', "abc")
+    H.has(H.err(ember.load, p), "overlaps")
+    raw_file(p, '{"a": {"dtype": "U8", "shape": [65536, 65536, 65536, 65536, 65536], "data_offsets": [0, 0]}}')
+    H.has(H.err(ember.load, p), "too many elements")
+  end)
+end)
+
+-- The command that runs a Lua script with ember: the shell tests/run.sh
+-- points EMBER at, else this interpreter with the same module path.
+local function runner()
+  local e = os.getenv("EMBER")
+  if e and exists(e) then return e end
+  return "lua5.4"
+end
+
+describe("atomic save", function()
+  it("a save killed mid-write leaves the previous checkpoint intact", function()
+    local p = path("ckpt.safetensors")
+    ember.save(p, {step = ember.tensor(1), w = ember.full({1000}, 0.5)}, {metadata = {step = "1"}})
+    -- the child overwrites p with 200 MB (two 100 MB float32 tensors, step 2),
+    -- ten times over (bounded, in case the kill never comes)
+    local child = path("child.lua")
+    write_file(child, string.format([[
+      local ember = require "ember"
+      local big = {step = ember.tensor(2), w = ember.full({25000000}, 2.5), v = ember.full({25000000}, 3.5)}
+      io.open(%q, "w"):close()
+      for _ = 1, 10 do ember.save(%q, big, {metadata = {step = "2"}}) end
+    ]], path("ready"), p))
+    local left_temp = false
+    for trial = 1, 4 do
+      os.remove(path("ready"))
+      local pidfile = path("pid")
+      assert(os.execute(string.format("%s %s >/dev/null 2>&1 & echo $! > %s", runner(), child, pidfile)))
+      -- wait for the tensors to be built, let the save start, then SIGKILL
+      local delay = 0.05 * trial
+      assert(os.execute(string.format(
+        "for i in $(seq 600); do [ -e %s ] && break; sleep 0.05; done; sleep %.2f; kill -9 $(cat %s)",
+        path("ready"), delay, pidfile)))
+      os.execute("sleep 0.2")
+      local got, meta = ember.load(p)          -- always a whole checkpoint
+      local temps = temp_files()
+      if temps > 0 then
+        -- the child died inside a save: the file must be the old one
+        left_temp = true
+        assert.are.equal(1, got.step:item())
+        assert.are.same({step = "1"}, meta)
+        H.check_shape(got.w, {1000})
+        assert.are.equal(0.5, got.w:mean():item())
+        break
+      end
+      -- the child died between saves (or before the first): either file is whole
+      if got.step:item() == 2 then
+        assert.are.same({"step", "v", "w"}, keys(got))
+        assert.are.equal(3.5, got.v:mean():item())
+        -- start the next trial from the old checkpoint again
+        ember.save(p, {step = ember.tensor(1), w = ember.full({1000}, 0.5)}, {metadata = {step = "1"}})
+      end
+    end
+    -- temporary files of a killed save remain (named <path>.tmp.XXXXXX); the
+    -- next successful save does not remove them
+    assert.is_true(left_temp, "the child was never caught mid-save")
+    os.execute("rm -f " .. dir .. "/*.tmp.*")
+  end)
+end)
+
+local function python_safetensors()
+  return os.execute("/usr/bin/python3 -c 'import safetensors, torch' >/dev/null 2>&1") == true
+end
+
+describe("interoperability with the safetensors Python package", function()
+  local have = python_safetensors()
+
+  it("a file written by ember loads in Python", function()
+    if not have then pending("python safetensors not installed") return end
+    local p = path("to_py.safetensors")
+    ember.save(p, {
+      f32 = ember.tensor{{1.5, -2.25}, {0, 3}},
+      f64 = ember.tensor({1e-300, -0.5}, {dtype = "float64"}),
+      i64 = ember.tensor{-(1 << 62), 5},
+      i32 = ember.tensor({-7, 2147483647}, {dtype = "int32"}),
+      u8 = ember.tensor({0, 255}, {dtype = "uint8"}),
+      b = ember.tensor{true, false, true},
+      f16 = ember.tensor({0.5, -65504}, {dtype = "float16"}),
+      bf16 = ember.tensor({1.5, -3}, {dtype = "bfloat16"}),
+      s = ember.tensor(7),
+      nested = {e = ember.zeros(0, 2)},
+    }, {metadata = {format = "pt", epoch = "3"}})
+    local script = path("check.py")
+    write_file(script, string.format([==[
+import torch, sys
+from safetensors.torch import load_file
+from safetensors import safe_open
+d = load_file(%q)
+want = {
+    "f32": torch.tensor([[1.5, -2.25], [0, 3]], dtype=torch.float32),
+    "f64": torch.tensor([1e-300, -0.5], dtype=torch.float64),
+    "i64": torch.tensor([-(1 << 62), 5], dtype=torch.int64),
+    "i32": torch.tensor([-7, 2147483647], dtype=torch.int32),
+    "u8": torch.tensor([0, 255], dtype=torch.uint8),
+    "b": torch.tensor([True, False, True]),
+    "f16": torch.tensor([0.5, -65504], dtype=torch.float16),
+    "bf16": torch.tensor([1.5, -3], dtype=torch.bfloat16),
+    "s": torch.tensor(7),
+    "nested.e": torch.zeros(0, 2),
+}
+assert sorted(d) == sorted(want), sorted(d)
+for k, v in want.items():
+    assert d[k].dtype == v.dtype and d[k].shape == v.shape and torch.equal(d[k], v), (k, d[k])
+with safe_open(%q, "pt") as f:
+    assert f.metadata() == {"format": "pt", "epoch": "3"}, f.metadata()
+print("OK")
+]==], p, p))
+    local out = io.popen("/usr/bin/python3 " .. script .. " 2>&1"):read("a")
+    assert.are.equal("OK\n", out)
+  end)
+
+  it("a file written by Python loads in ember", function()
+    if not have then pending("python safetensors not installed") return end
+    local p = path("from_py.safetensors")
+    local script = path("write.py")
+    write_file(script, string.format([==[
+import torch
+from safetensors.torch import save_file
+save_file({
+    "f32": torch.tensor([[1.5, -2.25], [0, 3]], dtype=torch.float32).t().contiguous(),
+    "f64": torch.tensor([1e-300, -0.5], dtype=torch.float64),
+    "i64": torch.tensor([-(1 << 62), 5], dtype=torch.int64),
+    "i32": torch.tensor([-7, 2147483647], dtype=torch.int32),
+    "u8": torch.tensor([0, 255], dtype=torch.uint8),
+    "b": torch.tensor([True, False, True]),
+    "f16": torch.tensor([0.5, -65504], dtype=torch.float16),
+    "bf16": torch.tensor([1.5, -3], dtype=torch.bfloat16),
+    "s": torch.tensor(7),
+    "layer.weight": torch.zeros(0, 2),
+}, %q, metadata={"step": "42"})
+]==], p))
+    assert(os.execute("/usr/bin/python3 " .. script))
+    local got, meta = ember.load(p)
+    assert.are.same({step = "42"}, meta)
+    assert.are.same({"b", "bf16", "f16", "f32", "f64", "i32", "i64", "layer.weight", "s", "u8"}, keys(got))
+    H.check(got.f32, {{1.5, 0}, {-2.25, 3}})
+    assert.are.equal("float32", got.f32.dtype)
+    H.check(got.f64, {1e-300, -0.5})
+    H.check(got.i64, {-(1 << 62), 5})
+    assert.are.equal("int32", got.i32.dtype)
+    H.check(got.i32, {-7, 2147483647})
+    H.check(got.u8, {0, 255})
+    H.check(got.b, {true, false, true})
+    assert.are.equal("float16", got.f16.dtype)
+    H.check(got.f16, {0.5, -65504})
+    assert.are.equal("bfloat16", got.bf16.dtype)
+    H.check(got.bf16, {1.5, -3})
+    assert.are.equal(7, got.s:item())
+    H.check_shape(got.s, {})
+    H.check_shape(got["layer.weight"], {0, 2})
+  end)
+end)
