@@ -31,6 +31,17 @@ do
   report("op_overhead_us", t / n * 1e6, "us/op")
 end
 
+-- per-op overhead with autograd recording: a * b, 16 elements, requires_grad
+do
+  local a = ember.randn(16, {requires_grad = true})
+  local b = ember.randn(16, {requires_grad = true})
+  local n = 200000
+  local function loop() local c for _ = 1, n do c = a * b end return c end
+  loop()
+  local t = best(5, loop)
+  report("op_autograd_us", t / n * 1e6, "us/op")
+end
+
 -- float32 matmul 1024 x 1024
 do
   local a, b = ember.randn(1024, 1024), ember.randn(1024, 1024)

@@ -60,10 +60,11 @@ printf '%-22s %14s %14s %10s  %s\n' benchmark ember pytorch ratio "target"
 declare -A target=(
     [startup_ms]="<= 10 ms"
     [op_overhead_us]="<= 0.25 us/op"
+    [op_autograd_us]="<= 0.4 us/op"
     [matmul1024_gflops]=">= 0.95 x PyTorch"
     [add16m_gbps]=">= 1.0 x PyTorch"
 )
-for name in startup_ms op_overhead_us matmul1024_gflops add16m_gbps; do
+for name in startup_ms op_overhead_us op_autograd_us matmul1024_gflops add16m_gbps; do
     o=${ours[$name]:-n/a} t=${theirs[$name]:-n/a} r=n/a
     if [ "$o" != n/a ] && [ "$t" != n/a ]; then
         # ratio ember / pytorch (for times, < 1 is better; for rates, > 1 is better)

@@ -29,6 +29,18 @@ def main():
     loop()
     print("op_overhead_us %.6g us/op" % (best(5, loop) / n * 1e6))
 
+    a = torch.randn(16, requires_grad=True)
+    b = torch.randn(16, requires_grad=True)
+
+    def loop_grad():
+        c = None
+        for _ in range(n):
+            c = a * b
+        return c
+
+    loop_grad()
+    print("op_autograd_us %.6g us/op" % (best(5, loop_grad) / n * 1e6))
+
     a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
     a.matmul(b)
     t = best(20, lambda: a.matmul(b))
