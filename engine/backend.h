@@ -48,6 +48,14 @@ typedef enum em_index_op {
 } em_index_op;
 
 typedef enum em_softmax_op { EM_SOFTMAX, EM_LOG_SOFTMAX } em_softmax_op;
+
+/* Fused optimizer updates: one pass over a parameter and its state. The
+ * hyper-parameters are in h[] (see engine/optim.c for each op's list). */
+typedef enum em_optim_op {
+    EM_OPTIM_SGD,       /* p, g, momentum buffer (may be NULL)            */
+    EM_OPTIM_ADAM,      /* p, g, exp_avg, exp_avg_sq (AdamW: decoupled wd) */
+    EM_NOPTIM
+} em_optim_op;
 typedef enum em_scan_op { EM_CUMSUM, EM_CUMPROD } em_scan_op;
 
 typedef struct em_backend {
@@ -125,6 +133,12 @@ typedef struct em_backend {
      * (stride 0 on the batch dim for broadcast operands). */
     int (*gemm)(em_tensor *out, const em_tensor *a, const em_tensor *b,
                 double alpha, double beta);
+
+    /* Fused optimizer step, in place on p and the state tensors (s1, s2 may
+     * be NULL where the op has none). All tensors share p's shape and dtype
+     * (float32 or float64) and are contiguous. */
+    int (*optim)(em_optim_op op, em_tensor *p, const em_tensor *g, em_tensor *s1,
+                 em_tensor *s2, const double *h, int nh);
 } em_backend;
 
 extern const em_backend em_cpu_backend;

@@ -25,4 +25,5 @@ const em_backend em_cpu_backend = {
     .nonzero = cpu_nonzero,
     .sort = cpu_sort,
     .gemm = cpu_gemm,
+    .optim = cpu_optim,
 };

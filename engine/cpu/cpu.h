@@ -70,5 +70,7 @@ int cpu_sort(em_tensor *values, em_tensor *indices, const em_tensor *in,
              int dim, bool descending, bool stable);                     /* sort.c */
 int cpu_gemm(em_tensor *out, const em_tensor *a, const em_tensor *b,
              double alpha, double beta);                                 /* gemm.c */
+int cpu_optim(em_optim_op op, em_tensor *p, const em_tensor *g, em_tensor *s1,
+              em_tensor *s2, const double *h, int nh);                   /* optim.c */
 
 #endif
