@@ -223,14 +223,14 @@ em_tensor *em_read_idx(const char *path)
         close(fd);
         return em_set_error("read_idx: %s: is a directory", path), NULL;
     }
-    /* How many data bytes the file can hold at most (see the top comment).
-     * Pipes and devices have no size: only the cap applies to them. */
+    /* The most a gzip file can inflate to (see the top comment); a plain
+     * file is checked against its size. Pipes and devices have no size:
+     * only the cap applies to them. */
     unsigned char sig[2];
     bool gz = pread(fd, sig, 2, 0) == 2 && sig[0] == 0x1f && sig[1] == 0x8b;
     uint64_t fsize = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
     uint64_t limit = UINT64_MAX;
-    if (S_ISREG(st.st_mode))
-        limit = gz ? (fsize > UINT64_MAX / DEFLATE_MAX_RATIO ? UINT64_MAX : fsize * DEFLATE_MAX_RATIO) : fsize;
+    if (gz && S_ISREG(st.st_mode) && fsize <= UINT64_MAX / DEFLATE_MAX_RATIO) limit = fsize * DEFLATE_MAX_RATIO;
 
     gzFile f = gzdopen(fd, "rb");
     if (!f) {

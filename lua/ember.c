@@ -454,5 +454,6 @@ int luaopen_ember(lua_State *L)
     emlua_open_io(L);
     emlua_open_data(L);
     emlua_open_autograd(L);
+    emlua_open_optim(L);
     return 1;
 }
