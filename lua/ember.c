@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Registry keys (addresses are unique and rawgetp is the fastest lookup). */
 static char tensor_mt_key, methods_key, module_key;
@@ -405,6 +406,13 @@ static void add_lua_path(lua_State *L)
     lua_pop(L, 2);
 }
 
+/* Functions of the module written in Lua, loaded with their file on first use. */
+static const char *const lazy_functions[][2] = {
+    {"save_checkpoint", "ember.checkpoint"},
+    {"load_checkpoint", "ember.checkpoint"},
+    {NULL, NULL},
+};
+
 /* ember.nn, ember.optim, ember.data, ...: Lua submodules loaded on first use. */
 static int module_index(lua_State *L)
 {
@@ -420,7 +428,23 @@ static int module_index(lua_State *L)
         lua_rawset(L, 1);      /* cache it in the module table */
         return 1;
     }
+    for (int i = 0; key && lazy_functions[i][0]; i++) {
+        if (strcmp(key, lazy_functions[i][0]) != 0) continue;
+        lua_getglobal(L, "require");
+        lua_pushstring(L, lazy_functions[i][1]);
+        lua_call(L, 1, 1);
+        lua_getfield(L, -1, key);
+        return 1;
+    }
     return 0;
+}
+
+/* ember.isatty(fd): whether a file descriptor (1 = stdout) is a terminal,
+ * for progress bars and colours that must stay out of pipes and files. */
+static int m_isatty(lua_State *L)
+{
+    lua_pushboolean(L, isatty((int)luaL_optinteger(L, 1, 1)) == 1);
+    return 1;
 }
 
 int luaopen_ember(lua_State *L)
@@ -442,6 +466,8 @@ int luaopen_ember(lua_State *L)
 
     lua_pushcfunction(L, m_wall_time);
     lua_setfield(L, -2, "wall_time");
+    lua_pushcfunction(L, m_isatty);
+    lua_setfield(L, -2, "isatty");
     lua_newtable(L);                    /* the module's metatable */
     lua_pushcfunction(L, module_index);
     lua_setfield(L, -2, "__index");
