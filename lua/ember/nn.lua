@@ -1,0 +1,41 @@
+-- ember.nn — neural-network modules, layers, losses and initialisers (PyTorch's
+-- torch.nn, with ember's 1-based conventions).
+--
+--   local nn = ember.nn
+--   local model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
+--   local loss = nn.CrossEntropyLoss()(model(x), y)      -- y: 1-based class indices
+--   loss:backward()
+--   print(model)                                          -- the tree with parameter counts
+--
+-- Deviations from PyTorch, all from ember's 1-based world:
+--   * Sequential / ModuleList children are named "1", "2", ... (PyTorch: "0", "1", ...),
+--     so parameter names are "1.weight", "3.bias"; seq[1] is the first layer.
+--   * Class indices (CrossEntropyLoss / NLLLoss targets, Embedding inputs) are 1-based.
+--   * Keyword arguments go in a trailing options table: nn.Linear(3, 4, {bias = false}).
+--   * parameters() / children() / modules() return lists; named_*() return iterators
+--     (see ember/nn/module.lua for the class system and the registration rules).
+--   * MSELoss and BCEWithLogitsLoss refuse differing input/target shapes instead of broadcasting.
+--
+-- Public functions and classes carry a doc block of `---` lines above their definition:
+-- the signature first, then what it does, then an example.
+--
+-- Files: nn/module.lua (Module, Parameter), nn/layers.lua, nn/loss.lua,
+-- nn/functional.lua (ember.nn.functional), nn/initializers.lua (ember.nn.init).
+local base = require "ember.nn.module"
+local layers = require "ember.nn.layers"
+local losses = require "ember.nn.loss"
+
+local nn = {}
+
+nn.Module = base.Module
+nn.Parameter = base.Parameter
+nn.is_module = base.is_module
+for k, v in pairs(layers) do nn[k] = v end
+for k, v in pairs(losses) do nn[k] = v end
+
+--- ember.nn.functional — the layers and losses as functions (F.linear, F.cross_entropy, ...).
+nn.functional = require "ember.nn.functional"
+--- ember.nn.init — in-place initialisers (uniform_, normal_, zeros_, ones_, kaiming_uniform_, xavier_uniform_, ...).
+nn.init = require "ember.nn.initializers"
+
+return nn

@@ -1,0 +1,253 @@
+-- ember.nn.functional — the computations behind the layers and losses, as plain
+-- functions of tensors (PyTorch's torch.nn.functional). Composed from engine ops,
+-- so autograd records them and they run on any backend.
+--   local F = ember.nn.functional
+--   local loss = F.cross_entropy(logits, targets, {label_smoothing = 0.1})
+local ember = require "ember"
+
+local F = {}
+
+local function shape_str(t) return "[" .. table.concat(t.shape, ", ") .. "]" end
+
+local function check_tensor(v, op, what)
+  if not ember.is_tensor(v) then
+    error(string.format("%s: %s must be a tensor, got %s", op, what, type(v)), 3)
+  end
+end
+
+local reductions = {mean = true, sum = true, none = true}
+
+--- F.check_reduction(reduction, op) -> reduction; "mean" when nil, an error naming op when unknown.
+function F.check_reduction(reduction, op)
+  if reduction == nil then return "mean" end
+  if not reductions[reduction] then
+    error(string.format("%s: reduction must be \"mean\", \"sum\" or \"none\", got %s", op, tostring(reduction)), 3)
+  end
+  return reduction
+end
+
+local function reduce(loss, reduction)
+  if reduction == "mean" then return loss:mean() end
+  if reduction == "sum" then return loss:sum() end
+  return loss
+end
+
+local function is_integer_dtype(d) return d == "int64" or d == "int32" or d == "uint8" or d == "int16" or d == "int8" end
+
+--- F.linear(x, weight [, bias]) -> x @ weight^T + bias; x [..., in], weight [out, in], bias [out].
+-- Example: F.linear(ember.randn(2, 3), ember.randn(4, 3))   -- [2, 4]
+function F.linear(x, weight, bias)
+  if x.ndim == 2 and bias then return ember.addmm(bias, x, weight:t()) end
+  local y = x:matmul(weight:t())
+  if bias then y = y + bias end
+  return y
+end
+
+--- F.dropout(x [, p = 0.5 [, training = true]]) -> x with elements zeroed with probability p, the rest scaled by 1/(1-p).
+-- Identity when not training or p == 0. Uses ember's generator (ember.manual_seed).
+-- Example: F.dropout(x, 0.1, model.training)
+function F.dropout(x, p, training)
+  p = p or 0.5
+  if training == nil then training = true end
+  if type(p) ~= "number" or p < 0 or p > 1 then
+    error("dropout: p must be a probability in [0, 1], got " .. tostring(p), 2)
+  end
+  if not training or p == 0 then return x end
+  if p == 1 then return x * 0 end
+  local keep = 1 - p
+  local rdtype = x:is_floating_point() and (x.dtype == "float64" and "float64" or "float32") or "float32"
+  local mask = ember.rand(x.shape, {dtype = rdtype, device = x.device}):lt(keep)
+  return x * (mask:to(x.dtype) * (1 / keep))
+end
+
+--- F.layer_norm(x, normalized_shape [, weight [, bias [, eps = 1e-5]]]) -> x normalised over its last #normalized_shape dims.
+-- Biased variance (correction 0) as in PyTorch. Example: F.layer_norm(x, {x.shape[#x.shape]})
+function F.layer_norm(x, normalized_shape, weight, bias, eps)
+  eps = eps or 1e-5
+  local k = #normalized_shape
+  local dims = {}
+  for i = 1, k do dims[i] = -i end
+  local mean = x:mean(dims, true)
+  local xc = x - mean
+  local var = (xc * xc):mean(dims, true)
+  local y = xc * (var + eps):rsqrt()
+  if weight then y = y * weight end
+  if bias then y = y + bias end
+  return y
+end
+
+--- F.embedding(idx, weight) -> the rows of weight picked by idx (1-based integer indices of any shape).
+-- The result has shape idx.shape .. {weight.shape[2]}. Example: F.embedding(ember.tensor{{1, 3}}, w)
+function F.embedding(idx, weight, op)
+  op = op or "embedding"
+  if not is_integer_dtype(idx.dtype) then
+    error(string.format("%s: indices must be an integer tensor (1-based row numbers), got %s", op, idx.dtype), 2)
+  end
+  local flat = idx:reshape(-1)
+  if flat.dtype ~= "int64" then flat = flat:to("int64") end
+  local ok, rows = pcall(weight.index_select, weight, 1, flat)
+  if not ok then
+    error(string.format("%s: index out of range for %d rows (indices are 1-based, 1..%d): %s",
+                        op, weight.shape[1], weight.shape[1], tostring(rows)), 2)
+  end
+  local shape = {}
+  for i, s in ipairs(idx.shape) do shape[i] = s end
+  shape[#shape + 1] = weight.shape[2]
+  return rows:reshape(shape)
+end
+
+-- ---- losses ------------------------------------------------------------------
+
+--- F.mse_loss(input, target [, {reduction = "mean"}]) -> mean squared error.
+-- input and target must have the same shape (PyTorch only warns; a silent broadcast is usually a bug).
+-- Example: F.mse_loss(pred, y)
+function F.mse_loss(input, target, opts)
+  opts = opts or {}
+  local reduction = F.check_reduction(opts.reduction, "mse_loss")
+  check_tensor(input, "mse_loss", "input")
+  check_tensor(target, "mse_loss", "target")
+  if shape_str(input) ~= shape_str(target) then
+    error(string.format("mse_loss: input shape %s and target shape %s differ (reshape one of them)",
+                        shape_str(input), shape_str(target)), 2)
+  end
+  local d = input - target
+  return reduce(d * d, reduction)
+end
+
+-- Checks class-index targets against an input whose class dim is 2:
+-- target.shape must be input.shape without dim 2.
+local function check_index_target(input, target, op)
+  if not is_integer_dtype(target.dtype) then
+    error(string.format("%s: class-index targets must be an integer tensor (int64), got %s", op, target.dtype), 3)
+  end
+  local want = {}
+  for i, s in ipairs(input.shape) do if i ~= 2 then want[#want + 1] = s end end
+  if table.concat(want, ",") ~= table.concat(target.shape, ",") then
+    error(string.format("%s: input %s needs class-index targets of shape [%s], got %s",
+                        op, shape_str(input), table.concat(want, ", "), shape_str(target)), 3)
+  end
+end
+
+-- -logp[i, target_i, ...] for log-probabilities with classes on dim 2, and the
+-- mask of ignored positions (target == ignore_index). Ignored positions give 0.
+local function pick_nll(logp, target, ignore_index, op)
+  if target.dtype ~= "int64" then target = target:to("int64") end
+  local ignored = target:eq(ignore_index)
+  local safe = target:masked_fill(ignored, 1)   -- any valid class for ignored rows
+  local ok, picked = pcall(logp.gather, logp, 2, safe:unsqueeze(2))
+  if not ok then
+    local c = logp.shape[2]
+    error(string.format("%s: target class index out of range for %d classes (class indices are 1-based, 1..%d; ignore_index = %s): %s",
+                        op, c, c, tostring(ignore_index), tostring(picked)), 3)
+  end
+  return (-picked:squeeze(2)):masked_fill(ignored, 0), ignored
+end
+
+-- mean over the positions not ignored (NaN when all are, as in PyTorch)
+local function reduce_kept(loss, ignored, reduction)
+  if reduction == "none" then return loss end
+  if reduction == "sum" then return loss:sum() end
+  local kept = ignored:logical_not():sum():to(loss.dtype)
+  return loss:sum() / kept
+end
+
+-- [C] input with a 0-d target -> [1, C] and [1]; returns a function undoing it on 'none' results
+local function batch1(input, target)
+  if input.ndim == 1 then
+    return input:unsqueeze(1), target:reshape(1), function(l) return l.ndim == 1 and l:reshape({}) or l end
+  end
+  return input, target, function(l) return l end
+end
+
+--- F.nll_loss(logp, target [, {ignore_index = -100, reduction = "mean"}]) -> negative log-likelihood.
+-- logp: log-probabilities [N, C] (or [C], or [N, C, d1, ...]); target: 1-based class indices
+-- (int64) of shape [N] ([] or [N, d1, ...]). The mean is over the targets not equal to ignore_index.
+-- Example: F.nll_loss(logits:log_softmax(2), y)
+function F.nll_loss(logp, target, opts)
+  opts = opts or {}
+  local reduction = F.check_reduction(opts.reduction, "nll_loss")
+  check_tensor(logp, "nll_loss", "input")
+  check_tensor(target, "nll_loss", "target")
+  if logp.ndim == 0 then error("nll_loss: input must have a class dimension, got a 0-d tensor", 2) end
+  local undo
+  logp, target, undo = batch1(logp, target)
+  check_index_target(logp, target, "nll_loss")
+  local loss, ignored = pick_nll(logp, target, opts.ignore_index or -100, "nll_loss")
+  return undo(reduce_kept(loss, ignored, reduction))
+end
+
+--- F.cross_entropy(logits, target [, {ignore_index = -100, label_smoothing = 0, reduction = "mean"}]) -> the loss.
+-- logits: [N, C] (or [C], or [N, C, d1, ...]), unnormalised. target: 1-based class indices
+-- (int64, shape [N]) or class probabilities (float, same shape as logits).
+-- label_smoothing eps mixes in the uniform distribution: (1-eps) * nll + eps * mean over classes of -logp.
+-- This is the single place the loss is computed (log_softmax + gather, numerically stable);
+-- a fused engine op can replace the body without changing callers.
+-- Example: F.cross_entropy(model(x), y, {label_smoothing = 0.1})
+function F.cross_entropy(input, target, opts)
+  opts = opts or {}
+  local op = "cross_entropy"
+  local reduction = F.check_reduction(opts.reduction, op)
+  check_tensor(input, op, "input")
+  check_tensor(target, op, "target")
+  if input.ndim == 0 then error(op .. ": input must have a class dimension, got a 0-d tensor", 2) end
+  if not input:is_floating_point() then error(op .. ": input must be floating point (logits), got " .. input.dtype, 2) end
+  local eps = opts.label_smoothing or 0
+  if type(eps) ~= "number" or eps < 0 or eps > 1 then
+    error(op .. ": label_smoothing must be in [0, 1], got " .. tostring(eps), 2)
+  end
+  local cdim = input.ndim == 1 and 1 or 2
+  local C = input.shape[cdim]
+
+  if target:is_floating_point() then
+    if shape_str(target) ~= shape_str(input) then
+      error(string.format("%s: class-probability targets must have the input's shape %s, got %s",
+                          op, shape_str(input), shape_str(target)), 2)
+    end
+    local logp = input:log_softmax(cdim)
+    if eps > 0 then target = target * (1 - eps) + eps / C end
+    return reduce(-(logp * target):sum(cdim), reduction)
+  end
+
+  local undo
+  input, target, undo = batch1(input, target)
+  check_index_target(input, target, op)
+  local logp = input:log_softmax(2)
+  local loss, ignored = pick_nll(logp, target, opts.ignore_index or -100, op)
+  if eps > 0 then
+    local smooth = (-logp:sum(2)):masked_fill(ignored, 0)
+    loss = loss * (1 - eps) + smooth * (eps / C)
+  end
+  return undo(reduce_kept(loss, ignored, reduction))
+end
+
+--- F.binary_cross_entropy_with_logits(x, y [, {weight=, pos_weight=, reduction = "mean"}]) -> the loss.
+-- Numerically stable: max(x, 0) - x*y + log(1 + exp(-|x|)); pos_weight (broadcast along the
+-- last dim) weighs the positive term. y has x's shape, values in [0, 1].
+-- Example: F.binary_cross_entropy_with_logits(logits, labels:float())
+function F.binary_cross_entropy_with_logits(x, y, opts)
+  opts = opts or {}
+  local op = "binary_cross_entropy_with_logits"
+  local reduction = F.check_reduction(opts.reduction, op)
+  check_tensor(x, op, "input")
+  check_tensor(y, op, "target")
+  if shape_str(x) ~= shape_str(y) then
+    error(string.format("%s: target shape %s must equal the input shape %s", op, shape_str(y), shape_str(x)), 2)
+  end
+  if not y:is_floating_point() then y = y:to(x.dtype) end
+  -- log(1 + exp(-|x|)) with |x| written as 2 relu(x) - x: the kinks of relu and
+  -- |.| at 0 then cancel in the gradient (sigmoid(0) - y), whatever their subgradient.
+  local r = x:relu()
+  local log1p_exp = (x - r * 2):exp():log1p()
+  local loss
+  if opts.pos_weight then
+    -- (1 - y) x + (1 + (pw - 1) y) log(1 + exp(-x)), with log(1 + exp(-x)) = relu(-x) + log1p_exp
+    local lw = (opts.pos_weight - 1) * y + 1
+    loss = (1 - y) * x + lw * (r - x + log1p_exp)
+  else
+    loss = r - x * y + log1p_exp       -- max(x, 0) - x y + log(1 + exp(-|x|))
+  end
+  if opts.weight then loss = loss * opts.weight end
+  return reduce(loss, reduction)
+end
+
+return F

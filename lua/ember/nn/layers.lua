@@ -1,0 +1,270 @@
+-- ember.nn layers: containers, Linear, activations, Dropout, Flatten,
+-- Embedding, LayerNorm, Softmax/LogSoftmax. Constructors take PyTorch's
+-- arguments, with keyword arguments in a trailing options table
+-- (e.g. nn.Linear(3, 4, {bias = false, dtype = "float64"})).
+local ember = require "ember"
+local base = require "ember.nn.module"
+local F = require "ember.nn.functional"
+local init = require "ember.nn.initializers"
+
+local Module, Parameter, is_module = base.Module, base.Parameter, base.is_module
+local shape_str = Module._shape_str
+
+local L = {}
+
+local function opt_table(v, op)
+  if v == nil then return {} end
+  if type(v) ~= "table" then error(op .. ": expected an options table, got " .. type(v), 3) end
+  return v
+end
+
+local function check_count(v, op, what)
+  if math.type(v) ~= "integer" and not (type(v) == "number" and v == math.floor(v)) or v < 0 then
+    error(string.format("%s: %s must be a non-negative integer, got %s", op, what, tostring(v)), 3)
+  end
+  return math.tointeger(v)
+end
+
+local function check_input(self, x)
+  if not ember.is_tensor(x) then
+    error(string.format("%s: expected a tensor as input, got %s", tostring(getmetatable(self).__name), type(x)), 3)
+  end
+end
+
+local function empty(shape, opts)
+  return ember.empty(shape, {dtype = opts.dtype, device = opts.device})
+end
+
+-- ---- containers ------------------------------------------------------------------
+
+--- nn.Sequential(m1, m2, ...) -> a module applying its children in order: y = mN(...m2(m1(x))).
+-- Children are named "1", "2", ... (1-based, unlike PyTorch's "0", "1", ...): parameters are
+-- "1.weight", "1.bias", ...; seq[2] is the second child, #seq the count.
+-- Example: local model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
+L.Sequential = Module:extend("Sequential")
+function L.Sequential:init(...)
+  local mods = table.pack(...)
+  if mods.n == 1 and type(mods[1]) == "table" and not is_module(mods[1]) then mods = mods[1]; mods.n = #mods end
+  for i = 1, mods.n do self:add(mods[i]) end
+end
+
+--- seq:add(m) -> seq; appends a module (named by its position).
+-- Example: nn.Sequential():add(nn.Linear(2, 2)):add(nn.Tanh())
+function L.Sequential:add(m)
+  if not is_module(m) then
+    error(string.format("Sequential: item %d must be a module, got %s", #self + 1, type(m)), 2)
+  end
+  return self:add_module(tostring(#self + 1), m)
+end
+L.Sequential.append = L.Sequential.add
+
+function L.Sequential:forward(x, ...)
+  for _, m in self:named_children() do x = m(x, ...) end
+  return x
+end
+
+--- nn.ModuleList({m1, m2, ...}) -> a list of modules whose parameters are registered; no forward.
+-- Children are named "1", "2", ...; list[i] and #list work; iterate with ipairs(list:children()).
+-- Example: self.blocks = nn.ModuleList({Block(), Block()})
+L.ModuleList = Module:extend("ModuleList")
+function L.ModuleList:init(mods)
+  for _, m in ipairs(mods or {}) do self:append(m) end
+end
+
+--- list:append(m) -> list; adds a module at the end.
+function L.ModuleList:append(m)
+  if not is_module(m) then error(string.format("ModuleList: item %d must be a module, got %s", #self + 1, type(m)), 2) end
+  return self:add_module(tostring(#self + 1), m)
+end
+
+-- ---- Linear ------------------------------------------------------------------------
+
+--- nn.Linear(in_features, out_features [, {bias = true, dtype=, device=}]) -> y = x W^T + b.
+-- W [out, in] and b [out] ~ U(-1/sqrt(in), 1/sqrt(in)) (PyTorch's default: kaiming_uniform with a = sqrt(5)).
+-- Input [..., in_features] -> output [..., out_features].
+-- Example: local fc = nn.Linear(784, 10); local y = fc(ember.randn(32, 784))
+L.Linear = Module:extend("Linear")
+function L.Linear:init(in_features, out_features, opts)
+  opts = opt_table(opts, "Linear")
+  self.in_features = check_count(in_features, "Linear", "in_features")
+  self.out_features = check_count(out_features, "Linear", "out_features")
+  self.weight = Parameter(empty({self.out_features, self.in_features}, opts))
+  if opts.bias ~= false then self.bias = Parameter(empty({self.out_features}, opts)) end
+  self:reset_parameters()
+end
+
+--- linear:reset_parameters() — draws the weights and bias again (PyTorch's default init).
+function L.Linear:reset_parameters()
+  init.kaiming_uniform_(self.weight, {a = math.sqrt(5)})
+  if self.bias then
+    local bound = self.in_features > 0 and 1 / math.sqrt(self.in_features) or 0
+    init.uniform_(self.bias, -bound, bound)
+  end
+end
+
+function L.Linear:extra_repr()
+  return string.format("in_features=%d, out_features=%d, bias=%s", self.in_features, self.out_features,
+                       tostring(self.bias ~= nil))
+end
+
+function L.Linear:forward(x)
+  check_input(self, x)
+  local n = x.ndim
+  if n == 0 or x.shape[n] ~= self.in_features then
+    error(string.format("Linear(%s): expected an input of shape [..., %d], got %s",
+                        self:extra_repr(), self.in_features, shape_str(x)), 2)
+  end
+  return F.linear(x, self.weight, self.bias)
+end
+
+-- ---- activations ---------------------------------------------------------------------
+
+local function activation(name, method)
+  local cls = Module:extend(name)
+  cls.forward = function(self, x)
+    check_input(self, x)
+    return x[method](x)
+  end
+  return cls
+end
+
+--- nn.ReLU() -> max(x, 0) elementwise. Example: nn.ReLU()(ember.tensor{-1, 2})  -- [0, 2]
+L.ReLU = activation("ReLU", "relu")
+--- nn.SiLU() -> x * sigmoid(x). Example: nn.SiLU()(x)
+L.SiLU = activation("SiLU", "silu")
+--- nn.Tanh() -> tanh(x). Example: nn.Tanh()(x)
+L.Tanh = activation("Tanh", "tanh")
+--- nn.Sigmoid() -> 1 / (1 + exp(-x)). Example: nn.Sigmoid()(x)
+L.Sigmoid = activation("Sigmoid", "sigmoid")
+
+--- nn.GELU([{approximate = "none"}]) -> x * Phi(x); approximate = "tanh" uses the tanh form.
+-- Example: nn.GELU({approximate = "tanh"})(x)
+L.GELU = Module:extend("GELU")
+function L.GELU:init(opts)
+  opts = opt_table(opts, "GELU")
+  self.approximate = opts.approximate or "none"
+  if self.approximate ~= "none" and self.approximate ~= "tanh" then
+    error("GELU: approximate must be \"none\" or \"tanh\", got " .. tostring(self.approximate), 2)
+  end
+end
+function L.GELU:extra_repr()
+  return self.approximate == "none" and "" or "approximate=\"" .. self.approximate .. "\""
+end
+function L.GELU:forward(x)
+  check_input(self, x)
+  return x:gelu({approximate = self.approximate})
+end
+
+--- nn.Softmax(dim) -> exp(x) / sum(exp(x)) along dim (1-based, negative from the end).
+-- Example: nn.Softmax(-1)(logits)
+L.Softmax = Module:extend("Softmax")
+function L.Softmax:init(dim)
+  if math.type(dim) ~= "integer" then error("Softmax: dim must be an integer (1-based, negative from the end), got " .. tostring(dim), 3) end
+  self.dim = dim
+end
+function L.Softmax:extra_repr() return "dim=" .. self.dim end
+function L.Softmax:forward(x) check_input(self, x) return x:softmax(self.dim) end
+
+--- nn.LogSoftmax(dim) -> log(softmax(x)) along dim, computed stably.
+-- Example: nn.LogSoftmax(2)(logits)
+L.LogSoftmax = Module:extend("LogSoftmax")
+function L.LogSoftmax:init(dim)
+  if math.type(dim) ~= "integer" then error("LogSoftmax: dim must be an integer (1-based, negative from the end), got " .. tostring(dim), 3) end
+  self.dim = dim
+end
+L.LogSoftmax.extra_repr = L.Softmax.extra_repr
+function L.LogSoftmax:forward(x) check_input(self, x) return x:log_softmax(self.dim) end
+
+-- ---- Dropout, Flatten ------------------------------------------------------------------
+
+--- nn.Dropout([p = 0.5]) -> in training mode, zeroes each element with probability p and
+-- scales the rest by 1/(1-p); the identity after model:eval().
+-- Example: local d = nn.Dropout(0.1); d:eval()
+L.Dropout = Module:extend("Dropout")
+function L.Dropout:init(p)
+  p = p or 0.5
+  if type(p) ~= "number" or p < 0 or p > 1 then
+    error("Dropout: p must be a probability in [0, 1], got " .. tostring(p), 3)
+  end
+  self.p = p
+end
+function L.Dropout:extra_repr() return "p=" .. self.p end
+function L.Dropout:forward(x)
+  check_input(self, x)
+  return F.dropout(x, self.p, self.training)
+end
+
+--- nn.Flatten([start_dim = 2 [, end_dim = -1]]) -> x with dims start_dim..end_dim merged into one.
+-- Example: nn.Flatten()(ember.zeros(32, 1, 28, 28)).shape  -- {32, 784}
+L.Flatten = Module:extend("Flatten")
+function L.Flatten:init(start_dim, end_dim)
+  self.start_dim = start_dim or 2
+  self.end_dim = end_dim or -1
+end
+function L.Flatten:extra_repr() return string.format("start_dim=%d, end_dim=%d", self.start_dim, self.end_dim) end
+function L.Flatten:forward(x)
+  check_input(self, x)
+  return x:flatten(self.start_dim, self.end_dim)
+end
+
+-- ---- Embedding ----------------------------------------------------------------------------
+
+--- nn.Embedding(num_embeddings, embedding_dim [, {dtype=, device=}]) -> a lookup table of rows.
+-- weight [num, dim] ~ N(0, 1). Input: integer tensor of 1-based indices, any shape;
+-- output: input.shape .. {dim}.
+-- Example: local emb = nn.Embedding(1000, 64); emb(ember.tensor{{1, 5, 9}}).shape  -- {1, 3, 64}
+L.Embedding = Module:extend("Embedding")
+function L.Embedding:init(num_embeddings, embedding_dim, opts)
+  opts = opt_table(opts, "Embedding")
+  self.num_embeddings = check_count(num_embeddings, "Embedding", "num_embeddings")
+  self.embedding_dim = check_count(embedding_dim, "Embedding", "embedding_dim")
+  self.weight = Parameter(empty({self.num_embeddings, self.embedding_dim}, opts))
+  self:reset_parameters()
+end
+function L.Embedding:reset_parameters() init.normal_(self.weight) end
+function L.Embedding:extra_repr() return string.format("%d, %d", self.num_embeddings, self.embedding_dim) end
+function L.Embedding:forward(idx)
+  check_input(self, idx)
+  return F.embedding(idx, self.weight, "Embedding(" .. self:extra_repr() .. ")")
+end
+
+-- ---- LayerNorm ------------------------------------------------------------------------------
+
+--- nn.LayerNorm(normalized_shape [, {eps = 1e-5, elementwise_affine = true, bias = true, dtype=, device=}])
+-- Normalises over the last #normalized_shape dims (mean 0, biased variance 1), then
+-- y * weight + bias (weight ones, bias zeros, both of shape normalized_shape).
+-- Example: nn.LayerNorm(512)(x)   -- x [..., 512]
+L.LayerNorm = Module:extend("LayerNorm")
+function L.LayerNorm:init(normalized_shape, opts)
+  opts = opt_table(opts, "LayerNorm")
+  if type(normalized_shape) == "number" then normalized_shape = {normalized_shape} end
+  if type(normalized_shape) ~= "table" or #normalized_shape == 0 then
+    error("LayerNorm: normalized_shape must be an integer or a non-empty list of integers", 3)
+  end
+  local shape = {}
+  for i, s in ipairs(normalized_shape) do shape[i] = check_count(s, "LayerNorm", "normalized_shape") end
+  self.normalized_shape = shape
+  self.eps = opts.eps or 1e-5
+  self.elementwise_affine = opts.elementwise_affine ~= false
+  if self.elementwise_affine then
+    self.weight = Parameter(ember.ones(shape, {dtype = opts.dtype, device = opts.device}))
+    if opts.bias ~= false then self.bias = Parameter(ember.zeros(shape, {dtype = opts.dtype, device = opts.device})) end
+  end
+end
+function L.LayerNorm:extra_repr()
+  return string.format("[%s], eps=%g, elementwise_affine=%s", table.concat(self.normalized_shape, ", "), self.eps,
+                       tostring(self.elementwise_affine))
+end
+function L.LayerNorm:forward(x)
+  check_input(self, x)
+  local ns, k = self.normalized_shape, #self.normalized_shape
+  local ok = x.ndim >= k
+  for i = 1, k do ok = ok and x.shape[x.ndim - k + i] == ns[i] end
+  if not ok then
+    error(string.format("LayerNorm(%s): expected an input of shape [..., %s], got %s",
+                        self:extra_repr(), table.concat(ns, ", "), shape_str(x)), 2)
+  end
+  return F.layer_norm(x, ns, self.weight, self.bias, self.eps)
+end
+
+return L

@@ -1,0 +1,490 @@
+-- ember.nn.Module — the base class of layers, losses and models.
+--
+-- Writing your own module:
+--   local nn = ember.nn
+--   local MLP = nn.Module:extend("MLP")
+--   function MLP:init(d_in, d_hidden, d_out)
+--     MLP.super.init(self)                       -- optional: new() already set the module up
+--     self.fc1 = nn.Linear(d_in, d_hidden)       -- a child module: registered as "fc1"
+--     self.fc2 = nn.Linear(d_hidden, d_out)
+--     self.scale = nn.Parameter(ember.ones(d_out))   -- a parameter: registered as "scale"
+--   end
+--   function MLP:forward(x) return self.fc2(self.fc1(x):relu()) * self.scale end
+--   local m = MLP(784, 256, 10)                  -- instances: call the class
+--   local y = m(x)                               -- calls m:forward(x)
+--
+-- Registration rules for `self.name = value` (the order of assignment is kept):
+--   * a Module                          -> a child module
+--   * a leaf tensor with requires_grad  -> a parameter (nn.Parameter(t) makes one)
+--   * a tensor assigned to a buffer name (see register_buffer) -> that buffer
+--   * nil                               -> removes the parameter / child / buffer
+--   * anything else (numbers, strings, tensors without requires_grad, results of
+--     computations) is a plain field.
+-- A tensor that does not require grad cannot replace a parameter (as in PyTorch);
+-- set the field to nil first, or use register_parameter.
+--
+-- Conventions and deviations from PyTorch:
+--   * parameters(), children() and modules() return lists (Lua arrays);
+--     named_parameters(), named_children(), named_modules() and named_buffers()
+--     return iterators for a generic `for`:  for name, p in m:named_parameters() do ... end
+--   * Order: a module's own parameters (in registration order), then each child's,
+--     depth first — PyTorch's order. A tensor shared by two modules is listed once.
+--   * zero_grad() sets every .grad to nil (PyTorch's set_to_none default).
+--   * to(...) replaces each parameter tensor by the converted one (a new tensor
+--     with the same requires_grad), so make optimizers after moving a model.
+local ember = require "ember"
+
+local Module = {__name = "Module", __is_module_class = true}
+
+local function type_name(m) return getmetatable(m).__name or "Module" end
+
+--- nn.is_module(v) -> true when v is a module instance (not a class).
+local function is_module(v)
+  if type(v) ~= "table" or rawget(v, "_modules") == nil then return false end
+  local mt = getmetatable(v)
+  return mt ~= nil and mt.__is_module_class == true
+end
+Module.is_module = is_module
+
+local function remove_name(list, name)
+  for i = 1, #list do
+    if list[i] == name then table.remove(list, i) return end
+  end
+end
+
+-- Forgets `name` in every registry (a field changes kind, or is set to nil).
+local function unregister(self, name)
+  local stores = {{"_parameters", "_param_names"}, {"_modules", "_module_names"}, {"_buffers", "_buffer_names"}}
+  for _, s in ipairs(stores) do
+    local store = rawget(self, s[1])
+    if store[name] ~= nil then
+      store[name] = nil
+      remove_name(rawget(self, s[2]), name)
+    end
+  end
+end
+
+local function register(self, store_key, names_key, name, value)
+  local store = rawget(self, store_key)
+  if store[name] == nil then
+    unregister(self, name)
+    rawset(self, name, nil)
+    table.insert(rawget(self, names_key), name)
+  end
+  store[name] = value
+end
+
+-- Field lookup on instances: parameters, children and buffers first, then
+-- the class (and its parents). Integer keys find children named "1", "2", ...
+local function instance_index(self, k)
+  local v = rawget(self, "_parameters")[k]
+  if v ~= nil then return v end
+  v = rawget(self, "_modules")[k]
+  if v ~= nil then return v end
+  v = rawget(self, "_buffers")[k]
+  if v ~= nil then return v end
+  if math.type(k) == "integer" then
+    local names = rawget(self, "_module_names")
+    if k < 0 then k = #names + k + 1 end
+    return rawget(self, "_modules")[tostring(k)]
+  end
+  return getmetatable(self)[k]
+end
+
+local function instance_newindex(self, k, v)
+  if type(k) ~= "string" then
+    error(type_name(self) .. ": module fields need string names, got " .. type(k), 2)
+  end
+  if is_module(v) then
+    register(self, "_modules", "_module_names", k, v)
+  elseif ember.is_tensor(v) and v.requires_grad and v.is_leaf then
+    register(self, "_parameters", "_param_names", k, v)
+  elseif rawget(self, "_buffers")[k] ~= nil and (v == nil or ember.is_tensor(v)) then
+    if v == nil then unregister(self, k) else rawget(self, "_buffers")[k] = v end
+  elseif rawget(self, "_parameters")[k] ~= nil then
+    if v ~= nil then
+      error(string.format("%s: cannot assign %s to parameter '%s' (expected a leaf tensor with requires_grad, "
+        .. "e.g. nn.Parameter(t), or nil)", type_name(self), ember.is_tensor(v) and "a tensor that does not require grad" or type(v), k), 2)
+    end
+    unregister(self, k)
+  elseif rawget(self, "_modules")[k] ~= nil then
+    if v ~= nil then
+      error(string.format("%s: cannot assign a %s to child module '%s' (expected a module or nil)", type_name(self), type(v), k), 2)
+    end
+    unregister(self, k)
+  else
+    rawset(self, k, v)
+  end
+end
+
+local function new(cls, ...)
+  local obj = {
+    _parameters = {}, _param_names = {},
+    _modules = {}, _module_names = {},
+    _buffers = {}, _buffer_names = {},
+    training = true,
+  }
+  setmetatable(obj, cls)
+  obj:init(...)
+  return obj
+end
+
+Module.__index = instance_index
+Module.__newindex = instance_newindex
+Module.__call = function(self, ...) return self:forward(...) end
+Module.__len = function(self) return #rawget(self, "_module_names") end
+
+--- nn.Module:extend(name) -> a new module class deriving from this one.
+-- Define :init(...) (the constructor) and :forward(...) on it; call the class to
+-- make instances. The parent class is cls.super.
+-- Example: local Net = nn.Module:extend("Net"); function Net:forward(x) return x * 2 end; local n = Net()
+function Module:extend(name)
+  local cls = {__name = name or "Module", super = self}
+  for _, f in ipairs{"__index", "__newindex", "__call", "__len", "__tostring"} do cls[f] = self[f] end
+  return setmetatable(cls, {__index = self, __call = new})
+end
+
+--- module:init(...) — the constructor; Module.init sets nothing up that new() has not.
+-- Subclasses call their parent's init: Net.super.init(self, ...).
+function Module:init() end
+
+--- module:forward(...) — the computation; module(...) calls it. Subclasses define it.
+function Module:forward()
+  error(type_name(self) .. ": forward() is not implemented (define " .. type_name(self) .. ":forward)", 2)
+end
+
+--- module:extra_repr() -> the text inside the parentheses of tostring(module), e.g. "in_features=3, out_features=4, bias=true".
+function Module:extra_repr() return "" end
+
+--- module:register_parameter(name, t) — registers t (a tensor, or nil) as a parameter, even one without requires_grad.
+-- Example: self:register_parameter("bias", nil)
+function Module:register_parameter(name, t)
+  if t == nil then unregister(self, name) return end
+  if not ember.is_tensor(t) then error(type_name(self) .. ": register_parameter('" .. name .. "') expects a tensor, got " .. type(t), 2) end
+  register(self, "_parameters", "_param_names", name, t)
+end
+
+--- module:register_buffer(name, t) — a tensor that is part of the state (state_dict, to()) but not a parameter.
+-- Example: self:register_buffer("running_mean", ember.zeros(10))
+function Module:register_buffer(name, t)
+  if t ~= nil and not ember.is_tensor(t) then error(type_name(self) .. ": register_buffer('" .. name .. "') expects a tensor, got " .. type(t), 2) end
+  if t == nil then unregister(self, name) return end
+  register(self, "_buffers", "_buffer_names", name, t)
+end
+
+--- module:add_module(name, m) — registers m as a child under name (same as self[name] = m).
+function Module:add_module(name, m)
+  if not is_module(m) then error(type_name(self) .. ": add_module('" .. tostring(name) .. "') expects a module, got " .. type(m), 2) end
+  register(self, "_modules", "_module_names", tostring(name), m)
+  return self
+end
+
+--- module:named_children() -> iterator over (name, child) in registration order.
+-- Example: for name, child in model:named_children() do print(name, child) end
+function Module:named_children()
+  local names, mods, i = rawget(self, "_module_names"), rawget(self, "_modules"), 0
+  return function()
+    i = i + 1
+    local n = names[i]
+    if n then return n, mods[n] end
+  end
+end
+
+--- module:children() -> list of the direct child modules.
+function Module:children()
+  local out = {}
+  for _, m in self:named_children() do out[#out + 1] = m end
+  return out
+end
+
+-- (prefix, module) pairs, self first, depth first, each module once.
+local function collect_modules(self, prefix, out, seen)
+  if seen[self] then return end
+  seen[self] = true
+  out[#out + 1] = {prefix, self}
+  for name, m in self:named_children() do
+    collect_modules(m, prefix == "" and name or prefix .. "." .. name, out, seen)
+  end
+end
+
+local function list_iter(list)
+  local i = 0
+  return function()
+    i = i + 1
+    local e = list[i]
+    if e then return e[1], e[2] end
+  end
+end
+
+--- module:named_modules() -> iterator over (name, module): the module itself (name "") then all descendants.
+function Module:named_modules()
+  local out = {}
+  collect_modules(self, "", out, {})
+  return list_iter(out)
+end
+
+--- module:modules() -> list of the module and all its descendants (depth first).
+function Module:modules()
+  local out = {}
+  for _, m in self:named_modules() do out[#out + 1] = m end
+  return out
+end
+
+local function collect_tensors(self, store_key, names_key)
+  local out, seen = {}, {}
+  for prefix, m in self:named_modules() do
+    local store = rawget(m, store_key)
+    for _, n in ipairs(rawget(m, names_key)) do
+      local t = store[n]
+      if not seen[t] then
+        seen[t] = true
+        out[#out + 1] = {prefix == "" and n or prefix .. "." .. n, t}
+      end
+    end
+  end
+  return out
+end
+
+--- module:named_parameters() -> iterator over (name, parameter), names like "fc1.weight" or "1.bias".
+-- Example: for name, p in model:named_parameters() do print(name, p.shape) end
+function Module:named_parameters()
+  return list_iter(collect_tensors(self, "_parameters", "_param_names"))
+end
+
+--- module:parameters() -> list of all parameters (own first, then children's, depth first).
+-- Example: local opt = ember.optim.SGD(model:parameters(), {lr = 0.1})
+function Module:parameters()
+  local out = {}
+  for _, e in ipairs(collect_tensors(self, "_parameters", "_param_names")) do out[#out + 1] = e[2] end
+  return out
+end
+
+--- module:named_buffers() -> iterator over (name, buffer).
+function Module:named_buffers()
+  return list_iter(collect_tensors(self, "_buffers", "_buffer_names"))
+end
+
+--- module:num_parameters() -> the total number of parameter elements.
+function Module:num_parameters()
+  local n = 0
+  for _, p in ipairs(self:parameters()) do n = n + p:numel() end
+  return n
+end
+
+--- module:apply(fn) -> module; calls fn(m) on every descendant, then on the module itself (PyTorch's order).
+-- Example: model:apply(function(m) if m.weight then nn.init.zeros_(m.weight) end end)
+function Module:apply(fn)
+  for _, m in self:named_children() do m:apply(fn) end
+  fn(self)
+  return self
+end
+
+--- module:train([mode = true]) -> module; sets training mode (Dropout active) on the module and all descendants.
+function Module:train(mode)
+  if mode == nil then mode = true end
+  if type(mode) ~= "boolean" then error(type_name(self) .. ": train(mode) expects a boolean, got " .. type(mode), 2) end
+  for _, m in ipairs(self:modules()) do rawset(m, "training", mode) end
+  return self
+end
+
+--- module:eval() -> module; same as train(false).
+function Module:eval() return self:train(false) end
+
+--- module:requires_grad_([flag = true]) -> module; sets requires_grad on every parameter (freezing with false).
+function Module:requires_grad_(flag)
+  if flag == nil then flag = true end
+  for _, p in ipairs(self:parameters()) do p:requires_grad_(flag) end
+  return self
+end
+
+--- module:zero_grad() — sets the .grad of every parameter to nil.
+function Module:zero_grad()
+  for _, p in ipairs(self:parameters()) do p.grad = nil end
+end
+
+local function same_placement(a, b) return a.dtype == b.dtype and a.device == b.device end
+
+--- module:to(dtype_or_device [, ...]) -> module; converts parameters, their gradients and buffers in place.
+-- Dtype conversions apply to floating-point tensors only, as in PyTorch.
+-- Each parameter is replaced by a new tensor: create optimizers afterwards.
+-- Example: model:to("float64"); model:to("cuda"); model:to{dtype = "float64", device = "cpu"}
+function Module:to(...)
+  local args = table.pack(...)
+  -- where a float tensor would go: gives the device, and rejects integer dtypes
+  local ok, probe = pcall(function() return ember.empty(0):to(table.unpack(args, 1, args.n)) end)
+  if not ok then error(type_name(self) .. ":to: " .. tostring(probe), 2) end
+  if not probe:is_floating_point() then
+    error(type_name(self) .. ":to: modules convert to floating-point dtypes only, got " .. probe.dtype, 2)
+  end
+  local moved = {}   -- old tensor -> new one, so tensors shared between modules stay shared
+  local function convert(t)
+    if moved[t] then return moved[t] end
+    local r
+    if t:is_floating_point() then r = t:detach():to(table.unpack(args, 1, args.n))
+    else r = t:detach():to(probe.device) end   -- integer tensors only change device
+    if same_placement(r, t) then r = t end
+    moved[t] = r
+    return r
+  end
+  for _, m in ipairs(self:modules()) do
+    local params, bufs = rawget(m, "_parameters"), rawget(m, "_buffers")
+    for _, n in ipairs(rawget(m, "_param_names")) do
+      local p = params[n]
+      local np = convert(p)
+      if np ~= p then
+        np:requires_grad_(p.requires_grad)
+        local g = p.grad
+        if g then np.grad = g:to(np.dtype):to(np.device) end
+        params[n] = np
+      end
+    end
+    for _, n in ipairs(rawget(m, "_buffer_names")) do
+      local b = bufs[n]
+      bufs[n] = convert(b)
+    end
+  end
+  return self
+end
+
+--- module:float() / double() / cpu() / cuda() -> module; shorthands for to(...).
+function Module:float() return self:to("float32") end
+function Module:double() return self:to("float64") end
+function Module:cpu() return self:to("cpu") end
+function Module:cuda() return self:to("cuda") end
+
+--- module:state_dict() -> table name -> tensor (detached, sharing memory) of all parameters and buffers.
+-- Example: ember.save("model.safetensors", model:state_dict())
+function Module:state_dict()
+  local sd = {}
+  for name, p in self:named_parameters() do sd[name] = p:detach() end
+  for name, b in self:named_buffers() do sd[name] = b:detach() end
+  return sd
+end
+
+local function shape_str(t)
+  return "[" .. table.concat(t.shape, ", ") .. "]"
+end
+Module._shape_str = shape_str
+
+--- module:load_state_dict(sd [, {strict = true}]) -> {missing_keys = {...}, unexpected_keys = {...}}
+-- Copies the tensors of sd into the parameters and buffers in place (converting dtype
+-- and device). With strict (the default), missing or unexpected keys are an error;
+-- shape mismatches always are. Nothing is copied when it fails.
+-- Example: model:load_state_dict(ember.load("model.safetensors"))
+function Module:load_state_dict(sd, opts)
+  opts = opts or {}
+  local strict = opts.strict ~= false
+  local name = type_name(self)
+  if type(sd) ~= "table" then error("load_state_dict: expected a table name -> tensor, got " .. type(sd), 2) end
+  local own, order = {}, {}
+  for n, p in self:named_parameters() do own[n] = p; order[#order + 1] = n end
+  for n, b in self:named_buffers() do own[n] = b; order[#order + 1] = n end
+  local missing, unexpected, problems = {}, {}, {}
+  for _, n in ipairs(order) do
+    local v = sd[n]
+    if v == nil then
+      missing[#missing + 1] = n
+    elseif not ember.is_tensor(v) then
+      problems[#problems + 1] = string.format("the value for '%s' is a %s, not a tensor", n, type(v))
+    elseif #v.shape ~= #own[n].shape or shape_str(v) ~= shape_str(own[n]) then
+      problems[#problems + 1] = string.format("size mismatch for %s: the state dict has shape %s, the model %s",
+                                              n, shape_str(v), shape_str(own[n]))
+    end
+  end
+  for k in pairs(sd) do
+    if own[k] == nil then unexpected[#unexpected + 1] = tostring(k) end
+  end
+  table.sort(unexpected)
+  local parts = {}
+  if strict and #missing > 0 then parts[#parts + 1] = "missing keys: " .. table.concat(missing, ", ") end
+  if strict and #unexpected > 0 then parts[#parts + 1] = "unexpected keys: " .. table.concat(unexpected, ", ") end
+  for _, p in ipairs(problems) do parts[#parts + 1] = p end
+  if #parts > 0 then
+    error("load_state_dict: error(s) loading the state dict into " .. name .. ": " .. table.concat(parts, "; "), 2)
+  end
+  ember.no_grad(function()
+    for _, n in ipairs(order) do
+      if sd[n] ~= nil then own[n]:copy_(sd[n]) end
+    end
+  end)
+  return {missing_keys = missing, unexpected_keys = unexpected}
+end
+
+-- 1234567 -> "1,234,567"
+local function thousands(n)
+  local s = tostring(math.tointeger(n) or n)
+  local sign, digits = s:match("^(-?)(%d+)$")
+  if not digits then return s end
+  digits = digits:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", "")
+  return sign .. digits
+end
+Module._thousands = thousands
+
+local function count_label(n) return thousands(n) .. (n == 1 and " param" or " params") end
+
+local function own_count(m)
+  local n = 0
+  for _, pn in ipairs(rawget(m, "_param_names")) do n = n + rawget(m, "_parameters")[pn]:numel() end
+  return n
+end
+
+local function indent(s)
+  return (s:gsub("\n", "\n  "))
+end
+
+-- PyTorch's repr: Name(extra) for leaves, Name(\n  (child): ...\n) for containers.
+-- Leaves with parameters get "  -- N params"; containers get it after ")".
+-- Modules without an extra_repr of their own list their parameters' shapes.
+local function repr(m)
+  local extra = m:extra_repr() or ""
+  local lines = {}
+  if extra ~= "" then for l in (extra .. "\n"):gmatch("(.-)\n") do lines[#lines + 1] = l end end
+  if m.extra_repr == Module.extra_repr then
+    for _, pn in ipairs(rawget(m, "_param_names")) do
+      local p = rawget(m, "_parameters")[pn]
+      lines[#lines + 1] = string.format("(%s): Parameter(shape=%s, dtype=%s)", pn, shape_str(p), p.dtype)
+    end
+  end
+  local nchild = 0
+  for n, c in m:named_children() do
+    lines[#lines + 1] = "(" .. n .. "): " .. indent(repr(c))
+    nchild = nchild + 1
+  end
+  local s = type_name(m) .. "("
+  if #lines == 1 and nchild == 0 and extra ~= "" then
+    s = s .. lines[1]
+  elseif #lines > 0 then
+    s = s .. "\n  " .. table.concat(lines, "\n  ") .. "\n"
+  end
+  s = s .. ")"
+  local n = nchild == 0 and own_count(m) or m:num_parameters()
+  if n > 0 then s = s .. "  -- " .. count_label(n) end
+  return s
+end
+
+--- tostring(module) -> the module tree like PyTorch's repr, with parameter counts and a total line.
+-- Example: print(model)
+Module.__tostring = function(self)
+  local s = repr(self):gsub("  %-%- [%d,]+ params?$", "")
+  local total, trainable = 0, 0
+  for _, p in ipairs(self:parameters()) do
+    total = total + p:numel()
+    if p.requires_grad then trainable = trainable + p:numel() end
+  end
+  local last = "Total parameters: " .. thousands(total)
+  if trainable ~= total then last = last .. " (" .. thousands(trainable) .. " trainable)" end
+  return s .. "\n" .. last
+end
+
+setmetatable(Module, {__call = new})
+
+--- nn.Parameter(t [, requires_grad = true]) -> a leaf tensor sharing t's memory, with requires_grad set.
+-- Assigning it to a module field registers it as a parameter.
+-- Example: self.scale = nn.Parameter(ember.ones(10))
+local function Parameter(t, requires_grad)
+  if not ember.is_tensor(t) then error("Parameter: expected a tensor, got " .. type(t), 2) end
+  if requires_grad == nil then requires_grad = true end
+  return t:detach():requires_grad_(requires_grad)
+end
+
+return {Module = Module, Parameter = Parameter, is_module = is_module}
