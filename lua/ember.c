@@ -443,7 +443,7 @@ static int module_index(lua_State *L)
  * for progress bars and colours that must stay out of pipes and files. */
 static int m_isatty(lua_State *L)
 {
-    lua_pushboolean(L, isatty((int)luaL_optinteger(L, 1, 1)) == 1);
+    lua_pushboolean(L, isatty((int)emlua_opt_integer(L, 1, "ember.isatty", 1)) == 1);
     return 1;
 }
 

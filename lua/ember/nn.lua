@@ -38,4 +38,10 @@ nn.functional = require "ember.nn.functional"
 --- ember.nn.init — in-place initialisers (uniform_, normal_, zeros_, ones_, kaiming_uniform_, xavier_uniform_, ...).
 nn.init = require "ember.nn.initializers"
 
+--- nn.utils.clip_grad_norm_(params, max_norm, {norm_type = 2}): scales the
+--- gradients in place so their total norm is at most max_norm; returns the
+--- total norm before clipping (a 0-d tensor). Lives in ember.optim.
+nn.utils = nn.utils or {}
+function nn.utils.clip_grad_norm_(...) return require("ember.optim").clip_grad_norm_(...) end
+
 return nn

@@ -1,0 +1,551 @@
+-- ember.optim — optimizers with torch.optim's semantics.
+--
+--   local opt = optim.SGD(model:parameters(), {lr = 0.1, momentum = 0.9})
+--   local opt = optim.AdamW({{params = decay, weight_decay = 0.01},
+--                            {params = no_decay, weight_decay = 0}}, {lr = 1e-3})
+--   opt:zero_grad(); loss:backward(); opt:step()
+--   opt.param_groups[1].lr = 0.01            -- groups are plain tables
+--   optim.clip_grad_norm_(model:parameters(), 1.0)
+--   optim.lr_scheduler.StepLR(opt, {step_size = 10, gamma = 0.1})
+--
+-- Each parameter's update is one fused engine op (ember._sgd_step_ /
+-- ember._adam_step_, engine/optim.h): one pass over the parameter, its
+-- gradient and its state, on whatever device the parameter lives.
+--
+-- State: opt.state[p] is a table per parameter (SGD: momentum_buffer;
+-- Adam/AdamW: step, exp_avg, exp_avg_sq), created on the parameter's first
+-- step with zeros_like(p), so it follows the parameter's device and dtype.
+--
+-- Saving:
+--   opt:state_dict() -> {state = {[i] = {...}}, param_groups = {{..., params = {i, ...}}}}
+--     PyTorch's layout, parameters numbered 1, 2, ... over the groups in
+--     order. State tensors are the live ones (not copies), as in PyTorch.
+--   opt:load_state_dict(sd): copies the state (cast to each parameter's
+--     dtype and device) and the groups' hyper-parameters.
+--   opt:state_dict_flat() -> tensors, metadata: the same as two flat
+--     tables for a safetensors file: tensors["state.<i>.<name>"], and
+--     metadata strings "state.<i>.step", "param_groups.<g>.<key>" (numbers
+--     printed with 17 digits, lists as "[a,b]"; see ember.optim.flat).
+--   opt:load_state_dict_flat(tensors, metadata): the inverse.
+local ember = require "ember"
+local flat = require "ember.optim.flat"
+
+local M = {}
+
+local function fail(level, fmt, ...)
+  error(string.format(fmt, ...), level + 1)
+end
+
+local function shallow_copy(t)
+  local c = {}
+  for k, v in pairs(t) do c[k] = v end
+  return c
+end
+
+-- Group values are numbers, booleans, strings, tensors and lists (betas):
+-- lists are copied so a saved dict does not change with the optimizer.
+local function copy_value(v)
+  if type(v) == "table" and not ember.is_tensor(v) then return shallow_copy(v) end
+  return v
+end
+
+---------------------------------------------------------------------------
+-- Hyper-parameter checks. `where` names the optimizer and the group.
+
+local function check_number(where, name, v, lo, lo_open, hi, hi_open, what)
+  if type(v) ~= "number" then
+    fail(4, "%s: %s must be a number, got %s", where, name, type(v))
+  end
+  local bad = v ~= v or (lo and (v < lo or (lo_open and v == lo))) or
+              (hi and (v > hi or (hi_open and v == hi)))
+  if bad then
+    fail(4, "%s: invalid %s: %s = %s (%s)", where, what or name, name, tostring(v),
+         lo and hi and string.format("must be in %s%s, %s%s", lo_open and "(" or "[", lo, hi,
+                                     hi_open and ")" or "]")
+           or string.format("must be %s %s", lo_open and ">" or ">=", lo))
+  end
+end
+
+local function check_boolean(where, name, v)
+  if type(v) ~= "boolean" then
+    fail(4, "%s: %s must be a boolean, got %s", where, name, type(v))
+  end
+end
+
+---------------------------------------------------------------------------
+-- The optimizer base class.
+
+local Optimizer = {}
+Optimizer.__index = Optimizer
+
+local function is_group(x)
+  return type(x) == "table" and not ember.is_tensor(x) and x.params ~= nil
+end
+
+-- A tensor, a list of tensors or an iterator -> a list of tensors.
+local function tensor_list(name, x, what)
+  if ember.is_tensor(x) then return {x} end
+  local out = {}
+  if type(x) == "function" then
+    for p in x do out[#out + 1] = p end
+  elseif type(x) == "table" then
+    for i = 1, #x do out[i] = x[i] end
+  else
+    fail(4, "%s: %s must be a tensor, a list of tensors or an iterator, got %s", name, what, type(x))
+  end
+  for i, p in ipairs(out) do
+    if not ember.is_tensor(p) then
+      fail(4, "%s: %s: element %d is a %s, not a tensor", name, what, i, type(p))
+    end
+  end
+  return out
+end
+
+-- opt:add_param_group({params = ..., lr = ...}): the missing
+-- hyper-parameters come from the optimizer's defaults.
+function Optimizer:add_param_group(group)
+  local name = self._name
+  if not is_group(group) then
+    fail(2, "%s: add_param_group: expected a table with a params field", name)
+  end
+  local g = {}
+  for k, v in pairs(group) do
+    if k ~= "params" then
+      if self.defaults[k] == nil and not self._ignored[k] then
+        fail(2, "%s: unknown option '%s'", name, tostring(k))
+      end
+      g[k] = copy_value(v)
+    end
+  end
+  for k, v in pairs(self.defaults) do
+    if g[k] == nil then g[k] = copy_value(v) end
+  end
+  g.params = tensor_list(name, group.params, "params")
+  local seen = {}
+  for _, other in ipairs(self.param_groups) do
+    for _, p in ipairs(other.params) do seen[p] = true end
+  end
+  for i, p in ipairs(g.params) do
+    if seen[p] then
+      fail(2, "%s: parameter %d of a group appears twice (in this group or another one)", name, i)
+    end
+    seen[p] = true
+    local dt = p.dtype
+    if dt ~= "float32" and dt ~= "float64" then
+      fail(2, "%s: parameter %d has dtype %s; optimizers update float32 and float64 tensors", name, i, dt)
+    end
+    if not p.is_leaf then
+      fail(2, "%s: parameter %d is not a leaf tensor (it was computed by %s); optimize the tensors "
+              .. "it was made from, or detach() it", name, i, tostring(p.grad_fn))
+    end
+  end
+  self:_check_group(g, string.format("%s (group %d)", name, #self.param_groups + 1))
+  self.param_groups[#self.param_groups + 1] = g
+end
+
+-- Shared constructor: params is a list of tensors or of group tables.
+local function construct(cls, params, opts, level)
+  local name = cls._name
+  if opts ~= nil and type(opts) ~= "table" then
+    fail(level, "%s: argument 2: expected an options table, got %s", name, type(opts))
+  end
+  opts = opts or {}
+  local self = setmetatable({param_groups = {}, state = {}, defaults = {}}, cls)
+  for k, v in pairs(cls._defaults) do self.defaults[k] = copy_value(v) end
+  for k, v in pairs(opts) do
+    if cls._defaults[k] == nil and not cls._ignored[k] then
+      fail(level, "%s: unknown option '%s'", name, tostring(k))
+    end
+    if cls._defaults[k] ~= nil then self.defaults[k] = copy_value(v) end
+  end
+  local groups
+  if type(params) == "table" and not ember.is_tensor(params) and is_group(params[1]) then
+    groups = params
+  else
+    groups = {{params = params}}
+  end
+  for _, group in ipairs(groups) do
+    local ok, err = pcall(self.add_param_group, self, group)
+    if not ok then error(err, 0) end
+  end
+  local n = 0
+  for _, g in ipairs(self.param_groups) do n = n + #g.params end
+  if n == 0 then fail(level, "%s: got an empty parameter list", name) end
+  return self
+end
+
+-- Defines a class: optim.Name(params, opts) constructs one.
+local function class(name, defaults, ignored, check_group, step_param)
+  local cls = setmetatable({}, {
+    __index = Optimizer,
+    __call = function(c, params, opts) return construct(c, params, opts, 3) end,
+  })
+  cls.__index = cls
+  cls.__name = name
+  cls._name = name
+  cls._defaults = defaults
+  cls._ignored = ignored
+  cls._check_group = function(_, g, where) check_group(g, where) end
+  cls._step_param = step_param
+  cls.__tostring = Optimizer.__tostring
+  return cls
+end
+
+-- opt:step([closure]): updates every parameter that has a gradient; a
+-- closure (re-evaluating the loss, with grad mode on) is called first and
+-- its result returned.
+function Optimizer:step(closure)
+  local loss
+  if closure ~= nil then
+    if type(closure) ~= "function" then
+      fail(2, "%s: step: argument 1: expected a closure, got %s", self._name, type(closure))
+    end
+    loss = ember.enable_grad(closure)
+  end
+  local _ <close> = ember.no_grad()
+  for gi, group in ipairs(self.param_groups) do
+    self:_check_group(group, string.format("%s (group %d)", self._name, gi))
+    for _, p in ipairs(group.params) do
+      local g = p.grad
+      if g ~= nil then
+        local st = self.state[p]
+        if st == nil then
+          st = {}
+          self.state[p] = st
+        end
+        self:_step_param(p, g, st, group)
+      end
+    end
+  end
+  return loss
+end
+
+-- opt:zero_grad([set_to_none = true]): drops every gradient (or fills them
+-- with zeros when set_to_none is false).
+function Optimizer:zero_grad(set_to_none)
+  if set_to_none == nil then set_to_none = true end
+  local _ <close> = ember.no_grad()
+  for _, group in ipairs(self.param_groups) do
+    for _, p in ipairs(group.params) do
+      if set_to_none then
+        p.grad = nil
+      else
+        local g = p.grad
+        if g ~= nil then g:zero_() end
+      end
+    end
+  end
+end
+
+function Optimizer:state_dict()
+  local index, n = {}, 0
+  local groups = {}
+  for gi, group in ipairs(self.param_groups) do
+    local packed = {}
+    for k, v in pairs(group) do
+      if k ~= "params" then packed[k] = copy_value(v) end
+    end
+    packed.params = {}
+    for i, p in ipairs(group.params) do
+      n = n + 1
+      index[p] = n
+      packed.params[i] = n
+    end
+    groups[gi] = packed
+  end
+  local state = {}
+  for p, st in pairs(self.state) do
+    local i = index[p]
+    if i and next(st) ~= nil then state[i] = shallow_copy(st) end
+  end
+  return {state = state, param_groups = groups}
+end
+
+function Optimizer:load_state_dict(sd)
+  local name = self._name .. ": load_state_dict"
+  if type(sd) ~= "table" or type(sd.param_groups) ~= "table" then
+    fail(2, "%s: expected a table {state = ..., param_groups = ...}", name)
+  end
+  local saved = sd.param_groups
+  if #saved ~= #self.param_groups then
+    fail(2, "%s: the saved state has %d parameter group(s), this optimizer %d", name, #saved,
+         #self.param_groups)
+  end
+  local by_index = {}
+  for gi, group in ipairs(self.param_groups) do
+    local sg = saved[gi]
+    if type(sg) ~= "table" or type(sg.params) ~= "table" then
+      fail(2, "%s: saved parameter group %d has no params list", name, gi)
+    end
+    if #sg.params ~= #group.params then
+      fail(2, "%s: saved parameter group %d has %d parameter(s), this optimizer's %d", name, gi,
+           #sg.params, #group.params)
+    end
+    for i, idx in ipairs(sg.params) do
+      if math.type(idx) ~= "integer" and not (type(idx) == "number" and idx == math.floor(idx)) then
+        fail(2, "%s: saved parameter group %d: params[%d] is not an integer index", name, gi, i)
+      end
+      by_index[math.tointeger(idx)] = group.params[i]
+    end
+  end
+  -- Build everything before changing anything, so a bad dict leaves the
+  -- optimizer as it was.
+  local new_state = {}
+  for idx, st in pairs(sd.state or {}) do
+    local i = math.tointeger(idx) or math.tointeger(tonumber(idx))
+    local p = i and by_index[i]
+    if p == nil then fail(2, "%s: state for parameter %s, which no group lists", name, tostring(idx)) end
+    local s = {}
+    for k, v in pairs(st) do
+      if ember.is_tensor(v) then
+        if k == "step" then
+          s[k] = math.tointeger(v:item()) or v:item()
+        else
+          local same = #v.shape == #p.shape
+          for d = 1, #p.shape do same = same and v.shape[d] == p.shape[d] end
+          if not same then
+            fail(2, "%s: state %d '%s' has shape [%s] but its parameter [%s]", name, i, k,
+                 table.concat(v.shape, ","), table.concat(p.shape, ","))
+          end
+          s[k] = v:detach():to(p):clone()
+        end
+      else
+        s[k] = copy_value(v)
+      end
+    end
+    new_state[p] = s
+  end
+  local new_groups = {}
+  for gi, group in ipairs(self.param_groups) do
+    local g = {}
+    for k, v in pairs(saved[gi]) do
+      if k ~= "params" then g[k] = copy_value(v) end
+    end
+    g.params = group.params
+    self:_check_group(g, string.format("%s (saved group %d)", name, gi))
+    new_groups[gi] = g
+  end
+  -- Replace the contents, not the tables: a scheduler holding
+  -- opt.param_groups keeps seeing the optimizer's groups.
+  for gi, group in ipairs(self.param_groups) do
+    for k in pairs(group) do group[k] = nil end
+    for k, v in pairs(new_groups[gi]) do group[k] = v end
+  end
+  self.state = new_state
+end
+
+function Optimizer:state_dict_flat()
+  local sd = self:state_dict()
+  local tensors, meta = {}, {}
+  for i, st in pairs(sd.state) do
+    for k, v in pairs(st) do
+      local key = string.format("state.%d.%s", i, k)
+      if ember.is_tensor(v) then tensors[key] = v
+      else meta[key] = flat.encode(v, self._name .. ": state_dict_flat: " .. key) end
+    end
+  end
+  meta.param_groups = string.format("%d", #sd.param_groups)
+  for gi, g in ipairs(sd.param_groups) do
+    for k, v in pairs(g) do
+      local key = string.format("param_groups.%d.%s", gi, k)
+      meta[key] = flat.encode(v, self._name .. ": state_dict_flat: " .. key)
+    end
+  end
+  return tensors, meta
+end
+
+function Optimizer:load_state_dict_flat(tensors, meta)
+  local name = self._name .. ": load_state_dict_flat"
+  if type(tensors) ~= "table" or type(meta) ~= "table" then
+    fail(2, "%s: expected two tables (tensors, metadata)", name)
+  end
+  local ngroups = math.tointeger(tonumber(meta.param_groups or ""))
+  if not ngroups then fail(2, "%s: the metadata has no 'param_groups' count", name) end
+  local sd = {state = {}, param_groups = {}}
+  for gi = 1, ngroups do sd.param_groups[gi] = {} end
+  local function state_of(i)
+    local s = sd.state[i]
+    if not s then s = {}; sd.state[i] = s end
+    return s
+  end
+  for key, v in pairs(meta) do
+    local gi, k = key:match("^param_groups%.(%d+)%.(.+)$")
+    if gi then
+      local g = sd.param_groups[tonumber(gi)]
+      if not g then fail(2, "%s: metadata '%s' names a group beyond the %d saved", name, key, ngroups) end
+      g[k] = flat.decode(v, name .. ": " .. key)
+      if k == "params" and type(g[k]) ~= "table" then g[k] = {g[k]} end
+    else
+      local i, sk = key:match("^state%.(%d+)%.(.+)$")
+      if i then state_of(math.tointeger(tonumber(i)))[sk] = flat.decode(v, name .. ": " .. key) end
+    end
+  end
+  for key, t in pairs(tensors) do
+    local i, sk = key:match("^state%.(%d+)%.(.+)$")
+    if not i then fail(2, "%s: unexpected tensor '%s'", name, key) end
+    state_of(math.tointeger(tonumber(i)))[sk] = t
+  end
+  local ok, err = pcall(self.load_state_dict, self, sd)
+  if not ok then error((tostring(err):gsub("load_state_dict:", "load_state_dict_flat:", 1)), 2) end
+end
+
+function Optimizer:__tostring()
+  local lines = {self._name .. " ("}
+  for gi, g in ipairs(self.param_groups) do
+    lines[#lines + 1] = string.format("Parameter Group %d", gi)
+    local keys = {}
+    for k in pairs(g) do if k ~= "params" then keys[#keys + 1] = k end end
+    table.sort(keys)
+    for _, k in ipairs(keys) do
+      local v = g[k]
+      if type(v) == "table" then
+        local parts = {}
+        for i, x in ipairs(v) do parts[i] = tostring(x) end
+        v = "(" .. table.concat(parts, ", ") .. ")"
+      end
+      lines[#lines + 1] = string.format("    %s: %s", k, tostring(v))
+    end
+  end
+  lines[#lines + 1] = ")"
+  return table.concat(lines, "\n")
+end
+
+---------------------------------------------------------------------------
+-- SGD
+
+local function check_sgd(g, where)
+  check_number(where, "lr", g.lr, 0, false, nil, nil, "learning rate")
+  check_number(where, "momentum", g.momentum, 0)
+  check_number(where, "dampening", g.dampening)
+  check_number(where, "weight_decay", g.weight_decay, 0)
+  check_boolean(where, "nesterov", g.nesterov)
+  check_boolean(where, "maximize", g.maximize)
+  if g.nesterov and (g.momentum <= 0 or g.dampening ~= 0) then
+    fail(3, "%s: nesterov momentum requires momentum > 0 and dampening = 0 (got momentum = %s, "
+            .. "dampening = %s)", where, tostring(g.momentum), tostring(g.dampening))
+  end
+end
+
+local function sgd_param(_, p, grad, st, g)
+  local first = false
+  local buf = nil
+  if g.momentum ~= 0 then
+    buf = st.momentum_buffer
+    if buf == nil then
+      buf = ember.zeros_like(p)
+      first = true
+    end
+  end
+  ember._sgd_step_(p, grad, buf, g.lr, g.momentum, g.dampening, g.weight_decay, g.nesterov,
+                   first, g.maximize)
+  if buf ~= nil then st.momentum_buffer = buf end
+end
+
+local IGNORED = {foreach = true, fused = true}
+
+--- optim.SGD(params, {lr = 1e-3, momentum = 0, dampening = 0,
+---                    weight_decay = 0, nesterov = false, maximize = false})
+M.SGD = class("SGD", {lr = 1e-3, momentum = 0, dampening = 0, weight_decay = 0,
+                      nesterov = false, maximize = false}, IGNORED, check_sgd, sgd_param)
+
+---------------------------------------------------------------------------
+-- Adam and AdamW
+
+local function check_adam(g, where)
+  check_number(where, "lr", g.lr, 0, false, nil, nil, "learning rate")
+  check_number(where, "eps", g.eps, 0, false, nil, nil, "epsilon value")
+  if type(g.betas) ~= "table" or #g.betas ~= 2 then
+    fail(3, "%s: betas must be a list of two numbers, e.g. {0.9, 0.999}", where)
+  end
+  check_number(where, "betas[1]", g.betas[1], 0, false, 1, true, "beta parameter")
+  check_number(where, "betas[2]", g.betas[2], 0, false, 1, true, "beta parameter")
+  check_number(where, "weight_decay", g.weight_decay, 0)
+  check_boolean(where, "maximize", g.maximize)
+  if g.amsgrad then
+    fail(3, "%s: amsgrad is not supported", where)
+  end
+end
+
+local function adam_param(self, p, grad, st, g)
+  if st.exp_avg == nil then
+    st.step = 0
+    st.exp_avg = ember.zeros_like(p)
+    st.exp_avg_sq = ember.zeros_like(p)
+  end
+  local step = st.step + 1
+  ember._adam_step_(p, grad, st.exp_avg, st.exp_avg_sq, g.lr, g.betas[1], g.betas[2], g.eps,
+                    g.weight_decay, self._decoupled, step, g.maximize)
+  st.step = step
+end
+
+--- optim.Adam(params, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8,
+---                     weight_decay = 0 (L2, added to the gradient), maximize = false})
+M.Adam = class("Adam", {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0,
+                        amsgrad = false, maximize = false}, IGNORED, check_adam, adam_param)
+M.Adam._decoupled = false
+
+--- optim.AdamW(params, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8,
+---                      weight_decay = 1e-2 (decoupled: p *= 1 - lr*wd), maximize = false})
+M.AdamW = class("AdamW", {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 1e-2,
+                          amsgrad = false, maximize = false}, IGNORED, check_adam, adam_param)
+M.AdamW._decoupled = true
+
+M.Optimizer = Optimizer
+
+---------------------------------------------------------------------------
+-- Gradient clipping
+
+--- optim.clip_grad_norm_(params, max_norm, {norm_type = 2, error_if_nonfinite = false})
+--- Scales the gradients in place so that their total norm (the norm of the
+--- per-gradient norms) is at most max_norm, and returns that total norm
+--- (a 0-d tensor, taken before clipping). Computed with tensor ops only: no
+--- value comes back to the host, so it costs no device synchronisation.
+function M.clip_grad_norm_(parameters, max_norm, opts)
+  local name = "clip_grad_norm_"
+  local params = tensor_list(name, parameters, "argument 1")
+  if type(max_norm) ~= "number" then
+    fail(2, "%s: argument 2: max_norm must be a number, got %s", name, type(max_norm))
+  end
+  opts = opts or {}
+  if type(opts) ~= "table" then fail(2, "%s: argument 3: expected an options table", name) end
+  local norm_type = opts.norm_type or 2
+  if norm_type == "inf" then norm_type = math.huge end
+  if type(norm_type) ~= "number" then
+    fail(2, "%s: norm_type must be a number (or math.huge), got %s", name, type(norm_type))
+  end
+  local grads = {}
+  for _, p in ipairs(params) do
+    local g = p.grad
+    if g ~= nil then grads[#grads + 1] = g end
+  end
+  if #grads == 0 then return ember.tensor(0.0) end
+  local _ <close> = ember.no_grad()
+  local norms = {}
+  for i, g in ipairs(grads) do
+    local n = norm_type == math.huge and g:abs():amax() or g:norm(norm_type)
+    norms[i] = n:to(grads[1])
+  end
+  local total
+  if norm_type == math.huge then
+    total = #norms == 1 and norms[1] or ember.stack(norms):amax()
+  else
+    total = ember.stack(norms):norm(norm_type)
+  end
+  if opts.error_if_nonfinite then
+    local v = total:item()
+    if v ~= v or v == math.huge or v == -math.huge then
+      fail(2, "%s: the total norm of order %s of the gradients is non-finite (%s), so it cannot be "
+              .. "clipped; set error_if_nonfinite = false to scale by it anyway", name,
+           tostring(norm_type), tostring(v))
+    end
+  end
+  local coef = (max_norm / (total + 1e-6)):clamp(nil, 1.0)
+  for _, g in ipairs(grads) do
+    g:mul_(coef:to(g))
+  end
+  return total
+end
+
+M.lr_scheduler = require "ember.optim.lr_scheduler"
+
+return M
