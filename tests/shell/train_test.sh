@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# train_test.sh — the Fashion-MNIST training script, on a slice of the data:
+# the loss falls, a resumed run ends in the same state as an uninterrupted
+# one (byte-identical checkpoints), and bad arguments fail clearly.
+set -u
+cd "$(dirname "$0")/../.."
+EMBER=${EMBER:-build/ember}
+SCRIPT=scripts/fashion_mnist_mlp.lua
+DATA=/usr/share/datasets/fashion-mnist
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { n=$((n + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
+
+if [ ! -e "$DATA/train-images-idx3-ubyte.gz" ]; then
+    for t in "loss falls" "resume equals an uninterrupted run" "resume without a checkpoint"; do
+        n=$((n + 1)); echo "ok $n - $t # SKIP Fashion-MNIST not installed (dataset-fashion-mnist)"
+    done
+else
+    out=$("$EMBER" $SCRIPT --epochs 2 --limit 3000 --checkpoint "$tmp/a.st" 2>&1)
+    l1=$(echo "$out" | awk '/^epoch  1/ {print $5}')
+    l2=$(echo "$out" | awk '/^epoch  2/ {print $5}')
+    if [ -n "$l1" ] && [ -n "$l2" ] && awk -v a="$l1" -v b="$l2" 'BEGIN { exit !(b < a * 0.8) }'; then
+        ok "loss falls ($l1 -> $l2)"
+    else
+        not_ok "loss falls" "$out"
+    fi
+
+    "$EMBER" $SCRIPT --epochs 3 --limit 3000 --checkpoint "$tmp/full.st" > "$tmp/full.log" 2>&1
+    "$EMBER" $SCRIPT --epochs 3 --stop-after 2 --limit 3000 --checkpoint "$tmp/part.st" > "$tmp/part.log" 2>&1
+    "$EMBER" $SCRIPT --epochs 3 --limit 3000 --checkpoint "$tmp/part.st" --resume > "$tmp/resume.log" 2>&1
+    last_full=$(grep '^epoch  3' "$tmp/full.log" | awk '{print $5, $8}')
+    last_resumed=$(grep '^epoch  3' "$tmp/resume.log" | awk '{print $5, $8}')
+    if cmp -s "$tmp/full.st" "$tmp/part.st" && [ -n "$last_full" ] && [ "$last_full" = "$last_resumed" ]; then
+        ok "resume equals an uninterrupted run (identical checkpoints, epoch 3: $last_full)"
+    else
+        not_ok "resume equals an uninterrupted run" "full: $last_full" "resumed: $last_resumed" "$(cat "$tmp/resume.log")"
+    fi
+
+    out=$("$EMBER" $SCRIPT --resume --checkpoint "$tmp/missing.st" 2>&1); rc=$?
+    if [ $rc -ne 0 ] && echo "$out" | grep -q "missing.st"; then ok "resume without a checkpoint fails naming the file"
+    else not_ok "resume without a checkpoint fails naming the file" "rc=$rc" "$out"; fi
+fi
+
+out=$("$EMBER" $SCRIPT --bogus 1 2>&1); rc=$?
+if [ $rc -eq 1 ] && echo "$out" | grep -q "unknown option --bogus"; then ok "unknown option"
+else not_ok "unknown option" "rc=$rc" "$out"; fi
+
+out=$("$EMBER" $SCRIPT --epochs x 2>&1); rc=$?
+if [ $rc -eq 1 ] && echo "$out" | grep -q "needs a number"; then ok "non-numeric value"
+else not_ok "non-numeric value" "rc=$rc" "$out"; fi
+
+echo "1..$n"
