@@ -376,9 +376,13 @@ static int accumulate_apply(em_node *n, em_tensor *const *gout, em_tensor **gin)
     em_tensor *g = em_retain(gout[0]);
     if (run_hooks(m->hooks, &g)) { em_release(g); return -1; }
     if (!m->grad) {
-        /* the pass may still hold this tensor elsewhere: keep a copy of our own */
-        m->grad = em_grad_mode ? g : em_clone(g);
-        if (!em_grad_mode) em_release(g);
+        /* Keep the gradient itself when nothing else can see it (our g and
+         * the pass's reference are its only holders, and its memory is its
+         * own); otherwise a copy, so a later in-place accumulation cannot
+         * write into someone else's tensor. */
+        bool sole = g->refcount <= 2 && g->storage->refcount == 1 && em_is_contiguous(g);
+        m->grad = em_grad_mode || sole ? g : em_clone(g);
+        if (!em_grad_mode && !sole) em_release(g);
         return m->grad ? 0 : -1;
     }
     if (em_grad_mode) {                 /* create_graph: keep the sum differentiable */

@@ -21,6 +21,25 @@ static em_tensor *as_matrix(const em_tensor *t, bool left)
 
 static em_tensor *swap_last(const em_tensor *t) { return em_transpose(t, -1, -2); }
 
+/* x @ y, laid out like `like`: when `like` is the transpose of a contiguous
+ * matrix (as a Linear layer's w:t() is), compute (y^T @ x^T)^T so the
+ * gradient comes out in the memory order of the tensor it belongs to, and
+ * accumulating it needs no transposing copy. */
+static em_tensor *product_like(const em_tensor *x, const em_tensor *y, const em_tensor *like)
+{
+    int nd = like->ndim;
+    bool transposed = nd >= 2 && like->strides[nd - 2] == 1 && like->strides[nd - 1] == like->sizes[nd - 2] &&
+                      like->sizes[nd - 1] > 1 && like->sizes[nd - 2] > 1;
+    if (!transposed) return em_matmul(x, y);
+    em_tensor *yt = swap_last(y), *xt = yt ? swap_last(x) : NULL;
+    em_tensor *p = xt ? em_matmul(yt, xt) : NULL;
+    em_tensor *r = p ? swap_last(p) : NULL;
+    em_release(yt);
+    em_release(xt);
+    em_release(p);
+    return r;
+}
+
 /* grad of a for out = a @ b: g @ b^T, summed over broadcast batch dims */
 static int matmul_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
 {
@@ -35,7 +54,7 @@ static int matmul_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     int rc = g ? 0 : -1;
     if (rc == 0 && em_ag_wants(n, 0)) {
         em_tensor *bt = swap_last(b2);
-        em_tensor *ga = bt ? em_matmul(g, bt) : NULL;
+        em_tensor *ga = bt ? product_like(g, bt, a2) : NULL;
         em_tensor *s = ga ? em_sum_to(ga, a2->sizes, a2->ndim) : NULL;
         gin[0] = s ? em_reshape(s, a->sizes, a->ndim) : NULL;
         em_release(bt); em_release(ga); em_release(s);
@@ -43,7 +62,7 @@ static int matmul_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     }
     if (rc == 0 && em_ag_wants(n, 1)) {
         em_tensor *at = swap_last(a2);
-        em_tensor *gb = at ? em_matmul(at, g) : NULL;
+        em_tensor *gb = at ? product_like(at, g, b2) : NULL;
         em_tensor *s = gb ? em_sum_to(gb, b2->sizes, b2->ndim) : NULL;
         gin[1] = s ? em_reshape(s, b->sizes, b->ndim) : NULL;
         em_release(at); em_release(gb); em_release(s);

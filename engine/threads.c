@@ -1,8 +1,7 @@
-/* threads.c — one knob for the CPU thread count, shared by OpenMP (our
- * kernels) and OpenBLAS (GEMM). */
+/* threads.c — one knob for the CPU thread count: OpenMP's. OpenBLAS stays
+ * single-threaded; cpu/gemm.c splits GEMMs over the OpenMP threads. */
 #include "ember.h"
 
-#include <cblas.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -22,5 +21,4 @@ void em_set_num_threads(int n)
 #ifdef _OPENMP
     omp_set_num_threads(n);
 #endif
-    openblas_set_num_threads(n);
 }

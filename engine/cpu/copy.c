@@ -99,6 +99,35 @@ static void f32_to_f64(char **p, const int64_t *s, int64_t n, void *ctx)
     } else for (int64_t i = 0; i < n; i++) *(double *)(p[0] + i * s[0]) = *(float *)(p[1] + i * s[1]);
 }
 
+/* Conversions to float32 that data pipelines and masks use all the time
+ * (image bytes, labels, bool masks) get loops of their own; the rest go
+ * through cast_generic's per-element switch. */
+static void u8_to_f32(char **p, const int64_t *s, int64_t n, void *ctx)
+{
+    (void)ctx;
+    if (s[0] == 4 && s[1] == 1) {
+        float *o = (float *)p[0];
+        const uint8_t *a = (const uint8_t *)p[1];
+        for (int64_t i = 0; i < n; i++) o[i] = a[i];
+    } else for (int64_t i = 0; i < n; i++) *(float *)(p[0] + i * s[0]) = *(const uint8_t *)(p[1] + i * s[1]);
+}
+
+static void i64_to_f32(char **p, const int64_t *s, int64_t n, void *ctx)
+{
+    (void)ctx;
+    if (s[0] == 4 && s[1] == 8) {
+        float *o = (float *)p[0];
+        const int64_t *a = (const int64_t *)p[1];
+        for (int64_t i = 0; i < n; i++) o[i] = (float)a[i];
+    } else for (int64_t i = 0; i < n; i++) *(float *)(p[0] + i * s[0]) = (float)*(const int64_t *)(p[1] + i * s[1]);
+}
+
+static void u8_to_i64(char **p, const int64_t *s, int64_t n, void *ctx)
+{
+    (void)ctx;
+    for (int64_t i = 0; i < n; i++) *(int64_t *)(p[0] + i * s[0]) = *(const uint8_t *)(p[1] + i * s[1]);
+}
+
 static void cast_generic(char **p, const int64_t *s, int64_t n, void *ctx)
 {
     cast_ctx *c = ctx;
@@ -116,6 +145,9 @@ int cpu_cast(em_tensor *dst, const em_tensor *src)
     if (dst->dtype == src->dtype) fn = copy_same;
     else if (dst->dtype == EM_FLOAT32 && src->dtype == EM_FLOAT64) fn = f64_to_f32;
     else if (dst->dtype == EM_FLOAT64 && src->dtype == EM_FLOAT32) fn = f32_to_f64;
+    else if (dst->dtype == EM_FLOAT32 && (src->dtype == EM_UINT8 || src->dtype == EM_BOOL)) fn = u8_to_f32;
+    else if (dst->dtype == EM_FLOAT32 && src->dtype == EM_INT64) fn = i64_to_f32;
+    else if (dst->dtype == EM_INT64 && src->dtype == EM_UINT8) fn = u8_to_i64;
     cpu_foreach(2, ts, fn, &c);
     return 0;
 }

@@ -7,13 +7,13 @@
  * to a contiguous buffer. The batch is a plain loop over the first dim; a
  * batch stride of 0 just reuses the same matrix.
  *
- * Threads: OpenBLAS (the pthread build) runs its own thread pool, separate
- * from OpenMP's. Both pools spin for a while after a job before sleeping, so
- * two pools of "all cores" each would fight whenever elementwise kernels and
- * GEMMs alternate. We size the OpenBLAS pool to OpenMP's thread count, and
- * for batches of small matrices (which OpenBLAS runs single-threaded anyway)
- * we parallelise over the batch with OpenMP instead, so only one pool is
- * busy at a time. */
+ * Threads: one pool only. OpenBLAS (Debian's pthread build) has its own
+ * pool, and its idle workers spin in sched_yield for a long while after each
+ * call; next to OpenMP's workers that oversubscribes the cores and a
+ * training loop that alternates GEMMs and elementwise ops ran 3-4x slower.
+ * So OpenBLAS is kept single-threaded and the GEMMs are split over OpenMP
+ * threads here: over the batch, and over blocks of rows (or columns) of the
+ * output, each block one single-threaded BLAS call. */
 #include "cpu.h"
 
 #include <cblas.h>
@@ -23,21 +23,16 @@
 #include <omp.h>
 #endif
 
-/* OpenBLAS runs a GEMM with fewer m*n*k than this on the calling thread
- * (SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD in its interface/gemm.c). */
-#define SMALL_GEMM 262144
+/* Below this many multiply-adds a GEMM runs on one thread: splitting costs
+ * more than it saves. */
+#define PARALLEL_GEMM_MIN 262144
 
-static void sync_blas_threads(void)
+static void single_threaded_blas(void)
 {
-    static int blas_threads;
-#ifdef _OPENMP
-    int want = omp_get_max_threads();
-#else
-    int want = 1;
-#endif
-    if (want != blas_threads) {
-        openblas_set_num_threads(want);
-        blas_threads = want;
+    static bool done;
+    if (!done) {
+        openblas_set_num_threads(1);
+        done = true;
     }
 }
 
@@ -71,18 +66,54 @@ typedef struct gemm_job {
     double alpha, beta;
 } gemm_job;
 
-static void gemm_one(const gemm_job *g, int64_t i)
+/* Output block rows [m0, m1) x columns [n0, n1) of batch entry i. */
+static void gemm_part(const gemm_job *g, int64_t i, int m0, int m1, int n0, int n1)
 {
-    const char *a = g->a + i * g->sa, *b = g->b + i * g->sb;
-    char *c = g->c + i * g->sc;
+    if (m1 <= m0 || n1 <= n0) return;
+    int64_t esz = g->dtype == EM_FLOAT32 ? 4 : 8;
+    /* A is [M, K]: row m starts at m*lda (NoTrans) or at column m (Trans);
+     * B is [K, N]: column n starts at n (NoTrans) or at row n*ldb (Trans) */
+    const char *a = g->a + i * g->sa + (int64_t)m0 * (g->ta == CblasNoTrans ? g->lda : 1) * esz;
+    const char *b = g->b + i * g->sb + (int64_t)n0 * (g->tb == CblasNoTrans ? 1 : g->ldb) * esz;
+    char *c = g->c + i * g->sc + ((int64_t)m0 * g->ldc + n0) * esz;
+    int M = m1 - m0, N = n1 - n0;
     if (g->dtype == EM_FLOAT32)
-        cblas_sgemm(CblasRowMajor, g->ta, g->tb, g->M, g->N, g->K, (float)g->alpha,
+        cblas_sgemm(CblasRowMajor, g->ta, g->tb, M, N, g->K, (float)g->alpha,
                     (const float *)a, g->lda, (const float *)b, g->ldb, (float)g->beta,
                     (float *)c, g->ldc);
     else
-        cblas_dgemm(CblasRowMajor, g->ta, g->tb, g->M, g->N, g->K, g->alpha,
+        cblas_dgemm(CblasRowMajor, g->ta, g->tb, M, N, g->K, g->alpha,
                     (const double *)a, g->lda, (const double *)b, g->ldb, g->beta,
                     (double *)c, g->ldc);
+}
+
+/* Runs all B products, split into B * parts tasks over OpenMP threads: each
+ * product is cut into `parts` blocks along its longer output dim. */
+static void gemm_all(const gemm_job *g, int64_t B)
+{
+    int64_t work = (int64_t)g->M * g->N * (g->K ? g->K : 1);
+    int nt = 1;
+#ifdef _OPENMP
+    nt = omp_get_max_threads();
+#endif
+    if (nt <= 1 || B * work < PARALLEL_GEMM_MIN) {
+        for (int64_t i = 0; i < B; i++) gemm_part(g, i, 0, g->M, 0, g->N);
+        return;
+    }
+    int parts = B >= nt ? 1 : (int)((nt + B - 1) / B);
+    bool rows = g->M >= g->N;
+    int64_t len = rows ? g->M : g->N;
+    if (parts > len) parts = (int)len;
+    /* blocks aligned to 16 rows/columns keep BLAS on its fast kernel widths */
+    int64_t block = ((len + parts - 1) / parts + 15) & ~(int64_t)15;
+    int64_t tasks = B * parts;
+    #pragma omp parallel for schedule(static)
+    for (int64_t t = 0; t < tasks; t++) {
+        int64_t i = t / parts, p = t % parts;
+        int s = (int)(p * block), e = (int)((p + 1) * block < len ? (p + 1) * block : len);
+        if (rows) gemm_part(g, i, s, e, 0, g->N);
+        else gemm_part(g, i, 0, g->M, s, e);
+    }
 }
 
 static void scale_loop(char **p, const int64_t *s, int64_t n, void *ctx)
@@ -145,14 +176,8 @@ static int gemm_rowmajor_out(em_tensor *out, const em_tensor *a, const em_tensor
         .sa = a->strides[0] * esz, .sb = b->strides[0] * esz, .sc = out->strides[0] * esz,
         .alpha = alpha, .beta = beta,
     };
-    sync_blas_threads();
-#ifdef _OPENMP
-    if (B > 1 && M * N * K < SMALL_GEMM && B * M * N * K >= CPU_PARALLEL_MIN && omp_get_max_threads() > 1) {
-        #pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < B; i++) gemm_one(&g, i);
-    } else
-#endif
-    for (int64_t i = 0; i < B; i++) gemm_one(&g, i);
+    single_threaded_blas();
+    gemm_all(&g, B);
     em_release(ac);
     em_release(bc);
     return 0;
