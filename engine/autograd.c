@@ -37,8 +37,6 @@ bool em_set_grad_enabled(bool on)
 
 /* ---- per-tensor data ------------------------------------------------------ */
 
-extern void (*em_autograd_free_hook)(em_tensor *t);
-
 static void slot_release(em_grad_slot *s)
 {
     if (!s || --s->refcount > 0) return;
@@ -59,12 +57,11 @@ static void hooks_free(em_hook *h)
 
 static void node_release(em_node *n);
 
-static void meta_free(em_tensor *t)
+void em_ag_free_meta(em_tensor *t)
 {
     em_ag_meta *m = t->autograd;
     t->autograd = NULL;
     if (!m) return;
-    if (m->accumulator) m->accumulator->leaf = NULL;   /* cannot happen while it holds t, but be safe */
     node_release(m->grad_fn);
     em_release(m->grad);
     slot_release(m->retained);
@@ -77,7 +74,6 @@ static em_ag_meta *meta_of(em_tensor *t)
     if (t->autograd) return t->autograd;
     em_ag_meta *m = calloc(1, sizeof *m);
     if (!m) { em_set_error("out of memory (autograd data)"); return NULL; }
-    em_autograd_free_hook = meta_free;
     t->autograd = m;
     return m;
 }
@@ -158,7 +154,12 @@ static void node_release(em_node *n)
     if (stack != stack_small) free(stack);
 }
 
-void em_ag_node_release(em_node *n) { node_release(n); }
+em_tensor *em_ag_abandon(em_node *n, em_tensor *out)
+{
+    node_release(n);
+    em_release(out);
+    return NULL;
+}
 
 static int accumulate_apply(em_node *n, em_tensor *const *gout, em_tensor **gin);
 

@@ -108,15 +108,23 @@ int em_ag_save(em_node *n, int slot, const em_tensor *t, bool is_output);
 /* Makes n the grad_fn of out and drops the caller's reference to n. Returns
  * out, or NULL (releasing out) on failure. */
 em_tensor *em_ag_output(em_node *n, em_tensor *out);
-/* Drops a node that was never attached to an output. */
-void em_ag_node_release(em_node *n);
 /* A saved tensor for use in apply (borrowed); NULL with an error when it was
  * modified in place since it was saved or the graph was already freed. */
 em_tensor *em_ag_saved(em_node *n, int slot);
 static inline bool em_ag_wants(const em_node *n, int i) { return n->next[i].node != NULL; }
-/* Records a view op on a single input: shape/strides/offset of the view are
- * taken from `out`, input's from `in`. */
-em_tensor *em_ag_record_unary_like(const char *name, em_apply_fn apply, const em_tensor *in, em_tensor *out);
+/* Drops a node that failed to record together with the op's result;
+ * returns NULL for the caller to return. */
+em_tensor *em_ag_abandon(em_node *n, em_tensor *out);
+
+/* The value of expr computed with recording off (a GNU statement
+ * expression, so it works for any result type). */
+#define WITHOUT_GRAD(expr)                                 \
+    ({                                                     \
+        bool was_ = em_set_grad_enabled(false);            \
+        __typeof__(expr) r_ = (expr);                      \
+        em_set_grad_enabled(was_);                         \
+        r_;                                                \
+    })
 
 /* Gradient helpers used by apply functions. */
 /* Sums grad down to `sizes` (undoing broadcasting). New reference. */

@@ -46,15 +46,6 @@ static em_tensor *fit(em_tensor *g, const em_tensor *input)
 
 static em_tensor *zeros_like_t(const em_tensor *t) { return em_zeros(t->sizes, t->ndim, t->dtype, em_dev(t)); }
 
-/* Runs fn with recording off. */
-#define WITHOUT_GRAD(expr)                                 \
-    ({                                                     \
-        bool was_ = em_set_grad_enabled(false);            \
-        __typeof__(expr) r_ = (expr);                      \
-        em_set_grad_enabled(was_);                         \
-        r_;                                                \
-    })
-
 /* ---- unary ---------------------------------------------------------------- */
 
 /* d/dx x*Phi(x) = Phi(x) + x*phi(x). There is no erf op, so Phi comes from
@@ -155,11 +146,7 @@ em_tensor *em_ag_unary(em_unary_op op, const em_tensor *a)
     if (!n) { em_release(out); return NULL; }
     n->op = op;
     em_ag_input(n, 0, a);
-    if (em_ag_save(n, 0, a, false) || em_ag_save(n, 1, out, true)) {
-        em_ag_node_release(n);
-        em_release(out);
-        return NULL;
-    }
+    if (em_ag_save(n, 0, a, false) || em_ag_save(n, 1, out, true)) return em_ag_abandon(n, out);
     return em_ag_output(n, out);
 }
 
@@ -256,60 +243,28 @@ em_tensor *em_ag_binary(em_binary_op op, const em_tensor *a, const em_tensor *b)
     n->op = op;
     em_ag_input(n, 0, a);
     em_ag_input(n, 1, b);
-    if (em_ag_save(n, 0, a, false) || em_ag_save(n, 1, b, false) || em_ag_save(n, 2, out, true)) {
-        em_ag_node_release(n);
-        em_release(out);
-        return NULL;
-    }
+    if (em_ag_save(n, 0, a, false) || em_ag_save(n, 1, b, false) || em_ag_save(n, 2, out, true))
+        return em_ag_abandon(n, out);
     return em_ag_output(n, out);
 }
 
-/* A binary op with a number: the number is a constant, so the tensor is the
- * node's only input. The gradient is built by replaying the tensor-tensor
- * formula with the number as a 0-d tensor. */
-static int scalar_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
-{
-    em_tensor *a = em_ag_saved(n, 0), *y = em_ag_saved(n, 1);
-    if (!a || !y) return -1;
-    em_tensor *s = em_scalar(n->s[0], a->dtype, em_dev(a));
-    if (!s) return -1;
-    /* run binary_backward on (a, s) or (s, a) with only the tensor side wanted */
-    em_node fake = *n;
-    em_edge edges[2] = {{NULL}, {NULL}};
-    int ti = n->flag ? 1 : 0;             /* where the tensor sits */
-    edges[ti].node = n->next[0].node;
-    fake.next = edges;
-    fake.nin = 2;
-    fake.saved[0].t = n->flag ? s : a;
-    fake.saved[1].t = n->flag ? a : s;
-    fake.saved[2].t = y;
-    for (int i = 0; i < 3; i++) { fake.saved[i].version = fake.saved[i].t->storage->version; fake.saved[i].is_output = false; }
-    fake.released = false;
-    em_tensor *g2[2] = {NULL, NULL};
-    int rc = fake.op == EM_MAXIMUM || fake.op == EM_MINIMUM
-                 ? extreme_backward(&fake, gout[0], fake.saved[0].t, fake.saved[1].t, g2)
-                 : binary_backward(&fake, gout, g2);
-    em_release(s);
-    em_release(g2[1 - ti]);
-    gin[0] = g2[ti];
-    return rc;
-}
-
+/* A binary op with a number: the number becomes a 0-d constant of the
+ * result's dtype, saved in its operand slot with no edge, so the node is an
+ * ordinary binary node and binary_backward serves it. */
 em_tensor *em_ag_binary_scalar(em_binary_op op, const em_tensor *a, double s, bool s_is_int, bool scalar_first)
 {
     em_tensor *out = WITHOUT_GRAD(em_binary_scalar(op, a, s, s_is_int, scalar_first));
     if (!out || !em_dtype_is_float(out->dtype) || !differentiable_binary(op)) return out;
-    em_node *n = em_ag_node(binary_names[op], scalar_backward, 1);
-    if (!n) { em_release(out); return NULL; }
+    em_tensor *c = em_scalar(s, out->dtype, em_dev(a));
+    em_node *n = c ? em_ag_node(binary_names[op], binary_backward, 2) : NULL;
+    if (!n) { em_release(c); em_release(out); return NULL; }
     n->op = op;
-    n->s[0] = s;
-    n->flag = scalar_first;
-    em_ag_input(n, 0, a);
-    if (em_ag_save(n, 0, a, false) || em_ag_save(n, 1, out, true)) {
-        em_ag_node_release(n);
-        em_release(out);
-        return NULL;
-    }
+    const em_tensor *x = scalar_first ? c : a, *y = scalar_first ? a : c;
+    em_ag_input(n, 0, x);
+    em_ag_input(n, 1, y);
+    int rc = em_ag_save(n, 0, x, false) || em_ag_save(n, 1, y, false) || em_ag_save(n, 2, out, true);
+    em_release(c);
+    if (rc) return em_ag_abandon(n, out);
     return em_ag_output(n, out);
 }
 
@@ -347,7 +302,7 @@ em_tensor *em_ag_clamp(const em_tensor *a, const double *lo, const double *hi)
     n->s[0] = lo ? *lo : 0;
     n->s[1] = hi ? *hi : 0;
     em_ag_input(n, 0, a);
-    if (em_ag_save(n, 0, a, false)) { em_ag_node_release(n); em_release(out); return NULL; }
+    if (em_ag_save(n, 0, a, false)) return em_ag_abandon(n, out);
     return em_ag_output(n, out);
 }
 
@@ -372,11 +327,8 @@ em_tensor *em_ag_where(const em_tensor *cond, const em_tensor *a, const em_tenso
     if (!n) { em_release(out); return NULL; }
     em_ag_input(n, 0, a);
     em_ag_input(n, 1, b);
-    if (em_ag_save(n, 0, cond, false) || em_ag_save(n, 1, a, false) || em_ag_save(n, 2, b, false)) {
-        em_ag_node_release(n);
-        em_release(out);
-        return NULL;
-    }
+    if (em_ag_save(n, 0, cond, false) || em_ag_save(n, 1, a, false) || em_ag_save(n, 2, b, false))
+        return em_ag_abandon(n, out);
     return em_ag_output(n, out);
 }
 
@@ -396,11 +348,7 @@ em_tensor *em_ag_masked_fill(const em_tensor *t, const em_tensor *mask, double v
     em_node *n = em_ag_node("MaskedFillBackward", masked_fill_backward, 1);
     if (!n) { em_release(out); return NULL; }
     em_ag_input(n, 0, t);
-    if (em_ag_save(n, 0, mask, false) || em_ag_save(n, 1, t, false)) {
-        em_ag_node_release(n);
-        em_release(out);
-        return NULL;
-    }
+    if (em_ag_save(n, 0, mask, false) || em_ag_save(n, 1, t, false)) return em_ag_abandon(n, out);
     return em_ag_output(n, out);
 }
 

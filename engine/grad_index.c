@@ -5,14 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WITHOUT_GRAD(expr)                                 \
-    ({                                                     \
-        bool was_ = em_set_grad_enabled(false);            \
-        __typeof__(expr) r_ = (expr);                      \
-        em_set_grad_enabled(was_);                         \
-        r_;                                                \
-    })
-
 /* index_select (op 0) and gather (op 1): zeros of the input's shape with the
  * gradient added at the read positions (repeated indices add up) */
 static int gather_like_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
@@ -40,7 +32,7 @@ static em_tensor *record_gather_like(int op, const char *name, const em_tensor *
     n->ndim = in->ndim;
     memcpy(n->sizes, in->sizes, sizeof(int64_t) * (size_t)in->ndim);
     em_ag_input(n, 0, in);
-    if (em_ag_save(n, 0, idx, false)) { em_ag_node_release(n); em_release(out); return NULL; }
+    if (em_ag_save(n, 0, idx, false)) return em_ag_abandon(n, out);
     return em_ag_output(n, out);
 }
 
@@ -80,7 +72,7 @@ em_tensor *em_ag_cat(em_tensor *const *ts, int n, int dim)
     em_node *node = em_ag_node("CatBackward", cat_backward, n);
     if (!node) { em_release(out); return NULL; }
     node->extra = malloc(sizeof(int64_t) * 2 * (size_t)(n ? n : 1));
-    if (!node->extra) { em_ag_node_release(node); em_release(out); em_set_error("out of memory (cat)"); return NULL; }
+    if (!node->extra) { em_set_error("out of memory (cat)"); return em_ag_abandon(node, out); }
     node->dim = dim < 0 ? dim + out->ndim : dim;
     for (int i = 0; i < n; i++) {
         /* cat skips 1-D empty tensors; they get no gradient */

@@ -4,14 +4,6 @@
 
 #include <string.h>
 
-#define WITHOUT_GRAD(expr)                                 \
-    ({                                                     \
-        bool was_ = em_set_grad_enabled(false);            \
-        __typeof__(expr) r_ = (expr);                      \
-        em_set_grad_enabled(was_);                         \
-        r_;                                                \
-    })
-
 /* 1-D operands are matrices with a size-1 dim, as matmul treats them. */
 static em_tensor *as_matrix(const em_tensor *t, bool left)
 {
@@ -49,8 +41,16 @@ static int matmul_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     if (!a2 || !b2) { em_release(a2); em_release(b2); return -1; }
     /* the output gradient with the squeezed 1-D dims put back */
     em_tensor *g = em_retain((em_tensor *)gout[0]);
-    if (a->ndim == 1 && g) { em_tensor *u = em_unsqueeze(g, g->ndim >= 1 && b->ndim == 1 ? g->ndim : g->ndim - 1); em_release(g); g = u; }
-    if (b->ndim == 1 && g) { em_tensor *u = em_unsqueeze(g, g->ndim); em_release(g); g = u; }
+    if (a->ndim == 1 && g) {    /* a's row dim sits before b's column dim, if b has one */
+        em_tensor *u = em_unsqueeze(g, b->ndim == 1 ? g->ndim : g->ndim - 1);
+        em_release(g);
+        g = u;
+    }
+    if (b->ndim == 1 && g) {
+        em_tensor *u = em_unsqueeze(g, g->ndim);
+        em_release(g);
+        g = u;
+    }
     int rc = g ? 0 : -1;
     if (rc == 0 && em_ag_wants(n, 0)) {
         em_tensor *bt = swap_last(b2);
@@ -74,23 +74,14 @@ static int matmul_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     return rc;
 }
 
-em_tensor *em_ag_matmul_record(const em_tensor *a, const em_tensor *b, em_tensor *out)
+em_tensor *em_ag_matmul(const em_tensor *a, const em_tensor *b)
 {
+    em_tensor *out = WITHOUT_GRAD(em_matmul(a, b));
     if (!out || !em_dtype_is_float(out->dtype)) return out;
     em_node *n = em_ag_node("MatmulBackward", matmul_backward, 2);
     if (!n) { em_release(out); return NULL; }
     em_ag_input(n, 0, a);
     em_ag_input(n, 1, b);
-    if (em_ag_save(n, 0, a, false) || em_ag_save(n, 1, b, false)) {
-        em_ag_node_release(n);
-        em_release(out);
-        return NULL;
-    }
+    if (em_ag_save(n, 0, a, false) || em_ag_save(n, 1, b, false)) return em_ag_abandon(n, out);
     return em_ag_output(n, out);
-}
-
-em_tensor *em_ag_matmul(const em_tensor *a, const em_tensor *b)
-{
-    em_tensor *out = WITHOUT_GRAD(em_matmul(a, b));
-    return em_ag_matmul_record(a, b, out);
 }

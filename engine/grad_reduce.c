@@ -6,14 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WITHOUT_GRAD(expr)                                 \
-    ({                                                     \
-        bool was_ = em_set_grad_enabled(false);            \
-        __typeof__(expr) r_ = (expr);                      \
-        em_set_grad_enabled(was_);                         \
-        r_;                                                \
-    })
-
 enum { RK_SUM, RK_AMAX, RK_AMIN, RK_PROD };
 
 /* g (reduced without keepdim) with the reduced dims put back as size 1. */
@@ -73,18 +65,15 @@ em_tensor *em_ag_reduce(int kind, const em_tensor *in, const int *dims, int ndim
     em_node *n = em_ag_node(names[kind], reduce_backward, 1);
     if (!n) { em_release(out); return NULL; }
     bool mask[EM_MAX_DIMS];
-    if (em_dims_mask(in, dims, ndims, names[kind], mask) < 0) { em_ag_node_release(n); em_release(out); return NULL; }
+    if (em_dims_mask(in, dims, ndims, names[kind], mask) < 0) return em_ag_abandon(n, out);
     n->op = kind;
     n->flag = keepdim;
     n->ndim = in->ndim;
     memcpy(n->sizes, in->sizes, sizeof(int64_t) * (size_t)in->ndim);
     for (int d = 0; d < in->ndim; d++) n->dims[d] = mask[d];
     em_ag_input(n, 0, in);
-    if (kind != RK_SUM && (em_ag_save(n, 0, in, false) || em_ag_save(n, 1, out, true))) {
-        em_ag_node_release(n);
-        em_release(out);
-        return NULL;
-    }
+    if (kind != RK_SUM && (em_ag_save(n, 0, in, false) || em_ag_save(n, 1, out, true)))
+        return em_ag_abandon(n, out);
     return em_ag_output(n, out);
 }
 
@@ -122,7 +111,7 @@ em_tensor *em_ag_dim_values(const em_tensor *in, int dim, bool keepdim, const em
     n->ndim = in->ndim;
     memcpy(n->sizes, in->sizes, sizeof(int64_t) * (size_t)in->ndim);
     em_ag_input(n, 0, in);
-    if (em_ag_save(n, 0, indices, false)) { em_ag_node_release(n); em_release(values); return NULL; }
+    if (em_ag_save(n, 0, indices, false)) return em_ag_abandon(n, values);
     return em_ag_output(n, values);
 }
 
@@ -159,7 +148,7 @@ em_tensor *em_ag_softmax(int op, const em_tensor *in, int dim)
     n->op = op;
     n->dim = in->ndim ? (dim < 0 ? dim + in->ndim : dim) : 0;
     em_ag_input(n, 0, in);
-    if (em_ag_save(n, 0, out, true)) { em_ag_node_release(n); em_release(out); return NULL; }
+    if (em_ag_save(n, 0, out, true)) return em_ag_abandon(n, out);
     return em_ag_output(n, out);
 }
 

@@ -32,6 +32,10 @@ int em_dims_mask(const em_tensor *t, const int *dims, int ndims, const char *op,
  * the (seed, offset) pair the kernel must use. */
 void em_rng_reserve(int64_t n, uint64_t *seed, uint64_t *offset);
 
+/* Frees a tensor's autograd data (autograd.c); tensor.c calls it when a
+ * header with autograd data is freed. */
+void em_ag_free_meta(em_tensor *t);
+
 #define SHAPE(t) em_shape_tmp(t)
 
 #endif

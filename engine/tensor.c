@@ -4,8 +4,7 @@
  * Small storages (up to SMALL_BYTES of data) carry their data inline after
  * the header and are recycled through a free list, so a small op costs no
  * malloc at all once warm. Tensor headers are recycled the same way. */
-#include "ember.h"
-#include "backend.h"
+#include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -79,12 +78,9 @@ static em_tensor *header_new(void)
     return t;
 }
 
-/* Autograd (issue 3) installs a hook to free its per-tensor metadata. */
-void (*em_autograd_free_hook)(em_tensor *t);
-
 static void header_free(em_tensor *t)
 {
-    if (t->autograd && em_autograd_free_hook) em_autograd_free_hook(t);
+    if (t->autograd) em_ag_free_meta(t);
     if (tensor_free_count < FREE_LIST_MAX) tensor_free_list[tensor_free_count++] = t;
     else free(t);
 }

@@ -21,13 +21,9 @@ static int tensor_gc(lua_State *L)
     return 0;
 }
 
-/* The checked tensor, or an error if it was already closed. */
-static em_tensor *self(lua_State *L, const char *op)
-{
-    em_tensor *t = emlua_check(L, 1, op);
-    if (!t) luaL_error(L, "%s: the tensor was closed", op);
-    return t;
-}
+/* The tensor a method was called on (errors name the op; a tensor closed by
+ * <close> is reported as such by emlua_check). */
+static em_tensor *self(lua_State *L, const char *op) { return emlua_check(L, 1, op); }
 
 /* Pushes element 0 of a one-element tensor as a Lua value of its kind. */
 static void push_scalar(lua_State *L, const em_tensor *t)

@@ -24,6 +24,12 @@ void cpu_foreach(int nops, const em_tensor *const *ts, cpu_loop_fn fn, void *ctx
 /* The same, never multi-threaded (for order-dependent loops). */
 void cpu_foreach_serial(int nops, const em_tensor *const *ts, cpu_loop_fn fn, void *ctx);
 
+/* Calls fn on ranges [lo, hi) that cover [0, n): one range when n is small,
+ * one per OpenMP thread (starting at multiples of 64) above
+ * CPU_PARALLEL_MIN. For kernels that index elements themselves. */
+typedef void (*cpu_range_fn)(int64_t lo, int64_t hi, void *ctx);
+void cpu_for_ranges(int64_t n, cpu_range_fn fn, void *ctx);
+
 /* True when the loop over n elements should use threads. */
 static inline int cpu_parallel(int64_t n) { return n >= CPU_PARALLEL_MIN; }
 

@@ -97,24 +97,43 @@ void cpu_foreach_serial(int nops, const em_tensor *const *ts, cpu_loop_fn fn, vo
     if (it.numel > 0) iter_range(&it, 0, it.numel, fn, ctx);
 }
 
-void cpu_foreach(int nops, const em_tensor *const *ts, cpu_loop_fn fn, void *ctx)
+void cpu_for_ranges(int64_t n, cpu_range_fn fn, void *ctx)
 {
-    iter it;
-    iter_init(&it, nops, ts);
-    if (it.numel == 0) return;
+    if (n <= 0) return;
 #ifdef _OPENMP
-    if (cpu_parallel(it.numel) && omp_get_max_threads() > 1) {
+    if (cpu_parallel(n) && omp_get_max_threads() > 1) {
         #pragma omp parallel
         {
             int nt = omp_get_num_threads(), id = omp_get_thread_num();
-            /* chunks aligned to 64 elements keep each thread on its own cache lines */
-            int64_t chunk = ((it.numel + nt - 1) / nt + 63) & ~(int64_t)63;
+            /* chunks of 64 elements: each thread on its own cache lines, and
+             * random numbers keep whole Philox counters per thread */
+            int64_t chunk = ((n + nt - 1) / nt + 63) & ~(int64_t)63;
             int64_t s = (int64_t)id * chunk, e = s + chunk;
-            if (e > it.numel) e = it.numel;
-            if (s < e) iter_range(&it, s, e, fn, ctx);
+            if (e > n) e = n;
+            if (s < e) fn(s, e, ctx);
         }
         return;
     }
 #endif
-    iter_range(&it, 0, it.numel, fn, ctx);
+    fn(0, n, ctx);
+}
+
+typedef struct foreach_job {
+    const iter *it;
+    cpu_loop_fn fn;
+    void *ctx;
+} foreach_job;
+
+static void foreach_range(int64_t s, int64_t e, void *ctx)
+{
+    const foreach_job *j = ctx;
+    iter_range(j->it, s, e, j->fn, j->ctx);
+}
+
+void cpu_foreach(int nops, const em_tensor *const *ts, cpu_loop_fn fn, void *ctx)
+{
+    iter it;
+    iter_init(&it, nops, ts);
+    foreach_job j = {&it, fn, ctx};
+    cpu_for_ranges(it.numel, foreach_range, &j);
 }

@@ -13,31 +13,6 @@
 #include "../optim.h"
 
 #include <math.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
-typedef void (*range_fn)(int64_t lo, int64_t hi, void *ctx);
-
-/* Splits [0, n) over OpenMP threads above CPU_PARALLEL_MIN elements. */
-static void for_ranges(int64_t n, range_fn fn, void *ctx)
-{
-#ifdef _OPENMP
-    if (cpu_parallel(n) && omp_get_max_threads() > 1) {
-        #pragma omp parallel
-        {
-            int nt = omp_get_num_threads(), id = omp_get_thread_num();
-            /* chunks of whole cache lines, so no two threads share one */
-            int64_t chunk = ((n + nt - 1) / nt + 63) & ~(int64_t)63;
-            int64_t s = (int64_t)id * chunk, e = s + chunk;
-            if (e > n) e = n;
-            if (s < e) fn(s, e, ctx);
-        }
-        return;
-    }
-#endif
-    fn(0, n, ctx);
-}
 
 /* ---- SGD ------------------------------------------------------------------- */
 
@@ -247,7 +222,7 @@ int cpu_optim(em_optim_op op, em_tensor *p, const em_tensor *g, em_tensor *s1, e
         };
         if (a.momentum == 0) a.buf = NULL;
         else if (!a.buf) return em_set_error("%s: momentum %g without a momentum buffer", name, a.momentum);
-        for_ranges(n, f32 ? sgd_range_f32 : sgd_range_f64, &a);
+        cpu_for_ranges(n, f32 ? sgd_range_f32 : sgd_range_f64, &a);
         return 0;
     }
     if (nh != EM_OPTIM_ADAM_NH)
@@ -261,6 +236,6 @@ int cpu_optim(em_optim_op op, em_tensor *p, const em_tensor *g, em_tensor *s1, e
         .l2 = decoupled ? 0 : wd, .decay = decoupled ? 1 - lr * wd : 1,
         .neg_step_size = -(lr / h[6]), .bc2_sqrt = sqrt(h[7]), .maximize = h[8] != 0,
     };
-    for_ranges(n, f32 ? adam_range_f32 : adam_range_f64, &a);
+    cpu_for_ranges(n, f32 ? adam_range_f32 : adam_range_f64, &a);
     return 0;
 }

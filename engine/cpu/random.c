@@ -40,9 +40,6 @@
 #include "cpu.h"
 
 #include <math.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 void em_philox4x32(uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
 
@@ -158,6 +155,11 @@ static void store(const rand_job *j, char *p, double v, int64_t iv)
 }
 
 /* Elements [start, end) of the output; start is a multiple of per_ctr. */
+static void run_range(const rand_job *j, int64_t start, int64_t end);
+
+/* chunks start at multiples of 64 elements, so each holds whole counters */
+static void job_range(int64_t start, int64_t end, void *ctx) { run_range(ctx, start, end); }
+
 static void run_range(const rand_job *j, int64_t start, int64_t end)
 {
     int pc = j->per_ctr;
@@ -229,20 +231,6 @@ int cpu_random(em_random_op op, em_tensor *out, uint64_t seed, uint64_t offset, 
     }
     int64_t n = em_numel(out);
     if (n == 0) return 0;
-#ifdef _OPENMP
-    if (cpu_parallel(n) && omp_get_max_threads() > 1) {
-        #pragma omp parallel
-        {
-            int nt = omp_get_num_threads(), id = omp_get_thread_num();
-            /* chunks hold whole counters (multiples of 64 elements) */
-            int64_t chunk = ((n + nt - 1) / nt + 63) & ~(int64_t)63;
-            int64_t s = (int64_t)id * chunk, e = s + chunk;
-            if (e > n) e = n;
-            if (s < e) run_range(&j, s, e);
-        }
-        return 0;
-    }
-#endif
-    run_range(&j, 0, n);
+    cpu_for_ranges(n, job_range, &j);
     return 0;
 }

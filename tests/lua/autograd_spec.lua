@@ -254,6 +254,22 @@ describe("errors", function()
     has(err(function() ember.arange(3).requires_grad = true end), "only floating point tensors")
   end)
 
+  it("bad arguments to the autograd API name what was expected", function()
+    has(err(ember.zeros, 2, {requires_grad = 1}), "option 'requires_grad': expected a boolean")
+    local x = ember.ones(2, {requires_grad = true})
+    has(err(function() x.grad = ember.ones(3) end), "grad: assigned gradient of size [3] does not match the tensor's size [2]")
+    has(err(function() x.grad = ember.ones(2, {dtype = "float64"}) end), "assigned gradient has dtype float64")
+    has(err(function() x:register_hook(5) end), "register_hook: argument 1: expected a function")
+    has(err(ember.no_grad, 5), "ember.no_grad: argument 1: expected a function")
+    assert.is_true(ember.is_grad_enabled())
+    local y = x * 2
+    has(err(y.backward, y, ember.ones(3)), "backward: gradient of size [3] given for an output of size [2]")
+    has(err(ember.autograd.grad, y, x, {grad_outputs = {ember.ones(2), ember.ones(2)}}),
+      "autograd.grad: 2 grad_outputs given for 1 outputs")
+    has(err(ember.autograd.grad, y, {x, 3}), "entry 2 of inputs is not a tensor")
+    has(err(ember.autograd.grad, y, ember.ones(2)), "input 1 does not require grad")
+  end)
+
   it("backward on a tensor that does not require grad", function()
     local t = ember.ones(1)
     has(err(t.backward, t), "does not require grad")
