@@ -46,6 +46,11 @@ static void on_sigint_at_prompt(int sig)
 static int getc_interruptible(FILE *in)
 {
     for (;;) {
+        /* A Ctrl-C that came while readline was busy (not blocked in read)
+         * is only recorded by readline's handler: act on it before blocking,
+         * or the session would wait for the next key. */
+        rl_check_signals();
+        if (interrupted) return '\n';
         unsigned char c;
         ssize_t n = read(fileno(in), &c, 1);
         if (n == 1) return c;

@@ -57,6 +57,7 @@ p = spawn(history)
 def banner_and_prompt():
     p.expect(r"ember \d+\.\d+\.\d+ \(Lua 5\.4\.\d+\)")
     p.expect_exact("> ")
+    p.waitnoecho()
 
 
 def expression_printed():
@@ -155,6 +156,7 @@ def history_saved():
 def history_reloaded():
     q = spawn(history)
     q.expect_exact("> ")
+    q.waitnoecho()
     q.send("\x1b[A")
     q.expect_exact("hist_marker")
     q.sendline("")
@@ -169,6 +171,7 @@ def history_capped():
             f.write("x = %d\n" % i)
     q = spawn(history)
     q.expect_exact("> ")
+    q.waitnoecho()
     q.sendline("last_one = 1")
     q.expect_exact("> ")
     q.sendeof()
@@ -185,6 +188,9 @@ def interactive_after_script():
         f.write("from_script = 99\n")
     q = spawn(history, ["-i", script])
     q.expect_exact("> ")
+    # readline turns echo off once it owns the terminal; typing before that
+    # races with its terminal set-up on a slow (sanitizer) build
+    q.waitnoecho()
     q.sendline("from_script")
     q.expect(r"\r\n99\r\n")
     q.sendeof()
