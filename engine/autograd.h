@@ -66,6 +66,9 @@ struct em_node {
     int64_t sizes[EM_MAX_DIMS];
     int64_t strides[EM_MAX_DIMS];
     int64_t offset;
+    int ndim2;                          /* a second shape (binary ops: the second input's) */
+    int64_t sizes2[EM_MAX_DIMS];
+    em_dtype dtype2;
     double s[3];
     bool flag;
     em_dtype dtype;

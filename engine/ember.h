@@ -55,6 +55,7 @@ typedef struct em_storage {
     const struct em_backend *backend;
     uint64_t version;
     int owns_data;          /* 0 when data lives inline after the struct */
+    bool counted;           /* the binding counted its bytes toward its collector */
 } em_storage;
 
 /* A view: sizes/strides (in elements) and an offset on a storage. */

@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* ---- small helpers -------------------------------------------------------- */
 
@@ -31,17 +32,22 @@ static em_tensor *div_x(em_tensor *x, em_tensor *y)
     return r;
 }
 
-/* Fits a gradient to an input: sums out broadcast dims and casts back to the
- * input's dtype. Consumes g. */
-static em_tensor *fit(em_tensor *g, const em_tensor *input)
+/* Fits a gradient to an input of the given shape and dtype: sums out
+ * broadcast dims and casts back. Consumes g. */
+static em_tensor *fit_to(em_tensor *g, const int64_t *sizes, int ndim, em_dtype dtype)
 {
     if (!g) return NULL;
-    em_tensor *s = em_sum_to(g, input->sizes, input->ndim);
+    em_tensor *s = em_sum_to(g, sizes, ndim);
     em_release(g);
-    if (!s || s->dtype == input->dtype) return s;
-    em_tensor *c = em_to_dtype(s, input->dtype);
+    if (!s || s->dtype == dtype) return s;
+    em_tensor *c = em_to_dtype(s, dtype);
     em_release(s);
     return c;
+}
+
+static em_tensor *fit(em_tensor *g, const em_tensor *input)
+{
+    return fit_to(g, input->sizes, input->ndim, input->dtype);
 }
 
 static em_tensor *zeros_like_t(const em_tensor *t) { return em_zeros(t->sizes, t->ndim, t->dtype, em_dev(t)); }
@@ -174,13 +180,37 @@ static int extreme_backward(em_node *n, const em_tensor *g, const em_tensor *a, 
     return rc;
 }
 
+static const char *const binary_names[EM_NBINARY] = {
+    [EM_ADD] = "AddBackward", [EM_SUB] = "SubBackward", [EM_MUL] = "MulBackward", [EM_DIV] = "DivBackward",
+    [EM_REMAINDER] = "RemainderBackward", [EM_POW] = "PowBackward", [EM_MAXIMUM] = "MaximumBackward",
+    [EM_MINIMUM] = "MinimumBackward",
+};
+
+/* Which operands a binary node keeps for its backward (bit 0: a, bit 1: b,
+ * bit 2: the output), given which inputs need a gradient. Add and sub keep
+ * none: the shapes and dtypes in the node are enough, and holding tensors
+ * the backward does not read would keep them alive until it runs. */
+static unsigned binary_saves(em_binary_op op, bool wa, bool wb)
+{
+    switch (op) {
+    case EM_ADD: case EM_SUB: return 0;
+    case EM_MUL: return (wa ? 2u : 0u) | (wb ? 1u : 0u);
+    case EM_DIV: return 2u | (wb ? 4u : 0u);
+    case EM_REMAINDER: return wb ? 3u : 0u;
+    default: return 7u;                 /* pow, maximum, minimum */
+    }
+}
+
 static int binary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
 {
     const em_tensor *g = gout[0];
-    em_tensor *a = em_ag_saved(n, 0), *b = em_ag_saved(n, 1), *y = em_ag_saved(n, 2);
-    if (!a || !b || !y) return -1;
-    em_tensor *ga = NULL, *gb = NULL;
     bool wa = em_ag_wants(n, 0), wb = em_ag_wants(n, 1);
+    unsigned keep = binary_saves((em_binary_op)n->op, wa, wb);
+    em_tensor *a = NULL, *b = NULL, *y = NULL;
+    if (((keep & 1) && !(a = em_ag_saved(n, 0))) || ((keep & 2) && !(b = em_ag_saved(n, 1))) ||
+        ((keep & 4) && !(y = em_ag_saved(n, 2))))
+        return -1;
+    em_tensor *ga = NULL, *gb = NULL;
     switch ((em_binary_op)n->op) {
     case EM_ADD:
         if (wa) ga = em_retain((em_tensor *)g);
@@ -221,16 +251,32 @@ static int binary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
         return em_set_error("backward: %s is not differentiable", n->name);
     }
     if ((wa && !ga) || (wb && !gb)) { em_release(ga); em_release(gb); return -1; }
-    if (wa && !(gin[0] = fit(ga, a))) { em_release(gb); return -1; }
-    if (wb && !(gin[1] = fit(gb, b))) return -1;
+    if (wa && !(gin[0] = fit_to(ga, n->sizes, n->ndim, n->dtype))) { em_release(gb); return -1; }
+    if (wb && !(gin[1] = fit_to(gb, n->sizes2, n->ndim2, n->dtype2))) return -1;
     return 0;
 }
 
-static const char *const binary_names[EM_NBINARY] = {
-    [EM_ADD] = "AddBackward", [EM_SUB] = "SubBackward", [EM_MUL] = "MulBackward", [EM_DIV] = "DivBackward",
-    [EM_REMAINDER] = "RemainderBackward", [EM_POW] = "PowBackward", [EM_MAXIMUM] = "MaximumBackward",
-    [EM_MINIMUM] = "MinimumBackward",
-};
+/* Records a binary node: the operands' shapes and dtypes, and the tensors
+ * binary_saves asks for. */
+static em_tensor *record_binary(em_binary_op op, const em_tensor *a, const em_tensor *b, em_tensor *out)
+{
+    em_node *n = em_ag_node(binary_names[op], binary_backward, 2);
+    if (!n) { em_release(out); return NULL; }
+    n->op = op;
+    em_ag_input(n, 0, a);
+    em_ag_input(n, 1, b);
+    n->ndim = a->ndim;
+    memcpy(n->sizes, a->sizes, sizeof(int64_t) * (size_t)a->ndim);
+    n->dtype = a->dtype;
+    n->ndim2 = b->ndim;
+    memcpy(n->sizes2, b->sizes, sizeof(int64_t) * (size_t)b->ndim);
+    n->dtype2 = b->dtype;
+    unsigned keep = binary_saves(op, em_ag_wants(n, 0), em_ag_wants(n, 1));
+    if (((keep & 1) && em_ag_save(n, 0, a, false)) || ((keep & 2) && em_ag_save(n, 1, b, false)) ||
+        ((keep & 4) && em_ag_save(n, 2, out, true)))
+        return em_ag_abandon(n, out);
+    return em_ag_output(n, out);
+}
 
 static bool differentiable_binary(em_binary_op op) { return op <= EM_MINIMUM; }
 
@@ -238,14 +284,7 @@ em_tensor *em_ag_binary(em_binary_op op, const em_tensor *a, const em_tensor *b)
 {
     em_tensor *out = WITHOUT_GRAD(em_binary(op, a, b));
     if (!out || !em_dtype_is_float(out->dtype) || !differentiable_binary(op)) return out;
-    em_node *n = em_ag_node(binary_names[op], binary_backward, 2);
-    if (!n) { em_release(out); return NULL; }
-    n->op = op;
-    em_ag_input(n, 0, a);
-    em_ag_input(n, 1, b);
-    if (em_ag_save(n, 0, a, false) || em_ag_save(n, 1, b, false) || em_ag_save(n, 2, out, true))
-        return em_ag_abandon(n, out);
-    return em_ag_output(n, out);
+    return record_binary(op, a, b, out);
 }
 
 /* A binary op with a number: the number becomes a 0-d constant of the
@@ -256,16 +295,10 @@ em_tensor *em_ag_binary_scalar(em_binary_op op, const em_tensor *a, double s, bo
     em_tensor *out = WITHOUT_GRAD(em_binary_scalar(op, a, s, s_is_int, scalar_first));
     if (!out || !em_dtype_is_float(out->dtype) || !differentiable_binary(op)) return out;
     em_tensor *c = em_scalar(s, out->dtype, em_dev(a));
-    em_node *n = c ? em_ag_node(binary_names[op], binary_backward, 2) : NULL;
-    if (!n) { em_release(c); em_release(out); return NULL; }
-    n->op = op;
-    const em_tensor *x = scalar_first ? c : a, *y = scalar_first ? a : c;
-    em_ag_input(n, 0, x);
-    em_ag_input(n, 1, y);
-    int rc = em_ag_save(n, 0, x, false) || em_ag_save(n, 1, y, false) || em_ag_save(n, 2, out, true);
+    if (!c) { em_release(out); return NULL; }
+    em_tensor *r = scalar_first ? record_binary(op, c, a, out) : record_binary(op, a, c, out);
     em_release(c);
-    if (rc) return em_ag_abandon(n, out);
-    return em_ag_output(n, out);
+    return r;
 }
 
 /* ---- clamp, where, casts -------------------------------------------------- */

@@ -49,6 +49,7 @@ static em_storage *storage_new(size_t nbytes, em_device dev)
     s->device = dev;
     s->backend = be;
     s->version = 0;
+    s->counted = false;
     bytes_in_use[dev.type == EM_CUDA] += nbytes;
     return s;
 }

@@ -103,8 +103,12 @@ int emlua_push(lua_State *L, em_tensor *t)
     *ud = t;
     lua_rawgetp(L, LUA_REGISTRYINDEX, &tensor_mt_key);
     lua_setmetatable(L, -2);
-    /* a new storage (not a view of an existing one) of a size worth counting */
-    if (t->storage->nbytes >= 65536 && t->storage->refcount == 1) account_memory(L, t->storage->nbytes);
+    /* each storage of a size worth counting, once (autograd may hold a second
+     * reference to a new result, so the refcount cannot tell new from old) */
+    if (t->storage->nbytes >= 65536 && !t->storage->counted) {
+        t->storage->counted = true;
+        account_memory(L, t->storage->nbytes);
+    }
     return 1;
 }
 

@@ -4,20 +4,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Large blocks are kept in a small cache when freed and handed out again for
- * a request of the same size class. Without it every large temporary is a
+/* Large blocks are kept in a cache when freed and handed out again for a
+ * request of the same size class. Without it every large temporary is a
  * fresh mmap whose pages fault in on first write, which costs more than the
  * op itself for memory-bound kernels; and since Lua frees tensors when its
- * collector runs, not when the last reference goes, a training loop would
- * otherwise touch new pages on every step. Blocks under CACHE_MIN come from
- * malloc's own bins. The engine is single-threaded, so no lock. */
+ * collector runs, not when the last reference goes, a collection frees a
+ * whole batch of blocks at once (hundreds in a training loop) and the next
+ * steps must find them all again. So each size class has its own bin, a
+ * last-in-first-out stack (the most recently freed block is the likeliest
+ * to be warm in the CPU caches) linked through the free blocks themselves.
+ * Blocks under CACHE_MIN come from malloc's own bins. The engine is
+ * single-threaded, so no lock. */
 #define CACHE_MIN ((size_t)1 << 16)
-#define CACHE_SLOTS 64
 #define CACHE_MAX_BYTES ((size_t)1 << 30)
-
-static struct { void *p; size_t size; } cache[CACHE_SLOTS];
-static int ncached;
-static size_t cached_bytes;
+#define CACHE_MAX_BLOCK (CACHE_MAX_BYTES / 4)
 
 /* Size classes: 4 KiB steps up to 1 MiB, then eighths of a power of two
  * (at most 12.5% rounding waste). */
@@ -32,36 +32,48 @@ static size_t size_class(size_t n)
     return (n + step - 1) / step * step;
 }
 
-/* frees slot i, keeping the others in the order they were freed */
-static void cache_drop(int i)
+/* The bin of a cached size class (CACHE_MIN <= size <= CACHE_MAX_BLOCK):
+ * 256 bins of 4 KiB steps up to 1 MiB, then 8 per power of two. */
+#define NBINS (256 + 8 * 28)
+static int bin_of(size_t size)
 {
-    free(cache[i].p);
-    cached_bytes -= cache[i].size;
-    memmove(&cache[i], &cache[i + 1], sizeof cache[0] * (size_t)(ncached - i - 1));
-    ncached--;
+    if (size <= ((size_t)1 << 20)) return (int)(size / 4096) - 1;
+    int lg = 63 - __builtin_clzll((unsigned long long)(size - 1));   /* size in (2^lg, 2^(lg+1)] */
+    size_t step = ((size_t)1 << lg) / 8;
+    return 256 + 8 * (lg - 20) + (int)((size - ((size_t)1 << lg)) / step) - 1;
 }
+
+typedef struct free_block { struct free_block *next; } free_block;
+static free_block *bins[NBINS];
+static size_t cached_bytes;
 
 void cpu_empty_cache(int device_index)
 {
     (void)device_index;
-    while (ncached) cache_drop(ncached - 1);
+    for (int b = 0; b < NBINS; b++)
+        while (bins[b]) {
+            free_block *f = bins[b];
+            bins[b] = f->next;
+            free(f);
+        }
+    cached_bytes = 0;
 }
 
 void *cpu_alloc(size_t nbytes, int device_index)
 {
     (void)device_index;
     size_t size = size_class(nbytes);
-    if (size >= CACHE_MIN)
-        for (int i = ncached - 1; i >= 0; i--)   /* most recently freed first: warm in cache */
-            if (cache[i].size == size) {
-                void *p = cache[i].p;
-                cached_bytes -= size;
-                memmove(&cache[i], &cache[i + 1], sizeof cache[0] * (size_t)(ncached - i - 1));
-                ncached--;
-                return p;
-            }
+    if (size >= CACHE_MIN && size <= CACHE_MAX_BLOCK) {
+        int b = bin_of(size);
+        if (bins[b]) {
+            free_block *f = bins[b];
+            bins[b] = f->next;
+            cached_bytes -= size;
+            return f;
+        }
+    }
     void *p = aligned_alloc(64, size);
-    if (!p && ncached) {            /* give the cache back and try once more */
+    if (!p && cached_bytes) {       /* give the cache back and try once more */
         cpu_empty_cache(device_index);
         p = aligned_alloc(64, size);
     }
@@ -73,12 +85,15 @@ void cpu_free(void *p, size_t nbytes, int device_index)
 {
     (void)device_index;
     size_t size = size_class(nbytes);
-    if (size < CACHE_MIN || size > CACHE_MAX_BYTES / 4) { free(p); return; }
-    /* evict the oldest blocks until this one fits */
-    while (ncached && (ncached == CACHE_SLOTS || cached_bytes + size > CACHE_MAX_BYTES)) cache_drop(0);
-    cache[ncached].p = p;
-    cache[ncached].size = size;
-    ncached++;
+    /* a full cache hands the block back rather than evicting warm ones */
+    if (size < CACHE_MIN || size > CACHE_MAX_BLOCK || cached_bytes + size > CACHE_MAX_BYTES) {
+        free(p);
+        return;
+    }
+    free_block *f = p;
+    int b = bin_of(size);
+    f->next = bins[b];
+    bins[b] = f;
     cached_bytes += size;
 }
 

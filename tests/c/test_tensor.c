@@ -81,6 +81,26 @@ static void test_large_blocks_are_reused(void)
     em_cpu_backend.empty_cache(0);          /* hands the blocks back to the system */
 }
 
+/* A collection frees hundreds of blocks at once; all of them must be found
+ * again by the next requests of their size, most recently freed first. */
+static void test_many_freed_blocks_are_all_reused(void)
+{
+    enum { N = 300 };
+    int64_t sz[1] = {32768};                /* 128 KiB each */
+    em_tensor *t[N];
+    void *p[N];
+    for (int i = 0; i < N; i++) { t[i] = em_empty(sz, 1, EM_FLOAT32, CPU); p[i] = em_data_ptr(t[i]); }
+    for (int i = 0; i < N; i++) em_release(t[i]);
+    int found = 0;
+    for (int i = 0; i < N; i++) {
+        t[i] = em_empty(sz, 1, EM_FLOAT32, CPU);
+        if (em_data_ptr(t[i]) == p[N - 1 - i]) found++;
+    }
+    CHECK(found == N);
+    for (int i = 0; i < N; i++) em_release(t[i]);
+    em_cpu_backend.empty_cache(0);
+}
+
 static void test_view_strides(void)
 {
     int64_t sz[2] = {4, 6};
@@ -232,6 +252,7 @@ int main(void)
     RUN(test_free_list_reuses_headers);
     RUN(test_bytes_in_use);
     RUN(test_large_blocks_are_reused);
+    RUN(test_many_freed_blocks_are_all_reused);
     RUN(test_view_strides);
     RUN(test_narrow_select_slice);
     RUN(test_expand_and_unsqueeze);

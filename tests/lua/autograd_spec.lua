@@ -229,6 +229,24 @@ describe("errors", function()
     has(err(function() (z * y):sum():backward() end), "modified by an in-place operation")
   end)
 
+  it("only what a backward reads is saved (as in PyTorch: add saves nothing, mul its other operand)", function()
+    local w = ember.ones(3, {requires_grad = true})
+    local a = ember.tensor({1, 2, 3})
+    local y = a + w
+    a:add_(10)                        -- add's backward never reads a: allowed
+    y:sum():backward()
+    assert.are.same({1, 1, 1}, w.grad:tolist())
+    local b = ember.tensor({1, 2, 3})
+    local z = b * w
+    b:add_(10)                        -- mul's gradient for w is b: refused
+    has(err(function() z:sum():backward() end), "modified by an in-place operation")
+    local c = ember.tensor({2, 4, 8})
+    local q = w / c
+    w.grad = nil
+    q:sum():backward()
+    assert.are.same({0.5, 0.25, 0.125}, w.grad:tolist())
+  end)
+
   it("in-place ops on tensors that require grad are refused", function()
     local x = ember.ones(2, {requires_grad = true})
     has(err(x.add_, x, 1), "add_: in-place operation on a tensor that requires grad")
