@@ -167,5 +167,14 @@ em_tensor *em_ag_matmul(const em_tensor *a, const em_tensor *b);
 em_tensor *em_ag_index_select(const em_tensor *in, int dim, const em_tensor *idx);
 em_tensor *em_ag_gather(const em_tensor *in, int dim, const em_tensor *idx);
 em_tensor *em_ag_cat(em_tensor *const *ts, int n, int dim);
+em_tensor *em_ag_cumprod(const em_tensor *in, int dim);
+/* out-of-place scatter (add false) or scatter_add of self and src */
+em_tensor *em_ag_scatter(bool add, const em_tensor *self, int dim, const em_tensor *idx, const em_tensor *src);
+/* Zeros of `sizes` with src added at the positions idx names along dim
+ * (index_add when index_add, else scatter_add): how backwards that put a
+ * gradient back where it was read end. Recorded when src requires grad, so
+ * such backwards can be differentiated again. */
+em_tensor *em_ag_add_into_zeros(bool index_add, const int64_t *sizes, int ndim, int dim, const em_tensor *idx,
+                                const em_tensor *src);
 
 #endif

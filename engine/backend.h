@@ -113,6 +113,23 @@ typedef struct em_backend {
     /* softmax family along dim; out has in's shape and dtype (float) */
     int (*softmax)(em_softmax_op op, em_tensor *out, const em_tensor *in, int dim);
 
+    /* Fused cross-entropy over the rows of x [M, C] (float32 or float64, any
+     * strides) with 1-based class targets t [M] (int64), optional class
+     * weights w [C] (x's dtype, NULL: all 1), and label smoothing eps:
+     *   loss[i] = -sum_j q_ij (x_ij - lse_i),
+     *   q_ij = (1-eps) w[t_i] [j == t_i] + eps/C w_j,   lse_i = log sum_j exp x_ij,
+     * rows whose target is ignore_index give loss 0 and roww 0, others roww
+     * w[t_i] (the weight the mean divides by). loss, lse and roww are [M] in
+     * x's dtype. A target outside 1..C (and not ignore_index): -1 with an error
+     * naming it. The backward writes gx [M, C] (contiguous) =
+     *   g_i (Q_i softmax(x)_ij - q_ij),   Q_i = sum_j q_ij,
+     * from the forward's lse, for rows not ignored (0 for the others). */
+    int (*cross_entropy)(em_tensor *loss, em_tensor *lse, em_tensor *roww, const em_tensor *x,
+                         const em_tensor *t, const em_tensor *w, int64_t ignore_index, double eps);
+    int (*cross_entropy_backward)(em_tensor *gx, const em_tensor *g, const em_tensor *x,
+                                  const em_tensor *lse, const em_tensor *t, const em_tensor *w,
+                                  int64_t ignore_index, double eps);
+
     /* index family along dim (0-based). Shapes follow PyTorch:
      *  INDEX_SELECT: idx 1-D, out = in with size[dim] = idx numel.
      *  GATHER: idx same ndim as in, out shape = idx shape.

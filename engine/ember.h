@@ -237,6 +237,14 @@ em_tensor *em_logsumexp(const em_tensor *t, const int *dims, int ndims, bool kee
 em_tensor *em_softmax(const em_tensor *t, int dim);
 em_tensor *em_log_softmax(const em_tensor *t, int dim);
 em_tensor *em_cumsum(const em_tensor *t, int dim);
+/* Cross-entropy of logits (classes on dim 1, or dim 0 of a 1-D input) with
+ * 1-based class-index targets, fused: log-softmax and the pick in one pass.
+ * weight: per-class weights or NULL; rows whose target is ignore_index count
+ * for nothing (the mean divides by the kept rows' weights); smoothing mixes
+ * in the uniform distribution (label smoothing). */
+typedef enum em_reduction { EM_REDUCTION_NONE, EM_REDUCTION_MEAN, EM_REDUCTION_SUM } em_reduction;
+em_tensor *em_cross_entropy(const em_tensor *input, const em_tensor *target, const em_tensor *weight,
+                            int64_t ignore_index, double smoothing, em_reduction reduction);
 em_tensor *em_cumprod(const em_tensor *t, int dim);
 
 /* ---- linear algebra ------------------------------------------------------ */

@@ -1,9 +1,112 @@
-/* grad_index.c — gradients of index_select, gather and cat: the output's
- * gradient is added back at the positions it was read from. */
+/* grad_index.c — gradients of index_select, gather, scatter, scatter_add and
+ * cat: the output's gradient is added back at the positions it was read from,
+ * or read back from the positions it was written to.
+ *
+ * "Add g into zeros at the positions idx names" is how several backwards end
+ * (gather, index_select, max/min along a dim, sort, unfold). It is linear in
+ * g and recorded as an op of its own (em_ag_add_into_zeros), whose gradient
+ * reads the same positions back; so those backwards can be differentiated
+ * again, to any order. */
 #include "autograd.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+enum { SK_SCATTER, SK_SCATTER_ADD, SK_INDEX_ADD };
+
+/* g padded with zeros at the end of every dim to `sizes`: scatter reads only
+ * the part of src that the index covers, the rest gets no gradient. */
+static em_tensor *pad_to(em_tensor *g, const int64_t *sizes, int ndim)
+{
+    /* a 0-d tensor counts as [1] in scatter, so src and index may differ so */
+    int64_t one = 1;
+    em_tensor *cur = g->ndim == ndim ? em_retain(g) : em_reshape(g, &one, ndim);
+    for (int d = 0; cur && d < ndim; d++) {
+        if (cur->sizes[d] == sizes[d]) continue;
+        int64_t zs[EM_MAX_DIMS];
+        memcpy(zs, cur->sizes, sizeof(int64_t) * (size_t)ndim);
+        zs[d] = sizes[d] - cur->sizes[d];
+        em_tensor *z = em_zeros(zs, ndim, cur->dtype, em_dev(cur));
+        em_tensor *parts[2] = {cur, z};
+        em_tensor *next = z ? em_cat(parts, 2, d) : NULL;
+        em_release(z);
+        em_release(cur);
+        cur = next;
+    }
+    return cur;
+}
+
+/* out = self.scatter(dim, idx, src), self.scatter_add(dim, idx, src) or
+ * zeros.index_add(dim, idx, src). Inputs: 0 self (no edge for the zeros of
+ * em_ag_add_into_zeros), 1 src. */
+static int scatter_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
+{
+    em_tensor *idx = em_ag_saved(n, 0);
+    if (!idx) return -1;
+    const em_tensor *g = gout[0];
+    if (em_ag_wants(n, 0)) {
+        if (n->op == SK_SCATTER) {
+            /* the written positions no longer depend on self; masked_fill
+             * (not a multiply by 0) keeps an inf or NaN there from leaking */
+            em_tensor *mask = em_zeros(g->sizes, g->ndim, EM_BOOL, em_dev(g));
+            int rc = mask ? em_scatter_value_(mask, n->dim, idx, 1) : -1;
+            gin[0] = rc ? NULL : em_masked_fill(g, mask, 0);
+            em_release(mask);
+        } else {
+            gin[0] = em_retain((em_tensor *)g);
+        }
+        if (!gin[0]) return -1;
+    }
+    if (em_ag_wants(n, 1)) {
+        em_tensor *r = n->op == SK_INDEX_ADD ? em_index_select(g, n->dim, idx) : em_gather(g, n->dim, idx);
+        em_tensor *p = r && n->op != SK_INDEX_ADD ? pad_to(r, n->sizes2, n->ndim2) : em_retain(r);
+        em_release(r);
+        gin[1] = p && p->dtype != n->dtype2 ? em_to_dtype(p, n->dtype2) : em_retain(p);
+        em_release(p);
+        if (!gin[1]) return -1;
+    }
+    return 0;
+}
+
+static const char *const scatter_names[] = {
+    [SK_SCATTER] = "ScatterBackward", [SK_SCATTER_ADD] = "ScatterAddBackward", [SK_INDEX_ADD] = "IndexAddBackward",
+};
+
+/* Records out (made with recording off) as the result of a scatter-family op. */
+static em_tensor *record_scatter(int kind, const em_tensor *self, int dim, const em_tensor *idx,
+                                 const em_tensor *src, em_tensor *out)
+{
+    if (!out || !em_dtype_is_float(out->dtype)) return out;
+    em_node *n = em_ag_node(scatter_names[kind], scatter_backward, 2);
+    if (!n) { em_release(out); return NULL; }
+    n->op = kind;
+    n->dim = out->ndim ? (dim < 0 ? dim + out->ndim : dim) : 0;
+    n->ndim2 = src->ndim;
+    memcpy(n->sizes2, src->sizes, sizeof(int64_t) * (size_t)src->ndim);
+    n->dtype2 = src->dtype;
+    em_ag_input(n, 0, self);
+    em_ag_input(n, 1, src);
+    if (em_ag_save(n, 0, idx, false)) return em_ag_abandon(n, out);
+    return em_ag_output(n, out);
+}
+
+em_tensor *em_ag_scatter(bool add, const em_tensor *self, int dim, const em_tensor *idx, const em_tensor *src)
+{
+    em_tensor *out = WITHOUT_GRAD(add ? em_scatter_add(self, dim, idx, src) : em_scatter(self, dim, idx, src));
+    return record_scatter(add ? SK_SCATTER_ADD : SK_SCATTER, self, dim, idx, src, out);
+}
+
+em_tensor *em_ag_add_into_zeros(bool index_add, const int64_t *sizes, int ndim, int dim, const em_tensor *idx,
+                                const em_tensor *src)
+{
+    em_tensor *z = em_zeros(sizes, ndim, src->dtype, em_dev(src));
+    if (!z) return NULL;
+    /* in place on a fresh tensor; recording off, as src may require grad */
+    int rc = WITHOUT_GRAD(index_add ? em_index_add_(z, dim, idx, src) : em_scatter_add_(z, dim, idx, src));
+    if (rc) { em_release(z); return NULL; }
+    if (!em_ag_needed1(src)) return z;
+    return record_scatter(index_add ? SK_INDEX_ADD : SK_SCATTER_ADD, NULL, dim, idx, src, z);
+}
 
 /* index_select (op 0) and gather (op 1): zeros of the input's shape with the
  * gradient added at the read positions (repeated indices add up) */
@@ -11,14 +114,8 @@ static int gather_like_backward(em_node *n, em_tensor *const *gout, em_tensor **
 {
     em_tensor *idx = em_ag_saved(n, 0);
     if (!idx) return -1;
-    if (gout[0]->requires_grad)
-        return em_set_error("backward: %s: gradients of gradients are not supported yet", n->name);
-    em_tensor *z = em_zeros(n->sizes, n->ndim, gout[0]->dtype, em_dev(gout[0]));
-    if (!z) return -1;
-    int rc = n->op == 0 ? em_index_add_(z, n->dim, idx, gout[0]) : em_scatter_add_(z, n->dim, idx, gout[0]);
-    if (rc) { em_release(z); return -1; }
-    gin[0] = z;
-    return 0;
+    gin[0] = em_ag_add_into_zeros(n->op == 0, n->sizes, n->ndim, n->dim, idx, gout[0]);
+    return gin[0] ? 0 : -1;
 }
 
 static em_tensor *record_gather_like(int op, const char *name, const em_tensor *in, int dim, const em_tensor *idx,

@@ -83,8 +83,6 @@ static int dim_values_backward(em_node *n, em_tensor *const *gout, em_tensor **g
 {
     em_tensor *idx = em_ag_saved(n, 0);
     if (!idx) return -1;
-    if (gout[0]->requires_grad)
-        return em_set_error("backward: %s: gradients of gradients are not supported yet", n->name);
     em_tensor *g = em_retain((em_tensor *)gout[0]), *ix = em_retain(idx);
     if (!n->flag) {   /* put the reduced dim back */
         em_tensor *g2 = em_unsqueeze(g, n->dim), *i2 = em_unsqueeze(ix, n->dim);
@@ -92,13 +90,10 @@ static int dim_values_backward(em_node *n, em_tensor *const *gout, em_tensor **g
         g = g2; ix = i2;
         if (!g || !ix) { em_release(g); em_release(ix); return -1; }
     }
-    em_tensor *z = em_zeros(n->sizes, n->ndim, g->dtype, em_dev(g));
-    int rc = z ? em_scatter_add_(z, n->dim, ix, g) : -1;
+    gin[0] = em_ag_add_into_zeros(false, n->sizes, n->ndim, n->dim, ix, g);
     em_release(g);
     em_release(ix);
-    if (rc) { em_release(z); return -1; }
-    gin[0] = z;
-    return 0;
+    return gin[0] ? 0 : -1;
 }
 
 em_tensor *em_ag_dim_values(const em_tensor *in, int dim, bool keepdim, const em_tensor *indices, em_tensor *values)

@@ -183,9 +183,7 @@ int em_scatter_value_(em_tensor *t, int dim, const em_tensor *index, double valu
 static em_tensor *scatter_copy(em_index_op kop, const em_tensor *t, int dim,
                                const em_tensor *index, const em_tensor *src)
 {
-    if (em_ag_needed2(t, src))
-        return em_set_error("%s: autograd is not supported for scatter yet (an input requires grad); "
-                            "use ember.no_grad or detach()", kop == EM_SCATTER ? "scatter" : "scatter_add"), NULL;
+    if (em_ag_needed2(t, src)) return em_ag_scatter(kop == EM_SCATTER_ADD, t, dim, index, src);
     em_tensor *c = em_clone(t);
     if (!c) return NULL;
     int rc = kop == EM_SCATTER ? em_scatter_(c, dim, index, src) : em_scatter_add_(c, dim, index, src);

@@ -231,6 +231,26 @@ static int l_log_softmax(lua_State *L) { return along_dim(L, "log_softmax", em_l
 static int l_cumsum(lua_State *L) { return along_dim(L, "cumsum", em_cumsum); }
 static int l_cumprod(lua_State *L) { return along_dim(L, "cumprod", em_cumprod); }
 
+/* ember._cross_entropy(logits, target, weight|nil, ignore_index, smoothing,
+ * "none"|"mean"|"sum"): the fused op behind nn.functional.cross_entropy for
+ * class-index targets, positional (the Lua side checks and documents). */
+static int l_cross_entropy(lua_State *L)
+{
+    const char *op = "cross_entropy";
+    em_tensor *x = emlua_check(L, 1, op), *t = emlua_check(L, 2, op);
+    em_tensor *w = lua_isnil(L, 3) ? NULL : emlua_check(L, 3, op);
+    lua_Integer ignore = emlua_check_integer(L, 4, op);
+    double eps = emlua_check_number(L, 5, op);
+    static const char *const names[] = {"none", "mean", "sum", NULL};
+    int red = luaL_checkoption(L, 6, NULL, names);
+    return emlua_push(L, em_cross_entropy(x, t, w, (int64_t)ignore, eps, (em_reduction)red));
+}
+
+static const luaL_Reg reduce_private[] = {
+    {"_cross_entropy", l_cross_entropy},
+    {NULL, NULL}
+};
+
 static const luaL_Reg reduce_funcs[] = {
     {"sum", l_sum}, {"mean", l_mean}, {"prod", l_prod},
     {"amax", l_amax}, {"amin", l_amin}, {"all", l_all}, {"any", l_any},
@@ -244,4 +264,5 @@ static const luaL_Reg reduce_funcs[] = {
 void emlua_open_reduce(lua_State *L)
 {
     emlua_register(L, reduce_funcs, reduce_funcs);
+    emlua_register(L, NULL, reduce_private);
 }

@@ -5,6 +5,9 @@
 
 #include "../internal.h"
 
+#include <math.h>
+#include <string.h>
+
 /* ---- the elementwise iterator --------------------------------------------
  * cpu_foreach walks `nops` tensors of one shape (ts[0] is usually the output)
  * and calls `fn` on runs of elements along the innermost (coalesced) dim:
@@ -47,6 +50,34 @@ static inline char *cpu_elem(const em_tensor *t, const int64_t *idx)
     return (char *)t->storage->data + off * (int64_t)em_dtype_size(t->dtype);
 }
 
+/* ---- fast math shared by kernels ----------------------------------------- */
+/* exp for float32, written so that loops over it vectorise (libm's expf
+ * does not): exp(x) = 2^n * exp(r) with n = round(x / ln 2), |r| <= ln2 / 2,
+ * and a degree-6 polynomial for exp(r) (the Cephes coefficients, about 1 ulp).
+ * Results below 2^-126 flush to 0, which softmax cannot tell apart. */
+static inline float cpu_exp_f32(float x)
+{
+    float c = x > -87.0f ? x : -87.0f;     /* NaN too: the integer part stays defined */
+    c = c < 88.0f ? c : 88.0f;
+    float n = rintf(c * 1.44269504088896341f);
+    float r = c - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    float y = p * r * r + r + 1.0f;
+    uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    y *= scale;
+    y = x < -87.0f ? 0.0f : y;
+    y = x > 88.0f ? INFINITY : y;
+    return x != x ? x : y;
+}
+
 /* ---- kernels (one file per family) --------------------------------------- */
 void *cpu_alloc(size_t nbytes, int device_index);
 void cpu_free(void *p, size_t nbytes, int device_index);
@@ -69,6 +100,10 @@ int cpu_reduce(em_reduce_op op, em_tensor *out, em_tensor *idx,
                const em_tensor *in, int nreduce);                        /* reduce.c */
 int cpu_scan(em_scan_op op, em_tensor *out, const em_tensor *in, int dim); /* scan.c */
 int cpu_softmax(em_softmax_op op, em_tensor *out, const em_tensor *in, int dim); /* softmax.c */
+int cpu_cross_entropy(em_tensor *loss, em_tensor *lse, em_tensor *roww, const em_tensor *x,
+                      const em_tensor *t, const em_tensor *w, int64_t ignore_index, double eps);  /* xent.c */
+int cpu_cross_entropy_backward(em_tensor *gx, const em_tensor *g, const em_tensor *x, const em_tensor *lse,
+                               const em_tensor *t, const em_tensor *w, int64_t ignore_index, double eps);
 int cpu_index(em_index_op op, em_tensor *out, const em_tensor *in, int dim,
               const em_tensor *idx);                                     /* index.c */
 int cpu_nonzero(em_tensor *out, const em_tensor *in);                  /* index.c */

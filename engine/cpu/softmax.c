@@ -9,33 +9,6 @@
 #include <math.h>
 #include <string.h>
 
-/* exp for float32, written so that loops over it vectorise (libm's expf
- * does not): exp(x) = 2^n * exp(r) with n = round(x / ln 2), |r| <= ln2 / 2,
- * and a degree-6 polynomial for exp(r) (the Cephes coefficients, about 1 ulp).
- * Results below 2^-126 flush to 0, which softmax cannot tell apart. */
-static inline float exp_f32(float x)
-{
-    float c = x > -87.0f ? x : -87.0f;     /* NaN too: the integer part stays defined */
-    c = c < 88.0f ? c : 88.0f;
-    float n = rintf(c * 1.44269504088896341f);
-    float r = c - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    float y = p * r * r + r + 1.0f;
-    uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
-    float scale;
-    memcpy(&scale, &bits, sizeof scale);
-    y *= scale;
-    y = x < -87.0f ? 0.0f : y;
-    y = x > 88.0f ? INFINITY : y;
-    return x != x ? x : y;
-}
-
 /* max ignoring NaN (a NaN reaches the output through exp anyway) and sums
  * in double, each in eight lanes so that they vectorise */
 static float max_f32(const float *x, int64_t n)
@@ -63,7 +36,7 @@ static double sum_f32(const float *x, int64_t n)
 static void row_f32(em_softmax_op op, float *o, const float *x, int64_t n)
 {
     float m = max_f32(x, n);
-    for (int64_t i = 0; i < n; i++) o[i] = exp_f32(x[i] - m);
+    for (int64_t i = 0; i < n; i++) o[i] = cpu_exp_f32(x[i] - m);
     double s = sum_f32(o, n);
     if (op == EM_SOFTMAX) {
         float inv = (float)(1.0 / s);
@@ -139,7 +112,7 @@ static void cols_f32(em_softmax_op op, float *o, const float *x, int64_t n, int6
         for (int64_t j = 0; j < w; j++) m[j] = x[k * W + j] > m[j] ? x[k * W + j] : m[j];
     for (int64_t k = 0; k < n; k++)
         for (int64_t j = 0; j < w; j++) {
-            float e = exp_f32(x[k * W + j] - m[j]);
+            float e = cpu_exp_f32(x[k * W + j] - m[j]);
             o[k * W + j] = e;
             s[j] += e;
         }

@@ -535,6 +535,64 @@ describe("CrossEntropyLoss", function()
           {1.645181898085856, 0.5312908142647403, 2.6755153626167143}, 1e-12)
   end)
 
+  it("class weights, with smoothing and ignore_index; gradients and second derivatives (PyTorch values)", function()
+    local w = T{0.5, 2.0, 1.0, 3.0}
+    local x = T(logits_v):requires_grad_()
+    local l = nn.CrossEntropyLoss({weight = w, label_smoothing = 0.1})(x, I{2, 4, -100})
+    check(l, 0.9722728861652624, 1e-12)
+    l:backward()
+    check(x.grad, {{0.08550156858391895, -0.13078693524244073, 0.048375649448950925, -0.0030902827904291308},
+                   {0.038711688647847395, 0.017625021031631504, 0.3315416518821573, -0.38787836156163624},
+                   {0, 0, 0, 0}}, 1e-10)
+    check(F.cross_entropy(T(logits_v), I{2, 4, -100}, {weight = w, label_smoothing = 0.1, reduction = "sum"}),
+          4.8613644308263115, 1e-12)
+    check(F.cross_entropy(T(logits_v), I{2, 4, -100}, {weight = w, label_smoothing = 0.1, reduction = "none"}),
+          {1.2467944749934925, 3.61456995583282, 0}, 1e-12)
+    check(F.cross_entropy(T(logits_v), I{2, 4, 1}, {weight = w}), 1.3221807127771437, 1e-12)
+    local probs = T{{0.7, 0.1, 0.1, 0.1}, {0.0, 0.0, 1.0, 0.0}, {0.25, 0.25, 0.25, 0.25}}
+    check(F.cross_entropy(T(logits_v), probs, {weight = w, label_smoothing = 0.2}), 2.040895663241049, 1e-12)
+    -- d/dx sum(grad * v) through create_graph
+    local x2 = T(logits_v):requires_grad_()
+    local l2 = F.cross_entropy(x2, I{2, 4, 1}, {weight = w, label_smoothing = 0.1})
+    local g = ember.autograd.grad(l2, x2, {create_graph = true})
+    local v = T{{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 0, 1}}
+    local gg = ember.autograd.grad((g * v):sum(), x2)
+    check(gg, {{0.06206448082445395, -0.048757672089014, -0.010879307181686322, -0.0024275015537536314},
+               {-0.0018078186036456266, 0.02390183843368154, -0.014762953888470981, -0.007331065941564931},
+               {-0.0005282266240987074, -0.0039030961584141017, -0.01060971536214536, 0.015041038144658165}}, 1e-10)
+    has(err(function() F.cross_entropy(T(logits_v), I{1, 2, 3}, {weight = T{1, 2}}) end),
+        "cross_entropy: weight must have one entry per class, shape [4], got [2]")
+  end)
+
+  it("the fused op agrees with log_softmax + gather in float32 and float64, any layout", function()
+    ember.manual_seed(21)
+    for _, dt in ipairs({"float32", "float64"}) do
+      for _, eps in ipairs({0, 0.15}) do
+        local x = ember.randn(7, 37, {dtype = dt}) * 3
+        local xt = ember.randn(37, 7, {dtype = dt}):t()          -- non-contiguous rows
+        local y = ember.randint(1, 38, {7})
+        y[3] = -100
+        for _, input in ipairs({x, xt}) do
+          local a = input:detach():requires_grad_()
+          local b = input:detach():requires_grad_()
+          local fused = F.cross_entropy(a, y, {label_smoothing = eps})
+          -- the composed reference, written out here
+          local logp = b:log_softmax(2)
+          local keep = y:ne(-100)
+          local safe = y:masked_fill(y:eq(-100), 1)
+          local nll = -logp:gather(2, safe:unsqueeze(2)):squeeze(2)
+          local smooth = -logp:mean(2)
+          local rows = ((1 - eps) * nll + eps * smooth):masked_fill(keep:logical_not(), 0)
+          local ref = rows:sum() / keep:sum():to(dt)
+          fused:backward(); ref:backward()
+          local tol = dt == "float32" and 1e-5 or 1e-12
+          check(fused, ref:item(), tol)
+          check(a.grad, b.grad:tolist(), tol)
+        end
+      end
+    end
+  end)
+
   it("a single sample [C] and extra dims [N, C, d]", function()
     check(F.cross_entropy(T(logits_v[1]), I(3)), 1.995181898085856, 1e-12)
     h.check_shape(F.cross_entropy(T(logits_v[1]), I(3), {reduction = "none"}), {})
@@ -572,9 +630,10 @@ describe("CrossEntropyLoss", function()
     has(err(function() ce(x, I{1, 2}) end), "cross_entropy: input [3, 4] needs class-index targets of shape [3], got [2]")
     has(err(function() ce(x, ember.tensor{{1.0, 0, 0, 0}}) end), "class-probability targets must have the input's shape [3, 4], got [1, 4]")
     has(err(function() ce(x, ember.tensor{true, false, true}) end), "class-index targets must be an integer tensor (int64), got bool")
-    has(err(function() ce(x, I{1, 5, 2}) end), "cross_entropy: target class index out of range for 4 classes (class indices are 1-based, 1..4")
+    has(err(function() ce(x, I{1, 5, 2}) end), "cross_entropy: target 5 at position 2 is out of range for 4 classes (class indices are 1-based, 1..4")
     has(err(function() ce(x, I{0, 1, 2}) end), "out of range")
     has(err(function() ce(ember.tensor(1.0), I(1)) end), "input must have a class dimension")
+    has(err(function() ce(ember.randn(2, 0), I{1, 2}) end), "cross_entropy: input [2,0] has no classes")
     has(err(function() nn.CrossEntropyLoss({reduction = "avg"}) end), "CrossEntropyLoss: reduction must be \"mean\", \"sum\" or \"none\", got avg")
     has(err(function() nn.CrossEntropyLoss({label_smothing = 0.1}) end), "CrossEntropyLoss: unknown option 'label_smothing'")
     has(err(function() ce(x, I{1, 2, 3}:reshape(3, 1)) end), "needs class-index targets of shape [3], got [3, 1]")

@@ -176,12 +176,13 @@ function F.nll_loss(logp, target, opts)
   return undo(reduce_kept(loss, ignored, reduction))
 end
 
---- F.cross_entropy(logits, target [, {ignore_index = -100, label_smoothing = 0, reduction = "mean"}]) -> the loss.
+--- F.cross_entropy(logits, target [, {weight = nil, ignore_index = -100, label_smoothing = 0, reduction = "mean"}]) -> the loss.
 -- logits: [N, C] (or [C], or [N, C, d1, ...]), unnormalised. target: 1-based class indices
--- (int64, shape [N]) or class probabilities (float, same shape as logits).
+-- (int64, shape [N]) or class probabilities (float, same shape as logits). weight: [C] per-class
+-- weights (the mean then divides by the summed weights of the targets, as in PyTorch).
 -- label_smoothing eps mixes in the uniform distribution: (1-eps) * nll + eps * mean over classes of -logp.
--- This is the single place the loss is computed (log_softmax + gather, numerically stable);
--- a fused engine op can replace the body without changing callers.
+-- Class indices go through one fused, numerically stable engine op (log-softmax and the pick in
+-- one pass, and a backward that never builds a one-hot); probabilities through log_softmax.
 -- Example: F.cross_entropy(model(x), y, {label_smoothing = 0.1})
 function F.cross_entropy(input, target, opts)
   opts = opts or {}
@@ -197,6 +198,13 @@ function F.cross_entropy(input, target, opts)
   end
   local cdim = input.ndim == 1 and 1 or 2
   local C = input.shape[cdim]
+  local weight = opts.weight
+  if weight ~= nil then
+    check_tensor(weight, op, "weight")
+    if weight.ndim ~= 1 or weight.shape[1] ~= C then
+      error(string.format("%s: weight must have one entry per class, shape [%d], got %s", op, C, shape_str(weight)), 2)
+    end
+  end
 
   if target:is_floating_point() then
     if shape_str(target) ~= shape_str(input) then
@@ -205,19 +213,27 @@ function F.cross_entropy(input, target, opts)
     end
     local logp = input:log_softmax(cdim)
     if eps > 0 then target = target * (1 - eps) + eps / C end
+    if weight then
+      local wshape = {}
+      for i = 1, input.ndim do wshape[i] = i == cdim and C or 1 end
+      target = target * weight:reshape(wshape)
+    end
     return reduce(-(logp * target):sum(cdim), reduction)
   end
 
-  local undo
-  input, target, undo = batch1(input, target)
-  check_index_target(input, target, op)
-  local logp = input:log_softmax(2)
-  local loss, ignored = pick_nll(logp, target, opts.ignore_index or -100, op)
-  if eps > 0 then
-    local smooth = (-logp:sum(2)):masked_fill(ignored, 0)
-    loss = loss * (1 - eps) + smooth * (eps / C)
+  if input.ndim == 1 then
+    if target.ndim ~= 0 then
+      error(string.format("%s: input %s needs a 0-d class-index target, got %s", op, shape_str(input), shape_str(target)), 2)
+    end
+  else
+    check_index_target(input, target, op)
   end
-  return undo(reduce_kept(loss, ignored, reduction))
+  if not is_integer_dtype(target.dtype) then
+    error(string.format("%s: class-index targets must be an integer tensor (int64), got %s", op, target.dtype), 2)
+  end
+  local ok, loss = pcall(ember._cross_entropy, input, target, weight, opts.ignore_index or -100, eps, reduction)
+  if not ok then error(loss, 2) end
+  return loss
 end
 
 --- F.binary_cross_entropy_with_logits(x, y [, {weight=, pos_weight=, reduction = "mean"}]) -> the loss.

@@ -43,11 +43,11 @@ Loss.MSELoss = loss_class("MSELoss", F.mse_loss, {})
 -- Example: nn.NLLLoss()(nn.LogSoftmax(2)(logits), y)
 Loss.NLLLoss = loss_class("NLLLoss", F.nll_loss, {ignore_index = true})
 
---- nn.CrossEntropyLoss([{ignore_index = -100, label_smoothing = 0, reduction = "mean"}]) -> loss_fn(logits, target).
+--- nn.CrossEntropyLoss([{weight = nil, ignore_index = -100, label_smoothing = 0, reduction = "mean"}]) -> loss_fn(logits, target).
 -- log_softmax + NLL in one numerically stable step. target: 1-based class indices (int64 [N])
 -- or class probabilities (float [N, C]). See ember.nn.functional.cross_entropy.
 -- Example: local loss = nn.CrossEntropyLoss({label_smoothing = 0.1})(model(x), y)
-Loss.CrossEntropyLoss = loss_class("CrossEntropyLoss", F.cross_entropy, {ignore_index = true, label_smoothing = true})
+Loss.CrossEntropyLoss = loss_class("CrossEntropyLoss", F.cross_entropy, {weight = true, ignore_index = true, label_smoothing = true})
 
 --- nn.BCEWithLogitsLoss([{weight=, pos_weight=, reduction = "mean"}]) -> loss_fn(logits, y), binary cross entropy on logits.
 -- Numerically stable (no sigmoid then log). pos_weight weighs positives, per class (last dim).
