@@ -32,7 +32,33 @@ LUA_OBJ    := $(LUA_SRC:%.c=$(BUILD)/%.o)
 SHELL_OBJ  := $(SHELL_SRC:%.c=$(BUILD)/%.o)
 CTEST_BIN  := $(CTEST_SRC:tests/c/%.c=$(BUILD)/tests/%)
 
-all: $(BUILD)/libember.a $(BUILD)/ember.so $(BUILD)/ember
+# The CUDA backend: built whenever the toolkit is present (CUDA_HOME), for
+# sm_80 and sm_90 plus PTX for later GPUs; warnings are errors. Nothing else
+# links it: the engine opens it with dlopen on first CUDA use.
+CUDA_HOME ?= /usr/local/cuda
+NVCC      ?= $(CUDA_HOME)/bin/nvcc
+HAVE_CUDA := $(shell test -x $(NVCC) && echo 1)
+CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+             -gencode arch=compute_90,code=compute_90
+NVFLAGS   ?= -O3 -std=c++17 $(CUDA_ARCH) -Werror all-warnings --expt-relaxed-constexpr \
+             -Xcompiler -fPIC,-Wall,-Wextra,-Werror -I$(CUDA_HOME)/include
+CUDA_SRC  := $(wildcard kernels/*.cu)
+CUDA_OBJ  := $(CUDA_SRC:%.cu=$(BUILD)/%.o)
+CUDA_LIB  := $(BUILD)/libember_cuda.so
+WITH_CUDA ?= 0
+
+all: $(BUILD)/libember.a $(BUILD)/ember.so $(BUILD)/ember $(if $(filter 1,$(WITH_CUDA)),$(CUDA_LIB))
+
+$(BUILD)/kernels/%.o: kernels/%.cu kernels/kc.h engine/backend.h engine/ember.h
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+# cudart is linked statically and cuBLAS from the toolkit's folder (rpath),
+# so the library loads on a machine with only the driver and cuBLAS.
+$(BUILD)/libember_cuda.so: $(CUDA_OBJ)
+	$(NVCC) -shared -o $@ $^ -cudart static -L$(CUDA_HOME)/lib64 -lcublas -Xlinker -rpath,$(CUDA_HOME)/lib64
+
+cuda: $(CUDA_LIB)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -66,5 +92,5 @@ bench: all
 clean:
 	rm -rf build build-asan
 
-.PHONY: all test asan bench clean
+.PHONY: all test asan bench clean cuda
 -include $(ENGINE_OBJ:.o=.d) $(LUA_OBJ:.o=.d) $(SHELL_OBJ:.o=.d)

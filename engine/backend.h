@@ -156,8 +156,32 @@ typedef struct em_backend {
      * (float32 or float64) and are contiguous. */
     int (*optim)(em_optim_op op, em_tensor *p, const em_tensor *g, em_tensor *s1,
                  em_tensor *s2, const double *h, int nh);
+
+    /* Devices, statistics and timing: optional (NULL on the CPU backend). */
+    int (*device_count)(void);
+    int (*device_name)(int device_index, char *buf, size_t n);
+    int (*memory_stats)(int device_index, em_memory_stats *out);
+    int (*reset_peak_stats)(int device_index);
+    void (*set_flag)(em_backend_flag flag, int value);
+    /* events on the device's stream; elapsed milliseconds between two */
+    void *(*event_create)(int device_index);
+    int (*event_record)(void *ev);
+    int (*event_synchronize)(void *ev);
+    int (*event_elapsed_ms)(void *start, void *end, float *ms);
+    void (*event_destroy)(void *ev);
 } em_backend;
 
 extern const em_backend em_cpu_backend;
+
+/* What the engine hands a backend it loads at run time: the shared object
+ * cannot see the engine's symbols (a Lua module is opened RTLD_LOCAL), so
+ * the few engine services a backend needs come through this table. */
+typedef struct em_host_api {
+    int (*set_error)(const char *fmt, ...);     /* em_set_error: returns -1 */
+} em_host_api;
+
+/* libember_cuda.so exports `em_cuda_backend_init` of this type. It returns
+ * the backend, or NULL with the reason (no driver, no device, ...) in why. */
+typedef const em_backend *(*em_backend_init_fn)(const em_host_api *host, char *why, size_t nwhy);
 
 #endif

@@ -7,26 +7,55 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static const em_backend *cuda_backend;
+static int flags[2][EM_NFLAGS];
+static const em_host_api host_api = {.set_error = em_set_error};
 static char cuda_failure[512];
+
+/* libember_cuda.so beside the binary that holds the engine (the ember
+ * executable or ember.so, both in the build folder), else the loader's path */
+static void beside_engine(char *buf, size_t n)
+{
+    Dl_info info;
+    buf[0] = 0;
+    if (!dladdr((void *)em_backend_for, &info) || !info.dli_fname) return;
+    const char *slash = strrchr(info.dli_fname, '/');
+    if (!slash) return;
+    snprintf(buf, n, "%.*s/libember_cuda.so", (int)(slash - info.dli_fname), info.dli_fname);
+}
 
 static const em_backend *load_cuda(void)
 {
     if (cuda_backend) return cuda_backend;
     if (cuda_failure[0]) return NULL;
+    char local[4096];
+    beside_engine(local, sizeof local);
     const char *env = getenv("EMBER_CUDA_LIB");
-    const char *names[] = {env, "libember_cuda.so", NULL};
-    const char *why = "libember_cuda.so not found";
-    for (int i = 0; i < 2; i++) {
+    const char *names[] = {env, local[0] ? local : NULL, "libember_cuda.so"};
+    const char *why = "libember_cuda.so not found (the CUDA backend was not built: it needs the CUDA toolkit)";
+    char firstwhy[512] = "";
+    for (int i = 0; i < 3; i++) {
         if (!names[i]) continue;
+        if (i == 1 && access(names[i], F_OK) != 0) continue;
         void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-        if (!h) { why = dlerror(); continue; }
-        const em_backend *(*init)(char *, size_t) =
-            (const em_backend *(*)(char *, size_t))dlsym(h, "em_cuda_backend_init");
+        if (!h) {
+            /* keep the first real failure (a missing cuBLAS beats "not found") */
+            if (!firstwhy[0]) snprintf(firstwhy, sizeof firstwhy, "%s", dlerror());
+            why = firstwhy;
+            continue;
+        }
+        em_backend_init_fn init;
+        *(void **)&init = dlsym(h, "em_cuda_backend_init");
         if (!init) { why = "libember_cuda.so has no em_cuda_backend_init"; dlclose(h); continue; }
-        cuda_backend = init(cuda_failure, sizeof cuda_failure);
-        if (cuda_backend) return cuda_backend;
+        cuda_backend = init(&host_api, cuda_failure, sizeof cuda_failure);
+        if (cuda_backend) {
+            const char *sync = getenv("EMBER_CUDA_SYNC");
+            if (sync && atoi(sync)) flags[1][EM_FLAG_SYNC_DEBUG] = 1;
+            for (int f = 0; f < EM_NFLAGS; f++) cuda_backend->set_flag((em_backend_flag)f, flags[1][f]);
+            return cuda_backend;
+        }
         why = cuda_failure;
         break;
     }
@@ -50,4 +79,127 @@ int em_synchronize(em_device dev)
     const em_backend *be = em_backend_for(dev);
     if (!be) return -1;
     return be->synchronize(dev.index);
+}
+
+/* ---- CUDA devices, statistics, flags, events ------------------------------ */
+
+static void (*oom_handler)(void *ctx);
+static void *oom_ctx;
+
+void em_set_oom_handler(void (*fn)(void *ctx), void *ctx)
+{
+    oom_handler = fn;
+    oom_ctx = ctx;
+}
+
+void *em_device_alloc(const em_backend *be, size_t nbytes, int index)
+{
+    void *p = be->alloc(nbytes, index);
+    if (p || be->type == EM_CPU) return p;
+    /* out of device memory: let the owner free what only its collector
+     * still holds, give the cache back, and try once more */
+    char first[512];
+    snprintf(first, sizeof first, "%s", em_error());
+    if (oom_handler) oom_handler(oom_ctx);
+    be->empty_cache(index);
+    p = be->alloc(nbytes, index);
+    if (!p) em_set_error("%s", first[0] ? first : em_error());
+    return p;
+}
+
+int em_cuda_device_count(void)
+{
+    const em_backend *be = em_backend_for((em_device){EM_CUDA, 0});
+    return be ? be->device_count() : -1;
+}
+
+int em_cuda_check_device(int index)
+{
+    int n = em_cuda_device_count();
+    if (n < 0) return -1;
+    if (index < 0 || index >= n)
+        return em_set_error("cuda:%d: no such device (this machine has %d CUDA device%s: cuda:0..cuda:%d)", index, n,
+                            n == 1 ? "" : "s", n - 1);
+    return 0;
+}
+
+int em_cuda_device_name(int index, char *buf, size_t n)
+{
+    if (em_cuda_check_device(index)) return -1;
+    return em_backend_for((em_device){EM_CUDA, index})->device_name(index, buf, n);
+}
+
+static const em_backend *stats_backend(em_device dev, const char *op)
+{
+    if (dev.type == EM_CUDA && em_cuda_check_device(dev.index)) return NULL;
+    const em_backend *be = em_backend_for(dev);
+    if (be && !be->memory_stats) return em_set_error("%s: not available for the %s backend", op, be->name), NULL;
+    return be;
+}
+
+int em_get_memory_stats(em_device dev, em_memory_stats *out)
+{
+    const em_backend *be = stats_backend(dev, "memory_stats");
+    return be ? be->memory_stats(dev.index, out) : -1;
+}
+
+int em_reset_peak_memory_stats(em_device dev)
+{
+    const em_backend *be = stats_backend(dev, "reset_peak_memory_stats");
+    return be ? be->reset_peak_stats(dev.index) : -1;
+}
+
+int em_empty_cache(em_device dev)
+{
+    if (dev.type == EM_CUDA && em_cuda_check_device(dev.index)) return -1;
+    const em_backend *be = em_backend_for(dev);
+    if (!be) return -1;
+    be->empty_cache(dev.index);
+    return 0;
+}
+
+int em_set_backend_flag(em_device_type type, int flag, int value)
+{
+    if (flag < 0 || flag >= EM_NFLAGS) return em_set_error("set_backend_flag: no flag %d", flag);
+    flags[type == EM_CUDA][flag] = value;
+    /* a backend not loaded yet gets the flags when it loads */
+    if (type == EM_CUDA && cuda_backend) cuda_backend->set_flag((em_backend_flag)flag, value);
+    return 0;
+}
+
+int em_get_backend_flag(em_device_type type, int flag)
+{
+    return flag >= 0 && flag < EM_NFLAGS ? flags[type == EM_CUDA][flag] : 0;
+}
+
+struct em_event {
+    const em_backend *be;
+    void *ev;
+};
+
+em_event *em_event_create(em_device dev)
+{
+    if (dev.type != EM_CUDA) return em_set_error("Event: events exist on CUDA devices only, got the CPU"), NULL;
+    if (em_cuda_check_device(dev.index)) return NULL;
+    const em_backend *be = em_backend_for(dev);
+    em_event *e = malloc(sizeof *e);
+    if (!e) return em_set_error("Event: out of memory"), NULL;
+    e->be = be;
+    e->ev = be->event_create(dev.index);
+    if (!e->ev) { free(e); return NULL; }
+    return e;
+}
+
+int em_event_record(em_event *e) { return e->be->event_record(e->ev); }
+int em_event_synchronize(em_event *e) { return e->be->event_synchronize(e->ev); }
+int em_event_elapsed_ms(em_event *start, em_event *end, float *ms)
+{
+    return start->be->event_elapsed_ms(start->ev, end->ev, ms);
+}
+
+void em_event_destroy(em_event *e)
+{
+    if (!e) return;
+    e->be->event_destroy(e->ev);
+    free(e);
 }

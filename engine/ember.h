@@ -319,6 +319,46 @@ int em_autograd_grad(em_tensor *const *outputs, em_tensor *const *grad_outputs, 
 /* ---- backends ------------------------------------------------------------ */
 const struct em_backend *em_backend_for(em_device dev);   /* NULL + error if unavailable */
 int em_synchronize(em_device dev);
+
+/* CUDA devices. Opening the backend happens on the first of these calls (or
+ * the first CUDA tensor); without a driver or GPU they fail with the reason. */
+int em_cuda_device_count(void);                     /* -1 + error if unavailable */
+int em_cuda_device_name(int index, char *buf, size_t n);
+/* Checks a CUDA device index: -1 + error naming the count when out of range. */
+int em_cuda_check_device(int index);
+
+/* Backend-wide switches (set_flag). */
+typedef enum em_backend_flag {
+    EM_FLAG_ALLOW_TF32,     /* float32 GEMMs may use TF32 tensor cores (off by default) */
+    EM_FLAG_SYNC_DEBUG,     /* synchronise and check for errors after every op */
+    EM_NFLAGS
+} em_backend_flag;
+
+/* Allocator figures of one device, in bytes. */
+typedef struct em_memory_stats {
+    size_t allocated, reserved, peak_allocated, peak_reserved;
+    uint64_t alloc_calls, free_calls, device_mallocs, device_frees, num_ooms;  /* num_ooms: failed device mallocs */
+} em_memory_stats;
+
+int em_get_memory_stats(em_device dev, em_memory_stats *out);
+int em_reset_peak_memory_stats(em_device dev);
+int em_empty_cache(em_device dev);
+/* Backend switches (engine/backend.h em_backend_flag) for one device type. */
+int em_set_backend_flag(em_device_type type, int flag, int value);
+int em_get_backend_flag(em_device_type type, int flag);
+
+/* Events on a device's stream, for timing GPU work. */
+typedef struct em_event em_event;
+em_event *em_event_create(em_device dev);
+int em_event_record(em_event *e);
+int em_event_synchronize(em_event *e);
+int em_event_elapsed_ms(em_event *start, em_event *end, float *ms);
+void em_event_destroy(em_event *e);
+
+/* Called when a device allocation fails, before the engine empties the
+ * backend's cache and retries once (the Lua binding runs a full collection
+ * there, so tensors only the collector still holds are freed first). */
+void em_set_oom_handler(void (*fn)(void *ctx), void *ctx);
 int em_num_threads(void);
 void em_set_num_threads(int n);
 

@@ -38,4 +38,7 @@ void em_ag_free_meta(em_tensor *t);
 
 #define SHAPE(t) em_shape_tmp(t)
 
+/* be->alloc, with the out-of-memory handler and one retry for devices */
+void *em_device_alloc(const struct em_backend *be, size_t nbytes, int index);
+
 #endif

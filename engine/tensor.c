@@ -40,7 +40,7 @@ static em_storage *storage_new(size_t nbytes, em_device dev)
     } else {
         s = malloc(sizeof *s);
         if (!s) { em_set_error("out of memory allocating %zu bytes", nbytes); return NULL; }
-        s->data = be->alloc(nbytes ? nbytes : 1, dev.index);
+        s->data = em_device_alloc(be, nbytes ? nbytes : 1, dev.index);
         if (!s->data) { free(s); return NULL; }
         s->owns_data = 1;
     }

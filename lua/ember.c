@@ -485,5 +485,6 @@ int luaopen_ember(lua_State *L)
     emlua_open_data(L);
     emlua_open_autograd(L);
     emlua_open_optim(L);
+    emlua_open_cuda(L);
     return 1;
 }

@@ -846,22 +846,6 @@ static int m_set_num_threads(lua_State *L)
     return 0;
 }
 
-static int cuda_is_available(lua_State *L)
-{
-    const void *be = em_backend_for((em_device){EM_CUDA, 0});
-    lua_pushboolean(L, be != NULL);
-    if (be) return 1;
-    lua_pushstring(L, em_error());
-    return 2;
-}
-
-static int cuda_synchronize(lua_State *L)
-{
-    if (em_synchronize((em_device){EM_CUDA, (int)emlua_opt_integer(L, 1, "ember.cuda.synchronize", 0)}))
-        return emlua_fail(L);
-    return 0;
-}
-
 static const luaL_Reg methods[] = {
     {"size", t_size}, {"stride", t_stride}, {"dim", t_dim}, {"numel", t_numel}, {"nelement", t_numel},
     {"element_size", t_element_size}, {"storage_offset", t_storage_offset},
@@ -920,10 +904,4 @@ void emlua_open_tensor(lua_State *L)
     }
     lua_pushstring(L, "0.1.0");
     lua_setfield(L, -2, "__version__");
-    lua_newtable(L);
-    lua_pushcfunction(L, cuda_is_available);
-    lua_setfield(L, -2, "is_available");
-    lua_pushcfunction(L, cuda_synchronize);
-    lua_setfield(L, -2, "synchronize");
-    lua_setfield(L, -2, "cuda");
 }

@@ -1,0 +1,312 @@
+/* backend.cu — the CUDA backend's table (engine/backend.h), its entry point
+ * em_cuda_backend_init, and the per-device state every family uses: one
+ * non-blocking stream per device (all of a device's work runs on it, in
+ * order, which is what makes freeing memory right after queuing work safe),
+ * the launch check, the error word for bad indices found on the device,
+ * copies between host and device, synchronisation, events and flags. */
+#include "kc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KC_MAX_DEVICES 64
+
+const em_host_api *kc_host;
+int kc_sync_debug;
+int kc_allow_tf32;
+
+typedef struct kc_device {
+    bool ready;
+    cudaStream_t stream;
+    int sm_count;
+    kc_error_word *word;        /* mapped host memory: host pointer == device pointer (UVA) */
+} kc_device;
+
+static kc_device devs[KC_MAX_DEVICES];
+static int ndev;
+static int current = -1;
+
+int kc_cuda_error(const char *op, cudaError_t e)
+{
+    cudaGetLastError();         /* clear a non-sticky error so the next op starts clean */
+    return kc_error("%s: CUDA error: %s (%s)", op, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+static int setup_device(int device)
+{
+    kc_device *d = &devs[device];
+    cudaError_t e = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&d->sm_count, cudaDevAttrMultiProcessorCount, device);
+    if (e == cudaSuccess) e = cudaHostAlloc((void **)&d->word, sizeof *d->word, cudaHostAllocMapped);
+    if (e != cudaSuccess) return kc_cuda_error("cuda", e);
+    memset(d->word, 0, sizeof *d->word);
+    d->ready = true;
+    return 0;
+}
+
+cudaStream_t kc_stream(int device)
+{
+    if (device < 0 || device >= ndev) {
+        kc_error("cuda:%d: no such device (%d CUDA device%s)", device, ndev, ndev == 1 ? "" : "s");
+        return NULL;
+    }
+    if (device != current) {
+        cudaError_t e = cudaSetDevice(device);
+        if (e != cudaSuccess) { kc_cuda_error("cuda", e); return NULL; }
+        current = device;
+    }
+    if (!devs[device].ready && setup_device(device)) return NULL;
+    return devs[device].stream;
+}
+
+int kc_sm_count(int device) { return devs[device].ready ? devs[device].sm_count : 1; }
+
+int kc_grid(int64_t n, int device)
+{
+    int64_t blocks = (n + KC_THREADS - 1) / KC_THREADS;
+    int64_t cap = (int64_t)kc_sm_count(device) * 8;
+    if (blocks > cap) blocks = cap;
+    return blocks < 1 ? 1 : (int)blocks;
+}
+
+kc_error_word *kc_error_word_of(int device)
+{
+    if (!kc_stream(device)) return NULL;
+    return devs[device].word;
+}
+
+static const char *const err_op_names[KC_NERR_OPS] = {
+    "index_select", "gather", "scatter", "scatter_add", "index_add", "cross_entropy",
+};
+
+int kc_check_error_word(int device)
+{
+    if (device < 0 || device >= ndev || !devs[device].ready) return 0;
+    volatile kc_error_word *w = devs[device].word;
+    if (!w->flag) return 0;
+    int op = w->op;
+    long long value = w->value, pos = w->position, limit = w->limit;
+    memset((void *)w, 0, sizeof *w);
+    const char *name = op >= 0 && op < KC_NERR_OPS ? err_op_names[op] : "index";
+    const char *when = kc_sync_debug ? "" : " (found on the GPU after the op was queued; EMBER_CUDA_SYNC=1 stops at the op)";
+    if (op == KC_ERR_CROSS_ENTROPY)
+        return kc_error("cross_entropy: target %lld at position %lld is out of range for %lld classes "
+                        "(class indices are 1-based, 1..%lld)%s", value, pos + 1, limit, limit, when);
+    return kc_error("%s: index %lld at position %lld is out of range (valid: 1..%lld)%s", name, value, pos + 1,
+                    limit, when);
+}
+
+int kc_launched(const char *op, int device)
+{
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return kc_cuda_error(op, e);
+    if (!kc_sync_debug) return 0;
+    e = cudaStreamSynchronize(devs[device].stream);
+    if (e != cudaSuccess) return kc_cuda_error(op, e);
+    return kc_check_error_word(device);
+}
+
+/* ---- tensors -------------------------------------------------------------- */
+
+size_t kc_dtype_size(em_dtype d)
+{
+    static const size_t sizes[EM_NDTYPES] = {4, 8, 8, 4, 1, 1, 2, 2};
+    return d >= 0 && d < EM_NDTYPES ? sizes[d] : 1;
+}
+
+const char *kc_dtype_name(em_dtype d)
+{
+    static const char *const names[EM_NDTYPES] = {"float32", "float64", "int64", "int32",
+                                                  "uint8", "bool", "float16", "bfloat16"};
+    return d >= 0 && d < EM_NDTYPES ? names[d] : "?";
+}
+
+int64_t kc_numel(const em_tensor *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->ndim; i++) n *= t->sizes[i];
+    return n;
+}
+
+bool kc_is_contiguous(const em_tensor *t)
+{
+    int64_t expect = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        if (t->sizes[i] != 1 && t->strides[i] != expect) return false;
+        expect *= t->sizes[i];
+    }
+    return true;
+}
+
+/* ---- copies and synchronisation -------------------------------------------- */
+
+/* Host memory is pageable: the copy is complete when these return, so the
+ * caller may free or reuse its buffer at once. */
+static int memcpy_h2d(void *dst, const void *src, size_t n, int device)
+{
+    cudaStream_t s = kc_stream(device);
+    if (!s) return -1;
+    if (!n) return 0;
+    cudaError_t e = cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, s);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+    return e == cudaSuccess ? 0 : kc_cuda_error("copy to the GPU", e);
+}
+
+static int memcpy_d2h(void *dst, const void *src, size_t n, int device)
+{
+    cudaStream_t s = kc_stream(device);
+    if (!s) return -1;
+    cudaError_t e = n ? cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, s) : cudaSuccess;
+    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+    if (e != cudaSuccess) return kc_cuda_error("copy from the GPU", e);
+    return kc_check_error_word(device);
+}
+
+static int synchronize(int device)
+{
+    cudaStream_t s = kc_stream(device);
+    if (!s) return -1;
+    cudaError_t e = cudaStreamSynchronize(s);
+    if (e != cudaSuccess) return kc_cuda_error("synchronize", e);
+    return kc_check_error_word(device);
+}
+
+/* ---- devices, flags, events ---------------------------------------------------- */
+
+static int device_count(void) { return ndev; }
+
+static int device_name(int device, char *buf, size_t n)
+{
+    cudaDeviceProp p;
+    cudaError_t e = cudaGetDeviceProperties(&p, device);
+    if (e != cudaSuccess) return kc_cuda_error("get_device_name", e);
+    snprintf(buf, n, "%s", p.name);
+    return 0;
+}
+
+static void set_flag(em_backend_flag flag, int value)
+{
+    if (flag == EM_FLAG_ALLOW_TF32) kc_allow_tf32 = value;
+    else if (flag == EM_FLAG_SYNC_DEBUG) kc_sync_debug = value;
+}
+
+typedef struct kc_event {
+    cudaEvent_t ev;
+    int device;
+} kc_event;
+
+static void *event_create(int device)
+{
+    if (!kc_stream(device)) return NULL;
+    kc_event *e = (kc_event *)malloc(sizeof *e);
+    if (!e) { kc_error("Event: out of memory"); return NULL; }
+    cudaError_t r = cudaEventCreate(&e->ev);
+    if (r != cudaSuccess) { free(e); kc_cuda_error("Event", r); return NULL; }
+    e->device = device;
+    return e;
+}
+
+static int event_record(void *p)
+{
+    kc_event *e = (kc_event *)p;
+    cudaStream_t s = kc_stream(e->device);
+    if (!s) return -1;
+    cudaError_t r = cudaEventRecord(e->ev, s);
+    return r == cudaSuccess ? 0 : kc_cuda_error("Event:record", r);
+}
+
+static int event_synchronize(void *p)
+{
+    kc_event *e = (kc_event *)p;
+    cudaError_t r = cudaEventSynchronize(e->ev);
+    if (r != cudaSuccess) return kc_cuda_error("Event:synchronize", r);
+    return kc_check_error_word(e->device);
+}
+
+static int event_elapsed_ms(void *a, void *b, float *ms)
+{
+    cudaError_t r = cudaEventElapsedTime(ms, ((kc_event *)a)->ev, ((kc_event *)b)->ev);
+    return r == cudaSuccess ? 0 : kc_cuda_error("Event:elapsed_time", r);
+}
+
+static void event_destroy(void *p)
+{
+    kc_event *e = (kc_event *)p;
+    if (!e) return;
+    cudaEventDestroy(e->ev);
+    free(e);
+}
+
+/* allocator.cu */
+extern "C" {
+void *kc_backend_alloc(size_t n, int device);
+void kc_backend_free(void *p, size_t n, int device);
+void kc_empty_cache(int device);
+int kc_memory_stats(int device, em_memory_stats *out);
+int kc_reset_peak_stats(int device);
+}
+
+static em_backend make_backend(void)
+{
+    em_backend b;
+    memset(&b, 0, sizeof b);
+    b.name = "cuda";
+    b.type = EM_CUDA;
+    b.alloc = kc_backend_alloc;
+    b.free = kc_backend_free;
+    b.empty_cache = kc_empty_cache;
+    b.memcpy_h2d = memcpy_h2d;
+    b.memcpy_d2h = memcpy_d2h;
+    b.synchronize = synchronize;
+    b.fill = kc_fill;
+    b.arange = kc_arange;
+    b.random = kc_random;
+    b.cast = kc_cast;
+    b.unary = kc_unary;
+    b.binary = kc_binary;
+    b.ternary = kc_ternary;
+    b.clamp = kc_clamp;
+    b.reduce = kc_reduce;
+    b.scan = kc_scan;
+    b.softmax = kc_softmax;
+    b.cross_entropy = kc_cross_entropy;
+    b.cross_entropy_backward = kc_cross_entropy_backward;
+    b.index = kc_index;
+    b.nonzero = kc_nonzero;
+    b.sort = kc_sort;
+    b.gemm = kc_gemm;
+    b.optim = kc_optim;
+    b.device_count = device_count;
+    b.device_name = device_name;
+    b.memory_stats = kc_memory_stats;
+    b.reset_peak_stats = kc_reset_peak_stats;
+    b.set_flag = set_flag;
+    b.event_create = event_create;
+    b.event_record = event_record;
+    b.event_synchronize = event_synchronize;
+    b.event_elapsed_ms = event_elapsed_ms;
+    b.event_destroy = event_destroy;
+    return b;
+}
+
+static em_backend kc_backend;
+
+extern "C" __attribute__((visibility("default"))) const em_backend *
+em_cuda_backend_init(const em_host_api *host, char *why, size_t nwhy)
+{
+    kc_host = host;
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        snprintf(why, nwhy, "%s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
+        return NULL;
+    }
+    if (n == 0) {
+        snprintf(why, nwhy, "the CUDA driver reports no GPU");
+        return NULL;
+    }
+    ndev = n < KC_MAX_DEVICES ? n : KC_MAX_DEVICES;
+    kc_backend = make_backend();
+    return &kc_backend;
+}
