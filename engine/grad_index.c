@@ -59,9 +59,11 @@ static int scatter_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     }
     if (em_ag_wants(n, 1)) {
         em_tensor *r = n->op == SK_INDEX_ADD ? em_index_select(g, n->dim, idx) : em_gather(g, n->dim, idx);
-        em_tensor *p = r && n->op != SK_INDEX_ADD ? pad_to(r, n->sizes2, n->ndim2) : em_retain(r);
+        if (!r) return -1;
+        em_tensor *p = n->op == SK_INDEX_ADD ? em_retain(r) : pad_to(r, n->sizes2, n->ndim2);
         em_release(r);
-        gin[1] = p && p->dtype != n->dtype2 ? em_to_dtype(p, n->dtype2) : em_retain(p);
+        if (!p) return -1;
+        gin[1] = em_to_dtype(p, n->dtype2);
         em_release(p);
         if (!gin[1]) return -1;
     }

@@ -1,4 +1,5 @@
-/* grad_reduce.c — gradients of reductions, softmax and cumulative sums.
+/* grad_reduce.c — gradients of reductions, softmax, cumulative sums and
+ * products.
  * mean, var, std, norm and logsumexp are built from these and the
  * elementwise ops, so they need no formulas of their own. */
 #include "autograd.h"
@@ -169,5 +170,86 @@ em_tensor *em_ag_cumsum(const em_tensor *in, int dim)
     if (!n) { em_release(out); return NULL; }
     n->dim = in->ndim ? (dim < 0 ? dim + in->ndim : dim) : 0;
     em_ag_input(n, 0, in);
+    return em_ag_output(n, out);
+}
+
+/* t moved s places towards index 0 along dim, zeros filling the end */
+static em_tensor *shift_down(const em_tensor *t, int dim, int64_t s)
+{
+    int64_t zs[EM_MAX_DIMS];
+    memcpy(zs, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
+    zs[dim] = s;
+    em_tensor *head = em_narrow(t, dim, s, t->sizes[dim] - s);
+    em_tensor *z = em_zeros(zs, t->ndim, t->dtype, em_dev(t));
+    em_tensor *parts[2] = {head, z};
+    em_tensor *r = head && z ? em_cat(parts, 2, dim) : NULL;
+    em_release(head);
+    em_release(z);
+    return r;
+}
+
+/* With y_j = prod_{i<=j} x_i,
+ *     dL/dx_k = sum_{j>=k} g_j prod_{i<=j, i!=k} x_i = L_k R_k,
+ * L_k = prod_{i<k} x_i (y moved up one place, 1 first) and
+ * R_k = sum_{j>=k} g_j prod_{k<i<=j} x_i, the solution of the backward
+ * recurrence R_k = g_k + x_{k+1} R_{k+1}. Doubling solves it in ceil(log2 n)
+ * whole-tensor steps: R_k += A_k R_{k+s}, A_k *= A_{k+s}, where A_k is the
+ * product of the s factors after x_k. The usual revcumsum(g*y)/x divides by
+ * x, so it needs special cases for zeros (one per row, or several) and is
+ * wrong in its second derivative there; this is a polynomial in x and g with
+ * no division, exact for any zeros and to any order of differentiation. */
+static int cumprod_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
+{
+    em_tensor *x = em_ag_saved(n, 0), *saved_y = em_ag_saved(n, 1);
+    if (!x || !saved_y) return -1;
+    const em_tensor *g = gout[0];
+    int d = n->dim;
+    int64_t len = x->ndim ? x->sizes[d] : 1;
+    if (len <= 1) {                     /* L = 1, R = g */
+        gin[0] = em_retain((em_tensor *)g);
+        return 0;
+    }
+    /* the saved output is detached; with create_graph L must depend on x */
+    em_tensor *y = em_grad_mode ? em_cumprod(x, d) : em_retain(saved_y);
+    int64_t os[EM_MAX_DIMS];
+    memcpy(os, x->sizes, sizeof(int64_t) * (size_t)x->ndim);
+    os[d] = 1;
+    em_tensor *one = em_ones(os, x->ndim, x->dtype, em_dev(x));
+    em_tensor *top = y ? em_narrow(y, d, 0, len - 1) : NULL;
+    em_tensor *parts[2] = {one, top};
+    em_tensor *L = one && top ? em_cat(parts, 2, d) : NULL;
+    em_release(y); em_release(one); em_release(top);
+    em_tensor *A = L ? shift_down(x, d, 1) : NULL;
+    em_tensor *R = A ? em_retain((em_tensor *)g) : NULL;
+    for (int64_t s = 1; R && s < len; s *= 2) {
+        em_tensor *Rs = shift_down(R, d, s);
+        em_tensor *AR = Rs ? em_binary(EM_MUL, A, Rs) : NULL;
+        em_tensor *R2 = AR ? em_binary(EM_ADD, R, AR) : NULL;
+        em_release(Rs); em_release(AR); em_release(R);
+        R = R2;
+        if (R && 2 * s < len) {
+            em_tensor *As = shift_down(A, d, s);
+            em_tensor *A2 = As ? em_binary(EM_MUL, A, As) : NULL;
+            em_release(As); em_release(A);
+            A = A2;
+            if (!A) { em_release(R); R = NULL; }
+        }
+    }
+    em_tensor *r = R ? em_binary(EM_MUL, L, R) : NULL;
+    em_release(L); em_release(A); em_release(R);
+    if (!r) return -1;
+    gin[0] = r;
+    return 0;
+}
+
+em_tensor *em_ag_cumprod(const em_tensor *in, int dim)
+{
+    em_tensor *out = WITHOUT_GRAD(em_cumprod(in, dim));
+    if (!out || !em_dtype_is_float(out->dtype)) return out;
+    em_node *n = em_ag_node("CumprodBackward", cumprod_backward, 1);
+    if (!n) { em_release(out); return NULL; }
+    n->dim = in->ndim ? (dim < 0 ? dim + in->ndim : dim) : 0;
+    em_ag_input(n, 0, in);
+    if (em_ag_save(n, 0, in, false) || em_ag_save(n, 1, out, true)) return em_ag_abandon(n, out);
     return em_ag_output(n, out);
 }

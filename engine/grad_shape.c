@@ -3,7 +3,9 @@
  * A view's gradient is the output gradient put back into the input's shape:
  * reshape it back, permute it back, sum out what expand broadcast, or place
  * it inside zeros at the positions the view selected (narrow, select, slice,
- * diagonal, unfold; the last adds overlapping windows). */
+ * diagonal, unfold; the last adds overlapping windows). Placing into zeros
+ * is linear in the gradient and its own gradient is the view again, so
+ * these backwards can be differentiated again (create_graph). */
 #include "autograd.h"
 
 #include <stdlib.h>
@@ -25,6 +27,67 @@ static em_tensor *replay(const em_node *n, const em_tensor *t)
     case EM_VK_DIAGONAL: return em_diagonal(t);
     default: return em_set_error("backward: %s: bad view kind", n->name), NULL;
     }
+}
+
+static const char *const embed_names[] = {
+    [EM_VK_NARROW] = "NarrowBackwardBackward", [EM_VK_SELECT] = "SelectBackwardBackward",
+    [EM_VK_SLICE] = "SliceBackwardBackward", [EM_VK_DIAGONAL] = "DiagonalBackwardBackward",
+};
+
+/* The gradient of "g put into zeros at the view's positions" is the view. */
+static int embed_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
+{
+    gin[0] = replay(n, gout[0]);
+    return gin[0] ? 0 : -1;
+}
+
+/* g put into zeros of the input's shape at the positions the view selected;
+ * recorded, as a linear op of its own, when g requires grad (create_graph) */
+static em_tensor *embed(const em_node *n, const em_tensor *g)
+{
+    em_tensor *r = zeros_of(n, g);
+    em_tensor *v = r ? replay(n, r) : NULL;
+    /* recording off: the copy writes g, which may require grad, in place */
+    int rc = v ? WITHOUT_GRAD(em_copy_(v, g)) : -1;
+    em_release(v);
+    if (rc) { em_release(r); return NULL; }
+    if (!em_ag_needed1(g)) return r;
+    em_node *m = em_ag_node(embed_names[n->op], embed_backward, 1);
+    if (!m) { em_release(r); return NULL; }
+    m->op = n->op;
+    memcpy(m->strides, n->strides, sizeof m->strides);
+    em_ag_input(m, 0, g);
+    return em_ag_output(m, r);
+}
+
+/* The windows' gradients added back where each window read, at once: g's
+ * window dim (last) is moved next to dim and merged with it, so element k of
+ * window j lands at j*step + k through one index_add (overlaps add up). */
+static em_tensor *unfold_backward(const em_node *n, const em_tensor *g)
+{
+    int dim = (int)n->strides[0], last = g->ndim - 1;
+    int64_t size = n->strides[1], step = n->strides[2], nwin = g->sizes[dim];
+    int perm[EM_MAX_DIMS], k = 0;
+    for (int i = 0; i <= dim; i++) perm[k++] = i;
+    perm[k++] = last;
+    for (int i = dim + 1; i < last; i++) perm[k++] = i;
+    int64_t merged[EM_MAX_DIMS];
+    memcpy(merged, n->sizes, sizeof(int64_t) * (size_t)n->ndim);
+    merged[dim] = nwin * size;
+    int64_t flat = nwin * size, wk[2] = {nwin, 1};
+    em_device dev = em_dev(g);
+    em_tensor *moved = em_permute(g, perm, g->ndim);
+    em_tensor *src = moved ? em_reshape(moved, merged, n->ndim) : NULL;
+    em_tensor *j = em_arange(0, (double)nwin, 1, EM_INT64, dev);       /* window starts */
+    em_tensor *js = j ? em_binary_scalar(EM_MUL, j, (double)step, true, false) : NULL;
+    em_tensor *jc = js ? em_reshape(js, wk, 2) : NULL;
+    em_tensor *kk = em_arange(1, (double)size + 1, 1, EM_INT64, dev);  /* 1-based offsets */
+    em_tensor *pos = jc && kk ? em_binary(EM_ADD, jc, kk) : NULL;
+    em_tensor *idx = pos ? em_reshape(pos, &flat, 1) : NULL;
+    em_tensor *r = src && idx ? em_ag_add_into_zeros(true, n->sizes, n->ndim, dim, idx, src) : NULL;
+    em_release(moved); em_release(src); em_release(j); em_release(js);
+    em_release(jc); em_release(kk); em_release(pos); em_release(idx);
+    return r;
 }
 
 static int view_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
@@ -50,38 +113,12 @@ static int view_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     case EM_VK_DEVICE:
         r = em_to_device(g, (em_device){(em_device_type)n->dim, n->ndims});
         break;
-    case EM_VK_NARROW: case EM_VK_SELECT: case EM_VK_SLICE: case EM_VK_DIAGONAL: {
-        if (g->requires_grad)
-            return em_set_error("backward: %s: gradients of gradients through this view are not supported yet",
-                                n->name);
-        r = zeros_of(n, g);
-        em_tensor *v = r ? replay(n, r) : NULL;
-        int rc = v ? em_copy_(v, g) : -1;
-        em_release(v);
-        if (rc) { em_release(r); return -1; }
+    case EM_VK_NARROW: case EM_VK_SELECT: case EM_VK_SLICE: case EM_VK_DIAGONAL:
+        r = embed(n, g);
         break;
-    }
-    case EM_VK_UNFOLD: {
-        if (g->requires_grad)
-            return em_set_error("backward: %s: gradients of gradients through unfold are not supported yet", n->name);
-        /* window j of size `size` starts at j*step along dim; the window's
-         * elements run along g's last dim */
-        int dim = (int)n->strides[0];
-        int64_t size = n->strides[1], step = n->strides[2], nwin = g->sizes[dim];
-        r = zeros_of(n, g);
-        int rc = r ? 0 : -1;
-        for (int64_t j = 0; j < nwin && rc == 0; j++) {
-            em_tensor *slot = em_narrow(r, dim, j * step, size);
-            em_tensor *gj = em_select(g, dim, j);            /* [..., size] with dim removed */
-            em_tensor *moved = gj ? em_unsqueeze(gj, dim) : NULL;  /* size-1 at dim, window last */
-            em_tensor *w = moved ? em_transpose(moved, dim, moved->ndim - 1) : NULL;
-            em_tensor *sq = w ? em_squeeze_dim(w, w->ndim - 1) : NULL;
-            rc = slot && sq ? em_binary_(EM_ADD, slot, sq) : -1;
-            em_release(slot); em_release(gj); em_release(moved); em_release(w); em_release(sq);
-        }
-        if (rc) { em_release(r); return -1; }
+    case EM_VK_UNFOLD:
+        r = unfold_backward(n, g);
         break;
-    }
     }
     if (!r) return -1;
     gin[0] = r;

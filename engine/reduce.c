@@ -463,8 +463,6 @@ em_tensor *em_cumsum(const em_tensor *t, int dim)
 
 em_tensor *em_cumprod(const em_tensor *t, int dim)
 {
-    if (em_ag_needed1(t))
-        return em_set_error("cumprod: autograd is not supported for cumprod yet (the input requires grad); "
-                            "use ember.no_grad or detach()"), NULL;
+    if (em_ag_needed1(t)) return em_ag_cumprod(t, dim);
     return scan_op("cumprod", EM_CUMPROD, t, dim);
 }

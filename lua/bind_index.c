@@ -90,32 +90,34 @@ static int l_gather(lua_State *L)
 }
 
 /* scatter family: (self, dim, index, src) where src may be a number for
- * scatter. in_place selects t:scatter_ over t:scatter. */
+ * scatter. in_place selects t:scatter_ over t:scatter; the out-of-place form
+ * goes through em_scatter(_add), which autograd records. */
 static int scatter_common(lua_State *L, const char *op, bool add, bool in_place)
 {
     em_tensor *t = emlua_check(L, 1, op);
     int dim = emlua_check_dim(L, 2, t->ndim, op);
     em_tensor *idx = emlua_check(L, 3, op);
-    em_tensor *target = in_place ? t : em_clone(t);
-    if (!target) return emlua_fail(L);
-    int rc;
-    if (!add && lua_type(L, 4) == LUA_TNUMBER) {
-        rc = em_scatter_value_(target, dim, idx, lua_tonumber(L, 4));
-    } else {
-        em_tensor *src = emlua_test(L, 4);
-        if (!src) {
-            if (!in_place) em_release(target);
-            return emlua_typeerror(L, 4, op, add ? "a tensor" : "a tensor or a number");
-        }
-        rc = add ? em_scatter_add_(target, dim, idx, src) : em_scatter_(target, dim, idx, src);
-    }
+    bool number = !add && lua_type(L, 4) == LUA_TNUMBER;
+    em_tensor *src = number ? NULL : emlua_test(L, 4);
+    if (!number && !src) return emlua_typeerror(L, 4, op, add ? "a tensor" : "a tensor or a number");
     if (in_place) {
+        int rc = number ? em_scatter_value_(t, dim, idx, lua_tonumber(L, 4))
+                 : add ? em_scatter_add_(t, dim, idx, src) : em_scatter_(t, dim, idx, src);
         if (rc) return emlua_fail(L);
         lua_settop(L, 1);
         return 1;
     }
-    if (rc) { em_release(target); return emlua_fail(L); }
-    return emlua_push(L, target);
+    em_tensor *val = NULL;
+    if (number) {   /* the number as a source of the index's shape */
+        em_tensor *v = em_scalar(lua_tonumber(L, 4), t->dtype, t->storage->device);
+        val = v ? em_expand(v, idx->sizes, idx->ndim) : NULL;
+        em_release(v);
+        if (!val) return emlua_fail(L);
+        src = val;
+    }
+    em_tensor *r = add ? em_scatter_add(t, dim, idx, src) : em_scatter(t, dim, idx, src);
+    em_release(val);
+    return emlua_push(L, r);
 }
 
 static int l_scatter(lua_State *L) { return scatter_common(L, "scatter", false, false); }
