@@ -211,7 +211,31 @@ em_tensor *em_ag_saved(em_node *n, int slot)
                             "(version %llu when saved, now %llu); use an out-of-place op or clone() first",
                             n->name, (unsigned long long)s->version, (unsigned long long)s->t->storage->version),
                NULL;
-    return s->t;
+    if (!s->is_output || !em_grad_mode) return s->t;
+    /* A backward being recorded (create_graph) must see the saved output as
+     * the function of the inputs it is, or gradients of gradients through
+     * it would be silently wrong; the alias holds the node only while this
+     * apply runs (unpacked_release), so no cycle outlives it. */
+    if (!s->unpacked) {
+        em_tensor *a = em_alias(s->t);
+        em_ag_meta *m = a ? meta_of(a) : NULL;
+        if (!m) { em_release(a); return NULL; }
+        m->grad_fn = n;
+        n->refcount++;
+        a->requires_grad = true;
+        s->unpacked = a;
+    }
+    return s->unpacked;
+}
+
+static void unpacked_release(em_node *n)
+{
+    for (int i = 0; i < EM_NODE_SAVED; i++)
+        if (n->saved[i].unpacked) {
+            em_tensor *a = n->saved[i].unpacked;
+            n->saved[i].unpacked = NULL;
+            em_release(a);
+        }
 }
 
 em_tensor *em_ag_output(em_node *n, em_tensor *out)
@@ -511,6 +535,7 @@ static int run_pass(em_node *const *roots, em_tensor *const *root_grads, int nro
             if (!gin) { gin = small; rc = em_set_error("out of memory (backward)"); }
         }
         if (rc == 0) rc = x->apply(x, &g, gin);
+        unpacked_release(x);
         em_release(g);
         if (!ps->keep_graph && x->leaf == NULL) { release_saved(x); x->released = true; }
         for (int i = 0; i < x->nin; i++) {

@@ -44,6 +44,7 @@ typedef struct em_saved {
     em_tensor *t;       /* a reference; for the op's own output, a detached alias */
     uint64_t version;   /* the storage version when saved */
     bool is_output;
+    em_tensor *unpacked; /* during a recorded backward: the output again, with the node as grad_fn */
 } em_saved;
 
 struct em_node {

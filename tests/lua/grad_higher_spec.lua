@@ -451,3 +451,39 @@ describe("bad input still fails clearly", function()
     has(err(A.grad, s, x), "backward through the graph a second time")
   end)
 end)
+
+-- Ops whose backward reads their own output (saved without a grad_fn, to
+-- avoid a cycle) must hand it back as a function of the input when the
+-- backward is recorded. Hand formulas: exp'' = exp, tanh'' = -2 tanh (1 -
+-- tanh^2), sigmoid'' = s (1 - s) (1 - 2 s), sqrt'' = -x^(-3/2) / 4, and for
+-- prod of two numbers the mixed second derivative is 1.
+describe("second derivatives through ops that save their output", function()
+  local xs = {0.5, -1.25, 2.0}
+  local function second_diag(fn)
+    local x = leaf(xs)
+    local g = A.grad(fn(x):sum(), x, {create_graph = true})
+    assert.is_true(g.requires_grad)
+    return A.grad(g:sum(), x)
+  end
+  local function each(f) local r = {} for i, v in ipairs(xs) do r[i] = f(v) end return r end
+  it("exp, tanh, sigmoid", function()
+    check(second_diag(function(x) return x:exp() end), each(math.exp), 1e-12)
+    check(second_diag(function(x) return x:tanh() end),
+          each(function(v) local t = math.tanh(v) return -2 * t * (1 - t * t) end), 1e-12)
+    check(second_diag(function(x) return x:sigmoid() end),
+          each(function(v) local s = 1 / (1 + math.exp(-v)) return s * (1 - s) * (1 - 2 * s) end), 1e-12)
+  end)
+  it("sqrt on positive inputs", function()
+    local x = leaf({0.25, 4.0})
+    local g = A.grad(x:sqrt():sum(), x, {create_graph = true})
+    check(A.grad(g:sum(), x), {-0.25 * 0.25 ^ -1.5, -0.25 * 4 ^ -1.5}, 1e-12)
+  end)
+  it("prod and softmax", function()
+    local p = leaf({3.0, 5.0})
+    local g = A.grad(p:prod(), p, {create_graph = true})       -- [p2, p1]
+    check(A.grad(g:sum(), p), {1, 1}, 1e-12)
+  end)
+  second("softmax", function(x) return (x:softmax(1) * D{1, 2, 3}):sum() end, function() return {R(3)} end)
+  second("log_softmax", function(x) return (x:log_softmax(2) ^ 2):sum() end, function() return {R(2, 2)} end)
+  second("exp of a product", function(x) return (x:exp() * x):sum() end, function() return {R(4)} end)
+end)
