@@ -3,6 +3,8 @@
 #   make test       every test suite; ends with "N passed, N failed"
 #   make asan       the same suites, built with AddressSanitizer + UBSan
 #   make bench      the benchmark table (ember beside PyTorch)
+#   make test-gpu   the GPU suites (fails without a GPU); make bench-gpu the GPU table
+#   make cuda       only the CUDA backend (build/libember_cuda.so)
 # Set BUILD=dir to build elsewhere; SAN=1 adds the sanitizers (used by asan).
 
 BUILD   ?= build
@@ -45,11 +47,12 @@ NVFLAGS   ?= -O3 -std=c++17 $(CUDA_ARCH) -Werror all-warnings --expt-relaxed-con
 CUDA_SRC  := $(wildcard kernels/*.cu)
 CUDA_OBJ  := $(CUDA_SRC:%.cu=$(BUILD)/%.o)
 CUDA_LIB  := $(BUILD)/libember_cuda.so
-WITH_CUDA ?= 0
+# the sanitizer build leaves it out (nvcc objects are not instrumented)
+WITH_CUDA ?= $(if $(filter 1,$(SAN)),0,$(HAVE_CUDA))
 
 all: $(BUILD)/libember.a $(BUILD)/ember.so $(BUILD)/ember $(if $(filter 1,$(WITH_CUDA)),$(CUDA_LIB))
 
-$(BUILD)/kernels/%.o: kernels/%.cu kernels/kc.h engine/backend.h engine/ember.h
+$(BUILD)/kernels/%.o: kernels/%.cu kernels/kc.h $(wildcard kernels/*.cuh) engine/backend.h engine/ember.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
@@ -89,8 +92,17 @@ asan:
 bench: all
 	@BUILD=$(BUILD) bash scripts/bench/run.sh
 
+# GPU suites and benchmarks: fail when no GPU is found
+test-gpu:
+	$(MAKE) WITH_CUDA=1 all
+	@BUILD=$(BUILD) bash tests/gpu/run.sh
+
+bench-gpu:
+	$(MAKE) WITH_CUDA=1 all
+	@BUILD=$(BUILD) bash scripts/bench/run-gpu.sh
+
 clean:
 	rm -rf build build-asan
 
-.PHONY: all test asan bench clean cuda
+.PHONY: all test asan bench clean cuda test-gpu bench-gpu
 -include $(ENGINE_OBJ:.o=.d) $(LUA_OBJ:.o=.d) $(SHELL_OBJ:.o=.d)

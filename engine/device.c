@@ -59,7 +59,7 @@ static const em_backend *load_cuda(void)
         why = cuda_failure;
         break;
     }
-    snprintf(cuda_failure, sizeof cuda_failure, "%s", why);
+    if (why != cuda_failure) snprintf(cuda_failure, sizeof cuda_failure, "%s", why);
     return NULL;
 }
 

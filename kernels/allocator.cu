@@ -55,7 +55,7 @@ static kc_pool *pools[64];
 
 static kc_pool *pool_of(int device)
 {
-    if (device < 0 || device >= 64) return NULL;
+    if (device < 0 || device >= 64) { kc_error("cuda:%d: no such device", device); return NULL; }
     if (!pools[device]) pools[device] = new kc_pool();
     return pools[device];
 }

@@ -127,7 +127,9 @@ local function main(argv)
   for epoch = first_epoch, opts.epochs do
     loader:set_epoch(epoch)
     local t0 = ember.wall_time()
-    local loss_sum, seen, b = 0, 0, 0
+    -- the loss is summed on the device: reading it every step would wait
+    -- for the GPU at every step
+    local loss_sum, seen, b = ember.zeros({}, {device = opts.device, dtype = "float64"}), 0, 0
     for images, labels in loader:iter() do
       local x = prepare(images):to(opts.device)
       local y = (labels + 1):to(opts.device)     -- classes are 1-based in ember
@@ -136,16 +138,17 @@ local function main(argv)
       loss:backward()
       opt:step()
       local n = y:size(1)
-      loss_sum = loss_sum + loss:item() * n
+      loss_sum = loss_sum + loss:detach() * n
       seen = seen + n
       b = b + 1
-      if tty and (b % 20 == 0 or b == nbatches) then progress(b, nbatches, loss_sum / seen) end
+      if tty and (b % 20 == 0 or b == nbatches) then progress(b, nbatches, loss_sum:item() / seen) end
     end
+    local mean_loss = loss_sum:item() / seen      -- waits for the epoch's work
     local seconds = ember.wall_time() - t0
     if tty then io.write("\r", string.rep(" ", 70), "\r") end
     local acc = evaluate(model, ds.test.images, ds.test.labels, opts.device)
     print(string.format("epoch %2d/%d  train loss %.4f  test accuracy %.4f  %.2f s  %.0f samples/s",
-                        epoch, opts.epochs, loss_sum / seen, acc, seconds, seen / seconds))
+                        epoch, opts.epochs, mean_loss, acc, seconds, seen / seconds))
     sched:step()
     ember.save_checkpoint(opts.checkpoint, {model = model, optimizer = opt, scheduler = sched, epoch = epoch})
     if opts.stop_after and epoch >= opts.stop_after then break end

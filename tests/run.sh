@@ -4,13 +4,17 @@
 # "ok ...", "not ok ...", with "# SKIP" marking a skipped test.
 #   BUILD=dir   where the build lives (default build)
 #   SAN=1       the build has sanitizers: run Lua through the ember executable
+#   ONLY=gpu    only the GPU suites (tests/gpu/, used by tests/gpu/run.sh)
+# The GPU suites run everywhere: without a GPU each file reports one skipped
+# test; EMBER_GPU_TEST_DEVICE=cpu runs them against the CPU backend.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 export EMBER_BUILD=$BUILD
 export LUA_CPATH="$PWD/$BUILD/?.so;;"
-export LUA_PATH="$PWD/lua/?.lua;$PWD/lua/?/init.lua;$PWD/tests/lua/?.lua;;"
+export LUA_PATH="$PWD/lua/?.lua;$PWD/lua/?/init.lua;$PWD/tests/lua/?.lua;$PWD/tests/gpu/?.lua;;"
 export EMBER=$PWD/$BUILD/ember
+ONLY=${ONLY:-}
 passed=0 failed=0 skipped=0
 log=$(mktemp)
 
@@ -37,34 +41,47 @@ if [ "${SAN:-0}" = 1 ]; then
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fi
 
-# engine tests in C
-for t in "$BUILD"/tests/*; do
-    [ -x "$t" ] || continue
-    "$t" > "$log" 2>&1; rc=$?
-    count "c/$(basename "$t")" "$log" $rc
-done
-
 # Lua tests (busted); under the sanitizers through the ember executable,
 # whose ember module is built in.
-for spec in tests/lua/*_spec.lua; do
-    [ -e "$spec" ] || continue
-    if [ "${SAN:-0}" = 1 ]; then
-        "$EMBER" /usr/bin/busted -o TAP "$spec" > "$log" 2>&1; rc=$?
-    else
-        busted -o TAP "$spec" > "$log" 2>&1; rc=$?
-    fi
-    count "lua/$(basename "$spec" .lua)" "$log" $rc
-done
+run_specs() { # folder name, spec files...
+    local group=$1 spec
+    shift
+    for spec in "$@"; do
+        [ -e "$spec" ] || continue
+        if [ "${SAN:-0}" = 1 ]; then
+            "$EMBER" /usr/bin/busted -o TAP "$spec" > "$log" 2>&1; rc=$?
+        else
+            busted -o TAP "$spec" > "$log" 2>&1; rc=$?
+        fi
+        count "$group/$(basename "$spec" .lua)" "$log" $rc
+    done
+}
 
-# executable tests: each script prints TAP
-for t in tests/shell/*_test.sh tests/shell/*_test.py; do
-    [ -e "$t" ] || continue
-    case "$t" in
-        *.py) /usr/bin/python3 "$t" > "$log" 2>&1; rc=$? ;;
-        *) bash "$t" > "$log" 2>&1; rc=$? ;;
-    esac
-    count "shell/$(basename "$t")" "$log" $rc
-done
+if [ "$ONLY" != gpu ]; then
+    # engine tests in C
+    for t in "$BUILD"/tests/*; do
+        [ -x "$t" ] || continue
+        "$t" > "$log" 2>&1; rc=$?
+        count "c/$(basename "$t")" "$log" $rc
+    done
+
+    run_specs lua tests/lua/*_spec.lua
+fi
+
+# GPU tests: the same busted runs
+run_specs gpu tests/gpu/*_spec.lua
+
+if [ "$ONLY" != gpu ]; then
+    # executable tests: each script prints TAP
+    for t in tests/shell/*_test.sh tests/shell/*_test.py; do
+        [ -e "$t" ] || continue
+        case "$t" in
+            *.py) /usr/bin/python3 "$t" > "$log" 2>&1; rc=$? ;;
+            *) bash "$t" > "$log" 2>&1; rc=$? ;;
+        esac
+        count "shell/$(basename "$t")" "$log" $rc
+    done
+fi
 
 rm -f "$log"
 if [ "$skipped" -gt 0 ]; then

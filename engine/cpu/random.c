@@ -226,7 +226,7 @@ int cpu_random(em_random_op op, em_tensor *out, uint64_t seed, uint64_t offset, 
         .contiguous = em_is_contiguous(out),
     };
     if (op == EM_RAND_INT) {
-        j.range = (uint64_t)((int64_t)b - (int64_t)a);
+        j.range = (uint64_t)(int64_t)b - (uint64_t)(int64_t)a;   /* no signed overflow for wide ranges */
         if (j.range > ((uint64_t)1 << 32)) j.per_ctr = 4 / 2;
     }
     int64_t n = em_numel(out);

@@ -1,0 +1,296 @@
+/*
+ * binary.cu — the binary elementwise kernels (the CUDA twin of
+ * engine/cpu/binary.c), same ops, dtypes and formulas.
+ *
+ * Each op is a functor with one overload per compute type (float, double,
+ * int64: integers and bool compute in int64 with wrap-around and keep the
+ * low bits on the way back; bool results are stored as 0/1). Inputs share
+ * the compute dtype; comparisons and logical ops write bool.
+ *
+ * Float32/float64 on one coalesced dim take 16-byte vector loads and stores,
+ * with either input allowed to be a single broadcast value (stride 0: a
+ * number expanded to the other's shape, x * 2), read once per thread.
+ * Everything else goes through kc_foreach.
+ */
+#include "elementwise.cuh"
+
+#include <type_traits>
+
+/* engine/elementwise.c's names (this shared object cannot call em_binary_name) */
+static const char *const bin_names[EM_NBINARY] = {
+    "add", "sub", "mul", "div", "remainder", "pow", "maximum", "minimum",
+    "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+};
+
+/* ---- ops --------------------------------------------------------------------- */
+
+struct b_add {
+    __host__ __device__ float operator()(float a, float b) const { return a + b; }
+    __host__ __device__ double operator()(double a, double b) const { return a + b; }
+    __host__ __device__ int64_t operator()(int64_t a, int64_t b) const
+    {
+        return (int64_t)((uint64_t)a + (uint64_t)b);
+    }
+};
+struct b_sub {
+    __host__ __device__ float operator()(float a, float b) const { return a - b; }
+    __host__ __device__ double operator()(double a, double b) const { return a - b; }
+    __host__ __device__ int64_t operator()(int64_t a, int64_t b) const
+    {
+        return (int64_t)((uint64_t)a - (uint64_t)b);
+    }
+};
+struct b_mul {
+    __host__ __device__ float operator()(float a, float b) const { return a * b; }
+    __host__ __device__ double operator()(double a, double b) const { return a * b; }
+    __host__ __device__ int64_t operator()(int64_t a, int64_t b) const
+    {
+        return (int64_t)((uint64_t)a * (uint64_t)b);
+    }
+};
+struct b_div {
+    __host__ __device__ float operator()(float a, float b) const { return a / b; }
+    __host__ __device__ double operator()(double a, double b) const { return a / b; }
+};
+/* Python/PyTorch remainder: the result takes the sign of the divisor. An
+ * integer remainder by zero gives 0 here: the CPU raises an error, which a
+ * kernel that does not synchronise cannot. x % -1 is 0 (INT64_MIN % -1 would
+ * trap). */
+struct b_rem {
+    __host__ __device__ float operator()(float a, float b) const
+    {
+        float r = fmodf(a, b);
+        if (r != 0 && ((r < 0) != (b < 0))) r += b;
+        return r;
+    }
+    __host__ __device__ double operator()(double a, double b) const
+    {
+        double r = fmod(a, b);
+        if (r != 0 && ((r < 0) != (b < 0))) r += b;
+        return r;
+    }
+    __host__ __device__ int64_t operator()(int64_t x, int64_t y) const
+    {
+        if (y == 0 || y == -1) return 0;
+        int64_t r = x % y;
+        if (r != 0 && ((r < 0) != (y < 0))) r += y;
+        return r;
+    }
+};
+/* `scalar_b`: the CPU's tensor ^ scalar loop, which the CPU takes when the
+ * output and a are dense and b is broadcast along the innermost dim: there
+ * x^2 is x*x and x^0.5 is sqrt(x) (which differ from pow at -0 and -inf). */
+struct b_pow {
+    bool scalar_b;
+    __host__ __device__ float operator()(float a, float b) const
+    {
+        if (scalar_b) {
+            if (b == 2) return a * a;
+            if (b == 0.5f) return sqrtf(a);
+        }
+        return powf(a, b);
+    }
+    __host__ __device__ double operator()(double a, double b) const
+    {
+        if (scalar_b) {
+            if (b == 2) return a * a;
+            if (b == 0.5) return sqrt(a);
+        }
+        return pow(a, b);
+    }
+    /* PyTorch: an integer to a negative power is 1/base^|e| truncated */
+    __host__ __device__ int64_t operator()(int64_t base, int64_t e) const
+    {
+        if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
+        uint64_t r = 1, b = (uint64_t)base;
+        while (e) {
+            if (e & 1) r *= b;
+            b *= b;
+            e >>= 1;
+        }
+        return (int64_t)r;
+    }
+};
+/* NaN in either operand propagates (a's first) */
+struct b_max {
+    template <typename C> __host__ __device__ C operator()(C a, C b) const
+    {
+        return a != a ? a : b != b ? b : a > b ? a : b;
+    }
+};
+struct b_min {
+    template <typename C> __host__ __device__ C operator()(C a, C b) const
+    {
+        return a != a ? a : b != b ? b : a < b ? a : b;
+    }
+};
+struct b_eq { template <typename C> __host__ __device__ bool operator()(C a, C b) const { return a == b; } };
+struct b_ne { template <typename C> __host__ __device__ bool operator()(C a, C b) const { return a != b; } };
+struct b_lt { template <typename C> __host__ __device__ bool operator()(C a, C b) const { return a < b; } };
+struct b_le { template <typename C> __host__ __device__ bool operator()(C a, C b) const { return a <= b; } };
+struct b_gt { template <typename C> __host__ __device__ bool operator()(C a, C b) const { return a > b; } };
+struct b_ge { template <typename C> __host__ __device__ bool operator()(C a, C b) const { return a >= b; } };
+struct b_and {
+    template <typename C> __host__ __device__ bool operator()(C a, C b) const { return (a != 0) & (b != 0); }
+};
+struct b_or {
+    template <typename C> __host__ __device__ bool operator()(C a, C b) const { return (a != 0) | (b != 0); }
+};
+
+/* ---- kernels ----------------------------------------------------------------- */
+
+/* The result type of F on compute type C: bool for comparisons. */
+template <typename F, typename C> struct b_result {
+    typedef decltype(std::declval<F>()(std::declval<C>(), std::declval<C>())) type;
+};
+
+template <int D, typename F> struct bin_fn {
+    F f;
+    __host__ __device__ void operator()(char **p) const
+    {
+        typedef typename ew_calc<D>::C C;
+        C x = ew_calc<D>::load(ew_ld<D>(p[1])), y = ew_calc<D>::load(ew_ld<D>(p[2]));
+        if constexpr (std::is_same<typename b_result<F, C>::type, bool>::value)
+            *(uint8_t *)p[0] = (uint8_t)f(x, y);
+        else
+            ew_st<D>(p[0], ew_calc<D>::store(f(x, y)));
+    }
+};
+
+/* Dense float32/float64 on one dim. MODE 0: both inputs dense; 1: b is one
+ * broadcast value; 2: a is. V = 16 bytes of input per access. */
+template <typename T, typename O, int MODE, typename F>
+__global__ void bin_vec_kernel(O *o, const T *a, const T *b, int64_t n, F f)
+{
+    const int V = 16 / sizeof(T);
+    typedef ew_vec<T, V> VA;
+    typedef ew_vec<O, V> VO;
+    int64_t step = (int64_t)gridDim.x * blockDim.x, tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    int64_t nv = n / V;
+    T sa = MODE == 2 ? *a : T(), sb = MODE == 1 ? *b : T();
+    for (int64_t i = tid; i < nv; i += step) {
+        VA x, y;
+        if (MODE != 2) x = ((const VA *)a)[i];
+        if (MODE != 1) y = ((const VA *)b)[i];
+        VO r;
+#pragma unroll
+        for (int k = 0; k < V; k++) r.v[k] = (O)f(MODE == 2 ? sa : x.v[k], MODE == 1 ? sb : y.v[k]);
+        ((VO *)o)[i] = r;
+    }
+    for (int64_t i = nv * V + tid; i < n; i += step)
+        o[i] = (O)f(MODE == 2 ? sa : a[i], MODE == 1 ? sb : b[i]);
+}
+
+template <typename T, typename O, int MODE, typename F>
+static int bin_vec(const char *name, const kc_iter<3> &it, int dev, cudaStream_t s, F f)
+{
+    int64_t nv = it.numel / (16 / (int64_t)sizeof(T));
+    bin_vec_kernel<T, O, MODE, F><<<kc_grid(nv > 0 ? nv : it.numel, dev), KC_THREADS, 0, s>>>(
+        (O *)it.data[0], (const T *)it.data[1], (const T *)it.data[2], it.numel, f);
+    return kc_launched(name, dev);
+}
+
+template <int D, typename F>
+static int bin_run(const char *name, const kc_iter<3> &it, int dev, cudaStream_t s, F f)
+{
+    if constexpr (D == EM_FLOAT32 || D == EM_FLOAT64) {
+        typedef typename ew_dt<D>::S T;
+        typedef typename std::conditional<std::is_same<typename b_result<F, T>::type, bool>::value,
+                                          uint8_t, T>::type O;
+        const int V = 16 / sizeof(T);
+        if (it.ndim == 1 && it.strides[0][0] == 1 && ew_aligned(it.data[0], V * sizeof(O))) {
+            int64_t sa = it.strides[1][0], sb = it.strides[2][0];
+            bool da = sa == 1 && ew_aligned(it.data[1], 16), db = sb == 1 && ew_aligned(it.data[2], 16);
+            if (da && db) return bin_vec<T, O, 0>(name, it, dev, s, f);
+            if (da && sb == 0) return bin_vec<T, O, 1>(name, it, dev, s, f);
+            if (sa == 0 && db) return bin_vec<T, O, 2>(name, it, dev, s, f);
+        }
+    }
+    return ew_foreach(name, it, dev, s, bin_fn<D, F>{f});
+}
+
+/* float inputs: every op */
+template <int D>
+static int bin_float(em_binary_op op, const char *name, const kc_iter<3> &it, int dev, cudaStream_t s)
+{
+    switch (op) {
+    case EM_ADD: return bin_run<D>(name, it, dev, s, b_add());
+    case EM_SUB: return bin_run<D>(name, it, dev, s, b_sub());
+    case EM_MUL: return bin_run<D>(name, it, dev, s, b_mul());
+    case EM_DIV: return bin_run<D>(name, it, dev, s, b_div());
+    case EM_REMAINDER: return bin_run<D>(name, it, dev, s, b_rem());
+    case EM_POW: {
+        bool scalar_b = ew_inner_stride(it, 0) == 1 && ew_inner_stride(it, 1) == 1 &&
+                        ew_inner_stride(it, 2) == 0;
+        return bin_run<D>(name, it, dev, s, b_pow{scalar_b});
+    }
+    case EM_MAXIMUM: return bin_run<D>(name, it, dev, s, b_max());
+    case EM_MINIMUM: return bin_run<D>(name, it, dev, s, b_min());
+    case EM_EQ: return bin_run<D>(name, it, dev, s, b_eq());
+    case EM_NE: return bin_run<D>(name, it, dev, s, b_ne());
+    case EM_LT: return bin_run<D>(name, it, dev, s, b_lt());
+    case EM_LE: return bin_run<D>(name, it, dev, s, b_le());
+    case EM_GT: return bin_run<D>(name, it, dev, s, b_gt());
+    case EM_GE: return bin_run<D>(name, it, dev, s, b_ge());
+    case EM_LOGICAL_AND: return bin_run<D>(name, it, dev, s, b_and());
+    case EM_LOGICAL_OR: return bin_run<D>(name, it, dev, s, b_or());
+    default: return kc_error("binary: invalid op %d", (int)op);
+    }
+}
+
+/* integer and bool inputs: every op but true division */
+template <int D>
+static int bin_int(em_binary_op op, const char *name, const kc_iter<3> &it, int dev, cudaStream_t s)
+{
+    switch (op) {
+    case EM_ADD: return bin_run<D>(name, it, dev, s, b_add());
+    case EM_SUB: return bin_run<D>(name, it, dev, s, b_sub());
+    case EM_MUL: return bin_run<D>(name, it, dev, s, b_mul());
+    case EM_REMAINDER: return bin_run<D>(name, it, dev, s, b_rem());
+    case EM_POW: return bin_run<D>(name, it, dev, s, b_pow{false});
+    case EM_MAXIMUM: return bin_run<D>(name, it, dev, s, b_max());
+    case EM_MINIMUM: return bin_run<D>(name, it, dev, s, b_min());
+    case EM_EQ: return bin_run<D>(name, it, dev, s, b_eq());
+    case EM_NE: return bin_run<D>(name, it, dev, s, b_ne());
+    case EM_LT: return bin_run<D>(name, it, dev, s, b_lt());
+    case EM_LE: return bin_run<D>(name, it, dev, s, b_le());
+    case EM_GT: return bin_run<D>(name, it, dev, s, b_gt());
+    case EM_GE: return bin_run<D>(name, it, dev, s, b_ge());
+    case EM_LOGICAL_AND: return bin_run<D>(name, it, dev, s, b_and());
+    case EM_LOGICAL_OR: return bin_run<D>(name, it, dev, s, b_or());
+    default:
+        return kc_error("%s: the CUDA kernel needs float inputs, got %s", name, kc_dtype_name((em_dtype)D));
+    }
+}
+
+int kc_binary(em_binary_op op, em_tensor *out, const em_tensor *a, const em_tensor *b)
+{
+    if ((unsigned)op >= EM_NBINARY) return kc_error("binary: invalid op %d", (int)op);
+    const char *name = bin_names[op];
+    em_dtype dt = a->dtype;
+    if (b->dtype != dt)
+        return kc_error("%s: CUDA kernel called with mixed dtypes %s and %s", name, kc_dtype_name(dt),
+                        kc_dtype_name(b->dtype));
+    bool cmp = op >= EM_EQ && op <= EM_LOGICAL_OR;
+    if (out->dtype != (cmp ? EM_BOOL : dt))
+        return kc_error("%s: CUDA kernel called with output dtype %s for %s inputs", name,
+                        kc_dtype_name(out->dtype), kc_dtype_name(dt));
+    if (dt == EM_FLOAT16 || dt == EM_BFLOAT16)
+        return kc_error("%s: the CUDA kernel has no %s loop (compute in float32)", name, kc_dtype_name(dt));
+    int dev = kc_device_of(out);
+    cudaStream_t s = kc_stream(dev);
+    if (!s) return -1;
+    const em_tensor *ts[3] = {out, a, b};
+    kc_iter<3> it;
+    kc_iter_init(&it, ts);
+    if (it.numel == 0) return 0;
+    switch (dt) {
+    case EM_FLOAT32: return bin_float<EM_FLOAT32>(op, name, it, dev, s);
+    case EM_FLOAT64: return bin_float<EM_FLOAT64>(op, name, it, dev, s);
+    case EM_INT64: return bin_int<EM_INT64>(op, name, it, dev, s);
+    case EM_INT32: return bin_int<EM_INT32>(op, name, it, dev, s);
+    case EM_UINT8: return bin_int<EM_UINT8>(op, name, it, dev, s);
+    case EM_BOOL: return bin_int<EM_BOOL>(op, name, it, dev, s);
+    default: return kc_error("%s: no CUDA kernel for %s", name, kc_dtype_name(dt));
+    }
+}

@@ -1,0 +1,318 @@
+/*
+ * scan.cu — inclusive cumsum / cumprod along one dim on the GPU; the CUDA
+ * twin of engine/cpu/scan.c. Floats accumulate in double, integers in
+ * wrapping uint64; out has in's shape and dtype (the engine casts integer
+ * inputs to int64 first).
+ *
+ * A "line" is one run of elements along dim. Two layouts:
+ *  - warp lines: a warp scans a line 128 elements at a time (4 consecutive
+ *    per lane, a shuffle scan across lanes, a running carry). Used for the
+ *    last dim and for any layout the next one does not fit.
+ *  - column lines: dim is not the unit-stride dim but a neighbouring dim is,
+ *    so one thread per line walks it sequentially and the threads of a warp
+ *    read adjacent elements at every step.
+ * When there are too few lines to fill the GPU, each line is cut into S
+ * chunks: a first kernel writes every chunk's total, a second turns the
+ * totals into the carry entering each chunk, and the scan kernel starts each
+ * chunk from its carry. In floating point that groups the operations
+ * differently from the CPU's sequential loop (in double, so a float32 result
+ * rarely differs in its last bit).
+ */
+#include "kc.h"
+
+#include <stdint.h>
+
+namespace {
+
+struct lines {
+    const char *in;
+    char *out;
+    int nd;                                         /* coalesced dims other than dim */
+    int64_t sz[EM_MAX_DIMS], ist[EM_MAX_DIMS], ost[EM_MAX_DIMS];
+    int64_t n, xs, os;                              /* length and strides along dim */
+    int64_t count;                                  /* number of lines */
+};
+
+__device__ __forceinline__ void line_offsets(const lines &Ln, int64_t l, int64_t *io, int64_t *oo)
+{
+    int64_t a = 0, b = 0;
+    for (int d = Ln.nd - 1; d >= 0; d--) {
+        int64_t q = l / Ln.sz[d], r = l - q * Ln.sz[d];
+        a += r * Ln.ist[d];
+        b += r * Ln.ost[d];
+        l = q;
+    }
+    *io = a;
+    *oo = b;
+}
+
+/* loads into the accumulator and stores back with the CPU's conversions */
+__device__ __forceinline__ double ld(float v) { return v; }
+__device__ __forceinline__ double ld(double v) { return v; }
+__device__ __forceinline__ double ld(__half v) { return (double)__half2float(v); }
+__device__ __forceinline__ double ld(__nv_bfloat16 v) { return (double)__bfloat162float(v); }
+__device__ __forceinline__ uint64_t ld(int64_t v) { return (uint64_t)v; }
+__device__ __forceinline__ uint64_t ld(int32_t v) { return (uint64_t)(int64_t)v; }
+__device__ __forceinline__ uint64_t ld(uint8_t v) { return v; }
+
+__device__ __forceinline__ void st(float *p, double v) { *p = (float)v; }
+__device__ __forceinline__ void st(double *p, double v) { *p = v; }
+__device__ __forceinline__ void st(__half *p, double v) { *p = __float2half((float)v); }
+__device__ __forceinline__ void st(__nv_bfloat16 *p, double v) { *p = __float2bfloat16((float)v); }
+__device__ __forceinline__ void st(int64_t *p, uint64_t v) { *p = (int64_t)v; }
+__device__ __forceinline__ void st(int32_t *p, uint64_t v) { *p = (int32_t)(uint32_t)v; }
+__device__ __forceinline__ void st(uint8_t *p, uint64_t v) { *p = (uint8_t)v; }
+
+template <class A, bool PROD> struct sop {
+    __device__ static A ident() { return PROD ? A(1) : A(0); }
+    __device__ static A apply(A a, A b) { return PROD ? a * b : a + b; }
+};
+
+#define SCAN_K 4        /* consecutive elements per lane in the warp scan */
+
+/* ---- warp lines ------------------------------------------------------------ */
+
+/* Warp w takes chunk c = w % S of line w / S and scans it, starting from
+ * carry[w] (the identity when carry is NULL). */
+template <class T, class A, bool PROD>
+__global__ void __launch_bounds__(KC_THREADS)
+warp_scan_kernel(lines Ln, int64_t S, int64_t chunk, const A *carry)
+{
+    typedef sop<A, PROD> op;
+    const int lane = threadIdx.x & 31;
+    const int64_t wpb = blockDim.x >> 5, total = Ln.count * S;
+    for (int64_t w = (int64_t)blockIdx.x * wpb + (threadIdx.x >> 5); w < total; w += (int64_t)gridDim.x * wpb) {
+        int64_t line = w / S, c = w - line * S, io, oo;
+        line_offsets(Ln, line, &io, &oo);
+        const T *x = (const T *)Ln.in + io;
+        T *o = (T *)Ln.out + oo;
+        int64_t k0 = c * chunk, k1 = k0 + chunk < Ln.n ? k0 + chunk : Ln.n;
+        A run = carry ? carry[w] : op::ident();
+        for (int64_t k = k0; k < k1; k += 32 * SCAN_K) {
+            int64_t b = k + (int64_t)lane * SCAN_K;
+            A v[SCAN_K];
+#pragma unroll
+            for (int e = 0; e < SCAN_K; e++) {
+                A y = b + e < k1 ? ld(x[(b + e) * Ln.xs]) : op::ident();
+                v[e] = e ? op::apply(v[e - 1], y) : y;
+            }
+            A incl = v[SCAN_K - 1];
+#pragma unroll
+            for (int d = 1; d < 32; d <<= 1) {
+                A y = __shfl_up_sync(0xffffffffu, incl, d);
+                if (lane >= d) incl = op::apply(y, incl);
+            }
+            A excl = __shfl_up_sync(0xffffffffu, incl, 1);
+            A pre = lane ? op::apply(run, excl) : run;
+#pragma unroll
+            for (int e = 0; e < SCAN_K; e++)
+                if (b + e < k1) st(&o[(b + e) * Ln.os], op::apply(pre, v[e]));
+            run = op::apply(run, __shfl_sync(0xffffffffu, incl, 31));
+        }
+    }
+}
+
+/* totals of the chunks, one warp each, into tot[line * S + c] */
+template <class T, class A, bool PROD>
+__global__ void __launch_bounds__(KC_THREADS)
+warp_total_kernel(lines Ln, int64_t S, int64_t chunk, A *tot)
+{
+    typedef sop<A, PROD> op;
+    const int lane = threadIdx.x & 31;
+    const int64_t wpb = blockDim.x >> 5, total = Ln.count * S;
+    for (int64_t w = (int64_t)blockIdx.x * wpb + (threadIdx.x >> 5); w < total; w += (int64_t)gridDim.x * wpb) {
+        int64_t line = w / S, c = w - line * S, io, oo;
+        line_offsets(Ln, line, &io, &oo);
+        const T *x = (const T *)Ln.in + io;
+        int64_t k0 = c * chunk, k1 = k0 + chunk < Ln.n ? k0 + chunk : Ln.n;
+        A a = op::ident();
+        for (int64_t k = k0 + lane; k < k1; k += 32) a = op::apply(a, ld(x[k * Ln.xs]));
+        for (int d = 16; d > 0; d >>= 1) a = op::apply(a, __shfl_xor_sync(0xffffffffu, a, d));
+        if (lane == 0) tot[w] = a;
+    }
+}
+
+/* ---- column lines ---------------------------------------------------------- */
+
+/* Thread t takes line t % count of chunk t / count, so neighbouring threads
+ * take neighbouring lines. */
+template <class T, class A, bool PROD>
+__global__ void __launch_bounds__(KC_THREADS)
+col_scan_kernel(lines Ln, int64_t S, int64_t chunk, const A *carry)
+{
+    typedef sop<A, PROD> op;
+    const int64_t total = Ln.count * S;
+    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += (int64_t)gridDim.x * blockDim.x) {
+        int64_t c = t / Ln.count, line = t - c * Ln.count, io, oo;
+        line_offsets(Ln, line, &io, &oo);
+        const T *x = (const T *)Ln.in + io;
+        T *o = (T *)Ln.out + oo;
+        int64_t k = c * chunk, k1 = k + chunk < Ln.n ? k + chunk : Ln.n;
+        A run = carry ? carry[line * S + c] : op::ident();
+        for (; k + 3 < k1; k += 4) {        /* four loads in flight */
+            T v0 = x[k * Ln.xs], v1 = x[(k + 1) * Ln.xs], v2 = x[(k + 2) * Ln.xs], v3 = x[(k + 3) * Ln.xs];
+            run = op::apply(run, ld(v0)); st(&o[k * Ln.os], run);
+            run = op::apply(run, ld(v1)); st(&o[(k + 1) * Ln.os], run);
+            run = op::apply(run, ld(v2)); st(&o[(k + 2) * Ln.os], run);
+            run = op::apply(run, ld(v3)); st(&o[(k + 3) * Ln.os], run);
+        }
+        for (; k < k1; k++) {
+            run = op::apply(run, ld(x[k * Ln.xs]));
+            st(&o[k * Ln.os], run);
+        }
+    }
+}
+
+template <class T, class A, bool PROD>
+__global__ void __launch_bounds__(KC_THREADS)
+col_total_kernel(lines Ln, int64_t S, int64_t chunk, A *tot)
+{
+    typedef sop<A, PROD> op;
+    const int64_t total = Ln.count * S;
+    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += (int64_t)gridDim.x * blockDim.x) {
+        int64_t c = t / Ln.count, line = t - c * Ln.count, io, oo;
+        line_offsets(Ln, line, &io, &oo);
+        const T *x = (const T *)Ln.in + io;
+        int64_t k0 = c * chunk, k1 = k0 + chunk < Ln.n ? k0 + chunk : Ln.n;
+        A a = op::ident();
+        for (int64_t k = k0; k < k1; k++) a = op::apply(a, ld(x[k * Ln.xs]));
+        tot[line * S + c] = a;
+    }
+}
+
+/* ---- carries --------------------------------------------------------------- */
+
+/* One warp per line turns tot[line * S + c] into the exclusive scan over c,
+ * in place: the carry entering each chunk. */
+template <class A, bool PROD>
+__global__ void __launch_bounds__(KC_THREADS)
+carry_kernel(A *tot, int64_t count, int64_t S)
+{
+    typedef sop<A, PROD> op;
+    const int lane = threadIdx.x & 31;
+    const int64_t wpb = blockDim.x >> 5;
+    for (int64_t line = (int64_t)blockIdx.x * wpb + (threadIdx.x >> 5); line < count;
+         line += (int64_t)gridDim.x * wpb) {
+        A *t = tot + line * S, run = op::ident();
+        for (int64_t c0 = 0; c0 < S; c0 += 32) {
+            int64_t c = c0 + lane;
+            A incl = c < S ? t[c] : op::ident();
+            for (int d = 1; d < 32; d <<= 1) {
+                A y = __shfl_up_sync(0xffffffffu, incl, d);
+                if (lane >= d) incl = op::apply(y, incl);
+            }
+            A excl = __shfl_up_sync(0xffffffffu, incl, 1);
+            if (c < S) t[c] = lane ? op::apply(run, excl) : run;
+            run = op::apply(run, __shfl_sync(0xffffffffu, incl, 31));
+        }
+    }
+}
+
+/* ---- host side --------------------------------------------------------------- */
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static int blocks_for(int64_t items_per_block, int64_t items, int dev)
+{
+    int64_t b = cdiv(items, items_per_block), cap = (int64_t)kc_sm_count(dev) * 8;
+    if (b > cap) b = cap;
+    return b < 1 ? 1 : (int)b;
+}
+
+template <class T, class A, bool PROD>
+static int run(const lines &Ln, bool cols, int dev, cudaStream_t s)
+{
+    int64_t sm = kc_sm_count(dev), S = 1, chunk = Ln.n;
+    if (cols) {
+        int64_t want = sm * 2048;               /* threads */
+        if (Ln.count * 2 < want && Ln.n >= 64) {
+            S = cdiv(want, Ln.count);
+            if (S > Ln.n / 32) S = Ln.n / 32;
+        }
+    } else {
+        int64_t want = sm * 64;                 /* warps */
+        if (Ln.count * 2 < want && Ln.n >= 2048) {
+            S = cdiv(want, Ln.count);
+            if (S > Ln.n / 1024) S = Ln.n / 1024;
+        }
+    }
+    if (S > 1) {
+        chunk = cdiv(cdiv(Ln.n, S), 32 * SCAN_K) * (32 * SCAN_K);
+        S = cdiv(Ln.n, chunk);
+    }
+    int64_t items = Ln.count * S;
+    A *tot = NULL;
+    size_t bytes = (size_t)items * sizeof(A);
+    if (S > 1) {
+        tot = (A *)kc_alloc(bytes, dev);
+        if (!tot) return -1;
+        if (cols) col_total_kernel<T, A, PROD><<<blocks_for(KC_THREADS, items, dev), KC_THREADS, 0, s>>>(Ln, S, chunk, tot);
+        else warp_total_kernel<T, A, PROD><<<blocks_for(KC_THREADS / 32, items, dev), KC_THREADS, 0, s>>>(Ln, S, chunk, tot);
+        carry_kernel<A, PROD><<<blocks_for(KC_THREADS / 32, Ln.count, dev), KC_THREADS, 0, s>>>(tot, Ln.count, S);
+    }
+    if (cols) col_scan_kernel<T, A, PROD><<<blocks_for(KC_THREADS, items, dev), KC_THREADS, 0, s>>>(Ln, S, chunk, tot);
+    else warp_scan_kernel<T, A, PROD><<<blocks_for(KC_THREADS / 32, items, dev), KC_THREADS, 0, s>>>(Ln, S, chunk, tot);
+    if (tot) kc_free(tot, bytes, dev);
+    return kc_launched(PROD ? "cumprod" : "cumsum", dev);
+}
+
+template <class T, class A>
+static int run_op(em_scan_op op, const lines &Ln, bool cols, int dev, cudaStream_t s)
+{
+    return op == EM_CUMPROD ? run<T, A, true>(Ln, cols, dev, s) : run<T, A, false>(Ln, cols, dev, s);
+}
+
+} /* namespace */
+
+extern "C" int kc_scan(em_scan_op op, em_tensor *out, const em_tensor *in, int dim)
+{
+    const char *name = op == EM_CUMSUM ? "cumsum" : "cumprod";
+    if (out->dtype != in->dtype)
+        return kc_error("%s: output dtype %s differs from input dtype %s", name, kc_dtype_name(out->dtype),
+                        kc_dtype_name(in->dtype));
+    if (in->ndim > 0 && (dim < 0 || dim >= in->ndim))
+        return kc_error("%s: dimension %d out of range for a tensor of %d dims", name, dim + 1, in->ndim);
+    int64_t numel = kc_numel(in);
+    int dev = kc_device_of(in);
+    cudaStream_t s = kc_stream(dev);
+    if (!s) return -1;
+    if (numel == 0) return 0;
+
+    lines Ln;
+    Ln.in = kc_ptr(in);
+    Ln.out = kc_ptr(out);
+    Ln.n = in->ndim ? in->sizes[dim] : 1;
+    Ln.xs = in->ndim ? in->strides[dim] : 1;
+    Ln.os = in->ndim ? out->strides[dim] : 1;
+    Ln.count = numel / Ln.n;
+    int nd = 0;
+    for (int d = 0; d < in->ndim; d++) {
+        if (d == dim || in->sizes[d] == 1) continue;
+        if (nd > 0 && Ln.ist[nd - 1] == in->strides[d] * in->sizes[d] &&
+            Ln.ost[nd - 1] == out->strides[d] * in->sizes[d]) {
+            Ln.sz[nd - 1] *= in->sizes[d];
+            Ln.ist[nd - 1] = in->strides[d];
+            Ln.ost[nd - 1] = out->strides[d];
+            continue;
+        }
+        Ln.sz[nd] = in->sizes[d];
+        Ln.ist[nd] = in->strides[d];
+        Ln.ost[nd] = out->strides[d];
+        nd++;
+    }
+    Ln.nd = nd;
+    /* column lines when neighbouring lines are neighbouring elements and a
+     * line itself is strided */
+    bool cols = Ln.xs != 1 && nd > 0 && Ln.ist[nd - 1] == 1 && Ln.ost[nd - 1] == 1 && Ln.sz[nd - 1] >= 16;
+
+    switch (in->dtype) {
+    case EM_FLOAT32: return run_op<float, double>(op, Ln, cols, dev, s);
+    case EM_FLOAT64: return run_op<double, double>(op, Ln, cols, dev, s);
+    case EM_FLOAT16: return run_op<__half, double>(op, Ln, cols, dev, s);
+    case EM_BFLOAT16: return run_op<__nv_bfloat16, double>(op, Ln, cols, dev, s);
+    case EM_INT64: return run_op<int64_t, uint64_t>(op, Ln, cols, dev, s);
+    case EM_INT32: return run_op<int32_t, uint64_t>(op, Ln, cols, dev, s);
+    case EM_UINT8: return run_op<uint8_t, uint64_t>(op, Ln, cols, dev, s);
+    default: return kc_error("%s: no CUDA kernel for %s", name, kc_dtype_name(in->dtype));
+    }
+}

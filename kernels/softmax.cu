@@ -1,0 +1,308 @@
+/*
+ * softmax.cu — softmax and log_softmax along one dim on the GPU; the CUDA
+ * twin of engine/cpu/softmax.c. float32, float16 and bfloat16 compute in
+ * float, float64 in double; every row is max-shifted. As on the CPU, a NaN
+ * anywhere in a row makes the whole row NaN, and so do a row of all -inf and
+ * a row holding +inf (exp(inf - inf)).
+ *
+ * A "row" is one run of elements along dim. Three kernels:
+ *  - short rows (n <= 1024): a group of up to 32 lanes holds a row in
+ *    registers (K elements per lane, lane-strided so loads coalesce when dim
+ *    is the unit-stride dim) and runs the CPU's passes (max, sum of exp,
+ *    scale) on them: one read and one write of the data. Rows shorter than
+ *    32 share a warp.
+ *  - long rows: one block per row, an online max/sum pass (the running sum is
+ *    rescaled when the max grows) and a writing pass.
+ *  - column rows: dim is not the unit-stride dim but a neighbouring dim is,
+ *    and there are many rows: one thread per row with the same two passes,
+ *    so the threads of a warp read neighbouring elements.
+ */
+#include "kc.h"
+
+#include <math.h>
+#include <stdint.h>
+
+namespace {
+
+struct rows {
+    const char *in;
+    char *out;
+    int nd;                                         /* coalesced dims other than dim */
+    int64_t sz[EM_MAX_DIMS], ist[EM_MAX_DIMS], ost[EM_MAX_DIMS];
+    int64_t n, xs, os;                              /* length and strides along dim */
+    int64_t count;                                  /* number of rows */
+    bool log;                                       /* log_softmax */
+};
+
+__device__ __forceinline__ void row_offsets(const rows &R, int64_t r, int64_t *io, int64_t *oo)
+{
+    int64_t a = 0, b = 0;
+    for (int d = R.nd - 1; d >= 0; d--) {
+        int64_t q = r / R.sz[d], k = r - q * R.sz[d];
+        a += k * R.ist[d];
+        b += k * R.ost[d];
+        r = q;
+    }
+    *io = a;
+    *oo = b;
+}
+
+__device__ __forceinline__ float ld(float v) { return v; }
+__device__ __forceinline__ double ld(double v) { return v; }
+__device__ __forceinline__ float ld(__half v) { return __half2float(v); }
+__device__ __forceinline__ float ld(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ void st(float *p, float v) { *p = v; }
+__device__ __forceinline__ void st(double *p, double v) { *p = v; }
+__device__ __forceinline__ void st(__half *p, float v) { *p = __float2half(v); }
+__device__ __forceinline__ void st(__nv_bfloat16 *p, float v) { *p = __float2bfloat16(v); }
+
+__device__ __forceinline__ float cexp(float v) { return expf(v); }
+__device__ __forceinline__ double cexp(double v) { return exp(v); }
+__device__ __forceinline__ float clog(float v) { return logf(v); }
+__device__ __forceinline__ double clog(double v) { return log(v); }
+__device__ __forceinline__ float cmax(float a, float b) { return fmaxf(a, b); }
+__device__ __forceinline__ double cmax(double a, double b) { return fmax(a, b); }
+
+/* ---- online max and sum -------------------------------------------------------
+ * (m, s): s = sum exp(x - m) over the elements seen, m their max. -inf adds
+ * nothing (a row of only -inf is turned into NaN at the end, as the CPU's
+ * exp(-inf - -inf) does); a NaN makes s NaN; +inf makes s NaN through
+ * x - x, like the CPU's exp(inf - inf). */
+template <class C> __device__ __forceinline__ void online_add(C &m, C &s, C x)
+{
+    if (x == -(C)INFINITY) return;
+    if (x > m) {
+        s = s * cexp(m - x) + (x - x + (C)1);
+        m = x;
+    } else {
+        s += cexp(x - m);
+    }
+}
+
+template <class C> __device__ __forceinline__ void online_merge(C &m, C &s, C m2, C s2)
+{
+    C M = cmax(m, m2);
+    s = (s != (C)0 ? s * cexp(m - M) : (C)0) + (s2 != (C)0 ? s2 * cexp(m2 - M) : (C)0);
+    m = M;
+}
+
+/* after the last merge: what the outputs are computed from */
+template <class C> __device__ __forceinline__ void online_final(C m, C s, bool log, C *shift, C *scale)
+{
+    if (s == (C)0) s = (C)NAN;              /* every element was -inf */
+    *shift = log ? m + clog(s) : m;
+    *scale = (C)1 / s;
+}
+
+template <class T, class C>
+__device__ __forceinline__ void write_row(const rows &R, const T *x, T *o, int64_t j0, int64_t step, C shift, C scale)
+{
+    if (R.log)
+        for (int64_t j = j0; j < R.n; j += step) st(&o[j * R.os], ld(x[j * R.xs]) - shift);
+    else
+        for (int64_t j = j0; j < R.n; j += step) st(&o[j * R.os], cexp(ld(x[j * R.xs]) - shift) * scale);
+}
+
+/* ---- short rows: registers ------------------------------------------------------- */
+
+/* Groups of W lanes (a power of two <= 32) each take a row of n <= W*K
+ * elements; lane l holds elements l, l + W, ... */
+template <class T, class C, int K>
+__global__ void __launch_bounds__(KC_THREADS)
+warp_kernel(rows R, int W)
+{
+    const int lane = threadIdx.x & (W - 1);
+    const int64_t gpw = 32 / W, wpb = blockDim.x >> 5;
+    const int64_t gw = (int64_t)blockIdx.x * wpb + (threadIdx.x >> 5);
+    for (int64_t base = gw * gpw; base < R.count; base += (int64_t)gridDim.x * wpb * gpw) {
+        int64_t r = base + (threadIdx.x & 31) / W;
+        bool active = r < R.count;
+        const T *x = NULL;
+        T *o = NULL;
+        if (active) {
+            int64_t io, oo;
+            row_offsets(R, r, &io, &oo);
+            x = (const T *)R.in + io;
+            o = (T *)R.out + oo;
+        }
+        C v[K];
+        C m = -(C)INFINITY;
+#pragma unroll
+        for (int k = 0; k < K; k++) {
+            int64_t j = (int64_t)k * W + lane;
+            v[k] = active && j < R.n ? ld(x[j * R.xs]) : -(C)INFINITY;
+            m = cmax(m, v[k]);
+        }
+        for (int d = W / 2; d > 0; d >>= 1) m = cmax(m, __shfl_xor_sync(0xffffffffu, m, d));
+        C s = 0;
+#pragma unroll
+        for (int k = 0; k < K; k++) {
+            int64_t j = (int64_t)k * W + lane;
+            C e = j < R.n ? cexp(v[k] - m) : (C)0;
+            if (!R.log) v[k] = e;
+            s += e;
+        }
+        for (int d = W / 2; d > 0; d >>= 1) s += __shfl_xor_sync(0xffffffffu, s, d);
+        if (!active) continue;
+        if (R.log) {
+            C shift = m + clog(s);
+#pragma unroll
+            for (int k = 0; k < K; k++) {
+                int64_t j = (int64_t)k * W + lane;
+                if (j < R.n) st(&o[j * R.os], v[k] - shift);
+            }
+        } else {
+            C inv = (C)1 / s;
+#pragma unroll
+            for (int k = 0; k < K; k++) {
+                int64_t j = (int64_t)k * W + lane;
+                if (j < R.n) st(&o[j * R.os], v[k] * inv);
+            }
+        }
+    }
+}
+
+/* ---- long rows: a block each -------------------------------------------------------- */
+
+template <class T, class C>
+__global__ void __launch_bounds__(KC_THREADS)
+block_kernel(rows R)
+{
+    __shared__ C sm[KC_THREADS / 32], ss[KC_THREADS / 32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    for (int64_t r = blockIdx.x; r < R.count; r += gridDim.x) {
+        int64_t io, oo;
+        row_offsets(R, r, &io, &oo);
+        const T *x = (const T *)R.in + io;
+        T *o = (T *)R.out + oo;
+        C m = -(C)INFINITY, s = 0;
+        for (int64_t j = threadIdx.x; j < R.n; j += blockDim.x) online_add(m, s, ld(x[j * R.xs]));
+        for (int d = 16; d > 0; d >>= 1) {
+            C m2 = __shfl_xor_sync(0xffffffffu, m, d), s2 = __shfl_xor_sync(0xffffffffu, s, d);
+            online_merge(m, s, m2, s2);
+        }
+        if (lane == 0) { sm[warp] = m; ss[warp] = s; }
+        __syncthreads();
+        m = sm[0];
+        s = ss[0];
+        for (int w = 1; w < nw; w++) online_merge(m, s, sm[w], ss[w]);
+        __syncthreads();        /* sm/ss are reused by the next row */
+        C shift, scale;
+        online_final(m, s, R.log, &shift, &scale);
+        write_row(R, x, o, threadIdx.x, blockDim.x, shift, scale);
+    }
+}
+
+/* ---- column rows: a thread each -------------------------------------------------------- */
+
+template <class T, class C>
+__global__ void __launch_bounds__(KC_THREADS)
+col_kernel(rows R)
+{
+    for (int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; r < R.count; r += (int64_t)gridDim.x * blockDim.x) {
+        int64_t io, oo;
+        row_offsets(R, r, &io, &oo);
+        const T *x = (const T *)R.in + io;
+        T *o = (T *)R.out + oo;
+        C m = -(C)INFINITY, s = 0;
+        int64_t j = 0;
+        for (; j + 3 < R.n; j += 4) {       /* four loads in flight */
+            C v0 = ld(x[j * R.xs]), v1 = ld(x[(j + 1) * R.xs]), v2 = ld(x[(j + 2) * R.xs]), v3 = ld(x[(j + 3) * R.xs]);
+            online_add(m, s, v0);
+            online_add(m, s, v1);
+            online_add(m, s, v2);
+            online_add(m, s, v3);
+        }
+        for (; j < R.n; j++) online_add(m, s, ld(x[j * R.xs]));
+        C shift, scale;
+        online_final(m, s, R.log, &shift, &scale);
+        write_row(R, x, o, 0, 1, shift, scale);
+    }
+}
+
+/* ---- host side ------------------------------------------------------------------------- */
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static int capped(int64_t blocks, int dev)
+{
+    int64_t cap = (int64_t)kc_sm_count(dev) * 8;
+    if (blocks > cap) blocks = cap;
+    return blocks < 1 ? 1 : (int)blocks;
+}
+
+template <class T, class C>
+static int run(const rows &R, bool cols, int dev, cudaStream_t s)
+{
+    const char *name = R.log ? "log_softmax" : "softmax";
+    if (cols && R.count >= (int64_t)kc_sm_count(dev) * 128) {
+        col_kernel<T, C><<<capped(cdiv(R.count, KC_THREADS), dev), KC_THREADS, 0, s>>>(R);
+        return kc_launched(name, dev);
+    }
+    if (R.n > 1024) {
+        block_kernel<T, C><<<capped(R.count, dev), KC_THREADS, 0, s>>>(R);
+        return kc_launched(name, dev);
+    }
+    int W = 1;
+    while (W < R.n && W < 32) W <<= 1;
+    int64_t K = cdiv(R.n, W);
+    int blocks = capped(cdiv(R.count, (KC_THREADS / 32) * (32 / W)), dev);
+    if (K <= 1) warp_kernel<T, C, 1><<<blocks, KC_THREADS, 0, s>>>(R, W);
+    else if (K <= 2) warp_kernel<T, C, 2><<<blocks, KC_THREADS, 0, s>>>(R, W);
+    else if (K <= 4) warp_kernel<T, C, 4><<<blocks, KC_THREADS, 0, s>>>(R, W);
+    else if (K <= 8) warp_kernel<T, C, 8><<<blocks, KC_THREADS, 0, s>>>(R, W);
+    else if (K <= 16) warp_kernel<T, C, 16><<<blocks, KC_THREADS, 0, s>>>(R, W);
+    else warp_kernel<T, C, 32><<<blocks, KC_THREADS, 0, s>>>(R, W);
+    return kc_launched(name, dev);
+}
+
+} /* namespace */
+
+extern "C" int kc_softmax(em_softmax_op op, em_tensor *out, const em_tensor *in, int dim)
+{
+    const char *name = op == EM_LOG_SOFTMAX ? "log_softmax" : "softmax";
+    if (in->ndim == 0 || dim < 0 || dim >= in->ndim)
+        return kc_error("%s: dimension %d out of range for a tensor of %d dims", name, dim + 1, in->ndim);
+    if (out->dtype != in->dtype)
+        return kc_error("%s: output dtype %s differs from input dtype %s", name, kc_dtype_name(out->dtype),
+                        kc_dtype_name(in->dtype));
+    int dev = kc_device_of(in);
+    cudaStream_t s = kc_stream(dev);
+    if (!s) return -1;
+    int64_t numel = kc_numel(in);
+    if (numel == 0 || in->sizes[dim] == 0) return 0;
+
+    rows R;
+    R.in = kc_ptr(in);
+    R.out = kc_ptr(out);
+    R.n = in->sizes[dim];
+    R.xs = in->strides[dim];
+    R.os = out->strides[dim];
+    R.count = numel / R.n;
+    R.log = op == EM_LOG_SOFTMAX;
+    int nd = 0;
+    for (int d = 0; d < in->ndim; d++) {
+        if (d == dim || in->sizes[d] == 1) continue;
+        if (nd > 0 && R.ist[nd - 1] == in->strides[d] * in->sizes[d] &&
+            R.ost[nd - 1] == out->strides[d] * in->sizes[d]) {
+            R.sz[nd - 1] *= in->sizes[d];
+            R.ist[nd - 1] = in->strides[d];
+            R.ost[nd - 1] = out->strides[d];
+            continue;
+        }
+        R.sz[nd] = in->sizes[d];
+        R.ist[nd] = in->strides[d];
+        R.ost[nd] = out->strides[d];
+        nd++;
+    }
+    R.nd = nd;
+    bool cols = R.xs != 1 && nd > 0 && R.ist[nd - 1] == 1 && R.ost[nd - 1] == 1 && R.sz[nd - 1] >= 16;
+
+    switch (in->dtype) {
+    case EM_FLOAT32: return run<float, float>(R, cols, dev, s);
+    case EM_FLOAT64: return run<double, double>(R, cols, dev, s);
+    case EM_FLOAT16: return run<__half, float>(R, cols, dev, s);
+    case EM_BFLOAT16: return run<__nv_bfloat16, float>(R, cols, dev, s);
+    default: return kc_error("%s: no CUDA kernel for %s", name, kc_dtype_name(in->dtype));
+    }
+}

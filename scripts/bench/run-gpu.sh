@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# scripts/bench/run-gpu.sh — the GPU benchmark table: ember beside PyTorch on
+# the same GPU in the same run, and the ratio. Needs a GPU; run through
+# `make bench-gpu`, or on the lent GPU machine through scripts/gpu-run.sh
+# (EMBER then points at the bundled executable). Targets are in the README.
+set -u
+cd "$(dirname "$0")/../.."
+EMBER=${EMBER:-$PWD/${BUILD:-build}/ember}
+PY=${PYTHON:-python3}
+FM=${FM_DATA:-/usr/share/datasets/fashion-mnist}
+"$EMBER" -e 'assert(ember.cuda.is_available(), "bench-gpu: no GPU: " .. select(2, ember.cuda.is_available()))' || exit 1
+"$EMBER" -e 'print("device: " .. ember.cuda.get_device_name())'
+declare -A ours theirs units
+while read -r name value unit; do ours[$name]=$value; units[$name]=$unit; done < <("$EMBER" scripts/bench/gpu_ops.lua)
+if $PY -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+    while read -r name value unit; do theirs[$name]=$value; done < <($PY scripts/bench/torch_gpu_ops.py)
+fi
+names="gpu_add_launch_us matmul4096_fp32_tflops matmul4096_tf32_tflops matmul8192_fp32_tflops matmul8192_tf32_tflops gpu_add256m_gbps gpu_copy256m_gbps gpu_add_vs_copy"
+if [ -d "$FM" ]; then
+    ck=$(mktemp -u)
+    ours[fm_epoch_gpu_s]=$("$EMBER" scripts/fashion_mnist_mlp.lua --device cuda --epochs 2 --checkpoint "$ck" --data "$FM" | awk '/^epoch/ {print $9}' | sort -n | head -1)
+    rm -f "$ck"
+    units[fm_epoch_gpu_s]=s
+    if [ -n "${theirs[gpu_add_launch_us]:-}" ]; then
+        theirs[fm_epoch_gpu_s]=$($PY scripts/bench/fashion_mnist_torch.py "$FM" 2 cuda | awk '/^fm_epoch_s/ {print $2}')
+    fi
+    names="$names fm_epoch_gpu_s"
+fi
+printf '%-26s %14s %14s %8s\n' benchmark ember pytorch ratio
+for n in $names; do
+    o=${ours[$n]:-} t=${theirs[$n]:-}
+    r=$( [ -n "$o" ] && [ -n "$t" ] && awk -v a="$o" -v b="$t" 'BEGIN { printf "%.3f", a / b }' || echo -)
+    printf '%-26s %14s %14s %8s  %s\n' "$n" "${o:--}" "${t:--}" "$r" "${units[$n]:-}"
+done
