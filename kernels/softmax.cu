@@ -6,11 +6,11 @@
  * a row holding +inf (exp(inf - inf)).
  *
  * A "row" is one run of elements along dim. Three kernels:
- *  - short rows (n <= 1024): a group of up to 32 lanes holds a row in
- *    registers (K elements per lane, lane-strided so loads coalesce when dim
- *    is the unit-stride dim) and runs the CPU's passes (max, sum of exp,
- *    scale) on them: one read and one write of the data. Rows shorter than
- *    32 share a warp.
+ *  - short rows (n <= 1024 with unit stride along dim, n <= 256 otherwise):
+ *    a group of up to 32 lanes holds a row in registers (K elements per
+ *    lane, lane-strided so loads coalesce) and runs the CPU's passes (max,
+ *    sum of exp, scale) on them: one read and one write of the data. Rows
+ *    shorter than 32 share a warp.
  *  - long rows: one block per row, an online max/sum pass (the running sum is
  *    rescaled when the max grows) and a writing pass.
  *  - column rows: dim is not the unit-stride dim but a neighbouring dim is,
@@ -106,11 +106,14 @@ __device__ __forceinline__ void write_row(const rows &R, const T *x, T *o, int64
 /* ---- short rows: registers ------------------------------------------------------- */
 
 /* Groups of W lanes (a power of two <= 32) each take a row of n <= W*K
- * elements; lane l holds elements l, l + W, ... */
-template <class T, class C, int K>
+ * elements; lane l holds elements l, l + W, ... Rows longer than 32 take a
+ * whole warp (K > 1 implies W == 32), so with unit strides (UNIT) every
+ * offset is a constant and the K loads share one address register. */
+template <class T, class C, int K, bool UNIT>
 __global__ void __launch_bounds__(KC_THREADS)
 warp_kernel(rows R, int W)
 {
+    if (K > 1) W = 32;
     const int lane = threadIdx.x & (W - 1);
     const int64_t gpw = 32 / W, wpb = blockDim.x >> 5;
     const int64_t gw = (int64_t)blockIdx.x * wpb + (threadIdx.x >> 5);
@@ -125,39 +128,38 @@ warp_kernel(rows R, int W)
             x = (const T *)R.in + io;
             o = (T *)R.out + oo;
         }
+        /* lane's elements: j = lane + k*W, k < nk; pointers step by W strides */
+        const int nk = lane < R.n ? (int)((R.n - 1 - lane) / W) + 1 : 0;
+        const int64_t xstep = UNIT ? W : (int64_t)W * R.xs, ostep = UNIT ? W : (int64_t)W * R.os;
         C v[K];
         C m = -(C)INFINITY;
+        const T *xp = x + (UNIT ? lane : lane * R.xs);
 #pragma unroll
         for (int k = 0; k < K; k++) {
-            int64_t j = (int64_t)k * W + lane;
-            v[k] = active && j < R.n ? ld(x[j * R.xs]) : -(C)INFINITY;
+            v[k] = active && k < nk ? ld(xp[k * xstep]) : -(C)INFINITY;
             m = cmax(m, v[k]);
         }
         for (int d = W / 2; d > 0; d >>= 1) m = cmax(m, __shfl_xor_sync(0xffffffffu, m, d));
         C s = 0;
 #pragma unroll
         for (int k = 0; k < K; k++) {
-            int64_t j = (int64_t)k * W + lane;
-            C e = j < R.n ? cexp(v[k] - m) : (C)0;
+            C e = k < nk ? cexp(v[k] - m) : (C)0;
             if (!R.log) v[k] = e;
             s += e;
         }
         for (int d = W / 2; d > 0; d >>= 1) s += __shfl_xor_sync(0xffffffffu, s, d);
         if (!active) continue;
+        T *op = o + (UNIT ? lane : lane * R.os);
         if (R.log) {
             C shift = m + clog(s);
 #pragma unroll
-            for (int k = 0; k < K; k++) {
-                int64_t j = (int64_t)k * W + lane;
-                if (j < R.n) st(&o[j * R.os], v[k] - shift);
-            }
+            for (int k = 0; k < K; k++)
+                if (k < nk) st(&op[k * ostep], v[k] - shift);
         } else {
             C inv = (C)1 / s;
 #pragma unroll
-            for (int k = 0; k < K; k++) {
-                int64_t j = (int64_t)k * W + lane;
-                if (j < R.n) st(&o[j * R.os], v[k] * inv);
-            }
+            for (int k = 0; k < K; k++)
+                if (k < nk) st(&op[k * ostep], v[k] * inv);
         }
     }
 }
@@ -231,6 +233,19 @@ static int capped(int64_t blocks, int dev)
     return blocks < 1 ? 1 : (int)blocks;
 }
 
+template <class T, class C, bool UNIT>
+static void warp_launch(const rows &R, int W, int64_t K, int blocks, cudaStream_t s)
+{
+    if (K <= 1) warp_kernel<T, C, 1, UNIT><<<blocks, KC_THREADS, 0, s>>>(R, W);
+    else if (K <= 2) warp_kernel<T, C, 2, UNIT><<<blocks, KC_THREADS, 0, s>>>(R, W);
+    else if (K <= 4) warp_kernel<T, C, 4, UNIT><<<blocks, KC_THREADS, 0, s>>>(R, W);
+    else if (K <= 8) warp_kernel<T, C, 8, UNIT><<<blocks, KC_THREADS, 0, s>>>(R, W);
+    else if constexpr (UNIT) {      /* strided rows this long go to block_kernel */
+        if (K <= 16) warp_kernel<T, C, 16, UNIT><<<blocks, KC_THREADS, 0, s>>>(R, W);
+        else warp_kernel<T, C, 32, UNIT><<<blocks, KC_THREADS, 0, s>>>(R, W);
+    }
+}
+
 template <class T, class C>
 static int run(const rows &R, bool cols, int dev, cudaStream_t s)
 {
@@ -239,7 +254,8 @@ static int run(const rows &R, bool cols, int dev, cudaStream_t s)
         col_kernel<T, C><<<capped(cdiv(R.count, KC_THREADS), dev), KC_THREADS, 0, s>>>(R);
         return kc_launched(name, dev);
     }
-    if (R.n > 1024) {
+    bool unit = R.xs == 1 && R.os == 1;
+    if (R.n > 1024 || (!unit && R.n > 256)) {
         block_kernel<T, C><<<capped(R.count, dev), KC_THREADS, 0, s>>>(R);
         return kc_launched(name, dev);
     }
@@ -247,12 +263,8 @@ static int run(const rows &R, bool cols, int dev, cudaStream_t s)
     while (W < R.n && W < 32) W <<= 1;
     int64_t K = cdiv(R.n, W);
     int blocks = capped(cdiv(R.count, (KC_THREADS / 32) * (32 / W)), dev);
-    if (K <= 1) warp_kernel<T, C, 1><<<blocks, KC_THREADS, 0, s>>>(R, W);
-    else if (K <= 2) warp_kernel<T, C, 2><<<blocks, KC_THREADS, 0, s>>>(R, W);
-    else if (K <= 4) warp_kernel<T, C, 4><<<blocks, KC_THREADS, 0, s>>>(R, W);
-    else if (K <= 8) warp_kernel<T, C, 8><<<blocks, KC_THREADS, 0, s>>>(R, W);
-    else if (K <= 16) warp_kernel<T, C, 16><<<blocks, KC_THREADS, 0, s>>>(R, W);
-    else warp_kernel<T, C, 32><<<blocks, KC_THREADS, 0, s>>>(R, W);
+    if (unit) warp_launch<T, C, true>(R, W, K, blocks, s);
+    else warp_launch<T, C, false>(R, W, K, blocks, s);
     return kc_launched(name, dev);
 }
 
