@@ -87,17 +87,7 @@ static int cast_run(const kc_iter<2> &it, int dev, cudaStream_t s)
 template <int TO>
 static int cast_from(em_dtype from, const kc_iter<2> &it, int dev, cudaStream_t s)
 {
-    switch (from) {
-    case EM_FLOAT32: return cast_run<TO, EM_FLOAT32>(it, dev, s);
-    case EM_FLOAT64: return cast_run<TO, EM_FLOAT64>(it, dev, s);
-    case EM_INT64: return cast_run<TO, EM_INT64>(it, dev, s);
-    case EM_INT32: return cast_run<TO, EM_INT32>(it, dev, s);
-    case EM_UINT8: return cast_run<TO, EM_UINT8>(it, dev, s);
-    case EM_BOOL: return cast_run<TO, EM_BOOL>(it, dev, s);
-    case EM_FLOAT16: return cast_run<TO, EM_FLOAT16>(it, dev, s);
-    case EM_BFLOAT16: return cast_run<TO, EM_BFLOAT16>(it, dev, s);
-    default: return kc_error("cast: no CUDA kernel for %s", kc_dtype_name(from));
-    }
+    EW_DISPATCH_DTYPE2(from, "cast", cast_run, TO, it, dev, s)
 }
 
 int kc_cast(em_tensor *dst, const em_tensor *src)
@@ -109,15 +99,5 @@ int kc_cast(em_tensor *dst, const em_tensor *src)
     kc_iter<2> it;
     kc_iter_init(&it, ts);
     if (it.numel == 0) return 0;
-    switch (dst->dtype) {
-    case EM_FLOAT32: return cast_from<EM_FLOAT32>(src->dtype, it, dev, s);
-    case EM_FLOAT64: return cast_from<EM_FLOAT64>(src->dtype, it, dev, s);
-    case EM_INT64: return cast_from<EM_INT64>(src->dtype, it, dev, s);
-    case EM_INT32: return cast_from<EM_INT32>(src->dtype, it, dev, s);
-    case EM_UINT8: return cast_from<EM_UINT8>(src->dtype, it, dev, s);
-    case EM_BOOL: return cast_from<EM_BOOL>(src->dtype, it, dev, s);
-    case EM_FLOAT16: return cast_from<EM_FLOAT16>(src->dtype, it, dev, s);
-    case EM_BFLOAT16: return cast_from<EM_BFLOAT16>(src->dtype, it, dev, s);
-    default: return kc_error("cast: no CUDA kernel for %s", kc_dtype_name(dst->dtype));
-    }
+    EW_DISPATCH_DTYPE(dst->dtype, "cast", cast_from, src->dtype, it, dev, s)
 }

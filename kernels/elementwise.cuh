@@ -292,4 +292,27 @@ template <int D> __host__ __device__ inline void ew_st(char *p, typename ew_dt<D
     *(typename ew_dt<D>::S *)p = v;
 }
 
+/* switch over every dtype calling F<D>(args...) (EW_DISPATCH_DTYPE2:
+ * F<P, D>(args...)), D the em_dtype as a template value; an error naming
+ * op for anything else */
+#define EW_DTYPE_CASE(D, CALL) case D: return CALL;
+#define EW_DISPATCH_DTYPE(d, op, F, ...)                                                            \
+    switch (d) {                                                                                    \
+    EW_DTYPE_CASE(EM_FLOAT32, F<EM_FLOAT32>(__VA_ARGS__)) EW_DTYPE_CASE(EM_FLOAT64, F<EM_FLOAT64>(__VA_ARGS__)) \
+    EW_DTYPE_CASE(EM_INT64, F<EM_INT64>(__VA_ARGS__)) EW_DTYPE_CASE(EM_INT32, F<EM_INT32>(__VA_ARGS__))         \
+    EW_DTYPE_CASE(EM_UINT8, F<EM_UINT8>(__VA_ARGS__)) EW_DTYPE_CASE(EM_BOOL, F<EM_BOOL>(__VA_ARGS__))           \
+    EW_DTYPE_CASE(EM_FLOAT16, F<EM_FLOAT16>(__VA_ARGS__))                                          \
+    EW_DTYPE_CASE(EM_BFLOAT16, F<EM_BFLOAT16>(__VA_ARGS__))                                        \
+    default: return kc_error("%s: no CUDA kernel for %s", op, kc_dtype_name(d));                   \
+    }
+#define EW_DISPATCH_DTYPE2(d, op, F, P, ...)                                                        \
+    switch (d) {                                                                                    \
+    EW_DTYPE_CASE(EM_FLOAT32, (F<P, EM_FLOAT32>(__VA_ARGS__))) EW_DTYPE_CASE(EM_FLOAT64, (F<P, EM_FLOAT64>(__VA_ARGS__))) \
+    EW_DTYPE_CASE(EM_INT64, (F<P, EM_INT64>(__VA_ARGS__))) EW_DTYPE_CASE(EM_INT32, (F<P, EM_INT32>(__VA_ARGS__)))         \
+    EW_DTYPE_CASE(EM_UINT8, (F<P, EM_UINT8>(__VA_ARGS__))) EW_DTYPE_CASE(EM_BOOL, (F<P, EM_BOOL>(__VA_ARGS__)))           \
+    EW_DTYPE_CASE(EM_FLOAT16, (F<P, EM_FLOAT16>(__VA_ARGS__)))                                     \
+    EW_DTYPE_CASE(EM_BFLOAT16, (F<P, EM_BFLOAT16>(__VA_ARGS__)))                                   \
+    default: return kc_error("%s: no CUDA kernel for %s", op, kc_dtype_name(d));                   \
+    }
+
 #endif

@@ -128,15 +128,5 @@ template <int D> static int arange_run(em_tensor *out, double start, double step
 
 int kc_arange(em_tensor *out, double start, double step)
 {
-    switch (out->dtype) {
-    case EM_FLOAT32: return arange_run<EM_FLOAT32>(out, start, step);
-    case EM_FLOAT64: return arange_run<EM_FLOAT64>(out, start, step);
-    case EM_INT64: return arange_run<EM_INT64>(out, start, step);
-    case EM_INT32: return arange_run<EM_INT32>(out, start, step);
-    case EM_UINT8: return arange_run<EM_UINT8>(out, start, step);
-    case EM_BOOL: return arange_run<EM_BOOL>(out, start, step);
-    case EM_FLOAT16: return arange_run<EM_FLOAT16>(out, start, step);
-    case EM_BFLOAT16: return arange_run<EM_BFLOAT16>(out, start, step);
-    default: return kc_error("arange: no CUDA kernel for %s", kc_dtype_name(out->dtype));
-    }
+    EW_DISPATCH_DTYPE(out->dtype, "arange", arange_run, out, start, step)
 }

@@ -104,33 +104,26 @@ template <typename T> struct kc_tag { typedef T type; };
  * int64_t, int32_t, uint8_t, bool, __half, __nv_bfloat16); an error naming
  * op for dtypes the caller's set excludes. */
 #define KC_CASE(D, T, F, ...) case D: return F<T>(__VA_ARGS__);
-#define KC_DISPATCH_FLOAT(d, op, F, ...)                                             \
-    switch (d) {                                                                     \
+#define KC_CASES_FLOAT(F, ...)                                                       \
     KC_CASE(EM_FLOAT32, float, F, __VA_ARGS__)                                       \
-    KC_CASE(EM_FLOAT64, double, F, __VA_ARGS__)                                      \
-    default: return kc_error("%s: no CUDA kernel for %s", op, kc_dtype_name(d));     \
-    }
-#define KC_DISPATCH_NUMERIC(d, op, F, ...)                                           \
-    switch (d) {                                                                     \
-    KC_CASE(EM_FLOAT32, float, F, __VA_ARGS__)                                       \
-    KC_CASE(EM_FLOAT64, double, F, __VA_ARGS__)                                      \
+    KC_CASE(EM_FLOAT64, double, F, __VA_ARGS__)
+#define KC_CASES_INTEGER(F, ...)                                                     \
     KC_CASE(EM_INT64, int64_t, F, __VA_ARGS__)                                       \
     KC_CASE(EM_INT32, int32_t, F, __VA_ARGS__)                                       \
     KC_CASE(EM_UINT8, uint8_t, F, __VA_ARGS__)                                       \
-    KC_CASE(EM_BOOL, bool, F, __VA_ARGS__)                                           \
-    default: return kc_error("%s: no CUDA kernel for %s", op, kc_dtype_name(d));     \
-    }
+    KC_CASE(EM_BOOL, bool, F, __VA_ARGS__)
+#define KC_CASES_HALF(F, ...)                                                        \
+    KC_CASE(EM_FLOAT16, __half, F, __VA_ARGS__)                                      \
+    KC_CASE(EM_BFLOAT16, __nv_bfloat16, F, __VA_ARGS__)
+#define KC_NO_KERNEL(d, op) default: return kc_error("%s: no CUDA kernel for %s", op, kc_dtype_name(d));
+#define KC_DISPATCH_FLOAT(d, op, F, ...)                                             \
+    switch (d) { KC_CASES_FLOAT(F, __VA_ARGS__) KC_NO_KERNEL(d, op) }
+#define KC_DISPATCH_NUMERIC(d, op, F, ...)                                           \
+    switch (d) { KC_CASES_FLOAT(F, __VA_ARGS__) KC_CASES_INTEGER(F, __VA_ARGS__) KC_NO_KERNEL(d, op) }
 #define KC_DISPATCH_ALL(d, op, F, ...)                                               \
     switch (d) {                                                                     \
-    KC_CASE(EM_FLOAT32, float, F, __VA_ARGS__)                                       \
-    KC_CASE(EM_FLOAT64, double, F, __VA_ARGS__)                                      \
-    KC_CASE(EM_INT64, int64_t, F, __VA_ARGS__)                                       \
-    KC_CASE(EM_INT32, int32_t, F, __VA_ARGS__)                                       \
-    KC_CASE(EM_UINT8, uint8_t, F, __VA_ARGS__)                                       \
-    KC_CASE(EM_BOOL, bool, F, __VA_ARGS__)                                           \
-    KC_CASE(EM_FLOAT16, __half, F, __VA_ARGS__)                                      \
-    KC_CASE(EM_BFLOAT16, __nv_bfloat16, F, __VA_ARGS__)                              \
-    default: return kc_error("%s: no CUDA kernel for %s", op, kc_dtype_name(d));     \
+    KC_CASES_FLOAT(F, __VA_ARGS__) KC_CASES_INTEGER(F, __VA_ARGS__)                  \
+    KC_CASES_HALF(F, __VA_ARGS__) KC_NO_KERNEL(d, op)                                \
     }
 
 /* Loads and stores through double/int64, for generic paths and casts. */

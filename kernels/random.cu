@@ -192,15 +192,5 @@ int kc_random(em_random_op op, em_tensor *out, uint64_t seed, uint64_t offset, d
 {
     if ((unsigned)op >= EM_NRANDOM) return kc_error("random: unknown op %d", (int)op);
     rand_args j = rand_setup(op, out->dtype, seed, offset, a, b);
-    switch (out->dtype) {
-    case EM_FLOAT32: return rand_run<EM_FLOAT32>(op, out, j);
-    case EM_FLOAT64: return rand_run<EM_FLOAT64>(op, out, j);
-    case EM_INT64: return rand_run<EM_INT64>(op, out, j);
-    case EM_INT32: return rand_run<EM_INT32>(op, out, j);
-    case EM_UINT8: return rand_run<EM_UINT8>(op, out, j);
-    case EM_BOOL: return rand_run<EM_BOOL>(op, out, j);
-    case EM_FLOAT16: return rand_run<EM_FLOAT16>(op, out, j);
-    case EM_BFLOAT16: return rand_run<EM_BFLOAT16>(op, out, j);
-    default: return kc_error("random: no CUDA kernel for %s", kc_dtype_name(out->dtype));
-    }
+    EW_DISPATCH_DTYPE(out->dtype, "random", rand_run, op, out, j)
 }

@@ -18,6 +18,7 @@
  *    so the threads of a warp read neighbouring elements.
  */
 #include "kc.h"
+#include "online_lse.cuh"
 
 #include <math.h>
 #include <stdint.h>
@@ -56,35 +57,8 @@ __device__ __forceinline__ void st(double *p, double v) { *p = v; }
 __device__ __forceinline__ void st(__half *p, float v) { *p = __float2half(v); }
 __device__ __forceinline__ void st(__nv_bfloat16 *p, float v) { *p = __float2bfloat16(v); }
 
-__device__ __forceinline__ float cexp(float v) { return expf(v); }
-__device__ __forceinline__ double cexp(double v) { return exp(v); }
 __device__ __forceinline__ float clog(float v) { return logf(v); }
 __device__ __forceinline__ double clog(double v) { return log(v); }
-__device__ __forceinline__ float cmax(float a, float b) { return fmaxf(a, b); }
-__device__ __forceinline__ double cmax(double a, double b) { return fmax(a, b); }
-
-/* ---- online max and sum -------------------------------------------------------
- * (m, s): s = sum exp(x - m) over the elements seen, m their max. -inf adds
- * nothing (a row of only -inf is turned into NaN at the end, as the CPU's
- * exp(-inf - -inf) does); a NaN makes s NaN; +inf makes s NaN through
- * x - x, like the CPU's exp(inf - inf). */
-template <class C> __device__ __forceinline__ void online_add(C &m, C &s, C x)
-{
-    if (x == -(C)INFINITY) return;
-    if (x > m) {
-        s = s * cexp(m - x) + (x - x + (C)1);
-        m = x;
-    } else {
-        s += cexp(x - m);
-    }
-}
-
-template <class C> __device__ __forceinline__ void online_merge(C &m, C &s, C m2, C s2)
-{
-    C M = cmax(m, m2);
-    s = (s != (C)0 ? s * cexp(m - M) : (C)0) + (s2 != (C)0 ? s2 * cexp(m2 - M) : (C)0);
-    m = M;
-}
 
 /* after the last merge: what the outputs are computed from */
 template <class C> __device__ __forceinline__ void online_final(C m, C s, bool log, C *shift, C *scale)

@@ -149,17 +149,7 @@ int kc_ternary(em_ternary_op op, em_tensor *out, const em_tensor *a, const em_te
         default: return where_run<uint64_t>(it, dev, st);
         }
     }
-    switch (out->dtype) {
-    case EM_FLOAT32: return tern_run<EM_FLOAT32>(op, it, s, dev, st);
-    case EM_FLOAT64: return tern_run<EM_FLOAT64>(op, it, s, dev, st);
-    case EM_INT64: return tern_run<EM_INT64>(op, it, s, dev, st);
-    case EM_INT32: return tern_run<EM_INT32>(op, it, s, dev, st);
-    case EM_UINT8: return tern_run<EM_UINT8>(op, it, s, dev, st);
-    case EM_BOOL: return tern_run<EM_BOOL>(op, it, s, dev, st);
-    case EM_FLOAT16: return tern_run<EM_FLOAT16>(op, it, s, dev, st);
-    case EM_BFLOAT16: return tern_run<EM_BFLOAT16>(op, it, s, dev, st);
-    default: return kc_error("%s: no CUDA kernel for %s", tern_names[op], kc_dtype_name(out->dtype));
-    }
+    EW_DISPATCH_DTYPE(out->dtype, tern_names[op], tern_run, op, it, s, dev, st)
 }
 
 /* ---- clamp ------------------------------------------------------------------- */
@@ -235,15 +225,5 @@ int kc_clamp(em_tensor *out, const em_tensor *a, double lo, double hi, bool has_
     kc_iter<2> it;
     kc_iter_init(&it, ts);
     if (it.numel == 0) return 0;
-    switch (out->dtype) {
-    case EM_FLOAT32: return clamp_run<EM_FLOAT32>(it, dev, s, lo, hi, has_lo, has_hi);
-    case EM_FLOAT64: return clamp_run<EM_FLOAT64>(it, dev, s, lo, hi, has_lo, has_hi);
-    case EM_INT64: return clamp_run<EM_INT64>(it, dev, s, lo, hi, has_lo, has_hi);
-    case EM_INT32: return clamp_run<EM_INT32>(it, dev, s, lo, hi, has_lo, has_hi);
-    case EM_UINT8: return clamp_run<EM_UINT8>(it, dev, s, lo, hi, has_lo, has_hi);
-    case EM_BOOL: return clamp_run<EM_BOOL>(it, dev, s, lo, hi, has_lo, has_hi);
-    case EM_FLOAT16: return clamp_run<EM_FLOAT16>(it, dev, s, lo, hi, has_lo, has_hi);
-    case EM_BFLOAT16: return clamp_run<EM_BFLOAT16>(it, dev, s, lo, hi, has_lo, has_hi);
-    default: return kc_error("clamp: no CUDA kernel for %s", kc_dtype_name(out->dtype));
-    }
+    EW_DISPATCH_DTYPE(out->dtype, "clamp", clamp_run, it, dev, s, lo, hi, has_lo, has_hi)
 }

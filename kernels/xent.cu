@@ -19,37 +19,13 @@
  * ignored: no kernel reads x or w at a bad target.
  */
 #include "kc.h"
+#include "online_lse.cuh"
 
 #include <math.h>
 #include <stdint.h>
 #include <type_traits>
 
 namespace {
-
-__device__ __forceinline__ float cexp(float v) { return expf(v); }
-__device__ __forceinline__ double cexp(double v) { return exp(v); }
-__device__ __forceinline__ float cmax(float a, float b) { return fmaxf(a, b); }
-__device__ __forceinline__ double cmax(double a, double b) { return fmax(a, b); }
-
-/* online max and sum of exp; see softmax.cu for how -inf, +inf and NaN
- * come out the same as the CPU's max-then-sum */
-template <class C> __device__ __forceinline__ void online_add(C &m, C &s, C x)
-{
-    if (x == -(C)INFINITY) return;
-    if (x > m) {
-        s = s * cexp(m - x) + (x - x + (C)1);
-        m = x;
-    } else {
-        s += cexp(x - m);
-    }
-}
-
-template <class C> __device__ __forceinline__ void online_merge(C &m, C &s, C m2, C s2)
-{
-    C M = cmax(m, m2);
-    s = (s != (C)0 ? s * cexp(m - M) : (C)0) + (s2 != (C)0 ? s2 * cexp(m2 - M) : (C)0);
-    m = M;
-}
 
 /* The target of row i, or 0 when the row is ignored; a bad target is
  * reported (when report is set) and ignored. */

@@ -12,6 +12,7 @@
  * string "cuda:N". Nothing here loads the CUDA backend until it is called. */
 #include "binding.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const char EVENT_MT[] = "ember.cuda.Event";
@@ -137,17 +138,17 @@ static int memory_summary(lua_State *L)
     char name[256] = "";
     em_cuda_device_name(i, name, sizeof name);
     double mib = 1048576.0;
-    lua_pushfstring(L, "cuda:%d (%s)\n", i, name);
-    lua_pushfstring(L, "  allocated   %s MiB (peak %s MiB)\n",
-                    lua_pushfstring(L, "%f", s.allocated / mib), lua_pushfstring(L, "%f", s.peak_allocated / mib));
-    lua_remove(L, -2); lua_remove(L, -2);
-    lua_pushfstring(L, "  reserved    %s MiB (peak %s MiB)\n",
-                    lua_pushfstring(L, "%f", s.reserved / mib), lua_pushfstring(L, "%f", s.peak_reserved / mib));
-    lua_remove(L, -2); lua_remove(L, -2);
-    lua_pushfstring(L, "  allocations %I, frees %I; device mallocs %I, frees %I; out-of-memory %I",
-                    (lua_Integer)s.alloc_calls, (lua_Integer)s.free_calls, (lua_Integer)s.device_mallocs,
-                    (lua_Integer)s.device_frees, (lua_Integer)s.num_ooms);
-    lua_concat(L, 4);
+    char buf[768];
+    snprintf(buf, sizeof buf,
+             "cuda:%d (%s)\n"
+             "  allocated   %.2f MiB (peak %.2f MiB)\n"
+             "  reserved    %.2f MiB (peak %.2f MiB)\n"
+             "  allocations %llu, frees %llu; device mallocs %llu, frees %llu; out-of-memory %llu",
+             i, name, s.allocated / mib, s.peak_allocated / mib, s.reserved / mib, s.peak_reserved / mib,
+             (unsigned long long)s.alloc_calls, (unsigned long long)s.free_calls,
+             (unsigned long long)s.device_mallocs, (unsigned long long)s.device_frees,
+             (unsigned long long)s.num_ooms);
+    lua_pushstring(L, buf);
     return 1;
 }
 

@@ -84,6 +84,8 @@ describe("ember.cuda without a GPU", function()
     h.has(err(function() return ember.zeros(2, {device = "gpu"}) end), "gpu")
     h.has(err(function() return ember.ones(2):to("cuda:x") end), "cuda:x")
     h.has(err(ember.cuda.synchronize, "cpu"), "expected a CUDA device")
+    h.has(err(ember.cuda.memory_summary, "cuda:x"), "expected a CUDA device")
+    h.has(err(ember.cuda.Event, 3), "ember.cuda.Event: argument 1: expected an options table, got number")
   end)
 end)
 
