@@ -67,6 +67,10 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
+# shell/*.lua are compiled into the executable (.incbin in the C file that
+# runs them), which gcc's dependency files do not see
+$(SHELL_OBJ): $(wildcard shell/*.lua)
+
 $(BUILD)/libember.a: $(ENGINE_OBJ)
 	rm -f $@ && ar rcs $@ $^
 

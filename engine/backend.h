@@ -178,6 +178,7 @@ extern const em_backend em_cpu_backend;
  * the few engine services a backend needs come through this table. */
 typedef struct em_host_api {
     int (*set_error)(const char *fmt, ...);     /* em_set_error: returns -1 */
+    bool (*interrupted)(void);                  /* em_interrupt_requested: Ctrl-C */
 } em_host_api;
 
 /* libember_cuda.so exports `em_cuda_backend_init` of this type. It returns

@@ -11,7 +11,7 @@
 
 static const em_backend *cuda_backend;
 static int flags[2][EM_NFLAGS];
-static const em_host_api host_api = {.set_error = em_set_error};
+static const em_host_api host_api = {.set_error = em_set_error, .interrupted = em_interrupt_requested};
 static char cuda_failure[512];
 
 /* libember_cuda.so beside the binary that holds the engine (the ember
@@ -106,6 +106,8 @@ void *em_device_alloc(const em_backend *be, size_t nbytes, int index)
     if (!p) em_set_error("%s", first[0] ? first : em_error());
     return p;
 }
+
+bool em_cuda_is_initialized(void) { return cuda_backend != NULL; }
 
 int em_cuda_device_count(void)
 {

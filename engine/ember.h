@@ -79,6 +79,11 @@ const char *em_error(void);                       /* last message */
 int em_set_error(const char *fmt, ...)            /* always returns -1 */
     __attribute__((format(printf, 1, 2)));
 void em_clear_error(void);
+/* The interrupt request (Ctrl-C in the shell): set from a signal handler,
+ * polled by long waits (GPU synchronisation), which then fail with
+ * "interrupted". */
+void em_set_interrupt(bool on);
+bool em_interrupt_requested(void);
 /* Writes "[2,3]" into buf; returns buf. */
 char *em_shape_str(const em_tensor *t, char *buf, size_t n);
 char *em_sizes_str(const int64_t *sizes, int ndim, char *buf, size_t n);
@@ -323,6 +328,7 @@ int em_synchronize(em_device dev);
 /* CUDA devices. Opening the backend happens on the first of these calls (or
  * the first CUDA tensor); without a driver or GPU they fail with the reason. */
 int em_cuda_device_count(void);                     /* -1 + error if unavailable */
+bool em_cuda_is_initialized(void);                  /* the CUDA backend is loaded (never loads it) */
 int em_cuda_device_name(int index, char *buf, size_t n);
 /* Checks a CUDA device index: -1 + error naming the count when out of range. */
 int em_cuda_check_device(int index);

@@ -3,6 +3,7 @@
  * Lua error). Nothing here longjmps or exits. */
 #include "ember.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +13,11 @@ static char last_error[1024];
 const char *em_error(void) { return last_error[0] ? last_error : "unknown error"; }
 
 void em_clear_error(void) { last_error[0] = '\0'; }
+
+static volatile sig_atomic_t interrupt_flag;
+
+void em_set_interrupt(bool on) { interrupt_flag = on; }
+bool em_interrupt_requested(void) { return interrupt_flag != 0; }
 
 int em_set_error(const char *fmt, ...)
 {

@@ -6,6 +6,9 @@
  * copies between host and device, synchronisation, events and flags. */
 #include "kc.h"
 
+#include <sched.h>
+#include <time.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,13 +144,37 @@ bool kc_is_contiguous(const em_tensor *t)
 
 /* ---- copies and synchronisation -------------------------------------------- */
 
+/* Waits until the stream has finished its work, giving up when the host
+ * asks (Ctrl-C in the shell): a blocking cudaStreamSynchronize cannot be
+ * interrupted, so this polls. The first polls only yield the CPU, so that a
+ * short wait keeps its latency; later ones sleep 50 us between queries. */
+static int wait_idle(cudaStream_t s, const char *op)
+{
+    for (long i = 0;; i++) {
+        cudaError_t e = cudaStreamQuery(s);
+        if (e == cudaSuccess) return 0;
+        if (e != cudaErrorNotReady) return kc_cuda_error(op, e);
+        if (kc_host->interrupted && kc_host->interrupted())
+            return kc_error("%s: interrupted (the work already queued on the GPU goes on)", op);
+        if (i < 2000) {
+            sched_yield();
+        } else {
+            struct timespec ts = {0, 50000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
 /* Host memory is pageable: the copy is complete when these return, so the
- * caller may free or reuse its buffer at once. */
+ * caller may free or reuse its buffer at once. The stream is drained first
+ * (interruptibly), so that an interrupted wait never leaves a copy queued
+ * that would touch the caller's buffer later. */
 static int memcpy_h2d(void *dst, const void *src, size_t n, int device)
 {
     cudaStream_t s = kc_stream(device);
     if (!s) return -1;
     if (!n) return 0;
+    if (wait_idle(s, "copy to the GPU")) return -1;
     cudaError_t e = cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, s);
     if (e == cudaSuccess) e = cudaStreamSynchronize(s);
     return e == cudaSuccess ? 0 : kc_cuda_error("copy to the GPU", e);
@@ -157,6 +184,7 @@ static int memcpy_d2h(void *dst, const void *src, size_t n, int device)
 {
     cudaStream_t s = kc_stream(device);
     if (!s) return -1;
+    if (wait_idle(s, "copy from the GPU")) return -1;
     cudaError_t e = n ? cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, s) : cudaSuccess;
     if (e == cudaSuccess) e = cudaStreamSynchronize(s);
     if (e != cudaSuccess) return kc_cuda_error("copy from the GPU", e);
@@ -167,8 +195,7 @@ static int synchronize(int device)
 {
     cudaStream_t s = kc_stream(device);
     if (!s) return -1;
-    cudaError_t e = cudaStreamSynchronize(s);
-    if (e != cudaSuccess) return kc_cuda_error("synchronize", e);
+    if (wait_idle(s, "synchronize")) return -1;
     return kc_check_error_word(device);
 }
 

@@ -33,6 +33,14 @@ static int check_device(lua_State *L, int idx, const char *op)
     return index;
 }
 
+/* ember.cuda.is_initialized(): whether CUDA has been loaded in this process
+ * (torch.cuda.is_initialized); asking never loads it. */
+static int is_initialized(lua_State *L)
+{
+    lua_pushboolean(L, em_cuda_is_initialized());
+    return 1;
+}
+
 static int is_available(lua_State *L)
 {
     int n = em_cuda_device_count();
@@ -245,7 +253,7 @@ static void collect_on_oom(void *ctx)
 }
 
 static const luaL_Reg cuda_funcs[] = {
-    {"is_available", is_available}, {"device_count", device_count}, {"get_device_name", get_device_name},
+    {"is_available", is_available}, {"is_initialized", is_initialized}, {"device_count", device_count}, {"get_device_name", get_device_name},
     {"synchronize", synchronize}, {"memory_allocated", memory_allocated}, {"memory_reserved", memory_reserved},
     {"max_memory_allocated", max_memory_allocated}, {"max_memory_reserved", max_memory_reserved},
     {"reset_peak_memory_stats", reset_peak_memory_stats}, {"empty_cache", empty_cache},

@@ -35,6 +35,9 @@ em_tensor *emlua_check(lua_State *L, int idx, const char *op);  /* raises if not
 int emlua_push(lua_State *L, em_tensor *t);
 /* Raises em_error() as a Lua error. Never returns. */
 int emlua_fail(lua_State *L);
+/* Ctrl-C for C code: the shell sets this from its signal handler (safe
+ * there) so that long waits inside the engine give up. */
+void emlua_set_interrupt(bool on);
 /* Raises "<op>: argument N: <fmt...>". Never returns. */
 int emlua_argerror(lua_State *L, int arg, const char *op, const char *fmt, ...);
 /* "expected <what>, got <typename>" */

@@ -421,7 +421,7 @@ static const char *const lazy_functions[][2] = {
 static int module_index(lua_State *L)
 {
     const char *key = lua_tostring(L, 2);
-    static const char *const submodules[] = {"nn", "optim", "data", "autograd", NULL};
+    static const char *const submodules[] = {"nn", "optim", "data", "autograd", "help", NULL};
     for (int i = 0; key && submodules[i]; i++) {
         if (strcmp(key, submodules[i]) != 0) continue;
         lua_getglobal(L, "require");
@@ -442,6 +442,8 @@ static int module_index(lua_State *L)
     }
     return 0;
 }
+
+void emlua_set_interrupt(bool on) { em_set_interrupt(on); }
 
 /* ember.isatty(fd): whether a file descriptor (1 = stdout) is a terminal,
  * for progress bars and colours that must stay out of pipes and files. */

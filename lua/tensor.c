@@ -50,6 +50,9 @@ static void push_device(lua_State *L, const em_tensor *t)
     lua_pushstring(L, em_device_str(t->storage->device, buf, sizeof buf));
 }
 
+static const char *const property_names[] = {"shape", "dtype", "device", "ndim", "is_cuda",
+                                             "requires_grad", "is_leaf", "grad_fn", "grad"};
+
 /* t.shape, t.dtype, ...: returns 1 if `key` is a property */
 static int push_property(lua_State *L, const em_tensor *t, const char *key)
 {
@@ -890,8 +893,24 @@ void emlua_open_tensor(lua_State *L)
     emlua_push_methods(L);
     lua_pushcclosure(L, tensor_index, 1);   /* upvalue: the method table */
     lua_setfield(L, -2, "__index");
+    /* __dir: what a tensor has, as data, for the shell's completion (which
+     * never calls __index): the properties, then the methods through the
+     * table's own __index */
+    lua_createtable(L, (int)(sizeof property_names / sizeof property_names[0]), 0);
+    for (size_t i = 0; i < sizeof property_names / sizeof property_names[0]; i++) {
+        lua_pushstring(L, property_names[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_createtable(L, 0, 1);
+    emlua_push_methods(L);
+    lua_setfield(L, -2, "__index");
+    lua_setmetatable(L, -2);
+    lua_setfield(L, -2, "__dir");
     lua_pop(L, 1);
     emlua_register(L, methods, functions);
+    /* ember.Tensor: the method table, as torch.Tensor holds the methods */
+    emlua_push_methods(L);
+    lua_setfield(L, -2, "Tensor");
 
     /* module fields: the module table is at the top of the stack of luaopen_ember */
     static const char *const dtypes[] = {"float32", "float64", "int64", "int32", "uint8", "bool",

@@ -15,12 +15,32 @@
 #include <unistd.h>
 
 /* Modules loaded before any user code runs, each also set as a global of
- * its name (and in package.loaded, so `require` returns the same table).
- * nn, optim and plot join this list when they exist. */
+ * its name (and in package.loaded, so `require` returns the same table). */
 static const luaL_Reg preloaded[] = {
     {"ember", luaopen_ember},
     {NULL, NULL},
 };
+
+/* The Lua half of the library the shell pre-loads as globals (DESIGN.md:
+ * ember, nn, optim; plot joins when it exists). Together they cost about a
+ * millisecond. */
+static const char *const preloaded_lua[][2] = {
+    {"nn", "ember.nn"},
+    {"optim", "ember.optim"},
+    {NULL, NULL},
+};
+
+/* help(x): ember.help, looked up at each call so that the documentation
+ * is only loaded when asked for. */
+static int shell_help(lua_State *L)
+{
+    lua_getglobal(L, "ember");
+    lua_getfield(L, -1, "help");
+    lua_insert(L, 1);
+    lua_pop(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+}
 
 static void preload_modules(lua_State *L)
 {
@@ -28,6 +48,26 @@ static void preload_modules(lua_State *L)
         luaL_requiref(L, m->name, m->func, 1);
         lua_pop(L, 1);
     }
+    for (int i = 0; preloaded_lua[i][0]; i++) {
+        lua_getglobal(L, "require");
+        lua_pushstring(L, preloaded_lua[i][1]);
+        if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+            /* the shell stays usable without them; say why they are missing */
+            emsh_message(emsh_progname, lua_tostring(L, -1));
+            lua_pop(L, 1);
+            continue;
+        }
+        /* ember.nn = nn too, as ember's lazy loader would cache it, so that
+         * completion (which reads fields raw) finds it */
+        lua_getglobal(L, "ember");
+        lua_pushstring(L, preloaded_lua[i][1] + sizeof "ember." - 1);
+        lua_pushvalue(L, -3);
+        lua_rawset(L, -3);
+        lua_pop(L, 1);
+        lua_setglobal(L, preloaded_lua[i][0]);
+    }
+    lua_pushcfunction(L, shell_help);
+    lua_setglobal(L, "help");
 }
 
 /* ---- options ------------------------------------------------------------- */
@@ -39,6 +79,9 @@ enum {
     HAS_E = 8,      /* -e */
     HAS_ENV = 16,   /* -E: ignore environment variables */
     HAS_HELP = 32,  /* -h, --help */
+    HAS_D = 64,     /* -d: under the debugger */
+    HAS_P = 128,    /* -p: Ctrl-C pauses in the debugger */
+    HAS_PM = 256,   /* --pm: post-mortem debugger on an uncaught error */
 };
 
 static const char usage_text[] =
@@ -51,6 +94,10 @@ static const char usage_text[] =
     "  -v        show version information\n"
     "  -E        ignore environment variables (EMBER_INIT)\n"
     "  -W        turn warnings on\n"
+    "  -d        debug: stop at the script's first line, Ctrl-C pauses, and an\n"
+    "            uncaught error opens the debugger in the failing frame\n"
+    "  -p        Ctrl-C pauses running code in the debugger (continue resumes)\n"
+    "  --pm      open the debugger on an uncaught error (post-mortem)\n"
     "  -h        show this help (also --help)\n"
     "  --        stop handling options\n"
     "  -         stop handling options and execute stdin\n"
@@ -79,6 +126,10 @@ static int collect_args(char **argv, int *first)
         const char *a = argv[i];
         if (a[0] != '-') return args;               /* the script */
         if (strcmp(a, "--help") == 0) return args | HAS_HELP;
+        if (strcmp(a, "--pm") == 0) {
+            args |= HAS_PM;
+            continue;
+        }
         switch (a[1]) {
         case '-':                                   /* -- */
             if (a[2] != '\0') return HAS_ERROR;
@@ -95,6 +146,14 @@ static int collect_args(char **argv, int *first)
             break;
         case 'W':
             if (a[2] != '\0') return HAS_ERROR;
+            break;
+        case 'd':
+            if (a[2] != '\0') return HAS_ERROR;
+            args |= HAS_D;
+            break;
+        case 'p':
+            if (a[2] != '\0') return HAS_ERROR;
+            args |= HAS_P;
             break;
         case 'i':
             args |= HAS_I;      /* -i implies -v */
@@ -239,12 +298,19 @@ static int pmain(lua_State *L)
     }
     luaL_openlibs(L);
     preload_modules(L);
+    emsh_run_open(L);
+    emsh_debug_open(L);
+    if (args & (HAS_D | HAS_P)) emsh_set_pause_on_interrupt(true);
+    if (args & (HAS_D | HAS_PM)) emsh_set_auto_postmortem(true);
     create_arg_table(L, argv, argc, script);
     lua_gc(L, LUA_GCRESTART);
     lua_gc(L, LUA_GCGEN, 0, 0);
     if (!(args & HAS_ENV) && handle_init(L) != LUA_OK) return 0;
     if (!run_args(L, argv, optlim)) return 0;
-    if (script > 0 && handle_script(L, argv + script) != LUA_OK) return 0;
+    if (script > 0) {
+        if (args & HAS_D) emsh_debug_step_in(L);
+        if (handle_script(L, argv + script) != LUA_OK) return 0;
+    }
     if (args & HAS_I) {
         emsh_repl(L);
     } else if (script == 0 && !(args & (HAS_E | HAS_V))) {

@@ -3,13 +3,21 @@
  * Each entry is first compiled as "return <line>;" so that an expression
  * prints its values; if that fails it is compiled as a statement, and a
  * syntax error at "<eof>" means the statement is unfinished: another line is
- * read ("... " prompt) and the lot compiled again (lua.c's method).
+ * read ("... " prompt) and the lot compiled again (lua.c's method). Any
+ * other syntax error is reported at once.
  *
- * On a terminal lines come from GNU Readline, with history; from a pipe they
+ * An entry starting with ':' is a shell command (commands.c); one starting
+ * with '?' asks for help ("?ember.zeros", "?t:sum", "?" alone). A trailing
+ * ';' keeps an expression's values from being printed. The values of the
+ * last entry that had any are kept in the globals _ (the first) and _1, _2,
+ * ... (each of them: Lua's answer to PyTorch's tuples).
+ *
+ * On a terminal lines come from GNU Readline, with history, completion and
+ * bracketed paste (a pasted block arrives as one entry); from a pipe they
  * are read plainly, without prompts, but values are still printed so that
  * `printf '1+1\n' | ember` prints 2. Ctrl-C at the prompt drops the entry
- * being typed; Ctrl-C while code runs raises "interrupted!" (run.c); Ctrl-D
- * on an empty line ends the session. */
+ * being typed; Ctrl-C while code runs stops it (run.c); Ctrl-D on an empty
+ * line ends the session. */
 #include "shell.h"
 
 #include <errno.h>
@@ -26,6 +34,17 @@
 #define EOFMARK "<eof>"
 
 typedef enum { LINE_OK, LINE_EOF, LINE_INTERRUPTED } line_status;
+
+bool emsh_quit_requested;
+
+/* Colours on a terminal that can show them (TERM set and not "dumb", the
+ * convention git and ls follow), unless NO_COLOR is set (no-color.org). */
+bool emsh_use_color(void)
+{
+    const char *no = getenv("NO_COLOR");
+    const char *term = getenv("TERM");
+    return isatty(STDOUT_FILENO) && !(no && no[0]) && term && term[0] && strcmp(term, "dumb") != 0;
+}
 
 /* ---- reading a line ------------------------------------------------------ */
 
@@ -61,19 +80,6 @@ static int getc_interruptible(FILE *in)
     }
 }
 
-/* Pushes the prompt and returns it. Like lua.c, the globals _PROMPT and
- * _PROMPT2 override the defaults. */
-static const char *push_prompt(lua_State *L, bool first)
-{
-    if (lua_getglobal(L, first ? "_PROMPT" : "_PROMPT2") == LUA_TNIL) {
-        lua_pop(L, 1);
-        return lua_pushstring(L, first ? PROMPT : PROMPT2);
-    }
-    const char *p = luaL_tolstring(L, -1, NULL);
-    lua_remove(L, -2);
-    return p;
-}
-
 static char *read_terminal_line(const char *prompt, line_status *st)
 {
     struct sigaction sa, saved;
@@ -82,6 +88,7 @@ static char *read_terminal_line(const char *prompt, line_status *st)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &saved);
     interrupted = 0;
+    rl_getc_function = getc_interruptible;
     char *line = readline(prompt);
     sigaction(SIGINT, &saved, NULL);
     if (interrupted) {
@@ -109,18 +116,41 @@ static char *read_piped_line(line_status *st)
     return line;
 }
 
+static char *read_line(const char *prompt, line_status *st)
+{
+    return isatty(STDIN_FILENO) ? read_terminal_line(prompt, st) : read_piped_line(st);
+}
+
+char *emsh_read_line(const char *prompt)
+{
+    line_status st;
+    char *line;
+    do   /* Ctrl-C clears the line: prompt again */
+        line = read_line(prompt, &st);
+    while (st == LINE_INTERRUPTED);
+    return line;
+}
+
+/* Pushes the prompt and returns it. Like lua.c, the globals _PROMPT and
+ * _PROMPT2 override the defaults. */
+static const char *push_prompt(lua_State *L, bool first)
+{
+    if (lua_getglobal(L, first ? "_PROMPT" : "_PROMPT2") == LUA_TNIL) {
+        lua_pop(L, 1);
+        return lua_pushstring(L, first ? PROMPT : PROMPT2);
+    }
+    const char *p = luaL_tolstring(L, -1, NULL);
+    lua_remove(L, -2);
+    return p;
+}
+
 /* Pushes the next line (without its newline). */
 static line_status push_line(lua_State *L, bool first)
 {
     line_status st;
-    char *line;
-    if (interactive) {
-        const char *prompt = push_prompt(L, first);
-        line = read_terminal_line(prompt, &st);
-        lua_pop(L, 1);   /* the prompt */
-    } else {
-        line = read_piped_line(&st);
-    }
+    const char *prompt = push_prompt(L, first);
+    char *line = interactive ? read_terminal_line(prompt, &st) : read_piped_line(&st);
+    lua_pop(L, 1);   /* the prompt */
     if (st != LINE_OK) return st;
     /* "=expr" is Lua 5.1's spelling of "return expr"; lua.c still takes it */
     if (first && line[0] == '=') lua_pushfstring(L, "return %s", line + 1);
@@ -150,12 +180,24 @@ static void save_entry(const char *entry)
     if (interactive && entry[0] != '\0') emsh_history_add(entry);
 }
 
+/* Length of s without trailing blanks. */
+static size_t trimmed_len(const char *s)
+{
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r')) n--;
+    return n;
+}
+
 /* The line on top as "return <line>;": on success the line is replaced by
- * the compiled function. */
-static int try_as_expression(lua_State *L)
+ * the compiled function. A trailing ';' is allowed (and asks for silence). */
+static int try_as_expression(lua_State *L, bool *quiet)
 {
     const char *line = lua_tostring(L, -1);
-    const char *ret = lua_pushfstring(L, "return %s;", line);
+    size_t n = trimmed_len(line);
+    *quiet = n > 0 && line[n - 1] == ';';
+    if (*quiet) n--;
+    const char *ret = lua_pushfstring(L, "return %s;", lua_pushlstring(L, line, n));
+    lua_remove(L, -2);
     int status = luaL_loadbuffer(L, ret, strlen(ret), "=stdin");
     if (status == LUA_OK) {
         save_entry(line);
@@ -199,31 +241,92 @@ static int compile_statement(lua_State *L, line_status *st)
     }
 }
 
+/* ---- commands and help --------------------------------------------------- */
+
+static const char *skip_blanks(const char *s)
+{
+    while (*s == ' ' || *s == '\t') s++;
+    return s;
+}
+
+/* "?name": ember.help("name"), run like any entry so errors are reported. */
+static void ask_help(lua_State *L, const char *what)
+{
+    what = skip_blanks(what);
+    size_t n = trimmed_len(what);
+    lua_getglobal(L, "ember");
+    if (lua_type(L, -1) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        emsh_message(NULL, "help: the global 'ember' is gone");
+        return;
+    }
+    lua_getfield(L, -1, "help");
+    lua_remove(L, -2);
+    int narg = 0;
+    if (n > 0) {
+        lua_pushlstring(L, what, n);
+        narg = 1;
+    }
+    emsh_report(L, emsh_docall(L, narg, 0));
+}
+
+/* Handles ':' and '?' entries; true if the line was one. */
+static bool special_entry(lua_State *L, const char *line)
+{
+    const char *s = skip_blanks(line);
+    if (s[0] == ':' && s[1] != ':') {   /* "::label::" is Lua */
+        save_entry(line);
+        if (!emsh_run_command(L, s + 1)) {
+            const char *name = skip_blanks(s + 1);
+            size_t len = strcspn(name, " \t");
+            emsh_message(NULL, lua_pushfstring(L, "unknown command ':%s' (:help lists the commands)",
+                                               lua_pushlstring(L, name, len)));
+        }
+        return true;
+    }
+    if (s[0] == '?') {
+        save_entry(line);
+        ask_help(L, s + 1);
+        return true;
+    }
+    return false;
+}
+
 /* Reads and compiles one entry. Returns its status with the function or the
  * error message pushed, or sets *st to LINE_EOF / LINE_INTERRUPTED (nothing
- * pushed). */
-static int load_entry(lua_State *L, line_status *st)
+ * pushed; also for ':' and '?' entries, already handled). */
+static int load_entry(lua_State *L, line_status *st, bool *quiet)
 {
+    *quiet = false;
     *st = push_line(L, true);
     if (*st != LINE_OK) return LUA_OK;
-    if (try_as_expression(L) == LUA_OK) return LUA_OK;
+    if (special_entry(L, lua_tostring(L, -1))) {
+        lua_pop(L, 1);
+        *st = LINE_INTERRUPTED;
+        return LUA_OK;
+    }
+    if (try_as_expression(L, quiet) == LUA_OK) return LUA_OK;
+    *quiet = false;
     return compile_statement(L, st);
 }
 
 /* ---- the loop ------------------------------------------------------------ */
 
-/* Prints the values left on the stack with the global print, so that
- * tensors come out through their __tostring. */
-static void print_results(lua_State *L)
+/* _ = the first value, _1.._n = each value; older _k beyond n are cleared. */
+static int last_count;
+
+static void keep_results(lua_State *L, int n)
 {
-    int n = lua_gettop(L);
-    if (n == 0) return;
-    luaL_checkstack(L, LUA_MINSTACK, "too many results to print");
-    lua_getglobal(L, "print");
-    lua_insert(L, 1);
-    if (lua_pcall(L, n, 0, 0) != LUA_OK)
-        emsh_message(emsh_progname,
-                     lua_pushfstring(L, "error calling 'print' (%s)", lua_tostring(L, -1)));
+    lua_pushvalue(L, 1);
+    lua_setglobal(L, "_");
+    for (int i = 1; i <= n || i <= last_count; i++) {
+        char name[24];
+        snprintf(name, sizeof name, "_%d", i);
+        if (i <= n) lua_pushvalue(L, i);
+        else lua_pushnil(L);
+        lua_setglobal(L, name);
+    }
+    last_count = n;
 }
 
 void emsh_repl(lua_State *L)
@@ -233,23 +336,31 @@ void emsh_repl(lua_State *L)
     interactive = isatty(STDIN_FILENO);
     if (interactive) {
         rl_readline_name = "ember";
-        rl_getc_function = getc_interruptible;
         emsh_history_open();
+        emsh_complete_install(L);
     }
-    for (;;) {
+    emsh_commands_open(L);
+    emsh_quit_requested = false;
+    while (!emsh_quit_requested) {
         line_status st;
+        bool quiet;
         lua_settop(L, 0);
-        int status = load_entry(L, &st);
+        int status = load_entry(L, &st, &quiet);
         if (st == LINE_EOF) break;
         if (st == LINE_INTERRUPTED) continue;
         if (status == LUA_OK) status = emsh_docall(L, 0, LUA_MULTRET);
-        if (status == LUA_OK) print_results(L);
-        else emsh_report(L, status);
+        if (status == LUA_OK) {
+            int n = lua_gettop(L);
+            if (n > 0) keep_results(L, n);
+            if (n > 0 && !quiet) emsh_print_values(L, n, emsh_use_color());
+        } else {
+            emsh_report(L, status);
+        }
     }
     lua_settop(L, 0);
     if (interactive) {
         emsh_history_close();
-        fputs("\n", stdout);
+        if (!emsh_quit_requested) fputs("\n", stdout);
         fflush(stdout);
     }
     emsh_progname = saved_progname;

@@ -5,6 +5,10 @@
  *   repl.c     the read-eval-print loop (readline on a terminal, plain
  *              lines from a pipe)
  *   history.c  the readline history file
+ *   commands.c the REPL's ":" commands (":time", ":mem", ":break", ...)
+ *   print.c    the REPL's value printer (tables indented, cycles, tensors)
+ *   complete.c tab completion (globals, fields, methods, keywords, files)
+ *   debug.c    breakpoints, stepping, the (dbg) prompt, post-mortem
  */
 #ifndef EMBER_SHELL_H
 #define EMBER_SHELL_H
@@ -35,5 +39,88 @@ void emsh_repl(lua_State *L);
 void emsh_history_open(void);
 void emsh_history_add(const char *entry);
 void emsh_history_close(void);
+
+/* ---- run.c: the thread user code runs on ---------------------------------
+ * Every entry, script and -e chunk runs in a fresh coroutine (so that after
+ * an error its stack is still there for post-mortem). The threads that are
+ * running, innermost last, are tracked (coroutine.resume and coroutine.wrap
+ * are wrapped) so that Ctrl-C reaches the one actually executing. */
+
+/* An error object (its address, as a light userdata) for an error already
+ * dealt with: emsh_report prints nothing for it (a post-mortem was shown,
+ * or the user quit the debugger). */
+extern const char emsh_silent_error;
+
+/* Replaces coroutine.resume and coroutine.wrap by the tracked versions. */
+void emsh_run_open(lua_State *L);
+/* The dead thread of the last error (NULL if none or already inspected),
+ * with its error message in *msg. */
+lua_State *emsh_last_error_thread(lua_State *L, const char **msg);
+/* What Ctrl-C does while code runs: raise "interrupted!" (default) or stop
+ * in the debugger at the current line. */
+void emsh_set_pause_on_interrupt(bool on);
+bool emsh_pause_on_interrupt(void);
+/* Open the debugger automatically on an uncaught error. */
+void emsh_set_auto_postmortem(bool on);
+
+/* ---- repl.c / commands.c --------------------------------------------------- */
+
+/* Reads one line (without its newline) after showing prompt: GNU Readline
+ * on a terminal (Ctrl-C there clears the line and prompts again), plain lines
+ * from a pipe (no prompt shown). NULL when input ends. The caller frees it
+ * and adds it to whatever history it keeps. */
+char *emsh_read_line(const char *prompt);
+
+/* Set by ":quit": the REPL ends after the current entry. */
+extern bool emsh_quit_requested;
+/* Remembers the globals that exist before the user types anything (for
+ * ":vars"). */
+void emsh_commands_open(lua_State *L);
+
+/* Names of the ":" commands, NULL-terminated, for completion. */
+extern const char *const emsh_command_names[];
+/* Runs a ":" command line (without the colon); false if the name is unknown. */
+bool emsh_run_command(lua_State *L, const char *line);
+/* Colours are used when stdout is a terminal and NO_COLOR is not set. */
+bool emsh_use_color(void);
+
+/* ---- print.c --------------------------------------------------------------- */
+
+/* Prints the n values on top of the stack (popped), tab separated, as the
+ * REPL shows results: tables indented with a depth limit and cycles marked,
+ * tensors summarised, strings at the top level unquoted. Never raises. */
+void emsh_print_values(lua_State *L, int n, bool color);
+
+/* ---- complete.c ------------------------------------------------------------ */
+
+/* Sets readline up to complete with L (word breaks, the completion function). */
+void emsh_complete_install(lua_State *L);
+/* Prints, one per line and sorted, what Tab would offer at the end of line
+ * (used by ":complete" and the tests). */
+void emsh_complete_print(lua_State *L, const char *line);
+
+/* ---- debug.c --------------------------------------------------------------- */
+
+/* Registers the global breakpoint() (also ember.breakpoint is not touched). */
+void emsh_debug_open(lua_State *L);
+/* Runs a debugger command given at the REPL (":break", ":breaks", ":delete",
+ * ":disable", ":enable", ":condition"); false if cmd is not one of them. */
+bool emsh_debug_command(lua_State *L, const char *cmd, const char *args);
+/* Arms a stop at the next line of Lua code that runs (ember -d script). */
+void emsh_debug_step_in(lua_State *L);
+/* Opens the (dbg) prompt on the stack of co, a thread that died with msg;
+ * returns when the user leaves it. */
+void emsh_debug_postmortem(lua_State *L, lua_State *co, const char *msg);
+/* Called from a hook (Ctrl-C in pause mode): opens the (dbg) prompt at the
+ * line the thread L is executing; returns when the user continues. */
+void emsh_debug_pause(lua_State *L, lua_Debug *ar);
+/* Gives thread co the debugger's hook state before it is resumed from L
+ * (coroutines created before a breakpoint was set have no hook). */
+void emsh_debug_thread_resumed(lua_State *L, lua_State *co);
+/* Puts the debugger's own hook (or none) back on thread L, after the
+ * interrupt hook of run.c has replaced it. */
+void emsh_debug_restore_hook(lua_State *L);
+/* Did thread co die of the (dbg) prompt's "quit"? (then nothing is reported) */
+bool emsh_debug_quitting(lua_State *co);
 
 #endif

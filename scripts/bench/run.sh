@@ -90,3 +90,9 @@ for name in startup_ms op_overhead_us op_autograd_us matmul1024_gflops add16m_gb
     fi
     printf '%-22s %14s %14s %10s  %s\n' "$name" "$o ${units[$name]:-}" "$t ${units[$name]:-}" "$r" "${target[$name]}"
 done
+
+# What the debugger costs a training loop (no PyTorch counterpart: the
+# baseline is ember without the debugger)
+echo
+echo "debugger cost (scripts/bench/debugger.lua):"
+"$EMBER" scripts/bench/debugger.lua

@@ -6,16 +6,7 @@ cd "$(dirname "$0")/../.."
 EMBER=${EMBER:-build/ember}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0 failed=0
-
-ok() {   # name
-    n=$((n + 1)); echo "ok $n - $1"
-}
-not_ok() {   # name, details...
-    n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"
-    shift
-    for line in "$@"; do printf '%s\n' "$line" | sed 's/^/# /'; done
-}
+. tests/shell/tap.sh
 # check NAME EXPECTED_RC EXPECTED_STDOUT -- command...: runs the command,
 # compares its exit status and its whole stdout.
 check() {

@@ -12,18 +12,8 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 EMBER = os.environ.get("EMBER", os.path.join(ROOT, "build", "ember"))
 TIMEOUT = 10
 
-results = []
-
-
-def report(name, ok, detail=""):
-    results.append(name)
-    n = len(results)
-    print(("ok %d - %s" if ok else "not ok %d - %s") % (n, name))
-    if not ok and detail:
-        for line in str(detail).splitlines():
-            print("# " + line)
-    sys.stdout.flush()
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tap import report, results, done  # noqa: E402
 
 try:
     import pexpect
@@ -211,4 +201,4 @@ check("history is saved to EMBER_HISTORY", history_saved)
 check("history is read back by the next session", history_reloaded)
 check("history file is capped at 1000 lines", history_capped)
 check("-i enters the REPL after a script", interactive_after_script)
-print("1..%d" % len(results))
+done()

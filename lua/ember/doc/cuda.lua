@@ -1,0 +1,249 @@
+-- Docs of ember.cuda and ember.backends. Format: ember/help.lua.
+-- The examples run everywhere: GPU work is guarded by ember.cuda.is_available().
+return {
+  {
+    name = "ember.cuda",
+    sig = "ember.cuda",
+    doc = [=[
+The GPU: devices, synchronisation, the caching allocator's memory figures, and events
+for timing (torch.cuda). Nothing CUDA is loaded until a function here or a tensor on
+"cuda" needs it; without a usable device, calls raise "no CUDA device: <reason>" while
+is_available() and device_count() answer false and 0.
+  is_available, is_initialized, device_count, get_device_name, synchronize
+  memory_allocated, memory_reserved, max_memory_allocated, max_memory_reserved,
+  reset_peak_memory_stats, memory_stats, memory_summary, empty_cache
+  Event (record, synchronize, elapsed_time)
+Device arguments are an index (0-based, as in "cuda:0") or a string "cuda:N";
+omitted, device 0. Tensors move with t:to("cuda") / t:cuda() / t:cpu().]=],
+    example = [=[
+local ok, why = ember.cuda.is_available()
+print(ok and ember.cuda.get_device_name() or ("CPU only: " .. why))
+if ok then
+  local x = ember.randn(1024, 1024, {device = "cuda"})
+  local y = x:matmul(x)
+  ember.cuda.synchronize()
+  print(ember.cuda.memory_allocated())
+end]=],
+  },
+  {
+    name = "ember.cuda.is_available",
+    sig = "ember.cuda.is_available() -> true, or false and the reason",
+    doc = [=[
+Whether a CUDA device can be used. When not, the second value says why (no driver, no
+device, the CUDA backend library missing, ...). Loads the CUDA backend on first call.]=],
+    example = [=[
+local ok, why = ember.cuda.is_available()
+print(ok, why)
+local device = ok and "cuda" or "cpu"
+print(ember.zeros(2, {device = device}).device)]=],
+  },
+  {
+    name = "ember.cuda.is_initialized",
+    sig = "ember.cuda.is_initialized() -> boolean",
+    doc = [=[
+Whether the CUDA backend has been loaded in this process (by is_available, a tensor on
+"cuda", ...). Asking never loads it, so it costs nothing on a CPU-only run.
+Like torch.cuda.is_initialized.]=],
+    example = [=[
+local loaded = ember.cuda.is_initialized()
+print(loaded)   -- false until something used CUDA]=],
+  },
+  {
+    name = "ember.cuda.device_count",
+    sig = "ember.cuda.device_count() -> integer",
+    doc = "The number of usable CUDA devices; 0 when there are none (never an error).",
+    example = [=[
+print(ember.cuda.device_count())]=],
+  },
+  {
+    name = "ember.cuda.get_device_name",
+    sig = "ember.cuda.get_device_name([device = 0]) -> string",
+    doc = "The name of a device, e.g. \"NVIDIA H100 80GB HBM3\". Errors without a device.",
+    example = [=[
+if ember.cuda.is_available() then print(ember.cuda.get_device_name(0)) end]=],
+  },
+  {
+    name = "ember.cuda.synchronize",
+    sig = "ember.cuda.synchronize([device = 0])",
+    doc = [=[
+Waits until all work queued on the device has finished. GPU ops are asynchronous: call
+it before reading a clock when timing GPU code (t:item() and copies to the CPU also wait).]=],
+    example = [=[
+if ember.cuda.is_available() then
+  local x = ember.randn(512, 512, {device = "cuda"})
+  local t0 = ember.wall_time()
+  local y = x:matmul(x)
+  ember.cuda.synchronize()
+  print(ember.wall_time() - t0)
+end]=],
+  },
+  {
+    name = "ember.cuda.memory_allocated",
+    sig = "ember.cuda.memory_allocated([device = 0]) -> bytes",
+    doc = [=[
+The bytes of device memory held by live tensors right now (the caching allocator's
+count). Tensors are freed when collected: collectgarbage() or `local t <close>` frees
+sooner.]=],
+    example = [=[
+if ember.cuda.is_available() then
+  local before = ember.cuda.memory_allocated()
+  local x = ember.zeros(1024, 1024, {device = "cuda"})
+  print(ember.cuda.memory_allocated() - before)   -- about 4 MiB
+end]=],
+  },
+  {
+    name = "ember.cuda.memory_reserved",
+    sig = "ember.cuda.memory_reserved([device = 0]) -> bytes",
+    doc = [=[
+The bytes the caching allocator holds from the driver: allocated memory plus freed
+blocks kept for reuse. empty_cache() gives the unused part back.]=],
+    example = [=[
+if ember.cuda.is_available() then print(ember.cuda.memory_reserved()) end]=],
+  },
+  {
+    name = "ember.cuda.max_memory_allocated",
+    sig = "ember.cuda.max_memory_allocated([device = 0]) -> bytes",
+    doc = "The peak of memory_allocated since the start or the last reset_peak_memory_stats.",
+    example = [=[
+if ember.cuda.is_available() then
+  ember.cuda.reset_peak_memory_stats()
+  local y = ember.randn(256, 256, {device = "cuda"}):matmul(ember.randn(256, 256, {device = "cuda"}))
+  print(ember.cuda.max_memory_allocated())
+end]=],
+  },
+  {
+    name = "ember.cuda.max_memory_reserved",
+    sig = "ember.cuda.max_memory_reserved([device = 0]) -> bytes",
+    doc = "The peak of memory_reserved since the start or the last reset_peak_memory_stats.",
+    example = [=[
+if ember.cuda.is_available() then print(ember.cuda.max_memory_reserved()) end]=],
+  },
+  {
+    name = "ember.cuda.reset_peak_memory_stats",
+    sig = "ember.cuda.reset_peak_memory_stats([device = 0])",
+    doc = "Starts the peaks (max_memory_allocated, max_memory_reserved) again from the current\nfigures.",
+    example = [=[
+if ember.cuda.is_available() then
+  ember.cuda.reset_peak_memory_stats()
+  print(ember.cuda.max_memory_allocated() == ember.cuda.memory_allocated())   -- true
+end]=],
+  },
+  {
+    name = "ember.cuda.memory_stats",
+    sig = "ember.cuda.memory_stats([device = 0]) -> table",
+    doc = [=[
+The allocator's counters as a table of integers: allocated_bytes, reserved_bytes,
+peak_allocated_bytes, peak_reserved_bytes, alloc_calls, free_calls, device_mallocs,
+device_frees, num_ooms. (PyTorch's has other, dotted keys.)]=],
+    example = [=[
+if ember.cuda.is_available() then
+  local s = ember.cuda.memory_stats()
+  print(s.allocated_bytes, s.device_mallocs, s.num_ooms)
+end]=],
+  },
+  {
+    name = "ember.cuda.memory_summary",
+    sig = "ember.cuda.memory_summary([device = 0]) -> string",
+    doc = [=[
+A few lines for people: the device, allocated and reserved MiB with their peaks, and
+the allocation, free, device malloc and out-of-memory counts.]=],
+    example = [=[
+if ember.cuda.is_available() then print(ember.cuda.memory_summary()) end]=],
+  },
+  {
+    name = "ember.cuda.empty_cache",
+    sig = "ember.cuda.empty_cache([device = 0])",
+    doc = [=[
+Runs a full garbage collection (so tensors only the collector still holds are freed)
+and returns the allocator's unused cached blocks to the driver. Allocated memory is not
+affected; memory_reserved drops.]=],
+    example = [=[
+if ember.cuda.is_available() then
+  local x = ember.zeros(4096, 4096, {device = "cuda"})
+  x = nil
+  ember.cuda.empty_cache()
+  print(ember.cuda.memory_reserved())
+end]=],
+  },
+  {
+    name = "ember.cuda.Event",
+    sig = "ember.cuda.Event([{device = 0}]) -> event",
+    doc = [=[
+A CUDA event for timing work on the GPU without synchronising at every step: record
+one before and one after, then start:elapsed_time(stop) gives the milliseconds between.
+Timing is always enabled (PyTorch's enable_timing option is not needed). Methods:
+record, synchronize, elapsed_time. Errors without a device.]=],
+    example = [=[
+if ember.cuda.is_available() then
+  local start, stop = ember.cuda.Event(), ember.cuda.Event()
+  local x = ember.randn(1024, 1024, {device = "cuda"})
+  start:record()
+  local y = x:matmul(x)
+  stop:record()
+  print(start:elapsed_time(stop), "ms")
+end]=],
+  },
+  {
+    name = "ember.cuda.Event:record",
+    sig = "event:record() -> event",
+    doc = "Records the event on the device's stream: it completes when the work queued before it\ndoes.",
+    example = [=[
+if ember.cuda.is_available() then
+  local e = ember.cuda.Event():record()
+  e:synchronize()
+end]=],
+  },
+  {
+    name = "ember.cuda.Event:synchronize",
+    sig = "event:synchronize()",
+    doc = "Waits until the event has completed (the work queued before its record).",
+    example = [=[
+if ember.cuda.is_available() then
+  local x = ember.randn(256, 256, {device = "cuda"}):exp()
+  local done = ember.cuda.Event():record()
+  done:synchronize()
+end]=],
+  },
+  {
+    name = "ember.cuda.Event:elapsed_time",
+    sig = "start:elapsed_time(stop) -> milliseconds",
+    doc = [=[
+The time between the records of start and stop in milliseconds (a float). Waits for
+stop to complete first. Both events must have been recorded.]=],
+    example = [=[
+if ember.cuda.is_available() then
+  local a, b = ember.cuda.Event(), ember.cuda.Event()
+  a:record()
+  ember.randn(1000, {device = "cuda"}):sum()
+  b:record()
+  print(a:elapsed_time(b))
+end]=],
+  },
+
+  -- ---- ember.backends ----------------------------------------------------------------------
+  {
+    name = "ember.backends",
+    also = {"ember.backends.cuda"},
+    sig = "ember.backends.cuda.matmul.allow_tf32",
+    doc = [=[
+Settings of the backends (torch.backends). There is one:
+ember.backends.cuda.matmul.allow_tf32 (see its entry).]=],
+    example = [=[
+print(ember.backends.cuda.matmul.allow_tf32)   -- false]=],
+  },
+  {
+    name = "ember.backends.cuda.matmul.allow_tf32",
+    sig = "ember.backends.cuda.matmul.allow_tf32 = true | false   (default false)",
+    doc = [=[
+Whether float32 matrix products on the GPU may use TF32 tensor cores: much faster on
+Ampere and later GPUs, with about 10 bits of mantissa in the inputs. Read it or assign a
+boolean; any other value, or another setting name, is an error. CPU results are not
+affected. Like PyTorch's flag of the same name.]=],
+    example = [=[
+local matmul = ember.backends.cuda.matmul
+local old = matmul.allow_tf32
+matmul.allow_tf32 = true
+print(matmul.allow_tf32)   -- true
+matmul.allow_tf32 = old]=],
+  },
+}

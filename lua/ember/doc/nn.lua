@@ -1,0 +1,943 @@
+-- Docs of ember.nn: Module and its methods, the layers, the losses,
+-- ember.nn.functional, ember.nn.init and ember.nn.utils. Format: ember/help.lua.
+-- A class entry also documents the class's own init (the constructor), forward
+-- (what calling an instance does) and extra_repr (the text inside tostring's parentheses).
+local function class_also(cls, extra)
+  local also = {cls .. ":init", cls .. ":forward", cls .. ":extra_repr"}
+  for _, n in ipairs(extra or {}) do also[#also + 1] = n end
+  return also
+end
+
+return {
+  -- ---- the module ------------------------------------------------------------------
+  {
+    name = "ember.nn",
+    sig = "local nn = ember.nn",
+    doc = [=[
+Neural-network building blocks, like torch.nn, with ember's 1-based conventions.
+Classes (call a class to make an instance, call an instance to run its forward):
+  nn.Module            the base class; nn.Module:extend("Name") defines your own
+  containers           nn.Sequential, nn.ModuleList
+  layers               nn.Linear, nn.Embedding, nn.LayerNorm, nn.Dropout, nn.Flatten
+  activations          nn.ReLU, nn.SiLU, nn.GELU, nn.Tanh, nn.Sigmoid, nn.Softmax,
+                       nn.LogSoftmax
+  losses               nn.MSELoss, nn.CrossEntropyLoss, nn.NLLLoss, nn.BCEWithLogitsLoss
+Functions: nn.Parameter(t), nn.is_module(v), nn.utils.clip_grad_norm_.
+Submodules: nn.functional (the layers and losses as functions), nn.init (initialisers).
+Differences from PyTorch: Sequential/ModuleList children are named "1", "2", ...;
+class indices (CrossEntropyLoss targets, Embedding inputs) are 1-based; keyword
+arguments go in a trailing options table: nn.Linear(3, 4, {bias = false});
+parameters() and children() return lists, named_*() return iterators.]=],
+    example = [=[
+local nn = ember.nn
+local model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+local x, y = ember.randn(5, 4), ember.tensor({1, 3, 2, 2, 1})
+local loss = nn.CrossEntropyLoss()(model(x), y)
+loss:backward()
+print(model)]=],
+  },
+
+  -- ---- Module ----------------------------------------------------------------------
+  {
+    name = "ember.nn.Module",
+    sig = "nn.Module:extend(name) -> a new module class\nCls(...) -> an instance (calls Cls:init(...))",
+    doc = [=[
+The base class of layers, losses and models (torch.nn.Module). Define a class with
+extend, give it :init(...) (the constructor) and :forward(...), then call the class to
+make instances; m(x) calls m:forward(x).
+Assigning to a field registers it: a module becomes a child, a leaf tensor with
+requires_grad (nn.Parameter(t)) a parameter, a tensor under a register_buffer name a
+buffer; nil removes it; anything else is a plain field. The order of assignment is the
+order of parameters() and state_dict(). A tensor without requires_grad cannot replace a
+parameter (set the field to nil first, or use register_parameter).
+tostring(m) prints the tree with parameter counts and a total, like PyTorch's repr.]=],
+    example = [=[
+local nn = ember.nn
+local MLP = nn.Module:extend("MLP")
+function MLP:init(d_in, d_out)
+  self.fc1 = nn.Linear(d_in, 16)
+  self.fc2 = nn.Linear(16, d_out)
+end
+function MLP:forward(x) return self.fc2(self.fc1(x):relu()) end
+local m = MLP(4, 2)
+print(m(ember.randn(3, 4)).shape[2])   -- 2
+print(m)]=],
+  },
+  {
+    name = "ember.nn.Module:extend",
+    also = {"ember.data.Dataset:extend"},
+    sig = "Cls:extend(name) -> a subclass of Cls",
+    doc = [=[
+Makes a new class deriving from Cls (nn.Module, any module class, or data.Dataset).
+Define init and forward (modules) or len and get (datasets) on it; the parent is
+Sub.super for modules, so an init can call Sub.super.init(self, ...). Calling the class
+makes an instance and runs its init with the arguments.]=],
+    example = [=[
+local nn = ember.nn
+local Double = nn.Module:extend("Double")
+function Double:forward(x) return x * 2 end
+print(Double()(ember.tensor({1.0, 2.0})))   -- [2, 4]]=],
+  },
+  {
+    name = "ember.nn.Module:init",
+    sig = "module:init(...)",
+    doc = [=[
+The constructor, called with the class's arguments when an instance is made. Module's
+own init does nothing (the instance is already set up); subclasses define theirs and may
+call the parent's: Sub.super.init(self, ...).]=],
+    example = [=[
+local nn = ember.nn
+local Scale = nn.Module:extend("Scale")
+function Scale:init(k) self.k = k end
+function Scale:forward(x) return x * self.k end
+print(Scale(3)(ember.ones(2)))   -- [3, 3]]=],
+  },
+  {
+    name = "ember.nn.Module:forward",
+    sig = "module:forward(...) -> outputs\nmodule(...)",
+    doc = [=[
+The computation of a module; calling the instance calls it. Module's own forward raises
+"forward() is not implemented": each class defines it.]=],
+    example = [=[
+local nn = ember.nn
+local fc = nn.Linear(3, 2)
+local x = ember.randn(4, 3)
+print(fc:forward(x):eq(fc(x)):all():item())   -- true]=],
+  },
+  {
+    name = "ember.nn.Module:extra_repr",
+    sig = "module:extra_repr() -> string",
+    doc = [=[
+The text tostring(module) puts inside the parentheses, e.g.
+"in_features=3, out_features=4, bias=true". Module's own returns ""; a class without its
+own extra_repr lists its parameters' shapes instead. Override it in your classes.]=],
+    example = [=[
+local nn = ember.nn
+print(nn.Linear(3, 4):extra_repr())   -- in_features=3, out_features=4, bias=true]=],
+  },
+  {
+    name = "ember.nn.Module:register_parameter",
+    sig = "module:register_parameter(name, t)",
+    doc = [=[
+Registers the tensor t as a parameter called name, even one without requires_grad;
+t = nil removes the parameter. Plain assignment (self.name = nn.Parameter(t)) is the
+usual way; this is for tensors that should not require grad, or for removing.]=],
+    example = [=[
+local nn = ember.nn
+local fc = nn.Linear(3, 2)
+fc:register_parameter("bias", nil)
+print(#fc:parameters())   -- 1]=],
+  },
+  {
+    name = "ember.nn.Module:register_buffer",
+    sig = "module:register_buffer(name, t)",
+    doc = [=[
+Registers the tensor t as a buffer: part of the module's state (state_dict, to(),
+named_buffers) but not a parameter, so optimizers do not update it. Later assignments
+self.name = tensor replace the buffer; t = nil removes it.]=],
+    example = [=[
+local nn = ember.nn
+local m = nn.Module()
+m:register_buffer("running_mean", ember.zeros(3))
+print(m:state_dict().running_mean)]=],
+  },
+  {
+    name = "ember.nn.Module:add_module",
+    sig = "module:add_module(name, child) -> module",
+    doc = [=[
+Registers child (a module) under name, the same as module[name] = child; name may be a
+number (it is turned into a string). Raises an error when child is not a module.]=],
+    example = [=[
+local nn = ember.nn
+local m = nn.Module()
+m:add_module("fc", nn.Linear(2, 2))
+print(#m:children())   -- 1]=],
+  },
+  {
+    name = "ember.nn.Module:named_children",
+    sig = "for name, child in module:named_children() do ... end",
+    doc = "An iterator over the direct children as (name, module), in registration order.",
+    example = [=[
+local nn = ember.nn
+local seq = nn.Sequential(nn.Linear(2, 3), nn.ReLU())
+for name, child in seq:named_children() do print(name, child:extra_repr()) end]=],
+  },
+  {
+    name = "ember.nn.Module:children",
+    sig = "module:children() -> list of modules",
+    doc = "The direct child modules, as a Lua list (PyTorch returns an iterator).",
+    example = [=[
+local nn = ember.nn
+local seq = nn.Sequential(nn.Linear(2, 3), nn.ReLU())
+print(#seq:children())   -- 2]=],
+  },
+  {
+    name = "ember.nn.Module:named_modules",
+    sig = "for name, m in module:named_modules() do ... end",
+    doc = [=[
+An iterator over the module itself (name "") and all its descendants, depth first, with
+dotted names ("1", "block.fc"). A module reachable twice is listed once.]=],
+    example = [=[
+local nn = ember.nn
+local seq = nn.Sequential(nn.Linear(2, 3), nn.ReLU())
+for name, m in seq:named_modules() do print(name == "" and "(root)" or name) end]=],
+  },
+  {
+    name = "ember.nn.Module:modules",
+    sig = "module:modules() -> list of modules",
+    doc = "The module and all its descendants (depth first), as a list.",
+    example = [=[
+local nn = ember.nn
+print(#nn.Sequential(nn.Linear(2, 3), nn.ReLU()):modules())   -- 3]=],
+  },
+  {
+    name = "ember.nn.Module:named_parameters",
+    sig = "for name, p in module:named_parameters() do ... end",
+    doc = [=[
+An iterator over (name, parameter): the module's own parameters in registration order,
+then each child's, depth first, with dotted names like "fc1.weight" or "1.bias"
+(Sequential children are numbered from 1). A tensor shared by two modules is listed once.]=],
+    example = [=[
+local nn = ember.nn
+local seq = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+for name, p in seq:named_parameters() do print(name, table.concat(p.shape, "x")) end]=],
+  },
+  {
+    name = "ember.nn.Module:parameters",
+    sig = "module:parameters() -> list of tensors",
+    doc = [=[
+All parameters as a list, in named_parameters() order (own first, then the children's,
+depth first); what optimizers take.]=],
+    example = [=[
+local nn = ember.nn
+local model = nn.Linear(3, 2)
+local opt = ember.optim.SGD(model:parameters(), {lr = 0.1})
+print(#model:parameters())   -- 2 (weight, bias)]=],
+  },
+  {
+    name = "ember.nn.Module:named_buffers",
+    sig = "for name, b in module:named_buffers() do ... end",
+    doc = "An iterator over (name, buffer) of the module and its descendants, dotted names.",
+    example = [=[
+local nn = ember.nn
+local m = nn.Module()
+m:register_buffer("count", ember.zeros(1))
+for name, b in m:named_buffers() do print(name, b) end]=],
+  },
+  {
+    name = "ember.nn.Module:num_parameters",
+    sig = "module:num_parameters() -> integer",
+    doc = "The total number of elements of all parameters (shared tensors counted once).",
+    example = [=[
+local nn = ember.nn
+print(nn.Linear(784, 10):num_parameters())   -- 7850]=],
+  },
+  {
+    name = "ember.nn.Module:apply",
+    sig = "module:apply(fn) -> module",
+    doc = [=[
+Calls fn(m) on every descendant and then on the module itself (PyTorch's order), e.g. to
+initialise weights. Returns the module.]=],
+    example = [=[
+local nn = ember.nn
+local model = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+model:apply(function(m) if m.bias then nn.init.zeros_(m.bias) end end)
+print(model[1].bias)   -- zeros]=],
+  },
+  {
+    name = "ember.nn.Module:train",
+    sig = "module:train([mode = true]) -> module",
+    doc = [=[
+Sets the training flag (module.training) of the module and all its descendants; Dropout
+is active only in training mode. mode must be a boolean. Returns the module.]=],
+    example = [=[
+local nn = ember.nn
+local model = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5))
+model:train(false)
+print(model[2].training)   -- false
+model:train()]=],
+  },
+  {
+    name = "ember.nn.Module:eval",
+    sig = "module:eval() -> module",
+    doc = "Evaluation mode: the same as module:train(false). Dropout becomes the identity.",
+    example = [=[
+local nn = ember.nn
+local d = nn.Dropout(0.5):eval()
+print(d(ember.ones(4)))   -- unchanged: [1, 1, 1, 1]]=],
+  },
+  {
+    name = "ember.nn.Module:requires_grad_",
+    sig = "module:requires_grad_([flag = true]) -> module",
+    doc = "Sets requires_grad on every parameter; requires_grad_(false) freezes the module.",
+    example = [=[
+local nn = ember.nn
+local fc = nn.Linear(2, 2):requires_grad_(false)
+print(fc.weight.requires_grad)   -- false]=],
+  },
+  {
+    name = "ember.nn.Module:zero_grad",
+    sig = "module:zero_grad()",
+    doc = [=[
+Sets the .grad of every parameter to nil (PyTorch's set_to_none default), so the next
+backward starts from nothing instead of accumulating.]=],
+    example = [=[
+local nn = ember.nn
+local fc = nn.Linear(2, 1)
+fc(ember.ones(1, 2)):sum():backward()
+fc:zero_grad()
+print(fc.weight.grad)   -- nil]=],
+  },
+  {
+    name = "ember.nn.Module:to",
+    sig = "module:to(dtype | device | tensor | {dtype =, device =}) -> module",
+    doc = [=[
+Converts the parameters (with their gradients) and buffers in place, taking the same
+arguments as Tensor:to. Dtype changes apply to floating-point tensors only (integer
+buffers only change device), as in PyTorch; converting to an integer dtype is an error.
+Each changed parameter is replaced by a new tensor, so create optimizers after moving a
+model. Returns the module.]=],
+    example = [=[
+local nn = ember.nn
+local fc = nn.Linear(2, 2):to("float64")
+print(fc.weight.dtype)   -- float64]=],
+  },
+  {
+    name = "ember.nn.Module:float",
+    also = {"ember.nn.Module:double", "ember.nn.Module:cpu", "ember.nn.Module:cuda"},
+    sig = "module:float() / module:double() / module:cpu() / module:cuda() -> module",
+    doc = [=[
+Shorthands for module:to("float32"), to("float64"), to("cpu") and to("cuda").
+cuda() needs a CUDA device (ember.cuda.is_available()).]=],
+    example = [=[
+local nn = ember.nn
+local fc = nn.Linear(2, 2):double()
+print(fc.weight.dtype)   -- float64
+fc:float()
+print(fc.weight.dtype)   -- float32]=],
+  },
+  {
+    name = "ember.nn.Module:state_dict",
+    sig = "module:state_dict() -> {[name] = tensor}",
+    doc = [=[
+A table from parameter and buffer names ("1.weight", "fc.bias") to tensors: detached,
+sharing memory with the module's. ember.save(path, sd) writes it as safetensors.]=],
+    example = [=[
+local nn = ember.nn
+local sd = nn.Linear(3, 2):state_dict()
+print(sd.weight.shape[1], sd.weight.shape[2], sd.bias.shape[1])   -- 2 3 2
+local path = os.tmpname()
+ember.save(path, sd)
+os.remove(path)]=],
+  },
+  {
+    name = "ember.nn.Module:load_state_dict",
+    sig = "module:load_state_dict(sd [, {strict = true}])\n  -> {missing_keys = {...}, unexpected_keys = {...}}",
+    doc = [=[
+Copies the tensors of sd into the parameters and buffers in place, converting dtype and
+device. With strict (the default) a missing or unexpected key is an error; a shape
+mismatch or a non-tensor value always is. Nothing is copied when it fails.]=],
+    example = [=[
+local nn = ember.nn
+local a, b = nn.Linear(3, 2), nn.Linear(3, 2)
+b:load_state_dict(a:state_dict())
+print(a.weight:eq(b.weight):all():item())   -- true
+local r = b:load_state_dict({weight = a.weight}, {strict = false})
+print(r.missing_keys[1])          -- bias]=],
+  },
+  {
+    name = "ember.nn.Module:is_module",
+    also = {"ember.nn.is_module"},
+    sig = "nn.is_module(v) -> boolean",
+    doc = "True when v is a module instance (not a class, not a plain table).",
+    example = [=[
+local nn = ember.nn
+print(nn.is_module(nn.Linear(2, 2)), nn.is_module(nn.Linear), nn.is_module({}))
+-- true false false]=],
+  },
+  {
+    name = "ember.nn.Parameter",
+    sig = "nn.Parameter(t [, requires_grad = true]) -> tensor",
+    doc = [=[
+A leaf tensor sharing t's memory with requires_grad set (t:detach():requires_grad_()).
+Assigning it to a module field registers it as a parameter. ember has no separate
+Parameter type: the result is an ordinary tensor.]=],
+    example = [=[
+local nn = ember.nn
+local m = nn.Module()
+m.scale = nn.Parameter(ember.ones(3))
+print(#m:parameters(), m.scale.requires_grad)   -- 1 true]=],
+  },
+
+  -- ---- containers ------------------------------------------------------------------
+  {
+    name = "ember.nn.Sequential",
+    also = {"ember.nn.Sequential:init", "ember.nn.Sequential:forward"},
+    sig = "nn.Sequential(m1, m2, ...) or nn.Sequential({m1, m2, ...}) -> module",
+    doc = [=[
+Applies its children in order: seq(x) = mN(...m2(m1(x))). Extra arguments of the call
+are passed to every child. Children are named "1", "2", ... (PyTorch: "0", "1", ...), so
+parameter names are "1.weight", "3.bias"; seq[i] is the i-th child (negative i counts
+from the end) and #seq the count.]=],
+    example = [=[
+local nn = ember.nn
+local model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+print(model(ember.randn(3, 4)).shape[2], #model, model[-1].out_features)   -- 2 3 2]=],
+  },
+  {
+    name = "ember.nn.Sequential:add",
+    also = {"ember.nn.Sequential:append"},
+    sig = "seq:add(m) -> seq\nseq:append(m) -> seq",
+    doc = "Appends the module m, named by its position (\"4\" for the fourth). Returns seq.",
+    example = [=[
+local nn = ember.nn
+local seq = nn.Sequential():add(nn.Linear(2, 2)):add(nn.Tanh())
+print(#seq)   -- 2]=],
+  },
+  {
+    name = "ember.nn.ModuleList",
+    also = {"ember.nn.ModuleList:init"},
+    sig = "nn.ModuleList([{m1, m2, ...}]) -> module",
+    doc = [=[
+A list of modules whose parameters are registered (named "1", "2", ...); it has no
+forward. list[i] and #list work; iterate with ipairs(list:children()).]=],
+    example = [=[
+local nn = ember.nn
+local blocks = nn.ModuleList({nn.Linear(4, 4), nn.Linear(4, 4)})
+local x = ember.randn(2, 4)
+for _, b in ipairs(blocks:children()) do x = b(x):relu() end
+print(#blocks, #blocks:parameters())   -- 2 4]=],
+  },
+  {
+    name = "ember.nn.ModuleList:append",
+    sig = "list:append(m) -> list",
+    doc = "Adds the module m at the end. Returns the list.",
+    example = [=[
+local nn = ember.nn
+local list = nn.ModuleList()
+list:append(nn.Linear(2, 2))
+print(#list)   -- 1]=],
+  },
+
+  -- ---- layers ----------------------------------------------------------------------
+  {
+    name = "ember.nn.Linear",
+    also = class_also("ember.nn.Linear"),
+    sig = "nn.Linear(in_features, out_features [, {bias = true, dtype =, device =}]) -> module",
+    doc = [=[
+y = x W^T + b, with weight W [out_features, in_features] and bias b [out_features]
+(no bias with bias = false). Input [..., in_features] -> output [..., out_features];
+another last dim is an error naming both shapes. Initialised like PyTorch:
+W, b ~ U(-1/sqrt(in_features), 1/sqrt(in_features)).]=],
+    example = [=[
+local nn = ember.nn
+local fc = nn.Linear(784, 10)
+local y = fc(ember.randn(32, 784))
+print(y.shape[1], y.shape[2])   -- 32 10
+print(nn.Linear(3, 4, {bias = false, dtype = "float64"}))]=],
+  },
+  {
+    name = "ember.nn.Linear:reset_parameters",
+    sig = "linear:reset_parameters()",
+    doc = [=[
+Draws the weight and bias again with PyTorch's default: kaiming_uniform_ with
+a = sqrt(5) for the weight, U(-1/sqrt(in), 1/sqrt(in)) for the bias.]=],
+    example = [=[
+local nn = ember.nn
+ember.manual_seed(0)
+local fc = nn.Linear(3, 2)
+local before = fc.weight:clone()
+fc:reset_parameters()
+print(fc.weight:eq(before):all():item())   -- false]=],
+  },
+  {
+    name = "ember.nn.Embedding",
+    also = class_also("ember.nn.Embedding"),
+    sig = "nn.Embedding(num_embeddings, embedding_dim [, {dtype =, device =}]) -> module",
+    doc = [=[
+A lookup table: weight [num_embeddings, embedding_dim] ~ N(0, 1). The input is an integer
+tensor of 1-based row numbers, any shape; the output has shape input.shape .. {dim}.
+An index outside 1..num_embeddings is an error (PyTorch's indices are 0-based).]=],
+    example = [=[
+local nn = ember.nn
+local emb = nn.Embedding(1000, 64)
+local out = emb(ember.tensor({{1, 5, 9}}))
+print(out.shape[1], out.shape[2], out.shape[3])   -- 1 3 64]=],
+  },
+  {
+    name = "ember.nn.Embedding:reset_parameters",
+    sig = "embedding:reset_parameters()",
+    doc = "Draws the weight again from N(0, 1) (nn.init.normal_).",
+    example = [=[
+local nn = ember.nn
+local emb = nn.Embedding(4, 2)
+emb:reset_parameters()
+print(emb.weight.shape[1])   -- 4]=],
+  },
+  {
+    name = "ember.nn.LayerNorm",
+    also = class_also("ember.nn.LayerNorm"),
+    sig = "nn.LayerNorm(normalized_shape [, {eps = 1e-5, elementwise_affine = true,\n"
+       .. "             bias = true, dtype =, device =}]) -> module",
+    doc = [=[
+Normalises over the last #normalized_shape dims (mean 0, biased variance 1, eps added to
+the variance), then multiplies by weight (ones) and adds bias (zeros), both of shape
+normalized_shape. normalized_shape is an integer or a list of integers. No weight and
+bias with elementwise_affine = false; no bias with bias = false. An input whose last
+dims differ from normalized_shape is an error.]=],
+    example = [=[
+local nn = ember.nn
+local ln = nn.LayerNorm(4)
+local y = ln(ember.randn(2, 4))
+print(y:mean(2))   -- about 0 per row]=],
+  },
+  {
+    name = "ember.nn.Dropout",
+    also = class_also("ember.nn.Dropout"),
+    sig = "nn.Dropout([p = 0.5]) -> module",
+    doc = [=[
+In training mode, zeroes each element with probability p and scales the others by
+1/(1-p); after module:eval() it is the identity. Draws from ember's generator
+(ember.manual_seed). p must be in [0, 1].]=],
+    example = [=[
+local nn = ember.nn
+local d = nn.Dropout(0.25)
+print(d(ember.ones(8)))   -- some zeros, the rest 1.3333
+d:eval()
+print(d(ember.ones(8)))   -- all ones]=],
+  },
+  {
+    name = "ember.nn.Flatten",
+    also = class_also("ember.nn.Flatten"),
+    sig = "nn.Flatten([start_dim = 2 [, end_dim = -1]]) -> module",
+    doc = [=[
+Merges dims start_dim..end_dim (1-based, negative from the end) into one, keeping the
+batch dim 1 by default: [N, C, H, W] -> [N, C*H*W].]=],
+    example = [=[
+local nn = ember.nn
+print(nn.Flatten()(ember.zeros(32, 1, 28, 28)).shape[2])   -- 784]=],
+  },
+
+  -- ---- activations -----------------------------------------------------------------
+  {
+    name = "ember.nn.ReLU",
+    also = {"ember.nn.ReLU:forward"},
+    sig = "nn.ReLU() -> module",
+    doc = "max(x, 0) elementwise (Tensor:relu as a module).",
+    example = [=[
+local nn = ember.nn
+print(nn.ReLU()(ember.tensor({-1.0, 2.0})))   -- [0, 2]]=],
+  },
+  {
+    name = "ember.nn.SiLU",
+    also = {"ember.nn.SiLU:forward"},
+    sig = "nn.SiLU() -> module",
+    doc = "x * sigmoid(x) elementwise (also called swish; Tensor:silu as a module).",
+    example = [=[
+local nn = ember.nn
+print(nn.SiLU()(ember.tensor({-1.0, 0.0, 1.0})))]=],
+  },
+  {
+    name = "ember.nn.Tanh",
+    also = {"ember.nn.Tanh:forward"},
+    sig = "nn.Tanh() -> module",
+    doc = "tanh(x) elementwise.",
+    example = [=[
+local nn = ember.nn
+print(nn.Tanh()(ember.tensor({0.0, 1.0})))   -- [0, 0.7616]]=],
+  },
+  {
+    name = "ember.nn.Sigmoid",
+    also = {"ember.nn.Sigmoid:forward"},
+    sig = "nn.Sigmoid() -> module",
+    doc = "1 / (1 + exp(-x)) elementwise.",
+    example = [=[
+local nn = ember.nn
+print(nn.Sigmoid()(ember.tensor({0.0})))   -- [0.5]]=],
+  },
+  {
+    name = "ember.nn.GELU",
+    also = class_also("ember.nn.GELU"),
+    sig = "nn.GELU([{approximate = \"none\"}]) -> module",
+    doc = [=[
+x * Phi(x) elementwise, Phi the standard normal CDF; approximate = "tanh" uses the tanh
+formula. Any other approximate is an error.]=],
+    example = [=[
+local nn = ember.nn
+local x = ember.tensor({-1.0, 0.0, 1.0})
+print(nn.GELU()(x), nn.GELU({approximate = "tanh"})(x))]=],
+  },
+  {
+    name = "ember.nn.Softmax",
+    also = class_also("ember.nn.Softmax"),
+    sig = "nn.Softmax(dim) -> module",
+    doc = [=[
+exp(x) / sum(exp(x)) along dim (1-based, negative from the end; required, an integer).]=],
+    example = [=[
+local nn = ember.nn
+print(nn.Softmax(-1)(ember.tensor({{1.0, 1.0}})))   -- [[0.5, 0.5]]]=],
+  },
+  {
+    name = "ember.nn.LogSoftmax",
+    also = class_also("ember.nn.LogSoftmax"),
+    sig = "nn.LogSoftmax(dim) -> module",
+    doc = "log(softmax(x)) along dim (1-based, negative from the end), computed stably.",
+    example = [=[
+local nn = ember.nn
+local logp = nn.LogSoftmax(2)(ember.randn(3, 5))
+print(logp:exp():sum(2))   -- ones]=],
+  },
+
+  -- ---- losses ----------------------------------------------------------------------
+  {
+    name = "ember.nn.MSELoss",
+    also = class_also("ember.nn.MSELoss"),
+    sig = "nn.MSELoss([{reduction = \"mean\"}]) -> module\nloss_fn(input, target) -> tensor",
+    doc = [=[
+Mean squared error (input - target)^2, averaged ("mean"), summed ("sum") or kept
+elementwise ("none"). input and target must have the same shape: unlike PyTorch, a shape
+difference is an error instead of a broadcast. See ember.nn.functional.mse_loss.]=],
+    example = [=[
+local nn = ember.nn
+local loss_fn = nn.MSELoss()
+print(loss_fn(ember.tensor({1.0, 2.0}), ember.tensor({1.0, 4.0})))   -- 2]=],
+  },
+  {
+    name = "ember.nn.CrossEntropyLoss",
+    also = class_also("ember.nn.CrossEntropyLoss"),
+    sig = "nn.CrossEntropyLoss([{weight =, ignore_index = -100, label_smoothing = 0,\n"
+       .. "                     reduction = \"mean\"}]) -> module\nloss_fn(logits, target) -> tensor",
+    doc = [=[
+log_softmax and negative log-likelihood in one numerically stable step. logits [N, C]
+(or [C], or [N, C, d1, ...]); target: 1-based class indices (int64 [N]) or class
+probabilities (float, logits' shape). weight [C] weighs the classes; targets equal to
+ignore_index are left out; label_smoothing mixes in the uniform distribution.
+A weight tensor is kept as a buffer, so it follows module:to(). Unknown options are
+errors. See ember.nn.functional.cross_entropy.]=],
+    example = [=[
+local nn = ember.nn
+local loss_fn = nn.CrossEntropyLoss({label_smoothing = 0.1})
+local logits = ember.randn(4, 3, {requires_grad = true})
+local loss = loss_fn(logits, ember.tensor({1, 3, 2, 3}))
+loss:backward()
+print(loss:item() > 0, logits.grad.shape[1])   -- true 4]=],
+  },
+  {
+    name = "ember.nn.NLLLoss",
+    also = class_also("ember.nn.NLLLoss"),
+    sig = "nn.NLLLoss([{ignore_index = -100, reduction = \"mean\"}]) -> module\n"
+       .. "loss_fn(logp, target) -> tensor",
+    doc = [=[
+Negative log-likelihood: -mean of logp[i, target[i]]. logp: log-probabilities [N, C]
+(or [C]); target: 1-based class indices (int64) [N] (or a 0-d tensor). Targets equal to
+ignore_index are left out, also from the mean's count. See ember.nn.functional.nll_loss.]=],
+    example = [=[
+local nn = ember.nn
+local logp = ember.tensor({{-1.0, -2.0}, {-0.5, -3.0}})
+print(nn.NLLLoss()(logp, ember.tensor({2, 1})))   -- (2 + 0.5) / 2 = 1.25]=],
+  },
+  {
+    name = "ember.nn.BCEWithLogitsLoss",
+    also = class_also("ember.nn.BCEWithLogitsLoss"),
+    sig = "nn.BCEWithLogitsLoss([{weight =, pos_weight =, reduction = \"mean\"}]) -> module\n"
+       .. "loss_fn(logits, y) -> tensor",
+    doc = [=[
+Binary cross entropy on logits, computed stably (no sigmoid then log). y has the shape
+of logits, with values in [0, 1]; a shape difference is an error (PyTorch broadcasts).
+weight multiplies each element's loss; pos_weight weighs the positive term, per class
+along the last dim. See ember.nn.functional.binary_cross_entropy_with_logits.]=],
+    example = [=[
+local nn = ember.nn
+local loss_fn = nn.BCEWithLogitsLoss({pos_weight = ember.tensor({3.0})})
+print(loss_fn(ember.tensor({0.0, 2.0}), ember.tensor({1.0, 0.0})))]=],
+  },
+
+  -- ---- ember.nn.functional ---------------------------------------------------------
+  {
+    name = "ember.nn.functional",
+    sig = "local F = ember.nn.functional",
+    doc = [=[
+The computations behind the layers and losses as plain functions of tensors
+(torch.nn.functional), recorded by autograd and runnable on any device:
+  F.linear, F.dropout, F.layer_norm, F.embedding
+  F.mse_loss, F.cross_entropy, F.nll_loss, F.binary_cross_entropy_with_logits
+  F.check_reduction
+Activations are tensor methods and ember functions: t:relu(), ember.softmax(t, dim), ...
+Class indices are 1-based; losses take {reduction = "mean" | "sum" | "none"}.]=],
+    example = [=[
+local F = ember.nn.functional
+local logits = ember.randn(4, 3)
+print(F.cross_entropy(logits, ember.tensor({1, 2, 3, 1}), {label_smoothing = 0.1}))]=],
+  },
+  {
+    name = "ember.nn.functional.linear",
+    sig = "F.linear(x, weight [, bias]) -> tensor",
+    doc = [=[
+x @ weight^T + bias: x [..., in], weight [out, in], bias [out] (optional) ->
+[..., out]. What nn.Linear computes.]=],
+    example = [=[
+local F = ember.nn.functional
+local y = F.linear(ember.randn(2, 3), ember.randn(4, 3), ember.zeros(4))
+print(y.shape[1], y.shape[2])   -- 2 4]=],
+  },
+  {
+    name = "ember.nn.functional.dropout",
+    sig = "F.dropout(x [, p = 0.5 [, training = true]]) -> tensor",
+    doc = [=[
+Zeroes each element with probability p and scales the others by 1/(1-p); returns x
+itself when training is false or p is 0, and zeros when p is 1. p must be in [0, 1].
+Uses ember's generator (ember.manual_seed).]=],
+    example = [=[
+local F = ember.nn.functional
+ember.manual_seed(1)
+print(F.dropout(ember.ones(6), 0.5))          -- each element 0 or 2
+print(F.dropout(ember.ones(3), 0.5, false))   -- unchanged]=],
+  },
+  {
+    name = "ember.nn.functional.layer_norm",
+    sig = "F.layer_norm(x, normalized_shape [, weight [, bias [, eps = 1e-5]]]) -> tensor",
+    doc = [=[
+Normalises x over its last #normalized_shape dims (mean 0, biased variance 1, eps added
+to the variance), then multiplies by weight and adds bias when given. normalized_shape
+is a list of sizes (only its length is used here).]=],
+    example = [=[
+local F = ember.nn.functional
+local x = ember.randn(2, 5)
+print(F.layer_norm(x, {5}):std(2, {correction = 0}))   -- about 1 per row]=],
+  },
+  {
+    name = "ember.nn.functional.embedding",
+    sig = "F.embedding(idx, weight) -> tensor",
+    doc = [=[
+The rows of weight [num, dim] picked by idx, an integer tensor of 1-based row numbers of
+any shape; the result has shape idx.shape .. {dim}. An index outside 1..num is an error
+naming the range.]=],
+    example = [=[
+local F = ember.nn.functional
+local w = ember.arange(1, 7):reshape(3, 2)
+print(F.embedding(ember.tensor({{1, 3}}), w))   -- [[[1, 2], [5, 6]]]]=],
+  },
+  {
+    name = "ember.nn.functional.mse_loss",
+    sig = "F.mse_loss(input, target [, {reduction = \"mean\"}]) -> tensor",
+    doc = [=[
+Mean squared error. input and target must have the same shape (PyTorch broadcasts with
+a warning; here it is an error, as a silent broadcast is usually a bug).]=],
+    example = [=[
+local F = ember.nn.functional
+print(F.mse_loss(ember.tensor({1.0, 2.0}), ember.tensor({3.0, 2.0})))   -- 2
+print(F.mse_loss(ember.tensor({1.0, 2.0}), ember.tensor({3.0, 2.0}), {reduction = "sum"}))]=],
+  },
+  {
+    name = "ember.nn.functional.nll_loss",
+    sig = "F.nll_loss(logp, target [, {ignore_index = -100, reduction = \"mean\"}]) -> tensor",
+    doc = [=[
+Negative log-likelihood. logp: log-probabilities [N, C] (or [C], or [N, C, d1, ...]);
+target: 1-based class indices (int64) of shape [N] ([] or [N, d1, ...]). The mean is over
+the targets not equal to ignore_index. A class index out of 1..C is an error.]=],
+    example = [=[
+local F = ember.nn.functional
+local logits = ember.randn(3, 4)
+print(F.nll_loss(logits:log_softmax(2), ember.tensor({1, 4, 2})))]=],
+  },
+  {
+    name = "ember.nn.functional.cross_entropy",
+    sig = "F.cross_entropy(logits, target [, {weight =, ignore_index = -100,\n"
+       .. "                label_smoothing = 0, reduction = \"mean\"}]) -> tensor",
+    doc = [=[
+Cross entropy of unnormalised logits [N, C] (or [C], or [N, C, d1, ...]) against target:
+1-based class indices (int64, shape [N]) or class probabilities (float, logits' shape).
+weight [C] weighs the classes (the mean then divides by the summed weights of the
+targets, as in PyTorch). label_smoothing eps gives (1-eps) * nll + eps * the mean over
+classes of -logp. Class indices go through one fused, stable engine op whose backward
+never builds a one-hot.]=],
+    example = [=[
+local F = ember.nn.functional
+local logits = ember.randn(4, 3, {requires_grad = true})
+local loss = F.cross_entropy(logits, ember.tensor({1, 2, 3, 1}), {label_smoothing = 0.1})
+loss:backward()
+print(loss, logits.grad:sum(2))   -- the gradient's rows sum to 0]=],
+  },
+  {
+    name = "ember.nn.functional.binary_cross_entropy_with_logits",
+    sig = "F.binary_cross_entropy_with_logits(x, y [, {weight =, pos_weight =,\n"
+       .. "                                    reduction = \"mean\"}]) -> tensor",
+    doc = [=[
+Binary cross entropy on logits x, stable for any x:
+max(x, 0) - x*y + log(1 + exp(-|x|)). y has x's shape with values in [0, 1] (integer y is
+converted). pos_weight (broadcast along the last dim) weighs the positive term; weight
+multiplies each element's loss.]=],
+    example = [=[
+local F = ember.nn.functional
+local x, y = ember.tensor({0.0, 3.0}), ember.tensor({1.0, 1.0})
+print(F.binary_cross_entropy_with_logits(x, y))]=],
+  },
+  {
+    name = "ember.nn.functional.check_reduction",
+    sig = "F.check_reduction(reduction, op) -> reduction",
+    doc = [=[
+Returns "mean" for nil and reduction itself for "mean", "sum" or "none"; anything else
+raises an error naming op. For writing losses that take a reduction option.]=],
+    example = [=[
+local F = ember.nn.functional
+print(F.check_reduction(nil, "my_loss"))        -- mean
+print(pcall(F.check_reduction, "avg", "my_loss"))   -- false, an error naming my_loss]=],
+  },
+
+  -- ---- ember.nn.init ---------------------------------------------------------------
+  {
+    name = "ember.nn.init",
+    sig = "local init = ember.nn.init",
+    doc = [=[
+In-place initialisers (torch.nn.init). They run under no_grad, so parameters can be
+initialised directly, draw from ember's generator (ember.manual_seed makes them
+reproducible) and return the tensor:
+  uniform_, normal_, constant_, zeros_, ones_,
+  kaiming_uniform_, kaiming_normal_, xavier_uniform_, xavier_normal_,
+  calculate_gain, calculate_fan_in_and_fan_out]=],
+    example = [=[
+local nn = ember.nn
+local fc = nn.Linear(4, 3)
+nn.init.xavier_uniform_(fc.weight)
+nn.init.zeros_(fc.bias)
+print(fc.bias)]=],
+  },
+  {
+    name = "ember.nn.init.calculate_gain",
+    sig = "nn.init.calculate_gain(nonlinearity [, param]) -> number",
+    doc = [=[
+The recommended gain for a nonlinearity, PyTorch's table: 1 for "linear", "identity",
+"sigmoid" and the conv names; 5/3 for "tanh"; sqrt(2) for "relu"; 3/4 for "selu";
+sqrt(2 / (1 + slope^2)) for "leaky_relu" (param = slope, default 0.01). Others: error.]=],
+    example = [=[
+local nn = ember.nn
+print(nn.init.calculate_gain("relu"))             -- 1.4142
+print(nn.init.calculate_gain("leaky_relu", 0.2))]=],
+  },
+  {
+    name = "ember.nn.init.calculate_fan_in_and_fan_out",
+    sig = "nn.init.calculate_fan_in_and_fan_out(t) -> fan_in, fan_out",
+    doc = [=[
+For a weight [out, in, k1, ...]: fan_in = in * k1 * ..., fan_out = out * k1 * ....
+t needs at least 2 dims.]=],
+    example = [=[
+local nn = ember.nn
+print(nn.init.calculate_fan_in_and_fan_out(ember.empty(8, 4, 3, 3)))   -- 36 72]=],
+  },
+  {
+    name = "ember.nn.init.uniform_",
+    sig = "nn.init.uniform_(t [, a = 0 [, b = 1]]) -> t",
+    doc = "Fills t in place with numbers drawn from U(a, b).",
+    example = [=[
+local nn = ember.nn
+local w = nn.init.uniform_(ember.empty(2, 3), -0.1, 0.1)
+print(w:abs():max():item() <= 0.1)   -- true]=],
+  },
+  {
+    name = "ember.nn.init.normal_",
+    sig = "nn.init.normal_(t [, mean = 0 [, std = 1]]) -> t",
+    doc = "Fills t in place with numbers drawn from N(mean, std^2).",
+    example = [=[
+local nn = ember.nn
+print(nn.init.normal_(ember.empty(1000), 5, 0.1):mean())   -- about 5]=],
+  },
+  {
+    name = "ember.nn.init.constant_",
+    sig = "nn.init.constant_(t, value) -> t",
+    doc = "Fills t in place with value.",
+    example = [=[
+local nn = ember.nn
+print(nn.init.constant_(ember.empty(3), 0.5))   -- [0.5, 0.5, 0.5]]=],
+  },
+  {
+    name = "ember.nn.init.zeros_",
+    sig = "nn.init.zeros_(t) -> t",
+    doc = "Fills t in place with 0.",
+    example = [=[
+local nn = ember.nn
+local fc = nn.Linear(2, 2)
+nn.init.zeros_(fc.bias)
+print(fc.bias)]=],
+  },
+  {
+    name = "ember.nn.init.ones_",
+    sig = "nn.init.ones_(t) -> t",
+    doc = "Fills t in place with 1.",
+    example = [=[
+local nn = ember.nn
+print(nn.init.ones_(ember.empty(2)))   -- [1, 1]]=],
+  },
+  {
+    name = "ember.nn.init.kaiming_uniform_",
+    sig = "nn.init.kaiming_uniform_(t [, {a = 0, mode = \"fan_in\", nonlinearity = \"leaky_relu\"}])\n"
+       .. "  -> t",
+    doc = [=[
+He initialisation: t ~ U(-b, b) with b = gain * sqrt(3 / fan), gain =
+calculate_gain(nonlinearity, a), fan = fan_in or fan_out by mode. A number in place of
+the options table is a. With a = sqrt(5) this is PyTorch's nn.Linear default,
+b = 1/sqrt(fan_in).]=],
+    example = [=[
+local nn = ember.nn
+local w = nn.init.kaiming_uniform_(ember.empty(10, 16), {a = math.sqrt(5)})
+print(w:abs():max():item() <= 0.25)   -- true: 1/sqrt(16)]=],
+  },
+  {
+    name = "ember.nn.init.kaiming_normal_",
+    sig = "nn.init.kaiming_normal_(t [, {a = 0, mode = \"fan_in\", nonlinearity = \"leaky_relu\"}])\n"
+       .. "  -> t",
+    doc = "He initialisation from a normal: t ~ N(0, (gain / sqrt(fan))^2).\nOptions as kaiming_uniform_.",
+    example = [=[
+local nn = ember.nn
+local w = nn.init.kaiming_normal_(ember.empty(64, 128), {nonlinearity = "relu"})
+print(w:std())   -- about sqrt(2/128) = 0.125]=],
+  },
+  {
+    name = "ember.nn.init.xavier_uniform_",
+    sig = "nn.init.xavier_uniform_(t [, gain = 1]) -> t",
+    doc = [=[
+Glorot initialisation: t ~ U(-b, b), b = gain * sqrt(6 / (fan_in + fan_out)).
+gain may also be given as {gain = g}.]=],
+    example = [=[
+local nn = ember.nn
+local w = nn.init.xavier_uniform_(ember.empty(3, 5))
+print(w:abs():max():item() <= math.sqrt(6 / 8))   -- true]=],
+  },
+  {
+    name = "ember.nn.init.xavier_normal_",
+    sig = "nn.init.xavier_normal_(t [, gain = 1]) -> t",
+    doc = [=[
+Glorot initialisation from a normal: t ~ N(0, std^2), std = gain * sqrt(2 / (fan_in +
+fan_out)). gain may also be given as {gain = g}.]=],
+    example = [=[
+local nn = ember.nn
+print(nn.init.xavier_normal_(ember.empty(200, 200)):std())   -- about 0.0707]=],
+  },
+
+  -- ---- ember.nn.utils --------------------------------------------------------------
+  {
+    name = "ember.nn.utils",
+    sig = "ember.nn.utils",
+    doc = [=[
+Helpers for training: nn.utils.clip_grad_norm_ (the same as ember.optim.clip_grad_norm_).]=],
+    example = [=[
+local nn = ember.nn
+local fc = nn.Linear(3, 1)
+fc(ember.randn(4, 3)):sum():backward()
+print(nn.utils.clip_grad_norm_(fc:parameters(), 1.0))]=],
+  },
+  {
+    name = "ember.nn.utils.clip_grad_norm_",
+    sig = "nn.utils.clip_grad_norm_(params, max_norm [, {norm_type = 2, error_if_nonfinite = false}])\n"
+       .. "  -> total_norm",
+    doc = [=[
+Calls ember.optim.clip_grad_norm_ with the same arguments: scales the gradients of params
+in place so their total norm is at most max_norm and returns the total norm before
+clipping (a 0-d tensor).]=],
+    example = [=[
+local nn = ember.nn
+local w = ember.tensor({3.0, 4.0}, {requires_grad = true})
+local loss = (w * w):sum()
+loss:backward()                                         -- grad [6, 8], norm 10
+print(nn.utils.clip_grad_norm_({w}, 1.0), w.grad)      -- 10, [0.6, 0.8]]=],
+  },
+}

@@ -1,0 +1,489 @@
+/* commands.c — the REPL's ':' commands. One prefix for everything the shell
+ * does that is not Lua: timing, memory, variables, files, the debugger.
+ * `:help` lists them. A command's output goes to stdout, its errors to
+ * stderr, and nothing here raises: the session always goes on. */
+#include "shell.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sys/wait.h>
+
+typedef struct {
+    const char *name;
+    const char *args;
+    const char *help;
+    void (*run)(lua_State *L, const char *args);
+} command;
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static const char *skip(const char *s)
+{
+    while (*s == ' ' || *s == '\t') s++;
+    return s;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ember.cuda.synchronize(), but only when CUDA is already in use: timing a
+ * CPU expression must not load the CUDA library. */
+static int sync_gpu(lua_State *L)
+{
+    int top = lua_gettop(L);
+    int ok = LUA_OK;
+    if (lua_getglobal(L, "ember") == LUA_TTABLE && lua_getfield(L, -1, "cuda") == LUA_TTABLE &&
+        lua_getfield(L, -1, "is_initialized") == LUA_TFUNCTION) {
+        lua_call(L, 0, 1);
+        if (lua_toboolean(L, -1)) {
+            lua_getfield(L, -2, "synchronize");
+            ok = emsh_docall(L, 0, 0);
+            if (ok != LUA_OK) emsh_report(L, ok);
+        }
+    }
+    lua_settop(L, top);
+    return ok;
+}
+
+/* Compiles text as an expression ("return text") or else a statement. */
+static int load_code(lua_State *L, const char *text, const char *name)
+{
+    const char *ret = lua_pushfstring(L, "return %s;", text);
+    int status = luaL_loadbuffer(L, ret, strlen(ret), name);
+    lua_remove(L, -2);
+    if (status == LUA_OK) return status;
+    lua_pop(L, 1);
+    return luaL_loadbuffer(L, text, strlen(text), name);
+}
+
+static void human_bytes(char *buf, size_t n, double bytes)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (bytes >= 1024 && u < 4) {
+        bytes /= 1024;
+        u++;
+    }
+    snprintf(buf, n, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+}
+
+static void human_seconds(char *buf, size_t n, double s)
+{
+    if (s < 1e-6) snprintf(buf, n, "%.0f ns", s * 1e9);
+    else if (s < 1e-3) snprintf(buf, n, "%.1f us", s * 1e6);
+    else if (s < 1) snprintf(buf, n, "%.2f ms", s * 1e3);
+    else snprintf(buf, n, "%.3f s", s);
+}
+
+/* ---- :time --------------------------------------------------------------- */
+
+/* ":time [-n N] code": runs the code N times (default 1), synchronising the
+ * GPU before each clock reading, and prints the wall time per run (best and
+ * mean when N > 1) and the process CPU time. The last run's values are
+ * printed like any result (and kept in _). */
+static void cmd_time(lua_State *L, const char *args)
+{
+    long reps = 1;
+    args = skip(args);
+    if (strncmp(args, "-n", 2) == 0) {
+        char *end;
+        reps = strtol(args + 2, &end, 10);
+        if (reps < 1 || end == args + 2) {
+            emsh_message(NULL, ":time: -n needs a positive count (:time -n 100 expr)");
+            return;
+        }
+        args = skip(end);
+    }
+    if (*args == '\0') {
+        emsh_message(NULL, ":time: nothing to time (:time [-n N] expression or statement)");
+        return;
+    }
+    lua_settop(L, 0);
+    int status = load_code(L, args, "=(:time)");
+    if (status != LUA_OK) {
+        emsh_report(L, status);
+        return;
+    }
+    double best = 1e300, total = 0, cpu0 = cpu_now();
+    for (long r = 0; r < reps; r++) {
+        lua_settop(L, 1);
+        if (sync_gpu(L) != LUA_OK) return;
+        lua_pushvalue(L, 1);
+        double t0 = now();
+        status = emsh_docall(L, 0, LUA_MULTRET);
+        if (status == LUA_OK && sync_gpu(L) != LUA_OK) return;
+        double dt = now() - t0;
+        if (status != LUA_OK) {
+            emsh_report(L, status);
+            return;
+        }
+        if (dt < best) best = dt;
+        total += dt;
+    }
+    double cpu = (cpu_now() - cpu0) / (double)reps;
+    int n = lua_gettop(L) - 1;
+    if (n > 0) emsh_print_values(L, n, emsh_use_color());
+    char wall[32], mean[32], cpus[32];
+    human_seconds(wall, sizeof wall, best);
+    human_seconds(cpus, sizeof cpus, cpu);
+    if (reps == 1) {
+        printf("wall %s, cpu %s\n", wall, cpus);
+    } else {
+        human_seconds(mean, sizeof mean, total / (double)reps);
+        printf("%ld runs: best %s, mean %s, cpu %s per run\n", reps, wall, mean, cpus);
+    }
+    fflush(stdout);
+    lua_settop(L, 0);
+}
+
+/* ---- :mem ---------------------------------------------------------------- */
+
+/* Resident set size from /proc (Linux); -1 when unknown. */
+static double rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f) return -1;
+    long pages_total, pages_rss;
+    int got = fscanf(f, "%ld %ld", &pages_total, &pages_rss);
+    fclose(f);
+    return got == 2 ? (double)pages_rss * (double)sysconf(_SC_PAGESIZE) : -1;
+}
+
+static void print_bytes_line(const char *what, double bytes)
+{
+    char b[32];
+    human_bytes(b, sizeof b, bytes);
+    printf("  %-28s %s\n", what, b);
+}
+
+/* Calls ember.cuda.<fn>() and returns its number (-1 on failure). */
+static double cuda_number(lua_State *L, const char *fn)
+{
+    double v = -1;
+    if (lua_getglobal(L, "ember") == LUA_TTABLE && lua_getfield(L, -1, "cuda") == LUA_TTABLE &&
+        lua_getfield(L, -1, fn) == LUA_TFUNCTION && lua_pcall(L, 0, 1, 0) == LUA_OK && lua_isnumber(L, -1))
+        v = lua_tonumber(L, -1);
+    lua_settop(L, 0);
+    return v;
+}
+
+static void cmd_mem(lua_State *L, const char *args)
+{
+    (void)args;
+    lua_settop(L, 0);
+    printf("host\n");
+    double rss = rss_bytes();
+    if (rss >= 0) print_bytes_line("resident (RSS)", rss);
+    print_bytes_line("Lua heap", (double)lua_gc(L, LUA_GCCOUNT) * 1024.0 + lua_gc(L, LUA_GCCOUNTB));
+    bool gpu = false;
+    if (lua_getglobal(L, "ember") == LUA_TTABLE && lua_getfield(L, -1, "cuda") == LUA_TTABLE &&
+        lua_getfield(L, -1, "is_initialized") == LUA_TFUNCTION && lua_pcall(L, 0, 1, 0) == LUA_OK)
+        gpu = lua_toboolean(L, -1);
+    lua_settop(L, 0);
+    if (gpu) {
+        printf("cuda (caching allocator)\n");
+        print_bytes_line("allocated", cuda_number(L, "memory_allocated"));
+        print_bytes_line("reserved", cuda_number(L, "memory_reserved"));
+        print_bytes_line("peak allocated", cuda_number(L, "max_memory_allocated"));
+        print_bytes_line("peak reserved", cuda_number(L, "max_memory_reserved"));
+    } else {
+        printf("cuda: not in use in this session\n");
+    }
+    fflush(stdout);
+}
+
+/* ---- :vars --------------------------------------------------------------- */
+
+/* The names the session started with, to tell the user's globals apart. */
+static const char startup_globals_key = 'g';
+
+void emsh_commands_open(lua_State *L)
+{
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &startup_globals_key);
+    bool have = lua_istable(L, -1);
+    lua_pop(L, 1);
+    if (have) return;
+    lua_newtable(L);
+    lua_pushglobaltable(L);
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        lua_pop(L, 1);
+        lua_pushvalue(L, -1);
+        lua_pushboolean(L, 1);
+        lua_rawset(L, -5);
+    }
+    lua_pop(L, 1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &startup_globals_key);
+}
+
+/* _, _1, _2, ...: the REPL's results, not the user's variables */
+static bool is_result_name(const char *s)
+{
+    if (s[0] != '_') return false;
+    if (s[1] == '\0') return true;
+    for (const char *p = s + 1; *p; p++)
+        if (*p < '0' || *p > '9') return false;
+    return true;
+}
+
+/* One line about the value at idx: a tensor's dtype, shape and device, a
+ * table's size, a short string; never runs user metamethods except a
+ * tensor's own (protected) __index. */
+static void print_summary(lua_State *L, int idx)
+{
+    int top = lua_gettop(L);
+    if (luaL_testudata(L, idx, "ember.Tensor")) {
+        lua_getfield(L, idx, "dtype");
+        lua_getfield(L, idx, "shape");
+        lua_getfield(L, idx, "device");
+        luaL_Buffer b;
+        luaL_buffinit(L, &b);
+        luaL_addstring(&b, "[");
+        lua_Integer nd = luaL_len(L, top + 2);
+        for (lua_Integer i = 1; i <= nd; i++) {
+            lua_rawgeti(L, top + 2, i);
+            luaL_addvalue(&b);
+            if (i < nd) luaL_addstring(&b, ", ");
+        }
+        luaL_addstring(&b, "]");
+        luaL_pushresult(&b);
+        printf("%s %s %s\n", lua_tostring(L, top + 1), lua_tostring(L, -1), lua_tostring(L, top + 3));
+    } else if (lua_type(L, idx) == LUA_TTABLE) {
+        lua_Integer n = 0;
+        lua_pushnil(L);
+        while (lua_next(L, idx)) {
+            lua_pop(L, 1);
+            n++;
+        }
+        printf("%lld field%s\n", (long long)n, n == 1 ? "" : "s");
+    } else if (lua_type(L, idx) == LUA_TSTRING) {
+        size_t len;
+        const char *s = lua_tolstring(L, idx, &len);
+        printf("\"%.*s%s\"\n", (int)(len > 40 ? 40 : len), s, len > 40 ? "..." : "");
+    } else if (lua_type(L, idx) == LUA_TNUMBER || lua_type(L, idx) == LUA_TBOOLEAN) {
+        lua_pushvalue(L, idx);
+        printf("%s\n", lua_type(L, idx) == LUA_TBOOLEAN ? (lua_toboolean(L, idx) ? "true" : "false")
+                                                         : lua_tostring(L, -1));
+    } else {
+        printf("%s: %p\n", luaL_typename(L, idx), lua_topointer(L, idx));
+    }
+    lua_settop(L, top);
+}
+
+static int compare_strings(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* ":vars": the globals the user made, sorted, with a one-line summary. */
+static void cmd_vars(lua_State *L, const char *args)
+{
+    (void)args;
+    lua_settop(L, 0);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &startup_globals_key);   /* 1 */
+    lua_pushglobaltable(L);                                      /* 2 */
+    lua_newtable(L);                                             /* 3: names */
+    int n = 0;
+    lua_pushnil(L);
+    while (lua_next(L, 2)) {
+        lua_pop(L, 1);
+        if (lua_type(L, -1) != LUA_TSTRING || is_result_name(lua_tostring(L, -1))) continue;
+        lua_pushvalue(L, -1);
+        if (lua_rawget(L, 1) == LUA_TNIL) {
+            lua_pushvalue(L, -2);
+            lua_rawseti(L, 3, ++n);
+        }
+        lua_pop(L, 1);
+    }
+    if (n == 0) {
+        printf("no variables yet\n");
+        fflush(stdout);
+        lua_settop(L, 0);
+        return;
+    }
+    const char **names = malloc((size_t)n * sizeof *names);
+    if (!names) return;
+    for (int i = 1; i <= n; i++) {
+        lua_rawgeti(L, 3, i);
+        names[i - 1] = lua_tostring(L, -1);   /* kept alive by table 3 */
+        lua_pop(L, 1);
+    }
+    qsort(names, (size_t)n, sizeof *names, compare_strings);
+    for (int i = 0; i < n; i++) {
+        lua_getfield(L, 2, names[i]);
+        printf("  %-20s %-9s ", names[i], luaL_typename(L, -1));
+        fflush(stdout);
+        print_summary(L, lua_gettop(L));
+        lua_pop(L, 1);
+    }
+    free(names);
+    lua_settop(L, 0);
+}
+
+/* ---- files, the system, the screen ---------------------------------------- */
+
+static void cmd_load(lua_State *L, const char *args)
+{
+    args = skip(args);
+    size_t n = strlen(args);
+    while (n > 0 && args[n - 1] == ' ') n--;
+    if (n == 0) {
+        emsh_message(NULL, ":load: which file? (:load path/to/file.lua)");
+        return;
+    }
+    lua_settop(L, 0);
+    lua_pushlstring(L, args, n);
+    int status = luaL_loadfile(L, lua_tostring(L, 1));
+    if (status == LUA_OK) status = emsh_docall(L, 0, 0);
+    emsh_report(L, status);
+    lua_settop(L, 0);
+}
+
+static void cmd_shell(lua_State *L, const char *args)
+{
+    (void)L;
+    args = skip(args);
+    if (*args == '\0') {
+        emsh_message(NULL, ":! needs a command (:! ls -l)");
+        return;
+    }
+    fflush(stdout);
+    int rc = system(args);
+    if (rc != 0) printf("(exit status %d)\n", WIFEXITED(rc) ? WEXITSTATUS(rc) : rc);
+    fflush(stdout);
+}
+
+static void cmd_clear(lua_State *L, const char *args)
+{
+    (void)L;
+    (void)args;
+    if (isatty(STDOUT_FILENO)) fputs("\033[H\033[2J", stdout);
+    fflush(stdout);
+}
+
+static void cmd_quit(lua_State *L, const char *args)
+{
+    (void)L;
+    (void)args;
+    emsh_quit_requested = true;
+}
+
+/* ---- completion, post-mortem, Ctrl-C --------------------------------------- */
+
+static void cmd_complete(lua_State *L, const char *args)
+{
+    if (*args == ' ') args++;   /* exactly one separator: the rest is the line */
+    emsh_complete_print(L, args);
+}
+
+static void cmd_pm(lua_State *L, const char *args)
+{
+    (void)args;
+    const char *msg;
+    lua_State *co = emsh_last_error_thread(L, &msg);
+    if (!co) {
+        emsh_message(NULL, ":pm: no error to inspect (post-mortem opens on the last uncaught error)");
+        return;
+    }
+    emsh_debug_postmortem(L, co, msg);
+}
+
+static void cmd_pause(lua_State *L, const char *args)
+{
+    (void)L;
+    args = skip(args);
+    if (strncmp(args, "on", 2) == 0) emsh_set_pause_on_interrupt(true);
+    else if (strncmp(args, "off", 3) == 0) emsh_set_pause_on_interrupt(false);
+    else if (*args != '\0') {
+        emsh_message(NULL, ":pause: expected on or off");
+        return;
+    }
+    printf("Ctrl-C while code runs %s\n",
+           emsh_pause_on_interrupt() ? "pauses in the debugger" : "stops it (interrupted!)");
+    fflush(stdout);
+}
+
+/* ---- the table ------------------------------------------------------------- */
+
+static void cmd_help(lua_State *L, const char *args);
+
+static const command commands[] = {
+    {"help", "", "this list (?name: help on ember's functions, e.g. ?ember.zeros)", cmd_help},
+    {"time", "[-n N] code", "time code; the GPU is synchronised before each clock reading", cmd_time},
+    {"mem", "", "memory: host (RSS, Lua heap) and the CUDA allocator", cmd_mem},
+    {"vars", "", "the global variables you made", cmd_vars},
+    {"load", "file", "run a Lua file in this session", cmd_load},
+    {"!", "command", "run a shell command", cmd_shell},
+    {"clear", "", "clear the screen", cmd_clear},
+    {"quit", "", "leave (also Ctrl-D)", cmd_quit},
+    {"pm", "", "post-mortem: the debugger on the frame of the last error", cmd_pm},
+    {"pause", "[on|off]", "make Ctrl-C pause running code in the debugger", cmd_pause},
+    {"break", "file:line [if cond] [hits N]", "set a breakpoint", NULL},
+    {"breaks", "", "list breakpoints", NULL},
+    {"delete", "[N]", "delete breakpoint N (all without N)", NULL},
+    {"disable", "N", "disable breakpoint N", NULL},
+    {"enable", "N", "enable breakpoint N", NULL},
+    {"condition", "N [cond]", "set or clear breakpoint N's condition", NULL},
+    {"complete", "text", "what Tab offers at the end of text", cmd_complete},
+    {NULL, NULL, NULL, NULL},
+};
+
+const char *const emsh_command_names[] = {
+    "help", "time", "mem", "vars", "load", "!", "clear", "quit", "pm", "pause",
+    "break", "breaks", "delete", "disable", "enable", "condition", "complete", NULL,
+};
+
+static void cmd_help(lua_State *L, const char *args)
+{
+    (void)L;
+    (void)args;
+    printf("Commands (a line starting with ':'):\n");
+    for (const command *c = commands; c->name; c++) {
+        char head[64];
+        snprintf(head, sizeof head, ":%s %s", c->name, c->args);
+        printf("  %-34s %s\n", head, c->help);
+    }
+    printf("Ctrl-C stops running code, Ctrl-D leaves; breakpoint() in code stops there.\n");
+    fflush(stdout);
+}
+
+bool emsh_run_command(lua_State *L, const char *line)
+{
+    line = skip(line);
+    size_t len = line[0] == '!' ? 1 : strcspn(line, " \t");
+    if (len == 0) return false;
+    const char *args = line + len;
+    for (const command *c = commands; c->name; c++) {
+        if (strlen(c->name) != len || strncmp(c->name, line, len) != 0) continue;
+        if (c->run) c->run(L, args);
+        else {
+            char name[32];
+            snprintf(name, sizeof name, "%.*s", (int)len, line);
+            if (!emsh_debug_command(L, name, skip(args)))
+                emsh_message(NULL, lua_pushfstring(L, ":%s: the debugger is not built in", name));
+        }
+        lua_settop(L, 0);
+        return true;
+    }
+    /* short forms: :q */
+    if (len == 1 && line[0] == 'q') {
+        cmd_quit(L, args);
+        return true;
+    }
+    return false;
+}
