@@ -324,7 +324,10 @@ int emsh_docall(lua_State *L, int narg, int nres)
     if (status != LUA_OK) {
         push_error_report(L, co, status);            /* thread, report */
         lua_xmove(co, L, 1);                          /* thread, report, error object */
-        if (!was_interrupted) keep_error_thread(L, base, lua_gettop(L));
+        /* the message shown by post-mortem: the error if it is a string,
+         * else the report (what its __tostring gave, or a description) */
+        int msg = lua_type(L, -1) == LUA_TSTRING ? lua_gettop(L) : lua_gettop(L) - 1;
+        if (!was_interrupted) keep_error_thread(L, base, msg);
         lua_pop(L, 1);
         lua_remove(L, base);
         if (auto_postmortem && !was_interrupted) {
