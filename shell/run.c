@@ -22,7 +22,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 const char *emsh_progname = "ember";
