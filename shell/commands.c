@@ -41,21 +41,41 @@ static double cpu_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* ember.cuda.synchronize(), but only when CUDA is already in use: timing a
- * CPU expression must not load the CUDA library. */
-static int sync_gpu(lua_State *L)
+/* Calls ember.cuda.<fn>() protected; true with its one result pushed,
+ * false with nothing pushed (no such function, or it failed). */
+static bool call_cuda(lua_State *L, const char *fn)
 {
     int top = lua_gettop(L);
-    int ok = LUA_OK;
     if (lua_getglobal(L, "ember") == LUA_TTABLE && lua_getfield(L, -1, "cuda") == LUA_TTABLE &&
-        lua_getfield(L, -1, "is_initialized") == LUA_TFUNCTION) {
-        lua_call(L, 0, 1);
-        if (lua_toboolean(L, -1)) {
-            lua_getfield(L, -2, "synchronize");
-            ok = emsh_docall(L, 0, 0);
-            if (ok != LUA_OK) emsh_report(L, ok);
-        }
+        lua_getfield(L, -1, fn) == LUA_TFUNCTION && lua_pcall(L, 0, 1, 0) == LUA_OK) {
+        lua_replace(L, top + 1);
+        lua_settop(L, top + 1);
+        return true;
     }
+    lua_settop(L, top);
+    return false;
+}
+
+/* Whether CUDA is loaded already (asking never loads it: timing a CPU
+ * expression must not pay for the CUDA library). */
+static bool cuda_in_use(lua_State *L)
+{
+    if (!call_cuda(L, "is_initialized")) return false;
+    bool on = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    return on;
+}
+
+/* ember.cuda.synchronize() when CUDA is in use, with errors reported. */
+static int sync_gpu(lua_State *L)
+{
+    if (!cuda_in_use(L)) return LUA_OK;
+    int top = lua_gettop(L);
+    lua_getglobal(L, "ember");
+    lua_getfield(L, -1, "cuda");
+    lua_getfield(L, -1, "synchronize");
+    int ok = emsh_docall(L, 0, 0);
+    if (ok != LUA_OK) emsh_report(L, ok);
     lua_settop(L, top);
     return ok;
 }
@@ -171,14 +191,12 @@ static void print_bytes_line(const char *what, double bytes)
     printf("  %-28s %s\n", what, b);
 }
 
-/* Calls ember.cuda.<fn>() and returns its number (-1 on failure). */
+/* ember.cuda.<fn>() as a number (-1 on failure). */
 static double cuda_number(lua_State *L, const char *fn)
 {
-    double v = -1;
-    if (lua_getglobal(L, "ember") == LUA_TTABLE && lua_getfield(L, -1, "cuda") == LUA_TTABLE &&
-        lua_getfield(L, -1, fn) == LUA_TFUNCTION && lua_pcall(L, 0, 1, 0) == LUA_OK && lua_isnumber(L, -1))
-        v = lua_tonumber(L, -1);
-    lua_settop(L, 0);
+    if (!call_cuda(L, fn)) return -1;
+    double v = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : -1;
+    lua_pop(L, 1);
     return v;
 }
 
@@ -190,11 +208,7 @@ static void cmd_mem(lua_State *L, const char *args)
     double rss = rss_bytes();
     if (rss >= 0) print_bytes_line("resident (RSS)", rss);
     print_bytes_line("Lua heap", (double)lua_gc(L, LUA_GCCOUNT) * 1024.0 + lua_gc(L, LUA_GCCOUNTB));
-    bool gpu = false;
-    if (lua_getglobal(L, "ember") == LUA_TTABLE && lua_getfield(L, -1, "cuda") == LUA_TTABLE &&
-        lua_getfield(L, -1, "is_initialized") == LUA_TFUNCTION && lua_pcall(L, 0, 1, 0) == LUA_OK)
-        gpu = lua_toboolean(L, -1);
-    lua_settop(L, 0);
+    bool gpu = cuda_in_use(L);
     if (gpu) {
         printf("cuda (caching allocator)\n");
         print_bytes_line("allocated", cuda_number(L, "memory_allocated"));
@@ -241,50 +255,6 @@ static bool is_result_name(const char *s)
     return true;
 }
 
-/* One line about the value at idx: a tensor's dtype, shape and device, a
- * table's size, a short string; never runs user metamethods except a
- * tensor's own (protected) __index. */
-static void print_summary(lua_State *L, int idx)
-{
-    int top = lua_gettop(L);
-    if (luaL_testudata(L, idx, "ember.Tensor")) {
-        lua_getfield(L, idx, "dtype");
-        lua_getfield(L, idx, "shape");
-        lua_getfield(L, idx, "device");
-        luaL_Buffer b;
-        luaL_buffinit(L, &b);
-        luaL_addstring(&b, "[");
-        lua_Integer nd = luaL_len(L, top + 2);
-        for (lua_Integer i = 1; i <= nd; i++) {
-            lua_rawgeti(L, top + 2, i);
-            luaL_addvalue(&b);
-            if (i < nd) luaL_addstring(&b, ", ");
-        }
-        luaL_addstring(&b, "]");
-        luaL_pushresult(&b);
-        printf("%s %s %s\n", lua_tostring(L, top + 1), lua_tostring(L, -1), lua_tostring(L, top + 3));
-    } else if (lua_type(L, idx) == LUA_TTABLE) {
-        lua_Integer n = 0;
-        lua_pushnil(L);
-        while (lua_next(L, idx)) {
-            lua_pop(L, 1);
-            n++;
-        }
-        printf("%lld field%s\n", (long long)n, n == 1 ? "" : "s");
-    } else if (lua_type(L, idx) == LUA_TSTRING) {
-        size_t len;
-        const char *s = lua_tolstring(L, idx, &len);
-        printf("\"%.*s%s\"\n", (int)(len > 40 ? 40 : len), s, len > 40 ? "..." : "");
-    } else if (lua_type(L, idx) == LUA_TNUMBER || lua_type(L, idx) == LUA_TBOOLEAN) {
-        lua_pushvalue(L, idx);
-        printf("%s\n", lua_type(L, idx) == LUA_TBOOLEAN ? (lua_toboolean(L, idx) ? "true" : "false")
-                                                         : lua_tostring(L, -1));
-    } else {
-        printf("%s: %p\n", luaL_typename(L, idx), lua_topointer(L, idx));
-    }
-    lua_settop(L, top);
-}
-
 static int compare_strings(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -328,7 +298,7 @@ static void cmd_vars(lua_State *L, const char *args)
         lua_getfield(L, 2, names[i]);
         printf("  %-20s %-9s ", names[i], luaL_typename(L, -1));
         fflush(stdout);
-        print_summary(L, lua_gettop(L));
+        emsh_print_summary(L, lua_gettop(L), emsh_use_color());
         lua_pop(L, 1);
     }
     free(names);

@@ -19,6 +19,7 @@
 #define MAX_DEPTH 4      /* tables nested deeper print as {...} */
 #define MAX_FIELDS 100   /* fields shown per table, then "... (N more)" */
 #define INDENT 2
+#define SUMMARY_CHARS 40   /* of a long string, in ":vars" */
 
 #define SGR_NUMBER "\x1b[36m"
 #define SGR_STRING "\x1b[32m"
@@ -655,16 +656,34 @@ static int print_k(lua_State *L)
     return 0;
 }
 
-void emsh_print_values(lua_State *L, int n, bool color)
+/* Under lua_pcall: one line about the value (for ":vars"). A table shows
+ * its size, a long string its start; the rest print as inside a table. */
+static int summary_k(lua_State *L)
 {
-    if (n <= 0) return;
-    if (!lua_checkstack(L, 4)) {
-        lua_pop(L, n);
-        fputs("<not enough stack to print the values>\n", stdout);
-        return;
+    printer *p = lua_touserdata(L, 1);
+    sbuf *b = &p->out;
+    if (lua_type(L, 2) == LUA_TTABLE && luaL_getmetafield(L, 2, "__tostring") == LUA_TNIL) {
+        lua_Integer n = count_fields(L, 2, LUA_MAXINTEGER);
+        const char *s = lua_pushfstring(L, "%I field%s", (LUAI_UACINT)n, n == 1 ? "" : "s");
+        colored(p, b, SGR_DIM, s, strlen(s));
+    } else if (lua_type(L, 2) == LUA_TSTRING && lua_rawlen(L, 2) > SUMMARY_CHARS) {
+        sgr(p, b, SGR_STRING);
+        put_quoted(b, lua_tostring(L, 2), SUMMARY_CHARS);
+        sgr(p, b, SGR_RESET);
+        sb_text(b, "...", 3);
+    } else {
+        if (lua_type(L, 2) == LUA_TTABLE) lua_pop(L, 1);   /* the __tostring */
+        put_value(p, b, 2, 1, 0);
     }
+    sb_text(b, "\n", 1);
+    return 0;
+}
+
+/* Runs k(printer, values...) protected and writes what it rendered. */
+static void render(lua_State *L, lua_CFunction k, int n, bool color)
+{
     printer p = {.L = L, .color = color, .width = terminal_width()};
-    lua_pushcfunction(L, print_k);
+    lua_pushcfunction(L, k);
     lua_pushlightuserdata(L, &p);
     lua_rotate(L, -(n + 2), 2);
     int status = lua_pcall(L, n + 1, 0, 0);
@@ -678,4 +697,25 @@ void emsh_print_values(lua_State *L, int n, bool color)
     }
     fflush(stdout);
     free(p.out.s);
+}
+
+void emsh_print_summary(lua_State *L, int idx, bool color)
+{
+    if (!lua_checkstack(L, 4)) {
+        fputs("<not enough stack to print the value>\n", stdout);
+        return;
+    }
+    lua_pushvalue(L, idx);
+    render(L, summary_k, 1, color);
+}
+
+void emsh_print_values(lua_State *L, int n, bool color)
+{
+    if (n <= 0) return;
+    if (!lua_checkstack(L, 4)) {
+        lua_pop(L, n);
+        fputs("<not enough stack to print the values>\n", stdout);
+        return;
+    }
+    render(L, print_k, n, color);
 }

@@ -149,7 +149,7 @@ static line_status push_line(lua_State *L, bool first)
 {
     line_status st;
     const char *prompt = push_prompt(L, first);
-    char *line = interactive ? read_terminal_line(prompt, &st) : read_piped_line(&st);
+    char *line = read_line(prompt, &st);
     lua_pop(L, 1);   /* the prompt */
     if (st != LINE_OK) return st;
     /* "=expr" is Lua 5.1's spelling of "return expr"; lua.c still takes it */

@@ -90,6 +90,9 @@ bool emsh_use_color(void);
  * REPL shows results: tables indented with a depth limit and cycles marked,
  * tensors summarised, strings at the top level unquoted. Never raises. */
 void emsh_print_values(lua_State *L, int n, bool color);
+/* Prints one line about the value at idx (for ":vars"): as inside a table,
+ * but a table as its number of fields and a long string cut short. */
+void emsh_print_summary(lua_State *L, int idx, bool color);
 
 /* ---- complete.c ------------------------------------------------------------ */
 

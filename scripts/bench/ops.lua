@@ -3,18 +3,8 @@
 -- Each figure is the best of several repeats (least disturbed by the rest
 -- of the machine), the same rule the PyTorch side uses.
 local ember = require "ember"
-local wall = ember.wall_time   -- monotonic wall clock (os.clock is CPU time)
 
-local function best(repeats, fn)
-  local b = math.huge
-  for _ = 1, repeats do
-    local t0 = wall()
-    fn()
-    local dt = wall() - t0
-    if dt < b then b = dt end
-  end
-  return b
-end
+local best = dofile((arg[0]:match("^(.*/)") or "./") .. "timing.lua").best
 
 local results = {}
 local function report(name, value, unit)

@@ -131,5 +131,25 @@ check "-i after a script" 0 "$(printf '%s\n1\ta\n1' "$version")" \
 check "-v with a script prints both" 0 "$(printf '%s\n0' "$version")" \
     -- "$EMBER" -v "$tmp/varargs.lua"
 
+# ':' commands given bad input: a message, and the session goes on
+repl_err() { # NAME INPUT PATTERN: the REPL still answers 1+1 after INPUT, stderr matches
+    check "$1: the session goes on" 0 "2" -- bash -c 'printf "%s\n1+1\n" "$1" | "$0"' "$EMBER" "$2"
+    err_has "$1: the message" "$3"
+}
+repl_err ":time with nothing to time" ":time" ":time: nothing to time"
+repl_err ":time -n with a bad count" ":time -n x 1" ":time: -n needs a positive count"
+repl_err ":load without a file" ":load" ":load: which file"
+repl_err ":load of a missing file" ":load $tmp/missing.lua" "cannot open .*missing.lua"
+repl_err ":! without a command" ":!" ":! needs a command"
+repl_err ":pause with a bad argument" ":pause maybe" ":pause: expected on or off"
+repl_err ":pm before any error" ":pm" ":pm: no error to inspect"
+repl_err "an unknown command" ":frobnicate" "unknown command ':frobnicate'"
+repl_err "a yield at the top level" "coroutine.yield(1)" "attempt to yield from outside a coroutine"
+check ":vars lists what the user made, with a summary" 0 \
+    "$(printf '  s                    string    "abc"\n  t                    userdata  tensor(float32, [2, 3], cpu)\n  tb                   table     2 fields')" \
+    -- bash -c 'printf "t = ember.zeros(2, 3)\ns = \"abc\"\ntb = {1, x = 2}\n:vars\n" | "$0"' "$EMBER"
+check "-d with a bad suffix is a usage error" 1 "" -- "$EMBER" -dx "$tmp/varargs.lua"
+err_has "-dx: the usage names it" "unrecognized option '-dx'"
+
 echo "1..$n"
 [ $failed = 0 ]
