@@ -101,6 +101,7 @@ void emlua_open_data(lua_State *L);        /* bind_data.c: ember.read_idx */
 void emlua_open_autograd(lua_State *L);    /* bind_autograd.c: backward, grad, no_grad, hooks */
 void emlua_open_optim(lua_State *L);        /* bind_optim.c: fused optimizer steps */
 void emlua_open_cuda(lua_State *L);         /* bind_cuda.c: ember.cuda, ember.backends */
+void emlua_open_plot(lua_State *L);         /* bind_plot.c: ember._plot, the C half of ember.plot */
 /* format.c: tostring(t) as PyTorch prints it */
 int emlua_tostring(lua_State *L);
 /* Pushes the string PyTorch would print for tensor t. */

@@ -421,7 +421,7 @@ static const char *const lazy_functions[][2] = {
 static int module_index(lua_State *L)
 {
     const char *key = lua_tostring(L, 2);
-    static const char *const submodules[] = {"nn", "optim", "data", "autograd", "help", NULL};
+    static const char *const submodules[] = {"nn", "optim", "data", "autograd", "help", "plot", NULL};
     for (int i = 0; key && submodules[i]; i++) {
         if (strcmp(key, submodules[i]) != 0) continue;
         lua_getglobal(L, "require");
@@ -488,5 +488,6 @@ int luaopen_ember(lua_State *L)
     emlua_open_autograd(L);
     emlua_open_optim(L);
     emlua_open_cuda(L);
+    emlua_open_plot(L);
     return 1;
 }

@@ -1,11 +1,13 @@
 -- fashion_mnist_mlp.lua — a 784-256-128-10 MLP on Fashion-MNIST, trained
 -- with AdamW (learning rate on a cosine schedule) in batches of 128. One line per epoch (train loss, test
 -- accuracy, seconds, samples/s), a progress bar on a terminal, a checkpoint
--- after every epoch, and --resume to continue from it exactly.
+-- after every epoch, and --resume to continue from it exactly. --plot draws
+-- the train and test loss curves (inline at each epoch end on a terminal)
+-- and writes them to loss.png.
 --
 --   build/ember scripts/fashion_mnist_mlp.lua [--epochs 10] [--lr 1e-3]
 --       [--seed 1] [--device cpu] [--batch-size 128] [--checkpoint PATH]
---       [--resume] [--data DIR] [--limit N]
+--       [--resume] [--data DIR] [--limit N] [--plot] [--plot-file PATH]
 local ember = require "ember"
 local nn, optim, data = ember.nn, ember.optim, ember.data
 
@@ -20,17 +22,22 @@ usage: ember scripts/fashion_mnist_mlp.lua [options]
   --resume          continue from the checkpoint
   --data DIR        the Fashion-MNIST files (default: Debian's dataset-fashion-mnist)
   --limit N         use only the first N training images (for quick runs)
+  --plot            loss curves: inline at each epoch end on a terminal, and a file
+  --plot-file PATH  where --plot writes them (default loss.png; .svg and .pdf work too)
   --stop-after N    stop after epoch N as if interrupted (to test --resume)]]
 
 local function parse_args(argv)
   local opts = {epochs = 10, lr = 1e-3, seed = 1, device = "cpu", batch_size = 128,
-                checkpoint = "fashion_mnist_mlp.safetensors", resume = false}
+                checkpoint = "fashion_mnist_mlp.safetensors", resume = false, plot = false,
+                plot_file = "loss.png"}
   local numeric = {epochs = true, lr = true, seed = true, batch_size = true, limit = true, stop_after = true}
   local i = 1
   while i <= #argv do
     local a = argv[i]
     if a == "--resume" then
       opts.resume = true
+    elseif a == "--plot" then
+      opts.plot = true
     elseif a == "-h" or a == "--help" then
       print(USAGE)
       os.exit(0)
@@ -79,19 +86,21 @@ local function progress(done, total, loss)
   io.flush()
 end
 
-local function evaluate(model, images, labels, device)
+-- accuracy and mean cross-entropy loss on a test set
+local function evaluate(model, criterion, images, labels, device)
   local _ <close> = ember.no_grad()
   model:eval()
-  local correct, n = 0, images:size(1)
+  local correct, loss_sum, n = 0, 0, images:size(1)
   for start = 1, n, 1000 do
     local len = math.min(1000, n - start + 1)
     local x = prepare(images:narrow(1, start, len)):to(device)
     local y = labels:narrow(1, start, len):to(device) + 1
-    local pred = model(x):argmax(2)
-    correct = correct + pred:eq(y):sum():item()
+    local logits = model(x)
+    correct = correct + logits:argmax(2):eq(y):sum():item()
+    loss_sum = loss_sum + criterion(logits, y):item() * len
   end
   model:train()
-  return correct / n
+  return correct / n, loss_sum / n
 end
 
 local function main(argv)
@@ -124,12 +133,23 @@ local function main(argv)
 
   local tty = ember.isatty(1)
   local nbatches = #loader
+  -- loss curves, drawn inline only at epoch ends (below that epoch's line:
+  -- inline = false keeps add from drawing); the train curve gets 20 points
+  -- per epoch (each the mean loss of the batches since the last), the test
+  -- curve one per epoch
+  local live
+  if opts.plot then
+    live = ember.plot.live{title = "Fashion-MNIST MLP", xlabel = "epoch", ylabel = "cross-entropy loss",
+                           inline = false, inplace = false}
+  end
+  local plot_every = math.max(1, nbatches // 20)
   for epoch = first_epoch, opts.epochs do
     loader:set_epoch(epoch)
     local t0 = ember.wall_time()
     -- the loss is summed on the device: reading it every step would wait
     -- for the GPU at every step
     local loss_sum, seen, b = ember.zeros({}, {device = opts.device, dtype = "float64"}), 0, 0
+    local window_start, window_seen = 0, 0   -- loss_sum and seen at the last plotted point
     for images, labels in loader:iter() do
       local x = prepare(images):to(opts.device)
       local y = (labels + 1):to(opts.device)     -- classes are 1-based in ember
@@ -142,16 +162,29 @@ local function main(argv)
       seen = seen + n
       b = b + 1
       if tty and (b % 20 == 0 or b == nbatches) then progress(b, nbatches, loss_sum:item() / seen) end
+      if live and (b % plot_every == 0 or b == nbatches) then
+        local total = loss_sum:item()
+        live:add("train", epoch - 1 + b / nbatches, (total - window_start) / (seen - window_seen))
+        window_start, window_seen = total, seen
+      end
     end
     local mean_loss = loss_sum:item() / seen      -- waits for the epoch's work
     local seconds = ember.wall_time() - t0
     if tty then io.write("\r", string.rep(" ", 70), "\r") end
-    local acc = evaluate(model, ds.test.images, ds.test.labels, opts.device)
+    local acc, test_loss = evaluate(model, criterion, ds.test.images, ds.test.labels, opts.device)
     print(string.format("epoch %2d/%d  train loss %.4f  test accuracy %.4f  %.2f s  %.0f samples/s",
                         epoch, opts.epochs, mean_loss, acc, seconds, seen / seconds))
+    if live then
+      live:add("test", epoch, test_loss)
+      if tty then live:draw() end
+    end
     sched:step()
     ember.save_checkpoint(opts.checkpoint, {model = model, optimizer = opt, scheduler = sched, epoch = epoch})
     if opts.stop_after and epoch >= opts.stop_after then break end
+  end
+  if live and live:points("train") then
+    live:save(opts.plot_file)
+    print("loss curves written to " .. opts.plot_file)
   end
 end
 

@@ -13,10 +13,12 @@ packages=(
     zlib1g-dev libcjson-dev           # data files and checkpoints (later issues)
     lua-busted                        # Lua test runner
     python3 python3-pexpect           # shell tests over a pseudo-terminal
+    gnuplot-nox                       # ember.plot's renderer
     dataset-fashion-mnist             # the training example's data
 )
 if [ "${1:-}" = "--bench" ]; then
-    packages+=(python3-torch hyperfine)   # PyTorch's CPU figures beside ours; start-up timing
+    packages+=(python3-torch hyperfine    # PyTorch's CPU figures beside ours; start-up timing
+               python3-matplotlib)        # matplotlib's plotting time beside ours
 fi
 
 missing=()

@@ -22,11 +22,12 @@ static const luaL_Reg preloaded[] = {
 };
 
 /* The Lua half of the library the shell pre-loads as globals (DESIGN.md:
- * ember, nn, optim; plot joins when it exists). Together they cost about a
- * millisecond. */
+ * ember, nn, optim, plot). Together they cost about a millisecond; plot
+ * starts no gnuplot until something is drawn. */
 static const char *const preloaded_lua[][2] = {
     {"nn", "ember.nn"},
     {"optim", "ember.optim"},
+    {"plot", "ember.plot"},
     {NULL, NULL},
 };
 

@@ -18,7 +18,7 @@ local ember = require "ember"
 local M = {}
 
 -- The doc files, in load order. Missing ones are skipped: docs are written area by area.
-local DOC_FILES = {"tensor", "ember", "nn", "optim", "data", "autograd", "cuda"}
+local DOC_FILES = {"tensor", "ember", "nn", "optim", "data", "autograd", "cuda", "plot"}
 
 -- Short prefixes accepted in names, as the shell pre-loads nn, optim, ... as globals.
 local PREFIXES = {
@@ -32,13 +32,15 @@ local PREFIXES = {
   {"autograd.", "ember.autograd."},
   {"cuda.", "ember.cuda."},
   {"backends.", "ember.backends."},
+  {"plot.", "ember.plot."},
   {"ember.Tensor:", "Tensor:"},
   {"ember.Tensor.", "Tensor."},
 }
 
 -- Where a bare word ("zeros", "Linear") may live, most likely first.
 local BARE_PLACES = {"ember.", "Tensor:", "Tensor.", "ember.nn.", "ember.optim.", "ember.optim.lr_scheduler.",
-                     "ember.data.", "ember.nn.functional.", "ember.nn.init.", "ember.autograd.", "ember.cuda."}
+                     "ember.data.", "ember.nn.functional.", "ember.nn.init.", "ember.autograd.", "ember.cuda.",
+                     "ember.plot."}
 
 -- The roots of expressions such as "nn.Linear" when no global of that name exists.
 local ROOTS = {
@@ -50,6 +52,7 @@ local ROOTS = {
   data = function() return ember.data end,
   autograd = function() return ember.autograd end,
   cuda = function() return ember.cuda end,
+  plot = function() return ember.plot end,
 }
 
 -- ember functions that the binding loads on first use, so pairs(ember) misses them.
@@ -148,7 +151,7 @@ local function public_modules()
     {"ember.optim.lr_scheduler", ember.optim.lr_scheduler}, {"ember.data", ember.data},
     {"ember.autograd", ember.autograd}, {"ember.cuda", ember.cuda}, {"ember.backends", ember.backends},
     {"ember.backends.cuda", ember.backends and ember.backends.cuda},
-    {"ember.help", M},
+    {"ember.help", M}, {"ember.plot", ember.plot},
   }
   local out = {}
   for _, m in ipairs(mods) do if type(m[2]) == "table" then out[#out + 1] = m end end
@@ -451,6 +454,7 @@ Modules:
   ember.autograd          grad, gradcheck
   ember.cuda              GPUs: is_available, synchronize, memory figures, Event
   ember.backends          ember.backends.cuda.matmul.allow_tf32
+  ember.plot              gnuplot: line, scatter, hist, image, figures, files, live curves
 
 Usage:
   help(x)  or  ?x         x: a function, class, module or tensor, or a name:

@@ -96,3 +96,9 @@ done
 echo
 echo "debugger cost (scripts/bench/debugger.lua):"
 "$EMBER" scripts/bench/debugger.lua
+
+# What plotting costs: a 1M-point line to PNG beside matplotlib (Debian's
+# python3-matplotlib, when installed), and as text
+echo
+echo "plotting (scripts/bench/plot.lua):"
+"$EMBER" scripts/bench/plot.lua

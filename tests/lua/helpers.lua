@@ -24,6 +24,14 @@ function M.same(got, want, tol)
   return got == want
 end
 
+-- The whole content of a file, in binary.
+function M.read_file(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
 function M.show(v)
   if type(v) ~= "table" then return tostring(v) end
   local parts = {}

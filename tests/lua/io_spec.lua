@@ -21,12 +21,7 @@ local function write_file(p, s)
   f:close()
 end
 
-local function read_file(p)
-  local f = assert(io.open(p, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local read_file = H.read_file
 
 -- a safetensors file from a header text and data bytes
 local function raw_file(p, json, data)

@@ -141,6 +141,9 @@ check "properties are not methods" $'t = ember.zeros(2)\n:complete t:sha' ''
 check "classes: nn.Lin" $'nn = ember.nn\n:complete nn.Lin' 'nn.Linear'
 check "an nn.Linear instance: its class's methods" $'m = ember.nn.Linear(2, 3)\n:complete m:forw' 'm:forward'
 check "an nn.Linear instance: Module's methods" $'m = ember.nn.Linear(2, 3)\n:complete m:zero_' 'm:zero_grad'
+check "plot is pre-loaded: its functions" ':complete plot.li' "$(lines plot.line plot.live)"
+check "a figure's methods" $'f = plot.figure()\n:complete f:sa' 'f:save'
+check "plot is ember.plot" 'plot == ember.plot' 'true'
 check "keywords and globals" ':complete re' "$(lines repeat require return)"
 check "a keyword alone" ':complete whi' 'while'
 check "string methods" $'s = "abc"\n:complete s:up' 's:upper'

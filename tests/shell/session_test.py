@@ -237,6 +237,33 @@ def ctrl_c_coroutine_loop():
     assert "yes" in out, out
 
 
+def plot_inline_terminal_size():
+    # the pty is 40 rows by 120 columns: a chart 120 wide and 37 high
+    # (40 less 3 rows for the prompt and the call)
+    p.sendline("f = plot.line({1, 4, 9, 16}, {title = 'squares'})")
+    p.expect(PROMPT_AFTER_OUTPUT)
+    raw = p.before
+    assert "\x1b[38;5;" in raw, "colours on a terminal: " + repr(raw[:200])
+    lines = plain(raw).split("\n")[1:]          # after the echoed call
+    chart = [l for l in lines if l.strip() or l]  # the chart's lines, blank ones included
+    assert "squares" in plain(raw), plain(raw)
+    widths = {len(l) for l in chart if "+---" in l}
+    assert widths and max(len(l) for l in chart) == 120, (widths, chart)
+    assert len(chart) == 37, (len(chart), chart)
+    run(p, "f:close()")
+
+
+def live_plot_in_place():
+    p.sendline("live = plot.live{interval = 0, size = {40, 10}}; "
+               "for i = 1, 3 do live:add('a', i, i * i) end; print(live.redraws)")
+    p.expect(PROMPT_AFTER_OUTPUT)
+    raw = p.before
+    # the 2nd and 3rd drawings go back up the 10 lines of the one before and clear
+    assert raw.count("\x1b[10F\x1b[J") == 2, repr(raw)
+    assert plain(raw).rstrip().endswith("\n3"), repr(raw[-100:])
+    run(p, "live:close()")
+
+
 def end_session():
     finish(p)
     assert p.exitstatus == 0, p.exitstatus
@@ -258,6 +285,8 @@ check("?name and help() print documentation", help_prints_doc)
 check(":time, :vars, :mem and an unknown command", commands_work)
 check("Ctrl-C stops a loop around pcall; globals kept", ctrl_c_pcall_loop)
 check("Ctrl-C stops a loop inside a coroutine", ctrl_c_coroutine_loop)
+check("plot draws inline, sized to the terminal", plot_inline_terminal_size)
+check("a live plot redraws over its last drawing", live_plot_in_place)
 check("Ctrl-D ends the session", end_session)
 
 

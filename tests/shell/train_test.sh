@@ -14,7 +14,8 @@ ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
 
 if [ ! -e "$DATA/train-images-idx3-ubyte.gz" ]; then
-    for t in "loss falls" "resume equals an uninterrupted run" "resume without a checkpoint"; do
+    for t in "loss falls" "resume equals an uninterrupted run" "resume without a checkpoint" \
+             "--plot without a terminal" "--plot on a terminal"; do
         n=$((n + 1)); echo "ok $n - $t # SKIP Fashion-MNIST not installed (dataset-fashion-mnist)"
     done
 else
@@ -36,6 +37,29 @@ else
         ok "resume equals an uninterrupted run (identical checkpoints, epoch 3: $last_full)"
     else
         not_ok "resume equals an uninterrupted run" "full: $last_full" "resumed: $last_resumed" "$(cat "$tmp/resume.log")"
+    fi
+
+    # --plot: without a terminal only the file (a PNG: its signature), no chart on stdout
+    ember_abs=$(cd "$(dirname "$EMBER")" && pwd)/$(basename "$EMBER")
+    out=$(cd "$tmp" && "$ember_abs" "$OLDPWD/$SCRIPT" --epochs 2 --limit 2000 --plot --checkpoint p.st 2>&1); rc=$?
+    sig=$(head -c 8 "$tmp/loss.png" 2>/dev/null | od -An -tx1 | tr -d ' \n')
+    if [ $rc -eq 0 ] && [ "$sig" = 89504e470d0a1a0a ] && ! echo "$out" | grep -q -- '+-----' \
+       && echo "$out" | grep -q "loss curves written to loss.png"; then
+        ok "--plot without a terminal writes loss.png and draws nothing"
+    else
+        not_ok "--plot without a terminal writes loss.png and draws nothing" "rc=$rc sig=$sig" "$out"
+    fi
+    # on a terminal (script(1) gives it one): a chart after each epoch's line, and the file
+    out=$(TERM=dumb COLUMNS=80 LINES=30 script -qec "$EMBER $SCRIPT --epochs 2 --limit 2000 --plot \
+          --checkpoint $tmp/q.st --plot-file $tmp/curves.svg" /dev/null 2>&1); rc=$?
+    charts=$(echo "$out" | grep -c "Fashion-MNIST MLP")
+    order=$(echo "$out" | tr '\r' '\n' | grep -E "^epoch|Fashion-MNIST MLP" | sed -E 's/^epoch.*/E/; s/.*Fashion-MNIST MLP.*/C/' | tr -d '\n')
+    if [ $rc -eq 0 ] && [ "$charts" -eq 2 ] && [ "$order" = ECEC ] && grep -q "<svg" "$tmp/curves.svg" \
+       && grep -q ">test<" "$tmp/curves.svg"; then
+        ok "--plot on a terminal draws the curves after each epoch and writes the file"
+    else
+        not_ok "--plot on a terminal draws the curves after each epoch and writes the file" \
+               "rc=$rc charts=$charts order=$order" "$out"
     fi
 
     out=$("$EMBER" $SCRIPT --resume --checkpoint "$tmp/missing.st" 2>&1); rc=$?

@@ -20,7 +20,7 @@ where PyTorch returns a tuple, Lua returns several values: local v, i = t:max(2)
   autograd     t:backward(), t.grad, ember.no_grad, ember.autograd.grad, gradcheck
   files        ember.save / ember.load (safetensors), save_checkpoint, read_idx
   modules      ember.nn, ember.optim, ember.data, ember.autograd, ember.cuda,
-               ember.backends
+               ember.backends, ember.plot (gnuplot: curves, histograms, images)
 help(x) or ?x documents any of these: ?ember.zeros, ?Tensor:sum, ?nn.Linear.]=],
     example = [=[
 local x = ember.randn(4, 3, {requires_grad = true})
