@@ -173,7 +173,7 @@ static int l_randint(lua_State *L)
     int opts = opt_table(L, at + 1, op);
     em_dtype d = emlua_opt_dtype(L, opts, op, EM_INT64);
     em_device dev = emlua_opt_device(L, opts, op, CPU);
-    return emlua_push(L, em_randint(low, high, sizes, n, d, dev));
+    return emlua_push_created(L, em_randint(low, high, sizes, n, d, dev), opts, op);
 }
 
 static int l_randperm(lua_State *L)
@@ -183,7 +183,7 @@ static int l_randperm(lua_State *L)
     int opts = opt_table(L, 2, op);
     em_dtype d = emlua_opt_dtype(L, opts, op, EM_INT64);
     em_device dev = emlua_opt_device(L, opts, op, CPU);
-    return emlua_push(L, em_randperm(n, d, dev));
+    return emlua_push_created(L, em_randperm(n, d, dev), opts, op);
 }
 
 /* ---- in place and *_like ------------------------------------------------------ */
@@ -215,7 +215,7 @@ static int random_like(lua_State *L, const char *op, random_fn fn)
     int opts = opt_table(L, 2, op);
     em_dtype d = emlua_opt_dtype(L, opts, op, t->dtype);
     em_device dev = emlua_opt_device(L, opts, op, t->storage->device);
-    return emlua_push(L, fn(t->sizes, t->ndim, d, dev));
+    return emlua_push_created(L, fn(t->sizes, t->ndim, d, dev), opts, op);
 }
 
 static int l_rand_like(lua_State *L) { return random_like(L, "ember.rand_like", em_rand); }
@@ -239,7 +239,7 @@ static int l_randint_like(lua_State *L)
     int opts = opt_table(L, at, op);
     em_dtype d = emlua_opt_dtype(L, opts, op, t->dtype);
     em_device dev = emlua_opt_device(L, opts, op, t->storage->device);
-    return emlua_push(L, em_randint(low, high, t->sizes, t->ndim, d, dev));
+    return emlua_push_created(L, em_randint(low, high, t->sizes, t->ndim, d, dev), opts, op);
 }
 
 void emlua_open_linalg(lua_State *L)

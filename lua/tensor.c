@@ -286,6 +286,14 @@ static int op_unm(lua_State *L) { return emlua_push(L, em_unary(EM_NEG, self(L, 
 
 /* ---- information -------------------------------------------------------- */
 
+/* size(d) and stride(d) of a 0-d tensor: there is no dim to ask about (PyTorch
+ * raises too; reductions, which accept dim 1 of a 0-d tensor, differ). */
+static int no_dims(lua_State *L, int arg, const char *op)
+{
+    return emlua_argerror(L, arg, op, "dim %lld out of range: the tensor is 0-d (it has no dims)",
+                          (long long)emlua_check_integer(L, arg, op));
+}
+
 static int t_size(lua_State *L)
 {
     em_tensor *t = self(L, "size");
@@ -293,8 +301,9 @@ static int t_size(lua_State *L)
         push_shape(L, t);
         return 1;
     }
+    if (t->ndim == 0) no_dims(L, 2, "size");
     int d = emlua_check_dim(L, 2, t->ndim, "size");
-    lua_pushinteger(L, t->ndim ? t->sizes[d] : 1);
+    lua_pushinteger(L, t->sizes[d]);
     return 1;
 }
 
@@ -309,8 +318,9 @@ static int t_stride(lua_State *L)
         }
         return 1;
     }
+    if (t->ndim == 0) no_dims(L, 2, "stride");
     int d = emlua_check_dim(L, 2, t->ndim, "stride");
-    lua_pushinteger(L, t->ndim ? t->strides[d] : 1);
+    lua_pushinteger(L, t->strides[d]);
     return 1;
 }
 
@@ -512,7 +522,23 @@ static int t_unfold(lua_State *L)
     return emlua_push(L, em_unfold(t, d, emlua_check_integer(L, 3, "unfold"), emlua_check_integer(L, 4, "unfold")));
 }
 
-static int t_diagonal(lua_State *L) { return emlua_push(L, em_diagonal(self(L, "diagonal"))); }
+/* t:diagonal([offset]): offset > 0 above the main diagonal, < 0 below. An
+ * offset is a narrow of the columns (rows) before the main diagonal, so it
+ * stays a differentiable view made of two engine views. */
+static int t_diagonal(lua_State *L)
+{
+    em_tensor *t = self(L, "diagonal");
+    lua_Integer k = emlua_opt_integer(L, 2, "diagonal", 0);
+    if (k == 0 || t->ndim != 2) return emlua_push(L, em_diagonal(t));
+    int dim = k > 0 ? 1 : 0;
+    int64_t skip = k > 0 ? k : -k, size = t->sizes[dim];
+    if (skip > size) skip = size;   /* past the corner: an empty diagonal, as PyTorch */
+    em_tensor *part = em_narrow(t, dim, skip, size - skip);
+    if (!part) return emlua_fail(L);
+    em_tensor *d = em_diagonal(part);
+    em_release(part);
+    return emlua_push(L, d);
+}
 static int t_contiguous(lua_State *L) { return emlua_push(L, em_contiguous(self(L, "contiguous"))); }
 static int t_clone(lua_State *L) { return emlua_push(L, em_clone(self(L, "clone"))); }
 
@@ -669,11 +695,16 @@ static int m_tensor(lua_State *L)
     if (opts && lua_type(L, 2) != LUA_TTABLE) return emlua_typeerror(L, 2, "ember.tensor", "an options table");
     em_tensor *src = emlua_test(L, 1);
     if (src) {
+        /* a copy, detached from src's graph, as torch.tensor(t) */
+        em_dtype d = emlua_opt_dtype(L, opts, "ember.tensor", src->dtype);
+        em_device dev = emlua_opt_device(L, opts, "ember.tensor", src->storage->device);
         em_tensor *c = em_clone(src);
         if (!c) return emlua_fail(L);
-        em_tensor *r = em_to_dtype(c, emlua_opt_dtype(L, opts, "ember.tensor", src->dtype));
+        em_tensor *r = em_to_dtype(c, d);
         em_release(c);
-        return emlua_push(L, r);
+        if (r && !em_device_eq(r->storage->device, dev)) { em_tensor *m = em_to_device(r, dev); em_release(r); r = m; }
+        if (r) { em_tensor *plain = em_detach(r); em_release(r); r = plain; }
+        return emlua_push_created(L, r, opts, "ember.tensor");
     }
     em_device dev = emlua_opt_device(L, opts, "ember.tensor", CPU);
     int64_t sizes[EM_MAX_DIMS];
@@ -692,7 +723,7 @@ static int m_tensor(lua_State *L)
         em_tensor *t = em_from_host(sizes, 0, d, st.any_float || em_dtype_is_float(d) ? &fv : NULL,
                                     st.any_float || em_dtype_is_float(d) ? NULL : &iv);
         if (t && dev.type != EM_CPU) { em_tensor *m = em_to_device(t, dev); em_release(t); t = m; }
-        return emlua_push(L, t);
+        return emlua_push_created(L, t, opts, "ember.tensor");
     }
     if (lua_type(L, 1) != LUA_TTABLE) return emlua_typeerror(L, 1, "ember.tensor", "a table of numbers, a number or a tensor");
     nd = table_shape(L, 1, sizes);
@@ -805,8 +836,9 @@ static int m_linspace(lua_State *L)
     double a = emlua_check_number(L, 1, "ember.linspace"), b = emlua_check_number(L, 2, "ember.linspace");
     lua_Integer n = emlua_check_integer(L, 3, "ember.linspace");
     int opts = lua_istable(L, 4) ? 4 : 0;
-    return emlua_push(L, em_linspace(a, b, n, emlua_opt_dtype(L, opts, "ember.linspace", em_default_dtype()),
-                                     emlua_opt_device(L, opts, "ember.linspace", CPU)));
+    return emlua_push_created(L, em_linspace(a, b, n, emlua_opt_dtype(L, opts, "ember.linspace", em_default_dtype()),
+                                             emlua_opt_device(L, opts, "ember.linspace", CPU)),
+                              opts, "ember.linspace");
 }
 
 static int m_eye(lua_State *L)
@@ -814,8 +846,9 @@ static int m_eye(lua_State *L)
     lua_Integer n = emlua_check_integer(L, 1, "ember.eye");
     lua_Integer m = lua_type(L, 2) == LUA_TNUMBER ? emlua_check_integer(L, 2, "ember.eye") : n;
     int opts = lua_istable(L, lua_gettop(L)) ? lua_gettop(L) : 0;
-    return emlua_push(L, em_eye(n, m, emlua_opt_dtype(L, opts, "ember.eye", em_default_dtype()),
-                                emlua_opt_device(L, opts, "ember.eye", CPU)));
+    return emlua_push_created(L, em_eye(n, m, emlua_opt_dtype(L, opts, "ember.eye", em_default_dtype()),
+                                        emlua_opt_device(L, opts, "ember.eye", CPU)),
+                              opts, "ember.eye");
 }
 
 static int m_is_tensor(lua_State *L)

@@ -78,6 +78,8 @@ describe("gradcheck: views and shapes", function()
   check("unfold with overlapping windows", function(x) return x:unfold(1, 3, 1) end, function() return {R(6)} end)
   check("diagonal contiguous clone", function(x) return x:diagonal() + x:t():contiguous():clone():sum(1) end,
     function() return {R(3, 3)} end)
+  check("diagonal with an offset", function(x) return x:diagonal(1) * 2 + x:diagonal(-2):sum() end,
+    function() return {R(3, 4)} end)
   -- through float32 the finite differences need a larger step
   check("dtype conversions", function(x) return x:float():double() * 2 end, function() return {R(3)} end,
     {eps = 1e-2, atol = 1e-3, rtol = 1e-3})

@@ -162,6 +162,18 @@ describe("rand and uniform_", function()
     assert.is_true(same(ref:t(), base))
   end)
 
+  it("refuses uniform_ and normal_ on a tensor that requires grad, outside no_grad", function()
+    local w = ember.ones(3, {requires_grad = true})
+    for _, op in ipairs{"uniform_", "normal_"} do
+      local ok, err = pcall(w[op], w)
+      assert.is_false(ok)
+      assert.truthy(err:find(op .. ": in-place operation on a tensor that requires grad (a leaf tensor)", 1, true), err)
+    end
+    assert.are.same({1, 1, 1}, w:tolist())   -- untouched
+    ember.no_grad(function() w:uniform_(5, 6) end)
+    for _, x in ipairs(w:tolist()) do assert.is_true(x >= 5 and x < 6) end
+  end)
+
   it("rejects integer outputs and bad bounds", function()
     local msg = errmsg(ember.rand, 3, {dtype = "int64"})
     assert.truthy(msg:find("rand: expected a floating point dtype, got int64", 1, true), msg)

@@ -74,6 +74,37 @@ describe("creation", function()
     assert.matches("inconsistent signs", errmsg(ember.arange, 0, 5, -1))
   end)
 
+  it("take requires_grad from every creation function", function()
+    local rg = {requires_grad = true}
+    local made = {
+      ember.tensor(2.5, rg), ember.tensor({1.5}, rg), ember.linspace(0, 1, 3, rg), ember.eye(2, rg),
+      ember.rand_like(ember.zeros(2), rg), ember.randn_like(ember.zeros(2), rg),
+      ember.tensor(ember.ones(2), rg),
+    }
+    for i, t in ipairs(made) do
+      assert.is_true(t.requires_grad, "creation " .. i)
+      assert.is_true(t.is_leaf, "creation " .. i .. " is a leaf")
+    end
+    -- integer results cannot require grad, as in PyTorch
+    assert.matches("ember.randint: .*floating point", errmsg(ember.randint, 5, {3}, rg))
+    assert.matches("ember.randperm: .*floating point", errmsg(ember.randperm, 4, rg))
+    assert.matches("ember.randint_like: .*floating point", errmsg(ember.randint_like, ember.zeros(2, {dtype = "int64"}), 5, rg))
+    assert.is_false(ember.randperm(4).requires_grad)
+  end)
+
+  it("copies a tensor with ember.tensor: new storage, its options, no graph", function()
+    local src = ember.tensor({1.0, 2.0}, {requires_grad = true})
+    local y = src * 3
+    local c = ember.tensor(y, {dtype = "float64", device = "cpu"})
+    assert.are.equal("float64", c.dtype)
+    assert.is_false(c.requires_grad)
+    assert.is_true(c.is_leaf)
+    assert.are.same({3, 6}, c:tolist())
+    c[1] = 10
+    assert.are.same({3, 6}, y:tolist())   -- a copy
+    assert.matches("unknown device 'tpu'", errmsg(ember.tensor, src, {device = "tpu"}))
+  end)
+
   it("names the argument and the expected type in errors", function()
     assert.are.equal("ember.zeros: argument 2: expected a number, got string",
       errmsg(ember.zeros, 2, "a"):match("ember%.zeros:.*"))
@@ -99,6 +130,11 @@ describe("properties", function()
     assert.are.equal(2, #t)
     assert.matches("dimension 4 out of range", errmsg(t.size, t, 4))
     assert.matches("0%-d tensor has no length", errmsg(function() return #ember.tensor(1) end))
+    -- a 0-d tensor has no dims to ask the size or stride of (as PyTorch)
+    local s = ember.tensor(2.5)
+    assert.are.same({}, s:size())
+    assert.matches("size: argument 2: dim 1 out of range: the tensor is 0%-d", errmsg(s.size, s, 1))
+    assert.matches("stride: argument 2: dim %-1 out of range: the tensor is 0%-d", errmsg(s.stride, s, -1))
   end)
 
   it("item needs exactly one element", function()
@@ -108,6 +144,20 @@ describe("properties", function()
 end)
 
 describe("views share memory", function()
+  it("diagonal with an offset: above, below, past the corner; writes reach the base", function()
+    -- a = [[1 2 3 4] [5 6 7 8] [9 10 11 12]]
+    local a = ember.arange(1, 13):view(3, 4)
+    assert.are.same({1, 6, 11}, a:diagonal():tolist())
+    assert.are.same({2, 7, 12}, a:diagonal(1):tolist())
+    assert.are.same({4}, a:diagonal(3):tolist())
+    assert.are.same({5, 10}, a:diagonal(-1):tolist())
+    assert.are.same({9}, a:diagonal(-2):tolist())
+    assert.are.same({}, a:diagonal(4):tolist())
+    assert.are.same({}, a:diagonal(-3):tolist())
+    a:diagonal(1):fill_(0)
+    assert.are.same({{1, 0, 3, 4}, {5, 6, 0, 8}, {9, 10, 11, 0}}, a:tolist())
+  end)
+
   local function base() return ember.arange(12):view(3, 4) end
 
   it("view / reshape", function()

@@ -24,7 +24,8 @@ integers give int64, any float gives the default dtype (float32), booleans give 
 an empty table gives the default dtype. Mixing booleans and numbers, and ragged
 nesting, are errors.
 opts: dtype (a name or ember.float64, ...), device ("cpu" | "cuda"), requires_grad
-(false; only for table data). A tensor argument takes only `dtype`.
+(false). A tensor argument is copied, detached from its graph, to its own dtype and
+device unless opts say otherwise.
 Like torch.tensor.]],
   example = [[
 local a = ember.tensor({{1, 2}, {3, 4}})

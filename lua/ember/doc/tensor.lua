@@ -180,7 +180,7 @@ print(#a, tostring(a))       -- 3  tensor([1, 2, 3])]=],
     doc = [=[
 With no argument, the sizes as a new table of integers (like t.shape). With a dim
 (1-based, negative from the end) the size of that dimension as an integer. A dim out
-of range raises an error.]=],
+of range raises an error, as does any dim of a 0-d tensor (it has none).]=],
     example = [=[
 local t = ember.zeros(2, 3)
 print(t:size(1), t:size(-1), #t:size())   -- 2  3  2]=],
@@ -364,14 +364,17 @@ print(w[2])                                    -- tensor([3, 4, 5])]=],
   },
   {
     name = "Tensor:diagonal",
-    sig = "Tensor:diagonal()",
+    sig = "Tensor:diagonal([offset = 0])",
     doc = [=[
-A 1-D view of the main diagonal of a 2-D tensor (length min(rows, cols)); writing to it
-writes t. Other tensors raise "expected a 2-D tensor". Unlike PyTorch there are no
-offset/dim1/dim2 arguments.]=],
+A 1-D view of a diagonal of a 2-D tensor: the main one, or offset above it (offset > 0)
+or below it (offset < 0); an offset past the corner gives an empty view, as PyTorch.
+Writing to it writes t; gradients flow back to the diagonal's elements. Other tensors
+raise "expected a 2-D tensor". Unlike PyTorch there are no dim1/dim2 arguments.]=],
     example = [=[
 local m = ember.arange(9):reshape(3, 3)
-print(m:diagonal())   -- tensor([0, 4, 8])]=],
+print(m:diagonal())     -- tensor([0, 4, 8])
+print(m:diagonal(1))    -- tensor([1, 5])
+print(m:diagonal(-2))   -- tensor([6])]=],
   },
   {
     name = "Tensor:contiguous",
