@@ -698,12 +698,13 @@ static int m_tensor(lua_State *L)
         /* a copy, detached from src's graph, as torch.tensor(t) */
         em_dtype d = emlua_opt_dtype(L, opts, "ember.tensor", src->dtype);
         em_device dev = emlua_opt_device(L, opts, "ember.tensor", src->storage->device);
-        em_tensor *c = em_clone(src);
+        em_tensor *plain = em_detach(src);
+        em_tensor *c = plain ? em_clone(plain) : NULL;
+        if (plain) em_release(plain);
         if (!c) return emlua_fail(L);
         em_tensor *r = em_to_dtype(c, d);
         em_release(c);
         if (r && !em_device_eq(r->storage->device, dev)) { em_tensor *m = em_to_device(r, dev); em_release(r); r = m; }
-        if (r) { em_tensor *plain = em_detach(r); em_release(r); r = plain; }
         return emlua_push_created(L, r, opts, "ember.tensor");
     }
     em_device dev = emlua_opt_device(L, opts, "ember.tensor", CPU);

@@ -183,7 +183,6 @@ local function run_gnuplot(holder, script, op)
   if proc and not proc:alive() then
     stop_gnuplot(holder)
     proc = nil
-    holder.restarts = (holder.restarts or 0) + 1
   end
   if not proc then
     make_room()
@@ -215,7 +214,6 @@ local function run_gnuplot(holder, script, op)
   end
   local warnings = {}
   local message = parse_errors(err, warnings)
-  holder.warnings = warnings
   for _, w in ipairs(warnings) do io.stderr:write(op, ": gnuplot ", w, "\n") end
   if message then error(op .. ": gnuplot: " .. message, 0) end
   return out
@@ -321,6 +319,28 @@ local function check_clause(v, op, name, comma_ok)
   return v
 end
 
+local function check_color(color, op)
+  if color ~= nil and type(color) ~= "string" then
+    error(op .. ": option color: expected a string such as \"red\" or \"#ff8800\"", 0)
+  end
+end
+
+-- {width, height}: characters for text, pixels (inches for PDF) otherwise
+local function check_size(size, op)
+  if size ~= nil and (type(size) ~= "table" or type(size[1]) ~= "number" or type(size[2]) ~= "number"
+                      or size[1] <= 0 or size[2] <= 0) then
+    error(op .. ": option size: expected {width, height} (positive numbers)", 0)
+  end
+  return size
+end
+
+local function check_legend(pos, op)
+  if pos ~= nil and pos ~= false and type(pos) ~= "string" then
+    error(op .. ": expected a position such as \"top left\", or false", 0)
+  end
+  return pos
+end
+
 local function check_range(op, lo, hi)
   if (lo ~= nil and type(lo) ~= "number") or (hi ~= nil and type(hi) ~= "number") then
     error(op .. ": expected numbers (or nil for automatic)", 0)
@@ -351,17 +371,8 @@ local function check_figure_options(opts, op)
       out[k] = check_range(op .. ": option " .. k, r[1], r[2])
     end
   end
-  local legend = opts.legend
-  if legend ~= nil and legend ~= false and type(legend) ~= "string" then
-    error(op .. ": option legend: expected a position such as \"top left\", or false", 0)
-  end
-  out.legend = legend
-  local size = opts.size
-  if size ~= nil and (type(size) ~= "table" or type(size[1]) ~= "number" or type(size[2]) ~= "number"
-                      or size[1] <= 0 or size[2] <= 0) then
-    error(op .. ": option size: expected {width, height} (positive numbers)", 0)
-  end
-  out.size = size
+  out.legend = check_legend(opts.legend, op .. ": option legend")
+  out.size = check_size(opts.size, op)
   return out
 end
 
@@ -466,9 +477,7 @@ local function xy_series(fig, op, loose, a, b, c, style)
   if opts.width ~= nil and (type(opts.width) ~= "number" or opts.width <= 0) then
     error(op .. ": option width: expected a positive number", 0)
   end
-  if opts.color ~= nil and type(opts.color) ~= "string" then
-    error(op .. ": option color: expected a string such as \"red\" or \"#ff8800\"", 0)
-  end
+  check_color(opts.color, op)
   for i, yi in ipairs(ys) do
     if yi:dim() ~= 1 then
       error(string.format("%s: series %d must be 1-D, got %s", op, i, shape_str(yi)), 0)
@@ -535,6 +544,7 @@ function add.hist(fig, op, loose, t, bins, opts)
   bins = math.tointeger(bins)
   local v = to_f64(t, op, "t")
   if v:numel() == 0 then error(op .. ": no values", 0) end
+  check_color(opts.color, op)
   local range = opts.range
   if range ~= nil and (type(range) ~= "table" or type(range[1]) ~= "number" or type(range[2]) ~= "number"
                        or range[2] <= range[1]) then
@@ -543,9 +553,6 @@ function add.hist(fig, op, loose, t, bins, opts)
   local centers, counts, width = histogram(v, bins, range and range[1], range and range[2])
   if opts.density then counts = counts / (counts:sum():item() * width) end
   local widths = ember.full({bins}, width, {dtype = "float64"})
-  if opts.color ~= nil and type(opts.color) ~= "string" then
-    error(op .. ": option color: expected a string such as \"red\" or \"#ff8800\"", 0)
-  end
   return add_series(fig, {kind = "hist", n = bins, cols = {centers, counts, widths},
                           title = opts.label, color = opts.color})
 end
@@ -620,7 +627,7 @@ end
 -- fig:legend(position | false): "top right" (default), "bottom left", ... or false to hide
 function Figure:legend(pos)
   check_open(self, "plot.Figure:legend")
-  self.opts.legend = pos
+  self.opts.legend = check_legend(pos, "plot.Figure:legend")
   return self
 end
 
@@ -685,9 +692,6 @@ local function figure_script(fig, op, width)
                         quote((series_file(fig, s))), s.n)
     else
       local with = s.with or (s.kind == "scatter" and "points pt 7 ps 0.6" or "lines")
-      if type(with) ~= "string" or with:find("[\n;,]") then
-        error("plot: option with: expected a plot style such as \"lines\" or \"points\"", 0)
-      end
       local file, n = series_file(fig, s, width)
       p = string.format("%s binary record=(%d) format='%%float64%%float64' using 1:2 with %s",
                         quote(file), n, with)
@@ -788,11 +792,7 @@ function Figure:save(path, opts)
   if not kind then
     error(string.format("%s: %s: unknown extension; use .png, .svg, .pdf or .txt", op, path), 0)
   end
-  local size = opts.size or kind.default
-  if type(size) ~= "table" or type(size[1]) ~= "number" or type(size[2]) ~= "number" or size[1] <= 0
-     or size[2] <= 0 then
-    error(op .. ": option size: expected {width, height} (positive numbers)", 0)
-  end
+  local size = check_size(opts.size, op) or kind.default
   local existed = file_exists(path)
   local f = io.open(path, "ab")
   if not f then error(op .. ": cannot write " .. path, 0) end

@@ -309,6 +309,38 @@ describe("plot errors", function()
                      "plot.Figure:line: y must be 1-D (or 2-D: one series per column), got [2, 2, 2]")
     assert.has_error(function() fig:title({}) end, "plot.Figure:title: expected a string (or nil to remove it), got table")
     assert.has_error(function() plot.hist({1, 2}, "10") end, "plot.hist: bins must be a positive integer, got 10")
+    assert.has_error(function() plot.line({1, 2}, {color = 3}) end,
+                     "plot.line: option color: expected a string such as \"red\" or \"#ff8800\"")
+    assert.has_error(function() plot.hist({1, 2}, {color = {}}) end,
+                     "plot.hist: option color: expected a string such as \"red\" or \"#ff8800\"")
+    assert.has_error(function() plot.line({1, 2}, {width = 0}) end, "plot.line: option width: expected a positive number")
+    assert.has_error(function() plot.line({1, 2}, {labels = "a"}) end, "plot.line: option labels: expected a list of strings")
+    assert.has_error(function() plot.line(ember.zeros(2, 2), ember.zeros(2)) end, "plot.line: x must be 1-D, got [2, 2]")
+    assert.has_error(function() plot.line({ember.zeros(2, 2)}) end, "plot.line: series 1 must be 1-D, got [2, 2]")
+    assert.has_error(function() plot.hist(ember.zeros(0)) end, "plot.hist: no values")
+    assert.has_error(function() plot.image(ember.zeros(0, 3)) end, "plot.image: the image is empty: [0, 3]")
+    assert.has_error(function() plot.figure{title = {}} end, "plot.figure: option title: expected a string, got table")
+    assert.has_error(function() plot.figure{legend = 1} end,
+                     "plot.figure: option legend: expected a position such as \"top left\", or false")
+    assert.has_error(function() fig:legend(true) end,
+                     "plot.Figure:legend: expected a position such as \"top left\", or false")
+    assert.has_error(function() fig:yrange("a") end, "plot.Figure:yrange: expected numbers (or nil for automatic)")
+    assert.has_error(function() fig:save("") end, "plot.Figure:save: expected a file name")
+    assert.has_error(function() fig:save(tmpdir .. "/x.png", {size = {800}}) end,
+                     "plot.Figure:save: option size: expected {width, height} (positive numbers)")
+    assert.has_error(function() plot.live{smooth = "ema"} end,
+                     "plot.live: smooth: expected a number (EMA factor) or {ema = a} or {window = n}")
+    -- the private C half checks what plot.lua hands it
+    local P = ember._plot
+    assert.has_error(function() P.write_data(tmpdir .. "/x.bin", {ember.zeros(2)}) end,
+                     "plot.write_data: column 1: expected a contiguous float64 CPU tensor")
+    assert.has_error(function() P.write_data(tmpdir .. "/x.bin", {ember.zeros(2):double(), ember.zeros(3):double()}) end,
+                     "plot.write_data: column 2 has 3 values, column 1 has 2")
+    assert.has_error(function() P.decimate(ember.zeros(2), ember.zeros(2), 4) end,
+                     "plot.decimate: expected two contiguous float64 CPU tensors of one length")
+    local ok, err = pcall(P.spawn, {})
+    assert.is_false(ok)
+    assert.truthy(err:find("expected a list of 1 to 63 strings", 1, true), err)
     assert.has_error(function() plot.hist({1, 2}, 0) end, "plot.hist: bins must be a positive integer, got 0")
     assert.has_error(function() plot.hist({1, 2}, {range = {1, 0}}) end, "plot.hist: range must be {lo, hi} with lo < hi")
     assert.has_error(function() plot.image(ember.zeros(3)) end,

@@ -391,8 +391,8 @@ fig:close()]=],
     doc = [=[
 Where the legend goes, in gnuplot's `set key` words: "top right" (the default),
 "bottom left", "top left", "outside", ... (only letters, digits and spaces are kept);
-false hides it, nil restores the default. The legend is opaque: drawn over the curves.
-It lists the series that have a label.]=],
+false hides it, nil restores the default; other values raise. The legend is opaque:
+drawn over the curves. It lists the series that have a label.]=],
     example = [=[
 local plot = ember.plot
 local fig = plot.figure():line({3, 2, 1}, {label = "falling"}):legend("bottom left")
