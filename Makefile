@@ -20,7 +20,9 @@ CFLAGS  ?= $(OPT) $(ARCH) -g
 CFLAGS  += -fno-math-errno -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC -fopenmp $(DEPS_CFLAGS)
 LDLIBS  := $(DEPS_LIBS) -lcjson -lz -lm -ldl -fopenmp
 ifeq ($(SAN),1)
-CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+# EMBER_SANITIZE: exact-size allocations, no caches or free lists (the
+# sanitizers then see small overruns and uses after free)
+CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -DEMBER_SANITIZE
 LDFLAGS += -fsanitize=address,undefined
 endif
 

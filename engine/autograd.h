@@ -171,6 +171,11 @@ em_tensor *em_ag_cat(em_tensor *const *ts, int n, int dim);
 em_tensor *em_ag_cumprod(const em_tensor *in, int dim);
 /* out-of-place scatter (add false) or scatter_add of self and src */
 em_tensor *em_ag_scatter(bool add, const em_tensor *self, int dim, const em_tensor *idx, const em_tensor *src);
+/* s^(1/p) (p = 2: sqrt) with a gradient of 0 where the result is 0, as
+ * PyTorch's std and norm have; recorded when s requires grad */
+em_tensor *em_root(const em_tensor *s, double p);
+/* out-of-place index_add of self and alpha * src */
+em_tensor *em_ag_index_add(const em_tensor *self, int dim, const em_tensor *idx, const em_tensor *src, double alpha);
 /* Zeros of `sizes` with src added at the positions idx names along dim
  * (index_add when index_add, else scatter_add): how backwards that put a
  * gradient back where it was read end. Recorded when src requires grad, so

@@ -7,6 +7,7 @@
 
 em_tensor *em_full(const int64_t *sizes, int ndim, double value, em_dtype d, em_device dev)
 {
+    if (em_check_value_fits("full", value, d)) return NULL;
     em_tensor *t = em_empty(sizes, ndim, d, dev);
     if (!t) return NULL;
     if (em_be(t)->fill(t, value)) { em_release(t); return NULL; }
@@ -32,6 +33,7 @@ int em_fill_(em_tensor *t, double value)
 {
     if (em_grad_enabled() && t->requires_grad)
         return em_set_error("fill_: in-place operation on a tensor that requires grad; use ember.no_grad");
+    if (em_check_value_fits("fill_", value, t->dtype)) return -1;
     if (em_be(t)->fill(t, value)) return -1;
     em_bump_version(t);
     return 0;
@@ -59,6 +61,10 @@ em_tensor *em_linspace(double start, double end, int64_t steps, em_dtype d, em_d
     if (steps < 0) return em_set_error("linspace: number of steps must be non-negative, got %lld", (long long)steps), NULL;
     em_tensor *t = em_empty(&steps, 1, d, dev);
     if (!t || steps == 0) return t;
+    if (steps == 1) {   /* one point: start, as PyTorch (the fill below would give end) */
+        if (em_be(t)->fill(t, start)) { em_release(t); return NULL; }
+        return t;
+    }
     double step = steps > 1 ? (end - start) / (double)(steps - 1) : 0.0;
     /* PyTorch fills the second half backwards from `end` so that the last
      * element is exactly `end`; do the same with two arange fills. */

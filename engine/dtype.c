@@ -1,6 +1,8 @@
 /* dtype.c — dtype facts, type promotion, half/bfloat16 conversion, devices. */
 #include "ember.h"
 
+#include <math.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -36,6 +38,31 @@ bool em_dtype_is_float(em_dtype d)
 }
 
 bool em_dtype_is_int(em_dtype d) { return d == EM_INT64 || d == EM_INT32 || d == EM_UINT8; }
+
+/* Whether the number v can be stored in dtype d without overflow: within
+ * range for the integer dtypes (a fraction is cut off, as in PyTorch; NaN and
+ * inf have no integer), finite values no larger than the largest finite
+ * value for the float dtypes (inf and NaN are fine there). Any number fits in
+ * bool. */
+bool em_value_fits(double v, em_dtype d)
+{
+    switch (d) {
+    case EM_BOOL: return true;
+    case EM_UINT8: return v > -1 && v < 256;
+    case EM_INT32: return v > -2147483649.0 && v < 2147483648.0;
+    case EM_INT64: return v >= -9223372036854775808.0 && v < 9223372036854775808.0;
+    case EM_FLOAT16: return !isfinite(v) || fabs(v) <= 65504.0;
+    case EM_BFLOAT16: return !isfinite(v) || fabs(v) <= 3.3895313892515355e38;
+    case EM_FLOAT32: return !isfinite(v) || fabs(v) <= 3.4028234663852886e38;
+    default: return true;
+    }
+}
+
+int em_check_value_fits(const char *op, double v, em_dtype d)
+{
+    if (em_value_fits(v, d)) return 0;
+    return em_set_error("%s: value %.17g cannot be converted to %s without overflow", op, v, em_dtype_name(d));
+}
 
 em_dtype em_default_dtype(void) { return default_dtype; }
 void em_set_default_dtype(em_dtype d) { default_dtype = d; }

@@ -58,17 +58,6 @@ static int cast_error(const char *op, em_dtype result, em_dtype out)
                         em_dtype_name(result), em_dtype_name(out));
 }
 
-/* An in-place write through a view whose elements share memory (an expanded
- * tensor) would race with itself; PyTorch refuses it too. */
-static int check_writable(const char *op, const em_tensor *t)
-{
-    for (int i = 0; i < t->ndim; i++)
-        if (t->strides[i] == 0 && t->sizes[i] > 1)
-            return em_set_error("%s: cannot write in place to %s: more than one element refers to the same "
-                                "memory location (an expanded tensor); clone() it first", op, SHAPE(t));
-    return 0;
-}
-
 /* The floating dtype integer inputs of float ops promote to: the default
  * dtype (which may be a storage type: then compute in float32). */
 static em_dtype float_default(void) { return em_default_dtype(); }
@@ -162,7 +151,7 @@ int em_unary_(em_unary_op op, em_tensor *a)
     em_dtype cd, od;
     if (unary_dtypes(op, a->dtype, &cd, &od)) return -1;
     if (!can_cast(od, a->dtype)) return cast_error(name, od, a->dtype);
-    if (check_writable(name, a)) return -1;
+    if (em_check_writable(name, a)) return -1;
     int rc;
     if (cd == a->dtype && od == a->dtype) {
         rc = em_be(a)->unary(op, a, a);
@@ -291,7 +280,7 @@ int em_binary_(em_binary_op op, em_tensor *a, const em_tensor *b)
     }
     if (binary_dtypes(op, em_result_type(a, b), &cd, &od)) goto done;
     if (!can_cast(od, a->dtype)) { cast_error(name, od, a->dtype); goto done; }
-    if (check_writable(name, a)) goto done;
+    if (em_check_writable(name, a)) goto done;
     /* b overlapping a (a[2:] += a[:-1]) would read values already written */
     if (b->storage == a->storage && !(b->offset == a->offset && b->ndim == a->ndim &&
         memcmp(b->strides, a->strides, sizeof(int64_t) * (size_t)a->ndim) == 0)) {
@@ -362,6 +351,19 @@ em_tensor *em_binary_scalar(em_binary_op op, const em_tensor *a, double s, bool 
                             em_dtype_name(d), s), NULL;
     em_tensor *w = wrapped_number(s, s_is_int, em_dev(a));
     if (!w) return NULL;
+    /* The number is cast to the compute dtype, which is a's when the number
+     * is weaker: check that an integer one fits, so int32 + 2^32 is refused instead of
+     * wrapping. A comparison is computed in a wider dtype instead, so that
+     * int32 == 2^40 is false everywhere (PyTorch's answer). */
+    em_dtype cd, od;
+    if (binary_dtypes(op, em_result_type(a, w), &cd, &od) == 0 && em_dtype_is_int(cd) && !em_value_fits(s, cd)) {
+        em_release(w);
+        if (!is_cmp(op)) return em_check_value_fits(em_binary_name(op), s, cd), NULL;
+        em_tensor *wide = em_cast_to(a, em_value_fits(s, EM_INT64) && s_is_int ? EM_INT64 : EM_FLOAT64);
+        em_tensor *r = wide ? em_binary_scalar(op, wide, s, s_is_int, scalar_first) : NULL;
+        em_release(wide);
+        return r;
+    }
     em_tensor *r = scalar_first ? em_binary(op, w, a) : em_binary(op, a, w);
     em_release(w);
     return r;
@@ -388,10 +390,19 @@ em_tensor *em_clamp(const em_tensor *a, const double *lo, const double *hi)
         else if (rt == EM_BOOL) rt = EM_INT64;
     }
     em_dtype cd = is_half(rt) ? EM_FLOAT32 : rt;
+    double l = lo ? *lo : 0, h = hi ? *hi : 0;
+    if (em_dtype_is_int(cd)) {
+        /* a bound beyond the dtype's range clamps nothing on that side: pull
+         * it in to the range's end rather than let the cast wrap it */
+        double tmin = cd == EM_UINT8 ? 0 : cd == EM_INT32 ? -2147483648.0 : -9223372036854775808.0;
+        double tmax = cd == EM_UINT8 ? 255 : cd == EM_INT32 ? 2147483647.0 : 9223372036854774784.0;
+        l = l < tmin ? tmin : l > tmax ? tmax : l;
+        h = h < tmin ? tmin : h > tmax ? tmax : h;
+    }
     em_tensor *x = em_cast_to(a, cd);
     if (!x) return NULL;
     em_tensor *out = em_empty(a->sizes, a->ndim, cd, em_dev(a));
-    if (!out || em_be(a)->clamp(out, x, lo ? *lo : 0, hi ? *hi : 0, lo != NULL, hi != NULL)) {
+    if (!out || em_be(a)->clamp(out, x, l, h, lo != NULL, hi != NULL)) {
         em_release(x);
         em_release(out);
         return NULL;
@@ -436,20 +447,22 @@ em_tensor *em_where(const em_tensor *cond, const em_tensor *a, const em_tensor *
     return out;
 }
 
-int em_masked_fill_(em_tensor *t, const em_tensor *mask, double value)
+/* masked_fill_ under the name of the op the user called */
+static int masked_fill_as(const char *op, em_tensor *t, const em_tensor *mask, double value)
 {
     if (mask->dtype != EM_BOOL)
-        return em_set_error("masked_fill_: expected a bool mask, got a %s tensor %s", em_dtype_name(mask->dtype),
+        return em_set_error("%s: expected a bool mask, got a %s tensor %s", op, em_dtype_name(mask->dtype),
                             SHAPE(mask));
-    if (em_check_same_device("masked_fill_", t, mask)) return -1;
-    if (em_ag_check_inplace("masked_fill_", t, NULL)) return -1;
+    if (em_check_same_device(op, t, mask)) return -1;
+    if (em_ag_check_inplace(op, t, NULL) || em_check_value_fits(op, value, t->dtype))
+        return -1;
     int64_t shape[EM_MAX_DIMS];
-    int nd = em_broadcast_shapes(t->sizes, t->ndim, mask->sizes, mask->ndim, shape, "masked_fill_");
+    int nd = em_broadcast_shapes(t->sizes, t->ndim, mask->sizes, mask->ndim, shape, op);
     if (nd < 0) return -1;
     if (!same_sizes(t, shape, nd))
-        return em_set_error("masked_fill_: mask %s cannot be broadcast to the tensor's shape %s", SHAPE(mask),
+        return em_set_error("%s: mask %s cannot be broadcast to the tensor's shape %s", op, SHAPE(mask),
                             SHAPE(t));
-    if (check_writable("masked_fill_", t)) return -1;
+    if (em_check_writable(op, t)) return -1;
     em_tensor *v = em_empty(no_sizes, 0, t->dtype, em_dev(t));
     if (!v) return -1;
     int rc = -1;
@@ -466,6 +479,11 @@ done:
     return rc;
 }
 
+int em_masked_fill_(em_tensor *t, const em_tensor *mask, double value)
+{
+    return masked_fill_as("masked_fill_", t, mask, value);
+}
+
 em_tensor *em_masked_fill(const em_tensor *t, const em_tensor *mask, double value)
 {
     if (mask->dtype != EM_BOOL)
@@ -479,7 +497,7 @@ em_tensor *em_masked_fill(const em_tensor *t, const em_tensor *mask, double valu
     em_tensor *out = em_empty(shape, nd, t->dtype, em_dev(t));
     if (!out) return NULL;
     em_tensor *xt = operand(t, t->dtype, shape, nd);
-    if (!xt || em_be(t)->cast(out, xt) || em_masked_fill_(out, mask, value)) {
+    if (!xt || em_be(t)->cast(out, xt) || masked_fill_as("masked_fill", out, mask, value)) {
         em_release(xt);
         em_release(out);
         return NULL;

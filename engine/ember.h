@@ -99,6 +99,11 @@ em_dtype em_promote(em_dtype a, em_dtype b);       /* NumPy/PyTorch table */
  * tensors win over 0-d tensors, which win over wrapped numbers, unless the
  * lower-priority operand is of a higher category (bool < int < float). */
 em_dtype em_result_type(const em_tensor *a, const em_tensor *b);
+/* Whether a number can be stored in dtype d without overflow (integers:
+ * within range; floats: finite values up to the largest finite value), and
+ * the error "<op>: value ... cannot be converted to <d> without overflow". */
+bool em_value_fits(double v, em_dtype d);
+int em_check_value_fits(const char *op, double v, em_dtype d);
 em_dtype em_default_dtype(void);
 void em_set_default_dtype(em_dtype d);
 const char *em_device_str(em_device d, char *buf, size_t n);
@@ -270,7 +275,9 @@ em_tensor *em_scatter_add(const em_tensor *t, int dim, const em_tensor *index, c
 int em_scatter_(em_tensor *t, int dim, const em_tensor *index, const em_tensor *src);
 int em_scatter_add_(em_tensor *t, int dim, const em_tensor *index, const em_tensor *src);
 int em_scatter_value_(em_tensor *t, int dim, const em_tensor *index, double value);
-int em_index_add_(em_tensor *t, int dim, const em_tensor *index, const em_tensor *src);
+/* t[..., index[i], ...] += alpha * src[..., i, ...] along dim */
+int em_index_add_(em_tensor *t, int dim, const em_tensor *index, const em_tensor *src, double alpha);
+em_tensor *em_index_add(const em_tensor *t, int dim, const em_tensor *index, const em_tensor *src, double alpha);
 em_tensor *em_masked_select(const em_tensor *t, const em_tensor *mask);
 em_tensor *em_nonzero(const em_tensor *t);           /* [n, ndim] int64, 1-based */
 em_tensor *em_cat(em_tensor *const *ts, int n, int dim);

@@ -230,11 +230,22 @@ static int binary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
         break;
     case EM_POW: /* d/da = b a^(b-1), d/db = y log a */
         if (wa) {
+            /* 0 where b is 0 (not 0 * 0^-1 = NaN at a = 0), as PyTorch */
             em_tensor *bm1 = em_binary_scalar(EM_SUB, b, 1, false, false);
-            ga = mul_x(mul(g, b), bm1 ? em_binary(EM_POW, a, bm1) : NULL);
-            em_release(bm1);
+            em_tensor *d = mul_x(mul(g, b), bm1 ? em_binary(EM_POW, a, bm1) : NULL);
+            em_tensor *b0 = em_binary_scalar(EM_EQ, b, 0, true, false);
+            ga = d && b0 ? em_masked_fill(d, b0, 0) : NULL;
+            em_release(bm1); em_release(d); em_release(b0);
         }
-        if (wb) gb = mul_x(mul(g, y), em_unary(EM_LOG, a));
+        if (wb) {
+            /* 0 where a is 0 and b >= 0 (y log a = 0 * -inf there), as PyTorch */
+            em_tensor *d = mul_x(mul(g, y), em_unary(EM_LOG, a));
+            em_tensor *a0 = em_binary_scalar(EM_EQ, a, 0, true, false);
+            em_tensor *bp = em_binary_scalar(EM_GE, b, 0, true, false);
+            em_tensor *m = a0 && bp ? em_binary(EM_LOGICAL_AND, a0, bp) : NULL;
+            gb = d && m ? em_masked_fill(d, m, 0) : NULL;
+            em_release(d); em_release(a0); em_release(bp); em_release(m);
+        }
         break;
     case EM_REMAINDER: /* a - b*floor(a/b): d/da = 1, d/db = -floor(a/b) */
         if (wa) ga = em_retain((em_tensor *)g);

@@ -37,7 +37,7 @@ static em_tensor *pad_to(em_tensor *g, const int64_t *sizes, int ndim)
 }
 
 /* out = self.scatter(dim, idx, src), self.scatter_add(dim, idx, src) or
- * zeros.index_add(dim, idx, src). Inputs: 0 self (no edge for the zeros of
+ * self.index_add(dim, idx, src, alpha) (self NULL: zeros). Inputs: 0 self (no edge for the zeros of
  * em_ag_add_into_zeros), 1 src. */
 static int scatter_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
 {
@@ -59,6 +59,11 @@ static int scatter_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     }
     if (em_ag_wants(n, 1)) {
         em_tensor *r = n->op == SK_INDEX_ADD ? em_index_select(g, n->dim, idx) : em_gather(g, n->dim, idx);
+        if (r && n->s[0] != 1) {   /* index_add's alpha */
+            em_tensor *ra = em_binary_scalar(EM_MUL, r, n->s[0], false, false);
+            em_release(r);
+            r = ra;
+        }
         if (!r) return -1;
         em_tensor *p = n->op == SK_INDEX_ADD ? em_retain(r) : pad_to(r, n->sizes2, n->ndim2);
         em_release(r);
@@ -76,12 +81,13 @@ static const char *const scatter_names[] = {
 
 /* Records out (made with recording off) as the result of a scatter-family op. */
 static em_tensor *record_scatter(int kind, const em_tensor *self, int dim, const em_tensor *idx,
-                                 const em_tensor *src, em_tensor *out)
+                                 const em_tensor *src, double alpha, em_tensor *out)
 {
     if (!out || !em_dtype_is_float(out->dtype)) return out;
     em_node *n = em_ag_node(scatter_names[kind], scatter_backward, 2);
     if (!n) { em_release(out); return NULL; }
     n->op = kind;
+    n->s[0] = alpha;
     n->dim = out->ndim ? (dim < 0 ? dim + out->ndim : dim) : 0;
     n->ndim2 = src->ndim;
     memcpy(n->sizes2, src->sizes, sizeof(int64_t) * (size_t)src->ndim);
@@ -95,7 +101,13 @@ static em_tensor *record_scatter(int kind, const em_tensor *self, int dim, const
 em_tensor *em_ag_scatter(bool add, const em_tensor *self, int dim, const em_tensor *idx, const em_tensor *src)
 {
     em_tensor *out = WITHOUT_GRAD(add ? em_scatter_add(self, dim, idx, src) : em_scatter(self, dim, idx, src));
-    return record_scatter(add ? SK_SCATTER_ADD : SK_SCATTER, self, dim, idx, src, out);
+    return record_scatter(add ? SK_SCATTER_ADD : SK_SCATTER, self, dim, idx, src, 1, out);
+}
+
+em_tensor *em_ag_index_add(const em_tensor *self, int dim, const em_tensor *idx, const em_tensor *src, double alpha)
+{
+    em_tensor *out = WITHOUT_GRAD(em_index_add(self, dim, idx, src, alpha));
+    return record_scatter(SK_INDEX_ADD, self, dim, idx, src, alpha, out);
 }
 
 em_tensor *em_ag_add_into_zeros(bool index_add, const int64_t *sizes, int ndim, int dim, const em_tensor *idx,
@@ -104,10 +116,10 @@ em_tensor *em_ag_add_into_zeros(bool index_add, const int64_t *sizes, int ndim, 
     em_tensor *z = em_zeros(sizes, ndim, src->dtype, em_dev(src));
     if (!z) return NULL;
     /* in place on a fresh tensor; recording off, as src may require grad */
-    int rc = WITHOUT_GRAD(index_add ? em_index_add_(z, dim, idx, src) : em_scatter_add_(z, dim, idx, src));
+    int rc = WITHOUT_GRAD(index_add ? em_index_add_(z, dim, idx, src, 1) : em_scatter_add_(z, dim, idx, src));
     if (rc) { em_release(z); return NULL; }
     if (!em_ag_needed1(src)) return z;
-    return record_scatter(index_add ? SK_INDEX_ADD : SK_SCATTER_ADD, NULL, dim, idx, src, z);
+    return record_scatter(index_add ? SK_INDEX_ADD : SK_SCATTER_ADD, NULL, dim, idx, src, 1, z);
 }
 
 /* index_select (op 0) and gather (op 1): zeros of the input's shape with the

@@ -18,6 +18,62 @@ static em_tensor *unsqueeze_reduced(const em_node *n, const em_tensor *g)
     return em_reshape(g, kept, n->ndim);
 }
 
+/* t with its last dim (of size len) reversed, through index_select so
+ * that it records itself (indices are 1-based in the engine) */
+static em_tensor *reverse_last(const em_tensor *t, int last, int64_t len)
+{
+    em_tensor *ix = em_arange((double)len, 0, -1, EM_INT64, em_dev(t));
+    em_tensor *r = ix ? em_index_select(t, last, ix) : NULL;
+    em_release(ix);
+    return r;
+}
+
+/* The exclusive cumulative product along the last dim: 1, x1, x1 x2, ... */
+static em_tensor *exclusive_cumprod(const em_tensor *x, int last, int64_t len)
+{
+    int64_t sizes[EM_MAX_DIMS];
+    memcpy(sizes, x->sizes, sizeof(int64_t) * (size_t)x->ndim);
+    sizes[last] = 1;
+    em_tensor *one = em_ones(sizes, x->ndim, x->dtype, em_dev(x));
+    em_tensor *head = em_narrow(x, last, 0, len - 1);
+    em_tensor *parts[2] = {one, head};
+    em_tensor *shifted = one && head ? em_cat(parts, 2, last) : NULL;
+    em_tensor *r = shifted ? em_cumprod(shifted, last) : NULL;
+    em_release(one); em_release(head); em_release(shifted);
+    return r;
+}
+
+/* g times d prod / dx_i: the product of the other elements of x_i's slice,
+ * as the product of the exclusive cumulative products from the left and
+ * from the right. Unlike prod / x_i it is exact when x holds zeros (a finite
+ * gradient, as PyTorch's), and cumprod's own gradient is exact with zeros,
+ * so it stays right when differentiated again. The reduced dims are moved
+ * last and flattened into one. */
+static em_tensor *prod_of_others(const em_node *n, const em_tensor *gk, const em_tensor *x)
+{
+    int perm[EM_MAX_DIMS], inv[EM_MAX_DIMS], k = 0, nk;
+    int64_t sizes[EM_MAX_DIMS], len = 1;
+    for (int d = 0; d < n->ndim; d++) if (!n->dims[d]) { sizes[k] = x->sizes[d]; perm[k++] = d; }
+    nk = k;
+    for (int d = 0; d < n->ndim; d++) if (n->dims[d]) { len *= x->sizes[d]; perm[k++] = d; }
+    for (int d = 0; d < n->ndim; d++) inv[perm[d]] = d;
+    if (len == 0 || em_numel(x) == 0) return em_binary(EM_MUL, gk, x);   /* empty: shapes only */
+    sizes[nk] = len;
+    em_tensor *xp = em_permute(x, perm, n->ndim);
+    em_tensor *xr = xp ? em_reshape(xp, sizes, nk + 1) : NULL;
+    em_tensor *left = xr ? exclusive_cumprod(xr, nk, len) : NULL;
+    em_tensor *xrev = xr ? reverse_last(xr, nk, len) : NULL;
+    em_tensor *rrev = xrev ? exclusive_cumprod(xrev, nk, len) : NULL;
+    em_tensor *right = rrev ? reverse_last(rrev, nk, len) : NULL;
+    em_tensor *o = left && right ? em_binary(EM_MUL, left, right) : NULL;
+    em_tensor *op = o ? em_reshape(o, xp->sizes, n->ndim) : NULL;
+    em_tensor *others = op ? em_permute(op, inv, n->ndim) : NULL;
+    em_tensor *r = others ? em_binary(EM_MUL, gk, others) : NULL;
+    em_release(xp); em_release(xr); em_release(left); em_release(xrev); em_release(rrev);
+    em_release(right); em_release(o); em_release(op); em_release(others);
+    return r;
+}
+
 static int reduce_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
 {
     em_tensor *gk = unsqueeze_reduced(n, gout[0]);
@@ -25,25 +81,21 @@ static int reduce_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     em_tensor *r = NULL;
     if (n->op == RK_SUM) {
         r = em_expand(gk, n->sizes, n->ndim);
+    } else if (n->op == RK_PROD) {
+        em_tensor *x = em_ag_saved(n, 0);
+        r = x ? prod_of_others(n, gk, x) : NULL;
     } else {
         em_tensor *x = em_ag_saved(n, 0), *y = em_ag_saved(n, 1);
         em_tensor *yk = x && y ? unsqueeze_reduced(n, y) : NULL;
-        if (n->op == RK_PROD) {
-            /* d prod / dx_i = prod / x_i (exact unless some x_i is 0) */
-            em_tensor *q = yk ? em_binary(EM_DIV, yk, x) : NULL;
-            r = q ? em_binary(EM_MUL, gk, q) : NULL;
-            em_release(q);
-        } else {
-            /* the gradient is shared evenly by the elements equal to the extreme */
-            em_tensor *hit = yk ? em_binary(EM_EQ, x, yk) : NULL;
-            em_tensor *hf = hit ? em_cast_to(hit, x->dtype) : NULL;
-            int dims[EM_MAX_DIMS], nd = 0;
-            for (int d = 0; d < n->ndim; d++) if (n->dims[d]) dims[nd++] = d;
-            em_tensor *cnt = hf ? em_sum(hf, dims, nd, true) : NULL;
-            em_tensor *share = cnt ? em_binary(EM_DIV, gk, cnt) : NULL;
-            r = share ? em_binary(EM_MUL, hf, share) : NULL;
-            em_release(hit); em_release(hf); em_release(cnt); em_release(share);
-        }
+        /* the gradient is shared evenly by the elements equal to the extreme */
+        em_tensor *hit = yk ? em_binary(EM_EQ, x, yk) : NULL;
+        em_tensor *hf = hit ? em_cast_to(hit, x->dtype) : NULL;
+        int dims[EM_MAX_DIMS], nd = 0;
+        for (int d = 0; d < n->ndim; d++) if (n->dims[d]) dims[nd++] = d;
+        em_tensor *cnt = hf ? em_sum(hf, dims, nd, true) : NULL;
+        em_tensor *share = cnt ? em_binary(EM_DIV, gk, cnt) : NULL;
+        r = share ? em_binary(EM_MUL, hf, share) : NULL;
+        em_release(hit); em_release(hf); em_release(cnt); em_release(share);
         em_release(yk);
     }
     em_release(gk);
@@ -73,7 +125,7 @@ em_tensor *em_ag_reduce(int kind, const em_tensor *in, const int *dims, int ndim
     memcpy(n->sizes, in->sizes, sizeof(int64_t) * (size_t)in->ndim);
     for (int d = 0; d < in->ndim; d++) n->dims[d] = mask[d];
     em_ag_input(n, 0, in);
-    if (kind != RK_SUM && (em_ag_save(n, 0, in, false) || em_ag_save(n, 1, out, true)))
+    if (kind != RK_SUM && (em_ag_save(n, 0, in, false) || (kind != RK_PROD && em_ag_save(n, 1, out, true))))
         return em_ag_abandon(n, out);
     return em_ag_output(n, out);
 }
@@ -251,5 +303,41 @@ em_tensor *em_ag_cumprod(const em_tensor *in, int dim)
     n->dim = in->ndim ? (dim < 0 ? dim + in->ndim : dim) : 0;
     em_ag_input(n, 0, in);
     if (em_ag_save(n, 0, in, false) || em_ag_save(n, 1, out, true)) return em_ag_abandon(n, out);
+    return em_ag_output(n, out);
+}
+
+/* ---- roots with a gradient of 0 at 0 ------------------------------------------ */
+
+/* y = s^(1/p), the last step of std and of the p-norms. Its derivative
+ * y^(1-p)/p is infinite at s = 0, where the chain rule then multiplies it by
+ * the 0 of the step before (the deviations of constant data, the x of the
+ * origin) and gives NaN. PyTorch defines the gradient of std and norm there
+ * as 0; so does this node: g * y^(1-p) / p, with 0 where y is 0. */
+static int root_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
+{
+    em_tensor *y = em_ag_saved(n, 0);
+    if (!y) return -1;
+    double p = n->s[0];
+    em_tensor *zero = em_binary_scalar(EM_EQ, y, 0, true, false);
+    em_tensor *ys = zero ? em_masked_fill(y, zero, 1) : NULL;         /* y, with 1 where it is 0 */
+    em_tensor *d = NULL;
+    if (ys) d = p == 2 ? em_binary_scalar(EM_MUL, ys, 2, true, false)
+                       : em_binary_scalar(EM_POW, ys, p - 1, false, false);
+    em_tensor *q = d ? em_binary(EM_DIV, gout[0], d) : NULL;
+    em_tensor *r = q && p != 2 ? em_binary_scalar(EM_DIV, q, p, false, false) : em_retain(q);
+    gin[0] = r ? em_masked_fill(r, zero, 0) : NULL;
+    em_release(zero); em_release(ys); em_release(d); em_release(q); em_release(r);
+    return gin[0] ? 0 : -1;
+}
+
+em_tensor *em_root(const em_tensor *s, double p)
+{
+    em_tensor *out = WITHOUT_GRAD(p == 2 ? em_unary(EM_SQRT, s) : em_binary_scalar(EM_POW, s, 1.0 / p, false, false));
+    if (!out || !em_ag_needed1(s)) return out;
+    em_node *n = em_ag_node(p == 2 ? "SqrtBackward" : "PowBackward", root_backward, 1);
+    if (!n) { em_release(out); return NULL; }
+    n->s[0] = p;
+    em_ag_input(n, 0, s);
+    if (em_ag_save(n, 0, out, true)) return em_ag_abandon(n, out);
     return em_ag_output(n, out);
 }

@@ -11,6 +11,7 @@
 #include "autograd.h"
 
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 /* Index tensors are int64; int32 is accepted through a cast. */
@@ -35,17 +36,6 @@ static const int64_t no_sizes[1] = {0};
 
 static int ndim1(const em_tensor *t) { return t->ndim > 0 ? t->ndim : 1; }
 static int64_t size1(const em_tensor *t, int d) { return t->ndim > 0 ? t->sizes[d] : 1; }
-
-/* An in-place write to a tensor whose elements share memory (an expanded
- * view) would depend on the order of writes. */
-static int check_writable(const char *op, const em_tensor *t)
-{
-    for (int d = 0; d < t->ndim; d++)
-        if (t->strides[d] == 0 && t->sizes[d] > 1)
-            return em_set_error("%s: cannot write in place to %s: more than one element refers to "
-                                "one memory location (an expanded view); clone it first", op, SHAPE(t));
-    return 0;
-}
 
 /* src converted to t's dtype, allowed when no information is lost in the
  * sense of type promotion (int into float is fine, float into int is not). */
@@ -130,7 +120,7 @@ static int scatter_common(const char *op, em_index_op kop, em_tensor *t, int dim
     if (em_check_same_device(op, t, index) || em_check_same_device(op, t, src)) return -1;
     if (em_ag_check_inplace(op, t, src)) return -1;
     int d = em_normalize_dim(dim, t->ndim, op);
-    if (d < 0 || check_writable(op, t)) return -1;
+    if (d < 0 || em_check_writable(op, t)) return -1;
     int nd = ndim1(t);
     if (ndim1(index) != nd || ndim1(src) != nd)
         return em_set_error("%s: index %s, self %s and src %s must have the same number of dimensions",
@@ -168,6 +158,7 @@ int em_scatter_add_(em_tensor *t, int dim, const em_tensor *index, const em_tens
 
 int em_scatter_value_(em_tensor *t, int dim, const em_tensor *index, double value)
 {
+    if (em_check_value_fits("scatter", value, t->dtype)) return -1;
     /* the value seen as a source of the index's shape (stride 0 everywhere) */
     em_tensor *v = em_empty(no_sizes, 0, t->dtype, em_dev(t));
     if (!v) return -1;
@@ -201,13 +192,13 @@ em_tensor *em_scatter_add(const em_tensor *t, int dim, const em_tensor *index, c
     return scatter_copy(EM_SCATTER_ADD, t, dim, index, src);
 }
 
-int em_index_add_(em_tensor *t, int dim, const em_tensor *index, const em_tensor *src)
+int em_index_add_(em_tensor *t, int dim, const em_tensor *index, const em_tensor *src, double alpha)
 {
     const char *op = "index_add";
     if (em_check_same_device(op, t, index) || em_check_same_device(op, t, src)) return -1;
     if (em_ag_check_inplace(op, t, src)) return -1;
     int d = em_normalize_dim(dim, t->ndim, op);
-    if (d < 0 || check_writable(op, t)) return -1;
+    if (d < 0 || em_check_writable(op, t)) return -1;
     if (index->ndim > 1) return em_set_error("%s: expected a 1-D index tensor, got %s", op, SHAPE(index));
     int64_t k = em_numel(index);
     bool ok = ndim1(src) == ndim1(t);
@@ -216,9 +207,17 @@ int em_index_add_(em_tensor *t, int dim, const em_tensor *index, const em_tensor
     if (!ok)
         return em_set_error("%s: source %s does not match self %s with dimension %d replaced by the "
                             "index length %lld", op, SHAPE(src), SHAPE(t), d + 1, (long long)k);
+    if (!em_dtype_is_float(t->dtype) && alpha != floor(alpha))
+        return em_set_error("%s: alpha %g must be an integer for a tensor of dtype %s", op, alpha,
+                            em_dtype_name(t->dtype));
+    if (em_numel(t) == 0 || em_numel(src) == 0) return 0;
     em_tensor *ix = index_tensor(op, index);
     if (!ix) return -1;
-    em_tensor *s = source_as(op, t, src);
+    /* alpha scales the source first, in its own dtype, as PyTorch does */
+    em_tensor *scaled = alpha == 1 ? em_retain((em_tensor *)src)
+                                   : em_binary_scalar(EM_MUL, src, alpha, !em_dtype_is_float(t->dtype), false);
+    em_tensor *s = scaled ? source_as(op, t, scaled) : NULL;
+    em_release(scaled);
     if (!s) { em_release(ix); return -1; }
     em_tensor *t1 = at_least_1d(t), *ix1 = at_least_1d(ix), *s1 = at_least_1d(s);
     int rc = -1;
@@ -229,6 +228,15 @@ int em_index_add_(em_tensor *t, int dim, const em_tensor *index, const em_tensor
     release4(ix, s, t1, ix1);
     em_release(s1);
     return rc;
+}
+
+em_tensor *em_index_add(const em_tensor *t, int dim, const em_tensor *index, const em_tensor *src, double alpha)
+{
+    if (em_ag_needed2(t, src)) return em_ag_index_add(t, dim, index, src, alpha);
+    em_tensor *c = em_clone(t);
+    if (!c) return NULL;
+    if (em_index_add_(c, dim, index, src, alpha)) { em_release(c); return NULL; }
+    return c;
 }
 
 /* ---- nonzero / masked_select --------------------------------------------- */
@@ -403,7 +411,7 @@ int em_split(const em_tensor *t, int64_t size, int dim, em_tensor **out, int cap
     if (size < 0 || (size == 0 && n > 0))
         return em_set_error("%s: split size must be positive, got %lld (dimension %d has size %lld)",
                             op, (long long)size, d + 1, (long long)n);
-    int64_t count = n == 0 ? 1 : (n + size - 1) / size;
+    int64_t count = n == 0 ? 1 : (n - 1) / size + 1;   /* (n + size - 1) / size overflows for huge sizes */
     if (count > cap)
         return em_set_error("%s: %lld pieces of %s along dimension %d exceed the limit of %d",
                             op, (long long)count, SHAPE(t), d + 1, cap);
@@ -426,6 +434,9 @@ int em_split_sizes(const em_tensor *t, const int64_t *sizes, int n, int dim, em_
     for (int i = 0; i < n; i++) {
         if (sizes[i] < 0)
             return em_set_error("%s: split sizes must be non-negative, got %s", op, em_sizes_tmp(sizes, n < EM_MAX_DIMS ? n : EM_MAX_DIMS));
+        if (sizes[i] > t->sizes[d] - total)
+            return em_set_error("%s: split sizes sum to more than dimension %d of %s (size %lld)", op, d + 1,
+                                SHAPE(t), (long long)t->sizes[d]);
         total += sizes[i];
     }
     if (total != t->sizes[d])

@@ -20,6 +20,14 @@ static inline em_device em_dev(const em_tensor *t) { return t->storage->device; 
 const char *em_shape_tmp(const em_tensor *t);
 const char *em_sizes_tmp(const int64_t *sizes, int ndim);
 
+/* 0, or -1 with an error naming op when a size is negative or the shape's
+ * product (zeros counted as ones) exceeds 2^60 */
+int em_check_shape(const char *op, const int64_t *sizes, int ndim);
+
+/* 0, or -1 with an error naming op when an in-place write into t would
+ * reach one memory location through two elements (expand, unfold, ...). */
+int em_check_writable(const char *op, const em_tensor *t);
+
 /* A cast of t to dtype d (new reference; t itself retained if same dtype). */
 em_tensor *em_cast_to(const em_tensor *t, em_dtype d);
 

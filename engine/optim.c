@@ -13,16 +13,6 @@ static bool same_shape(const em_tensor *a, const em_tensor *b)
     return a->ndim == b->ndim && memcmp(a->sizes, b->sizes, sizeof(int64_t) * (size_t)a->ndim) == 0;
 }
 
-/* Two elements of an expanded tensor share memory: an update would race. */
-static int check_writable(const char *op, const char *what, const em_tensor *t)
-{
-    for (int i = 0; i < t->ndim; i++)
-        if (t->strides[i] == 0 && t->sizes[i] > 1)
-            return em_set_error("%s: cannot update the %s %s in place: it is an expanded tensor "
-                                "(several elements share memory)", op, what, SHAPE(t));
-    return 0;
-}
-
 static int check_param(const char *op, const em_tensor *p, const em_tensor *g)
 {
     if (!p || !g) return em_set_error("%s: missing %s", op, p ? "gradient" : "parameter");
@@ -37,7 +27,7 @@ static int check_param(const char *op, const em_tensor *p, const em_tensor *g)
                             SHAPE(g), SHAPE(p));
     if (em_check_same_device(op, p, g)) return -1;
     if (em_ag_check_inplace(op, p, NULL)) return -1;
-    return check_writable(op, "parameter", p);
+    return em_check_writable(op, p);
 }
 
 static int check_state(const char *op, const char *what, const em_tensor *p, const em_tensor *s)
@@ -53,7 +43,7 @@ static int check_state(const char *op, const char *what, const em_tensor *p, con
     if (s->storage == p->storage)
         return em_set_error("%s: %s shares memory with the parameter", op, what);
     if (em_ag_check_inplace(op, s, NULL)) return -1;
-    return check_writable(op, what, s);
+    return em_check_writable(op, s);
 }
 
 /* The tensors one kernel call works on: contiguous stand-ins for the

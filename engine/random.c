@@ -88,7 +88,8 @@ static int check_float_out(const char *op, const em_tensor *t)
 
 int em_uniform_(em_tensor *t, double lo, double hi)
 {
-    if (check_float_out("uniform_", t) || em_ag_check_inplace("uniform_", t, NULL)) return -1;
+    if (check_float_out("uniform_", t) || em_ag_check_inplace("uniform_", t, NULL) ||
+        em_check_writable("uniform_", t)) return -1;
     if (!(lo <= hi) || !isfinite(lo) || !isfinite(hi))
         return em_set_error("uniform_: expected finite bounds with from <= to, got from=%g, to=%g", lo, hi);
     return run_random(EM_RAND_UNIFORM, t, em_numel(t), lo, hi);
@@ -96,7 +97,8 @@ int em_uniform_(em_tensor *t, double lo, double hi)
 
 int em_normal_(em_tensor *t, double mean, double std)
 {
-    if (check_float_out("normal_", t) || em_ag_check_inplace("normal_", t, NULL)) return -1;
+    if (check_float_out("normal_", t) || em_ag_check_inplace("normal_", t, NULL) ||
+        em_check_writable("normal_", t)) return -1;
     if (!(std >= 0) || !isfinite(std) || !isfinite(mean))
         return em_set_error("normal_: expected a finite mean and std >= 0, got mean=%g, std=%g", mean, std);
     return run_random(EM_RAND_NORMAL, t, em_numel(t), mean, std);

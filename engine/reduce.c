@@ -186,14 +186,25 @@ em_tensor *em_amin(const em_tensor *t, const int *dims, int ndims, bool keepdim)
     return reduce_op("amin", EM_RMIN, t, dims, ndims, keepdim, t->dtype, NULL);
 }
 
+/* all/any give bool, except on uint8, where PyTorch keeps uint8 (0 or 1) */
+static em_tensor *logical_reduce(const char *name, em_reduce_op op, const em_tensor *t, const int *dims, int ndims,
+                                 bool keepdim)
+{
+    em_tensor *r = reduce_op(name, op, t, dims, ndims, keepdim, EM_BOOL, NULL);
+    if (!r || t->dtype != EM_UINT8) return r;
+    em_tensor *u = em_cast_to(r, EM_UINT8);
+    em_release(r);
+    return u;
+}
+
 em_tensor *em_all(const em_tensor *t, const int *dims, int ndims, bool keepdim)
 {
-    return reduce_op("all", EM_RALL, t, dims, ndims, keepdim, EM_BOOL, NULL);
+    return logical_reduce("all", EM_RALL, t, dims, ndims, keepdim);
 }
 
 em_tensor *em_any(const em_tensor *t, const int *dims, int ndims, bool keepdim)
 {
-    return reduce_op("any", EM_RANY, t, dims, ndims, keepdim, EM_BOOL, NULL);
+    return logical_reduce("any", EM_RANY, t, dims, ndims, keepdim);
 }
 
 static int extreme_dim(const char *name, em_reduce_op op, const em_tensor *t, int dim, bool keepdim,
@@ -298,7 +309,7 @@ static em_tensor *variance(const char *name, const em_tensor *t, const int *dims
     em_tensor *v = em_binary_scalar(EM_DIV, s, div > 0 ? div : 0, false, false);
     em_release(s);
     if (!v || !take_sqrt) return v;
-    em_tensor *r = em_unary(EM_SQRT, v);
+    em_tensor *r = em_root(v, 2);
     em_release(v);
     return r;
 }
@@ -339,7 +350,7 @@ em_tensor *em_norm(const em_tensor *t, double p, const int *dims, int ndims, boo
         em_tensor *s = em_sum(sq, dims, ndims, keepdim);
         em_release(sq);
         if (!s) return NULL;
-        em_tensor *r = em_unary(EM_SQRT, s);
+        em_tensor *r = em_root(s, 2);
         em_release(s);
         return r;
     }
@@ -354,7 +365,7 @@ em_tensor *em_norm(const em_tensor *t, double p, const int *dims, int ndims, boo
         em_tensor *pw = em_binary_scalar(EM_POW, a, p, false, false);
         em_tensor *s = pw ? em_sum(pw, dims, ndims, keepdim) : NULL;
         em_release(pw);
-        r = s ? em_binary_scalar(EM_POW, s, 1.0 / p, false, false) : NULL;
+        r = s ? em_root(s, p) : NULL;
         em_release(s);
     }
     em_release(a);

@@ -3,23 +3,33 @@
  *
  * Small storages (up to SMALL_BYTES of data) carry their data inline after
  * the header and are recycled through a free list, so a small op costs no
- * malloc at all once warm. Tensor headers are recycled the same way. */
+ * malloc at all once warm. Tensor headers are recycled the same way.
+ *
+ * Built with EMBER_SANITIZE (make asan), nothing is recycled or inline:
+ * every storage and header is its own exact-size allocation, freed at once,
+ * so AddressSanitizer sees an overrun of a few bytes and any use after free
+ * (cpu/memory.c drops its rounding and cache the same way). */
 #include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef EMBER_SANITIZE
+#define SMALL_BYTES 0
+#define FREE_LIST_MAX 0
+#else
 #define SMALL_BYTES 256
 #define FREE_LIST_MAX 4096
+#endif
 
 typedef struct small_storage {
     em_storage s;
-    _Alignas(64) unsigned char data[SMALL_BYTES];
+    _Alignas(64) unsigned char data[SMALL_BYTES ? SMALL_BYTES : 1];
 } small_storage;
 
-static em_tensor *tensor_free_list[FREE_LIST_MAX];
+static em_tensor *tensor_free_list[FREE_LIST_MAX ? FREE_LIST_MAX : 1];
 static int tensor_free_count;
-static small_storage *storage_free_list[FREE_LIST_MAX];
+static small_storage *storage_free_list[FREE_LIST_MAX ? FREE_LIST_MAX : 1];
 static int storage_free_count;
 static size_t bytes_in_use[2];
 
@@ -30,7 +40,7 @@ static em_storage *storage_new(size_t nbytes, em_device dev)
     const em_backend *be = em_backend_for(dev);
     if (!be) return NULL;
     em_storage *s;
-    if (dev.type == EM_CPU && nbytes <= SMALL_BYTES) {
+    if (dev.type == EM_CPU && SMALL_BYTES > 0 && nbytes <= SMALL_BYTES) {
         small_storage *ss = storage_free_count ? storage_free_list[--storage_free_count]
                                                : malloc(sizeof(small_storage));
         if (!ss) { em_set_error("out of memory allocating %zu bytes", nbytes); return NULL; }
@@ -87,12 +97,17 @@ static void header_free(em_tensor *t)
 }
 
 /* Contiguous strides for sizes; returns numel, or -1 on overflow. */
-static int64_t contiguous_strides(const int64_t *sizes, int ndim, int64_t *strides)
+/* Row-major strides; returns the element count, or -1 when a stride (or the
+ * count) would exceed `limit`. The strides of an empty tensor count too:
+ * [0, 2^61] has a stride of 2^61 elements, whose byte offset would overflow. */
+static int64_t contiguous_strides(const int64_t *sizes, int ndim, int64_t *strides, int64_t limit)
 {
-    int64_t n = 1;
+    int64_t n = 1, span = 1;   /* span: the product with zeros counted as ones */
     for (int i = ndim - 1; i >= 0; i--) {
         strides[i] = n;
-        if (sizes[i] != 0 && n > INT64_MAX / sizes[i]) return -1;
+        int64_t s = sizes[i] ? sizes[i] : 1;
+        if (span > limit / s) return -1;
+        span *= s;
         n *= sizes[i];
     }
     return n;
@@ -110,9 +125,9 @@ em_tensor *em_empty(const int64_t *sizes, int ndim, em_dtype dtype, em_device de
                                 em_sizes_str(sizes, ndim, buf, sizeof buf)), NULL;
     em_tensor *t = header_new();
     if (!t) return NULL;
-    int64_t n = contiguous_strides(sizes, ndim, t->strides);
     size_t esz = em_dtype_size(dtype);
-    if (n < 0 || (uint64_t)n > ((uint64_t)1 << 62) / esz) {
+    int64_t n = contiguous_strides(sizes, ndim, t->strides, (int64_t)(((uint64_t)1 << 62) / esz));
+    if (n < 0) {
         header_free(t);
         return em_set_error("empty: size %s is too large", em_sizes_str(sizes, ndim, buf, sizeof buf)), NULL;
     }

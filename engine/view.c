@@ -4,6 +4,7 @@
 #include "autograd.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *em_sizes_tmp(const int64_t *sizes, int ndim)
@@ -33,21 +34,96 @@ int em_check_same_device(const char *op, const em_tensor *a, const em_tensor *b)
                         em_device_str(em_dev(a), da, sizeof da), em_device_str(em_dev(b), db, sizeof db));
 }
 
+/* Whether two elements of t share memory, decided exactly. The usual
+ * layouts are settled by the ordering argument: with the dims of size > 1
+ * sorted by stride, if each stride exceeds the furthest offset reachable
+ * through the smaller ones, every element has its own offset. Only layouts
+ * that fail it (unfold with step < size, some as_strided views) are checked
+ * element by element, with a bitmap over the span of offsets. */
+static int overlap_state(const em_tensor *t)
+{
+    int64_t st[EM_MAX_DIMS], sz[EM_MAX_DIMS];
+    int n = 0;
+    if (em_numel(t) == 0) return 0;
+    for (int i = 0; i < t->ndim; i++) {
+        if (t->sizes[i] == 1) continue;
+        if (t->strides[i] == 0) return 1;
+        int64_t s = t->strides[i] < 0 ? -t->strides[i] : t->strides[i];
+        int k = n++;   /* insertion sort by stride */
+        while (k > 0 && st[k - 1] > s) { st[k] = st[k - 1]; sz[k] = sz[k - 1]; k--; }
+        st[k] = s;
+        sz[k] = t->sizes[i];
+    }
+    int64_t reach = 0;   /* the furthest offset the smaller strides reach */
+    bool ordered = true;
+    for (int i = 0; i < n && ordered; i++) {
+        ordered = st[i] > reach;
+        reach += st[i] * (sz[i] - 1);
+    }
+    if (ordered) return 0;
+    /* the span is bounded by the storage the view lies in */
+    if (reach > ((int64_t)1 << 27)) return 2;
+    uint64_t *seen = calloc((size_t)(reach / 64 + 1), sizeof *seen);
+    if (!seen) return 2;
+    int64_t idx[EM_MAX_DIMS] = {0}, off = 0;
+    int rc = 0;
+    for (;;) {
+        if (seen[off / 64] >> (off % 64) & 1) { rc = 1; break; }
+        seen[off / 64] |= (uint64_t)1 << (off % 64);
+        int d = 0;
+        while (d < n && ++idx[d] == sz[d]) { off -= st[d] * (sz[d] - 1); idx[d++] = 0; }
+        if (d == n) break;
+        off += st[d];
+    }
+    free(seen);
+    return rc;
+}
+
+int em_check_writable(const char *op, const em_tensor *t)
+{
+    int state = overlap_state(t);
+    if (state == 0) return 0;
+    char strides[160];
+    em_sizes_str(t->strides, t->ndim, strides, sizeof strides);
+    return em_set_error("%s: cannot write in place to %s (strides %s): %s; clone() it first", op, SHAPE(t),
+                        strides, state == 1 ? "more than one element refers to the same memory location "
+                                              "(an expanded or overlapping view, e.g. from expand or unfold)"
+                                            : "its elements may share memory locations");
+}
+
+/* A shape no view may exceed: the product of its sizes (zeros counted as
+ * ones, since an empty tensor's other dims still give strides) at most
+ * 2^60, so element counts and byte offsets cannot overflow int64. */
+int em_check_shape(const char *op, const int64_t *sizes, int ndim)
+{
+    int64_t span = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (sizes[i] < 0) return em_set_error("%s: negative size in %s", op, em_sizes_tmp(sizes, ndim));
+        int64_t s = sizes[i] ? sizes[i] : 1;
+        if (span > ((int64_t)1 << 60) / s)
+            return em_set_error("%s: size %s is too large (more than 2^60 elements)", op, em_sizes_tmp(sizes, ndim));
+        span *= s;
+    }
+    return 0;
+}
+
 em_tensor *em_as_strided(const em_tensor *t, const int64_t *sizes, const int64_t *strides,
                          int ndim, int64_t offset)
 {
     if (ndim < 0 || ndim > EM_MAX_DIMS)
         return em_set_error("as_strided: %d dimensions (at most %d)", ndim, EM_MAX_DIMS), NULL;
+    if (em_check_shape("as_strided", sizes, ndim)) return NULL;
     /* the view must stay inside the storage */
     int64_t lo = offset, hi = offset, esz = (int64_t)em_dtype_size(t->dtype);
-    bool empty = false;
+    bool empty = false, over = offset < 0;
     for (int i = 0; i < ndim; i++) {
-        if (sizes[i] < 0) return em_set_error("as_strided: negative size %s", em_sizes_tmp(sizes, ndim)), NULL;
         if (sizes[i] == 0) empty = true;
-        int64_t span = (sizes[i] - 1) * strides[i];
-        if (span < 0) lo += span; else hi += span;
+        int64_t span;
+        over |= __builtin_mul_overflow(sizes[i] ? sizes[i] - 1 : 0, strides[i], &span);
+        over |= span < 0 ? __builtin_add_overflow(lo, span, &lo) : __builtin_add_overflow(hi, span, &hi);
     }
-    if (!empty && (lo < 0 || (hi + 1) * esz > (int64_t)t->storage->nbytes))
+    if (!empty && !over && __builtin_mul_overflow(hi + 1, esz, &hi)) over = true;
+    if (!empty && (over || lo < 0 || hi > (int64_t)t->storage->nbytes))
         return em_set_error("as_strided: view of size %s reaches outside its storage (%zu bytes)",
                             em_sizes_tmp(sizes, ndim), t->storage->nbytes), NULL;
     em_tensor *v = em_header_on(t);
@@ -73,7 +149,10 @@ static int infer_size(const char *op, const em_tensor *t, const int64_t *sizes, 
             infer = i;
         } else if (sizes[i] < 0) {
             return em_set_error("%s: invalid size %s", op, em_sizes_tmp(sizes, ndim));
-        } else known *= sizes[i];
+        } else if (__builtin_mul_overflow(known, sizes[i], &known)) {
+            return em_set_error("%s: shape %s is invalid for a tensor of %lld elements (%s)", op,
+                                em_sizes_tmp(sizes, ndim), (long long)n, SHAPE(t));
+        }
         out[i] = sizes[i];
     }
     if (infer >= 0) {
@@ -85,7 +164,7 @@ static int infer_size(const char *op, const em_tensor *t, const int64_t *sizes, 
         return em_set_error("%s: shape %s is invalid for a tensor of %lld elements (%s)", op,
                             em_sizes_tmp(sizes, ndim), (long long)n, SHAPE(t));
     }
-    return 0;
+    return em_check_shape(op, out, ndim);
 }
 
 /* Strides for viewing t with new sizes without copying (PyTorch's
@@ -199,7 +278,7 @@ em_tensor *em_narrow(const em_tensor *t, int dim, int64_t start, int64_t length)
     if (dim < 0) return NULL;
     int64_t n = t->sizes[dim];
     if (start < 0) start += n;
-    if (start < 0 || length < 0 || start + length > n)
+    if (start < 0 || length < 0 || start > n || length > n - start)   /* start + length may overflow */
         return em_set_error("narrow: start %lld, length %lld out of range for dimension %d of size %lld (%s)",
                             (long long)start + 1, (long long)length, dim + 1, (long long)n, SHAPE(t)), NULL;
     em_tensor *v = em_alias(t);
@@ -273,6 +352,7 @@ em_tensor *em_expand(const em_tensor *t, const int64_t *sizes, int ndim)
                                 SHAPE(t), em_sizes_tmp(sizes, ndim), i + 1, (long long)t->sizes[j], (long long)want), NULL;
         }
     }
+    if (em_check_shape("expand", sz, ndim)) return NULL;
     em_tensor *v = em_header_on(t);
     if (!v) return NULL;
     v->ndim = ndim;
@@ -401,7 +481,7 @@ em_tensor *em_to_dtype(const em_tensor *t, em_dtype d)
 
 int em_copy_(em_tensor *dst, const em_tensor *src)
 {
-    if (em_ag_check_inplace("copy_", dst, src)) return -1;
+    if (em_ag_check_inplace("copy_", dst, src) || em_check_writable("copy_", dst)) return -1;
     if (!em_device_eq(em_dev(dst), em_dev(src))) {
         em_tensor *moved = em_to_device(src, em_dev(dst));
         if (!moved) return -1;

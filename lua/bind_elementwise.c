@@ -186,6 +186,11 @@ static int binary_inplace_at(lua_State *L, em_binary_op op, const char *name, in
 {
     em_tensor *a = check_tensor(L, 1, name);
     check_operand_type(L, ib, name);
+    /* an integer number written into an integer tensor must fit its dtype
+     * (checked here, where the number is still a number) */
+    if (lua_isinteger(L, ib) && em_dtype_is_int(a->dtype) &&
+        em_check_value_fits(name, (double)lua_tointeger(L, ib), a->dtype))
+        return emlua_fail(L);
     em_tensor *b = emlua_check_operand(L, ib, name, a);
     int rc = em_binary_(op, a, b);
     em_release(b);
@@ -335,15 +340,11 @@ static int clamp_inplace(lua_State *L, int ilo, int ihi, const char *op)
     em_tensor *t = check_tensor(L, 1, op);
     em_tensor *r = clamp_at(L, t, ilo, ihi, op);
     if (!r) return emlua_fail(L);
-    if (em_dtype_is_float(r->dtype) && !em_dtype_is_float(t->dtype)) {
+    em_dtype rd = r->dtype;   /* read before r is released (the sanitizer build caught this) */
+    if ((em_dtype_is_float(rd) && !em_dtype_is_float(t->dtype)) || (rd != t->dtype && t->dtype == EM_BOOL)) {
         em_release(r);
         return luaL_error(L, "%s: result type %s can't be cast to the desired output type %s", op,
-                          em_dtype_name(r->dtype), em_dtype_name(t->dtype));
-    }
-    if (r->dtype != t->dtype && t->dtype == EM_BOOL) {
-        em_release(r);
-        return luaL_error(L, "%s: result type %s can't be cast to the desired output type bool", op,
-                          em_dtype_name(r->dtype));
+                          em_dtype_name(rd), em_dtype_name(t->dtype));
     }
     int rc = em_copy_(t, r);
     em_release(r);

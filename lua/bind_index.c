@@ -125,22 +125,27 @@ static int l_scatter_(lua_State *L) { return scatter_common(L, "scatter_", false
 static int l_scatter_add(lua_State *L) { return scatter_common(L, "scatter_add", true, false); }
 static int l_scatter_add_(lua_State *L) { return scatter_common(L, "scatter_add_", true, true); }
 
+/* t:index_add(dim, index, source [, {alpha = a}]); the out-of-place form
+ * goes through em_index_add, which autograd records. */
 static int index_add_common(lua_State *L, const char *op, bool in_place)
 {
     em_tensor *t = emlua_check(L, 1, op);
     int dim = emlua_check_dim(L, 2, t->ndim, op);
     em_tensor *src = emlua_check(L, 4, op);
+    if (!lua_isnoneornil(L, 5) && (lua_type(L, 5) != LUA_TTABLE || emlua_test(L, 5)))
+        return emlua_typeerror(L, 5, op, "an options table {alpha=}");
+    double alpha = emlua_opt_field_number(L, lua_isnoneornil(L, 5) ? 0 : 5, "alpha", op, 1.0);
     em_tensor *idx = check_index(L, 3, op);
-    em_tensor *target = in_place ? t : em_clone(t);
-    int rc = target ? em_index_add_(target, dim, idx, src) : -1;
-    em_release(idx);
     if (in_place) {
+        int rc = em_index_add_(t, dim, idx, src, alpha);
+        em_release(idx);
         if (rc) return emlua_fail(L);
         lua_settop(L, 1);
         return 1;
     }
-    if (rc) { em_release(target); return emlua_fail(L); }
-    return emlua_push(L, target);
+    em_tensor *r = em_index_add(t, dim, idx, src, alpha);
+    em_release(idx);
+    return emlua_push(L, r);
 }
 
 static int l_index_add_(lua_State *L) { return index_add_common(L, "index_add_", true); }
@@ -238,7 +243,7 @@ static int l_split(lua_State *L)
     }
     lua_Integer size = emlua_check_integer(L, 2, op);
     int64_t len = t->sizes[dim];
-    int64_t count = size > 0 ? (len + size - 1) / size : 1;
+    int64_t count = size > 0 && len > 0 ? (len - 1) / size + 1 : 1;   /* no overflow for huge sizes */
     if (count < 1) count = 1;
     if (count > MAX_PIECES)
         return emlua_argerror(L, 2, op, "split size %lld gives %lld pieces (at most %d)", (long long)size,

@@ -31,6 +31,7 @@ static int canon_args(lua_State *L, const char *op, int n, const char *const *na
 {
     int opts = emlua_options_index(L, 2);
     int top = opts ? opts - 1 : lua_gettop(L);
+    while (top > n + 1 && lua_isnil(L, top)) top--;   /* t:softmax(1, nil), as t:sum(1, nil) */
     if (top > n + 1)
         emlua_argerror(L, n + 2, op, "unexpected extra argument (%s)", luaL_typename(L, n + 2));
     int o = n + 2;

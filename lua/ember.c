@@ -14,9 +14,20 @@ static char tensor_mt_key, methods_key, module_key;
 
 /* ---- errors -------------------------------------------------------------- */
 
+/* The engine's error as a Lua error at the caller's line. Messages from
+ * helpers that cannot know the user's op (an allocation's "empty: ..." or
+ * "out of memory ...") get the name of the function that was called. */
 int emlua_fail(lua_State *L)
 {
-    lua_pushstring(L, em_error());
+    const char *msg = em_error();
+    luaL_where(L, 1);
+    lua_Debug ar;
+    bool generic = strncmp(msg, "empty: ", 7) == 0 || strncmp(msg, "out of memory", 13) == 0;
+    if (generic && lua_getstack(L, 0, &ar) && lua_getinfo(L, "n", &ar) && ar.name)
+        lua_pushfstring(L, "%s: %s", ar.name, strncmp(msg, "empty: ", 7) == 0 ? msg + 7 : msg);
+    else
+        lua_pushstring(L, msg);
+    lua_concat(L, 2);
     return lua_error(L);
 }
 
@@ -70,6 +81,10 @@ em_tensor *emlua_check(lua_State *L, int idx, const char *op)
     if (t) return t;
     /* a tensor userdata whose reference was dropped by __close */
     if (luaL_testudata(L, idx, EMLUA_TENSOR)) emlua_argerror(L, idx, op, "the tensor was closed (by <close>)");
+    /* x.sum() written for x:sum(): no tensor first in a call not made with ':' */
+    if (idx == 1 && user_arg(L, 1) == 1 && !strchr(op, '.'))
+        emlua_argerror(L, 1, op, "expected a tensor, got %s: use t:%s() (a method call with ':')",
+                       emlua_test(L, 1) ? "tensor" : luaL_typename(L, 1), op);
     emlua_typeerror(L, idx, op, "a tensor");
     return NULL;
 }

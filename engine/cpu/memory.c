@@ -16,13 +16,23 @@
  * Blocks under CACHE_MIN come from malloc's own bins. The engine is
  * single-threaded, so no lock. */
 #define CACHE_MIN ((size_t)1 << 16)
+#ifdef EMBER_SANITIZE
+#define SANITIZE 1
+#else
+#define SANITIZE 0
+#endif
 #define CACHE_MAX_BYTES ((size_t)1 << 30)
 #define CACHE_MAX_BLOCK (CACHE_MAX_BYTES / 4)
 
 /* Size classes: 4 KiB steps up to 1 MiB, then eighths of a power of two
- * (at most 12.5% rounding waste). */
+ * (at most 12.5% rounding waste). The sanitizer build (EMBER_SANITIZE)
+ * allocates exactly what was asked and caches nothing, so that
+ * AddressSanitizer sees small overruns and uses after free. */
 static size_t size_class(size_t n)
 {
+#ifdef EMBER_SANITIZE
+    return n ? n : 1;
+#endif
     if (n < CACHE_MIN) return (n + 63) & ~(size_t)63;
     size_t step = 4096;
     if (n > ((size_t)1 << 20)) {
@@ -63,7 +73,7 @@ void *cpu_alloc(size_t nbytes, int device_index)
 {
     (void)device_index;
     size_t size = size_class(nbytes);
-    if (size >= CACHE_MIN && size <= CACHE_MAX_BLOCK) {
+    if (!SANITIZE && size >= CACHE_MIN && size <= CACHE_MAX_BLOCK) {
         int b = bin_of(size);
         if (bins[b]) {
             free_block *f = bins[b];
@@ -72,10 +82,13 @@ void *cpu_alloc(size_t nbytes, int device_index)
             return f;
         }
     }
-    void *p = aligned_alloc(64, size);
+    void *p = NULL;
+    /* posix_memalign: aligned_alloc wants a multiple of the alignment, which
+     * the sanitizer build's exact sizes are not */
+    if (posix_memalign(&p, 64, size)) p = NULL;
     if (!p && cached_bytes) {       /* give the cache back and try once more */
         cpu_empty_cache(device_index);
-        p = aligned_alloc(64, size);
+        if (posix_memalign(&p, 64, size)) p = NULL;
     }
     if (!p) em_set_error("out of memory: could not allocate %zu bytes on the CPU", nbytes);
     return p;
@@ -86,7 +99,7 @@ void cpu_free(void *p, size_t nbytes, int device_index)
     (void)device_index;
     size_t size = size_class(nbytes);
     /* a full cache hands the block back rather than evicting warm ones */
-    if (size < CACHE_MIN || size > CACHE_MAX_BLOCK || cached_bytes + size > CACHE_MAX_BYTES) {
+    if (SANITIZE || size < CACHE_MIN || size > CACHE_MAX_BLOCK || cached_bytes + size > CACHE_MAX_BYTES) {
         free(p);
         return;
     }

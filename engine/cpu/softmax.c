@@ -179,7 +179,9 @@ int cpu_softmax(em_softmax_op op, em_tensor *out, const em_tensor *in, int dim)
     char *ob = (char *)em_data_ptr(out);
     const char *xb = (const char *)em_data_ptr(in);
     bool fdt = in->dtype == out->dtype && (in->dtype == EM_FLOAT32 || in->dtype == EM_FLOAT64);
-    if (fdt && xs > 1 && em_is_contiguous(in) && em_is_contiguous(out)) {
+    /* n > 1: em_is_contiguous ignores the stride of a size-1 dim, so only
+     * then is strides[dim] the row-major width softmax_cols assumes */
+    if (fdt && n > 1 && xs > 1 && em_is_contiguous(in) && em_is_contiguous(out)) {
         softmax_cols(op, out, in, dim);
         return 0;
     }

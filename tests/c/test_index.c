@@ -96,7 +96,7 @@ static void test_index_add(void)
     em_tensor *src = mat_f(s, 3, 2);
     int64_t ix[] = {3, 1, 3};
     em_tensor *i = vec_i(ix, 3);
-    CHECK(em_index_add_(z, 0, i, src) == 0);
+    CHECK(em_index_add_(z, 0, i, src, 1) == 0);
     double want[] = {3, 4, 0, 0, 6, 8};
     CHECK(same(z, want, 6));
     em_release(z); em_release(src); em_release(i);

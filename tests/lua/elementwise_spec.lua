@@ -358,10 +358,50 @@ describe("binary arithmetic", function()
     assert.are.same({math.mininteger}, (big + 1):tolist())
     assert.are.same({-2}, (big * 2):tolist())
     local u = ember.tensor({1, 2}, {dtype = "uint8"})
-    assert.are.same({233, 234}, (u + 1000):tolist())      -- 1000 wraps to 232 (PyTorch)
     assert.are.same({255, 0}, (u - 2):tolist())
     local i32 = ember.tensor({2147483647}, {dtype = "int32"})
     assert.are.same({-2147483648}, (i32 + 1):tolist())
+  end)
+
+  it("a number that does not fit the integer dtype is refused, not wrapped", function()
+    -- the number is cast to the tensor's dtype (it is a weak scalar): 1000 would become 232
+    local u = ember.tensor({1, 2}, {dtype = "uint8"})
+    assert.matches("add: value 1000 cannot be converted to uint8 without overflow", errmsg(function() return u + 1000 end))
+    local i32 = ember.tensor({1}, {dtype = "int32"})
+    assert.matches("add: value 4294967296 cannot be converted to int32 without overflow",
+      errmsg(function() return i32 + 4294967296 end))
+    assert.matches("mul: value 2147483648", errmsg(function() return i32 * (1 << 31) end))
+    assert.matches("add_: value 1099511627776 cannot be converted to int32",
+      errmsg(function() return i32:clone():add_(1 << 40) end))
+    assert.matches("full: value 1099511627776 cannot be converted to int32",
+      errmsg(function() return ember.full({1}, 2^40, {dtype = "int32"}) end))
+    assert.matches("full: value %-1 cannot be converted to uint8", errmsg(function() return ember.full({1}, -1, {dtype = "uint8"}) end))
+    assert.matches("full: value 1000000 cannot be converted to float16",
+      errmsg(function() return ember.full({1}, 1e6, {dtype = "float16"}) end))
+    assert.matches("masked_fill: value 1099511627776 cannot be converted to int32",
+      errmsg(function() return i32:masked_fill(ember.tensor{true}, 1 << 40) end))
+    assert.matches("fill_: value 4294967296", errmsg(function() return i32:clone():fill_(1 << 32) end))
+    -- what still works: in range, floats (inf is a float value), float results
+    assert.are.same({256, 257}, (u:to("int64") + 255):tolist())
+    assert.are.same({1.5}, (i32 + 0.5):tolist())
+    assert.are.same({math.huge}, (ember.tensor{1.0} + 1e308 * 10):tolist())
+  end)
+
+  it("comparisons with a number beyond the dtype's range compare the true values", function()
+    local i32 = ember.tensor({0, 1}, {dtype = "int32"})
+    assert.are.same({false, false}, i32:eq(1 << 40):tolist())     -- not 2^40 cast to int32 (0)
+    assert.are.same({true, true}, i32:lt(2^40):tolist())
+    assert.are.same({true, true}, i32:gt(-(1 << 40)):tolist())
+    local u = ember.tensor({0, 255}, {dtype = "uint8"})
+    assert.are.same({false, false}, u:eq(256):tolist())
+    assert.are.same({true, true}, u:gt(-1):tolist())
+  end)
+
+  it("clamp bounds beyond the integer dtype's range clamp nothing on that side", function()
+    local i32 = ember.tensor({-5, 0, 7}, {dtype = "int32"})
+    assert.are.same({-5, 0, 7}, i32:clamp(-(1 << 40), 1 << 40):tolist())
+    assert.are.same({-5, 0, 3}, i32:clamp(-(1 << 40), 3):tolist())
+    assert.are.same({0, 0, 7}, i32:clamp(0, 1 << 40):tolist())
   end)
 
   it("add and sub take alpha", function()

@@ -59,7 +59,8 @@ local function try(what, fn, ...)
   if ok then return end
   -- errors raised from metamethods carry the caller's position first
   local msg = tostring(err):gsub("^[^:]+:%d+: ", "")
-  local clear = msg:match("^[%w_%.]+: ") or msg:match("^no CUDA device") or msg:match("^out of memory")
+  local clear = msg:match("^[%w_%.]+: ") or msg:match("^t%[%w+%] = v: ") or msg:match("^no CUDA device")
+    or msg:match("^out of memory")
   assert(clear, what .. " raised an unclear error: " .. msg)
 end
 

@@ -453,11 +453,13 @@ print(fc.weight:eq(before):all():item())   -- false]=],
   {
     name = "ember.nn.Embedding",
     also = class_also("ember.nn.Embedding"),
-    sig = "nn.Embedding(num_embeddings, embedding_dim [, {dtype =, device =}]) -> module",
+    sig = "nn.Embedding(num_embeddings, embedding_dim [, {padding_idx =, dtype =, device =}]) -> module",
     doc = [=[
 A lookup table: weight [num_embeddings, embedding_dim] ~ N(0, 1). The input is an integer
 tensor of 1-based row numbers, any shape; the output has shape input.shape .. {dim}.
-An index outside 1..num_embeddings is an error (PyTorch's indices are 0-based).]=],
+An index outside 1..num_embeddings is an error (PyTorch's indices are 0-based).
+padding_idx (1-based; negative counts from the end) names a row that starts as zeros
+and gets no gradient, as in PyTorch.]=],
     example = [=[
 local nn = ember.nn
 local emb = nn.Embedding(1000, 64)
@@ -625,11 +627,12 @@ print(loss:item() > 0, logits.grad.shape[1])   -- true 4]=],
   {
     name = "ember.nn.NLLLoss",
     also = class_also("ember.nn.NLLLoss"),
-    sig = "nn.NLLLoss([{ignore_index = -100, reduction = \"mean\"}]) -> module\n"
+    sig = "nn.NLLLoss([{weight =, ignore_index = -100, reduction = \"mean\"}]) -> module\n"
        .. "loss_fn(logp, target) -> tensor",
     doc = [=[
 Negative log-likelihood: -mean of logp[i, target[i]]. logp: log-probabilities [N, C]
-(or [C]); target: 1-based class indices (int64) [N] (or a 0-d tensor). Targets equal to
+(or [C]); target: 1-based class indices (int64) [N] (or a 0-d tensor). weight: [C]
+per-class weights (the mean then divides by the targets' summed weights). Targets equal to
 ignore_index are left out, also from the mean's count. See ember.nn.functional.nll_loss.]=],
     example = [=[
 local nn = ember.nn
@@ -707,11 +710,11 @@ print(F.layer_norm(x, {5}):std(2, {correction = 0}))   -- about 1 per row]=],
   },
   {
     name = "ember.nn.functional.embedding",
-    sig = "F.embedding(idx, weight) -> tensor",
+    sig = "F.embedding(idx, weight [, {padding_idx =}]) -> tensor",
     doc = [=[
 The rows of weight [num, dim] picked by idx, an integer tensor of 1-based row numbers of
 any shape; the result has shape idx.shape .. {dim}. An index outside 1..num is an error
-naming the range.]=],
+naming the range. The row padding_idx (1-based) gets no gradient.]=],
     example = [=[
 local F = ember.nn.functional
 local w = ember.arange(1, 7):reshape(3, 2)
@@ -730,11 +733,13 @@ print(F.mse_loss(ember.tensor({1.0, 2.0}), ember.tensor({3.0, 2.0}), {reduction 
   },
   {
     name = "ember.nn.functional.nll_loss",
-    sig = "F.nll_loss(logp, target [, {ignore_index = -100, reduction = \"mean\"}]) -> tensor",
+    sig = "F.nll_loss(logp, target [, {weight =, ignore_index = -100, reduction = \"mean\"}]) -> tensor",
     doc = [=[
 Negative log-likelihood. logp: log-probabilities [N, C] (or [C], or [N, C, d1, ...]);
-target: 1-based class indices (int64) of shape [N] ([] or [N, d1, ...]). The mean is over
-the targets not equal to ignore_index. A class index out of 1..C is an error.]=],
+target: 1-based class indices (int64) of shape [N] ([] or [N, d1, ...]). weight: [C]
+per-class weights: each term is -weight[target] * logp[target] and the mean divides by the
+summed weights of the targets not equal to ignore_index, as PyTorch. A class index out of
+1..C is an error.]=],
     example = [=[
 local F = ember.nn.functional
 local logits = ember.randn(3, 4)

@@ -4,6 +4,7 @@
 --   local F = ember.nn.functional
 --   local loss = F.cross_entropy(logits, targets, {label_smoothing = 0.1})
 local ember = require "ember"
+local raise = require("ember.errors").raise
 
 local F = {}
 
@@ -11,7 +12,7 @@ local function shape_str(t) return "[" .. table.concat(t.shape, ", ") .. "]" end
 
 local function check_tensor(v, op, what)
   if not ember.is_tensor(v) then
-    error(string.format("%s: %s must be a tensor, got %s", op, what, type(v)), 3)
+    raise(string.format("%s: %s must be a tensor, got %s", op, what, type(v)))
   end
 end
 
@@ -21,7 +22,7 @@ local reductions = {mean = true, sum = true, none = true}
 function F.check_reduction(reduction, op)
   if reduction == nil then return "mean" end
   if not reductions[reduction] then
-    error(string.format("%s: reduction must be \"mean\", \"sum\" or \"none\", got %s", op, tostring(reduction)), 3)
+    raise(string.format("%s: reduction must be \"mean\", \"sum\" or \"none\", got %s", op, tostring(reduction)))
   end
   return reduction
 end
@@ -50,7 +51,7 @@ function F.dropout(x, p, training)
   p = p or 0.5
   if training == nil then training = true end
   if type(p) ~= "number" or p < 0 or p > 1 then
-    error("dropout: p must be a probability in [0, 1], got " .. tostring(p), 2)
+    raise("dropout: p must be a probability in [0, 1], got " .. tostring(p))
   end
   if not training or p == 0 then return x end
   if p == 1 then return x * 0 end
@@ -76,24 +77,53 @@ function F.layer_norm(x, normalized_shape, weight, bias, eps)
   return y
 end
 
---- F.embedding(idx, weight) -> the rows of weight picked by idx (1-based integer indices of any shape).
--- The result has shape idx.shape .. {weight.shape[2]}. Example: F.embedding(ember.tensor{{1, 3}}, w)
-function F.embedding(idx, weight, op)
-  op = op or "embedding"
+-- The rows of weight picked by idx; the row padding_idx (1-based, or nil)
+-- gets no gradient. op names the caller in errors.
+function F._embedding(idx, weight, padding_idx, op)
+  if not ember.is_tensor(idx) then raise(string.format("%s: indices must be a tensor, got %s", op, type(idx))) end
+  if not ember.is_tensor(weight) or weight.ndim ~= 2 then
+    raise(string.format("%s: weight must be a 2-D tensor [num, dim], got %s", op,
+                        ember.is_tensor(weight) and shape_str(weight) or type(weight)))
+  end
   if not is_integer_dtype(idx.dtype) then
-    error(string.format("%s: indices must be an integer tensor (1-based row numbers), got %s", op, idx.dtype), 2)
+    raise(string.format("%s: indices must be an integer tensor (1-based row numbers), got %s", op, idx.dtype))
   end
   local flat = idx:reshape(-1)
   if flat.dtype ~= "int64" then flat = flat:to("int64") end
   local ok, rows = pcall(weight.index_select, weight, 1, flat)
   if not ok then
-    error(string.format("%s: index out of range for %d rows (indices are 1-based, 1..%d): %s",
-                        op, weight.shape[1], weight.shape[1], tostring(rows)), 2)
+    raise(string.format("%s: index out of range for %d rows (indices are 1-based, 1..%d): %s",
+                        op, weight.shape[1], weight.shape[1], tostring(rows)))
+  end
+  if padding_idx ~= nil and rows.requires_grad then
+    -- the same values, but the padding rows' copies are detached: no gradient reaches that row
+    rows = ember.where(flat:eq(padding_idx):unsqueeze(2), rows:detach(), rows)
   end
   local shape = {}
   for i, s in ipairs(idx.shape) do shape[i] = s end
   shape[#shape + 1] = weight.shape[2]
   return rows:reshape(shape)
+end
+
+-- A padding_idx option for a table of num rows: nil, or an integer in 1..num or -num..-1
+-- (counting from the end); returns it as a positive row number.
+function F._check_padding_idx(p, num, op)
+  if p == nil then return nil end
+  local i = type(p) == "number" and math.tointeger(p)
+  if not i or i == 0 or i > num or i < -num then
+    raise(string.format("%s: padding_idx must be an integer in 1..%d or -%d..-1, got %s", op, num, num, tostring(p)))
+  end
+  return i < 0 and num + 1 + i or i
+end
+
+--- F.embedding(idx, weight [, {padding_idx = nil}]) -> the rows of weight picked by idx (1-based integer indices of any shape).
+-- The result has shape idx.shape .. {weight.shape[2]}; the row padding_idx gets no gradient.
+-- Example: F.embedding(ember.tensor{{1, 3}}, w)
+function F.embedding(idx, weight, opts)
+  if opts ~= nil and type(opts) ~= "table" then raise("embedding: expected an options table {padding_idx=}, got " .. type(opts)) end
+  opts = opts or {}
+  local num = ember.is_tensor(weight) and weight.ndim == 2 and weight.shape[1] or 0
+  return F._embedding(idx, weight, F._check_padding_idx(opts.padding_idx, num, "embedding"), "embedding")
 end
 
 -- ---- losses ------------------------------------------------------------------
@@ -107,8 +137,8 @@ function F.mse_loss(input, target, opts)
   check_tensor(input, "mse_loss", "input")
   check_tensor(target, "mse_loss", "target")
   if shape_str(input) ~= shape_str(target) then
-    error(string.format("mse_loss: input shape %s and target shape %s differ (reshape one of them)",
-                        shape_str(input), shape_str(target)), 2)
+    raise(string.format("mse_loss: input shape %s and target shape %s differ (reshape one of them)",
+                        shape_str(input), shape_str(target)))
   end
   local d = input - target
   return reduce(d * d, reduction)
@@ -118,13 +148,13 @@ end
 -- target.shape must be input.shape without dim 2.
 local function check_index_target(input, target, op)
   if not is_integer_dtype(target.dtype) then
-    error(string.format("%s: class-index targets must be an integer tensor (int64), got %s", op, target.dtype), 3)
+    raise(string.format("%s: class-index targets must be an integer tensor (int64), got %s", op, target.dtype))
   end
   local want = {}
   for i, s in ipairs(input.shape) do if i ~= 2 then want[#want + 1] = s end end
   if table.concat(want, ",") ~= table.concat(target.shape, ",") then
-    error(string.format("%s: input %s needs class-index targets of shape [%s], got %s",
-                        op, shape_str(input), table.concat(want, ", "), shape_str(target)), 3)
+    raise(string.format("%s: input %s needs class-index targets of shape [%s], got %s",
+                        op, shape_str(input), table.concat(want, ", "), shape_str(target)))
   end
 end
 
@@ -137,8 +167,8 @@ local function pick_nll(logp, target, ignore_index, op)
   local ok, picked = pcall(logp.gather, logp, 2, safe:unsqueeze(2))
   if not ok then
     local c = logp.shape[2]
-    error(string.format("%s: target class index out of range for %d classes (class indices are 1-based, 1..%d; ignore_index = %s): %s",
-                        op, c, c, tostring(ignore_index), tostring(picked)), 3)
+    raise(string.format("%s: target class index out of range for %d classes (class indices are 1-based, 1..%d; ignore_index = %s): %s",
+                        op, c, c, tostring(ignore_index), tostring(picked)))
   end
   return (-picked:squeeze(2)):masked_fill(ignored, 0), ignored
 end
@@ -159,21 +189,40 @@ local function batch1(input, target)
   return input, target, function(l) return l end
 end
 
---- F.nll_loss(logp, target [, {ignore_index = -100, reduction = "mean"}]) -> negative log-likelihood.
+-- A per-class weight option: nil, or a 1-D tensor with one entry per class.
+local function check_class_weight(weight, C, op)
+  if weight == nil then return end
+  check_tensor(weight, op, "weight")
+  if weight.ndim ~= 1 or weight.shape[1] ~= C then
+    raise(string.format("%s: weight must have one entry per class, shape [%d], got %s", op, C, shape_str(weight)))
+  end
+end
+
+--- F.nll_loss(logp, target [, {weight = nil, ignore_index = -100, reduction = "mean"}]) -> negative log-likelihood.
 -- logp: log-probabilities [N, C] (or [C], or [N, C, d1, ...]); target: 1-based class indices
--- (int64) of shape [N] ([] or [N, d1, ...]). The mean is over the targets not equal to ignore_index.
+-- (int64) of shape [N] ([] or [N, d1, ...]). weight: [C] per-class weights; each term is
+-- -weight[target] * logp[target], and the mean divides by the summed weights of the targets
+-- not equal to ignore_index (as PyTorch).
 -- Example: F.nll_loss(logits:log_softmax(2), y)
 function F.nll_loss(logp, target, opts)
   opts = opts or {}
   local reduction = F.check_reduction(opts.reduction, "nll_loss")
   check_tensor(logp, "nll_loss", "input")
   check_tensor(target, "nll_loss", "target")
-  if logp.ndim == 0 then error("nll_loss: input must have a class dimension, got a 0-d tensor", 2) end
+  if logp.ndim == 0 then raise("nll_loss: input must have a class dimension, got a 0-d tensor") end
+  check_class_weight(opts.weight, logp.shape[logp.ndim == 1 and 1 or 2], "nll_loss")
   local undo
   logp, target, undo = batch1(logp, target)
   check_index_target(logp, target, "nll_loss")
   local loss, ignored = pick_nll(logp, target, opts.ignore_index or -100, "nll_loss")
-  return undo(reduce_kept(loss, ignored, reduction))
+  if opts.weight == nil then return undo(reduce_kept(loss, ignored, reduction)) end
+  -- the weight of each target (0 where ignored); pick_nll has checked the indices
+  local safe = target:to("int64"):masked_fill(ignored, 1)
+  local w = opts.weight:to(loss.dtype):index_select(1, safe:reshape(-1)):reshape(target.shape):masked_fill(ignored, 0)
+  loss = loss * w
+  if reduction == "none" then return undo(loss) end
+  if reduction == "sum" then return loss:sum() end
+  return loss:sum() / w:sum()
 end
 
 --- F.cross_entropy(logits, target [, {weight = nil, ignore_index = -100, label_smoothing = 0, reduction = "mean"}]) -> the loss.
@@ -190,26 +239,21 @@ function F.cross_entropy(input, target, opts)
   local reduction = F.check_reduction(opts.reduction, op)
   check_tensor(input, op, "input")
   check_tensor(target, op, "target")
-  if input.ndim == 0 then error(op .. ": input must have a class dimension, got a 0-d tensor", 2) end
-  if not input:is_floating_point() then error(op .. ": input must be floating point (logits), got " .. input.dtype, 2) end
+  if input.ndim == 0 then raise(op .. ": input must have a class dimension, got a 0-d tensor") end
+  if not input:is_floating_point() then raise(op .. ": input must be floating point (logits), got " .. input.dtype) end
   local eps = opts.label_smoothing or 0
   if type(eps) ~= "number" or eps < 0 or eps > 1 then
-    error(op .. ": label_smoothing must be in [0, 1], got " .. tostring(eps), 2)
+    raise(op .. ": label_smoothing must be in [0, 1], got " .. tostring(eps))
   end
   local cdim = input.ndim == 1 and 1 or 2
   local C = input.shape[cdim]
   local weight = opts.weight
-  if weight ~= nil then
-    check_tensor(weight, op, "weight")
-    if weight.ndim ~= 1 or weight.shape[1] ~= C then
-      error(string.format("%s: weight must have one entry per class, shape [%d], got %s", op, C, shape_str(weight)), 2)
-    end
-  end
+  check_class_weight(weight, C, op)
 
   if target:is_floating_point() then
     if shape_str(target) ~= shape_str(input) then
-      error(string.format("%s: class-probability targets must have the input's shape %s, got %s",
-                          op, shape_str(input), shape_str(target)), 2)
+      raise(string.format("%s: class-probability targets must have the input's shape %s, got %s",
+                          op, shape_str(input), shape_str(target)))
     end
     local logp = input:log_softmax(cdim)
     if eps > 0 then target = target * (1 - eps) + eps / C end
@@ -223,16 +267,16 @@ function F.cross_entropy(input, target, opts)
 
   if input.ndim == 1 then
     if target.ndim ~= 0 then
-      error(string.format("%s: input %s needs a 0-d class-index target, got %s", op, shape_str(input), shape_str(target)), 2)
+      raise(string.format("%s: input %s needs a 0-d class-index target, got %s", op, shape_str(input), shape_str(target)))
     end
   else
     check_index_target(input, target, op)
   end
   if not is_integer_dtype(target.dtype) then
-    error(string.format("%s: class-index targets must be an integer tensor (int64), got %s", op, target.dtype), 2)
+    raise(string.format("%s: class-index targets must be an integer tensor (int64), got %s", op, target.dtype))
   end
   local ok, loss = pcall(ember._cross_entropy, input, target, weight, opts.ignore_index or -100, eps, reduction)
-  if not ok then error(loss, 2) end
+  if not ok then raise(loss) end
   return loss
 end
 
@@ -247,7 +291,7 @@ function F.binary_cross_entropy_with_logits(x, y, opts)
   check_tensor(x, op, "input")
   check_tensor(y, op, "target")
   if shape_str(x) ~= shape_str(y) then
-    error(string.format("%s: target shape %s must equal the input shape %s", op, shape_str(y), shape_str(x)), 2)
+    raise(string.format("%s: target shape %s must equal the input shape %s", op, shape_str(y), shape_str(x)))
   end
   if not y:is_floating_point() then y = y:to(x.dtype) end
   -- log(1 + exp(-|x|)) with |x| written as 2 relu(x) - x: the kinks of relu and

@@ -4,11 +4,12 @@
 --   nn.init.kaiming_uniform_(layer.weight, {a = math.sqrt(5)})
 --   nn.init.zeros_(layer.bias)
 local ember = require "ember"
+local raise = require("ember.errors").raise
 
 local init = {}
 
 local function in_place(t, op, fn)
-  if not ember.is_tensor(t) then error("nn.init." .. op .. ": expected a tensor, got " .. type(t), 3) end
+  if not ember.is_tensor(t) then raise("nn.init." .. op .. ": expected a tensor, got " .. type(t)) end
   ember.no_grad(function() fn(t) end)
   return t
 end
@@ -26,15 +27,15 @@ function init.calculate_gain(nonlinearity, param)
     local slope = param or 0.01
     return math.sqrt(2 / (1 + slope * slope))
   end
-  error("nn.init.calculate_gain: unsupported nonlinearity " .. tostring(nonlinearity), 2)
+  raise("nn.init.calculate_gain: unsupported nonlinearity " .. tostring(nonlinearity))
 end
 
 --- nn.init.calculate_fan_in_and_fan_out(t) -> fan_in, fan_out (t has at least 2 dims: [out, in, ...]).
 function init.calculate_fan_in_and_fan_out(t)
   local shape = t.shape
   if #shape < 2 then
-    error("nn.init: fan in and fan out need a tensor with at least 2 dimensions, got shape ["
-          .. table.concat(shape, ", ") .. "]", 3)
+    raise("nn.init: fan in and fan out need a tensor with at least 2 dimensions, got shape ["
+          .. table.concat(shape, ", ") .. "]")
   end
   local receptive = 1
   for i = 3, #shape do receptive = receptive * shape[i] end
@@ -68,7 +69,7 @@ local function kaiming_std(t, opts, op)
   opts = opts or {}
   local mode = opts.mode or "fan_in"
   if mode ~= "fan_in" and mode ~= "fan_out" then
-    error("nn.init." .. op .. ": mode must be \"fan_in\" or \"fan_out\", got " .. tostring(mode), 3)
+    raise("nn.init." .. op .. ": mode must be \"fan_in\" or \"fan_out\", got " .. tostring(mode))
   end
   local fan_in, fan_out = init.calculate_fan_in_and_fan_out(t)
   local fan = mode == "fan_in" and fan_in or fan_out

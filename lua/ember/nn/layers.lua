@@ -3,6 +3,7 @@
 -- arguments, with keyword arguments in a trailing options table
 -- (e.g. nn.Linear(3, 4, {bias = false, dtype = "float64"})).
 local ember = require "ember"
+local raise = require("ember.errors").raise
 local base = require "ember.nn.module"
 local F = require "ember.nn.functional"
 local init = require "ember.nn.initializers"
@@ -14,20 +15,25 @@ local L = {}
 
 local function opt_table(v, op)
   if v == nil then return {} end
-  if type(v) ~= "table" then error(op .. ": expected an options table, got " .. type(v), 3) end
+  if type(v) ~= "table" then raise(op .. ": expected an options table, got " .. type(v)) end
   return v
 end
 
+-- a size argument: an integer-valued number >= 0 (inf, NaN, 2.5, "3" and
+-- floats past 2^63 are refused; the engine refuses sizes whose product overflows)
 local function check_count(v, op, what)
-  if math.type(v) ~= "integer" and not (type(v) == "number" and v == math.floor(v)) or v < 0 then
-    error(string.format("%s: %s must be a non-negative integer, got %s", op, what, tostring(v)), 3)
+  local i = type(v) == "number" and math.tointeger(v)
+  if not i or i < 0 then
+    raise(string.format("%s: %s must be a non-negative integer, got %s%s", op, what,
+                        type(v) == "string" and string.format("%q", v) or tostring(v),
+                        type(v) == "string" and " (a string)" or ""))
   end
-  return math.tointeger(v)
+  return i
 end
 
 local function check_input(self, x)
   if not ember.is_tensor(x) then
-    error(string.format("%s: expected a tensor as input, got %s", tostring(getmetatable(self).__name), type(x)), 3)
+    raise(string.format("%s: expected a tensor as input, got %s", tostring(getmetatable(self).__name), type(x)))
   end
 end
 
@@ -52,7 +58,7 @@ end
 -- Example: nn.Sequential():add(nn.Linear(2, 2)):add(nn.Tanh())
 function L.Sequential:add(m)
   if not is_module(m) then
-    error(string.format("Sequential: item %d must be a module, got %s", #self + 1, type(m)), 2)
+    raise(string.format("Sequential: item %d must be a module, got %s", #self + 1, type(m)))
   end
   return self:add_module(tostring(#self + 1), m)
 end
@@ -73,7 +79,7 @@ end
 
 --- list:append(m) -> list; adds a module at the end.
 function L.ModuleList:append(m)
-  if not is_module(m) then error(string.format("ModuleList: item %d must be a module, got %s", #self + 1, type(m)), 2) end
+  if not is_module(m) then raise(string.format("ModuleList: item %d must be a module, got %s", #self + 1, type(m))) end
   return self:add_module(tostring(#self + 1), m)
 end
 
@@ -111,8 +117,8 @@ function L.Linear:forward(x)
   check_input(self, x)
   local n = x.ndim
   if n == 0 or x.shape[n] ~= self.in_features then
-    error(string.format("Linear(%s): expected an input of shape [..., %d], got %s",
-                        self:extra_repr(), self.in_features, shape_str(x)), 2)
+    raise(string.format("Linear(%s): expected an input of shape [..., %d], got %s",
+                        self:extra_repr(), self.in_features, shape_str(x)))
   end
   return F.linear(x, self.weight, self.bias)
 end
@@ -144,7 +150,7 @@ function L.GELU:init(opts)
   opts = opt_table(opts, "GELU")
   self.approximate = opts.approximate or "none"
   if self.approximate ~= "none" and self.approximate ~= "tanh" then
-    error("GELU: approximate must be \"none\" or \"tanh\", got " .. tostring(self.approximate), 2)
+    raise("GELU: approximate must be \"none\" or \"tanh\", got " .. tostring(self.approximate))
   end
 end
 function L.GELU:extra_repr()
@@ -159,7 +165,7 @@ end
 -- Example: nn.Softmax(-1)(logits)
 L.Softmax = Module:extend("Softmax")
 function L.Softmax:init(dim)
-  if math.type(dim) ~= "integer" then error("Softmax: dim must be an integer (1-based, negative from the end), got " .. tostring(dim), 3) end
+  if math.type(dim) ~= "integer" then raise("Softmax: dim must be an integer (1-based, negative from the end), got " .. tostring(dim)) end
   self.dim = dim
 end
 function L.Softmax:extra_repr() return "dim=" .. self.dim end
@@ -169,7 +175,7 @@ function L.Softmax:forward(x) check_input(self, x) return x:softmax(self.dim) en
 -- Example: nn.LogSoftmax(2)(logits)
 L.LogSoftmax = Module:extend("LogSoftmax")
 function L.LogSoftmax:init(dim)
-  if math.type(dim) ~= "integer" then error("LogSoftmax: dim must be an integer (1-based, negative from the end), got " .. tostring(dim), 3) end
+  if math.type(dim) ~= "integer" then raise("LogSoftmax: dim must be an integer (1-based, negative from the end), got " .. tostring(dim)) end
   self.dim = dim
 end
 L.LogSoftmax.extra_repr = L.Softmax.extra_repr
@@ -184,7 +190,7 @@ L.Dropout = Module:extend("Dropout")
 function L.Dropout:init(p)
   p = p or 0.5
   if type(p) ~= "number" or p < 0 or p > 1 then
-    error("Dropout: p must be a probability in [0, 1], got " .. tostring(p), 3)
+    raise("Dropout: p must be a probability in [0, 1], got " .. tostring(p))
   end
   self.p = p
 end
@@ -198,8 +204,13 @@ end
 -- Example: nn.Flatten()(ember.zeros(32, 1, 28, 28)).shape  -- {32, 784}
 L.Flatten = Module:extend("Flatten")
 function L.Flatten:init(start_dim, end_dim)
-  self.start_dim = start_dim or 2
-  self.end_dim = end_dim or -1
+  for i, d in ipairs{start_dim or 2, end_dim or -1} do
+    if not (type(d) == "number" and math.tointeger(d)) then
+      raise(string.format("Flatten: %s must be an integer dim, got %s", i == 1 and "start_dim" or "end_dim", tostring(d)))
+    end
+  end
+  self.start_dim = math.tointeger(start_dim or 2)
+  self.end_dim = math.tointeger(end_dim or -1)
 end
 function L.Flatten:extra_repr() return string.format("start_dim=%d, end_dim=%d", self.start_dim, self.end_dim) end
 function L.Flatten:forward(x)
@@ -209,23 +220,31 @@ end
 
 -- ---- Embedding ----------------------------------------------------------------------------
 
---- nn.Embedding(num_embeddings, embedding_dim [, {dtype=, device=}]) -> a lookup table of rows.
+--- nn.Embedding(num_embeddings, embedding_dim [, {padding_idx=, dtype=, device=}]) -> a lookup table of rows.
 -- weight [num, dim] ~ N(0, 1). Input: integer tensor of 1-based indices, any shape;
--- output: input.shape .. {dim}.
+-- output: input.shape .. {dim}. The row padding_idx (1-based; negative counts from the end)
+-- starts as zeros and gets no gradient, as in PyTorch.
 -- Example: local emb = nn.Embedding(1000, 64); emb(ember.tensor{{1, 5, 9}}).shape  -- {1, 3, 64}
 L.Embedding = Module:extend("Embedding")
 function L.Embedding:init(num_embeddings, embedding_dim, opts)
   opts = opt_table(opts, "Embedding")
   self.num_embeddings = check_count(num_embeddings, "Embedding", "num_embeddings")
   self.embedding_dim = check_count(embedding_dim, "Embedding", "embedding_dim")
+  self.padding_idx = F._check_padding_idx(opts.padding_idx, self.num_embeddings, "Embedding")
   self.weight = Parameter(empty({self.num_embeddings, self.embedding_dim}, opts))
   self:reset_parameters()
 end
-function L.Embedding:reset_parameters() init.normal_(self.weight) end
-function L.Embedding:extra_repr() return string.format("%d, %d", self.num_embeddings, self.embedding_dim) end
+function L.Embedding:reset_parameters()
+  init.normal_(self.weight)
+  if self.padding_idx then ember.no_grad(function() self.weight[self.padding_idx]:fill_(0) end) end
+end
+function L.Embedding:extra_repr()
+  local s = string.format("%d, %d", self.num_embeddings, self.embedding_dim)
+  return self.padding_idx and s .. ", padding_idx=" .. self.padding_idx or s
+end
 function L.Embedding:forward(idx)
   check_input(self, idx)
-  return F.embedding(idx, self.weight, "Embedding(" .. self:extra_repr() .. ")")
+  return F._embedding(idx, self.weight, self.padding_idx, "Embedding(" .. self:extra_repr() .. ")")
 end
 
 -- ---- LayerNorm ------------------------------------------------------------------------------
@@ -239,7 +258,7 @@ function L.LayerNorm:init(normalized_shape, opts)
   opts = opt_table(opts, "LayerNorm")
   if type(normalized_shape) == "number" then normalized_shape = {normalized_shape} end
   if type(normalized_shape) ~= "table" or #normalized_shape == 0 then
-    error("LayerNorm: normalized_shape must be an integer or a non-empty list of integers", 3)
+    raise("LayerNorm: normalized_shape must be an integer or a non-empty list of integers")
   end
   local shape = {}
   for i, s in ipairs(normalized_shape) do shape[i] = check_count(s, "LayerNorm", "normalized_shape") end
@@ -261,8 +280,8 @@ function L.LayerNorm:forward(x)
   local ok = x.ndim >= k
   for i = 1, k do ok = ok and x.shape[x.ndim - k + i] == ns[i] end
   if not ok then
-    error(string.format("LayerNorm(%s): expected an input of shape [..., %s], got %s",
-                        self:extra_repr(), table.concat(ns, ", "), shape_str(x)), 2)
+    raise(string.format("LayerNorm(%s): expected an input of shape [..., %s], got %s",
+                        self:extra_repr(), table.concat(ns, ", "), shape_str(x)))
   end
   return F.layer_norm(x, ns, self.weight, self.bias, self.eps)
 end

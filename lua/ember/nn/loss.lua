@@ -2,6 +2,7 @@
 -- {reduction = "mean" | "sum" | "none"} (default "mean") in its options table
 -- and is called as loss_fn(input, target).
 local ember = require "ember"
+local raise = require("ember.errors").raise
 local base = require "ember.nn.module"
 local F = require "ember.nn.functional"
 
@@ -12,9 +13,9 @@ local function loss_class(name, fn, keys)
   local cls = Module:extend(name)
   cls.init = function(self, opts)
     opts = opts or {}
-    if type(opts) ~= "table" then error(name .. ": expected an options table, got " .. type(opts), 3) end
+    if type(opts) ~= "table" then raise(name .. ": expected an options table, got " .. type(opts)) end
     for k in pairs(opts) do
-      if k ~= "reduction" and not keys[k] then error(name .. ": unknown option '" .. tostring(k) .. "'", 3) end
+      if k ~= "reduction" and not keys[k] then raise(name .. ": unknown option '" .. tostring(k) .. "'") end
     end
     self.reduction = F.check_reduction(opts.reduction, name)
     for k in pairs(keys) do
@@ -37,11 +38,12 @@ end
 -- Example: local loss = nn.MSELoss()(pred, y)
 Loss.MSELoss = loss_class("MSELoss", F.mse_loss, {})
 
---- nn.NLLLoss([{ignore_index = -100, reduction = "mean"}]) -> loss_fn(logp, target) = -mean(logp[i, target[i]]).
+--- nn.NLLLoss([{weight = nil, ignore_index = -100, reduction = "mean"}]) -> loss_fn(logp, target) = -mean(logp[i, target[i]]).
 -- logp: log-probabilities [N, C] or [C]; target: 1-based class indices (int64) [N] or [].
+-- weight: [C] per-class weights (the mean divides by the targets' summed weights).
 -- Rows whose target equals ignore_index are left out (also from the mean's count).
 -- Example: nn.NLLLoss()(nn.LogSoftmax(2)(logits), y)
-Loss.NLLLoss = loss_class("NLLLoss", F.nll_loss, {ignore_index = true})
+Loss.NLLLoss = loss_class("NLLLoss", F.nll_loss, {weight = true, ignore_index = true})
 
 --- nn.CrossEntropyLoss([{weight = nil, ignore_index = -100, label_smoothing = 0, reduction = "mean"}]) -> loss_fn(logits, target).
 -- log_softmax + NLL in one numerically stable step. target: 1-based class indices (int64 [N])

@@ -33,6 +33,7 @@
 --   * to(...) replaces each parameter tensor by the converted one (a new tensor
 --     with the same requires_grad), so make optimizers after moving a model.
 local ember = require "ember"
+local raise = require("ember.errors").raise
 
 local Module = {__name = "Module", __is_module_class = true}
 
@@ -93,7 +94,7 @@ end
 
 local function instance_newindex(self, k, v)
   if type(k) ~= "string" then
-    error(type_name(self) .. ": module fields need string names, got " .. type(k), 2)
+    raise(type_name(self) .. ": module fields need string names, got " .. type(k))
   end
   if is_module(v) then
     register(self, "_modules", "_module_names", k, v)
@@ -103,13 +104,13 @@ local function instance_newindex(self, k, v)
     if v == nil then unregister(self, k) else rawget(self, "_buffers")[k] = v end
   elseif rawget(self, "_parameters")[k] ~= nil then
     if v ~= nil then
-      error(string.format("%s: cannot assign %s to parameter '%s' (expected a leaf tensor with requires_grad, "
-        .. "e.g. nn.Parameter(t), or nil)", type_name(self), ember.is_tensor(v) and "a tensor that does not require grad" or type(v), k), 2)
+      raise(string.format("%s: cannot assign %s to parameter '%s' (expected a leaf tensor with requires_grad, "
+        .. "e.g. nn.Parameter(t), or nil)", type_name(self), ember.is_tensor(v) and "a tensor that does not require grad" or type(v), k))
     end
     unregister(self, k)
   elseif rawget(self, "_modules")[k] ~= nil then
     if v ~= nil then
-      error(string.format("%s: cannot assign a %s to child module '%s' (expected a module or nil)", type_name(self), type(v), k), 2)
+      raise(string.format("%s: cannot assign a %s to child module '%s' (expected a module or nil)", type_name(self), type(v), k))
     end
     unregister(self, k)
   else
@@ -150,7 +151,7 @@ function Module:init() end
 
 --- module:forward(...) — the computation; module(...) calls it. Subclasses define it.
 function Module:forward()
-  error(type_name(self) .. ": forward() is not implemented (define " .. type_name(self) .. ":forward)", 2)
+  raise(type_name(self) .. ": forward() is not implemented (define " .. type_name(self) .. ":forward)")
 end
 
 --- module:extra_repr() -> the text inside the parentheses of tostring(module), e.g. "in_features=3, out_features=4, bias=true".
@@ -160,21 +161,21 @@ function Module:extra_repr() return "" end
 -- Example: self:register_parameter("bias", nil)
 function Module:register_parameter(name, t)
   if t == nil then unregister(self, name) return end
-  if not ember.is_tensor(t) then error(type_name(self) .. ": register_parameter('" .. name .. "') expects a tensor, got " .. type(t), 2) end
+  if not ember.is_tensor(t) then raise(type_name(self) .. ": register_parameter('" .. name .. "') expects a tensor, got " .. type(t)) end
   register(self, "_parameters", "_param_names", name, t)
 end
 
 --- module:register_buffer(name, t) — a tensor that is part of the state (state_dict, to()) but not a parameter.
 -- Example: self:register_buffer("running_mean", ember.zeros(10))
 function Module:register_buffer(name, t)
-  if t ~= nil and not ember.is_tensor(t) then error(type_name(self) .. ": register_buffer('" .. name .. "') expects a tensor, got " .. type(t), 2) end
+  if t ~= nil and not ember.is_tensor(t) then raise(type_name(self) .. ": register_buffer('" .. name .. "') expects a tensor, got " .. type(t)) end
   if t == nil then unregister(self, name) return end
   register(self, "_buffers", "_buffer_names", name, t)
 end
 
 --- module:add_module(name, m) — registers m as a child under name (same as self[name] = m).
 function Module:add_module(name, m)
-  if not is_module(m) then error(type_name(self) .. ": add_module('" .. tostring(name) .. "') expects a module, got " .. type(m), 2) end
+  if not is_module(m) then raise(type_name(self) .. ": add_module('" .. tostring(name) .. "') expects a module, got " .. type(m)) end
   register(self, "_modules", "_module_names", tostring(name), m)
   return self
 end
@@ -282,7 +283,7 @@ end
 --- module:train([mode = true]) -> module; sets training mode (Dropout active) on the module and all descendants.
 function Module:train(mode)
   if mode == nil then mode = true end
-  if type(mode) ~= "boolean" then error(type_name(self) .. ": train(mode) expects a boolean, got " .. type(mode), 2) end
+  if type(mode) ~= "boolean" then raise(type_name(self) .. ": train(mode) expects a boolean, got " .. type(mode)) end
   for _, m in ipairs(self:modules()) do rawset(m, "training", mode) end
   return self
 end
@@ -312,9 +313,9 @@ function Module:to(...)
   local args = table.pack(...)
   -- where a float tensor would go: gives the device, and rejects integer dtypes
   local ok, probe = pcall(function() return ember.empty(0):to(table.unpack(args, 1, args.n)) end)
-  if not ok then error(type_name(self) .. ":to: " .. tostring(probe), 2) end
+  if not ok then raise(type_name(self) .. ":to: " .. tostring(probe)) end
   if not probe:is_floating_point() then
-    error(type_name(self) .. ":to: modules convert to floating-point dtypes only, got " .. probe.dtype, 2)
+    raise(type_name(self) .. ":to: modules convert to floating-point dtypes only, got " .. probe.dtype)
   end
   local moved = {}   -- old tensor -> new one, so tensors shared between modules stay shared
   local function convert(t)
@@ -375,7 +376,7 @@ function Module:load_state_dict(sd, opts)
   opts = opts or {}
   local strict = opts.strict ~= false
   local name = type_name(self)
-  if type(sd) ~= "table" then error("load_state_dict: expected a table name -> tensor, got " .. type(sd), 2) end
+  if type(sd) ~= "table" then raise("load_state_dict: expected a table name -> tensor, got " .. type(sd)) end
   local own, order = {}, {}
   for n, p in self:named_parameters() do own[n] = p; order[#order + 1] = n end
   for n, b in self:named_buffers() do own[n] = b; order[#order + 1] = n end
@@ -400,7 +401,7 @@ function Module:load_state_dict(sd, opts)
   if strict and #unexpected > 0 then parts[#parts + 1] = "unexpected keys: " .. table.concat(unexpected, ", ") end
   for _, p in ipairs(problems) do parts[#parts + 1] = p end
   if #parts > 0 then
-    error("load_state_dict: error(s) loading the state dict into " .. name .. ": " .. table.concat(parts, "; "), 2)
+    raise("load_state_dict: error(s) loading the state dict into " .. name .. ": " .. table.concat(parts, "; "))
   end
   ember.no_grad(function()
     for _, n in ipairs(order) do
@@ -482,7 +483,7 @@ setmetatable(Module, {__call = new})
 -- Assigning it to a module field registers it as a parameter.
 -- Example: self.scale = nn.Parameter(ember.ones(10))
 local function Parameter(t, requires_grad)
-  if not ember.is_tensor(t) then error("Parameter: expected a tensor, got " .. type(t), 2) end
+  if not ember.is_tensor(t) then raise("Parameter: expected a tensor, got " .. type(t)) end
   if requires_grad == nil then requires_grad = true end
   return t:detach():requires_grad_(requires_grad)
 end

@@ -21,9 +21,7 @@ local flat = require "ember.optim.flat"
 
 local M = {}
 
-local function fail(level, fmt, ...)
-  error(string.format(fmt, ...), level + 1)
-end
+local raisef = require("ember.errors").raisef
 
 local LRScheduler = {}
 LRScheduler.__index = LRScheduler
@@ -39,10 +37,10 @@ local function option(name, opts, key, def, check)
   local v = opts[key]
   if v == nil then v = def end
   if type(v) ~= "number" then
-    fail(4, "%s: %s must be a number, got %s", name, key, type(v))
+    raisef("%s: %s must be a number, got %s", name, key, type(v))
   end
   if check and not check(v) then
-    fail(4, "%s: invalid %s = %s", name, key, tostring(v))
+    raisef("%s: invalid %s = %s", name, key, tostring(v))
   end
   return v
 end
@@ -50,26 +48,26 @@ end
 local function construct(cls, opt, opts)
   local name = cls._name
   if type(opt) ~= "table" or type(opt.param_groups) ~= "table" then
-    fail(3, "%s: argument 1: expected an optimizer, got %s", name, type(opt))
+    raisef("%s: argument 1: expected an optimizer, got %s", name, type(opt))
   end
   if opts ~= nil and type(opts) ~= "table" then
-    fail(3, "%s: argument 2: expected an options table, got %s", name, type(opts))
+    raisef("%s: argument 2: expected an options table, got %s", name, type(opts))
   end
   opts = opts or {}
   for k in pairs(opts) do
-    if not cls._options[k] then fail(3, "%s: unknown option '%s'", name, tostring(k)) end
+    if not cls._options[k] then raisef("%s: unknown option '%s'", name, tostring(k)) end
   end
   local self = setmetatable({optimizer = opt}, cls)
   cls._init(self, opts)
   local last_epoch = opts.last_epoch or -1
   if math.type(last_epoch) ~= "integer" or last_epoch < -1 then
-    fail(3, "%s: last_epoch must be an integer >= -1, got %s", name, tostring(last_epoch))
+    raisef("%s: last_epoch must be an integer >= -1, got %s", name, tostring(last_epoch))
   end
   for i, group in ipairs(opt.param_groups) do
     if last_epoch == -1 then
       if group.initial_lr == nil then group.initial_lr = group.lr end
     elseif group.initial_lr == nil then
-      fail(3, "%s: param_groups[%d] has no initial_lr, needed to resume at last_epoch = %d",
+      raisef("%s: param_groups[%d] has no initial_lr, needed to resume at last_epoch = %d",
            name, i, last_epoch)
     end
   end
@@ -107,7 +105,7 @@ function LRScheduler:step(epoch)
     lrs = self:get_lr()
   else
     if math.type(epoch) ~= "integer" then
-      fail(2, "%s: step: epoch must be an integer, got %s", self._name, tostring(epoch))
+      raisef("%s: step: epoch must be an integer, got %s", self._name, tostring(epoch))
     end
     self.last_epoch = epoch
     lrs = self:_get_closed_form_lr()
@@ -139,20 +137,20 @@ end
 -- Accepts numbers or the strings of state_dict_flat (a checkpoint's metadata).
 function LRScheduler:load_state_dict(sd)
   local name = self._name .. ": load_state_dict"
-  if type(sd) ~= "table" then fail(2, "%s: expected a table, got %s", name, type(sd)) end
+  if type(sd) ~= "table" then raisef("%s: expected a table, got %s", name, type(sd)) end
   local new = {}
   for k, v in pairs(sd) do
     if k ~= "optimizer" then
       if type(v) == "string" then v = flat.decode(v, name .. ": " .. k) end
-      if self[k] == nil then fail(2, "%s: unknown field '%s'", name, tostring(k)) end
+      if self[k] == nil then raisef("%s: unknown field '%s'", name, tostring(k)) end
       if type(v) ~= type(self[k]) then
-        fail(2, "%s: field '%s' should be a %s, got %s", name, k, type(self[k]), type(v))
+        raisef("%s: field '%s' should be a %s, got %s", name, k, type(self[k]), type(v))
       end
       new[k] = type(v) == "table" and copy_list(v) or v
     end
   end
   for _, k in ipairs({"last_epoch", "_step_count"}) do
-    if new[k] ~= nil then new[k] = math.tointeger(new[k]) or fail(2, "%s: %s must be an integer", name, k) end
+    if new[k] ~= nil then new[k] = math.tointeger(new[k]) or raisef("%s: %s must be an integer", name, k) end
   end
   for k, v in pairs(new) do self[k] = v end
 end
@@ -176,9 +174,9 @@ local function positive_int(v) return math.type(v) == "integer" and v > 0 end
 --- StepLR(opt, {step_size =, gamma = 0.1}): lr *= gamma every step_size epochs.
 M.StepLR = class("StepLR", {step_size = true, gamma = true},
   function(self, opts)
-    if opts.step_size == nil then fail(4, "StepLR: step_size is required") end
+    if opts.step_size == nil then raisef("StepLR: step_size is required") end
     self.step_size = option("StepLR", opts, "step_size", nil, positive_int)
-    self.gamma = option("StepLR", opts, "gamma", 0.1, function(v) return v == v end)
+    self.gamma = option("StepLR", opts, "gamma", 0.1, function(v) return v > 0 and v < math.huge end)
   end,
   function(self)
     if self.last_epoch == 0 or self.last_epoch % self.step_size ~= 0 then return group_lrs(self) end
@@ -205,9 +203,9 @@ end
 --- CosineAnnealingLR(opt, {T_max =, eta_min = 0})
 M.CosineAnnealingLR = class("CosineAnnealingLR", {T_max = true, eta_min = true},
   function(self, opts)
-    if opts.T_max == nil then fail(4, "CosineAnnealingLR: T_max is required") end
-    self.T_max = option("CosineAnnealingLR", opts, "T_max", nil, function(v) return v > 0 end)
-    self.eta_min = option("CosineAnnealingLR", opts, "eta_min", 0, function(v) return v == v end)
+    if opts.T_max == nil then raisef("CosineAnnealingLR: T_max is required") end
+    self.T_max = option("CosineAnnealingLR", opts, "T_max", nil, function(v) return v > 0 and v < math.huge end)
+    self.eta_min = option("CosineAnnealingLR", opts, "eta_min", 0, function(v) return v >= 0 and v < math.huge end)
   end,
   cosine, cosine)
 

@@ -1,0 +1,264 @@
+-- regressions_spec.lua — wrong answers and unchecked input found by trying
+-- ember hard (issue 13): random API calls, a differential comparison with
+-- PyTorch, hostile arguments. Each test failed before its fix. Expected
+-- values are worked out by hand in the comments (or by finite differences),
+-- never taken from ember; dims and indices are 1-based.
+local ember = require "ember"
+local h = require "helpers"
+local check, err, has = h.check, h.err, h.has
+
+local D = function(v) return ember.tensor(v, {dtype = "float64"}) end
+local nn, F = ember.nn, ember.nn.functional
+
+-- the gradient of f(x):sum() (or of f(x) when it is 0-d) at x
+local function grad_of(f, v)
+  local x = D(v):requires_grad_()
+  local y = f(x)
+  if y.ndim > 0 then y = y:sum() end
+  y:backward()
+  return x.grad
+end
+
+describe("softmax over a dim of size 1", function()
+  -- a [1] view with stride 2: one row of one element, so softmax is 1 and log_softmax 0
+  local function v(base) return base:select(2, 2):narrow(1, 2, 1) end
+
+  it("is 1 (softmax) and 0 (log_softmax) for a strided size-1 dim", function()
+    local b = ember.tensor({{1., 4.5}, {2., 3.}})
+    check(v(b):softmax(1), {1})
+    check(v(b):log_softmax(1), {0})
+    check(v(D({{1., 4.5}, {2., 3.}})):softmax(1), {1})
+  end)
+
+  it("is right on expanded and 3-d inputs whose reduced dim has size 1", function()
+    check(ember.tensor({3.}):expand(4, 1):softmax(2), {{1}, {1}, {1}, {1}})
+    -- [2, 1, 3] made by narrowing a [2, 2, 3]: dim 2 has size 1 and stride 3
+    local x = ember.arange(12):float():reshape(2, 2, 3):narrow(2, 2, 1)
+    check(x:softmax(2), {{{1, 1, 1}}, {{1, 1, 1}}})
+    check(x:log_softmax(2), {{{0, 0, 0}}, {{0, 0, 0}}})
+  end)
+
+  it("has the gradient 0 (softmax of one element is the constant 1)", function()
+    check(grad_of(function(x) return v(x):softmax(1) * 5 end, {{1., 4.5}, {2., 3.}}), {{0, 0}, {0, 0}})
+    -- d log_softmax = g - softmax * sum(g) = 5 - 1 * 5
+    check(grad_of(function(x) return v(x):log_softmax(1) * 5 end, {{1., 4.5}, {2., 3.}}), {{0, 0}, {0, 0}})
+  end)
+end)
+
+describe("masked_select on a transposed input", function()
+  it("sends each gradient back to the element it selected", function()
+    -- b:t() = {{1,4},{2,5},{3,6}}; the mask picks (1,1)=1, (2,2)=5, (3,1)=3, read row-major;
+    -- weights 1, 2, 3 go to b[1][1], b[2][2], b[1][3]. (PyTorch 1.13 gives {{1,0,2},{0,3,0}}
+    -- here, a bug of its own: its backward scattered into b's memory order.)
+    local b = D({{1, 2, 3}, {4, 5, 6}}):requires_grad_()
+    local mask = ember.tensor({{true, false}, {false, true}, {true, false}})
+    local y = b:t():masked_select(mask)
+    check(y, {1, 5, 3})
+    local loss = (y * D({1, 2, 3})):sum()
+    loss:backward()
+    check(b.grad, {{1, 0, 3}, {0, 2, 0}})
+  end)
+end)
+
+describe("index_add", function()
+  it("scales the source by alpha", function()
+    -- x[1] += 2 * 1, x[3] += 2 * 2
+    check(ember.zeros(3):index_add(1, ember.tensor({1, 3}), ember.tensor({1., 2.}), {alpha = 2}), {2, 0, 4})
+    local x = ember.ones(2, 2)
+    x:index_add_(2, ember.tensor({2}), ember.tensor({{1.}, {2.}}), {alpha = -1})
+    check(x, {{1, 0}, {1, -1}})
+    assert.is_truthy(err(function() return ember.zeros(3, {dtype = "int64"}):index_add(1, {1}, ember.tensor({1}), {alpha = 0.5}) end)
+      :find("alpha 0.5 must be an integer", 1, true))
+  end)
+
+  it("is differentiable out of place in self and source", function()
+    local x = D({1, 2, 3}):requires_grad_()
+    local s = D({10, 20}):requires_grad_()
+    local y = x:index_add(1, ember.tensor({3, 3}), s, {alpha = 3})
+    check(y, {1, 2, 3 + 30 + 60})
+    local loss = (y * D({1, 2, 4})):sum()
+    loss:backward()
+    check(x.grad, {1, 2, 4})          -- the identity on self
+    check(s.grad, {12, 12})           -- alpha * g[3] for both (repeated index)
+  end)
+end)
+
+describe("linspace", function()
+  it("with one point gives the start", function()
+    check(ember.linspace(2, 5, 1), {2})
+    check(ember.linspace(2, 5, 2), {2, 5})
+  end)
+end)
+
+describe("empty tensors with two or more dims", function()
+  it("work with in-place and reducing ops", function()
+    h.check_shape(ember.zeros(2, 0):add_(1), {2, 0})
+    h.check_shape(ember.zeros(4, 0):masked_fill(ember.zeros(4, 0):eq(0), 1), {4, 0})
+    h.check_shape(ember.zeros(1, 5, 0):logsumexp(1), {5, 0})
+    h.check_shape(ember.zeros(2, 0):index_add(1, ember.tensor({1}), ember.zeros(1, 0)), {2, 0})
+    h.check_shape(ember.zeros(2, 0):scatter(1, ember.zeros(1, 0, {dtype = "int64"}), ember.zeros(1, 0)), {2, 0})
+    h.check_shape(ember.zeros(3, 0):copy_(ember.ones(3, 0)), {3, 0})
+  end)
+end)
+
+describe("in-place writes into views whose elements share memory", function()
+  it("are refused for unfold and expand views", function()
+    has(err(function() return ember.arange(6):float():unfold(1, 3, 1):add_(1) end),
+        "add_: cannot write in place to [4,3] (strides [1,1])")
+    has(err(function() return ember.zeros(3, 1):expand(3, 3):copy_(ember.ones(3, 3)) end),
+        "copy_: cannot write in place to [3,3] (strides [1,0])")
+    has(err(function() return ember.zeros(3, 1):expand(3, 3):uniform_() end), "uniform_: cannot write in place")
+    has(err(function() return ember.zeros(4):unfold(1, 2, 1):index_add_(1, {1}, ember.ones(1, 2)) end),
+        "index_add: cannot write in place")
+  end)
+
+  it("are allowed where the elements are distinct", function()
+    -- unfold with step = size tiles without overlap; a transposed or stepped view is fine too
+    local t = ember.zeros(6)
+    t:unfold(1, 2, 2):add_(1)
+    check(t, {1, 1, 1, 1, 1, 1})
+    local m = ember.zeros(2, 3)
+    m:t():add_(ember.tensor({{1., 2.}, {3., 4.}, {5., 6.}}))
+    check(m, {{1, 3, 5}, {2, 4, 6}})
+    -- (interleaved layouts that share nothing are checked in tests/c/test_tensor.c)
+  end)
+end)
+
+describe("gradients that are finite in PyTorch", function()
+  it("prod at a zero: the product of the other elements", function()
+    check(grad_of(function(x) return x:prod() end, {0, 2, 3}), {6, 0, 0})
+    -- two zeros: every product of the others holds a zero
+    check(grad_of(function(x) return x:prod() end, {0, 2, 0}), {0, 0, 0})
+    -- along a dim: rows {0,2,3} -> {6,0,0}, {1,4,5} -> {20,5,4}
+    check(grad_of(function(x) return x:prod(2) end, {{0, 2, 3}, {1, 4, 5}}), {{6, 0, 0}, {20, 5, 4}})
+  end)
+
+  it("prod's second derivative at zeros (sum over k != j of prod of the rest)", function()
+    -- S = d/dx (x1 x2 x3) summed = x2x3 + x1x3 + x1x2; dS/dx = (x2+x3, x1+x3, x1+x2) at (1, 0, 0)
+    local x = D({1, 0, 0}):requires_grad_()
+    local g = ember.autograd.grad(x:prod(), {x}, {create_graph = true})
+    g:sum():backward()
+    check(x.grad, {0, 1, 1})
+  end)
+
+  it("norm at the origin is 0, std of constant data is 0, t^0 at 0 is 0", function()
+    check(grad_of(function(x) return x:norm() end, {0, 0}), {0, 0})
+    check(grad_of(function(x) return x:norm(3) end, {0, 0}), {0, 0})
+    check(grad_of(function(x) return x:std() end, {1, 1, 1}), {0, 0, 0})
+    check(grad_of(function(x) return x:var() end, {1, 1, 1}), {0, 0, 0})
+    check(grad_of(function(x) return x ^ 0 end, {0, 1}), {0, 0})
+    -- d/db a^b = a^b log a is 0 at a = 0 for b >= 0 (PyTorch), not 0 * -inf
+    local b = D({2}):requires_grad_()
+    ember.pow(D({0}), b):sum():backward()
+    check(b.grad, {0})
+  end)
+
+  it("still gives the ordinary gradients away from those points", function()
+    -- d|x| = x/|x| = (3/5, 4/5); d std: (x - mean) / ((n-1) std) with x = {1, 3}: std = sqrt(2)
+    check(grad_of(function(x) return x:norm() end, {3, 4}), {0.6, 0.8}, 1e-12)
+    check(grad_of(function(x) return x:std() end, {1, 3}), {-1 / math.sqrt(2), 1 / math.sqrt(2)}, 1e-12)
+    check(grad_of(function(x) return x ^ 2 end, {3, -1}), {6, -2})
+  end)
+end)
+
+describe("losses and modules", function()
+  it("nll_loss takes weight", function()
+    -- -(1 * -1 + 3 * -4) / (1 + 3) = 13/4; sum: 13; none: {1, 12}
+    local logp, y, w = ember.tensor({{-1., -2.}, {-3., -4.}}), ember.tensor({1, 2}), ember.tensor({1., 3.})
+    check(F.nll_loss(logp, y, {weight = w}), 3.25)
+    check(F.nll_loss(logp, y, {weight = w, reduction = "sum"}), 13)
+    check(F.nll_loss(logp, y, {weight = w, reduction = "none"}), {1, 12})
+    check(nn.NLLLoss({weight = w})(logp, y), 3.25)
+    -- an ignored target leaves the weights' sum too: -(3 * -4) / 3
+    check(F.nll_loss(logp, y, {weight = w, ignore_index = 1}), 4)
+    has(err(function() return F.nll_loss(logp, y, {weight = ember.ones(3)}) end),
+        "nll_loss: weight must have one entry per class, shape [2], got [3]")
+  end)
+
+  it("Embedding's padding_idx row starts at zero and gets no gradient", function()
+    local e = nn.Embedding(3, 2, {padding_idx = 2})
+    check(e.weight[2], {0, 0})
+    e(ember.tensor({1, 2, 2, 3})):sum():backward()
+    check(e.weight.grad, {{1, 1}, {0, 0}, {1, 1}})
+    local last = nn.Embedding(3, 2, {padding_idx = -1})
+    assert.are.equal(3, last.padding_idx)
+    has(err(function() return nn.Embedding(3, 2, {padding_idx = 4}) end), "padding_idx must be an integer in 1..3")
+    -- the functional form, with a row that is not zero: the value stays, the gradient does not flow
+    local w = D({{1, 2}, {3, 4}}):requires_grad_()
+    local out = F.embedding(ember.tensor({2, 1}), w, {padding_idx = 2})
+    check(out, {{3, 4}, {1, 2}})
+    out:sum():backward()
+    check(w.grad, {{1, 1}, {0, 0}})
+  end)
+
+  it("all and any keep uint8 for uint8 input, bool otherwise", function()
+    local u = ember.tensor({1, 2}, {dtype = "uint8"})
+    assert.are.equal("uint8", u:all().dtype)
+    assert.are.equal(1, u:all():item())
+    assert.are.equal("uint8", u:any(1).dtype)
+    assert.are.equal(0, ember.tensor({0, 2}, {dtype = "uint8"}):all():item())
+    assert.are.equal("bool", ember.tensor({1, 2}):all().dtype)
+  end)
+end)
+
+describe("sizes that overflow", function()
+  it("are refused with the op's name, not wrapped", function()
+    has(err(function() return ember.ones(0, 2^61) end), "ones: size [0,2305843009213693952] is too large")
+    has(err(function() return ember.zeros(1, 1):expand(1 << 40, 1 << 40) end), "expand: size")
+    has(err(function() return ember.arange(5):narrow(1, 2, math.maxinteger) end), "narrow: start 2, length")
+    has(err(function() return nn.Embedding(0, math.maxinteger) end), "too large")
+    has(err(function() return ember.zeros(0):reshape(1 << 62, 4, 0) end), "reshape: shape")
+  end)
+
+  it("split with a size beyond the dim gives the whole tensor", function()
+    local parts = {ember.arange(5):split(math.maxinteger)}
+    assert.are.equal(1, #parts)
+    check(parts[1], {0, 1, 2, 3, 4})
+    has(err(function() return ember.arange(5):split({math.maxinteger, math.maxinteger}) end), "split: split sizes sum to more")
+  end)
+
+  it("module sizes must be finite non-negative integers", function()
+    has(err(function() return nn.Embedding(3, math.huge) end), "Embedding: embedding_dim must be a non-negative integer, got inf")
+    has(err(function() return nn.Linear(3, math.huge) end), "Linear: out_features must be a non-negative integer, got inf")
+    has(err(function() return nn.Linear(3, 0 / 0) end), "Linear: out_features must be a non-negative integer")
+    has(err(function() return nn.Embedding("3", 2) end), 'Embedding: num_embeddings must be a non-negative integer, got "3" (a string)')
+    has(err(function() return nn.Flatten(1.5) end), "Flatten: start_dim must be an integer dim, got 1.5")
+  end)
+end)
+
+describe("error positions", function()
+  it("nn and engine errors point at the caller's line", function()
+    local line = debug.getinfo(1, "l").currentline + 1
+    local ok, e = pcall(function() local m = nn.Linear(3, -1); return m end)
+    assert.is_false(ok)
+    has(e, "regressions_spec.lua:" .. line .. ": Linear: out_features")
+    line = debug.getinfo(1, "l").currentline + 1
+    ok, e = pcall(function() local r = ember.zeros(2, 3):matmul(ember.zeros(2, 3)); return r end)
+    has(e, "regressions_spec.lua:" .. line .. ": matmul")
+  end)
+
+  it("schedulers refuse non-positive or non-finite factors", function()
+    local opt = ember.optim.SGD(nn.Linear(2, 2):parameters(), {lr = 0.1})
+    local S = ember.optim.lr_scheduler
+    has(err(function() return S.StepLR(opt, {step_size = 1, gamma = -1}) end), "StepLR: invalid gamma = -1")
+    has(err(function() return S.StepLR(opt, {step_size = 1, gamma = math.huge}) end), "StepLR: invalid gamma = inf")
+    has(err(function() return S.CosineAnnealingLR(opt, {T_max = 2, eta_min = -1}) end), "invalid eta_min = -1")
+    has(err(function() return S.CosineAnnealingLR(opt, {T_max = math.huge}) end), "invalid T_max = inf")
+  end)
+
+  it("arguments the bindings used to accept or misname", function()
+    has(err(function() return ember.eye(3, print) end), "ember.eye: argument 2: expected an integer (the number of columns), got function")
+    check(ember.eye(2, 3), {{1, 0, 0}, {0, 1, 0}})
+    has(err(function() return ember.set_num_threads(2^40) end), "ember.set_num_threads: argument 1: expected a count in 1..1024")
+    -- index assignments name themselves, not the op that carries them out
+    local t = ember.zeros(3, {dtype = "int32"})
+    has(err(function() t[1] = 1 << 40 end), "t[i] = v: value 1099511627776 cannot be converted to int32")
+    has(err(function() t[t:eq(0)] = 1 << 40 end), "t[mask] = v: value 1099511627776")
+    -- trailing nils are absent arguments, as for sum
+    check(ember.tensor({1., 1.}):softmax(1, nil), {0.5, 0.5})
+    check(ember.tensor({1., 2.}):sum(1, nil), 3)
+    -- a method called with '.'
+    local x = ember.zeros(2)
+    has(err(function() return x.sum() end), "sum: argument 1: expected a tensor, got no value: use t:sum() (a method call with ':')")
+  end)
+end)
