@@ -21,8 +21,8 @@ static int tensor_gc(lua_State *L)
     return 0;
 }
 
-/* The tensor a method was called on (errors name the op; a tensor closed by
- * <close> is reported as such by emlua_check). */
+/* The tensor a method was called on (emlua_check names the op, a tensor
+ * closed by <close>, and x.size() written for x:size()). */
 static em_tensor *self(lua_State *L, const char *op) { return emlua_check(L, 1, op); }
 
 /* Pushes element 0 of a one-element tensor as a Lua value of its kind. */
@@ -33,16 +33,150 @@ static void push_scalar(lua_State *L, const em_tensor *t)
     else lua_pushinteger(L, em_get_i(t, 0));
 }
 
-/* ---- properties ----------------------------------------------------------- */
+/* ---- ember.Size ------------------------------------------------------------
+ * t.shape and t:size() are an ember.Size, as in PyTorch: an array of
+ * integers (s[1], #s, ipairs, table.unpack; the functions that take a size
+ * table read it raw, so a Size goes wherever {2, 3} does) whose metatable,
+ * ember.Size itself, adds ==, tostring and numel. A Size equals any table
+ * holding the same integers in its array part: t.shape == {2, 3} is true.
+ * The metatable is found through a registry key: t.shape is read in loops. */
+static char size_mt_key;
 
-static void push_shape(lua_State *L, const em_tensor *t)
+static void push_size(lua_State *L, const int64_t *sizes, int n)
 {
-    lua_createtable(L, t->ndim, 0);
-    for (int i = 0; i < t->ndim; i++) {
-        lua_pushinteger(L, t->sizes[i]);
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+        lua_pushinteger(L, sizes[i]);
         lua_rawseti(L, -2, i + 1);
     }
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &size_mt_key);
+    lua_setmetatable(L, -2);
 }
+
+static void push_shape(lua_State *L, const em_tensor *t) { push_size(L, t->sizes, t->ndim); }
+
+/* Both operands are tables (Lua calls __eq for no other pair). */
+static int size_eq(lua_State *L)
+{
+    lua_Integer n = (lua_Integer)lua_rawlen(L, 1);
+    bool same = n == (lua_Integer)lua_rawlen(L, 2);
+    for (lua_Integer i = 1; same && i <= n; i++) {
+        lua_rawgeti(L, 1, i);
+        lua_rawgeti(L, 2, i);
+        same = lua_rawequal(L, -1, -2);
+        lua_pop(L, 2);
+    }
+    lua_pushboolean(L, same);
+    return 1;
+}
+
+/* What a Size does not hold itself: s[-1] counts from the end (as dims and
+ * PyTorch's indices do), other numbers are nil as past the end of any
+ * table, names are the methods (upvalue 1: ember.Size). */
+static int size_index(lua_State *L)
+{
+    if (lua_type(L, 2) == LUA_TNUMBER) {
+        int ok;
+        lua_Integer k = lua_tointegerx(L, 2, &ok), n = (lua_Integer)lua_rawlen(L, 1);
+        if (ok && k < 0 && k >= -n) lua_rawgeti(L, 1, n + k + 1);
+        else lua_pushnil(L);
+        return 1;
+    }
+    lua_pushvalue(L, 2);
+    lua_rawget(L, lua_upvalueindex(1));
+    return 1;
+}
+
+/* The entries of the table at idx as integers; raises naming op for
+ * anything else. */
+static int size_entries(lua_State *L, int idx, const char *op, int64_t *sizes)
+{
+    lua_Integer n = (lua_Integer)lua_rawlen(L, idx);
+    if (n > EM_MAX_DIMS) luaL_error(L, "%s: %I entries (at most %d)", op, (LUAI_UACINT)n, EM_MAX_DIMS);
+    for (lua_Integer i = 1; i <= n; i++) {
+        int ok = lua_rawgeti(L, idx, i) == LUA_TNUMBER;
+        lua_Integer v = ok ? lua_tointegerx(L, -1, &ok) : 0;
+        if (!ok)
+            luaL_error(L, "%s: entry %I is not an integer (got %s)", op, (LUAI_UACINT)i,
+                       lua_type(L, -1) == LUA_TNUMBER ? lua_tostring(L, -1) : luaL_typename(L, -1));
+        sizes[i - 1] = (int64_t)v;
+        lua_pop(L, 1);
+    }
+    return (int)n;
+}
+
+static const char *type_of(lua_State *L, int idx) { return emlua_test(L, idx) ? "tensor" : luaL_typename(L, idx); }
+
+/* ember.Size({2, 3}), ember.Size(t.shape), ember.Size() (0-d); argument 1
+ * is ember.Size itself (this is its __call) */
+static int size_new(lua_State *L)
+{
+    int64_t sizes[EM_MAX_DIMS];
+    int n = 0;
+    if (!lua_isnoneornil(L, 2)) {
+        if (lua_type(L, 2) != LUA_TTABLE || emlua_test(L, 2))
+            return luaL_error(L, "ember.Size: expected a table of integers, got %s", type_of(L, 2));
+        n = size_entries(L, 2, "ember.Size", sizes);
+    }
+    push_size(L, sizes, n);
+    return 1;
+}
+
+static int size_tostring(lua_State *L)
+{
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    luaL_addstring(&b, "ember.Size({");
+    lua_Integer n = (lua_Integer)lua_rawlen(L, 1);
+    for (lua_Integer i = 1; i <= n; i++) {
+        if (i > 1) luaL_addstring(&b, ", ");
+        lua_rawgeti(L, 1, i);
+        luaL_tolstring(L, -1, NULL);
+        lua_remove(L, -2);
+        luaL_addvalue(&b);
+    }
+    luaL_addstring(&b, "})");
+    luaL_pushresult(&b);
+    return 1;
+}
+
+/* s:numel(): the number of elements a tensor of this size holds */
+static int size_numel(lua_State *L)
+{
+    if (lua_type(L, 1) != LUA_TTABLE || emlua_test(L, 1))
+        return luaL_error(L, "ember.Size:numel: expected a size as self, got %s: use s:numel() (a method call with ':')",
+                          type_of(L, 1));
+    int64_t sizes[EM_MAX_DIMS];
+    int n = size_entries(L, 1, "ember.Size:numel", sizes);
+    lua_Unsigned count = 1;   /* unsigned: a product past 2^63 wraps, as Lua's integers do */
+    for (int i = 0; i < n; i++) count *= (lua_Unsigned)sizes[i];
+    lua_pushinteger(L, (lua_Integer)count);
+    return 1;
+}
+
+/* Creates ember.Size (the metatable of every Size, also holding its
+ * methods) and sets it in the module table at the top of the stack. */
+static void open_size(lua_State *L)
+{
+    static const luaL_Reg size_methods[] = {
+        {"__eq", size_eq}, {"__tostring", size_tostring}, {"numel", size_numel}, {NULL, NULL},
+    };
+    luaL_newlib(L, size_methods);
+    lua_pushliteral(L, "ember.Size");
+    lua_setfield(L, -2, "__name");
+    lua_pushvalue(L, -1);
+    lua_pushcclosure(L, size_index, 1);
+    lua_setfield(L, -2, "__index");
+    lua_createtable(L, 0, 1);   /* calling the class makes a Size */
+    lua_pushcfunction(L, size_new);
+    lua_setfield(L, -2, "__call");
+    lua_setmetatable(L, -2);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &size_mt_key);
+    lua_setfield(L, -2, "Size");
+}
+
+/* ---- properties ----------------------------------------------------------- */
 
 static void push_device(lua_State *L, const em_tensor *t)
 {
@@ -203,6 +337,18 @@ static int tensor_index(lua_State *L)
     return emlua_push(L, v);
 }
 
+/* An engine error of an index assignment, named after the assignment rather
+ * than the op that carried it out ("masked_fill_: ...", "fill_: ..."). */
+static int fail_assign(lua_State *L, const char *what)
+{
+    const char *msg = em_error();
+    const char *rest = strstr(msg, ": ");
+    luaL_where(L, 1);
+    lua_pushfstring(L, "%s: %s", what, rest && !memchr(msg, ' ', (size_t)(rest - msg)) ? rest + 2 : msg);
+    lua_concat(L, 2);
+    return lua_error(L);
+}
+
 static int tensor_newindex(lua_State *L)
 {
     em_tensor *t = self(L, "newindex");
@@ -212,7 +358,7 @@ static int tensor_newindex(lua_State *L)
         if (lua_type(L, 3) != LUA_TNUMBER && lua_type(L, 3) != LUA_TBOOLEAN)
             return luaL_error(L, "newindex: t[mask] = value expects a number, got %s", luaL_typename(L, 3));
         double v = lua_type(L, 3) == LUA_TBOOLEAN ? lua_toboolean(L, 3) : lua_tonumber(L, 3);
-        if (em_masked_fill_(t, key, v)) return emlua_fail(L);
+        if (em_masked_fill_(t, key, v)) return fail_assign(L, "t[mask] = v");
         return 0;
     }
     if (lua_type(L, 2) == LUA_TSTRING) {
@@ -242,7 +388,7 @@ static int tensor_newindex(lua_State *L)
     }
     if (rc == 0) em_bump_version(t);
     em_release(v);
-    if (rc) return emlua_fail(L);
+    if (rc) return fail_assign(L, "t[i] = v");
     return 0;
 }
 
@@ -844,12 +990,20 @@ static int m_linspace(lua_State *L)
 
 static int m_eye(lua_State *L)
 {
-    lua_Integer n = emlua_check_integer(L, 1, "ember.eye");
-    lua_Integer m = lua_type(L, 2) == LUA_TNUMBER ? emlua_check_integer(L, 2, "ember.eye") : n;
-    int opts = lua_istable(L, lua_gettop(L)) ? lua_gettop(L) : 0;
-    return emlua_push_created(L, em_eye(n, m, emlua_opt_dtype(L, opts, "ember.eye", em_default_dtype()),
-                                        emlua_opt_device(L, opts, "ember.eye", CPU)),
-                              opts, "ember.eye");
+    const char *op = "ember.eye";
+    lua_Integer n = emlua_check_integer(L, 1, op);
+    int top = lua_gettop(L);
+    int opts = top >= 2 && lua_type(L, top) == LUA_TTABLE && !emlua_test(L, top) ? top : 0;
+    int nargs = opts ? top - 1 : top;
+    if (nargs > 2) return emlua_argerror(L, 3, op, "unexpected extra argument (%s)", luaL_typename(L, 3));
+    lua_Integer m = n;
+    if (nargs == 2 && !lua_isnil(L, 2)) {
+        if (lua_type(L, 2) != LUA_TNUMBER) return emlua_typeerror(L, 2, op, "an integer (the number of columns)");
+        m = emlua_check_integer(L, 2, op);
+    }
+    return emlua_push_created(L, em_eye(n, m, emlua_opt_dtype(L, opts, op, em_default_dtype()),
+                                        emlua_opt_device(L, opts, op, CPU)),
+                              opts, op);
 }
 
 static int m_is_tensor(lua_State *L)
@@ -878,7 +1032,9 @@ static int m_get_num_threads(lua_State *L) { lua_pushinteger(L, em_num_threads()
 static int m_set_num_threads(lua_State *L)
 {
     lua_Integer n = emlua_check_integer(L, 1, "ember.set_num_threads");
-    if (n < 1) return emlua_argerror(L, 1, "ember.set_num_threads", "expected a positive count, got %lld", (long long)n);
+    /* more threads than this is a typo (2^40), not a machine */
+    if (n < 1 || n > 1024)
+        return emlua_argerror(L, 1, "ember.set_num_threads", "expected a count in 1..1024, got %lld", (long long)n);
     em_set_num_threads((int)n);
     return 0;
 }
@@ -945,6 +1101,7 @@ void emlua_open_tensor(lua_State *L)
     /* ember.Tensor: the method table, as torch.Tensor holds the methods */
     emlua_push_methods(L);
     lua_setfield(L, -2, "Tensor");
+    open_size(L);
 
     /* module fields: the module table is at the top of the stack of luaopen_ember */
     static const char *const dtypes[] = {"float32", "float64", "int64", "int32", "uint8", "bool",

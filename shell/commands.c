@@ -296,9 +296,9 @@ static void cmd_vars(lua_State *L, const char *args)
     qsort(names, (size_t)n, sizeof *names, compare_strings);
     for (int i = 0; i < n; i++) {
         lua_getfield(L, 2, names[i]);
-        printf("  %-20s %-9s ", names[i], luaL_typename(L, -1));
-        fflush(stdout);
-        emsh_print_summary(L, lua_gettop(L), emsh_use_color());
+        char prefix[128];
+        snprintf(prefix, sizeof prefix, "  %-20s %-9s ", names[i], luaL_typename(L, -1));
+        emsh_print_summary(L, lua_gettop(L), prefix, emsh_use_color());
         lua_pop(L, 1);
     }
     free(names);

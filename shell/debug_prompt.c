@@ -481,12 +481,15 @@ static void cmd_list(dbg_stop *s, const char *args)
     list_next = last + 1;
 }
 
-/* A value as the locals list shows it: strings quoted (and cut when long). */
+/* A value as the locals list shows it: strings quoted (and cut when long),
+ * modules, classes and objects on one line, plain data in full. */
 static void print_var(lua_State *E, const char *name)
 {
     if (lua_type(E, -1) != LUA_TSTRING) {
-        dbg_printf("%s = ", name);
-        emsh_print_values(E, 1, emsh_use_color());
+        char prefix[256];
+        snprintf(prefix, sizeof prefix, "%s = ", name);
+        emsh_print_brief(E, -1, prefix, emsh_use_color());
+        lua_pop(E, 1);
         return;
     }
     size_t len;

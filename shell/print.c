@@ -5,7 +5,13 @@
  * walked with lua_next and read with lua_rawget: the only user code that
  * runs is a __tostring metamethod, always under lua_pcall. A table is first
  * rendered on one line; when that would pass the terminal's width it is
- * rendered one field per line, each field again trying one line first. */
+ * rendered one field per line, each field again trying one line first.
+ *
+ * Tables that hold code rather than data (modules, classes) are never
+ * walked: they print as one line naming what they are ("module ember.nn
+ * {...}", "class Linear {...}"). Where one line per value is wanted (":vars",
+ * the debugger's locals) objects (tables with a class: nn modules,
+ * optimizers, sizes) are one line too: their __tostring squeezed onto it. */
 #include "shell.h"
 
 #include <stdio.h>
@@ -20,6 +26,7 @@
 #define MAX_FIELDS 100   /* fields shown per table, then "... (N more)" */
 #define INDENT 2
 #define SUMMARY_CHARS 40   /* of a long string, in ":vars" */
+#define SCAN_FIELDS 256    /* fields looked at to tell a module from data */
 
 #define SGR_NUMBER "\x1b[36m"
 #define SGR_STRING "\x1b[32m"
@@ -101,8 +108,13 @@ static void sgr(printer *p, sbuf *b, const char *code)
     if (p->color) sb_raw(b, code, strlen(code));
 }
 
+/* s in the colour code ("" for none) */
 static void colored(printer *p, sbuf *b, const char *code, const char *s, size_t n)
 {
+    if (!*code) {
+        sb_text(b, s, n);
+        return;
+    }
     sgr(p, b, code);
     sb_text(b, s, n);
     sgr(p, b, SGR_RESET);
@@ -543,6 +555,25 @@ static bool on_path(printer *p, const void *t)
     return false;
 }
 
+/* The table at t on one line, appended to b when it fits before the column
+ * limit (the width less reserve, or b's own limit); true when it did. */
+static bool put_table_line(printer *p, sbuf *b, int t, int depth, int reserve)
+{
+    int limit = b->limit > 0 ? b->limit : p->width - reserve;
+    sbuf line = {.col = b->col, .limit = limit > 0 ? limit : 1};
+    sb_text(&line, "{", 1);
+    put_fields(p, &line, t, depth, false);
+    sb_text(&line, "}", 1);
+    bool fits = !line.over && !line.oom;
+    if (fits) {
+        sb_raw(b, line.s, line.len);
+        b->col = line.col;
+    }
+    if (line.oom) b->oom = true;
+    free(line.s);
+    return fits;
+}
+
 /* The table at t, at nesting depth (1 = a value the REPL prints); reserve:
  * columns that will follow it on its line (a comma, a brace). */
 static void put_table(printer *p, sbuf *b, int t, int depth, int reserve)
@@ -567,29 +598,307 @@ static void put_table(printer *p, sbuf *b, int t, int depth, int reserve)
         return;
     }
     p->path[p->npath++] = ptr;
-    bool done = false;
     /* each field takes at least 3 columns on one line ("1, "): a big
      * table is not even tried there, sparing a sort of all its keys */
-    if (b->limit == 0 && count_fields(L, t, (p->width - b->col) / 3 + 1) * 3 <= p->width - b->col) {
-        /* try it on one line first, in a scratch buffer */
-        int limit = p->width - reserve;
-        sbuf line = {.col = b->col, .limit = limit > 0 ? limit : 1};
-        sb_text(&line, "{", 1);
-        put_fields(p, &line, t, depth, false);
-        sb_text(&line, "}", 1);
-        if (!line.over && !line.oom) {
-            sb_raw(b, line.s, line.len);
-            b->col = line.col;
-            done = true;
-        }
-        free(line.s);
-    }
+    bool done = b->limit == 0 && count_fields(L, t, (p->width - b->col) / 3 + 1) * 3 <= p->width - b->col &&
+                put_table_line(p, b, t, depth, reserve);
     if (!done) {
         sb_text(b, "{", 1);
         put_fields(p, b, t, depth, b->limit == 0);
         sb_text(b, "}", 1);
     }
     p->npath--;
+}
+
+/* ---- code, objects: one line --------------------------------------------------
+ * What a table is decides how it prints. The tests read tables raw (and
+ * metatables through lua_getmetatable, which __metatable does not hide), so
+ * nothing runs. */
+
+typedef enum {
+    TABLE_DATA,     /* anything else: printed in full */
+    TABLE_MODULE,   /* in package.loaded, or mostly functions and classes under names */
+    TABLE_CLASS,    /* a metatable: has its own __index or __name (nn.Linear, optim.SGD, ember.Size) */
+    TABLE_OBJECT,   /* has a class: its metatable has __tostring, a __name or an __index table */
+} table_kind;
+
+/* The type of field k of the table at t, read raw; the value is popped. */
+static int raw_field_type(lua_State *L, int t, const char *k)
+{
+    lua_pushstring(L, k);
+    int ty = lua_rawget(L, t);
+    lua_pop(L, 1);
+    return ty;
+}
+
+static bool is_class(lua_State *L, int t)
+{
+    return raw_field_type(L, t, "__index") != LUA_TNIL || raw_field_type(L, t, "__name") == LUA_TSTRING;
+}
+
+/* Pushes the name package.loaded holds the table at t under (the shortest,
+ * then the first in byte order, when there are several) and returns true;
+ * pushes nothing and returns false when it is not there. */
+static bool push_module_name(lua_State *L, int t)
+{
+    t = lua_absindex(L, t);
+    if (lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        return false;
+    }
+    int loaded = lua_gettop(L);
+    lua_pushnil(L);   /* the best name so far */
+    lua_pushnil(L);
+    while (lua_next(L, loaded)) {
+        bool better = false;
+        if (lua_type(L, -2) == LUA_TSTRING && lua_rawequal(L, -1, t)) {
+            if (lua_isnil(L, loaded + 1)) {
+                better = true;
+            } else {
+                size_t n, m;
+                const char *a = lua_tolstring(L, -2, &n), *c = lua_tolstring(L, loaded + 1, &m);
+                better = n < m || (n == m && strcmp(a, c) < 0);
+            }
+        }
+        lua_pop(L, 1);
+        if (better) {
+            lua_pushvalue(L, -1);
+            lua_replace(L, loaded + 1);
+        }
+    }
+    lua_remove(L, loaded);
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        return false;
+    }
+    return true;
+}
+
+static table_kind classify(lua_State *L, int t)
+{
+    t = lua_absindex(L, t);
+    if (is_class(L, t)) return TABLE_CLASS;
+    if (push_module_name(L, t)) {
+        lua_pop(L, 1);
+        return TABLE_MODULE;
+    }
+    if (lua_getmetatable(L, t)) {
+        int mt = lua_gettop(L);
+        bool object = raw_field_type(L, mt, "__tostring") != LUA_TNIL || raw_field_type(L, mt, "__index") == LUA_TTABLE ||
+                      raw_field_type(L, mt, "__name") == LUA_TSTRING;
+        lua_pop(L, 1);
+        if (object) return TABLE_OBJECT;
+    }
+    /* a module made without require: most fields are functions or classes
+     * under names (a list of functions, or one callback, stays data) */
+    int fields = 0, code = 0;
+    lua_pushnil(L);
+    while (fields < SCAN_FIELDS && lua_next(L, t)) {
+        fields++;
+        if (lua_type(L, -2) == LUA_TSTRING &&
+            (lua_type(L, -1) == LUA_TFUNCTION || (lua_type(L, -1) == LUA_TTABLE && is_class(L, lua_gettop(L)))))
+            code++;
+        lua_pop(L, 1);
+    }
+    if (fields >= SCAN_FIELDS) lua_pop(L, 1);   /* the key left by the unfinished walk */
+    return code >= 2 && 2 * code > fields ? TABLE_MODULE : TABLE_DATA;
+}
+
+/* The number of visible columns of s[0..n), and in *cut the length of its
+ * longest prefix that takes at most `room` columns. */
+static int columns(const char *s, size_t n, int room, size_t *cut)
+{
+    int col = 0;
+    *cut = n;
+    for (size_t i = 0; i < n; i++) {
+        if (((unsigned char)s[i] & 0xC0) == 0x80) continue;
+        if (col == room && *cut == n) *cut = i;
+        col++;
+    }
+    return col;
+}
+
+/* One line of text, cut with "..." where it would pass the line's end. */
+static void put_cut(printer *p, sbuf *b, const char *code, const char *s, size_t n)
+{
+    int room = p->width - b->col;
+    if (room < 20) room = 20;
+    size_t cut;
+    if (columns(s, n, room - 3, &cut) > room) {
+        colored(p, b, code, s, cut);
+        sb_text(b, "...", 3);
+    } else {
+        colored(p, b, code, s, n);
+    }
+}
+
+/* The __tostring of the value at idx on one line: each run of white space
+ * becomes one space, or none just inside brackets ("Sequential(\n  (1): ..."
+ * reads "Sequential((1): ..."). */
+static void put_tostring_line(printer *p, sbuf *b, int idx)
+{
+    lua_State *L = p->L;
+    bool err = push_tostring(L, idx);
+    size_t n;
+    const char *s = lua_tolstring(L, -1, &n);
+    sbuf line = {0};
+    bool space = false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
+            space = true;
+            continue;
+        }
+        if (space && line.len > 0 && !strchr("([{", line.s[line.len - 1]) && !strchr(")]}", c)) sb_raw(&line, " ", 1);
+        space = false;
+        sb_raw(&line, &c, 1);
+    }
+    if (line.oom) b->oom = true;
+    else put_cut(p, b, err ? SGR_ERROR : "", line.s ? line.s : "", line.len);
+    free(line.s);
+    lua_pop(L, 1);
+}
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* "module ember.nn" or "class Linear"; without a name, "module (N fields)".
+ * full: then the public names (string keys not starting with '_'), sorted,
+ * as many as fit on the line: "class Linear {extra_repr, forward, ...}". */
+static void put_code(printer *p, sbuf *b, int t, table_kind kind, bool full)
+{
+    lua_State *L = p->L;
+    t = lua_absindex(L, t);
+    const char *what = kind == TABLE_CLASS ? "class" : "module";
+    bool named;
+    if (kind == TABLE_CLASS) {
+        lua_pushliteral(L, "__name");
+        named = lua_rawget(L, t) == LUA_TSTRING;
+        if (!named) lua_pop(L, 1);
+    } else {
+        named = push_module_name(L, t);
+    }
+    /* inside a table it is dim, as a tensor's summary is */
+    if (!full) sgr(p, b, SGR_DIM);
+    sb_puts(b, what);
+    if (named) {
+        sb_text(b, " ", 1);
+        sb_puts(b, lua_tostring(L, -1));
+        lua_pop(L, 1);
+    }
+    if (!full) {
+        if (!named) {
+            lua_Integer n = count_fields(L, t, LUA_MAXINTEGER);
+            const char *s = lua_pushfstring(L, " (%I field%s)", (LUAI_UACINT)n, n == 1 ? "" : "s");
+            sb_puts(b, s);
+            lua_pop(L, 1);
+        }
+        sgr(p, b, SGR_RESET);
+        return;
+    }
+    /* the names, kept alive by a list on the stack while they are sorted */
+    lua_newtable(L);
+    int list = lua_gettop(L), n = 0;
+    lua_pushnil(L);
+    while (lua_next(L, t)) {
+        lua_pop(L, 1);
+        if (lua_type(L, -1) == LUA_TSTRING && lua_tostring(L, -1)[0] != '_') {
+            lua_pushvalue(L, -1);
+            lua_rawseti(L, list, ++n);
+        }
+    }
+    const char **names = n ? malloc(sizeof *names * (size_t)n) : NULL;
+    if (n && !names) {
+        b->oom = true;
+        lua_pop(L, 1);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        lua_rawgeti(L, list, i + 1);
+        names[i] = lua_tostring(L, -1);
+        lua_pop(L, 1);
+    }
+    if (n == 0) {   /* nothing public: the size instead, for a class without a name */
+        if (!named) {
+            lua_Integer all = count_fields(L, t, LUA_MAXINTEGER);
+            const char *s = lua_pushfstring(L, " (%I field%s)", (LUAI_UACINT)all, all == 1 ? "" : "s");
+            colored(p, b, SGR_DIM, s, strlen(s));
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+        return;
+    }
+    qsort(names, (size_t)n, sizeof *names, compare_names);
+    sb_text(b, " {", 2);
+    char more[64];
+    for (int i = 0; i < n; i++) {
+        int len = (int)strlen(names[i]);
+        snprintf(more, sizeof more, "... (%d more)}", n - i);
+        /* the name, its ", " and room for the count of the rest, unless it is the last */
+        int need = (i > 0 ? 2 : 0) + len + (i == n - 1 ? 1 : 2 + (int)strlen(more));
+        if (b->col + need > p->width) {
+            if (i > 0) sb_text(b, ", ", 2);
+            colored(p, b, SGR_DIM, more, strlen(more) - 1);
+            break;
+        }
+        if (i > 0) sb_text(b, ", ", 2);
+        sb_text(b, names[i], (size_t)len);
+    }
+    sb_text(b, "}", 1);
+    free(names);
+    lua_pop(L, 1);
+}
+
+/* An object without __tostring: its class's name, then its fields when they
+ * fit on the line ("Point {x = 1, y = 2}"), else their count. */
+static void put_object(printer *p, sbuf *b, int t)
+{
+    lua_State *L = p->L;
+    t = lua_absindex(L, t);
+    lua_getmetatable(L, t);   /* an object has one */
+    lua_pushliteral(L, "__name");
+    if (lua_rawget(L, -2) != LUA_TSTRING) {   /* else the name of the class in __index */
+        lua_pop(L, 1);
+        lua_pushliteral(L, "__index");
+        if (lua_rawget(L, -2) == LUA_TTABLE) {
+            lua_pushliteral(L, "__name");
+            lua_rawget(L, -2);
+            lua_remove(L, -2);
+        }
+    }
+    sb_puts(b, lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "object");
+    lua_pop(L, 2);
+    sb_text(b, " ", 1);
+    const void *ptr = lua_topointer(L, t);
+    if (on_path(p, ptr) || p->npath >= MAX_DEPTH) {
+        colored(p, b, SGR_DIM, "{...}", 5);
+        return;
+    }
+    p->path[p->npath++] = ptr;
+    if (!put_table_line(p, b, t, 1, 0)) {
+        lua_Integer n = count_fields(L, t, LUA_MAXINTEGER);
+        const char *s = lua_pushfstring(L, "(%I field%s)", (LUAI_UACINT)n, n == 1 ? "" : "s");
+        colored(p, b, SGR_DIM, s, strlen(s));
+        lua_pop(L, 1);
+    }
+    p->npath--;
+}
+
+/* One line for the table at t that is not plain data (kind != TABLE_DATA):
+ * its __tostring squeezed, a module or class and its names, an object. */
+static void put_table_summary(printer *p, sbuf *b, int t, table_kind kind)
+{
+    lua_State *L = p->L;
+    if (luaL_getmetafield(L, t, "__tostring") != LUA_TNIL) {
+        lua_pop(L, 1);
+        put_tostring_line(p, b, t);
+    } else if (kind == TABLE_OBJECT) {
+        put_object(p, b, t);
+    } else {
+        put_code(p, b, t, kind, true);
+    }
 }
 
 static void put_value(printer *p, sbuf *b, int idx, int depth, int reserve)
@@ -613,7 +922,9 @@ static void put_value(printer *p, sbuf *b, int idx, int depth, int reserve)
             lua_pop(L, 1);
             put_tostring(p, b, idx, true);
         } else {
-            put_table(p, b, idx, depth, reserve);
+            table_kind kind = classify(L, idx);
+            if (kind == TABLE_MODULE || kind == TABLE_CLASS) put_code(p, b, idx, kind, false);
+            else put_table(p, b, idx, depth, reserve);
         }
         break;
     default:
@@ -624,7 +935,8 @@ static void put_value(printer *p, sbuf *b, int idx, int depth, int reserve)
 }
 
 /* A value the REPL prints: strings raw, tensors in full (their __tostring
- * summarises large ones), the rest as inside a table. */
+ * summarises large ones), modules and classes as one line, the rest as
+ * inside a table. */
 static void put_top(printer *p, int idx)
 {
     lua_State *L = p->L;
@@ -638,6 +950,10 @@ static void put_top(printer *p, int idx)
     } else if (lua_type(L, idx) == LUA_TTABLE && luaL_getmetafield(L, idx, "__tostring") != LUA_TNIL) {
         lua_pop(L, 1);
         put_tostring(p, b, idx, false);
+    } else if (lua_type(L, idx) == LUA_TTABLE) {
+        table_kind kind = classify(L, idx);
+        if (kind == TABLE_MODULE || kind == TABLE_CLASS) put_code(p, b, idx, kind, true);
+        else put_value(p, b, idx, 1, 0);
     } else {
         put_value(p, b, idx, 1, 0);
     }
@@ -656,25 +972,44 @@ static int print_k(lua_State *L)
     return 0;
 }
 
-/* Under lua_pcall: one line about the value (for ":vars"). A table shows
- * its size, a long string its start; the rest print as inside a table. */
+/* Under lua_pcall (printer, prefix, value): the prefix, then one line about
+ * the value (for ":vars"). Plain tables show their size, a long string its
+ * start, the rest print as inside a table or as put_table_summary. */
 static int summary_k(lua_State *L)
 {
     printer *p = lua_touserdata(L, 1);
     sbuf *b = &p->out;
-    if (lua_type(L, 2) == LUA_TTABLE && luaL_getmetafield(L, 2, "__tostring") == LUA_TNIL) {
-        lua_Integer n = count_fields(L, 2, LUA_MAXINTEGER);
+    sb_puts(b, lua_tostring(L, 2));
+    table_kind kind = lua_type(L, 3) == LUA_TTABLE ? classify(L, 3) : TABLE_DATA;
+    if (lua_type(L, 3) == LUA_TTABLE && kind != TABLE_DATA) {
+        put_table_summary(p, b, 3, kind);
+    } else if (lua_type(L, 3) == LUA_TTABLE) {   /* data: no __tostring, or it would be an object */
+        lua_Integer n = count_fields(L, 3, LUA_MAXINTEGER);
         const char *s = lua_pushfstring(L, "%I field%s", (LUAI_UACINT)n, n == 1 ? "" : "s");
         colored(p, b, SGR_DIM, s, strlen(s));
-    } else if (lua_type(L, 2) == LUA_TSTRING && lua_rawlen(L, 2) > SUMMARY_CHARS) {
+    } else if (lua_type(L, 3) == LUA_TSTRING && lua_rawlen(L, 3) > SUMMARY_CHARS) {
         sgr(p, b, SGR_STRING);
-        put_quoted(b, lua_tostring(L, 2), SUMMARY_CHARS);
+        put_quoted(b, lua_tostring(L, 3), SUMMARY_CHARS);
         sgr(p, b, SGR_RESET);
         sb_text(b, "...", 3);
     } else {
-        if (lua_type(L, 2) == LUA_TTABLE) lua_pop(L, 1);   /* the __tostring */
-        put_value(p, b, 2, 1, 0);
+        put_value(p, b, 3, 1, 0);
     }
+    sb_text(b, "\n", 1);
+    return 0;
+}
+
+/* Under lua_pcall (printer, prefix, value): the prefix, then the value as
+ * the debugger lists locals: plain data as the REPL prints it, modules,
+ * classes and objects on one line. */
+static int brief_k(lua_State *L)
+{
+    printer *p = lua_touserdata(L, 1);
+    sbuf *b = &p->out;
+    sb_puts(b, lua_tostring(L, 2));
+    table_kind kind = lua_type(L, 3) == LUA_TTABLE ? classify(L, 3) : TABLE_DATA;
+    if (kind != TABLE_DATA) put_table_summary(p, b, 3, kind);
+    else put_top(p, 3);
     sb_text(b, "\n", 1);
     return 0;
 }
@@ -699,14 +1034,26 @@ static void render(lua_State *L, lua_CFunction k, int n, bool color)
     free(p.out.s);
 }
 
-void emsh_print_summary(lua_State *L, int idx, bool color)
+static void print_one(lua_State *L, lua_CFunction k, const char *prefix, int idx, bool color)
 {
     if (!lua_checkstack(L, 4)) {
         fputs("<not enough stack to print the value>\n", stdout);
         return;
     }
+    idx = lua_absindex(L, idx);
+    lua_pushstring(L, prefix ? prefix : "");
     lua_pushvalue(L, idx);
-    render(L, summary_k, 1, color);
+    render(L, k, 2, color);
+}
+
+void emsh_print_summary(lua_State *L, int idx, const char *prefix, bool color)
+{
+    print_one(L, summary_k, prefix, idx, color);
+}
+
+void emsh_print_brief(lua_State *L, int idx, const char *prefix, bool color)
+{
+    print_one(L, brief_k, prefix, idx, color);
 }
 
 void emsh_print_values(lua_State *L, int n, bool color)

@@ -90,9 +90,15 @@ bool emsh_use_color(void);
  * REPL shows results: tables indented with a depth limit and cycles marked,
  * tensors summarised, strings at the top level unquoted. Never raises. */
 void emsh_print_values(lua_State *L, int n, bool color);
-/* Prints one line about the value at idx (for ":vars"): as inside a table,
- * but a table as its number of fields and a long string cut short. */
-void emsh_print_summary(lua_State *L, int idx, bool color);
+/* Prints prefix, then one line about the value at idx (for ":vars"): as
+ * inside a table, but a plain table as its number of fields, a long string
+ * cut short, a module or class as its name and its public names, an object
+ * (an nn module, an optimizer) as its __tostring squeezed onto the line. */
+void emsh_print_summary(lua_State *L, int idx, const char *prefix, bool color);
+/* Prints prefix, then the value at idx as the debugger lists locals: plain
+ * data as emsh_print_values shows it, modules, classes and objects on one
+ * line as emsh_print_summary does. */
+void emsh_print_brief(lua_State *L, int idx, const char *prefix, bool color);
 
 /* ---- complete.c ------------------------------------------------------------ */
 

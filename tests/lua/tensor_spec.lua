@@ -143,6 +143,129 @@ describe("properties", function()
   end)
 end)
 
+describe("ember.Size", function()
+  it("t.shape and t:size() are a Size: indexable as a table, printed as torch prints", function()
+    local t = ember.zeros(2, 3, 4)
+    local s = t.shape
+    assert.are.equal(ember.Size, getmetatable(s))
+    assert.are.equal(ember.Size, getmetatable(t:size()))
+    assert.are.equal("ember.Size({2, 3, 4})", tostring(s))
+    assert.are.equal("ember.Size({2, 3, 4})", tostring(t:size()))
+    assert.are.equal("ember.Size({})", tostring(ember.tensor(1.5).shape))
+    assert.are.equal(2, s[1])
+    assert.are.equal(4, s[3])
+    assert.are.equal(3, #s)
+    assert.is_nil(s[4])
+    assert.is_nil(s[0])
+    -- negative positions count from the end, as dims do
+    assert.are.equal(4, s[-1])
+    assert.are.equal(2, s[-3])
+    assert.is_nil(s[-4])
+    local seen = {}
+    for i, v in ipairs(s) do seen[i] = v end
+    assert.are.same({2, 3, 4}, seen)
+    assert.are.same({2, 3, 4}, {table.unpack(s)})
+    assert.are.equal("2x3x4", table.concat(s, "x"))
+    assert.are.equal(3, t:size(2))   -- with a dim: an integer
+    assert.are.equal("number", type(t:size(-1)))
+  end)
+
+  it("compares with == to a Size or a plain table of the same integers", function()
+    local t = ember.zeros(2, 3)
+    assert.is_true(t.shape == t.shape)
+    assert.is_true(t.shape == t:size())
+    assert.is_true(t.shape == ember.Size({2, 3}))
+    assert.is_true(t.shape == ember.ones(2, 3).shape)
+    assert.is_true(t.shape == {2, 3})
+    assert.is_true({2, 3} == t.shape)
+    assert.is_true(t.shape == {2.0, 3.0})
+    assert.is_false(t.shape == {3, 2})
+    assert.is_false(t.shape == {2, 3, 1})
+    assert.is_false(t.shape == {2})
+    assert.is_false(t.shape == ember.zeros(2, 3, 1).shape)
+    assert.is_true(t.shape ~= {3, 2})
+    assert.is_false(t.shape == 2)   -- Lua calls __eq between two tables only
+    assert.is_false(t.shape == "ember.Size({2, 3})")
+    assert.is_true(ember.tensor(1).shape == ember.Size())
+    assert.is_true(ember.tensor(1).shape == {})
+  end)
+
+  it("ember.Size builds one; numel; a read is a new table", function()
+    local s = ember.Size({5, 1, 2})
+    assert.are.equal("ember.Size({5, 1, 2})", tostring(s))
+    assert.are.equal(10, s:numel())
+    assert.are.equal(1, ember.Size():numel())
+    assert.are.equal(0, ember.Size({3, 0}):numel())
+    assert.are.equal(24, ember.zeros(2, 3, 4).shape:numel())
+    assert.is_true(ember.Size(ember.zeros(4).shape) == {4})
+    assert.are.equal(ember.Size, getmetatable(ember.Size({})))
+    local t = ember.zeros(2, 3)
+    local a = t.shape
+    a[1] = 7
+    assert.are.same({2, 3}, t.shape)   -- changing a Size changes no tensor
+    assert.is_false(rawequal(t.shape, t.shape))
+  end)
+
+  it("goes wherever a size table goes", function()
+    local t = ember.arange(6):view(2, 3)
+    local s = t.shape
+    assert.are.same({2, 3}, ember.zeros(s).shape)
+    assert.are.same({2, 3}, ember.ones(s, {dtype = "int64"}).shape)
+    assert.are.same({2, 3}, ember.full(s, 7).shape)
+    assert.are.same({2, 3}, ember.empty(s).shape)
+    assert.are.same({2, 3}, ember.randn(s).shape)
+    assert.are.same({2, 3}, ember.rand(s).shape)
+    assert.are.same({3, 2}, t:view(ember.Size({3, 2})).shape)
+    assert.are.same({6}, t:reshape(ember.Size({6})).shape)
+    assert.are.same({2, 3}, ember.zeros(1, 3):expand(s).shape)
+    assert.are.same({2, 3}, t:reshape(6):view(s).shape)
+    assert.are.same({}, ember.zeros(ember.tensor(1).shape).shape)   -- a 0-d size
+    assert.are.same({2, 3}, ember.tensor(s):tolist())   -- as a table of numbers
+  end)
+
+  it("rejects what is not a table of integers, naming the entry", function()
+    assert.matches("ember.Size: expected a table of integers, got number", errmsg(ember.Size, 2, 3))
+    assert.matches("ember.Size: expected a table of integers, got tensor", errmsg(ember.Size, ember.zeros(2)))
+    assert.matches("ember.Size: entry 2 is not an integer %(got 2.5%)", errmsg(ember.Size, {1, 2.5}))
+    assert.matches("ember.Size: entry 1 is not an integer %(got string%)", errmsg(ember.Size, {"a"}))
+    assert.matches("ember.Size: 17 entries %(at most 16%)",
+                   errmsg(ember.Size, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}))
+    local s = ember.zeros(2).shape
+    assert.matches("ember.Size:numel: expected a size as self, got no value: use s:numel%(%) %(a method call with ':'%)",
+                   errmsg(function() return s.numel() end))
+    s[1] = "x"
+    assert.matches("ember.Size:numel: entry 1 is not an integer", errmsg(function() return s:numel() end))
+  end)
+end)
+
+describe("a method called with '.'", function()
+  it("says to use ':'", function()
+    local x = ember.zeros(2, 3)
+    assert.matches("size: argument 1: expected a tensor, got no value: use t:size%(%) %(a method call with ':'%)",
+                   errmsg(function() return x.size() end))
+    assert.matches("size: argument 1: expected a tensor, got number: use t:size%(%)",
+                   errmsg(function() return x.size(1) end))
+    assert.matches("view: argument 1: expected a tensor, got number: use t:view%(%)",
+                   errmsg(function() return x.view(3, 2) end))
+    assert.matches("numel: argument 1: expected a tensor, got no value: use t:numel%(%)",
+                   errmsg(function() return x.numel() end))
+  end)
+
+  it("keeps the plain messages of a method call and of a closed tensor", function()
+    local f = ember.Tensor.size
+    local obj = {size = f}
+    local msg = errmsg(function() return obj:size() end)
+    assert.matches("size: self: expected a tensor, got table", msg)
+    assert.is_nil(msg:find("use t:", 1, true))
+    local closed
+    do
+      local t <close> = ember.zeros(2)
+      closed = t
+    end
+    assert.matches("size: argument 1: the tensor was closed", errmsg(ember.Tensor.size, closed))
+  end)
+end)
+
 describe("views share memory", function()
   it("diagonal with an offset: above, below, past the corner; writes reach the base", function()
     -- a = [[1 2 3 4] [5 6 7 8] [9 10 11 12]]

@@ -194,6 +194,54 @@ count = 11
 bump	100
 count	100" -- "$EMBER" t_up.lua
 
+# locals and upvalues list one line per value for modules, classes and
+# objects (a model, an optimizer, a Size): never the tables behind them
+cat > t_vals.lua <<'EOF'
+local nn = ember.nn
+local model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+local opt = ember.optim.SGD(model:parameters(), {lr = 0.1})
+local cls = nn.Linear
+local Point = {__name = "Point"}
+Point.__index = Point
+function Point.norm(p) return math.sqrt(p.x ^ 2 + p.y ^ 2) end
+local p = setmetatable({x = 3, y = 4}, Point)
+local data = {xs = {1, 2, 3}, name = "run", t = ember.zeros(2, 3)}
+local shape = data.t.shape
+local function f() return nn, model end
+breakpoint()
+print("done", select("#", f()))
+EOF
+printf 'locals\nc\n' | "$EMBER" t_vals.lua > out 2> err; rc=$?
+want_re='^stopped at t_vals\.lua:13 \(in main chunk\)
+   13 -> print\("done", select\("#", f\(\)\)\)
+nn = module ember\.nn \{[A-Za-z_, ]+, \.\.\. \([0-9]+ more\)\}
+model = Sequential\(\(1\): Linear\(in_features=4, out_features=8, bias=true\)[^
+]*
+opt = SGD ?\([^
+]*
+cls = class Linear \{[a-z_, ]*forward[^
+]*\}
+Point = class Point \{norm\}
+p = Point \{x = 3, y = 4\}
+data = \{name = "run", t = tensor\(float32, \[2, 3\], cpu\), xs = \{1, 2, 3\}\}
+shape = ember\.Size\(\{2, 3\}\)
+f = function: 0x[0-9a-f]+ \(t_vals\.lua:11\)
+done	2$'
+if [[ "$(cat out)" =~ $want_re ]] && [ "$(wc -L < out)" -le 80 ]; then
+    ok "locals: one line per module, class and object, plain data in full"
+else not_ok "locals: one line per module, class and object, plain data in full" "status $rc" "$(head -c 2000 out)" \
+    "stderr: $(head -c 600 err)"; fi
+printf 's\nupvalues\nc\n' | "$EMBER" t_vals.lua > out 2> err; rc=$?
+want_re='
+nn = module ember\.nn \{[^
+]*\}
+model = Sequential\([^
+]*
+done	2$'
+if [[ "$(cat out)" =~ $want_re ]] && [ "$(wc -l < out)" -eq 7 ]; then ok "upvalues: the same one line per module and object"
+else not_ok "upvalues: the same one line per module and object" "status $rc" "$(head -c 2000 out)" \
+    "stderr: $(head -c 600 err)"; fi
+
 # ---- -d, file:line breakpoints, stepping -------------------------------------------
 
 check "-d stops at the first line; break file:line; step into; next; bt" \

@@ -148,6 +148,22 @@ repl_err "a yield at the top level" "coroutine.yield(1)" "attempt to yield from 
 check ":vars lists what the user made, with a summary" 0 \
     "$(printf '  s                    string    "abc"\n  t                    userdata  tensor(float32, [2, 3], cpu)\n  tb                   table     2 fields')" \
     -- bash -c 'printf "t = ember.zeros(2, 3)\ns = \"abc\"\ntb = {1, x = 2}\n:vars\n" | "$0"' "$EMBER"
+printf '%s\n' 'm = ember.nn.Linear(2, 3)' 'cls = ember.nn.Linear' 'mods = ember.nn' 'sz = ember.zeros(2, 3).shape' \
+    'opt = ember.optim.SGD(m:parameters(), {lr = 0.1})' 'tb = {1, x = {2, 3}}' ':vars' | "$EMBER" > "$tmp/out" 2> "$tmp/err"
+want_re='^  cls                  table     class Linear \{[^
+]*\}
+  m                    table     Linear\(in_features=2, out_features=3, [^
+]*
+  mods                 table     module ember\.nn \{[^
+]*\}
+  opt                  table     SGD ?\([^
+]*
+  sz                   table     ember\.Size\(\{2, 3\}\)
+  tb                   table     2 fields$'
+if [[ "$(cat "$tmp/out")" =~ $want_re ]] && [ "$(wc -L < "$tmp/out")" -le 80 ]; then
+    ok ":vars: one line for a model, a class, a module, an optimizer, a Size"
+else not_ok ":vars: one line for a model, a class, a module, an optimizer, a Size" "$(head -c 1500 "$tmp/out")" \
+    "stderr: $(head -c 600 "$tmp/err")"; fi
 check "-d with a bad suffix is a usage error" 1 "" -- "$EMBER" -dx "$tmp/varargs.lua"
 err_has "-dx: the usage names it" "unrecognized option '-dx'"
 

@@ -117,6 +117,57 @@ check_re "Lua functions show where they were defined" "dofile(\"$tmp/f.lua\")" \
 check_re "functions inside tables" "{f = dofile(\"$tmp/f.lua\")}" \
     "^\\{f = function: 0x[0-9a-f]+ \\($tmp/f.lua:3\\)\\}\$"
 
+# ---- modules and classes: one line, never walked ---------------------------------
+# A module: a table package.loaded holds, or one whose fields are mostly
+# functions and classes under names. A class: a table with its own __index
+# or __name. Each prints as what it is, its name and its public names.
+mod=$'M = {value = 3, _hidden = 1}; package.loaded.mymod = M; function M.beta() end; function M.alpha() end'
+check "a module is one line: its name and its public names, sorted" "$mod"$'\nM' 'module mymod {alpha, beta, value}'
+point=$'Point = {__name = "Point"}; Point.__index = Point; function Point.norm(p) end; function Point.new() end'
+check "a class is one line: its __name and its public names" "$point"$'\nPoint' 'class Point {new, norm}'
+check "a class without a name or public fields: its size" $'C = {}; C.__index = C\nC' 'class (1 field)'
+check "a table of named functions is a module" $'{f = print, g = print, n = 1}' 'module {f, g, n}'
+check "inside a table: the kind and the name only" "$mod"$'\n'"$point"$'\n{cls = Point, mod = M, n = 1, u = {f = print, g = print}}' \
+    '{cls = class Point, mod = module mymod, n = 1, u = module (2 fields)}'
+big=$'big = {}; package.loaded.big = big; for i = 1, 30 do big[string.format("name_%02d", i)] = i end'
+check "names fill the line (80 columns), then the count of the rest" "$big"$'\nbig' \
+    'module big {name_01, name_02, name_03, name_04, name_05, name_06, ... (24 more)}'
+repl 'ember.nn'
+if [ "$(wc -l < "$tmp/out")" -eq 1 ] && [ "$(wc -L < "$tmp/out")" -le 80 ] &&
+   grep -qE '^module ember\.nn \{[A-Za-z].*, \.\.\. \([0-9]+ more\)\}$' "$tmp/out"; then
+    ok "ember.nn is one line (it was 965)"
+else not_ok "ember.nn is one line (it was 965)" "$(head -c 600 "$tmp/out")"; fi
+repl $'ember\noptim\n_G\nember.nn.functional'
+if [ "$(wc -l < "$tmp/out")" -eq 4 ] && [ "$(wc -L < "$tmp/out")" -le 80 ] &&
+   [ "$(cut -d' ' -f1-2 "$tmp/out")" = "$(lines 'module ember' 'module ember.optim' 'module _G' 'module ember.nn.functional')" ]; then
+    ok "ember, optim, _G, nn.functional: one line each"
+else not_ok "ember, optim, _G, nn.functional: one line each" "$(head -c 600 "$tmp/out")"; fi
+check_re "nn.Linear is its class line" 'ember.nn.Linear' '^class Linear \{.*forward.*\}$'
+check_re "optim.SGD: a class whose fields are private" 'ember.optim.SGD' '^class SGD$'
+check_re "modules inside a table are named, not walked" 'package.loaded' \
+    $'^\\{\n  _G = module _G,\n.*  \\["ember\\.nn"\\] = module ember\\.nn,\n.*  utf8 = module utf8\n\\}$'
+# plain data stays data: lists of functions, a function among values, tables
+# with a metatable that only supplies defaults or weak keys
+check_re "a list of functions is data" '{print, print}' \
+    '^\{function: builtin: 0x[0-9a-f]+, function: builtin: 0x[0-9a-f]+\}$'
+check_re "one function among values is data" '{f = print, x = 1}' '^\{f = function: builtin: 0x[0-9a-f]+, x = 1\}$'
+check "a table with defaults through an __index function is data" \
+    $'d = setmetatable({1, 2}, {__index = function() return 0 end})\nd' '{1, 2}'
+check "a weak table is data" $'w = setmetatable({a = {1}}, {__mode = "k"})\nw' '{a = {1}}'
+check "an object without __tostring: its fields, at the top and inside" \
+    "$point"$'\np = setmetatable({x = 3, y = 4}, Point)\np\n{p}' "$(lines '{x = 3, y = 4}' '{{x = 3, y = 4}}')"
+
+# ---- ember.Size ------------------------------------------------------------------
+check "t.shape prints as torch.Size does" 'ember.zeros(2, 3).shape' 'ember.Size({2, 3})'
+check "t:size() too, and a 0-d size" $'ember.zeros(4):size()\nember.tensor(1).shape' \
+    "$(lines 'ember.Size({4})' 'ember.Size({})')"
+check "a Size inside a table" '{s = ember.zeros(2, 1).shape}' '{s = ember.Size({2, 1})}'
+check "ember.Size is a class" 'ember.Size' 'class ember.Size {numel}'
+printf 'print(ember.zeros(2, 3).shape, ember.Size({5}))\n' > "$tmp/size.lua"
+if [ "$("$EMBER" "$tmp/size.lua" 2>&1)" = "$(printf 'ember.Size({2, 3})\tember.Size({5})')" ]; then
+    ok "print(t.shape) in a script shows ember.Size({2, 3})"
+else not_ok "print(t.shape) in a script shows ember.Size({2, 3})" "$("$EMBER" "$tmp/size.lua" 2>&1)"; fi
+
 # ---- tensors -------------------------------------------------------------------
 check "a tensor at the top level prints as print shows it" 'ember.zeros(2, 2)' \
     "$(printf 'print(ember.zeros(2, 2))\n' | "$EMBER" 2>/dev/null)"

@@ -447,6 +447,34 @@ print("stopped after changing lr, steps>0:", steps > 0)
 """)
 
 
+models = write("models.lua", """local nn = ember.nn
+local model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+local opt = ember.optim.AdamW(model:parameters())
+local cfg = {lr = 0.1, sizes = {4, 8, 2}}
+breakpoint()
+print("trained", cfg.lr)
+""")
+
+
+def locals_one_line_each():
+    q = spawn([models])   # a 120-column terminal, colours on
+    q.expect_exact(DBG)
+    q.sendline("locals")
+    q.expect_exact(DBG)
+    lines = [l for l in plain(q.before).split("\n")[1:] if l.strip()]
+    names = [l.split(" = ")[0] for l in lines]
+    assert names == ["nn", "model", "opt", "cfg"], "%d lines: %s" % (len(lines), lines[:8])
+    assert all(len(l) <= 120 for l in lines), lines
+    # the names of nn fill the terminal's width, not 80 columns
+    assert len(lines[0]) > 100 and lines[0].startswith("module ember.nn {", 5), lines[0]
+    assert lines[1].startswith("model = Sequential((1): Linear("), lines[1]
+    assert lines[2].startswith("opt = AdamW ("), lines[2]
+    assert lines[3] == "cfg = {lr = 0.1, sizes = {4, 8, 2}}", lines[3]
+    q.sendline("c")
+    q.expect(r"trained\s+0\.1")
+    q.expect(pexpect.EOF)
+
+
 def ctrl_c_pauses_script():
     q = spawn(["-p", slow])
     time.sleep(0.5)
@@ -465,4 +493,5 @@ check("ember -d with a file:line breakpoint", file_line_breakpoint)
 check("post-mortem (--pm) in the failing frame with its locals", post_mortem)
 check("post-mortem from the REPL with :pm", post_mortem_from_repl)
 check("Ctrl-C pauses a script under -p; continue resumes it", ctrl_c_pauses_script)
+check("locals: one line per module and object, sized to the terminal", locals_one_line_each)
 done()

@@ -220,6 +220,37 @@ print(ember.get_num_threads())   -- 1
 ember.set_num_threads(n)]],
 }
 
+-- ---- sizes -----------------------------------------------------------------------
+
+add {
+  name = "ember.Size",
+  sig = "ember.Size(sizes)   -- sizes: a table of integers\nt.shape  t:size()",
+  doc = [[
+The sizes of a tensor, as torch.Size: t.shape and t:size() return one. A Size is a Lua
+array of integers with ember.Size as metatable, so s[1], #s, ipairs(s) and
+table.unpack(s) work, and it goes wherever a size table does (ember.zeros(t.shape),
+t:view(s), t:expand(s), ...). s[-1] is the last entry, as for dims. Sizes compare
+with ==, with each other and with plain tables: t.shape == {2, 3} is true when the
+integers match (Lua calls __eq for two tables only: t.shape == 2 is false). tostring
+and the shell print ember.Size({2, 3}). A Size is a new table on every read, so
+changing one changes no tensor. ember.Size() is the size of a 0-d tensor.]],
+  example = [[
+local t = ember.zeros(2, 3)
+print(t.shape)                                      -- ember.Size({2, 3})
+print(t.shape == ember.Size({2, 3}), t.shape == {2, 3}, t.shape[-1])   -- true true 3
+print(ember.ones(t.shape):sum(), getmetatable(t:size()) == ember.Size)]],
+}
+
+add {
+  name = "ember.Size:numel",
+  sig = "Size:numel()",
+  doc = [[
+The number of elements a tensor of this size holds: the product of the entries (1 for
+ember.Size(), the size of a 0-d tensor). Like torch.Size.numel.]],
+  example = [[
+print(ember.zeros(2, 3, 4).shape:numel(), ember.Size():numel())   -- 24  1]],
+}
+
 -- ---- views and shape (shared with Tensor methods) -------------------------------
 
 add {

@@ -23,12 +23,14 @@ print(t.shape[1], t.shape[2], t:sum(2))]=],
     name = "Tensor.shape",
     sig = "t.shape",
     doc = [=[
-The sizes of the tensor as a new Lua table of integers, one per dimension ({} for a 0-d
-tensor). Same as t:size(). Read-only. PyTorch returns a torch.Size; here it is a
-plain table, so compare entries, not tables.]=],
+The sizes of the tensor as an ember.Size (as torch.Size): a new table of integers, one
+per dimension (empty for a 0-d tensor), indexable (s[1], s[-1], #s, ipairs) and
+comparable with == to another Size or a plain table of the same integers. It prints
+as ember.Size({2, 3}). Same as t:size(). Read-only: changing it changes no tensor.]=],
     example = [=[
 local t = ember.zeros(2, 3)
-print(t.shape[1], t.shape[2], #t.shape)   -- 2  3  2]=],
+print(t.shape[1], t.shape[2], #t.shape)   -- 2  3  2
+print(t.shape, t.shape == {2, 3})         -- ember.Size({2, 3})  true]=],
   },
   {
     name = "Tensor.dtype",
@@ -178,12 +180,14 @@ print(#a, tostring(a))       -- 3  tensor([1, 2, 3])]=],
     name = "Tensor:size",
     sig = "Tensor:size([dim])",
     doc = [=[
-With no argument, the sizes as a new table of integers (like t.shape). With a dim
-(1-based, negative from the end) the size of that dimension as an integer. A dim out
-of range raises an error, as does any dim of a 0-d tensor (it has none).]=],
+With no argument, the sizes as an ember.Size (the same as t.shape). With a dim (1-based,
+negative from the end) the size of that dimension as an integer. A dim out of range
+raises an error, as does any dim of a 0-d tensor (it has none). A method: t:size(),
+with ':' (t.size() is an error saying so).]=],
     example = [=[
 local t = ember.zeros(2, 3)
-print(t:size(1), t:size(-1), #t:size())   -- 2  3  2]=],
+print(t:size(1), t:size(-1), #t:size())   -- 2  3  2
+print(t:size(), t:size() == t.shape)      -- ember.Size({2, 3})  true]=],
   },
   {
     name = "Tensor:stride",
