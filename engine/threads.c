@@ -1,24 +1,8 @@
-/* threads.c — one knob for the CPU thread count: OpenMP's. OpenBLAS stays
- * single-threaded; cpu/gemm.c splits GEMMs over the OpenMP threads. */
-#include "ember.h"
+/* threads.c — one knob for the CPU thread count: the CPU backend's pool
+ * (cpu/pool.c). OpenBLAS stays single-threaded; cpu/gemm.c splits GEMMs
+ * over the pool. */
+#include "cpu/cpu.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+int em_num_threads(void) { return cpu_threads(); }
 
-int em_num_threads(void)
-{
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
-void em_set_num_threads(int n)
-{
-    if (n < 1) n = 1;
-#ifdef _OPENMP
-    omp_set_num_threads(n);
-#endif
-}
+void em_set_num_threads(int n) { cpu_set_threads(n); }

@@ -391,9 +391,9 @@ static int m_wall_time(lua_State *L)
     return 1;
 }
 
-/* Lua unloads C modules (dlclose) when the state closes, but OpenMP and
- * OpenBLAS worker threads may still be parked inside the libraries this
- * module pulled in; unloading them under those threads crashes at exit.
+/* Lua unloads C modules (dlclose) when the state closes, but the CPU
+ * pool's worker threads (engine/cpu/pool.c) and OpenBLAS's may still be
+ * parked in this module's code; unloading it under them crashes at exit.
  * Pinning the module with RTLD_NODELETE keeps it (and them) mapped. */
 static void pin_module(void)
 {

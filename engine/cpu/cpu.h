@@ -16,7 +16,7 @@
  * strides[k] is its step in BYTES (0 for a broadcast operand). Dims are
  * coalesced first, so a contiguous tensor is one run of numel elements and
  * `strides[k] == element size` marks the fast path. Above
- * CPU_PARALLEL_MIN elements the work is split over OpenMP threads by ranges
+ * CPU_PARALLEL_MIN elements the work is split over the pool's threads by ranges
  * of the flattened index (so fn must not assume it sees a whole row). */
 typedef void (*cpu_loop_fn)(char **ptrs, const int64_t *strides, int64_t n, void *ctx);
 
@@ -27,10 +27,24 @@ void cpu_foreach(int nops, const em_tensor *const *ts, cpu_loop_fn fn, void *ctx
 /* The same, never multi-threaded (for order-dependent loops). */
 void cpu_foreach_serial(int nops, const em_tensor *const *ts, cpu_loop_fn fn, void *ctx);
 
-/* Calls fn on ranges [lo, hi) that cover [0, n): one range when n is small,
- * one per OpenMP thread (starting at multiples of 64) above
- * CPU_PARALLEL_MIN. For kernels that index elements themselves. */
+/* ---- threads (pool.c) ------------------------------------------------------
+ * cpu_parallel_for(n, work, align, fn, ctx) calls fn(lo, hi, ctx) on
+ * disjoint ranges covering [0, n) of n work items, on the pool's threads
+ * and the caller's. `work` is the job's size in elements: below
+ * CPU_PARALLEL_MIN the caller runs fn(0, n) alone. Range starts are
+ * multiples of `align`. Ranges may run in any order on any thread, so fn
+ * writes only what its range owns; how items are grouped into ranges
+ * varies with the load, so an order-dependent result (a sum of partial
+ * sums) must be split by the caller into cpu_threads() fixed parts, each
+ * an item. cpu_threads() is the configured thread count (em_set_num_threads,
+ * EMBER_NUM_THREADS or OMP_NUM_THREADS, else the CPUs this process may use). */
 typedef void (*cpu_range_fn)(int64_t lo, int64_t hi, void *ctx);
+void cpu_parallel_for(int64_t n, int64_t work, int64_t align, cpu_range_fn fn, void *ctx);
+int cpu_threads(void);
+void cpu_set_threads(int n);
+
+/* Element ranges [lo, hi) covering [0, n) (starts at multiples of 64): one
+ * range when n is small. For kernels that index elements themselves. */
 void cpu_for_ranges(int64_t n, cpu_range_fn fn, void *ctx);
 
 /* True when the loop over n elements should use threads. */

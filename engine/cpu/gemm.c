@@ -9,19 +9,16 @@
  *
  * Threads: one pool only. OpenBLAS (Debian's pthread build) has its own
  * pool, and its idle workers spin in sched_yield for a long while after each
- * call; next to OpenMP's workers that oversubscribes the cores and a
- * training loop that alternates GEMMs and elementwise ops ran 3-4x slower.
- * So OpenBLAS is kept single-threaded and the GEMMs are split over OpenMP
- * threads here: over the batch, and over blocks of rows (or columns) of the
- * output, each block one single-threaded BLAS call. */
+ * call; next to the engine's own workers that oversubscribes the cores and
+ * a training loop that alternates GEMMs and elementwise ops ran 3-4x
+ * slower. So OpenBLAS is kept single-threaded and the GEMMs are split over
+ * the engine's pool (pool.c) here: over the batch, and over blocks of rows
+ * (or columns) of the output, each block one single-threaded BLAS call. */
 #include "cpu.h"
 
 #include <cblas.h>
 #include <limits.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 /* Below this many multiply-adds a GEMM runs on one thread: splitting costs
  * more than it saves. */
@@ -87,33 +84,45 @@ static void gemm_part(const gemm_job *g, int64_t i, int m0, int m1, int n0, int 
                     (double *)c, g->ldc);
 }
 
-/* Runs all B products, split into B * parts tasks over OpenMP threads: each
+typedef struct gemm_tasks {
+    const gemm_job *g;
+    int parts;
+    bool rows;
+    int64_t len, block;
+} gemm_tasks;
+
+static void gemm_task_range(int64_t lo, int64_t hi, void *ctx)
+{
+    const gemm_tasks *T = ctx;
+    for (int64_t t = lo; t < hi; t++) {
+        int64_t i = t / T->parts, p = t % T->parts;
+        int s = (int)(p * T->block), e = (int)((p + 1) * T->block < T->len ? (p + 1) * T->block : T->len);
+        if (T->rows) gemm_part(T->g, i, s, e, 0, T->g->N);
+        else gemm_part(T->g, i, 0, T->g->M, s, e);
+    }
+}
+
+/* Runs all B products, split into B * parts tasks over the thread pool: each
  * product is cut into `parts` blocks along its longer output dim. */
 static void gemm_all(const gemm_job *g, int64_t B)
 {
     int64_t work = (int64_t)g->M * g->N * (g->K ? g->K : 1);
-    int nt = 1;
-#ifdef _OPENMP
-    nt = omp_get_max_threads();
-#endif
+    int nt = cpu_threads();
     if (nt <= 1 || B * work < PARALLEL_GEMM_MIN) {
         for (int64_t i = 0; i < B; i++) gemm_part(g, i, 0, g->M, 0, g->N);
         return;
     }
-    int parts = B >= nt ? 1 : (int)((nt + B - 1) / B);
-    bool rows = g->M >= g->N;
-    int64_t len = rows ? g->M : g->N;
-    if (parts > len) parts = (int)len;
-    /* blocks aligned to 16 rows/columns keep BLAS on its fast kernel widths */
-    int64_t block = ((len + parts - 1) / parts + 15) & ~(int64_t)15;
-    int64_t tasks = B * parts;
-    #pragma omp parallel for schedule(static)
-    for (int64_t t = 0; t < tasks; t++) {
-        int64_t i = t / parts, p = t % parts;
-        int s = (int)(p * block), e = (int)((p + 1) * block < len ? (p + 1) * block : len);
-        if (rows) gemm_part(g, i, s, e, 0, g->N);
-        else gemm_part(g, i, 0, g->M, s, e);
-    }
+    gemm_tasks T = {.g = g, .rows = g->M >= g->N};
+    /* about two blocks per thread, so that a late thread's share is taken
+     * by the others; blocks aligned to 16 rows/columns keep BLAS on its
+     * fast kernel widths */
+    T.parts = B >= 2 * nt ? 1 : (int)((2 * nt + B - 1) / B);
+    T.len = T.rows ? g->M : g->N;
+    if (T.parts > T.len) T.parts = (int)T.len;
+    T.block = ((T.len + T.parts - 1) / T.parts + 15) & ~(int64_t)15;
+    T.parts = (int)((T.len + T.block - 1) / T.block);
+    /* the work counts multiply-adds: always past the pool's threshold here */
+    cpu_parallel_for(B * T.parts, CPU_PARALLEL_MIN, 1, gemm_task_range, &T);
 }
 
 static void scale_loop(char **p, const int64_t *s, int64_t n, void *ctx)

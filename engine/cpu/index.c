@@ -15,6 +15,8 @@
  * element skipped, so nothing outside the tensors is ever touched. */
 #include "cpu.h"
 
+#include <pthread.h>
+
 #include <string.h>
 
 typedef struct index_ctx {
@@ -34,12 +36,14 @@ static inline int64_t slot(int64_t v, int64_t n)
     return -1;
 }
 
+static pthread_mutex_t bad_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* the first bad index seen (threads may find several at once) */
 static void record_bad(index_ctx *c, int64_t v)
 {
-    #pragma omp critical(ember_index_bad)
-    {
-        if (!c->bad) { c->bad = 1; c->bad_value = v; }
-    }
+    pthread_mutex_lock(&bad_lock);
+    if (!c->bad) { c->bad = 1; c->bad_value = v; }
+    pthread_mutex_unlock(&bad_lock);
 }
 
 /* A run in which the index does not move (index_select along an outer dim:

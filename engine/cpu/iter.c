@@ -4,9 +4,6 @@
 #include "cpu.h"
 
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 typedef struct iter {
     int nops, ndim;
@@ -99,23 +96,9 @@ void cpu_foreach_serial(int nops, const em_tensor *const *ts, cpu_loop_fn fn, vo
 
 void cpu_for_ranges(int64_t n, cpu_range_fn fn, void *ctx)
 {
-    if (n <= 0) return;
-#ifdef _OPENMP
-    if (cpu_parallel(n) && omp_get_max_threads() > 1) {
-        #pragma omp parallel
-        {
-            int nt = omp_get_num_threads(), id = omp_get_thread_num();
-            /* chunks of 64 elements: each thread on its own cache lines, and
-             * random numbers keep whole Philox counters per thread */
-            int64_t chunk = ((n + nt - 1) / nt + 63) & ~(int64_t)63;
-            int64_t s = (int64_t)id * chunk, e = s + chunk;
-            if (e > n) e = n;
-            if (s < e) fn(s, e, ctx);
-        }
-        return;
-    }
-#endif
-    fn(0, n, ctx);
+    /* starts at multiples of 64: each thread on its own cache lines, and
+     * random numbers keep whole Philox counters per range */
+    cpu_parallel_for(n, n, 64, fn, ctx);
 }
 
 typedef struct foreach_job {

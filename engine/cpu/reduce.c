@@ -26,9 +26,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #define BLK 1024            /* elements loaded per step (fits L1 as doubles) */
 #define COLS 256            /* outputs accumulated together on the column path */
@@ -53,15 +50,6 @@ typedef struct partial {
     int64_t at;             /* 0-based position of the extreme (max/min) */
     bool has;               /* max/min: something seen yet */
 } partial;
-
-static int nthreads(void)
-{
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
 
 /* Drops size-1 dims and merges neighbours whose strides chain. */
 static int coalesce(int64_t *sz, int64_t *st, int n)
@@ -363,27 +351,56 @@ static void store(const layout *L, em_tensor *out, int64_t *idx, int64_t i, cons
 
 /* ---- the rows path ------------------------------------------------------- */
 
+typedef struct rows_job {
+    const layout *L;
+    em_tensor *out;
+    int64_t *idx;
+    const char *ob;         /* split path: the output's elements, the parts and their length */
+    partial *parts;
+    int64_t chunk;
+} rows_job;
+
+/* the parts of one output's elements, each a fixed range of `chunk` */
+static void rows_parts(int64_t lo, int64_t hi, void *ctx)
+{
+    const rows_job *j = ctx;
+    int64_t inner = j->L->inner;
+    for (int64_t c = lo; c < hi; c++) {
+        int64_t s = c * j->chunk, e = s + j->chunk < inner ? s + j->chunk : inner;
+        j->parts[c] = identity(j->L);
+        if (s < e) reduce_range(j->L, j->ob, s, e, &j->parts[c]);
+    }
+}
+
+static void rows_range(int64_t lo, int64_t hi, void *ctx)
+{
+    const rows_job *j = ctx;
+    const layout *L = j->L;
+    for (int64_t i = lo; i < hi; i++) {
+        partial p = identity(L);
+        reduce_range(L, L->base + kept_offset(L, i) * (int64_t)L->esz, 0, L->inner, &p);
+        store(L, j->out, j->idx, i, &p);
+    }
+}
+
 static void reduce_rows(const layout *L, em_tensor *out, int64_t *idx)
 {
     int64_t outer = L->outer, inner = L->inner;
-    int nt = nthreads();
+    int nt = cpu_threads();
+    rows_job j = {.L = L, .out = out, .idx = idx};
     if (outer < nt && cpu_parallel(inner) && nt > 1) {
-        /* few big outputs: split each one's positions over the threads */
+        /* few big outputs: split each one's positions into nt fixed parts
+         * (the same parts whichever threads run them: the same result) */
         partial *parts = malloc(sizeof(partial) * (size_t)nt);
         for (int64_t i = 0; i < outer; i++) {
-            const char *ob = L->base + kept_offset(L, i) * (int64_t)L->esz;
+            j.ob = L->base + kept_offset(L, i) * (int64_t)L->esz;
             partial total = identity(L);
             if (!parts) {
-                reduce_range(L, ob, 0, inner, &total);
+                reduce_range(L, j.ob, 0, inner, &total);
             } else {
-                int64_t chunk = ((inner + nt - 1) / nt + BLK - 1) / BLK * BLK;
-                #pragma omp parallel for schedule(static)
-                for (int c = 0; c < nt; c++) {
-                    int64_t s = (int64_t)c * chunk, e = s + chunk;
-                    if (e > inner) e = inner;
-                    parts[c] = identity(L);
-                    if (s < e) reduce_range(L, ob, s, e, &parts[c]);
-                }
+                j.parts = parts;
+                j.chunk = ((inner + nt - 1) / nt + BLK - 1) / BLK * BLK;
+                cpu_parallel_for(nt, inner, 1, rows_parts, &j);
                 for (int c = 0; c < nt; c++) combine(L, &total, &parts[c]);
             }
             store(L, out, idx, i, &total);
@@ -391,12 +408,7 @@ static void reduce_rows(const layout *L, em_tensor *out, int64_t *idx)
         free(parts);
         return;
     }
-    #pragma omp parallel for schedule(static) if (cpu_parallel(outer * (inner + 4)))
-    for (int64_t i = 0; i < outer; i++) {
-        partial p = identity(L);
-        reduce_range(L, L->base + kept_offset(L, i) * (int64_t)L->esz, 0, inner, &p);
-        store(L, out, idx, i, &p);
-    }
+    cpu_parallel_for(outer, outer * (inner + 4), 1, rows_range, &j);
 }
 
 /* ---- the columns path ---------------------------------------------------- */
@@ -440,23 +452,27 @@ static void cols_i(const layout *L, const int64_t *x, int64_t n, int64_t r, int6
     }
 }
 
-/* The kept dims end in a unit-stride dim of width W: for each group of COLS
- * outputs, walk every reduced position and fold a contiguous row in. */
-static void reduce_cols(const layout *L, em_tensor *out, int64_t *idx)
+typedef struct cols_job {
+    const layout *L, *Lk;   /* Lk: kept_offset over the outer kept dims */
+    em_tensor *out;
+    int64_t *idx;
+    int64_t W, nblk;
+} cols_job;
+
+/* units u: group u / nblk of the outer kept dims, COLS outputs from (u % nblk) * COLS */
+static void cols_range(int64_t lo, int64_t hi, void *ctx)
 {
-    int64_t W = L->ksz[L->nk - 1];
-    int64_t groups = L->outer / W, nblk = (W + COLS - 1) / COLS;
-    layout Lk = *L;
-    Lk.nk = L->nk - 1;              /* kept_offset over the outer kept dims */
-    #pragma omp parallel for schedule(static) if (cpu_parallel(L->outer * L->inner))
-    for (int64_t u = 0; u < groups * nblk; u++) {
+    const cols_job *cj = ctx;
+    const layout *L = cj->L;
+    int64_t W = cj->W, nblk = cj->nblk;
+    for (int64_t u = lo; u < hi; u++) {
         int64_t g = u / nblk, j0 = (u % nblk) * COLS;
         int64_t n = W - j0 < COLS ? W - j0 : COLS;
         double acc[COLS], fbuf[COLS];
         int64_t iacc[COLS], at[COLS], ibuf[COLS];
         partial id = identity(L);
         for (int64_t j = 0; j < n; j++) { acc[j] = id.f; iacc[j] = id.i; at[j] = 0; }
-        const char *gb = L->base + (kept_offset(&Lk, g) + j0) * (int64_t)L->esz;
+        const char *gb = L->base + (kept_offset(cj->Lk, g) + j0) * (int64_t)L->esz;
         int64_t coord[EM_MAX_DIMS] = {0}, off = 0;
         for (int64_t r = 0; r < L->inner; r++) {
             const char *ptr = gb + off * (int64_t)L->esz;
@@ -471,9 +487,20 @@ static void reduce_cols(const layout *L, em_tensor *out, int64_t *idx)
         }
         for (int64_t j = 0; j < n; j++) {
             partial p = {acc[j], iacc[j], at[j], true};
-            store(L, out, idx, g * W + j0 + j, &p);
+            store(L, cj->out, cj->idx, g * W + j0 + j, &p);
         }
     }
+}
+
+/* The kept dims end in a unit-stride dim of width W: for each group of COLS
+ * outputs, walk every reduced position and fold a contiguous row in. */
+static void reduce_cols(const layout *L, em_tensor *out, int64_t *idx)
+{
+    int64_t W = L->ksz[L->nk - 1];
+    layout Lk = *L;
+    Lk.nk = L->nk - 1;
+    cols_job cj = {.L = L, .Lk = &Lk, .out = out, .idx = idx, .W = W, .nblk = (W + COLS - 1) / COLS};
+    cpu_parallel_for(L->outer / W * cj.nblk, L->outer * L->inner, 1, cols_range, &cj);
 }
 
 /* ---- entry --------------------------------------------------------------- */

@@ -49,22 +49,31 @@ static void row_scan(em_scan_op op, char *o, int64_t os, const char *x, int64_t 
     }
 }
 
-/* Contiguous tensors, dim not last: slices [outer][n][W]. */
-static int block_scan(const char *name, em_scan_op op, em_tensor *out, const em_tensor *in, int dim)
+/* What the threads of one scan share. */
+typedef struct scan_job {
+    em_scan_op op;
+    const em_tensor *in, *out;
+    int dim;
+    int64_t n, W;           /* block_scan: slices [outer][n][W] */
+    int64_t xs, os;         /* row scans: byte strides along dim */
+    _Atomic int fail;
+} scan_job;
+
+static void block_range(int64_t lo, int64_t hi, void *ctx)
 {
-    int64_t n = in->sizes[dim], W = in->strides[dim], outer = em_numel(in) / (n * W);
-    em_dtype d = in->dtype;
+    scan_job *j = ctx;
+    int64_t n = j->n, W = j->W;
+    em_dtype d = j->in->dtype;
     size_t esz = em_dtype_size(d);
     bool fl = em_dtype_is_float(d);
-    char *ob = (char *)em_data_ptr(out);
-    const char *xb = (const char *)em_data_ptr(in);
-    int fail = 0;
-    #pragma omp parallel for schedule(static) if (cpu_parallel(em_numel(in)) && outer > 1)
-    for (int64_t g = 0; g < outer; g++) {
-        /* double and int64 share one buffer: both are 8 bytes */
-        int64_t *acc = malloc(sizeof(int64_t) * (size_t)W);
-        if (!acc) { fail = 1; continue; }
-        double *facc = (double *)acc;
+    char *ob = (char *)em_data_ptr(j->out);
+    const char *xb = (const char *)em_data_ptr(j->in);
+    em_scan_op op = j->op;
+    /* double and int64 share one buffer: both are 8 bytes */
+    int64_t *acc = malloc(sizeof(int64_t) * (size_t)W);
+    if (!acc) { j->fail = 1; return; }
+    double *facc = (double *)acc;
+    for (int64_t g = lo; g < hi; g++) {
         for (int64_t k = 0; k < n; k++) {
             int64_t base = (g * n + k) * W;
             const char *x = xb + base * (int64_t)esz;
@@ -72,36 +81,45 @@ static int block_scan(const char *name, em_scan_op op, em_tensor *out, const em_
             if (d == EM_FLOAT32) {
                 const float *xf = (const float *)x;
                 float *of = (float *)o;
-                if (k == 0) for (int64_t j = 0; j < W; j++) facc[j] = xf[j];
-                else if (op == EM_CUMSUM) for (int64_t j = 0; j < W; j++) facc[j] += xf[j];
-                else for (int64_t j = 0; j < W; j++) facc[j] *= xf[j];
-                for (int64_t j = 0; j < W; j++) of[j] = (float)facc[j];
+                if (k == 0) for (int64_t i = 0; i < W; i++) facc[i] = xf[i];
+                else if (op == EM_CUMSUM) for (int64_t i = 0; i < W; i++) facc[i] += xf[i];
+                else for (int64_t i = 0; i < W; i++) facc[i] *= xf[i];
+                for (int64_t i = 0; i < W; i++) of[i] = (float)facc[i];
             } else if (d == EM_FLOAT64) {
                 const double *xf = (const double *)x;
                 double *of = (double *)o;
-                if (k == 0) for (int64_t j = 0; j < W; j++) facc[j] = xf[j];
-                else if (op == EM_CUMSUM) for (int64_t j = 0; j < W; j++) facc[j] += xf[j];
-                else for (int64_t j = 0; j < W; j++) facc[j] *= xf[j];
-                for (int64_t j = 0; j < W; j++) of[j] = facc[j];
+                if (k == 0) for (int64_t i = 0; i < W; i++) facc[i] = xf[i];
+                else if (op == EM_CUMSUM) for (int64_t i = 0; i < W; i++) facc[i] += xf[i];
+                else for (int64_t i = 0; i < W; i++) facc[i] *= xf[i];
+                for (int64_t i = 0; i < W; i++) of[i] = facc[i];
             } else if (fl) {
-                for (int64_t j = 0; j < W; j++) {
-                    double v = cpu_load_f64(x + j * (int64_t)esz, d);
-                    facc[j] = k == 0 ? v : op == EM_CUMSUM ? facc[j] + v : facc[j] * v;
-                    cpu_store_f64(o + j * (int64_t)esz, d, facc[j]);
+                for (int64_t i = 0; i < W; i++) {
+                    double v = cpu_load_f64(x + i * (int64_t)esz, d);
+                    facc[i] = k == 0 ? v : op == EM_CUMSUM ? facc[i] + v : facc[i] * v;
+                    cpu_store_f64(o + i * (int64_t)esz, d, facc[i]);
                 }
             } else {
-                for (int64_t j = 0; j < W; j++) {
-                    uint64_t v = (uint64_t)cpu_load_i64(x + j * (int64_t)esz, d), a = (uint64_t)acc[j];
+                for (int64_t i = 0; i < W; i++) {
+                    uint64_t v = (uint64_t)cpu_load_i64(x + i * (int64_t)esz, d), a = (uint64_t)acc[i];
                     a = k == 0 ? v : op == EM_CUMSUM ? a + v : a * v;
-                    acc[j] = (int64_t)a;
-                    cpu_store_i64(o + j * (int64_t)esz, d, (int64_t)a);
+                    acc[i] = (int64_t)a;
+                    cpu_store_i64(o + i * (int64_t)esz, d, (int64_t)a);
                 }
             }
         }
-        free(acc);
     }
-    if (fail) return em_set_error("%s: out of memory for a scan buffer of %lld elements", name, (long long)W);
-    return 0;
+    free(acc);
+}
+
+static void rows_range(int64_t lo, int64_t hi, void *ctx)
+{
+    const scan_job *j = ctx;
+    size_t esz = em_dtype_size(j->in->dtype);
+    char *ob = (char *)em_data_ptr(j->out);
+    const char *xb = (const char *)em_data_ptr(j->in);
+    for (int64_t r = lo; r < hi; r++)
+        row_scan(j->op, ob + row_offset(j->out, j->dim, r) * (int64_t)esz, j->os,
+                 xb + row_offset(j->in, j->dim, r) * (int64_t)esz, j->xs, j->in->dtype, j->n);
 }
 
 int cpu_scan(em_scan_op op, em_tensor *out, const em_tensor *in, int dim)
@@ -116,16 +134,18 @@ int cpu_scan(em_scan_op op, em_tensor *out, const em_tensor *in, int dim)
     if (dim < 0 || dim >= in->ndim)
         return em_set_error("%s: dimension %d out of range for %s", name, dim + 1, SHAPE(in));
     int64_t n = in->sizes[dim];
-    if (dim < in->ndim - 1 && n > 1 && em_is_contiguous(in) && em_is_contiguous(out) && in->strides[dim] > 1)
-        return block_scan(name, op, out, in, dim);
-    int64_t rows = numel / n;
+    scan_job j = {.op = op, .in = in, .out = out, .dim = dim, .n = n};
     size_t esz = em_dtype_size(in->dtype);
-    int64_t xs = in->strides[dim] * (int64_t)esz, os = out->strides[dim] * (int64_t)esz;
-    char *ob = (char *)em_data_ptr(out);
-    const char *xb = (const char *)em_data_ptr(in);
-    #pragma omp parallel for schedule(static) if (cpu_parallel(numel) && rows > 1)
-    for (int64_t r = 0; r < rows; r++)
-        row_scan(op, ob + row_offset(out, dim, r) * (int64_t)esz, os,
-                 xb + row_offset(in, dim, r) * (int64_t)esz, xs, in->dtype, n);
+    if (dim < in->ndim - 1 && n > 1 && em_is_contiguous(in) && em_is_contiguous(out) && in->strides[dim] > 1) {
+        /* contiguous, dim not last: slices [outer][n][W] scanned a row of W at a time */
+        j.W = in->strides[dim];
+        cpu_parallel_for(numel / (n * j.W), numel, 1, block_range, &j);
+        if (j.fail)
+            return em_set_error("%s: out of memory for a scan buffer of %lld elements", name, (long long)j.W);
+        return 0;
+    }
+    j.xs = in->strides[dim] * (int64_t)esz;
+    j.os = out->strides[dim] * (int64_t)esz;
+    cpu_parallel_for(numel / n, numel, 1, rows_range, &j);
     return 0;
 }

@@ -150,20 +150,42 @@ static void cols_f64(em_softmax_op op, double *o, const double *x, int64_t n, in
     }
 }
 
-static void softmax_cols(em_softmax_op op, em_tensor *out, const em_tensor *in, int dim)
+/* What the threads of one softmax share. */
+typedef struct sm_job {
+    em_softmax_op op;
+    const em_tensor *in, *out;
+    int dim;
+    char *ob;
+    const char *xb;
+    int64_t n, W, nblk, esz;   /* the columns path */
+    int64_t xs, os;            /* the rows path: element strides along dim */
+    bool fast;
+} sm_job;
+
+/* units u: slice u / nblk, COLS columns from (u % nblk) * COLS */
+static void cols_range(int64_t lo, int64_t hi, void *ctx)
 {
-    int64_t n = in->sizes[dim], W = in->strides[dim], groups = em_numel(in) / (n * W);
-    int64_t nblk = (W + COLS - 1) / COLS;
-    bool f32 = in->dtype == EM_FLOAT32;
-    char *ob = (char *)em_data_ptr(out);
-    const char *xb = (const char *)em_data_ptr(in);
-    int64_t esz = (int64_t)em_dtype_size(in->dtype);
-    #pragma omp parallel for schedule(static) if (cpu_parallel(em_numel(in)) && groups * nblk > 1)
-    for (int64_t u = 0; u < groups * nblk; u++) {
-        int64_t g = u / nblk, j0 = (u % nblk) * COLS, w = W - j0 < COLS ? W - j0 : COLS;
-        int64_t off = (g * n * W + j0) * esz;
-        if (f32) cols_f32(op, (float *)(ob + off), (const float *)(xb + off), n, W, w);
-        else cols_f64(op, (double *)(ob + off), (const double *)(xb + off), n, W, w);
+    const sm_job *j = ctx;
+    for (int64_t u = lo; u < hi; u++) {
+        int64_t g = u / j->nblk, j0 = (u % j->nblk) * COLS, w = j->W - j0 < COLS ? j->W - j0 : COLS;
+        int64_t off = (g * j->n * j->W + j0) * j->esz;
+        if (j->in->dtype == EM_FLOAT32)
+            cols_f32(j->op, (float *)(j->ob + off), (const float *)(j->xb + off), j->n, j->W, w);
+        else
+            cols_f64(j->op, (double *)(j->ob + off), (const double *)(j->xb + off), j->n, j->W, w);
+    }
+}
+
+static void rows_range(int64_t lo, int64_t hi, void *ctx)
+{
+    const sm_job *j = ctx;
+    size_t xe = em_dtype_size(j->in->dtype), oe = em_dtype_size(j->out->dtype);
+    for (int64_t r = lo; r < hi; r++) {
+        char *o = j->ob + row_offset(j->out, j->dim, r) * (int64_t)oe;
+        const char *x = j->xb + row_offset(j->in, j->dim, r) * (int64_t)xe;
+        if (j->fast && j->in->dtype == EM_FLOAT32) row_f32(j->op, (float *)o, (const float *)x, j->n);
+        else if (j->fast) row_f64(j->op, (double *)o, (const double *)x, j->n);
+        else row_any(j->op, o, j->os * (int64_t)oe, j->out->dtype, x, j->xs * (int64_t)xe, j->in->dtype, j->n);
     }
 }
 
@@ -173,26 +195,20 @@ int cpu_softmax(em_softmax_op op, em_tensor *out, const em_tensor *in, int dim)
         return em_set_error("softmax: dimension %d out of range for %s", dim + 1, SHAPE(in));
     int64_t n = in->sizes[dim], numel = em_numel(in);
     if (n == 0 || numel == 0) return 0;
-    int64_t rows = numel / n;
-    int64_t xs = in->strides[dim], os = out->strides[dim];
-    size_t xe = em_dtype_size(in->dtype), oe = em_dtype_size(out->dtype);
-    char *ob = (char *)em_data_ptr(out);
-    const char *xb = (const char *)em_data_ptr(in);
+    sm_job j = {.op = op, .in = in, .out = out, .dim = dim, .ob = (char *)em_data_ptr(out),
+                .xb = (const char *)em_data_ptr(in), .n = n, .xs = in->strides[dim], .os = out->strides[dim]};
     bool fdt = in->dtype == out->dtype && (in->dtype == EM_FLOAT32 || in->dtype == EM_FLOAT64);
-    /* n > 1: em_is_contiguous ignores the stride of a size-1 dim, so only
-     * then is strides[dim] the row-major width softmax_cols assumes */
-    if (fdt && n > 1 && xs > 1 && em_is_contiguous(in) && em_is_contiguous(out)) {
-        softmax_cols(op, out, in, dim);
+    /* Contiguous float32/float64 with dim not last: the columns path. n > 1:
+     * em_is_contiguous ignores the stride of a size-1 dim, so only then is
+     * strides[dim] the row-major width it assumes */
+    if (fdt && n > 1 && j.xs > 1 && em_is_contiguous(in) && em_is_contiguous(out)) {
+        j.W = j.xs;
+        j.nblk = (j.W + COLS - 1) / COLS;
+        j.esz = (int64_t)em_dtype_size(in->dtype);
+        cpu_parallel_for(numel / (n * j.W) * j.nblk, numel, 1, cols_range, &j);
         return 0;
     }
-    bool fast = fdt && xs == 1 && os == 1;
-    #pragma omp parallel for schedule(static) if (cpu_parallel(numel) && rows > 1)
-    for (int64_t r = 0; r < rows; r++) {
-        char *o = ob + row_offset(out, dim, r) * (int64_t)oe;
-        const char *x = xb + row_offset(in, dim, r) * (int64_t)xe;
-        if (fast && in->dtype == EM_FLOAT32) row_f32(op, (float *)o, (const float *)x, n);
-        else if (fast) row_f64(op, (double *)o, (const double *)x, n);
-        else row_any(op, o, os * (int64_t)oe, out->dtype, x, xs * (int64_t)xe, in->dtype, n);
-    }
+    j.fast = fdt && j.xs == 1 && j.os == 1;
+    cpu_parallel_for(numel / n, numel, 1, rows_range, &j);
     return 0;
 }

@@ -89,6 +89,43 @@ static int64_t line_offset(const em_tensor *t, int dim, int64_t r)
     return off;
 }
 
+/* What the threads of one sort share. */
+typedef struct sort_job {
+    const em_tensor *in, *values, *indices;
+    int dim;
+    int64_t n;
+    em_dtype dt;
+    size_t esz;
+    const char *ibase;
+    char *vbase, *xbase;
+    int64_t ist, vst, xst;      /* byte strides along dim */
+    uint64_t flip;
+    _Atomic int failed;
+} sort_job;
+
+static void sort_lines(int64_t lo, int64_t hi, void *ctx)
+{
+    sort_job *j = ctx;
+    int64_t n = j->n;
+    sort_item *buf = malloc(sizeof(sort_item) * 2 * (size_t)n);
+    if (!buf) { j->failed = 1; return; }
+    for (int64_t r = lo; r < hi; r++) {
+        const char *src = j->ibase + line_offset(j->in, j->dim, r) * (int64_t)j->esz;
+        for (int64_t k = 0; k < n; k++) {
+            buf[k].key = key_of(src + k * j->ist, j->dt) ^ j->flip;
+            buf[k].pos = k;
+        }
+        const sort_item *s = radix_sort(buf, buf + n, n);
+        char *vd = j->vbase + line_offset(j->values, j->dim, r) * (int64_t)j->esz;
+        char *xd = j->xbase + line_offset(j->indices, j->dim, r) * 8;
+        for (int64_t k = 0; k < n; k++) {
+            memcpy(vd + k * j->vst, src + s[k].pos * j->ist, j->esz);
+            *(int64_t *)(xd + k * j->xst) = s[k].pos + 1;
+        }
+    }
+    free(buf);
+}
+
 int cpu_sort(em_tensor *values, em_tensor *indices, const em_tensor *in, int dim, bool descending, bool stable)
 {
     (void)stable;   /* always stable */
@@ -105,33 +142,10 @@ int cpu_sort(em_tensor *values, em_tensor *indices, const em_tensor *in, int dim
     char *vbase = (char *)values->storage->data, *xbase = (char *)indices->storage->data;
     int64_t ist = in->strides[dim] * (int64_t)esz, vst = values->strides[dim] * (int64_t)esz;
     int64_t xst = indices->strides[dim] * 8;
-    uint64_t flip = descending ? UINT64_MAX : 0;
-    int failed = 0;
-    #pragma omp parallel if (lines > 1 && numel >= CPU_PARALLEL_MIN)
-    {
-        sort_item *buf = malloc(sizeof(sort_item) * 2 * (size_t)n);
-        if (!buf) {
-            #pragma omp atomic write
-            failed = 1;
-        }
-        #pragma omp for schedule(static)
-        for (int64_t r = 0; r < lines; r++) {
-            if (!buf) continue;
-            const char *src = ibase + line_offset(in, dim, r) * (int64_t)esz;
-            for (int64_t j = 0; j < n; j++) {
-                buf[j].key = key_of(src + j * ist, dt) ^ flip;
-                buf[j].pos = j;
-            }
-            const sort_item *s = radix_sort(buf, buf + n, n);
-            char *vd = vbase + line_offset(values, dim, r) * (int64_t)esz;
-            char *xd = xbase + line_offset(indices, dim, r) * 8;
-            for (int64_t j = 0; j < n; j++) {
-                memcpy(vd + j * vst, src + s[j].pos * ist, esz);
-                *(int64_t *)(xd + j * xst) = s[j].pos + 1;
-            }
-        }
-        free(buf);
-    }
-    if (failed) return em_set_error("sort: out of memory for a line of %lld elements", (long long)n);
+    sort_job j = {.in = in, .values = values, .indices = indices, .dim = dim, .n = n, .dt = dt, .esz = esz,
+                  .ibase = ibase, .vbase = vbase, .xbase = xbase, .ist = ist, .vst = vst, .xst = xst,
+                  .flip = descending ? UINT64_MAX : 0};
+    cpu_parallel_for(lines, numel, 1, sort_lines, &j);
+    if (j.failed) return em_set_error("sort: out of memory for a line of %lld elements", (long long)n);
     return 0;
 }

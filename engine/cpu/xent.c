@@ -107,15 +107,10 @@ static void backward_rows(int64_t lo, int64_t hi, void *ctx)
     }
 }
 
-/* rows in blocks over the threads when the whole is large */
-static void over_rows(int64_t M, int64_t C, void (*fn)(int64_t, int64_t, void *), xent *a)
+/* rows over the threads when the whole is large (each row's results are its own) */
+static void over_rows(int64_t M, int64_t C, cpu_range_fn fn, xent *a)
 {
-    int64_t nblk = M < 64 ? M : 64, per = nblk ? (M + nblk - 1) / nblk : 0;
-    #pragma omp parallel for schedule(static) if (cpu_parallel(M * C) && nblk > 1)
-    for (int64_t b = 0; b < nblk; b++) {
-        int64_t lo = b * per, hi = lo + per < M ? lo + per : M;
-        if (lo < hi) fn(lo, hi, a);
-    }
+    cpu_parallel_for(M, M * C, 1, fn, a);
 }
 
 static int check_targets(const xent *a, int64_t M)

@@ -201,8 +201,11 @@ add {
   name = "ember.get_num_threads",
   sig = "ember.get_num_threads()",
   doc = [[
-Returns how many CPU threads (OpenMP) the CPU kernels use; 1 in a build without
-OpenMP. Like torch.get_num_threads.]],
+Returns how many CPU threads the CPU kernels may use (the caller and the
+pool's workers): set_num_threads, else EMBER_NUM_THREADS or OMP_NUM_THREADS,
+else the CPUs the process may run on. Fewer run while other programs keep
+the cores busy (the pool shrinks its team when its workers do not get a
+core, and grows it again when they do). Like torch.get_num_threads.]],
   example = [[
 print(ember.get_num_threads() >= 1)   -- true]],
 }
@@ -211,8 +214,9 @@ add {
   name = "ember.set_num_threads",
   sig = "ember.set_num_threads(n)",
   doc = [[
-Sets how many CPU threads the CPU kernels (including matrix products) use.
-n must be a positive integer. Like torch.set_num_threads.]],
+Sets how many CPU threads the CPU kernels (including matrix products) may
+use, 1 to 1024. Results do not depend on it beyond rounding of sums split
+differently. Like torch.set_num_threads.]],
   example = [[
 local n = ember.get_num_threads()
 ember.set_num_threads(1)
