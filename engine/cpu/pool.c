@@ -87,19 +87,24 @@ static _Atomic int64_t job_n, job_size, job_chunks;
 static _Atomic int64_t job_done;          /* chunks finished */
 static uint32_t job_seq;                  /* the caller's only */
 
+/* Set while a thread runs chunks: a kernel that starts a job from inside a
+ * chunk (nothing does today) gets it run serially, not a corrupted job. */
+static _Thread_local bool in_job;
+
 /* Claims and runs chunks of the current job until none is left; returns
  * how many it ran. */
 static int64_t run_chunks(void)
 {
     int64_t ran = 0;
+    in_job = true;
     for (;;) {
         uint64_t c = atomic_load(&claim);
         uint32_t k = (uint32_t)c;
-        if (k == CLOSED) return ran;
+        if (k == CLOSED) break;
         cpu_range_fn fn = atomic_load(&job_fn);
         void *ctx = atomic_load(&job_ctx);
         int64_t n = atomic_load(&job_n), size = atomic_load(&job_size), chunks = atomic_load(&job_chunks);
-        if ((int64_t)k >= chunks) return ran;
+        if ((int64_t)k >= chunks) break;
         /* the job may have changed since c was read: then the exchange fails */
         if (!atomic_compare_exchange_weak(&claim, &c, c + 1)) continue;
         int64_t lo = (int64_t)k * size, hi = lo + size < n ? lo + size : n;
@@ -107,6 +112,8 @@ static int64_t run_chunks(void)
         atomic_fetch_add(&job_done, 1);
         ran++;
     }
+    in_job = false;
+    return ran;
 }
 
 /* ---- workers ----------------------------------------------------------------- */
@@ -255,7 +262,7 @@ void cpu_parallel_for(int64_t n, int64_t work, int64_t align, cpu_range_fn fn, v
 {
     if (n <= 0) return;
     int max = cpu_threads();
-    if (n == 1 || work < CPU_PARALLEL_MIN || max <= 1) {
+    if (n == 1 || work < CPU_PARALLEL_MIN || max <= 1 || in_job) {
         fn(0, n, ctx);
         return;
     }
