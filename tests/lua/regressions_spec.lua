@@ -210,6 +210,14 @@ describe("sizes that overflow", function()
     has(err(function() return ember.zeros(0):reshape(1 << 62, 4, 0) end), "reshape: shape")
   end)
 
+  it("out of memory names the op that asked", function()
+    -- 2^36 floats are 256 GiB: refused by the allocator, not by a size check
+    has(err(function() return ember.zeros(1 << 36) end), "zeros: out of memory: a float32 tensor of size [68719476736]")
+    local a = ember.zeros(1 << 18, 1)
+    has(err(function() return a + ember.zeros(1, 1 << 18) end), "add: out of memory")
+    has(err(function() return a:expand(1 << 18, 1 << 18):contiguous() end), "contiguous: out of memory")
+  end)
+
   it("split with a size beyond the dim gives the whole tensor", function()
     local parts = {ember.arange(5):split(math.maxinteger)}
     assert.are.equal(1, #parts)
