@@ -289,6 +289,7 @@ em_tensor *em_get_grad(const em_tensor *t)
 
 int em_set_grad(em_tensor *t, em_tensor *g)
 {
+    if (g == t) return em_set_error("grad: can't assign a tensor as its own grad");   /* a reference cycle */
     if (g) {
         if (em_numel(g) != em_numel(t) || g->ndim != t->ndim ||
             memcmp(g->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim) != 0)
@@ -627,8 +628,10 @@ int em_autograd_grad(em_tensor *const *outputs, em_tensor *const *grad_outputs, 
     em_tensor **root_grads = calloc((size_t)(nout ? nout : 1), sizeof *root_grads);
     capture *caps = calloc((size_t)(nin ? nin : 1), sizeof *caps);
     int rc = (!roots || !root_grads || !caps) ? em_set_error("out of memory (autograd.grad)") : 0;
+    /* every result is set before any check can stop the loop below: the
+     * failure path releases them all */
+    for (int i = 0; i < nin; i++) results[i] = NULL;
     for (int i = 0; i < nin && rc == 0; i++) {
-        results[i] = NULL;
         if (!inputs[i]->requires_grad)
             rc = em_set_error("autograd.grad: input %d does not require grad", i + 1);
         else if (!(caps[i].node = grad_edge(inputs[i])))

@@ -320,12 +320,14 @@ em_tensor *em_slice(const em_tensor *t, int dim, int64_t start, int64_t stop, in
     if (start < 0) start = 0;
     if (stop > n) stop = n;
     if (start > n) start = n;
-    int64_t len = stop > start ? (stop - start + step - 1) / step : 0;
+    int64_t len = stop > start ? (stop - start - 1) / step + 1 : 0;   /* no overflow for a huge step */
     em_tensor *v = em_alias(t);
     if (!v) return NULL;
     v->offset += start * t->strides[dim];
     v->sizes[dim] = len;
-    v->strides[dim] = t->strides[dim] * step;
+    /* one element needs no stride; more than one stay inside the storage,
+     * so the product cannot overflow then */
+    v->strides[dim] = len > 1 ? t->strides[dim] * step : t->strides[dim];
     int64_t p[4] = {dim, start, stop, step};
     return em_ag_view(EM_VK_SLICE, t, v, p, 4);
 }

@@ -677,8 +677,10 @@ static int t_diagonal(lua_State *L)
     lua_Integer k = emlua_opt_integer(L, 2, "diagonal", 0);
     if (k == 0 || t->ndim != 2) return emlua_push(L, em_diagonal(t));
     int dim = k > 0 ? 1 : 0;
-    int64_t skip = k > 0 ? k : -k, size = t->sizes[dim];
-    if (skip > size) skip = size;   /* past the corner: an empty diagonal, as PyTorch */
+    int64_t size = t->sizes[dim];
+    /* |k| past the corner (math.mininteger included, whose negation
+     * overflows) gives an empty diagonal, as in PyTorch */
+    int64_t skip = k > size || k < -size ? size : k > 0 ? k : -k;
     em_tensor *part = em_narrow(t, dim, skip, size - skip);
     if (!part) return emlua_fail(L);
     em_tensor *d = em_diagonal(part);

@@ -218,6 +218,23 @@ describe("sizes that overflow", function()
     has(err(function() return a:expand(1 << 18, 1 << 18):contiguous() end), "contiguous: out of memory")
   end)
 
+  it("crashes and undefined behaviour the fuzzer found", function()
+    -- autograd.grad released results it had not set when a later input was refused
+    local x = ember.zeros(2)
+    has(err(function() return ember.autograd.grad(x, {x, x}) end), "autograd.grad: input 1 does not require grad")
+    local y = D({1, 2}):requires_grad_()
+    has(err(function() return ember.autograd.grad(y:sum(), {y, x}) end), "autograd.grad: input 2 does not require grad")
+    -- a huge slice step: one element (the length formula overflowed)
+    check(ember.arange(3):slice(1, 1, 3, math.maxinteger), {0})
+    check(ember.arange(5):slice(1, 2, 5, 2), {1, 3})
+    -- diagonal offsets past the corner (negating math.mininteger overflowed): empty
+    h.check_shape(ember.zeros(2, 2):diagonal(math.mininteger), {0})
+    h.check_shape(ember.zeros(2, 3):diagonal(math.maxinteger), {0})
+    check(ember.tensor({{1, 2}, {3, 4}}):diagonal(-1), {3})
+    -- a tensor as its own grad would be a reference cycle (PyTorch refuses it too)
+    has(err(function() x.grad = x end), "grad: can't assign a tensor as its own grad")
+  end)
+
   it("split with a size beyond the dim gives the whole tensor", function()
     local parts = {ember.arange(5):split(math.maxinteger)}
     assert.are.equal(1, #parts)
