@@ -161,6 +161,13 @@ static int binary_at(lua_State *L, em_binary_op op, int ia, int ib)
     const char *name = em_binary_name(op);
     em_tensor *a = emlua_test(L, ia), *b = emlua_test(L, ib);
     if (a && b) return emlua_push(L, em_binary(op, a, b));
+    if (emlua_exact_integer_operand(L, a ? a : b, a ? ib : ia)) {
+        /* an int64 tensor and an integer past 2^53: exactly, not through a double */
+        em_tensor *s = emlua_check_operand(L, a ? ib : ia, name, a ? a : b);
+        em_tensor *r = a ? em_binary(op, a, s) : em_binary(op, s, b);
+        em_release(s);
+        return emlua_push(L, r);
+    }
     if (a && lua_type(L, ib) == LUA_TNUMBER) {
         bool is_int = lua_isinteger(L, ib);
         double s = is_int ? (double)lua_tointeger(L, ib) : lua_tonumber(L, ib);
@@ -375,11 +382,12 @@ static int where_at(lua_State *L, int icond, int ia, int ib)
     check_operand_type(L, ia, "where");
     check_operand_type(L, ib, "where");
     em_tensor *a = emlua_check_operand(L, ia, "where", cond);
-    em_tensor *b = emlua_test(L, ib);
-    if (b) em_retain(b);
-    else if (!(b = emlua_check_operand(L, ib, "where", cond))) { em_release(a); return emlua_fail(L); }
+    /* on the Lua stack, a is the collector's: an error turning b into a
+     * tensor cannot leak it */
+    emlua_push(L, a);
+    a = emlua_test(L, -1);
+    em_tensor *b = emlua_check_operand(L, ib, "where", cond);
     em_tensor *r = em_where(cond, a, b);
-    em_release(a);
     em_release(b);
     return emlua_push(L, r);
 }

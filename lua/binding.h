@@ -46,6 +46,10 @@ int emlua_typeerror(lua_State *L, int arg, const char *op, const char *what);
 /* A tensor, or a number turned into a 0-d "wrapped number" tensor on the
  * device of `like` (may be NULL: CPU). Returns a new reference. */
 em_tensor *emlua_check_operand(lua_State *L, int idx, const char *op, const em_tensor *like);
+/* Whether the value at idx is an integer that a double would change (past
+ * 2^53) meeting an int64 tensor t: then the op must take it as a tensor
+ * from emlua_check_operand, not as a double. */
+bool emlua_exact_integer_operand(lua_State *L, const em_tensor *t, int idx);
 
 /* numbers */
 lua_Integer emlua_check_integer(lua_State *L, int idx, const char *op);

@@ -127,6 +127,13 @@ int emlua_push(lua_State *L, em_tensor *t)
     return 1;
 }
 
+bool emlua_exact_integer_operand(lua_State *L, const em_tensor *t, int idx)
+{
+    if (!t || t->dtype != EM_INT64 || !lua_isinteger(L, idx)) return false;
+    lua_Integer v = lua_tointeger(L, idx);
+    return v > ((lua_Integer)1 << 53) || v < -((lua_Integer)1 << 53);
+}
+
 em_tensor *emlua_check_operand(lua_State *L, int idx, const char *op, const em_tensor *like)
 {
     em_tensor *t = emlua_test(L, idx);
@@ -134,8 +141,18 @@ em_tensor *emlua_check_operand(lua_State *L, int idx, const char *op, const em_t
     em_device dev = like ? like->storage->device : (em_device){EM_CPU, 0};
     em_tensor *s;
     if (lua_type(L, idx) == LUA_TNUMBER) {
-        if (lua_isinteger(L, idx)) s = em_scalar((double)lua_tointeger(L, idx), EM_INT64, dev);
-        else s = em_scalar(lua_tonumber(L, idx), EM_FLOAT64, dev);
+        if (lua_isinteger(L, idx)) {
+            /* exactly: through a double, integers past 2^53 would change */
+            int64_t v = (int64_t)lua_tointeger(L, idx), none = 0;
+            s = em_from_host(&none, 0, EM_INT64, NULL, &v);
+            if (s && dev.type != EM_CPU) {
+                em_tensor *moved = em_to_device(s, dev);
+                em_release(s);
+                s = moved;
+            }
+        } else {
+            s = em_scalar(lua_tonumber(L, idx), EM_FLOAT64, dev);
+        }
     } else if (lua_type(L, idx) == LUA_TBOOLEAN) {
         s = em_scalar(lua_toboolean(L, idx), EM_BOOL, dev);
     } else {

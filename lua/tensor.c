@@ -417,6 +417,13 @@ static int arith(lua_State *L, em_binary_op op, const char *name)
         }
         return luaL_error(L, "%s: expected a tensor or a number, got %s", name, luaL_typename(L, num));
     }
+    if (emlua_exact_integer_operand(L, t, num)) {
+        /* an int64 tensor and an integer past 2^53: exactly, not through a double */
+        em_tensor *w = emlua_check_operand(L, num, name, t);
+        em_tensor *r = a ? em_binary(op, a, w) : em_binary(op, w, b);
+        em_release(w);
+        return emlua_push(L, r);
+    }
     bool is_int = lua_isinteger(L, num);
     double s = is_int ? (double)lua_tointeger(L, num) : lua_tonumber(L, num);
     return emlua_push(L, em_binary_scalar(op, t, s, is_int, num == 1));

@@ -235,6 +235,23 @@ describe("sizes that overflow", function()
     has(err(function() x.grad = x end), "grad: can't assign a tensor as its own grad")
   end)
 
+  it("integers past 2^53 meet int64 tensors exactly", function()
+    -- through a double, 2^62 + 1 would become 2^62
+    local big = (1 << 62) + 1
+    local t = ember.tensor({0, 1})
+    local r = (t + big):tolist()
+    assert.are.equal(big, r[1])
+    assert.are.equal(big + 1, r[2])
+    assert.are.equal(big - 1, (big - t):tolist()[2])
+    assert.are.same({true}, ember.tensor({big}):eq(big):tolist())
+    assert.are.same({false}, ember.tensor({big - 1}):eq(big):tolist())
+    local u = t:clone()
+    u:add_(big)
+    assert.are.equal(big, u:tolist()[1])
+    -- where with such a number (a refused conversion used to leak the other operand)
+    assert.are.equal(math.maxinteger, ember.where(t:gt(0), t, math.maxinteger):tolist()[1])
+  end)
+
   it("split with a size beyond the dim gives the whole tensor", function()
     local parts = {ember.arange(5):split(math.maxinteger)}
     assert.are.equal(1, #parts)
