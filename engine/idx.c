@@ -23,10 +23,12 @@
 #include <zlib.h>
 
 #define DEFLATE_MAX_RATIO 1032
-/* gzread takes an unsigned count; large reads go in pieces of this size */
+/* inflate takes an unsigned count; large reads go in pieces of this size */
 #define READ_CHUNK ((size_t)1 << 24)
 /* wider types are read into a staging buffer of this size and converted */
 #define STAGE_BYTES ((size_t)1 << 16)
+/* compressed bytes read from the file at a time */
+#define IN_BYTES ((size_t)1 << 18)
 
 typedef struct idx_type {
     unsigned char code;
@@ -56,28 +58,112 @@ static uint64_t be64(const unsigned char *p)
     return (uint64_t)be32(p) << 32 | be32(p + 4);
 }
 
+/* The bytes of the file, inflated when it is gzip. zlib's gzFile layer is
+ * not used: it reports a stream cut off before its 8-byte trailer (CRC-32
+ * and length) as a plain end of file, and skips anything after the last
+ * gzip member, so a damaged file would load without a word. Driving inflate
+ * directly, the reader knows whether each member ended properly and what
+ * follows it. */
+typedef struct source {
+    int fd;
+    const char *path;
+    bool gz;
+    z_stream zs;
+    unsigned char *in;      /* compressed input buffer (gz) */
+    bool in_eof;            /* read() returned 0 */
+    bool member_end;        /* inflate finished a member (its trailer checked) */
+    bool cut;               /* the compressed data ended inside a member */
+} source;
+
+/* Refills the input buffer, keeping unread bytes. 0, or -1 with an error. */
+static int refill(source *s)
+{
+    if (s->in_eof) return 0;
+    if (s->zs.avail_in > 0 && s->zs.next_in != s->in) memmove(s->in, s->zs.next_in, s->zs.avail_in);
+    s->zs.next_in = s->in;
+    for (;;) {
+        ssize_t r = read(s->fd, s->in + s->zs.avail_in, IN_BYTES - s->zs.avail_in);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return em_set_error("read_idx: %s: read failed: %s", s->path, strerror(errno));
+        if (r == 0) s->in_eof = true;
+        s->zs.avail_in += (uInt)r;
+        return 0;
+    }
+}
+
+/* After a member's end: the file must end, or another gzip member start
+ * (gzip -c a b > ab is a valid file). 1: another member follows, 0: the end,
+ * -1: anything else (an error). */
+static int next_member(source *s)
+{
+    while (s->zs.avail_in < 2 && !s->in_eof)
+        if (refill(s) != 0) return -1;
+    if (s->zs.avail_in == 0) return 0;
+    if (s->zs.avail_in >= 2 && s->zs.next_in[0] == 0x1f && s->zs.next_in[1] == 0x8b) {
+        if (inflateReset(&s->zs) != Z_OK) return em_set_error("read_idx: %s: corrupt gzip data", s->path);
+        s->member_end = false;
+        return 1;
+    }
+    return em_set_error("read_idx: %s: unexpected bytes after the end of the gzip data (%s)", s->path,
+                        s->zs.avail_in >= 2 ? "not another gzip member" : "one stray byte");
+}
+
 /* Reads up to n bytes; stops early only at the end of the data. Returns the
  * count read, or -1 with an error for corrupt gzip data or an I/O error. A
- * gzip stream that ends too soon is not an error here: the caller sees the
- * short count and reports the truncation with the sizes. */
-static int64_t read_upto(gzFile f, void *buf, size_t n, const char *path)
+ * gzip member cut off early is not an error here (s->cut is set): the caller
+ * sees the short count and reports the truncation with the sizes. */
+static int64_t read_upto(source *s, void *buf, size_t n)
 {
     size_t got = 0;
-    while (got < n) {
-        size_t want = n - got < READ_CHUNK ? n - got : READ_CHUNK;
-        int r = gzread(f, (char *)buf + got, (unsigned)want);
-        if (r < 0) {
-            int errnum;
-            const char *msg = gzerror(f, &errnum);
-            if (errnum == Z_BUF_ERROR) break;   /* "unexpected end of file" */
-            if (errnum == Z_ERRNO)
-                return em_set_error("read_idx: %s: read failed: %s", path, strerror(errno));
-            return em_set_error("read_idx: %s: corrupt gzip data (%s)", path, msg);
+    if (!s->gz) {
+        while (got < n) {
+            size_t want = n - got < READ_CHUNK ? n - got : READ_CHUNK;
+            ssize_t r = read(s->fd, (char *)buf + got, want);
+            if (r < 0 && errno == EINTR) continue;
+            if (r < 0) return em_set_error("read_idx: %s: read failed: %s", s->path, strerror(errno));
+            if (r == 0) break;
+            got += (size_t)r;
         }
-        if (r == 0) break;
-        got += (size_t)r;
+        return (int64_t)got;
+    }
+    while (got < n && !s->cut) {
+        if (s->member_end) {
+            int more = next_member(s);
+            if (more < 0) return -1;
+            if (more == 0) break;
+        }
+        if (s->zs.avail_in == 0 && refill(s) != 0) return -1;
+        size_t want = n - got < READ_CHUNK ? n - got : READ_CHUNK;
+        s->zs.next_out = (unsigned char *)buf + got;
+        s->zs.avail_out = (uInt)want;
+        int rc = inflate(&s->zs, Z_NO_FLUSH);
+        got += want - s->zs.avail_out;
+        switch (rc) {
+        case Z_OK:
+            break;
+        case Z_STREAM_END:
+            s->member_end = true;
+            break;
+        case Z_BUF_ERROR:
+            /* no progress: more input is needed, and at the end of the file
+             * there is none (with input left it cannot happen; stop anyway) */
+            if (s->zs.avail_in == 0 && !s->in_eof) break;
+            s->cut = true;
+            break;
+        case Z_MEM_ERROR:
+            return em_set_error("read_idx: %s: out of memory inflating the gzip data", s->path);
+        default:   /* Z_DATA_ERROR, Z_NEED_DICT, Z_STREAM_ERROR */
+            return em_set_error("read_idx: %s: corrupt gzip data (%s)", s->path,
+                                s->zs.msg ? s->zs.msg : "invalid deflate stream");
+        }
     }
     return (int64_t)got;
+}
+
+/* A note for a short read: why the data ended. */
+static const char *cut_note(const source *s)
+{
+    return s->cut ? "; the gzip stream is cut short" : "";
 }
 
 /* Converts n big-endian values of type ty from src into dst (native). */
@@ -121,15 +207,17 @@ static void convert(void *dst, const unsigned char *src, size_t n, const idx_typ
     }
 }
 
-/* Reads `numel` values of type ty into t's data. Returns 0, or -1 with an
- * error (truncation reports the data bytes expected and found). */
-static int read_data(gzFile f, em_tensor *t, int64_t numel, const idx_type *ty, const char *path)
+/* Reads `numel` values of type ty into t's data, then checks that the data
+ * ends there. Returns 0, or -1 with an error (truncation reports the data
+ * bytes expected and found). */
+static int read_data(source *s, em_tensor *t, int64_t numel, const idx_type *ty)
 {
+    const char *path = s->path;
     uint64_t expected = (uint64_t)numel * ty->file_size;
     uint64_t got = 0;
     if (ty->code == 0x08) {
         /* bytes need no conversion: read straight into the tensor */
-        int64_t r = read_upto(f, em_data_ptr(t), (size_t)expected, path);
+        int64_t r = expected ? read_upto(s, em_data_ptr(t), (size_t)expected) : 0;
         if (r < 0) return -1;
         got = (uint64_t)r;
     } else {
@@ -139,7 +227,7 @@ static int read_data(gzFile f, em_tensor *t, int64_t numel, const idx_type *ty, 
         size_t out_size = em_dtype_size(t->dtype);
         while (got < expected) {
             size_t want = expected - got < STAGE_BYTES ? (size_t)(expected - got) : STAGE_BYTES;
-            int64_t r = read_upto(f, stage, want, path);
+            int64_t r = read_upto(s, stage, want);
             if (r < 0) { free(stage); return -1; }
             /* a partial value at the end is dropped: the error follows below */
             size_t values = (size_t)r / ty->file_size;
@@ -150,26 +238,32 @@ static int read_data(gzFile f, em_tensor *t, int64_t numel, const idx_type *ty, 
         free(stage);
     }
     if (got < expected)
-        return em_set_error("read_idx: %s: truncated (expected %llu data bytes, got %llu)", path,
-                            (unsigned long long)expected, (unsigned long long)got);
+        return em_set_error("read_idx: %s: truncated (expected %llu data bytes, got %llu%s)", path,
+                            (unsigned long long)expected, (unsigned long long)got, cut_note(s));
     unsigned char extra;
-    int64_t r = read_upto(f, &extra, 1, path);
+    int64_t r = read_upto(s, &extra, 1);
     if (r < 0) return -1;
     if (r > 0)
         return em_set_error("read_idx: %s: unexpected bytes after the %llu data bytes the header describes",
                             path, (unsigned long long)expected);
+    if (s->cut)
+        return em_set_error("read_idx: %s: truncated or corrupt gzip file: the compressed stream stops before "
+                            "its end (its last block or its 8-byte trailer, the CRC-32 and length, is missing)",
+                            path);
     return 0;
 }
 
 /* Parses and checks the header: fills the sizes, the element count and the
  * type, or returns -1 with an error. */
-static int read_header(gzFile f, const char *path, int64_t *sizes, int *ndim,
-                       int64_t *numel, const idx_type **type)
+static int read_header(source *s, int64_t *sizes, int *ndim, int64_t *numel, const idx_type **type)
 {
+    const char *path = s->path;
     unsigned char magic[4];
-    int64_t r = read_upto(f, magic, 4, path);
+    int64_t r = read_upto(s, magic, 4);
     if (r < 0) return -1;
-    if (r < 4) return em_set_error("read_idx: %s: truncated header (%lld of 4 magic bytes)", path, (long long)r);
+    if (r < 4)
+        return em_set_error("read_idx: %s: truncated header (%lld of 4 magic bytes%s)", path, (long long)r,
+                            cut_note(s));
     if (magic[0] != 0 || magic[1] != 0)
         return em_set_error("read_idx: %s: not an IDX file (magic starts %02x %02x, expected 00 00)",
                             path, magic[0], magic[1]);
@@ -181,10 +275,11 @@ static int read_header(gzFile f, const char *path, int64_t *sizes, int *ndim,
     if (nd < 1 || nd > EM_MAX_DIMS)
         return em_set_error("read_idx: %s: %d dimensions (expected 1..%d)", path, nd, EM_MAX_DIMS);
     unsigned char dims[4 * EM_MAX_DIMS];
-    r = read_upto(f, dims, 4 * (size_t)nd, path);
+    r = read_upto(s, dims, 4 * (size_t)nd);
     if (r < 0) return -1;
     if (r < 4 * nd)
-        return em_set_error("read_idx: %s: truncated header (%lld of %d size bytes)", path, (long long)r, 4 * nd);
+        return em_set_error("read_idx: %s: truncated header (%lld of %d size bytes%s)", path, (long long)r,
+                            4 * nd, cut_note(s));
     /* the element count is checked against the cap as it grows, so it never
      * overflows: the cap is far below INT64_MAX / UINT32_MAX */
     uint64_t n = 1;
@@ -225,26 +320,31 @@ em_tensor *em_read_idx(const char *path)
     }
     /* The most a gzip file can inflate to (see the top comment); a plain
      * file is checked against its size. Pipes and devices have no size:
-     * only the cap applies to them. */
+     * only the cap applies to them (and they are read as plain files). */
     unsigned char sig[2];
     bool gz = pread(fd, sig, 2, 0) == 2 && sig[0] == 0x1f && sig[1] == 0x8b;
     uint64_t fsize = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
     uint64_t limit = UINT64_MAX;
     if (gz && S_ISREG(st.st_mode) && fsize <= UINT64_MAX / DEFLATE_MAX_RATIO) limit = fsize * DEFLATE_MAX_RATIO;
 
-    gzFile f = gzdopen(fd, "rb");
-    if (!f) {
-        close(fd);
-        return em_set_error("read_idx: %s: cannot open (out of memory)", path), NULL;
+    source s = {.fd = fd, .path = path, .gz = gz};
+    if (gz) {
+        s.in = malloc(IN_BYTES);
+        /* 16 + MAX_WBITS: a gzip wrapper (header, CRC-32 and length checked) */
+        if (!s.in || inflateInit2(&s.zs, 16 + MAX_WBITS) != Z_OK) {
+            free(s.in);
+            close(fd);
+            return em_set_error("read_idx: %s: out of memory", path), NULL;
+        }
+        s.zs.next_in = s.in;
     }
-    gzbuffer(f, 1 << 18);
 
     int64_t sizes[EM_MAX_DIMS];
     int ndim = 0;
     int64_t numel = 0;
     const idx_type *ty = NULL;
     em_tensor *t = NULL;
-    int rc = read_header(f, path, sizes, &ndim, &numel, &ty);
+    int rc = read_header(&s, sizes, &ndim, &numel, &ty);
     if (rc == 0) {
         uint64_t header = 4 + 4 * (uint64_t)ndim;
         uint64_t bytes = (uint64_t)numel * ty->file_size;
@@ -265,11 +365,15 @@ em_tensor *em_read_idx(const char *path)
             char msg[256];
             snprintf(msg, sizeof msg, "%s", em_error());
             em_set_error("read_idx: %s: %s", path, msg);
-        } else if (read_data(f, t, numel, ty, path)) {
+        } else if (read_data(&s, t, numel, ty)) {
             em_release(t);
             t = NULL;
         }
     }
-    gzclose(f);
+    if (gz) {
+        inflateEnd(&s.zs);
+        free(s.in);
+    }
+    close(fd);
     return t;
 }

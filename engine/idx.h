@@ -2,7 +2,8 @@
  *
  * An IDX file is a 4-byte magic (0x00 0x00 <type> <ndims>), ndims big-endian
  * 32-bit sizes, then the values in row-major order, big-endian. Files may be
- * gzip-compressed; the reader finds out by itself (zlib reads both).
+ * gzip-compressed (one or more gzip members, each with its CRC-32 and length
+ * trailer checked); the reader finds out by itself from the first bytes.
  *
  * Type codes and the dtype each becomes (ember has no int8 or int16, so the
  * narrow signed types widen to int32, which holds every value exactly):
@@ -21,7 +22,8 @@
 /* Reads the IDX file at path into a new contiguous CPU tensor whose shape is
  * the file's dims. NULL on error, with a message "read_idx: <path>: ..." that
  * says what is wrong (missing file, bad magic, unknown type, bad dims,
- * truncated or corrupt data, trailing bytes). Never allocates more than the
+ * truncated or corrupt data, a gzip stream cut before its trailer, trailing
+ * bytes after the data or after the gzip stream). Never allocates more than the
  * header claims, and a claim the file's size cannot back (a plain file
  * shorter than it, or a gzip file too small to inflate to it) is refused
  * before allocating. */

@@ -12,12 +12,14 @@
 #include "internal.h"
 
 #include <cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,7 +29,8 @@
 
 /* The reference implementation's limit on the header (MAX_HEADER_SIZE). */
 #define HEADER_MAX 100000000ULL
-/* Integers above 2^53 do not survive cJSON's doubles; no real file needs them. */
+/* From 2^53 on, cJSON's doubles no longer hold every integer (2^53 + 1 reads
+ * as 2^53): such numbers are refused, and no real file needs them. */
 #define JSON_INT_MAX 9007199254740992.0
 
 static const em_device HOST = {EM_CPU, 0};
@@ -190,6 +193,100 @@ static const char *dir_of(const char *path, char *buf, size_t n)
     return buf;
 }
 
+/* Temporary files. A save writes "<path>.tmp.XXXXXX" (mkstemp's six letters
+ * and digits) and renames it over path; a writer killed before the rename
+ * (kill -9, a crash, a power cut) leaves that file behind, and the next save
+ * of the same path removes it.
+ *
+ * Which leftovers may go: only those whose writer is gone, since two
+ * processes may save the same path at once (the later rename wins; neither
+ * may break the other's save). The writer holds an flock on its temporary
+ * file from creation to rename, and the kernel drops the lock when the
+ * process dies, however it dies; a cleaner removes a file only when it can
+ * take that lock itself (without waiting). A pid in the name was the
+ * alternative, but a pid says nothing across pid namespaces (containers) or
+ * hosts sharing a file system, and pids are reused; a lock answers exactly
+ * "is someone still writing this", and Linux NFS carries flock to the server.
+ *
+ * Two races are closed:
+ *  - a cleaner can lock a file a writer has just created and not yet locked:
+ *    it removes it, so the writer, once it holds its lock, checks that its
+ *    file still has a name (st_nlink > 0) and makes a new one if not;
+ *  - a cleaner may open a file by name just before its writer renames it
+ *    away and exits: after taking the lock it checks that the name still
+ *    leads to the file it locked before removing anything.
+ * Where the file system has no locks (flock fails with anything but "would
+ * block"), the writer goes on unlocked and cleaners remove nothing there. */
+#define TEMP_SUFFIX ".tmp.XXXXXX"
+#define TEMP_LETTERS 6
+
+static bool temp_name_of(const char *name, const char *base, size_t blen)
+{
+    static const char tag[] = ".tmp.";
+    if (strlen(name) != blen + sizeof tag - 1 + TEMP_LETTERS) return false;
+    if (memcmp(name, base, blen) != 0 || memcmp(name + blen, tag, sizeof tag - 1) != 0) return false;
+    for (const char *p = name + blen + sizeof tag - 1; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) return false;
+    return true;
+}
+
+/* Removes the temporary files of earlier saves of path whose writers are
+ * gone (see above). Best effort: a folder that cannot be read or a file that
+ * cannot be removed is left as it is, and the save goes on. */
+static void remove_stale_temps(const char *path)
+{
+    char dbuf[4096];
+    const char *dir = dir_of(path, dbuf, sizeof dbuf);
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    size_t blen = strlen(base);
+    if (!dir || blen == 0) return;
+    DIR *d = opendir(dir);
+    if (!d) return;
+    int dfd = dirfd(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!temp_name_of(e->d_name, base, blen)) continue;
+        int fd = openat(dfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) continue;
+        struct stat held, named;
+        if (fstat(fd, &held) == 0 && S_ISREG(held.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+            fstatat(dfd, e->d_name, &named, AT_SYMLINK_NOFOLLOW) == 0 && named.st_dev == held.st_dev &&
+            named.st_ino == held.st_ino)
+            unlinkat(dfd, e->d_name, 0);
+        close(fd);   /* drops the lock */
+    }
+    closedir(d);
+}
+
+/* Creates and locks a new temporary file beside path; its name goes to tmp
+ * (strlen(path) + sizeof TEMP_SUFFIX bytes). Returns the descriptor, or -1
+ * with errno set. */
+static int create_temp(const char *path, char *tmp)
+{
+    size_t plen = strlen(path);
+    for (int attempt = 0; attempt < 100; attempt++) {
+        memcpy(tmp, path, plen);
+        memcpy(tmp + plen, TEMP_SUFFIX, sizeof TEMP_SUFFIX);
+        int fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0) return -1;
+        int rc;
+        while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR) {}
+        struct stat st;
+        if (fstat(fd, &st) != 0) {
+            int e = errno;
+            close(fd);
+            unlink(tmp);
+            errno = e;
+            return -1;
+        }
+        if (st.st_nlink > 0) return fd;   /* locked (or no locks here) and still named */
+        close(fd);                        /* a cleaner took it before we locked it */
+    }
+    errno = EAGAIN;
+    return -1;
+}
+
 int em_save_safetensors(const char *path, const char *const *names, em_tensor *const *tensors, int n,
                         const char *const *meta_keys, const char *const *meta_values, int nmeta)
 {
@@ -199,18 +296,21 @@ int em_save_safetensors(const char *path, const char *const *names, em_tensor *c
     char *hdr = build_header(path, names, tensors, n, meta_keys, meta_values, nmeta, &hlen);
     if (!hdr) return -1;
 
+    remove_stale_temps(path);
     size_t plen = strlen(path);
-    char *tmp = malloc(plen + 16);
+    char *tmp = malloc(plen + sizeof TEMP_SUFFIX);
     if (!tmp) { free(hdr); return em_set_error("save: %s: out of memory", path); }
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp.XXXXXX", 12);
-    int fd = mkstemp(tmp);
+    int fd = create_temp(path, tmp);
     if (fd < 0) {
         int e = errno;
         free(hdr);
         free(tmp);
         return em_set_error("save: %s: cannot create a temporary file beside it: %s", path, strerror(e));
     }
+    /* the lock lives as long as any descriptor of this open file: lockfd
+     * keeps it while fd is closed (close reports late write errors, as on
+     * NFS) and until the rename is done */
+    int lockfd = -1;
     /* mkstemp makes the file 0600; give it the mode a plain fopen would */
     mode_t mask = umask(0);
     umask(mask);
@@ -226,8 +326,8 @@ int em_save_safetensors(const char *path, const char *const *names, em_tensor *c
             char msg[512];
             snprintf(msg, sizeof msg, "%s", em_error());
             em_set_error("save: %s: tensor \"%s\": %s", path, names[i], msg);
-            close(fd);
             unlink(tmp);
+            close(fd);
             free(hdr);
             free(tmp);
             return -1;
@@ -239,9 +339,12 @@ int em_save_safetensors(const char *path, const char *const *names, em_tensor *c
         if (rc != 0) goto fail;
     }
     if (fsync(fd) != 0) { what = "fsync"; err = errno; goto fail; }
+    lockfd = dup(fd);
+    if (lockfd < 0) { what = "dup"; err = errno; goto fail; }
     if (close(fd) != 0) { fd = -1; what = "close"; err = errno; goto fail; }
     fd = -1;
     if (rename(tmp, path) != 0) { what = "rename"; err = errno; goto fail; }
+    close(lockfd);
     free(hdr);
     free(tmp);
 
@@ -249,7 +352,7 @@ int em_save_safetensors(const char *path, const char *const *names, em_tensor *c
     char dbuf[4096];
     const char *dir = dir_of(path, dbuf, sizeof dbuf);
     if (dir) {
-        int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd >= 0) {
             int rc = fsync(dfd);
             int e = errno;
@@ -261,8 +364,10 @@ int em_save_safetensors(const char *path, const char *const *names, em_tensor *c
     }
     return 0;
 fail:
-    if (fd >= 0) close(fd);
+    /* removed while still locked, so no cleaner races this */
     unlink(tmp);
+    if (fd >= 0) close(fd);
+    if (lockfd >= 0) close(lockfd);
     free(hdr);
     free(tmp);
     return em_set_error("save: %s: %s failed: %s", path, what, strerror(err));
@@ -296,14 +401,14 @@ void em_checkpoint_free(em_checkpoint *c)
     free(c);
 }
 
-/* A JSON number that is a non-negative integer no larger than 2^53:
+/* A JSON number that is a non-negative integer below 2^53:
  * 0, or -1 when it is not a non-negative integer, -2 when it is too large. */
 static int json_uint(const cJSON *v, uint64_t *out)
 {
     if (!cJSON_IsNumber(v)) return -1;
     double d = v->valuedouble;
     if (!(d >= 0) || d != floor(d)) return -1;
-    if (d > JSON_INT_MAX) return -2;
+    if (d >= JSON_INT_MAX) return -2;
     *out = (uint64_t)d;
     return 0;
 }
@@ -314,6 +419,20 @@ static int parse_entry(const char *path, const cJSON *item, entry *e)
     e->name = name;
     if (!cJSON_IsObject(item))
         return em_set_error("load: %s: tensor \"%s\": expected an object {dtype, shape, data_offsets}", path, name);
+    /* cJSON keeps duplicate keys and its lookups see the first: a second
+     * "dtype" would be ignored silently. Unknown keys are refused too (a
+     * misspelt field is a damaged file, not an extension). */
+    int seen[3] = {0, 0, 0};
+    static const char *const fields[3] = {"dtype", "shape", "data_offsets"};
+    for (const cJSON *f = item->child; f; f = f->next) {
+        int k = 0;
+        while (k < 3 && strcmp(f->string, fields[k]) != 0) k++;
+        if (k == 3)
+            return em_set_error("load: %s: tensor \"%s\": unknown field \"%.64s\" (expected dtype, shape, "
+                                "data_offsets)", path, name, f->string);
+        if (seen[k]++)
+            return em_set_error("load: %s: tensor \"%s\": field \"%s\" appears twice", path, name, fields[k]);
+    }
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(item, "dtype");
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(item, "shape");
     const cJSON *offs = cJSON_GetObjectItemCaseSensitive(item, "data_offsets");
@@ -426,6 +545,131 @@ done:
     return rc;
 }
 
+/* The header's text, before cJSON sees it. JSON strings cannot hold raw
+ * control characters, and cJSON decodes "\u0000" into a C string that ends
+ * early: the dtype "F32\u0000junk" would read as "F32", the name "a\u0000b"
+ * as "a". So: no byte below 0x20 except whitespace between tokens, valid
+ * UTF-8 (as the reference reader requires), and no \u0000 escape. A string
+ * holding one is shown as written, with its role in the header (tensor name,
+ * dtype, metadata key...), found from the nesting depth and the key before
+ * it. */
+static bool raw_is(const unsigned char *h, size_t at, size_t end, const char *word)
+{
+    size_t n = strlen(word);
+    return end - at == n + 1 && memcmp(h + at + 1, word, n) == 0;
+}
+
+static int nul_error(const char *path, const unsigned char *h, size_t n, size_t at, size_t end, size_t nul,
+                     int depth, bool in_meta, bool after_dtype)
+{
+    size_t after = end + 1;
+    while (after < n && (h[after] == ' ' || h[after] == '\t' || h[after] == '\n' || h[after] == '\r')) after++;
+    bool key = after < n && h[after] == ':';
+    const char *role = "string";
+    if (depth == 1 && key) role = "tensor name";
+    else if (depth == 2 && in_meta) role = key ? "metadata key" : "metadata value";
+    else if (depth == 2 && key) role = "field name";
+    else if (depth == 2 && after_dtype) role = "dtype";
+    char shown[64];
+    size_t k = 0;
+    for (size_t j = at; j <= end && j < n && k < 60; j++) shown[k++] = h[j] >= 0x20 && h[j] < 0x7f ? (char)h[j] : '?';
+    shown[k] = '\0';
+    return em_set_error("load: %s: %s %s%s holds a NUL character (\\u0000 at byte %zu of the header), which "
+                        "tensor names, dtypes and metadata cannot contain", path, role, shown,
+                        end + 1 - at > k ? "..." : "", nul);
+}
+
+static int check_header_text(const char *path, const unsigned char *h, size_t n)
+{
+    bool in_str = false, in_meta = false, after_dtype = false, top_is_meta = false;
+    int depth = 0;
+    size_t str_at = 0, nul = SIZE_MAX, key_at = 0, key_end = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = h[i];
+        if (c < 0x20) {
+            if (!in_str && (c == '\t' || c == '\n' || c == '\r')) continue;
+            return em_set_error("load: %s: the header has a control byte 0x%02x at byte %zu%s (not valid JSON)",
+                                path, c, i, in_str ? ", inside a string" : "");
+        }
+        if (c >= 0x80) {
+            /* one UTF-8 sequence: lead byte, continuation bytes, no overlong
+             * forms, no surrogates, nothing past U+10FFFF */
+            size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+            uint32_t cp = c & (len == 2 ? 0x1f : len == 3 ? 0x0f : 0x07);
+            bool ok = c >= 0xc2 && c <= 0xf4 && i + len <= n;
+            for (size_t k = 1; ok && k < len; k++) {
+                ok = (h[i + k] & 0xc0) == 0x80;
+                cp = cp << 6 | (h[i + k] & 0x3f);
+            }
+            if (ok) ok = !(len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) &&
+                         !(len == 4 && (cp < 0x10000 || cp > 0x10ffff));
+            if (!ok) return em_set_error("load: %s: the header is not valid UTF-8 (at byte %zu)", path, i);
+            i += len - 1;
+            continue;
+        }
+        if (in_str) {
+            if (c == '\\') {
+                if (nul == SIZE_MAX && i + 5 < n && h[i + 1] == 'u' && h[i + 2] == '0' && h[i + 3] == '0' &&
+                    h[i + 4] == '0' && h[i + 5] == '0')
+                    nul = i;
+                i++;   /* the escaped character: a quote or backslash there is not special */
+            } else if (c == '"') {
+                in_str = false;
+                if (nul != SIZE_MAX)
+                    return nul_error(path, h, n, str_at, i, nul, depth, in_meta, after_dtype);
+                key_at = str_at;
+                key_end = i;
+            }
+            continue;
+        }
+        switch (c) {
+        case '"':
+            in_str = true;
+            str_at = i;
+            break;
+        case ':':
+            /* the string just closed was a key */
+            if (depth == 1) top_is_meta = raw_is(h, key_at, key_end, "__metadata__");
+            if (depth == 2) after_dtype = raw_is(h, key_at, key_end, "dtype");
+            break;
+        case ',':
+            after_dtype = false;
+            break;
+        case '{':
+        case '[':
+            depth++;
+            if (depth == 2) in_meta = top_is_meta;
+            break;
+        case '}':
+        case ']':
+            depth--;
+            after_dtype = false;
+            break;
+        }
+    }
+    if (in_str && nul != SIZE_MAX) return nul_error(path, h, n, str_at, n - 1, nul, depth, in_meta, after_dtype);
+    return 0;
+}
+
+/* The name of a key that appears twice among obj's members, or NULL (also
+ * when out of memory: -1 in *oom). */
+static const char *duplicate_key(const cJSON *obj, int *oom)
+{
+    int n = cJSON_GetArraySize(obj);
+    *oom = 0;
+    if (n < 2) return NULL;
+    const char **keys = malloc((size_t)n * sizeof *keys);
+    if (!keys) { *oom = -1; return NULL; }
+    int k = 0;
+    for (const cJSON *it = obj->child; it; it = it->next) keys[k++] = it->string;
+    qsort(keys, (size_t)k, sizeof *keys, cmp_str);
+    const char *dup = NULL;
+    for (int i = 1; i < k && !dup; i++)
+        if (strcmp(keys[i - 1], keys[i]) == 0) dup = keys[i];
+    free(keys);
+    return dup;
+}
+
 static char *dup_str(const char *s)
 {
     size_t n = strlen(s) + 1;
@@ -442,15 +686,33 @@ static int read_exact(FILE *f, void *p, size_t n)
 em_checkpoint *em_load_safetensors(const char *path)
 {
     if (!path || !path[0]) return em_set_error("load: empty file name"), NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return em_set_error("load: %s: %s", path, strerror(errno)), NULL;
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused
+     * below, as is anything that is not a regular file: the header is checked
+     * against the file's size) */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return em_set_error("load: %s: %s", path, strerror(errno)), NULL;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        em_set_error("load: %s: %s", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        if (S_ISDIR(st.st_mode)) em_set_error("load: %s: is a directory", path);
+        else em_set_error("load: %s: not a regular file (a safetensors file is read by its size)", path);
+        close(fd);
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        em_set_error("load: %s: %s", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
     char *hdr = NULL;
     cJSON *root = NULL;
     entry *es = NULL;
     em_checkpoint *c = NULL;
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0) { em_set_error("load: %s: %s", path, strerror(errno)); goto fail; }
-    if (S_ISDIR(st.st_mode)) { em_set_error("load: %s: is a directory", path); goto fail; }
     uint64_t fsize = (uint64_t)st.st_size;
     unsigned char lenbuf[8];
     if (fsize < 8 || read_exact(f, lenbuf, 8) != 0) {
@@ -478,6 +740,7 @@ em_checkpoint *em_load_safetensors(const char *path)
         goto fail;
     }
     hdr[hlen] = '\0';
+    if (check_header_text(path, (const unsigned char *)hdr, hlen) != 0) goto fail;
     const char *end = NULL;
     root = cJSON_ParseWithLengthOpts(hdr, hlen, &end, 0);
     if (!root) {
@@ -504,6 +767,10 @@ em_checkpoint *em_load_safetensors(const char *path)
     }
     if (meta) {
         if (!cJSON_IsObject(meta)) { em_set_error("load: %s: \"__metadata__\" is not an object", path); goto fail; }
+        int oom;
+        const char *dup = duplicate_key(meta, &oom);
+        if (oom) { em_set_error("load: %s: out of memory", path); goto fail; }
+        if (dup) { em_set_error("load: %s: metadata key \"%s\" appears twice", path, dup); goto fail; }
         for (const cJSON *it = meta->child; it; it = it->next) {
             if (!cJSON_IsString(it)) {
                 em_set_error("load: %s: metadata \"%s\" is not a string", path, it->string);

@@ -24,8 +24,11 @@
  *
  * The write is atomic: the bytes go to a temporary file "<path>.tmp.XXXXXX"
  * in the same folder, which is fsynced, renamed over path, and then the
- * folder is fsynced. A process killed mid-write leaves path as it was (the
- * temporary file may remain); on an error the temporary file is removed.
+ * folder is fsynced. A process killed mid-write leaves path as it was and
+ * its temporary file behind; the next save of the same path removes such
+ * leftovers (only files named exactly so, and only when no live process is
+ * writing them: writers hold an flock on their temporary file, see
+ * safetensors.c). On an error the temporary file is removed.
  * Returns 0, or -1 with an error "save: <path>: ...". */
 int em_save_safetensors(const char *path, const char *const *names, em_tensor *const *tensors, int n,
                         const char *const *meta_keys, const char *const *meta_values, int nmeta);
@@ -41,8 +44,10 @@ typedef struct em_checkpoint {
 } em_checkpoint;
 
 /* Reads a safetensors file. The header is checked against the real file
- * before anything it claims is allocated: header length within the file and
- * at most 100 MB, valid JSON, known dtypes, shapes of non-negative integers
+ * before anything it claims is allocated: a regular file, header length
+ * within the file and at most 100 MB, valid UTF-8 JSON without NUL characters
+ * in its strings, no duplicate keys, tensor entries with exactly the fields
+ * dtype, shape and data_offsets, known dtypes, shapes of non-negative integers
  * whose byte size matches the data offsets, offsets that cover the data
  * section exactly (no holes, no overlap, nothing past the end). Returns NULL
  * with an error "load: <path>: ..." on any problem. Free the result with

@@ -203,7 +203,7 @@ static int l_load(lua_State *L)
         em_tensor *t = c->tensors[i];
         if (!em_device_eq(dev, cpu)) {
             em_tensor *moved = em_to_device(t, dev);
-            if (!moved) return emlua_fail(L);
+            if (!moved) return luaL_error(L, "load: %s: tensor \"%s\": %s", path, c->names[i], em_error());
             t = moved;
         } else {
             c->tensors[i] = NULL;                    /* the userdata takes our reference */

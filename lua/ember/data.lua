@@ -326,6 +326,13 @@ local function read_split(root, prefix, n)
     error(string.format("fashion_mnist: %s: expected %d uint8 labels, got %s [%s]", files[2], shape[1],
                         labels.dtype, table.concat(labels.shape, ",")), 0)
   end
+  -- class numbers outside 0..9 would only fail later, inside a loss
+  if labels:numel() > 0 then
+    local high = labels:max():item()
+    if high > 9 then
+      error(string.format("fashion_mnist: %s: labels must be class numbers 0..9, found %d", files[2], high), 0)
+    end
+  end
   if n and shape[1] ~= n then
     error(string.format("fashion_mnist: %s: expected %d images, got %d", files[1], n, shape[1]), 0)
   end

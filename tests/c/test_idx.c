@@ -20,6 +20,7 @@ typedef struct buf {
 
 static void put(buf *b, const void *src, size_t n)
 {
+    if (n == 0) return;
     if (b->n + n > b->cap) {
         b->cap = (b->n + n) * 2 + 64;
         b->p = realloc(b->p, b->cap);
@@ -422,6 +423,146 @@ static void test_corrupt_gzip(void)
     free(b.p);
 }
 
+/* b compressed as one gzip member, in memory (deflate with a gzip wrapper) */
+static buf gzip_buf(const buf *b)
+{
+    buf out = {0};
+    z_stream zs = {0};
+    if (deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK) return out;
+    out.cap = deflateBound(&zs, b->n) + 64;
+    out.p = malloc(out.cap);
+    zs.next_in = b->p;
+    zs.avail_in = (uInt)b->n;
+    zs.next_out = out.p;
+    zs.avail_out = (uInt)out.cap;
+    deflate(&zs, Z_FINISH);
+    out.n = out.cap - zs.avail_out;
+    deflateEnd(&zs);
+    return out;
+}
+
+/* A small valid IDX file (int16 values, so the data crosses deflate blocks
+ * only when large; this one is one block) and its gzip form. */
+static buf sample_idx(void)
+{
+    buf b = {0};
+    uint32_t dims[] = {7, 5};
+    header(&b, 0x0B, 2, dims);
+    for (int i = 0; i < 35; i++) put_be(&b, (uint16_t)(i * 977), 2);
+    return b;
+}
+
+/* The reported bug: a gzip file without its 8-byte trailer (CRC-32 and
+ * length) was read as if whole. Every cut of the trailer, and every shorter
+ * prefix of the file, must be refused. */
+static void test_gzip_without_trailer(void)
+{
+    buf b = sample_idx();
+    buf gz = gzip_buf(&b);
+    CHECK(gz.n > 20);
+    buf m = {0};
+    put(&m, gz.p, gz.n - 8);
+    CHECK(fails_with(&m, 0, "truncated or corrupt gzip file: the compressed stream stops before its end"));
+    free(m.p);
+    for (size_t cut = 1; cut < 8; cut++) {
+        m = (buf){0};
+        put(&m, gz.p, gz.n - cut);
+        CHECK(fails_with(&m, 0, "gzip"));
+        free(m.p);
+    }
+    int bad = 0;
+    for (size_t len = 0; len < gz.n; len++) {
+        m = (buf){0};
+        put(&m, gz.p, len);
+        em_clear_error();
+        em_tensor *t = roundtrip(&m, 0);
+        if (t) {
+            printf("#   a %zu-byte prefix of the %zu-byte gzip file loaded\n", len, gz.n);
+            em_release(t);
+            bad++;
+        } else if (strncmp(em_error(), "read_idx: /tmp/ember_idx_", 25) != 0) {
+            printf("#   prefix %zu: unexpected message '%s'\n", len, em_error());
+            bad++;
+        }
+        free(m.p);
+    }
+    CHECK(bad == 0);
+    /* and the whole file still loads */
+    em_tensor *t = roundtrip(&gz, 0);
+    CHECK(t != NULL);
+    if (t) {
+        CHECK(shape_is(t, 2, (int64_t[]){7, 5}));
+        CHECK(em_get_i(t, 34) == (int16_t)(uint16_t)(34 * 977));
+        em_release(t);
+    }
+    free(gz.p);
+    free(b.p);
+}
+
+/* A damaged trailer: the CRC-32 or the length does not match the data. */
+static void test_gzip_bad_trailer(void)
+{
+    buf b = sample_idx();
+    buf gz = gzip_buf(&b);
+    gz.p[gz.n - 8] ^= 0x01;   /* CRC-32 */
+    CHECK(fails_with(&gz, 0, "corrupt gzip data (incorrect data check)"));
+    gz.p[gz.n - 8] ^= 0x01;
+    gz.p[gz.n - 1] ^= 0x40;   /* length */
+    CHECK(fails_with(&gz, 0, "corrupt gzip data (incorrect length check)"));
+    free(gz.p);
+    free(b.p);
+}
+
+/* Bytes after the gzip stream are refused (zlib's gz* functions skip them);
+ * another whole gzip member is not: gzip -c a b > ab is a valid file. */
+static void test_gzip_after_the_end(void)
+{
+    buf b = sample_idx();
+    buf gz = gzip_buf(&b);
+    buf m = {0};
+    put(&m, gz.p, gz.n);
+    put(&m, "junk", 4);
+    CHECK(fails_with(&m, 0, "unexpected bytes after the end of the gzip data (not another gzip member)"));
+    free(m.p);
+    m = (buf){0};
+    put(&m, gz.p, gz.n);
+    put_byte(&m, 0);
+    CHECK(fails_with(&m, 0, "unexpected bytes after the end of the gzip data (one stray byte)"));
+    free(m.p);
+    /* the header in one member, the data in a second, an empty third */
+    buf head = {0}, data = {0}, none = {0};
+    put(&head, b.p, 12);
+    put(&data, b.p + 12, b.n - 12);
+    buf g1 = gzip_buf(&head), g2 = gzip_buf(&data), g3 = gzip_buf(&none);
+    m = (buf){0};
+    put(&m, g1.p, g1.n);
+    put(&m, g2.p, g2.n);
+    put(&m, g3.p, g3.n);
+    em_tensor *t = roundtrip(&m, 0);
+    CHECK(t != NULL);
+    if (t) {
+        CHECK(shape_is(t, 2, (int64_t[]){7, 5}));
+        CHECK(em_get_i(t, 1) == 977);
+        em_release(t);
+    }
+    /* a second member cut short is still a cut stream */
+    m.n -= g3.n + 3;
+    CHECK(fails_with(&m, 0, "gzip"));
+    /* data beyond the header's claim, in a later member */
+    m.n = 0;
+    put(&m, gz.p, gz.n);
+    put(&m, g2.p, g2.n);
+    CHECK(fails_with(&m, 0, "unexpected bytes after the 70 data bytes"));
+    free(m.p);
+    free(g1.p);
+    free(g2.p);
+    free(g3.p);
+    free(head.p);
+    free(data.p);
+    free(gz.p);
+    free(b.p);
+}
+
 static void test_trailing_bytes(void)
 {
     for (int gz = 0; gz < 2; gz++) {
@@ -586,6 +727,9 @@ int main(void)
     RUN(test_truncated_data);
     RUN(test_truncated_gzip_stream);
     RUN(test_corrupt_gzip);
+    RUN(test_gzip_without_trailer);
+    RUN(test_gzip_bad_trailer);
+    RUN(test_gzip_after_the_end);
     RUN(test_trailing_bytes);
     RUN(test_absurd_dims);
     RUN(test_missing);

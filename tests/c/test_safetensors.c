@@ -7,8 +7,10 @@
 #include "check.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -410,6 +412,177 @@ static void hostile_layout(void)
     em_checkpoint_free(c);
 }
 
+/* Strings in the header: cJSON decodes \u0000 into a C string that ends
+ * early, so the dtype "F32\u0000" read as F32 (the reported bug). */
+static void hostile_strings(void)
+{
+    const char *p = file("h.safetensors");
+    write_st(p, "{\"a\": {\"dtype\": \"F32\\u0000\", \"shape\": [1], \"data_offsets\": [0, 4]}}", 4);
+    CHECK(load_fails(p, "dtype \"F32\\u0000\" holds a NUL character"));
+    write_st(p, "{\"a\": {\"dtype\": \"F32\\u0000junk\", \"shape\": [1], \"data_offsets\": [0, 4]}}", 4);
+    CHECK(load_fails(p, "dtype \"F32\\u0000junk\" holds a NUL character"));
+    write_st(p, "{\"a\\u0000b\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}", 4);
+    CHECK(load_fails(p, "tensor name \"a\\u0000b\" holds a NUL"));
+    write_st(p, "{\"__metadata__\": {\"k\": \"v\\u0000\"}}", 0);
+    CHECK(load_fails(p, "metadata value \"v\\u0000\" holds a NUL"));
+    write_st(p, "{\"__metadata__\": {\"k\\u0000x\": \"v\"}}", 0);
+    CHECK(load_fails(p, "metadata key \"k\\u0000x\" holds a NUL"));
+    /* an escaped backslash followed by u0000 is six ordinary characters */
+    write_st(p, "{\"a\": {\"dtype\": \"F32\\\\u0000\", \"shape\": [1], \"data_offsets\": [0, 4]}}", 4);
+    CHECK(load_fails(p, "unsupported dtype \"F32\\u0000\""));
+    write_st(p, "{\"__metadata__\": {\"k\": \"\\\\u0000\"}}", 0);
+    em_checkpoint *c = em_load_safetensors(p);
+    CHECK(c && c->nmeta == 1 && strcmp(c->meta_values[0], "\\u0000") == 0);
+    em_checkpoint_free(c);
+    /* raw control bytes and bad UTF-8 */
+    {
+        static const char j[] = "{\"a\": {\"dtype\": \"F32\0\", \"shape\": [1], \"data_offsets\": [0, 4]}}";
+        unsigned char buf[8 + sizeof j - 1 + 4] = {0};
+        buf[0] = sizeof j - 1;
+        memcpy(buf + 8, j, sizeof j - 1);
+        write_bytes(p, buf, sizeof buf);
+        CHECK(load_fails(p, "control byte 0x00 at byte 20, inside a string"));
+        /* NUL padding after the JSON instead of spaces */
+        static const char k[] = "{\"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}\0\0\0";
+        unsigned char buf2[8 + sizeof k - 1 + 4] = {0};
+        buf2[0] = sizeof k - 1;
+        memcpy(buf2 + 8, k, sizeof k - 1);
+        write_bytes(p, buf2, sizeof buf2);
+        CHECK(load_fails(p, "control byte 0x00 at byte 61 (not valid JSON)"));
+    }
+    write_st(p, "{\"a\xff\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}", 4);
+    CHECK(load_fails(p, "not valid UTF-8 (at byte 3)"));
+    write_st(p, "{\"a\xc0\x80\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}", 4);
+    CHECK(load_fails(p, "not valid UTF-8"));
+    write_st(p, "{\"a\xed\xa0\x80\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}", 4);
+    CHECK(load_fails(p, "not valid UTF-8"));
+    write_st(p, "{\"a\xe2\x82\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}", 4);
+    CHECK(load_fails(p, "not valid UTF-8"));
+    /* lone surrogate escapes */
+    write_st(p, "{\"a\\udc00\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}", 4);
+    CHECK(load_fails(p, "not valid JSON"));
+    /* real UTF-8 names are fine */
+    write_st(p, "{\"\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\xa5\": {\"dtype\": \"U8\", \"shape\": [1], \"data_offsets\": [0, 1]}}", 1);
+    c = em_load_safetensors(p);
+    CHECK(c && c->n == 1 && strcmp(c->names[0], "\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\xa5") == 0);
+    em_checkpoint_free(c);
+}
+
+/* Duplicate keys: cJSON keeps both and its lookups see the first. */
+static void hostile_duplicates(void)
+{
+    const char *p = file("h.safetensors");
+    write_st(p, "{\"a\": {\"dtype\": \"F32\", \"dtype\": \"F64\", \"shape\": [1], \"data_offsets\": [0, 4]}}", 4);
+    CHECK(load_fails(p, "tensor \"a\": field \"dtype\" appears twice"));
+    write_st(p, "{\"a\": {\"dtype\": \"F32\", \"shape\": [1], \"shape\": [2], \"data_offsets\": [0, 4]}}", 4);
+    CHECK(load_fails(p, "field \"shape\" appears twice"));
+    write_st(p, "{\"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4], \"data_offsets\": [0, 4]}}", 4);
+    CHECK(load_fails(p, "field \"data_offsets\" appears twice"));
+    write_st(p, "{\"__metadata__\": {\"k\": \"1\", \"j\": \"2\", \"k\": \"3\"}}", 0);
+    CHECK(load_fails(p, "metadata key \"k\" appears twice"));
+    write_st(p, "{\"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4], \"offsets\": [0, 4]}}", 4);
+    CHECK(load_fails(p, "tensor \"a\": unknown field \"offsets\""));
+    write_st(p, "{\"a\": {\"dtype\": [\"F32\"], \"shape\": [1], \"data_offsets\": [0, 4]}}", 4);
+    CHECK(load_fails(p, "non-string \"dtype\""));
+    write_st(p, "{\"a\": {\"dtype\": \"F32\", \"shape\": {\"0\": 1}, \"data_offsets\": [0, 4]}}", 4);
+    CHECK(load_fails(p, "non-list \"shape\""));
+    write_st(p, "{\"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": {\"a\": 0, \"b\": 4}}}", 4);
+    CHECK(load_fails(p, "two non-negative integers"));
+    write_st(p, "{\"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4, 8]}}", 4);
+    CHECK(load_fails(p, "two non-negative integers"));
+    write_st(p, "{\"a\": {\"dtype\": \"F32\", \"shape\": [null], \"data_offsets\": [0, 4]}}", 4);
+    CHECK(load_fails(p, "not a non-negative integer"));
+    write_st(p, "{\"a\": {\"dtype\": \"F32\", \"shape\": [true], \"data_offsets\": [0, 4]}}", 4);
+    CHECK(load_fails(p, "not a non-negative integer"));
+    write_st(p, "{\"__metadata__\": {\"k\": {\"nested\": \"x\"}}}", 0);
+    CHECK(load_fails(p, "metadata \"k\" is not a string"));
+    write_st(p, "{\"__metadata__\": \"x\"}", 0);
+    CHECK(load_fails(p, "\"__metadata__\" is not an object"));
+    write_st(p, "{\"__metadata__\": {}, \"__metadata__\": {}}", 0);
+    CHECK(load_fails(p, "\"__metadata__\" appears twice"));
+}
+
+/* Not regular files: a FIFO must not block the reader, a device has no size. */
+static void not_regular_files(void)
+{
+    const char *p = file("fifo.safetensors");
+    CHECK(mkfifo(p, 0600) == 0);
+    CHECK(load_fails(p, "not a regular file"));
+    unlink(p);
+    CHECK(load_fails("/dev/null", "load: /dev/null: not a regular file"));
+    CHECK(load_fails("/dev/zero", "not a regular file"));
+    CHECK(load_fails(dir, "is a directory"));
+}
+
+/* A touch of a file: n bytes, no lock. */
+static void touch(const char *path)
+{
+    write_bytes(path, "partial", 7);
+}
+
+/* Leftover temporary files of a killed save are removed by the next save of
+ * the same path; nothing else is: not other targets' files, not names that
+ * only look alike, not directories or links, not a file a live writer holds
+ * (its flock). */
+static void stale_temp_files(void)
+{
+    int64_t two = 2;
+    em_tensor *x = em_full(&two, 1, 3.0, EM_FLOAT32, CPU);
+    const char *names[1] = {"x"};
+    char stale1[400], stale2[400], held[400];
+    snprintf(stale1, sizeof stale1, "%s", file("s.safetensors.tmp.AbC123"));
+    snprintf(stale2, sizeof stale2, "%s", file("s.safetensors.tmp.zzzzzz"));
+    snprintf(held, sizeof held, "%s", file("s.safetensors.tmp.HELD00"));
+    touch(stale1);
+    touch(stale2);
+    touch(held);
+    static const char *const keep[] = {
+        "s.safetensors.tmp.AbC12",   "s.safetensors.tmp.AbC1234", "s.safetensors.tmp.AbC-23",
+        "t.safetensors.tmp.AbC123",  "xs.safetensors.tmp.AbC123", "s.safetensors.tmp.AbC123.bak",
+        "s.safetensors.tmp.",        "s.safetensors.TMP.AbC123",  "s.safetensor.tmp.AbC123",
+    };
+    int nkeep = (int)(sizeof keep / sizeof keep[0]);
+    for (int i = 0; i < nkeep; i++) touch(file(keep[i]));
+    char d[400], l[400], target[400];
+    snprintf(d, sizeof d, "%s", file("s.safetensors.tmp.DIRDIR"));
+    snprintf(l, sizeof l, "%s", file("s.safetensors.tmp.LINKED"));
+    snprintf(target, sizeof target, "%s", file("link-target"));
+    CHECK(mkdir(d, 0700) == 0);
+    touch(target);
+    CHECK(symlink(target, l) == 0);
+    /* a live writer: its lock is on another open file description */
+    int hfd = open(held, O_RDONLY);
+    CHECK(hfd >= 0 && flock(hfd, LOCK_EX) == 0);
+
+    CHECK(em_save_safetensors(file("s.safetensors"), names, &x, 1, NULL, NULL, 0) == 0);
+    CHECK(access(stale1, F_OK) != 0);
+    CHECK(access(stale2, F_OK) != 0);
+    CHECK(access(held, F_OK) == 0);
+    for (int i = 0; i < nkeep; i++) {
+        if (access(file(keep[i]), F_OK) != 0) printf("#   %s was removed\n", keep[i]);
+        CHECK(access(file(keep[i]), F_OK) == 0);
+    }
+    struct stat st;
+    CHECK(stat(d, &st) == 0 && S_ISDIR(st.st_mode));
+    CHECK(lstat(l, &st) == 0 && S_ISLNK(st.st_mode));
+    CHECK(access(target, F_OK) == 0);
+    em_checkpoint *c = em_load_safetensors(file("s.safetensors"));
+    CHECK(c && c->n == 1 && same_bytes(c->tensors[0], x));
+    em_checkpoint_free(c);
+
+    /* once its writer is gone (the lock dropped), the next save removes it */
+    close(hfd);
+    CHECK(em_save_safetensors(file("s.safetensors"), names, &x, 1, NULL, NULL, 0) == 0);
+    CHECK(access(held, F_OK) != 0);
+
+    rmdir(d);
+    unlink(l);
+    unlink(target);
+    for (int i = 0; i < nkeep; i++) unlink(file(keep[i]));
+    CHECK(count_temp_files() == 0);
+    em_release(x);
+}
+
 /* every truncation of a good file fails cleanly */
 static void every_truncation(void)
 {
@@ -470,6 +643,10 @@ int main(void)
     RUN(hostile_json);
     RUN(hostile_entries);
     RUN(hostile_layout);
+    RUN(hostile_strings);
+    RUN(hostile_duplicates);
+    RUN(not_regular_files);
+    RUN(stale_temp_files);
     RUN(every_truncation);
     cleanup();
     CHECK_DONE();

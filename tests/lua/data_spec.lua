@@ -125,6 +125,94 @@ describe("read_idx", function()
     H.has(H.err(ember.read_idx, "/tmp"), "read_idx: /tmp: is a directory")
     H.has(H.err(ember.read_idx, 42), "read_idx: argument 1: expected a file path")
     H.has(H.err(ember.read_idx), "read_idx: argument 1: expected a file path")
+    H.has(H.err(ember.read_idx, ""), "read_idx: argument 1: empty file name")
+    -- "x\0y" would open "x"
+    H.has(H.err(ember.read_idx, write_bytes(idx_bytes(0x08, {1}, "B", {1})) .. "\0junk"),
+          "read_idx: argument 1: file name contains a zero byte")
+    -- a file that opens but cannot be read
+    H.has(H.err(ember.read_idx, "/proc/self/mem"), "read_idx: /proc/self/mem: read failed: Input/output error")
+  end)
+end)
+
+describe("hostile IDX files", function()
+  local hostile = require "hostile"
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p " .. dir))
+  teardown(function() os.execute("rm -rf " .. dir) end)
+
+  it("every damaged plain file gives an error naming the file and the problem", function()
+    assert.are.same({}, hostile.check_all(hostile.idx_cases(), dir, ember.read_idx, "read_idx: "))
+  end)
+
+  it("every damaged gzip file gives an error naming the file and the problem", function()
+    local cases, gz = hostile.idx_gzip_cases(dir)
+    if not cases then pending("no gzip command") return end
+    -- the good file itself loads
+    local p = dir .. "/good.gz"
+    hostile.write(p, gz)
+    H.check_shape(ember.read_idx(p), {3, 4, 5})
+    assert.are.same({}, hostile.check_all(cases, dir, ember.read_idx, "read_idx: "))
+  end)
+
+  -- the reported bug: gzip's 8-byte trailer (CRC-32, length) cut off
+  it("refuses a gzip file without its trailer", function()
+    local gz = hostile.gzip(hostile.idx_good(), dir)
+    if not gz then pending("no gzip command") return end
+    local p = dir .. "/no-trailer.gz"
+    hostile.write(p, gz:sub(1, -9))
+    H.has(H.err(ember.read_idx, p), "read_idx: " .. p .. ": truncated or corrupt gzip file")
+  end)
+
+  it("reads concatenated gzip members as one file (gzip -c a b > ab)", function()
+    local good = hostile.idx_good()
+    local a, b = hostile.gzip(good:sub(1, 20), dir), hostile.gzip(good:sub(21), dir)
+    if not a then pending("no gzip command") return end
+    local p = dir .. "/two.gz"
+    hostile.write(p, a .. b)
+    local t = ember.read_idx(p)
+    H.check_shape(t, {3, 4, 5})
+    assert.are.equal((60 * 7) % 251, t[3][4][5])
+  end)
+
+  -- Fashion-MNIST files in a folder of our own
+  local function fm_root(images, labels)
+    local root = dir .. "/fm"
+    os.execute("rm -rf " .. root .. " && mkdir -p " .. root)
+    for _, split in ipairs({"train", "t10k"}) do
+      hostile.write(root .. "/" .. split .. "-images-idx3-ubyte", images)
+      hostile.write(root .. "/" .. split .. "-labels-idx1-ubyte", labels)
+    end
+    return root
+  end
+
+  it("the Fashion-MNIST loader names the bad file", function()
+    local img = hostile.idx_file(0x08, {2, 28, 28}, string.rep("\0", 2 * 784))
+    local lab = hostile.idx_file(0x08, {2}, "\1\2")
+    local root = fm_root(img, lab)
+    -- a well-formed pair of the wrong length for the training set
+    H.has(H.err(data.fashion_mnist, root), root .. "/train-images-idx3-ubyte: expected 60000 images, got 2")
+    root = fm_root(img:sub(1, -2), lab)
+    H.has(H.err(data.fashion_mnist, root), "read_idx: " .. root .. "/train-images-idx3-ubyte: truncated")
+    root = fm_root(hostile.idx_file(0x0D, {2, 28, 28}, string.rep("\0", 8 * 784)), lab)
+    H.has(H.err(data.fashion_mnist, root), root .. "/train-images-idx3-ubyte: expected uint8 images [N,28,28], got float32")
+    root = fm_root(hostile.idx_file(0x08, {2, 27, 29}, string.rep("\0", 2 * 27 * 29)), lab)
+    H.has(H.err(data.fashion_mnist, root), "expected uint8 images [N,28,28], got uint8 [2,27,29]")
+    root = fm_root(img, hostile.idx_file(0x08, {3}, "\1\2\3"))
+    H.has(H.err(data.fashion_mnist, root), root .. "/train-labels-idx1-ubyte: expected 2 uint8 labels, got uint8 [3]")
+    root = fm_root(img, hostile.idx_file(0x08, {2}, "\1\200"))
+    H.has(H.err(data.fashion_mnist, root), root .. "/train-labels-idx1-ubyte: labels must be class numbers 0..9, found 200")
+    root = fm_root(img, lab)
+    os.remove(root .. "/train-labels-idx1-ubyte")
+    assert(os.execute("mkdir " .. root .. "/train-labels-idx1-ubyte.gz"))
+    H.has(H.err(data.fashion_mnist, root), "read_idx: " .. root .. "/train-labels-idx1-ubyte.gz: is a directory")
+    local gz = hostile.gzip(lab, dir)
+    if gz then
+      root = fm_root(img, lab)
+      os.remove(root .. "/train-labels-idx1-ubyte")
+      hostile.write(root .. "/train-labels-idx1-ubyte.gz", gz:sub(1, -9))
+      H.has(H.err(data.fashion_mnist, root), root .. "/train-labels-idx1-ubyte.gz: truncated or corrupt gzip file")
+    end
   end)
 end)
 
