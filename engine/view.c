@@ -496,6 +496,18 @@ int em_copy_(em_tensor *dst, const em_tensor *src)
         return em_set_error("copy_: source %s cannot be broadcast to destination %s",
                             SHAPE(src), SHAPE(dst));
     }
+    /* A source in the destination's memory other than the same view (y[2:]
+     * = y[:-1]) would be read after parts of it were written: read a copy
+     * (the result is what cloning the source gives; PyTorch refuses). The
+     * sanitizer build found the overlapping memcpy this used to do. */
+    if (e->storage == dst->storage && em_numel(dst) > 0 &&
+        !(e->offset == dst->offset && memcmp(e->strides, dst->strides, sizeof(int64_t) * (size_t)dst->ndim) == 0)) {
+        em_tensor *c = em_empty_like(e);
+        int crc = c ? em_be(dst)->cast(c, e) : -1;
+        em_release(e);
+        if (crc) { em_release(c); return -1; }
+        e = c;
+    }
     int rc = em_be(dst)->cast(dst, e);
     em_release(e);
     if (rc == 0) em_bump_version(dst);
