@@ -59,7 +59,9 @@ assert(os.execute("mkdir -p '" .. TMP .. "'"))
 -- the entry once the bug is fixed (FUZZ_NO_SKIP=1 runs them all). Fixed
 -- since the fuzzer found them (6ab8f4b): autograd.grad releasing results it
 -- never set, em_slice's overflow with a huge step, diagonal(math.mininteger),
--- t.grad = t; earlier (9258b9f): view/reshape and split size overflows.
+-- t.grad = t; (b5ef6a0): where() leaking its first operand when the second
+-- cannot be converted; earlier (9258b9f): view/reshape and split size
+-- overflows.
 -- op: the call's name, or a list of names ("ember.x", ":x" for a method,
 -- "op +", "index", "newindex", "get", "set"); match(args) sees the values of
 -- the call's arguments (self first for a method).
@@ -105,12 +107,6 @@ local KNOWN_BUGS = {
      end
      return true
    end},
-  {id = "B2", op = {"ember.where", ":where"},
-   repro = "local t = ember.randn(2); ember.where(t:gt(0), t, math.maxinteger)",
-   what = "where_at (lua/bind_elementwise.c) holds the first operand when turning the second, a number, "
-       .. "into a tensor raises (math.maxinteger goes through a double, 2^63, which int64 refuses): the "
-       .. "first operand leaks (LeakSanitizer at exit)",
-   match = function(args) return any_integer(args, function(v) return v >= 9223372036854775296 end) end},
 }
 
 local function known_bug(name, args)
