@@ -1588,8 +1588,10 @@ add {
 Saves a training run's whole state in one safetensors file (atomically, via
 ember.save): the model's parameters ("model.<name>"), the optimizer's state, the
 scheduler's, the random generator's state, the integer counters epoch and step, and
-`extra` (a table whose values are stored as strings). Every field is optional.
-Resume with ember.load_checkpoint.]],
+`extra` (a table of strings, numbers or booleans, read back as strings). Every field is
+optional; an unknown field is an error. The old file stays whole until the new one is
+renamed over it, and a save removes the temporary files that saves of the same path
+killed mid-way left behind. Resume with ember.load_checkpoint.]],
   example = [[
 local model = ember.nn.Linear(2, 1)
 local opt = ember.optim.SGD(model:parameters(), {lr = 0.1})
@@ -1607,7 +1609,9 @@ add {
 Loads a file written by ember.save_checkpoint: restores the given model, optimizer and
 scheduler in place, and the random generator, so a resumed run continues exactly.
 Returns {epoch =, step =, extra =} (epoch and step nil when not saved; extra's values
-are strings). A file that is not an ember checkpoint is an error.]],
+are strings). A file that is not an ember checkpoint, or is damaged, is an error naming
+the file and the problem; the whole file is checked before anything is restored, so
+the model, optimizer, scheduler and generator are left as they were.]],
   example = [[
 local model = ember.nn.Linear(2, 1)
 local path = os.tmpname()
