@@ -5,8 +5,9 @@
 # malformed tensor; on a failure the TAP details give the seed and the
 # iteration, the failing program (runnable Lua) and the report.
 #
-# The seeds are fixed (EMBER_FUZZ_SEEDS, default "1 2 3"), so CI repeats the
-# same programs; the time budget (EMBER_FUZZ_SECONDS, split among the seeds)
+# The seeds are fixed (EMBER_FUZZ_SEEDS, default "1 2 3") and so is the
+# count of programs per seed (EMBER_FUZZ_ITERS, default 1500), so CI repeats
+# the same programs (or a prefix of them, when the time runs out first); the time budget (EMBER_FUZZ_SECONDS, split among the seeds)
 # is 40 s under the sanitizers (SAN=1, make asan) and 12 s otherwise. Known
 # engine bugs are skipped by the list KNOWN_BUGS in fuzz.lua.
 #
@@ -28,6 +29,10 @@ export LUA_PATH=${LUA_PATH:-"$PWD/lua/?.lua;$PWD/lua/?/init.lua;;"}
 export LUA_CPATH=${LUA_CPATH:-"$PWD/$BUILD/?.so;;"}
 seeds=${EMBER_FUZZ_SEEDS:-"1 2 3"}
 if [ "$SAN" = 1 ]; then budget=${EMBER_FUZZ_SECONDS:-40}; else budget=${EMBER_FUZZ_SECONDS:-12}; fi
+# at most this many programs per seed, whatever the machine's speed: a
+# faster machine must not wander past the programs checked when the seeds
+# were chosen (the time budget may stop a slower one earlier)
+iters=${EMBER_FUZZ_ITERS:-1500}
 nseeds=$(echo $seeds | wc -w)
 per_seed=$(awk -v b="$budget" -v n="$nseeds" 'BEGIN { printf "%.1f", b / n }')
 
@@ -55,7 +60,7 @@ for seed in $seeds; do
     state=$tmp/state
     rm -f "$state"
     # the budget, plus time for a last slow program and the sanitizer's exit
-    SEED=$seed EMBER_FUZZ_SECONDS=$per_seed FUZZ_STATE=$state \
+    SEED=$seed ITERS=$iters EMBER_FUZZ_SECONDS=$per_seed FUZZ_STATE=$state \
         timeout -k 5 $((${per_seed%.*} + 60)) "$EMBER" tests/fuzz/fuzz.lua > "$tmp/out" 2>&1
     rc=$?
     summary=$(grep '^fuzz: ' "$tmp/out")
