@@ -320,13 +320,12 @@ static int root_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     double p = n->s[0];
     em_tensor *zero = em_binary_scalar(EM_EQ, y, 0, true, false);
     em_tensor *ys = zero ? em_masked_fill(y, zero, 1) : NULL;         /* y, with 1 where it is 0 */
-    em_tensor *d = NULL;
-    if (ys) d = p == 2 ? em_binary_scalar(EM_MUL, ys, 2, true, false)
-                       : em_binary_scalar(EM_POW, ys, p - 1, false, false);
-    em_tensor *q = d ? em_binary(EM_DIV, gout[0], d) : NULL;
-    em_tensor *r = q && p != 2 ? em_binary_scalar(EM_DIV, q, p, false, false) : em_retain(q);
+    /* d = p y^(p-1), the derivative's denominator (2 y for a square root) */
+    em_tensor *yp = ys && p != 2 ? em_binary_scalar(EM_POW, ys, p - 1, false, false) : NULL;
+    em_tensor *d = ys && (p == 2 || yp) ? em_binary_scalar(EM_MUL, p == 2 ? ys : yp, p, false, false) : NULL;
+    em_tensor *r = d ? em_binary(EM_DIV, gout[0], d) : NULL;
     gin[0] = r ? em_masked_fill(r, zero, 0) : NULL;
-    em_release(zero); em_release(ys); em_release(d); em_release(q); em_release(r);
+    em_release(zero); em_release(ys); em_release(yp); em_release(d); em_release(r);
     return gin[0] ? 0 : -1;
 }
 

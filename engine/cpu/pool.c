@@ -28,8 +28,6 @@
  * fails), and the caller returns only when every chunk of its job is done. */
 #include "cpu.h"
 
-#include <errno.h>
-#include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>

@@ -5,6 +5,7 @@
 #include "../../engine/internal.h"
 #include "check.h"
 
+#include <stdint.h>
 #include <string.h>
 
 static const em_device CPU = {EM_CPU, 0};
@@ -269,6 +270,10 @@ static void test_overlap_check(void)
     CHECK(em_check_writable("t", empty) == 0);
     em_tensor *single = em_as_strided(base, (int64_t[]){1, 1}, (int64_t[]){0, 0}, 2, 0);
     CHECK(em_check_writable("t", single) == 0);
+    /* as_strided spans that overflow int64 are refused, not wrapped into range */
+    CHECK(em_as_strided(base, (int64_t[]){2}, (int64_t[]){INT64_MAX}, 1, 0) == NULL);
+    CHECK(em_as_strided(base, (int64_t[]){(int64_t)1 << 40, (int64_t)1 << 40}, (int64_t[]){0, 0}, 2, 0) == NULL);
+    CHECK(strstr(em_error(), "as_strided: size") != NULL);
     em_release(inter); em_release(shared); em_release(u1); em_release(u3);
     em_release(one); em_release(empty); em_release(single); em_release(six); em_release(base);
 }

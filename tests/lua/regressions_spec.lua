@@ -69,6 +69,8 @@ describe("index_add", function()
     check(x, {{1, 0}, {1, -1}})
     assert.is_truthy(err(function() return ember.zeros(3, {dtype = "int64"}):index_add(1, {1}, ember.tensor({1}), {alpha = 0.5}) end)
       :find("alpha 0.5 must be an integer", 1, true))
+    has(err(function() return ember.zeros(3):index_add(1, {1}, ember.ones(1), 2) end),
+        "index_add: argument 4: expected an options table {alpha=}, got number")
   end)
 
   it("is differentiable out of place in self and source", function()
@@ -202,6 +204,9 @@ describe("losses and modules", function()
     check(out, {{3, 4}, {1, 2}})
     out:sum():backward()
     check(w.grad, {{1, 1}, {0, 0}})
+    has(err(function() return F.embedding(ember.tensor({1}), ember.ones(3)) end),
+        "embedding: weight must be a 2-D tensor [num, dim], got [3]")
+    has(err(function() return F.embedding(ember.tensor({1}), w, 2) end), "embedding: expected an options table")
   end)
 
   it("all and any keep uint8 for uint8 input, bool otherwise", function()
