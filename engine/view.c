@@ -122,7 +122,7 @@ em_tensor *em_as_strided(const em_tensor *t, const int64_t *sizes, const int64_t
         over |= __builtin_mul_overflow(sizes[i] ? sizes[i] - 1 : 0, strides[i], &span);
         over |= span < 0 ? __builtin_add_overflow(lo, span, &lo) : __builtin_add_overflow(hi, span, &hi);
     }
-    if (!empty && !over && __builtin_mul_overflow(hi + 1, esz, &hi)) over = true;
+    if (!empty && !over && (__builtin_add_overflow(hi, 1, &hi) || __builtin_mul_overflow(hi, esz, &hi))) over = true;
     if (!empty && (over || lo < 0 || hi > (int64_t)t->storage->nbytes))
         return em_set_error("as_strided: view of size %s reaches outside its storage (%zu bytes)",
                             em_sizes_tmp(sizes, ndim), t->storage->nbytes), NULL;
