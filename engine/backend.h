@@ -58,6 +58,69 @@ typedef enum em_optim_op {
 } em_optim_op;
 typedef enum em_scan_op { EM_CUMSUM, EM_CUMPROD } em_scan_op;
 
+/* ---- convolution, pooling, normalisation (NC + 1..3 spatial dims) --------
+ * For these three families the engine passes contiguous tensors only, of
+ * one float dtype (float32 or float64; float16/bfloat16 where a backend
+ * has them), and outputs already sized; kernels overwrite their outputs. */
+
+#define EM_MAX_SPATIAL 3
+
+/* Cross-correlation as PyTorch's conv: x [N, C, I...], w [K, C/groups, k...],
+ * y [N, K, O...] with O = (I + 2 pad - dil (k - 1) - 1) / stride + 1.
+ * Padding is symmetric here: the engine pads explicitly for "same" with an
+ * odd total, and for transposed convs the output shape (output_padding) is
+ * given by gx's shape. groups divides C and K. */
+typedef struct em_conv_params {
+    int nspatial;                               /* 1, 2 or 3 */
+    int64_t stride[EM_MAX_SPATIAL], padding[EM_MAX_SPATIAL], dilation[EM_MAX_SPATIAL];
+    int64_t groups;
+} em_conv_params;
+
+typedef enum em_conv_op {
+    EM_CONV_FORWARD,            /* out = y  [N,K,O...]; a = x,  b = w  */
+    EM_CONV_BACKWARD_DATA,      /* out = gx [N,C,I...]; a = gy, b = w  (the transposed conv) */
+    EM_CONV_BACKWARD_WEIGHT,    /* out = gw [K,C/g,k...]; a = x, b = gy */
+    EM_NCONV
+} em_conv_op;
+
+/* Pooling over the spatial dims of in [N, C, I...] into out [N, C, O...].
+ * Window o along a dim: positions o*stride - pad + j*dil, j < kernel, those
+ * inside [0, I) taking part; out's shape (ceil_mode) is decided by the
+ * engine, and a window starting past I - 1 + pad never occurs. Adaptive:
+ * window o covers [floor(o I / O), ceil((o+1) I / O)) and kernel, stride,
+ * padding and dilation are ignored.
+ * MAX: idx (int64, out's shape) gets the 1-based row-major position within
+ * the plane I... of the first maximum; NaN wins (as PyTorch). Its backward
+ * is composed by the engine (a scatter-add at idx).
+ * AVG: the sum over the window divided by `divisor` if > 0, else by the
+ * number of positions inside the padded input [-pad, I + pad) clipped to
+ * I + pad (count_include_pad) or inside [0, I) (exclude; adaptive always). */
+typedef enum em_pool_op { EM_POOL_MAX, EM_POOL_AVG, EM_NPOOL } em_pool_op;
+
+typedef struct em_pool_params {
+    int nspatial;
+    int64_t kernel[EM_MAX_SPATIAL], stride[EM_MAX_SPATIAL], padding[EM_MAX_SPATIAL],
+            dilation[EM_MAX_SPATIAL];
+    bool adaptive;
+    bool count_include_pad;
+    int64_t divisor;                            /* divisor_override; 0: none */
+} em_pool_params;
+
+/* Normalisation: statistics (mean and biased variance) over a set of
+ * elements, then y = (x - mean) * rsqrt(var + eps) * w + b.
+ * x is [N, C, S] (S: the spatial dims flattened, 1 for none);
+ *  BATCH: one set per channel c (over N and S): mean/var [C];
+ *  GROUP: one set per (n, g), the C/G channels of group g: mean/var [N*G]
+ *         (layer norm is GROUP with G = 1, S = 1 and C the normalised size;
+ *         instance norm is GROUP with G = C).
+ * w and b are [C] (NULL: 1 and 0). forward writes y, mean and var (biased). */
+typedef enum em_norm_op { EM_NORM_BATCH, EM_NORM_GROUP, EM_NNORM } em_norm_op;
+
+typedef struct em_norm_params {
+    int64_t N, C, S, G;                         /* G: BATCH ignores it */
+    double eps;
+} em_norm_params;
+
 typedef struct em_backend {
     const char *name;
     em_device_type type;
@@ -150,6 +213,26 @@ typedef struct em_backend {
      * (stride 0 on the batch dim for broadcast operands). */
     int (*gemm)(em_tensor *out, const em_tensor *a, const em_tensor *b,
                 double alpha, double beta);
+
+    /* convolution family: see em_conv_params above */
+    int (*conv)(em_conv_op op, em_tensor *out, const em_tensor *a, const em_tensor *b,
+                const em_conv_params *p);
+    /* pooling: out [N,C,O...] (and idx for MAX, may be NULL for AVG) from in;
+     * pool_backward (AVG only) writes gin [N,C,I...] from gout [N,C,O...] */
+    int (*pool)(em_pool_op op, em_tensor *out, em_tensor *idx, const em_tensor *in,
+                const em_pool_params *p);
+    int (*pool_backward)(em_pool_op op, em_tensor *gin, const em_tensor *gout,
+                         const em_pool_params *p);
+    /* normalisation: norm writes y [N,C,S], mean and var (biased) of x;
+     * norm_backward writes gx (and gw, gb [C] where non-NULL) from gy, x, the
+     * forward's mean and rstd = rsqrt(var + eps), and w (NULL: 1):
+     *   xhat = (x - mean) rstd,  gw = sum gy xhat,  gb = sum gy (over N, S),
+     *   gx = rstd (gy w - mean_set(gy w) - xhat mean_set(gy w xhat)). */
+    int (*norm)(em_norm_op op, em_tensor *y, em_tensor *mean, em_tensor *var, const em_tensor *x,
+                const em_tensor *w, const em_tensor *b, const em_norm_params *p);
+    int (*norm_backward)(em_norm_op op, em_tensor *gx, em_tensor *gw, em_tensor *gb,
+                         const em_tensor *gy, const em_tensor *x, const em_tensor *mean,
+                         const em_tensor *rstd, const em_tensor *w, const em_norm_params *p);
 
     /* Fused optimizer step, in place on p and the state tensors (s1, s2 may
      * be NULL where the op has none). All tensors share p's shape and dtype

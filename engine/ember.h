@@ -257,6 +257,48 @@ em_tensor *em_cross_entropy(const em_tensor *input, const em_tensor *target, con
                             int64_t ignore_index, double smoothing, em_reduction reduction);
 em_tensor *em_cumprod(const em_tensor *t, int dim);
 
+/* ---- convolutional networks (conv.c, pooling.c, norm.c) ------------------
+ * Inputs are [N, C, spatial...] with 1 to 3 spatial dims, or unbatched
+ * [C, spatial...] (the result is then unbatched too). Sizes per spatial dim
+ * are given in arrays of nspatial entries. */
+typedef enum em_padding_mode { EM_PADDING_EXPLICIT, EM_PADDING_SAME, EM_PADDING_VALID } em_padding_mode;
+
+typedef struct em_conv_args {
+    int nspatial;                   /* 1, 2 or 3 */
+    bool transposed;                /* conv_transpose: weight [C_in, C_out/groups, k...] */
+    int64_t stride[3], padding[3], dilation[3], output_padding[3];
+    int64_t groups;
+    em_padding_mode padding_mode;   /* SAME / VALID override padding (not transposed) */
+} em_conv_args;
+/* conv{1,2,3}d / conv_transpose{1,2,3}d; bias [C_out] or NULL */
+em_tensor *em_conv(const em_tensor *x, const em_tensor *w, const em_tensor *bias, const em_conv_args *a);
+
+typedef struct em_pool_args {
+    int nspatial;
+    int64_t kernel[3], stride[3], padding[3], dilation[3];
+    bool ceil_mode;
+    bool count_include_pad;         /* avg */
+    int64_t divisor_override;       /* avg; 0: none */
+    bool adaptive;                  /* then output_size gives the output */
+    int64_t output_size[3];
+} em_pool_args;
+/* max_pool / adaptive_max_pool; *indices (may be NULL) gets the 1-based
+ * row-major positions of the maxima within each input plane */
+em_tensor *em_max_pool(const em_tensor *x, const em_pool_args *a, em_tensor **indices);
+em_tensor *em_avg_pool(const em_tensor *x, const em_pool_args *a);
+
+/* batch_norm: x [N, C, ...]. training: batch statistics, and running_mean /
+ * running_var (when given) updated in place with momentum and the unbiased
+ * variance; otherwise the running statistics are used. weight, bias [C] or NULL. */
+em_tensor *em_batch_norm(const em_tensor *x, em_tensor *running_mean, em_tensor *running_var,
+                         const em_tensor *weight, const em_tensor *bias, bool training, double momentum,
+                         double eps);
+em_tensor *em_group_norm(const em_tensor *x, int64_t groups, const em_tensor *weight, const em_tensor *bias,
+                         double eps);
+/* over the last nnorm dims, whose sizes must be normalized_shape */
+em_tensor *em_layer_norm(const em_tensor *x, const int64_t *normalized_shape, int nnorm,
+                         const em_tensor *weight, const em_tensor *bias, double eps);
+
 /* ---- linear algebra ------------------------------------------------------ */
 em_tensor *em_matmul(const em_tensor *a, const em_tensor *b);
 em_tensor *em_mm(const em_tensor *a, const em_tensor *b);

@@ -28,4 +28,9 @@ const em_backend em_cpu_backend = {
     .sort = cpu_sort,
     .gemm = cpu_gemm,
     .optim = cpu_optim,
+    .conv = cpu_conv,
+    .pool = cpu_pool,
+    .pool_backward = cpu_pool_backward,
+    .norm = cpu_norm,
+    .norm_backward = cpu_norm_backward,
 };

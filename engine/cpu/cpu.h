@@ -128,4 +128,18 @@ int cpu_gemm(em_tensor *out, const em_tensor *a, const em_tensor *b,
 int cpu_optim(em_optim_op op, em_tensor *p, const em_tensor *g, em_tensor *s1,
               em_tensor *s2, const double *h, int nh);                   /* optim.c */
 
+/* convolutional families (backend.h): conv.c (reference, im2col + GEMM) and
+ * dnnl.c (oneDNN, loaded on first use), pooling.c, norm.c */
+int cpu_conv(em_conv_op op, em_tensor *out, const em_tensor *a, const em_tensor *b,
+             const em_conv_params *p);                                   /* conv.c */
+int cpu_pool(em_pool_op op, em_tensor *out, em_tensor *idx, const em_tensor *in,
+             const em_pool_params *p);                                   /* pooling.c */
+int cpu_pool_backward(em_pool_op op, em_tensor *gin, const em_tensor *gout,
+                      const em_pool_params *p);                          /* pooling.c */
+int cpu_norm(em_norm_op op, em_tensor *y, em_tensor *mean, em_tensor *var, const em_tensor *x,
+             const em_tensor *w, const em_tensor *b, const em_norm_params *p);   /* norm.c */
+int cpu_norm_backward(em_norm_op op, em_tensor *gx, em_tensor *gw, em_tensor *gb,
+                      const em_tensor *gy, const em_tensor *x, const em_tensor *mean,
+                      const em_tensor *rstd, const em_tensor *w, const em_norm_params *p);
+
 #endif
