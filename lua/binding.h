@@ -106,6 +106,7 @@ void emlua_open_autograd(lua_State *L);    /* bind_autograd.c: backward, grad, n
 void emlua_open_optim(lua_State *L);        /* bind_optim.c: fused optimizer steps */
 void emlua_open_cuda(lua_State *L);         /* bind_cuda.c: ember.cuda, ember.backends */
 void emlua_open_plot(lua_State *L);         /* bind_plot.c: ember._plot, the C half of ember.plot */
+void emlua_open_nn(lua_State *L);           /* bind_nn.c: convolutions, pooling, normalisation */
 /* format.c: tostring(t) as PyTorch prints it */
 int emlua_tostring(lua_State *L);
 /* Pushes the string PyTorch would print for tensor t. */

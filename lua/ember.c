@@ -521,5 +521,6 @@ int luaopen_ember(lua_State *L)
     emlua_open_optim(L);
     emlua_open_cuda(L);
     emlua_open_plot(L);
+    emlua_open_nn(L);
     return 1;
 }

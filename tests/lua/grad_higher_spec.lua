@@ -21,54 +21,7 @@ local function R(...)
 end
 local function I(t) return ember.tensor(t, {dtype = "int64"}) end
 
--- Second derivatives against finite differences of the first gradient:
--- phi(x) = sum_i <grad_i f(x), w_i> for fixed random w; its gradient by
--- double backward is compared with central differences of phi, each phi
--- computed from a fresh first-order backward.
-local function gradgradcheck(f, inputs, opts)
-  opts = opts or {}
-  local eps, atol, rtol = opts.eps or 1e-6, opts.atol or 1e-5, opts.rtol or 1e-3
-  local xs = {}
-  for i, x in ipairs(inputs) do xs[i] = x:detach():to("float64"):clone():requires_grad_() end
-  local function grads(create)
-    return {A.grad(f(table.unpack(xs)), xs, {create_graph = create, allow_unused = true})}
-  end
-  local ws = {}
-  for i, x in ipairs(xs) do ws[i] = ember.randn(x.shape, {dtype = "float64"}) end
-  local function phi(gs)
-    local total = nil
-    for i = 1, #xs do
-      if gs[i] then
-        local term = (gs[i] * ws[i]):sum()
-        total = total and total + term or term
-      end
-    end
-    return total
-  end
-  local total = phi(grads(true))
-  if not total.requires_grad then return false, "the first gradient does not require grad" end
-  local analytic = {A.grad(total, xs, {allow_unused = true})}
-  for i, x in ipairs(xs) do
-    local n = x:numel()
-    local flat = x:detach():reshape(-1)
-    local got = analytic[i] and analytic[i]:reshape(-1) or ember.zeros(n, {dtype = "float64"})
-    for k = 1, n do
-      local orig = flat[k]
-      local function at(v)
-        flat[k] = v
-        local r = phi(grads(false)):item()
-        flat[k] = orig
-        return r
-      end
-      local numeric = (at(orig + eps) - at(orig - eps)) / (2 * eps)
-      if math.abs(got[k] - numeric) > atol + rtol * math.abs(numeric) then
-        return false, string.format("gradgradcheck: input %d, element %d: autograd %.10g, finite differences %.10g",
-                                    i, k, got[k], numeric)
-      end
-    end
-  end
-  return true
-end
+local gradgradcheck = A.gradgradcheck
 
 local function first(name, fn, inputs, opts)
   it("gradcheck: " .. name, function()
