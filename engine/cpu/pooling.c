@@ -1,12 +1,393 @@
-/* pooling.c — PLACEHOLDER until the pooling kernels land (helper B). */
+/* pooling.c — max and average pooling over 1 to 3 spatial dims, and the
+ * adjoint of average pooling (see backend.h for the window rules).
+ *
+ * Every case is run as 3-D pooling: missing leading spatial dims get size 1
+ * and a 1-wide window. The windows are clipped to the input once per dim and
+ * output position (first position, count of positions inside [0, I), count
+ * inside the padded range), so the plane loops never test bounds. Planes
+ * (n, c) are independent and are split over threads. The common CNN case
+ * (2-D, 2x2 windows, stride 2, no padding, float32) has its own loops. */
 #include "cpu.h"
+
+#include <stdlib.h>
+
+/* One spatial dim's windows, o in [0, O): positions start[o] + j*step,
+ * j < count[o], all inside [0, I); padcount[o] counts the window positions
+ * inside [-pad, I + pad) (count_include_pad's divisor factor). */
+typedef struct pool_dim {
+    int64_t I, O, step;
+    int64_t *start, *count, *padcount;
+} pool_dim;
+
+typedef struct pool_job {
+    em_pool_op op;
+    pool_dim d[3];
+    int64_t in_plane, out_plane;
+    int64_t divisor;            /* > 0: divisor_override */
+    bool include_pad, fast2x2;
+    em_dtype dtype;
+    char *out;                  /* out (forward) or gin (backward) */
+    int64_t *idx;
+    const char *in;             /* in (forward) or gout (backward) */
+} pool_job;
+
+static int64_t ceil_div_pos(int64_t a, int64_t b) { return a <= 0 ? 0 : (a + b - 1) / b; }
+
+static void dim_windows(pool_dim *d, int64_t k, int64_t s, int64_t pad, int64_t dil, bool adaptive)
+{
+    d->step = adaptive ? 1 : dil;
+    for (int64_t o = 0; o < d->O; o++) {
+        if (adaptive) {
+            int64_t lo = o * d->I / d->O, hi = ((o + 1) * d->I + d->O - 1) / d->O;
+            d->start[o] = lo;
+            d->count[o] = d->padcount[o] = hi - lo;
+            continue;
+        }
+        int64_t first = o * s - pad;
+        int64_t jlo = first < 0 ? ceil_div_pos(-first, dil) : 0;
+        int64_t jhi = ceil_div_pos(d->I - first, dil);
+        jhi = jhi < k ? jhi : k;
+        int64_t jpad = ceil_div_pos(d->I + pad - first, dil);
+        d->start[o] = first + jlo * dil;
+        d->count[o] = jhi > jlo ? jhi - jlo : 0;
+        d->padcount[o] = jpad < k ? jpad : k;
+    }
+}
+
+/* the divisor of output (o0, o1, o2) */
+static int64_t avg_divisor(const pool_job *j, int64_t o0, int64_t o1, int64_t o2)
+{
+    if (j->divisor > 0) return j->divisor;
+    if (j->include_pad)
+        return j->d[0].padcount[o0] * j->d[1].padcount[o1] * j->d[2].padcount[o2];
+    return j->d[0].count[o0] * j->d[1].count[o1] * j->d[2].count[o2];
+}
+
+/* ---- max ------------------------------------------------------------------------ */
+
+/* A NaN replaces a number, never an earlier NaN: the first NaN wins, as in
+ * the engine's max reduction. An empty window (never made by the engine)
+ * gives -inf and index 0. */
+static void max_plane_f32(const pool_job *j, float *out, int64_t *idx, const float *in)
+{
+    const pool_dim *a = &j->d[0], *b = &j->d[1], *c = &j->d[2];
+    int64_t I12 = b->I * c->I, sa = a->step * I12, sb = b->step * c->I, sc = c->step;
+    int64_t k = 0;
+    for (int64_t o0 = 0; o0 < a->O; o0++)
+        for (int64_t o1 = 0; o1 < b->O; o1++)
+            for (int64_t o2 = 0; o2 < c->O; o2++, k++) {
+                int64_t base = a->start[o0] * I12 + b->start[o1] * c->I + c->start[o2];
+                int64_t best = base, n = a->count[o0] * b->count[o1] * c->count[o2];
+                float m = -INFINITY;
+                for (int64_t j0 = 0; j0 < a->count[o0]; j0++)
+                    for (int64_t j1 = 0; j1 < b->count[o1]; j1++)
+                        for (int64_t j2 = 0; j2 < c->count[o2]; j2++) {
+                            int64_t pos = base + j0 * sa + j1 * sb + j2 * sc;
+                            float v = in[pos];
+                            if (v > m || (v != v && m == m)) { m = v; best = pos; }
+                        }
+                out[k] = m;
+                idx[k] = n > 0 ? best + 1 : 0;
+            }
+}
+
+static void max_plane_f64(const pool_job *j, double *out, int64_t *idx, const double *in)
+{
+    const pool_dim *a = &j->d[0], *b = &j->d[1], *c = &j->d[2];
+    int64_t I12 = b->I * c->I, sa = a->step * I12, sb = b->step * c->I, sc = c->step;
+    int64_t k = 0;
+    for (int64_t o0 = 0; o0 < a->O; o0++)
+        for (int64_t o1 = 0; o1 < b->O; o1++)
+            for (int64_t o2 = 0; o2 < c->O; o2++, k++) {
+                int64_t base = a->start[o0] * I12 + b->start[o1] * c->I + c->start[o2];
+                int64_t best = base, n = a->count[o0] * b->count[o1] * c->count[o2];
+                double m = -INFINITY;
+                for (int64_t j0 = 0; j0 < a->count[o0]; j0++)
+                    for (int64_t j1 = 0; j1 < b->count[o1]; j1++)
+                        for (int64_t j2 = 0; j2 < c->count[o2]; j2++) {
+                            int64_t pos = base + j0 * sa + j1 * sb + j2 * sc;
+                            double v = in[pos];
+                            if (v > m || (v != v && m == m)) { m = v; best = pos; }
+                        }
+                out[k] = m;
+                idx[k] = n > 0 ? best + 1 : 0;
+            }
+}
+
+/* One step of the 2x2 loop: (v, at) replaces (*m, *best) when v is larger
+ * or the first NaN. Conditions without short-circuits and selects on
+ * integers (the float's bits) compile to conditional moves: the rows are
+ * short (14 outputs in a small CNN), so most outputs are computed by scalar
+ * code, where a branch on random data would mispredict every other time. */
+static inline void take_f32(float v, int64_t at, float *m, int64_t *best)
+{
+    int32_t t = -((int32_t)(v > *m) | ((int32_t)(v != v) & (int32_t)(*m == *m)));
+    uint32_t vb, mb;
+    memcpy(&vb, &v, sizeof vb);
+    memcpy(&mb, m, sizeof mb);
+    mb ^= (mb ^ vb) & (uint32_t)t;
+    *best ^= (*best ^ at) & (int64_t)t;
+    memcpy(m, &mb, sizeof *m);
+}
+
+/* 2x2 windows, stride 2, no padding, dilation 1, float32: the windows tile
+ * the plane (an odd last row or column is never read), so each output row
+ * reads two input rows. Same selection rule as max_plane_f32. */
+static void max_plane_2x2_f32(const pool_job *j, float *out, int64_t *idx, const float *in)
+{
+    int64_t W = j->d[2].I, OH = j->d[1].O, OW = j->d[2].O;
+    for (int64_t oh = 0; oh < OH; oh++) {
+        const float *r0 = in + 2 * oh * W, *r1 = r0 + W;
+        float *o = out + oh * OW;
+        int64_t *ix = idx + oh * OW, p = 2 * oh * W + 1;    /* 1-based */
+        for (int64_t ow = 0; ow < OW; ow++, p += 2) {
+            float m = r0[2 * ow];
+            int64_t best = p;
+            take_f32(r0[2 * ow + 1], p + 1, &m, &best);
+            take_f32(r1[2 * ow], p + W, &m, &best);
+            take_f32(r1[2 * ow + 1], p + W + 1, &m, &best);
+            o[ow] = m;
+            ix[ow] = best;
+        }
+    }
+}
+
+/* ---- average ---------------------------------------------------------------------- */
+
+static void avg_plane_f32(const pool_job *j, float *out, const float *in)
+{
+    const pool_dim *a = &j->d[0], *b = &j->d[1], *c = &j->d[2];
+    int64_t I12 = b->I * c->I, sa = a->step * I12, sb = b->step * c->I, sc = c->step;
+    int64_t k = 0;
+    for (int64_t o0 = 0; o0 < a->O; o0++)
+        for (int64_t o1 = 0; o1 < b->O; o1++)
+            for (int64_t o2 = 0; o2 < c->O; o2++, k++) {
+                int64_t base = a->start[o0] * I12 + b->start[o1] * c->I + c->start[o2];
+                double s = 0;
+                for (int64_t j0 = 0; j0 < a->count[o0]; j0++)
+                    for (int64_t j1 = 0; j1 < b->count[o1]; j1++)
+                        for (int64_t j2 = 0; j2 < c->count[o2]; j2++)
+                            s += in[base + j0 * sa + j1 * sb + j2 * sc];
+                int64_t div = avg_divisor(j, o0, o1, o2);
+                out[k] = div > 0 ? (float)(s / (double)div) : 0.0f;
+            }
+}
+
+static void avg_plane_f64(const pool_job *j, double *out, const double *in)
+{
+    const pool_dim *a = &j->d[0], *b = &j->d[1], *c = &j->d[2];
+    int64_t I12 = b->I * c->I, sa = a->step * I12, sb = b->step * c->I, sc = c->step;
+    int64_t k = 0;
+    for (int64_t o0 = 0; o0 < a->O; o0++)
+        for (int64_t o1 = 0; o1 < b->O; o1++)
+            for (int64_t o2 = 0; o2 < c->O; o2++, k++) {
+                int64_t base = a->start[o0] * I12 + b->start[o1] * c->I + c->start[o2];
+                double s = 0;
+                for (int64_t j0 = 0; j0 < a->count[o0]; j0++)
+                    for (int64_t j1 = 0; j1 < b->count[o1]; j1++)
+                        for (int64_t j2 = 0; j2 < c->count[o2]; j2++)
+                            s += in[base + j0 * sa + j1 * sb + j2 * sc];
+                int64_t div = avg_divisor(j, o0, o1, o2);
+                out[k] = div > 0 ? s / (double)div : 0.0;
+            }
+}
+
+/* 2x2 windows tiling the plane (the max_plane_2x2_f32 case): every window
+ * is whole, so the divisor is the same for all */
+static void avg_plane_2x2_f32(const pool_job *j, float *out, const float *in)
+{
+    int64_t W = j->d[2].I, OH = j->d[1].O, OW = j->d[2].O;
+    double inv = 1.0 / (double)(j->divisor > 0 ? j->divisor : 4);
+    for (int64_t oh = 0; oh < OH; oh++) {
+        const float *r0 = in + 2 * oh * W, *r1 = r0 + W;
+        float *o = out + oh * OW;
+        for (int64_t ow = 0; ow < OW; ow++)
+            o[ow] = (float)((((double)r0[2 * ow] + r0[2 * ow + 1]) + r1[2 * ow] + r1[2 * ow + 1]) * inv);
+    }
+}
+
+static void avg_back_plane_2x2_f32(const pool_job *j, float *gin, const float *gout)
+{
+    int64_t W = j->d[2].I, H = j->d[1].I, OH = j->d[1].O, OW = j->d[2].O;
+    float inv = (float)(1.0 / (double)(j->divisor > 0 ? j->divisor : 4));
+    if (2 * OH < H || 2 * OW < W) memset(gin, 0, (size_t)j->in_plane * sizeof *gin);
+    for (int64_t oh = 0; oh < OH; oh++) {
+        float *r0 = gin + 2 * oh * W, *r1 = r0 + W;
+        const float *g = gout + oh * OW;
+        for (int64_t ow = 0; ow < OW; ow++) {
+            float v = g[ow] * inv;
+            r0[2 * ow] = r0[2 * ow + 1] = r1[2 * ow] = r1[2 * ow + 1] = v;
+        }
+    }
+}
+
+/* gin = 0, then every window position gets gout / divisor */
+static void avg_back_plane_f32(const pool_job *j, float *gin, const float *gout)
+{
+    const pool_dim *a = &j->d[0], *b = &j->d[1], *c = &j->d[2];
+    int64_t I12 = b->I * c->I, sa = a->step * I12, sb = b->step * c->I, sc = c->step;
+    memset(gin, 0, (size_t)j->in_plane * sizeof *gin);
+    int64_t k = 0;
+    for (int64_t o0 = 0; o0 < a->O; o0++)
+        for (int64_t o1 = 0; o1 < b->O; o1++)
+            for (int64_t o2 = 0; o2 < c->O; o2++, k++) {
+                int64_t base = a->start[o0] * I12 + b->start[o1] * c->I + c->start[o2];
+                int64_t div = avg_divisor(j, o0, o1, o2);
+                if (div <= 0) continue;
+                float g = (float)((double)gout[k] / (double)div);
+                for (int64_t j0 = 0; j0 < a->count[o0]; j0++)
+                    for (int64_t j1 = 0; j1 < b->count[o1]; j1++)
+                        for (int64_t j2 = 0; j2 < c->count[o2]; j2++)
+                            gin[base + j0 * sa + j1 * sb + j2 * sc] += g;
+            }
+}
+
+static void avg_back_plane_f64(const pool_job *j, double *gin, const double *gout)
+{
+    const pool_dim *a = &j->d[0], *b = &j->d[1], *c = &j->d[2];
+    int64_t I12 = b->I * c->I, sa = a->step * I12, sb = b->step * c->I, sc = c->step;
+    memset(gin, 0, (size_t)j->in_plane * sizeof *gin);
+    int64_t k = 0;
+    for (int64_t o0 = 0; o0 < a->O; o0++)
+        for (int64_t o1 = 0; o1 < b->O; o1++)
+            for (int64_t o2 = 0; o2 < c->O; o2++, k++) {
+                int64_t base = a->start[o0] * I12 + b->start[o1] * c->I + c->start[o2];
+                int64_t div = avg_divisor(j, o0, o1, o2);
+                if (div <= 0) continue;
+                double g = gout[k] / (double)div;
+                for (int64_t j0 = 0; j0 < a->count[o0]; j0++)
+                    for (int64_t j1 = 0; j1 < b->count[o1]; j1++)
+                        for (int64_t j2 = 0; j2 < c->count[o2]; j2++)
+                            gin[base + j0 * sa + j1 * sb + j2 * sc] += g;
+            }
+}
+
+/* ---- plane ranges ------------------------------------------------------------------- */
+
+static void pool_range(int64_t lo, int64_t hi, void *ctx)
+{
+    const pool_job *j = ctx;
+    size_t es = em_dtype_size(j->dtype);
+    for (int64_t pl = lo; pl < hi; pl++) {
+        const char *in = j->in + pl * j->in_plane * (int64_t)es;
+        char *out = j->out + pl * j->out_plane * (int64_t)es;
+        int64_t *idx = j->idx ? j->idx + pl * j->out_plane : NULL;
+        bool f32 = j->dtype == EM_FLOAT32;
+        if (j->op == EM_POOL_MAX && j->fast2x2 && f32)
+            max_plane_2x2_f32(j, (float *)out, idx, (const float *)in);
+        else if (j->op == EM_POOL_MAX && f32)
+            max_plane_f32(j, (float *)out, idx, (const float *)in);
+        else if (j->op == EM_POOL_MAX)
+            max_plane_f64(j, (double *)out, idx, (const double *)in);
+        else if (j->fast2x2 && f32)
+            avg_plane_2x2_f32(j, (float *)out, (const float *)in);
+        else if (f32)
+            avg_plane_f32(j, (float *)out, (const float *)in);
+        else
+            avg_plane_f64(j, (double *)out, (const double *)in);
+    }
+}
+
+static void pool_back_range(int64_t lo, int64_t hi, void *ctx)
+{
+    const pool_job *j = ctx;
+    size_t es = em_dtype_size(j->dtype);
+    for (int64_t pl = lo; pl < hi; pl++) {
+        char *gin = j->out + pl * j->in_plane * (int64_t)es;
+        const char *gout = j->in + pl * j->out_plane * (int64_t)es;
+        if (j->dtype == EM_FLOAT32 && j->fast2x2) avg_back_plane_2x2_f32(j, (float *)gin, (const float *)gout);
+        else if (j->dtype == EM_FLOAT32) avg_back_plane_f32(j, (float *)gin, (const float *)gout);
+        else avg_back_plane_f64(j, (double *)gin, (const double *)gout);
+    }
+}
+
+/* ---- setup -------------------------------------------------------------------------- */
+
+/* Checks the shapes (big [N, C, I...] and small [N, C, O...]) and fills the
+ * job's dims; the window tables live in *tables (free it). */
+static int pool_setup(pool_job *j, const char *name, const em_tensor *big, const em_tensor *small,
+                      const em_pool_params *p, int64_t **tables)
+{
+    *tables = NULL;
+    int ns = p->nspatial;
+    if (ns < 1 || ns > EM_MAX_SPATIAL || big->ndim != ns + 2 || small->ndim != ns + 2)
+        return em_set_error("%s: %d spatial dims with input %s and output %s", name, ns,
+                            SHAPE(big), SHAPE(small));
+    if (big->dtype != EM_FLOAT32 && big->dtype != EM_FLOAT64)
+        return em_set_error("%s: dtype %s not supported on the CPU (float32, float64)", name,
+                            em_dtype_name(big->dtype));
+    if (small->dtype != big->dtype || !em_is_contiguous(big) || !em_is_contiguous(small))
+        return em_set_error("%s: expected contiguous tensors of one dtype", name);
+    if (big->sizes[0] != small->sizes[0] || big->sizes[1] != small->sizes[1])
+        return em_set_error("%s: input %s and output %s differ in N or C", name, SHAPE(big), SHAPE(small));
+    int64_t total = 0;
+    for (int i = 0; i < ns; i++) {
+        if (small->sizes[2 + i] > 0 && big->sizes[2 + i] <= 0)
+            return em_set_error("%s: empty input %s for output %s", name, SHAPE(big), SHAPE(small));
+        if (!p->adaptive && (p->kernel[i] < 1 || p->stride[i] < 1 || p->dilation[i] < 1 || p->padding[i] < 0))
+            return em_set_error("%s: kernel, stride and dilation must be positive, padding >= 0", name);
+        total += small->sizes[2 + i];
+    }
+    int64_t *t = malloc((size_t)(3 * (total + 3)) * sizeof *t);
+    if (!t) return em_set_error("%s: out of memory", name);
+    *tables = t;
+    j->in_plane = j->out_plane = 1;
+    for (int d = 0; d < 3; d++) {
+        int i = d - (3 - ns);               /* this dim's index in p, or < 0 for a filler */
+        pool_dim *pd = &j->d[d];
+        pd->I = i < 0 ? 1 : big->sizes[2 + i];
+        pd->O = i < 0 ? 1 : small->sizes[2 + i];
+        pd->start = t, pd->count = t + pd->O, pd->padcount = t + 2 * pd->O;
+        t += 3 * pd->O;
+        if (i < 0) dim_windows(pd, 1, 1, 0, 1, false);
+        else dim_windows(pd, p->kernel[i], p->stride[i], p->padding[i], p->dilation[i], p->adaptive);
+        j->in_plane *= pd->I;
+        j->out_plane *= pd->O;
+    }
+    j->divisor = p->divisor;
+    j->include_pad = p->count_include_pad && !p->adaptive;
+    j->dtype = big->dtype;
+    j->fast2x2 = ns == 2 && !p->adaptive && p->kernel[0] == 2 && p->kernel[1] == 2 && p->stride[0] == 2 &&
+                 p->stride[1] == 2 && p->padding[0] == 0 && p->padding[1] == 0 && p->dilation[0] == 1 &&
+                 p->dilation[1] == 1 && 2 * j->d[1].O <= j->d[1].I && 2 * j->d[2].O <= j->d[2].I;
+    return 0;
+}
+
 int cpu_pool(em_pool_op op, em_tensor *out, em_tensor *idx, const em_tensor *in, const em_pool_params *p)
 {
-    (void)op; (void)out; (void)idx; (void)in; (void)p;
-    return em_set_error("pool: not implemented on the CPU yet");
+    if (op != EM_POOL_MAX && op != EM_POOL_AVG) return em_set_error("pool: unknown op %d", (int)op);
+    pool_job j = {.op = op};
+    int64_t *tables;
+    if (pool_setup(&j, "pool", in, out, p, &tables)) return -1;
+    if (op == EM_POOL_MAX) {
+        bool same = idx && idx->ndim == out->ndim;
+        for (int i = 0; same && i < out->ndim; i++) same = idx->sizes[i] == out->sizes[i];
+        if (!same || idx->dtype != EM_INT64 || !em_is_contiguous(idx)) {
+            free(tables);
+            return em_set_error("pool: max pooling needs contiguous int64 indices of the output's shape %s",
+                                SHAPE(out));
+        }
+        j.idx = em_data_ptr(idx);
+    }
+    j.out = em_data_ptr(out);
+    j.in = em_data_ptr(in);
+    int64_t planes = in->sizes[0] * in->sizes[1];
+    cpu_parallel_for(planes, em_numel(in) + em_numel(out), 1, pool_range, &j);
+    free(tables);
+    return 0;
 }
+
 int cpu_pool_backward(em_pool_op op, em_tensor *gin, const em_tensor *gout, const em_pool_params *p)
 {
-    (void)op; (void)gin; (void)gout; (void)p;
-    return em_set_error("pool: not implemented on the CPU yet");
+    if (op != EM_POOL_AVG)
+        return em_set_error("pool_backward: only average pooling (max pooling's backward is a scatter-add)");
+    pool_job j = {.op = op};
+    int64_t *tables;
+    if (pool_setup(&j, "pool_backward", gin, gout, p, &tables)) return -1;
+    j.out = em_data_ptr(gin);
+    j.in = em_data_ptr(gout);
+    int64_t planes = gin->sizes[0] * gin->sizes[1];
+    cpu_parallel_for(planes, em_numel(gin) + em_numel(gout), 1, pool_back_range, &j);
+    free(tables);
+    return 0;
 }
