@@ -19,7 +19,8 @@
 -- Public functions and classes carry a doc block of `---` lines above their definition:
 -- the signature first, then what it does, then an example.
 --
--- Files: nn/module.lua (Module, Parameter), nn/layers.lua, nn/loss.lua,
+-- Files: nn/module.lua (Module, Parameter), nn/layers.lua, nn/conv_layers.lua
+-- (convolution, pooling, normalisation, upsampling layers, merged into layers), nn/loss.lua,
 -- nn/functional.lua (ember.nn.functional), nn/initializers.lua (ember.nn.init).
 local base = require "ember.nn.module"
 local layers = require "ember.nn.layers"

@@ -51,4 +51,20 @@ do
   report("add16m_gbps", 3 * 4 * n / t / 1e9, "GB/s")
 end
 
+-- conv2d forward + backward (input, weight and bias gradients) on [128, 32, 14, 14] -> 64
+-- channels, 3x3, padding 1: the second layer of the Fashion-MNIST CNN
+do
+  local x = ember.randn(128, 32, 14, 14, {requires_grad = true})
+  local w = ember.randn(64, 32, 3, 3, {requires_grad = true})
+  local b = ember.randn(64, {requires_grad = true})
+  local gy = ember.randn(128, 64, 14, 14)
+  local function step()
+    x.grad, w.grad, b.grad = nil, nil, nil
+    ember.conv2d(x, w, b, 1, 1):backward(gy)
+  end
+  step()
+  local t = best(10, step)
+  report("conv2d_fb_ms", t * 1e3, "ms")
+end
+
 for _, line in ipairs(results) do print(line) end

@@ -25,6 +25,14 @@ if [ -d "$FM" ]; then
         theirs[fm_epoch_gpu_s]=$($PY scripts/bench/fashion_mnist_torch.py "$FM" 2 cuda | awk '/^fm_epoch_s/ {print $2}')
     fi
     names="$names fm_epoch_gpu_s"
+    ck=$(mktemp -u)
+    ours[cnn_epoch_gpu_s]=$("$EMBER" scripts/fashion_mnist_cnn.lua --device cuda --epochs 2 --checkpoint "$ck" --data "$FM" | awk '/^epoch/ {print $9}' | sort -n | head -1)
+    rm -f "$ck"
+    units[cnn_epoch_gpu_s]=s
+    if [ -n "${theirs[gpu_add_launch_us]:-}" ]; then
+        theirs[cnn_epoch_gpu_s]=$($PY scripts/bench/fashion_mnist_torch.py "$FM" 2 cuda cnn | awk '/^fm_epoch_s/ {print $2}')
+    fi
+    names="$names cnn_epoch_gpu_s"
 fi
 printf '%-26s %14s %14s %8s\n' benchmark ember pytorch ratio
 for n in $names; do

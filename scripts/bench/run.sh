@@ -73,6 +73,22 @@ if [ -e "$FM/train-images-idx3-ubyte.gz" ]; then
     rm -f "$ck"
 fi
 
+# The CNN (scripts/fashion_mnist_cnn.lua): one epoch each, twice, taking
+# turns; PyTorch trains the same model (fashion_mnist_torch.py ... cnn)
+if [ -e "$FM/train-images-idx3-ubyte.gz" ]; then
+    ck=$(mktemp -u /tmp/ember-bench-XXXXXX.safetensors)
+    for _ in 1 2; do
+        v=$("$EMBER" scripts/fashion_mnist_cnn.lua --epochs 1 --checkpoint "$ck" | awk '/^epoch/ {print $9}')
+        ours[cnn_epoch_s]=$(better cnn_epoch_s_ "$v" "${ours[cnn_epoch_s]:-}")
+        if [ $have_torch = 1 ]; then
+            v=$($PY scripts/bench/fashion_mnist_torch.py "$FM" 1 cpu cnn | awk '/^fm_epoch_s/ {print $2}')
+            theirs[cnn_epoch_s]=$(better cnn_epoch_s_ "$v" "${theirs[cnn_epoch_s]:-}")
+        fi
+    done
+    units[cnn_epoch_s]=s
+    rm -f "$ck"
+fi
+
 # The small-op training row: a character RNN (scripts/bench/char_rnn.lua and
 # its PyTorch twin), the best iteration of each side, taking turns
 for _ in 1 2 3; do
@@ -143,12 +159,14 @@ declare -A target=(
     [matmul1024_gflops]=">= 0.95 x PyTorch"
     [add16m_gbps]=">= 1.0 x PyTorch"
     [fm_epoch_s]="<= 0.7 x PyTorch"
+    [conv2d_fb_ms]="<= 0.8 x PyTorch"
+    [cnn_epoch_s]="<= 0.8 x PyTorch"
     [rnn_iter_ms]="(idle reference)"
     [fm_loaded_s]="<= 3 x idle, <= 1.0 x PyTorch"
     [rnn_loaded_ms]="<= 3 x idle, <= 1.0 x PyTorch"
 )
-for name in startup_ms op_overhead_us op_autograd_us matmul1024_gflops add16m_gbps fm_epoch_s rnn_iter_ms \
-            fm_loaded_s rnn_loaded_ms; do
+for name in startup_ms op_overhead_us op_autograd_us matmul1024_gflops add16m_gbps fm_epoch_s conv2d_fb_ms \
+            cnn_epoch_s rnn_iter_ms fm_loaded_s rnn_loaded_ms; do
     o=${ours[$name]:-n/a} t=${theirs[$name]:-n/a} r=n/a
     if [ "$o" != n/a ] && [ "$t" != n/a ]; then
         # ratio ember / pytorch (for times, < 1 is better; for rates, > 1 is better)

@@ -52,6 +52,19 @@ def main():
     t = best(10, lambda: a + b)
     print("add16m_gbps %.6g GB/s" % (3 * 4 * n / t / 1e9))
 
+    # conv2d forward + backward on [128, 32, 14, 14] -> 64 channels, 3x3, padding 1
+    x = torch.randn(128, 32, 14, 14, requires_grad=True)
+    w = torch.randn(64, 32, 3, 3, requires_grad=True)
+    bias = torch.randn(64, requires_grad=True)
+    gy = torch.randn(128, 64, 14, 14)
+
+    def step():
+        x.grad = w.grad = bias.grad = None
+        torch.nn.functional.conv2d(x, w, bias, 1, 1).backward(gy)
+
+    step()
+    print("conv2d_fb_ms %.6g ms" % (best(10, step) * 1e3))
+
 
 if __name__ == "__main__":
     main()

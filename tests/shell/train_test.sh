@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# train_test.sh — the Fashion-MNIST training script, on a slice of the data:
+# train_test.sh — the Fashion-MNIST training scripts, on a slice of the data:
 # the loss falls, a resumed run ends in the same state as an uninterrupted
-# one (byte-identical checkpoints), and bad arguments fail clearly.
+# one (byte-identical checkpoints), and bad arguments fail clearly. The MLP
+# script gets every check; the CNN script (the same loop,
+# scripts/fashion_mnist_common.lua) the loss and resume ones.
 set -u
 cd "$(dirname "$0")/../.."
 EMBER=${EMBER:-build/ember}
@@ -15,7 +17,7 @@ not_ok() { n=$((n + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#
 
 if [ ! -e "$DATA/train-images-idx3-ubyte.gz" ]; then
     for t in "loss falls" "resume equals an uninterrupted run" "resume without a checkpoint" \
-             "--plot without a terminal" "--plot on a terminal"; do
+             "--plot without a terminal" "--plot on a terminal" "cnn: loss falls" "cnn: resume"; do
         n=$((n + 1)); echo "ok $n - $t # SKIP Fashion-MNIST not installed (dataset-fashion-mnist)"
     done
 else
@@ -65,6 +67,28 @@ else
     out=$("$EMBER" $SCRIPT --resume --checkpoint "$tmp/missing.st" 2>&1); rc=$?
     if [ $rc -ne 0 ] && echo "$out" | grep -q "missing.st"; then ok "resume without a checkpoint fails naming the file"
     else not_ok "resume without a checkpoint fails naming the file" "rc=$rc" "$out"; fi
+
+    CNN=scripts/fashion_mnist_cnn.lua
+    out=$("$EMBER" $CNN --epochs 2 --limit 1500 --checkpoint "$tmp/c.st" 2>&1)
+    l1=$(echo "$out" | awk '/^epoch  1/ {print $5}')
+    l2=$(echo "$out" | awk '/^epoch  2/ {print $5}')
+    a2=$(echo "$out" | awk '/^epoch  2/ {print $8}')
+    if [ -n "$l1" ] && [ -n "$l2" ] && awk -v a="$l1" -v b="$l2" -v c="$a2" 'BEGIN { exit !(b < a * 0.8 && c > 0.6) }'; then
+        ok "cnn: loss falls ($l1 -> $l2, test accuracy $a2)"
+    else
+        not_ok "cnn: loss falls" "$out"
+    fi
+    "$EMBER" $CNN --epochs 2 --limit 600 --checkpoint "$tmp/cfull.st" > "$tmp/cfull.log" 2>&1
+    "$EMBER" $CNN --epochs 2 --stop-after 1 --limit 600 --checkpoint "$tmp/cpart.st" > /dev/null 2>&1
+    "$EMBER" $CNN --epochs 2 --limit 600 --checkpoint "$tmp/cpart.st" --resume > "$tmp/cresume.log" 2>&1
+    last_full=$(grep '^epoch  2' "$tmp/cfull.log" | awk '{print $5, $8}')
+    last_resumed=$(grep '^epoch  2' "$tmp/cresume.log" | awk '{print $5, $8}')
+    if cmp -s "$tmp/cfull.st" "$tmp/cpart.st" && [ -n "$last_full" ] && [ "$last_full" = "$last_resumed" ]; then
+        ok "cnn: resume equals an uninterrupted run (batch-norm buffers included; epoch 2: $last_full)"
+    else
+        not_ok "cnn: resume equals an uninterrupted run" "full: $last_full" "resumed: $last_resumed" \
+               "$(cat "$tmp/cresume.log")"
+    fi
 fi
 
 out=$("$EMBER" $SCRIPT --bogus 1 2>&1); rc=$?

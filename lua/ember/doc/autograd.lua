@@ -82,6 +82,21 @@ local ok = autograd.gradcheck(function(a, b) return a * b:sin() end, {ember.rand
 print(ok)   -- true]=],
   },
 
+  {
+    name = "ember.autograd.gradgradcheck",
+    sig = "autograd.gradgradcheck(fn, inputs [, {eps = 1e-6, atol = 1e-5, rtol = 1e-3}])\n"
+       .. "  -> true, or false and a report",
+    doc = [=[
+gradcheck for second derivatives: the gradient of phi(x) = sum_i <grad_i s(x), w_i>
+(s: the outputs of fn under a fixed random weighting, w_i fixed random directions),
+taken by double backward through create_graph, against central finite differences of
+phi, each from a fresh first-order backward. float64; returns true, or false and a
+message (PyTorch raises instead). Slower than gradcheck.]=],
+    example = [=[
+local autograd = ember.autograd
+print(autograd.gradgradcheck(function(a) return (a * a):sin() end, ember.randn(3)))   -- true]=],
+  },
+
   -- ---- ember.help -----------------------------------------------------------------------
   {
     name = "ember.help",

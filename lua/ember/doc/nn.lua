@@ -18,7 +18,12 @@ Neural-network building blocks, like torch.nn, with ember's 1-based conventions.
 Classes (call a class to make an instance, call an instance to run its forward):
   nn.Module            the base class; nn.Module:extend("Name") defines your own
   containers           nn.Sequential, nn.ModuleList
-  layers               nn.Linear, nn.Embedding, nn.LayerNorm, nn.Dropout, nn.Flatten
+  layers               nn.Linear, nn.Embedding, nn.LayerNorm, nn.Dropout, nn.Flatten,
+                       nn.Unflatten
+  convolutional nets   nn.Conv1d/2d/3d, nn.ConvTranspose1d/2d/3d, nn.MaxPool1d/2d/3d,
+                       nn.AvgPool1d/2d/3d, nn.AdaptiveAvgPool1d/2d/3d,
+                       nn.AdaptiveMaxPool1d/2d, nn.MaxUnpool2d, nn.BatchNorm1d/2d/3d,
+                       nn.GroupNorm, nn.InstanceNorm1d/2d, nn.Dropout2d, nn.Upsample
   activations          nn.ReLU, nn.SiLU, nn.GELU, nn.Tanh, nn.Sigmoid, nn.Softmax,
                        nn.LogSoftmax
   losses               nn.MSELoss, nn.CrossEntropyLoss, nn.NLLLoss, nn.BCEWithLogitsLoss
@@ -520,6 +525,253 @@ local nn = ember.nn
 print(nn.Flatten()(ember.zeros(32, 1, 28, 28)).shape[2])   -- 784]=],
   },
 
+  -- ---- layers of convolutional networks (ember/nn/conv_layers.lua) -------------------
+  {
+    name = "ember.nn.Conv2d",
+    also = class_also("ember.nn.Conv2d", {"ember.nn.Conv1d", "ember.nn.Conv3d", "ember.nn.Conv1d:init",
+                      "ember.nn.Conv1d:forward", "ember.nn.Conv1d:extra_repr", "ember.nn.Conv3d:init",
+                      "ember.nn.Conv3d:forward", "ember.nn.Conv3d:extra_repr"}),
+    sig = "nn.Conv2d(in_channels, out_channels, kernel_size [, stride = 1 [, padding = 0\n"
+       .. "          [, dilation = 1 [, groups = 1 [, bias = true [, padding_mode = \"zeros\"]]]]]]) -> module\n"
+       .. "nn.Conv2d(in_channels, out_channels, kernel_size, {stride =, padding =, dilation =, groups =,\n"
+       .. "          bias =, padding_mode =, dtype =, device =})\n"
+       .. "nn.Conv1d(...), nn.Conv3d(...): the same for 1 and 3 spatial dims",
+    doc = [=[
+A convolution layer (ember.conv2d with its own weight and bias), PyTorch's arguments,
+names, shapes and initialisation: weight [out, in / groups, kh, kw] ~ kaiming_uniform
+with a = sqrt(5), bias [out] ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in / groups
+* kh * kw. Sizes are a number (every spatial dim) or a list {kh, kw}. padding may be
+"same" (stride 1) or "valid"; padding_mode "reflect", "replicate" or "circular" pads with
+F.pad before an unpadded convolution. Input [N, C_in, H, W] or unbatched [C_in, H, W].
+Errors name the layer and the shapes. tostring prints the arguments that differ from
+the defaults, as PyTorch (lists as [3, 3]).]=],
+    example = [=[
+local nn = ember.nn
+local conv = nn.Conv2d(1, 32, 3, {padding = 1})
+print(conv(ember.randn(8, 1, 28, 28)).shape)   -- {8, 32, 28, 28}
+print(nn.Conv1d(16, 33, 3, 2))                 -- stride 2
+print(nn.Conv3d(2, 4, 3, {bias = false}).weight.shape)]=],
+  },
+  {
+    name = "ember.nn.Conv2d:reset_parameters",
+    also = {"ember.nn.Conv1d:reset_parameters", "ember.nn.Conv3d:reset_parameters",
+            "ember.nn.ConvTranspose1d:reset_parameters", "ember.nn.ConvTranspose2d:reset_parameters",
+            "ember.nn.ConvTranspose3d:reset_parameters"},
+    sig = "conv:reset_parameters()",
+    doc = [=[
+Draws weight and bias again with PyTorch's default: kaiming_uniform_ with a = sqrt(5)
+for the weight, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for the bias (fan_in from the
+weight's dims 2.. as nn.init.calculate_fan_in_and_fan_out gives it).]=],
+    example = [=[
+local conv = ember.nn.Conv2d(3, 8, 3)
+conv:reset_parameters()
+print(conv.bias:abs():max():item() <= 1 / math.sqrt(27))   -- true]=],
+  },
+  {
+    name = "ember.nn.ConvTranspose2d",
+    also = class_also("ember.nn.ConvTranspose2d", {"ember.nn.ConvTranspose1d", "ember.nn.ConvTranspose3d",
+                      "ember.nn.ConvTranspose1d:init", "ember.nn.ConvTranspose1d:forward",
+                      "ember.nn.ConvTranspose1d:extra_repr", "ember.nn.ConvTranspose3d:init",
+                      "ember.nn.ConvTranspose3d:forward", "ember.nn.ConvTranspose3d:extra_repr"}),
+    sig = "nn.ConvTranspose2d(in_channels, out_channels, kernel_size [, stride = 1 [, padding = 0\n"
+       .. "    [, output_padding = 0 [, groups = 1 [, bias = true [, dilation = 1]]]]]]) -> module\n"
+       .. "  (or the optional arguments in one options table); ConvTranspose1d, ConvTranspose3d alike\n"
+       .. "convt(x [, output_size]) -> tensor",
+    doc = [=[
+A transposed convolution layer (ember.conv_transpose2d): weight [in, out / groups, kh,
+kw], bias [out], initialised as PyTorch (fan_in = out / groups * kh * kw). forward may
+take output_size (the spatial sizes, or all sizes) to choose the output_padding that
+gives it, as PyTorch's; an unreachable size is an error naming the valid range.]=],
+    example = [=[
+local nn = ember.nn
+local up = nn.ConvTranspose2d(8, 4, 3, {stride = 2, padding = 1})
+local x = ember.randn(1, 8, 7, 7)
+print(up(x).shape)             -- {1, 4, 13, 13}
+print(up(x, {14, 14}).shape)   -- {1, 4, 14, 14}]=],
+  },
+  {
+    name = "ember.nn.MaxPool2d",
+    also = class_also("ember.nn.MaxPool2d", {"ember.nn.MaxPool1d", "ember.nn.MaxPool3d",
+                      "ember.nn.MaxPool1d:init", "ember.nn.MaxPool1d:forward", "ember.nn.MaxPool1d:extra_repr",
+                      "ember.nn.MaxPool3d:init", "ember.nn.MaxPool3d:forward", "ember.nn.MaxPool3d:extra_repr"}),
+    sig = "nn.MaxPool2d(kernel_size [, stride = kernel_size [, padding = 0 [, dilation = 1\n"
+       .. "    [, return_indices = false [, ceil_mode = false]]]]]) -> module\n"
+       .. "  (or the optional arguments in one options table); MaxPool1d, MaxPool3d alike",
+    doc = [=[
+ember.max_pool2d as a layer. With return_indices the layer returns the maxima and their
+1-based positions in each input plane (what nn.MaxUnpool2d takes).]=],
+    example = [=[
+local nn = ember.nn
+print(nn.MaxPool2d(2)(ember.randn(1, 3, 8, 8)).shape)                  -- {1, 3, 4, 4}
+print(nn.MaxPool1d(3, {stride = 2, ceil_mode = true}))]=],
+  },
+  {
+    name = "ember.nn.AvgPool2d",
+    also = class_also("ember.nn.AvgPool2d", {"ember.nn.AvgPool1d", "ember.nn.AvgPool3d",
+                      "ember.nn.AvgPool1d:init", "ember.nn.AvgPool1d:forward", "ember.nn.AvgPool1d:extra_repr",
+                      "ember.nn.AvgPool3d:init", "ember.nn.AvgPool3d:forward", "ember.nn.AvgPool3d:extra_repr"}),
+    sig = "nn.AvgPool2d(kernel_size [, stride = kernel_size [, padding = 0 [, ceil_mode = false\n"
+       .. "    [, count_include_pad = true [, divisor_override]]]]]) -> module\n"
+       .. "  (or one options table); AvgPool1d (no divisor_override), AvgPool3d alike",
+    doc = "ember.avg_pool2d as a layer: the mean over each window.",
+    example = [=[
+local nn = ember.nn
+print(nn.AvgPool2d(2)(ember.ones(1, 1, 4, 4)))   -- all ones, [1, 1, 2, 2]]=],
+  },
+  {
+    name = "ember.nn.AdaptiveAvgPool2d",
+    also = class_also("ember.nn.AdaptiveAvgPool2d", {"ember.nn.AdaptiveAvgPool1d", "ember.nn.AdaptiveAvgPool3d",
+                      "ember.nn.AdaptiveAvgPool1d:init", "ember.nn.AdaptiveAvgPool1d:forward",
+                      "ember.nn.AdaptiveAvgPool1d:extra_repr", "ember.nn.AdaptiveAvgPool3d:init",
+                      "ember.nn.AdaptiveAvgPool3d:forward", "ember.nn.AdaptiveAvgPool3d:extra_repr"}),
+    sig = "nn.AdaptiveAvgPool2d(output_size) -> module; AdaptiveAvgPool1d, AdaptiveAvgPool3d alike",
+    doc = [=[
+Mean pooling to a fixed output size, whatever the input's (ember.adaptive_avg_pool2d).
+output_size is a number or a list; a nil entry keeps that input size ({nil, 7}).]=],
+    example = [=[
+local nn = ember.nn
+print(nn.AdaptiveAvgPool2d(1)(ember.randn(2, 64, 7, 7)).shape)   -- {2, 64, 1, 1}]=],
+  },
+  {
+    name = "ember.nn.AdaptiveMaxPool2d",
+    also = class_also("ember.nn.AdaptiveMaxPool2d", {"ember.nn.AdaptiveMaxPool1d",
+                      "ember.nn.AdaptiveMaxPool1d:init", "ember.nn.AdaptiveMaxPool1d:forward",
+                      "ember.nn.AdaptiveMaxPool1d:extra_repr"}),
+    sig = "nn.AdaptiveMaxPool2d(output_size [, return_indices = false]) -> module; AdaptiveMaxPool1d alike",
+    doc = "Max pooling to a fixed output size (ember.adaptive_max_pool2d); indices are 1-based.",
+    example = [=[
+local nn = ember.nn
+local y, idx = nn.AdaptiveMaxPool2d({2, 3}, true)(ember.randn(1, 3, 9, 9))
+print(y.shape, idx.dtype)   -- {1, 3, 2, 3} int64]=],
+  },
+  {
+    name = "ember.nn.MaxUnpool2d",
+    also = class_also("ember.nn.MaxUnpool2d"),
+    sig = "nn.MaxUnpool2d(kernel_size [, stride = kernel_size [, padding = 0]]) -> module\n"
+       .. "unpool(x, indices [, output_size]) -> tensor",
+    doc = "F.max_unpool2d as a layer: the partial inverse of nn.MaxPool2d with return_indices.",
+    example = [=[
+local nn = ember.nn
+local x = ember.randn(1, 1, 4, 4)
+local y, idx = nn.MaxPool2d(2, {return_indices = true})(x)
+print(nn.MaxUnpool2d(2)(y, idx).shape)   -- {1, 1, 4, 4}: the maxima in place, zeros elsewhere]=],
+  },
+  {
+    name = "ember.nn.BatchNorm2d",
+    also = class_also("ember.nn.BatchNorm2d", {"ember.nn.BatchNorm1d", "ember.nn.BatchNorm3d",
+                      "ember.nn.BatchNorm1d:init", "ember.nn.BatchNorm1d:forward", "ember.nn.BatchNorm1d:extra_repr",
+                      "ember.nn.BatchNorm3d:init", "ember.nn.BatchNorm3d:forward", "ember.nn.BatchNorm3d:extra_repr"}),
+    sig = "nn.BatchNorm2d(num_features [, eps = 1e-5 [, momentum = 0.1 [, affine = true\n"
+       .. "    [, track_running_stats = true]]]]) -> module\n"
+       .. "nn.BatchNorm2d(num_features, {eps =, momentum =, affine =, track_running_stats =, dtype =, device =})\n"
+       .. "nn.BatchNorm1d(...) for [N, C] or [N, C, L], nn.BatchNorm3d(...) for [N, C, D, H, W]",
+    doc = [=[
+Batch normalisation per channel (ember.batch_norm), PyTorch's behaviour: in training
+mode it normalises with the batch's mean and biased variance and updates the buffers
+running_mean (0) and running_var (1, from the unbiased variance) with momentum, and adds
+1 to num_batches_tracked (int64); after eval() it normalises with the running stats.
+momentum = nil (positionally) or false (in the options table) is PyTorch's None: the
+cumulative average, factor 1 / num_batches_tracked. With track_running_stats = false it
+always uses the batch's statistics and has no buffers. weight 1 and bias 0 (affine).
+Buffers are in state_dict with PyTorch's names. BatchNorm2d wants a 4-D input.]=],
+    example = [=[
+local nn = ember.nn
+local bn = nn.BatchNorm2d(3)
+local y = bn(ember.randn(8, 3, 4, 4) * 2 + 1)
+print(bn.running_mean, bn.num_batches_tracked:item())   -- moved 10% towards the batch mean, 1
+bn:eval()
+print(bn(ember.randn(2, 3, 4, 4)).shape)]=],
+  },
+  {
+    name = "ember.nn.BatchNorm2d:reset_running_stats",
+    also = {"ember.nn.BatchNorm1d:reset_running_stats", "ember.nn.BatchNorm3d:reset_running_stats",
+            "ember.nn.InstanceNorm1d:reset_running_stats", "ember.nn.InstanceNorm2d:reset_running_stats"},
+    sig = "bn:reset_running_stats()",
+    doc = "running_mean 0, running_var 1, num_batches_tracked 0 (when tracked).",
+    example = [=[
+local bn = ember.nn.BatchNorm1d(2)
+bn(ember.randn(4, 2) + 3)
+bn:reset_running_stats()
+print(bn.running_mean)   -- [0, 0]]=],
+  },
+  {
+    name = "ember.nn.BatchNorm2d:reset_parameters",
+    also = {"ember.nn.BatchNorm1d:reset_parameters", "ember.nn.BatchNorm3d:reset_parameters",
+            "ember.nn.InstanceNorm1d:reset_parameters", "ember.nn.InstanceNorm2d:reset_parameters"},
+    sig = "bn:reset_parameters()",
+    doc = "reset_running_stats(), then weight 1 and bias 0 (when affine).",
+    example = [=[
+local bn = ember.nn.BatchNorm2d(2)
+bn:reset_parameters()
+print(bn.weight)   -- [1, 1]]=],
+  },
+  {
+    name = "ember.nn.InstanceNorm2d",
+    also = class_also("ember.nn.InstanceNorm2d", {"ember.nn.InstanceNorm1d", "ember.nn.InstanceNorm1d:init",
+                      "ember.nn.InstanceNorm1d:forward", "ember.nn.InstanceNorm1d:extra_repr"}),
+    sig = "nn.InstanceNorm2d(num_features [, eps = 1e-5 [, momentum = 0.1 [, affine = false\n"
+       .. "    [, track_running_stats = false]]]]) -> module (or one options table)\n"
+       .. "nn.InstanceNorm1d(...) for [N, C, L] or [C, L]",
+    doc = [=[
+F.instance_norm as a layer: each sample's channel normalised on its own. Input [N, C, H,
+W] or unbatched [C, H, W]. With track_running_stats it keeps running stats (averaged
+over the batch) and uses them after eval(), as PyTorch.]=],
+    example = [=[
+local nn = ember.nn
+local y = nn.InstanceNorm2d(3)(ember.randn(2, 3, 8, 8) * 5)
+print(y[1][1]:std():item())   -- about 1]=],
+  },
+  {
+    name = "ember.nn.GroupNorm",
+    also = class_also("ember.nn.GroupNorm", {"ember.nn.GroupNorm:reset_parameters"}),
+    sig = "nn.GroupNorm(num_groups, num_channels [, eps = 1e-5 [, affine = true]]) -> module\n"
+       .. "  (or {eps =, affine =, dtype =, device =})",
+    doc = [=[
+ember.group_norm as a layer: the channels of [N, C, ...] fall into num_groups groups,
+each normalised per sample, then * weight + bias (weight 1, bias 0, shape [C]).
+num_channels must be divisible by num_groups. reset_parameters() sets weight 1, bias 0.]=],
+    example = [=[
+local nn = ember.nn
+print(nn.GroupNorm(4, 32)(ember.randn(2, 32, 8, 8)).shape)   -- {2, 32, 8, 8}]=],
+  },
+  {
+    name = "ember.nn.Dropout2d",
+    also = class_also("ember.nn.Dropout2d"),
+    sig = "nn.Dropout2d([p = 0.5]) -> module",
+    doc = [=[
+F.dropout2d as a layer: in training, zeroes whole channels of [N, C, H, W] with
+probability p (one draw per sample and channel) and scales the rest by 1/(1-p); the
+identity after eval().]=],
+    example = [=[
+local nn = ember.nn
+ember.manual_seed(3)
+local y = nn.Dropout2d(0.5)(ember.ones(1, 4, 2, 2))
+print(y:sum({3, 4}))   -- each channel 0 or 8]=],
+  },
+  {
+    name = "ember.nn.Upsample",
+    also = class_also("ember.nn.Upsample"),
+    sig = "nn.Upsample({size =, scale_factor =, mode = \"nearest\", align_corners =,\n"
+       .. "             recompute_scale_factor =}) -> module\n"
+       .. "nn.Upsample(size, scale_factor, mode, align_corners)",
+    doc = "F.interpolate as a layer, with the arguments fixed at construction.",
+    example = [=[
+local nn = ember.nn
+local up = nn.Upsample({scale_factor = 2, mode = "bilinear"})
+print(up(ember.randn(1, 3, 4, 4)).shape)   -- {1, 3, 8, 8}]=],
+  },
+  {
+    name = "ember.nn.Unflatten",
+    also = class_also("ember.nn.Unflatten"),
+    sig = "nn.Unflatten(dim, unflattened_size) -> module",
+    doc = [=[
+Splits dim (1-based, negative from the end) into the sizes of the list unflattened_size,
+whose product must be that dim's size (one entry may be -1). The inverse of nn.Flatten.]=],
+    example = [=[
+local nn = ember.nn
+print(nn.Unflatten(2, {2, 5})(ember.randn(3, 10)).shape)   -- {3, 2, 5}]=],
+  },
+
   -- ---- activations -----------------------------------------------------------------
   {
     name = "ember.nn.ReLU",
@@ -663,6 +915,10 @@ print(loss_fn(ember.tensor({0.0, 2.0}), ember.tensor({1.0, 0.0})))]=],
 The computations behind the layers and losses as plain functions of tensors
 (torch.nn.functional), recorded by autograd and runnable on any device:
   F.linear, F.dropout, F.layer_norm, F.embedding
+  F.conv1d/2d/3d, F.conv_transpose1d/2d/3d, F.max_pool1d/2d/3d, F.avg_pool1d/2d/3d,
+  F.adaptive_avg_pool1d/2d/3d, F.adaptive_max_pool1d/2d, F.batch_norm, F.group_norm,
+  F.instance_norm (the engine's ops, also ember.conv2d, ...), F.pad, F.interpolate,
+  F.unfold, F.fold, F.dropout2d, F.max_unpool2d
   F.mse_loss, F.cross_entropy, F.nll_loss, F.binary_cross_entropy_with_logits
   F.check_reduction
 Activations are tensor methods and ember functions: t:relu(), ember.softmax(t, dim), ...
@@ -697,16 +953,112 @@ print(F.dropout(ember.ones(6), 0.5))          -- each element 0 or 2
 print(F.dropout(ember.ones(3), 0.5, false))   -- unchanged]=],
   },
   {
-    name = "ember.nn.functional.layer_norm",
-    sig = "F.layer_norm(x, normalized_shape [, weight [, bias [, eps = 1e-5]]]) -> tensor",
+    name = "ember.nn.functional.pad",
+    sig = "F.pad(x, pad [, mode = \"constant\" [, value = 0]]) -> tensor\n"
+       .. "F.pad(x, pad, {mode =, value =})",
     doc = [=[
-Normalises x over its last #normalized_shape dims (mean 0, biased variance 1, eps added
-to the variance), then multiplies by weight and adds bias when given. normalized_shape
-is a list of sizes (only its length is used here).]=],
+Pads x as torch.nn.functional.pad: pad lists (before, after) pairs starting from the LAST
+dim: {left, right} pads the last dim, {left, right, top, bottom} the last two, and so on.
+Negative amounts crop. Modes: "constant" (fills value), "reflect" (mirrors without the
+edge; amounts below the dim's size), "replicate" (repeats the edge), "circular" (wraps
+around; amounts up to the dim's size). The non-constant modes pad the last 1-3 dims of a
+batched [N, C, ...] or unbatched [C, ...] input. Composed of index_select, narrow and
+cat, so autograd and every device work.]=],
     example = [=[
 local F = ember.nn.functional
-local x = ember.randn(2, 5)
-print(F.layer_norm(x, {5}):std(2, {correction = 0}))   -- about 1 per row]=],
+local x = ember.arange(1, 4, {dtype = "float32"}):reshape(1, 1, 3)
+print(F.pad(x, {2, 1}, "reflect"))       -- 3 2 1 2 3 2
+print(F.pad(x, {1, -1}, {value = 9}))    -- 9 1 2]=],
+  },
+  {
+    name = "ember.nn.functional.interpolate",
+    sig = "F.interpolate(x, {size =, scale_factor =, mode = \"nearest\", align_corners =,\n"
+       .. "                 recompute_scale_factor =}) -> tensor\n"
+       .. "F.interpolate(x, size, scale_factor, mode, align_corners, recompute_scale_factor)",
+    doc = [=[
+Resizes the spatial dims of x [N, C, d1 (, d2 (, d3))] as PyTorch. Give size (a number
+or one per spatial dim) or scale_factor (output = floor(input * factor); the factor
+itself sets the sampling unless recompute_scale_factor). Modes: "nearest" (source
+floor(dst * in / out), computed in float32 as PyTorch), "nearest-exact", "linear"
+(3-D), "bilinear" (4-D), "trilinear" (5-D) with align_corners (default false: pixel
+centres; true: the corner pixels line up). Composed of index_select and weights.]=],
+    example = [=[
+local F = ember.nn.functional
+local x = ember.tensor({{{1.0, 2.0, 4.0}}})
+print(F.interpolate(x, {size = 6}))                                    -- 1 1 2 2 4 4
+print(F.interpolate(x, {size = 5, mode = "linear", align_corners = true}))   -- 1 1.5 2 3 4]=],
+  },
+  {
+    name = "ember.nn.functional.unfold",
+    sig = "F.unfold(x, kernel_size [, {dilation = 1, padding = 0, stride = 1}]) -> tensor\n"
+       .. "F.unfold(x, kernel_size, dilation, padding, stride)",
+    doc = [=[
+im2col: the sliding kernel_size blocks of x [N, C, H, W] (or [C, H, W]) as columns,
+[N, C * kh * kw, L] with L the number of blocks (row-major over the block grid); rows go
+by channel, then kernel position row-major, as PyTorch. Zero padding. Built from
+strided views (Tensor:unfold), so it is differentiable.]=],
+    example = [=[
+local F = ember.nn.functional
+local x = ember.arange(16, {dtype = "float32"}):reshape(1, 1, 4, 4)
+local cols = F.unfold(x, 2, {stride = 2})
+print(cols.shape)   -- {1, 4, 4}
+print(cols[1][1])   -- top-left of each block: 0 2 8 10]=],
+  },
+  {
+    name = "ember.nn.functional.fold",
+    sig = "F.fold(cols, output_size, kernel_size [, {dilation = 1, padding = 0, stride = 1}]) -> tensor\n"
+       .. "F.fold(cols, output_size, kernel_size, dilation, padding, stride)",
+    doc = [=[
+col2im, the adjoint of F.unfold: cols [N, C * kh * kw, L] (or unbatched) -> [N, C, H, W]
+with output_size {H, W}; entries that land on the same pixel add up. L must be the
+number of blocks that output_size, kernel_size, dilation, padding and stride give.
+fold(unfold(x)) is x times the number of blocks covering each pixel.]=],
+    example = [=[
+local F = ember.nn.functional
+print(F.fold(ember.ones(1, 4, 9), {4, 4}, 2))   -- how many 2x2 blocks cover each pixel]=],
+  },
+  {
+    name = "ember.nn.functional.dropout2d",
+    sig = "F.dropout2d(x [, p = 0.5 [, training = true]]) -> tensor",
+    doc = [=[
+Channel dropout: for x [N, C, H, W] (or [N, C, L], as PyTorch 1.13), zeroes each whole
+channel (n, c) with probability p and scales the others by 1/(1-p). x itself when
+training is false or p is 0. Uses ember's generator.]=],
+    example = [=[
+local F = ember.nn.functional
+ember.manual_seed(2)
+print(F.dropout2d(ember.ones(1, 4, 1, 2), 0.5))   -- each channel all 0 or all 2]=],
+  },
+  {
+    name = "ember.nn.functional.max_unpool2d",
+    sig = "F.max_unpool2d(x, indices, kernel_size [, {stride = kernel_size, padding = 0,\n"
+       .. "                 output_size =}]) -> tensor",
+    doc = [=[
+The partial inverse of max_pool2d: each value of x [N, C, h, w] goes to its 1-based
+position in its output plane (indices as max_pool2d with return_indices gives them),
+zeros elsewhere. The plane is (h - 1) * stride - 2 * padding + kernel_size per dim, or
+output_size ({H, W} or {N, C, H, W}) within stride of that. An index outside the plane
+is an error.]=],
+    example = [=[
+local F = ember.nn.functional
+local x = ember.tensor({{{{1.0, 5.0}, {3.0, 2.0}}}})
+local y, i = F.max_pool2d(x, 2, {return_indices = true})
+print(F.max_unpool2d(y, i, 2))   -- {{0, 5}, {0, 0}}]=],
+  },
+  {
+    name = "ember.nn.functional.instance_norm",
+    sig = "F.instance_norm(x [, running_mean [, running_var [, weight [, bias\n"
+       .. "                 [, use_input_stats = true [, momentum = 0.1 [, eps = 1e-5]]]]]]]) -> tensor\n"
+       .. "F.instance_norm(x, {running_mean =, running_var =, weight =, bias =, use_input_stats =, ...})",
+    doc = [=[
+Normalises each (sample, channel) plane of x [N, C, ...] to mean 0 and biased variance
+1, then * weight[c] + bias[c]. As PyTorch: ember.batch_norm on x seen as [1, N * C,
+...]; given running stats are updated in place with the batch mean of the per-sample
+updates; use_input_stats = false normalises with the running stats instead.]=],
+    example = [=[
+local F = ember.nn.functional
+local y = F.instance_norm(ember.randn(2, 3, 4, 4) * 3 + 1)
+print(y[2][3]:mean():item())   -- about 0]=],
   },
   {
     name = "ember.nn.functional.embedding",

@@ -61,22 +61,6 @@ function F.dropout(x, p, training)
   return x * (mask:to(x.dtype) * (1 / keep))
 end
 
---- F.layer_norm(x, normalized_shape [, weight [, bias [, eps = 1e-5]]]) -> x normalised over its last #normalized_shape dims.
--- Biased variance (correction 0) as in PyTorch. Example: F.layer_norm(x, {x.shape[#x.shape]})
-function F.layer_norm(x, normalized_shape, weight, bias, eps)
-  eps = eps or 1e-5
-  local k = #normalized_shape
-  local dims = {}
-  for i = 1, k do dims[i] = -i end
-  local mean = x:mean(dims, true)
-  local xc = x - mean
-  local var = (xc * xc):mean(dims, true)
-  local y = xc * (var + eps):rsqrt()
-  if weight then y = y * weight end
-  if bias then y = y + bias end
-  return y
-end
-
 -- The rows of weight picked by idx; the row padding_idx (1-based, or nil)
 -- gets no gradient. op names the caller in errors.
 function F._embedding(idx, weight, padding_idx, op)
@@ -308,6 +292,478 @@ function F.binary_cross_entropy_with_logits(x, y, opts)
   end
   if opts.weight then loss = loss * opts.weight end
   return reduce(loss, reduction)
+end
+
+-- ---- convolution, pooling and normalisation -------------------------------------------
+-- The engine ops, as they are: an error then names the caller's line, not this file's.
+F.conv1d, F.conv2d, F.conv3d = ember.conv1d, ember.conv2d, ember.conv3d
+F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d =
+  ember.conv_transpose1d, ember.conv_transpose2d, ember.conv_transpose3d
+F.max_pool1d, F.max_pool2d, F.max_pool3d = ember.max_pool1d, ember.max_pool2d, ember.max_pool3d
+F.avg_pool1d, F.avg_pool2d, F.avg_pool3d = ember.avg_pool1d, ember.avg_pool2d, ember.avg_pool3d
+F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d =
+  ember.adaptive_avg_pool1d, ember.adaptive_avg_pool2d, ember.adaptive_avg_pool3d
+F.adaptive_max_pool1d, F.adaptive_max_pool2d = ember.adaptive_max_pool1d, ember.adaptive_max_pool2d
+F.batch_norm, F.group_norm, F.layer_norm = ember.batch_norm, ember.group_norm, ember.layer_norm
+
+-- The arguments after the required ones: PyTorch's positional order (names), or one
+-- trailing options table with those names as keys. A size given as a list ({3, 3}) is
+-- positional: an options table has no [1]. Returns a table name -> value.
+local function options(op, names, ...)
+  local n = select("#", ...)
+  local first = ...
+  local out = {}
+  if n == 1 and type(first) == "table" and not ember.is_tensor(first) and first[1] == nil then
+    local known = {}
+    for _, k in ipairs(names) do known[k] = true end
+    for k, v in pairs(first) do
+      if not known[k] then
+        raise(string.format("%s: unknown option '%s' (expected %s)", op, tostring(k), table.concat(names, ", ")))
+      end
+      out[k] = v
+    end
+    return out
+  end
+  if n > #names then raise(string.format("%s: too many arguments (%d after the required ones, at most %d: %s)",
+                                         op, n, #names, table.concat(names, ", "))) end
+  for i = 1, n do out[names[i]] = (select(i, ...)) end
+  return out
+end
+F._options = options
+
+local function list_str(t) return "[" .. table.concat(t, ", ") .. "]" end
+
+-- A size argument for n dims: a number (every dim) or a list of n numbers, each an
+-- integer >= lo. Returns a list of n integers.
+local function sizes(v, n, op, what, lo)
+  local out = {}
+  if type(v) == "number" then
+    for i = 1, n do out[i] = v end
+  elseif type(v) == "table" and not ember.is_tensor(v) and #v == n then
+    for i = 1, n do out[i] = v[i] end
+  else
+    raise(string.format("%s: %s must be an integer or a list of %d integers, got %s", op, what, n,
+                        type(v) == "table" and (ember.is_tensor(v) and "a tensor" or "a list of " .. #v) or tostring(v)))
+  end
+  for i = 1, n do
+    local k = type(out[i]) == "number" and math.tointeger(out[i])
+    if not k or k < lo then
+      raise(string.format("%s: %s must be integers >= %d, got %s", op, what, lo, tostring(out[i])))
+    end
+    out[i] = k
+  end
+  return out
+end
+F._sizes = sizes
+
+local function check_input(x, op, ranks, what)
+  if not ember.is_tensor(x) then raise(string.format("%s: input must be a tensor, got %s", op, type(x))) end
+  if ranks and not ranks[x.ndim] then
+    raise(string.format("%s: expected %s input, got %s", op, what, shape_str(x)))
+  end
+end
+
+local function index_tensor(list, device)
+  return ember.tensor(list, {dtype = "int64", device = device})
+end
+
+-- ---- padding ------------------------------------------------------------------------
+
+-- source position (1-based) of output position j of a padded dim, or nil outside
+-- (constant mode); l is the (possibly negative) padding before the dim of size n
+local source = {
+  reflect = function(i, n)
+    if i < 1 then return 2 - i end
+    if i > n then return 2 * n - i end
+    return i
+  end,
+  replicate = function(i, n) return math.min(math.max(i, 1), n) end,
+  circular = function(i, n) return (i - 1) % n + 1 end,
+}
+
+local function pad_constant(x, dim, l, r, value)
+  local n = x.shape[dim]
+  if l < 0 then x = x:narrow(dim, 1 - l, n + l); n = n + l end
+  if r < 0 then x = x:narrow(dim, 1, n + r) end
+  if l <= 0 and r <= 0 then return x end
+  local parts = {}
+  local function block(k)
+    local shape = {}
+    for i, s in ipairs(x.shape) do shape[i] = i == dim and k or s end
+    return ember.full(shape, value, {dtype = x.dtype, device = x.device})
+  end
+  if l > 0 then parts[#parts + 1] = block(l) end
+  parts[#parts + 1] = x
+  if r > 0 then parts[#parts + 1] = block(r) end
+  return ember.cat(parts, dim)
+end
+
+local function pad_map(x, dim, l, r, mode)
+  local n = x.shape[dim]
+  local idx, map = {}, source[mode]
+  for j = 1, n + l + r do idx[j] = map(j - l, n) end
+  return x:index_select(dim, index_tensor(idx, x.device))
+end
+
+--- F.pad(x, pad [, mode = "constant" [, value = 0]]) -> x padded; pad = {left, right, top, bottom, ...}
+-- pad lists (before, after) pairs from the LAST dim backwards, as PyTorch; negative
+-- amounts crop. mode: "constant" (fills value), "reflect", "replicate", "circular";
+-- the non-constant modes pad the last 1-3 dims of a batched or unbatched input.
+-- Example: F.pad(ember.ones(1, 1, 2, 2), {1, 1, 0, 2})   -- [1, 1, 4, 4]
+function F.pad(x, pad, ...)
+  local op = "pad"
+  local o = options(op, {"mode", "value"}, ...)
+  local mode = o.mode or "constant"
+  check_input(x, op)
+  if type(pad) ~= "table" or ember.is_tensor(pad) or #pad % 2 ~= 0 then
+    raise(string.format("%s: pad must be a list of (before, after) pairs, an even number of integers, got %s",
+                        op, type(pad) == "table" and "a list of " .. #pad or tostring(pad)))
+  end
+  local k = #pad // 2
+  if k > x.ndim then
+    raise(string.format("%s: %d pad values pad %d dims, more than the input %s has", op, #pad, k, shape_str(x)))
+  end
+  for i = 1, #pad do
+    if math.type(pad[i]) ~= "integer" and not (type(pad[i]) == "number" and math.tointeger(pad[i])) then
+      raise(string.format("%s: pad values must be integers, got %s", op, tostring(pad[i])))
+    end
+  end
+  if mode ~= "constant" and not source[mode] then
+    raise(op .. ": mode must be \"constant\", \"reflect\", \"replicate\" or \"circular\", got " .. tostring(mode))
+  end
+  if mode == "constant" then
+    local value = o.value or 0
+    if type(value) ~= "number" then raise(op .. ": value must be a number, got " .. type(value)) end
+  else
+    if o.value ~= nil and o.value ~= 0 then raise(op .. ": value is only for mode \"constant\", got mode \"" .. mode .. "\"") end
+    if k > 3 or x.ndim < k + 1 or x.ndim > k + 2 then
+      raise(string.format("%s: mode \"%s\" pads the last 1-3 dims of a [N, C, ...] or [C, ...] input: %d pad values "
+                          .. "need a %d-D or %d-D input, got %s", op, mode, #pad, k + 1, k + 2, shape_str(x)))
+    end
+  end
+  local y = x
+  for i = 1, k do
+    local dim = x.ndim - i + 1
+    local l, r = math.tointeger(pad[2 * i - 1]), math.tointeger(pad[2 * i])
+    local n = x.shape[dim]
+    if n + l + r < 0 then
+      raise(string.format("%s: pad {%d, %d} of dim %d of %s leaves a negative size %d", op, l, r, dim, shape_str(x), n + l + r))
+    end
+    if mode == "constant" then
+      y = pad_constant(y, dim, l, r, o.value or 0)
+    elseif l ~= 0 or r ~= 0 then
+      if mode == "reflect" and (l >= n or r >= n) then
+        raise(string.format("%s: reflect padding {%d, %d} of dim %d must be less than its size %d (input %s)",
+                            op, l, r, dim, n, shape_str(x)))
+      elseif mode == "circular" and (l > n or r > n) then
+        raise(string.format("%s: circular padding {%d, %d} of dim %d must be at most its size %d (input %s)",
+                            op, l, r, dim, n, shape_str(x)))
+      elseif n == 0 then
+        raise(string.format("%s: mode \"%s\" cannot pad dim %d of size 0 (input %s)", op, mode, dim, shape_str(x)))
+      end
+      y = pad_map(y, dim, l, r, mode)
+    end
+  end
+  return y
+end
+
+-- ---- interpolate --------------------------------------------------------------------
+
+local function f32(v) return (string.unpack("f", string.pack("f", v))) end
+
+-- PyTorch's nearest source index (computed in float32 there, so here too)
+local function nearest_index(dst, n_in, n_out, scale, exact)
+  if n_out == n_in then return dst + 1 end
+  if not exact and n_out == 2 * n_in then return dst // 2 + 1 end
+  local s = f32(scale and scale > 0 and 1 / scale or n_in / n_out)
+  local src = exact and math.floor(f32(f32(dst + 0.5) * s)) or math.floor(f32(dst * s))
+  return math.min(src, n_in - 1) + 1
+end
+
+-- x with dim resampled from n_in to n_out entries by linear interpolation
+local function linear_dim(x, dim, n_out, align_corners, scale)
+  local n_in = x.shape[dim]
+  local s
+  if align_corners then
+    s = n_out > 1 and (n_in - 1) / (n_out - 1) or 0
+  else
+    s = (scale and scale > 0) and 1 / scale or n_in / n_out
+  end
+  local i0, i1, w0, w1 = {}, {}, {}, {}
+  for d = 0, n_out - 1 do
+    local src
+    if align_corners then src = s * d else src = math.max(s * (d + 0.5) - 0.5, 0) end
+    local a = math.floor(src)
+    local lam = math.min(math.max(src - a, 0), 1)
+    i0[d + 1] = a + 1
+    i1[d + 1] = a + 1 + (a < n_in - 1 and 1 or 0)
+    w0[d + 1], w1[d + 1] = 1 - lam, lam
+  end
+  local wshape = {}
+  for i = 1, x.ndim do wshape[i] = i == dim and n_out or 1 end
+  local wopts = {dtype = x.dtype, device = x.device}
+  local x0 = x:index_select(dim, index_tensor(i0, x.device))
+  local x1 = x:index_select(dim, index_tensor(i1, x.device))
+  return x0 * ember.tensor(w0, wopts):reshape(wshape) + x1 * ember.tensor(w1, wopts):reshape(wshape)
+end
+
+local linear_rank = {linear = 3, bilinear = 4, trilinear = 5}
+
+--- F.interpolate(x, {size=, scale_factor=, mode = "nearest", align_corners=, recompute_scale_factor=}) -> x resized.
+-- x is [N, C, d1, ...] with 1-3 spatial dims; give size (the output's spatial sizes) or
+-- scale_factor (output = floor(input * factor)), a number or one per dim. Modes as
+-- PyTorch: "nearest" (source floor(dst * in / out)), "nearest-exact", and "linear" (3-D),
+-- "bilinear" (4-D), "trilinear" (5-D) with align_corners (default false). Positional
+-- form: F.interpolate(x, size, scale_factor, mode, align_corners, recompute_scale_factor).
+-- Example: F.interpolate(ember.randn(1, 3, 8, 8), {scale_factor = 2, mode = "bilinear"})  -- [1, 3, 16, 16]
+function F.interpolate(x, ...)
+  local op = "interpolate"
+  local o = options(op, {"size", "scale_factor", "mode", "align_corners", "recompute_scale_factor"}, ...)
+  check_input(x, op, {[3] = true, [4] = true, [5] = true}, "a [N, C, d1 (, d2 (, d3))] (3-D to 5-D)")
+  local mode = o.mode or "nearest"
+  local nd = x.ndim - 2
+  if mode ~= "nearest" and mode ~= "nearest-exact" and not linear_rank[mode] then
+    raise(op .. ": mode must be \"nearest\", \"nearest-exact\", \"linear\", \"bilinear\" or \"trilinear\", got " .. tostring(mode))
+  end
+  if linear_rank[mode] and linear_rank[mode] ~= x.ndim then
+    raise(string.format("%s: mode \"%s\" needs a %d-D input, got %s", op, mode, linear_rank[mode], shape_str(x)))
+  end
+  if o.align_corners ~= nil and not linear_rank[mode] then
+    raise(op .. ": align_corners can only be set with the interpolating modes linear, bilinear and trilinear, got mode \"" .. mode .. "\"")
+  end
+  if (o.size == nil) == (o.scale_factor == nil) then
+    raise(op .. ": give exactly one of size and scale_factor")
+  end
+  local out, scales = {}, {}
+  if o.size ~= nil then
+    out = sizes(o.size, nd, op, "size", 0)
+  else
+    local sf = o.scale_factor
+    if type(sf) == "number" then sf = {} for i = 1, nd do sf[i] = o.scale_factor end end
+    if type(sf) ~= "table" or #sf ~= nd then
+      raise(string.format("%s: scale_factor must be a number or a list of %d numbers, got %s", op, nd, tostring(o.scale_factor)))
+    end
+    for i = 1, nd do
+      if type(sf[i]) ~= "number" or not (sf[i] > 0) or sf[i] == math.huge then
+        raise(string.format("%s: scale_factor must be positive and finite, got %s", op, tostring(sf[i])))
+      end
+      out[i] = math.floor(x.shape[i + 2] * sf[i])
+      scales[i] = not o.recompute_scale_factor and sf[i] or nil
+    end
+  end
+  for i = 1, nd do
+    if out[i] <= 0 or x.shape[i + 2] <= 0 then
+      raise(string.format("%s: input %s and output sizes %s must be positive", op, shape_str(x), list_str(out)))
+    end
+  end
+  local y = x
+  for i = nd, 1, -1 do   -- the last dim first: PyTorch's order of the sums
+    local dim = i + 2
+    if linear_rank[mode] then
+      y = linear_dim(y, dim, out[i], o.align_corners == true, scales[i])
+    elseif out[i] ~= x.shape[dim] or scales[i] then
+      local idx = {}
+      for d = 0, out[i] - 1 do idx[d + 1] = nearest_index(d, x.shape[dim], out[i], scales[i], mode == "nearest-exact") end
+      y = y:index_select(dim, index_tensor(idx, x.device))
+    end
+  end
+  return y
+end
+
+-- ---- unfold / fold --------------------------------------------------------------------
+
+local block_names = {"dilation", "padding", "stride"}
+
+local function block_params(op, kernel_size, o)
+  local k = sizes(kernel_size, 2, op, "kernel_size", 1)
+  local d = sizes(o.dilation or 1, 2, op, "dilation", 1)
+  local p = sizes(o.padding or 0, 2, op, "padding", 0)
+  local s = sizes(o.stride or 1, 2, op, "stride", 1)
+  return k, d, p, s
+end
+
+-- the number of blocks along each of the 2 dims of an [h, w] plane (padding included)
+local function block_counts(op, plane, k, d, p, s)
+  local L = {}
+  for i = 1, 2 do
+    L[i] = (plane[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1
+  end
+  if L[1] < 1 or L[2] < 1 then
+    raise(string.format("%s: a spatial size %s with kernel_size %s, dilation %s, padding %s gives %s blocks; "
+                        .. "each must be at least 1", op, list_str(plane), list_str(k), list_str(d), list_str(p),
+                        list_str(L)))
+  end
+  return L
+end
+
+-- [N, C, H, W] (padded already) -> [N, C * kh * kw, L] by strided views
+local function im2col(x, k, d, s)
+  local u = x:unfold(3, d[1] * (k[1] - 1) + 1, s[1]):unfold(4, d[2] * (k[2] - 1) + 1, s[2])
+  u = u:slice(5, 1, -1, d[1]):slice(6, 1, -1, d[2])       -- [N, C, oh, ow, kh, kw]
+  local n, c, oh, ow = u.shape[1], u.shape[2], u.shape[3], u.shape[4]
+  return u:permute(1, 2, 5, 6, 3, 4):reshape(n, c * k[1] * k[2], oh * ow)
+end
+
+--- F.unfold(x, kernel_size [, {dilation = 1, padding = 0, stride = 1}]) -> the sliding blocks as columns.
+-- x [N, C, H, W] (or [C, H, W]) -> [N, C * kh * kw, L], L the number of blocks; column l holds
+-- block l (row-major over the block grid), rows ordered by channel, then kernel row-major.
+-- Positional form: F.unfold(x, kernel_size, dilation, padding, stride). Zero padding.
+-- Example: F.unfold(ember.randn(1, 3, 4, 4), 2).shape   -- {1, 12, 9}
+function F.unfold(x, kernel_size, ...)
+  local op = "unfold"
+  local o = options(op, block_names, ...)
+  check_input(x, op, {[3] = true, [4] = true}, "a [N, C, H, W] or [C, H, W]")
+  local k, d, p, s = block_params(op, kernel_size, o)
+  local batched = x.ndim == 4
+  if not batched then x = x:unsqueeze(1) end
+  block_counts(op, {x.shape[3], x.shape[4]}, k, d, p, s)
+  if p[1] > 0 or p[2] > 0 then x = F.pad(x, {p[2], p[2], p[1], p[1]}) end
+  local cols = im2col(x, k, d, s)
+  return batched and cols or cols:squeeze(1)
+end
+
+--- F.fold(cols, output_size, kernel_size [, {dilation = 1, padding = 0, stride = 1}]) -> the blocks summed into an image.
+-- The adjoint of F.unfold: cols [N, C * kh * kw, L] (or [C * kh * kw, L]) -> [N, C, H, W] with
+-- output_size = {H, W}; overlapping entries add up. Positional form:
+-- F.fold(cols, output_size, kernel_size, dilation, padding, stride).
+-- Example: F.fold(ember.ones(1, 4, 9), {4, 4}, 2)   -- the 4x4 image of overlap counts
+function F.fold(cols, output_size, kernel_size, ...)
+  local op = "fold"
+  local o = options(op, block_names, ...)
+  check_input(cols, op, {[2] = true, [3] = true}, "a [N, C * kh * kw, L] or [C * kh * kw, L]")
+  local out = sizes(output_size, 2, op, "output_size", 1)
+  local k, d, p, s = block_params(op, kernel_size, o)
+  local batched = cols.ndim == 3
+  if not batched then cols = cols:unsqueeze(1) end
+  local kk = k[1] * k[2]
+  local L = block_counts(op, out, k, d, p, s)
+  local n, rows, l = cols.shape[1], cols.shape[2], cols.shape[3]
+  if rows % kk ~= 0 or l ~= L[1] * L[2] then
+    raise(string.format("%s: input %s with output_size %s, kernel_size %s, dilation %s, padding %s and stride %s "
+                        .. "needs a dim 2 divisible by %d and %d blocks (%d x %d) in dim 3", op, shape_str(cols),
+                        list_str(out), list_str(k), list_str(d), list_str(p), list_str(s), kk, L[1] * L[2], L[1], L[2]))
+  end
+  local c = rows // kk
+  local hp, wp = out[1] + 2 * p[1], out[2] + 2 * p[2]
+  -- where each column entry lands in the padded plane: the blocks of an image of positions
+  local where = im2col(ember.arange(1, hp * wp + 1, {dtype = "int64", device = cols.device}):reshape(1, 1, hp, wp),
+                       k, d, s):reshape(-1)
+  local img = ember.zeros({n, c, hp * wp}, {dtype = cols.dtype, device = cols.device})
+  img = img:index_add(3, where, cols:reshape(n, c, kk * l)):reshape(n, c, hp, wp)
+  if p[1] > 0 then img = img:narrow(3, p[1] + 1, out[1]) end
+  if p[2] > 0 then img = img:narrow(4, p[2] + 1, out[2]) end
+  return batched and img or img:squeeze(1)
+end
+
+-- ---- dropout2d, max_unpool2d, instance_norm ---------------------------------------------
+
+--- F.dropout2d(x [, p = 0.5 [, training = true]]) -> x with whole channels zeroed with probability p.
+-- x [N, C, H, W] (or [N, C, L], as PyTorch 1.13): one draw per (n, c); kept channels are
+-- scaled by 1/(1-p). Identity when not training or p == 0.
+-- Example: F.dropout2d(features, 0.2, model.training)
+function F.dropout2d(x, p, training)
+  local op = "dropout2d"
+  p = p == nil and 0.5 or p
+  if training == nil then training = true end
+  check_input(x, op, {[3] = true, [4] = true}, "a [N, C, H, W] (or [N, C, L])")
+  if type(p) ~= "number" or p < 0 or p > 1 then raise(op .. ": p must be a probability in [0, 1], got " .. tostring(p)) end
+  if not training or p == 0 then return x end
+  if p == 1 then return x * 0 end
+  local keep = 1 - p
+  local shape = {x.shape[1], x.shape[2]}
+  for i = 3, x.ndim do shape[i] = 1 end
+  local rdtype = x.dtype == "float64" and "float64" or "float32"
+  local mask = ember.rand(shape, {dtype = rdtype, device = x.device}):lt(keep)
+  return x * (mask:to(x.dtype) * (1 / keep))
+end
+
+--- F.max_unpool2d(x, indices, kernel_size [, {stride = kernel_size, padding = 0, output_size=}]) -> the partial inverse of max_pool2d.
+-- Puts each value of x [N, C, h, w] at its 1-based position in its output plane (indices
+-- as max_pool2d returns them), zeros elsewhere. The output plane is
+-- (h - 1) * stride - 2 * padding + kernel_size per dim unless output_size ({H, W}, or
+-- {N, C, H, W}) says otherwise. Positional: F.max_unpool2d(x, indices, k, stride, padding, output_size).
+-- Example: local y, i = F.max_pool2d(x, 2, {return_indices = true}); local back = F.max_unpool2d(y, i, 2)
+function F.max_unpool2d(x, indices, kernel_size, ...)
+  local op = "max_unpool2d"
+  local o = options(op, {"stride", "padding", "output_size"}, ...)
+  check_input(x, op, {[3] = true, [4] = true}, "a [N, C, H, W] or [C, H, W]")
+  if not ember.is_tensor(indices) or shape_str(indices) ~= shape_str(x) or indices.dtype ~= "int64" then
+    raise(string.format("%s: indices must be an int64 tensor of the input's shape %s, got %s", op, shape_str(x),
+                        ember.is_tensor(indices) and indices.dtype .. " " .. shape_str(indices) or type(indices)))
+  end
+  local k = sizes(kernel_size, 2, op, "kernel_size", 1)
+  local s = sizes(o.stride or kernel_size, 2, op, "stride", 1)
+  local p = sizes(o.padding or 0, 2, op, "padding", 0)
+  local batched = x.ndim == 4
+  if not batched then x, indices = x:unsqueeze(1), indices:unsqueeze(1) end
+  local out = {}
+  for i = 1, 2 do out[i] = (x.shape[i + 2] - 1) * s[i] - 2 * p[i] + k[i] end
+  if o.output_size ~= nil then
+    local want = o.output_size
+    if type(want) == "table" and #want == 4 then want = {want[3], want[4]} end
+    want = sizes(want, 2, op, "output_size", 0)
+    for i = 1, 2 do
+      if want[i] <= out[i] - s[i] or want[i] >= out[i] + s[i] then
+        raise(string.format("%s: output_size %s must be between %s and %s (exclusive) for input %s", op,
+                            list_str(want), list_str{out[1] - s[1], out[2] - s[2]},
+                            list_str{out[1] + s[1], out[2] + s[2]}, shape_str(x)))
+      end
+    end
+    out = want
+  end
+  local n, c = x.shape[1], x.shape[2]
+  local plane = out[1] * out[2]
+  local flat = indices:reshape(n, c, -1)
+  if flat:numel() > 0 then
+    local lo, hi = flat:min():item(), flat:max():item()
+    if lo < 1 or hi > plane then
+      raise(string.format("%s: index %d out of range for output planes of %d x %d = %d positions (indices are 1-based)",
+                          op, lo < 1 and lo or hi, out[1], out[2], plane))
+    end
+  end
+  local y = ember.zeros({n, c, plane}, {dtype = x.dtype, device = x.device})
+  y = y:scatter(3, flat, x:reshape(n, c, -1)):reshape(n, c, out[1], out[2])
+  return batched and y or y:squeeze(1)
+end
+
+--- F.instance_norm(x [, running_mean [, running_var [, weight [, bias [, use_input_stats = true [, momentum = 0.1 [, eps = 1e-5]]]]]]]) -> x normalised per sample and channel.
+-- x [N, C, ...]: each (n, c) plane gets mean 0 and biased variance 1, then * weight[c] +
+-- bias[c]. As PyTorch, it is batch_norm on x seen as [1, N * C, ...]; running stats (when
+-- given and use_input_stats) are updated in place with the mean over the batch of the
+-- per-sample statistics; use_input_stats = false normalises with the running stats.
+-- Options-table form: F.instance_norm(x, {running_mean=, weight=, eps=, ...}).
+-- Example: F.instance_norm(ember.randn(2, 3, 8, 8))
+function F.instance_norm(x, ...)
+  local op = "instance_norm"
+  local o = options(op, {"running_mean", "running_var", "weight", "bias", "use_input_stats", "momentum", "eps"}, ...)
+  check_input(x, op)
+  if x.ndim < 3 then raise(string.format("%s: expected a [N, C, ...] input with at least one spatial dim, got %s", op, shape_str(x))) end
+  local use_input_stats = o.use_input_stats ~= false
+  local n, c = x.shape[1], x.shape[2]
+  for _, name in ipairs{"running_mean", "running_var", "weight", "bias"} do
+    local t = o[name]
+    if t ~= nil and (not ember.is_tensor(t) or t.ndim ~= 1 or t.shape[1] ~= c) then
+      raise(string.format("%s: %s must be a tensor of shape [%d] for input %s, got %s", op, name, c, shape_str(x),
+                          ember.is_tensor(t) and shape_str(t) or type(t)))
+    end
+  end
+  if not use_input_stats and (o.running_mean == nil or o.running_var == nil) then
+    raise(op .. ": use_input_stats = false needs running_mean and running_var")
+  end
+  local function per_sample(t) return t and t:unsqueeze(1):expand(n, c):reshape(n * c) end
+  local rm, rv = per_sample(o.running_mean), per_sample(o.running_var)
+  local shape = {1, n * c}
+  for i = 3, x.ndim do shape[i] = x.shape[i] end
+  local ok, y = pcall(ember.batch_norm, x:reshape(shape), rm and rm:detach(), rv and rv:detach(),
+                      per_sample(o.weight), per_sample(o.bias), use_input_stats, o.momentum or 0.1, o.eps or 1e-5)
+  if not ok then raise(op .. ": " .. tostring(y)) end
+  if use_input_stats and rm then
+    ember.no_grad(function()
+      o.running_mean:copy_(rm:view(n, c):mean(1))
+      o.running_var:copy_(rv:view(n, c):mean(1))
+    end)
+  end
+  return y:view(x.shape)
 end
 
 return F

@@ -1,5 +1,6 @@
 -- ember.nn layers: containers, Linear, activations, Dropout, Flatten,
--- Embedding, LayerNorm, Softmax/LogSoftmax. Constructors take PyTorch's
+-- Embedding, LayerNorm, Softmax/LogSoftmax; the layers of convolutional
+-- networks (convolutions, pooling, BatchNorm, ...) come from nn/conv_layers.lua. Constructors take PyTorch's
 -- arguments, with keyword arguments in a trailing options table
 -- (e.g. nn.Linear(3, 4, {bias = false, dtype = "float64"})).
 local ember = require "ember"
@@ -285,5 +286,7 @@ function L.LayerNorm:forward(x)
   end
   return F.layer_norm(x, ns, self.weight, self.bias, self.eps)
 end
+
+for k, v in pairs(require "ember.nn.conv_layers") do L[k] = v end
 
 return L

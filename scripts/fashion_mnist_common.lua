@@ -1,0 +1,193 @@
+-- fashion_mnist_common.lua — the training program the Fashion-MNIST scripts share,
+-- loaded with dofile from the script's own folder (not a script to run):
+--
+--   local common = dofile((arg[0]:match("^(.*/)") or "./") .. "fashion_mnist_common.lua")
+--   common.main(arg, {name = "fashion_mnist_cnn", title = "Fashion-MNIST CNN",
+--                     model = function() return nn.Sequential(...) end,
+--                     layout = function(x) return x:view(-1, 1, 28, 28) end})
+--
+-- It parses the command line (--epochs, --lr, --seed, --device, --batch-size,
+-- --checkpoint, --resume, --data, --limit, --plot, --plot-file, --stop-after),
+-- trains with AdamW (learning rate on a cosine schedule) on cross-entropy, prints
+-- one line per epoch (train loss, test accuracy, seconds, samples/s) with a
+-- progress bar on a terminal, saves a checkpoint after every epoch, resumes from
+-- it exactly, and draws the loss curves with --plot. The same code as
+-- fashion_mnist_mlp.lua's, with the model and the input layout as parameters.
+local ember = require "ember"
+local optim, data = ember.optim, ember.data
+
+local M = {}
+
+local function usage(name)
+  return string.format([[
+usage: ember scripts/%s.lua [options]
+  --epochs N        epochs to train in all (default 10)
+  --lr X            AdamW learning rate (default 1e-3)
+  --seed N          seed for initialisation and shuffling (default 1)
+  --device D        cpu or cuda (default cpu)
+  --batch-size N    (default 128)
+  --checkpoint PATH where to save after each epoch (default %s.safetensors)
+  --resume          continue from the checkpoint
+  --data DIR        the Fashion-MNIST files (default: Debian's dataset-fashion-mnist)
+  --limit N         use only the first N training images (for quick runs)
+  --plot            loss curves: inline at each epoch end on a terminal, and a file
+  --plot-file PATH  where --plot writes them (default loss.png; .svg and .pdf work too)
+  --stop-after N    stop after epoch N as if interrupted (to test --resume)]], name, name)
+end
+
+function M.parse_args(argv, name)
+  local opts = {epochs = 10, lr = 1e-3, seed = 1, device = "cpu", batch_size = 128,
+                checkpoint = name .. ".safetensors", resume = false, plot = false,
+                plot_file = "loss.png"}
+  local numeric = {epochs = true, lr = true, seed = true, batch_size = true, limit = true, stop_after = true}
+  local function fail(...)
+    io.stderr:write(name, ": ", ...)
+    io.stderr:write("\n")
+    os.exit(1)
+  end
+  local i = 1
+  while i <= #argv do
+    local a = argv[i]
+    if a == "--resume" then
+      opts.resume = true
+    elseif a == "--plot" then
+      opts.plot = true
+    elseif a == "-h" or a == "--help" then
+      print(usage(name))
+      os.exit(0)
+    elseif a:match("^%-%-") then
+      local key = a:sub(3):gsub("-", "_")
+      local value = argv[i + 1]
+      if opts[key] == nil and not numeric[key] and key ~= "data" then fail("unknown option ", a, "\n", usage(name)) end
+      if value == nil then fail(a, " needs a value") end
+      if numeric[key] then
+        value = tonumber(value)
+        if not value then fail(a, " needs a number") end
+        if key ~= "lr" then value = math.tointeger(value) or value end
+      end
+      opts[key] = value
+      i = i + 1
+    else
+      fail("unexpected argument ", a, "\n", usage(name))
+    end
+    i = i + 1
+  end
+  return opts
+end
+
+-- Images as float in [0, 1], normalised with the training set's mean and
+-- standard deviation (0.2860, 0.3530); layout(x [N, 28, 28]) gives the model's input.
+local MEAN, STD = 0.2860, 0.3530
+local function normalise(images) return (images:float() / 255 - MEAN) / STD end
+
+local function progress(done, total, loss)
+  local width = 30
+  local filled = math.floor(width * done / total)
+  io.write(string.format("\r  [%s%s] %d/%d  loss %.4f", string.rep("=", filled), string.rep(" ", width - filled),
+                         done, total, loss))
+  io.flush()
+end
+
+-- accuracy and mean cross-entropy loss on a test set
+local function evaluate(model, criterion, images, labels, device, layout)
+  local _ <close> = ember.no_grad()
+  model:eval()
+  local correct, loss_sum, n = 0, 0, images:size(1)
+  for start = 1, n, 1000 do
+    local len = math.min(1000, n - start + 1)
+    local x = layout(normalise(images:narrow(1, start, len))):to(device)
+    local y = labels:narrow(1, start, len):to(device) + 1
+    local logits = model(x)
+    correct = correct + logits:argmax(2):eq(y):sum():item()
+    loss_sum = loss_sum + criterion(logits, y):item() * len
+  end
+  model:train()
+  return correct / n, loss_sum / n
+end
+
+-- common.main(argv, spec): trains spec.model() (called after seeding) on inputs
+-- spec.layout(x [N, 28, 28] normalised); spec.name names the checkpoint and the
+-- messages, spec.title the plot.
+function M.main(argv, spec)
+  local opts = M.parse_args(argv, spec.name)
+  ember.manual_seed(opts.seed)
+  local ds = data.fashion_mnist(opts.data)
+  local train_x, train_y = ds.train.images, ds.train.labels
+  if opts.limit then
+    train_x, train_y = train_x:narrow(1, 1, opts.limit), train_y:narrow(1, 1, opts.limit)
+  end
+  local loader = data.DataLoader(data.TensorDataset(train_x, train_y),
+                                 {batch_size = opts.batch_size, shuffle = true, seed = opts.seed})
+
+  local model = spec.model()
+  model:to(opts.device)
+  local criterion = ember.nn.CrossEntropyLoss()
+  local opt = optim.AdamW(model:parameters(), {lr = opts.lr})
+  -- the learning rate follows a cosine from lr down to 0 over the run
+  local sched = optim.lr_scheduler.CosineAnnealingLR(opt, {T_max = opts.epochs})
+
+  local first_epoch = 1
+  if opts.resume then
+    local info = ember.load_checkpoint(opts.checkpoint, {model = model, optimizer = opt, scheduler = sched})
+    first_epoch = info.epoch + 1
+    print(string.format("resumed from %s after epoch %d", opts.checkpoint, info.epoch))
+  end
+
+  local tty = ember.isatty(1)
+  local nbatches = #loader
+  -- loss curves, drawn inline only at epoch ends (below that epoch's line:
+  -- inline = false keeps add from drawing); the train curve gets 20 points
+  -- per epoch (each the mean loss of the batches since the last), the test
+  -- curve one per epoch
+  local live
+  if opts.plot then
+    live = ember.plot.live{title = spec.title, xlabel = "epoch", ylabel = "cross-entropy loss",
+                           inline = false, inplace = false}
+  end
+  local plot_every = math.max(1, nbatches // 20)
+  for epoch = first_epoch, opts.epochs do
+    loader:set_epoch(epoch)
+    local t0 = ember.wall_time()
+    -- the loss is summed on the device: reading it every step would wait
+    -- for the GPU at every step
+    local loss_sum, seen, b = ember.zeros({}, {device = opts.device, dtype = "float64"}), 0, 0
+    local window_start, window_seen = 0, 0   -- loss_sum and seen at the last plotted point
+    for images, labels in loader:iter() do
+      local x = spec.layout(normalise(images)):to(opts.device)
+      local y = (labels + 1):to(opts.device)     -- classes are 1-based in ember
+      local loss = criterion(model(x), y)
+      opt:zero_grad()
+      loss:backward()
+      opt:step()
+      local n = y:size(1)
+      loss_sum = loss_sum + loss:detach() * n
+      seen = seen + n
+      b = b + 1
+      if tty and (b % 20 == 0 or b == nbatches) then progress(b, nbatches, loss_sum:item() / seen) end
+      if live and (b % plot_every == 0 or b == nbatches) then
+        local total = loss_sum:item()
+        live:add("train", epoch - 1 + b / nbatches, (total - window_start) / (seen - window_seen))
+        window_start, window_seen = total, seen
+      end
+    end
+    local mean_loss = loss_sum:item() / seen      -- waits for the epoch's work
+    local seconds = ember.wall_time() - t0
+    if tty then io.write("\r", string.rep(" ", 70), "\r") end
+    local acc, test_loss = evaluate(model, criterion, ds.test.images, ds.test.labels, opts.device, spec.layout)
+    print(string.format("epoch %2d/%d  train loss %.4f  test accuracy %.4f  %.2f s  %.0f samples/s",
+                        epoch, opts.epochs, mean_loss, acc, seconds, seen / seconds))
+    if live then
+      live:add("test", epoch, test_loss)
+      if tty then live:draw() end
+    end
+    sched:step()
+    ember.save_checkpoint(opts.checkpoint, {model = model, optimizer = opt, scheduler = sched, epoch = epoch})
+    if opts.stop_after and epoch >= opts.stop_after then break end
+  end
+  if live and live:points("train") then
+    live:save(opts.plot_file)
+    print("loss curves written to " .. opts.plot_file)
+  end
+end
+
+return M
