@@ -58,10 +58,11 @@ $(BUILD)/kernels/%.o: kernels/%.cu kernels/kc.h $(wildcard kernels/*.cuh) engine
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
-# cudart is linked statically and cuBLAS from the toolkit's folder (rpath),
-# so the library loads on a machine with only the driver and cuBLAS.
+# cudart is linked statically, cuBLAS and cuDNN from the toolkit's folder
+# (rpath), so the library loads on a machine with only the driver, cuBLAS and
+# cuDNN. Only this library links them: a CPU session never loads either.
 $(BUILD)/libember_cuda.so: $(CUDA_OBJ)
-	$(NVCC) -shared -o $@ $^ -cudart static -L$(CUDA_HOME)/lib64 -lcublas -Xlinker -rpath,$(CUDA_HOME)/lib64
+	$(NVCC) -shared -o $@ $^ -cudart static -L$(CUDA_HOME)/lib64 -lcublas -lcudnn -Xlinker -rpath,$(CUDA_HOME)/lib64
 
 cuda: $(CUDA_LIB)
 

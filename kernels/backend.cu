@@ -303,6 +303,11 @@ static em_backend make_backend(void)
     b.nonzero = kc_nonzero;
     b.sort = kc_sort;
     b.gemm = kc_gemm;
+    b.conv = kc_conv;
+    b.pool = kc_pooling;
+    b.pool_backward = kc_pooling_backward;
+    b.norm = kc_norm;
+    b.norm_backward = kc_norm_backward;
     b.optim = kc_optim;
     b.device_count = device_count;
     b.device_name = device_name;

@@ -246,4 +246,19 @@ int kc_optim(em_optim_op op, em_tensor *p, const em_tensor *g, em_tensor *s1, em
              const double *h, int nh);                                                 /* optim.cu */
 }
 
+/* ---- convolution, pooling, normalisation (contiguous float32/float64 only) ----
+ * (kc_pooling, not kc_pool: that is allocator.cu's per-device pool type) */
+extern "C" {
+int kc_conv(em_conv_op op, em_tensor *out, const em_tensor *a, const em_tensor *b,
+            const em_conv_params *p);                                                  /* conv.cu (cuDNN) */
+int kc_pooling(em_pool_op op, em_tensor *out, em_tensor *idx, const em_tensor *in,
+               const em_pool_params *p);                                               /* pooling.cu */
+int kc_pooling_backward(em_pool_op op, em_tensor *gin, const em_tensor *gout, const em_pool_params *p);
+int kc_norm(em_norm_op op, em_tensor *y, em_tensor *mean, em_tensor *var, const em_tensor *x,
+            const em_tensor *w, const em_tensor *b, const em_norm_params *p);          /* norm.cu */
+int kc_norm_backward(em_norm_op op, em_tensor *gx, em_tensor *gw, em_tensor *gb, const em_tensor *gy,
+                     const em_tensor *x, const em_tensor *mean, const em_tensor *rstd, const em_tensor *w,
+                     const em_norm_params *p);
+}
+
 #endif

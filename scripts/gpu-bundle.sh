@@ -4,7 +4,8 @@
 # ember.so and libember_cuda.so built here (same CUDA version, x86-64), the
 # shared libraries they use that a bare machine lacks (Lua, readline,
 # OpenBLAS, cJSON, ...; not glibc, not the CUDA libraries, which the GPU
-# machine has), and busted with its Lua modules for the test suites.
+# machine has: cuDNN's front library must come from the folder that holds its
+# engine libraries, which gpu-run.sh finds there), and busted with its Lua modules for the test suites.
 # Compressed, because OpenBLAS alone is 36 MB and the carry limit is 64 MiB.
 #   bash scripts/gpu-bundle.sh            then, on the GPU machine:
 #   bash scripts/gpu-run.sh bash tests/gpu/run.sh
@@ -19,7 +20,7 @@ cp "$BUILD/ember" "$BUILD/ember.so" "$BUILD/libember_cuda.so" "$out/stage/bin/"
 for lib in $(ldd "$BUILD/ember" "$BUILD/libember_cuda.so" /usr/lib/x86_64-linux-gnu/lua/5.4/*.so \
              /usr/lib/x86_64-linux-gnu/lua/5.4/*/*.so 2>/dev/null | awk '/=> \// {print $3}' | sort -u); do
     case $(basename "$lib") in
-        libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libcublas*|libcudart*|libcuda.so*) continue ;;
+        libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libcublas*|libcudart*|libcuda.so*|libcudnn*) continue ;;
     esac
     cp -L "$lib" "$out/stage/lib/"
 done

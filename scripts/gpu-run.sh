@@ -12,7 +12,17 @@ if [ ! -x "$dest/bin/ember" ] || [ .gpu/bundle.tar.xz -nt "$dest/bin/ember" ]; t
     mkdir -p "$dest"
     tar -C "$dest" -xJf .gpu/bundle.tar.xz
 fi
-export LD_LIBRARY_PATH="$dest/lib:${CUDA_HOME:-/usr/local/cuda}/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# cuDNN 9: the toolkit's folder when it holds the engine libraries, else the
+# one PyTorch's wheel (nvidia-cudnn-*) brings
+cuda_lib=${CUDA_HOME:-/usr/local/cuda}/lib64
+cudnn_lib=
+if ! ls "$cuda_lib"/libcudnn_cnn.so.9* >/dev/null 2>&1; then
+    cudnn_lib=$(python3 -c 'import glob, os, nvidia
+for p in nvidia.__path__:
+    for f in glob.glob(os.path.join(p, "**", "libcudnn_cnn.so.9*"), recursive=True):
+        print(os.path.dirname(f)); raise SystemExit' 2>/dev/null || true)
+fi
+export LD_LIBRARY_PATH="$dest/lib${cudnn_lib:+:$cudnn_lib}:$cuda_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export EMBER_BUILD="$dest/bin" EMBER="$dest/bin/ember" EMBER_CUDA_LIB="$dest/bin/libember_cuda.so"
 export BUSTED="$dest/bin/ember $dest/bin/busted.lua"
 export LUA_PATH="$PWD/lua/?.lua;$PWD/lua/?/init.lua;$PWD/tests/lua/?.lua;$PWD/tests/gpu/?.lua;$dest/lua/share/?.lua;$dest/lua/share/?/init.lua;;"
