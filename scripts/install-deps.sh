@@ -10,6 +10,7 @@ packages=(
     lua5.4 liblua5.4-dev              # the embedded interpreter
     libreadline-dev                   # the shell
     libopenblas-dev                   # CPU GEMM
+    libdnnl-dev                       # CPU convolution (oneDNN, opened at run time)
     zlib1g-dev libcjson-dev           # data files and checkpoints (later issues)
     lua-busted                        # Lua test runner
     python3 python3-pexpect           # shell tests over a pseudo-terminal
