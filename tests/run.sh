@@ -35,8 +35,11 @@ count() { # name, tap file, exit status
 
 if [ "${SAN:-0}" = 1 ]; then
     # allocator_may_return_null: a huge request must reach the engine's own
-    # "out of memory" error path, as in a normal build
-    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:allocator_may_return_null=1
+    # "out of memory" error path, as in a normal build.
+    # intercept_tls_get_addr=0: LeakSanitizer's scan of the thread-local
+    # storage of libraries opened with dlopen (oneDNN, libgomp) crashes at
+    # exit otherwise (google/sanitizers#1322)
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:allocator_may_return_null=1:intercept_tls_get_addr=0
     export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fi
