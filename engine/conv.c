@@ -231,27 +231,6 @@ static int check_conv(const char *op, const em_tensor *x, const em_tensor *w, co
     return em_check_shape(op, sh->out, sh->ndim);
 }
 
-/* x padded with zeros by extra[i] at the end of spatial dim i (recorded:
- * the gradient is the matching narrow of the incoming one) */
-static em_tensor *pad_end(const em_tensor *x, const int64_t *extra, int ns)
-{
-    em_tensor *cur = em_retain((em_tensor *)x);
-    for (int i = 0; cur && i < ns; i++) {
-        if (!extra[i]) continue;
-        int d = 2 + i;
-        int64_t zs[EM_MAX_DIMS];
-        memcpy(zs, cur->sizes, sizeof(int64_t) * (size_t)cur->ndim);
-        zs[d] = extra[i];
-        em_tensor *z = em_zeros(zs, cur->ndim, cur->dtype, em_dev(cur));
-        em_tensor *parts[2] = {cur, z};
-        em_tensor *next = z ? em_cat(parts, 2, d) : NULL;
-        em_release(z);
-        em_release(cur);
-        cur = next;
-    }
-    return cur;
-}
-
 em_tensor *em_conv(const em_tensor *x, const em_tensor *w, const em_tensor *bias, const em_conv_args *a)
 {
     char op[32];
@@ -264,7 +243,9 @@ em_tensor *em_conv(const em_tensor *x, const em_tensor *w, const em_tensor *bias
     int ns = a->nspatial;
     bool batched = x->ndim == ns + 2;
     em_tensor *xb = batched ? em_retain((em_tensor *)x) : em_unsqueeze(x, 0);
-    em_tensor *xp = xb ? pad_end(xb, extra, ns) : NULL;
+    int64_t padded[EM_MAX_DIMS];
+    for (int i = 0; xb && i < xb->ndim; i++) padded[i] = xb->sizes[i] + (i >= 2 ? extra[i - 2] : 0);
+    em_tensor *xp = xb ? em_pad_end_zeros(xb, padded, xb->ndim) : NULL;
     em_release(xb);
     if (!xp) return NULL;
     em_tensor *y = a->transposed ? conv_prim(EM_CONV_BACKWARD_DATA, xp, w, sh.out, sh.ndim, &sh.p)

@@ -14,13 +14,15 @@
 
 enum { SK_SCATTER, SK_SCATTER_ADD, SK_INDEX_ADD };
 
-/* g padded with zeros at the end of every dim to `sizes`: scatter reads only
- * the part of src that the index covers, the rest gets no gradient. */
-static em_tensor *pad_to(em_tensor *g, const int64_t *sizes, int ndim)
+/* g padded with zeros at the end of every dim to `sizes` (internal.h). Here:
+ * scatter reads only the part of src that the index covers, the rest gets no
+ * gradient. */
+em_tensor *em_pad_end_zeros(const em_tensor *g, const int64_t *sizes, int ndim)
 {
-    /* a 0-d tensor counts as [1] in scatter, so src and index may differ so */
-    int64_t one = 1;
-    em_tensor *cur = g->ndim == ndim ? em_retain(g) : em_reshape(g, &one, ndim);
+    /* a 0-d tensor counts as [1, ...] in scatter, so src and index may differ so */
+    int64_t ones[EM_MAX_DIMS];
+    for (int d = 0; d < ndim; d++) ones[d] = 1;
+    em_tensor *cur = g->ndim == ndim ? em_retain((em_tensor *)g) : em_reshape(g, ones, ndim);
     for (int d = 0; cur && d < ndim; d++) {
         if (cur->sizes[d] == sizes[d]) continue;
         int64_t zs[EM_MAX_DIMS];
@@ -65,7 +67,7 @@ static int scatter_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
             r = ra;
         }
         if (!r) return -1;
-        em_tensor *p = n->op == SK_INDEX_ADD ? em_retain(r) : pad_to(r, n->sizes2, n->ndim2);
+        em_tensor *p = n->op == SK_INDEX_ADD ? em_retain(r) : em_pad_end_zeros(r, n->sizes2, n->ndim2);
         em_release(r);
         if (!p) return -1;
         gin[1] = em_to_dtype(p, n->dtype2);

@@ -44,6 +44,11 @@ void em_rng_reserve(int64_t n, uint64_t *seed, uint64_t *offset);
  * header with autograd data is freed. */
 void em_ag_free_meta(em_tensor *t);
 
+/* t padded with zeros at the end of every dim to `sizes` (each >= t's; a
+ * 0-d t counts as all ones); recorded, so the gradient is the matching
+ * narrow of the incoming one (grad_index.c) */
+em_tensor *em_pad_end_zeros(const em_tensor *t, const int64_t *sizes, int ndim);
+
 #define SHAPE(t) em_shape_tmp(t)
 
 /* be->alloc, with the out-of-memory handler and one retry for devices */

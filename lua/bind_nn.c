@@ -204,20 +204,30 @@ static int push_with_indices(lua_State *L, em_tensor *y, em_tensor *idx, bool wa
     return 2;
 }
 
+/* what max_pool and avg_pool read alike: input, kernel_size, then stride
+ * (default: the kernel) and padding as their first two optional arguments */
+static em_tensor *pool_start(lua_State *L, const char *op, int ns, const char *const *names, em_pool_args *p,
+                             args *a)
+{
+    em_tensor *x = emlua_check(L, 1, op);
+    memset(p, 0, sizeof *p);
+    p->nspatial = ns;
+    kernel_sizes(L, op, ns, p->kernel);
+    start_args(a, L, op, 3, names);
+    if (arg_at(a, 0)) sizes_arg(a, 0, ns, 1, p->stride);
+    else memcpy(p->stride, p->kernel, sizeof p->stride);
+    sizes_arg(a, 1, ns, 0, p->padding);
+    for (int i = 0; i < ns; i++) p->dilation[i] = 1;
+    return x;
+}
+
 static int max_pool(lua_State *L, int ns)
 {
     char op[32];
     snprintf(op, sizeof op, "max_pool%dd", ns);
-    em_tensor *x = emlua_check(L, 1, op);
     em_pool_args p;
-    memset(&p, 0, sizeof p);
-    p.nspatial = ns;
-    kernel_sizes(L, op, ns, p.kernel);
     args a;
-    start_args(&a, L, op, 3, maxpool_names);
-    if (arg_at(&a, 0)) sizes_arg(&a, 0, ns, 1, p.stride);
-    else memcpy(p.stride, p.kernel, sizeof p.stride);
-    sizes_arg(&a, 1, ns, 0, p.padding);
+    em_tensor *x = pool_start(L, op, ns, maxpool_names, &p, &a);
     sizes_arg(&a, 2, ns, 1, p.dilation);
     p.ceil_mode = bool_arg(&a, 3, false);
     bool want = bool_arg(&a, 4, false);
@@ -230,17 +240,9 @@ static int avg_pool(lua_State *L, int ns)
 {
     char op[32];
     snprintf(op, sizeof op, "avg_pool%dd", ns);
-    em_tensor *x = emlua_check(L, 1, op);
     em_pool_args p;
-    memset(&p, 0, sizeof p);
-    p.nspatial = ns;
-    kernel_sizes(L, op, ns, p.kernel);
     args a;
-    start_args(&a, L, op, 3, avgpool_names);
-    if (arg_at(&a, 0)) sizes_arg(&a, 0, ns, 1, p.stride);
-    else memcpy(p.stride, p.kernel, sizeof p.stride);
-    sizes_arg(&a, 1, ns, 0, p.padding);
-    for (int i = 0; i < ns; i++) p.dilation[i] = 1;
+    em_tensor *x = pool_start(L, op, ns, avgpool_names, &p, &a);
     p.ceil_mode = bool_arg(&a, 2, false);
     p.count_include_pad = bool_arg(&a, 3, true);
     int di = arg_at(&a, 4);

@@ -43,7 +43,8 @@ typedef struct norm_job {
 
 /* ---- vector loops over one contiguous segment ---------------------------------- */
 
-static double sum_f32(const float *x, int64_t n)
+/* float32 sums in double, 8 accumulators (also softmax.c's) */
+double cpu_sum_f32(const float *x, int64_t n)
 {
     double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     int64_t i = 0;
@@ -142,7 +143,7 @@ static void gx_f64(double *gx, const double *gy, const double *x, int64_t n, dou
 /* dtype dispatch on element offsets */
 static double seg_sum(const norm_job *j, const char *p, int64_t off, int64_t n)
 {
-    return j->f32 ? sum_f32((const float *)p + off, n) : sum_f64((const double *)p + off, n);
+    return j->f32 ? cpu_sum_f32((const float *)p + off, n) : sum_f64((const double *)p + off, n);
 }
 
 static double seg_sqdev(const norm_job *j, const char *p, int64_t off, int64_t n, double m)

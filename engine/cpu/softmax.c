@@ -23,21 +23,12 @@ static float max_f32(const float *x, int64_t n)
     return m[0];
 }
 
-static double sum_f32(const float *x, int64_t n)
-{
-    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) acc[k] += x[i + k];
-    for (; i < n; i++) acc[0] += x[i];
-    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
 
 static void row_f32(em_softmax_op op, float *o, const float *x, int64_t n)
 {
     float m = max_f32(x, n);
     for (int64_t i = 0; i < n; i++) o[i] = cpu_exp_f32(x[i] - m);
-    double s = sum_f32(o, n);
+    double s = cpu_sum_f32(o, n);
     if (op == EM_SOFTMAX) {
         float inv = (float)(1.0 / s);
         for (int64_t i = 0; i < n; i++) o[i] *= inv;

@@ -25,17 +25,22 @@ local function scalarize(outs, weights)
   return total
 end
 
+-- fresh float64 leaves that require grad, one per input (a tensor or a list)
+local function float64_leaves(inputs, who)
+  local xs = {}
+  for i, x in ipairs(as_list(inputs)) do
+    assert(ember.is_tensor(x), who .. ": input " .. i .. " is not a tensor")
+    xs[i] = x:detach():to("float64"):clone():requires_grad_()
+  end
+  return xs
+end
+
 -- Compares autograd's gradient with central finite differences, in float64.
 -- fn takes the inputs (tensors) and returns a tensor or a list of tensors.
 function M.gradcheck(fn, inputs, opts)
   opts = opts or {}
   local eps, atol, rtol = opts.eps or 1e-6, opts.atol or 1e-5, opts.rtol or 1e-3
-  inputs = as_list(inputs)
-  local xs = {}
-  for i, x in ipairs(inputs) do
-    assert(ember.is_tensor(x), "gradcheck: input " .. i .. " is not a tensor")
-    xs[i] = x:detach():to("float64"):clone():requires_grad_()
-  end
+  local xs = float64_leaves(inputs, "gradcheck")
   local outs = as_list(fn(table.unpack(xs)))
   local weights = {}
   for i, o in ipairs(outs) do
@@ -73,12 +78,7 @@ end
 function M.gradgradcheck(fn, inputs, opts)
   opts = opts or {}
   local eps, atol, rtol = opts.eps or 1e-6, opts.atol or 1e-5, opts.rtol or 1e-3
-  inputs = as_list(inputs)
-  local xs = {}
-  for i, x in ipairs(inputs) do
-    assert(ember.is_tensor(x), "gradgradcheck: input " .. i .. " is not a tensor")
-    xs[i] = x:detach():to("float64"):clone():requires_grad_()
-  end
+  local xs = float64_leaves(inputs, "gradgradcheck")
   local weights
   local function grads(create)
     local outs = as_list(fn(table.unpack(xs)))

@@ -344,13 +344,7 @@ local function naive_pool2d(x, kind, k, s, p, d, ceil, include_pad, divisor)
   return y, kind == "max" and ember.tensor(idx, {dtype = "int64"}):reshape(N, C, OH, OW) or nil
 end
 
--- distinct values, far enough apart that a finite-difference step never
--- changes which element is the largest
-local function spread(...)
-  local n = 1
-  for _, s in ipairs({...}) do n = n * s end
-  return (ember.randperm(n, {dtype = "float64"}) * 0.5 + R(n) * 0.01):reshape(...)
-end
+local spread = h.spread
 
 describe("pooling", function()
   local cases = {

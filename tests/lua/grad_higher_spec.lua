@@ -41,11 +41,7 @@ end
 
 -- distinct values, far enough apart that a finite-difference step never
 -- changes which element is the largest or where it sorts
-local function spread(...)
-  local n = 1
-  for _, s in ipairs({...}) do n = n * s end
-  return (ember.randperm(n, {dtype = "float64"}) * 0.5 + R(n) * 0.01):reshape(...)
-end
+local spread = h.spread
 
 describe("double backward through views", function()
   first("narrow select slice-with-step", function(x)
