@@ -89,7 +89,7 @@ print(ember.adaptive_avg_pool]] .. ns .. [[d(]] .. ex_in .. [[, 1).shape)]],
   }
   add {
     name = "ember.adaptive_max_pool" .. ns .. "d",
-    also = ns < 3 and {"ember.nn.functional.adaptive_max_pool" .. ns .. "d"} or nil,
+    also = {"ember.nn.functional.adaptive_max_pool" .. ns .. "d"},
     sig = "ember.adaptive_max_pool" .. ns .. "d(input, output_size, [return_indices = false])"
        .. "  -> output [, indices]",
     doc = [[

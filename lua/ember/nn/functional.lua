@@ -304,6 +304,7 @@ F.avg_pool1d, F.avg_pool2d, F.avg_pool3d = ember.avg_pool1d, ember.avg_pool2d, e
 F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d =
   ember.adaptive_avg_pool1d, ember.adaptive_avg_pool2d, ember.adaptive_avg_pool3d
 F.adaptive_max_pool1d, F.adaptive_max_pool2d = ember.adaptive_max_pool1d, ember.adaptive_max_pool2d
+F.adaptive_max_pool3d = ember.adaptive_max_pool3d
 F.batch_norm, F.group_norm, F.layer_norm = ember.batch_norm, ember.group_norm, ember.layer_norm
 
 -- The arguments after the required ones: PyTorch's positional order (names), or one
