@@ -121,6 +121,35 @@ typedef struct em_norm_params {
     double eps;
 } em_norm_params;
 
+/* ---- attention ------------------------------------------------------------
+ * Fused scaled-dot-product attention over B independent problems (batch and
+ * heads flattened by the engine): q [B, Tq, D], k [B, Tk, D], v [B, Tk, Dv],
+ * out [B, Tq, Dv], lse [B, Tq]; q, k, v contiguous, one dtype (float32,
+ * float64; bfloat16/float16 where a backend has them, accumulating in
+ * float32); lse is float64 for float64 inputs, else float32.
+ *   s_ij = scale <q_i, k_j> + mask_ij,  with s_ij = -inf where causal and j > i
+ *   lse_i = log sum_j exp s_ij,  P_ij = exp(s_ij - lse_i)
+ *   out_i = sum_j P_ij keep_ij / (1 - dropout_p) v_j
+ * mask: NULL or an additive float mask of q's dtype (float32 for low
+ * precision) viewed as [B, Tq, Tk], any strides (0 where broadcast; the
+ * engine turns boolean masks into 0 / -inf). A row whose scores are all
+ * -inf gives NaN outputs and lse -inf, as softmax does.
+ * Dropout: keep_ij is u < 1 - dropout_p, u the uniform number of row-major
+ * position n = (b Tq + i) Tk + j drawn as backend.h's random family draws
+ * element n (Philox counter offset + n/4, lane n%4, key seed).
+ * Kernels must never hold a Tq x Tk matrix: memory O((Tq + Tk) D) per
+ * problem beyond the inputs and outputs (tiles of keys, online softmax).
+ * The backward recomputes P from lse:
+ *   dV = P_drop^T dO,  dP = (dO V^T) keep/(1-p),  D_i = <dO_i, out_i>,
+ *   dS = P (dP - D),  dQ = scale dS K,  dK = scale dS^T Q
+ * (P_drop = P keep/(1-p)); gq, gk, gv may each be NULL (not wanted). */
+typedef struct em_attn_params {
+    double scale;
+    bool causal;
+    double dropout_p;                           /* 0: no dropout */
+    uint64_t seed, offset;                      /* the dropout mask's Philox counter */
+} em_attn_params;
+
 typedef struct em_backend {
     const char *name;
     em_device_type type;
@@ -233,6 +262,14 @@ typedef struct em_backend {
     int (*norm_backward)(em_norm_op op, em_tensor *gx, em_tensor *gw, em_tensor *gb,
                          const em_tensor *gy, const em_tensor *x, const em_tensor *mean,
                          const em_tensor *rstd, const em_tensor *w, const em_norm_params *p);
+
+    /* attention: see em_attn_params above */
+    int (*attention)(em_tensor *out, em_tensor *lse, const em_tensor *q, const em_tensor *k,
+                     const em_tensor *v, const em_tensor *mask, const em_attn_params *p);
+    int (*attention_backward)(em_tensor *gq, em_tensor *gk, em_tensor *gv, const em_tensor *gout,
+                              const em_tensor *q, const em_tensor *k, const em_tensor *v,
+                              const em_tensor *out, const em_tensor *lse, const em_tensor *mask,
+                              const em_attn_params *p);
 
     /* Fused optimizer step, in place on p and the state tensors (s1, s2 may
      * be NULL where the op has none). All tensors share p's shape and dtype

@@ -299,6 +299,24 @@ em_tensor *em_group_norm(const em_tensor *x, int64_t groups, const em_tensor *we
 em_tensor *em_layer_norm(const em_tensor *x, const int64_t *normalized_shape, int nnorm,
                          const em_tensor *weight, const em_tensor *bias, double eps);
 
+/* ---- attention (attention.c) ---------------------------------------------
+ * scaled_dot_product_attention on [..., T, D] inputs: q [..., Tq, D],
+ * k [..., Tk, D], v [..., Tk, Dv] with broadcast batch dims; mask NULL, bool
+ * (true: take part) or float (added to the scores), broadcastable to
+ * [..., Tq, Tk]; scale <= 0 or NaN: 1/sqrt(D). Fused (never a Tq x Tk matrix
+ * for the no-mask and causal cases), with a backward that recomputes from
+ * the saved log-sum-exp. */
+em_tensor *em_scaled_dot_product_attention(const em_tensor *q, const em_tensor *k, const em_tensor *v,
+                                           const em_tensor *mask, double dropout_p, bool is_causal,
+                                           double scale);
+/* the lower / upper triangle of the last two dims (diagonal: 0 the main
+ * one, > 0 above it, < 0 below), the rest zero; differentiable */
+em_tensor *em_tril(const em_tensor *t, int64_t diagonal);
+em_tensor *em_triu(const em_tensor *t, int64_t diagonal);
+/* num_samples 1-based category indices (int64) per row of probs [C] or
+ * [N, C] (non-negative weights, not necessarily normalised) */
+em_tensor *em_multinomial(const em_tensor *probs, int64_t num_samples, bool replacement);
+
 /* ---- linear algebra ------------------------------------------------------ */
 em_tensor *em_matmul(const em_tensor *a, const em_tensor *b);
 em_tensor *em_mm(const em_tensor *a, const em_tensor *b);

@@ -514,3 +514,242 @@ int em_topk(const em_tensor *t, int64_t k, int dim, bool largest, bool sorted,
     *indices = ci;
     return 0;
 }
+
+/* ---- tril / triu ---------------------------------------------------------------- */
+
+/* The [R, C] bool mask of the positions of t [..., R, C] that tril (upper
+ * false) or triu zeroes: column - row > diagonal, or < diagonal. Built from
+ * arange on t's device, so the zeroing is an ordinary masked_fill: it works
+ * on every backend and for every dtype, and its gradient is the same
+ * triangle of the incoming gradient. */
+static em_tensor *triangle_outside(const char *op, const em_tensor *t, int64_t diagonal, bool upper)
+{
+    if (t->ndim < 2)
+        return em_set_error("%s: expected a tensor with at least 2 dimensions, got %s", op, SHAPE(t)), NULL;
+    int64_t rows = t->sizes[t->ndim - 2], cols = t->sizes[t->ndim - 1];
+    /* past +-(rows + cols) a diagonal keeps all or nothing; clamping keeps
+     * the comparison value exact in the double the scalar op takes */
+    int64_t lim = rows + cols;
+    if (diagonal > lim) diagonal = lim;
+    if (diagonal < -lim) diagonal = -lim;
+    int64_t rs[2] = {rows, 1}, cs[2] = {1, cols};
+    em_tensor *r = em_arange(0, (double)rows, 1, EM_INT64, em_dev(t));
+    em_tensor *c = em_arange(0, (double)cols, 1, EM_INT64, em_dev(t));
+    em_tensor *rv = r ? em_view(r, rs, 2) : NULL;
+    em_tensor *cv = c ? em_view(c, cs, 2) : NULL;
+    em_tensor *offset = rv && cv ? em_binary(EM_SUB, cv, rv) : NULL;
+    em_tensor *mask = offset ? em_binary_scalar(upper ? EM_LT : EM_GT, offset, (double)diagonal, true, false)
+                             : NULL;
+    release4(r, c, rv, cv);
+    em_release(offset);
+    return mask;
+}
+
+static em_tensor *triangle(const char *op, const em_tensor *t, int64_t diagonal, bool upper)
+{
+    em_tensor *mask = triangle_outside(op, t, diagonal, upper);
+    if (!mask) return NULL;
+    em_tensor *out = em_masked_fill(t, mask, 0);
+    em_release(mask);
+    return out;
+}
+
+em_tensor *em_tril(const em_tensor *t, int64_t diagonal) { return triangle("tril", t, diagonal, false); }
+em_tensor *em_triu(const em_tensor *t, int64_t diagonal) { return triangle("triu", t, diagonal, true); }
+
+/* ---- multinomial ------------------------------------------------------------------ */
+
+/* Checks the rows of p [N, C] (float64) as PyTorch does and returns the
+ * number of positive entries of each row (bool pos [N, C] given), as an
+ * int64 tensor [N, 1] on p's device; *any_zero tells whether some row has
+ * a zero entry (the counts come to the host for the checks anyway). */
+static em_tensor *positive_counts(const em_tensor *p, const em_tensor *pos, int64_t n, bool replacement,
+                                  const em_tensor *probs, bool *any_zero)
+{
+    const char *op = "multinomial";
+    /* one test for negative, NaN and inf: every entry in [0, DBL_MAX] */
+    em_tensor *ge = em_binary_scalar(EM_GE, p, 0, false, false);
+    em_tensor *le = ge ? em_binary_scalar(EM_LE, p, 1.7976931348623157e308, false, false) : NULL;
+    em_tensor *ok = le ? em_binary(EM_LOGICAL_AND, ge, le) : NULL;
+    em_tensor *all = ok ? em_all(ok, NULL, 0, false) : NULL;
+    double good = 0;
+    int rc = all ? em_item(all, &good) : -1;
+    release4(ge, le, ok, all);
+    if (rc) return NULL;
+    if (good == 0)
+        return em_set_error("%s: invalid distribution (probability tensor contains either `inf`, `nan` or "
+                            "element < 0), probs %s", op, SHAPE(probs)), NULL;
+    int dim = 1;
+    em_tensor *count = em_sum_dtype(pos, &dim, 1, true, EM_INT64);
+    if (!count) return NULL;
+    int64_t rows = p->sizes[0];
+    int64_t *host = malloc(sizeof(int64_t) * (size_t)rows);
+    if (!host) { em_release(count); return em_set_error("%s: out of memory", op), NULL; }
+    rc = em_to_host_i64(count, host);
+    *any_zero = false;
+    for (int64_t i = 0; rc == 0 && i < rows; i++) {
+        if (host[i] < p->sizes[1]) *any_zero = true;
+        if (host[i] == 0)
+            rc = em_set_error("%s: invalid distribution (sum of probabilities <= 0) in row %lld of probs %s",
+                              op, (long long)i + 1, SHAPE(probs));
+        else if (!replacement && host[i] < n)
+            rc = em_set_error("%s: invalid distribution (with replacement=False, not enough categories with "
+                              "non-zero probability to sample %lld: row %lld of probs %s has %lld)", op,
+                              (long long)n, (long long)i + 1, SHAPE(probs), (long long)host[i]);
+    }
+    free(host);
+    if (rc) { em_release(count); return NULL; }
+    return count;
+}
+
+/* The 1-based category of 0-based rank `rank` [N, n] among the positive
+ * entries of each row of pos [N, C], in order: a table of the positive
+ * categories by rank, made by scattering each positive category to its
+ * place (the running count of positives; zero categories all go to a spare
+ * last column, which is never read), then a gather. */
+static em_tensor *category_of_rank(const em_tensor *pos, const em_tensor *rank)
+{
+    int64_t rows = pos->sizes[0], cats = pos->sizes[1];
+    int64_t table_sizes[2] = {rows, cats + 1}, cs[2] = {1, cats}, es[2] = {rows, cats};
+    em_tensor *out = NULL;
+    em_tensor *pos64 = em_cast_to(pos, EM_INT64);
+    em_tensor *place = pos64 ? em_cumsum(pos64, 1) : NULL;
+    em_tensor *zero = em_unary(EM_LOGICAL_NOT, pos);
+    em_tensor *dest = place && zero ? em_masked_fill(place, zero, (double)cats + 1) : NULL;
+    em_tensor *table = em_zeros(table_sizes, 2, EM_INT64, em_dev(pos));
+    em_tensor *cat = em_arange(1, (double)cats + 1, 1, EM_INT64, em_dev(pos));
+    em_tensor *cat2 = cat ? em_view(cat, cs, 2) : NULL;
+    em_tensor *src = cat2 ? em_expand(cat2, es, 2) : NULL;
+    em_tensor *first = em_binary_scalar(EM_ADD, rank, 1, true, false);
+    if (dest && table && src && first && em_scatter_(table, 1, dest, src) == 0)
+        out = em_gather(table, 1, first);
+    release4(pos64, place, zero, dest);
+    release4(table, cat, cat2, src);
+    em_release(first);
+    return out;
+}
+
+/* With replacement: inverse CDF. Each draw x = u * total falls in the
+ * bucket [cdf[k-1], cdf[k]) of one category; its 0-based rank among the
+ * positive categories is the number of their cdf entries <= x. Counting over
+ * positive categories only (a zero one gets an entry above every x) keeps
+ * them out even when the scan rounds its sums differently from one entry to
+ * the next (the GPU's scan does), and the clamp to count - 1 covers x
+ * rounding up to total. Where every weight is positive, rank + 1 is the
+ * category. */
+static em_tensor *sample_with_replacement(const em_tensor *p, const em_tensor *pos, const em_tensor *count,
+                                          int64_t n, bool any_zero)
+{
+    int64_t rows = p->sizes[0], cats = p->sizes[1];
+    int one = 1;
+    em_tensor *rank = NULL, *out = NULL;
+    /* scaled to a row maximum of 1, so the sums stay finite (at most cats) */
+    em_tensor *mx = em_amax(p, &one, 1, true);
+    em_tensor *q = mx ? em_binary(EM_DIV, p, mx) : NULL;
+    em_tensor *cdf = q ? em_cumsum(q, 1) : NULL;
+    em_tensor *total = cdf ? em_narrow(cdf, 1, cats - 1, 1) : NULL;
+    em_tensor *zero = em_unary(EM_LOGICAL_NOT, pos);
+    em_tensor *cdf_pos = cdf && zero ? em_masked_fill(cdf, zero, (double)cats + 1) : NULL;
+    em_tensor *cdf3 = cdf_pos ? em_unsqueeze(cdf_pos, 1) : NULL;
+    int64_t us[2] = {rows, n};
+    em_tensor *u = total ? em_rand(us, 2, EM_FLOAT64, em_dev(p)) : NULL;
+    em_tensor *x = u ? em_binary(EM_MUL, u, total) : NULL;
+    if (!cdf3 || !x) goto done;
+    /* the comparison is [rows, chunk, cats]: chunks bound its memory */
+    int64_t chunk = ((int64_t)1 << 24) / (rows * cats);
+    if (chunk < 1) chunk = 1;
+    if (chunk > n) chunk = n;
+    int64_t pieces = (n + chunk - 1) / chunk;
+    if (pieces > INT32_MAX) { em_set_error("multinomial: %lld samples are too many", (long long)n); goto done; }
+    em_tensor **parts = calloc((size_t)pieces, sizeof *parts);
+    if (!parts) { em_set_error("multinomial: out of memory"); goto done; }
+    int two = 2;
+    int64_t made = 0;
+    for (; made < pieces; made++) {
+        int64_t at = made * chunk, len = made == pieces - 1 ? n - at : chunk;
+        em_tensor *xs = em_narrow(x, 1, at, len);
+        em_tensor *x3 = xs ? em_unsqueeze(xs, 2) : NULL;
+        em_tensor *below = x3 ? em_binary(EM_LE, cdf3, x3) : NULL;
+        parts[made] = below ? em_sum_dtype(below, &two, 1, false, EM_INT64) : NULL;
+        release4(xs, x3, below, NULL);
+        if (!parts[made]) break;
+    }
+    if (made == pieces) rank = pieces == 1 ? em_retain(parts[0]) : em_cat(parts, (int)pieces, 1);
+    for (int64_t i = 0; i < made; i++) em_release(parts[i]);
+    free(parts);
+    if (!rank) goto done;
+    em_tensor *last = em_binary_scalar(EM_SUB, count, 1, true, false);
+    em_tensor *clamped = last ? em_binary(EM_MINIMUM, rank, last) : NULL;
+    if (clamped)
+        out = any_zero ? category_of_rank(pos, clamped) : em_binary_scalar(EM_ADD, clamped, 1, true, false);
+    release4(last, clamped, NULL, NULL);
+done:
+    release4(mx, q, cdf, total);
+    release4(zero, cdf_pos, cdf3, u);
+    release4(x, rank, NULL, NULL);
+    return out;
+}
+
+/* Without replacement: the exponential race. With E_k ~ Exp(1), the
+ * categories sorted by E_k / p_k come in the order of successive draws
+ * without replacement (the first is k with probability p_k / sum p, and the
+ * race restarts memorylessly among the rest), so the top n of the key
+ * p_k / E_k are the sample. Zero categories get the key -1, below every
+ * positive one's (>= 0, +inf when E is 0), and are never among the top n,
+ * as every row has at least n positive ones. */
+static em_tensor *sample_without_replacement(const em_tensor *p, const em_tensor *pos, int64_t n)
+{
+    em_tensor *u = em_rand(p->sizes, 2, EM_FLOAT64, em_dev(p));
+    em_tensor *nu = u ? em_unary(EM_NEG, u) : NULL;
+    em_tensor *l1 = nu ? em_unary(EM_LOG1P, nu) : NULL;
+    em_tensor *e = l1 ? em_unary(EM_NEG, l1) : NULL;         /* -log(1 - u) >= 0 */
+    em_tensor *ratio = e ? em_binary(EM_DIV, p, e) : NULL;
+    em_tensor *zero = em_unary(EM_LOGICAL_NOT, pos);
+    em_tensor *key = ratio && zero ? em_masked_fill(ratio, zero, -1) : NULL;
+    em_tensor *values = NULL, *indices = NULL;
+    /* one draw is an argmax: no sort of the whole row */
+    if (key && n == 1) indices = em_argmax(key, 1, true, false);
+    else if (key) em_topk(key, n, 1, true, true, &values, &indices);
+    release4(u, nu, l1, e);
+    release4(ratio, zero, key, values);
+    return indices;
+}
+
+em_tensor *em_multinomial(const em_tensor *probs, int64_t num_samples, bool replacement)
+{
+    const char *op = "multinomial";
+    if (probs->ndim < 1 || probs->ndim > 2)
+        return em_set_error("%s: prob_dist must be 1 or 2 dim, got probs %s", op, SHAPE(probs)), NULL;
+    if (!em_dtype_is_float(probs->dtype))
+        return em_set_error("%s: only supports floating-point dtypes for probs, got %s %s", op,
+                            em_dtype_name(probs->dtype), SHAPE(probs)), NULL;
+    if (num_samples <= 0)
+        return em_set_error("%s: cannot sample n_sample <= 0 samples (got %lld)", op, (long long)num_samples), NULL;
+    int64_t cats = probs->sizes[probs->ndim - 1];
+    if (!replacement && num_samples > cats)
+        return em_set_error("%s: cannot sample n_sample > prob_dist.size(-1) samples without replacement "
+                            "(%lld > %lld, probs %s)", op, (long long)num_samples, (long long)cats,
+                            SHAPE(probs)), NULL;
+    int64_t rows = probs->ndim == 2 ? probs->sizes[0] : 1;
+    int64_t out1[1] = {num_samples}, out2[2] = {rows, num_samples}, ps[2] = {rows, cats};
+    if (rows == 0) return em_empty(out2, 2, EM_INT64, em_dev(probs));
+    /* the result is an index tensor: nothing to record */
+    bool grad = em_set_grad_enabled(false);
+    em_tensor *out = NULL, *count = NULL, *pos = NULL;
+    em_tensor *p64 = em_cast_to(probs, EM_FLOAT64);
+    em_tensor *p = p64 ? em_reshape(p64, ps, 2) : NULL;
+    if (p) pos = em_binary_scalar(EM_GT, p, 0, false, false);
+    bool any_zero = true;
+    if (pos) count = positive_counts(p, pos, num_samples, replacement, probs, &any_zero);
+    if (count)
+        out = replacement ? sample_with_replacement(p, pos, count, num_samples, any_zero)
+                          : sample_without_replacement(p, pos, num_samples);
+    release4(p64, p, pos, count);
+    em_set_grad_enabled(grad);
+    if (out && probs->ndim == 1) {
+        em_tensor *flat = em_view(out, out1, 1);
+        em_release(out);
+        out = flat;
+    }
+    return out;
+}

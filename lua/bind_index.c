@@ -1,6 +1,6 @@
 /* bind_index.c — Lua binding of the indexing ops: index_select, gather,
  * scatter, index_add, masked_select, nonzero, cat/stack, split/chunk,
- * sort/argsort/topk.
+ * sort/argsort/topk, tril/triu.
  *
  * Each C function serves both t:op(...) and ember.op(t, ...). Index values
  * are 1-based, like the dims; ops that return a tuple in PyTorch return
@@ -337,6 +337,75 @@ static int l_topk(lua_State *L)
     return 2;
 }
 
+/* ---- tril / triu ------------------------------------------------------------ */
+
+/* The diagonal argument of t:tril(diagonal) or t:tril({diagonal =}), default 0. */
+static int64_t check_diagonal(lua_State *L, const char *op)
+{
+    int opts = emlua_options_index(L, 2);
+    int last = opts ? opts - 1 : lua_gettop(L);
+    if (last >= 3) emlua_argerror(L, 3, op, "unexpected argument");
+    lua_Integer d = last >= 2 ? emlua_opt_integer(L, 2, op, 0) : 0;
+    if (opts) {
+        lua_getfield(L, opts, "diagonal");
+        if (!lua_isnil(L, -1)) {
+            int ok;
+            d = lua_tointegerx(L, -1, &ok);
+            if (!ok) emlua_argerror(L, opts, op, "option 'diagonal': expected an integer");
+        }
+        lua_pop(L, 1);
+    }
+    return (int64_t)d;
+}
+
+static int l_tril(lua_State *L)
+{
+    em_tensor *t = emlua_check(L, 1, "tril");
+    return emlua_push(L, em_tril(t, check_diagonal(L, "tril")));
+}
+
+static int l_triu(lua_State *L)
+{
+    em_tensor *t = emlua_check(L, 1, "triu");
+    return emlua_push(L, em_triu(t, check_diagonal(L, "triu")));
+}
+
+/* t:tril_(diagonal) / t:triu_(diagonal): the triangle's complement, taken
+ * from em_tril of a ones mask, is zeroed with masked_fill_, which refuses
+ * what an in-place op must (leaves that require grad, overlapping views). */
+static int triangle_(lua_State *L, const char *op, bool upper)
+{
+    em_tensor *t = emlua_check(L, 1, op);
+    int64_t d = check_diagonal(L, op);
+    if (t->ndim < 2) {
+        char buf[128];
+        em_set_error("%s: expected a tensor with at least 2 dimensions, got %s", op, em_shape_str(t, buf, sizeof buf));
+        return emlua_fail(L);
+    }
+    int64_t sizes[2] = {t->sizes[t->ndim - 2], t->sizes[t->ndim - 1]};
+    em_tensor *ones = em_ones(sizes, 2, EM_BOOL, t->storage->device);
+    em_tensor *keep = ones ? (upper ? em_triu(ones, d) : em_tril(ones, d)) : NULL;
+    em_tensor *drop = keep ? em_unary(EM_LOGICAL_NOT, keep) : NULL;
+    int rc = drop ? em_masked_fill_(t, drop, 0) : -1;
+    em_release(ones);
+    em_release(keep);
+    em_release(drop);
+    if (rc) {
+        /* name the op the user called, not the one it is built on */
+        const char *msg = em_error();
+        if (strncmp(msg, "masked_fill_: ", 14) == 0) {
+            lua_pushstring(L, msg + 14);
+            em_set_error("%s: %s", op, lua_tostring(L, -1));
+        }
+        return emlua_fail(L);
+    }
+    lua_settop(L, 1);
+    return 1;
+}
+
+static int l_tril_(lua_State *L) { return triangle_(L, "tril_", false); }
+static int l_triu_(lua_State *L) { return triangle_(L, "triu_", true); }
+
 void emlua_open_index(lua_State *L)
 {
     static const luaL_Reg methods[] = {
@@ -355,6 +424,10 @@ void emlua_open_index(lua_State *L)
         {"sort", l_sort},
         {"argsort", l_argsort},
         {"topk", l_topk},
+        {"tril", l_tril},
+        {"triu", l_triu},
+        {"tril_", l_tril_},
+        {"triu_", l_triu_},
         {NULL, NULL}
     };
     static const luaL_Reg functions[] = {
@@ -373,6 +446,8 @@ void emlua_open_index(lua_State *L)
         {"sort", l_sort},
         {"argsort", l_argsort},
         {"topk", l_topk},
+        {"tril", l_tril},
+        {"triu", l_triu},
         {NULL, NULL}
     };
     emlua_register(L, methods, functions);

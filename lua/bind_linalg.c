@@ -1,6 +1,7 @@
 /* bind_linalg.c — Lua binding of the matmul family (matmul, mm, bmm, addmm,
  * outer, dot) and of the random number generator (seeding, state, rand,
- * randn, randint, randperm, uniform_, normal_ and the *_like forms).
+ * randn, randint, randperm, uniform_, normal_, the *_like forms and
+ * multinomial).
  *
  * Each linalg function serves both t:op(u) and ember.op(t, u). The generator
  * state is the pair (seed, offset); get_rng_state returns it as a table
@@ -242,12 +243,36 @@ static int l_randint_like(lua_State *L)
     return emlua_push_created(L, em_randint(low, high, t->sizes, t->ndim, d, dev), opts, op);
 }
 
+/* multinomial(probs, num_samples [, replacement] [, {replacement =, generator =}]);
+ * ember has one global generator, so a generator option is refused rather
+ * than silently ignored. */
+static int l_multinomial(lua_State *L)
+{
+    const char *op = "multinomial";
+    em_tensor *p = emlua_check(L, 1, op);
+    lua_Integer n = emlua_check_integer(L, 2, op);
+    int opts = emlua_options_index(L, 3);
+    int last = opts ? opts - 1 : lua_gettop(L);
+    if (last >= 4) emlua_argerror(L, 4, op, "unexpected argument");
+    bool replacement = last >= 3 ? emlua_opt_boolean(L, 3, op, false) : false;
+    replacement = emlua_opt_field_boolean(L, opts, "replacement", op, replacement);
+    if (opts) {
+        lua_getfield(L, opts, "generator");
+        bool given = !lua_isnil(L, -1);
+        lua_pop(L, 1);
+        if (given)
+            emlua_argerror(L, opts, op, "option 'generator': ember has one global generator "
+                           "(seed it with ember.manual_seed)");
+    }
+    return emlua_push(L, em_multinomial(p, (int64_t)n, replacement));
+}
+
 void emlua_open_linalg(lua_State *L)
 {
     static const luaL_Reg methods[] = {
         {"matmul", l_matmul}, {"mm", l_mm}, {"bmm", l_bmm}, {"addmm", l_addmm},
         {"outer", l_outer}, {"dot", l_dot},
-        {"uniform_", l_uniform_}, {"normal_", l_normal_},
+        {"uniform_", l_uniform_}, {"normal_", l_normal_}, {"multinomial", l_multinomial},
         {NULL, NULL},
     };
     static const luaL_Reg functions[] = {
@@ -257,6 +282,7 @@ void emlua_open_linalg(lua_State *L)
         {"get_rng_state", l_get_rng_state}, {"set_rng_state", l_set_rng_state},
         {"rand", l_rand}, {"randn", l_randn}, {"randint", l_randint}, {"randperm", l_randperm},
         {"rand_like", l_rand_like}, {"randn_like", l_randn_like}, {"randint_like", l_randint_like},
+        {"multinomial", l_multinomial},
         {NULL, NULL},
     };
     emlua_register(L, methods, functions);

@@ -107,6 +107,7 @@ void emlua_open_optim(lua_State *L);        /* bind_optim.c: fused optimizer ste
 void emlua_open_cuda(lua_State *L);         /* bind_cuda.c: ember.cuda, ember.backends */
 void emlua_open_plot(lua_State *L);         /* bind_plot.c: ember._plot, the C half of ember.plot */
 void emlua_open_nn(lua_State *L);           /* bind_nn.c: convolutions, pooling, normalisation */
+void emlua_open_attention(lua_State *L);    /* bind_attention.c: scaled_dot_product_attention */
 /* format.c: tostring(t) as PyTorch prints it */
 int emlua_tostring(lua_State *L);
 /* Pushes the string PyTorch would print for tensor t. */

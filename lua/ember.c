@@ -522,5 +522,6 @@ int luaopen_ember(lua_State *L)
     emlua_open_cuda(L);
     emlua_open_plot(L);
     emlua_open_nn(L);
+    emlua_open_attention(L);
     return 1;
 }

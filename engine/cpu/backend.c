@@ -33,4 +33,6 @@ const em_backend em_cpu_backend = {
     .pool_backward = cpu_pool_backward,
     .norm = cpu_norm,
     .norm_backward = cpu_norm_backward,
+    .attention = cpu_attention,
+    .attention_backward = cpu_attention_backward,
 };

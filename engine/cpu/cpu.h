@@ -143,4 +143,11 @@ int cpu_norm_backward(em_norm_op op, em_tensor *gx, em_tensor *gw, em_tensor *gb
                       const em_tensor *gy, const em_tensor *x, const em_tensor *mean,
                       const em_tensor *rstd, const em_tensor *w, const em_norm_params *p);
 
+/* attention family (backend.h): attention.c, flash-style tiles */
+int cpu_attention(em_tensor *out, em_tensor *lse, const em_tensor *q, const em_tensor *k, const em_tensor *v,
+                  const em_tensor *mask, const em_attn_params *p);
+int cpu_attention_backward(em_tensor *gq, em_tensor *gk, em_tensor *gv, const em_tensor *gout, const em_tensor *q,
+                           const em_tensor *k, const em_tensor *v, const em_tensor *out, const em_tensor *lse,
+                           const em_tensor *mask, const em_attn_params *p);
+
 #endif

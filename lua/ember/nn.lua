@@ -20,7 +20,8 @@
 -- the signature first, then what it does, then an example.
 --
 -- Files: nn/module.lua (Module, Parameter), nn/layers.lua, nn/conv_layers.lua
--- (convolution, pooling, normalisation, upsampling layers, merged into layers), nn/loss.lua,
+-- (convolution, pooling, normalisation, upsampling layers), nn/transformer.lua (attention and
+-- transformer layers, Identity, ModuleDict; both merged into layers), nn/loss.lua,
 -- nn/functional.lua (ember.nn.functional), nn/initializers.lua (ember.nn.init).
 local base = require "ember.nn.module"
 local layers = require "ember.nn.layers"

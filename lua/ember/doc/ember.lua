@@ -1622,6 +1622,81 @@ print(info.step, fresh.weight:eq(model.weight):all():item())   -- 100  true
 os.remove(path)]],
 }
 
+-- ---- triangles and sampling -----------------------------------------------------------
+
+add {
+  name = "ember.tril",
+  also = {"Tensor:tril"},
+  sig = "ember.tril(t, [diagonal]) or ember.tril(t, {diagonal =})\nTensor:tril([diagonal])",
+  doc = [[
+Returns a copy of t (at least 2 dims, any dtype) that keeps the lower triangle of the
+last two dims and sets the rest to zero (false for bool): element [i][j] is kept when
+j - i <= diagonal. diagonal (default 0, the main diagonal) > 0 keeps that many more
+diagonals above it, < 0 drops diagonals below it. Leading dims are a batch.
+Differentiable: the gradient is the same triangle of the incoming gradient. The
+in-place form is Tensor:tril_. Like torch.tril.]],
+  example = [[
+print(ember.tril(ember.ones(3, 3)))     -- {{1, 0, 0}, {1, 1, 0}, {1, 1, 1}}
+print(ember.arange(1, 7):view(2, 3):tril(1))   -- {{1, 2, 0}, {4, 5, 6}}
+-- a causal attention mask: position i sees positions 1..i
+print(ember.ones(3, 3, {dtype = "bool"}):tril())]],
+}
+
+add {
+  name = "ember.triu",
+  also = {"Tensor:triu"},
+  sig = "ember.triu(t, [diagonal]) or ember.triu(t, {diagonal =})\nTensor:triu([diagonal])",
+  doc = [[
+Returns a copy of t (at least 2 dims, any dtype) that keeps the upper triangle of the
+last two dims and sets the rest to zero (false for bool): element [i][j] is kept when
+j - i >= diagonal. diagonal (default 0) > 0 drops diagonals above the main one, < 0
+keeps that many more below it. Leading dims are a batch. Differentiable. The
+in-place form is Tensor:triu_. Like torch.triu.]],
+  example = [[
+print(ember.triu(ember.ones(3, 3), 1))   -- {{0, 1, 1}, {0, 0, 1}, {0, 0, 0}}
+-- the positions a causal mask hides, as an additive mask of -inf
+local hide = ember.ones(3, 3, {dtype = "bool"}):triu(1)
+print(ember.zeros(3, 3):masked_fill(hide, -math.huge))]],
+}
+
+add {
+  name = "Tensor:tril_",
+  also = {"Tensor:triu_"},
+  sig = "Tensor:tril_([diagonal]) -> self\nTensor:triu_([diagonal]) -> self",
+  doc = [[
+In-place ember.tril / ember.triu: zeroes the other triangle of the last two dims of
+t and returns t. Refused, as every in-place op, on a leaf that requires grad while
+grad mode is on. Like torch.Tensor.tril_ / triu_.]],
+  example = [[
+local m = ember.ones(2, 3)
+m:triu_()
+print(m)   -- {{1, 1, 1}, {0, 1, 1}}]],
+}
+
+add {
+  name = "ember.multinomial",
+  also = {"Tensor:multinomial"},
+  sig = "ember.multinomial(probs, num_samples, [replacement], [{replacement =}])\n"
+    .. "Tensor:multinomial(num_samples, [replacement], [{replacement =}])",
+  doc = [[
+Draws num_samples 1-based category indices from each row of probs, a float tensor [C]
+or [N, C] of non-negative finite weights (not necessarily summing to 1; each row needs
+a positive sum). The result is int64 [num_samples] or [N, num_samples]. replacement
+(default false): without it, the samples of a row are distinct, which needs at least
+num_samples categories of non-zero weight. Categories of weight 0 are never drawn.
+The numbers come from the global generator: ember.manual_seed makes them repeat, on
+every device. There is no generator option (ember has one generator). Not
+differentiable. Like torch.multinomial, with 1-based indices.]],
+  example = [[
+ember.manual_seed(0)
+local w = ember.tensor({0.1, 0.0, 0.6, 0.3})
+print(ember.multinomial(w, 4, true))   -- tensor([3, 4, 4, 3]); never 2
+print(w:multinomial(3))                -- 3 distinct categories of 1, 3, 4
+-- sampling the next token from logits
+local logits = ember.randn(2, 5)
+print(logits:softmax(-1):multinomial(1):view(-1))]],
+}
+
 -- ---- miscellany ---------------------------------------------------------------------
 
 add {

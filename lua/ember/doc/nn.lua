@@ -17,13 +17,16 @@ return {
 Neural-network building blocks, like torch.nn, with ember's 1-based conventions.
 Classes (call a class to make an instance, call an instance to run its forward):
   nn.Module            the base class; nn.Module:extend("Name") defines your own
-  containers           nn.Sequential, nn.ModuleList
+  containers           nn.Sequential, nn.ModuleList, nn.ModuleDict, nn.Identity
   layers               nn.Linear, nn.Embedding, nn.LayerNorm, nn.Dropout, nn.Flatten,
                        nn.Unflatten
   convolutional nets   nn.Conv1d/2d/3d, nn.ConvTranspose1d/2d/3d, nn.MaxPool1d/2d/3d,
                        nn.AvgPool1d/2d/3d, nn.AdaptiveAvgPool1d/2d/3d,
                        nn.AdaptiveMaxPool1d/2d, nn.MaxUnpool2d, nn.BatchNorm1d/2d/3d,
                        nn.GroupNorm, nn.InstanceNorm1d/2d, nn.Dropout2d, nn.Upsample
+  transformers         nn.MultiheadAttention, nn.TransformerEncoderLayer,
+                       nn.TransformerEncoder, nn.TransformerDecoderLayer,
+                       nn.TransformerDecoder, nn.Transformer
   activations          nn.ReLU, nn.SiLU, nn.GELU, nn.Tanh, nn.Sigmoid, nn.Softmax,
                        nn.LogSoftmax
   losses               nn.MSELoss, nn.CrossEntropyLoss, nn.NLLLoss, nn.BCEWithLogitsLoss
@@ -423,6 +426,75 @@ local list = nn.ModuleList()
 list:append(nn.Linear(2, 2))
 print(#list)   -- 1]=],
   },
+  {
+    name = "ember.nn.ModuleDict",
+    also = {"ember.nn.ModuleDict:init"},
+    sig = "nn.ModuleDict([modules]) -> module\n"
+       .. "  modules: a table name -> module (added in sorted key order), a list of {name, module}\n"
+       .. "  pairs (added in that order) or another ModuleDict",
+    doc = [=[
+Modules registered under string keys (torch.nn.ModuleDict); it has no forward. d["name"]
+and d.name get one, d["name"] = m adds or replaces one (a replaced entry keeps its
+place), d["name"] = nil removes it, #d counts them; pairs(d) and d:items() iterate
+(name, module) in insertion order. Keys that name a method of ModuleDict ("keys",
+"update", ...) are refused. Parameters are named "key.weight", ...]=],
+    example = [=[
+local nn = ember.nn
+local heads = nn.ModuleDict({{"cls", nn.Linear(8, 3)}, {"reg", nn.Linear(8, 1)}})
+local h = ember.randn(2, 8)
+for name, head in pairs(heads) do print(name, head(h).shape) end
+print(#heads, heads.cls.out_features)   -- 2 3]=],
+  },
+  {
+    name = "ember.nn.ModuleDict:update",
+    sig = "d:update(modules) -> d",
+    doc = [=[
+Adds or replaces entries from a table name -> module (sorted key order), a list of
+{name, module} pairs or another ModuleDict.]=],
+    example = [=[
+local nn = ember.nn
+local d = nn.ModuleDict():update({act = nn.ReLU()})
+print(d:keys()[1])   -- act]=],
+  },
+  {
+    name = "ember.nn.ModuleDict:keys",
+    also = {"ember.nn.ModuleDict:values", "ember.nn.ModuleDict:items"},
+    sig = "d:keys() -> list of names\nd:values() -> list of modules\n"
+       .. "d:items() -> iterator over (name, module)",
+    doc = "The entries in insertion order: keys and values as lists, items for a generic for.",
+    example = [=[
+local nn = ember.nn
+local d = nn.ModuleDict({{"a", nn.ReLU()}, {"b", nn.Tanh()}})
+print(table.concat(d:keys(), ","), #d:values())   -- a,b 2
+for name, m in d:items() do print(name, m) end]=],
+  },
+  {
+    name = "ember.nn.ModuleDict:contains",
+    also = {"ember.nn.ModuleDict:pop", "ember.nn.ModuleDict:clear"},
+    sig = "d:contains(name) -> boolean\nd:pop(name) -> module\nd:clear()",
+    doc = [=[
+contains: whether name is a key (PyTorch's `name in d`). pop: removes the entry and
+returns its module (an error when there is none). clear: removes every entry.]=],
+    example = [=[
+local nn = ember.nn
+local d = nn.ModuleDict({a = nn.ReLU(), b = nn.Tanh()})
+local m = d:pop("a")
+print(d:contains("a"), d:contains("b"))   -- false true
+d:clear()
+print(#d)   -- 0]=],
+  },
+  {
+    name = "ember.nn.Identity",
+    also = {"ember.nn.Identity:init", "ember.nn.Identity:forward"},
+    sig = "nn.Identity(...) -> module",
+    doc = [=[
+Returns its input unchanged; constructor arguments are ignored (as in PyTorch). A
+placeholder where a layer is optional.]=],
+    example = [=[
+local nn = ember.nn
+local x = ember.randn(3)
+print(nn.Identity()(x) == x)   -- true]=],
+  },
 
   -- ---- layers ----------------------------------------------------------------------
   {
@@ -772,6 +844,168 @@ local nn = ember.nn
 print(nn.Unflatten(2, {2, 5})(ember.randn(3, 10)).shape)   -- {3, 2, 5}]=],
   },
 
+  -- ---- layers of transformers (ember/nn/transformer.lua) ----------------------------
+  {
+    name = "ember.nn.MultiheadAttention",
+    also = class_also("ember.nn.MultiheadAttention"),
+    sig = "nn.MultiheadAttention(embed_dim, num_heads [, dropout = 0 [, bias = true\n"
+       .. "    [, add_bias_kv = false [, add_zero_attn = false [, kdim = embed_dim [, vdim = embed_dim\n"
+       .. "    [, batch_first = false]]]]]]]) -> module   (or the options in a table, with dtype=, device=)\n"
+       .. "mha(query, key, value [, key_padding_mask [, need_weights = true [, attn_mask\n"
+       .. "    [, average_attn_weights = true [, is_causal = false]]]]]) -> attn_output, attn_weights\n"
+       .. "mha(query, key, value, {key_padding_mask =, need_weights =, attn_mask =, ...})",
+    doc = [=[
+Multi-head attention (torch.nn.MultiheadAttention), PyTorch's parameters so state_dicts
+load: in_proj_weight [3E, E] (xavier_uniform_), in_proj_bias [3E] (zeros), out_proj (a
+Linear E -> E, bias zeros); q_proj_weight [E, E], k_proj_weight [E, kdim], v_proj_weight
+[E, vdim] instead of in_proj_weight when kdim or vdim differ from E; bias_k, bias_v
+[1, 1, E] with add_bias_kv. embed_dim must be divisible by num_heads.
+query [L, N, E], key [S, N, kdim], value [S, N, vdim] ([N, L, E], ... with batch_first;
+[L, E], ... unbatched) -> attn_output like query, and attn_weights [N, L, S] (averaged
+over the heads) or [N, num_heads, L, S] (average_attn_weights = false); nil when
+need_weights is false, which takes the fused F.scaled_dot_product_attention path.
+Masks: attn_mask [L, S] or [N * num_heads, L, S]; key_padding_mask [N, S] ([S]
+unbatched). A bool mask is true where attention is NOT allowed (PyTorch's convention
+here; F.scaled_dot_product_attention's bool mask is the opposite); a float mask is
+added to the scores. is_causal without attn_mask applies the causal mask (key j hidden
+from query i when j > i); with attn_mask it is a hint that attn_mask is causal.
+Dropout (training mode) applies to the attention weights. Bad shapes are errors naming
+the expected shape.]=],
+    example = [=[
+local nn = ember.nn
+local mha = nn.MultiheadAttention(16, 4, {batch_first = true})
+local x = ember.randn(2, 5, 16)
+local pad = ember.tensor({{false, false, false, true, true}, {false, false, false, false, false}})
+local out, w = mha(x, x, x, {key_padding_mask = pad})
+print(out.shape, w.shape)   -- {2, 5, 16} {2, 5, 5}
+local y = mha(x, x, x, {need_weights = false, is_causal = true})]=],
+  },
+  {
+    name = "ember.nn.MultiheadAttention:reset_parameters",
+    sig = "mha:reset_parameters()",
+    doc = [=[
+Draws the parameters again as PyTorch does: xavier_uniform_ projection weights,
+in_proj_bias and out_proj.bias zero, xavier_normal_ bias_k and bias_v, out_proj.weight
+as a Linear's (kaiming_uniform_ with a = sqrt(5)).]=],
+    example = [=[
+local mha = ember.nn.MultiheadAttention(8, 2)
+mha:reset_parameters()
+print(mha.in_proj_bias:abs():sum():item())   -- 0]=],
+  },
+  {
+    name = "ember.nn.TransformerEncoderLayer",
+    also = class_also("ember.nn.TransformerEncoderLayer"),
+    sig = "nn.TransformerEncoderLayer(d_model, nhead [, dim_feedforward = 2048 [, dropout = 0.1\n"
+       .. "    [, activation = \"relu\" [, layer_norm_eps = 1e-5 [, batch_first = false\n"
+       .. "    [, norm_first = false [, bias = true]]]]]]]) -> module   (or the options in a table,\n"
+       .. "    with dtype=, device=)\n"
+       .. "layer(src [, src_mask [, src_key_padding_mask [, is_causal = false]]]) -> output\n"
+       .. "layer(src, {src_mask =, src_key_padding_mask =, is_causal =})",
+    doc = [=[
+A transformer encoder block (torch.nn.TransformerEncoderLayer): self-attention and a
+feed-forward block linear2(dropout(activation(linear1(x)))), each with dropout, a
+residual connection and a LayerNorm: x = norm1(x + sa(x)); x = norm2(x + ff(x)), or
+with norm_first x = x + sa(norm1(x)); x = x + ff(norm2(x)). PyTorch's submodules
+(self_attn, linear1, dropout, linear2, norm1, norm2, dropout1, dropout2) and parameter
+names. activation: "relu", "gelu", a function or a module. src [T, N, d_model]
+([N, T, d_model] with batch_first, or [T, d_model]); the masks as for
+nn.MultiheadAttention (bool: true = not allowed). Returns src's shape.]=],
+    example = [=[
+local nn = ember.nn
+local layer = nn.TransformerEncoderLayer(16, 4, {dim_feedforward = 32, batch_first = true,
+                                                norm_first = true, activation = "gelu"})
+local y = layer(ember.randn(2, 7, 16), {is_causal = true})
+print(y.shape)   -- {2, 7, 16}]=],
+  },
+  {
+    name = "ember.nn.TransformerDecoderLayer",
+    also = class_also("ember.nn.TransformerDecoderLayer"),
+    sig = "nn.TransformerDecoderLayer(d_model, nhead [, dim_feedforward = 2048 [, dropout = 0.1\n"
+       .. "    [, activation = \"relu\" [, layer_norm_eps = 1e-5 [, batch_first = false\n"
+       .. "    [, norm_first = false [, bias = true]]]]]]]) -> module   (or the options in a table)\n"
+       .. "layer(tgt, memory [, tgt_mask [, memory_mask [, tgt_key_padding_mask\n"
+       .. "    [, memory_key_padding_mask [, tgt_is_causal [, memory_is_causal]]]]]]) -> output\n"
+       .. "layer(tgt, memory, {tgt_mask =, memory_mask =, ...})",
+    doc = [=[
+A transformer decoder block (torch.nn.TransformerDecoderLayer): self-attention over tgt,
+attention from tgt to memory (multihead_attn), then the feed-forward block, each with
+dropout, a residual connection and a LayerNorm (norm1, norm2, norm3; before each block
+with norm_first). Submodules self_attn, multihead_attn, linear1, dropout, linear2,
+norm1..3, dropout1..3, as PyTorch. tgt [T, N, d_model], memory [S, N, d_model] (batch
+first with batch_first). Returns tgt's shape.]=],
+    example = [=[
+local nn = ember.nn
+local layer = nn.TransformerDecoderLayer(16, 4, {dim_feedforward = 32})
+local y = layer(ember.randn(5, 2, 16), ember.randn(9, 2, 16), {tgt_is_causal = true})
+print(y.shape)   -- {5, 2, 16}]=],
+  },
+  {
+    name = "ember.nn.TransformerEncoder",
+    also = {"ember.nn.TransformerEncoder:init", "ember.nn.TransformerEncoder:forward"},
+    sig = "nn.TransformerEncoder(encoder_layer, num_layers [, norm]) -> module\n"
+       .. "enc(src [, mask [, src_key_padding_mask [, is_causal]]]) -> output\n"
+       .. "enc(src, {mask =, src_key_padding_mask =, is_causal =})",
+    doc = [=[
+num_layers deep copies of encoder_layer (independent parameters, starting equal)
+applied in turn, then norm (a module, e.g. nn.LayerNorm) when given. The copies are the
+children layers.1, layers.2, ... (PyTorch: layers.0, ...: rename the keys when loading
+a PyTorch state_dict).]=],
+    example = [=[
+local nn = ember.nn
+local enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(16, 4, {dim_feedforward = 32}), 2,
+                                  nn.LayerNorm(16))
+print(enc(ember.randn(7, 3, 16)).shape, #enc.layers)   -- {7, 3, 16} 2]=],
+  },
+  {
+    name = "ember.nn.TransformerDecoder",
+    also = {"ember.nn.TransformerDecoder:init", "ember.nn.TransformerDecoder:forward"},
+    sig = "nn.TransformerDecoder(decoder_layer, num_layers [, norm]) -> module\n"
+       .. "dec(tgt, memory [, tgt_mask [, memory_mask [, tgt_key_padding_mask\n"
+       .. "    [, memory_key_padding_mask [, tgt_is_causal [, memory_is_causal]]]]]]) -> output\n"
+       .. "dec(tgt, memory, {tgt_mask =, ...})",
+    doc = [=[
+num_layers deep copies of decoder_layer applied in turn (children layers.1, ...), each
+given the same memory and masks, then norm when given.]=],
+    example = [=[
+local nn = ember.nn
+local dec = nn.TransformerDecoder(nn.TransformerDecoderLayer(16, 4, {dim_feedforward = 32}), 2)
+print(dec(ember.randn(5, 2, 16), ember.randn(9, 2, 16)).shape)   -- {5, 2, 16}]=],
+  },
+  {
+    name = "ember.nn.Transformer",
+    also = {"ember.nn.Transformer:init", "ember.nn.Transformer:forward"},
+    sig = "nn.Transformer([d_model = 512 [, nhead = 8 [, num_encoder_layers = 6\n"
+       .. "    [, num_decoder_layers = 6 [, dim_feedforward = 2048 [, dropout = 0.1\n"
+       .. "    [, activation = \"relu\" [, custom_encoder [, custom_decoder [, layer_norm_eps = 1e-5\n"
+       .. "    [, batch_first = false [, norm_first = false [, bias = true]]]]]]]]]]]]])\n"
+       .. "    -> module   (or the options in a table)\n"
+       .. "model(src, tgt [, src_mask [, tgt_mask [, memory_mask [, src_key_padding_mask\n"
+       .. "    [, tgt_key_padding_mask [, memory_key_padding_mask]]]]]]) -> output\n"
+       .. "model(src, tgt, {src_mask =, tgt_mask =, ..., src_is_causal =, tgt_is_causal =})",
+    doc = [=[
+The encoder-decoder transformer (torch.nn.Transformer): encoder, a TransformerEncoder
+with a final LayerNorm, and decoder, a TransformerDecoder with one (or custom_encoder /
+custom_decoder). Every parameter matrix starts xavier_uniform_, as in PyTorch. src
+[S, N, d_model], tgt [T, N, d_model] (batch first with batch_first) -> [T, N, d_model].]=],
+    example = [=[
+local nn = ember.nn
+local model = nn.Transformer({d_model = 16, nhead = 2, num_encoder_layers = 1,
+                              num_decoder_layers = 1, dim_feedforward = 32})
+local mask = nn.Transformer.generate_square_subsequent_mask(4)
+print(model(ember.randn(6, 2, 16), ember.randn(4, 2, 16), {tgt_mask = mask}).shape)]=],
+  },
+  {
+    name = "ember.nn.Transformer:generate_square_subsequent_mask",
+    also = {"ember.nn.Transformer.generate_square_subsequent_mask"},
+    sig = "nn.Transformer.generate_square_subsequent_mask(sz [, {dtype =, device =}]) -> tensor [sz, sz]",
+    doc = [=[
+The causal mask as a float tensor (the default dtype unless given): -inf above the
+diagonal (position j hidden from position i when j > i), 0 on and below it. A plain
+function: model:generate_square_subsequent_mask(sz) works too.]=],
+    example = [=[
+print(ember.nn.Transformer.generate_square_subsequent_mask(3))]=],
+  },
+
   -- ---- activations -----------------------------------------------------------------
   {
     name = "ember.nn.ReLU",
@@ -919,6 +1153,7 @@ The computations behind the layers and losses as plain functions of tensors
   F.adaptive_avg_pool1d/2d/3d, F.adaptive_max_pool1d/2d, F.batch_norm, F.group_norm,
   F.instance_norm (the engine's ops, also ember.conv2d, ...), F.pad, F.interpolate,
   F.unfold, F.fold, F.dropout2d, F.max_unpool2d
+  F.scaled_dot_product_attention
   F.mse_loss, F.cross_entropy, F.nll_loss, F.binary_cross_entropy_with_logits
   F.check_reduction
 Activations are tensor methods and ember functions: t:relu(), ember.softmax(t, dim), ...

@@ -767,4 +767,8 @@ function F.instance_norm(x, ...)
   return y:view(x.shape)
 end
 
+-- ---- attention ----------------------------------------------------------------------
+
+F.scaled_dot_product_attention = ember.scaled_dot_product_attention
+
 return F

@@ -288,5 +288,6 @@ function L.LayerNorm:forward(x)
 end
 
 for k, v in pairs(require "ember.nn.conv_layers") do L[k] = v end
+for k, v in pairs(require "ember.nn.transformer") do L[k] = v end
 
 return L

@@ -1,0 +1,483 @@
+/* attention.c — scaled_dot_product_attention on the backend's fused
+ * attention family (backend.h).
+ *
+ * The op broadcasts the batch dims of q, k and v, flattens them into B
+ * independent problems [B, T, D] (recorded views and copies, so their
+ * gradients are summed back by the ops that made them) and records one node
+ * whose inputs are those flattened tensors. A mask stays a view: a bool
+ * mask becomes an additive 0 / -inf tensor of its own (un-broadcast) shape
+ * and is then expanded with stride 0, so a [Tq, Tk] or [B, 1, 1, Tk] mask
+ * is never materialised per head. The kernel takes one batch stride for the
+ * mask; when the mask's batch dims cannot be merged into one (a padding
+ * mask [N, 1, 1, Tk] over N x H problems), the kernel is called once per
+ * index of the outer dims that do not merge.
+ *
+ * The node's first-order backward is the backend's fused kernel, which
+ * recomputes the probabilities from the saved log-sum-exp. When the
+ * backward is itself recorded (create_graph), the gradient is composed from
+ * matmul and softmax instead, so gradients of gradients are exact (the
+ * dropout mask regenerated from the same Philox counters).
+ *
+ * A node keeps EM_NODE_SAVED (4) tensors: q, k, v and the output. The
+ * log-sum-exp and the mask are kept by a second node with no inputs and no
+ * work to do, reached through a fourth edge that never carries a gradient:
+ * it lives exactly as long as the main node. */
+#include "autograd.h"
+
+#include <math.h>
+#include <string.h>
+
+static const char *OP = "scaled_dot_product_attention";
+
+/* ---- calling the kernels, chunked where the mask's batch dims do not merge ------------- */
+
+typedef struct chunking {
+    int64_t B, Bi, P;                   /* problems; per chunk; chunks (B = Bi P) */
+    int nouter;                         /* the outer (unmerged) batch dims of the mask */
+    int64_t osizes[EM_MAX_DIMS], ostrides[EM_MAX_DIMS];
+    int64_t isb, sq, sk;                /* the mask's strides in a chunk [Bi, Tq, Tk] */
+    const em_tensor *mask;              /* [batch..., Tq, Tk], expanded; NULL: none */
+} chunking;
+
+/* Splits the batch dims of mask (nb of them, then Tq, Tk) into outer dims
+ * and a run of inner dims that merge into one stride. */
+static void plan_chunks(chunking *c, const em_tensor *mask, int64_t B)
+{
+    memset(c, 0, sizeof *c);
+    c->B = B;
+    c->Bi = B;
+    c->P = 1;
+    c->mask = mask;
+    if (!mask) return;
+    int nb = mask->ndim - 2;
+    c->sq = mask->strides[nb];
+    c->sk = mask->strides[nb + 1];
+    int64_t bi = 1, isb = 0;
+    int d = nb - 1;
+    for (; d >= 0; d--) {
+        int64_t n = mask->sizes[d], s = mask->strides[d];
+        if (n == 1) continue;
+        if (bi == 1) { bi = n; isb = s; continue; }
+        if (s != isb * bi) break;
+        bi *= n;
+    }
+    c->Bi = bi;
+    c->isb = isb;
+    c->nouter = d + 1;
+    c->P = 1;
+    for (int i = 0; i < c->nouter; i++) {
+        c->osizes[i] = mask->sizes[i];
+        c->ostrides[i] = mask->strides[i];
+        c->P *= mask->sizes[i];
+    }
+}
+
+/* the mask of chunk o as [Bi, Tq, Tk] (new reference) */
+static em_tensor *chunk_mask(const chunking *c, int64_t o)
+{
+    const em_tensor *m = c->mask;
+    int64_t off = m->offset;
+    for (int d = c->nouter - 1; d >= 0; d--) {
+        off += (o % c->osizes[d]) * c->ostrides[d];
+        o /= c->osizes[d];
+    }
+    int nb = m->ndim - 2;
+    int64_t sizes[3] = {c->Bi, m->sizes[nb], m->sizes[nb + 1]}, strides[3] = {c->isb, c->sq, c->sk};
+    return em_as_strided(m, sizes, strides, 3, off);
+}
+
+static em_tensor *rows(const em_tensor *t, const chunking *c, int64_t o)
+{
+    return c->P == 1 ? em_retain((em_tensor *)t) : em_narrow(t, 0, o * c->Bi, c->Bi);
+}
+
+/* the kernel's dropout counters for chunk o (its positions start at o Bi Tq Tk, a multiple of 4) */
+static em_attn_params chunk_params(const em_attn_params *p, const chunking *c, int64_t o, int64_t TqTk)
+{
+    em_attn_params q = *p;
+    q.offset = p->offset + (uint64_t)(o * c->Bi * TqTk / 4);
+    return q;
+}
+
+static int run_forward(const chunking *c, em_tensor *out, em_tensor *lse, const em_tensor *q, const em_tensor *k,
+                       const em_tensor *v, const em_attn_params *p)
+{
+    const em_backend *be = em_be(q);
+    int64_t TqTk = q->sizes[1] * k->sizes[1];
+    int rc = 0;
+    for (int64_t o = 0; o < c->P && rc == 0; o++) {
+        em_tensor *m = c->mask ? chunk_mask(c, o) : NULL;
+        em_tensor *oo = rows(out, c, o), *ll = rows(lse, c, o);
+        em_tensor *qq = rows(q, c, o), *kk = rows(k, c, o), *vv = rows(v, c, o);
+        em_attn_params cp = chunk_params(p, c, o, TqTk);
+        rc = (c->mask && !m) || !oo || !ll || !qq || !kk || !vv ? -1 : be->attention(oo, ll, qq, kk, vv, m, &cp);
+        em_release(m); em_release(oo); em_release(ll); em_release(qq); em_release(kk); em_release(vv);
+    }
+    return rc;
+}
+
+static int run_backward(const chunking *c, em_tensor *gq, em_tensor *gk, em_tensor *gv, const em_tensor *go,
+                        const em_tensor *q, const em_tensor *k, const em_tensor *v, const em_tensor *out,
+                        const em_tensor *lse, const em_attn_params *p)
+{
+    const em_backend *be = em_be(q);
+    int64_t TqTk = q->sizes[1] * k->sizes[1];
+    int rc = 0;
+    for (int64_t o = 0; o < c->P && rc == 0; o++) {
+        em_tensor *m = c->mask ? chunk_mask(c, o) : NULL;
+        em_tensor *a = gq ? rows(gq, c, o) : NULL, *b = gk ? rows(gk, c, o) : NULL, *d = gv ? rows(gv, c, o) : NULL;
+        em_tensor *g = rows(go, c, o), *qq = rows(q, c, o), *kk = rows(k, c, o), *vv = rows(v, c, o);
+        em_tensor *oo = rows(out, c, o), *ll = rows(lse, c, o);
+        em_attn_params cp = chunk_params(p, c, o, TqTk);
+        bool ok = (!c->mask || m) && (!gq || a) && (!gk || b) && (!gv || d) && g && qq && kk && vv && oo && ll;
+        rc = ok ? be->attention_backward(a, b, d, g, qq, kk, vv, oo, ll, m, &cp) : -1;
+        em_release(m); em_release(a); em_release(b); em_release(d); em_release(g);
+        em_release(qq); em_release(kk); em_release(vv); em_release(oo); em_release(ll);
+    }
+    return rc;
+}
+
+/* ---- the composed gradient (create_graph) ------------------------------------------------- */
+
+/* bool [Tq, Tk], true where key j is hidden from query i (j > i) */
+static em_tensor *causal_hidden(int64_t Tq, int64_t Tk, em_device dev)
+{
+    int64_t col[2] = {Tq, 1};
+    em_tensor *i = em_arange(0, (double)Tq, 1, EM_INT64, dev);
+    em_tensor *j = em_arange(0, (double)Tk, 1, EM_INT64, dev);
+    em_tensor *ic = i ? em_reshape(i, col, 2) : NULL;
+    em_tensor *h = ic && j ? em_binary(EM_GT, j, ic) : NULL;
+    em_release(i); em_release(j); em_release(ic);
+    return h;
+}
+
+/* keep / (1 - p) as [B, Tq, Tk] of dtype d, from the counters the forward used */
+static em_tensor *dropout_scale(const em_attn_params *p, int64_t B, int64_t Tq, int64_t Tk, em_dtype d,
+                                em_device dev)
+{
+    uint64_t seed, offset;
+    em_rng_get_state(&seed, &offset);
+    em_rng_set_state(p->seed, p->offset);
+    int64_t s[3] = {B, Tq, Tk};
+    em_tensor *u = em_rand(s, 3, d, dev);
+    em_rng_set_state(seed, offset);
+    em_tensor *keep = u ? em_binary_scalar(EM_LT, u, 1 - p->dropout_p, false, false) : NULL;
+    em_tensor *kf = keep ? em_to_dtype(keep, d) : NULL;
+    em_tensor *r = kf ? em_binary_scalar(EM_MUL, kf, 1 / (1 - p->dropout_p), false, false) : NULL;
+    em_release(u); em_release(keep); em_release(kf);
+    return r;
+}
+
+static int composed_backward(em_node *n, const em_attn_params *p, const em_tensor *q, const em_tensor *k,
+                             const em_tensor *v, const em_tensor *mask, const em_tensor *go, em_tensor **gin)
+{
+    int64_t B = q->sizes[0], Tq = q->sizes[1], Tk = k->sizes[1];
+    int last = 2;
+    em_tensor *kt = em_transpose(k, 1, 2);
+    em_tensor *qk = kt ? em_matmul(q, kt) : NULL;
+    em_tensor *s = qk ? em_binary_scalar(EM_MUL, qk, p->scale, false, false) : NULL;
+    em_tensor *sm = !s ? NULL : mask ? em_binary(EM_ADD, s, mask) : em_retain(s);
+    em_tensor *hid = sm && p->causal ? WITHOUT_GRAD(causal_hidden(Tq, Tk, em_dev(q))) : NULL;
+    em_tensor *sc = !sm ? NULL : p->causal ? (hid ? em_masked_fill(sm, hid, -INFINITY) : NULL) : em_retain(sm);
+    em_tensor *P = sc ? em_softmax(sc, last) : NULL;
+    em_tensor *keep = P && p->dropout_p > 0 ? WITHOUT_GRAD(dropout_scale(p, B, Tq, Tk, q->dtype, em_dev(q))) : NULL;
+    bool ok = P && (p->dropout_p == 0 || keep);
+    em_tensor *Pd = !ok ? NULL : keep ? em_binary(EM_MUL, P, keep) : em_retain(P);
+    em_tensor *vt = Pd ? em_transpose(v, 1, 2) : NULL;
+    em_tensor *dPd = vt ? em_matmul(go, vt) : NULL;
+    em_tensor *dP = !dPd ? NULL : keep ? em_binary(EM_MUL, dPd, keep) : em_retain(dPd);
+    em_tensor *pdp = dP ? em_binary(EM_MUL, P, dP) : NULL;
+    em_tensor *rs = pdp ? em_sum(pdp, &last, 1, true) : NULL;
+    em_tensor *dif = rs ? em_binary(EM_SUB, dP, rs) : NULL;
+    em_tensor *dS = dif ? em_binary(EM_MUL, P, dif) : NULL;
+    int rc = dS ? 0 : -1;
+    if (rc == 0 && em_ag_wants(n, 0)) {
+        em_tensor *a = em_matmul(dS, k);
+        gin[0] = a ? em_binary_scalar(EM_MUL, a, p->scale, false, false) : NULL;
+        em_release(a);
+        if (!gin[0]) rc = -1;
+    }
+    if (rc == 0 && em_ag_wants(n, 1)) {
+        em_tensor *dSt = em_transpose(dS, 1, 2);
+        em_tensor *a = dSt ? em_matmul(dSt, q) : NULL;
+        gin[1] = a ? em_binary_scalar(EM_MUL, a, p->scale, false, false) : NULL;
+        em_release(dSt); em_release(a);
+        if (!gin[1]) rc = -1;
+    }
+    if (rc == 0 && em_ag_wants(n, 2)) {
+        em_tensor *Pt = em_transpose(Pd, 1, 2);
+        gin[2] = Pt ? em_matmul(Pt, go) : NULL;
+        em_release(Pt);
+        if (!gin[2]) rc = -1;
+    }
+    em_release(kt); em_release(qk); em_release(s); em_release(sm); em_release(hid); em_release(sc);
+    em_release(P); em_release(keep); em_release(Pd); em_release(vt); em_release(dPd); em_release(dP);
+    em_release(pdp); em_release(rs); em_release(dif); em_release(dS);
+    return rc;
+}
+
+/* ---- the node ------------------------------------------------------------------------------ */
+
+enum { IN_Q, IN_K, IN_V, IN_AUX };
+enum { AUX_LSE, AUX_MASK };
+
+static int aux_apply(em_node *n, em_tensor *const *gout, em_tensor **gin)
+{
+    (void)n; (void)gout; (void)gin;
+    return 0;
+}
+
+static em_attn_params node_params(const em_node *n)
+{
+    return (em_attn_params){.scale = n->s[0], .dropout_p = n->s[1], .causal = n->flag,
+                            .seed = (uint64_t)n->sizes2[0], .offset = (uint64_t)n->sizes2[1]};
+}
+
+/* the saved mask, expanded again to [batch..., Tq, Tk] (its shape is in n->sizes) */
+static em_tensor *saved_mask(em_node *n)
+{
+    em_node *aux = n->next[IN_AUX].node;
+    if (!n->op) return NULL;
+    em_tensor *m = em_ag_saved(aux, AUX_MASK);
+    return m ? em_retain(m) : NULL;
+}
+
+static int attention_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
+{
+    em_attn_params p = node_params(n);
+    em_tensor *q = em_ag_saved(n, 0), *k = em_ag_saved(n, 1), *v = em_ag_saved(n, 2), *out = em_ag_saved(n, 3);
+    em_node *aux = n->next[IN_AUX].node;
+    em_tensor *lse = aux ? em_ag_saved(aux, AUX_LSE) : NULL;
+    if (!q || !k || !v || !out || !lse) return -1;
+    em_tensor *mask = saved_mask(n);
+    if (n->op && !mask) return -1;
+    int rc = 0;
+    if (em_grad_enabled()) {
+        em_tensor *m3 = NULL;
+        if (mask) {
+            int64_t s3[3] = {q->sizes[0], q->sizes[1], k->sizes[1]};
+            m3 = em_reshape(mask, s3, 3);    /* only a higher-order gradient pays for a copy */
+        }
+        rc = mask && !m3 ? -1 : composed_backward(n, &p, q, k, v, m3, gout[0], gin);
+        em_release(m3);
+        em_release(mask);
+        return rc;
+    }
+    em_tensor *go = em_contiguous(gout[0]);
+    em_device dev = em_dev(q);
+    em_tensor *gq = go && em_ag_wants(n, IN_Q) ? em_empty(q->sizes, 3, q->dtype, dev) : NULL;
+    em_tensor *gk = go && em_ag_wants(n, IN_K) ? em_empty(k->sizes, 3, k->dtype, dev) : NULL;
+    em_tensor *gv = go && em_ag_wants(n, IN_V) ? em_empty(v->sizes, 3, v->dtype, dev) : NULL;
+    bool ok = go && (gq || !em_ag_wants(n, IN_Q)) && (gk || !em_ag_wants(n, IN_K)) && (gv || !em_ag_wants(n, IN_V));
+    chunking c;
+    plan_chunks(&c, mask, q->sizes[0]);
+    if (ok && em_numel(q) + em_numel(k) > 0 && k->sizes[1] > 0) {
+        ok = run_backward(&c, gq, gk, gv, go, q, k, v, out, lse, &p) == 0;
+    } else if (ok) {                      /* nothing to attend to: no gradient */
+        ok = (!gq || em_fill_(gq, 0) == 0) && (!gk || em_fill_(gk, 0) == 0) && (!gv || em_fill_(gv, 0) == 0);
+    }
+    em_release(go);
+    em_release(mask);
+    if (!ok) { em_release(gq); em_release(gk); em_release(gv); return -1; }
+    gin[IN_Q] = gq;
+    gin[IN_K] = gk;
+    gin[IN_V] = gv;
+    return 0;
+}
+
+/* records the node of out3 = attention(q3, k3, v3); returns out3 or NULL */
+static em_tensor *record(em_tensor *out3, em_tensor *lse, const em_tensor *q3, const em_tensor *k3,
+                         const em_tensor *v3, const em_tensor *mask, const em_attn_params *p)
+{
+    em_node *aux = em_ag_node("ScaledDotProductAttentionSaved", aux_apply, 0);
+    if (!aux) return em_release(out3), NULL;
+    if (em_ag_save(aux, AUX_LSE, lse, false) || (mask && em_ag_save(aux, AUX_MASK, mask, false))) {
+        em_ag_abandon(aux, NULL);
+        return em_release(out3), NULL;
+    }
+    em_node *n = em_ag_node("ScaledDotProductAttentionBackward", attention_backward, 4);
+    if (!n) { em_ag_abandon(aux, NULL); return em_release(out3), NULL; }
+    n->s[0] = p->scale;
+    n->s[1] = p->dropout_p;
+    n->flag = p->causal;
+    n->sizes2[0] = (int64_t)p->seed;
+    n->sizes2[1] = (int64_t)p->offset;
+    n->op = mask != NULL;
+    em_ag_input(n, IN_Q, q3);
+    em_ag_input(n, IN_K, k3);
+    em_ag_input(n, IN_V, v3);
+    n->next[IN_AUX].node = aux;             /* the edge owns aux's reference */
+    if (em_ag_save(n, 0, q3, false) || em_ag_save(n, 1, k3, false) || em_ag_save(n, 2, v3, false) ||
+        em_ag_save(n, 3, out3, true))
+        return em_ag_abandon(n, out3);
+    return em_ag_output(n, out3);
+}
+
+/* ---- the op ---------------------------------------------------------------------------------- */
+
+static int check_inputs(const em_tensor *q, const em_tensor *k, const em_tensor *v, const em_tensor *mask,
+                        double dropout_p)
+{
+    if (!q || !k || !v) return em_set_error("%s: query, key and value must be tensors", OP);
+    if (!em_dtype_is_float(q->dtype) || k->dtype != q->dtype || v->dtype != q->dtype)
+        return em_set_error("%s: expected query, key and value of one floating point dtype, got %s, %s and %s", OP,
+                            em_dtype_name(q->dtype), em_dtype_name(k->dtype), em_dtype_name(v->dtype));
+    if (em_check_same_device(OP, q, k) || em_check_same_device(OP, q, v)) return -1;
+    if (q->ndim < 2 || k->ndim < 2 || v->ndim < 2)
+        return em_set_error("%s: expected query, key and value with at least 2 dims ([..., T, D]), got %s, %s and %s",
+                            OP, SHAPE(q), SHAPE(k), SHAPE(v));
+    if (q->sizes[q->ndim - 1] != k->sizes[k->ndim - 1])
+        return em_set_error("%s: query %s and key %s must have the same last dim (D), got %lld and %lld", OP,
+                            SHAPE(q), SHAPE(k), (long long)q->sizes[q->ndim - 1], (long long)k->sizes[k->ndim - 1]);
+    if (k->sizes[k->ndim - 2] != v->sizes[v->ndim - 2])
+        return em_set_error("%s: key %s and value %s must have the same number of keys (dim -2), got %lld and %lld",
+                            OP, SHAPE(k), SHAPE(v), (long long)k->sizes[k->ndim - 2],
+                            (long long)v->sizes[v->ndim - 2]);
+    if (mask) {
+        if (em_check_same_device(OP, q, mask)) return -1;
+        if (mask->dtype != EM_BOOL && mask->dtype != q->dtype)
+            return em_set_error("%s: attn_mask must be bool or the query's dtype %s, got %s", OP,
+                                em_dtype_name(q->dtype), em_dtype_name(mask->dtype));
+        if (em_grad_enabled() && mask->requires_grad)
+            return em_set_error("%s: attn_mask requires grad, but the fused kernel does not differentiate the mask; "
+                                "detach() it, or add it to the scores of a composed attention", OP);
+    }
+    if (!(dropout_p >= 0 && dropout_p < 1))
+        return em_set_error("%s: dropout_p must be in [0, 1), got %g", OP, dropout_p);
+    return 0;
+}
+
+/* the broadcast batch dims of q, k, v into bs; returns their count or -1 */
+static int batch_shape(const em_tensor *q, const em_tensor *k, const em_tensor *v, int64_t *bs)
+{
+    const em_tensor *ts[3] = {q, k, v};
+    int nb = 0;
+    for (int t = 0; t < 3; t++) nb = ts[t]->ndim - 2 > nb ? ts[t]->ndim - 2 : nb;
+    for (int d = 0; d < nb; d++) {
+        int64_t s = 1;
+        for (int t = 0; t < 3; t++) {
+            int e = d - (nb - (ts[t]->ndim - 2));
+            if (e < 0) continue;
+            int64_t n = ts[t]->sizes[e];
+            if (n == 1 || n == s) continue;
+            if (s != 1)
+                return em_set_error("%s: the batch dims of query %s, key %s and value %s do not broadcast", OP,
+                                    SHAPE(q), SHAPE(k), SHAPE(v));
+            s = n;
+        }
+        bs[d] = s;
+    }
+    return nb;
+}
+
+/* t [..., T, X] broadcast to [bs..., T, X] and flattened to [B, T, X], contiguous (recorded) */
+static em_tensor *flat3(const em_tensor *t, const int64_t *bs, int nb, int64_t B)
+{
+    int64_t full[EM_MAX_DIMS];
+    memcpy(full, bs, sizeof(int64_t) * (size_t)nb);
+    full[nb] = t->sizes[t->ndim - 2];
+    full[nb + 1] = t->sizes[t->ndim - 1];
+    int64_t s3[3] = {B, full[nb], full[nb + 1]};
+    em_tensor *e = em_expand(t, full, nb + 2);
+    em_tensor *r = e ? em_reshape(e, s3, 3) : NULL;
+    em_tensor *c = r ? em_contiguous(r) : NULL;
+    em_release(e);
+    em_release(r);
+    return c;
+}
+
+/* the mask as an additive float view [bs..., Tq, Tk] (no copy of a float mask; new reference) */
+static em_tensor *additive_mask(const em_tensor *mask, const em_tensor *q, const em_tensor *k, const int64_t *bs,
+                                int nb, int64_t Tq, int64_t Tk)
+{
+    int64_t full[EM_MAX_DIMS];
+    memcpy(full, bs, sizeof(int64_t) * (size_t)nb);
+    full[nb] = Tq;
+    full[nb + 1] = Tk;
+    bool fits = mask->ndim <= nb + 2;
+    for (int d = 0; fits && d < mask->ndim; d++) {
+        int64_t n = mask->sizes[mask->ndim - 1 - d], want = full[nb + 1 - d];
+        fits = n == want || n == 1;
+    }
+    if (!fits)
+        return em_set_error("%s: attn_mask %s does not broadcast to the scores' shape %s (query %s, key %s)", OP,
+                            SHAPE(mask), em_sizes_tmp(full, nb + 2), SHAPE(q), SHAPE(k)), NULL;
+    em_tensor *add;
+    if (mask->dtype == EM_BOOL) {
+        em_tensor *z = em_zeros(mask->sizes, mask->ndim, q->dtype, em_dev(q));
+        em_tensor *hidden = z ? em_unary(EM_LOGICAL_NOT, mask) : NULL;
+        add = hidden ? em_masked_fill(z, hidden, -INFINITY) : NULL;
+        em_release(z);
+        em_release(hidden);
+    } else {
+        add = em_retain((em_tensor *)mask);
+    }
+    em_tensor *e = add ? em_expand(add, full, nb + 2) : NULL;
+    em_release(add);
+    return e;
+}
+
+em_tensor *em_scaled_dot_product_attention(const em_tensor *q, const em_tensor *k, const em_tensor *v,
+                                           const em_tensor *mask, double dropout_p, bool is_causal, double scale)
+{
+    if (check_inputs(q, k, v, mask, dropout_p)) return NULL;
+    const em_backend *be = em_be(q);
+    if (!be->attention || !be->attention_backward)
+        return em_set_error("%s: not supported on the %s backend", OP, be->name), NULL;
+    int64_t bs[EM_MAX_DIMS];
+    int nb = batch_shape(q, k, v, bs);
+    if (nb < 0) return NULL;
+    if (nb + 2 > EM_MAX_DIMS) return em_set_error("%s: too many batch dims", OP), NULL;
+    int64_t B = 1;
+    for (int d = 0; d < nb; d++) B *= bs[d];
+    int64_t Tq = q->sizes[q->ndim - 2], D = q->sizes[q->ndim - 1], Tk = k->sizes[k->ndim - 2];
+    int64_t Dv = v->sizes[v->ndim - 1];
+    em_attn_params p = {.scale = scale > 0 ? scale : 1 / sqrt((double)D), .causal = is_causal,
+                        .dropout_p = dropout_p};
+    em_tensor *m = NULL;
+    if (mask) {
+        m = WITHOUT_GRAD(additive_mask(mask, q, k, bs, nb, Tq, Tk));
+        if (!m) return NULL;
+    }
+    chunking c;
+    plan_chunks(&c, m, B);
+    if (dropout_p > 0 && c.P > 1 && (c.Bi * Tq * Tk) % 4 != 0) {
+        /* chunks would start mid-counter: give the kernel one contiguous mask instead */
+        em_tensor *mc = WITHOUT_GRAD(em_contiguous(m));
+        em_release(m);
+        m = mc;
+        if (!m) return NULL;
+        plan_chunks(&c, m, B);
+    }
+    if (dropout_p > 0) em_rng_reserve(B * Tq * Tk, &p.seed, &p.offset);
+    em_tensor *q3 = flat3(q, bs, nb, B), *k3 = q3 ? flat3(k, bs, nb, B) : NULL, *v3 = k3 ? flat3(v, bs, nb, B) : NULL;
+    int64_t os[3] = {B, Tq, Dv}, ls[2] = {B, Tq};
+    em_device dev = em_dev(q);
+    em_dtype ld = q->dtype == EM_FLOAT64 ? EM_FLOAT64 : EM_FLOAT32;
+    em_tensor *out3 = v3 ? em_empty(os, 3, q->dtype, dev) : NULL;
+    em_tensor *lse = out3 ? em_empty(ls, 2, ld, dev) : NULL;
+    bool ok = lse != NULL;
+    if (ok) {
+        bool was = em_set_grad_enabled(false);
+        if (Tk == 0) ok = em_fill_(out3, 0) == 0 && em_fill_(lse, -INFINITY) == 0;
+        else if (B * Tq > 0) ok = run_forward(&c, out3, lse, q3, k3, v3, &p) == 0;
+        em_set_grad_enabled(was);
+    }
+    if (ok && em_grad_mode && (q3->requires_grad || k3->requires_grad || v3->requires_grad)) {
+        out3 = record(out3, lse, q3, k3, v3, m, &p);
+        ok = out3 != NULL;
+    }
+    em_tensor *out = NULL;
+    if (ok && nb == 1) {
+        out = out3;                         /* already [B, Tq, Dv]: grad_fn stays the op's own node */
+        out3 = NULL;
+    } else if (ok) {
+        int64_t full[EM_MAX_DIMS];
+        memcpy(full, bs, sizeof(int64_t) * (size_t)nb);
+        full[nb] = Tq;
+        full[nb + 1] = Dv;
+        out = em_reshape(out3, full, nb + 2);
+    }
+    em_release(q3); em_release(k3); em_release(v3); em_release(out3); em_release(lse); em_release(m);
+    return out;
+}
