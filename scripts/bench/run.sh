@@ -89,6 +89,15 @@ if [ -e "$FM/train-images-idx3-ubyte.gz" ]; then
     rm -f "$ck"
 fi
 
+# Attention on one long causal sequence (T = 8192, D = 64), forward + backward:
+# the time and the growth of the process's peak memory, each side in its own
+# process (PyTorch 1.13 composes the math, holding T x T matrices)
+while read -r name value unit; do ours[$name]=$value; units[$name]=$unit; done \
+    < <("$EMBER" scripts/bench/attention.lua 8192 64)
+if [ $have_torch = 1 ]; then
+    while read -r name value unit; do theirs[$name]=$value; done < <($PY scripts/bench/attention_torch.py 8192 64)
+fi
+
 # The small-op training row: a character RNN (scripts/bench/char_rnn.lua and
 # its PyTorch twin), the best iteration of each side, taking turns
 for _ in 1 2 3; do
@@ -161,12 +170,14 @@ declare -A target=(
     [fm_epoch_s]="<= 0.7 x PyTorch"
     [conv2d_fb_ms]="<= 0.8 x PyTorch"
     [cnn_epoch_s]="<= 0.8 x PyTorch"
+    [sdpa8192_fb_ms]="(fused vs composed)"
+    [sdpa8192_peak_mb]="O(T): << 256 MB (one T x T float32 matrix)"
     [rnn_iter_ms]="(idle reference)"
     [fm_loaded_s]="<= 3 x idle, <= 1.0 x PyTorch"
     [rnn_loaded_ms]="<= 3 x idle, <= 1.0 x PyTorch"
 )
 for name in startup_ms op_overhead_us op_autograd_us matmul1024_gflops add16m_gbps fm_epoch_s conv2d_fb_ms \
-            cnn_epoch_s rnn_iter_ms fm_loaded_s rnn_loaded_ms; do
+            cnn_epoch_s sdpa8192_fb_ms sdpa8192_peak_mb rnn_iter_ms fm_loaded_s rnn_loaded_ms; do
     o=${ours[$name]:-n/a} t=${theirs[$name]:-n/a} r=n/a
     if [ "$o" != n/a ] && [ "$t" != n/a ]; then
         # ratio ember / pytorch (for times, < 1 is better; for rates, > 1 is better)
