@@ -29,6 +29,13 @@
 
 static const char *OP = "scaled_dot_product_attention";
 
+/* the dtype of the additive mask the kernels take (backend.h): q's, float32
+ * for the low-precision dtypes */
+static em_dtype mask_dtype(const em_tensor *q)
+{
+    return q->dtype == EM_FLOAT16 || q->dtype == EM_BFLOAT16 ? EM_FLOAT32 : q->dtype;
+}
+
 /* ---- calling the kernels, chunked where the mask's batch dims do not merge ------------- */
 
 typedef struct chunking {
@@ -335,7 +342,7 @@ static int check_inputs(const em_tensor *q, const em_tensor *k, const em_tensor 
                             (long long)v->sizes[v->ndim - 2]);
     if (mask) {
         if (em_check_same_device(OP, q, mask)) return -1;
-        if (mask->dtype != EM_BOOL && mask->dtype != q->dtype)
+        if (mask->dtype != EM_BOOL && mask->dtype != q->dtype && mask->dtype != mask_dtype(q))
             return em_set_error("%s: attn_mask must be bool or the query's dtype %s, got %s", OP,
                                 em_dtype_name(q->dtype), em_dtype_name(mask->dtype));
         if (em_grad_enabled() && mask->requires_grad)
@@ -404,13 +411,13 @@ static em_tensor *additive_mask(const em_tensor *mask, const em_tensor *q, const
                             SHAPE(mask), em_sizes_tmp(full, nb + 2), SHAPE(q), SHAPE(k)), NULL;
     em_tensor *add;
     if (mask->dtype == EM_BOOL) {
-        em_tensor *z = em_zeros(mask->sizes, mask->ndim, q->dtype, em_dev(q));
+        em_tensor *z = em_zeros(mask->sizes, mask->ndim, mask_dtype(q), em_dev(q));
         em_tensor *hidden = z ? em_unary(EM_LOGICAL_NOT, mask) : NULL;
         add = hidden ? em_masked_fill(z, hidden, -INFINITY) : NULL;
         em_release(z);
         em_release(hidden);
     } else {
-        add = em_retain((em_tensor *)mask);
+        add = em_cast_to(mask, mask_dtype(q));
     }
     em_tensor *e = add ? em_expand(add, full, nb + 2) : NULL;
     em_release(add);

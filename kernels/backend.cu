@@ -308,6 +308,8 @@ static em_backend make_backend(void)
     b.pool_backward = kc_pooling_backward;
     b.norm = kc_norm;
     b.norm_backward = kc_norm_backward;
+    b.attention = kc_attention;
+    b.attention_backward = kc_attention_backward;
     b.optim = kc_optim;
     b.device_count = device_count;
     b.device_name = device_name;

@@ -261,4 +261,13 @@ int kc_norm_backward(em_norm_op op, em_tensor *gx, em_tensor *gw, em_tensor *gb,
                      const em_norm_params *p);
 }
 
+/* ---- attention (attention.cu: float32, float64, float16, bfloat16; D, Dv <= 128) ---- */
+extern "C" {
+int kc_attention(em_tensor *out, em_tensor *lse, const em_tensor *q, const em_tensor *k, const em_tensor *v,
+                 const em_tensor *mask, const em_attn_params *p);
+int kc_attention_backward(em_tensor *gq, em_tensor *gk, em_tensor *gv, const em_tensor *gout, const em_tensor *q,
+                          const em_tensor *k, const em_tensor *v, const em_tensor *out, const em_tensor *lse,
+                          const em_tensor *mask, const em_attn_params *p);
+}
+
 #endif

