@@ -34,9 +34,23 @@ if [ -d "$FM" ]; then
     fi
     names="$names cnn_epoch_gpu_s"
 fi
+# The character GPT at nanoGPT's shakespeare_char size, 50 steps: ember beside
+# PyTorch eager (the ratio), and PyTorch with torch.compile noted beside it
+GPT_TEXT=${GPT_TEXT:-data/shakespeare/shakespeare.txt}
+if [ -s "$GPT_TEXT" ]; then
+    size="--layers 6 --heads 6 --d-model 384 --context 256 --batch 64 --steps 50 --device cuda"
+    ours[gpt_step_gpu_ms]=$("$EMBER" scripts/char_gpt.lua "$GPT_TEXT" --bench $size | awk '$1 == "gpt_step_ms" {print $2}')
+    units[gpt_step_gpu_ms]=ms
+    if [ -n "${theirs[gpu_add_launch_us]:-}" ]; then
+        theirs[gpt_step_gpu_ms]=$($PY scripts/bench/char_gpt_torch.py "$GPT_TEXT" $size | awk '$1 == "gpt_step_ms" {print $2}')
+        compiled=$($PY scripts/bench/char_gpt_torch.py "$GPT_TEXT" $size --compile 2>/dev/null | awk '$1 == "gpt_step_ms" {print $2}')
+    fi
+    names="$names gpt_step_gpu_ms"
+fi
 printf '%-26s %14s %14s %8s\n' benchmark ember pytorch ratio
 for n in $names; do
     o=${ours[$n]:-} t=${theirs[$n]:-}
     r=$( [ -n "$o" ] && [ -n "$t" ] && awk -v a="$o" -v b="$t" 'BEGIN { printf "%.3f", a / b }' || echo -)
     printf '%-26s %14s %14s %8s  %s\n' "$n" "${o:--}" "${t:--}" "$r" "${units[$n]:-}"
 done
+[ -n "${compiled:-}" ] && echo "gpt_step_gpu_ms with torch.compile: $compiled ms"

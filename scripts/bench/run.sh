@@ -98,6 +98,24 @@ if [ $have_torch = 1 ]; then
     while read -r name value unit; do theirs[$name]=$value; done < <($PY scripts/bench/attention_torch.py 8192 64)
 fi
 
+# The character GPT at the CPU size (4 layers, 4 heads, d_model 128, context
+# 128, batch 32) on the Shakespeare text (scripts/install-deps.sh --data):
+# the median step of 50 beside PyTorch's twin (nn.TransformerEncoderLayer);
+# with EMBER_BENCH_LONG=1 also the validation loss after 2000 steps (about
+# half an hour for both sides)
+GPT_TEXT=${GPT_TEXT:-data/shakespeare/shakespeare.txt}
+if [ -s "$GPT_TEXT" ]; then
+    gpt_steps=50
+    [ "${EMBER_BENCH_LONG:-0}" = 1 ] && gpt_steps=2000
+    while read -r name value unit; do ours[$name]=$value; units[$name]=$unit; done \
+        < <("$EMBER" scripts/char_gpt.lua "$GPT_TEXT" --bench --steps $gpt_steps | awk '/^gpt_/')
+    if [ $have_torch = 1 ]; then
+        while read -r name value unit; do theirs[$name]=$value; done \
+            < <($PY scripts/bench/char_gpt_torch.py "$GPT_TEXT" --steps $gpt_steps | awk '/^gpt_/')
+    fi
+    [ $gpt_steps = 2000 ] || { unset 'ours[gpt_val_loss]'; unset 'theirs[gpt_val_loss]'; }
+fi
+
 # The small-op training row: a character RNN (scripts/bench/char_rnn.lua and
 # its PyTorch twin), the best iteration of each side, taking turns
 for _ in 1 2 3; do
@@ -171,13 +189,16 @@ declare -A target=(
     [conv2d_fb_ms]="<= 0.8 x PyTorch"
     [cnn_epoch_s]="<= 0.8 x PyTorch"
     [sdpa8192_fb_ms]="(fused vs composed)"
+    [gpt_step_ms]="<= 0.8 x PyTorch"
+    [gpt_val_loss]="within 0.03 of PyTorch (EMBER_BENCH_LONG=1: 2000 steps)"
     [sdpa8192_peak_mb]="O(T): << 256 MB (one T x T float32 matrix)"
     [rnn_iter_ms]="(idle reference)"
     [fm_loaded_s]="<= 3 x idle, <= 1.0 x PyTorch"
     [rnn_loaded_ms]="<= 3 x idle, <= 1.0 x PyTorch"
 )
 for name in startup_ms op_overhead_us op_autograd_us matmul1024_gflops add16m_gbps fm_epoch_s conv2d_fb_ms \
-            cnn_epoch_s sdpa8192_fb_ms sdpa8192_peak_mb rnn_iter_ms fm_loaded_s rnn_loaded_ms; do
+            cnn_epoch_s sdpa8192_fb_ms sdpa8192_peak_mb gpt_step_ms gpt_val_loss rnn_iter_ms fm_loaded_s \
+            rnn_loaded_ms; do
     o=${ours[$name]:-n/a} t=${theirs[$name]:-n/a} r=n/a
     if [ "$o" != n/a ] && [ "$t" != n/a ]; then
         # ratio ember / pytorch (for times, < 1 is better; for rates, > 1 is better)
