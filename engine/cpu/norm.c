@@ -13,17 +13,31 @@
  * many elements each channel is also cut into `parts` pieces whose partial
  * statistics are merged in a fixed order (the cut depends only on the shape
  * and cpu_threads(), so results do not depend on the load). GROUP splits
- * over the (n, g) sets; its gw/gb sums run over channels in a second job.
+ * over the (n, g) sets. Its backward cuts the sets into `gparts` ranges
+ * (again from the shape and cpu_threads() alone): each range writes its gx
+ * and adds its sets' share of gw/gb into its own [C] partial sums, which are
+ * then added in range order, so x and gy are read once and gw/gb do not
+ * depend on which thread ran what. When the partial sums would be large
+ * beside the data (few long rows), gw/gb run over channels in a second job
+ * instead. Layer norm (GROUP, S = 1: many short rows) has its own row loops
+ * that the compiler vectorises.
  *
  * float32 outputs are computed as ((x - mh) - ml) * scale + shift, where
  * mh + ml is the mean in two floats: x - mh is exact near the mean, so no
- * precision is lost to a large mean. */
+ * precision is lost to a large mean (layer norm rows scale by rstd, then
+ * by w, in float: a per-channel double scale would cost a pass per row).
+ *
+ * gcc vectorises a loop that adds into one array of 8 double sums, but not
+ * one that updates two such arrays (6x slower): each sum has its own loop. */
 #include "cpu.h"
 
 #include <stdlib.h>
 
 #define CHUNK 2048
 #define MIN_PART 16384      /* elements: smaller parts are not worth a thread */
+/* GROUP backward: at most this many set ranges per configured thread (the
+ * pool's chunks per thread), so a late thread's share is taken by others */
+#define GPARTS_PER_THREAD 4
 
 typedef struct norm_job {
     em_norm_op op;
@@ -34,10 +48,13 @@ typedef struct norm_job {
     const char *x, *gy;
     char *y, *gx;
     double *w, *b;                  /* [C], 1 and 0 when not given */
+    float *wf, *bf;                 /* w and b in float (layer norm rows) */
     double *mean, *var, *rstd;      /* per set */
     double *pn, *pmean, *pm2;       /* per unit partial statistics (parts > 1) */
     double *psg, *psgx;             /* per unit partial sums of gy and gy (x - mean) */
     double *gw, *gb;                /* [C] (backward; NULL when not wanted) */
+    int64_t gparts;                 /* GROUP backward: set ranges with partial gw/gb */
+    double *pgw;                    /* [gparts][2][C]: partial gw, then gb, per range */
     bool want_gx;
 } norm_job;
 
@@ -88,14 +105,12 @@ static double sqdev_f64(const double *x, int64_t n, double m)
 static void gdot_f32(const float *gy, const float *x, int64_t n, double m, double *sg, double *sgx)
 {
     double a[8] = {0, 0, 0, 0, 0, 0, 0, 0}, b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) {
-            double g = gy[i + k];
-            a[k] += g;
-            b[k] += g * ((double)x[i + k] - m);
-        }
-    for (; i < n; i++) { a[0] += gy[i]; b[0] += (double)gy[i] * ((double)x[i] - m); }
+    int64_t i, n8 = n / 8;
+    for (int64_t q = 0; q < n8; q++)
+        for (int k = 0; k < 8; k++) a[k] += gy[8 * q + k];
+    for (int64_t q = 0; q < n8; q++)
+        for (int k = 0; k < 8; k++) b[k] += (double)gy[8 * q + k] * ((double)x[8 * q + k] - m);
+    for (i = 8 * n8; i < n; i++) { a[0] += gy[i]; b[0] += (double)gy[i] * ((double)x[i] - m); }
     *sg += ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
     *sgx += ((b[0] + b[1]) + (b[2] + b[3])) + ((b[4] + b[5]) + (b[6] + b[7]));
 }
@@ -103,13 +118,12 @@ static void gdot_f32(const float *gy, const float *x, int64_t n, double m, doubl
 static void gdot_f64(const double *gy, const double *x, int64_t n, double m, double *sg, double *sgx)
 {
     double a[8] = {0, 0, 0, 0, 0, 0, 0, 0}, b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) {
-            a[k] += gy[i + k];
-            b[k] += gy[i + k] * (x[i + k] - m);
-        }
-    for (; i < n; i++) { a[0] += gy[i]; b[0] += gy[i] * (x[i] - m); }
+    int64_t i, n8 = n / 8;
+    for (int64_t q = 0; q < n8; q++)
+        for (int k = 0; k < 8; k++) a[k] += gy[8 * q + k];
+    for (int64_t q = 0; q < n8; q++)
+        for (int k = 0; k < 8; k++) b[k] += gy[8 * q + k] * (x[8 * q + k] - m);
+    for (i = 8 * n8; i < n; i++) { a[0] += gy[i]; b[0] += gy[i] * (x[i] - m); }
     *sg += ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
     *sgx += ((b[0] + b[1]) + (b[2] + b[3])) + ((b[4] + b[5]) + (b[6] + b[7]));
 }
@@ -167,11 +181,6 @@ static void seg_gx(const norm_job *j, int64_t off, int64_t n, double m, double k
 {
     if (j->f32) gx_f32((float *)j->gx + off, (const float *)j->gy + off, (const float *)j->x + off, n, m, k1, k2, k3);
     else gx_f64((double *)j->gx + off, (const double *)j->gy + off, (const double *)j->x + off, n, m, k1, k2, k3);
-}
-
-static double load(const norm_job *j, const char *p, int64_t i)
-{
-    return j->f32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
 }
 
 /* ---- sets as segments ------------------------------------------------------------- */
@@ -249,8 +258,9 @@ static void group_affine(const norm_job *j, int64_t u)
     const double *w = j->w + c0, *b = j->b + c0;
     if (j->f32) {
         float *y = (float *)j->y + base;
-        const float *x = (const float *)j->x + base;
-        for (int64_t c = 0; c < j->cg; c++) y[c] = (float)(((double)x[c] - m) * r * w[c] + b[c]);
+        const float *x = (const float *)j->x + base, *wf = j->wf + c0, *bf = j->bf + c0;
+        float mh = (float)m, ml = (float)(m - (double)mh), rf = (float)r;
+        for (int64_t c = 0; c < j->cg; c++) y[c] = ((x[c] - mh) - ml) * rf * wf[c] + bf[c];
     } else {
         double *y = (double *)j->y + base;
         const double *x = (const double *)j->x + base;
@@ -276,6 +286,20 @@ static void fwd_sets(int64_t lo, int64_t hi, void *ctx)
         set_stats(j, u, range_stats(j, u, 0, j->setsize));
         if (j->op == EM_NORM_GROUP) group_affine(j, u);
         else batch_affine(j, u, 0, j->setsize);
+    }
+}
+
+/* layer norm rows (GROUP, S = 1, a set of at most CHUNK elements): the
+ * same statistics as range_stats' single chunk, without its segment walk */
+static void fwd_rows(int64_t lo, int64_t hi, void *ctx)
+{
+    norm_job *j = ctx;
+    double n = (double)j->cg;
+    for (int64_t u = lo; u < hi; u++) {
+        int64_t base = u * j->cg;
+        double m = seg_sum(j, j->x, base, j->cg) / n;
+        set_stats(j, u, (stats){n, m, seg_sqdev(j, j->x, base, j->cg, m)});
+        group_affine(j, u);
     }
 }
 
@@ -390,7 +414,18 @@ int cpu_norm(em_norm_op op, em_tensor *y, em_tensor *mean, em_tensor *var, const
     }
     j.y = em_data_ptr(y);
     int64_t numel = em_numel(x);
-    if (j.parts == 1) {
+    float *wbf = op == EM_NORM_GROUP && j.S == 1 ? malloc((size_t)(2 * j.C) * sizeof *wbf) : NULL;
+    if (op == EM_NORM_GROUP && j.S == 1 && !wbf) {
+        free(mem);
+        return em_set_error("norm: out of memory");
+    }
+    if (wbf) {
+        j.wf = wbf, j.bf = wbf + j.C;
+        for (int64_t c = 0; c < j.C; c++) j.wf[c] = (float)j.w[c], j.bf[c] = (float)j.b[c];
+    }
+    if (op == EM_NORM_GROUP && j.S == 1 && j.cg <= CHUNK) {
+        cpu_parallel_for(j.nsets, numel, 1, fwd_rows, &j);
+    } else if (j.parts == 1) {
         cpu_parallel_for(j.nsets, numel, 1, fwd_sets, &j);
     } else {
         int64_t units = j.nsets * j.parts;
@@ -409,6 +444,7 @@ int cpu_norm(em_norm_op op, em_tensor *y, em_tensor *mean, em_tensor *var, const
         cpu_store_f64(mp + u * (int64_t)ms, mean->dtype, j.mean[u]);
         cpu_store_f64(vp + u * (int64_t)vs, var->dtype, j.var[u]);
     }
+    free(wbf);
     free(mem);
     return 0;
 }
@@ -472,43 +508,144 @@ static void batch_back_part_gx(int64_t lo, int64_t hi, void *ctx)
     }
 }
 
-/* gx of GROUP set u = (n, g):
- *   A = sum_c w_c sum_s gy,  B = sum_c w_c sum_s gy (x - mean),
- *   gx = rstd (w_c gy - A/M) - (x - mean) rstd^3 B / M */
-static void group_gx(const norm_job *j, int64_t u)
+/* One GROUP set u = (n, g) of S > 1: with, per channel c,
+ * sg_c = sum_s gy and sgx_c = sum_s gy (x - mean),
+ *   A = sum_c w_c sg_c,  B = sum_c w_c sgx_c,
+ *   gx = rstd (w_c gy - A/M) - (x - mean) rstd^3 B / M;
+ * adds sgx_c rstd to pgw[c] and sg_c to pgb[c] when pgw is given. */
+static void group_back_set(const norm_job *j, int64_t u, double *pgw, double *pgb)
 {
     int64_t c0 = (u % j->G) * j->cg, base = u * j->setsize;
     double m = j->mean[u], r = j->rstd[u], M = (double)j->setsize, A = 0, B = 0;
     const double *w = j->w + c0;
-    if (j->S > 1) {
-        for (int64_t c = 0; c < j->cg; c++) {
-            double sg = 0, sgx = 0;
-            seg_gdot(j, base + c * j->S, j->S, m, &sg, &sgx);
-            A += w[c] * sg, B += w[c] * sgx;
-        }
-        double k2 = -r * r * r * B / M, k3 = -r * A / M;
-        for (int64_t c = 0; c < j->cg; c++) seg_gx(j, base + c * j->S, j->S, m, r * w[c], k2, k3);
+    for (int64_t c = 0; c < j->cg; c++) {
+        double sg = 0, sgx = 0;
+        seg_gdot(j, base + c * j->S, j->S, m, &sg, &sgx);
+        A += w[c] * sg, B += w[c] * sgx;
+        if (pgw) pgw[c0 + c] += sgx * r, pgb[c0 + c] += sg;
+    }
+    if (!j->want_gx) return;
+    double k2 = -r * r * r * B / M, k3 = -r * A / M;
+    for (int64_t c = 0; c < j->cg; c++) seg_gx(j, base + c * j->S, j->S, m, r * w[c], k2, k3);
+}
+
+/* Rows of S = 1 (layer norm, or groups of one element per channel):
+ * A = sum gy w, B = sum gy w (x - m) over the row */
+static void row_sums_f32(const float *gy, const float *x, const double *w, int64_t n, double m,
+                         double *A, double *B)
+{
+    double a[8] = {0, 0, 0, 0, 0, 0, 0, 0}, b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i, n8 = n / 8;
+    for (int64_t q = 0; q < n8; q++)
+        for (int k = 0; k < 8; k++) a[k] += (double)gy[8 * q + k] * w[8 * q + k];
+    for (int64_t q = 0; q < n8; q++)
+        for (int k = 0; k < 8; k++) b[k] += (double)gy[8 * q + k] * w[8 * q + k] * ((double)x[8 * q + k] - m);
+    for (i = 8 * n8; i < n; i++) a[0] += (double)gy[i] * w[i], b[0] += (double)gy[i] * w[i] * ((double)x[i] - m);
+    *A = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+    *B = ((b[0] + b[1]) + (b[2] + b[3])) + ((b[4] + b[5]) + (b[6] + b[7]));
+}
+
+static void row_sums_f64(const double *gy, const double *x, const double *w, int64_t n, double m,
+                         double *A, double *B)
+{
+    double a[8] = {0, 0, 0, 0, 0, 0, 0, 0}, b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i, n8 = n / 8;
+    for (int64_t q = 0; q < n8; q++)
+        for (int k = 0; k < 8; k++) a[k] += gy[8 * q + k] * w[8 * q + k];
+    for (int64_t q = 0; q < n8; q++)
+        for (int k = 0; k < 8; k++) b[k] += gy[8 * q + k] * w[8 * q + k] * (x[8 * q + k] - m);
+    for (i = 8 * n8; i < n; i++) a[0] += gy[i] * w[i], b[0] += gy[i] * w[i] * (x[i] - m);
+    *A = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+    *B = ((b[0] + b[1]) + (b[2] + b[3])) + ((b[4] + b[5]) + (b[6] + b[7]));
+}
+
+/* pgw += gy (x - m) r, pgb += gy, and when gx: gx = r w gy + (x - m) k2 + k3,
+ * with A, B as above, k2 = -r^3 B / n, k3 = -r A / n */
+static void row_back_f32(const norm_job *j, int64_t u, double *pgw, double *pgb)
+{
+    int64_t n = j->cg, c0 = (u % j->G) * n;
+    const float *gy = (const float *)j->gy + u * n, *x = (const float *)j->x + u * n;
+    const double *w = j->w + c0;
+    const float *wf = j->wf + c0;
+    double m = j->mean[u], r = j->rstd[u];
+    if (!j->want_gx) {
+        pgw += c0, pgb += c0;
+        for (int64_t c = 0; c < n; c++) pgw[c] += (double)gy[c] * ((double)x[c] - m) * r, pgb[c] += gy[c];
         return;
     }
-    for (int64_t c = 0; c < j->cg; c++) {
-        double g = load(j, j->gy, base + c) * w[c];
-        A += g, B += g * (load(j, j->x, base + c) - m);
+    double A, B;
+    row_sums_f32(gy, x, w, n, m, &A, &B);
+    float mh = (float)m, ml = (float)(m - (double)mh), rf = (float)r;
+    float k2 = (float)(-r * r * r * B / (double)n), k3 = (float)(-r * A / (double)n);
+    float *gx = (float *)j->gx + u * n;
+    if (!pgw) {
+        for (int64_t c = 0; c < n; c++) gx[c] = gy[c] * wf[c] * rf + ((x[c] - mh) - ml) * k2 + k3;
+        return;
     }
-    double k2 = -r * r * r * B / M, k3 = -r * A / M;
-    if (j->f32) {
-        float *gx = (float *)j->gx + base;
-        const float *gy = (const float *)j->gy + base, *x = (const float *)j->x + base;
-        for (int64_t c = 0; c < j->cg; c++) gx[c] = (float)(r * w[c] * gy[c] + ((double)x[c] - m) * k2 + k3);
-    } else {
-        double *gx = (double *)j->gx + base;
-        const double *gy = (const double *)j->gy + base, *x = (const double *)j->x + base;
-        for (int64_t c = 0; c < j->cg; c++) gx[c] = r * w[c] * gy[c] + (x[c] - m) * k2 + k3;
+    pgw += c0, pgb += c0;
+    for (int64_t c = 0; c < n; c++) {
+        float d = (x[c] - mh) - ml;
+        gx[c] = gy[c] * wf[c] * rf + d * k2 + k3;
+        pgw[c] += (double)gy[c] * ((double)x[c] - m) * r, pgb[c] += gy[c];
     }
 }
 
+static void row_back_f64(const norm_job *j, int64_t u, double *pgw, double *pgb)
+{
+    int64_t n = j->cg, c0 = (u % j->G) * n;
+    const double *gy = (const double *)j->gy + u * n, *x = (const double *)j->x + u * n;
+    const double *w = j->w + c0;
+    double m = j->mean[u], r = j->rstd[u];
+    if (pgw) {
+        pgw += c0, pgb += c0;
+        for (int64_t c = 0; c < n; c++) pgw[c] += gy[c] * (x[c] - m) * r, pgb[c] += gy[c];
+    }
+    if (!j->want_gx) return;
+    double A, B;
+    row_sums_f64(gy, x, w, n, m, &A, &B);
+    double k2 = -r * r * r * B / (double)n, k3 = -r * A / (double)n;
+    double *gx = (double *)j->gx + u * n;
+    for (int64_t c = 0; c < n; c++) gx[c] = r * w[c] * gy[c] + (x[c] - m) * k2 + k3;
+}
+
+static void group_back_one(const norm_job *j, int64_t u, double *pgw, double *pgb)
+{
+    if (j->S > 1) group_back_set(j, u, pgw, pgb);
+    else if (j->f32) row_back_f32(j, u, pgw, pgb);
+    else row_back_f64(j, u, pgw, pgb);
+}
+
+/* gx only, or gx with gw/gb in the second job */
 static void group_back_sets(int64_t lo, int64_t hi, void *ctx)
 {
-    for (int64_t u = lo; u < hi; u++) group_gx(ctx, u);
+    for (int64_t u = lo; u < hi; u++) group_back_one(ctx, u, NULL, NULL);
+}
+
+/* set ranges [lo, hi) of gparts: gx, and each range's partial gw, gb */
+static void group_back_ranges(int64_t lo, int64_t hi, void *ctx)
+{
+    norm_job *j = ctx;
+    for (int64_t k = lo; k < hi; k++) {
+        double *pgw = j->pgw + k * 2 * j->C, *pgb = pgw + j->C;
+        for (int64_t c = 0; c < 2 * j->C; c++) pgw[c] = 0;
+        int64_t u0 = j->nsets * k / j->gparts, u1 = j->nsets * (k + 1) / j->gparts;
+        for (int64_t u = u0; u < u1; u++) group_back_one(j, u, pgw, pgb);
+    }
+}
+
+/* How many set ranges the GROUP backward sums gw/gb over, from the shape
+ * and cpu_threads() only. Each range's 2C partial sums stay within an
+ * eighth of its data (N S / 16 ranges at most). 0: fewer ranges than
+ * threads for a job worth threads (a few long rows): summing over channels
+ * in a second job is then faster. */
+static int64_t group_ranges(const norm_job *j)
+{
+    int64_t T = cpu_threads(), numel = j->nsets * j->setsize, k = GPARTS_PER_THREAD * T;
+    if (k > numel / MIN_PART) k = numel / MIN_PART;
+    if (k > j->nsets) k = j->nsets;
+    if (k > j->N * j->S / 16) k = j->N * j->S / 16;
+    if (k < 1) k = 1;
+    return k < T && numel >= CPU_PARALLEL_MIN ? 0 : k;
 }
 
 /* gw, gb of GROUP for channels [lo, hi), sample by sample (a fixed order):
@@ -519,12 +656,50 @@ static void group_back_params(int64_t lo, int64_t hi, void *ctx)
     for (int64_t c = lo; c < hi; c++) j->gw[c] = j->gb[c] = 0;
     for (int64_t n = 0; n < j->N; n++)
         for (int64_t c = lo; c < hi; c++) {
-            int64_t u = n * j->G + c / j->cg;
+            int64_t u = n * j->G + c / j->cg, i = n * j->C + c;
             double sg = 0, sgx = 0;
-            seg_gdot(j, (n * j->C + c) * j->S, j->S, j->mean[u], &sg, &sgx);
+            if (j->S > 1) {
+                seg_gdot(j, i * j->S, j->S, j->mean[u], &sg, &sgx);
+            } else if (j->f32) {                /* one element: no call per element */
+                sg = ((const float *)j->gy)[i];
+                sgx = sg * ((double)((const float *)j->x)[i] - j->mean[u]);
+            } else {
+                sg = ((const double *)j->gy)[i];
+                sgx = sg * (((const double *)j->x)[i] - j->mean[u]);
+            }
             j->gb[c] += sg;
             j->gw[c] += sgx * j->rstd[u];
         }
+}
+
+/* GROUP: gx where wanted, and gw/gb into j->gw, j->gb when params;
+ * -1: out of memory */
+static int group_backward(norm_job *j, bool params)
+{
+    int64_t numel = j->nsets * j->setsize;
+    if (!params && !j->want_gx) return 0;
+    j->gparts = params ? group_ranges(j) : 0;
+    size_t nd = (size_t)(j->gparts * 2 * j->C), nf = (size_t)j->C;
+    double *scratch = malloc(nd * sizeof(double) + nf * sizeof(float));
+    if (!scratch) return -1;
+    j->pgw = scratch;
+    j->wf = (float *)(scratch + nd);
+    for (int64_t c = 0; c < j->C; c++) j->wf[c] = (float)j->w[c];
+    if (!params) {
+        cpu_parallel_for(j->nsets, numel, 1, group_back_sets, j);
+    } else if (j->gparts == 0) {
+        if (j->want_gx) cpu_parallel_for(j->nsets, numel, 1, group_back_sets, j);
+        cpu_parallel_for(j->C, numel, 1, group_back_params, j);
+    } else {
+        cpu_parallel_for(j->gparts, numel, 1, group_back_ranges, j);
+        for (int64_t c = 0; c < j->C; c++) j->gw[c] = j->gb[c] = 0;
+        for (int64_t k = 0; k < j->gparts; k++) {
+            const double *pgw = j->pgw + k * 2 * j->C, *pgb = pgw + j->C;
+            for (int64_t c = 0; c < j->C; c++) j->gw[c] += pgw[c], j->gb[c] += pgb[c];
+        }
+    }
+    free(scratch);
+    return 0;
 }
 
 static void store_vec(em_tensor *t, const double *v, int64_t n)
@@ -570,9 +745,9 @@ int cpu_norm_backward(em_norm_op op, em_tensor *gx, em_tensor *gw, em_tensor *gb
             for (int64_t k = c * j.parts; k < (c + 1) * j.parts; k++) j.gb[c] += j.psg[k], j.gw[c] += j.psgx[k];
         }
         if (gx) cpu_parallel_for(j.nsets * j.parts, numel, 1, batch_back_part_gx, &j);
-    } else {
-        if (gx) cpu_parallel_for(j.nsets, numel, 1, group_back_sets, &j);
-        if (gw || gb) cpu_parallel_for(j.C, numel, 1, group_back_params, &j);
+    } else if (group_backward(&j, gw || gb)) {
+        free(mem);
+        return em_set_error("%s: out of memory", name);
     }
     /* BATCH's sums are of gy (x - mean); gw wants gy xhat */
     if (op == EM_NORM_BATCH)

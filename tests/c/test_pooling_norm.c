@@ -513,6 +513,14 @@ static void test_norm_forward_large(void)
         c = (norm_case){.op = EM_NORM_GROUP, .p = {300, 512, 1, 1, 1e-5}, .dt = EM_FLOAT32, .affine = true,
                         .lo = 3, .span = 2};
         CHECK(check_norm_forward(&c));
+        /* layer norm rows: a length that is no multiple of 8, and rows
+         * longer than one statistics chunk */
+        c = (norm_case){.op = EM_NORM_GROUP, .p = {1001, 100, 1, 1, 1e-5}, .dt = EM_FLOAT32, .affine = true,
+                        .lo = 1000, .span = 0.05};
+        CHECK(check_norm_forward(&c));
+        c = (norm_case){.op = EM_NORM_GROUP, .p = {8, 5000, 1, 1, 1e-5}, .dt = EM_FLOAT32, .affine = true,
+                        .lo = -1, .span = 2};
+        CHECK(check_norm_forward(&c));
     }
     cpu_set_threads(saved);
 }
@@ -651,7 +659,8 @@ static int check_norm_backward_ref(const norm_case *c)
     int64_t xs[3] = {c->p.N, c->p.C, c->p.S}, cs = c->p.C, n = em_numel(t.x);
     em_tensor *gy = tensor(c->dt, 3, xs);
     fill(gy, -1, 2, false);
-    double *rx = malloc((size_t)n * sizeof *rx), rw[1024], rb[1024];
+    double *rx = malloc((size_t)n * sizeof *rx), *rw = malloc((size_t)cs * sizeof *rw);
+    double *rb = malloc((size_t)cs * sizeof *rb);
     backward_ref(c, &t, gy, rx, rw, rb);
     bool f32 = c->dt == EM_FLOAT32;
     double tol = (f32 ? 2e-5 : 1e-10) / (c->span / 2);
@@ -675,7 +684,7 @@ static int check_norm_backward_ref(const norm_case *c)
         if (gw) em_release(gw);
         if (gb) em_release(gb);
     }
-    free(rx);
+    free(rx), free(rw), free(rb);
     em_release(gy);
     norm_free(&t);
     return ok;
@@ -706,7 +715,56 @@ static void test_norm_backward_large(void)
         CHECK(check_norm_backward_ref(&c));
         c.dt = EM_FLOAT64, c.affine = false, c.p.G = 8;
         CHECK(check_norm_backward_ref(&c));
+        /* layer norm rows whose count and length are no multiples of the
+         * ranges or of 8; groups of S = 1; a few long rows (gw, gb then
+         * summed over channels); a far mean */
+        c = (norm_case){.op = EM_NORM_GROUP, .p = {1001, 100, 1, 1, 1e-5}, .dt = EM_FLOAT32, .affine = true,
+                        .lo = -1, .span = 2};
+        CHECK(check_norm_backward_ref(&c));
+        c = (norm_case){.op = EM_NORM_GROUP, .p = {333, 60, 1, 4, 1e-5}, .dt = EM_FLOAT64, .affine = true,
+                        .lo = -1, .span = 2};
+        CHECK(check_norm_backward_ref(&c));
+        c = (norm_case){.op = EM_NORM_GROUP, .p = {8, 9000, 1, 1, 1e-5}, .dt = EM_FLOAT32, .affine = true,
+                        .lo = -1, .span = 2};
+        CHECK(check_norm_backward_ref(&c));
+        c = (norm_case){.op = EM_NORM_GROUP, .p = {2000, 33, 1, 1, 1e-5}, .dt = EM_FLOAT32, .affine = true,
+                        .lo = 100, .span = 0.5};
+        CHECK(check_norm_backward_ref(&c));
     }
+    cpu_set_threads(saved);
+}
+
+/* gw and gb of layer norm rows are partial sums per range of rows, added in
+ * range order: the same bits on every run at one thread count, and close
+ * across thread counts */
+static void test_norm_backward_rows_fixed(void)
+{
+    int saved = cpu_threads();
+    norm_case c = {.op = EM_NORM_GROUP, .p = {4096, 128, 1, 1, 1e-5}, .dt = EM_FLOAT32, .affine = true,
+                   .lo = -1, .span = 2};
+    norm_tensors t = norm_make(&c);
+    int64_t xs[3] = {c.p.N, c.p.C, c.p.S}, cs = c.p.C;
+    em_tensor *gy = tensor(EM_FLOAT32, 3, xs), *gx = tensor(EM_FLOAT32, 3, xs);
+    em_tensor *gw[3], *gb[3];
+    fill(gy, -1, 2, false);
+    int counts[] = {2, 2, 3};
+    for (int k = 0; k < 3; k++) {
+        cpu_set_threads(counts[k]);
+        gw[k] = tensor(EM_FLOAT32, 1, &cs), gb[k] = tensor(EM_FLOAT32, 1, &cs);
+        CHECK(backward(&c, &t, gy, gx, gw[k], gb[k]) == 0);
+    }
+    CHECK(memcmp(em_data_ptr(gw[0]), em_data_ptr(gw[1]), (size_t)cs * sizeof(float)) == 0);
+    CHECK(memcmp(em_data_ptr(gb[0]), em_data_ptr(gb[1]), (size_t)cs * sizeof(float)) == 0);
+    int close = 1;
+    for (int64_t ch = 0; ch < cs; ch++)
+        close &= fabs(get(gw[0], ch) - get(gw[2], ch)) <= 1e-5 * (1 + fabs(get(gw[0], ch))) &&
+                 fabs(get(gb[0], ch) - get(gb[2], ch)) <= 1e-5 * (1 + fabs(get(gb[0], ch)));
+    CHECK(close);
+    /* nothing wanted: nothing to do */
+    CHECK(backward(&c, &t, gy, NULL, NULL, NULL) == 0);
+    for (int k = 0; k < 3; k++) em_release(gw[k]), em_release(gb[k]);
+    em_release(gy), em_release(gx);
+    norm_free(&t);
     cpu_set_threads(saved);
 }
 
@@ -747,6 +805,7 @@ int main(void)
     RUN(test_norm_forward_large);
     RUN(test_norm_backward_fd);
     RUN(test_norm_backward_large);
+    RUN(test_norm_backward_rows_fixed);
     RUN(test_norm_errors);
     CHECK_DONE();
 }
