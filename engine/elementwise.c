@@ -18,6 +18,7 @@ static const char *const unary_names[EM_NUNARY] = {
     [EM_SIGMOID] = "sigmoid", [EM_RELU] = "relu", [EM_GELU] = "gelu", [EM_SILU] = "silu",
     [EM_FLOOR] = "floor", [EM_CEIL] = "ceil", [EM_ROUND] = "round",
     [EM_LOGICAL_NOT] = "logical_not", [EM_RECIPROCAL] = "reciprocal", [EM_SQUARE] = "square",
+    [EM_GELU_GRAD] = "gelu_grad",
 };
 
 static const char *const binary_names[EM_NBINARY] = {

@@ -196,6 +196,7 @@ typedef enum em_unary_op {
     EM_NEG, EM_ABS, EM_SIGN, EM_EXP, EM_LOG, EM_LOG1P, EM_EXPM1, EM_SQRT,
     EM_RSQRT, EM_SIN, EM_COS, EM_TANH, EM_SIGMOID, EM_RELU, EM_GELU, EM_SILU,
     EM_FLOOR, EM_CEIL, EM_ROUND, EM_LOGICAL_NOT, EM_RECIPROCAL, EM_SQUARE,
+    EM_GELU_GRAD,       /* d/dx gelu(x) = Phi(x) + x phi(x): GELU's backward */
     EM_NUNARY
 } em_unary_op;
 

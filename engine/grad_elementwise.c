@@ -54,23 +54,17 @@ static em_tensor *zeros_like_t(const em_tensor *t) { return em_zeros(t->sizes, t
 
 /* ---- unary ---------------------------------------------------------------- */
 
-/* d/dx x*Phi(x) = Phi(x) + x*phi(x). There is no erf op, so Phi comes from
- * the forward itself: Phi(x) = gelu(x)/x, and 1/2 at x = 0. */
-static em_tensor *gelu_derivative(const em_tensor *x)
+/* d/dx (Phi(x) + x phi(x)) = phi(x) (2 - x^2), composed from engine ops so
+ * that a recorded backward differentiates further. */
+static em_tensor *gelu_second_derivative(const em_tensor *x)
 {
-    em_tensor *g = em_unary(EM_GELU, x);
-    em_tensor *zero = em_binary_scalar(EM_EQ, x, 0, false, false);
-    em_tensor *safe_x = zero ? em_masked_fill(x, zero, 1.0) : NULL;
-    em_tensor *phi_cdf = g && safe_x ? em_binary(EM_DIV, g, safe_x) : NULL;
-    em_tensor *cdf = phi_cdf ? em_masked_fill(phi_cdf, zero, 0.5) : NULL;
     em_tensor *sq = em_unary(EM_SQUARE, x);
     em_tensor *e = sq ? em_binary_scalar(EM_MUL, sq, -0.5, false, false) : NULL;
     em_tensor *ex = e ? em_unary(EM_EXP, e) : NULL;
-    em_tensor *pdf = ex ? em_binary_scalar(EM_MUL, ex, 0.3989422804014327, false, false) : NULL;
-    em_tensor *xpdf = pdf ? em_binary(EM_MUL, x, pdf) : NULL;
-    em_tensor *r = cdf && xpdf ? em_binary(EM_ADD, cdf, xpdf) : NULL;
-    em_release(g); em_release(zero); em_release(safe_x); em_release(phi_cdf); em_release(cdf);
-    em_release(sq); em_release(e); em_release(ex); em_release(pdf); em_release(xpdf);
+    em_tensor *pdf = ex ? em_binary_scalar(EM_MUL, ex, 0.39894228040143267794, false, false) : NULL;
+    em_tensor *two_m = sq ? em_binary_scalar(EM_SUB, sq, 2, false, true) : NULL;
+    em_tensor *r = pdf && two_m ? em_binary(EM_MUL, pdf, two_m) : NULL;
+    em_release(sq); em_release(e); em_release(ex); em_release(pdf); em_release(two_m);
     return r;
 }
 
@@ -113,7 +107,9 @@ static int unary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
         em_release(z);
         break;
     }
-    case EM_GELU: r = mul_x(em_retain((em_tensor *)g), gelu_derivative(x)); break;
+    /* one fused pass for the derivative, then the product */
+    case EM_GELU: r = mul_x(em_retain((em_tensor *)g), em_unary(EM_GELU_GRAD, x)); break;
+    case EM_GELU_GRAD: r = mul_x(em_retain((em_tensor *)g), gelu_second_derivative(x)); break;
     case EM_SILU: { /* s + x s (1 - s), s = sigmoid(x) */
         em_tensor *s = em_unary(EM_SIGMOID, x);
         em_tensor *oms = s ? em_binary_scalar(EM_SUB, s, 1, false, true) : NULL;
@@ -142,6 +138,7 @@ static const char *const unary_names[EM_NUNARY] = {
     [EM_SILU] = "SiluBackward", [EM_FLOOR] = "FloorBackward", [EM_CEIL] = "CeilBackward",
     [EM_ROUND] = "RoundBackward", [EM_LOGICAL_NOT] = "LogicalNotBackward",
     [EM_RECIPROCAL] = "ReciprocalBackward", [EM_SQUARE] = "SquareBackward",
+    [EM_GELU_GRAD] = "GeluGradBackward",
 };
 
 em_tensor *em_ag_unary(em_unary_op op, const em_tensor *a)

@@ -9,9 +9,9 @@
  * kc_foreach. float16/bfloat16 are storage types: the engine computes them in
  * float32 and this file refuses them, as the CPU does.
  *
- * float32 math uses CUDA's single-precision functions (expf, erff, ...),
- * which agree with glibc's to within their documented few ulp, not always to
- * the bit.
+ * float32 math uses CUDA's single-precision functions (expf, normcdff, ...),
+ * which agree with glibc's (or, for GELU, the CPU's own float32 path) to
+ * within their documented few ulp, not always to the bit.
  */
 #include "elementwise.cuh"
 
@@ -21,6 +21,7 @@
 static const char *const un_names[EM_NUNARY] = {
     "neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
     "sigmoid", "relu", "gelu", "silu", "floor", "ceil", "round", "logical_not", "reciprocal", "square",
+    "gelu_grad",
 };
 
 /* ---- ops --------------------------------------------------------------------- */
@@ -89,15 +90,33 @@ struct u_relu {
     __host__ __device__ double operator()(double a) const { return a < 0 ? 0.0 : a; }
     __host__ __device__ int64_t operator()(int64_t a) const { return a < 0 ? 0 : a; }
 };
-/* the exact form with erf; the constant is the CPU's (float)M_SQRT1_2 */
+/* The exact form x Phi(x). float32 takes normcdff, which keeps its relative
+ * accuracy for negative x where 1 + erf(x / sqrt 2) would cancel; float64
+ * the erf form, as on the CPU. */
 struct u_gelu {
-    __host__ __device__ float operator()(float a) const
-    {
-        return 0.5f * a * (1.0f + erff(a * (float)0.70710678118654752440));
-    }
+    __host__ __device__ float operator()(float a) const { return a * normcdff(a); }
     __host__ __device__ double operator()(double a) const
     {
         return 0.5 * a * (1.0 + erf(a * 0.70710678118654752440));
+    }
+};
+/* exp(-a^2 / 2) with a^2 carried as h + l (fmaf gives the rounding error l
+ * exactly), so the argument's rounding does not grow with |a| */
+__host__ __device__ inline float gaussian_f(float a)
+{
+    float h = a * a;
+    float l = fmaf(a, a, -h);
+    return expf(-0.5f * h) * (1.0f - 0.5f * l);
+}
+/* GELU's derivative Phi(x) + x phi(x) */
+struct u_gelu_grad {
+    __host__ __device__ float operator()(float a) const
+    {
+        return normcdff(a) + a * gaussian_f(a) * 0.39894228040143267794f;
+    }
+    __host__ __device__ double operator()(double a) const
+    {
+        return 0.5 * erfc(-a * 0.70710678118654752440) + a * exp(-0.5 * a * a) * 0.39894228040143267794;
     }
 };
 struct u_silu {
@@ -195,6 +214,7 @@ static int un_float(em_unary_op op, const char *name, em_tensor *out, const em_t
     case EM_LOGICAL_NOT: return un_run<D, u_not>(name, out, a);
     case EM_RECIPROCAL: return un_run<D, u_reciprocal>(name, out, a);
     case EM_SQUARE: return un_run<D, u_square>(name, out, a);
+    case EM_GELU_GRAD: return un_run<D, u_gelu_grad>(name, out, a);
     default: return kc_error("unary: invalid op %d", (int)op);
     }
 }
