@@ -757,3 +757,36 @@ describe("training", function()
     check(fc.bias, {0.3}, 1e-3)
   end)
 end)
+
+describe("F.linear on inputs with more than 2 dims", function()
+  it("equals the row-by-row product, gradients included (one GEMM over all rows)", function()
+    ember.manual_seed(5)
+    local x = ember.randn(2, 3, 4, {dtype = "float64", requires_grad = true})
+    local w = ember.randn(5, 4, {dtype = "float64", requires_grad = true})
+    local b = ember.randn(5, {dtype = "float64", requires_grad = true})
+    local y = F.linear(x, w, b)
+    assert.same({2, 3, 5}, {y.shape[1], y.shape[2], y.shape[3]})
+    -- row (i, j) by hand: sum_k x[i][j][k] w[o][k] + b[o]
+    local want = {}
+    for i = 1, 2 do
+      want[i] = {}
+      for j = 1, 3 do
+        want[i][j] = {}
+        for o = 1, 5 do
+          local s = b[o]
+          for k = 1, 4 do s = s + x[i][j][k] * w[o][k] end
+          want[i][j][o] = s
+        end
+      end
+    end
+    check(y, want, 1e-12)
+    local ok, report = gradcheck(function(a, m, c) return F.linear(a:transpose(1, 2), m, c) end,
+                                 {ember.randn(3, 2, 4, {dtype = "float64"}), w, b})
+    assert(ok, report)
+  end)
+  it("names the shapes when the last dim does not match, at the caller's line", function()
+    local msg = err(function() local y = F.linear(ember.ones(2, 3, 4), ember.ones(5, 3)); return y end)
+    has(msg, "nn_spec.lua:")
+    has(msg, "linear: input [2, 3, 4] and weight [5, 3]")
+  end)
+end)

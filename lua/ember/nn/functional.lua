@@ -39,6 +39,19 @@ local function is_integer_dtype(d) return d == "int64" or d == "int32" or d == "
 -- Example: F.linear(ember.randn(2, 3), ember.randn(4, 3))   -- [2, 4]
 function F.linear(x, weight, bias)
   if x.ndim == 2 and bias then return ember.addmm(bias, x, weight:t()) end
+  if x.ndim > 2 and weight.ndim == 2 then
+    if x.shape[x.ndim] ~= weight.shape[2] then
+      raise(string.format("linear: input %s and weight %s: expected an input of shape [..., %d]", shape_str(x),
+                          shape_str(weight), weight.shape[2]))
+    end
+    -- [..., in] as one [N, in] matrix, as PyTorch does: the weight's gradient is
+    -- then one GEMM over all rows, not a batched product summed over the batch
+    local shape = x.shape
+    local out, rows = {}, 1
+    for i = 1, #shape - 1 do out[i] = shape[i]; rows = rows * shape[i] end
+    out[#shape] = weight.shape[1]
+    return F.linear(x:reshape(rows, shape[#shape]), weight, bias):reshape(out)
+  end
   local y = x:matmul(weight:t())
   if bias then y = y + bias end
   return y
