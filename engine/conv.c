@@ -121,11 +121,6 @@ static const char *op_name(const em_conv_args *a, char *buf, size_t n)
     return buf;
 }
 
-static const char *list_tmp(const int64_t *v, int n)
-{
-    return em_sizes_tmp(v, n);
-}
-
 /* Checks the arguments and fills sh (params and the result's batched
  * shape); *extra gets the right-hand padding "same" needs beyond the
  * symmetric part (0 for most convs). */
@@ -150,16 +145,16 @@ static int check_conv(const char *op, const em_tensor *x, const em_tensor *w, co
     if (a->groups < 1) return em_set_error("%s: groups must be positive, got %lld", op, (long long)a->groups);
     for (int i = 0; i < ns; i++) {
         if (a->stride[i] < 1)
-            return em_set_error("%s: stride must be positive, got %s", op, list_tmp(a->stride, ns));
+            return em_set_error("%s: stride must be positive, got %s", op, em_sizes_tmp(a->stride, ns));
         if (a->dilation[i] < 1)
-            return em_set_error("%s: dilation must be positive, got %s", op, list_tmp(a->dilation, ns));
+            return em_set_error("%s: dilation must be positive, got %s", op, em_sizes_tmp(a->dilation, ns));
         if (a->padding_mode == EM_PADDING_EXPLICIT && a->padding[i] < 0)
-            return em_set_error("%s: padding must be non-negative, got %s", op, list_tmp(a->padding, ns));
+            return em_set_error("%s: padding must be non-negative, got %s", op, em_sizes_tmp(a->padding, ns));
         if (a->transposed && (a->output_padding[i] < 0 ||
                               (a->output_padding[i] >= a->stride[i] && a->output_padding[i] >= a->dilation[i])))
             return em_set_error("%s: output_padding %s must be non-negative and smaller than stride %s or dilation %s",
-                                op, list_tmp(a->output_padding, ns), list_tmp(a->stride, ns),
-                                list_tmp(a->dilation, ns));
+                                op, em_sizes_tmp(a->output_padding, ns), em_sizes_tmp(a->stride, ns),
+                                em_sizes_tmp(a->dilation, ns));
     }
     bool batched = x->ndim == ns + 2;
     int64_t N = batched ? x->sizes[0] : 1, C = x->sizes[batched ? 1 : 0];
@@ -190,7 +185,7 @@ static int check_conv(const char *op, const em_tensor *x, const em_tensor *w, co
         if (a->transposed) return em_set_error("%s: padding \"same\" is not supported for transposed convolutions", op);
         for (int i = 0; i < ns; i++)
             if (a->stride[i] != 1)
-                return em_set_error("%s: padding \"same\" needs stride 1, got stride %s", op, list_tmp(a->stride, ns));
+                return em_set_error("%s: padding \"same\" needs stride 1, got stride %s", op, em_sizes_tmp(a->stride, ns));
     }
     memset(sh, 0, sizeof *sh);
     sh->p.nspatial = ns;

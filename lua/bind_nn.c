@@ -20,57 +20,13 @@
 
 #include <string.h>
 
-/* Where argument `name` (keyword k of the optional ones, positional at
- * first + k) is: its stack index, or 0 when absent (nil). A value in the
- * options table is pushed onto the stack (callers pop with settop at the end). */
-typedef struct args {
-    lua_State *L;
-    const char *op;
-    int first;          /* stack index of the first optional argument */
-    int opts;           /* options table index, or 0 */
-    const char *const *names;
-} args;
-
-static int arg_at(args *a, int k)
-{
-    lua_State *L = a->L;
-    int pos = a->first + k;
-    if (!a->opts || pos < a->opts) return lua_isnoneornil(L, pos) ? 0 : pos;
-    lua_getfield(L, a->opts, a->names[k]);
-    if (lua_isnil(L, -1)) { lua_pop(L, 1); return 0; }
-    return lua_gettop(L);
-}
-
-static void start_args(args *a, lua_State *L, const char *op, int first, const char *const *names)
-{
-    a->L = L;
-    a->op = op;
-    a->first = first;
-    a->names = names;
-    a->opts = emlua_options_index(L, first);
-    if (a->opts) {
-        /* a keyword this op does not know is a mistake worth naming */
-        lua_pushnil(L);
-        while (lua_next(L, a->opts)) {
-            lua_pop(L, 1);
-            bool known = false;
-            if (lua_type(L, -1) == LUA_TSTRING)
-                for (int i = 0; names[i] && !known; i++) known = strcmp(lua_tostring(L, -1), names[i]) == 0;
-            if (!known) {
-                const char *key = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, -1);
-                luaL_error(L, "%s: unknown option '%s'", op, key);
-            }
-        }
-    }
-}
-
-static int user_argno(args *a, int k) { return a->first + k; }
+static int user_argno(emlua_args *a, int k) { return a->first + k; }
 
 /* a spatial size: number or table of ns integers; nil gives def */
-static void sizes_arg(args *a, int k, int ns, int64_t def, int64_t *out)
+static void sizes_arg(emlua_args *a, int k, int ns, int64_t def, int64_t *out)
 {
     lua_State *L = a->L;
-    int i = arg_at(a, k);
+    int i = emlua_arg_at(a, k);
     for (int d = 0; d < ns; d++) out[d] = def;
     if (!i) return;
     if (lua_type(L, i) == LUA_TNUMBER) {
@@ -97,43 +53,6 @@ static void sizes_arg(args *a, int k, int ns, int64_t def, int64_t *out)
     }
 }
 
-static bool bool_arg(args *a, int k, bool def)
-{
-    int i = arg_at(a, k);
-    if (!i) return def;
-    if (!lua_isboolean(a->L, i))
-        emlua_argerror(a->L, user_argno(a, k), a->op, "%s must be a boolean, got %s", a->names[k],
-                       luaL_typename(a->L, i));
-    return lua_toboolean(a->L, i);
-}
-
-static double number_arg(args *a, int k, double def)
-{
-    int i = arg_at(a, k);
-    if (!i) return def;
-    if (lua_type(a->L, i) != LUA_TNUMBER)
-        emlua_argerror(a->L, user_argno(a, k), a->op, "%s must be a number, got %s", a->names[k],
-                       luaL_typename(a->L, i));
-    return lua_tonumber(a->L, i);
-}
-
-static int64_t integer_arg(args *a, int k, int64_t def)
-{
-    int i = arg_at(a, k);
-    if (!i) return def;
-    return emlua_check_integer(a->L, i, a->op);
-}
-
-static em_tensor *tensor_arg(args *a, int k)
-{
-    int i = arg_at(a, k);
-    if (!i) return NULL;
-    em_tensor *t = emlua_test(a->L, i);
-    if (!t) emlua_argerror(a->L, user_argno(a, k), a->op, "%s must be a tensor, got %s", a->names[k],
-                           luaL_typename(a->L, i));
-    return t;
-}
-
 /* ---- convolutions ---------------------------------------------------------------- */
 
 static const char *const conv_names[] = {"bias", "stride", "padding", "dilation", "groups", NULL};
@@ -144,15 +63,15 @@ static int conv(lua_State *L, int ns, bool transposed)
     char op[32];
     snprintf(op, sizeof op, "%s%dd", transposed ? "conv_transpose" : "conv", ns);
     em_tensor *x = emlua_check(L, 1, op), *w = emlua_check(L, 2, op);
-    args a;
-    start_args(&a, L, op, 3, transposed ? convt_names : conv_names);
+    emlua_args a;
+    emlua_args_start(&a, L, op, 3, transposed ? convt_names : conv_names);
     em_conv_args c;
     memset(&c, 0, sizeof c);
     c.nspatial = ns;
     c.transposed = transposed;
-    em_tensor *bias = tensor_arg(&a, 0);
+    em_tensor *bias = emlua_arg_tensor(&a, 0);
     sizes_arg(&a, 1, ns, 1, c.stride);
-    int pi = arg_at(&a, 2);
+    int pi = emlua_arg_at(&a, 2);
     if (pi && lua_type(L, pi) == LUA_TSTRING) {
         const char *mode = lua_tostring(L, pi);
         if (strcmp(mode, "same") == 0) c.padding_mode = EM_PADDING_SAME;
@@ -163,11 +82,11 @@ static int conv(lua_State *L, int ns, bool transposed)
     }
     if (transposed) {
         sizes_arg(&a, 3, ns, 0, c.output_padding);
-        c.groups = integer_arg(&a, 4, 1);
+        c.groups = emlua_arg_integer(&a, 4, 1);
         sizes_arg(&a, 5, ns, 1, c.dilation);
     } else {
         sizes_arg(&a, 3, ns, 1, c.dilation);
-        c.groups = integer_arg(&a, 4, 1);
+        c.groups = emlua_arg_integer(&a, 4, 1);
     }
     return emlua_push(L, em_conv(x, w, bias, &c));
 }
@@ -189,7 +108,7 @@ static const char *const adaptive_names[] = {"return_indices", NULL};
 static void kernel_sizes(lua_State *L, const char *op, int ns, int64_t *k)
 {
     static const char *const names[] = {"kernel_size", NULL};
-    args a;
+    emlua_args a;
     a.L = L; a.op = op; a.first = 2; a.opts = 0; a.names = names;
     if (lua_isnoneornil(L, 2)) emlua_argerror(L, 2, op, "kernel_size is required");
     sizes_arg(&a, 0, ns, 1, k);
@@ -207,14 +126,14 @@ static int push_with_indices(lua_State *L, em_tensor *y, em_tensor *idx, bool wa
 /* what max_pool and avg_pool read alike: input, kernel_size, then stride
  * (default: the kernel) and padding as their first two optional arguments */
 static em_tensor *pool_start(lua_State *L, const char *op, int ns, const char *const *names, em_pool_args *p,
-                             args *a)
+                             emlua_args *a)
 {
     em_tensor *x = emlua_check(L, 1, op);
     memset(p, 0, sizeof *p);
     p->nspatial = ns;
     kernel_sizes(L, op, ns, p->kernel);
-    start_args(a, L, op, 3, names);
-    if (arg_at(a, 0)) sizes_arg(a, 0, ns, 1, p->stride);
+    emlua_args_start(a, L, op, 3, names);
+    if (emlua_arg_at(a, 0)) sizes_arg(a, 0, ns, 1, p->stride);
     else memcpy(p->stride, p->kernel, sizeof p->stride);
     sizes_arg(a, 1, ns, 0, p->padding);
     for (int i = 0; i < ns; i++) p->dilation[i] = 1;
@@ -226,11 +145,11 @@ static int max_pool(lua_State *L, int ns)
     char op[32];
     snprintf(op, sizeof op, "max_pool%dd", ns);
     em_pool_args p;
-    args a;
+    emlua_args a;
     em_tensor *x = pool_start(L, op, ns, maxpool_names, &p, &a);
     sizes_arg(&a, 2, ns, 1, p.dilation);
-    p.ceil_mode = bool_arg(&a, 3, false);
-    bool want = bool_arg(&a, 4, false);
+    p.ceil_mode = emlua_arg_bool(&a, 3, false);
+    bool want = emlua_arg_bool(&a, 4, false);
     em_tensor *idx = NULL;
     em_tensor *y = em_max_pool(x, &p, &idx);
     return push_with_indices(L, y, idx, want);
@@ -241,11 +160,11 @@ static int avg_pool(lua_State *L, int ns)
     char op[32];
     snprintf(op, sizeof op, "avg_pool%dd", ns);
     em_pool_args p;
-    args a;
+    emlua_args a;
     em_tensor *x = pool_start(L, op, ns, avgpool_names, &p, &a);
-    p.ceil_mode = bool_arg(&a, 2, false);
-    p.count_include_pad = bool_arg(&a, 3, true);
-    int di = arg_at(&a, 4);
+    p.ceil_mode = emlua_arg_bool(&a, 2, false);
+    p.count_include_pad = emlua_arg_bool(&a, 3, true);
+    int di = emlua_arg_at(&a, 4);
     if (di) {
         p.divisor_override = emlua_check_integer(L, di, op);
         if (p.divisor_override <= 0)
@@ -296,9 +215,9 @@ static int adaptive_pool(lua_State *L, int ns, bool max)
         if (lua_gettop(L) > 2) emlua_argerror(L, 3, op, "unexpected argument (takes input and output_size)");
         return emlua_push(L, em_avg_pool(x, &p));
     }
-    args a;
-    start_args(&a, L, op, 3, adaptive_names);
-    bool want = bool_arg(&a, 0, false);
+    emlua_args a;
+    emlua_args_start(&a, L, op, 3, adaptive_names);
+    bool want = emlua_arg_bool(&a, 0, false);
     em_tensor *idx = NULL;
     em_tensor *y = em_max_pool(x, &p, &idx);
     return push_with_indices(L, y, idx, want);
@@ -335,11 +254,11 @@ static int l_batch_norm(lua_State *L)
     const char *op = "batch_norm";
     em_tensor *x = emlua_check(L, 1, op);
     em_tensor *rm = opt_tensor_at(L, 2, op, "running_mean"), *rv = opt_tensor_at(L, 3, op, "running_var");
-    args a;
-    start_args(&a, L, op, 4, bn_names);
-    em_tensor *w = tensor_arg(&a, 0), *b = tensor_arg(&a, 1);
-    bool training = bool_arg(&a, 2, false);
-    double momentum = number_arg(&a, 3, 0.1), eps = number_arg(&a, 4, 1e-5);
+    emlua_args a;
+    emlua_args_start(&a, L, op, 4, bn_names);
+    em_tensor *w = emlua_arg_tensor(&a, 0), *b = emlua_arg_tensor(&a, 1);
+    bool training = emlua_arg_bool(&a, 2, false);
+    double momentum = emlua_arg_number(&a, 3, 0.1), eps = emlua_arg_number(&a, 4, 1e-5);
     return emlua_push(L, em_batch_norm(x, rm, rv, w, b, training, momentum, eps));
 }
 
@@ -348,10 +267,10 @@ static int l_group_norm(lua_State *L)
     const char *op = "group_norm";
     em_tensor *x = emlua_check(L, 1, op);
     int64_t groups = emlua_check_integer(L, 2, op);
-    args a;
-    start_args(&a, L, op, 3, gn_names);
-    em_tensor *w = tensor_arg(&a, 0), *b = tensor_arg(&a, 1);
-    double eps = number_arg(&a, 2, 1e-5);
+    emlua_args a;
+    emlua_args_start(&a, L, op, 3, gn_names);
+    em_tensor *w = emlua_arg_tensor(&a, 0), *b = emlua_arg_tensor(&a, 1);
+    double eps = emlua_arg_number(&a, 2, 1e-5);
     return emlua_push(L, em_group_norm(x, groups, w, b, eps));
 }
 
@@ -378,10 +297,10 @@ static int l_layer_norm(lua_State *L)
         return emlua_argerror(L, 2, op, "normalized_shape must be a number or a table of sizes, got %s",
                               luaL_typename(L, 2));
     }
-    args a;
-    start_args(&a, L, op, 3, gn_names);
-    em_tensor *w = tensor_arg(&a, 0), *b = tensor_arg(&a, 1);
-    double eps = number_arg(&a, 2, 1e-5);
+    emlua_args a;
+    emlua_args_start(&a, L, op, 3, gn_names);
+    em_tensor *w = emlua_arg_tensor(&a, 0), *b = emlua_arg_tensor(&a, 1);
+    double eps = emlua_arg_number(&a, 2, 1e-5);
     return emlua_push(L, em_layer_norm(x, shape, n, w, b, eps));
 }
 

@@ -83,6 +83,27 @@ bool emlua_opt_field_boolean(lua_State *L, int idx, const char *name, const char
  * arguments first..top, or 0. */
 int emlua_options_index(lua_State *L, int first);
 
+/* Arguments after the required ones, positional in PyTorch's order or as one
+ * trailing options table with its keyword names: emlua_args_start() finds the
+ * table (refusing keywords not in names, a NULL-terminated list), then
+ * argument k (0-based among the optional ones, names[k]) is read by position
+ * (first + k) or from the table. Values read from the table are pushed onto
+ * the stack. Absent or nil: the default (NULL for tensors). Wrong types raise
+ * "<op>: argument N: <name> must be ...". */
+typedef struct emlua_args {
+    lua_State *L;
+    const char *op;
+    int first;              /* stack index of the first optional argument */
+    int opts;               /* the options table's index, or 0 */
+    const char *const *names;
+} emlua_args;
+void emlua_args_start(emlua_args *a, lua_State *L, const char *op, int first, const char *const *names);
+int emlua_arg_at(emlua_args *a, int k);     /* a stack index, or 0 when absent */
+bool emlua_arg_bool(emlua_args *a, int k, bool def);
+double emlua_arg_number(emlua_args *a, int k, double def);
+int64_t emlua_arg_integer(emlua_args *a, int k, int64_t def);
+em_tensor *emlua_arg_tensor(emlua_args *a, int k);
+
 /* Pushes a newly created tensor (stealing the reference), first applying
  * the creation option {requires_grad = true} of the options table at opts
  * (0: none). */

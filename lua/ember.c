@@ -252,6 +252,76 @@ int emlua_options_index(lua_State *L, int first)
     return 0;
 }
 
+/* ---- positional-or-keyword arguments (binding.h) --------------------------------- */
+
+int emlua_arg_at(emlua_args *a, int k)
+{
+    lua_State *L = a->L;
+    int pos = a->first + k;
+    if (!a->opts || pos < a->opts) return lua_isnoneornil(L, pos) ? 0 : pos;
+    lua_getfield(L, a->opts, a->names[k]);
+    if (lua_isnil(L, -1)) { lua_pop(L, 1); return 0; }
+    return lua_gettop(L);
+}
+
+void emlua_args_start(emlua_args *a, lua_State *L, const char *op, int first, const char *const *names)
+{
+    a->L = L;
+    a->op = op;
+    a->first = first;
+    a->names = names;
+    a->opts = emlua_options_index(L, first);
+    if (!a->opts) return;
+    /* a keyword this op does not know is a mistake worth naming */
+    lua_pushnil(L);
+    while (lua_next(L, a->opts)) {
+        lua_pop(L, 1);
+        bool known = false;
+        if (lua_type(L, -1) == LUA_TSTRING)
+            for (int i = 0; names[i] && !known; i++) known = strcmp(lua_tostring(L, -1), names[i]) == 0;
+        if (!known) {
+            const char *key = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, -1);
+            luaL_error(L, "%s: unknown option '%s'", op, key);
+        }
+    }
+}
+
+bool emlua_arg_bool(emlua_args *a, int k, bool def)
+{
+    int i = emlua_arg_at(a, k);
+    if (!i) return def;
+    if (!lua_isboolean(a->L, i))
+        emlua_argerror(a->L, a->first + k, a->op, "%s must be a boolean, got %s", a->names[k], luaL_typename(a->L, i));
+    return lua_toboolean(a->L, i);
+}
+
+double emlua_arg_number(emlua_args *a, int k, double def)
+{
+    int i = emlua_arg_at(a, k);
+    if (!i) return def;
+    if (lua_type(a->L, i) != LUA_TNUMBER)
+        emlua_argerror(a->L, a->first + k, a->op, "%s must be a number, got %s", a->names[k], luaL_typename(a->L, i));
+    return lua_tonumber(a->L, i);
+}
+
+int64_t emlua_arg_integer(emlua_args *a, int k, int64_t def)
+{
+    int i = emlua_arg_at(a, k);
+    if (!i) return def;
+    return emlua_check_integer(a->L, i, a->op);
+}
+
+em_tensor *emlua_arg_tensor(emlua_args *a, int k)
+{
+    int i = emlua_arg_at(a, k);
+    if (!i) return NULL;
+    em_tensor *t = emlua_test(a->L, i);
+    if (!t)
+        emlua_argerror(a->L, a->first + k, a->op, "%s must be a tensor or nil, got %s", a->names[k],
+                       luaL_typename(a->L, i));
+    return t;
+}
+
 static int64_t size_entry(lua_State *L, int argidx, int valueidx, const char *op)
 {
     int ok;

@@ -42,13 +42,7 @@ local function all_equal(list, v)
   return true
 end
 
-local function count(v, op, what, lo)
-  local i = type(v) == "number" and math.tointeger(v)
-  if not i or i < (lo or 0) then
-    raise(string.format("%s: %s must be an integer >= %d, got %s", op, what, lo or 0, tostring(v)))
-  end
-  return i
-end
+local count = Module._count
 
 -- Calls an engine op; its error is raised again at the user's line (the op's message
 -- already names the op and the shapes), prefixed by the module.

@@ -367,6 +367,17 @@ local function shape_str(t)
 end
 Module._shape_str = shape_str
 
+-- a layer's integer argument (a size or a count), at least lo (default 0);
+-- what the convolution and transformer layers check their arguments with
+local function count_arg(v, op, what, lo)
+  local i = type(v) == "number" and math.tointeger(v)
+  if not i or i < (lo or 0) then
+    raise(string.format("%s: %s must be an integer >= %d, got %s", op, what, lo or 0, tostring(v)))
+  end
+  return i
+end
+Module._count = count_arg
+
 --- module:load_state_dict(sd [, {strict = true}]) -> {missing_keys = {...}, unexpected_keys = {...}}
 -- Copies the tensors of sd into the parameters and buffers in place (converting dtype
 -- and device). With strict (the default), missing or unexpected keys are an error;

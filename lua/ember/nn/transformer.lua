@@ -32,13 +32,7 @@ local function ModuleList(...) return layers().ModuleList(...) end
 
 local function name_of(self) return tostring(getmetatable(self).__name) end
 
-local function count(v, op, what, lo)
-  local i = type(v) == "number" and math.tointeger(v)
-  if not i or i < (lo or 0) then
-    raise(string.format("%s: %s must be an integer >= %d, got %s", op, what, lo or 0, tostring(v)))
-  end
-  return i
-end
+local count = Module._count
 
 local function probability(v, op, what)
   if type(v) ~= "number" or not (v >= 0 and v <= 1) then
