@@ -18,10 +18,8 @@
  * matmul and softmax instead, so gradients of gradients are exact (the
  * dropout mask regenerated from the same Philox counters).
  *
- * A node keeps EM_NODE_SAVED (4) tensors: q, k, v and the output. The
- * log-sum-exp and the mask are kept by a second node with no inputs and no
- * work to do, reached through a fourth edge that never carries a gradient:
- * it lives exactly as long as the main node. */
+ * The node saves q, k, v, the output, the log-sum-exp and (when given) the
+ * mask, in its slots SAVED_Q ... SAVED_MASK. */
 #include "autograd.h"
 
 #include <math.h>
@@ -225,14 +223,8 @@ static int composed_backward(em_node *n, const em_attn_params *p, const em_tenso
 
 /* ---- the node ------------------------------------------------------------------------------ */
 
-enum { IN_Q, IN_K, IN_V, IN_AUX };
-enum { AUX_LSE, AUX_MASK };
-
-static int aux_apply(em_node *n, em_tensor *const *gout, em_tensor **gin)
-{
-    (void)n; (void)gout; (void)gin;
-    return 0;
-}
+enum { IN_Q, IN_K, IN_V };
+enum { SAVED_Q, SAVED_K, SAVED_V, SAVED_OUT, SAVED_LSE, SAVED_MASK };
 
 static em_attn_params node_params(const em_node *n)
 {
@@ -243,18 +235,16 @@ static em_attn_params node_params(const em_node *n)
 /* the saved mask, expanded again to [batch..., Tq, Tk] (its shape is in n->sizes) */
 static em_tensor *saved_mask(em_node *n)
 {
-    em_node *aux = n->next[IN_AUX].node;
     if (!n->op) return NULL;
-    em_tensor *m = em_ag_saved(aux, AUX_MASK);
+    em_tensor *m = em_ag_saved(n, SAVED_MASK);
     return m ? em_retain(m) : NULL;
 }
 
 static int attention_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
 {
     em_attn_params p = node_params(n);
-    em_tensor *q = em_ag_saved(n, 0), *k = em_ag_saved(n, 1), *v = em_ag_saved(n, 2), *out = em_ag_saved(n, 3);
-    em_node *aux = n->next[IN_AUX].node;
-    em_tensor *lse = aux ? em_ag_saved(aux, AUX_LSE) : NULL;
+    em_tensor *q = em_ag_saved(n, SAVED_Q), *k = em_ag_saved(n, SAVED_K), *v = em_ag_saved(n, SAVED_V);
+    em_tensor *out = em_ag_saved(n, SAVED_OUT), *lse = em_ag_saved(n, SAVED_LSE);
     if (!q || !k || !v || !out || !lse) return -1;
     em_tensor *mask = saved_mask(n);
     if (n->op && !mask) return -1;
@@ -296,14 +286,8 @@ static int attention_backward(em_node *n, em_tensor *const *gout, em_tensor **gi
 static em_tensor *record(em_tensor *out3, em_tensor *lse, const em_tensor *q3, const em_tensor *k3,
                          const em_tensor *v3, const em_tensor *mask, const em_attn_params *p)
 {
-    em_node *aux = em_ag_node("ScaledDotProductAttentionSaved", aux_apply, 0);
-    if (!aux) return em_release(out3), NULL;
-    if (em_ag_save(aux, AUX_LSE, lse, false) || (mask && em_ag_save(aux, AUX_MASK, mask, false))) {
-        em_ag_abandon(aux, NULL);
-        return em_release(out3), NULL;
-    }
-    em_node *n = em_ag_node("ScaledDotProductAttentionBackward", attention_backward, 4);
-    if (!n) { em_ag_abandon(aux, NULL); return em_release(out3), NULL; }
+    em_node *n = em_ag_node("ScaledDotProductAttentionBackward", attention_backward, 3);
+    if (!n) return em_release(out3), NULL;
     n->s[0] = p->scale;
     n->s[1] = p->dropout_p;
     n->flag = p->causal;
@@ -313,9 +297,9 @@ static em_tensor *record(em_tensor *out3, em_tensor *lse, const em_tensor *q3, c
     em_ag_input(n, IN_Q, q3);
     em_ag_input(n, IN_K, k3);
     em_ag_input(n, IN_V, v3);
-    n->next[IN_AUX].node = aux;             /* the edge owns aux's reference */
-    if (em_ag_save(n, 0, q3, false) || em_ag_save(n, 1, k3, false) || em_ag_save(n, 2, v3, false) ||
-        em_ag_save(n, 3, out3, true))
+    if (em_ag_save(n, SAVED_Q, q3, false) || em_ag_save(n, SAVED_K, k3, false) ||
+        em_ag_save(n, SAVED_V, v3, false) || em_ag_save(n, SAVED_OUT, out3, true) ||
+        em_ag_save(n, SAVED_LSE, lse, false) || (mask && em_ag_save(n, SAVED_MASK, mask, false)))
         return em_ag_abandon(n, out3);
     return em_ag_output(n, out3);
 }

@@ -30,7 +30,7 @@
 
 #include "internal.h"
 
-#define EM_NODE_SAVED 4
+#define EM_NODE_SAVED 6   /* attention saves q, k, v, out, lse, mask */
 #define EM_NODE_SMALL_IN 3
 
 typedef struct em_node em_node;

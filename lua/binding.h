@@ -129,6 +129,9 @@ void emlua_open_cuda(lua_State *L);         /* bind_cuda.c: ember.cuda, ember.ba
 void emlua_open_plot(lua_State *L);         /* bind_plot.c: ember._plot, the C half of ember.plot */
 void emlua_open_nn(lua_State *L);           /* bind_nn.c: convolutions, pooling, normalisation */
 void emlua_open_attention(lua_State *L);    /* bind_attention.c: scaled_dot_product_attention */
+void emlua_open_shape(lua_State *L);        /* bind_shape.c: flip, roll, repeat, diag, ... */
+void emlua_open_einsum(lua_State *L);       /* bind_einsum.c: einsum, tensordot, kron, cross, cdist */
+void emlua_open_lapack(lua_State *L);       /* bind_lapack.c: ember.linalg (decompositions, solves) */
 /* format.c: tostring(t) as PyTorch prints it */
 int emlua_tostring(lua_State *L);
 /* Pushes the string PyTorch would print for tensor t. */

@@ -523,7 +523,7 @@ static const char *const lazy_functions[][2] = {
 static int module_index(lua_State *L)
 {
     const char *key = lua_tostring(L, 2);
-    static const char *const submodules[] = {"nn", "optim", "data", "autograd", "help", "plot", NULL};
+    static const char *const submodules[] = {"nn", "optim", "data", "autograd", "help", "plot", "linalg", NULL};
     for (int i = 0; key && submodules[i]; i++) {
         if (strcmp(key, submodules[i]) != 0) continue;
         lua_getglobal(L, "require");
@@ -593,5 +593,8 @@ int luaopen_ember(lua_State *L)
     emlua_open_plot(L);
     emlua_open_nn(L);
     emlua_open_attention(L);
+    emlua_open_shape(L);
+    emlua_open_einsum(L);
+    emlua_open_lapack(L);
     return 1;
 }
