@@ -353,6 +353,14 @@ int em_sort(const em_tensor *t, int dim, bool descending, bool stable,
 int em_topk(const em_tensor *t, int64_t k, int dim, bool largest, bool sorted,
             em_tensor **values, em_tensor **indices);
 
+/* ---- issue 16: reductions by order and counting (median, quantile, unique, ...) --- */
+
+/* ---- issue 16: shape and index ops (flip, roll, repeat, diag, index_fill, ...) --- */
+
+/* ---- issue 16: advanced indexing, einsum, tensordot, kron, cross, cdist ---------- */
+
+/* ---- issue 16: linear algebra (ember.linalg: decompositions and solves) ---------- */
+
 /* ---- host access --------------------------------------------------------- */
 /* Reads element `linear` (row-major position in the view) as a double. */
 double em_get_f(const em_tensor *t, int64_t linear);
