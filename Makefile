@@ -62,7 +62,7 @@ $(BUILD)/kernels/%.o: kernels/%.cu kernels/kc.h $(wildcard kernels/*.cuh) engine
 # (rpath), so the library loads on a machine with only the driver, cuBLAS and
 # cuDNN. Only this library links them: a CPU session never loads either.
 $(BUILD)/libember_cuda.so: $(CUDA_OBJ)
-	$(NVCC) -shared -o $@ $^ -cudart static -L$(CUDA_HOME)/lib64 -lcublas -lcudnn -Xlinker -rpath,$(CUDA_HOME)/lib64
+	$(NVCC) -shared -o $@ $^ -cudart static -L$(CUDA_HOME)/lib64 -lcublas -lcusolver -lcudnn -Xlinker -rpath,$(CUDA_HOME)/lib64
 
 cuda: $(CUDA_LIB)
 

@@ -107,11 +107,19 @@ em_node *em_ag_node(const char *name, em_apply_fn apply, int nin)
     return n;
 }
 
+/* slot i of n's saved tensors, or NULL past the ones it has */
+static em_saved *saved_slot(em_node *n, int i)
+{
+    if (i < EM_NODE_SAVED) return &n->saved[i];
+    return i - EM_NODE_SAVED < n->nmore_saved ? &n->more_saved[i - EM_NODE_SAVED] : NULL;
+}
+
 static void release_saved(em_node *n)
 {
-    for (int i = 0; i < EM_NODE_SAVED; i++) {
-        em_release(n->saved[i].t);
-        n->saved[i].t = NULL;
+    em_saved *s;
+    for (int i = 0; (s = saved_slot(n, i)) != NULL; i++) {
+        em_release(s->t);
+        s->t = NULL;
     }
 }
 
@@ -146,6 +154,8 @@ static void node_release(em_node *n)
             em_release(x->leaf);
         }
         hooks_free(x->pre_hooks);
+        if (x->free_ctx) x->free_ctx(x->ctx);
+        free(x->more_saved);
         if (x->next != x->next_small) free(x->next);
         free(x->extra);
         if (node_free_count < NODE_FREE_MAX) node_free_list[node_free_count++] = x;
@@ -186,6 +196,15 @@ void em_ag_input(em_node *n, int i, const em_tensor *input)
 
 int em_ag_save(em_node *n, int slot, const em_tensor *t, bool is_output)
 {
+    if (slot >= EM_NODE_SAVED + n->nmore_saved) {
+        int more = slot - EM_NODE_SAVED + 1;
+        em_saved *grown = realloc(n->more_saved, sizeof *grown * (size_t)more);
+        if (!grown) return em_set_error("out of memory (autograd node)");
+        memset(grown + n->nmore_saved, 0, sizeof *grown * (size_t)(more - n->nmore_saved));
+        n->more_saved = grown;
+        n->nmore_saved = more;
+    }
+    em_saved *slot_p = saved_slot(n, slot);
     em_tensor *s;
     if (is_output) {
         /* an alias without autograd data, so the node does not own itself */
@@ -194,16 +213,17 @@ int em_ag_save(em_node *n, int slot, const em_tensor *t, bool is_output)
     } else {
         s = em_retain((em_tensor *)t);
     }
-    n->saved[slot].t = s;
-    n->saved[slot].version = t->storage->version;
-    n->saved[slot].is_output = is_output;
+    em_release(slot_p->t);
+    slot_p->t = s;
+    slot_p->version = t->storage->version;
+    slot_p->is_output = is_output;
     return 0;
 }
 
 em_tensor *em_ag_saved(em_node *n, int slot)
 {
-    em_saved *s = &n->saved[slot];
-    if (n->released || !s->t)
+    em_saved *s = saved_slot(n, slot);
+    if (n->released || !s || !s->t)
         return em_set_error("backward: %s: trying to backward through the graph a second time (its saved "
                             "tensors were freed); use retain_graph = true on the first backward", n->name), NULL;
     if (s->t->storage->version != s->version)
@@ -230,10 +250,11 @@ em_tensor *em_ag_saved(em_node *n, int slot)
 
 static void unpacked_release(em_node *n)
 {
-    for (int i = 0; i < EM_NODE_SAVED; i++)
-        if (n->saved[i].unpacked) {
-            em_tensor *a = n->saved[i].unpacked;
-            n->saved[i].unpacked = NULL;
+    em_saved *s;
+    for (int i = 0; (s = saved_slot(n, i)) != NULL; i++)
+        if (s->unpacked) {
+            em_tensor *a = s->unpacked;
+            s->unpacked = NULL;
             em_release(a);
         }
 }
@@ -384,6 +405,7 @@ typedef struct capture {
 } capture;
 
 typedef struct pass {
+    uint64_t serial;                    /* numbers the passes (custom functions' stashes) */
     bool keep_graph;
     bool accumulate;                    /* false for autograd.grad: leaves are not touched */
     capture *captures;
@@ -391,6 +413,7 @@ typedef struct pass {
 } pass;
 
 static pass *current_pass;
+static uint64_t pass_count;
 
 static int accumulate_apply(em_node *n, em_tensor *const *gout, em_tensor **gin)
 {
@@ -491,6 +514,7 @@ static int run_pass(em_node *const *roots, em_tensor *const *root_grads, int nro
 {
     node_list all = {0}, ready = {0};
     int rc = 0;
+    ps->serial = ++pass_count;
     /* 1. find every node reachable from the roots and count its incoming edges */
     for (int i = 0; i < nroots && rc == 0; i++)
         if (roots[i]->state != NODE_SEEN) { roots[i]->state = NODE_SEEN; rc = list_push(&all, roots[i]); }
@@ -517,8 +541,7 @@ static int run_pass(em_node *const *roots, em_tensor *const *root_grads, int nro
         em_node *x = heap_pop(&ready);
         em_tensor *g = x->buffer;
         x->buffer = NULL;
-        if (!g) continue;               /* nothing flowed here */
-        for (int c = 0; c < ps->ncaptures; c++)
+        for (int c = 0; c < ps->ncaptures && g; c++)
             if (ps->captures[c].node == x) {
                 if (ps->captures[c].grad) {
                     em_tensor *sum = em_binary(EM_ADD, ps->captures[c].grad, g);
@@ -529,16 +552,19 @@ static int run_pass(em_node *const *roots, em_tensor *const *root_grads, int nro
                     ps->captures[c].grad = em_retain(g);
                 }
             }
-        if (rc == 0 && x->pre_hooks) rc = run_hooks(x->pre_hooks, &g);
+        /* nothing flowed here (every path into it was cut): it computes
+         * nothing, but its inputs must still hear that it is done, or a
+         * node reached also by another path would wait for ever */
+        if (rc == 0 && g && x->pre_hooks) rc = run_hooks(x->pre_hooks, &g);
         em_tensor *small[EM_NODE_SMALL_IN] = {NULL}, **gin = small;
         if (rc == 0 && x->nin > EM_NODE_SMALL_IN) {
             gin = calloc((size_t)x->nin, sizeof *gin);
             if (!gin) { gin = small; rc = em_set_error("out of memory (backward)"); }
         }
-        if (rc == 0) rc = x->apply(x, &g, gin);
+        if (rc == 0 && g) rc = x->apply(x, &g, gin);
         unpacked_release(x);
         em_release(g);
-        if (!ps->keep_graph && x->leaf == NULL) { release_saved(x); x->released = true; }
+        if (g && !ps->keep_graph && x->leaf == NULL) { release_saved(x); x->released = true; }
         for (int i = 0; i < x->nin; i++) {
             em_node *c = x->next[i].node;
             if (rc == 0 && c && gin[i]) { rc = buffer_add(c, gin[i]); gin[i] = NULL; }
@@ -691,4 +717,264 @@ em_tensor *em_sum_to(const em_tensor *grad, const int64_t *sizes, int ndim)
     em_tensor *r = em_reshape(s, sizes, ndim);
     em_release(s);
     return r;
+}
+
+/* ---- custom functions (ember.autograd.Function) ---------------------------
+ * One node C runs the user's backward. With one differentiable output, that
+ * output's grad_fn is C itself. With several, each output k gets a small node
+ * O_k (grad_fn of output k, one edge to C): O_k stashes the gradient it
+ * receives in C's data and passes C a 0-d dummy, so C runs once, after every
+ * output's gradient is complete, and sees them all. */
+
+typedef struct tensor_meta {
+    int ndim;
+    int64_t sizes[EM_MAX_DIMS];
+    em_dtype dtype;
+    em_device dev;
+} tensor_meta;
+
+typedef struct custom_fn {
+    char *name;
+    int nin, nout, ndiff, nsaved;
+    bool materialize, saves_output;
+    em_custom_backward_fn fn;
+    void *ctx;
+    void (*free_ctx)(void *ctx);
+    tensor_meta *in, *out;
+    bool *diff;                         /* per output: differentiable */
+    em_tensor **stash;                  /* several outputs: the gradient each received ... */
+    uint64_t *stash_pass;               /* ... in which pass */
+} custom_fn;
+
+
+static void custom_free(void *p)
+{
+    custom_fn *f = p;
+    if (f->free_ctx) f->free_ctx(f->ctx);
+    for (int k = 0; k < f->nout && f->stash; k++) em_release(f->stash[k]);
+    free(f->stash);
+    free(f->stash_pass);
+    free(f->diff);
+    free(f->in);
+    free(f->out);
+    free(f->name);
+    free(f);
+}
+
+static void meta_set(tensor_meta *m, const em_tensor *t)
+{
+    m->ndim = t->ndim;
+    memcpy(m->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
+    m->dtype = t->dtype;
+    m->dev = em_dev(t);
+}
+
+/* whether a gradient of g's shape can be summed down to m's (m broadcasts to it) */
+static bool expandable_to(const tensor_meta *m, const em_tensor *g)
+{
+    if (m->ndim > g->ndim) return false;
+    for (int i = 1; i <= m->ndim; i++) {
+        int64_t a = m->sizes[m->ndim - i], b = g->sizes[g->ndim - i];
+        if (a != b && a != 1) return false;
+    }
+    return true;
+}
+
+/* Checks the gradient the user's backward returned for input i against the
+ * input; returns it (shape summed, dtype cast) or NULL with an error. */
+static em_tensor *custom_check_grad(const custom_fn *f, int i, em_tensor *g)
+{
+    const tensor_meta *m = &f->in[i];
+    char want[256];
+    if (!em_device_eq(em_dev(g), m->dev)) {
+        char a[32], b[32];
+        em_set_error("autograd.Function %s: backward returned a gradient on %s for input %d, which is on %s",
+                     f->name, em_device_str(em_dev(g), a, sizeof a), i + 1, em_device_str(m->dev, b, sizeof b));
+        return NULL;
+    }
+    bool same = g->ndim == m->ndim && memcmp(g->sizes, m->sizes, sizeof(int64_t) * (size_t)m->ndim) == 0;
+    if (!same && !expandable_to(m, g)) {
+        em_set_error("autograd.Function %s: backward returned an invalid gradient for input %d: got %s but "
+                     "expected a shape compatible with %s", f->name, i + 1, SHAPE(g), em_sizes_str(m->sizes, m->ndim, want, sizeof want));
+        return NULL;
+    }
+    em_tensor *r = same ? em_retain(g) : em_sum_to(g, m->sizes, m->ndim);
+    if (r && r->dtype != m->dtype) {
+        em_tensor *c = em_to_dtype(r, m->dtype);
+        em_release(r);
+        r = c;
+    }
+    return r;
+}
+
+/* O_k: keep the gradient of output k for C, hand C a dummy */
+static int custom_output_apply(em_node *n, em_tensor *const *gout, em_tensor **gin)
+{
+    custom_fn *f = n->next[0].node->ctx;
+    int k = n->dim;
+    em_release(f->stash[k]);
+    f->stash[k] = em_retain(gout[0]);
+    f->stash_pass[k] = current_pass ? current_pass->serial : 0;
+    gin[0] = em_zeros(NULL, 0, EM_FLOAT32, (em_device){EM_CPU, 0});
+    return gin[0] ? 0 : -1;
+}
+
+static int custom_apply(em_node *n, em_tensor *const *gout, em_tensor **gin)
+{
+    custom_fn *f = n->ctx;
+    int rc = 0;
+    em_tensor **grads = calloc((size_t)(f->nout + f->nsaved + 1), sizeof *grads);
+    em_tensor **saved = grads ? grads + f->nout : NULL;
+    em_tensor **got = calloc((size_t)f->nin + 1, sizeof *got);
+    if (!grads || !got) { free(grads); free(got); return em_set_error("out of memory (backward)"); }
+    for (int k = 0; k < f->nout && rc == 0; k++) {
+        em_tensor *g = NULL;
+        if (f->diff[k] && f->ndiff == 1) g = em_retain(gout[0]);
+        else if (f->stash && f->stash[k]) {
+            if (current_pass && f->stash_pass[k] == current_pass->serial) g = f->stash[k];
+            else em_release(f->stash[k]);
+            f->stash[k] = NULL;
+        }
+        if (!g && f->materialize) {
+            g = em_zeros(f->out[k].sizes, f->out[k].ndim, f->out[k].dtype, f->out[k].dev);
+            if (!g) rc = -1;
+        }
+        grads[k] = g;
+    }
+    if (rc == 0 && em_grad_mode && f->saves_output && f->ndiff > 1)
+        rc = em_set_error("autograd.Function %s: a double backward through a saved output of a function with "
+                          "several outputs is not supported; save the inputs and recompute", f->name);
+    for (int j = 0; j < f->nsaved && rc == 0; j++)
+        if (!(saved[j] = em_ag_saved(n, j))) rc = -1;
+    if (rc == 0) rc = f->fn(f->ctx, grads, f->nout, saved, f->nsaved, got, f->nin);
+    for (int i = 0; i < f->nin; i++) {
+        if (rc == 0 && got[i] && em_ag_wants(n, i)) {
+            gin[i] = custom_check_grad(f, i, got[i]);
+            if (!gin[i]) rc = -1;
+        }
+        em_release(got[i]);
+    }
+    if (rc) for (int i = 0; i < f->nin; i++) { em_release(gin[i]); gin[i] = NULL; }
+    for (int k = 0; k < f->nout; k++) em_release(grads[k]);
+    free(grads);
+    free(got);
+    return rc;
+}
+
+static custom_fn *custom_new(const char *name, int nin, int nout, int nsaved, bool materialize)
+{
+    custom_fn *f = calloc(1, sizeof *f);
+    if (!f) return NULL;
+    f->nin = nin;
+    f->nout = nout;
+    f->nsaved = nsaved;
+    f->materialize = materialize;
+    f->name = strdup(name ? name : "Function");
+    f->in = calloc((size_t)nin + 1, sizeof *f->in);
+    f->out = calloc((size_t)nout + 1, sizeof *f->out);
+    f->diff = calloc((size_t)nout + 1, sizeof *f->diff);
+    if (!f->name || !f->in || !f->out || !f->diff) { custom_free(f); return NULL; }
+    return f;
+}
+
+/* whether t is one of the n tensors in list */
+static int index_in(em_tensor *const *list, int n, const em_tensor *t)
+{
+    for (int i = 0; i < n; i++)
+        if (list[i] && list[i] == t) return i;
+    return -1;
+}
+
+/* The outputs' checks before anything is recorded. */
+static int custom_check_outputs(const char *name, em_tensor *const *inputs, int nin, em_tensor *const *outputs,
+                                const em_custom_output *kinds, int nout)
+{
+    for (int k = 0; k < nout; k++) {
+        int i = index_in(inputs, nin, outputs[k]);
+        if (kinds[k] == EM_CUSTOM_DIRTY && i < 0)
+            return em_set_error("autograd.Function %s: output %d was marked dirty but is not one of the inputs "
+                                "(mark_dirty takes the inputs the forward modified in place)", name, k + 1);
+        if (kinds[k] == EM_CUSTOM_DIRTY && em_is_leaf(outputs[k]) && outputs[k]->requires_grad)
+            return em_set_error("autograd.Function %s: a leaf tensor that requires grad (input %d) was modified in "
+                                "place (mark_dirty); clone it first", name, i + 1);
+        if (kinds[k] != EM_CUSTOM_NONDIFF && !em_dtype_is_float(outputs[k]->dtype))
+            return em_set_error("autograd.Function %s: output %d has dtype %s and cannot require grad; mark it "
+                                "with ctx:mark_non_differentiable", name, k + 1, em_dtype_name(outputs[k]->dtype));
+    }
+    return 0;
+}
+
+int em_custom_function(const char *name, em_tensor *const *inputs, int nin, em_tensor **outputs,
+                       const em_custom_output *kinds, int nout, em_tensor *const *saved, int nsaved,
+                       bool materialize, em_custom_backward_fn fn, void *ctx, void (*free_ctx)(void *ctx))
+{
+    custom_fn *f = NULL;
+    em_node *c = NULL;
+    if (custom_check_outputs(name, inputs, nin, outputs, kinds, nout) == 0) {
+        f = custom_new(name, nin, nout, nsaved, materialize);
+        c = f ? em_ag_node(f->name, custom_apply, nin) : NULL;
+        if (!c) em_set_error("out of memory (autograd node)");
+    }
+    if (!c) {                           /* ctx is ours either way */
+        if (f) custom_free(f);
+        if (free_ctx) free_ctx(ctx);
+        return -1;
+    }
+    c->ctx = f;
+    c->free_ctx = custom_free;          /* from here on f dies with c */
+    f->fn = fn;
+    f->ctx = ctx;
+    f->free_ctx = free_ctx;
+    for (int i = 0; i < nin; i++)
+        if (inputs[i]) {
+            em_ag_input(c, i, inputs[i]);
+            meta_set(&f->in[i], inputs[i]);
+        }
+    for (int k = 0; k < nout; k++) {
+        f->diff[k] = kinds[k] != EM_CUSTOM_NONDIFF;
+        f->ndiff += f->diff[k];
+        meta_set(&f->out[k], outputs[k]);
+    }
+    /* an input returned as it is becomes a new tensor (an alias), so the
+     * input keeps its own history */
+    for (int k = 0; k < nout; k++)
+        if (kinds[k] == EM_CUSTOM_OUT && index_in(inputs, nin, outputs[k]) >= 0) {
+            em_tensor *a = em_alias(outputs[k]);
+            if (!a) { node_release(c); return -1; }
+            em_release(outputs[k]);
+            outputs[k] = a;
+        }
+    int rc = 0;
+    for (int j = 0; j < nsaved && rc == 0; j++) {
+        bool is_out = index_in(outputs, nout, saved[j]) >= 0 && kinds[index_in(outputs, nout, saved[j])] != EM_CUSTOM_NONDIFF;
+        f->saves_output |= is_out;
+        rc = em_ag_save(c, j, saved[j], is_out);
+    }
+    if (rc == 0 && f->ndiff > 1) {
+        f->stash = calloc((size_t)nout, sizeof *f->stash);
+        f->stash_pass = calloc((size_t)nout, sizeof *f->stash_pass);
+        if (!f->stash || !f->stash_pass) rc = em_set_error("out of memory (autograd node)");
+    }
+    if (rc) { node_release(c); return -1; }
+    if (f->ndiff == 0) { node_release(c); return 0; }
+    for (int k = 0; k < nout; k++) {
+        if (!f->diff[k]) continue;
+        em_node *owner = c;
+        if (f->ndiff > 1) {
+            owner = em_ag_node(f->name, custom_output_apply, 1);
+            if (!owner) return -1;      /* the outputs recorded so far keep c alive */
+            owner->dim = k;
+            c->refcount++;
+            owner->next[0].node = c;
+        } else {
+            c->refcount++;
+        }
+        em_ag_meta *m = meta_of(outputs[k]);
+        if (!m) { node_release(owner); node_release(c); return -1; }
+        node_release(m->grad_fn);       /* a dirty input's old history stays reachable through c's edge */
+        m->grad_fn = owner;
+        outputs[k]->requires_grad = true;
+    }
+    node_release(c);                    /* the creation reference: the outputs hold c now */
+    return 0;
 }

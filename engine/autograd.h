@@ -56,6 +56,8 @@ struct em_node {
     em_edge *next;                      /* nin edges */
     em_edge next_small[EM_NODE_SMALL_IN];
     em_saved saved[EM_NODE_SAVED];
+    em_saved *more_saved;               /* slots EM_NODE_SAVED.. (custom functions save any number) */
+    int nmore_saved;
     bool released;                      /* saved tensors freed after a backward */
 
     /* op parameters, free for each apply function to use */
@@ -75,6 +77,8 @@ struct em_node {
     em_dtype dtype;
     int64_t *extra;                     /* variable-length data (e.g. cat sizes), freed with the node */
 
+    void *ctx;                          /* apply's own data (custom functions), freed with the node */
+    void (*free_ctx)(void *ctx);
     em_tensor *leaf;                    /* AccumulateGrad: the leaf it feeds */
     struct em_hook *pre_hooks;          /* tensor hooks / retain_grad of the output */
 

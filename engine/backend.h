@@ -44,6 +44,9 @@ typedef enum em_index_op {
     EM_SCATTER,         /* out[i][idx[i][j]] = src[i][j]  (in place) */
     EM_SCATTER_ADD,     /* out[i][idx[i][j]] += src[i][j] (in place) */
     EM_INDEX_ADD,       /* out.index_select(dim, idx) += src (in place) */
+    EM_SCATTER_MUL,     /* out[i][idx[i][j]] *= src[i][j] (in place; bool: and) */
+    EM_SCATTER_AMAX,    /* out[..] = max(out[..], src[..]) (NaN wins; bool: or) */
+    EM_SCATTER_AMIN,    /* out[..] = min(out[..], src[..]) (NaN wins; bool: and) */
     EM_NINDEX
 } em_index_op;
 
@@ -56,7 +59,9 @@ typedef enum em_optim_op {
     EM_OPTIM_ADAM,      /* p, g, exp_avg, exp_avg_sq (AdamW: decoupled wd) */
     EM_NOPTIM
 } em_optim_op;
-typedef enum em_scan_op { EM_CUMSUM, EM_CUMPROD } em_scan_op;
+/* CUMMAX / CUMMIN: running extreme (a NaN propagates); LOGCUMSUMEXP: running
+ * log(sum(exp)), floating dtypes only */
+typedef enum em_scan_op { EM_CUMSUM, EM_CUMPROD, EM_CUMMAX, EM_CUMMIN, EM_LOGCUMSUMEXP } em_scan_op;
 
 /* ---- convolution, pooling, normalisation (NC + 1..3 spatial dims) --------
  * For these three families the engine passes contiguous tensors only, of
@@ -150,6 +155,39 @@ typedef struct em_attn_params {
     uint64_t seed, offset;                      /* the dropout mask's Philox counter */
 } em_attn_params;
 
+/* ---- linear algebra: factorisations and solves (LAPACK / cuSOLVER) --------
+ * On a batch of matrices stored column-major, as LAPACK and cuSOLVER take
+ * them: a tensor [B, R, C] with strides [R*C, 1, R] (the engine makes such
+ * copies: the transpose of a contiguous [B, C, R]). All float tensors share
+ * one dtype (float32 or float64). a (and b for SOLVE) are overwritten.
+ * info[B] (host memory) gets LAPACK's info per matrix (0: success); the
+ * engine turns it into the user's error. Kernels fail (-1) only for their own
+ * trouble (workspace, library), never for a singular or indefinite input.
+ *  LU:       a [B,n,n] -> L\U of P A = L U; b: pivots int32 [B,n] (LAPACK's
+ *            1-based ipiv); info > 0: U(info, info) is zero.
+ *  SOLVE:    a [B,n,n] -> L\U; b [B,n,k] -> X with A X = B; info as LU.
+ *  CHOLESKY: a [B,n,n] -> L in its lower triangle (A = L L^T, from A's lower
+ *            triangle; the strict upper triangle is left undefined); info > 0:
+ *            the leading minor of that order is not positive definite.
+ *  QR:       a [B,m,n] -> R in its upper triangle (reflectors below);
+ *            b [B,m,kq] (kq = min(m,n), or m when p->full) -> Q; b NULL: R only.
+ *  SVD:      a [B,m,n] (destroyed); b: S [B,k] descending, k = min(m,n);
+ *            c: U [B,m,k] (p->full: [B,m,m]), d: Vh [B,k,n] (p->full: [B,n,n]);
+ *            c and d NULL: values only. info > 0: no convergence.
+ *  EIGH:     a [B,n,n] symmetric, only the triangle p->upper names is read ->
+ *            the eigenvectors in its columns (p->vectors; else destroyed);
+ *            b: eigenvalues [B,n] ascending. info > 0: no convergence. */
+typedef enum em_linalg_op {
+    EM_LINALG_LU, EM_LINALG_SOLVE, EM_LINALG_CHOLESKY, EM_LINALG_QR, EM_LINALG_SVD,
+    EM_LINALG_EIGH, EM_NLINALG
+} em_linalg_op;
+
+typedef struct em_linalg_params {
+    bool full;          /* QR: complete Q; SVD: full_matrices */
+    bool upper;         /* EIGH: read the upper triangle */
+    bool vectors;       /* EIGH: compute eigenvectors */
+} em_linalg_params;
+
 typedef struct em_backend {
     const char *name;
     em_device_type type;
@@ -225,7 +263,8 @@ typedef struct em_backend {
     /* index family along dim (0-based). Shapes follow PyTorch:
      *  INDEX_SELECT: idx 1-D, out = in with size[dim] = idx numel.
      *  GATHER: idx same ndim as in, out shape = idx shape.
-     *  SCATTER / SCATTER_ADD: out updated in place at idx positions with src.
+     *  SCATTER / SCATTER_ADD / SCATTER_MUL / SCATTER_AMAX / SCATTER_AMIN: out
+     *  updated in place at idx positions with src (the reductions of scatter_reduce).
      *  INDEX_ADD: out updated in place along dim at the idx (1-D) slots with src.
      * Out-of-range indices: return -1 with an error naming the index. */
     int (*index)(em_index_op op, em_tensor *out, const em_tensor *in, int dim,
@@ -276,6 +315,10 @@ typedef struct em_backend {
      * (float32 or float64) and are contiguous. */
     int (*optim)(em_optim_op op, em_tensor *p, const em_tensor *g, em_tensor *s1,
                  em_tensor *s2, const double *h, int nh);
+
+    /* linear algebra: see em_linalg_op above (b, c, d per op, else NULL) */
+    int (*linalg)(em_linalg_op op, em_tensor *a, em_tensor *b, em_tensor *c, em_tensor *d,
+                  const em_linalg_params *p, int *info);
 
     /* Devices, statistics and timing: optional (NULL on the CPU backend). */
     int (*device_count)(void);

@@ -3,6 +3,7 @@
 #include "internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 em_tensor *em_full(const int64_t *sizes, int ndim, double value, em_dtype d, em_device dev)
@@ -106,4 +107,68 @@ em_tensor *em_from_host(const int64_t *sizes, int ndim, em_dtype d, const double
     em_release(src);
     if (rc) { em_release(t); return NULL; }
     return t;
+}
+
+/* base ** linspace(start, end, steps), computed in float64 and then cast,
+ * so integer dtypes get the truncated powers. */
+em_tensor *em_logspace(double start, double end, int64_t steps, double base, em_dtype d, em_device dev)
+{
+    if (steps < 0) return em_set_error("logspace: number of steps must be non-negative, got %lld", (long long)steps), NULL;
+    em_tensor *e = em_linspace(start, end, steps, EM_FLOAT64, dev);
+    em_tensor *p = e ? em_binary_scalar(EM_POW, e, base, false, true) : NULL;
+    em_tensor *out = p ? em_cast_to(p, d) : NULL;
+    em_release(e);
+    em_release(p);
+    return out;
+}
+
+/* The 1-based coordinates [2, N] of the lower (upper false) or upper
+ * triangle of a rows x cols matrix, row by row, as torch.tril_indices. */
+static em_tensor *triangle_indices(const char *op, int64_t rows, int64_t cols, int64_t offset, bool upper,
+                                   em_dtype d, em_device dev)
+{
+    if (rows < 0 || cols < 0)
+        return em_set_error("%s: row and col must be non-negative, got %lld and %lld", op, (long long)rows,
+                            (long long)cols), NULL;
+    if (d != EM_INT64 && d != EM_INT32 && d != EM_FLOAT32 && d != EM_FLOAT64)
+        return em_set_error("%s: dtype %s is not supported (int64, int32, float32 or float64)", op, em_dtype_name(d)), NULL;
+    if (rows > ((int64_t)1 << 31) || cols > ((int64_t)1 << 31))
+        return em_set_error("%s: %lld x %lld is too large", op, (long long)rows, (long long)cols), NULL;
+    int64_t n = 0;
+    for (int64_t i = 0; i < rows; i++) {
+        int64_t lo = upper ? i + offset : 0, hi = upper ? cols : i + offset + 1;   /* columns [lo, hi) */
+        if (lo < 0) lo = 0;
+        if (hi > cols) hi = cols;
+        if (hi > lo) n += hi - lo;
+    }
+    if (n > ((int64_t)1 << 34)) return em_set_error("%s: %lld indices are too many", op, (long long)n), NULL;
+    int64_t *vals = malloc(sizeof(int64_t) * (size_t)(2 * n + 1));
+    if (!vals) return em_set_error("%s: out of memory", op), NULL;
+    int64_t k = 0;
+    for (int64_t i = 0; i < rows; i++) {
+        int64_t lo = upper ? i + offset : 0, hi = upper ? cols : i + offset + 1;
+        if (lo < 0) lo = 0;
+        if (hi > cols) hi = cols;
+        for (int64_t j = lo; j < hi; j++, k++) {
+            vals[k] = i + 1;
+            vals[n + k] = j + 1;
+        }
+    }
+    int64_t sizes[2] = {2, n};
+    em_tensor *host = em_from_host(sizes, 2, d, NULL, vals);
+    free(vals);
+    if (!host || dev.type == EM_CPU) return host;
+    em_tensor *out = em_to_device(host, dev);
+    em_release(host);
+    return out;
+}
+
+em_tensor *em_tril_indices(int64_t rows, int64_t cols, int64_t offset, em_dtype d, em_device dev)
+{
+    return triangle_indices("tril_indices", rows, cols, offset, false, d, dev);
+}
+
+em_tensor *em_triu_indices(int64_t rows, int64_t cols, int64_t offset, em_dtype d, em_device dev)
+{
+    return triangle_indices("triu_indices", rows, cols, offset, true, d, dev);
 }

@@ -19,6 +19,10 @@ static const char *const unary_names[EM_NUNARY] = {
     [EM_FLOOR] = "floor", [EM_CEIL] = "ceil", [EM_ROUND] = "round",
     [EM_LOGICAL_NOT] = "logical_not", [EM_RECIPROCAL] = "reciprocal", [EM_SQUARE] = "square",
     [EM_GELU_GRAD] = "gelu_grad",
+    [EM_EXP2] = "exp2", [EM_LOG2] = "log2", [EM_LOG10] = "log10", [EM_ERF] = "erf", [EM_ERFC] = "erfc",
+    [EM_ERFINV] = "erfinv", [EM_TRUNC] = "trunc", [EM_TAN] = "tan", [EM_SINH] = "sinh", [EM_COSH] = "cosh",
+    [EM_ASIN] = "asin", [EM_ACOS] = "acos", [EM_ATAN] = "atan", [EM_ASINH] = "asinh", [EM_ACOSH] = "acosh",
+    [EM_ATANH] = "atanh", [EM_BITWISE_NOT] = "bitwise_not",
 };
 
 static const char *const binary_names[EM_NBINARY] = {
@@ -26,6 +30,11 @@ static const char *const binary_names[EM_NBINARY] = {
     [EM_REMAINDER] = "remainder", [EM_POW] = "pow", [EM_MAXIMUM] = "maximum",
     [EM_MINIMUM] = "minimum", [EM_EQ] = "eq", [EM_NE] = "ne", [EM_LT] = "lt", [EM_LE] = "le",
     [EM_GT] = "gt", [EM_GE] = "ge", [EM_LOGICAL_AND] = "logical_and", [EM_LOGICAL_OR] = "logical_or",
+    [EM_ATAN2] = "atan2", [EM_HYPOT] = "hypot", [EM_COPYSIGN] = "copysign", [EM_LOGADDEXP] = "logaddexp",
+    [EM_LOGADDEXP2] = "logaddexp2", [EM_FMOD] = "fmod", [EM_DIV_TRUNC] = "div_trunc",
+    [EM_DIV_FLOOR] = "div_floor", [EM_BITWISE_AND] = "bitwise_and", [EM_BITWISE_OR] = "bitwise_or",
+    [EM_BITWISE_XOR] = "bitwise_xor", [EM_BITWISE_LSHIFT] = "bitwise_left_shift",
+    [EM_BITWISE_RSHIFT] = "bitwise_right_shift",
 };
 
 /* in-place spellings, for error messages */
@@ -34,6 +43,11 @@ static const char *const binary_names_[EM_NBINARY] = {
     [EM_REMAINDER] = "remainder_", [EM_POW] = "pow_", [EM_MAXIMUM] = "maximum_",
     [EM_MINIMUM] = "minimum_", [EM_EQ] = "eq_", [EM_NE] = "ne_", [EM_LT] = "lt_", [EM_LE] = "le_",
     [EM_GT] = "gt_", [EM_GE] = "ge_", [EM_LOGICAL_AND] = "logical_and_", [EM_LOGICAL_OR] = "logical_or_",
+    [EM_ATAN2] = "atan2_", [EM_HYPOT] = "hypot_", [EM_COPYSIGN] = "copysign_", [EM_LOGADDEXP] = "logaddexp_",
+    [EM_LOGADDEXP2] = "logaddexp2_", [EM_FMOD] = "fmod_", [EM_DIV_TRUNC] = "div_trunc_",
+    [EM_DIV_FLOOR] = "div_floor_", [EM_BITWISE_AND] = "bitwise_and_", [EM_BITWISE_OR] = "bitwise_or_",
+    [EM_BITWISE_XOR] = "bitwise_xor_", [EM_BITWISE_LSHIFT] = "bitwise_left_shift_",
+    [EM_BITWISE_RSHIFT] = "bitwise_right_shift_",
 };
 
 const char *em_unary_name(em_unary_op op) { return (unsigned)op < EM_NUNARY ? unary_names[op] : "unary"; }
@@ -44,6 +58,10 @@ static const int64_t no_sizes[1] = {0};
 
 static bool is_half(em_dtype d) { return d == EM_FLOAT16 || d == EM_BFLOAT16; }
 static bool is_cmp(em_binary_op op) { return op >= EM_EQ && op <= EM_LOGICAL_OR; }
+static bool is_bitwise(em_binary_op op) { return op >= EM_BITWISE_AND && op <= EM_BITWISE_RSHIFT; }
+static bool is_shift(em_binary_op op) { return op == EM_BITWISE_LSHIFT || op == EM_BITWISE_RSHIFT; }
+/* ops whose integer operands promote to the default float dtype */
+static bool float_binary(em_binary_op op) { return op == EM_DIV || (op >= EM_ATAN2 && op <= EM_LOGADDEXP2); }
 
 /* PyTorch's canCast: no float into an integer or bool, no non-bool into bool */
 static bool can_cast(em_dtype from, em_dtype to)
@@ -108,8 +126,13 @@ static int unary_dtypes(em_unary_op op, em_dtype d, em_dtype *cd, em_dtype *od)
             return em_set_error("neg: negation of a bool tensor is not supported; use logical_not() "
                                 "to invert a mask");
         break;
-    case EM_ABS: case EM_RELU: case EM_FLOOR: case EM_CEIL: case EM_ROUND:
+    case EM_ABS: case EM_RELU: case EM_FLOOR: case EM_CEIL: case EM_ROUND: case EM_TRUNC:
         if (d == EM_BOOL) return em_set_error("%s: not supported for bool tensors", name);
+        break;
+    case EM_BITWISE_NOT:
+        if (em_dtype_is_float(d))
+            return em_set_error("bitwise_not: only integer and bool tensors are supported, got %s",
+                                em_dtype_name(d));
         break;
     case EM_SIGN:
         break;
@@ -128,6 +151,7 @@ static int unary_dtypes(em_unary_op op, em_dtype d, em_dtype *cd, em_dtype *od)
 em_tensor *em_unary(em_unary_op op, const em_tensor *a)
 {
     if ((unsigned)op >= EM_NUNARY) return em_set_error("unary: invalid op %d", (int)op), NULL;
+    if (op == EM_BITWISE_NOT && a->dtype == EM_BOOL) op = EM_LOGICAL_NOT;
     if (em_ag_needed1(a)) return em_ag_unary(op, a);
     em_dtype cd, od;
     if (unary_dtypes(op, a->dtype, &cd, &od)) return NULL;
@@ -148,6 +172,7 @@ int em_unary_(em_unary_op op, em_tensor *a)
     if ((unsigned)op >= EM_NUNARY) return em_set_error("unary: invalid op %d", (int)op);
     char name[32];
     snprintf(name, sizeof name, "%s_", em_unary_name(op));
+    if (op == EM_BITWISE_NOT && a->dtype == EM_BOOL) op = EM_LOGICAL_NOT;
     if (em_ag_check_inplace(name, a, NULL)) return -1;
     em_dtype cd, od;
     if (unary_dtypes(op, a->dtype, &cd, &od)) return -1;
@@ -181,10 +206,16 @@ static int binary_dtypes(em_binary_op op, em_dtype rt, em_dtype *cd, em_dtype *o
     case EM_DIV:   /* true division */
         if (!em_dtype_is_float(rt)) rt = float_default();
         break;
-    case EM_REMAINDER: case EM_POW:
+    case EM_REMAINDER: case EM_POW: case EM_FMOD: case EM_DIV_TRUNC: case EM_DIV_FLOOR:
         if (rt == EM_BOOL) return em_set_error("%s: not supported for bool tensors", name);
         break;
     default:
+        if (float_binary(op) && !em_dtype_is_float(rt)) rt = float_default();
+        if (is_bitwise(op) && em_dtype_is_float(rt))
+            return em_set_error("%s: only integer and bool tensors are supported, got %s", name,
+                                em_dtype_name(rt));
+        if (is_shift(op) && rt == EM_BOOL)
+            return em_set_error("%s: not supported for bool tensors (shift an integer tensor)", name);
         break;
     }
     *cd = is_half(rt) ? EM_FLOAT32 : rt;
@@ -234,10 +265,13 @@ done:
  * then need no casts. */
 static bool plain_dtype(em_binary_op op, em_dtype d)
 {
+    if (is_bitwise(op)) return em_dtype_is_int(d) || (d == EM_BOOL && !is_shift(op));
     if (d == EM_FLOAT32 || d == EM_FLOAT64) return true;
     if (is_half(d)) return false;
-    if (op == EM_DIV) return false;
-    if (d == EM_BOOL) return op != EM_SUB && op != EM_REMAINDER && op != EM_POW;
+    if (float_binary(op)) return false;
+    if (d == EM_BOOL)
+        return op != EM_SUB && op != EM_REMAINDER && op != EM_POW && op != EM_FMOD && op != EM_DIV_TRUNC &&
+               op != EM_DIV_FLOOR;
     return true;
 }
 
@@ -327,7 +361,7 @@ em_tensor *em_binary_scalar(em_binary_op op, const em_tensor *a, double s, bool 
      * number takes a's dtype (it is a weak scalar); it sits in a stack
      * tensor that is expanded (stride 0) to a's shape and handed to the kernel,
      * which reads it and keeps nothing. */
-    if ((d == EM_FLOAT32 || d == EM_FLOAT64) && em_dev(a).type == EM_CPU && em_is_contiguous(a)) {
+    if ((d == EM_FLOAT32 || d == EM_FLOAT64) && !is_bitwise(op) && em_dev(a).type == EM_CPU && em_is_contiguous(a)) {
         union { float f; double g; } v;
         if (d == EM_FLOAT32) v.f = (float)s; else v.g = s;
         em_storage st = *a->storage;
@@ -505,4 +539,353 @@ em_tensor *em_masked_fill(const em_tensor *t, const em_tensor *mask, double valu
     }
     em_release(xt);
     return out;
+}
+
+/* ---- issue 16: math composed from the ops above ----------------------------
+ * Each is an exact composition of engine ops, so it runs on every backend
+ * and its gradient comes from the parts. A chain of temporaries is kept in
+ * an array and released at the end. */
+
+#define NTMP 12
+typedef struct tmps { em_tensor *t[NTMP]; int n; } tmps;
+
+/* Keeps x for release at the end; returns it (NULL passes through). */
+static em_tensor *keep(tmps *k, em_tensor *x)
+{
+    if (x && k->n < NTMP) k->t[k->n++] = x;
+    return x;
+}
+
+static void drop_all(tmps *k)
+{
+    for (int i = 0; i < k->n; i++) em_release(k->t[i]);
+    k->n = 0;
+}
+
+/* the result is an owned reference; the temporaries go */
+static em_tensor *finish(tmps *k, em_tensor *r)
+{
+    if (r) em_retain(r);
+    drop_all(k);
+    return r;
+}
+
+static em_tensor *scal(double v, em_dtype d, em_device dev) { return em_scalar(v, d, dev); }
+
+em_tensor *em_round_decimals(const em_tensor *a, int64_t decimals)
+{
+    if (decimals == 0) return em_unary(EM_ROUND, a);
+    if (!em_dtype_is_float(a->dtype))
+        return em_set_error("round: decimals is only supported for float tensors, got %s",
+                            em_dtype_name(a->dtype)), NULL;
+    if (decimals > 400 || decimals < -400)
+        return em_set_error("round: decimals %lld is out of range [-400, 400]", (long long)decimals), NULL;
+    /* PyTorch's formula: the power of ten in the tensor's dtype, then
+     * round(x * p) / p, or round(x / p) * p for negative decimals */
+    bool neg = decimals < 0;
+    double p = pow(10.0, (double)(neg ? -decimals : decimals));
+    tmps k = {0};
+    em_tensor *s = keep(&k, em_binary_scalar(neg ? EM_DIV : EM_MUL, a, p, false, false));
+    em_tensor *r = s ? keep(&k, em_unary(EM_ROUND, s)) : NULL;
+    em_tensor *o = r ? keep(&k, em_binary_scalar(neg ? EM_MUL : EM_DIV, r, p, false, false)) : NULL;
+    return finish(&k, o);
+}
+
+em_tensor *em_frac(const em_tensor *a)
+{
+    if (!em_dtype_is_float(a->dtype))
+        return em_set_error("frac: only float tensors are supported, got %s", em_dtype_name(a->dtype)), NULL;
+    tmps k = {0};
+    em_tensor *t = keep(&k, em_unary(EM_TRUNC, a));
+    return finish(&k, t ? keep(&k, em_binary(EM_SUB, a, t)) : NULL);
+}
+
+em_tensor *em_logit(const em_tensor *a, const double *eps)
+{
+    tmps k = {0};
+    em_tensor *x = (em_tensor *)a;
+    if (!em_dtype_is_float(a->dtype) && !(x = keep(&k, em_to_dtype(a, float_default())))) return NULL;
+    /* a negative eps clamps nothing, as in PyTorch */
+    if (eps && *eps >= 0) {
+        double lo = *eps, hi = 1 - *eps;
+        if (!(x = keep(&k, em_clamp(x, &lo, &hi)))) return finish(&k, NULL);
+    }
+    em_tensor *omx = keep(&k, em_binary_scalar(EM_SUB, x, 1, true, true));
+    em_tensor *q = omx ? keep(&k, em_binary(EM_DIV, x, omx)) : NULL;
+    return finish(&k, q ? keep(&k, em_unary(EM_LOG, q)) : NULL);
+}
+
+/* x log y with log(1) in place of log(y) where x == 0 and y is not NaN: the
+ * result there is 0 and so is the gradient for x (not 0 * -inf = NaN at y = 0). */
+em_tensor *em_xlogy(const em_tensor *a, const em_tensor *b)
+{
+    em_dtype rt = em_result_type(a, b);
+    if (!em_dtype_is_float(rt)) rt = float_default();
+    tmps k = {0};
+    em_tensor *x = keep(&k, em_to_dtype(a, rt)), *y = x ? keep(&k, em_to_dtype(b, rt)) : NULL;
+    em_tensor *x0 = y ? keep(&k, WITHOUT_GRAD(em_binary_scalar(EM_EQ, x, 0, true, false))) : NULL;
+    em_tensor *yok = x0 ? keep(&k, WITHOUT_GRAD(em_binary(EM_EQ, y, y))) : NULL;
+    em_tensor *m = yok ? keep(&k, em_binary(EM_LOGICAL_AND, x0, yok)) : NULL;
+    em_tensor *one = m ? keep(&k, scal(1, rt, em_dev(y))) : NULL;
+    em_tensor *ys = one ? keep(&k, em_where(m, one, y)) : NULL;
+    em_tensor *ly = ys ? keep(&k, em_unary(EM_LOG, ys)) : NULL;
+    return finish(&k, ly ? keep(&k, em_binary(EM_MUL, x, ly)) : NULL);
+}
+
+static double dtype_max(em_dtype d)
+{
+    switch (d) {
+    case EM_FLOAT16: return 65504.0;
+    case EM_BFLOAT16: return 3.3895313892515355e38;
+    case EM_FLOAT32: return 3.4028234663852886e38;
+    default: return 1.7976931348623157e308;
+    }
+}
+
+em_tensor *em_nan_to_num(const em_tensor *a, const double *nan, const double *posinf, const double *neginf)
+{
+    if (!em_dtype_is_float(a->dtype)) return em_clone(a);
+    double v[3] = {nan ? *nan : 0, posinf ? *posinf : dtype_max(a->dtype), neginf ? *neginf : -dtype_max(a->dtype)};
+    em_float_class cls[3] = {EM_ISNAN, EM_ISPOSINF, EM_ISNEGINF};
+    tmps k = {0};
+    em_tensor *r = (em_tensor *)a;
+    for (int i = 0; i < 3; i++) {
+        /* a replacement beyond the dtype's range becomes +-inf, as a cast would */
+        if (!em_value_fits(v[i], a->dtype) && v[i] == v[i]) v[i] = v[i] > 0 ? INFINITY : -INFINITY;
+        em_tensor *m = keep(&k, em_float_class_test(cls[i], a));
+        if (!m || !(r = keep(&k, em_masked_fill(r, m, v[i])))) return finish(&k, NULL);
+    }
+    return finish(&k, r);
+}
+
+em_tensor *em_float_class_test(em_float_class c, const em_tensor *a)
+{
+    if (!em_dtype_is_float(a->dtype)) {
+        /* integers are always finite */
+        return em_full(a->sizes, a->ndim, c == EM_ISFINITE ? 1 : 0, EM_BOOL, em_dev(a));
+    }
+    bool was = em_set_grad_enabled(false);
+    tmps k = {0};
+    em_tensor *r = NULL;
+    switch (c) {
+    case EM_ISNAN: r = keep(&k, em_binary(EM_NE, a, a)); break;
+    case EM_ISPOSINF: r = keep(&k, em_binary_scalar(EM_EQ, a, INFINITY, false, false)); break;
+    case EM_ISNEGINF: r = keep(&k, em_binary_scalar(EM_EQ, a, -INFINITY, false, false)); break;
+    case EM_ISINF: case EM_ISFINITE: {
+        em_tensor *ab = keep(&k, em_unary(EM_ABS, a));
+        if (ab) r = keep(&k, em_binary_scalar(c == EM_ISINF ? EM_EQ : EM_LT, ab, INFINITY, false, false));
+        break;
+    }
+    default: em_set_error("float class test: invalid test %d", (int)c); break;
+    }
+    r = finish(&k, r);
+    em_set_grad_enabled(was);
+    return r;
+}
+
+static em_tensor *isclose_nograd(const em_tensor *a, const em_tensor *b, double rtol, double atol, bool equal_nan)
+{
+    if (a->dtype != b->dtype)
+        return em_set_error("isclose: expected both inputs to have the same dtype, got %s and %s",
+                            em_dtype_name(a->dtype), em_dtype_name(b->dtype)), NULL;
+    if (!(rtol >= 0) || !(atol >= 0))
+        return em_set_error("isclose: rtol and atol must be non-negative numbers, got rtol=%g, atol=%g", rtol,
+                            atol), NULL;
+    if (a->dtype == EM_BOOL) return em_binary(EM_EQ, a, b);
+    tmps k = {0};
+    if (!em_dtype_is_float(a->dtype)) {
+        /* integers: the tolerance in float64, which holds them exactly up to 2^53 */
+        a = keep(&k, em_cast_to(a, EM_FLOAT64));
+        b = a ? keep(&k, em_cast_to(b, EM_FLOAT64)) : NULL;
+        if (!b) return finish(&k, NULL);
+    }
+    em_tensor *close = keep(&k, em_binary(EM_EQ, a, b));
+    if (close && equal_nan) {
+        em_tensor *na = keep(&k, em_binary(EM_NE, a, a)), *nb = keep(&k, em_binary(EM_NE, b, b));
+        em_tensor *both = na && nb ? keep(&k, em_binary(EM_LOGICAL_AND, na, nb)) : NULL;
+        close = both ? keep(&k, em_binary(EM_LOGICAL_OR, close, both)) : NULL;
+    }
+    /* PyTorch's: |a - b| <= atol + |rtol * b|, for a finite difference */
+    em_tensor *rb = close ? keep(&k, em_binary_scalar(EM_MUL, b, rtol, false, false)) : NULL;
+    em_tensor *arb = rb ? keep(&k, em_unary(EM_ABS, rb)) : NULL;
+    em_tensor *allowed = arb ? keep(&k, em_binary_scalar(EM_ADD, arb, atol, false, false)) : NULL;
+    em_tensor *d = allowed ? keep(&k, em_binary(EM_SUB, a, b)) : NULL;
+    em_tensor *ad = d ? keep(&k, em_unary(EM_ABS, d)) : NULL;
+    em_tensor *fin = ad ? keep(&k, em_binary_scalar(EM_LT, ad, INFINITY, false, false)) : NULL;
+    em_tensor *le = fin ? keep(&k, em_binary(EM_LE, ad, allowed)) : NULL;
+    em_tensor *ok = le ? keep(&k, em_binary(EM_LOGICAL_AND, fin, le)) : NULL;
+    return finish(&k, ok ? keep(&k, em_binary(EM_LOGICAL_OR, close, ok)) : NULL);
+}
+
+em_tensor *em_isclose(const em_tensor *a, const em_tensor *b, double rtol, double atol, bool equal_nan)
+{
+    bool was = em_set_grad_enabled(false);
+    em_tensor *r = isclose_nograd(a, b, rtol, atol, equal_nan);
+    em_set_grad_enabled(was);
+    return r;
+}
+
+/* whether every element of the bool tensor t is true */
+static int all_true(const em_tensor *t, bool *out)
+{
+    em_tensor *all = em_all(t, NULL, 0, false);
+    double v = 0;
+    int rc = all ? em_item(all, &v) : -1;
+    em_release(all);
+    if (rc == 0) *out = v != 0;
+    return rc;
+}
+
+int em_allclose(const em_tensor *a, const em_tensor *b, double rtol, double atol, bool equal_nan, bool *out)
+{
+    em_tensor *c = em_isclose(a, b, rtol, atol, equal_nan);
+    if (!c) return -1;
+    int rc = all_true(c, out);
+    em_release(c);
+    return rc;
+}
+
+int em_equal(const em_tensor *a, const em_tensor *b, bool *out)
+{
+    if (em_check_same_device("equal", a, b)) return -1;
+    if (!same_sizes(a, b->sizes, b->ndim)) { *out = false; return 0; }
+    bool was = em_set_grad_enabled(false);
+    em_tensor *e = em_binary(EM_EQ, a, b);
+    em_set_grad_enabled(was);
+    if (!e) return -1;
+    int rc = all_true(e, out);
+    em_release(e);
+    return rc;
+}
+
+static int check_lerp(const em_tensor *a, const em_tensor *b, const em_tensor *w)
+{
+    if (!em_dtype_is_float(a->dtype))
+        return em_set_error("lerp: only float tensors are supported, got %s", em_dtype_name(a->dtype));
+    if (b->dtype != a->dtype || (w && w->dtype != a->dtype))
+        return em_set_error("lerp: expected start, end%s of one dtype, got %s, %s%s%s", w ? " and weight" : "",
+                            em_dtype_name(a->dtype), em_dtype_name(b->dtype), w ? ", " : "",
+                            w ? em_dtype_name(w->dtype) : "");
+    return 0;
+}
+
+/* PyTorch's two-sided formula: a + w (b - a) for w < 1/2, b - (b - a)(1 - w)
+ * above, so that w = 1 gives b exactly */
+em_tensor *em_lerp(const em_tensor *a, const em_tensor *b, const em_tensor *w)
+{
+    if (check_lerp(a, b, w)) return NULL;
+    tmps k = {0};
+    em_tensor *d = keep(&k, em_binary(EM_SUB, b, a));
+    em_tensor *wd = d ? keep(&k, em_binary(EM_MUL, w, d)) : NULL;
+    em_tensor *lo = wd ? keep(&k, em_binary(EM_ADD, a, wd)) : NULL;
+    em_tensor *omw = lo ? keep(&k, em_binary_scalar(EM_SUB, w, 1, true, true)) : NULL;
+    em_tensor *dw = omw ? keep(&k, em_binary(EM_MUL, d, omw)) : NULL;
+    em_tensor *hi = dw ? keep(&k, em_binary(EM_SUB, b, dw)) : NULL;
+    em_tensor *small = hi ? keep(&k, WITHOUT_GRAD(em_binary_scalar(EM_LT, w, 0.5, false, false))) : NULL;
+    return finish(&k, small ? keep(&k, em_where(small, lo, hi)) : NULL);
+}
+
+em_tensor *em_lerp_scalar(const em_tensor *a, const em_tensor *b, double w)
+{
+    if (check_lerp(a, b, NULL)) return NULL;
+    tmps k = {0};
+    em_tensor *d = keep(&k, em_binary(EM_SUB, b, a));
+    em_tensor *r = NULL;
+    if (d && w < 0.5) {
+        em_tensor *wd = keep(&k, em_binary_scalar(EM_MUL, d, w, false, false));
+        r = wd ? keep(&k, em_binary(EM_ADD, a, wd)) : NULL;
+    } else if (d) {
+        em_tensor *dw = keep(&k, em_binary_scalar(EM_MUL, d, 1 - w, false, false));
+        r = dw ? keep(&k, em_binary(EM_SUB, b, dw)) : NULL;
+    }
+    return finish(&k, r);
+}
+
+static bool integral_number(double v) { return v == floor(v) && fabs(v) < 9.007199254740992e15; }
+
+/* a + value * b (op) c, in PyTorch's order of evaluation */
+static em_tensor *addc(em_binary_op op, const em_tensor *a, const em_tensor *b, const em_tensor *c, double value)
+{
+    tmps k = {0};
+    em_tensor *vb = keep(&k, em_binary_scalar(EM_MUL, b, value, integral_number(value), true));
+    em_tensor *t = vb ? keep(&k, em_binary(op, vb, c)) : NULL;
+    return finish(&k, t ? keep(&k, em_binary(EM_ADD, a, t)) : NULL);
+}
+
+em_tensor *em_addcmul(const em_tensor *a, const em_tensor *b, const em_tensor *c, double value)
+{
+    return addc(EM_MUL, a, b, c, value);
+}
+
+em_tensor *em_addcdiv(const em_tensor *a, const em_tensor *b, const em_tensor *c, double value)
+{
+    if (!em_dtype_is_float(b->dtype) && !em_dtype_is_float(c->dtype))
+        return em_set_error("addcdiv: integer division is not supported (tensor1 %s, tensor2 %s); use "
+                            "float tensors", em_dtype_name(b->dtype), em_dtype_name(c->dtype)), NULL;
+    return addc(EM_DIV, a, b, c, value);
+}
+
+/* Clamp to tensor bounds with where, so that the gradient is PyTorch's: x
+ * gets it where lo <= x <= hi (bounds included), a bound where it binds.
+ * A NaN bound gives NaN, as minimum / maximum would. */
+em_tensor *em_clamp_tensor(const em_tensor *a, const em_tensor *lo, const em_tensor *hi)
+{
+    if (!lo && !hi) return em_set_error("clamp: at least one of min and max must be given"), NULL;
+    em_dtype rt = lo ? em_result_type(a, lo) : a->dtype;
+    if (hi) {
+        /* three-way promotion: a and the bounds, the bounds as tensors */
+        em_dtype r2 = em_result_type(a, hi);
+        rt = em_promote(rt, r2);
+    }
+    if (rt == EM_BOOL) rt = EM_INT64;
+    tmps k = {0};
+    em_tensor *x = keep(&k, em_to_dtype(a, rt));
+    if (!x) return finish(&k, NULL);
+    const em_tensor *bound[2] = {lo, hi};
+    for (int i = 0; i < 2; i++) {
+        if (!bound[i]) continue;
+        em_tensor *bd = keep(&k, em_to_dtype(bound[i], rt));
+        em_tensor *out = bd ? keep(&k, WITHOUT_GRAD(em_binary(i == 0 ? EM_LT : EM_GT, x, bd))) : NULL;
+        em_tensor *bn = out ? keep(&k, WITHOUT_GRAD(em_binary(EM_NE, bd, bd))) : NULL;
+        em_tensor *m = bn ? keep(&k, em_binary(EM_LOGICAL_OR, out, bn)) : NULL;
+        if (!m || !(x = keep(&k, em_where(m, bd, x)))) return finish(&k, NULL);
+    }
+    return finish(&k, x);
+}
+
+/* not differentiable (PyTorch has no derivative either): computed without recording */
+em_tensor *em_heaviside(const em_tensor *a, const em_tensor *values)
+{
+    if (a->dtype != values->dtype)
+        return em_set_error("heaviside: expected input and values of one dtype, got %s and %s",
+                            em_dtype_name(a->dtype), em_dtype_name(values->dtype)), NULL;
+    bool was = em_set_grad_enabled(false);
+    tmps k = {0};
+    em_tensor *z = keep(&k, em_binary_scalar(EM_EQ, a, 0, true, false));
+    em_tensor *p = z ? keep(&k, em_binary_scalar(EM_GT, a, 0, true, false)) : NULL;
+    em_tensor *pd = p ? keep(&k, em_cast_to(p, a->dtype)) : NULL;
+    em_tensor *r = finish(&k, pd ? keep(&k, em_where(z, values, pd)) : NULL);
+    em_set_grad_enabled(was);
+    return r;
+}
+
+em_tensor *em_logical_xor(const em_tensor *a, const em_tensor *b)
+{
+    tmps k = {0};
+    em_tensor *na = keep(&k, em_binary_scalar(EM_NE, a, 0, true, false));
+    em_tensor *nb = na ? keep(&k, em_binary_scalar(EM_NE, b, 0, true, false)) : NULL;
+    return finish(&k, nb ? keep(&k, em_binary(EM_NE, na, nb)) : NULL);
+}
+
+em_tensor *em_bitwise_not(const em_tensor *a) { return em_unary(EM_BITWISE_NOT, a); }
+
+int em_assign_result_(const char *op, em_tensor *t, const em_tensor *r)
+{
+    if (em_ag_check_inplace(op, t, NULL)) return -1;
+    if (!same_sizes(t, r->sizes, r->ndim))
+        return em_set_error("%s: output with shape %s doesn't match the broadcast shape %s", op, SHAPE(t),
+                            SHAPE(r));
+    if (!can_cast(r->dtype, t->dtype)) return cast_error(op, r->dtype, t->dtype);
+    if (em_check_writable(op, t)) return -1;
+    return em_copy_(t, r);
 }

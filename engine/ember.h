@@ -197,13 +197,27 @@ typedef enum em_unary_op {
     EM_RSQRT, EM_SIN, EM_COS, EM_TANH, EM_SIGMOID, EM_RELU, EM_GELU, EM_SILU,
     EM_FLOOR, EM_CEIL, EM_ROUND, EM_LOGICAL_NOT, EM_RECIPROCAL, EM_SQUARE,
     EM_GELU_GRAD,       /* d/dx gelu(x) = Phi(x) + x phi(x): GELU's backward */
+    /* issue 16: elementwise math */
+    EM_EXP2, EM_LOG2, EM_LOG10, EM_ERF, EM_ERFC, EM_ERFINV, EM_TRUNC, EM_TAN, EM_SINH,
+    EM_COSH, EM_ASIN, EM_ACOS, EM_ATAN, EM_ASINH, EM_ACOSH, EM_ATANH,
+    EM_BITWISE_NOT,     /* integers only (bool: the engine uses logical_not) */
     EM_NUNARY
 } em_unary_op;
 
 typedef enum em_binary_op {
     EM_ADD, EM_SUB, EM_MUL, EM_DIV, EM_REMAINDER, EM_POW, EM_MAXIMUM,
     EM_MINIMUM, EM_EQ, EM_NE, EM_LT, EM_LE, EM_GT, EM_GE, EM_LOGICAL_AND,
-    EM_LOGICAL_OR, EM_NBINARY
+    EM_LOGICAL_OR,
+    /* issue 16: elementwise math. Float ops (integers promote to the
+     * default float dtype): */
+    EM_ATAN2, EM_HYPOT, EM_COPYSIGN, EM_LOGADDEXP, EM_LOGADDEXP2,
+    /* C fmod (sign of the dividend) and division rounded toward zero / down;
+     * integer division by zero is an error */
+    EM_FMOD, EM_DIV_TRUNC, EM_DIV_FLOOR,
+    /* integers and bool only; a shift by a negative count or by the width of
+     * the type or more gives 0 (left) or the sign fill (right) */
+    EM_BITWISE_AND, EM_BITWISE_OR, EM_BITWISE_XOR, EM_BITWISE_LSHIFT, EM_BITWISE_RSHIFT,
+    EM_NBINARY
 } em_binary_op;
 
 const char *em_unary_name(em_unary_op op);
@@ -221,6 +235,32 @@ em_tensor *em_pow_scalar(const em_tensor *a, double e);
 em_tensor *em_where(const em_tensor *cond, const em_tensor *a, const em_tensor *b);
 em_tensor *em_masked_fill(const em_tensor *t, const em_tensor *mask, double value);
 int em_masked_fill_(em_tensor *t, const em_tensor *mask, double value);
+
+/* issue 16: elementwise math composed from the ops above (differentiable
+ * where PyTorch's are). */
+em_tensor *em_round_decimals(const em_tensor *a, int64_t decimals);   /* half to even */
+em_tensor *em_frac(const em_tensor *a);                               /* a - trunc(a) */
+em_tensor *em_logit(const em_tensor *a, const double *eps);           /* eps: clamp to [eps, 1-eps] */
+em_tensor *em_xlogy(const em_tensor *a, const em_tensor *b);          /* 0 where a == 0 (unless b is NaN) */
+/* NULL: NaN -> 0, +inf -> the dtype's largest finite value, -inf -> its lowest */
+em_tensor *em_nan_to_num(const em_tensor *a, const double *nan, const double *posinf, const double *neginf);
+typedef enum em_float_class { EM_ISNAN, EM_ISINF, EM_ISFINITE, EM_ISPOSINF, EM_ISNEGINF } em_float_class;
+em_tensor *em_float_class_test(em_float_class c, const em_tensor *a);   /* bool */
+em_tensor *em_isclose(const em_tensor *a, const em_tensor *b, double rtol, double atol, bool equal_nan);
+int em_allclose(const em_tensor *a, const em_tensor *b, double rtol, double atol, bool equal_nan, bool *out);
+int em_equal(const em_tensor *a, const em_tensor *b, bool *out);     /* same shape and values */
+em_tensor *em_lerp(const em_tensor *a, const em_tensor *b, const em_tensor *w);
+em_tensor *em_lerp_scalar(const em_tensor *a, const em_tensor *b, double w);
+em_tensor *em_addcmul(const em_tensor *a, const em_tensor *b, const em_tensor *c, double value);
+em_tensor *em_addcdiv(const em_tensor *a, const em_tensor *b, const em_tensor *c, double value);
+/* clamp with tensor bounds (either may be NULL), broadcast, promoted */
+em_tensor *em_clamp_tensor(const em_tensor *a, const em_tensor *lo, const em_tensor *hi);
+em_tensor *em_heaviside(const em_tensor *a, const em_tensor *values);
+em_tensor *em_logical_xor(const em_tensor *a, const em_tensor *b);
+em_tensor *em_bitwise_not(const em_tensor *a);
+/* Writes r into t as an in-place op named op would (dtype check, autograd
+ * check, version bump). */
+int em_assign_result_(const char *op, em_tensor *t, const em_tensor *r);
 
 /* ---- reductions (dims: 0-based list; ndims == 0 means all) -------------- */
 typedef enum em_reduce_op {
@@ -354,12 +394,148 @@ int em_topk(const em_tensor *t, int64_t k, int dim, bool largest, bool sorted,
             em_tensor **values, em_tensor **indices);
 
 /* ---- issue 16: reductions by order and counting (median, quantile, unique, ...) --- */
+/* reduce_order.c. Picked values (median, kthvalue, mode, cummax, ...) come
+ * with 1-based int64 indices; median takes the lower middle and propagates
+ * NaN (its index is then the first NaN's), nanmedian skips NaN. */
+em_tensor *em_median(const em_tensor *t);                   /* all elements; 0-d */
+em_tensor *em_nanmedian(const em_tensor *t);
+int em_median_dim(const em_tensor *t, int dim, bool keepdim, em_tensor **values, em_tensor **indices);
+int em_nanmedian_dim(const em_tensor *t, int dim, bool keepdim, em_tensor **values, em_tensor **indices);
+int em_kthvalue(const em_tensor *t, int64_t k, int dim, bool keepdim, em_tensor **values, em_tensor **indices);
+/* the smallest of the most frequent values; its index is its last occurrence */
+int em_mode(const em_tensor *t, int dim, bool keepdim, em_tensor **values, em_tensor **indices);
+typedef enum em_quantile_interp {
+    EM_QUANTILE_LINEAR, EM_QUANTILE_LOWER, EM_QUANTILE_HIGHER, EM_QUANTILE_MIDPOINT, EM_QUANTILE_NEAREST
+} em_quantile_interp;
+/* q: a 0-d or 1-D tensor of t's dtype (a 1-D q adds a first dim), or NULL
+ * for the number qs; all_dims: over the flattened tensor (dim ignored) */
+em_tensor *em_quantile(const em_tensor *t, const em_tensor *q, double qs, bool all_dims, int dim, bool keepdim,
+                       em_quantile_interp interp, bool ignore_nan);
+em_tensor *em_nansum(const em_tensor *t, const int *dims, int ndims, bool keepdim);
+em_tensor *em_nanmean(const em_tensor *t, const int *dims, int ndims, bool keepdim);
+em_tensor *em_count_nonzero(const em_tensor *t, const int *dims, int ndims);     /* int64 */
+int em_aminmax(const em_tensor *t, const int *dims, int ndims, bool keepdim, em_tensor **min, em_tensor **max);
+int em_var_mean(const em_tensor *t, const int *dims, int ndims, double correction, bool keepdim, em_tensor **var,
+                em_tensor **mean);
+int em_std_mean(const em_tensor *t, const int *dims, int ndims, double correction, bool keepdim, em_tensor **std,
+                em_tensor **mean);
+int em_cummax(const em_tensor *t, int dim, em_tensor **values, em_tensor **indices);
+int em_cummin(const em_tensor *t, int dim, em_tensor **values, em_tensor **indices);
+em_tensor *em_logcumsumexp(const em_tensor *t, int dim);
+/* sorted unique values (or slices along dim when has_dim), the 1-based
+ * index of each input element's (slice's) unique value, and counts; with
+ * consecutive, only runs of equal neighbours are merged and nothing is sorted */
+int em_unique(const em_tensor *t, bool consecutive, bool has_dim, int dim, em_tensor **values, em_tensor **inverse,
+              em_tensor **counts);
+em_tensor *em_bincount(const em_tensor *t, const em_tensor *weights, int64_t minlength);
+em_tensor *em_histc(const em_tensor *t, int64_t bins, double min, double max);
+/* 1-based insertion positions (PyTorch's + 1) of values in the last dim of
+ * seq (sorted, or sorted by the 1-based sorter) */
+em_tensor *em_searchsorted(const em_tensor *seq, const em_tensor *values, bool right, const em_tensor *sorter,
+                           bool out_int32);
+em_tensor *em_bucketize(const em_tensor *values, const em_tensor *boundaries, bool right, bool out_int32);
 
 /* ---- issue 16: shape and index ops (flip, roll, repeat, diag, index_fill, ...) --- */
+/* shape_ops.c: copies unless said; dims 0-based, repeated dims refused */
+em_tensor *em_flip(const em_tensor *t, const int *dims, int ndims);
+em_tensor *em_fliplr(const em_tensor *t);
+em_tensor *em_flipud(const em_tensor *t);
+/* ndims == 0: the flattened tensor rolled by shifts[0], shape restored */
+em_tensor *em_roll(const em_tensor *t, const int64_t *shifts, int nshifts, const int *dims, int ndims);
+em_tensor *em_rot90(const em_tensor *t, int64_t k, int d0, int d1);
+em_tensor *em_repeat(const em_tensor *t, const int64_t *repeats, int n);
+em_tensor *em_tile(const em_tensor *t, const int64_t *reps, int n);
+/* repeats_t (0-d/1-D int tensor) or, when NULL, the integer repeats; no dim:
+ * over the flattened input; output_size < 0: not given */
+em_tensor *em_repeat_interleave(const em_tensor *t, int64_t repeats, const em_tensor *repeats_t, int dim,
+                                bool has_dim, int64_t output_size);
+/* ember.repeat_interleave(repeats): 1-based positions, position i repeats[i] times */
+em_tensor *em_repeat_interleave_index(const em_tensor *repeats, int64_t output_size);
+em_tensor *em_movedim(const em_tensor *t, const int *src, const int *dst, int n);   /* view */
+int em_unbind(const em_tensor *t, int dim, em_tensor **out, int cap);                /* views */
+em_tensor *em_unflatten(const em_tensor *t, int dim, const int64_t *sizes, int n);  /* view if possible */
+/* diagonal `offset` of dims dim1, dim2 as the last dim of a view */
+em_tensor *em_diagonal_ex(const em_tensor *t, int64_t offset, int dim1, int dim2);
+em_tensor *em_diag(const em_tensor *t, int64_t diagonal);
+em_tensor *em_diag_embed(const em_tensor *t, int64_t offset, int dim1, int dim2);
+em_tensor *em_diagflat(const em_tensor *t, int64_t offset);
+em_tensor *em_trace(const em_tensor *t);
+em_tensor *em_broadcast_to(const em_tensor *t, const int64_t *sizes, int ndim);     /* view */
+int em_broadcast_tensors(em_tensor *const *ts, int n, em_tensor **out);             /* views */
+em_tensor *em_atleast(const em_tensor *t, int n);                                    /* n: 1..3, view */
+int em_meshgrid(em_tensor *const *ts, int n, bool xy, em_tensor **out);             /* views */
+em_tensor *em_cartesian_prod(em_tensor *const *ts, int n);
+em_tensor *em_block_diag(em_tensor *const *ts, int n);
+/* shape_index.c */
+em_tensor *em_take(const em_tensor *t, const em_tensor *index);
+em_tensor *em_take_along_dim(const em_tensor *t, const em_tensor *index, int dim, bool has_dim);
+em_tensor *em_index_fill(const em_tensor *t, int dim, const em_tensor *index, double value);
+int em_index_fill_(em_tensor *t, int dim, const em_tensor *index, double value);
+em_tensor *em_index_copy(const em_tensor *t, int dim, const em_tensor *index, const em_tensor *src);
+int em_index_copy_(em_tensor *t, int dim, const em_tensor *index, const em_tensor *src);
+em_tensor *em_masked_scatter(const em_tensor *t, const em_tensor *mask, const em_tensor *src);
+int em_masked_scatter_(em_tensor *t, const em_tensor *mask, const em_tensor *src);
+/* int64 class values 1..num_classes (-1: their maximum) -> int64 [..., C] */
+em_tensor *em_one_hot(const em_tensor *t, int64_t num_classes);
+typedef enum em_scatter_reduction {
+    EM_SR_SUM, EM_SR_PROD, EM_SR_MEAN, EM_SR_AMAX, EM_SR_AMIN
+} em_scatter_reduction;
+em_tensor *em_scatter_reduce(const em_tensor *t, int dim, const em_tensor *index, const em_tensor *src,
+                             em_scatter_reduction r, bool include_self);
+int em_scatter_reduce_(em_tensor *t, int dim, const em_tensor *index, const em_tensor *src,
+                       em_scatter_reduction r, bool include_self);
+/* create.c */
+em_tensor *em_logspace(double start, double end, int64_t steps, double base, em_dtype d, em_device dev);
+em_tensor *em_tril_indices(int64_t rows, int64_t cols, int64_t offset, em_dtype d, em_device dev);
+em_tensor *em_triu_indices(int64_t rows, int64_t cols, int64_t offset, em_dtype d, em_device dev);
 
 /* ---- issue 16: advanced indexing, einsum, tensordot, kron, cross, cdist ---------- */
+/* advindex.c: PyTorch's aten::index / index_put. indices[0..n-1] consume t's
+ * leading dims (the rest are kept): NULL keeps one dim; an int64/int32 tensor
+ * (1-based values, negative from the end) indexes one dim; a bool tensor of k
+ * dims consumes k dims as its nonzero() (a 0-d one adds a dim of size 1 or
+ * 0). Index tensors broadcast together; their result dims replace them where
+ * they are adjacent, else they go first. Differentiable by composition. */
+em_tensor *em_index_tensors(const em_tensor *t, em_tensor *const *indices, int n);
+/* values broadcast to the shape t indexed by indices has; accumulate: sum
+ * duplicates, else the last write wins (on the CPU; unspecified on CUDA) */
+em_tensor *em_index_put(const em_tensor *t, em_tensor *const *indices, int n, const em_tensor *values,
+                        bool accumulate);
+int em_index_put_(em_tensor *t, em_tensor *const *indices, int n, const em_tensor *values, bool accumulate);
+/* einsum.c: composed from permute/reshape/sum/bmm, so differentiable */
+em_tensor *em_einsum(const char *equation, em_tensor *const *operands, int n);
+/* contracts dims_a[i] of a with dims_b[i] of b (0-based) */
+em_tensor *em_tensordot(const em_tensor *a, const em_tensor *b, const int *dims_a, const int *dims_b, int ndims);
+em_tensor *em_kron(const em_tensor *a, const em_tensor *b);
+/* x1 [..., P, M], x2 [..., R, M] -> [..., P, R] p-norm distances (p >= 0, inf) */
+em_tensor *em_cdist(const em_tensor *x1, const em_tensor *x2, double p);
 
 /* ---- issue 16: linear algebra (ember.linalg: decompositions and solves) ---------- */
+/* linalg_decomp.c: as torch.linalg, batched over the leading dims, float32 and
+ * float64, differentiable (gradients as PyTorch's). Errors name the op as
+ * PyTorch does ("linalg.inv: ..."), singular / non-positive-definite inputs
+ * included. Multi-output ops return 0 and new references, or -1. */
+em_tensor *em_linalg_det(const em_tensor *A);
+int em_linalg_slogdet(const em_tensor *A, em_tensor **sign, em_tensor **logabsdet);
+em_tensor *em_linalg_inv(const em_tensor *A);
+/* A X = B (left) or X A = B; B [..., n, k] or a vector [..., n] (B 1-D, or
+ * A's batch shape plus n); batch dims broadcast */
+em_tensor *em_linalg_solve(const em_tensor *A, const em_tensor *B);
+em_tensor *em_linalg_solve_ex(const em_tensor *A, const em_tensor *B, bool left);
+/* lower L (A = L L^T), or upper U = L^T */
+em_tensor *em_linalg_cholesky(const em_tensor *A, bool upper);
+/* mode "reduced" (NULL), "complete" or "r" (Q is then an empty tensor) */
+int em_linalg_qr(const em_tensor *A, const char *mode, em_tensor **Q, em_tensor **R);
+int em_linalg_svd(const em_tensor *A, bool full_matrices, em_tensor **U, em_tensor **S, em_tensor **Vh);
+em_tensor *em_linalg_svdvals(const em_tensor *A);
+/* uplo "L" (NULL) or "U": the triangle read; eigenvalues ascending */
+int em_linalg_eigh(const em_tensor *A, const char *uplo, em_tensor **L, em_tensor **V);
+em_tensor *em_linalg_eigvalsh(const em_tensor *A, const char *uplo);
+/* singular values (|eigenvalues| when hermitian) at most max(atol, rtol *
+ * largest) count as zero; atol, rtol < 0: unset (PyTorch's defaults) */
+em_tensor *em_linalg_pinv(const em_tensor *A, double atol, double rtol, bool hermitian);
+/* a x b along dim (size 3 there; batch dims broadcast); differentiable */
+em_tensor *em_linalg_cross(const em_tensor *a, const em_tensor *b, int dim);
 
 /* ---- host access --------------------------------------------------------- */
 /* Reads element `linear` (row-major position in the view) as a double. */
@@ -396,6 +572,27 @@ int em_backward(em_tensor *const *outputs, em_tensor *const *grads, int n, bool 
 int em_autograd_grad(em_tensor *const *outputs, em_tensor *const *grad_outputs, int nout,
                      em_tensor *const *inputs, int nin, bool retain_graph, bool create_graph,
                      bool allow_unused, em_tensor **results);
+
+/* Custom functions (ember.autograd.Function): after the user's forward has
+ * run (with grad mode off), records one node for its tensor outputs, with
+ * an edge per input (inputs[i] may be NULL: not a tensor). kinds[k] says
+ * what outputs[k] is; an input returned as it is (EM_CUSTOM_OUT) is
+ * replaced in outputs[k] by a new alias, a dirty one (modified in place by
+ * the forward) gets the node as its new history. saved: tensors the
+ * backward needs (checked for in-place changes, freed after a backward
+ * without retain_graph). The backward callback receives one gradient per
+ * output (NULL where none flowed, unless materialize: then zeros) and the
+ * saved tensors, and writes a new reference or NULL per input; each is
+ * checked against its input (a broadcast shape is summed down, the dtype
+ * cast, another device refused). ctx is freed by free_ctx with the node,
+ * or at once when this fails.
+ * Call it only when grad mode is on and some input requires grad. */
+typedef enum em_custom_output { EM_CUSTOM_NONDIFF, EM_CUSTOM_OUT, EM_CUSTOM_DIRTY } em_custom_output;
+typedef int (*em_custom_backward_fn)(void *ctx, em_tensor *const *grad_outputs, int nout, em_tensor *const *saved,
+                                     int nsaved, em_tensor **grad_inputs, int nin);
+int em_custom_function(const char *name, em_tensor *const *inputs, int nin, em_tensor **outputs,
+                       const em_custom_output *kinds, int nout, em_tensor *const *saved, int nsaved,
+                       bool materialize, em_custom_backward_fn fn, void *ctx, void (*free_ctx)(void *ctx));
 
 /* ---- backends ------------------------------------------------------------ */
 const struct em_backend *em_backend_for(em_device dev);   /* NULL + error if unavailable */

@@ -1,7 +1,7 @@
 /* error.c — the engine's error channel: one message buffer, set by the
  * failing function and read by the caller (the Lua binding turns it into a
  * Lua error). Nothing here longjmps or exits. */
-#include "ember.h"
+#include "internal.h"
 
 #include <signal.h>
 #include <stdarg.h>
@@ -26,6 +26,15 @@ int em_set_error(const char *fmt, ...)
     vsnprintf(last_error, sizeof last_error, fmt, ap);
     va_end(ap);
     return -1;
+}
+
+void em_rename_error(const char *from, const char *to)
+{
+    size_t n = strlen(from);
+    if (strncmp(last_error, from, n) != 0 || last_error[n] != ':') return;
+    char rest[sizeof last_error];
+    snprintf(rest, sizeof rest, "%s", last_error + n);
+    em_set_error("%s%s", to, rest);
 }
 
 char *em_sizes_str(const int64_t *sizes, int ndim, char *buf, size_t n)

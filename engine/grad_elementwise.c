@@ -68,6 +68,36 @@ static em_tensor *gelu_second_derivative(const em_tensor *x)
     return r;
 }
 
+/* c + s x^2 */
+static em_tensor *one_plus_s_square(const em_tensor *x, double c, double s)
+{
+    em_tensor *sq = em_unary(EM_SQUARE, x);
+    em_tensor *ss = sq ? em_binary_scalar(EM_MUL, sq, s, true, false) : NULL;
+    em_tensor *r = ss ? em_binary_scalar(EM_ADD, ss, c, true, false) : NULL;
+    em_release(sq);
+    em_release(ss);
+    return r;
+}
+
+/* exp(s x^2) */
+static em_tensor *exp_of_square(const em_tensor *x, double s)
+{
+    em_tensor *sq = em_unary(EM_SQUARE, x);
+    em_tensor *ss = sq ? em_binary_scalar(EM_MUL, sq, s, true, false) : NULL;
+    em_tensor *r = ss ? em_unary(EM_EXP, ss) : NULL;
+    em_release(sq);
+    em_release(ss);
+    return r;
+}
+
+/* consumes x */
+static em_tensor *rsqrt_x(em_tensor *x)
+{
+    em_tensor *r = x ? em_unary(EM_RSQRT, x) : NULL;
+    em_release(x);
+    return r;
+}
+
 static int unary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
 {
     const em_tensor *g = gout[0];
@@ -122,6 +152,23 @@ static int unary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     }
     case EM_RECIPROCAL: r = mul_x(mul_s(g, -1), em_unary(EM_SQUARE, y)); break;
     case EM_SQUARE: r = mul_x(mul_s(g, 2), em_retain(x)); break;
+    case EM_TRUNC: r = zeros_like_t(x); break;
+    case EM_EXP2: r = mul_x(mul_s(g, M_LN2), em_retain(y)); break;
+    case EM_LOG2: r = div_x(em_retain((em_tensor *)g), mul_s(x, M_LN2)); break;
+    case EM_LOG10: r = div_x(em_retain((em_tensor *)g), mul_s(x, M_LN10)); break;
+    case EM_ERF: case EM_ERFC: /* +-2/sqrt(pi) exp(-x^2) */
+        r = mul_x(mul_s(g, (n->op == EM_ERF ? 1 : -1) * M_2_SQRTPI), exp_of_square(x, -1)); break;
+    case EM_ERFINV: /* sqrt(pi)/2 exp(y^2) */
+        r = mul_x(mul_s(g, 0.88622692545275801365), exp_of_square(y, 1)); break;
+    case EM_TAN: r = mul_x(em_retain((em_tensor *)g), one_plus_s_square(y, 1, 1)); break;   /* 1 + y^2 */
+    case EM_SINH: r = mul_x(em_retain((em_tensor *)g), em_unary(EM_COSH, x)); break;
+    case EM_COSH: r = mul_x(em_retain((em_tensor *)g), em_unary(EM_SINH, x)); break;
+    case EM_ASIN: r = mul_x(em_retain((em_tensor *)g), rsqrt_x(one_plus_s_square(x, 1, -1))); break;
+    case EM_ACOS: r = mul_x(mul_s(g, -1), rsqrt_x(one_plus_s_square(x, 1, -1))); break;
+    case EM_ATAN: r = div_x(em_retain((em_tensor *)g), one_plus_s_square(x, 1, 1)); break;
+    case EM_ASINH: r = mul_x(em_retain((em_tensor *)g), rsqrt_x(one_plus_s_square(x, 1, 1))); break;
+    case EM_ACOSH: r = mul_x(em_retain((em_tensor *)g), rsqrt_x(one_plus_s_square(x, -1, 1))); break;
+    case EM_ATANH: r = div_x(em_retain((em_tensor *)g), one_plus_s_square(x, 1, -1)); break;
     default: return em_set_error("backward: %s is not differentiable", n->name);
     }
     if (!r) return -1;
@@ -139,6 +186,12 @@ static const char *const unary_names[EM_NUNARY] = {
     [EM_ROUND] = "RoundBackward", [EM_LOGICAL_NOT] = "LogicalNotBackward",
     [EM_RECIPROCAL] = "ReciprocalBackward", [EM_SQUARE] = "SquareBackward",
     [EM_GELU_GRAD] = "GeluGradBackward",
+    [EM_EXP2] = "Exp2Backward", [EM_LOG2] = "Log2Backward", [EM_LOG10] = "Log10Backward",
+    [EM_ERF] = "ErfBackward", [EM_ERFC] = "ErfcBackward", [EM_ERFINV] = "ErfinvBackward",
+    [EM_TRUNC] = "TruncBackward", [EM_TAN] = "TanBackward", [EM_SINH] = "SinhBackward",
+    [EM_COSH] = "CoshBackward", [EM_ASIN] = "AsinBackward", [EM_ACOS] = "AcosBackward",
+    [EM_ATAN] = "AtanBackward", [EM_ASINH] = "AsinhBackward", [EM_ACOSH] = "AcoshBackward",
+    [EM_ATANH] = "AtanhBackward", [EM_BITWISE_NOT] = "BitwiseNotBackward",
 };
 
 em_tensor *em_ag_unary(em_unary_op op, const em_tensor *a)
@@ -180,7 +233,10 @@ static int extreme_backward(em_node *n, const em_tensor *g, const em_tensor *a, 
 static const char *const binary_names[EM_NBINARY] = {
     [EM_ADD] = "AddBackward", [EM_SUB] = "SubBackward", [EM_MUL] = "MulBackward", [EM_DIV] = "DivBackward",
     [EM_REMAINDER] = "RemainderBackward", [EM_POW] = "PowBackward", [EM_MAXIMUM] = "MaximumBackward",
-    [EM_MINIMUM] = "MinimumBackward",
+    [EM_MINIMUM] = "MinimumBackward", [EM_ATAN2] = "Atan2Backward", [EM_HYPOT] = "HypotBackward",
+    [EM_COPYSIGN] = "CopysignBackward", [EM_LOGADDEXP] = "LogaddexpBackward",
+    [EM_LOGADDEXP2] = "Logaddexp2Backward", [EM_FMOD] = "FmodBackward", [EM_DIV_TRUNC] = "DivBackward",
+    [EM_DIV_FLOOR] = "DivBackward",
 };
 
 /* Which operands a binary node keeps for its backward (bit 0: a, bit 1: b,
@@ -193,9 +249,21 @@ static unsigned binary_saves(em_binary_op op, bool wa, bool wb)
     case EM_ADD: case EM_SUB: return 0;
     case EM_MUL: return (wa ? 2u : 0u) | (wb ? 1u : 0u);
     case EM_DIV: return 2u | (wb ? 4u : 0u);
-    case EM_REMAINDER: return wb ? 3u : 0u;
+    case EM_REMAINDER: case EM_FMOD: return wb ? 3u : 0u;
+    case EM_DIV_TRUNC: case EM_DIV_FLOOR: return 0;
+    case EM_ATAN2: return 3u;
+    case EM_COPYSIGN: return 5u;
     default: return 7u;                 /* pow, maximum, minimum */
     }
+}
+
+/* e(x - y), e being exp or exp2 */
+static em_tensor *exp_of_diff(em_unary_op e, const em_tensor *x, const em_tensor *y)
+{
+    em_tensor *d = em_binary(EM_SUB, x, y);
+    em_tensor *r = d ? em_unary(e, d) : NULL;
+    em_release(d);
+    return r;
 }
 
 static int binary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
@@ -245,14 +313,48 @@ static int binary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
         }
         break;
     case EM_REMAINDER: /* a - b*floor(a/b): d/da = 1, d/db = -floor(a/b) */
+    case EM_FMOD:      /* a - b*trunc(a/b): d/da = 1, d/db = -trunc(a/b) */
         if (wa) ga = em_retain((em_tensor *)g);
         if (wb) {
             em_tensor *q = em_binary(EM_DIV, a, b);
-            em_tensor *fq = q ? em_unary(EM_FLOOR, q) : NULL;
+            em_tensor *rq = q ? em_unary(n->op == EM_REMAINDER ? EM_FLOOR : EM_TRUNC, q) : NULL;
             em_release(q);
-            gb = mul_x(em_unary(EM_NEG, g), fq);
+            gb = mul_x(em_unary(EM_NEG, g), rq);
         }
         break;
+    case EM_DIV_TRUNC: case EM_DIV_FLOOR: /* piecewise constant */
+        if (wa) ga = zeros_like_t(g);
+        if (wb) gb = zeros_like_t(g);
+        break;
+    case EM_ATAN2: { /* d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2) */
+        em_tensor *a2 = em_unary(EM_SQUARE, a), *b2 = em_unary(EM_SQUARE, b);
+        em_tensor *den = a2 && b2 ? em_binary(EM_ADD, a2, b2) : NULL;
+        em_tensor *gd = den ? em_binary(EM_DIV, g, den) : NULL;
+        if (wa && gd) ga = mul(gd, b);
+        if (wb && gd) gb = mul_x(em_unary(EM_NEG, gd), em_retain(a));
+        em_release(a2); em_release(b2); em_release(den); em_release(gd);
+        break;
+    }
+    case EM_HYPOT: /* a / y, b / y */
+        if (wa) ga = mul_x(em_retain((em_tensor *)g), em_binary(EM_DIV, a, y));
+        if (wb) gb = mul_x(em_retain((em_tensor *)g), em_binary(EM_DIV, b, y));
+        break;
+    case EM_COPYSIGN: /* y / a where a != 0, else 0 (PyTorch); b gets none */
+        if (wa) {
+            em_tensor *q = em_binary(EM_DIV, y, a);
+            em_tensor *a0 = em_binary_scalar(EM_EQ, a, 0, true, false);
+            em_tensor *d = q && a0 ? em_masked_fill(q, a0, 0) : NULL;
+            ga = mul_x(em_retain((em_tensor *)g), d);
+            em_release(q); em_release(a0);
+        }
+        if (wb) gb = zeros_like_t(g);
+        break;
+    case EM_LOGADDEXP: case EM_LOGADDEXP2: { /* base^(a - y) and base^(b - y) */
+        em_unary_op e = n->op == EM_LOGADDEXP ? EM_EXP : EM_EXP2;
+        if (wa) ga = mul_x(em_retain((em_tensor *)g), exp_of_diff(e, a, y));
+        if (wb) gb = mul_x(em_retain((em_tensor *)g), exp_of_diff(e, b, y));
+        break;
+    }
     case EM_MAXIMUM: case EM_MINIMUM:
         return extreme_backward(n, g, a, b, gin);
     default:
@@ -286,7 +388,7 @@ static em_tensor *record_binary(em_binary_op op, const em_tensor *a, const em_te
     return em_ag_output(n, out);
 }
 
-static bool differentiable_binary(em_binary_op op) { return op <= EM_MINIMUM; }
+static bool differentiable_binary(em_binary_op op) { return op <= EM_MINIMUM || (op >= EM_ATAN2 && op <= EM_DIV_FLOOR); }
 
 em_tensor *em_ag_binary(em_binary_op op, const em_tensor *a, const em_tensor *b)
 {

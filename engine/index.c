@@ -48,12 +48,6 @@ static em_tensor *source_as(const char *op, const em_tensor *t, const em_tensor 
     return em_cast_to(src, t->dtype);
 }
 
-/* Releases up to four tensors (NULL allowed). */
-static void release4(em_tensor *a, em_tensor *b, em_tensor *c, em_tensor *d)
-{
-    em_release(a); em_release(b); em_release(c); em_release(d);
-}
-
 /* ---- index_select / gather ------------------------------------------------ */
 
 em_tensor *em_index_select(const em_tensor *t, int dim, const em_tensor *index)
@@ -81,7 +75,7 @@ em_tensor *em_index_select(const em_tensor *t, int dim, const em_tensor *index)
         out = s;
     }
 done:
-    release4(ix, ix1, t1, NULL);
+    em_release4(ix, ix1, t1, NULL);
     return out;
 }
 
@@ -108,7 +102,7 @@ em_tensor *em_gather(const em_tensor *t, int dim, const em_tensor *index)
         em_release(out);
         out = NULL;
     }
-    release4(ix, ix1, t1, out1);
+    em_release4(ix, ix1, t1, out1);
     return out;
 }
 
@@ -141,7 +135,7 @@ static int scatter_common(const char *op, em_index_op kop, em_tensor *t, int dim
         rc = em_numel(ix1) == 0 ? 0 : em_be(t)->index(kop, t1, s1, d, ix1);
         em_bump_version(t);
     }
-    release4(ix, s, t1, ix1);
+    em_release4(ix, s, t1, ix1);
     em_release(s1);
     return rc;
 }
@@ -225,7 +219,7 @@ int em_index_add_(em_tensor *t, int dim, const em_tensor *index, const em_tensor
         rc = k == 0 ? 0 : em_be(t)->index(EM_INDEX_ADD, t1, s1, d, ix1);
         em_bump_version(t);
     }
-    release4(ix, s, t1, ix1);
+    em_release4(ix, s, t1, ix1);
     em_release(s1);
     return rc;
 }
@@ -260,7 +254,7 @@ static int count_nonzero(const em_tensor *t, int64_t *count)
         *count = (int64_t)v;
         rc = 0;
     }
-    release4(b, i, s, flat);
+    em_release4(b, i, s, flat);
     return rc;
 }
 
@@ -297,7 +291,7 @@ em_tensor *em_masked_select(const em_tensor *t, const em_tensor *mask)
         if (ix && tf) out = em_index_select(tf, 0, ix);
         em_release(ix);
     }
-    release4(te, me, tf, mf);
+    em_release4(te, me, tf, mf);
     em_release(nz);
     return out;
 }
@@ -483,7 +477,7 @@ int em_sort(const em_tensor *t, int dim, bool descending, bool stable,
     em_tensor *v1 = v ? at_least_1d(v) : NULL, *ix1 = ix ? at_least_1d(ix) : NULL, *t1 = at_least_1d(t);
     int rc = -1;
     if (v1 && ix1 && t1) rc = em_be(t)->sort(v1, ix1, t1, d, descending, stable);
-    release4(v1, ix1, t1, NULL);
+    em_release4(v1, ix1, t1, NULL);
     if (rc) { em_release(v); em_release(ix); return -1; }
     if (em_ag_needed1(t) && !(v = em_ag_dim_values(t, d, true, ix, v))) { em_release(ix); return -1; }
     *values = v;
@@ -508,7 +502,7 @@ int em_topk(const em_tensor *t, int64_t k, int dim, bool largest, bool sorted,
     em_tensor *nv = em_narrow(sv, d, 0, k), *ni = em_narrow(si, d, 0, k);
     /* copies, so the result does not keep the whole sorted tensor alive */
     em_tensor *cv = nv ? em_clone(nv) : NULL, *ci = ni ? em_clone(ni) : NULL;
-    release4(sv, si, nv, ni);
+    em_release4(sv, si, nv, ni);
     if (!cv || !ci) { em_release(cv); em_release(ci); return -1; }
     *values = cv;
     *indices = ci;
@@ -540,7 +534,7 @@ static em_tensor *triangle_outside(const char *op, const em_tensor *t, int64_t d
     em_tensor *offset = rv && cv ? em_binary(EM_SUB, cv, rv) : NULL;
     em_tensor *mask = offset ? em_binary_scalar(upper ? EM_LT : EM_GT, offset, (double)diagonal, true, false)
                              : NULL;
-    release4(r, c, rv, cv);
+    em_release4(r, c, rv, cv);
     em_release(offset);
     return mask;
 }
@@ -574,7 +568,7 @@ static em_tensor *positive_counts(const em_tensor *p, const em_tensor *pos, int6
     em_tensor *all = ok ? em_all(ok, NULL, 0, false) : NULL;
     double good = 0;
     int rc = all ? em_item(all, &good) : -1;
-    release4(ge, le, ok, all);
+    em_release4(ge, le, ok, all);
     if (rc) return NULL;
     if (good == 0)
         return em_set_error("%s: invalid distribution (probability tensor contains either `inf`, `nan` or "
@@ -623,8 +617,8 @@ static em_tensor *category_of_rank(const em_tensor *pos, const em_tensor *rank)
     em_tensor *first = em_binary_scalar(EM_ADD, rank, 1, true, false);
     if (dest && table && src && first && em_scatter_(table, 1, dest, src) == 0)
         out = em_gather(table, 1, first);
-    release4(pos64, place, zero, dest);
-    release4(table, cat, cat2, src);
+    em_release4(pos64, place, zero, dest);
+    em_release4(table, cat, cat2, src);
     em_release(first);
     return out;
 }
@@ -671,7 +665,7 @@ static em_tensor *sample_with_replacement(const em_tensor *p, const em_tensor *p
         em_tensor *x3 = xs ? em_unsqueeze(xs, 2) : NULL;
         em_tensor *below = x3 ? em_binary(EM_LE, cdf3, x3) : NULL;
         parts[made] = below ? em_sum_dtype(below, &two, 1, false, EM_INT64) : NULL;
-        release4(xs, x3, below, NULL);
+        em_release4(xs, x3, below, NULL);
         if (!parts[made]) break;
     }
     if (made == pieces) rank = pieces == 1 ? em_retain(parts[0]) : em_cat(parts, (int)pieces, 1);
@@ -682,11 +676,11 @@ static em_tensor *sample_with_replacement(const em_tensor *p, const em_tensor *p
     em_tensor *clamped = last ? em_binary(EM_MINIMUM, rank, last) : NULL;
     if (clamped)
         out = any_zero ? category_of_rank(pos, clamped) : em_binary_scalar(EM_ADD, clamped, 1, true, false);
-    release4(last, clamped, NULL, NULL);
+    em_release4(last, clamped, NULL, NULL);
 done:
-    release4(mx, q, cdf, total);
-    release4(zero, cdf_pos, cdf3, u);
-    release4(x, rank, NULL, NULL);
+    em_release4(mx, q, cdf, total);
+    em_release4(zero, cdf_pos, cdf3, u);
+    em_release4(x, rank, NULL, NULL);
     return out;
 }
 
@@ -710,8 +704,8 @@ static em_tensor *sample_without_replacement(const em_tensor *p, const em_tensor
     /* one draw is an argmax: no sort of the whole row */
     if (key && n == 1) indices = em_argmax(key, 1, true, false);
     else if (key) em_topk(key, n, 1, true, true, &values, &indices);
-    release4(u, nu, l1, e);
-    release4(ratio, zero, key, values);
+    em_release4(u, nu, l1, e);
+    em_release4(ratio, zero, key, values);
     return indices;
 }
 
@@ -744,7 +738,7 @@ em_tensor *em_multinomial(const em_tensor *probs, int64_t num_samples, bool repl
     if (count)
         out = replacement ? sample_with_replacement(p, pos, count, num_samples, any_zero)
                           : sample_without_replacement(p, pos, num_samples);
-    release4(p64, p, pos, count);
+    em_release4(p64, p, pos, count);
     em_set_grad_enabled(grad);
     if (out && probs->ndim == 1) {
         em_tensor *flat = em_view(out, out1, 1);
@@ -752,4 +746,246 @@ em_tensor *em_multinomial(const em_tensor *probs, int64_t num_samples, bool repl
         out = flat;
     }
     return out;
+}
+
+/* ---- scatter_reduce ----------------------------------------------------------------- */
+
+/* The message of a failed scatter/scatter_add renamed after scatter_reduce. */
+static void rename_scatter_error(const char *op)
+{
+    const char *msg = em_error();
+    const char *rest = strncmp(msg, "scatter_add:", 12) == 0 ? msg + 12 : strncmp(msg, "scatter:", 8) == 0 ? msg + 8 : NULL;
+    if (!rest) return;
+    char *copy = strdup(rest);
+    if (!copy) return;
+    em_set_error("%s:%s", op, copy);
+    free(copy);
+}
+
+/* x cut down to `sizes` (no larger in any dim): the part of a scatter
+ * source that its index reads. */
+static em_tensor *narrow_to(const em_tensor *x, const int64_t *sizes, int ndim)
+{
+    em_tensor *cur = em_retain((em_tensor *)x);
+    for (int d = 0; cur && d < ndim && d < x->ndim; d++) {
+        if (cur->sizes[d] == sizes[d]) continue;
+        em_tensor *next = em_narrow(cur, d, 0, sizes[d]);
+        em_release(cur);
+        cur = next;
+    }
+    return cur;
+}
+
+/* The bool mask of the positions of t that index names along d. */
+static em_tensor *touched_mask(const em_tensor *t, int d, const em_tensor *ix)
+{
+    em_tensor *m = em_zeros(t->sizes, t->ndim, EM_BOOL, em_dev(t));
+    if (m && WITHOUT_GRAD(em_scatter_value_(m, d, ix, 1))) { em_release(m); return NULL; }
+    return m;
+}
+
+/* How many values reduce into each position of t: 1 for self (where it
+ * takes part) plus the sources, never less than 1 (mean's divisor). */
+static em_tensor *reduce_count(const em_tensor *t, int d, const em_tensor *ix, bool include_self)
+{
+    em_dtype dt = em_dtype_is_float(t->dtype) ? t->dtype : EM_INT64;
+    em_tensor *count = include_self ? em_ones(t->sizes, t->ndim, dt, em_dev(t))
+                                    : em_zeros(t->sizes, t->ndim, dt, em_dev(t));
+    em_tensor *one = em_scalar(1, dt, em_dev(t));
+    em_tensor *ones = one ? em_expand(one, ix->sizes, ix->ndim) : NULL;
+    int rc = count && ones ? em_scatter_add_(count, d, ix, ones) : -1;
+    em_release(one);
+    em_release(ones);
+    if (rc) { em_release(count); return NULL; }
+    em_tensor *zero = include_self ? NULL : em_binary_scalar(EM_EQ, count, 0, true, false);
+    if (zero && em_masked_fill_(count, zero, 1)) rc = -1;
+    em_release(zero);
+    if (rc) { em_release(count); return NULL; }
+    return count;
+}
+
+/* out (a fresh copy of self) reduced in place, recording off */
+static int scatter_reduce_into(em_tensor *out, int d, const em_tensor *ix, const em_tensor *src,
+                               em_scatter_reduction r, bool include_self)
+{
+    const char *op = "scatter_reduce";
+    bool was = em_set_grad_enabled(false);
+    int rc = 0;
+    if (!include_self) {   /* the positions written start from the reduction's identity */
+        if (r == EM_SR_AMAX || r == EM_SR_AMIN) rc = scatter_common(op, EM_SCATTER, out, d, ix, src);
+        else rc = em_scatter_value_(out, d, ix, r == EM_SR_PROD ? 1 : 0);
+    }
+    if (!rc) {
+        em_index_op kop = r == EM_SR_PROD ? EM_SCATTER_MUL : r == EM_SR_AMAX ? EM_SCATTER_AMAX
+                        : r == EM_SR_AMIN ? EM_SCATTER_AMIN : EM_SCATTER_ADD;
+        rc = scatter_common(op, kop, out, d, ix, src);
+    }
+    if (!rc && r == EM_SR_MEAN) {
+        em_tensor *count = reduce_count(out, d, ix, include_self);
+        em_tensor *q = count ? em_binary(EM_DIV, out, count) : NULL;
+        /* integers: floor division, as PyTorch */
+        em_tensor *f = q && !em_dtype_is_float(out->dtype) ? em_unary(EM_FLOOR, q) : q ? em_retain(q) : NULL;
+        rc = f ? em_copy_(out, f) : -1;
+        em_release4(count, q, f, NULL);
+    }
+    em_set_grad_enabled(was);
+    return rc;
+}
+
+static int scatter_reduce_checks(const char *op, const em_tensor *t, int dim, const em_tensor *index,
+                                 const em_tensor *src, em_scatter_reduction r)
+{
+    if ((unsigned)r > EM_SR_AMIN) return em_set_error("%s: unknown reduction %d", op, (int)r);
+    if (em_normalize_dim(dim, t->ndim, op) < 0) return -1;
+    if (src->dtype != t->dtype)
+        return em_set_error("%s: self (%s) and src (%s) must have the same dtype", op, em_dtype_name(t->dtype),
+                            em_dtype_name(src->dtype));
+    if (r == EM_SR_MEAN && t->dtype == EM_BOOL)
+        return em_set_error("%s: reduce=\"mean\" is not defined for bool tensors", op);
+    if (index->dtype != EM_INT64)
+        return em_set_error("%s: expected an int64 index tensor, got %s", op, em_dtype_name(index->dtype));
+    return 0;
+}
+
+int em_scatter_reduce_(em_tensor *t, int dim, const em_tensor *index, const em_tensor *src,
+                       em_scatter_reduction r, bool include_self)
+{
+    const char *op = "scatter_reduce_";
+    if (scatter_reduce_checks(op, t, dim, index, src, r)) return -1;
+    if (em_ag_check_inplace(op, t, src) || em_check_writable(op, t)) return -1;
+    int d = em_normalize_dim(dim, t->ndim, op);
+    int64_t one = 1;
+    em_tensor *t1 = t->ndim ? em_retain(t) : em_view(t, &one, 1);
+    int rc = t1 ? scatter_reduce_into(t1, d, index, src, r, include_self) : -1;
+    em_release(t1);
+    if (!rc) em_bump_version(t);
+    else rename_scatter_error(op);
+    return rc;
+}
+
+/* Gradients of amax / amin (shared evenly among the values equal to the
+ * result, as PyTorch) and of prod (the product of the other values, which
+ * handles zeros by counting them). Saved: 0 self, 1 src, 2 index, 3 out.
+ * Written with recorded ops, so the result is linear in g and recorded; the
+ * masks and counts are constants. */
+static int scatter_reduce_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
+{
+    em_tensor *self = em_ag_saved(n, 0), *src = em_ag_saved(n, 1), *ix = em_ag_saved(n, 2), *out = em_ag_saved(n, 3);
+    if (!self || !src || !ix || !out) return -1;
+    const em_tensor *g = gout[0];
+    int d = n->dim;
+    bool include_self = n->flag;
+    em_tensor *srcu = narrow_to(src, ix->sizes, ix->ndim);   /* the part of src the index reads */
+    em_tensor *zero = em_scalar(0, g->dtype, em_dev(g));
+    em_tensor *touched = touched_mask(self, d, ix);
+    em_tensor *gs = NULL, *gx = NULL;   /* the gradient at self's shape, at the index's shape */
+    int rc = -1;
+    if (!srcu || !zero || !touched) goto done;
+    if (n->op == EM_SR_AMAX || n->op == EM_SR_AMIN) {
+        em_tensor *at = WITHOUT_GRAD(em_gather(out, d, ix));
+        em_tensor *self_hit = include_self ? em_binary(EM_EQ, self, out) : em_unary(EM_LOGICAL_NOT, touched);
+        em_tensor *src_hit = at ? em_binary(EM_EQ, srcu, at) : NULL;
+        em_tensor *hits = src_hit ? em_cast_to(src_hit, g->dtype) : NULL;
+        em_tensor *count = self_hit ? em_cast_to(self_hit, g->dtype) : NULL;
+        if (hits && count && WITHOUT_GRAD(em_scatter_add_(count, d, ix, hits)) == 0) {
+            em_tensor *share = em_binary(EM_DIV, g, count);
+            em_tensor *at_src = share ? em_gather(share, d, ix) : NULL;
+            gs = share ? em_where(self_hit, share, zero) : NULL;
+            gx = at_src ? em_where(src_hit, at_src, zero) : NULL;
+            em_release(share);
+            em_release(at_src);
+        }
+        em_release4(at, self_hit, src_hit, hits);
+        em_release(count);
+    } else {   /* prod */
+        em_tensor *self_zero = em_binary_scalar(EM_EQ, self, 0, false, false);
+        em_tensor *src_zero = em_binary_scalar(EM_EQ, srcu, 0, false, false);
+        em_tensor *one = em_scalar(1, g->dtype, em_dev(g));
+        /* the number of zeros and the product of the non-zero values per slot */
+        em_tensor *zc = NULL, *nzp = NULL;
+        if (self_zero && src_zero && one) {
+            em_tensor *sz = include_self ? em_cast_to(self_zero, g->dtype) : em_zeros(self->sizes, self->ndim, g->dtype, em_dev(g));
+            em_tensor *xz = em_cast_to(src_zero, g->dtype);
+            if (sz && xz && WITHOUT_GRAD(em_scatter_add_(sz, d, ix, xz)) == 0) zc = em_retain(sz);
+            em_tensor *base = include_self ? WITHOUT_GRAD(em_where(self_zero, one, self))
+                                           : em_ones(self->sizes, self->ndim, g->dtype, em_dev(g));
+            em_tensor *sx = WITHOUT_GRAD(em_where(src_zero, one, srcu));
+            if (base && sx && scatter_reduce_into(base, d, ix, sx, EM_SR_PROD, true) == 0) nzp = em_retain(base);
+            em_release4(sz, xz, base, sx);
+        }
+        em_tensor *single = zc ? em_binary_scalar(EM_EQ, zc, 1, false, false) : NULL;
+        em_tensor *g_out = em_binary(EM_MUL, g, out);               /* g * prod, for non-zero values */
+        em_tensor *g_nzp = nzp ? em_binary(EM_MUL, g, nzp) : NULL;  /* g * the others, for the one zero */
+        em_tensor *for_zero = single && g_nzp ? em_where(single, g_nzp, zero) : NULL;
+        if (g_out && for_zero) {
+            em_tensor *qs = em_binary(EM_DIV, g_out, self);
+            em_tensor *s_nz = qs ? em_where(self_zero, for_zero, qs) : NULL;
+            gs = s_nz ? (include_self ? em_retain(s_nz) : em_where(touched, zero, g)) : NULL;
+            em_release(qs);
+            em_release(s_nz);
+            em_tensor *go_at = em_gather(g_out, d, ix), *fz_at = em_gather(for_zero, d, ix);
+            em_tensor *qx = go_at ? em_binary(EM_DIV, go_at, srcu) : NULL;
+            gx = qx && fz_at ? em_where(src_zero, fz_at, qx) : NULL;
+            em_release4(go_at, fz_at, qx, NULL);
+        }
+        em_release4(self_zero, src_zero, one, zc);
+        em_release4(nzp, single, g_out, g_nzp);
+        em_release(for_zero);
+    }
+    if (!gs || !gx) goto done;
+    if (em_ag_wants(n, 0)) gin[0] = em_retain(gs);
+    if (em_ag_wants(n, 1)) gin[1] = em_pad_end_zeros(gx, n->sizes2, n->ndim2);
+    rc = em_ag_wants(n, 1) && !gin[1] ? -1 : 0;
+done:
+    em_release4(srcu, zero, touched, gs);
+    em_release(gx);
+    return rc;
+}
+
+em_tensor *em_scatter_reduce(const em_tensor *t, int dim, const em_tensor *index, const em_tensor *src,
+                             em_scatter_reduction r, bool include_self)
+{
+    const char *op = "scatter_reduce";
+    if (scatter_reduce_checks(op, t, dim, index, src, r)) return NULL;
+    if (em_check_same_device(op, t, index) || em_check_same_device(op, t, src)) return NULL;
+    int d = em_normalize_dim(dim, t->ndim, op);
+    bool grad = em_ag_needed2(t, src) && em_dtype_is_float(t->dtype);
+    if (grad && (r == EM_SR_SUM || r == EM_SR_MEAN)) {
+        /* composed of recorded ops: masked_fill, scatter_add, a divide */
+        em_tensor *base = NULL, *mask = NULL;
+        if (include_self) base = em_retain((em_tensor *)t);
+        else if ((mask = touched_mask(t, d, index))) base = em_masked_fill(t, mask, 0);
+        em_tensor *s = base ? em_scatter_add(base, d, index, src) : NULL, *out = s;
+        if (s && r == EM_SR_MEAN) {
+            em_tensor *count = WITHOUT_GRAD(reduce_count(t, d, index, include_self));
+            out = count ? em_binary(EM_DIV, s, count) : NULL;
+            em_release(count);
+            em_release(s);
+        }
+        em_release4(base, mask, NULL, NULL);
+        if (!out) rename_scatter_error(op);
+        return out;
+    }
+    em_tensor *out = WITHOUT_GRAD(em_clone(t));
+    if (!out) return NULL;
+    int64_t one = 1;
+    em_tensor *o1 = t->ndim ? em_retain(out) : em_view(out, &one, 1);
+    int rc = o1 ? scatter_reduce_into(o1, d, index, src, r, include_self) : -1;
+    em_release(o1);
+    if (rc) { rename_scatter_error(op); em_release(out); return NULL; }
+    if (!grad) return out;
+    em_node *n = em_ag_node(r == EM_SR_PROD ? "ScatterReduceProdBackward" : "ScatterReduceMaxBackward",
+                            scatter_reduce_backward, 2);
+    if (!n) { em_release(out); return NULL; }
+    n->op = r;
+    n->dim = t->ndim ? d : 0;
+    n->flag = include_self;
+    n->ndim2 = src->ndim;
+    memcpy(n->sizes2, src->sizes, sizeof(int64_t) * (size_t)src->ndim);
+    em_ag_input(n, 0, t);
+    em_ag_input(n, 1, src);
+    if (em_ag_save(n, 0, t, false) || em_ag_save(n, 1, src, false) || em_ag_save(n, 2, index, false) ||
+        em_ag_save(n, 3, out, true))
+        return em_ag_abandon(n, out);
+    return em_ag_output(n, out);
 }

@@ -36,6 +36,14 @@ em_tensor *em_cast_to(const em_tensor *t, em_dtype d);
  * error naming op. ndims == 0 selects all dims. */
 int em_dims_mask(const em_tensor *t, const int *dims, int ndims, const char *op, bool *mask);
 
+/* Releases up to four tensors (NULL allowed). */
+void em_release4(em_tensor *a, em_tensor *b, em_tensor *c, em_tensor *d);
+
+/* Replaces `from` at the start of the current error message ("from: ...")
+ * by `to`, so the user sees the op they called rather than the one it is
+ * built on. */
+void em_rename_error(const char *from, const char *to);
+
 /* Random numbers: reserve `n` counters from the global generator and return
  * the (seed, offset) pair the kernel must use. */
 void em_rng_reserve(int64_t n, uint64_t *seed, uint64_t *offset);

@@ -274,6 +274,10 @@ int kc_memory_stats(int device, em_memory_stats *out);
 int kc_reset_peak_stats(int device);
 }
 
+/* solver.cu (issue 16: linear algebra) */
+extern "C" int kc_linalg(em_linalg_op op, em_tensor *a, em_tensor *b, em_tensor *c, em_tensor *d,
+                         const em_linalg_params *p, int *info);
+
 static em_backend make_backend(void)
 {
     em_backend b;
@@ -310,6 +314,7 @@ static em_backend make_backend(void)
     b.norm_backward = kc_norm_backward;
     b.attention = kc_attention;
     b.attention_backward = kc_attention_backward;
+    b.linalg = kc_linalg;
     b.optim = kc_optim;
     b.device_count = device_count;
     b.device_name = device_name;

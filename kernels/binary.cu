@@ -20,6 +20,8 @@
 static const char *const bin_names[EM_NBINARY] = {
     "add", "sub", "mul", "div", "remainder", "pow", "maximum", "minimum",
     "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+    "atan2", "hypot", "copysign", "logaddexp", "logaddexp2", "fmod", "div_trunc", "div_floor",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift",
 };
 
 /* ---- ops --------------------------------------------------------------------- */
@@ -137,6 +139,111 @@ struct b_or {
     template <typename C> __host__ __device__ bool operator()(C a, C b) const { return (a != 0) | (b != 0); }
 };
 
+/* ---- issue 16: elementwise math (formulas as engine/cpu/binary.c) -------------- */
+
+struct b_atan2 {
+    __host__ __device__ float operator()(float a, float b) const { return atan2f(a, b); }
+    __host__ __device__ double operator()(double a, double b) const { return atan2(a, b); }
+};
+struct b_hypot {
+    __host__ __device__ float operator()(float a, float b) const { return hypotf(a, b); }
+    __host__ __device__ double operator()(double a, double b) const { return hypot(a, b); }
+};
+struct b_copysign {
+    __host__ __device__ float operator()(float a, float b) const { return copysignf(a, b); }
+    __host__ __device__ double operator()(double a, double b) const { return copysign(a, b); }
+};
+/* equal infinities give themselves (not inf - inf = NaN) */
+struct b_logaddexp {
+    __host__ __device__ float operator()(float a, float b) const
+    {
+        if (isinf(a) && a == b) return a;
+        float m = a > b ? a : b;
+        return m + log1pf(expf(-fabsf(a - b)));
+    }
+    __host__ __device__ double operator()(double a, double b) const
+    {
+        if (isinf(a) && a == b) return a;
+        double m = a > b ? a : b;
+        return m + log1p(exp(-fabs(a - b)));
+    }
+};
+struct b_logaddexp2 {
+    __host__ __device__ float operator()(float a, float b) const
+    {
+        if (isinf(a) && a == b) return a;
+        float m = a > b ? a : b;
+        return m + log1pf(exp2f(-fabsf(a - b))) * 1.44269504088896340736f;
+    }
+    __host__ __device__ double operator()(double a, double b) const
+    {
+        if (isinf(a) && a == b) return a;
+        double m = a > b ? a : b;
+        return m + log1p(exp2(-fabs(a - b))) * 1.44269504088896340736;
+    }
+};
+/* Integer fmod and divisions by zero give 0 here (the CPU raises an error,
+ * which a kernel that does not synchronise cannot); y == -1 apart, as
+ * INT64_MIN / -1 would trap. */
+struct b_fmod {
+    __host__ __device__ float operator()(float a, float b) const { return fmodf(a, b); }
+    __host__ __device__ double operator()(double a, double b) const { return fmod(a, b); }
+    __host__ __device__ int64_t operator()(int64_t x, int64_t y) const
+    {
+        return y == 0 || y == -1 ? 0 : x % y;
+    }
+};
+struct b_div_trunc {
+    __host__ __device__ float operator()(float a, float b) const { return truncf(a / b); }
+    __host__ __device__ double operator()(double a, double b) const { return trunc(a / b); }
+    __host__ __device__ int64_t operator()(int64_t x, int64_t y) const
+    {
+        if (y == 0) return 0;
+        if (y == -1) return (int64_t)(0 - (uint64_t)x);
+        return x / y;
+    }
+};
+/* PyTorch's div_floor_floating: the floor of the exact quotient, via fmod */
+template <typename T> __host__ __device__ inline T div_floor_fp(T a, T b)
+{
+    if (b == 0) return a / b;
+    T mod = fmod(a, b);
+    T div = (a - mod) / b;
+    if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;
+    if (div == 0) return copysign(T(0), a / b);
+    T fl = floor(div);
+    if (div - fl > T(0.5)) fl += 1;
+    return fl;
+}
+struct b_div_floor {
+    __host__ __device__ float operator()(float a, float b) const { return div_floor_fp<float>(a, b); }
+    __host__ __device__ double operator()(double a, double b) const { return div_floor_fp<double>(a, b); }
+    __host__ __device__ int64_t operator()(int64_t x, int64_t y) const
+    {
+        if (y == 0) return 0;
+        if (y == -1) return (int64_t)(0 - (uint64_t)x);
+        int64_t q = x / y;
+        if (x % y != 0 && ((x < 0) != (y < 0))) q -= 1;
+        return q;
+    }
+};
+struct b_bit_and { __host__ __device__ int64_t operator()(int64_t a, int64_t b) const { return a & b; } };
+struct b_bit_or { __host__ __device__ int64_t operator()(int64_t a, int64_t b) const { return a | b; } };
+struct b_bit_xor { __host__ __device__ int64_t operator()(int64_t a, int64_t b) const { return a ^ b; } };
+/* counts outside [0, 64): 0 to the left, the sign fill to the right */
+struct b_lshift {
+    __host__ __device__ int64_t operator()(int64_t a, int64_t b) const
+    {
+        return b < 0 || b >= 64 ? 0 : (int64_t)((uint64_t)a << b);
+    }
+};
+struct b_rshift {
+    __host__ __device__ int64_t operator()(int64_t a, int64_t b) const
+    {
+        return b < 0 || b >= 64 ? (a < 0 ? -1 : 0) : a >> b;
+    }
+};
+
 /* ---- kernels ----------------------------------------------------------------- */
 
 /* The result type of F on compute type C: bool for comparisons. */
@@ -234,7 +341,15 @@ static int bin_float(em_binary_op op, const char *name, const kc_iter<3> &it, in
     case EM_GE: return bin_run<D>(name, it, dev, s, b_ge());
     case EM_LOGICAL_AND: return bin_run<D>(name, it, dev, s, b_and());
     case EM_LOGICAL_OR: return bin_run<D>(name, it, dev, s, b_or());
-    default: return kc_error("binary: invalid op %d", (int)op);
+    case EM_ATAN2: return bin_run<D>(name, it, dev, s, b_atan2());
+    case EM_HYPOT: return bin_run<D>(name, it, dev, s, b_hypot());
+    case EM_COPYSIGN: return bin_run<D>(name, it, dev, s, b_copysign());
+    case EM_LOGADDEXP: return bin_run<D>(name, it, dev, s, b_logaddexp());
+    case EM_LOGADDEXP2: return bin_run<D>(name, it, dev, s, b_logaddexp2());
+    case EM_FMOD: return bin_run<D>(name, it, dev, s, b_fmod());
+    case EM_DIV_TRUNC: return bin_run<D>(name, it, dev, s, b_div_trunc());
+    case EM_DIV_FLOOR: return bin_run<D>(name, it, dev, s, b_div_floor());
+    default: return kc_error("%s: the CUDA kernel needs integer or bool inputs, got %s", name, kc_dtype_name((em_dtype)D));
     }
 }
 
@@ -258,6 +373,14 @@ static int bin_int(em_binary_op op, const char *name, const kc_iter<3> &it, int 
     case EM_GE: return bin_run<D>(name, it, dev, s, b_ge());
     case EM_LOGICAL_AND: return bin_run<D>(name, it, dev, s, b_and());
     case EM_LOGICAL_OR: return bin_run<D>(name, it, dev, s, b_or());
+    case EM_FMOD: return bin_run<D>(name, it, dev, s, b_fmod());
+    case EM_DIV_TRUNC: return bin_run<D>(name, it, dev, s, b_div_trunc());
+    case EM_DIV_FLOOR: return bin_run<D>(name, it, dev, s, b_div_floor());
+    case EM_BITWISE_AND: return bin_run<D>(name, it, dev, s, b_bit_and());
+    case EM_BITWISE_OR: return bin_run<D>(name, it, dev, s, b_bit_or());
+    case EM_BITWISE_XOR: return bin_run<D>(name, it, dev, s, b_bit_xor());
+    case EM_BITWISE_LSHIFT: return bin_run<D>(name, it, dev, s, b_lshift());
+    case EM_BITWISE_RSHIFT: return bin_run<D>(name, it, dev, s, b_rshift());
     default:
         return kc_error("%s: the CUDA kernel needs float inputs, got %s", name, kc_dtype_name((em_dtype)D));
     }

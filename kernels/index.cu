@@ -37,6 +37,7 @@ static const char *index_op_name(em_index_op op)
     case EM_SCATTER: return "scatter";
     case EM_SCATTER_ADD: return "scatter_add";
     case EM_INDEX_ADD: return "index_add";
+    case EM_SCATTER_MUL: case EM_SCATTER_AMAX: case EM_SCATTER_AMIN: return "scatter_reduce";
     default: return "index";
     }
 }
@@ -48,6 +49,7 @@ static int index_err_op(em_index_op op)
     case EM_GATHER: return KC_ERR_GATHER;
     case EM_SCATTER: return KC_ERR_SCATTER;
     case EM_SCATTER_ADD: return KC_ERR_SCATTER_ADD;
+    case EM_SCATTER_MUL: case EM_SCATTER_AMAX: case EM_SCATTER_AMIN: return KC_ERR_SCATTER;
     default: return KC_ERR_INDEX_ADD;
     }
 }
@@ -110,6 +112,63 @@ __device__ __forceinline__ void index_atomic_add(bool *p, bool v)
     if (!v) return;
     unsigned int *w = (unsigned int *)((uintptr_t)p & ~(uintptr_t)3);
     atomicOr(w, 1u << ((unsigned int)((uintptr_t)p & 3) * 8));
+}
+
+/* ---- scatter_reduce's multiply / amax / amin ------------------------------------
+ * One step x (op) y: op 0 multiplies, 1 takes the max, 2 the min; a NaN wins
+ * max and min, as on the CPU; integers multiply with two's complement wrap;
+ * bool: and / or / and. Applied atomically by a compare-and-swap loop on the
+ * word holding the element (the aligned 32-bit word for 1- and 2-byte types,
+ * as the uint8 atomic add above). */
+template <typename T> __device__ __forceinline__ T index_reduce_step(T x, T y, int op)
+{
+    double a = kc_to_f64(x), b = kc_to_f64(y), r;
+    if (op == 0) r = a * b;
+    else if (a != a || b != b) r = a != a ? a : b;
+    else r = op == 1 ? (b > a ? b : a) : (b < a ? b : a);
+    return kc_from_f64<T>(r);
+}
+template <typename I> __device__ __forceinline__ I index_reduce_int(I x, I y, int op)
+{
+    if (op == 0) return (I)((unsigned long long)(long long)x * (unsigned long long)(long long)y);
+    return op == 1 ? (y > x ? y : x) : (y < x ? y : x);
+}
+template <> __device__ __forceinline__ int64_t index_reduce_step<int64_t>(int64_t x, int64_t y, int op) { return index_reduce_int(x, y, op); }
+template <> __device__ __forceinline__ int32_t index_reduce_step<int32_t>(int32_t x, int32_t y, int op) { return index_reduce_int(x, y, op); }
+template <> __device__ __forceinline__ uint8_t index_reduce_step<uint8_t>(uint8_t x, uint8_t y, int op) { return index_reduce_int(x, y, op); }
+template <> __device__ __forceinline__ bool index_reduce_step<bool>(bool x, bool y, int op) { return op == 1 ? (x || y) : (x && y); }
+
+template <typename T> __device__ void index_atomic_reduce(T *p, T v, int op)
+{
+    if (sizeof(T) == 8) {
+        unsigned long long *w = (unsigned long long *)p, old = *(volatile unsigned long long *)w, assumed;
+        do {
+            assumed = old;
+            T cur, next;
+            memcpy(&cur, &assumed, 8);
+            next = index_reduce_step(cur, v, op);
+            unsigned long long nw;
+            memcpy(&nw, &next, 8);
+            if (nw == assumed) return;
+            old = atomicCAS(w, assumed, nw);
+        } while (old != assumed);
+    } else {
+        unsigned int *w = (unsigned int *)((uintptr_t)p & ~(uintptr_t)3);
+        unsigned int shift = sizeof(T) == 4 ? 0 : (unsigned int)((uintptr_t)p & 3) * 8;
+        unsigned int mask = sizeof(T) == 4 ? 0xffffffffu : sizeof(T) == 2 ? 0xffffu : 0xffu;
+        unsigned int old = *(volatile unsigned int *)w, assumed;
+        do {
+            assumed = old;
+            unsigned int bits = (assumed >> shift) & mask, nbits = 0;
+            T cur, next;
+            memcpy(&cur, &bits, sizeof(T));
+            next = index_reduce_step(cur, v, op);
+            memcpy(&nbits, &next, sizeof(T));
+            unsigned int nw = (assumed & ~(mask << shift)) | ((nbits & mask) << shift);
+            if (nw == assumed) return;
+            old = atomicCAS(w, assumed, nw);
+        } while (old != assumed);
+    }
 }
 
 /* ---- the generic element path ------------------------------------------------ */
@@ -176,6 +235,22 @@ template <typename T>
 static int launch_scatter_add(const char *name, const index_args *a, int dev, cudaStream_t s)
 {
     return launch_elem(name, *a, scatter_add_op<T>(), dev, s);
+}
+
+template <typename T> struct scatter_reduce_op {    /* p0: line of out, p1: src */
+    int op;
+    __device__ void operator()(char *line, char *src, int64_t off) const
+    {
+        index_atomic_reduce((T *)(line + off), *(const T *)src, op);
+    }
+};
+
+template <typename T>
+static int launch_scatter_reduce(const char *name, const index_args *a, int op, int dev, cudaStream_t s)
+{
+    scatter_reduce_op<T> f;
+    f.op = op;
+    return launch_elem(name, *a, f, dev, s);
 }
 
 /* ---- the row path -------------------------------------------------------------
@@ -387,6 +462,10 @@ extern "C" int kc_index(em_index_op op, em_tensor *out, const em_tensor *in, int
 
     if (op == EM_SCATTER_ADD || op == EM_INDEX_ADD)
         KC_DISPATCH_ALL(out->dtype, name, launch_scatter_add, name, &a, dev, s);
+    if (op == EM_SCATTER_MUL || op == EM_SCATTER_AMAX || op == EM_SCATTER_AMIN) {
+        int rop = op == EM_SCATTER_MUL ? 0 : op == EM_SCATTER_AMAX ? 1 : 2;
+        KC_DISPATCH_ALL(out->dtype, name, launch_scatter_reduce, name, &a, rop, dev, s);
+    }
     bool gather = op == EM_INDEX_SELECT || op == EM_GATHER;
     switch (esz) {
     case 1: return gather ? launch_elem(name, a, gather_copy<uint8_t>(), dev, s)

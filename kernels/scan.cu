@@ -1,7 +1,7 @@
 /*
- * scan.cu — inclusive cumsum / cumprod along one dim on the GPU; the CUDA
- * twin of engine/cpu/scan.c. Floats accumulate in double, integers in
- * wrapping uint64; out has in's shape and dtype (the engine casts integer
+ * scan.cu — inclusive cumsum / cumprod / cummax / cummin / logcumsumexp
+ * along one dim on the GPU; the CUDA twin of engine/cpu/scan.c. Floats
+ * accumulate in double, integers in wrapping uint64; out has in's shape and dtype (the engine casts integer
  * inputs to int64 first).
  *
  * A "line" is one run of elements along dim. Two layouts:
@@ -63,9 +63,53 @@ __device__ __forceinline__ void st(int64_t *p, uint64_t v) { *p = (int64_t)v; }
 __device__ __forceinline__ void st(int32_t *p, uint64_t v) { *p = (int32_t)(uint32_t)v; }
 __device__ __forceinline__ void st(uint8_t *p, uint64_t v) { *p = (uint8_t)v; }
 
-template <class A, bool PROD> struct sop {
-    __device__ static A ident() { return PROD ? A(1) : A(0); }
-    __device__ static A apply(A a, A b) { return PROD ? a * b : a + b; }
+/* the running extremes: a NaN, once seen, stays; integers compare signed */
+__device__ __forceinline__ double ext(double a, double b, bool mx)
+{
+    return a != a || (mx ? a > b : a < b) ? a : b;
+}
+__device__ __forceinline__ uint64_t ext(uint64_t a, uint64_t b, bool mx)
+{
+    return (mx ? (int64_t)a > (int64_t)b : (int64_t)a < (int64_t)b) ? a : b;
+}
+
+/* log(exp(a) + exp(b)) without overflow; equal infinities stay themselves */
+__device__ __forceinline__ double lae(double a, double b)
+{
+    if (a != a || b != b) return a + b;
+    if (a == b) return isinf(a) ? a : a + 0.69314718055994530942;
+    double hi = a > b ? a : b, lo = a > b ? b : a;
+    return hi + log1p(exp(lo - hi));
+}
+__device__ __forceinline__ uint64_t lae(uint64_t a, uint64_t) { return a; }   /* never launched */
+
+__device__ __forceinline__ double lowest(double) { return -INFINITY; }
+__device__ __forceinline__ double highest(double) { return INFINITY; }
+__device__ __forceinline__ uint64_t lowest(uint64_t) { return (uint64_t)INT64_MIN; }
+__device__ __forceinline__ uint64_t highest(uint64_t) { return (uint64_t)INT64_MAX; }
+
+/* OP is an em_scan_op; every one of them is associative, so the chunked and
+ * shuffle scans below apply to all */
+template <class A, int OP> struct sop {
+    __device__ static A ident()
+    {
+        switch (OP) {
+        case EM_CUMPROD: return A(1);
+        case EM_CUMMAX: case EM_LOGCUMSUMEXP: return lowest(A(0));
+        case EM_CUMMIN: return highest(A(0));
+        default: return A(0);
+        }
+    }
+    __device__ static A apply(A a, A b)
+    {
+        switch (OP) {
+        case EM_CUMPROD: return a * b;
+        case EM_CUMMAX: return ext(a, b, true);
+        case EM_CUMMIN: return ext(a, b, false);
+        case EM_LOGCUMSUMEXP: return lae(a, b);
+        default: return a + b;
+        }
+    }
 };
 
 #define SCAN_K 4        /* consecutive elements per lane in the warp scan */
@@ -74,11 +118,11 @@ template <class A, bool PROD> struct sop {
 
 /* Warp w takes chunk c = w % S of line w / S and scans it, starting from
  * carry[w] (the identity when carry is NULL). */
-template <class T, class A, bool PROD>
+template <class T, class A, int OP>
 __global__ void __launch_bounds__(KC_THREADS)
 warp_scan_kernel(lines Ln, int64_t S, int64_t chunk, const A *carry)
 {
-    typedef sop<A, PROD> op;
+    typedef sop<A, OP> op;
     const int lane = threadIdx.x & 31;
     const int64_t wpb = blockDim.x >> 5, total = Ln.count * S;
     for (int64_t w = (int64_t)blockIdx.x * wpb + (threadIdx.x >> 5); w < total; w += (int64_t)gridDim.x * wpb) {
@@ -113,11 +157,11 @@ warp_scan_kernel(lines Ln, int64_t S, int64_t chunk, const A *carry)
 }
 
 /* totals of the chunks, one warp each, into tot[line * S + c] */
-template <class T, class A, bool PROD>
+template <class T, class A, int OP>
 __global__ void __launch_bounds__(KC_THREADS)
 warp_total_kernel(lines Ln, int64_t S, int64_t chunk, A *tot)
 {
-    typedef sop<A, PROD> op;
+    typedef sop<A, OP> op;
     const int lane = threadIdx.x & 31;
     const int64_t wpb = blockDim.x >> 5, total = Ln.count * S;
     for (int64_t w = (int64_t)blockIdx.x * wpb + (threadIdx.x >> 5); w < total; w += (int64_t)gridDim.x * wpb) {
@@ -136,11 +180,11 @@ warp_total_kernel(lines Ln, int64_t S, int64_t chunk, A *tot)
 
 /* Thread t takes line t % count of chunk t / count, so neighbouring threads
  * take neighbouring lines. */
-template <class T, class A, bool PROD>
+template <class T, class A, int OP>
 __global__ void __launch_bounds__(KC_THREADS)
 col_scan_kernel(lines Ln, int64_t S, int64_t chunk, const A *carry)
 {
-    typedef sop<A, PROD> op;
+    typedef sop<A, OP> op;
     const int64_t total = Ln.count * S;
     for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += (int64_t)gridDim.x * blockDim.x) {
         int64_t c = t / Ln.count, line = t - c * Ln.count, io, oo;
@@ -163,11 +207,11 @@ col_scan_kernel(lines Ln, int64_t S, int64_t chunk, const A *carry)
     }
 }
 
-template <class T, class A, bool PROD>
+template <class T, class A, int OP>
 __global__ void __launch_bounds__(KC_THREADS)
 col_total_kernel(lines Ln, int64_t S, int64_t chunk, A *tot)
 {
-    typedef sop<A, PROD> op;
+    typedef sop<A, OP> op;
     const int64_t total = Ln.count * S;
     for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += (int64_t)gridDim.x * blockDim.x) {
         int64_t c = t / Ln.count, line = t - c * Ln.count, io, oo;
@@ -184,11 +228,11 @@ col_total_kernel(lines Ln, int64_t S, int64_t chunk, A *tot)
 
 /* One warp per line turns tot[line * S + c] into the exclusive scan over c,
  * in place: the carry entering each chunk. */
-template <class A, bool PROD>
+template <class A, int OP>
 __global__ void __launch_bounds__(KC_THREADS)
 carry_kernel(A *tot, int64_t count, int64_t S)
 {
-    typedef sop<A, PROD> op;
+    typedef sop<A, OP> op;
     const int lane = threadIdx.x & 31;
     const int64_t wpb = blockDim.x >> 5;
     for (int64_t line = (int64_t)blockIdx.x * wpb + (threadIdx.x >> 5); line < count;
@@ -219,7 +263,7 @@ static int blocks_for(int64_t items_per_block, int64_t items, int dev)
     return b < 1 ? 1 : (int)b;
 }
 
-template <class T, class A, bool PROD>
+template <class T, class A, int OP>
 static int run(const lines &Ln, bool cols, int dev, cudaStream_t s)
 {
     int64_t sm = kc_sm_count(dev), S = 1, chunk = Ln.n;
@@ -246,27 +290,39 @@ static int run(const lines &Ln, bool cols, int dev, cudaStream_t s)
     if (S > 1) {
         tot = (A *)kc_alloc(bytes, dev);
         if (!tot) return -1;
-        if (cols) col_total_kernel<T, A, PROD><<<blocks_for(KC_THREADS, items, dev), KC_THREADS, 0, s>>>(Ln, S, chunk, tot);
-        else warp_total_kernel<T, A, PROD><<<blocks_for(KC_THREADS / 32, items, dev), KC_THREADS, 0, s>>>(Ln, S, chunk, tot);
-        carry_kernel<A, PROD><<<blocks_for(KC_THREADS / 32, Ln.count, dev), KC_THREADS, 0, s>>>(tot, Ln.count, S);
+        if (cols) col_total_kernel<T, A, OP><<<blocks_for(KC_THREADS, items, dev), KC_THREADS, 0, s>>>(Ln, S, chunk, tot);
+        else warp_total_kernel<T, A, OP><<<blocks_for(KC_THREADS / 32, items, dev), KC_THREADS, 0, s>>>(Ln, S, chunk, tot);
+        carry_kernel<A, OP><<<blocks_for(KC_THREADS / 32, Ln.count, dev), KC_THREADS, 0, s>>>(tot, Ln.count, S);
     }
-    if (cols) col_scan_kernel<T, A, PROD><<<blocks_for(KC_THREADS, items, dev), KC_THREADS, 0, s>>>(Ln, S, chunk, tot);
-    else warp_scan_kernel<T, A, PROD><<<blocks_for(KC_THREADS / 32, items, dev), KC_THREADS, 0, s>>>(Ln, S, chunk, tot);
+    if (cols) col_scan_kernel<T, A, OP><<<blocks_for(KC_THREADS, items, dev), KC_THREADS, 0, s>>>(Ln, S, chunk, tot);
+    else warp_scan_kernel<T, A, OP><<<blocks_for(KC_THREADS / 32, items, dev), KC_THREADS, 0, s>>>(Ln, S, chunk, tot);
     if (tot) kc_free(tot, bytes, dev);
-    return kc_launched(PROD ? "cumprod" : "cumsum", dev);
+    static const char *const names[] = {"cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"};
+    return kc_launched(names[OP], dev);
 }
 
 template <class T, class A>
 static int run_op(em_scan_op op, const lines &Ln, bool cols, int dev, cudaStream_t s)
 {
-    return op == EM_CUMPROD ? run<T, A, true>(Ln, cols, dev, s) : run<T, A, false>(Ln, cols, dev, s);
+    switch (op) {
+    case EM_CUMPROD: return run<T, A, EM_CUMPROD>(Ln, cols, dev, s);
+    case EM_CUMMAX: return run<T, A, EM_CUMMAX>(Ln, cols, dev, s);
+    case EM_CUMMIN: return run<T, A, EM_CUMMIN>(Ln, cols, dev, s);
+    case EM_LOGCUMSUMEXP: return run<T, A, EM_LOGCUMSUMEXP>(Ln, cols, dev, s);
+    default: return run<T, A, EM_CUMSUM>(Ln, cols, dev, s);
+    }
 }
 
 } /* namespace */
 
 extern "C" int kc_scan(em_scan_op op, em_tensor *out, const em_tensor *in, int dim)
 {
-    const char *name = op == EM_CUMSUM ? "cumsum" : "cumprod";
+    static const char *const names[] = {"cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"};
+    if ((unsigned)op > EM_LOGCUMSUMEXP) return kc_error("scan: unknown scan op %d", (int)op);
+    const char *name = names[op];
+    if (op == EM_LOGCUMSUMEXP && (in->dtype != EM_FLOAT32 && in->dtype != EM_FLOAT64 &&
+                                  in->dtype != EM_FLOAT16 && in->dtype != EM_BFLOAT16))
+        return kc_error("logcumsumexp: expected a floating point dtype, got %s", kc_dtype_name(in->dtype));
     if (out->dtype != in->dtype)
         return kc_error("%s: output dtype %s differs from input dtype %s", name, kc_dtype_name(out->dtype),
                         kc_dtype_name(in->dtype));

@@ -21,7 +21,8 @@
 static const char *const un_names[EM_NUNARY] = {
     "neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
     "sigmoid", "relu", "gelu", "silu", "floor", "ceil", "round", "logical_not", "reciprocal", "square",
-    "gelu_grad",
+    "gelu_grad", "exp2", "log2", "log10", "erf", "erfc", "erfinv", "trunc", "tan", "sinh", "cosh", "asin",
+    "acos", "atan", "asinh", "acosh", "atanh", "bitwise_not",
 };
 
 /* ---- ops --------------------------------------------------------------------- */
@@ -148,6 +149,78 @@ struct u_square {
     __host__ __device__ double operator()(double a) const { return a * a; }
     __host__ __device__ int64_t operator()(int64_t a) const { return (int64_t)((uint64_t)a * (uint64_t)a); }
 };
+/* issue 16: elementwise math, CUDA's single- and double-precision functions */
+struct u_exp2 {
+    __host__ __device__ float operator()(float a) const { return exp2f(a); }
+    __host__ __device__ double operator()(double a) const { return exp2(a); }
+};
+struct u_log2 {
+    __host__ __device__ float operator()(float a) const { return log2f(a); }
+    __host__ __device__ double operator()(double a) const { return log2(a); }
+};
+struct u_log10 {
+    __host__ __device__ float operator()(float a) const { return log10f(a); }
+    __host__ __device__ double operator()(double a) const { return log10(a); }
+};
+struct u_erf {
+    __host__ __device__ float operator()(float a) const { return erff(a); }
+    __host__ __device__ double operator()(double a) const { return erf(a); }
+};
+struct u_erfc {
+    __host__ __device__ float operator()(float a) const { return erfcf(a); }
+    __host__ __device__ double operator()(double a) const { return erfc(a); }
+};
+struct u_tan {
+    __host__ __device__ float operator()(float a) const { return tanf(a); }
+    __host__ __device__ double operator()(double a) const { return tan(a); }
+};
+struct u_sinh {
+    __host__ __device__ float operator()(float a) const { return sinhf(a); }
+    __host__ __device__ double operator()(double a) const { return sinh(a); }
+};
+struct u_cosh {
+    __host__ __device__ float operator()(float a) const { return coshf(a); }
+    __host__ __device__ double operator()(double a) const { return cosh(a); }
+};
+struct u_asin {
+    __host__ __device__ float operator()(float a) const { return asinf(a); }
+    __host__ __device__ double operator()(double a) const { return asin(a); }
+};
+struct u_acos {
+    __host__ __device__ float operator()(float a) const { return acosf(a); }
+    __host__ __device__ double operator()(double a) const { return acos(a); }
+};
+struct u_atan {
+    __host__ __device__ float operator()(float a) const { return atanf(a); }
+    __host__ __device__ double operator()(double a) const { return atan(a); }
+};
+struct u_asinh {
+    __host__ __device__ float operator()(float a) const { return asinhf(a); }
+    __host__ __device__ double operator()(double a) const { return asinh(a); }
+};
+struct u_acosh {
+    __host__ __device__ float operator()(float a) const { return acoshf(a); }
+    __host__ __device__ double operator()(double a) const { return acosh(a); }
+};
+struct u_atanh {
+    __host__ __device__ float operator()(float a) const { return atanhf(a); }
+    __host__ __device__ double operator()(double a) const { return atanh(a); }
+};
+/* CUDA's erfinv (float32 in double, as on the CPU) */
+struct u_erfinv {
+    __host__ __device__ float operator()(float a) const { return (float)erfinv((double)a); }
+    __host__ __device__ double operator()(double a) const { return erfinv(a); }
+};
+struct u_trunc {
+    __host__ __device__ float operator()(float a) const { return truncf(a); }
+    __host__ __device__ double operator()(double a) const { return trunc(a); }
+    __host__ __device__ int64_t operator()(int64_t a) const { return a; }
+};
+/* integers only: the engine turns bool's into logical_not */
+struct u_bitwise_not {
+    __host__ __device__ int64_t operator()(int64_t a) const { return ~a; }
+};
+
 /* the one op with a bool result */
 struct u_not {
     template <typename C> __host__ __device__ bool operator()(C a) const { return a == 0; }
@@ -215,7 +288,23 @@ static int un_float(em_unary_op op, const char *name, em_tensor *out, const em_t
     case EM_RECIPROCAL: return un_run<D, u_reciprocal>(name, out, a);
     case EM_SQUARE: return un_run<D, u_square>(name, out, a);
     case EM_GELU_GRAD: return un_run<D, u_gelu_grad>(name, out, a);
-    default: return kc_error("unary: invalid op %d", (int)op);
+    case EM_EXP2: return un_run<D, u_exp2>(name, out, a);
+    case EM_LOG2: return un_run<D, u_log2>(name, out, a);
+    case EM_LOG10: return un_run<D, u_log10>(name, out, a);
+    case EM_ERF: return un_run<D, u_erf>(name, out, a);
+    case EM_ERFC: return un_run<D, u_erfc>(name, out, a);
+    case EM_ERFINV: return un_run<D, u_erfinv>(name, out, a);
+    case EM_TRUNC: return un_run<D, u_trunc>(name, out, a);
+    case EM_TAN: return un_run<D, u_tan>(name, out, a);
+    case EM_SINH: return un_run<D, u_sinh>(name, out, a);
+    case EM_COSH: return un_run<D, u_cosh>(name, out, a);
+    case EM_ASIN: return un_run<D, u_asin>(name, out, a);
+    case EM_ACOS: return un_run<D, u_acos>(name, out, a);
+    case EM_ATAN: return un_run<D, u_atan>(name, out, a);
+    case EM_ASINH: return un_run<D, u_asinh>(name, out, a);
+    case EM_ACOSH: return un_run<D, u_acosh>(name, out, a);
+    case EM_ATANH: return un_run<D, u_atanh>(name, out, a);
+    default: return kc_error("%s: the CUDA kernel needs integer input, got %s", name, kc_dtype_name(a->dtype));
     }
 }
 
@@ -233,6 +322,10 @@ static int un_int(em_unary_op op, const char *name, em_tensor *out, const em_ten
     case EM_ROUND: return un_run<D, u_round>(name, out, a);
     case EM_SQUARE: return un_run<D, u_square>(name, out, a);
     case EM_LOGICAL_NOT: return un_run<D, u_not>(name, out, a);
+    case EM_TRUNC: return un_run<D, u_trunc>(name, out, a);
+    case EM_BITWISE_NOT:
+        if (D == EM_BOOL) return kc_error("bitwise_not: the CUDA kernel needs integer input, got bool");
+        return un_run<D, u_bitwise_not>(name, out, a);
     default:
         return kc_error("%s: the CUDA kernel needs float input, got %s", name, kc_dtype_name(a->dtype));
     }

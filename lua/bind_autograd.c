@@ -2,9 +2,11 @@
  * t:requires_grad_(), t:retain_grad(), t:register_hook(fn),
  * ember.no_grad(fn | nothing), ember.enable_grad, ember.set_grad_enabled,
  * ember.is_grad_enabled, and ember._autograd_grad (wrapped by
- * lua/ember/autograd.lua as ember.autograd.grad). */
+ * lua/ember/autograd.lua as ember.autograd.grad), ember._autograd_function
+ * (the C half of ember.autograd.Function). */
 #include "binding.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,6 +139,155 @@ static int m_autograd_grad(lua_State *L)
     return nin;
 }
 
+/* ---- custom functions ------------------------------------------------------
+ * ember.autograd.Function (lua/ember/autograd.lua) runs the user's forward and
+ * hands the result here; the engine records the node (em_custom_function)
+ * and calls back into Lua for the backward. */
+
+typedef struct lua_backward {
+    lua_State *owner;       /* the main state, to drop the reference */
+    int ref;                /* function(grads, saved) -> list of input gradients */
+} lua_backward;
+
+static void free_lua_backward(void *ctx)
+{
+    lua_backward *b = ctx;
+    luaL_unref(b->owner, LUA_REGISTRYINDEX, b->ref);
+    free(b);
+}
+
+static void push_tensor_list(lua_State *L, em_tensor *const *ts, int n)
+{
+    lua_createtable(L, n, 1);
+    for (int i = 0; i < n; i++) {
+        if (!ts[i]) continue;
+        emlua_push(L, em_retain(ts[i]));
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_pushinteger(L, n);
+    lua_setfield(L, -2, "n");
+}
+
+static int run_lua_backward(void *ctx, em_tensor *const *gout, int nout, em_tensor *const *saved, int nsaved,
+                            em_tensor **gin, int nin)
+{
+    lua_backward *b = ctx;
+    lua_State *L = pass_L;
+    if (!L) return em_set_error("autograd.Function: backward called outside a backward pass");
+    if (!lua_checkstack(L, 4)) return em_set_error("autograd.Function: Lua stack overflow");
+    lua_rawgeti(L, LUA_REGISTRYINDEX, b->ref);
+    push_tensor_list(L, gout, nout);
+    push_tensor_list(L, saved, nsaved);
+    if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
+        em_set_error("%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "error in an autograd.Function backward");
+        lua_pop(L, 1);
+        return -1;
+    }
+    /* the Lua half has checked the list: one tensor or nil per input */
+    for (int i = 0; i < nin && lua_istable(L, -1); i++) {
+        lua_rawgeti(L, -1, i + 1);
+        em_tensor *g = emlua_test(L, -1);
+        gin[i] = g ? em_retain(g) : NULL;
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return 0;
+}
+
+/* the tensors of spec[field] (a list) in an array that lives on the stack */
+static em_tensor **spec_tensors(lua_State *L, int spec, const char *field, int *n, bool holes)
+{
+    lua_getfield(L, spec, field);
+    if (!lua_istable(L, -1)) luaL_error(L, "autograd.Function: internal: spec.%s is not a table", field);
+    int list = lua_gettop(L);
+    int k;
+    if (holes) {
+        lua_getfield(L, list, "n");
+        lua_Integer n = lua_tointeger(L, -1);
+        lua_pop(L, 1);
+        if (n < 0 || n > INT_MAX / 16) luaL_error(L, "autograd.Function: internal: spec.%s.n is %I", field, n);
+        k = (int)n;
+    } else {
+        k = (int)lua_rawlen(L, list);
+    }
+    em_tensor **a = lua_newuserdatauv(L, sizeof *a * (size_t)(k ? k : 1), 0);
+    for (int i = 0; i < k; i++) {
+        lua_rawgeti(L, list, i + 1);
+        a[i] = emlua_test(L, -1);    /* the spec keeps it alive */
+        lua_pop(L, 1);
+        if (!a[i] && !holes) luaL_error(L, "autograd.Function: internal: spec.%s[%d] is not a tensor", field, i + 1);
+    }
+    *n = k;
+    return a;
+}
+
+static bool in_list(em_tensor *const *list, int n, const em_tensor *t)
+{
+    for (int i = 0; i < n; i++)
+        if (list[i] == t) return true;
+    return false;
+}
+
+/* ember._autograd_function(spec): spec = {name, inputs (with n; non-tensors
+ * anywhere), outputs (the tensor outputs), dirty, nondiff, saved,
+ * materialize, backward}. Records the node; replaces spec.outputs[k] where
+ * the engine gave a new tensor (an input returned as it is). */
+static int m_autograd_function(lua_State *L)
+{
+    if (!lua_istable(L, 1))
+        return luaL_error(L, "autograd.Function: internal: _autograd_function takes the table "
+                             "ember.autograd.Function builds, got %s", luaL_typename(L, 1));
+    lua_getfield(L, 1, "name");
+    const char *name = lua_tostring(L, -1);
+    if (!name) name = "Function";
+    int nin, nout, ndirty, nnondiff, nsaved;
+    em_tensor **ins = spec_tensors(L, 1, "inputs", &nin, true);
+    em_tensor **outs = spec_tensors(L, 1, "outputs", &nout, false);
+    em_tensor **dirty = spec_tensors(L, 1, "dirty", &ndirty, false);
+    em_tensor **nondiff = spec_tensors(L, 1, "nondiff", &nnondiff, false);
+    em_tensor **saved = spec_tensors(L, 1, "saved", &nsaved, false);
+    lua_getfield(L, 1, "materialize");
+    bool materialize = lua_toboolean(L, -1);
+    lua_getfield(L, 1, "backward");
+    if (!lua_isfunction(L, -1)) return luaL_error(L, "autograd.Function: internal: spec.backward is not a function");
+    em_custom_output *kinds = lua_newuserdatauv(L, sizeof *kinds * (size_t)(nout ? nout : 1), 0);
+    em_tensor **res = lua_newuserdatauv(L, sizeof *res * (size_t)(nout ? nout : 1), 0);
+    for (int k = 0; k < nout; k++) {
+        kinds[k] = in_list(dirty, ndirty, outs[k]) ? EM_CUSTOM_DIRTY
+                 : in_list(nondiff, nnondiff, outs[k]) ? EM_CUSTOM_NONDIFF : EM_CUSTOM_OUT;
+        res[k] = em_retain(outs[k]);
+    }
+    for (int d = 0; d < ndirty; d++)
+        if (!in_list(outs, nout, dirty[d])) {
+            for (int k = 0; k < nout; k++) em_release(res[k]);
+            return luaL_error(L, "autograd.Function %s: a tensor given to mark_dirty is not returned by forward "
+                                 "(return the inputs you modified in place)", name);
+        }
+    lua_backward *b = malloc(sizeof *b);
+    if (!b) {
+        for (int k = 0; k < nout; k++) em_release(res[k]);
+        return luaL_error(L, "autograd.Function: out of memory");
+    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+    b->owner = lua_tothread(L, -1);
+    lua_pop(L, 1);
+    lua_getfield(L, 1, "backward");
+    b->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    int rc = em_custom_function(name, ins, nin, res, kinds, nout, saved, nsaved, materialize, run_lua_backward, b,
+                                free_lua_backward);
+    if (rc) {                      /* the engine has freed b */
+        for (int k = 0; k < nout; k++) em_release(res[k]);
+        return emlua_fail(L);
+    }
+    lua_getfield(L, 1, "outputs");
+    for (int k = 0; k < nout; k++) {
+        if (res[k] == outs[k]) { em_release(res[k]); continue; }
+        emlua_push(L, res[k]);
+        lua_rawseti(L, -2, k + 1);
+    }
+    return 0;
+}
+
 static int t_detach(lua_State *L) { return emlua_push(L, em_detach(emlua_check(L, 1, "detach"))); }
 
 static int t_requires_grad_(lua_State *L)
@@ -219,6 +370,7 @@ static const luaL_Reg methods[] = {
 static const luaL_Reg functions[] = {
     {"no_grad", m_no_grad}, {"enable_grad", m_enable_grad}, {"set_grad_enabled", m_set_grad_enabled},
     {"is_grad_enabled", m_is_grad_enabled}, {"_autograd_grad", m_autograd_grad}, {"detach", t_detach},
+    {"_autograd_function", m_autograd_function},
     {NULL, NULL},
 };
 

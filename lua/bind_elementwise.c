@@ -86,17 +86,41 @@ static int t_reciprocal_(lua_State *L) { return unary_(L, EM_RECIPROCAL); }
 static int t_square_(lua_State *L) { return unary_(L, EM_SQUARE); }
 static int t_logical_not_(lua_State *L) { return unary_(L, EM_LOGICAL_NOT); }
 
-/* round(t) only: PyTorch's decimals= is not supported */
-static int check_round_args(lua_State *L, const char *op)
+/* Writes the result r of a composed op into self (argument 1) and returns
+ * self: the in-place spelling of an op without a kernel of its own. */
+static int assign_self(lua_State *L, em_tensor *r, const char *op)
 {
-    int o = emlua_options_index(L, 2);
-    if (o && (lua_getfield(L, o, "decimals"), !lua_isnil(L, -1)))
-        return emlua_argerror(L, o, op, "decimals is not supported");
-    return 0;
+    if (!r) return emlua_fail(L);
+    int rc = em_assign_result_(op, emlua_test(L, 1), r);
+    em_release(r);
+    if (rc) return emlua_fail(L);
+    lua_settop(L, 1);
+    return 1;
 }
 
-static int t_round(lua_State *L) { check_round_args(L, "round"); return unary(L, EM_ROUND); }
-static int t_round_(lua_State *L) { check_round_args(L, "round_"); return unary_(L, EM_ROUND); }
+static const char *const round_names[] = {"decimals", NULL};
+
+/* decimals of round(t), round(t, decimals) or round(t, {decimals = n}) */
+static int64_t round_decimals(lua_State *L, const char *op)
+{
+    emlua_args a;
+    emlua_args_start(&a, L, op, 2, round_names);
+    return emlua_arg_integer(&a, 0, 0);
+}
+
+static int t_round(lua_State *L)
+{
+    em_tensor *t = check_tensor(L, 1, "round");
+    return emlua_push(L, em_round_decimals(t, round_decimals(L, "round")));
+}
+
+static int t_round_(lua_State *L)
+{
+    em_tensor *t = check_tensor(L, 1, "round_");
+    int64_t d = round_decimals(L, "round_");
+    if (d == 0) return unary_(L, EM_ROUND);
+    return assign_self(L, em_round_decimals(t, d), "round_");
+}
 
 /* gelu(t) is the exact erf form; {approximate = "tanh"} the tanh form. */
 static bool gelu_tanh(lua_State *L, const char *op)
@@ -250,16 +274,29 @@ static int t_sub(lua_State *L) { return binary_at(L, EM_SUB, 1, scale_by_alpha(L
 static int t_add_(lua_State *L) { return binary_inplace_at(L, EM_ADD, "add_", scale_by_alpha(L, "add_")); }
 static int t_sub_(lua_State *L) { return binary_inplace_at(L, EM_SUB, "sub_", scale_by_alpha(L, "sub_")); }
 
-static int check_div_args(lua_State *L, const char *op)
+/* div(a, b, {rounding_mode = nil | "trunc" | "floor"}) */
+static em_binary_op div_mode(lua_State *L, const char *op)
 {
     int o = emlua_options_index(L, 3);
-    if (o && (lua_getfield(L, o, "rounding_mode"), !lua_isnil(L, -1)))
-        return emlua_argerror(L, o, op, "rounding_mode is not supported (use floor(a / b))");
-    return 0;
+    if (!o) return EM_DIV;
+    lua_getfield(L, o, "rounding_mode");
+    em_binary_op r = EM_DIV;
+    const char *m = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+    if (m && strcmp(m, "trunc") == 0) r = EM_DIV_TRUNC;
+    else if (m && strcmp(m, "floor") == 0) r = EM_DIV_FLOOR;
+    else if (!lua_isnil(L, -1))
+        emlua_argerror(L, o, op, "rounding_mode must be nil, \"trunc\" or \"floor\", got %s",
+                       m ? m : luaL_typename(L, -1));
+    lua_pop(L, 1);
+    return r;
 }
 
-static int t_div(lua_State *L) { check_div_args(L, "div"); return binary(L, EM_DIV); }
-static int t_div_(lua_State *L) { check_div_args(L, "div_"); return binary_(L, EM_DIV); }
+static int t_div(lua_State *L) { return binary(L, div_mode(L, "div")); }
+static int t_div_(lua_State *L)
+{
+    em_binary_op op = div_mode(L, "div_");
+    return binary_inplace_at(L, op, "div_", 2);
+}
 static int t_mul(lua_State *L) { return binary(L, EM_MUL); }
 static int t_remainder(lua_State *L) { return binary(L, EM_REMAINDER); }
 static int t_pow(lua_State *L) { return binary(L, EM_POW); }
@@ -301,21 +338,11 @@ static em_tensor *clamp_at(lua_State *L, em_tensor *t, int ilo, int ihi, const c
         double lo = lua_tonumber(L, ilo), hi = lua_tonumber(L, ihi);
         return em_clamp(t, tlo == LUA_TNUMBER ? &lo : NULL, thi == LUA_TNUMBER ? &hi : NULL);
     }
-    /* tensor bounds: minimum(maximum(t, lo), hi) */
-    em_tensor *r = em_retain(t);
-    if (tlo == LUA_TNUMBER || lo_t) {
-        em_tensor *n = lo_t ? em_binary(EM_MAXIMUM, r, lo_t)
-                            : em_binary_scalar(EM_MAXIMUM, r, lua_tonumber(L, ilo), lua_isinteger(L, ilo), false);
-        em_release(r);
-        if (!(r = n)) return NULL;
-    }
-    if (thi == LUA_TNUMBER || hi_t) {
-        em_tensor *n = hi_t ? em_binary(EM_MINIMUM, r, hi_t)
-                            : em_binary_scalar(EM_MINIMUM, r, lua_tonumber(L, ihi), lua_isinteger(L, ihi), false);
-        em_release(r);
-        r = n;
-    }
-    return r;
+    /* a tensor bound: a number on the other side becomes a wrapped number */
+    em_tensor *lo = lo_t, *hi = hi_t;
+    if (!lo && tlo == LUA_TNUMBER) { emlua_push(L, emlua_check_operand(L, ilo, op, t)); lo = emlua_test(L, -1); }
+    if (!hi && thi == LUA_TNUMBER) { emlua_push(L, emlua_check_operand(L, ihi, op, t)); hi = emlua_test(L, -1); }
+    return em_clamp_tensor(t, lo, hi);
 }
 
 static int t_clamp(lua_State *L)
@@ -425,6 +452,246 @@ static int t_masked_fill_(lua_State *L)
     return 1;
 }
 
+/* ---- issue 16: elementwise math -------------------------------------------- */
+
+static int t_exp2(lua_State *L) { return unary(L, EM_EXP2); }
+static int t_log2(lua_State *L) { return unary(L, EM_LOG2); }
+static int t_log10(lua_State *L) { return unary(L, EM_LOG10); }
+static int t_erf(lua_State *L) { return unary(L, EM_ERF); }
+static int t_erfc(lua_State *L) { return unary(L, EM_ERFC); }
+static int t_erfinv(lua_State *L) { return unary(L, EM_ERFINV); }
+static int t_trunc(lua_State *L) { return unary(L, EM_TRUNC); }
+static int t_tan(lua_State *L) { return unary(L, EM_TAN); }
+static int t_sinh(lua_State *L) { return unary(L, EM_SINH); }
+static int t_cosh(lua_State *L) { return unary(L, EM_COSH); }
+static int t_asin(lua_State *L) { return unary(L, EM_ASIN); }
+static int t_acos(lua_State *L) { return unary(L, EM_ACOS); }
+static int t_atan(lua_State *L) { return unary(L, EM_ATAN); }
+static int t_asinh(lua_State *L) { return unary(L, EM_ASINH); }
+static int t_acosh(lua_State *L) { return unary(L, EM_ACOSH); }
+static int t_atanh(lua_State *L) { return unary(L, EM_ATANH); }
+static int t_bitwise_not(lua_State *L) { return unary(L, EM_BITWISE_NOT); }
+
+static int t_exp2_(lua_State *L) { return unary_(L, EM_EXP2); }
+static int t_log2_(lua_State *L) { return unary_(L, EM_LOG2); }
+static int t_log10_(lua_State *L) { return unary_(L, EM_LOG10); }
+static int t_erf_(lua_State *L) { return unary_(L, EM_ERF); }
+static int t_erfc_(lua_State *L) { return unary_(L, EM_ERFC); }
+static int t_erfinv_(lua_State *L) { return unary_(L, EM_ERFINV); }
+static int t_trunc_(lua_State *L) { return unary_(L, EM_TRUNC); }
+static int t_tan_(lua_State *L) { return unary_(L, EM_TAN); }
+static int t_sinh_(lua_State *L) { return unary_(L, EM_SINH); }
+static int t_cosh_(lua_State *L) { return unary_(L, EM_COSH); }
+static int t_asin_(lua_State *L) { return unary_(L, EM_ASIN); }
+static int t_acos_(lua_State *L) { return unary_(L, EM_ACOS); }
+static int t_atan_(lua_State *L) { return unary_(L, EM_ATAN); }
+static int t_asinh_(lua_State *L) { return unary_(L, EM_ASINH); }
+static int t_acosh_(lua_State *L) { return unary_(L, EM_ACOSH); }
+static int t_atanh_(lua_State *L) { return unary_(L, EM_ATANH); }
+static int t_bitwise_not_(lua_State *L) { return unary_(L, EM_BITWISE_NOT); }
+
+static int t_frac(lua_State *L) { return emlua_push(L, em_frac(check_tensor(L, 1, "frac"))); }
+static int t_frac_(lua_State *L) { return assign_self(L, em_frac(check_tensor(L, 1, "frac_")), "frac_"); }
+
+static const char *const logit_names[] = {"eps", NULL};
+
+static em_tensor *logit_at(lua_State *L, const char *op)
+{
+    em_tensor *t = check_tensor(L, 1, op);
+    emlua_args a;
+    emlua_args_start(&a, L, op, 2, logit_names);
+    double eps = 0;
+    bool has = emlua_arg_at(&a, 0) != 0;
+    if (has) eps = emlua_arg_number(&a, 0, 0);
+    return em_logit(t, has ? &eps : NULL);
+}
+
+static int t_logit(lua_State *L) { return emlua_push(L, logit_at(L, "logit")); }
+static int t_logit_(lua_State *L) { return assign_self(L, logit_at(L, "logit_"), "logit_"); }
+
+static const char *const nan_to_num_names[] = {"nan", "posinf", "neginf", NULL};
+
+static em_tensor *nan_to_num_at(lua_State *L, const char *op)
+{
+    em_tensor *t = check_tensor(L, 1, op);
+    emlua_args a;
+    emlua_args_start(&a, L, op, 2, nan_to_num_names);
+    double v[3];
+    bool has[3];
+    for (int k = 0; k < 3; k++) {
+        has[k] = emlua_arg_at(&a, k) != 0;
+        v[k] = emlua_arg_number(&a, k, 0);
+    }
+    return em_nan_to_num(t, has[0] ? &v[0] : NULL, has[1] ? &v[1] : NULL, has[2] ? &v[2] : NULL);
+}
+
+static int t_nan_to_num(lua_State *L) { return emlua_push(L, nan_to_num_at(L, "nan_to_num")); }
+static int t_nan_to_num_(lua_State *L) { return assign_self(L, nan_to_num_at(L, "nan_to_num_"), "nan_to_num_"); }
+
+static int float_class(lua_State *L, em_float_class c, const char *op)
+{
+    return emlua_push(L, em_float_class_test(c, check_tensor(L, 1, op)));
+}
+
+static int t_isnan(lua_State *L) { return float_class(L, EM_ISNAN, "isnan"); }
+static int t_isinf(lua_State *L) { return float_class(L, EM_ISINF, "isinf"); }
+static int t_isfinite(lua_State *L) { return float_class(L, EM_ISFINITE, "isfinite"); }
+static int t_isposinf(lua_State *L) { return float_class(L, EM_ISPOSINF, "isposinf"); }
+static int t_isneginf(lua_State *L) { return float_class(L, EM_ISNEGINF, "isneginf"); }
+
+/* sgn: sign for real tensors */
+static int t_sgn(lua_State *L) { check_tensor(L, 1, "sgn"); return unary(L, EM_SIGN); }
+static int t_sgn_(lua_State *L) { check_tensor(L, 1, "sgn_"); return unary_(L, EM_SIGN); }
+
+static int t_atan2(lua_State *L) { return binary(L, EM_ATAN2); }
+static int t_hypot(lua_State *L) { return binary(L, EM_HYPOT); }
+static int t_copysign(lua_State *L) { return binary(L, EM_COPYSIGN); }
+static int t_fmod(lua_State *L) { return binary(L, EM_FMOD); }
+static int t_floor_divide(lua_State *L) { return binary(L, EM_DIV_FLOOR); }
+static int t_logaddexp(lua_State *L) { return binary(L, EM_LOGADDEXP); }
+static int t_logaddexp2(lua_State *L) { return binary(L, EM_LOGADDEXP2); }
+static int t_bitwise_and(lua_State *L) { return binary(L, EM_BITWISE_AND); }
+static int t_bitwise_or(lua_State *L) { return binary(L, EM_BITWISE_OR); }
+static int t_bitwise_xor(lua_State *L) { return binary(L, EM_BITWISE_XOR); }
+static int t_bitwise_left_shift(lua_State *L) { return binary(L, EM_BITWISE_LSHIFT); }
+static int t_bitwise_right_shift(lua_State *L) { return binary(L, EM_BITWISE_RSHIFT); }
+
+static int t_atan2_(lua_State *L) { return binary_inplace_at(L, EM_ATAN2, "atan2_", 2); }
+static int t_hypot_(lua_State *L) { return binary_inplace_at(L, EM_HYPOT, "hypot_", 2); }
+static int t_copysign_(lua_State *L) { return binary_inplace_at(L, EM_COPYSIGN, "copysign_", 2); }
+static int t_fmod_(lua_State *L) { return binary_inplace_at(L, EM_FMOD, "fmod_", 2); }
+static int t_floor_divide_(lua_State *L) { return binary_inplace_at(L, EM_DIV_FLOOR, "floor_divide_", 2); }
+static int t_bitwise_and_(lua_State *L) { return binary_inplace_at(L, EM_BITWISE_AND, "bitwise_and_", 2); }
+static int t_bitwise_or_(lua_State *L) { return binary_inplace_at(L, EM_BITWISE_OR, "bitwise_or_", 2); }
+static int t_bitwise_xor_(lua_State *L) { return binary_inplace_at(L, EM_BITWISE_XOR, "bitwise_xor_", 2); }
+static int t_bitwise_left_shift_(lua_State *L)
+{
+    return binary_inplace_at(L, EM_BITWISE_LSHIFT, "bitwise_left_shift_", 2);
+}
+static int t_bitwise_right_shift_(lua_State *L)
+{
+    return binary_inplace_at(L, EM_BITWISE_RSHIFT, "bitwise_right_shift_", 2);
+}
+
+/* Arguments 1 and 2 as tensors, a number on one side turned into a wrapped
+ * number (replacing it on the stack, so the collector owns it). */
+static void two_operands(lua_State *L, const char *op, em_tensor **a, em_tensor **b)
+{
+    em_tensor *ta = emlua_test(L, 1), *tb = emlua_test(L, 2);
+    if (!ta && !tb) emlua_typeerror(L, lua_type(L, 1) == LUA_TNUMBER ? 2 : 1, op, "a tensor");
+    check_operand_type(L, 1, op);
+    check_operand_type(L, 2, op);
+    if (!ta) {
+        emlua_push(L, emlua_check_operand(L, 1, op, tb));
+        lua_replace(L, 1);
+        ta = emlua_test(L, 1);
+    }
+    if (!tb) {
+        emlua_push(L, emlua_check_operand(L, 2, op, ta));
+        lua_replace(L, 2);
+        tb = emlua_test(L, 2);
+    }
+    *a = ta;
+    *b = tb;
+}
+
+/* f(a, b) of two_operands(), pushed, or written into self (a tensor) when
+ * in_place */
+static int two_operand_op(lua_State *L, em_tensor *(*f)(const em_tensor *, const em_tensor *), const char *op,
+                          bool in_place)
+{
+    em_tensor *a, *b;
+    if (in_place) check_tensor(L, 1, op);
+    two_operands(L, op, &a, &b);
+    return in_place ? assign_self(L, f(a, b), op) : emlua_push(L, f(a, b));
+}
+
+static int t_xlogy(lua_State *L) { return two_operand_op(L, em_xlogy, "xlogy", false); }
+static int t_xlogy_(lua_State *L) { return two_operand_op(L, em_xlogy, "xlogy_", true); }
+static int t_logical_xor(lua_State *L) { return two_operand_op(L, em_logical_xor, "logical_xor", false); }
+static int t_logical_xor_(lua_State *L) { return two_operand_op(L, em_logical_xor, "logical_xor_", true); }
+
+static int t_heaviside(lua_State *L)
+{
+    return emlua_push(L, em_heaviside(check_tensor(L, 1, "heaviside"), check_tensor(L, 2, "heaviside")));
+}
+
+static int t_heaviside_(lua_State *L)
+{
+    em_tensor *r = em_heaviside(check_tensor(L, 1, "heaviside_"), check_tensor(L, 2, "heaviside_"));
+    return assign_self(L, r, "heaviside_");
+}
+
+/* lerp(start, end, weight): weight a number or a tensor */
+static em_tensor *lerp_at(lua_State *L, const char *op)
+{
+    em_tensor *a = check_tensor(L, 1, op), *b = check_tensor(L, 2, op);
+    em_tensor *w = emlua_test(L, 3);
+    if (w) return em_lerp(a, b, w);
+    if (lua_type(L, 3) != LUA_TNUMBER) emlua_typeerror(L, 3, op, "a number or a tensor (weight)");
+    return em_lerp_scalar(a, b, lua_tonumber(L, 3));
+}
+
+static int t_lerp(lua_State *L) { return emlua_push(L, lerp_at(L, "lerp")); }
+static int t_lerp_(lua_State *L) { return assign_self(L, lerp_at(L, "lerp_"), "lerp_"); }
+
+static const char *const addc_names[] = {"value", NULL};
+
+/* addcmul / addcdiv(input, tensor1, tensor2, {value = 1}) */
+static em_tensor *addc_at(lua_State *L, bool div, const char *op)
+{
+    em_tensor *a = check_tensor(L, 1, op), *b = check_tensor(L, 2, op), *c = check_tensor(L, 3, op);
+    emlua_args args;
+    emlua_args_start(&args, L, op, 4, addc_names);
+    double v = emlua_arg_number(&args, 0, 1);
+    return div ? em_addcdiv(a, b, c, v) : em_addcmul(a, b, c, v);
+}
+
+static int t_addcmul(lua_State *L) { return emlua_push(L, addc_at(L, false, "addcmul")); }
+static int t_addcdiv(lua_State *L) { return emlua_push(L, addc_at(L, true, "addcdiv")); }
+static int t_addcmul_(lua_State *L) { return assign_self(L, addc_at(L, false, "addcmul_"), "addcmul_"); }
+static int t_addcdiv_(lua_State *L) { return assign_self(L, addc_at(L, true, "addcdiv_"), "addcdiv_"); }
+
+static const char *const close_names[] = {"rtol", "atol", "equal_nan", NULL};
+
+static em_tensor *isclose_args(lua_State *L, const char *op, double *rtol, double *atol, bool *equal_nan)
+{
+    em_tensor *a = check_tensor(L, 1, op);
+    check_tensor(L, 2, op);
+    emlua_args args;
+    emlua_args_start(&args, L, op, 3, close_names);
+    *rtol = emlua_arg_number(&args, 0, 1e-5);
+    *atol = emlua_arg_number(&args, 1, 1e-8);
+    *equal_nan = emlua_arg_bool(&args, 2, false);
+    return a;
+}
+
+static int t_isclose(lua_State *L)
+{
+    double rtol, atol;
+    bool en;
+    em_tensor *a = isclose_args(L, "isclose", &rtol, &atol, &en);
+    return emlua_push(L, em_isclose(a, emlua_test(L, 2), rtol, atol, en));
+}
+
+static int t_allclose(lua_State *L)
+{
+    double rtol, atol;
+    bool en, r;
+    em_tensor *a = isclose_args(L, "allclose", &rtol, &atol, &en);
+    if (em_allclose(a, emlua_test(L, 2), rtol, atol, en, &r)) return emlua_fail(L);
+    lua_pushboolean(L, r);
+    return 1;
+}
+
+static int t_equal(lua_State *L)
+{
+    bool r;
+    if (em_equal(check_tensor(L, 1, "equal"), check_tensor(L, 2, "equal"), &r)) return emlua_fail(L);
+    lua_pushboolean(L, r);
+    return 1;
+}
+
 /* ---- registration --------------------------------------------------------- */
 
 /* Each function serves both t:name() and ember.name(t) (self is argument 1). */
@@ -455,6 +722,36 @@ static const luaL_Reg both[] = {
     {"logical_or_", t_logical_or_}, {"clamp_", t_clamp_}, {"clip_", t_clamp_},
     {"clamp_min_", t_clamp_min_}, {"clamp_max_", t_clamp_max_},
     {"masked_fill_", t_masked_fill_},
+    /* issue 16: elementwise math */
+    {"exp2", t_exp2}, {"log2", t_log2}, {"log10", t_log10}, {"erf", t_erf}, {"erfc", t_erfc},
+    {"erfinv", t_erfinv}, {"trunc", t_trunc}, {"fix", t_trunc}, {"tan", t_tan}, {"sinh", t_sinh},
+    {"cosh", t_cosh}, {"asin", t_asin}, {"arcsin", t_asin}, {"acos", t_acos}, {"arccos", t_acos},
+    {"atan", t_atan}, {"arctan", t_atan}, {"asinh", t_asinh}, {"arcsinh", t_asinh}, {"acosh", t_acosh},
+    {"arccosh", t_acosh}, {"atanh", t_atanh}, {"arctanh", t_atanh}, {"bitwise_not", t_bitwise_not},
+    {"exp2_", t_exp2_}, {"log2_", t_log2_}, {"log10_", t_log10_}, {"erf_", t_erf_}, {"erfc_", t_erfc_},
+    {"erfinv_", t_erfinv_}, {"trunc_", t_trunc_}, {"fix_", t_trunc_}, {"tan_", t_tan_}, {"sinh_", t_sinh_},
+    {"cosh_", t_cosh_}, {"asin_", t_asin_}, {"arcsin_", t_asin_}, {"acos_", t_acos_}, {"arccos_", t_acos_},
+    {"atan_", t_atan_}, {"arctan_", t_atan_}, {"asinh_", t_asinh_}, {"arcsinh_", t_asinh_},
+    {"acosh_", t_acosh_}, {"arccosh_", t_acosh_}, {"atanh_", t_atanh_}, {"arctanh_", t_atanh_},
+    {"bitwise_not_", t_bitwise_not_},
+    {"frac", t_frac}, {"frac_", t_frac_}, {"logit", t_logit}, {"logit_", t_logit_},
+    {"nan_to_num", t_nan_to_num}, {"nan_to_num_", t_nan_to_num_}, {"isnan", t_isnan}, {"isinf", t_isinf},
+    {"isfinite", t_isfinite}, {"isposinf", t_isposinf}, {"isneginf", t_isneginf}, {"sgn", t_sgn},
+    {"sgn_", t_sgn_},
+    {"atan2", t_atan2}, {"arctan2", t_atan2}, {"hypot", t_hypot}, {"copysign", t_copysign},
+    {"fmod", t_fmod}, {"floor_divide", t_floor_divide}, {"logaddexp", t_logaddexp},
+    {"logaddexp2", t_logaddexp2}, {"bitwise_and", t_bitwise_and}, {"bitwise_or", t_bitwise_or},
+    {"bitwise_xor", t_bitwise_xor}, {"bitwise_left_shift", t_bitwise_left_shift},
+    {"bitwise_right_shift", t_bitwise_right_shift},
+    {"atan2_", t_atan2_}, {"arctan2_", t_atan2_}, {"hypot_", t_hypot_}, {"copysign_", t_copysign_},
+    {"fmod_", t_fmod_}, {"floor_divide_", t_floor_divide_}, {"bitwise_and_", t_bitwise_and_},
+    {"bitwise_or_", t_bitwise_or_}, {"bitwise_xor_", t_bitwise_xor_},
+    {"bitwise_left_shift_", t_bitwise_left_shift_}, {"bitwise_right_shift_", t_bitwise_right_shift_},
+    {"xlogy", t_xlogy}, {"xlogy_", t_xlogy_}, {"logical_xor", t_logical_xor},
+    {"logical_xor_", t_logical_xor_}, {"heaviside", t_heaviside}, {"heaviside_", t_heaviside_},
+    {"lerp", t_lerp}, {"lerp_", t_lerp_}, {"addcmul", t_addcmul}, {"addcmul_", t_addcmul_},
+    {"addcdiv", t_addcdiv}, {"addcdiv_", t_addcdiv_}, {"isclose", t_isclose}, {"allclose", t_allclose},
+    {"equal", t_equal},
     {NULL, NULL},
 };
 

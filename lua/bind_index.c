@@ -10,43 +10,13 @@
 
 #include <string.h>
 
-/* An index argument: a tensor, or a flat table of integers (made int64).
- * Returns a new reference. */
-static em_tensor *check_index(lua_State *L, int arg, const char *op)
-{
-    em_tensor *t = emlua_test(L, arg);
-    if (t) return em_retain(t);
-    if (lua_type(L, arg) != LUA_TTABLE) {
-        emlua_typeerror(L, arg, op, "an index tensor or a table of integers");
-        return NULL;
-    }
-    lua_Integer n = (lua_Integer)lua_rawlen(L, arg);
-    int64_t *vals = lua_newuserdatauv(L, sizeof(int64_t) * (size_t)(n ? n : 1), 0);
-    for (lua_Integer i = 0; i < n; i++) {
-        lua_rawgeti(L, arg, i + 1);
-        int ok;
-        vals[i] = (int64_t)lua_tointegerx(L, -1, &ok);
-        lua_pop(L, 1);
-        if (!ok) emlua_argerror(L, arg, op, "entry %lld of the index table is not an integer", (long long)i + 1);
-    }
-    int64_t size = (int64_t)n;
-    t = em_from_host(&size, 1, EM_INT64, NULL, vals);
-    lua_pop(L, 1);
-    if (!t) emlua_fail(L);
-    return t;
-}
-
-/* A user dim (1-based, negative from the end) handed to the engine, which
- * checks the range itself: used where the number of dims is the engine's to
- * work out (cat skips empty tensors; stack adds a dim). */
+/* A dim argument handed to the engine, which checks the range itself: used
+ * where the number of dims is the engine's to work out (cat skips empty
+ * tensors; stack adds a dim). */
 static int loose_dim(lua_State *L, int arg, const char *op, int def)
 {
     if (lua_isnoneornil(L, arg)) return def;
-    lua_Integer d = emlua_check_integer(L, arg, op);
-    if (d == 0 || d > EM_MAX_DIMS + 1 || d < -(EM_MAX_DIMS + 1))
-        emlua_argerror(L, arg, op, "dimension %lld out of range (dimensions count from 1, or from -1 at the end)",
-                       (long long)d);
-    return d > 0 ? (int)d - 1 : (int)d;
+    return emlua_loose_dim(L, arg, emlua_check_integer(L, arg, op), op);
 }
 
 /* Field `name` of the options table at opts as a dim of a tensor of ndim
@@ -74,7 +44,7 @@ static int l_index_select(lua_State *L)
     const char *op = "index_select";
     em_tensor *t = emlua_check(L, 1, op);
     int dim = emlua_check_dim(L, 2, t->ndim, op);
-    em_tensor *idx = check_index(L, 3, op);
+    em_tensor *idx = emlua_check_index(L, 3, op);
     em_tensor *r = em_index_select(t, dim, idx);
     em_release(idx);
     return emlua_push(L, r);
@@ -89,6 +59,51 @@ static int l_gather(lua_State *L)
     return emlua_push(L, em_gather(t, dim, idx));
 }
 
+/* t:scatter(dim, index, src, reduce) or (..., {reduce =}) with reduce "add"
+ * (scatter_add) or "multiply" (scatter_reduce "prod" including self); src
+ * may be a number, as for plain scatter. */
+static int scatter_with_reduce(lua_State *L, const char *op, em_tensor *t, int dim, em_tensor *idx,
+                               em_tensor *src, bool in_place)
+{
+    const char *r = NULL;
+    if (lua_type(L, 5) == LUA_TSTRING) {
+        r = lua_tostring(L, 5);
+    } else if (lua_type(L, 5) == LUA_TTABLE && !emlua_test(L, 5)) {
+        lua_getfield(L, 5, "reduce");
+        r = lua_tostring(L, -1);
+        if (!r && !lua_isnil(L, -1)) return emlua_argerror(L, 5, op, "option 'reduce' must be \"add\" or \"multiply\"");
+    } else {
+        return emlua_typeerror(L, 5, op, "a reduce name (\"add\" or \"multiply\") or an options table {reduce=}");
+    }
+    if (r && strcmp(r, "add") != 0 && strcmp(r, "multiply") != 0)
+        return emlua_argerror(L, 5, op, "reduce must be \"add\" or \"multiply\", got \"%s\"", r);
+    em_tensor *val = NULL;
+    if (!src) {   /* a number: a source of the index's shape */
+        em_tensor *v = em_scalar(lua_tonumber(L, 4), t->dtype, t->storage->device);
+        val = v ? em_expand(v, idx->sizes, idx->ndim) : NULL;
+        em_release(v);
+        if (!val) return emlua_fail(L);
+        src = val;
+    }
+    bool mul = r && strcmp(r, "multiply") == 0;
+    int rc = 0;
+    em_tensor *out = NULL;
+    if (in_place) {
+        rc = !r ? em_scatter_(t, dim, idx, src)
+             : mul ? em_scatter_reduce_(t, dim, idx, src, EM_SR_PROD, true) : em_scatter_add_(t, dim, idx, src);
+    } else {
+        out = !r ? em_scatter(t, dim, idx, src)
+              : mul ? em_scatter_reduce(t, dim, idx, src, EM_SR_PROD, true) : em_scatter_add(t, dim, idx, src);
+    }
+    em_release(val);
+    if (in_place) {
+        if (rc) return emlua_fail(L);
+        lua_settop(L, 1);
+        return 1;
+    }
+    return emlua_push(L, out);
+}
+
 /* scatter family: (self, dim, index, src) where src may be a number for
  * scatter. in_place selects t:scatter_ over t:scatter; the out-of-place form
  * goes through em_scatter(_add), which autograd records. */
@@ -100,6 +115,7 @@ static int scatter_common(lua_State *L, const char *op, bool add, bool in_place)
     bool number = !add && lua_type(L, 4) == LUA_TNUMBER;
     em_tensor *src = number ? NULL : emlua_test(L, 4);
     if (!number && !src) return emlua_typeerror(L, 4, op, add ? "a tensor" : "a tensor or a number");
+    if (!add && !lua_isnoneornil(L, 5)) return scatter_with_reduce(L, op, t, dim, idx, src, in_place);
     if (in_place) {
         int rc = number ? em_scatter_value_(t, dim, idx, lua_tonumber(L, 4))
                  : add ? em_scatter_add_(t, dim, idx, src) : em_scatter_(t, dim, idx, src);
@@ -135,7 +151,7 @@ static int index_add_common(lua_State *L, const char *op, bool in_place)
     if (!lua_isnoneornil(L, 5) && (lua_type(L, 5) != LUA_TTABLE || emlua_test(L, 5)))
         return emlua_typeerror(L, 5, op, "an options table {alpha=}");
     double alpha = emlua_opt_field_number(L, lua_isnoneornil(L, 5) ? 0 : 5, "alpha", op, 1.0);
-    em_tensor *idx = check_index(L, 3, op);
+    em_tensor *idx = emlua_check_index(L, 3, op);
     if (in_place) {
         int rc = em_index_add_(t, dim, idx, src, alpha);
         em_release(idx);

@@ -17,6 +17,18 @@
  *       math.huge / -math.huge (max / min of |x|)
  *   t:softmax(dim), t:log_softmax(dim)          dim required; {dtype=} casts first
  *   t:cumsum(dim), t:cumprod(dim)               dim required; {dtype=} casts first
+ * Reductions by order and counting (engine/reduce_order.c):
+ *   t:median() -> 0-d; t:median(dim [, keepdim]) -> values, indices   also nanmedian
+ *   t:mode([dim=-1 [, keepdim]]), t:kthvalue(k [, dim=-1 [, keepdim]]) -> values, indices
+ *   t:quantile(q [, dim [, keepdim]] [, {interpolation=}])             also nanquantile
+ *   t:nansum / nanmean([dims [, keepdim]]), t:count_nonzero([dims])
+ *   t:aminmax([dim [, keepdim]]) -> min, max; ember.var_mean / std_mean as var -> 2 results
+ *   t:cummax(dim), t:cummin(dim) -> values, indices; t:logcumsumexp(dim)
+ *   t:unique([sorted [, return_inverse [, return_counts [, dim]]]]) -> values [, inverse] [, counts]
+ *   t:unique_consecutive([return_inverse [, return_counts [, dim]]])
+ *   t:bincount([weights [, minlength]]), t:histc([bins [, min [, max]]])
+ *   ember.searchsorted(seq, values, {right=, side=, sorter=, out_int32=}) -> 1-based positions
+ *   ember.bucketize(values, boundaries, {right=, out_int32=})
  * Every function is also ember.<name>(t, ...). */
 #include "binding.h"
 
@@ -153,19 +165,20 @@ static int l_argmin(lua_State *L) { return arg_extreme(L, "argmin", em_argmin); 
 
 typedef em_tensor *(*var_fn)(const em_tensor *t, const int *dims, int ndims, double correction, bool keepdim);
 
-static int variance(lua_State *L, const char *op, var_fn fn)
+/* The dims, keepdim and correction of var / std / var_mean / std_mean;
+ * returns the correction. */
+static double variance_args(lua_State *L, const char *op, const em_tensor *t, int *dims, int *nd, bool *keep)
 {
-    em_tensor *t = emlua_check(L, 1, op);
     double correction = 1;
+    *nd = 0;
+    *keep = false;
     if (lua_type(L, 2) == LUA_TBOOLEAN) {   /* torch.var(input, unbiased) */
         if (lua_gettop(L) > 2) emlua_argerror(L, 3, op, "unexpected argument after `unbiased`");
-        correction = lua_toboolean(L, 2) ? 1 : 0;
-        return emlua_push(L, fn(t, NULL, 0, correction, false));
+        return lua_toboolean(L, 2) ? 1 : 0;
     }
     int o = canon_args(L, op, 2, dim_keep);
-    int dims[EM_MAX_DIMS];
-    int nd = emlua_opt_dims(L, 2, t->ndim, op, dims);
-    bool keep = emlua_opt_boolean(L, 3, op, false);
+    *nd = emlua_opt_dims(L, 2, t->ndim, op, dims);
+    *keep = emlua_opt_boolean(L, 3, op, false);
     if (o) {
         lua_getfield(L, o, "unbiased");
         bool has_unbiased = !lua_isnil(L, -1);
@@ -179,6 +192,15 @@ static int variance(lua_State *L, const char *op, var_fn fn)
         correction = emlua_opt_field_number(L, o, "correction", op, correction);
         reject_dtype(L, o, op);
     }
+    return correction;
+}
+
+static int variance(lua_State *L, const char *op, var_fn fn)
+{
+    em_tensor *t = emlua_check(L, 1, op);
+    int dims[EM_MAX_DIMS], nd;
+    bool keep;
+    double correction = variance_args(L, op, t, dims, &nd, &keep);
     return emlua_push(L, fn(t, dims, nd, correction, keep));
 }
 
@@ -232,6 +254,257 @@ static int l_log_softmax(lua_State *L) { return along_dim(L, "log_softmax", em_l
 static int l_cumsum(lua_State *L) { return along_dim(L, "cumsum", em_cumsum); }
 static int l_cumprod(lua_State *L) { return along_dim(L, "cumprod", em_cumprod); }
 
+/* ---- reductions by order and counting ------------------------------------------- */
+
+/* called as `int rc = f(..., &a, &b); return push2(L, rc, a, b);`, never
+ * with f in the argument list: C evaluates arguments in no set order */
+static int push2(lua_State *L, int rc, em_tensor *a, em_tensor *b)
+{
+    if (rc) return emlua_fail(L);
+    emlua_push(L, a);
+    emlua_push(L, b);
+    return 2;
+}
+
+static int l_count_nonzero(lua_State *L)
+{
+    static const char *const names[] = {"dim", NULL};
+    const char *op = "count_nonzero";
+    em_tensor *t = emlua_check(L, 1, op);
+    emlua_args a;
+    emlua_args_start(&a, L, op, 2, names);
+    int dims[EM_MAX_DIMS], nd = 0, at = emlua_arg_at(&a, 0);
+    if (at) nd = emlua_opt_dims(L, at, t->ndim, op, dims);
+    return emlua_push(L, em_count_nonzero(t, dims, nd));
+}
+
+typedef int (*pick_fn)(const em_tensor *t, int dim, bool keepdim, em_tensor **values, em_tensor **indices);
+
+/* median / nanmedian: no dim gives the 0-d median of all elements */
+static int median_like(lua_State *L, const char *op, em_tensor *(*all)(const em_tensor *), pick_fn along)
+{
+    static const char *const names[] = {"dim", "keepdim", NULL};
+    em_tensor *t = emlua_check(L, 1, op);
+    emlua_args a;
+    emlua_args_start(&a, L, op, 2, names);
+    int at = emlua_arg_at(&a, 0);
+    bool keep = emlua_arg_bool(&a, 1, false);
+    if (!at) {
+        if (emlua_arg_at(&a, 1)) emlua_argerror(L, 3, op, "keepdim needs a dim");
+        return emlua_push(L, all(t));
+    }
+    int dim = emlua_check_dim(L, at, t->ndim, op);
+    em_tensor *v = NULL, *i = NULL;
+    int rc = along(t, dim, keep, &v, &i);
+    return push2(L, rc, v, i);
+}
+
+static int l_median(lua_State *L) { return median_like(L, "median", em_median, em_median_dim); }
+static int l_nanmedian(lua_State *L) { return median_like(L, "nanmedian", em_nanmedian, em_nanmedian_dim); }
+
+static int l_mode(lua_State *L)
+{
+    static const char *const names[] = {"dim", "keepdim", NULL};
+    em_tensor *t = emlua_check(L, 1, "mode");
+    emlua_args a;
+    emlua_args_start(&a, L, "mode", 2, names);
+    int at = emlua_arg_at(&a, 0);
+    int dim = at ? emlua_check_dim(L, at, t->ndim, "mode") : -1;
+    em_tensor *v = NULL, *i = NULL;
+    int rc = em_mode(t, dim, emlua_arg_bool(&a, 1, false), &v, &i);
+    return push2(L, rc, v, i);
+}
+
+static int l_kthvalue(lua_State *L)
+{
+    static const char *const names[] = {"dim", "keepdim", NULL};
+    em_tensor *t = emlua_check(L, 1, "kthvalue");
+    lua_Integer k = emlua_check_integer(L, 2, "kthvalue");
+    emlua_args a;
+    emlua_args_start(&a, L, "kthvalue", 3, names);
+    int at = emlua_arg_at(&a, 0);
+    int dim = at ? emlua_check_dim(L, at, t->ndim, "kthvalue") : -1;
+    em_tensor *v = NULL, *i = NULL;
+    int rc = em_kthvalue(t, (int64_t)k, dim, emlua_arg_bool(&a, 1, false), &v, &i);
+    return push2(L, rc, v, i);
+}
+
+static int quantile_like(lua_State *L, const char *op, bool ignore_nan)
+{
+    static const char *const names[] = {"dim", "keepdim", "interpolation", NULL};
+    static const char *const interps[] = {"linear", "lower", "higher", "midpoint", "nearest", NULL};
+    em_tensor *t = emlua_check(L, 1, op);
+    em_tensor *q = emlua_test(L, 2);
+    double qs = q ? 0 : emlua_check_number(L, 2, op);
+    emlua_args a;
+    emlua_args_start(&a, L, op, 3, names);
+    int at = emlua_arg_at(&a, 0);
+    int dim = at ? emlua_check_dim(L, at, t->ndim, op) : 0;
+    bool keep = emlua_arg_bool(&a, 1, false);
+    int ip = emlua_arg_at(&a, 2);
+    int interp = 0;
+    if (ip) {
+        const char *s = lua_type(L, ip) == LUA_TSTRING ? lua_tostring(L, ip) : NULL;
+        while (s && interps[interp] && strcmp(interps[interp], s) != 0) interp++;
+        if (!s || !interps[interp])
+            emlua_argerror(L, ip, op, "interpolation must be \"linear\", \"lower\", \"higher\", \"midpoint\" or "
+                                      "\"nearest\", got %s", s ? s : luaL_typename(L, ip));
+    }
+    return emlua_push(L, em_quantile(t, q, qs, !at, dim, keep, (em_quantile_interp)interp, ignore_nan));
+}
+
+static int l_quantile(lua_State *L) { return quantile_like(L, "quantile", false); }
+static int l_nanquantile(lua_State *L) { return quantile_like(L, "nanquantile", true); }
+static int l_nansum(lua_State *L) { return reduce_with(L, "nansum", em_nansum, true); }
+static int l_nanmean(lua_State *L) { return reduce_with(L, "nanmean", em_nanmean, true); }
+
+static int l_aminmax(lua_State *L)
+{
+    static const char *const names[] = {"dim", "keepdim", NULL};
+    em_tensor *t = emlua_check(L, 1, "aminmax");
+    emlua_args a;
+    emlua_args_start(&a, L, "aminmax", 2, names);
+    int dims[EM_MAX_DIMS], nd = 0, at = emlua_arg_at(&a, 0);
+    if (at) dims[nd++] = emlua_check_dim(L, at, t->ndim, "aminmax");
+    em_tensor *mn = NULL, *mx = NULL;
+    int rc = em_aminmax(t, dims, nd, emlua_arg_bool(&a, 1, false), &mn, &mx);
+    return push2(L, rc, mn, mx);
+}
+
+typedef int (*moments_fn)(const em_tensor *t, const int *dims, int ndims, double correction, bool keepdim,
+                          em_tensor **spread, em_tensor **mean);
+
+static int moments(lua_State *L, const char *op, moments_fn fn)
+{
+    em_tensor *t = emlua_check(L, 1, op);
+    int dims[EM_MAX_DIMS], nd;
+    bool keep;
+    double correction = variance_args(L, op, t, dims, &nd, &keep);
+    em_tensor *s = NULL, *m = NULL;
+    int rc = fn(t, dims, nd, correction, keep, &s, &m);
+    return push2(L, rc, s, m);
+}
+
+static int l_var_mean(lua_State *L) { return moments(L, "var_mean", em_var_mean); }
+static int l_std_mean(lua_State *L) { return moments(L, "std_mean", em_std_mean); }
+
+static int cum_extreme(lua_State *L, const char *op, int (*fn)(const em_tensor *, int, em_tensor **, em_tensor **))
+{
+    static const char *const names[] = {"dim", NULL};
+    em_tensor *t = emlua_check(L, 1, op);
+    emlua_args a;
+    emlua_args_start(&a, L, op, 2, names);
+    int at = emlua_arg_at(&a, 0);
+    if (!at) return emlua_argerror(L, 2, op, "missing dim (%s works along one dimension)", op);
+    int dim = emlua_check_dim(L, at, t->ndim, op);
+    em_tensor *v = NULL, *i = NULL;
+    int rc = fn(t, dim, &v, &i);
+    return push2(L, rc, v, i);
+}
+
+static int l_cummax(lua_State *L) { return cum_extreme(L, "cummax", em_cummax); }
+static int l_cummin(lua_State *L) { return cum_extreme(L, "cummin", em_cummin); }
+static int l_logcumsumexp(lua_State *L) { return along_dim(L, "logcumsumexp", em_logcumsumexp); }
+
+/* values, then inverse and counts when asked for (PyTorch's tuple order) */
+static int unique_like(lua_State *L, const char *op, bool consecutive)
+{
+    static const char *const unames[] = {"sorted", "return_inverse", "return_counts", "dim", NULL};
+    static const char *const cnames[] = {"return_inverse", "return_counts", "dim", NULL};
+    em_tensor *t = emlua_check(L, 1, op);
+    emlua_args a;
+    emlua_args_start(&a, L, op, 2, consecutive ? cnames : unames);
+    int k = consecutive ? 0 : 1;
+    if (!consecutive) emlua_arg_bool(&a, 0, true);   /* always sorted; checked for its type */
+    bool inv = emlua_arg_bool(&a, k, false), cnt = emlua_arg_bool(&a, k + 1, false);
+    int at = emlua_arg_at(&a, k + 2);
+    int dim = at ? emlua_check_dim(L, at, t->ndim, op) : 0;
+    em_tensor *v = NULL, *i = NULL, *c = NULL;
+    if (em_unique(t, consecutive, at != 0, dim, &v, &i, &c)) return emlua_fail(L);
+    emlua_push(L, v);
+    if (inv) emlua_push(L, i); else em_release(i);
+    if (cnt) emlua_push(L, c); else em_release(c);
+    return 1 + inv + cnt;
+}
+
+static int l_unique(lua_State *L) { return unique_like(L, "unique", false); }
+static int l_unique_consecutive(lua_State *L) { return unique_like(L, "unique_consecutive", true); }
+
+static int l_bincount(lua_State *L)
+{
+    static const char *const names[] = {"weights", "minlength", NULL};
+    em_tensor *t = emlua_check(L, 1, "bincount");
+    emlua_args a;
+    emlua_args_start(&a, L, "bincount", 2, names);
+    em_tensor *w = emlua_arg_tensor(&a, 0);
+    int64_t minlength = emlua_arg_integer(&a, 1, 0);
+    return emlua_push(L, em_bincount(t, w, minlength));
+}
+
+static int l_histc(lua_State *L)
+{
+    static const char *const names[] = {"bins", "min", "max", NULL};
+    em_tensor *t = emlua_check(L, 1, "histc");
+    emlua_args a;
+    emlua_args_start(&a, L, "histc", 2, names);
+    int64_t bins = emlua_arg_integer(&a, 0, 100);
+    double lo = emlua_arg_number(&a, 1, 0), hi = emlua_arg_number(&a, 2, 0);
+    return emlua_push(L, em_histc(t, bins, lo, hi));
+}
+
+/* values given as a number become a 0-d tensor of like's dtype */
+static em_tensor *tensor_or_number(lua_State *L, int idx, const char *op, const em_tensor *like, bool *owned)
+{
+    em_tensor *v = emlua_test(L, idx);
+    *owned = false;
+    if (v) return v;
+    double x = emlua_check_number(L, idx, op);
+    *owned = true;
+    v = em_scalar(x, like->dtype, like->storage->device);
+    if (!v) emlua_fail(L);
+    return v;
+}
+
+static int l_searchsorted(lua_State *L)
+{
+    static const char *const names[] = {"out_int32", "right", "side", "sorter", NULL};
+    const char *op = "searchsorted";
+    em_tensor *seq = emlua_check(L, 1, op);
+    emlua_args a;
+    emlua_args_start(&a, L, op, 3, names);
+    bool out_int32 = emlua_arg_bool(&a, 0, false), right = emlua_arg_bool(&a, 1, false);
+    int side = emlua_arg_at(&a, 2);
+    if (side) {
+        const char *s = lua_type(L, side) == LUA_TSTRING ? lua_tostring(L, side) : NULL;
+        if (!s || (strcmp(s, "left") != 0 && strcmp(s, "right") != 0))
+            emlua_argerror(L, side, op, "side must be \"left\" or \"right\", got %s", s ? s : luaL_typename(L, side));
+        if (strcmp(s, "left") == 0 && right)
+            emlua_argerror(L, side, op, "side \"left\" contradicts right = true");
+        right = strcmp(s, "right") == 0;
+    }
+    em_tensor *sorter = emlua_arg_tensor(&a, 3);
+    bool owned;
+    em_tensor *v = tensor_or_number(L, 2, op, seq, &owned);
+    em_tensor *r = em_searchsorted(seq, v, right, sorter, out_int32);
+    if (owned) em_release(v);
+    return emlua_push(L, r);
+}
+
+static int l_bucketize(lua_State *L)
+{
+    static const char *const names[] = {"out_int32", "right", NULL};
+    const char *op = "bucketize";
+    em_tensor *b = emlua_check(L, 2, op);
+    emlua_args a;
+    emlua_args_start(&a, L, op, 3, names);
+    bool out_int32 = emlua_arg_bool(&a, 0, false), right = emlua_arg_bool(&a, 1, false);
+    bool owned;
+    em_tensor *v = tensor_or_number(L, 1, op, b, &owned);
+    em_tensor *r = em_bucketize(v, b, right, out_int32);
+    if (owned) em_release(v);
+    return emlua_push(L, r);
+}
+
 /* ember._cross_entropy(logits, target, weight|nil, ignore_index, smoothing,
  * "none"|"mean"|"sum"): the fused op behind nn.functional.cross_entropy for
  * class-index targets, positional (the Lua side checks and documents). */
@@ -262,8 +535,27 @@ static const luaL_Reg reduce_funcs[] = {
     {NULL, NULL}
 };
 
+static const luaL_Reg order_methods[] = {
+    {"count_nonzero", l_count_nonzero}, {"median", l_median}, {"nanmedian", l_nanmedian},
+    {"mode", l_mode}, {"kthvalue", l_kthvalue}, {"quantile", l_quantile}, {"nanquantile", l_nanquantile},
+    {"nansum", l_nansum}, {"nanmean", l_nanmean}, {"aminmax", l_aminmax},
+    {"cummax", l_cummax}, {"cummin", l_cummin}, {"logcumsumexp", l_logcumsumexp},
+    {"unique", l_unique}, {"unique_consecutive", l_unique_consecutive},
+    {"bincount", l_bincount}, {"histc", l_histc},
+    {NULL, NULL}
+};
+
+/* PyTorch has these as torch.* only */
+static const luaL_Reg order_funcs[] = {
+    {"var_mean", l_var_mean}, {"std_mean", l_std_mean},
+    {"searchsorted", l_searchsorted}, {"bucketize", l_bucketize},
+    {NULL, NULL}
+};
+
 void emlua_open_reduce(lua_State *L)
 {
     emlua_register(L, reduce_funcs, reduce_funcs);
+    emlua_register(L, order_methods, order_methods);
+    emlua_register(L, NULL, order_funcs);
     emlua_register(L, NULL, reduce_private);
 }

@@ -50,6 +50,9 @@ em_tensor *emlua_check_operand(lua_State *L, int idx, const char *op, const em_t
  * 2^53) meeting an int64 tensor t: then the op must take it as a tensor
  * from emlua_check_operand, not as a double. */
 bool emlua_exact_integer_operand(lua_State *L, const em_tensor *t, int idx);
+/* An index argument: a tensor, or a flat table of integers (made int64 on
+ * the CPU). Returns a new reference. */
+em_tensor *emlua_check_index(lua_State *L, int idx, const char *op);
 
 /* numbers */
 lua_Integer emlua_check_integer(lua_State *L, int idx, const char *op);
@@ -62,6 +65,11 @@ bool emlua_opt_boolean(lua_State *L, int idx, const char *op, bool def);
  * `ndim` dims; raises with the op name when out of range. */
 int emlua_check_dim(lua_State *L, int idx, int ndim, const char *op);
 int emlua_opt_dim(lua_State *L, int idx, int ndim, const char *op, int def);
+/* A user dim d (1-based, negative from the end) given at idx as the engine's
+ * dim (0-based, or still negative), its range left to the engine: for ops
+ * where the number of dims is the engine's to work out. Raises only for 0
+ * or a value no tensor could have. */
+int emlua_loose_dim(lua_State *L, int idx, lua_Integer d, const char *op);
 /* A dim list: nil (returns 0: all dims), a number, or a table of numbers.
  * Writes 0-based dims into dims[EM_MAX_DIMS]; returns the count. */
 int emlua_opt_dims(lua_State *L, int idx, int ndim, const char *op, int *dims);

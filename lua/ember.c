@@ -164,6 +164,30 @@ em_tensor *emlua_check_operand(lua_State *L, int idx, const char *op, const em_t
     return s;
 }
 
+em_tensor *emlua_check_index(lua_State *L, int idx, const char *op)
+{
+    em_tensor *t = emlua_test(L, idx);
+    if (t) return em_retain(t);
+    if (lua_type(L, idx) != LUA_TTABLE) {
+        emlua_typeerror(L, idx, op, "an index tensor or a table of integers");
+        return NULL;
+    }
+    lua_Integer n = (lua_Integer)lua_rawlen(L, idx);
+    int64_t *vals = lua_newuserdatauv(L, sizeof(int64_t) * (size_t)(n ? n : 1), 0);
+    for (lua_Integer i = 0; i < n; i++) {
+        lua_rawgeti(L, idx, i + 1);
+        int ok;
+        vals[i] = (int64_t)lua_tointegerx(L, -1, &ok);
+        lua_pop(L, 1);
+        if (!ok) emlua_argerror(L, idx, op, "entry %lld of the index table is not an integer", (long long)i + 1);
+    }
+    int64_t size = (int64_t)n;
+    t = em_from_host(&size, 1, EM_INT64, NULL, vals);
+    lua_pop(L, 1);
+    if (!t) emlua_fail(L);
+    return t;
+}
+
 /* ---- numbers ---------------------------------------------------------------- */
 
 lua_Integer emlua_check_integer(lua_State *L, int idx, const char *op)
@@ -218,6 +242,14 @@ int emlua_check_dim(lua_State *L, int idx, int ndim, const char *op)
 int emlua_opt_dim(lua_State *L, int idx, int ndim, const char *op, int def)
 {
     return lua_isnoneornil(L, idx) ? def : emlua_check_dim(L, idx, ndim, op);
+}
+
+int emlua_loose_dim(lua_State *L, int idx, lua_Integer d, const char *op)
+{
+    if (d == 0 || d > EM_MAX_DIMS + 1 || d < -(EM_MAX_DIMS + 1))
+        emlua_argerror(L, idx, op, "dimension %lld out of range (dimensions count from 1, or from -1 at the end)",
+                       (long long)d);
+    return d > 0 ? (int)d - 1 : (int)d;
 }
 
 int emlua_opt_dims(lua_State *L, int idx, int ndim, const char *op, int *dims)

@@ -210,12 +210,25 @@ static int push_property(lua_State *L, const em_tensor *t, const char *key)
 }
 
 /* ---- indexing ---------------------------------------------------------------
- * t[i]            select along dim 1 (a number when t is 1-D)
+ * t[i]            select along dim 1 (a 0-d tensor when t is 1-D; :item() reads it)
  * t[{i, j, ...}]  one entry per leading dim: an integer selects, a table
  *                 {start, stop[, step]} keeps an inclusive 1-based range, {}
  *                 keeps the whole dim
- * t[mask]         bool tensor: masked_select; int64 tensor: index_select dim 1
+ * t[mask], t[idx] a tensor key alone is t[{key}] (below): a bool mask over t's
+ *                 leading dims, an int64/int32 index tensor into dim 1
+ * Tensors may also be entries of the table (advanced indexing, as PyTorch's
+ * x[a, :, b]): an int64/int32 tensor indexes one dim, a bool tensor of k
+ * dims consumes k dims; integers select first (as PyTorch does, so they do
+ * not count as advanced indices), then em_index_tensors / em_index_put_ take
+ * the view with one entry per remaining leading dim (NULL: the whole dim).
+ * A 0-d integer tensor counts as an integer, as in PyTorch.
  */
+
+typedef struct adv_list {
+    int n;                          /* entries, one per leading dim of the view */
+    em_tensor *e[EM_MAX_DIMS];      /* NULL: keep the dim; borrowed from the key table */
+    bool any;                       /* some entry is a tensor */
+} adv_list;
 
 static int64_t user_index(lua_State *L, lua_Integer i, int64_t n, int dim, const char *op)
 {
@@ -225,17 +238,18 @@ static int64_t user_index(lua_State *L, lua_Integer i, int64_t n, int dim, const
     return i > 0 ? i - 1 : i + n;
 }
 
-/* Applies the index at stack position k to t; returns a new view and sets
- * *all_selected when every dim was selected by an integer. */
-static em_tensor *index_view(lua_State *L, em_tensor *t, int k, bool *all_selected, const char *op)
+/* Applies the index at stack position k to t; returns a new view (0-d when
+ * every dim was selected by an integer, as PyTorch) and fills adv with the
+ * tensor entries still to apply. */
+static em_tensor *index_view(lua_State *L, em_tensor *t, int k, adv_list *adv, const char *op)
 {
-    *all_selected = false;
+    adv->n = 0;
+    adv->any = false;
     if (lua_type(L, k) == LUA_TNUMBER) {
         int ok;
         lua_Integer i = lua_tointegerx(L, k, &ok);
         if (!ok) luaL_error(L, "%s: index must be an integer, got %s", op, lua_tostring(L, k));
         if (t->ndim == 0) luaL_error(L, "%s: cannot index a 0-d tensor with a number", op);
-        *all_selected = t->ndim == 1;
         em_tensor *v = em_select(t, 0, user_index(L, i, t->sizes[0], 0, op));
         if (!v) emlua_fail(L);
         return v;
@@ -243,18 +257,54 @@ static em_tensor *index_view(lua_State *L, em_tensor *t, int k, bool *all_select
     if (lua_type(L, k) != LUA_TTABLE)
         luaL_error(L, "%s: expected an integer, a table of ranges or a tensor as index, got %s", op,
                    luaL_typename(L, k));
-    int n = (int)lua_rawlen(L, k);
-    if (n > t->ndim) luaL_error(L, "%s: %d indices for a tensor of %d dimensions (%s)", op, n, t->ndim,
-                                em_shape_str(t, (char[160]){0}, 160));
+    int n = (int)lua_rawlen(L, k), consumed = 0;
+    for (int e = 1; e <= n; e++) {   /* dims the entries use: a k-dim mask k, a 0-d bool none */
+        lua_rawgeti(L, k, e);
+        em_tensor *x = emlua_test(L, -1);
+        consumed += x && x->dtype == EM_BOOL ? x->ndim : 1;
+        lua_pop(L, 1);
+    }
+    if (consumed > t->ndim) luaL_error(L, "%s: %d indices for a tensor of %d dimensions (%s)", op, consumed,
+                                       t->ndim, em_shape_str(t, (char[160]){0}, 160));
     em_tensor *v = em_retain(t);
-    int dim = 0, selected = 0;
+    int dim = 0, covered = 0;
     for (int e = 1; e <= n; e++) {
         lua_rawgeti(L, k, e);
         em_tensor *next = NULL;
-        if (lua_type(L, -1) == LUA_TNUMBER) {
-            int ok;
-            lua_Integer i = lua_tointegerx(L, -1, &ok);
-            if (!ok) { em_release(v); luaL_error(L, "%s: index %d must be an integer", op, e); }
+        em_tensor *x = emlua_test(L, -1);
+        if (x && (x->ndim > 0 || x->dtype == EM_BOOL)) {
+            if (x->dtype != EM_BOOL && x->dtype != EM_INT64 && x->dtype != EM_INT32) {
+                em_release(v);
+                luaL_error(L, "%s: index %d: tensors used as indices must be int64, int32 or bool, got %s", op,
+                           e, em_dtype_name(x->dtype));
+            }
+            int uses = x->dtype == EM_BOOL ? x->ndim : 1;
+            if (adv->n + (dim - covered) + 1 > EM_MAX_DIMS || (uses == 0 && v->ndim >= EM_MAX_DIMS)) {
+                em_release(v);
+                luaL_error(L, "%s: too many dimensions", op);
+            }
+            for (; covered < dim; covered++) adv->e[adv->n++] = NULL;
+            adv->e[adv->n++] = x;          /* a mask's further dims are implied by its shape */
+            covered += uses;
+            adv->any = true;
+            dim += uses;
+            lua_pop(L, 1);
+            continue;
+        }
+        if (x || lua_type(L, -1) == LUA_TNUMBER) {
+            lua_Integer i;
+            if (x) {                        /* a 0-d integer tensor selects, as in PyTorch */
+                if (x->dtype != EM_INT64 && x->dtype != EM_INT32) {
+                    em_release(v);
+                    luaL_error(L, "%s: index %d: tensors used as indices must be int64, int32 or bool, got %s",
+                               op, e, em_dtype_name(x->dtype));
+                }
+                i = (lua_Integer)em_get_i(x, 0);
+            } else {
+                int ok;
+                i = lua_tointegerx(L, -1, &ok);
+                if (!ok) { em_release(v); luaL_error(L, "%s: index %d must be an integer", op, e); }
+            }
             int64_t size = v->sizes[dim];
             if (i == 0 || i > size || i < -size) {
                 em_release(v);
@@ -262,7 +312,6 @@ static em_tensor *index_view(lua_State *L, em_tensor *t, int k, bool *all_select
                            e, (lua_Integer)size);
             }
             next = em_select(v, dim, i > 0 ? i - 1 : i + size);
-            selected++;
         } else if (lua_type(L, -1) == LUA_TTABLE) {
             int m = (int)lua_rawlen(L, -1);
             int64_t size = v->sizes[dim], r[3] = {1, size, 1};
@@ -292,7 +341,6 @@ static em_tensor *index_view(lua_State *L, em_tensor *t, int k, bool *all_select
         if (!next) emlua_fail(L);
         v = next;
     }
-    *all_selected = n > 0 && selected == t->ndim;
     return v;
 }
 
@@ -308,31 +356,17 @@ static int tensor_index(lua_State *L)
     }
     em_tensor *key = emlua_test(L, 2);
     if (key) {
-        if (key->dtype == EM_BOOL) return emlua_push(L, em_masked_select(t, key));
-        if (key->dtype == EM_INT64 || key->dtype == EM_INT32) {
-            em_tensor *flat = em_reshape(key, (int64_t[]){-1}, 1);
-            if (!flat) return emlua_fail(L);
-            em_tensor *r = em_index_select(t, 0, flat);
-            if (r && key->ndim != 1) { /* result shape: key shape + t's trailing shape */
-                int64_t sz[EM_MAX_DIMS];
-                int nd = 0;
-                for (int i = 0; i < key->ndim && nd < EM_MAX_DIMS; i++) sz[nd++] = key->sizes[i];
-                for (int i = 1; i < t->ndim && nd < EM_MAX_DIMS; i++) sz[nd++] = t->sizes[i];
-                em_tensor *s = em_reshape(r, sz, nd);
-                em_release(r);
-                r = s;
-            }
-            em_release(flat);
-            return emlua_push(L, r);
-        }
-        return luaL_error(L, "index: tensors used as indices must be bool or int64, got %s", em_dtype_name(key->dtype));
+        if (key->dtype != EM_BOOL && key->dtype != EM_INT64 && key->dtype != EM_INT32)
+            return luaL_error(L, "index: tensors used as indices must be int64, int32 or bool, got %s",
+                              em_dtype_name(key->dtype));
+        return emlua_push(L, em_index_tensors(t, &key, 1));
     }
-    bool all;
-    em_tensor *v = index_view(L, t, 2, &all, "index");
-    if (all) {
-        push_scalar(L, v);
+    adv_list adv;
+    em_tensor *v = index_view(L, t, 2, &adv, "index");
+    if (adv.any) {
+        em_tensor *r = em_index_tensors(v, adv.e, adv.n);
         em_release(v);
-        return 1;
+        return emlua_push(L, r);
     }
     return emlua_push(L, v);
 }
@@ -349,17 +383,57 @@ static int fail_assign(lua_State *L, const char *what)
     return lua_error(L);
 }
 
+/* The value of an assignment through index tensors into t, as a tensor:
+ * a number or boolean becomes a 0-d tensor of t's dtype. NULL with an error
+ * otherwise (the caller may hold references it must drop before raising). */
+static em_tensor *assigned_value(const em_tensor *t, lua_State *L, int idx)
+{
+    em_tensor *src = emlua_test(L, idx);
+    if (src) return em_retain(src);
+    if (lua_type(L, idx) != LUA_TNUMBER && lua_type(L, idx) != LUA_TBOOLEAN)
+        return em_set_error("newindex: expected a number or a tensor as the value, got %s",
+                            luaL_typename(L, idx)), NULL;
+    double v = lua_type(L, idx) == LUA_TBOOLEAN ? lua_toboolean(L, idx) : lua_tonumber(L, idx);
+    if (em_check_value_fits("newindex", v, t->dtype)) return NULL;
+    if (lua_isinteger(L, idx) && t->dtype == EM_INT64) {   /* exact past 2^53 */
+        int64_t i = (int64_t)lua_tointeger(L, idx);
+        int64_t none[1] = {0};
+        em_tensor *h = em_from_host(none, 0, EM_INT64, NULL, &i);
+        em_tensor *r = h ? em_to_device(h, t->storage->device) : NULL;
+        em_release(h);
+        return r;
+    }
+    return em_scalar(v, t->dtype, t->storage->device);
+}
+
+static int index_put_value(lua_State *L, em_tensor *t, em_tensor *const *keys, int n, int idx)
+{
+    em_tensor *val = assigned_value(t, L, idx);
+    if (!val || em_index_put_(t, keys, n, val, false)) {
+        em_release(val);
+        return fail_assign(L, "t[i] = v");
+    }
+    em_release(val);
+    return 0;
+}
+
 static int tensor_newindex(lua_State *L)
 {
     em_tensor *t = self(L, "newindex");
     em_tensor *key = emlua_test(L, 2);
     if (key) {
-        if (key->dtype != EM_BOOL) return luaL_error(L, "newindex: only bool mask tensors can be assigned through, got %s", em_dtype_name(key->dtype));
-        if (lua_type(L, 3) != LUA_TNUMBER && lua_type(L, 3) != LUA_TBOOLEAN)
-            return luaL_error(L, "newindex: t[mask] = value expects a number, got %s", luaL_typename(L, 3));
-        double v = lua_type(L, 3) == LUA_TBOOLEAN ? lua_toboolean(L, 3) : lua_tonumber(L, 3);
-        if (em_masked_fill_(t, key, v)) return fail_assign(L, "t[mask] = v");
-        return 0;
+        bool number = lua_type(L, 3) == LUA_TNUMBER || lua_type(L, 3) == LUA_TBOOLEAN;
+        bool same = key->dtype == EM_BOOL && key->ndim == t->ndim &&
+                    memcmp(key->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim) == 0;
+        if (same && number) {   /* the common t[mask] = v: one masked_fill_ */
+            double v = lua_type(L, 3) == LUA_TBOOLEAN ? lua_toboolean(L, 3) : lua_tonumber(L, 3);
+            if (em_masked_fill_(t, key, v)) return fail_assign(L, "t[mask] = v");
+            return 0;
+        }
+        if (key->dtype != EM_BOOL && key->dtype != EM_INT64 && key->dtype != EM_INT32)
+            return luaL_error(L, "newindex: tensors used as indices must be int64, int32 or bool, got %s",
+                              em_dtype_name(key->dtype));
+        return index_put_value(L, t, &key, 1, 3);
     }
     if (lua_type(L, 2) == LUA_TSTRING) {
         const char *key = lua_tostring(L, 2);
@@ -375,8 +449,17 @@ static int tensor_newindex(lua_State *L)
         }
         return luaL_error(L, "newindex: cannot set field '%s' of a tensor", key);
     }
-    bool all;
-    em_tensor *v = index_view(L, t, 2, &all, "newindex");
+    adv_list adv;
+    em_tensor *v = index_view(L, t, 2, &adv, "newindex");
+    if (adv.any) {
+        em_tensor *val = assigned_value(v, L, 3);
+        int prc = val ? em_index_put_(v, adv.e, adv.n, val, false) : -1;
+        em_release(val);
+        em_release(v);
+        if (prc) return fail_assign(L, "t[i] = v");
+        em_bump_version(t);
+        return 0;
+    }
     int rc;
     em_tensor *src = emlua_test(L, 3);
     if (src) rc = em_copy_(v, src);

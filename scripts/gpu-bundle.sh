@@ -20,7 +20,7 @@ cp "$BUILD/ember" "$BUILD/ember.so" "$BUILD/libember_cuda.so" "$out/stage/bin/"
 for lib in $(ldd "$BUILD/ember" "$BUILD/libember_cuda.so" /usr/lib/x86_64-linux-gnu/lua/5.4/*.so \
              /usr/lib/x86_64-linux-gnu/lua/5.4/*/*.so 2>/dev/null | awk '/=> \// {print $3}' | sort -u); do
     case $(basename "$lib") in
-        libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libcublas*|libcudart*|libcuda.so*|libcudnn*) continue ;;
+        libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libcublas*|libcudart*|libcuda.so*|libcudnn*|libcusolver*|libcusparse*|libnvJitLink*) continue ;;
     esac
     cp -L "$lib" "$out/stage/lib/"
 done

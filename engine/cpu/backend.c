@@ -1,6 +1,10 @@
 /* backend.c — the CPU backend's table of kernel families (see backend.h). */
 #include "cpu.h"
 
+/* lapack.c (issue 16: linear algebra) */
+int cpu_linalg(em_linalg_op op, em_tensor *a, em_tensor *b, em_tensor *c, em_tensor *d,
+               const em_linalg_params *p, int *info);
+
 const em_backend em_cpu_backend = {
     .name = "cpu",
     .type = EM_CPU,
@@ -35,4 +39,5 @@ const em_backend em_cpu_backend = {
     .norm_backward = cpu_norm_backward,
     .attention = cpu_attention,
     .attention_backward = cpu_attention_backward,
+    .linalg = cpu_linalg,
 };

@@ -26,6 +26,66 @@ typedef struct bin_ctx {
 } bin_ctx;
 
 static bool is_cmp(em_binary_op op) { return op >= EM_EQ && op <= EM_LOGICAL_OR; }
+static bool is_bitwise(em_binary_op op) { return op >= EM_BITWISE_AND && op <= EM_BITWISE_RSHIFT; }
+/* ops with no integer loop: the engine promotes their integer operands */
+static bool float_only(em_binary_op op) { return op == EM_DIV || (op >= EM_ATAN2 && op <= EM_LOGADDEXP2); }
+
+/* log(e^a + e^b) without overflow; equal infinities give themselves (not
+ * inf - inf = NaN), as PyTorch */
+static inline double logaddexp_f64(double a, double b)
+{
+    if (isinf(a) && a == b) return a;
+    double m = a > b ? a : b;
+    return m + log1p(exp(-fabs(a - b)));
+}
+
+static inline double logaddexp2_f64(double a, double b)
+{
+    if (isinf(a) && a == b) return a;
+    double m = a > b ? a : b;
+    return m + log1p(exp2(-fabs(a - b))) * 1.44269504088896340736;
+}
+
+static inline float logaddexp_f32(float a, float b)
+{
+    if (isinf(a) && a == b) return a;
+    float m = a > b ? a : b;
+    return m + log1pf(expf(-fabsf(a - b)));
+}
+
+static inline float logaddexp2_f32(float a, float b)
+{
+    if (isinf(a) && a == b) return a;
+    float m = a > b ? a : b;
+    return m + log1pf(exp2f(-fabsf(a - b))) * 1.44269504088896340736f;
+}
+
+/* PyTorch's floor division of floats (c10's div_floor_floating): through
+ * fmod, so that the quotient is the floor of the exact one, not of a
+ * rounded a / b */
+static inline double div_floor_f64(double a, double b)
+{
+    if (b == 0) return a / b;
+    double mod = fmod(a, b);
+    double div = (a - mod) / b;
+    if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;
+    if (div == 0) return copysign(0.0, a / b);
+    double fl = floor(div);
+    if (div - fl > 0.5) fl += 1;
+    return fl;
+}
+
+static inline float div_floor_f32(float a, float b)
+{
+    if (b == 0) return a / b;
+    float mod = fmodf(a, b);
+    float div = (a - mod) / b;
+    if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;
+    if (div == 0) return copysignf(0.0f, a / b);
+    float fl = floorf(div);
+    if (div - fl > 0.5f) fl += 1;
+    return fl;
+}
 
 /* ---- gather / scatter by element size ------------------------------------ */
 
@@ -75,6 +135,14 @@ static void bin_f32(em_binary_op op, float *restrict o, const float *restrict a,
     case EM_POW: for (int64_t i = 0; i < n; i++) o[i] = powf(a[i], b[i]); break;
     case EM_MAXIMUM: for (int64_t i = 0; i < n; i++) o[i] = max_f32(a[i], b[i]); break;
     case EM_MINIMUM: for (int64_t i = 0; i < n; i++) o[i] = min_f32(a[i], b[i]); break;
+    case EM_ATAN2: for (int64_t i = 0; i < n; i++) o[i] = atan2f(a[i], b[i]); break;
+    case EM_HYPOT: for (int64_t i = 0; i < n; i++) o[i] = hypotf(a[i], b[i]); break;
+    case EM_COPYSIGN: for (int64_t i = 0; i < n; i++) o[i] = copysignf(a[i], b[i]); break;
+    case EM_LOGADDEXP: for (int64_t i = 0; i < n; i++) o[i] = logaddexp_f32(a[i], b[i]); break;
+    case EM_LOGADDEXP2: for (int64_t i = 0; i < n; i++) o[i] = logaddexp2_f32(a[i], b[i]); break;
+    case EM_FMOD: for (int64_t i = 0; i < n; i++) o[i] = fmodf(a[i], b[i]); break;
+    case EM_DIV_TRUNC: for (int64_t i = 0; i < n; i++) o[i] = truncf(a[i] / b[i]); break;
+    case EM_DIV_FLOOR: for (int64_t i = 0; i < n; i++) o[i] = div_floor_f32(a[i], b[i]); break;
     default: break;
     }
 }
@@ -182,6 +250,14 @@ static void bin_f64(em_binary_op op, double *restrict o, const double *restrict 
     case EM_POW: for (int64_t i = 0; i < n; i++) o[i] = pow(a[i], b[i]); break;
     case EM_MAXIMUM: for (int64_t i = 0; i < n; i++) o[i] = max_f64(a[i], b[i]); break;
     case EM_MINIMUM: for (int64_t i = 0; i < n; i++) o[i] = min_f64(a[i], b[i]); break;
+    case EM_ATAN2: for (int64_t i = 0; i < n; i++) o[i] = atan2(a[i], b[i]); break;
+    case EM_HYPOT: for (int64_t i = 0; i < n; i++) o[i] = hypot(a[i], b[i]); break;
+    case EM_COPYSIGN: for (int64_t i = 0; i < n; i++) o[i] = copysign(a[i], b[i]); break;
+    case EM_LOGADDEXP: for (int64_t i = 0; i < n; i++) o[i] = logaddexp_f64(a[i], b[i]); break;
+    case EM_LOGADDEXP2: for (int64_t i = 0; i < n; i++) o[i] = logaddexp2_f64(a[i], b[i]); break;
+    case EM_FMOD: for (int64_t i = 0; i < n; i++) o[i] = fmod(a[i], b[i]); break;
+    case EM_DIV_TRUNC: for (int64_t i = 0; i < n; i++) o[i] = trunc(a[i] / b[i]); break;
+    case EM_DIV_FLOOR: for (int64_t i = 0; i < n; i++) o[i] = div_floor_f64(a[i], b[i]); break;
     default: break;
     }
 }
@@ -324,6 +400,33 @@ static int bin_i64(em_binary_op op, int64_t *restrict o, const int64_t *restrict
     case EM_POW: for (int64_t i = 0; i < n; i++) o[i] = pow_i64(a[i], b[i]); break;
     case EM_MAXIMUM: for (int64_t i = 0; i < n; i++) o[i] = a[i] > b[i] ? a[i] : b[i]; break;
     case EM_MINIMUM: for (int64_t i = 0; i < n; i++) o[i] = a[i] < b[i] ? a[i] : b[i]; break;
+    case EM_FMOD: case EM_DIV_TRUNC: case EM_DIV_FLOOR:
+        for (int64_t i = 0; i < n; i++) {
+            int64_t x = a[i], y = b[i];
+            if (y == 0) { dz = 1; o[i] = 0; continue; }
+            /* y == -1 apart: INT64_MIN / -1 traps on x86 */
+            if (op == EM_FMOD) o[i] = y == -1 ? 0 : x % y;
+            else if (y == -1) o[i] = wrap(0 - (uint64_t)x);
+            else {
+                int64_t q = x / y;
+                /* floor: one less when the signs differ and it did not divide */
+                if (op == EM_DIV_FLOOR && (x % y != 0) && ((x < 0) != (y < 0))) q -= 1;
+                o[i] = q;
+            }
+        }
+        break;
+    case EM_BITWISE_AND: for (int64_t i = 0; i < n; i++) o[i] = a[i] & b[i]; break;
+    case EM_BITWISE_OR: for (int64_t i = 0; i < n; i++) o[i] = a[i] | b[i]; break;
+    case EM_BITWISE_XOR: for (int64_t i = 0; i < n; i++) o[i] = a[i] ^ b[i]; break;
+    /* counts outside [0, 64) are PyTorch 2's: 0 to the left, the sign to the
+     * right; narrower types are sign- or zero-extended here, so their own
+     * out-of-width counts come out the same after truncation */
+    case EM_BITWISE_LSHIFT:
+        for (int64_t i = 0; i < n; i++) o[i] = b[i] < 0 || b[i] >= 64 ? 0 : wrap((uint64_t)a[i] << b[i]);
+        break;
+    case EM_BITWISE_RSHIFT:
+        for (int64_t i = 0; i < n; i++) o[i] = b[i] < 0 || b[i] >= 64 ? (a[i] < 0 ? -1 : 0) : a[i] >> b[i];
+        break;
     default: break;
     }
     return dz;
@@ -395,8 +498,10 @@ int cpu_binary(em_binary_op op, em_tensor *out, const em_tensor *a, const em_ten
                             em_dtype_name(out->dtype), em_dtype_name(dt));
     if (dt == EM_FLOAT16 || dt == EM_BFLOAT16)
         return em_set_error("%s: the CPU kernel has no %s loop (compute in float32)", name, em_dtype_name(dt));
-    if (!em_dtype_is_float(dt) && op == EM_DIV)
+    if (!em_dtype_is_float(dt) && float_only(op))
         return em_set_error("%s: the CPU kernel needs float inputs, got %s", name, em_dtype_name(dt));
+    if (em_dtype_is_float(dt) && is_bitwise(op))
+        return em_set_error("%s: the CPU kernel needs integer or bool inputs, got %s", name, em_dtype_name(dt));
     bin_ctx c = {op, dt, cmp, 0};
     const em_tensor *ts[3] = {out, a, b};
     cpu_foreach(3, ts, binary_loop, &c);

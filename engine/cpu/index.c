@@ -169,6 +169,40 @@ static void scatter_add_loop(char **p, const int64_t *s, int64_t n, void *ctx)
     }
 }
 
+/* One reduction step o = o (op) a for scatter_reduce's multiply / amax /
+ * amin; a NaN wins in amax and amin, as in PyTorch. */
+static void reduce_one(char *o, const char *a, em_dtype d, em_index_op op)
+{
+    if (d == EM_BOOL) {
+        uint8_t x = *(uint8_t *)o, y = *(const uint8_t *)a;
+        *(uint8_t *)o = op == EM_SCATTER_AMAX ? (x || y) : (x && y);
+    } else if (em_dtype_is_float(d)) {
+        double x = cpu_load_f64(o, d), y = cpu_load_f64(a, d), r;
+        if (op == EM_SCATTER_MUL) r = x * y;
+        else if (x != x || y != y) r = x != x ? x : y;
+        else r = op == EM_SCATTER_AMAX ? (y > x ? y : x) : (y < x ? y : x);
+        cpu_store_f64(o, d, r);
+    } else {
+        int64_t x = cpu_load_i64(o, d), y = cpu_load_i64(a, d), r;
+        if (op == EM_SCATTER_MUL) r = (int64_t)((uint64_t)x * (uint64_t)y);
+        else r = op == EM_SCATTER_AMAX ? (y > x ? y : x) : (y < x ? y : x);
+        cpu_store_i64(o, d, r);
+    }
+}
+
+typedef struct reduce_ctx { index_ctx c; em_index_op op; } reduce_ctx;
+
+static void scatter_reduce_loop(char **p, const int64_t *s, int64_t n, void *ctx)
+{
+    reduce_ctx *rc = ctx;
+    index_ctx *c = &rc->c;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = *(const int64_t *)(p[2] + i * s[2]), k = slot(v, c->size);
+        if (k < 0) { record_bad(c, v); continue; }
+        reduce_one(p[0] + i * s[0] + k * c->stride, p[1] + i * s[1], c->dtype, rc->op);
+    }
+}
+
 /* A header-only view of t with the given iteration sizes; along dim its
  * stride is 0 (the line base), so the loop can address it through an index. */
 static em_tensor line_view(const em_tensor *t, const int64_t *sizes, int ndim, int dim)
@@ -196,6 +230,7 @@ static const char *index_op_name(em_index_op op)
     case EM_SCATTER: return "scatter";
     case EM_SCATTER_ADD: return "scatter_add";
     case EM_INDEX_ADD: return "index_add";
+    case EM_SCATTER_MUL: case EM_SCATTER_AMAX: case EM_SCATTER_AMIN: return "scatter_reduce";
     default: return "index";
     }
 }
@@ -226,6 +261,9 @@ int cpu_index(em_index_op op, em_tensor *out, const em_tensor *in, int dim, cons
         break;
     case EM_SCATTER:
     case EM_SCATTER_ADD:
+    case EM_SCATTER_MUL:
+    case EM_SCATTER_AMAX:
+    case EM_SCATTER_AMIN:
     case EM_INDEX_ADD: {
         /* iteration shape: the index (scatter) or the source (index_add) */
         const int64_t *sizes = op == EM_INDEX_ADD ? in->sizes : idx->sizes;
@@ -238,7 +276,13 @@ int cpu_index(em_index_op op, em_tensor *out, const em_tensor *in, int dim, cons
         ix = op == EM_INDEX_ADD ? spread_index(idx, sizes, out->ndim, dim) : *idx;
         ts[0] = &a; ts[1] = &b; ts[2] = &ix;
         /* serial: two positions may name the same slot */
-        cpu_foreach_serial(3, ts, op == EM_SCATTER ? scatter_loop : scatter_add_loop, &c);
+        if (op == EM_SCATTER_MUL || op == EM_SCATTER_AMAX || op == EM_SCATTER_AMIN) {
+            reduce_ctx rc = {c, op};
+            cpu_foreach_serial(3, ts, scatter_reduce_loop, &rc);
+            c = rc.c;
+        } else {
+            cpu_foreach_serial(3, ts, op == EM_SCATTER ? scatter_loop : scatter_add_loop, &c);
+        }
         break;
     }
     default:

@@ -1,6 +1,7 @@
-/* scan.c — inclusive cumsum / cumprod along one dim. Floats accumulate in
- * double, integers in int64 (wrapping, as PyTorch does). out has in's shape
- * and dtype (the engine casts integer inputs to int64 first).
+/* scan.c — inclusive scans along one dim: cumsum / cumprod, cummax / cummin
+ * (the running extreme; a NaN, once seen, stays) and logcumsumexp. Floats
+ * accumulate in double, integers in int64 (wrapping, as PyTorch does). out
+ * has in's shape and dtype (the engine casts integer inputs to int64 first).
  *
  * Rows along `dim` are spread over threads. When both tensors are contiguous
  * and dim is not the last, a row would be a strided walk through memory, so
@@ -9,6 +10,7 @@
  * contiguous row, which vectorises. */
 #include "cpu.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 static int64_t row_offset(const em_tensor *t, int dim, int64_t r)
@@ -22,28 +24,52 @@ static int64_t row_offset(const em_tensor *t, int dim, int64_t r)
     return off;
 }
 
+/* log(exp(a) + exp(b)) without overflow; equal infinities stay themselves */
+static double log_add_exp(double a, double b)
+{
+    if (a != a || b != b) return a + b;
+    if (a == b) return isinf(a) ? a : a + M_LN2;
+    double hi = a > b ? a : b, lo = a > b ? b : a;
+    return hi + log1p(exp(lo - hi));
+}
+
+static double fcomb(em_scan_op op, double acc, double v)
+{
+    switch (op) {
+    case EM_CUMSUM: return acc + v;
+    case EM_CUMPROD: return acc * v;
+    case EM_CUMMAX: return acc != acc || acc > v ? acc : v;
+    case EM_CUMMIN: return acc != acc || acc < v ? acc : v;
+    default: return log_add_exp(acc, v);
+    }
+}
+
+static uint64_t icomb(em_scan_op op, uint64_t acc, uint64_t v)
+{
+    switch (op) {
+    case EM_CUMSUM: return acc + v;
+    case EM_CUMPROD: return acc * v;
+    case EM_CUMMAX: return (int64_t)acc > (int64_t)v ? acc : v;
+    default: return (int64_t)acc < (int64_t)v ? acc : v;
+    }
+}
+
 /* One row, any dtype and strides (in bytes). */
 static void row_scan(em_scan_op op, char *o, int64_t os, const char *x, int64_t xs, em_dtype d, int64_t n)
 {
-    if (d == EM_FLOAT32) {
-        double acc = op == EM_CUMSUM ? 0 : 1;
+    if (em_dtype_is_float(d)) {
+        double acc = 0;
         for (int64_t i = 0; i < n; i++) {
-            double v = *(const float *)(x + i * xs);
-            acc = op == EM_CUMSUM ? acc + v : acc * v;
-            *(float *)(o + i * os) = (float)acc;
-        }
-    } else if (em_dtype_is_float(d)) {
-        double acc = op == EM_CUMSUM ? 0 : 1;
-        for (int64_t i = 0; i < n; i++) {
-            double v = cpu_load_f64(x + i * xs, d);
-            acc = op == EM_CUMSUM ? acc + v : acc * v;
-            cpu_store_f64(o + i * os, d, acc);
+            double v = d == EM_FLOAT32 ? *(const float *)(x + i * xs) : cpu_load_f64(x + i * xs, d);
+            acc = i ? fcomb(op, acc, v) : v;
+            if (d == EM_FLOAT32) *(float *)(o + i * os) = (float)acc;
+            else cpu_store_f64(o + i * os, d, acc);
         }
     } else {
-        uint64_t acc = op == EM_CUMSUM ? 0 : 1;
+        uint64_t acc = 0;
         for (int64_t i = 0; i < n; i++) {
             uint64_t v = (uint64_t)cpu_load_i64(x + i * xs, d);
-            acc = op == EM_CUMSUM ? acc + v : acc * v;
+            acc = i ? icomb(op, acc, v) : v;
             cpu_store_i64(o + i * os, d, (int64_t)acc);
         }
     }
@@ -78,14 +104,14 @@ static void block_range(int64_t lo, int64_t hi, void *ctx)
             int64_t base = (g * n + k) * W;
             const char *x = xb + base * (int64_t)esz;
             char *o = ob + base * (int64_t)esz;
-            if (d == EM_FLOAT32) {
+            if (d == EM_FLOAT32 && op <= EM_CUMPROD) {
                 const float *xf = (const float *)x;
                 float *of = (float *)o;
                 if (k == 0) for (int64_t i = 0; i < W; i++) facc[i] = xf[i];
                 else if (op == EM_CUMSUM) for (int64_t i = 0; i < W; i++) facc[i] += xf[i];
                 else for (int64_t i = 0; i < W; i++) facc[i] *= xf[i];
                 for (int64_t i = 0; i < W; i++) of[i] = (float)facc[i];
-            } else if (d == EM_FLOAT64) {
+            } else if (d == EM_FLOAT64 && op <= EM_CUMPROD) {
                 const double *xf = (const double *)x;
                 double *of = (double *)o;
                 if (k == 0) for (int64_t i = 0; i < W; i++) facc[i] = xf[i];
@@ -95,13 +121,13 @@ static void block_range(int64_t lo, int64_t hi, void *ctx)
             } else if (fl) {
                 for (int64_t i = 0; i < W; i++) {
                     double v = cpu_load_f64(x + i * (int64_t)esz, d);
-                    facc[i] = k == 0 ? v : op == EM_CUMSUM ? facc[i] + v : facc[i] * v;
+                    facc[i] = k == 0 ? v : fcomb(op, facc[i], v);
                     cpu_store_f64(o + i * (int64_t)esz, d, facc[i]);
                 }
             } else {
                 for (int64_t i = 0; i < W; i++) {
                     uint64_t v = (uint64_t)cpu_load_i64(x + i * (int64_t)esz, d), a = (uint64_t)acc[i];
-                    a = k == 0 ? v : op == EM_CUMSUM ? a + v : a * v;
+                    a = k == 0 ? v : icomb(op, a, v);
                     acc[i] = (int64_t)a;
                     cpu_store_i64(o + i * (int64_t)esz, d, (int64_t)a);
                 }
@@ -124,7 +150,11 @@ static void rows_range(int64_t lo, int64_t hi, void *ctx)
 
 int cpu_scan(em_scan_op op, em_tensor *out, const em_tensor *in, int dim)
 {
-    const char *name = op == EM_CUMSUM ? "cumsum" : "cumprod";
+    static const char *const names[] = {"cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"};
+    const char *name = (unsigned)op <= EM_LOGCUMSUMEXP ? names[op] : "scan";
+    if ((unsigned)op > EM_LOGCUMSUMEXP) return em_set_error("scan: unknown scan op %d", (int)op);
+    if (op == EM_LOGCUMSUMEXP && !em_dtype_is_float(in->dtype))
+        return em_set_error("logcumsumexp: expected a floating point dtype, got %s", em_dtype_name(in->dtype));
     if (out->dtype != in->dtype)
         return em_set_error("%s: output dtype %s differs from input dtype %s", name,
                             em_dtype_name(out->dtype), em_dtype_name(in->dtype));

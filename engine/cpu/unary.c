@@ -131,6 +131,58 @@ static void gelu_grad_f32(float *restrict o, const float *restrict a, int64_t n)
     }
 }
 
+/* ---- erfinv -----------------------------------------------------------------
+ * Giles' single-precision approximation ("Approximating the erfinv
+ * function", GPU Computing Gems, 2011) as a start, then Newton steps in
+ * double. */
+static double erfinv_f64(double y)
+{
+    if (!(fabs(y) <= 1)) return NAN;
+    if (fabs(y) == 1) return copysign(INFINITY, y);
+    if (y == 0) return y;
+    double w = -log((1 - y) * (1 + y)), p;
+    if (w < 5) {
+        w -= 2.5;
+        p = 2.81022636e-08;
+        p = mad(p, w, 3.43273939e-07);
+        p = mad(p, w, -3.5233877e-06);
+        p = mad(p, w, -4.39150654e-06);
+        p = mad(p, w, 0.00021858087);
+        p = mad(p, w, -0.00125372503);
+        p = mad(p, w, -0.00417768164);
+        p = mad(p, w, 0.246640727);
+        p = mad(p, w, 1.50140941);
+    } else {
+        w = sqrt(w) - 3;
+        p = -0.000200214257;
+        p = mad(p, w, 0.000100950558);
+        p = mad(p, w, 0.00134934322);
+        p = mad(p, w, -0.00367342844);
+        p = mad(p, w, 0.00573950773);
+        p = mad(p, w, -0.0076224613);
+        p = mad(p, w, 0.00943887047);
+        p = mad(p, w, 1.00167406);
+        p = mad(p, w, 2.83297682);
+    }
+    double x = p * y;
+    if (fabs(y) < 0.5) {
+        for (int k = 0; k < 2; k++) x -= (erf(x) - y) / (1.12837916709551257390 * exp(-x * x));
+        return x;
+    }
+    /* Near +-1 the start is poor (the approximation was fitted for floats)
+     * and erf(x) rounds to 1: solve log erfc(|x|) = log(1 - |y|) instead,
+     * which is nearly quadratic in the tail, so Newton converges in a few
+     * steps from any start; 1 - |y| is exact here. */
+    double q = 1 - fabs(y), ax = fabs(x), lq = log(q);
+    for (int k = 0; k < 12; k++) {
+        double e = erfc(ax);
+        double step = (log(e) - lq) / (-1.12837916709551257390 * exp(-ax * ax) / e);
+        ax -= step;
+        if (fabs(step) <= 1e-16 * ax) break;
+    }
+    return copysign(ax, y);
+}
+
 /* ---- float32 ------------------------------------------------------------- */
 
 static void un_f32(em_unary_op op, float *restrict o, const float *restrict a, int64_t n)
@@ -161,6 +213,22 @@ static void un_f32(em_unary_op op, float *restrict o, const float *restrict a, i
     case EM_ROUND: for (int64_t i = 0; i < n; i++) o[i] = nearbyintf(a[i]); break;
     case EM_RECIPROCAL: for (int64_t i = 0; i < n; i++) o[i] = 1.0f / a[i]; break;
     case EM_SQUARE: for (int64_t i = 0; i < n; i++) o[i] = a[i] * a[i]; break;
+    case EM_EXP2: for (int64_t i = 0; i < n; i++) o[i] = exp2f(a[i]); break;
+    case EM_LOG2: for (int64_t i = 0; i < n; i++) o[i] = log2f(a[i]); break;
+    case EM_LOG10: for (int64_t i = 0; i < n; i++) o[i] = log10f(a[i]); break;
+    case EM_ERF: for (int64_t i = 0; i < n; i++) o[i] = erff(a[i]); break;
+    case EM_ERFC: for (int64_t i = 0; i < n; i++) o[i] = erfcf(a[i]); break;
+    case EM_ERFINV: for (int64_t i = 0; i < n; i++) o[i] = (float)erfinv_f64(a[i]); break;
+    case EM_TRUNC: for (int64_t i = 0; i < n; i++) o[i] = truncf(a[i]); break;
+    case EM_TAN: for (int64_t i = 0; i < n; i++) o[i] = tanf(a[i]); break;
+    case EM_SINH: for (int64_t i = 0; i < n; i++) o[i] = sinhf(a[i]); break;
+    case EM_COSH: for (int64_t i = 0; i < n; i++) o[i] = coshf(a[i]); break;
+    case EM_ASIN: for (int64_t i = 0; i < n; i++) o[i] = asinf(a[i]); break;
+    case EM_ACOS: for (int64_t i = 0; i < n; i++) o[i] = acosf(a[i]); break;
+    case EM_ATAN: for (int64_t i = 0; i < n; i++) o[i] = atanf(a[i]); break;
+    case EM_ASINH: for (int64_t i = 0; i < n; i++) o[i] = asinhf(a[i]); break;
+    case EM_ACOSH: for (int64_t i = 0; i < n; i++) o[i] = acoshf(a[i]); break;
+    case EM_ATANH: for (int64_t i = 0; i < n; i++) o[i] = atanhf(a[i]); break;
     default: break;
     }
 }
@@ -194,6 +262,22 @@ static void un_f64(em_unary_op op, double *restrict o, const double *restrict a,
     case EM_ROUND: for (int64_t i = 0; i < n; i++) o[i] = nearbyint(a[i]); break;
     case EM_RECIPROCAL: for (int64_t i = 0; i < n; i++) o[i] = 1.0 / a[i]; break;
     case EM_SQUARE: for (int64_t i = 0; i < n; i++) o[i] = a[i] * a[i]; break;
+    case EM_EXP2: for (int64_t i = 0; i < n; i++) o[i] = exp2(a[i]); break;
+    case EM_LOG2: for (int64_t i = 0; i < n; i++) o[i] = log2(a[i]); break;
+    case EM_LOG10: for (int64_t i = 0; i < n; i++) o[i] = log10(a[i]); break;
+    case EM_ERF: for (int64_t i = 0; i < n; i++) o[i] = erf(a[i]); break;
+    case EM_ERFC: for (int64_t i = 0; i < n; i++) o[i] = erfc(a[i]); break;
+    case EM_ERFINV: for (int64_t i = 0; i < n; i++) o[i] = erfinv_f64(a[i]); break;
+    case EM_TRUNC: for (int64_t i = 0; i < n; i++) o[i] = trunc(a[i]); break;
+    case EM_TAN: for (int64_t i = 0; i < n; i++) o[i] = tan(a[i]); break;
+    case EM_SINH: for (int64_t i = 0; i < n; i++) o[i] = sinh(a[i]); break;
+    case EM_COSH: for (int64_t i = 0; i < n; i++) o[i] = cosh(a[i]); break;
+    case EM_ASIN: for (int64_t i = 0; i < n; i++) o[i] = asin(a[i]); break;
+    case EM_ACOS: for (int64_t i = 0; i < n; i++) o[i] = acos(a[i]); break;
+    case EM_ATAN: for (int64_t i = 0; i < n; i++) o[i] = atan(a[i]); break;
+    case EM_ASINH: for (int64_t i = 0; i < n; i++) o[i] = asinh(a[i]); break;
+    case EM_ACOSH: for (int64_t i = 0; i < n; i++) o[i] = acosh(a[i]); break;
+    case EM_ATANH: for (int64_t i = 0; i < n; i++) o[i] = atanh(a[i]); break;
     default: break;
     }
 }
@@ -208,9 +292,10 @@ static void un_i64(em_unary_op op, int64_t *restrict o, const int64_t *restrict 
         break;
     case EM_SIGN: for (int64_t i = 0; i < n; i++) o[i] = (a[i] > 0) - (a[i] < 0); break;
     case EM_RELU: for (int64_t i = 0; i < n; i++) o[i] = a[i] < 0 ? 0 : a[i]; break;
-    case EM_FLOOR: case EM_CEIL: case EM_ROUND:
+    case EM_FLOOR: case EM_CEIL: case EM_ROUND: case EM_TRUNC:
         for (int64_t i = 0; i < n; i++) o[i] = a[i];
         break;
+    case EM_BITWISE_NOT: for (int64_t i = 0; i < n; i++) o[i] = ~a[i]; break;
     case EM_SQUARE: for (int64_t i = 0; i < n; i++) o[i] = (int64_t)((uint64_t)a[i] * (uint64_t)a[i]); break;
     default: break;
     }
@@ -343,7 +428,7 @@ static bool int_op(em_unary_op op)
 {
     switch (op) {
     case EM_NEG: case EM_ABS: case EM_SIGN: case EM_RELU: case EM_FLOOR: case EM_CEIL:
-    case EM_ROUND: case EM_SQUARE: case EM_LOGICAL_NOT:
+    case EM_ROUND: case EM_SQUARE: case EM_LOGICAL_NOT: case EM_TRUNC: case EM_BITWISE_NOT:
         return true;
     default:
         return false;
@@ -363,6 +448,9 @@ int cpu_unary(em_unary_op op, em_tensor *out, const em_tensor *a)
         return em_set_error("%s: the CPU kernel has no %s loop (compute in float32)", name, em_dtype_name(dt));
     if (!em_dtype_is_float(dt) && !int_op(op))
         return em_set_error("%s: the CPU kernel needs float input, got %s", name, em_dtype_name(dt));
+    /* bool is 0/1 in the int64 loop, where ~1 would store true */
+    if (op == EM_BITWISE_NOT && (em_dtype_is_float(dt) || dt == EM_BOOL))
+        return em_set_error("bitwise_not: the CPU kernel needs integer input, got %s", em_dtype_name(dt));
     un_ctx c = {op, dt, to_bool};
     const em_tensor *ts[2] = {out, a};
     cpu_foreach(2, ts, unary_loop, &c);

@@ -1,0 +1,889 @@
+/* reduce_order.c — reductions by order and counting: median, nanmedian,
+ * kthvalue, mode, quantile, nanquantile, cummax / cummin, logcumsumexp,
+ * nansum, nanmean, count_nonzero, aminmax, var_mean / std_mean, unique,
+ * unique_consecutive, bincount, histc, searchsorted and bucketize.
+ *
+ * Almost everything is composed from the (stable) sort, gather, scatter_add
+ * and elementwise ops, so it runs on every backend. Values that pick
+ * elements (median, kthvalue, mode, quantile, cummax) are read with gather
+ * from the sorted values or from the input, so their gradients come from
+ * sort's and gather's own: the gradient goes to the picked element, and
+ * quantile's is the interpolation's. The only kernels of their own are the
+ * running max / min and logcumsumexp scans of the backend's scan family.
+ *
+ * Index results are 1-based int64 as elsewhere; searchsorted and bucketize
+ * give the 1-based insertion position (PyTorch's result + 1). */
+#include "internal.h"
+#include "autograd.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- helpers --------------------------------------------------------------- */
+
+static void release_all(em_tensor **ts, int n)
+{
+    for (int i = 0; i < n; i++) { em_release(ts[i]); ts[i] = NULL; }
+}
+
+/* t as a 1-D tensor of one element when it is 0-d (dim 0 then names it) */
+static em_tensor *at_least_1d(const em_tensor *t)
+{
+    if (t->ndim > 0) return em_retain((em_tensor *)t);
+    int64_t one = 1;
+    return em_reshape(t, &one, 1);
+}
+
+/* r (dropped) reshaped to 0-d */
+static em_tensor *to_0d(em_tensor *r)
+{
+    if (!r) return NULL;
+    em_tensor *v = em_reshape(r, NULL, 0);
+    em_release(r);
+    return v;
+}
+
+static em_tensor *flat(const em_tensor *t)
+{
+    int64_t n = em_numel(t);
+    return em_reshape(t, &n, 1);
+}
+
+static em_tensor *isnan_of(const em_tensor *t) { return em_binary(EM_NE, t, t); }
+
+/* 1-based positions start .. start + n - 1 along dim of an ndim-dims
+ * tensor (size 1 in the other dims), int64 */
+static em_tensor *positions(int64_t n, int dim, int ndim, em_device dev)
+{
+    em_tensor *a = em_arange(1, (double)n + 1, 1, EM_INT64, dev);
+    if (!a || ndim <= 1) return a;
+    int64_t sizes[EM_MAX_DIMS];
+    for (int d = 0; d < ndim; d++) sizes[d] = d == dim ? n : 1;
+    em_tensor *r = em_reshape(a, sizes, ndim);
+    em_release(a);
+    return r;
+}
+
+/* An inclusive scan of the backend's scan family, with no recording. */
+static em_tensor *raw_scan(em_scan_op op, const em_tensor *src, int dim)
+{
+    em_tensor *out = em_empty(src->sizes, src->ndim, src->dtype, em_dev(src));
+    if (!out || em_be(src)->scan(op, out, src, dim)) { em_release(out); return NULL; }
+    return out;
+}
+
+/* sv and si gathered at the 1-based positions pos (sized 1 along dim), the
+ * dim dropped unless keepdim; both made 0-d when zero_d (the input was 0-d
+ * and sorted as at_least_1d of it) */
+static int pick_sorted(const em_tensor *sv, const em_tensor *si, int dim, const em_tensor *pos, bool keepdim,
+                       bool zero_d, em_tensor **values, em_tensor **indices)
+{
+    em_tensor *v = em_gather(sv, dim, pos);
+    em_tensor *i = v ? em_gather(si, dim, pos) : NULL;
+    if (i && zero_d) {
+        v = to_0d(v);
+        i = to_0d(i);
+    } else if (i && !keepdim) {
+        em_tensor *v2 = em_squeeze_dim(v, dim), *i2 = v2 ? em_squeeze_dim(i, dim) : NULL;
+        em_release(v); em_release(i);
+        v = v2; i = i2;
+    }
+    if (!v || !i) { em_release(v); em_release(i); return -1; }
+    *values = v;
+    *indices = i;
+    return 0;
+}
+
+/* at_least_1d(t), refused with an error naming op when its dim d is empty */
+static em_tensor *nonempty_line(const char *op, const em_tensor *t, int d)
+{
+    em_tensor *w = at_least_1d(t);
+    if (w && w->sizes[d] == 0) {
+        em_set_error("%s: cannot compute over the empty dimension %d of %s", op, d + 1, SHAPE(t));
+        em_release(w);
+        return NULL;
+    }
+    return w;
+}
+
+/* ---- median, nanmedian, kthvalue ---------------------------------------------- */
+
+typedef enum { PICK_MEDIAN, PICK_NANMEDIAN, PICK_KTH } pick_kind;
+
+/* The 1-based sorted position to pick in each line (sizes: the keepdim
+ * shape): median takes the lower middle, or the first NaN when the line has
+ * one (sort puts NaN last, stably, so that is the first NaN of the line);
+ * nanmedian the lower middle of the values that are not NaN. */
+static em_tensor *pick_position(pick_kind kind, int64_t k, const em_tensor *sv, int d, const int64_t *kept)
+{
+    int64_t n = sv->sizes[d];
+    em_device dev = em_dev(sv);
+    if (kind == PICK_KTH) return em_full(kept, sv->ndim, (double)k, EM_INT64, dev);
+    em_tensor *mid = em_full(kept, sv->ndim, (double)((n - 1) / 2 + 1), EM_INT64, dev);
+    if (!mid || !em_dtype_is_float(sv->dtype)) return mid;
+    em_tensor *nan = isnan_of(sv);
+    em_tensor *cnt = nan ? em_sum(nan, &d, 1, true) : NULL;
+    em_release(nan);
+    em_tensor *r = NULL;
+    if (cnt && kind == PICK_MEDIAN) {
+        em_tensor *first_nan = em_binary_scalar(EM_SUB, cnt, (double)(n + 1), true, true);
+        em_tensor *has = first_nan ? em_binary_scalar(EM_GT, cnt, 0, true, false) : NULL;
+        r = has ? em_where(has, first_nan, mid) : NULL;
+        em_release(first_nan); em_release(has);
+    } else if (cnt) {   /* floor((m + 1) / 2) of the m values that are not NaN, at least 1 */
+        em_tensor *m1 = em_binary_scalar(EM_SUB, cnt, (double)(n + 1), true, true);
+        em_tensor *f = m1 ? em_cast_to(m1, EM_FLOAT64) : NULL;
+        em_tensor *h = f ? em_binary_scalar(EM_MUL, f, 0.5, false, false) : NULL;
+        em_tensor *fl = h ? em_unary(EM_FLOOR, h) : NULL;
+        double one = 1;
+        em_tensor *c = fl ? em_clamp(fl, &one, NULL) : NULL;
+        r = c ? em_cast_to(c, EM_INT64) : NULL;
+        em_release(m1); em_release(f); em_release(h); em_release(fl); em_release(c);
+    }
+    em_release(cnt);
+    em_release(mid);
+    return r;
+}
+
+static int order_pick(const char *op, pick_kind kind, int64_t k, const em_tensor *t, int dim, bool keepdim,
+                      em_tensor **values, em_tensor **indices)
+{
+    *values = *indices = NULL;
+    int d = em_normalize_dim(dim, t->ndim, op);
+    if (d < 0) return -1;
+    if (t->dtype == EM_BOOL)
+        return em_set_error("%s: not supported for bool tensors (%s); cast to an integer dtype first", op, SHAPE(t));
+    em_tensor *w = nonempty_line(op, t, d);
+    if (!w) return -1;
+    int64_t n = w->sizes[d];
+    if (kind == PICK_KTH && (k < 1 || k > n)) {
+        em_set_error("%s: k (%lld) is out of range for dimension %d of size %lld (%s); expected 1 <= k <= %lld",
+                     op, (long long)k, d + 1, (long long)n, SHAPE(t), (long long)n);
+        em_release(w);
+        return -1;
+    }
+    em_tensor *sv, *si;
+    if (em_sort(w, d, false, true, &sv, &si)) { em_release(w); return -1; }
+    int64_t kept[EM_MAX_DIMS];
+    memcpy(kept, w->sizes, sizeof(int64_t) * (size_t)w->ndim);
+    kept[d] = 1;
+    em_tensor *pos = pick_position(kind, k, sv, d, kept);
+    int rc = pos ? pick_sorted(sv, si, d, pos, keepdim, t->ndim == 0, values, indices) : -1;
+    em_release(pos); em_release(sv); em_release(si); em_release(w);
+    return rc;
+}
+
+int em_median_dim(const em_tensor *t, int dim, bool keepdim, em_tensor **values, em_tensor **indices)
+{
+    return order_pick("median", PICK_MEDIAN, 0, t, dim, keepdim, values, indices);
+}
+
+int em_nanmedian_dim(const em_tensor *t, int dim, bool keepdim, em_tensor **values, em_tensor **indices)
+{
+    return order_pick("nanmedian", PICK_NANMEDIAN, 0, t, dim, keepdim, values, indices);
+}
+
+int em_kthvalue(const em_tensor *t, int64_t k, int dim, bool keepdim, em_tensor **values, em_tensor **indices)
+{
+    return order_pick("kthvalue", PICK_KTH, k, t, dim, keepdim, values, indices);
+}
+
+static em_tensor *median_all(const char *op, pick_kind kind, const em_tensor *t)
+{
+    if (em_numel(t) == 0) {
+        if (em_dtype_is_float(t->dtype)) return em_scalar(NAN, t->dtype, em_dev(t));
+        return em_set_error("%s: cannot compute the median of the empty %s tensor %s", op,
+                            em_dtype_name(t->dtype), SHAPE(t)), NULL;
+    }
+    em_tensor *f = flat(t), *v = NULL, *i = NULL;
+    if (!f || order_pick(op, kind, 0, f, 0, false, &v, &i)) { em_release(f); return NULL; }
+    em_release(f);
+    em_release(i);
+    return v;
+}
+
+em_tensor *em_median(const em_tensor *t) { return median_all("median", PICK_MEDIAN, t); }
+em_tensor *em_nanmedian(const em_tensor *t) { return median_all("nanmedian", PICK_NANMEDIAN, t); }
+
+/* ---- mode ----------------------------------------------------------------------- */
+
+/* In the sorted line each element's count is its position within its run of
+ * equal values; the first maximum of the counts ends the run of the most
+ * frequent value, and of the smallest such value (sorted ascending). The
+ * index is that of the run's last element: the last occurrence. NaNs differ
+ * from each other, so each counts once. */
+int em_mode(const em_tensor *t, int dim, bool keepdim, em_tensor **values, em_tensor **indices)
+{
+    const char *op = "mode";
+    *values = *indices = NULL;
+    int d = em_normalize_dim(dim, t->ndim, op);
+    if (d < 0) return -1;
+    em_tensor *w = nonempty_line(op, t, d);
+    if (!w) return -1;
+    int64_t n = w->sizes[d];
+    em_tensor *sv = NULL, *si = NULL, *tmp[10] = {NULL};
+    if (em_sort(w, d, false, true, &sv, &si)) { em_release(w); return -1; }
+    em_tensor *pos = NULL;
+    {
+        bool was = em_set_grad_enabled(false);
+        int64_t os[EM_MAX_DIMS];
+        memcpy(os, sv->sizes, sizeof(int64_t) * (size_t)sv->ndim);
+        os[d] = 1;
+        tmp[0] = em_narrow(sv, d, 1, n - 1);
+        tmp[1] = tmp[0] ? em_narrow(sv, d, 0, n - 1) : NULL;
+        tmp[2] = tmp[1] ? em_binary(EM_NE, tmp[0], tmp[1]) : NULL;          /* a new run starts */
+        tmp[3] = tmp[2] ? em_full(os, sv->ndim, 1, EM_BOOL, em_dev(sv)) : NULL;
+        em_tensor *parts[2] = {tmp[3], tmp[2]};
+        tmp[4] = tmp[3] ? em_cat(parts, 2, d) : NULL;
+        tmp[5] = tmp[4] ? positions(n, d, sv->ndim, em_dev(sv)) : NULL;
+        tmp[6] = tmp[5] ? em_binary_scalar(EM_MUL, tmp[5], 0, true, false) : NULL;
+        tmp[7] = tmp[6] ? em_where(tmp[4], tmp[5], tmp[6]) : NULL;         /* run starts' positions */
+        tmp[8] = tmp[7] ? raw_scan(EM_CUMMAX, tmp[7], d) : NULL;           /* each one's run start */
+        tmp[9] = tmp[8] ? em_binary(EM_SUB, tmp[5], tmp[8]) : NULL;        /* count - 1 */
+        pos = tmp[9] ? em_argmax(tmp[9], d, true, false) : NULL;
+        release_all(tmp, 10);
+        em_set_grad_enabled(was);
+    }
+    int rc = pos ? pick_sorted(sv, si, d, pos, keepdim, t->ndim == 0, values, indices) : -1;
+    em_release(pos); em_release(sv); em_release(si); em_release(w);
+    return rc;
+}
+
+/* ---- quantile ------------------------------------------------------------------- */
+
+/* PyTorch's lerp: from the nearer end, so weight 1 gives `hi` exactly */
+static em_tensor *lerp(const em_tensor *lo, const em_tensor *hi, const em_tensor *w)
+{
+    em_tensor *diff = em_binary(EM_SUB, hi, lo);
+    em_tensor *a1 = diff ? em_binary(EM_MUL, w, diff) : NULL;
+    em_tensor *a = a1 ? em_binary(EM_ADD, lo, a1) : NULL;
+    em_tensor *w1 = a ? em_binary_scalar(EM_SUB, w, 1, true, true) : NULL;
+    em_tensor *b1 = w1 ? em_binary(EM_MUL, diff, w1) : NULL;
+    em_tensor *b = b1 ? em_binary(EM_SUB, hi, b1) : NULL;
+    em_tensor *near_lo = b ? em_binary_scalar(EM_LT, w, 0.5, false, false) : NULL;
+    em_tensor *r = near_lo ? em_where(near_lo, a, b) : NULL;
+    em_release(diff); em_release(a1); em_release(a); em_release(w1); em_release(b1); em_release(b);
+    em_release(near_lo);
+    return r;
+}
+
+/* sv at the 1-based position rank + 1 (rank: whole numbers, float) */
+static em_tensor *at_rank(const em_tensor *sv, int d, const em_tensor *rank)
+{
+    em_tensor *i = em_cast_to(rank, EM_INT64);
+    em_tensor *i1 = i ? em_binary_scalar(EM_ADD, i, 1, true, false) : NULL;
+    em_tensor *r = i1 ? em_gather(sv, d, i1) : NULL;
+    em_release(i); em_release(i1);
+    return r;
+}
+
+/* One quantile q of every line of sv (sorted along d; cnt its NaN counts),
+ * in the keepdim shape. The ranks are computed as PyTorch does, in the
+ * input's dtype. */
+static em_tensor *one_quantile(const em_tensor *sv, int d, const em_tensor *cnt, double q,
+                               em_quantile_interp interp, bool ignore_nan)
+{
+    int64_t n = sv->sizes[d];
+    em_tensor *rank, *tmp[4] = {NULL};
+    bool was = em_set_grad_enabled(false);
+    if (ignore_nan) {   /* q (m - 1) of the m values that are not NaN, 0 when there are none */
+        tmp[0] = em_binary_scalar(EM_SUB, cnt, (double)(n - 1), true, true);
+        tmp[1] = tmp[0] ? em_cast_to(tmp[0], sv->dtype) : NULL;
+        tmp[2] = tmp[1] ? em_binary_scalar(EM_MUL, tmp[1], q, false, false) : NULL;
+        double zero = 0;
+        rank = tmp[2] ? em_clamp(tmp[2], &zero, NULL) : NULL;
+    } else {            /* q (n - 1), or the last (a NaN) when the line has a NaN */
+        tmp[0] = em_full(cnt->sizes, cnt->ndim, q, sv->dtype, em_dev(sv));
+        tmp[1] = tmp[0] ? em_binary_scalar(EM_MUL, tmp[0], (double)(n - 1), true, false) : NULL;
+        tmp[2] = tmp[1] ? em_binary_scalar(EM_GT, cnt, 0, true, false) : NULL;
+        rank = tmp[2] ? em_masked_fill(tmp[1], tmp[2], (double)(n - 1)) : NULL;
+    }
+    release_all(tmp, 4);
+    if (rank && interp != EM_QUANTILE_LINEAR && interp != EM_QUANTILE_MIDPOINT) {
+        em_unary_op r = interp == EM_QUANTILE_LOWER ? EM_FLOOR : interp == EM_QUANTILE_HIGHER ? EM_CEIL : EM_ROUND;
+        em_tensor *rr = em_unary(r, rank);
+        em_release(rank);
+        rank = rr;
+    }
+    em_tensor *below = NULL, *above = NULL, *w = NULL;
+    if (rank && (interp == EM_QUANTILE_LINEAR || interp == EM_QUANTILE_MIDPOINT)) {
+        below = em_unary(EM_FLOOR, rank);
+        above = below ? em_unary(EM_CEIL, rank) : NULL;
+        if (above && interp == EM_QUANTILE_MIDPOINT) w = em_full(rank->sizes, rank->ndim, 0.5, sv->dtype, em_dev(sv));
+        else if (above) w = em_binary(EM_SUB, rank, below);
+    }
+    em_set_grad_enabled(was);
+    em_tensor *r = NULL;
+    if (rank && !below) {
+        r = at_rank(sv, d, rank);
+    } else if (w) {
+        em_tensor *lo = at_rank(sv, d, below), *hi = lo ? at_rank(sv, d, above) : NULL;
+        r = hi ? lerp(lo, hi, w) : NULL;
+        em_release(lo); em_release(hi);
+    }
+    em_release(rank); em_release(below); em_release(above); em_release(w);
+    return r;
+}
+
+/* The quantiles qv[0..nq) of t along d (of its flattened values when
+ * all_dims), stacked along a new first dim when stack. */
+static em_tensor *quantiles(const em_tensor *t, const double *qv, int nq, bool stack, bool all_dims, int d,
+                            bool keepdim, em_quantile_interp interp, bool ignore_nan)
+{
+    em_tensor *w = all_dims ? flat(t) : at_least_1d(t), *sv = NULL, *si = NULL;
+    if (!w || em_sort(w, d, false, true, &sv, &si)) { em_release(w); return NULL; }
+    em_release(w);
+    em_release(si);
+    em_tensor *nan = WITHOUT_GRAD(isnan_of(sv));
+    em_tensor *cnt = nan ? WITHOUT_GRAD(em_sum(nan, &d, 1, true)) : NULL;
+    em_release(nan);
+    /* the shape of each quantile's result */
+    int64_t rs[EM_MAX_DIMS + 1];
+    int rn = 0;
+    for (int k = 0; k < t->ndim; k++) {
+        if (all_dims ? keepdim : (k != d || keepdim)) rs[rn++] = k == d || all_dims ? 1 : t->sizes[k];
+    }
+    em_tensor **parts = cnt ? calloc((size_t)(nq ? nq : 1), sizeof(em_tensor *)) : NULL;
+    int made = 0;
+    for (; parts && made < nq; made++) {
+        em_tensor *r = one_quantile(sv, d, cnt, qv[made], interp, ignore_nan);
+        parts[made] = r ? em_reshape(r, rs, rn) : NULL;
+        em_release(r);
+        if (!parts[made]) break;
+    }
+    em_tensor *out = NULL;
+    if (parts && made == nq) {
+        if (nq == 0) {
+            memmove(rs + 1, rs, sizeof(int64_t) * (size_t)rn);
+            rs[0] = 0;
+            out = em_empty(rs, rn + 1, t->dtype, em_dev(t));
+        } else {
+            out = stack ? em_stack(parts, nq, 0) : em_retain(parts[0]);
+        }
+    }
+    if (parts) release_all(parts, made < nq ? made : nq);
+    free(parts);
+    em_release(sv);
+    em_release(cnt);
+    return out;
+}
+
+em_tensor *em_quantile(const em_tensor *t, const em_tensor *q, double qs, bool all_dims, int dim, bool keepdim,
+                       em_quantile_interp interp, bool ignore_nan)
+{
+    const char *op = ignore_nan ? "nanquantile" : "quantile";
+    if (t->dtype != EM_FLOAT32 && t->dtype != EM_FLOAT64)
+        return em_set_error("%s: expected a float32 or float64 input, got %s", op, em_dtype_name(t->dtype)), NULL;
+    if ((unsigned)interp > EM_QUANTILE_NEAREST)
+        return em_set_error("%s: unknown interpolation %d", op, (int)interp), NULL;
+    int d = 0;
+    if (!all_dims && (d = em_normalize_dim(dim, t->ndim, op)) < 0) return NULL;
+    if (em_numel(t) == 0) return em_set_error("%s: the input must not be empty (%s)", op, SHAPE(t)), NULL;
+    int nq = 1;
+    double *qv = &qs;
+    if (q) {
+        if (q->ndim > 1) return em_set_error("%s: q must be a number or a 0-d or 1-D tensor, got %s", op, SHAPE(q)), NULL;
+        if (q->dtype != t->dtype)
+            return em_set_error("%s: q (%s) must have the input's dtype (%s)", op, em_dtype_name(q->dtype),
+                                em_dtype_name(t->dtype)), NULL;
+        if (em_numel(q) > 1 << 20) return em_set_error("%s: too many quantiles (%s)", op, SHAPE(q)), NULL;
+        nq = (int)em_numel(q);
+        qv = malloc(sizeof(double) * (size_t)(nq ? nq : 1));
+        if (!qv) return em_set_error("%s: out of memory", op), NULL;
+        if (em_to_host_f64(q, qv)) { free(qv); return NULL; }
+    }
+    em_tensor *out = NULL;
+    int i = 0;
+    while (i < nq && qv[i] >= 0 && qv[i] <= 1) i++;
+    if (i < nq) em_set_error("%s: q must be in the range [0, 1], got %g", op, qv[i]);
+    else out = quantiles(t, qv, nq, q && q->ndim == 1, all_dims, d, keepdim, interp, ignore_nan);
+    if (qv != &qs) free(qv);
+    return out;
+}
+
+/* ---- nan-ignoring sums, counts, extremes, moments ---------------------------------- */
+
+static em_tensor *nan_to_zero(const em_tensor *t)
+{
+    if (!em_dtype_is_float(t->dtype)) return em_retain((em_tensor *)t);
+    em_tensor *nan = isnan_of(t);
+    em_tensor *r = nan ? em_masked_fill(t, nan, 0) : NULL;
+    em_release(nan);
+    return r;
+}
+
+em_tensor *em_nansum(const em_tensor *t, const int *dims, int ndims, bool keepdim)
+{
+    em_tensor *z = nan_to_zero(t);
+    em_tensor *r = z ? em_sum(z, dims, ndims, keepdim) : NULL;
+    em_release(z);
+    return r;
+}
+
+em_tensor *em_nanmean(const em_tensor *t, const int *dims, int ndims, bool keepdim)
+{
+    if (!em_dtype_is_float(t->dtype))
+        return em_set_error("nanmean: expected a floating point dtype, got %s", em_dtype_name(t->dtype)), NULL;
+    if (t->dtype == EM_FLOAT16 || t->dtype == EM_BFLOAT16) {
+        em_tensor *f = em_to_dtype(t, EM_FLOAT32);
+        em_tensor *r = f ? em_nanmean(f, dims, ndims, keepdim) : NULL;
+        em_tensor *c = r ? em_to_dtype(r, t->dtype) : NULL;
+        em_release(f); em_release(r);
+        return c;
+    }
+    em_tensor *s = em_nansum(t, dims, ndims, keepdim);
+    em_tensor *nan = s ? isnan_of(t) : NULL;
+    em_tensor *ok = nan ? em_unary(EM_LOGICAL_NOT, nan) : NULL;
+    em_tensor *cnt = ok ? em_sum_dtype(ok, dims, ndims, keepdim, t->dtype) : NULL;
+    em_tensor *r = cnt ? em_binary(EM_DIV, s, cnt) : NULL;
+    em_release(s); em_release(nan); em_release(ok); em_release(cnt);
+    return r;
+}
+
+em_tensor *em_count_nonzero(const em_tensor *t, const int *dims, int ndims)
+{
+    em_tensor *nz = em_binary_scalar(EM_NE, t, 0, true, false);
+    em_tensor *r = nz ? em_sum_dtype(nz, dims, ndims, false, EM_INT64) : NULL;
+    em_release(nz);
+    return r;
+}
+
+int em_aminmax(const em_tensor *t, const int *dims, int ndims, bool keepdim, em_tensor **min, em_tensor **max)
+{
+    *min = em_amin(t, dims, ndims, keepdim);
+    *max = *min ? em_amax(t, dims, ndims, keepdim) : NULL;
+    if (*max) return 0;
+    em_release(*min);
+    *min = NULL;
+    return -1;
+}
+
+static int moments(bool take_sqrt, const em_tensor *t, const int *dims, int ndims, double correction, bool keepdim,
+                   em_tensor **spread, em_tensor **mean)
+{
+    *spread = take_sqrt ? em_std(t, dims, ndims, correction, keepdim) : em_var(t, dims, ndims, correction, keepdim);
+    *mean = *spread ? em_mean(t, dims, ndims, keepdim) : NULL;
+    if (*mean) return 0;
+    em_release(*spread);
+    *spread = NULL;
+    return -1;
+}
+
+int em_var_mean(const em_tensor *t, const int *dims, int ndims, double correction, bool keepdim, em_tensor **var,
+                em_tensor **mean)
+{
+    return moments(false, t, dims, ndims, correction, keepdim, var, mean);
+}
+
+int em_std_mean(const em_tensor *t, const int *dims, int ndims, double correction, bool keepdim, em_tensor **std,
+                em_tensor **mean)
+{
+    return moments(true, t, dims, ndims, correction, keepdim, std, mean);
+}
+
+/* ---- cummax / cummin / logcumsumexp ------------------------------------------------ */
+
+/* The running extreme's index is the last position j <= i where x_j reached
+ * the running extreme (x_j == v_j, ties taking the later one as PyTorch
+ * does) or is NaN (a NaN stays the extreme, and PyTorch points at the latest
+ * NaN): the running max of those positions. The values are then gathered
+ * from t, so they are t's elements and carry gather's gradient. */
+static int cum_extreme(const char *op, em_scan_op sop, const em_tensor *t, int dim, em_tensor **values,
+                       em_tensor **indices)
+{
+    *values = *indices = NULL;
+    int d = em_normalize_dim(dim, t->ndim, op);
+    if (d < 0) return -1;
+    em_tensor *w = at_least_1d(t);
+    if (!w) return -1;
+    int64_t n = w->sizes[d];
+    em_tensor *idx = NULL, *tmp[8] = {NULL};
+    {
+        bool was = em_set_grad_enabled(false);
+        tmp[0] = em_dtype_is_float(w->dtype) ? em_retain(w) : em_cast_to(w, EM_INT64);
+        tmp[1] = tmp[0] ? raw_scan(sop, tmp[0], d) : NULL;
+        tmp[2] = tmp[1] ? em_binary(EM_EQ, tmp[0], tmp[1]) : NULL;
+        tmp[3] = tmp[2] ? isnan_of(tmp[0]) : NULL;
+        tmp[4] = tmp[3] ? em_binary(EM_LOGICAL_OR, tmp[2], tmp[3]) : NULL;
+        tmp[5] = tmp[4] ? positions(n, d, w->ndim, em_dev(w)) : NULL;
+        tmp[6] = tmp[5] ? em_binary_scalar(EM_MUL, tmp[5], 0, true, false) : NULL;
+        tmp[7] = tmp[6] ? em_where(tmp[4], tmp[5], tmp[6]) : NULL;
+        idx = tmp[7] && em_numel(w) ? raw_scan(EM_CUMMAX, tmp[7], d) : tmp[7] ? em_retain(tmp[7]) : NULL;
+        release_all(tmp, 8);
+        em_set_grad_enabled(was);
+    }
+    em_tensor *v = idx ? em_gather(w, d, idx) : NULL;
+    em_release(w);
+    if (v && t->ndim == 0) { v = to_0d(v); idx = to_0d(idx); }
+    if (!v || !idx) { em_release(v); em_release(idx); return -1; }
+    *values = v;
+    *indices = idx;
+    return 0;
+}
+
+int em_cummax(const em_tensor *t, int dim, em_tensor **values, em_tensor **indices)
+{
+    return cum_extreme("cummax", EM_CUMMAX, t, dim, values, indices);
+}
+
+int em_cummin(const em_tensor *t, int dim, em_tensor **values, em_tensor **indices)
+{
+    return cum_extreme("cummin", EM_CUMMIN, t, dim, values, indices);
+}
+
+/* t reversed along dim, recorded (index_select) */
+static em_tensor *reverse(const em_tensor *t, int dim)
+{
+    int64_t n = t->sizes[dim];
+    em_tensor *ix = em_arange((double)n, 0, -1, EM_INT64, em_dev(t));
+    em_tensor *r = ix ? em_index_select(t, dim, ix) : NULL;
+    em_release(ix);
+    return r;
+}
+
+static em_tensor *rev_logcumsumexp(const em_tensor *t, int dim)
+{
+    em_tensor *a = reverse(t, dim);
+    em_tensor *b = a ? em_logcumsumexp(a, dim) : NULL;
+    em_tensor *r = b ? reverse(b, dim) : NULL;
+    em_release(a); em_release(b);
+    return r;
+}
+
+/* exp(x_k + log sum_{j>=k} exp(log|g_j| - y_j)) for the positive and the
+ * negative parts of g, as PyTorch does: every term is at most |g_j| since
+ * y_j >= x_k, so nothing overflows. The lowest finite value stands for the
+ * log of 0 so that no inf - inf appears. */
+static int logcumsumexp_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
+{
+    em_tensor *x = em_ag_saved(n, 0), *y = em_ag_saved(n, 1);
+    if (!x || !y) return -1;
+    const em_tensor *g = gout[0];
+    if (x->ndim == 0) {     /* one element: y = x */
+        gin[0] = em_retain((em_tensor *)g);
+        return 0;
+    }
+    int d = n->dim;
+    double lowest = x->dtype == EM_FLOAT64 ? -1.7976931348623157e308 : -3.4028234663852886e38;
+    em_tensor *ag = em_unary(EM_ABS, g);
+    em_tensor *lg = ag ? em_unary(EM_LOG, ag) : NULL;
+    em_tensor *part[2] = {NULL, NULL};
+    for (int s = 0; s < 2 && lg; s++) {
+        em_tensor *sel = em_binary_scalar(s ? EM_LT : EM_GT, g, 0, true, false);
+        em_tensor *off = sel ? em_unary(EM_LOGICAL_NOT, sel) : NULL;
+        em_tensor *l = off ? em_masked_fill(lg, off, lowest) : NULL;
+        em_tensor *ly = l ? em_binary(EM_SUB, l, y) : NULL;
+        em_tensor *c = ly ? rev_logcumsumexp(ly, d) : NULL;
+        em_tensor *cx = c ? em_binary(EM_ADD, c, x) : NULL;
+        part[s] = cx ? em_unary(EM_EXP, cx) : NULL;
+        em_release(sel); em_release(off); em_release(l); em_release(ly); em_release(c); em_release(cx);
+        if (!part[s]) break;
+    }
+    gin[0] = part[0] && part[1] ? em_binary(EM_SUB, part[0], part[1]) : NULL;
+    em_release(ag); em_release(lg); em_release(part[0]); em_release(part[1]);
+    return gin[0] ? 0 : -1;
+}
+
+em_tensor *em_logcumsumexp(const em_tensor *t, int dim)
+{
+    const char *op = "logcumsumexp";
+    if (!em_dtype_is_float(t->dtype))
+        return em_set_error("%s: expected a floating point dtype, got %s", op, em_dtype_name(t->dtype)), NULL;
+    int d = em_normalize_dim(dim, t->ndim, op);
+    if (d < 0) return NULL;
+    em_tensor *w = at_least_1d(t);
+    em_tensor *out = w ? WITHOUT_GRAD(raw_scan(EM_LOGCUMSUMEXP, w, d)) : NULL;
+    if (out && t->ndim == 0) out = to_0d(out);
+    if (!out || !em_ag_needed1(t)) { em_release(w); return out; }
+    em_node *n = em_ag_node("LogcumsumexpBackward", logcumsumexp_backward, 1);
+    if (!n) { em_release(w); em_release(out); return NULL; }
+    n->dim = d;
+    em_ag_input(n, 0, t);
+    /* the backward works on the 1-D view of a 0-d input */
+    int bad = em_ag_save(n, 0, t, false) || em_ag_save(n, 1, out, true);
+    em_release(w);
+    if (bad) return em_ag_abandon(n, out);
+    return em_ag_output(n, out);
+}
+
+/* ---- unique / unique_consecutive ------------------------------------------------------ */
+
+/* Sorted order of the rows of x [n, m], lexicographic: stable sorts by each
+ * column, the last first (1-based, int64 [n]). */
+static em_tensor *row_order(const em_tensor *x)
+{
+    int64_t n = x->sizes[0], m = x->sizes[1];
+    em_tensor *perm = em_arange(1, (double)n + 1, 1, EM_INT64, em_dev(x));
+    for (int64_t c = m - 1; c >= 0 && perm; c--) {
+        em_tensor *col = em_select(x, 1, c);
+        em_tensor *key = col ? em_index_select(col, 0, perm) : NULL;
+        em_tensor *sv = NULL, *order = NULL;
+        int rc = key ? em_sort(key, 0, false, true, &sv, &order) : -1;
+        em_tensor *p2 = rc == 0 ? em_index_select(perm, 0, order) : NULL;
+        em_release(col); em_release(key); em_release(sv); em_release(order); em_release(perm);
+        perm = p2;
+    }
+    return perm;
+}
+
+/* Whether each row of rows ([n, m], or [n] of single values) starts a new
+ * run: the first row, and every row unlike the one before. bool [n]. */
+static em_tensor *run_starts(const em_tensor *rows)
+{
+    int64_t n = rows->sizes[0];
+    em_tensor *a = em_narrow(rows, 0, 1, n - 1), *b = a ? em_narrow(rows, 0, 0, n - 1) : NULL;
+    em_tensor *ne = b ? em_binary(EM_NE, a, b) : NULL;
+    int one = 1;
+    em_tensor *diff = ne ? (rows->ndim == 2 ? em_any(ne, &one, 1, false) : em_retain(ne)) : NULL;
+    int64_t s1 = 1;
+    em_tensor *first = diff ? em_full(&s1, 1, 1, EM_BOOL, em_dev(rows)) : NULL;
+    em_tensor *parts[2] = {first, diff};
+    em_tensor *r = first ? em_cat(parts, 2, 0) : NULL;
+    em_release(a); em_release(b); em_release(ne); em_release(diff); em_release(first);
+    return r;
+}
+
+/* The slices of t along d (all of t, flattened, when d < 0) as the rows
+ * of x [n, m]: the unique rows, each input row's 1-based run number
+ * (inverse) and the runs' lengths (counts) */
+static int unique_rows(const em_tensor *t, const em_tensor *moved, const em_tensor *x, bool consecutive, int d,
+                       const int *inv_dims, em_tensor **values, em_tensor **inverse, em_tensor **counts)
+{
+    em_device dev = em_dev(t);
+    int64_t n = x->sizes[0];
+    em_tensor *perm = NULL, *rows = NULL, *tmp[8] = {NULL};
+    if (consecutive) {
+        rows = em_retain((em_tensor *)x);
+    } else if (d < 0) {
+        if (em_sort(x, 0, false, true, &rows, &perm)) return -1;
+    } else {
+        perm = row_order(x);
+        rows = perm ? em_index_select(x, 0, perm) : NULL;
+    }
+    tmp[0] = rows ? run_starts(rows) : NULL;
+    tmp[1] = tmp[0] ? em_cumsum(tmp[0], 0) : NULL;          /* each sorted row's run number */
+    tmp[2] = tmp[1] ? em_arange(1, (double)n + 1, 1, EM_INT64, dev) : NULL;
+    tmp[3] = tmp[2] ? em_masked_select(tmp[2], tmp[0]) : NULL;   /* the first row of each run */
+    if (tmp[3] && d < 0) {
+        *values = em_index_select(rows, 0, tmp[3]);
+    } else if (tmp[3]) {
+        tmp[4] = perm ? em_index_select(perm, 0, tmp[3]) : em_retain(tmp[3]);
+        tmp[5] = tmp[4] ? em_index_select(moved, 0, tmp[4]) : NULL;
+        tmp[6] = tmp[5] ? em_permute(tmp[5], inv_dims, t->ndim) : NULL;
+        *values = tmp[6] ? em_contiguous(tmp[6]) : NULL;
+    }
+    em_tensor *inv = NULL;
+    if (*values && !perm) {
+        inv = em_retain(tmp[1]);
+    } else if (*values) {
+        em_tensor *z = em_zeros(&n, 1, EM_INT64, dev);
+        inv = z ? em_scatter(z, 0, perm, tmp[1]) : NULL;
+        em_release(z);
+    }
+    *inverse = inv && d < 0 ? em_reshape(inv, t->sizes, t->ndim) : inv ? em_retain(inv) : NULL;
+    em_release(inv);
+    if (*inverse) {
+        int64_t u = em_numel(tmp[3]);
+        em_tensor *z = em_zeros(&u, 1, EM_INT64, dev), *ones = z ? em_ones(&n, 1, EM_INT64, dev) : NULL;
+        *counts = ones ? em_scatter_add(z, 0, tmp[1], ones) : NULL;
+        em_release(z); em_release(ones);
+    }
+    release_all(tmp, 8);
+    em_release(perm); em_release(rows);
+    return *counts ? 0 : -1;
+}
+
+static int unique_impl(const em_tensor *t, bool consecutive, int d, em_tensor **values, em_tensor **inverse,
+                       em_tensor **counts)
+{
+    em_device dev = em_dev(t);
+    int64_t n = d < 0 ? em_numel(t) : t->sizes[d], zero = 0;
+    em_tensor *moved = NULL, *x = NULL;
+    int perm_dims[EM_MAX_DIMS], inv_dims[EM_MAX_DIMS];
+    if (d < 0) {
+        x = flat(t);
+    } else {
+        perm_dims[0] = d;
+        for (int k = 0, j = 1; k < t->ndim; k++) if (k != d) perm_dims[j++] = k;
+        for (int k = 0; k < t->ndim; k++) inv_dims[perm_dims[k]] = k;
+        moved = em_permute(t, perm_dims, t->ndim);
+        int64_t s2[2] = {n, n ? em_numel(t) / n : 0};
+        x = moved ? em_reshape(moved, s2, 2) : NULL;
+    }
+    int rc = -1;
+    if (x && n == 0) {
+        *values = d < 0 ? em_empty(&zero, 1, t->dtype, dev) : em_clone(t);
+        *inverse = em_empty(d < 0 ? t->sizes : &zero, d < 0 ? t->ndim : 1, EM_INT64, dev);
+        *counts = em_empty(&zero, 1, EM_INT64, dev);
+        rc = *values && *inverse && *counts ? 0 : -1;
+    } else if (x) {
+        rc = unique_rows(t, moved, x, consecutive, d, inv_dims, values, inverse, counts);
+    }
+    em_release(moved);
+    em_release(x);
+    if (rc) {
+        em_release(*values); em_release(*inverse); em_release(*counts);
+        *values = *inverse = *counts = NULL;
+    }
+    return rc;
+}
+
+int em_unique(const em_tensor *t, bool consecutive, bool has_dim, int dim, em_tensor **values, em_tensor **inverse,
+              em_tensor **counts)
+{
+    const char *op = consecutive ? "unique_consecutive" : "unique";
+    *values = *inverse = *counts = NULL;
+    int d = -1;
+    if (has_dim) {
+        if (t->ndim == 0) return em_set_error("%s: a 0-d tensor has no dim to take slices along", op);
+        if ((d = em_normalize_dim(dim, t->ndim, op)) < 0) return -1;
+    }
+    bool was = em_set_grad_enabled(false);    /* unique has no gradient */
+    int rc = unique_impl(t, consecutive, d, values, inverse, counts);
+    em_set_grad_enabled(was);
+    return rc;
+}
+
+/* ---- bincount / histc ----------------------------------------------------------------- */
+
+em_tensor *em_bincount(const em_tensor *t, const em_tensor *weights, int64_t minlength)
+{
+    const char *op = "bincount";
+    if (t->ndim != 1 || !em_dtype_is_int(t->dtype))
+        return em_set_error("%s: expected a 1-D tensor of non-negative integers, got a %s tensor %s", op,
+                            em_dtype_name(t->dtype), SHAPE(t)), NULL;
+    if (minlength < 0) return em_set_error("%s: minlength must be non-negative, got %lld", op, (long long)minlength), NULL;
+    if (weights && (weights->ndim != 1 || weights->sizes[0] != t->sizes[0]))
+        return em_set_error("%s: weights %s must be 1-D with the input's length (%s)", op, SHAPE(weights), SHAPE(t)), NULL;
+    int64_t len = minlength;
+    if (em_numel(t) > 0) {
+        em_tensor *mn = em_amin(t, NULL, 0, false), *mx = mn ? em_amax(t, NULL, 0, false) : NULL;
+        double lo = 0, hi = 0;
+        int rc = mx ? em_item(mn, &lo) || em_item(mx, &hi) : -1;
+        em_release(mn); em_release(mx);
+        if (rc) return NULL;
+        if (lo < 0) return em_set_error("%s: the input must be non-negative, got %lld in %s", op, (long long)lo, SHAPE(t)), NULL;
+        if (hi + 1 > len) len = (int64_t)hi + 1;
+    }
+    em_dtype od = !weights ? EM_INT64 : weights->dtype == EM_FLOAT32 ? EM_FLOAT32 : EM_FLOAT64;
+    em_tensor *z = em_zeros(&len, 1, od, em_dev(t));
+    em_tensor *i = z ? em_cast_to(t, EM_INT64) : NULL;
+    em_tensor *i1 = i ? em_binary_scalar(EM_ADD, i, 1, true, false) : NULL;
+    em_tensor *src = !i1 ? NULL : weights ? em_to_dtype(weights, od) : em_ones(t->sizes, 1, od, em_dev(t));
+    em_tensor *r = src ? em_scatter_add(z, 0, i1, src) : NULL;
+    em_release(z); em_release(i); em_release(i1); em_release(src);
+    return r;
+}
+
+static double round_to(em_dtype d, double v)
+{
+    switch (d) {
+    case EM_FLOAT32: return (float)v;
+    case EM_FLOAT16: return em_half_to_float(em_float_to_half((float)v));
+    case EM_BFLOAT16: return em_bf16_to_float(em_float_to_bf16((float)v));
+    default: return v;
+    }
+}
+
+em_tensor *em_histc(const em_tensor *t, int64_t bins, double lo, double hi)
+{
+    const char *op = "histc";
+    if (!em_dtype_is_float(t->dtype))
+        return em_set_error("%s: expected a floating point dtype, got %s", op, em_dtype_name(t->dtype)), NULL;
+    if (bins < 1) return em_set_error("%s: bins must be positive, got %lld", op, (long long)bins), NULL;
+    if (isnan(lo) || isnan(hi) || lo > hi)
+        return em_set_error("%s: max (%g) must be larger than or equal to min (%g)", op, hi, lo), NULL;
+    /* the range rounded to the input's dtype, as PyTorch's bin edges are */
+    lo = round_to(t->dtype, lo);
+    hi = round_to(t->dtype, hi);
+    if (lo == hi && em_numel(t) > 0) {
+        em_tensor *mn = em_amin(t, NULL, 0, false), *mx = mn ? em_amax(t, NULL, 0, false) : NULL;
+        int rc = mx ? em_item(mn, &lo) || em_item(mx, &hi) : -1;
+        em_release(mn); em_release(mx);
+        if (rc) return NULL;
+    }
+    if (lo == hi) { lo -= 1; hi += 1; }
+    if (!isfinite(lo) || !isfinite(hi))
+        return em_set_error("%s: the range [%g, %g] is not finite", op, lo, hi), NULL;
+    bool was = em_set_grad_enabled(false);
+    em_tensor *tmp[12] = {NULL}, *r = NULL;
+    tmp[0] = em_binary_scalar(EM_GE, t, lo, false, false);
+    tmp[1] = tmp[0] ? em_binary_scalar(EM_LE, t, hi, false, false) : NULL;
+    tmp[2] = tmp[1] ? em_binary(EM_LOGICAL_AND, tmp[0], tmp[1]) : NULL;     /* in range (not NaN) */
+    /* PyTorch's bin: (x - min) * bins / (max - min), in the input's dtype */
+    tmp[3] = tmp[2] ? em_binary_scalar(EM_SUB, t, lo, false, false) : NULL;
+    tmp[4] = tmp[3] ? em_binary_scalar(EM_MUL, tmp[3], (double)bins, true, false) : NULL;
+    tmp[5] = tmp[4] ? em_binary_scalar(EM_DIV, tmp[4], hi - lo, false, false) : NULL;
+    tmp[6] = tmp[5] ? em_unary(EM_LOGICAL_NOT, tmp[2]) : NULL;
+    tmp[7] = tmp[6] ? em_masked_fill(tmp[5], tmp[6], 0) : NULL;
+    tmp[8] = tmp[7] ? em_unary(EM_FLOOR, tmp[7]) : NULL;
+    double zero = 0, last = (double)(bins - 1);
+    tmp[9] = tmp[8] ? em_clamp(tmp[8], &zero, &last) : NULL;               /* max itself: the last bin */
+    tmp[10] = tmp[9] ? em_cast_to(tmp[9], EM_INT64) : NULL;
+    em_tensor *i1 = tmp[10] ? em_binary_scalar(EM_ADD, tmp[10], 1, true, false) : NULL;
+    em_tensor *fi = i1 ? flat(i1) : NULL;
+    em_tensor *w = fi ? em_cast_to(tmp[2], t->dtype) : NULL;
+    em_tensor *fw = w ? flat(w) : NULL;
+    em_tensor *z = fw ? em_zeros(&bins, 1, t->dtype, em_dev(t)) : NULL;
+    r = z ? em_scatter_add(z, 0, fi, fw) : NULL;
+    release_all(tmp, 12);
+    em_release(i1); em_release(fi); em_release(w); em_release(fw); em_release(z);
+    em_set_grad_enabled(was);
+    return r;
+}
+
+/* ---- searchsorted / bucketize --------------------------------------------------------- */
+
+/* How many boundaries come before each value: those with !(b >= v) (left)
+ * or !(b > v) (right), the predicates of PyTorch's binary search, counted
+ * over a broadcast comparison (numel(values) x n work). */
+em_tensor *em_searchsorted(const em_tensor *seq, const em_tensor *values, bool right, const em_tensor *sorter,
+                           bool out_int32)
+{
+    const char *op = "searchsorted";
+    if (seq->ndim == 0) return em_set_error("%s: the sorted sequence must have at least 1 dim, got %s", op, SHAPE(seq)), NULL;
+    if (seq->ndim > 1) {
+        bool same = values->ndim == seq->ndim;
+        for (int k = 0; same && k < seq->ndim - 1; k++) same = values->sizes[k] == seq->sizes[k];
+        if (!same)
+            return em_set_error("%s: the sorted sequence %s and the values %s must have the same leading dims "
+                                "(all but the last), or the sequence must be 1-D", op, SHAPE(seq), SHAPE(values)), NULL;
+    }
+    if (seq->dtype == EM_BOOL || values->dtype == EM_BOOL)
+        return em_set_error("%s: bool tensors are not supported (%s and %s)", op, em_dtype_name(seq->dtype),
+                            em_dtype_name(values->dtype)), NULL;
+    if (sorter) {
+        bool same = sorter->ndim == seq->ndim && sorter->dtype == EM_INT64;
+        for (int k = 0; same && k < seq->ndim; k++) same = sorter->sizes[k] == seq->sizes[k];
+        if (!same)
+            return em_set_error("%s: sorter (%s %s) must be int64 with the sorted sequence's shape %s", op,
+                                em_dtype_name(sorter->dtype), SHAPE(sorter), SHAPE(seq)), NULL;
+    }
+    int last = seq->ndim - 1;
+    bool was = em_set_grad_enabled(false);
+    em_tensor *s = sorter ? em_gather(seq, last, sorter) : em_retain((em_tensor *)seq);
+    /* values [..., m, 1] against the sequence [..., 1, n] (or [n]) */
+    em_tensor *v = s ? em_unsqueeze(values, values->ndim) : NULL;
+    em_tensor *b = v ? (seq->ndim > 1 ? em_unsqueeze(s, last) : em_retain(s)) : NULL;
+    em_tensor *cmp = b ? em_binary(right ? EM_GT : EM_GE, b, v) : NULL;
+    em_tensor *before = cmp ? em_unary(EM_LOGICAL_NOT, cmp) : NULL;
+    int ld = values->ndim;
+    em_tensor *cnt = before ? em_sum_dtype(before, &ld, 1, false, EM_INT64) : NULL;
+    em_tensor *r = cnt ? em_binary_scalar(EM_ADD, cnt, 1, true, false) : NULL;
+    if (r && out_int32) {
+        em_tensor *c = em_cast_to(r, EM_INT32);
+        em_release(r);
+        r = c;
+    }
+    em_release(s); em_release(v); em_release(b); em_release(cmp); em_release(before); em_release(cnt);
+    em_set_grad_enabled(was);
+    return r;
+}
+
+em_tensor *em_bucketize(const em_tensor *values, const em_tensor *boundaries, bool right, bool out_int32)
+{
+    if (boundaries->ndim != 1)
+        return em_set_error("bucketize: boundaries must be 1-D, got %s", SHAPE(boundaries)), NULL;
+    return em_searchsorted(boundaries, values, right, NULL, out_int32);
+}
