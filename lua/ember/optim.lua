@@ -28,13 +28,14 @@
 --     printed with 17 digits, lists as "[a,b]"; see ember.optim.flat).
 --   opt:load_state_dict_flat(tensors, metadata): the inverse.
 local ember = require "ember"
+local errors = require "ember.errors"
 local flat = require "ember.optim.flat"
 
 local M = {}
 
-local function fail(level, fmt, ...)
-  error(string.format(fmt, ...), level + 1)
-end
+-- Raises at the user's line: the first frame outside ember's Lua library, however deep in
+-- the library the check runs.
+local fail = errors.raisef
 
 local function shallow_copy(t)
   local c = {}
@@ -54,12 +55,12 @@ end
 
 local function check_number(where, name, v, lo, lo_open, hi, hi_open, what)
   if type(v) ~= "number" then
-    fail(4, "%s: %s must be a number, got %s", where, name, type(v))
+    fail("%s: %s must be a number, got %s", where, name, type(v))
   end
   local bad = v ~= v or (lo and (v < lo or (lo_open and v == lo))) or
               (hi and (v > hi or (hi_open and v == hi)))
   if bad then
-    fail(4, "%s: invalid %s: %s = %s (%s)", where, what or name, name, tostring(v),
+    fail("%s: invalid %s: %s = %s (%s)", where, what or name, name, tostring(v),
          lo and hi and string.format("must be in %s%s, %s%s", lo_open and "(" or "[", lo, hi,
                                      hi_open and ")" or "]")
            or string.format("must be %s %s", lo_open and ">" or ">=", lo))
@@ -68,7 +69,7 @@ end
 
 local function check_boolean(where, name, v)
   if type(v) ~= "boolean" then
-    fail(4, "%s: %s must be a boolean, got %s", where, name, type(v))
+    fail("%s: %s must be a boolean, got %s", where, name, type(v))
   end
 end
 
@@ -91,11 +92,11 @@ local function tensor_list(name, x, what)
   elseif type(x) == "table" then
     for i = 1, #x do out[i] = x[i] end
   else
-    fail(4, "%s: %s must be a tensor, a list of tensors or an iterator, got %s", name, what, type(x))
+    fail("%s: %s must be a tensor, a list of tensors or an iterator, got %s", name, what, type(x))
   end
   for i, p in ipairs(out) do
     if not ember.is_tensor(p) then
-      fail(4, "%s: %s: element %d is a %s, not a tensor", name, what, i, type(p))
+      fail("%s: %s: element %d is a %s, not a tensor", name, what, i, type(p))
     end
   end
   return out
@@ -106,13 +107,13 @@ end
 function Optimizer:add_param_group(group)
   local name = self._name
   if not is_group(group) then
-    fail(2, "%s: add_param_group: expected a table with a params field", name)
+    fail("%s: add_param_group: expected a table with a params field", name)
   end
   local g = {}
   for k, v in pairs(group) do
     if k ~= "params" then
       if self.defaults[k] == nil and not self._ignored[k] then
-        fail(2, "%s: unknown option '%s'", name, tostring(k))
+        fail("%s: unknown option '%s'", name, tostring(k))
       end
       g[k] = copy_value(v)
     end
@@ -127,15 +128,15 @@ function Optimizer:add_param_group(group)
   end
   for i, p in ipairs(g.params) do
     if seen[p] then
-      fail(2, "%s: parameter %d of a group appears twice (in this group or another one)", name, i)
+      fail("%s: parameter %d of a group appears twice (in this group or another one)", name, i)
     end
     seen[p] = true
     local dt = p.dtype
     if dt ~= "float32" and dt ~= "float64" then
-      fail(2, "%s: parameter %d has dtype %s; optimizers update float32 and float64 tensors", name, i, dt)
+      fail("%s: parameter %d has dtype %s; optimizers update float32 and float64 tensors", name, i, dt)
     end
     if not p.is_leaf then
-      fail(2, "%s: parameter %d is not a leaf tensor (it was computed by %s); optimize the tensors "
+      fail("%s: parameter %d is not a leaf tensor (it was computed by %s); optimize the tensors "
               .. "it was made from, or detach() it", name, i, tostring(p.grad_fn))
     end
   end
@@ -144,17 +145,17 @@ function Optimizer:add_param_group(group)
 end
 
 -- Shared constructor: params is a list of tensors or of group tables.
-local function construct(cls, params, opts, level)
+local function construct(cls, params, opts)
   local name = cls._name
   if opts ~= nil and type(opts) ~= "table" then
-    fail(level, "%s: argument 2: expected an options table, got %s", name, type(opts))
+    fail("%s: argument 2: expected an options table, got %s", name, type(opts))
   end
   opts = opts or {}
   local self = setmetatable({param_groups = {}, state = {}, defaults = {}}, cls)
   for k, v in pairs(cls._defaults) do self.defaults[k] = copy_value(v) end
   for k, v in pairs(opts) do
     if cls._defaults[k] == nil and not cls._ignored[k] then
-      fail(level, "%s: unknown option '%s'", name, tostring(k))
+      fail("%s: unknown option '%s'", name, tostring(k))
     end
     if cls._defaults[k] ~= nil then self.defaults[k] = copy_value(v) end
   end
@@ -164,13 +165,10 @@ local function construct(cls, params, opts, level)
   else
     groups = {{params = params}}
   end
-  for _, group in ipairs(groups) do
-    local ok, err = pcall(self.add_param_group, self, group)
-    if not ok then error(err, 0) end
-  end
+  for _, group in ipairs(groups) do self:add_param_group(group) end
   local n = 0
   for _, g in ipairs(self.param_groups) do n = n + #g.params end
-  if n == 0 then fail(level, "%s: got an empty parameter list", name) end
+  if n == 0 then fail("%s: got an empty parameter list", name) end
   return self
 end
 
@@ -178,7 +176,7 @@ end
 local function class(name, defaults, ignored, check_group, step_param)
   local cls = setmetatable({}, {
     __index = Optimizer,
-    __call = function(c, params, opts) return construct(c, params, opts, 3) end,
+    __call = function(c, params, opts) return construct(c, params, opts) end,
   })
   cls.__index = cls
   cls.__name = name
@@ -198,7 +196,7 @@ function Optimizer:step(closure)
   local loss
   if closure ~= nil then
     if type(closure) ~= "function" then
-      fail(2, "%s: step: argument 1: expected a closure, got %s", self._name, type(closure))
+      fail("%s: step: argument 1: expected a closure, got %s", self._name, type(closure))
     end
     loss = ember.enable_grad(closure)
   end
@@ -264,26 +262,26 @@ end
 function Optimizer:load_state_dict(sd)
   local name = self._name .. ": load_state_dict"
   if type(sd) ~= "table" or type(sd.param_groups) ~= "table" then
-    fail(2, "%s: expected a table {state = ..., param_groups = ...}", name)
+    fail("%s: expected a table {state = ..., param_groups = ...}", name)
   end
   local saved = sd.param_groups
   if #saved ~= #self.param_groups then
-    fail(2, "%s: the saved state has %d parameter group(s), this optimizer %d", name, #saved,
+    fail("%s: the saved state has %d parameter group(s), this optimizer %d", name, #saved,
          #self.param_groups)
   end
   local by_index = {}
   for gi, group in ipairs(self.param_groups) do
     local sg = saved[gi]
     if type(sg) ~= "table" or type(sg.params) ~= "table" then
-      fail(2, "%s: saved parameter group %d has no params list", name, gi)
+      fail("%s: saved parameter group %d has no params list", name, gi)
     end
     if #sg.params ~= #group.params then
-      fail(2, "%s: saved parameter group %d has %d parameter(s), this optimizer's %d", name, gi,
+      fail("%s: saved parameter group %d has %d parameter(s), this optimizer's %d", name, gi,
            #sg.params, #group.params)
     end
     for i, idx in ipairs(sg.params) do
       if math.type(idx) ~= "integer" and not (type(idx) == "number" and idx == math.floor(idx)) then
-        fail(2, "%s: saved parameter group %d: params[%d] is not an integer index", name, gi, i)
+        fail("%s: saved parameter group %d: params[%d] is not an integer index", name, gi, i)
       end
       by_index[math.tointeger(idx)] = group.params[i]
     end
@@ -294,7 +292,7 @@ function Optimizer:load_state_dict(sd)
   for idx, st in pairs(sd.state or {}) do
     local i = math.tointeger(idx) or math.tointeger(tonumber(idx))
     local p = i and by_index[i]
-    if p == nil then fail(2, "%s: state for parameter %s, which no group lists", name, tostring(idx)) end
+    if p == nil then fail("%s: state for parameter %s, which no group lists", name, tostring(idx)) end
     local s = {}
     for k, v in pairs(st) do
       if ember.is_tensor(v) then
@@ -304,7 +302,7 @@ function Optimizer:load_state_dict(sd)
           local same = #v.shape == #p.shape
           for d = 1, #p.shape do same = same and v.shape[d] == p.shape[d] end
           if not same then
-            fail(2, "%s: state %d '%s' has shape [%s] but its parameter [%s]", name, i, k,
+            fail("%s: state %d '%s' has shape [%s] but its parameter [%s]", name, i, k,
                  table.concat(v.shape, ","), table.concat(p.shape, ","))
           end
           s[k] = v:detach():to(p):clone()
@@ -357,10 +355,10 @@ end
 function Optimizer:load_state_dict_flat(tensors, meta)
   local name = self._name .. ": load_state_dict_flat"
   if type(tensors) ~= "table" or type(meta) ~= "table" then
-    fail(2, "%s: expected two tables (tensors, metadata)", name)
+    fail("%s: expected two tables (tensors, metadata)", name)
   end
   local ngroups = math.tointeger(tonumber(meta.param_groups or ""))
-  if not ngroups then fail(2, "%s: the metadata has no 'param_groups' count", name) end
+  if not ngroups then fail("%s: the metadata has no 'param_groups' count", name) end
   local sd = {state = {}, param_groups = {}}
   for gi = 1, ngroups do sd.param_groups[gi] = {} end
   local function state_of(i)
@@ -372,7 +370,7 @@ function Optimizer:load_state_dict_flat(tensors, meta)
     local gi, k = key:match("^param_groups%.(%d+)%.(.+)$")
     if gi then
       local g = sd.param_groups[tonumber(gi)]
-      if not g then fail(2, "%s: metadata '%s' names a group beyond the %d saved", name, key, ngroups) end
+      if not g then fail("%s: metadata '%s' names a group beyond the %d saved", name, key, ngroups) end
       g[k] = flat.decode(v, name .. ": " .. key)
       if k == "params" and type(g[k]) ~= "table" then g[k] = {g[k]} end
     else
@@ -382,7 +380,7 @@ function Optimizer:load_state_dict_flat(tensors, meta)
   end
   for key, t in pairs(tensors) do
     local i, sk = key:match("^state%.(%d+)%.(.+)$")
-    if not i then fail(2, "%s: unexpected tensor '%s'", name, key) end
+    if not i then fail("%s: unexpected tensor '%s'", name, key) end
     state_of(math.tointeger(tonumber(i)))[sk] = t
   end
   local ok, err = pcall(self.load_state_dict, self, sd)
@@ -421,7 +419,7 @@ local function check_sgd(g, where)
   check_boolean(where, "nesterov", g.nesterov)
   check_boolean(where, "maximize", g.maximize)
   if g.nesterov and (g.momentum <= 0 or g.dampening ~= 0) then
-    fail(3, "%s: nesterov momentum requires momentum > 0 and dampening = 0 (got momentum = %s, "
+    fail("%s: nesterov momentum requires momentum > 0 and dampening = 0 (got momentum = %s, "
             .. "dampening = %s)", where, tostring(g.momentum), tostring(g.dampening))
   end
 end
@@ -451,27 +449,46 @@ M.SGD = class("SGD", {lr = 1e-3, momentum = 0, dampening = 0, weight_decay = 0,
 ---------------------------------------------------------------------------
 -- Adam and AdamW
 
-local function check_adam(g, where)
+-- lr, eps, betas and weight_decay: the checks Adam shares with Adamax, NAdam
+-- and RAdam (ember.optim.optimizers)
+local function check_adam_family(g, where)
   check_number(where, "lr", g.lr, 0, false, nil, nil, "learning rate")
   check_number(where, "eps", g.eps, 0, false, nil, nil, "epsilon value")
   if type(g.betas) ~= "table" or #g.betas ~= 2 then
-    fail(3, "%s: betas must be a list of two numbers, e.g. {0.9, 0.999}", where)
+    fail("%s: betas must be a list of two numbers, e.g. {0.9, 0.999}", where)
   end
   check_number(where, "betas[1]", g.betas[1], 0, false, 1, true, "beta parameter")
   check_number(where, "betas[2]", g.betas[2], 0, false, 1, true, "beta parameter")
   check_number(where, "weight_decay", g.weight_decay, 0)
-  check_boolean(where, "maximize", g.maximize)
-  if g.amsgrad then
-    fail(3, "%s: amsgrad is not supported", where)
-  end
 end
 
+local function check_adam(g, where)
+  check_adam_family(g, where)
+  check_boolean(where, "maximize", g.maximize)
+  check_boolean(where, "amsgrad", g.amsgrad)
+end
+
+-- A parameter's state on its first step (when st[first name] is nil): step = 0
+-- and a tensor of zeros like p for each name. True when it made them.
+local function zero_state(st, p, ...)
+  if st[(...)] ~= nil then return false end
+  st.step = 0
+  for i = 1, select("#", ...) do st[select(i, ...)] = ember.zeros_like(p) end
+  return true
+end
+
+local helpers = {class = class, construct = construct, check_number = check_number,
+                 check_boolean = check_boolean, fail = fail, IGNORED = IGNORED,
+                 tensor_list = tensor_list, Optimizer = Optimizer,
+                 check_adam_family = check_adam_family, zero_state = zero_state}
+require("ember.optim.optimizers")(M, helpers)
+require("ember.optim.lbfgs")(M, helpers)
+
+-- amsgrad has no fused step: it is composed from tensor ops
+-- (ember.optim.optimizers); the common case keeps the one-pass engine step.
 local function adam_param(self, p, grad, st, g)
-  if st.exp_avg == nil then
-    st.step = 0
-    st.exp_avg = ember.zeros_like(p)
-    st.exp_avg_sq = ember.zeros_like(p)
-  end
+  if g.amsgrad then return helpers.adam_amsgrad_param(self, p, grad, st, g) end
+  zero_state(st, p, "exp_avg", "exp_avg_sq")
   local step = st.step + 1
   ember._adam_step_(p, grad, st.exp_avg, st.exp_avg_sq, g.lr, g.betas[1], g.betas[2], g.eps,
                     g.weight_decay, self._decoupled, step, g.maximize)
@@ -479,13 +496,13 @@ local function adam_param(self, p, grad, st, g)
 end
 
 --- optim.Adam(params, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8,
----                     weight_decay = 0 (L2, added to the gradient), maximize = false})
+---                     weight_decay = 0 (L2, added to the gradient), amsgrad = false, maximize = false})
 M.Adam = class("Adam", {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0,
                         amsgrad = false, maximize = false}, IGNORED, check_adam, adam_param)
 M.Adam._decoupled = false
 
 --- optim.AdamW(params, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8,
----                      weight_decay = 1e-2 (decoupled: p *= 1 - lr*wd), maximize = false})
+---                      weight_decay = 1e-2 (decoupled: p *= 1 - lr*wd), amsgrad = false, maximize = false})
 M.AdamW = class("AdamW", {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 1e-2,
                           amsgrad = false, maximize = false}, IGNORED, check_adam, adam_param)
 M.AdamW._decoupled = true
@@ -504,14 +521,14 @@ function M.clip_grad_norm_(parameters, max_norm, opts)
   local name = "clip_grad_norm_"
   local params = tensor_list(name, parameters, "argument 1")
   if type(max_norm) ~= "number" then
-    fail(2, "%s: argument 2: max_norm must be a number, got %s", name, type(max_norm))
+    fail("%s: argument 2: max_norm must be a number, got %s", name, type(max_norm))
   end
   opts = opts or {}
-  if type(opts) ~= "table" then fail(2, "%s: argument 3: expected an options table", name) end
+  if type(opts) ~= "table" then fail("%s: argument 3: expected an options table", name) end
   local norm_type = opts.norm_type or 2
   if norm_type == "inf" then norm_type = math.huge end
   if type(norm_type) ~= "number" then
-    fail(2, "%s: norm_type must be a number (or math.huge), got %s", name, type(norm_type))
+    fail("%s: norm_type must be a number (or math.huge), got %s", name, type(norm_type))
   end
   local grads = {}
   for _, p in ipairs(params) do
@@ -534,7 +551,7 @@ function M.clip_grad_norm_(parameters, max_norm, opts)
   if opts.error_if_nonfinite then
     local v = total:item()
     if v ~= v or v == math.huge or v == -math.huge then
-      fail(2, "%s: the total norm of order %s of the gradients is non-finite (%s), so it cannot be "
+      fail("%s: the total norm of order %s of the gradients is non-finite (%s), so it cannot be "
               .. "clipped; set error_if_nonfinite = false to scale by it anyway", name,
            tostring(norm_type), tostring(v))
     end

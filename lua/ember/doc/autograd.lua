@@ -97,6 +97,149 @@ local autograd = ember.autograd
 print(autograd.gradgradcheck(function(a) return (a * a):sin() end, ember.randn(3)))   -- true]=],
   },
 
+  {
+    name = "ember.autograd.Function",
+    also = {"ember.autograd.Function.extend"},
+    sig = "local F = ember.autograd.Function:extend(name)\n"
+       .. "function F.forward(ctx, ...) ... end; function F.backward(ctx, grad_outputs...) ... end\n"
+       .. "F.apply(...) or F(...)",
+    doc = [=[
+A differentiable function with a forward and backward written in Lua, as
+torch.autograd.Function. forward runs with recording off and gets ctx first, then the
+arguments (tensors or any Lua values); it returns one or more values. backward gets ctx
+and one gradient per forward result (zeros for a result that got none; nil for
+non-tensor results, or for all missing ones after ctx:set_materialize_grads(false)) and
+returns one gradient (a tensor or nil) per forward argument, in order: exactly as many
+values as forward took, nil for non-tensors. A gradient of a broadcast shape is summed
+down to the input's shape and cast to its dtype. backward may use any ember ops: with
+create_graph they are recorded, so second derivatives work (see once_differentiable).
+ctx: ctx:save_for_backward(t1, ...) then ctx.saved_tensors in backward (checked against
+in-place changes; freed after a backward without retain_graph); ctx.needs_input_grad[i];
+ctx:mark_dirty(t) for an input forward changed in place and returns (its history becomes
+this function; a leaf that requires grad is refused); ctx:mark_non_differentiable(t) for
+results with no gradient (integer results must be marked); other fields (ctx.k = 3) for
+anything else. Keep tensors in ctx only through save_for_backward: a result stored as a
+field would keep itself alive. Several results share one grad_fn name, <name>Backward.
+An input returned as it is comes back as a new tensor (its own history is kept).]=],
+    example = [=[
+local Exp = ember.autograd.Function:extend("Exp")
+function Exp.forward(ctx, x)
+  local y = x:exp()
+  ctx:save_for_backward(y)
+  return y
+end
+function Exp.backward(ctx, grad)
+  local y = ctx.saved_tensors[1]
+  return grad * y
+end
+local x = ember.tensor({0.0, 1.0}, {requires_grad = true})
+local y = Exp.apply(x)
+print(y.grad_fn)          -- ExpBackward
+y:sum():backward()
+print(x.grad)             -- [1, 2.7183]]=],
+  },
+  {
+    name = "ember.autograd.once_differentiable",
+    sig = "F.backward = ember.autograd.once_differentiable(function(ctx, grad_outputs...) ... end)",
+    doc = [=[
+Wraps a custom Function's backward so it runs with recording off (for backward code that
+is not differentiable, e.g. in-place updates). When the incoming gradients require grad
+(a create_graph backward), its results are guarded: differentiating them again raises
+"trying to differentiate twice" instead of giving a silently wrong zero. As PyTorch's
+@once_differentiable.]=],
+    example = [=[
+local Sq = ember.autograd.Function:extend("Sq")
+function Sq.forward(ctx, x) ctx:save_for_backward(x); return x * x end
+Sq.backward = ember.autograd.once_differentiable(function(ctx, g)
+  return g * 2 * ctx.saved_tensors[1]
+end)
+local x = ember.tensor({3.0}, {requires_grad = true})
+Sq.apply(x):sum():backward()
+print(x.grad)   -- [6]]=],
+  },
+  {
+    name = "ember.autograd.functional",
+    sig = "local AF = ember.autograd.functional",
+    doc = [=[
+Derivatives of whole functions, as torch.autograd.functional: jacobian, hessian, vjp,
+jvp, hvp, vhp. func takes the inputs (one tensor, or the tensors of a list) and returns
+one or more tensors. Options: create_graph (false: results are detached; true: they stay
+differentiable in the inputs), strict (true: an output that does not depend on an input
+is an error instead of zeros). jvp and hvp use the double-vjp trick (two backward
+passes); func must be differentiable twice for them.]=],
+    example = [=[
+local AF = ember.autograd.functional
+print(AF.jacobian(function(x) return x * x end, ember.tensor({1.0, 2.0})))   -- diag(2x)]=],
+  },
+  {
+    name = "ember.autograd.functional.jacobian",
+    sig = "AF.jacobian(func, inputs [, {create_graph = false, strict = false}]) -> J",
+    doc = [=[
+The Jacobian of func at inputs: for an output of shape O and an input of shape I, a
+tensor of shape O .. I. Several inputs give a list (one per input); several outputs a
+list per output (of tensors, or of lists for several inputs). One backward per output
+element.]=],
+    example = [=[
+local AF = ember.autograd.functional
+local A = ember.tensor({{1.0, 2.0}, {3.0, 4.0}, {5.0, 6.0}})
+print(AF.jacobian(function(x) return A:matmul(x) end, ember.ones(2)))   -- A
+local J = AF.jacobian(function(a, b) return a * b end, {ember.tensor({1.0, 2.0}), ember.tensor({3.0, 4.0})})
+print(J[1], J[2])]=],
+  },
+  {
+    name = "ember.autograd.functional.hessian",
+    sig = "AF.hessian(func, inputs [, {create_graph = false, strict = false}]) -> H",
+    doc = [=[
+Second derivatives of a func that returns one element: shape I .. I for one input;
+for several inputs a list of lists, H[i][j] of shape Ii .. Ij.]=],
+    example = [=[
+local AF = ember.autograd.functional
+print(AF.hessian(function(x) return (x * x * x):sum() end, ember.tensor({1.0, 2.0})))   -- diag(6x)]=],
+  },
+  {
+    name = "ember.autograd.functional.vjp",
+    sig = "AF.vjp(func, inputs [, v, {create_graph, strict}]) -> outputs, vjp",
+    doc = [=[
+func(inputs) and v^T J: v has the outputs' shapes (it may be left out for one output of
+one element). Results per input, as inputs were given.]=],
+    example = [=[
+local AF = ember.autograd.functional
+local out, g = AF.vjp(function(x) return x * x end, ember.tensor({1.0, 2.0}), ember.tensor({1.0, 1.0}))
+print(out, g)   -- [1, 4] [2, 4]]=],
+  },
+  {
+    name = "ember.autograd.functional.jvp",
+    sig = "AF.jvp(func, inputs [, v, {create_graph, strict}]) -> outputs, jvp",
+    doc = [=[
+func(inputs) and J v: v has the inputs' shapes (it may be left out for one input of
+one element).]=],
+    example = [=[
+local AF = ember.autograd.functional
+local out, jv = AF.jvp(function(x) return x * x end, ember.tensor({1.0, 2.0}), ember.tensor({1.0, 0.0}))
+print(jv)   -- [2, 0]]=],
+  },
+  {
+    name = "ember.autograd.functional.hvp",
+    sig = "AF.hvp(func, inputs, v [, {create_graph, strict}]) -> value, H v",
+    doc = [=[
+The value of a func that returns one element, and its Hessian times v (v has the
+inputs' shapes).]=],
+    example = [=[
+local AF = ember.autograd.functional
+local value, hv = AF.hvp(function(x) return (x * x * x):sum() end, ember.tensor({1.0, 2.0}), ember.ones(2))
+print(value, hv)   -- 9 [6, 12]]=],
+  },
+  {
+    name = "ember.autograd.functional.vhp",
+    sig = "AF.vhp(func, inputs, v [, {create_graph, strict}]) -> value, v^T H",
+    doc = [=[
+As hvp with v on the left: v^T H (the same as H v for a twice continuously
+differentiable func).]=],
+    example = [=[
+local AF = ember.autograd.functional
+print(AF.vhp(function(x) return (x * x):sum() end, ember.tensor({1.0, 2.0}), ember.ones(2)))   -- 5 [2, 2]]=],
+  },
+
   -- ---- ember.help -----------------------------------------------------------------------
   {
     name = "ember.help",

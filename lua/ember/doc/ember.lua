@@ -496,13 +496,14 @@ end
 add {
   name = "ember.round",
   also = {"Tensor:round"},
-  sig = "ember.round(t)\nTensor:round()",
+  sig = "ember.round(t, [{decimals = 0}])\nTensor:round([{decimals = 0}])",
   doc = [[
 Rounds each element to the nearest integer value, halves to even (0.5 -> 0, 1.5 -> 2,
-2.5 -> 2), in t's dtype. PyTorch's `decimals` option is not supported (an error).
-Like torch.round.]],
+2.5 -> 2), in t's dtype. With decimals = d, rounds to d decimal places (negative d: to
+tens, hundreds, ...), as round(t * 10^d) / 10^d. Like torch.round.]],
   example = [[
-print(ember.round(ember.tensor({0.5, 1.5, 2.5, -1.7})))   -- tensor([0., 2., 2., -2.])]],
+print(ember.round(ember.tensor({0.5, 1.5, 2.5, -1.7})))   -- tensor([0., 2., 2., -2.])
+print(ember.round(ember.tensor({1.2345, 123.0}), {decimals = 2}))]],
 }
 add_inplace("round", "t", "", "round(t)", "",
   "local t = ember.tensor({0.4, 2.6})\nt:round_()\nprint(t)   -- tensor([0., 3.])")
@@ -613,14 +614,15 @@ add_inplace("sub", "t, b, [{alpha = 1}]", "b, [{alpha = 1}]", "t - alpha * b", I
 add {
   name = "ember.div",
   also = {"ember.divide", "ember.true_divide", "Tensor:div", "Tensor:divide", "Tensor:true_divide"},
-  sig = "ember.div(a, b)\nember.divide(a, b)\nember.true_divide(a, b)\n"
-    .. "Tensor:div(b)\nTensor:divide(b)\nTensor:true_divide(b)",
+  sig = "ember.div(a, b, [{rounding_mode = nil | \"trunc\" | \"floor\"}])\nember.divide(a, b)\n"
+    .. "ember.true_divide(a, b)\nTensor:div(b, [opts])\nTensor:divide(b)\nTensor:true_divide(b)",
   doc = [[
-Returns a / b, elementwise, always as true division: integer inputs give the default
-float dtype. The operator `a / b` does the same.
+Returns a / b, elementwise, as true division: integer inputs give the default float
+dtype. The operator `a / b` does the same. rounding_mode "trunc" rounds the quotient
+toward zero and "floor" toward minus infinity (ember.floor_divide); both keep integer
+dtypes, and an integer division by zero is an error on the CPU.
 ]] .. OPERANDS .. [[
 
-PyTorch's rounding_mode option is not supported (an error): use ember.floor(a / b).
 Like torch.div.]],
   example = [[
 print(ember.div(ember.tensor({1, 5}), 2))   -- tensor([0.5000, 2.5000])
@@ -672,7 +674,8 @@ add {
     .. "Tensor:clamp([min], [max])\nTensor:clip([min], [max])",
   doc = [[
 Returns t with each element limited to [min, max]. min and max are numbers, tensors
-(broadcast, giving minimum(maximum(t, min), max)) or nil for no bound.
+(broadcast against t) or nil for no bound; where t equals a bound the gradient goes to
+t, and a NaN bound gives NaN.
 A float bound on an integer tensor gives a float result. Like torch.clamp.]],
   example = [[
 local t = ember.tensor({-3, 5, 7})

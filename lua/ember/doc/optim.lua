@@ -7,14 +7,19 @@ return {
     doc = [=[
 Optimizers with torch.optim's semantics and state layout:
   optim.SGD, optim.Adam, optim.AdamW   classes: optim.Name(params, {options})
+  optim.RMSprop, Adagrad, Adamax, NAdam, RAdam, Adadelta, Rprop, LBFGS   likewise
   optim.Optimizer                       their base class: step, zero_grad, state_dict, ...
   optim.clip_grad_norm_                 gradient clipping by total norm
-  optim.lr_scheduler                    StepLR, CosineAnnealingLR, LinearLR
+  optim.lr_scheduler                    StepLR, CosineAnnealingLR, LinearLR, LambdaLR,
+      MultiplicativeLR, MultiStepLR, ExponentialLR, ConstantLR, PolynomialLR,
+      CosineAnnealingWarmRestarts, CyclicLR, OneCycleLR, SequentialLR, ChainedScheduler,
+      ReduceLROnPlateau
 params is a list of tensors (model:parameters()), an iterator, or a list of parameter
 groups {{params = ..., lr = ...}, ...}. opt.param_groups are plain tables: change
 opt.param_groups[1].lr to change the learning rate. opt.state[p] holds a parameter's
 state (SGD: momentum_buffer; Adam: step, exp_avg, exp_avg_sq), created on its first step.
-Each parameter's update is one fused engine op, on the parameter's device.]=],
+SGD, Adam and AdamW (amsgrad = false) update each parameter with one fused engine op; the
+others (and amsgrad) compose in-place tensor ops. All run on the parameter's device.]=],
     example = [=[
 local nn, optim = ember.nn, ember.optim
 local model = nn.Linear(3, 1)
@@ -331,7 +336,17 @@ print(sched:get_last_lr()[1])   -- 0.01]=],
   },
   {
     name = "ember.optim.lr_scheduler.StepLR:get_lr",
-    also = {"ember.optim.lr_scheduler.CosineAnnealingLR:get_lr", "ember.optim.lr_scheduler.LinearLR:get_lr"},
+    also = {"ember.optim.lr_scheduler.CosineAnnealingLR:get_lr",
+            "ember.optim.lr_scheduler.LinearLR:get_lr",
+            "ember.optim.lr_scheduler.ConstantLR:get_lr",
+            "ember.optim.lr_scheduler.CosineAnnealingWarmRestarts:get_lr",
+            "ember.optim.lr_scheduler.CyclicLR:get_lr",
+            "ember.optim.lr_scheduler.ExponentialLR:get_lr",
+            "ember.optim.lr_scheduler.LambdaLR:get_lr",
+            "ember.optim.lr_scheduler.MultiStepLR:get_lr",
+            "ember.optim.lr_scheduler.MultiplicativeLR:get_lr",
+            "ember.optim.lr_scheduler.OneCycleLR:get_lr",
+            "ember.optim.lr_scheduler.PolynomialLR:get_lr"},
     sig = "sched:get_lr() -> {lr of group 1, ...}",
     doc = [=[
 The learning rates for the current epoch (last_epoch), which step() applies. StepLR and

@@ -124,6 +124,7 @@ print(x.grad)      -- nil]=],
   -- ---- indexing and operators ----------------------------------------------------
   {
     name = "Tensor.__index",
+    also = {"Tensor.__newindex"},
     sig = "t[i]\nt[{i, j, ...}]\nt[mask]\nt[index]\nt[...] = value",
     doc = [=[
 Indexing, 1-based; negative numbers count from the end (-1 is the last).
@@ -132,16 +133,31 @@ t[{...}]: one entry per leading dim: an integer selects (drops the dim); a range
   table {start, stop[, step]} keeps an inclusive range (negative start/stop count from
   the end, step > 0); {i} keeps index i as a range of one; {} keeps the whole dim.
   When every dim is selected by an integer the result is a Lua number/boolean.
-t[mask]: a bool tensor of t's shape gives the selected elements as a 1-D copy
-  (masked_select).
-t[index]: an int64/int32 tensor picks rows along dim 1 (a copy of shape index's shape
-  followed by t's trailing sizes).
-Reads through an integer or a range are views sharing t's storage.
+Advanced indexing (PyTorch's x[a, :, b]), a copy: entries of t[{...}] may also be
+  tensors. An int64/int32 index tensor (1-based values, negative from the end) indexes
+  one dim; a bool mask of k dims consumes k dims (as its nonzero()); a 0-d int tensor
+  selects like an integer; a 0-d bool adds a dim of size 1 (true) or 0 (false). Index
+  tensors broadcast together; where they index adjacent dims the broadcast dims replace
+  them in place, otherwise they go first. Integers select before (as in PyTorch, they
+  are not counted as index tensors). Example: x [2,3,4], x[{{}, idx}] with idx [5]
+  gives [2,5,4]; x[{rows, {}, cols}] with rows [2,1], cols [3] gives [2,3,3].
+  Gradients flow to t (duplicate indices accumulate).
+t[mask]: as t[{mask}]: a bool tensor of t's shape gives the selected elements as a 1-D
+  copy; a mask over t's leading dims gives [count, trailing sizes...].
+t[index]: as t[{index}]: an int64/int32 tensor picks rows along dim 1 (a copy of shape
+  index's shape followed by t's trailing sizes).
+Reads through integers and ranges only are views sharing t's storage.
 Assignment: t[i] = v and t[{...}] = v fill the view with a number/boolean or copy a
-tensor into it (broadcast); t[mask] = number fills where mask is true. Assigning
-through an int64 index tensor is an error (use index_add_ or scatter_).
+tensor into it (broadcast); t[mask] = number fills where mask is true. With index
+tensors (t[idx] = v, t[{rows, cols}] = v) v is a number or a tensor broadcast to the
+indexed shape, written into t (through views too); on duplicate indices the last write
+wins (on the CPU; on CUDA which one is unspecified, as in PyTorch). To sum duplicates,
+or to get gradients, use ember.index_put / t:index_put_. Assigning into a tensor that
+requires grad is an error.
 Unknown string keys read as nil; setting any field but requires_grad and grad is an
-error. Out of range indices raise "index: index 5 out of range for dimension 1 ...".]=],
+error. Out of range indices raise "index: index 5 is out of range for dimension 2 of
+size 4"; index tensors that do not broadcast, a mask whose shape differs from the dims
+it covers and float index tensors are errors too.]=],
     example = [=[
 local t = ember.arange(12):reshape(3, 4)
 print(t[2])                  -- tensor([4, 5, 6, 7])
@@ -149,9 +165,12 @@ print(t[{2, -1}])            -- 7
 print(t[{{}, {2, 3}}].shape[2]) -- 2
 print(t[t:gt(9)])            -- tensor([10, 11])
 print(t[ember.tensor({3, 1})][1][1]) -- 8
+print(t[{ember.tensor({1, 3}), ember.tensor({2, -1})}])  -- tensor([ 1, 11])
+print(t[{{}, ember.tensor({4, 1})}].shape[2])           -- 2
+t[{ember.tensor({1, 2}), ember.tensor({1, 1})}] = 100   -- t[1][1], t[2][1]
 t[{1, {}}] = 0               -- zero row 1
 t[t:gt(10)] = -1
-print(t:sum():item())        -- 48]=],
+print(t:sum():item())        -- 43]=],
   },
   {
     name = "Tensor.__add",

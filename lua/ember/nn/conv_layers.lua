@@ -14,17 +14,12 @@ local init = require "ember.nn.initializers"
 
 local Module, Parameter = base.Module, base.Parameter
 local shape_str = Module._shape_str
+local check_input = Module._check_input
 local options, sizes = F._options, F._sizes
 
 local L = {}
 
 local function name_of(self) return tostring(getmetatable(self).__name) end
-
-local function check_input(self, x)
-  if not ember.is_tensor(x) then
-    raise(string.format("%s: expected a tensor as input, got %s", name_of(self), type(x)))
-  end
-end
 
 -- "[3, 3]" for lists, the value itself otherwise (numbers, "same", nil)
 local function show(v)

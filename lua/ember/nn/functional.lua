@@ -780,8 +780,629 @@ function F.instance_norm(x, ...)
   return y:view(x.shape)
 end
 
+-- ---- activations ------------------------------------------------------------------------
+-- Each takes PyTorch's arguments after x positionally or as one options table:
+-- F.leaky_relu(x, 0.2) or F.leaky_relu(x, {negative_slope = 0.2, inplace = true}).
+-- Kinks get PyTorch's subgradients (where() picks the branch PyTorch's backward picks),
+-- and no branch that where() discards can overflow, so its zero gradient stays zero.
+
+-- v as a number option (default when nil), or an error naming op and the option
+local function number_opt(v, default, op, name)
+  if v == nil then return default end
+  if type(v) ~= "number" or v ~= v then
+    raise(string.format("%s: %s must be a number, got %s", op, name, type(v) == "number" and "nan" or tostring(v)))
+  end
+  return v
+end
+
+local function check_float(x, op)
+  check_input(x, op)
+  if not x:is_floating_point() then
+    raise(string.format("%s: expected a floating-point input, got %s %s", op, x.dtype, shape_str(x)))
+  end
+end
+
+-- y, or x overwritten with y when inplace (refused, as every in-place op, on a tensor
+-- that requires grad while grad mode is on)
+local function result(x, y, inplace, op)
+  if not inplace then return y end
+  local ok, e = pcall(x.copy_, x, y)
+  if not ok then raise(string.format("%s: inplace = true: %s", op, tostring(e))) end
+  return x
+end
+
+-- log(1 + exp(z)) for any z: relu(z) + log1p(exp(-|z|)), with -|z| written as
+-- z - 2 relu(z) so that the subgradients of the two relus cancel at 0 (slope 1/2 there)
+local function softplus1(z)
+  local r = z:relu()
+  return r + (z - r * 2):exp():log1p()
+end
+
+--- F.relu(x [, inplace = false]) -> max(x, 0).
+function F.relu(x, ...)
+  local o = options("relu", {"inplace"}, ...)
+  check_input(x, "relu")
+  if o.inplace then return result(x, x:relu(), true, "relu") end
+  return x:relu()
+end
+
+--- F.relu6(x [, inplace = false]) -> min(max(x, 0), 6).
+function F.relu6(x, ...)
+  local o = options("relu6", {"inplace"}, ...)
+  return F.hardtanh(x, 0, 6, o.inplace)
+end
+
+--- F.hardtanh(x [, min_val = -1 [, max_val = 1 [, inplace = false]]]) -> x clamped to [min_val, max_val].
+-- The gradient is 1 strictly inside, 0 outside and on the bounds (as PyTorch).
+function F.hardtanh(x, ...)
+  local op = "hardtanh"
+  local o = options(op, {"min_val", "max_val", "inplace"}, ...)
+  check_float(x, op)
+  local lo, hi = number_opt(o.min_val, -1, op, "min_val"), number_opt(o.max_val, 1, op, "max_val")
+  if lo > hi then raise(string.format("%s: min_val (%g) must not be greater than max_val (%g)", op, lo, hi)) end
+  local inside = x:gt(lo):logical_and(x:lt(hi))
+  return result(x, ember.where(inside, x, x:detach():clamp(lo, hi)), o.inplace, op)
+end
+
+--- F.leaky_relu(x [, negative_slope = 0.01 [, inplace = false]]) -> x for x > 0, negative_slope * x otherwise.
+function F.leaky_relu(x, ...)
+  local op = "leaky_relu"
+  local o = options(op, {"negative_slope", "inplace"}, ...)
+  check_float(x, op)
+  local s = number_opt(o.negative_slope, 0.01, op, "negative_slope")
+  return result(x, ember.where(x:gt(0), x, x * s), o.inplace, op)
+end
+
+-- alpha * (exp(x / alpha) - 1) for x <= 0, x above (elu with scale 1 / celu)
+local function elu_core(x, alpha, inv)
+  local pos = x:gt(0)
+  local neg = (x:masked_fill(pos, 0) * inv):expm1() * alpha
+  return ember.where(pos, x, neg)
+end
+
+--- F.elu(x [, alpha = 1 [, inplace = false]]) -> x for x > 0, alpha * (exp(x) - 1) otherwise.
+function F.elu(x, ...)
+  local op = "elu"
+  local o = options(op, {"alpha", "inplace"}, ...)
+  check_float(x, op)
+  local alpha = number_opt(o.alpha, 1, op, "alpha")
+  return result(x, elu_core(x, alpha, 1), o.inplace, op)
+end
+
+local SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+--- F.selu(x [, inplace = false]) -> scale * elu(x, alpha), alpha = 1.6733, scale = 1.0507 (self-normalising).
+function F.selu(x, ...)
+  local op = "selu"
+  local o = options(op, {"inplace"}, ...)
+  check_float(x, op)
+  return result(x, elu_core(x, SELU_ALPHA, 1) * SELU_SCALE, o.inplace, op)
+end
+
+--- F.celu(x [, alpha = 1 [, inplace = false]]) -> max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).
+function F.celu(x, ...)
+  local op = "celu"
+  local o = options(op, {"alpha", "inplace"}, ...)
+  check_float(x, op)
+  local alpha = number_opt(o.alpha, 1, op, "alpha")
+  if alpha == 0 then raise(op .. ": alpha must not be 0 (it divides x)") end
+  return result(x, elu_core(x, alpha, 1 / alpha), o.inplace, op)
+end
+
+--- F.gelu(x [, approximate = "none"]) -> x * Phi(x); approximate = "tanh" for the tanh formula.
+function F.gelu(x, ...)
+  local op = "gelu"
+  local o = options(op, {"approximate"}, ...)
+  check_float(x, op)
+  local a = o.approximate or "none"
+  if a ~= "none" and a ~= "tanh" then raise(op .. ": approximate must be \"none\" or \"tanh\", got " .. tostring(a)) end
+  return x:gelu({approximate = a})
+end
+
+--- F.silu(x [, inplace = false]) -> x * sigmoid(x).
+function F.silu(x, ...)
+  local op = "silu"
+  local o = options(op, {"inplace"}, ...)
+  check_float(x, op)
+  return result(x, x:silu(), o.inplace, op)
+end
+
+--- F.mish(x [, inplace = false]) -> x * tanh(softplus(x)).
+function F.mish(x, ...)
+  local op = "mish"
+  local o = options(op, {"inplace"}, ...)
+  check_float(x, op)
+  return result(x, x * softplus1(x):tanh(), o.inplace, op)
+end
+
+--- F.hardswish(x [, inplace = false]) -> x * relu6(x + 3) / 6.
+function F.hardswish(x, ...)
+  local op = "hardswish"
+  local o = options(op, {"inplace"}, ...)
+  check_float(x, op)
+  -- PyTorch's backward: 0 below -3, (2x + 3) / 6 on [-3, 3], 1 above
+  local mid = ember.where(x:le(3), x * (x + 3) / 6, x)
+  return result(x, ember.where(x:lt(-3), 0, mid), o.inplace, op)
+end
+
+--- F.hardsigmoid(x [, inplace = false]) -> relu6(x + 3) / 6.
+function F.hardsigmoid(x, ...)
+  local op = "hardsigmoid"
+  local o = options(op, {"inplace"}, ...)
+  check_float(x, op)
+  local inside = x:gt(-3):logical_and(x:lt(3))
+  return result(x, ember.where(inside, x / 6 + 0.5, x:detach():ge(3):to(x.dtype)), o.inplace, op)
+end
+
+--- F.softplus(x [, beta = 1 [, threshold = 20]]) -> log(1 + exp(beta x)) / beta; x itself where beta x > threshold.
+function F.softplus(x, ...)
+  local op = "softplus"
+  local o = options(op, {"beta", "threshold"}, ...)
+  check_float(x, op)
+  local beta = number_opt(o.beta, 1, op, "beta")
+  local th = number_opt(o.threshold, 20, op, "threshold")
+  if beta == 0 then raise(op .. ": beta must not be 0 (it divides the result)") end
+  local bx = x * beta
+  return ember.where(bx:gt(th), x, softplus1(bx) / beta)
+end
+
+--- F.softsign(x) -> x / (1 + |x|).
+function F.softsign(x)
+  check_float(x, "softsign")
+  return x / (x:abs() + 1)
+end
+
+--- F.tanhshrink(x) -> x - tanh(x).
+function F.tanhshrink(x)
+  check_float(x, "tanhshrink")
+  return x - x:tanh()
+end
+
+--- F.threshold(x, threshold, value [, inplace = false]) -> x where x > threshold, value elsewhere.
+function F.threshold(x, threshold, value, ...)
+  local op = "threshold"
+  local o = options(op, {"inplace"}, ...)
+  check_input(x, op)
+  if type(threshold) ~= "number" or type(value) ~= "number" then
+    raise(string.format("%s: threshold and value must be numbers, got %s and %s", op, type(threshold), type(value)))
+  end
+  return result(x, ember.where(x:gt(threshold), x, value), o.inplace, op)
+end
+
+-- a 1-based dim (negative from the end) of x as a positive number, or an error naming op
+local function check_dim(x, dim, op)
+  local d = type(dim) == "number" and math.tointeger(dim)
+  local n = math.max(x.ndim, 1)
+  if not d or d == 0 or d > n or d < -n then
+    raise(string.format("%s: dim must be an integer in 1..%d or -%d..-1 for input %s, got %s", op, n, n,
+                        shape_str(x), tostring(dim)))
+  end
+  return d < 0 and d + n + 1 or d
+end
+
+--- F.glu(x [, dim = -1]) -> a * sigmoid(b), a and b the two halves of x along dim.
+function F.glu(x, ...)
+  local op = "glu"
+  local o = options(op, {"dim"}, ...)
+  check_float(x, op)
+  if x.ndim == 0 then raise(op .. ": expected an input with at least 1 dim, got a 0-d tensor") end
+  local d = check_dim(x, o.dim or -1, op)
+  local n = x.shape[d]
+  if n % 2 ~= 0 then
+    raise(string.format("%s: halving dim %d of input %s needs an even size, got %d", op, d, shape_str(x), n))
+  end
+  return x:narrow(d, 1, n // 2) * x:narrow(d, n // 2 + 1, n // 2):sigmoid()
+end
+
+--- F.logsigmoid(x) -> log(sigmoid(x)) = -softplus(-x), without overflow for any x.
+function F.logsigmoid(x)
+  check_float(x, "logsigmoid")
+  return -softplus1(-x)
+end
+
+local function softmax_family(x, dim, op, o)
+  check_input(x, op)
+  if dim == nil then raise(op .. ": dim is required (1-based, negative from the end)") end
+  check_dim(x, dim, op)
+  if o.dtype ~= nil then x = x:to(o.dtype) end
+  return x
+end
+
+--- F.softmax(x, dim [, dtype]) -> exp(x) / sum(exp(x)) along dim; dtype converts x first.
+function F.softmax(x, dim, ...)
+  local o = options("softmax", {"dtype"}, ...)
+  return softmax_family(x, dim, "softmax", o):softmax(dim)
+end
+
+--- F.log_softmax(x, dim [, dtype]) -> log(softmax(x, dim)), computed stably.
+function F.log_softmax(x, dim, ...)
+  local o = options("log_softmax", {"dtype"}, ...)
+  return softmax_family(x, dim, "log_softmax", o):log_softmax(dim)
+end
+
+--- F.softmin(x, dim [, dtype]) -> softmax(-x, dim).
+function F.softmin(x, dim, ...)
+  local o = options("softmin", {"dtype"}, ...)
+  return (-softmax_family(x, dim, "softmin", o)):softmax(dim)
+end
+
+--- F.prelu(x, weight) -> x for x > 0, weight * x otherwise; weight has 1 entry or one per channel (dim 2).
+function F.prelu(x, weight)
+  local op = "prelu"
+  check_float(x, op)
+  check_tensor(weight, op, "weight")
+  local n = weight:numel()
+  local c = x.ndim >= 2 and x.shape[2] or 1
+  if weight.ndim > 1 or (n ~= 1 and n ~= c) then
+    raise(string.format("%s: weight must have 1 entry or one per channel (dim 2 of input %s: %d), got %s", op,
+                        shape_str(x), c, shape_str(weight)))
+  end
+  local w = weight
+  if n > 1 then
+    local shape = {}
+    for i = 1, x.ndim do shape[i] = i == 2 and c or 1 end
+    w = weight:reshape(shape)
+  else
+    w = weight:reshape({})
+  end
+  return ember.where(x:gt(0), x, w * x)
+end
+
+--- F.hardshrink(x [, lambd = 0.5]) -> x where |x| > lambd, 0 elsewhere.
+function F.hardshrink(x, ...)
+  local op = "hardshrink"
+  local o = options(op, {"lambd"}, ...)
+  check_float(x, op)
+  local l = number_opt(o.lambd, 0.5, op, "lambd")
+  return ember.where(x:abs():gt(l), x, 0)
+end
+
+--- F.softshrink(x [, lambd = 0.5]) -> x - lambd above lambd, x + lambd below -lambd, 0 between.
+function F.softshrink(x, ...)
+  local op = "softshrink"
+  local o = options(op, {"lambd"}, ...)
+  check_float(x, op)
+  local l = number_opt(o.lambd, 0.5, op, "lambd")
+  if l < 0 then raise(string.format("%s: lambd must be >= 0, got %g", op, l)) end
+  return ember.where(x:gt(l), x - l, ember.where(x:lt(-l), x + l, 0))
+end
+
+-- ---- distances --------------------------------------------------------------------------
+
+-- the broadcast shape of a and b, or an error naming op and both shapes
+local function broadcast_shape(a, b, op, an, bn)
+  local n = math.max(a.ndim, b.ndim)
+  local out = {}
+  for i = 1, n do
+    local sa = a.shape[a.ndim - n + i] or 1
+    local sb = b.shape[b.ndim - n + i] or 1
+    if sa ~= sb and sa ~= 1 and sb ~= 1 then
+      raise(string.format("%s: %s %s and %s %s cannot be broadcast together (dim %d: %d vs %d)", op, an,
+                          shape_str(a), bn, shape_str(b), i, sa, sb))
+    end
+    out[i] = sa == 1 and sb or sa
+  end
+  return out
+end
+
+--- F.normalize(x [, p = 2 [, dim = 2 [, eps = 1e-12]]]) -> x / max(||x||_p along dim, eps).
+function F.normalize(x, ...)
+  local op = "normalize"
+  local o = options(op, {"p", "dim", "eps"}, ...)
+  check_float(x, op)
+  local p = number_opt(o.p, 2, op, "p")
+  local eps = number_opt(o.eps, 1e-12, op, "eps")
+  local d = check_dim(x, o.dim or 2, op)
+  return x / x:norm(p, d, true):clamp_min(eps)
+end
+
+--- F.cosine_similarity(x1, x2 [, dim = 2 [, eps = 1e-8]]) -> x1 . x2 / (||x1|| ||x2||) along dim (inputs broadcast).
+function F.cosine_similarity(x1, x2, ...)
+  local op = "cosine_similarity"
+  local o = options(op, {"dim", "eps"}, ...)
+  check_float(x1, op)
+  check_float(x2, op)
+  local shape = broadcast_shape(x1, x2, op, "x1", "x2")
+  x1, x2 = x1:expand(shape), x2:expand(shape)
+  local eps = number_opt(o.eps, 1e-8, op, "eps")
+  local d = check_dim(x1, o.dim or 2, op)
+  -- as PyTorch 1.13: each squared norm's value is clamped at eps^2, but its gradient
+  -- passes as if unclamped (PyTorch clamps in place under no_grad)
+  local function sqnorm(v)
+    local s = (v * v):sum(d, true)
+    local sd = s:detach()
+    return s + (sd:clamp_min(eps * eps) - sd)
+  end
+  return (x1 * x2 * (sqnorm(x1) * sqnorm(x2)):rsqrt()):sum(d)
+end
+
+--- F.pairwise_distance(x1, x2 [, p = 2 [, eps = 1e-6 [, keepdim = false]]]) -> ||x1 - x2 + eps||_p over the last dim.
+function F.pairwise_distance(x1, x2, ...)
+  local op = "pairwise_distance"
+  local o = options(op, {"p", "eps", "keepdim"}, ...)
+  check_float(x1, op)
+  check_float(x2, op)
+  broadcast_shape(x1, x2, op, "x1", "x2")
+  local p = number_opt(o.p, 2, op, "p")
+  local eps = number_opt(o.eps, 1e-6, op, "eps")
+  local diff = x1 - x2 + eps
+  if diff.ndim == 0 then diff = diff:reshape(1) end
+  return diff:norm(p, diff.ndim, o.keepdim == true)
+end
+
+-- ---- more losses ------------------------------------------------------------------------
+-- Each takes an options table {reduction = "mean" | "sum" | "none", ...} after its tensors.
+
+local function loss_opts(opts, op, names)
+  if opts == nil then opts = {} end
+  if type(opts) ~= "table" or ember.is_tensor(opts) then
+    raise(string.format("%s: expected an options table, got %s", op, ember.is_tensor(opts) and "a tensor" or type(opts)))
+  end
+  local known = {reduction = true}
+  for _, k in ipairs(names) do known[k] = true end
+  for k in pairs(opts) do
+    if not known[k] then
+      raise(string.format("%s: unknown option '%s' (expected reduction%s%s)", op, tostring(k),
+                          #names > 0 and ", " or "", table.concat(names, ", ")))
+    end
+  end
+  return opts, F.check_reduction(opts.reduction, op)
+end
+
+local function same_shape(a, b, op, an, bn)
+  if shape_str(a) ~= shape_str(b) then
+    raise(string.format("%s: %s shape %s and %s shape %s differ (they must be equal)", op, an, shape_str(a), bn,
+                        shape_str(b)))
+  end
+end
+
+local function pair(input, target, op)
+  check_float(input, op)
+  check_tensor(target, op, "target")
+  same_shape(input, target, op, "input", "target")
+  if target.dtype ~= input.dtype then target = target:to(input.dtype) end
+  return input, target
+end
+
+--- F.l1_loss(input, target [, {reduction = "mean"}]) -> |input - target|, reduced.
+function F.l1_loss(input, target, opts)
+  local _, reduction = loss_opts(opts, "l1_loss", {})
+  input, target = pair(input, target, "l1_loss")
+  return reduce((input - target):abs(), reduction)
+end
+
+--- F.smooth_l1_loss(input, target [, {beta = 1, reduction = "mean"}]) -> 0.5 d^2 / beta where |d| < beta, |d| - beta / 2 elsewhere.
+function F.smooth_l1_loss(input, target, opts)
+  local op = "smooth_l1_loss"
+  local o, reduction = loss_opts(opts, op, {"beta"})
+  input, target = pair(input, target, op)
+  local beta = number_opt(o.beta, 1, op, "beta")
+  if beta < 0 then raise(string.format("%s: beta must be >= 0, got %g", op, beta)) end
+  local d = input - target
+  local a = d:abs()
+  if beta == 0 then return reduce(a, reduction) end
+  return reduce(ember.where(a:lt(beta), d * d * (0.5 / beta), a - 0.5 * beta), reduction)
+end
+
+--- F.huber_loss(input, target [, {delta = 1, reduction = "mean"}]) -> 0.5 d^2 where |d| < delta, delta (|d| - delta / 2) elsewhere.
+function F.huber_loss(input, target, opts)
+  local op = "huber_loss"
+  local o, reduction = loss_opts(opts, op, {"delta"})
+  input, target = pair(input, target, op)
+  local delta = number_opt(o.delta, 1, op, "delta")
+  if delta <= 0 then raise(string.format("%s: delta must be > 0, got %g", op, delta)) end
+  local d = input - target
+  local a = d:abs()
+  return reduce(ember.where(a:lt(delta), d * d * 0.5, (a - 0.5 * delta) * delta), reduction)
+end
+
+-- an elementwise weight option: nil, or a tensor broadcastable to the input's shape
+local function check_weight(w, input, op, name)
+  if w == nil then return end
+  check_tensor(w, op, name)
+  local shape = broadcast_shape(input, w, op, "input", name)
+  if #shape ~= input.ndim or shape_str(input) ~= list_str(shape) then
+    raise(string.format("%s: %s %s must broadcast to the input's shape %s", op, name, shape_str(w), shape_str(input)))
+  end
+end
+
+-- log(v) clamped at -100 (PyTorch's BCE), 0 -> -100 with a zero gradient there
+local function clamped_log(v)
+  local pos = v:gt(0)
+  return ember.where(pos, ember.where(pos, v, 1):log():clamp_min(-100), -100)
+end
+
+--- F.binary_cross_entropy(input, target [, {weight =, reduction = "mean"}]) -> -(t log(x) + (1 - t) log(1 - x)), logs clamped at -100.
+function F.binary_cross_entropy(input, target, opts)
+  local op = "binary_cross_entropy"
+  local o, reduction = loss_opts(opts, op, {"weight"})
+  input, target = pair(input, target, op)
+  check_weight(o.weight, input, op, "weight")
+  if input:numel() > 0 then
+    local lo, hi = input:min():item(), input:max():item()
+    if not (lo >= 0 and hi <= 1) then
+      raise(string.format("%s: input values must be probabilities in [0, 1], got values in [%g, %g]", op, lo, hi))
+    end
+  end
+  local loss = -(target * clamped_log(input) + (1 - target) * clamped_log(1 - input))
+  if o.weight then loss = loss * o.weight end
+  return reduce(loss, reduction)
+end
+
+--- F.kl_div(input, target [, {reduction = "mean", log_target = false}]) -> target * (log(target) - input), reduced.
+-- input holds log-probabilities; reduction "batchmean" divides the sum by the batch size (dim 1),
+-- "mean" by the element count (as PyTorch; "batchmean" is the KL divergence).
+function F.kl_div(input, target, opts)
+  local op = "kl_div"
+  if type(opts) == "table" and opts.reduction == "batchmean" then
+    local o = {}
+    for k, v in pairs(opts) do o[k] = v end
+    o.reduction = "sum"
+    local s = F.kl_div(input, target, o)
+    return input.ndim > 0 and s / input.shape[1] or s
+  end
+  local o, reduction = loss_opts(opts, op, {"log_target"})
+  input, target = pair(input, target, op)
+  local loss
+  if o.log_target then
+    loss = target:exp() * (target - input)
+  else
+    -- xlogy(t, t) - t * input: 0 where t == 0, as PyTorch
+    local pos = target:gt(0)
+    local tlogt = ember.where(pos, target * ember.where(pos, target, 1):log(), 0)
+    loss = tlogt - target * input
+  end
+  return reduce(loss, reduction)
+end
+
+--- F.poisson_nll_loss(input, target [, {log_input = true, full = false, eps = 1e-8, reduction = "mean"}]) -> the Poisson negative log-likelihood.
+-- log_input: exp(input) - target * input; else input - target * log(input + eps). full adds
+-- Stirling's term target log(target) - target + log(2 pi target) / 2 where target > 1.
+function F.poisson_nll_loss(input, target, opts)
+  local op = "poisson_nll_loss"
+  local o, reduction = loss_opts(opts, op, {"log_input", "full", "eps"})
+  input, target = pair(input, target, op)
+  local eps = number_opt(o.eps, 1e-8, op, "eps")
+  local loss
+  if o.log_input ~= false then
+    loss = input:exp() - target * input
+  else
+    loss = input - target * (input + eps):log()
+  end
+  if o.full then
+    local big = target:gt(1)
+    local t = ember.where(big, target, 2)
+    local stirling = t * t:log() - t + (t * (2 * math.pi)):log() * 0.5
+    loss = loss + ember.where(big, stirling, 0)
+  end
+  return reduce(loss, reduction)
+end
+
+--- F.gaussian_nll_loss(input, target, var [, {full = false, eps = 1e-6, reduction = "mean"}]) -> 0.5 (log(var) + (input - target)^2 / var).
+-- var: input's shape, input's shape without the last dim, or that with a last dim of 1
+-- (one variance shared by the last dim). Its values are clamped at eps (the gradient
+-- passes as if not, as PyTorch). full adds 0.5 log(2 pi).
+function F.gaussian_nll_loss(input, target, var, opts)
+  local op = "gaussian_nll_loss"
+  local o, reduction = loss_opts(opts, op, {"full", "eps"})
+  input, target = pair(input, target, op)
+  check_float(var, op)
+  if shape_str(var) ~= shape_str(input) then
+    local n = input.ndim
+    local lead = {}
+    for i = 1, n - 1 do lead[i] = input.shape[i] end
+    local ls = list_str(lead)
+    if n > 0 and shape_str(var) == ls then
+      var = var:unsqueeze(-1)
+    elseif not (n > 0 and var.ndim == n and var.shape[n] == 1 and shape_str(var:select(n, 1)) == ls) then
+      raise(string.format("%s: var shape %s does not fit input shape %s (expected %s, %s or the input's shape with a last dim of 1)",
+                          op, shape_str(var), shape_str(input), shape_str(input), ls))
+    end
+  end
+  local eps = number_opt(o.eps, 1e-6, op, "eps")
+  if var:numel() > 0 and var:min():item() < 0 then raise(op .. ": var has negative entries") end
+  local vd = var:detach()
+  var = var + (vd:clamp_min(eps) - vd)
+  local d = input - target
+  local loss = (var:log() + d * d / var) * 0.5
+  if o.full then loss = loss + 0.5 * math.log(2 * math.pi) end
+  return reduce(loss, reduction)
+end
+
+-- the label tensor y of a pairwise loss: 1-D [N] for 2-D inputs, 0-d for 1-D ones
+local function check_labels(y, x, op, n_dims_ok)
+  check_tensor(y, op, "target")
+  if not n_dims_ok[x.ndim] then
+    raise(string.format("%s: expected 1-D [D] or 2-D [N, D] inputs, got %s", op, shape_str(x)))
+  end
+  local want = x.ndim == 2 and "[" .. x.shape[1] .. "]" or "[]"
+  if shape_str(y) ~= want then
+    raise(string.format("%s: target shape %s does not fit input shape %s (expected %s)", op, shape_str(y),
+                        shape_str(x), want))
+  end
+  return y:to(x.dtype)
+end
+
+--- F.cosine_embedding_loss(x1, x2, y [, {margin = 0, reduction = "mean"}]) -> 1 - cos(x1, x2) where y = 1, max(0, cos - margin) where y = -1.
+function F.cosine_embedding_loss(x1, x2, y, opts)
+  local op = "cosine_embedding_loss"
+  local o, reduction = loss_opts(opts, op, {"margin"})
+  check_float(x1, op)
+  check_float(x2, op)
+  same_shape(x1, x2, op, "input1", "input2")
+  y = check_labels(y, x1, op, {[1] = true, [2] = true})
+  local margin = number_opt(o.margin, 0, op, "margin")
+  local d = x1.ndim
+  local EPS = 1e-12
+  local prod = (x1 * x2):sum(d)
+  local m1 = (x1 * x1):sum(d) + EPS
+  local m2 = (x2 * x2):sum(d) + EPS
+  local cos = prod / (m1 * m2):sqrt()
+  local loss = ember.where(y:eq(1), 1 - cos, 0) + ember.where(y:eq(-1), (cos - margin):clamp_min(0), 0)
+  return reduce(loss, reduction)
+end
+
+--- F.margin_ranking_loss(x1, x2, y [, {margin = 0, reduction = "mean"}]) -> max(0, -y (x1 - x2) + margin).
+function F.margin_ranking_loss(x1, x2, y, opts)
+  local op = "margin_ranking_loss"
+  local o, reduction = loss_opts(opts, op, {"margin"})
+  check_float(x1, op)
+  check_float(x2, op)
+  check_tensor(y, op, "target")
+  same_shape(x1, x2, op, "input1", "input2")
+  same_shape(x1, y, op, "input1", "target")
+  local margin = number_opt(o.margin, 0, op, "margin")
+  return reduce((-y:to(x1.dtype) * (x1 - x2) + margin):clamp_min(0), reduction)
+end
+
+--- F.hinge_embedding_loss(x, y [, {margin = 1, reduction = "mean"}]) -> x where y = 1, max(0, margin - x) where y = -1.
+function F.hinge_embedding_loss(x, y, opts)
+  local op = "hinge_embedding_loss"
+  local o, reduction = loss_opts(opts, op, {"margin"})
+  x, y = pair(x, y, op)
+  local margin = number_opt(o.margin, 1, op, "margin")
+  local loss = ember.where(y:ne(1), (margin - x):clamp_min(0), 0) + ember.where(y:ne(-1), x, 0)
+  return reduce(loss, reduction)
+end
+
+--- F.triplet_margin_loss(anchor, positive, negative [, {margin = 1, p = 2, eps = 1e-6, swap = false, reduction = "mean"}]) -> max(0, d(a, p) - d(a, n) + margin).
+-- d is F.pairwise_distance; swap uses min(d(a, n), d(p, n)) as the negative distance.
+function F.triplet_margin_loss(anchor, positive, negative, opts)
+  local op = "triplet_margin_loss"
+  local o, reduction = loss_opts(opts, op, {"margin", "p", "eps", "swap"})
+  for _, v in ipairs{{anchor, "anchor"}, {positive, "positive"}, {negative, "negative"}} do
+    check_float(v[1], op)
+    if v[1].ndim ~= 1 and v[1].ndim ~= 2 then
+      raise(string.format("%s: %s must be 1-D [D] or 2-D [N, D], got %s", op, v[2], shape_str(v[1])))
+    end
+  end
+  same_shape(anchor, positive, op, "anchor", "positive")
+  same_shape(anchor, negative, op, "anchor", "negative")
+  local margin = number_opt(o.margin, 1, op, "margin")
+  local p = number_opt(o.p, 2, op, "p")
+  local eps = number_opt(o.eps, 1e-6, op, "eps")
+  local d_pos = F.pairwise_distance(anchor, positive, p, eps)
+  local d_neg = F.pairwise_distance(anchor, negative, p, eps)
+  if o.swap then d_neg = ember.minimum(d_neg, F.pairwise_distance(positive, negative, p, eps)) end
+  return reduce((d_pos - d_neg + margin):clamp_min(0), reduction)
+end
+
+--- F.multilabel_soft_margin_loss(input, target [, {weight =, reduction = "mean"}]) -> the mean over classes of the per-class logistic losses.
+-- input [N, C] logits, target [N, C] in {0, 1}; weight [C] weighs the classes. "none" gives [N].
+function F.multilabel_soft_margin_loss(input, target, opts)
+  local op = "multilabel_soft_margin_loss"
+  local o, reduction = loss_opts(opts, op, {"weight"})
+  input, target = pair(input, target, op)
+  if input.ndim ~= 2 then raise(string.format("%s: expected a 2-D input [N, C], got %s", op, shape_str(input))) end
+  check_weight(o.weight, input, op, "weight")
+  local loss = -(target * F.logsigmoid(input) + (1 - target) * F.logsigmoid(-input))
+  if o.weight then loss = loss * o.weight end
+  return reduce(loss:sum(2) / input.shape[2], reduction)
+end
+
 -- ---- attention ----------------------------------------------------------------------
 
 F.scaled_dot_product_attention = ember.scaled_dot_product_attention
+F.one_hot = ember.one_hot
 
 return F

@@ -11,6 +11,7 @@ local init = require "ember.nn.initializers"
 
 local Module, Parameter, is_module = base.Module, base.Parameter, base.is_module
 local shape_str = Module._shape_str
+local check_input = Module._check_input
 
 local L = {}
 
@@ -30,12 +31,6 @@ local function check_count(v, op, what)
                         type(v) == "string" and " (a string)" or ""))
   end
   return i
-end
-
-local function check_input(self, x)
-  if not ember.is_tensor(x) then
-    raise(string.format("%s: expected a tensor as input, got %s", tostring(getmetatable(self).__name), type(x)))
-  end
 end
 
 local function empty(shape, opts)

@@ -9,15 +9,23 @@ local F = require "ember.nn.functional"
 local Module = base.Module
 local Loss = {}
 
-local function loss_class(name, fn, keys)
+-- nargs: how many tensors forward takes (2 unless given); batchmean: the reduction
+-- "batchmean" is allowed too (KLDivLoss)
+local function loss_class(name, fn, keys, nargs, batchmean)
   local cls = Module:extend(name)
   cls.init = function(self, opts)
     opts = opts or {}
-    if type(opts) ~= "table" then raise(name .. ": expected an options table, got " .. type(opts)) end
+    if type(opts) ~= "table" or ember.is_tensor(opts) then
+      raise(name .. ": expected an options table, got " .. (ember.is_tensor(opts) and "a tensor" or type(opts)))
+    end
     for k in pairs(opts) do
       if k ~= "reduction" and not keys[k] then raise(name .. ": unknown option '" .. tostring(k) .. "'") end
     end
-    self.reduction = F.check_reduction(opts.reduction, name)
+    if batchmean and opts.reduction == "batchmean" then
+      self.reduction = "batchmean"
+    else
+      self.reduction = F.check_reduction(opts.reduction, name)
+    end
     for k in pairs(keys) do
       -- tensor options (weights) are buffers, so they follow module:to() and state_dict()
       if ember.is_tensor(opts[k]) then self:register_buffer(k, opts[k]) else self[k] = opts[k] end
@@ -26,10 +34,17 @@ local function loss_class(name, fn, keys)
   cls.extra_repr = function(self)
     return self.reduction == "mean" and "" or "reduction=\"" .. self.reduction .. "\""
   end
-  cls.forward = function(self, input, target)
+  cls.forward = function(self, ...)
     local o = {reduction = self.reduction}
     for k in pairs(keys) do o[k] = self[k] end
-    return fn(input, target, o)
+    local n = nargs or 2
+    local args = table.pack(...)
+    if args.n ~= n then
+      raise(string.format("%s: expected %d tensors (%s), got %d arguments", name, n,
+                          n == 2 and "input, target" or "three inputs", args.n))
+    end
+    args[n + 1] = o
+    return fn(table.unpack(args, 1, n + 1))
   end
   return cls
 end
@@ -55,5 +70,42 @@ Loss.CrossEntropyLoss = loss_class("CrossEntropyLoss", F.cross_entropy, {weight 
 -- Numerically stable (no sigmoid then log). pos_weight weighs positives, per class (last dim).
 -- Example: nn.BCEWithLogitsLoss({pos_weight = ember.tensor{3.0}})(logits, y)
 Loss.BCEWithLogitsLoss = loss_class("BCEWithLogitsLoss", F.binary_cross_entropy_with_logits, {weight = true, pos_weight = true})
+
+--- nn.L1Loss([{reduction = "mean"}]) -> loss_fn(input, target) = |input - target|, reduced.
+Loss.L1Loss = loss_class("L1Loss", F.l1_loss, {})
+
+--- nn.SmoothL1Loss([{beta = 1, reduction = "mean"}]) -> loss_fn(input, target): quadratic below beta, linear above.
+Loss.SmoothL1Loss = loss_class("SmoothL1Loss", F.smooth_l1_loss, {beta = true})
+
+--- nn.HuberLoss([{delta = 1, reduction = "mean"}]) -> loss_fn(input, target): quadratic below delta, delta-linear above.
+Loss.HuberLoss = loss_class("HuberLoss", F.huber_loss, {delta = true})
+
+--- nn.BCELoss([{weight =, reduction = "mean"}]) -> loss_fn(p, y): binary cross entropy of probabilities.
+Loss.BCELoss = loss_class("BCELoss", F.binary_cross_entropy, {weight = true})
+
+--- nn.KLDivLoss([{reduction = "mean", log_target = false}]) -> loss_fn(logp, target); reduction may be "batchmean".
+Loss.KLDivLoss = loss_class("KLDivLoss", F.kl_div, {log_target = true}, 2, true)
+
+--- nn.PoissonNLLLoss([{log_input = true, full = false, eps = 1e-8, reduction = "mean"}]) -> loss_fn(input, target).
+Loss.PoissonNLLLoss = loss_class("PoissonNLLLoss", F.poisson_nll_loss, {log_input = true, full = true, eps = true})
+
+--- nn.GaussianNLLLoss([{full = false, eps = 1e-6, reduction = "mean"}]) -> loss_fn(input, target, var).
+Loss.GaussianNLLLoss = loss_class("GaussianNLLLoss", F.gaussian_nll_loss, {full = true, eps = true}, 3)
+
+--- nn.CosineEmbeddingLoss([{margin = 0, reduction = "mean"}]) -> loss_fn(x1, x2, y), y in {1, -1}.
+Loss.CosineEmbeddingLoss = loss_class("CosineEmbeddingLoss", F.cosine_embedding_loss, {margin = true}, 3)
+
+--- nn.MarginRankingLoss([{margin = 0, reduction = "mean"}]) -> loss_fn(x1, x2, y) = max(0, -y (x1 - x2) + margin).
+Loss.MarginRankingLoss = loss_class("MarginRankingLoss", F.margin_ranking_loss, {margin = true}, 3)
+
+--- nn.HingeEmbeddingLoss([{margin = 1, reduction = "mean"}]) -> loss_fn(x, y), y in {1, -1}.
+Loss.HingeEmbeddingLoss = loss_class("HingeEmbeddingLoss", F.hinge_embedding_loss, {margin = true})
+
+--- nn.TripletMarginLoss([{margin = 1, p = 2, eps = 1e-6, swap = false, reduction = "mean"}]) -> loss_fn(anchor, positive, negative).
+Loss.TripletMarginLoss = loss_class("TripletMarginLoss", F.triplet_margin_loss,
+                                    {margin = true, p = true, eps = true, swap = true}, 3)
+
+--- nn.MultiLabelSoftMarginLoss([{weight =, reduction = "mean"}]) -> loss_fn(logits [N, C], y [N, C]).
+Loss.MultiLabelSoftMarginLoss = loss_class("MultiLabelSoftMarginLoss", F.multilabel_soft_margin_loss, {weight = true})
 
 return Loss

@@ -378,6 +378,22 @@ local function count_arg(v, op, what, lo)
 end
 Module._count = count_arg
 
+-- a layer's boolean argument (default when nil)
+local function boolean_arg(v, default, op, what)
+  if v == nil then return default end
+  if type(v) ~= "boolean" then raise(string.format("%s: %s must be a boolean, got %s", op, what, tostring(v))) end
+  return v
+end
+Module._boolean = boolean_arg
+
+-- a forward's check that its input is a tensor; the error names the layer's class
+local function check_input(self, x)
+  if not ember.is_tensor(x) then
+    raise(string.format("%s: expected a tensor as input, got %s", tostring(getmetatable(self).__name), type(x)))
+  end
+end
+Module._check_input = check_input
+
 --- module:load_state_dict(sd [, {strict = true}]) -> {missing_keys = {...}, unexpected_keys = {...}}
 -- Copies the tensors of sd into the parameters and buffers in place (converting dtype
 -- and device). With strict (the default), missing or unexpected keys are an error;

@@ -33,17 +33,12 @@ local function ModuleList(...) return layers().ModuleList(...) end
 local function name_of(self) return tostring(getmetatable(self).__name) end
 
 local count = Module._count
+local boolean = Module._boolean
 
 local function probability(v, op, what)
   if type(v) ~= "number" or not (v >= 0 and v <= 1) then
     raise(string.format("%s: %s must be a probability in [0, 1], got %s", op, what, tostring(v)))
   end
-  return v
-end
-
-local function boolean(v, default, op, what)
-  if v == nil then return default end
-  if type(v) ~= "boolean" then raise(string.format("%s: %s must be a boolean, got %s", op, what, tostring(v))) end
   return v
 end
 

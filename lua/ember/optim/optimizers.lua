@@ -1,0 +1,303 @@
+-- ember.optim.optimizers — the optimizers without a fused engine step:
+-- RMSprop, Adagrad, Adamax, NAdam, RAdam, Adadelta, Rprop, and Adam/AdamW
+-- with amsgrad. Loaded by ember.optim, which passes its class builder and
+-- checks (install(M, H)).
+--
+-- Each update is torch.optim 1.13's single-tensor algorithm written with
+-- tensor ops, in place and under no_grad (Optimizer:step), so it runs on
+-- whatever device the parameter lives. PyTorch's addcmul_/addcdiv_ compute
+-- self + (value*t1)*t2 and self + (value*t1)/t2; the helpers below keep
+-- that order so float64 trajectories agree to the last bits.
+--
+-- State names are PyTorch's so state dicts correspond; `step` is a Lua
+-- number (a 0-d tensor in PyTorch; load_state_dict takes either).
+local ember = require "ember"
+
+-- self += (value * t1) * t2
+local function addcmul_(self, t1, t2, value)
+  return self:add_((t1 * value):mul_(t2))
+end
+
+-- self += (value * t1) / t2
+local function addcdiv_(self, t1, t2, value)
+  return self:add_((t1 * value):div_(t2))
+end
+
+-- PyTorch keeps NAdam's mu_product in a float32 0-d tensor; rounding it the
+-- same way is needed to follow its float64 trajectories beyond ~1e-8.
+local function f32(x)
+  return (string.unpack("f", string.pack("f", x)))
+end
+
+-- The gradient as the update sees it: negated for maximize, plus the L2
+-- term. A new tensor whenever it differs from p.grad (never written to).
+local function effective_grad(p, grad, g)
+  if g.maximize then grad = -grad end
+  if g.weight_decay ~= 0 then grad = grad + p * g.weight_decay end
+  return grad
+end
+
+return function(M, H)
+  local class, check_number, check_boolean, fail = H.class, H.check_number, H.check_boolean, H.fail
+  local IGNORED, check_adam_family, zero_state = H.IGNORED, H.check_adam_family, H.zero_state
+
+  local function check_lr(g, where)
+    check_number(where, "lr", g.lr, 0, false, nil, nil, "learning rate")
+  end
+
+  -------------------------------------------------------------------------
+  -- Adam/AdamW with amsgrad: the fused step covers amsgrad = false; the
+  -- amsgrad variant also keeps max_exp_avg_sq and divides by its root.
+
+  function H.adam_amsgrad_param(self, p, grad, st, g)
+    zero_state(st, p, "exp_avg", "exp_avg_sq")
+    if st.max_exp_avg_sq == nil then st.max_exp_avg_sq = ember.zeros_like(p) end
+    local b1, b2 = g.betas[1], g.betas[2]
+    if g.maximize then grad = -grad end
+    if self._decoupled then
+      p:mul_(1 - g.lr * g.weight_decay)
+    elseif g.weight_decay ~= 0 then
+      grad = grad + p * g.weight_decay
+    end
+    local step = st.step + 1
+    st.step = step
+    st.exp_avg:mul_(b1):add_(grad, {alpha = 1 - b1})
+    addcmul_(st.exp_avg_sq:mul_(b2), grad, grad, 1 - b2)
+    local bc1, bc2 = 1 - b1 ^ step, 1 - b2 ^ step
+    st.max_exp_avg_sq:maximum_(st.exp_avg_sq)
+    local denom = (st.max_exp_avg_sq:sqrt() / math.sqrt(bc2)):add_(g.eps)
+    addcdiv_(p, st.exp_avg, denom, -(g.lr / bc1))
+  end
+
+  -------------------------------------------------------------------------
+  -- RMSprop
+
+  local function check_rmsprop(g, where)
+    check_lr(g, where)
+    check_number(where, "alpha", g.alpha, 0, false, nil, nil, "alpha value")
+    check_number(where, "eps", g.eps, 0, false, nil, nil, "epsilon value")
+    check_number(where, "weight_decay", g.weight_decay, 0)
+    check_number(where, "momentum", g.momentum, 0, false, nil, nil, "momentum value")
+    check_boolean(where, "centered", g.centered)
+    check_boolean(where, "maximize", g.maximize)
+  end
+
+  local function rmsprop_param(_, p, grad, st, g)
+    zero_state(st, p, "square_avg")
+    if g.momentum > 0 and st.momentum_buffer == nil then st.momentum_buffer = ember.zeros_like(p) end
+    if g.centered and st.grad_avg == nil then st.grad_avg = ember.zeros_like(p) end
+    st.step = st.step + 1
+    grad = effective_grad(p, grad, g)
+    local alpha = g.alpha
+    addcmul_(st.square_avg:mul_(alpha), grad, grad, 1 - alpha)
+    local avg
+    if g.centered then
+      st.grad_avg:mul_(alpha):add_(grad, {alpha = 1 - alpha})
+      avg = addcmul_(st.square_avg:clone(), st.grad_avg, st.grad_avg, -1):sqrt_()
+    else
+      avg = st.square_avg:sqrt()
+    end
+    avg:add_(g.eps)
+    if g.momentum > 0 then
+      addcdiv_(st.momentum_buffer:mul_(g.momentum), grad, avg, 1)
+      p:add_(st.momentum_buffer, {alpha = -g.lr})
+    else
+      addcdiv_(p, grad, avg, -g.lr)
+    end
+  end
+
+  --- optim.RMSprop(params, {lr = 1e-2, alpha = 0.99, eps = 1e-8, weight_decay = 0,
+  ---                        momentum = 0, centered = false, maximize = false})
+  M.RMSprop = class("RMSprop", {lr = 1e-2, alpha = 0.99, eps = 1e-8, weight_decay = 0, momentum = 0,
+                                centered = false, maximize = false},
+                    {foreach = true, differentiable = true}, check_rmsprop, rmsprop_param)
+
+  -------------------------------------------------------------------------
+  -- Adagrad
+
+  local function check_adagrad(g, where)
+    check_lr(g, where)
+    check_number(where, "lr_decay", g.lr_decay, 0, false, nil, nil, "lr_decay value")
+    check_number(where, "weight_decay", g.weight_decay, 0)
+    check_number(where, "initial_accumulator_value", g.initial_accumulator_value, 0)
+    check_number(where, "eps", g.eps, 0, false, nil, nil, "epsilon value")
+    check_boolean(where, "maximize", g.maximize)
+  end
+
+  local function adagrad_param(_, p, grad, st, g)
+    if st.sum == nil then
+      st.step = 0
+      st.sum = ember.full_like(p, g.initial_accumulator_value)
+    end
+    local step = st.step + 1
+    st.step = step
+    grad = effective_grad(p, grad, g)
+    local clr = g.lr / (1 + (step - 1) * g.lr_decay)
+    addcmul_(st.sum, grad, grad, 1)
+    local std = st.sum:sqrt():add_(g.eps)
+    addcdiv_(p, grad, std, -clr)
+  end
+
+  --- optim.Adagrad(params, {lr = 1e-2, lr_decay = 0, weight_decay = 0,
+  ---                        initial_accumulator_value = 0, eps = 1e-10, maximize = false})
+  M.Adagrad = class("Adagrad", {lr = 1e-2, lr_decay = 0, weight_decay = 0, initial_accumulator_value = 0,
+                                eps = 1e-10, maximize = false}, IGNORED, check_adagrad, adagrad_param)
+
+  -------------------------------------------------------------------------
+  -- Adamax
+
+  local function check_adamax(g, where)
+    check_adam_family(g, where)
+    check_boolean(where, "maximize", g.maximize)
+  end
+
+  local function adamax_param(_, p, grad, st, g)
+    zero_state(st, p, "exp_avg", "exp_inf")
+    local step = st.step + 1
+    st.step = step
+    local b1, b2 = g.betas[1], g.betas[2]
+    grad = effective_grad(p, grad, g)
+    st.exp_avg:mul_(b1):add_(grad, {alpha = 1 - b1})
+    st.exp_inf:mul_(b2):maximum_(grad:abs():add_(g.eps))
+    addcdiv_(p, st.exp_avg, st.exp_inf, -(g.lr / (1 - b1 ^ step)))
+  end
+
+  --- optim.Adamax(params, {lr = 2e-3, betas = {0.9, 0.999}, eps = 1e-8,
+  ---                       weight_decay = 0, maximize = false})
+  M.Adamax = class("Adamax", {lr = 2e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0,
+                              maximize = false}, IGNORED, check_adamax, adamax_param)
+
+  -------------------------------------------------------------------------
+  -- NAdam (PyTorch 1.13 has no maximize for NAdam and RAdam)
+
+  local function check_nadam(g, where)
+    check_adam_family(g, where)
+    check_number(where, "momentum_decay", g.momentum_decay, 0, false, nil, nil, "momentum_decay value")
+  end
+
+  local function nadam_param(_, p, grad, st, g)
+    if zero_state(st, p, "exp_avg", "exp_avg_sq") then st.mu_product = 1.0 end
+    local step = st.step + 1
+    st.step = step
+    local b1, b2 = g.betas[1], g.betas[2]
+    local bc2 = 1 - b2 ^ step
+    if g.weight_decay ~= 0 then grad = grad + p * g.weight_decay end
+    local mu = b1 * (1 - 0.5 * 0.96 ^ (step * g.momentum_decay))
+    local mu_next = b1 * (1 - 0.5 * 0.96 ^ ((step + 1) * g.momentum_decay))
+    local mu_product = f32(st.mu_product * f32(mu))
+    st.mu_product = mu_product
+    local mu_product_next = f32(f32(mu_product * f32(mu)) * f32(mu_next))
+    st.exp_avg:mul_(b1):add_(grad, {alpha = 1 - b1})
+    addcmul_(st.exp_avg_sq:mul_(b2), grad, grad, 1 - b2)
+    local denom = (st.exp_avg_sq / bc2):sqrt_():add_(g.eps)
+    addcdiv_(p, grad, denom, -g.lr * (1 - mu) / (1 - mu_product))
+    addcdiv_(p, st.exp_avg, denom, -g.lr * mu_next / (1 - mu_product_next))
+  end
+
+  --- optim.NAdam(params, {lr = 2e-3, betas = {0.9, 0.999}, eps = 1e-8,
+  ---                      weight_decay = 0, momentum_decay = 4e-3})
+  M.NAdam = class("NAdam", {lr = 2e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0,
+                            momentum_decay = 4e-3}, IGNORED, check_nadam, nadam_param)
+
+  -------------------------------------------------------------------------
+  -- RAdam
+
+  local function radam_param(_, p, grad, st, g)
+    zero_state(st, p, "exp_avg", "exp_avg_sq")
+    local step = st.step + 1
+    st.step = step
+    local b1, b2 = g.betas[1], g.betas[2]
+    local bc1, bc2 = 1 - b1 ^ step, 1 - b2 ^ step
+    if g.weight_decay ~= 0 then grad = grad + p * g.weight_decay end
+    st.exp_avg:mul_(b1):add_(grad, {alpha = 1 - b1})
+    addcmul_(st.exp_avg_sq:mul_(b2), grad, grad, 1 - b2)
+    local corrected = st.exp_avg / bc1
+    local rho_inf = 2 / (1 - b2) - 1
+    local rho_t = rho_inf - 2 * step * (b2 ^ step) / bc2
+    if rho_t > 5 then
+      local rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+      local adaptive = math.sqrt(bc2) / st.exp_avg_sq:sqrt():add_(g.eps)
+      p:add_(corrected:mul_(g.lr):mul_(adaptive):mul_(rect), {alpha = -1})
+    else
+      p:add_(corrected:mul_(g.lr), {alpha = -1})
+    end
+  end
+
+  --- optim.RAdam(params, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0})
+  M.RAdam = class("RAdam", {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0},
+                  IGNORED, check_adam_family, radam_param)
+
+  -------------------------------------------------------------------------
+  -- Adadelta
+
+  local function check_adadelta(g, where)
+    check_lr(g, where)
+    check_number(where, "rho", g.rho, 0, false, 1, false, "rho value")
+    check_number(where, "eps", g.eps, 0, false, nil, nil, "epsilon value")
+    check_number(where, "weight_decay", g.weight_decay, 0)
+    check_boolean(where, "maximize", g.maximize)
+  end
+
+  local function adadelta_param(_, p, grad, st, g)
+    zero_state(st, p, "square_avg", "acc_delta")
+    st.step = st.step + 1
+    local rho = g.rho
+    grad = effective_grad(p, grad, g)
+    addcmul_(st.square_avg:mul_(rho), grad, grad, 1 - rho)
+    local std = (st.square_avg + g.eps):sqrt_()
+    local delta = (st.acc_delta + g.eps):sqrt_():div_(std):mul_(grad)
+    addcmul_(st.acc_delta:mul_(rho), delta, delta, 1 - rho)
+    p:add_(delta, {alpha = -g.lr})
+  end
+
+  --- optim.Adadelta(params, {lr = 1.0, rho = 0.9, eps = 1e-6, weight_decay = 0, maximize = false})
+  M.Adadelta = class("Adadelta", {lr = 1.0, rho = 0.9, eps = 1e-6, weight_decay = 0, maximize = false},
+                     IGNORED, check_adadelta, adadelta_param)
+
+  -------------------------------------------------------------------------
+  -- Rprop (no weight_decay in PyTorch)
+
+  local function check_rprop(g, where)
+    check_lr(g, where)
+    if type(g.etas) ~= "table" or #g.etas ~= 2 or type(g.etas[1]) ~= "number" or type(g.etas[2]) ~= "number" then
+      fail("%s: etas must be a list of two numbers {etaminus, etaplus}, e.g. {0.5, 1.2}", where)
+    end
+    if not (0 < g.etas[1] and g.etas[1] < 1 and 1 < g.etas[2]) then
+      fail("%s: invalid eta values: etas = {%s, %s} (must be 0 < etaminus < 1 < etaplus)", where,
+           tostring(g.etas[1]), tostring(g.etas[2]))
+    end
+    if type(g.step_sizes) ~= "table" or #g.step_sizes ~= 2 or type(g.step_sizes[1]) ~= "number"
+        or type(g.step_sizes[2]) ~= "number" then
+      fail("%s: step_sizes must be a list of two numbers {min, max}, e.g. {1e-6, 50}", where)
+    end
+    if not (g.step_sizes[1] <= g.step_sizes[2]) then
+      fail("%s: invalid step_sizes = {%s, %s} (min must be <= max)", where,
+           tostring(g.step_sizes[1]), tostring(g.step_sizes[2]))
+    end
+    check_boolean(where, "maximize", g.maximize)
+  end
+
+  local function rprop_param(_, p, grad, st, g)
+    if st.prev == nil then
+      st.step = 0
+      st.prev = ember.zeros_like(p)
+      st.step_size = ember.full_like(p, g.lr)
+    end
+    st.step = st.step + 1
+    local etaminus, etaplus = g.etas[1], g.etas[2]
+    if g.maximize then grad = -grad end
+    local sign = (grad * st.prev):sign_()
+    sign:masked_fill_(sign:gt(0), etaplus)
+    sign:masked_fill_(sign:lt(0), etaminus)
+    sign:masked_fill_(sign:eq(0), 1)
+    st.step_size:mul_(sign):clamp_(g.step_sizes[1], g.step_sizes[2])
+    grad = grad:clone()
+    grad:masked_fill_(sign:eq(etaminus), 0)
+    addcmul_(p, grad:sign(), st.step_size, -1)
+    st.prev:copy_(grad)
+  end
+
+  --- optim.Rprop(params, {lr = 1e-2, etas = {0.5, 1.2}, step_sizes = {1e-6, 50}, maximize = false})
+  M.Rprop = class("Rprop", {lr = 1e-2, etas = {0.5, 1.2}, step_sizes = {1e-6, 50}, maximize = false},
+                  IGNORED, check_rprop, rprop_param)
+end
