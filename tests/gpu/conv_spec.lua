@@ -500,25 +500,24 @@ describe("int64 positions", function()
     local O = 65536
     local y, idx = ember.adaptive_max_pool1d(x, O, true)
     local yl, il = y:reshape(-1):cpu(), idx:reshape(-1):cpu()
-    -- indexing a 1-D tensor with a number gives a Lua number
-    assert.are.equal(2, yl[1])
-    assert.are.equal(7, il[1])
-    assert.are.equal(0, yl[2])
-    assert.are.equal(n // O + 1, il[2])        -- the first position of window 2 (all zeros)
-    assert.are.equal(3, yl[O])
-    assert.are.equal(n - 5, il[O])
+    assert.are.equal(2, yl[1]:item())
+    assert.are.equal(7, il[1]:item())
+    assert.are.equal(0, yl[2]:item())
+    assert.are.equal(n // O + 1, il[2]:item())        -- the first position of window 2 (all zeros)
+    assert.are.equal(3, yl[O]:item())
+    assert.are.equal(n - 5, il[O]:item())
     y, idx, yl, il = nil, nil, nil, nil
     local a = ember.adaptive_avg_pool1d(x, O):reshape(-1):cpu()
     local last = n - (O - 1) * n // O                  -- window O: [floor((O-1) n / O), n)
-    assert.near(3 / last, a[O], 1e-6 * 3 / last)
+    assert.near(3 / last, a[O]:item(), 1e-6 * 3 / last)
     a = nil
     local z = ember.batch_norm(x, nil, nil, nil, nil, true, 0.1, 1e-5)
     local mean = 5 / n
     local var = 13 / n - mean * mean
     local want = (3 - mean) / math.sqrt(var + 1e-5)
-    local got = z[{1, 1, n - 5}]
+    local got = z[{1, 1, n - 5}]:item()
     assert(math.abs(got - want) <= 1e-3 * math.abs(want), ("batch_norm: got %g, expected %g"):format(got, want))
-    got = z[{1, 1, n}]
+    got = z[{1, 1, n}]:item()
     want = -mean / math.sqrt(var + 1e-5)
     assert(math.abs(got - want) <= 1e-3 * math.abs(want) + 1e-6, ("batch_norm: got %g, expected %g"):format(got, want))
     x, z = nil, nil

@@ -138,8 +138,9 @@ describe("max, min, argmax, argmin, amax, amin", function()
 
   it("an empty dim errors the same way, other dims of an empty tensor work", function()
     local e = ember.empty(0, 3)
-    local m1 = g.err(function() return dev(e):max(1) end)
-    local m2 = g.err(function() return e:max(1) end)
+    local function message(f) return (g.err(f):gsub("^[^:]+:%d+: ", "")) end   -- without the position
+    local m1 = message(function() return dev(e):max(1) end)
+    local m2 = message(function() return e:max(1) end)
     assert.are.equal(m2, m1)
     agree(function(t) return t:amax(2), t:argmax(2) end, {e})
   end)

@@ -10,83 +10,15 @@ local h = require "helpers"
 local check, err, has = h.check, h.err, h.has
 local nn = ember.nn
 local F = nn.functional
-local gradcheck = ember.autograd.gradcheck
 
-local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
-local FIXTURES = here .. "fixtures/"
 local THIS_FILE = "conv_nn_spec.lua:"
 
 local function T(v) return ember.tensor(v, {dtype = "float64"}) end
 
-local function numel(shape)
-  local n = 1
-  for _, s in ipairs(shape) do n = n * s end
-  return n
-end
-
-local function make(spec)
-  local t
-  if numel(spec.shape) == 0 then
-    t = ember.zeros(spec.shape, {dtype = spec.dtype})
-  else
-    t = ember.tensor(spec.values, {dtype = spec.dtype}):reshape(spec.shape)
-  end
-  return t
-end
-
--- the largest |got - want| / max(1, |want|) over the flat values, and where
-local function max_rel_err(got, want)
-  local g = got:detach():to("float64"):reshape(-1):tolist()
-  local worst, at = 0, 0
-  for i, w in ipairs(want) do
-    local e = math.abs(g[i] - w) / math.max(1, math.abs(w))
-    if e ~= e then e = math.huge end
-    if e > worst then worst, at = e, i end
-  end
-  return worst, at
-end
-
-local function compare(what, got, spec, tol)
-  assert(ember.is_tensor(got), what .. ": expected a tensor, got " .. type(got))
-  assert(h.same(got.shape, spec.shape), string.format("%s: shape %s, PyTorch %s", what, h.show(got.shape), h.show(spec.shape)))
-  assert(got.dtype == spec.dtype, string.format("%s: dtype %s, PyTorch %s", what, got.dtype, spec.dtype))
-  local e, at = max_rel_err(got, spec.values)
-  assert(e <= tol, string.format("%s: value %d differs from PyTorch's by %.3g (relative), tolerance %g", what, at, e, tol))
-end
-
--- runs one fixture case: outputs, gradients of sum(out1 * w), inputs changed in place
-local function run_case(c)
-  local a = {}
-  for i, spec in ipairs(c.inputs) do
-    a[i] = make(spec)
-    if spec.grad then a[i]:requires_grad_() end
-  end
-  local fn = assert(load("local F, ember = ...; return function(a) return " .. c.call .. " end", "=" .. c.name, "t"))(F, ember)
-  local outs = table.pack(fn(a))
-  assert(outs.n >= #c.outs, string.format("%s: %d outputs, PyTorch %d", c.call, outs.n, #c.outs))
-  for k, spec in ipairs(c.outs) do compare(c.call .. " output " .. k, outs[k], spec, c.tol) end
-  if c.grads then
-    local xs, which = {}, {}
-    for i, spec in ipairs(c.inputs) do if spec.grad then xs[#xs + 1] = a[i]; which[#which + 1] = i end end
-    local loss = (outs[1] * make(c.weights)):sum()
-    local gs = {ember.autograd.grad({loss}, xs, {allow_unused = true})}
-    for j, i in ipairs(which) do
-      local want = c.grads[i]
-      local g = gs[j] or ember.zeros(c.inputs[i].shape, {dtype = "float64"})
-      compare(c.call .. " gradient of input " .. i, g, want, c.tol)
-    end
-  end
-  for i, spec in pairs(c.after or {}) do compare(c.call .. " input " .. i .. " after the call", a[i], spec, c.tol) end
-end
-
-local function fixture_cases(file)
-  return dofile(FIXTURES .. file)
-end
-
 describe("nn.functional against PyTorch (fixtures)", function()
   for _, file in ipairs{"conv_engine_ops.lua", "conv_composed_ops.lua"} do
-    for _, c in ipairs(fixture_cases(file)) do
-      it(c.name .. ": " .. c.call, function() run_case(c) end)
+    for _, c in ipairs(h.fixture(file)) do
+      it(c.name .. ": " .. c.call, function() h.run_fixture_case(c) end)
     end
   end
 end)
@@ -94,10 +26,7 @@ end)
 -- ---- gradcheck of the ops composed in Lua, on non-contiguous inputs -------------------
 
 describe("nn.functional composed ops: gradcheck (float64, non-contiguous inputs)", function()
-  local function gc(fn, inputs)
-    local ok, report = gradcheck(fn, inputs)
-    assert(ok, report)
-  end
+  local gc = h.gradcheck_ok
   -- x arrives contiguous from gradcheck; each fn transposes it so the op sees strides
   it("pad, every mode", function()
     ember.manual_seed(11)
@@ -284,19 +213,19 @@ end)
 
 -- ---- BatchNorm train / eval against PyTorch ---------------------------------------------
 
-local cnn = dofile(FIXTURES .. "conv_cnn.lua")
+local cnn = h.fixture("conv_cnn.lua")
 
 describe("BatchNorm2d train/eval against PyTorch", function()
   for _, c in ipairs(cnn.batchnorm_steps) do
     local label = c.momentum and ("momentum " .. c.momentum) or "momentum nil (cumulative average)"
     it("two training steps then eval, " .. label, function()
       local bn = nn.BatchNorm2d(3, {momentum = c.momentum or false, dtype = "float64"})
-      for k = 1, 2 do compare("train step " .. k, bn(make(c.inputs[k])), c.outputs[k], 1e-10) end
-      compare("running_mean", bn.running_mean, c.running_mean, 1e-12)
-      compare("running_var", bn.running_var, c.running_var, 1e-12)
+      for k = 1, 2 do h.compare("train step " .. k, bn(h.from_spec(c.inputs[k])), c.outputs[k], 1e-10) end
+      h.compare("running_mean", bn.running_mean, c.running_mean, 1e-12)
+      h.compare("running_var", bn.running_var, c.running_var, 1e-12)
       assert.equal(c.num_batches_tracked, bn.num_batches_tracked:item())
       bn:eval()
-      compare("eval", bn(make(c.inputs[3])), c.outputs[3], 1e-10)
+      h.compare("eval", bn(h.from_spec(c.inputs[3])), c.outputs[3], 1e-10)
       assert.equal(2, bn.num_batches_tracked:item())    -- eval does not count
     end)
   end
@@ -339,7 +268,7 @@ end
 describe("a small CNN with PyTorch's state_dict", function()
   local function loaded()
     local m = SmallCNN()
-    local sd = ember.load(FIXTURES .. "conv_cnn.safetensors")
+    local sd = ember.load(h.FIXTURES .. "conv_cnn.safetensors")
     local res = m:load_state_dict(sd)
     assert.same({}, res.missing_keys)
     assert.same({}, res.unexpected_keys)
@@ -355,22 +284,22 @@ describe("a small CNN with PyTorch's state_dict", function()
 
   it("gives PyTorch's outputs in eval mode", function()
     local m = loaded():eval()
-    local logits, up = m(make(cnn.input))
-    compare("logits", logits, cnn.eval_logits, 2e-5)
-    compare("up", up, cnn.eval_up, 2e-5)
+    local logits, up = m(h.from_spec(cnn.input))
+    h.compare("logits", logits, cnn.eval_logits, 2e-5)
+    h.compare("up", up, cnn.eval_up, 2e-5)
   end)
 
   it("gives PyTorch's outputs, running stats and gradient in train mode", function()
     local m = loaded()
-    local logits, up = m(make(cnn.input))
-    compare("logits", logits, cnn.train_logits, 2e-5)
-    compare("up", up, cnn.train_up, 2e-5)
-    compare("bn1.running_mean", m.bn1.running_mean, cnn.bn1_after.running_mean, 1e-5)
-    compare("bn1.running_var", m.bn1.running_var, cnn.bn1_after.running_var, 1e-5)
-    compare("bn1.num_batches_tracked", m.bn1.num_batches_tracked, cnn.bn1_after.num_batches_tracked, 0)
+    local logits, up = m(h.from_spec(cnn.input))
+    h.compare("logits", logits, cnn.train_logits, 2e-5)
+    h.compare("up", up, cnn.train_up, 2e-5)
+    h.compare("bn1.running_mean", m.bn1.running_mean, cnn.bn1_after.running_mean, 1e-5)
+    h.compare("bn1.running_var", m.bn1.running_var, cnn.bn1_after.running_var, 1e-5)
+    h.compare("bn1.num_batches_tracked", m.bn1.num_batches_tracked, cnn.bn1_after.num_batches_tracked, 0)
     local loss = (logits * logits):sum() + up:sum()
     loss:backward()
-    compare("conv1.weight.grad", m.conv1.weight.grad, cnn.train_grad_conv1_weight, 1e-4)
+    h.compare("conv1.weight.grad", m.conv1.weight.grad, cnn.train_grad_conv1_weight, 1e-4)
   end)
 
   it("round-trips its state_dict through a file, buffers included", function()

@@ -172,7 +172,7 @@ describe("hostile IDX files", function()
     hostile.write(p, a .. b)
     local t = ember.read_idx(p)
     H.check_shape(t, {3, 4, 5})
-    assert.are.equal((60 * 7) % 251, t[3][4][5])
+    assert.are.equal((60 * 7) % 251, t[3][4][5]:item())
   end)
 
   -- Fashion-MNIST files in a folder of our own

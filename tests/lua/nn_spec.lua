@@ -773,8 +773,8 @@ describe("F.linear on inputs with more than 2 dims", function()
       for j = 1, 3 do
         want[i][j] = {}
         for o = 1, 5 do
-          local s = b[o]
-          for k = 1, 4 do s = s + x[i][j][k] * w[o][k] end
+          local s = b[o]:item()
+          for k = 1, 4 do s = s + x[i][j][k]:item() * w[o][k]:item() end
           want[i][j][o] = s
         end
       end

@@ -287,14 +287,14 @@ describe("views share memory", function()
     local t = base()
     local v = t:view(4, 3)
     v[1][1] = 100
-    assert.are.equal(100, t[1][1])
+    assert.are.equal(100, t[1][1]:item())
     assert.are.same({2, 6}, t:view(2, -1).shape)
     assert.matches("view: shape %[5%] is invalid for a tensor of 12 elements", errmsg(t.view, t, 5))
     -- a transposed tensor cannot be viewed flat; reshape copies
     local tt = t:t()
     assert.matches("view: size %[12%] is not compatible", errmsg(tt.view, tt, 12))
     local r = tt:reshape(12)
-    assert.are.same({100, 4, 8, 1}, {r[1], r[2], r[3], r[4]})
+    assert.are.same({100, 4, 8, 1}, {r[1]:item(), r[2]:item(), r[3]:item(), r[4]:item()})
     assert.is_false(r:is_view_of(t))
     assert.is_true(t:reshape(2, 6):is_view_of(t))
   end)
@@ -306,7 +306,7 @@ describe("views share memory", function()
     assert.are.same({1, 4}, tr:stride())
     assert.is_false(tr:is_contiguous())
     tr[2][3] = -1                       -- t[3][2]
-    assert.are.equal(-1, t[3][2])
+    assert.are.equal(-1, t[3][2]:item())
     local p = ember.zeros(2, 3, 4):permute(3, 1, 2)
     assert.are.same({4, 2, 3}, p.shape)
     assert.are.same({1, 12, 4}, p:stride())
@@ -353,7 +353,7 @@ describe("views share memory", function()
     assert.is_true(t:contiguous():is_view_of(t))   -- no copy when already contiguous
     local k = t:clone()
     k[1][1] = 42
-    assert.are.equal(0, t[1][1])
+    assert.are.equal(0, t[1][1]:item())
     local dst = ember.zeros(2, 3)
     dst:copy_(ember.tensor{1, 2, 3})               -- broadcasts and casts int64 -> float32
     assert.are.same({{1, 2, 3}, {1, 2, 3}}, dst:tolist())
@@ -366,10 +366,10 @@ describe("indexing", function()
   it("t[i] selects, t[i][j] reads and writes elements", function()
     local t = ember.tensor{{1, 2, 3}, {4, 5, 6}}
     assert.are.same({4, 5, 6}, t[2]:tolist())
-    assert.are.equal(6, t[2][3])
-    assert.are.equal(6, t[-1][-1])
+    assert.are.equal(6, t[2][3]:item())
+    assert.are.equal(6, t[-1][-1]:item())
     t[1][2] = 20
-    assert.are.equal(20, t[1][2])
+    assert.are.equal(20, t[1][2]:item())
     t[2] = 0                                        -- fills the row
     assert.are.same({{1, 20, 3}, {0, 0, 0}}, t:tolist())
     t[2] = ember.tensor{7, 8, 9}
@@ -380,7 +380,7 @@ describe("indexing", function()
 
   it("t[{...}] takes integers and inclusive ranges with a step", function()
     local t = ember.arange(12):view(3, 4)
-    assert.are.equal(6, t[{2, 3}])
+    assert.are.equal(6, t[{2, 3}]:item())
     assert.are.same({{1, 2}, {5, 6}}, t[{{1, 2}, {2, 3}}]:tolist())
     assert.are.same({{0, 2}, {8, 10}}, t[{{1, 3, 2}, {1, 4, 2}}]:tolist())
     assert.are.same({3, 7, 11}, t[{{}, -1}]:tolist())

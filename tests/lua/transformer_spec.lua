@@ -13,8 +13,6 @@ local nn = ember.nn
 local F = nn.functional
 local gradcheck = ember.autograd.gradcheck
 
-local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
-local FIXTURES = here .. "fixtures/"
 local THIS_FILE = "transformer_spec.lua:"
 
 local function D(...)
@@ -22,49 +20,22 @@ local function D(...)
   return ember.randn(shape, {dtype = "float64"})
 end
 
--- the largest |got - want| / max(1, |want|), NaN and shape mismatches as math.huge
-local function max_rel_err(got, want)
-  if #got.shape ~= #want.shape then return math.huge end
-  for i, s in ipairs(want.shape) do if got.shape[i] ~= s then return math.huge end end
-  local g = got:detach():to("float64"):reshape(-1):tolist()
-  local w = want:detach():to("float64"):reshape(-1):tolist()
-  local worst = 0
-  for i = 1, #w do
-    local e
-    if w[i] == g[i] then e = 0 else e = math.abs(g[i] - w[i]) / math.max(1, math.abs(w[i])) end
-    if e ~= e then e = math.huge end
-    if e > worst then worst = e end
-  end
-  return worst
-end
-
-local function close(what, got, want, tol)
-  assert(ember.is_tensor(got), what .. ": expected a tensor, got " .. type(got))
-  local e = max_rel_err(got, want)
-  assert(e <= (tol or 1e-10), string.format("%s: differs by %.3g (relative; shapes %s and %s)", what, e,
-                                            h.show(got.shape), h.show(want.shape)))
-end
+local max_rel_err, close = h.max_rel_err_tensors, h.close_tensors
 
 local function at_this_line(msg) has(msg, THIS_FILE) end
 
 -- ---- PyTorch's modules, state_dicts, outputs and gradients ------------------------------------
 
 describe("PyTorch fixtures", function()
-  local cases = dofile(FIXTURES .. "transformer_cases.lua")
-  local tensors = ember.load(FIXTURES .. "transformer_cases.safetensors")
+  local cases = h.fixture("transformer_cases.lua")
+  local tensors = ember.load(h.FIXTURES .. "transformer_cases.safetensors")
 
   -- ember's name of a PyTorch parameter: stacks count their layers from 1
   local function ember_name(torch_name)
     return (torch_name:gsub("layers%.(%d+)%.", function(i) return "layers." .. (tonumber(i) + 1) .. "." end))
   end
 
-  local function group(case, kind)
-    local out, prefix = {}, case.name .. "." .. kind .. "."
-    for k, t in pairs(tensors) do
-      if k:sub(1, #prefix) == prefix then out[k:sub(#prefix + 1)] = t end
-    end
-    return out
-  end
+  local function group(case, kind) return h.fixture_group(tensors, case.name, kind) end
 
   local function build(c)
     local a = c.ctor
@@ -109,16 +80,7 @@ describe("PyTorch fixtures", function()
         x[k] = t:is_floating_point() and t:clone():requires_grad_() or t
       end
       local outs = run(m, c, x)
-      local want = group(c, "out")
-      local loss
-      for _, name in ipairs(c.outputs) do
-        local o = outs[name]
-        close(name, o, want[name])
-        local n = o:numel()
-        local w = ember.arange(1, n + 1, {dtype = "float64"}):sin():reshape(o.shape)
-        local term = (o * w):sum()
-        loss = loss and loss + term or term
-      end
+      local loss = h.check_outputs(outs, group(c, "out"), c.outputs)
       if c.forward.need_weights == false then assert.is_nil(outs.attn_weights) end
       loss:backward()
       local grads, seen = group(c, "grad"), 0
@@ -296,7 +258,7 @@ describe("MultiheadAttention", function()
     local of, wf = mha(q, q, q, {attn_mask = float})
     close("output", ob, of, 0)
     close("weights", wb, wf, 0)
-    assert.equal(0, wb[1][1][2])     -- batch 1, query 1 never sees key 2
+    assert.equal(0, wb[1][1][2]:item())     -- batch 1, query 1 never sees key 2
     local oc, wc = mha(q, q, q, {is_causal = true})
     close("is_causal", oc, of, 1e-14)
     close("is_causal weights", wc, wf, 1e-14)
