@@ -544,31 +544,7 @@ em_tensor *em_masked_fill(const em_tensor *t, const em_tensor *mask, double valu
 /* ---- issue 16: math composed from the ops above ----------------------------
  * Each is an exact composition of engine ops, so it runs on every backend
  * and its gradient comes from the parts. A chain of temporaries is kept in
- * an array and released at the end. */
-
-#define NTMP 12
-typedef struct tmps { em_tensor *t[NTMP]; int n; } tmps;
-
-/* Keeps x for release at the end; returns it (NULL passes through). */
-static em_tensor *keep(tmps *k, em_tensor *x)
-{
-    if (x && k->n < NTMP) k->t[k->n++] = x;
-    return x;
-}
-
-static void drop_all(tmps *k)
-{
-    for (int i = 0; i < k->n; i++) em_release(k->t[i]);
-    k->n = 0;
-}
-
-/* the result is an owned reference; the temporaries go */
-static em_tensor *finish(tmps *k, em_tensor *r)
-{
-    if (r) em_retain(r);
-    drop_all(k);
-    return r;
-}
+ * an em_scope and released at the end. */
 
 static em_tensor *scal(double v, em_dtype d, em_device dev) { return em_scalar(v, d, dev); }
 
@@ -584,35 +560,35 @@ em_tensor *em_round_decimals(const em_tensor *a, int64_t decimals)
      * round(x * p) / p, or round(x / p) * p for negative decimals */
     bool neg = decimals < 0;
     double p = pow(10.0, (double)(neg ? -decimals : decimals));
-    tmps k = {0};
-    em_tensor *s = keep(&k, em_binary_scalar(neg ? EM_DIV : EM_MUL, a, p, false, false));
-    em_tensor *r = s ? keep(&k, em_unary(EM_ROUND, s)) : NULL;
-    em_tensor *o = r ? keep(&k, em_binary_scalar(neg ? EM_MUL : EM_DIV, r, p, false, false)) : NULL;
-    return finish(&k, o);
+    em_scope k = {0};
+    em_tensor *s = em_scope_keep(&k, em_binary_scalar(neg ? EM_DIV : EM_MUL, a, p, false, false));
+    em_tensor *r = s ? em_scope_keep(&k, em_unary(EM_ROUND, s)) : NULL;
+    em_tensor *o = r ? em_scope_keep(&k, em_binary_scalar(neg ? EM_MUL : EM_DIV, r, p, false, false)) : NULL;
+    return em_scope_finish(&k, o);
 }
 
 em_tensor *em_frac(const em_tensor *a)
 {
     if (!em_dtype_is_float(a->dtype))
         return em_set_error("frac: only float tensors are supported, got %s", em_dtype_name(a->dtype)), NULL;
-    tmps k = {0};
-    em_tensor *t = keep(&k, em_unary(EM_TRUNC, a));
-    return finish(&k, t ? keep(&k, em_binary(EM_SUB, a, t)) : NULL);
+    em_scope k = {0};
+    em_tensor *t = em_scope_keep(&k, em_unary(EM_TRUNC, a));
+    return em_scope_finish(&k, t ? em_scope_keep(&k, em_binary(EM_SUB, a, t)) : NULL);
 }
 
 em_tensor *em_logit(const em_tensor *a, const double *eps)
 {
-    tmps k = {0};
+    em_scope k = {0};
     em_tensor *x = (em_tensor *)a;
-    if (!em_dtype_is_float(a->dtype) && !(x = keep(&k, em_to_dtype(a, float_default())))) return NULL;
+    if (!em_dtype_is_float(a->dtype) && !(x = em_scope_keep(&k, em_to_dtype(a, float_default())))) return NULL;
     /* a negative eps clamps nothing, as in PyTorch */
     if (eps && *eps >= 0) {
         double lo = *eps, hi = 1 - *eps;
-        if (!(x = keep(&k, em_clamp(x, &lo, &hi)))) return finish(&k, NULL);
+        if (!(x = em_scope_keep(&k, em_clamp(x, &lo, &hi)))) return em_scope_finish(&k, NULL);
     }
-    em_tensor *omx = keep(&k, em_binary_scalar(EM_SUB, x, 1, true, true));
-    em_tensor *q = omx ? keep(&k, em_binary(EM_DIV, x, omx)) : NULL;
-    return finish(&k, q ? keep(&k, em_unary(EM_LOG, q)) : NULL);
+    em_tensor *omx = em_scope_keep(&k, em_binary_scalar(EM_SUB, x, 1, true, true));
+    em_tensor *q = omx ? em_scope_keep(&k, em_binary(EM_DIV, x, omx)) : NULL;
+    return em_scope_finish(&k, q ? em_scope_keep(&k, em_unary(EM_LOG, q)) : NULL);
 }
 
 /* x log y with log(1) in place of log(y) where x == 0 and y is not NaN: the
@@ -621,15 +597,15 @@ em_tensor *em_xlogy(const em_tensor *a, const em_tensor *b)
 {
     em_dtype rt = em_result_type(a, b);
     if (!em_dtype_is_float(rt)) rt = float_default();
-    tmps k = {0};
-    em_tensor *x = keep(&k, em_to_dtype(a, rt)), *y = x ? keep(&k, em_to_dtype(b, rt)) : NULL;
-    em_tensor *x0 = y ? keep(&k, WITHOUT_GRAD(em_binary_scalar(EM_EQ, x, 0, true, false))) : NULL;
-    em_tensor *yok = x0 ? keep(&k, WITHOUT_GRAD(em_binary(EM_EQ, y, y))) : NULL;
-    em_tensor *m = yok ? keep(&k, em_binary(EM_LOGICAL_AND, x0, yok)) : NULL;
-    em_tensor *one = m ? keep(&k, scal(1, rt, em_dev(y))) : NULL;
-    em_tensor *ys = one ? keep(&k, em_where(m, one, y)) : NULL;
-    em_tensor *ly = ys ? keep(&k, em_unary(EM_LOG, ys)) : NULL;
-    return finish(&k, ly ? keep(&k, em_binary(EM_MUL, x, ly)) : NULL);
+    em_scope k = {0};
+    em_tensor *x = em_scope_keep(&k, em_to_dtype(a, rt)), *y = x ? em_scope_keep(&k, em_to_dtype(b, rt)) : NULL;
+    em_tensor *x0 = y ? em_scope_keep(&k, WITHOUT_GRAD(em_binary_scalar(EM_EQ, x, 0, true, false))) : NULL;
+    em_tensor *yok = x0 ? em_scope_keep(&k, WITHOUT_GRAD(em_binary(EM_EQ, y, y))) : NULL;
+    em_tensor *m = yok ? em_scope_keep(&k, em_binary(EM_LOGICAL_AND, x0, yok)) : NULL;
+    em_tensor *one = m ? em_scope_keep(&k, scal(1, rt, em_dev(y))) : NULL;
+    em_tensor *ys = one ? em_scope_keep(&k, em_where(m, one, y)) : NULL;
+    em_tensor *ly = ys ? em_scope_keep(&k, em_unary(EM_LOG, ys)) : NULL;
+    return em_scope_finish(&k, ly ? em_scope_keep(&k, em_binary(EM_MUL, x, ly)) : NULL);
 }
 
 static double dtype_max(em_dtype d)
@@ -647,15 +623,15 @@ em_tensor *em_nan_to_num(const em_tensor *a, const double *nan, const double *po
     if (!em_dtype_is_float(a->dtype)) return em_clone(a);
     double v[3] = {nan ? *nan : 0, posinf ? *posinf : dtype_max(a->dtype), neginf ? *neginf : -dtype_max(a->dtype)};
     em_float_class cls[3] = {EM_ISNAN, EM_ISPOSINF, EM_ISNEGINF};
-    tmps k = {0};
+    em_scope k = {0};
     em_tensor *r = (em_tensor *)a;
     for (int i = 0; i < 3; i++) {
         /* a replacement beyond the dtype's range becomes +-inf, as a cast would */
         if (!em_value_fits(v[i], a->dtype) && v[i] == v[i]) v[i] = v[i] > 0 ? INFINITY : -INFINITY;
-        em_tensor *m = keep(&k, em_float_class_test(cls[i], a));
-        if (!m || !(r = keep(&k, em_masked_fill(r, m, v[i])))) return finish(&k, NULL);
+        em_tensor *m = em_scope_keep(&k, em_float_class_test(cls[i], a));
+        if (!m || !(r = em_scope_keep(&k, em_masked_fill(r, m, v[i])))) return em_scope_finish(&k, NULL);
     }
-    return finish(&k, r);
+    return em_scope_finish(&k, r);
 }
 
 em_tensor *em_float_class_test(em_float_class c, const em_tensor *a)
@@ -665,20 +641,20 @@ em_tensor *em_float_class_test(em_float_class c, const em_tensor *a)
         return em_full(a->sizes, a->ndim, c == EM_ISFINITE ? 1 : 0, EM_BOOL, em_dev(a));
     }
     bool was = em_set_grad_enabled(false);
-    tmps k = {0};
+    em_scope k = {0};
     em_tensor *r = NULL;
     switch (c) {
-    case EM_ISNAN: r = keep(&k, em_binary(EM_NE, a, a)); break;
-    case EM_ISPOSINF: r = keep(&k, em_binary_scalar(EM_EQ, a, INFINITY, false, false)); break;
-    case EM_ISNEGINF: r = keep(&k, em_binary_scalar(EM_EQ, a, -INFINITY, false, false)); break;
+    case EM_ISNAN: r = em_scope_keep(&k, em_binary(EM_NE, a, a)); break;
+    case EM_ISPOSINF: r = em_scope_keep(&k, em_binary_scalar(EM_EQ, a, INFINITY, false, false)); break;
+    case EM_ISNEGINF: r = em_scope_keep(&k, em_binary_scalar(EM_EQ, a, -INFINITY, false, false)); break;
     case EM_ISINF: case EM_ISFINITE: {
-        em_tensor *ab = keep(&k, em_unary(EM_ABS, a));
-        if (ab) r = keep(&k, em_binary_scalar(c == EM_ISINF ? EM_EQ : EM_LT, ab, INFINITY, false, false));
+        em_tensor *ab = em_scope_keep(&k, em_unary(EM_ABS, a));
+        if (ab) r = em_scope_keep(&k, em_binary_scalar(c == EM_ISINF ? EM_EQ : EM_LT, ab, INFINITY, false, false));
         break;
     }
     default: em_set_error("float class test: invalid test %d", (int)c); break;
     }
-    r = finish(&k, r);
+    r = em_scope_finish(&k, r);
     em_set_grad_enabled(was);
     return r;
 }
@@ -692,29 +668,29 @@ static em_tensor *isclose_nograd(const em_tensor *a, const em_tensor *b, double 
         return em_set_error("isclose: rtol and atol must be non-negative numbers, got rtol=%g, atol=%g", rtol,
                             atol), NULL;
     if (a->dtype == EM_BOOL) return em_binary(EM_EQ, a, b);
-    tmps k = {0};
+    em_scope k = {0};
     if (!em_dtype_is_float(a->dtype)) {
         /* integers: the tolerance in float64, which holds them exactly up to 2^53 */
-        a = keep(&k, em_cast_to(a, EM_FLOAT64));
-        b = a ? keep(&k, em_cast_to(b, EM_FLOAT64)) : NULL;
-        if (!b) return finish(&k, NULL);
+        a = em_scope_keep(&k, em_cast_to(a, EM_FLOAT64));
+        b = a ? em_scope_keep(&k, em_cast_to(b, EM_FLOAT64)) : NULL;
+        if (!b) return em_scope_finish(&k, NULL);
     }
-    em_tensor *close = keep(&k, em_binary(EM_EQ, a, b));
+    em_tensor *close = em_scope_keep(&k, em_binary(EM_EQ, a, b));
     if (close && equal_nan) {
-        em_tensor *na = keep(&k, em_binary(EM_NE, a, a)), *nb = keep(&k, em_binary(EM_NE, b, b));
-        em_tensor *both = na && nb ? keep(&k, em_binary(EM_LOGICAL_AND, na, nb)) : NULL;
-        close = both ? keep(&k, em_binary(EM_LOGICAL_OR, close, both)) : NULL;
+        em_tensor *na = em_scope_keep(&k, em_binary(EM_NE, a, a)), *nb = em_scope_keep(&k, em_binary(EM_NE, b, b));
+        em_tensor *both = na && nb ? em_scope_keep(&k, em_binary(EM_LOGICAL_AND, na, nb)) : NULL;
+        close = both ? em_scope_keep(&k, em_binary(EM_LOGICAL_OR, close, both)) : NULL;
     }
     /* PyTorch's: |a - b| <= atol + |rtol * b|, for a finite difference */
-    em_tensor *rb = close ? keep(&k, em_binary_scalar(EM_MUL, b, rtol, false, false)) : NULL;
-    em_tensor *arb = rb ? keep(&k, em_unary(EM_ABS, rb)) : NULL;
-    em_tensor *allowed = arb ? keep(&k, em_binary_scalar(EM_ADD, arb, atol, false, false)) : NULL;
-    em_tensor *d = allowed ? keep(&k, em_binary(EM_SUB, a, b)) : NULL;
-    em_tensor *ad = d ? keep(&k, em_unary(EM_ABS, d)) : NULL;
-    em_tensor *fin = ad ? keep(&k, em_binary_scalar(EM_LT, ad, INFINITY, false, false)) : NULL;
-    em_tensor *le = fin ? keep(&k, em_binary(EM_LE, ad, allowed)) : NULL;
-    em_tensor *ok = le ? keep(&k, em_binary(EM_LOGICAL_AND, fin, le)) : NULL;
-    return finish(&k, ok ? keep(&k, em_binary(EM_LOGICAL_OR, close, ok)) : NULL);
+    em_tensor *rb = close ? em_scope_keep(&k, em_binary_scalar(EM_MUL, b, rtol, false, false)) : NULL;
+    em_tensor *arb = rb ? em_scope_keep(&k, em_unary(EM_ABS, rb)) : NULL;
+    em_tensor *allowed = arb ? em_scope_keep(&k, em_binary_scalar(EM_ADD, arb, atol, false, false)) : NULL;
+    em_tensor *d = allowed ? em_scope_keep(&k, em_binary(EM_SUB, a, b)) : NULL;
+    em_tensor *ad = d ? em_scope_keep(&k, em_unary(EM_ABS, d)) : NULL;
+    em_tensor *fin = ad ? em_scope_keep(&k, em_binary_scalar(EM_LT, ad, INFINITY, false, false)) : NULL;
+    em_tensor *le = fin ? em_scope_keep(&k, em_binary(EM_LE, ad, allowed)) : NULL;
+    em_tensor *ok = le ? em_scope_keep(&k, em_binary(EM_LOGICAL_AND, fin, le)) : NULL;
+    return em_scope_finish(&k, ok ? em_scope_keep(&k, em_binary(EM_LOGICAL_OR, close, ok)) : NULL);
 }
 
 em_tensor *em_isclose(const em_tensor *a, const em_tensor *b, double rtol, double atol, bool equal_nan)
@@ -774,31 +750,31 @@ static int check_lerp(const em_tensor *a, const em_tensor *b, const em_tensor *w
 em_tensor *em_lerp(const em_tensor *a, const em_tensor *b, const em_tensor *w)
 {
     if (check_lerp(a, b, w)) return NULL;
-    tmps k = {0};
-    em_tensor *d = keep(&k, em_binary(EM_SUB, b, a));
-    em_tensor *wd = d ? keep(&k, em_binary(EM_MUL, w, d)) : NULL;
-    em_tensor *lo = wd ? keep(&k, em_binary(EM_ADD, a, wd)) : NULL;
-    em_tensor *omw = lo ? keep(&k, em_binary_scalar(EM_SUB, w, 1, true, true)) : NULL;
-    em_tensor *dw = omw ? keep(&k, em_binary(EM_MUL, d, omw)) : NULL;
-    em_tensor *hi = dw ? keep(&k, em_binary(EM_SUB, b, dw)) : NULL;
-    em_tensor *small = hi ? keep(&k, WITHOUT_GRAD(em_binary_scalar(EM_LT, w, 0.5, false, false))) : NULL;
-    return finish(&k, small ? keep(&k, em_where(small, lo, hi)) : NULL);
+    em_scope k = {0};
+    em_tensor *d = em_scope_keep(&k, em_binary(EM_SUB, b, a));
+    em_tensor *wd = d ? em_scope_keep(&k, em_binary(EM_MUL, w, d)) : NULL;
+    em_tensor *lo = wd ? em_scope_keep(&k, em_binary(EM_ADD, a, wd)) : NULL;
+    em_tensor *omw = lo ? em_scope_keep(&k, em_binary_scalar(EM_SUB, w, 1, true, true)) : NULL;
+    em_tensor *dw = omw ? em_scope_keep(&k, em_binary(EM_MUL, d, omw)) : NULL;
+    em_tensor *hi = dw ? em_scope_keep(&k, em_binary(EM_SUB, b, dw)) : NULL;
+    em_tensor *small = hi ? em_scope_keep(&k, WITHOUT_GRAD(em_binary_scalar(EM_LT, w, 0.5, false, false))) : NULL;
+    return em_scope_finish(&k, small ? em_scope_keep(&k, em_where(small, lo, hi)) : NULL);
 }
 
 em_tensor *em_lerp_scalar(const em_tensor *a, const em_tensor *b, double w)
 {
     if (check_lerp(a, b, NULL)) return NULL;
-    tmps k = {0};
-    em_tensor *d = keep(&k, em_binary(EM_SUB, b, a));
+    em_scope k = {0};
+    em_tensor *d = em_scope_keep(&k, em_binary(EM_SUB, b, a));
     em_tensor *r = NULL;
     if (d && w < 0.5) {
-        em_tensor *wd = keep(&k, em_binary_scalar(EM_MUL, d, w, false, false));
-        r = wd ? keep(&k, em_binary(EM_ADD, a, wd)) : NULL;
+        em_tensor *wd = em_scope_keep(&k, em_binary_scalar(EM_MUL, d, w, false, false));
+        r = wd ? em_scope_keep(&k, em_binary(EM_ADD, a, wd)) : NULL;
     } else if (d) {
-        em_tensor *dw = keep(&k, em_binary_scalar(EM_MUL, d, 1 - w, false, false));
-        r = dw ? keep(&k, em_binary(EM_SUB, b, dw)) : NULL;
+        em_tensor *dw = em_scope_keep(&k, em_binary_scalar(EM_MUL, d, 1 - w, false, false));
+        r = dw ? em_scope_keep(&k, em_binary(EM_SUB, b, dw)) : NULL;
     }
-    return finish(&k, r);
+    return em_scope_finish(&k, r);
 }
 
 static bool integral_number(double v) { return v == floor(v) && fabs(v) < 9.007199254740992e15; }
@@ -806,10 +782,10 @@ static bool integral_number(double v) { return v == floor(v) && fabs(v) < 9.0071
 /* a + value * b (op) c, in PyTorch's order of evaluation */
 static em_tensor *addc(em_binary_op op, const em_tensor *a, const em_tensor *b, const em_tensor *c, double value)
 {
-    tmps k = {0};
-    em_tensor *vb = keep(&k, em_binary_scalar(EM_MUL, b, value, integral_number(value), true));
-    em_tensor *t = vb ? keep(&k, em_binary(op, vb, c)) : NULL;
-    return finish(&k, t ? keep(&k, em_binary(EM_ADD, a, t)) : NULL);
+    em_scope k = {0};
+    em_tensor *vb = em_scope_keep(&k, em_binary_scalar(EM_MUL, b, value, integral_number(value), true));
+    em_tensor *t = vb ? em_scope_keep(&k, em_binary(op, vb, c)) : NULL;
+    return em_scope_finish(&k, t ? em_scope_keep(&k, em_binary(EM_ADD, a, t)) : NULL);
 }
 
 em_tensor *em_addcmul(const em_tensor *a, const em_tensor *b, const em_tensor *c, double value)
@@ -838,19 +814,19 @@ em_tensor *em_clamp_tensor(const em_tensor *a, const em_tensor *lo, const em_ten
         rt = em_promote(rt, r2);
     }
     if (rt == EM_BOOL) rt = EM_INT64;
-    tmps k = {0};
-    em_tensor *x = keep(&k, em_to_dtype(a, rt));
-    if (!x) return finish(&k, NULL);
+    em_scope k = {0};
+    em_tensor *x = em_scope_keep(&k, em_to_dtype(a, rt));
+    if (!x) return em_scope_finish(&k, NULL);
     const em_tensor *bound[2] = {lo, hi};
     for (int i = 0; i < 2; i++) {
         if (!bound[i]) continue;
-        em_tensor *bd = keep(&k, em_to_dtype(bound[i], rt));
-        em_tensor *out = bd ? keep(&k, WITHOUT_GRAD(em_binary(i == 0 ? EM_LT : EM_GT, x, bd))) : NULL;
-        em_tensor *bn = out ? keep(&k, WITHOUT_GRAD(em_binary(EM_NE, bd, bd))) : NULL;
-        em_tensor *m = bn ? keep(&k, em_binary(EM_LOGICAL_OR, out, bn)) : NULL;
-        if (!m || !(x = keep(&k, em_where(m, bd, x)))) return finish(&k, NULL);
+        em_tensor *bd = em_scope_keep(&k, em_to_dtype(bound[i], rt));
+        em_tensor *out = bd ? em_scope_keep(&k, WITHOUT_GRAD(em_binary(i == 0 ? EM_LT : EM_GT, x, bd))) : NULL;
+        em_tensor *bn = out ? em_scope_keep(&k, WITHOUT_GRAD(em_binary(EM_NE, bd, bd))) : NULL;
+        em_tensor *m = bn ? em_scope_keep(&k, em_binary(EM_LOGICAL_OR, out, bn)) : NULL;
+        if (!m || !(x = em_scope_keep(&k, em_where(m, bd, x)))) return em_scope_finish(&k, NULL);
     }
-    return finish(&k, x);
+    return em_scope_finish(&k, x);
 }
 
 /* not differentiable (PyTorch has no derivative either): computed without recording */
@@ -860,21 +836,21 @@ em_tensor *em_heaviside(const em_tensor *a, const em_tensor *values)
         return em_set_error("heaviside: expected input and values of one dtype, got %s and %s",
                             em_dtype_name(a->dtype), em_dtype_name(values->dtype)), NULL;
     bool was = em_set_grad_enabled(false);
-    tmps k = {0};
-    em_tensor *z = keep(&k, em_binary_scalar(EM_EQ, a, 0, true, false));
-    em_tensor *p = z ? keep(&k, em_binary_scalar(EM_GT, a, 0, true, false)) : NULL;
-    em_tensor *pd = p ? keep(&k, em_cast_to(p, a->dtype)) : NULL;
-    em_tensor *r = finish(&k, pd ? keep(&k, em_where(z, values, pd)) : NULL);
+    em_scope k = {0};
+    em_tensor *z = em_scope_keep(&k, em_binary_scalar(EM_EQ, a, 0, true, false));
+    em_tensor *p = z ? em_scope_keep(&k, em_binary_scalar(EM_GT, a, 0, true, false)) : NULL;
+    em_tensor *pd = p ? em_scope_keep(&k, em_cast_to(p, a->dtype)) : NULL;
+    em_tensor *r = em_scope_finish(&k, pd ? em_scope_keep(&k, em_where(z, values, pd)) : NULL);
     em_set_grad_enabled(was);
     return r;
 }
 
 em_tensor *em_logical_xor(const em_tensor *a, const em_tensor *b)
 {
-    tmps k = {0};
-    em_tensor *na = keep(&k, em_binary_scalar(EM_NE, a, 0, true, false));
-    em_tensor *nb = na ? keep(&k, em_binary_scalar(EM_NE, b, 0, true, false)) : NULL;
-    return finish(&k, nb ? keep(&k, em_binary(EM_NE, na, nb)) : NULL);
+    em_scope k = {0};
+    em_tensor *na = em_scope_keep(&k, em_binary_scalar(EM_NE, a, 0, true, false));
+    em_tensor *nb = na ? em_scope_keep(&k, em_binary_scalar(EM_NE, b, 0, true, false)) : NULL;
+    return em_scope_finish(&k, nb ? em_scope_keep(&k, em_binary(EM_NE, na, nb)) : NULL);
 }
 
 em_tensor *em_bitwise_not(const em_tensor *a) { return em_unary(EM_BITWISE_NOT, a); }

@@ -39,6 +39,20 @@ int em_dims_mask(const em_tensor *t, const int *dims, int ndims, const char *op,
 /* Releases up to four tensors (NULL allowed). */
 void em_release4(em_tensor *a, em_tensor *b, em_tensor *c, em_tensor *d);
 
+/* Temporaries released together, so that a formula composed of engine ops
+ * reads as one expression per line and fails once at the end: each helper
+ * keeps its result in the scope and passes NULL through. */
+#define EM_SCOPE_CAP 192
+typedef struct em_scope {
+    em_tensor *t[EM_SCOPE_CAP];
+    int n;
+} em_scope;
+/* Keeps t (NULL passes through); a full scope releases t and fails. */
+em_tensor *em_scope_keep(em_scope *s, em_tensor *t);
+void em_scope_drop(em_scope *s);
+/* A new reference to r (or NULL), every temporary released. */
+em_tensor *em_scope_finish(em_scope *s, em_tensor *r);
+
 /* Replaces `from` at the start of the current error message ("from: ...")
  * by `to`, so the user sees the op they called rather than the one it is
  * built on. */

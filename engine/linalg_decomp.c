@@ -27,37 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SCOPE_CAP 192
+typedef em_scope scope;
 
-typedef struct scope {
-    em_tensor *t[SCOPE_CAP];
-    int n;
-} scope;
-
-static em_tensor *K(scope *s, em_tensor *t)
-{
-    if (!t) return NULL;
-    if (s->n == SCOPE_CAP) {
-        em_release(t);
-        return em_set_error("linalg: internal: too many temporaries"), NULL;
-    }
-    s->t[s->n++] = t;
-    return t;
-}
-
-static void drop(scope *s)
-{
-    for (int i = 0; i < s->n; i++) em_release(s->t[i]);
-    s->n = 0;
-}
-
-/* A new reference to t, all the scope's temporaries released. */
-static em_tensor *keep(scope *s, em_tensor *t)
-{
-    em_tensor *r = t ? em_retain(t) : NULL;
-    drop(s);
-    return r;
-}
+static em_tensor *K(scope *s, em_tensor *t) { return em_scope_keep(s, t); }
+static void drop(scope *s) { em_scope_drop(s); }
+static em_tensor *keep(scope *s, em_tensor *t) { return em_scope_finish(s, t); }
 
 static em_tensor *T_(scope *s, const em_tensor *a) { return a ? K(s, em_transpose(a, -1, -2)) : NULL; }
 static em_tensor *mm(scope *s, const em_tensor *a, const em_tensor *b)
@@ -224,6 +198,11 @@ static int lu_factor(scope *s, const em_tensor *A, em_tensor **lu, em_tensor **s
     return *lu && *sign ? 0 : -1;
 }
 
+static em_tensor *det_forward(const em_tensor *A);
+
+/* det(A) registered in the scope */
+static em_tensor *det_forward_ref(scope *s, const em_tensor *A) { return A ? K(s, det_forward(A)) : NULL; }
+
 static em_tensor *det_forward(const em_tensor *A)
 {
     scope s = {0};
@@ -235,15 +214,50 @@ static em_tensor *det_forward(const em_tensor *A)
     return keep(&s, mul(&s, p, sign));
 }
 
+/* The cofactor matrix of A (d det / dA, also where A is singular), from the
+ * SVD A = U diag(s) Vh: det(U) det(Vh) U diag(p) Vh with p_i the product of
+ * the s_j, j != i. Computed without recording. */
+static em_tensor *cofactor(scope *s, const em_tensor *A)
+{
+    em_tensor *U, *S, *Vh;
+    if (em_linalg_svd(A, false, &U, &S, &Vh)) return NULL;
+    K(s, U), K(s, S), K(s, Vh);
+    int64_t nn = A->sizes[A->ndim - 1];
+    int d = -1;
+    /* row i of `others` is s with s_i replaced by 1 */
+    em_tensor *eye = eye_like(s, nn, A);
+    em_tensor *diag = eye ? K(s, em_binary_scalar(EM_NE, eye, 0, false, false)) : NULL;
+    em_tensor *ones = eye ? K(s, em_full(NULL, 0, 1.0, A->dtype, A->storage->device)) : NULL;
+    em_tensor *others = diag && ones ? K(s, em_where(diag, ones, unsq(s, S, -2))) : NULL;
+    em_tensor *p = others ? K(s, em_prod(others, &d, 1, false)) : NULL;
+    em_tensor *sign = mul(s, det_forward_ref(s, U), det_forward_ref(s, Vh));
+    em_tensor *c = mm(s, mul(s, U, unsq(s, p, -2)), Vh);
+    return mul(s, c, unsq(s, unsq(s, sign, -1), -1));
+}
+
 static int det_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
 {
     em_tensor *A = em_ag_saved(n, 0), *det = em_ag_saved(n, 1);
     if (!A || !det) return -1;
     scope s = {0};
-    /* d det / dA = det A^{-T} (A invertible) */
-    em_tensor *inv = K(&s, em_linalg_inv(A));
-    em_tensor *gd = unsq(&s, unsq(&s, mul(&s, gout[0], det), -1), -1);
-    gin[0] = keep(&s, mul(&s, gd, T_(&s, inv)));
+    em_tensor *zero = K(&s, em_binary_scalar(EM_EQ, det, 0, false, false));
+    em_tensor *any = zero ? K(&s, em_any(zero, NULL, 0, false)) : NULL;
+    double singular = 0;
+    if (!any || em_item(any, &singular)) return drop(&s), -1;
+    if (!singular) {
+        /* d det / dA = det A^{-T} */
+        em_tensor *inv = K(&s, em_linalg_inv(A));
+        em_tensor *gd = unsq(&s, unsq(&s, mul(&s, gout[0], det), -1), -1);
+        gin[0] = keep(&s, mul(&s, gd, T_(&s, inv)));
+        return gin[0] ? 0 : -1;
+    }
+    if (em_grad_enabled()) {
+        drop(&s);
+        return em_set_error("linalg.det: the gradient of the gradient at a singular matrix is not supported "
+                            "(the first gradient is: the cofactor matrix)");
+    }
+    em_tensor *g = unsq(&s, unsq(&s, gout[0], -1), -1);
+    gin[0] = keep(&s, mul(&s, g, cofactor(&s, A)));
     return gin[0] ? 0 : -1;
 }
 

@@ -90,10 +90,11 @@ static const char *op_name(bool max, const em_pool_args *a, char *buf, size_t n)
  * padding */
 static int64_t pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil, bool ceil_mode)
 {
-    int64_t num = in + 2 * pad - dil * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
-    int64_t o = (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
-    if (ceil_mode && (o - 1) * stride >= in + pad) o--;
-    return o;
+    /* in 128 bits: kernel, padding, stride and dilation may be any int64 a user types */
+    __int128 num = (__int128)in + 2 * (__int128)pad - (__int128)dil * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
+    __int128 o = (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
+    if (ceil_mode && (o - 1) * stride >= (__int128)in + pad) o--;
+    return o > INT64_MAX ? INT64_MAX : o < INT64_MIN ? INT64_MIN : (int64_t)o;
 }
 
 static int check_pool(const char *op, bool max, const em_tensor *x, const em_pool_args *a, em_pool_params *p,

@@ -288,7 +288,7 @@ em_tensor *em_repeat_interleave(const em_tensor *t, int64_t repeats, const em_te
     } else {
         if (repeats < 0)
             em_set_error("%s: repeats must be non-negative, got %lld", op, (long long)repeats);
-        else if (output_size >= 0 && output_size != repeats * x->sizes[d])
+        else if (output_size >= 0 && (__int128)output_size != (__int128)repeats * x->sizes[d])
             em_set_error("%s: output_size %lld does not match %lld slices repeated %lld times", op,
                          (long long)output_size, (long long)x->sizes[d], (long long)repeats);
         else
@@ -407,7 +407,7 @@ static int64_t diag_len(int64_t rows, int64_t cols, int64_t offset)
 {
     int64_t n;
     if (offset >= 0) n = offset >= cols ? 0 : (rows < cols - offset ? rows : cols - offset);
-    else n = -offset >= rows ? 0 : (rows + offset < cols ? rows + offset : cols);
+    else n = offset <= -rows ? 0 : (rows + offset < cols ? rows + offset : cols);   /* no -offset: INT64_MIN */
     return n > 0 ? n : 0;
 }
 
@@ -496,13 +496,21 @@ em_tensor *em_diag_embed(const em_tensor *t, int64_t offset, int dim1, int dim2)
     int a = em_normalize_dim(dim1, nd, op), b = a < 0 ? -1 : em_normalize_dim(dim2, nd, op);
     if (a < 0 || b < 0) return NULL;
     if (a == b) return em_set_error("%s: dim1 and dim2 cannot be the same dimension (%d)", op, a + 1), NULL;
-    int64_t n = t->sizes[t->ndim - 1], m = n + (offset < 0 ? -offset : offset);
+    int64_t n = t->sizes[t->ndim - 1];
+    if (offset > INT64_MAX - n || offset < -(INT64_MAX - n))
+        return em_set_error("%s: offset %lld is too large: the matrices would have more than 2^63 rows", op,
+                            (long long)offset), NULL;
+    int64_t m = n + (offset < 0 ? -offset : offset);
     return embed_diagonal(t, offset, a, b, m, m);
 }
 
 em_tensor *em_diag(const em_tensor *t, int64_t diagonal)
 {
-    if (t->ndim == 1) return em_diag_embed(t, diagonal, 0, 1);
+    if (t->ndim == 1) {
+        em_tensor *r = em_diag_embed(t, diagonal, 0, 1);
+        if (!r) em_rename_error("diag_embed", "diag");
+        return r;
+    }
     if (t->ndim != 2) return em_set_error("diag: expected a 1-D or 2-D tensor, got %s", SHAPE(t)), NULL;
     em_tensor *v = em_diagonal_ex(t, diagonal, 0, 1);
     em_tensor *c = v ? em_clone(v) : NULL;
@@ -516,6 +524,7 @@ em_tensor *em_diagflat(const em_tensor *t, int64_t offset)
     em_tensor *flat = em_reshape(t, &n, 1);
     em_tensor *out = flat ? em_diag_embed(flat, offset, 0, 1) : NULL;
     em_release(flat);
+    if (!out) em_rename_error("diag_embed", "diagflat");
     return out;
 }
 

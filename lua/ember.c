@@ -22,9 +22,12 @@ int emlua_fail(lua_State *L)
     const char *msg = em_error();
     luaL_where(L, 1);
     lua_Debug ar;
-    bool generic = strncmp(msg, "empty: ", 7) == 0 || strncmp(msg, "out of memory", 13) == 0;
-    if (generic && lua_getstack(L, 0, &ar) && lua_getinfo(L, "n", &ar) && ar.name)
-        lua_pushfstring(L, "%s: %s", ar.name, strncmp(msg, "empty: ", 7) == 0 ? msg + 7 : msg);
+    /* the allocation and broadcast steps of a composed op name themselves;
+     * the user called the op */
+    size_t skip = strncmp(msg, "empty: ", 7) == 0 ? 7 : strncmp(msg, "expand: ", 8) == 0 ? 8 : 0;
+    bool generic = skip || strncmp(msg, "out of memory", 13) == 0;
+    if (generic && lua_getstack(L, 0, &ar) && lua_getinfo(L, "n", &ar) && ar.name && strcmp(ar.name, "expand") != 0)
+        lua_pushfstring(L, "%s: %s", ar.name, msg + skip);
     else
         lua_pushstring(L, msg);
     lua_concat(L, 2);

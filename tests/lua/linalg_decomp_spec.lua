@@ -68,6 +68,29 @@ describe("linalg.det and slogdet", function()
     assert(gradcheck(function(A) local _, la = L.slogdet(A); return la end, {wellcond(3, 2)}))
   end)
 
+  it("det's gradient at a singular matrix is its cofactor matrix", function()
+    -- det is a polynomial: finite differences hold at singular points too
+    local S = F64({{1, 2}, {2, 4}}):requires_grad_()
+    L.det(S):backward()
+    near(S.grad, F64({{4, -2}, {-2, 1}}), 1e-10)          -- cofactors of [[a, b], [c, d]]: [[d, -c], [-b, a]]
+    local rank2 = F64({{1, 2, 3}, {4, 5, 6}, {7, 8, 9}})  -- singular
+    assert(gradcheck(L.det, {rank2}))
+    -- cofactor (1, 1) = 5*9 - 6*8 = -3, (2, 3) = -(1*8 - 2*7) = 6
+    local x = rank2:clone():requires_grad_()
+    L.det(x):backward()
+    near(x.grad[1][1], F64(-3), 1e-10)
+    near(x.grad[2][3], F64(6), 1e-10)
+    -- rank 1 in 3x3: every cofactor is 0; a batch mixing singular and invertible matrices
+    local batch = ember.stack({F64({{1, 1, 1}, {2, 2, 2}, {3, 3, 3}}), wellcond(3)}):requires_grad_()
+    L.det(batch):sum():backward()
+    near(batch.grad[1], ember.zeros(3, 3, {dtype = "float64"}), 1e-10)
+    near(batch.grad[2], L.det(batch[2]:detach()) * T(L.inv(batch[2]:detach())), 1e-9)
+    -- the gradient of the gradient there is refused, not wrong
+    local y = rank2:clone():requires_grad_()
+    has(err(function() local g = ember.autograd.grad(L.det(y), y, {create_graph = true}); return g end),
+        "linalg.det: the gradient of the gradient at a singular matrix is not supported")
+  end)
+
   it("refuse non-square, 1-D and integer inputs", function()
     has(err(L.det, R(2, 3)), "linalg.det: A must be batches of square matrices, but they are 2 by 3 matrices")
     has(err(L.det, R(3)), "at least 2 dimensions")

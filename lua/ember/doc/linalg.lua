@@ -13,7 +13,9 @@ add {
   name = "ember.linalg.det",
   sig = "ember.linalg.det(A) -> tensor [...]",
   doc = "The determinant of square A [..., n, n] (through LU; 0 for a singular matrix).\n"
-    .. "The gradient is det(A) A^-T (A invertible)." .. BATCH .. "\nLike torch.linalg.det.",
+    .. "The gradient is det(A) A^-T, and the cofactor matrix (through the SVD) where A is\n"
+    .. "singular; a gradient of that gradient at a singular A is an error." .. BATCH
+    .. "\nLike torch.linalg.det.",
   example = [=[
 print(ember.linalg.det(ember.tensor({{2., 1}, {1, 3}})))   -- tensor(5.)]=],
 }

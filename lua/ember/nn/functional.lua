@@ -570,6 +570,15 @@ function F.interpolate(x, ...)
       raise(string.format("%s: input %s and output sizes %s must be positive", op, shape_str(x), list_str(out)))
     end
   end
+  -- the output must fit in memory before the per-position tables below are built (their
+  -- length is an output size, so a size nobody can hold would loop for ever)
+  local full = {x.shape[1], x.shape[2], table.unpack(out, 1, nd)}
+  local fits, why = pcall(ember.empty, full, {dtype = x.dtype, device = x.device})
+  if not fits then
+    raise(string.format("%s: the output %s cannot be made: %s", op, list_str(full),
+                        tostring(why):gsub("^[^:]+:%d+: ", "")))
+  end
+  fits, why = nil, nil
   local y = x
   for i = nd, 1, -1 do   -- the last dim first: PyTorch's order of the sums
     local dim = i + 2
