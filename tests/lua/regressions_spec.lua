@@ -253,6 +253,25 @@ describe("sizes that overflow", function()
     has(err(function() x.grad = x end), "grad: can't assign a tensor as its own grad")
   end)
 
+  it("extreme integers in the ops of issues 14 and 16 give errors, not overflow or a hang", function()
+    -- found by calling every function with math.mininteger / maxinteger under UBSan
+    has(err(function() local r = ember.diag_embed(ember.ones(2), math.mininteger); return r end),
+        "diag_embed: offset -9223372036854775808 is too large")
+    has(err(function() local r = ember.diag(ember.ones(2), math.maxinteger); return r end), "diag: offset")
+    has(err(function() local r = ember.diagflat(ember.ones(2), math.mininteger); return r end), "diagflat: offset")
+    has(err(function()
+      local r = ember.repeat_interleave(ember.ones(3), math.maxinteger, {output_size = 3}); return r end),
+      "output_size 3 does not match")
+    has(err(function() local r = ember.avg_pool1d(ember.ones(1, 1, 4), math.maxinteger); return r end),
+        "avg_pool1d: the window")
+    -- a stride past the input: one window
+    check(ember.max_pool1d(ember.ones(1, 1, 4), 2, math.maxinteger), {{{1}}})
+    check(ember.max_pool1d(D({{{1, 3, 2}}}), 1, math.maxinteger), {{{1}}})
+    has(err(function() local r = ember.nn.functional.interpolate(ember.ones(1, 1, 3), {size = {1 << 50}}); return r end),
+        "interpolate: the output [1, 1, 1125899906842624] cannot be made")
+    has(err(function() local r = ember.tile(ember.ones(2), {math.maxinteger}); return r end), "tile: size")
+  end)
+
   it("integers past 2^53 meet int64 tensors exactly", function()
     -- through a double, 2^62 + 1 would become 2^62
     local big = (1 << 62) + 1
