@@ -962,7 +962,7 @@ int em_custom_function(const char *name, em_tensor *const *inputs, int nin, em_t
         em_node *owner = c;
         if (f->ndiff > 1) {
             owner = em_ag_node(f->name, custom_output_apply, 1);
-            if (!owner) return -1;      /* the outputs recorded so far keep c alive */
+            if (!owner) { node_release(c); return -1; }   /* outputs recorded so far hold their own */
             owner->dim = k;
             c->refcount++;
             owner->next[0].node = c;
