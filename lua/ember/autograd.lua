@@ -174,20 +174,23 @@ function Ctx:set_materialize_grads(on) rawset(self, "_materialize", on and true 
 local Function = {__name = "Function"}
 Function.__index = Function
 
+-- raised inside a backward pass: the binding that started the pass adds the caller's line
+local function fail_plain(fmt, ...) error(string.format(fmt, ...), 0) end
+
 local function check_backward_results(name, res, is_tensor_arg, nargs)
   if res.n ~= nargs then
-    errors.raisef("autograd.Function %s: backward returned %d gradients; expected %d (one per argument of "
+    fail_plain("autograd.Function %s: backward returned %d gradients; expected %d (one per argument of "
                   .. "forward, nil where there is none)", name, res.n, nargs)
   end
   for i = 1, nargs do
     local g = res[i]
     if g ~= nil and g ~= false then
       if not ember.is_tensor(g) then
-        errors.raisef("autograd.Function %s: backward returned a %s as gradient %d; expected a tensor or nil",
+        fail_plain("autograd.Function %s: backward returned a %s as gradient %d; expected a tensor or nil",
                       name, type(g), i)
       end
       if not is_tensor_arg[i] then
-        errors.raisef("autograd.Function %s: backward returned a gradient for argument %d, which is not a "
+        fail_plain("autograd.Function %s: backward returned a gradient for argument %d, which is not a "
                       .. "tensor (return nil there)", name, i)
       end
     end
@@ -266,7 +269,8 @@ local function apply(cls, ...)
     end
     return res
   end
-  ember._autograd_function(spec)
+  local ok, err = pcall(ember._autograd_function, spec)
+  if not ok then errors.raise((tostring(err):gsub("^[^:]+:%d+: ", ""))) end   -- at the user's line
   -- outputs the engine replaced (an input returned as it is comes back as a new tensor)
   for j, k in ipairs(where) do outs[k] = spec.outputs[j] end
   return table.unpack(outs, 1, outs.n)
@@ -294,8 +298,7 @@ function DelayedError.forward(ctx, name, r)
   return r
 end
 function DelayedError.backward(ctx)
-  errors.raisef("autograd.Function %s: trying to differentiate twice a backward marked once_differentiable",
-                ctx.name)
+  fail_plain("autograd.Function %s: trying to differentiate twice a backward marked once_differentiable", ctx.name)
 end
 
 --- autograd.once_differentiable(backward) -> backward that runs with recording off; a
