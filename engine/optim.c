@@ -156,3 +156,31 @@ int em_adam_step_(em_tensor *p, const em_tensor *g, em_tensor *exp_avg, em_tenso
                                   bc1, bc2, maximize ? 1 : 0};
     return run_step(EM_OPTIM_ADAM, p, g, exp_avg, exp_avg_sq, h, EM_OPTIM_ADAM_NH);
 }
+
+int em_amp_unscale_(em_tensor *grad, em_tensor *found_inf, double inv_scale)
+{
+    const char *op = "amp_unscale_";
+    if (grad->dtype != EM_FLOAT32 && grad->dtype != EM_FLOAT64)
+        return em_set_error("%s: gradient %s has dtype %s; expected float32 or float64", op, SHAPE(grad),
+                            em_dtype_name(grad->dtype));
+    if (found_inf->dtype != EM_FLOAT32 || em_numel(found_inf) != 1)
+        return em_set_error("%s: found_inf must be a one-element float32 tensor, got %s %s", op,
+                            em_dtype_name(found_inf->dtype), SHAPE(found_inf));
+    if (em_check_same_device(op, grad, found_inf)) return -1;
+    if (found_inf->storage == grad->storage) return em_set_error("%s: found_inf shares memory with the gradient", op);
+    if (em_check_writable(op, grad) || em_check_writable(op, found_inf)) return -1;
+    if (em_numel(grad) == 0) return 0;
+    bool prev = em_set_grad_enabled(false);
+    em_tensor *g = writable_copy(grad), *f = writable_copy(found_inf);
+    double h[1] = {inv_scale};
+    int rc = g && f ? em_be(grad)->optim(EM_OPTIM_UNSCALE, g, NULL, f, NULL, h, 1) : -1;
+    if (rc == 0) rc = write_back(grad, g) || write_back(found_inf, f) ? -1 : 0;
+    if (rc == 0) {
+        em_bump_version(grad);
+        em_bump_version(found_inf);
+    }
+    em_release(g);
+    em_release(f);
+    em_set_grad_enabled(prev);
+    return rc;
+}

@@ -47,6 +47,13 @@ int em_sgd_step_(em_tensor *p, const em_tensor *g, em_tensor *momentum_buf, doub
                  double momentum, double dampening, double weight_decay, bool nesterov,
                  bool first_step, bool maximize);
 
+/* GradScaler's unscale: grad *= inv_scale in place, and found_inf (a
+ * one-element float32 tensor on grad's device) is set to 1 when any value
+ * of grad is inf or NaN (it is never reset here: one flag serves all the
+ * gradients of an optimizer). One pass over grad, no host synchronisation.
+ * PyTorch rounds inv_scale to float32 first; so should the caller. */
+int em_amp_unscale_(em_tensor *grad, em_tensor *found_inf, double inv_scale);
+
 /* step is the count including this update (1 on the first call). */
 int em_adam_step_(em_tensor *p, const em_tensor *g, em_tensor *exp_avg, em_tensor *exp_avg_sq,
                   double lr, double beta1, double beta2, double eps, double weight_decay,

@@ -150,6 +150,43 @@ static void adam_launch(T *p, const T *g, T *m, T *v, int64_t n, const adam_coef
     else adam_kernel<T, W, false><<<grid, KC_THREADS, 0, s>>>(p, g, m, v, n, c);
 }
 
+/* ---- GradScaler's unscale -------------------------------------------------------------- */
+
+/* g *= inv, and *found = 1 where a value (before scaling) is inf or NaN: every
+ * writer stores the same 1.0f, as PyTorch's kernel does */
+template <typename T>
+__global__ void unscale_kernel(T *g, int64_t n, T inv, float *found)
+{
+    int64_t step = (int64_t)gridDim.x * blockDim.x, tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (int64_t i = tid; i < n; i += step) {
+        T v = g[i];
+        if (!isfinite(v)) *found = 1.0f;
+        g[i] = op_mul(v, inv);
+    }
+}
+
+static int unscale(em_tensor *g, em_tensor *flag, const double *h, int nh)
+{
+    const char *name = "amp_unscale_";
+    if (nh != 1) return kc_error("%s: expected 1 hyper-parameter, got %d", name, nh);
+    if ((g->dtype != EM_FLOAT32 && g->dtype != EM_FLOAT64) || !kc_is_contiguous(g))
+        return kc_error("%s: CUDA kernel needs a contiguous float32 or float64 gradient, got %s", name,
+                        kc_dtype_name(g->dtype));
+    if (!flag || flag->dtype != EM_FLOAT32 || kc_numel(flag) != 1 || kc_device_of(flag) != kc_device_of(g))
+        return kc_error("%s: CUDA kernel needs a one-element float32 flag on the gradient's device", name);
+    int64_t n = kc_numel(g);
+    if (n == 0) return 0;
+    int dev = kc_device_of(g);
+    cudaStream_t s = kc_stream(dev);
+    if (!s) return -1;
+    float inv = (float)h[0], *found = (float *)kc_ptr(flag);
+    if (g->dtype == EM_FLOAT32)
+        unscale_kernel<float><<<kc_grid(n, dev), KC_THREADS, 0, s>>>((float *)kc_ptr(g), n, inv, found);
+    else
+        unscale_kernel<double><<<kc_grid(n, dev), KC_THREADS, 0, s>>>((double *)kc_ptr(g), n, (double)inv, found);
+    return kc_launched(name, dev);
+}
+
 /* ---- entry -------------------------------------------------------------------------------- */
 
 static bool aligned16(const void *q) { return !q || ((uintptr_t)q & 15) == 0; }
@@ -212,6 +249,7 @@ static int check_operand(const char *op, const char *what, const em_tensor *p, c
 extern "C" int kc_optim(em_optim_op op, em_tensor *p, const em_tensor *g, em_tensor *s1, em_tensor *s2,
                         const double *h, int nh)
 {
+    if (op == EM_OPTIM_UNSCALE) return unscale(p, s1, h, nh);
     if (op != EM_OPTIM_SGD && op != EM_OPTIM_ADAM) return kc_error("optim: invalid op %d", (int)op);
     const char *name = op == EM_OPTIM_SGD ? "sgd_step" : "adam_step";
     if (p->dtype != EM_FLOAT32 && p->dtype != EM_FLOAT64)

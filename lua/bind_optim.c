@@ -3,6 +3,7 @@
  *                    nesterov, first_step, maximize)
  *   ember._adam_step_(p, g, exp_avg, exp_avg_sq, lr, beta1, beta2, eps,
  *                     weight_decay, decoupled, step, maximize)
+ *   ember._amp_unscale_(grad, found_inf, inv_scale)   (ember.amp.GradScaler)
  * Positional and unforgiving: they are the optimizers' building blocks, not
  * user API (the update rules are in engine/optim.h). Both update p and the
  * state tensors in place and return nothing. */
@@ -45,11 +46,20 @@ static int f_adam_step(lua_State *L)
     return 0;
 }
 
+static int f_amp_unscale(lua_State *L)
+{
+    const char *op = "_amp_unscale_";
+    em_tensor *g = emlua_check(L, 1, op), *found = emlua_check(L, 2, op);
+    if (em_amp_unscale_(g, found, emlua_check_number(L, 3, op))) return emlua_fail(L);
+    return 0;
+}
+
 void emlua_open_optim(lua_State *L)
 {
     static const luaL_Reg functions[] = {
         {"_sgd_step_", f_sgd_step},
         {"_adam_step_", f_adam_step},
+        {"_amp_unscale_", f_amp_unscale},
         {NULL, NULL},
     };
     static const luaL_Reg methods[] = {{NULL, NULL}};

@@ -558,7 +558,7 @@ static const char *const lazy_functions[][2] = {
 static int module_index(lua_State *L)
 {
     const char *key = lua_tostring(L, 2);
-    static const char *const submodules[] = {"nn", "optim", "data", "autograd", "help", "plot", "linalg", NULL};
+    static const char *const submodules[] = {"nn", "optim", "data", "autograd", "help", "plot", "linalg", "amp", NULL};
     for (int i = 0; key && submodules[i]; i++) {
         if (strcmp(key, submodules[i]) != 0) continue;
         lua_getglobal(L, "require");

@@ -187,6 +187,53 @@ static void adam_range_f64(int64_t lo, int64_t hi, void *ctx)
                       a->eps, a->neg_step_size, false);
 }
 
+/* ---- GradScaler's unscale ---------------------------------------------------- */
+
+typedef struct unscale_args {
+    char *g;
+    float inv;          /* float32 as PyTorch's inv_scale tensor, used in the gradient's dtype */
+    int any;            /* set (atomically) by a range that met inf or NaN */
+} unscale_args;
+
+static void unscale_range_f32(int64_t lo, int64_t hi, void *ctx)
+{
+    unscale_args *a = ctx;
+    float *g = (float *)a->g + lo, inv = a->inv;
+    bool bad = false;
+    for (int64_t i = 0; i < hi - lo; i++) {
+        bad |= !isfinite(g[i]);
+        g[i] = g[i] * inv;
+    }
+    if (bad) __atomic_store_n(&a->any, 1, __ATOMIC_RELAXED);
+}
+
+static void unscale_range_f64(int64_t lo, int64_t hi, void *ctx)
+{
+    unscale_args *a = ctx;
+    double *g = (double *)a->g + lo, inv = a->inv;
+    bool bad = false;
+    for (int64_t i = 0; i < hi - lo; i++) {
+        bad |= !isfinite(g[i]);
+        g[i] = g[i] * inv;
+    }
+    if (bad) __atomic_store_n(&a->any, 1, __ATOMIC_RELAXED);
+}
+
+static int cpu_unscale(em_tensor *g, em_tensor *flag, const double *h, int nh)
+{
+    const char *name = "amp_unscale_";
+    if (nh != 1) return em_set_error("%s: expected 1 hyper-parameter, got %d", name, nh);
+    if ((g->dtype != EM_FLOAT32 && g->dtype != EM_FLOAT64) || !em_is_contiguous(g))
+        return em_set_error("%s: CPU kernel needs a contiguous float32 or float64 gradient, got %s %s", name,
+                            em_dtype_name(g->dtype), SHAPE(g));
+    if (!flag || flag->dtype != EM_FLOAT32 || em_numel(flag) != 1)
+        return em_set_error("%s: CPU kernel needs a one-element float32 flag", name);
+    unscale_args a = {.g = em_data_ptr(g), .inv = (float)h[0], .any = 0};
+    cpu_for_ranges(em_numel(g), g->dtype == EM_FLOAT32 ? unscale_range_f32 : unscale_range_f64, &a);
+    if (a.any) *(float *)em_data_ptr(flag) = 1.0f;
+    return 0;
+}
+
 /* ---- entry ----------------------------------------------------------------- */
 
 static int check_operand(const char *op, const char *what, const em_tensor *p, const em_tensor *t)
@@ -202,6 +249,7 @@ static int check_operand(const char *op, const char *what, const em_tensor *p, c
 int cpu_optim(em_optim_op op, em_tensor *p, const em_tensor *g, em_tensor *s1, em_tensor *s2,
               const double *h, int nh)
 {
+    if (op == EM_OPTIM_UNSCALE) return cpu_unscale(p, s1, h, nh);
     const char *name = op == EM_OPTIM_SGD ? "sgd_step" : "adam_step";
     if (op != EM_OPTIM_SGD && op != EM_OPTIM_ADAM)
         return em_set_error("optim: invalid op %d", (int)op);

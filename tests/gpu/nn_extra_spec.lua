@@ -196,3 +196,28 @@ describe("autograd.Function", function()
     assert.is_nil(gd)
   end)
 end)
+
+describe("amp.GradScaler", function()
+  it("unscales, skips the poisoned step and updates the scale as on the CPU", function()
+    local function run(to)
+      local p = to(ember.tensor({1.0, -2.0, 3.0})):requires_grad_()
+      local opt = optim.Adam({p}, {lr = 0.01})
+      local s = ember.amp.GradScaler({growth_interval = 2})
+      local scales = {}
+      for i = 1, 5 do
+        opt:zero_grad()
+        s:scale((p * p):sum()):backward()
+        if i == 3 then p.grad[2] = 0 / 0 end
+        s:step(opt)
+        s:update()
+        scales[i] = s:get_scale()
+      end
+      return p:detach(), scales
+    end
+    local pd, sd = run(dev)
+    local pc, sc = run(function(t) return t:clone() end)
+    close(pd, pc, {what = "parameters"})
+    assert.are.same(sc, sd)
+    assert.are.same({65536, 131072, 65536, 65536, 131072}, sc)
+  end)
+end)
