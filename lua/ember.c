@@ -15,18 +15,17 @@ static char tensor_mt_key, methods_key, module_key;
 /* ---- errors -------------------------------------------------------------- */
 
 /* The engine's error as a Lua error at the caller's line. Messages from
- * helpers that cannot know the user's op (an allocation's "empty: ..." or
- * "out of memory ...") get the name of the function that was called. */
+ * helpers that cannot know the user's op (an allocation's "empty: ...", a
+ * composed op's broadcast "expand: ..." or "out of memory ...") get the
+ * name of the function that was called. */
 int emlua_fail(lua_State *L)
 {
     const char *msg = em_error();
     luaL_where(L, 1);
     lua_Debug ar;
-    /* the allocation and broadcast steps of a composed op name themselves;
-     * the user called the op */
     size_t skip = strncmp(msg, "empty: ", 7) == 0 ? 7 : strncmp(msg, "expand: ", 8) == 0 ? 8 : 0;
     bool generic = skip || strncmp(msg, "out of memory", 13) == 0;
-    if (generic && lua_getstack(L, 0, &ar) && lua_getinfo(L, "n", &ar) && ar.name && strcmp(ar.name, "expand") != 0)
+    if (generic && lua_getstack(L, 0, &ar) && lua_getinfo(L, "n", &ar) && ar.name)
         lua_pushfstring(L, "%s: %s", ar.name, msg + skip);
     else
         lua_pushstring(L, msg);

@@ -222,18 +222,14 @@ local function apply(cls, ...)
       where[#where + 1] = k
     end
   end
-  local saved = {}
+  -- the engine keeps the tensors saved; slots[i] is the engine slot of save_for_backward's
+  -- argument i (nil arguments take none)
+  local saved, slots = {}, {}
   local to_save = rawget(ctx, "_to_save")
-  if to_save then
-    for i = 1, to_save.n do
-      if to_save[i] ~= nil then saved[#saved + 1] = to_save[i] end
-    end
-  end
-  local slots = {}          -- save_for_backward's positions, nil included
-  if to_save then
-    local j = 0
-    for i = 1, to_save.n do
-      if to_save[i] ~= nil then j = j + 1; slots[i] = j end
+  for i = 1, to_save and to_save.n or 0 do
+    if to_save[i] ~= nil then
+      saved[#saved + 1] = to_save[i]
+      slots[i] = #saved
     end
   end
   rawset(ctx, "_to_save", nil)

@@ -116,6 +116,8 @@ describe("GradScaler", function()
     assert.are.equal(128, s:get_scale())
     s:update(ember.tensor({4.0}))
     assert.are.equal(4, s:get_scale())
+    has(err(function() s:update(-1) end), "new_scale must be a positive finite number, got -1")
+    has(err(function() s:update(ember.ones(2)) end), "new_scale must be a number or a one-element tensor")
   end)
 
   it("state_dict round-trips and a new scaler resumes where the old one was", function()
@@ -170,6 +172,9 @@ describe("GradScaler", function()
     has(err(function() ember._amp_unscale_(g, ember.zeros(2), 1) end), "found_inf must be a one-element float32 tensor")
     has(err(function() ember._amp_unscale_(ember.ones(3, {dtype = "int64"}), ember.zeros(1), 1) end),
         "expected float32 or float64")
+    local both = ember.zeros(4)
+    has(err(function() ember._amp_unscale_(both:narrow(1, 1, 3), both:narrow(1, 4, 1), 1) end),
+        "found_inf shares memory with the gradient")
     -- one pass: the flag is set, and the finite values are still scaled
     local x = ember.tensor({2.0, 0 / 0, 4.0})
     local f = ember.zeros(1)

@@ -272,6 +272,33 @@ describe("autograd.Function", function()
     assert.matches("define both Incomplete.forward", err)
   end)
 
+  it("refuses a bad class name, a non-function for once_differentiable, and a double backward through a "
+     .. "saved output of a function with several outputs", function()
+    local ok, e = pcall(function() local c = Function:extend(3); return c end)
+    assert.is_false(ok)
+    assert.matches("autograd_function_spec.lua:%d+: autograd.Function:extend: expected a class name %(a string%), "
+                   .. "got number", e)
+    ok, e = pcall(function() local f = autograd.once_differentiable("x"); return f end)
+    assert.matches("once_differentiable: expected a function, got string", e)
+    local Two = Function:extend("TwoSaved")
+    function Two.forward(ctx, x)
+      local a, b = x * x, x * 3
+      ctx:save_for_backward(a)
+      return a, b
+    end
+    function Two.backward(ctx, ga, gb) return ga * ctx.saved_tensors[1] + gb * 3 end
+    local x = f64({1, 2}):requires_grad_()
+    local a, b = Two.apply(x)
+    -- first order works ...
+    local g = autograd.grad((a + b):sum(), x, {retain_graph = true})
+    close(g, f64({4, 7}))
+    -- ... a recorded backward through the saved output is refused, not silently wrong
+    ok, e = pcall(function() local r = autograd.grad((a + b):sum(), x, {create_graph = true}); return r end)
+    assert.is_false(ok)
+    assert.matches("TwoSavedBackward: a double backward through a saved output of a function with several "
+                   .. "outputs is not supported", e)
+  end)
+
   it("refuses saved_tensors in forward and non-tensors in save_for_backward", function()
     local Early = Function:extend("Early")
     function Early.forward(ctx, a) local s = ctx.saved_tensors; return a * 1, s end
