@@ -515,6 +515,9 @@ static int run_pass(em_node *const *roots, em_tensor *const *root_grads, int nro
     node_list all = {0}, ready = {0};
     int rc = 0;
     ps->serial = ++pass_count;
+    /* a backward runs each op in the dtypes its forward used: never cast */
+    em_autocast_suspend();
+    em_autocast_backward_ran();
     /* 1. find every node reachable from the roots and count its incoming edges */
     for (int i = 0; i < nroots && rc == 0; i++)
         if (roots[i]->state != NODE_SEEN) { roots[i]->state = NODE_SEEN; rc = list_push(&all, roots[i]); }
@@ -588,6 +591,7 @@ static int run_pass(em_node *const *roots, em_tensor *const *root_grads, int nro
     }
     free(all.items);
     free(ready.items);
+    em_autocast_resume();
     return rc;
 }
 

@@ -546,6 +546,28 @@ int em_item(const em_tensor *t, double *out);        /* numel must be 1 */
 int em_to_host_f64(const em_tensor *t, double *out);
 int em_to_host_i64(const em_tensor *t, int64_t *out);
 
+/* ---- autocast (engine/autocast.c) ----------------------------------------
+ * Per thread and per device type: enabled, the low-precision dtype
+ * (bfloat16 or float16) and whether casts of weights are cached. The binding
+ * applies each op's policy at the op's entry with em_autocast_cast; engine
+ * compositions and backward passes are never cast. enter/exit count nested
+ * regions (the cache is emptied when the outermost exits); the backward pass
+ * suspends autocast while it runs. */
+bool em_autocast_active(void);                     /* some device enabled, not suspended */
+int em_autocast_get(em_device_type type, bool *enabled, em_dtype *dtype, bool *cache);
+int em_autocast_set(em_device_type type, bool enabled, em_dtype dtype, bool cache);
+int em_autocast_enter(void);                       /* returns the new depth */
+int em_autocast_exit(void);
+void em_autocast_clear_cache(void);
+int em_autocast_suspend(void);                     /* returns the previous count */
+void em_autocast_resume(void);
+void em_autocast_backward_ran(void);               /* casts made before are spent */
+/* floating, not float64, on a device type whose autocast is enabled */
+bool em_autocast_eligible(const em_tensor *t);
+em_dtype em_autocast_dtype(const em_tensor *t);    /* the dtype of t's device type */
+/* t cast to d (differentiable), through the cache where it applies; new ref */
+em_tensor *em_autocast_cast(const em_tensor *t, em_dtype d);
+
 /* ---- autograd ------------------------------------------------------------ */
 /* Ops record a node on the tape when grad mode is on and an input requires
  * grad (see engine/autograd.h). In-place ops on tensors that require grad

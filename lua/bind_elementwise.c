@@ -30,8 +30,23 @@ static void check_operand_type(lua_State *L, int idx, const char *op)
 
 /* ---- unary ---------------------------------------------------------------- */
 
+/* The unary ops autocast runs in float32 (PyTorch's list: their low-precision
+ * results lose too much). */
+static bool autocast_fp32(em_unary_op op)
+{
+    switch (op) {
+    case EM_EXP: case EM_LOG: case EM_LOG2: case EM_LOG10: case EM_LOG1P: case EM_EXPM1:
+    case EM_ACOS: case EM_ASIN: case EM_COSH: case EM_SINH: case EM_TAN: case EM_ERFINV:
+    case EM_RECIPROCAL: case EM_RSQRT:
+        return true;
+    default:
+        return false;
+    }
+}
+
 static int unary(lua_State *L, em_unary_op op)
 {
+    if (autocast_fp32(op)) emlua_autocast(L, EMLUA_AC_FP32, 1, 1);
     return emlua_push(L, em_unary(op, check_tensor(L, 1, em_unary_name(op))));
 }
 
@@ -299,7 +314,11 @@ static int t_div_(lua_State *L)
 }
 static int t_mul(lua_State *L) { return binary(L, EM_MUL); }
 static int t_remainder(lua_State *L) { return binary(L, EM_REMAINDER); }
-static int t_pow(lua_State *L) { return binary(L, EM_POW); }
+static int t_pow(lua_State *L)
+{
+    emlua_autocast(L, EMLUA_AC_FP32, 1, 0);
+    return binary(L, EM_POW);
+}
 static int t_maximum(lua_State *L) { return binary(L, EM_MAXIMUM); }
 static int t_minimum(lua_State *L) { return binary(L, EM_MINIMUM); }
 static int t_eq(lua_State *L) { return binary(L, EM_EQ); }
@@ -543,7 +562,11 @@ static int t_isneginf(lua_State *L) { return float_class(L, EM_ISNEGINF, "isnegi
 static int t_sgn(lua_State *L) { check_tensor(L, 1, "sgn"); return unary(L, EM_SIGN); }
 static int t_sgn_(lua_State *L) { check_tensor(L, 1, "sgn_"); return unary_(L, EM_SIGN); }
 
-static int t_atan2(lua_State *L) { return binary(L, EM_ATAN2); }
+static int t_atan2(lua_State *L)
+{
+    emlua_autocast(L, EMLUA_AC_PROMOTE, 1, 0);
+    return binary(L, EM_ATAN2);
+}
 static int t_hypot(lua_State *L) { return binary(L, EM_HYPOT); }
 static int t_copysign(lua_State *L) { return binary(L, EM_COPYSIGN); }
 static int t_fmod(lua_State *L) { return binary(L, EM_FMOD); }
@@ -647,8 +670,16 @@ static em_tensor *addc_at(lua_State *L, bool div, const char *op)
     return div ? em_addcdiv(a, b, c, v) : em_addcmul(a, b, c, v);
 }
 
-static int t_addcmul(lua_State *L) { return emlua_push(L, addc_at(L, false, "addcmul")); }
-static int t_addcdiv(lua_State *L) { return emlua_push(L, addc_at(L, true, "addcdiv")); }
+static int t_addcmul(lua_State *L)
+{
+    emlua_autocast(L, EMLUA_AC_PROMOTE, 1, 0);
+    return emlua_push(L, addc_at(L, false, "addcmul"));
+}
+static int t_addcdiv(lua_State *L)
+{
+    emlua_autocast(L, EMLUA_AC_PROMOTE, 1, 0);
+    return emlua_push(L, addc_at(L, true, "addcdiv"));
+}
 static int t_addcmul_(lua_State *L) { return assign_self(L, addc_at(L, false, "addcmul_"), "addcmul_"); }
 static int t_addcdiv_(lua_State *L) { return assign_self(L, addc_at(L, true, "addcdiv_"), "addcdiv_"); }
 

@@ -138,7 +138,11 @@ static int scatter_common(lua_State *L, const char *op, bool add, bool in_place)
 
 static int l_scatter(lua_State *L) { return scatter_common(L, "scatter", false, false); }
 static int l_scatter_(lua_State *L) { return scatter_common(L, "scatter_", false, true); }
-static int l_scatter_add(lua_State *L) { return scatter_common(L, "scatter_add", true, false); }
+static int l_scatter_add(lua_State *L)
+{
+    emlua_autocast(L, EMLUA_AC_PROMOTE, 1, 0);
+    return scatter_common(L, "scatter_add", true, false);
+}
 static int l_scatter_add_(lua_State *L) { return scatter_common(L, "scatter_add_", true, true); }
 
 /* t:index_add(dim, index, source [, {alpha = a}]); the out-of-place form
@@ -207,6 +211,7 @@ static em_tensor **check_list(lua_State *L, const char *op, int *n)
 
 static int l_cat(lua_State *L)
 {
+    emlua_autocast(L, EMLUA_AC_PROMOTE, 1, 0);
     int n;
     int dim = loose_dim(L, 2, "cat", 0);
     em_tensor **ts = check_list(L, "cat", &n);
@@ -215,6 +220,7 @@ static int l_cat(lua_State *L)
 
 static int l_stack(lua_State *L)
 {
+    emlua_autocast(L, EMLUA_AC_PROMOTE, 1, 0);
     int n;
     int dim = loose_dim(L, 2, "stack", 0);
     em_tensor **ts = check_list(L, "stack", &n);

@@ -123,7 +123,11 @@ static int cross_common(lua_State *L, const char *op, bool last_default)
     return emlua_push(L, em_linalg_cross(a, b, dim));
 }
 
-static int l_cross(lua_State *L) { return cross_common(L, "cross", false); }
+static int l_cross(lua_State *L)
+{
+    emlua_autocast(L, EMLUA_AC_PROMOTE, 1, 0);
+    return cross_common(L, "cross", false);
+}
 static int l_linalg_cross(lua_State *L) { return cross_common(L, "linalg.cross", true); }
 
 void emlua_open_lapack(lua_State *L)

@@ -23,15 +23,32 @@ static int pair(lua_State *L, const char *op, binary_fn fn)
     return emlua_push(L, fn(a, b));
 }
 
-static int l_matmul(lua_State *L) { return pair(L, "matmul", em_matmul); }
-static int l_mm(lua_State *L) { return pair(L, "mm", em_mm); }
-static int l_bmm(lua_State *L) { return pair(L, "bmm", em_bmm); }
+static int l_matmul(lua_State *L)
+{
+    emlua_autocast(L, EMLUA_AC_LOWER, 1, 0);
+    return pair(L, "matmul", em_matmul);
+}
+static int l_mm(lua_State *L)
+{
+    emlua_autocast(L, EMLUA_AC_LOWER, 1, 0);
+    return pair(L, "mm", em_mm);
+}
+static int l_bmm(lua_State *L)
+{
+    emlua_autocast(L, EMLUA_AC_LOWER, 1, 0);
+    return pair(L, "bmm", em_bmm);
+}
 static int l_outer(lua_State *L) { return pair(L, "outer", em_outer); }
-static int l_dot(lua_State *L) { return pair(L, "dot", em_dot); }
+static int l_dot(lua_State *L)
+{
+    emlua_autocast(L, EMLUA_AC_PROMOTE, 1, 0);
+    return pair(L, "dot", em_dot);
+}
 
 /* addmm(c, a, b, {beta = 1, alpha = 1}) = beta * c + alpha * (a @ b) */
 static int l_addmm(lua_State *L)
 {
+    emlua_autocast(L, EMLUA_AC_LOWER, 1, 0);
     const char *op = "addmm";
     em_tensor *c = emlua_check(L, 1, op);
     em_tensor *a = emlua_check(L, 2, op);

@@ -91,12 +91,36 @@ static int conv(lua_State *L, int ns, bool transposed)
     return emlua_push(L, em_conv(x, w, bias, &c));
 }
 
-static int l_conv1d(lua_State *L) { return conv(L, 1, false); }
-static int l_conv2d(lua_State *L) { return conv(L, 2, false); }
-static int l_conv3d(lua_State *L) { return conv(L, 3, false); }
-static int l_conv_transpose1d(lua_State *L) { return conv(L, 1, true); }
-static int l_conv_transpose2d(lua_State *L) { return conv(L, 2, true); }
-static int l_conv_transpose3d(lua_State *L) { return conv(L, 3, true); }
+static int l_conv1d(lua_State *L)
+{
+    emlua_autocast(L, EMLUA_AC_LOWER, 1, 0);
+    return conv(L, 1, false);
+}
+static int l_conv2d(lua_State *L)
+{
+    emlua_autocast(L, EMLUA_AC_LOWER, 1, 0);
+    return conv(L, 2, false);
+}
+static int l_conv3d(lua_State *L)
+{
+    emlua_autocast(L, EMLUA_AC_LOWER, 1, 0);
+    return conv(L, 3, false);
+}
+static int l_conv_transpose1d(lua_State *L)
+{
+    emlua_autocast(L, EMLUA_AC_LOWER, 1, 0);
+    return conv(L, 1, true);
+}
+static int l_conv_transpose2d(lua_State *L)
+{
+    emlua_autocast(L, EMLUA_AC_LOWER, 1, 0);
+    return conv(L, 2, true);
+}
+static int l_conv_transpose3d(lua_State *L)
+{
+    emlua_autocast(L, EMLUA_AC_LOWER, 1, 0);
+    return conv(L, 3, true);
+}
 
 /* ---- pooling ----------------------------------------------------------------------- */
 
@@ -251,6 +275,9 @@ static em_tensor *opt_tensor_at(lua_State *L, int i, const char *op, const char 
 
 static int l_batch_norm(lua_State *L)
 {
+    /* never the running statistics: they are updated in place */
+    emlua_autocast(L, EMLUA_AC_FP32, 1, 1);
+    emlua_autocast(L, EMLUA_AC_FP32, 4, 5);
     const char *op = "batch_norm";
     em_tensor *x = emlua_check(L, 1, op);
     em_tensor *rm = opt_tensor_at(L, 2, op, "running_mean"), *rv = opt_tensor_at(L, 3, op, "running_var");
@@ -264,6 +291,7 @@ static int l_batch_norm(lua_State *L)
 
 static int l_group_norm(lua_State *L)
 {
+    emlua_autocast(L, EMLUA_AC_FP32, 1, 0);
     const char *op = "group_norm";
     em_tensor *x = emlua_check(L, 1, op);
     int64_t groups = emlua_check_integer(L, 2, op);
@@ -276,6 +304,7 @@ static int l_group_norm(lua_State *L)
 
 static int l_layer_norm(lua_State *L)
 {
+    emlua_autocast(L, EMLUA_AC_FP32, 1, 0);
     const char *op = "layer_norm";
     em_tensor *x = emlua_check(L, 1, op);
     int64_t shape[EM_MAX_DIMS];

@@ -106,14 +106,30 @@ static int reduce_with(lua_State *L, const char *op, reduce_fn fn, bool takes_dt
     return emlua_push(L, fn(t, dims, nd, keep));
 }
 
-static int l_sum(lua_State *L) { return reduce_with(L, "sum", em_sum, true); }
-static int l_mean(lua_State *L) { return reduce_with(L, "mean", em_mean, true); }
-static int l_prod(lua_State *L) { return reduce_with(L, "prod", em_prod, true); }
+static int l_sum(lua_State *L)
+{
+    emlua_autocast(L, EMLUA_AC_FP32, 1, 0);
+    return reduce_with(L, "sum", em_sum, true);
+}
+static int l_mean(lua_State *L)
+{
+    emlua_autocast(L, EMLUA_AC_FP32, 1, 0);
+    return reduce_with(L, "mean", em_mean, true);
+}
+static int l_prod(lua_State *L)
+{
+    emlua_autocast(L, EMLUA_AC_FP32, 1, 0);
+    return reduce_with(L, "prod", em_prod, true);
+}
 static int l_amax(lua_State *L) { return reduce_with(L, "amax", em_amax, false); }
 static int l_amin(lua_State *L) { return reduce_with(L, "amin", em_amin, false); }
 static int l_all(lua_State *L) { return reduce_with(L, "all", em_all, false); }
 static int l_any(lua_State *L) { return reduce_with(L, "any", em_any, false); }
-static int l_logsumexp(lua_State *L) { return reduce_with(L, "logsumexp", em_logsumexp, false); }
+static int l_logsumexp(lua_State *L)
+{
+    emlua_autocast(L, EMLUA_AC_FP32, 1, 0);
+    return reduce_with(L, "logsumexp", em_logsumexp, false);
+}
 
 /* ---- max / min ----------------------------------------------------------- */
 
@@ -209,6 +225,7 @@ static int l_std(lua_State *L) { return variance(L, "std", em_std); }
 
 static int l_norm(lua_State *L)
 {
+    emlua_autocast(L, EMLUA_AC_FP32, 1, 0);
     static const char *const names[] = {"p", "dim", "keepdim"};
     em_tensor *t = emlua_check(L, 1, "norm");
     canon_args(L, "norm", 3, names);
@@ -249,10 +266,26 @@ static int along_dim(lua_State *L, const char *op, dim_fn fn)
     return emlua_push(L, fn(t, dim));
 }
 
-static int l_softmax(lua_State *L) { return along_dim(L, "softmax", em_softmax); }
-static int l_log_softmax(lua_State *L) { return along_dim(L, "log_softmax", em_log_softmax); }
-static int l_cumsum(lua_State *L) { return along_dim(L, "cumsum", em_cumsum); }
-static int l_cumprod(lua_State *L) { return along_dim(L, "cumprod", em_cumprod); }
+static int l_softmax(lua_State *L)
+{
+    emlua_autocast(L, EMLUA_AC_FP32, 1, 0);
+    return along_dim(L, "softmax", em_softmax);
+}
+static int l_log_softmax(lua_State *L)
+{
+    emlua_autocast(L, EMLUA_AC_FP32, 1, 0);
+    return along_dim(L, "log_softmax", em_log_softmax);
+}
+static int l_cumsum(lua_State *L)
+{
+    emlua_autocast(L, EMLUA_AC_FP32, 1, 0);
+    return along_dim(L, "cumsum", em_cumsum);
+}
+static int l_cumprod(lua_State *L)
+{
+    emlua_autocast(L, EMLUA_AC_FP32, 1, 0);
+    return along_dim(L, "cumprod", em_cumprod);
+}
 
 /* ---- reductions by order and counting ------------------------------------------- */
 
@@ -510,6 +543,7 @@ static int l_bucketize(lua_State *L)
  * class-index targets, positional (the Lua side checks and documents). */
 static int l_cross_entropy(lua_State *L)
 {
+    emlua_autocast(L, EMLUA_AC_FP32, 1, 0);
     const char *op = "cross_entropy";
     em_tensor *x = emlua_check(L, 1, op), *t = emlua_check(L, 2, op);
     em_tensor *w = lua_isnil(L, 3) ? NULL : emlua_check(L, 3, op);

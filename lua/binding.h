@@ -140,6 +140,18 @@ void emlua_open_attention(lua_State *L);    /* bind_attention.c: scaled_dot_prod
 void emlua_open_shape(lua_State *L);        /* bind_shape.c: flip, roll, repeat, diag, ... */
 void emlua_open_einsum(lua_State *L);       /* bind_einsum.c: einsum, tensordot, kron, cross, cdist */
 void emlua_open_lapack(lua_State *L);       /* bind_lapack.c: ember.linalg (decompositions, solves) */
+void emlua_open_autocast(lua_State *L);     /* autocast.c: ember.autocast's C half */
+
+/* Autocast at an op's entry (lua/autocast.c): while ember.autocast is active,
+ * the tensors at stack positions first..last (last <= 0: the top), and those
+ * in lists there, are replaced by their casts under the op's policy. */
+typedef enum emlua_ac_policy { EMLUA_AC_LOWER, EMLUA_AC_FP32, EMLUA_AC_PROMOTE } emlua_ac_policy;
+void emlua_autocast_args(lua_State *L, emlua_ac_policy pol, int first, int last);
+static inline void emlua_autocast(lua_State *L, emlua_ac_policy pol, int first, int last)
+{
+    if (em_autocast_active()) emlua_autocast_args(L, pol, first, last);
+}
+
 /* format.c: tostring(t) as PyTorch prints it */
 int emlua_tostring(lua_State *L);
 /* Pushes the string PyTorch would print for tensor t. */

@@ -550,6 +550,7 @@ static void add_lua_path(lua_State *L)
 static const char *const lazy_functions[][2] = {
     {"save_checkpoint", "ember.checkpoint"},
     {"load_checkpoint", "ember.checkpoint"},
+    {"autocast", "ember.autocast"},
     {NULL, NULL},
 };
 
@@ -630,5 +631,6 @@ int luaopen_ember(lua_State *L)
     emlua_open_shape(L);
     emlua_open_einsum(L);
     emlua_open_lapack(L);
+    emlua_open_autocast(L);
     return 1;
 }

@@ -517,7 +517,11 @@ static int op_sub(lua_State *L) { return arith(L, EM_SUB, "sub"); }
 static int op_mul(lua_State *L) { return arith(L, EM_MUL, "mul"); }
 static int op_div(lua_State *L) { return arith(L, EM_DIV, "div"); }
 static int op_mod(lua_State *L) { return arith(L, EM_REMAINDER, "remainder"); }
-static int op_pow(lua_State *L) { return arith(L, EM_POW, "pow"); }
+static int op_pow(lua_State *L)
+{
+    emlua_autocast(L, EMLUA_AC_FP32, 1, 2);
+    return arith(L, EM_POW, "pow");
+}
 static int op_unm(lua_State *L) { return emlua_push(L, em_unary(EM_NEG, self(L, "neg"))); }
 
 /* ---- information -------------------------------------------------------- */

@@ -314,6 +314,7 @@ local function with_dtype(x, dtype, op)
 end
 
 function M.vector_norm(x, ...)
+  x = ember._autocast("fp32", x)   -- as PyTorch's autocast: norms in float32
   local a = args("linalg.vector_norm", {"ord", "dim", "keepdim", "dtype"}, ...)
   local op = "linalg.vector_norm"
   check_tensor(x, op, "input")
@@ -340,6 +341,7 @@ local function matrix_dims(A, dim, op)
 end
 
 function M.matrix_norm(A, ...)
+  A = ember._autocast("fp32", A)   -- as PyTorch's autocast: norms in float32
   local a = args("linalg.matrix_norm", {"ord", "dim", "keepdim", "dtype"}, ...)
   local op = "linalg.matrix_norm"
   check_matrix(A, op)
@@ -381,6 +383,7 @@ function M.matrix_norm(A, ...)
 end
 
 function M.norm(A, ...)
+  A = ember._autocast("fp32", A)   -- as PyTorch's autocast: norms in float32
   local a = args("linalg.norm", {"ord", "dim", "keepdim", "dtype"}, ...)
   local op = "linalg.norm"
   check_tensor(A, op)

@@ -13,7 +13,10 @@ Prints, after --steps steps:
 
   /usr/bin/python3 scripts/bench/char_gpt_torch.py TEXT_FILE --steps 50
       [--layers 4 --heads 4 --d-model 128 --context 128 --batch 32 ...]
-      [--device cuda] [--compile]
+      [--device cuda] [--compile] [--amp bfloat16|float16]
+
+--amp runs the forward and the loss under torch.autocast(device, dtype) and, for
+float16, scales the loss with a GradScaler (as scripts/char_gpt.lua --amp does).
 """
 import argparse
 import math
@@ -45,6 +48,8 @@ def parse_args():
     p.add_argument("--eval-batches", type=int, default=8)
     p.add_argument("--device", default="cpu")
     p.add_argument("--compile", action="store_true", help="torch.compile the model (PyTorch 2)")
+    p.add_argument("--amp", choices=["bfloat16", "float16"], default=None,
+                   help="autocast the forward and loss to this dtype")
     a = p.parse_args()
     if a.min_lr is None:
         a.min_lr = a.lr / 10
@@ -110,9 +115,14 @@ def main():
         w = source[starts[:, None] + offsets[None, :]]
         return w[:, :-1].to(a.device), w[:, 1:].to(a.device)
 
+    amp_dtype = getattr(torch, a.amp) if a.amp else None
+    device_type = torch.device(a.device).type
+    scaler = torch.cuda.amp.GradScaler() if a.amp == "float16" and device_type == "cuda" else None
+
     def loss_of(x, y):
-        logits = fwd(x)
-        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+        with torch.autocast(device_type, dtype=amp_dtype or torch.bfloat16, enabled=amp_dtype is not None):
+            logits = fwd(x)
+            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
 
     def lr_at(s):
         if s <= a.warmup:
@@ -130,10 +140,18 @@ def main():
         x, y = windows(train, torch.randint(0, len(train) - T, (B,)))
         loss = loss_of(x, y)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        if scaler:
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+        else:
+            loss.backward()
         if a.clip > 0:
             torch.nn.utils.clip_grad_norm_(model.parameters(), a.clip)
-        opt.step()
+        if scaler:
+            scaler.step(opt)
+            scaler.update()
+        else:
+            opt.step()
         loss.item()  # waits for the device
         if s > min(3, a.steps - 1):
             times.append(time.perf_counter() - t0)

@@ -5,7 +5,9 @@ same normalisation and data files as scripts/fashion_mnist_mlp.lua ("mlp": the
 Conv-BatchNorm-ReLU-MaxPool blocks, Linear 3136-128-10 with Dropout 0.25).
 Prints "fm_epoch_s <best epoch seconds> s" (training only) and the test
 accuracy it reached. Arguments: data folder, epochs, device ("cpu" or
-"cuda"), model ("mlp" or "cnn")."""
+"cuda"), model ("mlp" or "cnn"), autocast dtype ("none", "bfloat16" or
+"float16": the forward and loss under torch.autocast, float16 with a
+GradScaler on cuda, as the ember scripts' --amp)."""
 import gzip
 import sys
 import time
@@ -17,6 +19,7 @@ ROOT = sys.argv[1] if len(sys.argv) > 1 else "/usr/share/datasets/fashion-mnist"
 EPOCHS = int(sys.argv[2]) if len(sys.argv) > 2 else 2
 DEVICE = sys.argv[3] if len(sys.argv) > 3 else "cpu"
 MODEL = sys.argv[4] if len(sys.argv) > 4 else "mlp"
+AMP = sys.argv[5] if len(sys.argv) > 5 and sys.argv[5] != "none" else None
 nn = torch.nn
 
 
@@ -50,6 +53,9 @@ def main():
     crit = nn.CrossEntropyLoss()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=10)
+    device_type = torch.device(DEVICE).type
+    amp_dtype = getattr(torch, AMP) if AMP else torch.bfloat16
+    scaler = torch.cuda.amp.GradScaler() if AMP == "float16" and device_type == "cuda" else None
     best = float("inf")
     for _ in range(EPOCHS):
         model.train()
@@ -58,10 +64,16 @@ def main():
         for s in range(0, xtr.shape[0], 128):
             ix = perm[s:s + 128]
             x, y = prepare(xtr.index_select(0, ix)).to(DEVICE), ytr.index_select(0, ix).to(DEVICE)
-            loss = crit(model(x), y)
+            with torch.autocast(device_type, dtype=amp_dtype, enabled=AMP is not None):
+                loss = crit(model(x), y)
             opt.zero_grad()
-            loss.backward()
-            opt.step()
+            if scaler:
+                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
+            else:
+                loss.backward()
+                opt.step()
         if DEVICE != "cpu":
             torch.cuda.synchronize()
         best = min(best, time.perf_counter() - t0)

@@ -5,6 +5,10 @@
 --   local loss = F.cross_entropy(logits, targets, {label_smoothing = 0.1})
 local ember = require "ember"
 local raise = require("ember.errors").raise
+-- ember.autocast's policy for the functions composed here (the ops bound in C
+-- apply theirs at their entry, lua/autocast.c): losses, softplus and the
+-- normalisations run in float32, prelu in the low-precision dtype.
+local autocast = ember._autocast
 
 local F = {}
 
@@ -129,6 +133,7 @@ end
 -- input and target must have the same shape (PyTorch only warns; a silent broadcast is usually a bug).
 -- Example: F.mse_loss(pred, y)
 function F.mse_loss(input, target, opts)
+  input, target = autocast("fp32", input, target)
   opts = opts or {}
   local reduction = F.check_reduction(opts.reduction, "mse_loss")
   check_tensor(input, "mse_loss", "input")
@@ -202,6 +207,7 @@ end
 -- not equal to ignore_index (as PyTorch).
 -- Example: F.nll_loss(logits:log_softmax(2), y)
 function F.nll_loss(logp, target, opts)
+  logp, target = autocast("fp32", logp, target)
   opts = opts or {}
   local reduction = F.check_reduction(opts.reduction, "nll_loss")
   check_tensor(logp, "nll_loss", "input")
@@ -231,6 +237,7 @@ end
 -- one pass, and a backward that never builds a one-hot); probabilities through log_softmax.
 -- Example: F.cross_entropy(model(x), y, {label_smoothing = 0.1})
 function F.cross_entropy(input, target, opts)
+  input, target = autocast("fp32", input, target)
   opts = opts or {}
   local op = "cross_entropy"
   local reduction = F.check_reduction(opts.reduction, op)
@@ -282,6 +289,7 @@ end
 -- last dim) weighs the positive term. y has x's shape, values in [0, 1].
 -- Example: F.binary_cross_entropy_with_logits(logits, labels:float())
 function F.binary_cross_entropy_with_logits(x, y, opts)
+  x, y = autocast("fp32", x, y)
   opts = opts or {}
   local op = "binary_cross_entropy_with_logits"
   local reduction = F.check_reduction(opts.reduction, op)
@@ -945,6 +953,7 @@ end
 
 --- F.softplus(x [, beta = 1 [, threshold = 20]]) -> log(1 + exp(beta x)) / beta; x itself where beta x > threshold.
 function F.softplus(x, ...)
+  x = autocast("fp32", x)
   local op = "softplus"
   local o = options(op, {"beta", "threshold"}, ...)
   check_float(x, op)
@@ -1037,6 +1046,7 @@ end
 
 --- F.prelu(x, weight) -> x for x > 0, weight * x otherwise; weight has 1 entry or one per channel (dim 2).
 function F.prelu(x, weight)
+  x, weight = autocast("lower", x, weight)
   local op = "prelu"
   check_float(x, op)
   check_tensor(weight, op, "weight")
@@ -1096,6 +1106,7 @@ end
 
 --- F.normalize(x [, p = 2 [, dim = 2 [, eps = 1e-12]]]) -> x / max(||x||_p along dim, eps).
 function F.normalize(x, ...)
+  x = autocast("fp32", x)
   local op = "normalize"
   local o = options(op, {"p", "dim", "eps"}, ...)
   check_float(x, op)
@@ -1107,6 +1118,7 @@ end
 
 --- F.cosine_similarity(x1, x2 [, dim = 2 [, eps = 1e-8]]) -> x1 . x2 / (||x1|| ||x2||) along dim (inputs broadcast).
 function F.cosine_similarity(x1, x2, ...)
+  x1, x2 = autocast("fp32", x1, x2)
   local op = "cosine_similarity"
   local o = options(op, {"dim", "eps"}, ...)
   check_float(x1, op)
@@ -1175,6 +1187,7 @@ end
 
 --- F.l1_loss(input, target [, {reduction = "mean"}]) -> |input - target|, reduced.
 function F.l1_loss(input, target, opts)
+  input, target = autocast("fp32", input, target)
   local _, reduction = loss_opts(opts, "l1_loss", {})
   input, target = pair(input, target, "l1_loss")
   return reduce((input - target):abs(), reduction)
@@ -1182,6 +1195,7 @@ end
 
 --- F.smooth_l1_loss(input, target [, {beta = 1, reduction = "mean"}]) -> 0.5 d^2 / beta where |d| < beta, |d| - beta / 2 elsewhere.
 function F.smooth_l1_loss(input, target, opts)
+  input, target = autocast("fp32", input, target)
   local op = "smooth_l1_loss"
   local o, reduction = loss_opts(opts, op, {"beta"})
   input, target = pair(input, target, op)
@@ -1195,6 +1209,7 @@ end
 
 --- F.huber_loss(input, target [, {delta = 1, reduction = "mean"}]) -> 0.5 d^2 where |d| < delta, delta (|d| - delta / 2) elsewhere.
 function F.huber_loss(input, target, opts)
+  input, target = autocast("fp32", input, target)
   local op = "huber_loss"
   local o, reduction = loss_opts(opts, op, {"delta"})
   input, target = pair(input, target, op)
@@ -1223,6 +1238,7 @@ end
 
 --- F.binary_cross_entropy(input, target [, {weight =, reduction = "mean"}]) -> -(t log(x) + (1 - t) log(1 - x)), logs clamped at -100.
 function F.binary_cross_entropy(input, target, opts)
+  input, target = autocast("fp32", input, target)
   local op = "binary_cross_entropy"
   local o, reduction = loss_opts(opts, op, {"weight"})
   input, target = pair(input, target, op)
@@ -1242,6 +1258,7 @@ end
 -- input holds log-probabilities; reduction "batchmean" divides the sum by the batch size (dim 1),
 -- "mean" by the element count (as PyTorch; "batchmean" is the KL divergence).
 function F.kl_div(input, target, opts)
+  input, target = autocast("fp32", input, target)
   local op = "kl_div"
   if type(opts) == "table" and opts.reduction == "batchmean" then
     local o = {}
@@ -1268,6 +1285,7 @@ end
 -- log_input: exp(input) - target * input; else input - target * log(input + eps). full adds
 -- Stirling's term target log(target) - target + log(2 pi target) / 2 where target > 1.
 function F.poisson_nll_loss(input, target, opts)
+  input, target = autocast("fp32", input, target)
   local op = "poisson_nll_loss"
   local o, reduction = loss_opts(opts, op, {"log_input", "full", "eps"})
   input, target = pair(input, target, op)
@@ -1292,6 +1310,7 @@ end
 -- (one variance shared by the last dim). Its values are clamped at eps (the gradient
 -- passes as if not, as PyTorch). full adds 0.5 log(2 pi).
 function F.gaussian_nll_loss(input, target, var, opts)
+  input, target, var = autocast("fp32", input, target, var)
   local op = "gaussian_nll_loss"
   local o, reduction = loss_opts(opts, op, {"full", "eps"})
   input, target = pair(input, target, op)
@@ -1334,6 +1353,7 @@ end
 
 --- F.cosine_embedding_loss(x1, x2, y [, {margin = 0, reduction = "mean"}]) -> 1 - cos(x1, x2) where y = 1, max(0, cos - margin) where y = -1.
 function F.cosine_embedding_loss(x1, x2, y, opts)
+  x1, x2 = autocast("fp32", x1, x2)
   local op = "cosine_embedding_loss"
   local o, reduction = loss_opts(opts, op, {"margin"})
   check_float(x1, op)
@@ -1353,6 +1373,7 @@ end
 
 --- F.margin_ranking_loss(x1, x2, y [, {margin = 0, reduction = "mean"}]) -> max(0, -y (x1 - x2) + margin).
 function F.margin_ranking_loss(x1, x2, y, opts)
+  x1, x2 = autocast("fp32", x1, x2)
   local op = "margin_ranking_loss"
   local o, reduction = loss_opts(opts, op, {"margin"})
   check_float(x1, op)
@@ -1366,6 +1387,7 @@ end
 
 --- F.hinge_embedding_loss(x, y [, {margin = 1, reduction = "mean"}]) -> x where y = 1, max(0, margin - x) where y = -1.
 function F.hinge_embedding_loss(x, y, opts)
+  x = autocast("fp32", x)
   local op = "hinge_embedding_loss"
   local o, reduction = loss_opts(opts, op, {"margin"})
   x, y = pair(x, y, op)
@@ -1377,6 +1399,7 @@ end
 --- F.triplet_margin_loss(anchor, positive, negative [, {margin = 1, p = 2, eps = 1e-6, swap = false, reduction = "mean"}]) -> max(0, d(a, p) - d(a, n) + margin).
 -- d is F.pairwise_distance; swap uses min(d(a, n), d(p, n)) as the negative distance.
 function F.triplet_margin_loss(anchor, positive, negative, opts)
+  anchor, positive, negative = autocast("fp32", anchor, positive, negative)
   local op = "triplet_margin_loss"
   local o, reduction = loss_opts(opts, op, {"margin", "p", "eps", "swap"})
   for _, v in ipairs{{anchor, "anchor"}, {positive, "positive"}, {negative, "negative"}} do
@@ -1399,6 +1422,7 @@ end
 --- F.multilabel_soft_margin_loss(input, target [, {weight =, reduction = "mean"}]) -> the mean over classes of the per-class logistic losses.
 -- input [N, C] logits, target [N, C] in {0, 1}; weight [C] weighs the classes. "none" gives [N].
 function F.multilabel_soft_margin_loss(input, target, opts)
+  input, target = autocast("fp32", input, target)
   local op = "multilabel_soft_margin_loss"
   local o, reduction = loss_opts(opts, op, {"weight"})
   input, target = pair(input, target, op)

@@ -1,0 +1,207 @@
+/* autocast.c — ember.autocast's op policy, applied where an op enters from Lua,
+ * and the small C half of lua/ember/autocast.lua (state, nesting, the cache).
+ *
+ * A binding of an op with a policy calls emlua_autocast(L, policy, first, last)
+ * before it reads its arguments: while autocast is active, the tensor
+ * arguments in that stack range are replaced by their casts (the engine's
+ * em_autocast_cast: differentiable, the weights' casts cached). Casting at the
+ * binding keeps the engine's own compositions and every backward in their
+ * inputs' dtypes, as PyTorch's autocast does by excluding itself below the op.
+ * Ops composed in Lua (most losses) call ember._autocast(policy, ...) on their
+ * arguments.
+ *
+ * The policies are PyTorch's (torch/amp autocast_mode, the CUDA lists):
+ *  LOWER   (matmul, mm, bmm, addmm, baddbmm, linear, conv, attention, einsum):
+ *          eligible tensors to the region's low-precision dtype;
+ *  FP32    (softmax, log_softmax, norms, losses, sum, mean, prod, cumsum, pow,
+ *          exp, log and the like): bfloat16/float16 tensors to float32;
+ *  PROMOTE (cat, stack, addcmul, addcdiv, atan2, cross, dot, tensordot,
+ *          index_put, scatter_add): eligible tensors to the widest of them.
+ * Eligible: floating and not float64, on a device type whose autocast is on. */
+#include "binding.h"
+
+#include <string.h>
+
+static em_dtype widest(em_dtype a, em_dtype b)
+{
+    if (a == b) return a;
+    /* float16 with bfloat16 promotes to float32, as PyTorch's table */
+    if (a == EM_FLOAT32 || b == EM_FLOAT32 || a != b) return EM_FLOAT32;
+    return a;
+}
+
+/* the dtype an eligible tensor becomes under the policy (promote: `wide`) */
+static em_dtype target(const em_tensor *t, emlua_ac_policy pol, em_dtype wide)
+{
+    switch (pol) {
+    case EMLUA_AC_LOWER: return em_autocast_dtype(t);
+    case EMLUA_AC_FP32: return EM_FLOAT32;
+    default: return wide;
+    }
+}
+
+/* Replaces the tensor at idx (and tensors in a list at idx) by its cast. */
+static void cast_slot(lua_State *L, int idx, emlua_ac_policy pol, em_dtype wide)
+{
+    em_tensor *t = emlua_test(L, idx);
+    if (t) {
+        if (!em_autocast_eligible(t) || t->dtype == target(t, pol, wide)) return;
+        emlua_push(L, em_autocast_cast(t, target(t, pol, wide)));
+        lua_replace(L, idx);
+        return;
+    }
+    if (lua_type(L, idx) != LUA_TTABLE || lua_getmetatable(L, idx)) {
+        if (lua_type(L, idx) == LUA_TTABLE) lua_pop(L, 1);  /* a module or an object, not a list */
+        return;
+    }
+    /* a list of tensors (cat, stack): a new list, the caller's stays as it was */
+    lua_Integer n = luaL_len(L, idx);
+    bool changed = false;
+    for (lua_Integer i = 1; i <= n && !changed; i++) {
+        lua_geti(L, idx, i);
+        em_tensor *e = emlua_test(L, -1);
+        changed = e && em_autocast_eligible(e) && e->dtype != target(e, pol, wide);
+        lua_pop(L, 1);
+    }
+    if (!changed) return;
+    lua_createtable(L, (int)n, 0);
+    for (lua_Integer i = 1; i <= n; i++) {
+        lua_geti(L, idx, i);
+        em_tensor *e = emlua_test(L, -1);
+        if (e && em_autocast_eligible(e) && e->dtype != target(e, pol, wide)) {
+            lua_pop(L, 1);
+            emlua_push(L, em_autocast_cast(e, target(e, pol, wide)));
+        }
+        lua_seti(L, -2, i);
+    }
+    lua_replace(L, idx);
+}
+
+/* the widest dtype among the eligible tensors at first..last (and in lists) */
+static em_dtype widest_of(lua_State *L, int first, int last)
+{
+    em_dtype w = EM_NDTYPES;
+    for (int i = first; i <= last; i++) {
+        em_tensor *t = emlua_test(L, i);
+        if (t && em_autocast_eligible(t)) w = w == EM_NDTYPES ? t->dtype : widest(w, t->dtype);
+        if (t || lua_type(L, i) != LUA_TTABLE) continue;
+        lua_Integer n = luaL_len(L, i);
+        for (lua_Integer k = 1; k <= n; k++) {
+            lua_geti(L, i, k);
+            em_tensor *e = emlua_test(L, -1);
+            if (e && em_autocast_eligible(e)) w = w == EM_NDTYPES ? e->dtype : widest(w, e->dtype);
+            lua_pop(L, 1);
+        }
+    }
+    return w;
+}
+
+void emlua_autocast_args(lua_State *L, emlua_ac_policy pol, int first, int last)
+{
+    int top = lua_gettop(L);
+    if (last <= 0 || last > top) last = top;
+    em_dtype wide = pol == EMLUA_AC_PROMOTE ? widest_of(L, first, last) : EM_NDTYPES;
+    if (pol == EMLUA_AC_PROMOTE && wide == EM_NDTYPES) return;
+    for (int i = first; i <= last; i++) cast_slot(L, i, pol, wide);
+}
+
+/* ---- the C half of ember.autocast ----------------------------------------- */
+
+static em_device_type check_device_type(lua_State *L, int idx, const char *op)
+{
+    const char *s = luaL_checkstring(L, idx);
+    em_device d;
+    if (em_device_parse(s, &d) != 0)
+        emlua_argerror(L, idx, op, "expected a device type (\"cpu\" or \"cuda\"), got '%s'", s);
+    return d.type;
+}
+
+static const char *const policy_names[] = {"lower", "fp32", "promote", NULL};
+
+/* ember._autocast(policy, ...): the arguments, cast under the policy */
+static int l_autocast_args(lua_State *L)
+{
+    int pol = luaL_checkoption(L, 1, NULL, policy_names);
+    int n = lua_gettop(L) - 1;
+    if (em_autocast_active()) emlua_autocast_args(L, (emlua_ac_policy)pol, 2, n + 1);
+    return n;
+}
+
+/* ember._autocast_state(device) -> enabled, dtype name, cache */
+static int l_autocast_state(lua_State *L)
+{
+    em_device_type type = check_device_type(L, 1, "autocast");
+    bool enabled, cache;
+    em_dtype dtype;
+    if (em_autocast_get(type, &enabled, &dtype, &cache)) return emlua_fail(L);
+    lua_pushboolean(L, enabled);
+    lua_pushstring(L, em_dtype_name(dtype));
+    lua_pushboolean(L, cache);
+    return 3;
+}
+
+/* ember._autocast_set(device, enabled, dtype, cache) */
+static int l_autocast_set(lua_State *L)
+{
+    em_device_type type = check_device_type(L, 1, "autocast");
+    em_dtype dtype = emlua_check_dtype(L, 3, "autocast");
+    if (em_autocast_set(type, lua_toboolean(L, 2), dtype, lua_toboolean(L, 4))) return emlua_fail(L);
+    return 0;
+}
+
+static int l_autocast_enter(lua_State *L)
+{
+    lua_pushinteger(L, em_autocast_enter());
+    return 1;
+}
+
+static int l_autocast_exit(lua_State *L)
+{
+    lua_pushinteger(L, em_autocast_exit());
+    return 1;
+}
+
+/* ember.is_autocast_enabled([device = "cuda"]), as torch.is_autocast_enabled */
+static int l_is_autocast_enabled(lua_State *L)
+{
+    em_device_type type = lua_isnoneornil(L, 1) ? EM_CUDA : check_device_type(L, 1, "is_autocast_enabled");
+    bool enabled, cache;
+    em_dtype dtype;
+    if (em_autocast_get(type, &enabled, &dtype, &cache)) return emlua_fail(L);
+    lua_pushboolean(L, enabled);
+    return 1;
+}
+
+/* ember.get_autocast_dtype(device), as torch.get_autocast_dtype */
+static int l_get_autocast_dtype(lua_State *L)
+{
+    em_device_type type = check_device_type(L, 1, "get_autocast_dtype");
+    bool enabled, cache;
+    em_dtype dtype;
+    if (em_autocast_get(type, &enabled, &dtype, &cache)) return emlua_fail(L);
+    lua_pushstring(L, em_dtype_name(dtype));
+    return 1;
+}
+
+static int l_clear_autocast_cache(lua_State *L)
+{
+    (void)L;
+    em_autocast_clear_cache();
+    return 0;
+}
+
+void emlua_open_autocast(lua_State *L)
+{
+    static const luaL_Reg functions[] = {
+        {"_autocast", l_autocast_args},
+        {"_autocast_state", l_autocast_state},
+        {"_autocast_set", l_autocast_set},
+        {"_autocast_enter", l_autocast_enter},
+        {"_autocast_exit", l_autocast_exit},
+        {"is_autocast_enabled", l_is_autocast_enabled},
+        {"get_autocast_dtype", l_get_autocast_dtype},
+        {"clear_autocast_cache", l_clear_autocast_cache},
+        {NULL, NULL},
+    };
+    emlua_register(L, NULL, functions);
+}
