@@ -48,7 +48,9 @@ static int need_float(const char *op, const em_tensor *t)
     return em_set_error("%s: expected a floating point dtype, got %s", op, em_dtype_name(t->dtype));
 }
 
-/* Casts a float32 result back to d, dropping r. */
+/* Casts a float32 result back to d, dropping r. The casts here and into float32
+ * in the half paths below are recorded (em_to_dtype): a half input that requires
+ * grad keeps its gradient. */
 static em_tensor *cast_back(em_tensor *r, em_dtype d)
 {
     if (!r) return NULL;
