@@ -122,8 +122,12 @@ static em_tensor *norm_prim(em_norm_op op, const em_tensor *x3, const em_tensor 
     em_tensor *xc = em_contiguous(x3);
     em_tensor *wc = w ? em_contiguous(w) : NULL, *bc = b ? em_contiguous(b) : NULL;
     em_tensor *y = xc ? em_empty(x3->sizes, 3, x3->dtype, dev) : NULL;
-    em_tensor *mean = y ? em_empty(&nstats, 1, x3->dtype, dev) : NULL;
-    em_tensor *var = mean ? em_empty(&nstats, 1, x3->dtype, dev) : NULL;
+    /* float16/bfloat16 statistics stay in float32, as PyTorch's: the saved
+     * mean and rstd feed the backward pass, where a rounded mean would skew
+     * every centred value of an input with a large offset */
+    em_dtype sd = x3->dtype == EM_FLOAT16 || x3->dtype == EM_BFLOAT16 ? EM_FLOAT32 : x3->dtype;
+    em_tensor *mean = y ? em_empty(&nstats, 1, sd, dev) : NULL;
+    em_tensor *var = mean ? em_empty(&nstats, 1, sd, dev) : NULL;
     bool ok = var && (!w || wc) && (!b || bc);
     if (ok && em_numel(xc) > 0 && be->norm(op, y, mean, var, xc, wc, bc, p)) ok = false;
     if (ok && em_numel(xc) == 0 && nstats > 0) ok = em_fill_(mean, NAN) == 0 && em_fill_(var, NAN) == 0;

@@ -48,11 +48,13 @@ static int need_float(const char *op, const em_tensor *t)
     return em_set_error("%s: expected a floating point dtype, got %s", op, em_dtype_name(t->dtype));
 }
 
-/* Casts a float32 result back to d, dropping r. */
+/* Casts a float32 result back to d, dropping r. The casts here and into float32
+ * in the half paths below are recorded (em_to_dtype): a half input that requires
+ * grad keeps its gradient. */
 static em_tensor *cast_back(em_tensor *r, em_dtype d)
 {
     if (!r) return NULL;
-    em_tensor *c = em_cast_to(r, d);
+    em_tensor *c = em_to_dtype(r, d);
     em_release(r);
     return c;
 }
@@ -265,7 +267,7 @@ em_tensor *em_mean(const em_tensor *t, const int *dims, int ndims, bool keepdim)
     int64_t n;
     if (reduced_count(t, dims, ndims, "mean", &n)) return NULL;
     if (is_half(t->dtype)) {
-        em_tensor *f = em_cast_to(t, EM_FLOAT32);
+        em_tensor *f = em_to_dtype(t, EM_FLOAT32);
         if (!f) return NULL;
         em_tensor *r = em_mean(f, dims, ndims, keepdim);
         em_release(f);
@@ -286,7 +288,7 @@ static em_tensor *variance(const char *name, const em_tensor *t, const int *dims
     int64_t n;
     if (reduced_count(t, dims, ndims, name, &n)) return NULL;
     if (is_half(t->dtype)) {
-        em_tensor *f = em_cast_to(t, EM_FLOAT32);
+        em_tensor *f = em_to_dtype(t, EM_FLOAT32);
         if (!f) return NULL;
         em_tensor *r = variance(name, f, dims, ndims, correction, keepdim, take_sqrt);
         em_release(f);
@@ -331,7 +333,7 @@ em_tensor *em_norm(const em_tensor *t, double p, const int *dims, int ndims, boo
     int64_t n;
     if (reduced_count(t, dims, ndims, "norm", &n)) return NULL;
     if (is_half(t->dtype)) {
-        em_tensor *f = em_cast_to(t, EM_FLOAT32);
+        em_tensor *f = em_to_dtype(t, EM_FLOAT32);
         if (!f) return NULL;
         em_tensor *r = em_norm(f, p, dims, ndims, keepdim);
         em_release(f);
@@ -376,7 +378,7 @@ em_tensor *em_logsumexp(const em_tensor *t, const int *dims, int ndims, bool kee
 {
     if (!em_dtype_is_float(t->dtype) || is_half(t->dtype)) {
         em_dtype d = is_half(t->dtype) ? EM_FLOAT32 : em_default_dtype();
-        em_tensor *f = em_cast_to(t, d);
+        em_tensor *f = em_to_dtype(t, d);
         if (!f) return NULL;
         em_tensor *r = em_logsumexp(f, dims, ndims, keepdim);
         em_release(f);

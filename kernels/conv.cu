@@ -206,7 +206,14 @@ static cudnnStatus_t rank_algos(cudnnHandle_t h, em_conv_op op, conv_plan *pl)
 
 static cudnnStatus_t build_plan(cudnnHandle_t h, const conv_problem *pr, conv_plan *pl)
 {
-    cudnnDataType_t dt = pr->dtype == EM_FLOAT64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+    /* float16 and bfloat16 tensors with float32 arithmetic (cuDNN's
+     * "pseudo half" configuration): products accumulate in float32 and the
+     * result is rounded to the storage type once */
+    cudnnDataType_t dt = pr->dtype == EM_FLOAT64   ? CUDNN_DATA_DOUBLE
+                         : pr->dtype == EM_FLOAT16  ? CUDNN_DATA_HALF
+                         : pr->dtype == EM_BFLOAT16 ? CUDNN_DATA_BFLOAT16
+                                                    : CUDNN_DATA_FLOAT;
+    cudnnDataType_t compute = pr->dtype == EM_FLOAT64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
     int xs[5], ys[5];
     contiguous_strides(pr->x, pr->nd, xs);
     contiguous_strides(pr->y, pr->nd, ys);
@@ -220,7 +227,7 @@ static cudnnStatus_t build_plan(cudnnHandle_t h, const conv_problem *pr, conv_pl
     if ((st = cudnnSetFilterNdDescriptor(pl->wd, dt, CUDNN_TENSOR_NCHW, pr->nd, pr->w)) != CUDNN_STATUS_SUCCESS)
         return st;
     if ((st = cudnnSetConvolutionNdDescriptor(pl->cd, pr->nd - 2, pr->pad, pr->stride, pr->dil,
-                                              CUDNN_CROSS_CORRELATION, dt)) != CUDNN_STATUS_SUCCESS)
+                                              CUDNN_CROSS_CORRELATION, compute)) != CUDNN_STATUS_SUCCESS)
         return st;
     if ((st = cudnnSetConvolutionGroupCount(pl->cd, pr->groups)) != CUDNN_STATUS_SUCCESS) return st;
     if ((st = cudnnSetConvolutionMathType(pl->cd, CUDNN_DEFAULT_MATH)) != CUDNN_STATUS_SUCCESS) return st;
@@ -312,8 +319,13 @@ int kc_conv(em_conv_op op, em_tensor *out, const em_tensor *a, const em_tensor *
     const char *name = names[ns >= 1 && ns <= 3 ? ns : 0];
     if (ns < 1 || ns > 3) return kc_error("conv: %d spatial dims (1 to 3 supported)", ns);
     if (op < 0 || op >= EM_NCONV) return kc_error("conv: unknown op %d", (int)op);
-    if (out->dtype != EM_FLOAT32 && out->dtype != EM_FLOAT64)
-        return kc_error("%s: no CUDA kernel for %s (float32 and float64)", name, kc_dtype_name(out->dtype));
+    if (out->dtype != EM_FLOAT32 && out->dtype != EM_FLOAT64 && out->dtype != EM_FLOAT16 &&
+        out->dtype != EM_BFLOAT16)
+        return kc_error("%s: no CUDA kernel for %s (float32, float64, float16 and bfloat16)", name,
+                        kc_dtype_name(out->dtype));
+    if (a->dtype != out->dtype || b->dtype != out->dtype)
+        return kc_error("%s: operands of dtypes %s and %s for a %s result (one dtype expected)", name,
+                        kc_dtype_name(a->dtype), kc_dtype_name(b->dtype), kc_dtype_name(out->dtype));
     int dev = kc_device_of(out);
     cudaStream_t s = kc_stream(dev);
     if (!s) return -1;

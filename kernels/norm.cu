@@ -18,7 +18,12 @@
  * Group sets are contiguous ((C/G) S elements), so with one block per set the
  * forward and backward are single fused kernels (statistics, then the
  * elementwise pass over data the block has just read): that is the layer
- * norm path, rows of 64 to 4096 elements. */
+ * norm path, rows of 64 to 4096 elements.
+ *
+ * float16 and bfloat16 inputs run the float32 kernels on float32 working
+ * copies (the statistics the engine asks for are float32 already), and the
+ * outputs are rounded to the storage type once: float32 accumulation, at the
+ * cost of a conversion pass over each operand. */
 #include "kc.h"
 
 #include <math.h>
@@ -395,12 +400,74 @@ static int group_reduce(const norm_geom &g, int64_t splits, int threads, const O
 
 static const char *norm_name(em_norm_op op) { return op == EM_NORM_BATCH ? "batch_norm" : "group_norm"; }
 
+/* ---- float16 / bfloat16: float32 working copies on the device --------------------------- */
+
+#define MAX_WIDE 8
+
+typedef struct wide_copy {
+    em_storage storage;
+    em_tensor t;
+    em_tensor *orig;
+    bool out;
+} wide_copy;
+
+typedef struct widened {
+    int n, device;
+    bool failed;
+    wide_copy c[MAX_WIDE];
+} widened;
+
+static bool is_lowp(const em_tensor *t) { return t && (t->dtype == EM_FLOAT16 || t->dtype == EM_BFLOAT16); }
+
+/* A contiguous float32 copy of t when t is float16/bfloat16 (an output's
+ * copy too: the kernels write every element, so it is left unfilled), else t. */
+static em_tensor *widen(widened *w, const em_tensor *t, bool out)
+{
+    if (!is_lowp(t) || w->failed) return (em_tensor *)t;
+    wide_copy *c = &w->c[w->n];
+    memset(c, 0, sizeof *c);
+    c->t = *t;
+    c->t.dtype = EM_FLOAT32;
+    c->t.offset = 0;
+    int64_t st = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) { c->t.strides[i] = st; st *= t->sizes[i]; }
+    size_t nbytes = (size_t)kc_numel(t) * sizeof(float);
+    c->storage = *t->storage;
+    c->storage.data = kc_alloc(nbytes ? nbytes : 1, w->device);
+    c->storage.nbytes = nbytes;
+    c->t.storage = &c->storage;
+    c->orig = (em_tensor *)t;
+    c->out = out;
+    if (!c->storage.data || (!out && kc_cast(&c->t, t))) {
+        if (c->storage.data) kc_free(c->storage.data, nbytes ? nbytes : 1, w->device);
+        w->failed = true;
+        return (em_tensor *)t;
+    }
+    w->n++;
+    return &c->t;
+}
+
+/* Rounds the outputs back when rc is 0, frees the copies; rc, or -1. */
+static int narrow(widened *w, int rc)
+{
+    if (w->failed) rc = -1;
+    for (int i = 0; i < w->n; i++) {
+        wide_copy *c = &w->c[i];
+        if (rc == 0 && c->out && kc_cast(c->orig, &c->t)) rc = -1;
+        size_t nbytes = c->storage.nbytes;
+        kc_free(c->storage.data, nbytes ? nbytes : 1, w->device);
+    }
+    w->n = 0;
+    return rc;
+}
+
 static int check(em_norm_op op, const em_tensor *x, const em_norm_params *p, norm_geom *g)
 {
     const char *name = norm_name(op);
     if (op != EM_NORM_BATCH && op != EM_NORM_GROUP) return kc_error("norm: unknown op %d", (int)op);
     if (x->dtype != EM_FLOAT32 && x->dtype != EM_FLOAT64)
-        return kc_error("%s: no CUDA kernel for %s (float32 and float64)", name, kc_dtype_name(x->dtype));
+        return kc_error("%s: no CUDA kernel for %s (float32, float64; float16 and bfloat16 through float32)", name,
+                        kc_dtype_name(x->dtype));
     if (p->N < 0 || p->C < 0 || p->S < 0 || kc_numel(x) != p->N * p->C * p->S)
         return kc_error("%s: the input's %lld elements are not N*C*S = %lld*%lld*%lld", name,
                         (long long)kc_numel(x), (long long)p->N, (long long)p->C, (long long)p->S);
@@ -448,6 +515,13 @@ static int run_norm(em_norm_op op, em_tensor *y, em_tensor *mean, em_tensor *var
 int kc_norm(em_norm_op op, em_tensor *y, em_tensor *mean, em_tensor *var, const em_tensor *x, const em_tensor *w,
             const em_tensor *b, const em_norm_params *p)
 {
+    if (is_lowp(x) && y->dtype == x->dtype) {
+        widened wd;
+        wd.n = 0, wd.device = kc_device_of(x), wd.failed = false;
+        em_tensor *y32 = widen(&wd, y, true), *m32 = widen(&wd, mean, true), *v32 = widen(&wd, var, true);
+        const em_tensor *x32 = widen(&wd, x, false), *w32 = widen(&wd, w, false), *b32 = widen(&wd, b, false);
+        return narrow(&wd, wd.failed ? -1 : kc_norm(op, y32, m32, v32, x32, w32, b32, p));
+    }
     norm_geom g;
     if (check(op, x, p, &g)) return -1;
     const char *name = norm_name(op);
@@ -527,6 +601,14 @@ int kc_norm_backward(em_norm_op op, em_tensor *gx, em_tensor *gw, em_tensor *gb,
                      const em_tensor *x, const em_tensor *mean, const em_tensor *rstd, const em_tensor *w,
                      const em_norm_params *p)
 {
+    if (is_lowp(x) && gy->dtype == x->dtype) {
+        widened wd;
+        wd.n = 0, wd.device = kc_device_of(x), wd.failed = false;
+        em_tensor *gx32 = widen(&wd, gx, true), *gw32 = widen(&wd, gw, true), *gb32 = widen(&wd, gb, true);
+        const em_tensor *gy32 = widen(&wd, gy, false), *x32 = widen(&wd, x, false);
+        const em_tensor *m32 = widen(&wd, mean, false), *r32 = widen(&wd, rstd, false), *w32 = widen(&wd, w, false);
+        return narrow(&wd, wd.failed ? -1 : kc_norm_backward(op, gx32, gw32, gb32, gy32, x32, m32, r32, w32, p));
+    }
     norm_geom g;
     if (check(op, x, p, &g)) return -1;
     const char *name = op == EM_NORM_BATCH ? "batch_norm backward" : "group_norm backward";

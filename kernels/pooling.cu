@@ -61,6 +61,12 @@ static __device__ inline taps window(const pool_geom &g, int a, int64_t o)
 
 template <typename T> static __device__ inline bool is_nan(T v) { return v != v; }
 
+/* float16 and bfloat16 are compared and summed in float32, and an average is
+ * rounded to the storage type once, as PyTorch's CUDA kernels do */
+template <typename T> struct pool_acc { typedef T A; };
+template <> struct pool_acc<__half> { typedef float A; };
+template <> struct pool_acc<__nv_bfloat16> { typedef float A; };
+
 template <typename T>
 __global__ void max_pool_kernel(pool_geom g, const T *in, T *out, int64_t *idx)
 {
@@ -69,8 +75,9 @@ __global__ void max_pool_kernel(pool_geom g, const T *in, T *out, int64_t *idx)
         int64_t plane = i / g.osz, r = i - plane * g.osz;
         int64_t ow = r % g.O[2], oh = (r / g.O[2]) % g.O[1], od = r / (g.O[2] * g.O[1]);
         taps td = window(g, 0, od), th = window(g, 1, oh), tw = window(g, 2, ow);
+        typedef typename pool_acc<T>::A A;
         const T *src = in + plane * g.isz;
-        T best = (T)-INFINITY;
+        A best = (A)-INFINITY;
         int64_t besti = -1;     /* an empty window (never made by the engine): -inf and index 0, as the CPU */
         bool nan_seen = false;
         for (int64_t a = 0; a < td.n && !nan_seen; a++) {
@@ -80,13 +87,13 @@ __global__ void max_pool_kernel(pool_geom g, const T *in, T *out, int64_t *idx)
                 int64_t row = (z * g.I[1] + y) * g.I[2];
                 for (int64_t c = 0; c < tw.n; c++) {
                     int64_t pos = row + tw.first + c * tw.step;
-                    T v = src[pos];
+                    A v = (A)src[pos];
                     if (is_nan(v)) { best = v; besti = pos; nan_seen = true; break; }   /* the first NaN wins */
                     if (v > best || (a == 0 && b == 0 && c == 0)) { best = v; besti = pos; }
                 }
             }
         }
-        out[i] = best;
+        out[i] = (T)best;
         if (idx) idx[i] = besti + 1;
     }
 }
@@ -99,17 +106,18 @@ __global__ void avg_pool_kernel(pool_geom g, const T *in, T *out)
         int64_t plane = i / g.osz, r = i - plane * g.osz;
         int64_t ow = r % g.O[2], oh = (r / g.O[2]) % g.O[1], od = r / (g.O[2] * g.O[1]);
         taps td = window(g, 0, od), th = window(g, 1, oh), tw = window(g, 2, ow);
+        typedef typename pool_acc<T>::A A;
         const T *src = in + plane * g.isz;
-        T sum = 0;
+        A sum = 0;
         for (int64_t a = 0; a < td.n; a++) {
             int64_t z = td.first + a * td.step;
             for (int64_t b = 0; b < th.n; b++) {
                 int64_t row = (z * g.I[1] + th.first + b * th.step) * g.I[2];
-                for (int64_t c = 0; c < tw.n; c++) sum += src[row + tw.first + c * tw.step];
+                for (int64_t c = 0; c < tw.n; c++) sum += (A)src[row + tw.first + c * tw.step];
             }
         }
         int64_t div = g.divisor > 0 ? g.divisor : td.count * th.count * tw.count;
-        out[i] = sum / (T)div;
+        out[i] = (T)(sum / (A)div);
     }
 }
 
@@ -150,8 +158,9 @@ __global__ void avg_pool_backward_kernel(pool_geom g, const T *gout, T *gin)
         outputs_of(g, 0, z, &dlo, &dhi);
         outputs_of(g, 1, y, &hlo, &hhi);
         outputs_of(g, 2, x, &wlo, &whi);
+        typedef typename pool_acc<T>::A A;
         const T *src = gout + plane * g.osz;
-        T sum = 0;
+        A sum = 0;
         for (int64_t od = dlo; od <= dhi; od++) {
             if (!holds(g, 0, od, z)) continue;
             int64_t cd = window(g, 0, od).count;
@@ -161,11 +170,11 @@ __global__ void avg_pool_backward_kernel(pool_geom g, const T *gout, T *gin)
                 for (int64_t ow = wlo; ow <= whi; ow++) {
                     if (!holds(g, 2, ow, x)) continue;
                     int64_t div = g.divisor > 0 ? g.divisor : cd * ch * window(g, 2, ow).count;
-                    sum += src[(od * g.O[1] + oh) * g.O[2] + ow] / (T)div;
+                    sum += (A)src[(od * g.O[1] + oh) * g.O[2] + ow] / (A)div;
                 }
             }
         }
-        gin[i] = sum;
+        gin[i] = (T)sum;
     }
 }
 
@@ -228,7 +237,11 @@ int kc_pooling(em_pool_op op, em_tensor *out, em_tensor *idx, const em_tensor *i
         return kc_error("%s: indices must be int64 with the output's shape", name);
     if (kc_numel(out) == 0) return 0;
     if (g.isz == 0) return kc_error("%s: empty input planes with a non-empty output", name);
-    KC_DISPATCH_FLOAT(out->dtype, name, run_pool, op, out, idx, in, g, dev, s)
+    switch (out->dtype) {
+    KC_CASES_FLOAT(run_pool, op, out, idx, in, g, dev, s)
+    KC_CASES_HALF(run_pool, op, out, idx, in, g, dev, s)
+    KC_NO_KERNEL(out->dtype, name)
+    }
 }
 
 template <typename T> static int run_pool_backward(em_tensor *gin, const em_tensor *gout, const pool_geom &g,
@@ -251,5 +264,9 @@ int kc_pooling_backward(em_pool_op op, em_tensor *gin, const em_tensor *gout, co
     if (make_geom(&g, gin, gout, p, "avg_pool backward")) return -1;
     if (kc_numel(gin) == 0) return 0;
     if (g.osz == 0 || g.planes == 0) return kc_fill(gin, 0);
-    KC_DISPATCH_FLOAT(gin->dtype, "avg_pool backward", run_pool_backward, gin, gout, g, dev, s)
+    switch (gin->dtype) {
+    KC_CASES_FLOAT(run_pool_backward, gin, gout, g, dev, s)
+    KC_CASES_HALF(run_pool_backward, gin, gout, g, dev, s)
+    KC_NO_KERNEL(gin->dtype, "avg_pool backward")
+    }
 }

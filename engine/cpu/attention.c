@@ -560,7 +560,7 @@ static int setup(attn_job *j, const char *op, const em_tensor *q, const em_tenso
 {
     memset(j, 0, sizeof *j);
     if (q->dtype != EM_FLOAT32 && q->dtype != EM_FLOAT64)
-        return em_set_error("%s: the CPU kernel takes float32 or float64, got %s", op, em_dtype_name(q->dtype));
+        return em_set_error("%s: the CPU kernel takes float32, float64, float16 or bfloat16, got %s", op, em_dtype_name(q->dtype));
     j->p = p;
     j->f32 = q->dtype == EM_FLOAT32;
     j->es = em_dtype_size(q->dtype);
@@ -595,6 +595,14 @@ static int setup(attn_job *j, const char *op, const em_tensor *q, const em_tenso
 int cpu_attention(em_tensor *out, em_tensor *lse, const em_tensor *q, const em_tensor *k, const em_tensor *v,
                   const em_tensor *mask, const em_attn_params *p)
 {
+    const em_tensor *ops[4] = {q, k, v, out};
+    if (cpu_any_lowp(ops, 4)) {
+        cpu_widened w = {0};
+        em_tensor *o32 = (em_tensor *)cpu_widen(&w, out, true);
+        const em_tensor *q32 = cpu_widen(&w, q, false), *k32 = cpu_widen(&w, k, false);
+        const em_tensor *v32 = cpu_widen(&w, v, false), *m32 = cpu_widen(&w, mask, false);
+        return cpu_narrow(&w, w.failed ? -1 : cpu_attention(o32, lse, q32, k32, v32, m32, p));
+    }
     attn_job j;
     if (setup(&j, "scaled_dot_product_attention", q, k, v, mask, p)) return -1;
     j.out = em_data_ptr(out);
@@ -609,6 +617,17 @@ int cpu_attention_backward(em_tensor *gq, em_tensor *gk, em_tensor *gv, const em
                            const em_tensor *k, const em_tensor *v, const em_tensor *out, const em_tensor *lse,
                            const em_tensor *mask, const em_attn_params *p)
 {
+    const em_tensor *ops[4] = {q, k, v, gout};
+    if (cpu_any_lowp(ops, 4)) {
+        cpu_widened w = {0};
+        em_tensor *gq32 = (em_tensor *)cpu_widen(&w, gq, true), *gk32 = (em_tensor *)cpu_widen(&w, gk, true);
+        em_tensor *gv32 = (em_tensor *)cpu_widen(&w, gv, true);
+        const em_tensor *go32 = cpu_widen(&w, gout, false), *q32 = cpu_widen(&w, q, false);
+        const em_tensor *k32 = cpu_widen(&w, k, false), *v32 = cpu_widen(&w, v, false);
+        const em_tensor *o32 = cpu_widen(&w, out, false), *m32 = cpu_widen(&w, mask, false);
+        return cpu_narrow(&w, w.failed ? -1 : cpu_attention_backward(gq32, gk32, gv32, go32, q32, k32, v32, o32, lse,
+                                                                      m32, p));
+    }
     attn_job j;
     if (setup(&j, "scaled_dot_product_attention_backward", q, k, v, mask, p)) return -1;
     j.o = em_data_ptr(out);

@@ -62,7 +62,7 @@ static int conv_geometry(em_conv_op op, const em_tensor *out, const em_tensor *a
     if (out->ndim != nd || a->ndim != nd || b->ndim != nd)
         return conv_error(op, out, a, b, "every tensor needs 2 + the spatial dims");
     if ((out->dtype != EM_FLOAT32 && out->dtype != EM_FLOAT64) || a->dtype != out->dtype || b->dtype != out->dtype)
-        return em_set_error("conv: expected float32 or float64 tensors of one dtype, got %s, %s -> %s",
+        return em_set_error("conv: expected float32, float64, float16 or bfloat16 tensors of one dtype, got %s, %s -> %s",
                             em_dtype_name(a->dtype), em_dtype_name(b->dtype), em_dtype_name(out->dtype));
     const em_tensor *x = op == EM_CONV_BACKWARD_DATA ? out : a;
     const em_tensor *w = op == EM_CONV_BACKWARD_WEIGHT ? out : b;
@@ -388,6 +388,12 @@ done:
 
 int cpu_conv(em_conv_op op, em_tensor *out, const em_tensor *a, const em_tensor *b, const em_conv_params *p)
 {
+    if (cpu_is_lowp(out) && a->dtype == out->dtype && b->dtype == out->dtype) {
+        cpu_widened w = {0};
+        em_tensor *o = (em_tensor *)cpu_widen(&w, out, true);
+        const em_tensor *a32 = cpu_widen(&w, a, false), *b32 = cpu_widen(&w, b, false);
+        return cpu_narrow(&w, w.failed ? -1 : cpu_conv(op, o, a32, b32, p));
+    }
     cpu_conv_geom g;
     if (conv_geometry(op, out, a, b, p, &g) != 0) return -1;
     if (em_numel(out) == 0) return 0;

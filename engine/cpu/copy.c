@@ -128,6 +128,47 @@ static void u8_to_i64(char **p, const int64_t *s, int64_t n, void *ctx)
     for (int64_t i = 0; i < n; i++) *(int64_t *)(p[0] + i * s[0]) = *(const uint8_t *)(p[1] + i * s[1]);
 }
 
+/* float32 <-> float16/bfloat16, the conversions mixed precision runs on every
+ * op it widens: plain loops (the bfloat16 ones vectorise; the bit operations
+ * are em_float_to_bf16's, here where the compiler can inline them). */
+static inline uint16_t f32_to_bf16_bits(uint32_t x)
+{
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40);   /* quiet NaN */
+    return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);                     /* nearest, ties to even */
+}
+
+static void f32_to_bf16(char **p, const int64_t *s, int64_t n, void *ctx)
+{
+    (void)ctx;
+    if (s[0] == 2 && s[1] == 4) {
+        uint16_t *o = (uint16_t *)p[0];
+        const uint32_t *a = (const uint32_t *)p[1];
+        for (int64_t i = 0; i < n; i++) o[i] = f32_to_bf16_bits(a[i]);
+    } else for (int64_t i = 0; i < n; i++) *(uint16_t *)(p[0] + i * s[0]) = f32_to_bf16_bits(*(const uint32_t *)(p[1] + i * s[1]));
+}
+
+static void bf16_to_f32(char **p, const int64_t *s, int64_t n, void *ctx)
+{
+    (void)ctx;
+    if (s[0] == 4 && s[1] == 2) {
+        uint32_t *o = (uint32_t *)p[0];
+        const uint16_t *a = (const uint16_t *)p[1];
+        for (int64_t i = 0; i < n; i++) o[i] = (uint32_t)a[i] << 16;
+    } else for (int64_t i = 0; i < n; i++) *(uint32_t *)(p[0] + i * s[0]) = (uint32_t)*(const uint16_t *)(p[1] + i * s[1]) << 16;
+}
+
+static void f32_to_f16(char **p, const int64_t *s, int64_t n, void *ctx)
+{
+    (void)ctx;
+    for (int64_t i = 0; i < n; i++) *(uint16_t *)(p[0] + i * s[0]) = em_float_to_half(*(const float *)(p[1] + i * s[1]));
+}
+
+static void f16_to_f32(char **p, const int64_t *s, int64_t n, void *ctx)
+{
+    (void)ctx;
+    for (int64_t i = 0; i < n; i++) *(float *)(p[0] + i * s[0]) = em_half_to_float(*(const uint16_t *)(p[1] + i * s[1]));
+}
+
 static void cast_generic(char **p, const int64_t *s, int64_t n, void *ctx)
 {
     cast_ctx *c = ctx;
@@ -148,6 +189,10 @@ int cpu_cast(em_tensor *dst, const em_tensor *src)
     else if (dst->dtype == EM_FLOAT32 && (src->dtype == EM_UINT8 || src->dtype == EM_BOOL)) fn = u8_to_f32;
     else if (dst->dtype == EM_FLOAT32 && src->dtype == EM_INT64) fn = i64_to_f32;
     else if (dst->dtype == EM_INT64 && src->dtype == EM_UINT8) fn = u8_to_i64;
+    else if (dst->dtype == EM_BFLOAT16 && src->dtype == EM_FLOAT32) fn = f32_to_bf16;
+    else if (dst->dtype == EM_FLOAT32 && src->dtype == EM_BFLOAT16) fn = bf16_to_f32;
+    else if (dst->dtype == EM_FLOAT16 && src->dtype == EM_FLOAT32) fn = f32_to_f16;
+    else if (dst->dtype == EM_FLOAT32 && src->dtype == EM_FLOAT16) fn = f16_to_f32;
     cpu_foreach(2, ts, fn, &c);
     return 0;
 }

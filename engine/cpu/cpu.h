@@ -150,4 +150,21 @@ int cpu_attention_backward(em_tensor *gq, em_tensor *gk, em_tensor *gv, const em
                            const em_tensor *k, const em_tensor *v, const em_tensor *out, const em_tensor *lse,
                            const em_tensor *mask, const em_attn_params *p);
 
+/* float16/bfloat16 operands of the float32-only kernels (lowp.c): widen
+ * each to a float32 working copy (outputs too, with is_out), run the float32
+ * kernel on the copies, then cpu_narrow(&w, rc) rounds the outputs back
+ * (when rc is 0) and frees the copies; it returns rc, or -1 when a copy
+ * failed. */
+#define CPU_MAX_WIDENED 10
+typedef struct cpu_widened {
+    int n;
+    bool failed;
+    em_tensor *orig[CPU_MAX_WIDENED], *wide[CPU_MAX_WIDENED];
+    bool out[CPU_MAX_WIDENED];
+} cpu_widened;
+bool cpu_is_lowp(const em_tensor *t);
+bool cpu_any_lowp(const em_tensor *const *ts, int n);
+const em_tensor *cpu_widen(cpu_widened *w, const em_tensor *t, bool is_out);
+int cpu_narrow(cpu_widened *w, int rc);
+
 #endif

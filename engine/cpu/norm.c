@@ -343,7 +343,7 @@ static int check_x(const char *name, const em_tensor *x, const em_norm_params *p
 {
     if (op != EM_NORM_BATCH && op != EM_NORM_GROUP) return em_set_error("%s: unknown op %d", name, (int)op);
     if (x->dtype != EM_FLOAT32 && x->dtype != EM_FLOAT64)
-        return em_set_error("%s: dtype %s not supported on the CPU (float32, float64)", name,
+        return em_set_error("%s: dtype %s not supported on the CPU (float32, float64, float16, bfloat16)", name,
                             em_dtype_name(x->dtype));
     if (p->N < 0 || p->C < 1 || p->S < 0 || em_numel(x) != p->N * p->C * p->S || !em_is_contiguous(x))
         return em_set_error("%s: x %s is not a contiguous [N=%lld, C=%lld, S=%lld]", name, SHAPE(x),
@@ -404,6 +404,14 @@ static int job_setup(norm_job *j, const char *name, em_norm_op op, const em_tens
 int cpu_norm(em_norm_op op, em_tensor *y, em_tensor *mean, em_tensor *var, const em_tensor *x,
              const em_tensor *w, const em_tensor *b, const em_norm_params *p)
 {
+    if (cpu_is_lowp(x) && y->dtype == x->dtype) {
+        cpu_widened wd = {0};
+        em_tensor *y32 = (em_tensor *)cpu_widen(&wd, y, true), *m32 = (em_tensor *)cpu_widen(&wd, mean, true);
+        em_tensor *v32 = (em_tensor *)cpu_widen(&wd, var, true);
+        const em_tensor *x32 = cpu_widen(&wd, x, false), *w32 = cpu_widen(&wd, w, false);
+        const em_tensor *b32 = cpu_widen(&wd, b, false);
+        return cpu_narrow(&wd, wd.failed ? -1 : cpu_norm(op, y32, m32, v32, x32, w32, b32, p));
+    }
     if (check_x("norm", x, p, op) || check_same("norm", "y", y, x)) return -1;
     norm_job j = {0};
     double *mem;
@@ -713,6 +721,15 @@ int cpu_norm_backward(em_norm_op op, em_tensor *gx, em_tensor *gw, em_tensor *gb
                       const em_norm_params *p)
 {
     const char *name = "norm_backward";
+    if (cpu_is_lowp(x) && gy->dtype == x->dtype) {
+        cpu_widened wd = {0};
+        em_tensor *gx32 = (em_tensor *)cpu_widen(&wd, gx, true), *gw32 = (em_tensor *)cpu_widen(&wd, gw, true);
+        em_tensor *gb32 = (em_tensor *)cpu_widen(&wd, gb, true);
+        const em_tensor *gy32 = cpu_widen(&wd, gy, false), *x32 = cpu_widen(&wd, x, false);
+        const em_tensor *m32 = cpu_widen(&wd, mean, false), *r32 = cpu_widen(&wd, rstd, false);
+        const em_tensor *w32 = cpu_widen(&wd, w, false);
+        return cpu_narrow(&wd, wd.failed ? -1 : cpu_norm_backward(op, gx32, gw32, gb32, gy32, x32, m32, r32, w32, p));
+    }
     if (check_x(name, x, p, op) || check_same(name, "gy", gy, x) || (gx && check_same(name, "gx", gx, x)))
         return -1;
     norm_job j = {0};

@@ -314,7 +314,7 @@ static int pool_setup(pool_job *j, const char *name, const em_tensor *big, const
         return em_set_error("%s: %d spatial dims with input %s and output %s", name, ns,
                             SHAPE(big), SHAPE(small));
     if (big->dtype != EM_FLOAT32 && big->dtype != EM_FLOAT64)
-        return em_set_error("%s: dtype %s not supported on the CPU (float32, float64)", name,
+        return em_set_error("%s: dtype %s not supported on the CPU (float32, float64, float16, bfloat16)", name,
                             em_dtype_name(big->dtype));
     if (small->dtype != big->dtype || !em_is_contiguous(big) || !em_is_contiguous(small))
         return em_set_error("%s: expected contiguous tensors of one dtype", name);
@@ -356,6 +356,12 @@ static int pool_setup(pool_job *j, const char *name, const em_tensor *big, const
 int cpu_pool(em_pool_op op, em_tensor *out, em_tensor *idx, const em_tensor *in, const em_pool_params *p)
 {
     if (op != EM_POOL_MAX && op != EM_POOL_AVG) return em_set_error("pool: unknown op %d", (int)op);
+    if (cpu_is_lowp(in) && out->dtype == in->dtype) {
+        cpu_widened w = {0};
+        em_tensor *o = (em_tensor *)cpu_widen(&w, out, true);
+        const em_tensor *i32 = cpu_widen(&w, in, false);
+        return cpu_narrow(&w, w.failed ? -1 : cpu_pool(op, o, idx, i32, p));
+    }
     pool_job j = {.op = op};
     int64_t *tables;
     if (pool_setup(&j, "pool", in, out, p, &tables)) return -1;
@@ -381,6 +387,12 @@ int cpu_pool_backward(em_pool_op op, em_tensor *gin, const em_tensor *gout, cons
 {
     if (op != EM_POOL_AVG)
         return em_set_error("pool_backward: only average pooling (max pooling's backward is a scatter-add)");
+    if (cpu_is_lowp(gin) && gout->dtype == gin->dtype) {
+        cpu_widened w = {0};
+        em_tensor *gi = (em_tensor *)cpu_widen(&w, gin, true);
+        const em_tensor *go = cpu_widen(&w, gout, false);
+        return cpu_narrow(&w, w.failed ? -1 : cpu_pool_backward(op, gi, go, p));
+    }
     pool_job j = {.op = op};
     int64_t *tables;
     if (pool_setup(&j, "pool_backward", gin, gout, p, &tables)) return -1;
