@@ -109,7 +109,8 @@ void emlua_autocast_args(lua_State *L, emlua_ac_policy pol, int first, int last)
 
 static em_device_type check_device_type(lua_State *L, int idx, const char *op)
 {
-    const char *s = luaL_checkstring(L, idx);
+    if (lua_type(L, idx) != LUA_TSTRING) emlua_typeerror(L, idx, op, "a device type (\"cpu\" or \"cuda\")");
+    const char *s = lua_tostring(L, idx);
     em_device d;
     if (em_device_parse(s, &d) != 0)
         emlua_argerror(L, idx, op, "expected a device type (\"cpu\" or \"cuda\"), got '%s'", s);
@@ -121,7 +122,10 @@ static const char *const policy_names[] = {"lower", "fp32", "promote", NULL};
 /* ember._autocast(policy, ...): the arguments, cast under the policy */
 static int l_autocast_args(lua_State *L)
 {
-    int pol = luaL_checkoption(L, 1, NULL, policy_names);
+    const char *name = lua_type(L, 1) == LUA_TSTRING ? lua_tostring(L, 1) : "";
+    int pol = 0;
+    while (policy_names[pol] && strcmp(policy_names[pol], name) != 0) pol++;
+    if (!policy_names[pol]) emlua_typeerror(L, 1, "_autocast", "a policy (\"lower\", \"fp32\" or \"promote\")");
     int n = lua_gettop(L) - 1;
     if (em_autocast_active()) emlua_autocast_args(L, (emlua_ac_policy)pol, 2, n + 1);
     return n;
