@@ -15,9 +15,10 @@
  *          p -= (lr/bc1) * m / (sqrt(v)/sqrt(bc2) + eps)
  *          with bc1 = 1 - beta1^step, bc2 = 1 - beta2^step (step counts from 1)
  *
- * p and the state tensors must share one shape, dtype (float32 or float64)
- * and device; g must have p's shape and device and a float dtype (cast to
- * p's dtype when it differs). Non-contiguous operands are handled (through
+ * p and the state tensors must share one shape, dtype (float32 or float64;
+ * float16 and bfloat16 go to the multi-tensor kernels below, as a list of
+ * one) and device; g must have p's shape and device and a float dtype (cast
+ * to p's dtype when it differs). Non-contiguous operands are handled (through
  * contiguous copies written back). The arithmetic runs in p's dtype, with
  * the scalar coefficients computed in double. On success p's and the state
  * tensors' versions are bumped. Like every in-place op, the step is refused
