@@ -1,7 +1,8 @@
 /*
  * optim.h — fused optimizer updates: one pass over a parameter, its gradient
  * and its state, in place. lua/ember/optim.lua builds SGD, Adam and AdamW on
- * these; each call is one backend `optim` kernel (engine/backend.h).
+ * these; each call is one backend `optim` kernel (engine/backend.h), and the
+ * multi-tensor forms at the end one `optim_multi` call per device and dtype.
  *
  * Both functions follow torch.optim's single-tensor updates (1.13/2.x):
  *
