@@ -110,11 +110,9 @@ done:
 }
 
 /* NaN fails every comparison, so `!(x >= 0)` rejects it too. */
-int em_sgd_step_(em_tensor *p, const em_tensor *g, em_tensor *momentum_buf, double lr,
-                 double momentum, double dampening, double weight_decay, bool nesterov,
-                 bool first_step, bool maximize)
+static int check_sgd_args(const char *op, double lr, double momentum, double dampening, double weight_decay,
+                          bool nesterov)
 {
-    const char *op = "sgd_step";
     if (!(lr >= 0)) return em_set_error("%s: invalid learning rate lr=%g (must be >= 0)", op, lr);
     if (!(momentum >= 0)) return em_set_error("%s: invalid momentum=%g (must be >= 0)", op, momentum);
     if (!isfinite(dampening)) return em_set_error("%s: invalid dampening=%g", op, dampening);
@@ -123,6 +121,28 @@ int em_sgd_step_(em_tensor *p, const em_tensor *g, em_tensor *momentum_buf, doub
     if (nesterov && (momentum <= 0 || dampening != 0))
         return em_set_error("%s: nesterov momentum requires momentum > 0 and dampening = 0 "
                             "(got momentum=%g, dampening=%g)", op, momentum, dampening);
+    return 0;
+}
+
+static int check_adam_args(const char *op, double lr, double beta1, double beta2, double eps, double weight_decay)
+{
+    if (!(lr >= 0)) return em_set_error("%s: invalid learning rate lr=%g (must be >= 0)", op, lr);
+    if (!(beta1 >= 0 && beta1 < 1))
+        return em_set_error("%s: invalid beta1=%g (betas[1] must be in [0, 1))", op, beta1);
+    if (!(beta2 >= 0 && beta2 < 1))
+        return em_set_error("%s: invalid beta2=%g (betas[2] must be in [0, 1))", op, beta2);
+    if (!(eps >= 0)) return em_set_error("%s: invalid eps=%g (must be >= 0)", op, eps);
+    if (!(weight_decay >= 0))
+        return em_set_error("%s: invalid weight_decay=%g (must be >= 0)", op, weight_decay);
+    return 0;
+}
+
+int em_sgd_step_(em_tensor *p, const em_tensor *g, em_tensor *momentum_buf, double lr,
+                 double momentum, double dampening, double weight_decay, bool nesterov,
+                 bool first_step, bool maximize)
+{
+    const char *op = "sgd_step";
+    if (check_sgd_args(op, lr, momentum, dampening, weight_decay, nesterov)) return -1;
     if (check_param(op, p, g)) return -1;
     if (p->dtype == EM_FLOAT16 || p->dtype == EM_BFLOAT16) {   /* only the multi-tensor kernels have half */
         em_tensor *bufs[1] = {momentum_buf};
@@ -144,14 +164,7 @@ int em_adam_step_(em_tensor *p, const em_tensor *g, em_tensor *exp_avg, em_tenso
                   bool decoupled, int64_t step, bool maximize)
 {
     const char *op = decoupled ? "adamw_step" : "adam_step";
-    if (!(lr >= 0)) return em_set_error("%s: invalid learning rate lr=%g (must be >= 0)", op, lr);
-    if (!(beta1 >= 0 && beta1 < 1))
-        return em_set_error("%s: invalid beta1=%g (betas[1] must be in [0, 1))", op, beta1);
-    if (!(beta2 >= 0 && beta2 < 1))
-        return em_set_error("%s: invalid beta2=%g (betas[2] must be in [0, 1))", op, beta2);
-    if (!(eps >= 0)) return em_set_error("%s: invalid eps=%g (must be >= 0)", op, eps);
-    if (!(weight_decay >= 0))
-        return em_set_error("%s: invalid weight_decay=%g (must be >= 0)", op, weight_decay);
+    if (check_adam_args(op, lr, beta1, beta2, eps, weight_decay)) return -1;
     if (step < 1) return em_set_error("%s: invalid step=%lld (counts from 1)", op, (long long)step);
     if (check_param(op, p, g)) return -1;
     if (p->dtype == EM_FLOAT16 || p->dtype == EM_BFLOAT16)
@@ -410,14 +423,7 @@ int em_sgd_multi_step_(int64_t n, em_tensor *const *p, em_tensor *const *g, em_t
 {
     const char *op = "sgd_step";
     char buf[96];
-    if (!(lr >= 0)) return em_set_error("%s: invalid learning rate lr=%g (must be >= 0)", op, lr);
-    if (!(momentum >= 0)) return em_set_error("%s: invalid momentum=%g (must be >= 0)", op, momentum);
-    if (!isfinite(dampening)) return em_set_error("%s: invalid dampening=%g", op, dampening);
-    if (!(weight_decay >= 0))
-        return em_set_error("%s: invalid weight_decay=%g (must be >= 0)", op, weight_decay);
-    if (nesterov && (momentum <= 0 || dampening != 0))
-        return em_set_error("%s: nesterov momentum requires momentum > 0 and dampening = 0 "
-                            "(got momentum=%g, dampening=%g)", op, momentum, dampening);
+    if (check_sgd_args(op, lr, momentum, dampening, weight_decay, nesterov)) return -1;
     if (check_lists_present(op, n, p, g)) return -1;
     bool use_buf = momentum != 0;
     if (use_buf && n > 0 && (!bufs || !first))
@@ -453,14 +459,7 @@ int em_adam_multi_step_(int64_t n, em_tensor *const *p, em_tensor *const *g, em_
 {
     const char *op = decoupled ? "adamw_step" : "adam_step";
     char buf[96];
-    if (!(lr >= 0)) return em_set_error("%s: invalid learning rate lr=%g (must be >= 0)", op, lr);
-    if (!(beta1 >= 0 && beta1 < 1))
-        return em_set_error("%s: invalid beta1=%g (betas[1] must be in [0, 1))", op, beta1);
-    if (!(beta2 >= 0 && beta2 < 1))
-        return em_set_error("%s: invalid beta2=%g (betas[2] must be in [0, 1))", op, beta2);
-    if (!(eps >= 0)) return em_set_error("%s: invalid eps=%g (must be >= 0)", op, eps);
-    if (!(weight_decay >= 0))
-        return em_set_error("%s: invalid weight_decay=%g (must be >= 0)", op, weight_decay);
+    if (check_adam_args(op, lr, beta1, beta2, eps, weight_decay)) return -1;
     if (check_lists_present(op, n, p, g)) return -1;
     if (n > 0 && (!exp_avg || !exp_avg_sq || !steps))
         return em_set_error("%s: missing the exp_avg, exp_avg_sq or step list", op);

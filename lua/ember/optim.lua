@@ -243,19 +243,10 @@ function Optimizer:step(closure)
   local _ <close> = ember.no_grad()
   for gi, group in ipairs(self.param_groups) do
     self:_check_group(group, string.format("%s (group %d)", self._name, gi))
-    if self._step_group and self:_step_group(group) then goto continue end
-    for _, p in ipairs(group.params) do
-      local g = p.grad
-      if g ~= nil then
-        local st = self.state[p]
-        if st == nil then
-          st = {}
-          self.state[p] = st
-        end
-        self:_step_param(p, g, st, group)
-      end
+    if not (self._step_group and self:_step_group(group)) then
+      local ps, gs, sts = with_grads(self, group)
+      for i, p in ipairs(ps) do self:_step_param(p, gs[i], sts[i], group) end
     end
-    ::continue::
   end
   return loss
 end
