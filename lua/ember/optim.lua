@@ -116,6 +116,7 @@ end
 
 local Optimizer = {}
 Optimizer.__index = Optimizer
+Optimizer._optional = {}      -- options a class stores without a default (SGD's foreach, ...)
 
 local function is_group(x)
   return type(x) == "table" and not ember.is_tensor(x) and x.params ~= nil
