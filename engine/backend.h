@@ -61,6 +61,29 @@ typedef enum em_optim_op {
                          * of p (before scaling) is not finite; g, s2 NULL (GradScaler.unscale_) */
     EM_NOPTIM
 } em_optim_op;
+/* Multi-tensor optimizer ops (PyTorch's foreach / fused kernels): the op
+ * over the n tensors of up to four lists in one pass (on CUDA one launch, a
+ * second only when the table of tensors overflows). All tensors are
+ * contiguous and share one device and one dtype (float32, float64, float16
+ * or bfloat16; float16/bfloat16 compute in float32 and store in their own
+ * dtype); l->t[k][i] is list k's i-th tensor (a list unused by the op is
+ * NULL), and the tensors of one i have one numel. h[] as for optim (SGD,
+ * ADAM: engine/optim.h; the others below).
+ *   SGD:     t[0] params, t[1] grads, t[2] momentum buffers (NULL when h[1] == 0)
+ *   ADAM:    t[0] params, t[1] grads, t[2] exp_avg, t[3] exp_avg_sq
+ *   UNSCALE: t[0] grads *= *a; *b = 1 when a value (before scaling) is inf or
+ *            NaN (a: inv_scale, b: found_inf, one-element float32 each)
+ *   NORM:    t[0]; a: float64 [n + 1] written: a[i] = sum |t_i|^h[0] (max |t_i|
+ *            when h[0] is inf), a[n] the same over every tensor (nh = 1)
+ *   SCALE:   t[0] *= c with c = min(h[0] / (*a + 1e-6), 1) computed in a's
+ *            dtype (a: a one-element float32/float64 norm; NaN stays NaN) */
+typedef enum em_multi_op {
+    EM_MULTI_SGD, EM_MULTI_ADAM, EM_MULTI_UNSCALE, EM_MULTI_NORM, EM_MULTI_SCALE, EM_NMULTI
+} em_multi_op;
+typedef struct em_tensor_lists {
+    int64_t n;
+    em_tensor *const *t[4];
+} em_tensor_lists;
 /* CUMMAX / CUMMIN: running extreme (a NaN propagates); LOGCUMSUMEXP: running
  * log(sum(exp)), floating dtypes only */
 typedef enum em_scan_op { EM_CUMSUM, EM_CUMPROD, EM_CUMMAX, EM_CUMMIN, EM_LOGCUMSUMEXP } em_scan_op;
@@ -317,6 +340,9 @@ typedef struct em_backend {
      * (float32 or float64) and are contiguous. */
     int (*optim)(em_optim_op op, em_tensor *p, const em_tensor *g, em_tensor *s1,
                  em_tensor *s2, const double *h, int nh);
+    /* the multi-tensor ops: see em_multi_op above (a, b NULL where unused) */
+    int (*optim_multi)(em_multi_op op, const em_tensor_lists *l, em_tensor *a, em_tensor *b,
+                       const double *h, int nh);
 
     /* linear algebra: see em_linalg_op above (b, c, d per op, else NULL) */
     int (*linalg)(em_linalg_op op, em_tensor *a, em_tensor *b, em_tensor *c, em_tensor *d,

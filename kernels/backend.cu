@@ -316,6 +316,7 @@ static em_backend make_backend(void)
     b.attention_backward = kc_attention_backward;
     b.linalg = kc_linalg;
     b.optim = kc_optim;
+    b.optim_multi = kc_optim_multi;
     b.device_count = device_count;
     b.device_name = device_name;
     b.memory_stats = kc_memory_stats;

@@ -13,6 +13,7 @@
  * template parameters, so every variant is its own branch-free kernel. When
  * every operand is 16-byte aligned, elements move as float4 / double2. */
 #include "kc.h"
+#include "elementwise.cuh"
 
 #include <math.h>
 
@@ -40,16 +41,25 @@ template <typename T> struct sgd_coef {
     T lr, sign, wd, mom, keep;
 };
 
+/* the switches as arguments: constants in the single-tensor kernels (folded
+ * away), uniform run-time flags in the multi-tensor ones */
+template <typename T>
+__device__ __forceinline__ void sgd_update(T &p, T g, T &b, const sgd_coef<T> &c, bool wd, bool buf, bool first,
+                                           bool nest)
+{
+    T d = op_mul(c.sign, g);
+    if (wd) d = op_add(d, op_mul(c.wd, p));
+    if (buf) {
+        b = first ? d : op_add(op_mul(c.mom, b), op_mul(c.keep, d));
+        d = nest ? op_add(d, op_mul(c.mom, b)) : b;
+    }
+    p = op_sub(p, op_mul(c.lr, d));
+}
+
 template <typename T, bool WD, bool BUF, bool FIRST, bool NEST>
 __device__ __forceinline__ void sgd_one(T &p, T g, T &b, const sgd_coef<T> &c)
 {
-    T d = op_mul(c.sign, g);
-    if (WD) d = op_add(d, op_mul(c.wd, p));
-    if (BUF) {
-        b = FIRST ? d : op_add(op_mul(c.mom, b), op_mul(c.keep, d));
-        d = NEST ? op_add(d, op_mul(c.mom, b)) : b;
-    }
-    p = op_sub(p, op_mul(c.lr, d));
+    sgd_update<T>(p, g, b, c, WD, BUF, FIRST, NEST);
 }
 
 template <typename T, int W, bool WD, bool BUF, bool FIRST, bool NEST>
@@ -104,12 +114,12 @@ template <typename T> struct adam_coef {
     T sign, l2, decay, b1, c1, b2, c2, bc2s, eps, nss;
 };
 
-template <typename T, bool L2>
-__device__ __forceinline__ void adam_one(T &p, T g, T &m, T &v, const adam_coef<T> &c)
+template <typename T>
+__device__ __forceinline__ void adam_update(T &p, T g, T &m, T &v, const adam_coef<T> &c, bool l2)
 {
     T gi = op_mul(c.sign, g);
     T pi = p;
-    if (L2) gi = op_add(gi, op_mul(c.l2, pi));
+    if (l2) gi = op_add(gi, op_mul(c.l2, pi));
     pi = op_mul(pi, c.decay);
     T mi = op_add(op_mul(c.b1, m), op_mul(c.c1, gi));
     T vi = op_add(op_mul(c.b2, v), op_mul(op_mul(c.c2, gi), gi));
@@ -117,6 +127,12 @@ __device__ __forceinline__ void adam_one(T &p, T g, T &m, T &v, const adam_coef<
     v = vi;
     T denom = op_add(op_div(op_sqrt(vi), c.bc2s), c.eps);
     p = op_add(pi, op_div(op_mul(c.nss, mi), denom));
+}
+
+template <typename T, bool L2>
+__device__ __forceinline__ void adam_one(T &p, T g, T &m, T &v, const adam_coef<T> &c)
+{
+    adam_update<T>(p, g, m, v, c, L2);
 }
 
 template <typename T, int W, bool L2>
@@ -187,6 +203,37 @@ static int unscale(em_tensor *g, em_tensor *flag, const double *h, int nh)
     return kc_launched(name, dev);
 }
 
+/* ---- coefficients, computed in double on the host as the CPU does ------------------------ */
+
+template <typename T> static sgd_coef<T> sgd_coef_of(const double *h)
+{
+    sgd_coef<T> c;
+    c.lr = (T)h[0];
+    c.sign = h[6] != 0 ? T(-1) : T(1);
+    c.wd = (T)h[3];
+    c.mom = (T)h[1];
+    c.keep = (T)(1 - h[2]);
+    return c;
+}
+
+template <typename T> static adam_coef<T> adam_coef_of(const double *h)
+{
+    double lr = h[0], wd = h[4];
+    bool decoupled = h[5] != 0;
+    adam_coef<T> c;
+    c.sign = h[8] != 0 ? T(-1) : T(1);
+    c.l2 = (T)(decoupled ? 0 : wd);
+    c.decay = (T)(decoupled ? 1 - lr * wd : 1);
+    c.b1 = (T)h[1];
+    c.c1 = (T)(1 - h[1]);
+    c.b2 = (T)h[2];
+    c.c2 = (T)(1 - h[2]);
+    c.bc2s = (T)sqrt(h[7]);
+    c.eps = (T)h[3];
+    c.nss = (T)(-(lr / h[6]));
+    return c;
+}
+
 /* ---- entry -------------------------------------------------------------------------------- */
 
 static bool aligned16(const void *q) { return !q || ((uintptr_t)q & 15) == 0; }
@@ -201,12 +248,7 @@ static int optim_typed(em_optim_op op, em_tensor *pt, const em_tensor *gt, em_te
     const T *g = (const T *)kc_ptr(gt);
     if (op == EM_OPTIM_SGD) {
         T *buf = h[1] != 0 && s1 ? (T *)kc_ptr(s1) : NULL;     /* no buffer without momentum */
-        sgd_coef<T> c;
-        c.lr = (T)h[0];
-        c.sign = h[6] != 0 ? T(-1) : T(1);
-        c.wd = (T)h[3];
-        c.mom = (T)h[1];
-        c.keep = (T)(1 - h[2]);
+        sgd_coef<T> c = sgd_coef_of<T>(h);
         bool wd = h[3] != 0, first = h[5] != 0, nest = h[4] != 0;
         if (aligned16(p) && aligned16(g) && aligned16(buf))
             sgd_pick_wd<T, W>(p, g, buf, n, c, wd, first, nest, dev, s);
@@ -214,20 +256,9 @@ static int optim_typed(em_optim_op op, em_tensor *pt, const em_tensor *gt, em_te
             sgd_pick_wd<T, 1>(p, g, buf, n, c, wd, first, nest, dev, s);
         return kc_launched("sgd_step", dev);
     }
-    double lr = h[0], wd = h[4];
     bool decoupled = h[5] != 0;
-    double l2 = decoupled ? 0 : wd, decay = decoupled ? 1 - lr * wd : 1;
-    adam_coef<T> c;
-    c.sign = h[8] != 0 ? T(-1) : T(1);
-    c.l2 = (T)l2;
-    c.decay = (T)decay;
-    c.b1 = (T)h[1];
-    c.c1 = (T)(1 - h[1]);
-    c.b2 = (T)h[2];
-    c.c2 = (T)(1 - h[2]);
-    c.bc2s = (T)sqrt(h[7]);
-    c.eps = (T)h[3];
-    c.nss = (T)(-(lr / h[6]));
+    double l2 = decoupled ? 0 : h[4];
+    adam_coef<T> c = adam_coef_of<T>(h);
     T *m = (T *)kc_ptr(s1), *v = (T *)kc_ptr(s2);
     if (aligned16(p) && aligned16(g) && aligned16(m) && aligned16(v))
         adam_launch<T, W>(p, g, m, v, n, c, l2 != 0, dev, s);
@@ -272,4 +303,415 @@ extern "C" int kc_optim(em_optim_op op, em_tensor *p, const em_tensor *g, em_ten
     if (!s) return -1;
     if (p->dtype == EM_FLOAT32) return optim_typed<float>(op, p, g, s1, s2, h, dev, s);
     return optim_typed<double>(op, p, g, s1, s2, h, dev, s);
+}
+
+/* ---- multi-tensor ops (em_multi_op), as PyTorch's multi_tensor_apply ------------------------
+ * The kernel arguments carry a table of up to MT_TENSORS(D) tensors (D pointers each, one
+ * per list) and a map from each block to its (tensor, chunk); a block runs one chunk of
+ * MT_CHUNK elements. The host fills the table in tensor order and launches when it is full
+ * of tensors or blocks, carrying a tensor cut in the middle over to the next table: one
+ * launch per call unless the table overflows. The table stays under the 4 KiB of kernel
+ * arguments every architecture takes. float16/bfloat16 load to float, compute in float
+ * with the float32 arithmetic and round back, with the CPU's conversions (elementwise.cuh),
+ * so every dtype matches the CPU bit for bit except the norm's summation order. */
+
+#define MT_CHUNK 65536
+#define MT_BLOCKS 320
+
+template <int D> struct mt_capacity { static const int tensors = 110; };
+template <> struct mt_capacity<3> { static const int tensors = 48; };
+template <> struct mt_capacity<4> { static const int tensors = 36; };
+
+template <int D> struct mt_table {
+    void *ptr[D][mt_capacity<D>::tensors];
+    int64_t numel[mt_capacity<D>::tensors];
+    int index[mt_capacity<D>::tensors];         /* the tensor's position in the caller's lists */
+    unsigned char block_tensor[MT_BLOCKS];
+    int block_chunk[MT_BLOCKS];
+    int64_t slot_base;                          /* the call-wide number of block 0 (the norm's partials) */
+};
+
+/* the block's tensor and element range */
+template <int D>
+__device__ __forceinline__ int mt_chunk(const mt_table<D> &tab, int64_t &lo, int64_t &hi)
+{
+    int t = tab.block_tensor[blockIdx.x];
+    lo = (int64_t)tab.block_chunk[blockIdx.x] * MT_CHUNK;
+    hi = lo + MT_CHUNK < tab.numel[t] ? lo + MT_CHUNK : tab.numel[t];
+    return t;
+}
+
+/* dtypes: S stored, C computed */
+struct mt_f32 {
+    typedef float S; typedef float C;
+    __device__ static C load(S x) { return x; }
+    __device__ static S store(C x) { return x; }
+};
+struct mt_f64 {
+    typedef double S; typedef double C;
+    __device__ static C load(S x) { return x; }
+    __device__ static S store(C x) { return x; }
+};
+struct mt_f16 {
+    typedef uint16_t S; typedef float C;
+    __device__ static C load(S x) { return ew_half_to_float(x); }
+    __device__ static S store(C x) { return ew_float_to_half(x); }
+};
+struct mt_bf16 {
+    typedef uint16_t S; typedef float C;
+    __device__ static C load(S x) { return ew_bf16_to_float(x); }
+    __device__ static S store(C x) { return ew_float_to_bf16(x); }
+};
+
+template <typename IO>
+__global__ void mt_sgd_kernel(mt_table<3> tab, sgd_coef<typename IO::C> c, bool wd, bool buf, bool first, bool nest)
+{
+    typedef typename IO::S S;
+    typedef typename IO::C C;
+    int64_t lo, hi;
+    int t = mt_chunk(tab, lo, hi);
+    S *p = (S *)tab.ptr[0][t], *b = (S *)tab.ptr[2][t];
+    const S *g = (const S *)tab.ptr[1][t];
+    for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        C pi = IO::load(p[i]), bi = buf && !first ? IO::load(b[i]) : C(0);
+        sgd_update<C>(pi, IO::load(g[i]), bi, c, wd, buf, first, nest);
+        p[i] = IO::store(pi);
+        if (buf) b[i] = IO::store(bi);
+    }
+}
+
+template <typename IO>
+__global__ void mt_adam_kernel(mt_table<4> tab, adam_coef<typename IO::C> c, bool l2)
+{
+    typedef typename IO::S S;
+    typedef typename IO::C C;
+    int64_t lo, hi;
+    int t = mt_chunk(tab, lo, hi);
+    S *p = (S *)tab.ptr[0][t], *m = (S *)tab.ptr[2][t], *v = (S *)tab.ptr[3][t];
+    const S *g = (const S *)tab.ptr[1][t];
+    for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        C pi = IO::load(p[i]), mi = IO::load(m[i]), vi = IO::load(v[i]);
+        adam_update<C>(pi, IO::load(g[i]), mi, vi, c, l2);
+        p[i] = IO::store(pi);
+        m[i] = IO::store(mi);
+        v[i] = IO::store(vi);
+    }
+}
+
+/* inv_scale read on the device; every writer of found stores the same 1.0f */
+template <typename IO>
+__global__ void mt_unscale_kernel(mt_table<1> tab, const float *inv_scale, float *found)
+{
+    typedef typename IO::S S;
+    typedef typename IO::C C;
+    int64_t lo, hi;
+    int t = mt_chunk(tab, lo, hi);
+    S *g = (S *)tab.ptr[0][t];
+    C inv = (C)*inv_scale;
+    for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        C v = IO::load(g[i]);
+        if (!isfinite(v)) *found = 1.0f;
+        g[i] = IO::store(op_mul(v, inv));
+    }
+}
+
+/* clip_grad_norm_'s coefficient min(max_norm / (total + 1e-6), 1) in the norm's dtype N
+ * (NaN kept), rounded to the tensor's dtype, then the product in C */
+template <typename IO, typename N>
+__global__ void mt_scale_kernel(mt_table<1> tab, const N *total, double max_norm)
+{
+    typedef typename IO::S S;
+    typedef typename IO::C C;
+    int64_t lo, hi;
+    int t = mt_chunk(tab, lo, hi);
+    S *g = (S *)tab.ptr[0][t];
+    N coef = op_div((N)max_norm, op_add(*total, (N)1e-6));
+    coef = coef > N(1) ? N(1) : coef;
+    C c = IO::load(IO::store((C)coef));
+    for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) g[i] = IO::store(op_mul(IO::load(g[i]), c));
+}
+
+enum { MT_L1, MT_L2, MT_INF, MT_P };
+
+__device__ __forceinline__ double mt_combine(int kind, double acc, double x)
+{
+    if (kind != MT_INF) return acc + x;
+    return x > acc || x != x ? x : acc;         /* a NaN, once met, stays */
+}
+
+__device__ __forceinline__ double mt_term(int kind, double x, double p)
+{
+    double a = fabs(x);
+    return kind == MT_L2 ? a * a : kind == MT_P ? pow(a, p) : a;
+}
+
+/* thread 0 gets the block's combination of v, in a fixed tree order */
+__device__ double mt_block_reduce(int kind, double v, double *sh)
+{
+    sh[threadIdx.x] = v;
+    __syncthreads();
+    for (int s = KC_THREADS / 2; s > 0; s >>= 1) {
+        if ((int)threadIdx.x < s) sh[threadIdx.x] = mt_combine(kind, sh[threadIdx.x], sh[threadIdx.x + s]);
+        __syncthreads();
+    }
+    return sh[0];
+}
+
+/* one float64 partial per block (chunk), tagged with its tensor */
+template <typename IO>
+__global__ void mt_norm_kernel(mt_table<1> tab, int kind, double p, double *partial, int *part_tensor)
+{
+    __shared__ double sh[KC_THREADS];
+    typedef typename IO::S S;
+    int64_t lo, hi;
+    int t = mt_chunk(tab, lo, hi);
+    const S *x = (const S *)tab.ptr[0][t];
+    double acc = 0;
+    for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x)
+        acc = mt_combine(kind, acc, mt_term(kind, (double)IO::load(x[i]), p));
+    double r = mt_block_reduce(kind, acc, sh);
+    if (threadIdx.x == 0) {
+        partial[tab.slot_base + blockIdx.x] = r;
+        part_tensor[tab.slot_base + blockIdx.x] = tab.index[t];
+    }
+}
+
+/* one block: out[i] from tensor i's partials (their tags ascend), out[n] from the out[i] */
+__global__ void mt_norm_finish(const double *partial, const int *part_tensor, int64_t nslots, int64_t n, int kind,
+                               double *out)
+{
+    __shared__ double sh[KC_THREADS];
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+        int64_t a = 0, b = nslots;
+        while (a < b) {
+            int64_t m = a + (b - a) / 2;
+            if (part_tensor[m] < i) a = m + 1;
+            else b = m;
+        }
+        double acc = 0;
+        for (int64_t s = a; s < nslots && part_tensor[s] == i; s++) acc = mt_combine(kind, acc, partial[s]);
+        out[i] = acc;
+    }
+    __syncthreads();
+    double acc = 0;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) acc = mt_combine(kind, acc, out[i]);
+    double r = mt_block_reduce(kind, acc, sh);
+    if (threadIdx.x == 0) out[n] = r;
+}
+
+/* Walks the lists `which` (D of them) in tables; launch(table, nblocks) for each full one. */
+template <int D, typename L>
+static int mt_walk(const em_tensor_lists *l, const int *which, L &launch)
+{
+    const int cap = mt_capacity<D>::tensors;
+    mt_table<D> tab;
+    memset(&tab, 0, sizeof tab);
+    int nt = 0, nb = 0;
+    for (int64_t i = 0; i < l->n; i++) {
+        int64_t numel = kc_numel(l->t[which[0]][i]);
+        if (numel == 0) continue;
+        for (int k = 0; k < D; k++) tab.ptr[k][nt] = l->t[which[k]] ? kc_ptr(l->t[which[k]][i]) : NULL;
+        tab.numel[nt] = numel;
+        tab.index[nt] = (int)i;
+        nt++;
+        int64_t chunks = (numel + MT_CHUNK - 1) / MT_CHUNK;
+        for (int64_t c = 0; c < chunks; c++) {
+            tab.block_tensor[nb] = (unsigned char)(nt - 1);
+            tab.block_chunk[nb] = (int)c;
+            nb++;
+            bool last = c == chunks - 1;
+            if ((nt == cap && last) || nb == MT_BLOCKS) {
+                if (launch(tab, nb)) return -1;
+                tab.slot_base += nb;
+                nb = 0;
+                if (last) {
+                    nt = 0;
+                } else {            /* the tensor goes on in the next table, as its entry 0 */
+                    for (int k = 0; k < D; k++) tab.ptr[k][0] = tab.ptr[k][nt - 1];
+                    tab.numel[0] = tab.numel[nt - 1];
+                    tab.index[0] = tab.index[nt - 1];
+                    nt = 1;
+                }
+            }
+        }
+    }
+    return nb > 0 ? launch(tab, nb) : 0;
+}
+
+template <typename IO> struct mt_sgd_launch {
+    sgd_coef<typename IO::C> c;
+    bool wd, buf, first, nest;
+    cudaStream_t s;
+    int dev;
+    int operator()(const mt_table<3> &tab, int nb) const
+    {
+        mt_sgd_kernel<IO><<<nb, KC_THREADS, 0, s>>>(tab, c, wd, buf, first, nest);
+        return kc_launched("sgd_step", dev);
+    }
+};
+
+template <typename IO> struct mt_adam_launch {
+    adam_coef<typename IO::C> c;
+    bool l2;
+    cudaStream_t s;
+    int dev;
+    int operator()(const mt_table<4> &tab, int nb) const
+    {
+        mt_adam_kernel<IO><<<nb, KC_THREADS, 0, s>>>(tab, c, l2);
+        return kc_launched("adam_step", dev);
+    }
+};
+
+template <typename IO> struct mt_unscale_launch {
+    const float *inv;
+    float *found;
+    cudaStream_t s;
+    int dev;
+    int operator()(const mt_table<1> &tab, int nb) const
+    {
+        mt_unscale_kernel<IO><<<nb, KC_THREADS, 0, s>>>(tab, inv, found);
+        return kc_launched("amp_unscale_", dev);
+    }
+};
+
+template <typename IO, typename N> struct mt_scale_launch {
+    const N *total;
+    double max_norm;
+    cudaStream_t s;
+    int dev;
+    int operator()(const mt_table<1> &tab, int nb) const
+    {
+        mt_scale_kernel<IO, N><<<nb, KC_THREADS, 0, s>>>(tab, total, max_norm);
+        return kc_launched("multi_scale_", dev);
+    }
+};
+
+template <typename IO> struct mt_norm_launch {
+    int kind;
+    double p;
+    double *partial;
+    int *part_tensor;
+    cudaStream_t s;
+    int dev;
+    int operator()(const mt_table<1> &tab, int nb) const
+    {
+        mt_norm_kernel<IO><<<nb, KC_THREADS, 0, s>>>(tab, kind, p, partial, part_tensor);
+        return kc_launched("multi_norm", dev);
+    }
+};
+
+static const int mt_lists[4] = {0, 1, 2, 3};
+
+template <typename IO>
+static int mt_norm(const em_tensor_lists *l, em_tensor *out, double p, int dev, cudaStream_t s)
+{
+    int64_t slots = 0;
+    for (int64_t i = 0; i < l->n; i++) slots += (kc_numel(l->t[0][i]) + MT_CHUNK - 1) / MT_CHUNK;
+    size_t bytes = (size_t)(slots ? slots : 1) * (sizeof(double) + sizeof(int));
+    char *work = (char *)kc_alloc(bytes, dev);
+    if (!work) return -1;
+    mt_norm_launch<IO> f;
+    f.kind = p == 1 ? MT_L1 : p == 2 ? MT_L2 : isinf(p) && p > 0 ? MT_INF : MT_P;
+    f.p = p;
+    f.partial = (double *)work;
+    f.part_tensor = (int *)(work + (size_t)(slots ? slots : 1) * sizeof(double));
+    f.s = s;
+    f.dev = dev;
+    int rc = mt_walk<1>(l, mt_lists, f);
+    if (rc == 0) {
+        mt_norm_finish<<<1, KC_THREADS, 0, s>>>(f.partial, f.part_tensor, slots, l->n, f.kind, (double *)kc_ptr(out));
+        rc = kc_launched("multi_norm", dev);
+    }
+    kc_free(work, bytes, dev);          /* safe once queued: the device's work runs in order */
+    return rc;
+}
+
+template <typename IO>
+static int mt_typed(em_multi_op op, const em_tensor_lists *l, em_tensor *a, em_tensor *b, const double *h, int dev,
+                    cudaStream_t s)
+{
+    typedef typename IO::C C;
+    switch (op) {
+    case EM_MULTI_SGD: {
+        mt_sgd_launch<IO> f = {sgd_coef_of<C>(h), h[3] != 0, h[1] != 0, h[5] != 0, h[4] != 0, s, dev};
+        return mt_walk<3>(l, mt_lists, f);
+    }
+    case EM_MULTI_ADAM: {
+        mt_adam_launch<IO> f = {adam_coef_of<C>(h), h[5] == 0 && h[4] != 0, s, dev};
+        return mt_walk<4>(l, mt_lists, f);
+    }
+    case EM_MULTI_UNSCALE: {
+        mt_unscale_launch<IO> f = {(const float *)kc_ptr(a), (float *)kc_ptr(b), s, dev};
+        return mt_walk<1>(l, mt_lists, f);
+    }
+    case EM_MULTI_NORM:
+        return mt_norm<IO>(l, a, h[0], dev, s);
+    default:
+        if (a->dtype == EM_FLOAT64) {
+            mt_scale_launch<IO, double> f = {(const double *)kc_ptr(a), h[0], s, dev};
+            return mt_walk<1>(l, mt_lists, f);
+        }
+        mt_scale_launch<IO, float> f = {(const float *)kc_ptr(a), h[0], s, dev};
+        return mt_walk<1>(l, mt_lists, f);
+    }
+}
+
+static const char *const mt_names[EM_NMULTI] = {"sgd_step", "adam_step", "amp_unscale_", "multi_norm",
+                                                "multi_scale_"};
+
+/* the engine's promises, checked cheaply: one dtype and device, contiguous, one numel per index */
+static int mt_check(em_multi_op op, const em_tensor_lists *l, em_tensor *a, em_tensor *b, int nh)
+{
+    static const int nlists[EM_NMULTI] = {3, 4, 1, 1, 1}, want_nh[EM_NMULTI] = {7, 9, 0, 1, 1};
+    const char *name = mt_names[op];
+    if (nh != want_nh[op]) return kc_error("%s: expected %d hyper-parameters, got %d", name, want_nh[op], nh);
+    if (l->n > INT32_MAX) return kc_error("%s: too many tensors (%lld)", name, (long long)l->n);
+    const em_tensor *t0 = l->t[0][0];
+    for (int64_t i = 0; i < l->n; i++) {
+        for (int k = 0; k < nlists[op]; k++) {
+            if (!l->t[k]) {
+                if (k == 1 || k == 3 || (k == 2 && op == EM_MULTI_ADAM))
+                    return kc_error("%s: CUDA kernel called without list %d", name, k);
+                continue;
+            }
+            const em_tensor *t = l->t[k][i];
+            if (t->dtype != t0->dtype || kc_numel(t) != kc_numel(l->t[0][i]) || !kc_is_contiguous(t) ||
+                kc_device_of(t) != kc_device_of(t0))
+                return kc_error("%s: CUDA kernel needs contiguous tensors of one dtype (%s) and device and, per "
+                                "parameter, one numel: tensor %lld of list %d is %s", name, kc_dtype_name(t0->dtype),
+                                (long long)i, k, kc_dtype_name(t->dtype));
+        }
+    }
+    bool scalar_ok = true;
+    if (op == EM_MULTI_UNSCALE)
+        scalar_ok = a && b && a->dtype == EM_FLOAT32 && b->dtype == EM_FLOAT32 && kc_numel(a) == 1 &&
+                    kc_numel(b) == 1 && kc_device_of(a) == kc_device_of(t0) && kc_device_of(b) == kc_device_of(t0);
+    else if (op == EM_MULTI_NORM)
+        scalar_ok = a && a->dtype == EM_FLOAT64 && kc_numel(a) == l->n + 1 && kc_is_contiguous(a) &&
+                    kc_device_of(a) == kc_device_of(t0);
+    else if (op == EM_MULTI_SCALE)
+        scalar_ok = a && (a->dtype == EM_FLOAT32 || a->dtype == EM_FLOAT64) && kc_numel(a) == 1 &&
+                    kc_device_of(a) == kc_device_of(t0);
+    if (!scalar_ok) return kc_error("%s: CUDA kernel called with bad scalar operands", name);
+    return 0;
+}
+
+extern "C" int kc_optim_multi(em_multi_op op, const em_tensor_lists *l, em_tensor *a, em_tensor *b,
+                              const double *h, int nh)
+{
+    if ((int)op < 0 || op >= EM_NMULTI) return kc_error("optim_multi: invalid op %d", (int)op);
+    if (l->n <= 0) return 0;
+    if (mt_check(op, l, a, b, nh)) return -1;
+    if (op == EM_MULTI_SGD && h[1] != 0 && !l->t[2])
+        return kc_error("sgd_step: momentum %g without momentum buffers", h[1]);
+    int dev = kc_device_of(l->t[0][0]);
+    cudaStream_t s = kc_stream(dev);
+    if (!s) return -1;
+    switch (l->t[0][0]->dtype) {
+    case EM_FLOAT32: return mt_typed<mt_f32>(op, l, a, b, h, dev, s);
+    case EM_FLOAT64: return mt_typed<mt_f64>(op, l, a, b, h, dev, s);
+    case EM_FLOAT16: return mt_typed<mt_f16>(op, l, a, b, h, dev, s);
+    case EM_BFLOAT16: return mt_typed<mt_bf16>(op, l, a, b, h, dev, s);
+    default: return kc_error("%s: no CUDA kernel for %s", mt_names[op], kc_dtype_name(l->t[0][0]->dtype));
+    }
 }

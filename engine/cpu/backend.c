@@ -32,6 +32,7 @@ const em_backend em_cpu_backend = {
     .sort = cpu_sort,
     .gemm = cpu_gemm,
     .optim = cpu_optim,
+    .optim_multi = cpu_optim_multi,
     .conv = cpu_conv,
     .pool = cpu_pool,
     .pool_backward = cpu_pool_backward,

@@ -127,6 +127,8 @@ int cpu_gemm(em_tensor *out, const em_tensor *a, const em_tensor *b,
              double alpha, double beta);                                 /* gemm.c */
 int cpu_optim(em_optim_op op, em_tensor *p, const em_tensor *g, em_tensor *s1,
               em_tensor *s2, const double *h, int nh);                   /* optim.c */
+int cpu_optim_multi(em_multi_op op, const em_tensor_lists *l, em_tensor *a, em_tensor *b,
+                    const double *h, int nh);                            /* optim.c */
 
 /* convolutional families (backend.h): conv.c (reference, im2col + GEMM) and
  * dnnl.c (oneDNN, loaded on first use), pooling.c, norm.c */

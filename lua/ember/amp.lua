@@ -7,9 +7,10 @@
 --                                 -- growth_interval clean steps
 --
 -- The scale and the growth tracker live on the device of the first outputs scaled, and
--- update() changes them with tensor ops, without reading them back. unscale_ is one pass
--- over each gradient (ember._amp_unscale_: multiply and look for inf/NaN at once, the
--- flag kept on the device); step() reads the flags back once to decide. Works on any
+-- update() changes them with tensor ops, without reading them back. unscale_ is one
+-- multi-tensor pass over all the gradients of a device (ember._amp_unscale_multi_: multiply
+-- by inv_scale, read on the device, and look for inf/NaN at once, the flag kept on the
+-- device), with no host read; step() reads the flags back once to decide. Works on any
 -- device (torch.cuda.amp.GradScaler of 1.13 disables itself without CUDA; 2.x's
 -- torch.amp.GradScaler("cpu") does not).
 local ember = require "ember"
@@ -116,19 +117,30 @@ function GradScaler:unscale_(optimizer)
   if not self._scale then
     errors.raise("GradScaler:unscale_: no scale yet: call scaler:scale(loss) before unscale_ / step")
   end
-  -- 1/scale in double, rounded to float32 (PyTorch's inv_scale tensor)
-  local inv = ember.tensor(1 / self._scale:item(), {dtype = "float32"}):item()
-  local found = {}
-  ember.no_grad(function()
-    for _, group in ipairs(optimizer.param_groups) do
-      for _, p in ipairs(group.params) do
-        local g = p.grad
-        if g then
-          local dev = g.device
-          found[dev] = found[dev] or ember.zeros(1, {dtype = "float32", device = dev})
-          ember._amp_unscale_(g, found[dev], inv)
+  local found, by_device = {}, {}
+  for _, group in ipairs(optimizer.param_groups) do
+    for _, p in ipairs(group.params) do
+      local g = p.grad
+      if g then
+        if g.dtype == "float16" then
+          errors.raise("GradScaler:unscale_: attempting to unscale float16 gradients (keep the parameters "
+                       .. "the optimizer updates in float32, as PyTorch requires)")
         end
+        local list = by_device[g.device]
+        if not list then
+          list = {}
+          by_device[g.device] = list
+        end
+        list[#list + 1] = g
       end
+    end
+  end
+  ember.no_grad(function()
+    -- 1/scale in double, rounded to float32 (PyTorch's inv_scale tensor), on the device
+    local inv = self._scale:to("float64"):reciprocal():to("float32")
+    for dev, grads in pairs(by_device) do
+      found[dev] = ember.zeros(1, {dtype = "float32", device = dev})
+      ember._amp_unscale_multi_(grads, found[dev], inv.device == dev and inv or inv:to(dev))
     end
   end)
   st.found_inf = found

@@ -8,9 +8,12 @@
 --   optim.clip_grad_norm_(model:parameters(), 1.0)
 --   optim.lr_scheduler.StepLR(opt, {step_size = 10, gamma = 0.1})
 --
--- Each parameter's update is one fused engine op (ember._sgd_step_ /
--- ember._adam_step_, engine/optim.h): one pass over the parameter, its
--- gradient and its state, on whatever device the parameter lives.
+-- SGD, Adam and AdamW update a whole group in one multi-tensor engine op
+-- (ember._sgd_multi_step_ / ember._adam_multi_step_, engine/optim.h): one
+-- pass over every parameter, gradient and state tensor of a device and dtype
+-- (one launch on CUDA), as PyTorch's foreach / fused optimizers. With
+-- foreach = false (and fused not true) each parameter's update is its own
+-- fused op (ember._sgd_step_ / ember._adam_step_); both give the same bits.
 --
 -- State: opt.state[p] is a table per parameter (SGD: momentum_buffer;
 -- Adam/AdamW: step, exp_avg, exp_avg_sq), created on the parameter's first
@@ -73,11 +76,47 @@ local function check_boolean(where, name, v)
   end
 end
 
+-- foreach and fused, as PyTorch's SGD, Adam and AdamW take them: nil (the
+-- default: the multi-tensor step), or booleans. fused = true is the
+-- multi-tensor step as well (one pass does the whole update); foreach =
+-- false without fused = true steps each parameter on its own.
+local FOREACH = {foreach = true, fused = true}
+
+local function check_foreach(g, where)
+  for _, k in ipairs({"foreach", "fused"}) do
+    if g[k] ~= nil then check_boolean(where, k, g[k]) end
+  end
+  if g.foreach and g.fused then fail("%s: `fused` and `foreach` cannot be `true` together", where) end
+end
+
+local function use_multi(g)
+  return g.fused == true or g.foreach ~= false
+end
+
+-- The group's parameters that have a gradient, with their state tables
+-- (created empty on a parameter's first step).
+local function with_grads(self, group)
+  local ps, gs, sts = {}, {}, {}
+  for _, p in ipairs(group.params) do
+    local g = p.grad
+    if g ~= nil then
+      local st = self.state[p]
+      if st == nil then
+        st = {}
+        self.state[p] = st
+      end
+      ps[#ps + 1], gs[#gs + 1], sts[#sts + 1] = p, g, st
+    end
+  end
+  return ps, gs, sts
+end
+
 ---------------------------------------------------------------------------
 -- The optimizer base class.
 
 local Optimizer = {}
 Optimizer.__index = Optimizer
+Optimizer._optional = {}      -- options a class stores without a default (SGD's foreach, ...)
 
 local function is_group(x)
   return type(x) == "table" and not ember.is_tensor(x) and x.params ~= nil
@@ -112,7 +151,7 @@ function Optimizer:add_param_group(group)
   local g = {}
   for k, v in pairs(group) do
     if k ~= "params" then
-      if self.defaults[k] == nil and not self._ignored[k] then
+      if self.defaults[k] == nil and not self._ignored[k] and not self._optional[k] then
         fail("%s: unknown option '%s'", name, tostring(k))
       end
       g[k] = copy_value(v)
@@ -132,8 +171,9 @@ function Optimizer:add_param_group(group)
     end
     seen[p] = true
     local dt = p.dtype
-    if dt ~= "float32" and dt ~= "float64" then
-      fail("%s: parameter %d has dtype %s; optimizers update float32 and float64 tensors", name, i, dt)
+    if dt ~= "float32" and dt ~= "float64" and not (self._half and (dt == "float16" or dt == "bfloat16")) then
+      fail("%s: parameter %d has dtype %s; %s updates %s tensors", name, i, dt, name,
+           self._half and "float32, float64, float16 and bfloat16" or "float32 and float64")
     end
     if not p.is_leaf then
       fail("%s: parameter %d is not a leaf tensor (it was computed by %s); optimize the tensors "
@@ -154,10 +194,10 @@ local function construct(cls, params, opts)
   local self = setmetatable({param_groups = {}, state = {}, defaults = {}}, cls)
   for k, v in pairs(cls._defaults) do self.defaults[k] = copy_value(v) end
   for k, v in pairs(opts) do
-    if cls._defaults[k] == nil and not cls._ignored[k] then
+    if cls._defaults[k] == nil and not cls._ignored[k] and not cls._optional[k] then
       fail("%s: unknown option '%s'", name, tostring(k))
     end
-    if cls._defaults[k] ~= nil then self.defaults[k] = copy_value(v) end
+    if cls._defaults[k] ~= nil or cls._optional[k] then self.defaults[k] = copy_value(v) end
   end
   local groups
   if type(params) == "table" and not ember.is_tensor(params) and is_group(params[1]) then
@@ -185,6 +225,7 @@ local function class(name, defaults, ignored, check_group, step_param)
   cls._ignored = ignored
   cls._check_group = function(_, g, where) check_group(g, where) end
   cls._step_param = step_param
+  cls._optional = {}
   cls.__tostring = Optimizer.__tostring
   return cls
 end
@@ -203,16 +244,9 @@ function Optimizer:step(closure)
   local _ <close> = ember.no_grad()
   for gi, group in ipairs(self.param_groups) do
     self:_check_group(group, string.format("%s (group %d)", self._name, gi))
-    for _, p in ipairs(group.params) do
-      local g = p.grad
-      if g ~= nil then
-        local st = self.state[p]
-        if st == nil then
-          st = {}
-          self.state[p] = st
-        end
-        self:_step_param(p, g, st, group)
-      end
+    if not (self._step_group and self:_step_group(group)) then
+      local ps, gs, sts = with_grads(self, group)
+      for i, p in ipairs(ps) do self:_step_param(p, gs[i], sts[i], group) end
     end
   end
   return loss
@@ -422,6 +456,7 @@ local function check_sgd(g, where)
     fail("%s: nesterov momentum requires momentum > 0 and dampening = 0 (got momentum = %s, "
             .. "dampening = %s)", where, tostring(g.momentum), tostring(g.dampening))
   end
+  check_foreach(g, where)
 end
 
 local function sgd_param(_, p, grad, st, g)
@@ -441,10 +476,34 @@ end
 
 local IGNORED = {foreach = true, fused = true}
 
+-- The whole group in one multi-tensor step; false when the group steps per parameter.
+local function sgd_group(self, g)
+  if not use_multi(g) then return false end
+  local ps, gs, sts = with_grads(self, g)
+  if #ps == 0 then return true end
+  local bufs, firsts
+  if g.momentum ~= 0 then
+    bufs, firsts = {}, {}
+    for i, st in ipairs(sts) do
+      firsts[i] = st.momentum_buffer == nil
+      bufs[i] = st.momentum_buffer or ember.zeros_like(ps[i])
+    end
+  end
+  ember._sgd_multi_step_(ps, gs, bufs, firsts, g.lr, g.momentum, g.dampening, g.weight_decay, g.nesterov,
+                         g.maximize)
+  if bufs then
+    for i, st in ipairs(sts) do st.momentum_buffer = bufs[i] end
+  end
+  return true
+end
+
 --- optim.SGD(params, {lr = 1e-3, momentum = 0, dampening = 0,
----                    weight_decay = 0, nesterov = false, maximize = false})
+---                    weight_decay = 0, nesterov = false, maximize = false, foreach = nil, fused = nil})
 M.SGD = class("SGD", {lr = 1e-3, momentum = 0, dampening = 0, weight_decay = 0,
-                      nesterov = false, maximize = false}, IGNORED, check_sgd, sgd_param)
+                      nesterov = false, maximize = false}, {}, check_sgd, sgd_param)
+M.SGD._optional = FOREACH
+M.SGD._step_group = sgd_group
+M.SGD._half = true
 
 ---------------------------------------------------------------------------
 -- Adam and AdamW
@@ -466,6 +525,7 @@ local function check_adam(g, where)
   check_adam_family(g, where)
   check_boolean(where, "maximize", g.maximize)
   check_boolean(where, "amsgrad", g.amsgrad)
+  check_foreach(g, where)
 end
 
 -- A parameter's state on its first step (when st[first name] is nil): step = 0
@@ -495,28 +555,56 @@ local function adam_param(self, p, grad, st, g)
   st.step = step
 end
 
+-- The whole group in one multi-tensor step (amsgrad has none: it steps per parameter).
+local function adam_group(self, g)
+  if g.amsgrad or not use_multi(g) then return false end
+  local ps, gs, sts = with_grads(self, g)
+  if #ps == 0 then return true end
+  local ms, vs, steps = {}, {}, {}
+  for i, st in ipairs(sts) do
+    zero_state(st, ps[i], "exp_avg", "exp_avg_sq")
+    ms[i], vs[i], steps[i] = st.exp_avg, st.exp_avg_sq, st.step + 1
+  end
+  ember._adam_multi_step_(ps, gs, ms, vs, steps, g.lr, g.betas[1], g.betas[2], g.eps, g.weight_decay,
+                          self._decoupled, g.maximize)
+  for i, st in ipairs(sts) do st.step = steps[i] end
+  return true
+end
+
 --- optim.Adam(params, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8,
----                     weight_decay = 0 (L2, added to the gradient), amsgrad = false, maximize = false})
+---                     weight_decay = 0 (L2, added to the gradient), amsgrad = false, maximize = false,
+---                     foreach = nil, fused = nil})
 M.Adam = class("Adam", {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0,
-                        amsgrad = false, maximize = false}, IGNORED, check_adam, adam_param)
+                        amsgrad = false, maximize = false}, {}, check_adam, adam_param)
 M.Adam._decoupled = false
 
 --- optim.AdamW(params, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8,
----                      weight_decay = 1e-2 (decoupled: p *= 1 - lr*wd), amsgrad = false, maximize = false})
+---                      weight_decay = 1e-2 (decoupled: p *= 1 - lr*wd), amsgrad = false, maximize = false,
+---                      foreach = nil, fused = nil})
 M.AdamW = class("AdamW", {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 1e-2,
-                          amsgrad = false, maximize = false}, IGNORED, check_adam, adam_param)
+                          amsgrad = false, maximize = false}, {}, check_adam, adam_param)
 M.AdamW._decoupled = true
+for _, cls in ipairs({M.Adam, M.AdamW}) do
+  cls._optional = FOREACH
+  cls._step_group = adam_group
+  cls._half = true
+end
 
 M.Optimizer = Optimizer
 
 ---------------------------------------------------------------------------
 -- Gradient clipping
 
---- optim.clip_grad_norm_(params, max_norm, {norm_type = 2, error_if_nonfinite = false})
+--- optim.clip_grad_norm_(params, max_norm, {norm_type = 2, error_if_nonfinite = false, foreach = nil})
 --- Scales the gradients in place so that their total norm (the norm of the
 --- per-gradient norms) is at most max_norm, and returns that total norm
---- (a 0-d tensor, taken before clipping). Computed with tensor ops only: no
---- value comes back to the host, so it costs no device synchronisation.
+--- (a 0-d tensor of the first gradient's dtype and device, taken before
+--- clipping). For norm_type > 0 (inf included) it is two multi-tensor ops
+--- (ember._multi_norm, ember._multi_scale_: one pass each over all the
+--- gradients of a device and dtype, accumulated in float64, the coefficient
+--- computed on the device); foreach = false, or another norm_type, composes
+--- per-tensor ops. No value comes back to the host (so no device
+--- synchronisation) unless error_if_nonfinite asks for the check.
 function M.clip_grad_norm_(parameters, max_norm, opts)
   local name = "clip_grad_norm_"
   local params = tensor_list(name, parameters, "argument 1")
@@ -537,6 +625,24 @@ function M.clip_grad_norm_(parameters, max_norm, opts)
   end
   if #grads == 0 then return ember.tensor(0.0) end
   local _ <close> = ember.no_grad()
+  if opts.foreach ~= nil and type(opts.foreach) ~= "boolean" then
+    fail("%s: foreach must be a boolean, got %s", name, type(opts.foreach))
+  end
+  local function check_finite(total)
+    if not opts.error_if_nonfinite then return end
+    local v = total:item()
+    if v ~= v or v == math.huge or v == -math.huge then
+      fail("%s: the total norm of order %s of the gradients is non-finite (%s), so it cannot be "
+              .. "clipped; set error_if_nonfinite = false to scale by it anyway", name,
+           tostring(norm_type), tostring(v))
+    end
+  end
+  if opts.foreach ~= false and norm_type > 0 then
+    local total = ember._multi_norm(grads, norm_type)
+    check_finite(total)
+    ember._multi_scale_(grads, total, max_norm)
+    return total
+  end
   local norms = {}
   for i, g in ipairs(grads) do
     local n = norm_type == math.huge and g:abs():amax() or g:norm(norm_type)
@@ -548,14 +654,7 @@ function M.clip_grad_norm_(parameters, max_norm, opts)
   else
     total = ember.stack(norms):norm(norm_type)
   end
-  if opts.error_if_nonfinite then
-    local v = total:item()
-    if v ~= v or v == math.huge or v == -math.huge then
-      fail("%s: the total norm of order %s of the gradients is non-finite (%s), so it cannot be "
-              .. "clipped; set error_if_nonfinite = false to scale by it anyway", name,
-           tostring(norm_type), tostring(v))
-    end
-  end
+  check_finite(total)
   local coef = (max_norm / (total + 1e-6)):clamp(nil, 1.0)
   for _, g in ipairs(grads) do
     g:mul_(coef:to(g))

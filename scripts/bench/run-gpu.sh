@@ -47,6 +47,13 @@ if [ -s "$GPT_TEXT" ]; then
     fi
     names="$names gpt_step_gpu_ms"
 fi
+# One AdamW step over GPT-2 small's parameters: ember's multi-tensor step beside
+# PyTorch's fused AdamW (the ratio; foreach and per-parameter noted beside it)
+while read -r name value unit; do ours[$name]=$value; units[$name]=$unit; done < <("$EMBER" scripts/bench/adamw_step.lua)
+if [ -n "${theirs[gpu_add_launch_us]:-}" ]; then
+    while read -r name value unit; do theirs[$name]=$value; done < <($PY scripts/bench/adamw_step_torch.py)
+fi
+names="$names adamw_step_gpu_ms adamw_step_per_param_gpu_ms"
 printf '%-26s %14s %14s %8s\n' benchmark ember pytorch ratio
 for n in $names; do
     o=${ours[$n]:-} t=${theirs[$n]:-}
@@ -54,3 +61,6 @@ for n in $names; do
     printf '%-26s %14s %14s %8s  %s\n' "$n" "${o:--}" "${t:--}" "$r" "${units[$n]:-}"
 done
 [ -n "${compiled:-}" ] && echo "gpt_step_gpu_ms with torch.compile: $compiled ms"
+if [ -n "${theirs[adamw_step_foreach_gpu_ms]:-}" ]; then
+    echo "adamw_step_gpu_ms with PyTorch's foreach AdamW: ${theirs[adamw_step_foreach_gpu_ms]} ms"
+fi

@@ -49,8 +49,11 @@ print(ember.amp.GradScaler({init_scale = 4}):scale(ember.ones(2)))]=],
     sig = "scaler:unscale_(optimizer)",
     doc = [=[
 Divides the optimizer's gradients by the scale in place (e.g. before clipping them) and
-records whether any is inf or NaN. At most once per optimizer between updates; step()
-then does not unscale again.]=],
+records whether any is inf or NaN: one multi-tensor pass over all the gradients of a
+device, with 1/scale kept on the device (float32, as PyTorch's inv_scale), so nothing is
+read back to the host; step() reads the inf/NaN flags once. At most once per optimizer
+between updates; step() then does not unscale again. float16 gradients are refused as
+in PyTorch (keep the optimized parameters in float32; bfloat16 is accepted).]=],
     example = SETUP .. [=[
 opt:zero_grad()
 scaler:scale((p * p):sum()):backward()

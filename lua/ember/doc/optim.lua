@@ -18,8 +18,12 @@ params is a list of tensors (model:parameters()), an iterator, or a list of para
 groups {{params = ..., lr = ...}, ...}. opt.param_groups are plain tables: change
 opt.param_groups[1].lr to change the learning rate. opt.state[p] holds a parameter's
 state (SGD: momentum_buffer; Adam: step, exp_avg, exp_avg_sq), created on its first step.
-SGD, Adam and AdamW (amsgrad = false) update each parameter with one fused engine op; the
-others (and amsgrad) compose in-place tensor ops. All run on the parameter's device.]=],
+SGD, Adam and AdamW (amsgrad = false) update a whole parameter group with one multi-tensor
+engine op per device and dtype (one kernel launch on CUDA, as PyTorch's foreach/fused
+optimizers); with foreach = false each parameter is its own fused op, with the same
+results bit for bit. They also update float16 and bfloat16 parameters (state in the
+parameter's dtype, arithmetic in float32). The others (and amsgrad) compose in-place
+tensor ops. All run on the parameter's device.]=],
     example = [=[
 local nn, optim = ember.nn, ember.optim
 local model = nn.Linear(3, 1)
@@ -50,13 +54,18 @@ print(opt.step == optim.Optimizer.step, #opt.param_groups)   -- true 1]=],
   {
     name = "ember.optim.SGD",
     sig = "optim.SGD(params [, {lr = 1e-3, momentum = 0, dampening = 0, weight_decay = 0,\n"
-       .. "                    nesterov = false, maximize = false}]) -> optimizer",
+       .. "                    nesterov = false, maximize = false, foreach = nil, fused = nil}]) -> optimizer",
     doc = [=[
 Stochastic gradient descent, optionally with momentum (PyTorch's formulation: the buffer
 starts as the first gradient) and Nesterov momentum (needs momentum > 0 and dampening 0).
 weight_decay adds weight_decay * p to the gradient; maximize ascends. lr defaults to 1e-3
-(PyTorch requires it). Options foreach and fused are accepted and ignored; other unknown
-options, a negative lr, or a parameter that is not a float32/float64 leaf are errors.]=],
+(PyTorch requires it). foreach and fused choose the implementation as in PyTorch: by
+default (nil), foreach = true or fused = true, the group's parameters are updated together
+by one multi-tensor op per device and dtype (one launch on CUDA); foreach = false updates
+each parameter with its own fused op. The results are the same bit for bit; foreach and
+fused cannot both be true. Parameters may be float32, float64, float16 or bfloat16 leaves
+(half ones keep their momentum buffer in their dtype and compute in float32); other
+unknown options, a negative lr, or another parameter are errors.]=],
     example = [=[
 local optim = ember.optim
 local w = ember.tensor({1.0, -2.0}, {requires_grad = true})
@@ -69,11 +78,15 @@ print(w)   -- [0.8, -1.6]]=],
   {
     name = "ember.optim.Adam",
     sig = "optim.Adam(params [, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8,\n"
-       .. "                     weight_decay = 0, maximize = false}]) -> optimizer",
+       .. "                     weight_decay = 0, amsgrad = false, maximize = false,\n"
+       .. "                     foreach = nil, fused = nil}]) -> optimizer",
     doc = [=[
 Adam with bias correction. weight_decay is the L2 form (added to the gradient); for
-decoupled weight decay use AdamW. amsgrad = true is not supported (an error).
-betas is a list of two numbers in [0, 1).]=],
+decoupled weight decay use AdamW. betas is a list of two numbers in [0, 1).
+foreach and fused as for SGD: by default a group is one multi-tensor step per device and
+dtype (as PyTorch's fused Adam: exp_avg and exp_avg_sq in the parameter's dtype, float16
+and bfloat16 computing in float32); foreach = false steps each parameter alone, with the
+same results. amsgrad = true always steps per parameter (composed tensor ops).]=],
     example = [=[
 local optim = ember.optim
 local w = ember.tensor({1.0, -2.0}, {requires_grad = true})
@@ -86,11 +99,13 @@ print(w, opt.state[w].step)   -- each element moved by lr: [0.9, -1.9]  1]=],
   {
     name = "ember.optim.AdamW",
     sig = "optim.AdamW(params [, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8,\n"
-       .. "                      weight_decay = 1e-2, maximize = false}]) -> optimizer",
+       .. "                      weight_decay = 1e-2, amsgrad = false, maximize = false,\n"
+       .. "                      foreach = nil, fused = nil}]) -> optimizer",
     doc = [=[
 Adam with decoupled weight decay: each step first shrinks p by p *= 1 - lr * weight_decay,
 then applies the Adam update. Note the default weight_decay of 1e-2. To exempt biases
-and norms, give two parameter groups.]=],
+and norms, give two parameter groups. foreach and fused as for Adam (by default one
+multi-tensor step per device and dtype).]=],
     example = [=[
 local nn, optim = ember.nn, ember.optim
 local model = nn.Linear(4, 2)
@@ -215,13 +230,17 @@ print(opt2.param_groups[1].lr)   -- 0.1]=],
   },
   {
     name = "ember.optim.clip_grad_norm_",
-    sig = "optim.clip_grad_norm_(params, max_norm [, {norm_type = 2, error_if_nonfinite = false}])\n"
-       .. "  -> total_norm",
+    sig = "optim.clip_grad_norm_(params, max_norm [, {norm_type = 2, error_if_nonfinite = false,\n"
+       .. "                                              foreach = nil}]) -> total_norm",
     doc = [=[
-Scales the gradients of params (a tensor, a list or an iterator) in place so that their
-total norm (the norm of the per-gradient norms) is at most max_norm, and returns that
-total norm taken before clipping, as a 0-d tensor. norm_type may be math.huge or "inf".
-Computed with tensor ops only: no value is read back, so no device synchronisation,
+Scales the gradients of params (a tensor, a list or an iterator) in place by
+min(max_norm / (total + 1e-6), 1), where total is their total norm (the norm of the
+per-gradient norms), and returns total taken before clipping, as a 0-d tensor of the first
+gradient's dtype and device. norm_type may be math.huge or "inf". For norm_type > 0 it is
+two multi-tensor ops (as PyTorch's foreach path): one pass computing every gradient's
+sum of |g|^p (or max |g|), accumulated in float64 on the device, and one pass scaling
+them all by the coefficient computed on the device; foreach = false (or norm_type <= 0)
+composes per-tensor ops instead. No value is read back, so no device synchronisation,
 unless error_if_nonfinite is set (then a NaN or infinite norm is an error).
 Also ember.nn.utils.clip_grad_norm_.]=],
     example = [=[
