@@ -182,13 +182,16 @@ static int linear_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     const em_backend *be = em_be(x);
     em_device dev = em_dev(x);
     em_tensor *d = NULL;
-    if (gelu) {
-        d = em_empty(gs, 2, x->dtype, dev);
-        if (d && be->linear(EM_LINEAR_DGELU, d, aux, gy2, NULL, NULL)) { em_release(d); d = NULL; }
-    } else {
-        d = em_contiguous(gy2);
-    }
+    /* gradients often arrive expanded (stride 0): the kernels take them dense */
+    em_tensor *gyc = em_contiguous(gy2);
     em_release(gy2);
+    if (gelu && gyc) {
+        d = em_empty(gs, 2, x->dtype, dev);
+        if (d && be->linear(EM_LINEAR_DGELU, d, aux, gyc, NULL, NULL)) { em_release(d); d = NULL; }
+        em_release(gyc);
+    } else {
+        d = gyc;
+    }
     int rc = d ? 0 : -1;
     if (rc == 0 && em_ag_wants(n, 0)) {
         int64_t s[2] = {M, K};

@@ -68,7 +68,13 @@ function F.linear(x, weight, bias, opts)
   check_tensor(x, "linear", "input")
   check_tensor(weight, "linear", "weight")
   if bias ~= nil then check_tensor(bias, "linear", "bias") end
-  return ember._linear(x, weight, bias, act)
+  if x.ndim >= 1 and weight.ndim == 2 and x.shape[x.ndim] ~= weight.shape[2] then
+    raise(string.format("linear: input %s and weight %s: expected an input of shape [..., %d]", shape_str(x),
+                        shape_str(weight), weight.shape[2]))
+  end
+  local ok, y = pcall(ember._linear, x, weight, bias, act)
+  if not ok then raise(y) end
+  return y
 end
 
 --- F.dropout(x [, p = 0.5 [, training = true]]) -> x with elements zeroed with probability p, the rest scaled by 1/(1-p).
