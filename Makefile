@@ -58,11 +58,11 @@ $(BUILD)/kernels/%.o: kernels/%.cu kernels/kc.h $(wildcard kernels/*.cuh) engine
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
-# cudart is linked statically, cuBLAS and cuDNN from the toolkit's folder
+# cudart is linked statically, cuBLAS(Lt) and cuDNN from the toolkit's folder
 # (rpath), so the library loads on a machine with only the driver, cuBLAS and
 # cuDNN. Only this library links them: a CPU session never loads either.
 $(BUILD)/libember_cuda.so: $(CUDA_OBJ)
-	$(NVCC) -shared -o $@ $^ -cudart static -L$(CUDA_HOME)/lib64 -lcublas -lcusolver -lcudnn -Xlinker -rpath,$(CUDA_HOME)/lib64
+	$(NVCC) -shared -o $@ $^ -cudart static -L$(CUDA_HOME)/lib64 -lcublas -lcublasLt -lcusolver -lcudnn -Xlinker -rpath,$(CUDA_HOME)/lib64
 
 cuda: $(CUDA_LIB)
 

@@ -213,6 +213,24 @@ typedef struct em_linalg_params {
     bool vectors;       /* EIGH: compute eigenvectors */
 } em_linalg_params;
 
+/* ---- fused linear layers (issue 17: cuBLASLt's epilogues) ---------------------
+ * out [M, N] = epilogue(a [M, K] @ b [K, N]) on 2-D operands of one float dtype
+ * (float32, float64; float16/bfloat16 accumulate in float32 and are rounded
+ * once, at the end). a and b may be any views with a unit stride in one dim
+ * (b is typically w^T, the transposed view of a row-major weight [N, K]);
+ * out, aux and bias are contiguous and of that dtype.
+ *  PLAIN: out = a @ b (+ bias[n] on every row when bias is not NULL)
+ *  GELU:  pre = a @ b (+ bias[n]); out = gelu_tanh(pre); aux [M, N] = pre
+ *         when aux is not NULL (the backward's input, rounded to the dtype)
+ *  DGELU: elementwise, b NULL: out = a * gelu_tanh'(aux), a and aux [M, N]
+ *         (GELU's backward: the gradient of the pre-activation)
+ *  BGRAD: out = a @ b; bias [M] is an output: bias[m] = sum_k a[m, k]
+ *         (cuBLASLt's BGRADB: the bias gradient of a linear layer comes out
+ *         of its weight-gradient GEMM gW = dY^T @ X, a = dY^T)
+ * gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), the form
+ * cuBLASLt's GELU epilogue computes. M, N, K < 2^31; K may be 0. */
+typedef enum em_linear_op { EM_LINEAR_PLAIN, EM_LINEAR_GELU, EM_LINEAR_DGELU, EM_LINEAR_BGRAD, EM_NLINEAR } em_linear_op;
+
 typedef struct em_backend {
     const char *name;
     em_device_type type;
@@ -347,6 +365,13 @@ typedef struct em_backend {
     /* linear algebra: see em_linalg_op above (b, c, d per op, else NULL) */
     int (*linalg)(em_linalg_op op, em_tensor *a, em_tensor *b, em_tensor *c, em_tensor *d,
                   const em_linalg_params *p, int *info);
+
+    /* fused linear layer: see em_linear_op above. gemm_half: gemm also takes
+     * float16/bfloat16 operands (float32 accumulation); otherwise the engine
+     * runs half GEMMs in float32 and casts back. */
+    int (*linear)(em_linear_op op, em_tensor *out, em_tensor *aux, const em_tensor *a, const em_tensor *b,
+                  em_tensor *bias);
+    bool gemm_half;
 
     /* Devices, statistics and timing: optional (NULL on the CPU backend). */
     int (*device_count)(void);

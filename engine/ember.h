@@ -663,4 +663,13 @@ void em_set_oom_handler(void (*fn)(void *ctx), void *ctx);
 int em_num_threads(void);
 void em_set_num_threads(int n);
 
+/* ---- issue 17: fused linear layers (engine/linear.c) ------------------------- */
+/* F.linear: act(x @ w^T + b) for x [..., in], w [out, in], b [out] or NULL, as
+ * one fused op (its backward: two or three). GELU_TANH is gelu with
+ * approximate = "tanh" (the form cuBLASLt's epilogue computes). em_gelu_tanh is
+ * that activation alone, composed from elementwise ops. */
+typedef enum em_linear_act { EM_LINEAR_ACT_NONE, EM_LINEAR_ACT_GELU_TANH } em_linear_act;
+em_tensor *em_linear(const em_tensor *x, const em_tensor *w, const em_tensor *b, em_linear_act act);
+em_tensor *em_gelu_tanh(const em_tensor *x);
+
 #endif

@@ -8,7 +8,8 @@
  * layer), the batch is folded into M so the backend sees one large GEMM
  * instead of many small ones.
  *
- * float16/bfloat16 compute in float32 and are cast back. Integer tensors
+ * float16/bfloat16 compute in float32 and are cast back (on a backend whose
+ * GEMM takes them, they go as they are and accumulate in float32). Integer tensors
  * take a slower path built from elementwise multiply and sum (GEMM libraries
  * have no integer kernels). */
 #include "internal.h"
@@ -16,9 +17,11 @@
 
 #include <string.h>
 
-/* The dtype the GEMM runs in for a result dtype. */
-static em_dtype gemm_dtype(em_dtype d)
+/* The dtype the GEMM runs in for a result dtype: half dtypes go to the
+ * backend as they are where it takes them (it accumulates in float32). */
+static em_dtype gemm_dtype(em_dtype d, const em_tensor *on)
 {
+    if (em_be(on)->gemm_half) return d;
     return d == EM_FLOAT16 || d == EM_BFLOAT16 ? EM_FLOAT32 : d;
 }
 
@@ -122,7 +125,7 @@ static em_tensor *matmul_core(const char *op, const em_tensor *a, const em_tenso
                               const int64_t *final, int nfinal)
 {
     em_dtype r = em_promote(a->dtype, b->dtype);
-    em_dtype cd = gemm_dtype(r);
+    em_dtype cd = gemm_dtype(r, a);
     int64_t M = a2->sizes[a2->ndim - 2], K = a2->sizes[a2->ndim - 1], N = b2->sizes[b2->ndim - 1];
     int64_t B = 1;
     for (int i = 0; i < nbatch; i++) B *= batch[i];
@@ -302,7 +305,7 @@ em_tensor *em_addmm(const em_tensor *c, const em_tensor *a, const em_tensor *b, 
         return em_set_error("addmm: input %s cannot be broadcast to the product's shape %s",
                             SHAPE(c), em_sizes_tmp(osz, 2)), NULL;
     em_dtype r = em_promote(c->dtype, em_promote(a->dtype, b->dtype));
-    em_dtype cd = gemm_dtype(r);
+    em_dtype cd = gemm_dtype(r, a);
     em_tensor *ac = em_cast_to(a, cd), *bc = ac ? em_cast_to(b, cd) : NULL;
     em_tensor *out = bc ? em_empty(osz, 2, cd, em_dev(a)) : NULL;
     em_tensor *a3 = NULL, *b3 = NULL, *out3 = NULL;

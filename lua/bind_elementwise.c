@@ -152,27 +152,10 @@ static bool gelu_tanh(lua_State *L, const char *op)
     return tanh_form;
 }
 
-/* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), composed from engine ops */
-static em_tensor *gelu_tanh_form(const em_tensor *x)
-{
-    const double k = 0.7978845608028654;   /* sqrt(2/pi) */
-    em_tensor *t[7] = {0}, *r = NULL;
-    if ((t[0] = em_pow_scalar(x, 3)) &&
-        (t[1] = em_binary_scalar(EM_MUL, t[0], 0.044715, false, false)) &&
-        (t[2] = em_binary(EM_ADD, x, t[1])) &&
-        (t[3] = em_binary_scalar(EM_MUL, t[2], k, false, false)) &&
-        (t[4] = em_unary(EM_TANH, t[3])) &&
-        (t[5] = em_binary_scalar(EM_ADD, t[4], 1, true, false)) &&
-        (t[6] = em_binary(EM_MUL, x, t[5])))
-        r = em_binary_scalar(EM_MUL, t[6], 0.5, false, false);
-    for (int i = 0; i < 7; i++) em_release(t[i]);
-    return r;
-}
-
 static int t_gelu(lua_State *L)
 {
     em_tensor *t = check_tensor(L, 1, "gelu");
-    if (gelu_tanh(L, "gelu")) return emlua_push(L, gelu_tanh_form(t));
+    if (gelu_tanh(L, "gelu")) return emlua_push(L, em_gelu_tanh(t));
     return emlua_push(L, em_unary(EM_GELU, t));
 }
 
@@ -180,7 +163,7 @@ static int t_gelu_(lua_State *L)
 {
     em_tensor *t = check_tensor(L, 1, "gelu_");
     if (gelu_tanh(L, "gelu_")) {
-        em_tensor *r = gelu_tanh_form(t);
+        em_tensor *r = em_gelu_tanh(t);
         if (!r) return emlua_fail(L);
         int rc = em_copy_(t, r);
         em_release(r);

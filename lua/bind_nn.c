@@ -333,6 +333,23 @@ static int l_layer_norm(lua_State *L)
     return emlua_push(L, em_layer_norm(x, shape, n, w, b, eps));
 }
 
+/* ---- issue 17: the fused linear layer ---------------------------------------------- */
+
+/* ember._linear(x, weight, bias|nil, activation|nil): F.linear's C half (the
+ * options are parsed in lua/ember/nn/functional.lua) */
+static int l_linear(lua_State *L)
+{
+    const char *op = "linear";
+    em_tensor *x = emlua_check(L, 1, op), *w = emlua_check(L, 2, op);
+    em_tensor *b = lua_isnoneornil(L, 3) ? NULL : emlua_check(L, 3, op);
+    const char *act = luaL_optstring(L, 4, "none");
+    em_linear_act a;
+    if (strcmp(act, "none") == 0) a = EM_LINEAR_ACT_NONE;
+    else if (strcmp(act, "gelu_tanh") == 0) a = EM_LINEAR_ACT_GELU_TANH;
+    else return emlua_argerror(L, 4, op, "activation must be \"none\" or \"gelu_tanh\", got \"%s\"", act);
+    return emlua_push(L, em_linear(x, w, b, a));
+}
+
 static const luaL_Reg nn_funcs[] = {
     {"conv1d", l_conv1d}, {"conv2d", l_conv2d}, {"conv3d", l_conv3d},
     {"conv_transpose1d", l_conv_transpose1d}, {"conv_transpose2d", l_conv_transpose2d},
@@ -344,6 +361,7 @@ static const luaL_Reg nn_funcs[] = {
     {"adaptive_max_pool1d", l_adaptive_max_pool1d}, {"adaptive_max_pool2d", l_adaptive_max_pool2d},
     {"adaptive_max_pool3d", l_adaptive_max_pool3d},
     {"batch_norm", l_batch_norm}, {"group_norm", l_group_norm}, {"layer_norm", l_layer_norm},
+    {"_linear", l_linear},
     {NULL, NULL}
 };
 

@@ -4,6 +4,9 @@
 /* lapack.c (issue 16: linear algebra) */
 int cpu_linalg(em_linalg_op op, em_tensor *a, em_tensor *b, em_tensor *c, em_tensor *d,
                const em_linalg_params *p, int *info);
+/* linear.c (issue 17: fused linear layers) */
+int cpu_linear(em_linear_op op, em_tensor *out, em_tensor *aux, const em_tensor *a, const em_tensor *b,
+               em_tensor *bias);
 
 const em_backend em_cpu_backend = {
     .name = "cpu",
@@ -41,4 +44,5 @@ const em_backend em_cpu_backend = {
     .attention = cpu_attention,
     .attention_backward = cpu_attention_backward,
     .linalg = cpu_linalg,
+    .linear = cpu_linear,
 };

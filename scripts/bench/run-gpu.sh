@@ -54,6 +54,16 @@ if [ -n "${theirs[gpu_add_launch_us]:-}" ]; then
     while read -r name value unit; do theirs[$name]=$value; done < <($PY scripts/bench/adamw_step_torch.py)
 fi
 names="$names adamw_step_gpu_ms adamw_step_per_param_gpu_ms"
+
+# issue 17: Linear + GELU (tanh) forward+backward in bfloat16 at [8192, 4096] x
+# [4096, 4096] (the fused F.linear on cuBLASLt's epilogues); target ratio: PyTorch's
+# time / ember's >= 0.95, i.e. ember's ms / PyTorch's ms <= 1.05
+ours[linear_gelu_bf16_ms]=$("$EMBER" scripts/bench/linear_gelu_gpu.lua | awk '$1 == "linear_gelu_bf16_ms" {print $2}')
+units[linear_gelu_bf16_ms]=ms
+if [ -n "${theirs[gpu_add_launch_us]:-}" ]; then
+    theirs[linear_gelu_bf16_ms]=$($PY scripts/bench/linear_gelu_torch.py | awk '$1 == "linear_gelu_bf16_ms" {print $2}')
+fi
+names="$names linear_gelu_bf16_ms"
 printf '%-26s %14s %14s %8s\n' benchmark ember pytorch ratio
 for n in $names; do
     o=${ours[$n]:-} t=${theirs[$n]:-}

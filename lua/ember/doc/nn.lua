@@ -1165,14 +1165,27 @@ print(F.cross_entropy(logits, ember.tensor({1, 2, 3, 1}), {label_smoothing = 0.1
   },
   {
     name = "ember.nn.functional.linear",
-    sig = "F.linear(x, weight [, bias]) -> tensor",
+    sig = "F.linear(x, weight [, bias] [, {bias =, activation = \"none\"}]) -> tensor",
     doc = [=[
-x @ weight^T + bias: x [..., in], weight [out, in], bias [out] (optional) ->
-[..., out]. What nn.Linear computes.]=],
+act(x @ weight^T + bias): x [..., in], weight [out, in], bias [out] (optional) ->
+[..., out], all of one dtype. What nn.Linear computes. One fused op: on the GPU a
+cuBLASLt GEMM whose epilogue adds the bias (and applies the activation), float16 and
+bfloat16 accumulating in float32; its backward is two or three calls (the weight
+gradient's GEMM also gives the bias gradient). Integer tensors and empty products
+are computed from matmul and add.
+activation = "gelu_tanh" fuses GELU's tanh form: the same numbers as
+F.gelu(F.linear(x, weight, bias), {approximate = "tanh"}), with one kernel less
+forward and the pre-activation kept for the backward. The option names the
+activation and its approximation explicitly because that form is the one cuBLASLt
+computes; PyTorch has no public fused equivalent (torch._addmm_activation's GELU is
+the tanh form on the GPU and the exact one on the CPU, an inconsistency avoided here).
+The exact GELU ("gelu") has no fused form: compose F.gelu(F.linear(...)).]=],
     example = [=[
 local F = ember.nn.functional
 local y = F.linear(ember.randn(2, 3), ember.randn(4, 3), ember.zeros(4))
-print(y.shape[1], y.shape[2])   -- 2 4]=],
+print(y.shape[1], y.shape[2])   -- 2 4
+local h = F.linear(ember.randn(2, 3), ember.randn(4, 3), ember.zeros(4), {activation = "gelu_tanh"})
+print(h.shape[2])               -- 4]=],
   },
   {
     name = "ember.nn.functional.dropout",

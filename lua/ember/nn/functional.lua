@@ -39,25 +39,45 @@ end
 
 local function is_integer_dtype(d) return d == "int64" or d == "int32" or d == "uint8" or d == "int16" or d == "int8" end
 
---- F.linear(x, weight [, bias]) -> x @ weight^T + bias; x [..., in], weight [out, in], bias [out].
+--- F.linear(x, weight [, bias] [, {bias =, activation = "none"}]) -> act(x @ weight^T + bias).
+-- x [..., in], weight [out, in], bias [out]; one fused op (cuBLASLt epilogues on the GPU).
+-- activation = "gelu_tanh" fuses F.gelu(y, {approximate = "tanh"}).
 -- Example: F.linear(ember.randn(2, 3), ember.randn(4, 3))   -- [2, 4]
-function F.linear(x, weight, bias)
-  if x.ndim == 2 and bias then return ember.addmm(bias, x, weight:t()) end
-  if x.ndim > 2 and weight.ndim == 2 then
-    if x.shape[x.ndim] ~= weight.shape[2] then
-      raise(string.format("linear: input %s and weight %s: expected an input of shape [..., %d]", shape_str(x),
-                          shape_str(weight), weight.shape[2]))
+local linear_acts = {none = true, gelu_tanh = true}
+function F.linear(x, weight, bias, opts)
+  if opts == nil and type(bias) == "table" and not ember.is_tensor(bias) then bias, opts = nil, bias end
+  local act = "none"
+  if opts ~= nil then
+    if type(opts) ~= "table" or ember.is_tensor(opts) then
+      raise("linear: argument 4 must be an options table {bias =, activation =}, got " .. type(opts))
     end
-    -- [..., in] as one [N, in] matrix, as PyTorch does: the weight's gradient is
-    -- then one GEMM over all rows, not a batched product summed over the batch
-    local shape = x.shape
-    local out, rows = {}, 1
-    for i = 1, #shape - 1 do out[i] = shape[i]; rows = rows * shape[i] end
-    out[#shape] = weight.shape[1]
-    return F.linear(x:reshape(rows, shape[#shape]), weight, bias):reshape(out)
+    for k in pairs(opts) do
+      if k ~= "bias" and k ~= "activation" then
+        raise("linear: unknown option " .. tostring(k) .. " (expected bias, activation)")
+      end
+    end
+    if opts.bias ~= nil then
+      if bias ~= nil then raise("linear: bias given twice (as argument 3 and as an option)") end
+      bias = opts.bias
+    end
+    act = opts.activation or "none"
+    if act == "gelu" then
+      raise("linear: activation \"gelu\" (the exact erf form) has no fused form: use \"gelu_tanh\", "
+            .. "or F.gelu(F.linear(x, w, b))")
+    end
+    if not linear_acts[act] then
+      raise("linear: activation must be \"none\" or \"gelu_tanh\", got " .. tostring(act))
+    end
   end
-  local y = x:matmul(weight:t())
-  if bias then y = y + bias end
+  check_tensor(x, "linear", "input")
+  check_tensor(weight, "linear", "weight")
+  if bias ~= nil then check_tensor(bias, "linear", "bias") end
+  if x.ndim >= 1 and weight.ndim == 2 and x.shape[x.ndim] ~= weight.shape[2] then
+    raise(string.format("linear: input %s and weight %s: expected an input of shape [..., %d]", shape_str(x),
+                        shape_str(weight), weight.shape[2]))
+  end
+  local ok, y = pcall(ember._linear, x, weight, bias, act)
+  if not ok then raise(y) end
   return y
 end
 

@@ -1,0 +1,277 @@
+/* linear.c — F.linear as one fused op on the backend's linear family.
+ *
+ * y = act(x @ w^T + b) with x [..., K] folded into one [M, K] matrix, so the
+ * forward is one backend call (cuBLASLt: the GEMM with a BIAS or GELU_AUX_BIAS
+ * epilogue) and the backward two or three: GELU's derivative at the saved
+ * pre-activation (DGELU), gX = dY @ W, and gW = dY^T @ X with the bias
+ * gradient out of the same GEMM (BGRAD). When the backward is itself recorded
+ * (create_graph), the same gradient is composed from engine ops with the
+ * pre-activation recomputed, so its dependence on x, w and b is
+ * differentiated too.
+ *
+ * Inputs outside the fused path (integer dtypes, empty products, sizes past
+ * 2^31) take the composed path: matmul, add, then the activation.
+ * All of F.linear's work enters through em_linear, so a cast of the inputs
+ * (autocast) has one place to go. */
+#include "autograd.h"
+
+#include <string.h>
+
+#define GELU_K 0.7978845608028654   /* sqrt(2/pi) */
+#define GELU_C 0.044715
+
+/* 0.5 x (1 + tanh(k (x + c x^3))), composed (recorded) */
+em_tensor *em_gelu_tanh(const em_tensor *x)
+{
+    em_tensor *t[7] = {0}, *r = NULL;
+    if ((t[0] = em_pow_scalar(x, 3)) &&
+        (t[1] = em_binary_scalar(EM_MUL, t[0], GELU_C, false, false)) &&
+        (t[2] = em_binary(EM_ADD, x, t[1])) &&
+        (t[3] = em_binary_scalar(EM_MUL, t[2], GELU_K, false, false)) &&
+        (t[4] = em_unary(EM_TANH, t[3])) &&
+        (t[5] = em_binary_scalar(EM_ADD, t[4], 1, true, false)) &&
+        (t[6] = em_binary(EM_MUL, x, t[5])))
+        r = em_binary_scalar(EM_MUL, t[6], 0.5, false, false);
+    for (int i = 0; i < 7; i++) em_release(t[i]);
+    return r;
+}
+
+/* gelu_tanh'(x) = 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2), t = tanh(k (x + c x^3)),
+ * composed (recorded) */
+static em_tensor *gelu_tanh_grad(const em_tensor *x)
+{
+    em_tensor *t[12] = {0}, *r = NULL;
+    if ((t[0] = em_binary(EM_MUL, x, x)) &&
+        (t[1] = em_binary_scalar(EM_MUL, t[0], GELU_C, false, false)) &&
+        (t[2] = em_binary_scalar(EM_ADD, t[1], 1, true, false)) &&       /* 1 + c x^2 */
+        (t[3] = em_binary(EM_MUL, x, t[2])) &&
+        (t[4] = em_binary_scalar(EM_MUL, t[3], GELU_K, false, false)) &&
+        (t[5] = em_unary(EM_TANH, t[4])) &&                                /* t */
+        (t[6] = em_binary_scalar(EM_ADD, t[5], 1, true, false)) &&        /* 1 + t */
+        (t[7] = em_binary(EM_MUL, t[5], t[5])) &&
+        (t[8] = em_binary_scalar(EM_SUB, t[7], 1, true, true)) &&        /* 1 - t^2 */
+        (t[9] = em_binary_scalar(EM_MUL, t[1], 3, false, false)) &&
+        (t[10] = em_binary_scalar(EM_ADD, t[9], 1, true, false)) &&       /* 1 + 3 c x^2 */
+        (t[11] = em_binary(EM_MUL, t[8], t[10]))) {
+        em_tensor *u = em_binary(EM_MUL, x, t[11]);
+        em_tensor *v = u ? em_binary_scalar(EM_MUL, u, GELU_K, false, false) : NULL;
+        em_tensor *s = v ? em_binary(EM_ADD, t[6], v) : NULL;
+        r = s ? em_binary_scalar(EM_MUL, s, 0.5, false, false) : NULL;
+        em_release(u); em_release(v); em_release(s);
+    }
+    for (int i = 0; i < 12; i++) em_release(t[i]);
+    return r;
+}
+
+static int check_args(const em_tensor *x, const em_tensor *w, const em_tensor *b, em_linear_act act)
+{
+    if (act != EM_LINEAR_ACT_NONE && act != EM_LINEAR_ACT_GELU_TANH)
+        return em_set_error("linear: unknown activation %d", (int)act);
+    if (em_check_same_device("linear", x, w) || (b && em_check_same_device("linear", x, b))) return -1;
+    if (w->ndim != 2)
+        return em_set_error("linear: expected a 2-D weight [out_features, in_features], got %s", SHAPE(w));
+    if (x->ndim < 1)
+        return em_set_error("linear: expected an input of shape [..., %lld], got a scalar", (long long)w->sizes[1]);
+    if (x->sizes[x->ndim - 1] != w->sizes[1])
+        return em_set_error("linear: input %s and weight %s: expected an input of shape [..., %lld]", SHAPE(x),
+                            SHAPE(w), (long long)w->sizes[1]);
+    if (b && (b->ndim != 1 || b->sizes[0] != w->sizes[0]))
+        return em_set_error("linear: bias %s and weight %s: expected a bias of shape [%lld]", SHAPE(b), SHAPE(w),
+                            (long long)w->sizes[0]);
+    if (x->dtype != w->dtype || (b && b->dtype != x->dtype)) {
+        if (b)
+            return em_set_error("linear: input (%s), weight (%s) and bias (%s) must have one dtype",
+                                em_dtype_name(x->dtype), em_dtype_name(w->dtype), em_dtype_name(b->dtype));
+        return em_set_error("linear: input (%s) and weight (%s) must have one dtype", em_dtype_name(x->dtype),
+                            em_dtype_name(w->dtype));
+    }
+    if (act != EM_LINEAR_ACT_NONE && !em_dtype_is_float(x->dtype))
+        return em_set_error("linear: the gelu activation needs floating point tensors, got %s",
+                            em_dtype_name(x->dtype));
+    return 0;
+}
+
+/* x @ w^T (+ b), then the activation, from engine ops (recorded) */
+static em_tensor *composed(const em_tensor *x, const em_tensor *w, const em_tensor *b, em_linear_act act)
+{
+    em_tensor *wt = em_transpose(w, 0, 1);
+    em_tensor *y = wt ? em_matmul(x, wt) : NULL;
+    em_release(wt);
+    if (y && b) {
+        em_tensor *yb = em_binary(EM_ADD, y, b);
+        em_release(y);
+        y = yb;
+    }
+    if (y && act == EM_LINEAR_ACT_GELU_TANH) {
+        em_tensor *g = em_gelu_tanh(y);
+        em_release(y);
+        y = g;
+    }
+    return y;
+}
+
+/* x as [M, K] (a view when its layout allows) */
+static em_tensor *rows_of(const em_tensor *x)
+{
+    int64_t K = x->sizes[x->ndim - 1], M = 1;
+    for (int i = 0; i < x->ndim - 1; i++) M *= x->sizes[i];
+    int64_t s[2] = {M, K};
+    return em_reshape(x, s, 2);
+}
+
+/* ---- backward ---------------------------------------------------------------------------- */
+
+/* the gradients from engine ops (recorded): x2 [M, K], gy2 [M, N] */
+static int composed_backward(em_node *n, const em_tensor *x, const em_tensor *w, const em_tensor *b,
+                             const em_tensor *gy2, em_tensor **gin)
+{
+    em_tensor *x2 = rows_of(x), *d = NULL;
+    if (!x2) return -1;
+    if (n->op == EM_LINEAR_ACT_GELU_TANH) {
+        em_tensor *pre = composed(x2, w, b, EM_LINEAR_ACT_NONE);
+        em_tensor *g = pre ? gelu_tanh_grad(pre) : NULL;
+        d = g ? em_binary(EM_MUL, gy2, g) : NULL;
+        em_release(pre);
+        em_release(g);
+    } else {
+        d = em_retain((em_tensor *)gy2);
+    }
+    int rc = d ? 0 : -1;
+    if (rc == 0 && em_ag_wants(n, 0)) {
+        em_tensor *g = em_matmul(d, w);
+        gin[0] = g ? em_reshape(g, x->sizes, x->ndim) : NULL;
+        em_release(g);
+        if (!gin[0]) rc = -1;
+    }
+    if (rc == 0 && em_ag_wants(n, 1)) {
+        em_tensor *dt = em_transpose(d, 0, 1);
+        gin[1] = dt ? em_matmul(dt, x2) : NULL;
+        em_release(dt);
+        if (!gin[1]) rc = -1;
+    }
+    if (rc == 0 && em_ag_wants(n, 2)) {
+        int dim = 0;
+        if (!(gin[2] = em_sum(d, &dim, 1, false))) rc = -1;
+    }
+    em_release(x2);
+    em_release(d);
+    return rc;
+}
+
+static int linear_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
+{
+    em_tensor *x = em_ag_saved(n, 0), *w = em_ag_saved(n, 1);
+    em_tensor *b = n->flag ? em_ag_saved(n, 2) : NULL;
+    bool gelu = n->op == EM_LINEAR_ACT_GELU_TANH;
+    em_tensor *aux = gelu ? em_ag_saved(n, 3) : NULL;
+    if (!x || !w || (n->flag && !b) || (gelu && !aux)) return -1;
+    int64_t N = w->sizes[0], K = w->sizes[1], M = aux ? aux->sizes[0] : em_numel(x) / K;
+    int64_t gs[2] = {M, N};
+    em_tensor *gy2 = em_reshape(gout[0], gs, 2);
+    if (!gy2) return -1;
+    if (gy2->dtype != x->dtype) {
+        em_tensor *c = em_cast_to(gy2, x->dtype);
+        em_release(gy2);
+        if (!(gy2 = c)) return -1;
+    }
+    if (em_grad_enabled()) {
+        int rc = composed_backward(n, x, w, b, gy2, gin);
+        em_release(gy2);
+        return rc;
+    }
+    const em_backend *be = em_be(x);
+    em_device dev = em_dev(x);
+    em_tensor *d = NULL;
+    /* gradients often arrive expanded (stride 0): the kernels take them dense */
+    em_tensor *gyc = em_contiguous(gy2);
+    em_release(gy2);
+    if (gelu && gyc) {
+        d = em_empty(gs, 2, x->dtype, dev);
+        if (d && be->linear(EM_LINEAR_DGELU, d, aux, gyc, NULL, NULL)) { em_release(d); d = NULL; }
+        em_release(gyc);
+    } else {
+        d = gyc;
+    }
+    int rc = d ? 0 : -1;
+    if (rc == 0 && em_ag_wants(n, 0)) {
+        int64_t s[2] = {M, K};
+        em_tensor *g = em_empty(s, 2, x->dtype, dev);
+        rc = g ? be->linear(EM_LINEAR_PLAIN, g, NULL, d, w, NULL) : -1;
+        gin[0] = rc == 0 ? em_view(g, x->sizes, x->ndim) : NULL;
+        em_release(g);
+        if (!gin[0]) rc = -1;
+    }
+    em_tensor *gb = NULL;
+    if (rc == 0 && em_ag_wants(n, 2)) {
+        if (!(gb = em_empty(&N, 1, x->dtype, dev))) rc = -1;
+    }
+    if (rc == 0 && em_ag_wants(n, 1)) {
+        int64_t s[2] = {N, K};
+        em_tensor *x2 = rows_of(x), *dt = x2 ? em_transpose(d, 0, 1) : NULL;
+        em_tensor *g = dt ? em_empty(s, 2, x->dtype, dev) : NULL;
+        rc = g ? be->linear(gb ? EM_LINEAR_BGRAD : EM_LINEAR_PLAIN, g, NULL, dt, x2, gb) : -1;
+        gin[1] = rc == 0 ? em_retain(g) : NULL;
+        em_release(x2); em_release(dt); em_release(g);
+    } else if (rc == 0 && gb) {
+        /* no weight gradient wanted: the bias gradient alone, a column sum of d */
+        em_release(gb);
+        int dim = 0;
+        if (!(gb = em_sum(d, &dim, 1, false))) rc = -1;
+    }
+    if (rc == 0 && gb) gin[2] = em_retain(gb);
+    em_release(gb);
+    em_release(d);
+    return rc;
+}
+
+/* ---- the op --------------------------------------------------------------------------------- */
+
+/* whether the backend's fused family takes these (else the composed path) */
+static bool fused_ok(const em_tensor *x, const em_tensor *w)
+{
+    int64_t M = 1, N = w->sizes[0], K = w->sizes[1];
+    for (int i = 0; i < x->ndim - 1; i++) M *= x->sizes[i];
+    return em_be(x)->linear && em_dtype_is_float(x->dtype) && M > 0 && N > 0 && K > 0 && M <= INT32_MAX &&
+           N <= INT32_MAX && K <= INT32_MAX;
+}
+
+em_tensor *em_linear(const em_tensor *x, const em_tensor *w, const em_tensor *b, em_linear_act act)
+{
+    if (check_args(x, w, b, act)) return NULL;
+    if (!fused_ok(x, w)) return composed(x, w, b, act);
+    bool record = em_ag_needed3(x, w, b);
+    bool gelu = act == EM_LINEAR_ACT_GELU_TANH;
+    int64_t N = w->sizes[0];
+    em_device dev = em_dev(x);
+    bool was = em_set_grad_enabled(false);
+    em_tensor *x2 = rows_of(x);
+    int64_t s[2] = {x2 ? x2->sizes[0] : 0, N};
+    em_tensor *wt = x2 ? em_transpose(w, 0, 1) : NULL;
+    em_tensor *bc = wt && b ? em_contiguous(b) : NULL;
+    em_tensor *out = wt && (!b || bc) ? em_empty(s, 2, x->dtype, dev) : NULL;
+    em_tensor *aux = out && gelu && record ? em_empty(s, 2, x->dtype, dev) : NULL;
+    int rc = out && (aux || !gelu || !record) ? 0 : -1;
+    if (rc == 0) rc = em_be(x)->linear(gelu ? EM_LINEAR_GELU : EM_LINEAR_PLAIN, out, aux, x2, wt, bc);
+    em_set_grad_enabled(was);
+    em_release(x2); em_release(wt); em_release(bc);
+    int64_t final[EM_MAX_DIMS];
+    memcpy(final, x->sizes, sizeof(int64_t) * (size_t)x->ndim);
+    final[x->ndim - 1] = N;
+    em_tensor *y = rc == 0 ? em_view(out, final, x->ndim) : NULL;
+    em_release(out);
+    if (!y || !record) { em_release(aux); return y; }
+    em_node *n = em_ag_node(gelu ? "LinearGeluBackward" : "LinearBackward", linear_backward, 3);
+    if (!n) { em_release(aux); em_release(y); return NULL; }
+    n->op = act;
+    n->flag = b != NULL;
+    em_ag_input(n, 0, x);
+    em_ag_input(n, 1, w);
+    em_ag_input(n, 2, b);
+    if (em_ag_save(n, 0, x, false) || em_ag_save(n, 1, w, false) || (b && em_ag_save(n, 2, b, false)) ||
+        (aux && em_ag_save(n, 3, aux, false)))
+        y = em_ag_abandon(n, y);
+    else
+        y = em_ag_output(n, y);
+    em_release(aux);
+    return y;
+}
