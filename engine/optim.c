@@ -122,6 +122,10 @@ int em_sgd_step_(em_tensor *p, const em_tensor *g, em_tensor *momentum_buf, doub
         return em_set_error("%s: nesterov momentum requires momentum > 0 and dampening = 0 "
                             "(got momentum=%g, dampening=%g)", op, momentum, dampening);
     if (check_param(op, p, g)) return -1;
+    if (first_step && momentum != 0 &&
+        em_check_not_capturing(em_dev(p), op, "capture the first step with momentum (it sets the momentum buffer, "
+                               "and every replay would set it again): run a few eager steps before capturing"))
+        return -1;
     if (momentum != 0) {
         if (check_state(op, "momentum_buffer", p, momentum_buf)) return -1;
     } else {
@@ -151,6 +155,9 @@ int em_adam_step_(em_tensor *p, const em_tensor *g, em_tensor *exp_avg, em_tenso
         return -1;
     if (exp_avg->storage == exp_avg_sq->storage)
         return em_set_error("%s: exp_avg and exp_avg_sq share memory", op);
+    if (em_check_not_capturing(em_dev(p), op, "capture a step whose count is a host number (every replay would "
+                               "repeat this step's bias correction): construct the optimizer with capturable = true"))
+        return -1;
     double bc1 = 1 - pow(beta1, (double)step), bc2 = 1 - pow(beta2, (double)step);
     double h[EM_OPTIM_ADAM_NH] = {lr, beta1, beta2, eps, weight_decay, decoupled ? 1 : 0,
                                   bc1, bc2, maximize ? 1 : 0};
