@@ -78,6 +78,9 @@ int em_item(const em_tensor *t, double *out)
     if (n != 1)
         return em_set_error("item: a tensor with %lld elements (%s) cannot be converted to a number; "
                             "expected exactly one element", (long long)n, SHAPE(t));
+    if (em_check_not_capturing(em_dev(t), "item", "read a value back to the host (an op that needs one: item(), "
+                               "a check of index values, a size that depends on values)"))
+        return -1;
     em_tensor *h = on_host(t);
     if (!h) return -1;
     *out = em_get_f(h, 0);

@@ -440,6 +440,10 @@ em_tensor *em_scaled_dot_product_attention(const em_tensor *q, const em_tensor *
         if (!m) return NULL;
         plan_chunks(&c, m, B);
     }
+    if (dropout_p > 0 && em_check_not_capturing(em_dev(q), "scaled_dot_product_attention", "draw a dropout mask "
+                                                "(every replay would draw the same one): use dropout_p = 0 in "
+                                                "the captured step"))
+        return NULL;
     if (dropout_p > 0) em_rng_reserve(B * Tq * Tk, &p.seed, &p.offset);
     em_tensor *q3 = flat3(q, bs, nb, B), *k3 = q3 ? flat3(k, bs, nb, B) : NULL, *v3 = k3 ? flat3(v, bs, nb, B) : NULL;
     int64_t os[3] = {B, Tq, Dv}, ls[2] = {B, Tq};

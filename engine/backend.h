@@ -385,6 +385,25 @@ typedef struct em_backend {
     int (*event_synchronize)(void *ev);
     int (*event_elapsed_ms)(void *start, void *end, float *ms);
     void (*event_destroy)(void *ev);
+    /* CUDA graphs (optional; NULL on the CPU backend). A capture records the
+     * device stream's work (thread-local capture mode) into a graph that
+     * replays with one launch. While it runs, the device's allocations come
+     * from a private pool, and blocks freed then stay owned by that pool
+     * (replays write them) until every graph holding the pool is destroyed;
+     * its memory then returns to the device's cache. Pools are reference
+     * counted: graph_pool gives a new reference (to `share` when non-NULL,
+     * else to a new pool); graph_begin takes its own. graph_end instantiates;
+     * on failure the capture is discarded (-1 + error). graph_refuse ends and
+     * discards the device's capture and sets the error `why` (+ a note):
+     * the engine calls it where an op would synchronise during a capture. */
+    void *(*graph_pool)(int device_index, void *share);
+    void (*graph_pool_release)(void *pool);
+    void *(*graph_begin)(int device_index, void *pool);
+    int (*graph_end)(void *graph);
+    int (*graph_replay)(void *graph);
+    void (*graph_destroy)(void *graph);
+    bool (*graph_capturing)(int device_index);
+    int (*graph_refuse)(int device_index, const char *why);
 } em_backend;
 
 extern const em_backend em_cpu_backend;

@@ -154,6 +154,7 @@ int em_reset_peak_memory_stats(em_device dev)
 int em_empty_cache(em_device dev)
 {
     if (dev.type == EM_CUDA && em_cuda_check_device(dev.index)) return -1;
+    if (em_check_not_capturing(dev, "empty_cache", "give cached memory back (cudaFree waits for the GPU)")) return -1;
     const em_backend *be = em_backend_for(dev);
     if (!be) return -1;
     be->empty_cache(dev.index);

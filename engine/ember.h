@@ -660,6 +660,29 @@ void em_event_destroy(em_event *e);
  * backend's cache and retries once (the Lua binding runs a full collection
  * there, so tensors only the collector still holds are freed first). */
 void em_set_oom_handler(void (*fn)(void *ctx), void *ctx);
+
+/* CUDA graphs (engine/graph.c): capture a device's work into a graph and
+ * replay it with one launch; allocations during a capture come from a
+ * private pool (shared between graphs through a pool handle). Every entry
+ * fails with "no CUDA device: ..." without one. */
+typedef struct em_graph em_graph;
+typedef struct em_graph_pool em_graph_pool;
+em_graph_pool *em_graph_pool_new(int device, const em_graph_pool *share);   /* share: another handle to it */
+void em_graph_pool_release(em_graph_pool *p);
+int em_graph_pool_device(const em_graph_pool *p);
+em_graph *em_graph_begin(int device, const em_graph_pool *pool);            /* pool NULL: a new one */
+int em_graph_end(em_graph *g);
+int em_graph_replay(em_graph *g);
+em_graph_pool *em_graph_pool_of(const em_graph *g);                         /* a new handle */
+int em_graph_device(const em_graph *g);
+void em_graph_destroy(em_graph *g);                                         /* discards a capture under way */
+/* Whether a capture is under way on CUDA device `index` (false when CUDA
+ * was never loaded: never loads it). */
+bool em_cuda_is_capturing(int index);
+/* 0 unless a capture is under way on dev; then it is ended and discarded
+ * and -1 returned with "op: cannot <what> while a CUDA graph is being
+ * captured ...". For the paths that need the host to wait for the device. */
+int em_check_not_capturing(em_device dev, const char *op, const char *what);
 int em_num_threads(void);
 void em_set_num_threads(int n);
 

@@ -261,6 +261,9 @@ static int count_nonzero(const em_tensor *t, int64_t *count)
 em_tensor *em_nonzero(const em_tensor *t)
 {
     int64_t count;
+    if (em_check_not_capturing(em_dev(t), "nonzero", "size its result (the count of non-zero values must come "
+                               "back to the host)"))
+        return NULL;
     if (count_nonzero(t, &count)) return NULL;
     int64_t sizes[2] = {count, t->ndim};
     em_tensor *out = em_empty(sizes, 2, EM_INT64, em_dev(t));
@@ -273,6 +276,9 @@ em_tensor *em_masked_select(const em_tensor *t, const em_tensor *mask)
 {
     const char *op = "masked_select";
     if (em_check_same_device(op, t, mask)) return NULL;
+    if (em_check_not_capturing(em_dev(t), op, "size its result (the count of true mask values must come back to "
+                               "the host)"))
+        return NULL;
     if (mask->dtype != EM_BOOL)
         return em_set_error("%s: expected a bool mask, got %s", op, em_dtype_name(mask->dtype)), NULL;
     int64_t sizes[EM_MAX_DIMS];

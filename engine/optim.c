@@ -137,6 +137,13 @@ static int check_adam_args(const char *op, double lr, double beta1, double beta2
     return 0;
 }
 
+/* Steps a CUDA graph cannot replay faithfully (engine/graph.c refuses them
+ * while a capture is under way). */
+#define SGD_FIRST_STEP_CAPTURE "capture the first step with momentum (it sets the momentum buffer, " \
+    "and every replay would set it again): run a few eager steps before capturing"
+#define ADAM_STEP_CAPTURE "capture a step whose count is a host number (every replay would " \
+    "repeat this step's bias correction): construct the optimizer with capturable = true"
+
 int em_sgd_step_(em_tensor *p, const em_tensor *g, em_tensor *momentum_buf, double lr,
                  double momentum, double dampening, double weight_decay, bool nesterov,
                  bool first_step, bool maximize)
@@ -144,6 +151,9 @@ int em_sgd_step_(em_tensor *p, const em_tensor *g, em_tensor *momentum_buf, doub
     const char *op = "sgd_step";
     if (check_sgd_args(op, lr, momentum, dampening, weight_decay, nesterov)) return -1;
     if (check_param(op, p, g)) return -1;
+    if (first_step && momentum != 0 &&
+        em_check_not_capturing(em_dev(p), op, SGD_FIRST_STEP_CAPTURE))
+        return -1;
     if (p->dtype == EM_FLOAT16 || p->dtype == EM_BFLOAT16) {   /* only the multi-tensor kernels have half */
         em_tensor *bufs[1] = {momentum_buf};
         return em_sgd_multi_step_(1, &p, (em_tensor *const *)&g, bufs, &first_step, lr, momentum, dampening,
@@ -174,6 +184,8 @@ int em_adam_step_(em_tensor *p, const em_tensor *g, em_tensor *exp_avg, em_tenso
         return -1;
     if (exp_avg->storage == exp_avg_sq->storage)
         return em_set_error("%s: exp_avg and exp_avg_sq share memory", op);
+    if (em_check_not_capturing(em_dev(p), op, ADAM_STEP_CAPTURE))
+        return -1;
     double bc1 = 1 - pow(beta1, (double)step), bc2 = 1 - pow(beta2, (double)step);
     double h[EM_OPTIM_ADAM_NH] = {lr, beta1, beta2, eps, weight_decay, decoupled ? 1 : 0,
                                   bc1, bc2, maximize ? 1 : 0};
@@ -431,6 +443,7 @@ int em_sgd_multi_step_(int64_t n, em_tensor *const *p, em_tensor *const *g, em_t
     for (int64_t i = 0; i < n; i++) {
         if (check_param(nth(buf, sizeof buf, op, i), p[i], g[i])) return -1;
         if (use_buf && check_state(nth(buf, sizeof buf, op, i), "momentum_buffer", p[i], bufs[i])) return -1;
+        if (use_buf && first[i] && em_check_not_capturing(em_dev(p[i]), op, SGD_FIRST_STEP_CAPTURE)) return -1;
     }
     int64_t *extra = calloc((size_t)(n ? n : 1), sizeof *extra);
     if (!extra) return em_set_error("%s: out of memory", op);
@@ -469,6 +482,7 @@ int em_adam_multi_step_(int64_t n, em_tensor *const *p, em_tensor *const *g, em_
         if (check_param(at, p[i], g[i]) || check_state(at, "exp_avg", p[i], exp_avg[i]) ||
             check_state(at, "exp_avg_sq", p[i], exp_avg_sq[i]))
             return -1;
+        if (em_check_not_capturing(em_dev(p[i]), op, ADAM_STEP_CAPTURE)) return -1;
     }
     multi_call c = {.op = op, .kind = EM_MULTI_ADAM, .nlists = 4, .lists = {p, g, exp_avg, exp_avg_sq},
                     .names = {"parameter", "gradient", "exp_avg", "exp_avg_sq"}, .written = 1u | 4u | 8u,

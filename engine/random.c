@@ -74,6 +74,10 @@ static int run_random(em_random_op op, em_tensor *t, int64_t values, double a, d
     uint64_t seed, offset;
     int64_t n = em_numel(t);
     if (n == 0) return 0;
+    if (em_check_not_capturing(em_dev(t), "random", "draw random numbers (rand, randn, dropout, ...): the generator's "
+                               "offset is a host number, so every replay would draw the same numbers; make them "
+                               "outside the captured step"))
+        return -1;
     em_rng_reserve(values, &seed, &offset);
     if (em_be(t)->random(op, t, seed, offset, a, b)) return -1;
     em_bump_version(t);

@@ -517,6 +517,9 @@ int em_copy_(em_tensor *dst, const em_tensor *src)
 em_tensor *em_to_device(const em_tensor *t, em_device d)
 {
     if (em_device_eq(em_dev(t), d)) return em_retain((em_tensor *)t);
+    if (em_check_not_capturing(em_dev(t), "to", "copy a tensor off the GPU (item(), tolist(), printing, :to(\"cpu\"))") ||
+        em_check_not_capturing(d, "to", "copy a tensor to the GPU from another device"))
+        return NULL;
     em_tensor *c = em_contiguous(t);
     if (!c) return NULL;
     em_tensor *out = em_empty(t->sizes, t->ndim, t->dtype, d);

@@ -17,11 +17,21 @@
  * per-stream rule of PyTorch's allocator with one stream).
  * A failed cudaMalloc returns NULL with the figures; the engine then runs
  * the collector, calls kc_empty_cache (segments with no block in use go
- * back to the driver) and retries once. */
+ * back to the driver) and retries once.
+ *
+ * CUDA graphs (graph.cu): while a capture runs on a device, its allocations
+ * come from the capture's private pool (kc_mempool: its own segments and
+ * free lists), because a replay writes the addresses the capture saw. A
+ * block of the device's cache freed during a capture is held by the pool
+ * (not reused) for the same reason. Private blocks freed later go back to
+ * the private lists, for the next capture sharing the pool. When the last
+ * graph and handle of a pool let go, its segments and held blocks join the
+ * device's cache. */
 #include "kc.h"
 
 #include <set>
 #include <unordered_map>
+#include <vector>
 
 #include <stdio.h>
 
@@ -31,11 +41,14 @@
 #define MIN_LARGE_SPLIT ((size_t)1 << 20)
 #define ROUND 512
 
+struct kc_mempool;
+
 struct kc_block {
     char *ptr;
     size_t size;
     bool small, used;
     kc_block *prev, *next;      /* neighbours in the same segment */
+    kc_mempool *owner;          /* a graph's private pool; NULL: the device's cache */
 };
 
 struct block_order {
@@ -45,10 +58,23 @@ struct block_order {
     }
 };
 
+struct kc_free_lists {
+    std::set<kc_block *, block_order> small, large;
+};
+
+struct kc_mempool {
+    int device;
+    int refs;
+    kc_free_lists lists;
+    std::vector<kc_block *> segments;   /* the first block of each of its segments */
+    std::vector<kc_block *> held;       /* cache blocks freed during its capture */
+};
+
 struct kc_pool {
-    std::set<kc_block *, block_order> free_small, free_large;
+    kc_free_lists lists;
     std::unordered_map<char *, kc_block *> used;
     em_memory_stats stats;
+    kc_mempool *capturing;              /* the pool of the capture under way, if any */
 };
 
 static kc_pool *pools[64];
@@ -79,7 +105,12 @@ static kc_block *new_segment(kc_pool *p, size_t size, bool small, int device)
 {
     size_t seg = segment_size(size);
     void *mem = NULL;
+    /* cudaMalloc is not stream-ordered, so it is safe during a capture; the
+     * thread's capture mode would still refuse it as "potentially unsafe" */
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    if (p->capturing) cudaThreadExchangeStreamCaptureMode(&mode);
     cudaError_t e = cudaMalloc(&mem, seg);
+    if (p->capturing) cudaThreadExchangeStreamCaptureMode(&mode);
     if (e != cudaSuccess) {
         cudaGetLastError();
         p->stats.num_ooms++;
@@ -91,11 +122,17 @@ static kc_block *new_segment(kc_pool *p, size_t size, bool small, int device)
                  p->stats.reserved / 1048576.0, free_b / 1048576.0, total_b / 1048576.0);
         return NULL;
     }
-    kc_block *b = new kc_block{(char *)mem, seg, small, false, NULL, NULL};
+    kc_block *b = new kc_block{(char *)mem, seg, small, false, NULL, NULL, NULL};
     p->stats.reserved += seg;
     p->stats.device_mallocs++;
     peak(&p->stats);
     return b;
+}
+
+static std::set<kc_block *, block_order> &lists_of(kc_pool *p, kc_mempool *owner, bool small)
+{
+    kc_free_lists &l = owner ? owner->lists : p->lists;
+    return small ? l.small : l.large;
 }
 
 extern "C" void *kc_backend_alloc(size_t n, int device)
@@ -104,8 +141,9 @@ extern "C" void *kc_backend_alloc(size_t n, int device)
     if (!p || !kc_stream(device)) return NULL;
     size_t size = round_size(n);
     bool small = size <= SMALL_MAX;
-    auto &free_set = small ? p->free_small : p->free_large;
-    kc_block key{NULL, size, small, false, NULL, NULL};
+    kc_mempool *owner = p->capturing;
+    auto &free_set = lists_of(p, owner, small);
+    kc_block key{NULL, size, small, false, NULL, NULL, NULL};
     auto it = free_set.lower_bound(&key);
     kc_block *b;
     if (it != free_set.end()) {
@@ -114,10 +152,12 @@ extern "C" void *kc_backend_alloc(size_t n, int device)
     } else {
         b = new_segment(p, size, small, device);
         if (!b) return NULL;
+        b->owner = owner;
+        if (owner) owner->segments.push_back(b);
     }
     size_t rest = b->size - size;
     if (rest >= (small ? (size_t)ROUND : MIN_LARGE_SPLIT)) {     /* split off the rest as a free block */
-        kc_block *r = new kc_block{b->ptr + size, rest, small, false, b, b->next};
+        kc_block *r = new kc_block{b->ptr + size, rest, small, false, b, b->next, b->owner};
         if (b->next) b->next->prev = r;
         b->next = r;
         b->size = size;
@@ -131,6 +171,8 @@ extern "C" void *kc_backend_alloc(size_t n, int device)
     return b->ptr;
 }
 
+static void release_block(kc_pool *p, kc_block *b);
+
 extern "C" void kc_backend_free(void *ptr, size_t n, int device)
 {
     (void)n;
@@ -142,8 +184,20 @@ extern "C" void kc_backend_free(void *ptr, size_t n, int device)
     p->used.erase(it);
     p->stats.allocated -= b->size;
     p->stats.free_calls++;
+    if (p->capturing && !b->owner) {
+        /* the capture may have used it before this free: replays will too */
+        p->capturing->held.push_back(b);
+        return;
+    }
+    release_block(p, b);
+}
+
+/* b (no longer in use) goes back to its owner's free lists, merged with free
+ * neighbours of its segment (all of a segment's blocks share one owner) */
+static void release_block(kc_pool *p, kc_block *b)
+{
     b->used = false;
-    auto &free_set = b->small ? p->free_small : p->free_large;
+    auto &free_set = lists_of(p, b->owner, b->small);
     /* merge with free neighbours */
     if (b->prev && !b->prev->used) {
         kc_block *a = b->prev;
@@ -184,12 +238,49 @@ static void release_free_segments(kc_pool *p, std::set<kc_block *, block_order> 
 extern "C" void kc_empty_cache(int device)
 {
     kc_pool *p = pool_of(device);
-    if (!p || !kc_stream(device)) return;
+    if (!p || p->capturing || !kc_stream(device)) return;     /* a capture cannot wait for the device */
     /* cudaFree waits for the device; queued kernels may still use blocks that
      * are free on the host side, so finish them first */
     cudaStreamSynchronize(kc_stream(device));
-    release_free_segments(p, p->free_small);
-    release_free_segments(p, p->free_large);
+    release_free_segments(p, p->lists.small);
+    release_free_segments(p, p->lists.large);
+}
+
+/* ---- private pools of CUDA graphs ------------------------------------------- */
+
+kc_mempool *kc_mempool_new(int device)
+{
+    if (!pool_of(device)) return NULL;
+    kc_mempool *m = new kc_mempool();
+    m->device = device;
+    m->refs = 1;
+    return m;
+}
+
+void kc_mempool_retain(kc_mempool *m) { m->refs++; }
+
+int kc_mempool_device(const kc_mempool *m) { return m->device; }
+
+/* The last reference: no graph can replay into this memory any more, so its
+ * segments join the device's cache (the work queued on the device's one
+ * stream orders any later user after the last replay). */
+void kc_mempool_release(kc_mempool *m)
+{
+    if (!m || --m->refs > 0) return;
+    kc_pool *p = pool_of(m->device);
+    for (kc_block *head : m->segments)
+        for (kc_block *b = head; b; b = b->next) b->owner = NULL;
+    p->lists.small.insert(m->lists.small.begin(), m->lists.small.end());
+    p->lists.large.insert(m->lists.large.begin(), m->lists.large.end());
+    for (kc_block *b : m->held) release_block(p, b);
+    delete m;
+}
+
+/* Routes the device's allocations to m's pool (NULL: back to the cache). */
+void kc_mempool_capture(int device, kc_mempool *m)
+{
+    kc_pool *p = pool_of(device);
+    if (p) p->capturing = m;
 }
 
 extern "C" int kc_memory_stats(int device, em_memory_stats *out)

@@ -33,6 +33,7 @@ static int current = -1;
 int kc_cuda_error(const char *op, cudaError_t e)
 {
     cudaGetLastError();         /* clear a non-sticky error so the next op starts clean */
+    if (current >= 0) kc_abort_capture(current);     /* a failed op leaves no step worth replaying */
     return kc_error("%s: CUDA error: %s (%s)", op, cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
@@ -104,7 +105,7 @@ int kc_launched(const char *op, int device)
 {
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return kc_cuda_error(op, e);
-    if (!kc_sync_debug) return 0;
+    if (!kc_sync_debug || kc_capturing(device)) return 0;
     e = cudaStreamSynchronize(devs[device].stream);
     if (e != cudaSuccess) return kc_cuda_error(op, e);
     return kc_check_error_word(device);
@@ -174,6 +175,7 @@ static int memcpy_h2d(void *dst, const void *src, size_t n, int device)
     cudaStream_t s = kc_stream(device);
     if (!s) return -1;
     if (!n) return 0;
+    if (kc_capturing(device)) return kc_refuse_capture(device, "copy to the GPU: cannot copy from host memory");
     if (wait_idle(s, "copy to the GPU")) return -1;
     cudaError_t e = cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, s);
     if (e == cudaSuccess) e = cudaStreamSynchronize(s);
@@ -184,6 +186,7 @@ static int memcpy_d2h(void *dst, const void *src, size_t n, int device)
 {
     cudaStream_t s = kc_stream(device);
     if (!s) return -1;
+    if (kc_capturing(device)) return kc_refuse_capture(device, "copy from the GPU: cannot copy to the host");
     if (wait_idle(s, "copy from the GPU")) return -1;
     cudaError_t e = n ? cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, s) : cudaSuccess;
     if (e == cudaSuccess) e = cudaStreamSynchronize(s);
@@ -195,6 +198,7 @@ static int synchronize(int device)
 {
     cudaStream_t s = kc_stream(device);
     if (!s) return -1;
+    if (kc_capturing(device)) return kc_refuse_capture(device, "synchronize: cannot wait for the GPU");
     if (wait_idle(s, "synchronize")) return -1;
     return kc_check_error_word(device);
 }
@@ -239,6 +243,7 @@ static int event_record(void *p)
     kc_event *e = (kc_event *)p;
     cudaStream_t s = kc_stream(e->device);
     if (!s) return -1;
+    if (kc_capturing(e->device)) return kc_refuse_capture(e->device, "Event:record: cannot record an event");
     cudaError_t r = cudaEventRecord(e->ev, s);
     return r == cudaSuccess ? 0 : kc_cuda_error("Event:record", r);
 }
@@ -246,6 +251,7 @@ static int event_record(void *p)
 static int event_synchronize(void *p)
 {
     kc_event *e = (kc_event *)p;
+    if (kc_capturing(e->device)) return kc_refuse_capture(e->device, "Event:synchronize: cannot wait for an event");
     cudaError_t r = cudaEventSynchronize(e->ev);
     if (r != cudaSuccess) return kc_cuda_error("Event:synchronize", r);
     return kc_check_error_word(e->device);
@@ -332,6 +338,7 @@ static em_backend make_backend(void)
     b.event_synchronize = event_synchronize;
     b.event_elapsed_ms = event_elapsed_ms;
     b.event_destroy = event_destroy;
+    kc_graph_entries(&b);
     return b;
 }
 

@@ -58,6 +58,23 @@ int kc_grid(int64_t n, int device);
 void *kc_alloc(size_t n, int device);           /* caching allocator; NULL + error */
 void kc_free(void *p, size_t n, int device);
 
+/* ---- CUDA graphs (graph.cu; private pools in allocator.cu) ------------------ */
+struct kc_mempool;
+kc_mempool *kc_mempool_new(int device);         /* one reference */
+void kc_mempool_retain(kc_mempool *m);
+void kc_mempool_release(kc_mempool *m);         /* the last one hands its memory to the cache */
+int kc_mempool_device(const kc_mempool *m);
+void kc_mempool_capture(int device, kc_mempool *m);     /* NULL: allocations from the cache again */
+/* Whether a capture is under way on the device: every path that would
+ * synchronise or copy to the host checks this and calls kc_refuse_capture,
+ * which ends and discards the capture (so the session goes on) and returns
+ * -1 with "<message> (... the capture was ended and discarded ...)". */
+bool kc_capturing(int device);
+int kc_refuse_capture(int device, const char *fmt, ...);
+/* Ends and discards the device's capture, if any (after a CUDA error in it). */
+void kc_abort_capture(int device);
+void kc_graph_entries(em_backend *b);           /* fills the backend's graph_* entries */
+
 /* ---- asynchronous bad-index reports --------------------------------------- */
 typedef enum kc_err_op {
     KC_ERR_INDEX_SELECT, KC_ERR_GATHER, KC_ERR_SCATTER, KC_ERR_SCATTER_ADD, KC_ERR_INDEX_ADD,

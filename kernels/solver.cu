@@ -257,6 +257,8 @@ extern "C" int kc_linalg(em_linalg_op op, em_tensor *a, em_tensor *b, em_tensor 
     if (!st) return -1;
     scratch sc = {};
     sc.device = dev;
+    if (kc_capturing(dev))      /* info must come back to the host before this returns */
+        return kc_refuse_capture(dev, "linalg: cannot read the factorisation's status back to the host");
     int *dinfo = (int *)take(&sc, sizeof(int) * (size_t)B);
     int rc = dinfo ? 0 : -1;
     if (rc == 0) {

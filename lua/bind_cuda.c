@@ -8,6 +8,10 @@
  *   ember.cuda.Event([{enable_timing = true}]) with :record(), :synchronize(),
  *   :elapsed_time(other) (milliseconds)
  *   ember.backends.cuda.matmul.allow_tf32 (read and assign)
+ *   ember.cuda.CUDAGraph() with :capture_begin([pool | opts]), :capture_end(),
+ *   :replay(), :reset(), :pool(); ember.cuda.graph(g, fn [, opts]) and its
+ *   guard form `local _ <close> = ember.cuda.graph(g [, opts])`;
+ *   ember.cuda.graph_pool_handle([i]), ember.cuda.is_current_stream_capturing([i])
  * Device arguments are an index (0-based, as PyTorch's cuda:N) or a device
  * string "cuda:N". Nothing here loads the CUDA backend until it is called. */
 #include "binding.h"
@@ -16,6 +20,9 @@
 #include <string.h>
 
 static const char EVENT_MT[] = "ember.cuda.Event";
+static const char GRAPH_MT[] = "ember.cuda.CUDAGraph";
+static const char POOL_MT[] = "ember.cuda.graph_pool_handle";
+static const char GUARD_MT[] = "ember.cuda.graph_guard";
 
 static int check_device(lua_State *L, int idx, const char *op)
 {
@@ -222,6 +229,220 @@ static int event_gc(lua_State *L)
     return 0;
 }
 
+/* ---- CUDA graphs ---------------------------------------------------------------- */
+
+typedef struct graph_ud {
+    em_graph *g;        /* NULL: nothing captured (new or reset) */
+} graph_ud;
+
+static graph_ud *check_graph(lua_State *L, int idx, const char *op)
+{
+    graph_ud *g = luaL_testudata(L, idx, GRAPH_MT);
+    if (!g) emlua_typeerror(L, idx, op, "a cuda.CUDAGraph");
+    return g;
+}
+
+static em_graph_pool **test_pool(lua_State *L, int idx)
+{
+    em_graph_pool **p = luaL_testudata(L, idx, POOL_MT);
+    return p && *p ? p : NULL;
+}
+
+static int graph_new(lua_State *L)
+{
+    if (em_cuda_check_device(0)) {
+        char why[600];
+        snprintf(why, sizeof why, "%s", em_error());
+        return luaL_error(L, "ember.cuda.CUDAGraph: %s", why);
+    }
+    graph_ud *g = lua_newuserdatauv(L, sizeof *g, 0);
+    g->g = NULL;
+    luaL_setmetatable(L, GRAPH_MT);
+    return 1;
+}
+
+/* The capture's device and pool from the argument at idx: nil, a pool
+ * handle, or {pool = handle, device = i}. */
+static const em_graph_pool *capture_args(lua_State *L, int idx, const char *op, int *device)
+{
+    const em_graph_pool *pool = NULL;
+    *device = 0;
+    if (lua_isnoneornil(L, idx)) return NULL;
+    if (lua_type(L, idx) == LUA_TTABLE) {
+        lua_getfield(L, idx, "pool");
+        if (!lua_isnil(L, -1)) {
+            em_graph_pool **p = test_pool(L, -1);
+            if (!p) return emlua_argerror(L, idx, op, "pool: expected a handle from ember.cuda.graph_pool_handle() "
+                                                        "or g:pool(), got %s", luaL_typename(L, -1)), NULL;
+            pool = *p;
+            *device = em_graph_pool_device(pool);
+        }
+        lua_getfield(L, idx, "device");
+        if (!lua_isnil(L, -1)) {
+            int d = check_device(L, lua_gettop(L), op);
+            if (pool && d != *device)
+                return emlua_argerror(L, idx, op, "the pool belongs to cuda:%d, not cuda:%d", *device, d), NULL;
+            *device = d;
+        }
+        lua_pop(L, 2);
+        return pool;
+    }
+    em_graph_pool **p = test_pool(L, idx);
+    if (!p) return emlua_typeerror(L, idx, op, "a pool handle or an options table"), NULL;
+    *device = em_graph_pool_device(*p);
+    return *p;
+}
+
+static void begin_capture(lua_State *L, graph_ud *g, int optidx, const char *op)
+{
+    int device;
+    const em_graph_pool *pool = capture_args(L, optidx, op, &device);
+    if (g->g) luaL_error(L, "%s: the graph already holds a capture; reset() it first", op);
+    g->g = em_graph_begin(device, pool);
+    if (!g->g) emlua_fail(L);
+}
+
+/* Ends g's capture; on failure the graph is reset and the error raised. */
+static void end_capture(lua_State *L, graph_ud *g, const char *op)
+{
+    if (!g->g) luaL_error(L, "%s: no capture under way (capture_begin starts one)", op);
+    if (em_graph_end(g->g) == 0) return;
+    char why[800];
+    snprintf(why, sizeof why, "%s", em_error());
+    em_graph_destroy(g->g);
+    g->g = NULL;
+    em_set_error("%s", why);
+    emlua_fail(L);
+}
+
+static int graph_capture_begin(lua_State *L)
+{
+    begin_capture(L, check_graph(L, 1, "CUDAGraph:capture_begin"), 2, "CUDAGraph:capture_begin");
+    return 0;
+}
+
+static int graph_capture_end(lua_State *L)
+{
+    end_capture(L, check_graph(L, 1, "CUDAGraph:capture_end"), "CUDAGraph:capture_end");
+    return 0;
+}
+
+static int graph_replay(lua_State *L)
+{
+    graph_ud *g = check_graph(L, 1, "CUDAGraph:replay");
+    if (!g->g) return luaL_error(L, "CUDAGraph:replay: nothing captured (capture a step with ember.cuda.graph first)");
+    if (em_graph_replay(g->g)) return emlua_fail(L);
+    return 0;
+}
+
+static int graph_reset(lua_State *L)
+{
+    graph_ud *g = check_graph(L, 1, "CUDAGraph:reset");
+    em_graph_destroy(g->g);
+    g->g = NULL;
+    return 0;
+}
+
+static int push_pool(lua_State *L, em_graph_pool *p)
+{
+    if (!p) return emlua_fail(L);
+    em_graph_pool **u = lua_newuserdatauv(L, sizeof *u, 0);
+    *u = p;
+    luaL_setmetatable(L, POOL_MT);
+    return 1;
+}
+
+static int graph_pool(lua_State *L)
+{
+    graph_ud *g = check_graph(L, 1, "CUDAGraph:pool");
+    if (!g->g) return luaL_error(L, "CUDAGraph:pool: nothing captured: the graph has no pool yet");
+    return push_pool(L, em_graph_pool_of(g->g));
+}
+
+static int graph_gc(lua_State *L)
+{
+    graph_ud *g = luaL_checkudata(L, 1, GRAPH_MT);
+    em_graph_destroy(g->g);
+    g->g = NULL;
+    return 0;
+}
+
+static int graph_tostring(lua_State *L)
+{
+    graph_ud *g = luaL_checkudata(L, 1, GRAPH_MT);
+    if (g->g) lua_pushfstring(L, "cuda.CUDAGraph(cuda:%d)", em_graph_device(g->g));
+    else lua_pushstring(L, "cuda.CUDAGraph(empty)");
+    return 1;
+}
+
+static int pool_handle(lua_State *L)
+{
+    int i = check_device(L, 1, "ember.cuda.graph_pool_handle");
+    return push_pool(L, em_graph_pool_new(i, NULL));
+}
+
+static int pool_gc(lua_State *L)
+{
+    em_graph_pool **p = luaL_checkudata(L, 1, POOL_MT);
+    em_graph_pool_release(*p);
+    *p = NULL;
+    return 0;
+}
+
+/* ember.cuda.graph(g, fn [, opts]) captures fn() into g; without fn it
+ * begins the capture and returns a guard whose closing ends it (or, when
+ * leaving by an error, discards it). */
+static int graph_capture(lua_State *L)
+{
+    const char *op = "ember.cuda.graph";
+    graph_ud *g = check_graph(L, 1, op);
+    bool has_fn = lua_isfunction(L, 2);
+    if (!has_fn && !lua_isnoneornil(L, 2) && lua_type(L, 2) != LUA_TTABLE && !test_pool(L, 2))
+        return emlua_typeerror(L, 2, op, "a function, an options table or a pool handle");
+    /* what only the collector holds is freed before, not during, the capture
+     * (a block freed during it stays held by the graph's pool) */
+    lua_gc(L, LUA_GCCOLLECT);
+    begin_capture(L, g, has_fn ? 3 : 2, op);
+    if (!has_fn) {
+        lua_newuserdatauv(L, 0, 1);
+        lua_pushvalue(L, 1);
+        lua_setiuservalue(L, -2, 1);
+        luaL_setmetatable(L, GUARD_MT);
+        return 1;
+    }
+    lua_pushvalue(L, 2);
+    if (lua_pcall(L, 0, 0, 0) != LUA_OK) {
+        em_graph_destroy(g->g);
+        g->g = NULL;
+        return lua_error(L);
+    }
+    end_capture(L, g, op);
+    return 0;
+}
+
+static int guard_close(lua_State *L)
+{
+    lua_getiuservalue(L, 1, 1);         /* stays on the stack: the graph lives while this runs */
+    graph_ud *g = luaL_testudata(L, -1, GRAPH_MT);
+    lua_pushnil(L);
+    lua_setiuservalue(L, 1, 1);         /* a second close does nothing */
+    if (!g || !g->g) return 0;
+    if (!lua_isnoneornil(L, 2)) {       /* leaving by an error: that error is the one to see */
+        em_graph_destroy(g->g);
+        g->g = NULL;
+        return 0;
+    }
+    end_capture(L, g, "ember.cuda.graph");
+    return 0;
+}
+
+static int is_capturing(lua_State *L)
+{
+    int i = check_device(L, 1, "ember.cuda.is_current_stream_capturing");
+    lua_pushboolean(L, em_cuda_is_capturing(i));
+    return 1;
+}
+
 /* ---- ember.backends.cuda.matmul.allow_tf32 ----------------------------------- */
 
 static int matmul_index(lua_State *L)
@@ -258,6 +479,14 @@ static const luaL_Reg cuda_funcs[] = {
     {"max_memory_allocated", max_memory_allocated}, {"max_memory_reserved", max_memory_reserved},
     {"reset_peak_memory_stats", reset_peak_memory_stats}, {"empty_cache", empty_cache},
     {"memory_stats", memory_stats}, {"memory_summary", memory_summary}, {"Event", event_new},
+    {"CUDAGraph", graph_new}, {"graph", graph_capture}, {"graph_pool_handle", pool_handle},
+    {"is_current_stream_capturing", is_capturing},
+    {NULL, NULL},
+};
+
+static const luaL_Reg graph_methods[] = {
+    {"capture_begin", graph_capture_begin}, {"capture_end", graph_capture_end}, {"replay", graph_replay},
+    {"reset", graph_reset}, {"pool", graph_pool},
     {NULL, NULL},
 };
 
@@ -274,6 +503,25 @@ void emlua_open_cuda(lua_State *L)
         lua_setfield(L, -2, "__gc");
         luaL_newlib(L, event_methods);
         lua_setfield(L, -2, "__index");
+    }
+    lua_pop(L, 1);
+    if (luaL_newmetatable(L, GRAPH_MT)) {
+        lua_pushcfunction(L, graph_gc);
+        lua_setfield(L, -2, "__gc");
+        lua_pushcfunction(L, graph_tostring);
+        lua_setfield(L, -2, "__tostring");
+        luaL_newlib(L, graph_methods);
+        lua_setfield(L, -2, "__index");
+    }
+    lua_pop(L, 1);
+    if (luaL_newmetatable(L, POOL_MT)) {
+        lua_pushcfunction(L, pool_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_pop(L, 1);
+    if (luaL_newmetatable(L, GUARD_MT)) {
+        lua_pushcfunction(L, guard_close);
+        lua_setfield(L, -2, "__close");
     }
     lua_pop(L, 1);
     luaL_newlib(L, cuda_funcs);

@@ -32,13 +32,16 @@ usage: ember scripts/%s.lua [options]
   --limit N         use only the first N training images (for quick runs)
   --plot            loss curves: inline at each epoch end on a terminal, and a file
   --plot-file PATH  where --plot writes them (default loss.png; .svg and .pdf work too)
-  --stop-after N    stop after epoch N as if interrupted (to test --resume)]], name, name)
+  --stop-after N    stop after epoch N as if interrupted (to test --resume)
+  --cuda-graph      replay each full batch's step from a CUDA graph (needs --device cuda;
+                    3 eager warm-up steps, a new capture each epoch for the learning
+                    rate, the last partial batch of an epoch runs eagerly)]], name, name)
 end
 
 function M.parse_args(argv, name)
   local opts = {epochs = 10, lr = 1e-3, seed = 1, device = "cpu", batch_size = 128,
                 checkpoint = name .. ".safetensors", resume = false, plot = false,
-                plot_file = "loss.png"}
+                plot_file = "loss.png", cuda_graph = false}
   local numeric = {epochs = true, lr = true, seed = true, batch_size = true, limit = true, stop_after = true}
   local function fail(...)
     io.stderr:write(name, ": ", ...)
@@ -52,6 +55,8 @@ function M.parse_args(argv, name)
       opts.resume = true
     elseif a == "--plot" then
       opts.plot = true
+    elseif a == "--cuda-graph" then
+      opts.cuda_graph = true
     elseif a == "-h" or a == "--help" then
       print(usage(name))
       os.exit(0)
@@ -72,12 +77,22 @@ function M.parse_args(argv, name)
     end
     i = i + 1
   end
+  if opts.cuda_graph then
+    if not tostring(opts.device):match("^cuda") then fail("--cuda-graph needs --device cuda") end
+    local ok, why = ember.cuda.is_available()
+    if not ok then fail("--cuda-graph needs a CUDA device: ", tostring(why)) end
+  end
   return opts
 end
 
 -- Images as float in [0, 1], normalised with the training set's mean and
 -- standard deviation (0.2860, 0.3530); layout(x [N, 28, 28]) gives the model's input.
 local MEAN, STD = 0.2860, 0.3530
+-- the folder of this file (cuda_graph_step.lua sits beside it)
+local function here_of()
+  return debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+end
+
 local function normalise(images) return (images:float() / 255 - MEAN) / STD end
 
 local function progress(done, total, loss)
@@ -122,7 +137,8 @@ function M.main(argv, spec)
   local model = spec.model()
   model:to(opts.device)
   local criterion = ember.nn.CrossEntropyLoss()
-  local opt = optim.AdamW(model:parameters(), {lr = opts.lr})
+  -- capturable: the step count lives on the device, so graph replays count on
+  local opt = optim.AdamW(model:parameters(), {lr = opts.lr, capturable = opts.cuda_graph})
   -- the learning rate follows a cosine from lr down to 0 over the run
   local sched = optim.lr_scheduler.CosineAnnealingLR(opt, {T_max = opts.epochs})
 
@@ -145,8 +161,17 @@ function M.main(argv, spec)
                            inline = false, inplace = false}
   end
   local plot_every = math.max(1, nbatches // 20)
+  local function step(x, y)
+    opt:zero_grad()
+    local loss = criterion(model(x), y)
+    loss:backward()
+    opt:step()
+    return loss
+  end
+  local graphed = opts.cuda_graph and dofile(here_of() .. "cuda_graph_step.lua").new(step, {warmup = 3})
   for epoch = first_epoch, opts.epochs do
     loader:set_epoch(epoch)
+    if graphed then graphed:recapture() end    -- this epoch's learning rate
     local t0 = ember.wall_time()
     -- the loss is summed on the device: reading it every step would wait
     -- for the GPU at every step
@@ -155,11 +180,9 @@ function M.main(argv, spec)
     for images, labels in loader:iter() do
       local x = spec.layout(normalise(images)):to(opts.device)
       local y = (labels + 1):to(opts.device)     -- classes are 1-based in ember
-      local loss = criterion(model(x), y)
-      opt:zero_grad()
-      loss:backward()
-      opt:step()
       local n = y:size(1)
+      local loss
+      if graphed and n == opts.batch_size then loss = graphed:run(x, y) else loss = step(x, y) end
       loss_sum = loss_sum + loss:detach() * n
       seen = seen + n
       b = b + 1

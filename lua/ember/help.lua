@@ -191,12 +191,15 @@ function M.public_values()
   for _, k in ipairs(sorted_keys(ember.Tensor)) do
     if type(ember.Tensor[k]) == "function" then add("Tensor:" .. k, ember.Tensor[k]) end
   end
-  -- cuda.Event's methods sit in the registry, reachable without a GPU only through debug
+  -- cuda.Event's and cuda.CUDAGraph's methods sit in the registry, reachable
+  -- without a GPU only through debug
   local reg = debug and debug.getregistry and debug.getregistry()
-  local event_mt = type(reg) == "table" and reg["ember.cuda.Event"]
-  if type(event_mt) == "table" and type(event_mt.__index) == "table" then
-    for _, k in ipairs(sorted_keys(event_mt.__index)) do
-      if type(event_mt.__index[k]) == "function" then add("ember.cuda.Event:" .. k, event_mt.__index[k]) end
+  for _, class in ipairs({"Event", "CUDAGraph"}) do
+    local mt = type(reg) == "table" and reg["ember.cuda." .. class]
+    if type(mt) == "table" and type(mt.__index) == "table" then
+      for _, k in ipairs(sorted_keys(mt.__index)) do
+        if type(mt.__index[k]) == "function" then add("ember.cuda." .. class .. ":" .. k, mt.__index[k]) end
+      end
     end
   end
   return out

@@ -526,6 +526,8 @@ local function check_adam(g, where)
   check_boolean(where, "maximize", g.maximize)
   check_boolean(where, "amsgrad", g.amsgrad)
   check_foreach(g, where)
+  check_boolean(where, "capturable", g.capturable)
+  if g.capturable and g.amsgrad then fail("%s: capturable = true does not cover amsgrad", where) end
 end
 
 -- A parameter's state on its first step (when st[first name] is nil): step = 0
@@ -543,11 +545,13 @@ local helpers = {class = class, construct = construct, check_number = check_numb
                  check_adam_family = check_adam_family, zero_state = zero_state}
 require("ember.optim.optimizers")(M, helpers)
 require("ember.optim.lbfgs")(M, helpers)
+require("ember.optim.capturable")(M, helpers)
 
 -- amsgrad has no fused step: it is composed from tensor ops
 -- (ember.optim.optimizers); the common case keeps the one-pass engine step.
 local function adam_param(self, p, grad, st, g)
   if g.amsgrad then return helpers.adam_amsgrad_param(self, p, grad, st, g) end
+  if g.capturable then return helpers.adam_capturable_param(self, p, grad, st, g) end
   zero_state(st, p, "exp_avg", "exp_avg_sq")
   local step = st.step + 1
   ember._adam_step_(p, grad, st.exp_avg, st.exp_avg_sq, g.lr, g.betas[1], g.betas[2], g.eps,
@@ -557,7 +561,8 @@ end
 
 -- The whole group in one multi-tensor step (amsgrad has none: it steps per parameter).
 local function adam_group(self, g)
-  if g.amsgrad or not use_multi(g) then return false end
+  -- amsgrad and capturable step per parameter (capturable: the step count is a device tensor)
+  if g.amsgrad or g.capturable or not use_multi(g) then return false end
   local ps, gs, sts = with_grads(self, g)
   if #ps == 0 then return true end
   local ms, vs, steps = {}, {}, {}
@@ -575,14 +580,14 @@ end
 ---                     weight_decay = 0 (L2, added to the gradient), amsgrad = false, maximize = false,
 ---                     foreach = nil, fused = nil})
 M.Adam = class("Adam", {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0,
-                        amsgrad = false, maximize = false}, {}, check_adam, adam_param)
+                        amsgrad = false, maximize = false, capturable = false}, {}, check_adam, adam_param)
 M.Adam._decoupled = false
 
 --- optim.AdamW(params, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8,
 ---                      weight_decay = 1e-2 (decoupled: p *= 1 - lr*wd), amsgrad = false, maximize = false,
 ---                      foreach = nil, fused = nil})
 M.AdamW = class("AdamW", {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 1e-2,
-                          amsgrad = false, maximize = false}, {}, check_adam, adam_param)
+                          amsgrad = false, maximize = false, capturable = false}, {}, check_adam, adam_param)
 M.AdamW._decoupled = true
 for _, cls in ipairs({M.Adam, M.AdamW}) do
   cls._optional = FOREACH

@@ -103,7 +103,8 @@ local function resolve(name)
   if first == "Tensor" then cur = ember.Tensor elseif first == "ember" then cur = ember else return nil end
   -- what plain indexing from ember does not reach: ember.help before the binding loads it,
   -- and the methods of cuda events, which only a GPU can make
-  local roots = {["ember.help"] = help, ["ember.cuda.Event:"] = debug.getregistry()["ember.cuda.Event"].__index}
+  local roots = {["ember.help"] = help, ["ember.cuda.Event:"] = debug.getregistry()["ember.cuda.Event"].__index,
+                 ["ember.cuda.CUDAGraph:"] = debug.getregistry()["ember.cuda.CUDAGraph"].__index}
   for prefix, t in pairs(roots) do
     if name:sub(1, #prefix) == prefix then cur, rest = t, name:sub(#prefix + 1) end
   end

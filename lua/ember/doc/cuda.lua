@@ -13,6 +13,7 @@ is_available() and device_count() answer false and 0.
   memory_allocated, memory_reserved, max_memory_allocated, max_memory_reserved,
   reset_peak_memory_stats, memory_stats, memory_summary, empty_cache
   Event (record, synchronize, elapsed_time)
+  CUDAGraph, graph, graph_pool_handle, is_current_stream_capturing (CUDA graphs)
 Device arguments are an index (0-based, as in "cuda:0") or a string "cuda:N";
 omitted, device 0. Tensors move with t:to("cuda") / t:cuda() / t:cpu().]=],
     example = [=[
@@ -221,6 +222,183 @@ end]=],
   },
 
   -- ---- ember.backends ----------------------------------------------------------------------
+  {
+    name = "ember.cuda.CUDAGraph",
+    sig = "ember.cuda.CUDAGraph() -> graph",
+    doc = [=[
+A CUDA graph (torch.cuda.CUDAGraph): the GPU work of a step, recorded once and replayed
+with one launch, which removes the per-op launch cost that dominates small models.
+  g:capture_begin([pool | {pool =, device = 0}])   start recording the device's work
+  g:capture_end()      stop and instantiate
+  g:replay()           run the recorded work again
+  g:reset()            drop the graph (its memory goes back to the cache once no graph
+                       shares its pool)
+  g:pool()             a handle to its memory pool
+ember.cuda.graph(g, fn) wraps begin/end around fn. A capture records without running:
+  - inputs and outputs are static: replays read and write the tensors the capture saw;
+    copy new data in with x:copy_(batch) and read results after replay();
+  - nothing may come back to the host during it: item(), tolist(), printing, :to("cpu"),
+    ember.cuda.synchronize, empty_cache, events, nonzero / masked_select / boolean
+    indexing, index checks and linalg's status raise "<op>: cannot ... while a CUDA
+    graph is being captured", and the capture is ended and discarded (the session goes
+    on);
+  - random ops (rand, randn, dropout, attention dropout) are refused during a capture:
+    the generator's offset is a host number, so every replay would draw the same numbers;
+  - allocations come from the graph's private pool: the addresses stay valid for replays;
+    tensors made during the capture (gradients, the loss) are overwritten by each replay;
+  - host numbers are baked in: the learning rate (recapture after changing it), and the
+    optimizers' step counts: Adam/AdamW need capturable = true (the count on the device);
+    SGD with momentum refuses to capture its first step.
+Warm-up: run the step eagerly a few times before capturing (1 is enough for ember, 3 is
+safe): it creates the optimizer's state and the cuBLAS/cuDNN handles and plans, which a
+capture must not create. ember has one stream per device, so no side stream is needed
+(PyTorch warms up on a side stream). Start the captured step with opt:zero_grad() (to
+nil) so the captured backward makes fresh gradients instead of adding to old ones.
+Without a CUDA device every graph function raises "no CUDA device: <reason>".]=],
+    example = [=[
+if ember.cuda.is_available() then
+  local w = ember.randn(8, 4, {device = "cuda"}):requires_grad_()
+  local opt = ember.optim.SGD({w}, {lr = 0.1, momentum = 0.9})
+  local x = ember.randn(16, 8, {device = "cuda"})
+  local function step()
+    opt:zero_grad()
+    local loss = (x:matmul(w) ^ 2):mean()
+    loss:backward()
+    opt:step()
+    return loss
+  end
+  for _ = 1, 3 do step() end          -- warm-up
+  local g, loss = ember.cuda.CUDAGraph(), nil
+  ember.cuda.graph(g, function() loss = step() end)
+  for _ = 1, 10 do
+    x:copy_(ember.randn(16, 8, {device = "cuda"}))
+    g:replay()
+  end
+  print(loss:item())
+end]=],
+  },
+  {
+    name = "ember.cuda.CUDAGraph:capture_begin",
+    sig = "g:capture_begin([pool | {pool = handle, device = 0}])",
+    doc = [=[
+Starts recording the work of the device (cuda:0 unless a pool or device says otherwise)
+into g. Waits for the work already queued first (its errors are raised here). Until
+capture_end, the device's allocations come from g's pool: a new private one, or `pool`
+(from ember.cuda.graph_pool_handle() or another graph's :pool()) to share memory with
+graphs replayed in the order they were captured, never at the same time. The capture
+is thread-local: other threads are unaffected. Errors: g already holds a capture (reset
+it first), a capture already under way on the device, a pool of another device.]=],
+    example = [=[
+if ember.cuda.is_available() then
+  local g = ember.cuda.CUDAGraph()
+  local x = ember.ones(4, {device = "cuda"})
+  g:capture_begin()
+  x:mul_(2)
+  g:capture_end()
+  g:replay(); g:replay()
+  print(x)   -- 4s
+end]=],
+  },
+  {
+    name = "ember.cuda.CUDAGraph:capture_end",
+    sig = "g:capture_end()",
+    doc = [=[
+Ends the capture and instantiates the graph. If the capture was discarded (an op that
+needed the host ran during it) or CUDA refuses it, this raises the reason and resets g.]=],
+    example = [=[
+if ember.cuda.is_available() then
+  local g = ember.cuda.CUDAGraph()
+  g:capture_begin()
+  g:capture_end()    -- an empty graph replays as a no-op
+  g:replay()
+end]=],
+  },
+  {
+    name = "ember.cuda.CUDAGraph:replay",
+    sig = "g:replay()",
+    doc = [=[
+Queues the recorded work on the device's stream with one launch (asynchronous, like any
+GPU op: reading a result waits for it). Errors: nothing captured, or called while a
+capture is under way on the device.]=],
+    example = [=[
+if ember.cuda.is_available() then
+  local g, x = ember.cuda.CUDAGraph(), ember.zeros(3, {device = "cuda"})
+  ember.cuda.graph(g, function() x:add_(1) end)
+  for _ = 1, 5 do g:replay() end
+  print(x)   -- 5s
+end]=],
+  },
+  {
+    name = "ember.cuda.CUDAGraph:reset",
+    sig = "g:reset()",
+    doc = [=[
+Drops the graph (a capture under way is discarded) so g can capture again. Its private
+memory returns to the device's cache once no other graph or handle holds the pool; the
+tensors made during the capture stay valid as ordinary tensors.]=],
+    example = [=[
+if ember.cuda.is_available() then
+  local g = ember.cuda.CUDAGraph()
+  ember.cuda.graph(g, function() end)
+  g:reset()
+  ember.cuda.graph(g, function() end)
+end]=],
+  },
+  {
+    name = "ember.cuda.CUDAGraph:pool",
+    sig = "g:pool() -> pool handle",
+    doc = "A handle to g's memory pool, for capture_begin's or ember.cuda.graph's pool\n(torch's g.pool()).",
+    example = [=[
+if ember.cuda.is_available() then
+  local a, b = ember.cuda.CUDAGraph(), ember.cuda.CUDAGraph()
+  ember.cuda.graph(a, function() end)
+  ember.cuda.graph(b, function() end, {pool = a:pool()})
+end]=],
+  },
+  {
+    name = "ember.cuda.graph",
+    sig = "ember.cuda.graph(g, fn [, {pool =, device =}]) | local _ <close> = ember.cuda.graph(g [, opts])",
+    doc = [=[
+Captures the work of fn() into the CUDAGraph g (torch.cuda.graph): a full collection,
+capture_begin, fn, capture_end. If fn raises, the capture is discarded, g is reset and
+the error propagates. Without fn it begins the capture and returns a guard: closing it
+(leaving the block holding a `<close>` variable) ends the capture, or discards it when the
+block is left by an error. See ember.cuda.CUDAGraph for what a capture may contain and
+the warm-up it needs.]=],
+    example = [=[
+if ember.cuda.is_available() then
+  local g, x = ember.cuda.CUDAGraph(), ember.ones(2, {device = "cuda"})
+  do
+    local _ <close> = ember.cuda.graph(g)
+    x:mul_(3)
+  end
+  g:replay()
+  print(x)   -- 9s (the capture itself ran nothing)
+end]=],
+  },
+  {
+    name = "ember.cuda.graph_pool_handle",
+    sig = "ember.cuda.graph_pool_handle([device = 0]) -> pool handle",
+    doc = [=[
+A new private memory pool for graphs to share (torch.cuda.graph_pool_handle): pass it
+as capture_begin's or ember.cuda.graph's pool. The pool lives while a graph or handle
+holds it.]=],
+    example = [=[
+if ember.cuda.is_available() then
+  local pool = ember.cuda.graph_pool_handle()
+  local a, b = ember.cuda.CUDAGraph(), ember.cuda.CUDAGraph()
+  ember.cuda.graph(a, function() end, {pool = pool})
+  ember.cuda.graph(b, function() end, {pool = pool})
+end]=],
+  },
+  {
+    name = "ember.cuda.is_current_stream_capturing",
+    sig = "ember.cuda.is_current_stream_capturing([device = 0]) -> boolean",
+    doc = "Whether a CUDA graph capture is under way on the device's stream.",
+    example = [=[
+if ember.cuda.is_available() then
+  print(ember.cuda.is_current_stream_capturing())   -- false
+end]=],
+  },
   {
     name = "ember.backends",
     also = {"ember.backends.cuda"},
