@@ -340,9 +340,11 @@ static int l_layer_norm(lua_State *L)
 static int l_linear(lua_State *L)
 {
     const char *op = "linear";
+    emlua_autocast(L, EMLUA_AC_LOWER, 1, 3);
     em_tensor *x = emlua_check(L, 1, op), *w = emlua_check(L, 2, op);
     em_tensor *b = lua_isnoneornil(L, 3) ? NULL : emlua_check(L, 3, op);
-    const char *act = luaL_optstring(L, 4, "none");
+    if (!lua_isnoneornil(L, 4) && lua_type(L, 4) != LUA_TSTRING) return emlua_typeerror(L, 4, op, "an activation name");
+    const char *act = lua_isnoneornil(L, 4) ? "none" : lua_tostring(L, 4);
     em_linear_act a;
     if (strcmp(act, "none") == 0) a = EM_LINEAR_ACT_NONE;
     else if (strcmp(act, "gelu_tanh") == 0) a = EM_LINEAR_ACT_GELU_TANH;
