@@ -35,13 +35,15 @@ usage: ember scripts/%s.lua [options]
   --stop-after N    stop after epoch N as if interrupted (to test --resume)
   --cuda-graph      replay each full batch's step from a CUDA graph (needs --device cuda;
                     3 eager warm-up steps, a new capture each epoch for the learning
-                    rate, the last partial batch of an epoch runs eagerly)]], name, name)
+                    rate, the last partial batch of an epoch runs eagerly)
+  --amp DTYPE       mixed precision: the forward and the loss under ember.autocast with
+                    bfloat16 or float16 (float16 also scales the loss with a GradScaler)]], name, name)
 end
 
 function M.parse_args(argv, name)
   local opts = {epochs = 10, lr = 1e-3, seed = 1, device = "cpu", batch_size = 128,
                 checkpoint = name .. ".safetensors", resume = false, plot = false,
-                plot_file = "loss.png", cuda_graph = false}
+                plot_file = "loss.png", cuda_graph = false, amp = false}
   local numeric = {epochs = true, lr = true, seed = true, batch_size = true, limit = true, stop_after = true}
   local function fail(...)
     io.stderr:write(name, ": ", ...)
@@ -76,6 +78,13 @@ function M.parse_args(argv, name)
       fail("unexpected argument ", a, "\n", usage(name))
     end
     i = i + 1
+  end
+  if opts.amp and opts.amp ~= "bfloat16" and opts.amp ~= "float16" then
+    fail("--amp takes bfloat16 or float16, got ", opts.amp)
+  end
+  if opts.cuda_graph and opts.amp == "float16" then
+    fail("--cuda-graph cannot be combined with --amp float16: the GradScaler's step reads its inf/NaN check ",
+         "back to the host, which a captured step cannot (use --amp bfloat16, which needs no scaler)")
   end
   if opts.cuda_graph then
     if not tostring(opts.device):match("^cuda") then fail("--cuda-graph needs --device cuda") end
@@ -161,11 +170,26 @@ function M.main(argv, spec)
                            inline = false, inplace = false}
   end
   local plot_every = math.max(1, nbatches // 20)
+  local amp_device = opts.device:match("^(%a+)")
+  -- float16's narrow range needs the loss scaled so small gradients survive;
+  -- bfloat16 has float32's range and needs no scaler (as in PyTorch practice)
+  local scaler = opts.amp == "float16" and ember.amp.GradScaler() or nil
+  local function forward_loss(x, y)
+    if not opts.amp then return criterion(model(x), y) end
+    local _ <close> = ember.autocast(amp_device, {dtype = opts.amp})
+    return criterion(model(x), y)
+  end
   local function step(x, y)
     opt:zero_grad()
-    local loss = criterion(model(x), y)
-    loss:backward()
-    opt:step()
+    local loss = forward_loss(x, y)
+    if scaler then
+      scaler:scale(loss):backward()
+      scaler:step(opt)
+      scaler:update()
+    else
+      loss:backward()
+      opt:step()
+    end
     return loss
   end
   local graphed = opts.cuda_graph and dofile(here_of() .. "cuda_graph_step.lua").new(step, {warmup = 3})

@@ -281,4 +281,7 @@ function GradScaler:load_state_dict(sd)
   end
 end
 
+--- amp.autocast(...): ember.autocast (torch.amp.autocast is torch.autocast too)
+function M.autocast(...) return ember.autocast(...) end
+
 return M

@@ -47,6 +47,33 @@ if [ -s "$GPT_TEXT" ]; then
     fi
     names="$names gpt_step_gpu_ms"
 fi
+# issue 17: the same three trainings under bfloat16 autocast (--amp bfloat16 beside
+# torch.autocast("cuda", bfloat16)); target <= 0.8 x PyTorch eager with autocast,
+# and the GPT step <= 1.0 x PyTorch with torch.compile (noted below the table)
+if [ -d "$FM" ]; then
+    for model in mlp cnn; do
+        ck=$(mktemp -u)
+        ours[${model}_epoch_bf16_gpu_s]=$("$EMBER" scripts/fashion_mnist_$model.lua --device cuda --epochs 2 --amp bfloat16 \
+            --checkpoint "$ck" --data "$FM" | awk '/^epoch/ {print $9}' | sort -n | head -1)
+        rm -f "$ck"
+        units[${model}_epoch_bf16_gpu_s]=s
+        if [ -n "${theirs[gpu_add_launch_us]:-}" ]; then
+            theirs[${model}_epoch_bf16_gpu_s]=$($PY scripts/bench/fashion_mnist_torch.py "$FM" 2 cuda $model bfloat16 |
+                awk '/^fm_epoch_s/ {print $2}')
+        fi
+        names="$names ${model}_epoch_bf16_gpu_s"
+    done
+fi
+if [ -s "$GPT_TEXT" ]; then
+    ours[gpt_step_bf16_gpu_ms]=$("$EMBER" scripts/char_gpt.lua "$GPT_TEXT" --bench $size --amp bfloat16 | awk '$1 == "gpt_step_ms" {print $2}')
+    units[gpt_step_bf16_gpu_ms]=ms
+    if [ -n "${theirs[gpu_add_launch_us]:-}" ]; then
+        theirs[gpt_step_bf16_gpu_ms]=$($PY scripts/bench/char_gpt_torch.py "$GPT_TEXT" $size --amp bfloat16 | awk '$1 == "gpt_step_ms" {print $2}')
+        compiled_bf16=$($PY scripts/bench/char_gpt_torch.py "$GPT_TEXT" $size --amp bfloat16 --compile 2>/dev/null |
+                        awk '$1 == "gpt_step_ms" {print $2}')
+    fi
+    names="$names gpt_step_bf16_gpu_ms"
+fi
 # One AdamW step over GPT-2 small's parameters: ember's multi-tensor step beside
 # PyTorch's fused AdamW (the ratio; foreach and per-parameter noted beside it)
 while read -r name value unit; do ours[$name]=$value; units[$name]=$unit; done < <("$EMBER" scripts/bench/adamw_step.lua)
@@ -71,6 +98,7 @@ for n in $names; do
     printf '%-26s %14s %14s %8s  %s\n' "$n" "${o:--}" "${t:--}" "$r" "${units[$n]:-}"
 done
 [ -n "${compiled:-}" ] && echo "gpt_step_gpu_ms with torch.compile: $compiled ms"
+[ -n "${compiled_bf16:-}" ] && echo "gpt_step_bf16_gpu_ms with torch.compile: $compiled_bf16 ms"
 if [ -n "${theirs[adamw_step_foreach_gpu_ms]:-}" ]; then
     echo "adamw_step_gpu_ms with PyTorch's foreach AdamW: ${theirs[adamw_step_foreach_gpu_ms]} ms"
 fi

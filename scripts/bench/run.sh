@@ -89,6 +89,22 @@ if [ -e "$FM/train-images-idx3-ubyte.gz" ]; then
     rm -f "$ck"
 fi
 
+# The same CNN epoch under bfloat16 autocast (issue 17: --amp bfloat16 beside
+# PyTorch's torch.autocast("cpu", bfloat16)), one epoch each, twice, taking turns
+if [ -e "$FM/train-images-idx3-ubyte.gz" ]; then
+    ck=$(mktemp -u /tmp/ember-bench-XXXXXX.safetensors)
+    for _ in 1 2; do
+        v=$("$EMBER" scripts/fashion_mnist_cnn.lua --epochs 1 --amp bfloat16 --checkpoint "$ck" | awk '/^epoch/ {print $9}')
+        ours[cnn_epoch_bf16_s]=$(better cnn_epoch_s_ "$v" "${ours[cnn_epoch_bf16_s]:-}")
+        if [ $have_torch = 1 ]; then
+            v=$($PY scripts/bench/fashion_mnist_torch.py "$FM" 1 cpu cnn bfloat16 | awk '/^fm_epoch_s/ {print $2}')
+            theirs[cnn_epoch_bf16_s]=$(better cnn_epoch_s_ "$v" "${theirs[cnn_epoch_bf16_s]:-}")
+        fi
+    done
+    units[cnn_epoch_bf16_s]=s
+    rm -f "$ck"
+fi
+
 # Attention on one long causal sequence (T = 8192, D = 64), forward + backward:
 # the time and the growth of the process's peak memory, each side in its own
 # process (PyTorch 1.13 composes the math, holding T x T matrices)
@@ -114,6 +130,14 @@ if [ -s "$GPT_TEXT" ]; then
             < <($PY scripts/bench/char_gpt_torch.py "$GPT_TEXT" --steps $gpt_steps | awk '/^gpt_/')
     fi
     [ $gpt_steps = 2000 ] || { unset 'ours[gpt_val_loss]'; unset 'theirs[gpt_val_loss]'; }
+    # the same steps under bfloat16 autocast (issue 17), beside torch.autocast("cpu")
+    ours[gpt_step_bf16_ms]=$("$EMBER" scripts/char_gpt.lua "$GPT_TEXT" --bench --steps 50 --amp bfloat16 |
+                             awk '$1 == "gpt_step_ms" {print $2}')
+    units[gpt_step_bf16_ms]=ms
+    if [ $have_torch = 1 ]; then
+        theirs[gpt_step_bf16_ms]=$($PY scripts/bench/char_gpt_torch.py "$GPT_TEXT" --steps 50 --amp bfloat16 |
+                                   awk '$1 == "gpt_step_ms" {print $2}')
+    fi
 fi
 
 # The small-op training row: a character RNN (scripts/bench/char_rnn.lua and
@@ -188,6 +212,8 @@ declare -A target=(
     [fm_epoch_s]="<= 0.7 x PyTorch"
     [conv2d_fb_ms]="<= 0.8 x PyTorch"
     [cnn_epoch_s]="<= 0.8 x PyTorch"
+    [cnn_epoch_bf16_s]="<= 1.0 x PyTorch autocast"
+    [gpt_step_bf16_ms]="<= 1.0 x PyTorch autocast"
     [sdpa8192_fb_ms]="(fused vs composed)"
     [gpt_step_ms]="<= 0.8 x PyTorch"
     [gpt_val_loss]="within 0.03 of PyTorch (EMBER_BENCH_LONG=1: 2000 steps)"
@@ -197,7 +223,8 @@ declare -A target=(
     [rnn_loaded_ms]="<= 3 x idle, <= 1.0 x PyTorch"
 )
 for name in startup_ms op_overhead_us op_autograd_us matmul1024_gflops add16m_gbps fm_epoch_s conv2d_fb_ms \
-            cnn_epoch_s sdpa8192_fb_ms sdpa8192_peak_mb gpt_step_ms gpt_val_loss rnn_iter_ms fm_loaded_s \
+            cnn_epoch_s cnn_epoch_bf16_s sdpa8192_fb_ms sdpa8192_peak_mb gpt_step_ms gpt_step_bf16_ms gpt_val_loss \
+            rnn_iter_ms fm_loaded_s \
             rnn_loaded_ms; do
     o=${ours[$name]:-n/a} t=${theirs[$name]:-n/a} r=n/a
     if [ "$o" != n/a ] && [ "$t" != n/a ]; then

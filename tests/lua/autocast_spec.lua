@@ -347,6 +347,12 @@ describe("ember.autocast values and gradients", function()
     assert.equal("float32", seen)
   end)
 
+  it("ember.amp.autocast is ember.autocast (torch.amp.autocast)", function()
+    local y = ember.amp.autocast("cpu", {dtype = "float16"}, function() return ember.ones(2, 2):mm(ember.ones(2, 2)) end)
+    assert.equal("float16", y.dtype)
+    assert.is_false(ember.is_autocast_enabled("cpu"))
+  end)
+
   it("clear_autocast_cache is callable inside and outside a region", function()
     ember.clear_autocast_cache()
     region(nil, function() ember.clear_autocast_cache() end)

@@ -17,7 +17,8 @@ not_ok() { n=$((n + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#
 
 if [ ! -e "$DATA/train-images-idx3-ubyte.gz" ]; then
     for t in "loss falls" "resume equals an uninterrupted run" "resume without a checkpoint" \
-             "--plot without a terminal" "--plot on a terminal" "cnn: loss falls" "cnn: resume"; do
+             "--plot without a terminal" "--plot on a terminal" "cnn: loss falls" "cnn: resume" \
+             "amp bfloat16: loss falls" "amp float16: loss falls"; do
         n=$((n + 1)); echo "ok $n - $t # SKIP Fashion-MNIST not installed (dataset-fashion-mnist)"
     done
 else
@@ -90,6 +91,25 @@ else
                "$(cat "$tmp/cresume.log")"
     fi
 fi
+
+if [ -e "$DATA/train-images-idx3-ubyte.gz" ]; then
+    # mixed precision (issue 17): under autocast the loss still falls; float16 goes
+    # through a GradScaler
+    for dt in bfloat16 float16; do
+        out=$("$EMBER" $SCRIPT --epochs 2 --limit 3000 --amp $dt --checkpoint "$tmp/amp.st" 2>&1)
+        l1=$(echo "$out" | awk '/^epoch  1/ {print $5}')
+        l2=$(echo "$out" | awk '/^epoch  2/ {print $5}')
+        if [ -n "$l1" ] && [ -n "$l2" ] && awk -v a="$l1" -v b="$l2" 'BEGIN { exit !(b < a * 0.8) }'; then
+            ok "amp $dt: loss falls ($l1 -> $l2)"
+        else
+            not_ok "amp $dt: loss falls" "$out"
+        fi
+    done
+fi
+
+out=$("$EMBER" $SCRIPT --amp float64 2>&1); rc=$?
+if [ $rc -eq 1 ] && echo "$out" | grep -q "amp takes bfloat16 or float16, got float64"; then ok "bad --amp dtype"
+else not_ok "bad --amp dtype" "rc=$rc" "$out"; fi
 
 out=$("$EMBER" $SCRIPT --bogus 1 2>&1); rc=$?
 if [ $rc -eq 1 ] && echo "$out" | grep -q "unknown option --bogus"; then ok "unknown option"

@@ -10,7 +10,8 @@ return {
     name = "ember.amp",
     sig = "local amp = ember.amp",
     doc = [=[
-Mixed-precision helpers, as torch.amp: GradScaler. (autocast is not built yet.)]=],
+Mixed-precision helpers, as torch.amp: GradScaler, and autocast (the same function as
+ember.autocast).]=],
     example = [=[
 print(ember.amp.GradScaler():get_scale())   -- 65536]=],
   },

@@ -2,6 +2,7 @@
 return {
   {
     name = "ember.autocast",
+    also = {"ember.amp.autocast"},
     sig = "ember.autocast(device, [{dtype =, enabled = true, cache_enabled = true}], [fn]) -> guard | fn's results",
     doc = [=[
 A mixed precision region on one device type ("cuda" or "cpu"), as torch.autocast. Without
