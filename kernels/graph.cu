@@ -161,7 +161,7 @@ static int graph_end(void *p)
 
 /* One thread: the replay's kernel arguments are copied at launch, so no
  * host memory has to outlive this call. */
-__global__ void set_rng_state(uint64_t *dst, uint64_t seed, uint64_t base)
+static __global__ void set_rng_state(uint64_t *dst, uint64_t seed, uint64_t base)
 {
     dst[0] = seed;
     dst[1] = base;

@@ -202,6 +202,31 @@ local function same(a, b, what)
   local d = maxdiff(a, b)
   assert(d == 0, what .. " differs by " .. d)
 end
+local function close_parameters(ma, mb, tol)
+  local pa, pb = ma:parameters(), mb:parameters()
+  for j = 1, #pa do
+    local d = maxdiff(pa[j], pb[j])
+    assert(d <= tol, "parameter " .. j .. " differs by " .. d)
+  end
+end
+
+-- step on each batch: the first `warm` eagerly, then captured once on static
+-- copies of the inputs and replayed for the others; before(i) runs first
+local function graphed_steps(step, batches, warm, before)
+  for i = 1, warm do
+    before(i)
+    step(batches[i][1], batches[i][2])
+  end
+  local sx, sy = batches[warm + 1][1]:clone(), batches[warm + 1][2]:clone()
+  local graph = ember.cuda.CUDAGraph()
+  ember.cuda.graph(graph, function() step(sx, sy) end)
+  for i = warm + 1, #batches do
+    before(i)
+    sx:copy_(batches[i][1])
+    sy:copy_(batches[i][2])
+    graph:replay()
+  end
+end
 
 describe("random numbers in a captured graph", function()
   local F = nn.functional
@@ -303,21 +328,8 @@ describe("random numbers in a captured graph", function()
     local eager_model, batches, eager_step = setup(make, 0.25)
     for i = 1, #batches do eager_step(batches[i][1], batches[i][2]) end
     local model, batches2, step = setup(make, 0.25)
-    local warm = 2
-    for i = 1, warm do step(batches2[i][1], batches2[i][2]) end
-    local sx, sy = batches2[warm + 1][1]:clone(), batches2[warm + 1][2]:clone()
-    local graph = ember.cuda.CUDAGraph()
-    ember.cuda.graph(graph, function() step(sx, sy) end)
-    for i = warm + 1, #batches2 do
-      sx:copy_(batches2[i][1])
-      sy:copy_(batches2[i][2])
-      graph:replay()
-    end
-    local pe, pg = eager_model:parameters(), model:parameters()
-    for j = 1, #pe do
-      local d = maxdiff(pe[j], pg[j])
-      assert(d <= 1e-6, "parameter " .. j .. " differs by " .. d)
-    end
+    graphed_steps(step, batches2, 2, function() end)
+    close_parameters(eager_model, model, 1e-6)
   end)
 end)
 
@@ -333,25 +345,8 @@ describe("capturable AdamW with a tensor lr", function()
     end
     local lr = ember.full({}, LRS[1], {device = DEV})
     local model, batches2, step = setup(function(p) return optim.AdamW(p, {lr = lr, capturable = true}) end)
-    local warm = 2
-    for i = 1, warm do
-      lr:fill_(LRS[i])
-      step(batches2[i][1], batches2[i][2])
-    end
-    local sx, sy = batches2[warm + 1][1]:clone(), batches2[warm + 1][2]:clone()
-    local graph = ember.cuda.CUDAGraph()
-    ember.cuda.graph(graph, function() step(sx, sy) end)
-    for i = warm + 1, #batches2 do
-      lr:fill_(LRS[i])              -- a kernel queued before the replay
-      sx:copy_(batches2[i][1])
-      sy:copy_(batches2[i][2])
-      graph:replay()
-    end
-    local pe, pg = eager_model:parameters(), model:parameters()
-    for j = 1, #pe do
-      local d = maxdiff(pe[j], pg[j])
-      assert(d <= 1e-5, "parameter " .. j .. " differs by " .. d)
-    end
+    graphed_steps(step, batches2, 2, function(i) lr:fill_(LRS[i]) end)   -- a kernel queued before the replay
+    close_parameters(eager_model, model, 1e-5)
   end)
 
   it("an lr on another device than the parameters is an error", function()

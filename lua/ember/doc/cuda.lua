@@ -322,8 +322,10 @@ end]=],
     sig = "g:replay()",
     doc = [=[
 Queues the recorded work on the device's stream with one launch (asynchronous, like any
-GPU op: reading a result waits for it). Errors: nothing captured, or called while a
-capture is under way on the device.]=],
+GPU op: reading a result waits for it). A graph that draws random numbers first sets
+its kernels' seed and offset to the generator's state, and the replay advances the
+generator by what it draws. Errors: nothing captured, or called while a capture is
+under way on the device.]=],
     example = [=[
 if ember.cuda.is_available() then
   local g, x = ember.cuda.CUDAGraph(), ember.zeros(3, {device = "cuda"})
