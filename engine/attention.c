@@ -160,12 +160,12 @@ static em_tensor *causal_hidden(int64_t Tq, int64_t Tk, em_device dev)
 static em_tensor *dropout_scale(const em_attn_params *p, int64_t B, int64_t Tq, int64_t Tk, em_dtype d,
                                 em_device dev)
 {
-    uint64_t seed, offset;
-    em_rng_get_state(&seed, &offset);
-    em_rng_set_state(p->seed, p->offset);
     int64_t s[3] = {B, Tq, Tk};
-    em_tensor *u = em_rand(s, 3, d, dev);
-    em_rng_set_state(seed, offset);
+    em_tensor *u = em_empty(s, 3, d, dev);
+    if (u && B * Tq * Tk > 0 && em_be(u)->random(EM_RAND_UNIFORM, u, p->seed, p->offset, p->dev_state, 0.0, 1.0)) {
+        em_release(u);
+        u = NULL;
+    }
     em_tensor *keep = u ? em_binary_scalar(EM_LT, u, 1 - p->dropout_p, false, false) : NULL;
     em_tensor *kf = keep ? em_to_dtype(keep, d) : NULL;
     em_tensor *r = kf ? em_binary_scalar(EM_MUL, kf, 1 / (1 - p->dropout_p), false, false) : NULL;
@@ -229,7 +229,8 @@ enum { SAVED_Q, SAVED_K, SAVED_V, SAVED_OUT, SAVED_LSE, SAVED_MASK };
 static em_attn_params node_params(const em_node *n)
 {
     return (em_attn_params){.scale = n->s[0], .dropout_p = n->s[1], .causal = n->flag,
-                            .seed = (uint64_t)n->sizes2[0], .offset = (uint64_t)n->sizes2[1]};
+                            .seed = (uint64_t)n->sizes2[0], .offset = (uint64_t)n->sizes2[1],
+                            .dev_state = (const uint64_t *)n->ctx};
 }
 
 /* the saved mask, expanded again to [batch..., Tq, Tk] (its shape is in n->sizes) */
@@ -246,6 +247,10 @@ static int attention_backward(em_node *n, em_tensor *const *gout, em_tensor **gi
     em_tensor *q = em_ag_saved(n, SAVED_Q), *k = em_ag_saved(n, SAVED_K), *v = em_ag_saved(n, SAVED_V);
     em_tensor *out = em_ag_saved(n, SAVED_OUT), *lse = em_ag_saved(n, SAVED_LSE);
     if (!q || !k || !v || !out || !lse) return -1;
+    if (p.dev_state && !em_rng_captured(em_dev(q), p.dev_state))
+        return em_set_error("scaled_dot_product_attention backward: the forward drew its dropout mask inside a "
+                            "CUDA graph capture, where the mask is only known to that graph's replays; run the "
+                            "backward in the same capture");
     em_tensor *mask = saved_mask(n);
     if (n->op && !mask) return -1;
     int rc = 0;
@@ -293,6 +298,7 @@ static em_tensor *record(em_tensor *out3, em_tensor *lse, const em_tensor *q3, c
     n->flag = p->causal;
     n->sizes2[0] = (int64_t)p->seed;
     n->sizes2[1] = (int64_t)p->offset;
+    n->ctx = (void *)p->dev_state;      /* not owned: no free_ctx (the graph's device words) */
     n->op = mask != NULL;
     em_ag_input(n, IN_Q, q3);
     em_ag_input(n, IN_K, k3);
@@ -440,11 +446,7 @@ em_tensor *em_scaled_dot_product_attention(const em_tensor *q, const em_tensor *
         if (!m) return NULL;
         plan_chunks(&c, m, B);
     }
-    if (dropout_p > 0 && em_check_not_capturing(em_dev(q), "scaled_dot_product_attention", "draw a dropout mask "
-                                                "(every replay would draw the same one): use dropout_p = 0 in "
-                                                "the captured step"))
-        return NULL;
-    if (dropout_p > 0) em_rng_reserve(B * Tq * Tk, &p.seed, &p.offset);
+    if (dropout_p > 0) em_rng_reserve(em_dev(q), B * Tq * Tk, &p.seed, &p.offset, &p.dev_state);
     em_tensor *q3 = flat3(q, bs, nb, B), *k3 = q3 ? flat3(k, bs, nb, B) : NULL, *v3 = k3 ? flat3(v, bs, nb, B) : NULL;
     int64_t os[3] = {B, Tq, Dv}, ls[2] = {B, Tq};
     em_device dev = em_dev(q);

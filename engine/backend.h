@@ -178,6 +178,7 @@ typedef struct em_attn_params {
     bool causal;
     double dropout_p;                           /* 0: no dropout */
     uint64_t seed, offset;                      /* the dropout mask's Philox counter */
+    const uint64_t *dev_state;                  /* NULL, or as the random family's */
 } em_attn_params;
 
 /* ---- linear algebra: factorisations and solves (LAPACK / cuSOLVER) --------
@@ -249,11 +250,16 @@ typedef struct em_backend {
 
     /* fill and random: out[i] = value / random numbers. For random ops the
      * element at row-major position i draws from Philox counter
-     * (offset + i/4, lane i%4) with key `seed`, on every backend. */
+     * (offset + i/4, lane i%4) with key `seed`, on every backend.
+     * dev_state (only during a CUDA graph capture; NULL otherwise, and the
+     * CPU backend never gets one): device words {seed, base} read when the
+     * kernel runs, which then uses key dev_state[0] and offset
+     * dev_state[1] + offset, so that each replay draws new numbers (the
+     * replay writes the generator's state there, see graph_replay). */
     int (*fill)(em_tensor *out, double value);
     int (*arange)(em_tensor *out, double start, double step);     /* out[i] = start + i*step */
     int (*random)(em_random_op op, em_tensor *out, uint64_t seed, uint64_t offset,
-                  double a, double b);
+                  const uint64_t *dev_state, double a, double b);
 
     /* strided copy with dtype conversion: dst = (dst.dtype) src */
     int (*cast)(em_tensor *dst, const em_tensor *src);
@@ -395,12 +401,17 @@ typedef struct em_backend {
      * else to a new pool); graph_begin takes its own. graph_end instantiates;
      * on failure the capture is discarded (-1 + error). graph_refuse ends and
      * discards the device's capture and sets the error `why` (+ a note):
-     * the engine calls it where an op would synchronise during a capture. */
+     * the engine calls it where an op would synchronise during a capture.
+     * graph_rng_state: the graph's device words {seed, base} that its random
+     * kernels read (their dev_state); graph_replay writes rng_state[0..1]
+     * (host values) there on the stream before the launch, or nothing when
+     * rng_state is NULL (a graph that draws no random numbers). */
     void *(*graph_pool)(int device_index, void *share);
     void (*graph_pool_release)(void *pool);
     void *(*graph_begin)(int device_index, void *pool);
     int (*graph_end)(void *graph);
-    int (*graph_replay)(void *graph);
+    int (*graph_replay)(void *graph, const uint64_t *rng_state);
+    const uint64_t *(*graph_rng_state)(void *graph);
     void (*graph_destroy)(void *graph);
     bool (*graph_capturing)(int device_index);
     int (*graph_refuse)(int device_index, const char *why);

@@ -1,8 +1,10 @@
 /* graph.c — CUDA graphs in the engine: thin handles over the backend's
- * graph_* entries (engine/backend.h, kernels/graph.cu), and the capture
- * check of the engine paths that need a value on the host. */
-#include "ember.h"
-#include "backend.h"
+ * graph_* entries (engine/backend.h, kernels/graph.cu), the generator's side
+ * of captures (random.c: captured random ops read the graph's device state;
+ * a replay writes the generator's state there and advances it by the
+ * graph's counters), and the capture check of the engine paths that need a
+ * value on the host. */
+#include "internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,8 @@ struct em_graph {
     void *h;
     int device;
     em_graph_pool *pool;
+    const uint64_t *rng_state;      /* the backend's device words its random kernels read */
+    uint64_t rng_counters;          /* how far each replay moves the generator */
 };
 
 /* The CUDA backend for device `index`, or NULL with "op: <why>" (no CUDA
@@ -75,17 +79,35 @@ em_graph *em_graph_begin(int device, const em_graph_pool *pool)
         free(g);
         return NULL;
     }
+    g->rng_state = be->graph_rng_state(g->h);
+    g->rng_counters = 0;
+    em_rng_capture_begin(device, g->rng_state);
     return g;
 }
 
-int em_graph_end(em_graph *g) { return g->be->graph_end(g->h); }
-int em_graph_replay(em_graph *g) { return g->be->graph_replay(g->h); }
+int em_graph_end(em_graph *g)
+{
+    uint64_t used = em_rng_capture_end(g->device, g->rng_state);
+    if (used) g->rng_counters = used;       /* 0 also when it was ended before */
+    return g->be->graph_end(g->h);
+}
+
+int em_graph_replay(em_graph *g)
+{
+    uint64_t state[2];
+    em_rng_get_state(&state[0], &state[1]);
+    if (g->be->graph_replay(g->h, g->rng_counters ? state : NULL)) return -1;
+    em_rng_advance(g->rng_counters);
+    return 0;
+}
+
 int em_graph_device(const em_graph *g) { return g->device; }
 em_graph_pool *em_graph_pool_of(const em_graph *g) { return em_graph_pool_new(g->device, g->pool); }
 
 void em_graph_destroy(em_graph *g)
 {
     if (!g) return;
+    em_rng_capture_end(g->device, g->rng_state);
     g->be->graph_destroy(g->h);
     em_graph_pool_release(g->pool);
     free(g);

@@ -58,9 +58,23 @@ em_tensor *em_scope_finish(em_scope *s, em_tensor *r);
  * built on. */
 void em_rename_error(const char *from, const char *to);
 
-/* Random numbers: reserve `n` counters from the global generator and return
- * the (seed, offset) pair the kernel must use. */
-void em_rng_reserve(int64_t n, uint64_t *seed, uint64_t *offset);
+/* Random numbers: reserve the counters of `n` values from the global
+ * generator for a kernel on `dev` and return what the kernel must use:
+ * (seed, offset) and *dev_state NULL; or, while a CUDA graph is being
+ * captured on dev, the capture's device state with the offset within the
+ * graph (the backend's random family says how a kernel combines them). */
+void em_rng_reserve(em_device dev, int64_t n, uint64_t *seed, uint64_t *offset, const uint64_t **dev_state);
+
+/* CUDA graphs (graph.c) and the generator: from capture_begin on, counters
+ * reserved for `device` are offsets within the graph whose device state is
+ * `dev_state`; capture_end stops that (only if dev_state is still the
+ * device's: a newer capture may have replaced a discarded one) and returns
+ * how many counters the graph takes per replay; em_rng_captured tells
+ * whether a capture on dev with that device state is under way. */
+void em_rng_capture_begin(int device, const uint64_t *dev_state);
+uint64_t em_rng_capture_end(int device, const uint64_t *dev_state);
+bool em_rng_captured(em_device dev, const uint64_t *dev_state);
+void em_rng_advance(uint64_t counters);
 
 /* Frees a tensor's autograd data (autograd.c); tensor.c calls it when a
  * header with autograd data is freed. */

@@ -60,11 +60,58 @@ void em_rng_set_state(uint64_t seed, uint64_t offset)
     rng_offset = offset;
 }
 
-void em_rng_reserve(int64_t n, uint64_t *seed, uint64_t *offset)
+/* CUDA graph captures, per device (PyTorch's graph-safe Philox): a captured
+ * kernel reads the seed and a base offset from the graph's device words,
+ * which each replay sets to the generator's state before it runs, and adds
+ * its offset within the graph. The host generator does not move during the
+ * capture (nothing is drawn then); each replay advances it by `used`, so
+ * replays and the eager code around them draw what eager code alone would. */
+#define RNG_CAPTURE_DEVICES 64
+
+static struct rng_capture {
+    const uint64_t *dev_state;      /* NULL: no capture */
+    uint64_t used;                  /* counters reserved within the graph */
+} rng_captures[RNG_CAPTURE_DEVICES];
+
+static struct rng_capture *capture_of(em_device dev)
 {
+    if (dev.type != EM_CUDA || dev.index < 0 || dev.index >= RNG_CAPTURE_DEVICES) return NULL;
+    struct rng_capture *c = &rng_captures[dev.index];
+    /* the backend may have discarded the capture (an op refused during it) */
+    return c->dev_state && em_cuda_is_capturing(dev.index) ? c : NULL;
+}
+
+void em_rng_capture_begin(int device, const uint64_t *dev_state)
+{
+    if (device < 0 || device >= RNG_CAPTURE_DEVICES) return;
+    rng_captures[device] = (struct rng_capture){.dev_state = dev_state, .used = 0};
+}
+
+uint64_t em_rng_capture_end(int device, const uint64_t *dev_state)
+{
+    if (device < 0 || device >= RNG_CAPTURE_DEVICES || rng_captures[device].dev_state != dev_state) return 0;
+    uint64_t used = rng_captures[device].used;
+    rng_captures[device] = (struct rng_capture){0};
+    return used;
+}
+
+bool em_rng_captured(em_device dev, const uint64_t *dev_state)
+{
+    const struct rng_capture *c = capture_of(dev);
+    return c && c->dev_state == dev_state;
+}
+
+void em_rng_advance(uint64_t counters) { rng_offset += counters; }
+
+void em_rng_reserve(em_device dev, int64_t n, uint64_t *seed, uint64_t *offset, const uint64_t **dev_state)
+{
+    uint64_t counters = n > 0 ? ((uint64_t)n + 3) / 4 : 0;
+    struct rng_capture *c = capture_of(dev);
     *seed = rng_seed;
-    *offset = rng_offset;
-    if (n > 0) rng_offset += ((uint64_t)n + 3) / 4;
+    *dev_state = c ? c->dev_state : NULL;
+    uint64_t *next = c ? &c->used : &rng_offset;
+    *offset = *next;
+    *next += counters;
 }
 
 /* Runs the backend's random kernel over t with freshly reserved counters.
@@ -72,14 +119,11 @@ void em_rng_reserve(int64_t n, uint64_t *seed, uint64_t *offset)
 static int run_random(em_random_op op, em_tensor *t, int64_t values, double a, double b)
 {
     uint64_t seed, offset;
+    const uint64_t *dev_state;
     int64_t n = em_numel(t);
     if (n == 0) return 0;
-    if (em_check_not_capturing(em_dev(t), "random", "draw random numbers (rand, randn, dropout, ...): the generator's "
-                               "offset is a host number, so every replay would draw the same numbers; make them "
-                               "outside the captured step"))
-        return -1;
-    em_rng_reserve(values, &seed, &offset);
-    if (em_be(t)->random(op, t, seed, offset, a, b)) return -1;
+    em_rng_reserve(em_dev(t), values, &seed, &offset, &dev_state);
+    if (em_be(t)->random(op, t, seed, offset, dev_state, a, b)) return -1;
     em_bump_version(t);
     return 0;
 }

@@ -98,6 +98,7 @@ template <class T, class C> struct attn_args {
     bool causal, dropout;
     uint32_t k0, k1;    /* Philox key */
     uint64_t offset;
+    const uint64_t *dev_state;  /* a CUDA graph's {seed, base}: key and offset + base come from it at run time */
     int shift;          /* 32 - m */
     uint64_t limit;     /* keep iff (x >> shift) < limit */
 };
@@ -137,8 +138,16 @@ template <class T, class C>
 __device__ __forceinline__ bool keep_at(const attn_args<T, C> &a, int64_t b, int64_t i, int64_t j)
 {
     uint64_t n = ((uint64_t)b * (uint64_t)a.Tq + (uint64_t)i) * (uint64_t)a.Tk + (uint64_t)j;
-    uint64_t q = a.offset + (n >> 2);
-    uint32_t x = philox_lane(q, q < a.offset, a.k0, a.k1, (int)(n & 3));
+    uint32_t k0 = a.k0, k1 = a.k1;
+    uint64_t offset = a.offset;
+    if (a.dev_state) {          /* uniform across the grid: a cached broadcast load */
+        uint64_t seed = __ldg((const unsigned long long *)a.dev_state);
+        k0 = (uint32_t)seed;
+        k1 = (uint32_t)(seed >> 32);
+        offset += __ldg((const unsigned long long *)a.dev_state + 1);
+    }
+    uint64_t q = offset + (n >> 2);
+    uint32_t x = philox_lane(q, q < offset, k0, k1, (int)(n & 3));
     return (uint64_t)(x >> a.shift) < a.limit;
 }
 
@@ -666,6 +675,7 @@ static int fill_args(const char *op, attn_args<T, C> *a, const geom &g, const em
         a->k0 = (uint32_t)p->seed;
         a->k1 = (uint32_t)(p->seed >> 32);
         a->offset = p->offset;
+        a->dev_state = p->dev_state;
         a->shift = 32 - mbits;
         a->limit = (uint64_t)ceil((1.0 - dp) * ldexp(1.0, mbits));
         a->inv_keep = (C)(1.0 / (1.0 - dp));   /* inf at p = 1, never used: nothing is kept */

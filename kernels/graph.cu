@@ -10,19 +10,26 @@
  *
  * Capture mode is thread-local: other threads may use CUDA as they like.
  * One capture per device at a time (the allocator routes the device's
- * allocations to the capture's private pool, see allocator.cu). */
+ * allocations to the capture's private pool, see allocator.cu).
+ *
+ * Random numbers (PyTorch's graph-safe Philox): each graph owns two device
+ * words {seed, base}; its captured random kernels read them at run time and
+ * add their own offset within the graph (engine/random.c hands those out),
+ * and every replay first writes the generator's current state there. */
 #include "kc.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 
 #define KC_GRAPH_DEVICES 64
+#define RNG_STATE_BYTES (2 * sizeof(uint64_t))
 
 enum graph_state { CAPTURING, READY, DISCARDED };
 
 struct kc_graph {
     int device;
     kc_mempool *pool;
+    uint64_t *rng_state;        /* device {seed, base} for the random kernels it captured */
     cudaGraphExec_t exec;
     graph_state state;
     char why[400];              /* why a discarded capture was discarded */
@@ -67,6 +74,8 @@ int kc_refuse_capture(int device, const char *fmt, ...)
                     "capture was ended and discarded)", msg, device);
 }
 
+static const uint64_t *graph_rng_state(void *p) { return ((kc_graph *)p)->rng_state; }
+
 static int graph_refuse(int device, const char *why) { return kc_refuse_capture(device, "%s", why); }
 
 static bool graph_capturing(int device) { return kc_capturing(device); }
@@ -109,12 +118,15 @@ static void *graph_begin(int device, void *pool)
     if (!g->pool) { delete g; return NULL; }
     if (m) kc_mempool_retain(m);
     kc_mempool_capture(device, g->pool);
-    e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
-    if (e != cudaSuccess) {
+    /* from the private pool, before the capture: the replays own it */
+    g->rng_state = (uint64_t *)kc_alloc(RNG_STATE_BYTES, device);
+    e = g->rng_state ? cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) : cudaSuccess;
+    if (!g->rng_state || e != cudaSuccess) {
         kc_mempool_capture(device, NULL);
+        if (g->rng_state) kc_free(g->rng_state, RNG_STATE_BYTES, device);
         kc_mempool_release(g->pool);
         delete g;
-        kc_cuda_error("capture_begin", e);
+        if (e != cudaSuccess) kc_cuda_error("capture_begin", e);
         return NULL;
     }
     g->state = CAPTURING;
@@ -147,7 +159,15 @@ static int graph_end(void *p)
     return 0;
 }
 
-static int graph_replay(void *p)
+/* One thread: the replay's kernel arguments are copied at launch, so no
+ * host memory has to outlive this call. */
+static __global__ void set_rng_state(uint64_t *dst, uint64_t seed, uint64_t base)
+{
+    dst[0] = seed;
+    dst[1] = base;
+}
+
+static int graph_replay(void *p, const uint64_t *rng_state)
 {
     kc_graph *g = (kc_graph *)p;
     if (g->state != READY)
@@ -157,6 +177,11 @@ static int graph_replay(void *p)
         return kc_refuse_capture(g->device, "replay: cannot replay a graph");
     cudaStream_t s = kc_stream(g->device);
     if (!s) return -1;
+    if (rng_state) {
+        set_rng_state<<<1, 1, 0, s>>>(g->rng_state, rng_state[0], rng_state[1]);
+        cudaError_t le = cudaGetLastError();
+        if (le != cudaSuccess) return kc_cuda_error("replay (writing the generator's state)", le);
+    }
     cudaError_t e = cudaGraphLaunch(g->exec, s);
     if (e != cudaSuccess) return kc_cuda_error("replay", e);
     return kc_launched("replay", g->device);
@@ -169,6 +194,7 @@ static void graph_destroy(void *p)
     if (!g) return;
     if (g->state == CAPTURING) discard(g, "the graph was reset");
     if (g->exec) cudaGraphExecDestroy(g->exec);
+    kc_free(g->rng_state, RNG_STATE_BYTES, g->device);
     kc_mempool_release(g->pool);
     delete g;
 }
@@ -180,6 +206,7 @@ void kc_graph_entries(em_backend *b)
     b->graph_begin = graph_begin;
     b->graph_end = graph_end;
     b->graph_replay = graph_replay;
+    b->graph_rng_state = graph_rng_state;
     b->graph_destroy = graph_destroy;
     b->graph_capturing = graph_capturing;
     b->graph_refuse = graph_refuse;

@@ -240,7 +240,8 @@ template <int N, typename F> int kc_foreach(const char *op, const em_tensor *con
 extern "C" {
 int kc_fill(em_tensor *out, double value);                                             /* fill.cu */
 int kc_arange(em_tensor *out, double start, double step);
-int kc_random(em_random_op op, em_tensor *out, uint64_t seed, uint64_t offset, double a, double b); /* random.cu */
+int kc_random(em_random_op op, em_tensor *out, uint64_t seed, uint64_t offset,     /* random.cu */
+              const uint64_t *dev_state, double a, double b);
 int kc_cast(em_tensor *dst, const em_tensor *src);                                     /* cast.cu */
 int kc_unary(em_unary_op op, em_tensor *out, const em_tensor *a);                      /* unary.cu */
 int kc_binary(em_binary_op op, em_tensor *out, const em_tensor *a, const em_tensor *b); /* binary.cu */

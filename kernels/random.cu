@@ -40,6 +40,7 @@ struct rand_args {
     int64_t lo;             /* int: (int64_t)a */
     uint64_t range;         /* int: b - a */
     int per_ctr;            /* elements per counter: 4, or 2 for 64-bit ints */
+    const uint64_t *dev_state;  /* a CUDA graph's {seed, base}: key and offset come from it at run time */
 };
 
 /* The four lanes of counter number offset + k (carry into the third word). */
@@ -110,6 +111,12 @@ template <int D, int OP>
 __global__ void rand_kernel(kc_iter<1> it, rand_args j, bool vec)
 {
     typedef typename ew_dt<D>::S S;
+    if (j.dev_state) {
+        uint64_t seed = j.dev_state[0];
+        j.k0 = (uint32_t)seed;
+        j.k1 = (uint32_t)(seed >> 32);
+        j.offset += j.dev_state[1];
+    }
     const int64_t n = it.numel, pc = j.per_ctr;
     const int64_t nctr = (n + pc - 1) / pc;
     int64_t step = (int64_t)gridDim.x * blockDim.x;
@@ -165,13 +172,15 @@ static int mantissa_bits(em_dtype d)
 }
 
 /* random.c's job setup */
-static rand_args rand_setup(em_random_op op, em_dtype d, uint64_t seed, uint64_t offset, double a, double b)
+static rand_args rand_setup(em_random_op op, em_dtype d, uint64_t seed, uint64_t offset, const uint64_t *dev_state,
+                            double a, double b)
 {
     rand_args j;
     memset(&j, 0, sizeof j);
     j.k0 = (uint32_t)seed;
     j.k1 = (uint32_t)(seed >> 32);
     j.offset = offset;
+    j.dev_state = dev_state;
     j.a = a;
     j.b = b;
     j.span = b - a;
@@ -188,9 +197,10 @@ static rand_args rand_setup(em_random_op op, em_dtype d, uint64_t seed, uint64_t
     return j;
 }
 
-int kc_random(em_random_op op, em_tensor *out, uint64_t seed, uint64_t offset, double a, double b)
+int kc_random(em_random_op op, em_tensor *out, uint64_t seed, uint64_t offset, const uint64_t *dev_state, double a,
+              double b)
 {
     if ((unsigned)op >= EM_NRANDOM) return kc_error("random: unknown op %d", (int)op);
-    rand_args j = rand_setup(op, out->dtype, seed, offset, a, b);
+    rand_args j = rand_setup(op, out->dtype, seed, offset, dev_state, a, b);
     EW_DISPATCH_DTYPE(out->dtype, "random", rand_run, op, out, j)
 }

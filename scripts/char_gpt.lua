@@ -63,6 +63,9 @@ training:
   --plot             loss curves: inline after each validation on a terminal, and a file
   --plot-file PATH   where --plot writes them (default loss.png)
   --bench            time the steps instead: prints gpt_step_ms (median) and gpt_val_loss
+  --cuda-graph       replay each step from a CUDA graph (needs --device cuda): 3 eager warm-up
+                     steps, then one capture; capturable AdamW reads the learning rate from
+                     device tensors filled before each replay
 sampling (from the checkpoint --out):
   --sample N         characters to generate
   --temperature T    divides the logits (default 1.0)
@@ -85,6 +88,7 @@ local OPTIONS = {
   clip = "num", seed = "int", device = "str", log_every = "int", eval_every = "int", eval_batches = "int",
   out = "str", save_every = "int", resume = "flag", stop_after = "int", plot = "flag", plot_file = "str",
   bench = "flag", sample = "int", temperature = "num", top_k = "int", prompt = "str",
+  cuda_graph = "flag",
 }
 local ZERO_OK = {warmup = true, top_k = true, seed = true}
 
@@ -145,6 +149,7 @@ local function parse_args(argv)
     fail("--device must be cpu or cuda, got ", o.device)
   end
   if o.sample == nil and o.text == nil then fail("a TEXT_FILE to train on is needed (or --sample N)\n", USAGE) end
+  if o.cuda_graph and not o.device:match("^cuda") then fail("--cuda-graph needs --device cuda") end
   o.given = given
   return o
 end
@@ -454,7 +459,29 @@ local function train(o)
 
   -- one optimizer step (s: 1-based) on a random batch; returns the loss
   local params = model:parameters()
+  local graphed    -- --cuda-graph: the step of scripts/cuda_graph_step.lua, replayed on static x, y
+  if o.cuda_graph then
+    local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+    graphed = dofile(here .. "cuda_graph_step.lua").new(function(x, y)
+      opt:zero_grad()
+      local loss = loss_of(model, x, y)
+      loss:backward()
+      if o.clip > 0 then optim.clip_grad_norm_(params, o.clip) end   -- fused: no host read
+      opt:step()
+      return loss
+    end, {warmup = 3})
+    -- after --resume (which loads the groups): the step count and the learning rate on the device
+    for _, g in ipairs(opt.param_groups) do
+      g.capturable = true
+      g.lr = ember.full({}, lr_at(o, first), {device = o.device})
+    end
+  end
   local function train_step(s)
+    if graphed then
+      local x, y = random_batch(train_data, o.batch, o.context)
+      for _, g in ipairs(opt.param_groups) do g.lr:fill_(lr_at(o, s)) end   -- queued before the replay
+      return graphed:run(x:to(o.device), y:to(o.device))
+    end
     for _, g in ipairs(opt.param_groups) do g.lr = lr_at(o, s) end
     local x, y = random_batch(train_data, o.batch, o.context)
     local loss = loss_of(model, x:to(o.device), y:to(o.device))

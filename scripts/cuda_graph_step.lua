@@ -11,7 +11,9 @@
 -- copies x and y into static tensors, captures step on them and replays it;
 -- later calls copy their batch in and replay. The returned loss is the
 -- static one: the next run overwrites it, so use it before then.
--- The learning rate is baked into the capture: recapture after changing it.
+-- The learning rate is baked into the capture: recapture after changing it,
+-- or give capturable Adam/AdamW a tensor lr and fill_ it before each run
+-- (scripts/char_gpt.lua --cuda-graph does).
 local ember = require "ember"
 
 local M = {}

@@ -101,8 +101,8 @@ int cpu_synchronize(int device_index);
 int cpu_fill(em_tensor *out, double value);
 int cpu_arange(em_tensor *out, double start, double step);
 int cpu_cast(em_tensor *dst, const em_tensor *src);                    /* copy.c */
-int cpu_random(em_random_op op, em_tensor *out, uint64_t seed, uint64_t offset,
-               double a, double b);                                      /* random.c */
+int cpu_random(em_random_op op, em_tensor *out, uint64_t seed, uint64_t offset,   /* random.c */
+               const uint64_t *dev_state, double a, double b);
 int cpu_unary(em_unary_op op, em_tensor *out, const em_tensor *a);     /* unary.c */
 int cpu_binary(em_binary_op op, em_tensor *out, const em_tensor *a,
                const em_tensor *b);                                      /* binary.c */

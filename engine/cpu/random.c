@@ -214,8 +214,10 @@ static int mantissa_bits(em_dtype d)
     }
 }
 
-int cpu_random(em_random_op op, em_tensor *out, uint64_t seed, uint64_t offset, double a, double b)
+int cpu_random(em_random_op op, em_tensor *out, uint64_t seed, uint64_t offset, const uint64_t *dev_state, double a,
+               double b)
 {
+    (void)dev_state;        /* CUDA graphs only: never set on the CPU */
     if ((unsigned)op >= EM_NRANDOM) return em_set_error("random: unknown op %d", (int)op);
     rand_job j = {
         .op = op, .out = out,

@@ -58,7 +58,7 @@ end
 
 local function check_number(where, name, v, lo, lo_open, hi, hi_open, what)
   if type(v) ~= "number" then
-    fail("%s: %s must be a number, got %s", where, name, type(v))
+    fail("%s: %s must be a number, got %s", where, name, ember.is_tensor(v) and "a tensor" or type(v))
   end
   local bad = v ~= v or (lo and (v < lo or (lo_open and v == lo))) or
               (hi and (v > hi or (hi_open and v == hi)))
@@ -380,6 +380,7 @@ function Optimizer:state_dict_flat()
   for gi, g in ipairs(sd.param_groups) do
     for k, v in pairs(g) do
       local key = string.format("param_groups.%d.%s", gi, k)
+      if ember.is_tensor(v) and v:numel() == 1 then v = v:item() end   -- a tensor lr (capturable), as a number
       meta[key] = flat.encode(v, self._name .. ": state_dict_flat: " .. key)
     end
   end
@@ -510,8 +511,8 @@ M.SGD._half = true
 
 -- lr, eps, betas and weight_decay: the checks Adam shares with Adamax, NAdam
 -- and RAdam (ember.optim.optimizers)
-local function check_adam_family(g, where)
-  check_number(where, "lr", g.lr, 0, false, nil, nil, "learning rate")
+local function check_adam_family(g, where, lr_checked)
+  if not lr_checked then check_number(where, "lr", g.lr, 0, false, nil, nil, "learning rate") end
   check_number(where, "eps", g.eps, 0, false, nil, nil, "epsilon value")
   if type(g.betas) ~= "table" or #g.betas ~= 2 then
     fail("%s: betas must be a list of two numbers, e.g. {0.9, 0.999}", where)
@@ -521,13 +522,17 @@ local function check_adam_family(g, where)
   check_number(where, "weight_decay", g.weight_decay, 0)
 end
 
+local check_tensor_lr     -- ember.optim.capturable's (set below, when it is loaded)
+
 local function check_adam(g, where)
-  check_adam_family(g, where)
+  local tensor_lr = ember.is_tensor(g.lr)
+  check_adam_family(g, where, tensor_lr)
   check_boolean(where, "maximize", g.maximize)
   check_boolean(where, "amsgrad", g.amsgrad)
   check_foreach(g, where)
   check_boolean(where, "capturable", g.capturable)
   if g.capturable and g.amsgrad then fail("%s: capturable = true does not cover amsgrad", where) end
+  if tensor_lr then check_tensor_lr(g, where) end
 end
 
 -- A parameter's state on its first step (when st[first name] is nil): step = 0
@@ -546,6 +551,7 @@ local helpers = {class = class, construct = construct, check_number = check_numb
 require("ember.optim.optimizers")(M, helpers)
 require("ember.optim.lbfgs")(M, helpers)
 require("ember.optim.capturable")(M, helpers)
+check_tensor_lr = helpers.check_tensor_lr
 
 -- amsgrad has no fused step: it is composed from tensor ops
 -- (ember.optim.optimizers); the common case keeps the one-pass engine step.

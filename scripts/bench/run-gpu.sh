@@ -91,6 +91,15 @@ if [ -n "${theirs[gpu_add_launch_us]:-}" ]; then
     theirs[linear_gelu_bf16_ms]=$($PY scripts/bench/linear_gelu_torch.py | awk '$1 == "linear_gelu_bf16_ms" {print $2}')
 fi
 names="$names linear_gelu_bf16_ms"
+# issue 17: one training step of a Fashion-MNIST-sized MLP (AdamW capturable), eager and
+# replayed from a CUDA graph, beside PyTorch's eager step and torch.cuda.graph replay
+while read -r name value unit; do ours[${name%_ms}_gpu_ms]=$value; units[${name%_ms}_gpu_ms]=$unit; done \
+    < <("$EMBER" scripts/bench/cuda_graph.lua)
+if [ -n "${theirs[gpu_add_launch_us]:-}" ]; then
+    while read -r name value unit; do n=${name#torch_}; theirs[${n%_ms}_gpu_ms]=$value; done \
+        < <($PY scripts/bench/cuda_graph_torch.py)
+fi
+names="$names mlp_eager_step_gpu_ms mlp_graph_step_gpu_ms"
 printf '%-26s %14s %14s %8s\n' benchmark ember pytorch ratio
 for n in $names; do
     o=${ours[$n]:-} t=${theirs[$n]:-}

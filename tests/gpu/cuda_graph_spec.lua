@@ -2,8 +2,13 @@
 -- (forward, backward, SGD with momentum / capturable AdamW) replayed on the
 -- same batches gives the parameters of the same number of eager steps; a
 -- synchronising op inside a capture raises a clear error, discards the
--- capture and the session goes on; random ops and non-capturable Adam are
--- refused during a capture; the memory of a reset graph is reused.
+-- capture and the session goes on; non-capturable Adam is refused during a
+-- capture; the memory of a reset graph is reused. Random numbers (dropout,
+-- rand, randn, randint, normal_, uniform_, attention dropout) replay what
+-- eager code at the same generator state draws, and the generator moves on
+-- as it would; capturable AdamW with a tensor lr changed between replays
+-- follows the eager steps; scripts/char_gpt.lua --cuda-graph prints the
+-- eager run's losses.
 -- Needs a GPU: with EMBER_GPU_TEST_DEVICE=cpu it is pending.
 local ember = require "ember"
 local g = require "gpu_helpers"
@@ -24,10 +29,12 @@ local function has(msg, text)
   assert(msg:find(text, 1, true), "expected '" .. text .. "' in: " .. msg)
 end
 
--- an MLP, its optimizer and a fixed list of batches, the same for every call
-local function setup(make_opt)
+-- an MLP (with dropout: the CNN scripts' case), its optimizer and a fixed list
+-- of batches, the same for every call
+local function setup(make_opt, dropout)
   ember.manual_seed(7)
-  local model = nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 5))
+  local model = dropout and nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Dropout(dropout), nn.Linear(32, 5))
+                or nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 5))
   model:to(DEV)
   local batches = {}
   for i = 1, 8 do
@@ -42,7 +49,7 @@ local function setup(make_opt)
     opt:step()
     return loss
   end
-  return model, batches, step
+  return model, batches, step, opt
 end
 
 local OPTS = {
@@ -114,8 +121,6 @@ describe("synchronising during a capture", function()
     {"nonzero", function(x) return x:gt(0):nonzero() end},
     {"masked_select", function(x) return x:masked_select(x:gt(0)) end},
     {"empty_cache", function() ember.cuda.empty_cache() end},
-    {"randn", function() return ember.randn(3, {device = DEV}) end},
-    {"dropout", function(x) return nn.functional.dropout(x, 0.5, true) end},
   }) do
     it(case[1] .. " inside ember.cuda.graph raises and resets the graph", function()
       local x = ember.randn(4, {device = DEV})
@@ -186,5 +191,197 @@ describe("graph memory", function()
     local other = ember.cuda.CUDAGraph()
     has(err(function() other:capture_begin() end), "already being captured")
     graph:capture_end()
+  end)
+end)
+
+-- the largest absolute difference of two tensors of one shape (any devices)
+local function maxdiff(a, b)
+  return (a:to("cpu"):double() - b:to("cpu"):double()):abs():max():item()
+end
+local function same(a, b, what)
+  local d = maxdiff(a, b)
+  assert(d == 0, what .. " differs by " .. d)
+end
+local function close_parameters(ma, mb, tol)
+  local pa, pb = ma:parameters(), mb:parameters()
+  for j = 1, #pa do
+    local d = maxdiff(pa[j], pb[j])
+    assert(d <= tol, "parameter " .. j .. " differs by " .. d)
+  end
+end
+
+-- step on each batch: the first `warm` eagerly, then captured once on static
+-- copies of the inputs and replayed for the others; before(i) runs first
+local function graphed_steps(step, batches, warm, before)
+  for i = 1, warm do
+    before(i)
+    step(batches[i][1], batches[i][2])
+  end
+  local sx, sy = batches[warm + 1][1]:clone(), batches[warm + 1][2]:clone()
+  local graph = ember.cuda.CUDAGraph()
+  ember.cuda.graph(graph, function() step(sx, sy) end)
+  for i = warm + 1, #batches do
+    before(i)
+    sx:copy_(batches[i][1])
+    sy:copy_(batches[i][2])
+    graph:replay()
+  end
+end
+
+describe("random numbers in a captured graph", function()
+  local F = nn.functional
+
+  it("a captured dropout replayed twice equals two eager dropouts from the same state", function()
+    local x = ember.randn(1001, {device = DEV})     -- not a multiple of 4: a partly used counter
+    ember.manual_seed(11)
+    local e1, e2 = F.dropout(x, 0.5, true), F.dropout(x, 0.5, true)
+    local e3 = ember.randn(7, {device = DEV})        -- eager code after them
+    local after = ember.get_rng_state()
+    ember.manual_seed(11)
+    local before = ember.get_rng_state()
+    local graph, out = ember.cuda.CUDAGraph(), nil
+    ember.cuda.graph(graph, function() out = F.dropout(x, 0.5, true) end)
+    assert.are.same(before, ember.get_rng_state())   -- a capture draws nothing
+    graph:replay()
+    local r1 = out:clone()
+    graph:replay()
+    local r2 = out:clone()
+    local r3 = ember.randn(7, {device = DEV})
+    same(r1, e1, "replay 1")
+    same(r2, e2, "replay 2")
+    same(r3, e3, "the eager draw after the replays")
+    assert.are.same(after, ember.get_rng_state())
+    assert(maxdiff(r1, r2) > 0, "two replays drew the same mask")
+  end)
+
+  it("rand, randn, randint, normal_ and uniform_ in one graph follow the eager sequence, after manual_seed too",
+     function()
+    local buf = ember.empty(5, 3, {device = DEV})
+    local function draws()
+      local a = ember.rand(3, 5, {device = DEV})
+      local b = ember.randn(9, {device = DEV})
+      local c = ember.randint(0, 100, {6}, {device = DEV})
+      local wide = ember.randint(0, 1 << 40, {3}, {device = DEV})   -- two values per element
+      buf:normal_(2, 3)
+      local d = buf * 1
+      buf:uniform_(-1, 1)
+      return {a, b, c, wide, d, buf * 1}
+    end
+    local function eager(seed)
+      ember.manual_seed(seed)
+      local r = draws()
+      for i, t in ipairs(r) do r[i] = t:clone() end
+      return r
+    end
+    local e5, e9 = eager(5), eager(9)
+    local graph, out = ember.cuda.CUDAGraph(), nil
+    ember.cuda.graph(graph, function() out = draws() end)
+    for _, case in ipairs({{5, e5}, {9, e9}}) do
+      ember.manual_seed(case[1])     -- the replay reads the seed, too, from the graph's device state
+      graph:replay()
+      for i = 1, #out do same(out[i], case[2][i], "seed " .. case[1] .. ", draw " .. i) end
+    end
+  end)
+
+  it("attention dropout: a captured forward and backward replay the eager masks", function()
+    ember.manual_seed(2)
+    local q = ember.randn(2, 3, 17, 16, {device = DEV}):requires_grad_()
+    local k = ember.randn(2, 3, 19, 16, {device = DEV}):requires_grad_()
+    local v = ember.randn(2, 3, 19, 16, {device = DEV}):requires_grad_()
+    local go = ember.randn(2, 3, 17, 16, {device = DEV})
+    local function step()
+      q.grad, k.grad, v.grad = nil, nil, nil
+      local out = ember.scaled_dot_product_attention(q, k, v, {dropout_p = 0.3, is_causal = true})
+      out:backward(go)
+      return out
+    end
+    ember.manual_seed(21)
+    local eager = {}
+    for i = 1, 2 do
+      local o = step()
+      eager[i] = {o:detach():clone(), q.grad:clone(), k.grad:clone(), v.grad:clone()}
+    end
+    step()   -- warm-up
+    ember.manual_seed(21)
+    local graph, out = ember.cuda.CUDAGraph(), nil
+    ember.cuda.graph(graph, function() out = step() end)
+    for i = 1, 2 do
+      graph:replay()
+      local got = {out:detach(), q.grad, k.grad, v.grad}
+      for j, name in ipairs({"out", "dq", "dk", "dv"}) do
+        local d = maxdiff(got[j], eager[i][j])
+        assert(d <= 1e-5, ("replay %d: %s differs by %g"):format(i, name, d))
+      end
+    end
+  end)
+
+  it("the backward of a captured attention dropout must be captured with it", function()
+    local q = ember.randn(1, 4, 8, {device = DEV}):requires_grad_()
+    local graph, out = ember.cuda.CUDAGraph(), nil
+    ember.cuda.graph(graph, function() out = ember.scaled_dot_product_attention(q, q, q, {dropout_p = 0.5}) end)
+    graph:replay()
+    has(err(function() out:sum():backward() end), "run the backward in the same capture")
+  end)
+
+  it("a training step with Dropout: replays give the parameters of the eager steps", function()
+    local make = function(p) return optim.SGD(p, {lr = 0.05, momentum = 0.9}) end
+    local eager_model, batches, eager_step = setup(make, 0.25)
+    for i = 1, #batches do eager_step(batches[i][1], batches[i][2]) end
+    local model, batches2, step = setup(make, 0.25)
+    graphed_steps(step, batches2, 2, function() end)
+    close_parameters(eager_model, model, 1e-6)
+  end)
+end)
+
+describe("capturable AdamW with a tensor lr", function()
+  local LRS = {1e-2, 5e-3, 8e-3, 2e-3, 1e-3, 4e-3, 6e-3, 3e-3}
+
+  it("an lr filled between replays follows the eager steps with a number lr", function()
+    local eager_model, batches, eager_step, eager_opt =
+      setup(function(p) return optim.AdamW(p, {lr = LRS[1], capturable = true}) end)
+    for i = 1, #batches do
+      eager_opt.param_groups[1].lr = LRS[i]
+      eager_step(batches[i][1], batches[i][2])
+    end
+    local lr = ember.full({}, LRS[1], {device = DEV})
+    local model, batches2, step = setup(function(p) return optim.AdamW(p, {lr = lr, capturable = true}) end)
+    graphed_steps(step, batches2, 2, function(i) lr:fill_(LRS[i]) end)   -- a kernel queued before the replay
+    close_parameters(eager_model, model, 1e-5)
+  end)
+
+  it("an lr on another device than the parameters is an error", function()
+    local w = ember.randn(3, {device = DEV}):requires_grad_()
+    has(err(function() local o = optim.AdamW({w}, {lr = ember.tensor(0.1), capturable = true}); return o end),
+        "a tensor lr must be on the parameters' device")
+  end)
+end)
+
+describe("scripts/char_gpt.lua --cuda-graph", function()
+  it("prints the losses of the eager run (with dropout)", function()
+    local root = debug.getinfo(1, "S").source:match("^@(.*/)tests/gpu/") or "./"
+    local exe = os.getenv("EMBER") or (root .. "build/ember")
+    local text = os.tmpname()
+    local f = assert(io.open(text, "w"))
+    for i = 1, 800 do f:write("the quick brown fox ", i, " jumps over the lazy dog.\n") end
+    f:close()
+    local function losses(extra)
+      local ckpt = os.tmpname()
+      local cmd = ("%q %q %q --layers 1 --heads 2 --d-model 32 --context 16 --batch 16 --warmup 3 --steps 12 "
+                   .. "--log-every 1 --eval-every 100 --dropout 0.1 --device %s --out %q %s 2>&1")
+                  :format(exe, root .. "scripts/char_gpt.lua", text, DEV, ckpt, extra)
+      local pipe = assert(io.popen(cmd))
+      local out = pipe:read("a")
+      pipe:close()
+      os.remove(ckpt)
+      local t = {}
+      for v in out:gmatch("\nstep +%d+/12  loss ([%d.]+)") do t[#t + 1] = tonumber(v) end
+      assert(#t == 12, "expected 12 loss lines from: " .. cmd .. "\n" .. out)
+      return t
+    end
+    local eager, graphed = losses(""), losses("--cuda-graph")
+    os.remove(text)
+    for i = 1, 12 do
+      assert(math.abs(eager[i] - graphed[i]) <= 2e-3, ("step %d: eager %g, graph %g"):format(i, eager[i], graphed[i]))
+    end
   end)
 end)

@@ -2,7 +2,8 @@
 -- point (CUDAGraph, graph, graph_pool_handle, is_current_stream_capturing)
 -- raises a clear "no CUDA device" error and the session goes on; argument
 -- checks; Adam/AdamW's capturable = true (the step count on the device)
--- follows the fused step. Capture and replay themselves: tests/gpu/cuda_graph_spec.lua.
+-- follows the fused step, and takes a 0-d tensor lr (checked). Capture and
+-- replay themselves: tests/gpu/cuda_graph_spec.lua.
 local ember = require "ember"
 local h = require "helpers"
 local err = h.err
@@ -86,6 +87,61 @@ describe("Adam/AdamW capturable = true", function()
     b.grad = ember.ones_like(b)
     opt2:step()
     assert.are.equal(4, opt2.state[w].step:item())
+  end)
+
+  it("a 0-d tensor lr filled before each step follows a number lr set on the group", function()
+    local lrs = {0.05, 0.02, 0.08, 0.01, 0.03}
+    local function run(dtype, tensor_lr)
+      ember.manual_seed(3)
+      local w = ember.randn(4, 3, {dtype = dtype}):requires_grad_()
+      local x = ember.randn(5, 4, {dtype = dtype})
+      local lr = tensor_lr and ember.full({}, lrs[1], {dtype = tensor_lr}) or lrs[1]
+      local opt = ember.optim.AdamW({w}, {lr = lr, capturable = true, weight_decay = 0.1})
+      for s = 1, #lrs do
+        if tensor_lr then lr:fill_(lrs[s]) else opt.param_groups[1].lr = lrs[s] end
+        opt:zero_grad()
+        local loss = (x:matmul(w):tanh() ^ 2):sum()
+        loss:backward()
+        opt:step()
+      end
+      if tensor_lr then assert.is_true(rawequal(opt.param_groups[1].lr, lr)) end   -- the tensor itself
+      return w
+    end
+    local want = run("float64", nil)
+    h.close_tensors("float64 lr", run("float64", "float64"), want, 1e-12)
+    -- a float32 lr is rounded once: float tolerance
+    h.close_tensors("float32 lr", run("float32", "float32"), want:float(), 1e-5)
+    h.close_tensors("float32 lr, float64 parameters", run("float64", "float32"), want, 1e-6)
+  end)
+
+  it("checks a tensor lr", function()
+    local p = ember.zeros(2):requires_grad_()
+    for _, name in ipairs({"Adam", "AdamW"}) do
+      h.has(err(function() local o = ember.optim[name]({p}, {lr = ember.tensor(0.1)}); return o end),
+            name .. " (group 1): lr as a tensor needs capturable = true")
+    end
+    h.has(err(function() local o = ember.optim.AdamW({p}, {lr = ember.tensor({0.1}), capturable = true}); return o end),
+          "lr as a tensor must be 0-d (one value), got shape [1]")
+    h.has(err(function()
+      local o = ember.optim.AdamW({p}, {lr = ember.tensor(1, {dtype = "int64"}), capturable = true}); return o
+    end), "lr as a tensor must be float32 or float64, got int64")
+    h.has(err(function() local o = ember.optim.SGD({p}, {lr = ember.tensor(0.1)}); return o end),
+          "SGD (group 1): lr must be a number, got a tensor")
+    -- set on a group later: checked at the step, at the caller's line
+    local opt = ember.optim.AdamW({p}, {lr = 0.1})
+    opt.param_groups[1].lr = ember.tensor(0.1)
+    p.grad = ember.ones(2)
+    local ok, msg = pcall(function() opt:step() end)
+    assert.is_false(ok)
+    h.has(msg, "cuda_graph_spec.lua:")
+    h.has(msg, "needs capturable = true")
+  end)
+
+  it("state_dict_flat saves a tensor lr as its number", function()
+    local p = ember.zeros(2):requires_grad_()
+    local opt = ember.optim.AdamW({p}, {lr = ember.tensor(0.25, {dtype = "float64"}), capturable = true})
+    local _, meta = opt:state_dict_flat()
+    assert.are.equal("0.25", meta["param_groups.1.lr"])
   end)
 
   it("checks the option", function()

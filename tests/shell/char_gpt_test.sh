@@ -134,8 +134,10 @@ bad "--resume without a checkpoint names it" "no checkpoint .*nothing.st" "$text
 bad "--resume into another model size fails clearly" "--resume: load_checkpoint: .*a.st" "$text" "${TINY[@]}" \
     --d-model 48 --resume --out "$tmp/a.st"
 bad "--sample without a checkpoint names it" "no checkpoint .*nothing.st" --sample 5 --out "$tmp/nothing.st"
+bad "--cuda-graph on the CPU" "--cuda-graph needs --device cuda" "$text" --steps 2 --cuda-graph
 if ! "$EMBER" -e 'os.exit(ember.cuda.is_available() and 0 or 1)' >/dev/null 2>&1; then
     bad "--device cuda without CUDA" "--device cuda: " "$text" --steps 2 --device cuda
+    bad "--cuda-graph without CUDA" "--device cuda: " "$text" --steps 2 --device cuda --cuda-graph
 fi
 
 echo "1..$n"

@@ -242,13 +242,17 @@ ember.cuda.graph(g, fn) wraps begin/end around fn. A capture records without run
     indexing, index checks and linalg's status raise "<op>: cannot ... while a CUDA
     graph is being captured", and the capture is ended and discarded (the session goes
     on);
-  - random ops (rand, randn, dropout, attention dropout) are refused during a capture:
-    the generator's offset is a host number, so every replay would draw the same numbers;
+  - random ops (rand, randn, dropout, attention dropout) draw new numbers at every replay,
+    as PyTorch's: a captured random kernel reads the generator's seed and offset from
+    device memory that each replay sets first, and a replay advances the generator as
+    the eager step would, so replays draw what the same eager steps would have drawn
+    (a backward of an attention whose dropout was captured must be captured with it);
   - allocations come from the graph's private pool: the addresses stay valid for replays;
     tensors made during the capture (gradients, the loss) are overwritten by each replay;
-  - host numbers are baked in: the learning rate (recapture after changing it), and the
-    optimizers' step counts: Adam/AdamW need capturable = true (the count on the device);
-    SGD with momentum refuses to capture its first step.
+  - host numbers are baked in: the learning rate (recapture after changing it, or give
+    Adam/AdamW with capturable = true a 0-d tensor lr on the device and lr:fill_(v) it
+    before a replay), and the optimizers' step counts: Adam/AdamW need capturable = true
+    (the count on the device); SGD with momentum refuses to capture its first step.
 Warm-up: run the step eagerly a few times before capturing (1 is enough for ember, 3 is
 safe): it creates the optimizer's state and the cuBLAS/cuDNN handles and plans, which a
 capture must not create. ember has one stream per device, so no side stream is needed
@@ -318,8 +322,10 @@ end]=],
     sig = "g:replay()",
     doc = [=[
 Queues the recorded work on the device's stream with one launch (asynchronous, like any
-GPU op: reading a result waits for it). Errors: nothing captured, or called while a
-capture is under way on the device.]=],
+GPU op: reading a result waits for it). A graph that draws random numbers first sets
+its kernels' seed and offset to the generator's state, and the replay advances the
+generator by what it draws. Errors: nothing captured, or called while a capture is
+under way on the device.]=],
     example = [=[
 if ember.cuda.is_available() then
   local g, x = ember.cuda.CUDAGraph(), ember.zeros(3, {device = "cuda"})

@@ -79,14 +79,20 @@ print(w)   -- [0.8, -1.6]]=],
     name = "ember.optim.Adam",
     sig = "optim.Adam(params [, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8,\n"
        .. "                     weight_decay = 0, amsgrad = false, maximize = false,\n"
-       .. "                     foreach = nil, fused = nil}]) -> optimizer",
+       .. "                     foreach = nil, fused = nil, capturable = false}]) -> optimizer",
     doc = [=[
 Adam with bias correction. weight_decay is the L2 form (added to the gradient); for
 decoupled weight decay use AdamW. betas is a list of two numbers in [0, 1).
 foreach and fused as for SGD: by default a group is one multi-tensor step per device and
 dtype (as PyTorch's fused Adam: exp_avg and exp_avg_sq in the parameter's dtype, float16
 and bfloat16 computing in float32); foreach = false steps each parameter alone, with the
-same results. amsgrad = true always steps per parameter (composed tensor ops).]=],
+same results. amsgrad = true always steps per parameter (composed tensor ops).
+capturable = true (for CUDA graphs, see ember.cuda.CUDAGraph) keeps the step count in a
+0-d tensor on the parameter's device and steps per parameter with tensor ops; lr may
+then be a 0-d float32/float64 tensor on the parameters' device (as PyTorch's), which a
+captured step reads at each replay: change it with g.lr:fill_(v), not by assigning.
+state_dict_flat saves a tensor lr as its number. A tensor lr without capturable, of
+another shape, dtype or device is an error.]=],
     example = [=[
 local optim = ember.optim
 local w = ember.tensor({1.0, -2.0}, {requires_grad = true})
@@ -100,12 +106,12 @@ print(w, opt.state[w].step)   -- each element moved by lr: [0.9, -1.9]  1]=],
     name = "ember.optim.AdamW",
     sig = "optim.AdamW(params [, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8,\n"
        .. "                      weight_decay = 1e-2, amsgrad = false, maximize = false,\n"
-       .. "                      foreach = nil, fused = nil}]) -> optimizer",
+       .. "                      foreach = nil, fused = nil, capturable = false}]) -> optimizer",
     doc = [=[
 Adam with decoupled weight decay: each step first shrinks p by p *= 1 - lr * weight_decay,
 then applies the Adam update. Note the default weight_decay of 1e-2. To exempt biases
-and norms, give two parameter groups. foreach and fused as for Adam (by default one
-multi-tensor step per device and dtype).]=],
+and norms, give two parameter groups. foreach, fused and capturable (a tensor lr) as for
+Adam (by default one multi-tensor step per device and dtype).]=],
     example = [=[
 local nn, optim = ember.nn, ember.optim
 local model = nn.Linear(4, 2)
