@@ -60,6 +60,7 @@ static const char *const convt_names[] = {"bias", "stride", "padding", "output_p
 
 static int conv(lua_State *L, int ns, bool transposed)
 {
+    emlua_autocast(L, EMLUA_AC_LOWER, 1, 0);
     char op[32];
     snprintf(op, sizeof op, "%s%dd", transposed ? "conv_transpose" : "conv", ns);
     em_tensor *x = emlua_check(L, 1, op), *w = emlua_check(L, 2, op);
@@ -91,36 +92,12 @@ static int conv(lua_State *L, int ns, bool transposed)
     return emlua_push(L, em_conv(x, w, bias, &c));
 }
 
-static int l_conv1d(lua_State *L)
-{
-    emlua_autocast(L, EMLUA_AC_LOWER, 1, 0);
-    return conv(L, 1, false);
-}
-static int l_conv2d(lua_State *L)
-{
-    emlua_autocast(L, EMLUA_AC_LOWER, 1, 0);
-    return conv(L, 2, false);
-}
-static int l_conv3d(lua_State *L)
-{
-    emlua_autocast(L, EMLUA_AC_LOWER, 1, 0);
-    return conv(L, 3, false);
-}
-static int l_conv_transpose1d(lua_State *L)
-{
-    emlua_autocast(L, EMLUA_AC_LOWER, 1, 0);
-    return conv(L, 1, true);
-}
-static int l_conv_transpose2d(lua_State *L)
-{
-    emlua_autocast(L, EMLUA_AC_LOWER, 1, 0);
-    return conv(L, 2, true);
-}
-static int l_conv_transpose3d(lua_State *L)
-{
-    emlua_autocast(L, EMLUA_AC_LOWER, 1, 0);
-    return conv(L, 3, true);
-}
+static int l_conv1d(lua_State *L) { return conv(L, 1, false); }
+static int l_conv2d(lua_State *L) { return conv(L, 2, false); }
+static int l_conv3d(lua_State *L) { return conv(L, 3, false); }
+static int l_conv_transpose1d(lua_State *L) { return conv(L, 1, true); }
+static int l_conv_transpose2d(lua_State *L) { return conv(L, 2, true); }
+static int l_conv_transpose3d(lua_State *L) { return conv(L, 3, true); }
 
 /* ---- pooling ----------------------------------------------------------------------- */
 

@@ -144,12 +144,13 @@ void emlua_open_autocast(lua_State *L);     /* autocast.c: ember.autocast's C ha
 
 /* Autocast at an op's entry (lua/autocast.c): while ember.autocast is active,
  * the tensors at stack positions first..last (last <= 0: the top), and those
- * in lists there, are replaced by their casts under the op's policy. */
-typedef enum emlua_ac_policy { EMLUA_AC_LOWER, EMLUA_AC_FP32, EMLUA_AC_PROMOTE } emlua_ac_policy;
+ * in lists there, are replaced by their casts under the op's policy
+ * (EMLUA_AC_NONE: an op without one, for helpers shared by several ops). */
+typedef enum emlua_ac_policy { EMLUA_AC_LOWER, EMLUA_AC_FP32, EMLUA_AC_PROMOTE, EMLUA_AC_NONE } emlua_ac_policy;
 void emlua_autocast_args(lua_State *L, emlua_ac_policy pol, int first, int last);
 static inline void emlua_autocast(lua_State *L, emlua_ac_policy pol, int first, int last)
 {
-    if (em_autocast_active()) emlua_autocast_args(L, pol, first, last);
+    if (pol != EMLUA_AC_NONE && em_autocast_active()) emlua_autocast_args(L, pol, first, last);
 }
 
 /* format.c: tostring(t) as PyTorch prints it */
