@@ -390,7 +390,7 @@ static int run_groups(multi_call *c, int64_t n, em_tensor *a, em_tensor *b, cons
         em_device dev = em_dev(c->lists[0][idx[0]]);
         em_tensor *ga = a && !em_device_eq(em_dev(a), dev) ? em_to_device(a, dev) : (a ? em_retain(a) : NULL);
         em_tensor *gb = b && !em_device_eq(em_dev(b), dev) ? em_to_device(b, dev) : (b ? em_retain(b) : NULL);
-        memcpy(hh, h, sizeof *h * (size_t)nh);
+        if (nh > 0) memcpy(hh, h, sizeof *h * (size_t)nh);     /* h is NULL when nh is 0 */
         if (hook) hook(c, idx[0], hh);
         int r = (a && !ga) || (b && !gb) ? -1 : run_group(c, idx, m, ga, gb, hh, nh);
         em_release(ga);
