@@ -16,26 +16,24 @@ local H = require "helpers"
 local LOW = {"bfloat16", "float16"}
 local BITS = {bfloat16 = 8, float16 = 11}   -- significant bits
 
--- x rounded to the dtype's significand, to nearest, ties to even (normal range)
-local function round_to(x, dt)
-  if x == 0 or x ~= x then return x end
-  local a = math.abs(x)
-  local e = math.floor(math.log(a, 2))
-  if 2.0 ^ e > a then e = e - 1 elseif 2.0 ^ (e + 1) <= a then e = e + 1 end
-  local ulp = 2.0 ^ (e - BITS[dt] + 1)
-  local q = a / ulp
-  local f = math.floor(q)
-  local r = q - f
-  if r > 0.5 or (r == 0.5 and f % 2 == 1) then f = f + 1 end
-  return (x < 0 and -1 or 1) * f * ulp
-end
-
+-- the spacing of the dtype's values at x (normal range)
 local function ulp_of(x, dt)
   local a = math.abs(x)
   if a == 0 then return 0 end
   local e = math.floor(math.log(a, 2))
   if 2.0 ^ e > a then e = e - 1 elseif 2.0 ^ (e + 1) <= a then e = e + 1 end
   return 2.0 ^ (e - BITS[dt] + 1)
+end
+
+-- x rounded to the dtype's significand, to nearest, ties to even (normal range)
+local function round_to(x, dt)
+  if x == 0 or x ~= x then return x end
+  local ulp = ulp_of(x, dt)
+  local q = math.abs(x) / ulp
+  local f = math.floor(q)
+  local r = q - f
+  if r > 0.5 or (r == 0.5 and f % 2 == 1) then f = f + 1 end
+  return (x < 0 and -1 or 1) * f * ulp
 end
 
 -- n pseudo-random integers in [-r, r] (a fixed LCG: the same values every run)
