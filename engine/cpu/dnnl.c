@@ -1,7 +1,9 @@
 /* dnnl.c — float32 convolution through oneDNN (Debian's libdnnl 2.x, C API),
  * opened with dlopen on the first convolution: a session that never
  * convolves does not load it, and a machine without it takes conv.c's
- * reference path silently. EMBER_DNNL=0 forces the reference path.
+ * reference path silently. EMBER_DNNL=0 forces the reference path. The
+ * loading, the streams and the steps below serve dnnl_matmul.c's bfloat16
+ * GEMM too (dnnl_shared.h).
  *
  * Threads. Debian's oneDNN runs its loops on OpenMP (libgomp), whose teams
  * end at barriers where threads spin; pool.c's header says why ember keeps
@@ -81,7 +83,6 @@
 #define MAX_BLOAT 1.5
 
 /* ---- loading ----------------------------------------------------------------------- */
-
 
 static const struct {
     const char *name;
@@ -170,8 +171,6 @@ const dnnl_api *cpu_dnnl_open(dnnl_engine_t *eng)
     return &D;
 }
 
-int cpu_dnnl_level(void) { return wanted() ? enabled : 0; }
-
 /* The calling thread's stream, and its OpenMP count set to 1 (see above). */
 static _Thread_local dnnl_stream_t thread_stream;
 
@@ -186,7 +185,6 @@ dnnl_stream_t cpu_dnnl_stream(void)
 }
 
 /* ---- primitives ----------------------------------------------------------------------- */
-
 
 typedef struct conv_key {
     int op, nsp, nthr;

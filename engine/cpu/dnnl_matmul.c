@@ -7,7 +7,9 @@
  * best of 5: sgemm float32 9.9 ms, oneDNN bfloat16 4.9 ms (b transposed or
  * not), so bfloat16 runs here and not through float32 copies. Without a
  * fast kernel (oneDNN picks its "ref" implementation, e.g. on a CPU without
- * bfloat16 instructions) the call is declined and gemm.c widens to float32.
+ * bfloat16 instructions), without libdnnl, or with EMBER_DNNL=0, the call is
+ * declined and gemm.c widens to float32. oneDNN 2.6 has no float16 matmul
+ * on this CPU (no AVX512-FP16): float16 always widens.
  *
  * Threads as in dnnl.c: single-threaded primitives run on ember's pool,
  * each task a sub-batch, or for a small batch a block of rows (columns) of

@@ -52,8 +52,6 @@ typedef struct step {
 /* oneDNN's entry points and its engine (*eng), loading it on first use;
  * NULL when it is missing or disabled (EMBER_DNNL=0, cpu_dnnl_enable(0)). */
 const dnnl_api *cpu_dnnl_open(dnnl_engine_t *eng);
-/* cpu_dnnl_enable's level: 0 off, 1 for problems big enough, 2 for all */
-int cpu_dnnl_level(void);
 /* The calling thread's stream, its OpenMP thread count set to 1 (dnnl.c's
  * header says why); NULL on failure. */
 dnnl_stream_t cpu_dnnl_stream(void);

@@ -280,23 +280,22 @@ static int gemm_widened(em_tensor *out, const em_tensor *a, const em_tensor *b, 
     return rc;
 }
 
-static int check_shapes(const char *op, const em_tensor *out, const em_tensor *a, const em_tensor *b)
+static int check_shapes(const em_tensor *out, const em_tensor *a, const em_tensor *b)
 {
     if (out->ndim != 3 || a->ndim != 3 || b->ndim != 3)
-        return em_set_error("%s: expected 3-D tensors, got out %s, a %s, b %s", op, SHAPE(out), SHAPE(a),
-                            SHAPE(b));
+        return em_set_error("gemm: expected 3-D tensors, got out %s, a %s, b %s", SHAPE(out), SHAPE(a), SHAPE(b));
     int64_t B = out->sizes[0], M = out->sizes[1], N = out->sizes[2], K = a->sizes[2];
     if (a->sizes[0] != B || b->sizes[0] != B || a->sizes[1] != M || b->sizes[1] != K || b->sizes[2] != N)
-        return em_set_error("%s: shapes do not agree: %s @ %s -> %s", op, SHAPE(a), SHAPE(b), SHAPE(out));
+        return em_set_error("gemm: shapes do not agree: %s @ %s -> %s", SHAPE(a), SHAPE(b), SHAPE(out));
     if (M > INT_MAX || N > INT_MAX || K > INT_MAX)
-        return em_set_error("%s: %s @ %s: matrix dimensions above %d are not supported by BLAS",
-                            op, SHAPE(a), SHAPE(b), INT_MAX);
+        return em_set_error("gemm: %s @ %s: matrix dimensions above %d are not supported by BLAS",
+                            SHAPE(a), SHAPE(b), INT_MAX);
     return 0;
 }
 
 int cpu_gemm(em_tensor *out, const em_tensor *a, const em_tensor *b, double alpha, double beta)
 {
-    if (check_shapes("gemm", out, a, b)) return -1;
+    if (check_shapes(out, a, b)) return -1;
     if (!em_dtype_is_float(out->dtype) || a->dtype != out->dtype || b->dtype != out->dtype)
         return em_set_error("gemm: expected floating point tensors of one dtype, got %s, %s -> %s",
                             em_dtype_name(a->dtype), em_dtype_name(b->dtype), em_dtype_name(out->dtype));
@@ -307,7 +306,7 @@ int cpu_gemm(em_tensor *out, const em_tensor *a, const em_tensor *b, double alph
 
 int cpu_gemm_acc32(em_tensor *acc, const em_tensor *a, const em_tensor *b)
 {
-    if (check_shapes("gemm", acc, a, b)) return -1;
+    if (check_shapes(acc, a, b)) return -1;
     if (acc->dtype != EM_FLOAT32 || !cpu_is_lowp(a) || b->dtype != a->dtype)
         return em_set_error("gemm: expected float16 or bfloat16 operands of one dtype into float32, got %s, %s -> %s",
                             em_dtype_name(a->dtype), em_dtype_name(b->dtype), em_dtype_name(acc->dtype));
