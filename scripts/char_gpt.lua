@@ -53,6 +53,8 @@ training:
   --clip X           gradient-norm clipping (default 1.0; 0 turns it off)
   --seed N           seed for initialisation and batches (default 1)
   --device D         cpu or cuda (default cpu)
+  --amp DTYPE        the forward and loss under ember.autocast in bfloat16 or float16
+                     (float16: with a GradScaler)
   --log-every N      a loss line every N steps, with ms/step and tokens/s (default 10)
   --eval-every N     validation loss every N steps (default 200)
   --eval-batches N   validation windows: N batches of --batch (default 8)
@@ -87,7 +89,7 @@ local OPTIONS = {
   steps = "int", batch = "int", lr = "num", min_lr = "num", warmup = "int", weight_decay = "num",
   clip = "num", seed = "int", device = "str", log_every = "int", eval_every = "int", eval_batches = "int",
   out = "str", save_every = "int", resume = "flag", stop_after = "int", plot = "flag", plot_file = "str",
-  bench = "flag", sample = "int", temperature = "num", top_k = "int", prompt = "str",
+  bench = "flag", sample = "int", temperature = "num", top_k = "int", prompt = "str", amp = "str",
   cuda_graph = "flag",
 }
 local ZERO_OK = {warmup = true, top_k = true, seed = true}
@@ -148,8 +150,15 @@ local function parse_args(argv)
   if o.device ~= "cpu" and o.device ~= "cuda" and not o.device:match("^cuda:%d+$") then
     fail("--device must be cpu or cuda, got ", o.device)
   end
+  if o.amp and o.amp ~= "bfloat16" and o.amp ~= "float16" then
+    fail("--amp must be bfloat16 or float16, got ", o.amp)
+  end
   if o.sample == nil and o.text == nil then fail("a TEXT_FILE to train on is needed (or --sample N)\n", USAGE) end
   if o.cuda_graph and not o.device:match("^cuda") then fail("--cuda-graph needs --device cuda") end
+  if o.cuda_graph and o.amp == "float16" then
+    fail("--cuda-graph cannot be combined with --amp float16: the GradScaler's step reads its inf/NaN check ",
+         "back to the host, which a captured step cannot (use --amp bfloat16)")
+  end
   o.given = given
   return o
 end
@@ -459,12 +468,21 @@ local function train(o)
 
   -- one optimizer step (s: 1-based) on a random batch; returns the loss
   local params = model:parameters()
+  local device_type = o.device:match("^%a+")
+  -- float16 needs its loss scaled (its range is narrow); bfloat16 does not
+  local scaler = o.amp == "float16" and ember.amp.GradScaler(device_type) or nil
+  -- the forward and the loss, under autocast with --amp
+  local function forward_loss(x, y)
+    if not o.amp then return loss_of(model, x, y) end
+    local _ <close> = ember.autocast(device_type, {dtype = o.amp})
+    return loss_of(model, x, y)
+  end
   local graphed    -- --cuda-graph: the step of scripts/cuda_graph_step.lua, replayed on static x, y
   if o.cuda_graph then
     local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
     graphed = dofile(here .. "cuda_graph_step.lua").new(function(x, y)
       opt:zero_grad()
-      local loss = loss_of(model, x, y)
+      local loss = forward_loss(x, y)
       loss:backward()
       if o.clip > 0 then optim.clip_grad_norm_(params, o.clip) end   -- fused: no host read
       opt:step()
@@ -484,11 +502,21 @@ local function train(o)
     end
     for _, g in ipairs(opt.param_groups) do g.lr = lr_at(o, s) end
     local x, y = random_batch(train_data, o.batch, o.context)
-    local loss = loss_of(model, x:to(o.device), y:to(o.device))
+    local loss = forward_loss(x:to(o.device), y:to(o.device))
     opt:zero_grad()
-    loss:backward()
+    if scaler then
+      scaler:scale(loss):backward()
+      scaler:unscale_(opt)   -- clipping sees the true gradients
+    else
+      loss:backward()
+    end
     if o.clip > 0 then optim.clip_grad_norm_(params, o.clip) end
-    opt:step()
+    if scaler then
+      scaler:step(opt)
+      scaler:update()
+    else
+      opt:step()
+    end
     return loss
   end
 

@@ -45,4 +45,6 @@ const em_backend em_cpu_backend = {
     .attention_backward = cpu_attention_backward,
     .linalg = cpu_linalg,
     .linear = cpu_linear,
+    /* bfloat16 through oneDNN, float16 widened inside gemm.c (one rounding) */
+    .gemm_half = true,
 };

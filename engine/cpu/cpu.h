@@ -125,6 +125,9 @@ int cpu_sort(em_tensor *values, em_tensor *indices, const em_tensor *in,
              int dim, bool descending, bool stable);                     /* sort.c */
 int cpu_gemm(em_tensor *out, const em_tensor *a, const em_tensor *b,
              double alpha, double beta);                                 /* gemm.c */
+/* acc (float32) = a @ b for float16/bfloat16 a, b (3-D as cpu_gemm's):
+ * float32 sums, not rounded to the half dtype (linear.c's epilogues). */
+int cpu_gemm_acc32(em_tensor *acc, const em_tensor *a, const em_tensor *b);
 int cpu_optim(em_optim_op op, em_tensor *p, const em_tensor *g, em_tensor *s1,
               em_tensor *s2, const double *h, int nh);                   /* optim.c */
 int cpu_optim_multi(em_multi_op op, const em_tensor_lists *l, em_tensor *a, em_tensor *b,

@@ -1,7 +1,9 @@
 /* dnnl.c — float32 convolution through oneDNN (Debian's libdnnl 2.x, C API),
  * opened with dlopen on the first convolution: a session that never
  * convolves does not load it, and a machine without it takes conv.c's
- * reference path silently. EMBER_DNNL=0 forces the reference path.
+ * reference path silently. EMBER_DNNL=0 forces the reference path. The
+ * loading, the streams and the steps below serve dnnl_matmul.c's bfloat16
+ * GEMM too (dnnl_shared.h).
  *
  * Threads. Debian's oneDNN runs its loops on OpenMP (libgomp), whose teams
  * end at barriers where threads spin; pool.c's header says why ember keeps
@@ -67,10 +69,9 @@
  * sub-batch size and geometry: creating one costs far more than running a
  * small one. Their scratchpads are ours to give (scratchpad_mode_user), so
  * several threads can run one primitive at once. */
-#include "dnnl.h"
+#include "dnnl_shared.h"
 
 #include <dlfcn.h>
-#include <oneapi/dnnl/dnnl.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -82,31 +83,6 @@
 #define MAX_BLOAT 1.5
 
 /* ---- loading ----------------------------------------------------------------------- */
-
-typedef struct dnnl_api {
-    __typeof__(dnnl_engine_create) *engine_create;
-    __typeof__(dnnl_stream_create) *stream_create;
-    __typeof__(dnnl_stream_wait) *stream_wait;
-    __typeof__(dnnl_memory_desc_init_by_tag) *memory_desc_init_by_tag;
-    __typeof__(dnnl_memory_desc_get_size) *memory_desc_get_size;
-    __typeof__(dnnl_memory_desc_equal) *memory_desc_equal;
-    __typeof__(dnnl_memory_create) *memory_create;
-    __typeof__(dnnl_memory_destroy) *memory_destroy;
-    __typeof__(dnnl_dilated_convolution_forward_desc_init) *conv_forward_desc_init;
-    __typeof__(dnnl_dilated_convolution_backward_data_desc_init) *conv_backward_data_desc_init;
-    __typeof__(dnnl_dilated_convolution_backward_weights_desc_init) *conv_backward_weights_desc_init;
-    __typeof__(dnnl_reorder_primitive_desc_create) *reorder_primitive_desc_create;
-    __typeof__(dnnl_primitive_attr_create) *primitive_attr_create;
-    __typeof__(dnnl_primitive_attr_destroy) *primitive_attr_destroy;
-    __typeof__(dnnl_primitive_attr_set_scratchpad_mode) *primitive_attr_set_scratchpad_mode;
-    __typeof__(dnnl_primitive_desc_create) *primitive_desc_create;
-    __typeof__(dnnl_primitive_desc_destroy) *primitive_desc_destroy;
-    __typeof__(dnnl_primitive_desc_query_md) *primitive_desc_query_md;
-    __typeof__(dnnl_primitive_create) *primitive_create;
-    __typeof__(dnnl_primitive_destroy) *primitive_destroy;
-    __typeof__(dnnl_primitive_execute) *primitive_execute;
-    void (*omp_set_num_threads)(int);       /* libgomp's, found through libdnnl's dependencies */
-} dnnl_api;
 
 static const struct {
     const char *name;
@@ -133,6 +109,14 @@ static const struct {
     {"dnnl_primitive_create", offsetof(dnnl_api, primitive_create)},
     {"dnnl_primitive_destroy", offsetof(dnnl_api, primitive_destroy)},
     {"dnnl_primitive_execute", offsetof(dnnl_api, primitive_execute)},
+    {"dnnl_memory_desc_init_by_strides", offsetof(dnnl_api, memory_desc_init_by_strides)},
+    {"dnnl_matmul_desc_init", offsetof(dnnl_api, matmul_desc_init)},
+    {"dnnl_primitive_attr_set_output_scales", offsetof(dnnl_api, primitive_attr_set_output_scales)},
+    {"dnnl_primitive_attr_set_post_ops", offsetof(dnnl_api, primitive_attr_set_post_ops)},
+    {"dnnl_post_ops_create", offsetof(dnnl_api, post_ops_create)},
+    {"dnnl_post_ops_destroy", offsetof(dnnl_api, post_ops_destroy)},
+    {"dnnl_post_ops_append_sum", offsetof(dnnl_api, post_ops_append_sum)},
+    {"dnnl_primitive_desc_query", offsetof(dnnl_api, primitive_desc_query)},
     {"omp_set_num_threads", offsetof(dnnl_api, omp_set_num_threads)},
 };
 
@@ -180,10 +164,17 @@ static bool wanted(void)
     return enabled > 0;
 }
 
+const dnnl_api *cpu_dnnl_open(dnnl_engine_t *eng)
+{
+    if (!wanted() || !load()) return NULL;
+    *eng = engine;
+    return &D;
+}
+
 /* The calling thread's stream, and its OpenMP count set to 1 (see above). */
 static _Thread_local dnnl_stream_t thread_stream;
 
-static dnnl_stream_t stream_here(void)
+dnnl_stream_t cpu_dnnl_stream(void)
 {
     if (!thread_stream) {
         D.omp_set_num_threads(1);
@@ -194,13 +185,6 @@ static dnnl_stream_t stream_here(void)
 }
 
 /* ---- primitives ----------------------------------------------------------------------- */
-
-/* A primitive and the scratchpad it needs. */
-typedef struct step {
-    dnnl_primitive_t prim;
-    dnnl_memory_desc_t scratch_md;
-    size_t scratch;
-} step;
 
 typedef struct conv_key {
     int op, nsp, nthr;
@@ -223,7 +207,7 @@ typedef struct conv_prim {
 static conv_prim cache[CACHE_SIZE];
 static uint64_t cache_clock;
 
-static void destroy_step(step *s)
+void cpu_dnnl_destroy_step(step *s)
 {
     if (s->prim) D.primitive_destroy(s->prim);
     s->prim = NULL;
@@ -231,8 +215,8 @@ static void destroy_step(step *s)
 
 static void destroy_prim(conv_prim *P)
 {
-    destroy_step(&P->conv);
-    for (int i = 0; i < 3; i++) destroy_step(&P->reorder[i]);
+    cpu_dnnl_destroy_step(&P->conv);
+    for (int i = 0; i < 3; i++) cpu_dnnl_destroy_step(&P->reorder[i]);
     P->used = 0;
 }
 
@@ -243,7 +227,7 @@ static dnnl_format_tag_t plain_tag(int ndims)
 }
 
 /* Makes s from a primitive descriptor (which it destroys). */
-static int make_step(step *s, dnnl_primitive_desc_t pd)
+int cpu_dnnl_make_step(step *s, dnnl_primitive_desc_t pd)
 {
     const dnnl_memory_desc_t *sp = D.primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     s->scratch = sp ? D.memory_desc_get_size(sp) : 0;
@@ -351,13 +335,13 @@ static int make_prim(conv_prim *P, const conv_key *k)
     } else {
         D.primitive_desc_destroy(plain);
     }
-    if (make_step(&P->conv, pd)) goto done;
+    if (cpu_dnnl_make_step(&P->conv, pd)) goto done;
     for (int i = 0; i < 3; i++) {
         if (D.memory_desc_equal(&P->want[i], &P->user[i])) continue;
         const dnnl_memory_desc_t *from = i < 2 ? &P->user[i] : &P->want[i], *to = i < 2 ? &P->want[i] : &P->user[i];
         dnnl_primitive_desc_t rpd;
         if (D.reorder_primitive_desc_create(&rpd, from, engine, to, engine, attr)) goto done;
-        if (make_step(&P->reorder[i], rpd)) goto done;
+        if (cpu_dnnl_make_step(&P->reorder[i], rpd)) goto done;
     }
     rc = 0;
 done:
@@ -410,7 +394,7 @@ static size_t workspace_bytes(const conv_prim *P)
 }
 
 /* Runs s with its scratchpad at `scratch`; args has room for one more. */
-static int run_step(const step *s, dnnl_stream_t st, int nargs, dnnl_exec_arg_t *args, void *scratch)
+int cpu_dnnl_run_step(const step *s, dnnl_stream_t st, int nargs, dnnl_exec_arg_t *args, void *scratch)
 {
     dnnl_memory_t sm = NULL;
     if (s->scratch) {
@@ -431,7 +415,7 @@ static int reorder(const step *r, dnnl_stream_t st, const dnnl_memory_desc_t *fr
     int rc = -1;
     if (D.memory_create(&a, from, engine, (void *)src) || D.memory_create(&b, to, engine, dst)) goto done;
     dnnl_exec_arg_t args[3] = {{DNNL_ARG_FROM, a}, {DNNL_ARG_TO, b}};
-    rc = run_step(r, st, 2, args, scratch);
+    rc = cpu_dnnl_run_step(r, st, 2, args, scratch);
 done:
     if (a) D.memory_destroy(a);
     if (b) D.memory_destroy(b);
@@ -481,7 +465,7 @@ static int run_chunk(dnnl_call *C, int64_t j, dnnl_stream_t st)
         if (D.memory_create(&mem[i], &P->want[i], engine, ptr[i])) goto done;
     dnnl_exec_arg_t args[4];
     for (int i = 0; i < 3; i++) args[i] = (dnnl_exec_arg_t){P->arg[i], mem[i]};
-    if (run_step(&P->conv, st, 3, args, scratch)) goto done;
+    if (cpu_dnnl_run_step(&P->conv, st, 3, args, scratch)) goto done;
     if (P->reorder[2].prim && reorder(&P->reorder[2], st, &P->want[2], ptr[2], &P->user[2], user[2], ws)) goto done;
     rc = 0;
 done:
@@ -493,7 +477,7 @@ done:
 static void run_chunks(int64_t lo, int64_t hi, void *ctx)
 {
     dnnl_call *C = ctx;
-    dnnl_stream_t st = stream_here();
+    dnnl_stream_t st = cpu_dnnl_stream();
     for (int64_t j = lo; j < hi; j++)
         if (!st || run_chunk(C, j, st)) atomic_store(&C->failed, 1);
 }
@@ -559,7 +543,7 @@ static int conv_call(em_conv_op op, const cpu_conv_geom *g, float *out, const fl
     if ((work < MIN_MACS || !blocks_well(g)) && enabled != 2) return 1;
     /* oneDNN's kernels index with int in places */
     if (g->C * isz > INT32_MAX / 2 || g->K * osz > INT32_MAX / 2 || wsz > INT32_MAX / 2) return 1;
-    dnnl_stream_t st = stream_here();
+    dnnl_stream_t st = cpu_dnnl_stream();
     if (!st) return 1;
 
     int T = cpu_threads();

@@ -20,6 +20,26 @@ typedef struct cpu_conv_geom {
  * takes the reference path, which overwrites all of out. */
 int cpu_dnnl_conv(em_conv_op op, const cpu_conv_geom *g, float *out, const float *a, const float *b);
 
+/* A batch of products c[i] = alpha a[i] @ b[i] + beta c[i] (i < B) for
+ * dnnl_matmul.c: a [M, K] and b [K, N] bfloat16, each row-major with leading
+ * dimension lda (ldb) or column-major (ta, tb: element (r, c) at r + c * ld);
+ * c [M, N] row-major, bfloat16, or float32 when c_f32. Batch strides in
+ * elements, 0 for a matrix shared by the batch. */
+typedef struct cpu_matmul {
+    int64_t B, M, N, K;
+    bool ta, tb, c_f32;
+    int64_t lda, ldb, ldc, sa, sb, sc;
+    const void *a, *b;
+    void *c;
+    float alpha, beta;
+} cpu_matmul;
+
+/* Runs m with float32 sums, the result rounded once. Returns 0 when done, 1
+ * when declined (oneDNN missing or disabled, or no fast kernel for it; c is
+ * then to be rewritten whole), -1 with the error set when it failed after
+ * adding into c (beta != 0). */
+int cpu_dnnl_matmul(const cpu_matmul *m);
+
 /* Tests and benchmarks: on = 0 forces the reference path, 1 allows oneDNN
  * (for problems big enough to gain from it), 2 uses it for every size it
  * takes, -1 goes back to what EMBER_DNNL says (default: allowed). */

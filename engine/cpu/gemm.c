@@ -13,8 +13,14 @@
  * a training loop that alternates GEMMs and elementwise ops ran 3-4x
  * slower. So OpenBLAS is kept single-threaded and the GEMMs are split over
  * the engine's pool (pool.c) here: over the batch, and over blocks of rows
- * (or columns) of the output, each block one single-threaded BLAS call. */
+ * (or columns) of the output, each block one single-threaded BLAS call.
+ *
+ * bfloat16 runs natively through oneDNN (dnnl_matmul.c) once the operands
+ * have a layout BLAS could read; float16, and bfloat16 where oneDNN declines,
+ * are widened to float32 copies (a broadcast batch stays one matrix), run
+ * through sgemm and rounded back once. */
 #include "cpu.h"
+#include "dnnl.h"
 
 #include <cblas.h>
 #include <limits.h>
@@ -154,7 +160,8 @@ static em_tensor *blas_copy(const em_tensor *t)
     return e;
 }
 
-/* out is row-major in its last two dims; a and b readable by BLAS. */
+/* out is row-major in its last two dims; a and b are copied where BLAS
+ * cannot read them. bfloat16 a and b: returns 1 when oneDNN declines. */
 static int gemm_rowmajor_out(em_tensor *out, const em_tensor *a, const em_tensor *b,
                              double alpha, double beta)
 {
@@ -176,6 +183,20 @@ static int gemm_rowmajor_out(em_tensor *out, const em_tensor *a, const em_tensor
             return em_set_error("gemm: %s: no BLAS layout", SHAPE(b));
         }
     }
+    if (a->dtype == EM_BFLOAT16) {
+        cpu_matmul m = {
+            .B = B, .M = M, .N = N, .K = K, .ta = ta == CblasTrans, .tb = tb == CblasTrans,
+            .c_f32 = out->dtype == EM_FLOAT32, .lda = lda, .ldb = ldb,
+            .ldc = M == 1 ? max1(N) : out->strides[1],
+            .sa = a->strides[0], .sb = b->strides[0], .sc = out->strides[0],
+            .a = em_data_ptr(a), .b = em_data_ptr(b), .c = em_data_ptr(out),
+            .alpha = (float)alpha, .beta = (float)beta,
+        };
+        int rc = cpu_dnnl_matmul(&m);
+        em_release(ac);
+        em_release(bc);
+        return rc;
+    }
     int64_t esz = (int64_t)em_dtype_size(out->dtype);
     gemm_job g = {
         .dtype = out->dtype, .M = (int)M, .N = (int)N, .K = (int)K,
@@ -192,21 +213,14 @@ static int gemm_rowmajor_out(em_tensor *out, const em_tensor *a, const em_tensor
     return 0;
 }
 
-int cpu_gemm(em_tensor *out, const em_tensor *a, const em_tensor *b, double alpha, double beta)
+/* out = alpha a @ b + beta out, any strides; out and a, b share a dtype, or
+ * out is float32 and a, b bfloat16. 1: declined (bfloat16 without oneDNN,
+ * or an empty sum in a half dtype), out untouched. */
+static int gemm_any(em_tensor *out, const em_tensor *a, const em_tensor *b, double alpha, double beta)
 {
-    if (out->ndim != 3 || a->ndim != 3 || b->ndim != 3)
-        return em_set_error("gemm: expected 3-D tensors, got out %s, a %s, b %s", SHAPE(out), SHAPE(a), SHAPE(b));
-    if ((out->dtype != EM_FLOAT32 && out->dtype != EM_FLOAT64) || a->dtype != out->dtype || b->dtype != out->dtype)
-        return em_set_error("gemm: expected float32 or float64 tensors of one dtype, got %s, %s -> %s",
-                            em_dtype_name(a->dtype), em_dtype_name(b->dtype), em_dtype_name(out->dtype));
-    int64_t B = out->sizes[0], M = out->sizes[1], N = out->sizes[2], K = a->sizes[2];
-    if (a->sizes[0] != B || b->sizes[0] != B || a->sizes[1] != M || b->sizes[1] != K || b->sizes[2] != N)
-        return em_set_error("gemm: shapes do not agree: %s @ %s -> %s", SHAPE(a), SHAPE(b), SHAPE(out));
-    if (M > INT_MAX || N > INT_MAX || K > INT_MAX)
-        return em_set_error("gemm: %s @ %s: matrix dimensions above %d are not supported by BLAS",
-                            SHAPE(a), SHAPE(b), INT_MAX);
-    if (B == 0 || M == 0 || N == 0) return 0;
-    if (K == 0) {   /* an empty sum: out = beta * out */
+    int64_t M = out->sizes[1], N = out->sizes[2];
+    if (a->sizes[2] == 0) {   /* an empty sum: out = beta * out */
+        if (out->dtype != EM_FLOAT32 && out->dtype != EM_FLOAT64) return 1;
         gemm_job g = {.dtype = out->dtype, .beta = beta};
         const em_tensor *ts[1] = {out};
         cpu_foreach(1, ts, scale_loop, &g);
@@ -216,7 +230,7 @@ int cpu_gemm(em_tensor *out, const em_tensor *a, const em_tensor *b, double alph
                     && out->strides[1] <= INT_MAX;
     bool colmajor = (out->strides[1] == 1 || M == 1) && (N == 1 || out->strides[2] >= max1(M))
                     && out->strides[2] <= INT_MAX;
-    if (B > 1 && out->strides[0] == 0) rowmajor = colmajor = false;
+    if (out->sizes[0] > 1 && out->strides[0] == 0) rowmajor = colmajor = false;
     if (rowmajor) return gemm_rowmajor_out(out, a, b, alpha, beta);
     if (colmajor) {
         /* out^T = b^T @ a^T, with out^T row-major */
@@ -234,4 +248,69 @@ int cpu_gemm(em_tensor *out, const em_tensor *a, const em_tensor *b, double alph
     if (rc == 0) rc = cpu_cast(out, tmp);
     em_release(tmp);
     return rc;
+}
+
+/* A float32 copy of the half operand t (t itself when float32); a
+ * broadcast batch stays broadcast, one matrix copied. */
+static em_tensor *widened(const em_tensor *t)
+{
+    if (t->dtype == EM_FLOAT32) return em_retain((em_tensor *)t);
+    if (t->strides[0] != 0 || t->sizes[0] <= 1) return em_cast_to(t, EM_FLOAT32);
+    em_tensor *one = em_narrow(t, 0, 0, 1);
+    em_tensor *c = one ? em_cast_to(one, EM_FLOAT32) : NULL;
+    em_tensor *e = c ? em_expand(c, t->sizes, 3) : NULL;
+    em_release(one);
+    em_release(c);
+    return e;
+}
+
+/* The float32 path of a half GEMM: the operands widened, sgemm, and out
+ * (when not float32 itself) rounded once from the float32 result. */
+static int gemm_widened(em_tensor *out, const em_tensor *a, const em_tensor *b, double alpha, double beta)
+{
+    em_tensor *aw = widened(a), *bw = aw ? widened(b) : NULL, *ow = NULL;
+    if (bw) ow = out->dtype == EM_FLOAT32 ? em_retain(out)
+                 : beta != 0 ? em_cast_to(out, EM_FLOAT32)
+                 : em_empty(out->sizes, 3, EM_FLOAT32, em_dev(out));
+    int rc = ow ? gemm_any(ow, aw, bw, alpha, beta) : -1;
+    if (rc == 0 && ow != out) rc = cpu_cast(out, ow);
+    em_release(aw);
+    em_release(bw);
+    em_release(ow);
+    return rc;
+}
+
+static int check_shapes(const em_tensor *out, const em_tensor *a, const em_tensor *b)
+{
+    if (out->ndim != 3 || a->ndim != 3 || b->ndim != 3)
+        return em_set_error("gemm: expected 3-D tensors, got out %s, a %s, b %s", SHAPE(out), SHAPE(a), SHAPE(b));
+    int64_t B = out->sizes[0], M = out->sizes[1], N = out->sizes[2], K = a->sizes[2];
+    if (a->sizes[0] != B || b->sizes[0] != B || a->sizes[1] != M || b->sizes[1] != K || b->sizes[2] != N)
+        return em_set_error("gemm: shapes do not agree: %s @ %s -> %s", SHAPE(a), SHAPE(b), SHAPE(out));
+    if (M > INT_MAX || N > INT_MAX || K > INT_MAX)
+        return em_set_error("gemm: %s @ %s: matrix dimensions above %d are not supported by BLAS",
+                            SHAPE(a), SHAPE(b), INT_MAX);
+    return 0;
+}
+
+int cpu_gemm(em_tensor *out, const em_tensor *a, const em_tensor *b, double alpha, double beta)
+{
+    if (check_shapes(out, a, b)) return -1;
+    if (!em_dtype_is_float(out->dtype) || a->dtype != out->dtype || b->dtype != out->dtype)
+        return em_set_error("gemm: expected floating point tensors of one dtype, got %s, %s -> %s",
+                            em_dtype_name(a->dtype), em_dtype_name(b->dtype), em_dtype_name(out->dtype));
+    if (em_numel(out) == 0) return 0;
+    int rc = out->dtype == EM_FLOAT16 ? 1 : gemm_any(out, a, b, alpha, beta);
+    return rc == 1 ? gemm_widened(out, a, b, alpha, beta) : rc;
+}
+
+int cpu_gemm_acc32(em_tensor *acc, const em_tensor *a, const em_tensor *b)
+{
+    if (check_shapes(acc, a, b)) return -1;
+    if (acc->dtype != EM_FLOAT32 || !cpu_is_lowp(a) || b->dtype != a->dtype)
+        return em_set_error("gemm: expected float16 or bfloat16 operands of one dtype into float32, got %s, %s -> %s",
+                            em_dtype_name(a->dtype), em_dtype_name(b->dtype), em_dtype_name(acc->dtype));
+    if (em_numel(acc) == 0) return 0;
+    int rc = a->dtype == EM_FLOAT16 ? 1 : gemm_any(acc, a, b, 1.0, 0.0);
+    return rc == 1 ? gemm_widened(acc, a, b, 1.0, 0.0) : rc;
 }

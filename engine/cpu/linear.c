@@ -1,10 +1,17 @@
 /* linear.c — the fused linear family (backend.h em_linear_op) on the CPU.
  *
- * This is the reference: the steps the CUDA epilogues fuse, one after the
- * other. The GEMM runs through cpu_gemm in the compute dtype (float32 for
- * float16/bfloat16, as cuBLASLt's CUBLAS_COMPUTE_32F), the bias and the
- * activation follow in that dtype, and the result is rounded to the tensor's
- * dtype once, at the end (aux too), as the epilogue does. */
+ * The steps the CUDA epilogues fuse, one after the other: the GEMM in the
+ * compute dtype (float32 sums for float16/bfloat16, as cuBLASLt's
+ * CUBLAS_COMPUTE_32F; bfloat16 products through oneDNN, see gemm.c), then
+ * the bias and the activation in that dtype on the thread pool, and the
+ * result rounded to the tensor's dtype once, at the end (aux too), as the
+ * epilogue does. When out has the compute dtype the GEMM writes into it and
+ * the epilogue works in place (aux the same), so nothing is copied.
+ *
+ * GELU in float32 is x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3),
+ * which is 0.5 x (1 + tanh(u)) rewritten so that it needs only exp (whose
+ * loop vectorises, cpu_exp_f32) and loses nothing to cancellation where
+ * tanh(u) is near -1; float64 keeps libm's tanh. */
 #include "cpu.h"
 
 #define GELU_K 0.7978845608028654   /* sqrt(2/pi) */
@@ -21,109 +28,203 @@ static double gelu_tanh_grad(double x)
     return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * GELU_K * (1 + 3 * GELU_C * x * x);
 }
 
+/* sigmoid(2u) for the float32 forms */
+static inline float gelu_sig(float x)
+{
+    float u = (float)GELU_K * (x + (float)GELU_C * x * x * x);
+    return 1.0f / (1.0f + cpu_exp_f32(-2.0f * u));
+}
+
+static inline float gelu_f32(float x) { return x * gelu_sig(x); }
+
+/* d/dx x s(x) with s = sigmoid(2u): s + 2 x s (1 - s) u' */
+static inline float gelu_grad_f32(float x)
+{
+    float s = gelu_sig(x);
+    return s + 2.0f * x * s * (1.0f - s) * (float)GELU_K * (1.0f + 3.0f * (float)GELU_C * x * x);
+}
+
 static em_dtype compute_dtype(em_dtype d) { return d == EM_FLOAT64 ? EM_FLOAT64 : EM_FLOAT32; }
 
-/* Values of a contiguous float32/float64 buffer, through double. */
-static double ld(const em_tensor *t, int64_t i)
+/* t itself when it has the compute dtype and is contiguous, else a
+ * contiguous copy in it; with `copy` false the copy is left uninitialised
+ * (an output's working buffer). */
+static em_tensor *in_compute(const em_tensor *t, em_dtype cd, bool copy)
 {
-    const char *p = em_data_ptr(t);
-    return t->dtype == EM_FLOAT32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
-}
-
-/* Stores v rounded to the compute dtype, and returns that rounded value. */
-static double st(em_tensor *t, int64_t i, double v)
-{
-    char *p = em_data_ptr(t);
-    if (t->dtype == EM_FLOAT32) return ((float *)p)[i] = (float)v;
-    return ((double *)p)[i] = v;
-}
-
-/* t in the compute dtype cd and contiguous (t itself when it already is). */
-static em_tensor *in_compute(const em_tensor *t, em_dtype cd)
-{
-    if (t->dtype == cd) return em_contiguous(t);
+    if (t->dtype == cd && em_is_contiguous(t)) return em_retain((em_tensor *)t);
+    if (!copy) return em_empty(t->sizes, t->ndim, cd, em_dev(t));
     return em_cast_to(t, cd);
 }
 
-/* Copies the compute-dtype buffer src into dst (rounding to dst's dtype). */
+/* Rounds the compute-dtype buffer src into dst (nothing when they are one). */
 static int store(em_tensor *dst, const em_tensor *src)
 {
     return dst == src ? 0 : cpu_cast(dst, src);
 }
 
 /* acc [M, N] (contiguous, compute dtype) = a @ b */
-static em_tensor *product(const em_tensor *a, const em_tensor *b, em_dtype cd)
+static int product(em_tensor *acc, const em_tensor *a, const em_tensor *b)
 {
-    int64_t M = a->sizes[0], N = b->sizes[1];
-    int64_t osz[3] = {1, M, N};
-    em_tensor *ac = a->dtype == cd ? em_retain((em_tensor *)a) : em_cast_to(a, cd);
-    em_tensor *bc = !ac ? NULL : b->dtype == cd ? em_retain((em_tensor *)b) : em_cast_to(b, cd);
-    em_tensor *a3 = bc ? em_unsqueeze(ac, 0) : NULL;
-    em_tensor *b3 = a3 ? em_unsqueeze(bc, 0) : NULL;
-    em_tensor *acc = b3 ? em_empty(osz, 3, cd, em_dev(a)) : NULL;
-    int rc = acc ? cpu_gemm(acc, a3, b3, 1.0, 0.0) : -1;
-    em_release(ac); em_release(bc); em_release(a3); em_release(b3);
-    if (rc) { em_release(acc); return NULL; }
-    int64_t s2[2] = {M, N};
-    em_tensor *v = em_view(acc, s2, 2);
-    em_release(acc);
-    return v;
+    em_tensor *a3 = em_unsqueeze(a, 0), *b3 = a3 ? em_unsqueeze(b, 0) : NULL;
+    em_tensor *c3 = b3 ? em_unsqueeze(acc, 0) : NULL;
+    int rc = -1;
+    if (c3 && a->dtype != acc->dtype) rc = cpu_gemm_acc32(c3, a3, b3);
+    else if (c3) rc = cpu_gemm(c3, a3, b3, 1.0, 0.0);
+    em_release(a3); em_release(b3); em_release(c3);
+    return rc;
 }
 
-/* out (and aux) = act(acc + bias), in place in acc's buffer and a second one */
+/* ---- the epilogue: rows [lo, hi) of acc, in place; pre (the GELU's input) too */
+
+typedef struct epi {
+    em_linear_op op;
+    int64_t N;
+    char *acc, *pre;
+    const char *bias;
+} epi;
+
+static void epi_f32(int64_t lo, int64_t hi, void *ctx)
+{
+    const epi *E = ctx;
+    const float *bias = (const float *)E->bias;
+    for (int64_t m = lo; m < hi; m++) {
+        float *v = (float *)E->acc + m * E->N, *p = E->pre ? (float *)E->pre + m * E->N : NULL;
+        if (bias)
+            for (int64_t n = 0; n < E->N; n++) v[n] += bias[n];
+        if (p) memcpy(p, v, sizeof(float) * (size_t)E->N);
+        if (E->op == EM_LINEAR_GELU)
+            for (int64_t n = 0; n < E->N; n++) v[n] = gelu_f32(v[n]);
+    }
+}
+
+static void epi_f64(int64_t lo, int64_t hi, void *ctx)
+{
+    const epi *E = ctx;
+    const double *bias = (const double *)E->bias;
+    for (int64_t m = lo; m < hi; m++) {
+        double *v = (double *)E->acc + m * E->N, *p = E->pre ? (double *)E->pre + m * E->N : NULL;
+        if (bias)
+            for (int64_t n = 0; n < E->N; n++) v[n] += bias[n];
+        if (p) memcpy(p, v, sizeof(double) * (size_t)E->N);
+        if (E->op == EM_LINEAR_GELU)
+            for (int64_t n = 0; n < E->N; n++) v[n] = gelu_tanh(v[n]);
+    }
+}
+
+/* out (and aux) = act(acc + bias) */
 static int epilogue(em_linear_op op, em_tensor *out, em_tensor *aux, em_tensor *acc, const em_tensor *bias)
 {
     em_dtype cd = acc->dtype;
     int64_t M = acc->sizes[0], N = acc->sizes[1];
-    em_tensor *bc = bias ? in_compute(bias, cd) : NULL;
-    em_tensor *pre = NULL;
-    if (bias && !bc) return -1;
-    if (op == EM_LINEAR_GELU && aux) {
-        pre = aux->dtype == cd ? em_retain(aux) : em_empty(acc->sizes, 2, cd, em_dev(acc));
-        if (!pre) { em_release(bc); return -1; }
+    em_tensor *bc = bias ? in_compute(bias, cd, true) : NULL;
+    em_tensor *pre = op == EM_LINEAR_GELU && aux ? in_compute(aux, cd, false) : NULL;
+    int rc = (bias && !bc) || (op == EM_LINEAR_GELU && aux && !pre) ? -1 : 0;
+    if (rc == 0 && (bc || op == EM_LINEAR_GELU)) {
+        epi E = {.op = op, .N = N, .acc = em_data_ptr(acc), .pre = pre ? em_data_ptr(pre) : NULL,
+                 .bias = bc ? em_data_ptr(bc) : NULL};
+        cpu_parallel_for(M, M * N, 1, cd == EM_FLOAT32 ? epi_f32 : epi_f64, &E);
     }
-    for (int64_t m = 0; m < M; m++)
-        for (int64_t n = 0; n < N; n++) {
-            int64_t i = m * N + n;
-            double v = ld(acc, i);
-            if (bc) v = st(acc, i, v + ld(bc, n));
-            if (pre) st(pre, i, v);
-            if (op == EM_LINEAR_GELU) st(acc, i, gelu_tanh(v));
-        }
-    int rc = store(out, acc);
+    if (rc == 0) rc = store(out, acc);
     if (rc == 0 && pre) rc = store(aux, pre);
     em_release(bc);
     em_release(pre);
     return rc;
 }
 
+/* ---- DGELU: out = g * gelu'(x), elementwise ---------------------------------------- */
+
+typedef struct dgelu_job {
+    char *out;
+    const char *g, *x;
+} dgelu_job;
+
+static void dgelu_f32(int64_t lo, int64_t hi, void *ctx)
+{
+    const dgelu_job *J = ctx;
+    float *o = (float *)J->out;
+    const float *g = (const float *)J->g, *x = (const float *)J->x;
+    for (int64_t i = lo; i < hi; i++) o[i] = g[i] * gelu_grad_f32(x[i]);
+}
+
+static void dgelu_f64(int64_t lo, int64_t hi, void *ctx)
+{
+    const dgelu_job *J = ctx;
+    double *o = (double *)J->out;
+    const double *g = (const double *)J->g, *x = (const double *)J->x;
+    for (int64_t i = lo; i < hi; i++) o[i] = g[i] * gelu_tanh_grad(x[i]);
+}
+
 static int dgelu(em_tensor *out, const em_tensor *g, const em_tensor *aux)
 {
     em_dtype cd = compute_dtype(out->dtype);
-    em_tensor *gc = in_compute(g, cd), *xc = gc ? in_compute(aux, cd) : NULL;
-    em_tensor *r = xc ? (out->dtype == cd && em_is_contiguous(out) ? em_retain(out) : em_empty_like(xc)) : NULL;
-    int rc = r ? 0 : -1;
-    for (int64_t i = 0, n = rc ? 0 : em_numel(r); i < n; i++)
-        st(r, i, ld(gc, i) * gelu_tanh_grad(ld(xc, i)));
-    if (rc == 0) rc = store(out, r);
+    em_tensor *gc = in_compute(g, cd, true), *xc = gc ? in_compute(aux, cd, true) : NULL;
+    em_tensor *r = xc ? in_compute(out, cd, false) : NULL;
+    if (!r) {
+        em_release(gc); em_release(xc);
+        return -1;
+    }
+    dgelu_job J = {.out = em_data_ptr(r), .g = em_data_ptr(gc), .x = em_data_ptr(xc)};
+    int64_t n = em_numel(r);
+    cpu_parallel_for(n, n, 64, cd == EM_FLOAT32 ? dgelu_f32 : dgelu_f64, &J);
+    int rc = store(out, r);
     em_release(gc); em_release(xc); em_release(r);
     return rc;
 }
 
-/* bias[m] = sum_k a[m, k], summed in double */
-static int row_sums(em_tensor *bias, const em_tensor *a, em_dtype cd)
+/* ---- BGRAD's bias: bias[m] = sum_k a[m, k], each summed in order in double */
+
+typedef struct sums_job {
+    const em_tensor *a;
+    double *s;
+} sums_job;
+
+static inline double elem(const char *p, em_dtype d)
 {
-    em_tensor *ac = in_compute(a, cd);
-    em_tensor *s = ac ? em_empty(&a->sizes[0], 1, cd, em_dev(a)) : NULL;
-    if (!s) { em_release(ac); return -1; }
-    int64_t M = a->sizes[0], K = a->sizes[1];
-    for (int64_t m = 0; m < M; m++) {
-        double t = 0;
-        for (int64_t k = 0; k < K; k++) t += ld(ac, m * K + k);
-        st(s, m, t);
+    if (d == EM_FLOAT32) return *(const float *)p;
+    if (d == EM_FLOAT64) return *(const double *)p;
+    return cpu_load_f64(p, d);
+}
+
+static void sums_range(int64_t lo, int64_t hi, void *ctx)
+{
+    const sums_job *J = ctx;
+    const em_tensor *a = J->a;
+    em_dtype d = a->dtype;
+    int64_t K = a->sizes[1], s0 = a->strides[0], s1 = a->strides[1], esz = (int64_t)em_dtype_size(d);
+    const char *base = em_data_ptr(a);
+    for (int64_t m = lo; m < hi; m++) J->s[m] = 0;
+    /* a = dY^T, a transposed view: along a row of dY, m runs unit-stride */
+    if (s0 == 1 && d == EM_FLOAT32) {
+        for (int64_t k = 0; k < K; k++) {
+            const float *row = (const float *)base + k * s1;
+            for (int64_t m = lo; m < hi; m++) J->s[m] += row[m];
+        }
+        return;
     }
+    if (s0 == 1 && d == EM_BFLOAT16) {
+        for (int64_t k = 0; k < K; k++) {
+            const uint16_t *row = (const uint16_t *)base + k * s1;
+            for (int64_t m = lo; m < hi; m++) {
+                uint32_t bits = (uint32_t)row[m] << 16;
+                float v;
+                memcpy(&v, &bits, sizeof v);
+                J->s[m] += v;
+            }
+        }
+        return;
+    }
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t m = lo; m < hi; m++) J->s[m] += elem(base + (m * s0 + k * s1) * esz, d);
+}
+
+static int row_sums(em_tensor *bias, const em_tensor *a)
+{
+    int64_t M = a->sizes[0];
+    em_tensor *s = em_empty(&M, 1, EM_FLOAT64, em_dev(a));
+    if (!s) return -1;
+    sums_job J = {.a = a, .s = em_data_ptr(s)};
+    cpu_parallel_for(M, M * a->sizes[1], 16, sums_range, &J);
     int rc = cpu_cast(bias, s);
-    em_release(ac);
     em_release(s);
     return rc;
 }
@@ -134,13 +235,13 @@ int cpu_linear(em_linear_op op, em_tensor *out, em_tensor *aux, const em_tensor 
     if (op < 0 || op >= EM_NLINEAR) return em_set_error("linear: unknown fused op %d", (int)op);
     em_dtype cd = compute_dtype(out->dtype);
     if (op == EM_LINEAR_DGELU) return dgelu(out, a, aux);
-    em_tensor *acc = product(a, b, cd);
+    em_tensor *acc = in_compute(out, cd, false);
     if (!acc) return -1;
-    int rc;
-    if (op == EM_LINEAR_BGRAD) {
+    int rc = product(acc, a, b);
+    if (rc == 0 && op == EM_LINEAR_BGRAD) {
         rc = store(out, acc);
-        if (rc == 0 && bias) rc = row_sums(bias, a, cd);
-    } else {
+        if (rc == 0 && bias) rc = row_sums(bias, a);
+    } else if (rc == 0) {
         rc = epilogue(op, out, aux, acc, bias);
     }
     em_release(acc);

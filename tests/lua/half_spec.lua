@@ -417,3 +417,19 @@ describe("float16/bfloat16 results match PyTorch", function()
     end)
   end
 end)
+
+describe("float16/bfloat16 fills", function()
+  for _, d in ipairs(LOW) do
+    it(d .. ": fill_, full and zeros write the rounded value, contiguous and strided", function()
+      -- 1 + 2^-12 rounds to 1 in both; -2.25 is exact in both
+      bits_equal(ember.full({2, 3}, 1 + 2^-12, {dtype = d}):to("float64"):reshape(-1):tolist(), {1, 1, 1, 1, 1, 1})
+      local z = ember.ones(3, 4, {dtype = d})
+      z:t():narrow(1, 2, 2):fill_(-2.25)   -- columns 2 and 3 through a transposed view
+      H.check(z:to("float64"), {{1, -2.25, -2.25, 1}, {1, -2.25, -2.25, 1}, {1, -2.25, -2.25, 1}})
+      local big = ember.zeros(300, 257, {dtype = d})   -- past the pool's threshold
+      assert.are.equal(0, big:to("float64"):abs():sum():item())
+      big:fill_(0.5)
+      assert.are.equal(300 * 257 * 0.5, big:to("float64"):sum():item())
+    end)
+  end
+end)

@@ -101,6 +101,16 @@ else
     not_ok "--bench prints gpt_step_ms and gpt_val_loss" "rc=$rc" "$out"
 fi
 
+# --- --amp bfloat16 (CPU autocast): the loss falls as in float32
+out=$("$EMBER" "$SCRIPT" "$text" "${TINY[@]}" --steps 40 --lr 3e-3 --amp bfloat16 --out "$tmp/amp.st" 2>&1); rc=$?
+first=$(echo "$out" | awk '/^step +10\/40  loss/ {print $4}')
+last=$(echo "$out" | awk '/^step +40\/40  loss/ {print $4}')
+if [ $rc -eq 0 ] && [ -n "$first" ] && [ -n "$last" ] && awk -v a="$first" -v b="$last" 'BEGIN {exit !(b < a - 0.3)}'; then
+    ok "--amp bfloat16 trains: loss $first -> $last"
+else
+    not_ok "--amp bfloat16 trains" "rc=$rc first=$first last=$last" "$out"
+fi
+
 # --- --plot without a terminal: the file only
 if command -v gnuplot >/dev/null 2>&1; then
     out=$(cd "$tmp" && "$EMBER" "$SCRIPT" "$text" "${TINY[@]}" --steps 20 --plot --out p.st 2>&1); rc=$?
@@ -126,6 +136,7 @@ bad "unknown option" "unknown option --bogus" "$text" --bogus 1
 bad "non-numeric value" "--steps needs a whole number" "$text" --steps x
 bad "option without its value" "--lr needs a value" "$text" --lr
 bad "heads not dividing d_model" "not divisible by --heads 3" "$text" --d-model 32 --heads 3
+bad "an unknown --amp dtype" "--amp must be bfloat16 or float16, got fp8" "$text" --amp fp8
 bad "no text" "a TEXT_FILE to train on is needed" --steps 3
 bad "a missing text file" "cannot read the text" "$tmp/missing.txt"
 printf 'to be or not to be, that is the question\n' > "$tmp/short.txt"
