@@ -48,7 +48,8 @@ static int work_tostring(lua_State *L)
     return 1;
 }
 
-/* Runs a collective: async (the last argument) pushes a Work, else nothing. */
+/* After a collective: async pushes its Work, a blocking call nothing. (rc is
+ * a separate statement at each caller: w is only set by the call.) */
 static int finish(lua_State *L, int rc, em_work *w, bool async)
 {
     if (rc) return emlua_fail(L);
@@ -108,7 +109,8 @@ static int d_all_reduce(lua_State *L)
 {
     em_work *w = NULL;
     bool async = ASYNC(L, 3);
-    return finish(L, em_dist_all_reduce(emlua_check(L, 1, "all_reduce"), check_op(L, 2), async ? &w : NULL), w, async);
+    int rc = em_dist_all_reduce(emlua_check(L, 1, "all_reduce"), check_op(L, 2), async ? &w : NULL);
+    return finish(L, rc, w, async);
 }
 
 static int d_reduce(lua_State *L)
@@ -116,7 +118,8 @@ static int d_reduce(lua_State *L)
     em_work *w = NULL;
     bool async = ASYNC(L, 4);
     int dst = (int)luaL_checkinteger(L, 2);
-    return finish(L, em_dist_reduce(emlua_check(L, 1, "reduce"), dst, check_op(L, 3), async ? &w : NULL), w, async);
+    int rc = em_dist_reduce(emlua_check(L, 1, "reduce"), dst, check_op(L, 3), async ? &w : NULL);
+    return finish(L, rc, w, async);
 }
 
 static int d_broadcast(lua_State *L)
@@ -124,7 +127,8 @@ static int d_broadcast(lua_State *L)
     em_work *w = NULL;
     bool async = ASYNC(L, 3);
     int src = (int)luaL_checkinteger(L, 2);
-    return finish(L, em_dist_broadcast(emlua_check(L, 1, "broadcast"), src, async ? &w : NULL), w, async);
+    int rc = em_dist_broadcast(emlua_check(L, 1, "broadcast"), src, async ? &w : NULL);
+    return finish(L, rc, w, async);
 }
 
 /* The tensors of the list at idx, in a userdata array that lives on the
@@ -150,7 +154,8 @@ static int d_all_gather(lua_State *L)
     bool async = ASYNC(L, 3);
     int n;
     em_tensor **outs = check_list(L, 1, "all_gather", &n);
-    return finish(L, em_dist_all_gather(outs, n, emlua_check(L, 2, "all_gather"), async ? &w : NULL), w, async);
+    int rc = em_dist_all_gather(outs, n, emlua_check(L, 2, "all_gather"), async ? &w : NULL);
+    return finish(L, rc, w, async);
 }
 
 static int d_all_gather_into_tensor(lua_State *L)
@@ -158,8 +163,8 @@ static int d_all_gather_into_tensor(lua_State *L)
     em_work *w = NULL;
     bool async = ASYNC(L, 3);
     const char *op = "all_gather_into_tensor";
-    return finish(L, em_dist_all_gather_into_tensor(emlua_check(L, 1, op), emlua_check(L, 2, op), async ? &w : NULL),
-                  w, async);
+    int rc = em_dist_all_gather_into_tensor(emlua_check(L, 1, op), emlua_check(L, 2, op), async ? &w : NULL);
+    return finish(L, rc, w, async);
 }
 
 static int d_reduce_scatter(lua_State *L)
@@ -168,8 +173,9 @@ static int d_reduce_scatter(lua_State *L)
     bool async = ASYNC(L, 4);
     int n;
     em_tensor **ins = check_list(L, 2, "reduce_scatter", &n);
-    return finish(L, em_dist_reduce_scatter(emlua_check(L, 1, "reduce_scatter"), ins, n, check_op(L, 3),
-                                            async ? &w : NULL), w, async);
+    int rc = em_dist_reduce_scatter(emlua_check(L, 1, "reduce_scatter"), ins, n, check_op(L, 3),
+                                    async ? &w : NULL);
+    return finish(L, rc, w, async);
 }
 
 static int d_reduce_scatter_tensor(lua_State *L)
@@ -177,15 +183,17 @@ static int d_reduce_scatter_tensor(lua_State *L)
     em_work *w = NULL;
     bool async = ASYNC(L, 4);
     const char *op = "reduce_scatter_tensor";
-    return finish(L, em_dist_reduce_scatter_tensor(emlua_check(L, 1, op), emlua_check(L, 2, op), check_op(L, 3),
-                                                   async ? &w : NULL), w, async);
+    int rc = em_dist_reduce_scatter_tensor(emlua_check(L, 1, op), emlua_check(L, 2, op), check_op(L, 3),
+                                           async ? &w : NULL);
+    return finish(L, rc, w, async);
 }
 
 static int d_barrier(lua_State *L)
 {
     em_work *w = NULL;
     bool async = ASYNC(L, 1);
-    return finish(L, em_dist_barrier(async ? &w : NULL), w, async);
+    int rc = em_dist_barrier(async ? &w : NULL);
+    return finish(L, rc, w, async);
 }
 
 static int d_send(lua_State *L)
@@ -193,7 +201,8 @@ static int d_send(lua_State *L)
     em_work *w = NULL;
     bool async = ASYNC(L, 4);
     int peer = (int)luaL_checkinteger(L, 2), tag = (int)luaL_checkinteger(L, 3);
-    return finish(L, em_dist_send(emlua_check(L, 1, "send"), peer, tag, async ? &w : NULL), w, async);
+    int rc = em_dist_send(emlua_check(L, 1, "send"), peer, tag, async ? &w : NULL);
+    return finish(L, rc, w, async);
 }
 
 static int d_recv(lua_State *L)
@@ -201,7 +210,8 @@ static int d_recv(lua_State *L)
     em_work *w = NULL;
     bool async = ASYNC(L, 4);
     int peer = (int)luaL_checkinteger(L, 2), tag = (int)luaL_checkinteger(L, 3);
-    return finish(L, em_dist_recv(emlua_check(L, 1, "recv"), peer, tag, async ? &w : NULL), w, async);
+    int rc = em_dist_recv(emlua_check(L, 1, "recv"), peer, tag, async ? &w : NULL);
+    return finish(L, rc, w, async);
 }
 
 static int l_distributed(lua_State *L)
