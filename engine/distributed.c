@@ -98,18 +98,17 @@ struct em_work {
     char error[512];
 };
 
+/* one allocation: the struct, then the dst and src arrays */
 static em_work *work_new(int ncopy)
 {
-    em_work *w = calloc(1, sizeof *w);
-    if (w) {
-        w->dst = calloc(ncopy ? (size_t)ncopy : 1, sizeof *w->dst);
-        w->src = calloc(ncopy ? (size_t)ncopy : 1, sizeof *w->src);
-    }
-    if (!w || !w->dst || !w->src) {
-        if (w) { free(w->dst); free(w->src); free(w); }
+    size_t n = ncopy ? (size_t)ncopy : 1;
+    em_work *w = calloc(1, sizeof *w + 2 * n * sizeof(em_tensor *));
+    if (!w) {
         em_set_error("distributed: out of memory");
         return NULL;
     }
+    w->dst = (em_tensor **)(w + 1);
+    w->src = w->dst + n;
     return w;
 }
 
@@ -181,8 +180,6 @@ int em_work_test(em_work *w, bool *done)
 static void work_drop(em_work *w)
 {
     work_release(w);
-    free(w->dst);
-    free(w->src);
     free(w);
 }
 

@@ -182,15 +182,18 @@ local DataLoader = {}
 DataLoader.__index = DataLoader
 DataLoader.__name = "DataLoader"
 
-local function option(opts, name, kind, default)
+local function option(opts, name, kind, default, owner)
   local v = opts[name]
   if v == nil then return default end
+  owner = owner or "DataLoader"
   if kind == "integer" then
-    if not is_integer(v) then error(string.format("DataLoader: option '%s': expected an integer, got %s", name, tostring(v)), 4) end
+    if not is_integer(v) then
+      error(string.format("%s: option '%s': expected an integer, got %s", owner, name, tostring(v)), 4)
+    end
     return math.tointeger(v)
   end
   if type(v) ~= kind then
-    error(string.format("DataLoader: option '%s': expected a %s, got %s", name, kind, type(v)), 4)
+    error(string.format("%s: option '%s': expected a %s, got %s", owner, name, kind, type(v)), 4)
   end
   return v
 end
@@ -326,18 +329,7 @@ DistributedSampler.__index = DistributedSampler
 DistributedSampler.__name = "DistributedSampler"
 
 local function sampler_option(opts, name, kind, default)
-  local v = opts[name]
-  if v == nil then return default end
-  if kind == "integer" then
-    if not is_integer(v) then
-      error(string.format("DistributedSampler: option '%s': expected an integer, got %s", name, tostring(v)), 4)
-    end
-    return math.tointeger(v)
-  end
-  if type(v) ~= kind then
-    error(string.format("DistributedSampler: option '%s': expected a %s, got %s", name, kind, type(v)), 4)
-  end
-  return v
+  return option(opts, name, kind, default, "DistributedSampler")
 end
 
 function DistributedSampler.new(dataset, opts)
