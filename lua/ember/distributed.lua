@@ -86,8 +86,7 @@ end
 -- world_size (optional: checked against the launcher's), debug (compare every collective across ranks).
 function M.init_process_group(opts)
   if type(opts) == "string" then opts = {backend = opts} end
-  opts = check_options("init_process_group", opts, {backend = true, rank = true, world_size = true, debug = true,
-                                                    init_method = true, timeout = true})
+  opts = check_options("init_process_group", opts, {backend = true, rank = true, world_size = true, debug = true})
   local backend = opts.backend or "mpi"
   if type(backend) ~= "string" then errors.raisef("init_process_group: backend must be a string, got %s", type(backend)) end
   local mpi_size = env_int("OMPI_COMM_WORLD_SIZE") or env_int("PMI_SIZE")
@@ -160,7 +159,7 @@ local function op_opts(op, v, known)
   return check_options(op, v, known)
 end
 
-local REDUCE_OPTS = {op = true, async_op = true, group = true}
+local REDUCE_OPTS = {op = true, async_op = true}
 
 --- all_reduce(t, {op = SUM, async_op = false}): t becomes the reduction of every rank's t.
 function M.all_reduce(t, opts)
@@ -179,7 +178,7 @@ function M.reduce(t, dst, opts)
   return (call(C.reduce, t, dst, reduce_op("reduce", opts.op), async_flag("reduce", opts.async_op)))
 end
 
-local ASYNC_OPTS = {async_op = true, group = true}
+local ASYNC_OPTS = {async_op = true}
 
 --- broadcast(t, src, {async_op = false}): every rank's t becomes rank src's.
 function M.broadcast(t, src, opts)
@@ -231,7 +230,7 @@ function M.barrier(opts)
   return (call(C.barrier, async_flag("barrier", opts.async_op)))
 end
 
-local P2P_OPTS = {tag = true, group = true}
+local P2P_OPTS = {tag = true}
 
 local function p2p(op, fn, t, peer, name, opts, async)
   check_tensor(op, t)
