@@ -160,11 +160,16 @@ local function op_opts(op, v, known)
 end
 
 local REDUCE_OPTS = {op = true, async_op = true}
+local is_tensor, c_all_reduce = ember.is_tensor, C.all_reduce
 
 --- all_reduce(t, {op = SUM, async_op = false}): t becomes the reduction of every rank's t.
 function M.all_reduce(t, opts)
   -- the common call, straight through: per-call overhead shows at small sizes
-  if opts == nil and ember.is_tensor(t) then return (call(C.all_reduce, t, "sum", false)) end
+  if opts == nil and is_tensor(t) then
+    local ok, err = pcall(c_all_reduce, t, "sum", false)
+    if not ok then errors.raise(err) end
+    return nil
+  end
   check_tensor("all_reduce", t)
   opts = op_opts("all_reduce", opts, REDUCE_OPTS)
   return (call(C.all_reduce, t, reduce_op("all_reduce", opts.op), async_flag("all_reduce", opts.async_op)))

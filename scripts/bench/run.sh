@@ -263,9 +263,9 @@ if [ -x "$BUILD/bench_allreduce" ] && command -v mpirun >/dev/null; then
     [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     sizes=$(awk 'BEGIN { for (b = 1024; b <= 268435456; b *= 4) printf "%d ", b }')
     ar=$(mktemp -d)
-    for round in 1 2; do
-        mpirun -n 2 "$EMBER" scripts/bench/allreduce.lua 5 $sizes > "$ar/ember$round"
-        mpirun -n 2 "$BUILD/bench_allreduce" 5 $sizes > "$ar/mpi$round"
+    for round in 1 2 3; do
+        mpirun -n 2 "$EMBER" scripts/bench/allreduce.lua 8 $sizes > "$ar/ember$round"
+        mpirun -n 2 "$BUILD/bench_allreduce" 8 $sizes > "$ar/mpi$round"
     done
     # best time per size of each side, then GB/s (bytes / time) and the ratio
     printf '%-12s %14s %14s %8s\n' bytes "ember GB/s" "MPI GB/s" ratio
