@@ -52,7 +52,29 @@ CUDA_LIB  := $(BUILD)/libember_cuda.so
 # the sanitizer build leaves it out (nvcc objects are not instrumented)
 WITH_CUDA ?= $(if $(filter 1,$(SAN)),0,$(HAVE_CUDA))
 
-all: $(BUILD)/libember.a $(BUILD)/ember.so $(BUILD)/ember $(if $(filter 1,$(WITH_CUDA)),$(CUDA_LIB))
+# The MPI communication backend (comm/): built when OpenMPI's compiler
+# wrapper is there; only this library links libmpi, and the engine opens it
+# with dlopen on the first init_process_group.
+MPICC    ?= mpicc
+HAVE_MPI := $(shell command -v $(MPICC) >/dev/null 2>&1 && echo 1)
+MPI_CFLAGS := $(if $(HAVE_MPI),$(shell $(MPICC) --showme:compile))
+MPI_LIBS   := $(if $(HAVE_MPI),$(shell $(MPICC) --showme:link))
+MPI_LIB    := $(BUILD)/libember_mpi.so
+WITH_MPI ?= $(HAVE_MPI)
+
+all: $(BUILD)/libember.a $(BUILD)/ember.so $(BUILD)/ember $(if $(filter 1,$(WITH_CUDA)),$(CUDA_LIB)) \
+     $(if $(filter 1,$(WITH_MPI)),$(MPI_LIB) $(BUILD)/bench_allreduce)
+
+$(BUILD)/comm/%.o: comm/%.c engine/comm.h engine/ember.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -c $< -o $@
+
+$(MPI_LIB): $(BUILD)/comm/mpi.o
+	$(CC) -shared $(LDFLAGS) -o $@ $^ $(MPI_LIBS)
+
+# the plain MPI_Allreduce loop that scripts/bench/allreduce.lua measures against
+$(BUILD)/bench_allreduce: scripts/bench/allreduce_mpi.c
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -o $@ $< $(MPI_LIBS)
 
 $(BUILD)/kernels/%.o: kernels/%.cu kernels/kc.h $(wildcard kernels/*.cuh) engine/backend.h engine/ember.h
 	@mkdir -p $(dir $@)

@@ -14,16 +14,17 @@ static int flags[2][EM_NFLAGS];
 static const em_host_api host_api = {.set_error = em_set_error, .interrupted = em_interrupt_requested};
 static char cuda_failure[512];
 
-/* libember_cuda.so beside the binary that holds the engine (the ember
- * executable or ember.so, both in the build folder), else the loader's path */
-static void beside_engine(char *buf, size_t n)
+/* A library (libember_cuda.so, libember_mpi.so) beside the binary that
+ * holds the engine (the ember executable or ember.so, both in the build
+ * folder); "" when that cannot be found (then the loader's path is used). */
+void em_lib_beside_engine(char *buf, size_t n, const char *name)
 {
     Dl_info info;
     buf[0] = 0;
     if (!dladdr((void *)em_backend_for, &info) || !info.dli_fname) return;
     const char *slash = strrchr(info.dli_fname, '/');
     if (!slash) return;
-    snprintf(buf, n, "%.*s/libember_cuda.so", (int)(slash - info.dli_fname), info.dli_fname);
+    snprintf(buf, n, "%.*s/%s", (int)(slash - info.dli_fname), info.dli_fname, name);
 }
 
 static const em_backend *load_cuda(void)
@@ -31,7 +32,7 @@ static const em_backend *load_cuda(void)
     if (cuda_backend) return cuda_backend;
     if (cuda_failure[0]) return NULL;
     char local[4096];
-    beside_engine(local, sizeof local);
+    em_lib_beside_engine(local, sizeof local, "libember_cuda.so");
     const char *env = getenv("EMBER_CUDA_LIB");
     const char *names[] = {env, local[0] ? local : NULL, "libember_cuda.so"};
     const char *why = "libember_cuda.so not found (the CUDA backend was not built: it needs the CUDA toolkit)";

@@ -90,4 +90,8 @@ em_tensor *em_pad_end_zeros(const em_tensor *t, const int64_t *sizes, int ndim);
 /* be->alloc, with the out-of-memory handler and one retry for devices */
 void *em_device_alloc(const struct em_backend *be, size_t nbytes, int index);
 
+/* buf <- the path of the library `name` in the folder of the binary that
+ * holds the engine ("" if unknown): where dlopen'd backends are built. */
+void em_lib_beside_engine(char *buf, size_t n, const char *name);
+
 #endif

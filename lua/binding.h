@@ -141,6 +141,7 @@ void emlua_open_shape(lua_State *L);        /* bind_shape.c: flip, roll, repeat,
 void emlua_open_einsum(lua_State *L);       /* bind_einsum.c: einsum, tensordot, kron, cross, cdist */
 void emlua_open_lapack(lua_State *L);       /* bind_lapack.c: ember.linalg (decompositions, solves) */
 void emlua_open_autocast(lua_State *L);     /* autocast.c: ember.autocast's C half */
+void emlua_open_distributed(lua_State *L);  /* bind_distributed.c: ember.distributed's C half */
 
 /* Autocast at an op's entry (lua/autocast.c): while ember.autocast is active,
  * the tensors at stack positions first..last (last <= 0: the top), and those

@@ -558,7 +558,8 @@ static const char *const lazy_functions[][2] = {
 static int module_index(lua_State *L)
 {
     const char *key = lua_tostring(L, 2);
-    static const char *const submodules[] = {"nn", "optim", "data", "autograd", "help", "plot", "linalg", "amp", NULL};
+    static const char *const submodules[] = {"nn", "optim", "data", "autograd", "help", "plot", "linalg", "amp",
+                                             "distributed", NULL};
     for (int i = 0; key && submodules[i]; i++) {
         if (strcmp(key, submodules[i]) != 0) continue;
         lua_getglobal(L, "require");
@@ -632,5 +633,6 @@ int luaopen_ember(lua_State *L)
     emlua_open_einsum(L);
     emlua_open_lapack(L);
     emlua_open_autocast(L);
+    emlua_open_distributed(L);
     return 1;
 }

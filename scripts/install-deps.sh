@@ -60,6 +60,7 @@ packages=(
     zlib1g-dev libcjson-dev           # data files and checkpoints (later issues)
     lua-busted                        # Lua test runner
     python3 python3-pexpect           # shell tests over a pseudo-terminal
+    openmpi-bin libopenmpi-dev        # ember.distributed (mpirun, the MPI backend)
     gnuplot-nox                       # ember.plot's renderer
     dataset-fashion-mnist             # the training example's data
 )

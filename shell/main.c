@@ -99,6 +99,7 @@ static const char usage_text[] =
     "            uncaught error opens the debugger in the failing frame\n"
     "  -p        Ctrl-C pauses running code in the debugger (continue resumes)\n"
     "  --pm      open the debugger on an uncaught error (post-mortem)\n"
+    "  --nproc N run N processes of the script under mpirun (ember.distributed)\n"
     "  -h        show this help (also --help)\n"
     "  --        stop handling options\n"
     "  -         stop handling options and execute stdin\n"
@@ -307,10 +308,16 @@ static int pmain(lua_State *L)
     lua_gc(L, LUA_GCRESTART);
     lua_gc(L, LUA_GCGEN, 0, 0);
     if (!(args & HAS_ENV) && handle_init(L) != LUA_OK) return 0;
-    if (!run_args(L, argv, optlim)) return 0;
+    if (!run_args(L, argv, optlim)) {
+        emsh_end_job_on_error();
+        return 0;
+    }
     if (script > 0) {
         if (args & HAS_D) emsh_debug_step_in(L);
-        if (handle_script(L, argv + script) != LUA_OK) return 0;
+        if (handle_script(L, argv + script) != LUA_OK) {
+            emsh_end_job_on_error();
+            return 0;
+        }
     }
     if (args & HAS_I) {
         emsh_repl(L);
@@ -324,6 +331,7 @@ static int pmain(lua_State *L)
 
 int main(int argc, char **argv)
 {
+    emsh_launch(argc, argv);
     lua_State *L = luaL_newstate();
     if (L == NULL) {
         emsh_message(emsh_progname, "cannot create state: not enough memory");

@@ -18,6 +18,7 @@
  *    cannot swallow the interrupt: every instruction re-raises it. */
 #include "shell.h"
 #include "../lua/binding.h"   /* emlua_set_interrupt */
+#include "../engine/distributed.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -43,7 +44,10 @@ int emsh_report(lua_State *L, int status)
     } else if (status != LUA_OK) {
         const char *msg = lua_tostring(L, -1);
         if (msg == NULL) msg = "(error object is not a string)";
+        /* in a distributed job, which rank failed */
+        if (em_dist_is_initialized()) msg = lua_pushfstring(L, "rank %d: %s", em_dist_rank(), msg);
         emsh_message(emsh_progname, msg);
+        if (em_dist_is_initialized()) lua_pop(L, 1);
         lua_pop(L, 1);
     }
     return status;

@@ -132,4 +132,13 @@ void emsh_debug_restore_hook(lua_State *L);
 /* Did thread co die of the (dbg) prompt's "quit"? (then nothing is reported) */
 bool emsh_debug_quitting(lua_State *co);
 
+/* ---- launch.c: distributed jobs ---------------------------------------- */
+
+/* `--nproc N` among the options: runs the same command line under
+ * `mpirun -n N` instead (does not return); otherwise returns at once. */
+void emsh_launch(int argc, char **argv);
+/* After an uncaught error in a script of a distributed job (a process group
+ * is initialised): ends every rank (MPI_Abort); otherwise nothing. */
+void emsh_end_job_on_error(void);
+
 #endif

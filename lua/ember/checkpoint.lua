@@ -11,7 +11,8 @@
 -- "optimizer.<name>"; counters, the generator state and the optimizer's and
 -- scheduler's numbers go in the metadata. Saving is atomic (ember.save: a
 -- temporary file renamed over the old one, leftovers of killed saves
--- removed by the next save).
+-- removed by the next save). In a distributed job (ember.distributed) only
+-- rank 0 writes; every rank can load.
 --
 -- Every error is raised at the caller's line (ember.errors.raise) and names the file.
 -- A file is checked whole before anything is restored, and a failure while
@@ -169,6 +170,11 @@ function M.save_checkpoint(path, state)
       extra[k] = v
     end
   end
+
+  -- in a distributed job only rank 0 writes (every rank holds the same state); the
+  -- others return after the same checks, so a bad call fails on every rank alike
+  local dist = package.loaded["ember.distributed"]
+  if dist and not dist.is_main_process() then return end
 
   local tensors, meta = {}, {format = FORMAT}
   if state.model ~= nil then

@@ -135,7 +135,7 @@ data.TensorDataset = TensorDataset
 
 -- Any dataset as (len, get): the protocol's methods, or #ds and ds[i] for a
 -- plain table (ds[i] a table of fields, or one value).
-local function accessors(ds)
+local function accessors(ds, op)
   if type(ds) == "table" or type(ds) == "userdata" then
     local ok, len = pcall(function() return ds.len end)
     if ok and type(len) == "function" and type(ds.get) == "function" then
@@ -149,7 +149,7 @@ local function accessors(ds)
       return s
     end
   end
-  error("DataLoader: argument 1: expected a dataset (an object with len() and get(i), or a table of samples), got "
+  error((op or "DataLoader") .. ": argument 1: expected a dataset (an object with len() and get(i), or a table of samples), got "
         .. (ember.is_tensor(ds) and "a tensor (wrap it: data.TensorDataset(t))" or type(ds)), 3)
 end
 
@@ -182,21 +182,27 @@ local DataLoader = {}
 DataLoader.__index = DataLoader
 DataLoader.__name = "DataLoader"
 
-local function option(opts, name, kind, default)
+local function option(opts, name, kind, default, owner)
   local v = opts[name]
   if v == nil then return default end
+  owner = owner or "DataLoader"
   if kind == "integer" then
-    if not is_integer(v) then error(string.format("DataLoader: option '%s': expected an integer, got %s", name, tostring(v)), 4) end
+    if not is_integer(v) then
+      error(string.format("%s: option '%s': expected an integer, got %s", owner, name, tostring(v)), 4)
+    end
     return math.tointeger(v)
   end
   if type(v) ~= kind then
-    error(string.format("DataLoader: option '%s': expected a %s, got %s", name, kind, type(v)), 4)
+    error(string.format("%s: option '%s': expected a %s, got %s", owner, name, kind, type(v)), 4)
   end
   return v
 end
 
 -- DataLoader(dataset, {batch_size = 1, shuffle = false, drop_last = false,
---                      seed = nil, collate_fn = nil})
+--                      seed = nil, collate_fn = nil, sampler = nil})
+-- sampler: an object with indices() (a list of 1-based dataset indices, the
+-- order of one epoch) and a length (#sampler), such as DistributedSampler;
+-- it replaces shuffle.
 -- With `seed`, epoch e's order depends only on (seed, e): it is drawn from
 -- Philox key `seed` at counter (e-1) * 2^40, with the global generator saved
 -- and restored around it, so other random numbers are not disturbed and two
@@ -221,7 +227,16 @@ function DataLoader.new(dataset, opts)
   self.drop_last = option(opts, "drop_last", "boolean", false)
   self.seed = option(opts, "seed", "integer", nil)
   self.collate_fn = option(opts, "collate_fn", "function", nil)
-  local known = {batch_size = true, shuffle = true, drop_last = true, seed = true, collate_fn = true}
+  self.sampler = opts.sampler
+  if self.sampler ~= nil then
+    local ok, fn = pcall(function() return self.sampler.indices end)
+    if not ok or type(fn) ~= "function" then
+      error("DataLoader: option 'sampler': expected a sampler (an object with indices() and a length), got "
+            .. type(self.sampler), 3)
+    end
+    if self.shuffle then error("DataLoader: option 'sampler' is mutually exclusive with shuffle = true", 3) end
+  end
+  local known = {batch_size = true, shuffle = true, drop_last = true, seed = true, collate_fn = true, sampler = true}
   for k in pairs(opts) do
     if not known[k] then error("DataLoader: unknown option '" .. tostring(k) .. "'", 3) end
   end
@@ -234,8 +249,14 @@ end
 
 setmetatable(DataLoader, {__call = function(_, ...) return DataLoader.new(...) end})
 
+-- the number of samples an epoch visits
+function DataLoader:_count()
+  if self.sampler then return #self.sampler end
+  return self._len()
+end
+
 function DataLoader:__len()
-  local n = self._len()
+  local n = self:_count()
   if self.drop_last then return n // self.batch_size end
   return (n + self.batch_size - 1) // self.batch_size
 end
@@ -254,6 +275,11 @@ end
 
 -- The sample order of epoch `epoch`: a 1-D int64 tensor of 1-based indices.
 function DataLoader:order(epoch)
+  if self.sampler then
+    local list = self.sampler:indices()
+    if #list == 0 then return ember.zeros(0, {dtype = "int64"}) end
+    return ember.tensor(list, {dtype = "int64"})
+  end
   local n = self._len()
   if not self.shuffle then return ember.arange(1, n + 1, {dtype = "int64"}) end
   if not self.seed then return ember.randperm(n) end
@@ -270,7 +296,7 @@ function DataLoader:iter()
   local epoch = self._next_epoch
   self._next_epoch = epoch + 1
   self.epoch = epoch
-  local n = self._len()
+  local n = self:_count()
   local order = self:order(epoch)
   local nbatches, bs = #self, self.batch_size
   local b = 0
@@ -290,6 +316,102 @@ end
 
 DataLoader.__call = DataLoader.iter
 data.DataLoader = DataLoader
+
+-- ---- DistributedSampler -------------------------------------------------------------
+
+-- DistributedSampler(dataset, {num_replicas =, rank =, shuffle = true, seed = 0, drop_last = false}):
+-- rank's share of the dataset, as torch.utils.data.DistributedSampler. Every rank draws the same
+-- order (the permutation of epoch e comes from the seed and e alone), pads it by repeating its
+-- first indices up to a multiple of num_replicas (or, with drop_last, cuts the tail), and takes
+-- every num_replicas-th index starting at its rank. Ranks are 0-based; indices 1-based.
+local DistributedSampler = {}
+DistributedSampler.__index = DistributedSampler
+DistributedSampler.__name = "DistributedSampler"
+
+local function sampler_option(opts, name, kind, default)
+  return option(opts, name, kind, default, "DistributedSampler")
+end
+
+function DistributedSampler.new(dataset, opts)
+  if opts ~= nil and type(opts) ~= "table" then
+    error("DistributedSampler: argument 2: expected an options table, got " .. type(opts), 3)
+  end
+  opts = opts or {}
+  for k in pairs(opts) do
+    if not ({num_replicas = true, rank = true, shuffle = true, seed = true, drop_last = true})[k] then
+      error("DistributedSampler: unknown option '" .. tostring(k) .. "'", 3)
+    end
+  end
+  local self = setmetatable({}, DistributedSampler)
+  self.dataset = dataset
+  self._len = accessors(dataset, "DistributedSampler")
+  local dist = (opts.num_replicas == nil or opts.rank == nil) and require("ember.distributed") or nil
+  if dist and not dist.is_initialized() then
+    error("DistributedSampler: num_replicas and rank come from the process group, which is not initialised: " ..
+          "call ember.distributed.init_process_group first, or give both options", 3)
+  end
+  self.num_replicas = sampler_option(opts, "num_replicas", "integer", dist and dist.get_world_size())
+  self.rank = sampler_option(opts, "rank", "integer", dist and dist.get_rank())
+  if self.num_replicas < 1 then
+    error("DistributedSampler: option 'num_replicas': expected a positive integer, got " .. self.num_replicas, 3)
+  end
+  if self.rank < 0 or self.rank >= self.num_replicas then
+    error(string.format("DistributedSampler: invalid rank %d: ranks are 0-based, 0..%d for %d replicas", self.rank,
+                        self.num_replicas - 1, self.num_replicas), 3)
+  end
+  self.shuffle = sampler_option(opts, "shuffle", "boolean", true)
+  self.seed = sampler_option(opts, "seed", "integer", 0)
+  self.drop_last = sampler_option(opts, "drop_last", "boolean", false)
+  self.epoch = 0
+  local n, r = self._len(), self.num_replicas
+  -- PyTorch's counts: with drop_last the tail that cannot go evenly to every rank is cut
+  if self.drop_last and n % r ~= 0 then self.num_samples = -((r - n) // r)
+  else self.num_samples = -(-n // r) end
+  self.total_size = self.num_samples * r
+  return self
+end
+
+setmetatable(DistributedSampler, {__call = function(_, ...) return DistributedSampler.new(...) end})
+
+function DistributedSampler:__len() return self.num_samples end
+
+function DistributedSampler:__tostring()
+  return string.format("DistributedSampler(rank %d of %d, %d samples, shuffle=%s, seed=%d, drop_last=%s)", self.rank,
+                       self.num_replicas, self.num_samples, tostring(self.shuffle), self.seed, tostring(self.drop_last))
+end
+
+-- set_epoch(e): the shuffle of epoch e (call it before each epoch, as in PyTorch).
+function DistributedSampler:set_epoch(e)
+  if not is_integer(e) or e < 0 then
+    error("DistributedSampler:set_epoch: expected a non-negative integer, got " .. tostring(e), 2)
+  end
+  self.epoch = math.tointeger(e)
+end
+
+-- indices(): this rank's 1-based dataset indices for the current epoch.
+function DistributedSampler:indices()
+  local n = self._len()
+  local all
+  if self.shuffle and n > 0 then
+    local saved = ember.get_rng_state()
+    ember.set_rng_state(self.seed, self.epoch << 40)
+    local ok, perm = pcall(ember.randperm, n)
+    ember.set_rng_state(saved)
+    if not ok then error(perm, 0) end
+    all = perm:tolist()
+  else
+    all = {}
+    for i = 1, n do all[i] = i end
+  end
+  -- padding repeats the order from its start (as often as needed); drop_last cuts the tail
+  local k = #all
+  for i = k + 1, self.total_size do all[i] = all[(i - 1) % k + 1] end
+  local out = {}
+  for i = self.rank + 1, self.total_size, self.num_replicas do out[#out + 1] = all[i] end
+  return out
+end
+
+data.DistributedSampler = DistributedSampler
 
 -- ---- Fashion-MNIST -------------------------------------------------------------------
 

@@ -254,3 +254,24 @@ echo "debugger cost (scripts/bench/debugger.lua):"
 echo
 echo "plotting (scripts/bench/plot.lua):"
 "$EMBER" scripts/bench/plot.lua
+
+# all_reduce bandwidth over MPI, 2 processes: ember.distributed.all_reduce against a
+# plain MPI_Allreduce loop in C (build/bench_allreduce), taking turns, best of each
+if [ -x "$BUILD/bench_allreduce" ] && command -v mpirun >/dev/null; then
+    echo
+    echo "all_reduce, float32 sum, 2 processes (scripts/bench/allreduce.lua vs MPI_Allreduce; target >= 0.9 x):"
+    [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    sizes=$(awk 'BEGIN { for (b = 1024; b <= 268435456; b *= 4) printf "%d ", b }')
+    ar=$(mktemp -d)
+    for round in 1 2 3; do
+        mpirun -n 2 "$EMBER" scripts/bench/allreduce.lua 8 $sizes > "$ar/ember$round"
+        mpirun -n 2 "$BUILD/bench_allreduce" 8 $sizes > "$ar/mpi$round"
+    done
+    # best time per size of each side, then GB/s (bytes / time) and the ratio
+    printf '%-12s %14s %14s %8s\n' bytes "ember GB/s" "MPI GB/s" ratio
+    awk 'FNR == 1 { side = (FILENAME ~ /ember/) ? "e" : "m" }
+         { k = side SUBSEP $1; if (!(k in t) || $2 < t[k]) t[k] = $2; sz[$1] = 1 }
+         END { for (b in sz) { e = b / t["e", b] / 1e9; m = b / t["m", b] / 1e9
+                   printf "%-12d %14.3f %14.3f %8.3f\n", b, e, m, e / m } }' "$ar"/ember* "$ar"/mpi* | sort -n
+    rm -rf "$ar"
+fi

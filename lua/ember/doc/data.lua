@@ -114,7 +114,7 @@ print(x, y)   -- [[5, 6], [1, 2]]  [30, 10]]=],
     name = "ember.data.DataLoader",
     also = {"ember.data.DataLoader.new"},
     sig = "data.DataLoader(dataset [, {batch_size = 1, shuffle = false, drop_last = false,\n"
-       .. "                            seed = nil, collate_fn = nil}]) -> loader",
+       .. "                            seed = nil, collate_fn = nil, sampler = nil}]) -> loader",
     doc = [=[
 Iterates over a dataset in batches: for x, y in loader:iter() do ... end (or loader()).
 #loader is the number of batches; with drop_last the last incomplete one is left out.
@@ -123,7 +123,9 @@ anything else into a list; collate_fn(samples) replaces that (each sample a tabl
 of get(i)'s values) and is not used for datasets with get_batch.
 shuffle draws a new order each epoch: with seed, epoch e's order depends only on
 (seed, e) and other random numbers are not disturbed; without it the global generator
-shuffles, so ember.manual_seed makes the run reproducible. No worker processes.]=],
+shuffles, so ember.manual_seed makes the run reproducible. No worker processes.
+sampler (such as data.DistributedSampler: an object with indices() and a length) gives
+each epoch's order instead; it excludes shuffle = true.]=],
     example = [=[
 local data = ember.data
 local ds = data.TensorDataset(ember.randn(10, 3), ember.arange(1, 11))
@@ -204,5 +206,48 @@ The class names of Fashion-MNIST; entry label + 1 names the file's label (0..9):
     example = [=[
 local data = ember.data
 print(#data.fashion_mnist_classes, data.fashion_mnist_classes[10])   -- 10 Ankle boot]=],
+  },
+  {
+    name = "ember.data.DistributedSampler",
+    also = {"ember.data.DistributedSampler.new"},
+    sig = "data.DistributedSampler(dataset [, {num_replicas =, rank =, shuffle = true, seed = 0,\n"
+       .. "                                    drop_last = false}]) -> sampler",
+    doc = [=[
+This rank's share of a dataset, as torch.utils.data.DistributedSampler, for
+DataLoader(ds, {sampler = s}). num_replicas and rank default to the process group's
+(ember.distributed; ranks are 0-based). Every rank draws the same order (with shuffle,
+a permutation that depends only on seed and the epoch set with set_epoch), pads it by
+repeating its first indices up to a multiple of num_replicas (drop_last cuts the tail
+instead), and takes every num_replicas-th index from its rank on. #sampler is the
+number of samples per rank. Indices are 1-based. Call s:set_epoch(e) before each epoch,
+or every epoch has the same order.]=],
+    example = [=[
+local data = ember.data
+local ds = data.TensorDataset(ember.arange(1, 8))
+local s = data.DistributedSampler(ds, {num_replicas = 3, rank = 1, shuffle = false})
+print(#s, table.concat(s:indices(), " "))          -- 3  2 5 1
+local loader = data.DataLoader(ds, {batch_size = 2, sampler = s})
+for x in loader:iter() do print(x) end             -- [2, 5] then [1]]=],
+  },
+  {
+    name = "ember.data.DistributedSampler:set_epoch",
+    sig = "sampler:set_epoch(epoch)",
+    doc = [=[
+Sets the epoch (0 or more) whose shuffle indices() draws; as in PyTorch, call it at the
+start of each epoch with the same value on every rank.]=],
+    example = [=[
+local s = ember.data.DistributedSampler({1, 2, 3, 4}, {num_replicas = 2, rank = 0, seed = 7})
+s:set_epoch(1)
+print(#s:indices())                                -- 2]=],
+  },
+  {
+    name = "ember.data.DistributedSampler:indices",
+    sig = "sampler:indices() -> list",
+    doc = [=[
+This rank's dataset indices (1-based) for the current epoch, as a Lua list.]=],
+    example = [=[
+local s = ember.data.DistributedSampler({1, 2, 3, 4, 5}, {num_replicas = 2, rank = 1, shuffle = false,
+                                                          drop_last = true})
+print(table.concat(s:indices(), " "))              -- 2 4]=],
   },
 }

@@ -1,0 +1,70 @@
+/* comm.h — the communication backend interface: what a collective library
+ * (MPI for CPU memory; NCCL later, for GPU memory) gives the engine. Like the
+ * CUDA backend, an implementation lives in its own shared object
+ * (build/libember_mpi.so, from comm/mpi.c) that engine/distributed.c opens
+ * with dlopen when a program first asks for a process group, so a session
+ * that never does loads no MPI library.
+ *
+ * The table deals in contiguous buffers of `count` elements of a dtype the
+ * implementation can carry (engine/distributed.c turns tensors into such
+ * buffers: contiguous copies, float32 working copies of float16/bfloat16
+ * for reductions, bool as uint8). Ranks are 0-based. Every transfer takes a
+ * `req` pointer: NULL runs it to completion (the blocking call, which for
+ * MPI is the faster collective algorithm), non-NULL starts it and stores a
+ * request that wait/test complete and free. Errors are values: -1 after
+ * host->set_error(message). */
+#ifndef EMBER_COMM_H
+#define EMBER_COMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ember.h"
+
+typedef enum em_comm_op {
+    EM_COMM_SUM = 0,
+    EM_COMM_AVG,       /* the engine sums and divides: no backend sees it */
+    EM_COMM_MAX,
+    EM_COMM_MIN,
+    EM_COMM_PRODUCT,
+    EM_NCOMM_OPS
+} em_comm_op;
+
+typedef struct em_comm_host {
+    int (*set_error)(const char *fmt, ...);
+} em_comm_host;
+
+typedef struct em_comm_backend {
+    const char *name;
+    /* Joins the job (the first call starts the library) and makes a fresh
+     * communicator over every process; rank and size of this process. */
+    int (*init)(int *rank, int *size);
+    /* Frees the communicator; the library itself stays up until exit, so
+     * a later init can make a new one (MPI cannot start twice). */
+    int (*destroy)(void);
+    /* Ends the whole job at once (every process), with this exit code. */
+    void (*abort)(int code);
+    /* Whether the backend carries this dtype in reductions / as plain data. */
+    bool (*reduces)(em_dtype d);
+
+    int (*all_reduce)(void *buf, size_t count, em_dtype d, em_comm_op op, void **req);
+    int (*broadcast)(void *buf, size_t count, em_dtype d, int root, void **req);
+    /* recv holds size * count elements, rank r's at r * count */
+    int (*all_gather)(const void *send, void *recv, size_t count, em_dtype d, void **req);
+    /* send holds size * count elements; recv gets this rank's reduced block */
+    int (*reduce_scatter)(const void *send, void *recv, size_t count, em_dtype d, em_comm_op op, void **req);
+    /* the result lands in buf on root only */
+    int (*reduce)(void *buf, size_t count, em_dtype d, em_comm_op op, int root, void **req);
+    int (*barrier)(void **req);
+    int (*send)(const void *buf, size_t count, em_dtype d, int peer, int tag, void **req);
+    int (*recv)(void *buf, size_t count, em_dtype d, int peer, int tag, void **req);
+
+    int (*wait)(void *req);                 /* completes and frees the request */
+    int (*test)(void *req, bool *done);     /* done: completed and freed */
+} em_comm_backend;
+
+/* The one symbol a backend library exports. NULL with why[] filled when the
+ * library cannot start. */
+typedef const em_comm_backend *(*em_comm_backend_init_fn)(const em_comm_host *host, char *why, size_t n);
+
+#endif

@@ -1,0 +1,539 @@
+/* distributed.c — process groups and collectives on tensors over a
+ * communication backend (engine/comm.h) opened on first use. A collective
+ * here is: check the tensors, make the buffers the backend can carry
+ * (contiguous, float32 for float16/bfloat16 reductions), start the transfer,
+ * and on completion copy the buffers back into the user's tensors. A work
+ * object records what completion has to do, so the blocking and the async
+ * form share one path. */
+#include "distributed.h"
+#include "internal.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const em_comm_backend *comm;   /* the loaded backend, once loaded */
+static bool initialized, debug_checks;
+static int my_rank, world_size;
+static const em_comm_host comm_host = {.set_error = em_set_error};
+
+static const em_comm_backend *load_mpi(void)
+{
+    if (comm) return comm;
+    char local[4096];
+    em_lib_beside_engine(local, sizeof local, "libember_mpi.so");
+    const char *env = getenv("EMBER_MPI_LIB");
+    const char *path = env ? env : local[0] && access(local, F_OK) == 0 ? local : "libember_mpi.so";
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        em_set_error("init_process_group: cannot load the MPI backend (%s): ember was built without MPI "
+                     "(it needs libopenmpi-dev: Debian's OpenMPI), or OpenMPI's libraries are missing", dlerror());
+        return NULL;
+    }
+    em_comm_backend_init_fn init;
+    *(void **)&init = dlsym(h, "em_mpi_backend_init");
+    char why[512] = "";
+    comm = init ? init(&comm_host, why, sizeof why) : NULL;
+    if (!comm) em_set_error("init_process_group: the MPI backend (%s) cannot start: %s", path,
+                            init ? why : "no em_mpi_backend_init in it");
+    return comm;
+}
+
+int em_dist_init(const char *backend, bool debug)
+{
+    if (initialized)
+        return em_set_error("init_process_group: the default process group is already initialised "
+                            "(rank %d of %d over %s); call destroy_process_group first", my_rank, world_size, comm->name);
+    if (strcmp(backend, "nccl") == 0)
+        return em_set_error("init_process_group: backend 'nccl' is not built yet; use backend 'mpi' (CPU tensors)");
+    if (strcmp(backend, "mpi") != 0)
+        return em_set_error("init_process_group: unknown backend '%s' (expected 'mpi' or 'nccl')", backend);
+    if (!load_mpi()) return -1;
+    if (comm->init(&my_rank, &world_size)) return -1;
+    initialized = true;
+    debug_checks = debug;
+    return 0;
+}
+
+bool em_dist_is_initialized(void) { return initialized; }
+int em_dist_rank(void) { return initialized ? my_rank : -1; }
+int em_dist_world_size(void) { return initialized ? world_size : -1; }
+const char *em_dist_backend(void) { return initialized ? comm->name : NULL; }
+
+int em_dist_destroy(void)
+{
+    if (!initialized) return em_set_error("destroy_process_group: the default process group is not initialised");
+    initialized = false;
+    return comm->destroy();
+}
+
+void em_dist_abort(int code)
+{
+    if (initialized) comm->abort(code);
+}
+
+int em_comm_op_parse(const char *s, em_comm_op *out)
+{
+    static const char *const names[EM_NCOMM_OPS] = {"sum", "avg", "max", "min", "product"};
+    for (int i = 0; i < EM_NCOMM_OPS; i++) {
+        if (strcasecmp(s, names[i]) == 0) {
+            *out = (em_comm_op)i;
+            return 0;
+        }
+    }
+    return em_set_error("ReduceOp: unknown op '%s' (expected sum, avg, max, min or product)", s);
+}
+
+/* ---- work objects --------------------------------------------------------- */
+
+struct em_work {
+    void *req;              /* the backend's request while running */
+    bool done, failed;
+    em_tensor *recv, *send; /* the buffers the backend uses (kept alive) */
+    em_tensor *divide;      /* avg: recv is divided by the world size first */
+    int ncopy;              /* then dst[i] <- src[i] (views of recv) */
+    em_tensor **dst, **src;
+    char error[512];
+};
+
+/* one allocation: the struct, then the dst and src arrays */
+static em_work *work_new(int ncopy)
+{
+    size_t n = ncopy ? (size_t)ncopy : 1;
+    em_work *w = calloc(1, sizeof *w + 2 * n * sizeof(em_tensor *));
+    if (!w) {
+        em_set_error("distributed: out of memory");
+        return NULL;
+    }
+    w->dst = (em_tensor **)(w + 1);
+    w->src = w->dst + n;
+    return w;
+}
+
+static void work_release(em_work *w)
+{
+    for (int i = 0; i < w->ncopy; i++) {
+        em_release(w->dst[i]);
+        em_release(w->src[i]);
+    }
+    w->ncopy = 0;
+    em_release4(w->recv, w->send, w->divide, NULL);
+    w->recv = w->send = w->divide = NULL;
+}
+
+/* After the transfer: the average's division, then the copies back. */
+static int work_complete(em_work *w)
+{
+    int rc = 0;
+    if (w->divide && em_binary_(EM_DIV, w->recv, w->divide)) rc = -1;
+    for (int i = 0; rc == 0 && i < w->ncopy; i++) {
+        if (w->dst[i] == w->src[i] || em_data_ptr(w->dst[i]) == em_data_ptr(w->src[i])) {
+            em_bump_version(w->dst[i]);   /* written in place by the backend */
+            continue;
+        }
+        if (em_copy_(w->dst[i], w->src[i])) rc = -1;
+    }
+    w->done = true;
+    if (rc) {
+        w->failed = true;
+        snprintf(w->error, sizeof w->error, "%s", em_error());
+    }
+    work_release(w);
+    return rc;
+}
+
+int em_work_wait(em_work *w)
+{
+    if (w->done) return w->failed ? em_set_error("%s", w->error) : 0;
+    void *req = w->req;
+    w->req = NULL;
+    if (req && comm->wait(req)) {
+        w->done = w->failed = true;
+        snprintf(w->error, sizeof w->error, "%s", em_error());
+        work_release(w);
+        return -1;
+    }
+    return work_complete(w);
+}
+
+int em_work_test(em_work *w, bool *done)
+{
+    if (!w->done && w->req) {
+        bool finished = false;
+        int rc = comm->test(w->req, &finished);
+        if (finished) w->req = NULL;
+        if (rc) {
+            w->done = w->failed = true;
+            snprintf(w->error, sizeof w->error, "%s", em_error());
+            work_release(w);
+        } else if (finished && work_complete(w)) {
+            *done = true;
+            return -1;
+        }
+    }
+    *done = w->done;
+    return w->failed ? em_set_error("%s", w->error) : 0;
+}
+
+static void work_drop(em_work *w)
+{
+    work_release(w);
+    free(w);
+}
+
+/* rc: the backend call that started the transfer in w. Blocking (work ==
+ * NULL): completes and frees w; async: hands w to the caller. */
+static int work_finish(em_work *w, int rc, em_work **work)
+{
+    if (rc == 0 && work) {
+        *work = w;
+        return 0;
+    }
+    if (rc == 0) rc = work_complete(w);
+    work_drop(w);
+    return rc;
+}
+
+void em_work_free(em_work *w)
+{
+    if (!w) return;
+    if (!w->done) em_work_wait(w);
+    work_drop(w);
+}
+
+/* dst <- src on completion (both retained) */
+static void add_copy(em_work *w, em_tensor *dst, em_tensor *src)
+{
+    w->dst[w->ncopy] = em_retain(dst);
+    w->src[w->ncopy] = em_retain(src);
+    w->ncopy++;
+}
+
+/* ---- checks ----------------------------------------------------------------- */
+
+static int check_ready(const char *op)
+{
+    if (!initialized)
+        return em_set_error("%s: the default process group is not initialised: call "
+                            "ember.distributed.init_process_group first", op);
+    return 0;
+}
+
+static int check_tensor(const char *op, const em_tensor *t)
+{
+    if (em_dev(t).type != EM_CPU)
+        return em_set_error("%s: a %s tensor on cuda:%d: the nccl backend (CUDA tensors) is not built yet; "
+                            "ember's %s backend carries CPU tensors (t:cpu())", op, em_dtype_name(t->dtype),
+                            em_dev(t).index, comm->name);
+    return 0;
+}
+
+static int check_rank(const char *op, const char *what, int r)
+{
+    if (r < 0 || r >= world_size)
+        return em_set_error("%s: %s rank %d out of range: ranks are 0-based, 0..%d for world size %d", op, what, r,
+                            world_size - 1, world_size);
+    return 0;
+}
+
+/* The op the backend runs: avg sums (the engine divides), bool sums are
+ * logical or and products logical and, as in PyTorch. */
+static int backend_op(const char *op, em_dtype d, em_comm_op rop, em_comm_op *out)
+{
+    if ((unsigned)rop >= EM_NCOMM_OPS) return em_set_error("%s: unknown reduce op %d", op, (int)rop);
+    bool floating = d == EM_FLOAT32 || d == EM_FLOAT64 || d == EM_FLOAT16 || d == EM_BFLOAT16;
+    if (rop == EM_COMM_AVG && !floating)
+        return em_set_error("%s: ReduceOp.AVG needs a floating-point tensor, got %s (use SUM and divide)", op,
+                            em_dtype_name(d));
+    *out = rop == EM_COMM_AVG ? EM_COMM_SUM : rop;
+    if (d == EM_BOOL && rop == EM_COMM_SUM) *out = EM_COMM_MAX;
+    if (d == EM_BOOL && rop == EM_COMM_PRODUCT) *out = EM_COMM_MIN;
+    return 0;
+}
+
+static int check_like(const char *op, const char *what, const em_tensor *a, const em_tensor *like)
+{
+    bool same = a->ndim == like->ndim && a->dtype == like->dtype;
+    for (int i = 0; same && i < a->ndim; i++) same = a->sizes[i] == like->sizes[i];
+    if (!same)
+        return em_set_error("%s: %s is %s %s, expected %s %s like the input", op, what, em_dtype_name(a->dtype),
+                            em_shape_tmp(a), em_dtype_name(like->dtype), em_shape_tmp(like));
+    return check_tensor(op, a);
+}
+
+/* big holds world-size blocks shaped like small: [size * d1, d2, ...] or
+ * [size, d1, d2, ...] */
+static int check_blocks(const char *op, const char *what, const em_tensor *big, const em_tensor *small)
+{
+    bool ok = big->dtype == small->dtype && big->ndim >= 1;
+    if (ok && big->ndim == small->ndim && small->ndim > 0) {
+        ok = big->sizes[0] == world_size * small->sizes[0];
+        for (int i = 1; ok && i < big->ndim; i++) ok = big->sizes[i] == small->sizes[i];
+    } else if (ok && big->ndim == small->ndim + 1) {
+        ok = big->sizes[0] == world_size;
+        for (int i = 1; ok && i < big->ndim; i++) ok = big->sizes[i] == small->sizes[i - 1];
+    } else {
+        ok = false;
+    }
+    if (!ok)
+        return em_set_error("%s: %s is %s %s; with world size %d and %s %s per rank it must be %s with "
+                            "dim 1 of size %d times the per-rank size (or one more leading dim of size %d)", op,
+                            what, em_dtype_name(big->dtype), em_shape_tmp(big), world_size,
+                            em_dtype_name(small->dtype), em_shape_tmp(small), em_dtype_name(small->dtype),
+                            world_size, world_size);
+    return check_tensor(op, big);
+}
+
+/* With debug checks on, every rank compares what it is about to run (the
+ * collective, its root or op, the tensor's dtype and shape) in one small
+ * all_reduce of the values and their negations under max: a mismatch shows
+ * as max != -min. Without it, mismatched ranks fail inside MPI or hang. */
+enum { SIG_N = 4 + EM_MAX_DIMS };
+static int check_peers(const char *op, int code, int arg, const em_tensor *t)
+{
+    if (!debug_checks) return 0;
+    int64_t sig[2 * SIG_N] = {0};
+    sig[0] = code;
+    sig[1] = arg;
+    if (t) {
+        sig[2] = t->dtype;
+        sig[3] = t->ndim;
+        for (int i = 0; i < t->ndim; i++) sig[4 + i] = t->sizes[i];
+    }
+    for (int i = 0; i < SIG_N; i++) sig[SIG_N + i] = -sig[i];
+    if (comm->all_reduce(sig, 2 * SIG_N, EM_INT64, EM_COMM_MAX, NULL)) return -1;
+    for (int i = 0; i < SIG_N; i++) {
+        if (sig[i] != -sig[SIG_N + i])
+            return em_set_error("%s: ranks disagree (debug check): rank %d runs %s%s%s%s%s, another rank runs a "
+                                "different collective, root, op, dtype or shape", op, my_rank, op,
+                                t ? " on " : "", t ? em_dtype_name(t->dtype) : "", t ? " " : "",
+                                t ? em_shape_tmp(t) : "");
+    }
+    return 0;
+}
+
+/* ---- buffers ------------------------------------------------------------------ */
+
+/* What the backend reads and writes for t: t itself when contiguous and
+ * carried as it is, else a contiguous copy (float32 for a reduction of a
+ * dtype the backend cannot reduce). */
+static em_tensor *carry(const em_tensor *t, bool reducing)
+{
+    if (!reducing || comm->reduces(t->dtype)) return em_contiguous(t);
+    em_tensor *f = em_to_dtype(t, EM_FLOAT32);
+    if (!f) return NULL;
+    em_tensor *c = em_contiguous(f);
+    em_release(f);
+    return c;
+}
+
+static em_tensor *flat_buffer(int64_t n, em_dtype d)
+{
+    return em_empty(&n, 1, d, (em_device){EM_CPU, 0});
+}
+
+/* Block i of a flat buffer, viewed with like's shape. */
+static em_tensor *block(em_tensor *flat, int64_t i, const em_tensor *like)
+{
+    int64_t n = em_numel(like);
+    em_tensor *part = em_narrow(flat, 0, i * n, n);
+    if (!part) return NULL;
+    em_tensor *v = em_view(part, like->sizes, like->ndim);
+    em_release(part);
+    return v;
+}
+
+static size_t count(const em_tensor *t) { return (size_t)em_numel(t); }
+
+/* ---- collectives ---------------------------------------------------------- */
+
+enum { C_ALL_REDUCE = 1, C_BROADCAST, C_REDUCE, C_ALL_GATHER, C_REDUCE_SCATTER, C_BARRIER };
+
+static int reduce_common(const char *op, int code, em_tensor *t, int root, em_comm_op rop, em_work **work)
+{
+    em_comm_op bop;
+    if (check_ready(op) || check_tensor(op, t) || backend_op(op, t->dtype, rop, &bop)) return -1;
+    if (code == C_REDUCE && check_rank(op, "dst", root)) return -1;
+    if (em_check_writable(op, t) || check_peers(op, code, root * EM_NCOMM_OPS + rop, t)) return -1;
+    if (!work && code == C_ALL_REDUCE && rop != EM_COMM_AVG && em_is_contiguous(t) && comm->reduces(t->dtype)) {
+        /* the common case straight through, no buffers: small sizes are all overhead */
+        if (comm->all_reduce(em_data_ptr(t), count(t), t->dtype, bop, NULL)) return -1;
+        em_bump_version(t);
+        return 0;
+    }
+    em_work *w = work_new(1);
+    if (!w) return -1;
+    w->recv = carry(t, true);
+    if (!w->recv) return work_finish(w, -1, NULL);
+    bool lands = code == C_ALL_REDUCE || my_rank == root;
+    if (lands) add_copy(w, t, w->recv);
+    if (lands && rop == EM_COMM_AVG) {
+        w->divide = em_scalar(world_size, w->recv->dtype, (em_device){EM_CPU, 0});
+        if (!w->divide) return work_finish(w, -1, NULL);
+    }
+    void **req = work ? &w->req : NULL;
+    int rc = code == C_ALL_REDUCE
+                 ? comm->all_reduce(em_data_ptr(w->recv), count(t), w->recv->dtype, bop, req)
+                 : comm->reduce(em_data_ptr(w->recv), count(t), w->recv->dtype, bop, root, req);
+    return work_finish(w, rc, work);
+}
+
+int em_dist_all_reduce(em_tensor *t, em_comm_op op, em_work **work)
+{
+    return reduce_common("all_reduce", C_ALL_REDUCE, t, 0, op, work);
+}
+
+int em_dist_reduce(em_tensor *t, int dst, em_comm_op op, em_work **work)
+{
+    return reduce_common("reduce", C_REDUCE, t, dst, op, work);
+}
+
+int em_dist_broadcast(em_tensor *t, int src, em_work **work)
+{
+    const char *op = "broadcast";
+    if (check_ready(op) || check_tensor(op, t) || check_rank(op, "src", src)) return -1;
+    if (em_check_writable(op, t) || check_peers(op, C_BROADCAST, src, t)) return -1;
+    em_work *w = work_new(1);
+    if (!w) return -1;
+    w->recv = carry(t, false);
+    if (!w->recv) return work_finish(w, -1, NULL);
+    if (my_rank != src) add_copy(w, t, w->recv);
+    int rc = comm->broadcast(em_data_ptr(w->recv), count(t), t->dtype, src, work ? &w->req : NULL);
+    return work_finish(w, rc, work);
+}
+
+/* gathers t into a flat buffer of world-size blocks; out (if given) gets the
+ * buffer's blocks viewed as its shape, else outs[i] block i */
+static int gather_common(em_tensor *out, em_tensor *const *outs, const em_tensor *t, em_work **work)
+{
+    em_work *w = work_new(out ? 1 : world_size);
+    if (!w) return -1;
+    w->send = carry(t, false);
+    w->recv = out ? carry(out, false) : flat_buffer((int64_t)world_size * em_numel(t), t->dtype);
+    if (!w->send || !w->recv) return work_finish(w, -1, NULL);
+    if (out) add_copy(w, out, w->recv);
+    for (int i = 0; !out && i < world_size; i++) {
+        em_tensor *b = block(w->recv, i, t);
+        if (!b) return work_finish(w, -1, NULL);
+        add_copy(w, outs[i], b);
+        em_release(b);
+    }
+    int rc = comm->all_gather(em_data_ptr(w->send), em_data_ptr(w->recv), count(t), t->dtype,
+                              work ? &w->req : NULL);
+    return work_finish(w, rc, work);
+}
+
+int em_dist_all_gather(em_tensor *const *outs, int n, const em_tensor *t, em_work **work)
+{
+    const char *op = "all_gather";
+    if (check_ready(op) || check_tensor(op, t)) return -1;
+    if (n != world_size)
+        return em_set_error("%s: the output list has %d tensors, expected %d (the world size)", op, n, world_size);
+    for (int i = 0; i < n; i++)
+        if (check_like(op, "an output tensor", outs[i], t) || em_check_writable(op, outs[i])) return -1;
+    if (check_peers(op, C_ALL_GATHER, 0, t)) return -1;
+    return gather_common(NULL, outs, t, work);
+}
+
+int em_dist_all_gather_into_tensor(em_tensor *out, const em_tensor *t, em_work **work)
+{
+    const char *op = "all_gather_into_tensor";
+    if (check_ready(op) || check_tensor(op, t) || check_blocks(op, "the output", out, t)) return -1;
+    if (em_check_writable(op, out) || check_peers(op, C_ALL_GATHER, 0, t)) return -1;
+    return gather_common(out, NULL, t, work);
+}
+
+/* reduces world-size blocks shaped like out (the flat send buffer w->send,
+ * already filled) and scatters block r to rank r's out */
+static int scatter_common(em_work *w, em_tensor *out, em_comm_op bop, em_comm_op rop, em_work **work)
+{
+    w->recv = carry(out, true);
+    if (!w->recv) return work_finish(w, -1, NULL);
+    add_copy(w, out, w->recv);
+    if (rop == EM_COMM_AVG) {
+        w->divide = em_scalar(world_size, w->recv->dtype, (em_device){EM_CPU, 0});
+        if (!w->divide) return work_finish(w, -1, NULL);
+    }
+    int rc = comm->reduce_scatter(em_data_ptr(w->send), em_data_ptr(w->recv), count(out), w->recv->dtype, bop,
+                                  work ? &w->req : NULL);
+    return work_finish(w, rc, work);
+}
+
+int em_dist_reduce_scatter(em_tensor *out, em_tensor *const *ins, int n, em_comm_op rop, em_work **work)
+{
+    const char *op = "reduce_scatter";
+    em_comm_op bop;
+    if (check_ready(op) || check_tensor(op, out) || backend_op(op, out->dtype, rop, &bop)) return -1;
+    if (n != world_size)
+        return em_set_error("%s: the input list has %d tensors, expected %d (the world size)", op, n, world_size);
+    for (int i = 0; i < n; i++)
+        if (check_like(op, "an input tensor", ins[i], out)) return -1;
+    if (em_check_writable(op, out) || check_peers(op, C_REDUCE_SCATTER, rop, out)) return -1;
+    em_work *w = work_new(1);
+    if (!w) return -1;
+    em_dtype carried = comm->reduces(out->dtype) ? out->dtype : EM_FLOAT32;
+    w->send = flat_buffer((int64_t)n * em_numel(out), carried);
+    if (!w->send) return work_finish(w, -1, NULL);
+    for (int i = 0; i < n; i++) {
+        em_tensor *b = block(w->send, i, out);
+        int rc = b ? em_copy_(b, ins[i]) : -1;
+        em_release(b);
+        if (rc) return work_finish(w, -1, NULL);
+    }
+    return scatter_common(w, out, bop, rop, work);
+}
+
+int em_dist_reduce_scatter_tensor(em_tensor *out, const em_tensor *in, em_comm_op rop, em_work **work)
+{
+    const char *op = "reduce_scatter_tensor";
+    em_comm_op bop;
+    if (check_ready(op) || check_tensor(op, out) || backend_op(op, out->dtype, rop, &bop)) return -1;
+    if (check_blocks(op, "the input", in, out)) return -1;
+    if (em_check_writable(op, out) || check_peers(op, C_REDUCE_SCATTER, rop, out)) return -1;
+    em_work *w = work_new(1);
+    if (!w) return -1;
+    w->send = carry(in, true);
+    if (!w->send) return work_finish(w, -1, NULL);
+    return scatter_common(w, out, bop, rop, work);
+}
+
+int em_dist_barrier(em_work **work)
+{
+    if (check_ready("barrier") || check_peers("barrier", C_BARRIER, 0, NULL)) return -1;
+    em_work *w = work_new(0);
+    if (!w) return -1;
+    return work_finish(w, comm->barrier(work ? &w->req : NULL), work);
+}
+
+static int check_peer(const char *op, const char *what, int peer)
+{
+    if (check_rank(op, what, peer)) return -1;
+    if (peer == my_rank) return em_set_error("%s: %s rank %d is this rank: a rank cannot %s itself", op, what, peer, op);
+    return 0;
+}
+
+int em_dist_send(const em_tensor *t, int dst, int tag, em_work **work)
+{
+    if (check_ready("send") || check_tensor("send", t) || check_peer("send", "dst", dst)) return -1;
+    em_work *w = work_new(0);
+    if (!w) return -1;
+    w->send = carry(t, false);
+    if (!w->send) return work_finish(w, -1, NULL);
+    return work_finish(w, comm->send(em_data_ptr(w->send), count(t), t->dtype, dst, tag, work ? &w->req : NULL),
+                       work);
+}
+
+int em_dist_recv(em_tensor *t, int src, int tag, em_work **work)
+{
+    if (check_ready("recv") || check_tensor("recv", t) || check_peer("recv", "src", src)) return -1;
+    if (em_check_writable("recv", t)) return -1;
+    em_work *w = work_new(1);
+    if (!w) return -1;
+    w->recv = carry(t, false);
+    if (!w->recv) return work_finish(w, -1, NULL);
+    add_copy(w, t, w->recv);
+    return work_finish(w, comm->recv(em_data_ptr(w->recv), count(t), t->dtype, src, tag, work ? &w->req : NULL),
+                       work);
+}

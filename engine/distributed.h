@@ -1,0 +1,54 @@
+/* distributed.h — process groups and collectives on tensors (the engine half
+ * of ember.distributed). The communication library is opened by the first
+ * em_dist_init (engine/comm.h says how); nothing here loads it before.
+ *
+ * Ranks are 0-based, as in PyTorch. Every collective writes its result into
+ * the tensors given (any dtype, any strides: non-contiguous tensors go
+ * through contiguous copies; float16/bfloat16 reductions run on float32
+ * working copies, so a sum is rounded once, at the end). With work == NULL
+ * the call returns when done; otherwise it returns at once and *work is a
+ * handle that em_work_wait completes (the tensors must not be touched until
+ * then). CPU tensors only, over MPI. */
+#ifndef EMBER_DISTRIBUTED_H
+#define EMBER_DISTRIBUTED_H
+
+#include "comm.h"
+
+typedef struct em_work em_work;
+
+/* backend: "mpi" (or "nccl", refused until built). debug: every collective
+ * first compares its op, shape and dtype across ranks (one small
+ * all_reduce), turning a mismatch into an error instead of a hang. */
+int em_dist_init(const char *backend, bool debug);
+bool em_dist_is_initialized(void);
+int em_dist_rank(void);
+int em_dist_world_size(void);
+const char *em_dist_backend(void);
+int em_dist_destroy(void);
+/* Ends every process of the job with this exit code (when initialised). */
+void em_dist_abort(int code);
+/* Parses "sum", "avg", "max", "min", "product" (also upper case). */
+int em_comm_op_parse(const char *s, em_comm_op *out);
+
+int em_dist_all_reduce(em_tensor *t, em_comm_op op, em_work **work);
+int em_dist_broadcast(em_tensor *t, int src, em_work **work);
+int em_dist_reduce(em_tensor *t, int dst, em_comm_op op, em_work **work);
+/* outs: world-size tensors shaped like t */
+int em_dist_all_gather(em_tensor *const *outs, int n, const em_tensor *t, em_work **work);
+/* out: [size * d1, d2, ...] (t's blocks along dim 0) or [size, d1, ...] */
+int em_dist_all_gather_into_tensor(em_tensor *out, const em_tensor *t, em_work **work);
+/* ins: world-size tensors shaped like out; out gets the reduction of every
+ * rank's ins[rank] */
+int em_dist_reduce_scatter(em_tensor *out, em_tensor *const *ins, int n, em_comm_op op, em_work **work);
+/* in: [size * d1, ...] or [size, d1, ...] for out [d1, ...] */
+int em_dist_reduce_scatter_tensor(em_tensor *out, const em_tensor *in, em_comm_op op, em_work **work);
+int em_dist_barrier(em_work **work);
+int em_dist_send(const em_tensor *t, int dst, int tag, em_work **work);
+int em_dist_recv(em_tensor *t, int src, int tag, em_work **work);
+
+int em_work_wait(em_work *w);                  /* idempotent */
+int em_work_test(em_work *w, bool *done);      /* done: completed (results written) */
+/* Waits if still running (the buffers are in use), then frees. */
+void em_work_free(em_work *w);
+
+#endif

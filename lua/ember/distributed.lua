@@ -1,0 +1,267 @@
+-- ember.distributed — process groups and collectives, as torch.distributed:
+--
+--   local dist = ember.distributed
+--   dist.init_process_group({backend = "mpi"})   -- under `ember --nproc 4 script.lua` or mpirun
+--   local t = ember.ones(3) * (dist.get_rank() + 1)
+--   dist.all_reduce(t)                           -- every rank: 1 + 2 + 3 + 4 = 10
+--   if dist.is_main_process() then print(t) end
+--
+-- Ranks are 0-based, as in PyTorch: they are process numbers, not indices. The MPI backend
+-- (OpenMPI, loaded on the first init_process_group) carries CPU tensors of every dtype and
+-- any strides; float16/bfloat16 reductions run on float32 working copies (rounded once, at
+-- the end). CUDA tensors need the nccl backend, which is not built yet.
+local ember = require "ember"
+local errors = require "ember.errors"
+
+local C = ember._distributed()
+
+local M = {}
+
+--- ReduceOp: the reductions of all_reduce, reduce and reduce_scatter.
+M.ReduceOp = {SUM = "sum", AVG = "avg", MAX = "max", MIN = "min", PRODUCT = "product"}
+local OPS = {sum = true, avg = true, max = true, min = true, product = true}
+
+-- calls a C function, raising its error at the user's line
+local function call(fn, ...)
+  local ok, a, b = pcall(fn, ...)
+  if not ok then errors.raise(a) end
+  return a, b
+end
+
+local function is_integer(v) return math.type(v) == "integer" or (type(v) == "number" and v == math.floor(v)) end
+
+local function check_options(op, opts, known)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" or ember.is_tensor(opts) then
+    errors.raisef("%s: expected an options table, got %s", op, ember.is_tensor(opts) and "a tensor" or type(opts))
+  end
+  for k in pairs(opts) do
+    if not known[k] then errors.raisef("%s: unknown option '%s'", op, tostring(k)) end
+  end
+  return opts
+end
+
+local function check_tensor(op, t, what)
+  if not ember.is_tensor(t) then
+    errors.raisef("%s: %s must be a tensor, got %s", op, what or "argument 1", type(t))
+  end
+end
+
+local function check_rank_arg(op, name, r)
+  if not is_integer(r) then errors.raisef("%s: %s must be an integer rank (0-based), got %s", op, name, tostring(r)) end
+  return math.tointeger(r)
+end
+
+local function reduce_op(op, v)
+  if v == nil then return "sum" end
+  local s = type(v) == "string" and v:lower() or nil
+  if not OPS[s] then
+    errors.raisef("%s: op must be one of ember.distributed.ReduceOp's SUM, AVG, MAX, MIN, PRODUCT, got %s", op,
+                  tostring(v))
+  end
+  return s
+end
+
+local function async_flag(op, v)
+  if v ~= nil and type(v) ~= "boolean" then errors.raisef("%s: async_op must be a boolean, got %s", op, type(v)) end
+  return v == true
+end
+
+local function tensor_list(op, list, what)
+  if type(list) ~= "table" or ember.is_tensor(list) then
+    errors.raisef("%s: %s must be a list of tensors, got %s", op, what, ember.is_tensor(list) and "a tensor" or type(list))
+  end
+  for i = 1, #list do
+    if not ember.is_tensor(list[i]) then errors.raisef("%s: %s[%d] is a %s, expected a tensor", op, what, i, type(list[i])) end
+  end
+  return list
+end
+
+local function env_int(name)
+  local v = os.getenv(name)
+  return v and math.tointeger(tonumber(v)) or nil
+end
+
+--- init_process_group(opts): joins the job. opts: backend ("mpi"; "nccl" is not built yet), rank and
+-- world_size (optional: checked against the launcher's), debug (compare every collective across ranks).
+function M.init_process_group(opts)
+  if type(opts) == "string" then opts = {backend = opts} end
+  opts = check_options("init_process_group", opts, {backend = true, rank = true, world_size = true, debug = true})
+  local backend = opts.backend or "mpi"
+  if type(backend) ~= "string" then errors.raisef("init_process_group: backend must be a string, got %s", type(backend)) end
+  local mpi_size = env_int("OMPI_COMM_WORLD_SIZE") or env_int("PMI_SIZE")
+  local torch_size = env_int("WORLD_SIZE")
+  if not mpi_size and torch_size and torch_size > 1 then
+    errors.raisef("init_process_group: WORLD_SIZE=%d but this process was not started by mpirun (no " ..
+                  "OMPI_COMM_WORLD_SIZE): ember's MPI backend finds its peers through mpirun, not torchrun's " ..
+                  "rendezvous; launch with `ember --nproc %d script.lua` or `mpirun -n %d ember script.lua`",
+                  torch_size, torch_size, torch_size)
+  end
+  local debug = opts.debug
+  if debug == nil then debug = (os.getenv("EMBER_DISTRIBUTED_DEBUG") or "") ~= "" end
+  local rank, size = call(C.init, backend, debug)
+  local function agree(name, given, actual)
+    if given ~= nil and given ~= actual then
+      pcall(C.destroy)
+      errors.raisef("init_process_group: %s %s was asked for, but the launcher made this process %s %d", name,
+                    tostring(given), name, actual)
+    end
+  end
+  agree("world_size", opts.world_size, size)
+  agree("world_size", torch_size, size)
+  agree("rank", opts.rank, rank)
+  agree("rank", env_int("RANK"), rank)
+end
+
+--- is_initialized(): whether the default process group exists.
+function M.is_initialized() return C.is_initialized() end
+
+--- is_available(): whether ember can run distributed (the MPI backend is loaded on demand).
+function M.is_available() return true end
+
+local function rank_size(op)
+  local r, s = C.rank()
+  if r < 0 then
+    errors.raisef("%s: the default process group is not initialised: call ember.distributed.init_process_group first", op)
+  end
+  return r, s
+end
+
+--- get_rank(): this process's rank, 0-based.
+function M.get_rank() return (rank_size("get_rank")) end
+
+--- get_world_size(): the number of processes.
+function M.get_world_size() return select(2, rank_size("get_world_size")) end
+
+--- get_backend(): "mpi".
+function M.get_backend()
+  rank_size("get_backend")
+  return select(3, C.rank())
+end
+
+--- get_local_rank(): the rank among the processes of this machine (0-based), from the launcher's variables.
+function M.get_local_rank()
+  return env_int("OMPI_COMM_WORLD_LOCAL_RANK") or env_int("LOCAL_RANK") or 0
+end
+
+--- is_main_process(): true on rank 0, and when no process group exists (a single process).
+function M.is_main_process()
+  local r = C.rank()
+  return r <= 0
+end
+
+--- destroy_process_group(): leaves the default group (a later init_process_group makes a new one).
+function M.destroy_process_group() call(C.destroy) end
+
+-- (tensor, opts-or-op) as PyTorch's positional op or an options table
+local function op_opts(op, v, known)
+  if type(v) == "string" then return {op = v} end
+  return check_options(op, v, known)
+end
+
+local REDUCE_OPTS = {op = true, async_op = true}
+local is_tensor, c_all_reduce = ember.is_tensor, C.all_reduce
+
+--- all_reduce(t, {op = SUM, async_op = false}): t becomes the reduction of every rank's t.
+function M.all_reduce(t, opts)
+  -- the common call, straight through: per-call overhead shows at small sizes
+  if opts == nil and is_tensor(t) then
+    local ok, err = pcall(c_all_reduce, t, "sum", false)
+    if not ok then errors.raise(err) end
+    return nil
+  end
+  check_tensor("all_reduce", t)
+  opts = op_opts("all_reduce", opts, REDUCE_OPTS)
+  return (call(C.all_reduce, t, reduce_op("all_reduce", opts.op), async_flag("all_reduce", opts.async_op)))
+end
+
+--- reduce(t, dst, {op = SUM, async_op = false}): rank dst's t becomes the reduction; the others' t stay.
+function M.reduce(t, dst, opts)
+  check_tensor("reduce", t)
+  dst = check_rank_arg("reduce", "dst", dst)
+  opts = op_opts("reduce", opts, REDUCE_OPTS)
+  return (call(C.reduce, t, dst, reduce_op("reduce", opts.op), async_flag("reduce", opts.async_op)))
+end
+
+local ASYNC_OPTS = {async_op = true}
+
+--- broadcast(t, src, {async_op = false}): every rank's t becomes rank src's.
+function M.broadcast(t, src, opts)
+  check_tensor("broadcast", t)
+  src = check_rank_arg("broadcast", "src", src)
+  opts = check_options("broadcast", opts, ASYNC_OPTS)
+  return (call(C.broadcast, t, src, async_flag("broadcast", opts.async_op)))
+end
+
+--- all_gather(list, t, {async_op = false}): list[r + 1] becomes rank r's t (list holds world-size tensors).
+function M.all_gather(list, t, opts)
+  tensor_list("all_gather", list, "the output list")
+  check_tensor("all_gather", t, "argument 2")
+  opts = check_options("all_gather", opts, ASYNC_OPTS)
+  return (call(C.all_gather, list, t, async_flag("all_gather", opts.async_op)))
+end
+
+--- all_gather_into_tensor(out, t, {async_op = false}): out holds every rank's t, concatenated along dim 1
+-- ([size * n, ...]) or stacked ([size, n, ...]).
+function M.all_gather_into_tensor(out, t, opts)
+  check_tensor("all_gather_into_tensor", out)
+  check_tensor("all_gather_into_tensor", t, "argument 2")
+  opts = check_options("all_gather_into_tensor", opts, ASYNC_OPTS)
+  return (call(C.all_gather_into_tensor, out, t, async_flag("all_gather_into_tensor", opts.async_op)))
+end
+
+--- reduce_scatter(out, list, {op = SUM, async_op = false}): out becomes the reduction over ranks of their
+-- list[rank + 1].
+function M.reduce_scatter(out, list, opts)
+  check_tensor("reduce_scatter", out)
+  tensor_list("reduce_scatter", list, "the input list")
+  opts = op_opts("reduce_scatter", opts, REDUCE_OPTS)
+  return (call(C.reduce_scatter, out, list, reduce_op("reduce_scatter", opts.op),
+               async_flag("reduce_scatter", opts.async_op)))
+end
+
+--- reduce_scatter_tensor(out, input, {op = SUM, async_op = false}): input holds world-size blocks shaped like out.
+function M.reduce_scatter_tensor(out, input, opts)
+  check_tensor("reduce_scatter_tensor", out)
+  check_tensor("reduce_scatter_tensor", input, "argument 2")
+  opts = op_opts("reduce_scatter_tensor", opts, REDUCE_OPTS)
+  return (call(C.reduce_scatter_tensor, out, input, reduce_op("reduce_scatter_tensor", opts.op),
+               async_flag("reduce_scatter_tensor", opts.async_op)))
+end
+
+--- barrier({async_op = false}): returns when every rank has called it.
+function M.barrier(opts)
+  opts = check_options("barrier", opts, ASYNC_OPTS)
+  return (call(C.barrier, async_flag("barrier", opts.async_op)))
+end
+
+local P2P_OPTS = {tag = true}
+
+local function p2p(op, fn, t, peer, name, opts, async)
+  check_tensor(op, t)
+  peer = check_rank_arg(op, name, peer)
+  opts = check_options(op, opts, P2P_OPTS)
+  local tag = opts.tag or 0
+  if not is_integer(tag) or tag < 0 then errors.raisef("%s: tag must be a non-negative integer, got %s", op, tostring(tag)) end
+  return (call(fn, t, peer, math.tointeger(tag), async))
+end
+
+--- send(t, dst, {tag = 0}): sends t to rank dst; returns when t may be reused.
+function M.send(t, dst, opts) p2p("send", C.send, t, dst, "dst", opts, false) end
+
+--- recv(t, src, {tag = 0}): receives into t from rank src; returns src.
+function M.recv(t, src, opts)
+  p2p("recv", C.recv, t, src, "src", opts, false)
+  return src
+end
+
+--- isend(t, dst, {tag = 0}): send, returning a Work at once.
+function M.isend(t, dst, opts) return p2p("isend", C.send, t, dst, "dst", opts, true) end
+
+--- irecv(t, src, {tag = 0}): recv, returning a Work at once.
+function M.irecv(t, src, opts) return p2p("irecv", C.recv, t, src, "src", opts, true) end
+
+-- used by the shell: ends every rank of the job after an uncaught error
+M._abort = C.abort
+
+return M
