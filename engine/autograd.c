@@ -14,6 +14,7 @@ static uint64_t next_seq;
 typedef struct em_hook {
     struct em_hook *next;
     em_hook_fn fn;
+    em_post_hook_fn post_fn;            /* post-accumulate hooks use this one */
     void *ctx;
     void (*free_ctx)(void *ctx);
     struct em_grad_slot *slot;          /* retain_grad: where the gradient goes */
@@ -66,6 +67,7 @@ void em_ag_free_meta(em_tensor *t)
     em_release(m->grad);
     slot_release(m->retained);
     hooks_free(m->hooks);
+    hooks_free(m->post_hooks);
     free(m);
 }
 
@@ -359,6 +361,25 @@ int em_register_hook(em_tensor *t, em_hook_fn fn, void *ctx, void (*free_ctx)(vo
     return 0;
 }
 
+int em_register_post_accumulate_hook(em_tensor *t, em_post_hook_fn fn, void *ctx, void (*free_ctx)(void *))
+{
+    if (!t->requires_grad)
+        return em_set_error("register_post_accumulate_grad_hook: cannot register a hook on a tensor that doesn't "
+                            "require gradient");
+    if (!em_is_leaf(t))
+        return em_set_error("register_post_accumulate_grad_hook: only leaf tensors (parameters) accumulate a "
+                            "gradient; this tensor has grad_fn %s", em_grad_fn_name(t));
+    em_ag_meta *m = meta_of(t);
+    if (!m) return -1;
+    em_hook *h = calloc(1, sizeof *h);
+    if (!h) return em_set_error("out of memory (hook)");
+    h->post_fn = fn;
+    h->ctx = ctx;
+    h->free_ctx = free_ctx;
+    hook_append(&m->post_hooks, h);
+    return 0;
+}
+
 int em_retain_grad(em_tensor *t)
 {
     if (!t->requires_grad)
@@ -404,16 +425,26 @@ typedef struct capture {
     em_tensor *grad;
 } capture;
 
+typedef struct callback {
+    struct callback *next;
+    em_callback_fn fn;
+    void *ctx;
+    void (*free_ctx)(void *ctx);
+} callback;
+
 typedef struct pass {
     uint64_t serial;                    /* numbers the passes (custom functions' stashes) */
     bool keep_graph;
     bool accumulate;                    /* false for autograd.grad: leaves are not touched */
     capture *captures;
     int ncaptures;
+    callback *callbacks;                /* em_queue_callback's, in queueing order */
 } pass;
 
 static pass *current_pass;
 static uint64_t pass_count;
+
+static int accumulate(em_ag_meta *m, em_tensor *g);
 
 static int accumulate_apply(em_node *n, em_tensor *const *gout, em_tensor **gin)
 {
@@ -424,6 +455,15 @@ static int accumulate_apply(em_node *n, em_tensor *const *gout, em_tensor **gin)
     if (!m) return -1;
     em_tensor *g = em_retain(gout[0]);
     if (run_hooks(m->hooks, &g)) { em_release(g); return -1; }
+    if (accumulate(m, g)) return -1;
+    for (em_hook *h = m->post_hooks; h; h = h->next)
+        if (h->post_fn(h->ctx, leaf)) return -1;
+    return 0;
+}
+
+/* Adds g (taking the reference) into the leaf's .grad. */
+static int accumulate(em_ag_meta *m, em_tensor *g)
+{
     if (!m->grad) {
         /* Keep the gradient itself when nothing else can see it (our g and
          * the pass's reference are its only holders, and its memory is its
@@ -510,6 +550,37 @@ static em_node *heap_pop(node_list *h)
 
 enum { NODE_UNSEEN = 0, NODE_SEEN = 1 };
 
+int em_queue_callback(em_callback_fn fn, void *ctx, void (*free_ctx)(void *))
+{
+    if (!current_pass)
+        return em_set_error("queue_callback: no backward pass is running (call it from a hook, during backward)");
+    callback *c = calloc(1, sizeof *c);
+    if (!c) return em_set_error("out of memory (queue_callback)");
+    c->fn = fn;
+    c->ctx = ctx;
+    c->free_ctx = free_ctx;
+    callback **end = &current_pass->callbacks;
+    while (*end) end = &(*end)->next;
+    *end = c;
+    return 0;
+}
+
+/* Runs (when the pass succeeded) and frees the pass's queued callbacks;
+ * the first failure skips the rest. */
+static int run_callbacks(pass *ps, int rc)
+{
+    callback *c = ps->callbacks;
+    ps->callbacks = NULL;
+    while (c) {
+        callback *next = c->next;
+        if (rc == 0) rc = c->fn(c->ctx);
+        if (c->free_ctx) c->free_ctx(c->ctx);
+        free(c);
+        c = next;
+    }
+    return rc;
+}
+
 static int run_pass(em_node *const *roots, em_tensor *const *root_grads, int nroots, pass *ps)
 {
     node_list all = {0}, ready = {0};
@@ -540,6 +611,7 @@ static int run_pass(em_node *const *roots, em_tensor *const *root_grads, int nro
     /* 3. run nodes whose gradient is complete, newest first */
     pass *outer = current_pass;
     current_pass = ps;
+    ps->callbacks = NULL;
     while (rc == 0 && ready.n > 0) {
         em_node *x = heap_pop(&ready);
         em_tensor *g = x->buffer;
@@ -592,7 +664,7 @@ static int run_pass(em_node *const *roots, em_tensor *const *root_grads, int nro
     free(all.items);
     free(ready.items);
     em_autocast_resume();
-    return rc;
+    return run_callbacks(ps, rc);
 }
 
 /* The root node of each output and its starting gradient (ones for a

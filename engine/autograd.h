@@ -95,6 +95,7 @@ typedef struct em_ag_meta {
     em_tensor *grad;                    /* accumulated gradient (.grad) */
     struct em_grad_slot *retained;      /* retain_grad() of a non-leaf */
     struct em_hook *hooks;              /* hooks of a leaf */
+    struct em_hook *post_hooks;         /* a leaf's post-accumulate hooks */
 } em_ag_meta;
 
 extern bool em_grad_mode;

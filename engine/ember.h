@@ -585,6 +585,16 @@ int em_retain_grad(em_tensor *t);
  * (a new reference) to change it. Returns non-zero with an error to abort. */
 typedef int (*em_hook_fn)(void *ctx, em_tensor *grad, em_tensor **replacement);
 int em_register_hook(em_tensor *t, em_hook_fn fn, void *ctx, void (*free_ctx)(void *ctx));
+/* A post-accumulate hook runs once a leaf's .grad has been updated by a
+ * backward pass (once per pass; PyTorch's register_post_accumulate_grad_hook):
+ * what data-parallel training starts its communication from. It gets the leaf. */
+typedef int (*em_post_hook_fn)(void *ctx, em_tensor *leaf);
+int em_register_post_accumulate_hook(em_tensor *t, em_post_hook_fn fn, void *ctx, void (*free_ctx)(void *ctx));
+/* Called during a backward pass (from a hook): fn runs when that pass has
+ * accumulated every gradient, before em_backward returns; a non-zero return
+ * fails the backward. Callbacks of a failed pass are dropped unrun. */
+typedef int (*em_callback_fn)(void *ctx);
+int em_queue_callback(em_callback_fn fn, void *ctx, void (*free_ctx)(void *ctx));
 /* Accumulates d(outputs)/d(leaves) into the leaves' .grad; grads may be
  * NULL (then every output must have one element) or hold NULLs. */
 int em_backward(em_tensor *const *outputs, em_tensor *const *grads, int n, bool retain_graph,

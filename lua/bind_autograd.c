@@ -66,6 +66,76 @@ static int t_register_hook(lua_State *L)
     return 0;
 }
 
+/* Calls the Lua function of h with the nargs values on top of the stack
+ * (popped); a Lua error becomes the engine's error, prefixed by op if any. */
+static int call_lua_function(lua_hook *h, lua_State *L, int nargs, const char *op)
+{
+    lua_rawgeti(L, LUA_REGISTRYINDEX, h->ref);
+    lua_insert(L, -1 - nargs);
+    if (lua_pcall(L, nargs, 0, 0) != LUA_OK) {
+        const char *msg = lua_tostring(L, -1) ? lua_tostring(L, -1) : "error in a Lua function";
+        if (op) em_set_error("%s: %s", op, msg);
+        else em_set_error("%s", msg);
+        lua_pop(L, 1);
+        return -1;
+    }
+    return 0;
+}
+
+static int run_lua_post_hook(void *ctx, em_tensor *leaf)
+{
+    lua_State *L = pass_L;
+    if (!L) return em_set_error("register_post_accumulate_grad_hook: hook called outside a backward pass");
+    emlua_push(L, em_retain(leaf));
+    return call_lua_function(ctx, L, 1, "post-accumulate hook");
+}
+
+static int run_lua_callback(void *ctx)
+{
+    lua_State *L = pass_L;
+    if (!L) return em_set_error("queue_callback: callback run outside a backward pass");
+    return call_lua_function(ctx, L, 0, NULL);   /* its own message: a check that fails at the end of backward */
+}
+
+/* a lua_hook holding the function at idx (a reference in the registry) */
+static lua_hook *new_lua_hook(lua_State *L, int idx)
+{
+    lua_hook *h = malloc(sizeof *h);
+    if (!h) { luaL_error(L, "out of memory (hook)"); return NULL; }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+    h->owner = lua_tothread(L, -1);
+    lua_pop(L, 1);
+    lua_pushvalue(L, idx);
+    h->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    return h;
+}
+
+/* t:register_post_accumulate_grad_hook(fn): fn(t) after backward has updated t.grad */
+static int t_register_post_accumulate_grad_hook(lua_State *L)
+{
+    const char *op = "register_post_accumulate_grad_hook";
+    em_tensor *t = emlua_check(L, 1, op);
+    if (lua_type(L, 2) != LUA_TFUNCTION) return emlua_typeerror(L, 2, op, "a function");
+    lua_hook *h = new_lua_hook(L, 2);
+    if (em_register_post_accumulate_hook(t, run_lua_post_hook, h, free_lua_hook)) {
+        free_lua_hook(h);
+        return emlua_fail(L);
+    }
+    return 0;
+}
+
+/* ember.autograd.queue_callback(fn): during backward, fn() once the pass has finished */
+static int m_queue_callback(lua_State *L)
+{
+    if (lua_type(L, 1) != LUA_TFUNCTION) return emlua_typeerror(L, 1, "queue_callback", "a function");
+    lua_hook *h = new_lua_hook(L, 1);
+    if (em_queue_callback(run_lua_callback, h, free_lua_hook)) {
+        free_lua_hook(h);
+        return emlua_fail(L);
+    }
+    return 0;
+}
+
 /* t:backward([gradient], [{retain_graph=, create_graph=}]) */
 static int t_backward(lua_State *L)
 {
@@ -364,13 +434,14 @@ static int m_is_grad_enabled(lua_State *L)
 static const luaL_Reg methods[] = {
     {"backward", t_backward}, {"detach", t_detach}, {"requires_grad_", t_requires_grad_},
     {"retain_grad", t_retain_grad}, {"register_hook", t_register_hook},
+    {"register_post_accumulate_grad_hook", t_register_post_accumulate_grad_hook},
     {NULL, NULL},
 };
 
 static const luaL_Reg functions[] = {
     {"no_grad", m_no_grad}, {"enable_grad", m_enable_grad}, {"set_grad_enabled", m_set_grad_enabled},
     {"is_grad_enabled", m_is_grad_enabled}, {"_autograd_grad", m_autograd_grad}, {"detach", t_detach},
-    {"_autograd_function", m_autograd_function},
+    {"_autograd_function", m_autograd_function}, {"_queue_callback", m_queue_callback},
     {NULL, NULL},
 };
 

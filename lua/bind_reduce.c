@@ -47,8 +47,11 @@ static int canon_args(lua_State *L, const char *op, int n, const char *const *na
     if (top > n + 1)
         emlua_argerror(L, n + 2, op, "unexpected extra argument (%s)", luaL_typename(L, n + 2));
     int o = n + 2;
+    /* an options table after nil positional slots (t:sum(nil, {}, nil, {})) lies above o:
+     * move it down before settop drops it */
+    if (opts > o) lua_copy(L, opts, o);
     lua_settop(L, o);
-    if (opts && opts != o) {
+    if (opts && opts < o) {
         lua_copy(L, opts, o);
         lua_pushnil(L);
         lua_replace(L, opts);

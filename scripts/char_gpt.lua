@@ -28,6 +28,13 @@
 -- the PyTorch script). A checkpoint (model, optimizer, step, generator, and
 -- the vocabulary and model sizes for --sample) is written every
 -- --save-every steps and at the end; --resume continues exactly.
+--
+-- --distributed (under `ember --nproc N` or mpirun): data-parallel over the ranks with
+-- nn.parallel.DistributedDataParallel. Every rank builds the same model (rank 0's is
+-- broadcast anyway) and draws its own --batch / N windows a step: rank r's generator
+-- has key seed + r at the same counter as rank 0's, so a resumed run (the checkpoint
+-- holds rank 0's generator) continues each rank's stream exactly. Rank 0 prints,
+-- evaluates and writes the checkpoint (the unwrapped model's names).
 local ember = require "ember"
 local nn, F, optim = ember.nn, ember.nn.functional, ember.optim
 
@@ -68,6 +75,8 @@ training:
   --cuda-graph       replay each step from a CUDA graph (needs --device cuda): 3 eager warm-up
                      steps, then one capture; capturable AdamW reads the learning rate from
                      device tensors filled before each replay
+  --distributed      data-parallel over the ranks of `ember --nproc N` or mpirun: --batch
+                     is the global batch (it must divide by N); rank 0 prints and saves
 sampling (from the checkpoint --out):
   --sample N         characters to generate
   --temperature T    divides the logits (default 1.0)
@@ -90,7 +99,7 @@ local OPTIONS = {
   clip = "num", seed = "int", device = "str", log_every = "int", eval_every = "int", eval_batches = "int",
   out = "str", save_every = "int", resume = "flag", stop_after = "int", plot = "flag", plot_file = "str",
   bench = "flag", sample = "int", temperature = "num", top_k = "int", prompt = "str", amp = "str",
-  cuda_graph = "flag",
+  cuda_graph = "flag", distributed = "flag",
 }
 local ZERO_OK = {warmup = true, top_k = true, seed = true}
 
@@ -158,6 +167,10 @@ local function parse_args(argv)
   if o.cuda_graph and o.amp == "float16" then
     fail("--cuda-graph cannot be combined with --amp float16: the GradScaler's step reads its inf/NaN check ",
          "back to the host, which a captured step cannot (use --amp bfloat16)")
+  end
+  if o.distributed and o.cuda_graph then
+    fail("--distributed cannot be combined with --cuda-graph: DistributedDataParallel's all-reduces run from ",
+         "backward's hooks, which a captured step does not replay")
   end
   o.given = given
   return o
@@ -431,6 +444,14 @@ local function median(t)
 end
 
 local function train(o)
+  local dist, world, rank = ember.distributed, 1, 0
+  if o.distributed then
+    dist.init_process_group()
+    world, rank = dist.get_world_size(), dist.get_rank()
+    if o.batch % world ~= 0 then fail("--batch ", o.batch, " does not split evenly over ", world, " ranks") end
+  end
+  local local_batch = o.batch // world
+  local print = rank == 0 and print or function() end
   ember.manual_seed(o.seed)
   local text = read_text(o.text)
   local bytes = alphabet_of(text)
@@ -447,6 +468,8 @@ local function train(o)
   local cfg = config_of(o, #bytes)
   local model = GPT(cfg)
   model:to(o.device)
+  -- the wrapper trains; the model itself is evaluated and saved
+  local net = o.distributed and nn.parallel.DistributedDataParallel(model) or model
   local opt = make_optimizer(model, o)
   local function save(step)
     ember.save_checkpoint(o.out, {model = model, optimizer = opt, step = step,
@@ -465,6 +488,8 @@ local function train(o)
     first = (info.step or 0) + 1
     print(string.format("resumed from %s after step %d", o.out, first - 1))
   end
+  -- each rank its own windows: rank 0's stream, keyed by seed + rank (after a resume too)
+  if rank > 0 then ember.set_rng_state(o.seed + rank, ember.get_rng_state().offset) end
 
   -- one optimizer step (s: 1-based) on a random batch; returns the loss
   local params = model:parameters()
@@ -473,9 +498,9 @@ local function train(o)
   local scaler = o.amp == "float16" and ember.amp.GradScaler(device_type) or nil
   -- the forward and the loss, under autocast with --amp
   local function forward_loss(x, y)
-    if not o.amp then return loss_of(model, x, y) end
+    if not o.amp then return loss_of(net, x, y) end
     local _ <close> = ember.autocast(device_type, {dtype = o.amp})
-    return loss_of(model, x, y)
+    return loss_of(net, x, y)
   end
   local graphed    -- --cuda-graph: the step of scripts/cuda_graph_step.lua, replayed on static x, y
   if o.cuda_graph then
@@ -496,12 +521,12 @@ local function train(o)
   end
   local function train_step(s)
     if graphed then
-      local x, y = random_batch(train_data, o.batch, o.context)
+      local x, y = random_batch(train_data, local_batch, o.context)
       for _, g in ipairs(opt.param_groups) do g.lr:fill_(lr_at(o, s)) end   -- queued before the replay
       return graphed:run(x:to(o.device), y:to(o.device))
     end
     for _, g in ipairs(opt.param_groups) do g.lr = lr_at(o, s) end
-    local x, y = random_batch(train_data, o.batch, o.context)
+    local x, y = random_batch(train_data, local_batch, o.context)
     local loss = forward_loss(x:to(o.device), y:to(o.device))
     opt:zero_grad()
     if scaler then
@@ -528,7 +553,8 @@ local function train(o)
       if s > math.min(3, o.steps - 1) then times[#times + 1] = ember.wall_time() - t0 end
     end
     print(string.format("gpt_step_ms %.3f ms", median(times) * 1e3))
-    print(string.format("gpt_val_loss %.4f", evaluate(model, val_data, val_starts, o)))
+    if rank == 0 then print(string.format("gpt_val_loss %.4f", evaluate(model, val_data, val_starts, o))) end
+    if o.distributed then dist.destroy_process_group() end
     return
   end
 
@@ -539,11 +565,11 @@ local function train(o)
   end
   local tty = ember.isatty(1)
   local live
-  if o.plot then
+  if o.plot and rank == 0 then
     live = ember.plot.live{title = "char-GPT", xlabel = "step", ylabel = "cross-entropy loss",
                            inline = false, inplace = false}
   end
-  local tokens_per_step = o.batch * o.context
+  local tokens_per_step = o.batch * o.context   -- the whole job's
   local loss_sum = ember.zeros({}, {device = o.device, dtype = "float64"})
   local window_steps, t0 = 0, ember.wall_time()
   for s = first, o.steps do
@@ -552,6 +578,7 @@ local function train(o)
     loss_sum = loss_sum + loss:detach()
     window_steps = window_steps + 1
     if s % o.log_every == 0 or s == o.steps then
+      if o.distributed then dist.all_reduce(loss_sum, {op = "avg"}) end   -- the mean over every rank's windows
       local mean = loss_sum:item() / window_steps
       local dt = (ember.wall_time() - t0) / window_steps
       print(string.format("step %5d/%d  loss %.4f  lr %.2e  %.1f ms/step  %.0f tokens/s", s, o.steps, mean,
@@ -561,7 +588,7 @@ local function train(o)
       window_steps, t0 = 0, ember.wall_time()
     end
     local t_pause = ember.wall_time()   -- validation and saving are left out of ms/step
-    if s % o.eval_every == 0 or s == o.steps then
+    if rank == 0 and (s % o.eval_every == 0 or s == o.steps) then
       local v = evaluate(model, val_data, val_starts, o)
       print(string.format("step %5d/%d  validation loss %.4f", s, o.steps, v))
       if live then
@@ -577,6 +604,7 @@ local function train(o)
     live:save(o.plot_file)
     print("loss curves written to " .. o.plot_file)
   end
+  if o.distributed then dist.destroy_process_group() end
 end
 
 local o = parse_args(arg or {...})

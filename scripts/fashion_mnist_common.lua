@@ -7,12 +7,18 @@
 --                     layout = function(x) return x:view(-1, 1, 28, 28) end})
 --
 -- It parses the command line (--epochs, --lr, --seed, --device, --batch-size,
--- --checkpoint, --resume, --data, --limit, --plot, --plot-file, --stop-after),
+-- --checkpoint, --resume, --data, --limit, --plot, --plot-file, --stop-after, --distributed),
 -- trains with AdamW (learning rate on a cosine schedule) on cross-entropy, prints
 -- one line per epoch (train loss, test accuracy, seconds, samples/s) with a
 -- progress bar on a terminal, saves a checkpoint after every epoch, resumes from
 -- it exactly, and draws the loss curves with --plot. The same code as
 -- fashion_mnist_mlp.lua's, with the model and the input layout as parameters.
+--
+-- --distributed (under `ember --nproc N` or mpirun): data-parallel training with
+-- nn.parallel.DistributedDataParallel; each rank trains on batch-size / N samples of
+-- every batch (its DistributedSampler share of the data, reshuffled each epoch); rank 0
+-- prints, evaluates and writes the checkpoint (the unwrapped model's names, so it
+-- resumes with or without --distributed). Without a launcher it is a world of one.
 local ember = require "ember"
 local optim, data = ember.optim, ember.data
 
@@ -37,13 +43,16 @@ usage: ember scripts/%s.lua [options]
                     3 eager warm-up steps, a new capture each epoch for the learning
                     rate, the last partial batch of an epoch runs eagerly)
   --amp DTYPE       mixed precision: the forward and the loss under ember.autocast with
-                    bfloat16 or float16 (float16 also scales the loss with a GradScaler)]], name, name)
+                    bfloat16 or float16 (float16 also scales the loss with a GradScaler)
+  --distributed     data-parallel over the ranks of `ember --nproc N` or mpirun
+                    (DistributedDataParallel): --batch-size is the global batch, split
+                    evenly (it must divide by N); rank 0 prints and checkpoints]], name, name)
 end
 
 function M.parse_args(argv, name)
   local opts = {epochs = 10, lr = 1e-3, seed = 1, device = "cpu", batch_size = 128,
                 checkpoint = name .. ".safetensors", resume = false, plot = false,
-                plot_file = "loss.png", cuda_graph = false, amp = false}
+                plot_file = "loss.png", cuda_graph = false, amp = false, distributed = false}
   local numeric = {epochs = true, lr = true, seed = true, batch_size = true, limit = true, stop_after = true}
   local function fail(...)
     io.stderr:write(name, ": ", ...)
@@ -59,6 +68,8 @@ function M.parse_args(argv, name)
       opts.plot = true
     elseif a == "--cuda-graph" then
       opts.cuda_graph = true
+    elseif a == "--distributed" then
+      opts.distributed = true
     elseif a == "-h" or a == "--help" then
       print(usage(name))
       os.exit(0)
@@ -85,6 +96,10 @@ function M.parse_args(argv, name)
   if opts.cuda_graph and opts.amp == "float16" then
     fail("--cuda-graph cannot be combined with --amp float16: the GradScaler's step reads its inf/NaN check ",
          "back to the host, which a captured step cannot (use --amp bfloat16, which needs no scaler)")
+  end
+  if opts.distributed and opts.cuda_graph then
+    fail("--distributed cannot be combined with --cuda-graph: DistributedDataParallel's all-reduces run ",
+         "from backward's hooks, which a captured step does not replay")
   end
   if opts.cuda_graph then
     if not tostring(opts.device):match("^cuda") then fail("--cuda-graph needs --device cuda") end
@@ -134,17 +149,37 @@ end
 -- messages, spec.title the plot.
 function M.main(argv, spec)
   local opts = M.parse_args(argv, spec.name)
+  local dist, world, main = ember.distributed, 1, true
+  if opts.distributed then
+    dist.init_process_group()
+    world, main = dist.get_world_size(), dist.is_main_process()
+    if opts.batch_size % world ~= 0 then
+      io.stderr:write(string.format("%s: --batch-size %d does not split evenly over %d ranks\n", spec.name,
+                                    opts.batch_size, world))
+      os.exit(1)
+    end
+  end
+  -- print on rank 0 only
+  local function say(...) if main then print(...) end end
   ember.manual_seed(opts.seed)
   local ds = data.fashion_mnist(opts.data)
   local train_x, train_y = ds.train.images, ds.train.labels
   if opts.limit then
     train_x, train_y = train_x:narrow(1, 1, opts.limit), train_y:narrow(1, 1, opts.limit)
   end
-  local loader = data.DataLoader(data.TensorDataset(train_x, train_y),
-                                 {batch_size = opts.batch_size, shuffle = true, seed = opts.seed})
+  local train_set = data.TensorDataset(train_x, train_y)
+  local loader, sampler
+  if opts.distributed then
+    sampler = data.DistributedSampler(train_set, {shuffle = true, seed = opts.seed})
+    loader = data.DataLoader(train_set, {batch_size = opts.batch_size // world, sampler = sampler})
+  else
+    loader = data.DataLoader(train_set, {batch_size = opts.batch_size, shuffle = true, seed = opts.seed})
+  end
 
   local model = spec.model()
   model:to(opts.device)
+  -- the wrapper trains; the model itself is evaluated and checkpointed
+  local net = opts.distributed and ember.nn.parallel.DistributedDataParallel(model) or model
   local criterion = ember.nn.CrossEntropyLoss()
   -- capturable: the step count lives on the device, so graph replays count on
   local opt = optim.AdamW(model:parameters(), {lr = opts.lr, capturable = opts.cuda_graph})
@@ -155,17 +190,18 @@ function M.main(argv, spec)
   if opts.resume then
     local info = ember.load_checkpoint(opts.checkpoint, {model = model, optimizer = opt, scheduler = sched})
     first_epoch = info.epoch + 1
-    print(string.format("resumed from %s after epoch %d", opts.checkpoint, info.epoch))
+    say(string.format("resumed from %s after epoch %d", opts.checkpoint, info.epoch))
   end
 
-  local tty = ember.isatty(1)
+  -- (under mpirun, stdout is a pseudo-terminal even when the job's output goes to a file)
+  local tty = world == 1 and ember.isatty(1)
   local nbatches = #loader
   -- loss curves, drawn inline only at epoch ends (below that epoch's line:
   -- inline = false keeps add from drawing); the train curve gets 20 points
   -- per epoch (each the mean loss of the batches since the last), the test
   -- curve one per epoch
   local live
-  if opts.plot then
+  if opts.plot and main then
     live = ember.plot.live{title = spec.title, xlabel = "epoch", ylabel = "cross-entropy loss",
                            inline = false, inplace = false}
   end
@@ -175,9 +211,9 @@ function M.main(argv, spec)
   -- bfloat16 has float32's range and needs no scaler (as in PyTorch practice)
   local scaler = opts.amp == "float16" and ember.amp.GradScaler() or nil
   local function forward_loss(x, y)
-    if not opts.amp then return criterion(model(x), y) end
+    if not opts.amp then return criterion(net(x), y) end
     local _ <close> = ember.autocast(amp_device, {dtype = opts.amp})
-    return criterion(model(x), y)
+    return criterion(net(x), y)
   end
   local function step(x, y)
     opt:zero_grad()
@@ -195,6 +231,7 @@ function M.main(argv, spec)
   local graphed = opts.cuda_graph and dofile(here_of() .. "cuda_graph_step.lua").new(step, {warmup = 3})
   for epoch = first_epoch, opts.epochs do
     loader:set_epoch(epoch)
+    if sampler then sampler:set_epoch(epoch) end
     if graphed then graphed:recapture() end    -- this epoch's learning rate
     local t0 = ember.wall_time()
     -- the loss is summed on the device: reading it every step would wait
@@ -217,12 +254,18 @@ function M.main(argv, spec)
         window_start, window_seen = total, seen
       end
     end
+    if opts.distributed then       -- the whole job's loss and samples
+      local totals = ember.tensor({loss_sum:item(), seen}, {dtype = "float64"})
+      dist.all_reduce(totals)
+      loss_sum, seen = totals[1], math.tointeger(totals[2]:item())
+    end
     local mean_loss = loss_sum:item() / seen      -- waits for the epoch's work
     local seconds = ember.wall_time() - t0
     if tty then io.write("\r", string.rep(" ", 70), "\r") end
-    local acc, test_loss = evaluate(model, criterion, ds.test.images, ds.test.labels, opts.device, spec.layout)
-    print(string.format("epoch %2d/%d  train loss %.4f  test accuracy %.4f  %.2f s  %.0f samples/s",
-                        epoch, opts.epochs, mean_loss, acc, seconds, seen / seconds))
+    local acc, test_loss
+    if main then acc, test_loss = evaluate(model, criterion, ds.test.images, ds.test.labels, opts.device, spec.layout) end
+    say(string.format("epoch %2d/%d  train loss %.4f  test accuracy %.4f  %.2f s  %.0f samples/s",
+                        epoch, opts.epochs, mean_loss, acc or 0, seconds, seen / seconds))
     if live then
       live:add("test", epoch, test_loss)
       if tty then live:draw() end
@@ -235,6 +278,7 @@ function M.main(argv, spec)
     live:save(opts.plot_file)
     print("loss curves written to " .. opts.plot_file)
   end
+  if opts.distributed then dist.destroy_process_group() end
 end
 
 return M

@@ -3,6 +3,7 @@
 --                       create_graph=, allow_unused=})  -> one gradient per input
 --   ember.autograd.gradcheck(fn, inputs, {eps=, atol=, rtol=})  -> true, or false and a report
 --   ember.autograd.gradgradcheck(fn, inputs, {eps=, atol=, rtol=}) -> the same for second derivatives
+--   ember.autograd.queue_callback(fn)  from a hook: fn() when the running backward pass ends
 --   ember.autograd.Function        custom forward/backward in Lua (Function:extend(name))
 --   ember.autograd.functional      jacobian, hessian, vjp, jvp, hvp, vhp
 local ember = require "ember"
@@ -11,6 +12,11 @@ local errors = require "ember.errors"
 local M = {}
 
 M.grad = ember._autograd_grad
+
+--- queue_callback(fn): called during a backward pass (from a hook), runs fn() once that pass has
+-- accumulated every gradient, before backward returns (PyTorch's
+-- Variable._execution_engine.queue_callback); an error in fn fails the backward.
+M.queue_callback = ember._queue_callback
 
 local function as_list(x)
   if ember.is_tensor(x) then return {x} end

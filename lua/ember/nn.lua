@@ -39,6 +39,8 @@ for k, v in pairs(losses) do nn[k] = v end
 nn.functional = require "ember.nn.functional"
 --- ember.nn.init — in-place initialisers (uniform_, normal_, zeros_, ones_, kaiming_uniform_, xavier_uniform_, ...).
 nn.init = require "ember.nn.initializers"
+--- ember.nn.parallel — DistributedDataParallel (data-parallel training over ember.distributed).
+nn.parallel = require "ember.nn.parallel"
 
 --- nn.utils.clip_grad_norm_(params, max_norm, {norm_type = 2}): scales the
 --- gradients in place so their total norm is at most max_norm; returns the

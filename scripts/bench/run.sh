@@ -275,3 +275,12 @@ if [ -x "$BUILD/bench_allreduce" ] && command -v mpirun >/dev/null; then
                    printf "%-12d %14.3f %14.3f %8.3f\n", b, e, m, e / m } }' "$ar"/ember* "$ar"/mpi* | sort -n
     rm -rf "$ar"
 fi
+
+# DistributedDataParallel, 2 processes: the share of the all-reduce time hidden behind backward
+# on the Fashion-MNIST MLP and CNN (scripts/bench/ddp_overlap.lua explains the columns)
+if command -v mpirun >/dev/null && [ -e "$BUILD/libember_mpi.so" ]; then
+    echo
+    echo "DDP overlap, 2 processes, 64 images a rank (scripts/bench/ddp_overlap.lua; medians of 20):"
+    [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    timeout 600 mpirun --oversubscribe -n 2 "$EMBER" scripts/bench/ddp_overlap.lua 20
+fi

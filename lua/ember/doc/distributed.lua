@@ -136,4 +136,112 @@ if dist.get_world_size() > 1 and dist.get_rank() == 0 then dist.isend(ember.ones
   entry("irecv", "dist.irecv(t, src [, {tag = 0}]) -> work", [=[
 recv that returns at once; t holds the message after work:wait().]=], [=[
 if dist.get_world_size() > 1 and dist.get_rank() == 1 then dist.irecv(ember.zeros(2), 0):wait() end]=]),
+  -- DistributedDataParallel and the engine hooks it stands on
+  {
+    name = "ember.nn.parallel",
+    sig = "local parallel = ember.nn.parallel",
+    doc = [=[
+Data-parallel training (torch.nn.parallel): DistributedDataParallel over the default
+process group of ember.distributed. The training scripts use it with --distributed
+(scripts/fashion_mnist_mlp.lua, fashion_mnist_cnn.lua, char_gpt.lua: --batch-size or
+--batch is the global batch, split evenly over the ranks; rank 0 prints and saves).]=],
+    example = [=[
+print(type(ember.nn.parallel.DistributedDataParallel))   -- table (a module class)]=],
+  },
+  {
+    name = "ember.nn.parallel.DistributedDataParallel",
+    sig = "nn.parallel.DistributedDataParallel(module [, {bucket_cap_mb = 25, find_unused_parameters = false,\n"
+       .. "                                       broadcast_buffers = true}]) -> module",
+    doc = [=[
+Wraps module so that backward averages the gradients over every rank. At the wrap,
+every rank's parameters and buffers are checked against rank 0's (names, shapes,
+dtypes: a difference is the same clear error on every rank, not a hang), then rank 0's
+values are broadcast. The parameters that require grad are cut, in reverse registration
+order, into buckets of at most bucket_cap_mb megabytes; a post-accumulate hook copies each
+gradient into its bucket as soon as backward has finished it, a full bucket is
+all-reduced (AVG) asynchronously at once, in bucket order, while backward goes on, and a
+callback at the end of backward waits for them and writes the averages into .grad. So
+after loss:backward() every rank holds the same averaged gradients; step the optimizer
+as usual. forward first broadcasts rank 0's buffers (broadcast_buffers, e.g. BatchNorm's
+running statistics). find_unused_parameters: parameters that got no gradient in a
+backward count as zeros (those no rank used keep their .grad); without it such a
+parameter is PyTorch's "Expected to have finished reduction in the prior iteration..."
+error at the end of that backward, naming the parameters. ddp.module is the wrapped
+model; parameters() are its parameters; state_dict() keys carry PyTorch's "module."
+prefix, so checkpoint ddp.module (as the training scripts do) to load the file into an
+unwrapped model, or load a plain checkpoint with ddp.module:load_state_dict.
+Deviations: unused parameters are found when backward ends, not by walking the graph
+after forward; every bucket (the first too) is at most bucket_cap_mb; no device_ids,
+output_device, process_group, static_graph or gradient_as_bucket_view; CPU tensors only
+(the MPI backend). Needs init_process_group first; a world of one works.]=],
+    example = INIT .. [=[
+local model = ember.nn.parallel.DistributedDataParallel(ember.nn.Linear(3, 2))
+local opt = ember.optim.SGD(model:parameters(), {lr = 0.1})
+model(ember.randn(4, 3)):sum():backward()    -- each rank: its share of the batch
+opt:step()
+print(model.module.weight.grad.shape)         -- {2, 3}: averaged over the ranks]=],
+  },
+  {
+    name = "ember.nn.parallel.DistributedDataParallel:forward",
+    sig = "ddp(...) / ddp:forward(...) -> the module's results",
+    doc = [=[
+Calls the wrapped module. First broadcasts rank 0's buffers (broadcast_buffers), and
+when grad mode is on and not inside no_sync, arms the hooks: the next backward averages
+the gradients.]=],
+    example = INIT .. [=[
+local ddp = ember.nn.parallel.DistributedDataParallel(ember.nn.Linear(3, 2))
+print(ddp(ember.ones(1, 3)).shape)           -- {1, 2}]=],
+  },
+  {
+    name = "ember.nn.parallel.DistributedDataParallel:no_sync",
+    sig = "ddp:no_sync(fn, ...) -> fn's results  |  local _ <close> = ddp:no_sync()",
+    doc = [=[
+Gradient accumulation without communication: backwards of forwards run inside no_sync
+only add into each rank's .grad; the first synchronised backward after them averages
+the accumulated gradients (PyTorch's no_sync context manager, as a function or a
+to-be-closed guard).]=],
+    example = INIT .. [=[
+local ddp = ember.nn.parallel.DistributedDataParallel(ember.nn.Linear(3, 2))
+ddp:no_sync(function() ddp(ember.randn(4, 3)):sum():backward() end)   -- local only
+ddp(ember.randn(4, 3)):sum():backward()                                 -- averaged now]=],
+  },
+  {
+    name = "ember.nn.parallel.DistributedDataParallel:bucket_sizes",
+    sig = "ddp:bucket_sizes() -> {n1, n2, ...}",
+    doc = [=[
+The buckets' sizes in elements, in the order they are all-reduced (the last
+parameters first).]=],
+    example = INIT .. [=[
+local ddp = ember.nn.parallel.DistributedDataParallel(ember.nn.Linear(3, 2))
+print(ddp:bucket_sizes()[1])                 -- 8: bias and weight in one bucket]=],
+  },
+  {
+    name = "Tensor:register_post_accumulate_grad_hook",
+    sig = "Tensor:register_post_accumulate_grad_hook(fn)",
+    doc = [=[
+Calls fn(t) after a backward pass has added t's gradient into t.grad (once per pass;
+t must be a leaf that requires grad), as PyTorch 2's hook of that name.
+ember.autograd.grad accumulates nothing, so it runs no such hook. An error in fn
+fails the backward. Like register_hook, it cannot be removed.]=],
+    example = [=[
+local w = ember.tensor({1.0, 2.0}, {requires_grad = true})
+w:register_post_accumulate_grad_hook(function(p) print(p.grad) end)
+local y = (w * 3):sum()
+y:backward()                                 -- tensor([3., 3.])]=],
+  },
+  {
+    name = "ember.autograd.queue_callback",
+    sig = "ember.autograd.queue_callback(fn)",
+    doc = [=[
+From a hook during a backward pass: fn() runs once that pass has accumulated every
+gradient, before backward returns (PyTorch's Variable._execution_engine.queue_callback).
+An error in fn fails the backward; outside a backward pass it is an error.]=],
+    example = [=[
+local w = ember.tensor({1.0}, {requires_grad = true})
+w:register_post_accumulate_grad_hook(function()
+  ember.autograd.queue_callback(function() print("backward done") end)
+end)
+local y = (w * 2):sum()
+y:backward()                                 -- backward done]=],
+  },
 }
