@@ -283,9 +283,6 @@ int kc_reset_peak_stats(int device);
 /* solver.cu (issue 16: linear algebra) */
 extern "C" int kc_linalg(em_linalg_op op, em_tensor *a, em_tensor *b, em_tensor *c, em_tensor *d,
                          const em_linalg_params *p, int *info);
-/* gemm.cu (issue 17: the fused linear family on cuBLASLt) */
-extern "C" int kc_linear(em_linear_op op, em_tensor *out, em_tensor *aux, const em_tensor *a, const em_tensor *b,
-                         em_tensor *bias);
 
 static em_backend make_backend(void)
 {
