@@ -61,9 +61,14 @@ MPI_CFLAGS := $(if $(HAVE_MPI),$(shell $(MPICC) --showme:compile))
 MPI_LIBS   := $(if $(HAVE_MPI),$(shell $(MPICC) --showme:link))
 MPI_LIB    := $(BUILD)/libember_mpi.so
 WITH_MPI ?= $(HAVE_MPI)
+# The NCCL backend (CUDA tensors): built with MPI (its bootstrap) when the
+# toolkit has nccl.h; it links NCCL and the toolkit's shared cudart (rpath).
+HAVE_NCCL := $(shell test -f $(CUDA_HOME)/include/nccl.h && echo 1)
+NCCL_LIB  := $(BUILD)/libember_nccl.so
+WITH_NCCL ?= $(if $(filter 1,$(WITH_CUDA)),$(if $(filter 1,$(WITH_MPI)),$(HAVE_NCCL)))
 
 all: $(BUILD)/libember.a $(BUILD)/ember.so $(BUILD)/ember $(if $(filter 1,$(WITH_CUDA)),$(CUDA_LIB)) \
-     $(if $(filter 1,$(WITH_MPI)),$(MPI_LIB) $(BUILD)/bench_allreduce)
+     $(if $(filter 1,$(WITH_MPI)),$(MPI_LIB) $(BUILD)/bench_allreduce) $(if $(filter 1,$(WITH_NCCL)),$(NCCL_LIB))
 
 $(BUILD)/comm/%.o: comm/%.c engine/comm.h engine/ember.h
 	@mkdir -p $(dir $@)
@@ -71,6 +76,13 @@ $(BUILD)/comm/%.o: comm/%.c engine/comm.h engine/ember.h
 
 $(MPI_LIB): $(BUILD)/comm/mpi.o
 	$(CC) -shared $(LDFLAGS) -o $@ $^ $(MPI_LIBS)
+
+$(BUILD)/comm/nccl.o: comm/nccl.c engine/comm.h engine/ember.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -c $< -o $@
+
+$(NCCL_LIB): $(BUILD)/comm/nccl.o
+	$(CC) -shared $(LDFLAGS) -o $@ $^ -L$(CUDA_HOME)/lib64 -lnccl -lcudart -Wl,-rpath,$(CUDA_HOME)/lib64
 
 # the plain MPI_Allreduce loop that scripts/bench/allreduce.lua measures against
 $(BUILD)/bench_allreduce: scripts/bench/allreduce_mpi.c

@@ -1,12 +1,14 @@
 /* comm.h — the communication backend interface: what a collective library
- * (MPI for CPU memory; NCCL later, for GPU memory) gives the engine. Like the
+ * (MPI for CPU memory, NCCL for GPU memory) gives the engine. Like the
  * CUDA backend, an implementation lives in its own shared object
- * (build/libember_mpi.so, from comm/mpi.c) that engine/distributed.c opens
+ * (build/libember_mpi.so from comm/mpi.c, build/libember_nccl.so from
+ * comm/nccl.c) that engine/distributed.c opens
  * with dlopen when a program first asks for a process group, so a session
  * that never does loads no MPI library.
  *
  * The table deals in contiguous buffers of `count` elements of a dtype the
- * implementation can carry (engine/distributed.c turns tensors into such
+ * implementation can carry, in the memory it serves: host memory for MPI,
+ * the rank's GPU for NCCL (engine/distributed.c turns tensors into such
  * buffers: contiguous copies, float32 working copies of float16/bfloat16
  * for reductions, bool as uint8). Ranks are 0-based. Every transfer takes a
  * `req` pointer: NULL runs it to completion (the blocking call, which for
@@ -30,14 +32,25 @@ typedef enum em_comm_op {
     EM_NCOMM_OPS
 } em_comm_op;
 
+typedef struct em_comm_backend em_comm_backend;
+
 typedef struct em_comm_host {
     int (*set_error)(const char *fmt, ...);
+    const char *(*last_error)(void);
+    /* For a device backend (NCCL) only: the host backend, already joined,
+     * that carries its bootstrap (the unique id, from rank 0), and the CUDA
+     * backend's compute stream of a device (a cudaStream_t; NULL with the
+     * error set when the device cannot start). */
+    const em_comm_backend *bootstrap;
+    void *(*compute_stream)(int device);
 } em_comm_host;
 
-typedef struct em_comm_backend {
+struct em_comm_backend {
     const char *name;
     /* Joins the job (the first call starts the library) and makes a fresh
-     * communicator over every process; rank and size of this process. */
+     * communicator over every process; rank and size of this process. A
+     * device backend is given them instead (the bootstrap's) and joins with
+     * them, on the GPU of its local rank. */
     int (*init)(int *rank, int *size);
     /* Frees the communicator; the library itself stays up until exit, so
      * a later init can make a new one (MPI cannot start twice). */
@@ -46,6 +59,9 @@ typedef struct em_comm_backend {
     void (*abort)(int code);
     /* Whether the backend carries this dtype in reductions / as plain data. */
     bool (*reduces)(em_dtype d);
+    /* The CUDA device a device backend serves (after init); NULL for a host
+     * backend. */
+    int (*device)(void);
 
     int (*all_reduce)(void *buf, size_t count, em_dtype d, em_comm_op op, void **req);
     int (*broadcast)(void *buf, size_t count, em_dtype d, int root, void **req);
@@ -59,9 +75,11 @@ typedef struct em_comm_backend {
     int (*send)(const void *buf, size_t count, em_dtype d, int peer, int tag, void **req);
     int (*recv)(void *buf, size_t count, em_dtype d, int peer, int tag, void **req);
 
-    int (*wait)(void *req);                 /* completes and frees the request */
+    /* completes and frees the request; a device backend orders the compute
+     * stream after the transfer instead of blocking the host */
+    int (*wait)(void *req);
     int (*test)(void *req, bool *done);     /* done: completed and freed */
-} em_comm_backend;
+};
 
 /* The one symbol a backend library exports. NULL with why[] filled when the
  * library cannot start. */

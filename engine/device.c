@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 static const em_backend *cuda_backend;
+static void *cuda_handle;
 static int flags[2][EM_NFLAGS];
 static const em_host_api host_api = {.set_error = em_set_error, .interrupted = em_interrupt_requested};
 static char cuda_failure[512];
@@ -52,6 +53,7 @@ static const em_backend *load_cuda(void)
         if (!init) { why = "libember_cuda.so has no em_cuda_backend_init"; dlclose(h); continue; }
         cuda_backend = init(&host_api, cuda_failure, sizeof cuda_failure);
         if (cuda_backend) {
+            cuda_handle = h;
             const char *sync = getenv("EMBER_CUDA_SYNC");
             if (sync && atoi(sync)) flags[1][EM_FLAG_SYNC_DEBUG] = 1;
             for (int f = 0; f < EM_NFLAGS; f++) cuda_backend->set_flag((em_backend_flag)f, flags[1][f]);
@@ -109,6 +111,14 @@ void *em_device_alloc(const em_backend *be, size_t nbytes, int index)
 }
 
 bool em_cuda_is_initialized(void) { return cuda_backend != NULL; }
+
+void *em_cuda_symbol(const char *name)
+{
+    if (!em_backend_for((em_device){EM_CUDA, 0})) return NULL;
+    void *p = dlsym(cuda_handle, name);
+    if (!p) em_set_error("libember_cuda.so has no %s (rebuild it: make cuda)", name);
+    return p;
+}
 
 int em_cuda_device_count(void)
 {

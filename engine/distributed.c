@@ -14,44 +14,85 @@
 #include <string.h>
 #include <unistd.h>
 
-static const em_comm_backend *comm;   /* the loaded backend, once loaded */
+/* comm: MPI, the host backend, always loaded by init (it launches and
+ * bootstraps the job and carries CPU tensors); gpu_comm: NCCL, loaded for
+ * backend "nccl" (CUDA tensors), NULL in a group over "mpi" only. */
+static const em_comm_backend *comm, *gpu_comm, *nccl_lib;
 static bool initialized, debug_checks;
 static int my_rank, world_size;
-static const em_comm_host comm_host = {.set_error = em_set_error};
+static const em_comm_host comm_host = {.set_error = em_set_error, .last_error = em_error};
+static em_comm_host nccl_host = {.set_error = em_set_error, .last_error = em_error};
 
-static const em_comm_backend *load_mpi(void)
+/* Opens build/<file> (or $<env>) and calls its <symbol>; what names the
+ * backend in errors, hint says what a failed dlopen usually means. */
+static const em_comm_backend *load_backend(const char *file, const char *env_name, const char *symbol,
+                                           const em_comm_host *host, const char *what, const char *hint)
 {
-    if (comm) return comm;
     char local[4096];
-    em_lib_beside_engine(local, sizeof local, "libember_mpi.so");
-    const char *env = getenv("EMBER_MPI_LIB");
-    const char *path = env ? env : local[0] && access(local, F_OK) == 0 ? local : "libember_mpi.so";
+    em_lib_beside_engine(local, sizeof local, file);
+    const char *env = getenv(env_name);
+    const char *path = env ? env : local[0] && access(local, F_OK) == 0 ? local : file;
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        em_set_error("init_process_group: cannot load the MPI backend (%s): ember was built without MPI "
-                     "(it needs libopenmpi-dev: Debian's OpenMPI), or OpenMPI's libraries are missing", dlerror());
+        em_set_error("init_process_group: cannot load the %s backend (%s): %s", what, dlerror(), hint);
         return NULL;
     }
     em_comm_backend_init_fn init;
-    *(void **)&init = dlsym(h, "em_mpi_backend_init");
+    *(void **)&init = dlsym(h, symbol);
     char why[512] = "";
-    comm = init ? init(&comm_host, why, sizeof why) : NULL;
-    if (!comm) em_set_error("init_process_group: the MPI backend (%s) cannot start: %s", path,
-                            init ? why : "no em_mpi_backend_init in it");
+    const em_comm_backend *be = init ? init(host, why, sizeof why) : NULL;
+    if (!be) em_set_error("init_process_group: the %s backend (%s) cannot start: %s", what, path,
+                          init ? why : "the library has no entry point");
+    return be;
+}
+
+static const em_comm_backend *load_mpi(void)
+{
+    if (!comm)
+        comm = load_backend("libember_mpi.so", "EMBER_MPI_LIB", "em_mpi_backend_init", &comm_host, "MPI",
+                            "ember was built without MPI (it needs libopenmpi-dev: Debian's OpenMPI), or "
+                            "OpenMPI's libraries are missing");
     return comm;
+}
+
+/* After load_mpi. The GPU is checked first: without one, say so rather
+ * than fail inside NCCL. */
+static const em_comm_backend *load_nccl(void)
+{
+    if (nccl_lib) return nccl_lib;
+    void *stream_fn = em_cuda_symbol("em_cuda_stream");
+    if (!stream_fn) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", em_error());
+        em_set_error("init_process_group: backend 'nccl' carries CUDA tensors and needs a GPU: %s", why);
+        return NULL;
+    }
+    nccl_host.bootstrap = comm;
+    *(void **)&nccl_host.compute_stream = stream_fn;
+    nccl_lib = load_backend("libember_nccl.so", "EMBER_NCCL_LIB", "em_nccl_backend_init", &nccl_host, "NCCL",
+                            "ember was built without NCCL (the CUDA toolkit's nccl.h and libnccl.so), "
+                            "or libnccl.so cannot be found");
+    return nccl_lib;
 }
 
 int em_dist_init(const char *backend, bool debug)
 {
     if (initialized)
         return em_set_error("init_process_group: the default process group is already initialised "
-                            "(rank %d of %d over %s); call destroy_process_group first", my_rank, world_size, comm->name);
-    if (strcmp(backend, "nccl") == 0)
-        return em_set_error("init_process_group: backend 'nccl' is not built yet; use backend 'mpi' (CPU tensors)");
-    if (strcmp(backend, "mpi") != 0)
+                            "(rank %d of %d over %s); call destroy_process_group first", my_rank, world_size,
+                            em_dist_backend());
+    bool nccl = strcmp(backend, "nccl") == 0;
+    if (!nccl && strcmp(backend, "mpi") != 0)
         return em_set_error("init_process_group: unknown backend '%s' (expected 'mpi' or 'nccl')", backend);
-    if (!load_mpi()) return -1;
+    if (!load_mpi() || (nccl && !load_nccl())) return -1;
     if (comm->init(&my_rank, &world_size)) return -1;
+    if (nccl && nccl_lib->init(&my_rank, &world_size)) {
+        char why[1024];
+        snprintf(why, sizeof why, "%s", em_error());
+        comm->destroy();
+        return em_set_error("%s", why);
+    }
+    gpu_comm = nccl ? nccl_lib : NULL;
     initialized = true;
     debug_checks = debug;
     return 0;
@@ -60,18 +101,22 @@ int em_dist_init(const char *backend, bool debug)
 bool em_dist_is_initialized(void) { return initialized; }
 int em_dist_rank(void) { return initialized ? my_rank : -1; }
 int em_dist_world_size(void) { return initialized ? world_size : -1; }
-const char *em_dist_backend(void) { return initialized ? comm->name : NULL; }
+const char *em_dist_backend(void) { return initialized ? gpu_comm ? gpu_comm->name : comm->name : NULL; }
 
 int em_dist_destroy(void)
 {
     if (!initialized) return em_set_error("destroy_process_group: the default process group is not initialised");
     initialized = false;
-    return comm->destroy();
+    int rc = gpu_comm ? gpu_comm->destroy() : 0;
+    gpu_comm = NULL;
+    return comm->destroy() || rc ? -1 : 0;
 }
 
 void em_dist_abort(int code)
 {
-    if (initialized) comm->abort(code);
+    if (!initialized) return;
+    if (gpu_comm) gpu_comm->abort(code);
+    comm->abort(code);
 }
 
 int em_comm_op_parse(const char *s, em_comm_op *out)
@@ -89,6 +134,7 @@ int em_comm_op_parse(const char *s, em_comm_op *out)
 /* ---- work objects --------------------------------------------------------- */
 
 struct em_work {
+    const em_comm_backend *be;  /* the backend that runs it */
     void *req;              /* the backend's request while running */
     bool done, failed;
     em_tensor *recv, *send; /* the buffers the backend uses (kept alive) */
@@ -99,7 +145,7 @@ struct em_work {
 };
 
 /* one allocation: the struct, then the dst and src arrays */
-static em_work *work_new(int ncopy)
+static em_work *work_new(const em_comm_backend *be, int ncopy)
 {
     size_t n = ncopy ? (size_t)ncopy : 1;
     em_work *w = calloc(1, sizeof *w + 2 * n * sizeof(em_tensor *));
@@ -107,6 +153,7 @@ static em_work *work_new(int ncopy)
         em_set_error("distributed: out of memory");
         return NULL;
     }
+    w->be = be;
     w->dst = (em_tensor **)(w + 1);
     w->src = w->dst + n;
     return w;
@@ -149,7 +196,7 @@ int em_work_wait(em_work *w)
     if (w->done) return w->failed ? em_set_error("%s", w->error) : 0;
     void *req = w->req;
     w->req = NULL;
-    if (req && comm->wait(req)) {
+    if (req && w->be->wait(req)) {
         w->done = w->failed = true;
         snprintf(w->error, sizeof w->error, "%s", em_error());
         work_release(w);
@@ -162,7 +209,7 @@ int em_work_test(em_work *w, bool *done)
 {
     if (!w->done && w->req) {
         bool finished = false;
-        int rc = comm->test(w->req, &finished);
+        int rc = w->be->test(w->req, &finished);
         if (finished) w->req = NULL;
         if (rc) {
             w->done = w->failed = true;
@@ -221,13 +268,35 @@ static int check_ready(const char *op)
     return 0;
 }
 
+/* CPU tensors go over MPI in every group (PyTorch's nccl group refuses
+ * them; ember's carries them over its bootstrap), CUDA tensors over NCCL,
+ * on this rank's GPU only. */
 static int check_tensor(const char *op, const em_tensor *t)
 {
-    if (em_dev(t).type != EM_CPU)
-        return em_set_error("%s: a %s tensor on cuda:%d: the nccl backend (CUDA tensors) is not built yet; "
-                            "ember's %s backend carries CPU tensors (t:cpu())", op, em_dtype_name(t->dtype),
-                            em_dev(t).index, comm->name);
+    em_device dev = em_dev(t);
+    if (dev.type == EM_CPU) return 0;
+    if (!gpu_comm)
+        return em_set_error("%s: a %s tensor on cuda:%d: the process group's backend 'mpi' carries CPU tensors; "
+                            "init_process_group({backend = \"nccl\"}) carries CUDA tensors (or use t:cpu())", op,
+                            em_dtype_name(t->dtype), dev.index);
+    int mine = gpu_comm->device();
+    if (dev.index != mine)
+        return em_set_error("%s: a %s tensor on cuda:%d, but this rank's GPU is cuda:%d (backend 'nccl' uses one "
+                            "GPU per process, chosen by its local rank): move it with t:to(\"cuda:%d\")", op,
+                            em_dtype_name(t->dtype), dev.index, mine, mine);
     return 0;
+}
+
+static const em_comm_backend *backend_of(const em_tensor *t) { return em_dev(t).type == EM_CPU ? comm : gpu_comm; }
+
+/* every tensor of a collective is in the memory of one backend */
+static int check_device(const char *op, const char *what, const em_tensor *a, const em_tensor *like)
+{
+    if (em_dev(a).type != em_dev(like).type)
+        return em_set_error("%s: %s is a %s tensor and the input a %s tensor: one collective runs on one device",
+                            op, what, em_dev(a).type == EM_CPU ? "CPU" : "CUDA",
+                            em_dev(like).type == EM_CPU ? "CPU" : "CUDA");
+    return check_tensor(op, a);
 }
 
 static int check_rank(const char *op, const char *what, int r)
@@ -260,7 +329,7 @@ static int check_like(const char *op, const char *what, const em_tensor *a, cons
     if (!same)
         return em_set_error("%s: %s is %s %s, expected %s %s like the input", op, what, em_dtype_name(a->dtype),
                             em_shape_tmp(a), em_dtype_name(like->dtype), em_shape_tmp(like));
-    return check_tensor(op, a);
+    return check_device(op, what, a, like);
 }
 
 /* big holds world-size blocks shaped like small: [size * d1, d2, ...] or
@@ -283,7 +352,7 @@ static int check_blocks(const char *op, const char *what, const em_tensor *big, 
                             what, em_dtype_name(big->dtype), em_shape_tmp(big), world_size,
                             em_dtype_name(small->dtype), em_shape_tmp(small), em_dtype_name(small->dtype),
                             world_size, world_size);
-    return check_tensor(op, big);
+    return check_device(op, what, big, small);
 }
 
 /* With debug checks on, every rank compares what it is about to run (the
@@ -321,7 +390,7 @@ static int check_peers(const char *op, int code, int arg, const em_tensor *t)
  * dtype the backend cannot reduce). */
 static em_tensor *carry(const em_tensor *t, bool reducing)
 {
-    if (!reducing || comm->reduces(t->dtype)) return em_contiguous(t);
+    if (!reducing || backend_of(t)->reduces(t->dtype)) return em_contiguous(t);
     em_tensor *f = em_to_dtype(t, EM_FLOAT32);
     if (!f) return NULL;
     em_tensor *c = em_contiguous(f);
@@ -329,9 +398,9 @@ static em_tensor *carry(const em_tensor *t, bool reducing)
     return c;
 }
 
-static em_tensor *flat_buffer(int64_t n, em_dtype d)
+static em_tensor *flat_buffer(int64_t n, em_dtype d, em_device dev)
 {
-    return em_empty(&n, 1, d, (em_device){EM_CPU, 0});
+    return em_empty(&n, 1, d, dev);
 }
 
 /* Block i of a flat buffer, viewed with like's shape. */
@@ -357,26 +426,26 @@ static int reduce_common(const char *op, int code, em_tensor *t, int root, em_co
     if (check_ready(op) || check_tensor(op, t) || backend_op(op, t->dtype, rop, &bop)) return -1;
     if (code == C_REDUCE && check_rank(op, "dst", root)) return -1;
     if (em_check_writable(op, t) || check_peers(op, code, root * EM_NCOMM_OPS + rop, t)) return -1;
-    if (!work && code == C_ALL_REDUCE && rop != EM_COMM_AVG && em_is_contiguous(t) && comm->reduces(t->dtype)) {
+    const em_comm_backend *be = backend_of(t);
+    if (!work && code == C_ALL_REDUCE && rop != EM_COMM_AVG && em_is_contiguous(t) && be->reduces(t->dtype)) {
         /* the common case straight through, no buffers: small sizes are all overhead */
-        if (comm->all_reduce(em_data_ptr(t), count(t), t->dtype, bop, NULL)) return -1;
+        if (be->all_reduce(em_data_ptr(t), count(t), t->dtype, bop, NULL)) return -1;
         em_bump_version(t);
         return 0;
     }
-    em_work *w = work_new(1);
+    em_work *w = work_new(be, 1);
     if (!w) return -1;
     w->recv = carry(t, true);
     if (!w->recv) return work_finish(w, -1, NULL);
     bool lands = code == C_ALL_REDUCE || my_rank == root;
     if (lands) add_copy(w, t, w->recv);
     if (lands && rop == EM_COMM_AVG) {
-        w->divide = em_scalar(world_size, w->recv->dtype, (em_device){EM_CPU, 0});
+        w->divide = em_scalar(world_size, w->recv->dtype, em_dev(w->recv));
         if (!w->divide) return work_finish(w, -1, NULL);
     }
     void **req = work ? &w->req : NULL;
-    int rc = code == C_ALL_REDUCE
-                 ? comm->all_reduce(em_data_ptr(w->recv), count(t), w->recv->dtype, bop, req)
-                 : comm->reduce(em_data_ptr(w->recv), count(t), w->recv->dtype, bop, root, req);
+    int rc = code == C_ALL_REDUCE ? be->all_reduce(em_data_ptr(w->recv), count(t), w->recv->dtype, bop, req)
+                                  : be->reduce(em_data_ptr(w->recv), count(t), w->recv->dtype, bop, root, req);
     return work_finish(w, rc, work);
 }
 
@@ -395,12 +464,12 @@ int em_dist_broadcast(em_tensor *t, int src, em_work **work)
     const char *op = "broadcast";
     if (check_ready(op) || check_tensor(op, t) || check_rank(op, "src", src)) return -1;
     if (em_check_writable(op, t) || check_peers(op, C_BROADCAST, src, t)) return -1;
-    em_work *w = work_new(1);
+    em_work *w = work_new(backend_of(t), 1);
     if (!w) return -1;
     w->recv = carry(t, false);
     if (!w->recv) return work_finish(w, -1, NULL);
     if (my_rank != src) add_copy(w, t, w->recv);
-    int rc = comm->broadcast(em_data_ptr(w->recv), count(t), t->dtype, src, work ? &w->req : NULL);
+    int rc = w->be->broadcast(em_data_ptr(w->recv), count(t), t->dtype, src, work ? &w->req : NULL);
     return work_finish(w, rc, work);
 }
 
@@ -408,10 +477,10 @@ int em_dist_broadcast(em_tensor *t, int src, em_work **work)
  * buffer's blocks viewed as its shape, else outs[i] block i */
 static int gather_common(em_tensor *out, em_tensor *const *outs, const em_tensor *t, em_work **work)
 {
-    em_work *w = work_new(out ? 1 : world_size);
+    em_work *w = work_new(backend_of(t), out ? 1 : world_size);
     if (!w) return -1;
     w->send = carry(t, false);
-    w->recv = out ? carry(out, false) : flat_buffer((int64_t)world_size * em_numel(t), t->dtype);
+    w->recv = out ? carry(out, false) : flat_buffer((int64_t)world_size * em_numel(t), t->dtype, em_dev(t));
     if (!w->send || !w->recv) return work_finish(w, -1, NULL);
     if (out) add_copy(w, out, w->recv);
     for (int i = 0; !out && i < world_size; i++) {
@@ -420,7 +489,7 @@ static int gather_common(em_tensor *out, em_tensor *const *outs, const em_tensor
         add_copy(w, outs[i], b);
         em_release(b);
     }
-    int rc = comm->all_gather(em_data_ptr(w->send), em_data_ptr(w->recv), count(t), t->dtype,
+    int rc = w->be->all_gather(em_data_ptr(w->send), em_data_ptr(w->recv), count(t), t->dtype,
                               work ? &w->req : NULL);
     return work_finish(w, rc, work);
 }
@@ -453,10 +522,10 @@ static int scatter_common(em_work *w, em_tensor *out, em_comm_op bop, em_comm_op
     if (!w->recv) return work_finish(w, -1, NULL);
     add_copy(w, out, w->recv);
     if (rop == EM_COMM_AVG) {
-        w->divide = em_scalar(world_size, w->recv->dtype, (em_device){EM_CPU, 0});
+        w->divide = em_scalar(world_size, w->recv->dtype, em_dev(w->recv));
         if (!w->divide) return work_finish(w, -1, NULL);
     }
-    int rc = comm->reduce_scatter(em_data_ptr(w->send), em_data_ptr(w->recv), count(out), w->recv->dtype, bop,
+    int rc = w->be->reduce_scatter(em_data_ptr(w->send), em_data_ptr(w->recv), count(out), w->recv->dtype, bop,
                                   work ? &w->req : NULL);
     return work_finish(w, rc, work);
 }
@@ -471,10 +540,10 @@ int em_dist_reduce_scatter(em_tensor *out, em_tensor *const *ins, int n, em_comm
     for (int i = 0; i < n; i++)
         if (check_like(op, "an input tensor", ins[i], out)) return -1;
     if (em_check_writable(op, out) || check_peers(op, C_REDUCE_SCATTER, rop, out)) return -1;
-    em_work *w = work_new(1);
+    em_work *w = work_new(backend_of(out), 1);
     if (!w) return -1;
-    em_dtype carried = comm->reduces(out->dtype) ? out->dtype : EM_FLOAT32;
-    w->send = flat_buffer((int64_t)n * em_numel(out), carried);
+    em_dtype carried = w->be->reduces(out->dtype) ? out->dtype : EM_FLOAT32;
+    w->send = flat_buffer((int64_t)n * em_numel(out), carried, em_dev(out));
     if (!w->send) return work_finish(w, -1, NULL);
     for (int i = 0; i < n; i++) {
         em_tensor *b = block(w->send, i, out);
@@ -492,7 +561,7 @@ int em_dist_reduce_scatter_tensor(em_tensor *out, const em_tensor *in, em_comm_o
     if (check_ready(op) || check_tensor(op, out) || backend_op(op, out->dtype, rop, &bop)) return -1;
     if (check_blocks(op, "the input", in, out)) return -1;
     if (em_check_writable(op, out) || check_peers(op, C_REDUCE_SCATTER, rop, out)) return -1;
-    em_work *w = work_new(1);
+    em_work *w = work_new(backend_of(out), 1);
     if (!w) return -1;
     w->send = carry(in, true);
     if (!w->send) return work_finish(w, -1, NULL);
@@ -502,9 +571,10 @@ int em_dist_reduce_scatter_tensor(em_tensor *out, const em_tensor *in, em_comm_o
 int em_dist_barrier(em_work **work)
 {
     if (check_ready("barrier") || check_peers("barrier", C_BARRIER, 0, NULL)) return -1;
-    em_work *w = work_new(0);
+    /* in an nccl group the barrier also orders the GPU's work */
+    em_work *w = work_new(gpu_comm ? gpu_comm : comm, 0);
     if (!w) return -1;
-    return work_finish(w, comm->barrier(work ? &w->req : NULL), work);
+    return work_finish(w, w->be->barrier(work ? &w->req : NULL), work);
 }
 
 static int check_peer(const char *op, const char *what, int peer)
@@ -517,11 +587,11 @@ static int check_peer(const char *op, const char *what, int peer)
 int em_dist_send(const em_tensor *t, int dst, int tag, em_work **work)
 {
     if (check_ready("send") || check_tensor("send", t) || check_peer("send", "dst", dst)) return -1;
-    em_work *w = work_new(0);
+    em_work *w = work_new(backend_of(t), 0);
     if (!w) return -1;
     w->send = carry(t, false);
     if (!w->send) return work_finish(w, -1, NULL);
-    return work_finish(w, comm->send(em_data_ptr(w->send), count(t), t->dtype, dst, tag, work ? &w->req : NULL),
+    return work_finish(w, w->be->send(em_data_ptr(w->send), count(t), t->dtype, dst, tag, work ? &w->req : NULL),
                        work);
 }
 
@@ -529,11 +599,11 @@ int em_dist_recv(em_tensor *t, int src, int tag, em_work **work)
 {
     if (check_ready("recv") || check_tensor("recv", t) || check_peer("recv", "src", src)) return -1;
     if (em_check_writable("recv", t)) return -1;
-    em_work *w = work_new(1);
+    em_work *w = work_new(backend_of(t), 1);
     if (!w) return -1;
     w->recv = carry(t, false);
     if (!w->recv) return work_finish(w, -1, NULL);
     add_copy(w, t, w->recv);
-    return work_finish(w, comm->recv(em_data_ptr(w->recv), count(t), t->dtype, src, tag, work ? &w->req : NULL),
+    return work_finish(w, w->be->recv(em_data_ptr(w->recv), count(t), t->dtype, src, tag, work ? &w->req : NULL),
                        work);
 }

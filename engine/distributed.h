@@ -8,7 +8,9 @@
  * working copies, so a sum is rounded once, at the end). With work == NULL
  * the call returns when done; otherwise it returns at once and *work is a
  * handle that em_work_wait completes (the tensors must not be touched until
- * then). CPU tensors only, over MPI. */
+ * then). CPU tensors go over MPI; CUDA tensors, in a group made with backend
+ * "nccl", over NCCL (on this rank's GPU, ordered with its compute stream:
+ * a blocking call returns once queued, em_work_wait orders the stream). */
 #ifndef EMBER_DISTRIBUTED_H
 #define EMBER_DISTRIBUTED_H
 
@@ -16,7 +18,8 @@
 
 typedef struct em_work em_work;
 
-/* backend: "mpi" (or "nccl", refused until built). debug: every collective
+/* backend: "mpi", or "nccl" (MPI too, for the bootstrap and CPU tensors;
+ * an error without a GPU or libember_nccl.so). debug: every collective
  * first compares its op, shape and dtype across ranks (one small
  * all_reduce), turning a mismatch into an error instead of a hang. */
 int em_dist_init(const char *backend, bool debug);

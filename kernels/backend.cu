@@ -359,3 +359,11 @@ em_cuda_backend_init(const em_host_api *host, char *why, size_t nwhy)
     kc_backend = make_backend();
     return &kc_backend;
 }
+
+/* The compute stream of a device (set up on first use), for the NCCL
+ * backend (comm/nccl.c), which orders its own stream with it; found with
+ * dlsym, so the backend table stays as it is. NULL with the error set. */
+extern "C" __attribute__((visibility("default"))) void *em_cuda_stream(int device)
+{
+    return (void *)kc_stream(device);
+}

@@ -9,7 +9,8 @@
 -- Ranks are 0-based, as in PyTorch: they are process numbers, not indices. The MPI backend
 -- (OpenMPI, loaded on the first init_process_group) carries CPU tensors of every dtype and
 -- any strides; float16/bfloat16 reductions run on float32 working copies (rounded once, at
--- the end). CUDA tensors need the nccl backend, which is not built yet.
+-- the end). The nccl backend (NCCL, for CUDA tensors) is bootstrapped over MPI, which still
+-- carries the CPU tensors of an nccl group.
 local ember = require "ember"
 local errors = require "ember.errors"
 
@@ -82,7 +83,7 @@ local function env_int(name)
   return v and math.tointeger(tonumber(v)) or nil
 end
 
---- init_process_group(opts): joins the job. opts: backend ("mpi"; "nccl" is not built yet), rank and
+--- init_process_group(opts): joins the job. opts: backend ("mpi", or "nccl" for CUDA tensors), rank and
 -- world_size (optional: checked against the launcher's), debug (compare every collective across ranks).
 function M.init_process_group(opts)
   if type(opts) == "string" then opts = {backend = opts} end
@@ -133,7 +134,7 @@ function M.get_rank() return (rank_size("get_rank")) end
 --- get_world_size(): the number of processes.
 function M.get_world_size() return select(2, rank_size("get_world_size")) end
 
---- get_backend(): "mpi".
+--- get_backend(): "mpi" or "nccl".
 function M.get_backend()
   rank_size("get_backend")
   return select(3, C.rank())

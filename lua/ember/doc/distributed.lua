@@ -18,7 +18,11 @@ Ranks are 0-based, as in PyTorch: they number processes, they are not indices.
 The MPI backend (OpenMPI, loaded on the first init_process_group: a session that does
 not ask loads no MPI library) carries CPU tensors of every dtype, any strides (through
 contiguous copies) and empty ones; float16/bfloat16 reductions run on float32 working
-copies, rounded once at the end. CUDA tensors need the nccl backend, not built yet.
+copies, rounded once at the end. backend "nccl" carries CUDA tensors over NCCL (the
+toolkit's), one GPU per process (cuda:<local rank>), on a communication stream ordered
+with the compute stream; MPI bootstraps it and still carries its CPU tensors (PyTorch's
+nccl group refuses them). Over NCCL a blocking collective returns once it is queued:
+later GPU work sees its result, the host does not wait (as in PyTorch).
 An uncaught error in a script of an initialised job prints "rank N: <error>" and ends
 every rank (MPI_Abort); a killed rank makes mpirun end the others. Without mpirun, a
 process is a world of one. EMBER_DISTRIBUTED_DEBUG=1 (or debug = true) compares each
@@ -30,8 +34,13 @@ print(dist.get_rank(), dist.get_world_size())   -- 0  1 (a single process)]=],
 Joins the job: rank and world size come from mpirun (OMPI_COMM_WORLD_RANK / _SIZE); rank
 and world_size, and torchrun's RANK / WORLD_SIZE when set, are checked against them.
 WORLD_SIZE > 1 without mpirun is an error (ember has no torchrun rendezvous). backend
-"nccl" is refused until it is built. A second call before destroy_process_group is an
-error. backend may also be given alone: init_process_group("mpi").]=], [=[
+"nccl" (CUDA tensors; CPU tensors still go over MPI) also makes an NCCL communicator on
+cuda:<local rank> (OMPI_COMM_WORLD_LOCAL_RANK or LOCAL_RANK), its id broadcast from rank 0
+over MPI: without a GPU, a local rank beyond the GPU count, or an ember built without
+NCCL (build/libember_nccl.so) it is an error naming the reason, on every rank. A CUDA
+tensor on another GPU than the rank's is an error. A second call before
+destroy_process_group is an error. backend may also be given alone:
+init_process_group("mpi").]=], [=[
 print(dist.is_initialized())                    -- true]=]),
   entry("is_initialized", "dist.is_initialized() -> boolean", [=[
 Whether the default process group exists.]=], [=[
@@ -46,7 +55,7 @@ print(dist.get_rank())                          -- 0]=]),
 The number of processes in the job. An error before init_process_group.]=], [=[
 print(dist.get_world_size())                    -- 1]=]),
   entry("get_backend", "dist.get_backend() -> string", [=[
-The backend's name: "mpi".]=], [=[
+The backend's name: "mpi" or "nccl".]=], [=[
 print(dist.get_backend())                       -- mpi]=]),
   entry("get_local_rank", "dist.get_local_rank() -> integer", [=[
 The rank among the processes on this machine (0-based), from OMPI_COMM_WORLD_LOCAL_RANK
@@ -78,7 +87,9 @@ print(t)                                        -- [1, 4]]=],
 Every rank's t becomes the reduction over ranks of their t (same shape and dtype on every
 rank). With async_op = true it returns at once with a work object: work:wait() completes
 it (t holds the result after), work:is_completed() tells whether it is done; t must not
-be used until then. Every collective has the same async form.]=], [=[
+be used until then. Every collective has the same async form. Over NCCL (CUDA tensors)
+wait() orders instead of blocking: later GPU work runs after the collective, and
+is_completed() asks the GPU.]=], [=[
 local t = ember.tensor({1.0, 2.0})
 local work = dist.all_reduce(t, {async_op = true})
 work:wait()
@@ -117,7 +128,8 @@ local out = ember.zeros(2)
 dist.reduce_scatter_tensor(out, ember.tensor({5.0, 6.0}), {op = "avg"})
 print(out)                                      -- [5, 6]]=]),
   entry("barrier", "dist.barrier([{async_op = false}])", [=[
-Returns when every rank has called it.]=], [=[
+Returns when every rank has called it (in an nccl group: a one-element all_reduce over
+NCCL, after this rank's queued GPU work, which the host also waits for).]=], [=[
 dist.barrier()]=]),
   entry("send", "dist.send(t, dst [, {tag = 0}])", [=[
 Sends t to rank dst (not this rank); returns when t may be changed again. The receiver
@@ -127,7 +139,7 @@ if dist.get_world_size() > 1 then
 end]=]),
   entry("recv", "dist.recv(t, src [, {tag = 0}]) -> src", [=[
 Receives into t from rank src (not this rank); returns src. There is no receive from any
-source.]=], [=[
+source. NCCL has no tags: CUDA tensors take tag 0 only (messages match in order).]=], [=[
 local buf = ember.zeros(2)
 if dist.get_world_size() > 1 and dist.get_rank() == 1 then print(dist.recv(buf, 0)) end]=]),
   entry("isend", "dist.isend(t, dst [, {tag = 0}]) -> work", [=[

@@ -189,9 +189,9 @@ function DDP:init(module, opts)
     s.buffers[#s.buffers + 1] = b
   end
   for _, e in ipairs(s.params) do
-    if e.tensor.device ~= "cpu" then
-      fail("parameter %s is on %s: the MPI backend carries CPU tensors (CUDA needs the nccl backend, not built yet)",
-           e.name, e.tensor.device)
+    if e.tensor.device ~= "cpu" and dist.get_backend() ~= "nccl" then
+      fail("parameter %s is on %s: the MPI backend carries CPU tensors; CUDA parameters need " ..
+           "init_process_group({backend = \"nccl\"})", e.name, e.tensor.device)
     end
   end
   verify_same_model(dist, descs)
