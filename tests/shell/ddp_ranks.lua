@@ -8,21 +8,8 @@ local dist = ember.distributed
 local nn = ember.nn
 local DDP = nn.parallel.DistributedDataParallel
 dist.init_process_group()
-local r, n = dist.get_rank(), dist.get_world_size()
-local tapn, failures = 0, {}
-
-local function fail(msg) failures[#failures + 1] = msg end
-
-local function group(name, fn)
-  failures = {}
-  local ok, err = pcall(fn)
-  if not ok then fail("error: " .. tostring(err)) end
-  local flag = ember.tensor({#failures == 0 and 1 or 0}, {dtype = "int32"})
-  dist.all_reduce(flag, {op = dist.ReduceOp.MIN})
-  for _, f in ipairs(failures) do io.stderr:write(string.format("# rank %d: %s: %s\n", r, name, f)) end
-  tapn = tapn + 1
-  if r == 0 then print(string.format("%s %d - %s (%d ranks)", flag:item() == 1 and "ok" or "not ok", tapn, name, n)) end
-end
+local T = dofile((arg[0]:match("^(.*/)") or "./") .. "ranks_tap.lua")
+local r, n, fail, group = T.rank, T.size, T.fail, T.group
 
 -- the largest difference between two lists of tensors, relative to the larger magnitude
 local function max_diff(a, b)
@@ -325,5 +312,5 @@ if arg[1] then
   end)
 end
 
-if r == 0 then print("1.." .. tapn) end
+T.finish()
 dist.destroy_process_group()

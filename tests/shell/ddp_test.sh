@@ -12,26 +12,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 . tests/shell/tap.sh
 
-if ! command -v mpirun >/dev/null 2>&1 || [ ! -e "$BUILD/libember_mpi.so" ]; then
-    echo "ok 1 - DistributedDataParallel tests # SKIP no mpirun or no $BUILD/libember_mpi.so (Debian: openmpi-bin libopenmpi-dev)"
-    exit 0
-fi
-if [ "$(id -u)" = 0 ]; then
-    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-fi
-export ASAN_OPTIONS=${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}detect_leaks=0
-MPIRUN=(timeout 120 mpirun --oversubscribe)
+. tests/shell/mpi.sh
+mpi_setup "DistributedDataParallel tests" 120
 
-"${MPIRUN[@]}" -n 2 "$EMBER" tests/shell/ddp_ranks.lua tests/lua/fixtures/ddp_torch.lua > "$tmp/out" 2> "$tmp/err"; rc=$?
-while read -r line; do
-    case "$line" in
-        "ok "*) ok "${line#ok [0-9]* - }" ;;
-        "not ok "*) not_ok "${line#not ok [0-9]* - }" "$(grep "^#" "$tmp/err" | head -20)" ;;
-    esac
-done < "$tmp/out"
-plan=$(grep -cE '^(ok|not ok) ' "$tmp/out")
-if [ $rc = 0 ] && grep -q "^1\.\.$plan\$" "$tmp/out" && [ "$plan" -ge 10 ]; then ok "DDP with 2 ranks: all groups ran, exit 0"
-else not_ok "DDP with 2 ranks: all groups ran, exit 0" "status $rc, $plan groups" "$(tail -c 1500 "$tmp/err")"; fi
+relay_ranks "DDP with 2 ranks" 10 "${MPIRUN[@]}" -n 2 "$EMBER" tests/shell/ddp_ranks.lua tests/lua/fixtures/ddp_torch.lua
 
 # the training scripts' --distributed: every rank trains, rank 0 alone prints and checkpoints
 case $EMBER in /*) ;; *) EMBER=$PWD/$EMBER ;; esac

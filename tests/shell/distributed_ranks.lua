@@ -5,21 +5,8 @@
 -- the failures themselves go to stderr, prefixed by the rank.
 local dist = ember.distributed
 dist.init_process_group({backend = "mpi"})
-local r, n = dist.get_rank(), dist.get_world_size()
-local tapn, failures = 0, {}
-
-local function fail(msg) failures[#failures + 1] = msg end
-
-local function group(name, fn)
-  failures = {}
-  local ok, err = pcall(fn)
-  if not ok then fail("error: " .. tostring(err)) end
-  local flag = ember.tensor({#failures == 0 and 1 or 0}, {dtype = "int32"})
-  dist.all_reduce(flag, {op = dist.ReduceOp.MIN})
-  for _, f in ipairs(failures) do io.stderr:write(string.format("# rank %d: %s: %s\n", r, name, f)) end
-  tapn = tapn + 1
-  if r == 0 then print(string.format("%s %d - %s (%d ranks)", flag:item() == 1 and "ok" or "not ok", tapn, name, n)) end
-end
+local T = dofile((arg[0]:match("^(.*/)") or "./") .. "ranks_tap.lua")
+local r, n, fail, group = T.rank, T.size, T.fail, T.group
 
 local DTYPES = {"float32", "float64", "int64", "int32", "uint8", "bool", "float16", "bfloat16"}
 local FLOATS = {float32 = true, float64 = true, float16 = true, bfloat16 = true}
@@ -262,5 +249,5 @@ group("debug check: a shape mismatch across ranks is an error", function()
   dist.init_process_group()
 end)
 
-if r == 0 then print("1.." .. tapn) end
+T.finish()
 dist.destroy_process_group()

@@ -12,29 +12,12 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 . tests/shell/tap.sh
 
-if ! command -v mpirun >/dev/null 2>&1 || [ ! -e "$BUILD/libember_mpi.so" ]; then
-    echo "ok 1 - distributed tests # SKIP no mpirun or no $BUILD/libember_mpi.so (Debian: openmpi-bin libopenmpi-dev)"
-    exit 0
-fi
-if [ "$(id -u)" = 0 ]; then
-    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-fi
-# the sanitizer build's leak check would report MPI's own allocations; its ranks only need to run
-export ASAN_OPTIONS=${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}detect_leaks=0
-MPIRUN=(timeout 60 mpirun --oversubscribe)
+. tests/shell/mpi.sh
+mpi_setup "distributed tests" 60
 
 # every collective: rank 0 prints one TAP line per group of checks
 for np in 2 4; do
-    "${MPIRUN[@]}" -n $np "$EMBER" tests/shell/distributed_ranks.lua > "$tmp/out" 2> "$tmp/err"; rc=$?
-    while read -r line; do
-        case "$line" in
-            "ok "*) ok "${line#ok [0-9]* - }" ;;
-            "not ok "*) not_ok "${line#not ok [0-9]* - }" "$(grep "^#" "$tmp/err" | head -20)" ;;
-        esac
-    done < "$tmp/out"
-    plan=$(grep -cE '^(ok|not ok) ' "$tmp/out")
-    if [ $rc = 0 ] && grep -q "^1\.\.$plan\$" "$tmp/out" && [ "$plan" -gt 20 ]; then ok "collectives with $np ranks: all groups ran, exit 0"
-    else not_ok "collectives with $np ranks: all groups ran, exit 0" "status $rc, $plan groups" "$(tail -c 1500 "$tmp/err")"; fi
+    relay_ranks "collectives with $np ranks" 21 "${MPIRUN[@]}" -n $np "$EMBER" tests/shell/distributed_ranks.lua
 done
 
 # --nproc: ember starts mpirun itself; arguments reach the script
