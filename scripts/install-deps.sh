@@ -62,6 +62,11 @@ packages=(
     python3 python3-pexpect           # shell tests over a pseudo-terminal
     openmpi-bin libopenmpi-dev        # ember.distributed (mpirun, the MPI backend)
     gnuplot-nox                       # ember.plot's renderer
+    libzmq3-dev libssl-dev            # the Jupyter kernel: ZeroMQ sockets, HMAC-SHA256
+    python3-jupyter-client jupyter-nbconvert python3-jupyter-kernel-test
+                                      # the kernel's tests: the real client,
+                                      # nbconvert --execute, the conformance suite
+    python3-venv python3-pip          # the tensorboard reader below (PyPI)
     dataset-fashion-mnist             # the training example's data
 )
 if [ "${1:-}" = "--bench" ]; then
@@ -77,13 +82,29 @@ for p in "${packages[@]}"; do
     fi
 done
 
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+# tensorboard (the reader that checks ember's event files) is on PyPI only.
+# It goes into its own environment, which sees Debian's packages, so the
+# system's Python is left alone. EMBER_PYENV moves it.
+install_tensorboard() {
+    local env=${EMBER_PYENV:-/opt/ember-pyenv}
+    if "$env/bin/python" -c 'import tensorboard' >/dev/null 2>&1; then
+        return 0
+    fi
+    echo "install-deps: installing tensorboard (PyPI) into $env" >&2
+    $SUDO python3 -m venv --system-site-packages "$env"
+    $SUDO "$env/bin/pip" install --quiet tensorboard
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
+    install_tensorboard
     exit 0
 fi
 
 echo "install-deps: installing ${missing[*]}" >&2
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+install_tensorboard
