@@ -161,20 +161,15 @@ local function op_opts(op, v, known)
 end
 
 local REDUCE_OPTS = {op = true, async_op = true}
-local is_tensor, c_all_reduce = ember.is_tensor, C.all_reduce
 
 --- all_reduce(t, {op = SUM, async_op = false}): t becomes the reduction of every rank's t.
-function M.all_reduce(t, opts)
-  -- the common call, straight through: per-call overhead shows at small sizes
-  if opts == nil and is_tensor(t) then
-    local ok, err = pcall(c_all_reduce, t, "sum", false)
-    if not ok then errors.raise(err) end
-    return nil
-  end
+-- all_reduce(t) alone is answered in C (C.all_reduce_front) without reaching this function.
+local function all_reduce(t, opts)
   check_tensor("all_reduce", t)
   opts = op_opts("all_reduce", opts, REDUCE_OPTS)
   return (call(C.all_reduce, t, reduce_op("all_reduce", opts.op), async_flag("all_reduce", opts.async_op)))
 end
+M.all_reduce = C.all_reduce_front(all_reduce)
 
 --- reduce(t, dst, {op = SUM, async_op = false}): rank dst's t becomes the reduction; the others' t stay.
 function M.reduce(t, dst, opts)
