@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/gpu-bundle.sh — packs what the GPU machine needs into .gpu/bundle.tar.xz
 # (an ignored folder that the device tool carries): the ember executable,
-# ember.so and libember_cuda.so built here (same CUDA version, x86-64), the
+# ember.so, libember_cuda.so and the distributed backends built here (same
+# CUDA version, x86-64), OpenMPI's plugins, oneDNN, the
 # shared libraries they use that a bare machine lacks (Lua, readline,
 # OpenBLAS, cJSON, ...; not glibc, not the CUDA libraries, which the GPU
 # machine has: cuDNN's front library must come from the folder that holds its
@@ -17,15 +18,37 @@ out=.gpu
 rm -rf "$out/stage"
 mkdir -p "$out/stage/bin" "$out/stage/lib" "$out/stage/lua/share" "$out/stage/lua/lib"
 cp "$BUILD/ember" "$BUILD/ember.so" "$BUILD/libember_cuda.so" "$out/stage/bin/"
-for lib in $(ldd "$BUILD/ember" "$BUILD/libember_cuda.so" /usr/lib/x86_64-linux-gnu/lua/5.4/*.so \
-             /usr/lib/x86_64-linux-gnu/lua/5.4/*/*.so 2>/dev/null | awk '/=> \// {print $3}' | sort -u); do
+# the distributed backends (opened beside the engine) when built
+comm_libs=()
+for lib in libember_mpi.so libember_nccl.so; do
+    if [ -e "$BUILD/$lib" ]; then cp "$BUILD/$lib" "$out/stage/bin/"; comm_libs+=("$BUILD/$lib"); fi
+done
+# oneDNN (the CPU convolutions the GPU twins compare with) is opened with
+# dlopen, so ldd of ember does not list it
+dnnl=$(ldconfig -p | awk '/libdnnl\.so\.2 .*x86-64/ && !found {print $NF; found = 1}')   # no early exit: SIGPIPE under pipefail
+for lib in $(ldd "$BUILD/ember" "$BUILD/libember_cuda.so" ${comm_libs[@]+"${comm_libs[@]}"} ${dnnl:+"$dnnl"} \
+             /usr/lib/x86_64-linux-gnu/lua/5.4/*.so \
+             /usr/lib/x86_64-linux-gnu/lua/5.4/*/*.so 2>/dev/null | awk '/=> \// {print $3}' | sort -u) ${dnnl:+"$dnnl"}; do
     case $(basename "$lib") in
-        libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libcublas*|libcudart*|libcuda.so*|libcudnn*|libcusolver*|libcusparse*|libnvJitLink*) continue ;;
+        libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libcublas*|libcudart*|libcuda.so*|libcudnn*|libcusolver*|libcusparse*|libnvJitLink*|libnccl*|libOpenCL*) continue ;;
     esac
     cp -L "$lib" "$out/stage/lib/"
 done
-cp -r /usr/share/lua/5.4/. "$out/stage/lua/share/"
-cp -r /usr/lib/x86_64-linux-gnu/lua/5.4/. "$out/stage/lua/lib/"
+# OpenMPI's plugins and messages: a singleton process group (world size 1,
+# no mpirun) needs no more; scripts/gpu-run.sh points OpenMPI at them
+if [ ${#comm_libs[@]} -gt 0 ] && [ -d /usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3 ]; then
+    mkdir -p "$out/stage/openmpi"
+    cp -r /usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3 "$out/stage/openmpi/components"
+    cp -r /usr/share/openmpi "$out/stage/openmpi/share"
+    for lib in $(ldd "$out"/stage/openmpi/components/*.so 2>/dev/null | awk '/=> \// {print $3}' | sort -u); do
+        case $(basename "$lib") in
+            libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libcuda.so*|libcudart*) continue ;;
+        esac
+        [ -e "$out/stage/lib/$(basename "$lib")" ] || cp -L "$lib" "$out/stage/lib/"
+    done
+fi
+cp -rL /usr/share/lua/5.4/. "$out/stage/lua/share/"   # -L: Debian links them to ../5.1
+cp -rL /usr/lib/x86_64-linux-gnu/lua/5.4/. "$out/stage/lua/lib/"
 cp /usr/bin/busted "$out/stage/bin/busted.lua"
 tar -C "$out/stage" -cJf "$out/bundle.tar.xz" .
 rm -rf "$out/stage"

@@ -2,7 +2,7 @@
 # scripts/gpu-run.sh CMD... — runs CMD on the GPU machine with the bundle of
 # scripts/gpu-bundle.sh unpacked (into $EMBER_GPU_DIR, default
 # /tmp/ember-gpu) and the environment pointing at it: EMBER (the
-# executable), EMBER_BUILD (its folder), BUSTED (busted run by the ember
+# executable), BUILD and EMBER_BUILD (its folder), BUSTED (busted run by the ember
 # executable, since the machine has no Lua), LUA_PATH/LUA_CPATH, and the
 # loader path. Example: bash scripts/gpu-run.sh bash tests/gpu/run.sh
 set -euo pipefail
@@ -12,18 +12,28 @@ if [ ! -x "$dest/bin/ember" ] || [ .gpu/bundle.tar.xz -nt "$dest/bin/ember" ]; t
     mkdir -p "$dest"
     tar -C "$dest" -xJf .gpu/bundle.tar.xz
 fi
-# cuDNN 9: the toolkit's folder when it holds the engine libraries, else the
-# one PyTorch's wheel (nvidia-cudnn-*) brings
+# cuDNN 9 and NCCL: the toolkit's folder when it holds them, else the folders
+# PyTorch's wheels (nvidia-cudnn-*, nvidia-nccl-*) bring
 cuda_lib=${CUDA_HOME:-/usr/local/cuda}/lib64
-cudnn_lib=
-if ! ls "$cuda_lib"/libcudnn_cnn.so.9* >/dev/null 2>&1; then
-    cudnn_lib=$(python3 -c 'import glob, os, nvidia
+wheel_dir() { # library file pattern: the folder of the first match in the nvidia wheels
+    python3 -c 'import glob, os, sys, nvidia
 for p in nvidia.__path__:
-    for f in glob.glob(os.path.join(p, "**", "libcudnn_cnn.so.9*"), recursive=True):
-        print(os.path.dirname(f)); raise SystemExit' 2>/dev/null || true)
+    for f in glob.glob(os.path.join(p, "**", sys.argv[1]), recursive=True):
+        print(os.path.dirname(f)); raise SystemExit' "$1" 2>/dev/null || true
+}
+extra_lib=
+for pattern in 'libcudnn_cnn.so.9*' 'libnccl.so.2*'; do
+    if ! ls "$cuda_lib"/$pattern >/dev/null 2>&1; then
+        dir=$(wheel_dir "$pattern")
+        if [ -n "$dir" ]; then extra_lib=${extra_lib:+$extra_lib:}$dir; fi
+    fi
+done
+export LD_LIBRARY_PATH="$dest/lib${extra_lib:+:$extra_lib}:$cuda_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export BUILD="$dest/bin" EMBER_BUILD="$dest/bin" EMBER="$dest/bin/ember" EMBER_CUDA_LIB="$dest/bin/libember_cuda.so"
+# OpenMPI from the bundle (a singleton group: the NCCL suite's world size 1)
+if [ -d "$dest/openmpi" ]; then
+    export OMPI_MCA_mca_base_component_path="$dest/openmpi/components" OPAL_PKGDATADIR="$dest/openmpi/share"
 fi
-export LD_LIBRARY_PATH="$dest/lib${cudnn_lib:+:$cudnn_lib}:$cuda_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export EMBER_BUILD="$dest/bin" EMBER="$dest/bin/ember" EMBER_CUDA_LIB="$dest/bin/libember_cuda.so"
 export BUSTED="$dest/bin/ember $dest/bin/busted.lua"
 export LUA_PATH="$PWD/lua/?.lua;$PWD/lua/?/init.lua;$PWD/tests/lua/?.lua;$PWD/tests/gpu/?.lua;$dest/lua/share/?.lua;$dest/lua/share/?/init.lua;;"
 export LUA_CPATH="$dest/bin/?.so;$dest/lua/lib/?.so;;"

@@ -94,7 +94,9 @@ install_tensorboard() {
         return 0
     fi
     echo "install-deps: installing tensorboard (PyPI) into $env" >&2
-    $SUDO python3 -m venv --system-site-packages "$env"
+    # Debian's own Python (not a python3 earlier on PATH), so the environment
+    # also sees Debian's packages: jupyter_client, PyTorch where installed
+    $SUDO /usr/bin/python3 -m venv --system-site-packages "$env"
     $SUDO "$env/bin/pip" install --quiet tensorboard
 }
 

@@ -2,7 +2,8 @@
 # tests/run.sh — runs every suite and prints one closing line
 # "N passed, N failed[, N skipped]". Every suite speaks TAP: lines
 # "ok ...", "not ok ...", with "# SKIP" marking a skipped test.
-#   BUILD=dir   where the build lives (default build)
+#   BUILD=dir   where the build lives (default build; absolute or relative)
+#   BUSTED=cmd  how to run busted (default busted)
 #   SAN=1       the build has sanitizers: run Lua through the ember executable
 #   ONLY=gpu    only the GPU suites (tests/gpu/, used by tests/gpu/run.sh)
 # The GPU suites run everywhere: without a GPU each file reports one skipped
@@ -10,10 +11,15 @@
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
-export EMBER_BUILD=$BUILD
-export LUA_CPATH="$PWD/$BUILD/?.so;;"
-export LUA_PATH="$PWD/lua/?.lua;$PWD/lua/?/init.lua;$PWD/tests/lua/?.lua;$PWD/tests/gpu/?.lua;;"
-export EMBER=$PWD/$BUILD/ember
+case $BUILD in /*) build_dir=$BUILD ;; *) build_dir=$PWD/$BUILD ;; esac
+export EMBER_BUILD=$build_dir
+# ours first; what the caller had (a machine without Lua: busted's modules
+# from scripts/gpu-run.sh's bundle) after
+export LUA_CPATH="$build_dir/?.so;${LUA_CPATH:-;}"
+export LUA_PATH="$PWD/lua/?.lua;$PWD/lua/?/init.lua;$PWD/tests/lua/?.lua;$PWD/tests/gpu/?.lua;${LUA_PATH:-;}"
+export EMBER=$build_dir/ember
+# busted as a command (scripts/gpu-run.sh: the bundle's, run by ember)
+BUSTED=${BUSTED:-busted}
 ONLY=${ONLY:-}
 passed=0 failed=0 skipped=0
 log=$(mktemp)
@@ -62,7 +68,7 @@ run_specs() { # folder name, spec files...
             fi
             ASAN_OPTIONS=$asan "$EMBER" /usr/bin/busted -o TAP "$spec" > "$log" 2>&1; rc=$?
         else
-            busted -o TAP "$spec" > "$log" 2>&1; rc=$?
+            $BUSTED -o TAP "$spec" > "$log" 2>&1; rc=$?
         fi
         count "$group/$(basename "$spec" .lua)" "$log" $rc
     done

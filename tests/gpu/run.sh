@@ -19,9 +19,11 @@ fi
 
 if [ "${EMBER_GPU_TEST_DEVICE:-cuda}" != cpu ]; then
     # the suites' own rule (gpu_helpers.skip_reason) decides
-    why=$(LUA_CPATH="$PWD/$BUILD/?.so;;" \
+    # asked of ember itself, the one Lua every machine with a build has
+    case $BUILD in /*) build_dir=$BUILD ;; *) build_dir=$PWD/$BUILD ;; esac
+    why=$(LUA_CPATH="$build_dir/?.so;;" \
           LUA_PATH="$PWD/lua/?.lua;$PWD/lua/?/init.lua;$PWD/tests/gpu/?.lua;;" \
-          lua5.4 -e 'io.write(require("gpu_helpers").skip_reason() or "")' 2>&1) || true
+          "$build_dir/ember" -e 'io.write(require("gpu_helpers").skip_reason() or "")' 2>&1) || true
     if [ -n "$why" ]; then
         echo "tests/gpu/run.sh: cannot run the GPU suites: $why" >&2
         echo "  (make test-gpu needs a CUDA device and $BUILD/libember_cuda.so, built by make WITH_CUDA=1;" >&2
