@@ -30,9 +30,12 @@ for pattern in 'libcudnn_cnn.so.9*' 'libnccl.so.2*'; do
 done
 export LD_LIBRARY_PATH="$dest/lib${extra_lib:+:$extra_lib}:$cuda_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export BUILD="$dest/bin" EMBER_BUILD="$dest/bin" EMBER="$dest/bin/ember" EMBER_CUDA_LIB="$dest/bin/libember_cuda.so"
-# OpenMPI from the bundle (a singleton group: the NCCL suite's world size 1)
+# OpenMPI from the bundle: a singleton group (the NCCL suite's world size 1),
+# isolated, since a singleton otherwise starts OpenMPI's orted, which the
+# bundle does not carry
 if [ -d "$dest/openmpi" ]; then
     export OMPI_MCA_mca_base_component_path="$dest/openmpi/components" OPAL_PKGDATADIR="$dest/openmpi/share"
+    export OMPI_MCA_ess_singleton_isolated=1
 fi
 export BUSTED="$dest/bin/ember $dest/bin/busted.lua"
 export LUA_PATH="$PWD/lua/?.lua;$PWD/lua/?/init.lua;$PWD/tests/lua/?.lua;$PWD/tests/gpu/?.lua;$dest/lua/share/?.lua;$dest/lua/share/?/init.lua;;"
