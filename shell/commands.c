@@ -260,25 +260,38 @@ static void gpu_row(lua_State *L)
     lua_pop(L, 1);
 }
 
-/* The NVML table; false (and a one-line reason) without NVML. */
-static bool gpu_table(lua_State *L)
+/* Pushes ember.cuda.<fn> and returns true when it is a function; else
+ * pushes nothing (the user may have replaced ember or ember.cuda). */
+static bool push_cuda_function(lua_State *L, const char *fn)
 {
     int top = lua_gettop(L);
-    lua_getglobal(L, "ember");
-    lua_getfield(L, -1, "cuda");
-    lua_getfield(L, -1, "gpu_status");
+    bool ok = lua_getglobal(L, "ember") == LUA_TTABLE && lua_getfield(L, -1, "cuda") == LUA_TTABLE &&
+              lua_getfield(L, -1, fn) == LUA_TFUNCTION;
+    if (ok) lua_replace(L, top + 1);
+    lua_settop(L, ok ? top + 1 : top);
+    return ok;
+}
+
+/* The NVML table, or a one-line reason without NVML. */
+static void gpu_table(lua_State *L)
+{
+    int top = lua_gettop(L);
+    if (!push_cuda_function(L, "gpu_status")) {
+        printf("no GPU table: ember.cuda.gpu_status is gone\n");
+        return;
+    }
     if (lua_pcall(L, 0, 1, 0) != LUA_OK || !lua_istable(L, -1)) {
         const char *msg = lua_isstring(L, -1) ? lua_tostring(L, -1) : "ember.cuda.gpu_status failed";
         const char *prefix = "ember.cuda.gpu_status: ";
         if (strncmp(msg, prefix, strlen(prefix)) == 0) msg += strlen(prefix);
         printf("no GPU table: %s\n", msg);
         lua_settop(L, top);
-        return false;
+        return;
     }
     lua_getfield(L, -1, "driver_version");
     printf("NVIDIA driver %s (NVML)\n", lua_isstring(L, -1) ? lua_tostring(L, -1) : "?");
     lua_pop(L, 1);
-    lua_Integer n = luaL_len(L, -1);
+    lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
     if (n == 0) printf("NVML sees no GPU\n");
     else printf("GPU  %-24s %-7s %10s / %-10s %5s %5s %5s %6s / %s\n", "name", "ember", "mem used", "total", "util",
                 "mem%", "temp", "power", "limit");
@@ -288,7 +301,6 @@ static bool gpu_table(lua_State *L)
         lua_pop(L, 1);
     }
     lua_settop(L, top);
-    return true;
 }
 
 /* ember's caching allocator on each CUDA device; nothing is loaded for it. */
@@ -302,9 +314,7 @@ static void gpu_allocator(lua_State *L)
     printf("ember's caching allocator  %12s %12s %12s\n", "allocated", "reserved", "peak alloc");
     for (int i = 0; i < (int)n; i++) {
         int top = lua_gettop(L);
-        lua_getglobal(L, "ember");
-        lua_getfield(L, -1, "cuda");
-        lua_getfield(L, -1, "memory_stats");
+        if (!push_cuda_function(L, "memory_stats")) return;
         lua_pushinteger(L, i);
         if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_istable(L, -1)) {
             char a[32], r[32], p[32];
