@@ -143,7 +143,7 @@ bench: all
 
 # GPU suites and benchmarks: fail when no GPU is found
 test-gpu:
-	$(MAKE) WITH_CUDA=1 all $(FAKE_NVML)
+	$(MAKE) WITH_CUDA=1 all
 	@BUILD=$(BUILD) bash tests/gpu/run.sh
 
 bench-gpu:
