@@ -123,11 +123,19 @@ $(BUILD)/tests/%: tests/c/%.c tests/c/check.h $(BUILD)/libember.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libember.a $(LDLIBS)
 
-test: all $(CTEST_BIN)
+# a stand-in for NVML (tests/nvml/fake_nvml.c) that the monitoring tests
+# load through EMBER_NVML_LIBRARY; outside tests/ of the build, whose
+# executables tests/run.sh runs
+FAKE_NVML := $(BUILD)/testlib/libfake_nvml.so
+$(FAKE_NVML): tests/nvml/fake_nvml.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -shared $(LDFLAGS) -o $@ $<
+
+test: all $(CTEST_BIN) $(FAKE_NVML)
 	@BUILD=$(BUILD) bash tests/run.sh
 
 asan:
-	$(MAKE) BUILD=build-asan SAN=1 OPT=-O1 all $(CTEST_BIN:$(BUILD)/%=build-asan/%)
+	$(MAKE) BUILD=build-asan SAN=1 OPT=-O1 all $(CTEST_BIN:$(BUILD)/%=build-asan/%) build-asan/testlib/libfake_nvml.so
 	@BUILD=build-asan SAN=1 bash tests/run.sh
 
 bench: all

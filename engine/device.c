@@ -217,3 +217,19 @@ void em_event_destroy(em_event *e)
     e->be->event_destroy(e->ev);
     free(e);
 }
+
+/* issue 19: two device queries, exported by libember_cuda.so beside its
+ * backend table (found with dlsym, so the table stays as it is) */
+int em_cuda_mem_get_info(int index, size_t *free_bytes, size_t *total_bytes)
+{
+    if (em_cuda_check_device(index)) return -1;
+    int (*fn)(int, size_t *, size_t *) = (int (*)(int, size_t *, size_t *))em_cuda_symbol("em_cuda_backend_mem_get_info");
+    return fn ? fn(index, free_bytes, total_bytes) : -1;
+}
+
+int em_cuda_pci_bus_id(int index, char *buf, size_t n)
+{
+    if (em_cuda_check_device(index)) return -1;
+    int (*fn)(int, char *, size_t) = (int (*)(int, char *, size_t))em_cuda_symbol("em_cuda_backend_pci_bus_id");
+    return fn ? fn(index, buf, n) : -1;
+}

@@ -705,4 +705,38 @@ typedef enum em_linear_act { EM_LINEAR_ACT_NONE, EM_LINEAR_ACT_GELU_TANH } em_li
 em_tensor *em_linear(const em_tensor *x, const em_tensor *w, const em_tensor *b, em_linear_act act);
 em_tensor *em_gelu_tanh(const em_tensor *x);
 
+/* ---- issue 19: GPU monitoring (engine/nvml.c; the two CUDA queries in engine/device.c) ---- */
+/* Free and total bytes of CUDA device `index` (cudaMemGetInfo; loads the
+ * CUDA backend), and its PCI bus id "0000:65:00.0". */
+int em_cuda_mem_get_info(int index, size_t *free_bytes, size_t *total_bytes);
+int em_cuda_pci_bus_id(int index, char *buf, size_t n);
+/* NVML (libnvidia-ml.so.1, or the file $EMBER_NVML_LIBRARY names), opened on
+ * the first of these calls. Each fails with "op: NVML is not available
+ * (why)" without it. `index` is NVML's own number (nvidia-smi's order). */
+typedef enum em_gpu_metric {
+    EM_GPU_UTILIZATION,         /* percent of the last sample period a kernel ran */
+    EM_GPU_MEMORY_UTILIZATION,  /* percent of it device memory was read or written */
+    EM_GPU_MEMORY_USED,         /* bytes, as the driver counts them (every process) */
+    EM_GPU_MEMORY_TOTAL,        /* bytes */
+    EM_GPU_TEMPERATURE,         /* degrees Celsius */
+    EM_GPU_POWER_DRAW,          /* milliwatts */
+    EM_GPU_POWER_LIMIT,         /* milliwatts (the enforced limit) */
+    EM_GPU_NMETRICS
+} em_gpu_metric;
+typedef struct em_gpu_info {
+    char name[96], uuid[96], bus_id[32];
+} em_gpu_info;
+bool em_nvml_is_loaded(void);                       /* never loads it */
+int em_nvml_device_count(const char *op);
+int em_nvml_driver_version(const char *op, char *buf, size_t n);
+int em_nvml_device_info(const char *op, int index, em_gpu_info *out);
+int em_nvml_read(const char *op, int index, em_gpu_metric m, int64_t *value);
+/* NVML's number of CUDA device cuda_index, found by its PCI bus id (loads
+ * the CUDA backend). Where that backend has no device, cuda_index is taken
+ * as NVML's number: a CPU-only session still sees the machine's GPUs. */
+int em_nvml_index_of_cuda(const char *op, int cuda_index);
+/* The CUDA index of NVML's GPU `index`, -1 when none or when CUDA is not
+ * loaded (never loads it). */
+int em_nvml_cuda_index(int index);
+
 #endif

@@ -367,3 +367,20 @@ extern "C" __attribute__((visibility("default"))) void *em_cuda_stream(int devic
 {
     return (void *)kc_stream(device);
 }
+
+/* Issue 19 (GPU monitoring), found with dlsym like em_cuda_stream:
+ * cudaMemGetInfo of a device (ember.cuda.mem_get_info), and its PCI bus id,
+ * by which engine/nvml.c finds the device among NVML's. */
+extern "C" __attribute__((visibility("default"))) int em_cuda_backend_mem_get_info(int device, size_t *free_b,
+                                                                                    size_t *total_b)
+{
+    if (!kc_stream(device)) return -1;      /* makes it the current device */
+    cudaError_t e = cudaMemGetInfo(free_b, total_b);
+    return e == cudaSuccess ? 0 : kc_cuda_error("mem_get_info", e);
+}
+
+extern "C" __attribute__((visibility("default"))) int em_cuda_backend_pci_bus_id(int device, char *buf, size_t n)
+{
+    cudaError_t e = cudaDeviceGetPCIBusId(buf, (int)n, device);
+    return e == cudaSuccess ? 0 : kc_cuda_error("pci_bus_id", e);
+}

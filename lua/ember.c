@@ -634,5 +634,6 @@ int luaopen_ember(lua_State *L)
     emlua_open_lapack(L);
     emlua_open_autocast(L);
     emlua_open_distributed(L);
+    emlua_open_monitor(L);
     return 1;
 }

@@ -221,6 +221,124 @@ static void cmd_mem(lua_State *L, const char *args)
     fflush(stdout);
 }
 
+/* ---- :gpu ---------------------------------------------------------------- */
+
+/* Field `name` of the table at the top as an integer, -1 when absent (a
+ * figure the GPU does not report). */
+static long long int_field(lua_State *L, const char *name)
+{
+    lua_getfield(L, -1, name);
+    long long v = lua_isinteger(L, -1) ? (long long)lua_tointeger(L, -1) : -1;
+    lua_pop(L, 1);
+    return v;
+}
+
+/* "N/A" for a figure the GPU does not report, else v scaled and formatted */
+static void figure(char *buf, size_t n, long long v, double scale, const char *unit)
+{
+    if (v < 0) snprintf(buf, n, "N/A");
+    else snprintf(buf, n, "%.0f%s", (double)v / scale, unit);
+}
+
+static void gpu_row(lua_State *L)
+{
+    char used[32] = "N/A", total[32] = "N/A", util[16], memutil[16], temp[16], draw[16], limit[16], cuda[16] = "-";
+    if (int_field(L, "memory_total") >= 0) {
+        human_bytes(used, sizeof used, (double)int_field(L, "memory_used"));
+        human_bytes(total, sizeof total, (double)int_field(L, "memory_total"));
+    }
+    figure(util, sizeof util, int_field(L, "utilization"), 1, "%");
+    figure(memutil, sizeof memutil, int_field(L, "memory_usage"), 1, "%");
+    figure(temp, sizeof temp, int_field(L, "temperature"), 1, "C");
+    figure(draw, sizeof draw, int_field(L, "power_draw"), 1000, "W");
+    figure(limit, sizeof limit, int_field(L, "power_limit"), 1000, "W");
+    if (int_field(L, "cuda") >= 0) snprintf(cuda, sizeof cuda, "cuda:%lld", int_field(L, "cuda"));
+    long long index = int_field(L, "index");
+    lua_getfield(L, -1, "name");
+    printf("%3lld  %-24.24s %-7s %10s / %-10s %5s %5s %5s %6s / %s\n", index,
+           lua_isstring(L, -1) ? lua_tostring(L, -1) : "?", cuda, used, total, util, memutil, temp, draw, limit);
+    lua_pop(L, 1);
+}
+
+/* Pushes ember.cuda.<fn> and returns true when it is a function; else
+ * pushes nothing (the user may have replaced ember or ember.cuda). */
+static bool push_cuda_function(lua_State *L, const char *fn)
+{
+    int top = lua_gettop(L);
+    bool ok = lua_getglobal(L, "ember") == LUA_TTABLE && lua_getfield(L, -1, "cuda") == LUA_TTABLE &&
+              lua_getfield(L, -1, fn) == LUA_TFUNCTION;
+    if (ok) lua_replace(L, top + 1);
+    lua_settop(L, ok ? top + 1 : top);
+    return ok;
+}
+
+/* The NVML table, or a one-line reason without NVML. */
+static void gpu_table(lua_State *L)
+{
+    int top = lua_gettop(L);
+    if (!push_cuda_function(L, "gpu_status")) {
+        printf("no GPU table: ember.cuda.gpu_status is gone\n");
+        return;
+    }
+    if (lua_pcall(L, 0, 1, 0) != LUA_OK || !lua_istable(L, -1)) {
+        const char *msg = lua_isstring(L, -1) ? lua_tostring(L, -1) : "ember.cuda.gpu_status failed";
+        const char *prefix = "ember.cuda.gpu_status: ";
+        if (strncmp(msg, prefix, strlen(prefix)) == 0) msg += strlen(prefix);
+        printf("no GPU table: %s\n", msg);
+        lua_settop(L, top);
+        return;
+    }
+    lua_getfield(L, -1, "driver_version");
+    printf("NVIDIA driver %s (NVML)\n", lua_isstring(L, -1) ? lua_tostring(L, -1) : "?");
+    lua_pop(L, 1);
+    lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
+    if (n == 0) printf("NVML sees no GPU\n");
+    else printf("GPU  %-24s %-7s %10s / %-10s %5s %5s %5s %6s / %s\n", "name", "ember", "mem used", "total", "util",
+                "mem%", "temp", "power", "limit");
+    for (lua_Integer i = 1; i <= n; i++) {
+        lua_rawgeti(L, -1, i);
+        gpu_row(L);
+        lua_pop(L, 1);
+    }
+    lua_settop(L, top);
+}
+
+/* ember's caching allocator on each CUDA device; nothing is loaded for it. */
+static void gpu_allocator(lua_State *L)
+{
+    if (!cuda_in_use(L)) {
+        printf("ember: CUDA not in use in this session (no allocator figures)\n");
+        return;
+    }
+    double n = cuda_number(L, "device_count");
+    printf("ember's caching allocator  %12s %12s %12s\n", "allocated", "reserved", "peak alloc");
+    for (int i = 0; i < (int)n; i++) {
+        int top = lua_gettop(L);
+        if (!push_cuda_function(L, "memory_stats")) return;
+        lua_pushinteger(L, i);
+        if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_istable(L, -1)) {
+            char a[32], r[32], p[32];
+            human_bytes(a, sizeof a, (double)int_field(L, "allocated_bytes"));
+            human_bytes(r, sizeof r, (double)int_field(L, "reserved_bytes"));
+            human_bytes(p, sizeof p, (double)int_field(L, "peak_allocated_bytes"));
+            printf("  cuda:%-20d %12s %12s %12s\n", i, a, r, p);
+        }
+        lua_settop(L, top);
+    }
+}
+
+/* ":gpu": an nvidia-smi-like table of every GPU NVML sees (NVML's order, the
+ * ember column naming the CUDA device it is once CUDA is loaded), then
+ * ember's own allocator figures. Asking never loads CUDA. */
+static void cmd_gpu(lua_State *L, const char *args)
+{
+    (void)args;
+    lua_settop(L, 0);
+    gpu_table(L);
+    gpu_allocator(L);
+    fflush(stdout);
+}
+
 /* ---- :vars --------------------------------------------------------------- */
 
 /* The names the session started with, to tell the user's globals apart. */
@@ -396,6 +514,7 @@ static const command commands[] = {
     {"help", "", "this list (?name: help on ember's functions, e.g. ?ember.zeros)", cmd_help},
     {"time", "[-n N] code", "time code; the GPU is synchronised before each clock reading", cmd_time},
     {"mem", "", "memory: host (RSS, Lua heap) and the CUDA allocator", cmd_mem},
+    {"gpu", "", "the GPUs (NVML: memory, utilisation, temperature, power) and ember's allocator", cmd_gpu},
     {"vars", "", "the global variables you made", cmd_vars},
     {"load", "file", "run a Lua file in this session", cmd_load},
     {"!", "command", "run a shell command", cmd_shell},
@@ -414,7 +533,7 @@ static const command commands[] = {
 };
 
 const char *const emsh_command_names[] = {
-    "help", "time", "mem", "vars", "load", "!", "clear", "quit", "pm", "pause",
+    "help", "time", "mem", "gpu", "vars", "load", "!", "clear", "quit", "pm", "pause",
     "break", "breaks", "delete", "disable", "enable", "condition", "complete", NULL,
 };
 

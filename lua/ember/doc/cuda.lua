@@ -430,4 +430,88 @@ matmul.allow_tf32 = true
 print(matmul.allow_tf32)   -- true
 matmul.allow_tf32 = old]=],
   },
+  -- ---- GPU monitoring (NVML; lua/bind_monitor.c, engine/nvml.c) ----------------
+  {
+    name = "ember.cuda.utilization",
+    sig = "ember.cuda.utilization([device = 0]) -> integer",
+    doc = [=[
+Percent of the last sample period (1/6 s to 1 s, by GPU) during which one or more
+kernels ran on the device, read from NVML (libnvidia-ml.so.1, the library behind
+nvidia-smi). The device is an index, "cuda:N" or nil (cuda:0). NVML is opened on the
+first call, never at start-up; $EMBER_NVML_LIBRARY names another file to open. The CUDA
+device is found among NVML's by its PCI bus id, so CUDA_VISIBLE_DEVICES and CUDA's
+device order are honoured. Where ember's CUDA backend has no device (a CPU-only build,
+a driver CUDA cannot use), the index is NVML's own, numbered as nvidia-smi does.
+Without NVML: an error saying why. Like torch.cuda.utilization.]=],
+    example = [=[
+local ok, u = pcall(ember.cuda.utilization)
+print(ok and (u .. "%") or u)   -- e.g. 12%, or why NVML is not there]=],
+  },
+  {
+    name = "ember.cuda.memory_usage",
+    sig = "ember.cuda.memory_usage([device = 0]) -> integer",
+    doc = [=[
+Percent of the last sample period during which device memory was read or written
+(NVML's memory utilisation: bandwidth use, not bytes allocated; see
+ember.cuda.mem_get_info and ember.cuda.memory_allocated for those). Device and NVML as
+for ember.cuda.utilization. Like torch.cuda.memory_usage.]=],
+    example = [=[
+local ok, m = pcall(ember.cuda.memory_usage, 0)
+print(ok and (m .. "%") or m)]=],
+  },
+  {
+    name = "ember.cuda.temperature",
+    sig = "ember.cuda.temperature([device = 0]) -> integer",
+    doc = [=[
+The GPU die's temperature in degrees Celsius, from NVML. Device and NVML as for
+ember.cuda.utilization. Like torch.cuda.temperature.]=],
+    example = [=[
+local ok, t = pcall(ember.cuda.temperature, "cuda:0")
+print(ok and (t .. " C") or t)]=],
+  },
+  {
+    name = "ember.cuda.power_draw",
+    sig = "ember.cuda.power_draw([device = 0]) -> integer",
+    doc = [=[
+The board's power draw in milliwatts, from NVML (as torch.cuda.power_draw). Device and
+NVML as for ember.cuda.utilization; a board that does not measure power raises
+"NVML cannot read its power draw: Not Supported".]=],
+    example = [=[
+local ok, p = pcall(ember.cuda.power_draw)
+print(ok and string.format("%.1f W", p / 1000) or p)]=],
+  },
+  {
+    name = "ember.cuda.mem_get_info",
+    sig = "ember.cuda.mem_get_info([device = 0]) -> free, total",
+    doc = [=[
+Free and total device memory in bytes, as the CUDA driver reports them (cudaMemGetInfo,
+not NVML): free counts every process's use, and memory ember's caching allocator holds
+(ember.cuda.memory_reserved) is not free. Loads the CUDA backend; without a GPU, an
+error "no CUDA device: ...". Like torch.cuda.mem_get_info.]=],
+    example = [=[
+if ember.cuda.is_available() then
+  local free, total = ember.cuda.mem_get_info()
+  print(string.format("%.1f of %.1f GiB free", free / 2^30, total / 2^30))
+end]=],
+  },
+  {
+    name = "ember.cuda.gpu_status",
+    sig = "ember.cuda.gpu_status() -> table",
+    doc = [=[
+Every GPU NVML sees, in NVML's (nvidia-smi's) order: an array of tables with index
+(NVML's, from 0), name, uuid, pci_bus_id, cuda (ember's CUDA index for it, present only
+once CUDA is loaded in this session: asking never loads it), utilization, memory_usage
+(percent), memory_used, memory_total (bytes, every process), temperature (C),
+power_draw, power_limit (milliwatts); a figure the GPU does not report is absent. The
+table's driver_version field is the driver's version. What the shell's :gpu prints.
+Not in PyTorch (its nearest is torch.cuda.list_gpu_processes); without NVML, an error
+saying why.]=],
+    example = [=[
+local ok, s = pcall(ember.cuda.gpu_status)
+if ok then
+  for _, gpu in ipairs(s) do print(gpu.index, gpu.name, gpu.utilization) end
+else
+  print(s)
+end]=],
+  },
 }
