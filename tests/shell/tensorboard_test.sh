@@ -49,12 +49,20 @@ relay "" "$PY" tests/shell/tensorboard_read.py summaries "$tmp/w"
 
 if [ -e "$DATA/train-images-idx3-ubyte.gz" ]; then
     out=$(timeout 300 "$EMBER" scripts/fashion_mnist_mlp.lua --epochs 2 --limit 1200 --checkpoint "$tmp/m.st" \
-          --tensorboard "$tmp/mlp" 2>&1); rc=$?
+          --tensorboard "$tmp/mlp" --tensorboard-every 3 2>&1); rc=$?
     if [ $rc -eq 0 ]; then ok "mlp --tensorboard ran"; else not_ok "mlp --tensorboard ran" "rc=$rc" "$out"; fi
-    relay "mlp: " "$PY" tests/shell/tensorboard_read.py train "$tmp/mlp"
+    relay "mlp: " "$PY" tests/shell/tensorboard_read.py train "$tmp/mlp" train/loss test/loss test/accuracy lr
 else
-    skip "training script --tensorboard" "Fashion-MNIST not installed (dataset-fashion-mnist)"
+    skip "fashion_mnist_mlp.lua --tensorboard" "Fashion-MNIST not installed (dataset-fashion-mnist)"
 fi
+
+# char_gpt on a generated text and a tiny model
+for i in $(seq 1 300); do echo "the quick brown fox $i jumps over the lazy dog."; done > "$tmp/text.txt"
+out=$(timeout 300 "$EMBER" scripts/char_gpt.lua "$tmp/text.txt" --layers 1 --heads 2 --d-model 32 --context 16 \
+      --batch 8 --warmup 2 --steps 30 --log-every 5 --eval-every 10 --eval-batches 1 --out "$tmp/g.st" \
+      --tensorboard "$tmp/gpt" 2>&1); rc=$?
+if [ $rc -eq 0 ]; then ok "char_gpt --tensorboard ran"; else not_ok "char_gpt --tensorboard ran" "rc=$rc" "$out"; fi
+relay "char_gpt: " "$PY" tests/shell/tensorboard_read.py train "$tmp/gpt" train/loss val/loss lr
 
 if /usr/bin/python3 -c "import torch" 2>/dev/null; then
     relay "PyTorch: " /usr/bin/python3 tests/shell/tensorboard_torch.py "$PYENV" "$tmp/w"
