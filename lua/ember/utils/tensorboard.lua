@@ -580,7 +580,17 @@ function SummaryWriter:add_hparams(hparam_dict, metric_dict, ...)
     raisef("%s: hparam_dict and metric_dict must be tables of name = value, got %s and %s", op, type(hparam_dict),
            type(metric_dict))
   end
-  local o = options(op, {"hparam_domain_discrete", "run_name"}, ...)
+  -- hparam_domain_discrete is itself a table: a third table argument is the
+  -- options only when its keys are option names
+  local names = {"hparam_domain_discrete", "run_name"}
+  local third = ...
+  local o
+  if select("#", ...) == 1 and is_plain_table(third) and next(third) ~= nil
+     and not (third.hparam_domain_discrete ~= nil or third.run_name ~= nil) then
+    o = {hparam_domain_discrete = third}
+  else
+    o = options(op, names, ...)
+  end
   local domains = o.hparam_domain_discrete or {}
   if not is_plain_table(domains) then raisef("%s: hparam_domain_discrete must be a table, got %s", op, type(domains)) end
   local metric_values = {}
