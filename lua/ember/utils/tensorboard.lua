@@ -270,6 +270,21 @@ local function check_self(op, self)
   if getmetatable(self) ~= SummaryWriter then raisef("%s: expected a SummaryWriter (call it with ':')", op) end
 end
 
+-- What every add_* starts with: self and the tag checked, the arguments
+-- after the required ones read (names: PyTorch's order). Returns those
+-- options, the step and the wall time.
+local function start(op, self, tag, names, ...)
+  check_self(op, self)
+  check_tag(op, tag)
+  local o = options(op, names, ...)
+  return o, check_step(op, o.global_step), check_walltime(op, o.walltime)
+end
+
+-- Queues an Event holding the encoded Summary summ.
+function SummaryWriter:_add_summary(op, step, wall, summ)
+  self:_get_file_writer(op):add(op, event(wall, step, pb_bytes(5, summ)))
+end
+
 function SummaryWriter:get_logdir()
   check_self("SummaryWriter:get_logdir", self)
   return self.log_dir
@@ -277,12 +292,8 @@ end
 
 function SummaryWriter:add_scalar(tag, scalar_value, ...)
   local op = "SummaryWriter:add_scalar"
-  check_self(op, self)
-  check_tag(op, tag)
-  local value = check_scalar(op, "scalar_value", scalar_value)
-  local o = options(op, {"global_step", "walltime"}, ...)
-  local step, wall = check_step(op, o.global_step), check_walltime(op, o.walltime)
-  self:_get_file_writer(op):add(op, event(wall, step, pb_bytes(5, scalar_summary(tag, value))))
+  local _, step, wall = start(op, self, tag, {"global_step", "walltime"}, ...)
+  self:_add_summary(op, step, wall, scalar_summary(tag, check_scalar(op, "scalar_value", scalar_value)))
 end
 
 local function sorted_keys(t)
@@ -296,11 +307,10 @@ function SummaryWriter:add_scalars(main_tag, tag_scalar_dict, ...)
   local op = "SummaryWriter:add_scalars"
   check_self(op, self)
   check_tag(op, main_tag, "main_tag")
+  local _, step, wall = start(op, self, main_tag, {"global_step", "walltime"}, ...)
   if not is_plain_table(tag_scalar_dict) then
     raisef("%s: tag_scalar_dict must be a table of tag = value, got %s", op, type(tag_scalar_dict))
   end
-  local o = options(op, {"global_step", "walltime"}, ...)
-  local step, wall = check_step(op, o.global_step), check_walltime(op, o.walltime)
   local values = {}
   for _, tag in ipairs(sorted_keys(tag_scalar_dict)) do
     check_tag(op, tag, "a key of tag_scalar_dict")
@@ -395,17 +405,14 @@ M._make_histogram = make_histogram
 
 function SummaryWriter:add_histogram(tag, values, ...)
   local op = "SummaryWriter:add_histogram"
-  check_self(op, self)
-  check_tag(op, tag)
+  local o, step, wall = start(op, self, tag, {"global_step", "bins", "walltime", "max_bins"}, ...)
   if is_plain_table(values) then values = ember.tensor(values, {dtype = ember.float64}) end
   if not ember.is_tensor(values) then raisef("%s: values must be a tensor or a list of numbers, got %s", op, type(values)) end
   if values:numel() == 0 then raisef("%s: values are empty", op) end
-  local o = options(op, {"global_step", "bins", "walltime", "max_bins"}, ...)
   if o.max_bins ~= nil then raisef("%s: max_bins is not supported", op) end
-  local step, wall = check_step(op, o.global_step), check_walltime(op, o.walltime)
   values = values:detach():double()
   local h = make_histogram(op, values, histogram_edges(op, values, o.bins))
-  self:_get_file_writer(op):add(op, event(wall, step, pb_bytes(5, histogram_summary(tag, h))))
+  self:_add_summary(op, step, wall, histogram_summary(tag, h))
 end
 
 -- The PNG and its size of an image tensor in the given layout, made as
@@ -471,17 +478,17 @@ local function figure_png(op, fig)
   return png, h, w, PNG_CHANNELS[png:byte(26)] or 3
 end
 
+-- An ember.plot figure: by its class's methods, as ember.plot may have been
+-- loaded more than once (a test runner that resets package.loaded)
 local function is_figure(v)
-  return type(v) == "table" and package.loaded["ember.plot"] ~= nil
-    and getmetatable(v) == package.loaded["ember.plot"].Figure
+  local mt = type(v) == "table" and getmetatable(v)
+  return type(mt) == "table" and rawget(mt, "__index") == mt and type(rawget(mt, "save")) == "function"
+    and type(rawget(mt, "line")) == "function" and type(rawget(mt, "show")) == "function"
 end
 
 function SummaryWriter:add_image(tag, img_tensor, ...)
   local op = "SummaryWriter:add_image"
-  check_self(op, self)
-  check_tag(op, tag)
-  local o = options(op, {"global_step", "walltime", "dataformats"}, ...)
-  local step, wall = check_step(op, o.global_step), check_walltime(op, o.walltime)
+  local o, step, wall = start(op, self, tag, {"global_step", "walltime", "dataformats"}, ...)
   local png, h, w, c
   if ember.is_tensor(img_tensor) then
     png, h, w, c = tensor_png(op, img_tensor, o.dataformats or "CHW")
@@ -490,29 +497,23 @@ function SummaryWriter:add_image(tag, img_tensor, ...)
   else
     raisef("%s: img_tensor must be a tensor or an ember.plot figure, got %s", op, type(img_tensor))
   end
-  self:_get_file_writer(op):add(op, event(wall, step, pb_bytes(5, image_summary(tag, h, w, c, png))))
+  self:_add_summary(op, step, wall, image_summary(tag, h, w, c, png))
 end
 
 function SummaryWriter:add_figure(tag, figure, ...)
   local op = "SummaryWriter:add_figure"
-  check_self(op, self)
-  check_tag(op, tag)
+  local o, step, wall = start(op, self, tag, {"global_step", "close", "walltime"}, ...)
   if not is_figure(figure) then raisef("%s: figure must be an ember.plot figure, got %s", op, type(figure)) end
-  local o = options(op, {"global_step", "close", "walltime"}, ...)
-  local step, wall = check_step(op, o.global_step), check_walltime(op, o.walltime)
   local png, h, w, c = figure_png(op, figure)
   if o.close ~= false then figure:close() end
-  self:_get_file_writer(op):add(op, event(wall, step, pb_bytes(5, image_summary(tag, h, w, c, png))))
+  self:_add_summary(op, step, wall, image_summary(tag, h, w, c, png))
 end
 
 function SummaryWriter:add_text(tag, text_string, ...)
   local op = "SummaryWriter:add_text"
-  check_self(op, self)
-  check_tag(op, tag)
+  local _, step, wall = start(op, self, tag, {"global_step", "walltime"}, ...)
   if type(text_string) ~= "string" then raisef("%s: text_string must be a string, got %s", op, type(text_string)) end
-  local o = options(op, {"global_step", "walltime"}, ...)
-  local step, wall = check_step(op, o.global_step), check_walltime(op, o.walltime)
-  self:_get_file_writer(op):add(op, event(wall, step, pb_bytes(5, text_summary(tag, text_string))))
+  self:_add_summary(op, step, wall, text_summary(tag, text_string))
 end
 
 ---------------------------------------------------------------------------
@@ -603,11 +604,10 @@ function SummaryWriter:add_hparams(hparam_dict, metric_dict, ...)
   if type(run_name) ~= "string" then raisef("%s: run_name must be a string, got %s", op, type(run_name)) end
   local w <close> = SummaryWriter(self:_get_file_writer(op).log_dir .. "/" .. run_name,
                                   {max_queue = self.max_queue, flush_secs = self.flush_secs})
-  local fw = w:_get_file_writer(op)
   local now = C.time()
-  for _, s in ipairs({exp, ssi, sei}) do fw:add(op, event(now, nil, pb_bytes(5, s))) end
+  for _, s in ipairs({exp, ssi, sei}) do w:_add_summary(op, nil, now, s) end
   for _, k in ipairs(sorted_keys(metric_values)) do
-    fw:add(op, event(C.time(), nil, pb_bytes(5, scalar_summary(k, metric_values[k]))))
+    w:_add_summary(op, nil, C.time(), scalar_summary(k, metric_values[k]))
   end
 end
 
