@@ -143,6 +143,7 @@ void emlua_open_lapack(lua_State *L);       /* bind_lapack.c: ember.linalg (deco
 void emlua_open_autocast(lua_State *L);     /* autocast.c: ember.autocast's C half */
 void emlua_open_distributed(lua_State *L);  /* bind_distributed.c: ember.distributed's C half */
 void emlua_open_monitor(lua_State *L);      /* bind_monitor.c: GPU monitoring in ember.cuda (NVML) */
+void emlua_open_tensorboard(lua_State *L);  /* bind_tensorboard.c: ember._tensorboard (event records, PNG) */
 
 /* Autocast at an op's entry (lua/autocast.c): while ember.autocast is active,
  * the tensors at stack positions first..last (last <= 0: the top), and those

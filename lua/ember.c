@@ -559,7 +559,7 @@ static int module_index(lua_State *L)
 {
     const char *key = lua_tostring(L, 2);
     static const char *const submodules[] = {"nn", "optim", "data", "autograd", "help", "plot", "linalg", "amp",
-                                             "distributed", NULL};
+                                             "distributed", "utils", NULL};
     for (int i = 0; key && submodules[i]; i++) {
         if (strcmp(key, submodules[i]) != 0) continue;
         lua_getglobal(L, "require");
@@ -635,5 +635,6 @@ int luaopen_ember(lua_State *L)
     emlua_open_autocast(L);
     emlua_open_distributed(L);
     emlua_open_monitor(L);
+    emlua_open_tensorboard(L);
     return 1;
 }

@@ -71,6 +71,8 @@ training:
   --stop-after N     stop after step N as if interrupted (to test --resume)
   --plot             loss curves: inline after each validation on a terminal, and a file
   --plot-file PATH   where --plot writes them (default loss.png)
+  --tensorboard DIR  TensorBoard event files in DIR (ember.utils.tensorboard, rank 0):
+                     train/loss and lr at each --log-every line, val/loss at each validation
   --bench            time the steps instead: prints gpt_step_ms (median) and gpt_val_loss
   --cuda-graph       replay each step from a CUDA graph (needs --device cuda): 3 eager warm-up
                      steps, then one capture; capturable AdamW reads the learning rate from
@@ -99,7 +101,7 @@ local OPTIONS = {
   clip = "num", seed = "int", device = "str", log_every = "int", eval_every = "int", eval_batches = "int",
   out = "str", save_every = "int", resume = "flag", stop_after = "int", plot = "flag", plot_file = "str",
   bench = "flag", sample = "int", temperature = "num", top_k = "int", prompt = "str", amp = "str",
-  cuda_graph = "flag", distributed = "flag",
+  cuda_graph = "flag", distributed = "flag", tensorboard = "str",
 }
 local ZERO_OK = {warmup = true, top_k = true, seed = true}
 
@@ -569,6 +571,9 @@ local function train(o)
     live = ember.plot.live{title = "char-GPT", xlabel = "step", ylabel = "cross-entropy loss",
                            inline = false, inplace = false}
   end
+  -- a resumed run marks the steps from where it resumes as stale (purge_step)
+  local tb = o.tensorboard and rank == 0
+    and ember.utils.tensorboard.SummaryWriter(o.tensorboard, {purge_step = first > 1 and first or nil})
   local tokens_per_step = o.batch * o.context   -- the whole job's
   local loss_sum = ember.zeros({}, {device = o.device, dtype = "float64"})
   local window_steps, t0 = 0, ember.wall_time()
@@ -584,6 +589,10 @@ local function train(o)
       print(string.format("step %5d/%d  loss %.4f  lr %.2e  %.1f ms/step  %.0f tokens/s", s, o.steps, mean,
                           lr_at(o, s), dt * 1e3, tokens_per_step / dt))
       if live then live:add("train", s, mean) end
+      if tb then
+        tb:add_scalar("train/loss", mean, s)
+        tb:add_scalar("lr", lr_at(o, s), s)
+      end
       loss_sum = ember.zeros({}, {device = o.device, dtype = "float64"})
       window_steps, t0 = 0, ember.wall_time()
     end
@@ -591,6 +600,10 @@ local function train(o)
     if rank == 0 and (s % o.eval_every == 0 or s == o.steps) then
       local v = evaluate(model, val_data, val_starts, o)
       print(string.format("step %5d/%d  validation loss %.4f", s, o.steps, v))
+      if tb then
+        tb:add_scalar("val/loss", v, s)
+        tb:flush()
+      end
       if live then
         live:add("validation", s, v)
         if tty then live:draw() end
@@ -600,6 +613,7 @@ local function train(o)
     t0 = t0 + (ember.wall_time() - t_pause)
     if o.stop_after and s >= o.stop_after then break end
   end
+  if tb then tb:close() end
   if live and live:points("train") then
     live:save(o.plot_file)
     print("loss curves written to " .. o.plot_file)

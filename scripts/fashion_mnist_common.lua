@@ -7,7 +7,8 @@
 --                     layout = function(x) return x:view(-1, 1, 28, 28) end})
 --
 -- It parses the command line (--epochs, --lr, --seed, --device, --batch-size,
--- --checkpoint, --resume, --data, --limit, --plot, --plot-file, --stop-after, --distributed),
+-- --checkpoint, --resume, --data, --limit, --plot, --plot-file, --stop-after, --distributed,
+-- --tensorboard, --tensorboard-every),
 -- trains with AdamW (learning rate on a cosine schedule) on cross-entropy, prints
 -- one line per epoch (train loss, test accuracy, seconds, samples/s) with a
 -- progress bar on a terminal, saves a checkpoint after every epoch, resumes from
@@ -39,6 +40,9 @@ usage: ember scripts/%s.lua [options]
   --plot            loss curves: inline at each epoch end on a terminal, and a file
   --plot-file PATH  where --plot writes them (default loss.png; .svg and .pdf work too)
   --stop-after N    stop after epoch N as if interrupted (to test --resume)
+  --tensorboard DIR TensorBoard event files in DIR (ember.utils.tensorboard): train/loss
+                    every --tensorboard-every steps (the mean since the last, default 10),
+                    test/loss, test/accuracy and lr each epoch; steps count batches
   --cuda-graph      replay each full batch's step from a CUDA graph (needs --device cuda;
                     3 eager warm-up steps, a new capture each epoch for the learning
                     rate, the last partial batch of an epoch runs eagerly)
@@ -52,8 +56,10 @@ end
 function M.parse_args(argv, name)
   local opts = {epochs = 10, lr = 1e-3, seed = 1, device = "cpu", batch_size = 128,
                 checkpoint = name .. ".safetensors", resume = false, plot = false,
-                plot_file = "loss.png", cuda_graph = false, amp = false, distributed = false}
-  local numeric = {epochs = true, lr = true, seed = true, batch_size = true, limit = true, stop_after = true}
+                plot_file = "loss.png", cuda_graph = false, amp = false, distributed = false,
+                tensorboard = false, tensorboard_every = 10}
+  local numeric = {epochs = true, lr = true, seed = true, batch_size = true, limit = true, stop_after = true,
+                   tensorboard_every = true}
   local function fail(...)
     io.stderr:write(name, ": ", ...)
     io.stderr:write("\n")
@@ -89,6 +95,9 @@ function M.parse_args(argv, name)
       fail("unexpected argument ", a, "\n", usage(name))
     end
     i = i + 1
+  end
+  if opts.tensorboard_every < 1 or math.type(opts.tensorboard_every) ~= "integer" then
+    fail("--tensorboard-every needs a whole number >= 1, got ", tostring(opts.tensorboard_every))
   end
   if opts.amp and opts.amp ~= "bfloat16" and opts.amp ~= "float16" then
     fail("--amp takes bfloat16 or float16, got ", opts.amp)
@@ -206,6 +215,13 @@ function M.main(argv, spec)
                            inline = false, inplace = false}
   end
   local plot_every = math.max(1, nbatches // 20)
+  -- TensorBoard (rank 0): steps count batches from the start of the run; a
+  -- resumed run marks the steps from where it resumes as stale (purge_step)
+  local tb
+  if opts.tensorboard and main then
+    tb = ember.utils.tensorboard.SummaryWriter(opts.tensorboard,
+                                               {purge_step = first_epoch > 1 and (first_epoch - 1) * nbatches or nil})
+  end
   local amp_device = opts.device:match("^(%a+)")
   -- float16's narrow range needs the loss scaled so small gradients survive;
   -- bfloat16 has float32's range and needs no scaler (as in PyTorch practice)
@@ -238,6 +254,9 @@ function M.main(argv, spec)
     -- for the GPU at every step
     local loss_sum, seen, b = ember.zeros({}, {device = opts.device, dtype = "float64"}), 0, 0
     local window_start, window_seen = 0, 0   -- loss_sum and seen at the last plotted point
+    local tb_start, tb_seen = 0, 0            -- the same at the last TensorBoard point
+    local step0 = (epoch - 1) * nbatches
+    if tb then tb:add_scalar("lr", opt.param_groups[1].lr, step0) end
     for images, labels in loader:iter() do
       local x = spec.layout(normalise(images)):to(opts.device)
       local y = (labels + 1):to(opts.device)     -- classes are 1-based in ember
@@ -253,6 +272,11 @@ function M.main(argv, spec)
         live:add("train", epoch - 1 + b / nbatches, (total - window_start) / (seen - window_seen))
         window_start, window_seen = total, seen
       end
+      if tb and (b % opts.tensorboard_every == 0 or b == nbatches) then
+        local total = loss_sum:item()
+        tb:add_scalar("train/loss", (total - tb_start) / (seen - tb_seen), step0 + b)
+        tb_start, tb_seen = total, seen
+      end
     end
     if opts.distributed then       -- the whole job's loss and samples
       local totals = ember.tensor({loss_sum:item(), seen}, {dtype = "float64"})
@@ -266,6 +290,11 @@ function M.main(argv, spec)
     if main then acc, test_loss = evaluate(model, criterion, ds.test.images, ds.test.labels, opts.device, spec.layout) end
     say(string.format("epoch %2d/%d  train loss %.4f  test accuracy %.4f  %.2f s  %.0f samples/s",
                         epoch, opts.epochs, mean_loss, acc or 0, seconds, seen / seconds))
+    if tb then
+      tb:add_scalar("test/loss", test_loss, epoch * nbatches)
+      tb:add_scalar("test/accuracy", acc, epoch * nbatches)
+      tb:flush()
+    end
     if live then
       live:add("test", epoch, test_loss)
       if tty then live:draw() end
@@ -274,6 +303,7 @@ function M.main(argv, spec)
     ember.save_checkpoint(opts.checkpoint, {model = model, optimizer = opt, scheduler = sched, epoch = epoch})
     if opts.stop_after and epoch >= opts.stop_after then break end
   end
+  if tb then tb:close() end
   if live and live:points("train") then
     live:save(opts.plot_file)
     print("loss curves written to " .. opts.plot_file)
