@@ -32,6 +32,7 @@
 typedef struct {
     int count;
     char *code;
+    char *output;   /* the result's text/plain, or NULL */
 } history_entry;
 
 static struct {
@@ -237,6 +238,47 @@ static void install_display_hook(lua_State *L)
     lua_settop(L, 0);
 }
 
+/* ---- help ---------------------------------------------------------------- */
+
+/* ember.help's text for name (an overview for ""), or nil when it has none. */
+static const char help_chunk[] =
+    "local name = ...\n"
+    "local help = require('ember.help')\n"
+    "if name == '' then return help.overview() end\n"
+    "local e = help.lookup(name)\n"
+    "if e then return help.format(e) end\n";
+
+/* The help text of name[0..n) (malloc'd), or NULL. */
+static char *help_text(lua_State *L, const char *name, size_t n)
+{
+    char *text = NULL;
+    int top = lua_gettop(L);
+    if (luaL_loadbuffer(L, help_chunk, strlen(help_chunk), "=help") == LUA_OK) {
+        lua_pushlstring(L, name, n);
+        if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_type(L, -1) == LUA_TSTRING) {
+            size_t len;
+            const char *s = lua_tolstring(L, -1, &len);
+            text = ekw_utf8_clean(s, len, NULL);
+        }
+    }
+    lua_settop(L, top);
+    return text;
+}
+
+/* "?name" as a cell: the help text for the pager (the payload of the
+ * reply), as IPython does; NULL when there is none (the REPL's message
+ * about the unknown name then goes out as a stream). */
+static char *page_text(lua_State *L, const char *code)
+{
+    while (*code == ' ' || *code == '\t' || *code == '\n') code++;
+    if (*code != '?') return NULL;
+    code++;
+    while (*code == ' ' || *code == '\t') code++;
+    size_t n = strlen(code);
+    while (n > 0 && strchr(" \t\r\n", code[n - 1])) n--;
+    return help_text(L, code, n);
+}
+
 /* ---- execute -------------------------------------------------------------- */
 
 static void add_history(int count, const char *code)
@@ -250,7 +292,7 @@ static void add_history(int count, const char *code)
     }
     char *copy = strdup(code);
     if (!copy) return;
-    K.history[K.nhistory++] = (history_entry){count, copy};
+    K.history[K.nhistory++] = (history_entry){count, copy, NULL};
 }
 
 /* The error on top of the stack as an error content: the first line is the
@@ -328,14 +370,18 @@ static void handle_execute(lua_State *L, const ekw_msg *m)
         cJSON_AddNumberToObject(c, "execution_count", count);
         publish(m, "execute_input", c);
     }
-    set_running(m);
-    ekc_begin();
-    K.busy = 1;
+    char *page = page_text(L, code);
     char *result = NULL;
-    cJSON *err = run_cell(L, code, count, !silent, &result);
-    K.busy = 0;
-    ekc_end();
-    set_running(NULL);
+    cJSON *err = NULL;
+    if (!page) {
+        set_running(m);
+        ekc_begin();
+        K.busy = 1;
+        err = run_cell(L, code, count, !silent, &result);
+        K.busy = 0;
+        ekc_end();
+        set_running(NULL);
+    }
     emsh_quit_requested = false;   /* :quit has no meaning here: the client shuts kernels down */
     if (result && result[0] && !silent) {
         cJSON *c = cJSON_CreateObject();
@@ -345,7 +391,10 @@ static void handle_execute(lua_State *L, const ekw_msg *m)
         cJSON_AddObjectToObject(c, "metadata");
         publish(m, "execute_result", c);
     }
-    free(result);
+    if (store && result && K.nhistory > 0 && !K.history[K.nhistory - 1].output)
+        K.history[K.nhistory - 1].output = result;
+    else
+        free(result);
     cJSON *rep;
     if (err) {
         if (!silent) publish(m, "error", cJSON_Duplicate(err, true));
@@ -353,8 +402,16 @@ static void handle_execute(lua_State *L, const ekw_msg *m)
     } else {
         rep = ok_content();
         cJSON_AddObjectToObject(rep, "user_expressions");
-        cJSON_AddArrayToObject(rep, "payload");
+        cJSON *payload = cJSON_AddArrayToObject(rep, "payload");
+        if (page) {
+            cJSON *p = cJSON_CreateObject();
+            cJSON_AddStringToObject(p, "source", "page");
+            cJSON_AddNumberToObject(p, "start", 0);
+            cJSON_AddStringToObject(cJSON_AddObjectToObject(p, "data"), "text/plain", page);
+            cJSON_AddItemToArray(payload, p);
+        }
     }
+    free(page);
     cJSON_AddNumberToObject(rep, "execution_count", count);
     reply(shell, m, "execute_reply", rep);
 }
@@ -410,13 +467,6 @@ static bool name_char(char c)
            c == '.' || c == ':';
 }
 
-/* The documentation text of name (ember.help's), pushed; nil if none. */
-static const char inspect_chunk[] =
-    "local name = ...\n"
-    "local help = require('ember.help')\n"
-    "local e = help.lookup(name)\n"
-    "if e then return help.format(e) end\n";
-
 static void handle_inspect(lua_State *L, const ekw_msg *m)
 {
     const char *code;
@@ -429,25 +479,10 @@ static void handle_inspect(lua_State *L, const ekw_msg *m)
     while (b > a && (code[b - 1] == '.' || code[b - 1] == ':')) b--;
     cJSON *c = ok_content();
     cJSON *data = cJSON_AddObjectToObject(c, "data");
-    bool found = false;
-    if (b > a) {
-        lua_settop(L, 0);
-        int top = lua_gettop(L);
-        if (luaL_loadbuffer(L, inspect_chunk, strlen(inspect_chunk), "=inspect") == LUA_OK) {
-            lua_pushlstring(L, code + a, b - a);
-            if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_type(L, -1) == LUA_TSTRING) {
-                size_t n;
-                const char *text = lua_tolstring(L, -1, &n);
-                char *clean = ekw_utf8_clean(text, n, NULL);
-                if (clean) {
-                    cJSON_AddStringToObject(data, "text/plain", clean);
-                    found = true;
-                }
-                free(clean);
-            }
-        }
-        lua_settop(L, top);
-    }
+    char *text = b > a ? help_text(L, code + a, b - a) : NULL;
+    if (text) cJSON_AddStringToObject(data, "text/plain", text);
+    bool found = text != NULL;
+    free(text);
     cJSON_AddBoolToObject(c, "found", found);
     cJSON_AddObjectToObject(c, "metadata");
     reply(K.sock[EKW_SHELL], m, "inspect_reply", c);
@@ -470,12 +505,20 @@ static void handle_is_complete(lua_State *L, const ekw_msg *m)
 
 /* ---- history -------------------------------------------------------------- */
 
-static void add_history_item(cJSON *list, const history_entry *h)
+/* [session, count, input] or, with output, [session, count, [input, output]] */
+static void add_history_item(cJSON *list, const history_entry *h, bool output)
 {
     cJSON *item = cJSON_CreateArray();
     cJSON_AddItemToArray(item, cJSON_CreateNumber(0));   /* session 0: this one */
     cJSON_AddItemToArray(item, cJSON_CreateNumber(h->count));
-    cJSON_AddItemToArray(item, cJSON_CreateString(h->code));
+    cJSON *input = cJSON_CreateString(h->code);
+    if (output) {
+        cJSON *pair = cJSON_CreateArray();
+        cJSON_AddItemToArray(pair, input);
+        cJSON_AddItemToArray(pair, h->output ? cJSON_CreateString(h->output) : cJSON_CreateNull());
+        input = pair;
+    }
+    cJSON_AddItemToArray(item, input);
     cJSON_AddItemToArray(list, item);
 }
 
@@ -494,14 +537,15 @@ static void handle_history(const ekw_msg *m)
     cJSON *c = ok_content();
     cJSON *list = cJSON_AddArrayToObject(c, "history");
     long n = num_field(m->content, "n", 10);
+    bool output = bool_field(m->content, "output", false);
     if (access && strcmp(access, "tail") == 0) {
         size_t from = n >= 0 && (size_t)n < K.nhistory ? K.nhistory - (size_t)n : 0;
-        for (size_t i = from; i < K.nhistory; i++) add_history_item(list, &K.history[i]);
+        for (size_t i = from; i < K.nhistory; i++) add_history_item(list, &K.history[i], output);
     } else if (access && strcmp(access, "range") == 0) {
         long session = num_field(m->content, "session", 0);
         long start = num_field(m->content, "start", 1), stop = num_field(m->content, "stop", LONG_MAX);
         for (size_t i = 0; session == 0 && i < K.nhistory; i++)
-            if (K.history[i].count >= start && K.history[i].count < stop) add_history_item(list, &K.history[i]);
+            if (K.history[i].count >= start && K.history[i].count < stop) add_history_item(list, &K.history[i], output);
     } else if (access && strcmp(access, "search") == 0) {
         const char *pattern = str_field(m->content, "pattern");
         bool unique = bool_field(m->content, "unique", false);
@@ -514,7 +558,7 @@ static void handle_history(const ekw_msg *m)
                 seen = strcmp(K.history[hits[k]].code, K.history[i].code) == 0;
             if (!seen) hits[nhits++] = i;
         }
-        for (size_t k = nhits; k-- > 0;) add_history_item(list, &K.history[hits[k]]);
+        for (size_t k = nhits; k-- > 0;) add_history_item(list, &K.history[hits[k]], output);
         free(hits);
     } else {
         cJSON_Delete(c);
@@ -707,7 +751,10 @@ out:
     if (control_started) pthread_join(K.control_thread, NULL);
     if (hb_started) pthread_join(K.hb_thread, NULL);
     close_sockets();
-    for (size_t i = 0; i < K.nhistory; i++) free(K.history[i].code);
+    for (size_t i = 0; i < K.nhistory; i++) {
+        free(K.history[i].code);
+        free(K.history[i].output);
+    }
     free(K.history);
     ekw_free_connection(&K.conn);
     return rc;
