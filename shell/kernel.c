@@ -15,6 +15,7 @@
 
 #include <cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <openssl/evp.h>
@@ -314,13 +315,38 @@ static cJSON *lua_error_content(lua_State *L, int status, bool compile)
     return c;
 }
 
+/* The ':' commands that need a terminal (the debugger's prompt reads stdin,
+ * :clear and :quit act on the terminal session); the rest run as in the
+ * shell. */
+static const char *const terminal_commands[] = {"pm", "pause", "break", "delete", "disable", "enable",
+                                                "condition", "clear", "quit", "q", NULL};
+
+/* A ':' cell naming one of them: says so on stderr (captured). */
+static bool refuse_command(const char *code)
+{
+    while (*code == ' ' || *code == '\t' || *code == '\n') code++;
+    if (code[0] != ':' || code[1] == ':') return false;
+    code++;
+    while (*code == ' ' || *code == '\t') code++;
+    size_t n = strcspn(code, " \t\r\n");
+    for (int i = 0; terminal_commands[i]; i++) {
+        if (strlen(terminal_commands[i]) == n && strncmp(code, terminal_commands[i], n) == 0) {
+            fprintf(stderr, ":%.*s needs ember's terminal shell; it does nothing in the Jupyter kernel\n", (int)n,
+                    code);
+            fflush(stderr);
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Runs code as a REPL entry. Returns the reply content; the result (text
  * of the values) in *result when there is one to show. */
 static cJSON *run_cell(lua_State *L, const char *code, int count, bool show, char **result)
 {
     *result = NULL;
     lua_settop(L, 0);
-    if (emsh_special_entry(L, code)) {
+    if (refuse_command(code) || emsh_special_entry(L, code)) {
         lua_settop(L, 0);
         return NULL;
     }
@@ -382,7 +408,6 @@ static void handle_execute(lua_State *L, const ekw_msg *m)
         ekc_end();
         set_running(NULL);
     }
-    emsh_quit_requested = false;   /* :quit has no meaning here: the client shuts kernels down */
     if (result && result[0] && !silent) {
         cJSON *c = cJSON_CreateObject();
         cJSON_AddNumberToObject(c, "execution_count", count);
@@ -739,6 +764,13 @@ int emsh_kernel_run(lua_State *L, const char *connection_file)
     sigaction(SIGINT, &sa, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     emsh_progname = NULL;   /* as in the REPL: an error is the cell's, not the program's */
+    /* nothing types on the kernel's stdin: io.read() and a breakpoint()'s
+     * prompt meet its end instead of waiting for ever */
+    int null_fd = open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) {
+        dup2(null_fd, STDIN_FILENO);
+        close(null_fd);
+    }
     emsh_commands_open(L);
     install_display_hook(L);
     publish_status(NULL, "starting");

@@ -172,6 +172,18 @@ def run(km, kc, log):
     rep, msgs = execute(kc, ":vars")
     ok("x" in stdout_of(msgs), ":vars lists x", msgs)
 
+    rep, msgs = execute(kc, ":pm")
+    errs = "".join(c["text"] for c in of_type(msgs, "stream") if c["name"] == "stderr")
+    ok(rep["status"] == "ok" and "terminal" in errs, ":pm (the debugger's prompt) is refused in a kernel", msgs)
+    rep, msgs = execute(kc, "io.read()")
+    res = of_type(msgs, "execute_result")
+    ok(res and res[0]["data"]["text/plain"] == "nil", "io.read() meets the end of stdin, never waits", msgs)
+    msg_id = kc.execute("?ember.ones")
+    rep = shell_reply(kc, msg_id)["content"]
+    collect(kc, msg_id)
+    page = rep.get("payload") and rep["payload"][0]
+    ok(page and page["source"] == "page" and "ember.ones" in page["data"]["text/plain"], "?name pages the help", rep)
+
     before, _ = execute(kc, "nothing_here = 1")
     msg_id = kc.execute("silent_var = 5", silent=True)
     rep = shell_reply(kc, msg_id)["content"]
