@@ -109,6 +109,10 @@ def main():
         kc.stop_channels()
         if km.is_alive():
             km.shutdown_kernel(now=True)
+        if failed or os.environ.get("SHOWLOG"):   # the kernel's own words (a sanitizer's report, say)
+            log.seek(0)
+            for line in log.read().splitlines()[-60:]:
+                print(f"# kernel: {line}")
         log.close()
         os.unlink(log.name)
     print(f"1..{n}")
