@@ -225,8 +225,9 @@ def run(km, kc, log):
     execute(kc, "keep = 42")
     for how in ["signal", "interrupt_request"]:
         msg_id = kc.execute("while true do end")
-        time.sleep(1.0)
+        time.sleep(1.5)
         if how == "signal":
+            ok(kc.hb_channel.is_beating(), "the heartbeat answers while a cell runs")
             km.interrupt_kernel()
         else:
             req = kc.session.msg("interrupt_request", {})
