@@ -115,9 +115,12 @@ $(BUILD)/libember.a: $(ENGINE_OBJ)
 $(BUILD)/ember.so: $(LUA_OBJ) $(BUILD)/libember.a
 	$(CC) -shared $(LDFLAGS) -o $@ $(LUA_OBJ) $(BUILD)/libember.a $(LDLIBS)
 
+# the Jupyter kernel (shell/kernel*.c): ZeroMQ and OpenSSL's HMAC
+KERNEL_LIBS := $(shell pkg-config --libs libzmq libcrypto 2>/dev/null || echo -lzmq -lcrypto)
+
 $(BUILD)/ember: $(SHELL_OBJ) $(LUA_OBJ) $(BUILD)/libember.a
 	$(CC) $(LDFLAGS) -rdynamic -o $@ $(SHELL_OBJ) $(LUA_OBJ) $(BUILD)/libember.a \
-	    $(shell pkg-config --libs $(LUA_PC)) -lreadline $(LDLIBS)
+	    $(shell pkg-config --libs $(LUA_PC)) -lreadline $(KERNEL_LIBS) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/c/%.c tests/c/check.h $(BUILD)/libember.a
 	@mkdir -p $(dir $@)

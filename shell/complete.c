@@ -501,6 +501,15 @@ void emsh_complete_print(lua_State *L, const char *line)
     names_free(&r.out);
 }
 
+size_t emsh_complete_candidates(lua_State *L, const char *line, int end, int *start, char ***out)
+{
+    request r = {.line = line, .end = end};
+    run_request(L, &r);
+    *start = r.w.start;
+    *out = r.out.v;
+    return r.out.n;
+}
+
 /* ---- readline ------------------------------------------------------------ */
 
 static lua_State *completion_state;

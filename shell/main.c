@@ -83,7 +83,10 @@ enum {
     HAS_D = 64,     /* -d: under the debugger */
     HAS_P = 128,    /* -p: Ctrl-C pauses in the debugger */
     HAS_PM = 256,   /* --pm: post-mortem debugger on an uncaught error */
+    HAS_KERNEL = 512, /* --kernel FILE: a Jupyter kernel */
 };
+
+static const char *kernel_connection_file;   /* --kernel's argument */
 
 static const char usage_text[] =
     "usage: ember [options] [script [args]]\n"
@@ -100,6 +103,9 @@ static const char usage_text[] =
     "  -p        Ctrl-C pauses running code in the debugger (continue resumes)\n"
     "  --pm      open the debugger on an uncaught error (post-mortem)\n"
     "  --nproc N run N processes of the script under mpirun (ember.distributed)\n"
+    "  --kernel FILE  run as a Jupyter kernel (FILE: the connection file)\n"
+    "  --install-kernel [--user] [--prefix P]  write the Jupyter kernelspec\n"
+    "            (system-wide, in the user's Jupyter data dir, or under P)\n"
     "  -h        show this help (also --help)\n"
     "  --        stop handling options\n"
     "  -         stop handling options and execute stdin\n"
@@ -108,7 +114,7 @@ static const char usage_text[] =
 
 static void print_usage_error(const char *badoption)
 {
-    if (badoption[1] == 'e' || badoption[1] == 'l')
+    if (badoption[1] == 'e' || badoption[1] == 'l' || strcmp(badoption, "--kernel") == 0)
         fprintf(stderr, "%s: '%s' needs argument\n", emsh_progname, badoption);
     else
         fprintf(stderr, "%s: unrecognized option '%s'\n", emsh_progname, badoption);
@@ -130,6 +136,12 @@ static int collect_args(char **argv, int *first)
         if (strcmp(a, "--help") == 0) return args | HAS_HELP;
         if (strcmp(a, "--pm") == 0) {
             args |= HAS_PM;
+            continue;
+        }
+        if (strcmp(a, "--kernel") == 0) {
+            if (argv[i + 1] == NULL) return HAS_ERROR;
+            kernel_connection_file = argv[++i];
+            args |= HAS_KERNEL;
             continue;
         }
         switch (a[1]) {
@@ -308,6 +320,10 @@ static int pmain(lua_State *L)
     lua_gc(L, LUA_GCRESTART);
     lua_gc(L, LUA_GCGEN, 0, 0);
     if (!(args & HAS_ENV) && handle_init(L) != LUA_OK) return 0;
+    if (args & HAS_KERNEL) {
+        lua_pushboolean(L, emsh_kernel_run(L, kernel_connection_file) == 0);
+        return 1;
+    }
     if (!run_args(L, argv, optlim)) {
         emsh_end_job_on_error();
         return 0;
@@ -331,6 +347,7 @@ static int pmain(lua_State *L)
 
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "--install-kernel") == 0) return emsh_install_kernel(argc - 2, argv + 2);
     emsh_launch(argc, argv);
     lua_State *L = luaL_newstate();
     if (L == NULL) {

@@ -1015,22 +1015,22 @@ static int brief_k(lua_State *L)
 }
 
 /* Runs k(printer, values...) protected and writes what it rendered. */
-static void render(lua_State *L, lua_CFunction k, int n, bool color)
+static void render(lua_State *L, lua_CFunction k, int n, bool color, FILE *out)
 {
     printer p = {.L = L, .color = color, .width = terminal_width()};
     lua_pushcfunction(L, k);
     lua_pushlightuserdata(L, &p);
     lua_rotate(L, -(n + 2), 2);
     int status = lua_pcall(L, n + 1, 0, 0);
-    if (p.out.len) fwrite(p.out.s, 1, p.out.len, stdout);
+    if (p.out.len) fwrite(p.out.s, 1, p.out.len, out);
     if (status != LUA_OK) {
         const char *msg = lua_tostring(L, -1);
-        printf("%s<error printing values: %s>\n", p.out.col ? "\n" : "", msg ? msg : "?");
+        fprintf(out, "%s<error printing values: %s>\n", p.out.col ? "\n" : "", msg ? msg : "?");
         lua_pop(L, 1);
     } else if (p.out.oom) {
-        printf("%s<out of memory printing values>\n", p.out.col ? "\n" : "");
+        fprintf(out, "%s<out of memory printing values>\n", p.out.col ? "\n" : "");
     }
-    fflush(stdout);
+    fflush(out);
     free(p.out.s);
 }
 
@@ -1043,7 +1043,7 @@ static void print_one(lua_State *L, lua_CFunction k, const char *prefix, int idx
     idx = lua_absindex(L, idx);
     lua_pushstring(L, prefix ? prefix : "");
     lua_pushvalue(L, idx);
-    render(L, k, 2, color);
+    render(L, k, 2, color, stdout);
 }
 
 void emsh_print_summary(lua_State *L, int idx, const char *prefix, bool color)
@@ -1056,13 +1056,18 @@ void emsh_print_brief(lua_State *L, int idx, const char *prefix, bool color)
     print_one(L, brief_k, prefix, idx, color);
 }
 
-void emsh_print_values(lua_State *L, int n, bool color)
+void emsh_print_values_to(lua_State *L, int n, bool color, FILE *out)
 {
     if (n <= 0) return;
     if (!lua_checkstack(L, 4)) {
         lua_pop(L, n);
-        fputs("<not enough stack to print the values>\n", stdout);
+        fputs("<not enough stack to print the values>\n", out);
         return;
     }
-    render(L, print_k, n, color);
+    render(L, print_k, n, color, out);
+}
+
+void emsh_print_values(lua_State *L, int n, bool color)
+{
+    emsh_print_values_to(L, n, color, stdout);
 }

@@ -190,7 +190,7 @@ static size_t trimmed_len(const char *s)
 
 /* The line on top as "return <line>;": on success the line is replaced by
  * the compiled function. A trailing ';' is allowed (and asks for silence). */
-static int try_as_expression(lua_State *L, bool *quiet)
+static int try_as_expression(lua_State *L, bool *quiet, const char *chunkname)
 {
     const char *line = lua_tostring(L, -1);
     size_t n = trimmed_len(line);
@@ -198,7 +198,7 @@ static int try_as_expression(lua_State *L, bool *quiet)
     if (*quiet) n--;
     const char *ret = lua_pushfstring(L, "return %s;", lua_pushlstring(L, line, n));
     lua_remove(L, -2);
-    int status = luaL_loadbuffer(L, ret, strlen(ret), "=stdin");
+    int status = luaL_loadbuffer(L, ret, strlen(ret), chunkname);
     if (status == LUA_OK) {
         save_entry(line);
         lua_remove(L, -2);   /* "return ..." */
@@ -271,7 +271,7 @@ static void ask_help(lua_State *L, const char *what)
 }
 
 /* Handles ':' and '?' entries; true if the line was one. */
-static bool special_entry(lua_State *L, const char *line)
+bool emsh_special_entry(lua_State *L, const char *line)
 {
     const char *s = skip_blanks(line);
     if (s[0] == ':' && s[1] != ':') {   /* "::label::" is Lua */
@@ -300,14 +300,47 @@ static int load_entry(lua_State *L, line_status *st, bool *quiet)
     *quiet = false;
     *st = push_line(L, true);
     if (*st != LINE_OK) return LUA_OK;
-    if (special_entry(L, lua_tostring(L, -1))) {
+    if (emsh_special_entry(L, lua_tostring(L, -1))) {
         lua_pop(L, 1);
         *st = LINE_INTERRUPTED;
         return LUA_OK;
     }
-    if (try_as_expression(L, quiet) == LUA_OK) return LUA_OK;
+    if (try_as_expression(L, quiet, "=stdin") == LUA_OK) return LUA_OK;
     *quiet = false;
     return compile_statement(L, st);
+}
+
+/* ---- whole entries (the Jupyter kernel's cells) --------------------------- */
+
+int emsh_compile_entry(lua_State *L, const char *text, const char *chunkname, bool *quiet)
+{
+    lua_pushstring(L, text);
+    if (try_as_expression(L, quiet, chunkname) == LUA_OK) return LUA_OK;
+    *quiet = false;
+    size_t len;
+    text = lua_tolstring(L, -1, &len);
+    int status = luaL_loadbuffer(L, text, len, chunkname);
+    lua_remove(L, -2);
+    return status;
+}
+
+emsh_entry_state emsh_check_entry(lua_State *L, const char *text)
+{
+    const char *s = skip_blanks(text);
+    if ((s[0] == ':' && s[1] != ':') || s[0] == '?') return EMSH_ENTRY_COMPLETE;
+    int top = lua_gettop(L);
+    bool quiet;
+    lua_pushstring(L, text);
+    emsh_entry_state st = EMSH_ENTRY_COMPLETE;
+    if (try_as_expression(L, &quiet, "=check") != LUA_OK) {
+        size_t len;
+        text = lua_tolstring(L, -1, &len);
+        int status = luaL_loadbuffer(L, text, len, "=check");
+        if (incomplete(L, status)) st = EMSH_ENTRY_INCOMPLETE;
+        else if (status != LUA_OK) st = EMSH_ENTRY_INVALID;
+    }
+    lua_settop(L, top);
+    return st;
 }
 
 /* ---- the loop ------------------------------------------------------------ */
@@ -315,7 +348,7 @@ static int load_entry(lua_State *L, line_status *st, bool *quiet)
 /* _ = the first value, _1.._n = each value; older _k beyond n are cleared. */
 static int last_count;
 
-static void keep_results(lua_State *L, int n)
+void emsh_keep_results(lua_State *L, int n)
 {
     lua_pushvalue(L, 1);
     lua_setglobal(L, "_");
@@ -351,7 +384,7 @@ void emsh_repl(lua_State *L)
         if (status == LUA_OK) status = emsh_docall(L, 0, LUA_MULTRET);
         if (status == LUA_OK) {
             int n = lua_gettop(L);
-            if (n > 0) keep_results(L, n);
+            if (n > 0) emsh_keep_results(L, n);
             if (n > 0 && !quiet) emsh_print_values(L, n, emsh_use_color());
         } else {
             emsh_report(L, status);

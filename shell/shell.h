@@ -9,6 +9,7 @@
  *   print.c    the REPL's value printer (tables indented, cycles, tensors)
  *   complete.c tab completion (globals, fields, methods, keywords, files)
  *   debug.c    breakpoints, stepping, the (dbg) prompt, post-mortem
+ *   kernel*.c  the Jupyter kernel (--kernel) and its kernelspec (--install-kernel)
  */
 #ifndef EMBER_SHELL_H
 #define EMBER_SHELL_H
@@ -16,6 +17,7 @@
 #include <lua.h>
 #include <lauxlib.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #define EMBER_VERSION "0.1.0"
 
@@ -84,12 +86,29 @@ bool emsh_run_command(lua_State *L, const char *line);
 /* Colours are used when stdout is a terminal and NO_COLOR is not set. */
 bool emsh_use_color(void);
 
+/* The REPL's rules for a whole entry given at once (the Jupyter kernel's
+ * cells). ':' and '?' entries: runs them (output on stdout/stderr) and
+ * returns true; false for anything else. */
+bool emsh_special_entry(lua_State *L, const char *text);
+/* Compiles text as the REPL does: "return text" if that compiles (an
+ * expression; a trailing ';' sets *quiet), else as a statement. Pushes the
+ * function, or the error message and returns its status. */
+int emsh_compile_entry(lua_State *L, const char *text, const char *chunkname, bool *quiet);
+typedef enum { EMSH_ENTRY_COMPLETE, EMSH_ENTRY_INCOMPLETE, EMSH_ENTRY_INVALID } emsh_entry_state;
+/* Whether text is a whole entry, the start of one (the compiler stopped at
+ * <eof>: the REPL would read another line) or a syntax error. */
+emsh_entry_state emsh_check_entry(lua_State *L, const char *text);
+/* The values 1..n on the stack become _ (the first) and _1.._n. */
+void emsh_keep_results(lua_State *L, int n);
+
 /* ---- print.c --------------------------------------------------------------- */
 
 /* Prints the n values on top of the stack (popped), tab separated, as the
  * REPL shows results: tables indented with a depth limit and cycles marked,
  * tensors summarised, strings at the top level unquoted. Never raises. */
 void emsh_print_values(lua_State *L, int n, bool color);
+/* The same, written to out. */
+void emsh_print_values_to(lua_State *L, int n, bool color, FILE *out);
 /* Prints prefix, then one line about the value at idx (for ":vars"): as
  * inside a table, but a plain table as its number of fields, a long string
  * cut short, a module or class as its name and its public names, an object
@@ -107,6 +126,10 @@ void emsh_complete_install(lua_State *L);
 /* Prints, one per line and sorted, what Tab would offer at the end of line
  * (used by ":complete" and the tests). */
 void emsh_complete_print(lua_State *L, const char *line);
+/* What Tab would offer for the word ending at byte end of line (one line),
+ * sorted: returns their number, *out the malloc'd array of malloc'd strings
+ * (the caller frees both), *start the byte where the word begins. */
+size_t emsh_complete_candidates(lua_State *L, const char *line, int end, int *start, char ***out);
 
 /* ---- debug.c --------------------------------------------------------------- */
 
@@ -140,5 +163,63 @@ void emsh_launch(int argc, char **argv);
 /* After an uncaught error in a script of a distributed job (a process group
  * is initialised): ends every rank (MPI_Abort); otherwise nothing. */
 void emsh_end_job_on_error(void);
+
+/* ---- kernel*.c: the Jupyter kernel --------------------------------------- */
+
+/* kernel.c: serves the Jupyter messaging protocol on the sockets the
+ * connection file names, with L set up as for the REPL, until a
+ * shutdown_request. 0 after a clean shutdown, -1 if it could not start. */
+int emsh_kernel_run(lua_State *L, const char *connection_file);
+/* kernel_spec.c: `--install-kernel [--user] [--prefix P]` (its arguments
+ * after the option); the exit status. */
+int emsh_install_kernel(int argc, char **argv);
+
+/* kernel_wire.c: the wire protocol. The sockets, in the connection file's
+ * order of ports. */
+enum { EKW_SHELL, EKW_CONTROL, EKW_IOPUB, EKW_STDIN, EKW_HB, EKW_NSOCKETS };
+typedef struct {
+    char endpoint[EKW_NSOCKETS][300];
+    char *key;                 /* "" when messages are not signed */
+    size_t key_len;
+    const struct evp_md_st *digest;
+} ekw_connection;
+struct cJSON;
+/* A received message: its routing identities (zmq_msg_t), and the parsed
+ * frames (the content {} with bad_content set when it was not an object). */
+typedef struct {
+    struct zmq_msg_t *idents;
+    int nidents;
+    struct cJSON *header, *parent, *metadata, *content;
+    const char *msg_type;      /* in header */
+    bool bad_content;
+} ekw_msg;
+int ekw_read_connection(const char *path, ekw_connection *c);
+void ekw_free_connection(ekw_connection *c);
+/* Receives one message: 0, -1 when it was dropped (bad signature, no
+ * header: logged), -2 when the context is ending. */
+int ekw_recv(void *sock, const ekw_connection *c, ekw_msg *m);
+void ekw_msg_free(ekw_msg *m);
+/* Sends a signed message: to parent's identities, or with topic as its
+ * first frame (iopub); the parent header is parent's (none: {}). */
+int ekw_send(void *sock, const ekw_connection *c, const char *session, const ekw_msg *parent,
+             const char *topic, const char *msg_type, struct cJSON *content);
+void ekw_uuid(char out[37]);
+/* "ember kernel: " + fmt with one %s, on stderr. */
+void ekw_log(const char *fmt, const char *detail);
+/* s[0..n) as valid UTF-8 (bad bytes become U+FFFD), malloc'd. With used:
+ * a character cut by the end is left out and *used says how far it got. */
+char *ekw_utf8_clean(const char *s, size_t n, size_t *used);
+/* Byte offset of character number chars in s, and back. */
+size_t ekw_utf8_offset(const char *s, long chars);
+long ekw_utf8_chars(const char *s, size_t bytes);
+
+/* kernel_capture.c: stdout and stderr of a cell as stream messages,
+ * emit(name "stdout"/"stderr", UTF-8 text, ud) called from its thread. */
+typedef void (*ekc_emit_fn)(const char *name, const char *text, void *ud);
+int ekc_start(ekc_emit_fn emit, void *ud);
+void ekc_begin(void);   /* fds 1 and 2 into the pipes */
+void ekc_flush(void);   /* what was written so far is emitted */
+void ekc_end(void);     /* fds back, and everything written emitted */
+void ekc_stop(void);
 
 #endif

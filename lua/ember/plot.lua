@@ -37,6 +37,7 @@ M.config = {
   color = nil,     -- colours in text plots: nil (auto: a terminal, NO_COLOR unset), true, false
   size = nil,      -- inline size {w, h}: characters for dumb, pixels otherwise
   write = nil,     -- function(text) taking inline output (default: io.stdout)
+  display = nil,   -- function(fig) that shows figures instead (the Jupyter kernel sets it: a PNG)
 }
 
 local PACKAGE_HINT = "install Debian's gnuplot-nox package (apt-get install gnuplot-nox), " ..
@@ -753,6 +754,11 @@ end
 -- plot.config.terminal says. Returns the figure.
 function Figure:show()
   check_open(self, "plot.Figure:show")
+  if M.config.display then
+    M.config.display(self)
+    self.last_target, self.last_lines = "display", 0
+    return self
+  end
   local target = inline_target(self.opts.size)
   local text
   if target.kind == "dumb" then

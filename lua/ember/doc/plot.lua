@@ -41,7 +41,8 @@ h:close()]=],
   {
     name = "ember.plot.config",
     sig = "plot.config = {terminal = nil, gnuplot = nil, timeout = 30,\n"
-       .. "               max_processes = 8, color = nil, size = nil, write = nil}",
+       .. "               max_processes = 8, color = nil, size = nil, write = nil,\n"
+       .. "               display = nil}",
     doc = [=[
 The module's settings; change them in place (plot.config.terminal = "sixel").
   terminal  the inline output of fig:show(): "dumb" (a text chart), "sixel" (an image
@@ -64,7 +65,11 @@ The module's settings; change them in place (plot.config.terminal = "sixel").
             else 80x24), pixels for "sixel" (default 640x400); a figure's own size
             option comes first. Not used by "window", other terminals or fig:save.
   write     function(text) given the inline output (default: written to io.stdout and
-            flushed); set it to capture or silence drawings.]=],
+            flushed); set it to capture or silence drawings.
+  display   function(fig) that fig:show() (and the one-call plots, live:draw) calls
+            instead of drawing inline. The Jupyter kernel (ember --kernel) sets it: the
+            figure goes to the notebook as a PNG (pngcairo, 640x480 unless the figure
+            has a size in pixels).]=],
     example = [=[
 local plot = ember.plot
 local terminal, size, write = plot.config.terminal, plot.config.size, plot.config.write
