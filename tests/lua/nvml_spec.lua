@@ -9,7 +9,8 @@ local ember = require "ember"
 local root = assert(io.popen("pwd")):read("l")
 local build = os.getenv("EMBER_BUILD") or "build"
 local exe = os.getenv("EMBER") or (root .. "/build/ember")
-local fake = root .. "/" .. build .. "/testlib/libfake_nvml.so"
+local build_dir = build:sub(1, 1) == "/" and build or root .. "/" .. build   -- tests/run.sh: absolute
+local fake = build_dir .. "/testlib/libfake_nvml.so"
 local no_cuda = "EMBER_CUDA_LIB=/nonexistent/libember_cuda.so"
 
 local function exists(path)

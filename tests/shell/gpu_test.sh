@@ -6,7 +6,9 @@
 set -u
 cd "$(dirname "$0")/../.."
 EMBER=${EMBER:-build/ember}
-FAKE=$PWD/${EMBER_BUILD:-build}/testlib/libfake_nvml.so
+build=${EMBER_BUILD:-build}
+case $build in /*) ;; *) build=$PWD/$build ;; esac   # tests/run.sh: absolute
+FAKE=$build/testlib/libfake_nvml.so
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 . tests/shell/tap.sh
