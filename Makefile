@@ -28,12 +28,18 @@ endif
 
 ENGINE_SRC := $(wildcard engine/*.c engine/cpu/*.c)
 LUA_SRC    := $(wildcard lua/*.c)
-SHELL_SRC  := $(wildcard shell/*.c)
+# the Jupyter kernel's protocol side links ZeroMQ and OpenSSL: a library of
+# its own, opened by `ember --kernel` only, so a normal start loads neither
+KERNEL_SRC := shell/kernel.c shell/kernel_wire.c shell/kernel_capture.c
+SHELL_SRC  := $(filter-out $(KERNEL_SRC),$(wildcard shell/*.c))
 CTEST_SRC  := $(wildcard tests/c/*.c)
 
 ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/%.o)
 LUA_OBJ    := $(LUA_SRC:%.c=$(BUILD)/%.o)
 SHELL_OBJ  := $(SHELL_SRC:%.c=$(BUILD)/%.o)
+KERNEL_OBJ := $(KERNEL_SRC:%.c=$(BUILD)/%.o)
+HAVE_ZMQ   := $(shell pkg-config --exists libzmq libcrypto 2>/dev/null && echo 1)
+KERNEL_LIB := $(BUILD)/libember_kernel.so
 CTEST_BIN  := $(CTEST_SRC:tests/c/%.c=$(BUILD)/tests/%)
 
 # The CUDA backend: built whenever the toolkit is present (CUDA_HOME), for
@@ -67,7 +73,8 @@ HAVE_NCCL := $(shell test -f $(CUDA_HOME)/include/nccl.h && echo 1)
 NCCL_LIB  := $(BUILD)/libember_nccl.so
 WITH_NCCL ?= $(if $(filter 1,$(WITH_CUDA)),$(if $(filter 1,$(WITH_MPI)),$(HAVE_NCCL)))
 
-all: $(BUILD)/libember.a $(BUILD)/ember.so $(BUILD)/ember $(if $(filter 1,$(WITH_CUDA)),$(CUDA_LIB)) \
+all: $(BUILD)/libember.a $(BUILD)/ember.so $(BUILD)/ember $(if $(HAVE_ZMQ),$(KERNEL_LIB)) \
+     $(if $(filter 1,$(WITH_CUDA)),$(CUDA_LIB)) \
      $(if $(filter 1,$(WITH_MPI)),$(MPI_LIB) $(BUILD)/bench_allreduce) $(if $(filter 1,$(WITH_NCCL)),$(NCCL_LIB))
 
 $(BUILD)/comm/%.o: comm/%.c engine/comm.h engine/ember.h
@@ -115,12 +122,14 @@ $(BUILD)/libember.a: $(ENGINE_OBJ)
 $(BUILD)/ember.so: $(LUA_OBJ) $(BUILD)/libember.a
 	$(CC) -shared $(LDFLAGS) -o $@ $(LUA_OBJ) $(BUILD)/libember.a $(LDLIBS)
 
-# the Jupyter kernel (shell/kernel*.c): ZeroMQ and OpenSSL's HMAC
-KERNEL_LIBS := $(shell pkg-config --libs libzmq libcrypto 2>/dev/null || echo -lzmq -lcrypto)
-
 $(BUILD)/ember: $(SHELL_OBJ) $(LUA_OBJ) $(BUILD)/libember.a
 	$(CC) $(LDFLAGS) -rdynamic -o $@ $(SHELL_OBJ) $(LUA_OBJ) $(BUILD)/libember.a \
-	    $(shell pkg-config --libs $(LUA_PC)) -lreadline $(KERNEL_LIBS) $(LDLIBS)
+	    $(shell pkg-config --libs $(LUA_PC)) -lreadline $(LDLIBS)
+
+# the Jupyter kernel (ZeroMQ, OpenSSL's HMAC): built when both are there; its
+# calls into the shell and Lua resolve against the executable (-rdynamic)
+$(KERNEL_LIB): $(KERNEL_OBJ)
+	$(CC) -shared $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs libzmq libcrypto)
 
 $(BUILD)/tests/%: tests/c/%.c tests/c/check.h $(BUILD)/libember.a
 	@mkdir -p $(dir $@)
@@ -157,4 +166,4 @@ clean:
 	rm -rf build build-asan
 
 .PHONY: all test asan bench clean cuda test-gpu bench-gpu
--include $(ENGINE_OBJ:.o=.d) $(LUA_OBJ:.o=.d) $(SHELL_OBJ:.o=.d)
+-include $(ENGINE_OBJ:.o=.d) $(LUA_OBJ:.o=.d) $(SHELL_OBJ:.o=.d) $(KERNEL_OBJ:.o=.d)

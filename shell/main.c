@@ -8,6 +8,8 @@
 #include "shell.h"
 #include "../lua/binding.h"   /* luaopen_ember */
 
+#include <dlfcn.h>
+#include <limits.h>
 #include <lualib.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -288,6 +290,33 @@ static int handle_script(lua_State *L, char **argv)
 
 /* Everything runs in protected mode, so that even a memory error while
  * setting up is reported rather than ending the process. */
+/* --kernel: the protocol side (ZeroMQ, OpenSSL) is libember_kernel.so beside
+ * this executable, or $EMBER_KERNEL_LIB, opened only here so that a normal
+ * start loads neither library. */
+static int run_kernel(lua_State *L, const char *connection_file)
+{
+    char path[PATH_MAX] = "";
+    const char *lib = getenv("EMBER_KERNEL_LIB");
+    if (!lib) {
+        ssize_t n = readlink("/proc/self/exe", path, sizeof path - 32);
+        char *slash = n > 0 ? memrchr(path, '/', (size_t)n) : NULL;
+        if (slash) strcpy(slash + 1, "libember_kernel.so");
+        lib = slash ? path : "libember_kernel.so";
+    }
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    int (*run)(lua_State *, const char *) = NULL;
+    if (h) *(void **)&run = dlsym(h, "emsh_kernel_run");
+    if (!run) {
+        char msg[PATH_MAX + 512];
+        snprintf(msg, sizeof msg, "--kernel: cannot load the Jupyter kernel (%s): %s; it is built when ZeroMQ and "
+                 "OpenSSL are there (Debian: libzmq3-dev libssl-dev, then make)", lib,
+                 h ? "it has no emsh_kernel_run" : dlerror());
+        emsh_message(emsh_progname, msg);
+        return -1;
+    }
+    return run(L, connection_file);
+}
+
 static int pmain(lua_State *L)
 {
     int argc = (int)lua_tointeger(L, 1);
@@ -321,7 +350,7 @@ static int pmain(lua_State *L)
     lua_gc(L, LUA_GCGEN, 0, 0);
     if (!(args & HAS_ENV) && handle_init(L) != LUA_OK) return 0;
     if (args & HAS_KERNEL) {
-        lua_pushboolean(L, emsh_kernel_run(L, kernel_connection_file) == 0);
+        lua_pushboolean(L, run_kernel(L, kernel_connection_file) == 0);
         return 1;
     }
     if (!run_args(L, argv, optlim)) {
