@@ -236,6 +236,44 @@ group("bad arguments: clear errors, same on every rank", function()
   raises("already initialised", dist.init_process_group)
 end)
 
+-- async collectives run on MPI's communication thread, in the order the program started them;
+-- a blocking collective or point-to-point call waits for them first
+group("async collectives keep program order with blocking ones and point-to-point", function()
+  local works, ts = {}, {}
+  for i = 1, 8 do
+    ts[i] = ember.full({4096 * i}, i * (r + 1))
+    works[i] = dist.all_reduce(ts[i], {async_op = true})
+  end
+  local b = ember.ones(3)
+  dist.all_reduce(b)
+  for i = 8, 1, -1 do works[i]:wait() end
+  local ranks_sum = n * (n + 1) // 2
+  for i = 1, 8 do
+    local lo, hi = ts[i]:min():item(), ts[i]:max():item()
+    if lo ~= i * ranks_sum or hi ~= lo then fail(string.format("bucket %d: %g..%g, want %d", i, lo, hi, i * ranks_sum)) end
+  end
+  expect(b, "float32", {n, n, n}, "the blocking all_reduce after them")
+  -- rank 0 waits for a message while its own async all_reduce may still be queued, and rank 1
+  -- runs that all_reduce blocking before it sends: the wait must let the thread go on
+  local big = ember.ones(1 << 20)
+  if r == 0 then
+    local w = dist.all_reduce(big, {async_op = true})
+    local got = ember.zeros(4)
+    dist.irecv(got, 1):wait()
+    w:wait()
+    expect(got, "float32", {7, 7, 7, 7}, "the message sent after the peer's all_reduce")
+  else
+    dist.all_reduce(big)
+    if r == 1 then dist.send(ember.ones(4) * 7, 0) end
+  end
+  if big[1]:item() ~= n or big[-1]:item() ~= n then fail("the 4 MB all_reduce: " .. big[1]:item()) end
+  -- is_completed turns true by itself once the thread has run the collective
+  local w = dist.all_reduce(ember.ones(16), {async_op = true})
+  local deadline = ember.wall_time() + 10
+  while not w:is_completed() and ember.wall_time() < deadline do end
+  if not w:is_completed() then fail("is_completed still false after 10 s") end
+end)
+
 -- with the debug check, ranks calling with different shapes get an error instead of a hang
 group("debug check: a shape mismatch across ranks is an error", function()
   dist.destroy_process_group()

@@ -222,8 +222,8 @@ function DDP:_reset()
   s.used = {}
 end
 
--- Starts the buckets that are complete, in order; polls the ones in flight (MPI progresses a
--- nonblocking collective only inside its calls).
+-- Starts the buckets that are complete, in order; notes which ones in flight have finished
+-- (over MPI they run on the backend's communication thread, over NCCL on its stream).
 function DDP:_launch_ready()
   local s = rawget(self, "_ddp")
   for i = 1, s.next_bucket - 1 do
