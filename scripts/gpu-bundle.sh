@@ -10,6 +10,9 @@
 # Compressed, because OpenBLAS alone is 36 MB and the carry limit is 64 MiB.
 #   bash scripts/gpu-bundle.sh            then, on the GPU machine:
 #   bash scripts/gpu-run.sh bash tests/gpu/run.sh
+#   (or scripts/gpu-session.sh's phases, logs under $OUT)
+#   bash scripts/gpu-bundle.sh --data     also copies Fashion-MNIST (30 MB, gzip
+#   already) to .gpu/data, for the accuracy and epoch runs: carry it too
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -50,6 +53,12 @@ fi
 cp -rL /usr/share/lua/5.4/. "$out/stage/lua/share/"   # -L: Debian links them to ../5.1
 cp -rL /usr/lib/x86_64-linux-gnu/lua/5.4/. "$out/stage/lua/lib/"
 cp /usr/bin/busted "$out/stage/bin/busted.lua"
+if [ "${1:-}" = --data ]; then
+    fm=${FM_DATA:-/usr/share/datasets/fashion-mnist}
+    mkdir -p "$out/data"
+    cp "$fm"/*-ubyte.gz "$out/data/"
+    echo "$out/data: $(du -sh "$out/data" | cut -f1) (Fashion-MNIST from $fm)"
+fi
 tar -C "$out/stage" -cJf "$out/bundle.tar.xz" .
 rm -rf "$out/stage"
 echo "$out/bundle.tar.xz: $(du -h "$out/bundle.tar.xz" | cut -f1)"

@@ -121,6 +121,10 @@ describe("nn.Module", function()
     n:float()
     assert.equal("float32", n.scale.dtype)
     has(err(function() n:to("int64") end), "floating-point dtypes only")
+    -- a bad target's message names the module's method once, and no position inside ember
+    local e = err(function() n:to("bogus") end)
+    has(e, ":to: to: argument 1: 'bogus' is neither a dtype nor a device")
+    assert.is_nil(e:find("module%.lua"), e)
   end)
 
   it("apply visits every module", function()

@@ -313,7 +313,8 @@ function Module:to(...)
   local args = table.pack(...)
   -- where a float tensor would go: gives the device, and rejects integer dtypes
   local ok, probe = pcall(function() return ember.empty(0):to(table.unpack(args, 1, args.n)) end)
-  if not ok then raise(type_name(self) .. ":to: " .. tostring(probe)) end
+  -- the probe's own position (this file) is no use to the caller
+  if not ok then raise(type_name(self) .. ":to: " .. tostring(probe):gsub("^[^:\n]+:%d+: ", "", 1)) end
   if not probe:is_floating_point() then
     raise(type_name(self) .. ":to: modules convert to floating-point dtypes only, got " .. probe.dtype)
   end
