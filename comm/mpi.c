@@ -94,8 +94,14 @@ static void abort_job(int code)
     MPI_Abort(comm != MPI_COMM_NULL ? comm : MPI_COMM_WORLD, code);
 }
 
-/* A started transfer's request lives on the heap until wait/test free it. */
-static int finish(const char *what, int rc, MPI_Request *r, void **req)
+/* A started transfer's request lives on the heap until wait/test free it;
+ * a receive also says where the sender's rank goes. */
+typedef struct mreq {
+    MPI_Request r;
+    int *source;
+} mreq;
+
+static int finish(const char *what, int rc, mreq *r, void **req)
 {
     if (rc != MPI_SUCCESS) {
         free(r);
@@ -105,112 +111,160 @@ static int finish(const char *what, int rc, MPI_Request *r, void **req)
     return 0;
 }
 
-static MPI_Request *new_request(void **req)
+static mreq *new_request(void **req)
 {
     if (!req) return NULL;
-    MPI_Request *r = malloc(sizeof *r);
+    mreq *r = calloc(1, sizeof *r);
     if (!r) host->set_error("distributed: out of memory for a request");
     return r;
 }
 
-static int all_reduce(void *buf, size_t count, em_dtype d, em_comm_op op, void **req)
+/* the subgroup's communicator, or init's */
+static MPI_Comm on(void *g) { return g ? *(MPI_Comm *)g : comm; }
+
+static int split(const int *ranks, int n, bool member, void **group)
+{
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    int key = 0;
+    for (int i = 0; i < n; i++)
+        if (ranks[i] == rank) key = i;
+    MPI_Comm sub = MPI_COMM_NULL;
+    *group = NULL;
+    int rc = MPI_Comm_split(comm, member ? 0 : MPI_UNDEFINED, key, &sub);
+    if (rc != MPI_SUCCESS) return fail("new_group: MPI_Comm_split", rc);
+    if (!member) return 0;
+    MPI_Comm *h = malloc(sizeof *h);
+    if (!h) {
+        MPI_Comm_free(&sub);
+        return host->set_error("new_group: out of memory");
+    }
+    MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
+    *h = sub;
+    *group = h;
+    return 0;
+}
+
+static int free_group(void *group)
+{
+    MPI_Comm *h = group;
+    if (!h) return 0;
+    int rc = MPI_Comm_free(h);
+    free(h);
+    return rc == MPI_SUCCESS ? 0 : fail("destroy_process_group: MPI_Comm_free", rc);
+}
+
+static int all_reduce(void *g, void *buf, size_t count, em_dtype d, em_comm_op op, void **req)
 {
     if (check_count("all_reduce", count)) return -1;
-    MPI_Request *r = new_request(req);
+    mreq *r = new_request(req);
     if (req && !r) return -1;
-    int rc = r ? MPI_Iallreduce(MPI_IN_PLACE, buf, (int)count, mpi_type(d), mpi_op(op), comm, r)
-               : MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, mpi_type(d), mpi_op(op), comm);
+    int rc = r ? MPI_Iallreduce(MPI_IN_PLACE, buf, (int)count, mpi_type(d), mpi_op(op), on(g), &r->r)
+               : MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, mpi_type(d), mpi_op(op), on(g));
     return finish("all_reduce", rc, r, req);
 }
 
-static int broadcast(void *buf, size_t count, em_dtype d, int root, void **req)
+static int broadcast(void *g, void *buf, size_t count, em_dtype d, int root, void **req)
 {
     if (check_count("broadcast", count)) return -1;
-    MPI_Request *r = new_request(req);
+    mreq *r = new_request(req);
     if (req && !r) return -1;
-    int rc = r ? MPI_Ibcast(buf, (int)count, mpi_type(d), root, comm, r)
-               : MPI_Bcast(buf, (int)count, mpi_type(d), root, comm);
+    int rc = r ? MPI_Ibcast(buf, (int)count, mpi_type(d), root, on(g), &r->r)
+               : MPI_Bcast(buf, (int)count, mpi_type(d), root, on(g));
     return finish("broadcast", rc, r, req);
 }
 
-static int all_gather(const void *send, void *recv, size_t count, em_dtype d, void **req)
+static int all_gather(void *g, const void *send, void *recv, size_t count, em_dtype d, void **req)
 {
     if (check_count("all_gather", count)) return -1;
-    MPI_Request *r = new_request(req);
+    mreq *r = new_request(req);
     if (req && !r) return -1;
     MPI_Datatype t = mpi_type(d);
-    int rc = r ? MPI_Iallgather(send, (int)count, t, recv, (int)count, t, comm, r)
-               : MPI_Allgather(send, (int)count, t, recv, (int)count, t, comm);
+    int rc = r ? MPI_Iallgather(send, (int)count, t, recv, (int)count, t, on(g), &r->r)
+               : MPI_Allgather(send, (int)count, t, recv, (int)count, t, on(g));
     return finish("all_gather", rc, r, req);
 }
 
-static int reduce_scatter(const void *send, void *recv, size_t count, em_dtype d, em_comm_op op, void **req)
+static int reduce_scatter(void *g, const void *send, void *recv, size_t count, em_dtype d, em_comm_op op,
+                          void **req)
 {
     if (check_count("reduce_scatter", count)) return -1;
-    MPI_Request *r = new_request(req);
+    mreq *r = new_request(req);
     if (req && !r) return -1;
-    int rc = r ? MPI_Ireduce_scatter_block(send, recv, (int)count, mpi_type(d), mpi_op(op), comm, r)
-               : MPI_Reduce_scatter_block(send, recv, (int)count, mpi_type(d), mpi_op(op), comm);
+    int rc = r ? MPI_Ireduce_scatter_block(send, recv, (int)count, mpi_type(d), mpi_op(op), on(g), &r->r)
+               : MPI_Reduce_scatter_block(send, recv, (int)count, mpi_type(d), mpi_op(op), on(g));
     return finish("reduce_scatter", rc, r, req);
 }
 
-static int reduce(void *buf, size_t count, em_dtype d, em_comm_op op, int root, void **req)
+static int reduce(void *g, void *buf, size_t count, em_dtype d, em_comm_op op, int root, void **req)
 {
     if (check_count("reduce", count)) return -1;
     int rank;
-    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_rank(on(g), &rank);
     /* MPI_IN_PLACE is the root's send buffer only; the others send buf */
     const void *send = rank == root ? MPI_IN_PLACE : buf;
     void *recv = rank == root ? buf : NULL;
-    MPI_Request *r = new_request(req);
+    mreq *r = new_request(req);
     if (req && !r) return -1;
-    int rc = r ? MPI_Ireduce(send, recv, (int)count, mpi_type(d), mpi_op(op), root, comm, r)
-               : MPI_Reduce(send, recv, (int)count, mpi_type(d), mpi_op(op), root, comm);
+    int rc = r ? MPI_Ireduce(send, recv, (int)count, mpi_type(d), mpi_op(op), root, on(g), &r->r)
+               : MPI_Reduce(send, recv, (int)count, mpi_type(d), mpi_op(op), root, on(g));
     return finish("reduce", rc, r, req);
 }
 
-static int barrier(void **req)
+static int barrier(void *g, void **req)
 {
-    MPI_Request *r = new_request(req);
+    mreq *r = new_request(req);
     if (req && !r) return -1;
-    int rc = r ? MPI_Ibarrier(comm, r) : MPI_Barrier(comm);
+    int rc = r ? MPI_Ibarrier(on(g), &r->r) : MPI_Barrier(on(g));
     return finish("barrier", rc, r, req);
 }
 
-static int send(const void *buf, size_t count, em_dtype d, int peer, int tag, void **req)
+static int send(void *g, const void *buf, size_t count, em_dtype d, int peer, int tag, void **req)
 {
     if (check_count("send", count)) return -1;
-    MPI_Request *r = new_request(req);
+    mreq *r = new_request(req);
     if (req && !r) return -1;
-    int rc = r ? MPI_Isend(buf, (int)count, mpi_type(d), peer, tag, comm, r)
-               : MPI_Send(buf, (int)count, mpi_type(d), peer, tag, comm);
+    int rc = r ? MPI_Isend(buf, (int)count, mpi_type(d), peer, tag, on(g), &r->r)
+               : MPI_Send(buf, (int)count, mpi_type(d), peer, tag, on(g));
     return finish("send", rc, r, req);
 }
 
-static int recv(void *buf, size_t count, em_dtype d, int peer, int tag, void **req)
+static int recv(void *g, void *buf, size_t count, em_dtype d, int peer, int tag, int *source, void **req)
 {
     if (check_count("recv", count)) return -1;
-    MPI_Request *r = new_request(req);
+    mreq *r = new_request(req);
     if (req && !r) return -1;
-    int rc = r ? MPI_Irecv(buf, (int)count, mpi_type(d), peer, tag, comm, r)
-               : MPI_Recv(buf, (int)count, mpi_type(d), peer, tag, comm, MPI_STATUS_IGNORE);
+    if (peer == EM_COMM_ANY_SOURCE) peer = MPI_ANY_SOURCE;
+    MPI_Status st;
+    int rc;
+    if (r) {
+        r->source = source;
+        rc = MPI_Irecv(buf, (int)count, mpi_type(d), peer, tag, on(g), &r->r);
+    } else {
+        rc = MPI_Recv(buf, (int)count, mpi_type(d), peer, tag, on(g), &st);
+        if (rc == MPI_SUCCESS && source) *source = st.MPI_SOURCE;
+    }
     return finish("recv", rc, r, req);
 }
 
 static int wait(void *req)
 {
-    MPI_Request *r = req;
-    int rc = MPI_Wait(r, MPI_STATUS_IGNORE);
+    mreq *r = req;
+    MPI_Status st;
+    int rc = MPI_Wait(&r->r, &st);
+    if (rc == MPI_SUCCESS && r->source) *r->source = st.MPI_SOURCE;
     free(r);
     return rc == MPI_SUCCESS ? 0 : fail("wait", rc);
 }
 
 static int test(void *req, bool *done)
 {
-    MPI_Request *r = req;
+    mreq *r = req;
+    MPI_Status st;
     int flag = 0;
-    int rc = MPI_Test(r, &flag, MPI_STATUS_IGNORE);
+    int rc = MPI_Test(&r->r, &flag, &st);
     *done = flag != 0 || rc != MPI_SUCCESS;
+    if (flag && rc == MPI_SUCCESS && r->source) *r->source = st.MPI_SOURCE;
     if (*done) free(r);
     return rc == MPI_SUCCESS ? 0 : fail("is_completed", rc);
 }
@@ -221,6 +275,8 @@ static const em_comm_backend mpi_backend = {
     .destroy = destroy,
     .abort = abort_job,
     .reduces = reduces,
+    .split = split,
+    .free_group = free_group,
     .all_reduce = all_reduce,
     .broadcast = broadcast,
     .all_gather = all_gather,
