@@ -295,6 +295,66 @@ check("bad input: clear errors naming the op", function()
   eq(tostring(g), "ProcessGroup(ranks = {0, 1})", "tostring")
 end)
 
+if n == 4 then
+  -- DDP over {0, 1} and {2, 3} at once: each pair must train as one process on the pair's whole batch
+  -- (the mean of its two equal shares), from the model of the pair's lowest rank, and the other
+  -- pair's different data must not leak in. The references are computed on every rank, alone.
+  local nn = ember.nn
+  local function mlp(seed)
+    ember.manual_seed(seed)
+    return nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 3)):double()
+  end
+  local function batch(pair, step)
+    ember.manual_seed(100 * pair + step)
+    return ember.randn(8, 5, {dtype = "float64"}), ember.randint(1, 4, {8})
+  end
+  local ce = nn.CrossEntropyLoss()
+  local STEPS = 10
+  local function train(model, pair, rows_of)
+    local opt = ember.optim.SGD(model:parameters(), {lr = 0.2, momentum = 0.9})
+    for step = 1, STEPS do
+      local x, y = batch(pair, step)
+      x, y = rows_of(x), rows_of(y)
+      opt:zero_grad()
+      ce(model(x), y):backward()
+      opt:step()
+    end
+    local out = {}
+    for i, p in ipairs(model:parameters()) do out[i] = p:detach():clone() end
+    return out
+  end
+  check("DistributedDataParallel with process_group: two pairs of ranks train apart, as one process each", function()
+    local pairs_ = {dist.new_group({0, 1}), dist.new_group({2, 3})}
+    local pair = r < 2 and 1 or 2
+    local g = pairs_[pair]
+    local me = dist.get_rank(g)
+    local ddp = nn.parallel.DistributedDataParallel(mlp(7 + r), {process_group = g})
+    -- at wrap, the pair's lowest rank's parameters (rank 0 or 2)
+    local lowest = mlp(7 + (pair - 1) * 2)
+    for i, p in ipairs(ddp.module:parameters()) do
+      if not ember.equal(p, lowest:parameters()[i]) then fail("parameter " .. i .. " at wrap is not the lowest rank's") end
+    end
+    local got = train(ddp, pair, function(t) return t:narrow(1, me * 4 + 1, 4) end)
+    for q = 1, 2 do
+      local want = train(mlp(7 + (q - 1) * 2), q, function(t) return t end)
+      if q == pair then
+        for i = 1, #want do
+          local d = (got[i] - want[i]):abs():max():item()
+          if not (d <= 1e-12) then fail(string.format("pair %d, parameter %d: differs by %.3g", q, i, d)) end
+        end
+      else
+        local d = (got[1] - want[1]):abs():max():item()
+        if d < 1e-6 then fail("pair " .. pair .. " ended at the other pair's parameters") end
+      end
+    end
+    eq(tostring(ddp):find("world_size=2", 1, true) ~= nil, true, "extra_repr names the group's size")
+    local other = pairs_[3 - pair]
+    raises(function() return nn.parallel.DistributedDataParallel(mlp(1), {process_group = other}) end,
+           "DistributedDataParallel: this process %(rank " .. r .. "%) is not in process_group", "wrap by a non-member")
+    for _, pg in ipairs(pairs_) do dist.destroy_process_group(pg) end
+  end)
+end
+
 check("debug checks per group: members compare, a mismatch is an error on every member", function()
   for _, g in ipairs(groups) do dist.destroy_process_group(g) end
   dist.destroy_process_group()
