@@ -85,6 +85,9 @@ Group.__index = Group
 
 local function group_object(id) return setmetatable({_id = id}, Group) end
 
+--- ProcessGroup: the class of the groups new_group returns (methods rank, size).
+M.ProcessGroup = Group
+
 --- group.WORLD: the default process group (every rank), as torch.distributed.group.WORLD.
 M.group = {WORLD = group_object(0)}
 
