@@ -477,8 +477,9 @@ static int check_tensor(const char *op, const group *g, const em_tensor *t)
     if (dev.type == EM_CPU) return 0;
     if (!g->gpu)
         return em_set_error("%s: a %s tensor on cuda:%d: the process group's backend 'mpi' carries CPU tensors; "
-                            "init_process_group({backend = \"nccl\"}) carries CUDA tensors (or use t:cpu())", op,
-                            em_dtype_name(t->dtype), dev.index);
+                            "%s carries CUDA tensors (or use t:cpu())", op, em_dtype_name(t->dtype), dev.index,
+                            g->id ? "a group from new_group(ranks, {backend = \"nccl\"}) in an nccl job"
+                                  : "init_process_group({backend = \"nccl\"})");
     int mine = gpu_comm->device();
     if (dev.index != mine)
         return em_set_error("%s: a %s tensor on cuda:%d, but this rank's GPU is cuda:%d (backend 'nccl' uses one "
