@@ -167,7 +167,7 @@ struct em_work {
     void *req;              /* the backend's request while running */
     bool done, failed;
     em_tensor *recv, *send; /* the buffers the backend uses (kept alive) */
-    em_tensor *divide;      /* avg: recv is divided by the world size first */
+    em_tensor *divide;      /* avg: recv is divided by the group size first */
     int ncopy;              /* then dst[i] <- src[i] (views of recv) */
     em_tensor **dst, **src;
     bool is_recv;
@@ -435,9 +435,9 @@ int em_dist_new_group(const int *ranks, int n, const char *backend, int *id)
     g->gpu = gpu;
     g->rank = group_rank(g, my_rank);
     /* the debug check compares a checksum of the members and the id */
-    int64_t sum = 0;
-    for (int i = 0; i < n; i++) sum = sum * 31 + g->ranks[i] + 1;
-    int rc = check_peers("new_group", &world, C_NEW_GROUP, (int)(sum % 1000000007) ^ g->id, NULL);
+    uint64_t sum = 0;   /* unsigned: wraps instead of overflowing */
+    for (int i = 0; i < n; i++) sum = sum * 31 + (uint64_t)g->ranks[i] + 1;
+    int rc = check_peers("new_group", &world, C_NEW_GROUP, (int)(sum % 1000000007u) ^ g->id, NULL);
     if (rc == 0) rc = comm->split(g->ranks, n, g->rank >= 0, &g->h);
     if (rc == 0 && gpu) rc = gpu_comm->split(g->ranks, n, g->rank >= 0, &g->gh);
     if (rc == 0) rc = add_subgroup(g);

@@ -50,6 +50,8 @@ end
 
 local function check_rank_arg(op, name, r)
   if not is_integer(r) then errors.raisef("%s: %s must be an integer rank (0-based), got %s", op, name, tostring(r)) end
+  -- C takes an int: a larger value must not wrap onto a valid rank
+  if math.abs(r) > 0x7fffffff then errors.raisef("%s: %s rank %s out of range: ranks are 0-based", op, name, tostring(r)) end
   return math.tointeger(r)
 end
 
@@ -216,10 +218,7 @@ function M.new_group(ranks, opts)
   opts = check_options("new_group", opts, {backend = true})
   local list = {}
   for i, r in ipairs(ranks or {}) do
-    if not is_integer(r) then
-      errors.raisef("new_group: ranks[%d] is %s, expected an integer rank (0-based)", i, tostring(r))
-    end
-    list[i] = math.tointeger(r)
+    list[i] = check_rank_arg("new_group", ("ranks[%d]"):format(i), r)
   end
   if ranks ~= nil and #list ~= #ranks then errors.raisef("new_group: ranks must be a list (keys 1..n)") end
   if opts.backend ~= nil and type(opts.backend) ~= "string" then

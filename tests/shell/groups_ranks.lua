@@ -268,7 +268,7 @@ check("bad input: clear errors naming the op", function()
          n - 1 .. " for world size " .. n, "a rank out of range")
   raises(function() return dist.new_group({1, 0, 1}) end, "new_group: rank 1 is listed twice", "duplicates")
   raises(function() return dist.new_group("0,1") end, "new_group: ranks must be a list of integer ranks", "not a table")
-  raises(function() return dist.new_group({0, 1.5}) end, "new_group: ranks%[2%] is 1.5, expected an integer rank", "not integers")
+  raises(function() return dist.new_group({0, 1.5}) end, "new_group: ranks%[2%] must be an integer rank %(0%-based%), got 1.5", "not integers")
   raises(function() return dist.new_group({0}, {backend = "gloo"}) end, "new_group: unknown backend 'gloo'", "bad backend")
   raises(function() return dist.new_group({0}, {backend = "nccl"}) end, "new_group: backend 'nccl' needs a default " ..
          "group made with backend 'nccl'", "nccl over an mpi world")
