@@ -14,6 +14,7 @@
 
 static const em_comm_host *host;
 static MPI_Comm comm = MPI_COMM_NULL;
+static int world_rank;   /* this process's rank in comm */
 
 static int fail(const char *what, int code)
 {
@@ -85,6 +86,7 @@ static int init(int *rank, int *size)
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm, rank);
     MPI_Comm_size(comm, size);
+    world_rank = *rank;
     return 0;
 }
 
@@ -128,7 +130,9 @@ typedef struct request {
     MPI_Datatype type;
     MPI_Op op;
     int root;
+    MPI_Comm comm;             /* the world's (init's) or a subgroup's */
     MPI_Request mpi;           /* K_P2P: MPI's own request */
+    int *source;               /* K_P2P receive: where the sender's rank goes */
     bool done;                 /* queued collectives: set by the thread under queue_lock */
     char error[MPI_MAX_ERROR_STRING + 64];
     struct request *next;
@@ -146,12 +150,12 @@ static pthread_t comm_thread;
 static int run_collective(const request *q)
 {
     switch (q->kind) {
-    case K_ALL_REDUCE: return MPI_Allreduce(MPI_IN_PLACE, q->buf, q->count, q->type, q->op, comm);
-    case K_BROADCAST: return MPI_Bcast(q->buf, q->count, q->type, q->root, comm);
-    case K_ALL_GATHER: return MPI_Allgather(q->send, q->count, q->type, q->buf, q->count, q->type, comm);
-    case K_REDUCE_SCATTER: return MPI_Reduce_scatter_block(q->send, q->buf, q->count, q->type, q->op, comm);
-    case K_REDUCE: return MPI_Reduce(q->send, q->buf, q->count, q->type, q->op, q->root, comm);
-    case K_BARRIER: return MPI_Barrier(comm);
+    case K_ALL_REDUCE: return MPI_Allreduce(MPI_IN_PLACE, q->buf, q->count, q->type, q->op, q->comm);
+    case K_BROADCAST: return MPI_Bcast(q->buf, q->count, q->type, q->root, q->comm);
+    case K_ALL_GATHER: return MPI_Allgather(q->send, q->count, q->type, q->buf, q->count, q->type, q->comm);
+    case K_REDUCE_SCATTER: return MPI_Reduce_scatter_block(q->send, q->buf, q->count, q->type, q->op, q->comm);
+    case K_REDUCE: return MPI_Reduce(q->send, q->buf, q->count, q->type, q->op, q->root, q->comm);
+    case K_BARRIER: return MPI_Barrier(q->comm);
     default: return MPI_ERR_OTHER;
     }
 }
@@ -272,73 +276,126 @@ static int to_count(const char *what, size_t count)
     return (int)count;
 }
 
-static int all_reduce(void *buf, size_t count, em_dtype d, em_comm_op op, void **req)
+/* A subgroup: its communicator and this process's rank in it, read once
+ * (asking MPI while the communication thread is inside a collective would
+ * break MPI_THREAD_SERIALIZED). */
+typedef struct subgroup {
+    MPI_Comm comm;
+    int rank;
+} subgroup;
+
+/* the subgroup's communicator, or init's */
+static MPI_Comm on(void *g) { return g ? ((subgroup *)g)->comm : comm; }
+static int rank_in(void *g) { return g ? ((subgroup *)g)->rank : world_rank; }
+
+/* Collective over the world, so after the queued collectives (which may
+ * also use the communicator being freed). */
+static int split(const int *ranks, int n, bool member, void **group)
 {
-    request q = {.kind = K_ALL_REDUCE, .what = "all_reduce", .buf = buf, .count = to_count("all_reduce", count),
+    if (thread_started) drain();
+    int rank = world_rank;
+    int key = 0;
+    for (int i = 0; i < n; i++)
+        if (ranks[i] == rank) key = i;
+    MPI_Comm sub = MPI_COMM_NULL;
+    *group = NULL;
+    int rc = MPI_Comm_split(comm, member ? 0 : MPI_UNDEFINED, key, &sub);
+    if (rc != MPI_SUCCESS) return fail("new_group: MPI_Comm_split", rc);
+    if (!member) return 0;
+    subgroup *h = malloc(sizeof *h);
+    if (!h) {
+        MPI_Comm_free(&sub);
+        return host->set_error("new_group: out of memory");
+    }
+    MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
+    h->comm = sub;
+    MPI_Comm_rank(sub, &h->rank);
+    *group = h;
+    return 0;
+}
+
+static int free_group(void *group)
+{
+    subgroup *h = group;
+    if (!h) return 0;
+    if (thread_started) drain();
+    int rc = MPI_Comm_free(&h->comm);
+    free(h);
+    return rc == MPI_SUCCESS ? 0 : fail("destroy_process_group: MPI_Comm_free", rc);
+}
+
+static int all_reduce(void *g, void *buf, size_t count, em_dtype d, em_comm_op op, void **req)
+{
+    request q = {.kind = K_ALL_REDUCE, .what = "all_reduce", .comm = on(g), .buf = buf, .count = to_count("all_reduce", count),
                  .type = mpi_type(d), .op = mpi_op(op)};
     return collective(&q, req);
 }
 
-static int broadcast(void *buf, size_t count, em_dtype d, int root, void **req)
+static int broadcast(void *g, void *buf, size_t count, em_dtype d, int root, void **req)
 {
-    request q = {.kind = K_BROADCAST, .what = "broadcast", .buf = buf, .count = to_count("broadcast", count),
+    request q = {.kind = K_BROADCAST, .what = "broadcast", .comm = on(g), .buf = buf, .count = to_count("broadcast", count),
                  .type = mpi_type(d), .root = root};
     return collective(&q, req);
 }
 
-static int all_gather(const void *send, void *recv, size_t count, em_dtype d, void **req)
+static int all_gather(void *g, const void *send, void *recv, size_t count, em_dtype d, void **req)
 {
-    request q = {.kind = K_ALL_GATHER, .what = "all_gather", .send = send, .buf = recv,
+    request q = {.kind = K_ALL_GATHER, .what = "all_gather", .comm = on(g), .send = send, .buf = recv,
                  .count = to_count("all_gather", count), .type = mpi_type(d)};
     return collective(&q, req);
 }
 
-static int reduce_scatter(const void *send, void *recv, size_t count, em_dtype d, em_comm_op op, void **req)
+static int reduce_scatter(void *g, const void *send, void *recv, size_t count, em_dtype d, em_comm_op op,
+                          void **req)
 {
-    request q = {.kind = K_REDUCE_SCATTER, .what = "reduce_scatter", .send = send, .buf = recv,
+    request q = {.kind = K_REDUCE_SCATTER, .what = "reduce_scatter", .comm = on(g), .send = send, .buf = recv,
                  .count = to_count("reduce_scatter", count), .type = mpi_type(d), .op = mpi_op(op)};
     return collective(&q, req);
 }
 
-static int reduce(void *buf, size_t count, em_dtype d, em_comm_op op, int root, void **req)
+static int reduce(void *g, void *buf, size_t count, em_dtype d, em_comm_op op, int root, void **req)
 {
-    int rank;
-    MPI_Comm_rank(comm, &rank);
+    int rank = rank_in(g);
     /* MPI_IN_PLACE is the root's send buffer only; the others send buf */
-    request q = {.kind = K_REDUCE, .what = "reduce", .send = rank == root ? MPI_IN_PLACE : buf,
+    request q = {.kind = K_REDUCE, .what = "reduce", .comm = on(g), .send = rank == root ? MPI_IN_PLACE : buf,
                  .buf = rank == root ? buf : NULL, .count = to_count("reduce", count), .type = mpi_type(d),
                  .op = mpi_op(op), .root = root};
     return collective(&q, req);
 }
 
-static int barrier(void **req)
+static int barrier(void *g, void **req)
 {
-    request q = {.kind = K_BARRIER, .what = "barrier"};
+    request q = {.kind = K_BARRIER, .what = "barrier", .comm = on(g)};
     return collective(&q, req);
 }
 
 /* Point-to-point: blocking after the queued collectives; async as MPI's own
  * Isend/Irecv (they do not wait on the peer), under mpi_lock while the
  * communication thread may be in MPI. */
-static int point_to_point(bool is_send, const void *buf, size_t count, em_dtype d, int peer, int tag, void **req)
+static int point_to_point(void *g, bool is_send, const void *buf, size_t count, em_dtype d, int peer, int tag,
+                          int *source, void **req)
 {
     const char *what = is_send ? "send" : "recv";
     int n = to_count(what, count);
     if (n < 0) return -1;
+    if (peer == EM_COMM_ANY_SOURCE) peer = MPI_ANY_SOURCE;
     int rc;
     if (!req) {
         if (thread_started) drain();
-        rc = is_send ? MPI_Send(buf, n, mpi_type(d), peer, tag, comm)
-                     : MPI_Recv((void *)buf, n, mpi_type(d), peer, tag, comm, MPI_STATUS_IGNORE);
+        MPI_Status st;
+        rc = is_send ? MPI_Send(buf, n, mpi_type(d), peer, tag, on(g))
+                     : MPI_Recv((void *)buf, n, mpi_type(d), peer, tag, on(g), &st);
+        if (rc == MPI_SUCCESS && !is_send && source) *source = st.MPI_SOURCE;
         return rc == MPI_SUCCESS ? 0 : fail(what, rc);
     }
     request *r = calloc(1, sizeof *r);
     if (!r) return host->set_error("%s: out of memory for a request", what);
     r->kind = K_P2P;
     r->what = what;
+    r->source = source;
     pthread_mutex_lock(&mpi_lock);
-    rc = is_send ? MPI_Isend(buf, n, mpi_type(d), peer, tag, comm, &r->mpi)
-                 : MPI_Irecv((void *)buf, n, mpi_type(d), peer, tag, comm, &r->mpi);
+    rc = is_send ? MPI_Isend(buf, n, mpi_type(d), peer, tag, on(g), &r->mpi)
+                 : MPI_Irecv((void *)buf, n, mpi_type(d), peer, tag, on(g), &r->mpi);
     pthread_mutex_unlock(&mpi_lock);
     if (rc != MPI_SUCCESS) {
         free(r);
@@ -348,14 +405,14 @@ static int point_to_point(bool is_send, const void *buf, size_t count, em_dtype 
     return 0;
 }
 
-static int send(const void *buf, size_t count, em_dtype d, int peer, int tag, void **req)
+static int send(void *g, const void *buf, size_t count, em_dtype d, int peer, int tag, void **req)
 {
-    return point_to_point(true, buf, count, d, peer, tag, req);
+    return point_to_point(g, true, buf, count, d, peer, tag, NULL, req);
 }
 
-static int recv(void *buf, size_t count, em_dtype d, int peer, int tag, void **req)
+static int recv(void *g, void *buf, size_t count, em_dtype d, int peer, int tag, int *source, void **req)
 {
-    return point_to_point(false, buf, count, d, peer, tag, req);
+    return point_to_point(g, false, buf, count, d, peer, tag, source, req);
 }
 
 /* One look at a point-to-point request; true when it has completed (or
@@ -363,13 +420,15 @@ static int recv(void *buf, size_t count, em_dtype d, int peer, int tag, void **r
 static bool p2p_test(request *r)
 {
     int flag = 0;
+    MPI_Status st;
     pthread_mutex_lock(&mpi_lock);
-    int rc = MPI_Test(&r->mpi, &flag, MPI_STATUS_IGNORE);
+    int rc = MPI_Test(&r->mpi, &flag, &st);
     pthread_mutex_unlock(&mpi_lock);
     if (rc != MPI_SUCCESS) {
         note_error(r, rc);
         return true;
     }
+    if (flag && r->source) *r->source = st.MPI_SOURCE;
     return flag != 0;
 }
 
@@ -385,8 +444,10 @@ static int wait(void *req)
     request *r = req;
     if (r->kind == K_P2P) {
         if (!thread_started) {
-            int rc = MPI_Wait(&r->mpi, MPI_STATUS_IGNORE);
+            MPI_Status st;
+            int rc = MPI_Wait(&r->mpi, &st);
             if (rc != MPI_SUCCESS) note_error(r, rc);
+            else if (r->source) *r->source = st.MPI_SOURCE;
         } else {
             /* MPI_Wait would hold mpi_lock while the peer's send may wait on
              * a collective this rank's thread has still to run: look, then
@@ -421,6 +482,8 @@ static const em_comm_backend mpi_backend = {
     .destroy = destroy,
     .abort = abort_job,
     .reduces = reduces,
+    .split = split,
+    .free_group = free_group,
     .all_reduce = all_reduce,
     .broadcast = broadcast,
     .all_gather = all_gather,

@@ -137,14 +137,14 @@ static int init(int *rank, int *size)
     int32_t ok = setup(*rank, &id) == 0;
     char why[512] = "";
     if (!ok) snprintf(why, sizeof why, "%s", host->last_error());
-    if (host->bootstrap->all_reduce(&ok, 1, EM_INT32, EM_COMM_MIN, NULL)) return release();
+    if (host->bootstrap->all_reduce(NULL, &ok, 1, EM_INT32, EM_COMM_MIN, NULL)) return release();
     if (!ok) {
         release();
         if (why[0]) return host->set_error("%s", why);
         return host->set_error("init_process_group: another rank could not set up its GPU for backend 'nccl' "
                                "(its error names it)");
     }
-    if (host->bootstrap->broadcast(&id, sizeof id, EM_UINT8, 0, NULL)) return release();
+    if (host->bootstrap->broadcast(NULL, &id, sizeof id, EM_UINT8, 0, NULL)) return release();
     ncclResult_t r = ncclCommInitRank(&comm, *size, id, *rank);
     if (r != ncclSuccess) {
         comm = NULL;
@@ -170,6 +170,42 @@ static void abort_comm(int code)
     (void)code;
     if (comm) ncclCommAbort(comm);
     comm = NULL;
+}
+
+/* the subgroup's communicator (an ncclComm_t from split), or init's */
+static ncclComm_t on(void *g) { return g ? (ncclComm_t)g : comm; }
+
+/* ncclCommSplit (NCCL 2.18) is collective over init's communicator, as
+ * the engine's new_group is over the world; key: the rank's position in
+ * the sorted list, so the subgroup numbers its members in that order. */
+static int split(const int *ranks, int n, bool member, void **group)
+{
+    *group = NULL;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 18, 0)
+    int rank = 0, key = 0;
+    ncclResult_t r = ncclCommUserRank(comm, &rank);
+    for (int i = 0; r == ncclSuccess && i < n; i++)
+        if (ranks[i] == rank) key = i;
+    ncclComm_t sub = NULL;
+    if (r == ncclSuccess) r = ncclCommSplit(comm, member ? 0 : NCCL_SPLIT_NOCOLOR, key, &sub, NULL);
+    if (r != ncclSuccess) return nccl_fail("new_group: ncclCommSplit", r);
+    *group = sub;
+    return 0;
+#else
+    (void)ranks;
+    (void)n;
+    (void)member;
+    return host->set_error("new_group: backend 'nccl' needs NCCL 2.18 or later for subgroups (ncclCommSplit); "
+                           "this build has NCCL %d.%d", NCCL_MAJOR, NCCL_MINOR);
+#endif
+}
+
+static int free_group(void *group)
+{
+    if (!group) return 0;
+    cudaStreamSynchronize(comm_stream);
+    ncclResult_t r = ncclCommDestroy((ncclComm_t)group);
+    return r == ncclSuccess ? 0 : nccl_fail("destroy_process_group", r);
 }
 
 /* the comm stream waits for the compute stream's work so far */
@@ -199,43 +235,44 @@ static int end(const char *what, ncclResult_t r, void **req)
     return 0;
 }
 
-static int all_reduce(void *buf, size_t count, em_dtype d, em_comm_op op, void **req)
+static int all_reduce(void *g, void *buf, size_t count, em_dtype d, em_comm_op op, void **req)
 {
     if (begin("all_reduce")) return -1;
-    return end("all_reduce", ncclAllReduce(buf, buf, count, nccl_type(d), nccl_op(op), comm, comm_stream), req);
+    return end("all_reduce", ncclAllReduce(buf, buf, count, nccl_type(d), nccl_op(op), on(g), comm_stream), req);
 }
 
-static int broadcast(void *buf, size_t count, em_dtype d, int root, void **req)
+static int broadcast(void *g, void *buf, size_t count, em_dtype d, int root, void **req)
 {
     if (begin("broadcast")) return -1;
-    return end("broadcast", ncclBroadcast(buf, buf, count, nccl_type(d), root, comm, comm_stream), req);
+    return end("broadcast", ncclBroadcast(buf, buf, count, nccl_type(d), root, on(g), comm_stream), req);
 }
 
-static int all_gather(const void *send, void *recv, size_t count, em_dtype d, void **req)
+static int all_gather(void *g, const void *send, void *recv, size_t count, em_dtype d, void **req)
 {
     if (begin("all_gather")) return -1;
-    return end("all_gather", ncclAllGather(send, recv, count, nccl_type(d), comm, comm_stream), req);
+    return end("all_gather", ncclAllGather(send, recv, count, nccl_type(d), on(g), comm_stream), req);
 }
 
-static int reduce_scatter(const void *send, void *recv, size_t count, em_dtype d, em_comm_op op, void **req)
+static int reduce_scatter(void *g, const void *send, void *recv, size_t count, em_dtype d, em_comm_op op,
+                          void **req)
 {
     if (begin("reduce_scatter")) return -1;
     return end("reduce_scatter",
-               ncclReduceScatter(send, recv, count, nccl_type(d), nccl_op(op), comm, comm_stream), req);
+               ncclReduceScatter(send, recv, count, nccl_type(d), nccl_op(op), on(g), comm_stream), req);
 }
 
-static int reduce(void *buf, size_t count, em_dtype d, em_comm_op op, int root, void **req)
+static int reduce(void *g, void *buf, size_t count, em_dtype d, em_comm_op op, int root, void **req)
 {
     if (begin("reduce")) return -1;
-    return end("reduce", ncclReduce(buf, buf, count, nccl_type(d), nccl_op(op), root, comm, comm_stream), req);
+    return end("reduce", ncclReduce(buf, buf, count, nccl_type(d), nccl_op(op), root, on(g), comm_stream), req);
 }
 
 /* A blocking barrier holds the host too (every rank has reached it and the
  * GPU work before it is done), as PyTorch's does. */
-static int barrier(void **req)
+static int barrier(void *g, void **req)
 {
     if (begin("barrier")) return -1;
-    ncclResult_t r = ncclAllReduce(one_float, one_float, 1, ncclFloat32, ncclSum, comm, comm_stream);
+    ncclResult_t r = ncclAllReduce(one_float, one_float, 1, ncclFloat32, ncclSum, on(g), comm_stream);
     if (end("barrier", r, req)) return -1;
     if (req) return 0;
     cudaError_t e = cudaStreamSynchronize(comm_stream);
@@ -250,16 +287,19 @@ static int check_tag(const char *what, int tag)
     return 0;
 }
 
-static int send(const void *buf, size_t count, em_dtype d, int peer, int tag, void **req)
+static int send(void *g, const void *buf, size_t count, em_dtype d, int peer, int tag, void **req)
 {
     if (check_tag("send", tag) || begin("send")) return -1;
-    return end("send", ncclSend(buf, count, nccl_type(d), peer, comm, comm_stream), req);
+    return end("send", ncclSend(buf, count, nccl_type(d), peer, on(g), comm_stream), req);
 }
 
-static int recv(void *buf, size_t count, em_dtype d, int peer, int tag, void **req)
+static int recv(void *g, void *buf, size_t count, em_dtype d, int peer, int tag, int *source, void **req)
 {
     if (check_tag("recv", tag) || begin("recv")) return -1;
-    return end("recv", ncclRecv(buf, count, nccl_type(d), peer, comm, comm_stream), req);
+    /* the engine refuses EM_COMM_ANY_SOURCE for CUDA tensors: NCCL has no
+     * wildcard receive */
+    if (source) *source = peer;
+    return end("recv", ncclRecv(buf, count, nccl_type(d), peer, on(g), comm_stream), req);
 }
 
 /* Orders, does not block: the compute stream waits for the collective. */
@@ -297,6 +337,8 @@ static const em_comm_backend nccl_backend = {
     .destroy = destroy,
     .abort = abort_comm,
     .reduces = reduces,
+    .split = split,
+    .free_group = free_group,
     .device = rank_device,
     .all_reduce = all_reduce,
     .broadcast = broadcast,

@@ -13,8 +13,10 @@
  * for reductions, bool as uint8). Ranks are 0-based. Every transfer takes a
  * `req` pointer: NULL runs it to completion (the blocking call, which for
  * MPI is the faster collective algorithm), non-NULL starts it and stores a
- * request that wait/test complete and free. Errors are values: -1 after
- * host->set_error(message). */
+ * request that wait/test complete and free. Every transfer also takes the
+ * communicator it runs on: NULL for the one init made over every process,
+ * or a handle from split (a subgroup; ranks, roots and peers are then the
+ * subgroup's). Errors are values: -1 after host->set_error(message). */
 #ifndef EMBER_COMM_H
 #define EMBER_COMM_H
 
@@ -33,6 +35,8 @@ typedef enum em_comm_op {
 } em_comm_op;
 
 typedef struct em_comm_backend em_comm_backend;
+
+enum { EM_COMM_ANY_SOURCE = -1 };
 
 typedef struct em_comm_host {
     int (*set_error)(const char *fmt, ...);
@@ -63,17 +67,27 @@ struct em_comm_backend {
      * backend. */
     int (*device)(void);
 
-    int (*all_reduce)(void *buf, size_t count, em_dtype d, em_comm_op op, void **req);
-    int (*broadcast)(void *buf, size_t count, em_dtype d, int root, void **req);
+    /* Collective over every process (init's communicator): the n ranks
+     * (ascending) make a new communicator, numbered in that order; a member
+     * gets its handle in *group, the others NULL. */
+    int (*split)(const int *ranks, int n, bool member, void **group);
+    int (*free_group)(void *group);
+
+    int (*all_reduce)(void *g, void *buf, size_t count, em_dtype d, em_comm_op op, void **req);
+    int (*broadcast)(void *g, void *buf, size_t count, em_dtype d, int root, void **req);
     /* recv holds size * count elements, rank r's at r * count */
-    int (*all_gather)(const void *send, void *recv, size_t count, em_dtype d, void **req);
+    int (*all_gather)(void *g, const void *send, void *recv, size_t count, em_dtype d, void **req);
     /* send holds size * count elements; recv gets this rank's reduced block */
-    int (*reduce_scatter)(const void *send, void *recv, size_t count, em_dtype d, em_comm_op op, void **req);
+    int (*reduce_scatter)(void *g, const void *send, void *recv, size_t count, em_dtype d, em_comm_op op,
+                          void **req);
     /* the result lands in buf on root only */
-    int (*reduce)(void *buf, size_t count, em_dtype d, em_comm_op op, int root, void **req);
-    int (*barrier)(void **req);
-    int (*send)(const void *buf, size_t count, em_dtype d, int peer, int tag, void **req);
-    int (*recv)(void *buf, size_t count, em_dtype d, int peer, int tag, void **req);
+    int (*reduce)(void *g, void *buf, size_t count, em_dtype d, em_comm_op op, int root, void **req);
+    int (*barrier)(void *g, void **req);
+    int (*send)(void *g, const void *buf, size_t count, em_dtype d, int peer, int tag, void **req);
+    /* peer EM_COMM_ANY_SOURCE (a host backend only) takes the first message
+     * from any rank; *source gets the sender's rank when the receive
+     * completes (at return when blocking, in wait/test otherwise) */
+    int (*recv)(void *g, void *buf, size_t count, em_dtype d, int peer, int tag, int *source, void **req);
 
     /* completes and frees the request; a device backend orders the compute
      * stream after the transfer instead of blocking the host */

@@ -23,6 +23,21 @@ static int my_rank, world_size;
 static const em_comm_host comm_host = {.set_error = em_set_error, .last_error = em_error};
 static em_comm_host nccl_host = {.set_error = em_set_error, .last_error = em_error};
 
+/* A process group: the default one (id 0, every rank, init's communicators)
+ * or one from new_group. Every rank makes the same groups in the same order
+ * (new_group is collective over the world), so ids agree across ranks; they
+ * are never reused, so a destroyed group's id stays an error. */
+typedef struct group {
+    int id;
+    int rank, size;     /* this process's rank in the group; -1: not a member */
+    int *ranks;         /* the members' global ranks, ascending; NULL: 0..size-1 */
+    void *h, *gh;       /* MPI's and NCCL's communicators (NULL: init's) */
+    bool gpu;           /* CUDA tensors go over NCCL (backend "nccl") */
+} group;
+static group world;
+static group **subgroups;
+static int nsubgroups, subgroup_cap, next_group_id = 1;
+
 /* Opens build/<file> (or $<env>) and calls its <symbol>; what names the
  * backend in errors, hint says what a failed dlopen usually means. */
 static const em_comm_backend *load_backend(const char *file, const char *env_name, const char *symbol,
@@ -93,6 +108,7 @@ int em_dist_init(const char *backend, bool debug)
         return em_set_error("%s", why);
     }
     gpu_comm = nccl ? nccl_lib : NULL;
+    world = (group){.id = 0, .rank = my_rank, .size = world_size, .gpu = nccl};
     initialized = true;
     debug_checks = debug;
     return 0;
@@ -103,11 +119,24 @@ int em_dist_rank(void) { return initialized ? my_rank : -1; }
 int em_dist_world_size(void) { return initialized ? world_size : -1; }
 const char *em_dist_backend(void) { return initialized ? gpu_comm ? gpu_comm->name : comm->name : NULL; }
 
+static int free_subgroup(group *g)
+{
+    int rc = g->gh ? gpu_comm->free_group(g->gh) : 0;
+    if (g->h && comm->free_group(g->h)) rc = -1;
+    free(g->ranks);
+    free(g);
+    return rc;
+}
+
 int em_dist_destroy(void)
 {
     if (!initialized) return em_set_error("destroy_process_group: the default process group is not initialised");
+    int rc = 0;
+    for (int i = nsubgroups - 1; i >= 0; i--)
+        if (free_subgroup(subgroups[i])) rc = -1;
+    nsubgroups = 0;
     initialized = false;
-    int rc = gpu_comm ? gpu_comm->destroy() : 0;
+    if (gpu_comm && gpu_comm->destroy()) rc = -1;
     gpu_comm = NULL;
     return comm->destroy() || rc ? -1 : 0;
 }
@@ -138,9 +167,12 @@ struct em_work {
     void *req;              /* the backend's request while running */
     bool done, failed;
     em_tensor *recv, *send; /* the buffers the backend uses (kept alive) */
-    em_tensor *divide;      /* avg: recv is divided by the world size first */
+    em_tensor *divide;      /* avg: recv is divided by the group size first */
     int ncopy;              /* then dst[i] <- src[i] (views of recv) */
     em_tensor **dst, **src;
+    bool is_recv;
+    int source;             /* a recv's sender, in its group (set by the backend) */
+    int *source_ranks;      /* that group's global ranks (a copy; NULL: the world's) */
     char error[512];
 };
 
@@ -227,7 +259,19 @@ int em_work_test(em_work *w, bool *done)
 static void work_drop(em_work *w)
 {
     work_release(w);
+    free(w->source_ranks);
     free(w);
+}
+
+int em_work_source(em_work *w, int *rank)
+{
+    if (!w->is_recv)
+        return em_set_error("Work._source_rank: this Work is not a receive's (only recv/irecv know a sender)");
+    if (!w->done)
+        return em_set_error("Work._source_rank: the receive has not completed: call wait() first");
+    if (w->failed) return em_set_error("%s", w->error);
+    *rank = w->source_ranks ? w->source_ranks[w->source] : w->source;
+    return 0;
 }
 
 /* rc: the backend call that started the transfer in w. Blocking (work ==
@@ -258,7 +302,7 @@ static void add_copy(em_work *w, em_tensor *dst, em_tensor *src)
     w->ncopy++;
 }
 
-/* ---- checks ----------------------------------------------------------------- */
+/* ---- process groups ------------------------------------------------------- */
 
 static int check_ready(const char *op)
 {
@@ -268,17 +312,174 @@ static int check_ready(const char *op)
     return 0;
 }
 
+static group *find_group(int id)
+{
+    if (id == 0) return &world;
+    for (int i = 0; i < nsubgroups; i++)
+        if (subgroups[i]->id == id) return subgroups[i];
+    return NULL;
+}
+
+/* The group a collective runs on; NULL with the error set. */
+static group *use_group(const char *op, int id)
+{
+    if (check_ready(op)) return NULL;
+    group *g = find_group(id);
+    if (!g)
+        em_set_error("%s: the process group was destroyed (destroy_process_group), or made before the default "
+                     "group was last initialised", op);
+    return g;
+}
+
+static int global_rank(const group *g, int r) { return g->ranks ? g->ranks[r] : r; }
+
+/* g's rank of a global rank; -1 when not a member */
+static int group_rank(const group *g, int global)
+{
+    if (!g->ranks) return global >= 0 && global < g->size ? global : -1;
+    for (int i = 0; i < g->size; i++)
+        if (g->ranks[i] == global) return i;
+    return -1;
+}
+
+/* "0, 2, 3" (shortened past a few dozen) into a static buffer */
+static const char *ranks_text(const group *g)
+{
+    static char buf[256];
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < g->size && at + 16 < sizeof buf; i++)
+        at += (size_t)snprintf(buf + at, sizeof buf - at, "%s%d", i ? ", " : "", global_rank(g, i));
+    if (at + 16 >= sizeof buf) snprintf(buf + at, sizeof buf - at, ", ...");
+    return buf;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+int em_dist_group_info(int id, int *rank, int *size, const int **ranks)
+{
+    group *g = use_group("process group", id);
+    if (!g) return -1;
+    *rank = g->rank;
+    *size = g->size;
+    *ranks = g->ranks;
+    return 0;
+}
+
+static int check_peers(const char *op, const group *g, int code, int arg, const em_tensor *t);
+enum { C_ALL_REDUCE = 1, C_BROADCAST, C_REDUCE, C_ALL_GATHER, C_REDUCE_SCATTER, C_BARRIER, C_NEW_GROUP };
+
+static int add_subgroup(group *g)
+{
+    if (nsubgroups == subgroup_cap) {
+        int cap = subgroup_cap ? 2 * subgroup_cap : 8;
+        group **more = realloc(subgroups, (size_t)cap * sizeof *more);
+        if (!more) return em_set_error("new_group: out of memory");
+        subgroups = more;
+        subgroup_cap = cap;
+    }
+    subgroups[nsubgroups++] = g;
+    return 0;
+}
+
+/* sorted, in range, no duplicates; n == 0: every rank, as PyTorch's [] */
+static int *sorted_ranks(const int *ranks, int *n)
+{
+    int m = *n ? *n : world_size;
+    int *s = malloc((size_t)m * sizeof *s);
+    if (!s) {
+        em_set_error("new_group: out of memory");
+        return NULL;
+    }
+    for (int i = 0; i < m; i++) s[i] = *n ? ranks[i] : i;
+    qsort(s, (size_t)m, sizeof *s, cmp_int);
+    for (int i = 0; i < m; i++) {
+        if (s[i] < 0 || s[i] >= world_size) {
+            em_set_error("new_group: rank %d out of range: ranks are 0-based, 0..%d for world size %d", s[i],
+                         world_size - 1, world_size);
+        } else if (i > 0 && s[i] == s[i - 1]) {
+            em_set_error("new_group: rank %d is listed twice: a group's ranks are distinct", s[i]);
+        } else {
+            continue;
+        }
+        free(s);
+        return NULL;
+    }
+    *n = m;
+    return s;
+}
+
+int em_dist_new_group(const int *ranks, int n, const char *backend, int *id)
+{
+    if (check_ready("new_group")) return -1;
+    bool gpu = gpu_comm != NULL;
+    if (backend && strcmp(backend, "mpi") == 0) gpu = false;
+    else if (backend && strcmp(backend, "nccl") == 0) gpu = true;
+    else if (backend) return em_set_error("new_group: unknown backend '%s' (expected 'mpi' or 'nccl')", backend);
+    if (gpu && !gpu_comm)
+        return em_set_error("new_group: backend 'nccl' needs a default group made with backend 'nccl' "
+                            "(this one is over '%s')", comm->name);
+    group *g = calloc(1, sizeof *g);
+    if (!g) return em_set_error("new_group: out of memory");
+    g->ranks = sorted_ranks(ranks, &n);
+    if (!g->ranks) {
+        free(g);
+        return -1;
+    }
+    g->id = next_group_id;
+    g->size = n;
+    g->gpu = gpu;
+    g->rank = group_rank(g, my_rank);
+    /* the debug check compares a checksum of the members and the id */
+    uint64_t sum = 0;   /* unsigned: wraps instead of overflowing */
+    for (int i = 0; i < n; i++) sum = sum * 31 + (uint64_t)g->ranks[i] + 1;
+    int rc = check_peers("new_group", &world, C_NEW_GROUP, (int)(sum % 1000000007u) ^ g->id, NULL);
+    if (rc == 0) rc = comm->split(g->ranks, n, g->rank >= 0, &g->h);
+    if (rc == 0 && gpu) rc = gpu_comm->split(g->ranks, n, g->rank >= 0, &g->gh);
+    if (rc == 0) rc = add_subgroup(g);
+    if (rc) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", em_error());
+        free_subgroup(g);
+        return em_set_error("%s", why);
+    }
+    next_group_id++;
+    *id = g->id;
+    return 0;
+}
+
+int em_dist_destroy_group(int id)
+{
+    if (check_ready("destroy_process_group")) return -1;
+    if (id == 0) return em_dist_destroy();
+    for (int i = 0; i < nsubgroups; i++) {
+        if (subgroups[i]->id != id) continue;
+        group *g = subgroups[i];
+        memmove(subgroups + i, subgroups + i + 1, (size_t)(nsubgroups - i - 1) * sizeof *subgroups);
+        nsubgroups--;
+        return free_subgroup(g);
+    }
+    return em_set_error("destroy_process_group: the process group was already destroyed");
+}
+
+/* ---- checks ----------------------------------------------------------------- */
+
 /* CPU tensors go over MPI in every group (PyTorch's nccl group refuses
  * them; ember's carries them over its bootstrap), CUDA tensors over NCCL,
  * on this rank's GPU only. */
-static int check_tensor(const char *op, const em_tensor *t)
+static int check_tensor(const char *op, const group *g, const em_tensor *t)
 {
     em_device dev = em_dev(t);
     if (dev.type == EM_CPU) return 0;
-    if (!gpu_comm)
+    if (!g->gpu)
         return em_set_error("%s: a %s tensor on cuda:%d: the process group's backend 'mpi' carries CPU tensors; "
-                            "init_process_group({backend = \"nccl\"}) carries CUDA tensors (or use t:cpu())", op,
-                            em_dtype_name(t->dtype), dev.index);
+                            "%s carries CUDA tensors (or use t:cpu())", op, em_dtype_name(t->dtype), dev.index,
+                            g->id ? "a group from new_group(ranks, {backend = \"nccl\"}) in an nccl job"
+                                  : "init_process_group({backend = \"nccl\"})");
     int mine = gpu_comm->device();
     if (dev.index != mine)
         return em_set_error("%s: a %s tensor on cuda:%d, but this rank's GPU is cuda:%d (backend 'nccl' uses one "
@@ -289,21 +490,29 @@ static int check_tensor(const char *op, const em_tensor *t)
 
 static const em_comm_backend *backend_of(const em_tensor *t) { return em_dev(t).type == EM_CPU ? comm : gpu_comm; }
 
+/* the communicator of g in backend be */
+static void *handle(const group *g, const em_comm_backend *be) { return be == comm ? g->h : g->gh; }
+
 /* every tensor of a collective is in the memory of one backend */
-static int check_device(const char *op, const char *what, const em_tensor *a, const em_tensor *like)
+static int check_device(const char *op, const group *g, const char *what, const em_tensor *a, const em_tensor *like)
 {
     if (em_dev(a).type != em_dev(like).type)
         return em_set_error("%s: %s is a %s tensor and the input a %s tensor: one collective runs on one device",
                             op, what, em_dev(a).type == EM_CPU ? "CPU" : "CUDA",
                             em_dev(like).type == EM_CPU ? "CPU" : "CUDA");
-    return check_tensor(op, a);
+    return check_tensor(op, g, a);
 }
 
-static int check_rank(const char *op, const char *what, int r)
+/* A global rank (src, dst, peer) as g's rank: *out. */
+static int check_rank(const char *op, const group *g, const char *what, int r, int *out)
 {
     if (r < 0 || r >= world_size)
         return em_set_error("%s: %s rank %d out of range: ranks are 0-based, 0..%d for world size %d", op, what, r,
                             world_size - 1, world_size);
+    *out = group_rank(g, r);
+    if (*out < 0)
+        return em_set_error("%s: %s rank %d is not in the process group (its ranks: %s); %s is a global rank, as "
+                            "in PyTorch", op, what, r, ranks_text(g), what);
     return 0;
 }
 
@@ -322,64 +531,75 @@ static int backend_op(const char *op, em_dtype d, em_comm_op rop, em_comm_op *ou
     return 0;
 }
 
-static int check_like(const char *op, const char *what, const em_tensor *a, const em_tensor *like)
+static int check_like(const char *op, const group *g, const char *what, const em_tensor *a, const em_tensor *like)
 {
     bool same = a->ndim == like->ndim && a->dtype == like->dtype;
     for (int i = 0; same && i < a->ndim; i++) same = a->sizes[i] == like->sizes[i];
     if (!same)
         return em_set_error("%s: %s is %s %s, expected %s %s like the input", op, what, em_dtype_name(a->dtype),
                             em_shape_tmp(a), em_dtype_name(like->dtype), em_shape_tmp(like));
-    return check_device(op, what, a, like);
+    return check_device(op, g, what, a, like);
 }
 
-/* big holds world-size blocks shaped like small: [size * d1, d2, ...] or
+/* big holds group-size blocks shaped like small: [size * d1, d2, ...] or
  * [size, d1, d2, ...] */
-static int check_blocks(const char *op, const char *what, const em_tensor *big, const em_tensor *small)
+static int check_blocks(const char *op, const group *g, const char *what, const em_tensor *big,
+                        const em_tensor *small)
 {
+    int n = g->size;
     bool ok = big->dtype == small->dtype && big->ndim >= 1;
     if (ok && big->ndim == small->ndim && small->ndim > 0) {
-        ok = big->sizes[0] == world_size * small->sizes[0];
+        ok = big->sizes[0] == n * small->sizes[0];
         for (int i = 1; ok && i < big->ndim; i++) ok = big->sizes[i] == small->sizes[i];
     } else if (ok && big->ndim == small->ndim + 1) {
-        ok = big->sizes[0] == world_size;
+        ok = big->sizes[0] == n;
         for (int i = 1; ok && i < big->ndim; i++) ok = big->sizes[i] == small->sizes[i - 1];
     } else {
         ok = false;
     }
     if (!ok)
-        return em_set_error("%s: %s is %s %s; with world size %d and %s %s per rank it must be %s with "
+        return em_set_error("%s: %s is %s %s; with %s size %d and %s %s per rank it must be %s with "
                             "dim 1 of size %d times the per-rank size (or one more leading dim of size %d)", op,
-                            what, em_dtype_name(big->dtype), em_shape_tmp(big), world_size,
-                            em_dtype_name(small->dtype), em_shape_tmp(small), em_dtype_name(small->dtype),
-                            world_size, world_size);
-    return check_device(op, what, big, small);
+                            what, em_dtype_name(big->dtype), em_shape_tmp(big), g->id ? "group" : "world", n,
+                            em_dtype_name(small->dtype), em_shape_tmp(small), em_dtype_name(small->dtype), n, n);
+    return check_device(op, g, what, big, small);
 }
 
-/* With debug checks on, every rank compares what it is about to run (the
- * collective, its root or op, the tensor's dtype and shape) in one small
- * all_reduce of the values and their negations under max: a mismatch shows
- * as max != -min. Without it, mismatched ranks fail inside MPI or hang. */
-enum { SIG_N = 4 + EM_MAX_DIMS };
-static int check_peers(const char *op, int code, int arg, const em_tensor *t)
+/* With debug checks on, every rank of the group compares what it is about
+ * to run (the group, the collective, its root or op, the tensor's dtype
+ * and shape) in one small all_reduce of the values and their negations
+ * under max: a mismatch shows as max != -min. Without it, mismatched ranks
+ * fail inside MPI or hang. */
+enum { SIG_N = 5 + EM_MAX_DIMS };
+static int check_peers(const char *op, const group *g, int code, int arg, const em_tensor *t)
 {
     if (!debug_checks) return 0;
     int64_t sig[2 * SIG_N] = {0};
     sig[0] = code;
     sig[1] = arg;
+    sig[2] = g->id;
     if (t) {
-        sig[2] = t->dtype;
-        sig[3] = t->ndim;
-        for (int i = 0; i < t->ndim; i++) sig[4 + i] = t->sizes[i];
+        sig[3] = t->dtype;
+        sig[4] = t->ndim;
+        for (int i = 0; i < t->ndim; i++) sig[5 + i] = t->sizes[i];
     }
     for (int i = 0; i < SIG_N; i++) sig[SIG_N + i] = -sig[i];
-    if (comm->all_reduce(sig, 2 * SIG_N, EM_INT64, EM_COMM_MAX, NULL)) return -1;
+    if (comm->all_reduce(g->h, sig, 2 * SIG_N, EM_INT64, EM_COMM_MAX, NULL)) return -1;
     for (int i = 0; i < SIG_N; i++) {
         if (sig[i] != -sig[SIG_N + i])
             return em_set_error("%s: ranks disagree (debug check): rank %d runs %s%s%s%s%s, another rank runs a "
-                                "different collective, root, op, dtype or shape", op, my_rank, op,
+                                "different collective, group, root, op, dtype or shape", op, my_rank, op,
                                 t ? " on " : "", t ? em_dtype_name(t->dtype) : "", t ? " " : "",
                                 t ? em_shape_tmp(t) : "");
     }
+    return 0;
+}
+
+/* A rank outside the group takes no part, as in PyTorch (which warns):
+ * nothing runs and there is no Work. */
+static int not_member(em_work **work)
+{
+    if (work) *work = NULL;
     return 0;
 }
 
@@ -418,18 +638,21 @@ static size_t count(const em_tensor *t) { return (size_t)em_numel(t); }
 
 /* ---- collectives ---------------------------------------------------------- */
 
-enum { C_ALL_REDUCE = 1, C_BROADCAST, C_REDUCE, C_ALL_GATHER, C_REDUCE_SCATTER, C_BARRIER };
-
-static int reduce_common(const char *op, int code, em_tensor *t, int root, em_comm_op rop, em_work **work)
+static int reduce_common(const char *op, int code, em_tensor *t, int root, em_comm_op rop, int gid,
+                         em_work **work)
 {
     em_comm_op bop;
-    if (check_ready(op) || check_tensor(op, t) || backend_op(op, t->dtype, rop, &bop)) return -1;
-    if (code == C_REDUCE && check_rank(op, "dst", root)) return -1;
-    if (em_check_writable(op, t) || check_peers(op, code, root * EM_NCOMM_OPS + rop, t)) return -1;
+    group *g = use_group(op, gid);
+    if (!g || check_tensor(op, g, t) || backend_op(op, t->dtype, rop, &bop)) return -1;
+    int groot = 0;
+    if (code == C_REDUCE && check_rank(op, g, "dst", root, &groot)) return -1;
+    if (g->rank < 0) return not_member(work);
+    if (em_check_writable(op, t) || check_peers(op, g, code, groot * EM_NCOMM_OPS + rop, t)) return -1;
     const em_comm_backend *be = backend_of(t);
+    void *h = handle(g, be);
     if (!work && code == C_ALL_REDUCE && rop != EM_COMM_AVG && em_is_contiguous(t) && be->reduces(t->dtype)) {
         /* the common case straight through, no buffers: small sizes are all overhead */
-        if (be->all_reduce(em_data_ptr(t), count(t), t->dtype, bop, NULL)) return -1;
+        if (be->all_reduce(h, em_data_ptr(t), count(t), t->dtype, bop, NULL)) return -1;
         em_bump_version(t);
         return 0;
     }
@@ -437,109 +660,129 @@ static int reduce_common(const char *op, int code, em_tensor *t, int root, em_co
     if (!w) return -1;
     w->recv = carry(t, true);
     if (!w->recv) return work_finish(w, -1, NULL);
-    bool lands = code == C_ALL_REDUCE || my_rank == root;
+    bool lands = code == C_ALL_REDUCE || g->rank == groot;
     if (lands) add_copy(w, t, w->recv);
     if (lands && rop == EM_COMM_AVG) {
-        w->divide = em_scalar(world_size, w->recv->dtype, em_dev(w->recv));
+        w->divide = em_scalar(g->size, w->recv->dtype, em_dev(w->recv));
         if (!w->divide) return work_finish(w, -1, NULL);
     }
     void **req = work ? &w->req : NULL;
-    int rc = code == C_ALL_REDUCE ? be->all_reduce(em_data_ptr(w->recv), count(t), w->recv->dtype, bop, req)
-                                  : be->reduce(em_data_ptr(w->recv), count(t), w->recv->dtype, bop, root, req);
+    int rc = code == C_ALL_REDUCE ? be->all_reduce(h, em_data_ptr(w->recv), count(t), w->recv->dtype, bop, req)
+                                  : be->reduce(h, em_data_ptr(w->recv), count(t), w->recv->dtype, bop, groot, req);
     return work_finish(w, rc, work);
 }
 
-int em_dist_all_reduce(em_tensor *t, em_comm_op op, em_work **work)
+int em_dist_all_reduce(em_tensor *t, em_comm_op op, int group, em_work **work)
 {
-    return reduce_common("all_reduce", C_ALL_REDUCE, t, 0, op, work);
+    return reduce_common("all_reduce", C_ALL_REDUCE, t, 0, op, group, work);
 }
 
-int em_dist_reduce(em_tensor *t, int dst, em_comm_op op, em_work **work)
+int em_dist_reduce(em_tensor *t, int dst, em_comm_op op, int group, em_work **work)
 {
-    return reduce_common("reduce", C_REDUCE, t, dst, op, work);
+    return reduce_common("reduce", C_REDUCE, t, dst, op, group, work);
 }
 
-int em_dist_broadcast(em_tensor *t, int src, em_work **work)
+int em_dist_broadcast(em_tensor *t, int src, int gid, em_work **work)
 {
     const char *op = "broadcast";
-    if (check_ready(op) || check_tensor(op, t) || check_rank(op, "src", src)) return -1;
-    if (em_check_writable(op, t) || check_peers(op, C_BROADCAST, src, t)) return -1;
+    group *g = use_group(op, gid);
+    int gsrc;
+    if (!g || check_tensor(op, g, t) || check_rank(op, g, "src", src, &gsrc)) return -1;
+    if (g->rank < 0) return not_member(work);
+    if (em_check_writable(op, t) || check_peers(op, g, C_BROADCAST, gsrc, t)) return -1;
     em_work *w = work_new(backend_of(t), 1);
     if (!w) return -1;
     w->recv = carry(t, false);
     if (!w->recv) return work_finish(w, -1, NULL);
-    if (my_rank != src) add_copy(w, t, w->recv);
-    int rc = w->be->broadcast(em_data_ptr(w->recv), count(t), t->dtype, src, work ? &w->req : NULL);
+    if (g->rank != gsrc) add_copy(w, t, w->recv);
+    int rc = w->be->broadcast(handle(g, w->be), em_data_ptr(w->recv), count(t), t->dtype, gsrc,
+                              work ? &w->req : NULL);
     return work_finish(w, rc, work);
 }
 
-/* gathers t into a flat buffer of world-size blocks; out (if given) gets the
- * buffer's blocks viewed as its shape, else outs[i] block i */
-static int gather_common(em_tensor *out, em_tensor *const *outs, const em_tensor *t, em_work **work)
+/* gathers t into a flat buffer of group-size blocks; out (if given) gets
+ * the buffer's blocks viewed as its shape, else outs[i] block i */
+static int gather_common(const group *g, em_tensor *out, em_tensor *const *outs, const em_tensor *t,
+                         em_work **work)
 {
-    em_work *w = work_new(backend_of(t), out ? 1 : world_size);
+    em_work *w = work_new(backend_of(t), out ? 1 : g->size);
     if (!w) return -1;
     w->send = carry(t, false);
-    w->recv = out ? carry(out, false) : flat_buffer((int64_t)world_size * em_numel(t), t->dtype, em_dev(t));
+    w->recv = out ? carry(out, false) : flat_buffer((int64_t)g->size * em_numel(t), t->dtype, em_dev(t));
     if (!w->send || !w->recv) return work_finish(w, -1, NULL);
     if (out) add_copy(w, out, w->recv);
-    for (int i = 0; !out && i < world_size; i++) {
+    for (int i = 0; !out && i < g->size; i++) {
         em_tensor *b = block(w->recv, i, t);
         if (!b) return work_finish(w, -1, NULL);
         add_copy(w, outs[i], b);
         em_release(b);
     }
-    int rc = w->be->all_gather(em_data_ptr(w->send), em_data_ptr(w->recv), count(t), t->dtype,
-                              work ? &w->req : NULL);
+    int rc = w->be->all_gather(handle(g, w->be), em_data_ptr(w->send), em_data_ptr(w->recv), count(t), t->dtype,
+                               work ? &w->req : NULL);
     return work_finish(w, rc, work);
 }
 
-int em_dist_all_gather(em_tensor *const *outs, int n, const em_tensor *t, em_work **work)
+/* the list length of all_gather / reduce_scatter: one tensor per member */
+static int check_list_size(const char *op, const group *g, const char *what, int n)
+{
+    if (n != g->size)
+        return em_set_error("%s: the %s list has %d tensors, expected %d (the %s size)", op, what, n, g->size,
+                            g->id ? "group" : "world");
+    return 0;
+}
+
+int em_dist_all_gather(em_tensor *const *outs, int n, const em_tensor *t, int gid, em_work **work)
 {
     const char *op = "all_gather";
-    if (check_ready(op) || check_tensor(op, t)) return -1;
-    if (n != world_size)
-        return em_set_error("%s: the output list has %d tensors, expected %d (the world size)", op, n, world_size);
+    group *g = use_group(op, gid);
+    if (!g || check_tensor(op, g, t)) return -1;
+    if (g->rank < 0) return not_member(work);
+    if (check_list_size(op, g, "output", n)) return -1;
     for (int i = 0; i < n; i++)
-        if (check_like(op, "an output tensor", outs[i], t) || em_check_writable(op, outs[i])) return -1;
-    if (check_peers(op, C_ALL_GATHER, 0, t)) return -1;
-    return gather_common(NULL, outs, t, work);
+        if (check_like(op, g, "an output tensor", outs[i], t) || em_check_writable(op, outs[i])) return -1;
+    if (check_peers(op, g, C_ALL_GATHER, 0, t)) return -1;
+    return gather_common(g, NULL, outs, t, work);
 }
 
-int em_dist_all_gather_into_tensor(em_tensor *out, const em_tensor *t, em_work **work)
+int em_dist_all_gather_into_tensor(em_tensor *out, const em_tensor *t, int gid, em_work **work)
 {
     const char *op = "all_gather_into_tensor";
-    if (check_ready(op) || check_tensor(op, t) || check_blocks(op, "the output", out, t)) return -1;
-    if (em_check_writable(op, out) || check_peers(op, C_ALL_GATHER, 0, t)) return -1;
-    return gather_common(out, NULL, t, work);
+    group *g = use_group(op, gid);
+    if (!g || check_tensor(op, g, t)) return -1;
+    if (g->rank < 0) return not_member(work);
+    if (check_blocks(op, g, "the output", out, t)) return -1;
+    if (em_check_writable(op, out) || check_peers(op, g, C_ALL_GATHER, 0, t)) return -1;
+    return gather_common(g, out, NULL, t, work);
 }
 
-/* reduces world-size blocks shaped like out (the flat send buffer w->send,
+/* reduces group-size blocks shaped like out (the flat send buffer w->send,
  * already filled) and scatters block r to rank r's out */
-static int scatter_common(em_work *w, em_tensor *out, em_comm_op bop, em_comm_op rop, em_work **work)
+static int scatter_common(const group *g, em_work *w, em_tensor *out, em_comm_op bop, em_comm_op rop,
+                          em_work **work)
 {
     w->recv = carry(out, true);
     if (!w->recv) return work_finish(w, -1, NULL);
     add_copy(w, out, w->recv);
     if (rop == EM_COMM_AVG) {
-        w->divide = em_scalar(world_size, w->recv->dtype, em_dev(w->recv));
+        w->divide = em_scalar(g->size, w->recv->dtype, em_dev(w->recv));
         if (!w->divide) return work_finish(w, -1, NULL);
     }
-    int rc = w->be->reduce_scatter(em_data_ptr(w->send), em_data_ptr(w->recv), count(out), w->recv->dtype, bop,
-                                  work ? &w->req : NULL);
+    int rc = w->be->reduce_scatter(handle(g, w->be), em_data_ptr(w->send), em_data_ptr(w->recv), count(out),
+                                   w->recv->dtype, bop, work ? &w->req : NULL);
     return work_finish(w, rc, work);
 }
 
-int em_dist_reduce_scatter(em_tensor *out, em_tensor *const *ins, int n, em_comm_op rop, em_work **work)
+int em_dist_reduce_scatter(em_tensor *out, em_tensor *const *ins, int n, em_comm_op rop, int gid, em_work **work)
 {
     const char *op = "reduce_scatter";
     em_comm_op bop;
-    if (check_ready(op) || check_tensor(op, out) || backend_op(op, out->dtype, rop, &bop)) return -1;
-    if (n != world_size)
-        return em_set_error("%s: the input list has %d tensors, expected %d (the world size)", op, n, world_size);
+    group *g = use_group(op, gid);
+    if (!g || check_tensor(op, g, out) || backend_op(op, out->dtype, rop, &bop)) return -1;
+    if (g->rank < 0) return not_member(work);
+    if (check_list_size(op, g, "input", n)) return -1;
     for (int i = 0; i < n; i++)
-        if (check_like(op, "an input tensor", ins[i], out)) return -1;
-    if (em_check_writable(op, out) || check_peers(op, C_REDUCE_SCATTER, rop, out)) return -1;
+        if (check_like(op, g, "an input tensor", ins[i], out)) return -1;
+    if (em_check_writable(op, out) || check_peers(op, g, C_REDUCE_SCATTER, rop, out)) return -1;
     em_work *w = work_new(backend_of(out), 1);
     if (!w) return -1;
     em_dtype carried = w->be->reduces(out->dtype) ? out->dtype : EM_FLOAT32;
@@ -551,59 +794,89 @@ int em_dist_reduce_scatter(em_tensor *out, em_tensor *const *ins, int n, em_comm
         em_release(b);
         if (rc) return work_finish(w, -1, NULL);
     }
-    return scatter_common(w, out, bop, rop, work);
+    return scatter_common(g, w, out, bop, rop, work);
 }
 
-int em_dist_reduce_scatter_tensor(em_tensor *out, const em_tensor *in, em_comm_op rop, em_work **work)
+int em_dist_reduce_scatter_tensor(em_tensor *out, const em_tensor *in, em_comm_op rop, int gid, em_work **work)
 {
     const char *op = "reduce_scatter_tensor";
     em_comm_op bop;
-    if (check_ready(op) || check_tensor(op, out) || backend_op(op, out->dtype, rop, &bop)) return -1;
-    if (check_blocks(op, "the input", in, out)) return -1;
-    if (em_check_writable(op, out) || check_peers(op, C_REDUCE_SCATTER, rop, out)) return -1;
+    group *g = use_group(op, gid);
+    if (!g || check_tensor(op, g, out) || backend_op(op, out->dtype, rop, &bop)) return -1;
+    if (g->rank < 0) return not_member(work);
+    if (check_blocks(op, g, "the input", in, out)) return -1;
+    if (em_check_writable(op, out) || check_peers(op, g, C_REDUCE_SCATTER, rop, out)) return -1;
     em_work *w = work_new(backend_of(out), 1);
     if (!w) return -1;
     w->send = carry(in, true);
     if (!w->send) return work_finish(w, -1, NULL);
-    return scatter_common(w, out, bop, rop, work);
+    return scatter_common(g, w, out, bop, rop, work);
 }
 
-int em_dist_barrier(em_work **work)
+int em_dist_barrier(int gid, em_work **work)
 {
-    if (check_ready("barrier") || check_peers("barrier", C_BARRIER, 0, NULL)) return -1;
+    group *g = use_group("barrier", gid);
+    if (!g) return -1;
+    if (g->rank < 0) return not_member(work);
+    if (check_peers("barrier", g, C_BARRIER, 0, NULL)) return -1;
     /* in an nccl group the barrier also orders the GPU's work */
-    em_work *w = work_new(gpu_comm ? gpu_comm : comm, 0);
+    em_work *w = work_new(g->gpu ? gpu_comm : comm, 0);
     if (!w) return -1;
-    return work_finish(w, w->be->barrier(work ? &w->req : NULL), work);
+    return work_finish(w, w->be->barrier(handle(g, w->be), work ? &w->req : NULL), work);
 }
 
-static int check_peer(const char *op, const char *what, int peer)
+static int check_peer(const char *op, const group *g, const char *what, int peer, int *out)
 {
-    if (check_rank(op, what, peer)) return -1;
+    if (check_rank(op, g, what, peer, out)) return -1;
     if (peer == my_rank) return em_set_error("%s: %s rank %d is this rank: a rank cannot %s itself", op, what, peer, op);
     return 0;
 }
 
-int em_dist_send(const em_tensor *t, int dst, int tag, em_work **work)
+int em_dist_send(const em_tensor *t, int dst, int tag, int gid, em_work **work)
 {
-    if (check_ready("send") || check_tensor("send", t) || check_peer("send", "dst", dst)) return -1;
+    const char *op = "send";
+    group *g = use_group(op, gid);
+    int gdst;
+    if (!g || check_tensor(op, g, t) || check_peer(op, g, "dst", dst, &gdst)) return -1;
+    if (g->rank < 0) return not_member(work);
     em_work *w = work_new(backend_of(t), 0);
     if (!w) return -1;
     w->send = carry(t, false);
     if (!w->send) return work_finish(w, -1, NULL);
-    return work_finish(w, w->be->send(em_data_ptr(w->send), count(t), t->dtype, dst, tag, work ? &w->req : NULL),
-                       work);
+    return work_finish(w, w->be->send(handle(g, w->be), em_data_ptr(w->send), count(t), t->dtype, gdst, tag,
+                                      work ? &w->req : NULL), work);
 }
 
-int em_dist_recv(em_tensor *t, int src, int tag, em_work **work)
+int em_dist_recv(em_tensor *t, int src, int tag, int gid, int *source, em_work **work)
 {
-    if (check_ready("recv") || check_tensor("recv", t) || check_peer("recv", "src", src)) return -1;
-    if (em_check_writable("recv", t)) return -1;
+    const char *op = "recv";
+    group *g = use_group(op, gid);
+    int gsrc = EM_COMM_ANY_SOURCE;
+    if (!g || check_tensor(op, g, t)) return -1;
+    if (src != EM_COMM_ANY_SOURCE && check_peer(op, g, "src", src, &gsrc)) return -1;
+    if (src == EM_COMM_ANY_SOURCE && em_dev(t).type != EM_CPU)
+        return em_set_error("recv: receiving from any source (src = nil) into a CUDA tensor: NCCL has no "
+                            "any-source receive; give the sender's rank, or receive into a CPU tensor (MPI)");
+    *source = -1;
+    if (g->rank < 0) return not_member(work);
+    if (em_check_writable(op, t)) return -1;
     em_work *w = work_new(backend_of(t), 1);
     if (!w) return -1;
+    w->is_recv = true;
+    w->source = gsrc;
+    if (g->ranks) {
+        w->source_ranks = malloc((size_t)g->size * sizeof *w->source_ranks);
+        if (!w->source_ranks) {
+            em_set_error("recv: out of memory");
+            return work_finish(w, -1, NULL);
+        }
+        memcpy(w->source_ranks, g->ranks, (size_t)g->size * sizeof *w->source_ranks);
+    }
     w->recv = carry(t, false);
     if (!w->recv) return work_finish(w, -1, NULL);
     add_copy(w, t, w->recv);
-    return work_finish(w, w->be->recv(em_data_ptr(w->recv), count(t), t->dtype, src, tag, work ? &w->req : NULL),
-                       work);
+    int rc = w->be->recv(handle(g, w->be), em_data_ptr(w->recv), count(t), t->dtype, gsrc, tag, &w->source,
+                         work ? &w->req : NULL);
+    if (rc == 0 && !work) *source = global_rank(g, w->source);
+    return work_finish(w, rc, work);
 }

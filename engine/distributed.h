@@ -33,22 +33,42 @@ void em_dist_abort(int code);
 /* Parses "sum", "avg", "max", "min", "product" (also upper case). */
 int em_comm_op_parse(const char *s, em_comm_op *out);
 
-int em_dist_all_reduce(em_tensor *t, em_comm_op op, em_work **work);
-int em_dist_broadcast(em_tensor *t, int src, em_work **work);
-int em_dist_reduce(em_tensor *t, int dst, em_comm_op op, em_work **work);
-/* outs: world-size tensors shaped like t */
-int em_dist_all_gather(em_tensor *const *outs, int n, const em_tensor *t, em_work **work);
-/* out: [size * d1, d2, ...] (t's blocks along dim 0) or [size, d1, ...] */
-int em_dist_all_gather_into_tensor(em_tensor *out, const em_tensor *t, em_work **work);
-/* ins: world-size tensors shaped like out; out gets the reduction of every
- * rank's ins[rank] */
-int em_dist_reduce_scatter(em_tensor *out, em_tensor *const *ins, int n, em_comm_op op, em_work **work);
-/* in: [size * d1, ...] or [size, d1, ...] for out [d1, ...] */
-int em_dist_reduce_scatter_tensor(em_tensor *out, const em_tensor *in, em_comm_op op, em_work **work);
-int em_dist_barrier(em_work **work);
-int em_dist_send(const em_tensor *t, int dst, int tag, em_work **work);
-int em_dist_recv(em_tensor *t, int src, int tag, em_work **work);
+/* Process groups: group 0 is the default one (every rank); em_dist_new_group
+ * makes another, collectively over the world (every rank calls it, in the
+ * same order, members or not). ranks: global ranks in any order (n == 0:
+ * every rank); backend: "mpi", "nccl" or NULL (the default group's). Every
+ * collective takes a group id: src/dst/peer ranks stay global, lists hold
+ * group-size tensors, avg divides by the group size, and a rank outside the
+ * group does nothing (returns 0 with *work = NULL), as in PyTorch. */
+int em_dist_new_group(const int *ranks, int n, const char *backend, int *id);
+/* destroying group 0 destroys every group (em_dist_destroy) */
+int em_dist_destroy_group(int id);
+/* rank: this process's in the group, -1 when not a member; ranks: the
+ * members' global ranks ascending, NULL for group 0 (0..size-1). An error
+ * for a destroyed group. */
+int em_dist_group_info(int id, int *rank, int *size, const int **ranks);
 
+int em_dist_all_reduce(em_tensor *t, em_comm_op op, int group, em_work **work);
+int em_dist_broadcast(em_tensor *t, int src, int group, em_work **work);
+int em_dist_reduce(em_tensor *t, int dst, em_comm_op op, int group, em_work **work);
+/* outs: group-size tensors shaped like t */
+int em_dist_all_gather(em_tensor *const *outs, int n, const em_tensor *t, int group, em_work **work);
+/* out: [size * d1, d2, ...] (t's blocks along dim 0) or [size, d1, ...] */
+int em_dist_all_gather_into_tensor(em_tensor *out, const em_tensor *t, int group, em_work **work);
+/* ins: group-size tensors shaped like out; out gets the reduction of every
+ * rank's ins[rank] */
+int em_dist_reduce_scatter(em_tensor *out, em_tensor *const *ins, int n, em_comm_op op, int group,
+                           em_work **work);
+/* in: [size * d1, ...] or [size, d1, ...] for out [d1, ...] */
+int em_dist_reduce_scatter_tensor(em_tensor *out, const em_tensor *in, em_comm_op op, int group, em_work **work);
+int em_dist_barrier(int group, em_work **work);
+int em_dist_send(const em_tensor *t, int dst, int tag, int group, em_work **work);
+/* src EM_COMM_ANY_SOURCE (-1): from any rank (CPU tensors only). A blocking
+ * receive sets *source to the sender's global rank (-1 on a non-member);
+ * an async one tells it through em_work_source once completed. */
+int em_dist_recv(em_tensor *t, int src, int tag, int group, int *source, em_work **work);
+/* the sender of a completed recv's work (global rank); an error for other work */
+int em_work_source(em_work *w, int *rank);
 int em_work_wait(em_work *w);                  /* idempotent */
 int em_work_test(em_work *w, bool *done);      /* done: completed (results written) */
 /* Waits if still running (the buffers are in use), then frees. */

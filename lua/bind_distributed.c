@@ -31,6 +31,18 @@ static int work_is_completed(lua_State *L)
 }
 
 /* A work dropped while running is waited for: its buffers are in use. */
+/* the sender's global rank of a completed recv/irecv (PyTorch's
+ * Work._source_rank) */
+static int work_source_rank(lua_State *L)
+{
+    em_work **w = check_work(L);
+    int rank = -1;
+    if (!*w) return luaL_error(L, "Work._source_rank: the Work was freed");
+    if (em_work_source(*w, &rank)) return emlua_fail(L);
+    lua_pushinteger(L, rank);
+    return 1;
+}
+
 static int work_gc(lua_State *L)
 {
     em_work **w = check_work(L);
@@ -48,12 +60,17 @@ static int work_tostring(lua_State *L)
     return 1;
 }
 
-/* After a collective: async pushes its Work, a blocking call nothing. (rc is
- * a separate statement at each caller: w is only set by the call.) */
+/* After a collective: async pushes its Work (nil on a rank outside the
+ * group: nothing ran), a blocking call nothing. (rc is a separate statement
+ * at each caller: w is only set by the call.) */
 static int finish(lua_State *L, int rc, em_work *w, bool async)
 {
     if (rc) return emlua_fail(L);
     if (!async) return 0;
+    if (!w) {
+        lua_pushnil(L);
+        return 1;
+    }
     em_work **u = lua_newuserdatauv(L, sizeof *u, 0);
     *u = w;
     luaL_setmetatable(L, WORK_MT);
@@ -61,6 +78,8 @@ static int finish(lua_State *L, int rc, em_work *w, bool async)
 }
 
 #define ASYNC(L, i) (lua_toboolean(L, i))
+/* the group id (0: the default group) */
+#define GROUP(L, i) ((int)luaL_optinteger(L, i, 0))
 
 static em_comm_op check_op(lua_State *L, int i)
 {
@@ -109,7 +128,7 @@ static int d_all_reduce(lua_State *L)
 {
     em_work *w = NULL;
     bool async = ASYNC(L, 3);
-    int rc = em_dist_all_reduce(emlua_check(L, 1, "all_reduce"), check_op(L, 2), async ? &w : NULL);
+    int rc = em_dist_all_reduce(emlua_check(L, 1, "all_reduce"), check_op(L, 2), GROUP(L, 4), async ? &w : NULL);
     return finish(L, rc, w, async);
 }
 
@@ -127,7 +146,7 @@ static int d_all_reduce_front(lua_State *L)
         lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
         return lua_gettop(L);
     }
-    if (em_dist_all_reduce(t, EM_COMM_SUM, NULL)) return emlua_fail(L);
+    if (em_dist_all_reduce(t, EM_COMM_SUM, 0, NULL)) return emlua_fail(L);
     return 0;
 }
 
@@ -144,7 +163,7 @@ static int d_reduce(lua_State *L)
     em_work *w = NULL;
     bool async = ASYNC(L, 4);
     int dst = (int)luaL_checkinteger(L, 2);
-    int rc = em_dist_reduce(emlua_check(L, 1, "reduce"), dst, check_op(L, 3), async ? &w : NULL);
+    int rc = em_dist_reduce(emlua_check(L, 1, "reduce"), dst, check_op(L, 3), GROUP(L, 5), async ? &w : NULL);
     return finish(L, rc, w, async);
 }
 
@@ -153,7 +172,7 @@ static int d_broadcast(lua_State *L)
     em_work *w = NULL;
     bool async = ASYNC(L, 3);
     int src = (int)luaL_checkinteger(L, 2);
-    int rc = em_dist_broadcast(emlua_check(L, 1, "broadcast"), src, async ? &w : NULL);
+    int rc = em_dist_broadcast(emlua_check(L, 1, "broadcast"), src, GROUP(L, 4), async ? &w : NULL);
     return finish(L, rc, w, async);
 }
 
@@ -180,7 +199,7 @@ static int d_all_gather(lua_State *L)
     bool async = ASYNC(L, 3);
     int n;
     em_tensor **outs = check_list(L, 1, "all_gather", &n);
-    int rc = em_dist_all_gather(outs, n, emlua_check(L, 2, "all_gather"), async ? &w : NULL);
+    int rc = em_dist_all_gather(outs, n, emlua_check(L, 2, "all_gather"), GROUP(L, 4), async ? &w : NULL);
     return finish(L, rc, w, async);
 }
 
@@ -189,7 +208,8 @@ static int d_all_gather_into_tensor(lua_State *L)
     em_work *w = NULL;
     bool async = ASYNC(L, 3);
     const char *op = "all_gather_into_tensor";
-    int rc = em_dist_all_gather_into_tensor(emlua_check(L, 1, op), emlua_check(L, 2, op), async ? &w : NULL);
+    int rc = em_dist_all_gather_into_tensor(emlua_check(L, 1, op), emlua_check(L, 2, op), GROUP(L, 4),
+                                            async ? &w : NULL);
     return finish(L, rc, w, async);
 }
 
@@ -199,7 +219,7 @@ static int d_reduce_scatter(lua_State *L)
     bool async = ASYNC(L, 4);
     int n;
     em_tensor **ins = check_list(L, 2, "reduce_scatter", &n);
-    int rc = em_dist_reduce_scatter(emlua_check(L, 1, "reduce_scatter"), ins, n, check_op(L, 3),
+    int rc = em_dist_reduce_scatter(emlua_check(L, 1, "reduce_scatter"), ins, n, check_op(L, 3), GROUP(L, 5),
                                     async ? &w : NULL);
     return finish(L, rc, w, async);
 }
@@ -210,7 +230,7 @@ static int d_reduce_scatter_tensor(lua_State *L)
     bool async = ASYNC(L, 4);
     const char *op = "reduce_scatter_tensor";
     int rc = em_dist_reduce_scatter_tensor(emlua_check(L, 1, op), emlua_check(L, 2, op), check_op(L, 3),
-                                           async ? &w : NULL);
+                                           GROUP(L, 5), async ? &w : NULL);
     return finish(L, rc, w, async);
 }
 
@@ -218,7 +238,7 @@ static int d_barrier(lua_State *L)
 {
     em_work *w = NULL;
     bool async = ASYNC(L, 1);
-    int rc = em_dist_barrier(async ? &w : NULL);
+    int rc = em_dist_barrier(GROUP(L, 2), async ? &w : NULL);
     return finish(L, rc, w, async);
 }
 
@@ -227,17 +247,60 @@ static int d_send(lua_State *L)
     em_work *w = NULL;
     bool async = ASYNC(L, 4);
     int peer = (int)luaL_checkinteger(L, 2), tag = (int)luaL_checkinteger(L, 3);
-    int rc = em_dist_send(emlua_check(L, 1, "send"), peer, tag, async ? &w : NULL);
+    int rc = em_dist_send(emlua_check(L, 1, "send"), peer, tag, GROUP(L, 5), async ? &w : NULL);
     return finish(L, rc, w, async);
 }
 
+/* peer -1: any source. Blocking, returns the sender's global rank (-1 on a
+ * rank outside the group); async, the Work. */
 static int d_recv(lua_State *L)
 {
     em_work *w = NULL;
     bool async = ASYNC(L, 4);
-    int peer = (int)luaL_checkinteger(L, 2), tag = (int)luaL_checkinteger(L, 3);
-    int rc = em_dist_recv(emlua_check(L, 1, "recv"), peer, tag, async ? &w : NULL);
-    return finish(L, rc, w, async);
+    int peer = (int)luaL_checkinteger(L, 2), tag = (int)luaL_checkinteger(L, 3), source = -1;
+    int rc = em_dist_recv(emlua_check(L, 1, "recv"), peer, tag, GROUP(L, 5), &source, async ? &w : NULL);
+    if (rc || async) return finish(L, rc, w, async);
+    lua_pushinteger(L, source);
+    return 1;
+}
+
+/* new_group(ranks, backend or nil) -> the group's id */
+static int d_new_group(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    int n = (int)luaL_len(L, 1), id = 0;
+    int *ranks = lua_newuserdatauv(L, (size_t)(n > 0 ? n : 1) * sizeof *ranks, 0);
+    for (int i = 0; i < n; i++) {
+        lua_rawgeti(L, 1, i + 1);
+        ranks[i] = (int)luaL_checkinteger(L, -1);
+        lua_pop(L, 1);
+    }
+    if (em_dist_new_group(ranks, n, luaL_optstring(L, 2, NULL), &id)) return emlua_fail(L);
+    lua_pushinteger(L, id);
+    return 1;
+}
+
+static int d_destroy_group(lua_State *L)
+{
+    if (em_dist_destroy_group((int)luaL_checkinteger(L, 1))) return emlua_fail(L);
+    return 0;
+}
+
+/* group_info(id) -> this rank's in it (-1: not a member), its size, its
+ * global ranks (a list, 0-based values) */
+static int d_group_info(lua_State *L)
+{
+    int rank, size;
+    const int *ranks;
+    if (em_dist_group_info((int)luaL_checkinteger(L, 1), &rank, &size, &ranks)) return emlua_fail(L);
+    lua_pushinteger(L, rank);
+    lua_pushinteger(L, size);
+    lua_createtable(L, size, 0);
+    for (int i = 0; i < size; i++) {
+        lua_pushinteger(L, ranks ? ranks[i] : i);
+        lua_rawseti(L, -2, i + 1);
+    }
+    return 3;
 }
 
 static int l_distributed(lua_State *L)
@@ -259,11 +322,15 @@ static int l_distributed(lua_State *L)
         {"barrier", d_barrier},
         {"send", d_send},
         {"recv", d_recv},
+        {"new_group", d_new_group},
+        {"destroy_group", d_destroy_group},
+        {"group_info", d_group_info},
         {NULL, NULL},
     };
     static const luaL_Reg work_methods[] = {
         {"wait", work_wait},
         {"is_completed", work_is_completed},
+        {"_source_rank", work_source_rank},
         {NULL, NULL},
     };
     if (luaL_newmetatable(L, WORK_MT)) {

@@ -50,6 +50,8 @@ end
 
 local function check_rank_arg(op, name, r)
   if not is_integer(r) then errors.raisef("%s: %s must be an integer rank (0-based), got %s", op, name, tostring(r)) end
+  -- C takes an int: a larger value must not wrap onto a valid rank
+  if math.abs(r) > 0x7fffffff then errors.raisef("%s: %s rank %s out of range: ranks are 0-based", op, name, tostring(r)) end
   return math.tointeger(r)
 end
 
@@ -76,6 +78,45 @@ local function tensor_list(op, list, what)
     if not ember.is_tensor(list[i]) then errors.raisef("%s: %s[%d] is a %s, expected a tensor", op, what, i, type(list[i])) end
   end
   return list
+end
+
+-- ---- process groups
+
+local Group = {__name = "ProcessGroup"}
+Group.__index = Group
+
+local function group_object(id) return setmetatable({_id = id}, Group) end
+
+--- ProcessGroup: the class of the groups new_group returns (methods rank, size).
+M.ProcessGroup = Group
+
+--- group.WORLD: the default process group (every rank), as torch.distributed.group.WORLD.
+M.group = {WORLD = group_object(0)}
+
+-- the C id of a group option (nil: the default group)
+local function group_id(op, g)
+  if g == nil then return 0 end
+  if getmetatable(g) ~= Group then
+    errors.raisef("%s: group must be a process group (from ember.distributed.new_group, or group.WORLD), got %s",
+                  op, ember.is_tensor(g) and "a tensor" or type(g))
+  end
+  return g._id
+end
+
+-- this rank's rank in g (-1: not a member), its size, its global ranks; an error for a destroyed group
+local function group_info(op, g)
+  local id = group_id(op, g)
+  local ok, r, n, ranks = pcall(C.group_info, id)
+  if not ok then errors.raisef("%s: %s", op, tostring(r):gsub("^process group: ", "")) end
+  return r, n, ranks
+end
+
+function Group:rank() return (group_info("ProcessGroup:rank", self)) end
+function Group:size() return select(2, group_info("ProcessGroup:size", self)) end
+function Group.__tostring(g)
+  local ok, _, _, ranks = pcall(C.group_info, g._id)
+  if not ok then return "ProcessGroup(destroyed)" end
+  return string.format("ProcessGroup(ranks = {%s})", table.concat(ranks, ", "))
 end
 
 local function env_int(name)
@@ -128,11 +169,20 @@ local function rank_size(op)
   return r, s
 end
 
---- get_rank(): this process's rank, 0-based.
-function M.get_rank() return (rank_size("get_rank")) end
+--- get_rank([group]): this process's rank, 0-based (in the group: -1 when not a member).
+function M.get_rank(group)
+  if group == nil then return (rank_size("get_rank")) end
+  rank_size("get_rank")
+  return (group_info("get_rank", group))
+end
 
---- get_world_size(): the number of processes.
-function M.get_world_size() return select(2, rank_size("get_world_size")) end
+--- get_world_size([group]): the number of processes (in the group: -1 when not a member, as PyTorch).
+function M.get_world_size(group)
+  if group == nil then return select(2, rank_size("get_world_size")) end
+  rank_size("get_world_size")
+  local r, n = group_info("get_world_size", group)
+  return r < 0 and -1 or n
+end
 
 --- get_backend(): "mpi" or "nccl".
 function M.get_backend()
@@ -151,8 +201,59 @@ function M.is_main_process()
   return r <= 0
 end
 
---- destroy_process_group(): leaves the default group (a later init_process_group makes a new one).
-function M.destroy_process_group() call(C.destroy) end
+--- destroy_process_group([group]): destroys one group from new_group; with no group (or group.WORLD), every
+-- group and the default one (a later init_process_group makes a new one).
+function M.destroy_process_group(group)
+  if group == nil then return call(C.destroy) end
+  call(C.destroy_group, group_id("destroy_process_group", group))
+end
+
+--- new_group(ranks, {backend}): a process group over the given global ranks (nil or {}: every rank). Every
+-- rank must call it, in the same order, members or not (it is collective over the world, as in PyTorch).
+function M.new_group(ranks, opts)
+  if ranks ~= nil and (type(ranks) ~= "table" or ember.is_tensor(ranks)) then
+    errors.raisef("new_group: ranks must be a list of integer ranks (0-based) or nil, got %s",
+                  ember.is_tensor(ranks) and "a tensor" or type(ranks))
+  end
+  opts = check_options("new_group", opts, {backend = true})
+  local list = {}
+  for i, r in ipairs(ranks or {}) do
+    list[i] = check_rank_arg("new_group", ("ranks[%d]"):format(i), r)
+  end
+  if ranks ~= nil and #list ~= #ranks then errors.raisef("new_group: ranks must be a list (keys 1..n)") end
+  if opts.backend ~= nil and type(opts.backend) ~= "string" then
+    errors.raisef("new_group: backend must be a string, got %s", type(opts.backend))
+  end
+  rank_size("new_group")
+  return group_object((call(C.new_group, list, opts.backend)))
+end
+
+--- get_process_group_ranks(group): the group's global ranks, ascending.
+function M.get_process_group_ranks(group)
+  if group == nil then errors.raisef("get_process_group_ranks: expected a process group, got nil") end
+  return select(3, group_info("get_process_group_ranks", group))
+end
+
+--- get_global_rank(group, group_rank): the global rank of the group's rank group_rank.
+function M.get_global_rank(group, group_rank)
+  if group == nil then errors.raisef("get_global_rank: expected a process group, got nil") end
+  local _, n, ranks = group_info("get_global_rank", group)
+  local r = check_rank_arg("get_global_rank", "group_rank", group_rank)
+  if r < 0 or r >= n then
+    errors.raisef("get_global_rank: group rank %d is not part of the group (its ranks are 0..%d)", r, n - 1)
+  end
+  return ranks[r + 1]
+end
+
+--- get_group_rank(group, global_rank): the rank within the group of a global rank.
+function M.get_group_rank(group, global_rank)
+  if group == nil then errors.raisef("get_group_rank: expected a process group, got nil") end
+  local _, _, ranks = group_info("get_group_rank", group)
+  local r = check_rank_arg("get_group_rank", "global_rank", global_rank)
+  for i, g in ipairs(ranks) do if g == r then return i - 1 end end
+  errors.raisef("get_group_rank: global rank %d is not part of the group (its ranks: %s)", r,
+                table.concat(ranks, ", "))
+end
 
 -- (tensor, opts-or-op) as PyTorch's positional op or an options table
 local function op_opts(op, v, known)
@@ -160,14 +261,15 @@ local function op_opts(op, v, known)
   return check_options(op, v, known)
 end
 
-local REDUCE_OPTS = {op = true, async_op = true}
+local REDUCE_OPTS = {op = true, async_op = true, group = true}
 
 --- all_reduce(t, {op = SUM, async_op = false}): t becomes the reduction of every rank's t.
 -- all_reduce(t) alone is answered in C (C.all_reduce_front) without reaching this function.
 local function all_reduce(t, opts)
   check_tensor("all_reduce", t)
   opts = op_opts("all_reduce", opts, REDUCE_OPTS)
-  return (call(C.all_reduce, t, reduce_op("all_reduce", opts.op), async_flag("all_reduce", opts.async_op)))
+  return (call(C.all_reduce, t, reduce_op("all_reduce", opts.op), async_flag("all_reduce", opts.async_op),
+               group_id("all_reduce", opts.group)))
 end
 M.all_reduce = C.all_reduce_front(all_reduce)
 
@@ -176,17 +278,18 @@ function M.reduce(t, dst, opts)
   check_tensor("reduce", t)
   dst = check_rank_arg("reduce", "dst", dst)
   opts = op_opts("reduce", opts, REDUCE_OPTS)
-  return (call(C.reduce, t, dst, reduce_op("reduce", opts.op), async_flag("reduce", opts.async_op)))
+  return (call(C.reduce, t, dst, reduce_op("reduce", opts.op), async_flag("reduce", opts.async_op),
+               group_id("reduce", opts.group)))
 end
 
-local ASYNC_OPTS = {async_op = true}
+local ASYNC_OPTS = {async_op = true, group = true}
 
 --- broadcast(t, src, {async_op = false}): every rank's t becomes rank src's.
 function M.broadcast(t, src, opts)
   check_tensor("broadcast", t)
   src = check_rank_arg("broadcast", "src", src)
   opts = check_options("broadcast", opts, ASYNC_OPTS)
-  return (call(C.broadcast, t, src, async_flag("broadcast", opts.async_op)))
+  return (call(C.broadcast, t, src, async_flag("broadcast", opts.async_op), group_id("broadcast", opts.group)))
 end
 
 --- all_gather(list, t, {async_op = false}): list[r + 1] becomes rank r's t (list holds world-size tensors).
@@ -194,7 +297,7 @@ function M.all_gather(list, t, opts)
   tensor_list("all_gather", list, "the output list")
   check_tensor("all_gather", t, "argument 2")
   opts = check_options("all_gather", opts, ASYNC_OPTS)
-  return (call(C.all_gather, list, t, async_flag("all_gather", opts.async_op)))
+  return (call(C.all_gather, list, t, async_flag("all_gather", opts.async_op), group_id("all_gather", opts.group)))
 end
 
 --- all_gather_into_tensor(out, t, {async_op = false}): out holds every rank's t, concatenated along dim 1
@@ -203,7 +306,8 @@ function M.all_gather_into_tensor(out, t, opts)
   check_tensor("all_gather_into_tensor", out)
   check_tensor("all_gather_into_tensor", t, "argument 2")
   opts = check_options("all_gather_into_tensor", opts, ASYNC_OPTS)
-  return (call(C.all_gather_into_tensor, out, t, async_flag("all_gather_into_tensor", opts.async_op)))
+  return (call(C.all_gather_into_tensor, out, t, async_flag("all_gather_into_tensor", opts.async_op),
+               group_id("all_gather_into_tensor", opts.group)))
 end
 
 --- reduce_scatter(out, list, {op = SUM, async_op = false}): out becomes the reduction over ranks of their
@@ -213,7 +317,7 @@ function M.reduce_scatter(out, list, opts)
   tensor_list("reduce_scatter", list, "the input list")
   opts = op_opts("reduce_scatter", opts, REDUCE_OPTS)
   return (call(C.reduce_scatter, out, list, reduce_op("reduce_scatter", opts.op),
-               async_flag("reduce_scatter", opts.async_op)))
+               async_flag("reduce_scatter", opts.async_op), group_id("reduce_scatter", opts.group)))
 end
 
 --- reduce_scatter_tensor(out, input, {op = SUM, async_op = false}): input holds world-size blocks shaped like out.
@@ -222,39 +326,48 @@ function M.reduce_scatter_tensor(out, input, opts)
   check_tensor("reduce_scatter_tensor", input, "argument 2")
   opts = op_opts("reduce_scatter_tensor", opts, REDUCE_OPTS)
   return (call(C.reduce_scatter_tensor, out, input, reduce_op("reduce_scatter_tensor", opts.op),
-               async_flag("reduce_scatter_tensor", opts.async_op)))
+               async_flag("reduce_scatter_tensor", opts.async_op), group_id("reduce_scatter_tensor", opts.group)))
 end
 
 --- barrier({async_op = false}): returns when every rank has called it.
 function M.barrier(opts)
   opts = check_options("barrier", opts, ASYNC_OPTS)
-  return (call(C.barrier, async_flag("barrier", opts.async_op)))
+  return (call(C.barrier, async_flag("barrier", opts.async_op), group_id("barrier", opts.group)))
 end
 
-local P2P_OPTS = {tag = true}
+local P2P_OPTS = {tag = true, group = true}
 
+-- peer nil (recv only): any source, -1 for C
 local function p2p(op, fn, t, peer, name, opts, async)
   check_tensor(op, t)
-  peer = check_rank_arg(op, name, peer)
+  if type(peer) == "table" and getmetatable(peer) == nil and not ember.is_tensor(peer) and opts == nil then
+    peer, opts = nil, peer     -- recv(t, {tag = ..., group = ...}): from any source
+  end
+  local src_given = peer ~= nil
+  if peer == nil and fn == C.send then errors.raisef("%s: dst must be an integer rank (0-based), got nil", op) end
+  peer = peer == nil and -1 or check_rank_arg(op, name, peer)
+  if peer < 0 and src_given then errors.raisef("%s: %s rank %d out of range: ranks are 0-based", op, name, peer) end
   opts = check_options(op, opts, P2P_OPTS)
   local tag = opts.tag or 0
   if not is_integer(tag) or tag < 0 then errors.raisef("%s: tag must be a non-negative integer, got %s", op, tostring(tag)) end
-  return (call(fn, t, peer, math.tointeger(tag), async))
+  return (call(fn, t, peer, math.tointeger(tag), async, group_id(op, opts.group)))
 end
 
---- send(t, dst, {tag = 0}): sends t to rank dst; returns when t may be reused.
+--- send(t, dst, {tag = 0, group}): sends t to rank dst (a global rank); returns when t may be reused.
 function M.send(t, dst, opts) p2p("send", C.send, t, dst, "dst", opts, false) end
 
---- recv(t, src, {tag = 0}): receives into t from rank src; returns src.
+--- recv(t, [src], {tag = 0, group}): receives into t from rank src (a global rank), or from any rank when src is
+-- nil; returns the sender's global rank (-1 on a rank outside the group).
 function M.recv(t, src, opts)
-  p2p("recv", C.recv, t, src, "src", opts, false)
-  return src
+  local sender = p2p("recv", C.recv, t, src, "src", opts, false)
+  return sender
 end
 
---- isend(t, dst, {tag = 0}): send, returning a Work at once.
+--- isend(t, dst, {tag = 0, group}): send, returning a Work at once.
 function M.isend(t, dst, opts) return p2p("isend", C.send, t, dst, "dst", opts, true) end
 
---- irecv(t, src, {tag = 0}): recv, returning a Work at once.
+--- irecv(t, [src], {tag = 0, group}): recv, returning a Work at once; after wait(), work:_source_rank() is the
+-- sender's global rank.
 function M.irecv(t, src, opts) return p2p("irecv", C.recv, t, src, "src", opts, true) end
 
 -- used by the shell: ends every rank of the job after an uncaught error

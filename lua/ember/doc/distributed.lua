@@ -48,11 +48,14 @@ print(dist.is_initialized())                    -- true]=]),
   entry("is_available", "dist.is_available() -> boolean", [=[
 True: the MPI backend is loaded on demand (init_process_group says why if it cannot be).]=], [=[
 print(dist.is_available())                      -- true]=]),
-  entry("get_rank", "dist.get_rank() -> integer", [=[
-This process's rank, 0 .. world size - 1. An error before init_process_group.]=], [=[
+  entry("get_rank", "dist.get_rank([group]) -> integer", [=[
+This process's rank, 0 .. world size - 1. With a group (from new_group): its rank within
+the group, -1 when it is not a member (as PyTorch). An error before init_process_group
+or for a destroyed group.]=], [=[
 print(dist.get_rank())                          -- 0]=]),
-  entry("get_world_size", "dist.get_world_size() -> integer", [=[
-The number of processes in the job. An error before init_process_group.]=], [=[
+  entry("get_world_size", "dist.get_world_size([group]) -> integer", [=[
+The number of processes in the job; with a group, the group's size (-1 on a rank that is
+not a member, as PyTorch). An error before init_process_group.]=], [=[
 print(dist.get_world_size())                    -- 1]=]),
   entry("get_backend", "dist.get_backend() -> string", [=[
 The backend's name: "mpi" or "nccl".]=], [=[
@@ -65,8 +68,10 @@ print(dist.get_local_rank())                    -- 0]=]),
 True on rank 0, and in a process without a process group: the one that prints progress
 and writes checkpoints (ember.save_checkpoint already writes on rank 0 only).]=], [=[
 if dist.is_main_process() then print("epoch 1 done") end]=]),
-  entry("destroy_process_group", "dist.destroy_process_group()", [=[
-Leaves the default process group; init_process_group may be called again (MPI itself
+  entry("destroy_process_group", "dist.destroy_process_group([group])", [=[
+With a group from new_group: destroys that group (every member must call it; using it
+afterwards is an error). Without one (or with group.WORLD): destroys every group and
+leaves the default process group; init_process_group may be called again (MPI itself
 stays up until the process exits).]=], [=[
 dist.destroy_process_group()
 print(dist.is_initialized())                    -- false
@@ -83,71 +88,127 @@ local t = ember.tensor({1.0, 4.0})
 dist.all_reduce(t, {op = dist.ReduceOp.MAX})
 print(t)                                        -- [1, 4]]=],
   },
-  entry("all_reduce", "dist.all_reduce(t [, {op = ReduceOp.SUM, async_op = false}]) -> nil | work\ndist.all_reduce(t, op)", [=[
+  entry("all_reduce", "dist.all_reduce(t [, {op = ReduceOp.SUM, async_op = false, group}]) -> nil | work\ndist.all_reduce(t, op)", [=[
 Every rank's t becomes the reduction over ranks of their t (same shape and dtype on every
-rank). With async_op = true it returns at once with a work object: work:wait() completes
-it (t holds the result after), work:is_completed() tells whether it is done; t must not
-be used until then. Every collective has the same async form. Over NCCL (CUDA tensors)
+rank). Every collective takes group = g (from new_group): it then runs over g's members
+only (AVG divides by g's size, lists hold g-size tensors in g's rank order, src and dst
+stay global ranks and must be members); on a rank outside g it does nothing and returns
+nil (PyTorch warns and returns None). With async_op = true it returns at once with a
+work object: work:wait() completes it (t holds the result after), work:is_completed()
+tells whether it is done; t must not be used until then. Every collective has the same
+async form. Over NCCL (CUDA tensors)
 wait() orders instead of blocking: later GPU work runs after the collective, and
 is_completed() asks the GPU.]=], [=[
 local t = ember.tensor({1.0, 2.0})
 local work = dist.all_reduce(t, {async_op = true})
 work:wait()
 print(work:is_completed(), t)                   -- true  [1, 2] (a world of one)]=]),
-  entry("reduce", "dist.reduce(t, dst [, {op = ReduceOp.SUM, async_op = false}])", [=[
+  entry("reduce", "dist.reduce(t, dst [, {op = ReduceOp.SUM, async_op = false, group}])", [=[
 Rank dst's t becomes the reduction over ranks; the other ranks' t are left as they were.]=], [=[
 local t = ember.tensor({3, 5})
 dist.reduce(t, 0, {op = "product"})
 print(t)                                        -- [3, 5]]=]),
-  entry("broadcast", "dist.broadcast(t, src [, {async_op = false}])", [=[
+  entry("broadcast", "dist.broadcast(t, src [, {async_op = false, group}])", [=[
 Every rank's t becomes rank src's t.]=], [=[
 local t = ember.ones(2, 2):t()                  -- any strides
 dist.broadcast(t, 0)
 print(t:sum())                                  -- 4]=]),
-  entry("all_gather", "dist.all_gather(list, t [, {async_op = false}])", [=[
+  entry("all_gather", "dist.all_gather(list, t [, {async_op = false, group}])", [=[
 list holds world-size tensors shaped and typed like t; list[r + 1] becomes rank r's t.]=], [=[
 local out = {ember.zeros(2)}
 dist.all_gather(out, ember.tensor({7.0, 8.0}))
 print(out[1])                                   -- [7, 8]]=]),
-  entry("all_gather_into_tensor", "dist.all_gather_into_tensor(out, t [, {async_op = false}])", [=[
+  entry("all_gather_into_tensor", "dist.all_gather_into_tensor(out, t [, {async_op = false, group}])", [=[
 out receives every rank's t in rank order: concatenated along dim 1 (out is
 [world * n, ...] for t of [n, ...]) or stacked (out is [world, n, ...]).]=], [=[
 local out = ember.zeros(dist.get_world_size(), 2)
 dist.all_gather_into_tensor(out, ember.tensor({1.0, 2.0}))
 print(out)                                      -- [[1, 2]]]=]),
-  entry("reduce_scatter", "dist.reduce_scatter(out, list [, {op = ReduceOp.SUM, async_op = false}])", [=[
+  entry("reduce_scatter", "dist.reduce_scatter(out, list [, {op = ReduceOp.SUM, async_op = false, group}])", [=[
 list holds world-size tensors shaped like out; rank r's out becomes the reduction over
 ranks of their list[r + 1].]=], [=[
 local out = ember.zeros(3)
 dist.reduce_scatter(out, {ember.tensor({1.0, 2.0, 3.0})})
 print(out)                                      -- [1, 2, 3]]=]),
-  entry("reduce_scatter_tensor", "dist.reduce_scatter_tensor(out, input [, {op = ReduceOp.SUM, async_op = false}])", [=[
+  entry("reduce_scatter_tensor", "dist.reduce_scatter_tensor(out, input [, {op = ReduceOp.SUM, async_op = false, group}])", [=[
 input holds world-size blocks shaped like out (concatenated along dim 1 or stacked);
 rank r's out becomes the reduction over ranks of their block r + 1.]=], [=[
 local out = ember.zeros(2)
 dist.reduce_scatter_tensor(out, ember.tensor({5.0, 6.0}), {op = "avg"})
 print(out)                                      -- [5, 6]]=]),
-  entry("barrier", "dist.barrier([{async_op = false}])", [=[
+  entry("barrier", "dist.barrier([{async_op = false, group}])", [=[
 Returns when every rank has called it (in an nccl group: a one-element all_reduce over
 NCCL, after this rank's queued GPU work, which the host also waits for).]=], [=[
 dist.barrier()]=]),
-  entry("send", "dist.send(t, dst [, {tag = 0}])", [=[
+  entry("send", "dist.send(t, dst [, {tag = 0, group}])", [=[
 Sends t to rank dst (not this rank); returns when t may be changed again. The receiver
 calls recv with this rank as src and the same tag, on a tensor of t's shape and dtype.]=], [=[
 if dist.get_world_size() > 1 then
   if dist.get_rank() == 0 then dist.send(ember.ones(2), 1) else dist.recv(ember.zeros(2), 0) end
 end]=]),
-  entry("recv", "dist.recv(t, src [, {tag = 0}]) -> src", [=[
-Receives into t from rank src (not this rank); returns src. There is no receive from any
-source. NCCL has no tags: CUDA tensors take tag 0 only (messages match in order).]=], [=[
+  entry("recv", "dist.recv(t [, src] [, {tag = 0, group}]) -> sender", [=[
+Receives into t from rank src (not this rank), or, with src nil or left out, from
+whichever rank's message (with this tag) comes first (MPI_ANY_SOURCE); returns the
+sender's global rank, as PyTorch 2. With a group, src is a global rank of a member; a
+rank outside the group receives nothing and gets -1. A receive from any source needs a
+CPU tensor: NCCL has none, so for CUDA tensors it is an error. NCCL has no tags: CUDA
+tensors take tag 0 only (messages match in order).]=], [=[
 local buf = ember.zeros(2)
-if dist.get_world_size() > 1 and dist.get_rank() == 1 then print(dist.recv(buf, 0)) end]=]),
-  entry("isend", "dist.isend(t, dst [, {tag = 0}]) -> work", [=[
-send that returns at once; work:wait() before changing t.]=], [=[
+if dist.get_world_size() > 1 and dist.get_rank() == 0 then
+  for _ = 2, dist.get_world_size() do print("from", dist.recv(buf)) end   -- any source
+elseif dist.get_world_size() > 1 then
+  dist.send(ember.ones(2), 0)
+end]=]),
+  entry("isend", "dist.isend(t, dst [, {tag = 0, group}]) -> work", [=[
+send that returns at once; work:wait() before changing t (nil on a rank outside group).]=], [=[
 if dist.get_world_size() > 1 and dist.get_rank() == 0 then dist.isend(ember.ones(2), 1):wait() end]=]),
-  entry("irecv", "dist.irecv(t, src [, {tag = 0}]) -> work", [=[
-recv that returns at once; t holds the message after work:wait().]=], [=[
-if dist.get_world_size() > 1 and dist.get_rank() == 1 then dist.irecv(ember.zeros(2), 0):wait() end]=]),
+  entry("irecv", "dist.irecv(t [, src] [, {tag = 0, group}]) -> work", [=[
+recv that returns at once; t holds the message after work:wait(). With src nil (any
+source), work:_source_rank() after wait() is the sender's global rank (PyTorch's
+Work._source_rank; before completion, or on another collective's work, an error).]=], [=[
+if dist.get_world_size() > 1 and dist.get_rank() == 1 then
+  local work = dist.irecv(ember.zeros(2))
+  work:wait()
+  print(work:_source_rank())
+end]=]),
+  -- process subgroups
+  entry("new_group", "dist.new_group([ranks] [, {backend}]) -> group", [=[
+A process group over some ranks, as torch.distributed.new_group: ranks is a list of
+distinct global ranks (any order; sorted, they become the group's ranks 0, 1, ...); nil
+or {} means every rank. Every rank must call new_group for every group, in the same
+order, members or not: it is collective over the world (MPI_Comm_split; over NCCL,
+ncclCommSplit). A non-member gets a group too: get_rank(group) is -1 there, and the
+collectives called on it return nil without doing anything (PyTorch returns its
+NON_GROUP_MEMBER and warns). backend: "mpi", or "nccl" (needs a default group over
+nccl; CPU tensors still go over MPI); default: the default group's. Pass the group as
+{group = g} to any collective, as process_group to DistributedDataParallel, and free it
+with destroy_process_group(g). Ranks out of range, duplicates or a non-list are errors;
+with EMBER_DISTRIBUTED_DEBUG the ranks are compared first, and each collective's check
+runs among the group's members.]=], [=[
+local g = dist.new_group({0})
+local t = ember.tensor({2.0})
+dist.all_reduce(t, {group = g})
+print(dist.get_rank(g), dist.get_world_size(g), t)   -- 0  1  [2]
+dist.destroy_process_group(g)]=]),
+  entry("group", "dist.group.WORLD", [=[
+The default process group as a group object: every rank, group rank = global rank.]=], [=[
+print(dist.get_world_size(dist.group.WORLD))     -- 1]=]),
+  entry("ProcessGroup", "group:rank() -> integer  |  group:size() -> integer  |  tostring(group)", [=[
+A group from new_group: rank() is get_rank(group), size() get_world_size(group) (-1 on a
+non-member); tostring shows its global ranks.]=], [=[
+local g = dist.new_group()
+print(g:rank(), g:size(), g)                      -- 0  1  ProcessGroup(ranks = {0})
+dist.destroy_process_group(g)]=]),
+  entry("get_process_group_ranks", "dist.get_process_group_ranks(group) -> {ranks}", [=[
+The group's global ranks, ascending (0-based values).]=], [=[
+print(dist.get_process_group_ranks(dist.group.WORLD)[1])   -- 0]=]),
+  entry("get_global_rank", "dist.get_global_rank(group, group_rank) -> integer", [=[
+The global rank of the group's rank group_rank; an error when group_rank is not
+0 .. size - 1.]=], [=[
+print(dist.get_global_rank(dist.group.WORLD, 0))  -- 0]=]),
+  entry("get_group_rank", "dist.get_group_rank(group, global_rank) -> integer", [=[
+The rank within the group of a global rank; an error when it is not a member.]=], [=[
+print(dist.get_group_rank(dist.group.WORLD, 0))   -- 0]=]),
   -- DistributedDataParallel and the engine hooks it stands on
   {
     name = "ember.nn.parallel",
@@ -163,7 +224,7 @@ print(type(ember.nn.parallel.DistributedDataParallel))   -- table (a module clas
   {
     name = "ember.nn.parallel.DistributedDataParallel",
     sig = "nn.parallel.DistributedDataParallel(module [, {bucket_cap_mb = 25, find_unused_parameters = false,\n"
-       .. "                                       broadcast_buffers = true}]) -> module",
+       .. "                                       broadcast_buffers = true, process_group}]) -> module",
     doc = [=[
 Wraps module so that backward averages the gradients over every rank. At the wrap,
 every rank's parameters and buffers are checked against rank 0's (names, shapes,
@@ -182,9 +243,12 @@ error at the end of that backward, naming the parameters. ddp.module is the wrap
 model; parameters() are its parameters; state_dict() keys carry PyTorch's "module."
 prefix, so checkpoint ddp.module (as the training scripts do) to load the file into an
 unwrapped model, or load a plain checkpoint with ddp.module:load_state_dict.
+process_group = g (from new_group; only its members wrap): the buckets are averaged over
+g's members, and the checks and broadcasts at wrap and before forward come from g's
+lowest rank instead of rank 0; several groups can train apart in one job.
 Deviations: unused parameters are found when backward ends, not by walking the graph
 after forward; every bucket (the first too) is at most bucket_cap_mb; no device_ids,
-output_device, process_group, static_graph or gradient_as_bucket_view; CPU tensors only
+output_device, static_graph or gradient_as_bucket_view; CPU tensors only
 (the MPI backend). Needs init_process_group first; a world of one works.]=],
     example = INIT .. [=[
 local model = ember.nn.parallel.DistributedDataParallel(ember.nn.Linear(3, 2))

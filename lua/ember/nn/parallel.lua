@@ -25,9 +25,9 @@
 --   * Without find_unused_parameters, a parameter that got no gradient is an error at the end of
 --     that backward (PyTorch: at the next forward), with PyTorch's message and the parameters' names.
 --   * Every bucket is at most bucket_cap_mb (PyTorch makes the first one 1 MB).
---   * device_ids, output_device, process_group, static_graph and gradient_as_bucket_view are not
---     options: one process group, ember moves nothing between devices, and .grad tensors stay apart
---     from the buckets (the averages are copied back).
+--   * device_ids, output_device, static_graph and gradient_as_bucket_view are not options: ember
+--     moves nothing between devices, and .grad tensors stay apart from the buckets (the averages are
+--     copied back).
 local ember = require "ember"
 local errors = require "ember.errors"
 local Module = require("ember.nn.module").Module
@@ -38,7 +38,7 @@ local NAME = "DistributedDataParallel"
 
 local function fail(fmt, ...) errors.raisef("%s: " .. fmt, NAME, ...) end
 
-local OPTIONS = {bucket_cap_mb = true, find_unused_parameters = true, broadcast_buffers = true}
+local OPTIONS = {bucket_cap_mb = true, find_unused_parameters = true, broadcast_buffers = true, process_group = true}
 
 local function bool_opt(opts, k, default)
   local v = opts[k]
@@ -52,7 +52,8 @@ local function check_options(opts)
   if type(opts) ~= "table" or ember.is_tensor(opts) then fail("expected an options table, got %s", type(opts)) end
   for k in pairs(opts) do
     if not OPTIONS[k] then
-      fail("unknown option '%s' (known: bucket_cap_mb, find_unused_parameters, broadcast_buffers)", tostring(k))
+      fail("unknown option '%s' (known: bucket_cap_mb, find_unused_parameters, broadcast_buffers, process_group)",
+           tostring(k))
     end
   end
   return opts
@@ -88,19 +89,19 @@ local function decode(t)
   return table.concat(chars)
 end
 
-local function gather(dist, t)
+local function gather(dist, group, t)
   local list = {}
-  for r = 1, dist.get_world_size() do list[r] = ember.empty_like(t) end
-  dist.all_gather(list, t)
+  for r = 1, dist.get_world_size(group) do list[r] = ember.empty_like(t) end
+  dist.all_gather(list, t, {group = group})
   return list
 end
 
 -- Compares every rank's parameters and buffers with rank 0's: first the count and one hash of all
 -- descriptions, then (only when they differ) the hash of each entry to find the first difference, and
 -- the descriptions of that entry on every rank, so every rank raises the same message.
-local function verify_same_model(dist, descs)
+local function verify_same_model(dist, group, descs)
   local all = hash(table.concat(descs, ";"))
-  local heads = gather(dist, ember.tensor({#descs, all}, {dtype = "float64"}))
+  local heads = gather(dist, group, ember.tensor({#descs, all}, {dtype = "float64"}))
   local most, same = 0, true
   for r, h in ipairs(heads) do heads[r] = h:tolist() end
   for _, v in ipairs(heads) do
@@ -110,7 +111,7 @@ local function verify_same_model(dist, descs)
   if same then return end
   local mine = {}
   for i = 1, most do mine[i] = descs[i] and hash(descs[i]) or -1 end
-  local per = gather(dist, ember.tensor(mine, {dtype = "float64"}))
+  local per = gather(dist, group, ember.tensor(mine, {dtype = "float64"}))
   local first, rank = nil, nil
   local base = per[1]:tolist()
   for r = 2, #per do
@@ -119,10 +120,13 @@ local function verify_same_model(dist, descs)
       if v[i] ~= base[i] and (not first or i < first) then first, rank = i, r - 1 end
     end
   end
-  local texts = gather(dist, encode(descs[first] or "(nothing)"))
-  fail("the ranks' models differ: rank 0 has %d parameters and buffers, rank %d has %d; entry %d is %s on rank 0 " ..
-       "but %s on rank %d (every rank must build the same model before wrapping it)", math.tointeger(heads[1][1]),
-       rank, math.tointeger(heads[rank + 1][1]), first, decode(texts[1]), decode(texts[rank + 1]), rank)
+  local texts = gather(dist, group, encode(descs[first] or "(nothing)"))
+  local ranks = group and dist.get_process_group_ranks(group)
+  local function global(q) return ranks and ranks[q + 1] or q end
+  fail("the ranks' models differ: rank %d has %d parameters and buffers, rank %d has %d; entry %d is %s on rank %d " ..
+       "but %s on rank %d (every rank must build the same model before wrapping it)", global(0),
+       math.tointeger(heads[1][1]), global(rank), math.tointeger(heads[rank + 1][1]), first, decode(texts[1]),
+       global(0), decode(texts[rank + 1]), global(rank))
 end
 
 -- Parameters (those requiring grad) in reverse registration order, cut into buckets of one dtype and
@@ -155,8 +159,9 @@ local DDP = Module:extend(NAME)
 M.DistributedDataParallel = DDP
 
 --- nn.parallel.DistributedDataParallel(module, {bucket_cap_mb = 25, find_unused_parameters = false,
--- broadcast_buffers = true}) -> a module whose backward averages
--- the gradients over every rank of the default process group.
+-- broadcast_buffers = true, process_group = nil}) -> a module whose backward averages
+-- the gradients over every rank of process_group (default: the default process group); at wrap
+-- and before each forward its lowest rank's parameters / buffers are copied to the others.
 function DDP:init(module, opts)
   Module.init(self)
   if not ember.nn.is_module(module) then fail("expected an nn.Module to wrap, got %s", type(module)) end
@@ -165,10 +170,17 @@ function DDP:init(module, opts)
   if not dist.is_initialized() then
     fail("the default process group is not initialised: call ember.distributed.init_process_group first")
   end
+  local group = opts.process_group
+  if group ~= nil and dist.get_world_size(group) < 0 then
+    fail("this process (rank %d) is not in process_group (its ranks: %s): only its members may wrap a module " ..
+         "over it", dist.get_rank(), table.concat(dist.get_process_group_ranks(group), ", "))
+  end
   local cap = opts.bucket_cap_mb == nil and 25 or opts.bucket_cap_mb
   if type(cap) ~= "number" or not (cap > 0) then fail("bucket_cap_mb must be a positive number, got %s", tostring(cap)) end
   local s = {
     dist = dist,
+    group = group,            -- nil: the default group
+    root = group and dist.get_process_group_ranks(group)[1] or 0,   -- the group's lowest (global) rank
     find_unused = bool_opt(opts, "find_unused_parameters", false),
     broadcast_buffers = bool_opt(opts, "broadcast_buffers", true),
     bucket_cap_mb = cap,
@@ -194,10 +206,10 @@ function DDP:init(module, opts)
            "init_process_group({backend = \"nccl\"})", e.name, e.tensor.device)
     end
   end
-  verify_same_model(dist, descs)
+  verify_same_model(dist, group, descs)
   ember.no_grad(function()
-    for _, p in ipairs(module:parameters()) do dist.broadcast(p, 0) end
-    for _, b in ipairs(s.buffers) do dist.broadcast(b, 0) end
+    for _, p in ipairs(module:parameters()) do dist.broadcast(p, s.root, {group = group}) end
+    for _, b in ipairs(s.buffers) do dist.broadcast(b, s.root, {group = group}) end
   end)
   s.buckets = make_buckets(s.params, cap * 1024 * 1024)
   self:_reset()
@@ -233,7 +245,7 @@ function DDP:_launch_ready()
   while s.next_bucket <= #s.buckets and s.buckets[s.next_bucket].pending == 0 do
     local b = s.buckets[s.next_bucket]
     b.done = false
-    b.work = s.dist.all_reduce(b.flat, {op = "avg", async_op = true})
+    b.work = s.dist.all_reduce(b.flat, {op = "avg", async_op = true, group = s.group})
     s.next_bucket = s.next_bucket + 1
   end
 end
@@ -305,7 +317,7 @@ function DDP:_finalize()
     local flags = {}
     for k = 1, #s.params do flags[k] = s.used[k] and 1 or 0 end
     used_anywhere = ember.tensor(flags, {dtype = "int32"})
-    s.dist.all_reduce(used_anywhere, {op = "max"})
+    s.dist.all_reduce(used_anywhere, {op = "max", group = s.group})
     used_anywhere = used_anywhere:tolist()
   end
   for _, b in ipairs(s.buckets) do
@@ -330,9 +342,9 @@ function DDP:forward(...)
     for i = 1, s.next_bucket - 1 do s.buckets[i].work:wait() end
     self:_reset()
   end
-  if s.broadcast_buffers and #s.buffers > 0 and s.dist.get_world_size() > 1 then
+  if s.broadcast_buffers and #s.buffers > 0 and s.dist.get_world_size(s.group) > 1 then
     ember.no_grad(function()
-      for _, b in ipairs(s.buffers) do s.dist.broadcast(b, 0) end
+      for _, b in ipairs(s.buffers) do s.dist.broadcast(b, s.root, {group = s.group}) end
     end)
   end
   s.expect_hooks = ember.is_grad_enabled() and s.require_sync
@@ -372,7 +384,7 @@ end
 
 function DDP:extra_repr()
   local s = rawget(self, "_ddp")
-  return string.format("world_size=%d, buckets=%d, bucket_cap_mb=%s%s", s.dist.get_world_size(), #s.buckets,
+  return string.format("world_size=%d, buckets=%d, bucket_cap_mb=%s%s", s.dist.get_world_size(s.group), #s.buckets,
                        tostring(s.bucket_cap_mb), s.find_unused and ", find_unused_parameters=true" or "")
 end
 
