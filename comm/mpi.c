@@ -143,7 +143,8 @@ static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t queue_cv = PTHREAD_COND_INITIALIZER;      /* work queued, or stop */
 static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;       /* a job finished */
 static request *queue_head, *queue_tail;
-static int pending;            /* queued or running jobs (queue_lock) */
+static request *running;       /* the collective being run, by the thread or a waiting caller */
+static int pending;            /* queued or running collectives (queue_lock) */
 static bool thread_started, thread_stop;
 static pthread_t comm_thread;
 
@@ -170,28 +171,64 @@ static void note_error(request *q, int code)
     snprintf(q->error, sizeof q->error, "%s: %s", q->what, msg);
 }
 
+/* The next queued collective, now the caller's to run; NULL while one is
+ * running (one at a time keeps the program's order) or none is queued.
+ * Under queue_lock. */
+static request *take_job(void)
+{
+    if (running || !queue_head) return NULL;
+    request *q = queue_head;
+    queue_head = q->next;
+    if (!queue_head) queue_tail = NULL;
+    running = q;
+    return q;
+}
+
+/* Runs a job taken with take_job; called and returning with queue_lock held. */
+static void run_job(request *q)
+{
+    pthread_mutex_unlock(&queue_lock);
+    pthread_mutex_lock(&mpi_lock);
+    int rc = run_collective(q);
+    pthread_mutex_unlock(&mpi_lock);
+    if (rc != MPI_SUCCESS) note_error(q, rc);
+    pthread_mutex_lock(&queue_lock);
+    q->done = true;
+    running = NULL;
+    pending--;
+    pthread_cond_broadcast(&done_cv);
+    pthread_cond_signal(&queue_cv);   /* the next one may be the thread's */
+}
+
 static void *comm_main(void *arg)
 {
     (void)arg;
     pthread_mutex_lock(&queue_lock);
     for (;;) {
-        while (!queue_head && !thread_stop) pthread_cond_wait(&queue_cv, &queue_lock);
-        if (!queue_head) break;   /* stop, and nothing left to run */
-        request *q = queue_head;
-        pthread_mutex_unlock(&queue_lock);
-        pthread_mutex_lock(&mpi_lock);
-        int rc = run_collective(q);
-        pthread_mutex_unlock(&mpi_lock);
-        if (rc != MPI_SUCCESS) note_error(q, rc);
-        pthread_mutex_lock(&queue_lock);
-        queue_head = q->next;
-        if (!queue_head) queue_tail = NULL;
-        q->done = true;
-        pending--;
-        pthread_cond_broadcast(&done_cv);
+        request *q = take_job();
+        if (q) {
+            run_job(q);
+            continue;
+        }
+        if (thread_stop && !queue_head && !running) break;
+        pthread_cond_wait(&queue_cv, &queue_lock);
     }
     pthread_mutex_unlock(&queue_lock);
     return NULL;
+}
+
+/* Until `until` has run, or with NULL every queued collective. A caller
+ * that would only sleep runs the next queued collective itself when the
+ * thread has not started it: on a busy machine the thread may not get a
+ * core for a while, and the caller has nothing else to do. Under
+ * queue_lock. */
+static void help_until(request *until)
+{
+    while (until ? !until->done : pending > 0) {
+        request *q = take_job();
+        if (q) run_job(q);
+        else pthread_cond_wait(&done_cv, &queue_lock);
+    }
 }
 
 /* Until every queued collective has run (the caller's next MPI call comes
@@ -199,7 +236,7 @@ static void *comm_main(void *arg)
 static void drain(void)
 {
     pthread_mutex_lock(&queue_lock);
-    while (pending > 0) pthread_cond_wait(&done_cv, &queue_lock);
+    help_until(NULL);
     pthread_mutex_unlock(&queue_lock);
 }
 
@@ -458,7 +495,7 @@ static int wait(void *req)
         return finish_request(r);
     }
     pthread_mutex_lock(&queue_lock);
-    while (!r->done) pthread_cond_wait(&done_cv, &queue_lock);
+    help_until(r);
     pthread_mutex_unlock(&queue_lock);
     return finish_request(r);
 }

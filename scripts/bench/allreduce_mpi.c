@@ -1,13 +1,20 @@
 /* allreduce_mpi.c — the baseline of scripts/bench/allreduce.lua: a plain
  * MPI_Allreduce (float32 sum, in place) loop, best of `reps` timings per
- * size, sizes in bytes from argv. Rank 0 prints "bytes seconds" lines. */
+ * size, sizes in bytes from argv. Rank 0 prints "bytes seconds" lines.
+ * MPI_THREAD=serialized starts MPI at ember's thread level
+ * (MPI_THREAD_SERIALIZED, for its communication thread), where OpenMPI
+ * takes its internal locks on every call. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    const char *level = getenv("MPI_THREAD");
+    int provided;
+    MPI_Init_thread(&argc, &argv, level && strcmp(level, "serialized") == 0 ? MPI_THREAD_SERIALIZED
+                                                                            : MPI_THREAD_SINGLE, &provided);
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     int reps = argc > 1 ? atoi(argv[1]) : 5;
