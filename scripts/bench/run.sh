@@ -284,6 +284,8 @@ if [ -x "$BUILD/bench_allreduce" ] && command -v mpirun >/dev/null; then
                    printf "%-11d %22.3f %22.3f %7.3f %13.3f | %6.3f %7.3f\n", b, et, mt, et / mt, es, ms, es / ms } }' \
         "$ar"/et* "$ar"/es* "$ar"/mt* "$ar"/ms* | sort -n
     rm -rf "$ar"
+    echo "an async all_reduce waited for at once, beside the blocking call (scripts/bench/allreduce_async.lua):"
+    mpirun -n 2 "$EMBER" scripts/bench/allreduce_async.lua
 fi
 
 # DistributedDataParallel, 2 processes: the share of the all-reduce time hidden behind backward
