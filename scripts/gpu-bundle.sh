@@ -37,12 +37,18 @@ for lib in $(ldd "$BUILD/ember" "$BUILD/libember_cuda.so" ${comm_libs[@]+"${comm
     esac
     cp -L "$lib" "$out/stage/lib/"
 done
-# OpenMPI's plugins and messages: a singleton process group (world size 1,
-# no mpirun) needs no more; scripts/gpu-run.sh points OpenMPI at them
+# OpenMPI's plugins, messages and launcher (a singleton process group, world
+# size 1, needs no launcher); scripts/gpu-run.sh points OpenMPI at them
 if [ ${#comm_libs[@]} -gt 0 ] && [ -d /usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3 ]; then
     mkdir -p "$out/stage/openmpi"
     cp -r /usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3 "$out/stage/openmpi/components"
     cp -r /usr/share/openmpi "$out/stage/openmpi/share"
+    # mpirun (and orted) for jobs of several processes on that machine's cores
+    if command -v orterun >/dev/null; then
+        mkdir -p "$out/stage/openmpi/bin"
+        cp "$(command -v orterun)" "$out/stage/openmpi/bin/mpirun"
+        cp "$(command -v orted)" "$out/stage/openmpi/bin/orted"
+    fi
     for lib in $(ldd "$out"/stage/openmpi/components/*.so 2>/dev/null | awk '/=> \// {print $3}' | sort -u); do
         case $(basename "$lib") in
             libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libcuda.so*|libcudart*) continue ;;

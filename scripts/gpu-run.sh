@@ -36,6 +36,10 @@ export BUILD="$dest/bin" EMBER_BUILD="$dest/bin" EMBER="$dest/bin/ember" EMBER_C
 if [ -d "$dest/openmpi" ]; then
     export OMPI_MCA_mca_base_component_path="$dest/openmpi/components" OPAL_PKGDATADIR="$dest/openmpi/share"
     export OMPI_MCA_ess_singleton_isolated=1
+    # the bundle's mpirun for several processes (scripts/gpu-session.sh ddp);
+    # as root it needs OpenMPI's consent
+    export PATH="$dest/openmpi/bin:$PATH"
+    if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 fi
 export BUSTED="$dest/bin/ember $dest/bin/busted.lua"
 export LUA_PATH="$PWD/lua/?.lua;$PWD/lua/?/init.lua;$PWD/tests/lua/?.lua;$PWD/tests/gpu/?.lua;$dest/lua/share/?.lua;$dest/lua/share/?/init.lua;;"

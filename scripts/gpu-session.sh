@@ -16,6 +16,8 @@
 #   mlp        scripts/fashion_mnist_mlp.lua --device cuda (FM_DATA, default
 #              .gpu/data when gpu-bundle.sh --data made it)  -> $OUT/mlp.log
 #   bench      scripts/bench/run-gpu.sh (make bench-gpu's table) -> $OUT/bench.log
+#   ddp        scripts/bench/ddp_overlap.lua under the bundle's mpirun, 2 and 4
+#              CPU processes (DDP's overlap with cores to spare) -> $OUT/ddp_np*.log
 # SPECS="a b" limits memcheck to tests/gpu/{a,b}_spec.lua. A summary line per
 # phase goes to stdout and $OUT/summary.txt.
 set -u
@@ -104,12 +106,22 @@ for phase in "$@"; do
         say "mlp: exit $?, $(grep -i 'accuracy' "$OUT/mlp.log" | tail -1)"
         rm -f "$ck"
         ;;
+    ddp)
+        # DDP's overlap where cores are to spare (issue 18): 2 and 4 CPU processes
+        for np in 2 4; do
+            over=()
+            if [ "$(nproc)" -lt $np ]; then over=(--oversubscribe); fi
+            timeout "$PHASE_TIMEOUT" mpirun "${over[@]}" -n $np "$EMBER" scripts/bench/ddp_overlap.lua 20 \
+                > "$OUT/ddp_np$np.log" 2>&1
+            say "ddp $np processes: exit $?, $(grep -c hidden "$OUT/ddp_np$np.log") cases"
+        done
+        ;;
     bench)
         FM_DATA=${FM_DATA:-/nonexistent} timeout "$PHASE_TIMEOUT" bash scripts/bench/run-gpu.sh > "$OUT/bench.log" 2>&1
         say "bench: exit $?, $(wc -l < "$OUT/bench.log") lines"
         ;;
     *)
-        say "unknown phase '$phase' (info suites sync memcheck racecheck mlp bench)"
+        say "unknown phase '$phase' (info suites sync memcheck racecheck mlp bench ddp)"
         ;;
     esac
 done
