@@ -85,8 +85,14 @@ if [ "$ONLY" != gpu ]; then
     run_specs lua tests/lua/*_spec.lua
 fi
 
-# GPU tests: the same busted runs
+# GPU tests: the same busted runs, then the GPU shell checks (python3 of
+# the PATH: the GPU machine's; standard library only)
 run_specs gpu tests/gpu/*_spec.lua
+for t in tests/gpu/*_test.py; do
+    [ -e "$t" ] || continue
+    python3 "$t" > "$log" 2>&1; rc=$?
+    count "gpu/$(basename "$t")" "$log" $rc
+done
 
 if [ "$ONLY" != gpu ]; then
     # executable tests: each script prints TAP
