@@ -164,11 +164,11 @@ def time_vs_events():
     ]) + "\n"
     out = subprocess.run([EMBER, "-i"], input=script, capture_output=True, text=True, timeout=300)
     text = out.stdout + out.stderr
-    m = re.search(r"best ([0-9.]+) (ms|s|us|µs)", text)
+    m = re.search(r"best ([0-9.]+) (ms|s|us|ns)", text)
     e = re.search(r"events ([0-9.]+) ms", text)
     if not m or not e:
         return False, "could not read the timings:\n" + text[-2000:]
-    scale = {"s": 1e3, "ms": 1.0, "us": 1e-3, "µs": 1e-3}[m.group(2)]
+    scale = {"s": 1e3, "ms": 1.0, "us": 1e-3, "ns": 1e-6}[m.group(2)]
     shell_ms, event_ms = float(m.group(1)) * scale, float(e.group(1))
     ratio = shell_ms / event_ms
     return abs(ratio - 1) <= 0.05, ":time %.3f ms, events %.3f ms, ratio %.3f" % (shell_ms, event_ms, ratio)
