@@ -7,6 +7,7 @@
 
 #include <mpi.h>
 #include <pthread.h>
+#include <signal.h>
 #include <time.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -74,9 +75,9 @@ static int init(int *rank, int *size)
     int provided = MPI_THREAD_SINGLE;
     if (!inited) {
         /* EMBER_MPI_THREADS=single: no communication thread, so OpenMPI
-         * takes no locks (a third faster below 256 KB), and an async
-         * collective runs at the call (DDP's buckets then reduce inside
-         * backward's hooks, without overlap) */
+         * takes none of its locks (0.12 us a call at 1 KB in one A/B of a
+         * plain C loop), and an async collective runs at the call (DDP's
+         * buckets then reduce inside backward's hooks, without overlap) */
         const char *mode = getenv("EMBER_MPI_THREADS");
         int want = mode && strcmp(mode, "single") == 0 ? MPI_THREAD_SINGLE : MPI_THREAD_SERIALIZED;
         int rc = MPI_Init_thread(NULL, NULL, want, &provided);
@@ -210,6 +211,10 @@ static void run_job(request *q)
 static void *comm_main(void *arg)
 {
     (void)arg;
+    /* signals (the shell's Ctrl-C) belong to the thread running Lua */
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
     pthread_mutex_lock(&queue_lock);
     for (;;) {
         request *q = take_job();
