@@ -584,6 +584,17 @@ static int t_is_view_of(lua_State *L)
     return 1;
 }
 
+/* PyTorch's is_set_to: the same memory seen the same way (storage, offset,
+ * dtype, sizes and strides), as a view that aliases t exactly. */
+static int t_is_set_to(lua_State *L)
+{
+    em_tensor *a = self(L, "is_set_to"), *b = emlua_check(L, 2, "is_set_to");
+    bool same = a->storage == b->storage && a->offset == b->offset && a->dtype == b->dtype && a->ndim == b->ndim;
+    for (int d = 0; same && d < a->ndim; d++) same = a->sizes[d] == b->sizes[d] && a->strides[d] == b->strides[d];
+    lua_pushboolean(L, same);
+    return 1;
+}
+
 static int t_item(lua_State *L)
 {
     em_tensor *t = self(L, "item");
@@ -1138,7 +1149,7 @@ static int m_set_num_threads(lua_State *L)
 static const luaL_Reg methods[] = {
     {"size", t_size}, {"stride", t_stride}, {"dim", t_dim}, {"numel", t_numel}, {"nelement", t_numel},
     {"element_size", t_element_size}, {"storage_offset", t_storage_offset},
-    {"is_contiguous", t_is_contiguous}, {"is_floating_point", t_is_floating_point},
+    {"is_contiguous", t_is_contiguous}, {"is_set_to", t_is_set_to}, {"is_floating_point", t_is_floating_point},
     {"is_view_of", t_is_view_of}, {"item", t_item}, {"tolist", t_tolist},
     {"view", t_view}, {"view_as", t_view_as}, {"reshape", t_reshape}, {"reshape_as", t_reshape_as},
     {"t", t_t}, {"transpose", t_transpose}, {"permute", t_permute}, {"narrow", t_narrow},

@@ -90,7 +90,13 @@ describe("DistributedDataParallel in a world of one", function()
     for _, c in ipairs({
       {{bucket_cap_mb = 0}, "bucket_cap_mb must be a positive number, got 0"},
       {{find_unused_parameters = 1}, "find_unused_parameters must be a boolean, got number"},
-      {{device_ids = {0}}, "unknown option 'device_ids'"},
+      {{device_ids = {0}}, "device_ids must be nil for a module on the CPU (as PyTorch), got {0}"},
+      {{device_ids = {"cuda:0", "cuda:1"}}, "device_ids must hold exactly one device"},
+      {{device_ids = 0}, "device_ids must be a list, got number"},
+      {{output_device = "cuda:1"}, "output_device cuda:1 differs from the module's device cpu"},
+      {{static_graph = "yes"}, "static_graph must be a boolean, got string"},
+      {{gradient_as_bucket_view = 1}, "gradient_as_bucket_view must be a boolean, got number"},
+      {{bucket_size = 1}, "unknown option 'bucket_size'"},
       {42, "expected an options table, got number"},
     }) do
       local ok, err = pcall(function() local m = DDP(MLP(), c[1]); return m end)
@@ -100,5 +106,26 @@ describe("DistributedDataParallel in a world of one", function()
     local ok, err = pcall(function() local m = DDP(ember.ones(2)); return m end)
     assert.matches("expected an nn.Module to wrap, got userdata", err)
     assert.is_false(ok)
+    -- accepted as PyTorch takes them for a CPU module
+    assert.is_truthy(DDP(MLP(), {device_ids = nil, output_device = "cpu", static_graph = true}))
+  end)
+
+  it("gradient_as_bucket_view: .grad become views of the bucket, with the same values", function()
+    dist.init_process_group()
+    finally(function() dist.destroy_process_group() end)
+    ember.manual_seed(2)
+    local ref = MLP():double()
+    local model = nn.parallel.DistributedDataParallel(MLP():double(), {gradient_as_bucket_view = true})
+    model.module:load_state_dict(ref:state_dict())
+    local x = ember.randn(5, 4, {dtype = "float64"})
+    model(x):sum():backward()
+    ref(x):sum():backward()
+    local ps, rs = model:parameters(), ref:parameters()
+    for i = 2, #ps do assert.is_true(ps[i].grad:is_view_of(ps[1].grad)) end
+    -- a second backward accumulates into the views (the bucket) in place
+    model(x):sum():backward()
+    ref(x):sum():backward()
+    for i, p in ipairs(ps) do assert.is_true(ember.allclose(p.grad, rs[i].grad, 0, 0)) end
+    for i = 2, #ps do assert.is_true(ps[i].grad:is_view_of(ps[1].grad)) end
   end)
 end)

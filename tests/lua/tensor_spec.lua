@@ -297,6 +297,13 @@ describe("views share memory", function()
     assert.are.same({100, 4, 8, 1}, {r[1]:item(), r[2]:item(), r[3]:item(), r[4]:item()})
     assert.is_false(r:is_view_of(t))
     assert.is_true(t:reshape(2, 6):is_view_of(t))
+    -- is_set_to: the same storage, offset, sizes and strides, not just shared storage
+    assert.is_true(t:view(t.shape):is_set_to(t))
+    assert.is_false(t:reshape(2, 6):is_set_to(t))
+    assert.is_false(t:narrow(1, 2, 1):is_set_to(t:narrow(1, 1, 1)))
+    assert.is_false(t:clone():is_set_to(t))
+    assert.is_false(t:t():is_set_to(t))
+    assert.has_error(function() t:is_set_to(3) end)
   end)
 
   it("transpose / t / permute", function()

@@ -220,6 +220,34 @@ group("find_unused_parameters: a branch no rank takes, and one only rank 1 takes
   expect_close(got, want, 1e-12, "some ranks use b")
 end)
 
+group("gradient_as_bucket_view: the same training; .grad are views of the bucket; unused .grad kept", function()
+  local copies = with_ddp(OPTIMS.AdamW, 10, 16)
+  local views, m = with_ddp(OPTIMS.AdamW, 10, 16, {gradient_as_bucket_view = true})
+  for i = 1, #copies do
+    if not ember.equal(copies[i]:detach(), views[i]:detach()) then fail("parameter " .. i .. " differs") end
+  end
+  local fc = m.module
+  if not fc.fc1.weight.grad:is_view_of(fc.fc3.bias.grad) then fail("fc1.weight's and fc3.bias's .grad are apart") end
+  -- zeroed in place, the views stay, and the next backward writes the bucket: one process's
+  -- gradient on the whole batch from the same parameters
+  ember.optim.SGD(m:parameters(), {lr = 0.1}):zero_grad(false)
+  local x, y = batch(11, 16)
+  ce(m(share(x, r, n)), share(y, r, n)):backward()
+  if not fc.fc1.weight.grad:is_view_of(fc.fc3.bias.grad) then fail("the views were lost after zero_grad(false)") end
+  local ref = mlp(1)
+  ref:load_state_dict(fc:state_dict())
+  ce(ref(x), y):backward()
+  expect_close({fc.fc1.weight.grad, fc.fc2.bias.grad, fc.fc3.weight.grad},
+               {ref.fc1.weight.grad, ref.fc2.bias.grad, ref.fc3.weight.grad}, 1e-12, "gradients in the views")
+  -- a parameter no rank uses keeps its .grad (a view), as without views
+  local b = DDP(branchy(3 + r), {find_unused_parameters = true, gradient_as_bucket_view = true})
+  ce(b(share(x, r, n), "both"), share(y, r, n)):backward()
+  local before = b.module.b.weight.grad:clone()
+  ce(b(share(x, r, n), false), share(y, r, n)):backward()
+  expect_close({b.module.b.weight.grad}, {before}, 0, "the unused branch's .grad")
+  if not b.module.b.weight.grad:is_view_of(b.module.trunk.weight.grad) then fail("the unused .grad left its bucket") end
+end)
+
 group("without find_unused_parameters, an unused parameter is PyTorch's error with its names", function()
   local model = DDP(branchy(3))
   local x, y = batch(1, 16)

@@ -224,7 +224,9 @@ print(type(ember.nn.parallel.DistributedDataParallel))   -- table (a module clas
   {
     name = "ember.nn.parallel.DistributedDataParallel",
     sig = "nn.parallel.DistributedDataParallel(module [, {bucket_cap_mb = 25, find_unused_parameters = false,\n"
-       .. "                                       broadcast_buffers = true, process_group}]) -> module",
+       .. "                                       broadcast_buffers = true, process_group, device_ids,\n"
+       .. "                                       output_device, static_graph = false,\n"
+       .. "                                       gradient_as_bucket_view = false}]) -> module",
     doc = [=[
 Wraps module so that backward averages the gradients over every rank. At the wrap,
 every rank's parameters and buffers are checked against rank 0's (names, shapes,
@@ -246,10 +248,16 @@ unwrapped model, or load a plain checkpoint with ddp.module:load_state_dict.
 process_group = g (from new_group; only its members wrap): the buckets are averaged over
 g's members, and the checks and broadcasts at wrap and before forward come from g's
 lowest rank instead of rank 0; several groups can train apart in one job.
+gradient_as_bucket_view = true: after the first synchronised backward every .grad is a
+view of its bucket, so backward accumulates straight into the bucket and the average
+lands in .grad without copies (half the gradient memory), as PyTorch; a .grad set to nil
+(zero_grad's default) is copied in once and made a view again; zero_grad(false) keeps
+the views. device_ids = {the module's device} (or nil) and output_device are checked
+against where the module is: nil for a CPU module, as PyTorch; nothing is moved.
+static_graph is accepted and changes nothing.
 Deviations: unused parameters are found when backward ends, not by walking the graph
-after forward; every bucket (the first too) is at most bucket_cap_mb; no device_ids,
-output_device, static_graph or gradient_as_bucket_view; CPU tensors only
-(the MPI backend). Needs init_process_group first; a world of one works.]=],
+after forward; every bucket (the first too) is at most bucket_cap_mb; CUDA parameters
+need the nccl backend. Needs init_process_group first; a world of one works.]=],
     example = INIT .. [=[
 local model = ember.nn.parallel.DistributedDataParallel(ember.nn.Linear(3, 2))
 local opt = ember.optim.SGD(model:parameters(), {lr = 0.1})

@@ -279,6 +279,18 @@ local t = ember.zeros(2, 3)
 print(t[1]:is_view_of(t), t:clone():is_view_of(t))   -- true  false]=],
   },
   {
+    name = "Tensor:is_set_to",
+    sig = "Tensor:is_set_to(other)",
+    doc = [=[
+true when t and other are the same memory seen the same way: one storage, the same
+offset, dtype, sizes and strides (as torch.Tensor.is_set_to). Two views of one tensor
+that differ in shape or start are not set to each other; use is_view_of for "shares
+storage". Errors if other is not a tensor.]=],
+    example = [=[
+local t = ember.zeros(2, 3)
+print(t:view(2, 3):is_set_to(t), t:view(3, 2):is_set_to(t), t[1]:is_set_to(t))   -- true  false  false]=],
+  },
+  {
     name = "Tensor:item",
     sig = "Tensor:item()",
     doc = [=[

@@ -25,9 +25,14 @@
 --   * Without find_unused_parameters, a parameter that got no gradient is an error at the end of
 --     that backward (PyTorch: at the next forward), with PyTorch's message and the parameters' names.
 --   * Every bucket is at most bucket_cap_mb (PyTorch makes the first one 1 MB).
---   * device_ids, output_device, static_graph and gradient_as_bucket_view are not options: ember
---     moves nothing between devices, and .grad tensors stay apart from the buckets (the averages are
---     copied back).
+--   * device_ids and output_device are checked, not acted on: a module lives on one device (the
+--     one device_ids names, or the CPU with device_ids nil), and ember moves no inputs or outputs.
+--   * static_graph is accepted and changes nothing: the hooks already serve the same graph each
+--     iteration.
+--   * gradient_as_bucket_view = true: after the first synchronised backward, each .grad is a view
+--     of its bucket (backward accumulates straight into the bucket, and the average lands in
+--     .grad in place: no copies, half the gradient memory), as PyTorch. A .grad set to nil
+--     (zero_grad's default) is copied in once and made a view again.
 local ember = require "ember"
 local errors = require "ember.errors"
 local Module = require("ember.nn.module").Module
@@ -38,7 +43,8 @@ local NAME = "DistributedDataParallel"
 
 local function fail(fmt, ...) errors.raisef("%s: " .. fmt, NAME, ...) end
 
-local OPTIONS = {bucket_cap_mb = true, find_unused_parameters = true, broadcast_buffers = true, process_group = true}
+local OPTIONS = {bucket_cap_mb = true, find_unused_parameters = true, broadcast_buffers = true, process_group = true,
+                 device_ids = true, output_device = true, static_graph = true, gradient_as_bucket_view = true}
 
 local function bool_opt(opts, k, default)
   local v = opts[k]
@@ -52,11 +58,52 @@ local function check_options(opts)
   if type(opts) ~= "table" or ember.is_tensor(opts) then fail("expected an options table, got %s", type(opts)) end
   for k in pairs(opts) do
     if not OPTIONS[k] then
-      fail("unknown option '%s' (known: bucket_cap_mb, find_unused_parameters, broadcast_buffers, process_group)",
-           tostring(k))
+      fail("unknown option '%s' (known: bucket_cap_mb, find_unused_parameters, broadcast_buffers, process_group, " ..
+           "device_ids, output_device, static_graph, gradient_as_bucket_view)", tostring(k))
     end
   end
   return opts
+end
+
+-- A device named as PyTorch's device_ids entries are: an index (CUDA), "cuda:N", "cpu", a device.
+local function device_name(v, what)
+  if math.type(v) == "integer" then return "cuda:" .. v end
+  if type(v) == "string" then return v == "cuda" and "cuda:0" or v end
+  fail("%s must hold device indices or names, got %s", what, type(v))
+end
+
+-- device_ids / output_device against where the module's parameters are (PyTorch: a multi-device
+-- or CPU module takes device_ids = nil; a single-device module [its device] or nil).
+local function check_devices(module, opts)
+  local placed
+  for _, p in ipairs(module:parameters()) do
+    local d = p.device == "cuda" and "cuda:0" or p.device
+    if placed and d ~= placed then
+      fail("the module's parameters are on %s and %s: DistributedDataParallel takes a module on one device", placed, d)
+    end
+    placed = d
+  end
+  local ids = opts.device_ids
+  if ids ~= nil then
+    if type(ids) ~= "table" or ember.is_tensor(ids) then fail("device_ids must be a list, got %s", type(ids)) end
+    if #ids ~= 1 then
+      fail("device_ids must hold exactly one device (the module's; one process per device), got %d", #ids)
+    end
+    local want = device_name(ids[1], "device_ids")
+    if placed == "cpu" or want == "cpu" then
+      fail("device_ids must be nil for a module on the CPU (as PyTorch), got {%s}", tostring(ids[1]))
+    end
+    if placed and want ~= placed then
+      fail("device_ids names %s but the module's parameters are on %s: move the module with module:to(\"%s\")",
+           want, placed, want)
+    end
+  end
+  if opts.output_device ~= nil then
+    local out = device_name(opts.output_device, "output_device")
+    if placed and out ~= placed then
+      fail("output_device %s differs from the module's device %s: ember moves no outputs", out, placed)
+    end
+  end
 end
 
 -- A tensor's description in the cross-rank check.
@@ -166,6 +213,8 @@ function DDP:init(module, opts)
   Module.init(self)
   if not ember.nn.is_module(module) then fail("expected an nn.Module to wrap, got %s", type(module)) end
   opts = check_options(opts)
+  check_devices(module, opts)
+  bool_opt(opts, "static_graph", false)
   local dist = ember.distributed
   if not dist.is_initialized() then
     fail("the default process group is not initialised: call ember.distributed.init_process_group first")
@@ -182,6 +231,7 @@ function DDP:init(module, opts)
     group = group,            -- nil: the default group
     root = group and dist.get_process_group_ranks(group)[1] or 0,   -- the group's lowest (global) rank
     find_unused = bool_opt(opts, "find_unused_parameters", false),
+    grad_views = bool_opt(opts, "gradient_as_bucket_view", false),
     broadcast_buffers = bool_opt(opts, "broadcast_buffers", true),
     bucket_cap_mb = cap,
     require_sync = true,      -- false inside no_sync
@@ -271,7 +321,8 @@ function DDP:_mark_ready(k)
   s.used[k] = true
   local g = e.tensor.grad
   local v = view_of(b, e)
-  if g == nil then v:zero_() else v:copy_(g) end
+  if g == nil then v:zero_()
+  elseif not (s.grad_views and g:is_set_to(v)) then v:copy_(g) end   -- a view: backward wrote the bucket
   b.pending = b.pending - 1
   if b.pending == 0 then self:_launch_ready() end
 end
@@ -304,11 +355,15 @@ function DDP:_finalize()
          "grad for rank %d: %s (indices %s)", NAME, s.dist.get_rank(), table.concat(names, ", "), table.concat(idx, ", ")), 0)
   end
   local used_anywhere
+  local kept = {}   -- gradient_as_bucket_view: an unused parameter's .grad before its slot is zeroed
   if #unready > 0 then
     for _, u in ipairs(unready) do
       local e = s.params[u[1]]
       local b = s.buckets[e.bucket]
-      view_of(b, e):zero_()
+      local v = view_of(b, e)
+      local g = e.tensor.grad
+      if s.grad_views and g ~= nil and g:is_set_to(v) then kept[e.index] = g:clone() end
+      v:zero_()
       b.ready[e.slot] = true
       b.pending = b.pending - 1
     end
@@ -323,10 +378,18 @@ function DDP:_finalize()
   for _, b in ipairs(s.buckets) do
     b.work:wait()
     for _, e in ipairs(b.params) do
+      local v = view_of(b, e)
       if not used_anywhere or used_anywhere[e.index] == 1 then
-        local v = view_of(b, e)
         local g = e.tensor.grad
-        if g == nil then e.tensor.grad = v:clone() else g:copy_(v) end
+        if s.grad_views then
+          if g == nil or not g:is_set_to(v) then e.tensor.grad = v end
+        elseif g == nil then
+          e.tensor.grad = v:clone()
+        else
+          g:copy_(v)
+        end
+      elseif kept[e.index] then
+        v:copy_(kept[e.index])   -- no rank used it: .grad (the view) as it was
       end
     end
   end
