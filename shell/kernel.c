@@ -12,6 +12,7 @@
  * stdout and stderr into stream messages. Only the main thread takes
  * SIGINT. */
 #include "shell.h"
+#include "../engine/ember.h"   /* em_interrupt_requested */
 
 #include <cJSON.h>
 #include <errno.h>
@@ -45,6 +46,7 @@ static struct {
     pthread_t control_thread, hb_thread;
     pthread_mutex_t iopub_lock;
     const ekw_msg *running;           /* the execute_request a cell's output belongs to */
+    const ekw_msg *asks;              /* the same while its front end takes input_request (allow_stdin) */
     volatile sig_atomic_t busy;
     int execution_count;
     history_entry *history;
@@ -239,6 +241,81 @@ static void install_display_hook(lua_State *L)
     lua_settop(L, 0);
 }
 
+/* ---- input: io.read() in a cell asks the front end ------------------------- */
+
+/* kernel_input(prompt, password) -> the line the user typed: an
+ * input_request on the stdin socket to the front end of the running cell,
+ * then its input_reply. Ctrl-C (or interrupt_request) ends the wait. */
+static int lua_kernel_input(lua_State *L)
+{
+    const char *prompt = luaL_optstring(L, 1, "");
+    bool password = lua_toboolean(L, 2);
+    if (!K.asks)
+        return luaL_error(L, "io.read: the front end takes no input for this cell (allow_stdin is false, as in "
+                             "nbconvert): give the value in the code instead");
+    ekc_flush();   /* what the cell printed comes before the prompt */
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "prompt", prompt);
+    cJSON_AddBoolToObject(c, "password", password);
+    int sent = ekw_send(K.sock[EKW_STDIN], &K.conn, K.session, K.asks, NULL, "input_request", c);
+    cJSON_Delete(c);
+    if (sent != 0) return luaL_error(L, "io.read: cannot send the input request to the front end");
+    for (;;) {
+        zmq_pollitem_t item = {K.sock[EKW_STDIN], 0, ZMQ_POLLIN, 0};
+        int n = zmq_poll(&item, 1, 100);
+        if (em_interrupt_requested()) return luaL_error(L, "interrupted!");
+        if (n <= 0) continue;   /* a timeout, or a signal (EINTR) */
+        ekw_msg m;
+        int rc = ekw_recv(K.sock[EKW_STDIN], &K.conn, &m);
+        if (rc == -2) return luaL_error(L, "io.read: the kernel is shutting down");
+        if (rc != 0) continue;
+        if (strcmp(m.msg_type, "input_reply") != 0) {
+            ekw_msg_free(&m);
+            continue;
+        }
+        const char *value = str_field(m.content, "value");
+        lua_pushstring(L, value ? value : "");
+        ekw_msg_free(&m);
+        return 1;
+    }
+}
+
+/* io.read and io.lines() on the standard input (the default input file)
+ * become input requests, a line at a time, with io.read's formats; reading
+ * from a file or from io.input() set to one is unchanged. */
+static const char input_hook[] =
+    "local ask = ...\n"
+    "local read, lines, stdin = io.read, io.lines, io.stdin\n"
+    "local function one(fmt)\n"
+    "  local line = ask('', false)\n"
+    "  if type(fmt) == 'number' then return line:sub(1, fmt) end\n"
+    "  fmt = type(fmt) == 'string' and fmt:gsub('^%*', '') or 'l'\n"
+    "  if fmt:sub(1, 1) == 'n' then return tonumber(line) end\n"
+    "  if fmt:sub(1, 1) == 'L' then return line .. '\\n' end\n"
+    "  return line\n"
+    "end\n"
+    "io.read = function(...)\n"
+    "  if io.input() ~= stdin then return read(...) end\n"
+    "  local n = select('#', ...)\n"
+    "  if n == 0 then return one('l') end\n"
+    "  local out = {}\n"
+    "  for i = 1, n do out[i] = one((select(i, ...))) end\n"
+    "  return table.unpack(out, 1, n)\n"
+    "end\n"
+    "io.lines = function(name, ...)\n"
+    "  if name ~= nil then return lines(name, ...) end\n"
+    "  return function() return io.read() end\n"
+    "end\n";
+
+static void install_input_hook(lua_State *L)
+{
+    if (luaL_loadbuffer(L, input_hook, strlen(input_hook), "=kernel") != LUA_OK ||
+        (lua_pushcfunction(L, lua_kernel_input), lua_pcall(L, 1, 0, 0)) != LUA_OK) {
+        ekw_log("cannot install io.read's input requests: %s", lua_tostring(L, -1));
+    }
+    lua_settop(L, 0);
+}
+
 /* ---- help ---------------------------------------------------------------- */
 
 /* ember.help's text for name (an overview for ""), or nil when it has none. */
@@ -401,11 +478,13 @@ static void handle_execute(lua_State *L, const ekw_msg *m)
     cJSON *err = NULL;
     if (!page) {
         set_running(m);
+        K.asks = bool_field(m->content, "allow_stdin", true) ? m : NULL;
         ekc_begin();
         K.busy = 1;
         err = run_cell(L, code, count, !silent, &result);
         K.busy = 0;
         ekc_end();
+        K.asks = NULL;
         set_running(NULL);
     }
     if (result && result[0] && !silent) {
@@ -764,8 +843,9 @@ int emsh_kernel_run(lua_State *L, const char *connection_file)
     sigaction(SIGINT, &sa, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     emsh_progname = NULL;   /* as in the REPL: an error is the cell's, not the program's */
-    /* nothing types on the kernel's stdin: io.read() and a breakpoint()'s
-     * prompt meet its end instead of waiting for ever */
+    /* nothing types on the kernel's stdin: io.read() asks the front end
+     * instead (input_request), and a breakpoint()'s prompt or C code reading
+     * fd 0 meets its end rather than waiting for ever */
     int null_fd = open("/dev/null", O_RDONLY);
     if (null_fd >= 0) {
         dup2(null_fd, STDIN_FILENO);
@@ -773,6 +853,7 @@ int emsh_kernel_run(lua_State *L, const char *connection_file)
     }
     emsh_commands_open(L);
     install_display_hook(L);
+    install_input_hook(L);
     publish_status(NULL, "starting");
     serve(L);
     rc = 0;

@@ -179,9 +179,36 @@ def run(km, kc, log):
     rep, msgs = execute(kc, ":pm")
     errs = "".join(c["text"] for c in of_type(msgs, "stream") if c["name"] == "stderr")
     ok(rep["status"] == "ok" and "terminal" in errs, ":pm (the debugger's prompt) is refused in a kernel", msgs)
-    rep, msgs = execute(kc, "io.read()")
-    res = of_type(msgs, "execute_result")
-    ok(res and res[0]["data"]["text/plain"] == "nil", "io.read() meets the end of stdin, never waits", msgs)
+    # io.read() asks the front end: an input_request on stdin, answered with input_reply
+    msg_id = kc.execute('print("before"); local a, n = io.read("l", "n"); print("got " .. a .. " and " .. n * 2)',
+                        allow_stdin=True)
+    try:
+        asks = []
+        for _ in range(2):
+            req = kc.get_stdin_msg(timeout=TIMEOUT)
+            asks.append(req)
+            kc.input("hello world" if len(asks) == 1 else "21")
+        rep = shell_reply(kc, msg_id)["content"]
+        msgs = collect(kc, msg_id)
+        ok(rep["status"] == "ok" and [a["msg_type"] for a in asks] == ["input_request"] * 2
+           and asks[0]["parent_header"].get("msg_id") == msg_id
+           and stdout_of(msgs) == "before\ngot hello world and 42\n",
+           "io.read asks the front end (input_request), a line per format", (asks, msgs))
+    except Exception as e:  # noqa: BLE001 - the report names it
+        ok(False, "io.read asks the front end (input_request), a line per format", repr(e))
+    # a front end that takes no input (nbconvert): a clear error, never a wait
+    msg_id = kc.execute("io.read()", allow_stdin=False)
+    rep = shell_reply(kc, msg_id)["content"]
+    collect(kc, msg_id)
+    ok(rep["status"] == "error" and "allow_stdin is false" in rep.get("evalue", ""),
+       "io.read without allow_stdin: a clear error", rep)
+    # Ctrl-C ends a wait for input; the kernel goes on
+    msg_id = kc.execute("io.read()", allow_stdin=True)
+    kc.get_stdin_msg(timeout=TIMEOUT)
+    km.interrupt_kernel()
+    rep = shell_reply(kc, msg_id)["content"]
+    collect(kc, msg_id)
+    ok(rep["status"] == "error" and "interrupted" in rep.get("evalue", ""), "an interrupt ends a wait for input", rep)
     msg_id = kc.execute("?ember.ones")
     rep = shell_reply(kc, msg_id)["content"]
     collect(kc, msg_id)
