@@ -243,8 +243,17 @@ static em_tensor *binary_general(em_binary_op op, const em_tensor *a, const em_t
     em_dtype cd, od;
     int64_t shape[EM_MAX_DIMS];
     int nd = em_broadcast_shapes(a->sizes, a->ndim, b->sizes, b->ndim, shape, name);
-    if (nd < 0 || binary_dtypes(op, em_result_type(a, b), &cd, &od)) goto done;
-    if (!(xa = operand(a, cd, shape, nd)) || !(xb = operand(b, cd, shape, nd))) goto done;
+    em_dtype rt = em_result_type(a, b);
+    if (nd < 0 || binary_dtypes(op, rt, &cd, &od)) goto done;
+    /* a backend with half loops takes the half operands as they are (the
+     * others, Lua numbers among them, in float32) and rounds once */
+    em_dtype ca = cd, cb = cd;
+    if (is_half(rt) && em_be(a)->binary_half) {
+        cd = rt;
+        ca = a->dtype == rt ? rt : EM_FLOAT32;
+        cb = b->dtype == rt ? rt : EM_FLOAT32;
+    }
+    if (!(xa = operand(a, ca, shape, nd)) || !(xb = operand(b, cb, shape, nd))) goto done;
     em_dtype kod = od == EM_BOOL ? EM_BOOL : cd;
     if (!(out = em_empty(shape, nd, kod, em_dev(a)))) goto done;
     if (em_be(a)->binary(op, out, xa, xb)) { em_release(out); out = NULL; goto done; }
@@ -282,7 +291,8 @@ em_tensor *em_binary(em_binary_op op, const em_tensor *a, const em_tensor *b)
      * it is what per-op overhead is measured on. */
     if (a->dtype == b->dtype && a->ndim == b->ndim && (unsigned)op < EM_NBINARY &&
         a->storage->backend == b->storage->backend && em_device_eq(em_dev(a), em_dev(b)) &&
-        plain_dtype(op, a->dtype) && memcmp(a->sizes, b->sizes, sizeof(int64_t) * (size_t)a->ndim) == 0 &&
+        (plain_dtype(op, a->dtype) || (is_half(a->dtype) && !is_bitwise(op) && em_be(a)->binary_half)) &&
+        memcmp(a->sizes, b->sizes, sizeof(int64_t) * (size_t)a->ndim) == 0 &&
         em_is_contiguous(a) && em_is_contiguous(b)) {
         em_tensor *out = em_empty(a->sizes, a->ndim, is_cmp(op) ? EM_BOOL : a->dtype, em_dev(a));
         if (!out) return NULL;

@@ -10,7 +10,15 @@
  * through the same chunk buffers: add/sub/mul/pow are done in unsigned
  * arithmetic (wrap-around without undefined behaviour) and truncation back
  * to the narrow type keeps the wrap-around of that type; bool results are
- * stored as value != 0. */
+ * stored as value != 0.
+ *
+ * float16 and bfloat16 compute in float32 a chunk at a time: operands
+ * (each the half dtype, or float32 for a Lua number beside a half tensor,
+ * kept unrounded as PyTorch's CUDA kernels keep it) are widened into the
+ * chunk buffers,
+ * the float32 loops run, and the result is rounded once into the output.
+ * That is what casting to float32, the float32 op and a cast back give, bit
+ * for bit, in one pass instead of four. */
 #include "cpu.h"
 
 #include <math.h>
@@ -23,6 +31,7 @@ typedef struct bin_ctx {
     em_dtype dt;        /* compute dtype of the inputs */
     bool cmp;           /* output is bool (comparisons, logical ops) */
     int divzero;        /* set by integer remainder by zero */
+    em_dtype da, db;    /* float16/bfloat16: each operand's own dtype (the half one or float32) */
 } bin_ctx;
 
 static bool is_cmp(em_binary_op op) { return op >= EM_EQ && op <= EM_LOGICAL_OR; }
@@ -88,6 +97,8 @@ static inline float div_floor_f32(float a, float b)
 }
 
 /* ---- gather / scatter by element size ------------------------------------ */
+
+static bool is_half(em_dtype d) { return d == EM_FLOAT16 || d == EM_BFLOAT16; }
 
 static void gather(void *dst, const char *p, int64_t stride, int64_t n, size_t esz)
 {
@@ -223,6 +234,52 @@ static void loop_f32(const bin_ctx *c, char **p, const int64_t *s, int64_t n)
             bin_f32(c->op, o, a, b, m);
             if (o == bo) scatter(out, s[0], bo, m, 4);
         }
+    }
+}
+
+/* ---- float16 / bfloat16 (see the header) ---------------------------------- */
+
+static void load_f32(float *dst, const char *p, int64_t stride, int64_t n, em_dtype d)
+{
+    if (d != EM_FLOAT32) cpu_half_to_f32(dst, p, stride, n, d);
+    else if (stride == 4) memcpy(dst, p, (size_t)n * 4);
+    else gather(dst, p, stride, n, 4);
+}
+
+static void loop_half(const bin_ctx *c, char **p, const int64_t *s, int64_t n)
+{
+    float ba[CHUNK], bb[CHUNK], bo[CHUNK];
+    uint8_t bc[CHUNK];
+    /* a stride-0 operand (tensor op scalar) takes the float32 scalar loops */
+    float sa = 0, sb = 0;
+    if (s[1] == 0) load_f32(&sa, p[1], 0, 1, c->da);
+    if (s[2] == 0) load_f32(&sb, p[2], 0, 1, c->db);
+    for (int64_t i = 0; i < n; i += CHUNK) {
+        int64_t m = n - i < CHUNK ? n - i : CHUNK;
+        const char *pa = p[1] + i * s[1], *pb = p[2] + i * s[2];
+        char *out = p[0] + i * s[0];
+        if (c->cmp) {
+            load_f32(ba, pa, s[1], m, c->da);
+            load_f32(bb, pb, s[2], m, c->db);
+            uint8_t *o = s[0] == 1 ? (uint8_t *)out : bc;
+            cmp_f32(c->op, o, ba, bb, m);
+            if (o == bc) scatter(out, s[0], bc, m, 1);
+            continue;
+        }
+        bool done = false;
+        if (s[2] == 0 && s[1] != 0) {
+            load_f32(ba, pa, s[1], m, c->da);
+            done = bin_f32_vs(c->op, bo, ba, sb, m);
+        } else if (s[1] == 0 && s[2] != 0) {
+            load_f32(bb, pb, s[2], m, c->db);
+            done = bin_f32_sv(c->op, bo, sa, bb, m);
+        }
+        if (!done) {
+            load_f32(ba, pa, s[1], m, c->da);
+            load_f32(bb, pb, s[2], m, c->db);
+            bin_f32(c->op, bo, ba, bb, m);
+        }
+        cpu_f32_to_half(out, s[0], bo, m, c->dt);
     }
 }
 
@@ -480,6 +537,7 @@ static void binary_loop(char **p, const int64_t *s, int64_t n, void *ctx)
     switch (c->dt) {
     case EM_FLOAT32: loop_f32(c, p, s, n); break;
     case EM_FLOAT64: loop_f64(c, p, s, n); break;
+    case EM_FLOAT16: case EM_BFLOAT16: loop_half(c, p, s, n); break;
     default: loop_int(c, p, s, n); break;
     }
 }
@@ -488,21 +546,28 @@ int cpu_binary(em_binary_op op, em_tensor *out, const em_tensor *a, const em_ten
 {
     const char *name = em_binary_name(op);
     if ((unsigned)op >= EM_NBINARY) return em_set_error("binary: invalid op %d", (int)op);
+    bool cmp = is_cmp(op);
+    /* a half op: the half dtype is the output's (or, for comparisons, an
+     * operand's); the other operand may be float32 (a Lua number) */
     em_dtype dt = a->dtype;
-    if (b->dtype != dt)
+    if (is_half(b->dtype) && (!is_half(dt) || (!cmp && out->dtype == b->dtype))) dt = b->dtype;
+    if (is_half(dt)) {
+        if ((a->dtype != dt && a->dtype != EM_FLOAT32) || (b->dtype != dt && b->dtype != EM_FLOAT32))
+            return em_set_error("%s: CPU kernel called with dtypes %s and %s (a %s op takes %s or float32)", name,
+                                em_dtype_name(a->dtype), em_dtype_name(b->dtype), em_dtype_name(dt),
+                                em_dtype_name(dt));
+    } else if (b->dtype != dt) {
         return em_set_error("%s: CPU kernel called with mixed dtypes %s and %s", name,
                             em_dtype_name(dt), em_dtype_name(b->dtype));
-    bool cmp = is_cmp(op);
+    }
     if (out->dtype != (cmp ? EM_BOOL : dt))
         return em_set_error("%s: CPU kernel called with output dtype %s for %s inputs", name,
                             em_dtype_name(out->dtype), em_dtype_name(dt));
-    if (dt == EM_FLOAT16 || dt == EM_BFLOAT16)
-        return em_set_error("%s: the CPU kernel has no %s loop (compute in float32)", name, em_dtype_name(dt));
     if (!em_dtype_is_float(dt) && float_only(op))
         return em_set_error("%s: the CPU kernel needs float inputs, got %s", name, em_dtype_name(dt));
     if (em_dtype_is_float(dt) && is_bitwise(op))
         return em_set_error("%s: the CPU kernel needs integer or bool inputs, got %s", name, em_dtype_name(dt));
-    bin_ctx c = {op, dt, cmp, 0};
+    bin_ctx c = {op, dt, cmp, 0, a->dtype, b->dtype};
     const em_tensor *ts[3] = {out, a, b};
     cpu_foreach(3, ts, binary_loop, &c);
     if (c.divzero) return em_set_error("%s: integer division by zero", name);

@@ -157,6 +157,37 @@ static void bf16_to_f32(char **p, const int64_t *s, int64_t n, void *ctx)
     } else for (int64_t i = 0; i < n; i++) *(uint32_t *)(p[0] + i * s[0]) = (uint32_t)*(const uint16_t *)(p[1] + i * s[1]) << 16;
 }
 
+/* n values of a float16/bfloat16 array (stride in bytes) widened into
+ * dst, and back with one rounding, as the casts above do: for kernels that
+ * compute half tensors a chunk at a time in float32 (binary.c). */
+void cpu_half_to_f32(float *dst, const char *src, int64_t stride, int64_t n, em_dtype d)
+{
+    if (d == EM_BFLOAT16 && stride == 2) {   /* contiguous: a loop gcc vectorises */
+        uint32_t *o = (uint32_t *)dst;
+        const uint16_t *a = (const uint16_t *)src;
+        for (int64_t i = 0; i < n; i++) o[i] = (uint32_t)a[i] << 16;
+    } else if (d == EM_BFLOAT16) {
+        uint32_t *o = (uint32_t *)dst;
+        for (int64_t i = 0; i < n; i++) o[i] = (uint32_t)*(const uint16_t *)(src + i * stride) << 16;
+    } else {
+        for (int64_t i = 0; i < n; i++) dst[i] = em_half_to_float(*(const uint16_t *)(src + i * stride));
+    }
+}
+
+void cpu_f32_to_half(char *dst, int64_t stride, const float *src, int64_t n, em_dtype d)
+{
+    if (d == EM_BFLOAT16 && stride == 2) {
+        const uint32_t *a = (const uint32_t *)src;
+        uint16_t *o = (uint16_t *)dst;
+        for (int64_t i = 0; i < n; i++) o[i] = f32_to_bf16_bits(a[i]);
+    } else if (d == EM_BFLOAT16) {
+        const uint32_t *a = (const uint32_t *)src;
+        for (int64_t i = 0; i < n; i++) *(uint16_t *)(dst + i * stride) = f32_to_bf16_bits(a[i]);
+    } else {
+        for (int64_t i = 0; i < n; i++) *(uint16_t *)(dst + i * stride) = em_float_to_half(src[i]);
+    }
+}
+
 static void f32_to_f16(char **p, const int64_t *s, int64_t n, void *ctx)
 {
     (void)ctx;

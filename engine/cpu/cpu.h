@@ -50,6 +50,13 @@ void cpu_for_ranges(int64_t n, cpu_range_fn fn, void *ctx);
 /* True when the loop over n elements should use threads. */
 static inline int cpu_parallel(int64_t n) { return n >= CPU_PARALLEL_MIN; }
 
+/* ---- float16/bfloat16 chunks (copy.c) -------------------------------------
+ * n values at src (stride in bytes) widened to float32, and float32 values
+ * rounded once (to nearest, ties to even; NaN stays NaN) into dst: the
+ * casts' own conversions. */
+void cpu_half_to_f32(float *dst, const char *src, int64_t stride, int64_t n, em_dtype d);
+void cpu_f32_to_half(char *dst, int64_t stride, const float *src, int64_t n, em_dtype d);
+
 /* ---- scalar access for generic (slow) paths ------------------------------ */
 double cpu_load_f64(const void *p, em_dtype d);
 int64_t cpu_load_i64(const void *p, em_dtype d);

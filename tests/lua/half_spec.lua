@@ -158,6 +158,45 @@ describe("float16/bfloat16 ops against float32 on the same inputs", function()
     end
   end)
 
+  it("binary ops are the float32 op rounded once, bit for bit, in every layout", function()
+    local ARITH = {
+      add = function(a, b) return a + b end, sub = function(a, b) return a - b end,
+      mul = function(a, b) return a * b end, div = function(a, b) return a / b end,
+    }
+    local OTHER = {maximum = true, minimum = true, atan2 = true, eq = true, lt = true, ge = true}
+    for _, dt in ipairs({"bfloat16", "float16"}) do
+      local function h(t) return t:to(dt) end
+      local function f(v) return type(v) == "number" and v or v:float() end
+      local base, other = h(ember.randn(6, 8) * 3), h(ember.randn(6, 8) * 3)
+      local cases = {
+        {"same shape", base, other}, {"row broadcast", base, h(ember.randn(8))},
+        {"column broadcast", base, h(ember.randn(6, 1))}, {"transposed", base:t(), other:t()},
+        {"strided slices", base:narrow(2, 2, 4), other:narrow(2, 3, 4)}, {"0-d half", base, h(ember.tensor(0.7))},
+        {"Lua number right", base, 1.0048828125}, {"Lua number left", 0.1, base},
+        {"int tensor", base, ember.arange(1, 9)},
+      }
+      for _, c in ipairs(cases) do
+        local a, b = c[2], c[3]
+        local function check(name, got, want)
+          if want.dtype ~= "bool" then want = want:to(dt) end
+          assert.are.equal(want.dtype, got.dtype, dt .. " " .. name .. " " .. c[1])
+          assert.is_true(ember.equal(got, want), dt .. " " .. name .. " " .. c[1])
+        end
+        for name, fn in pairs(ARITH) do check(name, fn(a, b), fn(f(a), f(b))) end
+        if type(a) ~= "number" and type(b) ~= "number" then
+          for name in pairs(OTHER) do check(name, ember[name](a, b), ember[name](f(a), f(b))) end
+        end
+      end
+      -- hand values: 1 + 2^-9 is under half of bfloat16's spacing at 1 (2^-7) and rounds to 1;
+      -- a Lua number stays float32: 3 x 1.0048828125 = 3.0146484375 rounds to 3.015625 (spacing 2^-6)
+      if dt == "bfloat16" then
+        assert.are.equal(1, (h(ember.ones(3)) + 2^-9)[1]:item())
+        assert.are.equal(3.015625, (h(ember.tensor({3})) * 1.0048828125)[1]:item())
+        assert.are.equal(1 + 2^-7, (h(ember.ones(1)) + 0.75 * 2^-7)[1]:item())
+      end
+    end
+  end)
+
   it("reductions and scans", function()
     -- sums of up to 50 terms round once at the end (float32 accumulation)
     for _, r in ipairs({"sum", "mean", "amax", "amin", "logsumexp", "var", "std", "norm"}) do
