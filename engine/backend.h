@@ -378,11 +378,11 @@ typedef struct em_backend {
     int (*linear)(em_linear_op op, em_tensor *out, em_tensor *aux, const em_tensor *a, const em_tensor *b,
                   em_tensor *bias);
     bool gemm_half;
-    /* binary_half: `binary` takes float16/bfloat16 operands of one half
-     * dtype (computed in float32, rounded once into the half output; either
-     * operand may instead be float32, a Lua number's); otherwise the engine
-     * casts them to float32 and the result back. */
-    bool binary_half;
+    /* elementwise_half: `unary` and `binary` take float16/bfloat16
+     * operands of one half dtype (computed in float32, rounded once into the
+     * half output; a binary operand may instead be float32, a Lua number's);
+     * otherwise the engine casts them to float32 and the result back. */
+    bool elementwise_half;
 
     /* Devices, statistics and timing: optional (NULL on the CPU backend). */
     int (*device_count)(void);

@@ -155,6 +155,8 @@ em_tensor *em_unary(em_unary_op op, const em_tensor *a)
     if (em_ag_needed1(a)) return em_ag_unary(op, a);
     em_dtype cd, od;
     if (unary_dtypes(op, a->dtype, &cd, &od)) return NULL;
+    /* a backend with half loops takes a half input as it is */
+    if (is_half(a->dtype) && em_be(a)->elementwise_half && (od == a->dtype || od == EM_BOOL)) cd = a->dtype;
     em_dtype kod = od == EM_BOOL ? EM_BOOL : cd;
     em_tensor *x = em_cast_to(a, cd);
     if (!x) return NULL;
@@ -248,7 +250,7 @@ static em_tensor *binary_general(em_binary_op op, const em_tensor *a, const em_t
     /* a backend with half loops takes the half operands as they are (the
      * others, Lua numbers among them, in float32) and rounds once */
     em_dtype ca = cd, cb = cd;
-    if (is_half(rt) && em_be(a)->binary_half) {
+    if (is_half(rt) && em_be(a)->elementwise_half) {
         cd = rt;
         ca = a->dtype == rt ? rt : EM_FLOAT32;
         cb = b->dtype == rt ? rt : EM_FLOAT32;
@@ -291,7 +293,7 @@ em_tensor *em_binary(em_binary_op op, const em_tensor *a, const em_tensor *b)
      * it is what per-op overhead is measured on. */
     if (a->dtype == b->dtype && a->ndim == b->ndim && (unsigned)op < EM_NBINARY &&
         a->storage->backend == b->storage->backend && em_device_eq(em_dev(a), em_dev(b)) &&
-        (plain_dtype(op, a->dtype) || (is_half(a->dtype) && !is_bitwise(op) && em_be(a)->binary_half)) &&
+        (plain_dtype(op, a->dtype) || (is_half(a->dtype) && !is_bitwise(op) && em_be(a)->elementwise_half)) &&
         memcmp(a->sizes, b->sizes, sizeof(int64_t) * (size_t)a->ndim) == 0 &&
         em_is_contiguous(a) && em_is_contiguous(b)) {
         em_tensor *out = em_empty(a->sizes, a->ndim, is_cmp(op) ? EM_BOOL : a->dtype, em_dev(a));

@@ -47,5 +47,5 @@ const em_backend em_cpu_backend = {
     .linear = cpu_linear,
     /* bfloat16 through oneDNN, float16 widened inside gemm.c (one rounding) */
     .gemm_half = true,
-    .binary_half = true,
+    .elementwise_half = true,
 };

@@ -5,7 +5,8 @@
  * loop serves them. int32, uint8 and bool compute in int64 and are truncated
  * back, which keeps the wrap-around of the narrow type (neg of uint8 1 is
  * 255). Float-only ops on integer inputs are the engine's business: it
- * promotes before calling, and this file refuses them. */
+ * promotes before calling, and this file refuses them. float16 and bfloat16
+ * compute in float32 a chunk at a time and round once into the output. */
 #include "cpu.h"
 
 #include <math.h>
@@ -363,6 +364,28 @@ static void loop_f32(const un_ctx *c, char **p, const int64_t *s, int64_t n)
     }
 }
 
+/* float16/bfloat16: each chunk widened to float32, the float32 loop, one
+ * rounding into the output (what the casts around a float32 op give, in
+ * one pass) */
+static void loop_half(const un_ctx *c, char **p, const int64_t *s, int64_t n)
+{
+    float ba[CHUNK], bo[CHUNK];
+    uint8_t bc[CHUNK];
+    for (int64_t i = 0; i < n; i += CHUNK) {
+        int64_t m = n - i < CHUNK ? n - i : CHUNK;
+        cpu_half_to_f32(ba, p[1] + i * s[1], s[1], m, c->dt);
+        char *out = p[0] + i * s[0];
+        if (c->to_bool) {
+            uint8_t *o = s[0] == 1 ? (uint8_t *)out : bc;
+            not_f32(o, ba, m);
+            if (o == bc) scatter(out, s[0], bc, m, 1);
+        } else {
+            un_f32(c->op, bo, ba, m);
+            cpu_f32_to_half(out, s[0], bo, m, c->dt);
+        }
+    }
+}
+
 static void loop_f64(const un_ctx *c, char **p, const int64_t *s, int64_t n)
 {
     int64_t osz = c->to_bool ? 1 : 8;
@@ -419,6 +442,7 @@ static void unary_loop(char **p, const int64_t *s, int64_t n, void *ctx)
     switch (c->dt) {
     case EM_FLOAT32: loop_f32(c, p, s, n); break;
     case EM_FLOAT64: loop_f64(c, p, s, n); break;
+    case EM_FLOAT16: case EM_BFLOAT16: loop_half(c, p, s, n); break;
     default: loop_int(c, p, s, n); break;
     }
 }
@@ -444,8 +468,6 @@ int cpu_unary(em_unary_op op, em_tensor *out, const em_tensor *a)
     if (out->dtype != (to_bool ? EM_BOOL : dt))
         return em_set_error("%s: CPU kernel called with output dtype %s for %s input", name,
                             em_dtype_name(out->dtype), em_dtype_name(dt));
-    if (dt == EM_FLOAT16 || dt == EM_BFLOAT16)
-        return em_set_error("%s: the CPU kernel has no %s loop (compute in float32)", name, em_dtype_name(dt));
     if (!em_dtype_is_float(dt) && !int_op(op))
         return em_set_error("%s: the CPU kernel needs float input, got %s", name, em_dtype_name(dt));
     /* bool is 0/1 in the int64 loop, where ~1 would store true */

@@ -158,6 +158,27 @@ describe("float16/bfloat16 ops against float32 on the same inputs", function()
     end
   end)
 
+  it("unary ops are the float32 op rounded once, bit for bit, in every layout", function()
+    for _, dt in ipairs({"bfloat16", "float16"}) do
+      local base = (ember.randn(6, 8) * 2):to(dt)
+      local pos = (ember.rand(6, 8) + 0.25):to(dt)
+      for _, c in ipairs({{"contiguous", base, pos}, {"transposed", base:t(), pos:t()},
+                          {"strided", base:narrow(2, 2, 4), pos:narrow(2, 3, 4)}}) do
+        local x, p = c[2], c[3]
+        for _, op in ipairs({"neg", "abs", "exp", "tanh", "sigmoid", "relu", "sin", "erf", "expm1", "square",
+                             "floor", "sign", "logical_not"}) do
+          local got, want = x[op](x), x:float()[op](x:float())
+          if want.dtype ~= "bool" then want = want:to(dt) end
+          assert.are.equal(want.dtype, got.dtype, dt .. " " .. op .. " " .. c[1])
+          assert.is_true(ember.equal(got, want), dt .. " " .. op .. " " .. c[1])
+        end
+        for _, op in ipairs({"log", "sqrt", "rsqrt", "reciprocal", "log1p"}) do
+          assert.is_true(ember.equal(p[op](p), p:float()[op](p:float()):to(dt)), dt .. " " .. op .. " " .. c[1])
+        end
+      end
+    end
+  end)
+
   it("binary ops are the float32 op rounded once, bit for bit, in every layout", function()
     local ARITH = {
       add = function(a, b) return a + b end, sub = function(a, b) return a - b end,
