@@ -232,11 +232,15 @@ static const char display_hook[] =
     "  display(data, tostring(fig))\n"
     "end\n";
 
-static void install_display_hook(lua_State *L)
+/* Runs a hook chunk (display_hook, input_hook) with its C function as the
+ * argument; what names it in the log when that fails. */
+static void install_hook(lua_State *L, const char *chunk, lua_CFunction fn, const char *what)
 {
-    if (luaL_loadbuffer(L, display_hook, strlen(display_hook), "=kernel") != LUA_OK ||
-        (lua_pushcfunction(L, lua_display), lua_pcall(L, 1, 0, 0)) != LUA_OK) {
-        ekw_log("cannot install the plot display hook: %s", lua_tostring(L, -1));
+    if (luaL_loadbuffer(L, chunk, strlen(chunk), "=kernel") != LUA_OK ||
+        (lua_pushcfunction(L, fn), lua_pcall(L, 1, 0, 0)) != LUA_OK) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "cannot install %s: %s", what, lua_tostring(L, -1));
+        ekw_log("%s", msg);
     }
     lua_settop(L, 0);
 }
@@ -306,15 +310,6 @@ static const char input_hook[] =
     "  if name ~= nil then return lines(name, ...) end\n"
     "  return function() return io.read() end\n"
     "end\n";
-
-static void install_input_hook(lua_State *L)
-{
-    if (luaL_loadbuffer(L, input_hook, strlen(input_hook), "=kernel") != LUA_OK ||
-        (lua_pushcfunction(L, lua_kernel_input), lua_pcall(L, 1, 0, 0)) != LUA_OK) {
-        ekw_log("cannot install io.read's input requests: %s", lua_tostring(L, -1));
-    }
-    lua_settop(L, 0);
-}
 
 /* ---- help ---------------------------------------------------------------- */
 
@@ -852,8 +847,8 @@ int emsh_kernel_run(lua_State *L, const char *connection_file)
         close(null_fd);
     }
     emsh_commands_open(L);
-    install_display_hook(L);
-    install_input_hook(L);
+    install_hook(L, display_hook, lua_display, "the plot display hook");
+    install_hook(L, input_hook, lua_kernel_input, "io.read's input requests");
     publish_status(NULL, "starting");
     serve(L);
     rc = 0;

@@ -48,6 +48,19 @@ if "$EMBER" --kernel "$tmp/missing.json" > /dev/null 2> "$tmp/err"; then
 elif grep -q "connection file" "$tmp/err"; then ok "--kernel with a missing connection file fails with a message"
 else not_ok "--kernel with a missing connection file fails with a message" "$(cat "$tmp/err")"
 fi
+# the protocol side is a library of its own: without it, --kernel says what is missing
+if EMBER_KERNEL_LIB=$tmp/none.so "$EMBER" --kernel "$tmp/missing.json" > /dev/null 2> "$tmp/err"; then
+    not_ok "--kernel without libember_kernel.so fails"
+elif grep -q "cannot load the Jupyter kernel ($tmp/none.so).*libzmq3-dev libssl-dev" "$tmp/err"; then
+    ok "--kernel without libember_kernel.so fails naming the library and the packages"
+else not_ok "--kernel without libember_kernel.so fails naming the library and the packages" "$(cat "$tmp/err")"
+fi
+# a normal start loads neither ZeroMQ nor OpenSSL
+if maps=$("$EMBER" -e 'io.write(io.open("/proc/self/maps"):read("a"))' 2>&1) &&
+   ! grep -q "libzmq\|libcrypto\|libember_kernel" <<< "$maps"
+then ok "a normal start loads no ZeroMQ, OpenSSL or kernel library"
+else not_ok "a normal start loads no ZeroMQ, OpenSSL or kernel library" "$(grep "libzmq\|libcrypto\|kernel" <<< "$maps")"
+fi
 
 relay() {   # name, TAP file, exit status: the TAP lines renumbered into ours
     local name=$1 file=$2 rc=$3 line
