@@ -255,6 +255,26 @@ echo
 echo "plotting (scripts/bench/plot.lua):"
 "$EMBER" scripts/bench/plot.lua
 
+# bfloat16 elementwise ops and sums beside PyTorch's (same shapes, 2 threads)
+echo
+echo "bfloat16 ops on [4096, 512] (scripts/bench/half_ops.lua vs half_ops_torch.py), ms:"
+if "$PY" -c 'import torch' 2>/dev/null; then
+    # one after the other (process substitutions would run them at once)
+    hb=$(mktemp -d)
+    "$EMBER" scripts/bench/half_ops.lua | sort > "$hb/ember"
+    "$PY" scripts/bench/half_ops_torch.py | sort > "$hb/torch"
+    join "$hb/ember" "$hb/torch" |
+        awk '{ printf "%-28s ember %8.3f  PyTorch %8.3f  ratio %6.2f\n", $1, $2, $3, $2 / $3 }'
+    rm -rf "$hb"
+else
+    "$EMBER" scripts/bench/half_ops.lua
+fi
+
+# what TensorBoard's writer costs
+echo
+echo "SummaryWriter (scripts/bench/tensorboard.lua):"
+"$EMBER" scripts/bench/tensorboard.lua
+
 # all_reduce bandwidth over MPI, 2 processes: ember.distributed.all_reduce against a
 # plain MPI_Allreduce loop in C (build/bench_allreduce), taking turns, best of each
 if [ -x "$BUILD/bench_allreduce" ] && command -v mpirun >/dev/null; then
