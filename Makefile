@@ -58,6 +58,10 @@ CUDA_LIB  := $(BUILD)/libember_cuda.so
 # the sanitizer build leaves it out (nvcc objects are not instrumented)
 WITH_CUDA ?= $(if $(filter 1,$(SAN)),0,$(HAVE_CUDA))
 
+# The emulated device (kernels/emu/, below) needs only the toolkit's headers.
+HAVE_CUDA_HEADERS := $(shell test -f $(CUDA_HOME)/include/cuda_runtime.h && echo 1)
+WITH_EMU  ?= $(HAVE_CUDA_HEADERS)
+
 # The MPI communication backend (comm/): built when OpenMPI's compiler
 # wrapper is there; only this library links libmpi, and the engine opens it
 # with dlopen on the first init_process_group.
@@ -75,7 +79,8 @@ WITH_NCCL ?= $(if $(filter 1,$(WITH_CUDA)),$(if $(filter 1,$(WITH_MPI)),$(HAVE_N
 
 all: $(BUILD)/libember.a $(BUILD)/ember.so $(BUILD)/ember $(if $(HAVE_ZMQ),$(KERNEL_LIB)) \
      $(if $(filter 1,$(WITH_CUDA)),$(CUDA_LIB)) \
-     $(if $(filter 1,$(WITH_MPI)),$(MPI_LIB) $(BUILD)/bench_allreduce) $(if $(filter 1,$(WITH_NCCL)),$(NCCL_LIB))
+     $(if $(filter 1,$(WITH_MPI)),$(MPI_LIB) $(BUILD)/bench_allreduce) $(if $(filter 1,$(WITH_NCCL)),$(NCCL_LIB)) \
+     $(if $(filter 1,$(WITH_EMU)),emu)
 
 $(BUILD)/comm/%.o: comm/%.c engine/comm.h engine/ember.h
 	@mkdir -p $(dir $@)
@@ -106,6 +111,51 @@ $(BUILD)/libember_cuda.so: $(CUDA_OBJ)
 	$(NVCC) -shared -o $@ $^ -cudart static -L$(CUDA_HOME)/lib64 -lcublas -lcublasLt -lcusolver -lcudnn -Xlinker -rpath,$(CUDA_HOME)/lib64
 
 cuda: $(CUDA_LIB)
+
+# The emulated device (kernels/emu/): the same kernels/*.cu compiled by g++
+# for the host, with the emulator's stand-ins for CUDA's built-ins, runtime
+# and libraries, into libember_cuda_emu.so; the engine opens it instead of
+# libember_cuda.so under EMBER_CUDA=emu. It needs only the toolkit's headers.
+# -ffp-contract=off: no fused multiply-adds the source did not ask for (the
+# __fmul_rn/__fadd_rn intrinsics are plain operations here)
+EMU_SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -DEMBER_SANITIZE
+EMU_CXXFLAGS := -std=c++17 $(if $(filter 1,$(SAN)),-O1,-O2) -g -fPIC -pthread -Wall -Wextra -Werror -Wno-unknown-pragmas \
+                -Wno-class-memaccess -ffp-contract=off -DEMBER_CUDA_EMU -Ikernels/emu/include -I$(CUDA_HOME)/include \
+                $(if $(filter 1,$(SAN)),$(EMU_SANFLAGS))
+EMU_SRC   := $(wildcard kernels/emu/*.cc)
+EMU_OBJ   := $(CUDA_SRC:kernels/%.cu=$(BUILD)/emu/kernels/%.o) $(EMU_SRC:kernels/emu/%.cc=$(BUILD)/emu/%.o) \
+             $(patsubst kernels/emu/%.S,$(BUILD)/emu/%.o,$(wildcard kernels/emu/*.S))
+EMU_LIB   := $(BUILD)/libember_cuda_emu.so
+EMU_TESTS := $(patsubst tests/emu/%.cc,$(BUILD)/tests/emu_%,$(wildcard tests/emu/*_test.cc))
+EMU_HDRS  := $(wildcard kernels/emu/*.h kernels/emu/include/*.h)
+
+$(BUILD)/emu/kernels/%.o: kernels/%.cu kernels/kc.h $(wildcard kernels/*.cuh) engine/backend.h engine/ember.h $(EMU_HDRS)
+	@mkdir -p $(dir $@)
+	$(CXX) $(EMU_CXXFLAGS) -x c++ -c $< -o $@
+
+$(BUILD)/emu/%.o: kernels/emu/%.cc $(EMU_HDRS)
+	@mkdir -p $(dir $@)
+	$(CXX) $(EMU_CXXFLAGS) -c $< -o $@
+
+$(BUILD)/emu/%.o: kernels/emu/%.S
+	@mkdir -p $(dir $@)
+	$(CXX) -c $< -o $@
+
+$(EMU_LIB): $(EMU_OBJ)
+	$(CXX) -shared $(LDFLAGS) -Wl,-soname,libember_cuda_emu.so -Wl,-Bsymbolic -o $@ $^ $(DEPS_LIBS) -pthread
+
+# the stand-ins' own tests, against naive loops (they link the library)
+$(BUILD)/tests/emu_%: tests/emu/%.cc $(EMU_LIB) tests/c/check.h
+	@mkdir -p $(dir $@)
+	$(CXX) $(EMU_CXXFLAGS) $(LDFLAGS) -o $@ $< -L$(BUILD) -lember_cuda_emu -Wl,-rpath,'$$ORIGIN/..'
+
+# comm/nccl.c again, linked with the emulated device's NCCL and runtime
+# instead of the toolkit's (the engine opens it under EMBER_CUDA=emu)
+NCCL_EMU_LIB := $(BUILD)/libember_nccl_emu.so
+$(NCCL_EMU_LIB): $(BUILD)/comm/nccl.o $(EMU_LIB)
+	$(CC) -shared $(LDFLAGS) -o $@ $(BUILD)/comm/nccl.o -L$(BUILD) -lember_cuda_emu -Wl,-rpath,'$$ORIGIN'
+
+emu: $(EMU_LIB) $(EMU_TESTS) $(if $(filter 1,$(WITH_MPI)),$(if $(HAVE_NCCL),$(NCCL_EMU_LIB)))
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -165,5 +215,5 @@ bench-gpu:
 clean:
 	rm -rf build build-asan
 
-.PHONY: all test asan bench clean cuda test-gpu bench-gpu
+.PHONY: all test asan bench clean cuda emu test-gpu bench-gpu
 -include $(ENGINE_OBJ:.o=.d) $(LUA_OBJ:.o=.d) $(SHELL_OBJ:.o=.d) $(KERNEL_OBJ:.o=.d)

@@ -33,10 +33,21 @@ static const em_backend *load_cuda(void)
     if (cuda_backend) return cuda_backend;
     if (cuda_failure[0]) return NULL;
     char local[4096];
-    em_lib_beside_engine(local, sizeof local, "libember_cuda.so");
+    /* EMBER_CUDA=emu: the emulated device (kernels/emu/), the same kernels
+     * compiled for the host, in place of the GPU's library */
+    const char *mode = getenv("EMBER_CUDA");
+    bool emu = mode && strcmp(mode, "emu") == 0;
+    if (mode && *mode && !emu) {
+        snprintf(cuda_failure, sizeof cuda_failure, "EMBER_CUDA=%s: expected emu (the emulated device) or unset", mode);
+        return NULL;
+    }
+    const char *lib = emu ? "libember_cuda_emu.so" : "libember_cuda.so";
+    em_lib_beside_engine(local, sizeof local, lib);
     const char *env = getenv("EMBER_CUDA_LIB");
-    const char *names[] = {env, local[0] ? local : NULL, "libember_cuda.so"};
-    const char *why = "libember_cuda.so not found (the CUDA backend was not built: it needs the CUDA toolkit)";
+    const char *names[] = {env, local[0] ? local : NULL, lib};
+    const char *why = emu ? "libember_cuda_emu.so not found (the emulated device was not built: it needs the CUDA "
+                            "toolkit's headers)"
+                          : "libember_cuda.so not found (the CUDA backend was not built: it needs the CUDA toolkit)";
     char firstwhy[512] = "";
     for (int i = 0; i < 3; i++) {
         if (!names[i]) continue;
@@ -50,7 +61,7 @@ static const em_backend *load_cuda(void)
         }
         em_backend_init_fn init;
         *(void **)&init = dlsym(h, "em_cuda_backend_init");
-        if (!init) { why = "libember_cuda.so has no em_cuda_backend_init"; dlclose(h); continue; }
+        if (!init) { why = "the CUDA library has no em_cuda_backend_init"; dlclose(h); continue; }
         cuda_backend = init(&host_api, cuda_failure, sizeof cuda_failure);
         if (cuda_backend) {
             cuda_handle = h;

@@ -84,7 +84,12 @@ static const em_comm_backend *load_nccl(void)
     }
     nccl_host.bootstrap = comm;
     *(void **)&nccl_host.compute_stream = stream_fn;
-    nccl_lib = load_backend("libember_nccl.so", "EMBER_NCCL_LIB", "em_nccl_backend_init", &nccl_host, "NCCL",
+    /* the emulated device has its own NCCL (a world of one), built into
+     * libember_cuda_emu.so, which libember_nccl_emu.so links */
+    const char *mode = getenv("EMBER_CUDA");
+    bool emu = mode && strcmp(mode, "emu") == 0;
+    nccl_lib = load_backend(emu ? "libember_nccl_emu.so" : "libember_nccl.so", "EMBER_NCCL_LIB",
+                            "em_nccl_backend_init", &nccl_host, "NCCL",
                             "ember was built without NCCL (the CUDA toolkit's nccl.h and libnccl.so), "
                             "or libnccl.so cannot be found");
     return nccl_lib;

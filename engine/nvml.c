@@ -51,10 +51,19 @@ static struct {
 static void *handle;
 static char load_error[512];    /* why NVML is unavailable, kept: the answer does not change */
 
+/* Under EMBER_CUDA=emu the emulated device's library answers for NVML too
+ * (one fake GPU, the emulated one). */
 static const char *library_name(void)
 {
+    static char emu_lib[4096];
     const char *env = getenv("EMBER_NVML_LIBRARY");
-    return env && *env ? env : "libnvidia-ml.so.1";
+    if (env && *env) return env;
+    const char *mode = getenv("EMBER_CUDA");
+    if (mode && strcmp(mode, "emu") == 0) {
+        if (!emu_lib[0]) em_lib_beside_engine(emu_lib, sizeof emu_lib, "libember_cuda_emu.so");
+        return emu_lib[0] ? emu_lib : "libember_cuda_emu.so";
+    }
+    return "libnvidia-ml.so.1";
 }
 
 /* Looks up the first of the names the library exports. */
@@ -63,7 +72,7 @@ static bool find(void **slot, const char *name, const char *fallback)
     *slot = dlsym(handle, name);
     if (!*slot && fallback) *slot = dlsym(handle, fallback);
     if (*slot) return true;
-    snprintf(load_error, sizeof load_error, "%s has no %s", library_name(), name);
+    snprintf(load_error, sizeof load_error, "%.300s has no %s", library_name(), name);
     return false;
 }
 
@@ -72,7 +81,7 @@ static bool open_library(void)
     handle = dlopen(library_name(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
         const char *why = dlerror();
-        snprintf(load_error, sizeof load_error, "%s not found: %s", library_name(), why ? why : "dlopen failed");
+        snprintf(load_error, sizeof load_error, "%.300s not found: %.190s", library_name(), why ? why : "dlopen failed");
         return false;
     }
     bool ok = find((void **)&nv.init, "nvmlInit_v2", NULL) &&

@@ -123,6 +123,7 @@ static kc_block *new_segment(kc_pool *p, size_t size, bool small, int device)
         return NULL;
     }
     kc_block *b = new kc_block{(char *)mem, seg, small, false, NULL, NULL, NULL};
+    KC_EMU_MARK(kc_stream(device), mem, seg, 0);        /* usable only as blocks are handed out */
     p->stats.reserved += seg;
     p->stats.device_mallocs++;
     peak(&p->stats);
@@ -164,6 +165,7 @@ extern "C" void *kc_backend_alloc(size_t n, int device)
         free_set.insert(r);
     }
     b->used = true;
+    KC_EMU_MARK(kc_stream(device), b->ptr, n, 1);
     p->used[b->ptr] = b;
     p->stats.allocated += b->size;
     p->stats.alloc_calls++;
@@ -181,6 +183,7 @@ extern "C" void kc_backend_free(void *ptr, size_t n, int device)
     auto it = p->used.find((char *)ptr);
     if (it == p->used.end()) return;        /* not ours: never happens; ignoring beats corrupting */
     kc_block *b = it->second;
+    KC_EMU_MARK(kc_stream(device), b->ptr, b->size, 0);
     p->used.erase(it);
     p->stats.allocated -= b->size;
     p->stats.free_calls++;

@@ -42,7 +42,6 @@
 #define ATTN_THREADS 256
 #define ATTN_MAX_HD 128
 
-extern __shared__ __align__(16) unsigned char attn_smem[];
 
 namespace {
 
@@ -241,6 +240,7 @@ template <class T, class C, int R, int K, int HD>
 __global__ void __launch_bounds__(ATTN_THREADS) attn_fwd_kernel(attn_args<T, C> a)
 {
     constexpr int RA = R / 16, CB = K / 16, E = HD / 16;
+    KC_DYNAMIC_SHARED(unsigned char, attn_smem);
     C *Qs = (C *)attn_smem, *Ks = Qs + R * (HD + 1), *Vs = Ks + K * (HD + 1), *Ps = Vs + K * (HD + 1);
     const int64_t nqt = (a.Tq + R - 1) / R;
     const int64_t b = (int64_t)blockIdx.x / nqt;
@@ -357,6 +357,7 @@ template <class T, class C, int R, int K, int HD>
 __global__ void __launch_bounds__(ATTN_THREADS) attn_dq_kernel(attn_args<T, C> a)
 {
     constexpr int RA = R / 16, CB = K / 16, E = HD / 16;
+    KC_DYNAMIC_SHARED(unsigned char, attn_smem);
     C *Qs = (C *)attn_smem, *dOs = Qs + R * (HD + 1), *Ks = dOs + R * (HD + 1), *Vs = Ks + K * (HD + 1);
     C *Ss = Vs + K * (HD + 1);
     const int64_t nqt = (a.Tq + R - 1) / R;
@@ -424,6 +425,7 @@ template <class T, class C, int R, int K, int HD>
 __global__ void __launch_bounds__(ATTN_THREADS) attn_dkv_kernel(attn_args<T, C> a)
 {
     constexpr int RA = R / 16, CB = K / 16, E = HD / 16;
+    KC_DYNAMIC_SHARED(unsigned char, attn_smem);
     C *Ks = (C *)attn_smem, *Vs = Ks + R * (HD + 1), *Qs = Vs + R * (HD + 1), *dOs = Qs + K * (HD + 1);
     C *Pt = dOs + K * (HD + 1), *St = Pt + R * (K + 1), *lse_s = St + R * (K + 1), *dl_s = lse_s + K;
     const int64_t nkt = (a.Tk + R - 1) / R;
@@ -522,7 +524,7 @@ template <class T, class C, int HD> static int launch_fwd(const attn_args<T, C> 
     size_t smem = (size_t)((R + 2 * K) * (HD + 1) + R * (K + 1)) * sizeof(C);
     int64_t n = (a.Tq + R - 1) / R * a.B;
     if (check_blocks(op, n) || set_smem(op, (const void *)attn_fwd_kernel<T, C, R, K, HD>, smem, dev)) return -1;
-    attn_fwd_kernel<T, C, R, K, HD><<<(unsigned)n, ATTN_THREADS, smem, st>>>(a);
+    KC_LAUNCH((unsigned)n, ATTN_THREADS, smem, st, attn_fwd_kernel<T, C, R, K, HD>)(a);
     return 0;
 }
 
@@ -531,20 +533,20 @@ template <class T, class C, int HD> static int launch_bwd(const attn_args<T, C> 
     const int R = tiles<C>::BR, K = tiles<C>::BC;
     const char *op = "scaled_dot_product_attention backward";
     int64_t rows = a.B * a.Tq;
-    attn_delta_kernel<T, C><<<kc_grid(rows * 32, dev), ATTN_THREADS, 0, st>>>(a);
+    KC_LAUNCH(kc_grid(rows * 32, dev), ATTN_THREADS, 0, st, attn_delta_kernel<T, C>)(a);
     if (a.gq) {
         /* rows queries, columns keys */
         size_t smem = (size_t)(2 * R * (HD + 1) + 2 * K * (HD + 1) + R * (K + 1)) * sizeof(C);
         int64_t n = (a.Tq + R - 1) / R * a.B;
         if (check_blocks(op, n) || set_smem(op, (const void *)attn_dq_kernel<T, C, R, K, HD>, smem, dev)) return -1;
-        attn_dq_kernel<T, C, R, K, HD><<<(unsigned)n, ATTN_THREADS, smem, st>>>(a);
+        KC_LAUNCH((unsigned)n, ATTN_THREADS, smem, st, attn_dq_kernel<T, C, R, K, HD>)(a);
     }
     if ((a.gk || a.gv) && a.Tk > 0) {
         /* rows keys, columns queries */
         size_t smem = (size_t)(2 * R * (HD + 1) + 2 * K * (HD + 1) + 2 * R * (K + 1) + 2 * K) * sizeof(C);
         int64_t n = (a.Tk + R - 1) / R * a.B;
         if (check_blocks(op, n) || set_smem(op, (const void *)attn_dkv_kernel<T, C, R, K, HD>, smem, dev)) return -1;
-        attn_dkv_kernel<T, C, R, K, HD><<<(unsigned)n, ATTN_THREADS, smem, st>>>(a);
+        KC_LAUNCH((unsigned)n, ATTN_THREADS, smem, st, attn_dkv_kernel<T, C, R, K, HD>)(a);
     }
     return 0;
 }

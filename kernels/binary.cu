@@ -292,7 +292,7 @@ template <typename T, typename O, int MODE, typename F>
 static int bin_vec(const char *name, const kc_iter<3> &it, int dev, cudaStream_t s, F f)
 {
     int64_t nv = it.numel / (16 / (int64_t)sizeof(T));
-    bin_vec_kernel<T, O, MODE, F><<<kc_grid(nv > 0 ? nv : it.numel, dev), KC_THREADS, 0, s>>>(
+    KC_LAUNCH(kc_grid(nv > 0 ? nv : it.numel, dev), KC_THREADS, 0, s, bin_vec_kernel<T, O, MODE, F>)(
         (O *)it.data[0], (const T *)it.data[1], (const T *)it.data[2], it.numel, f);
     return kc_launched(name, dev);
 }

@@ -76,7 +76,7 @@ static int cast_run(const kc_iter<2> &it, int dev, cudaStream_t s)
         if (it.contiguous && it.ndim == 1 && ew_aligned(it.data[0], 4 * sizeof(SO)) &&
             ew_aligned(it.data[1], 4 * sizeof(SA))) {
             int64_t nv = it.numel / 4;
-            cast_vec_kernel<TO, FROM><<<kc_grid(nv > 0 ? nv : it.numel, dev), KC_THREADS, 0, s>>>(
+            KC_LAUNCH(kc_grid(nv > 0 ? nv : it.numel, dev), KC_THREADS, 0, s, cast_vec_kernel<TO, FROM>)(
                 (SO *)it.data[0], (const SA *)it.data[1], it.numel);
             return kc_launched("cast", dev);
         }

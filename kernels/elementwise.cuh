@@ -242,7 +242,7 @@ template <int N> static inline int64_t ew_inner_stride(const kc_iter<N> &it, int
 template <int N, typename F>
 static int ew_foreach(const char *op, const kc_iter<N> &it, int dev, cudaStream_t s, F f)
 {
-    kc_foreach_kernel<N, F><<<kc_grid(it.numel, dev), KC_THREADS, 0, s>>>(it, f);
+    KC_LAUNCH(kc_grid(it.numel, dev), KC_THREADS, 0, s, kc_foreach_kernel<N, F>)(it, f);
     return kc_launched(op, dev);
 }
 
@@ -276,7 +276,7 @@ static bool ew_try_map_vec(const char *op, const kc_iter<2> &it, int dev, cudaSt
           ew_aligned(it.data[1], 16)))
         return false;
     int64_t nv = it.numel / V;
-    ew_map_vec_kernel<T, O, F><<<kc_grid(nv > 0 ? nv : it.numel, dev), KC_THREADS, 0, s>>>(
+    KC_LAUNCH(kc_grid(nv > 0 ? nv : it.numel, dev), KC_THREADS, 0, s, ew_map_vec_kernel<T, O, F>)(
         (O *)it.data[0], (const T *)it.data[1], it.numel, f);
     *rc = kc_launched(op, dev);
     return true;

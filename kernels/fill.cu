@@ -43,7 +43,7 @@ static int fill_bytes(const kc_iter<1> &it, int dev, cudaStream_t s, uint64_t bi
     int64_t head = (int64_t)(((16 - (uintptr_t)o % 16) % 16) / sizeof(U));
     if (head > n) head = n;
     int64_t nv = (n - head) / (int64_t)(16 / sizeof(U));
-    fill_flat_kernel<U><<<kc_grid(nv > 0 ? nv : n, dev), KC_THREADS, 0, s>>>(o, n, head, v);
+    KC_LAUNCH(kc_grid(nv > 0 ? nv : n, dev), KC_THREADS, 0, s, fill_flat_kernel<U>)(o, n, head, v);
     return kc_launched("fill", dev);
 }
 
@@ -122,7 +122,7 @@ template <int D> static int arange_run(em_tensor *out, double start, double step
     kc_iter<1> it;
     kc_iter_init(&it, ts);
     if (it.numel == 0) return 0;
-    arange_kernel<D><<<kc_grid(it.numel, dev), KC_THREADS, 0, s>>>(it, start, step);
+    KC_LAUNCH(kc_grid(it.numel, dev), KC_THREADS, 0, s, arange_kernel<D>)(it, start, step);
     return kc_launched("arange", dev);
 }
 

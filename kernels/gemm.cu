@@ -441,7 +441,7 @@ struct lin_epilogue {
                                          bool gelu)
     {
         int64_t total = kc_numel(out), N = out->sizes[out->ndim - 1];
-        bias_act_kernel<T><<<kc_grid(total, dev), KC_THREADS, 0, s>>>(
+        KC_LAUNCH(kc_grid(total, dev), KC_THREADS, 0, s, bias_act_kernel<T>)(
             (T *)kc_ptr(out), aux ? (T *)kc_ptr(aux) : NULL, bias ? (const T *)kc_ptr(bias) : NULL, total, N, gelu);
         return 0;
     }
@@ -452,7 +452,7 @@ struct lin_dgelu {
                                          const em_tensor *x)
     {
         int64_t n = kc_numel(out);
-        dgelu_kernel<T><<<kc_grid(n, dev), KC_THREADS, 0, s>>>((T *)kc_ptr(out), (const T *)kc_ptr(g),
+        KC_LAUNCH(kc_grid(n, dev), KC_THREADS, 0, s, dgelu_kernel<T>)((T *)kc_ptr(out), (const T *)kc_ptr(g),
                                                                (const T *)kc_ptr(x), n);
         return 0;
     }

@@ -178,7 +178,7 @@ static int graph_replay(void *p, const uint64_t *rng_state)
     cudaStream_t s = kc_stream(g->device);
     if (!s) return -1;
     if (rng_state) {
-        set_rng_state<<<1, 1, 0, s>>>(g->rng_state, rng_state[0], rng_state[1]);
+        KC_LAUNCH(1, 1, 0, s, set_rng_state)(g->rng_state, rng_state[0], rng_state[1]);
         cudaError_t le = cudaGetLastError();
         if (le != cudaSuccess) return kc_cuda_error("replay (writing the generator's state)", le);
     }

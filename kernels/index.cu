@@ -225,9 +225,9 @@ template <typename F>
 static int launch_elem(const char *name, const index_args &a, F f, int dev, cudaStream_t s)
 {
     if (a.it.numel <= (int64_t)UINT32_MAX)
-        index_elem_kernel<uint32_t, F><<<kc_grid(a.it.numel, dev), KC_THREADS, 0, s>>>(a, f);
+        KC_LAUNCH(kc_grid(a.it.numel, dev), KC_THREADS, 0, s, index_elem_kernel<uint32_t, F>)(a, f);
     else
-        index_elem_kernel<uint64_t, F><<<kc_grid(a.it.numel, dev), KC_THREADS, 0, s>>>(a, f);
+        KC_LAUNCH(kc_grid(a.it.numel, dev), KC_THREADS, 0, s, index_elem_kernel<uint64_t, F>)(a, f);
     return kc_launched(name, dev);
 }
 
@@ -316,7 +316,7 @@ static int launch_rows(const char *name, rows_args *a, F f, int dev, cudaStream_
     int lg = 0;
     while (lg < 5 && ((int64_t)1 << lg) < a->len) lg++;
     a->log2_group = lg;
-    index_rows_kernel<F><<<kc_grid(a->rows << lg, dev), KC_THREADS, 0, s>>>(*a, f);
+    KC_LAUNCH(kc_grid(a->rows << lg, dev), KC_THREADS, 0, s, index_rows_kernel<F>)(*a, f);
     return kc_launched(name, dev);
 }
 
@@ -566,7 +566,7 @@ static int nonzero_run(const nz_args &a, int dev, cudaStream_t s)
     void *tmp = kc_alloc(tbytes ? tbytes : 1, dev);
     if (!tmp) { kc_free(flags, fbytes, dev); return -1; }
     int grid = kc_grid(a.numel, dev);
-    nz_flag_kernel<T, I><<<grid, KC_THREADS, 0, s>>>(a, flags);
+    KC_LAUNCH(grid, KC_THREADS, 0, s, nz_flag_kernel<T, I>)(a, flags);
     int rc = kc_launched("nonzero", dev);
     if (!rc) {
         try {
@@ -577,7 +577,7 @@ static int nonzero_run(const nz_args &a, int dev, cudaStream_t s)
         if (e != cudaSuccess) rc = kc_cuda_error("nonzero", e);
     }
     if (!rc) {
-        nz_write_kernel<T, I><<<grid, KC_THREADS, 0, s>>>(a, flags);
+        KC_LAUNCH(grid, KC_THREADS, 0, s, nz_write_kernel<T, I>)(a, flags);
         rc = kc_launched("nonzero", dev);
     }
     /* stream-ordered: safe to hand back as soon as the work is queued */

@@ -35,6 +35,28 @@ extern "C" {
 
 #define KC_THREADS 256
 
+/* ---- one source for nvcc and for the emulated device (kernels/emu/) ----------
+ * A launch is written KC_LAUNCH(grid, block, shared_bytes, stream, kernel)(args)
+ * (nvcc: kernel<<<grid, block, shared_bytes, stream>>>(args); the kernel comes
+ * last because its template arguments may hold commas), shared memory
+ * KC_SHARED(type, name, [dims]) inside a kernel and KC_DYNAMIC_SHARED(type,
+ * name) for the launch's dynamic area. KC_EMU_MARK tells the emulator which
+ * bytes of the caching allocator's segments a tensor may use, in stream order;
+ * it is nothing under nvcc. */
+#ifdef EMBER_CUDA_EMU
+#define KC_LAUNCH(grid, block, smem, stream, ...) \
+    emu::make_launcher(#__VA_ARGS__, grid, block, smem, stream, __VA_ARGS__)
+#define KC_SHARED(T, name, dims) EMU_SHARED(T, name, dims)
+#define KC_DYNAMIC_SHARED(T, name) EMU_DYNAMIC_SHARED(T, name)
+extern "C" void kc_emu_mark(cudaStream_t s, const void *p, size_t n, int usable);
+#define KC_EMU_MARK(stream, p, n, usable) kc_emu_mark(stream, p, n, usable)
+#else
+#define KC_LAUNCH(grid, block, smem, stream, ...) __VA_ARGS__<<<grid, block, smem, stream>>>
+#define KC_SHARED(T, name, dims) __shared__ __align__(16) T name dims
+#define KC_DYNAMIC_SHARED(T, name) extern __shared__ __align__(16) T name[]
+#define KC_EMU_MARK(stream, p, n, usable) ((void)0)
+#endif
+
 /* ---- host services and errors -------------------------------------------- */
 extern const em_host_api *kc_host;
 #define kc_error(...) (kc_host->set_error(__VA_ARGS__))
@@ -232,7 +254,7 @@ template <int N, typename F> int kc_foreach(const char *op, const em_tensor *con
     kc_iter<N> it;
     kc_iter_init(&it, ts);
     if (it.numel == 0) return 0;
-    kc_foreach_kernel<N, F><<<kc_grid(it.numel, dev), KC_THREADS, 0, s>>>(it, f);
+    KC_LAUNCH(kc_grid(it.numel, dev), KC_THREADS, 0, s, kc_foreach_kernel<N, F>)(it, f);
     return kc_launched(op, dev);
 }
 

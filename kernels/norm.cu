@@ -88,7 +88,7 @@ template <typename T> static __device__ inline sum_state<T> shfl_down(const sum_
  * multiple of 32 (at most 1024) and every thread calls it. */
 template <typename S> __device__ S block_reduce(S v)
 {
-    __shared__ __align__(16) unsigned char buf[32 * sizeof(S)];
+    KC_SHARED(unsigned char, buf, [32 * sizeof(S)]);
     S *sh = (S *)buf;
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
     for (int off = 16; off > 0; off >>= 1) merge(v, shfl_down(v, off));
@@ -203,7 +203,7 @@ __global__ void set_reduce_kernel(norm_geom g, bool channel_sets, int64_t L, int
 template <typename Op>
 __global__ void column_reduce_kernel(norm_geom g, int64_t rows, Op op, typename Op::state *partial)
 {
-    __shared__ typename Op::state sh[8][32];
+    KC_SHARED(typename Op::state, sh, [8][32]);
     int64_t cols = g.C * g.S, j = (int64_t)blockIdx.x * 32 + threadIdx.x;
     int64_t lo = (int64_t)blockIdx.y * rows, hi = lo + rows < g.N ? lo + rows : g.N;
     typename Op::state s = typename Op::state{};
@@ -357,9 +357,9 @@ static int channel_reduce(const norm_geom &g, const Op &op, int dev, cudaStream_
         int64_t chunk = (L + splits - 1) / splits;
         S *part = NULL;
         if (splits > 1 && !(part = (S *)kc_alloc((size_t)(g.C * splits) * sizeof(S), dev))) return -1;
-        set_reduce_kernel<Op><<<dim3((unsigned)g.C, (unsigned)splits), threads, 0, st>>>(g, true, L, chunk, op, part);
+        KC_LAUNCH(dim3((unsigned)g.C, (unsigned)splits), threads, 0, st, set_reduce_kernel<Op>)(g, true, L, chunk, op, part);
         if (part) {
-            finish_kernel<Op><<<kc_grid(g.C, dev), KC_THREADS, 0, st>>>(g.C, splits, splits, 1, 1, op, part);
+            KC_LAUNCH(kc_grid(g.C, dev), KC_THREADS, 0, st, finish_kernel<Op>)(g.C, splits, splits, 1, 1, op, part);
             kc_free(part, (size_t)(g.C * splits) * sizeof(S), dev);
         }
         return 0;
@@ -374,9 +374,9 @@ static int channel_reduce(const norm_geom &g, const Op &op, int dev, cudaStream_
     size_t bytes = (size_t)(cols * splits) * sizeof(S);
     S *part = (S *)kc_alloc(bytes, dev);
     if (!part) return -1;
-    column_reduce_kernel<Op><<<dim3((unsigned)colblocks, (unsigned)splits), dim3(32, 8), 0, st>>>(g, rows, op, part);
+    KC_LAUNCH(dim3((unsigned)colblocks, (unsigned)splits), dim3(32, 8), 0, st, column_reduce_kernel<Op>)(g, rows, op, part);
     /* channel c: columns c S .. c S + S - 1 of every split */
-    finish_kernel<Op><<<kc_grid(g.C, dev), KC_THREADS, 0, st>>>(g.C, g.S, splits, cols, g.S, op, part);
+    KC_LAUNCH(kc_grid(g.C, dev), KC_THREADS, 0, st, finish_kernel<Op>)(g.C, g.S, splits, cols, g.S, op, part);
     kc_free(part, bytes, dev);
     return 0;
 }
@@ -390,9 +390,9 @@ static int group_reduce(const norm_geom &g, int64_t splits, int threads, const O
     S *part = NULL;
     size_t bytes = (size_t)(nsets * splits) * sizeof(S);
     if (splits > 1 && !(part = (S *)kc_alloc(bytes, dev))) return -1;
-    set_reduce_kernel<Op><<<dim3((unsigned)nsets, (unsigned)splits), threads, 0, st>>>(g, false, g.M, chunk, op, part);
+    KC_LAUNCH(dim3((unsigned)nsets, (unsigned)splits), threads, 0, st, set_reduce_kernel<Op>)(g, false, g.M, chunk, op, part);
     if (part) {
-        finish_kernel<Op><<<kc_grid(nsets, dev), KC_THREADS, 0, st>>>(nsets, splits, splits, 1, 1, op, part);
+        KC_LAUNCH(kc_grid(nsets, dev), KC_THREADS, 0, st, finish_kernel<Op>)(nsets, splits, splits, 1, 1, op, part);
         kc_free(part, bytes, dev);
     }
     return 0;
@@ -498,7 +498,7 @@ static int run_norm(em_norm_op op, em_tensor *y, em_tensor *mean, em_tensor *var
         int threads = block_for(g.M);
         int64_t splits = splits_for(nsets, g.M, threads, dev);
         if (splits == 1) {
-            group_forward_kernel<T><<<(unsigned)nsets, threads, 0, st>>>(g, xp, wp, bp, yp, mp, vp, (T)eps);
+            KC_LAUNCH((unsigned)nsets, threads, 0, st, group_forward_kernel<T>)(g, xp, wp, bp, yp, mp, vp, (T)eps);
             return 0;
         }
         if (group_reduce(g, splits, 256, op_s, dev, st)) return -1;
@@ -506,9 +506,9 @@ static int run_norm(em_norm_op op, em_tensor *y, em_tensor *mean, em_tensor *var
         if (channel_reduce(g, op_s, dev, st)) return -1;
     }
     if (total <= INT32_MAX)
-        normalize_kernel<T, uint32_t><<<kc_grid(total, dev), KC_THREADS, 0, st>>>(g, xp, mp, vp, wp, bp, yp, (T)eps);
+        KC_LAUNCH(kc_grid(total, dev), KC_THREADS, 0, st, normalize_kernel<T, uint32_t>)(g, xp, mp, vp, wp, bp, yp, (T)eps);
     else
-        normalize_kernel<T, int64_t><<<kc_grid(total, dev), KC_THREADS, 0, st>>>(g, xp, mp, vp, wp, bp, yp, (T)eps);
+        KC_LAUNCH(kc_grid(total, dev), KC_THREADS, 0, st, normalize_kernel<T, int64_t>)(g, xp, mp, vp, wp, bp, yp, (T)eps);
     return 0;
 }
 
@@ -549,9 +549,9 @@ static void grad_input(const norm_geom &g, const T *x, const T *gy, const T *mea
                        const T *a, const T *b, T *gx, int64_t total, int dev, cudaStream_t st)
 {
     if (total <= INT32_MAX)
-        grad_input_kernel<T, uint32_t><<<kc_grid(total, dev), KC_THREADS, 0, st>>>(g, x, gy, mean, rstd, w, a, b, gx);
+        KC_LAUNCH(kc_grid(total, dev), KC_THREADS, 0, st, grad_input_kernel<T, uint32_t>)(g, x, gy, mean, rstd, w, a, b, gx);
     else
-        grad_input_kernel<T, int64_t><<<kc_grid(total, dev), KC_THREADS, 0, st>>>(g, x, gy, mean, rstd, w, a, b, gx);
+        KC_LAUNCH(kc_grid(total, dev), KC_THREADS, 0, st, grad_input_kernel<T, int64_t>)(g, x, gy, mean, rstd, w, a, b, gx);
 }
 
 template <typename T>
@@ -584,7 +584,7 @@ static int run_norm_backward(em_tensor *gx, em_tensor *gw, em_tensor *gb, const 
         if (g.batch) {
             grad_input(g, xp, gyp, mp, rp, wp, ca, cb, gxp, total, dev, st);
         } else if (fused) {
-            group_backward_kernel<T><<<(unsigned)nsets, threads, 0, st>>>(g, xp, gyp, mp, rp, wp, gxp);
+            KC_LAUNCH((unsigned)nsets, threads, 0, st, group_backward_kernel<T>)(g, xp, gyp, mp, rp, wp, gxp);
         } else {
             T *sa = scratch + 2 * g.C, *sb = sa + nsets;
             grad_op<T> op_g = {xp, gyp, mp, rp, wp, g.G, g.Cg, false, true, sa, sb};

@@ -86,7 +86,7 @@ __global__ void sgd_kernel(T *p, const T *g, T *buf, int64_t n, sgd_coef<T> c)
 template <typename T, int W, bool WD, bool BUF, bool FIRST, bool NEST>
 static void sgd_launch(T *p, const T *g, T *buf, int64_t n, const sgd_coef<T> &c, int dev, cudaStream_t s)
 {
-    sgd_kernel<T, W, WD, BUF, FIRST, NEST><<<kc_grid(n / W > 0 ? n / W : n, dev), KC_THREADS, 0, s>>>(p, g, buf, n, c);
+    KC_LAUNCH(kc_grid(n / W > 0 ? n / W : n, dev), KC_THREADS, 0, s, sgd_kernel<T, W, WD, BUF, FIRST, NEST>)(p, g, buf, n, c);
 }
 
 template <typename T, int W, bool WD>
@@ -162,8 +162,8 @@ static void adam_launch(T *p, const T *g, T *m, T *v, int64_t n, const adam_coef
                         cudaStream_t s)
 {
     int grid = kc_grid(n / W > 0 ? n / W : n, dev);
-    if (l2) adam_kernel<T, W, true><<<grid, KC_THREADS, 0, s>>>(p, g, m, v, n, c);
-    else adam_kernel<T, W, false><<<grid, KC_THREADS, 0, s>>>(p, g, m, v, n, c);
+    if (l2) KC_LAUNCH(grid, KC_THREADS, 0, s, adam_kernel<T, W, true>)(p, g, m, v, n, c);
+    else KC_LAUNCH(grid, KC_THREADS, 0, s, adam_kernel<T, W, false>)(p, g, m, v, n, c);
 }
 
 /* ---- GradScaler's unscale -------------------------------------------------------------- */
@@ -197,9 +197,9 @@ static int unscale(em_tensor *g, em_tensor *flag, const double *h, int nh)
     if (!s) return -1;
     float inv = (float)h[0], *found = (float *)kc_ptr(flag);
     if (g->dtype == EM_FLOAT32)
-        unscale_kernel<float><<<kc_grid(n, dev), KC_THREADS, 0, s>>>((float *)kc_ptr(g), n, inv, found);
+        KC_LAUNCH(kc_grid(n, dev), KC_THREADS, 0, s, unscale_kernel<float>)((float *)kc_ptr(g), n, inv, found);
     else
-        unscale_kernel<double><<<kc_grid(n, dev), KC_THREADS, 0, s>>>((double *)kc_ptr(g), n, (double)inv, found);
+        KC_LAUNCH(kc_grid(n, dev), KC_THREADS, 0, s, unscale_kernel<double>)((double *)kc_ptr(g), n, (double)inv, found);
     return kc_launched(name, dev);
 }
 
@@ -461,7 +461,7 @@ __device__ double mt_block_reduce(int kind, double v, double *sh)
 template <typename IO>
 __global__ void mt_norm_kernel(mt_table<1> tab, int kind, double p, double *partial, int *part_tensor)
 {
-    __shared__ double sh[KC_THREADS];
+    KC_SHARED(double, sh, [KC_THREADS]);
     typedef typename IO::S S;
     int64_t lo, hi;
     int t = mt_chunk(tab, lo, hi);
@@ -480,7 +480,7 @@ __global__ void mt_norm_kernel(mt_table<1> tab, int kind, double p, double *part
 __global__ void mt_norm_finish(const double *partial, const int *part_tensor, int64_t nslots, int64_t n, int kind,
                                double *out)
 {
-    __shared__ double sh[KC_THREADS];
+    KC_SHARED(double, sh, [KC_THREADS]);
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
         int64_t a = 0, b = nslots;
         while (a < b) {
@@ -545,7 +545,7 @@ template <typename IO> struct mt_sgd_launch {
     int dev;
     int operator()(const mt_table<3> &tab, int nb) const
     {
-        mt_sgd_kernel<IO><<<nb, KC_THREADS, 0, s>>>(tab, c, wd, buf, first, nest);
+        KC_LAUNCH(nb, KC_THREADS, 0, s, mt_sgd_kernel<IO>)(tab, c, wd, buf, first, nest);
         return kc_launched("sgd_step", dev);
     }
 };
@@ -557,7 +557,7 @@ template <typename IO> struct mt_adam_launch {
     int dev;
     int operator()(const mt_table<4> &tab, int nb) const
     {
-        mt_adam_kernel<IO><<<nb, KC_THREADS, 0, s>>>(tab, c, l2);
+        KC_LAUNCH(nb, KC_THREADS, 0, s, mt_adam_kernel<IO>)(tab, c, l2);
         return kc_launched("adam_step", dev);
     }
 };
@@ -569,7 +569,7 @@ template <typename IO> struct mt_unscale_launch {
     int dev;
     int operator()(const mt_table<1> &tab, int nb) const
     {
-        mt_unscale_kernel<IO><<<nb, KC_THREADS, 0, s>>>(tab, inv, found);
+        KC_LAUNCH(nb, KC_THREADS, 0, s, mt_unscale_kernel<IO>)(tab, inv, found);
         return kc_launched("amp_unscale_", dev);
     }
 };
@@ -581,7 +581,7 @@ template <typename IO, typename N> struct mt_scale_launch {
     int dev;
     int operator()(const mt_table<1> &tab, int nb) const
     {
-        mt_scale_kernel<IO, N><<<nb, KC_THREADS, 0, s>>>(tab, total, max_norm);
+        KC_LAUNCH(nb, KC_THREADS, 0, s, mt_scale_kernel<IO, N>)(tab, total, max_norm);
         return kc_launched("multi_scale_", dev);
     }
 };
@@ -595,7 +595,7 @@ template <typename IO> struct mt_norm_launch {
     int dev;
     int operator()(const mt_table<1> &tab, int nb) const
     {
-        mt_norm_kernel<IO><<<nb, KC_THREADS, 0, s>>>(tab, kind, p, partial, part_tensor);
+        KC_LAUNCH(nb, KC_THREADS, 0, s, mt_norm_kernel<IO>)(tab, kind, p, partial, part_tensor);
         return kc_launched("multi_norm", dev);
     }
 };
@@ -619,7 +619,7 @@ static int mt_norm(const em_tensor_lists *l, em_tensor *out, double p, int dev, 
     f.dev = dev;
     int rc = mt_walk<1>(l, mt_lists, f);
     if (rc == 0) {
-        mt_norm_finish<<<1, KC_THREADS, 0, s>>>(f.partial, f.part_tensor, slots, l->n, f.kind, (double *)kc_ptr(out));
+        KC_LAUNCH(1, KC_THREADS, 0, s, mt_norm_finish)(f.partial, f.part_tensor, slots, l->n, f.kind, (double *)kc_ptr(out));
         rc = kc_launched("multi_norm", dev);
     }
     kc_free(work, bytes, dev);          /* safe once queued: the device's work runs in order */

@@ -217,10 +217,10 @@ template <typename T> static int run_pool(em_pool_op op, em_tensor *out, em_tens
 {
     int64_t n = kc_numel(out);
     if (op == EM_POOL_MAX)
-        max_pool_kernel<T><<<kc_grid(n, dev), KC_THREADS, 0, s>>>(g, (const T *)kc_ptr(in), (T *)kc_ptr(out),
+        KC_LAUNCH(kc_grid(n, dev), KC_THREADS, 0, s, max_pool_kernel<T>)(g, (const T *)kc_ptr(in), (T *)kc_ptr(out),
                                                                   idx ? (int64_t *)kc_ptr(idx) : NULL);
     else
-        avg_pool_kernel<T><<<kc_grid(n, dev), KC_THREADS, 0, s>>>(g, (const T *)kc_ptr(in), (T *)kc_ptr(out));
+        KC_LAUNCH(kc_grid(n, dev), KC_THREADS, 0, s, avg_pool_kernel<T>)(g, (const T *)kc_ptr(in), (T *)kc_ptr(out));
     return kc_launched(op == EM_POOL_MAX ? "max_pool" : "avg_pool", dev);
 }
 
@@ -248,7 +248,7 @@ template <typename T> static int run_pool_backward(em_tensor *gin, const em_tens
                                                    int dev, cudaStream_t s)
 {
     int64_t n = kc_numel(gin);
-    avg_pool_backward_kernel<T><<<kc_grid(n, dev), KC_THREADS, 0, s>>>(g, (const T *)kc_ptr(gout),
+    KC_LAUNCH(kc_grid(n, dev), KC_THREADS, 0, s, avg_pool_backward_kernel<T>)(g, (const T *)kc_ptr(gout),
                                                                        (T *)kc_ptr(gin));
     return kc_launched("avg_pool backward", dev);
 }

@@ -154,9 +154,9 @@ static int rand_run(em_random_op op, em_tensor *out, rand_args j)
     bool vec = it.contiguous && j.per_ctr == 4 && ew_aligned(it.data[0], 4 * sizeof(S));
     int grid = kc_grid(nctr, dev);
     switch (op) {
-    case EM_RAND_UNIFORM: rand_kernel<D, EM_RAND_UNIFORM><<<grid, KC_THREADS, 0, s>>>(it, j, vec); break;
-    case EM_RAND_NORMAL: rand_kernel<D, EM_RAND_NORMAL><<<grid, KC_THREADS, 0, s>>>(it, j, vec); break;
-    default: rand_kernel<D, EM_RAND_INT><<<grid, KC_THREADS, 0, s>>>(it, j, vec); break;
+    case EM_RAND_UNIFORM: KC_LAUNCH(grid, KC_THREADS, 0, s, rand_kernel<D, EM_RAND_UNIFORM>)(it, j, vec); break;
+    case EM_RAND_NORMAL: KC_LAUNCH(grid, KC_THREADS, 0, s, rand_kernel<D, EM_RAND_NORMAL>)(it, j, vec); break;
+    default: KC_LAUNCH(grid, KC_THREADS, 0, s, rand_kernel<D, EM_RAND_INT>)(it, j, vec); break;
     }
     return kc_launched("random", dev);
 }

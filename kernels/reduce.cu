@@ -323,8 +323,8 @@ __global__ void __launch_bounds__(KC_THREADS)
 rows_kernel(rlayout L, rout O, int G, int64_t S, int64_t chunk, typename Op::acc *pv, int64_t *pp)
 {
     typedef typename Op::acc A;
-    __shared__ A sv[KC_THREADS / 32];
-    __shared__ int64_t sp[KC_THREADS / 32];
+    KC_SHARED(A, sv, [KC_THREADS / 32]);
+    KC_SHARED(int64_t, sp, [KC_THREADS / 32]);
     const int lane = threadIdx.x & (G - 1), gpb = blockDim.x / G;
     const int64_t nrows = L.outer * S;
     for (int64_t base = (int64_t)blockIdx.x * gpb; base < nrows; base += (int64_t)gridDim.x * gpb) {
@@ -358,8 +358,8 @@ cols_kernel(rlayout L, rout O, int BX, int64_t W, int64_t tilesW, int64_t ntiles
             typename Op::acc *pv, int64_t *pp)
 {
     typedef typename Op::acc A;
-    __shared__ A sv[KC_THREADS];
-    __shared__ int64_t sp[KC_THREADS];
+    KC_SHARED(A, sv, [KC_THREADS]);
+    KC_SHARED(int64_t, sp, [KC_THREADS]);
     const int BY = blockDim.x / BX, tx = threadIdx.x % BX, ty = threadIdx.x / BX;
     const int64_t s = blockIdx.y, r0 = s * chunk, r1 = r0 + chunk < L.inner ? r0 + chunk : L.inner;
     for (int64_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
@@ -410,8 +410,8 @@ __global__ void __launch_bounds__(KC_THREADS)
 finish_kernel(const typename Op::acc *pv, const int64_t *pp, int64_t outer, int64_t S, int G, rout O)
 {
     typedef typename Op::acc A;
-    __shared__ A sv[KC_THREADS / 32];
-    __shared__ int64_t sp[KC_THREADS / 32];
+    KC_SHARED(A, sv, [KC_THREADS / 32]);
+    KC_SHARED(int64_t, sp, [KC_THREADS / 32]);
     const int lane = threadIdx.x & (G - 1), gpb = blockDim.x / G;
     for (int64_t base = (int64_t)blockIdx.x * gpb; base < outer; base += (int64_t)gridDim.x * gpb) {
         int64_t i = base + threadIdx.x / G;
@@ -466,7 +466,7 @@ static int finish(const plan &P, typename Op::acc *pv, int64_t *pp, int64_t S, s
     int64_t G = pow2_at_least(cdiv(S, 4));
     if (G > 256) G = 256;
     int64_t blocks = cdiv(P.L.outer, KC_THREADS / G), cap = (int64_t)kc_sm_count(P.dev) * 8;
-    finish_kernel<Op><<<(int)(blocks < cap ? blocks : cap), KC_THREADS, 0, P.stream>>>(pv, pp, P.L.outer, S, (int)G,
+    KC_LAUNCH((int)(blocks < cap ? blocks : cap), KC_THREADS, 0, P.stream, finish_kernel<Op>)(pv, pp, P.L.outer, S, (int)G,
                                                                                     P.O);
     kc_free(pv, bytes, P.dev);
     return kc_launched("reduce", P.dev);
@@ -506,14 +506,14 @@ static int run_rows(const plan &P)
     int64_t blocks = cdiv(L.outer * S, gpb), cap = (int64_t)kc_sm_count(P.dev) * 8;
     if (blocks > cap) blocks = cap;
     if (S == 1) {
-        rows_kernel<T, Op><<<(int)blocks, KC_THREADS, 0, P.stream>>>(L, P.O, (int)G, 1, chunk, NULL, NULL);
+        KC_LAUNCH((int)blocks, KC_THREADS, 0, P.stream, rows_kernel<T, Op>)(L, P.O, (int)G, 1, chunk, NULL, NULL);
         return kc_launched("reduce", P.dev);
     }
     A *pv;
     int64_t *pp;
     size_t bytes;
     if (alloc_partials<Op>(P, L.outer * S, &pv, &pp, &bytes)) return -1;
-    rows_kernel<T, Op><<<(int)blocks, KC_THREADS, 0, P.stream>>>(L, P.O, (int)G, S, chunk, pv, pp);
+    KC_LAUNCH((int)blocks, KC_THREADS, 0, P.stream, rows_kernel<T, Op>)(L, P.O, (int)G, S, chunk, pv, pp);
     if (kc_launched("reduce", P.dev)) { kc_free(pv, bytes, P.dev); return -1; }
     return finish<Op>(P, pv, pp, S, bytes);
 }
@@ -539,14 +539,14 @@ static int run_cols(const plan &P)
     int64_t cap = (int64_t)kc_sm_count(P.dev) * 32;
     dim3 grid((unsigned)(ntiles < cap ? ntiles : cap), (unsigned)S);
     if (S == 1) {
-        cols_kernel<T, Op><<<grid, KC_THREADS, 0, P.stream>>>(L, P.O, BX, W, tilesW, ntiles, 1, chunk, NULL, NULL);
+        KC_LAUNCH(grid, KC_THREADS, 0, P.stream, cols_kernel<T, Op>)(L, P.O, BX, W, tilesW, ntiles, 1, chunk, NULL, NULL);
         return kc_launched("reduce", P.dev);
     }
     A *pv;
     int64_t *pp;
     size_t bytes;
     if (alloc_partials<Op>(P, L.outer * S, &pv, &pp, &bytes)) return -1;
-    cols_kernel<T, Op><<<grid, KC_THREADS, 0, P.stream>>>(L, P.O, BX, W, tilesW, ntiles, S, chunk, pv, pp);
+    KC_LAUNCH(grid, KC_THREADS, 0, P.stream, cols_kernel<T, Op>)(L, P.O, BX, W, tilesW, ntiles, S, chunk, pv, pp);
     if (kc_launched("reduce", P.dev)) { kc_free(pv, bytes, P.dev); return -1; }
     return finish<Op>(P, pv, pp, S, bytes);
 }

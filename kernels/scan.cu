@@ -290,12 +290,12 @@ static int run(const lines &Ln, bool cols, int dev, cudaStream_t s)
     if (S > 1) {
         tot = (A *)kc_alloc(bytes, dev);
         if (!tot) return -1;
-        if (cols) col_total_kernel<T, A, OP><<<blocks_for(KC_THREADS, items, dev), KC_THREADS, 0, s>>>(Ln, S, chunk, tot);
-        else warp_total_kernel<T, A, OP><<<blocks_for(KC_THREADS / 32, items, dev), KC_THREADS, 0, s>>>(Ln, S, chunk, tot);
-        carry_kernel<A, OP><<<blocks_for(KC_THREADS / 32, Ln.count, dev), KC_THREADS, 0, s>>>(tot, Ln.count, S);
+        if (cols) KC_LAUNCH(blocks_for(KC_THREADS, items, dev), KC_THREADS, 0, s, col_total_kernel<T, A, OP>)(Ln, S, chunk, tot);
+        else KC_LAUNCH(blocks_for(KC_THREADS / 32, items, dev), KC_THREADS, 0, s, warp_total_kernel<T, A, OP>)(Ln, S, chunk, tot);
+        KC_LAUNCH(blocks_for(KC_THREADS / 32, Ln.count, dev), KC_THREADS, 0, s, carry_kernel<A, OP>)(tot, Ln.count, S);
     }
-    if (cols) col_scan_kernel<T, A, OP><<<blocks_for(KC_THREADS, items, dev), KC_THREADS, 0, s>>>(Ln, S, chunk, tot);
-    else warp_scan_kernel<T, A, OP><<<blocks_for(KC_THREADS / 32, items, dev), KC_THREADS, 0, s>>>(Ln, S, chunk, tot);
+    if (cols) KC_LAUNCH(blocks_for(KC_THREADS, items, dev), KC_THREADS, 0, s, col_scan_kernel<T, A, OP>)(Ln, S, chunk, tot);
+    else KC_LAUNCH(blocks_for(KC_THREADS / 32, items, dev), KC_THREADS, 0, s, warp_scan_kernel<T, A, OP>)(Ln, S, chunk, tot);
     if (tot) kc_free(tot, bytes, dev);
     static const char *const names[] = {"cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"};
     return kc_launched(names[OP], dev);

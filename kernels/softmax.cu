@@ -144,7 +144,8 @@ template <class T, class C>
 __global__ void __launch_bounds__(KC_THREADS)
 block_kernel(rows R)
 {
-    __shared__ C sm[KC_THREADS / 32], ss[KC_THREADS / 32];
+    KC_SHARED(C, sm, [KC_THREADS / 32]);
+    KC_SHARED(C, ss, [KC_THREADS / 32]);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     for (int64_t r = blockIdx.x; r < R.count; r += gridDim.x) {
         int64_t io, oo;
@@ -210,13 +211,13 @@ static int capped(int64_t blocks, int dev)
 template <class T, class C, bool UNIT>
 static void warp_launch(const rows &R, int W, int64_t K, int blocks, cudaStream_t s)
 {
-    if (K <= 1) warp_kernel<T, C, 1, UNIT><<<blocks, KC_THREADS, 0, s>>>(R, W);
-    else if (K <= 2) warp_kernel<T, C, 2, UNIT><<<blocks, KC_THREADS, 0, s>>>(R, W);
-    else if (K <= 4) warp_kernel<T, C, 4, UNIT><<<blocks, KC_THREADS, 0, s>>>(R, W);
-    else if (K <= 8) warp_kernel<T, C, 8, UNIT><<<blocks, KC_THREADS, 0, s>>>(R, W);
+    if (K <= 1) KC_LAUNCH(blocks, KC_THREADS, 0, s, warp_kernel<T, C, 1, UNIT>)(R, W);
+    else if (K <= 2) KC_LAUNCH(blocks, KC_THREADS, 0, s, warp_kernel<T, C, 2, UNIT>)(R, W);
+    else if (K <= 4) KC_LAUNCH(blocks, KC_THREADS, 0, s, warp_kernel<T, C, 4, UNIT>)(R, W);
+    else if (K <= 8) KC_LAUNCH(blocks, KC_THREADS, 0, s, warp_kernel<T, C, 8, UNIT>)(R, W);
     else if constexpr (UNIT) {      /* strided rows this long go to block_kernel */
-        if (K <= 16) warp_kernel<T, C, 16, UNIT><<<blocks, KC_THREADS, 0, s>>>(R, W);
-        else warp_kernel<T, C, 32, UNIT><<<blocks, KC_THREADS, 0, s>>>(R, W);
+        if (K <= 16) KC_LAUNCH(blocks, KC_THREADS, 0, s, warp_kernel<T, C, 16, UNIT>)(R, W);
+        else KC_LAUNCH(blocks, KC_THREADS, 0, s, warp_kernel<T, C, 32, UNIT>)(R, W);
     }
 }
 
@@ -225,12 +226,12 @@ static int run(const rows &R, bool cols, int dev, cudaStream_t s)
 {
     const char *name = R.log ? "log_softmax" : "softmax";
     if (cols && R.count >= (int64_t)kc_sm_count(dev) * 128) {
-        col_kernel<T, C><<<capped(cdiv(R.count, KC_THREADS), dev), KC_THREADS, 0, s>>>(R);
+        KC_LAUNCH(capped(cdiv(R.count, KC_THREADS), dev), KC_THREADS, 0, s, col_kernel<T, C>)(R);
         return kc_launched(name, dev);
     }
     bool unit = R.xs == 1 && R.os == 1;
     if (R.n > 1024 || (!unit && R.n > 256)) {
-        block_kernel<T, C><<<capped(R.count, dev), KC_THREADS, 0, s>>>(R);
+        KC_LAUNCH(capped(R.count, dev), KC_THREADS, 0, s, block_kernel<T, C>)(R);
         return kc_launched(name, dev);
     }
     int W = 1;

@@ -233,7 +233,7 @@ static int run(em_linalg_op op, em_tensor *a, em_tensor *b, em_tensor *c, em_ten
         if (rc || !vec) return rc;
         int64_t total = B * (int64_t)n * vr;
         if (total > 0) {
-            transpose_batch<T><<<kc_grid(total, dev), KC_THREADS, 0, st>>>((T *)kc_ptr(d), V, B, n, vr);
+            KC_LAUNCH(kc_grid(total, dev), KC_THREADS, 0, st, transpose_batch<T>)((T *)kc_ptr(d), V, B, n, vr);
             if (kc_launched("linalg.svd", dev)) return -1;
         }
         return 0;

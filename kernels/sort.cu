@@ -116,7 +116,7 @@ sort_small_kernel(const __grid_constant__ sort_args a)
 {
     typedef typename sort_traits<T>::K K;
     typedef typename sort_traits<T>::R R;
-    extern __shared__ __align__(16) unsigned char smem[];
+    KC_DYNAMIC_SHARED(unsigned char, smem);
     const int P = 1 << a.log2p, nr = 1 << a.log2r, tile = P * nr;
     int64_t *s_off = (int64_t *)smem;                   /* 3 per line */
     K *s_key = (K *)(s_off + 3 * nr);
@@ -285,14 +285,14 @@ static int sort_large_one(sort_scratch *sc, const sort_args &a, int dev, cudaStr
     V *v0 = (V *)sc->get(sizeof(V) * (size_t)total), *v1 = (V *)sc->get(sizeof(V) * (size_t)total);
     if (!k0 || !k1 || !v0 || !v1) return -1;
     int grid = kc_grid(total, dev);
-    if (composite) sort_keys_kernel<T, CK, V, true, false><<<grid, KC_THREADS, 0, s>>>(a, k0, v0);
-    else sort_keys_kernel<T, CK, V, false, false><<<grid, KC_THREADS, 0, s>>>(a, k0, v0);
+    if (composite) KC_LAUNCH(grid, KC_THREADS, 0, s, sort_keys_kernel<T, CK, V, true, false>)(a, k0, v0);
+    else KC_LAUNCH(grid, KC_THREADS, 0, s, sort_keys_kernel<T, CK, V, false, false>)(a, k0, v0);
     if (kc_launched("sort", dev)) return -1;
     int end_bit = (int)(8 * sizeof(K)) + (composite ? bit_length((uint64_t)(a.lines - 1)) : 0);
     CK *kr = k0;
     V *vr = v0;
     if (sort_pairs(sc, &kr, k1, &vr, v1, total, end_bit, s)) return -1;
-    sort_write_kernel<T, V, false><<<grid, KC_THREADS, 0, s>>>(a, vr);
+    KC_LAUNCH(grid, KC_THREADS, 0, s, sort_write_kernel<T, V, false>)(a, vr);
     return kc_launched("sort", dev);
 }
 
@@ -306,18 +306,18 @@ static int sort_large_two(sort_scratch *sc, const sort_args &a, int dev, cudaStr
     uint64_t *v0 = (uint64_t *)sc->get(8 * (size_t)total), *v1 = (uint64_t *)sc->get(8 * (size_t)total);
     if (!k0 || !k1 || !v0 || !v1) return -1;
     int grid = kc_grid(total, dev);
-    sort_keys_kernel<T, uint64_t, uint64_t, false, true><<<grid, KC_THREADS, 0, s>>>(a, k0, v0);
+    KC_LAUNCH(grid, KC_THREADS, 0, s, sort_keys_kernel<T, uint64_t, uint64_t, false, true>)(a, k0, v0);
     if (kc_launched("sort", dev)) return -1;
     uint64_t *kr = k0, *vr = v0;
     if (sort_pairs(sc, &kr, k1, &vr, v1, total, 64, s)) return -1;
     /* the line numbers go into the key buffers, now free, seen as 32-bit */
     uint32_t *r0 = (uint32_t *)(kr == k0 ? k1 : k0), *r1 = (uint32_t *)kr;
-    sort_rows_kernel<<<grid, KC_THREADS, 0, s>>>(vr, r0, total, a.n);
+    KC_LAUNCH(grid, KC_THREADS, 0, s, sort_rows_kernel)(vr, r0, total, a.n);
     if (kc_launched("sort", dev)) return -1;
     uint32_t *rr = r0;
     if (sort_pairs(sc, &rr, r1, &vr, vr == v0 ? v1 : v0, total, bit_length((uint64_t)(a.lines - 1)), s))
         return -1;
-    sort_write_kernel<T, uint64_t, true><<<grid, KC_THREADS, 0, s>>>(a, vr);
+    KC_LAUNCH(grid, KC_THREADS, 0, s, sort_write_kernel<T, uint64_t, true>)(a, vr);
     return kc_launched("sort", dev);
 }
 
@@ -337,7 +337,7 @@ static int sort_typed(sort_args *a, int dev, cudaStream_t s)
         size_t shared = 3 * nr * sizeof(int64_t) + tile * (sizeof(K) + sizeof(uint16_t));
         int64_t blocks = (a->lines + (int64_t)nr - 1) / (int64_t)nr;
         if (blocks > INT32_MAX) return kc_error("sort: too many lines (%lld)", (long long)a->lines);
-        sort_small_kernel<T><<<(unsigned)blocks, SORT_SMALL_THREADS, shared, s>>>(*a);
+        KC_LAUNCH((unsigned)blocks, SORT_SMALL_THREADS, shared, s, sort_small_kernel<T>)(*a);
         return kc_launched("sort", dev);
     }
     sort_scratch sc;

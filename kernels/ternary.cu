@@ -51,7 +51,7 @@ template <typename U, int SB, int SC>
 static int where_vec(const kc_iter<4> &it, int dev, cudaStream_t s)
 {
     int64_t nv = it.numel / (16 / (int64_t)sizeof(U));
-    where_vec_kernel<U, SB, SC><<<kc_grid(nv > 0 ? nv : it.numel, dev), KC_THREADS, 0, s>>>(
+    KC_LAUNCH(kc_grid(nv > 0 ? nv : it.numel, dev), KC_THREADS, 0, s, where_vec_kernel<U, SB, SC>)(
         (U *)it.data[0], (const uint8_t *)it.data[1], (const U *)it.data[2], (const U *)it.data[3], it.numel);
     return kc_launched("where", dev);
 }

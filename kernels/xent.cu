@@ -72,7 +72,7 @@ template <class T, class C>
 __global__ void __launch_bounds__(KC_THREADS)
 fwd_kernel(fwd P, int G)
 {
-    __shared__ C sh[4][KC_THREADS / 32];
+    KC_SHARED(C, sh, [4][KC_THREADS / 32]);
     const int lane = threadIdx.x & (G - 1), gpb = blockDim.x / G;
     const bool smooth = P.eps > 0;
     for (int64_t base = (int64_t)blockIdx.x * gpb; base < P.M; base += (int64_t)gridDim.x * gpb) {
@@ -138,7 +138,7 @@ template <class T>
 __global__ void __launch_bounds__(KC_THREADS)
 wsum_kernel(const T *w, int64_t ws, int64_t C, double *out)
 {
-    __shared__ double sh[KC_THREADS / 32];
+    KC_SHARED(double, sh, [KC_THREADS / 32]);
     double a = 0;
     for (int64_t j = threadIdx.x; j < C; j += blockDim.x) a += (double)w[j * ws];
     for (int d = 16; d > 0; d >>= 1) a += __shfl_xor_sync(0xffffffffu, a, d);
@@ -199,7 +199,7 @@ static int run_fwd(const fwd &P, int dev, cudaStream_t s)
 {
     typedef typename std::conditional<sizeof(T) == 8, double, float>::type C;
     int G = group_size(P.C);
-    fwd_kernel<T, C><<<blocks_for(P.M, G, dev), KC_THREADS, 0, s>>>(P, G);
+    KC_LAUNCH(blocks_for(P.M, G, dev), KC_THREADS, 0, s, fwd_kernel<T, C>)(P, G);
     return kc_launched("cross_entropy", dev);
 }
 
@@ -211,11 +211,11 @@ static int run_bwd(bwd P, int dev, cudaStream_t s)
     if (P.w && P.eps > 0) {
         ws = (double *)kc_alloc(sizeof(double), dev);
         if (!ws) return -1;
-        wsum_kernel<T><<<1, KC_THREADS, 0, s>>>((const T *)P.w, P.ws, P.C, ws);
+        KC_LAUNCH(1, KC_THREADS, 0, s, wsum_kernel<T>)((const T *)P.w, P.ws, P.C, ws);
         P.wsum = ws;
     }
     int G = group_size(P.C);
-    bwd_kernel<T, C><<<blocks_for(P.M, G, dev), KC_THREADS, 0, s>>>(P, G);
+    KC_LAUNCH(blocks_for(P.M, G, dev), KC_THREADS, 0, s, bwd_kernel<T, C>)(P, G);
     if (ws) kc_free(ws, sizeof(double), dev);
     return kc_launched("cross_entropy", dev);
 }
