@@ -6,6 +6,9 @@
 #   BUSTED=cmd  how to run busted (default busted)
 #   SAN=1       the build has sanitizers: run Lua through the ember executable
 #   ONLY=gpu    only the GPU suites (tests/gpu/, used by tests/gpu/run.sh)
+# The GPU suites run twice: on a GPU if there is one (else each file reports
+# one skipped test), then on the emulated device (EMBER_CUDA=emu) when
+# build/libember_cuda_emu.so exists.
 # The GPU suites run everywhere: without a GPU each file reports one skipped
 # test; EMBER_GPU_TEST_DEVICE=cpu runs them against the CPU backend.
 set -u
@@ -88,6 +91,14 @@ fi
 # GPU tests: the same busted runs, then the GPU shell checks (python3 of
 # the PATH: the GPU machine's; standard library only)
 run_specs gpu tests/gpu/*_spec.lua
+# ... and the GPU suites again on the emulated device (kernels/emu/: the CUDA
+# backend's own kernels run on the CPU, with checks a GPU does not give),
+# wherever it was built; not on the GPU machine's run (ONLY=gpu)
+if [ "$ONLY" != gpu ] && [ -e "$build_dir/libember_cuda_emu.so" ]; then
+    export EMBER_CUDA=emu
+    run_specs gpu-emu tests/gpu/*_spec.lua
+    unset EMBER_CUDA
+fi
 for t in tests/gpu/*_test.py; do
     [ -e "$t" ] || continue
     python3 "$t" > "$log" 2>&1; rc=$?

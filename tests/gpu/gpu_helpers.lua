@@ -54,6 +54,25 @@ function M.cuda_it(it, pending)
   end
 end
 
+-- Whether the device under test is the emulated one (EMBER_CUDA=emu,
+-- kernels/emu/): the CUDA backend's kernels run on the CPU, so readings of
+-- real hardware (NVML's utilization and power, timings) mean nothing there.
+M.emulated = M.is_cuda and os.getenv("EMBER_CUDA") == "emu"
+
+-- it(name, fn) on a real GPU; pending on the CPU backend and on the emulated
+-- device, saying why (the reason: what only hardware shows).
+-- Usage: local gpu_it = g.real_gpu_it(it, pending, "why")
+function M.real_gpu_it(it, pending, why)
+  local cuda_it = M.cuda_it(it, pending)
+  return function(name, fn)
+    if M.emulated then
+      pending(name .. " (skipped on the emulated device: " .. why .. ")")
+    else
+      cuda_it(name, fn)
+    end
+  end
+end
+
 -- waits for the device's queued work (nothing to wait for on the CPU)
 function M.synchronize()
   if M.is_cuda then ember.cuda.synchronize(M.DEV) end
