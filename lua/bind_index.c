@@ -39,12 +39,26 @@ static int opt_field_dim(lua_State *L, int opts, const char *name, int ndim, con
 
 /* ---- index_select / gather / scatter / index_add ---------------------------- */
 
+/* The index argument of index_select/index_add as a new reference: a tensor
+ * as it is (the engine checks that it lives on t's device, as PyTorch does),
+ * a table of integers made on t's device, as PyTorch makes the index of
+ * t[[...]] on t's device. */
+static em_tensor *index_on(lua_State *L, int arg, const char *op, const em_tensor *t)
+{
+    em_tensor *ix = emlua_check_index(L, arg, op);
+    if (emlua_test(L, arg) || t->storage->device.type == EM_CPU) return ix;
+    em_tensor *moved = em_to_device(ix, t->storage->device);
+    em_release(ix);
+    if (!moved) emlua_fail(L);
+    return moved;
+}
+
 static int l_index_select(lua_State *L)
 {
     const char *op = "index_select";
     em_tensor *t = emlua_check(L, 1, op);
     int dim = emlua_check_dim(L, 2, t->ndim, op);
-    em_tensor *idx = emlua_check_index(L, 3, op);
+    em_tensor *idx = index_on(L, 3, op, t);
     em_tensor *r = em_index_select(t, dim, idx);
     em_release(idx);
     return emlua_push(L, r);
@@ -155,7 +169,7 @@ static int index_add_common(lua_State *L, const char *op, bool in_place)
     if (!lua_isnoneornil(L, 5) && (lua_type(L, 5) != LUA_TTABLE || emlua_test(L, 5)))
         return emlua_typeerror(L, 5, op, "an options table {alpha=}");
     double alpha = emlua_opt_field_number(L, lua_isnoneornil(L, 5) ? 0 : 5, "alpha", op, 1.0);
-    em_tensor *idx = emlua_check_index(L, 3, op);
+    em_tensor *idx = index_on(L, 3, op, t);
     if (in_place) {
         int rc = em_index_add_(t, dim, idx, src, alpha);
         em_release(idx);

@@ -37,7 +37,9 @@ describe("index_select, gather, t[index]", function()
           {what = d .. " dim " .. dim})
       end
     end
-    agree(function(t) return t:index_select(2, {3, 1, 3}) end, {x})
+    -- a table of indices is made on the input's device (as PyTorch makes t[[3, 1, 3]]'s)
+    agree(function(t) return t:index_select(2, {3, 1, 3}), t:index_add(2, {3, 1, 3}, t:index_select(2, {1, 2, 3})) end, {x})
+    agree(function(t) return t:clone():index_add_(1, {-1, 2}, t:narrow(1, 1, 2)) end, {x})
     -- negative indices count from the end, as on the CPU
     agree(function(t, ii) return t:index_select(3, ii), t:gather(2, ii:view(1, 4, 1):expand(5, 4, 7)) end,
       {x, ember.tensor({-1, -6, 2, -3})})

@@ -38,8 +38,17 @@ local function value_and_grads(f, inputs, what)
     for i = 1, #wanted do gs[i] = got[i] end
     return y:detach(), gs
   end
+  -- device copies of the inputs, the tensors of an options table included ({pos_weight =}):
+  -- like PyTorch, a loss wants all its tensors on one device
   local dins = {}
-  for i, x in ipairs(inputs) do dins[i] = dev(x) end
+  for i, x in ipairs(inputs) do
+    if type(x) == "table" and not ember.is_tensor(x) then
+      dins[i] = {}
+      for k, v in pairs(x) do dins[i][k] = dev(v) end
+    else
+      dins[i] = dev(x)
+    end
+  end
   local y_cpu, g_cpu = run(inputs)
   local y_dev, g_dev = run(dins)
   close(y_dev, y_cpu, {rtol = TOL.rtol, atol = TOL.atol, what = what .. " value"})

@@ -106,8 +106,11 @@ describe("Module:to", function()
     same(m.bias:detach(), src.bias:detach())
     -- and the other way round
     local back = nn.Linear(5, 3)
+    local bw = back.weight
     back:load_state_dict(m:state_dict())
-    same(back.weight:detach(), src.weight:detach())
+    assert.are.equal(bw, back.weight)        -- in place, so it stays on the CPU
+    assert.are.equal("cpu", back.weight.device)
+    same(back.weight:detach(), src.weight:detach(), {any_device = true})
   end)
 end)
 
