@@ -386,8 +386,10 @@ int kc_gemm(em_tensor *out, const em_tensor *a, const em_tensor *b, double alpha
 
 /* ---- the fused linear family (backend.h em_linear_op) ----------------------------------------- */
 
-#define GELU_K 0.7978845608028654f   /* sqrt(2/pi) */
-#define GELU_C 0.044715f
+/* double literals: (C)GELU_K rounds them once to the epilogue's type; float
+ * literals would carry float's 24-bit constants into the float64 path */
+#define GELU_K 0.7978845608028654   /* sqrt(2/pi) */
+#define GELU_C 0.044715
 
 /* the epilogue's arithmetic type: float, double for float64 */
 template <typename T> struct lin_acc { typedef float type; };

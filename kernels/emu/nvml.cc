@@ -81,7 +81,8 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *d)
     return NVML_OK;
 }
 
-nvmlReturn_t nvmlSystemGetDriverVersion(char *buf, unsigned int n) { return copy(buf, n, "emulated"); }
+/* a version in the driver's form (the CUDA version the emulator follows) */
+nvmlReturn_t nvmlSystemGetDriverVersion(char *buf, unsigned int n) { return copy(buf, n, "13.0 (emulated)"); }
 
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *buf, unsigned int n)
 {

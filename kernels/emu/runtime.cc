@@ -273,8 +273,13 @@ cudaError_t submit(cudaStream_t st, const char *what, std::function<void()> fn)
     return submit_seq(s, what, std::move(fn), NULL);
 }
 
-/* CUDA's math library function that libm lacks: the inverse error function,
- * from an initial rational guess refined by Newton steps on erf (libm's). */
+/* CUDA's math library function that libm lacks: the inverse error function.
+ * CUDA documents it within a few ulp over the full range, so the stand-in
+ * must be as good: an initial guess (Giles' single-precision approximation)
+ * refined by Newton steps, on erf(x) = y for |y| < 0.5, and for |y| >= 0.5 on
+ * log erfc(|x|) = log(1 - |y|), since there erf is flat (its slope
+ * 2/sqrt(pi) exp(-x^2) is tiny) and an ulp of y is many ulps of x; 1 - |y|
+ * is exact for |y| >= 0.5. */
 } // namespace emu
 
 double erfinv(double y)
@@ -282,6 +287,7 @@ double erfinv(double y)
     if (isnan(y) || y < -1 || y > 1) return NAN;
     if (y == 1) return INFINITY;
     if (y == -1) return -INFINITY;
+    if (y == 0) return y;
     double w = -log((1.0 - y) * (1.0 + y)), x;
     if (w < 5) {    /* Giles' single-precision approximation as the start */
         w -= 2.5;
@@ -298,11 +304,22 @@ double erfinv(double y)
         p = 1.00167406 + p * w; p = 2.83297682 + p * w;
         x = p * y;
     }
-    for (int i = 0; i < 3; i++) {
-        double err = erf(x) - y;
-        x -= err / (1.1283791670955126 * exp(-x * x));
+    if (fabs(y) < 0.5) {
+        for (int i = 0; i < 3; i++) {
+            double err = erf(x) - y;
+            x -= err / (1.1283791670955126 * exp(-x * x));
+        }
+        return x;
     }
-    return x;
+    /* d/dx log erfc(x) = -2/sqrt(pi) exp(-x^2) / erfc(x) */
+    double ax = fabs(x), lq = log(1.0 - fabs(y));
+    for (int i = 0; i < 16; i++) {
+        double e = erfc(ax);
+        double step = (log(e) - lq) * e / (-1.1283791670955126 * exp(-ax * ax));
+        ax -= step;
+        if (fabs(step) <= 1e-17 * ax) break;
+    }
+    return copysign(ax, y);
 }
 
 using namespace emu;
