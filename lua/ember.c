@@ -146,8 +146,13 @@ em_tensor *emlua_check_operand(lua_State *L, int idx, const char *op, const em_t
         if (lua_isinteger(L, idx)) {
             /* exactly: through a double, integers past 2^53 would change */
             int64_t v = (int64_t)lua_tointeger(L, idx), none = 0;
-            s = em_from_host(&none, 0, EM_INT64, NULL, &v);
-            if (s && dev.type != EM_CPU) {
+            /* on a device, an integer a double holds exactly is filled there
+             * (a kernel, which a CUDA graph capture records); only one past
+             * 2^53 is made on the host and copied (refused during a capture) */
+            if (dev.type != EM_CPU && v <= ((int64_t)1 << 53) && v >= -((int64_t)1 << 53))
+                s = em_scalar((double)v, EM_INT64, dev);
+            else s = em_from_host(&none, 0, EM_INT64, NULL, &v);
+            if (s && dev.type != EM_CPU && s->storage->device.type == EM_CPU) {
                 em_tensor *moved = em_to_device(s, dev);
                 em_release(s);
                 s = moved;

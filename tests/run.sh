@@ -98,7 +98,6 @@ run_specs gpu tests/gpu/*_spec.lua
 # follow-up): each is reported as one skipped test naming what is owed.
 EMU_PENDING="attention_spec: dq of one key compared with a tolerance scaled by rounding noise; dropout's kept values on the wrong device
 conv_spec: an 8 GiB tensor on a 1 GiB device; a bias gradient that is rounding noise compared relatively
-cuda_graph_spec: the capturable optimizers copy host tensors to the GPU inside a capture
 math_spec: erfinv float64 compared bitwise with the CPU's"
 if [ "$ONLY" != gpu ] && [ -e "$build_dir/libember_cuda_emu.so" ]; then
     export EMBER_CUDA=emu

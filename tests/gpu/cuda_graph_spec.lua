@@ -99,6 +99,33 @@ describe("a captured training step", function()
   end)
 end)
 
+-- A Lua number operand is not a host tensor: x:add_(1) is captured as a kernel
+-- with the number in it (PyTorch captures x.add_(1) too), whatever the number's
+-- Lua subtype. Capturable Adam's st.step:add_(1) depends on it.
+describe("numbers as operands in a capture", function()
+  it("in-place ops with integer and float numbers are captured and replayed", function()
+    local x = ember.ones(3, {device = DEV})
+    local n = ember.full({3}, 5, {dtype = "int64", device = DEV})
+    local graph = ember.cuda.CUDAGraph()
+    ember.cuda.graph(graph, function()
+      x:mul_(2):add_(1):sub_(1, {alpha = 2}):add_(0.5)
+      n:add_(3):mul_(2)
+    end)
+    assert.are.same({1, 1, 1}, x:tolist())     -- the capture ran nothing
+    assert.are.same({5, 5, 5}, n:tolist())
+    graph:replay()
+    assert.are.same({1.5, 1.5, 1.5}, x:tolist())
+    assert.are.same({16, 16, 16}, n:tolist())
+    graph:replay()
+    assert.are.same({2.5, 2.5, 2.5}, x:tolist())
+    assert.are.same({38, 38, 38}, n:tolist())
+    -- and eagerly, an integer past 2^53 still meets an int64 device tensor exactly
+    local big = ember.zeros({}, {dtype = "int64", device = DEV})
+    big:add_(9007199254740993)
+    assert.are.equal(9007199254740993, big:item())
+  end)
+end)
+
 describe("synchronising during a capture", function()
   it("item() raises, the capture is discarded and the session goes on", function()
     local x = ember.randn(4, {device = DEV})
