@@ -94,23 +94,9 @@ run_specs gpu tests/gpu/*_spec.lua
 # ... and the GPU suites again on the emulated device (kernels/emu/: the CUDA
 # backend's own kernels run on the CPU, with checks a GPU does not give),
 # wherever it was built; not on the GPU machine's run (ONLY=gpu)
-# Suites whose failures on the emulated device are being fixed (issue 26's
-# follow-up): each is reported as one skipped test naming what is owed.
-EMU_PENDING="attention_spec: dq of one key compared with a tolerance scaled by rounding noise; dropout's kept values on the wrong device
-conv_spec: an 8 GiB tensor on a 1 GiB device; a bias gradient that is rounding noise compared relatively
-math_spec: erfinv float64 compared bitwise with the CPU's"
 if [ "$ONLY" != gpu ] && [ -e "$build_dir/libember_cuda_emu.so" ]; then
     export EMBER_CUDA=emu
-    for spec in tests/gpu/*_spec.lua; do
-        name=$(basename "$spec" .lua)
-        why=$(printf '%s\n' "$EMU_PENDING" | sed -n "s/^$name: //p")
-        if [ -n "$why" ]; then
-            echo "ok 1 - $name on the emulated device # SKIP owed: $why" > "$log"
-            count "gpu-emu/$name" "$log" 0
-        else
-            run_specs gpu-emu "$spec"
-        fi
-    done
+    run_specs gpu-emu tests/gpu/*_spec.lua
     unset EMBER_CUDA
 fi
 for t in tests/gpu/*_test.py; do
