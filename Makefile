@@ -100,9 +100,16 @@ $(NCCL_LIB): $(BUILD)/comm/nccl.o
 $(BUILD)/bench_allreduce: scripts/bench/allreduce_mpi.c
 	$(CC) $(CFLAGS) $(MPI_CFLAGS) -o $@ $< $(MPI_LIBS)
 
-$(BUILD)/kernels/%.o: kernels/%.cu kernels/kc.h $(wildcard kernels/*.cuh) engine/backend.h engine/ember.h
+# ptxas reports each kernel's registers, spills, shared memory and stack
+# (kept beside the object as .ptxas); the build fails when a kernel exceeds
+# its line in kernels/ptxas_budget.txt, spills more than it allows, or has
+# none (scripts/ptxas-budget.sh; its update mode rewrites the budget).
+$(BUILD)/kernels/%.o: kernels/%.cu kernels/kc.h $(wildcard kernels/*.cuh) engine/backend.h engine/ember.h kernels/ptxas_budget.txt
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) -c $< -o $@
+	@echo "$(NVCC) $(NVFLAGS) -Xptxas -v -c $< -o $@"
+	@$(NVCC) $(NVFLAGS) -Xptxas -v -c $< -o $@ 2> $@.ptxas || { grep -v '^ptxas info\|^    [0-9]* bytes stack' $@.ptxas >&2; exit 1; }
+	@grep -v '^ptxas info\|^    [0-9]* bytes stack' $@.ptxas >&2 || true
+	@bash scripts/ptxas-budget.sh check kernels/ptxas_budget.txt $@.ptxas || { rm -f $@; exit 1; }
 
 # cudart is linked statically, cuBLAS(Lt) and cuDNN from the toolkit's folder
 # (rpath), so the library loads on a machine with only the driver, cuBLAS and
@@ -129,9 +136,13 @@ EMU_LIB   := $(BUILD)/libember_cuda_emu.so
 EMU_TESTS := $(patsubst tests/emu/%.cc,$(BUILD)/tests/emu_%,$(wildcard tests/emu/*_test.cc))
 EMU_HDRS  := $(wildcard kernels/emu/*.h kernels/emu/include/*.h)
 
+# Kernel code gets GCC's thread-sanitizer instrumentation without its
+# runtime: the emulator's hooks (fiber.cc) check each load and store for
+# bounds and shared-memory races. The sanitizer build checks with ASan instead.
+EMU_KERNEL_FLAGS := $(if $(filter 1,$(SAN)),,-fsanitize=thread --param=tsan-instrument-func-entry-exit=0)
 $(BUILD)/emu/kernels/%.o: kernels/%.cu kernels/kc.h $(wildcard kernels/*.cuh) engine/backend.h engine/ember.h $(EMU_HDRS)
 	@mkdir -p $(dir $@)
-	$(CXX) $(EMU_CXXFLAGS) -x c++ -c $< -o $@
+	$(CXX) $(EMU_CXXFLAGS) $(EMU_KERNEL_FLAGS) -x c++ -c $< -o $@
 
 $(BUILD)/emu/%.o: kernels/emu/%.cc $(EMU_HDRS)
 	@mkdir -p $(dir $@)
@@ -144,10 +155,14 @@ $(BUILD)/emu/%.o: kernels/emu/%.S
 $(EMU_LIB): $(EMU_OBJ)
 	$(CXX) -shared $(LDFLAGS) -Wl,-soname,libember_cuda_emu.so -Wl,-Bsymbolic -o $@ $^ $(DEPS_LIBS) -pthread
 
-# the stand-ins' own tests, against naive loops (they link the library)
+# the stand-ins' own tests, against naive loops (they link the library;
+# compiled with the kernels' instrumentation, linked without ThreadSanitizer:
+# the library's hooks take its calls)
 $(BUILD)/tests/emu_%: tests/emu/%.cc $(EMU_LIB) tests/c/check.h
 	@mkdir -p $(dir $@)
-	$(CXX) $(EMU_CXXFLAGS) $(LDFLAGS) -o $@ $< -L$(BUILD) -lember_cuda_emu -Wl,-rpath,'$$ORIGIN/..'
+	$(CXX) $(EMU_CXXFLAGS) $(EMU_KERNEL_FLAGS) -c -o $@.o $<
+	$(CXX) $(EMU_CXXFLAGS) $(LDFLAGS) -o $@ $@.o -L$(BUILD) -lember_cuda_emu -Wl,-rpath,'$$ORIGIN/..'
+	rm -f $@.o
 
 # comm/nccl.c again, linked with the emulated device's NCCL and runtime
 # instead of the toolkit's (the engine opens it under EMBER_CUDA=emu)

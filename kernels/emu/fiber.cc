@@ -31,6 +31,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <cxxabi.h>
+#include <dlfcn.h>
 #include <sys/mman.h>
 
 #include <mutex>
@@ -84,7 +86,21 @@ struct fiber {
 struct shared_var {
     const void *key;
     char *ptr;
+    size_t bytes;
+    const char *name;
 };
+
+/* Who touched a byte of shared memory in the current barrier interval:
+ * epoch names the interval (a new one at each block start and each
+ * __syncthreads), writer and reader are linear thread indices, -1 none,
+ * MANY for more than one reader. */
+struct shadow_byte {
+    uint32_t epoch;
+    int16_t writer, reader;
+    int16_t reader_warp;                /* the readers' warp, or MIXED */
+    uint32_t wgen, rgen;                /* their warp's sync count at the access */
+};
+const int16_t MANY = -2, MIXED = -3;
 
 /* The launch being run on this thread. */
 struct run_state {
@@ -103,7 +119,13 @@ struct run_state {
     size_t dyn, used, phys, limit;
     std::vector<shared_var> vars;
     uint64_t rng;
+    uint32_t epoch;
+    /* completed warp operations per warp: lanes of one warp are ordered by
+     * __syncwarp and the shuffles, as compute-sanitizer's racecheck has it */
+    std::vector<uint32_t> wsync;
 };
+
+uint32_t epochs;                        /* the last interval handed out (all threads) */
 
 thread_local run_state *run;
 
@@ -111,6 +133,7 @@ thread_local run_state *run;
 struct thread_pool {
     std::vector<char *> stacks;
     char *smem = NULL;
+    std::vector<shadow_byte> shadow;    /* one per byte of smem */
 };
 thread_local thread_pool pool;
 
@@ -282,6 +305,7 @@ bool release_barrier()
     }
     for (fiber &f : run->fibers)
         if (f.state == AT_BARRIER) f.state = RUNNABLE;
+    run->epoch = __atomic_add_fetch(&epochs, 1, __ATOMIC_RELAXED);
     return true;
 }
 
@@ -308,6 +332,7 @@ void run_block(const launch_cfg &c, uint3 bid, const std::vector<int64_t> &order
     __asan_unpoison_memory_region(run->smem, run->dyn);
 #endif
     memset(run->smem, 0xff, run->dyn);
+    run->epoch = __atomic_add_fetch(&epochs, 1, __ATOMIC_RELAXED);
     for (;;) {
         bool ran = false;
         for (int64_t k : order) {
@@ -414,6 +439,7 @@ static uint64_t finish_warp_op(fiber *base, int nlanes, const fiber *self)
     }
     for (int l = 0; l < 32; l++)
         if (mask >> l & 1) base[l].state = RUNNABLE;
+    run->wsync[self->ctx.warp]++;
     return self->wresult;
 }
 
@@ -495,7 +521,7 @@ void *block_shared(const void *key, size_t bytes, const char *name)
     memset(p, 0xff, bytes);
     run->used += (bytes + 15) & ~(size_t)15;
     run->phys = at + bytes + 32;        /* a redzone after each, poisoned under ASan */
-    run->vars.push_back(shared_var{key, p});
+    run->vars.push_back(shared_var{key, p, bytes, name});
     return p;
 }
 
@@ -535,6 +561,7 @@ static void run_grid(const launch_cfg &c, const std::function<void()> &body)
     rs.body = &body;
     rs.nthreads = (int)(c.block.x * c.block.y * c.block.z);
     rs.fibers.resize(rs.nthreads);
+    rs.wsync.assign((rs.nthreads + 31) / 32, 0);
     rs.running = NULL;
     rs.aborted = false;
     if (!pool.smem) {
@@ -545,6 +572,7 @@ static void run_grid(const launch_cfg &c, const std::function<void()> &body)
         }
     }
     rs.smem = pool.smem;
+    if (pool.shadow.empty()) pool.shadow.resize(SHARED_ARENA);
     rs.dyn = c.smem;
     size_t optin = (size_t)max_dynamic_shared(c.fn);
     rs.limit = optin > SHARED_STATIC_LIMIT ? optin : SHARED_STATIC_LIMIT;
@@ -597,3 +625,139 @@ void launch(const launch_cfg &c, std::function<void()> body)
 }
 
 } // namespace emu
+
+/* ---- every load and store of kernel code ---------------------------------------------
+ * The emulator's build compiles the kernels/ sources with GCC's thread-sanitizer
+ * instrumentation (-fsanitize=thread) but links none of ThreadSanitizer:
+ * the calls it inserts before each load and store land here. Outside a
+ * kernel they return at once. Inside one:
+ *  - device memory: the bytes must be in use (emu::usable), else the access
+ *    is reported as an illegal address, naming the kernel and the thread;
+ *  - shared memory: the bytes must belong to a declaration or the dynamic
+ *    area, and two threads of the block touching the same byte between two
+ *    __syncthreads, one of them writing, is a race: reported with the
+ *    kernel, the byte, the variable and both threads.
+ * (Under make asan the kernels are built with AddressSanitizer instead,
+ * which checks every access against the same marks; races are this
+ * build's.) */
+namespace emu {
+namespace {
+
+const char *where(void *ret, char *buf, size_t n)
+{
+    Dl_info info;
+    if (dladdr(ret, &info) && info.dli_sname) {
+        int status = 0;
+        char *d = abi::__cxa_demangle(info.dli_sname, NULL, NULL, &status);
+        snprintf(buf, n, "%.300s+0x%lx", d && status == 0 ? d : info.dli_sname,
+                 (unsigned long)((char *)ret - (char *)info.dli_saddr));
+        free(d);
+    } else {
+        snprintf(buf, n, "%p", ret);
+    }
+    return buf;
+}
+
+const shared_var *var_at(const char *p)
+{
+    for (const shared_var &v : run->vars)
+        if (p >= v.ptr && p < v.ptr + v.bytes) return &v;
+    return NULL;
+}
+
+void describe_linear(char *buf, size_t n, int linear)
+{
+    describe_thread(buf, n, &run->fibers[linear]);
+}
+
+[[noreturn]] void shared_race(const char *p, int other, bool other_wrote, bool writing, void *ret)
+{
+    char a[128], b[128], w[400], v[200];
+    describe_linear(a, sizeof a, other);
+    describe_thread(b, sizeof b, run->running);
+    const shared_var *var = var_at(p);
+    if (var) snprintf(v, sizeof v, "'%s' byte %zu", var->name, (size_t)(p - var->ptr));
+    else snprintf(v, sizeof v, "dynamic shared memory byte %zu", (size_t)(p - run->smem));
+    block_fault("shared-memory race on %s: %s %s it and %s %s it with no __syncthreads between (the second "
+                "access in %s)", v, a, other_wrote ? "wrote" : "read", b, writing ? "writes" : "reads",
+                where(ret, w, sizeof w));
+    abort_kernel();
+}
+
+void access(void *addr, size_t n, bool writing, void *ret)
+{
+    if (!run || !run->running) return;
+    char *p = (char *)addr;
+    if (p >= run->smem && p < run->smem + SHARED_ARENA) {
+        bool inside = p + n <= run->smem + run->dyn;
+        for (size_t i = 0; !inside && i < run->vars.size(); i++)
+            inside = p >= run->vars[i].ptr && p + n <= run->vars[i].ptr + run->vars[i].bytes;
+        if (!inside) {
+            char b[128], w[400];
+            describe_thread(b, sizeof b, run->running);
+            block_fault("%s %s %zu bytes of shared memory at offset %zu, outside every shared declaration (%zu "
+                        "bytes dynamic) (in %s)", b, writing ? "writes" : "reads", n, (size_t)(p - run->smem),
+                        run->dyn, where(ret, w, sizeof w));
+            abort_kernel();
+        }
+        int16_t me = (int16_t)run->running->ctx.linear, warp = (int16_t)run->running->ctx.warp;
+        uint32_t gen = run->wsync[warp];
+        for (size_t i = 0; i < n; i++) {
+            shadow_byte &s = pool.shadow[(size_t)(p - run->smem) + i];
+            if (s.epoch != run->epoch) s = shadow_byte{run->epoch, -1, -1, -1, 0, 0};
+            /* an earlier access by a lane of this warp, before a warp
+             * operation the warp has completed since, is ordered before this one */
+            if (s.writer >= 0 && s.writer / 32 == warp && s.wgen != gen) s.writer = -1;
+            if (s.reader != -1 && s.reader_warp == warp && s.rgen != gen) s.reader = -1;
+            if (s.writer >= 0 && s.writer != me) shared_race(p + i, s.writer, true, writing, ret);
+            if (writing) {
+                if (s.reader == MANY) {
+                    for (const fiber &f : run->fibers)         /* name one of the readers */
+                        if (f.ctx.linear != me) shared_race(p + i, f.ctx.linear, false, true, ret);
+                }
+                if (s.reader >= 0 && s.reader != me) shared_race(p + i, s.reader, false, true, ret);
+                s.writer = me;
+                s.wgen = gen;
+            } else if (s.reader == -1) {
+                s.reader = me;
+                s.reader_warp = warp;
+                s.rgen = gen;
+            } else if (s.reader != me) {
+                s.reader = MANY;
+                if (s.reader_warp != warp || s.rgen != gen) s.reader_warp = MIXED;
+            }
+        }
+        return;
+    }
+    if (is_device_pointer(p) && !usable(p, n)) {
+        char b[128], w[400], what[900];
+        describe_thread(b, sizeof b, run->running);
+        snprintf(what, sizeof what, "kernel %s, %s, %s (in %s)", run->cfg->name, b, writing ? "a store" : "a load",
+                 where(ret, w, sizeof w));
+        device_range(p, n, what);
+        run->aborted = true;
+        abort_kernel();
+    }
+}
+
+} // namespace
+} // namespace emu
+
+#define EMU_TSAN_HOOKS(N)                                                                                       \
+    extern "C" void __tsan_read##N(void *p) { emu::access(p, N, false, __builtin_return_address(0)); }          \
+    extern "C" void __tsan_write##N(void *p) { emu::access(p, N, true, __builtin_return_address(0)); }          \
+    extern "C" void __tsan_unaligned_read##N(void *p) { emu::access(p, N, false, __builtin_return_address(0)); } \
+    extern "C" void __tsan_unaligned_write##N(void *p) { emu::access(p, N, true, __builtin_return_address(0)); } \
+    extern "C" void __tsan_volatile_read##N(void *p) { emu::access(p, N, false, __builtin_return_address(0)); }  \
+    extern "C" void __tsan_volatile_write##N(void *p) { emu::access(p, N, true, __builtin_return_address(0)); }
+EMU_TSAN_HOOKS(1)
+EMU_TSAN_HOOKS(2)
+EMU_TSAN_HOOKS(4)
+EMU_TSAN_HOOKS(8)
+EMU_TSAN_HOOKS(16)
+
+extern "C" void __tsan_read_range(void *p, unsigned long n) { emu::access(p, n, false, __builtin_return_address(0)); }
+extern "C" void __tsan_write_range(void *p, unsigned long n) { emu::access(p, n, true, __builtin_return_address(0)); }
+extern "C" void __tsan_init() {}
+extern "C" void __tsan_func_entry(void *) {}
+extern "C" void __tsan_func_exit() {}

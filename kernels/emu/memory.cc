@@ -154,13 +154,13 @@ void *device_alloc(size_t n)
         free_ranges.erase(it);
         if (rest) free_ranges[off + len] = rest;
         char *p = arena + off;
-        /* the pages are fresh: no data of an earlier allocation shows through */
-        if (depth == 0) mprotect(p, len, PROT_READ | PROT_WRITE);
-        memset(p, 0xa5, len);
-        if (depth == 0) mprotect(p, len, PROT_NONE);
         live[p] = n;
         in_use += len;
         mark_usable(p, n, true);
+        /* never zeros that a kernel could mistake for initialised memory */
+        if (depth == 0) mprotect(p, len, PROT_READ | PROT_WRITE);
+        memset(p, 0xa5, n);
+        if (depth == 0) mprotect(p, len, PROT_NONE);
         return p;
     }
     return NULL;
@@ -216,6 +216,11 @@ void mark_usable(const void *p, size_t n, bool usable)
     if (usable) __asan_unpoison_memory_region(p, n);
     else __asan_poison_memory_region(p, n);
 #endif
+}
+
+bool usable(const void *p, size_t n)
+{
+    return first_unusable((const char *)p, n) == NULL;
 }
 
 bool device_range(const void *p, size_t n, const char *what)

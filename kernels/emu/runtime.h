@@ -40,6 +40,8 @@ void device_leave();
 void *pinned_alloc(size_t n);
 bool pinned_free(void *p);
 bool is_pinned(const void *p, size_t n);
+/* Whether every byte of [p, p+n) (device memory) is in use: the fast check. */
+bool usable(const void *p, size_t n);
 /* Installs the handler that names host accesses of device memory. */
 void install_fault_handler();
 

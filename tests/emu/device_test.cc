@@ -64,6 +64,32 @@ __global__ void shuffle_after_exit(int *p)
     p[threadIdx.x] = __shfl_down_sync(0xffffffffu, (int)threadIdx.x, 1);
 }
 
+/* block_sum without the barrier inside the loop: thread t reads buf[t + s]
+ * while thread t + s may still write it */
+__global__ void racy_block_sum(const float *in, float *out)
+{
+    EMU_SHARED(float, buf, [256]);
+    int t = threadIdx.x;
+    buf[t] = in[blockIdx.x * blockDim.x + t];
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1)
+        if (t < s) buf[t] += buf[t + s];
+    if (t == 0) out[blockIdx.x] = buf[0];
+}
+
+/* lanes exchange through shared memory, ordered by __syncwarp: no race */
+__global__ void warp_exchange(int *out)
+{
+    EMU_SHARED(int, buf, [64]);
+    int t = threadIdx.x;
+    buf[t] = t * 3;
+    __syncwarp();
+    out[t] = buf[(t / 32) * 32 + (t + 1) % 32];
+}
+
+/* one element past the end of an exact allocation */
+__global__ void read_past_end(const float *in, float *out, int n) { out[0] = in[n]; }
+
 __global__ void atomic_count(int *c) { atomicAdd(c, 1); }
 
 __global__ void atomic_past_end(int *c) { atomicAdd(c + 1, 1); }
@@ -319,7 +345,40 @@ static void test_block_order_follows_the_seed()
     cudaFree(next);
 }
 
+static void test_warp_synchronous_exchange_is_no_race()
+{
+    int *d = dev_ints(64), h[64];
+    LAUNCH(1, 64, 0, 0, warp_exchange)(d);
+    CHECK(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost) == cudaSuccess);
+    for (int t = 0; t < 64; t++) CHECK(h[t] == ((t / 32) * 32 + (t + 1) % 32) * 3);
+    cudaFree(d);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+const bool asan = true;
+#else
+const bool asan = false;
+#endif
+
 /* faults, each in a child */
+static void child_race()
+{
+    float *in, *out;
+    cudaMalloc((void **)&in, 256 * 4);
+    cudaMalloc((void **)&out, 4);
+    cudaMemset(in, 0, 256 * 4);
+    LAUNCH(1, 256, 0, 0, racy_block_sum)(in, out);
+    _exit(cudaDeviceSynchronize());
+}
+static void child_past_end()
+{
+    float *in, *out;
+    cudaMalloc((void **)&in, 10 * 4);
+    cudaMalloc((void **)&out, 4);
+    cudaMemset(in, 0, 10 * 4);
+    LAUNCH(1, 1, 0, 0, read_past_end)(in, out, 10);
+    _exit(cudaDeviceSynchronize());
+}
 static void child_barrier() { float *p; cudaMalloc((void **)&p, 256 * 4); LAUNCH(1, 64, 0, 0, early_exit_barrier)(p, 40); _exit(cudaDeviceSynchronize()); }
 static void child_shuffle() { int *p = dev_ints(32); LAUNCH(1, 32, 0, 0, shuffle_after_exit)(p); _exit(cudaDeviceSynchronize()); }
 static void child_atomic() { int *p = dev_ints(1); LAUNCH(1, 1, 0, 0, atomic_past_end)(p); _exit(cudaDeviceSynchronize()); }
@@ -362,6 +421,26 @@ static void test_faults_are_reported_never_hangs()
 
     st = in_child(child_sticky, &err);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 42);
+
+    /* a load past the end: the emulator's check (make test) or ASan's (make asan) */
+    st = in_child(child_past_end, &err);
+    if (asan) {
+        CHECK(!(WIFEXITED(st) && WEXITSTATUS(st) == 0));
+        CHECK(err.find("AddressSanitizer") != std::string::npos && err.find("read_past_end") != std::string::npos);
+    } else {
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == (cudaErrorIllegalAddress & 0xff));
+        CHECK(err.find("kernel read_past_end") != std::string::npos && err.find("a load") != std::string::npos);
+        CHECK(err.find("reach byte 40 of a 40-byte device allocation") != std::string::npos);
+    }
+}
+
+static void test_shared_memory_races_are_reported()
+{
+    std::string err;
+    int st = in_child(child_race, &err);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == (cudaErrorLaunchFailure & 0xff));
+    CHECK(err.find("kernel racy_block_sum: shared-memory race on 'buf'") != std::string::npos);
+    CHECK(err.find("with no __syncthreads between") != std::string::npos);
 }
 
 int main()
@@ -377,6 +456,9 @@ int main()
     RUN(test_capture_records_and_replays_and_refuses_waits);
     RUN(test_memory_limit_and_info);
     RUN(test_block_order_follows_the_seed);
+    RUN(test_warp_synchronous_exchange_is_no_race);
     RUN(test_faults_are_reported_never_hangs);
+    if (asan) SKIP(test_shared_memory_races_are_reported, "races are checked by make test's build (ASan replaces the instrumentation)");
+    else RUN(test_shared_memory_races_are_reported);
     CHECK_DONE();
 }

@@ -40,6 +40,11 @@ extern thread_local thread_ctx *cur;
 
 void syncthreads(const char *file, int line);
 void syncwarp(const char *file, int line, unsigned mask = 0xffffffffu);
+struct syncwarp_site {
+    const char *file;
+    int line;
+    void operator()(unsigned mask = 0xffffffffu) const { syncwarp(file, line, mask); }
+};
 
 /* One warp operation: `bits` the lane's value, returns the value the lane
  * receives. Kinds: */
@@ -79,7 +84,8 @@ template <typename T> inline T from_bits(uint64_t b)
 constexpr int warpSize = 32;
 
 #define __syncthreads() emu::syncthreads(__FILE__, __LINE__)
-#define __syncwarp(...) emu::syncwarp(__FILE__, __LINE__, ##__VA_ARGS__)
+/* __syncwarp() or __syncwarp(mask): the call site, then the optional mask */
+#define __syncwarp(...) emu::syncwarp_site{__FILE__, __LINE__}(__VA_ARGS__)
 
 /* ---- warp shuffles and votes ------------------------------------------------ */
 #define __shfl_sync(m, v, l, ...) emu_shfl(emu::W_SHFL_IDX, m, v, l, __FILE__, __LINE__, ##__VA_ARGS__)
@@ -105,8 +111,11 @@ inline T emu_shfl(emu::warp_kind k, unsigned mask, T v, int param, const char *f
 #define EMU_DYNAMIC_SHARED(T, name) T *name = (T *)emu::dynamic_shared()
 
 /* ---- atomics: fibers never interleave inside one, so plain read-modify-write
- * is atomic here; each checks its target first ---------------------------- */
-template <typename T> inline T emu_atomic_add(T *p, T v)
+ * is atomic here; each checks its target first. EMU_ATOMIC keeps them out of
+ * the load/store instrumentation (fiber.cc): atomics on one shared address
+ * from many threads are not a race. ------------------------------------------ */
+#define EMU_ATOMIC __attribute__((no_sanitize_thread, noinline))
+template <typename T> EMU_ATOMIC T emu_atomic_add(T *p, T v)
 {
     emu::check_atomic(p, sizeof *p, "atomicAdd");
     T old = *p;
@@ -118,14 +127,14 @@ inline unsigned atomicAdd(unsigned *p, unsigned v) { return emu_atomic_add(p, v)
 inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v) { return emu_atomic_add(p, v); }
 inline float atomicAdd(float *p, float v) { return emu_atomic_add(p, v); }
 inline double atomicAdd(double *p, double v) { return emu_atomic_add(p, v); }
-inline __half atomicAdd(__half *p, __half v)
+EMU_ATOMIC inline __half atomicAdd(__half *p, __half v)
 {
     emu::check_atomic(p, sizeof *p, "atomicAdd");
     __half old = *p;
     *p = __float2half_rn(__half2float(old) + __half2float(v));
     return old;
 }
-inline __nv_bfloat16 atomicAdd(__nv_bfloat16 *p, __nv_bfloat16 v)
+EMU_ATOMIC inline __nv_bfloat16 atomicAdd(__nv_bfloat16 *p, __nv_bfloat16 v)
 {
     emu::check_atomic(p, sizeof *p, "atomicAdd");
     __nv_bfloat16 old = *p;
@@ -133,7 +142,7 @@ inline __nv_bfloat16 atomicAdd(__nv_bfloat16 *p, __nv_bfloat16 v)
     return old;
 }
 
-template <typename T> inline T emu_atomic_cas(T *p, T cmp, T v)
+template <typename T> EMU_ATOMIC T emu_atomic_cas(T *p, T cmp, T v)
 {
     emu::check_atomic(p, sizeof *p, "atomicCAS");
     T old = *p;
@@ -147,7 +156,7 @@ inline unsigned long long atomicCAS(unsigned long long *p, unsigned long long c,
     return emu_atomic_cas(p, c, v);
 }
 
-template <typename T> inline T emu_atomic_or(T *p, T v)
+template <typename T> EMU_ATOMIC T emu_atomic_or(T *p, T v)
 {
     emu::check_atomic(p, sizeof *p, "atomicOr");
     T old = *p;
@@ -158,7 +167,7 @@ inline int atomicOr(int *p, int v) { return emu_atomic_or(p, v); }
 inline unsigned atomicOr(unsigned *p, unsigned v) { return emu_atomic_or(p, v); }
 inline unsigned long long atomicOr(unsigned long long *p, unsigned long long v) { return emu_atomic_or(p, v); }
 
-template <typename T> inline T emu_atomic_max(T *p, T v)
+template <typename T> EMU_ATOMIC T emu_atomic_max(T *p, T v)
 {
     emu::check_atomic(p, sizeof *p, "atomicMax");
     T old = *p;
@@ -169,7 +178,7 @@ inline int atomicMax(int *p, int v) { return emu_atomic_max(p, v); }
 inline unsigned atomicMax(unsigned *p, unsigned v) { return emu_atomic_max(p, v); }
 inline unsigned long long atomicMax(unsigned long long *p, unsigned long long v) { return emu_atomic_max(p, v); }
 
-inline int atomicExch(int *p, int v)
+EMU_ATOMIC inline int atomicExch(int *p, int v)
 {
     emu::check_atomic(p, sizeof *p, "atomicExch");
     int old = *p;
@@ -179,9 +188,10 @@ inline int atomicExch(int *p, int v)
 
 /* ---- loads, fences --------------------------------------------------------- */
 template <typename T> inline T __ldg(const T *p) { return *p; }
-inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+/* a kernel's threads share one host thread: ordering needs only the compiler's */
+inline void __threadfence() { __asm__ volatile("" ::: "memory"); }
+inline void __threadfence_block() { __asm__ volatile("" ::: "memory"); }
+inline void __threadfence_system() { __asm__ volatile("" ::: "memory"); }
 
 /* ---- intrinsics: IEEE round-to-nearest forms are the plain operations (the
  * emulator build has -ffp-contract=off, so none of them fuses) --------------- */
