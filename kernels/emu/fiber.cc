@@ -434,6 +434,8 @@ static uint64_t finish_warp_op(fiber *base, int nlanes, const fiber *self)
             for (int k = 0; k < 32; k++)
                 if ((mask >> k & 1) && !base[k].wbits) r = 0;
             break;
+        case W_SYNC:
+            break;
         }
         g->wresult = r;
     }
@@ -443,8 +445,6 @@ static uint64_t finish_warp_op(fiber *base, int nlanes, const fiber *self)
     return self->wresult;
 }
 
-static const int W_SYNC = 100;  /* __syncwarp: a warp operation that exchanges nothing */
-
 uint64_t warp_op(warp_kind kind, unsigned mask, uint64_t bits, int param, int width, const char *file, int line)
 {
     fiber *f = run->running;
@@ -453,13 +453,13 @@ uint64_t warp_op(warp_kind kind, unsigned mask, uint64_t bits, int param, int wi
     int nlanes = run->nthreads - f->ctx.warp * 32;
     if (nlanes > 32) nlanes = 32;
     char who[128] = "";
-    if (!(mask >> lane & 1) || (mask >> nlanes && nlanes < 32)) describe_thread(who, sizeof who, f);
+    if (!(mask >> lane & 1) || (nlanes < 32 && (mask >> nlanes))) describe_thread(who, sizeof who, f);
     if (!(mask >> lane & 1)) {
         block_fault("%s calls a warp operation at %s:%d with mask 0x%08x, which does not name its own lane %d", who,
                     short_file(file), line, mask, lane);
         abort_kernel();
     }
-    if ((int)kind != W_SYNC && (width < 1 || width > 32 || (width & (width - 1)))) {
+    if (kind != W_SYNC && (width < 1 || width > 32 || (width & (width - 1)))) {
         describe_thread(who, sizeof who, f);
         block_fault("%s: warp shuffle at %s:%d with width %d (a power of 2 up to 32)", who, short_file(file), line,
                     width);
@@ -496,7 +496,7 @@ uint64_t warp_op(warp_kind kind, unsigned mask, uint64_t bits, int param, int wi
 
 void syncwarp(const char *file, int line, unsigned mask)
 {
-    warp_op((warp_kind)W_SYNC, mask, 0, 0, 32, file, line);
+    warp_op(W_SYNC, mask, 0, 0, 32, file, line);
 }
 
 void *dynamic_shared()

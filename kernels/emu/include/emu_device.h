@@ -48,7 +48,7 @@ struct syncwarp_site {
 
 /* One warp operation: `bits` the lane's value, returns the value the lane
  * receives. Kinds: */
-enum warp_kind { W_SHFL_IDX, W_SHFL_UP, W_SHFL_DOWN, W_SHFL_XOR, W_BALLOT, W_ANY, W_ALL };
+enum warp_kind { W_SHFL_IDX, W_SHFL_UP, W_SHFL_DOWN, W_SHFL_XOR, W_BALLOT, W_ANY, W_ALL, W_SYNC };
 uint64_t warp_op(warp_kind kind, unsigned mask, uint64_t bits, int param, int width, const char *file,
                  int line);
 
