@@ -212,7 +212,7 @@ test: all $(CTEST_BIN) $(FAKE_NVML)
 	@BUILD=$(BUILD) bash tests/run.sh
 
 asan:
-	$(MAKE) BUILD=build-asan SAN=1 OPT=-O1 WITH_EMU=0 all $(CTEST_BIN:$(BUILD)/%=build-asan/%) build-asan/testlib/libfake_nvml.so
+	$(MAKE) BUILD=build-asan SAN=1 OPT=-O1 all $(CTEST_BIN:$(BUILD)/%=build-asan/%) build-asan/testlib/libfake_nvml.so
 	@BUILD=build-asan SAN=1 bash tests/run.sh
 
 bench: all
