@@ -270,6 +270,10 @@ static void test_streams_run_in_order_and_events_wait_across_streams()
     cudaEventSynchronize(nt);
     CHECK(cudaEventElapsedTime(&ms, t0, nt) == cudaErrorInvalidResourceHandle);
     cudaGetLastError();
+    cudaEventDestroy(e);
+    cudaEventDestroy(t0);
+    cudaEventDestroy(t1);
+    cudaEventDestroy(nt);
     cudaFreeHost(pinned);
     cudaFree(d);
     cudaStreamDestroy(a);
