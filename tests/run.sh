@@ -97,6 +97,11 @@ run_specs gpu tests/gpu/*_spec.lua
 if [ "$ONLY" != gpu ] && [ -e "$build_dir/libember_cuda_emu.so" ]; then
     export EMBER_CUDA=emu
     run_specs gpu-emu tests/gpu/*_spec.lua
+    for t in tests/gpu/*_test.py; do
+        [ -e "$t" ] || continue
+        python3 "$t" > "$log" 2>&1; rc=$?
+        count "gpu-emu/$(basename "$t")" "$log" $rc
+    done
     unset EMBER_CUDA
 fi
 for t in tests/gpu/*_test.py; do

@@ -4,9 +4,9 @@
  * capture into graphs and their replay.
  *
  * Streams are in-order queues of host functions. Work runs when something
- * waits for it (a stream, event or device synchronisation, a query, a
- * blocking copy, cudaFree) or when a queue grows long, always on the thread
- * that waits, in each stream's order; a wait for an event recorded on
+ * waits for it (a stream, event or device synchronisation, a blocking copy,
+ * cudaFree), a slice of it at each query (cudaErrorNotReady while some is
+ * left), and the oldest when a queue is full; always on the thread that waits, in each stream's order; a wait for an event recorded on
  * another stream first runs that stream up to the event. So work queued but
  * not waited for has not run yet, as on a busy GPU: a host read of pinned
  * memory before the synchronisation sees the old bytes.
@@ -101,6 +101,11 @@ CUstream_st *stream_of(cudaStream_t s)
     return streams.count(s) ? s : NULL;
 }
 
+/* Runs s's queued work up to `upto` for at most slice_ms (one command at
+ * least); whether it got there. A query polls with a slice, so that a
+ * waiting host (backend.cu's wait_idle) sees NotReady and can be interrupted. */
+bool drain_for(CUstream_st *s, uint64_t upto, double slice_ms);
+
 /* Runs s's queued work up to and including `upto`. */
 void drain(CUstream_st *s, uint64_t upto)
 {
@@ -116,6 +121,18 @@ void drain(CUstream_st *s, uint64_t upto)
 }
 
 void drain_all(CUstream_st *s) { drain(s, UINT64_MAX); }
+
+bool drain_for(CUstream_st *s, uint64_t upto, double slice_ms)
+{
+    double end = now_ms() + slice_ms;
+    while (!s->queue.empty() && s->queue.front().seq <= upto) {
+        drain(s, s->queue.front().seq);
+        if (now_ms() >= end) break;
+    }
+    return s->queue.empty() || s->queue.front().seq > upto;
+}
+
+const double QUERY_SLICE_MS = 20;
 
 void drain_device()
 {
@@ -260,7 +277,9 @@ static cudaError_t submit_seq(CUstream_st *s, const char *what, std::function<vo
     uint64_t q = s->next_seq++;
     s->queue.push_back(emu_cmd{q, what, std::move(fn)});
     if (seq) *seq = q;
-    if (s->queue.size() > QUEUE_LIMIT) drain(s, s->queue.front().seq + QUEUE_LIMIT / 2);
+    /* a full queue makes the launch wait for the oldest work, as a GPU's does;
+     * one command at a time, so the host gets control back often */
+    if (s->queue.size() > QUEUE_LIMIT) drain(s, s->queue.front().seq);
     return cudaSuccess;
 }
 
@@ -722,8 +741,8 @@ cudaError_t cudaStreamSynchronize(cudaStream_t st)
     return sticky_error;
 }
 
-/* The work is run rather than reported as not ready: a poller (backend.cu's
- * wait_idle) sees it done at its first query. */
+/* A query runs the stream's work for a slice of time and says whether it
+ * is all done: cudaErrorNotReady while work remains, as a busy GPU's. */
 cudaError_t cudaStreamQuery(cudaStream_t st)
 {
     API_LOCK;
@@ -731,8 +750,9 @@ cudaError_t cudaStreamQuery(cudaStream_t st)
     CUstream_st *s = stream_of(st);
     if (!s) return fail(cudaErrorInvalidResourceHandle);
     if (refuse_if_capturing(s)) return fail(cudaErrorStreamCaptureUnsupported);
-    drain_all(s);
-    return sticky_error;
+    bool done = drain_for(s, UINT64_MAX, QUERY_SLICE_MS);
+    if (sticky_error != cudaSuccess) return sticky_error;
+    return done ? cudaSuccess : cudaErrorNotReady;
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t st, cudaEvent_t ev, unsigned flags)
@@ -918,7 +938,7 @@ cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t st)
     return e == cudaSuccess ? e : fail(e);
 }
 
-static cudaError_t event_wait(cudaEvent_t ev)
+static cudaError_t event_wait(cudaEvent_t ev, bool query)
 {
     if (!events.count(ev)) return fail(cudaErrorInvalidResourceHandle);
     if (!ev->recorded || ev->done) return sticky_error;
@@ -926,6 +946,11 @@ static cudaError_t event_wait(cudaEvent_t ev)
     if (ev->stream->capture) {
         ev->stream->capture_invalid = true;
         return fail(cudaErrorStreamCaptureUnsupported);
+    }
+    if (query) {
+        bool done = drain_for(ev->stream, ev->seq, QUERY_SLICE_MS);
+        if (sticky_error != cudaSuccess) return sticky_error;
+        return done ? cudaSuccess : cudaErrorNotReady;
     }
     drain(ev->stream, ev->seq);
     return sticky_error;
@@ -935,14 +960,14 @@ cudaError_t cudaEventQuery(cudaEvent_t ev)
 {
     API_LOCK;
     STICKY_CHECK;
-    return event_wait(ev);
+    return event_wait(ev, true);
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t ev)
 {
     API_LOCK;
     STICKY_CHECK;
-    return event_wait(ev);
+    return event_wait(ev, false);
 }
 
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
