@@ -620,7 +620,16 @@ void launch(const launch_cfg &c, std::function<void()> body)
         return;
     }
     launch_cfg copy = c;
-    cudaError_t e = submit(c.stream, c.name, [copy, body]() { run_grid(copy, body); });
+    static std::atomic<uint64_t> launched{0};
+    uint64_t number = ++launched;
+    cudaError_t e;
+    if (number == config().fault_launch)
+        e = submit(c.stream, c.name, [copy, number]() {
+            fault(cudaErrorIllegalAddress, "kernel %s: the fault EMBER_CUDA_EMU_FAULT=%llu asked for", copy.name,
+                  (unsigned long long)number);
+        });
+    else
+        e = submit(c.stream, c.name, [copy, body]() { run_grid(copy, body); });
     if (e != cudaSuccess) set_error(e);
 }
 

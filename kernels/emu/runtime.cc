@@ -219,7 +219,7 @@ cudaDeviceProp make_props()
 const settings &config()
 {
     static settings s = [] {
-        settings r{(size_t)1 << 30, 1};
+        settings r{(size_t)1 << 30, 1, 0};
         const char *m = getenv("EMBER_CUDA_EMU_MEMORY");
         if (m && *m) {
             char *end;
@@ -234,6 +234,8 @@ const settings &config()
         }
         const char *sd = getenv("EMBER_CUDA_EMU_SEED");
         if (sd && *sd) r.seed = strtoull(sd, NULL, 0);
+        const char *fl = getenv("EMBER_CUDA_EMU_FAULT");
+        if (fl && *fl) r.fault_launch = strtoull(fl, NULL, 0);
         return r;
     }();
     return s;

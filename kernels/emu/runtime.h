@@ -13,10 +13,13 @@ namespace emu {
 
 /* Settings read once from the environment (runtime.cc):
  *   EMBER_CUDA_EMU_MEMORY  device memory in bytes (suffixes K, M, G; default 1G)
- *   EMBER_CUDA_EMU_SEED    order of blocks and threads: 0 natural, else shuffled by the seed (default 1) */
+ *   EMBER_CUDA_EMU_SEED    order of blocks and threads: 0 natural, else shuffled by the seed (default 1)
+ *   EMBER_CUDA_EMU_FAULT   the number of a kernel launch (1 the first) that faults when it runs, as
+ *                          an illegal address would: for tests of what follows a fault */
 struct settings {
     size_t memory;
     uint64_t seed;
+    uint64_t fault_launch;      /* 0: none */
 };
 const settings &config();
 

@@ -200,3 +200,34 @@ describe("printing and reading back", function()
     assert.is_false(ember.backends.cuda.matmul.allow_tf32)
   end)
 end)
+
+-- What follows a kernel fault, which only the emulated device can cause on
+-- purpose (EMBER_CUDA_EMU_FAULT=N faults the Nth launch): as on a GPU the
+-- context keeps the error, every later CUDA call reports it as a Lua error at
+-- the caller's line, the CPU goes on, and nothing crashes.
+describe("after a kernel fault", function()
+  local emu_it = g.emulated and it or function(name)
+    pending(name .. " (only the emulated device can fault a kernel on purpose: EMBER_CUDA=emu)")
+  end
+  emu_it("every CUDA call raises the sticky error at the caller's line; the CPU goes on", function()
+    local exe = os.getenv("EMBER") or "build/ember"
+    local script = os.tmpname()
+    local f = assert(io.open(script, "w"))
+    f:write([[
+local a = ember.ones(4, {device = "cuda"})
+print("first", pcall(function() return a:sum():item() end))
+print("again", pcall(function() return ember.ones(2, {device = "cuda"}):tolist() end))
+print("cpu", ember.ones(3):sum():item())
+]])
+    f:close()
+    local p = assert(io.popen(("EMBER_CUDA=emu EMBER_CUDA_EMU_FAULT=1 '%s' '%s' 2>&1; echo status $?"):format(exe, script)))
+    local out = p:read("a")
+    p:close()
+    os.remove(script)
+    assert.matches("first\tfalse\t[^\n]*:2: [^\n]*CUDA error: an illegal memory access was encountered", out)
+    assert.matches("again\tfalse\t[^\n]*:3: [^\n]*CUDA error: an illegal memory access was encountered", out)
+    assert.matches("cpu\t3%.0", out)
+    assert.matches("kernel [%w_<>]+: the fault EMBER_CUDA_EMU_FAULT=1 asked for", out)
+    assert.matches("status 0", out)
+  end)
+end)
