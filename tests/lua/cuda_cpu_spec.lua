@@ -143,4 +143,15 @@ describe("the CUDA backend library", function()
     -- device) is then the reason; without one the reason names the path
     if not f then h.has(out, "/nonexistent/libember_cuda.so") end
   end)
+
+  it("EMBER_CUDA set to anything but emu is refused, naming the value", function()
+    local cpath = package.cpath:gsub("'", "")
+    local interp = os.getenv("EMBER") or "lua5.4"
+    local cmd = "EMBER_CUDA=gpu LUA_CPATH='" .. cpath .. "' " .. interp .. " -e " ..
+      "'local e = require \"ember\"; local ok, why = e.cuda.is_available(); io.write(tostring(ok), \"|\", why)' 2>&1"
+    local p = assert(io.popen(cmd))
+    local out = p:read("a")
+    p:close()
+    h.has(out, "false|" .. PREFIX .. " EMBER_CUDA=gpu: expected emu (the emulated device) or unset")
+  end)
 end)
