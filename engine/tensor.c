@@ -19,7 +19,7 @@
 #define FREE_LIST_MAX 0
 #else
 #define SMALL_BYTES 256
-#define FREE_LIST_MAX 4096
+#define FREE_LIST_MAX 16384
 #endif
 
 typedef struct small_storage {

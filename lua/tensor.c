@@ -903,22 +903,38 @@ typedef struct fill_state {
     bool any_float, any_bool, any_number;
 } fill_state;
 
-static void table_values(lua_State *L, int idx, const int64_t *sizes, int nd, int depth, fill_state *st, char *path, size_t plen)
+/* "[2][5]": the position of an element (pos[0..depth], 1-based), for the
+ * error messages; formatted only when one is raised (not per element: that
+ * cost more than the copy of a large table). */
+static const char *element_path(lua_State *L, const int64_t *pos, int depth)
+{
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (int d = 0; d <= depth; d++) {
+        char item[32];
+        snprintf(item, sizeof item, "[%lld]", (long long)pos[d]);
+        luaL_addstring(&b, item);
+    }
+    luaL_pushresult(&b);
+    return lua_tostring(L, -1);
+}
+
+static void table_values(lua_State *L, int idx, const int64_t *sizes, int nd, int depth, fill_state *st, int64_t *pos)
 {
     int64_t n = (int64_t)lua_rawlen(L, idx);
     if (n != sizes[depth] || emlua_test(L, idx))
         luaL_error(L, "ember.tensor: argument 1: ragged nested table: expected %I elements at %s, got %I",
-                   (lua_Integer)sizes[depth], plen ? path : "the top level", (lua_Integer)n);
+                   (lua_Integer)sizes[depth], depth ? element_path(L, pos, depth - 1) : "the top level",
+                   (lua_Integer)n);
     for (int64_t k = 1; k <= n; k++) {
-        lua_rawgeti(L, idx, k);
-        size_t used = strlen(path);
-        snprintf(path + used, plen - used, "[%lld]", (long long)k);
+        int type = lua_rawgeti(L, idx, k);
+        pos[depth] = k;
         if (depth + 1 < nd) {
-            if (lua_type(L, -1) != LUA_TTABLE)
+            if (type != LUA_TTABLE)
                 luaL_error(L, "ember.tensor: argument 1: ragged nested table: element %s is a %s, expected a table",
-                           path, luaL_typename(L, -1));
-            table_values(L, lua_gettop(L), sizes, nd, depth + 1, st, path, plen);
-        } else if (lua_type(L, -1) == LUA_TNUMBER) {
+                           element_path(L, pos, depth), luaL_typename(L, -1));
+            table_values(L, lua_gettop(L), sizes, nd, depth + 1, st, pos);
+        } else if (type == LUA_TNUMBER) {
             st->any_number = true;
             if (lua_isinteger(L, -1)) {
                 st->i[st->pos] = lua_tointeger(L, -1);
@@ -928,16 +944,16 @@ static void table_values(lua_State *L, int idx, const int64_t *sizes, int nd, in
                 st->f[st->pos] = lua_tonumber(L, -1);
             }
             st->pos++;
-        } else if (lua_type(L, -1) == LUA_TBOOLEAN) {
+        } else if (type == LUA_TBOOLEAN) {
             st->any_bool = true;
             st->i[st->pos] = lua_toboolean(L, -1);
             st->f[st->pos] = (double)st->i[st->pos];
             st->pos++;
         } else {
-            luaL_error(L, "ember.tensor: argument 1: element %s is a %s, expected a number or a boolean", path,
-                       lua_type(L, -1) == LUA_TTABLE ? "table (ragged nesting)" : luaL_typename(L, -1));
+            luaL_error(L, "ember.tensor: argument 1: element %s is a %s, expected a number or a boolean",
+                       element_path(L, pos, depth),
+                       type == LUA_TTABLE ? "table (ragged nesting)" : luaL_typename(L, -1));
         }
-        path[used] = '\0';
         lua_pop(L, 1);
     }
 }
@@ -986,8 +1002,8 @@ static int m_tensor(lua_State *L)
     /* the buffers live in userdata so a Lua error cannot leak them */
     st.f = lua_newuserdatauv(L, (size_t)(n ? n : 1) * sizeof(double), 0);
     st.i = lua_newuserdatauv(L, (size_t)(n ? n : 1) * sizeof(int64_t), 0);
-    char path[EM_MAX_DIMS * 24] = "";
-    table_values(L, 1, sizes, nd, 0, &st, path, sizeof path);
+    int64_t pos[EM_MAX_DIMS];
+    table_values(L, 1, sizes, nd, 0, &st, pos);
     if (st.any_bool && st.any_number)
         return luaL_error(L, "ember.tensor: argument 1: mixes booleans and numbers");
     em_dtype d = st.any_float ? em_default_dtype() : st.any_bool ? EM_BOOL : n == 0 ? em_default_dtype() : EM_INT64;

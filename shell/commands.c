@@ -378,6 +378,19 @@ static int compare_strings(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* nn, optim, plot: the shell's globals loaded on first use (main.c), which
+ * the globals table's metatable lists in __lazy; not the user's */
+static bool is_lazy_global(lua_State *L, const char *name)
+{
+    bool lazy = false;
+    int top = lua_gettop(L);
+    lua_pushglobaltable(L);
+    if (lua_getmetatable(L, -1) && lua_getfield(L, -1, "__lazy") == LUA_TTABLE)
+        lazy = lua_getfield(L, -1, name) != LUA_TNIL;
+    lua_settop(L, top);
+    return lazy;
+}
+
 /* ":vars": the globals the user made, sorted, with a one-line summary. */
 static void cmd_vars(lua_State *L, const char *args)
 {
@@ -390,7 +403,9 @@ static void cmd_vars(lua_State *L, const char *args)
     lua_pushnil(L);
     while (lua_next(L, 2)) {
         lua_pop(L, 1);
-        if (lua_type(L, -1) != LUA_TSTRING || is_result_name(lua_tostring(L, -1))) continue;
+        if (lua_type(L, -1) != LUA_TSTRING || is_result_name(lua_tostring(L, -1)) ||
+            is_lazy_global(L, lua_tostring(L, -1)))
+            continue;
         lua_pushvalue(L, -1);
         if (lua_rawget(L, 1) == LUA_TNIL) {
             lua_pushvalue(L, -2);

@@ -338,8 +338,32 @@ static bool lookup_dir(lua_State *L, int d, walker *w)
     return w->found;
 }
 
+/* Whether the metatable of the value at idx lists key in its __lazy table:
+ * a module of ember's loaded on first use (the shell's nn, optim, plot
+ * globals; ember.nn, ember.optim, ...), which completion may load. */
+static bool is_lazy(lua_State *L, int idx, const char *key, size_t nkey)
+{
+    if (!lua_getmetatable(L, idx)) return false;
+    bool lazy = false;
+    lua_pushliteral(L, "__lazy");
+    if (lua_rawget(L, -2) == LUA_TTABLE) {
+        lua_pushlstring(L, key, nkey);
+        lazy = lua_rawget(L, -2) != LUA_TNIL;
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 2);
+    return lazy;
+}
+
+static int gettable_k(lua_State *L)
+{
+    lua_gettable(L, 1);
+    return 1;
+}
+
 /* Replaces the value at slot by its field key (nil when it cannot be
- * known without running code); false then. */
+ * known without running code); false then. The one code run is the
+ * loader of a lazy module (is_lazy), in protected mode. */
 static bool get_field(lua_State *L, int slot, const char *key, size_t nkey)
 {
     walker w = {.table = lookup_table, .dir = lookup_dir, .key = key, .nkey = nkey};
@@ -347,6 +371,17 @@ static bool get_field(lua_State *L, int slot, const char *key, size_t nkey)
     w.slot = lua_gettop(L);
     walk(L, slot, &w);
     bool ok = w.found && w.known;
+    if (w.found && !w.known && is_lazy(L, slot, key, nkey)) {
+        lua_pushcfunction(L, gettable_k);
+        lua_pushvalue(L, slot);
+        lua_pushlstring(L, key, nkey);
+        if (lua_pcall(L, 2, 1, 0) == LUA_OK) {
+            lua_replace(L, w.slot);
+            ok = !lua_isnil(L, w.slot);
+        } else {
+            lua_pop(L, 1);
+        }
+    }
     lua_replace(L, slot);   /* the result, nil when not found */
     return ok;
 }

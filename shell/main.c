@@ -23,10 +23,15 @@ static const luaL_Reg preloaded[] = {
     {NULL, NULL},
 };
 
-/* The Lua half of the library the shell pre-loads as globals (DESIGN.md:
- * ember, nn, optim, plot). Together they cost about a millisecond; plot
- * starts no gnuplot until something is drawn. */
-static const char *const preloaded_lua[][2] = {
+/* The Lua half of the library the shell offers as globals (DESIGN.md:
+ * ember, nn, optim, plot). They are loaded on first use, not at start-up:
+ * compiling them took most of a start (about 380 KB of Lua). The globals
+ * table gets a metatable whose __index requires the module when one of
+ * these names is first read and stores it as a plain global (and in the
+ * ember table, as ember's own lazy loader would). Its __dir lists the
+ * names for completion and :vars, and __lazy marks them as loaders that
+ * completion may run (shell/complete.c). */
+static const char *const lazy_globals[][2] = {
     {"nn", "ember.nn"},
     {"optim", "ember.optim"},
     {"plot", "ember.plot"},
@@ -45,30 +50,52 @@ static int shell_help(lua_State *L)
     return lua_gettop(L);
 }
 
+/* _G's __index(t, key): one of lazy_globals, loaded now; nil otherwise */
+static int lazy_global(lua_State *L)
+{
+    const char *key = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : NULL;
+    for (int i = 0; key && lazy_globals[i][0]; i++) {
+        if (strcmp(key, lazy_globals[i][0]) != 0) continue;
+        lua_getglobal(L, "require");
+        lua_pushstring(L, lazy_globals[i][1]);
+        lua_call(L, 1, 1);
+        lua_pushvalue(L, 2);
+        lua_pushvalue(L, -2);
+        lua_rawset(L, 1);
+        lua_getglobal(L, "ember");
+        if (lua_istable(L, -1)) {
+            lua_pushstring(L, lazy_globals[i][1] + sizeof "ember." - 1);
+            lua_pushvalue(L, -3);
+            lua_rawset(L, -3);
+        }
+        lua_pop(L, 1);
+        return 1;
+    }
+    return 0;
+}
+
 static void preload_modules(lua_State *L)
 {
     for (const luaL_Reg *m = preloaded; m->name; m++) {
         luaL_requiref(L, m->name, m->func, 1);
         lua_pop(L, 1);
     }
-    for (int i = 0; preloaded_lua[i][0]; i++) {
-        lua_getglobal(L, "require");
-        lua_pushstring(L, preloaded_lua[i][1]);
-        if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
-            /* the shell stays usable without them; say why they are missing */
-            emsh_message(emsh_progname, lua_tostring(L, -1));
-            lua_pop(L, 1);
-            continue;
-        }
-        /* ember.nn = nn too, as ember's lazy loader would cache it, so that
-         * completion (which reads fields raw) finds it */
-        lua_getglobal(L, "ember");
-        lua_pushstring(L, preloaded_lua[i][1] + sizeof "ember." - 1);
-        lua_pushvalue(L, -3);
-        lua_rawset(L, -3);
-        lua_pop(L, 1);
-        lua_setglobal(L, preloaded_lua[i][0]);
+    lua_pushglobaltable(L);
+    lua_newtable(L);                                  /* its metatable */
+    lua_pushcfunction(L, lazy_global);
+    lua_setfield(L, -2, "__index");
+    lua_newtable(L);                                  /* __dir */
+    lua_newtable(L);                                  /* __lazy */
+    for (int i = 0; lazy_globals[i][0]; i++) {
+        lua_pushstring(L, lazy_globals[i][0]);
+        lua_rawseti(L, -3, i + 1);
+        lua_pushboolean(L, 1);
+        lua_setfield(L, -2, lazy_globals[i][0]);
     }
+    lua_setfield(L, -3, "__lazy");
+    lua_setfield(L, -2, "__dir");
+    lua_setmetatable(L, -2);
+    lua_pop(L, 1);
     lua_pushcfunction(L, shell_help);
     lua_setglobal(L, "help");
 }

@@ -87,8 +87,35 @@ static void iter_range(const iter *it, int64_t start, int64_t end, cpu_loop_fn f
     }
 }
 
+/* Whether every operand is contiguous with ts[0]'s sizes (no broadcast, no
+ * view): then the whole op is one run of numel elements, and a small op
+ * skips the iterator (whose set-up cost more than a 16-element loop). */
+static bool one_run(int nops, const em_tensor *const *ts, char **ptrs, int64_t *strides)
+{
+    const em_tensor *t0 = ts[0];
+    for (int k = 0; k < nops; k++) {
+        const em_tensor *t = ts[k];
+        if (t->ndim != t0->ndim) return false;
+        int64_t expected = 1;
+        for (int d = t->ndim - 1; d >= 0; d--) {
+            if (t->sizes[d] != t0->sizes[d] || (t->sizes[d] != 1 && t->strides[d] != expected)) return false;
+            expected *= t->sizes[d];
+        }
+        strides[k] = (int64_t)em_dtype_size(t->dtype);
+        ptrs[k] = (char *)em_data_ptr(t);
+    }
+    return true;
+}
+
 void cpu_foreach_serial(int nops, const em_tensor *const *ts, cpu_loop_fn fn, void *ctx)
 {
+    char *ptrs[CPU_MAX_OPS];
+    int64_t strides[CPU_MAX_OPS];
+    int64_t n = em_numel(ts[0]);
+    if (n > 0 && one_run(nops, ts, ptrs, strides)) {
+        fn(ptrs, strides, n, ctx);
+        return;
+    }
     iter it;
     iter_init(&it, nops, ts);
     if (it.numel > 0) iter_range(&it, 0, it.numel, fn, ctx);
@@ -115,6 +142,11 @@ static void foreach_range(int64_t s, int64_t e, void *ctx)
 
 void cpu_foreach(int nops, const em_tensor *const *ts, cpu_loop_fn fn, void *ctx)
 {
+    int64_t n = em_numel(ts[0]);
+    if (!cpu_parallel(n)) {   /* one thread: the fast path of cpu_foreach_serial */
+        cpu_foreach_serial(nops, ts, fn, ctx);
+        return;
+    }
     iter it;
     iter_init(&it, nops, ts);
     foreach_job j = {&it, fn, ctx};

@@ -40,6 +40,11 @@ describe("creation", function()
   it("rejects ragged and non-numeric tables", function()
     assert.matches("ragged", errmsg(ember.tensor, {{1, 2}, {3}}))
     assert.matches("element %[2%]%[2%] is a string", errmsg(ember.tensor, {{1, 2}, {3, "a"}}))
+    assert.matches("expected 2 elements at %[2%], got 1", errmsg(ember.tensor, {{1, 2}, {3}}))
+    assert.matches("expected 2 elements at %[1%]%[2%], got 3", errmsg(ember.tensor, {{{1, 2}, {3, 4, 5}}}))
+    assert.matches("element %[3%] is a table %(ragged nesting%)", errmsg(ember.tensor, {1, 2, {3}}))
+    assert.matches("element %[1%]%[2%] is a boolean.*expected a table",
+                   errmsg(ember.tensor, {{{1}, true}}))
     assert.matches("mixes booleans and numbers", errmsg(ember.tensor, {1, true}))
   end)
 

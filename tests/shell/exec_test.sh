@@ -164,6 +164,9 @@ if [[ "$(cat "$tmp/out")" =~ $want_re ]] && [ "$(wc -L < "$tmp/out")" -le 80 ]; 
     ok ":vars: one line for a model, a class, a module, an optimizer, a Size"
 else not_ok ":vars: one line for a model, a class, a module, an optimizer, a Size" "$(head -c 1500 "$tmp/out")" \
     "stderr: $(head -c 600 "$tmp/err")"; fi
+check ":vars leaves out nn, optim and plot once used (the shell's, loaded on first use)" 0 \
+    "$(printf '  k                    number    3')" \
+    -- bash -c 'printf "k = #nn.Linear(2, 3):parameters() + (optim.SGD and 1 or 0)\n:vars\n" | "$0"' "$EMBER"
 check "-d with a bad suffix is a usage error" 1 "" -- "$EMBER" -dx "$tmp/varargs.lua"
 err_has "-dx: the usage names it" "unrecognized option '-dx'"
 

@@ -144,7 +144,7 @@ if [ "$(wc -l < "$tmp/out")" -eq 4 ] && [ "$(wc -L < "$tmp/out")" -le 80 ] &&
 else not_ok "ember, optim, _G, nn.functional: one line each" "$(head -c 600 "$tmp/out")"; fi
 check_re "nn.Linear is its class line" 'ember.nn.Linear' '^class Linear \{.*forward.*\}$'
 check_re "optim.SGD: a class whose fields are private" 'ember.optim.SGD' '^class SGD$'
-check_re "modules inside a table are named, not walked" 'package.loaded' \
+check_re "modules inside a table are named, not walked" $'_ = nn\npackage.loaded' \
     $'^\\{\n  _G = module _G,\n.*  \\["ember\\.nn"\\] = module ember\\.nn,\n.*  utf8 = module utf8\n\\}$'
 # plain data stays data: lists of functions, a function among values, tables
 # with a metatable that only supplies defaults or weak keys
@@ -199,8 +199,18 @@ check "keywords and globals" ':complete re' "$(lines repeat require return)"
 check "a keyword alone" ':complete whi' 'while'
 check "string methods" $'s = "abc"\n:complete s:up' 's:upper'
 check "a deeper path" $'nn = ember.nn\n:complete ember.nn.Line' 'ember.nn.Linear'
-check "completion loads no module (ember.data is loaded on first use)" \
-    $':complete ember.data.\n:complete ember.da\npackage.loaded["ember.data"] == nil' 'true'
+check "completing a lazy module's name does not load it" \
+    $':complete ember.da\npackage.loaded["ember.data"] == nil' "$(lines ember.data true)"
+check "completing inside a lazy module loads it (ember.data on first use)" \
+    $':complete ember.data.DataL\npackage.loaded["ember.data"] ~= nil' "$(lines ember.data.DataLoader true)"
+# nn, optim and plot are globals loaded on first use (start-up compiles none of them)
+check "start-up loads none of nn, optim, plot" \
+    'package.loaded["ember.nn"] == nil and package.loaded["ember.optim"] == nil and package.loaded["ember.plot"] == nil' 'true'
+check "the lazy globals complete before their first use" $':complete nn.Line\n:complete opt' \
+    "$(lines nn.Linear optim)"
+check "a lazy global is the module, also under ember" $'nn.Linear ~= nil, nn == ember.nn, rawget(ember, "nn") == nn' \
+    "$(printf 'true\ttrue\ttrue')"
+check "a user's global of the same name wins" $'nn = 5\nnn' '5'
 check "names with '_' only when asked for" $'q = {_hid = 1, vis = 2}\n:complete q.\n:complete q._' \
     "$(lines q.vis q._hid)"
 check "after ':' only functions" $'q = {f = print, v = 1, g = function() end}\n:complete q:' "$(lines q:f q:g)"
