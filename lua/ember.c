@@ -130,7 +130,9 @@ static void account_memory(lua_State *L, size_t nbytes)
  * generational mode the shell runs it in, a young collection, whose cost is
  * in proportion to the young objects): dead tensors go back to the free
  * lists while they are still warm. Measured on `c = a * b` with autograd
- * (16 elements) under valgrind: 4021 instructions an op before, ... after. */
+ * (16 elements) under valgrind: 4021 instructions an op before, 3473 after;
+ * (this and the tag and iterator changes together took its wall time from
+ * 0.71 to 0.31 us on 2 cores: the memory stays in the caches). */
 #define SMALL_PUSHES 256
 static unsigned small_pushes;
 
