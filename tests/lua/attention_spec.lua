@@ -256,6 +256,110 @@ describe("scaled_dot_product_attention dropout", function()
   end)
 end)
 
+describe("scaled_dot_product_attention tiles and parts", function()
+  before_each(function() ember.manual_seed(13) end)
+
+  -- forward and gradients against the composed math in float64, for one problem
+  -- (the backward cuts its keys into several parts) and for a few
+  local function grad_case(B, Tq, Tk, D, Dv, opts, tol)
+    local q, k, v = R(B, Tq, D), R(B, Tk, D), R(B, Tk, Dv)
+    local a = {q:clone():requires_grad_(), k:clone():requires_grad_(), v:clone():requires_grad_()}
+    local b = {q:clone():requires_grad_(), k:clone():requires_grad_(), v:clone():requires_grad_()}
+    local w = R(B, Tq, Dv)
+    local oa, ob = sdpa(a[1], a[2], a[3], opts), reference(b[1], b[2], b[3], opts)
+    assert(maxdiff(oa, ob) < (tol or 1e-12), "forward");
+    (oa * w):sum():backward();
+    (ob * w):sum():backward()
+    for i = 1, 3 do
+      local d = maxdiff(a[i].grad, b[i].grad)
+      assert(d < (tol or 1e-11), string.format("B %d Tq %d Tk %d D %d Dv %d input %d: %g", B, Tq, Tk, D, Dv, i, d))
+    end
+  end
+
+  it("match the composed math on sizes off the tile sizes", function()
+    grad_case(1, 300, 300, 64, 64, {is_causal = true})        -- several tiles and key parts
+    grad_case(1, 257, 190, 5, 7, {is_causal = true})          -- Tq > Tk, D and Dv not a vector's width
+    grad_case(1, 190, 257, 1, 1, {attn_mask = R(190, 257)})   -- D = 1, a float mask
+    grad_case(1, 100, 130, 256, 32, {is_causal = true})       -- a large D
+    grad_case(2, 65, 63, 17, 33, {scale = 0.3})
+    grad_case(3, 1, 1, 16, 16, {is_causal = true})            -- T = 1
+    grad_case(1, 1, 70, 8, 8, {})                             -- one query
+    grad_case(1, 70, 1, 8, 8, {is_causal = true})             -- one key
+    grad_case(1, 20, 30, 24, 40, {is_causal = true})          -- smaller than a tile
+  end)
+
+  it("match the composed gradients with dropout over several key parts", function()
+    local q, k, v = R(1, 150, 16), R(1, 170, 16), R(1, 170, 12)
+    local w = R(1, 150, 12)
+    local p = 0.2
+    local a = {q:clone():requires_grad_(), k:clone():requires_grad_(), v:clone():requires_grad_()}
+    local b = {q:clone():requires_grad_(), k:clone():requires_grad_(), v:clone():requires_grad_()}
+    ember.manual_seed(21)
+    local oa = sdpa(a[1], a[2], a[3], {dropout_p = p, is_causal = true})
+    ember.manual_seed(21)
+    local keep = ember.rand(1, 150, 170, {dtype = "float64"}):lt(1 - p):double() / (1 - p)
+    local ob = reference(b[1], b[2], b[3], {is_causal = true, keep = keep})
+    assert(maxdiff(oa, ob) < 1e-12);
+    (oa * w):sum():backward();
+    (ob * w):sum():backward()
+    for i = 1, 3 do assert(maxdiff(a[i].grad, b[i].grad) < 1e-11, "input " .. i) end
+  end)
+
+  it("agree between float32 and float64 forward and backward on a long sequence", function()
+    local q, k, v, w = R(1, 600, 64), R(1, 600, 64), R(1, 600, 64), R(1, 600, 64)
+    local function run(dt)
+      local x = {q:to(dt):detach():requires_grad_(), k:to(dt):detach():requires_grad_(), v:to(dt):detach():requires_grad_()}
+      local o = sdpa(x[1], x[2], x[3], {is_causal = true});
+      (o * w:to(dt)):sum():backward()
+      return {o, x[1].grad, x[2].grad, x[3].grad}
+    end
+    local r64, r32 = run("float64"), run("float32")
+    for i = 1, 4 do
+      local scale = r64[i]:abs():max():item()
+      local d = maxdiff(r32[i], r64[i]) / scale
+      assert(d < 1e-5, "output " .. i .. ": relative " .. d)
+    end
+  end)
+
+  it("give the same gradients when only some are asked for", function()
+    local q, k, v, w = R(1, 300, 16), R(1, 300, 16), R(1, 300, 8), R(1, 300, 8)
+    local function run(need)
+      local x = {q:clone(), k:clone(), v:clone()}
+      for i = 1, 3 do if need[i] then x[i]:requires_grad_() end end
+      (sdpa(x[1], x[2], x[3], {is_causal = true}) * w):sum():backward()
+      return {x[1].grad, x[2].grad, x[3].grad}
+    end
+    local all = run({true, true, true})
+    for _, need in ipairs({{false, true, true}, {true, false, false}, {false, false, true}, {false, true, false}}) do
+      local some = run(need)
+      for i = 1, 3 do
+        if need[i] then assert.are.equal(0, maxdiff(some[i], all[i])) else assert.is_nil(some[i]) end
+      end
+    end
+  end)
+
+  it("give the same bits with any thread count", function()
+    local n0 = ember.get_num_threads()
+    for _, dt in ipairs({"float32", "float64"}) do
+      local q, k, v, w = R(1, 700, 32):to(dt), R(1, 700, 32):to(dt), R(1, 700, 32):to(dt), R(1, 700, 32):to(dt)
+      local function run(n)
+        ember.set_num_threads(n)
+        local x = {q:clone():requires_grad_(), k:clone():requires_grad_(), v:clone():requires_grad_()}
+        local o = sdpa(x[1], x[2], x[3], {is_causal = true});
+        (o * w):sum():backward()
+        return {o, x[1].grad, x[2].grad, x[3].grad}
+      end
+      local one, two, three = run(1), run(2), run(3)
+      ember.set_num_threads(n0)
+      for i = 1, 4 do
+        assert.are.equal(0, maxdiff(one[i], two[i]))
+        assert.are.equal(0, maxdiff(one[i], three[i]))
+      end
+    end
+    ember.set_num_threads(n0)
+  end)
+end)
+
 describe("scaled_dot_product_attention errors", function()
   it("names the op and the shapes at the caller's line", function()
     local q, k, v = R(2, 4, 8), R(2, 5, 7), R(2, 5, 7)
