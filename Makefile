@@ -13,12 +13,14 @@ ARCH    ?= -march=native
 OPT     ?= -O3
 LUA_PC  := lua5.4
 DEPS_CFLAGS := $(shell pkg-config --cflags $(LUA_PC) openblas libcjson zlib 2>/dev/null)
+# OpenBLAS is opened with dlopen on first use (engine/cpu/blas.c), never
+# linked into ember: only the emulated device's cuSOLVER links it
 DEPS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
 CFLAGS  ?= $(OPT) $(ARCH) -g
 # -fno-math-errno: sqrt and friends never set errno here, and with errno
 # out of the way gcc vectorises loops that call them
 CFLAGS  += -fno-math-errno -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC -pthread $(DEPS_CFLAGS)
-LDLIBS  := $(DEPS_LIBS) -lcjson -lz -lm -ldl -pthread
+LDLIBS  := -lcjson -lz -lm -ldl -pthread
 ifeq ($(SAN),1)
 # EMBER_SANITIZE: exact-size allocations, no caches or free lists (the
 # sanitizers then see small overruns and uses after free)

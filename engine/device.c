@@ -49,6 +49,11 @@ static const em_backend *load_cuda(void)
                             "toolkit's headers)"
                           : "libember_cuda.so not found (the CUDA backend was not built: it needs the CUDA toolkit)";
     char firstwhy[512] = "";
+    /* the emulated cuSOLVER links OpenBLAS: open it the engine's way first
+     * (engine/cpu/blas.c: single-threaded, its kernels chosen from the CPU),
+     * so that the device's dlopen finds it loaded instead of starting it
+     * with OpenBLAS's own defaults */
+    if (emu) (void)em_cpu_blas_core();
     for (int i = 0; i < 3; i++) {
         if (!names[i]) continue;
         if (i == 1 && access(names[i], F_OK) != 0) continue;

@@ -695,6 +695,15 @@ bool em_cuda_is_capturing(int index);
 int em_check_not_capturing(em_device dev, const char *op, const char *what);
 int em_num_threads(void);
 void em_set_num_threads(int n);
+/* The CPU (engine/cpu/blas.c). em_cpu_capability: "AVX512", "AVX2" or
+ * "DEFAULT", the widest vector instructions this CPU and its OS offer, by
+ * PyTorch's rule (torch.backends.cpu.get_cpu_capability). em_cpu_blas_core:
+ * the kernel set OpenBLAS runs ("Cooperlake", "SkylakeX", "Haswell", ...),
+ * opening OpenBLAS if it is not yet open (see blas.c for how the set is
+ * chosen, and EMBER_BLAS_CORETYPE, EMBER_BLAS_LIBRARY); NULL with the error
+ * "blas_core: OpenBLAS (<file>) could not be opened: ..." without it. */
+const char *em_cpu_capability(void);
+const char *em_cpu_blas_core(void);
 
 /* ---- issue 17: fused linear layers (engine/linear.c) ------------------------- */
 /* F.linear: act(x @ w^T + b) for x [..., in], w [out, in], b [out] or NULL, as

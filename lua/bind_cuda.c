@@ -1,4 +1,4 @@
-/* bind_cuda.c — ember.cuda and ember.backends.cuda:
+/* bind_cuda.c — ember.cuda, ember.backends.cuda and ember.backends.cpu:
  *   ember.cuda.is_available() -> bool [, reason]
  *   ember.cuda.device_count(), ember.cuda.get_device_name([i])
  *   ember.cuda.synchronize([i])
@@ -12,6 +12,9 @@
  *   :replay(), :reset(), :pool(); ember.cuda.graph(g, fn [, opts]) and its
  *   guard form `local _ <close> = ember.cuda.graph(g [, opts])`;
  *   ember.cuda.graph_pool_handle([i]), ember.cuda.is_current_stream_capturing([i])
+ *   ember.backends.cpu.get_cpu_capability() -> "AVX512" | "AVX2" | "DEFAULT"
+ *   (PyTorch's), ember.backends.cpu.blas_core() -> the kernel set OpenBLAS
+ *   runs, "Cooperlake", "Haswell", ... (opens OpenBLAS if not yet open)
  * Device arguments are an index (0-based, as PyTorch's cuda:N) or a device
  * string "cuda:N". Nothing here loads the CUDA backend until it is called. */
 #include "binding.h"
@@ -466,6 +469,27 @@ static int matmul_newindex(lua_State *L)
     return 0;
 }
 
+/* ---- ember.backends.cpu ---------------------------------------------------------- */
+
+static int backends_cpu_capability(lua_State *L)
+{
+    lua_pushstring(L, em_cpu_capability());
+    return 1;
+}
+
+static int backends_cpu_blas_core(lua_State *L)
+{
+    const char *core = em_cpu_blas_core();
+    if (!core) return emlua_fail(L);
+    lua_pushstring(L, core);
+    return 1;
+}
+
+static const luaL_Reg backends_cpu_funcs[] = {
+    {"get_cpu_capability", backends_cpu_capability}, {"blas_core", backends_cpu_blas_core},
+    {NULL, NULL},
+};
+
 /* On a failed device allocation: a full collection frees the tensors only
  * the collector still holds (the engine then empties the cache and retries). */
 static void collect_on_oom(void *ctx)
@@ -538,6 +562,8 @@ void emlua_open_cuda(lua_State *L)
     lua_setmetatable(L, -2);
     lua_setfield(L, -2, "matmul");
     lua_setfield(L, -2, "cuda");
+    luaL_newlib(L, backends_cpu_funcs);  /* backends.cpu */
+    lua_setfield(L, -2, "cpu");
     lua_setfield(L, -2, "backends");
 
     lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);

@@ -9,9 +9,11 @@
  *   backward data    col     = w[g]^T @ gy[n,g], then col is added back to
  *                    the taps it came from (col2im) in gx[n,g]
  *   backward weight  gw[g]  += gy[n,g] @ col^T
- * with single-threaded OpenBLAS calls (gemm.c says why), the (n, g) pairs
- * split into 2 x cpu_threads() parts run on the pool, each with its own col
- * buffer (taken beforehand: cpu_alloc is not thread-safe). The weight
+ * with single-threaded OpenBLAS calls (gemm.c says why; blas.c opens the
+ * library on the first call, and when it cannot, that is this call's error,
+ * returned before any work starts), the (n, g) pairs split into
+ * 2 x cpu_threads() parts run on the pool, each with its own col buffer
+ * (taken beforehand: cpu_alloc is not thread-safe). The weight
  * gradient is a sum over samples, so it is split into cpu_threads() fixed
  * parts over n, each summing into its own buffer, added in order afterwards:
  * the result does not depend on the load. float32 goes to oneDNN first
@@ -21,20 +23,11 @@
  *
  * Spatial dims are right-aligned in three slots (leading extent-1 dims for
  * 1-D and 2-D), so one loop nest serves all three. */
+#include "blas.h"
 #include "dnnl.h"
 
-#include <cblas.h>
 #include <limits.h>
 #include <stdlib.h>
-
-static void single_threaded_blas(void)
-{
-    static bool done;
-    if (!done) {
-        openblas_set_num_threads(1);
-        done = true;
-    }
-}
 
 /* ---- checks ------------------------------------------------------------------ */
 
@@ -230,19 +223,20 @@ static void col2im(const cpu_conv_geom *g, size_t esz, char *x, const char *col)
 /* ---- the reference path ---------------------------------------------------------- */
 
 /* C [M, N] (row-major, ldc) = A' @ B' + beta C with A' = A or A^T, B' = B or B^T. */
-static void gemm(size_t esz, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
-                 const void *B, int64_t ldb, double beta, void *C, int64_t ldc)
+static void gemm(const cpu_blas_api *blas, size_t esz, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
+                 const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc)
 {
     CBLAS_TRANSPOSE a = ta ? CblasTrans : CblasNoTrans, b = tb ? CblasTrans : CblasNoTrans;
     if (esz == 4)
-        cblas_sgemm(CblasRowMajor, a, b, (int)M, (int)N, (int)K, 1.0f, A, (int)lda, B, (int)ldb, (float)beta,
+        blas->sgemm(CblasRowMajor, a, b, (int)M, (int)N, (int)K, 1.0f, A, (int)lda, B, (int)ldb, (float)beta,
                     C, (int)ldc);
     else
-        cblas_dgemm(CblasRowMajor, a, b, (int)M, (int)N, (int)K, 1.0, A, (int)lda, B, (int)ldb, beta, C,
+        blas->dgemm(CblasRowMajor, a, b, (int)M, (int)N, (int)K, 1.0, A, (int)lda, B, (int)ldb, beta, C,
                     (int)ldc);
 }
 
 typedef struct ref_job {
+    const cpu_blas_api *blas;
     em_conv_op op;
     const cpu_conv_geom *g;
     size_t esz;
@@ -277,14 +271,14 @@ static void ref_pair_range(ref_job *J, char *col, int64_t lo, int64_t hi)
                 im2col(g, esz, x, col);
                 c = col;
             }
-            gemm(esz, false, false, Kg, osz, R, w, R, c, osz, 0.0, y, osz);
+            gemm(J->blas, esz, false, false, Kg, osz, R, w, R, c, osz, 0.0, y, osz);
         } else {
             const char *gy = J->a + (size_t)((n * g->K + gi * Kg) * osz) * esz;
             char *gx = J->out + (size_t)((n * g->C + gi * Cg) * isz) * esz;
             if (J->pointwise) {
-                gemm(esz, true, false, R, osz, Kg, w, R, gy, osz, 0.0, gx, osz);
+                gemm(J->blas, esz, true, false, R, osz, Kg, w, R, gy, osz, 0.0, gx, osz);
             } else {
-                gemm(esz, true, false, R, osz, Kg, w, R, gy, osz, 0.0, col, osz);
+                gemm(J->blas, esz, true, false, R, osz, Kg, w, R, gy, osz, 0.0, col, osz);
                 memset(gx, 0, (size_t)(Cg * isz) * esz);
                 col2im(g, esz, gx, col);
             }
@@ -324,7 +318,7 @@ static void ref_weight_parts(int64_t lo, int64_t hi, void *ctx)
                     im2col(g, esz, x, col);
                     c = col;
                 }
-                gemm(esz, false, true, Kg, R, osz, gy, osz, c, osz, n == n0 ? 0.0 : 1.0,
+                gemm(J->blas, esz, false, true, Kg, R, osz, gy, osz, c, osz, n == n0 ? 0.0 : 1.0,
                      gw + (size_t)(gi * Kg * R) * esz, R);
             }
     }
@@ -348,12 +342,14 @@ static int conv_reference(em_conv_op op, const cpu_conv_geom *g, em_dtype dt, vo
     if (R > INT_MAX || osz > INT_MAX || g->K > INT_MAX)
         return em_set_error("conv: a convolution this large (%lld x %lld unrolled taps) is not supported",
                             (long long)R, (long long)osz);
-    ref_job J = {.op = op, .g = g, .esz = esz, .out = out, .a = a, .b = b, .parts = 1};
+    static const char *names[EM_NCONV] = {"conv", "conv backward (data)", "conv backward (weight)"};
+    const cpu_blas_api *blas = cpu_blas_open(names[op]);
+    if (!blas) return -1;
+    ref_job J = {.blas = blas, .op = op, .g = g, .esz = esz, .out = out, .a = a, .b = b, .parts = 1};
     J.pointwise = prod3(g->ker) == 1 && prod3(g->stride) == 1 && prod3(g->pad) == 0
                   && memcmp(g->in, g->out, sizeof g->in) == 0;
     double macs = (double)g->N * (double)(g->K * osz) * (double)R;
     int64_t work = macs < 1e18 ? (int64_t)macs : INT64_MAX;
-    single_threaded_blas();
     /* the split depends on cpu_threads(), never on the load: the weight
      * gradient's sums then come out the same on every run */
     int64_t most = op == EM_CONV_BACKWARD_WEIGHT ? g->N : g->N * g->G;

@@ -27,6 +27,7 @@ int cpu_dnnl_conv(em_conv_op op, const cpu_conv_geom *g, float *out, const float
  * elements, 0 for a matrix shared by the batch. */
 typedef struct cpu_matmul {
     int64_t B, M, N, K;
+    bool ab_f32;                    /* a and b float32 (else bfloat16) */
     bool ta, tb, c_f32;
     int64_t lda, ldb, ldc, sa, sb, sc;
     const void *a, *b;
@@ -35,9 +36,10 @@ typedef struct cpu_matmul {
 } cpu_matmul;
 
 /* Runs m with float32 sums, the result rounded once. Returns 0 when done, 1
- * when declined (oneDNN missing or disabled, or no fast kernel for it; c is
- * then to be rewritten whole), -1 with the error set when it failed after
- * adding into c (beta != 0). */
+ * when declined (oneDNN missing or disabled, or no fast kernel for it: for
+ * float32 operands, none but a brgemm one; c is then to be rewritten
+ * whole), -1 with the error set when it failed after adding into c
+ * (beta != 0). */
 int cpu_dnnl_matmul(const cpu_matmul *m);
 
 /* Tests and benchmarks: on = 0 forces the reference path, 1 allows oneDNN

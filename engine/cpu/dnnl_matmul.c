@@ -1,4 +1,18 @@
-/* dnnl_matmul.c — bfloat16 GEMM through oneDNN's matmul primitive.
+/* dnnl_matmul.c — bfloat16 and large float32 GEMMs through oneDNN's matmul
+ * primitive.
+ *
+ * float32: oneDNN 2.6's brgemm kernels beat OpenBLAS 0.3.21's (Cooperlake /
+ * SkylakeX) on the shapes of a transformer's layers. One thread, best of 10,
+ * on this 2-core AVX-512 VM (ms, OpenBLAS / oneDNN brg:avx512_core):
+ *   x[4096,128] @ W^T, W [384,128]   3.28 / 2.53     [4096,512] @ W^T [512,128]  4.53 / 3.55
+ *   dY[4096,128] @ W [128,512]       4.40 / 3.34     dY^T [128,4096] @ x [4096,512]  4.92 / 3.77
+ *   dY^T [512,4096] @ x [4096,128]   4.37 / 4.55 (the one shape where it is not faster)
+ * (OpenBLAS also zeroes C before adding the product into it.) So gemm.c
+ * sends float32 products of at least DNNL_F32_MIN multiply-adds here first;
+ * only a brgemm implementation is taken (a CPU without AVX-512 or AVX2 may get
+ * oneDNN's plain jit or reference GEMM, which are declined: OpenBLAS then runs).
+ *
+ * bfloat16:
  *
  * On a CPU with AVX512-BF16 oneDNN JITs a kernel (brg:avx512_core_bf16)
  * that multiplies bfloat16 pairs into float32 sums and rounds the result
@@ -20,16 +34,17 @@
 
 #include <stdatomic.h>
 
-/* a char-GPT training step uses 13 (forward, both gradients, full and
- * shorter last blocks) */
-#define CACHE_SIZE 32
+/* a char-GPT training step uses 13 in bfloat16 (forward, both gradients,
+ * full and shorter last blocks), about 30 in float32 (and evaluation adds
+ * its own shapes) */
+#define CACHE_SIZE 64
 /* multiply-adds below which one task does it all (gemm.c's threshold) */
 #define PARALLEL_MIN 262144
 
 typedef struct mm_key {
     int64_t nb, m, n, k;            /* one task's batch and sizes */
     int64_t sa[3], sb[3], sc[3];    /* strides in elements, batch first */
-    bool a_bcast, b_bcast, c_f32;
+    bool a_bcast, b_bcast, c_f32, ab_f32;
     float alpha, beta;
 } mm_key;
 
@@ -49,7 +64,9 @@ static void desc(const dnnl_api *D, dnnl_memory_desc_t *md, int64_t nb, int64_t 
                  const int64_t *s, bool bcast, dnnl_data_type_t dt)
 {
     dnnl_dims_t d = {bcast ? 1 : nb, r, c};
-    dnnl_dims_t st = {bcast ? (r - 1) * s[1] + (c - 1) * s[2] + 1 : s[0], s[1], s[2]};
+    /* one matrix (or a broadcast one): the batch stride its span, as a plain
+     * layout has it (oneDNN 2.6 takes its brgemm kernels only for those) */
+    dnnl_dims_t st = {bcast || nb == 1 ? (r - 1) * s[1] + (c - 1) * s[2] + 1 : s[0], s[1], s[2]};
     if (st[0] == 0) st[0] = 1;
     D->memory_desc_init_by_strides(md, 3, d, dt, st);
 }
@@ -58,8 +75,9 @@ static int make_prim(const dnnl_api *D, dnnl_engine_t eng, mm_prim *P, const mm_
 {
     memset(P, 0, sizeof *P);
     P->key = *k;
-    desc(D, &P->md[0], k->nb, k->m, k->k, k->sa, k->a_bcast, dnnl_bf16);
-    desc(D, &P->md[1], k->nb, k->k, k->n, k->sb, k->b_bcast, dnnl_bf16);
+    dnnl_data_type_t ab = k->ab_f32 ? dnnl_f32 : dnnl_bf16;
+    desc(D, &P->md[0], k->nb, k->m, k->k, k->sa, k->a_bcast, ab);
+    desc(D, &P->md[1], k->nb, k->k, k->n, k->sb, k->b_bcast, ab);
     desc(D, &P->md[2], k->nb, k->m, k->n, k->sc, false, k->c_f32 ? dnnl_f32 : dnnl_bf16);
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
@@ -76,7 +94,8 @@ static int make_prim(const dnnl_api *D, dnnl_engine_t eng, mm_prim *P, const mm_
         || D->primitive_desc_create(&pd, &md, attr, eng, NULL))
         goto done;
     const char *impl = NULL;
-    if (D->primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) || !impl || !strncmp(impl, "ref", 3)) {
+    if (D->primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) || !impl || !strncmp(impl, "ref", 3)
+        || (k->ab_f32 && strncmp(impl, "brg", 3))) {
         D->primitive_desc_destroy(pd);
         P->refused = true;
         rc = 0;
@@ -138,8 +157,8 @@ static int run_task(mm_call *C, int64_t t, dnnl_stream_t st)
         ob += r0 * (m->tb ? m->ldb : 1);
         oc += r0;
     }
-    size_t csz = m->c_f32 ? 4 : 2;
-    void *ptr[3] = {(char *)m->a + oa * 2, (char *)m->b + ob * 2, (char *)m->c + oc * (int64_t)csz};
+    int64_t csz = m->c_f32 ? 4 : 2, absz = m->ab_f32 ? 4 : 2;
+    void *ptr[3] = {(char *)m->a + oa * absz, (char *)m->b + ob * absz, (char *)m->c + oc * csz};
     dnnl_memory_t mem[3] = {NULL, NULL, NULL};
     int rc = -1;
     for (int j = 0; j < 3; j++)
@@ -181,6 +200,7 @@ static void key_for(mm_key *k, const mm_call *C, int64_t cnt)
     k->a_bcast = k->nb > 1 && m->sa == 0;
     k->b_bcast = k->nb > 1 && m->sb == 0;
     k->c_f32 = m->c_f32;
+    k->ab_f32 = m->ab_f32;
     k->alpha = m->alpha;
     k->beta = m->beta;
 }
@@ -233,6 +253,7 @@ int cpu_dnnl_matmul(const cpu_matmul *m)
     /* a failure part-way leaves c partly written: the caller's float32
      * path rewrites all of it, but beta != 0 would then add twice */
     if (atomic_load(&C.failed))
-        return m->beta != 0 ? em_set_error("matmul: oneDNN bfloat16 GEMM failed part-way") : 1;
+        return m->beta != 0 ? em_set_error("matmul: oneDNN %s GEMM failed part-way", m->ab_f32 ? "float32" : "bfloat16")
+                            : 1;
     return 0;
 }

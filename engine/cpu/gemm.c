@@ -1,4 +1,5 @@
-/* gemm.c — batched matrix multiply on the CPU through OpenBLAS.
+/* gemm.c — batched matrix multiply on the CPU through OpenBLAS (opened on
+ * the first call: blas.c).
  *
  * BLAS takes a matrix as a pointer, a leading dimension and a transpose
  * flag, so any operand whose last two dims are row-major or column-major
@@ -11,33 +12,29 @@
  * pool, and its idle workers spin in sched_yield for a long while after each
  * call; next to the engine's own workers that oversubscribes the cores and
  * a training loop that alternates GEMMs and elementwise ops ran 3-4x
- * slower. So OpenBLAS is kept single-threaded and the GEMMs are split over
- * the engine's pool (pool.c) here: over the batch, and over blocks of rows
- * (or columns) of the output, each block one single-threaded BLAS call.
+ * slower. So OpenBLAS is kept single-threaded (blas.c loads it without a
+ * pool of its own) and the GEMMs are split over the engine's pool (pool.c)
+ * here: over the batch, and over blocks of rows (or columns) of the output,
+ * each block one single-threaded BLAS call.
  *
  * bfloat16 runs natively through oneDNN (dnnl_matmul.c) once the operands
  * have a layout BLAS could read; float16, and bfloat16 where oneDNN declines,
  * are widened to float32 copies (a broadcast batch stays one matrix), run
  * through sgemm and rounded back once. */
+#include "blas.h"
 #include "cpu.h"
 #include "dnnl.h"
 
-#include <cblas.h>
 #include <limits.h>
 #include <string.h>
 
 /* Below this many multiply-adds a GEMM runs on one thread: splitting costs
  * more than it saves. */
 #define PARALLEL_GEMM_MIN 262144
-
-static void single_threaded_blas(void)
-{
-    static bool done;
-    if (!done) {
-        openblas_set_num_threads(1);
-        done = true;
-    }
-}
+/* float32 products of at least this many multiply-adds go to oneDNN's
+ * brgemm first (dnnl_matmul.c); below, a primitive's set-up and call cost
+ * more than its kernel saves */
+#define DNNL_F32_MIN (1 << 20)
 
 static int64_t max1(int64_t x) { return x > 1 ? x : 1; }
 
@@ -59,6 +56,7 @@ static bool blas_layout(const em_tensor *t, CBLAS_TRANSPOSE *tr, int64_t *ld)
 }
 
 typedef struct gemm_job {
+    const cpu_blas_api *blas;
     em_dtype dtype;
     int M, N, K;
     CBLAS_TRANSPOSE ta, tb;
@@ -81,13 +79,13 @@ static void gemm_part(const gemm_job *g, int64_t i, int m0, int m1, int n0, int 
     char *c = g->c + i * g->sc + ((int64_t)m0 * g->ldc + n0) * esz;
     int M = m1 - m0, N = n1 - n0;
     if (g->dtype == EM_FLOAT32)
-        cblas_sgemm(CblasRowMajor, g->ta, g->tb, M, N, g->K, (float)g->alpha,
-                    (const float *)a, g->lda, (const float *)b, g->ldb, (float)g->beta,
-                    (float *)c, g->ldc);
+        g->blas->sgemm(CblasRowMajor, g->ta, g->tb, M, N, g->K, (float)g->alpha,
+                       (const float *)a, g->lda, (const float *)b, g->ldb, (float)g->beta,
+                       (float *)c, g->ldc);
     else
-        cblas_dgemm(CblasRowMajor, g->ta, g->tb, M, N, g->K, g->alpha,
-                    (const double *)a, g->lda, (const double *)b, g->ldb, g->beta,
-                    (double *)c, g->ldc);
+        g->blas->dgemm(CblasRowMajor, g->ta, g->tb, M, N, g->K, g->alpha,
+                       (const double *)a, g->lda, (const double *)b, g->ldb, g->beta,
+                       (double *)c, g->ldc);
 }
 
 typedef struct gemm_tasks {
@@ -183,9 +181,13 @@ static int gemm_rowmajor_out(em_tensor *out, const em_tensor *a, const em_tensor
             return em_set_error("gemm: %s: no BLAS layout", SHAPE(b));
         }
     }
-    if (a->dtype == EM_BFLOAT16) {
+    /* bfloat16 always, and large float32 products, through oneDNN
+     * (dnnl_matmul.c says when it is faster); a float32 one it declines runs
+     * on OpenBLAS below */
+    bool f32_dnnl = a->dtype == EM_FLOAT32 && (double)B * (double)M * (double)N * (double)K >= DNNL_F32_MIN;
+    if (a->dtype == EM_BFLOAT16 || f32_dnnl) {
         cpu_matmul m = {
-            .B = B, .M = M, .N = N, .K = K, .ta = ta == CblasTrans, .tb = tb == CblasTrans,
+            .B = B, .M = M, .N = N, .K = K, .ab_f32 = f32_dnnl, .ta = ta == CblasTrans, .tb = tb == CblasTrans,
             .c_f32 = out->dtype == EM_FLOAT32, .lda = lda, .ldb = ldb,
             .ldc = M == 1 ? max1(N) : out->strides[1],
             .sa = a->strides[0], .sb = b->strides[0], .sc = out->strides[0],
@@ -193,20 +195,27 @@ static int gemm_rowmajor_out(em_tensor *out, const em_tensor *a, const em_tensor
             .alpha = (float)alpha, .beta = (float)beta,
         };
         int rc = cpu_dnnl_matmul(&m);
+        if (rc != 1 || !f32_dnnl) {
+            em_release(ac);
+            em_release(bc);
+            return rc;
+        }
+    }
+    const cpu_blas_api *blas = cpu_blas_open("gemm");
+    if (!blas) {
         em_release(ac);
         em_release(bc);
-        return rc;
+        return -1;
     }
     int64_t esz = (int64_t)em_dtype_size(out->dtype);
     gemm_job g = {
-        .dtype = out->dtype, .M = (int)M, .N = (int)N, .K = (int)K,
+        .blas = blas, .dtype = out->dtype, .M = (int)M, .N = (int)N, .K = (int)K,
         .ta = ta, .tb = tb, .lda = (int)lda, .ldb = (int)ldb,
         .ldc = (int)(M == 1 ? max1(N) : out->strides[1]),
         .a = em_data_ptr(a), .b = em_data_ptr(b), .c = em_data_ptr(out),
         .sa = a->strides[0] * esz, .sb = b->strides[0] * esz, .sc = out->strides[0] * esz,
         .alpha = alpha, .beta = beta,
     };
-    single_threaded_blas();
     gemm_all(&g, B);
     em_release(ac);
     em_release(bc);

@@ -1,50 +1,23 @@
-/* lapack.c — the linalg family (backend.h) on the CPU: LAPACK from OpenBLAS.
+/* lapack.c — the linalg family (backend.h) on the CPU: LAPACK from OpenBLAS,
+ * opened on the first call (blas.c, whose table blas.h declares).
  *
- * OpenBLAS exports the Fortran LAPACK symbols (dgetrf_, ...); they are
- * declared here rather than through lapacke, which Debian ships separately.
+ * OpenBLAS exports the Fortran LAPACK symbols (dgetrf_, ...), looked up by
+ * name rather than through lapacke, which Debian ships separately.
  * Arguments go by pointer, and the routines compiled from Fortran take one
  * hidden length argument per character argument, passed last.
  *
  * Threads: as in gemm.c, OpenBLAS stays single-threaded (its idle workers
  * spin), and a batch is split over the engine's pool, one matrix per LAPACK
  * call. Workspaces are malloc'ed per range (cpu_alloc is not thread-safe). */
+#include "blas.h"
 #include "cpu.h"
 
-#include <cblas.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef size_t flen;    /* gfortran's hidden string length */
-
-extern void sgetrf_(const int *m, const int *n, float *a, const int *lda, int *ipiv, int *info);
-extern void dgetrf_(const int *m, const int *n, double *a, const int *lda, int *ipiv, int *info);
-extern void sgesv_(const int *n, const int *nrhs, float *a, const int *lda, int *ipiv, float *b,
-                   const int *ldb, int *info);
-extern void dgesv_(const int *n, const int *nrhs, double *a, const int *lda, int *ipiv, double *b,
-                   const int *ldb, int *info);
-extern void spotrf_(const char *uplo, const int *n, float *a, const int *lda, int *info, flen);
-extern void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info, flen);
-extern void sgeqrf_(const int *m, const int *n, float *a, const int *lda, float *tau, float *work,
-                    const int *lwork, int *info);
-extern void dgeqrf_(const int *m, const int *n, double *a, const int *lda, double *tau, double *work,
-                    const int *lwork, int *info);
-extern void sorgqr_(const int *m, const int *n, const int *k, float *a, const int *lda, const float *tau,
-                    float *work, const int *lwork, int *info);
-extern void dorgqr_(const int *m, const int *n, const int *k, double *a, const int *lda, const double *tau,
-                    double *work, const int *lwork, int *info);
-extern void sgesdd_(const char *jobz, const int *m, const int *n, float *a, const int *lda, float *s,
-                    float *u, const int *ldu, float *vt, const int *ldvt, float *work, const int *lwork,
-                    int *iwork, int *info, flen);
-extern void dgesdd_(const char *jobz, const int *m, const int *n, double *a, const int *lda, double *s,
-                    double *u, const int *ldu, double *vt, const int *ldvt, double *work, const int *lwork,
-                    int *iwork, int *info, flen);
-extern void ssyevd_(const char *jobz, const char *uplo, const int *n, float *a, const int *lda, float *w,
-                    float *work, const int *lwork, int *iwork, const int *liwork, int *info, flen, flen);
-extern void dsyevd_(const char *jobz, const char *uplo, const int *n, double *a, const int *lda, double *w,
-                    double *work, const int *lwork, int *iwork, const int *liwork, int *info, flen, flen);
-
 typedef struct lapack_job {
+    const cpu_blas_api *L;
     em_linalg_op op;
     bool f64;
     em_tensor *a, *b, *c, *d;
@@ -69,22 +42,22 @@ static void lu_one(lapack_job *j, int64_t i)
 {
     int n = (int)j->a->sizes[1], lda = ld(n);
     int *piv = (int *)em_data_ptr(j->b) + i * n;
-    if (j->f64) dgetrf_(&n, &n, mat(j->a, i), &lda, piv, &j->info[i]);
-    else sgetrf_(&n, &n, mat(j->a, i), &lda, piv, &j->info[i]);
+    if (j->f64) j->L->dgetrf(&n, &n, mat(j->a, i), &lda, piv, &j->info[i]);
+    else j->L->sgetrf(&n, &n, mat(j->a, i), &lda, piv, &j->info[i]);
 }
 
 static void solve_one(lapack_job *j, int64_t i, int *piv)
 {
     int n = (int)j->a->sizes[1], k = (int)j->b->sizes[2], lda = ld(n);
-    if (j->f64) dgesv_(&n, &k, mat(j->a, i), &lda, piv, mat(j->b, i), &lda, &j->info[i]);
-    else sgesv_(&n, &k, mat(j->a, i), &lda, piv, mat(j->b, i), &lda, &j->info[i]);
+    if (j->f64) j->L->dgesv(&n, &k, mat(j->a, i), &lda, piv, mat(j->b, i), &lda, &j->info[i]);
+    else j->L->sgesv(&n, &k, mat(j->a, i), &lda, piv, mat(j->b, i), &lda, &j->info[i]);
 }
 
 static void cholesky_one(lapack_job *j, int64_t i)
 {
     int n = (int)j->a->sizes[1], lda = ld(n);
-    if (j->f64) dpotrf_("L", &n, mat(j->a, i), &lda, &j->info[i], 1);
-    else spotrf_("L", &n, mat(j->a, i), &lda, &j->info[i], 1);
+    if (j->f64) j->L->dpotrf("L", &n, mat(j->a, i), &lda, &j->info[i], 1);
+    else j->L->spotrf("L", &n, mat(j->a, i), &lda, &j->info[i], 1);
 }
 
 /* work: at least `lwork` elements plus tau (min(m,n)). */
@@ -92,8 +65,8 @@ static void qr_one(lapack_job *j, int64_t i, void *work, int lwork, void *tau)
 {
     int m = (int)j->a->sizes[1], n = (int)j->a->sizes[2], lda = ld(m), k = m < n ? m : n;
     void *a = mat(j->a, i);
-    if (j->f64) dgeqrf_(&m, &n, a, &lda, tau, work, &lwork, &j->info[i]);
-    else sgeqrf_(&m, &n, a, &lda, tau, work, &lwork, &j->info[i]);
+    if (j->f64) j->L->dgeqrf(&m, &n, a, &lda, tau, work, &lwork, &j->info[i]);
+    else j->L->sgeqrf(&m, &n, a, &lda, tau, work, &lwork, &j->info[i]);
     if (!j->b || j->info[i]) return;
     /* Q's first min(n, kq) columns start as the reflectors */
     int kq = (int)j->b->sizes[2], ncopy = n < kq ? n : kq;
@@ -101,8 +74,8 @@ static void qr_one(lapack_job *j, int64_t i, void *work, int lwork, void *tau)
     char *q = mat(j->b, i);
     memcpy(q, a, (size_t)m * (size_t)ncopy * esz);
     if (kq > ncopy) memset(q + (size_t)m * (size_t)ncopy * esz, 0, (size_t)m * (size_t)(kq - ncopy) * esz);
-    if (j->f64) dorgqr_(&m, &kq, &k, (double *)q, &lda, tau, work, &lwork, &j->info[i]);
-    else sorgqr_(&m, &kq, &k, (float *)q, &lda, tau, work, &lwork, &j->info[i]);
+    if (j->f64) j->L->dorgqr(&m, &kq, &k, (double *)q, &lda, tau, work, &lwork, &j->info[i]);
+    else j->L->sorgqr(&m, &kq, &k, (float *)q, &lda, tau, work, &lwork, &j->info[i]);
 }
 
 static const char *svd_job(const lapack_job *j)
@@ -118,11 +91,11 @@ static void svd_one(lapack_job *j, int64_t i, void *work, int lwork, int *iwork)
     double dummy[1];
     void *u = j->c ? mat(j->c, i) : dummy, *vt = j->d ? mat(j->d, i) : dummy;
     if (j->f64)
-        dgesdd_(svd_job(j), &m, &n, mat(j->a, i), &lda, mat(j->b, i), u, &ldu, vt, &ldvt, work, &lwork,
-                iwork, &j->info[i], 1);
+        j->L->dgesdd(svd_job(j), &m, &n, mat(j->a, i), &lda, mat(j->b, i), u, &ldu, vt, &ldvt, work, &lwork,
+                     iwork, &j->info[i], 1);
     else
-        sgesdd_(svd_job(j), &m, &n, mat(j->a, i), &lda, mat(j->b, i), u, &ldu, vt, &ldvt, work, &lwork,
-                iwork, &j->info[i], 1);
+        j->L->sgesdd(svd_job(j), &m, &n, mat(j->a, i), &lda, mat(j->b, i), u, &ldu, vt, &ldvt, work, &lwork,
+                     iwork, &j->info[i], 1);
 }
 
 static void eigh_one(lapack_job *j, int64_t i, void *work, int lwork, int *iwork, int liwork)
@@ -130,9 +103,11 @@ static void eigh_one(lapack_job *j, int64_t i, void *work, int lwork, int *iwork
     int n = (int)j->a->sizes[1], lda = ld(n);
     const char *jobz = j->p->vectors ? "V" : "N", *uplo = j->p->upper ? "U" : "L";
     if (j->f64)
-        dsyevd_(jobz, uplo, &n, mat(j->a, i), &lda, mat(j->b, i), work, &lwork, iwork, &liwork, &j->info[i], 1, 1);
+        j->L->dsyevd(jobz, uplo, &n, mat(j->a, i), &lda, mat(j->b, i), work, &lwork, iwork, &liwork, &j->info[i],
+                     1, 1);
     else
-        ssyevd_(jobz, uplo, &n, mat(j->a, i), &lda, mat(j->b, i), work, &lwork, iwork, &liwork, &j->info[i], 1, 1);
+        j->L->ssyevd(jobz, uplo, &n, mat(j->a, i), &lda, mat(j->b, i), work, &lwork, iwork, &liwork, &j->info[i],
+                     1, 1);
 }
 
 /* The workspace sizes LAPACK asks for (lwork = -1 queries), for matrix 0's
@@ -147,12 +122,12 @@ static void workspace_query(lapack_job *j, int *lwork, int *liwork)
     *liwork = 1;
     switch (j->op) {
     case EM_LINALG_QR: {
-        if (j->f64) dgeqrf_(&m, &n, NULL, &lda, NULL, wd, &q, &info);
-        else sgeqrf_(&m, &n, NULL, &lda, NULL, wf, &q, &info);
+        if (j->f64) j->L->dgeqrf(&m, &n, NULL, &lda, NULL, wd, &q, &info);
+        else j->L->sgeqrf(&m, &n, NULL, &lda, NULL, wf, &q, &info);
         if (j->b) {
             int kq = (int)j->b->sizes[2], k = m < n ? m : n;
-            if (j->f64) dorgqr_(&m, &kq, &k, NULL, &lda, NULL, wd2, &q, &info);
-            else sorgqr_(&m, &kq, &k, NULL, &lda, NULL, wf2, &q, &info);
+            if (j->f64) j->L->dorgqr(&m, &kq, &k, NULL, &lda, NULL, wd2, &q, &info);
+            else j->L->sorgqr(&m, &kq, &k, NULL, &lda, NULL, wf2, &q, &info);
         }
         double a = j->f64 ? wd[0] : wf[0], b = j->f64 ? wd2[0] : wf2[0];
         *lwork = (int)(a > b ? a : b) + 1;
@@ -160,16 +135,16 @@ static void workspace_query(lapack_job *j, int *lwork, int *liwork)
     }
     case EM_LINALG_SVD: {
         int ldu = ld(m), ldvt = j->d ? ld(j->d->sizes[1]) : 1;
-        if (j->f64) dgesdd_(svd_job(j), &m, &n, NULL, &lda, NULL, dd, &ldu, dd, &ldvt, wd, &q, &iw, &info, 1);
-        else sgesdd_(svd_job(j), &m, &n, NULL, &lda, NULL, df, &ldu, df, &ldvt, wf, &q, &iw, &info, 1);
+        if (j->f64) j->L->dgesdd(svd_job(j), &m, &n, NULL, &lda, NULL, dd, &ldu, dd, &ldvt, wd, &q, &iw, &info, 1);
+        else j->L->sgesdd(svd_job(j), &m, &n, NULL, &lda, NULL, df, &ldu, df, &ldvt, wf, &q, &iw, &info, 1);
         *lwork = (int)(j->f64 ? wd[0] : wf[0]) + 1;
         *liwork = 8 * (m < n ? m : n) + 1;
         break;
     }
     case EM_LINALG_EIGH: {
         const char *jobz = j->p->vectors ? "V" : "N", *uplo = j->p->upper ? "U" : "L";
-        if (j->f64) dsyevd_(jobz, uplo, &n, NULL, &lda, NULL, wd, &q, &iw, &q, &info, 1, 1);
-        else ssyevd_(jobz, uplo, &n, NULL, &lda, NULL, wf, &q, &iw, &q, &info, 1, 1);
+        if (j->f64) j->L->dsyevd(jobz, uplo, &n, NULL, &lda, NULL, wd, &q, &iw, &q, &info, 1, 1);
+        else j->L->ssyevd(jobz, uplo, &n, NULL, &lda, NULL, wf, &q, &iw, &q, &info, 1, 1);
         *lwork = (int)(j->f64 ? wd[0] : wf[0]) + 1;
         *liwork = iw > 1 ? iw : 1;
         break;
@@ -220,11 +195,6 @@ static bool column_major(const em_tensor *t)
 int cpu_linalg(em_linalg_op op, em_tensor *a, em_tensor *b, em_tensor *c, em_tensor *d,
                const em_linalg_params *p, int *info)
 {
-    static bool single;
-    if (!single) {
-        openblas_set_num_threads(1);
-        single = true;
-    }
     if (op < 0 || op >= EM_NLINALG) return em_set_error("linalg: unknown op %d", (int)op);
     if (a->dtype != EM_FLOAT32 && a->dtype != EM_FLOAT64)
         return em_set_error("linalg: the CPU kernels take float32 or float64, got %s", em_dtype_name(a->dtype));
@@ -234,11 +204,16 @@ int cpu_linalg(em_linalg_op op, em_tensor *a, em_tensor *b, em_tensor *c, em_ten
     if (a->sizes[1] > 1 << 30 || a->sizes[2] > 1 << 30)
         return em_set_error("linalg: matrices of %lld x %lld are too large for LAPACK", (long long)a->sizes[1],
                             (long long)a->sizes[2]);
-    lapack_job j = {.op = op, .f64 = a->dtype == EM_FLOAT64, .a = a, .b = b, .c = c, .d = d, .p = p, .info = info};
-    atomic_init(&j.failed, 0);
     int64_t B = a->sizes[0];
     memset(info, 0, (size_t)B * sizeof(int));
     if (B == 0 || a->sizes[1] == 0 || a->sizes[2] == 0) return 0;
+    static const char *names[EM_NLINALG] = {"linalg.lu", "linalg.solve", "linalg.cholesky", "linalg.qr",
+                                            "linalg.svd", "linalg.eigh"};
+    const cpu_blas_api *L = cpu_blas_open(names[op]);
+    if (!L) return -1;
+    lapack_job j = {.L = L, .op = op, .f64 = a->dtype == EM_FLOAT64, .a = a, .b = b, .c = c, .d = d, .p = p,
+                    .info = info};
+    atomic_init(&j.failed, 0);
     int64_t n = a->sizes[1] > a->sizes[2] ? a->sizes[1] : a->sizes[2];
     cpu_parallel_for(B, B * n * n * n, 1, lapack_range, &j);
     if (atomic_load(&j.failed)) return em_set_error("linalg: out of memory for a LAPACK workspace");
