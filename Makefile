@@ -3,6 +3,7 @@
 #   make test       every test suite; ends with "N passed, N failed"
 #   make asan       the same suites, built with AddressSanitizer + UBSan
 #   make bench      the benchmark table (ember beside PyTorch)
+#   make bench-instr  instruction counts against their budget (CI runs it)
 #   make test-gpu   the GPU suites (fails without a GPU); make bench-gpu the GPU table
 #   make cuda       only the CUDA backend (build/libember_cuda.so)
 # Set BUILD=dir to build elsewhere; SAN=1 adds the sanitizers (used by asan).
@@ -220,6 +221,18 @@ asan:
 bench: all
 	@BUILD=$(BUILD) bash scripts/bench/run.sh
 
+# Instruction counts against scripts/bench/instr_budget.txt (scripts/bench/instr.sh):
+# a build of its own for valgrind (x86-64-v3: valgrind cannot decode AVX-512)
+INSTR_BUILD ?= build-instr
+INSTR_MAKE = $(MAKE) BUILD=$(INSTR_BUILD) ARCH=-march=x86-64-v3 WITH_CUDA=0 WITH_EMU=0 WITH_MPI=0 $(INSTR_BUILD)/ember
+bench-instr:
+	@$(INSTR_MAKE)
+	@BUILD=$(INSTR_BUILD) bash scripts/bench/instr.sh check
+
+bench-instr-update:
+	@$(INSTR_MAKE)
+	@BUILD=$(INSTR_BUILD) bash scripts/bench/instr.sh update
+
 # GPU suites and benchmarks: fail when no GPU is found
 test-gpu:
 	$(MAKE) WITH_CUDA=1 all
@@ -230,7 +243,7 @@ bench-gpu:
 	@BUILD=$(BUILD) bash scripts/bench/run-gpu.sh
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-instr
 
-.PHONY: all test asan bench clean cuda emu test-gpu bench-gpu
+.PHONY: all test asan bench bench-instr bench-instr-update clean cuda emu test-gpu bench-gpu
 -include $(ENGINE_OBJ:.o=.d) $(LUA_OBJ:.o=.d) $(SHELL_OBJ:.o=.d) $(KERNEL_OBJ:.o=.d)

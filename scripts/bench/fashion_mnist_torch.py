@@ -7,7 +7,9 @@ Prints "fm_epoch_s <best epoch seconds> s" (training only) and the test
 accuracy it reached. Arguments: data folder, epochs, device ("cpu" or
 "cuda"), model ("mlp" or "cnn"), autocast dtype ("none", "bfloat16" or
 "float16": the forward and loss under torch.autocast, float16 with a
-GradScaler on cuda, as the ember scripts' --amp)."""
+GradScaler on cuda, as the ember scripts' --amp), and "compile" to run the
+model through torch.compile (the first epoch then includes compiling: ask for
+two and the best is the second)."""
 import gzip
 import sys
 import time
@@ -20,6 +22,7 @@ EPOCHS = int(sys.argv[2]) if len(sys.argv) > 2 else 2
 DEVICE = sys.argv[3] if len(sys.argv) > 3 else "cpu"
 MODEL = sys.argv[4] if len(sys.argv) > 4 else "mlp"
 AMP = sys.argv[5] if len(sys.argv) > 5 and sys.argv[5] != "none" else None
+COMPILE = len(sys.argv) > 6 and sys.argv[6] == "compile"
 nn = torch.nn
 
 
@@ -50,6 +53,7 @@ def main():
     xtr, ytr = idx("train-images-idx3-ubyte.gz"), idx("train-labels-idx1-ubyte.gz").long()
     xte, yte = idx("t10k-images-idx3-ubyte.gz"), idx("t10k-labels-idx1-ubyte.gz").long()
     model = make_model().to(DEVICE)
+    fwd = torch.compile(model) if COMPILE else model
     crit = nn.CrossEntropyLoss()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=10)
@@ -65,7 +69,7 @@ def main():
             ix = perm[s:s + 128]
             x, y = prepare(xtr.index_select(0, ix)).to(DEVICE), ytr.index_select(0, ix).to(DEVICE)
             with torch.autocast(device_type, dtype=amp_dtype, enabled=AMP is not None):
-                loss = crit(model(x), y)
+                loss = crit(fwd(x), y)
             opt.zero_grad()
             if scaler:
                 scaler.scale(loss).backward()

@@ -407,13 +407,34 @@ end]=],
   },
   {
     name = "ember.backends",
-    also = {"ember.backends.cuda"},
-    sig = "ember.backends.cuda.matmul.allow_tf32",
+    also = {"ember.backends.cuda", "ember.backends.cpu"},
+    sig = "ember.backends.cuda.matmul.allow_tf32, ember.backends.cpu.get_cpu_capability()",
     doc = [=[
-Settings of the backends (torch.backends). There is one:
-ember.backends.cuda.matmul.allow_tf32 (see its entry).]=],
+Settings and facts of the backends (torch.backends):
+ember.backends.cuda.matmul.allow_tf32, ember.backends.cpu.get_cpu_capability() and
+ember.backends.cpu.blas_core() (see their entries).]=],
     example = [=[
 print(ember.backends.cuda.matmul.allow_tf32)   -- false]=],
+  },
+  {
+    name = "ember.backends.cpu.get_cpu_capability",
+    sig = "ember.backends.cpu.get_cpu_capability() -> string",
+    doc = [=[
+The widest vector instructions the CPU kernels may use: "AVX512" (AVX-512 with VL, BW and
+DQ, and FMA), "AVX2" (with FMA) or "DEFAULT", as PyTorch's function of the same name.]=],
+    example = [=[
+print(ember.backends.cpu.get_cpu_capability())   -- e.g. AVX512]=],
+  },
+  {
+    name = "ember.backends.cpu.blas_core",
+    sig = "ember.backends.cpu.blas_core() -> string",
+    doc = [=[
+The kernel set OpenBLAS runs (openblas_get_corename: "Cooperlake", "SkylakeX", "Haswell",
+...), opening OpenBLAS if no matrix product has yet. ember chooses it from the CPU's
+features on Intel CPUs; EMBER_BLAS_CORETYPE forces one, and OPENBLAS_CORETYPE (OpenBLAS's
+own variable) wins over both. ember's own; PyTorch has no counterpart.]=],
+    example = [=[
+print(ember.backends.cpu.blas_core())   -- e.g. Cooperlake]=],
   },
   {
     name = "ember.backends.cuda.matmul.allow_tf32",
