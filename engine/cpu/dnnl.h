@@ -37,8 +37,8 @@ typedef struct cpu_matmul {
 
 /* Runs m with float32 sums, the result rounded once. Returns 0 when done, 1
  * when declined (oneDNN missing or disabled, or no fast kernel for it: for
- * float32 operands, none but a brgemm one; c is then to be rewritten
- * whole), -1 with the error set when it failed after adding into c
+ * float32 operands, none but brgemm or its jit GEMM; c is then to be
+ * rewritten whole), -1 with the error set when it failed after adding into c
  * (beta != 0). */
 int cpu_dnnl_matmul(const cpu_matmul *m);
 
