@@ -379,14 +379,22 @@ static int compare_strings(const void *a, const void *b)
 }
 
 /* nn, optim, plot: the shell's globals loaded on first use (main.c), which
- * the globals table's metatable lists in __lazy; not the user's */
+ * the globals table's metatable lists in __lazy; not the user's, unless the
+ * user gave the name a value of their own (not the module ember loaded) */
 static bool is_lazy_global(lua_State *L, const char *name)
 {
     bool lazy = false;
     int top = lua_gettop(L);
-    lua_pushglobaltable(L);
-    if (lua_getmetatable(L, -1) && lua_getfield(L, -1, "__lazy") == LUA_TTABLE)
-        lazy = lua_getfield(L, -1, name) != LUA_TNIL;
+    lua_pushglobaltable(L);                                      /* top + 1 */
+    if (lua_getmetatable(L, -1) && lua_getfield(L, -1, "__lazy") == LUA_TTABLE &&
+        lua_getfield(L, -1, name) != LUA_TNIL) {
+        lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+        lua_pushfstring(L, "ember.%s", name);
+        lua_rawget(L, -2);
+        lua_pushstring(L, name);
+        lua_rawget(L, top + 1);
+        lazy = lua_rawequal(L, -1, -2);
+    }
     lua_settop(L, top);
     return lazy;
 }

@@ -130,14 +130,20 @@ describe("the CUDA backend library", function()
     end)
   end
 
-  it("EMBER_CUDA_LIB pointing nowhere still gives 'no CUDA device' and a reason", function()
+  -- "ok|why" of ember.cuda.is_available() in a child process with env set
+  local function is_available_in_child(env)
     local cpath = package.cpath:gsub("'", "")
     local interp = os.getenv("EMBER") or "lua5.4"
-    local cmd = "EMBER_CUDA_LIB=/nonexistent/libember_cuda.so LUA_CPATH='" .. cpath .. "' " .. interp .. " -e " ..
+    local cmd = env .. " LUA_CPATH='" .. cpath .. "' " .. interp .. " -e " ..
       "'local e = require \"ember\"; local ok, why = e.cuda.is_available(); io.write(tostring(ok), \"|\", why)' 2>&1"
     local p = assert(io.popen(cmd))
     local out = p:read("a")
     p:close()
+    return out
+  end
+
+  it("EMBER_CUDA_LIB pointing nowhere still gives 'no CUDA device' and a reason", function()
+    local out = is_available_in_child("EMBER_CUDA_LIB=/nonexistent/libember_cuda.so")
     h.has(out, "false|" .. PREFIX)
     -- a library beside the engine is tried next, and its failure (no
     -- device) is then the reason; without one the reason names the path
@@ -145,13 +151,7 @@ describe("the CUDA backend library", function()
   end)
 
   it("EMBER_CUDA set to anything but emu is refused, naming the value", function()
-    local cpath = package.cpath:gsub("'", "")
-    local interp = os.getenv("EMBER") or "lua5.4"
-    local cmd = "EMBER_CUDA=gpu LUA_CPATH='" .. cpath .. "' " .. interp .. " -e " ..
-      "'local e = require \"ember\"; local ok, why = e.cuda.is_available(); io.write(tostring(ok), \"|\", why)' 2>&1"
-    local p = assert(io.popen(cmd))
-    local out = p:read("a")
-    p:close()
+    local out = is_available_in_child("EMBER_CUDA=gpu")
     h.has(out, "false|" .. PREFIX .. " EMBER_CUDA=gpu: expected emu (the emulated device) or unset")
   end)
 end)

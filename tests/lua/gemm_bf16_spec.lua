@@ -36,50 +36,7 @@ local function round_to(x, dt)
   return (x < 0 and -1 or 1) * f * ulp
 end
 
--- n pseudo-random integers in [-r, r] (a fixed LCG: the same values every run)
-local function ints(n, seed, r)
-  local s, out = seed, {}
-  for i = 1, n do
-    s = (s * 1103515245 + 12345) % 2147483648
-    out[i] = s % (2 * r + 1) - r
-  end
-  return out
-end
-
--- nested [rows][cols] from a flat row-major list
-local function nest(flat, rows, cols)
-  local t = {}
-  for i = 1, rows do
-    t[i] = {}
-    for j = 1, cols do t[i][j] = flat[(i - 1) * cols + j] end
-  end
-  return t
-end
-
--- the transpose of a flat [rows, cols] list, flat [cols, rows]
-local function transpose(flat, rows, cols)
-  local t = {}
-  for i = 1, rows do
-    for j = 1, cols do t[(j - 1) * rows + i] = flat[(i - 1) * cols + j] end
-  end
-  return t
-end
-
--- flat A [M, K] @ B [K, N] in double, and sum |a||b| per entry
-local function ref_mm(A, B, M, K, N)
-  local C, S = {}, {}
-  for i = 1, M do
-    for j = 1, N do
-      local c, s = 0, 0
-      for k = 1, K do
-        local p = A[(i - 1) * K + k] * B[(k - 1) * N + j]
-        c, s = c + p, s + math.abs(p)
-      end
-      C[(i - 1) * N + j], S[(i - 1) * N + j] = c, s
-    end
-  end
-  return C, S
-end
+local ints, nest, transpose, ref_mm = H.lcg_ints, H.nest, H.transpose_flat, H.ref_mm
 
 local function flat(t) return t:to("float64"):reshape(-1):tolist() end
 

@@ -9,47 +9,8 @@
 local ember = require "ember"
 local F = ember.nn.functional
 
--- n pseudo-random integers in [-r, r] (a fixed LCG: the same values every run)
-local function ints(n, seed, r)
-  local s, out = seed, {}
-  for i = 1, n do
-    s = (s * 1103515245 + 12345) % 2147483648
-    out[i] = s % (2 * r + 1) - r
-  end
-  return out
-end
-
-local function nest(flat, rows, cols)
-  local t = {}
-  for i = 1, rows do
-    local row = {}
-    for j = 1, cols do row[j] = flat[(i - 1) * cols + j] end
-    t[i] = row
-  end
-  return t
-end
-
--- flat A [M, K] @ B [K, N], exact (integers)
-local function ref_mm(A, B, M, K, N)
-  local C = {}
-  for i = 1, M do
-    local base = (i - 1) * K
-    for j = 1, N do
-      local c = 0
-      for k = 1, K do c = c + A[base + k] * B[(k - 1) * N + j] end
-      C[(i - 1) * N + j] = c
-    end
-  end
-  return C
-end
-
-local function transpose(flat, rows, cols)
-  local t = {}
-  for i = 1, rows do
-    for j = 1, cols do t[(j - 1) * rows + i] = flat[(i - 1) * cols + j] end
-  end
-  return t
-end
+local H = require "helpers"
+local ints, nest, transpose, ref_mm = H.lcg_ints, H.nest, H.transpose_flat, H.ref_mm
 
 local function check_exact(got, want, what)
   assert.are.equal("float32", got.dtype, what)

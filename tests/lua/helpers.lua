@@ -225,4 +225,51 @@ function M.deep_copy(t)
   return c
 end
 
+-- ---- flat row-major matrices (the GEMM specs' exact references) ----------
+
+-- n pseudo-random integers in [-r, r] (a fixed LCG: the same values every run)
+function M.lcg_ints(n, seed, r)
+  local s, out = seed, {}
+  for i = 1, n do
+    s = (s * 1103515245 + 12345) % 2147483648
+    out[i] = s % (2 * r + 1) - r
+  end
+  return out
+end
+
+-- nested [rows][cols] from a flat row-major list
+function M.nest(flat, rows, cols)
+  local t = {}
+  for i = 1, rows do
+    t[i] = {}
+    for j = 1, cols do t[i][j] = flat[(i - 1) * cols + j] end
+  end
+  return t
+end
+
+-- the transpose of a flat [rows, cols] list, flat [cols, rows]
+function M.transpose_flat(flat, rows, cols)
+  local t = {}
+  for i = 1, rows do
+    for j = 1, cols do t[(j - 1) * rows + i] = flat[(i - 1) * cols + j] end
+  end
+  return t
+end
+
+-- flat A [M, K] @ B [K, N] in double, and sum |a||b| per entry
+function M.ref_mm(A, B, m, k, n)
+  local C, S = {}, {}
+  for i = 1, m do
+    for j = 1, n do
+      local c, s = 0, 0
+      for q = 1, k do
+        local p = A[(i - 1) * k + q] * B[(q - 1) * n + j]
+        c, s = c + p, s + math.abs(p)
+      end
+      C[(i - 1) * n + j], S[(i - 1) * n + j] = c, s
+    end
+  end
+  return C, S
+end
+
 return M

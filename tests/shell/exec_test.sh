@@ -167,6 +167,9 @@ else not_ok ":vars: one line for a model, a class, a module, an optimizer, a Siz
 check ":vars leaves out nn, optim and plot once used (the shell's, loaded on first use)" 0 \
     "$(printf '  k                    number    3')" \
     -- bash -c 'printf "k = #nn.Linear(2, 3):parameters() + (optim.SGD and 1 or 0)\n:vars\n" | "$0"' "$EMBER"
+check ":vars lists a global of the user's that took one of those names" 0 \
+    "$(printf '  nn                   number    5')" \
+    -- bash -c 'printf "nn = 5\n:vars\n" | "$0"' "$EMBER"
 check "-d with a bad suffix is a usage error" 1 "" -- "$EMBER" -dx "$tmp/varargs.lua"
 err_has "-dx: the usage names it" "unrecognized option '-dx'"
 
