@@ -597,6 +597,35 @@ describe("CrossEntropyLoss", function()
     end
   end)
 
+  it("float32 rows longer than the vector lanes: the max in any lane or the tail, -inf, NaN", function()
+    -- 40 classes: two blocks of 16 lanes and a tail of 8; the expected
+    -- losses are log(sum exp(x - m)) + m - x[t] in float64 here
+    local C, rows = 40, {}
+    for r = 1, 4 do
+      local row = {}
+      for j = 1, C do row[j] = math.sin(j * 0.7 + r) * 4 end
+      rows[r] = row
+    end
+    rows[1][38] = 120                -- the max in the tail (exp(116) overflows a float)
+    rows[2][7] = 110                 -- in the first block's lanes
+    rows[3][5] = -math.huge          -- contributes nothing
+    rows[4][20] = 0 / 0              -- NaN reaches the loss
+    local x = ember.tensor(rows, {dtype = "float32"})
+    local xs = x:tolist()           -- the float32 values, exactly
+    local y = I{2, 38, 1, 3}
+    local got = F.cross_entropy(x, y, {reduction = "none"}):tolist()
+    for r = 1, 3 do
+      local m = -math.huge
+      for j = 1, C do m = math.max(m, xs[r][j]) end
+      local s = 0
+      for j = 1, C do s = s + math.exp(xs[r][j] - m) end
+      local want = math.log(s) + m - xs[r][y[r]:item()]
+      assert.is_true(math.abs(got[r] - want) <= 1e-6 * math.max(1, math.abs(want)),
+        ("row %d: %.9g, expected %.9g"):format(r, got[r], want))
+    end
+    assert.is_true(got[4] ~= got[4], "a NaN logit gives a NaN loss")
+  end)
+
   it("a single sample [C] and extra dims [N, C, d]", function()
     check(F.cross_entropy(T(logits_v[1]), I(3)), 1.995181898085856, 1e-12)
     h.check_shape(F.cross_entropy(T(logits_v[1]), I(3), {reduction = "none"}), {})
