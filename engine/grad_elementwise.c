@@ -129,9 +129,11 @@ static int unary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
         r = mul_x(mul(g, y), omy);
         break;
     }
-    case EM_RELU: { /* the gradient passes where the output is positive */
+    case EM_RELU: { /* the gradient passes where the output is positive; the
+                     * zero is 0-d and broadcast (a full tensor of zeros cost
+                     * a third of the pass) */
         em_tensor *pos = em_binary_scalar(EM_GT, y, 0, false, false);
-        em_tensor *z = zeros_like_t(g);
+        em_tensor *z = em_zeros(NULL, 0, g->dtype, em_dev(g));
         r = pos && z ? em_where(pos, g, z) : NULL;
         em_release(pos);
         em_release(z);

@@ -2,8 +2,8 @@
  * spatial dims), on the backend's pool family.
  *
  * Max pooling's backward puts each gradient back at its argmax: a
- * scatter-add at the indices the forward returned (em_ag_add_into_zeros,
- * itself differentiable). Average pooling's backward is the backend's
+ * scatter-add at the indices the forward found (em_ag_add_into_zeros,
+ * itself differentiable, its gradient a gather at them). Average pooling's backward is the backend's
  * adjoint of the window sums; the two are recorded as each other's
  * gradient (both are linear), so average pooling can be differentiated to
  * any order too. */
@@ -164,6 +164,23 @@ static void batched_sizes(const int64_t *sizes, int ndim, int ns, int64_t *b)
     memcpy(b + 1, sizes, sizeof(int64_t) * (size_t)ndim);
 }
 
+/* max pooling's gradient: g added into zeros of x's shape at the argmax of
+ * each window, over the flattened spatial dims (n->sizes2: x as [N, C, I...]);
+ * em_ag_add_into_zeros records its own gradient, a gather at idx, so this
+ * differentiates to any order */
+static int max_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
+{
+    em_tensor *idx = em_ag_saved(n, 0);
+    if (!idx) return -1;
+    int64_t flat_x[3] = {n->sizes2[0], n->sizes2[1], 1}, flat_y[3] = {n->sizes2[0], n->sizes2[1], -1};
+    for (int i = 2; i < n->ndim2; i++) flat_x[2] *= n->sizes2[i];
+    em_tensor *iv = em_reshape(idx, flat_y, 3), *g = em_reshape(gout[0], flat_y, 3);
+    em_tensor *gx = iv && g ? em_ag_add_into_zeros(false, flat_x, 3, 2, iv, g) : NULL;
+    gin[0] = gx ? em_reshape(gx, n->sizes, n->ndim) : NULL;
+    em_release(iv); em_release(g); em_release(gx);
+    return gin[0] ? 0 : -1;
+}
+
 em_tensor *em_max_pool(const em_tensor *x, const em_pool_args *a, em_tensor **indices)
 {
     char op[40];
@@ -188,17 +205,22 @@ em_tensor *em_max_pool(const em_tensor *x, const em_pool_args *a, em_tensor **in
     }
     em_release(xc);
     if (!idx) { em_release(y); return NULL; }
-    if (em_ag_needed1(x) && em_numel(y) > 0) {
-        /* y = x.flatten(spatial).gather(idx): recorded as a gather, whose
-         * backward is the scatter-add at idx */
-        int64_t flat_x[3] = {bin[0], bin[1], -1}, flat_y[3] = {bout[0], bout[1], -1};
-        em_tensor *xf = em_reshape(x, flat_x, 3);
-        em_tensor *iv = em_reshape(idx, flat_y, 3);
-        em_tensor *g = xf && iv ? em_gather(xf, 2, iv) : NULL;
-        em_tensor *yr = g ? em_reshape(g, out, ndim) : NULL;
-        em_release(xf); em_release(iv); em_release(g);
-        em_release(y);
-        y = yr;
+    if (em_ag_needed1(x) && em_numel(y) > 0 && em_dtype_is_float(y->dtype)) {
+        /* y is x.flatten(spatial).gather(idx): its node's backward is the
+         * scatter-add at idx (max_backward) */
+        em_node *n = em_ag_node("MaxPoolBackward", max_backward, 1);
+        if (!n) { em_release(y); em_release(idx); return NULL; }
+        n->ndim = x->ndim;
+        memcpy(n->sizes, x->sizes, sizeof(int64_t) * (size_t)x->ndim);
+        n->ndim2 = ns + 2;
+        memcpy(n->sizes2, bin, sizeof(int64_t) * (size_t)(ns + 2));
+        em_ag_input(n, 0, x);
+        if (em_ag_save(n, 0, idx, false)) {
+            y = em_ag_abandon(n, y);
+            em_release(idx);
+            return y;
+        }
+        y = em_ag_output(n, y);
         if (!y) { em_release(idx); return NULL; }
     }
     if (indices) *indices = idx;

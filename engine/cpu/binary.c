@@ -187,6 +187,29 @@ static bool bin_f32_sv(em_binary_op op, float *restrict o, float s, const float 
     }
 }
 
+/* a tensor compared with a scalar (stride 0: ReLU's backward asks y > 0);
+ * false for the logical ops, which take the general loop */
+#define CMP_VS_BODY                                                            \
+    switch (op) {                                                              \
+    case EM_EQ: for (int64_t i = 0; i < n; i++) o[i] = a[i] == s; return true; \
+    case EM_NE: for (int64_t i = 0; i < n; i++) o[i] = a[i] != s; return true; \
+    case EM_LT: for (int64_t i = 0; i < n; i++) o[i] = a[i] < s; return true;  \
+    case EM_LE: for (int64_t i = 0; i < n; i++) o[i] = a[i] <= s; return true; \
+    case EM_GT: for (int64_t i = 0; i < n; i++) o[i] = a[i] > s; return true;  \
+    case EM_GE: for (int64_t i = 0; i < n; i++) o[i] = a[i] >= s; return true; \
+    default: return false;                                                     \
+    }
+
+static bool cmp_f32_vs(em_binary_op op, uint8_t *restrict o, const float *restrict a, float s, int64_t n)
+{
+    CMP_VS_BODY
+}
+
+static bool cmp_f64_vs(em_binary_op op, uint8_t *restrict o, const double *restrict a, double s, int64_t n)
+{
+    CMP_VS_BODY
+}
+
 static void cmp_f32(em_binary_op op, uint8_t *restrict o, const float *restrict a,
                     const float *restrict b, int64_t n)
 {
@@ -213,6 +236,9 @@ static void loop_f32(const bin_ctx *c, char **p, const int64_t *s, int64_t n)
     }
     if (!c->cmp && s[0] == 4 && s[1] == 4 && s[2] == 0 &&
         bin_f32_vs(c->op, (float *)p[0], (const float *)p[1], *(const float *)p[2], n))
+        return;
+    if (c->cmp && s[0] == 1 && s[1] == 4 && s[2] == 0 &&
+        cmp_f32_vs(c->op, (uint8_t *)p[0], (const float *)p[1], *(const float *)p[2], n))
         return;
     if (!c->cmp && s[0] == 4 && s[1] == 0 && s[2] == 4 &&
         bin_f32_sv(c->op, (float *)p[0], *(const float *)p[1], (const float *)p[2], n))
@@ -372,6 +398,9 @@ static void loop_f64(const bin_ctx *c, char **p, const int64_t *s, int64_t n)
     }
     if (!c->cmp && s[0] == 8 && s[1] == 8 && s[2] == 0 &&
         bin_f64_vs(c->op, (double *)p[0], (const double *)p[1], *(const double *)p[2], n))
+        return;
+    if (c->cmp && s[0] == 1 && s[1] == 8 && s[2] == 0 &&
+        cmp_f64_vs(c->op, (uint8_t *)p[0], (const double *)p[1], *(const double *)p[2], n))
         return;
     if (!c->cmp && s[0] == 8 && s[1] == 0 && s[2] == 8 &&
         bin_f64_sv(c->op, (double *)p[0], *(const double *)p[1], (const double *)p[2], n))

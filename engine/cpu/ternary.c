@@ -10,22 +10,31 @@
 
 /* ---- where --------------------------------------------------------------- */
 
+/* the contiguous loops, with either value a broadcast scalar (stride 0:
+ * ReLU's backward picks between the gradient and a 0-d zero) */
+#define WHERE_CONTIGUOUS(T)                                                                  \
+    do {                                                                                     \
+        T *restrict o = (T *)p[0];                                                           \
+        const T *restrict x = (const T *)p[2], *restrict y = (const T *)p[3];                \
+        if (s[2] == sizeof(T) && s[3] == sizeof(T))                                          \
+            for (int64_t i = 0; i < n; i++) o[i] = m[i] ? x[i] : y[i];                       \
+        else if (s[2] == sizeof(T) && s[3] == 0) {                                           \
+            T yv = y[0];                                                                     \
+            for (int64_t i = 0; i < n; i++) o[i] = m[i] ? x[i] : yv;                         \
+        } else if (s[2] == 0 && s[3] == sizeof(T)) {                                         \
+            T xv = x[0];                                                                     \
+            for (int64_t i = 0; i < n; i++) o[i] = m[i] ? xv : y[i];                         \
+        } else                                                                               \
+            break;                                                                           \
+        return;                                                                              \
+    } while (0)
+
 static void where_loop(char **p, const int64_t *s, int64_t n, void *ctx)
 {
     size_t esz = *(const size_t *)ctx;
     const uint8_t *m = (const uint8_t *)p[1];
-    if (esz == 4 && s[0] == 4 && s[1] == 1 && s[2] == 4 && s[3] == 4) {
-        uint32_t *restrict o = (uint32_t *)p[0];
-        const uint32_t *restrict x = (const uint32_t *)p[2], *restrict y = (const uint32_t *)p[3];
-        for (int64_t i = 0; i < n; i++) o[i] = m[i] ? x[i] : y[i];
-        return;
-    }
-    if (esz == 8 && s[0] == 8 && s[1] == 1 && s[2] == 8 && s[3] == 8) {
-        uint64_t *restrict o = (uint64_t *)p[0];
-        const uint64_t *restrict x = (const uint64_t *)p[2], *restrict y = (const uint64_t *)p[3];
-        for (int64_t i = 0; i < n; i++) o[i] = m[i] ? x[i] : y[i];
-        return;
-    }
+    if (esz == 4 && s[0] == 4 && s[1] == 1) WHERE_CONTIGUOUS(uint32_t);
+    if (esz == 8 && s[0] == 8 && s[1] == 1) WHERE_CONTIGUOUS(uint64_t);
     switch (esz) {
     case 8:
         for (int64_t i = 0; i < n; i++)

@@ -437,6 +437,24 @@ describe("comparisons and logical ops", function()
     assert.are.same({false, true}, ember.tensor{nan, nan}:ne(ember.tensor{1.0, nan}):eq(ember.tensor{false, true}):tolist())
   end)
 
+  it("a long float tensor against a number: every comparison, NaN, both float dtypes", function()
+    -- 1001 elements (the vector loops and their tails); NaN compares false
+    -- except ne
+    local xs = {}
+    for i = 1, 1001 do xs[i] = (i % 7) - 3 end
+    xs[500], xs[1001] = 0 / 0, 0 / 0
+    local want = {eq = function(v) return v == 0 end, ne = function(v) return v ~= 0 end,
+                  lt = function(v) return v < 0 end, le = function(v) return v <= 0 end,
+                  gt = function(v) return v > 0 end, ge = function(v) return v >= 0 end}
+    for _, dt in ipairs({"float32", "float64"}) do
+      local x = ember.tensor(xs, {dtype = dt})
+      for name, f in pairs(want) do
+        local got = x[name](x, 0):tolist()
+        for i = 1, #xs do assert.are.equal(f(xs[i]), got[i], ("%s %s at %d"):format(dt, name, i)) end
+      end
+    end
+  end)
+
   it("logical_and / logical_or on any dtypes", function()
     local x, y = ember.tensor{1.5, 0, 2}, ember.tensor{2, 2, 0}
     assert.are.same({true, false, false}, x:logical_and(y):tolist())
@@ -699,6 +717,23 @@ describe("where", function()
     local f = ember.where(ember.tensor{true, false}, ember.tensor({1, 2}, {dtype = "float64"}), ember.tensor{5, 6})
     assert.are.equal("float64", f.dtype)
     assert.are.same({1, 6}, f:tolist())
+  end)
+
+  it("a long contiguous tensor against a 0-d value on either side, 4- and 8-byte", function()
+    -- 1003 elements: the vector loops and their tails
+    local n, xs, cs = 1003, {}, {}
+    for i = 1, n do xs[i] = i * 0.5; cs[i] = (i * 7) % 3 == 0 end
+    local c = ember.tensor(cs)
+    for _, dt in ipairs({"float32", "float64", "int32", "int64"}) do
+      local x = ember.tensor(xs, {dtype = dt:match("int") and "float64" or dt}):to(dt)
+      local z = ember.tensor(-3, {dtype = dt})
+      local a, b = ember.where(c, x, z):tolist(), ember.where(c, z, x):tolist()
+      local xl = x:tolist()
+      for i = 1, n do
+        assert.are.equal(cs[i] and xl[i] or -3, a[i])
+        assert.are.equal(cs[i] and -3 or xl[i], b[i])
+      end
+    end
   end)
 
   it("needs a bool condition", function()
