@@ -184,6 +184,266 @@ static double erfinv_f64(double y)
     return copysign(ax, y);
 }
 
+/* ---- float32 transcendentals ---------------------------------------------
+ *
+ * libm's expf, logf, tanhf, sinf... are a scalar call per element, which
+ * gcc cannot vectorise. The float32 versions below are straight-line code
+ * that it does vectorise: each widens the float to double, evaluates there
+ * (relative error near 1e-9 or better, from the polynomials) and rounds
+ * once into float, so the float result is within about 0.51 ulp of the
+ * exact one; exact float inputs of the double formulas, overflow to inf and
+ * gradual underflow (subnormal results) come from that last rounding. All
+ * selects are on double lanes (gcc if-converts a float select poorly in a
+ * loop with double lanes). float64 keeps libm.
+ * tests/lua/unary_accuracy_spec.lua measures them against float64 Lua. */
+
+#define F32_INLINE static inline __attribute__((always_inline))
+
+F32_INLINE double bits_to_f64(uint64_t u) { double d; memcpy(&d, &u, sizeof d); return d; }
+F32_INLINE uint64_t f64_to_bits(double d) { uint64_t u; memcpy(&u, &d, sizeof u); return u; }
+
+/* c ? a : b as a blend of bits: gcc does not if-convert a floating-point
+ * ?: for AVX2 (the compare may trap, -ftrapping-math), but the value of a
+ * compare it does vectorise */
+F32_INLINE double sel(int c, double a, double b)
+{
+    uint64_t m = -(uint64_t)c;
+    return bits_to_f64((f64_to_bits(a) & m) | (f64_to_bits(b) & ~m));
+}
+
+/* y = k ln 2 + r, |r| <= ln 2 / 2, for |y| <= 708 (the caller clamps);
+ * returns r and 2^k in *scale */
+F32_INLINE double exp_reduce(double y, double *scale)
+{
+    const double shift = 0x1.8p52;
+    double kd = mad(y, 1.4426950408889634, shift);
+    uint64_t kbits = f64_to_bits(kd);
+    kd -= shift;
+    *scale = bits_to_f64((kbits + 1023) << 52);
+    return mad(-kd, 1.90821492927058770002e-10, mad(-kd, 6.93147180369123816490e-01, y));
+}
+
+/* exp(r) - 1 - r for |r| <= 0.3466: r^2 q(r), q of degree 5 fitted for
+ * the relative error of exp(r) - 1 (below 5e-10) */
+F32_INLINE double expm1_tail(double r)
+{
+    double p = 0.00019832959795681117;
+    p = mad(p, r, 0.001393354430543637);
+    p = mad(p, r, 0.00833339794128557);
+    p = mad(p, r, 0.041666466187364325);
+    p = mad(p, r, 0.1666666642104222);
+    p = mad(p, r, 0.5000000013277789);
+    return p * r * r;
+}
+
+F32_INLINE double clamp_f64(double y, double lo, double hi)
+{
+    y = sel(y < lo, lo, y);                   /* NaN passes both */
+    return sel(y > hi, hi, y);
+}
+
+/* exp(y) for |y| <= 708 */
+F32_INLINE double exp_core(double y)
+{
+    double scale;
+    double r = exp_reduce(y, &scale);
+    return (1.0 + (r + expm1_tail(r))) * scale;
+}
+
+/* exp(y) - 1 for |y| <= 708, relative error near 5e-10 for small |y| too:
+ * 2^k (exp(r) - 1) + (2^k - 1), exact for k = 0 but for the polynomial */
+F32_INLINE double expm1_core(double y)
+{
+    double scale;
+    double r = exp_reduce(y, &scale);
+    return mad(scale, r + expm1_tail(r), scale - 1.0);
+}
+
+/* log(x) for positive finite normal x: x = 2^e m with sqrt(1/2) <= m <
+ * sqrt(2), log m = 2 atanh(s), s = (m - 1) / (m + 1), |s| <= 0.172, as
+ * 2s + s^3 R(s^2), R of degree 3 fitted for relative error (below 5e-12). e comes from the bits without an
+ * integer-to-double conversion (AVX2 has none for 64-bit integers). */
+F32_INLINE double log_pos_f64_lane(double x, double *ed)
+{
+    const uint64_t off = 0x3fe6a09e667f3bcdULL;       /* sqrt(1/2) */
+    uint64_t ix = f64_to_bits(x);
+    uint64_t u = ix - off + (0x200ULL << 52);         /* biased: no borrow */
+    uint64_t eb = u >> 52;                            /* e + 0x200 */
+    double m = bits_to_f64(ix - ((eb - 0x200) << 52));
+    *ed = bits_to_f64(0x4330000000000000ULL | eb) - (0x1p52 + 0x200);
+    double f = m - 1.0;
+    double s = f / (2.0 + f), z = s * s;
+    double p = 0.23581601175442896;
+    p = mad(p, z, 0.2853734045594493);
+    p = mad(p, z, 0.40000334632777396);
+    p = mad(p, z, 0.6666666564822665);
+    return mad(p * z, s, 2.0 * s);
+}
+
+/* the special values of a logarithm: -inf at 0, NaN below, inf at inf */
+F32_INLINE double log_specials(double x, double y)
+{
+    y = sel(x == 0, -INFINITY, y);
+    y = sel(x < 0, NAN, y);
+    y = sel(x == INFINITY, x, y);
+    return sel(x != x, x, y);
+}
+
+#define LN2 0.69314718055994530942
+
+/* exp(-104) rounds to 0 in float and exp(89) to inf: the clamp gives
+ * both tails their float values */
+F32_INLINE float exp_f32(float x) { return (float)exp_core(clamp_f64(x, -104.0, 89.0)); }
+
+/* expm1(-30) rounds to -1; -0 stays -0 */
+F32_INLINE float expm1_f32(float x)
+{
+    double d = x;
+    return (float)sel(d == 0, d, expm1_core(clamp_f64(d, -30.0, 89.0)));
+}
+
+F32_INLINE float exp2_f32(float x)
+{
+    /* 2^x = 2^k 2^r, r = x - k exact; k from the rounding constant; 2^-151
+     * rounds to 0 in float and 2^128 to inf */
+    const double shift = 0x1.8p52;
+    double dc = clamp_f64(x, -151.0, 128.0);
+    double kd = dc + shift;
+    uint64_t kbits = f64_to_bits(kd);
+    kd -= shift;
+    double r = (dc - kd) * LN2;
+    return (float)((1.0 + (r + expm1_tail(r))) * bits_to_f64((kbits + 1023) << 52));
+}
+
+F32_INLINE float log_f32(float x)
+{
+    double d = x, e;
+    double l = log_pos_f64_lane(d, &e);
+    return (float)log_specials(d, mad(e, LN2, l));
+}
+
+F32_INLINE float log2_f32(float x)
+{
+    double d = x, e;
+    double l = log_pos_f64_lane(d, &e);
+    return (float)log_specials(d, mad(l, 1.44269504088896340736, e));
+}
+
+F32_INLINE float log10_f32(float x)
+{
+    double d = x, e;
+    double l = log_pos_f64_lane(d, &e);
+    return (float)log_specials(d, mad(e, LN2, l) * 0.43429448190325182765);
+}
+
+/* log1p(x) = log(u) + (x - (u - 1)) / u with u = 1 + x rounded in double
+ * (the second term corrects that rounding) */
+F32_INLINE float log1p_f32(float x)
+{
+    double d = x, e;
+    double u = 1.0 + d;
+    double l = log_pos_f64_lane(u, &e);
+    double y = mad(e, LN2, l) + (d - (u - 1.0)) / u;
+    y = log_specials(u, y);
+    return (float)sel(d == 0, d, y);
+}
+
+/* tanh |x| = e / (e + 2), e = expm1(2 |x|), no cancellation near 0;
+ * |x| >= 20 gives 1 */
+F32_INLINE float tanh_f32(float x)
+{
+    double d = x;
+    double ax = fabs(d);
+    ax = sel(ax > 20.0, 20.0, ax);            /* NaN passes */
+    double e = expm1_core(2.0 * ax);
+    return (float)copysign(e / (e + 2.0), d);
+}
+
+/* 1 / (1 + exp(-x)): exp(-x) has full relative accuracy in double in both
+ * tails, so sigmoid(-100) is its tiny subnormal float; below -104 the
+ * float result is 0, which the clamp keeps */
+F32_INLINE float sigmoid_f32(float x) { return (float)(1.0 / (1.0 + exp_core(clamp_f64(-(double)x, -104.0, 104.0)))); }
+
+/* x / (1 + exp(-x)): down to -3.4e38 / exp(708) the float result is -0
+ * as it should be; -inf gives NaN (-inf / inf, as the float formula and
+ * PyTorch do) */
+F32_INLINE float silu_f32(float x)
+{
+    double d = x;
+    double e = exp_core(clamp_f64(-d, -708.0, 708.0));
+    return (float)(d / (1.0 + sel(-d > 708.0, INFINITY, e)));
+}
+
+/* sin and cos: x = k pi/2 + r, |r| <= pi/4, Cody-Waite in double with pi/2
+ * in three 33-bit parts (fdlibm's): for |k| < 2^20 each k * part is exact,
+ * x - k p1 is exact, and the missing tail of pi/2 (below 1e-31) leaves r
+ * an absolute error under 1e-25, far below the nearest approach of a float
+ * to a multiple of pi/2 in that range. Inputs above TRIG_BIG go to libm,
+ * a block at a time (trig_f32 below). */
+#define TRIG_BIG 1.0e6f
+F32_INLINE double sin_poly(double r, double z)
+{
+    double p = 2.718121092851816e-06;
+    p = mad(p, z, -0.000198393122055037);
+    p = mad(p, z, 0.008333329304605643);
+    p = mad(p, z, -0.16666666640794395);
+    return mad(p * z, r, r);
+}
+
+F32_INLINE double cos_poly(double z)
+{
+    double p = 2.4383561298808465e-05;
+    p = mad(p, z, -0.0013886681575206734);
+    p = mad(p, z, 0.04166662035439209);
+    p = mad(p, z, -0.49999999694444913);
+    return mad(p, z, 1.0);
+}
+
+/* sin(x + q pi/2), for q = 0 (sin) or 1 (cos) */
+F32_INLINE float sincos_f32(float x, uint64_t q)
+{
+    const double shift = 0x1.8p52;
+    double d = x;
+    double kd = mad(d, 0.63661977236758134308, shift);
+    uint64_t n = f64_to_bits(kd) + q;
+    kd -= shift;
+    double r = mad(-kd, 1.57079632673412561417e+00, d);
+    r = mad(-kd, 6.07710050630396597660e-11, r);
+    r = mad(-kd, 2.02226624871116645580e-21, r);
+    double z = r * r;
+    double s = sin_poly(r, z), c = cos_poly(z);
+    s = sel(z == 0, r, s);                    /* sin(-0) = -0 */
+    uint64_t odd = -(n & 1);
+    double v = bits_to_f64((f64_to_bits(c) & odd) | (f64_to_bits(s) & ~odd));
+    v = bits_to_f64(f64_to_bits(v) ^ ((n & 2) << 62));
+    return (float)v;
+}
+
+static void trig_f32(float *restrict o, const float *restrict a, int64_t n, uint64_t q)
+{
+    for (int64_t i0 = 0; i0 < n; i0 += CHUNK) {
+        int64_t m = n - i0 < CHUNK ? n - i0 : CHUNK;
+        const float *x = a + i0;
+        float *y = o + i0;
+        /* inf and NaN count as big (libm gives their NaN) */
+        const uint32_t big_bits = 0x49742400u;
+        uint32_t big = 0;
+        for (int64_t i = 0; i < m; i++) {
+            uint32_t b;
+            memcpy(&b, &x[i], sizeof b);
+            big |= (b & 0x7fffffffu) >= big_bits;
+        }
+        if (!big) {
+            for (int64_t i = 0; i < m; i++) y[i] = sincos_f32(x[i], q);
+        } else {
+            for (int64_t i = 0; i < m; i++) {
+                float v = x[i];
+                y[i] = !(fabsf(v) < TRIG_BIG) ? (q ? cosf(v) : sinf(v)) : sincos_f32(v, q);
+            }
+        }
+    }
+}
+
 /* ---- float32 ------------------------------------------------------------- */
 
 static void un_f32(em_unary_op op, float *restrict o, const float *restrict a, int64_t n)
@@ -193,30 +453,30 @@ static void un_f32(em_unary_op op, float *restrict o, const float *restrict a, i
     case EM_ABS: for (int64_t i = 0; i < n; i++) o[i] = fabsf(a[i]); break;
     /* NaN gives 0, as in PyTorch */
     case EM_SIGN: for (int64_t i = 0; i < n; i++) o[i] = (float)((a[i] > 0) - (a[i] < 0)); break;
-    case EM_EXP: for (int64_t i = 0; i < n; i++) o[i] = expf(a[i]); break;
-    case EM_LOG: for (int64_t i = 0; i < n; i++) o[i] = logf(a[i]); break;
-    case EM_LOG1P: for (int64_t i = 0; i < n; i++) o[i] = log1pf(a[i]); break;
-    case EM_EXPM1: for (int64_t i = 0; i < n; i++) o[i] = expm1f(a[i]); break;
+    case EM_EXP: for (int64_t i = 0; i < n; i++) o[i] = exp_f32(a[i]); break;
+    case EM_LOG: for (int64_t i = 0; i < n; i++) o[i] = log_f32(a[i]); break;
+    case EM_LOG1P: for (int64_t i = 0; i < n; i++) o[i] = log1p_f32(a[i]); break;
+    case EM_EXPM1: for (int64_t i = 0; i < n; i++) o[i] = expm1_f32(a[i]); break;
     case EM_SQRT: for (int64_t i = 0; i < n; i++) o[i] = sqrtf(a[i]); break;
     case EM_RSQRT: for (int64_t i = 0; i < n; i++) o[i] = 1.0f / sqrtf(a[i]); break;
-    case EM_SIN: for (int64_t i = 0; i < n; i++) o[i] = sinf(a[i]); break;
-    case EM_COS: for (int64_t i = 0; i < n; i++) o[i] = cosf(a[i]); break;
-    case EM_TANH: for (int64_t i = 0; i < n; i++) o[i] = tanhf(a[i]); break;
-    case EM_SIGMOID: for (int64_t i = 0; i < n; i++) o[i] = 1.0f / (1.0f + expf(-a[i])); break;
+    case EM_SIN: trig_f32(o, a, n, 0); break;
+    case EM_COS: trig_f32(o, a, n, 1); break;
+    case EM_TANH: for (int64_t i = 0; i < n; i++) o[i] = tanh_f32(a[i]); break;
+    case EM_SIGMOID: for (int64_t i = 0; i < n; i++) o[i] = sigmoid_f32(a[i]); break;
     /* x < 0 ? 0 : x keeps NaN and -0.0 as PyTorch does */
     case EM_RELU: for (int64_t i = 0; i < n; i++) o[i] = a[i] < 0 ? 0.0f : a[i]; break;
     case EM_GELU: gelu_f32(o, a, n); break;
     case EM_GELU_GRAD: gelu_grad_f32(o, a, n); break;
-    case EM_SILU: for (int64_t i = 0; i < n; i++) o[i] = a[i] / (1.0f + expf(-a[i])); break;
+    case EM_SILU: for (int64_t i = 0; i < n; i++) o[i] = silu_f32(a[i]); break;
     case EM_FLOOR: for (int64_t i = 0; i < n; i++) o[i] = floorf(a[i]); break;
     case EM_CEIL: for (int64_t i = 0; i < n; i++) o[i] = ceilf(a[i]); break;
     /* the default rounding mode rounds half to even */
     case EM_ROUND: for (int64_t i = 0; i < n; i++) o[i] = nearbyintf(a[i]); break;
     case EM_RECIPROCAL: for (int64_t i = 0; i < n; i++) o[i] = 1.0f / a[i]; break;
     case EM_SQUARE: for (int64_t i = 0; i < n; i++) o[i] = a[i] * a[i]; break;
-    case EM_EXP2: for (int64_t i = 0; i < n; i++) o[i] = exp2f(a[i]); break;
-    case EM_LOG2: for (int64_t i = 0; i < n; i++) o[i] = log2f(a[i]); break;
-    case EM_LOG10: for (int64_t i = 0; i < n; i++) o[i] = log10f(a[i]); break;
+    case EM_EXP2: for (int64_t i = 0; i < n; i++) o[i] = exp2_f32(a[i]); break;
+    case EM_LOG2: for (int64_t i = 0; i < n; i++) o[i] = log2_f32(a[i]); break;
+    case EM_LOG10: for (int64_t i = 0; i < n; i++) o[i] = log10_f32(a[i]); break;
     case EM_ERF: for (int64_t i = 0; i < n; i++) o[i] = erff(a[i]); break;
     case EM_ERFC: for (int64_t i = 0; i < n; i++) o[i] = erfcf(a[i]); break;
     case EM_ERFINV: for (int64_t i = 0; i < n; i++) o[i] = (float)erfinv_f64(a[i]); break;
