@@ -68,6 +68,20 @@ static inline double mad(double a, double b, double c)
 #endif
 }
 
+#define F32_INLINE static inline __attribute__((always_inline))
+
+F32_INLINE double bits_to_f64(uint64_t u) { double d; memcpy(&d, &u, sizeof d); return d; }
+F32_INLINE uint64_t f64_to_bits(double d) { uint64_t u; memcpy(&u, &d, sizeof u); return u; }
+
+/* c ? a : b as a blend of bits: gcc does not if-convert a floating-point
+ * ?: for AVX2 (the compare may trap, -ftrapping-math), but the value of a
+ * compare it does vectorise */
+F32_INLINE double sel(int c, double a, double b)
+{
+    uint64_t m = -(uint64_t)c;
+    return bits_to_f64((f64_to_bits(a) & m) | (f64_to_bits(b) & ~m));
+}
+
 /* exp(y) for y <= 0: y = k ln 2 + r with |r| <= ln 2 / 2, 2^k built from
  * its bits (the rounding constant leaves k in the low bits of the sum), and
  * a degree 10 Taylor polynomial for exp(r) (error below 1e-13). 0 below
@@ -75,7 +89,7 @@ static inline double mad(double a, double b, double c)
 static inline double exp_nonpositive(double y)
 {
     const double shift = 0x1.8p52;
-    double yc = y < -708.0 ? -708.0 : y;
+    double yc = sel(y < -708.0, -708.0, y);
     double kd = mad(yc, 1.4426950408889634, shift);
     uint64_t kbits;
     memcpy(&kbits, &kd, sizeof kd);
@@ -96,7 +110,7 @@ static inline double exp_nonpositive(double y)
     uint64_t sbits = (kbits + 1023) << 52;
     double scale;
     memcpy(&scale, &sbits, sizeof scale);
-    return y < -708.0 ? 0.0 : p * scale;
+    return sel(y < -708.0, 0.0, p * scale);
 }
 
 /* Phi(x), and phi(x) = exp(-x^2 / 2) / sqrt(2 pi) in *pdf. NaN stays NaN;
@@ -111,7 +125,7 @@ static inline double normal_cdf_pdf(double x, double *pdf)
     q = mad(mad(mad(mad(mad(q, t, c[4]), t, c[3]), t, c[2]), t, c[1]), t, c[0]);
     double tail = e * t * q;
     *pdf = e * 0.39894228040143267794;
-    return x < 0 ? tail : 1.0 - tail;
+    return sel(x < 0, tail, 1.0 - tail);
 }
 
 static void gelu_f32(float *restrict o, const float *restrict a, int64_t n)
@@ -196,20 +210,6 @@ static double erfinv_f64(double y)
  * selects are on double lanes (gcc if-converts a float select poorly in a
  * loop with double lanes). float64 keeps libm.
  * tests/lua/unary_accuracy_spec.lua measures them against float64 Lua. */
-
-#define F32_INLINE static inline __attribute__((always_inline))
-
-F32_INLINE double bits_to_f64(uint64_t u) { double d; memcpy(&d, &u, sizeof d); return d; }
-F32_INLINE uint64_t f64_to_bits(double d) { uint64_t u; memcpy(&u, &d, sizeof u); return u; }
-
-/* c ? a : b as a blend of bits: gcc does not if-convert a floating-point
- * ?: for AVX2 (the compare may trap, -ftrapping-math), but the value of a
- * compare it does vectorise */
-F32_INLINE double sel(int c, double a, double b)
-{
-    uint64_t m = -(uint64_t)c;
-    return bits_to_f64((f64_to_bits(a) & m) | (f64_to_bits(b) & ~m));
-}
 
 /* y = k ln 2 + r, |r| <= ln 2 / 2, for |y| <= 708 (the caller clamps);
  * returns r and 2^k in *scale */

@@ -56,14 +56,7 @@ local function gelu_tanh_ref(x)
   return x / (1 + math.exp(-2 * u))
 end
 
--- the spacing of float32 numbers at |y| (2^-149 among the subnormals)
-local function ulp32(y)
-  y = math.abs(y)
-  if y < 2 ^ -126 then return 2 ^ -149 end
-  local e = math.floor(math.log(y, 2))
-  if 2 ^ e > y then e = e - 1 elseif 2 ^ (e + 1) <= y then e = e + 1 end
-  return 2 ^ (e - 23)
-end
+local ulp32 = h.ulp32
 
 -- the largest error of got against ref(x) in float32 ulps of the reference;
 -- errors below floor count as none (near a zero of the function, where

@@ -272,4 +272,14 @@ function M.ref_mm(A, B, m, k, n)
   return C, S
 end
 
+-- the spacing of float32 numbers at |y| (2^-149 among the subnormals): the
+-- unit of the float32 error measures (gelu_spec, unary_accuracy_spec)
+function M.ulp32(y)
+  y = math.abs(y)
+  if y < 2 ^ -126 then return 2 ^ -149 end
+  local e = math.floor(math.log(y, 2))
+  if 2 ^ e > y then e = e - 1 elseif 2 ^ (e + 1) <= y then e = e + 1 end
+  return 2 ^ (e - 23)
+end
+
 return M

@@ -14,14 +14,7 @@ local BAR = 1.0
 -- x rounded to float32
 local function f32(x) return (string.unpack("<f", string.pack("<f", x))) end
 
--- the spacing of float32 numbers at |y| (2^-149 among the subnormals)
-local function ulp32(y)
-  y = math.abs(y)
-  if y < 2 ^ -126 then return 2 ^ -149 end
-  local e = math.floor(math.log(y, 2))
-  if 2 ^ e > y then e = e - 1 elseif 2 ^ (e + 1) <= y then e = e + 1 end
-  return 2 ^ (e - 23)
-end
+local ulp32 = h.ulp32
 
 -- float64 references without cancellation
 local function expm1_ref(x)
