@@ -3,23 +3,23 @@
  * Loading treats the file as hostile: every number in the header is checked
  * against the real file size before anything is allocated from it, so a
  * corrupted or malicious file gives an error, never a crash or a huge
- * allocation. Saving writes a temporary file and renames it, so a crash
- * mid-save leaves the previous checkpoint intact.
+ * allocation. Saving goes through savefile.h: symbolic links followed, a
+ * temporary file renamed over the target (so a crash mid-save leaves the
+ * previous checkpoint intact), devices and FIFOs written through.
  *
  * Tensor bytes are written and read through host copies (em_to_device), so
  * this file touches data pointers of CPU tensors only. */
 #include "safetensors.h"
 #include "internal.h"
+#include "savefile.h"
 
 #include <cJSON.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -54,23 +54,6 @@ static cJSON *json_int(uint64_t v)
     char buf[24];
     snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
     return cJSON_CreateRaw(buf);
-}
-
-static int write_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-    while (n > 0) {
-        /* stay below the 2 GB a single write() transfers on Linux */
-        size_t chunk = n < ((size_t)1 << 30) ? n : ((size_t)1 << 30);
-        ssize_t w = write(fd, c, chunk);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        c += w;
-        n -= (size_t)w;
-    }
-    return 0;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -181,112 +164,6 @@ fail:
     return NULL;
 }
 
-/* The folder part of path ("." when there is none), in buf. */
-static const char *dir_of(const char *path, char *buf, size_t n)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash) return ".";
-    size_t len = slash == path ? 1 : (size_t)(slash - path);
-    if (len >= n) return NULL;
-    memcpy(buf, path, len);
-    buf[len] = '\0';
-    return buf;
-}
-
-/* Temporary files. A save writes "<path>.tmp.XXXXXX" (mkstemp's six letters
- * and digits) and renames it over path; a writer killed before the rename
- * (kill -9, a crash, a power cut) leaves that file behind, and the next save
- * of the same path removes it.
- *
- * Which leftovers may go: only those whose writer is gone, since two
- * processes may save the same path at once (the later rename wins; neither
- * may break the other's save). The writer holds an flock on its temporary
- * file from creation to rename, and the kernel drops the lock when the
- * process dies, however it dies; a cleaner removes a file only when it can
- * take that lock itself (without waiting). A pid in the name was the
- * alternative, but a pid says nothing across pid namespaces (containers) or
- * hosts sharing a file system, and pids are reused; a lock answers exactly
- * "is someone still writing this", and Linux NFS carries flock to the server.
- *
- * Two races are closed:
- *  - a cleaner can lock a file a writer has just created and not yet locked:
- *    it removes it, so the writer, once it holds its lock, checks that its
- *    file still has a name (st_nlink > 0) and makes a new one if not;
- *  - a cleaner may open a file by name just before its writer renames it
- *    away and exits: after taking the lock it checks that the name still
- *    leads to the file it locked before removing anything.
- * Where the file system has no locks (flock fails with anything but "would
- * block"), the writer goes on unlocked and cleaners remove nothing there. */
-#define TEMP_SUFFIX ".tmp.XXXXXX"
-#define TEMP_LETTERS 6
-
-static bool temp_name_of(const char *name, const char *base, size_t blen)
-{
-    static const char tag[] = ".tmp.";
-    if (strlen(name) != blen + sizeof tag - 1 + TEMP_LETTERS) return false;
-    if (memcmp(name, base, blen) != 0 || memcmp(name + blen, tag, sizeof tag - 1) != 0) return false;
-    for (const char *p = name + blen + sizeof tag - 1; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) return false;
-    return true;
-}
-
-/* Removes the temporary files of earlier saves of path whose writers are
- * gone (see above). Best effort: a folder that cannot be read or a file that
- * cannot be removed is left as it is, and the save goes on. */
-static void remove_stale_temps(const char *path)
-{
-    char dbuf[4096];
-    const char *dir = dir_of(path, dbuf, sizeof dbuf);
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
-    size_t blen = strlen(base);
-    if (!dir || blen == 0) return;
-    DIR *d = opendir(dir);
-    if (!d) return;
-    int dfd = dirfd(d);
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (!temp_name_of(e->d_name, base, blen)) continue;
-        int fd = openat(dfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        if (fd < 0) continue;
-        struct stat held, named;
-        if (fstat(fd, &held) == 0 && S_ISREG(held.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
-            fstatat(dfd, e->d_name, &named, AT_SYMLINK_NOFOLLOW) == 0 && named.st_dev == held.st_dev &&
-            named.st_ino == held.st_ino)
-            unlinkat(dfd, e->d_name, 0);
-        close(fd);   /* drops the lock */
-    }
-    closedir(d);
-}
-
-/* Creates and locks a new temporary file beside path; its name goes to tmp
- * (strlen(path) + sizeof TEMP_SUFFIX bytes). Returns the descriptor, or -1
- * with errno set. */
-static int create_temp(const char *path, char *tmp)
-{
-    size_t plen = strlen(path);
-    for (int attempt = 0; attempt < 100; attempt++) {
-        memcpy(tmp, path, plen);
-        memcpy(tmp + plen, TEMP_SUFFIX, sizeof TEMP_SUFFIX);
-        int fd = mkostemp(tmp, O_CLOEXEC);
-        if (fd < 0) return -1;
-        int rc;
-        while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR) {}
-        struct stat st;
-        if (fstat(fd, &st) != 0) {
-            int e = errno;
-            close(fd);
-            unlink(tmp);
-            errno = e;
-            return -1;
-        }
-        if (st.st_nlink > 0) return fd;   /* locked (or no locks here) and still named */
-        close(fd);                        /* a cleaner took it before we locked it */
-    }
-    errno = EAGAIN;
-    return -1;
-}
-
 int em_save_safetensors(const char *path, const char *const *names, em_tensor *const *tensors, int n,
                         const char *const *meta_keys, const char *const *meta_values, int nmeta)
 {
@@ -295,82 +172,29 @@ int em_save_safetensors(const char *path, const char *const *names, em_tensor *c
     size_t hlen = 0;
     char *hdr = build_header(path, names, tensors, n, meta_keys, meta_values, nmeta, &hlen);
     if (!hdr) return -1;
-
-    remove_stale_temps(path);
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + sizeof TEMP_SUFFIX);
-    if (!tmp) { free(hdr); return em_set_error("save: %s: out of memory", path); }
-    int fd = create_temp(path, tmp);
-    if (fd < 0) {
-        int e = errno;
-        free(hdr);
-        free(tmp);
-        return em_set_error("save: %s: cannot create a temporary file beside it: %s", path, strerror(e));
-    }
-    /* the lock lives as long as any descriptor of this open file: lockfd
-     * keeps it while fd is closed (close reports late write errors, as on
-     * NFS) and until the rename is done */
-    int lockfd = -1;
-    /* mkstemp makes the file 0600; give it the mode a plain fopen would */
-    mode_t mask = umask(0);
-    umask(mask);
-    const char *what = "write";
-    int err = 0;
-    if (fchmod(fd, 0666 & ~mask) != 0) { what = "chmod"; err = errno; goto fail; }
-    if (write_all(fd, hdr, hlen) != 0) { err = errno; goto fail; }
-    for (int i = 0; i < n; i++) {
+    em_savefile f;
+    if (em_savefile_open(&f, "save", path, 0) != 0) { free(hdr); return -1; }
+    int rc = em_savefile_write(&f, hdr, hlen);
+    free(hdr);
+    for (int i = 0; i < n && rc == 0; i++) {
         em_tensor *h = em_to_device(tensors[i], HOST);
         em_tensor *c = h ? em_contiguous(h) : NULL;
         em_release(h);
         if (!c) {
             char msg[512];
             snprintf(msg, sizeof msg, "%s", em_error());
-            em_set_error("save: %s: tensor \"%s\": %s", path, names[i], msg);
-            unlink(tmp);
-            close(fd);
-            free(hdr);
-            free(tmp);
-            return -1;
+            rc = em_set_error("save: %s: tensor \"%s\": %s", path, names[i], msg);
+            break;
         }
         size_t nbytes = (size_t)em_numel(c) * em_dtype_size(c->dtype);
-        int rc = nbytes ? write_all(fd, em_data_ptr(c), nbytes) : 0;
-        err = errno;
+        rc = nbytes ? em_savefile_write(&f, em_data_ptr(c), nbytes) : 0;
         em_release(c);
-        if (rc != 0) goto fail;
     }
-    if (fsync(fd) != 0) { what = "fsync"; err = errno; goto fail; }
-    lockfd = dup(fd);
-    if (lockfd < 0) { what = "dup"; err = errno; goto fail; }
-    if (close(fd) != 0) { fd = -1; what = "close"; err = errno; goto fail; }
-    fd = -1;
-    if (rename(tmp, path) != 0) { what = "rename"; err = errno; goto fail; }
-    close(lockfd);
-    free(hdr);
-    free(tmp);
-
-    /* the rename itself is durable only once the folder is synced */
-    char dbuf[4096];
-    const char *dir = dir_of(path, dbuf, sizeof dbuf);
-    if (dir) {
-        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0) {
-            int rc = fsync(dfd);
-            int e = errno;
-            close(dfd);
-            /* some file systems cannot sync a folder (EINVAL): nothing to do there */
-            if (rc != 0 && e != EINVAL && e != ENOTSUP)
-                return em_set_error("save: %s: fsync of folder %s: %s", path, dir, strerror(e));
-        }
+    if (rc != 0) {
+        em_savefile_abort(&f);
+        return -1;
     }
-    return 0;
-fail:
-    /* removed while still locked, so no cleaner races this */
-    unlink(tmp);
-    if (fd >= 0) close(fd);
-    if (lockfd >= 0) close(lockfd);
-    free(hdr);
-    free(tmp);
-    return em_set_error("save: %s: %s failed: %s", path, what, strerror(err));
+    return em_savefile_commit(&f);
 }
 
 /* ---- loading -------------------------------------------------------------- */

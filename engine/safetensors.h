@@ -22,13 +22,12 @@
  * binding does). Tensors on other devices are copied to the host,
  * non-contiguous ones made contiguous.
  *
- * The write is atomic: the bytes go to a temporary file "<path>.tmp.XXXXXX"
- * in the same folder, which is fsynced, renamed over path, and then the
- * folder is fsynced. A process killed mid-write leaves path as it was and
- * its temporary file behind; the next save of the same path removes such
- * leftovers (only files named exactly so, and only when no live process is
- * writing them: writers hold an flock on their temporary file, see
- * safetensors.c). On an error the temporary file is removed.
+ * The file is written as savefile.h says: symbolic links followed, a
+ * temporary file "<target>.tmp.XXXXXX" beside the target fsynced and renamed
+ * over it (a killed save leaves the old file whole; leftovers of killed
+ * saves are removed by the next save of the same target), character devices
+ * and FIFOs written through, directories refused. On an error the target is
+ * as it was and no temporary file is left.
  * Returns 0, or -1 with an error "save: <path>: ...". */
 int em_save_safetensors(const char *path, const char *const *names, em_tensor *const *tensors, int n,
                         const char *const *meta_keys, const char *const *meta_values, int nmeta);

@@ -259,6 +259,143 @@ describe("atomic save", function()
   end)
 end)
 
+-- A shell test on a path: test -L (a link), -c (a character device), -p (a FIFO), -f.
+local function is(flag, p) return os.execute("test " .. flag .. " '" .. p .. "'") == true end
+
+-- Bytes of one whole save of {w = ones(n) * v}.
+local function check_whole(p, n, v)
+  local got = ember.load(p)
+  assert.are.equal(n, got.w:numel())
+  assert.are.equal(v, got.w:min():item())
+  assert.are.equal(v, got.w:max():item())
+end
+
+describe("what a save writes to", function()
+  it("a link: its target is written and the link stays a link", function()
+    local far = path("far")
+    assert(os.execute("mkdir -p " .. far))
+    local target = far .. "/model.safetensors"
+    ember.save(target, {w = ember.ones(2)})
+    local link = path("model-link.safetensors")
+    assert(os.execute("ln -sfn " .. target .. " " .. link))
+    ember.save(link, {w = ember.full({3}, 7)})
+    assert.is_true(is("-L", link))
+    check_whole(target, 3, 7)
+    check_whole(link, 3, 7)
+    -- a relative link through a chain of links, and one whose target does not exist yet
+    local rel = path("rel.safetensors")
+    assert(os.execute("ln -sfn far/model.safetensors " .. rel))
+    local chain = path("chain.safetensors")
+    assert(os.execute("ln -sfn rel.safetensors " .. chain))
+    ember.save(chain, {w = ember.full({4}, 8)})
+    assert.is_true(is("-L", chain) and is("-L", rel))
+    check_whole(target, 4, 8)
+    local dangling = path("dangling.safetensors")
+    assert(os.execute("ln -sfn far/new.safetensors " .. dangling))
+    ember.save(dangling, {w = ember.full({1}, 9)})
+    assert.is_true(is("-L", dangling))
+    check_whole(far .. "/new.safetensors", 1, 9)
+    -- save_checkpoint goes the same way
+    local m = ember.nn.Linear(2, 1)
+    ember.save_checkpoint(link, {model = m, epoch = 4})
+    assert.is_true(is("-L", link))
+    assert.are.equal(4, ember.load_checkpoint(target, {model = ember.nn.Linear(2, 1)}).epoch)
+    assert.are.equal(0, temp_files())
+    local ls = io.popen("ls -a " .. far)
+    for name in ls:lines() do assert.is_nil(name:find(".tmp.", 1, true), name) end
+    ls:close()
+    os.execute("rm -rf " .. far .. " " .. link .. " " .. rel .. " " .. chain .. " " .. dangling)
+  end)
+
+  it("a loop of links, a directory and a link to one are refused", function()
+    local a, b = path("loop-a"), path("loop-b")
+    assert(os.execute("ln -sfn loop-b " .. a .. " && ln -sfn loop-a " .. b))
+    H.has(H.err(ember.save, a, {w = ember.ones(1)}), "save: " .. a .. ": following the link")
+    H.has(H.err(ember.save, a, {w = ember.ones(1)}), "Too many levels of symbolic links")
+    os.remove(a)
+    os.remove(b)
+    H.has(H.err(ember.save, dir, {w = ember.ones(1)}), "save: " .. dir .. ": is a directory")
+    local sub = path("sub")
+    assert(os.execute("mkdir -p " .. sub))
+    local l = path("dir-link")
+    assert(os.execute("ln -sfn sub " .. l))
+    H.has(H.err(ember.save, l, {w = ember.ones(1)}), "save: " .. l .. ": a link to " .. sub .. ", which is a directory")
+    assert.is_true(is("-L", l) and is("-d", sub))
+    os.execute("rm -rf " .. sub .. " " .. l)
+    assert.are.equal(0, temp_files())
+  end)
+
+  it("a character device or a FIFO is written through, never replaced", function()
+    -- device nodes of our own (null and full), so that a save that replaced
+    -- the node would not take /dev/null away from the machine; mknod needs root
+    local null, full = path("null"), path("full")
+    if os.execute("mknod " .. null .. " c 1 3 2>/dev/null && mknod " .. full .. " c 1 7") then
+      -- through links too: the node stays what it was
+      local l = path("null-link")
+      assert(os.execute("ln -sfn null " .. l))
+      ember.save(l, {w = ember.ones(2)})
+      ember.save(null, {w = ember.ones(2)})
+      assert.is_true(is("-c", null) and is("-L", l))
+      H.has(H.err(ember.save, full, {w = ember.ones(2)}), "save: " .. full .. ": write failed: No space left on device")
+      assert.is_true(is("-c", full))
+      os.execute("rm -f " .. null .. " " .. full .. " " .. l)
+    end
+    -- a FIFO: a reader gets the whole file (the save waits for it, as torch.save does)
+    local fifo, out = path("pipe.safetensors"), path("from-pipe.safetensors")
+    assert(os.execute("mkfifo " .. fifo))
+    assert(os.execute("cat " .. fifo .. " > " .. out .. " &"))
+    ember.save(fifo, {w = ember.full({5}, 3)})
+    assert.is_true(is("-p", fifo))
+    local deadline = os.time() + 10
+    while not pcall(check_whole, out, 5, 3) and os.time() < deadline do os.execute("sleep 0.01") end
+    check_whole(out, 5, 3)
+    os.remove(fifo)
+    os.remove(out)
+    assert.are.equal(0, temp_files())
+  end)
+
+  -- A save is killed with SIGKILL at random moments, again and again: the
+  -- file is always one whole save, and at most the rare kill that lands in
+  -- the microseconds between naming the finished temporary file and renaming
+  -- it leaves one (the next save removes it). Before the temporary file was
+  -- unnamed while written, nearly every kill left one.
+  it("a save killed at random moments leaves no temporary file behind", function()
+    local p = path("killed.safetensors")
+    local child, ready = path("saver.lua"), path("saver.ready")
+    write_file(child, string.format([[
+      local ember = require "ember"
+      local i = 1
+      ember.save(%q, {w = ember.full({1 << 16}, i)})
+      io.open(%q, "w"):close()
+      while true do i = i + 1; ember.save(%q, {w = ember.full({1 << 16}, i)}) end
+    ]], p, ready, p))
+    local script = path("kill.sh")
+    write_file(script, string.format([[
+      rm -f %q
+      %s %q & pid=$!
+      while [ ! -e %q ] && kill -0 $pid 2>/dev/null; do sleep 0.002; done
+      sleep 0.0$((RANDOM %% 4 + 1))
+      kill -9 $pid; wait $pid 2>/dev/null
+      ls %q.tmp.* 2>/dev/null | wc -l
+    ]], ready, runner(), child, ready, p))
+    local kills, left = 20, 0
+    for _ = 1, kills do
+      local pipe = io.popen("bash " .. script)
+      local n = tonumber(pipe:read("a"))
+      pipe:close()
+      if n > 0 then
+        left = left + 1
+        os.execute("rm -f " .. p .. ".tmp.*")
+      end
+      local got = ember.load(p)          -- whole: one save's values, never a mix
+      assert.are.equal(got.w:min():item(), got.w:max():item())
+    end
+    assert.is_true(left <= 1, left .. " of " .. kills .. " kills left a temporary file")
+    ember.save(p, {w = ember.ones(1)})
+    assert.are.equal(0, temp_files())
+  end)
+end)
+
 describe("hostile files", function()
   local hostile = require "hostile"
 
