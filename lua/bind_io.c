@@ -20,16 +20,6 @@
 /* deeper nesting than any real state dict: most likely a table cycle */
 #define MAX_DEPTH 64
 
-static const char *check_path(lua_State *L, int idx, const char *op)
-{
-    if (lua_type(L, idx) != LUA_TSTRING) return emlua_typeerror(L, idx, op, "a file name (string)"), NULL;
-    size_t len;
-    const char *s = lua_tolstring(L, idx, &len);
-    if (len == 0) emlua_argerror(L, idx, op, "empty file name");
-    if (strlen(s) != len) emlua_argerror(L, idx, op, "file name contains a zero byte");
-    return s;
-}
-
 /* Adds the tensors of the table at `src` to the flat table at `dst`, each
  * under prefix + key. The prefix string is at the top of the stack (or
  * absent when has_prefix is false). */
@@ -86,7 +76,7 @@ static int cmp_names(const void *a, const void *b)
 static int l_save(lua_State *L)
 {
     const char *op = "save";
-    const char *path = check_path(L, 1, op);
+    const char *path = emlua_check_path(L, 1, op);
     if (lua_type(L, 2) != LUA_TTABLE || emlua_test(L, 2))
         return emlua_typeerror(L, 2, op, "a table of tensors (name -> tensor)");
     int opts = 0;
@@ -174,7 +164,7 @@ static int box_gc(lua_State *L)
 static int l_load(lua_State *L)
 {
     const char *op = "load";
-    const char *path = check_path(L, 1, op);
+    const char *path = emlua_check_path(L, 1, op);
     int opts = 0;
     if (!lua_isnoneornil(L, 2)) {
         if (lua_type(L, 2) != LUA_TTABLE || emlua_test(L, 2))

@@ -42,6 +42,9 @@ void emlua_set_interrupt(bool on);
 int emlua_argerror(lua_State *L, int arg, const char *op, const char *fmt, ...);
 /* "expected <what>, got <typename>" */
 int emlua_typeerror(lua_State *L, int arg, const char *op, const char *what);
+/* A file name argument: a non-empty string without zero bytes (the C name
+ * would end at one: another file than the one named); raises otherwise. */
+const char *emlua_check_path(lua_State *L, int idx, const char *op);
 
 /* A tensor, or a number turned into a 0-d "wrapped number" tensor on the
  * device of `like` (may be NULL: CPU). Returns a new reference. */

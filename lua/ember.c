@@ -65,6 +65,44 @@ int emlua_typeerror(lua_State *L, int arg, const char *op, const char *what)
     return emlua_argerror(L, arg, op, "expected %s, got %s", what, got);
 }
 
+/* ---- file names ----------------------------------------------------------- */
+
+/* A C file name ends at its first zero byte, so a Lua string "dir/a\0b"
+ * given to open() names "dir/a": a path holding one is refused wherever
+ * ember takes a path (through these two functions, from C and from Lua). */
+static bool path_problem(lua_State *L, int idx)
+{
+    size_t len;
+    const char *s = lua_tolstring(L, idx, &len);
+    size_t at = strlen(s);
+    if (at == len) return false;
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    lua_pushfstring(L, "file name contains a zero byte (at byte %d; the system would take it as \"", (int)at + 1);
+    luaL_addvalue(&b);
+    luaL_addlstring(&b, s, at < 200 ? at : 200);
+    luaL_addstring(&b, at < 200 ? "\")" : "...\")");
+    luaL_pushresult(&b);
+    return true;
+}
+
+const char *emlua_check_path(lua_State *L, int idx, const char *op)
+{
+    if (lua_type(L, idx) != LUA_TSTRING) return emlua_typeerror(L, idx, op, "a file path (string)"), NULL;
+    if (lua_rawlen(L, idx) == 0) emlua_argerror(L, idx, op, "empty file name");
+    if (path_problem(L, idx)) emlua_argerror(L, idx, op, "%s", lua_tostring(L, -1));
+    return lua_tostring(L, idx);
+}
+
+/* ember._path_problem(s): nil for a string fit to be a file name, else what
+ * is wrong with it (for the Lua modules: ember.errors.check_path) */
+static int l_path_problem(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TSTRING);
+    if (!path_problem(L, 1)) lua_pushnil(L);
+    return 1;
+}
+
 /* ---- tensors -------------------------------------------------------------- */
 
 /* A tensor's userdata: the engine's tensor (NULL once closed by <close> or
@@ -689,5 +727,7 @@ int luaopen_ember(lua_State *L)
     emlua_open_distributed(L);
     emlua_open_monitor(L);
     emlua_open_tensorboard(L);
+    lua_pushcfunction(L, l_path_problem);
+    lua_setfield(L, -2, "_path_problem");
     return 1;
 }

@@ -111,6 +111,7 @@ local function check_path(op, path)
   if type(path) ~= "string" or path == "" then
     fail("%s: argument 1: expected a path (a non-empty string), got %s", op, describe(path))
   end
+  require("ember.errors").check_path(op, "argument 1", path)
 end
 
 local function copy_prefixed(into, prefix, from)

@@ -469,6 +469,7 @@ function data.fashion_mnist(root)
   if root ~= nil and type(root) ~= "string" then
     error("fashion_mnist: argument 1: expected a folder path, got " .. type(root), 2)
   end
+  if root ~= nil then require("ember.errors").check_path("fashion_mnist", "argument 1", root) end
   root = (root or data.fashion_mnist_root):gsub("/+$", "")
   return {train = read_split(root, "train", 60000), test = read_split(root, "t10k", 10000)}
 end

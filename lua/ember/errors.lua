@@ -40,4 +40,14 @@ function M.raisef(fmt, ...)
   error(string.format(fmt, ...), M.user_level())
 end
 
+--- errors.check_path(op, what, path) raises "<op>: <what>: file name
+-- contains a zero byte ..." when the string path cannot name a file as
+-- given (a C file name ends at a zero byte: "dir/a\0b" would be "dir/a").
+-- The check itself is the binding's, ember._path_problem, which ember.save
+-- and the other C functions taking a path share.
+function M.check_path(op, what, path)
+  local problem = require("ember")._path_problem(path)
+  if problem then M.raise(string.format("%s: %s: %s", op, what, problem)) end
+end
+
 return M

@@ -793,6 +793,7 @@ function Figure:save(path, opts)
   check_open(self, op)
   opts = check_options(opts, op)
   if type(path) ~= "string" or path == "" then error(op .. ": expected a file name", 0) end
+  require("ember.errors").check_path(op, "argument 1", path)
   local ext = (path:match("%.(%w+)$") or ""):lower()
   local kind = FILE_TERMINALS[ext]
   if not kind then
@@ -1030,6 +1031,7 @@ end
 
 -- live:save(path [, opts]): the whole run to a file (as fig:save)
 function Live:save(path, opts)
+  if type(path) == "string" then require("ember.errors").check_path("plot.Live:save", "argument 1", path) end
   rebuild(self)
   self.fig:save(path, opts)
   return self

@@ -270,6 +270,43 @@ local function check_whole(p, n, v)
   assert.are.equal(v, got.w:max():item())
 end
 
+-- A C file name ends at a zero byte: "dir/a\0b" must be refused, never
+-- taken as "dir/a" (SummaryWriter made that folder).
+describe("a path with a zero byte", function()
+  it("is refused by every function that takes a path, and nothing is created", function()
+    local tb = require "ember.utils.tensorboard"
+    local bad = path("a\0b")
+    local w = tb.SummaryWriter(path("tb-ok"))
+    local calls = {
+      {"save: argument 1", function() ember.save(bad, {w = ember.ones(1)}) end},
+      {"load: argument 1", function() ember.load(bad) end},
+      {"read_idx: argument 1", function() ember.read_idx(bad) end},
+      {"save_checkpoint: argument 1", function() ember.save_checkpoint(bad, {epoch = 1}) end},
+      {"load_checkpoint: argument 1", function() ember.load_checkpoint(bad) end},
+      {"fashion_mnist: argument 1", function() ember.data.fashion_mnist(bad) end},
+      {"SummaryWriter: log_dir", function() tb.SummaryWriter(bad) end},
+      {"SummaryWriter: log_dir", function() tb.SummaryWriter({log_dir = bad}) end},
+      {"SummaryWriter: filename_suffix", function() tb.SummaryWriter(path("tb"), {filename_suffix = "x\0y"}) end},
+      {"SummaryWriter:add_scalars: main_tag", function() w:add_scalars("m\0n", {a = 1}) end},
+      {"SummaryWriter:add_scalars: a key of tag_scalar_dict", function() w:add_scalars("m", {["a\0b"] = 1}) end},
+      {"SummaryWriter:add_hparams: run_name", function() w:add_hparams({lr = 1}, {loss = 2}, {run_name = "r\0s"}) end},
+      {"plot.Figure:save: argument 1", function() ember.plot.figure():save(bad .. ".png") end},
+      {"plot.Live:save: argument 1", function() ember.plot.live():save(bad .. ".txt") end},
+    }
+    for _, c in ipairs(calls) do
+      local e = H.err(c[2])
+      H.has(e, c[1] .. ": file name contains a zero byte (at byte ")
+    end
+    H.has(H.err(ember.save, bad, {}), string.format('zero byte (at byte %d; the system would take it as "%s")', #dir + 3,
+                                                   path("a")))
+    w:close()
+    for _, name in ipairs({"a", "tb", "tb-ok/m_a", "tb-ok/m_a\0b", "tb-ok/r"}) do
+      if not name:find("\0", 1, true) then assert.is_false(exists(path(name)), name) end
+    end
+    os.execute("rm -rf " .. path("tb-ok"))
+  end)
+end)
+
 describe("what a save writes to", function()
   it("a link: its target is written and the link stays a link", function()
     local far = path("far")

@@ -236,6 +236,8 @@ local function new_summary_writer(...)
   end
   local suffix = o.filename_suffix or ""
   if type(suffix) ~= "string" then raisef("%s: filename_suffix must be a string, got %s", op, type(suffix)) end
+  errors.check_path(op, "log_dir", log_dir)   -- a comment is part of the default one
+  errors.check_path(op, "filename_suffix", suffix)
   local self = setmetatable({
     log_dir = log_dir,
     purge_step = o.purge_step ~= nil and check_step(op, o.purge_step) or nil,
@@ -312,8 +314,11 @@ function SummaryWriter:add_scalars(main_tag, tag_scalar_dict, ...)
     raisef("%s: tag_scalar_dict must be a table of tag = value, got %s", op, type(tag_scalar_dict))
   end
   local values = {}
+  -- each tag is written to a folder named after main_tag and the tag
+  errors.check_path(op, "main_tag", main_tag)
   for _, tag in ipairs(sorted_keys(tag_scalar_dict)) do
     check_tag(op, tag, "a key of tag_scalar_dict")
+    errors.check_path(op, "a key of tag_scalar_dict", tag)
     values[tag] = check_scalar(op, "tag_scalar_dict." .. tag, tag_scalar_dict[tag])
   end
   local logdir = self:_get_file_writer(op).log_dir
@@ -602,6 +607,7 @@ function SummaryWriter:add_hparams(hparam_dict, metric_dict, ...)
   local run_name = o.run_name
   if run_name == nil or run_name == "" then run_name = string.format("%.6f", C.time()) end
   if type(run_name) ~= "string" then raisef("%s: run_name must be a string, got %s", op, type(run_name)) end
+  errors.check_path(op, "run_name", run_name)
   local w <close> = SummaryWriter(self:_get_file_writer(op).log_dir .. "/" .. run_name,
                                   {max_queue = self.max_queue, flush_secs = self.flush_secs})
   local now = C.time()
