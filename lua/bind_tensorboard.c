@@ -1,12 +1,14 @@
 /* bind_tensorboard.c — the C half of ember.utils.tensorboard
  * (lua/ember/utils/tensorboard.lua), as the private table ember._tensorboard:
  * the TFRecord framing of event files (length and data each followed by a
- * masked CRC32C), a PNG encoder for add_image, the bucket counts of
+ * masked CRC32C), the event file handle that never leaves a broken record
+ * at the end of a file, a PNG encoder for add_image, the bucket counts of
  * add_histogram, and the few system facts an event file's name needs.
  * The protobuf messages themselves are built in Lua (string.pack). */
 #include "binding.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +92,111 @@ static int l_record(lua_State *L)
     luaL_addlstring(&b, (const char *)tail, 4);
     luaL_pushresult(&b);
     return 1;
+}
+
+/* An event file: written with write(2), no stdio buffer, so that the file
+ * size after each call is known. A write that fails midway (disk full, a
+ * file size limit) would leave half a record, and TensorBoard's reader stops
+ * reading a file at its first broken record: every later record would be
+ * lost though written. So a failed write truncates the file back to the end
+ * of its last complete record; where that fails too (a device, a file system
+ * that refuses), the handle is marked broken and the writer starts a new
+ * event file (lua/ember/utils/tensorboard.lua). */
+#define EVENTS_MT "ember.tensorboard.EventFile"
+
+typedef struct event_file {
+    int fd;
+    off_t good;       /* the end of the last complete record */
+    bool broken;      /* ends in a partial record that could not be cut off */
+} event_file;
+
+static event_file *check_events(lua_State *L)
+{
+    event_file *f = luaL_checkudata(L, 1, EVENTS_MT);
+    if (f->fd < 0) luaL_error(L, "tensorboard: the event file is closed");
+    return f;
+}
+
+/* _tensorboard.open_events(path) -> handle | nil, message */
+static int l_open_events(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    event_file *f = lua_newuserdatauv(L, sizeof *f, 0);
+    f->fd = -1;
+    f->good = 0;
+    f->broken = false;
+    luaL_setmetatable(L, EVENTS_MT);
+    do f->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOCTTY | O_CLOEXEC, 0666);
+    while (f->fd < 0 && errno == EINTR);
+    if (f->fd < 0) {
+        lua_pushnil(L);
+        lua_pushfstring(L, "%s: %s", path, strerror(errno));
+        return 2;
+    }
+    return 1;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* ef:write(records) -> n | n, message, broken: writes the framed records of
+ * the list in order; on a failure, n records were written whole and the file
+ * ends after them (unless broken: it could not be cut back). */
+static int l_events_write(lua_State *L)
+{
+    event_file *f = check_events(L);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    if (f->broken) return luaL_error(L, "tensorboard: the event file ends in a broken record");
+    lua_Integer n = luaL_len(L, 2);
+    for (lua_Integer i = 1; i <= n; i++) {
+        lua_geti(L, 2, i);
+        size_t len;
+        const char *rec = luaL_checklstring(L, -1, &len);
+        if (write_all(f->fd, rec, len) != 0) {
+            int e = errno;
+            f->broken = ftruncate(f->fd, f->good) != 0 || lseek(f->fd, f->good, SEEK_SET) != f->good;
+            lua_pushinteger(L, i - 1);
+            lua_pushstring(L, strerror(e));
+            lua_pushboolean(L, f->broken);
+            return 3;
+        }
+        f->good += (off_t)len;
+        lua_pop(L, 1);
+    }
+    lua_pushinteger(L, n);
+    return 1;
+}
+
+/* ef:close() -> true | nil, message */
+static int l_events_close(lua_State *L)
+{
+    event_file *f = luaL_checkudata(L, 1, EVENTS_MT);
+    int fd = f->fd;
+    f->fd = -1;
+    if (fd >= 0 && close(fd) != 0) {
+        lua_pushnil(L);
+        lua_pushstring(L, strerror(errno));
+        return 2;
+    }
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static int l_events_gc(lua_State *L)
+{
+    event_file *f = luaL_checkudata(L, 1, EVENTS_MT);
+    if (f->fd >= 0) close(f->fd);
+    f->fd = -1;
+    return 0;
 }
 
 /* A CPU, contiguous copy (or the tensor itself) of t in dtype d: a new
@@ -294,8 +401,19 @@ void emlua_open_tensorboard(lua_State *L)
         {"record", l_record},       {"png", l_png},
         {"histogram", l_histogram}, {"makedirs", l_makedirs},
         {"time", l_time},           {"hostname", l_hostname},
-        {"getpid", l_getpid},       {NULL, NULL},
+        {"getpid", l_getpid},       {"open_events", l_open_events},
+        {NULL, NULL},
     };
+    static const luaL_Reg events_methods[] = {
+        {"write", l_events_write}, {"close", l_events_close}, {NULL, NULL},
+    };
+    if (luaL_newmetatable(L, EVENTS_MT)) {
+        luaL_newlib(L, events_methods);
+        lua_setfield(L, -2, "__index");
+        lua_pushcfunction(L, l_events_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_pop(L, 1);
     luaL_newlib(L, functions);
     lua_setfield(L, -2, "_tensorboard");
 }

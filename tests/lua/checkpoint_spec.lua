@@ -209,14 +209,7 @@ describe("checkpoints", function()
   end)
 end)
 
--- The command that runs a Lua script with ember: the executable tests/run.sh
--- points EMBER at (the sanitizer build under make asan), else lua5.4.
-local function runner()
-  local e = os.getenv("EMBER")
-  local f = e and io.open(e, "rb")
-  if f then f:close() return e end
-  return "lua5.4"
-end
+local runner = H.runner
 
 describe("a checkpoint save killed with kill -9", function()
   it("leaves the old file whole and no temporary file (or one the next save removes)", function()

@@ -32,6 +32,22 @@ function M.read_file(path)
   return s
 end
 
+-- Whether a file can be opened for reading.
+function M.exists(path)
+  local f = io.open(path, "rb")
+  if f then f:close() end
+  return f ~= nil
+end
+
+-- The command that runs a Lua script with ember in a child process: the
+-- executable tests/run.sh points EMBER at (the sanitizer build under make
+-- asan), else lua5.4 with the same module path.
+function M.runner()
+  local e = os.getenv("EMBER")
+  if e and M.exists(e) then return e end
+  return "lua5.4"
+end
+
 function M.show(v)
   if type(v) ~= "table" then return tostring(v) end
   local parts = {}

@@ -9,11 +9,7 @@ os.remove(dir)
 assert(os.execute("mkdir -p " .. dir))
 local function path(name) return dir .. "/" .. name end
 
-local function exists(p)
-  local f = io.open(p, "rb")
-  if f then f:close() return true end
-  return false
-end
+local exists = H.exists
 
 local function write_file(p, s)
   local f = assert(io.open(p, "wb"))
@@ -202,13 +198,7 @@ describe("errors", function()
   end)
 end)
 
--- The command that runs a Lua script with ember: the shell tests/run.sh
--- points EMBER at, else this interpreter with the same module path.
-local function runner()
-  local e = os.getenv("EMBER")
-  if e and exists(e) then return e end
-  return "lua5.4"
-end
+local runner = H.runner
 
 describe("atomic save", function()
   it("the next save removes leftover temporary files of the same path, and nothing else", function()

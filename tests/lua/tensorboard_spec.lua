@@ -381,23 +381,131 @@ describe("SummaryWriter errors", function()
     H.has(e, "SummaryWriter: cannot create the log folder " .. file .. "/run: " .. file .. ": Not a directory")
   end)
 
-  it("raise on a failed write, naming the file, and keep the queued records", function()
-    local f = io.open("/dev/full", "wb")
-    if not f then
-      pending("no /dev/full")
+  it("raise on a failed write, naming the file, keep the queued records, and go on in a new file", function()
+    -- /dev/full: every write fails (ENOSPC) and, a device, it cannot be cut
+    -- back to its last complete record, so the writer starts a new file.
+    -- Only where it is a character device: opening a missing one would make
+    -- a regular file there.
+    if not os.execute("test -c /dev/full") then
+      pending("no /dev/full character device")
       return
     end
     w:add_scalar("x", 1, 1)
     local fw = w.file_writer
-    local real = fw.file
-    fw.file = f
+    local first = fw.path
+    fw.file:close()
+    fw.file = assert(C.open_events("/dev/full"))
     local e = err_here(function() local r = w:flush(); return r end)
-    H.has(e, "SummaryWriter:flush: cannot write the event file " .. fw.path)
+    H.has(e, "SummaryWriter:flush: cannot write the event file " .. first)
     H.has(e, "No space left on device")
     assert.are.equal(1, #fw.pending)
-    fw.file = real
     w:close()
-    assert.are.equal(2, #read_records(event_files(dir)[1]))
+    local files = event_files(dir)
+    assert.are.equal(2, #files)
+    local second = files[1] == first and files[2] or files[1]
+    assert.are.equal(1, #read_records(first))            -- the version record, written before
+    local recs = read_records(second)                      -- a version record, then the queued scalar
+    assert.are.equal(2, #recs)
+    assert.is_truthy(recs[1]:find("brain.Event:2", 1, true))
+    assert.is_truthy(recs[2]:find("x", 1, true))
+  end)
+end)
+
+local runner, exists = H.runner, H.exists
+
+-- Waits (up to 30 s) for a file to appear.
+local function wait_for(p)
+  local deadline = os.time() + 30
+  while not exists(p) and os.time() < deadline do os.execute("sleep 0.01") end
+  return exists(p)
+end
+
+-- The steps of the scalar events of an event file, in order (the step is
+-- field 2 of an Event, a varint; the version record has none). The
+-- records' framing and CRCs are checked by read_records.
+local function scalar_steps(path)
+  local steps = {}
+  for _, body in ipairs(read_records(path)) do
+    if body:find("loss", 1, true) then
+      -- wall_time: key 0x09 and 8 bytes, then key 0x10 and the step's varint
+      assert.are.equal(0x09, body:byte(1))
+      assert.are.equal(0x10, body:byte(10))
+      local v, shift, pos = 0, 0, 11
+      repeat
+        local b = body:byte(pos)
+        v = v | (b & 0x7F) << shift
+        shift, pos = shift + 7, pos + 1
+      until b < 0x80
+      steps[#steps + 1] = v
+    end
+  end
+  return steps
+end
+
+-- A disk that fills up and frees again, made with a file size limit
+-- (RLIMIT_FSIZE: a write past it fails with EFBIG; SIGXFSZ ignored) in a
+-- child process, lifted from outside (prlimit --pid) once the child has
+-- seen its write fail. No mount needed.
+describe("SummaryWriter on a full disk", function()
+  it("leaves the file ending at its last complete record, and the retry loses nothing", function()
+    if not os.execute("command -v prlimit >/dev/null") then
+      pending("prlimit (util-linux) not installed")
+      return
+    end
+    local dir = tmpdir()
+    assert(os.execute("mkdir -p " .. dir))
+    local logdir, failed, go = dir .. "/run", dir .. "/failed", dir .. "/go"
+    local child = dir .. "/child.lua"
+    local f = assert(io.open(child, "w"))
+    f:write(string.format([[
+      local ember = require "ember"
+      local logdir, failed, go = %q, %q, %q
+      local w = ember.utils.tensorboard.SummaryWriter(logdir, {max_queue = 1000000, flush_secs = 1e9})
+      local errors = 0
+      for step = 1, 300 do
+        w:add_scalar("loss", step * 0.5, step)
+        if step %% 10 == 0 then
+          local ok, err = pcall(w.flush, w)
+          if not ok and errors == 0 then
+            errors = 1
+            local m = io.open(failed, "w")
+            m:write(tostring(err))
+            m:close()
+            -- the parent checks the file and lifts the limit
+            local deadline = os.time() + 30
+            while not io.open(go) and os.time() < deadline do os.execute("sleep 0.01") end
+          end
+        end
+      end
+      w:close()
+      io.write("done ", errors)
+    ]], logdir, failed, go))
     f:close()
+    local pipe = io.popen(string.format("sh -c 'trap \"\" XFSZ; echo $$; exec prlimit --fsize=4096:unlimited %s %s'",
+                                        runner(), child))
+    local pid = assert(tonumber(pipe:read("l")))
+    local saw = wait_for(failed)
+    local files = event_files(logdir)
+    local during_ok, during = false, nil
+    if saw then
+      during_ok, during = pcall(scalar_steps, files[1])
+      os.execute("prlimit --pid " .. pid .. " --fsize=unlimited:unlimited")
+    end
+    io.open(go, "w"):close()
+    local out = pipe:read("a")
+    pipe:close()
+    assert.is_true(saw, "the child's write never failed: " .. out)
+    H.has(H.read_file(failed), "cannot write the event file " .. files[1] .. ": File too large")
+    assert.are.equal("done 1", out)
+    -- while the disk was full: whole records only, the first steps in order
+    assert.is_true(during_ok, "the file ended in a broken record: " .. tostring(during))
+    assert.is_true(#during > 0 and #during < 300)
+    for i, s in ipairs(during) do assert.are.equal(i, s) end
+    -- after: every step once, in order, in the one file
+    assert.are.same({files[1]}, event_files(logdir))
+    local steps = scalar_steps(files[1])
+    assert.are.equal(300, #steps)
+    for i, s in ipairs(steps) do assert.are.equal(i, s) end
+    rm_rf(dir)
   end)
 end)

@@ -169,18 +169,25 @@ local uid = 0   -- numbers the files of this process, as TensorBoard's writer do
 local FileWriter = {}
 FileWriter.__index = FileWriter
 
+-- A new event file in fw.log_dir; its first record, the file format's
+-- version (as every TensorBoard writer starts), goes before what is queued.
+local function open_event_file(op, fw)
+  local name = string.format("%s/events.out.tfevents.%010d.%s.%d.%d%s", fw.log_dir, math.floor(C.time()),
+                             C.hostname(), C.getpid(), uid, fw.filename_suffix)
+  uid = uid + 1
+  local file, ferr = C.open_events(name)
+  if not file then raisef("%s: cannot create the event file %s", op, ferr) end
+  fw.path, fw.file = name, file
+  local version = event(C.time(), nil, pb_bytes(3, "brain.Event:2") .. pb_bytes(10, pb_bytes(1, "ember.utils.tensorboard")))
+  table.insert(fw.pending, 1, C.record(version))
+end
+
 local function new_file_writer(op, log_dir, w)
   local ok, err = C.makedirs(log_dir)
   if not ok then raisef("%s: cannot create the log folder %s: %s", op, log_dir, err) end
-  local name = string.format("%s/events.out.tfevents.%010d.%s.%d.%d%s", log_dir, math.floor(C.time()),
-                             C.hostname(), C.getpid(), uid, w.filename_suffix)
-  uid = uid + 1
-  local file, ferr = io.open(name, "wb")
-  if not file then raisef("%s: cannot create the event file %s", op, ferr) end
-  local fw = setmetatable({log_dir = log_dir, path = name, file = file, pending = {}, max_queue = w.max_queue,
-                           flush_secs = w.flush_secs, last_flush = C.time()}, FileWriter)
-  -- the first record: the file format's version, as every TensorBoard writer starts
-  fw:add(op, event(C.time(), nil, pb_bytes(3, "brain.Event:2") .. pb_bytes(10, pb_bytes(1, "ember.utils.tensorboard"))))
+  local fw = setmetatable({log_dir = log_dir, filename_suffix = w.filename_suffix, pending = {},
+                           max_queue = w.max_queue, flush_secs = w.flush_secs, last_flush = C.time()}, FileWriter)
+  open_event_file(op, fw)
   fw:flush(op)
   return fw
 end
@@ -190,15 +197,28 @@ function FileWriter:add(op, record)
   if #self.pending >= self.max_queue or C.time() - self.last_flush >= self.flush_secs then self:flush(op) end
 end
 
--- Writes the queued records; on failure they stay queued (the next flush
--- tries again) and the error names the op and the file.
+-- Writes the queued records. On a failure (a full disk) the file still ends
+-- at its last complete record, the records not written stay queued (the
+-- next flush tries again) and the error names the op and the file. A file
+-- that could not be cut back to a complete record is left as it is and the
+-- next flush starts a new event file, so no later record is lost behind a
+-- broken one.
 function FileWriter:flush(op)
   self.last_flush = C.time()
   if #self.pending == 0 then return end
-  local ok, err = self.file:write(table.concat(self.pending))
-  if ok then ok, err = self.file:flush() end
-  if not ok then raisef("%s: cannot write the event file %s: %s", op, self.path, tostring(err)) end
-  self.pending = {}
+  if self.broken then
+    self.file:close()
+    self.broken = nil
+    open_event_file(op, self)
+  end
+  local n, err, broken = self.file:write(self.pending)
+  if n == #self.pending then
+    self.pending = {}
+    return
+  end
+  self.pending = table.move(self.pending, n + 1, #self.pending, 1, {})
+  self.broken = broken or nil
+  raisef("%s: cannot write the event file %s: %s", op, self.path, tostring(err))
 end
 
 function FileWriter:close(op)
