@@ -281,6 +281,12 @@ static int l_png(lua_State *L)
     return 1;
 }
 
+/* The most bins add_histogram takes (ember.utils.tensorboard.MAX_HISTOGRAM_BINS):
+ * far more than a chart shows (TensorBoard's default has 1549), and the
+ * cost stays small: bins = 1e7 took minutes and 2 GB, mostly in Lua tables
+ * of edges and counts and a 160 MB event record. */
+#define MAX_HISTOGRAM_BINS 100000
+
 /* _tensorboard.histogram(values, edges): numpy.histogram's counts of the
  * values (any tensor, taken as float64) for the increasing bin edges (a
  * float64 tensor): bin i holds edges[i] <= v < edges[i+1], the last bin also
@@ -293,6 +299,9 @@ static int l_histogram(lua_State *L)
     if (em_numel(vt) == 0) return luaL_error(L, "%s: the values are empty", op);
     if (et->ndim != 1 || et->sizes[0] < 2)
         return luaL_error(L, "%s: expected at least 2 bin edges", op);
+    if (et->sizes[0] - 1 > MAX_HISTOGRAM_BINS)
+        return luaL_error(L, "%s: %I bins is over the limit of %d", op, (LUAI_UACINT)(et->sizes[0] - 1),
+                          MAX_HISTOGRAM_BINS);
     em_tensor *v = cpu_contiguous(vt, EM_FLOAT64);
     if (!v) return emlua_fail(L);
     em_tensor *e = cpu_contiguous(et, EM_FLOAT64);
@@ -415,5 +424,7 @@ void emlua_open_tensorboard(lua_State *L)
     }
     lua_pop(L, 1);
     luaL_newlib(L, functions);
+    lua_pushinteger(L, MAX_HISTOGRAM_BINS);
+    lua_setfield(L, -2, "MAX_HISTOGRAM_BINS");
     lua_setfield(L, -2, "_tensorboard");
 }

@@ -365,6 +365,25 @@ describe("SummaryWriter errors", function()
     H.has(e, "bin edges must increase monotonically")
   end)
 
+  -- bins = 1e7 ran for minutes and grew 2 GB
+  it("refuse more histogram bins than MAX_HISTOGRAM_BINS, as a count or as edges", function()
+    local max = tb.MAX_HISTOGRAM_BINS
+    assert.are.equal(100000, max)
+    local v = ember.tensor({1, 2, 3})
+    local over = "SummaryWriter:add_histogram: " .. (max + 1) .. " bins is over the limit of " .. max
+      .. " (ember.utils.tensorboard.MAX_HISTOGRAM_BINS)"
+    H.has(err_here(function() local r = w:add_histogram("h", v, 0, max + 1); return r end), over)
+    H.has(err_here(function() local r = w:add_histogram("h", v, 0, ember.arange(max + 2)); return r end), over)
+    local edges = {}
+    for i = 1, max + 2 do edges[i] = i end
+    H.has(err_here(function() local r = w:add_histogram("h", v, 0, edges); return r end), over)
+    H.has(err_here(function() local r = w:add_histogram("h", v, 0, 1e7); return r end), "10000000 bins is over the limit")
+    H.has(H.err(C.histogram, v, ember.arange(max + 2):double()), "add_histogram: 100001 bins is over the limit")
+    -- the limit itself is taken
+    w:add_histogram("h", v, 0, max)
+    w:add_histogram("h", v, 0, ember.arange(max + 1))
+  end)
+
   it("refuse bad hparams", function()
     local e = err_here(function() local r = w:add_hparams({lr = {1}}, {}); return r end)
     H.has(e, "SummaryWriter:add_hparams: hparam_dict.lr must be a number, string, boolean or tensor, got table")

@@ -385,13 +385,25 @@ local function linear_bins(values, bins)
   return ember.tensor(edges, {dtype = ember.float64})
 end
 
+-- The most bins add_histogram takes: a count, or edges (one more than bins).
+M.MAX_HISTOGRAM_BINS = C.MAX_HISTOGRAM_BINS
+
+local function check_bin_count(op, n)
+  if n > M.MAX_HISTOGRAM_BINS then
+    raisef("%s: %.0f bins is over the limit of %d (ember.utils.tensorboard.MAX_HISTOGRAM_BINS)", op, n,
+           M.MAX_HISTOGRAM_BINS)
+  end
+end
+
 local function histogram_edges(op, values, bins)
   if bins == nil or bins == "tensorflow" then return tensorflow_bins() end
   if math.type(bins) == "integer" or (type(bins) == "number" and bins == math.floor(bins)) then
     if bins < 1 then raisef("%s: bins must be at least 1, got %d", op, bins) end
+    check_bin_count(op, bins)
     return linear_bins(values, math.tointeger(bins)) or tensorflow_bins()
   end
   if ember.is_tensor(bins) or is_plain_table(bins) then
+    check_bin_count(op, (ember.is_tensor(bins) and bins:numel() or #bins) - 1)
     local edges = ember.is_tensor(bins) and bins:double():reshape(-1) or ember.tensor(bins, {dtype = ember.float64})
     if edges:numel() < 2 then raisef("%s: bins needs at least 2 edges, got %d", op, edges:numel()) end
     local d = edges:narrow(1, 2, edges:numel() - 1) - edges:narrow(1, 1, edges:numel() - 1)
