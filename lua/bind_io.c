@@ -9,9 +9,17 @@
  * flat table, not the nesting. Names are written sorted, so the same tensors
  * always give the same file. Metadata keys and values are strings (numbers
  * are converted). See engine/safetensors.h for the format and the atomic
- * write. */
+ * write.
+ *
+ * Also ember._savefile(path, op), the same atomic write (engine/savefile.h)
+ * for files another program writes by name (gnuplot's plots):
+ *   local out = ember._savefile(path, op)   -- raises for a directory, ...
+ *   -- write out:path() (a temporary file beside the target, or the device)
+ *   out:commit()                            -- or out:abort() on failure
+ * A handle dropped without either is aborted by the collector. */
 #include "binding.h"
 #include "../engine/safetensors.h"
+#include "../engine/savefile.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -211,12 +219,74 @@ static int l_load(lua_State *L)
     return 2;
 }
 
+#define SAVEFILE_MT "ember.SaveFile"
+
+typedef struct savefile_box {
+    em_savefile f;
+    bool live;
+} savefile_box;
+
+static savefile_box *check_savefile(lua_State *L)
+{
+    savefile_box *b = luaL_checkudata(L, 1, SAVEFILE_MT);
+    if (!b->live) luaL_error(L, "savefile: already committed or aborted");
+    return b;
+}
+
+/* ember._savefile(path, op) -> handle (the op names the errors) */
+static int l_savefile(lua_State *L)
+{
+    const char *op = luaL_checkstring(L, 2);
+    const char *path = emlua_check_path(L, 1, op);
+    savefile_box *b = lua_newuserdatauv(L, sizeof *b, 1);
+    b->live = false;
+    luaL_setmetatable(L, SAVEFILE_MT);
+    lua_pushvalue(L, 2);                 /* keeps the op string, which f points to, alive */
+    lua_setiuservalue(L, -2, 1);
+    if (em_savefile_open(&b->f, lua_tostring(L, 2), path, EM_SAVEFILE_NAMED) != 0) return emlua_fail(L);
+    b->live = true;
+    return 1;
+}
+
+static int savefile_path(lua_State *L)
+{
+    lua_pushstring(L, check_savefile(L)->f.write_path);
+    return 1;
+}
+
+static int savefile_commit(lua_State *L)
+{
+    savefile_box *b = check_savefile(L);
+    b->live = false;
+    if (em_savefile_commit(&b->f) != 0) return emlua_fail(L);
+    return 0;
+}
+
+static int savefile_abort(lua_State *L)
+{
+    savefile_box *b = luaL_checkudata(L, 1, SAVEFILE_MT);
+    if (b->live) em_savefile_abort(&b->f);
+    b->live = false;
+    return 0;
+}
+
 void emlua_open_io(lua_State *L)
 {
     static const luaL_Reg functions[] = {
         {"save", l_save},
         {"load", l_load},
+        {"_savefile", l_savefile},
         {NULL, NULL},
     };
+    static const luaL_Reg savefile_methods[] = {
+        {"path", savefile_path}, {"commit", savefile_commit}, {"abort", savefile_abort}, {NULL, NULL},
+    };
+    if (luaL_newmetatable(L, SAVEFILE_MT)) {
+        luaL_newlib(L, savefile_methods);
+        lua_setfield(L, -2, "__index");
+        lua_pushcfunction(L, savefile_abort);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_pop(L, 1);
     emlua_register(L, NULL, functions);
 }

@@ -780,12 +780,6 @@ local FILE_TERMINALS = {
   txt = {"dumb", default = {80, 25}},
 }
 
-local function file_exists(path)
-  local f = io.open(path, "rb")
-  if f then f:close() end
-  return f ~= nil
-end
-
 -- fig:save(path [, opts]): writes PNG, SVG, PDF or text, by the path's
 -- extension; opts.size {w, h} in pixels (inches for PDF, characters for .txt).
 function Figure:save(path, opts)
@@ -800,28 +794,31 @@ function Figure:save(path, opts)
     error(string.format("%s: %s: unknown extension; use .png, .svg, .pdf or .txt", op, path), 0)
   end
   local size = check_size(opts.size, op) or kind.default
-  local existed = file_exists(path)
-  local f = io.open(path, "ab")
-  if not f then error(op .. ": cannot write " .. path, 0) end
-  f:close()
+  -- as ember.save writes (engine/savefile.h): links followed, a temporary
+  -- file beside the target renamed over it once whole (a failed drawing
+  -- leaves the old file, or none), a device or FIFO written through
+  local out = ember._savefile(path, op)
   local ok, err = pcall(function()
     if ext == "txt" then
       local text = text_chart(self, math.floor(size[1]), math.floor(size[2]), false, op)
-      local out = assert(io.open(path, "wb"))
-      out:write(text)
-      assert(out:close())
+      local f, ferr = io.open(out:path(), "wb")
+      if not f then error(op .. ": " .. ferr, 0) end
+      local wok, werr = f:write(text)
+      if wok then wok, werr = f:close() else f:close() end
+      if not wok then error(op .. ": " .. path .. ": " .. tostring(werr), 0) end
       return
     end
     local name
     for _, t in ipairs(kind) do if M.terminals()[t] then name = t; break end end
     if not name then error(op .. ": this gnuplot cannot write ." .. ext .. " files", 0) end
     local spec = name .. " size " .. string.format(kind.size, size[1], size[2])
-    draw(self, spec, path, op, math.ceil(size[1] * (kind.points_per_unit or 1)))
+    draw(self, spec, out:path(), op, math.ceil(size[1] * (kind.points_per_unit or 1)))
   end)
   if not ok then
-    if not existed then os.remove(path) end   -- no empty file left behind
+    out:abort()
     error(err, 0)
   end
+  out:commit()
   return self
 end
 

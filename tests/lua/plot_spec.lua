@@ -128,7 +128,8 @@ describe("plot files", function()
     assert.has_error(function() fig:save(tmpdir .. "/x.jpg") end,
                      "plot.Figure:save: " .. tmpdir .. "/x.jpg: unknown extension; use .png, .svg, .pdf or .txt")
     assert.has_error(function() fig:save("/nonexistent-dir/x.png") end,
-                     "plot.Figure:save: cannot write /nonexistent-dir/x.png")
+                     "plot.Figure:save: /nonexistent-dir/x.png: cannot create a temporary file beside it: "
+                     .. "No such file or directory")
     -- a drawing that fails leaves no empty file behind
     local bad = tmpdir .. "/ember_plot_spec_bad.png"
     os.remove(bad)
@@ -137,6 +138,39 @@ describe("plot files", function()
     assert.is_nil(io.open(bad))
     fails:close()
     fig:close()
+  end)
+
+  -- as ember.save writes: a link's target, whole or not at all
+  it("writes a link's target and keeps the link; a failed drawing leaves the old file", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. dir .. "/far"))
+    local target, link = dir .. "/far/loss.txt", dir .. "/loss.txt"
+    local f = assert(io.open(target, "w"))
+    f:write("old chart\n")
+    f:close()
+    assert(os.execute("ln -s far/loss.txt " .. link))
+    local fig = plot.figure():line({3, 1, 2})
+    fig:save(link, {size = {40, 12}})
+    assert.is_true(os.execute("test -L " .. link))
+    local text = read_file(target)
+    assert.are.equal(12, select(2, text:gsub("\n", "")))
+    local fails = plot.figure():line({1, 2}, {with = "linesx"})
+    local png = dir .. "/far/loss.png"
+    f = assert(io.open(png, "w"))
+    f:write("old png")
+    f:close()
+    assert(os.execute("ln -s far/loss.png " .. dir .. "/loss.png"))
+    assert.has_error(function() fails:save(dir .. "/loss.png") end)
+    assert.are.equal("old png", read_file(png))
+    assert(os.execute("mkdir " .. dir .. "/d.txt"))
+    assert.has_error(function() fig:save(dir .. "/d.txt") end, "plot.Figure:save: " .. dir .. "/d.txt: is a directory")
+    local ls = io.popen("ls -a " .. dir .. " " .. dir .. "/far")
+    for name in ls:lines() do assert.is_nil(name:find(".tmp.", 1, true), name) end
+    ls:close()
+    fails:close()
+    fig:close()
+    os.execute("rm -rf " .. dir)
   end)
 end)
 
