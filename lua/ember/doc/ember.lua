@@ -1539,8 +1539,12 @@ add {
 Writes a table of tensors to a safetensors file (readable by PyTorch and NumPy tools).
 Nested tables are flattened with "." ({layer = {weight = w}} is saved as
 "layer.weight"); integer keys become decimal names. metadata: string keys and string
-(or number, stored as text) values. The write is atomic (a temporary file, fsynced,
-then renamed). Unlike torch.save, only tensors are stored, never code.]],
+(or number, stored as text) values. The write is atomic: a temporary file beside the
+file, fsynced, then renamed over it (unnamed while written where the file system has
+O_TMPFILE, so even kill -9 mid-save leaves no temporary file; a later save removes any
+left behind). A symbolic link is followed (its target is written, the link stays); a
+character device or FIFO is written through, as torch.save does; a directory is
+refused. Unlike torch.save, only tensors are stored, never code.]],
   example = [[
 local path = os.tmpname()
 ember.save(path, {w = ember.ones(2), layer = {b = ember.zeros(1)}}, {metadata = {epoch = 3}})
@@ -1592,9 +1596,10 @@ Saves a training run's whole state in one safetensors file (atomically, via
 ember.save): the model's parameters ("model.<name>"), the optimizer's state, the
 scheduler's, the random generator's state, the integer counters epoch and step, and
 `extra` (a table of strings, numbers or booleans, read back as strings). Every field is
-optional; an unknown field is an error. The old file stays whole until the new one is
-renamed over it, and a save removes the temporary files that saves of the same path
-killed mid-way left behind. Resume with ember.load_checkpoint.]],
+optional; an unknown field is an error. The file is written as ember.save writes (links
+followed, devices and FIFOs written through): the old file stays whole until the new
+one is renamed over it, and a save removes the temporary files that saves of the same
+path killed mid-way left behind. Resume with ember.load_checkpoint.]],
   example = [[
 local model = ember.nn.Linear(2, 1)
 local opt = ember.optim.SGD(model:parameters(), {lr = 0.1})

@@ -445,8 +445,11 @@ fig:close()]=],
 Writes the figure to a file whose type is the path's extension (any case): .png
 (gnuplot's pngcairo, else png), .svg, .pdf (pdfcairo) or .txt (a text chart without
 colours). size is in pixels (default 800x600), inches for PDF (6x4.5), characters for
-.txt (80x25); the inline size settings are not used. Raises for another extension, a
-file that cannot be opened for writing, or a format this gnuplot cannot write.]=],
+.txt (80x25); the inline size settings are not used. The file is written as ember.save
+writes: into a temporary file beside it, renamed over it once drawn (a failed drawing
+leaves the old file), links followed, devices and FIFOs written through. Raises for
+another extension, a directory, a folder that cannot be written, or a format this
+gnuplot cannot write.]=],
     example = [=[
 local plot = ember.plot
 local tmp = os.tmpname()

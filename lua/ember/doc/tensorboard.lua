@@ -41,7 +41,11 @@ events, every flush_secs (120) seconds (checked when an event is added),
 at flush() and at close(). purge_step: TensorBoard hides the steps from it on written by
 an earlier run into the same folder (for a resumed run). A writer closes at the end of a
 `local w <close>` scope, and when collected. Writing errors (a folder that cannot be
-made, a full disk) raise, naming the op and the file; the queued records are kept.]=],
+made, a full disk) raise, naming the op and the file; the records not written stay
+queued for the next flush, and the file still ends at its last complete record (cut
+back after a partial write; where it cannot be, the next flush starts a new event
+file), so TensorBoard reads every record written after the disk frees up. A path with
+a zero byte (log_dir, filename_suffix) raises.]=],
     example = [=[
 local SummaryWriter = ember.utils.tensorboard.SummaryWriter
 local dir = os.tmpname(); os.remove(dir)
@@ -83,8 +87,9 @@ sum, sum_squares, bucket limits and counts), computed as PyTorch's make_histogra
 bins 'tensorflow' (TensorBoard's default edges: 0 and +-1e-12 * 1.1^k up to 1e20), a
 number of equal bins over [min, max] (numpy.histogram's edges), or a list/tensor of
 increasing edges; the buckets kept run from the one before the first non-empty bucket
-to the last non-empty one, each given by its right edge. Values must be finite.
-max_bins is not supported.]=],
+to the last non-empty one, each given by its right edge. Values must be finite. At most
+ember.utils.tensorboard.MAX_HISTOGRAM_BINS (100000) bins, as a count or as edges (one
+more); more raise. max_bins is not supported.]=],
     example = SETUP .. [=[
 w:add_histogram("weights", ember.randn(1000), 1)
 w:add_histogram("counts", {1, 2, 2, 3, 3, 3}, 2, {bins = 3})
