@@ -207,9 +207,10 @@ function FileWriter:flush(op)
   self.last_flush = C.time()
   if #self.pending == 0 then return end
   if self.broken then
-    self.file:close()
+    local old = self.file
+    open_event_file(op, self)   -- raises (still broken) when no new file can be made
     self.broken = nil
-    open_event_file(op, self)
+    old:close()
   end
   local n, err, broken = self.file:write(self.pending)
   if n == #self.pending then
