@@ -236,7 +236,8 @@ static savefile_box *check_savefile(lua_State *L)
 /* ember._savefile(path, op) -> handle (the op names the errors) */
 static int l_savefile(lua_State *L)
 {
-    const char *op = luaL_checkstring(L, 2);
+    if (lua_type(L, 2) != LUA_TSTRING) return emlua_typeerror(L, 2, "_savefile", "an op name (string)");
+    const char *op = lua_tostring(L, 2);
     const char *path = emlua_check_path(L, 1, op);
     savefile_box *b = lua_newuserdatauv(L, sizeof *b, 1);
     b->live = false;

@@ -98,7 +98,7 @@ const char *emlua_check_path(lua_State *L, int idx, const char *op)
  * is wrong with it (for the Lua modules: ember.errors.check_path) */
 static int l_path_problem(lua_State *L)
 {
-    luaL_checktype(L, 1, LUA_TSTRING);
+    if (lua_type(L, 1) != LUA_TSTRING) return emlua_typeerror(L, 1, "_path_problem", "a string");
     if (!path_problem(L, 1)) lua_pushnil(L);
     return 1;
 }

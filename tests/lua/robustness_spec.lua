@@ -17,8 +17,8 @@ end
 
 local method_names = sorted_keys(methods, "function")
 local function_names = sorted_keys(ember, "function")
--- save writes files wherever its random path points
-local excluded = {set_num_threads = true, set_default_dtype = true, seed = true, save = true}
+-- save (and _savefile, plot's) writes files wherever its random path points
+local excluded = {set_num_threads = true, set_default_dtype = true, seed = true, save = true, _savefile = true}
 local dtypes = {"float32", "float64", "int64", "int32", "uint8", "bool", "float16", "bfloat16"}
 
 local function random_tensor()
