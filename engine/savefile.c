@@ -253,6 +253,37 @@ static int name_unnamed(int fd, const char *target, char *tmp)
     return -1;
 }
 
+/* Opens a character device or FIFO for writing. A FIFO waits for its reader,
+ * as torch.save's open(path, "wb") does, but in steps of 10 ms so that Ctrl-C
+ * (em_interrupt_requested) ends the wait: the shell's SIGINT handler
+ * restarts system calls, and a blocking open would never return. */
+static int open_stream(const char *target)
+{
+    for (;;) {
+        int fd = open(target, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        if (fd >= 0) {
+            int fl = fcntl(fd, F_GETFL);
+            if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+                int e = errno;
+                close(fd);
+                errno = e;
+                return -1;
+            }
+            return fd;
+        }
+        if (errno == ENXIO) {   /* a FIFO with no reader yet, or a device node with no device */
+            struct stat st;
+            bool fifo = stat(target, &st) == 0 && S_ISFIFO(st.st_mode);
+            errno = ENXIO;
+            if (!fifo) return -1;
+        } else if (errno != EINTR) {
+            return -1;
+        }
+        if (em_interrupt_requested()) { errno = EINTR; return -1; }
+        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+    }
+}
+
 static void release(em_savefile *f)
 {
     if (f->fd >= 0) close(f->fd);
@@ -276,8 +307,7 @@ int em_savefile_open(em_savefile *f, const char *op, const char *path, int flags
         f->stream = true;
         f->write_path = f->target;
         if (flags & EM_SAVEFILE_NAMED) return 0;   /* the other program opens it */
-        /* as torch.save's open(path, "wb"): a FIFO waits for its reader */
-        do f->fd = open(f->target, O_WRONLY | O_NOCTTY | O_CLOEXEC); while (f->fd < 0 && errno == EINTR);
+        f->fd = open_stream(f->target);
         if (f->fd >= 0) return 0;
         em_set_error("%s: %s: %s", op, path, strerror(errno));
         release(f);
