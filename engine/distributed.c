@@ -6,6 +6,7 @@
  * object records what completion has to do, so the blocking and the async
  * form share one path. */
 #include "distributed.h"
+#include "dist_board.h"
 #include "internal.h"
 
 #include <dlfcn.h>
@@ -20,6 +21,9 @@
 static const em_comm_backend *comm, *gpu_comm, *nccl_lib;
 static bool initialized, debug_checks;
 static int my_rank, world_size;
+static int *world_members;     /* 0..world_size-1: the default group's members */
+static double timeout_s;       /* init_process_group's timeout */
+static int64_t epoch;          /* init_process_group calls so far */
 static const em_comm_host comm_host = {.set_error = em_set_error, .last_error = em_error};
 static em_comm_host nccl_host = {.set_error = em_set_error, .last_error = em_error};
 
@@ -33,6 +37,7 @@ typedef struct group {
     int *ranks;         /* the members' global ranks, ascending; NULL: 0..size-1 */
     void *h, *gh;       /* MPI's and NCCL's communicators (NULL: init's) */
     bool gpu;           /* CUDA tensors go over NCCL (backend "nccl") */
+    int64_t seq;        /* collectives started in the group so far */
 } group;
 static group world;
 static group **subgroups;
@@ -95,7 +100,37 @@ static const em_comm_backend *load_nccl(void)
     return nccl_lib;
 }
 
-int em_dist_init(const char *backend, bool debug)
+/* init failed after the backends joined */
+static void em_dist_destroy_backends(void)
+{
+    if (gpu_comm) gpu_comm->destroy();
+    gpu_comm = NULL;
+    comm->destroy();
+}
+
+static int env_int(const char *name, int otherwise)
+{
+    const char *v = getenv(name);
+    return v && *v ? atoi(v) : otherwise;
+}
+
+/* Under a plain mpirun with every rank on this machine, a job board made
+ * now (the launcher's is there from the start): rank 0 makes the file, its
+ * name travels over MPI, and it is unlinked once every rank has it open. */
+static int make_board(void)
+{
+    if (em_board_present() || world_size < 2 || env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 0) != world_size) return 0;
+    char path[256] = "";
+    if (my_rank == 0 && em_board_create(path, sizeof path, world_size)) path[0] = 0;
+    if (comm->broadcast(NULL, path, sizeof path, EM_UINT8, 0, NULL)) return -1;
+    path[sizeof path - 1] = 0;
+    if (path[0] && em_board_open(path, my_rank)) return -1;
+    if (comm->barrier(NULL, NULL)) return -1;
+    if (my_rank == 0 && path[0]) unlink(path);
+    return 0;
+}
+
+int em_dist_init(const char *backend, bool debug, double timeout)
 {
     if (initialized)
         return em_set_error("init_process_group: the default process group is already initialised "
@@ -104,8 +139,26 @@ int em_dist_init(const char *backend, bool debug)
     bool nccl = strcmp(backend, "nccl") == 0;
     if (!nccl && strcmp(backend, "mpi") != 0)
         return em_set_error("init_process_group: unknown backend '%s' (expected 'mpi' or 'nccl')", backend);
+    if (!(timeout > 0))
+        return em_set_error("init_process_group: timeout must be a positive number of seconds, got %g", timeout);
     if (!load_mpi() || (nccl && !load_nccl())) return -1;
-    if (comm->init(&my_rank, &world_size)) return -1;
+    if (em_board_attach_env()) return -1;
+    /* MPI_Init waits for every rank: watched, so that one that never comes
+     * (or has exited) ends the job instead of hanging it */
+    int expected = env_int("OMPI_COMM_WORLD_SIZE", 1);
+    int *all = malloc((size_t)(expected > 0 ? expected : 1) * sizeof *all);
+    if (!all) return em_set_error("init_process_group: out of memory");
+    for (int i = 0; i < expected; i++) all[i] = i;
+    em_op_desc joining = {.code = EM_OP_INIT, .epoch = epoch + 1, .dtype = -1, .root = -1, .redop = -1};
+    em_watch_set_rank(env_int("OMPI_COMM_WORLD_RANK", 0));
+    em_board_activity(&joining);
+    em_watch_begin(&joining, all, expected, timeout);
+    em_watch_start();
+    int rc = comm->init(&my_rank, &world_size);
+    em_watch_end();
+    em_board_activity(NULL);
+    free(all);
+    if (rc) return -1;
     if (nccl && nccl_lib->init(&my_rank, &world_size)) {
         char why[1024];
         snprintf(why, sizeof why, "%s", em_error());
@@ -113,13 +166,34 @@ int em_dist_init(const char *backend, bool debug)
         return em_set_error("%s", why);
     }
     gpu_comm = nccl ? nccl_lib : NULL;
+    int *members = realloc(world_members, (size_t)world_size * sizeof *members);
+    if (!members) {
+        em_dist_destroy_backends();
+        return em_set_error("init_process_group: out of memory");
+    }
+    world_members = members;
+    for (int i = 0; i < world_size; i++) world_members[i] = i;
+    if (make_board()) {
+        char why[1024];
+        snprintf(why, sizeof why, "%s", em_error());
+        em_dist_destroy_backends();
+        return em_set_error("%s", why);
+    }
     world = (group){.id = 0, .rank = my_rank, .size = world_size, .gpu = nccl};
     initialized = true;
     debug_checks = debug;
+    timeout_s = timeout;
+    epoch++;
+    em_board_set_initialized(true, epoch);
+    /* after MPI's own exit handler, so it runs first: a rank that ends
+     * says so before MPI_Finalize waits for the others */
+    em_board_hook_exit();
     return 0;
 }
 
 bool em_dist_is_initialized(void) { return initialized; }
+int em_dist_join_board(void) { return em_board_attach_env(); }
+int em_dist_make_board(char *path, size_t pathn, int n) { return em_board_create(path, pathn, n); }
 int em_dist_rank(void) { return initialized ? my_rank : -1; }
 int em_dist_world_size(void) { return initialized ? world_size : -1; }
 const char *em_dist_backend(void) { return initialized ? gpu_comm ? gpu_comm->name : comm->name : NULL; }
@@ -141,6 +215,7 @@ int em_dist_destroy(void)
         if (free_subgroup(subgroups[i])) rc = -1;
     nsubgroups = 0;
     initialized = false;
+    em_board_set_initialized(false, epoch);
     if (gpu_comm && gpu_comm->destroy()) rc = -1;
     gpu_comm = NULL;
     return comm->destroy() || rc ? -1 : 0;
@@ -148,6 +223,9 @@ int em_dist_destroy(void)
 
 void em_dist_abort(int code)
 {
+    /* the others stop too, each saying why, before MPI ends them */
+    em_board_fail("it stopped with an error (its message says which)");
+    em_board_wait_others(2.0);
     if (!initialized) return;
     if (gpu_comm) gpu_comm->abort(code);
     comm->abort(code);
@@ -167,6 +245,10 @@ int em_comm_op_parse(const char *s, em_comm_op *out)
 
 /* ---- work objects --------------------------------------------------------- */
 
+/* the collective begun last on this thread: work_new keeps it for wait's messages */
+static em_op_desc current;
+static int end_collective(int rc);
+
 struct em_work {
     const em_comm_backend *be;  /* the backend that runs it */
     void *req;              /* the backend's request while running */
@@ -178,7 +260,8 @@ struct em_work {
     bool is_recv;
     int source;             /* a recv's sender, in its group (set by the backend) */
     int *source_ranks;      /* that group's global ranks (a copy; NULL: the world's) */
-    char error[512];
+    em_op_desc desc;        /* what it is, for the watchdog's message while waited for */
+    char error[1024];
 };
 
 /* one allocation: the struct, then the dst and src arrays */
@@ -191,6 +274,7 @@ static em_work *work_new(const em_comm_backend *be, int ncopy)
         return NULL;
     }
     w->be = be;
+    w->desc = current;
     w->dst = (em_tensor **)(w + 1);
     w->src = w->dst + n;
     return w;
@@ -228,12 +312,35 @@ static int work_complete(em_work *w)
     return rc;
 }
 
+static group *find_group(int id);
+
+/* A wait may block on peers: watched as the collective it completes. */
+static int wait_watched(em_work *w, void *req)
+{
+    em_op_desc waiting = w->desc;
+    waiting.extra = -2;     /* shown as "waiting for" */
+    group *g = initialized ? find_group((int)w->desc.group) : NULL;
+    const int *members = NULL;
+    int n = 0, peer = (int)w->desc.root;
+    if (w->desc.code == EM_OP_SEND || w->desc.code == EM_OP_RECV) {
+        if (peer >= 0) members = &peer, n = 1;
+        else if (g) members = g->ranks ? g->ranks : world_members, n = g->size;
+    } else if (g) {
+        members = g->ranks ? g->ranks : world_members;
+        n = g->size;
+    }
+    em_board_activity(&waiting);
+    em_watch_begin(&w->desc, members, n, timeout_s);
+    int rc = w->be->wait(req);
+    return end_collective(rc);
+}
+
 int em_work_wait(em_work *w)
 {
     if (w->done) return w->failed ? em_set_error("%s", w->error) : 0;
     void *req = w->req;
     w->req = NULL;
-    if (req && w->be->wait(req)) {
+    if (req && wait_watched(w, req)) {
         w->done = w->failed = true;
         snprintf(w->error, sizeof w->error, "%s", em_error());
         work_release(w);
@@ -375,8 +482,8 @@ int em_dist_group_info(int id, int *rank, int *size, const int **ranks)
     return 0;
 }
 
-static int check_peers(const char *op, const group *g, int code, int arg, const em_tensor *t);
-enum { C_ALL_REDUCE = 1, C_BROADCAST, C_REDUCE, C_ALL_GATHER, C_REDUCE_SCATTER, C_BARRIER, C_NEW_GROUP };
+static int begin_collective(const group *g, int code, const em_tensor *t, int root, int redop, int64_t extra);
+static int end_collective(int rc);
 
 static int add_subgroup(group *g)
 {
@@ -442,9 +549,10 @@ int em_dist_new_group(const int *ranks, int n, const char *backend, int *id)
     /* the debug check compares a checksum of the members and the id */
     uint64_t sum = 0;   /* unsigned: wraps instead of overflowing */
     for (int i = 0; i < n; i++) sum = sum * 31 + (uint64_t)g->ranks[i] + 1;
-    int rc = check_peers("new_group", &world, C_NEW_GROUP, (int)(sum % 1000000007u) ^ g->id, NULL);
+    int rc = begin_collective(&world, EM_OP_NEW_GROUP, NULL, -1, -1, (int64_t)(sum % 1000000007u) * 64 + g->id);
     if (rc == 0) rc = comm->split(g->ranks, n, g->rank >= 0, &g->h);
     if (rc == 0 && gpu) rc = gpu_comm->split(g->ranks, n, g->rank >= 0, &g->gh);
+    end_collective(0);
     if (rc == 0) rc = add_subgroup(g);
     if (rc) {
         char why[512];
@@ -570,34 +678,62 @@ static int check_blocks(const char *op, const group *g, const char *what, const 
     return check_device(op, g, what, big, small);
 }
 
-/* With debug checks on, every rank of the group compares what it is about
- * to run (the group, the collective, its root or op, the tensor's dtype
- * and shape) in one small all_reduce of the values and their negations
- * under max: a mismatch shows as max != -min. Without it, mismatched ranks
- * fail inside MPI or hang. */
-enum { SIG_N = 5 + EM_MAX_DIMS };
-static int check_peers(const char *op, const group *g, int code, int arg, const em_tensor *t)
+static const int *members_of(const group *g) { return g->ranks ? g->ranks : world_members; }
+
+
+/* EMBER_DISTRIBUTED_DEBUG=DETAIL: every member's description of the
+ * collective, gathered over MPI (so it works with ranks on several machines,
+ * where there is no board), compared, each rank's named on a mismatch. Every
+ * member sees the same, so every member raises the same error and the job
+ * can go on. */
+static int debug_compare(const group *g, const em_op_desc *d)
 {
-    if (!debug_checks) return 0;
-    int64_t sig[2 * SIG_N] = {0};
-    sig[0] = code;
-    sig[1] = arg;
-    sig[2] = g->id;
-    if (t) {
-        sig[3] = t->dtype;
-        sig[4] = t->ndim;
-        for (int i = 0; i < t->ndim; i++) sig[5 + i] = t->sizes[i];
+    em_op_desc *all = malloc((size_t)g->size * sizeof *all);
+    if (!all) return em_set_error("%s: out of memory", em_op_name(d->code));
+    if (comm->all_gather(g->h, d, all, sizeof *d / sizeof(int64_t), EM_INT64, NULL)) {
+        free(all);
+        return -1;
     }
-    for (int i = 0; i < SIG_N; i++) sig[SIG_N + i] = -sig[i];
-    if (comm->all_reduce(g->h, sig, 2 * SIG_N, EM_INT64, EM_COMM_MAX, NULL)) return -1;
-    for (int i = 0; i < SIG_N; i++) {
-        if (sig[i] != -sig[SIG_N + i])
-            return em_set_error("%s: ranks disagree (debug check): rank %d runs %s%s%s%s%s, another rank runs a "
-                                "different collective, group, root, op, dtype or shape", op, my_rank, op,
-                                t ? " on " : "", t ? em_dtype_name(t->dtype) : "", t ? " " : "",
-                                t ? em_shape_tmp(t) : "");
-    }
+    int rc = em_desc_mismatch(d, members_of(g), g->size, all);
+    free(all);
+    return rc;
+}
+
+/* Every collective starts here, after its own arguments are checked: its
+ * number in the group, then the check that every member passed the same
+ * (on the job board, always; over MPI too with the debug checks), then the
+ * watchdog is armed for the blocking part (end_collective disarms). */
+static int begin_collective(const group *cg, int code, const em_tensor *t, int root, int redop, int64_t extra)
+{
+    group *g = (group *)cg;
+    em_op_desc *d = &current;
+    *d = (em_op_desc){.code = code, .group = g->id, .epoch = epoch, .seq = ++g->seq, .dtype = t ? (int64_t)t->dtype : -1,
+                      .ndim = t ? t->ndim : 0, .root = root, .redop = redop, .extra = extra};
+    for (int i = 0; t && i < t->ndim && i < EM_DESC_DIMS; i++) d->sizes[i] = t->sizes[i];
+    if (em_board_rendezvous(d, members_of(g), g->size, timeout_s)) return -1;
+    if (debug_checks && debug_compare(g, d)) return -1;
+    em_watch_begin(d, members_of(g), g->size, timeout_s);
     return 0;
+}
+
+/* A send or receive: what the watchdog waits for (src -1: any member). */
+static void begin_p2p(const group *g, int code, const em_tensor *t, int peer, int tag)
+{
+    em_op_desc *d = &current;
+    *d = (em_op_desc){.code = code, .group = g->id, .epoch = epoch, .dtype = t->dtype, .ndim = t->ndim, .root = peer,
+                      .redop = -1, .extra = tag};
+    for (int i = 0; i < t->ndim && i < EM_DESC_DIMS; i++) d->sizes[i] = t->sizes[i];
+    em_board_activity(d);
+    if (peer >= 0) em_watch_begin(d, &peer, 1, timeout_s);
+    else em_watch_begin(d, members_of(g), g->size, timeout_s);
+}
+
+/* rc through; the watchdog disarmed and the board told this rank computes */
+static int end_collective(int rc)
+{
+    em_watch_end();
+    em_board_activity(NULL);
+    return rc;
 }
 
 /* A rank outside the group takes no part, as in PyTorch (which warns):
@@ -650,12 +786,12 @@ static int reduce_common(const char *op, int code, em_tensor *t, int root, em_co
     group *g = use_group(op, gid);
     if (!g || check_tensor(op, g, t) || backend_op(op, t->dtype, rop, &bop)) return -1;
     int groot = 0;
-    if (code == C_REDUCE && check_rank(op, g, "dst", root, &groot)) return -1;
+    if (code == EM_OP_REDUCE && check_rank(op, g, "dst", root, &groot)) return -1;
     if (g->rank < 0) return not_member(work);
-    if (em_check_writable(op, t) || check_peers(op, g, code, groot * EM_NCOMM_OPS + rop, t)) return -1;
+    if (em_check_writable(op, t) || begin_collective(g, code, t, code == EM_OP_REDUCE ? root : -1, rop, 0)) return -1;
     const em_comm_backend *be = backend_of(t);
     void *h = handle(g, be);
-    if (!work && code == C_ALL_REDUCE && rop != EM_COMM_AVG && em_is_contiguous(t) && be->reduces(t->dtype)) {
+    if (!work && code == EM_OP_ALL_REDUCE && rop != EM_COMM_AVG && em_is_contiguous(t) && be->reduces(t->dtype)) {
         /* the common case straight through, no buffers: small sizes are all overhead */
         if (be->all_reduce(h, em_data_ptr(t), count(t), t->dtype, bop, NULL)) return -1;
         em_bump_version(t);
@@ -665,36 +801,36 @@ static int reduce_common(const char *op, int code, em_tensor *t, int root, em_co
     if (!w) return -1;
     w->recv = carry(t, true);
     if (!w->recv) return work_finish(w, -1, NULL);
-    bool lands = code == C_ALL_REDUCE || g->rank == groot;
+    bool lands = code == EM_OP_ALL_REDUCE || g->rank == groot;
     if (lands) add_copy(w, t, w->recv);
     if (lands && rop == EM_COMM_AVG) {
         w->divide = em_scalar(g->size, w->recv->dtype, em_dev(w->recv));
         if (!w->divide) return work_finish(w, -1, NULL);
     }
     void **req = work ? &w->req : NULL;
-    int rc = code == C_ALL_REDUCE ? be->all_reduce(h, em_data_ptr(w->recv), count(t), w->recv->dtype, bop, req)
+    int rc = code == EM_OP_ALL_REDUCE ? be->all_reduce(h, em_data_ptr(w->recv), count(t), w->recv->dtype, bop, req)
                                   : be->reduce(h, em_data_ptr(w->recv), count(t), w->recv->dtype, bop, groot, req);
     return work_finish(w, rc, work);
 }
 
-int em_dist_all_reduce(em_tensor *t, em_comm_op op, int group, em_work **work)
+static int do_all_reduce(em_tensor *t, em_comm_op op, int group, em_work **work)
 {
-    return reduce_common("all_reduce", C_ALL_REDUCE, t, 0, op, group, work);
+    return reduce_common("all_reduce", EM_OP_ALL_REDUCE, t, 0, op, group, work);
 }
 
-int em_dist_reduce(em_tensor *t, int dst, em_comm_op op, int group, em_work **work)
+static int do_reduce(em_tensor *t, int dst, em_comm_op op, int group, em_work **work)
 {
-    return reduce_common("reduce", C_REDUCE, t, dst, op, group, work);
+    return reduce_common("reduce", EM_OP_REDUCE, t, dst, op, group, work);
 }
 
-int em_dist_broadcast(em_tensor *t, int src, int gid, em_work **work)
+static int do_broadcast(em_tensor *t, int src, int gid, em_work **work)
 {
     const char *op = "broadcast";
     group *g = use_group(op, gid);
     int gsrc;
     if (!g || check_tensor(op, g, t) || check_rank(op, g, "src", src, &gsrc)) return -1;
     if (g->rank < 0) return not_member(work);
-    if (em_check_writable(op, t) || check_peers(op, g, C_BROADCAST, gsrc, t)) return -1;
+    if (em_check_writable(op, t) || begin_collective(g, EM_OP_BROADCAST, t, src, -1, 0)) return -1;
     em_work *w = work_new(backend_of(t), 1);
     if (!w) return -1;
     w->recv = carry(t, false);
@@ -736,7 +872,7 @@ static int check_list_size(const char *op, const group *g, const char *what, int
     return 0;
 }
 
-int em_dist_all_gather(em_tensor *const *outs, int n, const em_tensor *t, int gid, em_work **work)
+static int do_all_gather(em_tensor *const *outs, int n, const em_tensor *t, int gid, em_work **work)
 {
     const char *op = "all_gather";
     group *g = use_group(op, gid);
@@ -745,18 +881,18 @@ int em_dist_all_gather(em_tensor *const *outs, int n, const em_tensor *t, int gi
     if (check_list_size(op, g, "output", n)) return -1;
     for (int i = 0; i < n; i++)
         if (check_like(op, g, "an output tensor", outs[i], t) || em_check_writable(op, outs[i])) return -1;
-    if (check_peers(op, g, C_ALL_GATHER, 0, t)) return -1;
+    if (begin_collective(g, EM_OP_ALL_GATHER, t, -1, -1, 0)) return -1;
     return gather_common(g, NULL, outs, t, work);
 }
 
-int em_dist_all_gather_into_tensor(em_tensor *out, const em_tensor *t, int gid, em_work **work)
+static int do_all_gather_into_tensor(em_tensor *out, const em_tensor *t, int gid, em_work **work)
 {
     const char *op = "all_gather_into_tensor";
     group *g = use_group(op, gid);
     if (!g || check_tensor(op, g, t)) return -1;
     if (g->rank < 0) return not_member(work);
     if (check_blocks(op, g, "the output", out, t)) return -1;
-    if (em_check_writable(op, out) || check_peers(op, g, C_ALL_GATHER, 0, t)) return -1;
+    if (em_check_writable(op, out) || begin_collective(g, EM_OP_ALL_GATHER, t, -1, -1, 0)) return -1;
     return gather_common(g, out, NULL, t, work);
 }
 
@@ -777,7 +913,7 @@ static int scatter_common(const group *g, em_work *w, em_tensor *out, em_comm_op
     return work_finish(w, rc, work);
 }
 
-int em_dist_reduce_scatter(em_tensor *out, em_tensor *const *ins, int n, em_comm_op rop, int gid, em_work **work)
+static int do_reduce_scatter(em_tensor *out, em_tensor *const *ins, int n, em_comm_op rop, int gid, em_work **work)
 {
     const char *op = "reduce_scatter";
     em_comm_op bop;
@@ -787,7 +923,7 @@ int em_dist_reduce_scatter(em_tensor *out, em_tensor *const *ins, int n, em_comm
     if (check_list_size(op, g, "input", n)) return -1;
     for (int i = 0; i < n; i++)
         if (check_like(op, g, "an input tensor", ins[i], out)) return -1;
-    if (em_check_writable(op, out) || check_peers(op, g, C_REDUCE_SCATTER, rop, out)) return -1;
+    if (em_check_writable(op, out) || begin_collective(g, EM_OP_REDUCE_SCATTER, out, -1, rop, 0)) return -1;
     em_work *w = work_new(backend_of(out), 1);
     if (!w) return -1;
     em_dtype carried = w->be->reduces(out->dtype) ? out->dtype : EM_FLOAT32;
@@ -802,7 +938,7 @@ int em_dist_reduce_scatter(em_tensor *out, em_tensor *const *ins, int n, em_comm
     return scatter_common(g, w, out, bop, rop, work);
 }
 
-int em_dist_reduce_scatter_tensor(em_tensor *out, const em_tensor *in, em_comm_op rop, int gid, em_work **work)
+static int do_reduce_scatter_tensor(em_tensor *out, const em_tensor *in, em_comm_op rop, int gid, em_work **work)
 {
     const char *op = "reduce_scatter_tensor";
     em_comm_op bop;
@@ -810,7 +946,7 @@ int em_dist_reduce_scatter_tensor(em_tensor *out, const em_tensor *in, em_comm_o
     if (!g || check_tensor(op, g, out) || backend_op(op, out->dtype, rop, &bop)) return -1;
     if (g->rank < 0) return not_member(work);
     if (check_blocks(op, g, "the input", in, out)) return -1;
-    if (em_check_writable(op, out) || check_peers(op, g, C_REDUCE_SCATTER, rop, out)) return -1;
+    if (em_check_writable(op, out) || begin_collective(g, EM_OP_REDUCE_SCATTER, out, -1, rop, 0)) return -1;
     em_work *w = work_new(backend_of(out), 1);
     if (!w) return -1;
     w->send = carry(in, true);
@@ -818,12 +954,12 @@ int em_dist_reduce_scatter_tensor(em_tensor *out, const em_tensor *in, em_comm_o
     return scatter_common(g, w, out, bop, rop, work);
 }
 
-int em_dist_barrier(int gid, em_work **work)
+static int do_barrier(int gid, em_work **work)
 {
     group *g = use_group("barrier", gid);
     if (!g) return -1;
     if (g->rank < 0) return not_member(work);
-    if (check_peers("barrier", g, C_BARRIER, 0, NULL)) return -1;
+    if (begin_collective(g, EM_OP_BARRIER, NULL, -1, -1, 0)) return -1;
     /* in an nccl group the barrier also orders the GPU's work */
     em_work *w = work_new(g->gpu ? gpu_comm : comm, 0);
     if (!w) return -1;
@@ -837,7 +973,7 @@ static int check_peer(const char *op, const group *g, const char *what, int peer
     return 0;
 }
 
-int em_dist_send(const em_tensor *t, int dst, int tag, int gid, em_work **work)
+static int do_send(const em_tensor *t, int dst, int tag, int gid, em_work **work)
 {
     const char *op = "send";
     group *g = use_group(op, gid);
@@ -848,11 +984,12 @@ int em_dist_send(const em_tensor *t, int dst, int tag, int gid, em_work **work)
     if (!w) return -1;
     w->send = carry(t, false);
     if (!w->send) return work_finish(w, -1, NULL);
+    begin_p2p(g, EM_OP_SEND, t, dst, tag);
     return work_finish(w, w->be->send(handle(g, w->be), em_data_ptr(w->send), count(t), t->dtype, gdst, tag,
                                       work ? &w->req : NULL), work);
 }
 
-int em_dist_recv(em_tensor *t, int src, int tag, int gid, int *source, em_work **work)
+static int do_recv(em_tensor *t, int src, int tag, int gid, int *source, em_work **work)
 {
     const char *op = "recv";
     group *g = use_group(op, gid);
@@ -880,8 +1017,61 @@ int em_dist_recv(em_tensor *t, int src, int tag, int gid, int *source, em_work *
     w->recv = carry(t, false);
     if (!w->recv) return work_finish(w, -1, NULL);
     add_copy(w, t, w->recv);
+    begin_p2p(g, EM_OP_RECV, t, src, tag);
     int rc = w->be->recv(handle(g, w->be), em_data_ptr(w->recv), count(t), t->dtype, gsrc, tag, &w->source,
                          work ? &w->req : NULL);
     if (rc == 0 && !work) *source = global_rank(g, w->source);
     return work_finish(w, rc, work);
+}
+
+/* ---- the public calls: the watchdog disarmed whatever the path out ------------- */
+
+int em_dist_all_reduce(em_tensor *t, em_comm_op op, int group, em_work **work)
+{
+    return end_collective(do_all_reduce(t, op, group, work));
+}
+
+int em_dist_reduce(em_tensor *t, int dst, em_comm_op op, int group, em_work **work)
+{
+    return end_collective(do_reduce(t, dst, op, group, work));
+}
+
+int em_dist_broadcast(em_tensor *t, int src, int gid, em_work **work)
+{
+    return end_collective(do_broadcast(t, src, gid, work));
+}
+
+int em_dist_all_gather(em_tensor *const *outs, int n, const em_tensor *t, int gid, em_work **work)
+{
+    return end_collective(do_all_gather(outs, n, t, gid, work));
+}
+
+int em_dist_all_gather_into_tensor(em_tensor *out, const em_tensor *t, int gid, em_work **work)
+{
+    return end_collective(do_all_gather_into_tensor(out, t, gid, work));
+}
+
+int em_dist_reduce_scatter(em_tensor *out, em_tensor *const *ins, int n, em_comm_op rop, int gid, em_work **work)
+{
+    return end_collective(do_reduce_scatter(out, ins, n, rop, gid, work));
+}
+
+int em_dist_reduce_scatter_tensor(em_tensor *out, const em_tensor *in, em_comm_op rop, int gid, em_work **work)
+{
+    return end_collective(do_reduce_scatter_tensor(out, in, rop, gid, work));
+}
+
+int em_dist_barrier(int gid, em_work **work)
+{
+    return end_collective(do_barrier(gid, work));
+}
+
+int em_dist_send(const em_tensor *t, int dst, int tag, int gid, em_work **work)
+{
+    return end_collective(do_send(t, dst, tag, gid, work));
+}
+
+int em_dist_recv(em_tensor *t, int src, int tag, int gid, int *source, em_work **work)
+{
+    return end_collective(do_recv(t, src, tag, gid, source, work));
 }

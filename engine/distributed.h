@@ -19,11 +19,24 @@
 typedef struct em_work em_work;
 
 /* backend: "mpi", or "nccl" (MPI too, for the bootstrap and CPU tensors;
- * an error without a GPU or libember_nccl.so). debug: every collective
- * first compares its op, shape and dtype across ranks (one small
- * all_reduce), turning a mismatch into an error instead of a hang. */
-int em_dist_init(const char *backend, bool debug);
+ * an error without a GPU or libember_nccl.so). Every collective is numbered
+ * in its group (#1, #2, ...) and, where the ranks share a job board
+ * (engine/dist_board.h: one machine), first checked against what every
+ * other member passed (op, dtype, shape, root, reduce op): a mismatch is an
+ * error on every member instead of a hang or wrong values. debug
+ * (EMBER_DISTRIBUTED_DEBUG=DETAIL): the same check over MPI too (one small
+ * all_gather per collective), for ranks on several machines. timeout
+ * (seconds): a call that waits longer for other ranks ends the job with an
+ * error naming the op, its number and the ranks that did not arrive; a rank
+ * that exits while others wait for it is named at once. */
+int em_dist_init(const char *backend, bool debug, double timeout);
 bool em_dist_is_initialized(void);
+/* A rank of an `ember --nproc` job (EMBER_JOB_BOARD set) joins the job board
+ * at start-up, before any init_process_group, so that the others see it
+ * even if it exits without calling it; 0 when there is no board. */
+int em_dist_join_board(void);
+/* The launcher's side: a board file for n ranks, its path in path[pathn]. */
+int em_dist_make_board(char *path, size_t pathn, int n);
 int em_dist_rank(void);
 int em_dist_world_size(void);
 const char *em_dist_backend(void);

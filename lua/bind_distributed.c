@@ -90,7 +90,7 @@ static em_comm_op check_op(lua_State *L, int i)
 
 static int d_init(lua_State *L)
 {
-    if (em_dist_init(luaL_checkstring(L, 1), lua_toboolean(L, 2))) return emlua_fail(L);
+    if (em_dist_init(luaL_checkstring(L, 1), lua_toboolean(L, 2), luaL_checknumber(L, 3))) return emlua_fail(L);
     lua_pushinteger(L, em_dist_rank());
     lua_pushinteger(L, em_dist_world_size());
     return 2;

@@ -1,16 +1,23 @@
 /* launch.c — `ember --nproc N script.lua args`: ember starts the N processes
  * of a distributed job itself, by running again under mpirun (which gives
  * each its rank, OMPI_COMM_WORLD_*). The option is taken out before lua.c's
- * option scan ever sees it; everything else is passed on unchanged. And the
- * other end of a job: a rank whose script fails ends every rank (the
- * collectives of the others would wait for it forever). */
+ * option scan ever sees it; everything else is passed on unchanged. The
+ * launcher stays as mpirun's parent: it makes the job board first (a
+ * shared-memory file named by EMBER_JOB_BOARD, engine/dist_board.h), on
+ * which every rank says what it does from its start, and removes it when
+ * mpirun ends. mpirun runs quiet (-q): the ranks' own messages say what
+ * went wrong, without OpenMPI's banners. And the other end of a job: a rank
+ * whose script fails ends every rank (the collectives of the others would
+ * wait for it forever). */
 #include "shell.h"
 #include "../engine/distributed.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* The value of --nproc N / --nproc=N at argv[i] (NULL when argv[i] is
@@ -69,6 +76,7 @@ void emsh_launch(int argc, char **argv)
     if (!args) launch_fail("%s", "out of memory");
     int k = 0;
     args[k++] = (char *)mpirun;
+    args[k++] = "-q";
     /* OpenMPI counts a slot per core and refuses more ranks than slots */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (cores > 0 && n > cores) args[k++] = "--oversubscribe";
@@ -88,11 +96,55 @@ void emsh_launch(int argc, char **argv)
         setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
         setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
     }
+    char board[4096];
+    bool have_board = em_dist_make_board(board, sizeof board, (int)n) == 0;
+    if (have_board) setenv("EMBER_JOB_BOARD", board, 1);
+    else fprintf(stderr, "%s: --nproc: %s; the ranks run without it\n", emsh_progname, em_error());
     fflush(stdout);
-    execvp(mpirun, args);
-    fprintf(stderr, "%s: --nproc: cannot run %s: %s (it comes with OpenMPI; Debian: apt install openmpi-bin)\n",
-            emsh_progname, mpirun, strerror(errno));
-    exit(EXIT_FAILURE);
+    fflush(stderr);
+    pid_t child = fork();
+    if (child == 0) {
+        execvp(mpirun, args);
+        fprintf(stderr, "%s: --nproc: cannot run %s: %s (it comes with OpenMPI; Debian: apt install openmpi-bin)\n",
+                emsh_progname, mpirun, strerror(errno));
+        _exit(EXIT_FAILURE);
+    }
+    if (child < 0) {
+        if (have_board) unlink(board);
+        launch_fail("cannot start mpirun: %s", strerror(errno));
+    }
+    /* Ctrl-C reaches mpirun and the ranks from the terminal; a SIGTERM or
+     * SIGHUP sent to the launcher alone is passed on */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
+    sigset_t fwd, old;
+    sigemptyset(&fwd);
+    sigaddset(&fwd, SIGTERM);
+    sigaddset(&fwd, SIGHUP);
+    sigprocmask(SIG_BLOCK, &fwd, &old);
+    int status = 0;
+    for (;;) {
+        int sig = 0;
+        pid_t done = waitpid(child, &status, WNOHANG);
+        if (done == child) break;
+        if (done < 0 && errno != EINTR) break;
+        struct timespec tick = {0, 50000000};
+        siginfo_t info;
+        sig = sigtimedwait(&fwd, &info, &tick);
+        if (sig > 0) kill(child, sig);
+    }
+    if (have_board) unlink(board);
+    if (WIFSIGNALED(status)) {
+        signal(WTERMSIG(status), SIG_DFL);
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        raise(WTERMSIG(status));
+    }
+    exit(WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_FAILURE);
+}
+
+void emsh_join_job(void)
+{
+    if (em_dist_join_board()) emsh_message(emsh_progname, em_error());
 }
 
 void emsh_end_job_on_error(void)

@@ -405,6 +405,7 @@ int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "--install-kernel") == 0) return emsh_install_kernel(argc - 2, argv + 2);
     emsh_launch(argc, argv);
+    emsh_join_job();
     lua_State *L = luaL_newstate();
     if (L == NULL) {
         emsh_message(emsh_progname, "cannot create state: not enough memory");

@@ -30,8 +30,10 @@ const char *emsh_progname = "ember";
 void emsh_message(const char *progname, const char *msg)
 {
     fflush(stdout);   /* keep printed values and errors in order when both are piped */
-    if (progname) fprintf(stderr, "%s: ", progname);
-    fprintf(stderr, "%s\n", msg);
+    /* one write: the ranks of a job share stderr, and two writes of one
+     * message interleave with another rank's ("ember: ember: rank 0: ...") */
+    if (progname) fprintf(stderr, "%s: %s\n", progname, msg);
+    else fprintf(stderr, "%s\n", msg);
     fflush(stderr);
 }
 

@@ -163,6 +163,8 @@ void emsh_launch(int argc, char **argv);
 /* After an uncaught error in a script of a distributed job (a process group
  * is initialised): ends every rank (MPI_Abort); otherwise nothing. */
 void emsh_end_job_on_error(void);
+/* a rank of an `ember --nproc` job: on the job board from the start */
+void emsh_join_job(void);
 
 /* ---- kernel*.c: the Jupyter kernel --------------------------------------- */
 

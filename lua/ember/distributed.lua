@@ -124,13 +124,36 @@ local function env_int(name)
   return v and math.tointeger(tonumber(v)) or nil
 end
 
+--- default_pg_timeout, default_pg_nccl_timeout: init_process_group's default timeouts in seconds (PyTorch's:
+-- 30 minutes, 10 minutes for nccl).
+M.default_pg_timeout = 1800
+M.default_pg_nccl_timeout = 600
+
+-- EMBER_DISTRIBUTED_DEBUG as TORCH_DISTRIBUTED_DEBUG: OFF, INFO or DETAIL (DETAIL: the checks over MPI)
+local function debug_from_env()
+  local v = os.getenv("EMBER_DISTRIBUTED_DEBUG")
+  if v == nil or v == "" then return false end
+  local u = v:upper()
+  if u == "DETAIL" then return true end
+  if u == "OFF" or u == "INFO" then return false end
+  errors.raisef("init_process_group: EMBER_DISTRIBUTED_DEBUG=%s: expected OFF, INFO or DETAIL (as TORCH_DISTRIBUTED_DEBUG)", v)
+end
+
 --- init_process_group(opts): joins the job. opts: backend ("mpi", or "nccl" for CUDA tensors), rank and
--- world_size (optional: checked against the launcher's), debug (compare every collective across ranks).
+-- world_size (optional: checked against the launcher's), timeout (seconds a call may wait for the other ranks
+-- before the job ends with an error naming them; default_pg_timeout, or default_pg_nccl_timeout for nccl),
+-- debug (compare every collective across ranks over MPI too; EMBER_DISTRIBUTED_DEBUG=DETAIL).
 function M.init_process_group(opts)
   if type(opts) == "string" then opts = {backend = opts} end
-  opts = check_options("init_process_group", opts, {backend = true, rank = true, world_size = true, debug = true})
+  opts = check_options("init_process_group", opts, {backend = true, rank = true, world_size = true, debug = true,
+                                                    timeout = true})
   local backend = opts.backend or "mpi"
   if type(backend) ~= "string" then errors.raisef("init_process_group: backend must be a string, got %s", type(backend)) end
+  local timeout = opts.timeout
+  if timeout == nil then timeout = backend == "nccl" and M.default_pg_nccl_timeout or M.default_pg_timeout end
+  if type(timeout) ~= "number" or not (timeout > 0) or timeout == math.huge then
+    errors.raisef("init_process_group: timeout must be a positive number of seconds, got %s", tostring(timeout))
+  end
   local mpi_size = env_int("OMPI_COMM_WORLD_SIZE") or env_int("PMI_SIZE")
   local torch_size = env_int("WORLD_SIZE")
   if not mpi_size and torch_size and torch_size > 1 then
@@ -140,8 +163,8 @@ function M.init_process_group(opts)
                   torch_size, torch_size, torch_size)
   end
   local debug = opts.debug
-  if debug == nil then debug = (os.getenv("EMBER_DISTRIBUTED_DEBUG") or "") ~= "" end
-  local rank, size = call(C.init, backend, debug)
+  if debug == nil then debug = debug_from_env() end
+  local rank, size = call(C.init, backend, debug, timeout)
   local function agree(name, given, actual)
     if given ~= nil and given ~= actual then
       pcall(C.destroy)
