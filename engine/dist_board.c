@@ -26,6 +26,7 @@
 
 #define BOARD_MAGIC 0x31302d6472626d65ull   /* "embrd-01" */
 #define BOARD_GROUPS 64                      /* group ids tracked modulo this */
+#define BOARD_RING 16                        /* the collectives a rank entered last, kept for slower peers */
 
 enum { S_NONE = 0, S_RUNNING, S_EXITED };
 
@@ -41,6 +42,11 @@ typedef struct slot {
     _Atomic uint32_t version;        /* the sequence lock over cur and act */
     em_op_desc cur;                  /* the collective entered last */
     em_op_desc act;                  /* what it does now (code EM_OP_NONE: computing) */
+    /* the last BOARD_RING collectives entered (cur among them): a peer that
+     * compares after this rank has gone on (even past an error that made it
+     * skip the collective's MPI call) still finds what it passed */
+    int64_t entered;
+    em_op_desc ring[BOARD_RING];
     _Atomic int64_t group_seq[BOARD_GROUPS];   /* the last collective entered, per group, this epoch */
 } slot;
 
@@ -129,9 +135,34 @@ static void slot_write(slot *s, const em_op_desc *cur, const em_op_desc *act)
     uint32_t v = atomic_load_explicit(&s->version, memory_order_relaxed);
     atomic_store_explicit(&s->version, v + 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
-    if (cur) memcpy(&s->cur, cur, sizeof *cur);
+    if (cur) {
+        memcpy(&s->cur, cur, sizeof *cur);
+        memcpy(&s->ring[s->entered % BOARD_RING], cur, sizeof *cur);
+        s->entered++;
+    }
     if (act) memcpy(&s->act, act, sizeof *act);
     atomic_store_explicit(&s->version, v + 2, memory_order_release);
+}
+
+/* What the slot's rank passed to collective (epoch, group, seq), if it is
+ * still in its ring. */
+static bool slot_find(slot *s, const em_op_desc *d, em_op_desc *out)
+{
+    for (int tries = 0; tries < 100000; tries++) {
+        uint32_t v = atomic_load_explicit(&s->version, memory_order_acquire);
+        if (v & 1) continue;
+        bool found = false;
+        for (int i = 0; i < BOARD_RING && !found; i++) {
+            const em_op_desc *e = &s->ring[i];
+            if (e->seq == d->seq && e->group == d->group && e->epoch == d->epoch && e->code != EM_OP_NONE) {
+                memcpy(out, e, sizeof *out);
+                found = true;
+            }
+        }
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&s->version, memory_order_relaxed) == v) return found;
+    }
+    return false;
 }
 
 /* A consistent copy; a writer that died half-way is read as it is. */
@@ -174,7 +205,8 @@ static void describe_rank(int r, const em_op_desc *mine, char *buf, size_t n)
             snprintf(buf, n, "it exited (status %d)%s%s", atomic_load(&s->status), ever ? "" : " without calling "
                      "init_process_group", last[0] ? "; " : "");
         else
-            snprintf(buf, n, "its process is gone%s", last[0] ? "; " : "");
+            snprintf(buf, n, "died (its process ended without exiting: killed by a signal, or crashed)%s",
+                     last[0] ? "; " : "");
         strncat(buf, last, n - strlen(buf) - 1);
     } else if (act.code == EM_OP_INIT) {
         snprintf(buf, n, "it is in init_process_group");
@@ -448,10 +480,9 @@ int em_board_rendezvous(const em_op_desc *d, const int *members, int n, double t
         for (int i = 0; i < n; i++) {
             if (state[i]) continue;
             slot *s = &B->slots[members[i]];
-            em_op_desc cur, act;
+            em_op_desc cur;
             int64_t epoch = atomic_load_explicit(&s->epoch, memory_order_acquire);
-            slot_read(s, &cur, &act);
-            if (cur.epoch == d->epoch && cur.group == d->group && cur.seq == d->seq) {
+            if (slot_find(s, d, &cur)) {
                 theirs[i] = cur;
                 state[i] = 1;
                 left--;
