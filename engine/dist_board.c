@@ -313,7 +313,7 @@ int em_board_attach_env(void)
     const char *path = getenv("EMBER_JOB_BOARD");
     const char *rank = getenv("OMPI_COMM_WORLD_RANK");
     if (!rank) rank = getenv("PMIX_RANK");
-    if (B || !path || !*path || !rank) return 0;
+    if (B || !path || !*path || strcmp(path, "off") == 0 || !rank) return 0;
     return em_board_open(path, atoi(rank));
 }
 
@@ -457,13 +457,20 @@ int em_board_rendezvous(const em_op_desc *d, const int *members, int n, double t
     slot *mine = &B->slots[me];
     slot_write(mine, d, d);
     atomic_store_explicit(&mine->group_seq[d->group % BOARD_GROUPS], d->seq, memory_order_release);
-    em_op_desc *theirs = malloc((size_t)n * sizeof *theirs);
-    char *state = calloc((size_t)n, 1);   /* 0 waiting, 1 compared, 2 passed it (not compared) */
-    int *missing = malloc((size_t)n * sizeof *missing);
+    /* small groups on the stack: this runs before every collective */
+    enum { SMALL = 16 };
+    em_op_desc theirs_s[SMALL];
+    char state_s[SMALL];
+    int missing_s[SMALL];
+    bool big = n > SMALL;
+    em_op_desc *theirs = big ? malloc((size_t)n * sizeof *theirs) : theirs_s;
+    char *state = big ? malloc((size_t)n) : state_s;   /* 0 waiting, 1 compared, 2 passed it (not compared) */
+    int *missing = big ? malloc((size_t)n * sizeof *missing) : missing_s;
     if (!theirs || !state || !missing) {
-        free(theirs), free(state), free(missing);
+        if (big) free(theirs), free(state), free(missing);
         return em_set_error("%s: out of memory", em_op_name(d->code));
     }
+    memset(state, 0, (size_t)n);
     int left = 0, rc = 0;
     bool differ = false;
     for (int i = 0; i < n; i++) {
@@ -521,9 +528,7 @@ int em_board_rendezvous(const em_op_desc *d, const int *members, int n, double t
         backoff(&spins);
     }
     if (rc == 0 && differ) rc = mismatch_error(d, members, n, theirs, state);
-    free(theirs);
-    free(state);
-    free(missing);
+    if (big) free(theirs), free(state), free(missing);
     return rc;
 }
 

@@ -119,7 +119,10 @@ static int env_int(const char *name, int otherwise)
  * name travels over MPI, and it is unlinked once every rank has it open. */
 static int make_board(void)
 {
-    if (em_board_present() || world_size < 2 || env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 0) != world_size) return 0;
+    const char *off = getenv("EMBER_JOB_BOARD");
+    if (em_board_present() || world_size < 2 || env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 0) != world_size ||
+        (off && strcmp(off, "off") == 0))
+        return 0;
     char path[256] = "";
     if (my_rank == 0 && em_board_create(path, sizeof path, world_size)) path[0] = 0;
     if (comm->broadcast(NULL, path, sizeof path, EM_UINT8, 0, NULL)) return -1;

@@ -96,10 +96,12 @@ void emsh_launch(int argc, char **argv)
         setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
         setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
     }
+    /* EMBER_JOB_BOARD=off: none (no cross-rank checks or names; timeouts still end the job) */
     char board[4096];
-    bool have_board = em_dist_make_board(board, sizeof board, (int)n) == 0;
+    const char *off = getenv("EMBER_JOB_BOARD");
+    bool have_board = !(off && strcmp(off, "off") == 0) && em_dist_make_board(board, sizeof board, (int)n) == 0;
     if (have_board) setenv("EMBER_JOB_BOARD", board, 1);
-    else fprintf(stderr, "%s: --nproc: %s; the ranks run without it\n", emsh_progname, em_error());
+    else if (!off) fprintf(stderr, "%s: --nproc: %s; the ranks run without it\n", emsh_progname, em_error());
     fflush(stdout);
     fflush(stderr);
     pid_t child = fork();

@@ -38,6 +38,23 @@ describe("ember.distributed without a process group", function()
     assert.matches("unknown option 'bogus'", err)
     assert.is_false(dist.is_initialized())
   end)
+
+  it("takes timeout = seconds (PyTorch's defaults: 30 min, 10 for nccl) and refuses a bad one", function()
+    assert.are.equal(1800, dist.default_pg_timeout)
+    assert.are.equal(600, dist.default_pg_nccl_timeout)
+    for _, bad in ipairs({0, -1, "5", math.huge, 0 / 0}) do
+      local ok, err = pcall(function() dist.init_process_group({timeout = bad}) end)
+      assert.is_false(ok)
+      assert.matches("distributed_spec.lua:%d+: init_process_group: timeout must be a positive number of seconds, got ", err)
+      assert.is_false(dist.is_initialized())
+    end
+    dist.init_process_group({timeout = 0.5})
+    finally(function() if dist.is_initialized() then dist.destroy_process_group() end end)
+    -- a world of one: nothing to wait for, so nothing times out
+    local t = ember.ones(2)
+    for _ = 1, 3 do dist.all_reduce(t) end
+    assert.is_true(ember.equal(t, ember.ones(2)))
+  end)
 end)
 
 describe("a world of one (no mpirun)", function()
