@@ -24,13 +24,20 @@ with the compute stream; MPI bootstraps it and still carries its CPU tensors (Py
 nccl group refuses them). Over NCCL a blocking collective returns once it is queued:
 later GPU work sees its result, the host does not wait (as in PyTorch).
 An uncaught error in a script of an initialised job prints "rank N: <error>" and ends
-every rank (MPI_Abort); a killed rank makes mpirun end the others. Without mpirun, a
-process is a world of one. EMBER_DISTRIBUTED_DEBUG=1 (or debug = true) compares each
-collective's op, dtype and shape across ranks first: a mismatch is an error, not a hang.]=],
+every rank, each saying why. Collectives are numbered in their group (#1, #2, ...). With
+the ranks on one machine (ember --nproc N, or mpirun on one host) they share a job board
+(shared memory): before each collective every member checks that the others passed the
+same op, dtype, shape, root and reduce op, so a mismatch is an error on every rank naming
+what each passed, not a hang or wrong values; a rank that exits (or dies) while others
+wait for it is named at once. A call that waits longer than init_process_group's timeout ends
+the job with the op, its number and the ranks that did not arrive. Without mpirun, a
+process is a world of one. EMBER_DISTRIBUTED_DEBUG=DETAIL (or debug = true) runs the same
+check over MPI too (one small all_gather per collective: ranks on several machines).
+EMBER_JOB_BOARD=off runs without the board.]=],
     example = INIT .. [=[
 print(dist.get_rank(), dist.get_world_size())   -- 0  1 (a single process)]=],
   },
-  entry("init_process_group", "dist.init_process_group([{backend = \"mpi\", rank =, world_size =, debug = false}])", [=[
+  entry("init_process_group", "dist.init_process_group([{backend = \"mpi\", rank =, world_size =, timeout =, debug = false}])", [=[
 Joins the job: rank and world size come from mpirun (OMPI_COMM_WORLD_RANK / _SIZE); rank
 and world_size, and torchrun's RANK / WORLD_SIZE when set, are checked against them.
 WORLD_SIZE > 1 without mpirun is an error (ember has no torchrun rendezvous). backend
@@ -40,7 +47,11 @@ over MPI: without a GPU, a local rank beyond the GPU count, or an ember built wi
 NCCL (build/libember_nccl.so) it is an error naming the reason, on every rank. A CUDA
 tensor on another GPU than the rank's is an error. A second call before
 destroy_process_group is an error. backend may also be given alone:
-init_process_group("mpi").]=], [=[
+init_process_group("mpi"). timeout: seconds any call may wait for the other ranks
+(dist.default_pg_timeout, 1800; dist.default_pg_nccl_timeout, 600, for nccl, as PyTorch);
+past it the job ends (a blocking MPI call cannot return an error: the watchdog ends the
+process, as PyTorch's NCCL watchdog does; a collective still waiting for its members
+raises the error instead).]=], [=[
 print(dist.is_initialized())                    -- true]=]),
   entry("is_initialized", "dist.is_initialized() -> boolean", [=[
 Whether the default process group exists.]=], [=[
@@ -183,8 +194,8 @@ NON_GROUP_MEMBER and warns). backend: "mpi", or "nccl" (needs a default group ov
 nccl; CPU tensors still go over MPI); default: the default group's. Pass the group as
 {group = g} to any collective, as process_group to DistributedDataParallel, and free it
 with destroy_process_group(g). Ranks out of range, duplicates or a non-list are errors;
-with EMBER_DISTRIBUTED_DEBUG the ranks are compared first, and each collective's check
-runs among the group's members.]=], [=[
+each collective's check (on the job board, and with EMBER_DISTRIBUTED_DEBUG=DETAIL over
+MPI) runs among the group's members; new_group is numbered among the default group's.]=], [=[
 local g = dist.new_group({0})
 local t = ember.tensor({2.0})
 dist.all_reduce(t, {group = g})
