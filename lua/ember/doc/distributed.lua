@@ -29,11 +29,11 @@ the ranks on one machine (ember --nproc N, or mpirun on one host) they share a j
 (shared memory): before each collective every member checks that the others passed the
 same op, dtype, shape, root and reduce op, so a mismatch is an error on every rank naming
 what each passed, not a hang or wrong values; a rank that exits (or dies) while others
-wait for it is named at once. A call that waits longer than init_process_group's timeout ends
-the job with the op, its number and the ranks that did not arrive. Without mpirun, a
-process is a world of one. EMBER_DISTRIBUTED_DEBUG=DETAIL (or debug = true) runs the same
-check over MPI too (one small all_gather per collective: ranks on several machines).
-EMBER_JOB_BOARD=off runs without the board.]=],
+wait for it is named at once. A call that waits longer than init_process_group's
+timeout ends the job with the op, its number and the ranks that did not arrive. Without
+mpirun, a process is a world of one. EMBER_DISTRIBUTED_DEBUG=DETAIL (or debug = true)
+runs the same check over MPI too (one small all_gather per collective: ranks on several
+machines). EMBER_JOB_BOARD=off runs without the board.]=],
     example = INIT .. [=[
 print(dist.get_rank(), dist.get_world_size())   -- 0  1 (a single process)]=],
   },
