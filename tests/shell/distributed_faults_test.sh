@@ -40,18 +40,20 @@ prelude='local dist = ember.distributed
 dist.init_process_group({timeout = 2})
 local r = dist.get_rank()
 local function spin(s) local t0 = ember.wall_time() while ember.wall_time() - t0 < s do end end'
+# the exits must be seen at once: a timeout far beyond the 15 s a check allows
+prelude30=${prelude/timeout = 2/timeout = 30}
 
 # ---- a rank that ends normally while the other waits: named at once, both ranks non-zero
 for how in "os.exit(0)" "return"; do
     cat > "$tmp/leave.lua" <<LUA
-$prelude
+$prelude30
 dist.all_reduce(ember.ones(3))
 if r == 1 then $how end
 dist.all_reduce(ember.ones(3))
 print("not reached")
 LUA
     job leave
-    check "rank 1 ends with $how while rank 0 waits: named at once" \
+    check "rank 1 ends with $how while rank 0 waits: named at once, not at its 30 s timeout" \
         "^ember: rank 0: .*leave.lua:7: all_reduce #2 \(float32 \[3\], sum\) cannot complete: rank 1 exited \(status 0\); its last collective was all_reduce\(float32 \[3\], sum\) #1$" \
         "^ember: rank 1: stopped: rank 0 failed: all_reduce #2"
     if grep -q "not reached" "$tmp/out"; then not_ok "$how: nothing printed after the failure" "$(cat "$tmp/out")"; fi
@@ -69,14 +71,14 @@ check "a rank that never calls init_process_group: the other's init names it (no
     "^ember: rank 1: stopped: rank 0 failed: init_process_group cannot complete"
 
 cat > "$tmp/ddpskip.lua" <<LUA
-$prelude
+$prelude30
 local ddp = ember.nn.parallel.DistributedDataParallel(ember.nn.Linear(2, 2))
 for step = 1, 3 do
   if not (r == 1 and step == 2) then ddp(ember.ones(4, 2)):sum():backward() end
 end
 LUA
 job ddpskip
-check "a rank that skips one DDP backward: the other's last backward names it" \
+check "a rank that skips one DDP backward: the other's last backward names it (not at its 30 s timeout)" \
     "^ember: rank 0: .*all_reduce #[0-9]+ \(float32 \[6\], avg\) cannot complete: rank 1 exited \(status 0\)" \
     "^ember: rank 1: stopped: rank 0 failed"
 
