@@ -34,6 +34,13 @@ namespace emu {
  * context's sticky error, or an error for a bad stream. */
 cudaError_t submit(cudaStream_t s, const char *what, std::function<void()> fn);
 
+/* Queues on stream s a command that is not done while pending() says so
+ * (an NCCL kernel waiting for a peer): the stream stops there; a query
+ * answers cudaErrorNotReady, a synchronisation waits, letting other host
+ * threads call in meanwhile. pending runs with the API lock held, on any
+ * thread that runs the stream: atomics only. */
+cudaError_t submit_pending(cudaStream_t s, const char *what, std::function<bool()> pending);
+
 /* Inside queued work: true when [p, p + n) lies inside one live device
  * allocation (exact bytes: the caching allocator's unused tails and freed
  * blocks do not count). Else reports "<what>: <reason>" on stderr, makes

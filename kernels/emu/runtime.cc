@@ -11,6 +11,11 @@
  * not waited for has not run yet, as on a busy GPU: a host read of pinned
  * memory before the synchronisation sees the old bytes.
  *
+ * A pending command (emu::submit_pending: an NCCL kernel waiting for a peer)
+ * holds its stream until it says it is done: a query answers
+ * cudaErrorNotReady, a synchronisation waits with the API lock released, so
+ * that another host thread (NCCL's watchdog) can query, and abort, meanwhile.
+ *
  * Errors follow CUDA's two kinds. A bad call or launch configuration sets
  * the thread's last error (cudaGetLastError reads and clears it). A fault in
  * device work (a kernel's barrier error, an access outside device memory)
@@ -42,6 +47,7 @@ struct emu_cmd {
     uint64_t seq;
     const char *what;
     std::function<void()> fn;
+    std::function<bool()> pending;      /* set: runs (fn) only once this says false */
 };
 
 struct CUgraph_st {
@@ -59,6 +65,7 @@ struct CUstream_st {
     CUgraph_st *capture = NULL;         /* the graph being captured */
     bool capture_invalid = false;
     cudaStreamCaptureMode capture_mode = cudaStreamCaptureModeGlobal;
+    bool busy = false;                  /* a command of it runs now (on some thread) */
 };
 
 struct CUevent_st {
@@ -73,8 +80,15 @@ namespace emu {
 
 namespace {
 
+/* One lock over the API; a thread that waits for a pending command lets
+ * go of all its levels (api_depth) while it sleeps. */
 std::recursive_mutex api;
-#define API_LOCK std::lock_guard<std::recursive_mutex> api_guard(api)
+thread_local int api_depth;
+struct api_lock {
+    api_lock() { api.lock(); api_depth++; }
+    ~api_lock() { api_depth--; api.unlock(); }
+};
+#define API_LOCK api_lock api_guard
 
 cudaError_t sticky_error = cudaSuccess;
 thread_local cudaError_t last_error = cudaSuccess;
@@ -106,15 +120,47 @@ CUstream_st *stream_of(cudaStream_t s)
  * waiting host (backend.cu's wait_idle) sees NotReady and can be interrupted. */
 bool drain_for(CUstream_st *s, uint64_t upto, double slice_ms);
 
-/* Runs s's queued work up to and including `upto`. */
+thread_local bool querying;            /* inside drain_for: a pending command stops the drain */
+
+/* Whether s cannot go on now: its next command is pending, or one of its
+ * commands runs (on another thread, or below this one). */
+bool stalled(CUstream_st *s)
+{
+    if (s->busy) return true;
+    emu_cmd &c = s->queue.front();
+    return c.pending && sticky_error == cudaSuccess && c.pending();
+}
+
+/* A host thread waits for a stalled stream: the lock released (every
+ * level), a millisecond's sleep, the lock taken again. */
+void wait_released()
+{
+    int depth = api_depth;
+    device_leave();
+    for (int i = 0; i < depth; i++) api.unlock();
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+    for (int i = 0; i < depth; i++) api.lock();
+    device_enter();
+}
+
+/* Runs s's queued work up to and including `upto` (a query's: while it can). */
 void drain(CUstream_st *s, uint64_t upto)
 {
     if (s->queue.empty() || s->queue.front().seq > upto) return;
     device_enter();
     while (!s->queue.empty() && s->queue.front().seq <= upto) {
+        if (stalled(s)) {
+            if (querying) break;
+            wait_released();
+            if (!streams.count(s)) break;      /* destroyed meanwhile */
+            continue;
+        }
         emu_cmd c = std::move(s->queue.front());
         s->queue.pop_front();
+        s->busy = true;
         if (sticky_error == cudaSuccess) c.fn();
+        s->busy = false;
         s->done_seq = c.seq;
     }
     device_leave();
@@ -125,10 +171,14 @@ void drain_all(CUstream_st *s) { drain(s, UINT64_MAX); }
 bool drain_for(CUstream_st *s, uint64_t upto, double slice_ms)
 {
     double end = now_ms() + slice_ms;
+    bool outer = !querying;
+    querying = true;
     while (!s->queue.empty() && s->queue.front().seq <= upto) {
+        if (stalled(s)) break;
         drain(s, s->queue.front().seq);
         if (now_ms() >= end) break;
     }
+    if (outer) querying = false;
     return s->queue.empty() || s->queue.front().seq > upto;
 }
 
@@ -272,12 +322,12 @@ static cudaError_t submit_seq(CUstream_st *s, const char *what, std::function<vo
 {
     if (s->capture) {
         if (s->capture_invalid) return cudaErrorStreamCaptureInvalidated;
-        s->capture->nodes.push_back(emu_cmd{0, what, std::move(fn)});
+        s->capture->nodes.push_back(emu_cmd{0, what, std::move(fn), {}});
         if (seq) *seq = 0;
         return cudaSuccess;
     }
     uint64_t q = s->next_seq++;
-    s->queue.push_back(emu_cmd{q, what, std::move(fn)});
+    s->queue.push_back(emu_cmd{q, what, std::move(fn), {}});
     if (seq) *seq = q;
     /* a full queue makes the launch wait for the oldest work, as a GPU's does;
      * one command at a time, so the host gets control back often */
@@ -292,6 +342,17 @@ cudaError_t submit(cudaStream_t st, const char *what, std::function<void()> fn)
     CUstream_st *s = stream_of(st);
     if (!s) return cudaErrorInvalidResourceHandle;
     return submit_seq(s, what, std::move(fn), NULL);
+}
+
+cudaError_t submit_pending(cudaStream_t st, const char *what, std::function<bool()> pending)
+{
+    API_LOCK;
+    STICKY_CHECK;
+    CUstream_st *s = stream_of(st);
+    if (!s) return cudaErrorInvalidResourceHandle;
+    if (s->capture) return cudaErrorStreamCaptureUnsupported;
+    s->queue.push_back(emu_cmd{s->next_seq++, what, []() {}, std::move(pending)});
+    return cudaSuccess;
 }
 
 /* CUDA's math library function that libm lacks: the inverse error function.
@@ -768,10 +829,15 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t st, cudaEvent_t ev, unsigned flags)
     if (s->capture) return cudaSuccess;         /* a graph's work replays in order anyway */
     CUstream_st *other = ev->stream;
     uint64_t seq = ev->seq;
-    cudaError_t e = submit_seq(s, "cudaStreamWaitEvent", [other, seq]() {
-        if (streams.count(other)) drain(other, seq);
-    }, NULL);
-    return e == cudaSuccess ? e : fail(e);
+    /* pending while the other stream has not got there: a query of this
+     * one runs that one as far as it can, a synchronisation to the end */
+    s->queue.push_back(emu_cmd{s->next_seq++, "cudaStreamWaitEvent", []() {}, [other, seq]() {
+        if (!streams.count(other)) return false;
+        drain(other, seq);
+        return streams.count(other) && other->done_seq < seq;
+    }});
+    if (s->queue.size() > QUEUE_LIMIT) drain(s, s->queue.front().seq);
+    return cudaSuccess;
 }
 
 cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode *mode)
@@ -924,7 +990,7 @@ cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t st)
             if (!events.count(ev)) return;
             ev->done = true;
             ev->ms = now_ms();
-        }});
+        }, {}});
         return cudaSuccess;
     }
     ev->recorded = true;
