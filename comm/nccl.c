@@ -15,6 +15,16 @@
  * wait() makes the compute stream wait on it without blocking the host
  * (PyTorch's semantics for NCCL work), test() queries it.
  *
+ * The watchdog (the engine's thread, engine/dist_board.c, as PyTorch's
+ * ProcessGroupNCCL has one): every transfer ends in a mark, an event on
+ * the comm stream handed to the engine (host->queued), which polls it with
+ * cudaEventQuery and ncclCommGetAsyncError from its thread; on a timeout
+ * or an asynchronous error it cancels: ncclCommAbort on every communicator
+ * (so stuck kernels quit) and every later call fails naming why. Marks come
+ * from a pool of events; a request is a mark too (counted twice: the
+ * request and the watchdog), so a transfer costs one event record, as
+ * before, and no event is created per transfer once the pool is warm.
+ *
  * The runtime: this library links the toolkit's shared libcudart, while
  * libember_cuda.so links cudart statically; both act on the device's primary
  * context through the driver, so pointers, streams and events are shared. */
@@ -22,16 +32,42 @@
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 static const em_comm_host *host;
 static ncclComm_t comm;
 static int device = -1;
 static cudaStream_t comm_stream, compute;
-static cudaEvent_t ready, done;       /* reused: a wait captures the event's state when queued */
+static cudaEvent_t ready;             /* reused: a wait captures the event's state when queued */
 static float *one_float;              /* the barrier's all_reduce */
+
+/* Where a transfer ends on the comm stream, and the communicator it ran
+ * on (whose asynchronous error says why it may never end). */
+typedef struct mark {
+    cudaEvent_t ev;
+    ncclComm_t comm;
+    atomic_int refs;                  /* the watchdog's, and a request's */
+    struct mark *next;                /* in the pool */
+} mark;
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static mark *pool;
+
+/* Cancelled: the communicators were aborted (by the watchdog, or the job's
+ * abort); every call fails with the reason. NCCL calls of the program's
+ * thread hold call_lock, so an abort from the watchdog's does not free a
+ * communicator under one (it waits a second at most: an enqueue that
+ * blocks must not keep the job alive). */
+static atomic_bool cancelled;
+static char cancel_reason[1024];
+static pthread_mutex_t call_lock = PTHREAD_MUTEX_INITIALIZER, cancel_lock = PTHREAD_MUTEX_INITIALIZER;
+static ncclComm_t *subcomms;          /* from split, for cancel */
+static int nsubcomms, subcomm_cap;
 
 static int cuda_fail(const char *what, cudaError_t e)
 {
@@ -86,14 +122,57 @@ static int local_rank(int rank)
     return rank;
 }
 
+/* ---- marks ---------------------------------------------------------------- */
+
+static mark *mark_get(void)
+{
+    pthread_mutex_lock(&pool_lock);
+    mark *m = pool;
+    if (m) pool = m->next;
+    pthread_mutex_unlock(&pool_lock);
+    if (!m) {
+        m = calloc(1, sizeof *m);
+        if (!m) return NULL;
+        if (cudaEventCreateWithFlags(&m->ev, cudaEventDisableTiming) != cudaSuccess) {
+            free(m);
+            return NULL;
+        }
+    }
+    atomic_store(&m->refs, 1);
+    return m;
+}
+
+static void mark_put(mark *m)
+{
+    if (atomic_fetch_sub(&m->refs, 1) != 1) return;
+    pthread_mutex_lock(&pool_lock);
+    m->next = pool;
+    pool = m;
+    pthread_mutex_unlock(&pool_lock);
+}
+
+/* the pool's events (marks the watchdog still holds come back to it later:
+ * events outlive communicators) */
+static void pool_free(void)
+{
+    pthread_mutex_lock(&pool_lock);
+    while (pool) {
+        mark *m = pool;
+        pool = m->next;
+        cudaEventDestroy(m->ev);
+        free(m);
+    }
+    pthread_mutex_unlock(&pool_lock);
+}
+
 static int release(void)
 {
     if (one_float) cudaFree(one_float);
     if (ready) cudaEventDestroy(ready);
-    if (done) cudaEventDestroy(done);
+    pool_free();
     if (comm_stream) cudaStreamDestroy(comm_stream);
     one_float = NULL;
-    ready = done = NULL;
+    ready = NULL;
     comm_stream = NULL;
     device = -1;
     return -1;
@@ -120,7 +199,6 @@ static int setup(int rank, ncclUniqueId *id)
     device = local;
     e = cudaStreamCreateWithFlags(&comm_stream, cudaStreamNonBlocking);
     if (e == cudaSuccess) e = cudaEventCreateWithFlags(&ready, cudaEventDisableTiming);
-    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
     if (e == cudaSuccess) e = cudaMalloc((void **)&one_float, sizeof *one_float);
     if (e != cudaSuccess) return cuda_fail("init_process_group (nccl)", e);
     ncclResult_t r = rank == 0 ? ncclGetUniqueId(id) : ncclSuccess;
@@ -145,6 +223,8 @@ static int init(int *rank, int *size)
                                "(its error names it)");
     }
     if (host->bootstrap->broadcast(NULL, &id, sizeof id, EM_UINT8, 0, NULL)) return release();
+    atomic_store(&cancelled, false);
+    nsubcomms = 0;
     ncclResult_t r = ncclCommInitRank(&comm, *size, id, *rank);
     if (r != ncclSuccess) {
         comm = NULL;
@@ -154,22 +234,50 @@ static int init(int *rank, int *size)
     return 0;
 }
 
+/* After a cancel the communicators are gone (aborted), and the stream's
+ * stuck work has ended. */
 static int destroy(void)
 {
     if (!comm) return 0;
     cudaStreamSynchronize(comm_stream);
-    ncclResult_t r = ncclCommDestroy(comm);
+    ncclResult_t r = atomic_load(&cancelled) ? ncclSuccess : ncclCommDestroy(comm);
     comm = NULL;
     release();
     return r == ncclSuccess ? 0 : nccl_fail("destroy_process_group", r);
 }
 
-/* the communicator only: the engine then ends the job through MPI */
+/* Aborts every communicator once (subgroups first), remembering why. */
+static void cancel(const char *why)
+{
+    pthread_mutex_lock(&cancel_lock);
+    if (atomic_load(&cancelled) || !comm) {
+        pthread_mutex_unlock(&cancel_lock);
+        return;
+    }
+    snprintf(cancel_reason, sizeof cancel_reason, "%s", why);
+    atomic_store(&cancelled, true);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 1;
+    bool held = pthread_mutex_timedlock(&call_lock, &until) == 0;
+    for (int i = nsubcomms - 1; i >= 0; i--) ncclCommAbort(subcomms[i]);
+    ncclCommAbort(comm);
+    if (held) pthread_mutex_unlock(&call_lock);
+    pthread_mutex_unlock(&cancel_lock);
+}
+
+/* the communicators only: the engine then ends the job through MPI */
 static void abort_comm(int code)
 {
     (void)code;
-    if (comm) ncclCommAbort(comm);
-    comm = NULL;
+    cancel("the job was aborted");
+}
+
+/* Every call on a cancelled backend fails naming why. */
+static int check_cancelled(const char *what)
+{
+    if (!atomic_load(&cancelled)) return 0;
+    return host->set_error("%s: the NCCL communicator was aborted: %s", what, cancel_reason);
 }
 
 /* the subgroup's communicator (an ncclComm_t from split), or init's */
@@ -181,7 +289,15 @@ static ncclComm_t on(void *g) { return g ? (ncclComm_t)g : comm; }
 static int split(const int *ranks, int n, bool member, void **group)
 {
     *group = NULL;
+    if (check_cancelled("new_group")) return -1;
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 18, 0)
+    if (nsubcomms == subcomm_cap) {
+        int cap = subcomm_cap ? 2 * subcomm_cap : 8;
+        ncclComm_t *more = realloc(subcomms, (size_t)cap * sizeof *more);
+        if (!more) return host->set_error("new_group: out of memory");
+        subcomms = more;
+        subcomm_cap = cap;
+    }
     int rank = 0, key = 0;
     ncclResult_t r = ncclCommUserRank(comm, &rank);
     for (int i = 0; r == ncclSuccess && i < n; i++)
@@ -190,6 +306,11 @@ static int split(const int *ranks, int n, bool member, void **group)
     if (r == ncclSuccess) r = ncclCommSplit(comm, member ? 0 : NCCL_SPLIT_NOCOLOR, key, &sub, NULL);
     if (r != ncclSuccess) return nccl_fail("new_group: ncclCommSplit", r);
     *group = sub;
+    if (sub) {
+        pthread_mutex_lock(&cancel_lock);
+        subcomms[nsubcomms++] = sub;
+        pthread_mutex_unlock(&cancel_lock);
+    }
     return 0;
 #else
     (void)ranks;
@@ -204,67 +325,89 @@ static int free_group(void *group)
 {
     if (!group) return 0;
     cudaStreamSynchronize(comm_stream);
-    ncclResult_t r = ncclCommDestroy((ncclComm_t)group);
+    pthread_mutex_lock(&cancel_lock);
+    for (int i = 0; i < nsubcomms; i++) {
+        if (subcomms[i] != group) continue;
+        subcomms[i] = subcomms[--nsubcomms];
+        break;
+    }
+    pthread_mutex_unlock(&cancel_lock);
+    ncclResult_t r = atomic_load(&cancelled) ? ncclSuccess : ncclCommDestroy((ncclComm_t)group);
     return r == ncclSuccess ? 0 : nccl_fail("destroy_process_group", r);
 }
 
-/* the comm stream waits for the compute stream's work so far */
+/* The comm stream waits for the compute stream's work so far. Holds
+ * call_lock until end. */
 static int begin(const char *what)
 {
+    pthread_mutex_lock(&call_lock);
+    if (check_cancelled(what)) {
+        pthread_mutex_unlock(&call_lock);
+        return -1;
+    }
     cudaError_t e = cudaEventRecord(ready, compute);
     if (e == cudaSuccess) e = cudaStreamWaitEvent(comm_stream, ready, 0);
-    return e == cudaSuccess ? 0 : cuda_fail(what, e);
+    if (e == cudaSuccess) return 0;
+    pthread_mutex_unlock(&call_lock);
+    return cuda_fail(what, e);
 }
 
-/* After the NCCL call: blocking, the compute stream waits for it; async, a
- * fresh event on the comm stream becomes the request. */
-static int end(const char *what, ncclResult_t r, void **req)
+/* After the NCCL call (on communicator c): a mark on the comm stream goes
+ * to the watchdog; blocking, the compute stream waits for it; async, it is
+ * the request too. */
+static int end(const char *what, ncclComm_t c, ncclResult_t r, void **req)
 {
+    pthread_mutex_unlock(&call_lock);
     if (r != ncclSuccess) return nccl_fail(what, r);
-    cudaError_t e;
-    if (!req) {
-        e = cudaEventRecord(done, comm_stream);
-        if (e == cudaSuccess) e = cudaStreamWaitEvent(compute, done, 0);
-        return e == cudaSuccess ? 0 : cuda_fail(what, e);
+    mark *m = mark_get();
+    if (!m) return host->set_error("%s: cannot make a CUDA event (out of memory?)", what);
+    m->comm = c;
+    cudaError_t e = cudaEventRecord(m->ev, comm_stream);
+    if (e == cudaSuccess && !req) e = cudaStreamWaitEvent(compute, m->ev, 0);
+    if (e != cudaSuccess) {
+        mark_put(m);
+        return cuda_fail(what, e);
     }
-    cudaEvent_t ev;
-    e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
-    if (e == cudaSuccess) e = cudaEventRecord(ev, comm_stream);
-    if (e != cudaSuccess) return cuda_fail(what, e);
-    *req = ev;
+    if (req) {
+        atomic_fetch_add(&m->refs, 1);
+        *req = m;
+    }
+    host->queued(m);
     return 0;
 }
 
 static int all_reduce(void *g, void *buf, size_t count, em_dtype d, em_comm_op op, void **req)
 {
     if (begin("all_reduce")) return -1;
-    return end("all_reduce", ncclAllReduce(buf, buf, count, nccl_type(d), nccl_op(op), on(g), comm_stream), req);
+    return end("all_reduce", on(g), ncclAllReduce(buf, buf, count, nccl_type(d), nccl_op(op), on(g), comm_stream),
+               req);
 }
 
 static int broadcast(void *g, void *buf, size_t count, em_dtype d, int root, void **req)
 {
     if (begin("broadcast")) return -1;
-    return end("broadcast", ncclBroadcast(buf, buf, count, nccl_type(d), root, on(g), comm_stream), req);
+    return end("broadcast", on(g), ncclBroadcast(buf, buf, count, nccl_type(d), root, on(g), comm_stream), req);
 }
 
 static int all_gather(void *g, const void *send, void *recv, size_t count, em_dtype d, void **req)
 {
     if (begin("all_gather")) return -1;
-    return end("all_gather", ncclAllGather(send, recv, count, nccl_type(d), on(g), comm_stream), req);
+    return end("all_gather", on(g), ncclAllGather(send, recv, count, nccl_type(d), on(g), comm_stream), req);
 }
 
 static int reduce_scatter(void *g, const void *send, void *recv, size_t count, em_dtype d, em_comm_op op,
                           void **req)
 {
     if (begin("reduce_scatter")) return -1;
-    return end("reduce_scatter",
+    return end("reduce_scatter", on(g),
                ncclReduceScatter(send, recv, count, nccl_type(d), nccl_op(op), on(g), comm_stream), req);
 }
 
 static int reduce(void *g, void *buf, size_t count, em_dtype d, em_comm_op op, int root, void **req)
 {
     if (begin("reduce")) return -1;
-    return end("reduce", ncclReduce(buf, buf, count, nccl_type(d), nccl_op(op), root, on(g), comm_stream), req);
+    return end("reduce", on(g), ncclReduce(buf, buf, count, nccl_type(d), nccl_op(op), root, on(g), comm_stream),
+               req);
 }
 
 /* A blocking barrier holds the host too (every rank has reached it and the
@@ -273,10 +416,11 @@ static int barrier(void *g, void **req)
 {
     if (begin("barrier")) return -1;
     ncclResult_t r = ncclAllReduce(one_float, one_float, 1, ncclFloat32, ncclSum, on(g), comm_stream);
-    if (end("barrier", r, req)) return -1;
+    if (end("barrier", on(g), r, req)) return -1;
     if (req) return 0;
     cudaError_t e = cudaStreamSynchronize(comm_stream);
-    return e == cudaSuccess ? 0 : cuda_fail("barrier", e);
+    if (e != cudaSuccess) return cuda_fail("barrier", e);
+    return check_cancelled("barrier");      /* the abort ended it, not the other ranks */
 }
 
 static int check_tag(const char *what, int tag)
@@ -290,7 +434,7 @@ static int check_tag(const char *what, int tag)
 static int send(void *g, const void *buf, size_t count, em_dtype d, int peer, int tag, void **req)
 {
     if (check_tag("send", tag) || begin("send")) return -1;
-    return end("send", ncclSend(buf, count, nccl_type(d), peer, on(g), comm_stream), req);
+    return end("send", on(g), ncclSend(buf, count, nccl_type(d), peer, on(g), comm_stream), req);
 }
 
 static int recv(void *g, void *buf, size_t count, em_dtype d, int peer, int tag, int *source, void **req)
@@ -299,35 +443,77 @@ static int recv(void *g, void *buf, size_t count, em_dtype d, int peer, int tag,
     /* the engine refuses EM_COMM_ANY_SOURCE for CUDA tensors: NCCL has no
      * wildcard receive */
     if (source) *source = peer;
-    return end("recv", ncclRecv(buf, count, nccl_type(d), peer, on(g), comm_stream), req);
+    return end("recv", on(g), ncclRecv(buf, count, nccl_type(d), peer, on(g), comm_stream), req);
 }
 
 /* Orders, does not block: the compute stream waits for the collective. */
 static int wait(void *req)
 {
-    cudaEvent_t ev = req;
-    cudaError_t e = cudaStreamWaitEvent(compute, ev, 0);
-    cudaEventDestroy(ev);
+    mark *m = req;
+    if (check_cancelled("wait")) {
+        mark_put(m);
+        return -1;
+    }
+    cudaError_t e = cudaStreamWaitEvent(compute, m->ev, 0);
+    mark_put(m);
     return e == cudaSuccess ? 0 : cuda_fail("wait", e);
+}
+
+/* NCCL's asynchronous error of communicator c, or ncclSuccess */
+static ncclResult_t async_error(ncclComm_t c)
+{
+    ncclResult_t async = ncclSuccess;
+    if (ncclCommGetAsyncError(c, &async) != ncclSuccess) return ncclSuccess;
+    return async == ncclInProgress ? ncclSuccess : async;
 }
 
 static int test(void *req, bool *finished)
 {
-    cudaEvent_t ev = req;
-    cudaError_t e = cudaEventQuery(ev);
+    mark *m = req;
+    *finished = true;
+    if (check_cancelled("is_completed")) {
+        mark_put(m);
+        return -1;
+    }
+    cudaError_t e = cudaEventQuery(m->ev);
     *finished = e != cudaErrorNotReady;
     if (!*finished) {
         /* a peer that died leaves the event pending forever: NCCL says so */
-        ncclResult_t async = ncclSuccess;
-        ncclCommGetAsyncError(comm, &async);
-        if (async == ncclSuccess || async == ncclInProgress) return 0;
+        ncclResult_t async = async_error(m->comm);
+        if (async == ncclSuccess) return 0;
         *finished = true;
-        cudaEventDestroy(ev);
+        mark_put(m);
         return nccl_fail("is_completed", async);
     }
-    cudaEventDestroy(ev);
+    mark_put(m);
     return e == cudaSuccess ? 0 : cuda_fail("is_completed", e);
 }
+
+/* The watchdog's thread: the device made current there once. */
+static int poll(void *mk, char *why, size_t n)
+{
+    static _Thread_local int bound = -1;
+    mark *m = mk;
+    if (atomic_load(&cancelled)) {
+        snprintf(why, n, "%s", cancel_reason);
+        return -2;
+    }
+    if (bound != device && device >= 0 && cudaSetDevice(device) == cudaSuccess) bound = device;
+    cudaError_t e = cudaEventQuery(m->ev);
+    if (e == cudaSuccess) return 1;
+    if (e != cudaErrorNotReady) {
+        cudaGetLastError();
+        snprintf(why, n, "CUDA error: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
+        return -1;
+    }
+    ncclResult_t async = atomic_load(&cancelled) ? ncclSuccess : async_error(m->comm);
+    if (async == ncclSuccess) return 0;
+    const char *last = ncclGetLastError(m->comm);
+    snprintf(why, n, "NCCL error: %s%s%s", ncclGetErrorString(async), last && *last ? ": " : "", last ? last : "");
+    return -1;
+}
+
+static void drop_mark(void *m) { mark_put(m); }
 
 static int rank_device(void) { return device; }
 
@@ -350,6 +536,9 @@ static const em_comm_backend nccl_backend = {
     .recv = recv,
     .wait = wait,
     .test = test,
+    .poll = poll,
+    .drop_mark = drop_mark,
+    .cancel = cancel,
 };
 
 const em_comm_backend *em_nccl_backend_init(const em_comm_host *h, char *why, size_t n)
@@ -361,7 +550,7 @@ const em_comm_backend *em_nccl_backend_init(const em_comm_host *h, char *why, si
                  version / 100 % 100);
         return NULL;
     }
-    if (!h->bootstrap || !h->compute_stream) {
+    if (!h->bootstrap || !h->compute_stream || !h->queued) {
         snprintf(why, n, "the engine gave no bootstrap backend or compute stream");
         return NULL;
     }

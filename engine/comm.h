@@ -47,6 +47,12 @@ typedef struct em_comm_host {
      * error set when the device cannot start). */
     const em_comm_backend *bootstrap;
     void *(*compute_stream)(int device);
+    /* For a device backend: each transfer it queues (the host does not wait
+     * for it) leaves a mark where it ends on the backend's stream, handed
+     * to the engine's watchdog here, which polls it (poll below) and gives
+     * it back (drop_mark). Called on the thread that queued the transfer,
+     * before the backend call returns. */
+    void (*queued)(void *mark);
 } em_comm_host;
 
 struct em_comm_backend {
@@ -93,6 +99,17 @@ struct em_comm_backend {
      * stream after the transfer instead of blocking the host */
     int (*wait)(void *req);
     int (*test)(void *req, bool *done);     /* done: completed and freed */
+
+    /* A device backend's work as the watchdog (another thread) sees it;
+     * NULL in a host backend. poll: whether the work up to a mark has
+     * completed (1), not yet (0), or cannot (-1, why filled: the library's
+     * asynchronous error; -2: the communicators were cancelled, why: the
+     * reason given to cancel). cancel
+     * aborts every communicator at once (NCCL's ncclCommAbort), so stuck
+     * work ends; every later call then fails naming why. Any thread. */
+    int (*poll)(void *mark, char *why, size_t n);
+    void (*drop_mark)(void *mark);
+    void (*cancel)(const char *why);
 };
 
 /* The one symbol a backend library exports. NULL with why[] filled when the

@@ -399,6 +399,8 @@ static void backoff(long *spins)
 }
 
 /* "all_reduce #2 (float32 [3], sum)" */
+static const char *op_title(const em_op_desc *d, char *buf, size_t n);
+const char *em_op_title(const em_op_desc *d, char *buf, size_t n) { return op_title(d, buf, n); }
 static const char *op_title(const em_op_desc *d, char *buf, size_t n)
 {
     char t[256];
@@ -642,6 +644,170 @@ static bool watched_verdict(char *msg, size_t n)
     return over;
 }
 
+/* ---- device work --------------------------------------------------------------- */
+
+/* Queued NCCL work in the order it was queued: one comm stream runs it in
+ * that order, so only the oldest is polled (when it is done, so is
+ * everything before the next). The program's thread appends (under
+ * dlock); the watchdog's polls and pops, holding plock while a mark is in
+ * its hands, so em_watch_device(NULL) can wait for it. */
+typedef struct dwork {
+    em_op_desc d;
+    void *mark;
+    const int *members;
+    int n;
+    double queued, timeout;
+} dwork;
+static pthread_mutex_t dlock = PTHREAD_MUTEX_INITIALIZER, plock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    const em_comm_backend *be;
+    dwork *q;
+    size_t head, count, cap;    /* a ring */
+    double gone_since;          /* when a member of the oldest was first seen exited */
+} D;
+
+static void device_clear_locked(void)
+{
+    for (size_t i = 0; i < D.count; i++) D.be->drop_mark(D.q[(D.head + i) % D.cap].mark);
+    D.head = D.count = 0;
+    D.gone_since = 0;
+}
+
+void em_watch_device(const em_comm_backend *be)
+{
+    pthread_mutex_lock(&plock);
+    pthread_mutex_lock(&dlock);
+    if (D.be) device_clear_locked();
+    D.be = be;
+    pthread_mutex_unlock(&dlock);
+    pthread_mutex_unlock(&plock);
+}
+
+void em_watch_device_add(const em_op_desc *d, void *mark, const int *members, int n, double timeout)
+{
+    pthread_mutex_lock(&dlock);
+    if (D.count == D.cap) {
+        size_t cap = D.cap ? 2 * D.cap : 64;
+        dwork *more = malloc(cap * sizeof *more);
+        if (!more) {
+            /* unwatched rather than unrun */
+            pthread_mutex_unlock(&dlock);
+            if (D.be) D.be->drop_mark(mark);
+            return;
+        }
+        for (size_t i = 0; i < D.count; i++) more[i] = D.q[(D.head + i) % D.cap];
+        free(D.q);
+        D.q = more;
+        D.head = 0;
+        D.cap = cap;
+    }
+    dwork *w = &D.q[(D.head + D.count) % D.cap];
+    w->d = *d;
+    w->mark = mark;
+    w->members = members;
+    w->n = n;
+    w->queued = now();
+    w->timeout = timeout;
+    D.count++;
+    pthread_mutex_unlock(&dlock);
+}
+
+/* EMBER_NCCL_ASYNC_ERROR_HANDLING (PyTorch's TORCH_NCCL_ASYNC_ERROR_HANDLING):
+ * 1 (the default) aborts and ends the process, 2 only aborts */
+static bool device_cleanup_only(void)
+{
+    static int mode = -1;
+    if (mode < 0) {
+        const char *v = getenv("EMBER_NCCL_ASYNC_ERROR_HANDLING");
+        mode = v && atoi(v) == 2 ? 2 : 1;
+    }
+    return mode == 2;
+}
+
+/* the ranks of w that have exited, into gone; how many */
+static int device_gone(const dwork *w, int *gone, int cap)
+{
+    int k = 0;
+    if (!B) return 0;
+    if (!w->members) {
+        int peer = (int)w->d.root;
+        if (peer >= 0 && peer < B->nranks && peer != me && slot_exited(&B->slots[peer])) gone[k++] = peer;
+        return k;
+    }
+    for (int i = 0; i < w->n && k < cap; i++)
+        if (w->members[i] != me && w->members[i] < B->nranks && slot_exited(&B->slots[w->members[i]]))
+            gone[k++] = w->members[i];
+    return k;
+}
+
+/* The oldest queued device work, polled; a message in msg when it cannot
+ * finish (the backend is cancelled then). */
+static bool device_verdict(char *msg, size_t n)
+{
+    bool over = false;
+    pthread_mutex_lock(&plock);
+    for (int polled = 0; polled < 100000; polled++) {
+        pthread_mutex_lock(&dlock);
+        if (!D.be || D.count == 0) {
+            pthread_mutex_unlock(&dlock);
+            break;
+        }
+        dwork w = D.q[D.head];
+        const em_comm_backend *be = D.be;
+        pthread_mutex_unlock(&dlock);
+        char why[1200] = "";
+        int r = be->poll(w.mark, why, sizeof why);
+        if (r == -2) {
+            /* cancelled by whoever saw the failure first (the program's
+             * thread, with an error it raises; the job's abort): theirs to say */
+            pthread_mutex_lock(&dlock);
+            device_clear_locked();
+            pthread_mutex_unlock(&dlock);
+            break;
+        }
+        if (r == 1) {
+            pthread_mutex_lock(&dlock);
+            D.head = (D.head + 1) % D.cap;
+            D.count--;
+            D.gone_since = 0;
+            pthread_mutex_unlock(&dlock);
+            be->drop_mark(w.mark);
+            continue;
+        }
+        int gone[64], k = r == 0 ? device_gone(&w, gone, 64) : 0;
+        double t = now();
+        if (k > 0 && D.gone_since == 0) D.gone_since = t;
+        /* a peer that finished its part and exited: this rank's GPU is a
+         * moment behind, so an exit counts once it has lasted a little */
+        bool gone_long = k > 0 && t - D.gone_since > 0.25;
+        bool late = t - w.queued > w.timeout;
+        if (r == 0 && !late && !gone_long) break;
+        char title[300], names[1500] = "";
+        op_title(&w.d, title, sizeof title);
+        if (r < 0) {
+            snprintf(msg, n, "%s failed on the GPU: %s; the NCCL communicator was aborted", title, why);
+        } else if (gone_long) {
+            name_missing(gone, k, &w.d, NULL, names, sizeof names);
+            snprintf(msg, n, "%s cannot complete on the GPU: %s; the NCCL communicator was aborted", title, names);
+        } else {
+            if (B && w.n > 1) snprintf(names, sizeof names, "every rank it waits for entered it");
+            else if (w.n > 1 || !w.members) snprintf(names, sizeof names, "the ranks it waits for are not known "
+                                                     "(no job board: the ranks are on several machines)");
+            else snprintf(names, sizeof names, "a world of one: it waits for no other rank");
+            snprintf(msg, n, "%s timed out after %g s: NCCL has not finished it on the GPU (%s); the NCCL "
+                     "communicator was aborted", title, w.timeout, names);
+        }
+        be->cancel(msg);
+        pthread_mutex_lock(&dlock);
+        device_clear_locked();
+        pthread_mutex_unlock(&dlock);
+        over = true;
+        break;
+    }
+    pthread_mutex_unlock(&plock);
+    return over;
+}
+
 static void *watch_main(void *arg)
 {
     (void)arg;
@@ -657,6 +823,16 @@ static void *watch_main(void *arg)
             em_board_fail(msg);
             em_board_wait_others(1.0);
             end_process(msg);
+        }
+        if (device_verdict(msg, sizeof msg)) {
+            if (device_cleanup_only()) {
+                fprintf(stderr, "ember: rank %d: %s (EMBER_NCCL_ASYNC_ERROR_HANDLING=2: the program goes on; "
+                        "its next NCCL call fails)\n", watch_rank, msg);
+            } else {
+                em_board_fail(msg);
+                em_board_wait_others(1.0);
+                end_process(msg);
+            }
         }
         if (!atomic_load(&self_failing) && em_board_failed(why, sizeof why)) {
             /* in a watched call it cannot return; otherwise the program may

@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "comm.h"
 #include "ember.h"
 
 /* the collectives (and what else a rank can be doing) as the board names them */
@@ -64,6 +65,8 @@ typedef struct em_op_desc {
 
 /* "all_reduce(float32 [3], sum)" into buf */
 const char *em_desc_text(const em_op_desc *d, char *buf, size_t n);
+/* "all_reduce #2 (float32 [3], sum)": with its number in the group */
+const char *em_op_title(const em_op_desc *d, char *buf, size_t n);
 const char *em_op_name(int64_t code);
 /* whether two ranks' descriptions of one collective agree */
 bool em_desc_same(const em_op_desc *a, const em_op_desc *b);
@@ -119,6 +122,22 @@ void em_watch_set_rank(int rank);
  * message naming d. End with em_watch_end. Not nested. */
 void em_watch_begin(const em_op_desc *d, const int *members, int n, double timeout);
 void em_watch_end(void);
+/* ---- device work (NCCL's), which the host does not wait for ------------------ */
+
+/* The device backend whose marks the watchdog polls (NULL: none; every
+ * mark still held is dropped, after the backend has synchronised). */
+void em_watch_device(const em_comm_backend *be);
+/* Work d, queued on the device, ends at mark (the backend's, handed over);
+ * members (n of them; NULL for a send or receive: d's peer) are what it
+ * waits for, an array that lives while the work can be pending. The
+ * watchdog polls the oldest: when it runs past timeout seconds after being
+ * queued, when NCCL reports an asynchronous error, or when a member it
+ * waits for has exited, it cancels the backend (ncclCommAbort) and ends the
+ * process naming d, as PyTorch's ProcessGroupNCCL does; with
+ * EMBER_NCCL_ASYNC_ERROR_HANDLING=2 it only cancels and says so (later
+ * calls and waits then fail naming why). */
+void em_watch_device_add(const em_op_desc *d, void *mark, const int *members, int n, double timeout);
+
 /* Registers the exit handler that marks this rank exited (and waits for
  * the others' verdict) before the ones registered earlier run (MPI's). */
 void em_board_hook_exit(void);

@@ -24,8 +24,9 @@ static int my_rank, world_size;
 static int *world_members;     /* 0..world_size-1: the default group's members */
 static double timeout_s;       /* init_process_group's timeout */
 static int64_t epoch;          /* init_process_group calls so far */
+static void device_queued(void *mark);
 static const em_comm_host comm_host = {.set_error = em_set_error, .last_error = em_error};
-static em_comm_host nccl_host = {.set_error = em_set_error, .last_error = em_error};
+static em_comm_host nccl_host = {.set_error = em_set_error, .last_error = em_error, .queued = device_queued};
 
 /* A process group: the default one (id 0, every rank, init's communicators)
  * or one from new_group. Every rank makes the same groups in the same order
@@ -104,6 +105,7 @@ static const em_comm_backend *load_nccl(void)
 static void em_dist_destroy_backends(void)
 {
     if (gpu_comm) gpu_comm->destroy();
+    if (gpu_comm) em_watch_device(NULL);
     gpu_comm = NULL;
     comm->destroy();
 }
@@ -169,6 +171,7 @@ int em_dist_init(const char *backend, bool debug, double timeout)
         return em_set_error("%s", why);
     }
     gpu_comm = nccl ? nccl_lib : NULL;
+    if (gpu_comm) em_watch_device(gpu_comm);
     int *members = realloc(world_members, (size_t)world_size * sizeof *members);
     if (!members) {
         em_dist_destroy_backends();
@@ -219,7 +222,9 @@ int em_dist_destroy(void)
     nsubgroups = 0;
     initialized = false;
     em_board_set_initialized(false, epoch);
+    /* the backend synchronises first, watched: work that never ends ends the process */
     if (gpu_comm && gpu_comm->destroy()) rc = -1;
+    if (gpu_comm) em_watch_device(NULL);
     gpu_comm = NULL;
     return comm->destroy() || rc ? -1 : 0;
 }
@@ -251,6 +256,17 @@ int em_comm_op_parse(const char *s, em_comm_op *out)
 /* the collective begun last on this thread: work_new keeps it for wait's messages */
 static em_op_desc current;
 static int end_collective(int rc);
+static group *find_group(int id);
+
+/* The device backend queued the transfer of `current`: the watchdog polls
+ * it from now on (members: what it waits for; a send's or receive's peer
+ * is in the description). */
+static void device_queued(void *mark)
+{
+    const group *g = current.code == EM_OP_SEND || current.code == EM_OP_RECV ? NULL : find_group((int)current.group);
+    const int *members = g ? g->ranks ? g->ranks : world_members : NULL;
+    em_watch_device_add(&current, mark, members, g ? g->size : 0, timeout_s);
+}
 
 struct em_work {
     const em_comm_backend *be;  /* the backend that runs it */
@@ -315,7 +331,6 @@ static int work_complete(em_work *w)
     return rc;
 }
 
-static group *find_group(int id);
 
 /* A wait may block on peers: watched as the collective it completes. */
 static int wait_watched(em_work *w, void *req)
@@ -338,6 +353,22 @@ static int wait_watched(em_work *w, void *req)
     return end_collective(rc);
 }
 
+/* A device backend's work that failed (an asynchronous error seen here
+ * first, or its communicators already aborted): the error names the op,
+ * and the backend is cancelled with it, as the watchdog would (whoever
+ * sees it first), so no later call waits on a broken communicator. */
+static void work_failed(em_work *w)
+{
+    if (w->be->cancel) {
+        char title[300];
+        snprintf(w->error, sizeof w->error, "%s: %s", em_op_title(&w->desc, title, sizeof title), em_error());
+        w->be->cancel(w->error);
+    } else {
+        snprintf(w->error, sizeof w->error, "%s", em_error());
+    }
+    em_set_error("%s", w->error);
+}
+
 int em_work_wait(em_work *w)
 {
     if (w->done) return w->failed ? em_set_error("%s", w->error) : 0;
@@ -345,7 +376,7 @@ int em_work_wait(em_work *w)
     w->req = NULL;
     if (req && wait_watched(w, req)) {
         w->done = w->failed = true;
-        snprintf(w->error, sizeof w->error, "%s", em_error());
+        work_failed(w);
         work_release(w);
         return -1;
     }
@@ -360,7 +391,7 @@ int em_work_test(em_work *w, bool *done)
         if (finished) w->req = NULL;
         if (rc) {
             w->done = w->failed = true;
-            snprintf(w->error, sizeof w->error, "%s", em_error());
+            work_failed(w);
             work_release(w);
         } else if (finished && work_complete(w)) {
             *done = true;
