@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <pthread.h>
 #include <string>
 
 #define LAUNCH(grid, block, smem, stream, ...) emu::make_launcher(#__VA_ARGS__, grid, block, smem, stream, __VA_ARGS__)
@@ -280,6 +281,71 @@ static void test_streams_run_in_order_and_events_wait_across_streams()
     cudaStreamDestroy(b);
 }
 
+/* A pending command (an NCCL kernel waiting for a peer) holds its stream,
+ * and a stream that waits on it: queries say NotReady, a synchronisation
+ * waits with the API released, so another thread can query meanwhile and
+ * let it go. (A mutex, not atomics: this file is built with the
+ * emulator's instrumentation, which has no atomics.) */
+struct pending_state {
+    pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    bool stuck = true;
+    int asked = 0, other_not_ready = 0;
+    cudaEvent_t f;
+};
+
+static bool pending_ask(pending_state *p)
+{
+    pthread_mutex_lock(&p->lock);
+    p->asked++;
+    bool stuck = p->stuck;
+    pthread_mutex_unlock(&p->lock);
+    return stuck;
+}
+
+static void *pending_watcher(void *arg)
+{
+    pending_state *p = (pending_state *)arg;
+    int n = 0;
+    for (int i = 0; i < 3; i++)
+        if (cudaEventQuery(p->f) == cudaErrorNotReady) n++;
+    pthread_mutex_lock(&p->lock);
+    p->other_not_ready = n;
+    p->stuck = false;
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+static void test_pending_work_holds_streams_and_lets_other_threads_in()
+{
+    cudaStream_t a, b;
+    cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking);
+    cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking);
+    pending_state p;
+    cudaEvent_t e;
+    cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+    cudaEventCreateWithFlags(&p.f, cudaEventDisableTiming);
+    pending_state *pp = &p;
+    CHECK(emu::submit_pending(a, "stuck", [pp]() { return pending_ask(pp); }) == cudaSuccess);
+    cudaEventRecord(e, a);
+    cudaStreamWaitEvent(b, e, 0);
+    cudaEventRecord(p.f, b);
+    CHECK(cudaEventQuery(e) == cudaErrorNotReady);
+    CHECK(cudaEventQuery(p.f) == cudaErrorNotReady);
+    CHECK(cudaStreamQuery(b) == cudaErrorNotReady);
+    CHECK(p.asked > 0);
+    /* another thread queries while this one waits, then lets the work go */
+    pthread_t watcher;
+    CHECK(pthread_create(&watcher, NULL, pending_watcher, &p) == 0);
+    CHECK(cudaStreamSynchronize(b) == cudaSuccess);
+    pthread_join(watcher, NULL);
+    CHECK(p.other_not_ready == 3);
+    CHECK(cudaEventQuery(e) == cudaSuccess && cudaEventQuery(p.f) == cudaSuccess);
+    cudaEventDestroy(e);
+    cudaEventDestroy(p.f);
+    cudaStreamDestroy(a);
+    cudaStreamDestroy(b);
+}
+
 static void test_capture_records_and_replays_and_refuses_waits()
 {
     cudaStream_t s;
@@ -457,6 +523,7 @@ int main()
     RUN(test_atomics_from_many_blocks);
     RUN(test_launch_limits_fail_as_the_driver_does);
     RUN(test_streams_run_in_order_and_events_wait_across_streams);
+    RUN(test_pending_work_holds_streams_and_lets_other_threads_in);
     RUN(test_capture_records_and_replays_and_refuses_waits);
     RUN(test_memory_limit_and_info);
     RUN(test_block_order_follows_the_seed);
