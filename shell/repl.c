@@ -21,6 +21,7 @@
 #include "shell.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,11 +58,36 @@ static void on_sigint_at_prompt(int sig)
     interrupted = 1;
 }
 
+/* Bytes read from the terminal but not yet handed to readline. Readline
+ * reads a byte per read(2), and asks select(2) before each byte whether
+ * another is waiting: two system calls a byte, 25 s for a 10 MB paste.
+ * Inside a bracketed paste (and the other places readline waits for "more
+ * input": a quoted insert, a character search) the bytes up to the paste's
+ * end are readline's anyway, so they are read up to 64 KiB at a time.
+ * Anywhere else a byte at a time, as readline does: typed-ahead lines after
+ * the one being edited stay in the terminal for whatever reads them next
+ * (io.read in the entry, a program it starts). */
+static struct {
+    unsigned char buf[1 << 16];
+    size_t at, n;
+} ahead;
+
+/* Readline's typeahead test (rl_input_available_hook): the bytes read
+ * ahead count, else the terminal is polled for readline's timeout. */
+static int input_available(void)
+{
+    if (ahead.at < ahead.n) return 1;
+    int timeout_us = rl_set_keyboard_input_timeout(-1);   /* -1: read it, change nothing */
+    struct pollfd p = {fileno(rl_instream ? rl_instream : stdin), POLLIN, 0};
+    return poll(&p, 1, timeout_us > 0 ? (timeout_us + 999) / 1000 : 0) > 0;
+}
+
 /* Readline's own SIGINT handling (on by default) echoes ^C, cleans up and
  * passes the signal on to on_sigint_at_prompt, then goes back to reading.
  * This getc ends the read instead: when the interrupted read returns, a
  * newline is handed to readline, which returns the line; the caller then
- * throws it away. */
+ * throws it away, with what was read ahead (as the terminal drops its
+ * queued input on ^C). */
 static int getc_interruptible(FILE *in)
 {
     for (;;) {
@@ -69,14 +95,20 @@ static int getc_interruptible(FILE *in)
          * is only recorded by readline's handler: act on it before blocking,
          * or the session would wait for the next key. */
         rl_check_signals();
-        if (interrupted) return '\n';
-        unsigned char c;
-        ssize_t n = read(fileno(in), &c, 1);
-        if (n == 1) return c;
+        if (interrupted) {
+            ahead.at = ahead.n = 0;
+            return '\n';
+        }
+        if (ahead.at < ahead.n) return ahead.buf[ahead.at++];
+        size_t want = RL_ISSTATE(RL_STATE_MOREINPUT) ? sizeof ahead.buf : 1;
+        ssize_t n = read(fileno(in), ahead.buf, want);
+        if (n > 0) {
+            ahead.at = 0;
+            ahead.n = (size_t)n;
+            continue;
+        }
         if (n == 0) return EOF;
         if (errno != EINTR) return RL_ISSTATE(RL_STATE_READCMD) ? READERR : EOF;
-        rl_check_signals();
-        if (interrupted) return '\n';
     }
 }
 
@@ -89,6 +121,7 @@ static char *read_terminal_line(const char *prompt, line_status *st)
     sigaction(SIGINT, &sa, &saved);
     interrupted = 0;
     rl_getc_function = getc_interruptible;
+    rl_input_available_hook = input_available;
     char *line = readline(prompt);
     sigaction(SIGINT, &saved, NULL);
     if (interrupted) {

@@ -316,7 +316,51 @@ def history_shared_between_sessions():
     finish(b)
 
 
+def paste_ten_megabytes():
+    """A 10 MB line pasted (bracketed) runs in seconds, and is read in large
+    reads, not a system call per byte (the cause of the 85 s: /proc's count
+    of read calls tells the two apart on any machine)."""
+    import select
+    size = 10_000_000
+    q = spawn(history=os.path.join(tmp, "paste_history"))
+    ready(q)
+    time.sleep(0.3)
+    fd = q.child_fd
+
+    def reads():
+        with open("/proc/%d/io" % q.pid) as f:
+            return int(re.search(r"syscr: (\d+)", f.read()).group(1))
+
+    data = b"\x1b[200~print(#\"" + b"x" * size + b"\")\x1b[201~\r"
+    want = b"%d\r\n" % size
+    os.set_blocking(fd, False)
+    before, t0 = reads(), time.time()
+    tail, sent = b"", 0   # only the end of the output is searched: it holds the whole line
+    try:
+        while want not in tail:
+            assert time.time() - t0 < 120, "no answer after 120 s: %r" % tail[-200:]
+            r, w, _ = select.select([fd], [fd] if sent < len(data) else [], [], 1)
+            if w:
+                try:
+                    sent += os.write(fd, data[sent:sent + 65536])
+                except BlockingIOError:
+                    pass
+            if r:
+                try:
+                    tail = tail[-len(want):] + os.read(fd, 1 << 20)
+                except BlockingIOError:
+                    pass
+    finally:
+        os.set_blocking(fd, True)
+    secs, calls = time.time() - t0, reads() - before
+    print("# 10 MB paste: %.1f s, %d read calls" % (secs, calls))
+    q.terminate(force=True)
+    assert calls < 10_000, "%d read calls for %d bytes" % (calls, size)
+    assert secs < 20, "%.1f s" % secs
+
+
 check("NO_COLOR turns colours off", no_color_env)
+check("a 10 MB pasted line runs in seconds, read in large reads", paste_ten_megabytes)
 check("history is shared between two sessions", history_shared_between_sessions)
 
 # ---- the debugger -------------------------------------------------------------
