@@ -125,8 +125,12 @@ static void reply_error(void *sock, const ekw_msg *m, const char *ename, const c
         ekw_log("dropped a message of type %s (not a request)", m->msg_type);
         return;
     }
+    /* evalue may quote the client cut short (%.100s), inside a character */
+    char *clean = ekw_utf8_clean(evalue, strlen(evalue), NULL);
+    if (clean) evalue = clean;
     ekw_log("answered a request with an error: %s", evalue);
     reply(sock, m, type, error_content(ename, evalue, evalue));
+    free(clean);
 }
 
 static cJSON *ok_content(void)
@@ -276,6 +280,11 @@ static int lua_kernel_input(lua_State *L)
         if (strcmp(m.msg_type, "input_reply") != 0) {
             ekw_msg_free(&m);
             continue;
+        }
+        const char *bad = m.bad_content;   /* a static string */
+        if (bad) {
+            ekw_msg_free(&m);
+            return luaL_error(L, "io.read: the front end's input_reply: the content frame %s", bad);
         }
         const char *value = str_field(m.content, "value");
         lua_pushstring(L, value ? value : "");
@@ -675,7 +684,11 @@ static void handle_shell(lua_State *L, const ekw_msg *m)
     void *shell = K.sock[EKW_SHELL];
     publish_status(m, "busy");
     const char *t = m->msg_type;
-    if (m->bad_content) reply_error(shell, m, "BadRequest", "the content frame is not a JSON object");
+    if (m->bad_content) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "the content frame %s", m->bad_content);
+        reply_error(shell, m, "BadRequest", msg);
+    }
     else if (strcmp(t, "execute_request") == 0) handle_execute(L, m);
     else if (strcmp(t, "kernel_info_request") == 0) reply(shell, m, "kernel_info_reply", kernel_info());
     else if (strcmp(t, "complete_request") == 0) handle_complete(L, m);

@@ -9,8 +9,16 @@
  * connection file's key; an empty key means no signing. A received message
  * whose signature does not match, or whose header is not a JSON object
  * with a msg_type, is logged on stderr and dropped: the sender cannot be
- * trusted with a reply. Every function here is safe to call from any thread
- * on its own socket (the key is read-only once loaded). */
+ * trusted with a reply. So is one whose header holds a NUL character, and
+ * a content that holds one is refused (bad_content, an error reply): cJSON
+ * ends its strings at a NUL, so "print(1)\u0000os.exit(9)" would run as
+ * print(1), and "kernel_info_request\u0000..." pass as kernel_info_request.
+ * Refusing is what is left: the REPL's entry path is C strings throughout,
+ * and no front end sends one (a Lua string holding a NUL says "\0").
+ * Invalid UTF-8 in any string a client sends is cleaned on receipt, so the
+ * code, the history and the echoed header are valid JSON for strict
+ * readers. Every function here is safe to call from any thread on its own
+ * socket (the key is read-only once loaded). */
 #include "shell.h"
 
 #include <cJSON.h>
@@ -27,10 +35,18 @@
 
 #define DELIM "<IDS|MSG>"
 
+#define LOG_DETAIL_MAX 200
+
 void ekw_log(const char *fmt, const char *detail)
 {
+    char cut[LOG_DETAIL_MAX + sizeof "..."];
+    if (!detail) detail = "";
+    if (strnlen(detail, LOG_DETAIL_MAX + 1) > LOG_DETAIL_MAX) {
+        snprintf(cut, sizeof cut, "%.*s...", LOG_DETAIL_MAX, detail);
+        detail = cut;
+    }
     fprintf(stderr, "ember kernel: ");
-    fprintf(stderr, fmt, detail ? detail : "");
+    fprintf(stderr, fmt, detail);
     fputc('\n', stderr);
     fflush(stderr);
 }
@@ -178,14 +194,18 @@ static void iso_now(char out[40])
 /* ---- text ----------------------------------------------------------------- */
 
 /* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid,
- * -1 if it is cut short by the end. */
+ * -1 if it is cut short by the end. Valid as strict decoders (Python's)
+ * take it: no overlong forms, no surrogates (U+D800..DFFF), nothing past
+ * U+10FFFF; the second byte's range is what rules those out. */
 static int utf8_seq(const unsigned char *s, size_t n)
 {
     int len = s[0] < 0x80 ? 1 : (s[0] >> 5) == 6 ? 2 : (s[0] >> 4) == 14 ? 3 : (s[0] >> 3) == 30 ? 4 : 0;
     if (len == 0 || (len == 2 && s[0] < 0xc2) || (len == 4 && s[0] > 0xf4)) return 0;
+    unsigned char lo = s[0] == 0xe0 ? 0xa0 : s[0] == 0xf0 ? 0x90 : 0x80;
+    unsigned char hi = s[0] == 0xed ? 0x9f : s[0] == 0xf4 ? 0x8f : 0xbf;
     for (int i = 1; i < len; i++) {
         if ((size_t)i >= n) return -1;
-        if ((s[i] & 0xc0) != 0x80) return 0;
+        if (s[i] < (i == 1 ? lo : 0x80) || s[i] > (i == 1 ? hi : 0xbf)) return 0;
     }
     return len;
 }
@@ -244,13 +264,63 @@ void ekw_msg_free(ekw_msg *m)
     memset(m, 0, sizeof *m);
 }
 
-/* Parses frame f as a JSON object ({} if it is not one: *bad set). */
-static cJSON *parse_object(zmq_msg_t *f, bool *bad)
+/* Does the JSON text s[0..n) hold a NUL character: a \u0000 escape, or a
+ * raw NUL byte (cJSON copies those into strings too)? Backslashes appear
+ * only inside strings, each starting an escape; "\\u0000" is an escaped
+ * backslash, then the letters u0000. */
+static bool json_has_nul(const char *s, size_t n)
 {
-    cJSON *o = cJSON_ParseWithLength(zmq_msg_data(f), zmq_msg_size(f));
-    if (cJSON_IsObject(o)) return o;
+    if (memchr(s, '\0', n)) return true;
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (s[i] != '\\') continue;
+        if (s[i + 1] == 'u' && n - i >= 6 && memcmp(s + i + 2, "0000", 4) == 0) return true;
+        i++;   /* the escaped character */
+    }
+    return false;
+}
+
+/* *s (a string cJSON allocated) as valid UTF-8: replaced by its cleaned
+ * copy when it is not. false when out of memory. */
+static bool clean_string(char **s)
+{
+    if (!*s) return true;
+    char *clean = ekw_utf8_clean(*s, strlen(*s), NULL);
+    if (!clean) return false;
+    if (strcmp(clean, *s) == 0) {
+        free(clean);
+    } else {
+        cJSON_free(*s);   /* cJSON's default allocator: malloc and free, as ekw_utf8_clean's */
+        *s = clean;
+    }
+    return true;
+}
+
+/* Every key and string value in the tree o, cleaned (cJSON limits the
+ * nesting, so the recursion is bounded). */
+static bool clean_strings(cJSON *o)
+{
+    for (cJSON *c = o; c; c = c->next) {
+        if (!clean_string(&c->string)) return false;
+        if (cJSON_IsString(c) && !clean_string(&c->valuestring)) return false;
+        if (c->child && !clean_strings(c->child)) return false;
+    }
+    return true;
+}
+
+/* Parses frame f as a JSON object, its strings cleaned ({} if it is not
+ * one, or holds a NUL: *bad says which, to follow "the content frame"). */
+static cJSON *parse_object(zmq_msg_t *f, const char **bad)
+{
+    const char *text = zmq_msg_data(f);
+    size_t n = zmq_msg_size(f);
+    if (json_has_nul(text, n)) {
+        *bad = "holds a NUL character (\\u0000): refused, rather than cut short at it";
+        return cJSON_CreateObject();
+    }
+    cJSON *o = cJSON_ParseWithLength(text, n);
+    if (cJSON_IsObject(o) && clean_strings(o->child)) return o;
+    *bad = cJSON_IsObject(o) ? "cannot be read: out of memory" : "is not a JSON object";
     cJSON_Delete(o);
-    *bad = true;
     return cJSON_CreateObject();
 }
 
@@ -295,14 +365,14 @@ int ekw_recv(void *sock, const ekw_connection *c, ekw_msg *m)
         ekw_log("dropped a message with a bad signature%s", NULL);
         goto out;
     }
-    bool bad_header = false;
+    const char *bad_header = NULL;
     m->header = parse_object(&frames[d + 2], &bad_header);
     m->msg_type = json_string(m->header, "msg_type", NULL);
     if (bad_header || !m->msg_type) {
-        ekw_log("dropped a message whose header is not JSON with a msg_type%s", NULL);
+        ekw_log("dropped a message whose header %s", bad_header ? bad_header : "has no msg_type");
         goto out;
     }
-    bool bad = false;
+    const char *bad = NULL;   /* neither is used */
     m->parent = parse_object(&frames[d + 3], &bad);
     m->metadata = parse_object(&frames[d + 4], &bad);
     m->content = parse_object(&frames[d + 5], &m->bad_content);

@@ -187,18 +187,20 @@ typedef struct {
 } ekw_connection;
 struct cJSON;
 /* A received message: its routing identities (zmq_msg_t), and the parsed
- * frames (the content {} with bad_content set when it was not an object). */
+ * frames, every string in them valid UTF-8 (what was not is cleaned as
+ * ekw_utf8_clean does). The content is {} with bad_content saying why when
+ * it was not a JSON object or held a NUL character. */
 typedef struct {
     struct zmq_msg_t *idents;
     int nidents;
     struct cJSON *header, *parent, *metadata, *content;
     const char *msg_type;      /* in header */
-    bool bad_content;
+    const char *bad_content;   /* NULL, or why the content was not taken */
 } ekw_msg;
 int ekw_read_connection(const char *path, ekw_connection *c);
 void ekw_free_connection(ekw_connection *c);
 /* Receives one message: 0, -1 when it was dropped (bad signature, no
- * header: logged), -2 when the context is ending. */
+ * header, a NUL in the header: logged), -2 when the context is ending. */
 int ekw_recv(void *sock, const ekw_connection *c, ekw_msg *m);
 void ekw_msg_free(ekw_msg *m);
 /* Sends a signed message: to parent's identities, or with topic as its
@@ -206,7 +208,8 @@ void ekw_msg_free(ekw_msg *m);
 int ekw_send(void *sock, const ekw_connection *c, const char *session, const ekw_msg *parent,
              const char *topic, const char *msg_type, struct cJSON *content);
 void ekw_uuid(char out[37]);
-/* "ember kernel: " + fmt with one %s, on stderr. */
+/* "ember kernel: " + fmt with one %s, on stderr; a detail past 200 bytes
+ * (a client's msg_type, say) is cut there. */
 void ekw_log(const char *fmt, const char *detail);
 /* s[0..n) as valid UTF-8 (bad bytes become U+FFFD), malloc'd. With used:
  * a character cut by the end is left out and *used says how far it got. */

@@ -7,6 +7,7 @@ The kernel is always stopped before the script ends."""
 import base64
 import json
 import os
+import queue
 import shutil
 import sys
 import tempfile
@@ -94,6 +95,101 @@ def alive_after(kc, what):
         ok(r["content"]["status"] == "ok", f"the kernel still answers after {what}")
     except Exception as e:
         ok(False, f"the kernel still answers after {what}", repr(e))
+
+
+def no_shell_reply(kc, timeout=1.5):
+    try:
+        return kc.get_shell_msg(timeout=timeout)
+    except queue.Empty:
+        return None
+
+
+def strict_unpack(frame):
+    """A JSON frame as a strict reader takes it: jupyter_client's own unpacker
+    replaces invalid UTF-8, which would hide it."""
+    return json.loads(frame.decode("utf-8") if isinstance(frame, bytes) else frame)
+
+
+def hostile_input(kc, log):
+    """Signed messages a well-behaved client never sends."""
+    # a NUL in the code: cJSON's strings end there, so print('first') alone
+    # used to run (and reply ok); as an escape and as a raw byte
+    for name, content in [("\\u0000", json.dumps({"code": "print('first')\u0000print('second')"}).encode()),
+                          ("a raw NUL byte", b'{"code": "print(\'first\')\x00print(\'second\')"}')]:
+        msg_id, frames = signed_frames(kc, "execute_request", content)
+        send_raw(kc, frames)
+        try:
+            r = shell_reply(kc, msg_id)["content"]
+            out = stdout_of(collect(kc, msg_id))
+            ok(r["status"] == "error" and "NUL" in r["evalue"] and "first" not in out and "second" not in out,
+               f"a NUL ({name}) in the code: refused with an error, none of it runs", (r, out))
+        except Exception as e:  # noqa: BLE001 - the report names it
+            ok(False, f"a NUL ({name}) in the code: refused with an error, none of it runs", repr(e))
+
+    # a NUL in the msg_type: it was answered as kernel_info_request
+    msg = kc.session.msg("kernel_info_request", {})
+    msg["header"]["msg_type"] = "kernel_info_request\u0000_or_else"
+    parts = [json.dumps(msg["header"], default=str).encode(), b"{}", b"{}", b"{}"]
+    send_raw(kc, [kc.session.sign(parts)] + parts)
+    m = no_shell_reply(kc)
+    log.flush()
+    with open(log.name, errors="replace") as f:
+        logged = f.read()
+    ok(m is None and "header holds a NUL" in logged, "a NUL in the msg_type: dropped and logged",
+       m and m["msg_type"])
+    alive_after(kc, "a NUL in the msg_type")
+
+    # invalid UTF-8 (a stray byte, and a UTF-16 surrogate written as UTF-8) in
+    # the code and in the header, which every reply echoes as its parent_header;
+    # the replies are read strictly
+    lenient, kc.session.unpack = kc.session.unpack, strict_unpack
+    try:
+        msg = kc.session.msg("execute_request", {})
+        msg_id = msg["header"]["msg_id"]
+        header = json.dumps(msg["header"], default=str).encode()
+        assert b'"username": "' in header, header
+        header = header.replace(b'"username": "', b'"username": "\xff', 1)
+        parts = [header, b"{}", b"{}", b'{"code": "bad_utf8 = \'\xff\xed\xa0\x80\'"}']
+        send_raw(kc, [kc.session.sign(parts)] + parts)
+        want = "bad_utf8 = '\ufffd\ufffd\ufffd\ufffd'"
+        name = "invalid UTF-8 in the code and the header: U+FFFD in execute_input and parent_header"
+        try:
+            r = shell_reply(kc, msg_id)
+            code = of_type(collect(kc, msg_id), "execute_input")[0]["code"]
+            ok(r["content"]["status"] == "ok" and code == want and r["parent_header"]["username"].startswith("\ufffd"),
+               name, (r, code))
+        except Exception as e:  # noqa: BLE001 - what the strict reader said
+            ok(False, name, repr(e))
+        try:
+            h = shell_reply(kc, kc.history(hist_access_type="tail", n=1))["content"]
+            ok([e[2] for e in h["history"]] == [want], "invalid UTF-8: U+FFFD in history_reply", h)
+        except Exception as e:  # noqa: BLE001
+            ok(False, "invalid UTF-8: U+FFFD in history_reply", repr(e))
+        rep, msgs = execute(kc, "#bad_utf8")
+        res = of_type(msgs, "execute_result")
+        ok(res and res[0]["data"]["text/plain"] == "12", "the cleaned code ran (4 U+FFFD, 12 bytes)", msgs)
+
+        # an unknown msg_type whose quote in the error is cut inside a character
+        msg_id, frames = signed_frames(kc, "a" + "\u00e9" * 58 + "_request", b"{}")
+        send_raw(kc, frames)
+        try:
+            r = shell_reply(kc, msg_id)["content"]
+            ok(r["status"] == "error" and r["evalue"].endswith("\ufffd"),
+               "an unknown msg_type quoted cut inside a character: still valid UTF-8", r)
+        except Exception as e:  # noqa: BLE001
+            ok(False, "an unknown msg_type quoted cut inside a character: still valid UTF-8", repr(e))
+    finally:
+        kc.session.unpack = lenient
+
+    # a msg_type of a megabyte: logged cut short, not whole
+    msg_id, frames = signed_frames(kc, "x" * 1_000_000 + "_request", b"{}")
+    send_raw(kc, frames)
+    no_shell_reply(kc)
+    alive_after(kc, "a msg_type of a megabyte")
+    log.flush()
+    with open(log.name, errors="replace") as f:
+        longest = max(len(line) for line in f)
+    ok(longest < 1000, "a msg_type of a megabyte is logged cut short", f"a log line of {longest} characters")
 
 
 def main():
@@ -319,6 +415,8 @@ def run(km, kc, log):
     send_raw(kc, [kc.session.sign([b"{oops", b"{}", b"{}", b"{}"]), b"{oops", b"{}", b"{}", b"{}"])
     send_raw(kc, [b"only one frame"])
     alive_after(kc, "malformed messages")
+
+    hostile_input(kc, log)
 
     msg_id = kc.execute("")   # keeps the client's pending replies in order
     shell_reply(kc, msg_id)
