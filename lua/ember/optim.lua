@@ -20,14 +20,18 @@
 -- step with zeros_like(p), so it follows the parameter's device and dtype.
 --
 -- Saving:
---   opt:state_dict() -> {state = {[i] = {...}}, param_groups = {{..., params = {i, ...}}}}
+--   opt:state_dict() -> {state = {[i] = {...}}, param_groups = {{..., params = {i, ...}}},
+--                        class = "AdamW"}
 --     PyTorch's layout, parameters numbered 1, 2, ... over the groups in
---     order. State tensors are the live ones (not copies), as in PyTorch.
+--     order, and the optimizer's name. State tensors are the live ones (not
+--     copies), as in PyTorch.
 --   opt:load_state_dict(sd): copies the state (cast to each parameter's
---     dtype and device) and the groups' hyper-parameters.
+--     dtype and device) and the groups' hyper-parameters. State another
+--     optimizer saved is refused, naming both ("AdamW state loaded into
+--     SGD"); a dict without class (PyTorch's) is taken when its groups fit.
 --   opt:state_dict_flat() -> tensors, metadata: the same as two flat
 --     tables for a safetensors file: tensors["state.<i>.<name>"], and
---     metadata strings "state.<i>.step", "param_groups.<g>.<key>" (numbers
+--     metadata strings "class", "state.<i>.step", "param_groups.<g>.<key>" (numbers
 --     printed with 17 digits, lists as "[a,b]"; see ember.optim.flat).
 --   opt:load_state_dict_flat(tensors, metadata): the inverse.
 local ember = require "ember"
@@ -290,7 +294,16 @@ function Optimizer:state_dict()
     local i = index[p]
     if i and next(st) ~= nil then state[i] = shallow_copy(st) end
   end
-  return {state = state, param_groups = groups}
+  return {state = state, param_groups = groups, class = self._name}
+end
+
+-- State saved by another optimizer has other hyper-parameters and other
+-- buffers: name both rather than fail on the first missing number.
+function Optimizer:_check_class(sd, name)
+  if sd.class ~= nil and sd.class ~= self._name then
+    fail("%s: %s state loaded into %s (load it into an optim.%s)", name, tostring(sd.class), self._name,
+         tostring(sd.class))
+  end
 end
 
 function Optimizer:load_state_dict(sd)
@@ -298,6 +311,7 @@ function Optimizer:load_state_dict(sd)
   if type(sd) ~= "table" or type(sd.param_groups) ~= "table" then
     fail("%s: expected a table {state = ..., param_groups = ...}", name)
   end
+  self:_check_class(sd, name)
   local saved = sd.param_groups
   if #saved ~= #self.param_groups then
     fail("%s: the saved state has %d parameter group(s), this optimizer %d", name, #saved,
@@ -354,7 +368,11 @@ function Optimizer:load_state_dict(sd)
       if k ~= "params" then g[k] = copy_value(v) end
     end
     g.params = group.params
-    self:_check_group(g, string.format("%s (saved group %d)", name, gi))
+    local ok, err = pcall(self._check_group, self, g, string.format("%s (saved group %d)", name, gi))
+    if not ok then
+      -- a dict that does not name its optimizer (PyTorch's): the likely cause
+      error(string.format("%s (was the state saved by another optimizer than %s?)", err, self._name), 0)
+    end
     new_groups[gi] = g
   end
   -- Replace the contents, not the tables: a scheduler holding
@@ -376,6 +394,7 @@ function Optimizer:state_dict_flat()
       else meta[key] = flat.encode(v, self._name .. ": state_dict_flat: " .. key) end
     end
   end
+  meta.class = sd.class
   meta.param_groups = string.format("%d", #sd.param_groups)
   for gi, g in ipairs(sd.param_groups) do
     for k, v in pairs(g) do
@@ -394,7 +413,7 @@ function Optimizer:load_state_dict_flat(tensors, meta)
   end
   local ngroups = math.tointeger(tonumber(meta.param_groups or ""))
   if not ngroups then fail("%s: the metadata has no 'param_groups' count", name) end
-  local sd = {state = {}, param_groups = {}}
+  local sd = {state = {}, param_groups = {}, class = meta.class}
   for gi = 1, ngroups do sd.param_groups[gi] = {} end
   local function state_of(i)
     local s = sd.state[i]

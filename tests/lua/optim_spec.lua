@@ -637,6 +637,45 @@ describe("optimizer state_dict", function()
     assert.are.equal(0.1, opt.param_groups[1].lr)
     assert(ember.is_tensor(opt.state[p].momentum_buffer))
   end)
+
+  it("names both optimizers when one's state is loaded into another", function()
+    local _, adamw = trained("AdamW", {lr = 0.05}, 2)
+    local sgd = optim.SGD({param(P0)}, {lr = 0.1, momentum = 0.9})
+    assert.are.equal("AdamW", adamw:state_dict().class)
+    H.has(H.err(sgd.load_state_dict, sgd, adamw:state_dict()),
+          "SGD: load_state_dict: AdamW state loaded into SGD (load it into an optim.AdamW)")
+    -- the flat form (a checkpoint's) carries the name through a file
+    local tensors, meta = adamw:state_dict_flat()
+    assert.are.equal("AdamW", meta.class)
+    local path = os.tmpname()
+    ember.save(path, tensors, {metadata = meta})
+    local t2, m2 = ember.load(path)
+    os.remove(path)
+    H.has(H.err(sgd.load_state_dict_flat, sgd, t2, m2), "SGD: load_state_dict_flat: AdamW state loaded into SGD")
+    local _, sgd_trained = trained("SGD", {lr = 0.1, momentum = 0.9}, 1)
+    local adam = optim.Adam({param(P0)}, {})
+    H.has(H.err(adam.load_state_dict, adam, sgd_trained:state_dict()), "Adam: load_state_dict: SGD state loaded into Adam")
+    assert.is_nil(sgd.state[sgd.param_groups[1].params[1]])   -- nothing changed
+    -- a dict without the name (PyTorch's): its groups are checked, and the message says what is likely
+    local sd = adamw:state_dict()
+    sd.class = nil
+    H.has(H.err(sgd.load_state_dict, sgd, sd), "momentum must be a number, got nil (was the state saved by another optimizer than SGD?)")
+    local same = adamw:state_dict()
+    same.class = nil
+    local again = optim.AdamW({param(P0)}, {})
+    again:load_state_dict(same)   -- a fitting dict without the name loads
+    assert.are.equal(0.05, again.param_groups[1].lr)
+  end)
+
+  it("LBFGS's state names it too", function()
+    local lbfgs = optim.LBFGS({param(P0)}, {lr = 1})
+    local sgd = optim.SGD({param(P0)}, {lr = 0.1})
+    assert.are.equal("LBFGS", lbfgs:state_dict().class)
+    local _, meta = lbfgs:state_dict_flat()
+    assert.are.equal("LBFGS", meta.class)
+    H.has(H.err(lbfgs.load_state_dict, lbfgs, sgd:state_dict()), "LBFGS: load_state_dict: SGD state loaded into LBFGS")
+    H.has(H.err(sgd.load_state_dict, sgd, lbfgs:state_dict()), "SGD: load_state_dict: LBFGS state loaded into SGD")
+  end)
 end)
 
 describe("lr_scheduler", function()

@@ -171,11 +171,12 @@ print(#opt.param_groups, opt.param_groups[2].lr)   -- 2 0.01]=],
   },
   {
     name = "ember.optim.Optimizer:state_dict",
-    sig = "opt:state_dict() -> {state = {[i] = {...}}, param_groups = {{..., params = {i, ...}}}}",
+    sig = "opt:state_dict() -> {state = {[i] = {...}}, param_groups = {{..., params = {i, ...}}}, class = name}",
     doc = [=[
 PyTorch's layout: parameters are numbered 1, 2, ... over the groups in order; state[i]
 is parameter i's state, param_groups copies each group's hyper-parameters with params
-replaced by those numbers. State tensors are the live ones, not copies (as in PyTorch).]=],
+replaced by those numbers. State tensors are the live ones, not copies (as in PyTorch).
+class names the optimizer ("AdamW"), so that loading into another one says so.]=],
     example = [=[
 local optim = ember.optim
 local w = ember.ones(2, {requires_grad = true})
@@ -191,7 +192,9 @@ print(sd.param_groups[1].lr, sd.param_groups[1].params[1], sd.state[1].momentum_
     doc = [=[
 Restores state and hyper-parameters saved by state_dict: the number of groups and of
 parameters per group must match; state tensors are copied, cast to each parameter's
-dtype and device, and checked against its shape. Nothing changes when it fails. The
+dtype and device, and checked against its shape. State another optimizer saved is
+refused with both names ("AdamW state loaded into SGD"); a dict without class (one
+made by PyTorch) is taken when its groups fit. Nothing changes when it fails. The
 group tables stay the same tables, so a scheduler holding them keeps working.]=],
     example = [=[
 local optim = ember.optim
@@ -208,9 +211,9 @@ print(opt2.param_groups[1].lr, opt2.state[w].step)   -- 0.1 1]=],
     sig = "opt:state_dict_flat() -> tensors, metadata",
     doc = [=[
 The state_dict as two flat tables fit for a safetensors file: tensors["state.<i>.<name>"]
-and metadata strings ("state.<i>.step", "param_groups", "param_groups.<g>.<key>"), with
-numbers printed to 17 digits so they come back exactly. ember.save(path, tensors,
-metadata) writes them; ember.save_checkpoint uses this.]=],
+and metadata strings ("class", "state.<i>.step", "param_groups",
+"param_groups.<g>.<key>"), with numbers printed to 17 digits so they come back exactly.
+ember.save(path, tensors, metadata) writes them; ember.save_checkpoint uses this.]=],
     example = [=[
 local optim = ember.optim
 local w = ember.ones(2, {requires_grad = true})

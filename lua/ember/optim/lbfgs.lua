@@ -306,7 +306,7 @@ return function(M, H)
       fail("%s: expected a table {state = ..., param_groups = ...}", name)
     end
     local st = (sd.state or {})[1]
-    local rest = {state = {}, param_groups = sd.param_groups}
+    local rest = {state = {}, param_groups = sd.param_groups, class = sd.class}
     local ok, err = pcall(H.Optimizer.load_state_dict, self, rest)
     if not ok then error(err, 2) end
     local params = self.param_groups[1].params
@@ -371,6 +371,7 @@ return function(M, H)
         end
       end
     end
+    meta.class = sd.class
     meta.param_groups = "1"
     for k, v in pairs(sd.param_groups[1]) do
       meta["param_groups.1." .. k] = flat.encode(v, "LBFGS: state_dict_flat: " .. k)
