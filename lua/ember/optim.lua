@@ -298,9 +298,13 @@ function Optimizer:state_dict()
 end
 
 -- State saved by another optimizer has other hyper-parameters and other
--- buffers: name both rather than fail on the first missing number.
+-- buffers: name both rather than fail on the first missing number. Adam and
+-- AdamW keep the same state and group keys (PyTorch loads one's state into
+-- the other), so they count as one.
+local STATE_FAMILY = {AdamW = "Adam"}
+local function family(name) return STATE_FAMILY[name] or name end
 function Optimizer:_check_class(sd, name)
-  if sd.class ~= nil and sd.class ~= self._name then
+  if sd.class ~= nil and family(sd.class) ~= family(self._name) then
     fail("%s: %s state loaded into %s (load it into an optim.%s)", name, tostring(sd.class), self._name,
          tostring(sd.class))
   end

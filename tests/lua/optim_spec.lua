@@ -655,6 +655,11 @@ describe("optimizer state_dict", function()
     local _, sgd_trained = trained("SGD", {lr = 0.1, momentum = 0.9}, 1)
     local adam = optim.Adam({param(P0)}, {})
     H.has(H.err(adam.load_state_dict, adam, sgd_trained:state_dict()), "Adam: load_state_dict: SGD state loaded into Adam")
+    -- Adam's and AdamW's state have the same keys: PyTorch loads one into the other
+    local adam2 = optim.Adam({param(P0)}, {})
+    adam2:load_state_dict(adamw:state_dict())
+    assert.are.equal(0.05, adam2.param_groups[1].lr)
+    assert(ember.is_tensor(adam2.state[adam2.param_groups[1].params[1]].exp_avg))
     assert.is_nil(sgd.state[sgd.param_groups[1].params[1]])   -- nothing changed
     -- a dict without the name (PyTorch's): its groups are checked, and the message says what is likely
     local sd = adamw:state_dict()

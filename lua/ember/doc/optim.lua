@@ -193,8 +193,9 @@ print(sd.param_groups[1].lr, sd.param_groups[1].params[1], sd.state[1].momentum_
 Restores state and hyper-parameters saved by state_dict: the number of groups and of
 parameters per group must match; state tensors are copied, cast to each parameter's
 dtype and device, and checked against its shape. State another optimizer saved is
-refused with both names ("AdamW state loaded into SGD"); a dict without class (one
-made by PyTorch) is taken when its groups fit. Nothing changes when it fails. The
+refused with both names ("AdamW state loaded into SGD"; Adam's and AdamW's state
+are interchangeable, as in PyTorch); a dict without class (one made by PyTorch) is
+taken when its groups fit. Nothing changes when it fails. The
 group tables stay the same tables, so a scheduler holding them keeps working.]=],
     example = [=[
 local optim = ember.optim
