@@ -8,60 +8,21 @@
 #include "autograd.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
-static const char *const unary_names[EM_NUNARY] = {
-    [EM_NEG] = "neg", [EM_ABS] = "abs", [EM_SIGN] = "sign", [EM_EXP] = "exp",
-    [EM_LOG] = "log", [EM_LOG1P] = "log1p", [EM_EXPM1] = "expm1", [EM_SQRT] = "sqrt",
-    [EM_RSQRT] = "rsqrt", [EM_SIN] = "sin", [EM_COS] = "cos", [EM_TANH] = "tanh",
-    [EM_SIGMOID] = "sigmoid", [EM_RELU] = "relu", [EM_GELU] = "gelu", [EM_SILU] = "silu",
-    [EM_FLOOR] = "floor", [EM_CEIL] = "ceil", [EM_ROUND] = "round",
-    [EM_LOGICAL_NOT] = "logical_not", [EM_RECIPROCAL] = "reciprocal", [EM_SQUARE] = "square",
-    [EM_GELU_GRAD] = "gelu_grad",
-    [EM_EXP2] = "exp2", [EM_LOG2] = "log2", [EM_LOG10] = "log10", [EM_ERF] = "erf", [EM_ERFC] = "erfc",
-    [EM_ERFINV] = "erfinv", [EM_TRUNC] = "trunc", [EM_TAN] = "tan", [EM_SINH] = "sinh", [EM_COSH] = "cosh",
-    [EM_ASIN] = "asin", [EM_ACOS] = "acos", [EM_ATAN] = "atan", [EM_ASINH] = "asinh", [EM_ACOSH] = "acosh",
-    [EM_ATANH] = "atanh", [EM_BITWISE_NOT] = "bitwise_not",
-};
-
-static const char *const binary_names[EM_NBINARY] = {
-    [EM_ADD] = "add", [EM_SUB] = "sub", [EM_MUL] = "mul", [EM_DIV] = "div",
-    [EM_REMAINDER] = "remainder", [EM_POW] = "pow", [EM_MAXIMUM] = "maximum",
-    [EM_MINIMUM] = "minimum", [EM_EQ] = "eq", [EM_NE] = "ne", [EM_LT] = "lt", [EM_LE] = "le",
-    [EM_GT] = "gt", [EM_GE] = "ge", [EM_LOGICAL_AND] = "logical_and", [EM_LOGICAL_OR] = "logical_or",
-    [EM_ATAN2] = "atan2", [EM_HYPOT] = "hypot", [EM_COPYSIGN] = "copysign", [EM_LOGADDEXP] = "logaddexp",
-    [EM_LOGADDEXP2] = "logaddexp2", [EM_FMOD] = "fmod", [EM_DIV_TRUNC] = "div_trunc",
-    [EM_DIV_FLOOR] = "div_floor", [EM_BITWISE_AND] = "bitwise_and", [EM_BITWISE_OR] = "bitwise_or",
-    [EM_BITWISE_XOR] = "bitwise_xor", [EM_BITWISE_LSHIFT] = "bitwise_left_shift",
-    [EM_BITWISE_RSHIFT] = "bitwise_right_shift",
-};
-
-/* in-place spellings, for error messages */
-static const char *const binary_names_[EM_NBINARY] = {
-    [EM_ADD] = "add_", [EM_SUB] = "sub_", [EM_MUL] = "mul_", [EM_DIV] = "div_",
-    [EM_REMAINDER] = "remainder_", [EM_POW] = "pow_", [EM_MAXIMUM] = "maximum_",
-    [EM_MINIMUM] = "minimum_", [EM_EQ] = "eq_", [EM_NE] = "ne_", [EM_LT] = "lt_", [EM_LE] = "le_",
-    [EM_GT] = "gt_", [EM_GE] = "ge_", [EM_LOGICAL_AND] = "logical_and_", [EM_LOGICAL_OR] = "logical_or_",
-    [EM_ATAN2] = "atan2_", [EM_HYPOT] = "hypot_", [EM_COPYSIGN] = "copysign_", [EM_LOGADDEXP] = "logaddexp_",
-    [EM_LOGADDEXP2] = "logaddexp2_", [EM_FMOD] = "fmod_", [EM_DIV_TRUNC] = "div_trunc_",
-    [EM_DIV_FLOOR] = "div_floor_", [EM_BITWISE_AND] = "bitwise_and_", [EM_BITWISE_OR] = "bitwise_or_",
-    [EM_BITWISE_XOR] = "bitwise_xor_", [EM_BITWISE_LSHIFT] = "bitwise_left_shift_",
-    [EM_BITWISE_RSHIFT] = "bitwise_right_shift_",
-};
-
-const char *em_unary_name(em_unary_op op) { return (unsigned)op < EM_NUNARY ? unary_names[op] : "unary"; }
-const char *em_binary_name(em_binary_op op) { return (unsigned)op < EM_NBINARY ? binary_names[op] : "binary"; }
+const char *em_unary_name(em_unary_op op) { return em_unary_info(op)->name; }
+const char *em_binary_name(em_binary_op op) { return em_binary_info(op)->name; }
 
 /* sizes for 0-d tensors (a non-NULL pointer: em_empty copies zero bytes from it) */
 static const int64_t no_sizes[1] = {0};
 
 static bool is_half(em_dtype d) { return d == EM_FLOAT16 || d == EM_BFLOAT16; }
-static bool is_cmp(em_binary_op op) { return op >= EM_EQ && op <= EM_LOGICAL_OR; }
-static bool is_bitwise(em_binary_op op) { return op >= EM_BITWISE_AND && op <= EM_BITWISE_RSHIFT; }
-static bool is_shift(em_binary_op op) { return op == EM_BITWISE_LSHIFT || op == EM_BITWISE_RSHIFT; }
-/* ops whose integer operands promote to the default float dtype */
-static bool float_binary(em_binary_op op) { return op == EM_DIV || (op >= EM_ATAN2 && op <= EM_LOGADDEXP2); }
+static em_op_dtypes binary_dtype_class(em_binary_op op) { return em_binary_info(op)->dtypes; }
+static bool is_cmp(em_binary_op op) { return binary_dtype_class(op) == EM_OPDT_TO_BOOL; }
+static bool is_bitwise(em_binary_op op)
+{
+    return binary_dtype_class(op) == EM_OPDT_BITWISE || binary_dtype_class(op) == EM_OPDT_INTEGER;
+}
 
 /* PyTorch's canCast: no float into an integer or bool, no non-bool into bool */
 static bool can_cast(em_dtype from, em_dtype to)
@@ -112,38 +73,44 @@ static em_tensor *on_device(const char *op, const em_tensor *t, const em_tensor 
 
 /* ---- unary --------------------------------------------------------------- */
 
+/* The checks of an op's dtype class (elementwise_ops.h) on its input dtype
+ * d, which becomes the result dtype: float ops promote integers to the
+ * default float dtype. Comparisons' bool result is their callers' part. */
+static int class_dtype(const char *name, em_op_dtypes cls, em_dtype *d)
+{
+    switch (cls) {
+    case EM_OPDT_FLOAT:
+        if (!em_dtype_is_float(*d)) *d = float_default();
+        return 0;
+    case EM_OPDT_NUMERIC:
+        if (*d == EM_BOOL) return em_set_error("%s: not supported for bool tensors", name);
+        return 0;
+    case EM_OPDT_INTEGER:
+    case EM_OPDT_BITWISE:
+        if (em_dtype_is_float(*d))
+            return em_set_error("%s: only integer and bool tensors are supported, got %s", name, em_dtype_name(*d));
+        if (cls == EM_OPDT_INTEGER && *d == EM_BOOL)
+            return em_set_error("%s: not supported for bool tensors (shift an integer tensor)", name);
+        return 0;
+    case EM_OPDT_ALL:
+    case EM_OPDT_TO_BOOL:
+    case EM_NOPDT:
+        return 0;
+    }
+    return 0;
+}
+
 /* The compute dtype (what the kernel sees) and result dtype of op on d. */
 static int unary_dtypes(em_unary_op op, em_dtype d, em_dtype *cd, em_dtype *od)
 {
-    const char *name = em_unary_name(op);
-    switch (op) {
-    case EM_LOGICAL_NOT:
-        *cd = is_half(d) ? EM_FLOAT32 : d;
-        *od = EM_BOOL;
-        return 0;
-    case EM_NEG:
-        if (d == EM_BOOL)
-            return em_set_error("neg: negation of a bool tensor is not supported; use logical_not() "
-                                "to invert a mask");
-        break;
-    case EM_ABS: case EM_RELU: case EM_FLOOR: case EM_CEIL: case EM_ROUND: case EM_TRUNC:
-        if (d == EM_BOOL) return em_set_error("%s: not supported for bool tensors", name);
-        break;
-    case EM_BITWISE_NOT:
-        if (em_dtype_is_float(d))
-            return em_set_error("bitwise_not: only integer and bool tensors are supported, got %s",
-                                em_dtype_name(d));
-        break;
-    case EM_SIGN:
-        break;
-    case EM_SQUARE:
-        if (d == EM_BOOL) { *cd = *od = EM_INT64; return 0; }   /* square is pow(x, 2) */
-        break;
-    default:  /* float ops: integers promote to the default float dtype */
-        if (!em_dtype_is_float(d)) d = float_default();
-        break;
+    if (op == EM_NEG && d == EM_BOOL) {
+        em_set_error("neg: negation of a bool tensor is not supported; use logical_not() to invert a mask");
+        return -1;
     }
-    *od = d;
+    if (op == EM_SQUARE && d == EM_BOOL) { *cd = *od = EM_INT64; return 0; }   /* square is pow(x, 2) */
+    const em_op_info *info = em_unary_info(op);
+    if (class_dtype(info->name, info->dtypes, &d)) return -1;
+    *od = info->dtypes == EM_OPDT_TO_BOOL ? EM_BOOL : d;
     *cd = is_half(d) ? EM_FLOAT32 : d;
     return 0;
 }
@@ -172,8 +139,7 @@ em_tensor *em_unary(em_unary_op op, const em_tensor *a)
 int em_unary_(em_unary_op op, em_tensor *a)
 {
     if ((unsigned)op >= EM_NUNARY) return em_set_error("unary: invalid op %d", (int)op);
-    char name[32];
-    snprintf(name, sizeof name, "%s_", em_unary_name(op));
+    const char *name = em_unary_info(op)->inplace ? em_unary_info(op)->inplace : em_unary_name(op);
     if (op == EM_BITWISE_NOT && a->dtype == EM_BOOL) op = EM_LOGICAL_NOT;
     if (em_ag_check_inplace(name, a, NULL)) return -1;
     em_dtype cd, od;
@@ -198,28 +164,11 @@ int em_unary_(em_unary_op op, em_tensor *a)
 /* Compute and result dtypes of op for the promoted dtype rt. */
 static int binary_dtypes(em_binary_op op, em_dtype rt, em_dtype *cd, em_dtype *od)
 {
-    const char *name = em_binary_name(op);
-    switch (op) {
-    case EM_SUB:
-        if (rt == EM_BOOL)
-            return em_set_error("sub: subtraction of two bool tensors is not supported; use "
-                                "logical_xor() or ne() instead");
-        break;
-    case EM_DIV:   /* true division */
-        if (!em_dtype_is_float(rt)) rt = float_default();
-        break;
-    case EM_REMAINDER: case EM_POW: case EM_FMOD: case EM_DIV_TRUNC: case EM_DIV_FLOOR:
-        if (rt == EM_BOOL) return em_set_error("%s: not supported for bool tensors", name);
-        break;
-    default:
-        if (float_binary(op) && !em_dtype_is_float(rt)) rt = float_default();
-        if (is_bitwise(op) && em_dtype_is_float(rt))
-            return em_set_error("%s: only integer and bool tensors are supported, got %s", name,
-                                em_dtype_name(rt));
-        if (is_shift(op) && rt == EM_BOOL)
-            return em_set_error("%s: not supported for bool tensors (shift an integer tensor)", name);
-        break;
+    if (op == EM_SUB && rt == EM_BOOL) {
+        em_set_error("sub: subtraction of two bool tensors is not supported; use logical_xor() or ne() instead");
+        return -1;
     }
+    if (class_dtype(em_binary_name(op), binary_dtype_class(op), &rt)) return -1;
     *cd = is_half(rt) ? EM_FLOAT32 : rt;
     *od = is_cmp(op) ? EM_BOOL : rt;
     return 0;
@@ -276,14 +225,13 @@ done:
  * then need no casts. */
 static bool plain_dtype(em_binary_op op, em_dtype d)
 {
-    if (is_bitwise(op)) return em_dtype_is_int(d) || (d == EM_BOOL && !is_shift(op));
-    if (d == EM_FLOAT32 || d == EM_FLOAT64) return true;
-    if (is_half(d)) return false;
-    if (float_binary(op)) return false;
-    if (d == EM_BOOL)
-        return op != EM_SUB && op != EM_REMAINDER && op != EM_POW && op != EM_FMOD && op != EM_DIV_TRUNC &&
-               op != EM_DIV_FLOOR;
-    return true;
+    switch (binary_dtype_class(op)) {
+    case EM_OPDT_BITWISE: return em_dtype_is_int(d) || d == EM_BOOL;
+    case EM_OPDT_INTEGER: return em_dtype_is_int(d);
+    case EM_OPDT_FLOAT: return d == EM_FLOAT32 || d == EM_FLOAT64;
+    case EM_OPDT_NUMERIC: return !is_half(d) && d != EM_BOOL;
+    default: return !is_half(d);
+    }
 }
 
 em_tensor *em_binary(em_binary_op op, const em_tensor *a, const em_tensor *b)
@@ -307,7 +255,7 @@ em_tensor *em_binary(em_binary_op op, const em_tensor *a, const em_tensor *b)
 int em_binary_(em_binary_op op, em_tensor *a, const em_tensor *b)
 {
     if ((unsigned)op >= EM_NBINARY) return em_set_error("binary: invalid op %d", (int)op);
-    const char *name = binary_names_[op];
+    const char *name = em_binary_info(op)->inplace ? em_binary_info(op)->inplace : em_binary_name(op);
     if (em_ag_check_inplace(name, a, b)) return -1;
     em_tensor *db = NULL;
     if (!em_device_eq(em_dev(a), em_dev(b))) {

@@ -192,33 +192,45 @@ int em_uniform_(em_tensor *t, double lo, double hi);
 int em_normal_(em_tensor *t, double mean, double std);
 
 /* ---- elementwise --------------------------------------------------------- */
-typedef enum em_unary_op {
-    EM_NEG, EM_ABS, EM_SIGN, EM_EXP, EM_LOG, EM_LOG1P, EM_EXPM1, EM_SQRT,
-    EM_RSQRT, EM_SIN, EM_COS, EM_TANH, EM_SIGMOID, EM_RELU, EM_GELU, EM_SILU,
-    EM_FLOOR, EM_CEIL, EM_ROUND, EM_LOGICAL_NOT, EM_RECIPROCAL, EM_SQUARE,
-    EM_GELU_GRAD,       /* d/dx gelu(x) = Phi(x) + x phi(x): GELU's backward */
-    /* issue 16: elementwise math */
-    EM_EXP2, EM_LOG2, EM_LOG10, EM_ERF, EM_ERFC, EM_ERFINV, EM_TRUNC, EM_TAN, EM_SINH,
-    EM_COSH, EM_ASIN, EM_ACOS, EM_ATAN, EM_ASINH, EM_ACOSH, EM_ATANH,
-    EM_BITWISE_NOT,     /* integers only (bool: the engine uses logical_not) */
-    EM_NUNARY
-} em_unary_op;
+/* The ops and their properties are listed once, in elementwise_ops.h. */
+#include "elementwise_ops.h"
 
-typedef enum em_binary_op {
-    EM_ADD, EM_SUB, EM_MUL, EM_DIV, EM_REMAINDER, EM_POW, EM_MAXIMUM,
-    EM_MINIMUM, EM_EQ, EM_NE, EM_LT, EM_LE, EM_GT, EM_GE, EM_LOGICAL_AND,
-    EM_LOGICAL_OR,
-    /* issue 16: elementwise math. Float ops (integers promote to the
-     * default float dtype): */
-    EM_ATAN2, EM_HYPOT, EM_COPYSIGN, EM_LOGADDEXP, EM_LOGADDEXP2,
-    /* C fmod (sign of the dividend) and division rounded toward zero / down;
-     * integer division by zero is an error */
-    EM_FMOD, EM_DIV_TRUNC, EM_DIV_FLOOR,
-    /* integers and bool only; a shift by a negative count or by the width of
-     * the type or more gives 0 (left) or the sign fill (right) */
-    EM_BITWISE_AND, EM_BITWISE_OR, EM_BITWISE_XOR, EM_BITWISE_LSHIFT, EM_BITWISE_RSHIFT,
-    EM_NBINARY
-} em_binary_op;
+#define EM_OP_ENUM_(op, ...) op,
+typedef enum em_unary_op { EM_UNARY_OPS(EM_OP_ENUM_) EM_NUNARY } em_unary_op;
+typedef enum em_binary_op { EM_BINARY_OPS(EM_OP_ENUM_) EM_NBINARY } em_binary_op;
+#undef EM_OP_ENUM_
+
+/* One op's row of the table. The lookups serve every layer, kernels/ too
+ * (which cannot call into the engine); an op out of range gets the last row,
+ * named "unary" or "binary". */
+typedef struct em_op_info {
+    const char *name, *inplace, *backward;
+    em_op_dtypes dtypes;
+    em_op_autocast autocast;
+    em_op_binding binding;
+} em_op_info;
+
+#define EM_OP_INFO_(op, name, inplace, backward, dtypes, autocast, binding) \
+    {name, inplace, backward, dtypes, autocast, binding},
+
+static inline const em_op_info *em_unary_info(em_unary_op op)
+{
+    static const em_op_info info[] = {
+        EM_UNARY_OPS(EM_OP_INFO_)
+        {"unary", NULL, NULL, EM_OPDT_ALL, EM_OPAC_NONE, EM_OPB_INTERNAL},
+    };
+    return &info[(unsigned)op < EM_NUNARY ? (unsigned)op : (unsigned)EM_NUNARY];
+}
+
+static inline const em_op_info *em_binary_info(em_binary_op op)
+{
+    static const em_op_info info[] = {
+        EM_BINARY_OPS(EM_OP_INFO_)
+        {"binary", NULL, NULL, EM_OPDT_ALL, EM_OPAC_NONE, EM_OPB_INTERNAL},
+    };
+    return &info[(unsigned)op < EM_NBINARY ? (unsigned)op : (unsigned)EM_NBINARY];
+}
+#undef EM_OP_INFO_
 
 const char *em_unary_name(em_unary_op op);
 const char *em_binary_name(em_binary_op op);

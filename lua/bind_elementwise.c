@@ -4,7 +4,6 @@
  * spellings with a trailing underscore (which return self). */
 #include "binding.h"
 
-#include <stdio.h>
 #include <string.h>
 
 /* A tensor argument that must still be open. */
@@ -30,76 +29,36 @@ static void check_operand_type(lua_State *L, int idx, const char *op)
 
 /* ---- unary ---------------------------------------------------------------- */
 
-/* The unary ops autocast runs in float32 (PyTorch's list: their low-precision
- * results lose too much). */
-static bool autocast_fp32(em_unary_op op)
+/* An op's autocast class (elementwise_ops.h) as the binding's policy */
+static emlua_ac_policy ac_policy(em_op_autocast c)
 {
-    switch (op) {
-    case EM_EXP: case EM_LOG: case EM_LOG2: case EM_LOG10: case EM_LOG1P: case EM_EXPM1:
-    case EM_ACOS: case EM_ASIN: case EM_COSH: case EM_SINH: case EM_TAN: case EM_ERFINV:
-    case EM_RECIPROCAL: case EM_RSQRT:
-        return true;
-    default:
-        return false;
+    switch (c) {
+    case EM_OPAC_FP32: return EMLUA_AC_FP32;
+    case EM_OPAC_PROMOTE: return EMLUA_AC_PROMOTE;
+    case EM_OPAC_NONE: case EM_NOPAC: break;
     }
+    return EMLUA_AC_NONE;
 }
 
 static int unary(lua_State *L, em_unary_op op)
 {
-    if (autocast_fp32(op)) emlua_autocast(L, EMLUA_AC_FP32, 1, 1);
+    emlua_autocast(L, ac_policy(em_unary_info(op)->autocast), 1, 1);
     return emlua_push(L, em_unary(op, check_tensor(L, 1, em_unary_name(op))));
 }
 
 static int unary_(lua_State *L, em_unary_op op)
 {
-    char name[32];
-    snprintf(name, sizeof name, "%s_", em_unary_name(op));
-    if (em_unary_(op, check_tensor(L, 1, name))) return emlua_fail(L);
+    const char *name = em_unary_info(op)->inplace;
+    if (em_unary_(op, check_tensor(L, 1, name ? name : em_unary_name(op)))) return emlua_fail(L);
     lua_settop(L, 1);
     return 1;
 }
 
-static int t_neg(lua_State *L) { return unary(L, EM_NEG); }
-static int t_abs(lua_State *L) { return unary(L, EM_ABS); }
-static int t_sign(lua_State *L) { return unary(L, EM_SIGN); }
-static int t_exp(lua_State *L) { return unary(L, EM_EXP); }
-static int t_log(lua_State *L) { return unary(L, EM_LOG); }
-static int t_log1p(lua_State *L) { return unary(L, EM_LOG1P); }
-static int t_expm1(lua_State *L) { return unary(L, EM_EXPM1); }
-static int t_sqrt(lua_State *L) { return unary(L, EM_SQRT); }
-static int t_rsqrt(lua_State *L) { return unary(L, EM_RSQRT); }
-static int t_sin(lua_State *L) { return unary(L, EM_SIN); }
-static int t_cos(lua_State *L) { return unary(L, EM_COS); }
-static int t_tanh(lua_State *L) { return unary(L, EM_TANH); }
-static int t_sigmoid(lua_State *L) { return unary(L, EM_SIGMOID); }
-static int t_relu(lua_State *L) { return unary(L, EM_RELU); }
-static int t_silu(lua_State *L) { return unary(L, EM_SILU); }
-static int t_floor(lua_State *L) { return unary(L, EM_FLOOR); }
-static int t_ceil(lua_State *L) { return unary(L, EM_CEIL); }
-static int t_reciprocal(lua_State *L) { return unary(L, EM_RECIPROCAL); }
-static int t_square(lua_State *L) { return unary(L, EM_SQUARE); }
-static int t_logical_not(lua_State *L) { return unary(L, EM_LOGICAL_NOT); }
-
-static int t_neg_(lua_State *L) { return unary_(L, EM_NEG); }
-static int t_abs_(lua_State *L) { return unary_(L, EM_ABS); }
-static int t_sign_(lua_State *L) { return unary_(L, EM_SIGN); }
-static int t_exp_(lua_State *L) { return unary_(L, EM_EXP); }
-static int t_log_(lua_State *L) { return unary_(L, EM_LOG); }
-static int t_log1p_(lua_State *L) { return unary_(L, EM_LOG1P); }
-static int t_expm1_(lua_State *L) { return unary_(L, EM_EXPM1); }
-static int t_sqrt_(lua_State *L) { return unary_(L, EM_SQRT); }
-static int t_rsqrt_(lua_State *L) { return unary_(L, EM_RSQRT); }
-static int t_sin_(lua_State *L) { return unary_(L, EM_SIN); }
-static int t_cos_(lua_State *L) { return unary_(L, EM_COS); }
-static int t_tanh_(lua_State *L) { return unary_(L, EM_TANH); }
-static int t_sigmoid_(lua_State *L) { return unary_(L, EM_SIGMOID); }
-static int t_relu_(lua_State *L) { return unary_(L, EM_RELU); }
-static int t_silu_(lua_State *L) { return unary_(L, EM_SILU); }
-static int t_floor_(lua_State *L) { return unary_(L, EM_FLOOR); }
-static int t_ceil_(lua_State *L) { return unary_(L, EM_CEIL); }
-static int t_reciprocal_(lua_State *L) { return unary_(L, EM_RECIPROCAL); }
-static int t_square_(lua_State *L) { return unary_(L, EM_SQUARE); }
-static int t_logical_not_(lua_State *L) { return unary_(L, EM_LOGICAL_NOT); }
+/* The functions of the table's unary ops, the op in upvalue 1: ember.exp(t),
+ * t:exp() and t:exp_() (registration below) */
+static em_unary_op upvalue_unary(lua_State *L) { return (em_unary_op)lua_tointeger(L, lua_upvalueindex(1)); }
+static int t_unary(lua_State *L) { return unary(L, upvalue_unary(L)); }
+static int t_unary_(lua_State *L) { return unary_(L, upvalue_unary(L)); }
 
 /* Writes the result r of a composed op into self (argument 1) and returns
  * self: the in-place spelling of an op without a kernel of its own. */
@@ -232,10 +191,21 @@ static int binary(lua_State *L, em_binary_op op) { return binary_at(L, op, 1, 2)
 
 static int binary_(lua_State *L, em_binary_op op)
 {
-    char name[32];
-    snprintf(name, sizeof name, "%s_", em_binary_name(op));
-    return binary_inplace_at(L, op, name, 2);
+    const char *name = em_binary_info(op)->inplace;
+    return binary_inplace_at(L, op, name ? name : em_binary_name(op), 2);
 }
+
+/* The functions of the table's binary ops, the op in upvalue 1 */
+static em_binary_op upvalue_binary(lua_State *L) { return (em_binary_op)lua_tointeger(L, lua_upvalueindex(1)); }
+
+static int t_binary(lua_State *L)
+{
+    em_binary_op op = upvalue_binary(L);
+    emlua_autocast(L, ac_policy(em_binary_info(op)->autocast), 1, 0);
+    return binary(L, op);
+}
+
+static int t_binary_(lua_State *L) { return binary_(L, upvalue_binary(L)); }
 
 /* add/sub take PyTorch's alpha: a + alpha * b. The scaled b is pushed on
  * the stack and its position returned (2 when there is no alpha). */
@@ -295,37 +265,6 @@ static int t_div_(lua_State *L)
     em_binary_op op = div_mode(L, "div_");
     return binary_inplace_at(L, op, "div_", 2);
 }
-static int t_mul(lua_State *L) { return binary(L, EM_MUL); }
-static int t_remainder(lua_State *L) { return binary(L, EM_REMAINDER); }
-static int t_pow(lua_State *L)
-{
-    emlua_autocast(L, EMLUA_AC_FP32, 1, 0);
-    return binary(L, EM_POW);
-}
-static int t_maximum(lua_State *L) { return binary(L, EM_MAXIMUM); }
-static int t_minimum(lua_State *L) { return binary(L, EM_MINIMUM); }
-static int t_eq(lua_State *L) { return binary(L, EM_EQ); }
-static int t_ne(lua_State *L) { return binary(L, EM_NE); }
-static int t_lt(lua_State *L) { return binary(L, EM_LT); }
-static int t_le(lua_State *L) { return binary(L, EM_LE); }
-static int t_gt(lua_State *L) { return binary(L, EM_GT); }
-static int t_ge(lua_State *L) { return binary(L, EM_GE); }
-static int t_logical_and(lua_State *L) { return binary(L, EM_LOGICAL_AND); }
-static int t_logical_or(lua_State *L) { return binary(L, EM_LOGICAL_OR); }
-
-static int t_mul_(lua_State *L) { return binary_(L, EM_MUL); }
-static int t_remainder_(lua_State *L) { return binary_(L, EM_REMAINDER); }
-static int t_pow_(lua_State *L) { return binary_(L, EM_POW); }
-static int t_maximum_(lua_State *L) { return binary_(L, EM_MAXIMUM); }
-static int t_minimum_(lua_State *L) { return binary_(L, EM_MINIMUM); }
-static int t_eq_(lua_State *L) { return binary_(L, EM_EQ); }
-static int t_ne_(lua_State *L) { return binary_(L, EM_NE); }
-static int t_lt_(lua_State *L) { return binary_(L, EM_LT); }
-static int t_le_(lua_State *L) { return binary_(L, EM_LE); }
-static int t_gt_(lua_State *L) { return binary_(L, EM_GT); }
-static int t_ge_(lua_State *L) { return binary_(L, EM_GE); }
-static int t_logical_and_(lua_State *L) { return binary_(L, EM_LOGICAL_AND); }
-static int t_logical_or_(lua_State *L) { return binary_(L, EM_LOGICAL_OR); }
 
 /* ---- clamp ---------------------------------------------------------------- */
 
@@ -456,42 +395,6 @@ static int t_masked_fill_(lua_State *L)
 
 /* ---- issue 16: elementwise math -------------------------------------------- */
 
-static int t_exp2(lua_State *L) { return unary(L, EM_EXP2); }
-static int t_log2(lua_State *L) { return unary(L, EM_LOG2); }
-static int t_log10(lua_State *L) { return unary(L, EM_LOG10); }
-static int t_erf(lua_State *L) { return unary(L, EM_ERF); }
-static int t_erfc(lua_State *L) { return unary(L, EM_ERFC); }
-static int t_erfinv(lua_State *L) { return unary(L, EM_ERFINV); }
-static int t_trunc(lua_State *L) { return unary(L, EM_TRUNC); }
-static int t_tan(lua_State *L) { return unary(L, EM_TAN); }
-static int t_sinh(lua_State *L) { return unary(L, EM_SINH); }
-static int t_cosh(lua_State *L) { return unary(L, EM_COSH); }
-static int t_asin(lua_State *L) { return unary(L, EM_ASIN); }
-static int t_acos(lua_State *L) { return unary(L, EM_ACOS); }
-static int t_atan(lua_State *L) { return unary(L, EM_ATAN); }
-static int t_asinh(lua_State *L) { return unary(L, EM_ASINH); }
-static int t_acosh(lua_State *L) { return unary(L, EM_ACOSH); }
-static int t_atanh(lua_State *L) { return unary(L, EM_ATANH); }
-static int t_bitwise_not(lua_State *L) { return unary(L, EM_BITWISE_NOT); }
-
-static int t_exp2_(lua_State *L) { return unary_(L, EM_EXP2); }
-static int t_log2_(lua_State *L) { return unary_(L, EM_LOG2); }
-static int t_log10_(lua_State *L) { return unary_(L, EM_LOG10); }
-static int t_erf_(lua_State *L) { return unary_(L, EM_ERF); }
-static int t_erfc_(lua_State *L) { return unary_(L, EM_ERFC); }
-static int t_erfinv_(lua_State *L) { return unary_(L, EM_ERFINV); }
-static int t_trunc_(lua_State *L) { return unary_(L, EM_TRUNC); }
-static int t_tan_(lua_State *L) { return unary_(L, EM_TAN); }
-static int t_sinh_(lua_State *L) { return unary_(L, EM_SINH); }
-static int t_cosh_(lua_State *L) { return unary_(L, EM_COSH); }
-static int t_asin_(lua_State *L) { return unary_(L, EM_ASIN); }
-static int t_acos_(lua_State *L) { return unary_(L, EM_ACOS); }
-static int t_atan_(lua_State *L) { return unary_(L, EM_ATAN); }
-static int t_asinh_(lua_State *L) { return unary_(L, EM_ASINH); }
-static int t_acosh_(lua_State *L) { return unary_(L, EM_ACOSH); }
-static int t_atanh_(lua_State *L) { return unary_(L, EM_ATANH); }
-static int t_bitwise_not_(lua_State *L) { return unary_(L, EM_BITWISE_NOT); }
-
 static int t_frac(lua_State *L) { return emlua_push(L, em_frac(check_tensor(L, 1, "frac"))); }
 static int t_frac_(lua_State *L) { return assign_self(L, em_frac(check_tensor(L, 1, "frac_")), "frac_"); }
 
@@ -545,39 +448,9 @@ static int t_isneginf(lua_State *L) { return float_class(L, EM_ISNEGINF, "isnegi
 static int t_sgn(lua_State *L) { check_tensor(L, 1, "sgn"); return unary(L, EM_SIGN); }
 static int t_sgn_(lua_State *L) { check_tensor(L, 1, "sgn_"); return unary_(L, EM_SIGN); }
 
-static int t_atan2(lua_State *L)
-{
-    emlua_autocast(L, EMLUA_AC_PROMOTE, 1, 0);
-    return binary(L, EM_ATAN2);
-}
-static int t_hypot(lua_State *L) { return binary(L, EM_HYPOT); }
-static int t_copysign(lua_State *L) { return binary(L, EM_COPYSIGN); }
-static int t_fmod(lua_State *L) { return binary(L, EM_FMOD); }
+/* floor_divide is div with rounding_mode "floor" (the table's div_floor) */
 static int t_floor_divide(lua_State *L) { return binary(L, EM_DIV_FLOOR); }
-static int t_logaddexp(lua_State *L) { return binary(L, EM_LOGADDEXP); }
-static int t_logaddexp2(lua_State *L) { return binary(L, EM_LOGADDEXP2); }
-static int t_bitwise_and(lua_State *L) { return binary(L, EM_BITWISE_AND); }
-static int t_bitwise_or(lua_State *L) { return binary(L, EM_BITWISE_OR); }
-static int t_bitwise_xor(lua_State *L) { return binary(L, EM_BITWISE_XOR); }
-static int t_bitwise_left_shift(lua_State *L) { return binary(L, EM_BITWISE_LSHIFT); }
-static int t_bitwise_right_shift(lua_State *L) { return binary(L, EM_BITWISE_RSHIFT); }
-
-static int t_atan2_(lua_State *L) { return binary_inplace_at(L, EM_ATAN2, "atan2_", 2); }
-static int t_hypot_(lua_State *L) { return binary_inplace_at(L, EM_HYPOT, "hypot_", 2); }
-static int t_copysign_(lua_State *L) { return binary_inplace_at(L, EM_COPYSIGN, "copysign_", 2); }
-static int t_fmod_(lua_State *L) { return binary_inplace_at(L, EM_FMOD, "fmod_", 2); }
 static int t_floor_divide_(lua_State *L) { return binary_inplace_at(L, EM_DIV_FLOOR, "floor_divide_", 2); }
-static int t_bitwise_and_(lua_State *L) { return binary_inplace_at(L, EM_BITWISE_AND, "bitwise_and_", 2); }
-static int t_bitwise_or_(lua_State *L) { return binary_inplace_at(L, EM_BITWISE_OR, "bitwise_or_", 2); }
-static int t_bitwise_xor_(lua_State *L) { return binary_inplace_at(L, EM_BITWISE_XOR, "bitwise_xor_", 2); }
-static int t_bitwise_left_shift_(lua_State *L)
-{
-    return binary_inplace_at(L, EM_BITWISE_LSHIFT, "bitwise_left_shift_", 2);
-}
-static int t_bitwise_right_shift_(lua_State *L)
-{
-    return binary_inplace_at(L, EM_BITWISE_RSHIFT, "bitwise_right_shift_", 2);
-}
 
 /* Arguments 1 and 2 as tensors, a number on one side turned into a wrapped
  * number (replacing it on the stack, so the collector owns it). */
@@ -708,59 +581,20 @@ static int t_equal(lua_State *L)
 
 /* ---- registration --------------------------------------------------------- */
 
-/* Each function serves both t:name() and ember.name(t) (self is argument 1). */
+/* The functions with arguments of their own, and the ops outside the table
+ * (elementwise_ops.h). Each function serves both t:name() and ember.name(t)
+ * (self is argument 1). */
 static const luaL_Reg both[] = {
-    {"neg", t_neg}, {"negative", t_neg}, {"abs", t_abs}, {"sign", t_sign}, {"exp", t_exp},
-    {"log", t_log}, {"log1p", t_log1p}, {"expm1", t_expm1}, {"sqrt", t_sqrt},
-    {"rsqrt", t_rsqrt}, {"sin", t_sin}, {"cos", t_cos}, {"tanh", t_tanh},
-    {"sigmoid", t_sigmoid}, {"relu", t_relu}, {"gelu", t_gelu}, {"silu", t_silu},
-    {"floor", t_floor}, {"ceil", t_ceil}, {"round", t_round}, {"reciprocal", t_reciprocal},
-    {"square", t_square}, {"logical_not", t_logical_not},
-    {"add", t_add}, {"sub", t_sub}, {"subtract", t_sub}, {"mul", t_mul},
-    {"multiply", t_mul}, {"div", t_div}, {"divide", t_div}, {"true_divide", t_div},
-    {"remainder", t_remainder}, {"pow", t_pow}, {"maximum", t_maximum},
-    {"minimum", t_minimum}, {"eq", t_eq}, {"ne", t_ne}, {"lt", t_lt}, {"le", t_le},
-    {"gt", t_gt}, {"ge", t_ge}, {"logical_and", t_logical_and}, {"logical_or", t_logical_or},
-    {"clamp", t_clamp}, {"clip", t_clamp}, {"clamp_min", t_clamp_min},
-    {"clamp_max", t_clamp_max}, {"masked_fill", t_masked_fill},
-    {"neg_", t_neg_}, {"abs_", t_abs_}, {"sign_", t_sign_}, {"exp_", t_exp_},
-    {"log_", t_log_}, {"log1p_", t_log1p_}, {"expm1_", t_expm1_}, {"sqrt_", t_sqrt_},
-    {"rsqrt_", t_rsqrt_}, {"sin_", t_sin_}, {"cos_", t_cos_}, {"tanh_", t_tanh_},
-    {"sigmoid_", t_sigmoid_}, {"relu_", t_relu_}, {"gelu_", t_gelu_}, {"silu_", t_silu_},
-    {"floor_", t_floor_}, {"ceil_", t_ceil_}, {"round_", t_round_},
-    {"reciprocal_", t_reciprocal_}, {"square_", t_square_}, {"logical_not_", t_logical_not_},
-    {"add_", t_add_}, {"sub_", t_sub_}, {"mul_", t_mul_}, {"div_", t_div_},
-    {"remainder_", t_remainder_}, {"pow_", t_pow_}, {"maximum_", t_maximum_},
-    {"minimum_", t_minimum_}, {"eq_", t_eq_}, {"ne_", t_ne_}, {"lt_", t_lt_},
-    {"le_", t_le_}, {"gt_", t_gt_}, {"ge_", t_ge_}, {"logical_and_", t_logical_and_},
-    {"logical_or_", t_logical_or_}, {"clamp_", t_clamp_}, {"clip_", t_clamp_},
-    {"clamp_min_", t_clamp_min_}, {"clamp_max_", t_clamp_max_},
+    {"round", t_round}, {"round_", t_round_}, {"gelu", t_gelu}, {"gelu_", t_gelu_},
+    {"add", t_add}, {"sub", t_sub}, {"div", t_div}, {"add_", t_add_}, {"sub_", t_sub_}, {"div_", t_div_},
+    {"clamp", t_clamp}, {"clamp_min", t_clamp_min}, {"clamp_max", t_clamp_max}, {"masked_fill", t_masked_fill},
+    {"clamp_", t_clamp_}, {"clamp_min_", t_clamp_min_}, {"clamp_max_", t_clamp_max_},
     {"masked_fill_", t_masked_fill_},
     /* issue 16: elementwise math */
-    {"exp2", t_exp2}, {"log2", t_log2}, {"log10", t_log10}, {"erf", t_erf}, {"erfc", t_erfc},
-    {"erfinv", t_erfinv}, {"trunc", t_trunc}, {"fix", t_trunc}, {"tan", t_tan}, {"sinh", t_sinh},
-    {"cosh", t_cosh}, {"asin", t_asin}, {"arcsin", t_asin}, {"acos", t_acos}, {"arccos", t_acos},
-    {"atan", t_atan}, {"arctan", t_atan}, {"asinh", t_asinh}, {"arcsinh", t_asinh}, {"acosh", t_acosh},
-    {"arccosh", t_acosh}, {"atanh", t_atanh}, {"arctanh", t_atanh}, {"bitwise_not", t_bitwise_not},
-    {"exp2_", t_exp2_}, {"log2_", t_log2_}, {"log10_", t_log10_}, {"erf_", t_erf_}, {"erfc_", t_erfc_},
-    {"erfinv_", t_erfinv_}, {"trunc_", t_trunc_}, {"fix_", t_trunc_}, {"tan_", t_tan_}, {"sinh_", t_sinh_},
-    {"cosh_", t_cosh_}, {"asin_", t_asin_}, {"arcsin_", t_asin_}, {"acos_", t_acos_}, {"arccos_", t_acos_},
-    {"atan_", t_atan_}, {"arctan_", t_atan_}, {"asinh_", t_asinh_}, {"arcsinh_", t_asinh_},
-    {"acosh_", t_acosh_}, {"arccosh_", t_acosh_}, {"atanh_", t_atanh_}, {"arctanh_", t_atanh_},
-    {"bitwise_not_", t_bitwise_not_},
     {"frac", t_frac}, {"frac_", t_frac_}, {"logit", t_logit}, {"logit_", t_logit_},
     {"nan_to_num", t_nan_to_num}, {"nan_to_num_", t_nan_to_num_}, {"isnan", t_isnan}, {"isinf", t_isinf},
     {"isfinite", t_isfinite}, {"isposinf", t_isposinf}, {"isneginf", t_isneginf}, {"sgn", t_sgn},
-    {"sgn_", t_sgn_},
-    {"atan2", t_atan2}, {"arctan2", t_atan2}, {"hypot", t_hypot}, {"copysign", t_copysign},
-    {"fmod", t_fmod}, {"floor_divide", t_floor_divide}, {"logaddexp", t_logaddexp},
-    {"logaddexp2", t_logaddexp2}, {"bitwise_and", t_bitwise_and}, {"bitwise_or", t_bitwise_or},
-    {"bitwise_xor", t_bitwise_xor}, {"bitwise_left_shift", t_bitwise_left_shift},
-    {"bitwise_right_shift", t_bitwise_right_shift},
-    {"atan2_", t_atan2_}, {"arctan2_", t_atan2_}, {"hypot_", t_hypot_}, {"copysign_", t_copysign_},
-    {"fmod_", t_fmod_}, {"floor_divide_", t_floor_divide_}, {"bitwise_and_", t_bitwise_and_},
-    {"bitwise_or_", t_bitwise_or_}, {"bitwise_xor_", t_bitwise_xor_},
-    {"bitwise_left_shift_", t_bitwise_left_shift_}, {"bitwise_right_shift_", t_bitwise_right_shift_},
+    {"sgn_", t_sgn_}, {"floor_divide", t_floor_divide}, {"floor_divide_", t_floor_divide_},
     {"xlogy", t_xlogy}, {"xlogy_", t_xlogy_}, {"logical_xor", t_logical_xor},
     {"logical_xor_", t_logical_xor_}, {"heaviside", t_heaviside}, {"heaviside_", t_heaviside_},
     {"lerp", t_lerp}, {"lerp_", t_lerp_}, {"addcmul", t_addcmul}, {"addcmul_", t_addcmul_},
@@ -768,6 +602,58 @@ static const luaL_Reg both[] = {
     {"equal", t_equal},
     {NULL, NULL},
 };
+
+/* NumPy's and PyTorch's other names: {alias, name}, the same function */
+static const char *const aliases[][2] = {
+    {"negative", "neg"}, {"subtract", "sub"}, {"multiply", "mul"}, {"divide", "div"}, {"true_divide", "div"},
+    {"clip", "clamp"}, {"clip_", "clamp_"}, {"fix", "trunc"}, {"fix_", "trunc_"}, {"arcsin", "asin"},
+    {"arcsin_", "asin_"}, {"arccos", "acos"}, {"arccos_", "acos_"}, {"arctan", "atan"}, {"arctan_", "atan_"},
+    {"arcsinh", "asinh"}, {"arcsinh_", "asinh_"}, {"arccosh", "acosh"}, {"arccosh_", "acosh_"},
+    {"arctanh", "atanh"}, {"arctanh_", "atanh_"}, {"arctan2", "atan2"}, {"arctan2_", "atan2_"},
+};
+
+/* The names of elementwise_ops.h's classes, for ember._ops */
+static const char *const dtypes_names[] = {"float", "numeric", "all", "integer", "bitwise", "to_bool"};
+static const char *const autocast_names[] = {"none", "fp32", "promote"};
+static const char *const binding_names[] = {"generic", "own", "internal"};
+_Static_assert(sizeof dtypes_names / sizeof *dtypes_names == EM_NOPDT, "a name per em_op_dtypes");
+_Static_assert(sizeof autocast_names / sizeof *autocast_names == EM_NOPAC, "a name per em_op_autocast");
+_Static_assert(sizeof binding_names / sizeof *binding_names == EM_NOPB, "a name per em_op_binding");
+
+static void set_string(lua_State *L, const char *key, const char *value)
+{
+    if (!value) return;
+    lua_pushstring(L, value);
+    lua_setfield(L, -2, key);
+}
+
+/* One op of the table: its functions (fn and, with an in-place name, fn_)
+ * registered under its names when its binding is generic, and its row of
+ * ember._ops (the table on the top of the stack) at position i. */
+static void open_op(lua_State *L, int i, int op, int arity, const em_op_info *info, lua_CFunction fn,
+                    lua_CFunction fn_)
+{
+    lua_createtable(L, 0, 10);
+    set_string(L, "name", info->name);
+    set_string(L, "inplace", info->inplace);
+    set_string(L, "backward", info->backward);
+    set_string(L, "dtypes", dtypes_names[info->dtypes]);
+    set_string(L, "autocast", autocast_names[info->autocast]);
+    set_string(L, "binding", binding_names[info->binding]);
+    lua_pushinteger(L, arity);
+    lua_setfield(L, -2, "arity");
+    for (int k = 0; k < 2; k++) {
+        const char *name = k == 0 ? info->name : info->inplace;
+        if (!name) continue;
+        lua_pushinteger(L, op);
+        lua_pushcclosure(L, k == 0 ? fn : fn_, 1);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, -3, k == 0 ? "fn" : "fn_");
+        if (info->binding == EM_OPB_GENERIC) emlua_register_value(L, name);
+        else lua_pop(L, 1);
+    }
+    lua_rawseti(L, -2, i);
+}
 
 /* where's argument order differs: ember.where(cond, x, y) but x:where(cond, y) */
 static const luaL_Reg methods[] = {{"where", m_where}, {NULL, NULL}};
@@ -777,4 +663,18 @@ void emlua_open_elementwise(lua_State *L)
 {
     emlua_register(L, both, both);
     emlua_register(L, methods, functions);
+    /* ember._ops (internal: tests/gpu/ops_table_spec.lua walks it): every op
+     * of the table, unary then binary, with its generic functions */
+    lua_createtable(L, EM_NUNARY + EM_NBINARY, 0);
+    for (int op = 0; op < EM_NUNARY; op++)
+        open_op(L, op + 1, op, 1, em_unary_info((em_unary_op)op), t_unary, t_unary_);
+    for (int op = 0; op < EM_NBINARY; op++)
+        open_op(L, EM_NUNARY + op + 1, op, 2, em_binary_info((em_binary_op)op), t_binary, t_binary_);
+    lua_setfield(L, -2, "_ops");   /* the module table is below it (luaopen_ember) */
+    for (size_t i = 0; i < sizeof aliases / sizeof *aliases; i++) {
+        emlua_push_methods(L);
+        lua_getfield(L, -1, aliases[i][1]);
+        lua_remove(L, -2);
+        emlua_register_value(L, aliases[i][0]);
+    }
 }

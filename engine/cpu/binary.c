@@ -34,10 +34,13 @@ typedef struct bin_ctx {
     em_dtype da, db;    /* float16/bfloat16: each operand's own dtype (the half one or float32) */
 } bin_ctx;
 
-static bool is_cmp(em_binary_op op) { return op >= EM_EQ && op <= EM_LOGICAL_OR; }
-static bool is_bitwise(em_binary_op op) { return op >= EM_BITWISE_AND && op <= EM_BITWISE_RSHIFT; }
+static bool is_cmp(em_binary_op op) { return em_binary_info(op)->dtypes == EM_OPDT_TO_BOOL; }
+static bool is_bitwise(em_binary_op op)
+{
+    return em_binary_info(op)->dtypes == EM_OPDT_BITWISE || em_binary_info(op)->dtypes == EM_OPDT_INTEGER;
+}
 /* ops with no integer loop: the engine promotes their integer operands */
-static bool float_only(em_binary_op op) { return op == EM_DIV || (op >= EM_ATAN2 && op <= EM_LOGADDEXP2); }
+static bool float_only(em_binary_op op) { return em_binary_info(op)->dtypes == EM_OPDT_FLOAT; }
 
 /* log(e^a + e^b) without overflow; equal infinities give themselves (not
  * inf - inf = NaN), as PyTorch */
@@ -154,7 +157,12 @@ static void bin_f32(em_binary_op op, float *restrict o, const float *restrict a,
     case EM_FMOD: for (int64_t i = 0; i < n; i++) o[i] = fmodf(a[i], b[i]); break;
     case EM_DIV_TRUNC: for (int64_t i = 0; i < n; i++) o[i] = truncf(a[i] / b[i]); break;
     case EM_DIV_FLOOR: for (int64_t i = 0; i < n; i++) o[i] = div_floor_f32(a[i], b[i]); break;
-    default: break;
+    /* bool results (cmp_f32) and integer-only ops. No default case: -Wswitch
+     * fails the build while an op of the table has no case here. */
+    case EM_EQ: case EM_NE: case EM_LT: case EM_LE: case EM_GT: case EM_GE: case EM_LOGICAL_AND:
+    case EM_LOGICAL_OR: case EM_BITWISE_AND: case EM_BITWISE_OR: case EM_BITWISE_XOR: case EM_BITWISE_LSHIFT:
+    case EM_BITWISE_RSHIFT: case EM_NBINARY:
+        break;
     }
 }
 
@@ -341,7 +349,10 @@ static void bin_f64(em_binary_op op, double *restrict o, const double *restrict 
     case EM_FMOD: for (int64_t i = 0; i < n; i++) o[i] = fmod(a[i], b[i]); break;
     case EM_DIV_TRUNC: for (int64_t i = 0; i < n; i++) o[i] = trunc(a[i] / b[i]); break;
     case EM_DIV_FLOOR: for (int64_t i = 0; i < n; i++) o[i] = div_floor_f64(a[i], b[i]); break;
-    default: break;
+    case EM_EQ: case EM_NE: case EM_LT: case EM_LE: case EM_GT: case EM_GE: case EM_LOGICAL_AND:
+    case EM_LOGICAL_OR: case EM_BITWISE_AND: case EM_BITWISE_OR: case EM_BITWISE_XOR: case EM_BITWISE_LSHIFT:
+    case EM_BITWISE_RSHIFT: case EM_NBINARY:   /* as in bin_f32 */
+        break;
     }
 }
 
