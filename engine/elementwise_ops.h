@@ -3,7 +3,7 @@
  * once. Included by ember.h (which makes the enums em_unary_op and
  * em_binary_op from it); the engine's name tables, the backward nodes' names,
  * the CUDA kernels' name tables and the Lua registration (lua/
- * bind_elementwise.c, which also shows the table to Lua as ember._ops) are
+ * bind_elementwise.c, which also lists the table for Lua as ember._ops()) are
  * made from the same lists, so they cannot disagree.
  *
  * The lists declare; they never make function bodies. Each op still has its

@@ -627,11 +627,30 @@ static void set_string(lua_State *L, const char *key, const char *value)
     lua_setfield(L, -2, key);
 }
 
-/* One op of the table: its functions (fn and, with an in-place name, fn_)
- * registered under its names when its binding is generic, and its row of
- * ember._ops (the table on the top of the stack) at position i. */
-static void open_op(lua_State *L, int i, int op, int arity, const em_op_info *info, lua_CFunction fn,
-                    lua_CFunction fn_)
+/* The in-place name of a table row, or its name (k 0) */
+static const char *fn_name(const em_op_info *info, int k) { return k == 0 ? info->name : info->inplace; }
+
+/* Registers an op of the table whose binding is generic: fn (and fn_ under
+ * the in-place name), the op in upvalue 1, in the method table at index
+ * methods and the module table at index module. */
+static void register_op(lua_State *L, int methods, int module, int op, const em_op_info *info, lua_CFunction fn,
+                        lua_CFunction fn_)
+{
+    if (info->binding != EM_OPB_GENERIC) return;
+    for (int k = 0; k < 2; k++) {
+        if (!fn_name(info, k)) continue;
+        lua_pushinteger(L, op);
+        lua_pushcclosure(L, k == 0 ? fn : fn_, 1);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, methods, fn_name(info, k));
+        lua_setfield(L, module, fn_name(info, k));
+    }
+}
+
+/* Sets row i of the list on the top of the stack to a table of the op's
+ * columns and its generic functions fn and fn_ (whatever its binding). */
+static void push_op_row(lua_State *L, int i, int op, int arity, const em_op_info *info, lua_CFunction fn,
+                        lua_CFunction fn_)
 {
     lua_createtable(L, 0, 10);
     set_string(L, "name", info->name);
@@ -643,38 +662,47 @@ static void open_op(lua_State *L, int i, int op, int arity, const em_op_info *in
     lua_pushinteger(L, arity);
     lua_setfield(L, -2, "arity");
     for (int k = 0; k < 2; k++) {
-        const char *name = k == 0 ? info->name : info->inplace;
-        if (!name) continue;
+        if (!fn_name(info, k)) continue;
         lua_pushinteger(L, op);
         lua_pushcclosure(L, k == 0 ? fn : fn_, 1);
-        lua_pushvalue(L, -1);
-        lua_setfield(L, -3, k == 0 ? "fn" : "fn_");
-        if (info->binding == EM_OPB_GENERIC) emlua_register_value(L, name);
-        else lua_pop(L, 1);
+        lua_setfield(L, -2, k == 0 ? "fn" : "fn_");
     }
     lua_rawseti(L, -2, i);
 }
 
+/* ember._ops() (internal: tests/gpu/ops_table_spec.lua walks it): a new list
+ * of every op of the table, unary then binary, with its columns and generic
+ * functions. A function, not a table, so that start-up does not build it. */
+static int t_ops(lua_State *L)
+{
+    lua_createtable(L, EM_NUNARY + EM_NBINARY, 0);
+    for (int op = 0; op < EM_NUNARY; op++)
+        push_op_row(L, op + 1, op, 1, em_unary_info((em_unary_op)op), t_unary, t_unary_);
+    for (int op = 0; op < EM_NBINARY; op++)
+        push_op_row(L, EM_NUNARY + op + 1, op, 2, em_binary_info((em_binary_op)op), t_binary, t_binary_);
+    return 1;
+}
+
 /* where's argument order differs: ember.where(cond, x, y) but x:where(cond, y) */
 static const luaL_Reg methods[] = {{"where", m_where}, {NULL, NULL}};
-static const luaL_Reg functions[] = {{"where", t_where}, {NULL, NULL}};
+static const luaL_Reg functions[] = {{"where", t_where}, {"_ops", t_ops}, {NULL, NULL}};
 
 void emlua_open_elementwise(lua_State *L)
 {
     emlua_register(L, both, both);
     emlua_register(L, methods, functions);
-    /* ember._ops (internal: tests/gpu/ops_table_spec.lua walks it): every op
-     * of the table, unary then binary, with its generic functions */
-    lua_createtable(L, EM_NUNARY + EM_NBINARY, 0);
+    int module = lua_gettop(L);   /* luaopen_ember's module table */
+    emlua_push_methods(L);
+    int mt = lua_gettop(L);
     for (int op = 0; op < EM_NUNARY; op++)
-        open_op(L, op + 1, op, 1, em_unary_info((em_unary_op)op), t_unary, t_unary_);
+        register_op(L, mt, module, op, em_unary_info((em_unary_op)op), t_unary, t_unary_);
     for (int op = 0; op < EM_NBINARY; op++)
-        open_op(L, EM_NUNARY + op + 1, op, 2, em_binary_info((em_binary_op)op), t_binary, t_binary_);
-    lua_setfield(L, -2, "_ops");   /* the module table is below it (luaopen_ember) */
+        register_op(L, mt, module, op, em_binary_info((em_binary_op)op), t_binary, t_binary_);
     for (size_t i = 0; i < sizeof aliases / sizeof *aliases; i++) {
-        emlua_push_methods(L);
-        lua_getfield(L, -1, aliases[i][1]);
-        lua_remove(L, -2);
-        emlua_register_value(L, aliases[i][0]);
+        lua_getfield(L, mt, aliases[i][1]);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, mt, aliases[i][0]);
+        lua_setfield(L, module, aliases[i][0]);
     }
+    lua_pop(L, 1);
 }

@@ -122,8 +122,6 @@ int emlua_push_created(lua_State *L, em_tensor *t, int opts, const char *op);
 
 /* registration */
 void emlua_register(lua_State *L, const luaL_Reg *methods, const luaL_Reg *functions);
-/* Pops the value on the top of the stack (a closure) into both tables as name. */
-void emlua_register_value(lua_State *L, const char *name);
 void emlua_push_methods(lua_State *L);     /* the tensor method table */
 void emlua_push_metatable(lua_State *L);   /* the tensor metatable */
 int luaopen_ember(lua_State *L);

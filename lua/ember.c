@@ -570,17 +570,6 @@ void emlua_register(lua_State *L, const luaL_Reg *methods, const luaL_Reg *funct
 
 /* The tensor metatable and method table, created once per Lua state; the
  * metamethods themselves are set by tensor.c. */
-void emlua_register_value(lua_State *L, const char *name)
-{
-    lua_rawgetp(L, LUA_REGISTRYINDEX, &methods_key);
-    lua_pushvalue(L, -2);
-    lua_setfield(L, -2, name);
-    lua_rawgetp(L, LUA_REGISTRYINDEX, &module_key);
-    lua_pushvalue(L, -3);
-    lua_setfield(L, -2, name);
-    lua_pop(L, 3);
-}
-
 void emlua_push_methods(lua_State *L) { lua_rawgetp(L, LUA_REGISTRYINDEX, &methods_key); }
 void emlua_push_metatable(lua_State *L) { lua_rawgetp(L, LUA_REGISTRYINDEX, &tensor_mt_key); }
 
