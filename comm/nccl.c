@@ -467,26 +467,36 @@ static ncclResult_t async_error(ncclComm_t c)
     return async == ncclInProgress ? ncclSuccess : async;
 }
 
+/* An abort (the watchdog's, on another thread) also ends stuck work: an
+ * event that finishes while the query runs says nothing of the result if
+ * the communicators were aborted meanwhile, so cancelled is read again after
+ * it. The asynchronous error is read under call_lock, which an abort takes,
+ * so the communicator is not freed under the query. */
 static int test(void *req, bool *finished)
 {
     mark *m = req;
     *finished = true;
-    if (check_cancelled("is_completed")) {
-        mark_put(m);
-        return -1;
-    }
-    cudaError_t e = cudaEventQuery(m->ev);
-    *finished = e != cudaErrorNotReady;
-    if (!*finished) {
-        /* a peer that died leaves the event pending forever: NCCL says so */
-        ncclResult_t async = async_error(m->comm);
-        if (async == ncclSuccess) return 0;
-        *finished = true;
-        mark_put(m);
-        return nccl_fail("is_completed", async);
+    int rc = check_cancelled("is_completed");
+    if (!rc) {
+        cudaError_t e = cudaEventQuery(m->ev);
+        if (e == cudaErrorNotReady) {
+            /* a peer that died leaves the event pending forever: NCCL says so */
+            pthread_mutex_lock(&call_lock);
+            ncclResult_t async = atomic_load(&cancelled) ? ncclSuccess : async_error(m->comm);
+            if (async != ncclSuccess) rc = nccl_fail("is_completed", async);
+            pthread_mutex_unlock(&call_lock);
+            if (!rc) rc = check_cancelled("is_completed");
+            if (!rc) {
+                *finished = false;
+                return 0;
+            }
+        } else {
+            rc = check_cancelled("is_completed");
+            if (!rc && e != cudaSuccess) rc = cuda_fail("is_completed", e);
+        }
     }
     mark_put(m);
-    return e == cudaSuccess ? 0 : cuda_fail("is_completed", e);
+    return rc;
 }
 
 /* The watchdog's thread: the device made current there once. */
@@ -506,11 +516,19 @@ static int poll(void *mk, char *why, size_t n)
         snprintf(why, n, "CUDA error: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
         return -1;
     }
+    /* under call_lock: an abort from the program's thread (a failed work it
+     * saw first) takes it before it frees the communicator. Tried, never
+     * waited for: an enqueue that blocks holds it, and the watchdog must
+     * still see the timeout. */
+    if (pthread_mutex_trylock(&call_lock) != 0) return 0;
     ncclResult_t async = atomic_load(&cancelled) ? ncclSuccess : async_error(m->comm);
-    if (async == ncclSuccess) return 0;
-    const char *last = ncclGetLastError(m->comm);
-    snprintf(why, n, "NCCL error: %s%s%s", ncclGetErrorString(async), last && *last ? ": " : "", last ? last : "");
-    return -1;
+    if (async != ncclSuccess) {
+        const char *last = ncclGetLastError(m->comm);
+        snprintf(why, n, "NCCL error: %s%s%s", ncclGetErrorString(async), last && *last ? ": " : "",
+                 last ? last : "");
+    }
+    pthread_mutex_unlock(&call_lock);
+    return async == ncclSuccess ? 0 : -1;
 }
 
 static void drop_mark(void *m) { mark_put(m); }

@@ -100,7 +100,7 @@ local a = dist.all_reduce(t, {async_op = true})   -- never finishes on the GPU
 local b = dist.all_reduce(u, {async_op = true})   -- queued behind it
 local ok, err
 local start = os.time()
-repeat ok, err = pcall(a.is_completed, a) until not ok or os.time() - start > 20
+repeat ok, err = pcall(a.is_completed, a) until not ok or err or os.time() - start > 20  -- done: wrong
 print("is_completed: " .. tostring(err))
 ok, err = pcall(b.wait, b)
 print("wait: " .. tostring(err))
