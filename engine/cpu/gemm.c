@@ -28,9 +28,17 @@
 #include <limits.h>
 #include <string.h>
 
-/* Below this many multiply-adds a GEMM runs on one thread: splitting costs
- * more than it saves. */
-#define PARALLEL_GEMM_MIN 262144
+/* Below this many multiply-adds (some 15 us on one core) a GEMM runs on one
+ * thread: splitting costs more than it saves in a real program, where GEMMs
+ * alternate with other ops. Measured 2026-11-29 on the 2-core VM with
+ * scripts/bench/char_rnn.lua 60 (GEMMs of 266k and 524k multiply-adds, the
+ * best of 3): at 262144 the pool took them, 2.12-2.78 ms best idle and a
+ * mean of 5.7-7.5 ms beside two busy processes; at this threshold they
+ * run on the caller, 2.04-2.15 ms idle and 3.1-4.3 ms loaded, as with
+ * EMBER_NUM_THREADS=1. A loop of nothing but one such GEMM does gain
+ * (1.3-1.5x at 524k on two threads), but the worker's hand-off and its
+ * spinning between jobs cost the other ops more. */
+#define PARALLEL_GEMM_MIN (1 << 20)
 /* float32 products of at least this many multiply-adds go to oneDNN's
  * brgemm first (dnnl_matmul.c); below, a primitive's set-up and call cost
  * more than its kernel saves */
