@@ -21,7 +21,7 @@
  * for bit, in one pass instead of four. */
 #include "cpu.h"
 
-#include <math.h>
+#include <tgmath.h>
 #include <string.h>
 
 #define CHUNK 256
@@ -41,63 +41,6 @@ static bool is_bitwise(em_binary_op op)
 }
 /* ops with no integer loop: the engine promotes their integer operands */
 static bool float_only(em_binary_op op) { return em_binary_info(op)->dtypes == EM_OPDT_FLOAT; }
-
-/* log(e^a + e^b) without overflow; equal infinities give themselves (not
- * inf - inf = NaN), as PyTorch */
-static inline double logaddexp_f64(double a, double b)
-{
-    if (isinf(a) && a == b) return a;
-    double m = a > b ? a : b;
-    return m + log1p(exp(-fabs(a - b)));
-}
-
-static inline double logaddexp2_f64(double a, double b)
-{
-    if (isinf(a) && a == b) return a;
-    double m = a > b ? a : b;
-    return m + log1p(exp2(-fabs(a - b))) * 1.44269504088896340736;
-}
-
-static inline float logaddexp_f32(float a, float b)
-{
-    if (isinf(a) && a == b) return a;
-    float m = a > b ? a : b;
-    return m + log1pf(expf(-fabsf(a - b)));
-}
-
-static inline float logaddexp2_f32(float a, float b)
-{
-    if (isinf(a) && a == b) return a;
-    float m = a > b ? a : b;
-    return m + log1pf(exp2f(-fabsf(a - b))) * 1.44269504088896340736f;
-}
-
-/* PyTorch's floor division of floats (c10's div_floor_floating): through
- * fmod, so that the quotient is the floor of the exact one, not of a
- * rounded a / b */
-static inline double div_floor_f64(double a, double b)
-{
-    if (b == 0) return a / b;
-    double mod = fmod(a, b);
-    double div = (a - mod) / b;
-    if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;
-    if (div == 0) return copysign(0.0, a / b);
-    double fl = floor(div);
-    if (div - fl > 0.5) fl += 1;
-    return fl;
-}
-
-static inline float div_floor_f32(float a, float b)
-{
-    if (b == 0) return a / b;
-    float mod = fmodf(a, b);
-    float div = (a - mod) / b;
-    if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;
-    if (div == 0) return copysignf(0.0f, a / b);
-    float fl = floorf(div);
-    if (div - fl > 0.5f) fl += 1;
-    return fl;
-}
 
 /* ---- gather / scatter by element size ------------------------------------ */
 
@@ -123,153 +66,14 @@ static void scatter(char *p, int64_t stride, const void *src, int64_t n, size_t 
     }
 }
 
-/* ---- float32 ------------------------------------------------------------- */
+/* ---- float32 and float64: one body each (binary_float.inc) ------------- */
 
-/* Python/PyTorch remainder: the result takes the sign of the divisor. */
-static inline float rem_f32(float a, float b)
-{
-    float r = fmodf(a, b);
-    if (r != 0 && ((r < 0) != (b < 0))) r += b;
-    return r;
-}
-
-/* NaN in either operand propagates. */
-static inline float max_f32(float a, float b) { return a != a ? a : b != b ? b : a > b ? a : b; }
-static inline float min_f32(float a, float b) { return a != a ? a : b != b ? b : a < b ? a : b; }
-
-static void bin_f32(em_binary_op op, float *restrict o, const float *restrict a,
-                    const float *restrict b, int64_t n)
-{
-    switch (op) {
-    case EM_ADD: for (int64_t i = 0; i < n; i++) o[i] = a[i] + b[i]; break;
-    case EM_SUB: for (int64_t i = 0; i < n; i++) o[i] = a[i] - b[i]; break;
-    case EM_MUL: for (int64_t i = 0; i < n; i++) o[i] = a[i] * b[i]; break;
-    case EM_DIV: for (int64_t i = 0; i < n; i++) o[i] = a[i] / b[i]; break;
-    case EM_REMAINDER: for (int64_t i = 0; i < n; i++) o[i] = rem_f32(a[i], b[i]); break;
-    case EM_POW: for (int64_t i = 0; i < n; i++) o[i] = powf(a[i], b[i]); break;
-    case EM_MAXIMUM: for (int64_t i = 0; i < n; i++) o[i] = max_f32(a[i], b[i]); break;
-    case EM_MINIMUM: for (int64_t i = 0; i < n; i++) o[i] = min_f32(a[i], b[i]); break;
-    case EM_ATAN2: for (int64_t i = 0; i < n; i++) o[i] = atan2f(a[i], b[i]); break;
-    case EM_HYPOT: for (int64_t i = 0; i < n; i++) o[i] = hypotf(a[i], b[i]); break;
-    case EM_COPYSIGN: for (int64_t i = 0; i < n; i++) o[i] = copysignf(a[i], b[i]); break;
-    case EM_LOGADDEXP: for (int64_t i = 0; i < n; i++) o[i] = logaddexp_f32(a[i], b[i]); break;
-    case EM_LOGADDEXP2: for (int64_t i = 0; i < n; i++) o[i] = logaddexp2_f32(a[i], b[i]); break;
-    case EM_FMOD: for (int64_t i = 0; i < n; i++) o[i] = fmodf(a[i], b[i]); break;
-    case EM_DIV_TRUNC: for (int64_t i = 0; i < n; i++) o[i] = truncf(a[i] / b[i]); break;
-    case EM_DIV_FLOOR: for (int64_t i = 0; i < n; i++) o[i] = div_floor_f32(a[i], b[i]); break;
-    /* bool results (cmp_f32) and integer-only ops. No default case: -Wswitch
-     * fails the build while an op of the table has no case here. */
-    case EM_EQ: case EM_NE: case EM_LT: case EM_LE: case EM_GT: case EM_GE: case EM_LOGICAL_AND:
-    case EM_LOGICAL_OR: case EM_BITWISE_AND: case EM_BITWISE_OR: case EM_BITWISE_XOR: case EM_BITWISE_LSHIFT:
-    case EM_BITWISE_RSHIFT: case EM_NBINARY:
-        break;
-    }
-}
-
-/* tensor op scalar; false when the op has no special loop */
-static bool bin_f32_vs(em_binary_op op, float *restrict o, const float *restrict a, float s, int64_t n)
-{
-    switch (op) {
-    case EM_ADD: for (int64_t i = 0; i < n; i++) o[i] = a[i] + s; return true;
-    case EM_SUB: for (int64_t i = 0; i < n; i++) o[i] = a[i] - s; return true;
-    case EM_MUL: for (int64_t i = 0; i < n; i++) o[i] = a[i] * s; return true;
-    case EM_DIV: for (int64_t i = 0; i < n; i++) o[i] = a[i] / s; return true;
-    case EM_POW:
-        if (s == 2) { for (int64_t i = 0; i < n; i++) o[i] = a[i] * a[i]; return true; }
-        if (s == 0.5f) { for (int64_t i = 0; i < n; i++) o[i] = sqrtf(a[i]); return true; }
-        for (int64_t i = 0; i < n; i++) o[i] = powf(a[i], s);
-        return true;
-    default: return false;
-    }
-}
-
-/* scalar op tensor */
-static bool bin_f32_sv(em_binary_op op, float *restrict o, float s, const float *restrict b, int64_t n)
-{
-    switch (op) {
-    case EM_ADD: for (int64_t i = 0; i < n; i++) o[i] = s + b[i]; return true;
-    case EM_SUB: for (int64_t i = 0; i < n; i++) o[i] = s - b[i]; return true;
-    case EM_MUL: for (int64_t i = 0; i < n; i++) o[i] = s * b[i]; return true;
-    case EM_DIV: for (int64_t i = 0; i < n; i++) o[i] = s / b[i]; return true;
-    default: return false;
-    }
-}
-
-/* a tensor compared with a scalar (stride 0: ReLU's backward asks y > 0);
- * false for the logical ops, which take the general loop */
-#define CMP_VS_BODY                                                            \
-    switch (op) {                                                              \
-    case EM_EQ: for (int64_t i = 0; i < n; i++) o[i] = a[i] == s; return true; \
-    case EM_NE: for (int64_t i = 0; i < n; i++) o[i] = a[i] != s; return true; \
-    case EM_LT: for (int64_t i = 0; i < n; i++) o[i] = a[i] < s; return true;  \
-    case EM_LE: for (int64_t i = 0; i < n; i++) o[i] = a[i] <= s; return true; \
-    case EM_GT: for (int64_t i = 0; i < n; i++) o[i] = a[i] > s; return true;  \
-    case EM_GE: for (int64_t i = 0; i < n; i++) o[i] = a[i] >= s; return true; \
-    default: return false;                                                     \
-    }
-
-static bool cmp_f32_vs(em_binary_op op, uint8_t *restrict o, const float *restrict a, float s, int64_t n)
-{
-    CMP_VS_BODY
-}
-
-static bool cmp_f64_vs(em_binary_op op, uint8_t *restrict o, const double *restrict a, double s, int64_t n)
-{
-    CMP_VS_BODY
-}
-
-static void cmp_f32(em_binary_op op, uint8_t *restrict o, const float *restrict a,
-                    const float *restrict b, int64_t n)
-{
-    switch (op) {
-    case EM_EQ: for (int64_t i = 0; i < n; i++) o[i] = a[i] == b[i]; break;
-    case EM_NE: for (int64_t i = 0; i < n; i++) o[i] = a[i] != b[i]; break;
-    case EM_LT: for (int64_t i = 0; i < n; i++) o[i] = a[i] < b[i]; break;
-    case EM_LE: for (int64_t i = 0; i < n; i++) o[i] = a[i] <= b[i]; break;
-    case EM_GT: for (int64_t i = 0; i < n; i++) o[i] = a[i] > b[i]; break;
-    case EM_GE: for (int64_t i = 0; i < n; i++) o[i] = a[i] >= b[i]; break;
-    case EM_LOGICAL_AND: for (int64_t i = 0; i < n; i++) o[i] = (a[i] != 0) & (b[i] != 0); break;
-    case EM_LOGICAL_OR: for (int64_t i = 0; i < n; i++) o[i] = (a[i] != 0) | (b[i] != 0); break;
-    default: break;
-    }
-}
-
-static void loop_f32(const bin_ctx *c, char **p, const int64_t *s, int64_t n)
-{
-    int64_t osz = c->cmp ? 1 : 4;
-    if (s[0] == osz && s[1] == 4 && s[2] == 4) {
-        if (c->cmp) cmp_f32(c->op, (uint8_t *)p[0], (const float *)p[1], (const float *)p[2], n);
-        else bin_f32(c->op, (float *)p[0], (const float *)p[1], (const float *)p[2], n);
-        return;
-    }
-    if (!c->cmp && s[0] == 4 && s[1] == 4 && s[2] == 0 &&
-        bin_f32_vs(c->op, (float *)p[0], (const float *)p[1], *(const float *)p[2], n))
-        return;
-    if (c->cmp && s[0] == 1 && s[1] == 4 && s[2] == 0 &&
-        cmp_f32_vs(c->op, (uint8_t *)p[0], (const float *)p[1], *(const float *)p[2], n))
-        return;
-    if (!c->cmp && s[0] == 4 && s[1] == 0 && s[2] == 4 &&
-        bin_f32_sv(c->op, (float *)p[0], *(const float *)p[1], (const float *)p[2], n))
-        return;
-    float ba[CHUNK], bb[CHUNK], bo[CHUNK];
-    uint8_t bc[CHUNK];
-    for (int64_t i = 0; i < n; i += CHUNK) {
-        int64_t m = n - i < CHUNK ? n - i : CHUNK;
-        const float *a = (const float *)(p[1] + i * s[1]), *b = (const float *)(p[2] + i * s[2]);
-        if (s[1] != 4) { gather(ba, (const char *)a, s[1], m, 4); a = ba; }
-        if (s[2] != 4) { gather(bb, (const char *)b, s[2], m, 4); b = bb; }
-        char *out = p[0] + i * s[0];
-        if (c->cmp) {
-            uint8_t *o = s[0] == 1 ? (uint8_t *)out : bc;
-            cmp_f32(c->op, o, a, b, m);
-            if (o == bc) scatter(out, s[0], bc, m, 1);
-        } else {
-            float *o = s[0] == 4 ? (float *)out : bo;
-            bin_f32(c->op, o, a, b, m);
-            if (o == bo) scatter(out, s[0], bo, m, 4);
-        }
-    }
-}
+#define T float
+#define SFX f32
+#include "binary_float.inc"
+#define T double
+#define SFX f64
+#include "binary_float.inc"
 
 /* ---- float16 / bfloat16 (see the header) ---------------------------------- */
 
@@ -314,125 +118,6 @@ static void loop_half(const bin_ctx *c, char **p, const int64_t *s, int64_t n)
             bin_f32(c->op, bo, ba, bb, m);
         }
         cpu_f32_to_half(out, s[0], bo, m, c->dt);
-    }
-}
-
-/* ---- float64 ------------------------------------------------------------- */
-
-static inline double rem_f64(double a, double b)
-{
-    double r = fmod(a, b);
-    if (r != 0 && ((r < 0) != (b < 0))) r += b;
-    return r;
-}
-
-static inline double max_f64(double a, double b) { return a != a ? a : b != b ? b : a > b ? a : b; }
-static inline double min_f64(double a, double b) { return a != a ? a : b != b ? b : a < b ? a : b; }
-
-static void bin_f64(em_binary_op op, double *restrict o, const double *restrict a,
-                    const double *restrict b, int64_t n)
-{
-    switch (op) {
-    case EM_ADD: for (int64_t i = 0; i < n; i++) o[i] = a[i] + b[i]; break;
-    case EM_SUB: for (int64_t i = 0; i < n; i++) o[i] = a[i] - b[i]; break;
-    case EM_MUL: for (int64_t i = 0; i < n; i++) o[i] = a[i] * b[i]; break;
-    case EM_DIV: for (int64_t i = 0; i < n; i++) o[i] = a[i] / b[i]; break;
-    case EM_REMAINDER: for (int64_t i = 0; i < n; i++) o[i] = rem_f64(a[i], b[i]); break;
-    case EM_POW: for (int64_t i = 0; i < n; i++) o[i] = pow(a[i], b[i]); break;
-    case EM_MAXIMUM: for (int64_t i = 0; i < n; i++) o[i] = max_f64(a[i], b[i]); break;
-    case EM_MINIMUM: for (int64_t i = 0; i < n; i++) o[i] = min_f64(a[i], b[i]); break;
-    case EM_ATAN2: for (int64_t i = 0; i < n; i++) o[i] = atan2(a[i], b[i]); break;
-    case EM_HYPOT: for (int64_t i = 0; i < n; i++) o[i] = hypot(a[i], b[i]); break;
-    case EM_COPYSIGN: for (int64_t i = 0; i < n; i++) o[i] = copysign(a[i], b[i]); break;
-    case EM_LOGADDEXP: for (int64_t i = 0; i < n; i++) o[i] = logaddexp_f64(a[i], b[i]); break;
-    case EM_LOGADDEXP2: for (int64_t i = 0; i < n; i++) o[i] = logaddexp2_f64(a[i], b[i]); break;
-    case EM_FMOD: for (int64_t i = 0; i < n; i++) o[i] = fmod(a[i], b[i]); break;
-    case EM_DIV_TRUNC: for (int64_t i = 0; i < n; i++) o[i] = trunc(a[i] / b[i]); break;
-    case EM_DIV_FLOOR: for (int64_t i = 0; i < n; i++) o[i] = div_floor_f64(a[i], b[i]); break;
-    case EM_EQ: case EM_NE: case EM_LT: case EM_LE: case EM_GT: case EM_GE: case EM_LOGICAL_AND:
-    case EM_LOGICAL_OR: case EM_BITWISE_AND: case EM_BITWISE_OR: case EM_BITWISE_XOR: case EM_BITWISE_LSHIFT:
-    case EM_BITWISE_RSHIFT: case EM_NBINARY:   /* as in bin_f32 */
-        break;
-    }
-}
-
-static bool bin_f64_vs(em_binary_op op, double *restrict o, const double *restrict a, double s, int64_t n)
-{
-    switch (op) {
-    case EM_ADD: for (int64_t i = 0; i < n; i++) o[i] = a[i] + s; return true;
-    case EM_SUB: for (int64_t i = 0; i < n; i++) o[i] = a[i] - s; return true;
-    case EM_MUL: for (int64_t i = 0; i < n; i++) o[i] = a[i] * s; return true;
-    case EM_DIV: for (int64_t i = 0; i < n; i++) o[i] = a[i] / s; return true;
-    case EM_POW:
-        if (s == 2) { for (int64_t i = 0; i < n; i++) o[i] = a[i] * a[i]; return true; }
-        if (s == 0.5) { for (int64_t i = 0; i < n; i++) o[i] = sqrt(a[i]); return true; }
-        for (int64_t i = 0; i < n; i++) o[i] = pow(a[i], s);
-        return true;
-    default: return false;
-    }
-}
-
-static bool bin_f64_sv(em_binary_op op, double *restrict o, double s, const double *restrict b, int64_t n)
-{
-    switch (op) {
-    case EM_ADD: for (int64_t i = 0; i < n; i++) o[i] = s + b[i]; return true;
-    case EM_SUB: for (int64_t i = 0; i < n; i++) o[i] = s - b[i]; return true;
-    case EM_MUL: for (int64_t i = 0; i < n; i++) o[i] = s * b[i]; return true;
-    case EM_DIV: for (int64_t i = 0; i < n; i++) o[i] = s / b[i]; return true;
-    default: return false;
-    }
-}
-
-static void cmp_f64(em_binary_op op, uint8_t *restrict o, const double *restrict a,
-                    const double *restrict b, int64_t n)
-{
-    switch (op) {
-    case EM_EQ: for (int64_t i = 0; i < n; i++) o[i] = a[i] == b[i]; break;
-    case EM_NE: for (int64_t i = 0; i < n; i++) o[i] = a[i] != b[i]; break;
-    case EM_LT: for (int64_t i = 0; i < n; i++) o[i] = a[i] < b[i]; break;
-    case EM_LE: for (int64_t i = 0; i < n; i++) o[i] = a[i] <= b[i]; break;
-    case EM_GT: for (int64_t i = 0; i < n; i++) o[i] = a[i] > b[i]; break;
-    case EM_GE: for (int64_t i = 0; i < n; i++) o[i] = a[i] >= b[i]; break;
-    case EM_LOGICAL_AND: for (int64_t i = 0; i < n; i++) o[i] = (a[i] != 0) & (b[i] != 0); break;
-    case EM_LOGICAL_OR: for (int64_t i = 0; i < n; i++) o[i] = (a[i] != 0) | (b[i] != 0); break;
-    default: break;
-    }
-}
-
-static void loop_f64(const bin_ctx *c, char **p, const int64_t *s, int64_t n)
-{
-    int64_t osz = c->cmp ? 1 : 8;
-    if (s[0] == osz && s[1] == 8 && s[2] == 8) {
-        if (c->cmp) cmp_f64(c->op, (uint8_t *)p[0], (const double *)p[1], (const double *)p[2], n);
-        else bin_f64(c->op, (double *)p[0], (const double *)p[1], (const double *)p[2], n);
-        return;
-    }
-    if (!c->cmp && s[0] == 8 && s[1] == 8 && s[2] == 0 &&
-        bin_f64_vs(c->op, (double *)p[0], (const double *)p[1], *(const double *)p[2], n))
-        return;
-    if (c->cmp && s[0] == 1 && s[1] == 8 && s[2] == 0 &&
-        cmp_f64_vs(c->op, (uint8_t *)p[0], (const double *)p[1], *(const double *)p[2], n))
-        return;
-    if (!c->cmp && s[0] == 8 && s[1] == 0 && s[2] == 8 &&
-        bin_f64_sv(c->op, (double *)p[0], *(const double *)p[1], (const double *)p[2], n))
-        return;
-    double ba[CHUNK], bb[CHUNK], bo[CHUNK];
-    uint8_t bc[CHUNK];
-    for (int64_t i = 0; i < n; i += CHUNK) {
-        int64_t m = n - i < CHUNK ? n - i : CHUNK;
-        const double *a = (const double *)(p[1] + i * s[1]), *b = (const double *)(p[2] + i * s[2]);
-        if (s[1] != 8) { gather(ba, (const char *)a, s[1], m, 8); a = ba; }
-        if (s[2] != 8) { gather(bb, (const char *)b, s[2], m, 8); b = bb; }
-        char *out = p[0] + i * s[0];
-        if (c->cmp) {
-            uint8_t *o = s[0] == 1 ? (uint8_t *)out : bc;
-            cmp_f64(c->op, o, a, b, m);
-            if (o == bc) scatter(out, s[0], bc, m, 1);
-        } else {
-            double *o = s[0] == 8 ? (double *)out : bo;
-            bin_f64(c->op, o, a, b, m);
-            if (o == bo) scatter(out, s[0], bo, m, 8);
-        }
     }
 }
 

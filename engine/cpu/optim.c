@@ -12,7 +12,7 @@
 #include "cpu.h"
 #include "../optim.h"
 
-#include <math.h>
+#include <tgmath.h>
 #include <stdlib.h>
 
 /* ---- SGD ------------------------------------------------------------------- */
@@ -24,95 +24,6 @@ typedef struct sgd_args {
     bool nesterov, first, maximize;
 } sgd_args;
 
-static inline __attribute__((always_inline)) void
-sgd_f32_body(float *restrict p, const float *restrict g, float *restrict buf, int64_t n,
-             float lr, float sign, float wd, float mom, float keep,
-             bool use_wd, bool use_buf, bool first, bool nesterov)
-{
-    for (int64_t i = 0; i < n; i++) {
-        float d = sign * g[i];
-        if (use_wd) d = d + wd * p[i];
-        if (use_buf) {
-            float b = first ? d : mom * buf[i] + keep * d;
-            buf[i] = b;
-            d = nesterov ? d + mom * b : b;
-        }
-        p[i] = p[i] - lr * d;
-    }
-}
-
-static inline __attribute__((always_inline)) void
-sgd_f64_body(double *restrict p, const double *restrict g, double *restrict buf, int64_t n,
-             double lr, double sign, double wd, double mom, double keep,
-             bool use_wd, bool use_buf, bool first, bool nesterov)
-{
-    for (int64_t i = 0; i < n; i++) {
-        double d = sign * g[i];
-        if (use_wd) d = d + wd * p[i];
-        if (use_buf) {
-            double b = first ? d : mom * buf[i] + keep * d;
-            buf[i] = b;
-            d = nesterov ? d + mom * b : b;
-        }
-        p[i] = p[i] - lr * d;
-    }
-}
-
-static void sgd_f32(float *p, const float *g, float *buf, int64_t n, const sgd_args *a)
-{
-    float lr = (float)a->lr, sign = a->maximize ? -1.0f : 1.0f, wd = (float)a->wd;
-    float mom = (float)a->momentum, keep = (float)(1 - a->dampening);
-    bool w = a->wd != 0;
-    if (!buf) {
-        if (w) sgd_f32_body(p, g, NULL, n, lr, sign, wd, mom, keep, true, false, false, false);
-        else sgd_f32_body(p, g, NULL, n, lr, sign, wd, mom, keep, false, false, false, false);
-    } else if (a->first) {
-        /* nesterov or not, the first step has b == d */
-        if (w) sgd_f32_body(p, g, buf, n, lr, sign, wd, mom, keep, true, true, true, a->nesterov);
-        else sgd_f32_body(p, g, buf, n, lr, sign, wd, mom, keep, false, true, true, a->nesterov);
-    } else if (a->nesterov) {
-        if (w) sgd_f32_body(p, g, buf, n, lr, sign, wd, mom, keep, true, true, false, true);
-        else sgd_f32_body(p, g, buf, n, lr, sign, wd, mom, keep, false, true, false, true);
-    } else {
-        if (w) sgd_f32_body(p, g, buf, n, lr, sign, wd, mom, keep, true, true, false, false);
-        else sgd_f32_body(p, g, buf, n, lr, sign, wd, mom, keep, false, true, false, false);
-    }
-}
-
-static void sgd_f64(double *p, const double *g, double *buf, int64_t n, const sgd_args *a)
-{
-    double lr = a->lr, sign = a->maximize ? -1.0 : 1.0, wd = a->wd;
-    double mom = a->momentum, keep = 1 - a->dampening;
-    bool w = a->wd != 0;
-    if (!buf) {
-        if (w) sgd_f64_body(p, g, NULL, n, lr, sign, wd, mom, keep, true, false, false, false);
-        else sgd_f64_body(p, g, NULL, n, lr, sign, wd, mom, keep, false, false, false, false);
-    } else if (a->first) {
-        if (w) sgd_f64_body(p, g, buf, n, lr, sign, wd, mom, keep, true, true, true, a->nesterov);
-        else sgd_f64_body(p, g, buf, n, lr, sign, wd, mom, keep, false, true, true, a->nesterov);
-    } else if (a->nesterov) {
-        if (w) sgd_f64_body(p, g, buf, n, lr, sign, wd, mom, keep, true, true, false, true);
-        else sgd_f64_body(p, g, buf, n, lr, sign, wd, mom, keep, false, true, false, true);
-    } else {
-        if (w) sgd_f64_body(p, g, buf, n, lr, sign, wd, mom, keep, true, true, false, false);
-        else sgd_f64_body(p, g, buf, n, lr, sign, wd, mom, keep, false, true, false, false);
-    }
-}
-
-static void sgd_range_f32(int64_t lo, int64_t hi, void *ctx)
-{
-    const sgd_args *a = ctx;
-    sgd_f32((float *)a->p + lo, (const float *)a->g + lo, a->buf ? (float *)a->buf + lo : NULL,
-            hi - lo, a);
-}
-
-static void sgd_range_f64(int64_t lo, int64_t hi, void *ctx)
-{
-    const sgd_args *a = ctx;
-    sgd_f64((double *)a->p + lo, (const double *)a->g + lo, a->buf ? (double *)a->buf + lo : NULL,
-            hi - lo, a);
-}
-
 /* ---- Adam / AdamW ---------------------------------------------------------- */
 
 typedef struct adam_args {
@@ -122,72 +33,6 @@ typedef struct adam_args {
     bool maximize;
 } adam_args;
 
-/* decay is 1 - lr*wd for AdamW and 1 otherwise (an exact no-op) */
-static inline __attribute__((always_inline)) void
-adam_f32_body(float *restrict p, const float *restrict g, float *restrict m, float *restrict v,
-              int64_t n, float sign, float l2, float decay, float b1, float c1, float b2,
-              float c2, float bc2s, float eps, float nss, bool use_l2)
-{
-    for (int64_t i = 0; i < n; i++) {
-        float gi = sign * g[i];
-        float pi = p[i];
-        if (use_l2) gi = gi + l2 * pi;
-        pi = pi * decay;
-        float mi = b1 * m[i] + c1 * gi;
-        float vi = b2 * v[i] + c2 * gi * gi;
-        m[i] = mi;
-        v[i] = vi;
-        float denom = sqrtf(vi) / bc2s + eps;
-        p[i] = pi + nss * mi / denom;
-    }
-}
-
-static inline __attribute__((always_inline)) void
-adam_f64_body(double *restrict p, const double *restrict g, double *restrict m, double *restrict v,
-              int64_t n, double sign, double l2, double decay, double b1, double c1, double b2,
-              double c2, double bc2s, double eps, double nss, bool use_l2)
-{
-    for (int64_t i = 0; i < n; i++) {
-        double gi = sign * g[i];
-        double pi = p[i];
-        if (use_l2) gi = gi + l2 * pi;
-        pi = pi * decay;
-        double mi = b1 * m[i] + c1 * gi;
-        double vi = b2 * v[i] + c2 * gi * gi;
-        m[i] = mi;
-        v[i] = vi;
-        double denom = sqrt(vi) / bc2s + eps;
-        p[i] = pi + nss * mi / denom;
-    }
-}
-
-static void adam_range_f32(int64_t lo, int64_t hi, void *ctx)
-{
-    const adam_args *a = ctx;
-    float *p = (float *)a->p + lo, *m = (float *)a->m + lo, *v = (float *)a->v + lo;
-    const float *g = (const float *)a->g + lo;
-    float sign = a->maximize ? -1.0f : 1.0f, l2 = (float)a->l2, decay = (float)a->decay;
-    float b1 = (float)a->b1, c1 = (float)(1 - a->b1), b2 = (float)a->b2, c2 = (float)(1 - a->b2);
-    float bc2s = (float)a->bc2_sqrt, eps = (float)a->eps, nss = (float)a->neg_step_size;
-    if (a->l2 != 0) adam_f32_body(p, g, m, v, hi - lo, sign, l2, decay, b1, c1, b2, c2, bc2s, eps, nss, true);
-    else adam_f32_body(p, g, m, v, hi - lo, sign, l2, decay, b1, c1, b2, c2, bc2s, eps, nss, false);
-}
-
-static void adam_range_f64(int64_t lo, int64_t hi, void *ctx)
-{
-    const adam_args *a = ctx;
-    double *p = (double *)a->p + lo, *m = (double *)a->m + lo, *v = (double *)a->v + lo;
-    const double *g = (const double *)a->g + lo;
-    double sign = a->maximize ? -1.0 : 1.0;
-    double c1 = 1 - a->b1, c2 = 1 - a->b2;
-    if (a->l2 != 0)
-        adam_f64_body(p, g, m, v, hi - lo, sign, a->l2, a->decay, a->b1, c1, a->b2, c2, a->bc2_sqrt,
-                      a->eps, a->neg_step_size, true);
-    else
-        adam_f64_body(p, g, m, v, hi - lo, sign, a->l2, a->decay, a->b1, c1, a->b2, c2, a->bc2_sqrt,
-                      a->eps, a->neg_step_size, false);
-}
-
 /* ---- GradScaler's unscale ---------------------------------------------------- */
 
 typedef struct unscale_args {
@@ -196,29 +41,14 @@ typedef struct unscale_args {
     int any;            /* set (atomically) by a range that met inf or NaN */
 } unscale_args;
 
-static void unscale_range_f32(int64_t lo, int64_t hi, void *ctx)
-{
-    unscale_args *a = ctx;
-    float *g = (float *)a->g + lo, inv = a->inv;
-    bool bad = false;
-    for (int64_t i = 0; i < hi - lo; i++) {
-        bad |= !isfinite(g[i]);
-        g[i] = g[i] * inv;
-    }
-    if (bad) __atomic_store_n(&a->any, 1, __ATOMIC_RELAXED);
-}
+/* ---- the loops, float32 and float64 (optim_float.inc) ------------------------ */
 
-static void unscale_range_f64(int64_t lo, int64_t hi, void *ctx)
-{
-    unscale_args *a = ctx;
-    double *g = (double *)a->g + lo, inv = a->inv;
-    bool bad = false;
-    for (int64_t i = 0; i < hi - lo; i++) {
-        bad |= !isfinite(g[i]);
-        g[i] = g[i] * inv;
-    }
-    if (bad) __atomic_store_n(&a->any, 1, __ATOMIC_RELAXED);
-}
+#define T float
+#define SFX f32
+#include "optim_float.inc"
+#define T double
+#define SFX f64
+#include "optim_float.inc"
 
 static int cpu_unscale(em_tensor *g, em_tensor *flag, const double *h, int nh)
 {

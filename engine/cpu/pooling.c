@@ -65,55 +65,6 @@ static int64_t avg_divisor(const pool_job *j, int64_t o0, int64_t o1, int64_t o2
 
 /* ---- max ------------------------------------------------------------------------ */
 
-/* A NaN replaces a number, never an earlier NaN: the first NaN wins, as in
- * the engine's max reduction. An empty window (never made by the engine)
- * gives -inf and index 0. */
-static void max_plane_f32(const pool_job *j, float *out, int64_t *idx, const float *in)
-{
-    const pool_dim *a = &j->d[0], *b = &j->d[1], *c = &j->d[2];
-    int64_t I12 = b->I * c->I, sa = a->step * I12, sb = b->step * c->I, sc = c->step;
-    int64_t k = 0;
-    for (int64_t o0 = 0; o0 < a->O; o0++)
-        for (int64_t o1 = 0; o1 < b->O; o1++)
-            for (int64_t o2 = 0; o2 < c->O; o2++, k++) {
-                int64_t base = a->start[o0] * I12 + b->start[o1] * c->I + c->start[o2];
-                int64_t best = base, n = a->count[o0] * b->count[o1] * c->count[o2];
-                float m = -INFINITY;
-                for (int64_t j0 = 0; j0 < a->count[o0]; j0++)
-                    for (int64_t j1 = 0; j1 < b->count[o1]; j1++)
-                        for (int64_t j2 = 0; j2 < c->count[o2]; j2++) {
-                            int64_t pos = base + j0 * sa + j1 * sb + j2 * sc;
-                            float v = in[pos];
-                            if (v > m || (v != v && m == m)) { m = v; best = pos; }
-                        }
-                out[k] = m;
-                idx[k] = n > 0 ? best + 1 : 0;
-            }
-}
-
-static void max_plane_f64(const pool_job *j, double *out, int64_t *idx, const double *in)
-{
-    const pool_dim *a = &j->d[0], *b = &j->d[1], *c = &j->d[2];
-    int64_t I12 = b->I * c->I, sa = a->step * I12, sb = b->step * c->I, sc = c->step;
-    int64_t k = 0;
-    for (int64_t o0 = 0; o0 < a->O; o0++)
-        for (int64_t o1 = 0; o1 < b->O; o1++)
-            for (int64_t o2 = 0; o2 < c->O; o2++, k++) {
-                int64_t base = a->start[o0] * I12 + b->start[o1] * c->I + c->start[o2];
-                int64_t best = base, n = a->count[o0] * b->count[o1] * c->count[o2];
-                double m = -INFINITY;
-                for (int64_t j0 = 0; j0 < a->count[o0]; j0++)
-                    for (int64_t j1 = 0; j1 < b->count[o1]; j1++)
-                        for (int64_t j2 = 0; j2 < c->count[o2]; j2++) {
-                            int64_t pos = base + j0 * sa + j1 * sb + j2 * sc;
-                            double v = in[pos];
-                            if (v > m || (v != v && m == m)) { m = v; best = pos; }
-                        }
-                out[k] = m;
-                idx[k] = n > 0 ? best + 1 : 0;
-            }
-}
-
 /* One step of the 2x2 loop: (v, at) replaces (*m, *best) when v is larger
  * or the first NaN. Conditions without short-circuits and selects on
  * integers (the float's bits) compile to conditional moves: the rows are
@@ -154,44 +105,6 @@ static void max_plane_2x2_f32(const pool_job *j, float *out, int64_t *idx, const
 
 /* ---- average ---------------------------------------------------------------------- */
 
-static void avg_plane_f32(const pool_job *j, float *out, const float *in)
-{
-    const pool_dim *a = &j->d[0], *b = &j->d[1], *c = &j->d[2];
-    int64_t I12 = b->I * c->I, sa = a->step * I12, sb = b->step * c->I, sc = c->step;
-    int64_t k = 0;
-    for (int64_t o0 = 0; o0 < a->O; o0++)
-        for (int64_t o1 = 0; o1 < b->O; o1++)
-            for (int64_t o2 = 0; o2 < c->O; o2++, k++) {
-                int64_t base = a->start[o0] * I12 + b->start[o1] * c->I + c->start[o2];
-                double s = 0;
-                for (int64_t j0 = 0; j0 < a->count[o0]; j0++)
-                    for (int64_t j1 = 0; j1 < b->count[o1]; j1++)
-                        for (int64_t j2 = 0; j2 < c->count[o2]; j2++)
-                            s += in[base + j0 * sa + j1 * sb + j2 * sc];
-                int64_t div = avg_divisor(j, o0, o1, o2);
-                out[k] = div > 0 ? (float)(s / (double)div) : 0.0f;
-            }
-}
-
-static void avg_plane_f64(const pool_job *j, double *out, const double *in)
-{
-    const pool_dim *a = &j->d[0], *b = &j->d[1], *c = &j->d[2];
-    int64_t I12 = b->I * c->I, sa = a->step * I12, sb = b->step * c->I, sc = c->step;
-    int64_t k = 0;
-    for (int64_t o0 = 0; o0 < a->O; o0++)
-        for (int64_t o1 = 0; o1 < b->O; o1++)
-            for (int64_t o2 = 0; o2 < c->O; o2++, k++) {
-                int64_t base = a->start[o0] * I12 + b->start[o1] * c->I + c->start[o2];
-                double s = 0;
-                for (int64_t j0 = 0; j0 < a->count[o0]; j0++)
-                    for (int64_t j1 = 0; j1 < b->count[o1]; j1++)
-                        for (int64_t j2 = 0; j2 < c->count[o2]; j2++)
-                            s += in[base + j0 * sa + j1 * sb + j2 * sc];
-                int64_t div = avg_divisor(j, o0, o1, o2);
-                out[k] = div > 0 ? s / (double)div : 0.0;
-            }
-}
-
 /* 2x2 windows tiling the plane (the max_plane_2x2_f32 case): every window
  * is whole, so the divisor is the same for all */
 static void avg_plane_2x2_f32(const pool_job *j, float *out, const float *in)
@@ -221,46 +134,14 @@ static void avg_back_plane_2x2_f32(const pool_job *j, float *gin, const float *g
     }
 }
 
-/* gin = 0, then every window position gets gout / divisor */
-static void avg_back_plane_f32(const pool_job *j, float *gin, const float *gout)
-{
-    const pool_dim *a = &j->d[0], *b = &j->d[1], *c = &j->d[2];
-    int64_t I12 = b->I * c->I, sa = a->step * I12, sb = b->step * c->I, sc = c->step;
-    memset(gin, 0, (size_t)j->in_plane * sizeof *gin);
-    int64_t k = 0;
-    for (int64_t o0 = 0; o0 < a->O; o0++)
-        for (int64_t o1 = 0; o1 < b->O; o1++)
-            for (int64_t o2 = 0; o2 < c->O; o2++, k++) {
-                int64_t base = a->start[o0] * I12 + b->start[o1] * c->I + c->start[o2];
-                int64_t div = avg_divisor(j, o0, o1, o2);
-                if (div <= 0) continue;
-                float g = (float)((double)gout[k] / (double)div);
-                for (int64_t j0 = 0; j0 < a->count[o0]; j0++)
-                    for (int64_t j1 = 0; j1 < b->count[o1]; j1++)
-                        for (int64_t j2 = 0; j2 < c->count[o2]; j2++)
-                            gin[base + j0 * sa + j1 * sb + j2 * sc] += g;
-            }
-}
+/* ---- the general windows, float32 and float64 (pooling_float.inc) ----------------- */
 
-static void avg_back_plane_f64(const pool_job *j, double *gin, const double *gout)
-{
-    const pool_dim *a = &j->d[0], *b = &j->d[1], *c = &j->d[2];
-    int64_t I12 = b->I * c->I, sa = a->step * I12, sb = b->step * c->I, sc = c->step;
-    memset(gin, 0, (size_t)j->in_plane * sizeof *gin);
-    int64_t k = 0;
-    for (int64_t o0 = 0; o0 < a->O; o0++)
-        for (int64_t o1 = 0; o1 < b->O; o1++)
-            for (int64_t o2 = 0; o2 < c->O; o2++, k++) {
-                int64_t base = a->start[o0] * I12 + b->start[o1] * c->I + c->start[o2];
-                int64_t div = avg_divisor(j, o0, o1, o2);
-                if (div <= 0) continue;
-                double g = gout[k] / (double)div;
-                for (int64_t j0 = 0; j0 < a->count[o0]; j0++)
-                    for (int64_t j1 = 0; j1 < b->count[o1]; j1++)
-                        for (int64_t j2 = 0; j2 < c->count[o2]; j2++)
-                            gin[base + j0 * sa + j1 * sb + j2 * sc] += g;
-            }
-}
+#define T float
+#define SFX f32
+#include "pooling_float.inc"
+#define T double
+#define SFX f64
+#include "pooling_float.inc"
 
 /* ---- plane ranges ------------------------------------------------------------------- */
 
