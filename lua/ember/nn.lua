@@ -47,5 +47,9 @@ nn.parallel = require "ember.nn.parallel"
 --- total norm before clipping (a 0-d tensor). Lives in ember.optim.
 nn.utils = nn.utils or {}
 function nn.utils.clip_grad_norm_(...) return require("ember.optim").clip_grad_norm_(...) end
+--- ember.nn.utils.rnn — variable-length batches for nn.RNN / LSTM / GRU: pad_sequence,
+--- pack_padded_sequence, pad_packed_sequence, pack_sequence, unpack_sequence,
+--- unpad_sequence, PackedSequence.
+nn.utils.rnn = require "ember.nn.utils.rnn"
 
 return nn

@@ -387,10 +387,22 @@ local function boolean_arg(v, default, op, what)
 end
 Module._boolean = boolean_arg
 
+-- what a forward got instead of a tensor, for its error: a PackedSequence (with what to do
+-- about it), else the Lua type
+local function not_tensor(x)
+  local mt = getmetatable(x)
+  if type(mt) == "table" and rawget(mt, "__name") == "PackedSequence" then
+    return "a PackedSequence (only nn.RNN, nn.LSTM and nn.GRU take one; "
+           .. "nn.utils.rnn.pad_packed_sequence turns it into a padded tensor)"
+  end
+  return type(x)
+end
+Module._not_tensor = not_tensor
+
 -- a forward's check that its input is a tensor; the error names the layer's class
 local function check_input(self, x)
   if not ember.is_tensor(x) then
-    raise(string.format("%s: expected a tensor as input, got %s", tostring(getmetatable(self).__name), type(x)))
+    raise(string.format("%s: expected a tensor as input, got %s", tostring(getmetatable(self).__name), not_tensor(x)))
   end
 end
 Module._check_input = check_input

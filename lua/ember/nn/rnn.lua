@@ -19,6 +19,7 @@ local raise = require("ember.errors").raise
 local base = require "ember.nn.module"
 local F = require "ember.nn.functional"
 local init = require "ember.nn.initializers"
+local packed_seq = require "ember.nn.utils.rnn"
 
 local Module, Parameter = base.Module, base.Parameter
 local shape_str = Module._shape_str
@@ -186,47 +187,180 @@ local function split_state(self, hx, op)
   return state_pair(hx, op, "{h0, c0}")
 end
 
--- steps[first .. first + n - 1] = the slices x[1], ..., x[n] along dim 1.
--- Halving rather than x:unbind(1): the gradient of a slice is embedded in zeros of its
--- parent's shape, so T slices of x cost T * x's size in the backward (quadratic in T);
+-- steps[first .. last] = the consecutive row blocks of x, step s having sizes[s] rows.
+-- Halving rather than one narrow a step: the gradient of a slice is embedded in zeros of
+-- its parent's shape, so T slices of x cost T * x's size in the backward (quadratic in T);
 -- halving makes it size * log2(T).
-local function time_steps(x, first, n, steps)
-  if n <= 4 then
-    for i = 1, n do steps[first + i - 1] = x[i] end
+local function row_blocks(x, sizes, first, last, steps)
+  if last - first < 4 then
+    local row = 1
+    for s = first, last do
+      steps[s] = x:narrow(1, row, sizes[s])
+      row = row + sizes[s]
+    end
     return
   end
-  local half = n // 2
-  time_steps(x:narrow(1, 1, half), first, half, steps)
-  time_steps(x:narrow(1, half + 1, n - half), first + half, n - half, steps)
+  local mid = (first + last) // 2
+  local rows = 0
+  for s = first, mid do rows = rows + sizes[s] end
+  row_blocks(x:narrow(1, 1, rows), sizes, first, mid, steps)
+  row_blocks(x:narrow(1, rows + 1, x.shape[1] - rows), sizes, mid + 1, last, steps)
+end
+
+-- the weights of one direction of one layer (sfx "_l0", "_l1_reverse", ...) and its input
+-- projections W_ih x + b_ih of every step (x [rows, in]): one GEMM, cut into the steps'
+-- row blocks (sizes[s] rows for step s)
+local function projections(self, x, sfx, sizes)
+  local xi = F.linear(x, self["weight_ih" .. sfx], self["bias_ih" .. sfx])
+  if xi.ndim == 3 then xi = xi:reshape(-1, xi.shape[3]) end   -- [T, N, G * H]: steps of N rows
+  local steps = {}
+  row_blocks(xi, sizes, 1, #sizes, steps)
+  return steps, self["weight_hh" .. sfx], self["bias_hh" .. sfx], self["weight_hr" .. sfx]
+end
+
+-- one step of the layer's cell: h, c from xi (this step's projection) and the state
+local function cell_step(self, xi, h, c, w_hh, b_hh, w_hr)
+  if self.mode == "LSTM" then return lstm_step(xi, h, c, w_hh, b_hh, w_hr) end
+  if self.mode == "GRU" then return gru_step(xi, h, w_hh, b_hh) end
+  return rnn_step(self.nonlinearity, xi, h, w_hh, b_hh)
 end
 
 -- one direction of one layer over the whole sequence x [T, N, in]; returns the outputs
 -- [T, N, out] and the final h (and c)
 local function run_direction(self, x, sfx, h, c, reverse)
-  local w_hh, b_hh = self["weight_hh" .. sfx], self["bias_hh" .. sfx]
-  local w_hr = self["weight_hr" .. sfx]
-  -- the input projections of every time step: one GEMM
-  local xi = F.linear(x, self["weight_ih" .. sfx], self["bias_ih" .. sfx])
-  local T, steps, outs = xi.shape[1], {}, {}
-  time_steps(xi, 1, T, steps)
-  local mode, act = self.mode, self.nonlinearity
+  local T, N = x.shape[1], x.shape[2]
+  local sizes = {}
+  for t = 1, T do sizes[t] = N end
+  local steps, w_hh, b_hh, w_hr = projections(self, x, sfx, sizes)
+  local outs = {}
   for s = 1, T do
     local t = reverse and T - s + 1 or s
-    if mode == "LSTM" then
-      h, c = lstm_step(steps[t], h, c, w_hh, b_hh, w_hr)
-    elseif mode == "GRU" then
-      h = gru_step(steps[t], h, w_hh, b_hh)
-    else
-      h = rnn_step(act, steps[t], h, w_hh, b_hh)
-    end
+    h, c = cell_step(self, steps[t], h, c, w_hh, b_hh, w_hr)
     outs[t] = h
   end
   return ember.stack(outs, 1), h, c
 end
 
+-- rows first .. first + n - 1 of t, or t itself when that is all of it
+local function rows(t, first, n)
+  if t == nil or (first == 1 and n == t.shape[1]) then return t end
+  return t:narrow(1, first, n)
+end
+
+-- one direction of one layer over packed data x [sum(lengths), in] whose step t holds the
+-- bs[t] longest sequences (longest first); h, c [bs[1], size] the initial states. Each step
+-- runs the cell on the rows still going: forward, a sequence leaves the batch after its
+-- last step; reverse, it joins the batch at its last step with its initial state. Returns
+-- the packed outputs [sum(lengths), out] and the final h (and c) of every sequence.
+local function run_direction_packed(self, x, sfx, h0, c0, reverse, bs)
+  local steps, w_hh, b_hh, w_hr = projections(self, x, sfx, bs)
+  local T, outs = #bs, {}
+  if reverse then
+    local h, c
+    for t = T, 1, -1 do
+      local have = h and h.shape[1] or 0
+      if bs[t] > have then   -- sequences whose last step is t start here
+        local new_h, new_c = rows(h0, have + 1, bs[t] - have), rows(c0, have + 1, bs[t] - have)
+        h = h and ember.cat({h, new_h}, 1) or new_h
+        if c0 then c = c and ember.cat({c, new_c}, 1) or new_c end
+      end
+      h, c = cell_step(self, steps[t], h, c, w_hh, b_hh, w_hr)
+      outs[t] = h
+    end
+    return ember.cat(outs, 1), h, c
+  end
+  local h, c = h0, c0
+  local done_h, done_c = {}, {}   -- the final states of the sequences that ended, shortest first
+  for t = 1, T do
+    local n = h.shape[1]
+    if bs[t] < n then   -- sequences bs[t] + 1 .. n ended at step t - 1
+      table.insert(done_h, 1, h:narrow(1, bs[t] + 1, n - bs[t]))
+      h = h:narrow(1, 1, bs[t])
+      if c then
+        table.insert(done_c, 1, c:narrow(1, bs[t] + 1, n - bs[t]))
+        c = c:narrow(1, 1, bs[t])
+      end
+    end
+    h, c = cell_step(self, steps[t], h, c, w_hh, b_hh, w_hr)
+    outs[t] = h
+  end
+  if #done_h == 0 then return ember.cat(outs, 1), h, c end   -- every sequence as long as the batch
+  table.insert(done_h, 1, h)
+  if c then table.insert(done_c, 1, c) end
+  return ember.cat(outs, 1), ember.cat(done_h, 1), c and ember.cat(done_c, 1)
+end
+
+-- every layer and direction over x (padded [T, N, in], or packed data with the batch
+-- sizes bs); h0, c0 [layers * dirs, N, size]. Returns the last layer's output and the
+-- final states [layers * dirs, N, size].
+local function run_layers(self, x, h0, c0, bs)
+  local dirs = self.bidirectional and 2 or 1
+  local hs, cs = {}, {}
+  for layer = 0, self.num_layers - 1 do
+    local outs = {}
+    for d = 1, dirs do
+      local k = layer * dirs + d
+      local sfx = "_l" .. layer .. (d == 2 and "_reverse" or "")
+      if bs then
+        outs[d], hs[k], cs[k] = run_direction_packed(self, x, sfx, h0[k], c0 and c0[k], d == 2, bs)
+      else
+        outs[d], hs[k], cs[k] = run_direction(self, x, sfx, h0[k], c0 and c0[k], d == 2)
+      end
+    end
+    x = dirs == 2 and ember.cat(outs, -1) or outs[1]
+    if layer < self.num_layers - 1 and self.dropout > 0 and self.training then
+      x = F.dropout(x, self.dropout, true)
+    end
+  end
+  return x, ember.stack(hs, 1), c0 and ember.stack(cs, 1)
+end
+
+-- the dtype check both inputs get
+local function check_dtype(self, x, op)
+  if x.dtype ~= self.weight_ih_l0.dtype then
+    raise(string.format("%s: the input has dtype %s, the parameters %s (expected the same)", op, x.dtype,
+                        self.weight_ih_l0.dtype))
+  end
+end
+
+-- forward over a PackedSequence: states in and out are in the caller's batch order,
+-- permuted to and from the packed (longest first) order as PyTorch does
+local function forward_packed(self, input, hx, op)
+  local x = input.data
+  if x.ndim ~= 2 or x.shape[2] ~= self.input_size then
+    raise(string.format("%s: expected a PackedSequence whose data is [sum(lengths), %d] (input_size %d), got %s",
+                        op, self.input_size, self.input_size, shape_str(x)))
+  end
+  check_dtype(self, x, op)
+  local bs = input.batch_sizes:tolist()
+  local N = bs[1]
+  local lstm = self.mode == "LSTM"
+  local out_size = self.proj_size > 0 and self.proj_size or self.hidden_size
+  local h0, c0 = split_state(self, hx, op)
+  local given = h0 ~= nil
+  h0 = initial_state(self, h0, lstm and "h0" or "hx", out_size, N, true, x, op)
+  if lstm then c0 = initial_state(self, c0, "c0", self.hidden_size, N, true, x, op) end
+  local sorted, unsorted = input.sorted_indices, input.unsorted_indices
+  if sorted and given then
+    h0 = h0:index_select(2, sorted)
+    if lstm then c0 = c0:index_select(2, sorted) end
+  end
+  local out, h_n, c_n = run_layers(self, x, h0, c0, bs)
+  if unsorted then
+    h_n = h_n:index_select(2, unsorted)
+    if lstm then c_n = c_n:index_select(2, unsorted) end
+  end
+  out = packed_seq._new(out, input.batch_sizes, sorted, unsorted)
+  if lstm then return out, {h_n, c_n} end
+  return out, h_n
+end
+
 function RNNBase:forward(input, hx)
   local op = op_name(self)
-  if not ember.is_tensor(input) then raise(string.format("%s: expected a tensor as input, got %s", op, type(input))) end
+  if packed_seq._is_packed(input) then return forward_packed(self, input, hx, op) end
+  if not ember.is_tensor(input) then
+    raise(string.format("%s: expected a tensor as input (or a PackedSequence), got %s", op, type(input)))
+  end
   local batched = input.ndim == 3
   if input.ndim ~= 2 and input.ndim ~= 3 then
     raise(string.format("%s: expected a 2-D (unbatched) input [seq_len, %d] or a 3-D input %s, got %s", op,
@@ -237,10 +371,7 @@ function RNNBase:forward(input, hx)
     raise(string.format("%s: expected an input with %d features in its last dimension (input_size), got %s",
                         op, self.input_size, shape_str(input)))
   end
-  if input.dtype ~= self.weight_ih_l0.dtype then
-    raise(string.format("%s: the input has dtype %s, the parameters %s (expected the same)", op, input.dtype,
-                        self.weight_ih_l0.dtype))
-  end
+  check_dtype(self, input, op)
   local x = input
   if not batched then x = x:unsqueeze(2) elseif self.batch_first then x = x:transpose(1, 2) end
   if x.shape[1] == 0 then
@@ -252,22 +383,8 @@ function RNNBase:forward(input, hx)
   local h0, c0 = split_state(self, hx, op)
   h0 = initial_state(self, h0, lstm and "h0" or "hx", out_size, N, batched, input, op)
   if lstm then c0 = initial_state(self, c0, "c0", self.hidden_size, N, batched, input, op) end
-  local dirs = self.bidirectional and 2 or 1
-  local hs, cs = {}, {}
-  for layer = 0, self.num_layers - 1 do
-    local outs = {}
-    for d = 1, dirs do
-      local k = layer * dirs + d
-      local sfx = "_l" .. layer .. (d == 2 and "_reverse" or "")
-      outs[d], hs[k], cs[k] = run_direction(self, x, sfx, h0[k], lstm and c0[k] or nil, d == 2)
-    end
-    x = dirs == 2 and ember.cat(outs, 3) or outs[1]
-    if layer < self.num_layers - 1 and self.dropout > 0 and self.training then
-      x = F.dropout(x, self.dropout, true)
-    end
-  end
-  local h_n = ember.stack(hs, 1)
-  local c_n = lstm and ember.stack(cs, 1) or nil
+  local h_n, c_n
+  x, h_n, c_n = run_layers(self, x, h0, c0, nil)
   if not batched then
     x, h_n = x:squeeze(2), h_n:squeeze(2)
     if c_n then c_n = c_n:squeeze(2) end
@@ -346,7 +463,9 @@ end
 
 -- the input as [N, input_size] (and whether it was batched), checked
 local function cell_input(self, input, op)
-  if not ember.is_tensor(input) then raise(string.format("%s: expected a tensor as input, got %s", op, type(input))) end
+  if not ember.is_tensor(input) then
+    raise(string.format("%s: expected a tensor as input, got %s", op, Module._not_tensor(input)))
+  end
   if (input.ndim ~= 1 and input.ndim ~= 2) or input.shape[input.ndim] ~= self.input_size then
     raise(string.format("%s: expected an input of shape [batch, %d] or [%d] (unbatched), got %s", op,
                         self.input_size, self.input_size, shape_str(input)))
