@@ -40,7 +40,7 @@ local PREFIXES = {
 -- Where a bare word ("zeros", "Linear") may live, most likely first.
 local BARE_PLACES = {"ember.", "Tensor:", "Tensor.", "ember.nn.", "ember.optim.", "ember.optim.lr_scheduler.",
                      "ember.data.", "ember.nn.functional.", "ember.nn.init.", "ember.autograd.", "ember.cuda.",
-                     "ember.plot."}
+                     "ember.plot.", "ember.nn.utils.rnn."}
 
 -- The roots of expressions such as "nn.Linear" when no global of that name exists.
 local ROOTS = {
@@ -147,7 +147,8 @@ end
 local function public_modules()
   local mods = {
     {"ember", ember}, {"ember.nn", ember.nn}, {"ember.nn.functional", ember.nn.functional},
-    {"ember.nn.init", ember.nn.init}, {"ember.nn.utils", ember.nn.utils}, {"ember.optim", ember.optim},
+    {"ember.nn.init", ember.nn.init}, {"ember.nn.utils", ember.nn.utils},
+    {"ember.nn.utils.rnn", ember.nn.utils.rnn}, {"ember.optim", ember.optim},
     {"ember.optim.lr_scheduler", ember.optim.lr_scheduler}, {"ember.data", ember.data},
     {"ember.autograd", ember.autograd}, {"ember.cuda", ember.cuda}, {"ember.backends", ember.backends},
     {"ember.backends.cuda", ember.backends and ember.backends.cuda},
