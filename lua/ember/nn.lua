@@ -22,7 +22,8 @@
 -- Files: nn/module.lua (Module, Parameter), nn/layers.lua, nn/conv_layers.lua
 -- (convolution, pooling, normalisation, upsampling layers), nn/transformer.lua (attention and
 -- transformer layers, Identity, ModuleDict; both merged into layers), nn/loss.lua,
--- nn/functional.lua (ember.nn.functional), nn/initializers.lua (ember.nn.init).
+-- nn/functional.lua (ember.nn.functional), nn/initializers.lua (ember.nn.init),
+-- nn/utils/rnn.lua (ember.nn.utils.rnn).
 local base = require "ember.nn.module"
 local layers = require "ember.nn.layers"
 local losses = require "ember.nn.loss"

@@ -1523,7 +1523,9 @@ print(nn.init.xavier_normal_(ember.empty(200, 200)):std())   -- about 0.0707]=],
     name = "ember.nn.utils",
     sig = "ember.nn.utils",
     doc = [=[
-Helpers for training: nn.utils.clip_grad_norm_ (the same as ember.optim.clip_grad_norm_).]=],
+Helpers for training: nn.utils.clip_grad_norm_ (the same as ember.optim.clip_grad_norm_).
+nn.utils.rnn: variable-length batches for nn.RNN, nn.LSTM and nn.GRU (pad_sequence,
+pack_padded_sequence, pad_packed_sequence, PackedSequence, ...; see help(nn.utils.rnn)).]=],
     example = [=[
 local nn = ember.nn
 local fc = nn.Linear(3, 1)

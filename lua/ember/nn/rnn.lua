@@ -8,6 +8,7 @@
 --   local output, h_n = gru(x, h0)                    -- h0 optional (zeros)
 --   local output, state = lstm(x, {h0, c0})           -- state = {h_n, c_n}: lstm(x2, state) goes on
 --   local h = cell(x, h); local h, c = lstm_cell(x, {h, c})
+--   local out, h_n = gru(packed)     -- a PackedSequence (nn.utils.rnn) in, one out
 -- Optional constructor arguments come positionally in PyTorch's order or as one trailing
 -- options table: nn.LSTM(8, 16, {num_layers = 2, batch_first = true}).
 --
