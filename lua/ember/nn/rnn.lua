@@ -249,7 +249,7 @@ local function rows(t, first, n)
 end
 
 -- one direction of one layer over packed data x [sum(lengths), in] whose step t holds the
--- bs[t] longest sequences (longest first); h, c [bs[1], size] the initial states. Each step
+-- bs[t] longest sequences (longest first); h0, c0 [bs[1], size] the initial states. Each step
 -- runs the cell on the rows still going: forward, a sequence leaves the batch after its
 -- last step; reverse, it joins the batch at its last step with its initial state. Returns
 -- the packed outputs [sum(lengths), out] and the final h (and c) of every sequence.
@@ -271,7 +271,7 @@ local function run_direction_packed(self, x, sfx, h0, c0, reverse, bs)
     return ember.cat(outs, 1), h, c
   end
   local h, c = h0, c0
-  local done_h, done_c = {}, {}   -- the final states of the sequences that ended, shortest first
+  local done_h, done_c = {}, {}   -- final states of the sequences that ended, longest first
   for t = 1, T do
     local n = h.shape[1]
     if bs[t] < n then   -- sequences bs[t] + 1 .. n ended at step t - 1

@@ -404,7 +404,8 @@ local function unpack_packed(op, p, batch_first, padding_value, total_length)
   return padded_from(rows, T, B, batch_first, row), lengths
 end
 
---- rnn_utils.pad_packed_sequence(sequence [, {batch_first = false, padding_value = 0, total_length}]) -> padded, lengths.
+--- rnn_utils.pad_packed_sequence(sequence [, {batch_first = false, padding_value = 0,
+-- total_length}]) -> padded, lengths.
 -- The inverse of pack_padded_sequence; lengths an int64 CPU tensor in the original order.
 function M.pad_packed_sequence(sequence, ...)
   local op = "pad_packed_sequence"
