@@ -1,7 +1,15 @@
-/* bind_io.c — ember.save / ember.load: checkpoints in the safetensors format.
+/* bind_io.c — ember.save / ember.load: checkpoints in the safetensors format,
+ * and PyTorch's torch.save files for ember.load.
  *
  *   ember.save(path, tensors [, {metadata = {key = "value"}}])
  *   local tensors, metadata = ember.load(path [, {device = "cuda"}])
+ *   local obj = ember.load("model.pt" [, {device = "cuda"}])
+ *
+ * ember.load tells the formats apart by the file's first bytes (a zip
+ * archive or a bare pickle is PyTorch's, anything else is read as
+ * safetensors) and hands PyTorch's to ember.torchfile (Lua), which reads the
+ * archive through the private ember._zip_open handle below (engine/zipfile.h)
+ * and makes the tensors' views with ember._as_strided.
  *
  * `tensors` maps names to tensors; nested tables are flattened with "."
  * joined keys ({layer = {weight = w}} is saved as "layer.weight"), integer
@@ -20,6 +28,7 @@
 #include "binding.h"
 #include "../engine/safetensors.h"
 #include "../engine/savefile.h"
+#include "../engine/zipfile.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -181,7 +190,43 @@ static int l_load(lua_State *L)
     }
     em_device cpu = {EM_CPU, 0};
     em_device dev = emlua_opt_device(L, opts, op, cpu);
+    if (opts) {
+        /* torch.load's names: map_location as a device string; weights_only
+         * is what ember always does */
+        int mt = lua_getfield(L, opts, "map_location");
+        if (mt != LUA_TNIL) {
+            if (mt != LUA_TSTRING || em_device_parse(lua_tostring(L, -1), &dev) != 0)
+                return emlua_argerror(L, 2, op, "map_location must be a device string (\"cpu\", \"cuda:0\"), got %s",
+                                      mt == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, -1));
+            lua_getfield(L, opts, "device");
+            if (!lua_isnil(L, -1)) return emlua_argerror(L, 2, op, "give device or map_location, not both");
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+        int wt = lua_getfield(L, opts, "weights_only");
+        if (wt != LUA_TNIL && !(wt == LUA_TBOOLEAN && lua_toboolean(L, -1)))
+            return emlua_argerror(L, 2, op, "weights_only must be true or absent: ember never runs code from a file");
+        lua_pop(L, 1);
+    }
     lua_settop(L, 2);
+
+    em_file_kind kind = em_file_kind_of(path);
+    if (kind != EM_FILE_OTHER) {
+        lua_getglobal(L, "require");
+        lua_pushliteral(L, "ember.torchfile");
+        lua_call(L, 1, 1);
+        lua_getfield(L, -1, "load");
+        lua_pushvalue(L, 1);
+        if (em_device_eq(dev, cpu)) {
+            lua_pushnil(L);
+        } else {
+            char buf[32];
+            lua_pushstring(L, em_device_str(dev, buf, sizeof buf));
+        }
+        lua_pushstring(L, kind == EM_FILE_ZIP ? "zip" : "pickle");
+        lua_call(L, 3, 1);
+        return 1;
+    }
 
     /* the loaded arrays live in a box the collector frees, so an error while
      * building the tables leaks nothing */
@@ -271,14 +316,134 @@ static int savefile_abort(lua_State *L)
     return 0;
 }
 
+/* ---- the private half of ember.torchfile ------------------------------------
+ *   local z <close> = ember._zip_open(path)  -- raises "load: <path>: ..."
+ *   z:members()        -> {name, ...}, {size, ...} (member i is names[i])
+ *   z:read(i)          -> the member's bytes as a string
+ *   z:tensor(i, dtype, numel, big_endian) -> a 1-D CPU tensor of its bytes
+ *   z:close()
+ *   ember._as_strided(t, sizes, strides, offset) -> a view of t's storage
+ *     (0-based element offset; the engine checks it stays inside) */
+#define ZIP_MT "ember.ZipFile"
+
+static em_zip **check_zip(lua_State *L)
+{
+    em_zip **b = luaL_checkudata(L, 1, ZIP_MT);
+    if (!*b) luaL_error(L, "load: the archive is already closed");
+    return b;
+}
+
+static int check_member(lua_State *L, em_zip *z, int arg)
+{
+    lua_Integer i = luaL_checkinteger(L, arg);
+    if (i < 1 || i > em_zip_count(z)) luaL_error(L, "load: no archive member %d", (int)i);
+    return (int)i - 1;
+}
+
+static int l_zip_open(lua_State *L)
+{
+    const char *path = emlua_check_path(L, 1, "load");
+    em_zip **b = lua_newuserdatauv(L, sizeof *b, 0);
+    *b = NULL;
+    luaL_setmetatable(L, ZIP_MT);
+    *b = em_zip_open("load", path);
+    if (!*b) return emlua_fail(L);
+    return 1;
+}
+
+static int zip_members(lua_State *L)
+{
+    em_zip *z = *check_zip(L);
+    int n = em_zip_count(z);
+    lua_createtable(L, n, 0);
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+        lua_pushstring(L, em_zip_name(z, i));
+        lua_rawseti(L, -3, i + 1);
+        lua_pushinteger(L, (lua_Integer)em_zip_size(z, i));
+        lua_rawseti(L, -2, i + 1);
+    }
+    return 2;
+}
+
+static int zip_read(lua_State *L)
+{
+    em_zip *z = *check_zip(L);
+    int i = check_member(L, z, 2);
+    size_t n = (size_t)em_zip_size(z, i);
+    luaL_Buffer b;
+    char *p = luaL_buffinitsize(L, &b, n);
+    if (em_zip_read(z, i, p) != 0) return emlua_fail(L);
+    luaL_pushresultsize(&b, n);
+    return 1;
+}
+
+static int zip_tensor(lua_State *L)
+{
+    em_zip *z = *check_zip(L);
+    int i = check_member(L, z, 2);
+    em_dtype d = emlua_check_dtype(L, 3, "load");
+    lua_Integer numel = luaL_checkinteger(L, 4);
+    return emlua_push(L, em_zip_tensor(z, i, d, numel, lua_toboolean(L, 5)));
+}
+
+static int zip_close(lua_State *L)
+{
+    em_zip **b = luaL_checkudata(L, 1, ZIP_MT);
+    em_zip_close(*b);
+    *b = NULL;
+    return 0;
+}
+
+/* A table of at most EM_MAX_DIMS integers; returns the count. */
+static int int_list(lua_State *L, int arg, const char *what, int64_t *out)
+{
+    const char *op = "as_strided";
+    luaL_checktype(L, arg, LUA_TTABLE);
+    lua_Integer n = luaL_len(L, arg);
+    if (n < 0 || n > EM_MAX_DIMS) return emlua_argerror(L, arg, op, "%d %s (at most %d)", (int)n, what, EM_MAX_DIMS);
+    for (int k = 0; k < (int)n; k++) {
+        lua_geti(L, arg, k + 1);
+        int ok;
+        out[k] = (int64_t)lua_tointegerx(L, -1, &ok);
+        if (!ok) return emlua_argerror(L, arg, op, "%s %d is not an integer", what, k + 1);
+        lua_pop(L, 1);
+    }
+    return (int)n;
+}
+
+static int l_as_strided(lua_State *L)
+{
+    em_tensor *t = emlua_check(L, 1, "as_strided");
+    int64_t sizes[EM_MAX_DIMS], strides[EM_MAX_DIMS];
+    int ndim = int_list(L, 2, "sizes", sizes);
+    if (int_list(L, 3, "strides", strides) != ndim) return emlua_argerror(L, 3, "as_strided", "not one stride a size");
+    lua_Integer offset = luaL_checkinteger(L, 4);
+    return emlua_push(L, em_as_strided(t, sizes, strides, ndim, (int64_t)offset));
+}
+
 void emlua_open_io(lua_State *L)
 {
     static const luaL_Reg functions[] = {
         {"save", l_save},
         {"load", l_load},
         {"_savefile", l_savefile},
+        {"_zip_open", l_zip_open},
+        {"_as_strided", l_as_strided},
         {NULL, NULL},
     };
+    static const luaL_Reg zip_methods[] = {
+        {"members", zip_members}, {"read", zip_read}, {"tensor", zip_tensor}, {"close", zip_close}, {NULL, NULL},
+    };
+    if (luaL_newmetatable(L, ZIP_MT)) {
+        luaL_newlib(L, zip_methods);
+        lua_setfield(L, -2, "__index");
+        lua_pushcfunction(L, zip_close);
+        lua_setfield(L, -2, "__gc");
+        lua_pushcfunction(L, zip_close);
+        lua_setfield(L, -2, "__close");
+    }
+    lua_pop(L, 1);
     static const luaL_Reg savefile_methods[] = {
         {"path", savefile_path}, {"commit", savefile_commit}, {"abort", savefile_abort}, {NULL, NULL},
     };
