@@ -232,6 +232,8 @@ static int parse_directory(em_zip *z, const unsigned char *cd, uint64_t cd_size,
             return zfail(z, "damaged zip archive: a deflated member claims more than deflate can hold: ", m->name);
         at += CENTRAL_SIZE + (uint64_t)nlen + xlen + clen;
     }
+    if (at != cd_size)
+        return zfail(z, "damaged zip archive: the central directory holds more than the members it counts", NULL);
     /* duplicate names would let two readers of one file see different data */
     if (count > 1) {
         const member **s = malloc((size_t)count * sizeof *s);

@@ -228,7 +228,7 @@ end
 
 -- kinds of the containers the machine made: "list", "tuple", "dict", "set"
 function Loader:kind(v)
-  if v == NONE then return "None" end
+  if v == NONE or v == nil then return "None" end
   if ember.is_tensor(v) then return "tensor" end
   if IS_GLOBAL[v] then return "global " .. v.name end
   return self.kinds[v] or math.type(v) or type(v)
@@ -334,7 +334,7 @@ end
 
 function Loader:set_requires_grad(t, what)
   if t.dtype ~= "float32" and t.dtype ~= "float64" and t.dtype ~= "float16" and t.dtype ~= "bfloat16" then
-    self:fail("%s: requires_grad on a %s tensor (only floating-point tensors can)", what, t.dtype)
+    self:fail("%s: requires_grad on a tensor of dtype %s (only floating-point tensors can)", what, t.dtype)
   end
   t:requires_grad_(true)
 end
