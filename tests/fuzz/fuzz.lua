@@ -310,8 +310,11 @@ end
 -- not fuzzed with random arguments: they touch the environment (files at
 -- random paths, threads, the clock, the terminal, gnuplot) — save, load and
 -- read_idx get their own operations below, on a temporary folder
+-- (_zip_open and _as_strided, ember.load's helpers for PyTorch files, get the .pt pass at
+-- the end of each program instead, which leaves the programs of the fixed seeds as they were)
 local EXCLUDED = {save = true, load = true, read_idx = true, set_num_threads = true, seed = true, isatty = true,
-                  wall_time = true, save_checkpoint = true, load_checkpoint = true}
+                  wall_time = true, save_checkpoint = true, load_checkpoint = true, _zip_open = true,
+                  _as_strided = true}
 local METHOD_NAMES = sorted_names(METHODS, EXCLUDED)
 local FUNCTION_NAMES = sorted_names(ember, EXCLUDED)
 local F = ember.nn.functional
@@ -544,6 +547,83 @@ local function pick_op()
   return OPS[#OPS]
 end
 
+-- ---- damaged PyTorch files -------------------------------------------------------------
+-- After each program, ember.load of one torch.save archive (tests/lua/hostile_torch.lua)
+-- damaged at random: its pickle edited (then re-archived with a correct CRC, so the edit
+-- reaches the pickle machine), its storages cut or grown, or the archive's bytes changed.
+-- Its own generator (xorshift64*, seeded by SEED and the iteration) keeps math.random's
+-- sequence, and so every program of the fixed seeds, as it was.
+local ht = dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "../lua/hostile_torch.lua")
+local PT_PICKLE = (function()
+  local P = ht.P
+  return P.file(P.odict({
+    {P.str("w"), P.tensor("0", "FloatStorage", 6, 0, {2, 3}, {3, 1}, true)},
+    {P.str("t"), P.tensor("0", "FloatStorage", 6, 0, {3, 2}, {1, 3}, false)},
+    {P.str("n"), P.tensor("1", "LongStorage", 2, 0, {2}, {1}, false)},
+    {P.str("p"), P.global("torch._utils", "_rebuild_parameter") .. "(" .. P.tensor("0", "FloatStorage", 6, 5, {1}, {1})
+                 .. "\x88" .. P.global("collections", "OrderedDict") .. ")Rtq\1R"},
+    {P.str("l"), "](" .. P.int(1) .. "G" .. string.pack(">d", 0.5) .. "N" .. P.str("s") .. "h\1e"},
+    {P.str("b"), P.global("_codecs", "encode") .. P.tuple(P.str("ab"), P.str("latin1")) .. "R"},
+    {P.str("s"), P.global("builtins", "set") .. "(](K\1K\2etR"},
+    {P.int(3), P.global("torch", "Size") .. "((K\2K\3ttR"},
+  }))
+end)()
+local PT_OPCODES = "(.0123FGIJKLMNPQRSTUVXabcdeghijlopqrstu}])\x80\x81\x85\x86\x87\x88\x89\x8a\x8f\x93\x94\x95"
+local pt_state = 0
+local function PR(n)   -- 1..n
+  pt_state = pt_state ~ (pt_state >> 12)
+  pt_state = pt_state ~ (pt_state << 25)
+  pt_state = pt_state ~ (pt_state >> 27)
+  return ((pt_state * 0x2545F4914F6CDD1D) >> 33) % n + 1
+end
+local function pt_edit(s)
+  local k = PR(5)
+  local at = PR(#s + 1)
+  if k == 1 and #s > 0 then          -- a byte changed
+    at = math.min(at, #s)
+    return s:sub(1, at - 1) .. string.char(PR(256) - 1) .. s:sub(at + 1)
+  elseif k == 2 then                 -- an opcode inserted
+    local o = PR(#PT_OPCODES)
+    return s:sub(1, at - 1) .. PT_OPCODES:sub(o, o) .. s:sub(at)
+  elseif k == 3 then                 -- a run deleted
+    return s:sub(1, at - 1) .. s:sub(at + PR(16))
+  elseif k == 4 then                 -- a run copied elsewhere
+    local from = PR(#s + 1)
+    return s:sub(1, at - 1) .. s:sub(from, from + PR(40) - 1) .. s:sub(at)
+  end
+  return s:sub(1, at - 1)            -- cut short
+end
+local function pt_file()
+  local storages = {["0"] = ht.GOOD_STORAGES["0"], ["1"] = ht.GOOD_STORAGES["1"]}
+  local r = PR(10)
+  if r <= 6 then
+    local p = PT_PICKLE
+    for _ = 1, PR(4) do p = pt_edit(p) end
+    return ht.torch_file(p, storages)
+  elseif r <= 7 then
+    local key = tostring(PR(2) - 1)
+    storages[key] = pt_edit(storages[key])
+    return ht.torch_file(PT_PICKLE, storages)
+  end
+  local z = ht.torch_file(PT_PICKLE, storages)
+  for _ = 1, PR(3) do z = pt_edit(z) end
+  return z
+end
+
+local function pt_pass(iter)
+  pt_state = (SEED * 1000003 + iter) * 0x9E3779B97F4A7C15 | 1
+  local bytes = pt_file()
+  local path = TMP .. "/f.pt"
+  local code = string.format('(function() local f = assert(io.open(%s, "wb")); f:write(%s); f:close(); '
+                             .. 'return ember.load(%s) end)()', str_code(path), str_code(bytes), str_code(path))
+  return run_call("load .pt", code, function()
+    local f = assert(io.open(path, "wb"))
+    f:write(bytes)
+    f:close()
+    return ember.load(path)
+  end, {}, 0)
+end
+
 -- ---- programs -----------------------------------------------------------------------
 
 -- The starting tensors: every dtype, views, 0-d, empty, one that requires grad.
@@ -583,6 +663,8 @@ local function program(iter)
     local problem = pick_op().run()
     if problem then return problem end
   end
+  local problem = pt_pass(iter)
+  if problem then return problem end
   pool = nil
   collectgarbage()
   stats.programs = stats.programs + 1
