@@ -1558,7 +1558,21 @@ add {
   sig = "local tensors, metadata = ember.load(path, [{device = \"cpu\"}])",
   doc = [[
 Reads a safetensors file; returns two tables: name -> tensor (flat: nested names stay
-"a.b") and the metadata (string -> string). opts: device to put the tensors on.
+"a.b") and the metadata (string -> string). opts: device to put the tensors on
+(map_location = "cuda:0" is the same; weights_only = true is accepted, false refused).
+
+PyTorch's torch.save files (.pt, .pth: a zip archive) are read as
+torch.load(path, weights_only=True) reads them, and ember.load returns the one object
+saved: a state_dict is a table name -> tensor whose pairs() walks the saved order, so
+model:load_state_dict(ember.load("model.pt")) works, and an optimizer's state_dict loads
+into opt:load_state_dict. dicts and OrderedDicts become tables, lists and tuples
+sequences, None nil, dtypes and devices strings; tensors that shared a storage share
+memory, Parameters and tensors that required grad are leaves that do. Tensors land on
+the CPU unless device says otherwise. Only what torch's weights_only unpickler allows is
+accepted: any other class or function in the file (os.system, a custom class) is
+refused naming it, and never called. dtypes ember lacks (int8, int16, uint16, complex,
+quantized), sparse tensors, the pre-1.6 format and TorchScript archives are errors
+that say what to do. The format is told by the file's first bytes, not its name.
 Loading never runs code. Errors name the file and what is wrong with it.]],
   example = [[
 local path = os.tmpname()
