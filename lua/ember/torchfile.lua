@@ -785,6 +785,8 @@ end
 
 -- ---- ember.load's entry ----------------------------------------------------------------
 
+local PICKLE_MAX = 100000000
+
 local LEGACY = "PyTorch's legacy format (torch.save before PyTorch 1.6, or a bare pickle) is not supported: "
   .. "re-save it in PyTorch 1.6 or later, e.g. torch.save(torch.load(old, weights_only=True), new)"
 
@@ -820,6 +822,11 @@ function M.load(path, device, kind)
     local b = self:call("byteorder", zip.read, zip, order)
     if b == "big" then self.big_endian = true
     elseif b ~= "little" then self:fail("byteorder is %s (expected little or big)", show(b)) end
+  end
+  -- a real data.pkl takes about 100 bytes a tensor; a deflated one may claim
+  -- 1032 times its size, which is not allocated on a claim
+  if sizes[pkl] > PICKLE_MAX then
+    self:fail("data.pkl is %d bytes, more than the %d-byte limit", sizes[pkl], PICKLE_MAX)
   end
   local data = self:call("data.pkl", zip.read, zip, pkl)
   self.budget = 4 * #data + 65536

@@ -172,6 +172,9 @@ function M.zip_cases()
   add("deflate bomb claim", M.torch_file(P.file("N"), nil, {edit = function(ms)
     ms[1].deflate, ms[1].usize = true, 0xFFFFFFFE
   end}), "claims more than deflate can hold")
+  add("data.pkl past the size limit", M.zip({{name = "a/data.pkl", data = string.rep("N", 100000), deflate = true,
+                                               usize = 100000001, crc = 0}}),
+      "data.pkl is 100000001 bytes, more than the 100000000-byte limit")
   add("bzip2 member", M.torch_file(P.file("N"), nil, {edit = function(ms) ms[1].method = 12 end}),
       "compression method 12")
   add("encrypted member", M.torch_file(P.file("N"), nil, {edit = function(ms) ms[1].flags = 1 end}),
