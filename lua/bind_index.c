@@ -19,24 +19,6 @@ static int loose_dim(lua_State *L, int arg, const char *op, int def)
     return emlua_loose_dim(L, arg, emlua_check_integer(L, arg, op), op);
 }
 
-/* Field `name` of the options table at opts as a dim of a tensor of ndim
- * dims (1-based in, 0-based out), or def. */
-static int opt_field_dim(lua_State *L, int opts, const char *name, int ndim, const char *op, int def)
-{
-    if (!opts) return def;
-    lua_getfield(L, opts, name);
-    if (lua_isnil(L, -1)) { lua_pop(L, 1); return def; }
-    int ok;
-    lua_Integer d = lua_tointegerx(L, -1, &ok);
-    lua_pop(L, 1);
-    int n = ndim > 0 ? ndim : 1;
-    if (!ok) emlua_argerror(L, opts, op, "option '%s': expected an integer", name);
-    if (d == 0 || d < -n || d > n)
-        emlua_argerror(L, opts, op, "option '%s': dimension %lld out of range (expected 1..%d or -%d..-1)",
-                       name, (long long)d, n, n);
-    return d > 0 ? (int)d - 1 : (int)d + n;
-}
-
 /* ---- index_select / gather / scatter / index_add ---------------------------- */
 
 /* The index argument of index_select/index_add as a new reference: a tensor
@@ -313,18 +295,31 @@ typedef struct sort_args { int dim; bool descending, stable; } sort_args;
 
 /* t:sort(dim, descending) or t:sort({dim=, descending=, stable=}) or a mix
  * (positional first, then a trailing options table). */
+static const char *const sort_names[] = {"dim", "descending", "stable", NULL};
+
+/* Optional argument k of a as a dim of a tensor of ndim dims (0-based), or def. */
+static int arg_dim(emlua_args *a, int k, int ndim, int def)
+{
+    int i = emlua_arg_at(a, k);
+    return i ? emlua_check_dim(a->L, i, ndim, a->op) : def;
+}
+
+/* A stack slot past the optional arguments must be empty: positional arguments beyond names. */
+static void no_more_args(emlua_args *a, int count)
+{
+    int last = a->opts ? a->opts - 1 : lua_gettop(a->L);
+    if (last >= a->first + count) emlua_argerror(a->L, a->first + count, a->op, "unexpected argument");
+}
+
 static sort_args check_sort_args(lua_State *L, const em_tensor *t, const char *op)
 {
-    int opts = emlua_options_index(L, 2);
-    int last = opts ? opts - 1 : lua_gettop(L);
-    sort_args a = {-1, false, false};
-    if (last >= 2) a.dim = emlua_opt_dim(L, 2, t->ndim, op, -1);
-    if (last >= 3) a.descending = emlua_opt_boolean(L, 3, op, false);
-    if (last >= 4) a.stable = emlua_opt_boolean(L, 4, op, false);
-    if (last >= 5) emlua_argerror(L, 5, op, "unexpected argument");
-    a.dim = opt_field_dim(L, opts, "dim", t->ndim, op, a.dim);
-    a.descending = emlua_opt_field_boolean(L, opts, "descending", op, a.descending);
-    a.stable = emlua_opt_field_boolean(L, opts, "stable", op, a.stable);
+    emlua_args args;
+    emlua_args_start(&args, L, op, 2, sort_names);
+    no_more_args(&args, 3);
+    sort_args a;
+    a.dim = arg_dim(&args, 0, t->ndim, -1);
+    a.descending = emlua_arg_bool(&args, 1, false);
+    a.stable = emlua_arg_bool(&args, 2, false);
     return a;
 }
 
@@ -355,17 +350,13 @@ static int l_topk(lua_State *L)
     const char *op = "topk";
     em_tensor *t = emlua_check(L, 1, op);
     lua_Integer k = emlua_check_integer(L, 2, op);
-    int opts = emlua_options_index(L, 3);
-    int last = opts ? opts - 1 : lua_gettop(L);
-    int dim = -1;
-    bool largest = true, sorted = true;
-    if (last >= 3) dim = emlua_opt_dim(L, 3, t->ndim, op, -1);
-    if (last >= 4) largest = emlua_opt_boolean(L, 4, op, true);
-    if (last >= 5) sorted = emlua_opt_boolean(L, 5, op, true);
-    if (last >= 6) emlua_argerror(L, 6, op, "unexpected argument");
-    dim = opt_field_dim(L, opts, "dim", t->ndim, op, dim);
-    largest = emlua_opt_field_boolean(L, opts, "largest", op, largest);
-    sorted = emlua_opt_field_boolean(L, opts, "sorted", op, sorted);
+    static const char *const names[] = {"dim", "largest", "sorted", NULL};
+    emlua_args args;
+    emlua_args_start(&args, L, op, 3, names);
+    no_more_args(&args, 3);
+    int dim = arg_dim(&args, 0, t->ndim, -1);
+    bool largest = emlua_arg_bool(&args, 1, true);
+    bool sorted = emlua_arg_bool(&args, 2, true);
     em_tensor *v, *i;
     if (em_topk(t, (int64_t)k, dim, largest, sorted, &v, &i)) return emlua_fail(L);
     emlua_push(L, v);
@@ -378,20 +369,11 @@ static int l_topk(lua_State *L)
 /* The diagonal argument of t:tril(diagonal) or t:tril({diagonal =}), default 0. */
 static int64_t check_diagonal(lua_State *L, const char *op)
 {
-    int opts = emlua_options_index(L, 2);
-    int last = opts ? opts - 1 : lua_gettop(L);
-    if (last >= 3) emlua_argerror(L, 3, op, "unexpected argument");
-    lua_Integer d = last >= 2 ? emlua_opt_integer(L, 2, op, 0) : 0;
-    if (opts) {
-        lua_getfield(L, opts, "diagonal");
-        if (!lua_isnil(L, -1)) {
-            int ok;
-            d = lua_tointegerx(L, -1, &ok);
-            if (!ok) emlua_argerror(L, opts, op, "option 'diagonal': expected an integer");
-        }
-        lua_pop(L, 1);
-    }
-    return (int64_t)d;
+    static const char *const names[] = {"diagonal", NULL};
+    emlua_args args;
+    emlua_args_start(&args, L, op, 2, names);
+    no_more_args(&args, 1);
+    return emlua_arg_integer(&args, 0, 0);
 }
 
 static int l_tril(lua_State *L)

@@ -253,19 +253,14 @@ static int l_multinomial(lua_State *L)
     const char *op = "multinomial";
     em_tensor *p = emlua_check(L, 1, op);
     lua_Integer n = emlua_check_integer(L, 2, op);
-    int opts = emlua_options_index(L, 3);
-    int last = opts ? opts - 1 : lua_gettop(L);
-    if (last >= 4) emlua_argerror(L, 4, op, "unexpected argument");
-    bool replacement = last >= 3 ? emlua_opt_boolean(L, 3, op, false) : false;
-    replacement = emlua_opt_field_boolean(L, opts, "replacement", op, replacement);
-    if (opts) {
-        lua_getfield(L, opts, "generator");
-        bool given = !lua_isnil(L, -1);
-        lua_pop(L, 1);
-        if (given)
-            emlua_argerror(L, opts, op, "option 'generator': ember has one global generator "
-                           "(seed it with ember.manual_seed)");
-    }
+    static const char *const names[] = {"replacement", "generator", NULL};
+    emlua_args args;
+    emlua_args_start(&args, L, op, 3, names);
+    if ((args.opts ? args.opts - 1 : lua_gettop(L)) >= 4) emlua_argerror(L, 4, op, "unexpected argument");
+    bool replacement = emlua_arg_bool(&args, 0, false);
+    if (emlua_arg_at(&args, 1))
+        emlua_argerror(L, args.opts ? args.opts : 4, op, "option 'generator': ember has one global generator "
+                       "(seed it with ember.manual_seed)");
     return emlua_push(L, em_multinomial(p, (int64_t)n, replacement));
 }
 

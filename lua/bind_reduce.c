@@ -58,9 +58,16 @@ static int canon_args(lua_State *L, const char *op, int n, const char *const *na
     }
     if (!opts) return 0;
     for (int i = 0; i < n; i++) {
-        if (!names[i] || !lua_isnil(L, 2 + i)) continue;
+        if (!names[i]) continue;
         lua_getfield(L, o, names[i]);
-        lua_replace(L, 2 + i);
+        if (lua_isnil(L, 2 + i)) {
+            lua_replace(L, 2 + i);
+        } else if (!lua_isnil(L, -1)) {
+            emlua_argerror(L, 2 + i, op, "got multiple values for argument '%s' (by position and in the options table)",
+                           names[i]);
+        } else {
+            lua_pop(L, 1);
+        }
     }
     return o;
 }

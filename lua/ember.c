@@ -389,6 +389,15 @@ void emlua_args_start(emlua_args *a, lua_State *L, const char *op, int first, co
             luaL_error(L, "%s: unknown option '%s'", op, key);
         }
     }
+    /* Python's "got multiple values for argument": given by position and as a keyword */
+    for (int k = 0; names[k] && first + k < a->opts; k++) {
+        if (lua_isnil(L, first + k)) continue;
+        int ty = lua_getfield(L, a->opts, names[k]);
+        lua_pop(L, 1);
+        if (ty != LUA_TNIL)
+            emlua_argerror(L, first + k, op, "got multiple values for argument '%s' (by position and in the options table)",
+                           names[k]);
+    }
 }
 
 bool emlua_arg_bool(emlua_args *a, int k, bool def)
@@ -413,7 +422,12 @@ int64_t emlua_arg_integer(emlua_args *a, int k, int64_t def)
 {
     int i = emlua_arg_at(a, k);
     if (!i) return def;
-    return emlua_check_integer(a->L, i, a->op);
+    int ok;
+    lua_Integer v = lua_tointegerx(a->L, i, &ok);
+    if (!ok)
+        emlua_argerror(a->L, a->first + k, a->op, "%s must be an integer, got %s", a->names[k],
+                       lua_type(a->L, i) == LUA_TNUMBER ? lua_tostring(a->L, i) : luaL_typename(a->L, i));
+    return v;
 }
 
 em_tensor *emlua_arg_tensor(emlua_args *a, int k)

@@ -26,6 +26,7 @@
 -- indices (CrossEntropyLoss targets, argmax results) are 1-based, so training
 -- scripts add 1: `loss_fn(logits, y + 1)`.
 local ember = require "ember"
+local options = require("ember.args").options
 
 local data = {}
 
@@ -198,8 +199,11 @@ local function option(opts, name, kind, default, owner)
   return v
 end
 
--- DataLoader(dataset, {batch_size = 1, shuffle = false, drop_last = false,
---                      seed = nil, collate_fn = nil, sampler = nil})
+-- DataLoader(dataset [, batch_size [, shuffle [, sampler [, ...]]]] [, {batch_size = 1, shuffle = false,
+--                      drop_last = false, seed = nil, collate_fn = nil, sampler = nil}])
+-- The arguments after dataset come in PyTorch's order (batch_size, shuffle, sampler,
+-- batch_sampler, num_workers, collate_fn, pin_memory, drop_last, ...) or in the options
+-- table; those ember has no use for (worker processes, pinned memory) are refused.
 -- sampler: an object with indices() (a list of 1-based dataset indices, the
 -- order of one epoch) and a length (#sampler), such as DistributedSampler;
 -- it replaces shuffle.
@@ -211,11 +215,19 @@ end
 -- collate_fn(samples) turns a list of samples (each a table.pack of the
 -- fields get(i) returned) into the batch's values; it is not used for
 -- datasets with get_batch.
-function DataLoader.new(dataset, opts)
-  if opts ~= nil and type(opts) ~= "table" then
-    error("DataLoader: argument 2: expected an options table, got " .. type(opts), 3)
+local loader_names = {"batch_size", "shuffle", "sampler", "batch_sampler", "num_workers", "collate_fn", "pin_memory",
+                      "drop_last", "timeout", "worker_init_fn", "multiprocessing_context", "generator", "*",
+                      "prefetch_factor", "persistent_workers", "pin_memory_device", "in_order", "seed"}
+local loader_supported = {batch_size = true, shuffle = true, sampler = true, collate_fn = true, drop_last = true,
+                          seed = true}
+function DataLoader.new(dataset, ...)
+  local opts = options("DataLoader", loader_names, ...)
+  for _, k in ipairs(loader_names) do
+    if opts[k] ~= nil and k ~= "*" and not loader_supported[k] then
+      require("ember.errors").raise("DataLoader: option '" .. k .. "' is not supported (ember loads batches in the "
+                                    .. "calling process; supported: batch_size, shuffle, sampler, collate_fn, drop_last, seed)")
+    end
   end
-  opts = opts or {}
   local self = setmetatable({}, DataLoader)
   self.dataset = dataset
   self._len, self._get = accessors(dataset)
@@ -235,10 +247,6 @@ function DataLoader.new(dataset, opts)
             .. type(self.sampler), 3)
     end
     if self.shuffle then error("DataLoader: option 'sampler' is mutually exclusive with shuffle = true", 3) end
-  end
-  local known = {batch_size = true, shuffle = true, drop_last = true, seed = true, collate_fn = true, sampler = true}
-  for k in pairs(opts) do
-    if not known[k] then error("DataLoader: unknown option '" .. tostring(k) .. "'", 3) end
   end
   self.batch_fn = type(dataset) == "table" and not self.collate_fn and type(dataset.get_batch) == "function"
     and dataset.get_batch or nil
@@ -319,7 +327,8 @@ data.DataLoader = DataLoader
 
 -- ---- DistributedSampler -------------------------------------------------------------
 
--- DistributedSampler(dataset, {num_replicas =, rank =, shuffle = true, seed = 0, drop_last = false}):
+-- DistributedSampler(dataset [, num_replicas [, rank [, shuffle [, seed [, drop_last]]]]]
+--                    [, {num_replicas =, rank =, shuffle = true, seed = 0, drop_last = false}]):
 -- rank's share of the dataset, as torch.utils.data.DistributedSampler. Every rank draws the same
 -- order (the permutation of epoch e comes from the seed and e alone), pads it by repeating its
 -- first indices up to a multiple of num_replicas (or, with drop_last, cuts the tail), and takes
@@ -332,16 +341,8 @@ local function sampler_option(opts, name, kind, default)
   return option(opts, name, kind, default, "DistributedSampler")
 end
 
-function DistributedSampler.new(dataset, opts)
-  if opts ~= nil and type(opts) ~= "table" then
-    error("DistributedSampler: argument 2: expected an options table, got " .. type(opts), 3)
-  end
-  opts = opts or {}
-  for k in pairs(opts) do
-    if not ({num_replicas = true, rank = true, shuffle = true, seed = true, drop_last = true})[k] then
-      error("DistributedSampler: unknown option '" .. tostring(k) .. "'", 3)
-    end
-  end
+function DistributedSampler.new(dataset, ...)
+  local opts = options("DistributedSampler", {"num_replicas", "rank", "shuffle", "seed", "drop_last"}, ...)
   local self = setmetatable({}, DistributedSampler)
   self.dataset = dataset
   self._len = accessors(dataset, "DistributedSampler")

@@ -188,13 +188,39 @@ function Optimizer:add_param_group(group)
   self.param_groups[#self.param_groups + 1] = g
 end
 
--- Shared constructor: params is a list of tensors or of group tables.
-local function construct(cls, params, opts)
-  local name = cls._name
-  if opts ~= nil and type(opts) ~= "table" then
-    fail("%s: argument 2: expected an options table, got %s", name, type(opts))
+-- PyTorch's positional hyperparameters after params, in order (optim.SGD(params, 0.1, 0.9)
+-- is SGD(params, lr = 0.1, momentum = 0.9)); the others are keywords only.
+local POSITIONAL = {
+  SGD = {"lr", "momentum", "dampening", "weight_decay", "nesterov"},
+  Adam = {"lr", "betas", "eps", "weight_decay", "amsgrad"},
+  AdamW = {"lr", "betas", "eps", "weight_decay", "amsgrad"},
+  RMSprop = {"lr", "alpha", "eps", "weight_decay", "momentum", "centered", "capturable", "foreach", "maximize",
+             "differentiable"},
+  Adagrad = {"lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps", "foreach"},
+  Adamax = {"lr", "betas", "eps", "weight_decay", "foreach"},
+  NAdam = {"lr", "betas", "eps", "weight_decay", "momentum_decay", "decoupled_weight_decay"},
+  RAdam = {"lr", "betas", "eps", "weight_decay", "decoupled_weight_decay"},
+  Adadelta = {"lr", "rho", "eps", "weight_decay", "foreach"},
+  Rprop = {"lr", "etas", "step_sizes"},
+  LBFGS = {"lr", "max_iter", "max_eval", "tolerance_grad", "tolerance_change", "history_size", "line_search_fn"},
+}
+
+-- The hyperparameters of a constructor call (after params): positional in PyTorch's order,
+-- then an options table (ember.args); an unknown one is an error naming it.
+local function hyperparameters(cls, ...)
+  local names, seen = {}, {}
+  for _, k in ipairs(POSITIONAL[cls._name] or {}) do names[#names + 1] = k; seen[k] = true end
+  names[#names + 1] = "*"
+  for _, set in ipairs{cls._defaults, cls._ignored, cls._optional} do
+    for k in pairs(set) do if not seen[k] then names[#names + 1] = k; seen[k] = true end end
   end
-  opts = opts or {}
+  return require("ember.args").options(cls._name, names, ...)
+end
+
+-- Shared constructor: params is a list of tensors or of group tables.
+local function construct(cls, params, ...)
+  local name = cls._name
+  local opts = hyperparameters(cls, ...)
   local self = setmetatable({param_groups = {}, state = {}, defaults = {}}, cls)
   for k, v in pairs(cls._defaults) do self.defaults[k] = copy_value(v) end
   for k, v in pairs(opts) do
@@ -220,7 +246,7 @@ end
 local function class(name, defaults, ignored, check_group, step_param)
   local cls = setmetatable({}, {
     __index = Optimizer,
-    __call = function(c, params, opts) return construct(c, params, opts) end,
+    __call = construct,
   })
   cls.__index = cls
   cls.__name = name

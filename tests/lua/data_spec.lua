@@ -426,7 +426,10 @@ describe("DataLoader", function()
     H.has(H.err(data.DataLoader, rows(3), {batch_size = 1.5}), "option 'batch_size': expected an integer")
     H.has(H.err(data.DataLoader, rows(3), {shuffle = "yes"}), "option 'shuffle': expected a boolean")
     H.has(H.err(data.DataLoader, rows(3), {bacth_size = 2}), "unknown option 'bacth_size'")
-    H.has(H.err(data.DataLoader, rows(3), 4), "argument 2: expected an options table")
+    -- batch_size by position, as PyTorch's DataLoader(ds, 4); given twice, or an option ember lacks
+    assert.equal(4, data.DataLoader(rows(3), 4).batch_size)
+    H.has(H.err(data.DataLoader, rows(3), 4, {batch_size = 2}), "DataLoader: got multiple values for argument 'batch_size'")
+    H.has(H.err(data.DataLoader, rows(3), {num_workers = 4}), "DataLoader: option 'num_workers' is not supported")
   end)
 
   it("is reachable as ember.data", function()

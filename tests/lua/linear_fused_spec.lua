@@ -201,9 +201,9 @@ describe("F.linear fused: bad input", function()
         "linear: activation must be \"none\" or \"gelu_tanh\", got relu")
     has(err(function() local y = F.linear(x, w, nil, {activation = "gelu"}); return y end),
         "has no fused form: use \"gelu_tanh\"")
-    has(err(function() local y = F.linear(x, w, nil, {act = "gelu_tanh"}); return y end), "unknown option act")
+    has(err(function() local y = F.linear(x, w, nil, {act = "gelu_tanh"}); return y end), "unknown option 'act'")
     has(err(function() local y = F.linear(x, w, ember.ones(4), {bias = ember.ones(4)}); return y end),
-        "bias given twice")
+        "linear: got multiple values for argument 'bias'")
     has(err(function() local y = F.linear(x, "w"); return y end), "linear: weight must be a tensor, got string")
   end)
 end)

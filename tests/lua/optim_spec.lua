@@ -812,7 +812,10 @@ describe("optim errors", function()
     for _, c in ipairs(cases) do
       H.has(H.err(c[1], {p}, c[2]), c[3])
     end
-    H.has(H.err(optim.SGD, {p}, 0.1), "SGD: argument 2: expected an options table, got number")
+    -- lr by position, as PyTorch's SGD(params, 0.1); an lr given twice is refused
+    assert.are.equal(0.1, optim.SGD({p}, 0.1).param_groups[1].lr)
+    H.has(H.err(optim.SGD, {p}, 0.1, {lr = 0.2}), "SGD: got multiple values for argument 'lr'")
+    H.has(H.err(optim.SGD, {p}, "fast"), "SGD (group 1): lr must be")
   end)
 
   it("reject bad parameters", function()

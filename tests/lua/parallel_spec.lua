@@ -97,7 +97,7 @@ describe("DistributedDataParallel in a world of one", function()
       {{static_graph = "yes"}, "static_graph must be a boolean, got string"},
       {{gradient_as_bucket_view = 1}, "gradient_as_bucket_view must be a boolean, got number"},
       {{bucket_size = 1}, "unknown option 'bucket_size'"},
-      {42, "expected an options table, got number"},
+      {42, "device_ids must be a list, got number"},
     }) do
       local ok, err = pcall(function() local m = DDP(MLP(), c[1]); return m end)
       assert.is_false(ok)

@@ -206,7 +206,10 @@ describe("losses and modules", function()
     check(w.grad, {{1, 1}, {0, 0}})
     has(err(function() return F.embedding(ember.tensor({1}), ember.ones(3)) end),
         "embedding: weight must be a 2-D tensor [num, dim], got [3]")
-    has(err(function() return F.embedding(ember.tensor({1}), w, 2) end), "embedding: expected an options table")
+    -- padding_idx by position, as PyTorch's F.embedding(input, weight, padding_idx)
+    check(F.embedding(ember.tensor({2, 1}), w:detach(), 2), {{3, 4}, {1, 2}})
+    has(err(function() return F.embedding(ember.tensor({1}), w, 2, {padding_idx = 2}) end),
+        "embedding: got multiple values for argument 'padding_idx'")
   end)
 
   it("all and any keep uint8 for uint8 input, bool otherwise", function()

@@ -120,22 +120,14 @@ end
 -- weight [num_parameters] is learnable; with more than one it is per channel (dim 2 of the input).
 M.PReLU = Module:extend("PReLU")
 function M.PReLU:init(...)
-  local n = select("#", ...)
-  local args = table.pack(...)
-  local opts = {}
-  if n > 0 and type(args[n]) == "table" then opts = args[n]; n = n - 1 end
-  local o = options("PReLU", {"num_parameters", "init"}, table.unpack(args, 1, n))
-  for k, v in pairs(opts) do
-    if k == "num_parameters" or k == "init" then o[k] = v
-    elseif k ~= "dtype" and k ~= "device" then raise("PReLU: unknown option '" .. tostring(k) .. "'") end
-  end
+  local o = options("PReLU", {"num_parameters", "init", "device", "dtype"}, ...)
   local np = o.num_parameters == nil and 1 or o.num_parameters
   if math.type(np) ~= "integer" or np < 1 then
     raise("PReLU: num_parameters must be a positive integer, got " .. tostring(np))
   end
   self.num_parameters = np
   self.init_value = number_arg(o.init, 0.25, "PReLU", "init")
-  self.weight = Parameter(ember.full({np}, self.init_value, {dtype = opts.dtype, device = opts.device}))
+  self.weight = Parameter(ember.full({np}, self.init_value, {dtype = o.dtype, device = o.device}))
 end
 function M.PReLU:reset_parameters()
   ember.no_grad(function() self.weight:fill_(self.init_value) end)

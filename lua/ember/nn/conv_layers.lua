@@ -554,18 +554,16 @@ end
 
 -- ---- Dropout2d, Upsample, Unflatten -------------------------------------------------------
 
---- nn.Dropout2d([p = 0.5]) -> in training, zeroes whole channels of [N, C, H, W] with probability p (the rest * 1/(1-p)).
+--- nn.Dropout2d([p = 0.5 [, inplace = false]]) -> in training, zeroes whole channels of [N, C, H, W] with probability p (the rest * 1/(1-p)).
 -- Example: local d = nn.Dropout2d(0.2); d:eval()
 L.Dropout2d = Module:extend("Dropout2d")
-function L.Dropout2d:init(p)
-  p = p == nil and 0.5 or p
-  if type(p) ~= "number" or p < 0 or p > 1 then raise("Dropout2d: p must be a probability in [0, 1], got " .. tostring(p)) end
-  self.p = p
+function L.Dropout2d:init(...)
+  F._dropout_init(self, "Dropout2d", ...)
 end
-function L.Dropout2d:extra_repr() return "p=" .. self.p end
+L.Dropout2d.extra_repr = F._dropout_repr
 function L.Dropout2d:forward(x)
   check_input(self, x)
-  return F.dropout2d(x, self.p, self.training)
+  return F.dropout2d(x, self.p, self.training, self.inplace)
 end
 
 --- nn.Upsample([{size=, scale_factor=, mode = "nearest", align_corners=, recompute_scale_factor=}]) -> F.interpolate as a module.

@@ -9,6 +9,9 @@ local raise = require("ember.errors").raise
 -- apply theirs at their entry, lua/autocast.c): losses, softplus and the
 -- normalisations run in float32, prelu in the low-precision dtype.
 local autocast = ember._autocast
+local args = require "ember.args"
+-- the optional arguments of a call: PyTorch's positional order, then an options table
+local options = args.options
 
 local F = {}
 
@@ -31,6 +34,21 @@ function F.check_reduction(reduction, op)
   return reduction
 end
 
+-- A loss's optional arguments (PyTorch's order in names, reduction among them) read by
+-- options(); returns them and the checked reduction. PyTorch's deprecated size_average and
+-- reduce keep their positions in names but are refused.
+local function loss_args(op, names, ...)
+  local o = options(op, names, ...)
+  for _, k in ipairs{"size_average", "reduce"} do
+    if o[k] ~= nil then
+      raise(string.format("%s: %s is deprecated in PyTorch and not supported: use reduction = \"mean\", \"sum\" or \"none\"",
+                          op, k))
+    end
+  end
+  return o, F.check_reduction(o.reduction, op)
+end
+F._loss_args = loss_args
+
 local function reduce(loss, reduction)
   if reduction == "mean" then return loss:mean() end
   if reduction == "sum" then return loss:sum() end
@@ -44,23 +62,12 @@ local function is_integer_dtype(d) return d == "int64" or d == "int32" or d == "
 -- activation = "gelu_tanh" fuses F.gelu(y, {approximate = "tanh"}).
 -- Example: F.linear(ember.randn(2, 3), ember.randn(4, 3))   -- [2, 4]
 local linear_acts = {none = true, gelu_tanh = true}
-function F.linear(x, weight, bias, opts)
-  if opts == nil and type(bias) == "table" and not ember.is_tensor(bias) then bias, opts = nil, bias end
-  local act = "none"
-  if opts ~= nil then
-    if type(opts) ~= "table" or ember.is_tensor(opts) then
-      raise("linear: argument 4 must be an options table {bias =, activation =}, got " .. type(opts))
-    end
-    for k in pairs(opts) do
-      if k ~= "bias" and k ~= "activation" then
-        raise("linear: unknown option " .. tostring(k) .. " (expected bias, activation)")
-      end
-    end
-    if opts.bias ~= nil then
-      if bias ~= nil then raise("linear: bias given twice (as argument 3 and as an option)") end
-      bias = opts.bias
-    end
-    act = opts.activation or "none"
+local linear_names = {"bias", "*", "activation"}
+function F.linear(x, weight, ...)
+  local bias, act = ..., "none"
+  if select("#", ...) > 1 or args.is_options(bias) then
+    local o = options("linear", linear_names, ...)
+    bias, act = o.bias, o.activation or "none"
     if act == "gelu" then
       raise("linear: activation \"gelu\" (the exact erf form) has no fused form: use \"gelu_tanh\", "
             .. "or F.gelu(F.linear(x, w, b))")
@@ -81,22 +88,38 @@ function F.linear(x, weight, bias, opts)
   return y
 end
 
---- F.dropout(x [, p = 0.5 [, training = true]]) -> x with elements zeroed with probability p, the rest scaled by 1/(1-p).
+--- F.dropout(x [, p = 0.5 [, training = true [, inplace = false]]]) -> x with elements zeroed with probability p, the rest scaled by 1/(1-p).
 -- Identity when not training or p == 0. Uses ember's generator (ember.manual_seed).
 -- Example: F.dropout(x, 0.1, model.training)
-function F.dropout(x, p, training)
-  p = p or 0.5
+local dropout_names = {"p", "training", "inplace"}
+function F.dropout(x, ...)
+  local o = options("dropout", dropout_names, ...)
+  local p, training = o.p or 0.5, o.training
   if training == nil then training = true end
   if type(p) ~= "number" or p < 0 or p > 1 then
     raise("dropout: p must be a probability in [0, 1], got " .. tostring(p))
   end
+  check_tensor(x, "dropout", "input")
   if not training or p == 0 then return x end
-  if p == 1 then return x * 0 end
+  if p == 1 then return o.inplace and x:mul_(0) or x * 0 end
   local keep = 1 - p
   local rdtype = x:is_floating_point() and (x.dtype == "float64" and "float64" or "float32") or "float32"
   local mask = ember.rand(x.shape, {dtype = rdtype, device = x.device}):lt(keep)
-  return x * (mask:to(x.dtype) * (1 / keep))
+  local scale = mask:to(x.dtype) * (1 / keep)
+  return o.inplace and x:mul_(scale) or x * scale
 end
+
+-- nn.Dropout's and nn.Dropout2d's constructor: (p = 0.5, inplace = false)
+function F._dropout_init(self, op, ...)
+  local o = options(op, {"p", "inplace"}, ...)
+  local p = o.p == nil and 0.5 or o.p
+  if type(p) ~= "number" or p < 0 or p > 1 then raise(op .. ": p must be a probability in [0, 1], got " .. tostring(p)) end
+  if o.inplace ~= nil and type(o.inplace) ~= "boolean" then
+    raise(op .. ": inplace must be a boolean, got " .. type(o.inplace))
+  end
+  self.p, self.inplace = p, o.inplace == true
+end
+function F._dropout_repr(self) return "p=" .. self.p .. (self.inplace and ", inplace=true" or "") end
 
 -- The rows of weight picked by idx; the row padding_idx (1-based, or nil)
 -- gets no gradient. op names the caller in errors.
@@ -140,11 +163,10 @@ end
 --- F.embedding(idx, weight [, {padding_idx = nil}]) -> the rows of weight picked by idx (1-based integer indices of any shape).
 -- The result has shape idx.shape .. {weight.shape[2]}; the row padding_idx gets no gradient.
 -- Example: F.embedding(ember.tensor{{1, 3}}, w)
-function F.embedding(idx, weight, opts)
-  if opts ~= nil and type(opts) ~= "table" then raise("embedding: expected an options table {padding_idx=}, got " .. type(opts)) end
-  opts = opts or {}
+function F.embedding(idx, weight, ...)
+  local o = options("embedding", {"padding_idx"}, ...)
   local num = ember.is_tensor(weight) and weight.ndim == 2 and weight.shape[1] or 0
-  return F._embedding(idx, weight, F._check_padding_idx(opts.padding_idx, num, "embedding"), "embedding")
+  return F._embedding(idx, weight, F._check_padding_idx(o.padding_idx, num, "embedding"), "embedding")
 end
 
 -- ---- losses ------------------------------------------------------------------
@@ -152,10 +174,10 @@ end
 --- F.mse_loss(input, target [, {reduction = "mean"}]) -> mean squared error.
 -- input and target must have the same shape (PyTorch only warns; a silent broadcast is usually a bug).
 -- Example: F.mse_loss(pred, y)
-function F.mse_loss(input, target, opts)
+local mse_names = {"size_average", "reduce", "reduction"}
+function F.mse_loss(input, target, ...)
   input, target = autocast("fp32", input, target)
-  opts = opts or {}
-  local reduction = F.check_reduction(opts.reduction, "mse_loss")
+  local _, reduction = loss_args("mse_loss", mse_names, ...)
   check_tensor(input, "mse_loss", "input")
   check_tensor(target, "mse_loss", "target")
   if shape_str(input) ~= shape_str(target) then
@@ -226,10 +248,10 @@ end
 -- -weight[target] * logp[target], and the mean divides by the summed weights of the targets
 -- not equal to ignore_index (as PyTorch).
 -- Example: F.nll_loss(logits:log_softmax(2), y)
-function F.nll_loss(logp, target, opts)
+local nll_names = {"weight", "size_average", "ignore_index", "reduce", "reduction"}
+function F.nll_loss(logp, target, ...)
   logp, target = autocast("fp32", logp, target)
-  opts = opts or {}
-  local reduction = F.check_reduction(opts.reduction, "nll_loss")
+  local opts, reduction = loss_args("nll_loss", nll_names, ...)
   check_tensor(logp, "nll_loss", "input")
   check_tensor(target, "nll_loss", "target")
   if logp.ndim == 0 then raise("nll_loss: input must have a class dimension, got a 0-d tensor") end
@@ -256,11 +278,11 @@ end
 -- Class indices go through one fused, numerically stable engine op (log-softmax and the pick in
 -- one pass, and a backward that never builds a one-hot); probabilities through log_softmax.
 -- Example: F.cross_entropy(model(x), y, {label_smoothing = 0.1})
-function F.cross_entropy(input, target, opts)
+local cross_entropy_names = {"weight", "size_average", "ignore_index", "reduce", "reduction", "label_smoothing"}
+function F.cross_entropy(input, target, ...)
   input, target = autocast("fp32", input, target)
-  opts = opts or {}
   local op = "cross_entropy"
-  local reduction = F.check_reduction(opts.reduction, op)
+  local opts, reduction = loss_args(op, cross_entropy_names, ...)
   check_tensor(input, op, "input")
   check_tensor(target, op, "target")
   if input.ndim == 0 then raise(op .. ": input must have a class dimension, got a 0-d tensor") end
@@ -308,11 +330,11 @@ end
 -- Numerically stable: max(x, 0) - x*y + log(1 + exp(-|x|)); pos_weight (broadcast along the
 -- last dim) weighs the positive term. y has x's shape, values in [0, 1].
 -- Example: F.binary_cross_entropy_with_logits(logits, labels:float())
-function F.binary_cross_entropy_with_logits(x, y, opts)
+local bce_logits_names = {"weight", "size_average", "reduce", "reduction", "pos_weight"}
+function F.binary_cross_entropy_with_logits(x, y, ...)
   x, y = autocast("fp32", x, y)
-  opts = opts or {}
   local op = "binary_cross_entropy_with_logits"
-  local reduction = F.check_reduction(opts.reduction, op)
+  local opts, reduction = loss_args(op, bce_logits_names, ...)
   check_tensor(x, op, "input")
   check_tensor(y, op, "target")
   if shape_str(x) ~= shape_str(y) then
@@ -348,29 +370,6 @@ F.adaptive_max_pool1d, F.adaptive_max_pool2d = ember.adaptive_max_pool1d, ember.
 F.adaptive_max_pool3d = ember.adaptive_max_pool3d
 F.batch_norm, F.group_norm, F.layer_norm = ember.batch_norm, ember.group_norm, ember.layer_norm
 
--- The arguments after the required ones: PyTorch's positional order (names), or one
--- trailing options table with those names as keys. A size given as a list ({3, 3}) is
--- positional: an options table has no [1]. Returns a table name -> value.
-local function options(op, names, ...)
-  local n = select("#", ...)
-  local first = ...
-  local out = {}
-  if n == 1 and type(first) == "table" and not ember.is_tensor(first) and first[1] == nil then
-    local known = {}
-    for _, k in ipairs(names) do known[k] = true end
-    for k, v in pairs(first) do
-      if not known[k] then
-        raise(string.format("%s: unknown option '%s' (expected %s)", op, tostring(k), table.concat(names, ", ")))
-      end
-      out[k] = v
-    end
-    return out
-  end
-  if n > #names then raise(string.format("%s: too many arguments (%d after the required ones, at most %d: %s)",
-                                         op, n, #names, table.concat(names, ", "))) end
-  for i = 1, n do out[names[i]] = (select(i, ...)) end
-  return out
-end
 F._options = options
 
 local function list_str(t) return "[" .. table.concat(t, ", ") .. "]" end
@@ -708,24 +707,26 @@ end
 
 -- ---- dropout2d, max_unpool2d, instance_norm ---------------------------------------------
 
---- F.dropout2d(x [, p = 0.5 [, training = true]]) -> x with whole channels zeroed with probability p.
+--- F.dropout2d(x [, p = 0.5 [, training = true [, inplace = false]]]) -> x with whole channels zeroed with probability p.
 -- x [N, C, H, W] (or [N, C, L], as PyTorch 1.13): one draw per (n, c); kept channels are
 -- scaled by 1/(1-p). Identity when not training or p == 0.
 -- Example: F.dropout2d(features, 0.2, model.training)
-function F.dropout2d(x, p, training)
+function F.dropout2d(x, ...)
   local op = "dropout2d"
-  p = p == nil and 0.5 or p
+  local o = options(op, dropout_names, ...)
+  local p, training = o.p == nil and 0.5 or o.p, o.training
   if training == nil then training = true end
   check_input(x, op, {[3] = true, [4] = true}, "a [N, C, H, W] (or [N, C, L])")
   if type(p) ~= "number" or p < 0 or p > 1 then raise(op .. ": p must be a probability in [0, 1], got " .. tostring(p)) end
   if not training or p == 0 then return x end
-  if p == 1 then return x * 0 end
+  if p == 1 then return o.inplace and x:mul_(0) or x * 0 end
   local keep = 1 - p
   local shape = {x.shape[1], x.shape[2]}
   for i = 3, x.ndim do shape[i] = 1 end
   local rdtype = x.dtype == "float64" and "float64" or "float32"
   local mask = ember.rand(shape, {dtype = rdtype, device = x.device}):lt(keep)
-  return x * (mask:to(x.dtype) * (1 / keep))
+  local scale = mask:to(x.dtype) * (1 / keep)
+  return o.inplace and x:mul_(scale) or x * scale
 end
 
 --- F.max_unpool2d(x, indices, kernel_size [, {stride = kernel_size, padding = 0, output_size=}]) -> the partial inverse of max_pool2d.
@@ -1172,23 +1173,8 @@ function F.pairwise_distance(x1, x2, ...)
 end
 
 -- ---- more losses ------------------------------------------------------------------------
--- Each takes an options table {reduction = "mean" | "sum" | "none", ...} after its tensors.
-
-local function loss_opts(opts, op, names)
-  if opts == nil then opts = {} end
-  if type(opts) ~= "table" or ember.is_tensor(opts) then
-    raise(string.format("%s: expected an options table, got %s", op, ember.is_tensor(opts) and "a tensor" or type(opts)))
-  end
-  local known = {reduction = true}
-  for _, k in ipairs(names) do known[k] = true end
-  for k in pairs(opts) do
-    if not known[k] then
-      raise(string.format("%s: unknown option '%s' (expected reduction%s%s)", op, tostring(k),
-                          #names > 0 and ", " or "", table.concat(names, ", ")))
-    end
-  end
-  return opts, F.check_reduction(opts.reduction, op)
-end
+-- Each takes PyTorch's optional arguments after its tensors, positional or in an options
+-- table ({reduction = "mean" | "sum" | "none", ...}).
 
 local function same_shape(a, b, op, an, bn)
   if shape_str(a) ~= shape_str(b) then
@@ -1206,18 +1192,20 @@ local function pair(input, target, op)
 end
 
 --- F.l1_loss(input, target [, {reduction = "mean"}]) -> |input - target|, reduced.
-function F.l1_loss(input, target, opts)
+local l1_loss_names = {"size_average", "reduce", "reduction"}
+function F.l1_loss(input, target, ...)
   input, target = autocast("fp32", input, target)
-  local _, reduction = loss_opts(opts, "l1_loss", {})
+  local _, reduction = loss_args("l1_loss", l1_loss_names, ...)
   input, target = pair(input, target, "l1_loss")
   return reduce((input - target):abs(), reduction)
 end
 
 --- F.smooth_l1_loss(input, target [, {beta = 1, reduction = "mean"}]) -> 0.5 d^2 / beta where |d| < beta, |d| - beta / 2 elsewhere.
-function F.smooth_l1_loss(input, target, opts)
+local smooth_l1_loss_names = {"size_average", "reduce", "reduction", "beta"}
+function F.smooth_l1_loss(input, target, ...)
   input, target = autocast("fp32", input, target)
   local op = "smooth_l1_loss"
-  local o, reduction = loss_opts(opts, op, {"beta"})
+  local o, reduction = loss_args(op, smooth_l1_loss_names, ...)
   input, target = pair(input, target, op)
   local beta = number_opt(o.beta, 1, op, "beta")
   if beta < 0 then raise(string.format("%s: beta must be >= 0, got %g", op, beta)) end
@@ -1228,10 +1216,11 @@ function F.smooth_l1_loss(input, target, opts)
 end
 
 --- F.huber_loss(input, target [, {delta = 1, reduction = "mean"}]) -> 0.5 d^2 where |d| < delta, delta (|d| - delta / 2) elsewhere.
-function F.huber_loss(input, target, opts)
+local huber_loss_names = {"reduction", "delta"}
+function F.huber_loss(input, target, ...)
   input, target = autocast("fp32", input, target)
   local op = "huber_loss"
-  local o, reduction = loss_opts(opts, op, {"delta"})
+  local o, reduction = loss_args(op, huber_loss_names, ...)
   input, target = pair(input, target, op)
   local delta = number_opt(o.delta, 1, op, "delta")
   if delta <= 0 then raise(string.format("%s: delta must be > 0, got %g", op, delta)) end
@@ -1257,10 +1246,11 @@ local function clamped_log(v)
 end
 
 --- F.binary_cross_entropy(input, target [, {weight =, reduction = "mean"}]) -> -(t log(x) + (1 - t) log(1 - x)), logs clamped at -100.
-function F.binary_cross_entropy(input, target, opts)
+local binary_cross_entropy_names = {"weight", "size_average", "reduce", "reduction"}
+function F.binary_cross_entropy(input, target, ...)
   input, target = autocast("fp32", input, target)
   local op = "binary_cross_entropy"
-  local o, reduction = loss_opts(opts, op, {"weight"})
+  local o, reduction = loss_args(op, binary_cross_entropy_names, ...)
   input, target = pair(input, target, op)
   check_weight(o.weight, input, op, "weight")
   if input:numel() > 0 then
@@ -1277,17 +1267,15 @@ end
 --- F.kl_div(input, target [, {reduction = "mean", log_target = false}]) -> target * (log(target) - input), reduced.
 -- input holds log-probabilities; reduction "batchmean" divides the sum by the batch size (dim 1),
 -- "mean" by the element count (as PyTorch; "batchmean" is the KL divergence).
-function F.kl_div(input, target, opts)
+local kl_div_names = {"size_average", "reduce", "reduction", "log_target"}
+function F.kl_div(input, target, ...)
   input, target = autocast("fp32", input, target)
   local op = "kl_div"
-  if type(opts) == "table" and opts.reduction == "batchmean" then
-    local o = {}
-    for k, v in pairs(opts) do o[k] = v end
-    o.reduction = "sum"
-    local s = F.kl_div(input, target, o)
-    return input.ndim > 0 and s / input.shape[1] or s
-  end
-  local o, reduction = loss_opts(opts, op, {"log_target"})
+  local o = options(op, kl_div_names, ...)
+  local batchmean = o.reduction == "batchmean"
+  if batchmean then o.reduction = "sum" end
+  local reduction
+  o, reduction = loss_args(op, kl_div_names, o)
   input, target = pair(input, target, op)
   local loss
   if o.log_target then
@@ -1298,16 +1286,19 @@ function F.kl_div(input, target, opts)
     local tlogt = ember.where(pos, target * ember.where(pos, target, 1):log(), 0)
     loss = tlogt - target * input
   end
-  return reduce(loss, reduction)
+  loss = reduce(loss, reduction)
+  if batchmean and input.ndim > 0 then loss = loss / input.shape[1] end
+  return loss
 end
 
 --- F.poisson_nll_loss(input, target [, {log_input = true, full = false, eps = 1e-8, reduction = "mean"}]) -> the Poisson negative log-likelihood.
 -- log_input: exp(input) - target * input; else input - target * log(input + eps). full adds
 -- Stirling's term target log(target) - target + log(2 pi target) / 2 where target > 1.
-function F.poisson_nll_loss(input, target, opts)
+local poisson_nll_loss_names = {"log_input", "full", "size_average", "eps", "reduce", "reduction"}
+function F.poisson_nll_loss(input, target, ...)
   input, target = autocast("fp32", input, target)
   local op = "poisson_nll_loss"
-  local o, reduction = loss_opts(opts, op, {"log_input", "full", "eps"})
+  local o, reduction = loss_args(op, poisson_nll_loss_names, ...)
   input, target = pair(input, target, op)
   local eps = number_opt(o.eps, 1e-8, op, "eps")
   local loss
@@ -1329,10 +1320,11 @@ end
 -- var: input's shape, input's shape without the last dim, or that with a last dim of 1
 -- (one variance shared by the last dim). Its values are clamped at eps (the gradient
 -- passes as if not, as PyTorch). full adds 0.5 log(2 pi).
-function F.gaussian_nll_loss(input, target, var, opts)
+local gaussian_nll_loss_names = {"full", "eps", "reduction"}
+function F.gaussian_nll_loss(input, target, var, ...)
   input, target, var = autocast("fp32", input, target, var)
   local op = "gaussian_nll_loss"
-  local o, reduction = loss_opts(opts, op, {"full", "eps"})
+  local o, reduction = loss_args(op, gaussian_nll_loss_names, ...)
   input, target = pair(input, target, op)
   check_float(var, op)
   if shape_str(var) ~= shape_str(input) then
@@ -1372,10 +1364,11 @@ local function check_labels(y, x, op, n_dims_ok)
 end
 
 --- F.cosine_embedding_loss(x1, x2, y [, {margin = 0, reduction = "mean"}]) -> 1 - cos(x1, x2) where y = 1, max(0, cos - margin) where y = -1.
-function F.cosine_embedding_loss(x1, x2, y, opts)
+local cosine_embedding_loss_names = {"margin", "size_average", "reduce", "reduction"}
+function F.cosine_embedding_loss(x1, x2, y, ...)
   x1, x2 = autocast("fp32", x1, x2)
   local op = "cosine_embedding_loss"
-  local o, reduction = loss_opts(opts, op, {"margin"})
+  local o, reduction = loss_args(op, cosine_embedding_loss_names, ...)
   check_float(x1, op)
   check_float(x2, op)
   same_shape(x1, x2, op, "input1", "input2")
@@ -1392,10 +1385,11 @@ function F.cosine_embedding_loss(x1, x2, y, opts)
 end
 
 --- F.margin_ranking_loss(x1, x2, y [, {margin = 0, reduction = "mean"}]) -> max(0, -y (x1 - x2) + margin).
-function F.margin_ranking_loss(x1, x2, y, opts)
+local margin_ranking_loss_names = {"margin", "size_average", "reduce", "reduction"}
+function F.margin_ranking_loss(x1, x2, y, ...)
   x1, x2 = autocast("fp32", x1, x2)
   local op = "margin_ranking_loss"
-  local o, reduction = loss_opts(opts, op, {"margin"})
+  local o, reduction = loss_args(op, margin_ranking_loss_names, ...)
   check_float(x1, op)
   check_float(x2, op)
   check_tensor(y, op, "target")
@@ -1406,10 +1400,11 @@ function F.margin_ranking_loss(x1, x2, y, opts)
 end
 
 --- F.hinge_embedding_loss(x, y [, {margin = 1, reduction = "mean"}]) -> x where y = 1, max(0, margin - x) where y = -1.
-function F.hinge_embedding_loss(x, y, opts)
+local hinge_embedding_loss_names = {"margin", "size_average", "reduce", "reduction"}
+function F.hinge_embedding_loss(x, y, ...)
   x = autocast("fp32", x)
   local op = "hinge_embedding_loss"
-  local o, reduction = loss_opts(opts, op, {"margin"})
+  local o, reduction = loss_args(op, hinge_embedding_loss_names, ...)
   x, y = pair(x, y, op)
   local margin = number_opt(o.margin, 1, op, "margin")
   local loss = ember.where(y:ne(1), (margin - x):clamp_min(0), 0) + ember.where(y:ne(-1), x, 0)
@@ -1418,10 +1413,11 @@ end
 
 --- F.triplet_margin_loss(anchor, positive, negative [, {margin = 1, p = 2, eps = 1e-6, swap = false, reduction = "mean"}]) -> max(0, d(a, p) - d(a, n) + margin).
 -- d is F.pairwise_distance; swap uses min(d(a, n), d(p, n)) as the negative distance.
-function F.triplet_margin_loss(anchor, positive, negative, opts)
+local triplet_margin_loss_names = {"margin", "p", "eps", "swap", "size_average", "reduce", "reduction"}
+function F.triplet_margin_loss(anchor, positive, negative, ...)
   anchor, positive, negative = autocast("fp32", anchor, positive, negative)
   local op = "triplet_margin_loss"
-  local o, reduction = loss_opts(opts, op, {"margin", "p", "eps", "swap"})
+  local o, reduction = loss_args(op, triplet_margin_loss_names, ...)
   for _, v in ipairs{{anchor, "anchor"}, {positive, "positive"}, {negative, "negative"}} do
     check_float(v[1], op)
     if v[1].ndim ~= 1 and v[1].ndim ~= 2 then
@@ -1441,10 +1437,11 @@ end
 
 --- F.multilabel_soft_margin_loss(input, target [, {weight =, reduction = "mean"}]) -> the mean over classes of the per-class logistic losses.
 -- input [N, C] logits, target [N, C] in {0, 1}; weight [C] weighs the classes. "none" gives [N].
-function F.multilabel_soft_margin_loss(input, target, opts)
+local multilabel_soft_margin_loss_names = {"weight", "size_average", "reduce", "reduction"}
+function F.multilabel_soft_margin_loss(input, target, ...)
   input, target = autocast("fp32", input, target)
   local op = "multilabel_soft_margin_loss"
-  local o, reduction = loss_opts(opts, op, {"weight"})
+  local o, reduction = loss_args(op, multilabel_soft_margin_loss_names, ...)
   input, target = pair(input, target, op)
   if input.ndim ~= 2 then raise(string.format("%s: expected a 2-D input [N, C], got %s", op, shape_str(input))) end
   check_weight(o.weight, input, op, "weight")

@@ -5,6 +5,8 @@
 --   nn.init.zeros_(layer.bias)
 local ember = require "ember"
 local raise = require("ember.errors").raise
+-- PyTorch's optional arguments, positional or in a trailing options table
+local options = require("ember.args").options
 
 local init = {}
 
@@ -46,17 +48,22 @@ function init.calculate_fan_in_and_fan_out(t)
 end
 
 --- nn.init.uniform_(t [, a = 0 [, b = 1]]) -> t filled with U(a, b).
-function init.uniform_(t, a, b)
+function init.uniform_(t, ...)
+  local o = options("nn.init.uniform_", {"a", "b"}, ...)
+  local a, b = o.a, o.b
   return in_place(t, "uniform_", function(x) x:uniform_(a or 0, b or 1) end)
 end
 
 --- nn.init.normal_(t [, mean = 0 [, std = 1]]) -> t filled with N(mean, std^2).
-function init.normal_(t, mean, std)
+function init.normal_(t, ...)
+  local o = options("nn.init.normal_", {"mean", "std"}, ...)
+  local mean, std = o.mean, o.std
   return in_place(t, "normal_", function(x) x:normal_(mean or 0, std or 1) end)
 end
 
 --- nn.init.constant_(t, value) -> t filled with value.
-function init.constant_(t, value)
+function init.constant_(t, ...)
+  local value = options("nn.init.constant_", {"val"}, ...).val
   return in_place(t, "constant_", function(x) x:fill_(value) end)
 end
 
@@ -66,10 +73,9 @@ function init.zeros_(t) return in_place(t, "zeros_", function(x) x:fill_(0) end)
 --- nn.init.ones_(t) -> t filled with 1.
 function init.ones_(t) return in_place(t, "ones_", function(x) x:fill_(1) end) end
 
--- kaiming options: a number (the negative slope a) or {a = 0, mode = "fan_in", nonlinearity = "leaky_relu"}
-local function kaiming_std(t, opts, op)
-  if type(opts) == "number" then opts = {a = opts} end
-  opts = opts or {}
+-- kaiming options: (a = 0, mode = "fan_in", nonlinearity = "leaky_relu"), positional or in a table
+local function kaiming_std(t, op, ...)
+  local opts = options("nn.init." .. op, {"a", "mode", "nonlinearity"}, ...)
   local mode = opts.mode or "fan_in"
   if mode ~= "fan_in" and mode ~= "fan_out" then
     raise("nn.init." .. op .. ": mode must be \"fan_in\" or \"fan_out\", got " .. tostring(mode))
@@ -83,28 +89,28 @@ end
 
 --- nn.init.kaiming_uniform_(t [, {a = 0, mode = "fan_in", nonlinearity = "leaky_relu"}]) -> t ~ U(-b, b), b = gain * sqrt(3 / fan).
 -- Example: nn.init.kaiming_uniform_(w, {a = math.sqrt(5)})   -- PyTorch's Linear default: b = 1/sqrt(fan_in)
-function init.kaiming_uniform_(t, opts)
-  local bound = math.sqrt(3) * kaiming_std(t, opts, "kaiming_uniform_")
+function init.kaiming_uniform_(t, ...)
+  local bound = math.sqrt(3) * kaiming_std(t, "kaiming_uniform_", ...)
   return in_place(t, "kaiming_uniform_", function(x) x:uniform_(-bound, bound) end)
 end
 
 --- nn.init.kaiming_normal_(t [, {a = 0, mode = "fan_in", nonlinearity = "leaky_relu"}]) -> t ~ N(0, (gain / sqrt(fan))^2).
-function init.kaiming_normal_(t, opts)
-  local std = kaiming_std(t, opts, "kaiming_normal_")
+function init.kaiming_normal_(t, ...)
+  local std = kaiming_std(t, "kaiming_normal_", ...)
   return in_place(t, "kaiming_normal_", function(x) x:normal_(0, std) end)
 end
 
 --- nn.init.xavier_uniform_(t [, gain = 1]) -> t ~ U(-b, b), b = gain * sqrt(6 / (fan_in + fan_out)).
-function init.xavier_uniform_(t, gain)
-  if type(gain) == "table" then gain = gain.gain end
+function init.xavier_uniform_(t, ...)
+  local gain = options("nn.init.xavier_uniform_", {"gain"}, ...).gain
   local fan_in, fan_out = init.calculate_fan_in_and_fan_out(t)
   local bound = (gain or 1) * math.sqrt(6 / (fan_in + fan_out))
   return in_place(t, "xavier_uniform_", function(x) x:uniform_(-bound, bound) end)
 end
 
 --- nn.init.xavier_normal_(t [, gain = 1]) -> t ~ N(0, std^2), std = gain * sqrt(2 / (fan_in + fan_out)).
-function init.xavier_normal_(t, gain)
-  if type(gain) == "table" then gain = gain.gain end
+function init.xavier_normal_(t, ...)
+  local gain = options("nn.init.xavier_normal_", {"gain"}, ...).gain
   local fan_in, fan_out = init.calculate_fan_in_and_fan_out(t)
   local std = (gain or 1) * math.sqrt(2 / (fan_in + fan_out))
   return in_place(t, "xavier_normal_", function(x) x:normal_(0, std) end)
@@ -134,8 +140,8 @@ end
 --- nn.init.dirac_(t [, groups = 1]) -> the 3-, 4- or 5-D convolution weight t set to the identity (Dirac delta).
 -- Each of the groups maps its input channel c to output channel c at the kernel's centre,
 -- so a convolution with it keeps (as many as fit of) the input channels.
-function init.dirac_(t, groups)
-  if type(groups) == "table" then groups = groups.groups end
+function init.dirac_(t, ...)
+  local groups = options("nn.init.dirac_", {"groups"}, ...).groups
   groups = groups == nil and 1 or groups
   if not ember.is_tensor(t) or t.ndim < 3 or t.ndim > 5 then
     raise("nn.init.dirac_: expected a 3-, 4- or 5-D tensor, got " .. (ember.is_tensor(t) and shape_of(t) or type(t)))
@@ -189,8 +195,8 @@ end
 -- As PyTorch: the Q factor of a QR decomposition of a standard normal matrix, with R's
 -- diagonal made positive; rows orthonormal when rows <= cols, columns orthonormal otherwise.
 -- Example: local w = nn.init.orthogonal_(ember.empty(3, 5)); print(w:matmul(w:t()))   -- the identity
-function init.orthogonal_(t, gain)
-  if type(gain) == "table" then gain = gain.gain end
+function init.orthogonal_(t, ...)
+  local gain = options("nn.init.orthogonal_", {"gain"}, ...).gain
   gain = gain == nil and 1 or gain
   if not ember.is_tensor(t) or t.ndim < 2 then
     raise("nn.init.orthogonal_: expected a tensor with at least 2 dims, got " .. (ember.is_tensor(t) and shape_of(t) or type(t)))
@@ -213,8 +219,9 @@ end
 
 --- nn.init.sparse_(t, sparsity [, std = 0.01]) -> the 2-D t drawn from N(0, std^2), then in each column ceil(sparsity * rows) random entries set to 0.
 -- Example: nn.init.sparse_(ember.empty(10, 4), 0.3)   -- 3 zeros per column
-function init.sparse_(t, sparsity, std)
-  if type(sparsity) == "table" then sparsity, std = sparsity.sparsity, sparsity.std end
+function init.sparse_(t, ...)
+  local o = options("nn.init.sparse_", {"sparsity", "std"}, ...)
+  local sparsity, std = o.sparsity, o.std
   if not ember.is_tensor(t) or t.ndim ~= 2 then
     raise("nn.init.sparse_: expected a 2-D tensor, got " .. (ember.is_tensor(t) and shape_of(t) or type(t)))
   end
@@ -287,8 +294,9 @@ init._erfinv = erfinv
 -- PyTorch's inverse-CDF method: u uniform between the CDF values of a and b, then
 -- mean + std sqrt(2) erfinv(2u - 1), clamped to [a, b]. Options-table form: {mean=, std=, a=, b=}.
 -- Example: nn.init.trunc_normal_(ember.empty(3, 4), 0, 0.02, -0.04, 0.04)
-function init.trunc_normal_(t, mean, std, a, b)
-  if type(mean) == "table" then mean, std, a, b = mean.mean, mean.std, mean.a, mean.b end
+function init.trunc_normal_(t, ...)
+  local o = options("nn.init.trunc_normal_", {"mean", "std", "a", "b"}, ...)
+  local mean, std, a, b = o.mean, o.std, o.a, o.b
   mean, std = mean == nil and 0 or mean, std == nil and 1 or std
   a, b = a == nil and -2 or a, b == nil and 2 or b
   if not ember.is_tensor(t) then raise("nn.init.trunc_normal_: expected a tensor, got " .. type(t)) end

@@ -13,13 +13,9 @@ local Module, Parameter, is_module = base.Module, base.Parameter, base.is_module
 local shape_str = Module._shape_str
 local check_input = Module._check_input
 
-local L = {}
+local options = require("ember.args").options
 
-local function opt_table(v, op)
-  if v == nil then return {} end
-  if type(v) ~= "table" then raise(op .. ": expected an options table, got " .. type(v)) end
-  return v
-end
+local L = {}
 
 -- a size argument: an integer-valued number >= 0 (inf, NaN, 2.5, "3" and
 -- floats past 2^63 are refused; the engine refuses sizes whose product overflows)
@@ -81,13 +77,13 @@ end
 
 -- ---- Linear ------------------------------------------------------------------------
 
---- nn.Linear(in_features, out_features [, {bias = true, dtype=, device=}]) -> y = x W^T + b.
+--- nn.Linear(in_features, out_features [, bias = true] [, {bias = true, dtype=, device=}]) -> y = x W^T + b.
 -- W [out, in] and b [out] ~ U(-1/sqrt(in), 1/sqrt(in)) (PyTorch's default: kaiming_uniform with a = sqrt(5)).
 -- Input [..., in_features] -> output [..., out_features].
 -- Example: local fc = nn.Linear(784, 10); local y = fc(ember.randn(32, 784))
 L.Linear = Module:extend("Linear")
-function L.Linear:init(in_features, out_features, opts)
-  opts = opt_table(opts, "Linear")
+function L.Linear:init(in_features, out_features, ...)
+  local opts = options("Linear", {"bias", "device", "dtype"}, ...)
   self.in_features = check_count(in_features, "Linear", "in_features")
   self.out_features = check_count(out_features, "Linear", "out_features")
   self.weight = Parameter(empty({self.out_features, self.in_features}, opts))
@@ -139,11 +135,11 @@ L.Tanh = activation("Tanh", "tanh")
 --- nn.Sigmoid() -> 1 / (1 + exp(-x)). Example: nn.Sigmoid()(x)
 L.Sigmoid = activation("Sigmoid", "sigmoid")
 
---- nn.GELU([{approximate = "none"}]) -> x * Phi(x); approximate = "tanh" uses the tanh form.
+--- nn.GELU([approximate = "none"] | [{approximate = "none"}]) -> x * Phi(x); approximate = "tanh" uses the tanh form.
 -- Example: nn.GELU({approximate = "tanh"})(x)
 L.GELU = Module:extend("GELU")
-function L.GELU:init(opts)
-  opts = opt_table(opts, "GELU")
+function L.GELU:init(...)
+  local opts = options("GELU", {"approximate"}, ...)
   self.approximate = opts.approximate or "none"
   if self.approximate ~= "none" and self.approximate ~= "tanh" then
     raise("GELU: approximate must be \"none\" or \"tanh\", got " .. tostring(self.approximate))
@@ -160,9 +156,13 @@ end
 --- nn.Softmax(dim) -> exp(x) / sum(exp(x)) along dim (1-based, negative from the end).
 -- Example: nn.Softmax(-1)(logits)
 L.Softmax = Module:extend("Softmax")
-function L.Softmax:init(dim)
-  if math.type(dim) ~= "integer" then raise("Softmax: dim must be an integer (1-based, negative from the end), got " .. tostring(dim)) end
-  self.dim = dim
+local function dim_arg(op, ...)
+  local dim = options(op, {"dim"}, ...).dim
+  if math.type(dim) ~= "integer" then raise(op .. ": dim must be an integer (1-based, negative from the end), got " .. tostring(dim)) end
+  return dim
+end
+function L.Softmax:init(...)
+  self.dim = dim_arg("Softmax", ...)
 end
 function L.Softmax:extra_repr() return "dim=" .. self.dim end
 function L.Softmax:forward(x) check_input(self, x) return x:softmax(self.dim) end
@@ -170,36 +170,33 @@ function L.Softmax:forward(x) check_input(self, x) return x:softmax(self.dim) en
 --- nn.LogSoftmax(dim) -> log(softmax(x)) along dim, computed stably.
 -- Example: nn.LogSoftmax(2)(logits)
 L.LogSoftmax = Module:extend("LogSoftmax")
-function L.LogSoftmax:init(dim)
-  if math.type(dim) ~= "integer" then raise("LogSoftmax: dim must be an integer (1-based, negative from the end), got " .. tostring(dim)) end
-  self.dim = dim
+function L.LogSoftmax:init(...)
+  self.dim = dim_arg("LogSoftmax", ...)
 end
 L.LogSoftmax.extra_repr = L.Softmax.extra_repr
 function L.LogSoftmax:forward(x) check_input(self, x) return x:log_softmax(self.dim) end
 
 -- ---- Dropout, Flatten ------------------------------------------------------------------
 
---- nn.Dropout([p = 0.5]) -> in training mode, zeroes each element with probability p and
+--- nn.Dropout([p = 0.5 [, inplace = false]]) -> in training mode, zeroes each element with probability p and
 -- scales the rest by 1/(1-p); the identity after model:eval().
 -- Example: local d = nn.Dropout(0.1); d:eval()
 L.Dropout = Module:extend("Dropout")
-function L.Dropout:init(p)
-  p = p or 0.5
-  if type(p) ~= "number" or p < 0 or p > 1 then
-    raise("Dropout: p must be a probability in [0, 1], got " .. tostring(p))
-  end
-  self.p = p
+function L.Dropout:init(...)
+  F._dropout_init(self, "Dropout", ...)
 end
-function L.Dropout:extra_repr() return "p=" .. self.p end
+L.Dropout.extra_repr = F._dropout_repr
 function L.Dropout:forward(x)
   check_input(self, x)
-  return F.dropout(x, self.p, self.training)
+  return F.dropout(x, self.p, self.training, self.inplace)
 end
 
 --- nn.Flatten([start_dim = 2 [, end_dim = -1]]) -> x with dims start_dim..end_dim merged into one.
 -- Example: nn.Flatten()(ember.zeros(32, 1, 28, 28)).shape  -- {32, 784}
 L.Flatten = Module:extend("Flatten")
-function L.Flatten:init(start_dim, end_dim)
+function L.Flatten:init(...)
+  local o = options("Flatten", {"start_dim", "end_dim"}, ...)
+  local start_dim, end_dim = o.start_dim, o.end_dim
   for i, d in ipairs{start_dim or 2, end_dim or -1} do
     if not (type(d) == "number" and math.tointeger(d)) then
       raise(string.format("Flatten: %s must be an integer dim, got %s", i == 1 and "start_dim" or "end_dim", tostring(d)))
@@ -216,14 +213,14 @@ end
 
 -- ---- Embedding ----------------------------------------------------------------------------
 
---- nn.Embedding(num_embeddings, embedding_dim [, {padding_idx=, dtype=, device=}]) -> a lookup table of rows.
+--- nn.Embedding(num_embeddings, embedding_dim [, padding_idx] [, {padding_idx=, dtype=, device=}]) -> a lookup table of rows.
 -- weight [num, dim] ~ N(0, 1). Input: integer tensor of 1-based indices, any shape;
 -- output: input.shape .. {dim}. The row padding_idx (1-based; negative counts from the end)
 -- starts as zeros and gets no gradient, as in PyTorch.
 -- Example: local emb = nn.Embedding(1000, 64); emb(ember.tensor{{1, 5, 9}}).shape  -- {1, 3, 64}
 L.Embedding = Module:extend("Embedding")
-function L.Embedding:init(num_embeddings, embedding_dim, opts)
-  opts = opt_table(opts, "Embedding")
+function L.Embedding:init(num_embeddings, embedding_dim, ...)
+  local opts = options("Embedding", {"padding_idx", "*", "device", "dtype"}, ...)
   self.num_embeddings = check_count(num_embeddings, "Embedding", "num_embeddings")
   self.embedding_dim = check_count(embedding_dim, "Embedding", "embedding_dim")
   self.padding_idx = F._check_padding_idx(opts.padding_idx, self.num_embeddings, "Embedding")
@@ -245,13 +242,13 @@ end
 
 -- ---- LayerNorm ------------------------------------------------------------------------------
 
---- nn.LayerNorm(normalized_shape [, {eps = 1e-5, elementwise_affine = true, bias = true, dtype=, device=}])
+--- nn.LayerNorm(normalized_shape [, eps [, elementwise_affine [, bias]]] [, {eps = 1e-5, elementwise_affine = true, bias = true, dtype=, device=}])
 -- Normalises over the last #normalized_shape dims (mean 0, biased variance 1), then
 -- y * weight + bias (weight ones, bias zeros, both of shape normalized_shape).
 -- Example: nn.LayerNorm(512)(x)   -- x [..., 512]
 L.LayerNorm = Module:extend("LayerNorm")
-function L.LayerNorm:init(normalized_shape, opts)
-  opts = opt_table(opts, "LayerNorm")
+function L.LayerNorm:init(normalized_shape, ...)
+  local opts = options("LayerNorm", {"eps", "elementwise_affine", "bias", "device", "dtype"}, ...)
   if type(normalized_shape) == "number" then normalized_shape = {normalized_shape} end
   if type(normalized_shape) ~= "table" or #normalized_shape == 0 then
     raise("LayerNorm: normalized_shape must be an integer or a non-empty list of integers")

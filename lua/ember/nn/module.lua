@@ -407,13 +407,13 @@ local function check_input(self, x)
 end
 Module._check_input = check_input
 
---- module:load_state_dict(sd [, {strict = true}]) -> {missing_keys = {...}, unexpected_keys = {...}}
+--- module:load_state_dict(sd [, strict = true] [, {strict = true}]) -> {missing_keys = {...}, unexpected_keys = {...}}
 -- Copies the tensors of sd into the parameters and buffers in place (converting dtype
 -- and device). With strict (the default), missing or unexpected keys are an error;
 -- shape mismatches always are. Nothing is copied when it fails.
 -- Example: model:load_state_dict(ember.load("model.safetensors"))
-function Module:load_state_dict(sd, opts)
-  opts = opts or {}
+function Module:load_state_dict(sd, ...)
+  local opts = require("ember.args").options("load_state_dict", {"strict"}, ...)
   local strict = opts.strict ~= false
   local name = type_name(self)
   if type(sd) ~= "table" then raise("load_state_dict: expected a table name -> tensor, got " .. type(sd)) end

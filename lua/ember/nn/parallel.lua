@@ -43,8 +43,10 @@ local NAME = "DistributedDataParallel"
 
 local function fail(fmt, ...) errors.raisef("%s: " .. fmt, NAME, ...) end
 
-local OPTIONS = {bucket_cap_mb = true, find_unused_parameters = true, broadcast_buffers = true, process_group = true,
-                 device_ids = true, output_device = true, static_graph = true, gradient_as_bucket_view = true}
+-- PyTorch's constructor arguments after the module, in order; dim, init_sync and
+-- check_reduction keep their positions but only their defaults are supported
+local NAMES = {"device_ids", "output_device", "dim", "broadcast_buffers", "init_sync", "process_group", "bucket_cap_mb",
+               "find_unused_parameters", "check_reduction", "gradient_as_bucket_view", "static_graph"}
 
 local function bool_opt(opts, k, default)
   local v = opts[k]
@@ -53,15 +55,11 @@ local function bool_opt(opts, k, default)
   return v
 end
 
-local function check_options(opts)
-  if opts == nil then return {} end
-  if type(opts) ~= "table" or ember.is_tensor(opts) then fail("expected an options table, got %s", type(opts)) end
-  for k in pairs(opts) do
-    if not OPTIONS[k] then
-      fail("unknown option '%s' (known: bucket_cap_mb, find_unused_parameters, broadcast_buffers, process_group, " ..
-           "device_ids, output_device, static_graph, gradient_as_bucket_view)", tostring(k))
-    end
-  end
+local function check_options(...)
+  local opts = require("ember.args").options(NAME, NAMES, ...)
+  if opts.dim ~= nil and opts.dim ~= 1 then fail("dim must be 1 (the batch dim), got %s", tostring(opts.dim)) end
+  if opts.init_sync == false then fail("init_sync = false is not supported") end
+  if opts.check_reduction ~= nil then fail("check_reduction is deprecated in PyTorch and not supported") end
   return opts
 end
 
@@ -205,14 +203,14 @@ local ACTIVE = setmetatable({}, {__mode = "kv"})
 local DDP = Module:extend(NAME)
 M.DistributedDataParallel = DDP
 
---- nn.parallel.DistributedDataParallel(module, {bucket_cap_mb = 25, find_unused_parameters = false,
+--- nn.parallel.DistributedDataParallel(module [, device_ids, ...] [, {bucket_cap_mb = 25, find_unused_parameters = false,
 -- broadcast_buffers = true, process_group = nil}) -> a module whose backward averages
 -- the gradients over every rank of process_group (default: the default process group); at wrap
 -- and before each forward its lowest rank's parameters / buffers are copied to the others.
-function DDP:init(module, opts)
+function DDP:init(module, ...)
   Module.init(self)
   if not ember.nn.is_module(module) then fail("expected an nn.Module to wrap, got %s", type(module)) end
-  opts = check_options(opts)
+  local opts = check_options(...)
   check_devices(module, opts)
   bool_opt(opts, "static_graph", false)
   local dist = ember.distributed

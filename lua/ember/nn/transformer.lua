@@ -749,14 +749,14 @@ function L.Transformer:forward(src, tgt, ...)
 end
 
 
---- nn.Transformer.generate_square_subsequent_mask(sz [, {dtype = default, device = "cpu"}]) -> [sz, sz]
+--- nn.Transformer.generate_square_subsequent_mask(sz [, device [, dtype]] [, {dtype = default, device = "cpu"}]) -> [sz, sz]
 -- float mask: -inf above the diagonal (the future), 0 on and below it.
 -- Example: nn.Transformer.generate_square_subsequent_mask(3)
-function L.Transformer.generate_square_subsequent_mask(sz, opts, more)
-  if is_module(sz) then sz, opts = opts, more end   -- called as model:generate_square_subsequent_mask(sz)
-  local n = count(sz, "Transformer.generate_square_subsequent_mask", "sz")
-  opts = opts or {}
-  if type(opts) ~= "table" then raise("Transformer.generate_square_subsequent_mask: expected an options table") end
+function L.Transformer.generate_square_subsequent_mask(sz, ...)
+  local op = "Transformer.generate_square_subsequent_mask"
+  if is_module(sz) then return L.Transformer.generate_square_subsequent_mask(...) end   -- model:generate_...(sz)
+  local n = count(sz, op, "sz")
+  local opts = options(op, {"device", "dtype"}, ...)
   local dtype = opts.dtype or ember.get_default_dtype()
   return ember.zeros({n, n}, {dtype = dtype, device = opts.device}):masked_fill(causal_bool(n, n, opts.device), -math.huge)
 end

@@ -143,8 +143,8 @@ return function(M, H)
 
   --- optim.LBFGS(params, {lr = 1, max_iter = 20, max_eval = max_iter*5//4, tolerance_grad = 1e-7,
   ---                      tolerance_change = 1e-9, history_size = 100, line_search_fn = nil | "strong_wolfe"})
-  getmetatable(LBFGS).__call = function(cls, params, opts)
-    local ok, self = pcall(H.construct, cls, params, opts, 1)
+  getmetatable(LBFGS).__call = function(cls, params, ...)
+    local ok, self = pcall(H.construct, cls, params, ...)
     if not ok then error(self, 2) end
     if #self.param_groups ~= 1 then
       error("LBFGS doesn't support per-parameter options (parameter groups)", 2)

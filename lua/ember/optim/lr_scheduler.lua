@@ -53,23 +53,17 @@ local function check_optimizer(name, opt)
   end
 end
 
--- A constructor's arguments (optimizer, options table or nil) checked; the options
--- (or {}) returned. known: the option names accepted.
-local function check_args(name, opt, opts, known)
+-- A constructor's arguments checked: the optimizer, then PyTorch's arguments after it,
+-- positional in the order of names or in a trailing options table (ember.args); returns
+-- them as a table name -> value.
+local function check_args(name, opt, names, ...)
   check_optimizer(name, opt)
-  if opts ~= nil and type(opts) ~= "table" then
-    raisef("%s: argument 2: expected an options table, got %s", name, type(opts))
-  end
-  opts = opts or {}
-  for k in pairs(opts) do
-    if not known[k] then raisef("%s: unknown option '%s'", name, tostring(k)) end
-  end
-  return opts
+  return require("ember.args").options(name, names, ...)
 end
 
-local function construct(cls, opt, opts)
+local function construct(cls, opt, ...)
   local name = cls._name
-  opts = check_args(name, opt, opts, cls._options)
+  local opts = check_args(name, opt, cls._names, ...)
   local self = setmetatable({optimizer = opt}, cls)
   cls._init(self, opts)
   local last_epoch = opts.last_epoch or -1
@@ -114,11 +108,14 @@ local function new_class(name, parent, new)
   return cls
 end
 
-local function class(name, options, init, get_lr, closed_form)
-  local cls = new_class(name, LRScheduler, function(c, opt, opts) return construct(c, opt, opts) end)
-  options.last_epoch = true
-  options.verbose = true
-  cls._options = options
+-- names: the arguments after the optimizer, in PyTorch's order (last_epoch and the
+-- keyword verbose are added)
+local function class(name, names, init, get_lr, closed_form)
+  local cls = new_class(name, LRScheduler, construct)
+  local all = {}
+  for i, k in ipairs(names) do all[i] = k end
+  for _, k in ipairs{"last_epoch", "*", "verbose"} do all[#all + 1] = k end
+  cls._names = all
   cls._init = init
   cls.get_lr = get_lr
   cls._get_closed_form_lr = closed_form
@@ -247,7 +244,7 @@ local function map_base(self, f)
 end
 
 --- StepLR(opt, {step_size =, gamma = 0.1}): lr *= gamma every step_size epochs.
-M.StepLR = class("StepLR", {step_size = true, gamma = true},
+M.StepLR = class("StepLR", {"step_size", "gamma"},
   function(self, opts)
     if opts.step_size == nil then raisef("StepLR: step_size is required") end
     self.step_size = option("StepLR", opts, "step_size", nil, positive_int)
@@ -288,7 +285,7 @@ local function cosine_closed(self)
 end
 
 --- CosineAnnealingLR(opt, {T_max =, eta_min = 0})
-M.CosineAnnealingLR = class("CosineAnnealingLR", {T_max = true, eta_min = true},
+M.CosineAnnealingLR = class("CosineAnnealingLR", {"T_max", "eta_min"},
   function(self, opts)
     if opts.T_max == nil then raisef("CosineAnnealingLR: T_max is required") end
     self.T_max = option("CosineAnnealingLR", opts, "T_max", nil, function(v) return v > 0 and v < math.huge end)
@@ -299,7 +296,7 @@ M.CosineAnnealingLR = class("CosineAnnealingLR", {T_max = true, eta_min = true},
 --- LinearLR(opt, {start_factor = 1/3, end_factor = 1, total_iters = 5}):
 --- the factor goes linearly from start_factor to end_factor over total_iters
 --- epochs (a linear warm-up with the defaults).
-M.LinearLR = class("LinearLR", {start_factor = true, end_factor = true, total_iters = true},
+M.LinearLR = class("LinearLR", {"start_factor", "end_factor", "total_iters"},
   function(self, opts)
     self.start_factor = option("LinearLR", opts, "start_factor", 1.0 / 3,
                                function(v) return v > 0 and v <= 1 end)
@@ -354,14 +351,14 @@ local function lambda_value(self, i)
 end
 
 --- LambdaLR(opt, {lr_lambda = f or {f1, f2, ...}}): lr = initial_lr * f(epoch).
-M.LambdaLR = class("LambdaLR", {lr_lambda = true},
+M.LambdaLR = class("LambdaLR", {"lr_lambda"},
   function(self, opts) self.lr_lambdas = lambdas("LambdaLR", self.optimizer, opts) end,
   function(self)
     return map_base(self, function(base, i) return base * lambda_value(self, i) end)
   end)
 
 --- MultiplicativeLR(opt, {lr_lambda = f or {...}}): lr *= f(epoch) from epoch 1 on.
-M.MultiplicativeLR = class("MultiplicativeLR", {lr_lambda = true},
+M.MultiplicativeLR = class("MultiplicativeLR", {"lr_lambda"},
   function(self, opts) self.lr_lambdas = lambdas("MultiplicativeLR", self.optimizer, opts) end,
   function(self)
     if self.last_epoch > 0 then
@@ -378,7 +375,7 @@ local function count(list, e)
 end
 
 --- MultiStepLR(opt, {milestones = {...}, gamma = 0.1}): lr *= gamma at each milestone.
-M.MultiStepLR = class("MultiStepLR", {milestones = true, gamma = true},
+M.MultiStepLR = class("MultiStepLR", {"milestones", "gamma"},
   function(self, opts)
     local ms = opts.milestones
     if type(ms) ~= "table" then raisef("MultiStepLR: milestones must be a list of integers, got %s", type(ms)) end
@@ -404,7 +401,7 @@ M.MultiStepLR = class("MultiStepLR", {milestones = true, gamma = true},
   end)
 
 --- ConstantLR(opt, {factor = 1/3, total_iters = 5}): lr * factor until total_iters.
-M.ConstantLR = class("ConstantLR", {factor = true, total_iters = true},
+M.ConstantLR = class("ConstantLR", {"factor", "total_iters"},
   function(self, opts)
     self.factor = option("ConstantLR", opts, "factor", 1.0 / 3, function(v) return v >= 0 and v <= 1 end)
     self.total_iters = option("ConstantLR", opts, "total_iters", 5,
@@ -421,7 +418,7 @@ M.ConstantLR = class("ConstantLR", {factor = true, total_iters = true},
   end)
 
 --- ExponentialLR(opt, {gamma =}): lr *= gamma every epoch.
-M.ExponentialLR = class("ExponentialLR", {gamma = true},
+M.ExponentialLR = class("ExponentialLR", {"gamma"},
   function(self, opts)
     if opts.gamma == nil then raisef("ExponentialLR: gamma is required") end
     self.gamma = option("ExponentialLR", opts, "gamma", nil, finite)
@@ -435,7 +432,7 @@ M.ExponentialLR = class("ExponentialLR", {gamma = true},
   end)
 
 --- PolynomialLR(opt, {total_iters = 5, power = 1}): lr decays to 0 over total_iters epochs.
-M.PolynomialLR = class("PolynomialLR", {total_iters = true, power = true},
+M.PolynomialLR = class("PolynomialLR", {"total_iters", "power"},
   function(self, opts)
     self.total_iters = option("PolynomialLR", opts, "total_iters", 5, positive_int)
     self.power = option("PolynomialLR", opts, "power", 1.0, finite)
@@ -455,7 +452,7 @@ M.PolynomialLR = class("PolynomialLR", {total_iters = true, power = true},
 ---------------------------------------------------------------------------
 -- CosineAnnealingWarmRestarts: its own step, which takes fractional epochs.
 
-local CAWR = class("CosineAnnealingWarmRestarts", {T_0 = true, T_mult = true, eta_min = true},
+local CAWR = class("CosineAnnealingWarmRestarts", {"T_0", "T_mult", "eta_min"},
   function(self, opts)
     if opts.T_0 == nil then raisef("CosineAnnealingWarmRestarts: T_0 is required") end
     self.T_0 = option("CosineAnnealingWarmRestarts", opts, "T_0", nil, positive_int)
@@ -510,9 +507,8 @@ M.CosineAnnealingWarmRestarts = CAWR
 ---------------------------------------------------------------------------
 -- CyclicLR
 
-local CYCLIC_OPTIONS = {base_lr = true, max_lr = true, step_size_up = true, step_size_down = true, mode = true,
-                        gamma = true, scale_fn = true, scale_mode = true, cycle_momentum = true,
-                        base_momentum = true, max_momentum = true}
+local CYCLIC_OPTIONS = {"base_lr", "max_lr", "step_size_up", "step_size_down", "mode", "gamma", "scale_fn", "scale_mode",
+                        "cycle_momentum", "base_momentum", "max_momentum"}
 
 local function cyclic_scale(self, x)
   if self._scale_fn_custom then
@@ -604,10 +600,9 @@ local function set_momentum(group, use_beta1, m)
   end
 end
 
-M.OneCycleLR = class("OneCycleLR", {max_lr = true, total_steps = true, epochs = true, steps_per_epoch = true,
-                                    pct_start = true, anneal_strategy = true, cycle_momentum = true,
-                                    base_momentum = true, max_momentum = true, div_factor = true,
-                                    final_div_factor = true, three_phase = true},
+M.OneCycleLR = class("OneCycleLR", {"max_lr", "total_steps", "epochs", "steps_per_epoch", "pct_start",
+                                    "anneal_strategy", "cycle_momentum", "base_momentum", "max_momentum",
+                                    "div_factor", "final_div_factor", "three_phase"},
   function(self, opts)
     local name, opt = "OneCycleLR", self.optimizer
     local function pos_int(key)
@@ -758,17 +753,11 @@ local function scheduler_list(name, schedulers, opt)
   return out
 end
 
---- SequentialLR(opt, {schedulers = {s1, s2, ...}, milestones = {m1, ...}}):
+--- SequentialLR(opt, {s1, s2, ...}, {m1, ...}) or SequentialLR(opt, {schedulers = {s1, s2, ...}, milestones = {m1, ...}}):
 --- s1 until epoch m1, then s2 (restarted at its epoch 0), and so on.
-local SequentialLR = new_class("SequentialLR", Composite, function(cls, opt, opts)
+local SequentialLR = new_class("SequentialLR", Composite, function(cls, opt, ...)
   local name = "SequentialLR"
-  check_optimizer(name, opt)
-  if type(opts) ~= "table" then raisef("%s: argument 2: expected an options table {schedulers =, milestones =}", name) end
-  for k in pairs(opts) do
-    if k ~= "schedulers" and k ~= "milestones" and k ~= "last_epoch" and k ~= "verbose" then
-      raisef("%s: unknown option '%s'", name, tostring(k))
-    end
-  end
+  local opts = check_args(name, opt, {"schedulers", "milestones", "last_epoch", "*", "verbose"}, ...)
   local scheds = scheduler_list(name, opts.schedulers, opt)
   local ms = opts.milestones
   if type(ms) ~= "table" or #ms ~= #scheds - 1 then
@@ -826,14 +815,14 @@ M.ChainedScheduler = ChainedScheduler
 ---------------------------------------------------------------------------
 -- ReduceLROnPlateau: driven by a metric, not by the epoch count.
 
-local PLATEAU_OPTIONS = {mode = true, factor = true, patience = true, threshold = true, threshold_mode = true,
-                         cooldown = true, min_lr = true, eps = true, verbose = true}
+local PLATEAU_OPTIONS = {"mode", "factor", "patience", "threshold", "threshold_mode", "cooldown", "min_lr", "eps",
+                         "*", "verbose"}
 
 --- ReduceLROnPlateau(opt, {mode = "min", factor = 0.1, patience = 10, threshold = 1e-4,
 ---                         threshold_mode = "rel", cooldown = 0, min_lr = 0, eps = 1e-8})
-local Plateau = new_class("ReduceLROnPlateau", LRScheduler, function(cls, opt, opts)
+local Plateau = new_class("ReduceLROnPlateau", LRScheduler, function(cls, opt, ...)
   local name = "ReduceLROnPlateau"
-  opts = check_args(name, opt, opts, PLATEAU_OPTIONS)
+  local opts = check_args(name, opt, PLATEAU_OPTIONS, ...)
   local self = setmetatable({optimizer = opt}, cls)
   self.factor = option(name, opts, "factor", 0.1, function(v) return v >= 0 and v < 1 end)
   self.min_lrs = per_group(name, opt, opts, "min_lr", 0)
