@@ -4,7 +4,8 @@
 --   local fm = data.fashion_mnist()            -- {train = {images, labels}, test = {...}}
 --   local ds = data.TensorDataset(fm.train.images, fm.train.labels)
 --   local loader = data.DataLoader(ds, {batch_size = 128, shuffle = true, seed = 1})
---   for x, y in loader:iter() do ... end       -- x: uint8 [128,28,28], y: int64 [128]
+--   for x, y in loader do ... end              -- x: uint8 [128,28,28], y: int64 [128]
+--   (loader:iter() and loader() give the same iterator)
 --
 -- The dataset protocol. A dataset is an object with two methods:
 --   ds:len()    the number of samples
@@ -30,6 +31,48 @@ local options = require("ember.args").options
 
 local data = {}
 
+-- ---- iterating with `for ... in obj do` -------------------------------------------
+--
+-- PyTorch's `for x, y in loader:` is `for x, y in loader do` in Lua. Lua 5.4's generic
+-- for calls the value it is given, here a table with __call, at every step as
+-- obj(state, control): state is nil (the loop has only obj), control is the first value
+-- the step before returned, nil at the first step. So a nil control starts a fresh pass
+-- (a new epoch), and a loop's next step is found from the value it last returned: its
+-- iterator is kept, per object, under that value in a weak table. A loop left by break
+-- leaves only that weak entry behind; the next loop starts afresh. Loops over the same
+-- object may nest. (A generic for over a bare object gets no to-be-closed value, so none
+-- is relied on.)
+local loops = setmetatable({}, {__mode = "k"})   -- obj -> {last first value -> iterator}
+
+local function remember(obj, it, first, ...)
+  if first ~= nil then
+    local mine = loops[obj]
+    if not mine then
+      mine = setmetatable({}, {__mode = "k"})
+      loops[obj] = mine
+    end
+    mine[first] = it
+  end
+  return first, ...
+end
+
+-- One step of `for ... in obj do`: start(obj) makes the iterator of a fresh pass.
+local function for_step(obj, start, name, control)
+  local it
+  if control == nil then
+    it = start(obj)
+  else
+    local mine = loops[obj]
+    it = mine and mine[control]
+    if not it then
+      error(string.format("%s: called with a loop position it did not return: iterate with `for x, y in %s do`",
+                          name, name == "DataLoader" and "loader" or "dataset"), 3)
+    end
+    mine[control] = nil
+  end
+  return remember(obj, it, it())
+end
+
 -- ---- Dataset ------------------------------------------------------------------
 
 local function is_integer(v) return math.type(v) == "integer" or (type(v) == "number" and v == math.floor(v)) end
@@ -45,9 +88,23 @@ local function instance_index(cls)
   end
 end
 
+-- the samples of a dataset in order, each as its fields (x, y, ...)
+local function samples(ds)
+  local i, n = 0, ds:len()
+  return function()
+    i = i + 1
+    if i > n then return nil end
+    return ds:get(i)
+  end
+end
+
 local Dataset = {__name = "Dataset"}
 Dataset.__index = instance_index(Dataset)
 Dataset.__len = function(self) return self:len() end
+-- `for x, y in ds do` visits the samples in order (PyTorch's `for x, y in ds:`)
+Dataset.__call = function(self, _, control)
+  return for_step(self, samples, getmetatable(self).__name or "Dataset", control)
+end
 Dataset.__tostring = function(self)
   return string.format("%s(%d samples)", getmetatable(self).__name or "Dataset", self:len())
 end
@@ -60,7 +117,7 @@ end
 
 -- A subclass: a table of methods whose instances are made by calling it.
 function Dataset:extend(name)
-  local cls = {__name = name or "Dataset", __len = self.__len, __tostring = self.__tostring}
+  local cls = {__name = name or "Dataset", __len = self.__len, __tostring = self.__tostring, __call = self.__call}
   cls.__index = instance_index(cls)
   return setmetatable(cls, {__index = self, __call = instantiate})
 end
@@ -322,7 +379,13 @@ function DataLoader:iter()
   end
 end
 
-DataLoader.__call = DataLoader.iter
+-- `for x, y in loader do` (PyTorch's `for x, y in loader:`): each loop one epoch, a fresh
+-- pass (a new order when shuffling); loader() with no arguments is loader:iter().
+function DataLoader:__call(...)
+  if select("#", ...) == 0 then return self:iter() end
+  local _, control = ...
+  return for_step(self, DataLoader.iter, "DataLoader", control)
+end
 data.DataLoader = DataLoader
 
 -- ---- DistributedSampler -------------------------------------------------------------

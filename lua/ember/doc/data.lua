@@ -18,7 +18,7 @@ A plain Lua list of samples works too (#list, list[i]).]=],
 local data = ember.data
 local ds = data.TensorDataset(ember.randn(10, 3), ember.arange(1, 11))
 local loader = data.DataLoader(ds, {batch_size = 4, shuffle = true, seed = 1})
-for x, y in loader:iter() do print(x.shape[1], y) end   -- batches of 4, 4, 2]=],
+for x, y in loader do print(x.shape[1], y) end   -- batches of 4, 4, 2]=],
   },
   {
     name = "ember.data.Dataset",
@@ -27,6 +27,7 @@ for x, y in loader:iter() do print(x.shape[1], y) end   -- batches of 4, 4, 2]=]
 The base class of datasets. A subclass defines init (optional), len and get; instances
 also answer #ds (len) and ds[i], which is the table of sample i's fields ({x, y}) since
 an index expression gives one value; ds:get(i) gives them as separate values.
+for x, y in ds do ... end visits the samples in order (PyTorch's for x, y in ds:).
 tostring(ds) gives the class name and the sample count.]=],
     example = [=[
 local data = ember.data
@@ -113,10 +114,13 @@ print(x, y)   -- [[5, 6], [1, 2]]  [30, 10]]=],
   {
     name = "ember.data.DataLoader",
     also = {"ember.data.DataLoader.new"},
-    sig = "data.DataLoader(dataset [, {batch_size = 1, shuffle = false, drop_last = false,\n"
-       .. "                            seed = nil, collate_fn = nil, sampler = nil}]) -> loader",
+    sig = "data.DataLoader(dataset [, batch_size [, shuffle [, sampler ...]]]\n"
+       .. "                [, {batch_size = 1, shuffle = false, drop_last = false,\n"
+       .. "                    seed = nil, collate_fn = nil, sampler = nil}]) -> loader",
     doc = [=[
-Iterates over a dataset in batches: for x, y in loader:iter() do ... end (or loader()).
+Iterates over a dataset in batches: for x, y in loader do ... end, each loop one epoch
+(as PyTorch's for x, y in loader:); loader:iter() and loader() give the same iterator.
+The arguments after dataset come in PyTorch's order or in the options table.
 #loader is the number of batches; with drop_last the last incomplete one is left out.
 Samples are stacked field by field: tensors with ember.stack, numbers into a tensor,
 anything else into a list; collate_fn(samples) replaces that (each sample a table.pack
@@ -131,14 +135,16 @@ local data = ember.data
 local ds = data.TensorDataset(ember.randn(10, 3), ember.arange(1, 11))
 local loader = data.DataLoader(ds, {batch_size = 4, drop_last = true})
 print(#loader)                                 -- 2
-for x, y in loader:iter() do print(x.shape[1], y) end]=],
+for x, y in loader do print(x.shape[1], y) end]=],
   },
   {
     name = "ember.data.DataLoader:iter",
-    sig = "for x, y, ... in loader:iter() do ... end\nfor x, y in loader() do ... end",
+    sig = "for x, y, ... in loader do ... end\nfor x, y, ... in loader:iter() do ... end\nfor x, y in loader() do ... end",
     doc = [=[
-An iterator over one epoch's batches; each call of iter() starts the next epoch
-(loader.epoch tells which), so a seeded shuffle differs from epoch to epoch.]=],
+An iterator over one epoch's batches; each loop over the loader (and each call of iter())
+starts the next epoch (loader.epoch tells which), so a seeded shuffle differs from epoch
+to epoch. A loop left by break is dropped: the next loop starts a fresh epoch. Loops
+over the same loader may nest.]=],
     example = [=[
 local data = ember.data
 local loader = data.DataLoader(data.TensorDataset(ember.arange(1, 7)), {batch_size = 4})
