@@ -185,7 +185,32 @@ static void push_device(lua_State *L, const em_tensor *t)
 }
 
 static const char *const property_names[] = {"shape", "dtype", "device", "ndim", "is_cuda",
-                                             "requires_grad", "is_leaf", "grad_fn", "grad"};
+                                             "requires_grad", "is_leaf", "grad_fn", "grad",
+                                             "T", "mT", "H", "mH"};
+
+/* t.T, t.mT, t.H, t.mH as views, with PyTorch 2.x's rules: T reverses every dim (past 2-D
+ * PyTorch warns that this is deprecated), H only for 0-D and 2-D, mT and mH swap the last
+ * two dims of 2-D and up; a 0-D tensor is returned as it is. ember has no complex dtypes,
+ * so the conjugate transposes H and mH are the transposes. */
+static void push_transposed(lua_State *L, const em_tensor *t, const char *key)
+{
+    bool batched = key[0] == 'm', conj = key[batched] == 'H';
+    if (t->ndim != 0) {
+        if (batched && t->ndim < 2)
+            luaL_error(L, "tensor.%s is only supported on matrices or batches of matrices, got a %d-D tensor", key,
+                       t->ndim);
+        if (!batched && conj && t->ndim != 2)
+            luaL_error(L, "tensor.H is only supported on matrices (2-D tensors), got a %d-D tensor%s", t->ndim,
+                       t->ndim > 2 ? " (for batches of matrices: tensor.mH)" : "");
+    }
+    if (batched && t->ndim >= 2) {
+        emlua_push(L, em_transpose(t, t->ndim - 2, t->ndim - 1));
+        return;
+    }
+    int dims[EM_MAX_DIMS];
+    for (int i = 0; i < t->ndim; i++) dims[i] = t->ndim - 1 - i;
+    emlua_push(L, em_permute(t, dims, t->ndim));
+}
 
 /* t.shape, t.dtype, ...: returns 1 if `key` is a property */
 static int push_property(lua_State *L, const em_tensor *t, const char *key)
@@ -205,6 +230,8 @@ static int push_property(lua_State *L, const em_tensor *t, const char *key)
         em_tensor *g = em_get_grad(t);
         if (g) emlua_push(L, g);
         else lua_pushnil(L);
+    } else if (strcmp(key, "T") == 0 || strcmp(key, "mT") == 0 || strcmp(key, "H") == 0 || strcmp(key, "mH") == 0) {
+        push_transposed(L, t, key);
     } else return 0;
     return 1;
 }
@@ -351,8 +378,8 @@ static int tensor_index(lua_State *L)
         lua_pushvalue(L, 2);
         if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
         if (push_property(L, t, lua_tostring(L, 2))) return 1;
-        lua_pushnil(L);
-        return 1;
+        /* a misspelt field is a mistake worth naming, not a silent nil (PyTorch: AttributeError) */
+        return luaL_error(L, "index: tensor has no field or method '%s'", lua_tostring(L, 2));
     }
     em_tensor *key = emlua_test(L, 2);
     if (key) {

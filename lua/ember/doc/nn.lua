@@ -386,11 +386,16 @@ print(#m:parameters(), m.scale.requires_grad)   -- 1 true]=],
 Applies its children in order: seq(x) = mN(...m2(m1(x))). Extra arguments of the call
 are passed to every child. Children are named "1", "2", ... (PyTorch: "0", "1", ...), so
 parameter names are "1.weight", "3.bias"; seq[i] is the i-th child (negative i counts
-from the end) and #seq the count.]=],
+from the end) and #seq the count. seq[{start, stop [, step]}] slices (PyTorch's
+seq[a:b]): a new Sequential of the children at those positions, an inclusive 1-based
+range as a tensor's (seq[{1, 4}] is PyTorch's seq[:4], seq[{-2, -1}] the last two);
+the modules are shared, and the slice names them "1", "2", ... again.]=],
     example = [=[
 local nn = ember.nn
 local model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
-print(model(ember.randn(3, 4)).shape[2], #model, model[-1].out_features)   -- 2 3 2]=],
+print(model(ember.randn(3, 4)).shape[2], #model, model[-1].out_features)   -- 2 3 2
+local features = model[{1, 2}]                -- PyTorch's model[:2]
+print(#features, features(ember.randn(3, 4)).shape[2])                 -- 2 8]=],
   },
   {
     name = "ember.nn.Sequential:add",
@@ -408,7 +413,9 @@ print(#seq)   -- 2]=],
     sig = "nn.ModuleList([{m1, m2, ...}]) -> module",
     doc = [=[
 A list of modules whose parameters are registered (named "1", "2", ...); it has no
-forward. list[i] and #list work; iterate with ipairs(list:children()).]=],
+forward. list[i] and #list work; iterate with ipairs(list:children()).
+list[{start, stop [, step]}] is a ModuleList of those modules (inclusive, 1-based;
+PyTorch's list[a:b]).]=],
     example = [=[
 local nn = ember.nn
 local blocks = nn.ModuleList({nn.Linear(4, 4), nn.Linear(4, 4)})

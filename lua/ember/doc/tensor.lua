@@ -120,6 +120,22 @@ print(x.grad)      -- tensor([2., 4.])
 x.grad = nil
 print(x.grad)      -- nil]=],
   },
+  {
+    name = "Tensor.T",
+    also = {"Tensor.mT", "Tensor.H", "Tensor.mH"},
+    sig = "t.T\nt.mT\nt.H\nt.mH",
+    doc = [=[
+Transposed views, as PyTorch 2.x's. t.T reverses every dim (a matrix's transpose; for
+more than 2 dims PyTorch warns that this use is deprecated: t.mT or t:permute(...) say
+what is meant). t.mT swaps the last two dims of a tensor of 2 or more (a batch of
+matrices). t.H and t.mH are the conjugate transposes: ember has no complex dtypes, so
+they are t.T and t.mT, with t.H only for matrices. A 0-d tensor is returned as it is;
+t.mT, t.mH of a 1-D tensor and t.H of other than 2 dims are errors, as in PyTorch.]=],
+    example = [=[
+local m = ember.tensor({{1, 2, 3}, {4, 5, 6}})
+print(m.T.shape[1], m.mT.shape[1])                      -- 3 3
+print(ember.zeros(2, 3, 4).T.shape[1], ember.zeros(2, 3, 4).mT.shape[2])   -- 4 4]=],
+  },
 
   -- ---- indexing and operators ----------------------------------------------------
   {
@@ -154,7 +170,8 @@ indexed shape, written into t (through views too); on duplicate indices the last
 wins (on the CPU; on CUDA which one is unspecified, as in PyTorch). To sum duplicates,
 or to get gradients, use ember.index_put / t:index_put_. Assigning into a tensor that
 requires grad is an error.
-Unknown string keys read as nil; setting any field but requires_grad and grad is an
+An unknown string key is an error naming it ("tensor has no field or method 'shap'"),
+as PyTorch's AttributeError; setting any field but requires_grad and grad is an
 error. Out of range indices raise "index: index 5 is out of range for dimension 2 of
 size 4"; index tensors that do not broadcast, a mask whose shape differs from the dims
 it covers and float index tensors are errors too.]=],

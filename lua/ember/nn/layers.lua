@@ -61,6 +61,37 @@ function L.Sequential:forward(x, ...)
   return x
 end
 
+-- The children at positions {start, stop [, step]} (inclusive, negative counting from the
+-- end, as a tensor's ranges; {} is all of them, {i} the one): a list of modules.
+local function children_in(self, r)
+  local op = getmetatable(self).__name .. "[{start, stop [, step]}]"
+  local n = #self
+  local first = r[1]
+  if type(first) == "table" and rawlen(r) == 1 then r = first end   -- seq[{{a, b}}], the tensor form
+  local m = rawlen(r)
+  local b = {1, n, 1}
+  if m > 3 then raise(string.format("%s: a range has at most 3 entries {start, stop, step}, got %d", op, m)) end
+  for j = 1, m do
+    b[j] = math.type(r[j]) == "integer" and r[j] or raise(string.format("%s: range entry %d must be an integer, got %s",
+                                                                          op, j, tostring(r[j])))
+  end
+  if m == 1 then b[2] = b[1] end
+  local start = b[1] < 0 and b[1] + n + 1 or b[1]
+  local stop = b[2] < 0 and b[2] + n + 1 or b[2]
+  if start < 1 or start > n + 1 or stop > n or b[3] <= 0 then
+    raise(string.format("%s: range {%d, %d, %d} out of bounds for %d modules", op, b[1], b[2], b[3], n))
+  end
+  local mods = {}
+  for i = start, stop, b[3] do mods[#mods + 1] = self[i] end
+  return mods
+end
+
+--- seq[{start, stop [, step]}] -> a Sequential of those children (PyTorch's seq[a:b]; inclusive, 1-based).
+-- Negative positions count from the end, {} is all; the modules are shared, not copied;
+-- the slice names its children "1", "2", ... again.
+-- Example: local head = model[{1, 4}]   -- PyTorch's model[:4]
+function L.Sequential:_slice(r) return L.Sequential(table.unpack(children_in(self, r))) end
+
 --- nn.ModuleList({m1, m2, ...}) -> a list of modules whose parameters are registered; no forward.
 -- Children are named "1", "2", ...; list[i] and #list work; iterate with ipairs(list:children()).
 -- Example: self.blocks = nn.ModuleList({Block(), Block()})
@@ -68,6 +99,9 @@ L.ModuleList = Module:extend("ModuleList")
 function L.ModuleList:init(mods)
   for _, m in ipairs(mods or {}) do self:append(m) end
 end
+
+--- list[{start, stop [, step]}] -> a ModuleList of those modules (PyTorch's list[a:b]; inclusive, 1-based).
+function L.ModuleList:_slice(r) return L.ModuleList(children_in(self, r)) end
 
 --- list:append(m) -> list; adds a module at the end.
 function L.ModuleList:append(m)

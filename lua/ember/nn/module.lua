@@ -89,6 +89,13 @@ local function instance_index(self, k)
     if k < 0 then k = #names + k + 1 end
     return rawget(self, "_modules")[tostring(k)]
   end
+  if type(k) == "table" then
+    -- a range: Sequential and ModuleList slice (their _slice), as PyTorch's seq[a:b]
+    local slice = getmetatable(self)._slice
+    if slice then return slice(self, k) end
+    raise(string.format("%s: a table index ({start, stop}) slices a Sequential or a ModuleList; a %s has no slicing",
+                        type_name(self), type_name(self)))
+  end
   return getmetatable(self)[k]
 end
 
