@@ -747,11 +747,13 @@ int em_unique(const em_tensor *t, bool consecutive, bool has_dim, int dim, em_te
 
 /* ---- bincount / histc ----------------------------------------------------------------- */
 
+/* Values are positions, 1-based as every index in ember: result[k] counts the value k,
+ * for k = 1 .. max(largest value, minlength) (PyTorch: 0-based, max(largest + 1, minlength)). */
 em_tensor *em_bincount(const em_tensor *t, const em_tensor *weights, int64_t minlength)
 {
     const char *op = "bincount";
     if (t->ndim != 1 || !em_dtype_is_int(t->dtype))
-        return em_set_error("%s: expected a 1-D tensor of non-negative integers, got a %s tensor %s", op,
+        return em_set_error("%s: expected a 1-D tensor of positive integers (1-based values), got a %s tensor %s", op,
                             em_dtype_name(t->dtype), SHAPE(t)), NULL;
     if (minlength < 0) return em_set_error("%s: minlength must be non-negative, got %lld", op, (long long)minlength), NULL;
     if (weights && (weights->ndim != 1 || weights->sizes[0] != t->sizes[0]))
@@ -763,16 +765,17 @@ em_tensor *em_bincount(const em_tensor *t, const em_tensor *weights, int64_t min
         int rc = mx ? em_item(mn, &lo) || em_item(mx, &hi) : -1;
         em_release(mn); em_release(mx);
         if (rc) return NULL;
-        if (lo < 0) return em_set_error("%s: the input must be non-negative, got %lld in %s", op, (long long)lo, SHAPE(t)), NULL;
-        if (hi + 1 > len) len = (int64_t)hi + 1;
+        if (lo < 1)
+            return em_set_error("%s: values are 1-based positions (result[k] counts the value k), so they must be >= 1, "
+                                "got %lld in %s", op, (long long)lo, SHAPE(t)), NULL;
+        if (hi > len) len = (int64_t)hi;
     }
     em_dtype od = !weights ? EM_INT64 : weights->dtype == EM_FLOAT32 ? EM_FLOAT32 : EM_FLOAT64;
     em_tensor *z = em_zeros(&len, 1, od, em_dev(t));
-    em_tensor *i = z ? em_cast_to(t, EM_INT64) : NULL;
-    em_tensor *i1 = i ? em_binary_scalar(EM_ADD, i, 1, true, false) : NULL;
-    em_tensor *src = !i1 ? NULL : weights ? em_to_dtype(weights, od) : em_ones(t->sizes, 1, od, em_dev(t));
-    em_tensor *r = src ? em_scatter_add(z, 0, i1, src) : NULL;
-    em_release(z); em_release(i); em_release(i1); em_release(src);
+    em_tensor *i = z ? em_cast_to(t, EM_INT64) : NULL;   /* scatter_add's indices are 1-based too */
+    em_tensor *src = !i ? NULL : weights ? em_to_dtype(weights, od) : em_ones(t->sizes, 1, od, em_dev(t));
+    em_tensor *r = src ? em_scatter_add(z, 0, i, src) : NULL;
+    em_release(z); em_release(i); em_release(src);
     return r;
 }
 

@@ -182,6 +182,12 @@ static int l_nonzero(lua_State *L)
     return emlua_push(L, em_nonzero(emlua_check(L, 1, "nonzero")));
 }
 
+/* PyTorch's argwhere: nonzero's [count, ndim] of 1-based positions */
+static int l_argwhere(lua_State *L)
+{
+    return emlua_push(L, em_nonzero(emlua_check(L, 1, "argwhere")));
+}
+
 /* ---- cat / stack ------------------------------------------------------------------ */
 
 /* The tensors of the list at arg 1, in a scratch array owned by Lua (the
@@ -436,7 +442,7 @@ void emlua_open_index(lua_State *L)
         {"index_add", l_index_add},
         {"index_add_", l_index_add_},
         {"masked_select", l_masked_select},
-        {"nonzero", l_nonzero},
+        {"nonzero", l_nonzero}, {"argwhere", l_argwhere},
         {"split", l_split},
         {"chunk", l_chunk},
         {"sort", l_sort},
@@ -455,7 +461,7 @@ void emlua_open_index(lua_State *L)
         {"scatter_add", l_scatter_add},
         {"index_add", l_index_add},
         {"masked_select", l_masked_select},
-        {"nonzero", l_nonzero},
+        {"nonzero", l_nonzero}, {"argwhere", l_argwhere},
         {"cat", l_cat},
         {"concat", l_cat},
         {"stack", l_stack},

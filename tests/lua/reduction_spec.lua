@@ -263,11 +263,11 @@ end)
 describe("bincount / histc / searchsorted / bucketize", function()
   it("bincount by a naive count", function()
     ember.manual_seed(12)
-    local x = ember.randint(0, 8, {50})
+    local x = ember.randint(1, 9, {50})          -- values 1..8: 1-based positions
     local c = x:bincount(nil, 10):tolist()
     local want = {}
     for k = 1, 10 do want[k] = 0 end
-    for _, e in ipairs(x:tolist()) do want[e + 1] = want[e + 1] + 1 end
+    for _, e in ipairs(x:tolist()) do want[e] = want[e] + 1 end   -- result[k] counts the value k
     assert(h.same(c, want))
     assert.are.equal("int64", x:bincount().dtype)
     assert.are.equal("float64", x:bincount(ember.ones(50, {dtype = "int64"})).dtype)
@@ -391,9 +391,10 @@ describe("reductions by order: bad input", function()
           function() local v = ember.zeros(0, 2):median(1); return v end)
   end)
   it("bincount, histc, searchsorted", function()
-    fails("bincount: the input must be non-negative, got -1",
+    fails("bincount: values are 1-based positions (result[k] counts the value k), so they must be >= 1, got -1",
           function() local v = ember.tensor({1, -1, 2}):bincount(); return v end)
-    fails("bincount: expected a 1-D tensor of non-negative integers, got a float32 tensor [2]",
+    fails("so they must be >= 1, got 0", function() local v = ember.tensor({1, 0, 2}):bincount(); return v end)
+    fails("bincount: expected a 1-D tensor of positive integers (1-based values), got a float32 tensor [2]",
           function() local v = ember.tensor({1.5, 2}):bincount(); return v end)
     fails("bincount: expected a 1-D tensor", function() local v = ember.tensor({{1}}):bincount(); return v end)
     fails("bincount: weights [2] must be 1-D with the input's length ([3])",

@@ -1128,11 +1128,12 @@ print(m:masked_select(m:gt(15)))   -- tensor([20, 30, 40])]],
 
 add {
   name = "ember.nonzero",
-  also = {"Tensor:nonzero"},
-  sig = "ember.nonzero(t)\nTensor:nonzero()",
+  also = {"Tensor:nonzero", "ember.argwhere", "Tensor:argwhere"},
+  sig = "ember.nonzero(t)\nTensor:nonzero()\nember.argwhere(t)\nTensor:argwhere()",
   doc = [[
 Returns an int64 tensor of shape [n, t:dim()] holding the 1-based indices of the n
-nonzero (true) elements of t, in row-major order. Like torch.nonzero, but 1-based.]],
+nonzero (true) elements of t, in row-major order. Like torch.nonzero, but 1-based.
+argwhere is the same (as torch.argwhere is torch.nonzero).]],
   example = [[
 print(ember.tensor({0, 1, 0, 2}):nonzero())   -- {{2}, {4}}]],
 }

@@ -257,12 +257,13 @@ add {
   also = {"Tensor:bincount"},
   sig = "ember.bincount(t, [weights], [minlength]) -> tensor\nTensor:bincount([weights], [minlength])",
   doc = [[
-How often each value 0, 1, ..., max(t) occurs in t, a 1-D tensor of non-negative
-integers: entry i + 1 counts the value i. The result has max(max(t) + 1, minlength)
-entries; int64, or with weights (1-D, t's length) the sums of the weights: float32 for
-float32 weights, float64 otherwise. Like torch.bincount.]],
+How often each value 1, 2, ..., max(t) occurs in t, a 1-D tensor of positive integers:
+values are positions, 1-based as every index in ember (class labels, one_hot, argmax),
+so entry k counts the value k (PyTorch's bincount counts from 0; a 0 here is an error).
+The result has max(max(t), minlength) entries; int64, or with weights (1-D, t's length)
+the sums of the weights: float32 for float32 weights, float64 otherwise.]],
   example = [=[
-local x = ember.tensor({0, 1, 1, 3})
+local x = ember.tensor({1, 2, 2, 4})
 print(x:bincount())                                                -- [1, 2, 0, 1]
 print(x:bincount(ember.tensor({0.5, 1, 1, 2}), 6))     -- [0.5, 2, 0, 2, 0, 0]]=],
 }
