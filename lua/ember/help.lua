@@ -239,9 +239,33 @@ local function tensor_overview()
   return nil
 end
 
+local resolve_expression
+
+-- value -> documented names, for values public_values() does not list (functions of the
+-- modules loaded on first use: ember.autocast, ember.linalg.*, ember.amp.*, ...): every
+-- documented name resolved once, as help("name") resolves it.
+local documented_values
+local function get_documented_values()
+  if documented_values then return documented_values end
+  local map = {}
+  local env = {ember = ember}
+  for name in pairs(get_index().by_name) do
+    if name:match("^ember[.:]") then
+      local ok, v = pcall(resolve_expression, name, env)
+      if ok and (type(v) == "function" or type(v) == "table") then
+        map[v] = map[v] or {}
+        table.insert(map[v], name)
+      end
+    end
+  end
+  for _, names in pairs(map) do table.sort(names) end
+  documented_values = map
+  return map
+end
+
 local function lookup_value(v)
   if ember.is_tensor(v) then return tensor_overview() end
-  local names = get_value_names()[v]
+  local names = get_value_names()[v] or get_documented_values()[v]
   for _, n in ipairs(names or {}) do
     local e, q = entry_named(n)
     if e then return e, q end
@@ -253,7 +277,7 @@ local function lookup_value(v)
     while queue[i] and i <= 16 do
       local c = queue[i]
       i = i + 1
-      if c ~= v and get_value_names()[c] then return lookup_value(c) end
+      if c ~= v and (get_value_names()[c] or get_documented_values()[c]) then return lookup_value(c) end
       local meta = getmetatable(c)
       if type(meta) == "table" then
         for _, nxt in ipairs{meta, rawget(meta, "__index")} do
@@ -283,7 +307,7 @@ end
 
 -- "t:sum", "ember.nn.Linear", "model.fc1": walks the fields from a global (or a short root)
 -- with plain indexing; returns the value and, for a tensor's field, the name "Tensor:<field>".
-local function resolve_expression(s, env)
+function resolve_expression(s, env)
   local parts = {}
   local first = s:match("^([%a_][%w_]*)")
   if not first then return nil end
