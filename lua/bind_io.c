@@ -19,6 +19,13 @@
  * are converted). See engine/safetensors.h for the format and the atomic
  * write.
  *
+ * A table that also holds numbers, booleans or strings (an optimizer's
+ * state_dict()) goes to lua/ember/serialize.lua: the same file, its tensors
+ * under the same dotted names, plus the metadata entry "ember.tree" (the
+ * table's shape and plain values as versioned JSON), from which ember.load
+ * gives the table back as it was. "ember.tree" is reserved in metadata.
+ * ember._save_raw is ember.save without that (serialize.lua's writer).
+ *
  * Also ember._savefile(path, op), the same atomic write (engine/savefile.h)
  * for files another program writes by name (gnuplot's plots):
  *   local out = ember._savefile(path, op)   -- raises for a directory, ...
@@ -34,16 +41,49 @@
 #include <string.h>
 
 #define BOX_MT "ember.checkpoint_box"
-/* deeper nesting than any real state dict: most likely a table cycle */
+/* deeper nesting than any real state dict (serialize.lua's MAX_DEPTH too) */
 #define MAX_DEPTH 64
+/* the metadata entry of a table with plain values (lua/ember/serialize.lua) */
+#define TREE_KEY "ember.tree"
+
+/* Whether the table at idx holds, at any depth, a number, boolean or string (a value
+ * only serialize.lua saves). Tables on the current path (cycles) and nesting past
+ * MAX_DEPTH are not entered: flatten or serialize.lua reports those. */
+static bool has_plain_value(lua_State *L, int idx, int onpath, int depth)
+{
+    if (depth > MAX_DEPTH) return false;
+    luaL_checkstack(L, 6, "save: nesting");
+    bool found = false;
+    lua_pushvalue(L, idx);
+    lua_pushboolean(L, 1);
+    lua_rawset(L, onpath);
+    lua_pushnil(L);
+    while (!found && lua_next(L, idx) != 0) {
+        int t = lua_type(L, -1);
+        if (t == LUA_TNUMBER || t == LUA_TBOOLEAN || t == LUA_TSTRING) {
+            found = true;
+        } else if (t == LUA_TTABLE) {
+            lua_pushvalue(L, -1);
+            bool seen = lua_rawget(L, onpath) != LUA_TNIL;
+            lua_pop(L, 1);
+            if (!seen) found = has_plain_value(L, lua_gettop(L), onpath, depth + 1);
+        }
+        lua_pop(L, 1);
+    }
+    if (found) lua_pop(L, 1);   /* the key lua_next left */
+    lua_pushvalue(L, idx);
+    lua_pushnil(L);
+    lua_rawset(L, onpath);
+    return found;
+}
 
 /* Adds the tensors of the table at `src` to the flat table at `dst`, each
  * under prefix + key. The prefix string is at the top of the stack (or
- * absent when has_prefix is false). */
-static void flatten(lua_State *L, int src, int dst, bool has_prefix, int depth)
+ * absent when has_prefix is false). `onpath` holds the tables being walked. */
+static void flatten(lua_State *L, int src, int dst, int onpath, bool has_prefix, int depth)
 {
     const char *op = "save";
-    if (depth > MAX_DEPTH) emlua_argerror(L, 2, op, "tables nested more than %d deep (a cycle?)", MAX_DEPTH);
+    if (depth > MAX_DEPTH) emlua_argerror(L, 2, op, "tables nested more than %d deep", MAX_DEPTH);
     luaL_checkstack(L, 8, "save: nesting");
     int prefix = lua_gettop(L);
     lua_pushnil(L);
@@ -76,10 +116,24 @@ static void flatten(lua_State *L, int src, int dst, bool has_prefix, int depth)
             lua_setfield(L, dst, name);
             lua_pop(L, 2);              /* name, value */
         } else if (lua_type(L, -2) == LUA_TTABLE) {
-            flatten(L, lua_gettop(L) - 1, dst, true, depth + 1);
+            lua_pushvalue(L, -2);
+            if (lua_rawget(L, onpath) == LUA_TSTRING) {
+                const char *at = lua_tostring(L, -1);
+                if (*at) emlua_argerror(L, 2, op, "\"%s\" is the table at \"%s\" again, which contains it (a cycle)",
+                                        name, at);
+                emlua_argerror(L, 2, op, "\"%s\" is the table given again, which contains it (a cycle)", name);
+            }
+            lua_pop(L, 1);
+            lua_pushvalue(L, -2);
+            lua_pushvalue(L, -2);                      /* the name: where the cycle starts */
+            lua_rawset(L, onpath);
+            flatten(L, lua_gettop(L) - 1, dst, onpath, true, depth + 1);
+            lua_pushvalue(L, -2);
+            lua_pushnil(L);
+            lua_rawset(L, onpath);
             lua_pop(L, 2);
         } else {
-            emlua_argerror(L, 2, op, "\"%s\" is a %s (expected a tensor or a table of tensors)", name,
+            emlua_argerror(L, 2, op, "\"%s\" is a %s (expected a tensor, number, boolean, string or table)", name,
                            luaL_typename(L, -2));
         }
     }
@@ -90,7 +144,25 @@ static int cmp_names(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static int l_save(lua_State *L)
+/* Calls require("ember.serialize")[fn] with the n values on top of the stack, leaving
+ * nres results; an error is raised again at the caller of the API function. */
+static void call_serialize(lua_State *L, const char *fn, int n, int nres)
+{
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "ember.serialize");
+    lua_call(L, 1, 1);
+    lua_getfield(L, -1, fn);
+    lua_remove(L, -2);
+    lua_insert(L, -n - 1);
+    if (lua_pcall(L, n, nres, 0) != LUA_OK) {
+        luaL_where(L, 1);
+        lua_insert(L, -2);
+        lua_concat(L, 2);
+        lua_error(L);
+    }
+}
+
+static int save_impl(lua_State *L, bool raw)
 {
     const char *op = "save";
     const char *path = emlua_check_path(L, 1, op);
@@ -104,8 +176,26 @@ static int l_save(lua_State *L)
     }
     lua_settop(L, 3);
 
+    if (!raw) {
+        lua_newtable(L);                               /* 4: tables on the path */
+        bool plain = has_plain_value(L, 2, 4, 0);
+        lua_settop(L, 3);
+        if (plain) {                                   /* numbers, booleans or strings: serialize.lua */
+            lua_pushvalue(L, 1);
+            lua_pushvalue(L, 2);
+            lua_pushvalue(L, 3);
+            call_serialize(L, "save", 3, 0);
+            return 0;
+        }
+    }
+
     lua_newtable(L);                                   /* 4: flat name -> tensor */
-    flatten(L, 2, 4, false, 0);
+    lua_newtable(L);                                   /* 5: tables on the path */
+    lua_pushvalue(L, 2);
+    lua_pushliteral(L, "");
+    lua_rawset(L, 5);
+    flatten(L, 2, 4, 5, false, 0);
+    lua_settop(L, 4);
     int n = 0;
     for (lua_pushnil(L); lua_next(L, 4); lua_pop(L, 1)) n++;
 
@@ -124,6 +214,9 @@ static int l_save(lua_State *L)
                                    luaL_typename(L, -1));
                 size_t kl, vl;
                 const char *k = lua_tolstring(L, -2, &kl);
+                if (!raw && strcmp(k, TREE_KEY) == 0)
+                    emlua_argerror(L, 3, op, "metadata \"%s\" is reserved (ember.save writes it for tables that "
+                                   "hold numbers, booleans or strings)", TREE_KEY);
                 lua_pushvalue(L, -1);
                 const char *v = lua_tolstring(L, -1, &vl);     /* a copy: numbers become strings */
                 if (strlen(k) != kl || strlen(v) != vl)
@@ -169,6 +262,9 @@ static int l_save(lua_State *L)
     if (em_save_safetensors(path, names, tensors, n, mkeys, mvals, nmeta) != 0) return emlua_fail(L);
     return 0;
 }
+
+static int l_save(lua_State *L) { return save_impl(L, false); }
+static int l_save_raw(lua_State *L) { return save_impl(L, true); }
 
 static int box_gc(lua_State *L)
 {
@@ -261,6 +357,16 @@ static int l_load(lua_State *L)
     }
     em_checkpoint_free(c);
     *box = NULL;
+    if (lua_getfield(L, 5, TREE_KEY) == LUA_TSTRING) {   /* 6: a table saved with its plain values */
+        lua_pushvalue(L, 4);
+        lua_insert(L, -2);
+        lua_pushstring(L, path);
+        call_serialize(L, "unflatten", 3, 1);          /* 6: the table */
+        lua_pushnil(L);
+        lua_setfield(L, 5, TREE_KEY);
+        lua_replace(L, 4);
+    }
+    lua_settop(L, 5);
     return 2;
 }
 
@@ -426,6 +532,7 @@ void emlua_open_io(lua_State *L)
 {
     static const luaL_Reg functions[] = {
         {"save", l_save},
+        {"_save_raw", l_save_raw},
         {"load", l_load},
         {"_savefile", l_savefile},
         {"_zip_open", l_zip_open},

@@ -125,7 +125,7 @@ describe("checkpoints", function()
     local m3 = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 3))
     H.has(err_at(function() ember.load_checkpoint(path, {model = m3}) end),
           "load_checkpoint: " .. path .. ": model: load_state_dict: error(s) loading the state dict into Sequential: "
-          .. "size mismatch for 3.weight")
+          .. "size mismatch for 2.weight")
   end)
 
   -- A checkpoint's own metadata, rewritten: the file stays a valid safetensors
@@ -152,8 +152,8 @@ describe("checkpoints", function()
       {function(t) t.stray = ember.ones(1) end, nil, "unexpected tensor 'stray'"},
       {nil, function(meta) meta["optimizer.param_groups"] = nil end, "the file holds no optimizer state"},
       {nil, function(meta) meta["scheduler.last_epoch"] = "x" end, "scheduler: "},
-      {function(t) t["model.1.weight"] = ember.ones(5, 5) end, nil, "model: load_state_dict: "},
-      {function(t) t["model.1.bias"] = nil end, nil, "missing keys: 1.bias"},
+      {function(t) t["model.0.weight"] = ember.ones(5, 5) end, nil, "model: load_state_dict: "},
+      {function(t) t["model.0.bias"] = nil end, nil, "missing keys: 0.bias"},
       {function(t) t["optimizer.state.1.exp_avg"] = ember.ones(7) end, nil, "optimizer: "},
     }
     for i, c in ipairs(cases) do

@@ -73,11 +73,20 @@ describe("nn.Module", function()
     assert.same({"extra", "fc2.weight", "fc1.weight", "fc1.bias"}, names_of(n))
   end)
 
-  it("lists a shared parameter once", function()
+  it("lists a shared parameter once in named_parameters, under each name in state_dict (PyTorch)", function()
     local a = nn.Linear(2, 2)
     local s = nn.Sequential(a, nn.ReLU(), a)
-    assert.same({"1.weight", "1.bias"}, names_of(s))
+    assert.same({"0.weight", "0.bias"}, names_of(s))
     assert.equal(3, #s:modules())          -- Sequential, the Linear, ReLU
+    local all = {}
+    for n in s:named_parameters({remove_duplicate = false}) do all[#all + 1] = n end
+    assert.same({"0.weight", "0.bias", "2.weight", "2.bias"}, all)
+    all = {}
+    for n in s:named_modules({remove_duplicate = false}) do all[#all + 1] = n end
+    assert.same({"", "0", "1", "2"}, all)
+    local keys = {}
+    for k in pairs(s:state_dict()) do keys[#keys + 1] = k end
+    assert.same({"0.weight", "0.bias", "2.weight", "2.bias"}, keys)
   end)
 
   it("default forward names the class", function()
@@ -163,7 +172,7 @@ describe("state_dict / load_state_dict", function()
     local keys = {}
     for k, v in pairs(a:state_dict()) do keys[#keys + 1] = k; assert.is_false(v.requires_grad) end
     table.sort(keys)
-    assert.same({"1.bias", "1.weight", "3.bias", "3.weight"}, keys)
+    assert.same({"0.bias", "0.weight", "2.bias", "2.weight"}, keys)
     assert.is_false(h.same(a(x):tolist(), b(x):tolist(), 1e-6))
     local w = b[1].weight
     local r = b:load_state_dict(a:state_dict())
@@ -195,21 +204,21 @@ describe("state_dict / load_state_dict", function()
   it("strict: names missing and unexpected keys and shape mismatches", function()
     local a = mlp()
     local sd = a:state_dict()
-    sd["3.bias"] = nil
+    sd["2.bias"] = nil
     sd["9.weight"] = ember.zeros(1)
     local e = err(function() mlp():load_state_dict(sd) end)
     has(e, "load_state_dict")
-    has(e, "missing keys: 3.bias")
+    has(e, "missing keys: 2.bias")
     has(e, "unexpected keys: 9.weight")
     local r = mlp():load_state_dict(sd, {strict = false})
-    assert.same({"3.bias"}, r.missing_keys)
+    assert.same({"2.bias"}, r.missing_keys)
     assert.same({"9.weight"}, r.unexpected_keys)
     local sd2 = a:state_dict()
-    sd2["1.weight"] = ember.zeros(4, 8)
+    sd2["0.weight"] = ember.zeros(4, 8)
     local target = mlp()
     local before = target[3].bias:tolist()
     e = err(function() target:load_state_dict(sd2, {strict = false}) end)
-    has(e, "size mismatch for 1.weight: the state dict has shape [4, 8], the model [8, 4]")
+    has(e, "size mismatch for 0.weight: the state dict has shape [4, 8], the model [8, 4]")
     check(target[3].bias, before)        -- nothing was copied
     has(err(function() mlp():load_state_dict(5) end), "expected a table")
   end)
@@ -220,10 +229,10 @@ describe("tostring", function()
     local m = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Dropout(0.1), nn.Linear(256, 10, {bias = false}))
     local s = tostring(m)
     has(s, "Sequential(\n")
-    has(s, "  (1): Linear(in_features=784, out_features=256, bias=true)  -- 200,960 params\n")
-    has(s, "  (2): ReLU()\n")
-    has(s, "  (3): Dropout(p=0.1)\n")
-    has(s, "  (4): Linear(in_features=256, out_features=10, bias=false)  -- 2,560 params\n)")
+    has(s, "  (0): Linear(in_features=784, out_features=256, bias=true)  -- 200,960 params\n")
+    has(s, "  (1): ReLU()\n")
+    has(s, "  (2): Dropout(p=0.1)\n")
+    has(s, "  (3): Linear(in_features=256, out_features=10, bias=false)  -- 2,560 params\n)")
     has(s, "\nTotal parameters: 203,520")
   end)
 
@@ -234,8 +243,8 @@ describe("tostring", function()
     c.body:requires_grad_(false)
     local s = tostring(c)
     has(s, "Custom(\n  (alpha): Parameter(shape=[2, 3], dtype=float32)\n  (body): Sequential(\n")
-    has(s, "    (1): LayerNorm([3], eps=1e-05, elementwise_affine=true)  -- 6 params\n")
-    has(s, "    (2): GELU(approximate=\"tanh\")\n  )  -- 6 params\n)")
+    has(s, "    (0): LayerNorm([3], eps=1e-05, elementwise_affine=true)  -- 6 params\n")
+    has(s, "    (1): GELU(approximate=\"tanh\")\n  )  -- 6 params\n)")
     has(s, "Total parameters: 12 (6 trainable)")
   end)
 end)
@@ -342,10 +351,11 @@ describe("Sequential", function()
     assert.equal(s[3], s[-1])
     local x = ember.randn(4, 2)
     check(s(x), s[3](s[2](s[1](x))):tolist(), 1e-6)
-    assert.same({"1.weight", "1.bias", "3.weight", "3.bias"}, names_of(s))
+    assert.same({"0.weight", "0.bias", "2.weight", "2.bias"}, names_of(s))   -- PyTorch's names
+    assert.equal(s[1], s["0"])              -- s[i] is by position (1-based), s["0"] by name
     has(err(function() s:add(5) end), "Sequential: item 4 must be a module, got number")
     local l = nn.ModuleList({nn.Linear(1, 1), nn.Linear(1, 1)})
-    assert.same({"1.weight", "1.bias", "2.weight", "2.bias"}, names_of(l))
+    assert.same({"0.weight", "0.bias", "1.weight", "1.bias"}, names_of(l))
   end)
 end)
 

@@ -30,10 +30,6 @@ describe("PyTorch fixtures", function()
   local cases = h.fixture("transformer_cases.lua")
   local tensors = ember.load(h.FIXTURES .. "transformer_cases.safetensors")
 
-  -- ember's name of a PyTorch parameter: stacks count their layers from 1
-  local function ember_name(torch_name)
-    return (torch_name:gsub("layers%.(%d+)%.", function(i) return "layers." .. (tonumber(i) + 1) .. "." end))
-  end
 
   local function group(case, kind) return h.fixture_group(tensors, case.name, kind) end
 
@@ -71,9 +67,7 @@ describe("PyTorch fixtures", function()
   for _, c in ipairs(cases) do
     it(c.name .. " (" .. c.kind .. "): outputs and gradients", function()
       local m = build(c)
-      local sd = {}
-      for k, t in pairs(group(c, "param")) do sd[ember_name(k)] = t end
-      m:load_state_dict(sd)
+      m:load_state_dict(group(c, "param"))   -- PyTorch's names as they are (layers.0, ...)
       m:eval()
       local x = {}
       for k, t in pairs(group(c, "input")) do
@@ -87,7 +81,7 @@ describe("PyTorch fixtures", function()
       for k, g in pairs(grads) do
         local t = x[k]
         if t == nil then
-          for n, p in m:named_parameters() do if n == ember_name(k) then t = p end end
+          for n, p in m:named_parameters() do if n == k then t = p end end
         end
         assert(t ~= nil, "no tensor for the gradient " .. k)
         close("grad of " .. k, t.grad, g)
@@ -411,14 +405,14 @@ describe("TransformerEncoderLayer and TransformerDecoderLayer", function()
 end)
 
 describe("TransformerEncoder, TransformerDecoder and Transformer", function()
-  it("hold deep copies of the layer, named layers.1, layers.2, ...", function()
+  it("hold deep copies of the layer, named layers.0, layers.1, ... (PyTorch's names)", function()
     local layer = nn.TransformerEncoderLayer(4, 2, {dim_feedforward = 8})
     local enc = nn.TransformerEncoder(layer, 3)
     assert.equal(3, #enc.layers)
     local names = {}
     for n in enc:named_parameters() do if n:match("in_proj_weight") then names[#names + 1] = n end end
-    assert.same({"layers.1.self_attn.in_proj_weight", "layers.2.self_attn.in_proj_weight",
-                 "layers.3.self_attn.in_proj_weight"}, names)
+    assert.same({"layers.0.self_attn.in_proj_weight", "layers.1.self_attn.in_proj_weight",
+                 "layers.2.self_attn.in_proj_weight"}, names)
     local w1, w2 = enc.layers[1].self_attn.in_proj_weight, enc.layers[2].self_attn.in_proj_weight
     assert(w1 ~= w2 and w1 ~= layer.self_attn.in_proj_weight, "copies share a parameter")
     close("copies start equal", w1, layer.self_attn.in_proj_weight, 0)

@@ -514,7 +514,7 @@ def locals_one_line_each():
     assert all(len(l) <= 120 for l in lines), lines
     # the names of nn fill the terminal's width, not 80 columns
     assert len(lines[0]) > 100 and lines[0].startswith("module ember.nn {", 5), lines[0]
-    assert lines[1].startswith("model = Sequential((1): Linear("), lines[1]
+    assert lines[1].startswith("model = Sequential((0): Linear("), lines[1]
     assert lines[2].startswith("opt = AdamW ("), lines[2]
     assert lines[3] == "cfg = {lr = 0.1, sizes = {4, 8, 2}}", lines[3]
     q.sendline("c")

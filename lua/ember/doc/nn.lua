@@ -32,7 +32,8 @@ Classes (call a class to make an instance, call an instance to run its forward):
   losses               nn.MSELoss, nn.CrossEntropyLoss, nn.NLLLoss, nn.BCEWithLogitsLoss
 Functions: nn.Parameter(t), nn.is_module(v), nn.utils.clip_grad_norm_.
 Submodules: nn.functional (the layers and losses as functions), nn.init (initialisers).
-Differences from PyTorch: Sequential/ModuleList children are named "1", "2", ...;
+Names are PyTorch's (Sequential/ModuleList children "0", "1", ...), so state_dicts
+cross both ways; seq[1] is the first child. Differences from PyTorch:
 class indices (CrossEntropyLoss targets, Embedding inputs) are 1-based; keyword
 arguments go in a trailing options table: nn.Linear(3, 4, {bias = false});
 parameters() and children() return lists, named_*() return iterators.]=],
@@ -138,11 +139,12 @@ print(#fc:parameters())   -- 1]=],
   },
   {
     name = "ember.nn.Module:register_buffer",
-    sig = "module:register_buffer(name, t)",
+    sig = "module:register_buffer(name, t [, persistent = true])",
     doc = [=[
 Registers the tensor t as a buffer: part of the module's state (state_dict, to(),
 named_buffers) but not a parameter, so optimizers do not update it. Later assignments
-self.name = tensor replace the buffer; t = nil removes it.]=],
+self.name = tensor replace the buffer; t = nil removes it. persistent = false (or
+{persistent = false}, PyTorch's keyword) keeps it out of state_dict and load_state_dict.]=],
     example = [=[
 local nn = ember.nn
 local m = nn.Module()
@@ -181,10 +183,11 @@ print(#seq:children())   -- 2]=],
   },
   {
     name = "ember.nn.Module:named_modules",
-    sig = "for name, m in module:named_modules() do ... end",
+    sig = "for name, m in module:named_modules([{prefix =, remove_duplicate = true}]) do ... end",
     doc = [=[
-An iterator over the module itself (name "") and all its descendants, depth first, with
-dotted names ("1", "block.fc"). A module reachable twice is listed once.]=],
+An iterator over the module itself (name "", or prefix) and all its descendants, depth
+first, with dotted names ("0", "block.fc"). A module reachable twice is listed once,
+unless remove_duplicate is false (then under each of its names, as PyTorch's).]=],
     example = [=[
 local nn = ember.nn
 local seq = nn.Sequential(nn.Linear(2, 3), nn.ReLU())
@@ -200,11 +203,14 @@ print(#nn.Sequential(nn.Linear(2, 3), nn.ReLU()):modules())   -- 3]=],
   },
   {
     name = "ember.nn.Module:named_parameters",
-    sig = "for name, p in module:named_parameters() do ... end",
+    sig = "for name, p in module:named_parameters([prefix [, recurse [, remove_duplicate]]]) do ... end",
     doc = [=[
 An iterator over (name, parameter): the module's own parameters in registration order,
-then each child's, depth first, with dotted names like "fc1.weight" or "1.bias"
-(Sequential children are numbered from 1). A tensor shared by two modules is listed once.]=],
+then each child's, depth first, with PyTorch's dotted names like "fc1.weight" or
+"0.bias" (Sequential and ModuleList children are numbered from 0, as in PyTorch). A
+tensor shared by two modules (tied weights) is listed once, under its first name, unless
+remove_duplicate is false; recurse = false lists the module's own only. The options may
+also come as one table {prefix =, recurse =, remove_duplicate =}.]=],
     example = [=[
 local nn = ember.nn
 local seq = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
@@ -224,13 +230,23 @@ print(#model:parameters())   -- 2 (weight, bias)]=],
   },
   {
     name = "ember.nn.Module:named_buffers",
-    sig = "for name, b in module:named_buffers() do ... end",
-    doc = "An iterator over (name, buffer) of the module and its descendants, dotted names.",
+    sig = "for name, b in module:named_buffers([prefix [, recurse [, remove_duplicate]]]) do ... end",
+    doc = [=[
+An iterator over (name, buffer) of the module and its descendants, dotted names; the
+options as named_parameters'. Non-persistent buffers are listed too.]=],
     example = [=[
 local nn = ember.nn
 local m = nn.Module()
 m:register_buffer("count", ember.zeros(1))
 for name, b in m:named_buffers() do print(name, b) end]=],
+  },
+  {
+    name = "ember.nn.Module:buffers",
+    sig = "module:buffers([recurse = true]) -> list of tensors",
+    doc = "All buffers as a list, in named_buffers() order, each once.",
+    example = [=[
+local nn = ember.nn
+print(#nn.BatchNorm1d(4):buffers())   -- 3 (running_mean, running_var, num_batches_tracked)]=],
   },
   {
     name = "ember.nn.Module:num_parameters",
@@ -326,10 +342,14 @@ print(fc.weight.dtype)   -- float32]=],
   },
   {
     name = "ember.nn.Module:state_dict",
-    sig = "module:state_dict() -> {[name] = tensor}",
+    sig = "module:state_dict([{prefix = \"\", keep_vars = false}]) -> {[name] = tensor}",
     doc = [=[
-A table from parameter and buffer names ("1.weight", "fc.bias") to tensors: detached,
-sharing memory with the module's. ember.save(path, sd) writes it as safetensors.]=],
+A table from parameter and persistent buffer names to tensors: detached, sharing memory
+with the module's. The names are PyTorch's ("0.weight" for a Sequential's first child,
+"fc.bias"), and a tensor shared by two modules (a tied lm_head.weight) is listed under
+each of its names, as PyTorch's state_dict, so files cross between the two unchanged.
+pairs(sd) walks it in PyTorch's order (each module's parameters, its buffers, then its
+children). ember.save(path, sd) writes it as safetensors.]=],
     example = [=[
 local nn = ember.nn
 local sd = nn.Linear(3, 2):state_dict()
@@ -340,11 +360,16 @@ os.remove(path)]=],
   },
   {
     name = "ember.nn.Module:load_state_dict",
-    sig = "module:load_state_dict(sd [, {strict = true}])\n  -> {missing_keys = {...}, unexpected_keys = {...}}",
+    sig = "module:load_state_dict(sd [, {strict = true}])\n  -> {missing_keys = {...}, unexpected_keys = {...}, renumbered = bool}",
     doc = [=[
-Copies the tensors of sd into the parameters and buffers in place, converting dtype and
-device. With strict (the default) a missing or unexpected key is an error; a shape
-mismatch or a non-tensor value always is. Nothing is copied when it fails.]=],
+Copies the tensors of sd into the parameters and persistent buffers in place, converting
+dtype and device. With strict (the default) a missing or unexpected key is an error; a
+shape mismatch or a non-tensor value always is. Nothing is copied when it fails. A
+PyTorch state dict loads as it is. A tensor with several names (tied weights) needs only
+one of them. A file from ember before issue 31, whose Sequential/ModuleList children
+were numbered from 1, is recognised (keys that fit only with every such number shifted by
+one) and loaded (renumbered = true); when missing and unexpected keys differ only in
+their numbers, the error says so.]=],
     example = [=[
 local nn = ember.nn
 local a, b = nn.Linear(3, 2), nn.Linear(3, 2)
@@ -384,12 +409,12 @@ print(#m:parameters(), m.scale.requires_grad)   -- 1 true]=],
     sig = "nn.Sequential(m1, m2, ...) or nn.Sequential({m1, m2, ...}) -> module",
     doc = [=[
 Applies its children in order: seq(x) = mN(...m2(m1(x))). Extra arguments of the call
-are passed to every child. Children are named "1", "2", ... (PyTorch: "0", "1", ...), so
-parameter names are "1.weight", "3.bias"; seq[i] is the i-th child (negative i counts
-from the end) and #seq the count. seq[{start, stop [, step]}] slices (PyTorch's
-seq[a:b]): a new Sequential of the children at those positions, an inclusive 1-based
-range as a tensor's (seq[{1, 4}] is PyTorch's seq[:4], seq[{-2, -1}] the last two);
-the modules are shared, and the slice names them "1", "2", ... again.]=],
+are passed to every child. Children are named "0", "1", ... as in PyTorch, so parameter
+names are "0.weight", "2.bias"; indexing is Lua's: seq[i] is the i-th child (seq[1] the
+one named "0"; negative i counts from the end) and #seq the count. seq[{start, stop [, step]}]
+slices (PyTorch's seq[a:b]): a new Sequential of the children at those positions, an
+inclusive 1-based range as a tensor's (seq[{1, 4}] is PyTorch's seq[:4], seq[{-2, -1}] the
+last two); the modules are shared, and the slice names them "0", "1", ... again.]=],
     example = [=[
 local nn = ember.nn
 local model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
@@ -401,7 +426,7 @@ print(#features, features(ember.randn(3, 4)).shape[2])                 -- 2 8]=]
     name = "ember.nn.Sequential:add",
     also = {"ember.nn.Sequential:append"},
     sig = "seq:add(m) -> seq\nseq:append(m) -> seq",
-    doc = "Appends the module m, named by its position (\"4\" for the fourth). Returns seq.",
+    doc = "Appends the module m, named by its position from 0 (\"3\" for the fourth). Returns seq.",
     example = [=[
 local nn = ember.nn
 local seq = nn.Sequential():add(nn.Linear(2, 2)):add(nn.Tanh())
@@ -412,10 +437,10 @@ print(#seq)   -- 2]=],
     also = {"ember.nn.ModuleList:init"},
     sig = "nn.ModuleList([{m1, m2, ...}]) -> module",
     doc = [=[
-A list of modules whose parameters are registered (named "1", "2", ...); it has no
-forward. list[i] and #list work; iterate with ipairs(list:children()).
-list[{start, stop [, step]}] is a ModuleList of those modules (inclusive, 1-based;
-PyTorch's list[a:b]).]=],
+A list of modules whose parameters are registered (named "0", "1", ... as in PyTorch); it
+has no forward. list[i] (1-based: list[1] is the one named "0") and #list work; iterate
+with ipairs(list:children()). list[{start, stop [, step]}] is a ModuleList of those modules
+(inclusive, 1-based; PyTorch's list[a:b]).]=],
     example = [=[
 local nn = ember.nn
 local blocks = nn.ModuleList({nn.Linear(4, 4), nn.Linear(4, 4)})

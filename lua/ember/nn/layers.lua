@@ -36,23 +36,25 @@ end
 -- ---- containers ------------------------------------------------------------------
 
 --- nn.Sequential(m1, m2, ...) -> a module applying its children in order: y = mN(...m2(m1(x))).
--- Children are named "1", "2", ... (1-based, unlike PyTorch's "0", "1", ...): parameters are
--- "1.weight", "1.bias", ...; seq[2] is the second child, #seq the count.
+-- Children are named "0", "1", ... as in PyTorch, so parameters are "0.weight", "0.bias", ... and
+-- state_dicts cross between the two unchanged; indexing is Lua's: seq[1] is the first child (the
+-- one named "0"), seq[-1] the last, #seq the count.
 -- Example: local model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
 L.Sequential = Module:extend("Sequential")
+L.Sequential.__numbered = true   -- children named by position from 0 (ember before issue 31: from 1)
 function L.Sequential:init(...)
   local mods = table.pack(...)
   if mods.n == 1 and type(mods[1]) == "table" and not is_module(mods[1]) then mods = mods[1]; mods.n = #mods end
   for i = 1, mods.n do self:add(mods[i]) end
 end
 
---- seq:add(m) -> seq; appends a module (named by its position).
+--- seq:add(m) -> seq; appends a module (named by its position from 0: the third child is "2").
 -- Example: nn.Sequential():add(nn.Linear(2, 2)):add(nn.Tanh())
 function L.Sequential:add(m)
   if not is_module(m) then
     raise(string.format("Sequential: item %d must be a module, got %s", #self + 1, type(m)))
   end
-  return self:add_module(tostring(#self + 1), m)
+  return self:add_module(string.format("%d", #self), m)
 end
 L.Sequential.append = L.Sequential.add
 
@@ -93,9 +95,11 @@ end
 function L.Sequential:_slice(r) return L.Sequential(table.unpack(children_in(self, r))) end
 
 --- nn.ModuleList({m1, m2, ...}) -> a list of modules whose parameters are registered; no forward.
--- Children are named "1", "2", ...; list[i] and #list work; iterate with ipairs(list:children()).
+-- Children are named "0", "1", ... as in PyTorch (parameters "0.weight", ...); list[i] is the i-th
+-- (list[1] the one named "0") and #list the count; iterate with ipairs(list:children()).
 -- Example: self.blocks = nn.ModuleList({Block(), Block()})
 L.ModuleList = Module:extend("ModuleList")
+L.ModuleList.__numbered = true
 function L.ModuleList:init(mods)
   for _, m in ipairs(mods or {}) do self:append(m) end
 end
@@ -106,7 +110,7 @@ function L.ModuleList:_slice(r) return L.ModuleList(children_in(self, r)) end
 --- list:append(m) -> list; adds a module at the end.
 function L.ModuleList:append(m)
   if not is_module(m) then raise(string.format("ModuleList: item %d must be a module, got %s", #self + 1, type(m))) end
-  return self:add_module(tostring(#self + 1), m)
+  return self:add_module(string.format("%d", #self), m)
 end
 
 -- ---- Linear ------------------------------------------------------------------------

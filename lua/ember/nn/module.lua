@@ -28,7 +28,14 @@
 --     named_parameters(), named_children(), named_modules() and named_buffers()
 --     return iterators for a generic `for`:  for name, p in m:named_parameters() do ... end
 --   * Order: a module's own parameters (in registration order), then each child's,
---     depth first — PyTorch's order. A tensor shared by two modules is listed once.
+--     depth first — PyTorch's order. named_parameters() lists a tensor shared by two
+--     modules once (PyTorch's remove_duplicate = true); state_dict() lists it under
+--     each of its names, as PyTorch does (a tied lm_head.weight beside tok_emb.weight).
+--   * Names are PyTorch's: the children of Sequential and ModuleList are named "0",
+--     "1", ... (seq[1] is still the first child: integer indexing is by position,
+--     1-based), so state_dicts cross between PyTorch and ember unchanged.
+--     load_state_dict also takes the files ember wrote before, which numbered those
+--     children from 1 (see load_state_dict).
 --   * zero_grad() sets every .grad to nil (PyTorch's set_to_none default).
 --   * to(...) replaces each parameter tensor by the converted one (a new tensor
 --     with the same requires_grad), so make optimizers after moving a model.
@@ -63,6 +70,8 @@ local function unregister(self, name)
       remove_name(rawget(self, s[2]), name)
     end
   end
+  local np = rawget(self, "_non_persistent")
+  if np then np[name] = nil end
 end
 
 local function register(self, store_key, names_key, name, value)
@@ -76,7 +85,8 @@ local function register(self, store_key, names_key, name, value)
 end
 
 -- Field lookup on instances: parameters, children and buffers first, then
--- the class (and its parents). Integer keys find children named "1", "2", ...
+-- the class (and its parents). An integer key i is the i-th child by position
+-- (1-based, negative counts from the end): seq[1] is the child named "0".
 local function instance_index(self, k)
   local v = rawget(self, "_parameters")[k]
   if v ~= nil then return v end
@@ -87,7 +97,8 @@ local function instance_index(self, k)
   if math.type(k) == "integer" then
     local names = rawget(self, "_module_names")
     if k < 0 then k = #names + k + 1 end
-    return rawget(self, "_modules")[tostring(k)]
+    local n = names[k]
+    return n ~= nil and rawget(self, "_modules")[n] or nil
   end
   if type(k) == "table" then
     -- a range: Sequential and ModuleList slice (their _slice), as PyTorch's seq[a:b]
@@ -172,12 +183,22 @@ function Module:register_parameter(name, t)
   register(self, "_parameters", "_param_names", name, t)
 end
 
---- module:register_buffer(name, t) — a tensor that is part of the state (state_dict, to()) but not a parameter.
--- Example: self:register_buffer("running_mean", ember.zeros(10))
-function Module:register_buffer(name, t)
-  if t ~= nil and not ember.is_tensor(t) then raise(type_name(self) .. ": register_buffer('" .. name .. "') expects a tensor, got " .. type(t)) end
+--- module:register_buffer(name, t [, persistent = true]) — a tensor that is part of the state (to(), and
+-- state_dict unless persistent is false) but not a parameter. persistent may also be given as
+-- {persistent = false}, PyTorch's keyword: such a buffer follows to() and named_buffers() but is
+-- neither saved by state_dict nor expected by load_state_dict (a causal mask, a cache).
+-- Example: self:register_buffer("running_mean", ember.zeros(10)); self:register_buffer("mask", m, false)
+function Module:register_buffer(name, t, persistent)
+  if t ~= nil and not ember.is_tensor(t) then raise(type_name(self) .. ": register_buffer('" .. tostring(name) .. "') expects a tensor, got " .. type(t)) end
+  if type(persistent) == "table" then persistent = persistent.persistent end
+  if persistent ~= nil and type(persistent) ~= "boolean" then
+    raise(type_name(self) .. ": register_buffer('" .. tostring(name) .. "'): persistent must be a boolean, got " .. type(persistent))
+  end
   if t == nil then unregister(self, name) return end
   register(self, "_buffers", "_buffer_names", name, t)
+  local np = rawget(self, "_non_persistent")
+  if np == nil then np = {}; rawset(self, "_non_persistent", np) end
+  np[name] = (persistent == false) or nil
 end
 
 --- module:add_module(name, m) — registers m as a child under name (same as self[name] = m).
@@ -205,14 +226,16 @@ function Module:children()
   return out
 end
 
--- (prefix, module) pairs, self first, depth first, each module once.
-local function collect_modules(self, prefix, out, seen)
+-- (prefix, module) pairs, self first, depth first; each module once when dedup, else
+-- under every path that reaches it (a module that contains itself is not entered again).
+local function collect_modules(self, prefix, out, seen, dedup)
   if seen[self] then return end
   seen[self] = true
   out[#out + 1] = {prefix, self}
   for name, m in self:named_children() do
-    collect_modules(m, prefix == "" and name or prefix .. "." .. name, out, seen)
+    collect_modules(m, prefix == "" and name or prefix .. "." .. name, out, seen, dedup)
   end
+  if not dedup then seen[self] = nil end
 end
 
 local function list_iter(list)
@@ -224,10 +247,30 @@ local function list_iter(list)
   end
 end
 
---- module:named_modules() -> iterator over (name, module): the module itself (name "") then all descendants.
-function Module:named_modules()
+-- The options of named_modules / named_parameters / named_buffers: PyTorch's positional
+-- (prefix, recurse, remove_duplicate) or one table {prefix =, recurse =, remove_duplicate =}.
+local function member_opts(self, op, a, b, c)
+  local o = a
+  if type(a) ~= "table" then o = {prefix = a, recurse = b, remove_duplicate = c} end
+  for k, v in pairs(o) do
+    if k == "prefix" then
+      if type(v) ~= "string" then raise(string.format("%s:%s: prefix must be a string, got %s", type_name(self), op, type(v))) end
+    elseif k == "recurse" or k == "remove_duplicate" then
+      if type(v) ~= "boolean" then raise(string.format("%s:%s: %s must be a boolean, got %s", type_name(self), op, k, type(v))) end
+    else
+      raise(string.format("%s:%s: unknown option '%s' (expected prefix, recurse, remove_duplicate)", type_name(self), op, tostring(k)))
+    end
+  end
+  return o.prefix or "", o.recurse ~= false, o.remove_duplicate ~= false
+end
+
+--- module:named_modules([{prefix = "", remove_duplicate = true}]) -> iterator over (name, module):
+-- the module itself (name "" or prefix) then all descendants, depth first. A module reachable
+-- under two names is listed once, unless remove_duplicate is false (PyTorch's arguments).
+function Module:named_modules(opts)
+  local prefix, _, dedup = member_opts(self, "named_modules", opts or {})
   local out = {}
-  collect_modules(self, "", out, {})
+  collect_modules(self, prefix, out, {}, dedup)
   return list_iter(out)
 end
 
@@ -238,38 +281,51 @@ function Module:modules()
   return out
 end
 
-local function collect_tensors(self, store_key, names_key)
-  local out, seen = {}, {}
-  for prefix, m in self:named_modules() do
+local function collect_tensors(self, store_key, names_key, prefix, recurse, dedup)
+  local out, seen, mods = {}, {}, {}
+  if recurse then collect_modules(self, prefix, mods, {}, dedup) else mods[1] = {prefix, self} end
+  for _, e in ipairs(mods) do
+    local mp, m = e[1], e[2]
     local store = rawget(m, store_key)
     for _, n in ipairs(rawget(m, names_key)) do
       local t = store[n]
-      if not seen[t] then
+      if not (dedup and seen[t]) then
         seen[t] = true
-        out[#out + 1] = {prefix == "" and n or prefix .. "." .. n, t}
+        out[#out + 1] = {mp == "" and n or mp .. "." .. n, t}
       end
     end
   end
   return out
 end
 
---- module:named_parameters() -> iterator over (name, parameter), names like "fc1.weight" or "1.bias".
+--- module:named_parameters([prefix [, recurse [, remove_duplicate]]]) -> iterator over (name, parameter),
+-- names like "fc1.weight" or "0.bias" (PyTorch's: Sequential/ModuleList children from 0). The options
+-- may also come as one table {prefix = "", recurse = true, remove_duplicate = true}. A parameter
+-- shared by two modules (tied weights) is listed once, under its first name, unless
+-- remove_duplicate is false; recurse = false lists the module's own parameters only.
 -- Example: for name, p in model:named_parameters() do print(name, p.shape) end
-function Module:named_parameters()
-  return list_iter(collect_tensors(self, "_parameters", "_param_names"))
+function Module:named_parameters(...)
+  return list_iter(collect_tensors(self, "_parameters", "_param_names", member_opts(self, "named_parameters", ...)))
 end
 
---- module:parameters() -> list of all parameters (own first, then children's, depth first).
+--- module:parameters([recurse = true]) -> list of all parameters (own first, then children's, depth first), each once.
 -- Example: local opt = ember.optim.SGD(model:parameters(), {lr = 0.1})
-function Module:parameters()
+function Module:parameters(recurse)
   local out = {}
-  for _, e in ipairs(collect_tensors(self, "_parameters", "_param_names")) do out[#out + 1] = e[2] end
+  for _, e in ipairs(collect_tensors(self, "_parameters", "_param_names", "", recurse ~= false, true)) do out[#out + 1] = e[2] end
   return out
 end
 
---- module:named_buffers() -> iterator over (name, buffer).
-function Module:named_buffers()
-  return list_iter(collect_tensors(self, "_buffers", "_buffer_names"))
+--- module:named_buffers([prefix [, recurse [, remove_duplicate]]]) -> iterator over (name, buffer); the options as named_parameters'.
+function Module:named_buffers(...)
+  return list_iter(collect_tensors(self, "_buffers", "_buffer_names", member_opts(self, "named_buffers", ...)))
+end
+
+--- module:buffers([recurse = true]) -> list of all buffers, each once.
+function Module:buffers(recurse)
+  local out = {}
+  for _, e in ipairs(collect_tensors(self, "_buffers", "_buffer_names", "", recurse ~= false, true)) do out[#out + 1] = e[2] end
+  return out
 end
 
 --- module:num_parameters() -> the total number of parameter elements.
@@ -361,13 +417,72 @@ function Module:double() return self:to("float64") end
 function Module:cpu() return self:to("cpu") end
 function Module:cuda() return self:to("cuda") end
 
---- module:state_dict() -> table name -> tensor (detached, sharing memory) of all parameters and buffers.
+-- (name, tensor, legacy name) of every entry of the state dict, in PyTorch's order: each
+-- module's parameters, then its persistent buffers, then its children's entries, depth
+-- first; a module or tensor reachable under two names is listed under each. The legacy
+-- name is the one ember used before issue 31, when the children of Sequential and
+-- ModuleList were numbered from 1 (the containers' classes set __numbered).
+local function state_entries(self, prefix, legacy, out, path)
+  path[self] = true
+  local params = rawget(self, "_parameters")
+  for _, n in ipairs(rawget(self, "_param_names")) do out[#out + 1] = {prefix .. n, params[n], legacy .. n} end
+  local bufs, np = rawget(self, "_buffers"), rawget(self, "_non_persistent")
+  for _, n in ipairs(rawget(self, "_buffer_names")) do
+    if not (np and np[n]) then out[#out + 1] = {prefix .. n, bufs[n], legacy .. n} end
+  end
+  local numbered = getmetatable(self).__numbered
+  for n, c in self:named_children() do
+    if not path[c] then
+      local old = n
+      if numbered and n:match("^%d+$") then old = string.format("%d", math.tointeger(tonumber(n)) + 1) end
+      state_entries(c, prefix .. n .. ".", legacy .. old .. ".", out, path)
+    end
+  end
+  path[self] = nil
+end
+
+-- pairs() over a state dict: its names in the order they were listed, then any added since
+local function ordered_pairs(t)
+  local keys = getmetatable(t).__keys
+  local listed = {}
+  for _, k in ipairs(keys) do listed[k] = true end
+  local i, rest, in_rest = 0, nil, false
+  return function()
+    while not in_rest do
+      i = i + 1
+      local k = keys[i]
+      if k == nil then in_rest = true break end
+      local v = rawget(t, k)
+      if v ~= nil then return k, v end
+    end
+    while true do
+      local k, v = next(t, rest)
+      rest = k
+      if k == nil or not listed[k] then return k, v end
+    end
+  end, t, nil
+end
+Module._ordered_pairs = ordered_pairs
+
+--- module:state_dict([{prefix = "", keep_vars = false}]) -> table name -> tensor (detached, sharing memory)
+-- of all parameters and persistent buffers, under PyTorch's names: "0.weight" for the first child of a
+-- Sequential, and a tensor shared by two modules (a tied lm_head.weight) under each of its names.
+-- pairs() walks it in PyTorch's order (each module's parameters, its buffers, then its children);
+-- it is a plain table otherwise. keep_vars = true keeps the parameters themselves (not detached).
 -- Example: ember.save("model.safetensors", model:state_dict())
-function Module:state_dict()
-  local sd = {}
-  for name, p in self:named_parameters() do sd[name] = p:detach() end
-  for name, b in self:named_buffers() do sd[name] = b:detach() end
-  return sd
+function Module:state_dict(opts)
+  opts = opts or {}
+  if type(opts) ~= "table" then raise(type_name(self) .. ":state_dict: expected an options table {prefix =, keep_vars =}, got " .. type(opts)) end
+  local prefix = opts.prefix or ""
+  if type(prefix) ~= "string" then raise(type_name(self) .. ":state_dict: prefix must be a string, got " .. type(prefix)) end
+  local entries = {}
+  state_entries(self, prefix, prefix, entries, {})
+  local sd, keys = {}, {}
+  for _, e in ipairs(entries) do
+    keys[#keys + 1] = e[1]
+    sd[e[1]] = opts.keep_vars and e[2] or e[2]:detach()
+  end
+  return setmetatable(sd, {__pairs = ordered_pairs, __keys = keys})
 end
 
 local function shape_str(t)
@@ -414,24 +529,83 @@ local function check_input(self, x)
 end
 Module._check_input = check_input
 
---- module:load_state_dict(sd [, strict = true] [, {strict = true}]) -> {missing_keys = {...}, unexpected_keys = {...}}
--- Copies the tensors of sd into the parameters and buffers in place (converting dtype
--- and device). With strict (the default), missing or unexpected keys are an error;
--- shape mismatches always are. Nothing is copied when it fails.
+-- a key's numbers blanked: "stem.1.weight" -> "stem.#.weight"
+local function skeleton(k)
+  local parts = {}
+  for part in (k .. "."):gmatch("(.-)%.") do parts[#parts + 1] = part:match("^%d+$") and "#" or part end
+  return table.concat(parts, ".")
+end
+
+-- When the unexpected keys are missing keys with other numbers, says so: the usual cause
+-- is a state dict whose containers are numbered otherwise than the model's.
+local function numbering_note(missing, unexpected)
+  if #missing == 0 or #unexpected == 0 then return nil end
+  local by_skeleton = {}
+  for _, m in ipairs(missing) do
+    local sk = skeleton(m)
+    by_skeleton[sk] = by_skeleton[sk] or m
+  end
+  local example_u, example_m
+  for _, u in ipairs(unexpected) do
+    local m = by_skeleton[skeleton(u)]
+    if m == nil or u == m then return nil end
+    if example_u == nil then example_u, example_m = u, m end
+  end
+  return string.format("the missing and unexpected keys differ only in their numbers (the state dict's '%s' "
+    .. "would be the model's '%s'): ember names the children of Sequential and ModuleList from 0, as PyTorch "
+    .. "does; a file from an older ember, numbered from 1, is renamed when all its numbered keys fit that "
+    .. "(this one mixes the two numberings, or a module numbers its own children)", example_u, example_m)
+end
+
+--- module:load_state_dict(sd [, strict = true] [, {strict = true}]) -> {missing_keys = {...}, unexpected_keys = {...}, renumbered = bool}
+-- Copies the tensors of sd into the parameters and persistent buffers in place (converting dtype
+-- and device). With strict (the default), missing or unexpected keys are an error; shape
+-- mismatches always are. Nothing is copied when it fails. Names are PyTorch's (see state_dict),
+-- so a PyTorch state dict loads as it is. Two leniencies:
+--   * a tensor with several names (tied weights) needs only one of them in sd (safetensors'
+--     save_model and older ember files list it once); when several are there, the last copied wins;
+--   * a state dict saved by an older ember, which numbered the children of Sequential and
+--     ModuleList from 1, is renamed (renumbered = true in the result): it is recognised when some of
+--     its keys name the model's tensors only with every container number shifted by one, and none
+--     only without the shift.
+-- A strict load whose missing and unexpected keys differ only in their numbers says so in the error.
 -- Example: model:load_state_dict(ember.load("model.safetensors"))
 function Module:load_state_dict(sd, ...)
   local opts = require("ember.args").options("load_state_dict", {"strict"}, ...)
   local strict = opts.strict ~= false
   local name = type_name(self)
-  if type(sd) ~= "table" then raise("load_state_dict: expected a table name -> tensor, got " .. type(sd)) end
-  local own, order = {}, {}
-  for n, p in self:named_parameters() do own[n] = p; order[#order + 1] = n end
-  for n, b in self:named_buffers() do own[n] = b; order[#order + 1] = n end
+  if type(sd) ~= "table" or ember.is_tensor(sd) then raise("load_state_dict: expected a table name -> tensor, got " .. type(sd)) end
+  local entries = {}
+  state_entries(self, "", "", entries, {})
+  local own, order, old_names = {}, {}, {}
+  for _, e in ipairs(entries) do
+    if own[e[1]] == nil then order[#order + 1] = e[1] end
+    own[e[1]] = e[2]
+    old_names[e[3]] = e[1]
+  end
+  -- an old ember file: keys that fit only the old numbering, none that fit only the new
+  local only_new, only_old = 0, 0
+  for k in pairs(sd) do
+    if type(k) == "string" then
+      if own[k] ~= nil and old_names[k] == nil then only_new = only_new + 1 end
+      if old_names[k] ~= nil and own[k] == nil then only_old = only_old + 1 end
+    end
+  end
+  local renumbered = only_old > 0 and only_new == 0
+  if renumbered then
+    local renamed = {}
+    for k, v in pairs(sd) do renamed[type(k) == "string" and old_names[k] or k] = v end
+    sd = renamed
+  end
   local missing, unexpected, problems = {}, {}, {}
+  local given = {}   -- tensors that one of their names in sd fills
+  for _, n in ipairs(order) do
+    if sd[n] ~= nil then given[own[n]] = true end
+  end
   for _, n in ipairs(order) do
     local v = sd[n]
     if v == nil then
-      missing[#missing + 1] = n
+      if not given[own[n]] then missing[#missing + 1] = n end
     elseif not ember.is_tensor(v) then
       problems[#problems + 1] = string.format("the value for '%s' is a %s, not a tensor", n, type(v))
     elseif #v.shape ~= #own[n].shape or shape_str(v) ~= shape_str(own[n]) then
@@ -446,6 +620,7 @@ function Module:load_state_dict(sd, ...)
   local parts = {}
   if strict and #missing > 0 then parts[#parts + 1] = "missing keys: " .. table.concat(missing, ", ") end
   if strict and #unexpected > 0 then parts[#parts + 1] = "unexpected keys: " .. table.concat(unexpected, ", ") end
+  if strict then parts[#parts + 1] = numbering_note(missing, unexpected) end
   for _, p in ipairs(problems) do parts[#parts + 1] = p end
   if #parts > 0 then
     raise("load_state_dict: error(s) loading the state dict into " .. name .. ": " .. table.concat(parts, "; "))
@@ -455,7 +630,7 @@ function Module:load_state_dict(sd, ...)
       if sd[n] ~= nil then own[n]:copy_(sd[n]) end
     end
   end)
-  return {missing_keys = missing, unexpected_keys = unexpected}
+  return {missing_keys = missing, unexpected_keys = unexpected, renumbered = renumbered}
 end
 
 -- 1234567 -> "1,234,567"

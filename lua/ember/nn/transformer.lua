@@ -639,7 +639,7 @@ local function stack_init(self, op, layer, layer_cls, num_layers, ...)
 end
 
 --- nn.TransformerEncoder(encoder_layer, num_layers [, norm]) -> num_layers deep copies of
--- encoder_layer applied in turn (children layers.1, layers.2, ...), then norm when given.
+-- encoder_layer applied in turn (children layers.0, layers.1, ..., PyTorch's names), then norm when given.
 -- Example: local enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(16, 4, {dim_feedforward = 32}), 2)
 L.TransformerEncoder = Module:extend("TransformerEncoder")
 function L.TransformerEncoder:init(encoder_layer, num_layers, ...)
