@@ -7,9 +7,9 @@
 --   loss:backward()
 --   print(model)                                          -- the tree with parameter counts
 --
--- Deviations from PyTorch, all from ember's 1-based world:
---   * Sequential / ModuleList children are named "1", "2", ... (PyTorch: "0", "1", ...),
---     so parameter names are "1.weight", "3.bias"; seq[1] is the first layer.
+-- Names are PyTorch's: Sequential / ModuleList children are named "0", "1", ..., so
+-- parameter names are "0.weight", "2.bias" and state_dicts cross both ways; seq[1] (Lua's
+-- indexing) is still the first layer. Deviations from PyTorch, all from ember's 1-based world:
 --   * Class indices (CrossEntropyLoss / NLLLoss targets, Embedding inputs) are 1-based.
 --   * Keyword arguments go in a trailing options table: nn.Linear(3, 4, {bias = false}).
 --   * parameters() / children() / modules() return lists; named_*() return iterators

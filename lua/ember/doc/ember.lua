@@ -1545,12 +1545,25 @@ file, fsynced, then renamed over it (unnamed while written where the file system
 O_TMPFILE, so even kill -9 mid-save leaves no temporary file; a later save removes any
 left behind). A symbolic link is followed (its target is written, the link stays); a
 character device or FIFO is written through, as torch.save does; a directory is
-refused. Unlike torch.save, only tensors are stored, never code.]],
+refused. Unlike torch.save, only data is stored, never code.
+A table that also holds numbers, booleans or strings at any depth (an optimizer's
+state_dict()) is saved whole: its tensors under the same dotted names, and its shape and
+plain values in the metadata entry "ember.tree" (versioned JSON; the key is reserved);
+ember.load gives such a table back as it was (integer keys, number types, empty tables).
+Refused with the path to the value: functions, threads, other userdata, modules, keys that
+are neither strings nor integers, cycles, nesting deeper than 64.]],
   example = [[
 local path = os.tmpname()
 ember.save(path, {w = ember.ones(2), layer = {b = ember.zeros(1)}}, {metadata = {epoch = 3}})
 local t, meta = ember.load(path)
 print(t["layer.b"], meta.epoch)   -- tensor([0.])  3
+local fc = ember.nn.Linear(2, 1)
+local opt = ember.optim.Adam(fc:parameters(), {lr = 0.01})
+fc(ember.ones(1, 2)):sum():backward()
+opt:step()
+ember.save(path, opt:state_dict())
+opt:load_state_dict(ember.load(path))
+print(ember.load(path).state[1].step)   -- 1
 os.remove(path)]],
 }
 
@@ -1559,7 +1572,9 @@ add {
   sig = "local tensors, metadata = ember.load(path, [{device = \"cpu\"}])",
   doc = [[
 Reads a safetensors file; returns two tables: name -> tensor (flat: nested names stay
-"a.b") and the metadata (string -> string). opts: device to put the tensors on
+"a.b") and the metadata (string -> string). A file ember.save wrote from a table with
+numbers, booleans or strings (metadata "ember.tree") comes back as that table instead, and
+the metadata without that entry. opts: device to put the tensors on
 (map_location = "cuda:0" is the same; weights_only = true is accepted, false refused).
 
 PyTorch's torch.save files (.pt, .pth: a zip archive) are read as
