@@ -43,11 +43,10 @@ nn.init = require "ember.nn.initializers"
 --- ember.nn.parallel — DistributedDataParallel (data-parallel training over ember.distributed).
 nn.parallel = require "ember.nn.parallel"
 
---- nn.utils.clip_grad_norm_(params, max_norm, {norm_type = 2}): scales the
---- gradients in place so their total norm is at most max_norm; returns the
---- total norm before clipping (a 0-d tensor). Lives in ember.optim.
-nn.utils = nn.utils or {}
-function nn.utils.clip_grad_norm_(...) return require("ember.optim").clip_grad_norm_(...) end
+--- ember.nn.utils — clip_grad_norm_, clip_grad_value_, get_total_norm, clip_grads_with_norm_,
+--- parameters_to_vector, vector_to_parameters, parametrize, parametrizations (weight_norm,
+--- spectral_norm): see ember/nn/utils.lua.
+nn.utils = require "ember.nn.utils"
 --- ember.nn.utils.rnn — variable-length batches for nn.RNN / LSTM / GRU: pad_sequence,
 --- pack_padded_sequence, pad_packed_sequence, pack_sequence, unpack_sequence,
 --- unpad_sequence, PackedSequence.

@@ -1555,7 +1555,11 @@ print(nn.init.xavier_normal_(ember.empty(200, 200)):std())   -- about 0.0707]=],
     name = "ember.nn.utils",
     sig = "ember.nn.utils",
     doc = [=[
-Helpers for training: nn.utils.clip_grad_norm_ (the same as ember.optim.clip_grad_norm_).
+torch.nn.utils of PyTorch 2.x: clip_grad_norm_ (the same as ember.optim.clip_grad_norm_),
+clip_grad_value_, get_total_norm and clip_grads_with_norm_ (PyTorch 2.6's two halves of
+clip_grad_norm_), parameters_to_vector, vector_to_parameters; nn.utils.parametrizations
+(weight_norm, spectral_norm) and nn.utils.parametrize (register_parametrization,
+remove_parametrizations, is_parametrized), with PyTorch's names in the state_dict.
 nn.utils.rnn: variable-length batches for nn.RNN, nn.LSTM and nn.GRU (pad_sequence,
 pack_padded_sequence, pad_packed_sequence, PackedSequence, ...; see help(nn.utils.rnn)).]=],
     example = [=[
@@ -1563,6 +1567,130 @@ local nn = ember.nn
 local fc = nn.Linear(3, 1)
 fc(ember.randn(4, 3)):sum():backward()
 print(nn.utils.clip_grad_norm_(fc:parameters(), 1.0))]=],
+  },
+  {
+    name = "ember.nn.utils.get_total_norm",
+    sig = "nn.utils.get_total_norm(tensors [, {norm_type = 2, error_if_nonfinite = false, foreach =}])\n"
+       .. "  -> total_norm",
+    doc = [=[
+The norm of order norm_type of all the elements of tensors together (the norm of their
+norms; math.huge: the largest absolute value), a 0-d tensor; 0 for an empty list. It takes
+the tensors themselves (pass the gradients), as torch.nn.utils.get_total_norm (2.6).]=],
+    example = [=[
+local nn = ember.nn
+print(nn.utils.get_total_norm({ember.tensor({3.0}), ember.tensor({4.0})}))   -- 5]=],
+  },
+  {
+    name = "ember.nn.utils.clip_grads_with_norm_",
+    sig = "nn.utils.clip_grads_with_norm_(params, max_norm, total_norm [, {foreach =}])",
+    doc = [=[
+Multiplies the gradients of params in place by min(1, max_norm / (total_norm + 1e-6)),
+total_norm given (a 0-d tensor or a number), as torch.nn.utils.clip_grads_with_norm_.
+Parameters without a gradient are skipped; returns nothing.]=],
+    example = [=[
+local nn = ember.nn
+local fc = nn.Linear(3, 1)
+fc(ember.randn(4, 3)):sum():backward()
+local grads = {fc.weight.grad, fc.bias.grad}
+nn.utils.clip_grads_with_norm_(fc:parameters(), 1.0, nn.utils.get_total_norm(grads))]=],
+  },
+  {
+    name = "ember.nn.utils.clip_grad_value_",
+    sig = "nn.utils.clip_grad_value_(params, clip_value [, {foreach =}])",
+    doc = "Clamps every gradient of params in place to [-clip_value, clip_value]; returns nothing.",
+    example = [=[
+local nn = ember.nn
+local fc = nn.Linear(3, 1)
+fc(ember.randn(4, 3) * 10):sum():backward()
+nn.utils.clip_grad_value_(fc:parameters(), 0.1)
+print(fc.weight.grad:abs():max():item() <= 0.1)   -- true]=],
+  },
+  {
+    name = "ember.nn.utils.parameters_to_vector",
+    sig = "nn.utils.parameters_to_vector(params) -> 1-D tensor",
+    doc = [=[
+The parameters flattened and concatenated in order (autograd follows it); they must share
+a device.]=],
+    example = [=[
+local nn = ember.nn
+print(nn.utils.parameters_to_vector(nn.Linear(3, 2):parameters()).shape[1])   -- 8]=],
+  },
+  {
+    name = "ember.nn.utils.vector_to_parameters",
+    sig = "nn.utils.vector_to_parameters(vec, params)",
+    doc = [=[
+Copies consecutive slices of the 1-D tensor vec into the parameters, in order; the sizes
+must add up. PyTorch points each parameter's .data at a view of vec; ember copies, so the
+parameters stay the same tensors and do not alias vec.]=],
+    example = [=[
+local nn = ember.nn
+local fc = nn.Linear(3, 2)
+nn.utils.vector_to_parameters(ember.zeros(8), fc:parameters())
+print(fc.bias)   -- zeros]=],
+  },
+  {
+    name = "ember.nn.utils.parametrizations.weight_norm",
+    sig = "nn.utils.parametrizations.weight_norm(module [, name = \"weight\" [, {dim = 1}]]) -> module",
+    doc = [=[
+Reparametrizes module[name] as g * v / ||v||, the norm over every dim but dim (1-based;
+dim = false: the whole tensor, PyTorch's dim=None), as PyTorch's
+torch.nn.utils.parametrizations.weight_norm: g is parametrizations.<name>.original0, v
+parametrizations.<name>.original1, so PyTorch's state_dicts load. Reading module[name]
+computes the weight; the module's class becomes Parametrized<Class>.]=],
+    example = [=[
+local nn = ember.nn
+local fc = nn.utils.parametrizations.weight_norm(nn.Linear(4, 3))
+print(fc.parametrizations.weight.original0.shape[1], fc.weight.shape[2])   -- 3 4]=],
+  },
+  {
+    name = "ember.nn.utils.parametrizations.spectral_norm",
+    sig = "nn.utils.parametrizations.spectral_norm(module [, name = \"weight\"\n"
+       .. "  [, {n_power_iterations = 1, eps = 1e-12, dim =}]]) -> module",
+    doc = [=[
+Reparametrizes module[name] as W / sigma, sigma W's largest singular value (W seen as a
+matrix with dim first: 1, or 2 for ConvTranspose) by power iteration, as PyTorch's
+torch.nn.utils.parametrizations.spectral_norm: the weight is
+parametrizations.<name>.original, the vectors the buffers parametrizations.<name>.0._u
+and _v. Each read of module[name] in
+training mode runs n_power_iterations; in eval mode the vectors are left as they are.]=],
+    example = [=[
+local nn = ember.nn
+local fc = nn.utils.parametrizations.spectral_norm(nn.Linear(6, 5), {n_power_iterations = 30})
+print(ember.linalg.svdvals(fc.weight:detach())[1]:item())   -- about 1]=],
+  },
+  {
+    name = "ember.nn.utils.parametrize.register_parametrization",
+    also = {"ember.nn.utils.parametrize.is_parametrized", "ember.nn.utils.parametrize.ParametrizationList"},
+    sig = "nn.utils.parametrize.register_parametrization(module, name, parametrization)\n"
+       .. "  -> module\nnn.utils.parametrize.is_parametrized(module [, name]) -> boolean",
+    doc = [=[
+Replaces the parameter (or buffer) name of module by parametrization(original),
+computed on each read; gradients reach the original. With a right_inverse method the
+parametrization stores what it returns (several tensors: original0, original1, ...);
+more parametrizations of the same name apply after the first. Names as PyTorch's:
+parametrizations.<name>.original and parametrizations.<name>.<k>.<buffer>. Not built:
+parametrize.cached and unsafe.]=],
+    example = [=[
+local nn = ember.nn
+local Sym = nn.Module:extend("Sym")
+function Sym:forward(x) return x:triu() + x:triu(1):t() end
+local P = nn.utils.parametrize
+local fc = P.register_parametrization(nn.Linear(3, 3), "weight", Sym())
+print(fc.weight:eq(fc.weight:t()):all():item(), P.is_parametrized(fc))   -- true true]=],
+  },
+  {
+    name = "ember.nn.utils.parametrize.remove_parametrizations",
+    sig = "nn.utils.parametrize.remove_parametrizations(module, name\n"
+       .. "  [, leave_parametrized = true]) -> module",
+    doc = [=[
+Removes the parametrizations of name: the parameter becomes the current parametrized value
+(or, with leave_parametrized = false, the original tensor itself), registered again (so
+last in the state_dict, as PyTorch's). With none left the module gets its class back.]=],
+    example = [=[
+local nn = ember.nn
+local fc = nn.utils.parametrizations.weight_norm(nn.Linear(4, 3))
+nn.utils.parametrize.remove_parametrizations(fc, "weight")
+print(getmetatable(fc).__name)   -- Linear]=],
   },
   {
     name = "ember.nn.utils.clip_grad_norm_",

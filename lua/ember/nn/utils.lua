@@ -1,0 +1,511 @@
+-- ember.nn.utils — torch.nn.utils of PyTorch 2.x: gradient clipping (clip_grad_norm_,
+-- clip_grad_value_, and 2.6's split of clip_grad_norm_ into get_total_norm and
+-- clip_grads_with_norm_), parameters_to_vector / vector_to_parameters, and the
+-- parametrizations weight_norm and spectral_norm (nn.utils.parametrizations, PyTorch's
+-- names in the state_dict: parametrizations.weight.original0 / original1, and
+-- parametrizations.weight.original with the power iteration's _u / _v buffers).
+--
+-- Deviations: dims are 1-based (weight_norm's default dim is 1, PyTorch's 0; dim = false is
+-- the whole tensor, PyTorch's None or -1, so -1 here is the last dim as everywhere in
+-- ember); vector_to_parameters copies into the parameters (PyTorch points their .data at
+-- views of the vector); there is no parametrize.cached() (each read of a parametrized
+-- weight computes it, as PyTorch does outside that context).
+local ember = require "ember"
+local errors = require "ember.errors"
+local base = require "ember.nn.module"
+
+local fail = errors.raisef
+local Module, is_module = base.Module, base.is_module
+
+local U = {}
+
+-- a tensor, a list of tensors or an iterator of tensors (what PyTorch's "parameters" takes)
+local function tensor_list(name, x, what)
+  if ember.is_tensor(x) then return {x} end
+  local out = {}
+  if type(x) == "function" then
+    for p in x do out[#out + 1] = p end
+  elseif type(x) == "table" and not is_module(x) then
+    for i = 1, #x do out[i] = x[i] end
+  else
+    fail("%s: %s must be a tensor, a list of tensors or an iterator, got %s", name, what,
+         is_module(x) and "a module (pass module:parameters())" or type(x))
+  end
+  for i, p in ipairs(out) do
+    if not ember.is_tensor(p) then fail("%s: %s: element %d is a %s, not a tensor", name, what, i, type(p)) end
+  end
+  return out
+end
+U._tensor_list = tensor_list
+
+local function grads_of(params)
+  local grads = {}
+  for _, p in ipairs(params) do
+    local g = p.grad
+    if g ~= nil then grads[#grads + 1] = g end
+  end
+  return grads
+end
+
+local function norm_type_arg(name, v)
+  if v == nil then return 2.0 end
+  if v == "inf" then return math.huge end
+  if v == "-inf" then return -math.huge end
+  if type(v) ~= "number" then fail("%s: norm_type must be a number (or math.huge), got %s", name, type(v)) end
+  return v
+end
+
+local function opts_arg(name, opts, argn)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" or ember.is_tensor(opts) then fail("%s: argument %d: expected an options table", name, argn) end
+  if opts.foreach ~= nil and type(opts.foreach) ~= "boolean" then
+    fail("%s: foreach must be a boolean, got %s", name, type(opts.foreach))
+  end
+  return opts
+end
+
+--- nn.utils.get_total_norm(tensors [, {norm_type = 2, error_if_nonfinite = false, foreach = nil}]) -> 0-d tensor
+-- The norm of the tensors' norms: the norm of order norm_type of all their elements together
+-- (math.huge: the largest absolute value), as torch.nn.utils.get_total_norm (PyTorch 2.6).
+-- It takes the tensors themselves: pass the gradients to clip. An empty list gives 0.
+-- Example: local total = nn.utils.get_total_norm({w.grad, b.grad})
+function U.get_total_norm(tensors, opts)
+  local name = "get_total_norm"
+  local ts = tensor_list(name, tensors, "argument 1")
+  opts = opts_arg(name, opts, 2)
+  local norm_type = norm_type_arg(name, opts.norm_type)
+  if #ts == 0 then return ember.tensor(0.0) end
+  local _ <close> = ember.no_grad()
+  local total
+  if opts.foreach ~= false and norm_type > 0 then
+    total = ember._multi_norm(ts, norm_type)
+  else
+    local norms = {}
+    for i, t in ipairs(ts) do norms[i] = ember.linalg.vector_norm(t, norm_type):to(ts[1]) end
+    total = ember.linalg.vector_norm(ember.stack(norms), norm_type)
+  end
+  if opts.error_if_nonfinite then
+    local v = total:item()
+    if v ~= v or v == math.huge or v == -math.huge then
+      fail("%s: the total norm of order %s of the gradients is non-finite (%s), so it cannot be clipped; set "
+           .. "error_if_nonfinite = false to scale by it anyway", name, tostring(norm_type), tostring(v))
+    end
+  end
+  return total
+end
+
+--- nn.utils.clip_grads_with_norm_(parameters, max_norm, total_norm [, {foreach = nil}])
+-- Scales the gradients of parameters in place by min(1, max_norm / (total_norm + 1e-6)), with
+-- total_norm given (a 0-d tensor or a number), as torch.nn.utils.clip_grads_with_norm_ (2.6).
+-- Parameters without a gradient are skipped. Returns nothing.
+-- Example: nn.utils.clip_grads_with_norm_(params, 1.0, nn.utils.get_total_norm(grads))
+function U.clip_grads_with_norm_(parameters, max_norm, total_norm, opts)
+  local name = "clip_grads_with_norm_"
+  local params = tensor_list(name, parameters, "argument 1")
+  if type(max_norm) ~= "number" then fail("%s: argument 2: max_norm must be a number, got %s", name, type(max_norm)) end
+  if type(total_norm) == "number" then total_norm = ember.tensor(total_norm)
+  elseif not ember.is_tensor(total_norm) then
+    fail("%s: argument 3: total_norm must be a tensor or a number, got %s", name, type(total_norm))
+  end
+  opts = opts_arg(name, opts, 4)
+  local grads = grads_of(params)
+  if #grads == 0 then return end
+  local _ <close> = ember.no_grad()
+  if opts.foreach ~= false then
+    ember._multi_scale_(grads, total_norm:to(grads[1].device), max_norm)
+    return
+  end
+  local coef = (max_norm / (total_norm + 1e-6)):clamp(nil, 1.0)
+  for _, g in ipairs(grads) do g:mul_(coef:to(g)) end
+end
+
+--- nn.utils.clip_grad_norm_(parameters, max_norm [, {norm_type = 2, error_if_nonfinite = false, foreach = nil}]) -> total norm
+-- get_total_norm of the gradients, then clip_grads_with_norm_; returns the norm before clipping.
+-- Example: nn.utils.clip_grad_norm_(model:parameters(), 1.0)
+function U.clip_grad_norm_(...) return require("ember.optim").clip_grad_norm_(...) end
+
+--- nn.utils.clip_grad_value_(parameters, clip_value [, {foreach = nil}])
+-- Clamps every gradient in place to [-clip_value, clip_value]; returns nothing.
+-- Example: nn.utils.clip_grad_value_(model:parameters(), 0.5)
+function U.clip_grad_value_(parameters, clip_value, opts)
+  local name = "clip_grad_value_"
+  local params = tensor_list(name, parameters, "argument 1")
+  if type(clip_value) ~= "number" then
+    fail("%s: argument 2: clip_value must be a number, got %s", name, type(clip_value))
+  end
+  opts_arg(name, opts, 3)
+  local _ <close> = ember.no_grad()
+  for _, g in ipairs(grads_of(params)) do g:clamp_(-clip_value, clip_value) end
+end
+
+--- nn.utils.parameters_to_vector(parameters) -> 1-D tensor
+-- The parameters flattened and concatenated, in order (a new tensor that autograd tracks).
+-- They must share a device. Example: local vec = nn.utils.parameters_to_vector(model:parameters())
+function U.parameters_to_vector(parameters)
+  local name = "parameters_to_vector"
+  local params = tensor_list(name, parameters, "argument 1")
+  if #params == 0 then fail("%s: argument 1: no parameters (cat of an empty list)", name) end
+  local flat = {}
+  for i, p in ipairs(params) do
+    if p.device ~= params[1].device then
+      fail("%s: parameter %d is on %s, the first on %s (all must share a device)", name, i, p.device, params[1].device)
+    end
+    flat[i] = p:reshape(-1)
+  end
+  return ember.cat(flat)
+end
+
+--- nn.utils.vector_to_parameters(vec, parameters)
+-- Copies consecutive slices of the 1-D tensor vec into the parameters, in order (their shapes
+-- taken from them). PyTorch makes each parameter's .data a view of vec; ember copies, so the
+-- parameters stay the same tensors (optimizers keep them) and do not alias vec.
+-- Example: nn.utils.vector_to_parameters(vec, model:parameters())
+function U.vector_to_parameters(vec, parameters)
+  local name = "vector_to_parameters"
+  if not ember.is_tensor(vec) then fail("%s: argument 1: expected a tensor, got %s", name, type(vec)) end
+  if vec.ndim ~= 1 then fail("%s: argument 1: expected a 1-D tensor, got %d dims", name, vec.ndim) end
+  local params = tensor_list(name, parameters, "argument 2")
+  local total = 0
+  for _, p in ipairs(params) do total = total + p:numel() end
+  if total ~= vec:numel() then
+    fail("%s: the vector has %d elements, the parameters %d", name, vec:numel(), total)
+  end
+  local _ <close> = ember.no_grad()
+  local at = 1
+  for _, p in ipairs(params) do
+    local n = p:numel()
+    if n > 0 then p:copy_(vec:slice(1, at, at + n - 1):reshape(p.shape)) end
+    at = at + n
+  end
+end
+
+-- ---- parametrizations ---------------------------------------------------------------------
+
+-- a 1-based dim of a tensor with ndim dims (negative from the end), or nil
+local function dim_arg(name, dim, ndim, what)
+  if dim == nil then return nil end
+  if math.type(dim) ~= "integer" or dim == 0 or dim > ndim or dim < -ndim then
+    fail("%s: %s must be an integer dim in 1..%d (negative from the end)%s, got %s", name, what or "dim", ndim,
+         what and "" or " or nil", tostring(dim))
+  end
+  return dim < 0 and ndim + dim + 1 or dim
+end
+
+-- ||w|| over every dim but dim, kept as size-1 dims (PyTorch's norm_except_dim); the whole norm when dim is nil
+local function norm_except_dim(w, dim)
+  if dim == nil then return w:norm() end
+  local dims = {}
+  for d = 1, w.ndim do if d ~= dim then dims[#dims + 1] = d end end
+  if #dims == 0 then return w:abs() end
+  return ember.linalg.vector_norm(w, 2, dims, true)
+end
+
+-- What a parametrized module holds: module.parametrizations (a ModuleDict) maps each
+-- parametrized name to a ParametrizationList, whose "original" (or "original0", "original1",
+-- ... when right_inverse gives several tensors) are the parameters and whose children "0",
+-- "1", ... are the parametrizations, applied in order.
+local ParametrizationList = Module:extend("ParametrizationList")
+function ParametrizationList:init() end
+function ParametrizationList:forward()
+  local mods = self:children()
+  local first = mods[1]
+  local x
+  if rawget(self, "_parameters").original ~= nil or rawget(self, "_buffers").original ~= nil then
+    x = first(self.original)
+  else
+    local args, i = {}, 0
+    while true do
+      local t = self["original" .. i]
+      if t == nil then break end
+      args[#args + 1] = t
+      i = i + 1
+    end
+    x = first(table.unpack(args))
+  end
+  for k = 2, #mods do x = mods[k](x) end
+  return x
+end
+
+-- The class of a parametrized instance: cls's methods, and an __index that computes a
+-- parametrized name from its ParametrizationList (PyTorch's Parametrized<cls> classes).
+local parametrized_classes = setmetatable({}, {__mode = "k"})
+local function parametrized_class(cls)
+  if rawget(cls, "__parametrized") then return cls end
+  local pc = parametrized_classes[cls]
+  if pc then return pc end
+  pc = cls:extend("Parametrized" .. (cls.__name or "Module"))
+  pc.__parametrized = true
+  local plain_index = cls.__index
+  pc.__index = function(self, k)
+    local pl = rawget(self, "_modules").parametrizations
+    if pl ~= nil and type(k) == "string" then
+      local list = rawget(pl, "_modules")[k]
+      if list ~= nil then return list() end
+    end
+    if type(plain_index) == "function" then return plain_index(self, k) end
+    return plain_index[k]
+  end
+  -- assignments to a parametrized name go through right_inverse (PyTorch's setter)
+  local plain_newindex = cls.__newindex
+  pc.__newindex = function(self, k, v)
+    local pl = rawget(self, "_modules").parametrizations
+    if pl ~= nil and type(k) == "string" and rawget(pl, "_modules")[k] ~= nil then
+      U._set_original(rawget(pl, "_modules")[k], v, k)
+      return
+    end
+    return plain_newindex(self, k, v)
+  end
+  parametrized_classes[cls] = pc
+  return pc
+end
+
+local function is_parametrized(module, name)
+  local pl = rawget(module, "_modules").parametrizations
+  if pl == nil then return false end
+  if name == nil then return true end
+  return rawget(pl, "_modules")[name] ~= nil
+end
+
+-- value through the parametrizations' right_inverse, last to first, into the originals
+function U._set_original(list, value, name)
+  local mods = list:children()
+  local v = table.pack(value)
+  for k = #mods, 1, -1 do
+    local ri = mods[k].right_inverse
+    if ri then v = table.pack(ri(mods[k], table.unpack(v, 1, v.n))) end
+  end
+  ember.no_grad(function()
+    if v.n == 1 then
+      list.original:copy_(v[1])
+    else
+      for i = 1, v.n do list["original" .. (i - 1)]:copy_(v[i]) end
+    end
+  end)
+  return name
+end
+
+--- nn.utils.parametrize.register_parametrization(module, name, parametrization [, {unsafe = false}]) -> module
+-- Replaces the parameter (or buffer) name of module by parametrization(original): reading
+-- module[name] computes it, gradients reach the original. The first parametrization of a
+-- name stores the tensor through the parametrization's right_inverse when it has one (a
+-- list of tensors becomes original0, original1, ...) and as "original" otherwise; more
+-- parametrizations of the same name are applied after it. Names in the state_dict are
+-- PyTorch's: parametrizations.<name>.original[i] and parametrizations.<name>.<k>.<buffer>.
+-- Example: nn.utils.parametrize.register_parametrization(lin, "weight", MyParam())
+local function register_parametrization(module, name, parametrization)
+  local op = "register_parametrization"
+  if not is_module(module) then fail("%s: argument 1: expected a module, got %s", op, type(module)) end
+  if type(name) ~= "string" then fail("%s: argument 2: expected a name (a string), got %s", op, type(name)) end
+  if not is_module(parametrization) then
+    fail("%s: argument 3: the parametrization must be a module, got %s", op, type(parametrization))
+  end
+  if is_parametrized(module, name) then
+    rawget(rawget(module, "_modules").parametrizations, "_modules")[name]:append(parametrization)
+    return module
+  end
+  local params, bufs = rawget(module, "_parameters"), rawget(module, "_buffers")
+  local original, is_param = params[name], true
+  if original == nil then original, is_param = bufs[name], false end
+  if original == nil then
+    fail("%s: module %s has no parameter or buffer named '%s'", op, getmetatable(module).__name or "Module", name)
+  end
+  local list = ParametrizationList()
+  local stored
+  if parametrization.right_inverse then
+    stored = table.pack(ember.no_grad(function() return parametrization:right_inverse(original) end))
+  else
+    stored = table.pack(original)
+  end
+  local function as_original(t)
+    if not ember.is_tensor(t) then fail("%s: right_inverse must return tensors, got a %s", op, type(t)) end
+    if t == original then return original end
+    local c = t:detach()
+    if is_param then c = c:requires_grad_(original.requires_grad) end
+    return c
+  end
+  if stored.n == 1 then
+    if is_param then list:register_parameter("original", as_original(stored[1]))
+    else list:register_buffer("original", as_original(stored[1])) end
+  else
+    for i = 1, stored.n do
+      local t = as_original(stored[i])
+      if is_param then list:register_parameter("original" .. (i - 1), t)
+      else list:register_buffer("original" .. (i - 1), t) end
+    end
+  end
+  list:add_module("0", parametrization)
+  -- the name leaves the module's own tensors; parametrizations (a ModuleDict) comes last
+  if is_param then module:register_parameter(name, nil) else module:register_buffer(name, nil) end
+  local pl = rawget(module, "_modules").parametrizations
+  if pl == nil then
+    pl = require("ember.nn.layers").ModuleDict()
+    module:add_module("parametrizations", pl)
+  end
+  pl:add_module(name, list)
+  setmetatable(module, parametrized_class(getmetatable(module)))
+  return module
+end
+
+function ParametrizationList:append(m)
+  return self:add_module(string.format("%d", #self), m)
+end
+
+--- nn.utils.parametrize.remove_parametrizations(module, name [, leave_parametrized = true]) -> module
+-- Takes the parametrizations of name away: the parameter becomes the current parametrized
+-- value (leave_parametrized) or the original again. With no parametrization left, the module
+-- gets its own class back.
+local function remove_parametrizations(module, name, leave_parametrized)
+  local op = "remove_parametrizations"
+  if not is_module(module) then fail("%s: argument 1: expected a module, got %s", op, type(module)) end
+  if not is_parametrized(module, name) then
+    fail("%s: module %s has no parametrization on '%s'", op, getmetatable(module).__name or "Module", tostring(name))
+  end
+  if leave_parametrized == nil then leave_parametrized = true end
+  local pl = rawget(module, "_modules").parametrizations
+  local list = rawget(pl, "_modules")[name]
+  local original = rawget(list, "_parameters").original
+  local is_param = rawget(list, "_buffers").original == nil
+  local value
+  if leave_parametrized then
+    value = ember.no_grad(function() return list() end):detach()
+  elseif original ~= nil then
+    value = original
+  else
+    fail("%s: '%s' has several originals (original0, original1, ...): remove it with leave_parametrized = true", op, name)
+  end
+  pl[name] = nil
+  if #pl == 0 then
+    module.parametrizations = nil
+    setmetatable(module, getmetatable(module).super)
+  end
+  if is_param then
+    local requires_grad = original == nil or original.requires_grad
+    module:register_parameter(name, value == original and original or value:requires_grad_(requires_grad))
+  else
+    module:register_buffer(name, value)
+  end
+  return module
+end
+
+U.parametrize = {
+  register_parametrization = register_parametrization,
+  remove_parametrizations = remove_parametrizations,
+  is_parametrized = is_parametrized,
+  ParametrizationList = ParametrizationList,
+}
+
+-- weight = g * v / ||v|| (norms over every dim but dim)
+local WeightNorm = Module:extend("_WeightNorm")
+function WeightNorm:init(dim) self.dim = dim end
+function WeightNorm:forward(g, v) return v * (g / norm_except_dim(v, self.dim)) end
+function WeightNorm:right_inverse(w) return norm_except_dim(w, self.dim), w end
+function WeightNorm:extra_repr() return "dim=" .. tostring(self.dim) end
+
+local function check_named(op, module, name)
+  if not is_module(module) then fail("%s: argument 1: expected a module, got %s", op, type(module)) end
+  if type(name) ~= "string" then fail("%s: name must be a string, got %s", op, type(name)) end
+  local t = rawget(module, "_parameters")[name]
+  if t == nil then
+    fail("%s: module %s has no parameter '%s'%s", op, getmetatable(module).__name or "Module", name,
+         is_parametrized(module, name) and " (it is parametrized already)" or "")
+  end
+  return t
+end
+
+local function named_opts(op, name, opts)
+  if type(name) == "table" and opts == nil then return "weight", name end
+  opts = opts or {}
+  if type(opts) ~= "table" then fail("%s: expected an options table, got %s", op, type(opts)) end
+  return name or "weight", opts
+end
+
+--- nn.utils.parametrizations.weight_norm(module [, name = "weight" [, {dim = 1}]]) -> module
+-- Reparametrizes module[name] as g * v / ||v||, the norm over every dim but dim (1-based;
+-- dim = false for the whole tensor, PyTorch's dim=None), as
+-- torch.nn.utils.parametrizations.weight_norm: g is parametrizations.<name>.original0 (the
+-- norms, size 1 but at dim), v is parametrizations.<name>.original1 (the weight).
+-- Example: local fc = nn.utils.parametrizations.weight_norm(nn.Linear(20, 40))
+local function weight_norm(module, name, opts)
+  local op = "weight_norm"
+  name, opts = named_opts(op, name, opts)
+  local w = check_named(op, module, name)
+  local dim = opts.dim
+  if dim == false then dim = nil elseif dim == nil then dim = 1 end
+  dim = dim_arg(op, dim, w.ndim, "dim")
+  return register_parametrization(module, name, WeightNorm(dim))
+end
+
+-- the weight as a matrix: dim first, the rest flattened
+local function weight_matrix(w, dim)
+  if dim ~= 1 then
+    local order = {dim}
+    for d = 1, w.ndim do if d ~= dim then order[#order + 1] = d end end
+    w = w:permute(order)
+  end
+  return w:flatten(2)
+end
+
+local function normalize(x, eps) return x / x:norm():clamp_min(eps) end
+
+local SpectralNorm = Module:extend("_SpectralNorm")
+function SpectralNorm:init(weight, n_power_iterations, dim, eps)
+  self.dim = dim
+  self.eps = eps
+  self.n_power_iterations = n_power_iterations
+  if weight.ndim > 1 then
+    local _ <close> = ember.no_grad()
+    local wm = weight_matrix(weight:detach(), dim)
+    local h, w = wm.shape[1], wm.shape[2]
+    local topts = {dtype = wm.dtype, device = wm.device}
+    self:register_buffer("_u", normalize(ember.randn({h}, topts), eps))
+    self:register_buffer("_v", normalize(ember.randn({w}, topts), eps))
+    self:_power_method(wm, 15)
+  end
+end
+function SpectralNorm:_power_method(wm, n)
+  local _ <close> = ember.no_grad()
+  for _ = 1, n do
+    self._u:copy_(normalize(wm:matmul(self._v), self.eps))
+    self._v:copy_(normalize(wm:t():matmul(self._u), self.eps))
+  end
+end
+function SpectralNorm:forward(weight)
+  if weight.ndim == 1 then return normalize(weight, self.eps) end
+  local wm = weight_matrix(weight, self.dim)
+  if self.training then self:_power_method(wm:detach(), self.n_power_iterations) end
+  local u, v = self._u:clone(), self._v:clone()
+  local sigma = (u * wm:matmul(v)):sum()
+  return weight / sigma
+end
+function SpectralNorm:right_inverse(value) return value end
+function SpectralNorm:extra_repr()
+  return string.format("n_power_iterations=%d, dim=%d, eps=%g", self.n_power_iterations, self.dim, self.eps)
+end
+
+--- nn.utils.parametrizations.spectral_norm(module [, name = "weight" [, {n_power_iterations = 1, eps = 1e-12, dim =}]]) -> module
+-- Reparametrizes module[name] as W / sigma(W), sigma the largest singular value of W seen as a
+-- matrix (dim first, 1-based; default 1, or 2 for the ConvTranspose layers) estimated by power
+-- iteration, as torch.nn.utils.parametrizations.spectral_norm: the vectors are the buffers
+-- parametrizations.<name>.0._u and ._v (drawn from N(0, 1), then 15 iterations); each read of
+-- module[name] in training mode runs n_power_iterations more; in eval mode it uses them as they are.
+-- The state_dict holds parametrizations.<name>.original (the weight) and those buffers.
+-- Example: local fc = nn.utils.parametrizations.spectral_norm(nn.Linear(20, 40))
+local function spectral_norm(module, name, opts)
+  local op = "spectral_norm"
+  name, opts = named_opts(op, name, opts)
+  local w = check_named(op, module, name)
+  local cls_name = getmetatable(module).__name or ""
+  local default_dim = cls_name:match("^ConvTranspose") and 2 or 1
+  local dim = dim_arg(op, opts.dim or default_dim, math.max(w.ndim, 1), "dim")
+  local n = opts.n_power_iterations or 1
+  if math.type(n) ~= "integer" or n < 0 then
+    fail("%s: n_power_iterations must be an integer >= 0, got %s", op, tostring(n))
+  end
+  local eps = opts.eps or 1e-12
+  if type(eps) ~= "number" or not (eps >= 0) then fail("%s: eps must be a number >= 0, got %s", op, tostring(eps)) end
+  return register_parametrization(module, name, SpectralNorm(w, n, dim, eps))
+end
+
+U.parametrizations = {weight_norm = weight_norm, spectral_norm = spectral_norm}
+
+return U
