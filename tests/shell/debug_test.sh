@@ -215,7 +215,7 @@ printf 'locals\nc\n' | "$EMBER" t_vals.lua > out 2> err; rc=$?
 want_re='^stopped at t_vals\.lua:13 \(in main chunk\)
    13 -> print\("done", select\("#", f\(\)\)\)
 nn = module ember\.nn \{[A-Za-z0-9_, ]+, \.\.\. \([0-9]+ more\)\}
-model = Sequential\(\(1\): Linear\(in_features=4, out_features=8, bias=true\)[^
+model = Sequential\(\(0\): Linear\(in_features=4, out_features=8, bias=true\)[^
 ]*
 opt = SGD ?\([^
 ]*
