@@ -10,6 +10,7 @@
  * device or the number of threads, and a saved state replays exactly. */
 #include "internal.h"
 #include "autograd.h"
+#include "philox.h"
 
 #include <math.h>
 
@@ -19,25 +20,13 @@
 static uint64_t rng_seed = DEFAULT_SEED;
 static uint64_t rng_offset;
 
-/* Philox 4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2,
- * 3", SC'11), as in Random123. Exposed (not in ember.h) so the known-answer
- * test can check it and kernels of other backends can be compared with it. */
+/* Philox 4x32-10 (philox.h). Exposed (not in ember.h) so the known-answer
+ * test can check it and the CPU kernels call it. */
 void em_philox4x32(uint32_t ctr[4], const uint32_t key[2], uint32_t out[4])
 {
-    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
-    uint32_t k0 = key[0], k1 = key[1];
-    for (int r = 0; r < 10; r++) {
-        if (r > 0) { k0 += 0x9E3779B9u; k1 += 0xBB67AE85u; }
-        uint64_t p0 = (uint64_t)0xD2511F53u * c0;
-        uint64_t p1 = (uint64_t)0xCD9E8D57u * c2;
-        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0;
-        uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
-        c1 = (uint32_t)p1;
-        c3 = (uint32_t)p0;
-        c0 = n0;
-        c2 = n2;
-    }
-    out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+    uint32_t c[4] = {ctr[0], ctr[1], ctr[2], ctr[3]};
+    em_philox_rounds(c, key[0], key[1]);
+    out[0] = c[0]; out[1] = c[1]; out[2] = c[2]; out[3] = c[3];
 }
 
 void em_manual_seed(uint64_t seed)

@@ -35,6 +35,7 @@
  * ceil(t 2^m).
  */
 #include "kc.h"
+#include "../engine/philox.h"
 
 #include <math.h>
 #include <string.h>
@@ -115,22 +116,12 @@ template <class C> __device__ __forceinline__ int64_t mask_base(const mask_view<
 
 /* ---- dropout: random.c's Philox 4x32-10 --------------------------------------------------- */
 
-/* the same rounds as rand_philox in random.cu (em_philox4x32 in the engine) */
+/* lane `lane` of counter q (carry into the third word), engine/philox.h's rounds */
 __device__ __forceinline__ uint32_t philox_lane(uint64_t q, bool carry, uint32_t k0, uint32_t k1, int lane)
 {
-    uint32_t c0 = (uint32_t)q, c1 = (uint32_t)(q >> 32), c2 = carry ? 1u : 0u, c3 = 0;
-#pragma unroll
-    for (int r = 0; r < 10; r++) {
-        if (r > 0) { k0 += 0x9E3779B9u; k1 += 0xBB67AE85u; }
-        uint32_t hi0 = __umulhi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
-        uint32_t hi1 = __umulhi(0xCD9E8D57u, c2), lo1 = 0xCD9E8D57u * c2;
-        uint32_t n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
-        c1 = lo1;
-        c3 = lo0;
-        c0 = n0;
-        c2 = n2;
-    }
-    return lane == 0 ? c0 : lane == 1 ? c1 : lane == 2 ? c2 : c3;
+    uint32_t c[4] = {(uint32_t)q, (uint32_t)(q >> 32), carry ? 1u : 0u, 0};
+    em_philox_rounds(c, k0, k1);
+    return lane == 0 ? c[0] : lane == 1 ? c[1] : lane == 2 ? c[2] : c[3];
 }
 
 template <class T, class C>

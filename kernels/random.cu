@@ -9,24 +9,12 @@
  * differ in the last bits of log/cos/sin, as the mapping allows.
  */
 #include "elementwise.cuh"
+#include "../engine/philox.h"
 
-/* Philox 4x32-10 exactly as em_philox4x32 (engine/random.c); host-callable so
- * it can be checked against the engine's. */
+/* Philox 4x32-10: engine/philox.h, the engine's own rounds */
 __host__ __device__ inline void rand_philox(uint32_t c[4], uint32_t k0, uint32_t k1)
 {
-    uint32_t c0 = c[0], c1 = c[1], c2 = c[2], c3 = c[3];
-    for (int r = 0; r < 10; r++) {
-        if (r > 0) { k0 += 0x9E3779B9u; k1 += 0xBB67AE85u; }
-        uint64_t p0 = (uint64_t)0xD2511F53u * c0;
-        uint64_t p1 = (uint64_t)0xCD9E8D57u * c2;
-        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0;
-        uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
-        c1 = (uint32_t)p1;
-        c3 = (uint32_t)p0;
-        c0 = n0;
-        c2 = n2;
-    }
-    c[0] = c0; c[1] = c1; c[2] = c2; c[3] = c3;
+    em_philox_rounds(c, k0, k1);
 }
 
 struct rand_args {
