@@ -1,5 +1,5 @@
 -- data_for_spec.lua — `for x, y in loader do` (PyTorch's `for x, y in loader:`) and
--- `for x, y in dataset do` (issue 31, item 4): Lua's generic for calls the loader at every
+-- `for x, y in dataset do`: Lua's generic for calls the loader at every
 -- step; each loop is one epoch, a fresh pass (reshuffled, as PyTorch's), a loop left by
 -- break does not leak into the next one, loops nest, and loader:iter() / loader() still work.
 local ember = require "ember"

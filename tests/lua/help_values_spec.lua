@@ -1,4 +1,4 @@
--- help_values_spec.lua — issue 31, item 9: help(value) finds every documented public
+-- help_values_spec.lua — help(value) finds every documented public
 -- function and class by its value, as help("name") does by name, also those of the
 -- modules loaded on first use (ember.autocast, ember.linalg, ember.amp, ember.distributed),
 -- whose values the list of public values did not hold.

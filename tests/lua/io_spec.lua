@@ -136,7 +136,7 @@ describe("errors", function()
     H.has(H.err(ember.save, nil, {w = t}), "save: argument 1")
     H.has(H.err(ember.save, "", {w = t}), "empty file name")
     H.has(H.err(ember.save, path("x.safetensors"), t), "save: argument 2: expected a table of tensors")
-    -- numbers, booleans and strings save since issue 31 (save_tree_spec.lua); functions never
+    -- numbers, booleans and strings save since 2026-11-29 (save_tree_spec.lua); functions never
     H.has(H.err(ember.save, path("x.safetensors"), {w = print}), '"w" is a function (expected a tensor, number')
     H.has(H.err(ember.save, path("x.safetensors"), {a = {b = "s", c = print}}), '"a.c" is a function')
     H.has(H.err(ember.save, path("x.safetensors"), {[true] = t}), "keys must be strings or integers")

@@ -1,4 +1,4 @@
--- nn_utils_spec.lua — issue 31: ember.nn.utils against PyTorch 2.15
+-- nn_utils_spec.lua — ember.nn.utils against PyTorch 2.15
 -- (tests/lua/fixtures/nn_utils_cases.*, scripts/fixtures/make_nn_utils_fixtures.py):
 -- weight_norm and spectral_norm parametrizations (PyTorch's state_dict names in PyTorch's
 -- order, a strict load of PyTorch's state, the same outputs, power-iteration vectors and

@@ -1,4 +1,4 @@
--- positional_options_spec.lua — PyTorch's positional-then-keyword calls (issue 31, item 3):
+-- positional_options_spec.lua — PyTorch's positional-then-keyword calls:
 -- f(a, b, 2, 1, {bias = false}) reads 2 and 1 by position and the rest from the trailing
 -- options table, in nn layers and functions, optim, the schedulers, the DataLoader and the
 -- C-bound ops; an argument given both ways is an error naming it, as Python's "got multiple

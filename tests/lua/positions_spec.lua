@@ -1,4 +1,4 @@
--- positions_spec.lua — issue 31, item 6: one rule for every value that is a position,
+-- positions_spec.lua — one rule for every value that is a position,
 -- 1-based. bincount's result[k] counts the value k (PyTorch's counts from 0), and the ops
 -- that take or give positions agree with each other on 1-based categories. Expected
 -- values: hand counts, and the ops checked against one another (an off-by-one in any

@@ -1,4 +1,4 @@
--- save_tree_spec.lua — issue 31: ember.save and ember.load take any nested table of tensors,
+-- save_tree_spec.lua — ember.save and ember.load take any nested table of tensors,
 -- numbers, booleans and strings (lua/ember/serialize.lua): an optimizer's state_dict() round
 -- trips through a file and a fresh optimizer continues training exactly as the first; odd and
 -- hostile tables get clear errors; files of tensors alone stay as they were (flat, no

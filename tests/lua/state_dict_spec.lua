@@ -1,4 +1,4 @@
--- state_dict_spec.lua — issue 31: state dicts cross between PyTorch and ember unchanged.
+-- state_dict_spec.lua — state dicts cross between PyTorch and ember unchanged.
 -- A model with a Sequential inside a module, a ModuleList of blocks holding Sequentials, a
 -- BatchNorm, a non-persistent buffer and an lm_head tied to the embedding
 -- (tests/lua/state_dict_model.lua) against the same model in PyTorch 2.15
@@ -155,7 +155,7 @@ describe("a PyTorch 2.15 file", function()
   end)
 end)
 
-describe("files of the ember before issue 31 (children numbered from 1, a tied weight once)", function()
+describe("files of an older ember (children numbered from 1, a tied weight once)", function()
   it("a state_dict file loads, strictly, renamed, with PyTorch's outputs", function()
     local old = ember.load(h.FIXTURES .. "state_dict_old_ember.safetensors")
     assert.is_not_nil(old["stem.3.weight"])      -- the old numbering: stem.1, stem.3, blocks.2.ff.3

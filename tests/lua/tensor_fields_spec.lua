@@ -1,4 +1,4 @@
--- tensor_fields_spec.lua — issue 31, item 5: X.T, X.mT, X.H, X.mH as PyTorch 2.x has
+-- tensor_fields_spec.lua — X.T, X.mT, X.H, X.mH as PyTorch 2.x has
 -- them (checked against PyTorch 2.15: T reverses every dim, also past 2-D, where PyTorch
 -- warns that it is deprecated; H only for 0-D and 2-D; mT / mH swap the last two dims and
 -- need 2 or more; 0-D tensors are returned as they are), an unknown field of a tensor is

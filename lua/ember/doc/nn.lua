@@ -366,7 +366,7 @@ Copies the tensors of sd into the parameters and persistent buffers in place, co
 dtype and device. With strict (the default) a missing or unexpected key is an error; a
 shape mismatch or a non-tensor value always is. Nothing is copied when it fails. A
 PyTorch state dict loads as it is. A tensor with several names (tied weights) needs only
-one of them. A file from ember before issue 31, whose Sequential/ModuleList children
+one of them. A file from an older ember, whose Sequential/ModuleList children
 were numbered from 1, is recognised (keys that fit only with every such number shifted by
 one) and loaded (renumbered = true); when missing and unexpected keys differ only in
 their numbers, the error says so.]=],

@@ -41,7 +41,7 @@ end
 -- one named "0"), seq[-1] the last, #seq the count.
 -- Example: local model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
 L.Sequential = Module:extend("Sequential")
-L.Sequential.__numbered = true   -- children named by position from 0 (ember before issue 31: from 1)
+L.Sequential.__numbered = true   -- children named by position from 0 (older ember files: from 1)
 function L.Sequential:init(...)
   local mods = table.pack(...)
   if mods.n == 1 and type(mods[1]) == "table" and not is_module(mods[1]) then mods = mods[1]; mods.n = #mods end

@@ -94,7 +94,8 @@ local function instance_index(self, k)
   if v ~= nil then return v end
   v = rawget(self, "_buffers")[k]
   if v ~= nil then return v end
-  if math.type(k) == "integer" then
+  if math.type(k) == "integer" and getmetatable(self).__numbered then
+    -- Sequential and ModuleList: the k-th child (names are "0", "1", ...), as PyTorch's seq[k - 1]
     local names = rawget(self, "_module_names")
     if k < 0 then k = #names + k + 1 end
     local n = names[k]
@@ -420,7 +421,7 @@ function Module:cuda() return self:to("cuda") end
 -- (name, tensor, legacy name) of every entry of the state dict, in PyTorch's order: each
 -- module's parameters, then its persistent buffers, then its children's entries, depth
 -- first; a module or tensor reachable under two names is listed under each. The legacy
--- name is the one ember used before issue 31, when the children of Sequential and
+-- name is the one older ember used, when the children of Sequential and
 -- ModuleList were numbered from 1 (the containers' classes set __numbered).
 local function state_entries(self, prefix, legacy, out, path)
   path[self] = true
