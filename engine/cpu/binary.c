@@ -123,26 +123,6 @@ static void loop_half(const bin_ctx *c, char **p, const int64_t *s, int64_t n)
 
 /* ---- integers and bool (computed in int64) ------------------------------- */
 
-static void load_ints(int64_t *d, const char *p, int64_t stride, int64_t n, em_dtype dt)
-{
-    switch (dt) {
-    case EM_INT64: for (int64_t i = 0; i < n; i++) d[i] = *(const int64_t *)(p + i * stride); break;
-    case EM_INT32: for (int64_t i = 0; i < n; i++) d[i] = *(const int32_t *)(p + i * stride); break;
-    case EM_BOOL: for (int64_t i = 0; i < n; i++) d[i] = *(const uint8_t *)(p + i * stride) != 0; break;
-    default: for (int64_t i = 0; i < n; i++) d[i] = *(const uint8_t *)(p + i * stride); break;
-    }
-}
-
-static void store_ints(char *p, int64_t stride, const int64_t *s, int64_t n, em_dtype dt)
-{
-    switch (dt) {
-    case EM_INT64: for (int64_t i = 0; i < n; i++) *(int64_t *)(p + i * stride) = s[i]; break;
-    case EM_INT32: for (int64_t i = 0; i < n; i++) *(int32_t *)(p + i * stride) = (int32_t)(uint32_t)(uint64_t)s[i]; break;
-    case EM_BOOL: for (int64_t i = 0; i < n; i++) *(uint8_t *)(p + i * stride) = s[i] != 0; break;
-    default: for (int64_t i = 0; i < n; i++) *(uint8_t *)(p + i * stride) = (uint8_t)(uint64_t)s[i]; break;
-    }
-}
-
 static inline int64_t wrap(uint64_t v) { return (int64_t)v; }
 
 static int64_t pow_i64(int64_t base, int64_t e)
@@ -241,8 +221,8 @@ static void loop_int(bin_ctx *c, char **p, const int64_t *s, int64_t n)
         const char *pa = p[1] + i * s[1], *pb = p[2] + i * s[2];
         char *out = p[0] + i * s[0];
         const int64_t *a = ba, *b = bb;
-        if (direct && s[1] == 8) a = (const int64_t *)pa; else load_ints(ba, pa, s[1], m, c->dt);
-        if (direct && s[2] == 8) b = (const int64_t *)pb; else load_ints(bb, pb, s[2], m, c->dt);
+        if (direct && s[1] == 8) a = (const int64_t *)pa; else cpu_load_ints(ba, pa, s[1], m, c->dt);
+        if (direct && s[2] == 8) b = (const int64_t *)pb; else cpu_load_ints(bb, pb, s[2], m, c->dt);
         if (c->cmp) {
             uint8_t *o = s[0] == 1 ? (uint8_t *)out : bc;
             cmp_i64(c->op, o, a, b, m);
@@ -250,7 +230,7 @@ static void loop_int(bin_ctx *c, char **p, const int64_t *s, int64_t n)
         } else {
             int64_t *o = direct && s[0] == 8 ? (int64_t *)out : bo;
             dz |= bin_i64(c->op, o, a, b, m);
-            if (o == bo) store_ints(out, s[0], bo, m, c->dt);
+            if (o == bo) cpu_store_ints(out, s[0], bo, m, c->dt);
         }
     }
     if (dz) __atomic_store_n(&c->divzero, 1, __ATOMIC_RELAXED);

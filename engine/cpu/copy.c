@@ -227,3 +227,25 @@ int cpu_cast(em_tensor *dst, const em_tensor *src)
     cpu_foreach(2, ts, fn, &c);
     return 0;
 }
+
+/* ---- integer chunks (cpu.h) ------------------------------------------------- */
+
+void cpu_load_ints(int64_t *d, const char *p, int64_t stride, int64_t n, em_dtype dt)
+{
+    switch (dt) {
+    case EM_INT64: for (int64_t i = 0; i < n; i++) d[i] = *(const int64_t *)(p + i * stride); break;
+    case EM_INT32: for (int64_t i = 0; i < n; i++) d[i] = *(const int32_t *)(p + i * stride); break;
+    case EM_BOOL: for (int64_t i = 0; i < n; i++) d[i] = *(const uint8_t *)(p + i * stride) != 0; break;
+    default: for (int64_t i = 0; i < n; i++) d[i] = *(const uint8_t *)(p + i * stride); break;
+    }
+}
+
+void cpu_store_ints(char *p, int64_t stride, const int64_t *s, int64_t n, em_dtype dt)
+{
+    switch (dt) {
+    case EM_INT64: for (int64_t i = 0; i < n; i++) *(int64_t *)(p + i * stride) = s[i]; break;
+    case EM_INT32: for (int64_t i = 0; i < n; i++) *(int32_t *)(p + i * stride) = (int32_t)(uint32_t)(uint64_t)s[i]; break;
+    case EM_BOOL: for (int64_t i = 0; i < n; i++) *(uint8_t *)(p + i * stride) = s[i] != 0; break;
+    default: for (int64_t i = 0; i < n; i++) *(uint8_t *)(p + i * stride) = (uint8_t)(uint64_t)s[i]; break;
+    }
+}

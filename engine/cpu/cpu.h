@@ -57,6 +57,14 @@ static inline int cpu_parallel(int64_t n) { return n >= CPU_PARALLEL_MIN; }
 void cpu_half_to_f32(float *dst, const char *src, int64_t stride, int64_t n, em_dtype d);
 void cpu_f32_to_half(char *dst, int64_t stride, const float *src, int64_t n, em_dtype d);
 
+/* ---- integer and bool chunks (copy.c) --------------------------------------
+ * n values at p (stride in bytes) of int64, int32, uint8 or bool widened to
+ * int64 (bool as 0/1), and int64 values stored back truncated to the type's
+ * width (its wrap-around; bool as value != 0): the integer kernels compute
+ * in int64 a chunk at a time. */
+void cpu_load_ints(int64_t *d, const char *p, int64_t stride, int64_t n, em_dtype dt);
+void cpu_store_ints(char *p, int64_t stride, const int64_t *s, int64_t n, em_dtype dt);
+
 /* ---- scalar access for generic (slow) paths ------------------------------ */
 double cpu_load_f64(const void *p, em_dtype d);
 int64_t cpu_load_i64(const void *p, em_dtype d);

@@ -580,26 +580,6 @@ static void not_i64(uint8_t *restrict o, const int64_t *restrict a, int64_t n)
     for (int64_t i = 0; i < n; i++) o[i] = a[i] == 0;
 }
 
-static void load_ints(int64_t *d, const char *p, int64_t stride, int64_t n, em_dtype dt)
-{
-    switch (dt) {
-    case EM_INT64: for (int64_t i = 0; i < n; i++) d[i] = *(const int64_t *)(p + i * stride); break;
-    case EM_INT32: for (int64_t i = 0; i < n; i++) d[i] = *(const int32_t *)(p + i * stride); break;
-    case EM_BOOL: for (int64_t i = 0; i < n; i++) d[i] = *(const uint8_t *)(p + i * stride) != 0; break;
-    default: for (int64_t i = 0; i < n; i++) d[i] = *(const uint8_t *)(p + i * stride); break;
-    }
-}
-
-static void store_ints(char *p, int64_t stride, const int64_t *s, int64_t n, em_dtype dt)
-{
-    switch (dt) {
-    case EM_INT64: for (int64_t i = 0; i < n; i++) *(int64_t *)(p + i * stride) = s[i]; break;
-    case EM_INT32: for (int64_t i = 0; i < n; i++) *(int32_t *)(p + i * stride) = (int32_t)(uint32_t)(uint64_t)s[i]; break;
-    case EM_BOOL: for (int64_t i = 0; i < n; i++) *(uint8_t *)(p + i * stride) = s[i] != 0; break;
-    default: for (int64_t i = 0; i < n; i++) *(uint8_t *)(p + i * stride) = (uint8_t)(uint64_t)s[i]; break;
-    }
-}
-
 static void loop_f32(const un_ctx *c, char **p, const int64_t *s, int64_t n)
 {
     int64_t osz = c->to_bool ? 1 : 4;
@@ -686,7 +666,7 @@ static void loop_int(const un_ctx *c, char **p, const int64_t *s, int64_t n)
         const char *pa = p[1] + i * s[1];
         char *out = p[0] + i * s[0];
         const int64_t *a = ba;
-        if (direct && s[1] == 8) a = (const int64_t *)pa; else load_ints(ba, pa, s[1], m, c->dt);
+        if (direct && s[1] == 8) a = (const int64_t *)pa; else cpu_load_ints(ba, pa, s[1], m, c->dt);
         if (c->to_bool) {
             uint8_t *o = s[0] == 1 ? (uint8_t *)out : bc;
             not_i64(o, a, m);
@@ -694,7 +674,7 @@ static void loop_int(const un_ctx *c, char **p, const int64_t *s, int64_t n)
         } else {
             int64_t *o = direct && s[0] == 8 ? (int64_t *)out : bo;
             un_i64(c->op, o, a, m);
-            if (o == bo) store_ints(out, s[0], bo, m, c->dt);
+            if (o == bo) cpu_store_ints(out, s[0], bo, m, c->dt);
         }
     }
 }
