@@ -411,10 +411,11 @@ print(#m:parameters(), m.scale.requires_grad)   -- 1 true]=],
 Applies its children in order: seq(x) = mN(...m2(m1(x))). Extra arguments of the call
 are passed to every child. Children are named "0", "1", ... as in PyTorch, so parameter
 names are "0.weight", "2.bias"; indexing is Lua's: seq[i] is the i-th child (seq[1] the
-one named "0"; negative i counts from the end) and #seq the count. seq[{start, stop [, step]}]
-slices (PyTorch's seq[a:b]): a new Sequential of the children at those positions, an
-inclusive 1-based range as a tensor's (seq[{1, 4}] is PyTorch's seq[:4], seq[{-2, -1}] the
-last two); the modules are shared, and the slice names them "0", "1", ... again.]=],
+one named "0"; negative i counts from the end) and #seq the count.
+seq[{start, stop [, step]}] slices (PyTorch's seq[a:b]): a new Sequential of the children
+at those positions, an inclusive 1-based range as a tensor's (seq[{1, 4}] is PyTorch's
+seq[:4], seq[{-2, -1}] the last two); the modules are shared, and the slice names them
+"0", "1", ... again.]=],
     example = [=[
 local nn = ember.nn
 local model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
@@ -439,8 +440,8 @@ print(#seq)   -- 2]=],
     doc = [=[
 A list of modules whose parameters are registered (named "0", "1", ... as in PyTorch); it
 has no forward. list[i] (1-based: list[1] is the one named "0") and #list work; iterate
-with ipairs(list:children()). list[{start, stop [, step]}] is a ModuleList of those modules
-(inclusive, 1-based; PyTorch's list[a:b]).]=],
+with ipairs(list:children()). list[{start, stop [, step]}] is a ModuleList of those
+modules (inclusive, 1-based; PyTorch's list[a:b]).]=],
     example = [=[
 local nn = ember.nn
 local blocks = nn.ModuleList({nn.Linear(4, 4), nn.Linear(4, 4)})

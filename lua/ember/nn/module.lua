@@ -573,6 +573,9 @@ end
 -- Example: model:load_state_dict(ember.load("model.safetensors"))
 function Module:load_state_dict(sd, ...)
   local opts = require("ember.args").options("load_state_dict", {"strict"}, ...)
+  if opts.strict ~= nil and type(opts.strict) ~= "boolean" then
+    raise("load_state_dict: strict must be a boolean, got " .. type(opts.strict))
+  end
   local strict = opts.strict ~= false
   local name = type_name(self)
   if type(sd) ~= "table" or ember.is_tensor(sd) then raise("load_state_dict: expected a table name -> tensor, got " .. type(sd)) end
