@@ -127,6 +127,11 @@ end
 --   what         names the result in the message
 local function mismatch(got, want, opts)
   opts = opts or {}
+  if type(opts) ~= "table" or ember.is_tensor(opts) then
+    -- a call that returns two values passed as want: (f(x)) keeps the first
+    error(("the options of a comparison must be a table, got %s (a second result passed along? "
+      .. "wrap the call in parentheses)"):format(ember.is_tensor(opts) and "a tensor" or type(opts)), 3)
+  end
   local what = opts.what and (opts.what .. ": ") or ""
   if not ember.is_tensor(got) then return what .. "expected a tensor, got " .. type(got) end
   if not ember.is_tensor(want) then return what .. "expected a reference tensor, got " .. type(want) end
