@@ -89,16 +89,21 @@ static int norm_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     if (em_grad_enabled()) return composed_backward(n, op, &p, x, w, gout[0], gin);
     em_tensor *mean = em_ag_saved(n, 2), *rstd = em_ag_saved(n, 3);
     if (!mean || !rstd) return -1;
+    /* the saved weight is the caller's tensor, a view with any strides; the
+     * backend's fused kernel reads it densely */
     em_tensor *gy = em_contiguous(gout[0]);
     em_tensor *xc = gy ? em_contiguous(x) : NULL;
+    em_tensor *wc = xc && w ? em_contiguous(w) : NULL;
+    if (w && !wc) { em_release(gy); em_release(xc); return -1; }
     em_device dev = em_dev(x);
     em_tensor *gx = xc && em_ag_wants(n, 0) ? em_empty(x->sizes, 3, x->dtype, dev) : NULL;
     em_tensor *gw = xc && em_ag_wants(n, 1) ? em_empty(&p.C, 1, x->dtype, dev) : NULL;
     em_tensor *gb = xc && em_ag_wants(n, 2) ? em_empty(&p.C, 1, x->dtype, dev) : NULL;
     bool ok = xc && (gx || !em_ag_wants(n, 0)) && (gw || !em_ag_wants(n, 1)) && (gb || !em_ag_wants(n, 2));
-    if (ok && em_be(x)->norm_backward(op, gx, gw, gb, gy, xc, mean, rstd, w, &p)) ok = false;
+    if (ok && em_be(x)->norm_backward(op, gx, gw, gb, gy, xc, mean, rstd, wc, &p)) ok = false;
     em_release(gy);
     em_release(xc);
+    em_release(wc);
     if (!ok) { em_release(gx); em_release(gw); em_release(gb); return -1; }
     gin[0] = gx;
     gin[1] = gw;
