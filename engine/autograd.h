@@ -179,6 +179,10 @@ em_tensor *em_ag_scatter(bool add, const em_tensor *self, int dim, const em_tens
 /* s^(1/p) (p = 2: sqrt) with a gradient of 0 where the result is 0, as
  * PyTorch's std and norm have; recorded when s requires grad */
 em_tensor *em_root(const em_tensor *s, double p);
+/* records out, var (or std when take_sqrt) of in computed with dof =
+ * n - correction <= 0, with PyTorch's gradient for that case */
+em_tensor *em_ag_variance(const em_tensor *in, em_tensor *out, const int *dims, int ndims, double dof, bool keepdim,
+                          bool take_sqrt);
 /* out-of-place index_add of self and alpha * src */
 em_tensor *em_ag_index_add(const em_tensor *self, int dim, const em_tensor *idx, const em_tensor *src, double alpha);
 /* Zeros of `sizes` with src added at the positions idx names along dim

@@ -1,9 +1,11 @@
 /* grad_reduce.c — gradients of reductions, softmax, cumulative sums and
  * products.
  * mean, var, std, norm and logsumexp are built from these and the
- * elementwise ops, so they need no formulas of their own. */
+ * elementwise ops, so they need no formulas of their own, except var and
+ * std without degrees of freedom (em_ag_variance). */
 #include "autograd.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -338,5 +340,70 @@ em_tensor *em_root(const em_tensor *s, double p)
     n->s[0] = p;
     em_ag_input(n, 0, s);
     if (em_ag_save(n, 0, out, true)) return em_ag_abandon(n, out);
+    return em_ag_output(n, out);
+}
+
+/* var and std with correction >= n divide by a clamped 0, and the composed
+ * chain rule then mixes +inf and -inf into NaN everywhere. PyTorch's
+ * var_backward gives, over all dims, g * (inf, or NaN where x equals its
+ * mean); over given dims, 2 g (x - mean) / (n - correction) with the divisor
+ * not clamped (±inf at correction = n, finite and of the other sign beyond).
+ * std first turns g into g / (2 std), 0 where std is 0. This node gives the
+ * same. */
+static int variance_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
+{
+    em_tensor *x = em_ag_saved(n, 0), *y = n->op ? em_ag_saved(n, 1) : NULL;
+    if (!x || (n->op && !y)) return -1;
+    em_tensor *gv;
+    if (n->op) {
+        em_tensor *zero = em_binary_scalar(EM_EQ, y, 0, true, false);
+        em_tensor *y2 = zero ? em_binary_scalar(EM_MUL, y, 2, false, false) : NULL;
+        em_tensor *q = y2 ? em_binary(EM_DIV, gout[0], y2) : NULL;
+        gv = q ? em_masked_fill(q, zero, 0) : NULL;
+        em_release(zero); em_release(y2); em_release(q);
+    } else {
+        gv = em_retain((em_tensor *)gout[0]);
+    }
+    if (!gv) return -1;
+    int dims[EM_MAX_DIMS], nd = 0;
+    for (int d = 0; d < n->ndim; d++) if (n->dims[d]) dims[nd++] = d;
+    em_tensor *r = NULL;
+    if (n->dim) {   /* over all dims */
+        em_tensor *mu = em_mean(x, NULL, 0, false);
+        em_tensor *eq = mu ? em_binary(EM_EQ, x, mu) : NULL;
+        em_tensor *inf = eq ? em_full(x->sizes, x->ndim, INFINITY, x->dtype, em_dev(x)) : NULL;
+        em_tensor *f = inf ? em_masked_fill(inf, eq, NAN) : NULL;
+        r = f ? em_binary(EM_MUL, gv, f) : NULL;
+        em_release(mu); em_release(eq); em_release(inf); em_release(f);
+    } else {
+        em_tensor *gk = unsqueeze_reduced(n, gv);
+        em_tensor *mu = gk ? em_mean(x, dims, nd, true) : NULL;
+        em_tensor *xc = mu ? em_binary(EM_SUB, x, mu) : NULL;
+        em_tensor *gs = xc ? em_binary_scalar(EM_MUL, gk, 2.0 / n->s[0], false, false) : NULL;
+        r = gs ? em_binary(EM_MUL, gs, xc) : NULL;
+        em_release(gk); em_release(mu); em_release(xc); em_release(gs);
+    }
+    em_release(gv);
+    if (!r) return -1;
+    gin[0] = r;
+    return 0;
+}
+
+em_tensor *em_ag_variance(const em_tensor *in, em_tensor *out, const int *dims, int ndims, double dof, bool keepdim,
+                          bool take_sqrt)
+{
+    em_node *n = em_ag_node(take_sqrt ? "StdBackward" : "VarBackward", variance_backward, 1);
+    if (!n) { em_release(out); return NULL; }
+    bool mask[EM_MAX_DIMS];
+    if (em_dims_mask(in, dims, ndims, take_sqrt ? "std" : "var", mask) < 0) return em_ag_abandon(n, out);
+    n->op = take_sqrt;
+    n->dim = ndims == 0 || in->ndim == 0;
+    n->flag = keepdim;
+    n->s[0] = dof;
+    n->ndim = in->ndim;
+    memcpy(n->sizes, in->sizes, sizeof(int64_t) * (size_t)in->ndim);
+    for (int d = 0; d < in->ndim; d++) n->dims[d] = mask[d];
+    em_ag_input(n, 0, in);
+    if (em_ag_save(n, 0, in, false) || (take_sqrt && em_ag_save(n, 1, out, true))) return em_ag_abandon(n, out);
     return em_ag_output(n, out);
 }

@@ -294,6 +294,11 @@ static em_tensor *variance(const char *name, const em_tensor *t, const int *dims
         em_release(f);
         return cast_back(r, t->dtype);
     }
+    double div = (double)n - correction;
+    if (div <= 0 && em_ag_needed1(t)) {
+        em_tensor *out = WITHOUT_GRAD(variance(name, t, dims, ndims, correction, keepdim, take_sqrt));
+        return out ? em_ag_variance(t, out, dims, ndims, div, keepdim, take_sqrt) : NULL;
+    }
     /* two passes (mean, then squared deviations): no cancellation trouble */
     em_tensor *m = em_mean(t, dims, ndims, true);
     if (!m) return NULL;
@@ -307,7 +312,6 @@ static em_tensor *variance(const char *name, const em_tensor *t, const int *dims
     em_release(sq);
     if (!s) return NULL;
     /* PyTorch clamps the divisor at 0: too few elements give inf or NaN */
-    double div = (double)n - correction;
     em_tensor *v = em_binary_scalar(EM_DIV, s, div > 0 ? div : 0, false, false);
     em_release(s);
     if (!v || !take_sqrt) return v;
