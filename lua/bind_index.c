@@ -55,6 +55,24 @@ static int l_gather(lua_State *L)
     return emlua_push(L, em_gather(t, dim, idx));
 }
 
+/* scatter's value at argument 4: a number, or a boolean as 1 or 0 (as
+ * fill_ and masked_fill take one) */
+static double scatter_value(lua_State *L)
+{
+    return lua_type(L, 4) == LUA_TBOOLEAN ? lua_toboolean(L, 4) : lua_tonumber(L, 4);
+}
+
+/* the value at argument 4 as a source of the index's shape (scatter_common
+ * has checked that it fits t's dtype) */
+static em_tensor *value_source(lua_State *L, const em_tensor *t, const em_tensor *idx)
+{
+    em_tensor *v = em_scalar(scatter_value(L), t->dtype, t->storage->device);
+    em_tensor *val = v ? em_expand(v, idx->sizes, idx->ndim) : NULL;
+    em_release(v);
+    if (!val) emlua_fail(L);
+    return val;
+}
+
 /* t:scatter(dim, index, src, reduce) or (..., {reduce =}) with reduce "add"
  * (scatter_add) or "multiply" (scatter_reduce "prod" including self); src
  * may be a number, as for plain scatter. */
@@ -73,14 +91,8 @@ static int scatter_with_reduce(lua_State *L, const char *op, em_tensor *t, int d
     }
     if (r && strcmp(r, "add") != 0 && strcmp(r, "multiply") != 0)
         return emlua_argerror(L, 5, op, "reduce must be \"add\" or \"multiply\", got \"%s\"", r);
-    em_tensor *val = NULL;
-    if (!src) {   /* a number: a source of the index's shape */
-        em_tensor *v = em_scalar(lua_tonumber(L, 4), t->dtype, t->storage->device);
-        val = v ? em_expand(v, idx->sizes, idx->ndim) : NULL;
-        em_release(v);
-        if (!val) return emlua_fail(L);
-        src = val;
-    }
+    em_tensor *val = src ? NULL : value_source(L, t, idx);
+    if (val) src = val;
     bool mul = r && strcmp(r, "multiply") == 0;
     int rc = 0;
     em_tensor *out = NULL;
@@ -108,25 +120,22 @@ static int scatter_common(lua_State *L, const char *op, bool add, bool in_place)
     em_tensor *t = emlua_check(L, 1, op);
     int dim = emlua_check_dim(L, 2, t->ndim, op);
     em_tensor *idx = emlua_check(L, 3, op);
-    bool number = !add && lua_type(L, 4) == LUA_TNUMBER;
+    bool number = !add && (lua_type(L, 4) == LUA_TNUMBER || lua_type(L, 4) == LUA_TBOOLEAN);
     em_tensor *src = number ? NULL : emlua_test(L, 4);
-    if (!number && !src) return emlua_typeerror(L, 4, op, add ? "a tensor" : "a tensor or a number");
+    if (!number && !src) return emlua_typeerror(L, 4, op, add ? "a tensor" : "a tensor, a number or a boolean");
+    /* checked here, so that the error names the op called rather than the
+     * fill that makes the value's tensor */
+    if (number && em_check_value_fits(op, scatter_value(L), t->dtype)) return emlua_fail(L);
     if (!add && !lua_isnoneornil(L, 5)) return scatter_with_reduce(L, op, t, dim, idx, src, in_place);
     if (in_place) {
-        int rc = number ? em_scatter_value_(t, dim, idx, lua_tonumber(L, 4))
+        int rc = number ? em_scatter_value_(t, dim, idx, scatter_value(L))
                  : add ? em_scatter_add_(t, dim, idx, src) : em_scatter_(t, dim, idx, src);
         if (rc) return emlua_fail(L);
         lua_settop(L, 1);
         return 1;
     }
-    em_tensor *val = NULL;
-    if (number) {   /* the number as a source of the index's shape */
-        em_tensor *v = em_scalar(lua_tonumber(L, 4), t->dtype, t->storage->device);
-        val = v ? em_expand(v, idx->sizes, idx->ndim) : NULL;
-        em_release(v);
-        if (!val) return emlua_fail(L);
-        src = val;
-    }
+    em_tensor *val = number ? value_source(L, t, idx) : NULL;
+    if (val) src = val;
     em_tensor *r = add ? em_scatter_add(t, dim, idx, src) : em_scatter(t, dim, idx, src);
     em_release(val);
     return emlua_push(L, r);

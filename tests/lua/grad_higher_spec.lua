@@ -371,7 +371,7 @@ describe("bad input still fails clearly", function()
     has(err(x.scatter_add, x, 2, I({{1, 2}}), D({{1}})), "scatter_add: index [1,2] must be no larger than src [1,1]")
     has(err(x.scatter, x, 2, I({1}), D({1})), "same number of dimensions")
     has(err(x.scatter, x, 2, D({{1}}), D({{1}})), "expected an int64 index tensor")
-    has(err(x.scatter, x, 2, I({{1}}), "a"), "expected a tensor or a number")
+    has(err(x.scatter, x, 2, I({{1}}), "a"), "expected a tensor, a number or a boolean")
   end)
 
   it("cumprod with a bad dim names itself", function()
