@@ -399,13 +399,32 @@ static int push_guard(lua_State *L, bool was)
     return 1;
 }
 
+static int mode_results(lua_State *L, int status, lua_KContext ctx)
+{
+    (void)status;
+    (void)ctx;
+    return lua_gettop(L);
+}
+
 /* ember.no_grad(fn, ...) runs fn with recording off and returns its
  * results; ember.no_grad() returns a <close> guard. The mode is restored
- * even when fn raises. */
+ * even when fn raises. Inside a coroutine fn may yield: ember/grad_mode.lua
+ * runs it then, giving the mode back to the rest of the program while fn is
+ * suspended (a protected call from C could not be yielded across). */
 static int with_mode(lua_State *L, bool on, const char *op)
 {
     if (!lua_isnoneornil(L, 1) && lua_type(L, 1) != LUA_TFUNCTION)
         return emlua_typeerror(L, 1, op, "a function (or nothing, for a <close> guard)");
+    if (!lua_isnoneornil(L, 1) && lua_isyieldable(L)) {
+        lua_getglobal(L, "require");
+        lua_pushliteral(L, "ember.grad_mode");
+        lua_call(L, 1, 1);
+        lua_insert(L, 1);
+        lua_pushboolean(L, on);
+        lua_insert(L, 2);
+        lua_callk(L, lua_gettop(L) - 1, LUA_MULTRET, 0, mode_results);
+        return mode_results(L, LUA_OK, 0);
+    }
     bool was = em_set_grad_enabled(on);
     if (lua_isnoneornil(L, 1)) return push_guard(L, was);
     int base = lua_gettop(L);

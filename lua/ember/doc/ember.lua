@@ -1468,7 +1468,10 @@ Turns gradient recording off. With a function: calls fn(...) with recording off 
 returns its results; the previous mode comes back even when fn raises (the error is
 passed on). With no argument: turns recording off and returns a guard that restores
 the previous mode when closed, for `local g <close> = ember.no_grad()`.
-Like torch.no_grad.]],
+Inside a coroutine fn may yield: while it is suspended the rest of the program has
+its own mode, and each resume turns recording off again for fn, as torch.no_grad()
+does around a Python generator (the guard form, like Python's `with` block, stays
+in force across a yield). Like torch.no_grad.]],
   example = [[
 local w = ember.ones(2, {requires_grad = true})
 local y = ember.no_grad(function() return w * 2 end)
@@ -1485,7 +1488,8 @@ add {
   sig = "ember.enable_grad(fn, ...)\nlocal guard <close> = ember.enable_grad()",
   doc = [[
 Turns gradient recording on, the opposite of ember.no_grad, with the same two forms:
-calls fn(...) with recording on and returns its results, or returns a <close> guard.
+calls fn(...) with recording on and returns its results (fn may yield inside a
+coroutine, as with ember.no_grad), or returns a <close> guard.
 Useful inside a no_grad region. Like torch.enable_grad.]],
   example = [[
 local w = ember.ones(2, {requires_grad = true})
