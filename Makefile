@@ -4,6 +4,7 @@
 #   make asan       the same suites, built with AddressSanitizer + UBSan
 #   make bench      the benchmark table (ember beside PyTorch)
 #   make bench-instr  instruction counts against their budget (CI runs it)
+#   make fixtures   every PyTorch fixture of tests/lua/fixtures, regenerated with PyTorch 2.x
 #   make test-gpu   the GPU suites (fails without a GPU); make bench-gpu the GPU table
 #   make cuda       only the CUDA backend (build/libember_cuda.so)
 # Set BUILD=dir to build elsewhere; SAN=1 adds the sanitizers (used by asan).
@@ -221,6 +222,13 @@ asan:
 bench: all
 	@BUILD=$(BUILD) bash scripts/bench/run.sh
 
+# Each generator under scripts/bench/torch-python, the PyTorch 2.x that
+# `scripts/install-deps.sh --bench` installs (fixture_io refuses an older one);
+# the files name the version that wrote them
+FIXTURE_GEN := $(sort $(wildcard scripts/fixtures/make_*_fixtures.py))
+fixtures:
+	@set -e; for g in $(FIXTURE_GEN); do echo "fixtures: $$g" >&2; scripts/bench/torch-python $$g; done
+
 # Instruction counts against scripts/bench/instr_budget.txt (scripts/bench/instr.sh):
 # a build of its own for valgrind (x86-64-v3: valgrind cannot decode AVX-512)
 INSTR_BUILD ?= build-instr
@@ -245,5 +253,5 @@ bench-gpu:
 clean:
 	rm -rf build build-asan build-instr
 
-.PHONY: all test asan bench bench-instr bench-instr-update clean cuda emu test-gpu bench-gpu
+.PHONY: all test asan bench fixtures bench-instr bench-instr-update clean cuda emu test-gpu bench-gpu
 -include $(ENGINE_OBJ:.o=.d) $(LUA_OBJ:.o=.d) $(SHELL_OBJ:.o=.d) $(KERNEL_OBJ:.o=.d)
