@@ -541,10 +541,17 @@ em_tensor *em_logit(const em_tensor *a, const double *eps)
     em_scope k = {0};
     em_tensor *x = (em_tensor *)a;
     if (!em_dtype_is_float(a->dtype) && !(x = em_scope_keep(&k, em_to_dtype(a, float_default())))) return NULL;
-    /* a negative eps clamps nothing, as in PyTorch */
+    /* a negative eps clamps nothing, as in PyTorch. The gradient passes on the
+     * bounds (PyTorch's logit backward zeroes only x < eps and x > 1 - eps), so
+     * the clamped values replace x only outside them, not through clamp's
+     * gradient, which is 0 on a bound */
     if (eps && *eps >= 0) {
         double lo = *eps, hi = 1 - *eps;
-        if (!(x = em_scope_keep(&k, em_clamp(x, &lo, &hi)))) return em_scope_finish(&k, NULL);
+        em_tensor *c = em_scope_keep(&k, WITHOUT_GRAD(em_clamp(x, &lo, &hi)));
+        em_tensor *below = c ? em_scope_keep(&k, WITHOUT_GRAD(em_binary_scalar(EM_LT, x, lo, false, false))) : NULL;
+        em_tensor *above = below ? em_scope_keep(&k, WITHOUT_GRAD(em_binary_scalar(EM_GT, x, hi, false, false))) : NULL;
+        em_tensor *out = above ? em_scope_keep(&k, em_binary(EM_LOGICAL_OR, below, above)) : NULL;
+        if (!out || !(x = em_scope_keep(&k, em_where(out, c, x)))) return em_scope_finish(&k, NULL);
     }
     em_tensor *omx = em_scope_keep(&k, em_binary_scalar(EM_SUB, x, 1, true, true));
     em_tensor *q = omx ? em_scope_keep(&k, em_binary(EM_DIV, x, omx)) : NULL;

@@ -399,11 +399,12 @@ static int clamp_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
 {
     em_tensor *x = em_ag_saved(n, 0);
     if (!x) return -1;
-    /* the gradient passes where x is inside [lo, hi] (bounds included, as PyTorch) */
+    /* the gradient passes where x is strictly inside (lo, hi): 0 on a bound, as
+     * PyTorch 2.x (1.13 passed it on the bounds too) */
     em_tensor *keep = em_full(x->sizes, x->ndim, 1, EM_BOOL, em_dev(x));
     for (int i = 0; i < 2 && keep; i++) {
         if (!(n->ndims & (1 << i))) continue;
-        em_tensor *in = em_binary_scalar(i == 0 ? EM_GE : EM_LE, x, n->s[i], false, false);
+        em_tensor *in = em_binary_scalar(i == 0 ? EM_GT : EM_LT, x, n->s[i], false, false);
         em_tensor *both = in ? em_binary(EM_LOGICAL_AND, keep, in) : NULL;
         em_release(in);
         em_release(keep);

@@ -958,9 +958,9 @@ function F.hardswish(x, ...)
   local op = "hardswish"
   local o = options(op, {"inplace"}, ...)
   check_float(x, op)
-  -- PyTorch's backward: 0 below -3, (2x + 3) / 6 on [-3, 3], 1 above
-  local mid = ember.where(x:le(3), x * (x + 3) / 6, x)
-  return result(x, ember.where(x:lt(-3), 0, mid), o.inplace, op)
+  -- PyTorch 2.x's backward: 0 up to -3, (2x + 3) / 6 strictly between, 1 from 3 on
+  local mid = ember.where(x:lt(3), x * (x + 3) / 6, x)
+  return result(x, ember.where(x:le(-3), 0, mid), o.inplace, op)
 end
 
 --- F.hardsigmoid(x [, inplace = false]) -> relu6(x + 3) / 6.
@@ -1148,14 +1148,14 @@ function F.cosine_similarity(x1, x2, ...)
   x1, x2 = x1:expand(shape), x2:expand(shape)
   local eps = number_opt(o.eps, 1e-8, op, "eps")
   local d = check_dim(x1, o.dim or 2, op)
-  -- as PyTorch 1.13: each squared norm's value is clamped at eps^2, but its gradient
-  -- passes as if unclamped (PyTorch clamps in place under no_grad)
-  local function sqnorm(v)
-    local s = (v * v):sum(d, true)
-    local sd = s:detach()
-    return s + (sd:clamp_min(eps * eps) - sd)
+  -- as PyTorch 2.x: each vector is divided by its own norm, whose value is clamped at eps
+  -- while its gradient passes as if unclamped (PyTorch clamps in place under no_grad)
+  local function unit(v)
+    local n = v:norm(2, d, true)
+    local nd = n:detach()
+    return v / (n + (nd:clamp_min(eps) - nd))
   end
-  return (x1 * x2 * (sqnorm(x1) * sqnorm(x2)):rsqrt()):sum(d)
+  return (unit(x1) * unit(x2)):sum(d)
 end
 
 --- F.pairwise_distance(x1, x2 [, p = 2 [, eps = 1e-6 [, keepdim = false]]]) -> ||x1 - x2 + eps||_p over the last dim.

@@ -30,10 +30,15 @@ local function f32(x)
 end
 
 -- The gradient as the update sees it: negated for maximize, plus the L2
--- term. A new tensor whenever it differs from p.grad (never written to).
+-- term; with decoupled_weight_decay (NAdam, RAdam) p is scaled by
+-- 1 - lr * weight_decay instead. A new tensor whenever it differs from p.grad
+-- (never written to).
 local function effective_grad(p, grad, g)
   if g.maximize then grad = -grad end
-  if g.weight_decay ~= 0 then grad = grad + p * g.weight_decay end
+  if g.weight_decay ~= 0 then
+    if g.decoupled_weight_decay then p:mul_(1 - g.lr * g.weight_decay)
+    else grad = grad + p * g.weight_decay end
+  end
   return grad
 end
 
@@ -168,11 +173,14 @@ return function(M, H)
                               maximize = false}, IGNORED, check_adamax, adamax_param)
 
   -------------------------------------------------------------------------
-  -- NAdam (PyTorch 1.13 has no maximize for NAdam and RAdam)
+  -- NAdam and RAdam (PyTorch 2.x's: maximize, and decoupled_weight_decay, which
+  -- scales p by 1 - lr * weight_decay before the step instead of adding the L2 term)
 
   local function check_nadam(g, where)
     check_adam_family(g, where)
     check_number(where, "momentum_decay", g.momentum_decay, 0, false, nil, nil, "momentum_decay value")
+    check_boolean(where, "decoupled_weight_decay", g.decoupled_weight_decay)
+    check_boolean(where, "maximize", g.maximize)
   end
 
   local function nadam_param(_, p, grad, st, g)
@@ -181,12 +189,13 @@ return function(M, H)
     st.step = step
     local b1, b2 = g.betas[1], g.betas[2]
     local bc2 = 1 - b2 ^ step
-    if g.weight_decay ~= 0 then grad = grad + p * g.weight_decay end
+    grad = effective_grad(p, grad, g)
     local mu = b1 * (1 - 0.5 * 0.96 ^ (step * g.momentum_decay))
     local mu_next = b1 * (1 - 0.5 * 0.96 ^ ((step + 1) * g.momentum_decay))
     local mu_product = f32(st.mu_product * f32(mu))
     st.mu_product = mu_product
-    local mu_product_next = f32(f32(mu_product * f32(mu)) * f32(mu_next))
+    -- PyTorch 2.x: mu_product * mu_next in double (1.13 multiplied by mu a second time)
+    local mu_product_next = mu_product * mu_next
     st.exp_avg:mul_(b1):add_(grad, {alpha = 1 - b1})
     addcmul_(st.exp_avg_sq:mul_(b2), grad, grad, 1 - b2)
     local denom = (st.exp_avg_sq / bc2):sqrt_():add_(g.eps)
@@ -194,13 +203,20 @@ return function(M, H)
     addcdiv_(p, st.exp_avg, denom, -g.lr * mu_next / (1 - mu_product_next))
   end
 
-  --- optim.NAdam(params, {lr = 2e-3, betas = {0.9, 0.999}, eps = 1e-8,
-  ---                      weight_decay = 0, momentum_decay = 4e-3})
+  --- optim.NAdam(params, {lr = 2e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0,
+  ---                      momentum_decay = 4e-3, decoupled_weight_decay = false, maximize = false})
   M.NAdam = class("NAdam", {lr = 2e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0,
-                            momentum_decay = 4e-3}, IGNORED, check_nadam, nadam_param)
+                            momentum_decay = 4e-3, decoupled_weight_decay = false, maximize = false},
+                  IGNORED, check_nadam, nadam_param)
 
   -------------------------------------------------------------------------
   -- RAdam
+
+  local function check_radam(g, where)
+    check_adam_family(g, where)
+    check_boolean(where, "decoupled_weight_decay", g.decoupled_weight_decay)
+    check_boolean(where, "maximize", g.maximize)
+  end
 
   local function radam_param(_, p, grad, st, g)
     zero_state(st, p, "exp_avg", "exp_avg_sq")
@@ -208,7 +224,7 @@ return function(M, H)
     st.step = step
     local b1, b2 = g.betas[1], g.betas[2]
     local bc1, bc2 = 1 - b1 ^ step, 1 - b2 ^ step
-    if g.weight_decay ~= 0 then grad = grad + p * g.weight_decay end
+    grad = effective_grad(p, grad, g)
     st.exp_avg:mul_(b1):add_(grad, {alpha = 1 - b1})
     addcmul_(st.exp_avg_sq:mul_(b2), grad, grad, 1 - b2)
     local corrected = st.exp_avg / bc1
@@ -223,9 +239,11 @@ return function(M, H)
     end
   end
 
-  --- optim.RAdam(params, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0})
-  M.RAdam = class("RAdam", {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0},
-                  IGNORED, check_adam_family, radam_param)
+  --- optim.RAdam(params, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0,
+  ---                      decoupled_weight_decay = false, maximize = false})
+  M.RAdam = class("RAdam", {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0,
+                            decoupled_weight_decay = false, maximize = false},
+                  IGNORED, check_radam, radam_param)
 
   -------------------------------------------------------------------------
   -- Adadelta
