@@ -123,6 +123,9 @@ int emlua_push_created(lua_State *L, em_tensor *t, int opts, const char *op);
 /* registration */
 void emlua_register(lua_State *L, const luaL_Reg *methods, const luaL_Reg *functions);
 void emlua_push_methods(lua_State *L);     /* the tensor method table */
+/* A tensor method written in Lua, loaded with its file on first use: pushes it and
+ * returns 1, or returns 0 (nothing pushed) when name is not one of them. */
+int emlua_lazy_method(lua_State *L, const char *name);
 void emlua_push_metatable(lua_State *L);   /* the tensor metatable */
 int luaopen_ember(lua_State *L);
 

@@ -636,8 +636,47 @@ static const char *const lazy_functions[][2] = {
     {"save_checkpoint", "ember.checkpoint"},
     {"load_checkpoint", "ember.checkpoint"},
     {"autocast", "ember.autocast"},
+    {"mv", "ember.composite"}, {"addmv", "ember.composite"}, {"addr", "ember.composite"},
+    {"addbmm", "ember.composite"}, {"baddbmm", "ember.composite"}, {"vdot", "ember.composite"},
+    {"inner", "ember.composite"}, {"ger", "ember.composite"}, {"gcd", "ember.composite"},
+    {"lcm", "ember.composite"}, {"fmin", "ember.composite"}, {"fmax", "ember.composite"},
+    {"float_power", "ember.composite"}, {"sinc", "ember.composite"}, {"signbit", "ember.composite"},
+    {"ldexp", "ember.composite"}, {"rad2deg", "ember.composite"}, {"deg2rad", "ember.composite"},
+    {"isreal", "ember.composite"}, {"positive", "ember.composite"},
     {NULL, NULL},
 };
+
+/* Tensor methods written in Lua (lua/ember/composite.lua): loading the file installs
+ * them all in the method table. The functions above of that file are methods too. */
+static const char *const lazy_inplace_methods[] = {
+    "addmv_", "addr_", "addbmm_", "baddbmm_", "gcd_", "lcm_", "sinc_", "ldexp_", "rad2deg_", "deg2rad_",
+    "float_power_", NULL,
+};
+
+static bool is_lazy_method(const char *name)
+{
+    for (int i = 0; lazy_functions[i][0]; i++)
+        if (strcmp(lazy_functions[i][1], "ember.composite") == 0 && strcmp(name, lazy_functions[i][0]) == 0)
+            return true;
+    for (int i = 0; lazy_inplace_methods[i]; i++)
+        if (strcmp(name, lazy_inplace_methods[i]) == 0) return true;
+    return false;
+}
+
+int emlua_lazy_method(lua_State *L, const char *name)
+{
+    if (!is_lazy_method(name)) return 0;
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "ember.composite");
+    lua_call(L, 1, 0);
+    emlua_push_methods(L);
+    if (lua_getfield(L, -1, name) == LUA_TNIL) {
+        lua_pop(L, 2);
+        return 0;
+    }
+    lua_remove(L, -2);
+    return 1;
+}
 
 /* ember.nn, ember.optim, ember.data, ...: Lua submodules loaded on first use. */
 static const char *const submodules[] = {"nn", "optim", "data", "autograd", "help", "plot", "linalg", "amp",

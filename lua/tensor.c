@@ -378,6 +378,7 @@ static int tensor_index(lua_State *L)
         lua_pushvalue(L, 2);
         if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
         if (push_property(L, t, lua_tostring(L, 2))) return 1;
+        if (emlua_lazy_method(L, lua_tostring(L, 2))) return 1;
         /* a misspelt field is a mistake worth naming, not a silent nil (PyTorch: AttributeError) */
         return luaL_error(L, "index: tensor has no field or method '%s'", lua_tostring(L, 2));
     }

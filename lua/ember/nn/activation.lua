@@ -116,6 +116,32 @@ function M.Softshrink:_check()
   if self.lambd < 0 then raise(string.format("Softshrink: lambd must be >= 0, got %g", self.lambd)) end
 end
 
+--- nn.RReLU([lower = 1/8 [, upper = 1/3 [, inplace = false]]]) -> x for x > 0, a * x otherwise.
+-- In training mode each a is drawn uniformly from [lower, upper]; in eval mode a = (lower + upper) / 2.
+M.RReLU = activation("RReLU", "rrelu", {{"lower", 1 / 8, "number"}, {"upper", 1 / 3, "number"}, INPLACE},
+                     function(s) return "lower=" .. g(s.lower) .. ", upper=" .. g(s.upper) end)
+function M.RReLU:_check()
+  if self.lower > self.upper then
+    raise(string.format("RReLU: lower (%g) must not be greater than upper (%g)", self.lower, self.upper))
+  end
+end
+function M.RReLU:forward(x)
+  check_input(self, x)
+  return F.rrelu(x, self.lower, self.upper, self.training, self.inplace)
+end
+--- nn.PixelShuffle(upscale_factor) -> [*, C * r^2, H, W] rearranged to [*, C, H * r, W * r].
+M.PixelShuffle = activation("PixelShuffle", "pixel_shuffle", {{"upscale_factor", nil, "number"}},
+                            function(s) return "upscale_factor=" .. g(s.upscale_factor) end)
+--- nn.PixelUnshuffle(downscale_factor) -> [*, C, H * r, W * r] rearranged to [*, C * r^2, H, W].
+M.PixelUnshuffle = activation("PixelUnshuffle", "pixel_unshuffle", {{"downscale_factor", nil, "number"}},
+                              function(s) return "downscale_factor=" .. g(s.downscale_factor) end)
+--- nn.LocalResponseNorm(size [, alpha = 1e-4 [, beta = 0.75 [, k = 1]]]) -> F.local_response_norm over the channels (dim 2).
+M.LocalResponseNorm = activation("LocalResponseNorm", "local_response_norm",
+                                 {{"size", nil, "number"}, {"alpha", 1e-4, "number"}, {"beta", 0.75, "number"},
+                                  {"k", 1, "number"}},
+                                 function(s) return string.format("%d, alpha=%s, beta=%s, k=%s", s.size, g(s.alpha),
+                                                                  g(s.beta), g(s.k)) end)
+
 --- nn.PReLU([num_parameters = 1 [, init = 0.25]] [, {dtype =, device =}]) -> x for x > 0, weight * x otherwise.
 -- weight [num_parameters] is learnable; with more than one it is per channel (dim 2 of the input).
 M.PReLU = Module:extend("PReLU")

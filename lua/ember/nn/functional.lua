@@ -1047,22 +1047,52 @@ local function softmax_family(x, dim, op, o)
   return x
 end
 
+-- dim is PyTorch's first optional argument: F.softmax(x, 2), F.softmax(x, 2, "float64")
+-- and F.softmax(x, {dim = 2, dtype = "float64"}) are the same call
+local softmax_names = {"dim", "dtype"}
+
 --- F.softmax(x, dim [, dtype]) -> exp(x) / sum(exp(x)) along dim; dtype converts x first.
-function F.softmax(x, dim, ...)
-  local o = options("softmax", {"dtype"}, ...)
-  return softmax_family(x, dim, "softmax", o):softmax(dim)
+function F.softmax(x, ...)
+  local o = options("softmax", softmax_names, ...)
+  return softmax_family(x, o.dim, "softmax", o):softmax(o.dim)
 end
 
 --- F.log_softmax(x, dim [, dtype]) -> log(softmax(x, dim)), computed stably.
-function F.log_softmax(x, dim, ...)
-  local o = options("log_softmax", {"dtype"}, ...)
-  return softmax_family(x, dim, "log_softmax", o):log_softmax(dim)
+function F.log_softmax(x, ...)
+  local o = options("log_softmax", softmax_names, ...)
+  return softmax_family(x, o.dim, "log_softmax", o):log_softmax(o.dim)
 end
 
 --- F.softmin(x, dim [, dtype]) -> softmax(-x, dim).
-function F.softmin(x, dim, ...)
-  local o = options("softmin", {"dtype"}, ...)
-  return (-softmax_family(x, dim, "softmin", o)):softmax(dim)
+function F.softmin(x, ...)
+  local o = options("softmin", softmax_names, ...)
+  return (-softmax_family(x, o.dim, "softmin", o)):softmax(o.dim)
+end
+
+--- F.sigmoid(x) -> 1 / (1 + exp(-x)) (x:sigmoid()).
+function F.sigmoid(x)
+  check_input(x, "sigmoid")
+  return x:sigmoid()
+end
+
+--- F.tanh(x) -> tanh(x) (x:tanh()).
+function F.tanh(x)
+  check_input(x, "tanh")
+  return x:tanh()
+end
+
+--- F.rrelu(x [, lower = 1/8 [, upper = 1/3 [, training = false [, inplace = false]]]]) -> x for x > 0, a * x otherwise.
+-- Training draws each a uniformly from [lower, upper] with ember's generator (ember.manual_seed
+-- repeats it); otherwise a = (lower + upper) / 2 everywhere.
+function F.rrelu(x, ...)
+  local op = "rrelu"
+  local o = options(op, {"lower", "upper", "training", "inplace"}, ...)
+  check_float(x, op)
+  local lo, hi = number_opt(o.lower, 1 / 8, op, "lower"), number_opt(o.upper, 1 / 3, op, "upper")
+  if lo > hi then raise(string.format("%s: lower (%g) must not be greater than upper (%g)", op, lo, hi)) end
+  local slope = (lo + hi) / 2
+  if o.training then slope = ember.rand(x.shape, {dtype = x.dtype, device = x.device}) * (hi - lo) + lo end
+  return result(x, ember.where(x:gt(0), x, x * slope), o.inplace, op)
 end
 
 --- F.prelu(x, weight) -> x for x > 0, weight * x otherwise; weight has 1 entry or one per channel (dim 2).
@@ -1448,6 +1478,128 @@ function F.multilabel_soft_margin_loss(input, target, ...)
   local loss = -(target * F.logsigmoid(input) + (1 - target) * F.logsigmoid(-input))
   if o.weight then loss = loss * o.weight end
   return reduce(loss:sum(2) / input.shape[2], reduction)
+end
+
+--- F.soft_margin_loss(input, target [, {reduction = "mean"}]) -> log(1 + exp(-target * input)), reduced (target in {-1, 1}).
+local soft_margin_loss_names = {"size_average", "reduce", "reduction"}
+function F.soft_margin_loss(input, target, ...)
+  input, target = autocast("fp32", input, target)
+  local _, reduction = loss_args("soft_margin_loss", soft_margin_loss_names, ...)
+  input, target = pair(input, target, "soft_margin_loss")
+  return reduce(softplus1(-(target * input)), reduction)
+end
+
+--- F.multi_margin_loss(input, target [, {p = 1, margin = 1, weight =, reduction = "mean"}]) -> the multi-class hinge loss.
+-- input [N, C] (or [C]), target [N] (or 0-d) of 1-based class indices; per sample
+-- sum over i ~= y of weight[y] * max(0, margin - x[y] + x[i])^p / C.
+local multi_margin_loss_names = {"p", "margin", "weight", "size_average", "reduce", "reduction"}
+function F.multi_margin_loss(input, target, ...)
+  input, target = autocast("fp32", input, target)
+  local op = "multi_margin_loss"
+  local o, reduction = loss_args(op, multi_margin_loss_names, ...)
+  check_float(input, op)
+  local p = number_opt(o.p, 1, op, "p")
+  if p ~= 1 and p ~= 2 then raise(string.format("%s: p must be 1 or 2, got %g", op, p)) end
+  local margin = number_opt(o.margin, 1, op, "margin")
+  check_tensor(target, op, "target")
+  if input.ndim ~= 1 and input.ndim ~= 2 then
+    raise(string.format("%s: expected a 1-D or 2-D input, got %s", op, shape_str(input)))
+  end
+  local x = input.ndim == 1 and input:unsqueeze(1) or input
+  local y = target.ndim == 0 and target:reshape(1) or target
+  check_index_target(x, y, op)
+  local C = x.shape[2]
+  if y:numel() > 0 and (y:min():item() < 1 or y:max():item() > C) then
+    raise(string.format("%s: target values must be class indices in 1..%d, got values in %d..%d", op, C,
+                        y:min():item(), y:max():item()))
+  end
+  y = y:reshape(x.shape[1], 1)
+  local picked = x:gather(2, y)
+  local m = (x - picked + margin):clamp(0)
+  if p == 2 then m = m * m end
+  if o.weight ~= nil then
+    check_class_weight(o.weight, C, op)
+    m = m * o.weight:to(x.dtype):index_select(1, y:reshape(-1)):unsqueeze(2)
+  end
+  -- the target's own column does not count
+  local own = ember.one_hot(y:reshape(-1), C):bool()
+  local loss = m:masked_fill(own, 0):sum(2) / C
+  if input.ndim == 1 then loss = loss:reshape({}) end
+  return reduce(loss, reduction)
+end
+
+-- x [*, C, H, W] checked for the factor r (its option name what) and the rank, then
+-- reshaped to lead .. split(C, H, W), permuted by perm (over those five) and reshaped to
+-- lead .. out(C, H, W); check(C, H, W) raises the op's divisibility error
+local function pixel_rearrange(x, op, r, what, check, split, perm, out)
+  check_input(x, op)
+  if math.type(r) ~= "integer" or r < 1 then
+    raise(string.format("%s: %s must be a positive integer, got %s", op, what, tostring(r)))
+  end
+  local n = x.ndim
+  if n < 3 then raise(string.format("%s: expected at least 3 dimensions [*, C, H, W], got %s", op, shape_str(x))) end
+  local c, hgt, wid = x.shape[n - 2], x.shape[n - 1], x.shape[n]
+  check(c, hgt, wid)
+  local lead = {}
+  for i = 1, n - 3 do lead[i] = x.shape[i] end
+  local sizes, order, final = {table.unpack(lead)}, {}, {table.unpack(lead)}
+  for i = 1, #lead do order[i] = i end
+  for _, v in ipairs(split(c, hgt, wid)) do sizes[#sizes + 1] = v end
+  for _, v in ipairs(perm) do order[#order + 1] = #lead + v end
+  for _, v in ipairs(out(c, hgt, wid)) do final[#final + 1] = v end
+  return x:reshape(sizes):permute(order):reshape(final)
+end
+
+--- F.pixel_shuffle(x, upscale_factor) -> [*, C * r^2, H, W] rearranged to [*, C, H * r, W * r].
+function F.pixel_shuffle(x, ...)
+  local op = "pixel_shuffle"
+  local r = options(op, {"upscale_factor"}, ...).upscale_factor
+  return pixel_rearrange(x, op, r, "upscale_factor", function(c)
+    if c % (r * r) ~= 0 then
+      raise(string.format("%s: the channels of %s (%d) must be divisible by upscale_factor^2 (%d)", op,
+                          shape_str(x), c, r * r))
+    end
+  end, function(c, hgt, wid) return {c // (r * r), r, r, hgt, wid} end, {1, 4, 2, 5, 3},
+  function(c, hgt, wid) return {c // (r * r), hgt * r, wid * r} end)
+end
+
+--- F.pixel_unshuffle(x, downscale_factor) -> [*, C, H * r, W * r] rearranged to [*, C * r^2, H, W] (pixel_shuffle's inverse).
+function F.pixel_unshuffle(x, ...)
+  local op = "pixel_unshuffle"
+  local r = options(op, {"downscale_factor"}, ...).downscale_factor
+  return pixel_rearrange(x, op, r, "downscale_factor", function(_, hgt, wid)
+    if hgt % r ~= 0 or wid % r ~= 0 then
+      raise(string.format("%s: the height and width of %s must be divisible by downscale_factor (%d)", op,
+                          shape_str(x), r))
+    end
+  end, function(c, hgt, wid) return {c, hgt // r, r, wid // r, r} end, {1, 3, 5, 2, 4},
+  function(c, hgt, wid) return {c * r * r, hgt // r, wid // r} end)
+end
+
+--- F.local_response_norm(x, size [, alpha = 1e-4 [, beta = 0.75 [, k = 1]]]) -> x / (k + alpha * mean of x^2 over size neighbouring channels)^beta.
+-- x is [N, C, *] (at least 3-D); the window over channels is zero-padded, size // 2 before
+-- and (size - 1) // 2 after each channel, and its mean always divides by size (as PyTorch).
+function F.local_response_norm(x, ...)
+  local op = "local_response_norm"
+  local o = options(op, {"size", "alpha", "beta", "k"}, ...)
+  check_float(x, op)
+  if x.ndim < 3 then raise(string.format("%s: expected at least 3 dimensions [N, C, *], got %s", op, shape_str(x))) end
+  local size = o.size
+  if math.type(size) ~= "integer" or size < 1 then
+    raise(string.format("%s: size must be a positive integer, got %s", op, tostring(size)))
+  end
+  local alpha, beta = number_opt(o.alpha, 1e-4, op, "alpha"), number_opt(o.beta, 0.75, op, "beta")
+  local k = number_opt(o.k, 1, op, "k")
+  local C = x.shape[2]
+  local sq = x * x
+  local shape = x.shape
+  local before, after = {table.unpack(shape)}, {table.unpack(shape)}
+  before[2], after[2] = size // 2, (size - 1) // 2
+  local padded = ember.cat({ember.zeros(before, {dtype = x.dtype, device = x.device}), sq,
+                            ember.zeros(after, {dtype = x.dtype, device = x.device})}, 2)
+  local window = padded:narrow(2, 1, C)
+  for j = 2, size do window = window + padded:narrow(2, j, C) end
+  return x / (window * (alpha / size) + k):pow(beta)
 end
 
 -- ---- attention ----------------------------------------------------------------------

@@ -108,4 +108,11 @@ Loss.TripletMarginLoss = loss_class("TripletMarginLoss", F.triplet_margin_loss,
 --- nn.MultiLabelSoftMarginLoss([{weight =, reduction = "mean"}]) -> loss_fn(logits [N, C], y [N, C]).
 Loss.MultiLabelSoftMarginLoss = loss_class("MultiLabelSoftMarginLoss", F.multilabel_soft_margin_loss, {"weight", "size_average", "reduce", "reduction"})
 
+--- nn.SoftMarginLoss([{reduction = "mean"}]) -> loss_fn(input, y) = log(1 + exp(-y * input)), y in {1, -1}.
+Loss.SoftMarginLoss = loss_class("SoftMarginLoss", F.soft_margin_loss, {"size_average", "reduce", "reduction"})
+
+--- nn.MultiMarginLoss([{p = 1, margin = 1, weight =, reduction = "mean"}]) -> loss_fn(input [N, C], y [N] 1-based classes).
+Loss.MultiMarginLoss = loss_class("MultiMarginLoss", F.multi_margin_loss,
+                                  {"p", "margin", "weight", "size_average", "reduce", "reduction"})
+
 return Loss

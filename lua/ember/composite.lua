@@ -1,0 +1,364 @@
+-- ember.composite — PyTorch functions written in Lua over the engine's ops: the
+-- matrix-vector family (mv, addmv, addr, addbmm, baddbmm, vdot, inner, ger), gcd
+-- and lcm, fmin/fmax, float_power, sinc, signbit, ldexp, rad2deg/deg2rad, isreal
+-- and positive. Autograd records the ops they are made of, so their gradients
+-- follow, and they run on every device the composed ops run on.
+--
+-- Loaded on first use: lua/ember.c names these functions (ember.mv, ...) and
+-- tensor methods (t:mv, t:addmv_, ...) and requires this file when one is first
+-- asked for; loading it installs them all in the module and method tables.
+local ember = require "ember"
+local raise = require("ember.errors").raise
+local options = require("ember.args").options
+
+local M = {}        -- ember.X
+local methods = {}  -- t:X (the in-place forms only here)
+
+local function shape_str(t) return "[" .. table.concat(t.shape, ", ") .. "]" end
+
+local function check_tensor(v, op, what)
+  if not ember.is_tensor(v) then
+    raise(string.format("%s: %s must be a tensor, got %s", op, what, type(v)))
+  end
+end
+
+local function check_dim(t, n, op, what)
+  check_tensor(t, op, what)
+  if t:dim() ~= n then
+    raise(string.format("%s: %s must be %d-D, got %s (%d-D)", op, what, n, shape_str(t), t:dim()))
+  end
+end
+
+local integer_dtypes = {int64 = true, int32 = true, int16 = true, int8 = true, uint8 = true}
+local float_dtypes = {float32 = true, float64 = true, float16 = true, bfloat16 = true}
+
+-- beta * input + alpha * product, PyTorch's rule for the add* family: with beta = 0
+-- input is not read (its NaN and infinities do not reach the result); input must
+-- broadcast to the product's shape, which the result keeps.
+local function scaled_sum(op, input, product, o)
+  local beta, alpha = o.beta == nil and 1 or o.beta, o.alpha == nil and 1 or o.alpha
+  for name, v in pairs({beta = beta, alpha = alpha}) do
+    if type(v) ~= "number" then raise(string.format("%s: %s must be a number, got %s", op, name, type(v))) end
+  end
+  if not float_dtypes[product.dtype] and (math.type(beta) ~= "integer" or math.type(alpha) ~= "integer") then
+    raise(string.format("%s: beta and alpha must be integers for %s inputs, got beta = %s, alpha = %s",
+                        op, product.dtype, tostring(beta), tostring(alpha)))
+  end
+  local ishape, pshape = input.shape, product.shape
+  local nd, np = #ishape, #pshape
+  local fits = nd <= np
+  for i = 1, math.min(nd, np) do
+    local a, b = ishape[nd - i + 1], pshape[np - i + 1]
+    if a ~= b and a ~= 1 then fits = false end
+  end
+  if not fits then
+    raise(string.format("%s: input of shape %s does not broadcast to the product's shape %s", op,
+                        shape_str(input), shape_str(product)))
+  end
+  if alpha ~= 1 then product = product * alpha end
+  if beta == 0 then return product end
+  if beta ~= 1 then input = input * beta end
+  return input + product
+end
+
+-- result written into self: the shape must stay self's and the dtype castable to it
+-- (PyTorch's rules for an in-place op).
+local function into(self, r, op)
+  if not ember.is_tensor(self) then raise(string.format("%s: self must be a tensor, got %s", op, type(self))) end
+  local s = self.shape
+  local same = #s == #r.shape
+  for i = 1, #s do if s[i] ~= r.shape[i] then same = false end end
+  if not same then
+    raise(string.format("%s: output with shape %s doesn't match the broadcast shape %s", op, shape_str(self),
+                        shape_str(r)))
+  end
+  local rd, sd = r.dtype, self.dtype
+  if (float_dtypes[rd] and not float_dtypes[sd]) or (sd == "bool" and rd ~= "bool") then
+    raise(string.format("%s: result type %s can't be cast to the desired output type %s", op, rd, sd))
+  end
+  if r.requires_grad and ember.is_grad_enabled() then
+    raise(string.format("%s: in place on a tensor that autograd records is not supported; use the out-of-place form %s",
+                        op, op:sub(1, -2)))
+  end
+  self:copy_(r)
+  return self
+end
+
+-- the in-place form X_ of M[X]: self:X_(args...) == self:copy_(X(self, args...))
+local function inplace_of(name)
+  local f = M[name]
+  methods[name .. "_"] = function(self, ...)
+    check_tensor(self, name .. "_", "self")
+    return into(self, f(self, ...), name .. "_")
+  end
+end
+
+-- ---- the matrix-vector family ------------------------------------------------------------
+
+-- PyTorch's matrix products take operands of one dtype only
+local function same_dtype(op, ...)
+  local ts = {...}
+  for i = 2, #ts do
+    if ts[i].dtype ~= ts[1].dtype then
+      local names = {}
+      for j, t in ipairs(ts) do names[j] = t.dtype end
+      raise(string.format("%s: expected tensors of the same dtype, got %s", op, table.concat(names, ", ")))
+    end
+  end
+end
+
+-- mat @ vec after the checks mv and addmv share
+local function checked_mv(op, mat, vec)
+  check_dim(mat, 2, op, "mat")
+  check_dim(vec, 1, op, "vec")
+  same_dtype(op, mat, vec)
+  if mat.shape[2] ~= vec.shape[1] then
+    raise(string.format("%s: %s @ %s: inner dimensions differ (%d vs %d)", op, shape_str(mat), shape_str(vec),
+                        mat.shape[2], vec.shape[1]))
+  end
+  return mat:matmul(vec)
+end
+
+--- ember.mv(mat, vec) -> mat @ vec for a 2-D mat [n, m] and a 1-D vec [m]: a 1-D [n].
+function M.mv(mat, vec)
+  return checked_mv("mv", mat, vec)
+end
+
+--- ember.addmv(input, mat, vec [, {beta = 1, alpha = 1}]) -> beta * input + alpha * (mat @ vec).
+function M.addmv(input, mat, vec, ...)
+  local o = options("addmv", {"*", "beta", "alpha"}, ...)
+  check_tensor(input, "addmv", "input")
+  local product = checked_mv("addmv", mat, vec)
+  same_dtype("addmv", input, mat, vec)
+  return scaled_sum("addmv", input, product, o)
+end
+
+--- ember.addr(input, vec1, vec2 [, {beta = 1, alpha = 1}]) -> beta * input + alpha * outer(vec1, vec2).
+function M.addr(input, vec1, vec2, ...)
+  local o = options("addr", {"*", "beta", "alpha"}, ...)
+  check_tensor(input, "addr", "input")
+  check_dim(vec1, 1, "addr", "vec1")
+  check_dim(vec2, 1, "addr", "vec2")
+  return scaled_sum("addr", input, vec1:outer(vec2), o)
+end
+
+local function check_batches(op, input, b1, b2)
+  check_dim(b1, 3, op, "batch1")
+  check_dim(b2, 3, op, "batch2")
+  same_dtype(op, input, b1, b2)
+  if b1.shape[1] ~= b2.shape[1] or b1.shape[3] ~= b2.shape[2] then
+    raise(string.format("%s: batch1 %s and batch2 %s: expected [b, n, m] and [b, m, p]", op, shape_str(b1),
+                        shape_str(b2)))
+  end
+end
+
+--- ember.baddbmm(input, batch1, batch2 [, {beta = 1, alpha = 1}]) -> beta * input + alpha * bmm(batch1, batch2).
+function M.baddbmm(input, batch1, batch2, ...)
+  local o = options("baddbmm", {"*", "beta", "alpha"}, ...)
+  check_tensor(input, "baddbmm", "input")
+  check_batches("baddbmm", input, batch1, batch2)
+  return scaled_sum("baddbmm", input, batch1:bmm(batch2), o)
+end
+
+--- ember.addbmm(input, batch1, batch2 [, {beta = 1, alpha = 1}]) -> beta * input + alpha * sum over b of batch1[b] @ batch2[b].
+function M.addbmm(input, batch1, batch2, ...)
+  local o = options("addbmm", {"*", "beta", "alpha"}, ...)
+  check_tensor(input, "addbmm", "input")
+  check_batches("addbmm", input, batch1, batch2)
+  -- one GEMM: [n, b*m] @ [b*m, p] sums the b products
+  local b, n, m = batch1.shape[1], batch1.shape[2], batch1.shape[3]
+  local p = batch2.shape[3]
+  local lhs = batch1:permute(2, 1, 3):reshape(n, b * m)
+  return scaled_sum("addbmm", input, lhs:matmul(batch2:reshape(b * m, p)), o)
+end
+
+--- ember.vdot(a, b) -> the dot product of two 1-D tensors of the same size and dtype (0-d).
+function M.vdot(a, b)
+  check_dim(a, 1, "vdot", "input")
+  check_dim(b, 1, "vdot", "other")
+  if a.dtype ~= b.dtype then
+    raise(string.format("vdot: expected both vectors to have the same dtype, got %s and %s", a.dtype, b.dtype))
+  end
+  if a.shape[1] ~= b.shape[1] then
+    raise(string.format("vdot: vectors of different sizes: %s and %s", shape_str(a), shape_str(b)))
+  end
+  return a:dot(b)
+end
+
+--- ember.inner(a, b) -> the sums of products over the last dimensions: shape a.shape[1..-2] .. b.shape[1..-2]; a * b when either is 0-d.
+function M.inner(a, b)
+  check_tensor(a, "inner", "input")
+  check_tensor(b, "inner", "other")
+  if a:dim() == 0 or b:dim() == 0 then return a * b end
+  same_dtype("inner", a, b)
+  local k = a.shape[a:dim()]
+  if b.shape[b:dim()] ~= k then
+    raise(string.format("inner: the last dimensions of %s and %s differ (%d vs %d)", shape_str(a), shape_str(b),
+                        k, b.shape[b:dim()]))
+  end
+  local shape = {}
+  for i = 1, a:dim() - 1 do shape[#shape + 1] = a.shape[i] end
+  for i = 1, b:dim() - 1 do shape[#shape + 1] = b.shape[i] end
+  return a:reshape(-1, k):matmul(b:reshape(-1, k):t()):reshape(shape)
+end
+
+--- ember.ger(vec1, vec2) -> outer(vec1, vec2) (PyTorch's older name).
+function M.ger(vec1, vec2)
+  check_dim(vec1, 1, "ger", "input")
+  check_dim(vec2, 1, "ger", "vec2")
+  return vec1:outer(vec2)
+end
+
+-- ---- integer functions -------------------------------------------------------------------
+
+local function check_integers(op, a, b)
+  check_tensor(a, op, "input")
+  check_tensor(b, op, "other")
+  for _, t in ipairs({a, b}) do
+    if not integer_dtypes[t.dtype] then
+      raise(string.format("%s: expected integer tensors, got %s and %s", op, a.dtype, b.dtype))
+    end
+  end
+end
+
+-- gcd of tensors already broadcast and promoted, by Euclid's algorithm on all
+-- elements at once: a step per remainder, at most ~92 for int64 (Fibonacci).
+local function euclid(a, b)
+  a, b = a:abs(), b:abs()
+  while b:ne(0):any():item() do
+    local nz = b:ne(0)
+    local r = a:remainder(ember.where(nz, b, 1))
+    a = ember.where(nz, b, a)
+    b = ember.where(nz, r, 0)
+  end
+  return a
+end
+
+-- a and b broadcast against each other in their promoted dtype
+local function promoted(a, b)
+  local zero = a:mul(0):add(b:mul(0))
+  return a + zero, b + zero
+end
+
+--- ember.gcd(a, b) -> the greatest common divisor of integer tensors (broadcast), >= 0; gcd(0, 0) = 0.
+function M.gcd(a, b)
+  check_integers("gcd", a, b)
+  return euclid(promoted(a, b))
+end
+
+--- ember.lcm(a, b) -> the least common multiple of integer tensors (broadcast), >= 0; 0 when either is 0.
+function M.lcm(a, b)
+  check_integers("lcm", a, b)
+  a, b = promoted(a, b)
+  local g = euclid(a, b)
+  local zero = g:eq(0)
+  return ember.where(zero, 0, a:floor_divide(ember.where(zero, 1, g)):mul(b):abs())
+end
+
+-- ---- elementwise -------------------------------------------------------------------------
+
+local function binary_tensors(op, a, b)
+  check_tensor(a, op, "input")
+  check_tensor(b, op, "other")
+end
+
+-- minimum / maximum (which share a tie's gradient between both sides, as fmin and fmax
+-- do in PyTorch) where neither is NaN, else the operand that is not NaN
+local function nan_ignoring(op, a, b, pick)
+  binary_tensors(op, a, b)
+  return ember.where(b:isnan(), a, ember.where(a:isnan(), b, pick(a, b)))
+end
+
+--- ember.fmin(a, b) -> the elementwise minimum, ignoring NaN (NaN only where both are NaN).
+function M.fmin(a, b) return nan_ignoring("fmin", a, b, ember.minimum) end
+
+--- ember.fmax(a, b) -> the elementwise maximum, ignoring NaN (NaN only where both are NaN).
+function M.fmax(a, b) return nan_ignoring("fmax", a, b, ember.maximum) end
+
+local function to_double(v, op, what)
+  if type(v) == "number" then return v end
+  check_tensor(v, op, what)
+  return v:to("float64")
+end
+
+--- ember.float_power(input, exponent) -> input ^ exponent computed in float64 (either may be a number).
+function M.float_power(input, exponent)
+  if type(input) == "number" and type(exponent) == "number" then
+    raise("float_power: expected a tensor as input or exponent, got two numbers")
+  end
+  local x, e = to_double(input, "float_power", "input"), to_double(exponent, "float_power", "exponent")
+  if type(x) == "number" then return ember.pow(x, e) end
+  return x:pow(e)
+end
+
+methods.float_power_ = function(self, exponent)
+  check_tensor(self, "float_power_", "self")
+  if self.dtype ~= "float64" then
+    raise(string.format("float_power_: the base has dtype %s but the result requires float64", self.dtype))
+  end
+  return into(self, M.float_power(self, exponent), "float_power_")
+end
+
+-- x as the float dtype an integer or bool input becomes (the default dtype)
+local function as_float(x, op)
+  check_tensor(x, op, "input")
+  if float_dtypes[x.dtype] then return x end
+  return x:to(ember.get_default_dtype())
+end
+
+--- ember.sinc(x) -> sin(pi x) / (pi x), 1 at x = 0 (where its gradient is 0).
+function M.sinc(x)
+  x = as_float(x, "sinc")
+  local zero = x:eq(0)
+  -- the quotient at a safe stand-in for 0, so its backward (0 there) makes no NaN
+  local px = ember.where(zero, 1, x) * math.pi
+  return ember.where(zero, 1, px:sin() / px)
+end
+
+--- ember.signbit(x) -> bool: whether the sign bit is set (true for -0.0 and negative NaN).
+function M.signbit(x)
+  check_tensor(x, "signbit", "input")
+  if x.dtype == "bool" or x.dtype == "uint8" then return ember.zeros_like(x, {dtype = "bool"}) end
+  if integer_dtypes[x.dtype] then return x:lt(0) end
+  return ember.copysign(ember.ones_like(x), x):lt(0)
+end
+
+--- ember.ldexp(x, e) -> x * 2^e (a float result).
+function M.ldexp(x, e)
+  binary_tensors("ldexp", x, e)
+  return as_float(x, "ldexp") * ember.exp2(e)
+end
+
+--- ember.rad2deg(x) -> x * 180 / pi.
+function M.rad2deg(x) return as_float(x, "rad2deg") * (180 / math.pi) end
+
+--- ember.deg2rad(x) -> x * pi / 180.
+function M.deg2rad(x) return as_float(x, "deg2rad") * (math.pi / 180) end
+
+--- ember.isreal(x) -> bool tensor of x's shape, all true (ember has no complex dtypes).
+function M.isreal(x)
+  check_tensor(x, "isreal", "input")
+  return ember.ones_like(x, {dtype = "bool"})
+end
+
+--- ember.positive(x) -> x itself (a view); refused for bool as PyTorch does.
+function M.positive(x)
+  check_tensor(x, "positive", "input")
+  if x.dtype == "bool" then raise("positive: not supported for bool tensors") end
+  return x:view(x.shape)
+end
+
+for _, name in ipairs({"addmv", "addr", "addbmm", "baddbmm", "gcd", "lcm", "sinc", "ldexp", "rad2deg", "deg2rad"}) do
+  inplace_of(name)
+end
+
+-- installed once: the functions in the module table, all of them (but isreal's
+-- function-only siblings) and the in-place forms as tensor methods
+for name, f in pairs(M) do
+  rawset(ember, name, f)
+  rawset(ember.Tensor, name, f)
+end
+for name, f in pairs(methods) do rawset(ember.Tensor, name, f) end
+
+M.methods = methods
+return M
