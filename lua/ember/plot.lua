@@ -881,6 +881,8 @@ end
 -- not). opts: title, xlabel, ylabel, logx, logy, xrange, yrange, grid,
 -- legend, size, label/labels, with, color, width
 function M.line(...) return quick("line", "plot.line", ...) end
+-- plot.plot: plot.line under matplotlib's (plt.plot) and Lua Torch's (gnuplot.plot) name
+function M.plot(...) return quick("line", "plot.plot", ...) end
 function M.scatter(...) return quick("scatter", "plot.scatter", ...) end
 function M.hist(...) return quick("hist", "plot.hist", ...) end
 function M.image(...) return quick("image", "plot.image", ...) end

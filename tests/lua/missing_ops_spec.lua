@@ -220,3 +220,10 @@ describe("nn.functional additions", function()
     end)
   end
 end)
+
+describe("plot.plot", function()
+  it("is plot.line under matplotlib's name, its errors naming plot.plot", function()
+    local e = err(function() local _ = ember.plot.plot({1, 2, 3}, {show = false, colour = "red"}) end)
+    has(e, "plot.plot: unknown option colour")
+  end)
+end)

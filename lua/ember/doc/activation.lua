@@ -184,6 +184,33 @@ local function loss(fname, cls, sig, csig, doc, fexample, cexample)
   }
 end
 
+activation("sigmoid", nil, "", nil, "1 / (1 + exp(-x)) elementwise (Tensor:sigmoid).", X .. "print(F.sigmoid(x))")
+activation("tanh", nil, "", nil, "tanh(x) elementwise (Tensor:tanh).", X .. "print(F.tanh(x))")
+activation("rrelu", "RReLU", " [, lower = 1/8 [, upper = 1/3 [, training = false [, inplace = false]]]]",
+  "[lower = 1/8 [, upper = 1/3 [, inplace = false]]]",
+  [[x for x > 0, a * x otherwise. With training = true (the module: in training mode) each a
+is drawn uniformly from [lower, upper] by ember's generator (ember.manual_seed repeats
+it) and the gradient is that a; otherwise a = (lower + upper) / 2 (leaky_relu).]],
+  X .. "print(F.rrelu(x))   -- slope 0.2292 below 0",
+  "local m = nn.RReLU(0.1, 0.3)\nm:eval()\nprint(m(ember.tensor({-1.0, 1.0})))   -- [-0.2, 1]")
+activation("pixel_shuffle", "PixelShuffle", ", upscale_factor", "upscale_factor",
+  [[Rearranges x [*, C * r^2, H, W] to [*, C, H * r, W * r] (r = upscale_factor): each
+channel group of r^2 becomes an r x r block of pixels. At least 3-D.]],
+  "print(F.pixel_shuffle(ember.arange(8):reshape(1, 4, 1, 2), 2))",
+  "print(nn.PixelShuffle(2)(ember.zeros(1, 8, 3, 3)).shape)   -- {1, 2, 6, 6}")
+activation("pixel_unshuffle", "PixelUnshuffle", ", downscale_factor", "downscale_factor",
+  [[pixel_shuffle's inverse: x [*, C, H * r, W * r] to [*, C * r^2, H, W]
+(r = downscale_factor).]],
+  "print(F.pixel_unshuffle(ember.arange(16):reshape(1, 1, 4, 4), 2).shape)   -- {1, 4, 2, 2}",
+  "print(nn.PixelUnshuffle(3)(ember.zeros(1, 2, 6, 6)).shape)   -- {1, 18, 2, 2}")
+activation("local_response_norm", "LocalResponseNorm", ", size [, alpha = 1e-4 [, beta = 0.75 [, k = 1]]]",
+  "size [, alpha = 1e-4 [, beta = 0.75 [, k = 1]]]",
+  [[x / (k + alpha * mean(x^2 over size neighbouring channels))^beta for x [N, C, *]:
+the window over dim 2 is zero-padded size // 2 before and (size - 1) // 2 after, and
+its mean always divides by size (as PyTorch).]],
+  "print(F.local_response_norm(ember.ones(1, 3, 2), 2))",
+  "print(nn.LocalResponseNorm(3)(ember.ones(1, 4, 2, 2)).shape)")
+
 local XY = "local x, y = ember.tensor({1.0, 2.0, 3.0}), ember.tensor({1.5, 2.0, 5.0})\n"
 loss("l1_loss", "L1Loss", "(input, target [, {reduction = \"mean\"}])", "[{reduction = \"mean\"}]",
   "|input - target|, reduced. input and target must have the same shape (an error names both).",
@@ -331,6 +358,19 @@ local function wrap(text)
   end
   return table.concat(out, "\n")
 end
+loss("soft_margin_loss", "SoftMarginLoss", "(input, target [, {reduction = \"mean\"}])", "[{reduction = \"mean\"}]",
+  "log(1 + exp(-target * input)) with target in {1, -1}, computed without overflow; shapes must match.",
+  "print(F.soft_margin_loss(ember.tensor({1.0, -2.0}), ember.tensor({1.0, 1.0})))",
+  "print(nn.SoftMarginLoss({reduction = \"sum\"})(ember.tensor({0.5}), ember.tensor({-1.0})))")
+loss("multi_margin_loss", "MultiMarginLoss",
+  "(input, target [, p = 1 [, margin = 1 [, weight]]] [, {reduction = \"mean\"}])",
+  "[p = 1 [, margin = 1 [, weight]]] [, {reduction = \"mean\"}]",
+  [[The multi-class hinge loss: input [N, C] (or [C]), target [N] (or 0-d) of 1-based class
+indices; per sample the sum over i ~= y of weight[y] * max(0, margin - x[y] + x[i])^p / C.
+p is 1 or 2; weight [C] weighs the classes.]],
+  "print(F.multi_margin_loss(ember.tensor({{0.1, 0.2, 0.4, 0.8}}), ember.tensor({4})))   -- 0.325",
+  "print(nn.MultiMarginLoss({p = 2})(ember.tensor({{0.1, 0.9}}), ember.tensor({1})))")
+
 for _, e in ipairs(entries) do e.doc = wrap(e.doc) end
 
 return entries

@@ -859,7 +859,8 @@ add {
   also = {"Tensor:all"},
   sig = "ember.all(t, [dim], [keepdim])\nTensor:all([dim], [keepdim])",
   doc = [[
-Returns the bool tensor "every element is nonzero (true)", over `dim` or all elements.
+Returns the bool tensor "every element is nonzero (true)", over `dim` or all elements;
+a uint8 input gives uint8 (0 or 1), as PyTorch.
 ]] .. DIMS .. "\nLike torch.all.",
   example = [[
 local m = ember.tensor({{1, 0}, {2, 3}})
@@ -872,7 +873,8 @@ add {
   also = {"Tensor:any"},
   sig = "ember.any(t, [dim], [keepdim])\nTensor:any([dim], [keepdim])",
   doc = [[
-Returns the bool tensor "some element is nonzero (true)", over `dim` or all elements.
+Returns the bool tensor "some element is nonzero (true)", over `dim` or all elements;
+a uint8 input gives uint8 (0 or 1), as PyTorch.
 ]] .. DIMS .. "\nLike torch.any.",
   example = [[
 local m = ember.tensor({{0, 0}, {2, 0}})

@@ -118,7 +118,8 @@ fig:close()]=],
   },
   {
     name = "ember.plot.line",
-    sig = "plot.line([x,] y [, opts]) -> figure",
+    also = {"ember.plot.plot"},
+    sig = "plot.line([x,] y [, opts]) -> figure\nplot.plot([x,] y [, opts]) -> figure",
     doc = [=[
 A line plot in one call: a new figure with fig:line(x, y, opts), drawn inline at once
 (fig:show()) and returned (plt.plot; Lua Torch's gnuplot.plot). opts holds both the
@@ -127,7 +128,8 @@ size; see plot.figure) and the series' (label, labels, with, color, width; see
 Figure:line); show = false only builds the figure; any other name raises. The
 returned figure keeps its gnuplot process: close it, or it goes when the figure is
 collected or config.max_processes newer figures have drawn. When adding the data or
-drawing fails, the figure is closed and the error raised.]=],
+drawing fails, the figure is closed and the error raised. plot.plot is the same function
+under matplotlib's name (its errors say plot.plot).]=],
     example = [=[
 local plot = ember.plot
 local x = ember.linspace(0, 3, 30)
