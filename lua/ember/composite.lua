@@ -352,8 +352,8 @@ for _, name in ipairs({"addmv", "addr", "addbmm", "baddbmm", "gcd", "lcm", "sinc
   inplace_of(name)
 end
 
--- installed once: the functions in the module table, all of them (but isreal's
--- function-only siblings) and the in-place forms as tensor methods
+-- installed once: each function in the module table and, as PyTorch has every one of
+-- them as a tensor method too, in the method table, with the in-place forms
 for name, f in pairs(M) do
   rawset(ember, name, f)
   rawset(ember.Tensor, name, f)
