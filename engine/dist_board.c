@@ -580,8 +580,10 @@ void em_watch_end(void)
 }
 
 /* Ends this process from the watchdog: the message, this rank marked
- * exited, stdout flushed if the program's thread does not hold it. */
-static void end_process(const char *msg)
+ * exited, stdout flushed if the program's thread does not hold it, then
+ * the backend cancelled if it waits for that (be; else NULL): whatever the
+ * program's thread prints after the abort let it go stays unflushed. */
+static void end_process(const char *msg, const em_comm_backend *be)
 {
     if (ftrylockfile(stdout) == 0) {
         fflush(stdout);
@@ -595,6 +597,7 @@ static void end_process(const char *msg)
         atomic_store(&s->status, 1);
         atomic_store(&s->state, S_EXITED);
     }
+    if (be) be->cancel(msg);
     _exit(1);
 }
 
@@ -741,8 +744,12 @@ static int device_gone(const dwork *w, int *gone, int cap)
 }
 
 /* The oldest queued device work, polled; a message in msg when it cannot
- * finish (the backend is cancelled then). */
-static bool device_verdict(char *msg, size_t n)
+ * finish. The backend is cancelled then where the program goes on
+ * (EMBER_NCCL_ASYNC_ERROR_HANDLING=2); otherwise *cancel is set and the
+ * watchdog cancels it just before it ends the process: an abort lets the
+ * stuck work finish, and the program's thread, waiting on it, must not run
+ * on with the results meanwhile. */
+static bool device_verdict(char *msg, size_t n, const em_comm_backend **cancel)
 {
     bool over = false;
     pthread_mutex_lock(&plock);
@@ -797,7 +804,8 @@ static bool device_verdict(char *msg, size_t n)
             snprintf(msg, n, "%s timed out after %g s: NCCL has not finished it on the GPU (%s); the NCCL "
                      "communicator was aborted", title, w.timeout, names);
         }
-        be->cancel(msg);
+        if (device_cleanup_only()) be->cancel(msg);
+        else *cancel = be;
         pthread_mutex_lock(&dlock);
         device_clear_locked();
         pthread_mutex_unlock(&dlock);
@@ -822,16 +830,17 @@ static void *watch_main(void *arg)
         if (watched_verdict(msg, sizeof msg)) {
             em_board_fail(msg);
             em_board_wait_others(1.0);
-            end_process(msg);
+            end_process(msg, NULL);
         }
-        if (device_verdict(msg, sizeof msg)) {
+        const em_comm_backend *cancel = NULL;
+        if (device_verdict(msg, sizeof msg, &cancel)) {
             if (device_cleanup_only()) {
                 fprintf(stderr, "ember: rank %d: %s (EMBER_NCCL_ASYNC_ERROR_HANDLING=2: the program goes on; "
                         "its next NCCL call fails)\n", watch_rank, msg);
             } else {
                 em_board_fail(msg);
                 em_board_wait_others(1.0);
-                end_process(msg);
+                end_process(msg, cancel);
             }
         }
         if (!atomic_load(&self_failing) && em_board_failed(why, sizeof why)) {
@@ -842,7 +851,7 @@ static void *watch_main(void *arg)
             pthread_mutex_unlock(&wlock);
             if (blocked || ++grace > 100) {
                 snprintf(msg, sizeof msg, "stopped: %s", why);
-                end_process(msg);
+                end_process(msg, NULL);
             }
         }
     }
@@ -885,7 +894,7 @@ static void on_exit_handler(int status, void *arg)
         if (!atomic_load(&self_failing) && em_board_failed(why, sizeof why)) {
             char msg[1300];
             snprintf(msg, sizeof msg, "stopped: %s", why);
-            end_process(msg);
+            end_process(msg, NULL);
         }
         bool all = true;
         for (int r = 0; r < B->nranks && all; r++)

@@ -14,13 +14,7 @@ local options = require("ember.args").options
 local M = {}        -- ember.X
 local methods = {}  -- t:X (the in-place forms only here)
 
-local function shape_str(t) return "[" .. table.concat(t.shape, ", ") .. "]" end
-
-local function check_tensor(v, op, what)
-  if not ember.is_tensor(v) then
-    raise(string.format("%s: %s must be a tensor, got %s", op, what, type(v)))
-  end
-end
+local shape_str, check_tensor = require("ember.errors").shape_str, require("ember.errors").check_tensor
 
 local function check_dim(t, n, op, what)
   check_tensor(t, op, what)

@@ -50,4 +50,15 @@ function M.check_path(op, what, path)
   if problem then M.raise(string.format("%s: %s: %s", op, what, problem)) end
 end
 
+--- errors.shape_str(t) is t's shape as error messages write it: "[2, 3]".
+function M.shape_str(t) return "[" .. table.concat(t.shape, ", ") .. "]" end
+
+--- errors.check_tensor(v, op, what) raises "<op>: <what> must be a tensor,
+-- got <type>" unless v is a tensor.
+function M.check_tensor(v, op, what)
+  if not require("ember").is_tensor(v) then
+    M.raise(string.format("%s: %s must be a tensor, got %s", op, what, type(v)))
+  end
+end
+
 return M

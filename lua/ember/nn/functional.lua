@@ -15,13 +15,7 @@ local options = args.options
 
 local F = {}
 
-local function shape_str(t) return "[" .. table.concat(t.shape, ", ") .. "]" end
-
-local function check_tensor(v, op, what)
-  if not ember.is_tensor(v) then
-    raise(string.format("%s: %s must be a tensor, got %s", op, what, type(v)))
-  end
-end
+local shape_str, check_tensor = require("ember.errors").shape_str, require("ember.errors").check_tensor
 
 local reductions = {mean = true, sum = true, none = true}
 
