@@ -601,6 +601,19 @@ static void end_process(const char *msg, const em_comm_backend *be)
     _exit(1);
 }
 
+/* Whether the rank of slot s has entered collective d (or one after it in
+ * d's group): one that exited then took its part before it went (a rank
+ * can leave an all_reduce as soon as it has the result, while another still
+ * finishes), so its exit is no reason to stop. Not for sends, receives and
+ * init, whose peers are named by what they do now. */
+static bool entered(slot *s, const em_op_desc *d)
+{
+    if (d->code == EM_OP_INIT || d->code == EM_OP_SEND || d->code == EM_OP_RECV) return false;
+    int64_t epoch = atomic_load_explicit(&s->epoch, memory_order_acquire);
+    return epoch > d->epoch ||
+           (epoch == d->epoch && atomic_load(&s->group_seq[d->group % BOARD_GROUPS]) >= d->seq);
+}
+
 /* What the watched call waits for: a message when it has to end now. */
 static bool watched_verdict(char *msg, size_t n)
 {
@@ -614,7 +627,7 @@ static bool watched_verdict(char *msg, size_t n)
         for (int i = 0; B && gone && i < W.n; i++) {
             if (W.members[i] == me) continue;
             slot *s = &B->slots[W.members[i]];
-            if (slot_exited(s)) gone[k++] = W.members[i];
+            if (slot_exited(s) && !entered(s, &W.d)) gone[k++] = W.members[i];
         }
         if (k > 0) {
             name_missing(gone, k, &W.d, NULL, names, sizeof names);

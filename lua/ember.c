@@ -725,10 +725,13 @@ int luaopen_ember(lua_State *L)
     if (lua_istable(L, -1)) return 1;   /* already opened in this state */
     lua_pop(L, 1);
 
-    lua_newtable(L);                    /* module */
+    /* the module and method tables made at the size they reach (some 430 and
+     * 450 names): filled from empty, each would be rehashed at every power of
+     * two on the way, a tenth of start-up's instructions */
+    lua_createtable(L, 0, 512);         /* module */
     lua_pushvalue(L, -1);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &module_key);
-    lua_newtable(L);                    /* methods */
+    lua_createtable(L, 0, 512);         /* methods */
     lua_rawsetp(L, LUA_REGISTRYINDEX, &methods_key);
     luaL_newmetatable(L, EMLUA_TENSOR); /* also under its name, for luaL_testudata users */
     lua_rawsetp(L, LUA_REGISTRYINDEX, &tensor_mt_key);
