@@ -577,6 +577,22 @@ local out = emb(ember.tensor({{1, 5, 9}}))
 print(out.shape[1], out.shape[2], out.shape[3])   -- 1 3 64]=],
   },
   {
+    name = "ember.nn.EmbeddingBag",
+    also = class_also("ember.nn.EmbeddingBag"),
+    sig = "nn.EmbeddingBag(num, dim [, {mode = \"mean\", include_last_offset =, padding_idx =, _weight =}])",
+    doc = [=[
+Sums, means (the default) or maxima of bags of rows of weight [num, dim] ~ N(0, 1):
+bag(input [, offsets [, per_sample_weights]]) is F.embedding_bag with this weight, so
+offsets are 1-based positions where the bags start (PyTorch's plus one). padding_idx's
+row starts as zeros and takes no part. max_norm, scale_grad_by_freq and sparse are
+refused unless at their defaults.]=],
+    example = [=[
+local nn = ember.nn
+local bag = nn.EmbeddingBag(10, 4, {mode = "sum"})
+local out = bag(ember.tensor({1, 2, 4, 5, 4}), ember.tensor({1, 3}))
+print(out.shape[1], out.shape[2])   -- 2 4]=],
+  },
+  {
     name = "ember.nn.Embedding:reset_parameters",
     sig = "embedding:reset_parameters()",
     doc = "Draws the weight again from N(0, 1) (nn.init.normal_).",
@@ -1352,6 +1368,26 @@ naming the range. The row padding_idx (1-based) gets no gradient.]=],
 local F = ember.nn.functional
 local w = ember.arange(1, 7):reshape(3, 2)
 print(F.embedding(ember.tensor({{1, 3}}), w))   -- [[[1, 2], [5, 6]]]]=],
+  },
+  {
+    name = "ember.nn.functional.embedding_bag",
+    sig = "F.embedding_bag(input, weight [, offsets] [, {mode =, per_sample_weights =, ...}]) -> [B, dim]",
+    doc = [=[
+Bags of weight's rows reduced: mode "mean" (the default), "sum" or "max". input is 1-D
+with offsets, the 1-based positions where the bags start (offsets[1] is 1; PyTorch's
+offsets plus one), or 2-D [B, N], a bag per row. per_sample_weights (input's shape)
+scale the rows, mode "sum" only; entries equal to padding_idx (1-based) take no part and
+a mean counts the others; an empty bag gives zeros. include_last_offset: offsets has
+B + 1 entries and the last is the number of entries plus one. max's gradient goes to the
+first row holding the maximum, per column, as PyTorch's. PyTorch's positional order:
+(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode, sparse,
+per_sample_weights, include_last_offset, padding_idx); max_norm, scale_grad_by_freq and
+sparse are refused unless at their defaults.]=],
+    example = [=[
+local F = ember.nn.functional
+local w = ember.arange(1, 13):reshape(6, 2):double()
+print(F.embedding_bag(ember.tensor({1, 2, 4, 5, 4}), w, ember.tensor({1, 3}), {mode = "sum"}))
+-- [[4, 6], [23, 26]]]=],
   },
   {
     name = "ember.nn.functional.mse_loss",

@@ -163,6 +163,121 @@ function F.embedding(idx, weight, ...)
   return F._embedding(idx, weight, F._check_padding_idx(o.padding_idx, num, "embedding"), "embedding")
 end
 
+--- F.embedding_bag(input, weight [, offsets [, max_norm [, norm_type [, scale_grad_by_freq [, mode [, sparse
+---   [, per_sample_weights [, include_last_offset [, padding_idx]]]]]]]]] [, {...}]) -> [B, D]
+-- Sums, means or maxima of bags of weight's rows (PyTorch's, with its arguments): input is 1-D with offsets (1-based positions where the bags start:
+-- PyTorch's offsets plus one; offsets[1] must be 1), or 2-D [B, N] (a bag per row, no offsets).
+-- mode "mean" (the default), "sum" or "max"; per_sample_weights (input's shape, mode "sum" only)
+-- scale the rows; entries equal to padding_idx take no part (a mean counts the others); an empty
+-- bag gives zeros. include_last_offset: offsets has B + 1 entries, the last one ending the last
+-- bag (it must be the number of entries plus one). max's gradient goes to the first row
+-- holding the maximum, per column, as PyTorch's.
+-- max_norm, scale_grad_by_freq and sparse are accepted only at their defaults.
+-- Example: F.embedding_bag(ember.tensor{1, 2, 4, 5, 4}, w, ember.tensor{1, 3}, {mode = "sum"})
+local bag_names = {"offsets", "max_norm", "norm_type", "scale_grad_by_freq", "mode", "sparse",
+                   "per_sample_weights", "include_last_offset", "padding_idx"}
+function F.embedding_bag(input, weight, ...)
+  local op = "embedding_bag"
+  local o = options(op, bag_names, ...)
+  check_tensor(input, op, "input")
+  check_tensor(weight, op, "weight")
+  if weight.ndim ~= 2 then raise(op .. ": weight must be 2-D [num_embeddings, dim], got " .. shape_str(weight)) end
+  if not is_integer_dtype(input.dtype) then raise(op .. ": input must be an integer tensor, got " .. input.dtype) end
+  if o.max_norm ~= nil then raise(op .. ": max_norm is not supported (renormalise the weight yourself)") end
+  if o.scale_grad_by_freq then raise(op .. ": scale_grad_by_freq is not supported") end
+  if o.sparse then raise(op .. ": sparse gradients are not supported (sparse = false)") end
+  local mode = o.mode or "mean"
+  if mode ~= "sum" and mode ~= "mean" and mode ~= "max" then
+    raise(string.format('%s: mode must be "sum", "mean" or "max", got %s', op, tostring(mode)))
+  end
+  local psw = o.per_sample_weights
+  if psw ~= nil then
+    check_tensor(psw, op, "per_sample_weights")
+    if mode ~= "sum" then
+      raise(string.format('%s: per_sample_weights is only supported for mode "sum", got mode "%s"', op, mode))
+    end
+    if shape_str(psw) ~= shape_str(input) then
+      raise(string.format("%s: per_sample_weights %s must have input's shape %s", op, shape_str(psw), shape_str(input)))
+    end
+  end
+  local offsets, n, B = o.offsets, nil, nil
+  if input.ndim == 2 then
+    if offsets ~= nil then raise(op .. ": offsets must be nil when input is 2-D (each row is a bag)") end
+    B, n = input.shape[1], input:numel()
+    offsets = ember.arange(0, B) * input.shape[2] + 1
+    input = input:reshape(-1)
+    if psw then psw = psw:reshape(-1) end
+  elseif input.ndim == 1 then
+    if offsets == nil then raise(op .. ": a 1-D input needs offsets (1-based positions where the bags start)") end
+    check_tensor(offsets, op, "offsets")
+    if offsets.ndim ~= 1 or not is_integer_dtype(offsets.dtype) then
+      raise(string.format("%s: offsets must be a 1-D integer tensor, got %s %s", op, offsets.dtype, shape_str(offsets)))
+    end
+    n = input.shape[1]
+    offsets = offsets:cpu():to("int64")
+    if o.include_last_offset then
+      -- CSR's form: the last offset is the number of entries (plus one, 1-based); PyTorch leaves
+      -- other values undefined (its float32 and float64 kernels differ), so they are refused
+      local k = offsets.shape[1]
+      if k == 0 or offsets[k]:item() ~= n + 1 then
+        raise(string.format("%s: with include_last_offset the last offset must be %d (the number of entries plus "
+          .. "one), got %s", op, n + 1, k == 0 and "no offsets" or tostring(offsets[k]:item())))
+      end
+      offsets = offsets:narrow(1, 1, k - 1)
+    end
+    B = offsets.shape[1]
+    if B > 0 then
+      local first = offsets[1]:item()
+      if first ~= 1 then
+        raise(string.format("%s: offsets[1] must be 1 (the first bag starts at the first entry), got %d", op, first))
+      end
+      if B > 1 and (offsets:narrow(1, 2, B - 1) - offsets:narrow(1, 1, B - 1)):lt(0):any():item() then
+        raise(op .. ": offsets must not decrease")
+      end
+      local last = offsets[B]:item()
+      if last > n + 1 then raise(string.format("%s: offsets must be in 1..%d, got %d", op, n + 1, last)) end
+    end
+  else
+    raise(op .. ": input must be 1-D (with offsets) or 2-D [bags, entries], got " .. shape_str(input))
+  end
+  local D, dev = weight.shape[2], weight.device
+  local out_shape = {B, D}
+  if B == 0 or n == 0 then return ember.zeros(out_shape, {dtype = weight.dtype, device = dev}) end
+  -- the bag of every entry (1-based): a 1 at each bag's start, summed along the entries; bags that
+  -- start past the end (empty ones at the tail) mark nothing, empty bags in between skip a number
+  local starts = offsets:masked_select(offsets:le(n))
+  local bag = ember.zeros(n, {dtype = "int64"}):index_add(1, starts, ember.ones(starts.shape[1], {dtype = "int64"}))
+  bag = bag:cumsum(1):to(dev)
+  input = input:to(dev)
+  if o.padding_idx ~= nil then
+    local pad = F._check_padding_idx(o.padding_idx, weight.shape[1], op)
+    local keep = input:ne(pad):nonzero():reshape(-1)
+    input, bag = input:index_select(1, keep), bag:index_select(1, keep)
+    if psw then psw = psw:index_select(1, keep) end
+  end
+  local m = input.shape[1]
+  local rows = F._embedding(input, weight, nil, op)             -- [m, D]
+  local zeros = ember.zeros(out_shape, {dtype = weight.dtype, device = dev})
+  if m == 0 then return zeros end
+  if mode == "max" then
+    -- the first entry of each bag holding the column's maximum, picked with gather so that
+    -- the gradient goes to it alone
+    local at = bag:unsqueeze(2):expand(m, D)
+    local top = zeros:scatter_reduce(1, at, rows:detach(), "amax", {include_self = false})
+    local hit = rows:detach():eq(top:gather(1, at))
+    local pos = ember.arange(1, m + 1, {device = dev}):unsqueeze(2):expand(m, D)
+    local none = ember.full(out_shape, m + 1, {dtype = "int64", device = dev})
+    local first = none:scatter_reduce(1, at, ember.where(hit, pos, m + 1), "amin", {include_self = true})
+    local filled = first:le(m)
+    return rows:gather(1, first:clamp(1, m)) * filled:to(weight.dtype)
+  end
+  if psw then rows = rows * psw:to(dev):to(weight.dtype):unsqueeze(2) end
+  local sums = zeros:index_add(1, bag, rows)
+  if mode == "sum" then return sums end
+  local counts = ember.zeros(B, {dtype = weight.dtype, device = dev}):index_add(1, bag, ember.ones(m, {dtype = weight.dtype, device = dev}))
+  return sums / counts:clamp_min(1):unsqueeze(2)
+end
+
 -- ---- losses ------------------------------------------------------------------
 
 --- F.mse_loss(input, target [, {reduction = "mean"}]) -> mean squared error.

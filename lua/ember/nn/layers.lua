@@ -278,6 +278,51 @@ function L.Embedding:forward(idx)
   return F._embedding(idx, self.weight, self.padding_idx, "Embedding(" .. self:extra_repr() .. ")")
 end
 
+--- nn.EmbeddingBag(num_embeddings, embedding_dim [, max_norm [, norm_type [, scale_grad_by_freq [, mode
+---   [, sparse [, _weight [, include_last_offset [, padding_idx]]]]]]]] [, {..., dtype=, device=}])
+-- Sums, means (the default) or maxima of bags of rows: forward(input [, offsets [, per_sample_weights]])
+-- is F.embedding_bag with this module's weight (1-based offsets; see help(F.embedding_bag)).
+-- Example: local bag = nn.EmbeddingBag(1000, 64, {mode = "sum"}); bag(ids, offsets).shape  -- {#offsets, 64}
+L.EmbeddingBag = Module:extend("EmbeddingBag")
+function L.EmbeddingBag:init(num_embeddings, embedding_dim, ...)
+  local op = "EmbeddingBag"
+  local opts = options(op, {"max_norm", "norm_type", "scale_grad_by_freq", "mode", "sparse", "_weight",
+                            "include_last_offset", "padding_idx", "*", "device", "dtype"}, ...)
+  self.num_embeddings = check_count(num_embeddings, op, "num_embeddings")
+  self.embedding_dim = check_count(embedding_dim, op, "embedding_dim")
+  if opts.max_norm ~= nil then raise(op .. ": max_norm is not supported") end
+  if opts.scale_grad_by_freq then raise(op .. ": scale_grad_by_freq is not supported") end
+  if opts.sparse then raise(op .. ": sparse gradients are not supported (sparse = false)") end
+  self.mode = opts.mode or "mean"
+  if self.mode ~= "sum" and self.mode ~= "mean" and self.mode ~= "max" then
+    raise(string.format('%s: mode must be "sum", "mean" or "max", got %s', op, tostring(self.mode)))
+  end
+  self.include_last_offset = opts.include_last_offset == true
+  self.padding_idx = F._check_padding_idx(opts.padding_idx, self.num_embeddings, op)
+  if opts._weight ~= nil then
+    local w = opts._weight
+    if not ember.is_tensor(w) or w.ndim ~= 2 or w.shape[1] ~= self.num_embeddings or w.shape[2] ~= self.embedding_dim then
+      raise(string.format("%s: _weight must be a [%d, %d] tensor", op, self.num_embeddings, self.embedding_dim))
+    end
+    self.weight = Parameter(w)
+  else
+    self.weight = Parameter(empty({self.num_embeddings, self.embedding_dim}, opts))
+    self:reset_parameters()
+  end
+end
+L.EmbeddingBag.reset_parameters = L.Embedding.reset_parameters
+function L.EmbeddingBag:extra_repr()
+  local s = string.format("%d, %d, mode='%s'", self.num_embeddings, self.embedding_dim, self.mode)
+  if self.include_last_offset then s = s .. ", include_last_offset=true" end
+  return self.padding_idx and s .. ", padding_idx=" .. self.padding_idx or s
+end
+function L.EmbeddingBag:forward(input, offsets, per_sample_weights)
+  check_input(self, input)
+  return F.embedding_bag(input, self.weight, {offsets = offsets, mode = self.mode,
+    per_sample_weights = per_sample_weights, include_last_offset = self.include_last_offset,
+    padding_idx = self.padding_idx})
+end
+
 -- ---- LayerNorm ------------------------------------------------------------------------------
 
 --- nn.LayerNorm(normalized_shape [, eps [, elementwise_affine [, bias]]] [, {eps = 1e-5, elementwise_affine = true, bias = true, dtype=, device=}])
