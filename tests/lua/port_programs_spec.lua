@@ -92,7 +92,7 @@ describe("a residual CNN ported from PyTorch", function()
     end
     function Net:forward(x)
       x = self.stem(x)
-      for _, b in ipairs(self.blocks:children()) do x = b(x) end
+      for _, b in ipairs(self.blocks) do x = b(x) end
       x = F.adaptive_avg_pool2d(x, 1):flatten(2)
       return self.head(x)
     end
