@@ -103,6 +103,9 @@ typedef enum em_op_binding {
     X(EM_ASINH,       "asinh",       "asinh_",       "AsinhBackward",      EM_OPDT_FLOAT,   EM_OPAC_NONE, EM_OPB_GENERIC)  \
     X(EM_ACOSH,       "acosh",       "acosh_",       "AcoshBackward",      EM_OPDT_FLOAT,   EM_OPAC_NONE, EM_OPB_GENERIC)  \
     X(EM_ATANH,       "atanh",       "atanh_",       "AtanhBackward",      EM_OPDT_FLOAT,   EM_OPAC_NONE, EM_OPB_GENERIC)  \
+    /* digamma = polygamma(0, x) (engine/polygamma.h); lgamma = log |Gamma(x)| */                       \
+    X(EM_DIGAMMA,     "digamma",     "digamma_",     "DigammaBackward",    EM_OPDT_FLOAT,   EM_OPAC_NONE, EM_OPB_GENERIC)  \
+    X(EM_LGAMMA,      "lgamma",      "lgamma_",      "LgammaBackward",     EM_OPDT_FLOAT,   EM_OPAC_NONE, EM_OPB_GENERIC)  \
     /* bool goes to logical_not */                                                                       \
     X(EM_BITWISE_NOT, "bitwise_not", "bitwise_not_", NULL,                 EM_OPDT_BITWISE, EM_OPAC_NONE, EM_OPB_GENERIC)
 
@@ -139,6 +142,13 @@ typedef enum em_op_binding {
     X(EM_BITWISE_OR,     "bitwise_or",          "bitwise_or_",          NULL,                 EM_OPDT_BITWISE, EM_OPAC_NONE,    EM_OPB_GENERIC)  \
     X(EM_BITWISE_XOR,    "bitwise_xor",         "bitwise_xor_",         NULL,                 EM_OPDT_BITWISE, EM_OPAC_NONE,    EM_OPB_GENERIC)  \
     X(EM_BITWISE_LSHIFT, "bitwise_left_shift",  "bitwise_left_shift_",  NULL,                 EM_OPDT_INTEGER, EM_OPAC_NONE,    EM_OPB_GENERIC)  \
-    X(EM_BITWISE_RSHIFT, "bitwise_right_shift", "bitwise_right_shift_", NULL,                 EM_OPDT_INTEGER, EM_OPAC_NONE,    EM_OPB_GENERIC)
+    X(EM_BITWISE_RSHIFT, "bitwise_right_shift", "bitwise_right_shift_", NULL,                 EM_OPDT_INTEGER, EM_OPAC_NONE,    EM_OPB_GENERIC)  \
+    /* polygamma(n, x) as the binary op (x, n): the order n is a parameter that travels as the */                                               \
+    /* second operand, a number the binding checks is a non-negative integer and the engine */                                                  \
+    /* passes as a stride-0 scalar, so the table's binary kernels, broadcasting, dtype rules and */                                             \
+    /* recording serve it with no new kernel family; each kernel evaluates engine/polygamma.h */                                                \
+    /* (NaN for an n that is not a non-negative integer). x gets the gradient polygamma(n+1, x), */                                             \
+    /* n none */                                                                                                                                 \
+    X(EM_POLYGAMMA,      "polygamma",           "polygamma_",           "PolygammaBackward",  EM_OPDT_FLOAT,   EM_OPAC_NONE,    EM_OPB_OWN)
 
 #endif

@@ -171,6 +171,9 @@ static int unary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     case EM_ASINH: r = mul_x(em_retain((em_tensor *)g), rsqrt_x(one_plus_s_square(x, 1, 1))); break;
     case EM_ACOSH: r = mul_x(em_retain((em_tensor *)g), rsqrt_x(one_plus_s_square(x, -1, 1))); break;
     case EM_ATANH: r = div_x(em_retain((em_tensor *)g), one_plus_s_square(x, 1, -1)); break;
+    /* lgamma' = digamma, digamma' = polygamma(1, x): table ops, so they record in turn */
+    case EM_LGAMMA: r = mul_x(em_retain((em_tensor *)g), em_unary(EM_DIGAMMA, x)); break;
+    case EM_DIGAMMA: r = mul_x(em_retain((em_tensor *)g), em_binary_scalar(EM_POLYGAMMA, x, 1, true, false)); break;
     /* no backward in the table: never recorded. No default case: -Wswitch
      * fails the build while an op of the table has no case here. */
     case EM_LOGICAL_NOT: case EM_BITWISE_NOT: case EM_NUNARY:
@@ -229,6 +232,7 @@ static unsigned binary_saves(em_binary_op op, bool wa, bool wb)
     case EM_MUL: return (wa ? 2u : 0u) | (wb ? 1u : 0u);
     case EM_DIV: return 2u | (wb ? 4u : 0u);
     case EM_REMAINDER: case EM_FMOD: return wb ? 3u : 0u;
+    case EM_POLYGAMMA: return 3u;
     case EM_DIV_TRUNC: case EM_DIV_FLOOR: return 0;
     case EM_ATAN2: return 3u;
     case EM_COPYSIGN: return 5u;
@@ -334,6 +338,14 @@ static int binary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
         if (wb) gb = mul_x(em_retain((em_tensor *)g), exp_of_diff(e, b, y));
         break;
     }
+    case EM_POLYGAMMA: /* (x, n): polygamma(n+1, x) for x; the order is an integer, with none */
+        if (wb) return em_set_error("backward: polygamma is not differentiable with respect to n");
+        if (wa) {
+            em_tensor *n1 = em_binary_scalar(EM_ADD, b, 1, true, false);
+            ga = mul_x(em_retain((em_tensor *)g), n1 ? em_binary(EM_POLYGAMMA, a, n1) : NULL);
+            em_release(n1);
+        }
+        break;
     case EM_MAXIMUM: case EM_MINIMUM:
         return extreme_backward(n, g, a, b, gin);
     /* no backward in the table (bool or integer results): never recorded */

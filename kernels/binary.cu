@@ -13,6 +13,7 @@
  * Everything else goes through kc_foreach.
  */
 #include "elementwise.cuh"
+#include "../engine/polygamma.h"
 
 #include <type_traits>
 
@@ -136,6 +137,11 @@ struct b_or {
 struct b_atan2 {
     __host__ __device__ float operator()(float a, float b) const { return atan2f(a, b); }
     __host__ __device__ double operator()(double a, double b) const { return atan2(a, b); }
+};
+/* (x, n): engine/polygamma.h in double, float32 rounded once, as on the CPU */
+struct b_polygamma {
+    __host__ __device__ float operator()(float a, float b) const { return (float)em_polygamma((double)b, (double)a); }
+    __host__ __device__ double operator()(double a, double b) const { return em_polygamma(b, a); }
 };
 struct b_hypot {
     __host__ __device__ float operator()(float a, float b) const { return hypotf(a, b); }
@@ -341,6 +347,7 @@ static int bin_float(em_binary_op op, const char *name, const kc_iter<3> &it, in
     case EM_FMOD: return bin_run<D>(name, it, dev, s, b_fmod());
     case EM_DIV_TRUNC: return bin_run<D>(name, it, dev, s, b_div_trunc());
     case EM_DIV_FLOOR: return bin_run<D>(name, it, dev, s, b_div_floor());
+    case EM_POLYGAMMA: return bin_run<D>(name, it, dev, s, b_polygamma());
     /* No default case: -Wswitch fails the build while an op of the table
      * (engine/elementwise_ops.h) has no case here. */
     case EM_BITWISE_AND: case EM_BITWISE_OR: case EM_BITWISE_XOR: case EM_BITWISE_LSHIFT: case EM_BITWISE_RSHIFT:

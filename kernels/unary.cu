@@ -14,6 +14,7 @@
  * within their documented few ulp, not always to the bit.
  */
 #include "elementwise.cuh"
+#include "../engine/polygamma.h"
 
 #include <type_traits>
 
@@ -208,6 +209,16 @@ struct u_trunc {
     __host__ __device__ double operator()(double a) const { return trunc(a); }
     __host__ __device__ int64_t operator()(int64_t a) const { return a; }
 };
+/* engine/polygamma.h's digamma, and CUDA's lgamma; float32 in double and
+ * rounded once, as on the CPU */
+struct u_digamma {
+    __host__ __device__ float operator()(float a) const { return (float)em_digamma((double)a); }
+    __host__ __device__ double operator()(double a) const { return em_digamma(a); }
+};
+struct u_lgamma {
+    __host__ __device__ float operator()(float a) const { return (float)lgamma((double)a); }
+    __host__ __device__ double operator()(double a) const { return lgamma(a); }
+};
 /* integers only: the engine turns bool's into logical_not */
 struct u_bitwise_not {
     __host__ __device__ int64_t operator()(int64_t a) const { return ~a; }
@@ -296,6 +307,8 @@ static int un_float(em_unary_op op, const char *name, em_tensor *out, const em_t
     case EM_ASINH: return un_run<D, u_asinh>(name, out, a);
     case EM_ACOSH: return un_run<D, u_acosh>(name, out, a);
     case EM_ATANH: return un_run<D, u_atanh>(name, out, a);
+    case EM_DIGAMMA: return un_run<D, u_digamma>(name, out, a);
+    case EM_LGAMMA: return un_run<D, u_lgamma>(name, out, a);
     /* No default case: -Wswitch fails the build while an op of the table
      * (engine/elementwise_ops.h) has no case here. */
     case EM_BITWISE_NOT: case EM_NUNARY: break;

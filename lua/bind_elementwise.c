@@ -266,6 +266,45 @@ static int t_div_(lua_State *L)
     return binary_inplace_at(L, op, "div_", 2);
 }
 
+/* polygamma's order at stack position idx: a Lua integer >= 0 (PyTorch's n
+ * is an int: a float, even 2.0, is refused as there) */
+static double polygamma_order(lua_State *L, int idx, const char *op)
+{
+    if (!lua_isinteger(L, idx)) {
+        if (lua_type(L, idx) == LUA_TNUMBER)
+            return emlua_argerror(L, idx, op, "n must be a non-negative integer, got %s",
+                                  lua_tostring(L, idx));
+        return emlua_typeerror(L, idx, op, "an integer (the order n)");
+    }
+    lua_Integer n = lua_tointeger(L, idx);
+    if (n < 0) return emlua_argerror(L, idx, op, "n must be a non-negative integer, got %lld", (long long)n);
+    return (double)n;
+}
+
+/* ember.polygamma(n, x) and x:polygamma(n): one function (the table row's
+ * binding promises ember.polygamma == Tensor.polygamma), told apart by which
+ * argument is the tensor; the table's op is (x, n) */
+static int t_polygamma(lua_State *L)
+{
+    bool method = emlua_test(L, 1) != NULL;
+    int ix = method ? 1 : 2, in = method ? 2 : 1;
+    if (!method && !emlua_test(L, 2)) {
+        if (lua_type(L, 1) == LUA_TNUMBER) return emlua_typeerror(L, 2, "polygamma", "a tensor");
+        return emlua_typeerror(L, 1, "polygamma", "an integer n, then a tensor: polygamma(n, x)");
+    }
+    em_tensor *x = check_tensor(L, ix, "polygamma");
+    double n = polygamma_order(L, in, "polygamma");
+    return emlua_push(L, em_binary_scalar(EM_POLYGAMMA, x, n, true, false));
+}
+
+/* x:polygamma_(n) */
+static int t_polygamma_(lua_State *L)
+{
+    check_tensor(L, 1, "polygamma_");
+    polygamma_order(L, 2, "polygamma_");
+    return binary_inplace_at(L, EM_POLYGAMMA, "polygamma_", 2);
+}
+
 /* ---- clamp ---------------------------------------------------------------- */
 
 /* clamp(t, min, max): min and max are numbers, tensors (broadcast) or nil. */
@@ -599,7 +638,7 @@ static const luaL_Reg both[] = {
     {"logical_xor_", t_logical_xor_}, {"heaviside", t_heaviside}, {"heaviside_", t_heaviside_},
     {"lerp", t_lerp}, {"lerp_", t_lerp_}, {"addcmul", t_addcmul}, {"addcmul_", t_addcmul_},
     {"addcdiv", t_addcdiv}, {"addcdiv_", t_addcdiv_}, {"isclose", t_isclose}, {"allclose", t_allclose},
-    {"equal", t_equal},
+    {"equal", t_equal}, {"polygamma", t_polygamma}, {"polygamma_", t_polygamma_},
     {NULL, NULL},
 };
 

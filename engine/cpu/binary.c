@@ -20,6 +20,7 @@
  * That is what casting to float32, the float32 op and a cast back give, bit
  * for bit, in one pass instead of four. */
 #include "cpu.h"
+#include "../polygamma.h"   /* before tgmath.h: its bodies are double */
 
 #include <tgmath.h>
 #include <string.h>

@@ -8,6 +8,7 @@
  * promotes before calling, and this file refuses them. float16 and bfloat16
  * compute in float32 a chunk at a time and round once into the output. */
 #include "cpu.h"
+#include "../polygamma.h"
 
 #include <math.h>
 #include <string.h>
@@ -444,6 +445,16 @@ static void trig_f32(float *restrict o, const float *restrict a, int64_t n, uint
     }
 }
 
+/* ---- the gamma functions ---------------------------------------------------
+ * log |Gamma(x)| through lgamma_r (lgamma writes the global signgam, a race
+ * between this pool's threads); float32 in double, rounded once. digamma is
+ * engine/polygamma.h's, which every backend shares. */
+static double lgamma_f64(double x)
+{
+    int sign;
+    return lgamma_r(x, &sign);
+}
+
 /* ---- float32 ------------------------------------------------------------- */
 
 static void un_f32(em_unary_op op, float *restrict o, const float *restrict a, int64_t n)
@@ -490,6 +501,8 @@ static void un_f32(em_unary_op op, float *restrict o, const float *restrict a, i
     case EM_ASINH: for (int64_t i = 0; i < n; i++) o[i] = asinhf(a[i]); break;
     case EM_ACOSH: for (int64_t i = 0; i < n; i++) o[i] = acoshf(a[i]); break;
     case EM_ATANH: for (int64_t i = 0; i < n; i++) o[i] = atanhf(a[i]); break;
+    case EM_DIGAMMA: for (int64_t i = 0; i < n; i++) o[i] = (float)em_digamma(a[i]); break;
+    case EM_LGAMMA: for (int64_t i = 0; i < n; i++) o[i] = (float)lgamma_f64(a[i]); break;
     /* not float loops (logical_not: not_f32; bitwise_not: integers only).
      * No default case: -Wswitch fails the build while an op of the table
      * has no case here. */
@@ -542,6 +555,8 @@ static void un_f64(em_unary_op op, double *restrict o, const double *restrict a,
     case EM_ASINH: for (int64_t i = 0; i < n; i++) o[i] = asinh(a[i]); break;
     case EM_ACOSH: for (int64_t i = 0; i < n; i++) o[i] = acosh(a[i]); break;
     case EM_ATANH: for (int64_t i = 0; i < n; i++) o[i] = atanh(a[i]); break;
+    case EM_DIGAMMA: for (int64_t i = 0; i < n; i++) o[i] = em_digamma(a[i]); break;
+    case EM_LGAMMA: for (int64_t i = 0; i < n; i++) o[i] = lgamma_f64(a[i]); break;
     case EM_LOGICAL_NOT: case EM_BITWISE_NOT: case EM_NUNARY: break;   /* as in un_f32 */
     }
 }

@@ -26,9 +26,12 @@ if g.is_cuda and not g.skip_reason() then DEVICES[2] = g.DEV end
 -- Where each op's inputs live: one range {lo, hi} per argument for float values, and the
 -- integer range as ints = {lo, hi} where it differs from the integers in [lo, hi] (none in
 -- range: no integer inputs for a float op). int_valued: the float inputs are integers too
--- (comparisons meet ties, logical ops meet zeros).
+-- (comparisons meet ties, logical ops meet zeros). An argument with order = true is an
+-- integer parameter (polygamma's n): integer-valued, and held fixed in the gradient checks,
+-- which differentiate the other arguments only.
 local function r(lo, hi, ints) return {lo, hi, ints = ints} end
 local WIDE, POS, UNIT, DIVISOR = r(-3, 3), r(0.2, 5), r(-0.9, 0.9), r(0.5, 2, {1, 3})
+local ORDER = {0, 3, order = true}
 local SMALL_INTS = {args = {r(-2, 2), r(-2, 2)}, int_valued = true}
 local DOMAINS = {
   neg = {WIDE}, abs = {WIDE}, sign = {WIDE}, exp = {WIDE}, log = {POS}, log1p = {r(-0.8, 4)},
@@ -38,7 +41,7 @@ local DOMAINS = {
   square = {WIDE}, gelu_grad = {WIDE}, exp2 = {WIDE}, log2 = {POS}, log10 = {POS}, erf = {WIDE},
   erfc = {WIDE}, erfinv = {UNIT}, trunc = {WIDE}, tan = {r(-1.2, 1.2)}, sinh = {WIDE},
   cosh = {WIDE}, asin = {UNIT}, acos = {UNIT}, atan = {WIDE}, asinh = {WIDE}, acosh = {r(1.1, 5)},
-  atanh = {UNIT}, bitwise_not = {r(-8, 8)},
+  atanh = {UNIT}, bitwise_not = {r(-8, 8)}, digamma = {POS}, lgamma = {POS},
 
   add = {WIDE, WIDE}, sub = {WIDE, WIDE}, mul = {WIDE, WIDE}, div = {WIDE, DIVISOR},
   remainder = {WIDE, DIVISOR}, pow = {r(0.5, 2, {-3, 3}), r(-2, 2, {0, 3})}, maximum = {WIDE, WIDE},
@@ -49,6 +52,7 @@ local DOMAINS = {
   fmod = {WIDE, DIVISOR}, div_trunc = {WIDE, DIVISOR}, div_floor = {WIDE, DIVISOR},
   bitwise_and = {r(-8, 8), r(-8, 8)}, bitwise_or = {r(-8, 8), r(-8, 8)}, bitwise_xor = {r(-8, 8), r(-8, 8)},
   bitwise_left_shift = {r(-8, 8), r(0, 5)}, bitwise_right_shift = {r(-8, 8), r(0, 5)},
+  polygamma = {r(0.5, 5, {1, 5}), ORDER},
 }
 
 -- The integer-only ops' results in Lua's integer arithmetic (there is no float64 to compare
@@ -76,7 +80,7 @@ local function float_inputs(op, d)
   local xs = {}
   for i = 1, op.arity do
     local lo, hi = d.args[i][1], d.args[i][2]
-    if d.int_valued then
+    if d.int_valued or d.args[i].order then
       xs[i] = ember.randint(lo, hi + 1, SHAPES[i], {dtype = "float64"})
     else
       xs[i] = ember.rand(SHAPES[i], {dtype = "float64"}) * (hi - lo) + lo
@@ -134,6 +138,25 @@ end
 local TOL = {float64 = {1e-12, 1e-12}, float32 = {1e-5, 1e-6}, float16 = {2e-3, 1e-4}, bfloat16 = {1e-2, 1e-3}}
 
 local function call(op, xs) return op.fn(table.unpack(xs, 1, op.arity)) end
+
+-- op as a function of the arguments the gradient checks vary (all but the order
+-- parameters, which keep their values in xs), and those arguments' values
+local function varied(op, d, xs, dev)
+  local vary, values = {}, {}
+  for i = 1, op.arity do
+    if not d.args[i].order then vary[#vary + 1] = i; values[#values + 1] = xs[i] end
+  end
+  local fn = function(...)
+    local args = {table.unpack(xs, 1, op.arity)}
+    for k, x in ipairs({...}) do args[vary[k]] = x end
+    if dev ~= "cpu" then
+      for i = 1, op.arity do args[i] = args[i]:to(dev) end
+      return call(op, args):to("cpu")
+    end
+    return call(op, args)
+  end
+  return fn, values
+end
 
 -- The float64 reference of op on inputs xs (any dtype, any device), or the exact integer
 -- reference of an integer-only op: a CPU tensor.
@@ -271,15 +294,7 @@ describe("the elementwise op table", function()
         if op.backward then
           it("has the gradient of finite differences on " .. dev .. " (float64)", function()
             ember.manual_seed(32)
-            local fn = function(...) return call(op, {...}) end
-            if dev ~= "cpu" then
-              fn = function(...)
-                local xs = {}
-                for i, x in ipairs({...}) do xs[i] = x:to(dev) end
-                return call(op, xs):to("cpu")
-              end
-            end
-            local ok, why = autograd.gradcheck(fn, float_inputs(op, d))
+            local ok, why = autograd.gradcheck(varied(op, d, float_inputs(op, d), dev))
             assert(ok, op.name .. " on " .. dev .. ": " .. tostring(why))
           end)
         end
@@ -288,7 +303,7 @@ describe("the elementwise op table", function()
       if op.backward then
         it("has the second derivative of finite differences on the CPU (float64)", function()
           ember.manual_seed(33)
-          local ok, why = autograd.gradgradcheck(function(...) return call(op, {...}) end, float_inputs(op, d))
+          local ok, why = autograd.gradgradcheck(varied(op, d, float_inputs(op, d), "cpu"))
           -- a gradient that does not depend on the inputs (neg, relu, floor, add, ...) records
           -- nothing: its derivative is zero, and there is nothing to compare
           if not ok and tostring(why):find("the first gradient does not require grad", 1, true) then return end
