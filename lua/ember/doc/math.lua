@@ -72,6 +72,12 @@ local unary = {
   {"asinh", {"arcsinh"}, "Returns the inverse hyperbolic sine of t, elementwise.", "{-1, 0, 2}"},
   {"acosh", {"arccosh"}, "Returns the inverse hyperbolic cosine of t, elementwise; nan below 1.", "{1, 2, 10}"},
   {"atanh", {"arctanh"}, "Returns the inverse hyperbolic tangent of t, elementwise; +-inf at +-1.", "{-0.5, 0, 0.9}"},
+  {"digamma", {}, "Returns psi(t) = Gamma'(t) / Gamma(t), the logarithmic derivative of Gamma, "
+    .. "elementwise (polygamma(0, t)): -inf at 0, inf at -0, nan at the negative integers. "
+    .. "Within a few ulp of the exact value (near its roots at negative t, of the reflection's "
+    .. "terms). Its derivative is polygamma(1, t).", "{1, 0.5, -0.5}"},
+  {"lgamma", {}, "Returns log |Gamma(t)|, elementwise: inf at 0 and the negative integers. "
+    .. "Its derivative is digamma(t).", "{1, 0.5, 10}"},
 }
 for _, u in ipairs(unary) do
   local name, aliases, meaning, input = table.unpack(u)
@@ -79,6 +85,16 @@ for _, u in ipairs(unary) do
       ("local t = ember.tensor(%s)\nprint(ember.%s(t))\nprint(t:%s())"):format(input, name, name),
       ("local t = ember.tensor(%s, {dtype = \"float32\"})\nt:%s_()\nprint(t)"):format(input, name)}
 end
+
+op {"polygamma", {}, "n, t", "n",
+    "Returns psi^(n)(t), the n-th derivative of digamma, elementwise: polygamma(0, t) is "
+    .. "digamma(t). n is a non-negative integer (a float such as 2.0 is refused, as PyTorch's int "
+    .. "is). At t = 0 and the negative integers +inf for odd n and -inf for even n (n >= 1); at "
+    .. "+inf 0. Within a few ulp of the exact value for small n (near a pole the error grows "
+    .. "to about n + 1 ulp).\n" .. FLOAT_RESULT .. " Differentiable in t: the derivative is "
+    .. "polygamma(n + 1, t); n has none.",
+    "local t = ember.tensor({1, 2.5, -0.5})\nprint(ember.polygamma(1, t))\nprint(t:polygamma(2))",
+    "local t = ember.tensor({1, 2.5}, {dtype = \"float32\"})\nt:polygamma_(1)\nprint(t)"}
 
 op {"trunc", {"fix"}, "t", "", [[
 Rounds toward zero, elementwise. Integer tensors are returned unchanged (a copy); bool
