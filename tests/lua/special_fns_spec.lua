@@ -133,9 +133,9 @@ describe("special functions: gradients", function()
             local what = ("%s(n=%d) %s derivative at x = %s: got %s"):format(c.fn, c.n, which, c.x[i],
                                                                           describe_value(v))
             -- to the last few digits of mpmath; PyTorch's trigamma sums only 6 terms before its
-            -- asymptotic series, so PyTorch's own values are within about 1e-8 of mpmath's
+            -- asymptotic series, so PyTorch's own values are off by up to about 5e-10
             assert(math.abs(v - mp) <= 1e-13 * math.abs(mp), what .. ", mpmath " .. describe_value(mp))
-            assert(math.abs(v - pt) <= 1e-7 * math.abs(pt), what .. ", PyTorch " .. describe_value(pt))
+            assert(math.abs(v - pt) <= 1e-8 * math.abs(pt), what .. ", PyTorch " .. describe_value(pt))
           end
         end
       end)
