@@ -152,6 +152,7 @@ em_tensor *em_ag_unary(em_unary_op op, const em_tensor *a);
 em_tensor *em_ag_binary(em_binary_op op, const em_tensor *a, const em_tensor *b);
 em_tensor *em_ag_binary_scalar(em_binary_op op, const em_tensor *a, double s, bool s_is_int, bool scalar_first);
 em_tensor *em_ag_clamp(const em_tensor *a, const double *lo, const double *hi);
+em_tensor *em_ag_clamp_tensor(const em_tensor *a, const em_tensor *lo, const em_tensor *hi);
 em_tensor *em_ag_where(const em_tensor *cond, const em_tensor *a, const em_tensor *b);
 em_tensor *em_ag_masked_fill(const em_tensor *t, const em_tensor *mask, double value);
 em_tensor *em_ag_cast(const em_tensor *a, em_dtype d);

@@ -774,6 +774,7 @@ em_tensor *em_addcdiv(const em_tensor *a, const em_tensor *b, const em_tensor *c
 em_tensor *em_clamp_tensor(const em_tensor *a, const em_tensor *lo, const em_tensor *hi)
 {
     if (!lo && !hi) return em_set_error("clamp: at least one of min and max must be given"), NULL;
+    if (em_ag_needed3(a, lo ? lo : a, hi)) return em_ag_clamp_tensor(a, lo, hi);
     em_dtype rt = lo ? em_result_type(a, lo) : a->dtype;
     if (hi) {
         /* three-way promotion: a and the bounds, the bounds as tensors */

@@ -444,6 +444,89 @@ em_tensor *em_ag_clamp(const em_tensor *a, const double *lo, const double *hi)
     return em_ag_output(n, out);
 }
 
+/* ---- clamp with tensor bounds ------------------------------------------------
+ * PyTorch 2.x's gradient: x gets it where lo < x < hi; where x equals one
+ * bound of a proper range (lo < hi), x and that bound get half each; where
+ * lo == hi == x, x gets it all; where x or a bound is NaN, x gets it; a
+ * bound gets it where it is the result (x beyond it, and hi wherever
+ * lo > hi, as the result is hi there). The weights below are 0, 0.5 and 1
+ * tensors built from comparisons (no gradient of their own); the gradient
+ * of each input is gout times its weight, summed to the input's shape. */
+
+/* helpers of one formula: each keeps its result in k and passes NULL on */
+static em_tensor *k_bin(em_scope *k, em_binary_op op, const em_tensor *a, const em_tensor *b)
+{
+    return a && b ? em_scope_keep(k, em_binary(op, a, b)) : NULL;
+}
+
+static em_tensor *k_sc(em_scope *k, em_binary_op op, const em_tensor *a, double s)
+{
+    return a ? em_scope_keep(k, em_binary_scalar(op, a, s, false, false)) : NULL;
+}
+
+/* a comparison's bool result as 0/1 in dtype dt */
+static em_tensor *k_w(em_scope *k, em_binary_op op, const em_tensor *a, const em_tensor *b, em_dtype dt)
+{
+    em_tensor *m = k_bin(k, op, a, b);
+    return m ? em_scope_keep(k, em_to_dtype(m, dt)) : NULL;
+}
+
+static int clamp_tensor_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
+{
+    bool has_lo = n->ndims & 1, has_hi = n->ndims & 2;
+    em_tensor *x = em_ag_saved(n, 0), *lo = has_lo ? em_ag_saved(n, 1) : NULL, *hi = has_hi ? em_ag_saved(n, 2) : NULL;
+    if (!x || (has_lo && !lo) || (has_hi && !hi)) return -1;
+    em_dtype dt = gout[0]->dtype;
+    em_scope k = {0};
+    /* nan: x or a bound is NaN; inv: lo > hi; eq: lo == hi */
+    em_tensor *nan = k_w(&k, EM_NE, x, x, dt);
+    if (has_lo) nan = k_bin(&k, EM_MAXIMUM, nan, k_w(&k, EM_NE, lo, lo, dt));
+    if (has_hi) nan = k_bin(&k, EM_MAXIMUM, nan, k_w(&k, EM_NE, hi, hi, dt));
+    em_tensor *fin = k_sc(&k, EM_SUB, k_sc(&k, EM_MUL, nan, -1), -1);        /* 1 - nan */
+    em_tensor *inv = has_lo && has_hi ? k_w(&k, EM_GT, lo, hi, dt) : NULL;
+    em_tensor *neq = has_lo && has_hi ? k_w(&k, EM_NE, lo, hi, dt) : NULL;
+    em_tensor *p = inv ? k_bin(&k, EM_MUL, fin, k_sc(&k, EM_SUB, k_sc(&k, EM_MUL, inv, -1), -1)) : fin;  /* fin (1 - inv) */
+    /* the part of the gradient each bound takes where the range is proper */
+    em_tensor *w_lo = NULL, *w_hi = NULL, *taken = NULL;
+    for (int i = 0; i < 2; i++) {
+        const em_tensor *b = i == 0 ? lo : hi;
+        if (!b) continue;
+        em_tensor *beyond = k_w(&k, i == 0 ? EM_LT : EM_GT, x, b, dt);
+        em_tensor *tie = k_w(&k, EM_EQ, x, b, dt);
+        if (neq) tie = k_bin(&k, EM_MUL, tie, neq);
+        em_tensor *w = k_bin(&k, EM_MUL, p, k_bin(&k, EM_ADD, beyond, k_sc(&k, EM_MUL, tie, 0.5)));
+        taken = taken ? k_bin(&k, EM_ADD, taken, w) : w;
+        if (i == 0) w_lo = w;
+        else w_hi = inv ? k_bin(&k, EM_ADD, w, k_bin(&k, EM_MUL, fin, inv)) : w;
+    }
+    /* x: what the bounds do not take, and all of it where a NaN is involved */
+    em_tensor *w_x = k_bin(&k, EM_ADD, nan, k_bin(&k, EM_SUB, p, taken));
+    const em_tensor *in[3] = {x, lo, hi};
+    em_tensor *w[3] = {w_x, w_lo, w_hi};
+    int rc = 0;
+    for (int i = 0; i < 3 && rc == 0; i++) {
+        if (!in[i] || !em_ag_wants(n, i)) continue;
+        if (!w[i] || !(gin[i] = fit(mul(gout[0], w[i]), in[i]))) rc = -1;
+    }
+    em_scope_drop(&k);
+    return rc;
+}
+
+em_tensor *em_ag_clamp_tensor(const em_tensor *a, const em_tensor *lo, const em_tensor *hi)
+{
+    em_tensor *out = WITHOUT_GRAD(em_clamp_tensor(a, lo, hi));
+    if (!out || !em_dtype_is_float(out->dtype)) return out;
+    em_node *n = em_ag_node("ClampBackward", clamp_tensor_backward, 3);
+    if (!n) { em_release(out); return NULL; }
+    n->ndims = (lo ? 1 : 0) | (hi ? 2 : 0);
+    em_ag_input(n, 0, a);
+    if (lo) em_ag_input(n, 1, lo);
+    if (hi) em_ag_input(n, 2, hi);
+    if (em_ag_save(n, 0, a, false) || (lo && em_ag_save(n, 1, lo, false)) || (hi && em_ag_save(n, 2, hi, false)))
+        return em_ag_abandon(n, out);
+    return em_ag_output(n, out);
+}
+
 static int where_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
 {
     em_tensor *cond = em_ag_saved(n, 0), *a = em_ag_saved(n, 1), *b = em_ag_saved(n, 2);
