@@ -415,7 +415,7 @@ static int with_mode(lua_State *L, bool on, const char *op)
 {
     if (!lua_isnoneornil(L, 1) && lua_type(L, 1) != LUA_TFUNCTION)
         return emlua_typeerror(L, 1, op, "a function (or nothing, for a <close> guard)");
-    if (!lua_isnoneornil(L, 1) && lua_isyieldable(L)) {
+    if (!lua_isnoneornil(L, 1) && emlua_in_coroutine(L)) {
         lua_getglobal(L, "require");
         lua_pushliteral(L, "ember.grad_mode");
         lua_call(L, 1, 1);

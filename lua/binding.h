@@ -38,6 +38,12 @@ int emlua_fail(lua_State *L);
 /* Ctrl-C for C code: the shell sets this from its signal handler (safe
  * there) so that long waits inside the engine give up. */
 void emlua_set_interrupt(bool on);
+/* The shell runs a program's top level in a thread of its own (for Ctrl-C
+ * and the debugger), where lua_isyieldable is true; marked, it counts as the
+ * main thread for what tells a coroutine of the program's own apart
+ * (ember.no_grad(fn) letting fn yield), as under plain lua. */
+void emlua_mark_top_thread(lua_State *L, lua_State *co);
+bool emlua_in_coroutine(lua_State *L);
 /* Raises "<op>: argument N: <fmt...>". Never returns. */
 int emlua_argerror(lua_State *L, int arg, const char *op, const char *fmt, ...);
 /* "expected <what>, got <typename>" */

@@ -582,6 +582,41 @@ void emlua_register(lua_State *L, const luaL_Reg *methods, const luaL_Reg *funct
     }
 }
 
+/* the shell's top-level threads: a table with weak keys in the registry */
+static char top_threads_key;
+
+void emlua_mark_top_thread(lua_State *L, lua_State *co)
+{
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &top_threads_key) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_newtable(L);
+        lua_pushliteral(L, "k");
+        lua_setfield(L, -2, "__mode");
+        lua_setmetatable(L, -2);
+        lua_pushvalue(L, -1);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &top_threads_key);
+    }
+    lua_pushthread(co);
+    lua_xmove(co, L, 1);
+    lua_pushboolean(L, 1);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+}
+
+bool emlua_in_coroutine(lua_State *L)
+{
+    if (!lua_isyieldable(L)) return false;
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &top_threads_key) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        return true;
+    }
+    lua_pushthread(L);
+    bool top = lua_rawget(L, -2) != LUA_TNIL;
+    lua_pop(L, 2);
+    return !top;
+}
+
 /* The tensor metatable and method table, created once per Lua state; the
  * metamethods themselves are set by tensor.c. */
 void emlua_push_methods(lua_State *L) { lua_rawgetp(L, LUA_REGISTRYINDEX, &methods_key); }

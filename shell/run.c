@@ -297,6 +297,7 @@ int emsh_docall(lua_State *L, int narg, int nres)
 {
     int base = lua_gettop(L) - narg;   /* the function */
     lua_State *co = lua_newthread(L);
+    emlua_mark_top_thread(L, co);      /* the program's main thread, as under plain lua */
     lua_insert(L, base);               /* thread, function, args */
     lua_xmove(L, co, narg + 1);
 
