@@ -469,7 +469,7 @@ static int accumulate(em_ag_meta *m, em_tensor *g)
          * the pass's reference are its only holders, and its memory is its
          * own); otherwise a copy, so a later in-place accumulation cannot
          * write into someone else's tensor. */
-        bool sole = g->refcount <= 2 && g->storage->refcount == 1 && em_is_contiguous(g);
+        bool sole = em_ag_sole(g, 2);
         m->grad = em_grad_mode || sole ? g : em_clone(g);
         if (!em_grad_mode && !sole) em_release(g);
         return m->grad ? 0 : -1;
@@ -487,10 +487,32 @@ static int accumulate(em_ag_meta *m, em_tensor *g)
     return rc;
 }
 
-/* Adds g into the node's input buffer (taking the reference). */
+bool em_ag_sole(const em_tensor *t, int holders)
+{
+    return t->refcount <= holders && t->storage->refcount == 1 && !t->requires_grad && em_is_contiguous(t);
+}
+
+em_tensor *em_ag_writable_buffer(const em_node *to, const int64_t *sizes, int ndim, em_dtype dtype,
+                                 em_device dev)
+{
+    em_tensor *b = to ? to->buffer : NULL;
+    if (!b || em_grad_mode || !em_ag_sole(b, 1) || b->dtype != dtype || b->ndim != ndim ||
+        !em_device_eq(em_dev(b), dev))
+        return NULL;
+    return memcmp(b->sizes, sizes, sizeof(int64_t) * (size_t)ndim) == 0 ? b : NULL;
+}
+
+/* Adds g into the node's input buffer (taking the reference): in place when
+ * the buffer is the pass's alone (a fresh tensor per gradient otherwise,
+ * which a node reached by many paths, a residual stream's, pays each time). */
 static int buffer_add(em_node *n, em_tensor *g)
 {
     if (!n->buffer) { n->buffer = g; return 0; }
+    if (!g->requires_grad && em_ag_writable_buffer(n, g->sizes, g->ndim, g->dtype, em_dev(g))) {
+        int rc = em_binary_(EM_ADD, n->buffer, g);
+        em_release(g);
+        return rc;
+    }
     em_tensor *sum = em_binary(EM_ADD, n->buffer, g);
     em_release(g);
     if (!sum) return -1;

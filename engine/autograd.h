@@ -113,6 +113,14 @@ static inline bool em_ag_needed3(const em_tensor *a, const em_tensor *b, const e
 
 em_node *em_ag_node(const char *name, em_apply_fn apply, int nin);
 void em_ag_input(em_node *n, int i, const em_tensor *input);
+/* Whether t may be written in place by the backward pass: at most `holders`
+ * references to it, its memory its own, dense, and recording nothing. */
+bool em_ag_sole(const em_tensor *t, int holders);
+/* The gradient buffer of the node an edge leads to, when a backward
+ * without create_graph may add into it in place (it has the shape, dtype
+ * and device of `like`'s input and nothing else sees it); else NULL. */
+em_tensor *em_ag_writable_buffer(const em_node *to, const int64_t *sizes, int ndim, em_dtype dtype,
+                                 em_device dev);
 int em_ag_save(em_node *n, int slot, const em_tensor *t, bool is_output);
 /* Makes n the grad_fn of out and drops the caller's reference to n. Returns
  * out, or NULL (releasing out) on failure. */

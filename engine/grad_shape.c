@@ -113,9 +113,20 @@ static int view_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     case EM_VK_DEVICE:
         r = em_to_device(g, (em_device){(em_device_type)n->dim, n->ndims});
         break;
-    case EM_VK_NARROW: case EM_VK_SELECT: case EM_VK_SLICE: case EM_VK_DIAGONAL:
+    case EM_VK_NARROW: case EM_VK_SELECT: case EM_VK_SLICE: case EM_VK_DIAGONAL: {
+        /* another piece of the input (split's, chunk's) already has its
+         * gradient there: add g into that part of it, rather than placing
+         * g in zeros of the whole shape and adding the whole */
+        em_tensor *b = em_ag_writable_buffer(n->next[0].node, n->sizes, n->ndim, g->dtype, em_dev(g));
+        if (b && !g->requires_grad && g->dtype == n->dtype) {
+            em_tensor *v = replay(n, b);
+            int rc = v ? em_binary_(EM_ADD, v, g) : -1;
+            em_release(v);
+            return rc;        /* gin[0] stays NULL: the gradient is in the buffer */
+        }
         r = embed(n, g);
         break;
+    }
     case EM_VK_UNFOLD:
         r = unfold_backward(n, g);
         break;
