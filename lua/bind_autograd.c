@@ -137,22 +137,100 @@ static int m_queue_callback(lua_State *L)
 }
 
 /* t:backward([gradient], [{retain_graph=, create_graph=}]) */
-static int t_backward(lua_State *L)
+/* Runs a backward pass from outs (gos: their gradients, or NULL): into every
+ * leaf's .grad, or, with inputs, d(outs)/d(inputs) added into those
+ * tensors' .grad alone (PyTorch's inputs=). */
+static int run_backward(lua_State *L, em_tensor **outs, em_tensor **gos, int nout, bool retain,
+                        bool create, em_tensor **ins, int nin)
 {
-    em_tensor *t = emlua_check(L, 1, "backward");
-    em_tensor *g = emlua_test(L, 2);
-    int opts = 0;
-    if (lua_istable(L, 2) && !g) opts = 2;
-    else if (lua_istable(L, 3) && !emlua_test(L, 3)) opts = 3;
-    else if (!lua_isnoneornil(L, 2) && !g) return emlua_typeerror(L, 2, "backward", "a gradient tensor or an options table");
-    bool create = emlua_opt_field_boolean(L, opts, "create_graph", "backward", false);
-    bool retain = emlua_opt_field_boolean(L, opts, "retain_graph", "backward", create);
     lua_State *outer = pass_L;
     pass_L = L;
-    int rc = em_backward(&t, g ? &g : NULL, 1, retain, create);
+    int rc;
+    if (!ins) {
+        rc = em_backward(outs, gos, nout, retain, create);
+    } else {
+        em_tensor **res = lua_newuserdatauv(L, sizeof *res * (size_t)(nin ? nin : 1), 0);
+        rc = em_autograd_grad(outs, gos, nout, ins, nin, retain, create, true, res);
+        for (int i = 0; i < nin; i++) {
+            em_tensor *g = res[i], *old = rc == 0 && g ? em_get_grad(ins[i]) : NULL;
+            if (rc == 0 && g && !old) {
+                rc = em_set_grad(ins[i], g);
+            } else if (rc == 0 && g && create) {   /* the sum stays differentiable */
+                em_tensor *sum = em_binary(EM_ADD, old, g);
+                rc = sum ? em_set_grad(ins[i], sum) : -1;
+                em_release(sum);
+            } else if (rc == 0 && g) {
+                bool was = em_set_grad_enabled(false);
+                rc = em_binary_(EM_ADD, old, g);
+                em_set_grad_enabled(was);
+            }
+            em_release(old);
+            em_release(g);
+        }
+        lua_pop(L, 1);
+    }
     pass_L = outer;
-    if (rc) return emlua_fail(L);
-    return 0;
+    return rc ? emlua_fail(L) : 0;
+}
+
+static em_tensor **tensor_list(lua_State *L, int idx, const char *op, const char *what, int *n);
+
+/* the inputs= option at the options table opts (0: none): a list of tensors
+ * that require grad, or NULL */
+static em_tensor **opt_inputs(lua_State *L, int opts, const char *op, int *nin)
+{
+    *nin = 0;
+    if (!opts) return NULL;
+    lua_getfield(L, opts, "inputs");
+    if (lua_isnil(L, -1)) { lua_pop(L, 1); return NULL; }
+    em_tensor **ins = tensor_list(L, lua_gettop(L), op, "inputs", nin);
+    if (*nin == 0) emlua_argerror(L, opts, op, "inputs must not be empty");
+    for (int i = 0; i < *nin; i++)
+        if (!ins[i]->requires_grad)
+            emlua_argerror(L, opts, op, "entry %d of inputs does not require grad", i + 1);
+    return ins;     /* the list and its userdata stay on the stack */
+}
+
+static const char *const backward_names[] = {"gradient", "retain_graph", "create_graph", "inputs", NULL};
+
+/* t:backward([gradient [, retain_graph [, create_graph [, inputs]]]] [, {gradient=, retain_graph=,
+ * create_graph=, inputs=}]): PyTorch's Tensor.backward, positional then keyword */
+static int t_backward(lua_State *L)
+{
+    const char *op = "backward";
+    em_tensor *t = emlua_check(L, 1, op);
+    emlua_args a;
+    emlua_args_start(&a, L, op, 2, backward_names);
+    int npos = (a.opts ? a.opts : lua_gettop(L) + 1) - 2;
+    if (npos > 4) return emlua_argerror(L, 6, op, "too many positional arguments (gradient, retain_graph, create_graph, inputs)");
+    em_tensor *g = emlua_arg_tensor(&a, 0);
+    bool create = emlua_arg_bool(&a, 2, false);
+    bool retain = emlua_arg_bool(&a, 1, create);
+    int nin = 0, at = emlua_arg_at(&a, 3);
+    em_tensor **ins = NULL;
+    if (at) {
+        lua_createtable(L, 0, 1);
+        lua_pushvalue(L, at);
+        lua_setfield(L, -2, "inputs");
+        ins = opt_inputs(L, lua_gettop(L), op, &nin);
+    }
+    return run_backward(L, &t, g ? &g : NULL, 1, retain, create, ins, nin);
+}
+
+/* ember._autograd_backward(tensors, grad_tensors or nil, {retain_graph=, create_graph=, inputs=}):
+ * the C half of ember.autograd.backward (lua/ember/autograd.lua reads the arguments) */
+static int m_autograd_backward(lua_State *L)
+{
+    const char *op = "autograd.backward";
+    int nout, ngo = 0, nin = 0;
+    em_tensor **outs = tensor_list(L, 1, op, "tensors", &nout);
+    em_tensor **gos = lua_isnil(L, 2) ? NULL : tensor_list(L, 2, op, "grad_tensors", &ngo);
+    if (gos && ngo != nout) return luaL_error(L, "%s: %d grad_tensors given for %d tensors", op, ngo, nout);
+    int opts = lua_istable(L, 3) ? 3 : 0;
+    bool create = emlua_opt_field_boolean(L, opts, "create_graph", op, false);
+    bool retain = emlua_opt_field_boolean(L, opts, "retain_graph", op, create);
+    em_tensor **ins = opt_inputs(L, opts, op, &nin);
+    return run_backward(L, outs, gos, nout, retain, create, ins, nin);
 }
 
 /* Reads a tensor or a list of tensors at idx into an array that lives in a
@@ -459,7 +537,8 @@ static const luaL_Reg methods[] = {
 
 static const luaL_Reg functions[] = {
     {"no_grad", m_no_grad}, {"enable_grad", m_enable_grad}, {"set_grad_enabled", m_set_grad_enabled},
-    {"is_grad_enabled", m_is_grad_enabled}, {"_autograd_grad", m_autograd_grad}, {"detach", t_detach},
+    {"is_grad_enabled", m_is_grad_enabled}, {"_autograd_grad", m_autograd_grad},
+    {"_autograd_backward", m_autograd_backward}, {"detach", t_detach},
     {"_autograd_function", m_autograd_function}, {"_queue_callback", m_queue_callback},
     {NULL, NULL},
 };

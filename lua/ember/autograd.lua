@@ -1,6 +1,8 @@
 -- ember.autograd — gradients on demand and numerical gradient checks.
 --   ember.autograd.grad(outputs, inputs, {grad_outputs=, retain_graph=,
 --                       create_graph=, allow_unused=})  -> one gradient per input
+--   ember.autograd.backward(tensors, grad_tensors, {retain_graph=, create_graph=, inputs=})
+--                       backward from several tensors at once, into the leaves' .grad
 --   ember.autograd.gradcheck(fn, inputs, {eps=, atol=, rtol=})  -> true, or false and a report
 --   ember.autograd.gradgradcheck(fn, inputs, {eps=, atol=, rtol=}) -> the same for second derivatives
 --   ember.autograd.queue_callback(fn)  from a hook: fn() when the running backward pass ends
@@ -12,6 +14,63 @@ local errors = require "ember.errors"
 local M = {}
 
 M.grad = ember._autograd_grad
+
+local options = require("ember.args").options
+local backward_names = {"grad_tensors", "retain_graph", "create_graph", "*", "inputs"}
+
+--- backward(tensors, grad_tensors, retain_graph, create_graph, {inputs=}): one backward pass
+-- from every tensor of the list (or one tensor), each with its gradient from grad_tensors (a
+-- tensor or list; nil for single-element tensors), summed into the leaves' .grad, as PyTorch's
+-- torch.autograd.backward; with inputs= only those tensors' .grad are written.
+function M.backward(tensors, grad_tensors, ...)
+  -- grad_tensors may be a list with holes ({nil, g}), which has no [1] like an
+  -- options table: a table with a string key is the options
+  local gt = grad_tensors
+  if type(gt) == "table" and getmetatable(gt) == nil then
+    for k in pairs(gt) do
+      if type(k) == "string" then return M.backward(tensors, nil, gt) end
+    end
+  end
+  local o = options("autograd.backward", backward_names, nil, ...)
+  o.grad_tensors = grad_tensors
+  local ts = tensors
+  if ember.is_tensor(ts) then ts = {ts} end
+  if type(ts) ~= "table" or #ts == 0 then
+    errors.raise("autograd.backward: tensors must be a tensor or a non-empty list of tensors, got "
+                 .. (type(ts) == "table" and "an empty list" or type(tensors)))
+  end
+  local gs = o.grad_tensors
+  if ember.is_tensor(gs) then gs = {gs} end
+  if gs ~= nil then
+    local given = 0
+    for k in pairs(gs) do
+      if math.type(k) ~= "integer" or k < 1 then
+        errors.raise("autograd.backward: grad_tensors must be a tensor or a list of tensors")
+      end
+      if k > given then given = k end
+    end
+    if given > #ts then
+      errors.raise(("autograd.backward: %d grad_tensors given for %d tensors"):format(given, #ts))
+    end
+    -- a list with holes (nil for a single-element tensor) becomes ones of each shape
+    local full = {}
+    for i = 1, #ts do
+      local g = gs[i]
+      if g == nil then
+        if ts[i]:numel() ~= 1 then
+          errors.raise(("autograd.backward: grad_tensors[%d] is nil, but tensors[%d] has shape %s: "
+                        .. "a gradient can be implied only for a single-element tensor"):format(i, i,
+                        errors.shape_str(ts[i])))
+        end
+        g = ember.ones_like(ts[i])
+      end
+      full[i] = g
+    end
+    gs = full
+  end
+  errors.call(ember._autograd_backward, ts, gs, {retain_graph = o.retain_graph, create_graph = o.create_graph,
+                                    inputs = ember.is_tensor(o.inputs) and {o.inputs} or o.inputs})
+end
 
 --- queue_callback(fn): called during a backward pass (from a hook), runs fn() once that pass has
 -- accumulated every gradient, before backward returns (PyTorch's

@@ -35,6 +35,20 @@ function M.raise(msg)
   error(msg, M.user_level())
 end
 
+--- errors.call(f, ...) calls f (a C function of the binding, called from the
+-- library) and returns its results; an error it raises is raised again at
+-- the user's line instead of the library's.
+function M.call(f, ...)
+  local r = table.pack(pcall(f, ...))
+  if r[1] then return table.unpack(r, 2, r.n) end
+  local msg = r[2]
+  if type(msg) == "string" and lib_prefix then
+    local where = "^" .. lib_prefix:sub(2):gsub("%p", "%%%0") .. "[^:]*:%d+: "
+    msg = msg:gsub(where, "", 1)
+  end
+  error(msg, M.user_level())
+end
+
 --- errors.raisef(fmt, ...) is raise(string.format(fmt, ...)).
 function M.raisef(fmt, ...)
   error(string.format(fmt, ...), M.user_level())

@@ -38,6 +38,7 @@ print(indices)                           -- [2, 1]: 1-based]=],
 Gradients on demand and numerical gradient checks:
   autograd.grad(outputs, inputs, {...})   gradients of outputs w.r.t. inputs, returned
                                           rather than accumulated into .grad
+  autograd.backward(tensors, grads, ...)  one backward pass from several tensors
   autograd.gradcheck(fn, inputs, {...})   autograd against finite differences
 The tape itself is driven by t:backward(), t.grad, t:requires_grad_(), t:detach(),
 t:retain_grad(), t:register_hook() and ember.no_grad / enable_grad.]=],
@@ -65,6 +66,20 @@ local x = ember.tensor({1.0, 2.0, 3.0}, {requires_grad = true})
 local dy = autograd.grad((x * x * x):sum(), x, {create_graph = true})   -- 3x^2
 local d2y = autograd.grad(dy:sum(), x)                                   -- 6x
 print(dy, d2y)   -- [3, 12, 27] [6, 12, 18]]=],
+  },
+  {
+    name = "ember.autograd.backward",
+    sig = "autograd.backward(tensors [, grad_tensors [, retain_graph [, create_graph]]] [, {inputs =}])",
+    doc = [=[
+One backward pass from every tensor of tensors (a tensor or a list), each seeded with its
+entry of grad_tensors (a tensor or a list; nil entries for single-element tensors), the
+gradients summed into the leaves' .grad, as torch.autograd.backward. retain_graph and
+create_graph as in Tensor:backward; inputs (a tensor or a list) writes only those
+tensors' .grad.]=],
+    example = [=[
+local x = ember.tensor({1.0, 2.0}, {requires_grad = true})
+ember.autograd.backward({x * 2, x * x}, {ember.ones(2), ember.ones(2)})
+print(x.grad)   -- [4, 6]: 2 + 2x]=],
   },
   {
     name = "ember.autograd.gradcheck",

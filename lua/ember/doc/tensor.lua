@@ -664,12 +664,15 @@ print(g.device, g.is_cuda)   -- cuda:0  true]=],
   -- ---- autograd ----------------------------------------------------------------------
   {
     name = "Tensor:backward",
-    sig = "Tensor:backward([gradient], [{retain_graph = bool, create_graph = bool}])",
+    sig = "Tensor:backward([gradient [, retain_graph [, create_graph [, inputs]]]])\n"
+       .. "  or Tensor:backward([gradient], {retain_graph =, create_graph =, inputs =})",
     doc = [=[
 Computes the gradient of t with respect to every leaf that requires grad and adds it to
 their .grad. gradient (a tensor of t's shape) is required unless t has one element.
-Options: retain_graph (default: create_graph) keeps the graph for another backward;
-create_graph (false) records the backward itself, for higher-order gradients. Returns
+retain_graph (default: create_graph) keeps the graph for another backward;
+create_graph (false) records the backward itself, for higher-order gradients; inputs
+(a tensor or a list) writes only those tensors' .grad. Each by position, as PyTorch's,
+or by name in an options table; an unknown name is an error. Returns
 nothing. Errors: t does not require grad, a second backward through a freed graph,
 an error raised by a hook.]=],
     example = [=[
