@@ -214,7 +214,7 @@ typedef struct em_linalg_params {
     bool vectors;       /* EIGH: compute eigenvectors */
 } em_linalg_params;
 
-/* ---- fused linear layers (issue 17: cuBLASLt's epilogues) ---------------------
+/* ---- fused linear layers (cuBLASLt's epilogues) -------------------------------
  * out [M, N] = epilogue(a [M, K] @ b [K, N]) on 2-D operands of one float dtype
  * (float32, float64; float16/bfloat16 accumulate in float32 and are rounded
  * once, at the end). a and b may be any views with a unit stride in one dim

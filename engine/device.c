@@ -234,8 +234,8 @@ void em_event_destroy(em_event *e)
     free(e);
 }
 
-/* issue 19: two device queries, exported by libember_cuda.so beside its
- * backend table (found with dlsym, so the table stays as it is) */
+/* GPU monitoring: two device queries, exported by libember_cuda.so beside
+ * its backend table (found with dlsym, so the table stays as it is) */
 int em_cuda_mem_get_info(int index, size_t *free_bytes, size_t *total_bytes)
 {
     if (em_cuda_check_device(index)) return -1;

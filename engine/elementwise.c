@@ -2,8 +2,12 @@
  * (PyTorch's promotion, true division, bool restrictions), broadcasting and
  * in-place checks. Kernels come from the backend's unary / binary / ternary /
  * clamp families; inputs are cast to the compute dtype here, so a kernel only
- * ever sees operands of one dtype. float16 and bfloat16 are storage types:
- * they compute in float32 and the result is cast back. */
+ * ever sees operands of one dtype. float16 and bfloat16 compute in float32:
+ * a backend with half loops (elementwise_half: the CPU's unary and binary)
+ * takes them as they are and rounds once into the half output; otherwise
+ * (CUDA's unary and binary, clamp on every backend) they are cast to
+ * float32 here and the result is cast back. where only selects, so it
+ * takes them as they are. */
 #include "internal.h"
 #include "autograd.h"
 
@@ -501,7 +505,7 @@ em_tensor *em_masked_fill(const em_tensor *t, const em_tensor *mask, double valu
     return out;
 }
 
-/* ---- issue 16: math composed from the ops above ----------------------------
+/* ---- math composed from the ops above ---------------------------------------
  * Each is an exact composition of engine ops, so it runs on every backend
  * and its gradient comes from the parts. A chain of temporaries is kept in
  * an em_scope and released at the end. */

@@ -86,7 +86,7 @@ typedef enum em_op_binding {
     X(EM_SQUARE,      "square",      "square_",      "SquareBackward",     EM_OPDT_ALL,     EM_OPAC_NONE, EM_OPB_GENERIC)  \
     /* d/dx gelu(x) = Phi(x) + x phi(x): GELU's backward */                                              \
     X(EM_GELU_GRAD,   "gelu_grad",   NULL,           "GeluGradBackward",   EM_OPDT_FLOAT,   EM_OPAC_NONE, EM_OPB_INTERNAL) \
-    /* issue 16: elementwise math */                                                                     \
+    /* elementwise math */                                                                               \
     X(EM_EXP2,        "exp2",        "exp2_",        "Exp2Backward",       EM_OPDT_FLOAT,   EM_OPAC_NONE, EM_OPB_GENERIC)  \
     X(EM_LOG2,        "log2",        "log2_",        "Log2Backward",       EM_OPDT_FLOAT,   EM_OPAC_FP32, EM_OPB_GENERIC)  \
     X(EM_LOG10,       "log10",       "log10_",       "Log10Backward",      EM_OPDT_FLOAT,   EM_OPAC_FP32, EM_OPB_GENERIC)  \
@@ -126,7 +126,7 @@ typedef enum em_op_binding {
     X(EM_GE,             "ge",                  "ge_",                  NULL,                 EM_OPDT_TO_BOOL, EM_OPAC_NONE,    EM_OPB_GENERIC)  \
     X(EM_LOGICAL_AND,    "logical_and",         "logical_and_",         NULL,                 EM_OPDT_TO_BOOL, EM_OPAC_NONE,    EM_OPB_GENERIC)  \
     X(EM_LOGICAL_OR,     "logical_or",          "logical_or_",          NULL,                 EM_OPDT_TO_BOOL, EM_OPAC_NONE,    EM_OPB_GENERIC)  \
-    /* issue 16: elementwise math */                                                                                                             \
+    /* elementwise math */                                                                                                                       \
     X(EM_ATAN2,          "atan2",               "atan2_",               "Atan2Backward",      EM_OPDT_FLOAT,   EM_OPAC_PROMOTE, EM_OPB_GENERIC)  \
     X(EM_HYPOT,          "hypot",               "hypot_",               "HypotBackward",      EM_OPDT_FLOAT,   EM_OPAC_NONE,    EM_OPB_GENERIC)  \
     X(EM_COPYSIGN,       "copysign",            "copysign_",            "CopysignBackward",   EM_OPDT_FLOAT,   EM_OPAC_NONE,    EM_OPB_GENERIC)  \

@@ -12,8 +12,9 @@
  *    names the op, the shapes, the dtypes and what was expected.
  *  - Every em_tensor* returned is a new reference owned by the caller; drop
  *    it with em_release(). Arguments are borrowed.
- *  - The engine is single-threaded from the caller's point of view (kernels
- *    may use OpenMP inside); call it from one thread.
+ *  - The engine is single-threaded from the caller's point of view (the CPU
+ *    kernels split their work over the engine's own worker threads,
+ *    engine/cpu/pool.c, not OpenMP); call it from one thread.
  */
 #ifndef EMBER_H
 #define EMBER_H
@@ -248,7 +249,7 @@ em_tensor *em_where(const em_tensor *cond, const em_tensor *a, const em_tensor *
 em_tensor *em_masked_fill(const em_tensor *t, const em_tensor *mask, double value);
 int em_masked_fill_(em_tensor *t, const em_tensor *mask, double value);
 
-/* issue 16: elementwise math composed from the ops above (differentiable
+/* elementwise math composed from the ops above (differentiable
  * where PyTorch's are). */
 em_tensor *em_round_decimals(const em_tensor *a, int64_t decimals);   /* half to even */
 em_tensor *em_frac(const em_tensor *a);                               /* a - trunc(a) */
@@ -405,7 +406,7 @@ int em_sort(const em_tensor *t, int dim, bool descending, bool stable,
 int em_topk(const em_tensor *t, int64_t k, int dim, bool largest, bool sorted,
             em_tensor **values, em_tensor **indices);
 
-/* ---- issue 16: reductions by order and counting (median, quantile, unique, ...) --- */
+/* ---- reductions by order and counting (median, quantile, unique, ...) ------------ */
 /* reduce_order.c. Picked values (median, kthvalue, mode, cummax, ...) come
  * with 1-based int64 indices; median takes the lower middle and propagates
  * NaN (its index is then the first NaN's), nanmedian skips NaN. */
@@ -447,7 +448,7 @@ em_tensor *em_searchsorted(const em_tensor *seq, const em_tensor *values, bool r
                            bool out_int32);
 em_tensor *em_bucketize(const em_tensor *values, const em_tensor *boundaries, bool right, bool out_int32);
 
-/* ---- issue 16: shape and index ops (flip, roll, repeat, diag, index_fill, ...) --- */
+/* ---- shape and index ops (flip, roll, repeat, diag, index_fill, ...) ------------ */
 /* shape_ops.c: copies unless said; dims 0-based, repeated dims refused */
 em_tensor *em_flip(const em_tensor *t, const int *dims, int ndims);
 em_tensor *em_fliplr(const em_tensor *t);
@@ -501,7 +502,7 @@ em_tensor *em_logspace(double start, double end, int64_t steps, double base, em_
 em_tensor *em_tril_indices(int64_t rows, int64_t cols, int64_t offset, em_dtype d, em_device dev);
 em_tensor *em_triu_indices(int64_t rows, int64_t cols, int64_t offset, em_dtype d, em_device dev);
 
-/* ---- issue 16: advanced indexing, einsum, tensordot, kron, cross, cdist ---------- */
+/* ---- advanced indexing, einsum, tensordot, kron, cross, cdist -------------------- */
 /* advindex.c: PyTorch's aten::index / index_put. indices[0..n-1] consume t's
  * leading dims (the rest are kept): NULL keeps one dim; an int64/int32 tensor
  * (1-based values, negative from the end) indexes one dim; a bool tensor of k
@@ -522,7 +523,7 @@ em_tensor *em_kron(const em_tensor *a, const em_tensor *b);
 /* x1 [..., P, M], x2 [..., R, M] -> [..., P, R] p-norm distances (p >= 0, inf) */
 em_tensor *em_cdist(const em_tensor *x1, const em_tensor *x2, double p);
 
-/* ---- issue 16: linear algebra (ember.linalg: decompositions and solves) ---------- */
+/* ---- linear algebra (ember.linalg: decompositions and solves) -------------------- */
 /* linalg_decomp.c: as torch.linalg, batched over the leading dims, float32 and
  * float64, differentiable (gradients as PyTorch's). Errors name the op as
  * PyTorch does ("linalg.inv: ..."), singular / non-positive-definite inputs
@@ -717,7 +718,7 @@ void em_set_num_threads(int n);
 const char *em_cpu_capability(void);
 const char *em_cpu_blas_core(void);
 
-/* ---- issue 17: fused linear layers (engine/linear.c) ------------------------- */
+/* ---- fused linear layers (engine/linear.c) ---------------------------------- */
 /* F.linear: act(x @ w^T + b) for x [..., in], w [out, in], b [out] or NULL, as
  * one fused op (its backward: two or three). GELU_TANH is gelu with
  * approximate = "tanh" (the form cuBLASLt's epilogue computes). em_gelu_tanh is
@@ -726,7 +727,7 @@ typedef enum em_linear_act { EM_LINEAR_ACT_NONE, EM_LINEAR_ACT_GELU_TANH } em_li
 em_tensor *em_linear(const em_tensor *x, const em_tensor *w, const em_tensor *b, em_linear_act act);
 em_tensor *em_gelu_tanh(const em_tensor *x);
 
-/* ---- issue 19: GPU monitoring (engine/nvml.c; the two CUDA queries in engine/device.c) ---- */
+/* ---- GPU monitoring (engine/nvml.c; the two CUDA queries in engine/device.c) ---- */
 /* Free and total bytes of CUDA device `index` (cudaMemGetInfo; loads the
  * CUDA backend), and its PCI bus id "0000:65:00.0". */
 int em_cuda_mem_get_info(int index, size_t *free_bytes, size_t *total_bytes);

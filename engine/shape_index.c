@@ -1,4 +1,4 @@
-/* shape_index.c — the index ops of issue 16: take, take_along_dim,
+/* shape_index.c — the index ops: take, take_along_dim,
  * index_fill, index_copy, masked_scatter, one_hot and scatter_reduce.
  *
  * All but scatter_reduce's prod/amax/amin are compositions of index_select,

@@ -1,4 +1,4 @@
-/* shape_ops.c — the shape ops of issue 16: flip, roll, rot90, repeat, tile,
+/* shape_ops.c — the shape ops: flip, roll, rot90, repeat, tile,
  * repeat_interleave, movedim, unbind, unflatten, diagonal (any two dims),
  * diag, diag_embed, diagflat, trace, meshgrid, cartesian_prod, block_diag,
  * broadcast_tensors / broadcast_to, atleast_Nd.

@@ -280,7 +280,7 @@ int kc_memory_stats(int device, em_memory_stats *out);
 int kc_reset_peak_stats(int device);
 }
 
-/* solver.cu (issue 16: linear algebra) */
+/* solver.cu (linear algebra) */
 extern "C" int kc_linalg(em_linalg_op op, em_tensor *a, em_tensor *b, em_tensor *c, em_tensor *d,
                          const em_linalg_params *p, int *info);
 
@@ -368,7 +368,7 @@ extern "C" __attribute__((visibility("default"))) void *em_cuda_stream(int devic
     return (void *)kc_stream(device);
 }
 
-/* Issue 19 (GPU monitoring), found with dlsym like em_cuda_stream:
+/* GPU monitoring, found with dlsym like em_cuda_stream:
  * cudaMemGetInfo of a device (ember.cuda.mem_get_info), and its PCI bus id,
  * by which engine/nvml.c finds the device among NVML's. */
 extern "C" __attribute__((visibility("default"))) int em_cuda_backend_mem_get_info(int device, size_t *free_b,

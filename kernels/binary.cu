@@ -132,7 +132,7 @@ struct b_or {
     template <typename C> __host__ __device__ bool operator()(C a, C b) const { return (a != 0) | (b != 0); }
 };
 
-/* ---- issue 16: elementwise math (formulas as engine/cpu/binary.c) -------------- */
+/* ---- elementwise math (formulas as engine/cpu/binary.c) ----------------------- */
 
 struct b_atan2 {
     __host__ __device__ float operator()(float a, float b) const { return atan2f(a, b); }

@@ -6,8 +6,10 @@
  * int64: integers and bool compute in int64 and keep the low bits on the way
  * back, so neg of uint8 1 is 255). Contiguous float32/float64 tensors go
  * through 16-byte vector loads and stores; everything else through
- * kc_foreach. float16/bfloat16 are storage types: the engine computes them in
- * float32 and this file refuses them, as the CPU does.
+ * kc_foreach. float16/bfloat16 are storage types here: this backend has no
+ * half loops (no elementwise_half), so the engine casts them to float32 and
+ * back, and this file refuses them. (The CPU's loops take them, widening to
+ * float32 a chunk at a time.)
  *
  * float32 math uses CUDA's single-precision functions (expf, normcdff, ...),
  * which agree with glibc's (or, for GELU, the CPU's own float32 path) to
@@ -142,7 +144,7 @@ struct u_square {
     __host__ __device__ double operator()(double a) const { return a * a; }
     __host__ __device__ int64_t operator()(int64_t a) const { return (int64_t)((uint64_t)a * (uint64_t)a); }
 };
-/* issue 16: elementwise math, CUDA's single- and double-precision functions */
+/* elementwise math, CUDA's single- and double-precision functions */
 struct u_exp2 {
     __host__ __device__ float operator()(float a) const { return exp2f(a); }
     __host__ __device__ double operator()(double a) const { return exp2(a); }

@@ -432,7 +432,7 @@ static int t_masked_fill_(lua_State *L)
     return 1;
 }
 
-/* ---- issue 16: elementwise math -------------------------------------------- */
+/* ---- elementwise math ----------------------------------------------------- */
 
 static int t_frac(lua_State *L) { return emlua_push(L, em_frac(check_tensor(L, 1, "frac"))); }
 static int t_frac_(lua_State *L) { return assign_self(L, em_frac(check_tensor(L, 1, "frac_")), "frac_"); }
@@ -629,7 +629,7 @@ static const luaL_Reg both[] = {
     {"clamp", t_clamp}, {"clamp_min", t_clamp_min}, {"clamp_max", t_clamp_max}, {"masked_fill", t_masked_fill},
     {"clamp_", t_clamp_}, {"clamp_min_", t_clamp_min_}, {"clamp_max_", t_clamp_max_},
     {"masked_fill_", t_masked_fill_},
-    /* issue 16: elementwise math */
+    /* elementwise math */
     {"frac", t_frac}, {"frac_", t_frac_}, {"logit", t_logit}, {"logit_", t_logit_},
     {"nan_to_num", t_nan_to_num}, {"nan_to_num_", t_nan_to_num_}, {"isnan", t_isnan}, {"isinf", t_isinf},
     {"isfinite", t_isfinite}, {"isposinf", t_isposinf}, {"isneginf", t_isneginf}, {"sgn", t_sgn},

@@ -310,7 +310,7 @@ static int l_layer_norm(lua_State *L)
     return emlua_push(L, em_layer_norm(x, shape, n, w, b, eps));
 }
 
-/* ---- issue 17: the fused linear layer ---------------------------------------------- */
+/* ---- the fused linear layer ------------------------------------------------------- */
 
 /* ember._linear(x, weight, bias|nil, activation|nil): F.linear's C half (the
  * options are parsed in lua/ember/nn/functional.lua) */

@@ -1,4 +1,4 @@
-/* bind_shape.c — the shape and indexing ops of issue 16 (flip, roll, repeat,
+/* bind_shape.c — the shape and indexing ops (flip, roll, repeat,
  * diag, index_fill, scatter_reduce, meshgrid, ...).
  *
  * As everywhere in the binding, dims given by the user are 1-based (negative

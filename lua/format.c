@@ -298,7 +298,9 @@ static void print_suffixes(const em_tensor *t, em_device dev, strbuf *sb, int in
         snprintf(buf, sizeof buf, "dtype=%s", em_dtype_name(d));
         add_suffix(sb, &col, indent, buf);
     }
-    /* Autograd (issue 3) will want grad_fn=<...> here for non-leaf tensors. */
+    /* Any tensor that requires grad, leaf or not, is marked requires_grad=True;
+     * no grad_fn=<...> is printed for a non-leaf as PyTorch does (t.grad_fn
+     * names its node). */
     if (t->requires_grad) add_suffix(sb, &col, indent, "requires_grad=True");
 }
 

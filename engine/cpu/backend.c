@@ -1,10 +1,10 @@
 /* backend.c — the CPU backend's table of kernel families (see backend.h). */
 #include "cpu.h"
 
-/* lapack.c (issue 16: linear algebra) */
+/* lapack.c (linear algebra) */
 int cpu_linalg(em_linalg_op op, em_tensor *a, em_tensor *b, em_tensor *c, em_tensor *d,
                const em_linalg_params *p, int *info);
-/* linear.c (issue 17: fused linear layers) */
+/* linear.c (fused linear layers) */
 int cpu_linear(em_linear_op op, em_tensor *out, em_tensor *aux, const em_tensor *a, const em_tensor *b,
                em_tensor *bias);
 

@@ -1,4 +1,4 @@
--- Docstrings of the elementwise math of issue 16 (lua/bind_elementwise.c):
+-- Docstrings of the elementwise math of lua/bind_elementwise.c:
 -- exp2 ... heaviside. Format: see ember.lua's header. Most entries are built
 -- from one line of data each, as ember.lua does for the older elementwise ops.
 

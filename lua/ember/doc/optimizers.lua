@@ -1,4 +1,4 @@
--- Docs of the optimizers and schedulers added for issue 16 (ember.optim.optimizers,
+-- Docs of the optimizers and schedulers (ember.optim.optimizers,
 -- ember.optim.lbfgs, ember.optim.lr_scheduler). Format: ember/help.lua.
 
 -- the example most optimizers share: three steps on w^2 with the optimizer `make` builds

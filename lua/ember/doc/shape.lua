@@ -1,4 +1,4 @@
--- lua/ember/doc/shape.lua — docstrings of the shape and index ops of issue 16
+-- lua/ember/doc/shape.lua — docstrings of the shape and index ops
 -- (lua/bind_shape.c, scatter's reduce in lua/bind_index.c). Format: see
 -- lua/ember/doc/ember.lua. Dims and index values are 1-based.
 local entries = {}
