@@ -298,10 +298,16 @@ static void print_suffixes(const em_tensor *t, em_device dev, strbuf *sb, int in
         snprintf(buf, sizeof buf, "dtype=%s", em_dtype_name(d));
         add_suffix(sb, &col, indent, buf);
     }
-    /* Any tensor that requires grad, leaf or not, is marked requires_grad=True;
-     * no grad_fn=<...> is printed for a non-leaf as PyTorch does (t.grad_fn
-     * names its node). */
-    if (t->requires_grad) add_suffix(sb, &col, indent, "requires_grad=True");
+    /* As PyTorch: a result of recorded ops names the node that made it
+     * (grad_fn=<MulBackward>; ember's node names carry no overload number),
+     * a leaf that requires grad says so */
+    const char *fn = t->requires_grad ? em_grad_fn_name(t) : NULL;
+    if (fn) {
+        snprintf(buf, sizeof buf, "grad_fn=<%s>", fn);
+        add_suffix(sb, &col, indent, buf);
+    } else if (t->requires_grad) {
+        add_suffix(sb, &col, indent, "requires_grad=True");
+    }
 }
 
 /* ---- entry points -------------------------------------------------------- */

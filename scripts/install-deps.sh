@@ -143,4 +143,17 @@ if [ ${#missing[@]} -gt 0 ]; then
     $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 install_tensorboard
-if [ "${1:-}" = "--bench" ]; then install_torch; fi
+# The Hugging Face libraries that make the fixtures of ember.hf (models,
+# tokenizers, LoRA adapters) and its benchmark rows: `make fixtures` and
+# `make bench` only; the tests read the committed files.
+install_hf() {
+    local env=${EMBER_TORCHENV:-/opt/ember-torch} here
+    here=$(cd "$(dirname "$0")" && pwd)
+    if EMBER_TORCHENV=$env "$here/bench/torch-python" -c 'import transformers, tokenizers, peft, safetensors' \
+        >/dev/null 2>&1; then
+        return 0
+    fi
+    echo "install-deps: installing transformers, tokenizers, peft, safetensors (PyPI) into $env" >&2
+    $SUDO "$env/bin/pip" install --quiet transformers tokenizers peft safetensors
+}
+if [ "${1:-}" = "--bench" ]; then install_torch; install_hf; fi

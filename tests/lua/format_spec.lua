@@ -188,6 +188,19 @@ describe("tostring(tensor)", function()
         assert.are.equal(getmetatable(t).__tostring(t), tostring(t))
     end)
 
+    it("marks a leaf that requires grad, and names the node of a recorded result", function()
+        -- PyTorch 2.15: tensor([1., 1.], requires_grad=True), tensor([2., 2.], grad_fn=<MulBackward0>),
+        -- tensor(4., grad_fn=<SumBackward0>); ember's node names have no overload number
+        local x = ember.ones(2):requires_grad_()
+        assert.are.equal("tensor([1., 1.], requires_grad=True)", tostring(x))
+        assert.are.equal("tensor([2., 2.], grad_fn=<MulBackward>)", tostring(x * 2))
+        assert.are.equal("tensor(4., grad_fn=<SumBackward>)", tostring((x * 2):sum()))
+        local d = ember.ones(2, {dtype = "float64"}):requires_grad_()
+        assert.are.equal("tensor([2., 2.], dtype=float64, grad_fn=<MulBackward>)", tostring(d * 2))
+        assert.are.equal("tensor([1., 1.])", tostring(x:detach()))
+        ember.no_grad(function() assert.are.equal("tensor([2., 2.])", tostring(x * 2)) end)
+    end)
+
     it("does not change with the tensor's memory layout", function()
         local a = ember.arange(0, 6, 0.5):reshape(3, 4)
         local b = a:t():contiguous():t()
