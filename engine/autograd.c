@@ -2,11 +2,48 @@
  * backward pass (a dependency-counted walk of the graph in reverse creation
  * order). The gradient formulas live in grad_*.c, one file per op family. */
 #include "autograd.h"
+#include "debug.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 bool em_grad_mode = true;
+
+/* ---- anomaly mode (debug.h) ------------------------------------------------ */
+
+bool em_anomaly_mode;
+static bool anomaly_nan;
+static char *failed_trace;          /* a copy of the failing node's text */
+
+void em_set_anomaly(bool on, bool check_nan)
+{
+    em_anomaly_mode = on;
+    anomaly_nan = on && check_nan;
+}
+
+bool em_anomaly_check_nan(void) { return anomaly_nan; }
+
+const char *em_anomaly_trace(void) { return failed_trace; }
+
+static em_node *grad_fn_of(const em_tensor *t)
+{
+    const em_ag_meta *m = t->autograd;
+    return m ? m->grad_fn : NULL;
+}
+
+bool em_anomaly_wants_trace(const em_tensor *t)
+{
+    em_node *n = grad_fn_of(t);
+    return n && !n->trace;
+}
+
+void em_anomaly_attach(const em_tensor *t, char *text)
+{
+    em_node *n = grad_fn_of(t);
+    if (n && !n->trace) n->trace = text;
+    else free(text);
+}
 static uint64_t next_seq;
 
 /* A tensor hook (leaf: run before accumulation; non-leaf: run when its
@@ -160,6 +197,7 @@ static void node_release(em_node *n)
         free(x->more_saved);
         if (x->next != x->next_small) free(x->next);
         free(x->extra);
+        free(x->trace);
         if (node_free_count < NODE_FREE_MAX) node_free_list[node_free_count++] = x;
         else free(x);
     }
@@ -521,6 +559,41 @@ static int buffer_add(em_node *n, em_tensor *g)
     return 0;
 }
 
+/* Anomaly mode: a node that failed, or returned a gradient holding a NaN,
+ * ends the pass with an error naming it; its forward call's traceback is
+ * kept for em_anomaly_trace(). Returns rc, or -1 for a NaN. */
+static int anomaly_check(const em_node *x, em_tensor *const *gin, int rc)
+{
+    bool failed = rc != 0;
+    for (int i = 0; rc == 0 && anomaly_nan && i < x->nin; i++) {
+        if (!gin[i] || !em_dtype_is_float(gin[i]->dtype)) continue;
+        bool was = em_set_grad_enabled(false);
+        em_tensor *isnan = em_float_class_test(EM_ISNAN, gin[i]);
+        em_tensor *any = isnan ? em_any(isnan, NULL, 0, false) : NULL;
+        double v = 0;
+        rc = any ? em_item(any, &v) : -1;
+        em_set_grad_enabled(was);
+        em_release(isnan);
+        em_release(any);
+        if (rc == 0 && v != 0) {
+            int k = i + 1;
+            const char *th = k % 100 >= 11 && k % 100 <= 13 ? "th"
+                           : k % 10 == 1 ? "st" : k % 10 == 2 ? "nd" : k % 10 == 3 ? "rd" : "th";
+            rc = em_set_error("Function '%s' returned nan values in its %d%s output (the gradient of its "
+                              "input %d)", x->name, k, th, k);
+        }
+    }
+    if (rc == 0) return 0;
+    free(failed_trace);
+    failed_trace = x->trace ? strdup(x->trace) : NULL;
+    if (failed) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", em_error());
+        em_set_error("Error detected in %s: %s", x->name, msg);
+    }
+    return rc;
+}
+
 /* A growable array of nodes. */
 typedef struct node_list {
     em_node **items;
@@ -608,6 +681,8 @@ static int run_pass(em_node *const *roots, em_tensor *const *root_grads, int nro
     node_list all = {0}, ready = {0};
     int rc = 0;
     ps->serial = ++pass_count;
+    free(failed_trace);
+    failed_trace = NULL;
     /* a backward runs each op in the dtypes its forward used: never cast */
     em_autocast_suspend();
     em_autocast_backward_ran();
@@ -659,6 +734,7 @@ static int run_pass(em_node *const *roots, em_tensor *const *root_grads, int nro
             if (!gin) { gin = small; rc = em_set_error("out of memory (backward)"); }
         }
         if (rc == 0 && g) rc = x->apply(x, &g, gin);
+        if (em_anomaly_mode && g) rc = anomaly_check(x, gin, rc);
         unpacked_release(x);
         em_release(g);
         if (g && !ps->keep_graph && x->leaf == NULL) { release_saved(x); x->released = true; }

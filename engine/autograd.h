@@ -86,6 +86,7 @@ struct em_node {
     em_tensor *buffer;                  /* the gradient flowing into this node */
     int deps;
     int state;
+    char *trace;                        /* anomaly mode: the forward call's traceback */
 };
 
 /* Per-tensor autograd data (t->autograd). */

@@ -5,6 +5,7 @@
  * lua/ember/autograd.lua as ember.autograd.grad), ember._autograd_function
  * (the C half of ember.autograd.Function). */
 #include "binding.h"
+#include "../engine/debug.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -137,6 +138,18 @@ static int m_queue_callback(lua_State *L)
 }
 
 /* t:backward([gradient], [{retain_graph=, create_graph=}]) */
+/* A failed backward pass's error; in anomaly mode with the traceback of
+ * the forward call that made the failing node, as PyTorch prints it. */
+static int backward_fail(lua_State *L)
+{
+    const char *trace = em_anomaly_trace();
+    if (!trace) return emlua_fail(L);
+    luaL_where(L, 1);
+    lua_pushfstring(L, "%s\nTraceback of forward call that caused the error:\n%s", em_error(), trace);
+    lua_concat(L, 2);
+    return lua_error(L);
+}
+
 /* Runs a backward pass from outs (gos: their gradients, or NULL): into every
  * leaf's .grad, or, with inputs, d(outs)/d(inputs) added into those
  * tensors' .grad alone (PyTorch's inputs=). */
@@ -170,7 +183,7 @@ static int run_backward(lua_State *L, em_tensor **outs, em_tensor **gos, int nou
         lua_pop(L, 1);
     }
     pass_L = outer;
-    return rc ? emlua_fail(L) : 0;
+    return rc ? backward_fail(L) : 0;
 }
 
 static em_tensor **tensor_list(lua_State *L, int idx, const char *op, const char *what, int *n);
@@ -278,13 +291,23 @@ static int m_autograd_grad(lua_State *L)
     pass_L = L;
     int rc = em_autograd_grad(outs, gos, nout, ins, nin, retain, create, unused, res);
     pass_L = outer;
-    if (rc) return emlua_fail(L);
+    if (rc) return backward_fail(L);
     luaL_checkstack(L, nin, op);
     for (int i = 0; i < nin; i++) {
         if (res[i]) emlua_push(L, res[i]);
         else lua_pushnil(L);
     }
     return nin;
+}
+
+/* ember._set_anomaly(on, check_nan) -> previous on, previous check_nan */
+static int m_set_anomaly(lua_State *L)
+{
+    bool was = em_anomaly_mode, was_nan = em_anomaly_check_nan();
+    em_set_anomaly(lua_toboolean(L, 1), lua_isnoneornil(L, 2) || lua_toboolean(L, 2));
+    lua_pushboolean(L, was);
+    lua_pushboolean(L, was_nan);
+    return 2;
 }
 
 /* ---- custom functions ------------------------------------------------------
@@ -538,7 +561,8 @@ static const luaL_Reg methods[] = {
 static const luaL_Reg functions[] = {
     {"no_grad", m_no_grad}, {"enable_grad", m_enable_grad}, {"set_grad_enabled", m_set_grad_enabled},
     {"is_grad_enabled", m_is_grad_enabled}, {"_autograd_grad", m_autograd_grad},
-    {"_autograd_backward", m_autograd_backward}, {"detach", t_detach},
+    {"_autograd_backward", m_autograd_backward},
+    {"_set_anomaly", m_set_anomaly}, {"detach", t_detach},
     {"_autograd_function", m_autograd_function}, {"_queue_callback", m_queue_callback},
     {NULL, NULL},
 };

@@ -1,6 +1,7 @@
 /* ember.c — the Lua module's entry point (luaopen_ember) and the helpers
  * every binding file shares (argument checks, tensor userdata, errors). */
 #include "binding.h"
+#include "../engine/debug.h"
 
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -174,9 +175,20 @@ static void account_memory(lua_State *L, size_t nbytes)
 #define SMALL_PUSHES 256
 static unsigned small_pushes;
 
+/* anomaly mode: the Lua traceback of the call that made t, kept by its node */
+static void anomaly_trace(lua_State *L, const em_tensor *t)
+{
+    luaL_traceback(L, L, NULL, 1);
+    const char *s = lua_tostring(L, -1);
+    char *copy = s ? strdup(s) : NULL;
+    lua_pop(L, 1);
+    if (copy) em_anomaly_attach(t, copy);
+}
+
 int emlua_push(lua_State *L, em_tensor *t)
 {
     if (!t) return emlua_fail(L);
+    if (em_anomaly_mode && t->requires_grad && em_anomaly_wants_trace(t)) anomaly_trace(L, t);
     if (++small_pushes >= SMALL_PUSHES) {
         small_pushes = 0;
         lua_gc(L, LUA_GCSTEP, 0);

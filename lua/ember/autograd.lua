@@ -72,6 +72,71 @@ function M.backward(tensors, grad_tensors, ...)
                                     inputs = ember.is_tensor(o.inputs) and {o.inputs} or o.inputs})
 end
 
+--- set_detect_anomaly(mode [, check_nan = true]): anomaly mode on or off, as PyTorch's
+-- torch.autograd.set_detect_anomaly. While it is on, every op that records a node keeps
+-- the Lua traceback of its call, and a backward pass stops at the first node that fails or
+-- (with check_nan) returns a gradient holding a NaN, with an error naming the node and that
+-- traceback. It slows every recorded op (a traceback each); for debugging only.
+function M.set_detect_anomaly(mode, check_nan)
+  if type(mode) ~= "boolean" then
+    errors.raise("set_detect_anomaly: mode must be a boolean, got " .. type(mode))
+  end
+  if check_nan ~= nil and type(check_nan) ~= "boolean" then
+    errors.raise("set_detect_anomaly: check_nan must be a boolean, got " .. type(check_nan))
+  end
+  ember._set_anomaly(mode, check_nan ~= false)
+end
+
+--- is_anomaly_enabled() -> whether anomaly mode is on
+function M.is_anomaly_enabled()
+  local on, nan = ember._set_anomaly(false)
+  ember._set_anomaly(on, nan)
+  return on
+end
+--- is_anomaly_check_nan_enabled() -> whether anomaly mode checks gradients for NaN
+function M.is_anomaly_check_nan_enabled()
+  local on, nan = ember._set_anomaly(false)
+  ember._set_anomaly(on, nan)
+  return on and nan
+end
+
+local Guard = {__name = "ember.AnomalyGuard"}
+Guard.__index = Guard
+Guard.__close = function(g)
+  if not g.closed then
+    g.closed = true
+    ember._set_anomaly(g.was, g.was_nan)
+  end
+end
+
+--- detect_anomaly([{check_nan = true}]) -> a guard for `local _ <close> = ...`, or
+--- detect_anomaly(fn, ... [, {check_nan = true}]) -> fn(...)'s results: anomaly mode on
+-- while the guard lives or fn runs, then as it was (PyTorch's `with detect_anomaly():`).
+function M.detect_anomaly(fn, ...)
+  local n = select("#", ...)
+  local opts = n > 0 and select(n, ...) or nil
+  if type(fn) == "table" and getmetatable(fn) == nil and n == 0 then opts, fn = fn, nil end
+  if type(opts) ~= "table" or getmetatable(opts) ~= nil or rawget(opts, 1) ~= nil then
+    opts = nil
+  else
+    n = n - 1
+  end
+  local check_nan = true
+  for k, v in pairs(opts or {}) do
+    if k ~= "check_nan" then errors.raisef("detect_anomaly: unknown option '%s' (expected check_nan)", tostring(k)) end
+    if type(v) ~= "boolean" then errors.raise("detect_anomaly: check_nan must be a boolean, got " .. type(v)) end
+    check_nan = v
+  end
+  if fn ~= nil and type(fn) ~= "function" and not (getmetatable(fn) or {}).__call then
+    errors.raise("detect_anomaly: expected a function or an options table, got " .. type(fn))
+  end
+  local was, was_nan = ember._set_anomaly(true, check_nan)
+  local g = setmetatable({was = was, was_nan = was_nan}, Guard)
+  if fn == nil then return g end
+  local _ <close> = g
+  return fn(table.unpack({...}, 1, n))
+end
+
 --- queue_callback(fn): called during a backward pass (from a hook), runs fn() once that pass has
 -- accumulated every gradient, before backward returns (PyTorch's
 -- Variable._execution_engine.queue_callback); an error in fn fails the backward.

@@ -39,6 +39,7 @@ Gradients on demand and numerical gradient checks:
   autograd.grad(outputs, inputs, {...})   gradients of outputs w.r.t. inputs, returned
                                           rather than accumulated into .grad
   autograd.backward(tensors, grads, ...)  one backward pass from several tensors
+  autograd.detect_anomaly(fn)             stop a backward at the first NaN, naming the op
   autograd.gradcheck(fn, inputs, {...})   autograd against finite differences
 The tape itself is driven by t:backward(), t.grad, t:requires_grad_(), t:detach(),
 t:retain_grad(), t:register_hook() and ember.no_grad / enable_grad.]=],
@@ -80,6 +81,57 @@ tensors' .grad.]=],
 local x = ember.tensor({1.0, 2.0}, {requires_grad = true})
 ember.autograd.backward({x * 2, x * x}, {ember.ones(2), ember.ones(2)})
 print(x.grad)   -- [4, 6]: 2 + 2x]=],
+  },
+  {
+    name = "ember.autograd.detect_anomaly",
+    sig = "autograd.detect_anomaly([{check_nan = true}]) -> guard\n"
+       .. "autograd.detect_anomaly(fn, ... [, {check_nan = true}]) -> fn's results",
+    doc = [=[
+Anomaly mode, as PyTorch's: while it is on, every op that records a backward node
+keeps the Lua traceback of its call, and a backward pass (t:backward, autograd.grad)
+stops at the first node that fails or, with check_nan, returns a gradient holding a
+NaN: the error names the node ("Function 'SqrtBackward' returned nan values in its
+1st output") and prints the traceback of the forward call that made it. Use it as a
+guard (local _ <close> = autograd.detect_anomaly()) or around a function; the mode is
+put back afterwards, also after an error. autograd.set_detect_anomaly(mode
+[, check_nan]) switches it for the rest of the program; autograd.is_anomaly_enabled()
+and is_anomaly_check_nan_enabled() read it. Every recorded op costs a traceback while
+it is on: a debugging aid. Off, nothing is recorded or checked; nodes made while it
+was off carry no traceback.]=],
+    example = [=[
+local x = ember.tensor({1.0, -1.0}, {requires_grad = true})
+local ok, err = pcall(ember.autograd.detect_anomaly, function()
+  x:sqrt():sum():backward()     -- d sqrt(x)/dx at -1 is NaN
+end)
+print(err)   -- ... Function 'SqrtBackward' returned nan values ... Traceback of forward call ...]=],
+  },
+  {
+    name = "ember.autograd.set_detect_anomaly",
+    sig = "autograd.set_detect_anomaly(mode [, check_nan = true])",
+    doc = [=[
+Turns anomaly mode on or off for the rest of the program (see
+ember.autograd.detect_anomaly). autograd.is_anomaly_enabled() says whether it is on.]=],
+    example = [=[
+ember.autograd.set_detect_anomaly(true)
+print(ember.autograd.is_anomaly_enabled())   -- true
+ember.autograd.set_detect_anomaly(false)]=],
+  },
+  {
+    name = "ember.autograd.is_anomaly_enabled",
+    sig = "autograd.is_anomaly_enabled() -> boolean",
+    doc = [=[
+Whether anomaly mode is on (ember.autograd.detect_anomaly).]=],
+    example = [=[
+print(ember.autograd.is_anomaly_enabled())   -- false]=],
+  },
+  {
+    name = "ember.autograd.is_anomaly_check_nan_enabled",
+    sig = "autograd.is_anomaly_check_nan_enabled() -> boolean",
+    doc = [=[
+Whether anomaly mode is on and checks the gradients of each backward node for NaN.]=],
+    example = [=[
+local _ <close> = ember.autograd.detect_anomaly({check_nan = false})
+print(ember.autograd.is_anomaly_check_nan_enabled())   -- false]=],
   },
   {
     name = "ember.autograd.gradcheck",

@@ -1,0 +1,29 @@
+/* debug.h — the engine's hooks for finding bugs in a program: anomaly mode
+ * (ember.autograd.detect_anomaly). Beside ember.h rather than in it: only
+ * the binding needs these, and ember.h is read by every CUDA kernel.
+ *
+ * In anomaly mode every autograd node can carry a text, the traceback of the
+ * forward call that made it (the binding attaches it when it hands the
+ * result to Lua), and a backward pass checks what each node returns: a
+ * node's failure or a NaN in a gradient it returns stops the pass with an
+ * error naming the node, and em_anomaly_trace() gives that node's text. */
+#ifndef EMBER_DEBUG_H
+#define EMBER_DEBUG_H
+
+#include <stdbool.h>
+
+#include "ember.h"
+
+extern bool em_anomaly_mode;             /* read on the binding's hot path */
+void em_set_anomaly(bool on, bool check_nan);
+bool em_anomaly_check_nan(void);
+/* Gives text (malloc'd, taken over) to the node that made t when it has
+ * none yet; frees it otherwise. */
+void em_anomaly_attach(const em_tensor *t, char *text);
+/* Whether the node that made t still lacks a text (false for leaves). */
+bool em_anomaly_wants_trace(const em_tensor *t);
+/* The text of the node whose backward failed in the last failed pass, or
+ * NULL; valid until the next pass. */
+const char *em_anomaly_trace(void);
+
+#endif
