@@ -24,6 +24,10 @@ void em_set_anomaly(bool on, bool check_nan)
 
 bool em_anomaly_check_nan(void) { return anomaly_nan; }
 
+em_node_hook_fn em_node_hook;
+
+void em_set_node_hook(em_node_hook_fn hook) { em_node_hook = hook; }
+
 const char *em_anomaly_trace(void) { return failed_trace; }
 
 static em_node *grad_fn_of(const em_tensor *t)
@@ -733,7 +737,11 @@ static int run_pass(em_node *const *roots, em_tensor *const *root_grads, int nro
             gin = calloc((size_t)x->nin, sizeof *gin);
             if (!gin) { gin = small; rc = em_set_error("out of memory (backward)"); }
         }
-        if (rc == 0 && g) rc = x->apply(x, &g, gin);
+        if (rc == 0 && g) {
+            if (em_node_hook) em_node_hook(x->name, true);
+            rc = x->apply(x, &g, gin);
+            if (em_node_hook) em_node_hook(x->name, false);
+        }
         if (em_anomaly_mode && g) rc = anomaly_check(x, gin, rc);
         unpacked_release(x);
         em_release(g);

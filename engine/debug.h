@@ -1,5 +1,6 @@
 /* debug.h — the engine's hooks for finding bugs in a program: anomaly mode
- * (ember.autograd.detect_anomaly). Beside ember.h rather than in it: only
+ * (ember.autograd.detect_anomaly) and the backward pass's timing hook
+ * (ember.profiler). Beside ember.h rather than in it: only
  * the binding needs these, and ember.h is read by every CUDA kernel.
  *
  * In anomaly mode every autograd node can carry a text, the traceback of the
@@ -25,5 +26,12 @@ bool em_anomaly_wants_trace(const em_tensor *t);
 /* The text of the node whose backward failed in the last failed pass, or
  * NULL; valid until the next pass. */
 const char *em_anomaly_trace(void);
+
+/* Profiling (ember.profiler): while set, a backward pass calls hook with
+ * each node's name before (begin) and after (!begin) the node computes its
+ * gradients, so the backward's time is seen node by node. */
+typedef void (*em_node_hook_fn)(const char *name, bool begin);
+extern em_node_hook_fn em_node_hook;
+void em_set_node_hook(em_node_hook_fn hook);
 
 #endif

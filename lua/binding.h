@@ -155,6 +155,7 @@ void emlua_open_lapack(lua_State *L);       /* bind_lapack.c: ember.linalg (deco
 void emlua_open_autocast(lua_State *L);     /* autocast.c: ember.autocast's C half */
 void emlua_open_distributed(lua_State *L);  /* bind_distributed.c: ember.distributed's C half */
 void emlua_open_monitor(lua_State *L);      /* bind_monitor.c: GPU monitoring in ember.cuda (NVML) */
+void emlua_open_profile(lua_State *L);      /* bind_profile.c: ember.profiler's C half */
 void emlua_open_tensorboard(lua_State *L);  /* bind_tensorboard.c: ember._tensorboard (event records, PNG) */
 
 /* Autocast at an op's entry (lua/autocast.c): while ember.autocast is active,

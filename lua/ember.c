@@ -727,7 +727,7 @@ int emlua_lazy_method(lua_State *L, const char *name)
 
 /* ember.nn, ember.optim, ember.data, ...: Lua submodules loaded on first use. */
 static const char *const submodules[] = {"nn", "optim", "data", "autograd", "help", "plot", "linalg", "amp",
-                                         "distributed", "utils", NULL};
+                                         "distributed", "utils", "profiler", NULL};
 
 static int module_index(lua_State *L)
 {
@@ -830,6 +830,7 @@ int luaopen_ember(lua_State *L)
     emlua_open_distributed(L);
     emlua_open_monitor(L);
     emlua_open_tensorboard(L);
+    emlua_open_profile(L);
     lua_pushcfunction(L, l_path_problem);
     lua_setfield(L, -2, "_path_problem");
     return 1;

@@ -171,6 +171,37 @@ static void cmd_time(lua_State *L, const char *args)
     lua_settop(L, 0);
 }
 
+/* ---- :profile -------------------------------------------------------------- */
+
+/* ":profile code": runs the code under ember.profiler and prints its ops and
+ * the Lua lines that took the most time (lua/ember/profiler.lua's _shell()). */
+static void cmd_profile(lua_State *L, const char *args)
+{
+    args = skip(args);
+    if (*args == '\0') {
+        emsh_message(NULL, ":profile: nothing to profile (:profile expression or statement)");
+        return;
+    }
+    lua_settop(L, 0);
+    int status = load_code(L, args, "=(:profile)");
+    if (status != LUA_OK) {
+        emsh_report(L, status);
+        return;
+    }
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "ember.profiler");
+    status = lua_pcall(L, 1, 1, 0);
+    if (status == LUA_OK) {
+        lua_getfield(L, -1, "_shell");
+        lua_remove(L, -2);
+        lua_pushvalue(L, 1);
+        status = emsh_docall(L, 1, 0);
+    }
+    if (status != LUA_OK) emsh_report(L, status);
+    fflush(stdout);
+    lua_settop(L, 0);
+}
+
 /* ---- :mem ---------------------------------------------------------------- */
 
 /* Resident set size from /proc (Linux); -1 when unknown. */
@@ -536,6 +567,7 @@ static void cmd_help(lua_State *L, const char *args);
 static const command commands[] = {
     {"help", "", "this list (?name: help on ember's functions, e.g. ?ember.zeros)", cmd_help},
     {"time", "[-n N] code", "time code; the GPU is synchronised before each clock reading", cmd_time},
+    {"profile", "code", "run code under ember.profiler: its ops and lines by time", cmd_profile},
     {"mem", "", "memory: host (RSS, Lua heap) and the CUDA allocator", cmd_mem},
     {"gpu", "", "the GPUs (NVML: memory, utilisation, temperature, power) and ember's allocator", cmd_gpu},
     {"vars", "", "the global variables you made", cmd_vars},
@@ -556,7 +588,7 @@ static const command commands[] = {
 };
 
 const char *const emsh_command_names[] = {
-    "help", "time", "mem", "gpu", "vars", "load", "!", "clear", "quit", "pm", "pause",
+    "help", "time", "profile", "mem", "gpu", "vars", "load", "!", "clear", "quit", "pm", "pause",
     "break", "breaks", "delete", "disable", "enable", "condition", "complete", NULL,
 };
 

@@ -18,7 +18,7 @@ local ember = require "ember"
 local M = {}
 
 -- The doc files, in load order. Missing ones are skipped: docs are written area by area.
-local DOC_FILES = {"tensor", "ember", "conv", "attention", "nn", "optim", "data", "autograd", "cuda", "plot", "math", "reduction", "shape", "einsum", "linalg", "activation", "rnn", "optimizers", "amp", "autocast", "distributed", "tensorboard", "composite"}
+local DOC_FILES = {"tensor", "ember", "conv", "attention", "nn", "optim", "data", "autograd", "cuda", "plot", "math", "reduction", "shape", "einsum", "linalg", "activation", "rnn", "optimizers", "amp", "autocast", "distributed", "tensorboard", "composite", "profiler"}
 
 -- Short prefixes accepted in names, as the shell pre-loads nn, optim, ... as globals.
 local PREFIXES = {
@@ -153,7 +153,7 @@ local function public_modules()
     {"ember.autograd", ember.autograd}, {"ember.cuda", ember.cuda}, {"ember.backends", ember.backends},
     {"ember.backends.cuda", ember.backends and ember.backends.cuda},
     {"ember.help", M}, {"ember.plot", ember.plot},
-    {"ember.utils.tensorboard", ember.utils.tensorboard},
+    {"ember.utils.tensorboard", ember.utils.tensorboard}, {"ember.profiler", ember.profiler},
   }
   local out = {}
   for _, m in ipairs(mods) do if type(m[2]) == "table" then out[#out + 1] = m end end
@@ -480,10 +480,11 @@ Modules:
   ember.nn.init           in-place initialisers (kaiming_uniform_, zeros_, ...)
   ember.optim             SGD, Adam, AdamW, clip_grad_norm_; ember.optim.lr_scheduler
   ember.data              Dataset, TensorDataset, DataLoader, fashion_mnist
-  ember.autograd          grad, gradcheck
+  ember.autograd          grad, backward, gradcheck, detect_anomaly
   ember.cuda              GPUs: is_available, synchronize, memory figures, Event
   ember.backends          ember.backends.cuda.matmul.allow_tf32
   ember.plot              gnuplot: line, scatter, hist, image, figures, files, live curves
+  ember.profiler          where the time goes: ops and Lua lines, backward nodes, Chrome traces
 
 Usage:
   help(x)  or  ?x         x: a function, class, module or tensor, or a name:

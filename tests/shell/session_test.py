@@ -208,6 +208,8 @@ def help_prints_doc():
 def commands_work():
     out = run(p, ":time -n 3 ember.ones(10, 10):sum()")
     assert re.search(r"3 runs: best [0-9.]+ (ns|us|ms)", out), out
+    out = run(p, ":profile ember.ones(4, 4):matmul(ember.ones(4, 4))")
+    assert re.search(r"matmul\s+[0-9.]+%", out) and "Lua line" in out, out
     out = run(p, ":vars")
     assert re.search(r"my_unique_variable\s+number\s+5", out), out
     out = run(p, ":mem")
