@@ -26,6 +26,10 @@ bool em_anomaly_check_nan(void) { return anomaly_nan; }
 
 em_node_hook_fn em_node_hook;
 
+static const char *running_node;       /* the node whose apply runs now */
+
+const char *em_ag_running_node(void) { return running_node; }
+
 void em_set_node_hook(em_node_hook_fn hook) { em_node_hook = hook; }
 
 const char *em_anomaly_trace(void) { return failed_trace; }
@@ -738,9 +742,12 @@ static int run_pass(em_node *const *roots, em_tensor *const *root_grads, int nro
             if (!gin) { gin = small; rc = em_set_error("out of memory (backward)"); }
         }
         if (rc == 0 && g) {
+            const char *outer_node = running_node;
+            running_node = x->name;
             if (em_node_hook) em_node_hook(x->name, true);
             rc = x->apply(x, &g, gin);
             if (em_node_hook) em_node_hook(x->name, false);
+            running_node = outer_node;
         }
         if (em_anomaly_mode && g) rc = anomaly_check(x, gin, rc);
         unpacked_release(x);

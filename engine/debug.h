@@ -1,6 +1,6 @@
 /* debug.h — the engine's hooks for finding bugs in a program: anomaly mode
- * (ember.autograd.detect_anomaly) and the backward pass's timing hook
- * (ember.profiler). Beside ember.h rather than in it: only
+ * (ember.autograd.detect_anomaly), the backward pass's timing hook
+ * (ember.profiler) and the storages' lifetimes (ember.memory). Beside ember.h rather than in it: only
  * the binding needs these, and ember.h is read by every CUDA kernel.
  *
  * In anomaly mode every autograd node can carry a text, the traceback of the
@@ -33,5 +33,14 @@ const char *em_anomaly_trace(void);
 typedef void (*em_node_hook_fn)(const char *name, bool begin);
 extern em_node_hook_fn em_node_hook;
 void em_set_node_hook(em_node_hook_fn hook);
+
+/* Memory history (ember.memory.record_history): while set, the hook hears
+ * of every storage made (alive) and freed (!alive). em_ag_running_node()
+ * names the backward node computing now (NULL outside a backward pass), so
+ * the memory a backward makes can be told by node. */
+typedef void (*em_storage_hook_fn)(const em_storage *s, bool alive);
+extern em_storage_hook_fn em_storage_hook;
+void em_set_storage_hook(em_storage_hook_fn hook);
+const char *em_ag_running_node(void);
 
 #endif

@@ -10,6 +10,7 @@
  * so AddressSanitizer sees an overrun of a few bytes and any use after free
  * (cpu/memory.c drops its rounding and cache the same way). */
 #include "internal.h"
+#include "debug.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -61,13 +62,19 @@ static em_storage *storage_new(size_t nbytes, em_device dev)
     s->version = 0;
     s->counted = false;
     bytes_in_use[dev.type == EM_CUDA] += nbytes;
+    if (em_storage_hook) em_storage_hook(s, true);
     return s;
 }
+
+em_storage_hook_fn em_storage_hook;
+
+void em_set_storage_hook(em_storage_hook_fn hook) { em_storage_hook = hook; }
 
 static void storage_release(em_storage *s)
 {
     if (--s->refcount > 0) return;
     bytes_in_use[s->device.type == EM_CUDA] -= s->nbytes;
+    if (em_storage_hook) em_storage_hook(s, false);
     if (s->owns_data) {
         s->backend->free(s->data, s->nbytes ? s->nbytes : 1, s->device.index);
         free(s);

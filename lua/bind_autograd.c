@@ -158,6 +158,7 @@ static int run_backward(lua_State *L, em_tensor **outs, em_tensor **gos, int nou
 {
     lua_State *outer = pass_L;
     pass_L = L;
+    if (emlua_mem_recording) emlua_mem_backward(L, true);
     int rc;
     if (!ins) {
         rc = em_backward(outs, gos, nout, retain, create);
@@ -183,6 +184,7 @@ static int run_backward(lua_State *L, em_tensor **outs, em_tensor **gos, int nou
         lua_pop(L, 1);
     }
     pass_L = outer;
+    if (emlua_mem_recording) emlua_mem_backward(L, false);
     return rc ? backward_fail(L) : 0;
 }
 

@@ -9,7 +9,6 @@
 #include "../engine/debug.h"
 
 #include <stdlib.h>
-#include <time.h>
 
 typedef struct node_event {
     const char *name;       /* the node's static name */
@@ -20,19 +19,12 @@ static node_event *events;
 static size_t nevents, cap;
 static bool overflow;
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Nodes do not nest within one pass, but a node's apply may run a pass of
  * its own (a custom function's backward calling ember.autograd.grad): an end
  * closes the latest event still open of that name. */
 static void node_hook(const char *name, bool begin)
 {
-    double t = now();
+    double t = emlua_now();
     if (!begin) {
         for (size_t i = nevents; i > 0; i--)
             if (events[i - 1].name == name && events[i - 1].end < 0) { events[i - 1].end = t; return; }

@@ -33,6 +33,14 @@ em_tensor *emlua_test(lua_State *L, int idx);                  /* NULL if not a 
 em_tensor *emlua_check(lua_State *L, int idx, const char *op);  /* raises if not */
 /* Pushes t (stealing the reference). t == NULL raises em_error() instead. */
 int emlua_push(lua_State *L, em_tensor *t);
+/* ember.memory's recording (bind_memory.c): the line that made each storage */
+extern bool emlua_mem_recording;
+void emlua_mem_seen(lua_State *L, const em_tensor *t);       /* t is handed to Lua */
+void emlua_mem_backward(lua_State *L, bool begin);           /* around a backward pass */
+void emlua_mem_top_lines(lua_State *L, int n);               /* pushes "line N MB, ..." or "" */
+double emlua_host_free_bytes(void);                          /* MemAvailable, -1 unknown */
+/* seconds on a monotonic clock, the one ember.wall_time() reads */
+double emlua_now(void);
 /* Raises em_error() as a Lua error. Never returns. */
 int emlua_fail(lua_State *L);
 /* Ctrl-C for C code: the shell sets this from its signal handler (safe
@@ -156,6 +164,7 @@ void emlua_open_autocast(lua_State *L);     /* autocast.c: ember.autocast's C ha
 void emlua_open_distributed(lua_State *L);  /* bind_distributed.c: ember.distributed's C half */
 void emlua_open_monitor(lua_State *L);      /* bind_monitor.c: GPU monitoring in ember.cuda (NVML) */
 void emlua_open_profile(lua_State *L);      /* bind_profile.c: ember.profiler's C half */
+void emlua_open_memory(lua_State *L);       /* bind_memory.c: ember.memory's C half */
 void emlua_open_tensorboard(lua_State *L);  /* bind_tensorboard.c: ember._tensorboard (event records, PNG) */
 
 /* Autocast at an op's entry (lua/autocast.c): while ember.autocast is active,

@@ -31,6 +31,23 @@ int emlua_fail(lua_State *L)
     else
         lua_pushstring(L, msg);
     lua_concat(L, 2);
+    if (strstr(msg, "out of memory")) {
+        /* what is left, and (with ember.memory.record_history) who holds the most */
+        double host = emlua_host_free_bytes();
+        char avail[64] = "";
+        if (host >= 0) snprintf(avail, sizeof avail, "; the host has %.1f GB available", host / 1e9);
+        lua_pushstring(L, avail);
+        emlua_mem_top_lines(L, 5);
+        if (lua_rawlen(L, -1) > 0) {
+            lua_pushliteral(L, "; the lines holding the most memory: ");
+            lua_insert(L, -2);
+            lua_concat(L, 2);
+        } else {
+            lua_pop(L, 1);
+            lua_pushliteral(L, " (ember.memory.record_history(true) names the lines holding it)");
+        }
+        lua_concat(L, 3);
+    }
     return lua_error(L);
 }
 
@@ -189,6 +206,7 @@ int emlua_push(lua_State *L, em_tensor *t)
 {
     if (!t) return emlua_fail(L);
     if (em_anomaly_mode && t->requires_grad && em_anomaly_wants_trace(t)) anomaly_trace(L, t);
+    if (emlua_mem_recording) emlua_mem_seen(L, t);
     if (++small_pushes >= SMALL_PUSHES) {
         small_pushes = 0;
         lua_gc(L, LUA_GCSTEP, 0);
@@ -636,11 +654,16 @@ void emlua_push_metatable(lua_State *L) { lua_rawgetp(L, LUA_REGISTRYINDEX, &ten
 
 /* ember.wall_time(): monotonic wall-clock seconds, for timing code (os.clock
  * counts the CPU time of every thread, which misleads for threaded kernels). */
-static int m_wall_time(lua_State *L)
+double emlua_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    lua_pushnumber(L, (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int m_wall_time(lua_State *L)
+{
+    lua_pushnumber(L, emlua_now());
     return 1;
 }
 
@@ -727,7 +750,7 @@ int emlua_lazy_method(lua_State *L, const char *name)
 
 /* ember.nn, ember.optim, ember.data, ...: Lua submodules loaded on first use. */
 static const char *const submodules[] = {"nn", "optim", "data", "autograd", "help", "plot", "linalg", "amp",
-                                         "distributed", "utils", "profiler", NULL};
+                                         "distributed", "utils", "profiler", "memory", NULL};
 
 static int module_index(lua_State *L)
 {
@@ -831,6 +854,7 @@ int luaopen_ember(lua_State *L)
     emlua_open_monitor(L);
     emlua_open_tensorboard(L);
     emlua_open_profile(L);
+    emlua_open_memory(L);
     lua_pushcfunction(L, l_path_problem);
     lua_setfield(L, -2, "_path_problem");
     return 1;

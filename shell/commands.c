@@ -233,8 +233,27 @@ static double cuda_number(lua_State *L, const char *fn)
 
 static void cmd_mem(lua_State *L, const char *args)
 {
-    (void)args;
+    args = skip(args);
     lua_settop(L, 0);
+    if (strncmp(args, "top", 3) == 0 && (args[3] == '\0' || args[3] == ' ')) {
+        /* ":mem top": the lines holding the most (ember.memory, while it records) */
+        lua_getglobal(L, "require");
+        lua_pushliteral(L, "ember.memory");
+        int status = lua_pcall(L, 1, 1, 0);
+        if (status == LUA_OK) {
+            lua_getfield(L, -1, "_shell_top");
+            lua_remove(L, -2);
+            status = emsh_docall(L, 0, 0);
+        }
+        if (status != LUA_OK) emsh_report(L, status);
+        fflush(stdout);
+        lua_settop(L, 0);
+        return;
+    }
+    if (*args) {
+        emsh_message(NULL, ":mem: unknown argument (:mem, or :mem top)");
+        return;
+    }
     printf("host\n");
     double rss = rss_bytes();
     if (rss >= 0) print_bytes_line("resident (RSS)", rss);
@@ -568,7 +587,7 @@ static const command commands[] = {
     {"help", "", "this list (?name: help on ember's functions, e.g. ?ember.zeros)", cmd_help},
     {"time", "[-n N] code", "time code; the GPU is synchronised before each clock reading", cmd_time},
     {"profile", "code", "run code under ember.profiler: its ops and lines by time", cmd_profile},
-    {"mem", "", "memory: host (RSS, Lua heap) and the CUDA allocator", cmd_mem},
+    {"mem", "[top]", "memory: host (RSS, Lua heap) and the CUDA allocator; top: the lines holding the most", cmd_mem},
     {"gpu", "", "the GPUs (NVML: memory, utilisation, temperature, power) and ember's allocator", cmd_gpu},
     {"vars", "", "the global variables you made", cmd_vars},
     {"load", "file", "run a Lua file in this session", cmd_load},
