@@ -41,6 +41,9 @@ void emlua_mem_top_lines(lua_State *L, int n);               /* pushes "line N M
 double emlua_host_free_bytes(void);                          /* MemAvailable, -1 unknown */
 /* seconds on a monotonic clock, the one ember.wall_time() reads */
 double emlua_now(void);
+/* ember.debug.stop_on_nan (bind_debug.c): t, about to be handed to Lua, checked */
+extern bool emlua_nan_stop;
+void emlua_nan_check(lua_State *L, const em_tensor *t);
 /* Raises em_error() as a Lua error. Never returns. */
 int emlua_fail(lua_State *L);
 /* Ctrl-C for C code: the shell sets this from its signal handler (safe
@@ -165,6 +168,7 @@ void emlua_open_distributed(lua_State *L);  /* bind_distributed.c: ember.distrib
 void emlua_open_monitor(lua_State *L);      /* bind_monitor.c: GPU monitoring in ember.cuda (NVML) */
 void emlua_open_profile(lua_State *L);      /* bind_profile.c: ember.profiler's C half */
 void emlua_open_memory(lua_State *L);       /* bind_memory.c: ember.memory's C half */
+void emlua_open_debug(lua_State *L);        /* bind_debug.c: ember.debug's C half */
 void emlua_open_tensorboard(lua_State *L);  /* bind_tensorboard.c: ember._tensorboard (event records, PNG) */
 
 /* Autocast at an op's entry (lua/autocast.c): while ember.autocast is active,

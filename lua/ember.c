@@ -205,6 +205,7 @@ static void anomaly_trace(lua_State *L, const em_tensor *t)
 int emlua_push(lua_State *L, em_tensor *t)
 {
     if (!t) return emlua_fail(L);
+    if (emlua_nan_stop) emlua_nan_check(L, t);
     if (em_anomaly_mode && t->requires_grad && em_anomaly_wants_trace(t)) anomaly_trace(L, t);
     if (emlua_mem_recording) emlua_mem_seen(L, t);
     if (++small_pushes >= SMALL_PUSHES) {
@@ -750,7 +751,7 @@ int emlua_lazy_method(lua_State *L, const char *name)
 
 /* ember.nn, ember.optim, ember.data, ...: Lua submodules loaded on first use. */
 static const char *const submodules[] = {"nn", "optim", "data", "autograd", "help", "plot", "linalg", "amp",
-                                         "distributed", "utils", "profiler", "memory", NULL};
+                                         "distributed", "utils", "profiler", "memory", "debug", NULL};
 
 static int module_index(lua_State *L)
 {
@@ -855,6 +856,7 @@ int luaopen_ember(lua_State *L)
     emlua_open_tensorboard(L);
     emlua_open_profile(L);
     emlua_open_memory(L);
+    emlua_open_debug(L);
     lua_pushcfunction(L, l_path_problem);
     lua_setfield(L, -2, "_path_problem");
     return 1;

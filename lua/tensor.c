@@ -545,6 +545,8 @@ static int op_sub(lua_State *L) { return arith(L, EM_SUB, "sub"); }
 static int op_mul(lua_State *L) { return arith(L, EM_MUL, "mul"); }
 static int op_div(lua_State *L) { return arith(L, EM_DIV, "div"); }
 static int op_mod(lua_State *L) { return arith(L, EM_REMAINDER, "remainder"); }
+/* a // b: Python's floor division, PyTorch's floor_divide */
+static int op_idiv(lua_State *L) { return arith(L, EM_DIV_FLOOR, "floor_divide"); }
 static int op_pow(lua_State *L)
 {
     emlua_autocast(L, EMLUA_AC_FP32, 1, 2);
@@ -1223,7 +1225,7 @@ static const luaL_Reg functions[] = {
 static const luaL_Reg metamethods[] = {
     {"__gc", tensor_gc}, {"__close", tensor_gc}, {"__newindex", tensor_newindex}, {"__len", tensor_len},
     {"__tostring", emlua_tostring}, {"__add", op_add}, {"__sub", op_sub}, {"__mul", op_mul},
-    {"__div", op_div}, {"__mod", op_mod}, {"__pow", op_pow}, {"__unm", op_unm},
+    {"__div", op_div}, {"__mod", op_mod}, {"__idiv", op_idiv}, {"__pow", op_pow}, {"__unm", op_unm},
     {NULL, NULL},
 };
 

@@ -202,6 +202,34 @@ static void cmd_profile(lua_State *L, const char *args)
     lua_settop(L, 0);
 }
 
+/* ---- :nan ----------------------------------------------------------------- */
+
+/* ":nan on|off": ember.debug.stop_on_nan, the debugger stopping at the first
+ * op that makes a NaN or an infinity */
+static void cmd_nan(lua_State *L, const char *args)
+{
+    args = skip(args);
+    bool on = strcmp(args, "on") == 0;
+    if (!on && strcmp(args, "off") != 0) {
+        emsh_message(NULL, ":nan: say on or off (:nan on stops at the first op that makes a NaN or an infinity)");
+        return;
+    }
+    lua_settop(L, 0);
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "ember.debug");
+    int status = lua_pcall(L, 1, 1, 0);
+    if (status == LUA_OK) {
+        lua_getfield(L, -1, "stop_on_nan");
+        lua_pushboolean(L, on);
+        status = lua_pcall(L, 1, 0, 0);
+    }
+    if (status != LUA_OK) emsh_report(L, status);
+    else printf("%s\n", on ? "stopping at the first op that makes a NaN or an infinity (and anomaly mode on)"
+                            : "not stopping at NaN");
+    fflush(stdout);
+    lua_settop(L, 0);
+}
+
 /* ---- :mem ---------------------------------------------------------------- */
 
 /* Resident set size from /proc (Linux); -1 when unknown. */
@@ -596,6 +624,7 @@ static const command commands[] = {
     {"quit", "", "leave (also Ctrl-D)", cmd_quit},
     {"pm", "", "post-mortem: the debugger on the frame of the last error", cmd_pm},
     {"pause", "[on|off]", "make Ctrl-C pause running code in the debugger", cmd_pause},
+    {"nan", "on|off", "stop in the debugger at the first op that makes a NaN or an infinity", cmd_nan},
     {"break", "file:line [if cond] [hits N]", "set a breakpoint", NULL},
     {"breaks", "", "list breakpoints", NULL},
     {"delete", "[N]", "delete breakpoint N (all without N)", NULL},
@@ -607,7 +636,7 @@ static const command commands[] = {
 };
 
 const char *const emsh_command_names[] = {
-    "help", "time", "profile", "mem", "gpu", "vars", "load", "!", "clear", "quit", "pm", "pause",
+    "help", "time", "profile", "mem", "gpu", "vars", "load", "!", "clear", "quit", "pm", "pause", "nan",
     "break", "breaks", "delete", "disable", "enable", "condition", "complete", NULL,
 };
 

@@ -52,11 +52,23 @@ static int l_breakpoint(lua_State *L)
     return 0;
 }
 
+/* registry["ember.debug_stop"](reason): the binding stops here when an op
+ * makes the first NaN (ember.debug.stop_on_nan): at the Lua line that
+ * called the op, which is still running */
+static int l_debug_stop(lua_State *L)
+{
+    if (dbg_in_prompt()) return 0;
+    dbg_stop_here(L, luaL_optstring(L, 1, "stopped"), 0);
+    return 0;
+}
+
 void emsh_debug_open(lua_State *L)
 {
     dbg_open_hooks(L);
     lua_pushcfunction(L, l_breakpoint);
     lua_setglobal(L, "breakpoint");
+    lua_pushcfunction(L, l_debug_stop);
+    lua_setfield(L, LUA_REGISTRYINDEX, "ember.debug_stop");
 }
 
 bool emsh_debug_command(lua_State *L, const char *cmd, const char *args)

@@ -18,7 +18,7 @@ local ember = require "ember"
 local M = {}
 
 -- The doc files, in load order. Missing ones are skipped: docs are written area by area.
-local DOC_FILES = {"tensor", "ember", "conv", "attention", "nn", "optim", "data", "autograd", "cuda", "plot", "math", "reduction", "shape", "einsum", "linalg", "activation", "rnn", "optimizers", "amp", "autocast", "distributed", "tensorboard", "composite", "profiler", "memory"}
+local DOC_FILES = {"tensor", "ember", "conv", "attention", "nn", "optim", "data", "autograd", "cuda", "plot", "math", "reduction", "shape", "einsum", "linalg", "activation", "rnn", "optimizers", "amp", "autocast", "distributed", "tensorboard", "composite", "profiler", "memory", "debug"}
 
 -- Short prefixes accepted in names, as the shell pre-loads nn, optim, ... as globals.
 local PREFIXES = {
@@ -154,7 +154,7 @@ local function public_modules()
     {"ember.backends.cuda", ember.backends and ember.backends.cuda},
     {"ember.help", M}, {"ember.plot", ember.plot},
     {"ember.utils.tensorboard", ember.utils.tensorboard}, {"ember.profiler", ember.profiler},
-    {"ember.memory", ember.memory},
+    {"ember.memory", ember.memory}, {"ember.debug", ember.debug},
   }
   local out = {}
   for _, m in ipairs(mods) do if type(m[2]) == "table" then out[#out + 1] = m end end
@@ -487,6 +487,7 @@ Modules:
   ember.plot              gnuplot: line, scatter, hist, image, figures, files, live curves
   ember.profiler          where the time goes: ops and Lua lines, backward nodes, Chrome traces
   ember.memory            who holds the memory: live tensors by the line that made them
+  ember.debug             stop_on_nan: the debugger at the first op that makes a NaN
 
 Usage:
   help(x)  or  ?x         x: a function, class, module or tensor, or a name:

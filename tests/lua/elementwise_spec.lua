@@ -332,6 +332,16 @@ describe("binary arithmetic", function()
     assert.are.same({2, 1}, u:remainder(ember.tensor({8, 3}, {dtype = "uint8"})):tolist())
   end)
 
+  it("a // b is floor_divide, as Python's // on PyTorch tensors", function()
+    -- PyTorch 2.15: tensor([7, -7]) // 2 -> [3, -4]; 7.5 // tensor([2.]) -> [3.];
+    -- tensor([7., -7.]) // tensor([2., 2.]) -> [3., -4.]
+    assert.are.same({3, -4}, (ember.tensor{7, -7} // 2):tolist())
+    assert.are.equal("int64", (ember.tensor{7, -7} // 2).dtype)
+    assert.are.same({3}, (7.5 // ember.tensor{2.0}):tolist())
+    assert.are.same({3, -4}, (ember.tensor{7.0, -7.0} // ember.tensor{2.0, 2.0}):tolist())
+    assert.matches("integer division by zero", errmsg(function() return ember.tensor{5} // 0 end))
+  end)
+
   it("integer remainder by zero is an error", function()
     assert.matches("remainder: integer division by zero",
       errmsg(function() return ember.tensor{5, 6}:remainder(ember.tensor{1, 0}) end))

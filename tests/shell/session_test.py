@@ -210,6 +210,15 @@ def commands_work():
     assert re.search(r"3 runs: best [0-9.]+ (ns|us|ms)", out), out
     out = run(p, ":profile ember.ones(4, 4):matmul(ember.ones(4, 4))")
     assert re.search(r"matmul\s+[0-9.]+%", out) and "Lua line" in out, out
+    out = run(p, ":nan on")
+    assert "stopping at the first op" in out, out
+    p.sendline("nan_at = ember.tensor({-1.0}):sqrt()")
+    p.expect(r"sqrt made a NaN or an infinity \(result \[1\]\); inputs: \[1\] float32: stopped at")
+    p.expect(r"\(dbg\) ")
+    p.sendline("c")
+    prompt(p)
+    out = run(p, ":nan off")
+    assert "not stopping" in out, out
     out = run(p, ":vars")
     assert re.search(r"my_unique_variable\s+number\s+5", out), out
     out = run(p, ":mem")
