@@ -146,4 +146,21 @@ local x = ember.randn(4, 10)
 print(ember.layer_norm(x, 10):mean(2))]],
 }
 
+add {
+  name = "ember.nn.functional.rms_norm",
+  sig = "F.rms_norm(input, normalized_shape, [weight, eps])",
+  doc = [[
+input / sqrt(mean(input^2) + eps) * weight, the mean over the last #normalized_shape
+dims (which must equal normalized_shape; a number is one dim); weight (optional) has
+shape normalized_shape. eps = nil is the machine epsilon of the arithmetic's dtype:
+float16 and bfloat16 inputs are computed in float32 (weight included) and rounded once,
+so their default eps is float32's (1.19e-7), as PyTorch 2.15's kernel does (its docs
+say the input dtype's); float64 uses float64's. Composed of ember ops, so it has
+gradients on every backend. Like torch.nn.functional.rms_norm (PyTorch 2.4+).]],
+  example = [[
+local F = ember.nn.functional
+local y = F.rms_norm(ember.tensor({{3.0, 4.0}}), 2, nil, 0)
+print(y)   -- 0.8485, 1.1314: x / sqrt(12.5)]],
+}
+
 return entries

@@ -18,8 +18,8 @@ Neural-network building blocks, like torch.nn, with ember's 1-based conventions.
 Classes (call a class to make an instance, call an instance to run its forward):
   nn.Module            the base class; nn.Module:extend("Name") defines your own
   containers           nn.Sequential, nn.ModuleList, nn.ModuleDict, nn.Identity
-  layers               nn.Linear, nn.Embedding, nn.LayerNorm, nn.Dropout, nn.Flatten,
-                       nn.Unflatten
+  layers               nn.Linear, nn.Embedding, nn.LayerNorm, nn.RMSNorm, nn.Dropout,
+                       nn.Flatten, nn.Unflatten
   convolutional nets   nn.Conv1d/2d/3d, nn.ConvTranspose1d/2d/3d, nn.MaxPool1d/2d/3d,
                        nn.AvgPool1d/2d/3d, nn.AdaptiveAvgPool1d/2d/3d,
                        nn.AdaptiveMaxPool1d/2d, nn.MaxUnpool2d, nn.BatchNorm1d/2d/3d,
@@ -618,6 +618,23 @@ local nn = ember.nn
 local ln = nn.LayerNorm(4)
 local y = ln(ember.randn(2, 4))
 print(y:mean(2))   -- about 0 per row]=],
+  },
+  {
+    name = "ember.nn.RMSNorm",
+    also = class_also("ember.nn.RMSNorm"),
+    sig = "nn.RMSNorm(normalized_shape [, eps [, elementwise_affine]] [, {eps = nil,\n"
+       .. "             elementwise_affine = true, dtype =, device =}]) -> module",
+    doc = [=[
+Root-mean-square normalisation over the last #normalized_shape dims:
+x / sqrt(mean(x^2) + eps) * weight, weight ones of shape normalized_shape (none with
+elementwise_affine = false). eps = nil (the default) is the machine epsilon of the
+arithmetic's dtype (see F.rms_norm). An input whose last dims differ from
+normalized_shape is an error. Like torch.nn.RMSNorm (PyTorch 2.4+).]=],
+    example = [=[
+local nn = ember.nn
+local norm = nn.RMSNorm(4, 1e-6)
+local y = norm(ember.randn(2, 4))
+print(y:pow(2):mean(2))   -- about 1 per row]=],
   },
   {
     name = "ember.nn.Dropout",

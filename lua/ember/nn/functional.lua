@@ -481,6 +481,51 @@ F.batch_norm, F.group_norm, F.layer_norm = ember.batch_norm, ember.group_norm, e
 
 F._options = options
 
+-- machine epsilon of the float dtypes (torch.finfo(dtype).eps)
+local FINFO_EPS = {float64 = 2.220446049250313e-16, float32 = 1.1920928955078125e-07,
+                   float16 = 0.0009765625, bfloat16 = 0.0078125}
+
+--- F.rms_norm(input, normalized_shape [, weight [, eps]]) -> input / sqrt(mean(input^2) + eps) * weight.
+-- The mean is over the last #normalized_shape dims (a number or a list), which must equal
+-- normalized_shape; weight (optional) has shape normalized_shape. eps = nil is the machine
+-- epsilon of the dtype the arithmetic runs in: float32's for float32, float16 and bfloat16
+-- (computed in float32, weight included, and rounded once, as PyTorch 2.15's CPU kernel),
+-- float64's for float64. Like torch.nn.functional.rms_norm (PyTorch 2.4+).
+-- Example: F.rms_norm(ember.randn(2, 8), 8, ember.ones(8), 1e-6)
+function F.rms_norm(x, normalized_shape, ...)
+  local o = options("rms_norm", {"weight", "eps"}, ...)
+  check_tensor(x, "rms_norm", "input")
+  if not x:is_floating_point() then raise("rms_norm: input must be a floating-point tensor, got " .. x.dtype) end
+  local ns = type(normalized_shape) == "number" and {normalized_shape} or normalized_shape
+  if type(ns) ~= "table" or #ns == 0 then
+    raise("rms_norm: normalized_shape must be an integer or a non-empty list of integers, got "
+          .. tostring(normalized_shape))
+  end
+  local k, ok = #ns, x.ndim >= #ns
+  for i = 1, k do ok = ok and x.shape[x.ndim - k + i] == ns[i] end
+  if not ok then
+    raise(string.format("rms_norm: input %s: expected an input of shape [..., %s] (normalized_shape)",
+                        shape_str(x), table.concat(ns, ", ")))
+  end
+  local w, eps = o.weight, o.eps
+  if w ~= nil then
+    check_tensor(w, "rms_norm", "weight")
+    if shape_str(w) ~= "[" .. table.concat(ns, ", ") .. "]" then
+      raise(string.format("rms_norm: weight %s must have normalized_shape [%s]", shape_str(w), table.concat(ns, ", ")))
+    end
+  end
+  local opmath = x.dtype == "float64" and "float64" or "float32"
+  if eps == nil then eps = FINFO_EPS[opmath] end
+  if type(eps) ~= "number" or eps < 0 then raise("rms_norm: eps must be a non-negative number, got " .. tostring(eps)) end
+  local dims = {}
+  for i = 1, k do dims[i] = x.ndim - k + i end
+  local xf = x.dtype == opmath and x or x:to(opmath)
+  local y = xf * (xf * xf):mean(dims, true):add(eps):rsqrt()
+  if w ~= nil then y = y * (w.dtype == opmath and w or w:to(opmath)) end
+  return y.dtype == x.dtype and y or y:to(x.dtype)
+end
+F._finfo_eps = FINFO_EPS
+
 local function list_str(t) return "[" .. table.concat(t, ", ") .. "]" end
 
 -- A size argument for n dims: a number (every dim) or a list of n numbers, each an

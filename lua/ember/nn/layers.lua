@@ -1,5 +1,5 @@
 -- ember.nn layers: containers, Linear, activations, Dropout, Flatten,
--- Embedding, LayerNorm, Softmax/LogSoftmax; the layers of convolutional
+-- Embedding, LayerNorm, RMSNorm, Softmax/LogSoftmax; the layers of convolutional
 -- networks (convolutions, pooling, BatchNorm, ...) come from nn/conv_layers.lua. Constructors take PyTorch's
 -- arguments, with keyword arguments in a trailing options table
 -- (e.g. nn.Linear(3, 4, {bias = false, dtype = "float64"})).
@@ -325,6 +325,29 @@ end
 
 -- ---- LayerNorm ------------------------------------------------------------------------------
 
+-- a normalisation layer's normalized_shape (an integer or a non-empty list) as a list
+local function norm_shape(op, normalized_shape)
+  if type(normalized_shape) == "number" then normalized_shape = {normalized_shape} end
+  if type(normalized_shape) ~= "table" or #normalized_shape == 0 then
+    raise(op .. ": normalized_shape must be an integer or a non-empty list of integers")
+  end
+  local shape = {}
+  for i, s in ipairs(normalized_shape) do shape[i] = check_count(s, op, "normalized_shape") end
+  return shape
+end
+
+-- a normalisation layer's input: a tensor whose last dims are normalized_shape
+local function check_norm_input(self, x)
+  check_input(self, x)
+  local ns, k = self.normalized_shape, #self.normalized_shape
+  local ok = x.ndim >= k
+  for i = 1, k do ok = ok and x.shape[x.ndim - k + i] == ns[i] end
+  if not ok then
+    raise(string.format("%s(%s): expected an input of shape [..., %s], got %s", getmetatable(self).__name,
+                        self:extra_repr(), table.concat(ns, ", "), shape_str(x)))
+  end
+end
+
 --- nn.LayerNorm(normalized_shape [, eps [, elementwise_affine [, bias]]] [, {eps = 1e-5, elementwise_affine = true, bias = true, dtype=, device=}])
 -- Normalises over the last #normalized_shape dims (mean 0, biased variance 1), then
 -- y * weight + bias (weight ones, bias zeros, both of shape normalized_shape).
@@ -332,12 +355,7 @@ end
 L.LayerNorm = Module:extend("LayerNorm")
 function L.LayerNorm:init(normalized_shape, ...)
   local opts = options("LayerNorm", {"eps", "elementwise_affine", "bias", "device", "dtype"}, ...)
-  if type(normalized_shape) == "number" then normalized_shape = {normalized_shape} end
-  if type(normalized_shape) ~= "table" or #normalized_shape == 0 then
-    raise("LayerNorm: normalized_shape must be an integer or a non-empty list of integers")
-  end
-  local shape = {}
-  for i, s in ipairs(normalized_shape) do shape[i] = check_count(s, "LayerNorm", "normalized_shape") end
+  local shape = norm_shape("LayerNorm", normalized_shape)
   self.normalized_shape = shape
   self.eps = opts.eps or 1e-5
   self.elementwise_affine = opts.elementwise_affine ~= false
@@ -351,15 +369,38 @@ function L.LayerNorm:extra_repr()
                        tostring(self.elementwise_affine))
 end
 function L.LayerNorm:forward(x)
-  check_input(self, x)
-  local ns, k = self.normalized_shape, #self.normalized_shape
-  local ok = x.ndim >= k
-  for i = 1, k do ok = ok and x.shape[x.ndim - k + i] == ns[i] end
-  if not ok then
-    raise(string.format("LayerNorm(%s): expected an input of shape [..., %s], got %s",
-                        self:extra_repr(), table.concat(ns, ", "), shape_str(x)))
+  check_norm_input(self, x)
+  return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+end
+
+-- ---- RMSNorm ------------------------------------------------------------------------------
+
+--- nn.RMSNorm(normalized_shape [, eps [, elementwise_affine]] [, {eps = nil, elementwise_affine = true, dtype=, device=}])
+-- y = x / sqrt(mean(x^2) + eps) * weight over the last #normalized_shape dims (weight ones, of
+-- shape normalized_shape); eps = nil is the machine epsilon of the arithmetic's dtype (see
+-- F.rms_norm). Like torch.nn.RMSNorm (PyTorch 2.4+).
+-- Example: nn.RMSNorm(512, 1e-6)(x)   -- x [..., 512]
+L.RMSNorm = Module:extend("RMSNorm")
+function L.RMSNorm:init(normalized_shape, ...)
+  local opts = options("RMSNorm", {"eps", "elementwise_affine", "device", "dtype"}, ...)
+  local shape = norm_shape("RMSNorm", normalized_shape)
+  if opts.eps ~= nil and (type(opts.eps) ~= "number" or opts.eps < 0) then
+    raise("RMSNorm: eps must be a non-negative number or nil, got " .. tostring(opts.eps))
   end
-  return F.layer_norm(x, ns, self.weight, self.bias, self.eps)
+  self.normalized_shape = shape
+  self.eps = opts.eps
+  self.elementwise_affine = opts.elementwise_affine ~= false
+  if self.elementwise_affine then
+    self.weight = Parameter(ember.ones(shape, {dtype = opts.dtype, device = opts.device}))
+  end
+end
+function L.RMSNorm:extra_repr()
+  return string.format("[%s], eps=%s, elementwise_affine=%s", table.concat(self.normalized_shape, ", "),
+                       self.eps and string.format("%g", self.eps) or "nil", tostring(self.elementwise_affine))
+end
+function L.RMSNorm:forward(x)
+  check_norm_input(self, x)
+  return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 end
 
 for k, v in pairs(require "ember.nn.conv_layers") do L[k] = v end
