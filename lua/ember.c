@@ -749,9 +749,9 @@ int emlua_lazy_method(lua_State *L, const char *name)
     return 1;
 }
 
-/* ember.nn, ember.optim, ember.data, ...: Lua submodules loaded on first use. */
+/* ember.nn, ember.optim, ember.data, ember.hf, ...: Lua submodules loaded on first use. */
 static const char *const submodules[] = {"nn", "optim", "data", "autograd", "help", "plot", "linalg", "amp",
-                                         "distributed", "utils", "profiler", "memory", "debug", NULL};
+                                         "distributed", "utils", "profiler", "memory", "debug", "hf", NULL};
 
 static int module_index(lua_State *L)
 {
