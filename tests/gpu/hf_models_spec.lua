@@ -1,6 +1,6 @@
 -- hf_models_spec.lua (GPU) — ember.hf.load's models on the device: every folder of
 -- tests/lua/fixtures/hf/ loaded with device = the device under test gives transformers'
--- logits and hidden states (the same checks as tests/lua/hf_models_spec.lua, through
+-- logits, hidden states and gradients (the same checks as tests/lua/hf_models_spec.lua, through
 -- tests/lua/hf_checks.lua), padded on the right and on the left, and keeps its tensors and
 -- results there.
 local ember = require "ember"
@@ -16,6 +16,9 @@ describe("ember.hf models on the device", function()
     it(string.format("%s (%s, %s): logits and hidden states as transformers'", c.name, c.class, c.dtype), function()
       checks.check_case(c, g.DEV)
     end)
+    if #c.grads > 0 then
+      it(c.name .. ": gradients as transformers'", function() checks.check_grads(c, g.DEV, 1e-4) end)
+    end
   end
 
   it("keeps every parameter on the device, tied ones shared", function()

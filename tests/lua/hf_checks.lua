@@ -59,4 +59,25 @@ function M.check_case(c, device)
   end
 end
 
+--- check_grads(c [, device]): the gradients of sum(logits * w) (w = sin(1), sin(2), ... in
+-- row-major order) for the left-padded batch, with respect to the parameters the case
+-- names, equal transformers' within tol (relative to max(1, |want|)); a tied tensor's holds
+-- both of its uses.
+function M.check_grads(c, device, tol)
+  local e = ember.load(M.HF .. c.name .. ".expected.safetensors")
+  local model = ember.hf.load(M.HF .. c.name, {device = device})
+  local dev = model:parameters()[1].device
+  local o = {attention_mask = e["left.attention_mask"]:to(dev)}
+  if e["left.token_type_ids"] then o.token_type_ids = (e["left.token_type_ids"] + 1):to(dev) end
+  local logits = model((e["left.input_ids"] + 1):to(dev), o)
+  local w = ember.arange(1, logits:numel() + 1, {dtype = "float64"}):sin():to("float32"):reshape(logits.shape)
+  ;(logits * w:to(dev)):sum():backward()
+  local params = model:state_dict({keep_vars = true})
+  for _, name in ipairs(c.grads) do
+    local g = params[name].grad
+    assert(g ~= nil, name .. " got no gradient")
+    h.close_tensors(c.name .. " gradient of " .. name, g:cpu(), e["grad." .. name], tol)
+  end
+end
+
 return M

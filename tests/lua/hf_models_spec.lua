@@ -19,6 +19,9 @@ describe("ember.hf.load against transformers", function()
     local what = c.dtype == "float32" and "logits and hidden states, right and left padding"
                  or "loads and runs in its dtype; float32 exactly"
     it(string.format("%s (%s, %s): %s", c.name, c.class, c.dtype, what), function() checks.check_case(c) end)
+    if #c.grads > 0 then
+      it(c.name .. ": gradients as transformers'", function() checks.check_grads(c, nil, 1e-4) end)
+    end
 
     it(c.name .. ": state_dict has transformers' names in its order, and the file's tensors", function()
       local model = hf.load(HF .. c.name)
@@ -115,6 +118,31 @@ describe("ember.hf models", function()
     assert.are.equal(m.wte.weight, m.lm_head.weight)
     local ids = ember.tensor({{5, 9, 2, 4}})
     h.close_tensors("bare GPT-2", m(ids), g(ids), 0)
+  end)
+
+  it("read older config.json files (rope_theta and rope_scaling) as transformers 5.x does", function()
+    local m = hf.load(HF .. "mistral")
+    local dir = scratch("mistral", function(files)
+      local cfg, n = files["config.json"]:gsub('"rope_parameters": {[^}]*}',
+                                               '"rope_scaling": {"type": "linear", "factor": 2.0}, "rope_theta": 10000.0')
+      assert(n == 1)
+      files["config.json"] = cfg
+    end)
+    local old = hf.load(dir)
+    assert.are.same({rope_type = "linear", type = "linear", factor = 2.0, rope_theta = 10000.0}, old.cfg.rope)
+    local ids = ember.tensor({{5, 9, 2, 4, 7, 1}})
+    h.close_tensors("old config", old(ids), m(ids), 0)
+  end)
+
+  it("list the file's tensors it does not use (GPT-2's old attn.bias masks)", function()
+    local dir = scratch("gpt2", function(files, d)
+      local t = ember.load(HF .. "gpt2/model.safetensors")
+      t["transformer.h.0.attn.bias"] = ember.ones(1, 1, 32, 32):tril()
+      ember.save(d .. "/model.safetensors", t)
+      files["model.safetensors"] = io.open(d .. "/model.safetensors", "rb"):read("a")
+    end)
+    local _, info = hf.load(dir)
+    assert.are.same({"transformer.h.0.attn.bias"}, info.unexpected_keys)
   end)
 
   it("convert on loading (dtype) and turn dropout on with train()", function()
