@@ -120,6 +120,44 @@ describe("ember.hf models", function()
     h.close_tensors("bare GPT-2", m(ids), g(ids), 0)
   end)
 
+  it("decode with a cache (ember.hf.DynamicCache) to transformers' logits, token by token", function()
+    for _, name in ipairs{"gpt2", "llama", "qwen2", "mistral"} do
+      local m = hf.load(HF .. name)
+      local e = ember.load(HF .. name .. ".expected.safetensors")
+      for _, side in ipairs{"right", "left"} do
+        local ids, mask = e[side .. ".input_ids"] + 1, e[side .. ".attention_mask"]
+        local T = ids.shape[2]
+        local cache = hf.DynamicCache()
+        -- a prompt of 3 tokens, then one at a time; the mask covers the cache and the new tokens
+        local parts = {m(ids[{{}, {1, 3}}], {attention_mask = mask[{{}, {1, 3}}], cache = cache})}
+        assert.are.equal(3, cache:get_seq_length())
+        for t = 4, T do
+          parts[#parts + 1] = m(ids[{{}, {t, t}}], {attention_mask = mask[{{}, {1, t}}], cache = cache})
+        end
+        assert.are.equal(T, cache:get_seq_length())
+        h.close_tensors(name .. " " .. side .. " cached logits", ember.cat(parts, 2), e[side .. ".logits"], 1e-4)
+      end
+    end
+    -- without a mask: the new token sees every cached one
+    for _, name in ipairs{"gpt2", "llama", "mistral"} do
+      local m = hf.load(HF .. name)
+      local ids = ember.tensor({{5, 9, 2, 4, 7, 3}, {8, 1, 6, 6, 2, 9}})
+      local cache = hf.DynamicCache()
+      local parts = {m(ids[{{}, {1, 2}}], {cache = cache})}
+      for t = 3, 6 do parts[#parts + 1] = m(ids[{{}, {t, t}}], {cache = cache}) end
+      h.close_tensors(name .. " cached, no mask", ember.cat(parts, 2), m(ids), 1e-5)
+    end
+    local g = hf.load(HF .. "gpt2")
+    local cache = hf.DynamicCache()
+    g(ember.tensor({{1, 2}}), {cache = cache})
+    local e = err(function() local _ = g(ember.tensor({{3}}), {cache = cache, attention_mask = ember.tensor({{1}})}) end)
+    has(e, THIS_FILE); has(e, "attention_mask [1, 1] must have shape [1, 3]: the cache's 2 tokens and input_ids' 1")
+    e = err(function() local _ = g(ember.tensor({{3}}), {cache = {}}) end)
+    has(e, THIS_FILE); has(e, "cache must be an ember.hf.DynamicCache(), got a table")
+    e = err(function() local _ = hf.load(HF .. "bert")(ember.tensor({{3}}), {cache = hf.DynamicCache()}) end)
+    has(e, THIS_FILE); has(e, "BertForMaskedLM: cache is for causal models")
+  end)
+
   it("read older config.json files (rope_theta and rope_scaling) as transformers 5.x does", function()
     local m = hf.load(HF .. "mistral")
     local dir = scratch("mistral", function(files)

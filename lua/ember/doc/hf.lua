@@ -33,21 +33,25 @@ gpt2 (GPT2LMHeadModel), llama, mistral and qwen2 (…ForCausalLM: RMSNorm, rotar
 embeddings of rope types default, linear and llama3, grouped-query attention, sliding
 windows), bert (BertForMaskedLM). Weights in float32, float16 or bfloat16; the model's
 dtype is dtype, else config.json's, else the file's; device places it. Parameter names
-are the file's ("transformer.h.0.attn.c_attn.weight", "model.layers.0.self_attn.q_proj
-.weight", "bert.encoder.layer.0.attention.self.query.weight"), so state_dict() saves a
-file transformers reads; tied tensors (lm_head and the token embedding when
+are the file's ("transformer.h.0.attn.c_attn.weight",
+"model.layers.0.self_attn.q_proj.weight",
+"bert.encoder.layer.0.attention.self.query.weight"), so state_dict() saves a file
+transformers reads; tied tensors (lm_head and the token embedding when
 tie_word_embeddings, BERT's decoder) are one tensor listed under each name. The model is
 in eval mode; train() turns the config's dropout on.
 model(input_ids, [{attention_mask =, output_hidden_states =, position_ids =,
-token_type_ids =}]) -> logits [B, T, vocab] [, hidden_states]: input_ids [B, T] are the
-vocabulary's ids plus one (nn.Embedding's 1-based rows; logits[..., k] scores id k - 1,
-so argmax feeds back as it is). attention_mask [B, T] is 1 for tokens and 0 for padding,
-on either side; GPT-2 and the Llama family are causal. Positions count 1..T from the
-first column whatever the padding, as transformers' forward (position_ids, 1-based,
-overrides); BERT's token_type_ids are 1-based (default 1). output_hidden_states = true
-also returns transformers' hidden_states: the embeddings' output, then each layer's, the
-last after the final norm (GPT-2, Llama). info.unexpected_keys lists the file's tensors
-the model does not use (GPT-2's attn.bias masks of older files, ...).
+token_type_ids =, cache =}]) -> logits [B, T, vocab] [, hidden_states]: input_ids [B, T]
+are the vocabulary's ids plus one (nn.Embedding's 1-based rows; logits[..., k] scores id
+k - 1, so argmax feeds back as it is). attention_mask [B, T] is 1 for tokens and 0 for
+padding, on either side; GPT-2 and the Llama family are causal. Positions count 1..T
+from the first column whatever the padding, as transformers' forward (position_ids,
+1-based, overrides); BERT's token_type_ids are 1-based (default 1). output_hidden_states
+= true also returns transformers' hidden_states: the embeddings' output, then each
+layer's, the last after the final norm (GPT-2, Llama). cache = ember.hf.DynamicCache()
+(causal models) keeps each layer's keys and values, so the next call passes only new
+tokens (positions and attention_mask then cover the cached tokens too).
+info.unexpected_keys lists the file's tensors the model does not use (GPT-2's attn.bias
+masks of older files, ...).
 Errors name the file and the tensor: no config.json, an unknown model_type, a tensor
 missing or of another shape than config.json gives.]=],
     example = SETUP .. [=[
@@ -55,6 +59,25 @@ local model = ember.hf.load(dir)
 local ids = ember.tensor({{1, 5, 3}, {2, 2, 1}})          -- vocabulary ids + 1
 local logits = model(ids, {attention_mask = ember.tensor({{1, 1, 1}, {1, 1, 0}})})
 print(logits.shape, model:state_dict()["wte.weight"].shape)   -- {2, 3, 10} {10, 4}
+]=] .. CLEANUP,
+  },
+  {
+    name = "ember.hf.DynamicCache",
+    sig = "local cache = ember.hf.DynamicCache()",
+    doc = [=[
+An empty key/value cache for the cache option of GPT-2 and the Llama family
+(transformers' DynamicCache): each call appends every layer's keys and values
+[B, Hkv, T, D] and attends over all of them, so decoding passes one new token at a time;
+its attention_mask is [B, cached + new]. cache:get_seq_length([layer]) is the number of
+tokens held; cache:update(k, v, layer) appends (what the layers call). The results are
+the full forward's (the same positions and masks).]=],
+    example = SETUP .. [=[
+local model = ember.hf.load(dir)
+local cache = ember.hf.DynamicCache()
+local logits = model(ember.tensor({{1, 5, 3}}), {cache = cache})   -- the prompt
+local next_id = logits[{{}, -1}]:argmax(-1):view(1, 1)             -- an id + 1, as input_ids
+logits = model(next_id, {cache = cache})                            -- one new token
+print(cache:get_seq_length(), logits.shape)   -- 4  {1, 1, 10}
 ]=] .. CLEANUP,
   },
   {

@@ -150,6 +150,7 @@ end
 function ForMaskedLM:forward(input_ids, ...)
   local op = "BertForMaskedLM"
   local B, T, o = common.forward_args(self, op, input_ids, ...)
+  if o.cache ~= nil then raise(op .. ": cache is for causal models (BERT attends both ways)") end
   local cfg = self.cfg
   if T > cfg.max_position_embeddings then
     raise(string.format("%s: %d tokens is more than the model's %d positions (max_position_embeddings)", op, T,
@@ -166,8 +167,8 @@ function ForMaskedLM:forward(input_ids, ...)
   elseif types.device ~= dev then
     types = types:to(dev)
   end
-  local x = emb(input_ids, types, common.positions(o, B, T, dev, op))
-  local masks = common.masks(o.attention_mask, B, T, dev, false, nil, op)
+  local x = emb(input_ids, types, common.positions(o, B, T, 0, dev, op))
+  local masks = common.masks(o.attention_mask, B, T, 0, dev, false, nil, op)
   local hidden
   x, hidden = common.stack(self.bert.encoder.layer, x, o.output_hidden_states, nil,
                            function(layer, y) return layer(y, masks) end)

@@ -110,49 +110,95 @@ end
 
 -- ---- attention -------------------------------------------------------------------------
 
--- The attention_mask option: nil, or a [B, T] tensor of 1 (a token) and 0 (padding),
--- integer, bool or float; returned as bool, or nil when it hides nothing.
-local function key_mask(mask, B, T, op)
+-- The attention_mask option: nil, or a [B, S] tensor of 1 (a token) and 0 (padding),
+-- integer, bool or float (S: the cached tokens and input_ids'); returned as bool, or nil
+-- when it hides nothing.
+local function key_mask(mask, B, T, past, op)
   if mask == nil then return nil end
   if not ember.is_tensor(mask) then raise(op .. ": attention_mask must be a tensor, got " .. type(mask)) end
-  if mask.ndim ~= 2 or mask.shape[1] ~= B or mask.shape[2] ~= T then
-    raise(string.format("%s: attention_mask [%s] must have input_ids' shape [%d, %d]", op,
-                        table.concat(mask.shape, ", "), B, T))
+  local S = past + T
+  if mask.ndim ~= 2 or mask.shape[1] ~= B or mask.shape[2] ~= S then
+    if past == 0 then
+      raise(string.format("%s: attention_mask [%s] must have input_ids' shape [%d, %d]", op,
+                          table.concat(mask.shape, ", "), B, T))
+    end
+    raise(string.format("%s: attention_mask [%s] must have shape [%d, %d]: the cache's %d tokens and input_ids' %d",
+                        op, table.concat(mask.shape, ", "), B, S, past, T))
   end
   local m = mask.dtype == "bool" and mask or mask:ne(0)
   if m:all():item() then return nil end
   return m
 end
 
---- masks(attention_mask, B, T, device, causal, sliding_window, op) -> a table for attend():
--- {is_causal = true} when nothing but causality hides keys, else {mask = bool [B, 1, T, T]
--- (true: the key takes part), keep = [B, 1, T, 1] or nil}. As transformers 5.x: a key j is
--- seen from query i when it is not padding, j <= i (causal) and i - j < sliding_window.
--- A query that sees no key (left padding's first rows) gets an attention output of zeros,
--- as PyTorch's scaled_dot_product_attention gives such rows: the row is opened to every
--- key, so that nothing is NaN, and keep zeroes its output.
-function M.masks(attention_mask, B, T, device, causal, sliding_window, op)
-  local keys = key_mask(attention_mask, B, T, op)
-  if sliding_window and sliding_window >= T then sliding_window = nil end
-  if keys == nil and causal and not sliding_window then return {is_causal = true} end
+--- masks(attention_mask, B, T, past, device, causal, sliding_window, op) -> a table for
+-- attend(): {is_causal = true} or {} when nothing but causality hides keys, else
+-- {mask = bool [B, 1, T, S] (true: the key takes part), keep = [B, 1, T, 1] or nil}, for T
+-- queries after `past` cached tokens (S = past + T keys). As transformers 5.x: key j is
+-- seen from query i when it is not padding, j <= past + i (causal) and
+-- past + i - j < sliding_window. A query that sees no key (left padding's first rows) gets
+-- an attention output of zeros, as PyTorch's scaled_dot_product_attention gives such rows:
+-- the row is opened to every key, so that nothing is NaN, and keep zeroes its output.
+function M.masks(attention_mask, B, T, past, device, causal, sliding_window, op)
+  local S = past + T
+  local keys = key_mask(attention_mask, B, T, past, op)
+  if sliding_window and sliding_window >= S then sliding_window = nil end
   if keys == nil and not causal then return {} end
+  if keys == nil and not sliding_window then
+    if past == 0 then return {is_causal = true} end
+    if T == 1 then return {} end            -- one new query sees every key
+  end
   if keys and keys.device ~= device then keys = keys:to(device) end
   local m
   if causal then
-    m = ember.ones(T, T, {dtype = "bool", device = device}):tril()
-    if sliding_window then m = m:logical_and(ember.ones(T, T, {dtype = "bool", device = device}):triu(1 - sliding_window)) end
-    m = m:view(1, 1, T, T)
+    m = ember.ones(T, S, {dtype = "bool", device = device}):tril(past)
+    if sliding_window then
+      m = m:logical_and(ember.ones(T, S, {dtype = "bool", device = device}):triu(past - sliding_window + 1))
+    end
+    m = m:view(1, 1, T, S)
   end
   if keys then
-    local k = keys:view(B, 1, 1, T)
-    m = m and m:logical_and(k) or k:expand(B, 1, T, T)
+    local k = keys:view(B, 1, 1, S)
+    m = m and m:logical_and(k) or k:expand(B, 1, T, S)
   end
   local seen = m:any(-1, true)                    -- [B, 1, T, 1]
   if seen:all():item() then return {mask = m} end
   return {mask = m:logical_or(seen:logical_not()), keep = seen}
 end
 
---- attend(q [B, H, T, D], k, v [B, Hkv, T, D], masks, dropout_p, scale) -> [B, T, H * D].
+-- ---- the key/value cache ------------------------------------------------------------------
+
+--- DynamicCache() -> an empty cache of keys and values (transformers' DynamicCache): a
+-- causal model given {cache = c} appends each layer's keys and values [B, Hkv, T, D] to it
+-- and attends over everything it holds, so the next call passes only the new tokens.
+local Cache = {__name = "DynamicCache"}
+Cache.__index = Cache
+function M.DynamicCache() return setmetatable({keys = {}, values = {}}, Cache) end
+
+--- cache:get_seq_length([layer = 1]) -> the number of tokens cached (in that layer).
+function Cache:get_seq_length(layer)
+  local k = self.keys[layer or 1]
+  return k and k.shape[3] or 0
+end
+
+--- cache:update(k, v, layer) -> the layer's keys and values with k and v appended (dim 3).
+function Cache:update(k, v, layer)
+  local ok, ov = self.keys[layer], self.values[layer]
+  if ok then k, v = ember.cat({ok, k}, 3), ember.cat({ov, v}, 3) end
+  self.keys[layer], self.values[layer] = k, v
+  return k, v
+end
+
+--- cache_arg(o, op) -> the cache option (nil or a DynamicCache) and the tokens it holds.
+function M.cache_arg(o, op)
+  local c = o.cache
+  if c == nil then return nil, 0 end
+  if getmetatable(c) ~= Cache then
+    raise(op .. ": cache must be an ember.hf.DynamicCache(), got " .. (type(c) == "table" and "a table" or type(c)))
+  end
+  return c, c:get_seq_length()
+end
+
+--- attend(q [B, H, T, D], k, v [B, Hkv, S, D], masks, dropout_p, scale) -> [B, T, H * D].
 -- Grouped-query attention (Hkv dividing H) shares each key/value head among H / Hkv
 -- consecutive query heads, as transformers' repeat_kv, through broadcasting (no copies).
 function M.attend(q, k, v, m, dropout_p, scale)
@@ -196,7 +242,7 @@ end
 
 -- ---- forward arguments -----------------------------------------------------------------
 
-local forward_names = {"attention_mask", "output_hidden_states", "position_ids", "token_type_ids"}
+local forward_names = {"attention_mask", "output_hidden_states", "position_ids", "token_type_ids", "cache"}
 
 --- forward_args(self, input_ids, ...) -> B, T, the options table. Checks input_ids (an
 -- integer [B, T] tensor of 1-based token ids: the file's vocabulary ids plus one).
@@ -210,12 +256,12 @@ function M.forward_args(self, op, input_ids, ...)
   return input_ids.shape[1], input_ids.shape[2], o
 end
 
---- positions(o, B, T, device, op) -> int64 [B or 1, T] of 1-based positions: position_ids
--- when given, else 1..T (transformers' forward counts from the first column whatever the
--- padding; generation derives them from the mask itself).
-function M.positions(o, B, T, device, op)
+--- positions(o, B, T, past, device, op) -> int64 [B or 1, T] of 1-based positions:
+-- position_ids when given, else past + 1 .. past + T (transformers' forward counts from the
+-- first column whatever the padding; generation derives them from the mask itself).
+function M.positions(o, B, T, past, device, op)
   local p = o.position_ids
-  if p == nil then return ember.arange(1, T + 1, {device = device}):view(1, T) end
+  if p == nil then return ember.arange(past + 1, past + T + 1, {device = device}):view(1, T) end
   if not ember.is_tensor(p) or p:is_floating_point() or not (p.ndim == 1 or p.ndim == 2)
      or p.shape[p.ndim] ~= T or (p.ndim == 2 and p.shape[1] ~= B and p.shape[1] ~= 1) then
     raise(string.format("%s: position_ids must be an integer tensor [%d, %d], [1, %d] or [%d] of 1-based positions",

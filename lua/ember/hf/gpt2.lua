@@ -21,13 +21,16 @@ function Attention:init(cfg, ctx, p, layer)
   if cfg.scale_attn_by_inverse_layer_idx then scale = scale / layer end
   self.scaling = scale
   self.attn_pdrop, self.resid_pdrop = cfg.attn_pdrop, cfg.resid_pdrop
+  self.layer_idx = layer
 end
-function Attention:forward(x, masks)
+function Attention:forward(x, masks, cache)
   local B, T, C = x.shape[1], x.shape[2], x.shape[3]
   local H, D = self.n_head, self.head_dim
   local q, k, v = self.c_attn(x):split(C, 3)
   local function heads(t) return t:reshape(B, T, H, D):transpose(2, 3) end
-  local y = common.attend(heads(q), heads(k), heads(v), masks, self.training and self.attn_pdrop or 0, self.scaling)
+  q, k, v = heads(q), heads(k), heads(v)
+  if cache then k, v = cache:update(k, v, self.layer_idx) end
+  local y = common.attend(q, k, v, masks, self.training and self.attn_pdrop or 0, self.scaling)
   return common.dropout(self.c_proj(y), self.resid_pdrop, self)
 end
 
@@ -51,8 +54,8 @@ function Block:init(cfg, ctx, p, layer)
   self.ln_2 = common.LayerNorm(ctx.take(p .. "ln_2.weight", {C}), ctx.take(p .. "ln_2.bias", {C}), eps)
   self.mlp = MLP(cfg, ctx, p .. "mlp.")
 end
-function Block:forward(x, masks)
-  x = x + self.attn(self.ln_1(x), masks)
+function Block:forward(x, masks, cache)
+  x = x + self.attn(self.ln_1(x), masks, cache)
   return x + self.mlp(self.ln_2(x))
 end
 
@@ -75,23 +78,26 @@ function LMHead:init(cfg, ctx)
   common.causal_lm(self, cfg, ctx, "transformer", "GPT2Model", add_body, "wte", cfg.n_embd)
 end
 
---- model(input_ids [, {attention_mask =, output_hidden_states =, position_ids =, token_type_ids =}])
+--- model(input_ids [, {attention_mask =, output_hidden_states =, position_ids =, token_type_ids =, cache =}])
 -- -> logits [B, T, vocab] [, hidden_states]
 function LMHead:forward(input_ids, ...)
   local op = "GPT2LMHeadModel"
   local B, T, o = common.forward_args(self, op, input_ids, ...)
+  local cache, past = common.cache_arg(o, op)
   local cfg, body = self.cfg, self.transformer or self
-  if T > cfg.n_positions then
-    raise(string.format("%s: %d tokens is more than the model's %d positions (n_positions)", op, T, cfg.n_positions))
+  if past + T > cfg.n_positions then
+    raise(string.format("%s: %d tokens is more than the model's %d positions (n_positions)", op, past + T,
+                        cfg.n_positions))
   end
   local dev = body.wte.weight.device
   if input_ids.device ~= dev then input_ids = input_ids:to(dev) end
-  local x = body.wte(input_ids) + body.wpe(common.positions(o, B, T, dev, op))
+  local x = body.wte(input_ids) + body.wpe(common.positions(o, B, T, past, dev, op))
   if o.token_type_ids ~= nil then x = x + body.wte(o.token_type_ids:to(dev)) end
   x = common.dropout(x, cfg.embd_pdrop, self)
-  local masks = common.masks(o.attention_mask, B, T, dev, true, nil, op)
+  local masks = common.masks(o.attention_mask, B, T, past, dev, true, nil, op)
   local hidden
-  x, hidden = common.stack(body.h, x, o.output_hidden_states, body.ln_f, function(block, y) return block(y, masks) end)
+  x, hidden = common.stack(body.h, x, o.output_hidden_states, body.ln_f,
+                           function(block, y) return block(y, masks, cache) end)
   return self.lm_head(x), hidden
 end
 

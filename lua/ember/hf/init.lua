@@ -170,6 +170,9 @@ function M.load(dir, ...)
   return model, {unexpected_keys = unexpected, dtype = dtype}
 end
 
+--- ember.hf.DynamicCache() -> an empty key/value cache for a causal model's cache option.
+M.DynamicCache = require("ember.hf.common").DynamicCache
+
 --- ember.hf.tokenizer(dir, ...) -> the folder's tokenizer (ember.hf.tokenizer.load).
 function M.tokenizer(dir, ...) return require("ember.hf.tokenizer").load(dir, ...) end
 

@@ -62,7 +62,7 @@ local function rotate_half(x)
 end
 
 local Attention = nn.Module:extend("LlamaAttention")
-function Attention:init(cfg, ctx, p)
+function Attention:init(cfg, ctx, p, layer)
   local C, H, Hkv, D = cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
   local function proj(name, out, inp, bias)
     return common.Linear(ctx.take(p .. name .. ".weight", {out, inp}), bias and ctx.take(p .. name .. ".bias", {out}) or nil)
@@ -74,8 +74,9 @@ function Attention:init(cfg, ctx, p)
   self.num_heads, self.num_key_value_heads, self.head_dim = H, Hkv, D
   self.scaling = 1 / math.sqrt(D)
   self.attention_dropout = cfg.attention_dropout
+  self.layer_idx = layer
 end
-function Attention:forward(x, cos, sin, masks)
+function Attention:forward(x, cos, sin, masks, cache)
   local B, T = x.shape[1], x.shape[2]
   local D = self.head_dim
   local q = self.q_proj(x):view(B, T, -1, D):transpose(2, 3)
@@ -83,6 +84,7 @@ function Attention:forward(x, cos, sin, masks)
   local v = self.v_proj(x):view(B, T, -1, D):transpose(2, 3)
   q = q * cos + rotate_half(q) * sin
   k = k * cos + rotate_half(k) * sin
+  if cache then k, v = cache:update(k, v, self.layer_idx) end
   local y = common.attend(q, k, v, masks, self.training and self.attention_dropout or 0, self.scaling)
   return self.o_proj(y)
 end
@@ -101,16 +103,16 @@ end
 function MLP:forward(x) return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x)) end
 
 local Layer = nn.Module:extend("LlamaDecoderLayer")
-function Layer:init(cfg, ctx, p, sliding)
+function Layer:init(cfg, ctx, p, sliding, layer)
   local C = cfg.hidden_size
-  self.self_attn = Attention(cfg, ctx, p .. "self_attn.")
+  self.self_attn = Attention(cfg, ctx, p .. "self_attn.", layer)
   self.mlp = MLP(cfg, ctx, p .. "mlp.")
   self.input_layernorm = RMSNorm(ctx.take(p .. "input_layernorm.weight", {C}), cfg.rms_norm_eps)
   self.post_attention_layernorm = RMSNorm(ctx.take(p .. "post_attention_layernorm.weight", {C}), cfg.rms_norm_eps)
   self.sliding_window = sliding
 end
-function Layer:forward(x, cos, sin, masks)
-  x = x + self.self_attn(self.input_layernorm(x), cos, sin, masks)
+function Layer:forward(x, cos, sin, masks, cache)
+  x = x + self.self_attn(self.input_layernorm(x), cos, sin, masks, cache)
   return x + self.mlp(self.post_attention_layernorm(x))
 end
 
@@ -120,7 +122,7 @@ local function add_body(body, cfg, ctx, p)
   body.embed_tokens = common.Embedding(ctx.take(p .. "embed_tokens.weight", {cfg.vocab_size, C}), pad and pad + 1)
   local layers = {}
   for i = 1, cfg.num_hidden_layers do
-    layers[i] = Layer(cfg, ctx, string.format("%slayers.%d.", p, i - 1), cfg.sliding[i])
+    layers[i] = Layer(cfg, ctx, string.format("%slayers.%d.", p, i - 1), cfg.sliding[i], i)
   end
   body.layers = nn.ModuleList(layers)
   body.norm = RMSNorm(ctx.take(p .. "norm.weight", {C}), cfg.rms_norm_eps)
@@ -133,19 +135,20 @@ function ForCausalLM:init(cfg, ctx)
   self.inv_freq = inv_freq(cfg, ctx)   -- float32 whatever the model's dtype, as transformers keeps it
 end
 
---- model(input_ids [, {attention_mask =, output_hidden_states =, position_ids =}])
+--- model(input_ids [, {attention_mask =, output_hidden_states =, position_ids =, cache =}])
 -- -> logits [B, T, vocab] [, hidden_states]
 function ForCausalLM:forward(input_ids, ...)
   local op = self.cfg.class_name
   local B, T, o = common.forward_args(self, op, input_ids, ...)
   if o.token_type_ids ~= nil then raise(op .. ": token_type_ids is not an input of this model") end
+  local cache, past = common.cache_arg(o, op)
   local cfg, body = self.cfg, self.model or self
   local dev = body.embed_tokens.weight.device
   if input_ids.device ~= dev then input_ids = input_ids:to(dev) end
   local x = body.embed_tokens(input_ids)
   -- cos and sin [B or 1, 1, T, head_dim] in the model's dtype, from float32 angles
   if self.inv_freq.device ~= dev then self.inv_freq = self.inv_freq:to(dev) end
-  local pos = common.positions(o, B, T, dev, op):to("float32") - 1
+  local pos = common.positions(o, B, T, past, dev, op):to("float32") - 1
   local freqs = pos:unsqueeze(-1) * self.inv_freq
   local emb = ember.cat({freqs, freqs}, -1):unsqueeze(2)
   local cos, sin = emb:cos():to(x.dtype), emb:sin():to(x.dtype)
@@ -153,8 +156,8 @@ function ForCausalLM:forward(input_ids, ...)
   local hidden
   x, hidden = common.stack(body.layers, x, o.output_hidden_states, body.norm, function(layer, y)
     local w = layer.sliding_window or false
-    masks[w] = masks[w] or common.masks(o.attention_mask, B, T, dev, true, layer.sliding_window, op)
-    return layer(y, cos, sin, masks[w])
+    masks[w] = masks[w] or common.masks(o.attention_mask, B, T, past, dev, true, layer.sliding_window, op)
+    return layer(y, cos, sin, masks[w], cache)
   end)
   return self.lm_head(x), hidden
 end
