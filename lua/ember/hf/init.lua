@@ -36,6 +36,12 @@ local function read_text(path)
   return s
 end
 
+local function exists(path)
+  local f = io.open(path, "rb")
+  if f then f:close() end
+  return f ~= nil
+end
+
 local function read_json(path, op)
   local text = read_text(path)
   if not text then return nil end
@@ -62,7 +68,7 @@ local function read_weights(dir, device, op)
     if not ok then raise(string.format("%s: %s: %s", op, path, tostring(t):gsub("^[^\n]-:%d+: ", "", 1))) end
     return t
   end
-  if read_text(single) ~= nil then
+  if exists(single) then
     for k, v in pairs(load(single)) do tensors[k], source[k] = v, single end
     return tensors, source
   end
@@ -86,7 +92,7 @@ local function read_weights(dir, device, op)
   table.sort(files)
   for _, f in ipairs(files) do
     local path = join(dir, f)
-    if read_text(path) == nil then raise(string.format("%s: %s names the shard %s, which is missing", op, index_path, path)) end
+    if not exists(path) then raise(string.format("%s: %s names the shard %s, which is missing", op, index_path, path)) end
     local t = load(path)
     for _, name in ipairs(shards[f]) do
       if t[name] == nil then
