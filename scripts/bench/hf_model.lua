@@ -3,7 +3,9 @@
 -- ember.hf.load (best of 3), then a forward pass of one sequence of T tokens under
 -- no_grad (best of 5).
 -- Usage: ember scripts/bench/hf_model.lua [folder [T]]   (default /tmp/ember-bench-gpt2, 128)
--- prints   hf_gpt2_load_s <s> s      hf_gpt2_fwd<T>_ms <ms> ms
+-- Then greedy generation of 64 tokens after a 16-token prompt (model:generate, with the
+-- key/value cache; best of 3).
+-- prints   hf_gpt2_load_s <s> s      hf_gpt2_fwd<T>_ms <ms> ms      hf_gpt2_generate_tok_s <n> tokens/s
 local ember = require "ember"
 
 local best = dofile((arg[0]:match("^(.*/)") or "./") .. "timing.lua").best
@@ -20,3 +22,8 @@ ember.no_grad(function()
   model(ids)
   print(string.format("hf_gpt2_fwd%d_ms %.4g ms", T, best(5, function() model(ids) end) * 1e3))
 end)
+local prompt = ember.randint(1, 50258, {1, 16})
+local NEW = 64
+model:generate(prompt, {max_new_tokens = NEW})
+print(string.format("hf_gpt2_generate_tok_s %.4g tokens/s",
+                    NEW / best(3, function() model:generate(prompt, {max_new_tokens = NEW}) end)))

@@ -178,6 +178,18 @@ for _ in 1 2 3; do
 done
 units[rnn_iter_ms]=ms
 
+# Hugging Face's GPT-2 small (124M parameters, random weights; the PyTorch side
+# writes the folder on its first run): ember.hf.load beside from_pretrained, one
+# forward pass of 128 tokens, and greedy generation's tokens per second with the
+# key/value cache, beside transformers' (scripts/bench/hf_model*.{lua,py})
+if [ $have_torch = 1 ] && $PY -c 'import transformers' 2>/dev/null; then
+    HF_BENCH_DIR=${HF_BENCH_DIR:-/tmp/ember-bench-gpt2}
+    while read -r name value unit; do theirs[$name]=$value; units[$name]=$unit; done \
+        < <($PY scripts/bench/hf_model_torch.py "$HF_BENCH_DIR" 128 | awk '/^hf_/')
+    while read -r name value unit; do ours[$name]=$value; done \
+        < <("$EMBER" scripts/bench/hf_model.lua "$HF_BENCH_DIR" 128 | awk '/^hf_/')
+fi
+
 # Fair on shared cores: the same training beside one busy process per core
 # (a shell loop each, started before and stopped after every measurement),
 # for both sides. Under load the best iteration is luck, so the RNN row is
@@ -255,12 +267,15 @@ declare -A target=(
     [rnn_iter_ms]="(idle reference)"
     [fm_loaded_s]="<= 3 x idle, <= 1.0 x PyTorch"
     [rnn_loaded_ms]="<= 3 x idle, <= 1.0 x PyTorch"
+    [hf_gpt2_load_s]="(PyTorch: transformers' from_pretrained)"
+    [hf_gpt2_fwd128_ms]="(PyTorch: transformers)"
+    [hf_gpt2_generate_tok_s]="(tokens/s; PyTorch: transformers' generate)"
 )
 for name in startup_ms op_overhead_us op_autograd_us matmul1024_gflops add16m_gbps fm_epoch_s conv2d_fb_ms \
             cnn_epoch_s cnn_epoch_compiled_s cnn_epoch_bf16_s sdpa4096_fb_ms sdpa4096_peak_mb sdpa8192_fb_ms \
             sdpa8192_peak_mb gpt_step_ms gpt_step_compiled_ms gpt_step_bf16_ms gpt_val_loss \
             rnn_iter_ms fm_loaded_s \
-            rnn_loaded_ms; do
+            rnn_loaded_ms hf_gpt2_load_s hf_gpt2_fwd128_ms hf_gpt2_generate_tok_s; do
     o=${ours[$name]:-n/a} t=${theirs[$name]:-n/a} r=n/a
     if [ "$o" != n/a ] && [ "$t" != n/a ]; then
         # ratio ember / pytorch (for times, < 1 is better; for rates, > 1 is better)

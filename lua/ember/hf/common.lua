@@ -180,10 +180,39 @@ function Cache:get_seq_length(layer)
   return k and k.shape[3] or 0
 end
 
+-- buf [B, H, cap, D] holding n tokens, grown to hold n + t (capacity doubled, so a token
+-- costs O(1) copies amortised), then x [B, H, t, D] written after them in place
+local function append(buf, n, x)
+  local t = x.shape[3]
+  if not buf or buf.shape[3] < n + t or buf.dtype ~= x.dtype or buf.device ~= x.device then
+    local cap = math.max(2 * (buf and buf.shape[3] or 0), n + t, 16)
+    local grown = ember.empty(x.shape[1], x.shape[2], cap, x.shape[4], {dtype = x.dtype, device = x.device})
+    if n > 0 then grown:narrow(3, 1, n):copy_(buf:narrow(3, 1, n)) end
+    buf = grown
+  end
+  buf:narrow(3, n + 1, t):copy_(x)
+  return buf
+end
+
 --- cache:update(k, v, layer) -> the layer's keys and values with k and v appended (dim 3).
+-- Without gradients (generation), k and v are written into buffers that grow in place; a
+-- cache used while recording concatenates, so gradients flow to every step's keys.
 function Cache:update(k, v, layer)
   local ok, ov = self.keys[layer], self.values[layer]
-  if ok then k, v = ember.cat({ok, k}, 3), ember.cat({ov, v}, 3) end
+  self._kbuf, self._vbuf = self._kbuf or {}, self._vbuf or {}
+  if ember.is_grad_enabled() and (k.requires_grad or v.requires_grad) then
+    if ok then k, v = ember.cat({ok, k}, 3), ember.cat({ov, v}, 3) end
+    self.keys[layer], self.values[layer] = k, v
+    self._kbuf[layer], self._vbuf[layer] = nil, nil
+    return k, v
+  end
+  local n = ok and ok.shape[3] or 0
+  -- the buffers, or (after a concatenating update) the cached tensors themselves
+  local kb = self._kbuf[layer] or (ok and ok:contiguous())
+  local vb = self._vbuf[layer] or (ov and ov:contiguous())
+  kb, vb = append(kb, n, k), append(vb, n, v)
+  self._kbuf[layer], self._vbuf[layer] = kb, vb
+  k, v = kb:narrow(3, 1, n + k.shape[3]), vb:narrow(3, 1, n + v.shape[3])
   self.keys[layer], self.values[layer] = k, v
   return k, v
 end

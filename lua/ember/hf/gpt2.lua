@@ -120,6 +120,10 @@ local function config(c)
   return cfg
 end
 
+--- model:generate(input_ids [, opts]) -> ids: text generation with a key/value cache
+-- (ember.hf.generate's header has the options)
+function LMHead:generate(...) return require("ember.hf.generate").generate(self, ...) end
+
 function M.build(c, ctx)
   local cfg = config(c)
   if c.add_cross_attention then

@@ -222,6 +222,10 @@ local function config(c, ctx)
   return cfg
 end
 
+--- model:generate(input_ids [, opts]) -> ids: text generation with a key/value cache
+-- (ember.hf.generate's header has the options)
+function ForCausalLM:generate(...) return require("ember.hf.generate").generate(self, ...) end
+
 function M.build(c, ctx)
   return ForCausalLM(config(c, ctx), ctx)
 end
