@@ -4,16 +4,18 @@
  * these; each call is one backend `optim` kernel (engine/backend.h), and the
  * multi-tensor forms at the end one `optim_multi` call per device and dtype.
  *
- * Both functions follow torch.optim's single-tensor updates (1.13/2.x):
+ * Both functions follow torch.optim 2.x's single-tensor updates, rounding
+ * where PyTorch's CPU kernels round: fma(a, b, c) marks a multiply-add they
+ * fuse (add with alpha, addcmul, lerp), rounded once.
  *
- *   SGD:   d = g + wd*p                      (g negated first when maximize)
- *          buf = first_step ? d : momentum*buf + (1-dampening)*d   (momentum != 0)
- *          d = nesterov ? d + momentum*buf : buf                    (momentum != 0)
- *          p -= lr*d
- *   Adam:  decoupled (AdamW): p *= 1 - lr*wd;  otherwise (L2): g += wd*p
- *          m = beta1*m + (1-beta1)*g
- *          v = beta2*v + (1-beta2)*g*g
- *          p -= (lr/bc1) * m / (sqrt(v)/sqrt(bc2) + eps)
+ *   SGD:   d = fma(wd, p, g)                 (g negated first when maximize)
+ *          buf = first_step ? d : fma(1-dampening, d, momentum*buf)  (momentum != 0)
+ *          d = nesterov ? fma(momentum, buf, d) : buf                 (momentum != 0)
+ *          p = fma(-lr, d, p)
+ *   Adam:  decoupled (AdamW): p *= 1 - lr*wd;  otherwise (L2): g = fma(wd, p, g)
+ *          m = lerp(m, g, w = 1-beta1): fma(w, g-m, m) if w < 0.5, else fma(w-1, g-m, g)
+ *          v = fma((1-beta2)*g, g, beta2*v)
+ *          p += (-lr/bc1) * m / (sqrt(v)/sqrt(bc2) + eps)
  *          with bc1 = 1 - beta1^step, bc2 = 1 - beta2^step (step counts from 1)
  *
  * p and the state tensors must share one shape, dtype (float32 or float64;

@@ -7,7 +7,9 @@
  * float32), and the per-element arithmetic uses the _rn intrinsics in the
  * CPU's order of operations. The intrinsics matter: nvcc would otherwise fuse
  * a*b + c into one FMA, which rounds once where the CPU (built without
- * contraction, -std=c11) rounds twice.
+ * contraction, -std=c11) rounds twice. Where the CPU calls fma() (PyTorch's
+ * add with alpha, addcmul and lerp, fused on its CPUs), op_fma is the fused
+ * one-rounding operation here too.
  *
  * The switches (weight decay, momentum buffer, first step, nesterov, L2) are
  * template parameters, so every variant is its own branch-free kernel. When
@@ -29,6 +31,14 @@ __device__ __forceinline__ double op_sub(double a, double b) { return __dsub_rn(
 __device__ __forceinline__ double op_mul(double a, double b) { return __dmul_rn(a, b); }
 __device__ __forceinline__ double op_div(double a, double b) { return __ddiv_rn(a, b); }
 __device__ __forceinline__ double op_sqrt(double a) { return __dsqrt_rn(a); }
+#ifdef EMBER_CUDA_EMU
+/* the emulator's host compiler: the C library's correctly rounded fma */
+__device__ __forceinline__ float op_fma(float a, float b, float c) { return fmaf(a, b, c); }
+__device__ __forceinline__ double op_fma(double a, double b, double c) { return fma(a, b, c); }
+#else
+__device__ __forceinline__ float op_fma(float a, float b, float c) { return __fmaf_rn(a, b, c); }
+__device__ __forceinline__ double op_fma(double a, double b, double c) { return __fma_rn(a, b, c); }
+#endif
 
 /* W elements loaded or stored as one (16-byte when W * sizeof(T) == 16) access */
 template <typename T, int W> struct alignas(sizeof(T) * W) optim_pack {
@@ -48,12 +58,12 @@ __device__ __forceinline__ void sgd_update(T &p, T g, T &b, const sgd_coef<T> &c
                                            bool nest)
 {
     T d = op_mul(c.sign, g);
-    if (wd) d = op_add(d, op_mul(c.wd, p));
+    if (wd) d = op_fma(c.wd, p, d);
     if (buf) {
-        b = first ? d : op_add(op_mul(c.mom, b), op_mul(c.keep, d));
-        d = nest ? op_add(d, op_mul(c.mom, b)) : b;
+        b = first ? d : op_fma(c.keep, d, op_mul(c.mom, b));
+        d = nest ? op_fma(c.mom, b, d) : b;
     }
-    p = op_sub(p, op_mul(c.lr, d));
+    p = op_fma(-c.lr, d, p);
 }
 
 template <typename T, bool WD, bool BUF, bool FIRST, bool NEST>
@@ -110,8 +120,10 @@ static void sgd_pick_wd(T *p, const T *g, T *buf, int64_t n, const sgd_coef<T> &
 
 /* ---- Adam / AdamW --------------------------------------------------------------------- */
 
+/* lw, base_g: exp_avg.lerp_(grad, w = 1 - beta1) as the CPU computes it (engine/cpu/optim_float.inc) */
 template <typename T> struct adam_coef {
-    T sign, l2, decay, b1, c1, b2, c2, bc2s, eps, nss;
+    T sign, l2, decay, lw, b2, c2, bc2s, eps, nss;
+    bool base_g;
 };
 
 template <typename T>
@@ -119,10 +131,10 @@ __device__ __forceinline__ void adam_update(T &p, T g, T &m, T &v, const adam_co
 {
     T gi = op_mul(c.sign, g);
     T pi = p;
-    if (l2) gi = op_add(gi, op_mul(c.l2, pi));
+    if (l2) gi = op_fma(c.l2, pi, gi);
     pi = op_mul(pi, c.decay);
-    T mi = op_add(op_mul(c.b1, m), op_mul(c.c1, gi));
-    T vi = op_add(op_mul(c.b2, v), op_mul(op_mul(c.c2, gi), gi));
+    T mi = op_fma(c.lw, op_sub(gi, m), c.base_g ? gi : m);
+    T vi = op_fma(op_mul(c.c2, gi), gi, op_mul(c.b2, v));
     m = mi;
     v = vi;
     T denom = op_add(op_div(op_sqrt(vi), c.bc2s), c.eps);
@@ -224,8 +236,9 @@ template <typename T> static adam_coef<T> adam_coef_of(const double *h)
     c.sign = h[8] != 0 ? T(-1) : T(1);
     c.l2 = (T)(decoupled ? 0 : wd);
     c.decay = (T)(decoupled ? 1 - lr * wd : 1);
-    c.b1 = (T)h[1];
-    c.c1 = (T)(1 - h[1]);
+    T w = (T)(1 - h[1]);
+    c.base_g = !(fabs(w) < T(0.5));
+    c.lw = c.base_g ? T(w - T(1)) : w;
     c.b2 = (T)h[2];
     c.c2 = (T)(1 - h[2]);
     c.bc2s = (T)sqrt(h[7]);
