@@ -121,6 +121,26 @@ end
 local Optimizer = {}
 Optimizer.__index = Optimizer
 Optimizer._optional = {}      -- options a class stores without a default (SGD's foreach, ...)
+Optimizer._scalar_state = {}  -- state entries other than step that are numbers (NAdam's mu_product)
+
+-- PyTorch 2.x options ember does not implement, with the reason. PyTorch's default
+-- (false) is accepted and dropped, so ported code that spells it out runs; any other
+-- value is refused naming the option, never ignored.
+local NOT_DIFFERENTIABLE = "ember's optimizer steps run under no_grad and record no autograd graph"
+local UNSUPPORTED = {
+  differentiable = NOT_DIFFERENTIABLE,
+  capturable = "capturable steps are implemented for Adam and AdamW only",
+}
+Optimizer._unsupported = UNSUPPORTED
+
+-- True when option k is one of the class's unsupported ones and v is its off value (the
+-- caller drops it); an error naming it when v turns it on.
+local function unsupported(cls, where, k, v)
+  local why = cls._unsupported[k]
+  if why == nil then return false end
+  if v == false or v == nil then return true end
+  fail("%s: %s = %s is not supported (%s)", where, tostring(k), tostring(v), why)
+end
 
 local function is_group(x)
   return type(x) == "table" and not ember.is_tensor(x) and x.params ~= nil
@@ -154,7 +174,7 @@ function Optimizer:add_param_group(group)
   end
   local g = {}
   for k, v in pairs(group) do
-    if k ~= "params" then
+    if k ~= "params" and not unsupported(self, name, k, v) then
       if self.defaults[k] == nil and not self._ignored[k] and not self._optional[k] then
         fail("%s: unknown option '%s'", name, tostring(k))
       end
@@ -201,6 +221,7 @@ local POSITIONAL = {
   NAdam = {"lr", "betas", "eps", "weight_decay", "momentum_decay", "decoupled_weight_decay"},
   RAdam = {"lr", "betas", "eps", "weight_decay", "decoupled_weight_decay"},
   Adadelta = {"lr", "rho", "eps", "weight_decay", "foreach"},
+  ASGD = {"lr", "lambd", "alpha", "t0", "weight_decay", "foreach", "maximize", "differentiable", "capturable"},
   Rprop = {"lr", "etas", "step_sizes"},
   LBFGS = {"lr", "max_iter", "max_eval", "tolerance_grad", "tolerance_change", "history_size", "line_search_fn"},
 }
@@ -211,7 +232,7 @@ local function hyperparameters(cls, ...)
   local names, seen = {}, {}
   for _, k in ipairs(POSITIONAL[cls._name] or {}) do names[#names + 1] = k; seen[k] = true end
   names[#names + 1] = "*"
-  for _, set in ipairs{cls._defaults, cls._ignored, cls._optional} do
+  for _, set in ipairs{cls._defaults, cls._ignored, cls._optional, cls._unsupported} do
     for k in pairs(set) do if not seen[k] then names[#names + 1] = k; seen[k] = true end end
   end
   return require("ember.args").options(cls._name, names, ...)
@@ -224,10 +245,12 @@ local function construct(cls, params, ...)
   local self = setmetatable({param_groups = {}, state = {}, defaults = {}}, cls)
   for k, v in pairs(cls._defaults) do self.defaults[k] = copy_value(v) end
   for k, v in pairs(opts) do
-    if cls._defaults[k] == nil and not cls._ignored[k] and not cls._optional[k] then
-      fail("%s: unknown option '%s'", name, tostring(k))
+    if not unsupported(cls, name, k, v) then
+      if cls._defaults[k] == nil and not cls._ignored[k] and not cls._optional[k] then
+        fail("%s: unknown option '%s'", name, tostring(k))
+      end
+      if cls._defaults[k] ~= nil or cls._optional[k] then self.defaults[k] = copy_value(v) end
     end
-    if cls._defaults[k] ~= nil or cls._optional[k] then self.defaults[k] = copy_value(v) end
   end
   local groups
   if type(params) == "table" and not ember.is_tensor(params) and is_group(params[1]) then
@@ -256,6 +279,8 @@ local function class(name, defaults, ignored, check_group, step_param)
   cls._check_group = function(_, g, where) check_group(g, where) end
   cls._step_param = step_param
   cls._optional = {}
+  cls._unsupported = UNSUPPORTED
+  cls._scalar_state = {}
   cls.__tostring = Optimizer.__tostring
   return cls
 end
@@ -374,7 +399,8 @@ function Optimizer:load_state_dict(sd)
     local s = {}
     for k, v in pairs(st) do
       if ember.is_tensor(v) then
-        if k == "step" then
+        if k == "step" or (self._scalar_state[k] and v.ndim == 0) then
+          -- PyTorch keeps these as 0-d tensors, ember as numbers
           s[k] = math.tointeger(v:item()) or v:item()
         else
           local same = #v.shape == #p.shape
@@ -394,11 +420,17 @@ function Optimizer:load_state_dict(sd)
   local new_groups = {}
   for gi, group in ipairs(self.param_groups) do
     local g = {}
+    local where = string.format("%s (saved group %d)", name, gi)
     for k, v in pairs(saved[gi]) do
-      if k ~= "params" then g[k] = copy_value(v) end
+      if k ~= "params" and not unsupported(self, where, k, v) then g[k] = copy_value(v) end
+    end
+    -- an option whose default is false (ember's spelling of PyTorch's None, as LBFGS's
+    -- line_search_fn) is absent from a PyTorch dict that holds None
+    for k, v in pairs(self.defaults) do
+      if g[k] == nil and v == false then g[k] = false end
     end
     g.params = group.params
-    local ok, err = pcall(self._check_group, self, g, string.format("%s (saved group %d)", name, gi))
+    local ok, err = pcall(self._check_group, self, g, where)
     if not ok then
       -- a dict that does not name its optimizer (PyTorch's): the likely cause
       error(string.format("%s (was the state saved by another optimizer than %s?)", err, self._name), 0)
@@ -580,6 +612,7 @@ local function check_adam(g, where)
   check_boolean(where, "amsgrad", g.amsgrad)
   check_foreach(g, where)
   check_boolean(where, "capturable", g.capturable)
+  if g.decoupled_weight_decay ~= nil then check_boolean(where, "decoupled_weight_decay", g.decoupled_weight_decay) end
   if g.capturable and g.amsgrad then fail("%s: capturable = true does not cover amsgrad", where) end
   if tensor_lr then check_tensor_lr(g, where) end
 end
@@ -593,7 +626,11 @@ local function zero_state(st, p, ...)
   return true
 end
 
-local helpers = {class = class, construct = construct, check_number = check_number,
+-- AdamW's weight decay, or Adam's with decoupled_weight_decay = true (PyTorch 2.x's Adam
+-- option; AdamW's own groups carry it too when PyTorch saved them)
+local function decoupled(self, g) return self._decoupled or g.decoupled_weight_decay == true end
+
+local helpers = {decoupled = decoupled, class = class, construct = construct, check_number = check_number,
                  check_boolean = check_boolean, fail = fail, IGNORED = IGNORED,
                  tensor_list = tensor_list, Optimizer = Optimizer,
                  check_adam_family = check_adam_family, zero_state = zero_state}
@@ -610,7 +647,7 @@ local function adam_param(self, p, grad, st, g)
   zero_state(st, p, "exp_avg", "exp_avg_sq")
   local step = st.step + 1
   ember._adam_step_(p, grad, st.exp_avg, st.exp_avg_sq, g.lr, g.betas[1], g.betas[2], g.eps,
-                    g.weight_decay, self._decoupled, step, g.maximize)
+                    g.weight_decay, helpers.decoupled(self, g), step, g.maximize)
   st.step = step
 end
 
@@ -626,16 +663,17 @@ local function adam_group(self, g)
     ms[i], vs[i], steps[i] = st.exp_avg, st.exp_avg_sq, st.step + 1
   end
   ember._adam_multi_step_(ps, gs, ms, vs, steps, g.lr, g.betas[1], g.betas[2], g.eps, g.weight_decay,
-                          self._decoupled, g.maximize)
+                          helpers.decoupled(self, g), g.maximize)
   for i, st in ipairs(sts) do st.step = steps[i] end
   return true
 end
 
 --- optim.Adam(params, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8,
 ---                     weight_decay = 0 (L2, added to the gradient), amsgrad = false, maximize = false,
----                     foreach = nil, fused = nil})
+---                     foreach = nil, fused = nil, decoupled_weight_decay = false (true: AdamW's decay)})
 M.Adam = class("Adam", {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0,
-                        amsgrad = false, maximize = false, capturable = false}, {}, check_adam, adam_param)
+                        amsgrad = false, maximize = false, capturable = false, decoupled_weight_decay = false},
+               {}, check_adam, adam_param)
 M.Adam._decoupled = false
 
 --- optim.AdamW(params, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8,
@@ -644,8 +682,17 @@ M.Adam._decoupled = false
 M.AdamW = class("AdamW", {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 1e-2,
                           amsgrad = false, maximize = false, capturable = false}, {}, check_adam, adam_param)
 M.AdamW._decoupled = true
+M.AdamW._check_group = function(_, g, where)
+  check_adam(g, where)
+  if g.decoupled_weight_decay == false then
+    fail("%s: decoupled_weight_decay = false is Adam's weight decay, not AdamW's (use optim.Adam)", where)
+  end
+end
+-- AdamW's own groups may carry decoupled_weight_decay (PyTorch's AdamW saves it, true)
+M.AdamW._optional = {foreach = true, fused = true, decoupled_weight_decay = true}
+M.Adam._optional = FOREACH
 for _, cls in ipairs({M.Adam, M.AdamW}) do
-  cls._optional = FOREACH
+  cls._unsupported = {differentiable = NOT_DIFFERENTIABLE}
   cls._step_group = adam_group
   cls._half = true
 end

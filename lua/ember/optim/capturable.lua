@@ -46,7 +46,7 @@ return function(_, H)
     end
     local b1, b2 = g.betas[1], g.betas[2]
     if g.maximize then grad = -grad end
-    if self._decoupled then
+    if H.decoupled(self, g) then
       if g.weight_decay ~= 0 then p:mul_(1 - g.lr * g.weight_decay) end
     elseif g.weight_decay ~= 0 then
       grad = grad + p * g.weight_decay

@@ -38,8 +38,9 @@ local function copy_list(t)
 end
 
 -- The strong Wolfe line search (PyTorch's _strong_wolfe, from minFunc).
-local function strong_wolfe(obj, x, t, d, f, g, gtd)
-  local c1, c2, tolerance_change, max_ls = 1e-4, 0.9, 1e-9, 25
+-- max_ls: PyTorch 2.x passes the evaluations max_eval leaves (max_eval - evaluations so far)
+local function strong_wolfe(obj, x, t, d, f, g, gtd, max_ls)
+  local c1, c2, tolerance_change = 1e-4, 0.9, 1e-9
   local d_norm = d:abs():max():item()
   g = g:clone()
   local f_new, g_new = obj(x, t, d)
@@ -135,14 +136,17 @@ return function(M, H)
     if g.line_search_fn ~= false and g.line_search_fn ~= "strong_wolfe" then
       fail("%s: line_search_fn must be nil or \"strong_wolfe\", got %s", where, tostring(g.line_search_fn))
     end
+    H.check_boolean(where, "maximize", g.maximize)
   end
 
   local LBFGS = class("LBFGS", {lr = 1, max_iter = 20, max_eval = false, tolerance_grad = 1e-7,
-                                tolerance_change = 1e-9, history_size = 100, line_search_fn = false},
+                                tolerance_change = 1e-9, history_size = 100, line_search_fn = false,
+                                maximize = false},
                       {}, check_lbfgs, nil)
 
   --- optim.LBFGS(params, {lr = 1, max_iter = 20, max_eval = max_iter*5//4, tolerance_grad = 1e-7,
-  ---                      tolerance_change = 1e-9, history_size = 100, line_search_fn = nil | "strong_wolfe"})
+  ---                      tolerance_change = 1e-9, history_size = 100, line_search_fn = nil | "strong_wolfe",
+  ---                      maximize = false})
   getmetatable(LBFGS).__call = function(cls, params, ...)
     local ok, self = pcall(H.construct, cls, params, ...)
     if not ok then error(self, 2) end
@@ -152,13 +156,16 @@ return function(M, H)
     return self
   end
 
-  local function gather_flat_grad(params)
+  -- maximize: the search runs on the negated loss and gradients, as PyTorch 2.x's
+  local function gather_flat_grad(params, maximize)
     local views = {}
     for i, p in ipairs(params) do
       local g = p.grad
       views[i] = g ~= nil and g:reshape(-1) or ember.zeros(p:numel(), {dtype = p.dtype, device = p.device})
     end
-    return #views == 1 and views[1]:clone() or ember.cat(views, 1)
+    local flat_grad = #views == 1 and views[1]:clone() or ember.cat(views, 1)
+    if maximize then flat_grad:neg_() end
+    return flat_grad
   end
 
   local function add_grad(params, step, update)
@@ -181,11 +188,14 @@ return function(M, H)
     local group = self.param_groups[1]
     self:_check_group(group, "LBFGS (group 1)")
     local params = group.params
+    local maximize = group.maximize
+    -- the closure's loss as it returned it, and as a number (negated for maximize)
     local function eval()
       local l = ember.enable_grad(closure)
-      if ember.is_tensor(l) then return l, l:item() end
-      if type(l) ~= "number" then fail("LBFGS: step: the closure returned a %s, not the loss", type(l)) end
-      return l, l
+      local v = l
+      if ember.is_tensor(l) then v = l:item()
+      elseif type(l) ~= "number" then fail("LBFGS: step: the closure returned a %s, not the loss", type(l)) end
+      return l, maximize and -v or v
     end
     local _ <close> = ember.no_grad()
     local lr, max_iter, max_eval = group.lr, group.max_iter, group.max_eval
@@ -199,7 +209,7 @@ return function(M, H)
     local orig_loss, loss = eval()
     local current_evals = 1
     state.func_evals = state.func_evals + 1
-    local flat_grad = gather_flat_grad(params)
+    local flat_grad = gather_flat_grad(params, maximize)
     if flat_grad:abs():max():item() <= tolerance_grad then return orig_loss end
 
     local d, t = state.d, state.t
@@ -256,11 +266,12 @@ return function(M, H)
         local function obj(x, step, dir)
           add_grad(params, step, dir)
           local _, l = eval()
-          local fg = gather_flat_grad(params)
+          local fg = gather_flat_grad(params, maximize)
           for i, p in ipairs(params) do p:copy_(x[i]) end
           return l, fg
         end
-        loss, flat_grad, t, ls_func_evals = strong_wolfe(obj, x_init, t, d, loss, flat_grad, gtd)
+        loss, flat_grad, t, ls_func_evals = strong_wolfe(obj, x_init, t, d, loss, flat_grad, gtd,
+                                                         max_eval - current_evals)
         add_grad(params, t, d)
         opt_cond = flat_grad:abs():max():item() <= tolerance_grad
       else
@@ -268,7 +279,7 @@ return function(M, H)
         if n_iter ~= max_iter then
           local _, l = eval()
           loss = l
-          flat_grad = gather_flat_grad(params)
+          flat_grad = gather_flat_grad(params, maximize)
           opt_cond = flat_grad:abs():max():item() <= tolerance_grad
           ls_func_evals = 1
         end
@@ -305,7 +316,10 @@ return function(M, H)
     if type(sd) ~= "table" or type(sd.param_groups) ~= "table" then
       fail("%s: expected a table {state = ..., param_groups = ...}", name)
     end
-    local st = (sd.state or {})[1]
+    -- the state is the first parameter's, numbered as the dict numbers it (from 0 in PyTorch's)
+    local g1 = sd.param_groups[1]
+    local first = type(g1) == "table" and type(g1.params) == "table" and g1.params[1] or 1
+    local st = (sd.state or {})[first]
     local rest = {state = {}, param_groups = sd.param_groups, class = sd.class}
     local ok, err = pcall(H.Optimizer.load_state_dict, self, rest)
     if not ok then error(err, 2) end
@@ -331,6 +345,12 @@ return function(M, H)
         elseif LIST_STATE[k] then
           lists[k] = lists[k] or {}
           for j, x in ipairs(v) do lists[k][j] = x end
+        elseif k == "al" then
+          -- PyTorch's scratch list for the two-loop recursion; ember recomputes it
+        elseif k == "ro" and type(v) == "table" then
+          -- PyTorch's entries are 0-d tensors (1 / y.s), ember's numbers
+          new[k] = {}
+          for j, x in ipairs(v) do new[k][j] = ember.is_tensor(x) and x:item() or x end
         elseif k == "d" or k == "prev_flat_grad" then
           new[k] = vec(v, k)
         elseif ember.is_tensor(v) then

@@ -1,5 +1,5 @@
 -- ember.optim.optimizers — the optimizers without a fused engine step:
--- RMSprop, Adagrad, Adamax, NAdam, RAdam, Adadelta, Rprop, and Adam/AdamW
+-- RMSprop, Adagrad, Adamax, NAdam, RAdam, Adadelta, ASGD, Rprop, and Adam/AdamW
 -- with amsgrad. Loaded by ember.optim, which passes its class builder and
 -- checks (install(M, H)).
 --
@@ -59,7 +59,7 @@ return function(M, H)
     if st.max_exp_avg_sq == nil then st.max_exp_avg_sq = ember.zeros_like(p) end
     local b1, b2 = g.betas[1], g.betas[2]
     if g.maximize then grad = -grad end
-    if self._decoupled then
+    if H.decoupled(self, g) then
       p:mul_(1 - g.lr * g.weight_decay)
     elseif g.weight_decay ~= 0 then
       grad = grad + p * g.weight_decay
@@ -115,7 +115,7 @@ return function(M, H)
   ---                        momentum = 0, centered = false, maximize = false})
   M.RMSprop = class("RMSprop", {lr = 1e-2, alpha = 0.99, eps = 1e-8, weight_decay = 0, momentum = 0,
                                 centered = false, maximize = false},
-                    {foreach = true, differentiable = true}, check_rmsprop, rmsprop_param)
+                    {foreach = true}, check_rmsprop, rmsprop_param)
 
   -------------------------------------------------------------------------
   -- Adagrad
@@ -208,6 +208,7 @@ return function(M, H)
   M.NAdam = class("NAdam", {lr = 2e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0,
                             momentum_decay = 4e-3, decoupled_weight_decay = false, maximize = false},
                   IGNORED, check_nadam, nadam_param)
+  M.NAdam._scalar_state = {mu_product = true}
 
   -------------------------------------------------------------------------
   -- RAdam
@@ -271,6 +272,46 @@ return function(M, H)
   --- optim.Adadelta(params, {lr = 1.0, rho = 0.9, eps = 1e-6, weight_decay = 0, maximize = false})
   M.Adadelta = class("Adadelta", {lr = 1.0, rho = 0.9, eps = 1e-6, weight_decay = 0, maximize = false},
                      IGNORED, check_adadelta, adadelta_param)
+
+  -------------------------------------------------------------------------
+  -- ASGD (averaged SGD). PyTorch keeps eta and mu in float32 0-d tensors (its default
+  -- dtype's) and steps with their rounded values; ember keeps them as numbers rounded
+  -- the same way, so float64 trajectories agree to the last bits.
+
+  local function check_asgd(g, where)
+    check_lr(g, where)
+    check_number(where, "lambd", g.lambd)
+    check_number(where, "alpha", g.alpha)
+    check_number(where, "t0", g.t0)
+    check_number(where, "weight_decay", g.weight_decay, 0)
+    check_boolean(where, "maximize", g.maximize)
+  end
+
+  local function asgd_param(_, p, grad, st, g)
+    if st.ax == nil then
+      st.step, st.eta, st.mu = 0, f32(g.lr), 1.0
+      st.ax = ember.zeros_like(p)
+    end
+    local step = st.step + 1
+    st.step = step
+    grad = effective_grad(p, grad, g)
+    local eta = st.eta
+    p:mul_(1 - g.lambd * eta)
+    p:add_(grad, {alpha = -eta})
+    if st.mu ~= 1 then
+      st.ax:add_((p - st.ax):mul_(st.mu))
+    else
+      st.ax:copy_(p)
+    end
+    st.eta = f32(g.lr / ((1 + g.lambd * g.lr * step) ^ g.alpha))
+    st.mu = f32(1 / math.max(1, step - g.t0))
+  end
+
+  --- optim.ASGD(params, {lr = 1e-2, lambd = 1e-4, alpha = 0.75, t0 = 1e6, weight_decay = 0,
+  ---                     maximize = false})
+  M.ASGD = class("ASGD", {lr = 1e-2, lambd = 1e-4, alpha = 0.75, t0 = 1e6, weight_decay = 0, maximize = false},
+                 IGNORED, check_asgd, asgd_param)
+  M.ASGD._scalar_state = {eta = true, mu = true}
 
   -------------------------------------------------------------------------
   -- Rprop (no weight_decay in PyTorch)
