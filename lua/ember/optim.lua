@@ -584,6 +584,7 @@ end
 M.SGD = class("SGD", {lr = 1e-3, momentum = 0, dampening = 0, weight_decay = 0,
                       nesterov = false, maximize = false}, {}, check_sgd, sgd_param)
 M.SGD._optional = FOREACH
+M.SGD._unsupported = {differentiable = NOT_DIFFERENTIABLE}      -- PyTorch's SGD has no capturable
 M.SGD._step_group = sgd_group
 M.SGD._half = true
 
@@ -630,7 +631,7 @@ end
 -- option; AdamW's own groups carry it too when PyTorch saved them)
 local function decoupled(self, g) return self._decoupled or g.decoupled_weight_decay == true end
 
-local helpers = {decoupled = decoupled, class = class, construct = construct, check_number = check_number,
+local helpers = {decoupled = decoupled, NOT_DIFFERENTIABLE = NOT_DIFFERENTIABLE, class = class, construct = construct, check_number = check_number,
                  check_boolean = check_boolean, fail = fail, IGNORED = IGNORED,
                  tensor_list = tensor_list, Optimizer = Optimizer,
                  check_adam_family = check_adam_family, zero_state = zero_state}

@@ -143,6 +143,7 @@ return function(M, H)
                                 tolerance_change = 1e-9, history_size = 100, line_search_fn = false,
                                 maximize = false},
                       {}, check_lbfgs, nil)
+  LBFGS._unsupported = {}     -- PyTorch's LBFGS has neither differentiable nor capturable
 
   --- optim.LBFGS(params, {lr = 1, max_iter = 20, max_eval = max_iter*5//4, tolerance_grad = 1e-7,
   ---                      tolerance_change = 1e-9, history_size = 100, line_search_fn = nil | "strong_wolfe",
