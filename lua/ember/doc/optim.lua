@@ -7,7 +7,7 @@ return {
     doc = [=[
 Optimizers with torch.optim's semantics and state layout:
   optim.SGD, optim.Adam, optim.AdamW   classes: optim.Name(params, {options})
-  optim.RMSprop, Adagrad, Adamax, NAdam, RAdam, Adadelta, Rprop, LBFGS   likewise
+  optim.RMSprop, Adagrad, Adamax, NAdam, RAdam, Adadelta, ASGD, Rprop, LBFGS   likewise
   optim.Optimizer                       their base class: step, zero_grad, state_dict, ...
   optim.clip_grad_norm_                 gradient clipping by total norm
   optim.lr_scheduler                    StepLR, CosineAnnealingLR, LinearLR, LambdaLR,
@@ -23,7 +23,9 @@ engine op per device and dtype (one kernel launch on CUDA, as PyTorch's foreach/
 optimizers); with foreach = false each parameter is its own fused op, with the same
 results bit for bit. They also update float16 and bfloat16 parameters (state in the
 parameter's dtype, arithmetic in float32). The others (and amsgrad) compose in-place
-tensor ops. All run on the parameter's device.]=],
+tensor ops. All run on the parameter's device. A PyTorch option ember does not implement
+(differentiable; capturable outside Adam and AdamW) is accepted only as false, PyTorch's
+default; true is an error naming it, as is an unknown or misspelt option.]=],
     example = [=[
 local nn, optim = ember.nn, ember.optim
 local model = nn.Linear(3, 1)
@@ -79,10 +81,12 @@ print(w)   -- [0.8, -1.6]]=],
     name = "ember.optim.Adam",
     sig = "optim.Adam(params [, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8,\n"
        .. "                     weight_decay = 0, amsgrad = false, maximize = false,\n"
-       .. "                     foreach = nil, fused = nil, capturable = false}]) -> optimizer",
+       .. "                     foreach = nil, fused = nil, capturable = false,\n"
+       .. "                     decoupled_weight_decay = false}]) -> optimizer",
     doc = [=[
-Adam with bias correction. weight_decay is the L2 form (added to the gradient); for
-decoupled weight decay use AdamW. betas is a list of two numbers in [0, 1).
+Adam with bias correction. weight_decay is the L2 form (added to the gradient);
+decoupled_weight_decay = true (PyTorch 2.x's option) makes it AdamW's decoupled decay.
+betas is a list of two numbers in [0, 1).
 foreach and fused as for SGD: by default a group is one multi-tensor step per device and
 dtype (as PyTorch's fused Adam: exp_avg and exp_avg_sq in the parameter's dtype, float16
 and bfloat16 computing in float32); foreach = false steps each parameter alone, with the

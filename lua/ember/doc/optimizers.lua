@@ -25,7 +25,7 @@ return {
 RMSprop: square_avg = alpha*square_avg + (1-alpha)*g^2; the step divides g by
 sqrt(square_avg) + eps (centered: by sqrt(square_avg - grad_avg^2) + eps), through a
 momentum buffer when momentum > 0. State: step, square_avg, momentum_buffer, grad_avg.
-Matches torch.optim.RMSprop 1.13 step for step.
+Matches torch.optim.RMSprop 2.x step for step.
 Updates are composed from in-place tensor ops, so they run on any device.]=],
     example = three_steps("optim.RMSprop({w}, {lr = 0.01, momentum = 0.9, centered = true})"),
   },
@@ -53,9 +53,11 @@ Updates are composed from in-place tensor ops, so they run on any device.]=],
   {
     name = "ember.optim.NAdam",
     sig = [=[optim.NAdam(params [, {lr = 2e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0,
-                      momentum_decay = 4e-3}]) -> optimizer]=],
+                      momentum_decay = 4e-3, decoupled_weight_decay = false,
+                      maximize = false}]) -> optimizer]=],
     doc = [=[
-Adam with Nesterov momentum (PyTorch 1.13's NAdam: no maximize option). The momentum
+Adam with Nesterov momentum (PyTorch 2.x's NAdam; decoupled_weight_decay = true scales p
+by 1 - lr*weight_decay instead of adding the L2 term to the gradient). The momentum
 schedule mu_t = beta1*(1 - 0.5*0.96^(t*momentum_decay)); state: step, mu_product (kept
 rounded to float32 as PyTorch's 0-d float32 tensor), exp_avg, exp_avg_sq.
 Updates are composed from in-place tensor ops, so they run on any device.]=],
@@ -63,10 +65,12 @@ Updates are composed from in-place tensor ops, so they run on any device.]=],
   },
   {
     name = "ember.optim.RAdam",
-    sig = [=[optim.RAdam(params [, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0}]) -> optimizer]=],
+    sig = [=[optim.RAdam(params [, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0,
+                      decoupled_weight_decay = false, maximize = false}]) -> optimizer]=],
     doc = [=[
 Rectified Adam: plain momentum steps while the variance estimate is unreliable
-(rho_t <= 5), rectified adaptive steps after. State: step, exp_avg, exp_avg_sq.
+(rho_t <= 5), rectified adaptive steps after. decoupled_weight_decay as NAdam's.
+State: step, exp_avg, exp_avg_sq.
 Updates are composed from in-place tensor ops, so they run on any device.]=],
     example = three_steps("optim.RAdam({w}, {lr = 0.1})"),
   },
@@ -79,6 +83,17 @@ Adadelta: delta = sqrt(acc_delta + eps) / sqrt(square_avg + eps) * g, running av
 with rho (in [0, 1]); p -= lr * delta. State: step, square_avg, acc_delta.
 Updates are composed from in-place tensor ops, so they run on any device.]=],
     example = three_steps("optim.Adadelta({w}, {rho = 0.8})"),
+  },
+  {
+    name = "ember.optim.ASGD",
+    sig = [=[optim.ASGD(params [, {lr = 1e-2, lambd = 1e-4, alpha = 0.75, t0 = 1e6, weight_decay = 0,
+                     maximize = false}]) -> optimizer]=],
+    doc = [=[
+Averaged SGD: p *= 1 - lambd*eta, then p -= eta*g; ax, the running average of p, starts
+averaging after t0 steps (mu = 1/max(1, step - t0)); eta = lr/(1 + lambd*lr*step)^alpha.
+State: step, eta, mu (numbers, rounded to float32 as PyTorch's 0-d float32 tensors), ax.
+Updates are composed from in-place tensor ops, so they run on any device.]=],
+    example = three_steps("optim.ASGD({w}, {lr = 0.1, t0 = 1})"),
   },
   {
     name = "ember.optim.Rprop",
@@ -95,9 +110,12 @@ Updates are composed from in-place tensor ops, so they run on any device.]=],
   {
     name = "ember.optim.LBFGS",
     sig = [=[optim.LBFGS(params [, {lr = 1, max_iter = 20, max_eval = max_iter*5//4, tolerance_grad = 1e-7,
-                      tolerance_change = 1e-9, history_size = 100, line_search_fn = nil | "strong_wolfe"}]) -> optimizer]=],
+                      tolerance_change = 1e-9, history_size = 100, line_search_fn = nil | "strong_wolfe",
+                      maximize = false}]) -> optimizer]=],
     doc = [=[
-Limited-memory BFGS (torch.optim.LBFGS 1.13): opt:step(closure) runs up to max_iter
+Limited-memory BFGS (torch.optim.LBFGS 2.x: the line search stops within max_eval
+evaluations; maximize searches on the negated loss and gradients; a PyTorch state_dict
+loads): opt:step(closure) runs up to max_iter
 iterations; the closure zeroes the gradients, recomputes the loss, calls backward and
 returns the loss; step returns the closure's first loss. One parameter group only. All
 parameters are handled as one flat vector; scalars come back to the host every iteration.

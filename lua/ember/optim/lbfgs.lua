@@ -1,4 +1,4 @@
--- ember.optim.lbfgs — optim.LBFGS, torch.optim.LBFGS 1.13 step for step:
+-- ember.optim.lbfgs — optim.LBFGS, torch.optim.LBFGS 2.x step for step:
 -- the two-loop recursion over the last history_size (y, s) pairs, a fixed
 -- step (lr) or the strong Wolfe line search, all parameters as one flat
 -- vector. Scalars (dot products, the loss) come back to the host, as in

@@ -3,11 +3,14 @@
 -- with amsgrad. Loaded by ember.optim, which passes its class builder and
 -- checks (install(M, H)).
 --
--- Each update is torch.optim 1.13's single-tensor algorithm written with
+-- Each update is torch.optim 2.x's single-tensor algorithm written with
 -- tensor ops, in place and under no_grad (Optimizer:step), so it runs on
 -- whatever device the parameter lives. PyTorch's addcmul_/addcdiv_ compute
 -- self + (value*t1)*t2 and self + (value*t1)/t2; the helpers below keep
--- that order so float64 trajectories agree to the last bits.
+-- that order. PyTorch's CPU kernels fuse the final multiply-add (one
+-- rounding, as its add with alpha and lerp), ember's tensor ops round twice:
+-- float64 trajectories agree to about 1e-14 relative, not to the bit (the
+-- fused SGD/Adam engine steps do agree to the bit).
 --
 -- State names are PyTorch's so state dicts correspond; `step` is a Lua
 -- number (a 0-d tensor in PyTorch; load_state_dict takes either).
