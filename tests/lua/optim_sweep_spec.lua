@@ -69,8 +69,6 @@ local function within(what, got, want, tol)
   return true
 end
 
-local function rel(r, floor) return function(b) return r * math.max(math.abs(b), floor or 1e-300) end end
-
 -- The steps ember runs as one engine op (SGD; Adam and AdamW without amsgrad) do
 -- PyTorch's arithmetic operation for operation, fusing a multiply-add where PyTorch's
 -- CPU kernels do (add with alpha, addcmul, lerp): the same bits, float64 and float32.
@@ -78,18 +76,21 @@ local FUSED = {SGD = true, Adam = true, AdamW = true}
 local function fused(case) return FUSED[case.cls] and not case.opts.amsgrad end
 local EXACT = function() return 0 end
 
--- The others are composed of tensor ops, each rounding once; PyTorch fuses some of
--- them (one rounding where ember's composition has two). float64: within 1e-12
--- relative (most elements agree to the bit), with an absolute floor of 1e-15 for
--- elements that pass through zero (a cancellation's last bits).
-local TOL64 = function(b) return math.max(1e-12 * math.abs(b), 1e-15) end
+-- The others are composed of tensor ops, each rounding once; PyTorch's CPU kernels fuse
+-- the multiply-add inside addcmul, addcdiv, lerp and add with alpha (one rounding where
+-- ember's tensor ops have two). float64: within 1e-14 relative (most elements agree to
+-- the bit), 1e-15 absolute for an element that is a cancellation of larger ones (RMSprop's
+-- centered momentum buffer meets 4.4e-16).
+local TOL64 = function(b) return math.max(1e-14 * math.abs(b), 1e-15) end
 local function tol64(case) return fused(case) and EXACT or TOL64 end
 
--- float32: 8 steps of those extra roundings stay within 2^-17 relative (about 64
--- ulps), or 2^-20 absolute for elements near zero.
+-- float32: 8 steps of those extra roundings stay within 2^-20 relative (8 ulps), or
+-- 2^-22 absolute (2 ulps of the parameters, which are of order 1) for an element near
+-- zero (RMSprop with momentum meets 1.1e-7 at 0.0082; AMSGrad's exp_avg 10 ulps of a
+-- cancellation).
 local function tol32(case)
   if fused(case) then return EXACT end
-  return function(b) return math.max(2 ^ -17 * math.abs(b), 2 ^ -20) end
+  return function(b) return math.max(2 ^ -20 * math.abs(b), 2 ^ -22) end
 end
 
 -- a state value as plain numbers: 0-d tensors as numbers, others flattened, lists of them

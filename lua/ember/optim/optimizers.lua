@@ -69,7 +69,7 @@ return function(M, H)
     end
     local step = st.step + 1
     st.step = step
-    st.exp_avg:mul_(b1):add_(grad, {alpha = 1 - b1})
+    st.exp_avg:lerp_(grad, 1 - b1)
     addcmul_(st.exp_avg_sq:mul_(b2), grad, grad, 1 - b2)
     local bc1, bc2 = 1 - b1 ^ step, 1 - b2 ^ step
     st.max_exp_avg_sq:maximum_(st.exp_avg_sq)
@@ -100,7 +100,7 @@ return function(M, H)
     addcmul_(st.square_avg:mul_(alpha), grad, grad, 1 - alpha)
     local avg
     if g.centered then
-      st.grad_avg:mul_(alpha):add_(grad, {alpha = 1 - alpha})
+      st.grad_avg:lerp_(grad, 1 - alpha)
       avg = addcmul_(st.square_avg:clone(), st.grad_avg, st.grad_avg, -1):sqrt_()
     else
       avg = st.square_avg:sqrt()
@@ -166,7 +166,7 @@ return function(M, H)
     st.step = step
     local b1, b2 = g.betas[1], g.betas[2]
     grad = effective_grad(p, grad, g)
-    st.exp_avg:mul_(b1):add_(grad, {alpha = 1 - b1})
+    st.exp_avg:lerp_(grad, 1 - b1)
     st.exp_inf:mul_(b2):maximum_(grad:abs():add_(g.eps))
     addcdiv_(p, st.exp_avg, st.exp_inf, -(g.lr / (1 - b1 ^ step)))
   end
@@ -200,7 +200,7 @@ return function(M, H)
     st.mu_product = mu_product
     -- PyTorch 2.x: mu_product * mu_next in double (1.13 multiplied by mu a second time)
     local mu_product_next = mu_product * mu_next
-    st.exp_avg:mul_(b1):add_(grad, {alpha = 1 - b1})
+    st.exp_avg:lerp_(grad, 1 - b1)
     addcmul_(st.exp_avg_sq:mul_(b2), grad, grad, 1 - b2)
     local denom = (st.exp_avg_sq / bc2):sqrt_():add_(g.eps)
     addcdiv_(p, grad, denom, -g.lr * (1 - mu) / (1 - mu_product))
@@ -230,7 +230,7 @@ return function(M, H)
     local b1, b2 = g.betas[1], g.betas[2]
     local bc1, bc2 = 1 - b1 ^ step, 1 - b2 ^ step
     grad = effective_grad(p, grad, g)
-    st.exp_avg:mul_(b1):add_(grad, {alpha = 1 - b1})
+    st.exp_avg:lerp_(grad, 1 - b1)
     addcmul_(st.exp_avg_sq:mul_(b2), grad, grad, 1 - b2)
     local corrected = st.exp_avg / bc1
     local rho_inf = 2 / (1 - b2) - 1
