@@ -217,8 +217,11 @@ local function lbfgs_rows(ps) return {ps[1]:detach():reshape(-1):tolist(), ps[2]
 
 -- LBFGS's dot products and norms are reductions, whose summation order may differ from
 -- PyTorch's in the last bit, and the iterations feed them back (and into line-search
--- decisions): 1e-10 relative, 1e-13 absolute for values near zero.
+-- decisions). The parameters and losses agree within 1e-14 relative (1e-15 absolute);
+-- the state within 1e-10 relative, 1e-13 absolute for values near zero: the loosest is
+-- the history's ro = 1/(y.s) near convergence, where y.s cancels (6.8e-12 relative seen).
 local TOL_LBFGS = function(b) return math.max(1e-10 * math.abs(b), 1e-13) end
+local TRAJ_LBFGS = TOL64
 
 describe("LBFGS options match PyTorch 2.15 (float64)", function()
   local torch_sd = ember.load(H.FIXTURES .. "optim_sweep_sd.pt")
@@ -228,8 +231,8 @@ describe("LBFGS options match PyTorch 2.15 (float64)", function()
       local opt, closure = lbfgs_setup(case, ps)
       for s = 1, case.steps do
         local loss = opt:step(closure)
-        assert(within("step " .. s, lbfgs_rows(ps), case.traj64[s], TOL_LBFGS))
-        assert(within("loss at step " .. s, loss, case.loss[s], TOL_LBFGS))
+        assert(within("step " .. s, lbfgs_rows(ps), case.traj64[s], TRAJ_LBFGS))
+        assert(within("loss at step " .. s, loss, case.loss[s], TRAJ_LBFGS))
       end
       check_state(case.name, state_of(opt), case.state64, TOL_LBFGS)
     end)
@@ -243,7 +246,7 @@ describe("LBFGS options match PyTorch 2.15 (float64)", function()
       opt:load_state_dict(torch_sd[case.name])
       for s = FX.save_at + 1, case.steps do
         opt:step(closure)
-        assert(within("step " .. s, lbfgs_rows(ps), case.traj64[s], TOL_LBFGS))
+        assert(within("step " .. s, lbfgs_rows(ps), case.traj64[s], TRAJ_LBFGS))
       end
       check_state(case.name, state_of(opt), case.state64, TOL_LBFGS)
     end)
