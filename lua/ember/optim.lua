@@ -556,7 +556,9 @@ local function sgd_param(_, p, grad, st, g)
   if buf ~= nil then st.momentum_buffer = buf end
 end
 
-local IGNORED = {foreach = true, fused = true}
+-- foreach, which the composed optimizers take and drop (PyTorch's foreach and
+-- for-loop implementations compute the same update); Adagrad's fused likewise
+local IGNORED = {foreach = true}
 
 -- The whole group in one multi-tensor step; false when the group steps per parameter.
 local function sgd_group(self, g)

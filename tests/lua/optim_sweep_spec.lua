@@ -287,6 +287,9 @@ local UNSUPPORTED = {
 }
 
 local NO_CAPTURABLE = {SGD = true, Adagrad = true, LBFGS = true}
+-- PyTorch's fused is SGD's, Adam's, AdamW's and Adagrad's only
+local NO_FUSED = {RMSprop = true, Adadelta = true, Adamax = true, NAdam = true, RAdam = true, ASGD = true,
+                  Rprop = true, LBFGS = true}
 
 describe("optimizer options ember does not have", function()
   for cls, names in pairs(UNSUPPORTED) do
@@ -308,9 +311,11 @@ describe("optimizer options ember does not have", function()
         H.has(msg, cls .. ": unknown option '" .. k .. "'")
       end
       -- an option PyTorch's class does not take at all is unknown, false or not
-      if NO_CAPTURABLE[cls] then
-        H.has(H.err(function() local o = optim[cls]({p}, {capturable = false}); return o end),
-              cls .. ": unknown option 'capturable'")
+      for k, set in pairs({capturable = NO_CAPTURABLE, fused = NO_FUSED}) do
+        if set[cls] then
+          H.has(H.err(function() local o = optim[cls]({p}, {[k] = false}); return o end),
+                cls .. ": unknown option '" .. k .. "'")
+        end
       end
     end)
   end

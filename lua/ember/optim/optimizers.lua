@@ -149,7 +149,8 @@ return function(M, H)
   --- optim.Adagrad(params, {lr = 1e-2, lr_decay = 0, weight_decay = 0,
   ---                        initial_accumulator_value = 0, eps = 1e-10, maximize = false})
   M.Adagrad = class("Adagrad", {lr = 1e-2, lr_decay = 0, weight_decay = 0, initial_accumulator_value = 0,
-                                eps = 1e-10, maximize = false}, IGNORED, check_adagrad, adagrad_param)
+                                eps = 1e-10, maximize = false}, {foreach = true, fused = true}, check_adagrad,
+                    adagrad_param)
   M.Adagrad._unsupported = {differentiable = H.NOT_DIFFERENTIABLE}   -- PyTorch's Adagrad has no capturable
 
   -------------------------------------------------------------------------
