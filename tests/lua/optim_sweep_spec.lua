@@ -154,6 +154,18 @@ for _, d in ipairs(DTYPES) do
           end
         end
       end)
+
+      -- the per-parameter engine op (foreach = false) gives the multi-tensor step's bits
+      if fused(case) then
+        it(case.name .. " with foreach = false", function()
+          local ps = params(dtype)
+          local opts = H.deep_copy(case.opts)
+          opts.foreach = false
+          local opt = make(case, ps, opts)
+          local rows = run(opt, ps, 1, FX.steps, dtype)
+          for s = 1, FX.steps do assert(within("step " .. s, rows[s], case[traj][s], EXACT)) end
+        end)
+      end
     end
   end)
 end
