@@ -332,6 +332,15 @@ describe("optimizer options ember does not have", function()
     end)
   end
 
+  it("AdamW's decay is decoupled: decoupled_weight_decay = false is refused, true (PyTorch saves it) taken", function()
+    local p = ember.zeros(2, {dtype = "float64"}):requires_grad_()
+    H.has(H.err(function() local o = optim.AdamW({p}, {decoupled_weight_decay = false}); return o end),
+          "AdamW (group 1): decoupled_weight_decay = false is Adam's weight decay, not AdamW's (use optim.Adam)")
+    assert.are.equal("AdamW", optim.AdamW({p}, {decoupled_weight_decay = true})._name)
+    H.has(H.err(function() local o = optim.Adam({p}, {decoupled_weight_decay = 1}); return o end),
+          "Adam (group 1): decoupled_weight_decay must be a boolean, got number")
+  end)
+
   it("a PyTorch state_dict that turns on such an option is refused naming it", function()
     local p = ember.zeros(2, {dtype = "float64"}):requires_grad_()
     local opt = optim.RMSprop({p})
