@@ -170,6 +170,28 @@ for _, d in ipairs(DTYPES) do
   end)
 end
 
+-- NAdam's mu_product and ASGD's eta and mu are rounded to the default dtype, as PyTorch's
+-- 0-d tensors of it: under set_default_dtype("float64") they keep every bit
+describe("optimizer scalar state under a float64 default dtype", function()
+  for _, case in ipairs(FX.cases) do
+    if case.traj64d then
+      it(case.name .. " (" .. case.cls .. ")", function()
+        local old = ember.get_default_dtype()
+        ember.set_default_dtype("float64")
+        local ok, err = pcall(function()
+          local ps = params("float64")
+          local opt = make(case, ps)
+          local rows = run(opt, ps, 1, FX.steps, "float64")
+          for s = 1, FX.steps do assert(within("step " .. s, rows[s], case.traj64d[s], TOL64)) end
+          check_state(case.name, state_of(opt), case.state64d, TOL64)
+        end)
+        ember.set_default_dtype(old)
+        assert(ok, err)
+      end)
+    end
+  end
+end)
+
 describe("optimizer state_dict mid-run", function()
   local torch_sd = ember.load(H.FIXTURES .. "optim_sweep_sd.pt")
   for _, case in ipairs(FX.cases) do

@@ -59,7 +59,8 @@ Updates are composed from in-place tensor ops, so they run on any device.]=],
 Adam with Nesterov momentum (PyTorch 2.x's NAdam; decoupled_weight_decay = true scales p
 by 1 - lr*weight_decay instead of adding the L2 term to the gradient). The momentum
 schedule mu_t = beta1*(1 - 0.5*0.96^(t*momentum_decay)); state: step, mu_product (kept
-rounded to float32 as PyTorch's 0-d float32 tensor), exp_avg, exp_avg_sq.
+rounded to the default dtype, float32 unless set, as PyTorch's 0-d tensor), exp_avg,
+exp_avg_sq.
 Updates are composed from in-place tensor ops, so they run on any device.]=],
     example = three_steps("optim.NAdam({w}, {lr = 0.1})"),
   },
@@ -91,7 +92,7 @@ Updates are composed from in-place tensor ops, so they run on any device.]=],
     doc = [=[
 Averaged SGD: p *= 1 - lambd*eta, then p -= eta*g; ax, the running average of p, starts
 averaging after t0 steps (mu = 1/max(1, step - t0)); eta = lr/(1 + lambd*lr*step)^alpha.
-State: step, eta, mu (numbers, rounded to float32 as PyTorch's 0-d float32 tensors), ax.
+State: step, eta, mu (numbers rounded to the default dtype, as PyTorch's 0-d tensors), ax.
 Updates are composed from in-place tensor ops, so they run on any device.]=],
     example = three_steps("optim.ASGD({w}, {lr = 0.1, t0 = 1})"),
   },

@@ -26,9 +26,12 @@ local function addcdiv_(self, t1, t2, value)
   return self:add_((t1 * value):div_(t2))
 end
 
--- PyTorch keeps NAdam's mu_product in a float32 0-d tensor; rounding it the
--- same way is needed to follow its float64 trajectories beyond ~1e-8.
-local function f32(x)
+-- PyTorch keeps NAdam's mu_product and ASGD's eta and mu in 0-d tensors of its
+-- default dtype (float32 unless set to float64); rounding them the same way is
+-- needed to follow its float64 trajectories beyond ~1e-8. The default is read
+-- at each step (PyTorch fixes the tensor's dtype when the state is made).
+local function default_dtype(x)
+  if ember.get_default_dtype() == "float64" then return x end
   return (string.unpack("f", string.pack("f", x)))
 end
 
@@ -197,7 +200,7 @@ return function(M, H)
     grad = effective_grad(p, grad, g)
     local mu = b1 * (1 - 0.5 * 0.96 ^ (step * g.momentum_decay))
     local mu_next = b1 * (1 - 0.5 * 0.96 ^ ((step + 1) * g.momentum_decay))
-    local mu_product = f32(st.mu_product * f32(mu))
+    local mu_product = default_dtype(st.mu_product * default_dtype(mu))
     st.mu_product = mu_product
     -- PyTorch 2.x: mu_product * mu_next in double (1.13 multiplied by mu a second time)
     local mu_product_next = mu_product * mu_next
@@ -279,9 +282,9 @@ return function(M, H)
                      IGNORED, check_adadelta, adadelta_param)
 
   -------------------------------------------------------------------------
-  -- ASGD (averaged SGD). PyTorch keeps eta and mu in float32 0-d tensors (its default
-  -- dtype's) and steps with their rounded values; ember keeps them as numbers rounded
-  -- the same way, so float64 trajectories agree to the last bits.
+  -- ASGD (averaged SGD). PyTorch keeps eta and mu in 0-d tensors of its default dtype
+  -- and steps with their rounded values; ember keeps them as numbers rounded the same
+  -- way (default_dtype), so float64 trajectories agree to the last bits.
 
   local function check_asgd(g, where)
     check_lr(g, where)
@@ -294,7 +297,7 @@ return function(M, H)
 
   local function asgd_param(_, p, grad, st, g)
     if st.ax == nil then
-      st.step, st.eta, st.mu = 0, f32(g.lr), 1.0
+      st.step, st.eta, st.mu = 0, default_dtype(g.lr), 1.0
       st.ax = ember.zeros_like(p)
     end
     local step = st.step + 1
@@ -308,8 +311,8 @@ return function(M, H)
     else
       st.ax:copy_(p)
     end
-    st.eta = f32(g.lr / ((1 + g.lambd * g.lr * step) ^ g.alpha))
-    st.mu = f32(1 / math.max(1, step - g.t0))
+    st.eta = default_dtype(g.lr / ((1 + g.lambd * g.lr * step) ^ g.alpha))
+    st.mu = default_dtype(1 / math.max(1, step - g.t0))
   end
 
   --- optim.ASGD(params, {lr = 1e-2, lambd = 1e-4, alpha = 0.75, t0 = 1e6, weight_decay = 0,
