@@ -633,7 +633,8 @@ end
 -- option; AdamW's own groups carry it too when PyTorch saved them)
 local function decoupled(self, g) return self._decoupled or g.decoupled_weight_decay == true end
 
-local helpers = {decoupled = decoupled, NOT_DIFFERENTIABLE = NOT_DIFFERENTIABLE, class = class, construct = construct, check_number = check_number,
+local helpers = {decoupled = decoupled, NOT_DIFFERENTIABLE = NOT_DIFFERENTIABLE,
+                 class = class, construct = construct, check_number = check_number,
                  check_boolean = check_boolean, fail = fail, IGNORED = IGNORED,
                  tensor_list = tensor_list, Optimizer = Optimizer,
                  check_adam_family = check_adam_family, zero_state = zero_state}
