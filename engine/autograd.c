@@ -2,6 +2,7 @@
  * backward pass (a dependency-counted walk of the graph in reverse creation
  * order). The gradient formulas live in grad_*.c, one file per op family. */
 #include "autograd.h"
+#include "ag_region.h"
 #include "debug.h"
 
 #include <stdio.h>
@@ -651,7 +652,50 @@ static em_node *heap_pop(node_list *h)
     return top;
 }
 
-enum { NODE_UNSEEN = 0, NODE_SEEN = 1 };
+enum { NODE_UNSEEN = 0 };
+
+/* A pass marks the nodes it reaches with its nesting depth (1 for a pass
+ * started outside any backward). A pass started inside another one (a
+ * custom function's backward calling autograd.grad, as a checkpoint's
+ * recomputation does) can reach nodes the outer pass holds as well, the
+ * leaves' AccumulateGrad nodes: it sets the outer pass's count, buffer and
+ * mark of such a node aside and puts them back when it ends, so the two
+ * passes never see each other's gradients. */
+static int pass_depth;
+
+typedef struct stashed {
+    em_node *node;
+    int state, deps;
+    em_tensor *buffer;
+} stashed;
+
+typedef struct stash_list {
+    stashed *items;
+    int n, cap;
+} stash_list;
+
+/* Marks x as reached by the pass at `depth`, setting an outer pass's state
+ * of it aside first; pushes it onto all. */
+static int reach(em_node *x, int depth, node_list *all, stash_list *st)
+{
+    if (x->state != NODE_UNSEEN) {
+        if (st->n == st->cap) {
+            int cap = st->cap ? st->cap * 2 : 16;
+            stashed *items = realloc(st->items, sizeof *items * (size_t)cap);
+            if (!items) return em_set_error("out of memory (backward)");
+            st->items = items;
+            st->cap = cap;
+        }
+        if (list_push(all, x)) return -1;
+        st->items[st->n++] = (stashed){x, x->state, x->deps, x->buffer};
+        x->deps = 0;
+        x->buffer = NULL;
+        x->state = depth;
+        return 0;
+    }
+    x->state = depth;
+    return list_push(all, x);
+}
 
 int em_queue_callback(em_callback_fn fn, void *ctx, void (*free_ctx)(void *))
 {
@@ -687,7 +731,9 @@ static int run_callbacks(pass *ps, int rc)
 static int run_pass(em_node *const *roots, em_tensor *const *root_grads, int nroots, pass *ps)
 {
     node_list all = {0}, ready = {0};
+    stash_list st = {0};
     int rc = 0;
+    int depth = ++pass_depth;
     ps->serial = ++pass_count;
     free(failed_trace);
     failed_trace = NULL;
@@ -696,14 +742,14 @@ static int run_pass(em_node *const *roots, em_tensor *const *root_grads, int nro
     em_autocast_backward_ran();
     /* 1. find every node reachable from the roots and count its incoming edges */
     for (int i = 0; i < nroots && rc == 0; i++)
-        if (roots[i]->state != NODE_SEEN) { roots[i]->state = NODE_SEEN; rc = list_push(&all, roots[i]); }
+        if (roots[i]->state != depth) rc = reach(roots[i], depth, &all, &st);
     for (int k = 0; k < all.n && rc == 0; k++) {
         em_node *x = all.items[k];
         for (int i = 0; i < x->nin && rc == 0; i++) {
             em_node *c = x->next[i].node;
             if (!c) continue;
+            if (c->state != depth) rc = reach(c, depth, &all, &st);
             c->deps++;
-            if (c->state != NODE_SEEN) { c->state = NODE_SEEN; rc = list_push(&all, c); }
         }
     }
     /* 2. seed the roots' gradients */
@@ -774,6 +820,14 @@ static int run_pass(em_node *const *roots, em_tensor *const *root_grads, int nro
         em_release(x->buffer);
         x->buffer = NULL;
     }
+    for (int k = st.n - 1; k >= 0; k--) {
+        stashed *s = &st.items[k];
+        s->node->state = s->state;
+        s->node->deps = s->deps;
+        s->node->buffer = s->buffer;
+    }
+    free(st.items);
+    pass_depth--;
     free(all.items);
     free(ready.items);
     em_autocast_resume();
@@ -1165,5 +1219,128 @@ int em_custom_function(const char *name, em_tensor *const *inputs, int nin, em_t
         outputs[k]->requires_grad = true;
     }
     node_release(c);                    /* the creation reference: the outputs hold c now */
+    return 0;
+}
+
+/* ---- regions (activation checkpointing, engine/ag_region.h) ------------------- */
+
+uint64_t em_ag_clock(void) { return next_seq; }
+
+/* a set of node pointers (open addressing; the walk's visited set) */
+typedef struct node_set {
+    const em_node **slots;
+    size_t cap, n;
+} node_set;
+
+static size_t node_hash(const em_node *x, size_t cap) { return ((uintptr_t)x >> 4) * 0x9E3779B97F4A7C15u & (cap - 1); }
+
+/* 1 when x was added, 0 when it was there, -1 out of memory */
+static int set_add(node_set *s, const em_node *x)
+{
+    if (2 * (s->n + 1) > s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        const em_node **slots = calloc(cap, sizeof *slots);
+        if (!slots) return em_set_error("out of memory (checkpoint)"), -1;
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->slots[i]) {
+                size_t h = node_hash(s->slots[i], cap);
+                while (slots[h]) h = (h + 1) & (cap - 1);
+                slots[h] = s->slots[i];
+            }
+        free(s->slots);
+        s->slots = slots;
+        s->cap = cap;
+    }
+    size_t h = node_hash(x, s->cap);
+    while (s->slots[h]) {
+        if (s->slots[h] == x) return 0;
+        h = (h + 1) & (s->cap - 1);
+    }
+    s->slots[h] = x;
+    s->n++;
+    return 1;
+}
+
+/* whether x is the node of one of the known tensors (grad_fn or AccumulateGrad) */
+static bool known_node(const em_node *x, em_tensor *const *known, int nknown)
+{
+    for (int i = 0; i < nknown; i++) {
+        const em_tensor *k = known[i];
+        if (!k || !k->requires_grad) continue;
+        const em_ag_meta *m = k->autograd;
+        if (x->leaf == k || (m && (m->grad_fn == x || m->accumulator == x))) return true;
+    }
+    return false;
+}
+
+static int found_add(em_tensor ***found, int *n, int *cap, em_tensor *t)
+{
+    for (int i = 0; i < *n; i++)
+        if ((*found)[i] == t) return 0;
+    if (*n == *cap) {
+        int c = *cap ? *cap * 2 : 16;
+        em_tensor **g = realloc(*found, sizeof *g * (size_t)c);
+        if (!g) return em_set_error("out of memory (checkpoint)");
+        *found = g;
+        *cap = c;
+    }
+    (*found)[(*n)++] = em_retain(t);
+    return 0;
+}
+
+int em_ag_region_leaves(const char *op, em_tensor *const *outs, int nout, uint64_t since,
+                        em_tensor *const *known, int nknown, em_tensor ***leaves, int *nleaves)
+{
+    node_set seen = {0};
+    node_list todo = {0};
+    em_tensor **found = NULL;
+    int nfound = 0, capfound = 0, rc = 0;
+    for (int i = 0; i < nout && rc == 0; i++) {
+        if (!outs[i]->requires_grad) continue;
+        em_ag_meta *m = outs[i]->autograd;
+        em_node *x = m ? m->grad_fn : NULL;
+        if (!x) {   /* a leaf returned as it is */
+            bool is_known = false;
+            for (int k = 0; k < nknown; k++) is_known = is_known || known[k] == outs[i];
+            if (!is_known && !(m && m->accumulator && known_node(m->accumulator, known, nknown)))
+                rc = found_add(&found, &nfound, &capfound, outs[i]);
+            continue;
+        }
+        int added = set_add(&seen, x);
+        if (added < 0) rc = -1;
+        else if (added) rc = list_push(&todo, x);
+    }
+    for (int k = 0; k < todo.n && rc == 0; k++) {
+        em_node *x = todo.items[k];
+        if (x->leaf) {
+            if (!known_node(x, known, nknown)) rc = found_add(&found, &nfound, &capfound, x->leaf);
+            continue;
+        }
+        if (x->seq < since) {
+            if (!known_node(x, known, nknown))
+                rc = em_set_error("%s: the function uses a tensor that requires grad (made by %s) computed outside "
+                                  "it and not passed to it as an argument; pass it as an argument, or detach it",
+                                  op, x->name);
+            continue;
+        }
+        for (int i = 0; i < x->nin && rc == 0; i++) {
+            em_node *c = x->next[i].node;
+            if (!c) continue;
+            int added = set_add(&seen, c);
+            if (added < 0) rc = -1;
+            else if (added) rc = list_push(&todo, c);
+        }
+    }
+    free(seen.slots);
+    free(todo.items);
+    if (rc) {
+        for (int i = 0; i < nfound; i++) em_release(found[i]);
+        free(found);
+        *leaves = NULL;
+        *nleaves = 0;
+        return -1;
+    }
+    *leaves = found;
+    *nleaves = nfound;
     return 0;
 }

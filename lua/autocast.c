@@ -153,6 +153,25 @@ static int l_autocast_set(lua_State *L)
     return 0;
 }
 
+/* ember._autocast_lift() -> n: lets autocast act again inside a backward pass,
+ * which suspends it (n times); ember._autocast_resuspend(n) puts the suspension
+ * back. A checkpoint's recomputation runs its forward again in backward, with the
+ * autocast state that forward had. */
+static int l_autocast_lift(lua_State *L)
+{
+    int n = em_autocast_suspend();
+    for (int i = 0; i <= n; i++) em_autocast_resume();
+    lua_pushinteger(L, n);
+    return 1;
+}
+
+static int l_autocast_resuspend(lua_State *L)
+{
+    lua_Integer n = luaL_checkinteger(L, 1);
+    for (lua_Integer i = 0; i < n; i++) em_autocast_suspend();
+    return 0;
+}
+
 static int l_autocast_enter(lua_State *L)
 {
     lua_pushinteger(L, em_autocast_enter());
@@ -199,6 +218,7 @@ void emlua_open_autocast(lua_State *L)
     static const luaL_Reg functions[] = {
         {"_autocast", l_autocast_args},
         {"_autocast_state", l_autocast_state},
+        {"_autocast_lift", l_autocast_lift}, {"_autocast_resuspend", l_autocast_resuspend},
         {"_autocast_set", l_autocast_set},
         {"_autocast_enter", l_autocast_enter},
         {"_autocast_exit", l_autocast_exit},

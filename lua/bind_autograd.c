@@ -5,6 +5,7 @@
  * lua/ember/autograd.lua as ember.autograd.grad), ember._autograd_function
  * (the C half of ember.autograd.Function). */
 #include "binding.h"
+#include "../engine/ag_region.h"
 #include "../engine/debug.h"
 
 #include <limits.h>
@@ -461,6 +462,36 @@ static int m_autograd_function(lua_State *L)
     return 0;
 }
 
+/* ember._autograd_clock() -> the number the next autograd node gets (where a
+ * checkpointed region begins) */
+static int m_autograd_clock(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)em_ag_clock());
+    return 1;
+}
+
+/* ember._autograd_region_leaves(op, outputs, since, known) -> the list of leaves that
+ * require grad which the graph of outputs recorded since `since` reads, other
+ * than the tensors of known (ember.utils.checkpoint's region arguments) */
+static int m_autograd_region_leaves(lua_State *L)
+{
+    const char *op = luaL_checkstring(L, 1);
+    int nout, nknown;
+    em_tensor **outs = tensor_list(L, 2, op, "outputs", &nout);
+    lua_Integer since = luaL_checkinteger(L, 3);
+    em_tensor **known = tensor_list(L, 4, op, "arguments", &nknown);
+    em_tensor **leaves;
+    int n;
+    if (em_ag_region_leaves(op, outs, nout, (uint64_t)since, known, nknown, &leaves, &n)) return emlua_fail(L);
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+        emlua_push(L, leaves[i]);    /* takes the reference */
+        lua_rawseti(L, -2, i + 1);
+    }
+    free(leaves);
+    return 1;
+}
+
 static int t_detach(lua_State *L) { return emlua_push(L, em_detach(emlua_check(L, 1, "detach"))); }
 
 static int t_requires_grad_(lua_State *L)
@@ -565,7 +596,8 @@ static const luaL_Reg functions[] = {
     {"is_grad_enabled", m_is_grad_enabled}, {"_autograd_grad", m_autograd_grad},
     {"_autograd_backward", m_autograd_backward},
     {"_set_anomaly", m_set_anomaly}, {"detach", t_detach},
-    {"_autograd_function", m_autograd_function}, {"_queue_callback", m_queue_callback},
+    {"_autograd_function", m_autograd_function}, {"_autograd_clock", m_autograd_clock},
+    {"_autograd_region_leaves", m_autograd_region_leaves}, {"_queue_callback", m_queue_callback},
     {NULL, NULL},
 };
 
