@@ -18,7 +18,7 @@ local ember = require "ember"
 local M = {}
 
 -- The doc files, in load order. Missing ones are skipped: docs are written area by area.
-local DOC_FILES = {"tensor", "ember", "conv", "attention", "nn", "optim", "data", "autograd", "cuda", "plot", "math", "reduction", "shape", "einsum", "linalg", "activation", "rnn", "optimizers", "amp", "autocast", "distributed", "tensorboard", "composite", "profiler", "memory", "debug", "hf"}
+local DOC_FILES = {"tensor", "ember", "conv", "attention", "nn", "optim", "data", "autograd", "cuda", "plot", "math", "reduction", "shape", "einsum", "linalg", "activation", "rnn", "optimizers", "amp", "autocast", "distributed", "tensorboard", "activation_checkpoint", "composite", "profiler", "memory", "debug", "hf"}
 
 -- Short prefixes accepted in names, as the shell pre-loads nn, optim, ... as globals.
 local PREFIXES = {
@@ -153,7 +153,8 @@ local function public_modules()
     {"ember.autograd", ember.autograd}, {"ember.cuda", ember.cuda}, {"ember.backends", ember.backends},
     {"ember.backends.cuda", ember.backends and ember.backends.cuda},
     {"ember.help", M}, {"ember.plot", ember.plot},
-    {"ember.utils.tensorboard", ember.utils.tensorboard}, {"ember.profiler", ember.profiler},
+    {"ember.utils.tensorboard", ember.utils.tensorboard},
+    {"ember.utils.checkpoint", ember.utils.checkpoint}, {"ember.profiler", ember.profiler},
     {"ember.memory", ember.memory}, {"ember.debug", ember.debug},
     {"ember.hf", ember.hf},
   }

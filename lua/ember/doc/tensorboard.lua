@@ -11,7 +11,8 @@ return {
     name = "ember.utils",
     sig = "local utils = ember.utils",
     doc = [=[
-As torch.utils: ember.utils.tensorboard, loaded on first use.]=],
+As torch.utils: ember.utils.tensorboard (TensorBoard files) and ember.utils.checkpoint
+(activation checkpointing), each loaded on first use.]=],
     example = [=[
 print(type(ember.utils.tensorboard.SummaryWriter))   -- table]=],
   },
