@@ -3,7 +3,8 @@
 -- gradients the same modules give without checkpointing, bit for bit (the recomputation
 -- draws the same dropout masks on the device: ember's one Philox generator serves every
 -- device), checkpoint_sequential, a float16 autocast region recomputed in float16, and
--- preserve_rng_state = false drawing other masks.
+-- preserve_rng_state = false drawing other masks, and (memory statistics: CUDA only) that
+-- a checkpointed forward keeps nothing of fn but its output.
 local ember = require "ember"
 local g = require "gpu_helpers"
 
@@ -14,6 +15,7 @@ local nn = ember.nn
 local ck = ember.utils.checkpoint
 local DEV = g.DEV
 local devtype = g.on_cpu and "cpu" or "cuda"
+local cuda_it = g.cuda_it(it, pending)
 
 local h = require "checkpoint_helpers"
 local gradients, assert_same, differs = h.gradients, h.assert_same, h.differs
@@ -83,5 +85,29 @@ describe("checkpoint on " .. DEV .. " under autocast", function()
       end
     end
     assert_same(gradients(model, x, 9, step(false)), gradients(model, x, 9, step(true)))
+  end)
+end)
+
+describe("checkpoint on " .. DEV .. ": memory", function()
+  cuda_it("keeps only the output of a checkpointed forward, where a plain one keeps its activations", function()
+    ember.manual_seed(1)
+    local model = nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.Dropout(0.25), nn.Linear(256, 256), nn.Tanh(),
+                                nn.Linear(256, 64)):to(DEV)
+    local x = g.leaf(ember.randn(32, 64))
+    local function kept(use)
+      collectgarbage(); collectgarbage()
+      local base = ember.cuda.memory_allocated()
+      local y = use and ck.checkpoint(model, x) or model(x)
+      collectgarbage(); collectgarbage()   -- the tensors fn made and nothing holds are freed
+      local extra = ember.cuda.memory_allocated() - base
+      return extra, y
+    end
+    local with, y = kept(true)
+    -- the output, 32 x 64 float32: the arguments were there before, nothing else stays
+    assert.equal(32 * 64 * 4, with)
+    y = nil
+    local without = kept(false)
+    -- four 32 x 256 activations at least (Linear, GELU, dropout, Linear, Tanh keep theirs)
+    assert.is_true(without >= 32 * 64 * 4 + 4 * 32 * 256 * 4, tostring(without))
   end)
 end)
