@@ -213,6 +213,19 @@ describe("checkpoint", function()
       function() local g = ember.autograd.grad({y:sum()}, {x}, {create_graph = true}); return g end)
   end)
 
+  it("names a recomputation that differs from the forward, at the backward's line", function()
+    local x = ember.tensor({1, 2, 3}, {dtype = "float64"}):requires_grad_()
+    local calls = 0
+    local y = checkpoint(function(v)
+      calls = calls + 1
+      return calls == 1 and v * 2 or v[{{1, 2}}] * 2
+    end, x)
+    local line = debug.getinfo(1, "l").currentline
+    fails_at(line + 3, "checkpoint: the recomputation of fn gave a tensor of shape [2], float64, on cpu as result 1 "
+      .. "where the forward gave a tensor of shape [3], float64, on cpu: fn must compute the same thing when run again",
+      function() y:sum():backward() end)
+  end)
+
   it("names a captured tensor computed outside fn, at the caller's line", function()
     local w = ember.tensor({2, 3}, {dtype = "float64"}):requires_grad_()
     local h = w * 2
@@ -233,6 +246,8 @@ describe("checkpoint", function()
       function() checkpoint(42, x) end)
     fails_at(line + 4, "checkpoint: use_reentrant must be a boolean, got string",
       function() checkpoint(function(v) return v end, x, {use_reentrant = "no"}) end)
+    fails_at(line + 6, "checkpoint: determinism_check must be \"default\" or \"none\", got always",
+      function() checkpoint(function(v) return v end, x, {determinism_check = "always"}) end)
     local ok, err = pcall(checkpoint, function(v) return v end, x, {preserve = true})
     assert.is_false(ok)
     assert.matches("checkpoint: unknown option 'preserve'", err, 1, true)

@@ -15,8 +15,8 @@ print(type(ember.utils.checkpoint.checkpoint))   -- function]=],
   },
   {
     name = "ember.utils.checkpoint.checkpoint",
-    sig = "checkpoint(fn, ... [, {use_reentrant = false, preserve_rng_state = true}])\n"
-       .. "  -> what fn(...) returns",
+    sig = "checkpoint(fn, ... [, {use_reentrant = false, preserve_rng_state = true,\n"
+       .. "                       determinism_check = \"default\"}]) -> what fn(...) returns",
     doc = [=[
 Calls fn(...) (a function, a module, anything callable) and keeps only its arguments
 for backward; backward runs fn again with grad on and backpropagates through that
@@ -39,8 +39,10 @@ passed as an argument, is an error (pass it as an argument). use_reentrant = tru
 PyTorch's reentrant variant: backward runs a backward pass of its own through the
 recomputation, writing the parameters' .grad directly; it needs an argument that
 requires grad. Neither variant supports a backward with create_graph through the
-checkpoint (an error). The options table is the last argument when it is a plain table
-without [1]: if fn's own last argument is such a table, pass {} after it.]=],
+checkpoint (an error). determinism_check = "default" (or "none") checks that the
+recomputation returns tensors of the forward's shapes, dtypes and devices, else the
+backward fails naming the result. The options table is the last argument when it is a
+plain table without [1]: if fn's own last argument is such a table, pass {} after it.]=],
     example = [=[
 local ck = ember.utils.checkpoint
 local block = ember.nn.Sequential(ember.nn.Linear(4, 8), ember.nn.ReLU(), ember.nn.Linear(8, 4))

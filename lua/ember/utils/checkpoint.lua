@@ -46,7 +46,7 @@ local function check_options(op, o)
   if o.debug ~= nil and o.debug ~= false then
     errors.raisef("%s: debug = true is not provided", op)
   end
-  return o.use_reentrant == true, o.preserve_rng_state ~= false
+  return o.use_reentrant == true, o.preserve_rng_state ~= false, o.determinism_check ~= "none"
 end
 
 -- the autocast state of both device types, to run the recomputation as the forward ran
@@ -102,6 +102,21 @@ local function with_gradients(outs, ...)
   return roots, grads
 end
 
+-- the recomputed outputs against the forward's (PyTorch's determinism_check = "default"
+-- compares the saved tensors' metadata; ember compares the outputs')
+local function check_recomputed(meta, outs)
+  for k, m in pairs(meta) do
+    local o = outs[k]
+    local got = ember.is_tensor(o) and {shape = errors.shape_str(o), dtype = o.dtype, device = o.device}
+    if not got or got.shape ~= m.shape or got.dtype ~= m.dtype or got.device ~= m.device then
+      fail_plain("checkpoint: the recomputation of fn gave %s as result %d where the forward gave a tensor of "
+                 .. "shape %s, %s, on %s: fn must compute the same thing when run again",
+                 got and string.format("a tensor of shape %s, %s, on %s", got.shape, got.dtype, got.device)
+                 or (o == nil and "nothing" or "a " .. type(o)), k, m.shape, m.dtype, m.device)
+    end
+  end
+end
+
 -- ---- non-reentrant -----------------------------------------------------------------------
 
 local Region = autograd.Function:extend("Checkpoint")
@@ -111,9 +126,11 @@ function Region.forward(ctx, state, ...)
   local outs = state.outs
   state.outs = nil
   local nondiff = {}
+  state.out_meta = {}   -- what the recomputation must give again (determinism_check = "default")
   for k = 1, outs.n do
     local o = outs[k]
     if ember.is_tensor(o) then
+      state.out_meta[k] = {shape = errors.shape_str(o), dtype = o.dtype, device = o.device}
       local d = o:detach()
       if not o.requires_grad then nondiff[#nondiff + 1] = d end
       outs[k] = d
@@ -158,6 +175,7 @@ function Region.backward(ctx, ...)
     wanted_at[#wanted] = 1 + k + j
   end
   local outs = rerun(state, state.fn, table.unpack(call, 1, nargs))
+  if state.check then check_recomputed(state.out_meta, outs) end
   local roots, grads = with_gradients(outs, ...)
   local res = {}
   if #roots > 0 and #wanted > 0 then
@@ -167,7 +185,7 @@ function Region.backward(ctx, ...)
   return table.unpack(res, 1, 1 + k + nleaves)
 end
 
-local function nonreentrant(op, fn, a, preserve)
+local function nonreentrant(op, fn, a, preserve, check)
   local tensors = {}
   local is_tensor, values = {}, {}
   for i = 1, a.n do
@@ -178,7 +196,7 @@ local function nonreentrant(op, fn, a, preserve)
       values[i] = a[i]
     end
   end
-  local state = {fn = fn, nargs = a.n, is_tensor = is_tensor, values = values,
+  local state = {fn = fn, nargs = a.n, is_tensor = is_tensor, values = values, check = check,
                  rng = preserve and ember.get_rng_state() or nil, autocast = autocast_state()}
   local since = ember._autograd_clock()
   local outs = table.pack(fn(table.unpack(a, 1, a.n)))
@@ -272,10 +290,10 @@ function M.checkpoint(fn, ...)
     a[a.n] = nil
     a.n = a.n - 1
   end
-  local use_reentrant, preserve = check_options(op, o)
+  local use_reentrant, preserve, check = check_options(op, o)
   if not ember.is_grad_enabled() then return fn(table.unpack(a, 1, a.n)) end
   if use_reentrant then return reentrant(op, fn, a, preserve) end
-  return nonreentrant(op, fn, a, preserve)
+  return nonreentrant(op, fn, a, preserve, check)
 end
 
 --- checkpoint_sequential(functions, segments, input [, {use_reentrant=, preserve_rng_state=}])
@@ -283,7 +301,7 @@ end
 function M.checkpoint_sequential(functions, segments, input, ...)
   local op = "checkpoint_sequential"
   local o = args.options(op, OPTION_NAMES, ...)
-  local use_reentrant, preserve = check_options(op, o)
+  local use_reentrant, preserve, check = check_options(op, o)
   local list = {}
   local mt = type(functions) == "table" and getmetatable(functions)
   if mt and type(mt) == "table" and mt.__len and mt.__call then
@@ -313,7 +331,8 @@ function M.checkpoint_sequential(functions, segments, input, ...)
   end
   local size = #list // segments
   local stop = 0
-  local copts = {use_reentrant = use_reentrant, preserve_rng_state = preserve}
+  local copts = {use_reentrant = use_reentrant, preserve_rng_state = preserve,
+                 determinism_check = check and "default" or "none"}
   for start = 1, size * (segments - 1), size do
     stop = start + size - 1
     input = M.checkpoint(run(start, stop), input, copts)
