@@ -17,10 +17,13 @@
 
 /* Writes n tensors under the given names (unique, non-empty; "__metadata__"
  * is reserved) and nmeta string pairs into the header's "__metadata__"
- * (omitted when nmeta is 0). Header entries and data come in the order given;
- * callers that want a deterministic file sort the names first (the Lua
- * binding does). Tensors on other devices are copied to the host,
- * non-contiguous ones made contiguous.
+ * (omitted when nmeta is 0). Header entries and data come in the order the
+ * reference writer uses: larger elements first (8-byte dtypes, then 4, 2, 1),
+ * in the order given within one size, so that every tensor's data starts at
+ * a multiple of its element size (the header is padded to 8 bytes) and a
+ * mapped load views it in place. Callers that want a deterministic file sort
+ * the names first (the Lua binding does). Tensors on other devices are
+ * copied to the host, non-contiguous ones made contiguous.
  *
  * The file is written as savefile.h says: symbolic links followed, a
  * temporary file "<target>.tmp.XXXXXX" beside the target fsynced and renamed
@@ -54,5 +57,34 @@ typedef struct em_checkpoint {
  * slot to NULL); em_checkpoint_free skips NULL slots. */
 em_checkpoint *em_load_safetensors(const char *path);
 void em_checkpoint_free(em_checkpoint *c);
+
+/* The same, with the tensors on a private mapping of the file (mapping.h)
+ * instead of read: each tensor is a view of the file's bytes, which are
+ * read when first touched, and writes to it are copy-on-write (the file is
+ * never changed). Tensors whose data offset is not a multiple of their
+ * element size, empty ones, and bool tensors with bytes other than 0 and 1,
+ * are copied out of the mapping instead. The mapping lasts while any of its
+ * tensors does. The checks are em_load_safetensors's, made before the file
+ * is mapped: a file shortened or rewritten on disk afterwards is not seen
+ * until its pages are touched (SIGBUS past the new end). */
+em_checkpoint *em_load_safetensors_mapped(const char *path);
+
+/* One file opened for reading tensors one at a time (safetensors' safe_open):
+ * the header is read and checked as em_load_safetensors does, the file
+ * mapped, and nothing else read until a tensor is asked for. */
+typedef struct em_safe_file em_safe_file;
+/* NULL with an error "<op>: <path>: ..." */
+em_safe_file *em_safe_open(const char *op, const char *path);
+/* The names (header order) and metadata; its tensors are all NULL. */
+const em_checkpoint *em_safe_header(const em_safe_file *f);
+/* Whether the header has a "__metadata__" entry (possibly empty). */
+bool em_safe_has_metadata(const em_safe_file *f);
+/* The index of the tensor called name, or -1. */
+int em_safe_find(const em_safe_file *f, const char *name);
+/* Tensor i (0-based, header order), a new reference: a view of the mapping,
+ * or a copy as em_load_safetensors_mapped says. */
+em_tensor *em_safe_tensor(em_safe_file *f, int i);
+/* Closes f; the tensors it gave keep the mapping (NULL is ignored). */
+void em_safe_close(em_safe_file *f);
 
 #endif

@@ -8,12 +8,18 @@
  * Built with EMBER_SANITIZE (make asan), nothing is recycled or inline:
  * every storage and header is its own exact-size allocation, freed at once,
  * so AddressSanitizer sees an overrun of a few bytes and any use after free
- * (cpu/memory.c drops its rounding and cache the same way). */
+ * (cpu/memory.c drops its rounding and cache the same way).
+ *
+ * A storage may also lie on a file mapping (mapping.h): it keeps the mapping
+ * alive and is freed here, never handed to the backend's allocator. */
 #include "internal.h"
 #include "debug.h"
+#include "mapping.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #ifdef EMBER_SANITIZE
 #define SMALL_BYTES 0
@@ -33,6 +39,23 @@ static int tensor_free_count;
 static small_storage *storage_free_list[FREE_LIST_MAX ? FREE_LIST_MAX : 1];
 static int storage_free_count;
 static size_t bytes_in_use[2];
+
+/* em_storage.owns_data: 0 inline data (small_storage), 1 from the backend's
+ * allocator, STORAGE_MAPPED bytes of a file mapping (mapped_storage). */
+#define STORAGE_MAPPED 2
+
+struct em_mapping {
+    void *base;
+    size_t len;
+    int refcount;
+};
+
+typedef struct mapped_storage {
+    em_storage s;
+    em_mapping *map;
+} mapped_storage;
+
+static void mapped_storage_free(em_storage *s);
 
 size_t em_bytes_in_use(em_device_type type) { return bytes_in_use[type == EM_CUDA]; }
 
@@ -76,6 +99,9 @@ static void storage_release(em_storage *s)
     bytes_in_use[s->device.type == EM_CUDA] -= s->nbytes;
     if (em_storage_hook) em_storage_hook(s, false);
     if (s->owns_data) {
+        /* tested here, where large blocks are freed, so that small storages
+         * pay nothing for it */
+        if (s->owns_data == STORAGE_MAPPED) { mapped_storage_free(s); return; }
         s->backend->free(s->data, s->nbytes ? s->nbytes : 1, s->device.index);
         free(s);
     } else {
@@ -250,3 +276,78 @@ void *em_data_ptr(const em_tensor *t)
 size_t em_storage_bytes(const em_tensor *t) { return t->storage->nbytes; }
 
 void em_bump_version(em_tensor *t) { t->storage->version++; }
+
+/* ---- storages on a file mapping (mapping.h) ------------------------------- */
+
+em_mapping *em_mapping_open(int fd, size_t len, const char *op, const char *path)
+{
+    em_mapping *m = malloc(sizeof *m);
+    if (!m) return em_set_error("%s: %s: out of memory", op, path), NULL;
+    /* MAP_NORESERVE: no swap is set aside for pages that are never written */
+    m->base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
+    if (m->base == MAP_FAILED) {
+        em_set_error("%s: %s: cannot map %zu bytes: %s", op, path, len, strerror(errno));
+        free(m);
+        return NULL;
+    }
+    m->len = len;
+    m->refcount = 1;
+    return m;
+}
+
+const unsigned char *em_mapping_data(const em_mapping *m) { return m->base; }
+
+void em_mapping_release(em_mapping *m)
+{
+    if (!m || --m->refcount > 0) return;
+    munmap(m->base, m->len);
+    free(m);
+}
+
+em_tensor *em_tensor_on_mapping(em_mapping *m, size_t offset, const int64_t *sizes, int ndim, em_dtype dtype)
+{
+    em_device cpu = {EM_CPU, 0};
+    const em_backend *be = em_backend_for(cpu);
+    if (!be) return NULL;
+    em_tensor *t = header_new();
+    if (!t) return NULL;
+    mapped_storage *ms = malloc(sizeof *ms);
+    if (!ms) {
+        header_free(t);
+        return em_set_error("out of memory allocating a storage"), NULL;
+    }
+    size_t esz = em_dtype_size(dtype);
+    int64_t n = contiguous_strides(sizes, ndim, t->strides, (int64_t)(((uint64_t)1 << 62) / esz));
+    if (n < 0) {
+        free(ms);
+        header_free(t);
+        return em_set_error("size %s is too large", em_sizes_tmp(sizes, ndim)), NULL;
+    }
+    em_storage *s = &ms->s;
+    s->data = (unsigned char *)m->base + offset;
+    s->nbytes = (size_t)n * esz;
+    s->refcount = 1;
+    s->device = cpu;
+    s->backend = be;
+    s->version = 0;
+    s->owns_data = STORAGE_MAPPED;
+    /* the binding counts new storages' bytes toward a collection; these cost
+     * no memory until touched, so they are marked as counted already */
+    s->counted = true;
+    ms->map = m;
+    m->refcount++;
+    bytes_in_use[0] += s->nbytes;
+    t->storage = s;
+    if (ndim > 0) memcpy(t->sizes, sizes, sizeof(int64_t) * (size_t)ndim);
+    t->ndim = ndim;
+    t->dtype = dtype;
+    t->offset = 0;
+    return t;
+}
+
+static void mapped_storage_free(em_storage *s)
+{
+    mapped_storage *ms = (mapped_storage *)s;
+    em_mapping_release(ms->map);
+    free(ms);
+}

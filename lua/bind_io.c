@@ -2,8 +2,17 @@
  * and PyTorch's torch.save files for ember.load.
  *
  *   ember.save(path, tensors [, {metadata = {key = "value"}}])
- *   local tensors, metadata = ember.load(path [, {device = "cuda"}])
+ *   local tensors, metadata = ember.load(path [, {device = "cuda", mmap = true}])
  *   local obj = ember.load("model.pt" [, {device = "cuda"}])
+ *   local f <close> = ember.safe_open(path [, {framework = "pt", device = "cpu"}])
+ *   f:keys(), f:get_tensor(name), f:metadata(), f:close()
+ *
+ * mmap = true (torch.load's mmap=True) maps a safetensors file instead of
+ * reading it: the tensors are copy-on-write views of the file's pages
+ * (engine/mapping.h), read when first touched. ember.safe_open is
+ * safetensors' safe_open: the header read and checked, the file mapped, and
+ * each tensor made (a view of the mapping) only when asked for. For a
+ * torch.save file mmap is accepted and the tensors are read.
  *
  * ember.load tells the formats apart by the file's first bytes (a zip
  * archive or a bare pickle is PyTorch's, anything else is read as
@@ -281,11 +290,19 @@ static int l_load(lua_State *L)
     int opts = 0;
     if (!lua_isnoneornil(L, 2)) {
         if (lua_type(L, 2) != LUA_TTABLE || emlua_test(L, 2))
-            return emlua_typeerror(L, 2, op, "an options table {device = ...}");
+            return emlua_typeerror(L, 2, op, "an options table {device = ..., mmap = ...}");
         opts = 2;
     }
     em_device cpu = {EM_CPU, 0};
     em_device dev = emlua_opt_device(L, opts, op, cpu);
+    bool mmap = false;
+    if (opts) {
+        int mt = lua_getfield(L, opts, "mmap");
+        if (mt != LUA_TNIL && mt != LUA_TBOOLEAN)
+            return emlua_argerror(L, 2, op, "mmap must be a boolean, got %s", luaL_typename(L, -1));
+        mmap = lua_toboolean(L, -1);
+        lua_pop(L, 1);
+    }
     if (opts) {
         /* torch.load's names: map_location as a device string; weights_only
          * is what ember always does */
@@ -333,7 +350,7 @@ static int l_load(lua_State *L)
         lua_setfield(L, -2, "__gc");
     }
     lua_setmetatable(L, -2);
-    *box = em_load_safetensors(path);
+    *box = mmap ? em_load_safetensors_mapped(path) : em_load_safetensors(path);
     em_checkpoint *c = *box;
     if (!c) return emlua_fail(L);
 
@@ -341,8 +358,12 @@ static int l_load(lua_State *L)
     for (int i = 0; i < c->n; i++) {
         em_tensor *t = c->tensors[i];
         if (!em_device_eq(dev, cpu)) {
+            /* a mapped tensor is copied from the mapping, and dropped at once:
+             * its pages are the file's, which the kernel may take back */
             em_tensor *moved = em_to_device(t, dev);
             if (!moved) return luaL_error(L, "load: %s: tensor \"%s\": %s", path, c->names[i], em_error());
+            em_release(t);
+            c->tensors[i] = NULL;
             t = moved;
         } else {
             c->tensors[i] = NULL;                    /* the userdata takes our reference */
@@ -368,6 +389,116 @@ static int l_load(lua_State *L)
     }
     lua_settop(L, 5);
     return 2;
+}
+
+/* ---- ember.safe_open ------------------------------------------------------
+ * The handle's user value 1 is the path as given, for messages. */
+#define SAFE_MT "ember.SafeOpen"
+
+typedef struct safe_box {
+    em_safe_file *f;
+    em_device dev;
+} safe_box;
+
+static safe_box *check_safe(lua_State *L, const char *op)
+{
+    safe_box *b = luaL_checkudata(L, 1, SAFE_MT);
+    if (!b->f) {
+        lua_getiuservalue(L, 1, 1);
+        luaL_error(L, "%s: %s: the file is closed", op, lua_tostring(L, -1));
+    }
+    return b;
+}
+
+static int l_safe_open(lua_State *L)
+{
+    const char *op = "safe_open";
+    const char *path = emlua_check_path(L, 1, op);
+    int opts = 0;
+    if (!lua_isnoneornil(L, 2)) {
+        if (lua_type(L, 2) != LUA_TTABLE || emlua_test(L, 2))
+            return emlua_typeerror(L, 2, op, "an options table {framework = \"pt\", device = ...}");
+        opts = 2;
+    }
+    em_device dev = emlua_opt_device(L, opts, op, (em_device){EM_CPU, 0});
+    if (opts) {
+        int ft = lua_getfield(L, opts, "framework");
+        if (ft != LUA_TNIL && !(ft == LUA_TSTRING && (strcmp(lua_tostring(L, -1), "pt") == 0 ||
+                                                       strcmp(lua_tostring(L, -1), "torch") == 0)))
+            return emlua_argerror(L, 2, op, "framework must be \"pt\" (ember's tensors), got %s",
+                                  ft == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, -1));
+        lua_pop(L, 1);
+    }
+    safe_box *b = lua_newuserdatauv(L, sizeof *b, 1);
+    b->f = NULL;
+    b->dev = dev;
+    luaL_setmetatable(L, SAFE_MT);
+    lua_pushvalue(L, 1);
+    lua_setiuservalue(L, -2, 1);
+    b->f = em_safe_open(op, path);
+    if (!b->f) return emlua_fail(L);
+    return 1;
+}
+
+/* f:keys() -> the tensor names, sorted (as safetensors gives them) */
+static int safe_keys(lua_State *L)
+{
+    const em_checkpoint *c = em_safe_header(check_safe(L, "keys")->f);
+    lua_createtable(L, c->n, 0);
+    for (int i = 0; i < c->n; i++) {
+        lua_pushstring(L, c->names[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_getglobal(L, "table");
+    lua_getfield(L, -1, "sort");
+    lua_pushvalue(L, -3);
+    lua_call(L, 1, 0);
+    lua_pop(L, 1);
+    return 1;
+}
+
+/* f:metadata() -> the "__metadata__" table, or nil when the file has none */
+static int safe_metadata(lua_State *L)
+{
+    safe_box *b = check_safe(L, "metadata");
+    if (!em_safe_has_metadata(b->f)) return 0;
+    const em_checkpoint *c = em_safe_header(b->f);
+    lua_createtable(L, 0, c->nmeta);
+    for (int i = 0; i < c->nmeta; i++) {
+        lua_pushstring(L, c->meta_values[i]);
+        lua_setfield(L, -2, c->meta_keys[i]);
+    }
+    return 1;
+}
+
+/* f:get_tensor(name) -> a view of the mapping (on the CPU), or its copy on
+ * the handle's device */
+static int safe_get_tensor(lua_State *L)
+{
+    const char *op = "get_tensor";
+    safe_box *b = check_safe(L, op);
+    if (lua_type(L, 2) != LUA_TSTRING) return emlua_typeerror(L, 2, op, "a tensor name (string)");
+    int i = em_safe_find(b->f, lua_tostring(L, 2));
+    if (i < 0) {
+        lua_getiuservalue(L, 1, 1);
+        return luaL_error(L, "%s: %s: the file has no tensor \"%s\"", op, lua_tostring(L, -1), lua_tostring(L, 2));
+    }
+    em_tensor *t = em_safe_tensor(b->f, i);
+    if (t && !em_device_eq(b->dev, (em_device){EM_CPU, 0})) {
+        em_tensor *moved = em_to_device(t, b->dev);
+        em_release(t);
+        t = moved;
+    }
+    return emlua_push(L, t);
+}
+
+/* f:close(), also __close and __gc: tensors already taken stay valid */
+static int safe_close(lua_State *L)
+{
+    safe_box *b = luaL_checkudata(L, 1, SAFE_MT);
+    em_safe_close(b->f);
+    b->f = NULL;
+    return 0;
 }
 
 #define SAVEFILE_MT "ember.SaveFile"
@@ -534,6 +665,7 @@ void emlua_open_io(lua_State *L)
         {"save", l_save},
         {"_save_raw", l_save_raw},
         {"load", l_load},
+        {"safe_open", l_safe_open},
         {"_savefile", l_savefile},
         {"_zip_open", l_zip_open},
         {"_as_strided", l_as_strided},
@@ -548,6 +680,19 @@ void emlua_open_io(lua_State *L)
         lua_pushcfunction(L, zip_close);
         lua_setfield(L, -2, "__gc");
         lua_pushcfunction(L, zip_close);
+        lua_setfield(L, -2, "__close");
+    }
+    lua_pop(L, 1);
+    static const luaL_Reg safe_methods[] = {
+        {"keys", safe_keys}, {"get_tensor", safe_get_tensor}, {"metadata", safe_metadata}, {"close", safe_close},
+        {NULL, NULL},
+    };
+    if (luaL_newmetatable(L, SAFE_MT)) {
+        luaL_newlib(L, safe_methods);
+        lua_setfield(L, -2, "__index");
+        lua_pushcfunction(L, safe_close);
+        lua_setfield(L, -2, "__gc");
+        lua_pushcfunction(L, safe_close);
         lua_setfield(L, -2, "__close");
     }
     lua_pop(L, 1);

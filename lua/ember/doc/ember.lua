@@ -1575,13 +1575,28 @@ os.remove(path)]],
 
 add {
   name = "ember.load",
-  sig = "local tensors, metadata = ember.load(path, [{device = \"cpu\"}])",
+  sig = "local tensors, metadata = ember.load(path, [{device = \"cpu\", mmap = false}])",
   doc = [[
 Reads a safetensors file; returns two tables: name -> tensor (flat: nested names stay
 "a.b") and the metadata (string -> string). A file ember.save wrote from a table with
 numbers, booleans or strings (metadata "ember.tree") comes back as that table instead, and
 the metadata without that entry. opts: device to put the tensors on
 (map_location = "cuda:0" is the same; weights_only = true is accepted, false refused).
+
+mmap = true (torch.load's mmap=True) maps the file instead of reading it: each CPU
+tensor is a view of the file's pages, read from disk when first touched, so a large
+model opens without a second copy in memory. Writes to such a tensor (t:add_(1),
+load_state_dict) are copy-on-write: they stay in the process and never reach the file.
+The mapping lasts while any of its tensors (or their views) does. A tensor whose data
+does not start at a multiple of its element size (possible in files from other writers;
+ember.save aligns every tensor, as the reference writer does), an empty one, or a bool
+tensor with bytes other than 0 and 1 is copied instead. With device = "cuda" each tensor
+is copied from the mapping to the GPU. The header is checked against the file's size
+before it is mapped; a file shortened or rewritten in place afterwards is the caller's
+problem, as with safetensors' safe_open: untouched pages show the new bytes, and a
+page past a new end kills the process with SIGBUS (ember.save renames a new file over
+the old one, which leaves a mapping of the old file as it was). For torch.save files
+mmap is accepted and the tensors are read.
 
 PyTorch's torch.save files (.pt, .pth: a zip archive) are read as
 torch.load(path, weights_only=True) reads them, and ember.load returns the one object
@@ -1601,6 +1616,30 @@ local path = os.tmpname()
 ember.save(path, {x = ember.arange(3)})
 local tensors, meta = ember.load(path)
 print(tensors.x, next(meta))   -- tensor([0, 1, 2])  nil
+os.remove(path)]],
+}
+
+add {
+  name = "ember.safe_open",
+  sig = "local f <close> = ember.safe_open(path, [{framework = \"pt\", device = \"cpu\"}])",
+  doc = [[
+safetensors' safe_open: reads and checks the header of a safetensors file and maps the
+file, reading no tensor until asked. f:keys() lists the tensor names, sorted;
+f:get_tensor(name) gives one tensor, a view of the mapping (copy-on-write, as
+ember.load's mmap = true, which says when a tensor is copied instead), or its copy on
+device; f:metadata() gives the "__metadata__" table, or nil when the file has none.
+f:close() (or <close>, or the collector) closes the handle; tensors already taken stay
+valid. Every get_tensor of one handle views the same mapping: an in-place write to one
+tensor is seen by a later get_tensor of the same name, as in safetensors. framework
+may be "pt" (or absent); safetensors' get_slice is not there: f:get_tensor(name):narrow
+(...) is a view too, and only the pages it touches are read. A sharded checkpoint is a
+safe_open per shard (its index JSON names the shard of each tensor).]],
+  example = [[
+local path = os.tmpname()
+ember.save(path, {b = ember.ones(2), a = ember.zeros(3)}, {metadata = {format = "pt"}})
+local f <close> = ember.safe_open(path)
+print(table.concat(f:keys(), " "), f:metadata().format)   -- a b  pt
+print(f:get_tensor("b"))                                   -- tensor([1., 1.])
 os.remove(path)]],
 }
 
