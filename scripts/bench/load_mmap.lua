@@ -6,8 +6,10 @@
 -- Each prints the load's wall time and the process's peak resident memory
 -- (VmHWM of /proc/self/status) and its resident anonymous and file-backed
 -- memory at the end (RssAnon, RssFile); a child that loads nothing gives the
--- baseline. Best time of 3 runs each; the file is in the page cache (it was
--- just written), so these are warm-cache figures. The file is removed at the end.
+-- baseline. Best time of 3 runs each, twice: with the file in the page cache
+-- (it was just written), and with its pages evicted before each run (GNU
+-- dd's iflag=nocache, which drops the cached pages of that one file; the
+-- cold rows are left out where it fails). The file is removed at the end.
 --   build/ember scripts/bench/load_mmap.lua [MB]
 local argv = {...}
 
@@ -68,20 +70,30 @@ local function main()
     local bytes = f:seek("end")
     f:close()
     print(string.format("ember.load of a %.0f MB safetensors file (%d float32 tensors of %d elements), "
-                        .. "each in a fresh process, warm page cache, best of 3:", bytes / 1e6, ntensors, numel))
-    print(string.format("  %-34s %10s %12s %12s %12s", "", "load ms", "VmHWM MB", "RssAnon MB", "RssFile MB"))
-    for _, mode in ipairs{"none", "read", "mmap", "mmap_touch"} do
-      local best, hwm, anon, file, n = math.huge
-      for _ = 1, 3 do
-        local ms
-        ms, hwm, anon, file, n = run_child(exe, script, path, mode)
-        best = math.min(best, ms)
+                        .. "each in a fresh process, best of 3:", bytes / 1e6, ntensors, numel))
+    local evict = string.format("dd if='%s' iflag=nocache count=0 status=none 2>/dev/null", path)
+    for _, cold in ipairs{false, true} do
+      if cold and os.execute(evict) ~= true then
+        print("  (no cold rows: dd iflag=nocache failed)")
+        break
       end
-      if mode ~= "none" and n ~= ntensors then error(mode .. ": loaded " .. n .. " tensors") end
-      local label = ({none = "start-up only (no load)", read = "ember.load(path)",
-                      mmap = "ember.load(path, {mmap = true})",
-                      mmap_touch = "  the same, then every tensor summed"})[mode]
-      print(string.format("  %-34s %10.1f %12.1f %12.1f %12.1f", label, best, hwm / 1024, anon / 1024, file / 1024))
+      print(string.format("  %-34s %10s %12s %12s %12s", cold and "cold page cache" or "warm page cache",
+                          "load ms", "VmHWM MB", "RssAnon MB", "RssFile MB"))
+      for _, mode in ipairs{"none", "read", "mmap", "mmap_touch"} do
+        local best, hwm, anon, file, n = math.huge
+        for _ = 1, 3 do
+          if cold then os.execute(evict) end
+          local ms
+          ms, hwm, anon, file, n = run_child(exe, script, path, mode)
+          best = math.min(best, ms)
+        end
+        if mode ~= "none" and n ~= ntensors then error(mode .. ": loaded " .. n .. " tensors") end
+        local label = ({none = "start-up only (no load)", read = "ember.load(path)",
+                        mmap = "ember.load(path, {mmap = true})",
+                        mmap_touch = "  the same, then every tensor summed"})[mode]
+        print(string.format("  %-34s %10.1f %12.1f %12.1f %12.1f", label, best, hwm / 1024, anon / 1024,
+                            file / 1024))
+      end
     end
   end)
   os.remove(path)
