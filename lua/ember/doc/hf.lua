@@ -50,6 +50,14 @@ from the first column whatever the padding, as transformers' forward (position_i
 layer's, the last after the final norm (GPT-2, Llama). cache = ember.hf.DynamicCache()
 (causal models) keeps each layer's keys and values, so the next call passes only new
 tokens (positions and attention_mask then cover the cached tokens too).
+model:generate(input_ids, [{attention_mask =, max_new_tokens = 20, do_sample =,
+temperature =, top_k =, top_p =, repetition_penalty =, eos_token_id =, pad_token_id =}])
+(causal models) -> the prompts and the new ids [B, T + new], as transformers' generate:
+the prompt runs once, then a token a step through a key/value cache; prompts of
+different lengths are left-padded with attention_mask 0; greedy unless sampling
+(do_sample defaults to true when temperature > 0, top_k or top_p is given; temperature
+0 is greedy); the repetition penalty, temperature, top_k and top_p apply in
+transformers' order; a row that produced eos_token_id goes on with pad_token_id.
 info.unexpected_keys lists the file's tensors the model does not use (GPT-2's attn.bias
 masks of older files, ...).
 Errors name the file and the tensor: no config.json, an unknown model_type, a tensor
@@ -59,6 +67,7 @@ local model = ember.hf.load(dir)
 local ids = ember.tensor({{1, 5, 3}, {2, 2, 1}})          -- vocabulary ids + 1
 local logits = model(ids, {attention_mask = ember.tensor({{1, 1, 1}, {1, 1, 0}})})
 print(logits.shape, model:state_dict()["wte.weight"].shape)   -- {2, 3, 10} {10, 4}
+print(model:generate(ember.tensor({{1, 5}}), {max_new_tokens = 3}).shape)   -- {1, 5}
 ]=] .. CLEANUP,
   },
   {
