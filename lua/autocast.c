@@ -167,7 +167,10 @@ static int l_autocast_lift(lua_State *L)
 
 static int l_autocast_resuspend(lua_State *L)
 {
-    lua_Integer n = luaL_checkinteger(L, 1);
+    if (!lua_isinteger(L, 1) || lua_tointeger(L, 1) < 0 || lua_tointeger(L, 1) > 1000000)
+        return luaL_error(L, "_autocast_resuspend: expected what _autocast_lift returned (a count), got %s",
+                          luaL_typename(L, 1));
+    lua_Integer n = lua_tointeger(L, 1);
     for (lua_Integer i = 0; i < n; i++) em_autocast_suspend();
     return 0;
 }

@@ -475,10 +475,16 @@ static int m_autograd_clock(lua_State *L)
  * than the tensors of known (ember.utils.checkpoint's region arguments) */
 static int m_autograd_region_leaves(lua_State *L)
 {
-    const char *op = luaL_checkstring(L, 1);
+    if (lua_type(L, 1) != LUA_TSTRING)
+        return luaL_error(L, "_autograd_region_leaves: expected the op's name (a string) as argument 1, got %s",
+                          luaL_typename(L, 1));
+    const char *op = lua_tostring(L, 1);
     int nout, nknown;
     em_tensor **outs = tensor_list(L, 2, op, "outputs", &nout);
-    lua_Integer since = luaL_checkinteger(L, 3);
+    if (!lua_isinteger(L, 3))
+        return luaL_error(L, "%s: expected the region's start (an integer) as argument 3, got %s", op,
+                          luaL_typename(L, 3));
+    lua_Integer since = lua_tointeger(L, 3);
     em_tensor **known = tensor_list(L, 4, op, "arguments", &nknown);
     em_tensor **leaves;
     int n;

@@ -636,11 +636,12 @@ static int zip_close(lua_State *L)
 static int int_list(lua_State *L, int arg, const char *what, int64_t *out)
 {
     const char *op = "as_strided";
-    luaL_checktype(L, arg, LUA_TTABLE);
-    lua_Integer n = luaL_len(L, arg);
+    if (lua_type(L, arg) != LUA_TTABLE || emlua_test(L, arg))
+        return emlua_typeerror(L, arg, op, "a list of integers");
+    lua_Integer n = (lua_Integer)lua_rawlen(L, arg);
     if (n < 0 || n > EM_MAX_DIMS) return emlua_argerror(L, arg, op, "%d %s (at most %d)", (int)n, what, EM_MAX_DIMS);
     for (int k = 0; k < (int)n; k++) {
-        lua_geti(L, arg, k + 1);
+        lua_rawgeti(L, arg, k + 1);
         int ok;
         out[k] = (int64_t)lua_tointegerx(L, -1, &ok);
         if (!ok) return emlua_argerror(L, arg, op, "%s %d is not an integer", what, k + 1);
@@ -655,7 +656,8 @@ static int l_as_strided(lua_State *L)
     int64_t sizes[EM_MAX_DIMS], strides[EM_MAX_DIMS];
     int ndim = int_list(L, 2, "sizes", sizes);
     if (int_list(L, 3, "strides", strides) != ndim) return emlua_argerror(L, 3, "as_strided", "not one stride a size");
-    lua_Integer offset = luaL_checkinteger(L, 4);
+    if (!lua_isinteger(L, 4)) return emlua_typeerror(L, 4, "as_strided", "an integer offset");
+    lua_Integer offset = lua_tointeger(L, 4);
     return emlua_push(L, em_as_strided(t, sizes, strides, ndim, (int64_t)offset));
 }
 
