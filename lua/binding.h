@@ -170,6 +170,7 @@ void emlua_open_profile(lua_State *L);      /* bind_profile.c: ember.profiler's 
 void emlua_open_memory(lua_State *L);       /* bind_memory.c: ember.memory's C half */
 void emlua_open_debug(lua_State *L);        /* bind_debug.c: ember.debug's C half */
 void emlua_open_tensorboard(lua_State *L);  /* bind_tensorboard.c: ember._tensorboard (event records, PNG) */
+void emlua_open_tokenizer(lua_State *L);     /* bind_tokenizer.c: ember._tokenizer_* (the C half of ember.hf.tokenizer) */
 
 /* Autocast at an op's entry (lua/autocast.c): while ember.autocast is active,
  * the tensors at stack positions first..last (last <= 0: the top), and those

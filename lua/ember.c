@@ -857,6 +857,7 @@ int luaopen_ember(lua_State *L)
     emlua_open_profile(L);
     emlua_open_memory(L);
     emlua_open_debug(L);
+    emlua_open_tokenizer(L);
     lua_pushcfunction(L, l_path_problem);
     lua_setfield(L, -2, "_path_problem");
     return 1;

@@ -1,0 +1,657 @@
+-- ember.hf.tokenizer — the Hugging Face tokenizers library's tokenizer.json, read offline.
+--
+-- load(dir) reads dir/tokenizer.json (or dir itself when it names a .json file) and returns a
+-- Tokenizer: byte-level BPE as GPT-2, RoBERTa, Llama-3 and Qwen2 use it, and WordPiece as
+-- BERT's. The pipeline is tokenizers': added tokens matched first (those with normalized =
+-- false on the raw text, the others after the normalizer), the normalizer, the pre-tokenizer,
+-- the model, then the post-processor's special tokens. The per-character and per-word loops
+-- are C (lua/bind_tokenizer.c: ember._tokenizer_*); the rest, reading the JSON into a plan,
+-- is here.
+--
+-- Ids: a token id is a position (the row of nn.Embedding it selects), and ember's positions
+-- are 1-based, so every id ember gives or takes is the file's id + 1: encode returns them,
+-- decode, id_to_token take them, token_to_id returns one. A file id k is row k + 1 of the
+-- model's embedding matrix, the row PyTorch calls k.
+local ember = require "ember"
+local errors = require "ember.errors"
+local args = require "ember.args"
+
+local raise, raisef = errors.raise, errors.raisef
+
+local M = {}
+
+local Tokenizer = {}
+Tokenizer.__index = Tokenizer
+Tokenizer.__name = "ember.hf.Tokenizer"
+
+-- the three pre-tokenizer patterns ember matches (by hand, in C), by their text
+local PATTERNS = {
+  ["'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"] = "gpt2",
+  ["(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"] = "llama3",
+  ["(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"] = "qwen2",
+}
+
+local function fail(path, fmt, ...)
+  raise("ember.hf.tokenizer: " .. path .. ": " .. string.format(fmt, ...))
+end
+
+local function type_of(spec, path, what)
+  if type(spec) ~= "table" or type(spec.type) ~= "string" then
+    fail(path, "%s must be an object with a \"type\", got %s", what, type(spec))
+  end
+  return spec.type
+end
+
+-- ---- normalizers: each a function string -> string ---------------------------------------
+
+local normalize = ember._tokenizer_normalize
+
+local function plain_replace(s, from, to)
+  if from == "" then return s end
+  local out, i = {}, 1
+  while true do
+    local a, b = s:find(from, i, true)
+    if not a then break end
+    out[#out + 1] = s:sub(i, a - 1)
+    out[#out + 1] = to
+    i = b + 1
+  end
+  out[#out + 1] = s:sub(i)
+  return table.concat(out)
+end
+
+local WS_CLASS = "[\t\n\v\f\r ]"
+
+local function build_normalizer(spec, path)
+  local t = type_of(spec, path, "normalizer")
+  if t == "Sequence" then
+    local fs = {}
+    for i, sub in ipairs(spec.normalizers or {}) do fs[i] = build_normalizer(sub, path) end
+    return function(s)
+      for _, f in ipairs(fs) do s = f(s) end
+      return s
+    end
+  elseif t == "BertNormalizer" then
+    local clean, chinese, lower = spec.clean_text ~= false, spec.handle_chinese_chars ~= false, spec.lowercase ~= false
+    local strip = spec.strip_accents
+    if strip == nil then strip = lower end
+    return function(s)
+      if clean then s = normalize(s, "bert_clean") end
+      if chinese then s = normalize(s, "bert_chinese") end
+      if strip then s = normalize(s, "strip_accents_nfd") end
+      if lower then s = normalize(s, "lowercase") end
+      return s
+    end
+  elseif t == "NFC" then return function(s) return normalize(s, "nfc") end
+  elseif t == "NFD" then return function(s) return normalize(s, "nfd") end
+  elseif t == "Lowercase" then return function(s) return normalize(s, "lowercase") end
+  elseif t == "StripAccents" then return function(s) return normalize(s, "strip_accents") end
+  elseif t == "Prepend" then
+    local p = spec.prepend or ""
+    return function(s) return s == "" and s or p .. s end
+  elseif t == "Replace" then
+    local pat = spec.pattern or {}
+    if type(pat.String) ~= "string" then
+      fail(path, "normalizer Replace with a regex pattern is not supported (only {\"String\": ...})")
+    end
+    local content = spec.content or ""
+    return function(s) return plain_replace(s, pat.String, content) end
+  elseif t == "Strip" then
+    local left, right = spec.strip_left ~= false, spec.strip_right ~= false
+    return function(s)
+      if left then s = s:gsub("^" .. WS_CLASS .. "+", "") end
+      if right then s = s:gsub(WS_CLASS .. "+$", "") end
+      return s
+    end
+  end
+  fail(path, "normalizer type '%s' is not supported (BertNormalizer, NFC, NFD, Lowercase, StripAccents, "
+              .. "Prepend, Replace, Strip, Sequence)", t)
+end
+
+-- ---- pre-tokenizers: a list of C steps ------------------------------------------------------
+
+local function build_pretokenizer(spec, path, steps)
+  local t = type_of(spec, path, "pre_tokenizer")
+  if t == "Sequence" then
+    for _, sub in ipairs(spec.pretokenizers or {}) do build_pretokenizer(sub, path, steps) end
+  elseif t == "ByteLevel" then
+    steps[#steps + 1] = {kind = "bytelevel", add_prefix_space = spec.add_prefix_space == true,
+                         use_regex = spec.use_regex ~= false}
+    steps.byte_level = true
+  elseif t == "Split" then
+    local pat = spec.pattern or {}
+    local text = pat.Regex or pat.String
+    local kind = pat.Regex and PATTERNS[pat.Regex]
+    if not kind then
+      fail(path, "Split pattern '%s' is not supported (ember matches the GPT-2, Llama-3 and Qwen2 patterns, "
+                  .. "by their exact text)", tostring(text))
+    end
+    if spec.invert then fail(path, "Split with invert = true is not supported") end
+    -- these patterns match every character, so a match merged with its neighbours that are
+    -- not matches is the match alone
+    local b = spec.behavior or "Isolated"
+    local behaviors = {Isolated = "Isolated", MergedWithPrevious = "Isolated", MergedWithNext = "Isolated",
+                       Removed = "Removed", Contiguous = "Contiguous"}
+    if not behaviors[b] then fail(path, "Split behavior '%s' is not supported", tostring(b)) end
+    steps[#steps + 1] = {kind = "split", pattern = kind, behavior = behaviors[b]}
+  elseif t == "BertPreTokenizer" then
+    steps[#steps + 1] = {kind = "bert"}
+  elseif t == "WhitespaceSplit" then
+    steps[#steps + 1] = {kind = "whitespace_split"}
+  else
+    fail(path, "pre_tokenizer type '%s' is not supported (ByteLevel, Split, BertPreTokenizer, WhitespaceSplit, "
+                .. "Sequence)", t)
+  end
+  return steps
+end
+
+-- ---- decoders: each a function token list -> token list --------------------------------------
+
+local function wordpiece_cleanup(s)
+  for _, r in ipairs({{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
+                      {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}}) do
+    s = plain_replace(s, r[1], r[2])
+  end
+  return s
+end
+
+local function build_decoder(spec, path)
+  local t = type_of(spec, path, "decoder")
+  if t == "Sequence" then
+    local fs = {}
+    for i, sub in ipairs(spec.decoders or {}) do fs[i] = build_decoder(sub, path) end
+    return function(tokens)
+      for _, f in ipairs(fs) do tokens = f(tokens) end
+      return tokens
+    end
+  elseif t == "ByteLevel" then
+    return function(tokens)
+      return {ember._tokenizer_utf8_lossy(ember._tokenizer_bytelevel_decode(tokens))}
+    end
+  elseif t == "WordPiece" then
+    local prefix, cleanup = spec.prefix or "##", spec.cleanup ~= false
+    return function(tokens)
+      local out = {}
+      for i, tok in ipairs(tokens) do
+        if i > 1 then
+          if tok:sub(1, #prefix) == prefix then tok = tok:sub(#prefix + 1) else tok = " " .. tok end
+        end
+        out[i] = cleanup and wordpiece_cleanup(tok) or tok
+      end
+      return out
+    end
+  elseif t == "ByteFallback" then
+    return function(tokens)
+      local out, bytes = {}, {}
+      local function flush()
+        if #bytes == 0 then return end
+        local s = string.char(table.unpack(bytes))
+        out[#out + 1] = utf8.len(s) and s or string.rep("\u{FFFD}", #bytes)
+        bytes = {}
+      end
+      for _, tok in ipairs(tokens) do
+        local hex = #tok == 6 and tok:match("^<0x(%x%x)>$")
+        if hex then bytes[#bytes + 1] = tonumber(hex, 16) else flush(); out[#out + 1] = tok end
+      end
+      flush()
+      return out
+    end
+  elseif t == "Fuse" then
+    return function(tokens) return {table.concat(tokens)} end
+  elseif t == "Replace" then
+    local pat = spec.pattern or {}
+    if type(pat.String) ~= "string" then fail(path, "decoder Replace with a regex pattern is not supported") end
+    return function(tokens)
+      local out = {}
+      for i, tok in ipairs(tokens) do out[i] = plain_replace(tok, pat.String, spec.content or "") end
+      return out
+    end
+  elseif t == "Strip" then
+    local content, start, stop = spec.content or " ", spec.start or 0, spec.stop or 0
+    return function(tokens)
+      local out = {}
+      for i, tok in ipairs(tokens) do
+        for _ = 1, start do if tok:sub(1, #content) == content then tok = tok:sub(#content + 1) else break end end
+        for _ = 1, stop do if #tok >= #content and tok:sub(-#content) == content then tok = tok:sub(1, -#content - 1) else break end end
+        out[i] = tok
+      end
+      return out
+    end
+  elseif t == "Metaspace" then
+    local repl = spec.replacement or "\u{2581}"
+    local prepend = spec.prepend_scheme or (spec.add_prefix_space == false and "never" or "always")
+    return function(tokens)
+      local out = {}
+      for i, tok in ipairs(tokens) do
+        tok = plain_replace(tok, repl, " ")
+        if i == 1 and prepend ~= "never" and tok:sub(1, 1) == " " then tok = tok:sub(2) end
+        out[i] = tok
+      end
+      return out
+    end
+  end
+  fail(path, "decoder type '%s' is not supported (ByteLevel, WordPiece, ByteFallback, Fuse, Replace, Strip, "
+              .. "Metaspace, Sequence)", t)
+end
+
+-- ---- post-processors: the ids around a sequence, a function ids -> ids ------------------------
+
+local function special_pair(v, path, what)
+  if type(v) ~= "table" or type(v[1]) ~= "string" or math.type(v[2]) ~= "integer" then
+    fail(path, "post_processor %s must be [token, id]", what)
+  end
+  return v[2]
+end
+
+local function build_post(spec, path)
+  local t = type_of(spec, path, "post_processor")
+  if t == "ByteLevel" then return nil
+  elseif t == "Sequence" then
+    local fs = {}
+    for _, sub in ipairs(spec.processors or {}) do fs[#fs + 1] = build_post(sub, path) end
+    return #fs > 0 and function(ids)
+      for _, f in ipairs(fs) do ids = f(ids) end
+      return ids
+    end or nil
+  elseif t == "RobertaProcessing" or t == "BertProcessing" then
+    local cls, sep = special_pair(spec.cls, path, "cls"), special_pair(spec.sep, path, "sep")
+    return function(ids)
+      local out = {cls}
+      for i = 1, #ids do out[i + 1] = ids[i] end
+      out[#out + 1] = sep
+      return out
+    end
+  elseif t == "TemplateProcessing" then
+    local items = {}
+    for _, piece in ipairs(spec.single or {}) do
+      if piece.Sequence then
+        items[#items + 1] = "A"
+      elseif piece.SpecialToken then
+        local st = (spec.special_tokens or {})[piece.SpecialToken.id]
+        if type(st) ~= "table" or type(st.ids) ~= "table" then
+          fail(path, "TemplateProcessing: special token '%s' has no ids in special_tokens", tostring(piece.SpecialToken.id))
+        end
+        items[#items + 1] = st.ids
+      else
+        fail(path, "TemplateProcessing: a piece of single is neither Sequence nor SpecialToken")
+      end
+    end
+    return function(ids)
+      local out = {}
+      for _, it in ipairs(items) do
+        local src = it == "A" and ids or it
+        for i = 1, #src do out[#out + 1] = src[i] end
+      end
+      return out
+    end
+  end
+  fail(path, "post_processor type '%s' is not supported (TemplateProcessing, RobertaProcessing, BertProcessing, "
+              .. "ByteLevel, Sequence)", t)
+end
+
+-- ---- added tokens ---------------------------------------------------------------------------
+
+-- the UTF-8 forms of the White_Space characters beyond ASCII (regex's \s)
+local WS_MULTI = {}
+for _, cp in ipairs({0x85, 0xA0, 0x1680, 0x2000, 0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008,
+                     0x2009, 0x200A, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000}) do
+  WS_MULTI[utf8.char(cp)] = true
+end
+
+-- the character of s that ends just before byte i (nil at the start), its start
+local function char_before(s, i)
+  if i <= 1 then return nil end
+  local j = i - 1
+  while j > 1 and (s:byte(j) & 0xC0) == 0x80 do j = j - 1 end
+  return s:sub(j, i - 1), j
+end
+local function char_at(s, i)
+  if i > #s then return nil end
+  local j = i + 1
+  while j <= #s and (s:byte(j) & 0xC0) == 0x80 do j = j + 1 end
+  return s:sub(i, j - 1), j
+end
+local function is_space(c) return c ~= nil and (c:find("^" .. WS_CLASS .. "$") ~= nil or WS_MULTI[c] == true) end
+local function is_word(c)
+  if c == nil then return false end
+  if #c == 1 then return c:find("^[%w_]$") ~= nil end
+  return ember._tokenizer_is_word(c)
+end
+
+-- a matcher over the added tokens of one kind: leftmost-longest, with lstrip/rstrip/single_word
+local function build_matcher(tokens)
+  if #tokens == 0 then return nil end
+  local by_first, firsts = {}, {}
+  for _, t in ipairs(tokens) do
+    local b = t.content:sub(1, 1)
+    if not by_first[b] then by_first[b] = {}; firsts[#firsts + 1] = "%" .. b end
+    table.insert(by_first[b], t)
+  end
+  for _, l in pairs(by_first) do table.sort(l, function(a, b) return #a.content > #b.content end) end
+  -- a character class of the first bytes (%-escaped: punctuation and letters alike are safe)
+  local class = "[" .. table.concat(firsts):gsub("%%(%w)", "%1") .. "]"
+  -- splits s into {text} and {token = t} pieces
+  return function(s)
+    local out, from, pos = {}, 1, 1
+    while true do
+      local p = s:find(class, pos)
+      if not p then break end
+      local hit
+      for _, t in ipairs(by_first[s:sub(p, p)]) do
+        if s:sub(p, p + #t.content - 1) == t.content then hit = t; break end
+      end
+      if not hit then
+        pos = p + 1
+      else
+        local start, stop = p, p + #hit.content
+        local ok = true
+        if hit.single_word then
+          ok = not is_word((char_before(s, start))) and not is_word((char_at(s, stop)))
+        end
+        if ok then
+          if hit.lstrip then
+            while start > from do
+              local c, j = char_before(s, start)
+              if not is_space(c) then break end
+              start = j
+            end
+          end
+          if hit.rstrip then
+            while stop <= #s do
+              local c, j = char_at(s, stop)
+              if not is_space(c) then break end
+              stop = j
+            end
+          end
+          if start > from then out[#out + 1] = {text = s:sub(from, start - 1)} end
+          out[#out + 1] = {token = hit}
+          from = stop
+        end
+        pos = stop
+      end
+    end
+    if from <= #s then out[#out + 1] = {text = s:sub(from)} end
+    return out
+  end
+end
+
+-- ---- loading --------------------------------------------------------------------------------
+
+local function read_file(path)
+  local f, err = io.open(path, "rb")
+  if not f then return nil, err end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+--- load(dir) -> Tokenizer
+function M.load(dir)
+  if type(dir) ~= "string" then
+    raisef("ember.hf.tokenizer: expected a folder holding tokenizer.json (or the file's path), got %s", type(dir))
+  end
+  errors.check_path("ember.hf.tokenizer", "dir", dir)
+  local path = dir
+  if not dir:find("%.json$") then path = dir:gsub("/+$", "") .. "/tokenizer.json" end
+  local text, err = read_file(path)
+  if not text then raisef("ember.hf.tokenizer: cannot read %s (%s)", path, err) end
+  local j, jerr = ember._tokenizer_json(text)
+  if j == nil then fail(path, "%s", jerr) end
+  if type(j) ~= "table" or type(j.model) ~= "table" then fail(path, "not a tokenizer.json: no \"model\" object") end
+  if j.truncation ~= nil then
+    -- kept as the file says it, only reported: ember's encode never truncates
+  end
+
+  local m = j.model
+  local mtype = m.type
+  if mtype == nil then
+    -- files from before "type" was written: a BPE has merges, a WordPiece a continuing prefix
+    mtype = m.merges and "BPE" or (m.continuing_subword_prefix and "WordPiece") or nil
+  end
+  if mtype ~= "BPE" and mtype ~= "WordPiece" then
+    fail(path, "model type '%s' is not supported (BPE, WordPiece)", tostring(mtype))
+  end
+  if type(m.vocab) ~= "table" then fail(path, "model.vocab must be an object of token: id") end
+  if mtype == "BPE" and m.dropout ~= nil and m.dropout ~= 0 then
+    fail(path, "BPE dropout %s is not supported (it samples at encode time; only null)", tostring(m.dropout))
+  end
+
+  local self = setmetatable({path = path}, Tokenizer)
+  -- id (0-based, the file's) -> token, and token -> id, over the model and the added tokens
+  local id_to_token, token_to_id = {}, {}
+  for tok, id in pairs(m.vocab) do
+    if math.type(id) ~= "integer" or id < 0 then fail(path, "model.vocab['%s'] is not a non-negative integer", tok) end
+    id_to_token[id] = tok
+    token_to_id[tok] = id
+  end
+  local unk
+  if m.unk_token ~= nil then
+    unk = m.vocab[m.unk_token]
+    if unk == nil and mtype == "WordPiece" then
+      fail(path, "model.unk_token '%s' is not in the vocabulary", tostring(m.unk_token))
+    end
+  end
+  local ok, model = pcall(ember._tokenizer_model, {
+    type = mtype, vocab = m.vocab, merges = m.merges, unk = unk, byte_fallback = m.byte_fallback == true,
+    ignore_merges = m.ignore_merges == true, fuse_unk = m.fuse_unk == true,
+    prefix = m.continuing_subword_prefix or (mtype == "WordPiece" and "##" or nil),
+    suffix = m.end_of_word_suffix, max_chars = m.max_input_chars_per_word or 100})
+  if not ok then fail(path, "%s", tostring(model)) end
+  self._model = model
+
+  -- added tokens
+  local added, special, raw, normed = {}, {}, {}, {}
+  for i, a in ipairs(j.added_tokens or {}) do
+    if type(a) ~= "table" or type(a.content) ~= "string" or math.type(a.id) ~= "integer" or a.content == "" then
+      fail(path, "added_tokens[%d] must have a non-empty \"content\" and an integer \"id\"", i)
+    end
+    local t = {content = a.content, id = a.id, special = a.special == true, lstrip = a.lstrip == true,
+               rstrip = a.rstrip == true, single_word = a.single_word == true,
+               normalized = a.normalized == nil and not a.special or a.normalized == true}
+    added[#added + 1] = t
+    id_to_token[a.id] = a.content
+    token_to_id[a.content] = a.id
+    if t.special then special[a.id] = true end
+  end
+  self._normalizer = j.normalizer and build_normalizer(j.normalizer, path)
+  for _, t in ipairs(added) do
+    if t.normalized and self._normalizer then
+      local c = self._normalizer(t.content)
+      if c ~= "" then
+        normed[#normed + 1] = {content = c, id = t.id, lstrip = t.lstrip, rstrip = t.rstrip, single_word = t.single_word}
+      end
+    elseif t.normalized then
+      normed[#normed + 1] = t
+    else
+      raw[#raw + 1] = t
+    end
+  end
+  self._raw_matcher = build_matcher(raw)
+  self._normed_matcher = build_matcher(normed)
+  self._special = special
+  self._id_to_token = id_to_token
+  self._token_to_id = token_to_id
+  local n, max_id = 0, -1
+  for id in pairs(id_to_token) do n = n + 1; if id > max_id then max_id = id end end
+  self.vocab_size = n
+  self._max_id = max_id
+  self._steps = j.pre_tokenizer and build_pretokenizer(j.pre_tokenizer, path, {}) or {}
+  self._post = j.post_processor and build_post(j.post_processor, path)
+  self._decoder = j.decoder and build_decoder(j.decoder, path)
+  local pad = j.padding
+  if type(pad) == "table" and math.type(pad.pad_id) == "integer" then self._pad_id = pad.pad_id + 1 end
+  return self
+end
+
+-- ---- encoding -------------------------------------------------------------------------------
+
+-- the file ids (0-based) of text, without special tokens of the post-processor, appended to out
+local function encode_plain(self, text, out, n)
+  text = ember._tokenizer_utf8_lossy(text)
+  local pieces = self._raw_matcher and self._raw_matcher(text) or {{text = text}}
+  for _, p in ipairs(pieces) do
+    if p.token then
+      n = n + 1
+      out[n] = p.token.id
+    else
+      local s = p.text
+      if self._normalizer then s = self._normalizer(s) end
+      local sub = self._normed_matcher and self._normed_matcher(s) or {{text = s}}
+      for _, q in ipairs(sub) do
+        if q.token then
+          n = n + 1
+          out[n] = q.token.id
+        elseif q.text ~= "" then
+          n = self._model:encode(q.text, self._steps, out, n, 0)
+        end
+      end
+    end
+  end
+  return n
+end
+
+local function ids_of(self, text, add_special)
+  local ids = {}
+  encode_plain(self, text, ids, 0)
+  if add_special and self._post then ids = self._post(ids) end
+  for i = 1, #ids do ids[i] = ids[i] + 1 end
+  return ids
+end
+
+local function check_self(self, op)
+  if getmetatable(self) ~= Tokenizer then
+    raisef("%s: call it as tok:%s(...) on a tokenizer from ember.hf.tokenizer, got %s", op, op:match("[%w_]+$"),
+           type(self))
+  end
+end
+
+--- tok:encode(text [, add_special_tokens] [, {add_special_tokens = true}]) -> int64 tensor of ids
+function Tokenizer:encode(text, ...)
+  check_self(self, "Tokenizer:encode")
+  if type(text) ~= "string" then raisef("Tokenizer:encode: text must be a string, got %s", type(text)) end
+  local o = args.options("Tokenizer:encode", {"add_special_tokens"}, ...)
+  local ids = ids_of(self, text, o.add_special_tokens ~= false)
+  return ember.tensor(ids, {dtype = "int64"})
+end
+
+--- tok:encode_batch(texts [, {add_special_tokens, padding, pad_id, padding_side, max_length}])
+-- -> a list of 1-D tensors; with padding, an ids tensor [B, L] and its attention_mask [B, L]
+function Tokenizer:encode_batch(texts, ...)
+  check_self(self, "Tokenizer:encode_batch")
+  if type(texts) ~= "table" then raisef("Tokenizer:encode_batch: texts must be a list of strings, got %s", type(texts)) end
+  local o = args.options("Tokenizer:encode_batch", {"add_special_tokens", "padding", "pad_id", "padding_side",
+                                                    "max_length"}, ...)
+  local all, longest = {}, 0
+  for i, text in ipairs(texts) do
+    if type(text) ~= "string" then raisef("Tokenizer:encode_batch: texts[%d] must be a string, got %s", i, type(text)) end
+    all[i] = ids_of(self, text, o.add_special_tokens ~= false)
+    if #all[i] > longest then longest = #all[i] end
+  end
+  local padding = o.padding
+  if not padding then
+    local out = {}
+    for i, ids in ipairs(all) do out[i] = ember.tensor(ids, {dtype = "int64"}) end
+    return out
+  end
+  local len = longest
+  if padding == "max_length" then
+    if math.type(o.max_length) ~= "integer" then
+      raise("Tokenizer:encode_batch: padding = \"max_length\" needs max_length (an integer)")
+    end
+    if o.max_length < longest then
+      raisef("Tokenizer:encode_batch: max_length %d is shorter than the longest text's %d ids (ember does not truncate)",
+             o.max_length, longest)
+    end
+    len = o.max_length
+  elseif padding ~= true and padding ~= "longest" then
+    raisef("Tokenizer:encode_batch: padding must be true, \"longest\" or \"max_length\", got %s", tostring(padding))
+  end
+  local pad = o.pad_id or self._pad_id
+  if math.type(pad) ~= "integer" then
+    raise("Tokenizer:encode_batch: padding needs pad_id (the tokenizer.json sets none): give {pad_id = ...}")
+  end
+  local side = o.padding_side or "right"
+  if side ~= "right" and side ~= "left" then
+    raisef("Tokenizer:encode_batch: padding_side must be \"right\" or \"left\", got %s", tostring(side))
+  end
+  local rows, masks = {}, {}
+  for i, ids in ipairs(all) do
+    local row, mask = {}, {}
+    local gap = len - #ids
+    for k = 1, len do
+      local at = side == "right" and k or k - gap
+      if at >= 1 and at <= #ids then row[k] = ids[at]; mask[k] = 1 else row[k] = pad; mask[k] = 0 end
+    end
+    rows[i], masks[i] = row, mask
+  end
+  if #rows == 0 then
+    return ember.zeros(0, len, {dtype = "int64"}), ember.zeros(0, len, {dtype = "int64"})
+  end
+  return ember.tensor(rows, {dtype = "int64"}), ember.tensor(masks, {dtype = "int64"})
+end
+
+-- the ids of decode's argument as a Lua list (ember's, 1-based)
+local function id_list(ids, op)
+  if ember.is_tensor(ids) then
+    if ids:dim() > 1 then raisef("%s: ids must be 1-D (one sequence), got shape %s", op, errors.shape_str(ids)) end
+    if ids.dtype ~= "int64" and ids.dtype ~= "int32" and ids.dtype ~= "uint8" then
+      raisef("%s: ids must be an integer tensor, got dtype %s", op, ids.dtype)
+    end
+    return ids:reshape(-1):tolist()
+  elseif type(ids) == "table" then
+    return ids
+  end
+  raisef("%s: ids must be a tensor or a list of integers, got %s", op, type(ids))
+end
+
+--- tok:decode(ids [, skip_special_tokens] [, {skip_special_tokens = false}]) -> string
+function Tokenizer:decode(ids, ...)
+  check_self(self, "Tokenizer:decode")
+  local op = "Tokenizer:decode"
+  local o = args.options(op, {"skip_special_tokens"}, ...)
+  local list = id_list(ids, op)
+  local skip = o.skip_special_tokens == true
+  local tokens = {}
+  for i, id in ipairs(list) do
+    if math.type(id) ~= "integer" then
+      if math.type(id) == "float" and id == math.floor(id) then id = math.tointeger(id) else
+        raisef("%s: ids[%d] must be an integer, got %s", op, i, tostring(id))
+      end
+    end
+    local tok = self._id_to_token[id - 1]
+    if tok == nil then
+      raisef("%s: ids[%d] = %d is not a token id (ids are 1-based: 1 to %d)", op, i, id, self._max_id + 1)
+    end
+    if not (skip and self._special[id - 1]) then tokens[#tokens + 1] = tok end
+  end
+  if self._decoder then return table.concat(self._decoder(tokens)) end
+  return table.concat(tokens, " ")
+end
+
+--- tok:token_to_id(token) -> the 1-based id, or nil when the token is unknown
+function Tokenizer:token_to_id(token)
+  check_self(self, "Tokenizer:token_to_id")
+  if type(token) ~= "string" then raisef("Tokenizer:token_to_id: token must be a string, got %s", type(token)) end
+  local id = self._token_to_id[token]
+  return id and id + 1
+end
+
+--- tok:id_to_token(id) -> the token string of a 1-based id, or nil when no token has it
+function Tokenizer:id_to_token(id)
+  check_self(self, "Tokenizer:id_to_token")
+  if math.type(id) ~= "integer" then raisef("Tokenizer:id_to_token: id must be an integer, got %s", tostring(id)) end
+  return self._id_to_token[id - 1]
+end
+
+--- tok:get_vocab_size() -> the number of tokens, added tokens included (tok.vocab_size)
+function Tokenizer:get_vocab_size()
+  check_self(self, "Tokenizer:get_vocab_size")
+  return self.vocab_size
+end
+
+function Tokenizer:__tostring()
+  return string.format("ember.hf.Tokenizer(%s, vocab_size=%d)", self.path, self.vocab_size)
+end
+
+M.Tokenizer = Tokenizer
+return M
