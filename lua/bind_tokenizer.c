@@ -6,6 +6,7 @@
  *       model:encode(text, steps, out, n, base) -> n   pre-tokenizes text with the steps
  *           (a list of {kind = "split" | "bytelevel" | "bert" | "whitespace_split", ...})
  *           and appends each token's id + base to the Lua list out after position n
+ *   ember._tokenizer_pretokenize(text, steps)  the pieces the steps make of text
  *   ember._tokenizer_normalize(text, op)   "nfd", "nfc", "lowercase", "strip_accents" (drop
  *                                          Mn), "bert_clean", "bert_chinese"
  *   ember._tokenizer_utf8_lossy(s)         s with each invalid UTF-8 sequence replaced by
@@ -735,6 +736,24 @@ static int parse_steps(lua_State *L, int idx, step *st, int max)
     return n;
 }
 
+/* text through the steps: the pieces the model gets */
+static void pretokenize(lua_State *L, const char *text, size_t len, int steps_idx, pieces *cur)
+{
+    step st[16];
+    int nst = parse_steps(L, steps_idx, st, 16);
+    classes_init();
+    byte_chars_init();
+    memset(cur, 0, sizeof *cur);
+    buf_add(&cur->text, text, len);
+    pieces_add(cur, 0, len);
+    for (int k = 0; k < nst; k++) {
+        pieces next = {0};
+        run_step(&st[k], cur, &next);
+        pieces_free(cur);
+        *cur = next;
+    }
+}
+
 /* model:encode(text, steps, out, n, base) -> n */
 static int model_encode(lua_State *L)
 {
@@ -744,19 +763,8 @@ static int model_encode(lua_State *L)
     luaL_checktype(L, 3, LUA_TTABLE);
     luaL_checktype(L, 4, LUA_TTABLE);
     lua_Integer n = luaL_checkinteger(L, 5), base = luaL_checkinteger(L, 6);
-    step st[16];
-    int nst = parse_steps(L, 3, st, 16);
-    classes_init();
-    byte_chars_init();
-    pieces cur = {0};
-    buf_add(&cur.text, text, len);
-    pieces_add(&cur, 0, len);
-    for (int k = 0; k < nst; k++) {
-        pieces next = {0};
-        run_step(&st[k], &cur, &next);
-        pieces_free(&cur);
-        cur = next;
-    }
+    pieces cur;
+    pretokenize(L, text, len, 3, &cur);
     ids out = {0};
     for (size_t k = 0; k < cur.n; k++) {
         const char *s = cur.text.p + cur.p[k].off;
@@ -770,6 +778,23 @@ static int model_encode(lua_State *L)
     }
     free(out.v);
     lua_pushinteger(L, n);
+    return 1;
+}
+
+/* ember._tokenizer_pretokenize(text, steps) -> the list of pieces */
+static int l_pretokenize(lua_State *L)
+{
+    size_t len;
+    const char *text = luaL_checklstring(L, 1, &len);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    pieces cur;
+    pretokenize(L, text, len, 2, &cur);
+    lua_createtable(L, (int)cur.n, 0);
+    for (size_t k = 0; k < cur.n; k++) {
+        lua_pushlstring(L, cur.text.p + cur.p[k].off, cur.p[k].len);
+        lua_rawseti(L, -2, (lua_Integer)k + 1);
+    }
+    pieces_free(&cur);
     return 1;
 }
 
@@ -1099,6 +1124,7 @@ void emlua_open_tokenizer(lua_State *L)
         {"_tokenizer_bytelevel_decode", l_bytelevel_decode},
         {"_tokenizer_unicode_version", l_unicode_version},
         {"_tokenizer_is_word", l_is_word},
+        {"_tokenizer_pretokenize", l_pretokenize},
         {NULL, NULL},
     };
     emlua_register(L, NULL, functions);

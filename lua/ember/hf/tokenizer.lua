@@ -628,6 +628,23 @@ function Tokenizer:decode(ids, ...)
   return table.concat(tokens, " ")
 end
 
+--- tok:pre_tokenize_str(text) -> the list of pieces the pre-tokenizer makes of text (as
+-- tokenizers' tok.pre_tokenizer.pre_tokenize_str, without the offsets); byte-level pieces are
+-- in the byte-to-unicode alphabet of the vocabulary
+function Tokenizer:pre_tokenize_str(text)
+  check_self(self, "Tokenizer:pre_tokenize_str")
+  if type(text) ~= "string" then raisef("Tokenizer:pre_tokenize_str: text must be a string, got %s", type(text)) end
+  return ember._tokenizer_pretokenize(ember._tokenizer_utf8_lossy(text), self._steps)
+end
+
+--- tok:normalize_str(text) -> text through the normalizer (tokenizers' tok.normalizer.normalize_str)
+function Tokenizer:normalize_str(text)
+  check_self(self, "Tokenizer:normalize_str")
+  if type(text) ~= "string" then raisef("Tokenizer:normalize_str: text must be a string, got %s", type(text)) end
+  text = ember._tokenizer_utf8_lossy(text)
+  return self._normalizer and self._normalizer(text) or text
+end
+
 --- tok:token_to_id(token) -> the 1-based id, or nil when the token is unknown
 function Tokenizer:token_to_id(token)
   check_self(self, "Tokenizer:token_to_id")
