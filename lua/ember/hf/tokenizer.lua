@@ -47,7 +47,7 @@ end
 local normalize = ember._tokenizer_normalize
 
 local function plain_replace(s, from, to)
-  if from == "" then return s end
+  if from == "" or not s:find(from, 1, true) then return s end
   local out, i = {}, 1
   while true do
     local a, b = s:find(from, i, true)
@@ -147,11 +147,13 @@ end
 
 -- ---- decoders: each a function token list -> token list --------------------------------------
 
+-- tokenizers' cleanup of the WordPiece decoder, in its order; every pattern starts with a
+-- space and one of . ? ! , ' n d
+local CLEANUP = {{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
+                 {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}}
 local function wordpiece_cleanup(s)
-  for _, r in ipairs({{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
-                      {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}}) do
-    s = plain_replace(s, r[1], r[2])
-  end
+  if not s:find(" [%.%?!,'nd]") then return s end
+  for _, r in ipairs(CLEANUP) do s = plain_replace(s, r[1], r[2]) end
   return s
 end
 
