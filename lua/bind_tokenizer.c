@@ -338,14 +338,42 @@ static void byte_chars_init(void)
 }
 
 typedef struct {
-    int kind;   /* 0 split, 1 bytelevel, 2 bert, 3 whitespace_split */
+    int kind;   /* 0 split, 1 bytelevel, 2 bert, 3 whitespace_split, 4 metaspace */
     int pattern, behavior;
     int add_prefix_space, use_regex;
+    const char *rep;        /* metaspace: the replacement (a Lua string the steps table holds) */
+    size_t rep_len;
+    int prepend, split;     /* metaspace: 0 never, 1 always, 2 first; split at each replacement */
 } step;
 
-/* one step over every piece: a new pieces set */
-static void run_step(const step *st, const pieces *in, pieces *out)
+/* Metaspace: spaces become the replacement, which is prepended (always, or to the first piece
+ * of a text that starts here) when the piece does not start with it; with split, a piece
+ * starts at each replacement (tokenizers' MergedWithNext) */
+static void run_metaspace(const step *st, const pieces *in, pieces *out, int at_start)
 {
+    for (size_t k = 0; k < in->n; k++) {
+        const char *s = in->text.p + in->p[k].off;
+        size_t n = in->p[k].len, start = out->text.n;
+        int has = n >= st->rep_len && memcmp(s, st->rep, st->rep_len) == 0;
+        if (!has && s[0] == ' ') has = 1;
+        if (!has && (st->prepend == 1 || (st->prepend == 2 && at_start && k == 0))) buf_add(&out->text, st->rep, st->rep_len);
+        for (size_t i = 0; i < n; i++) {
+            if (s[i] == ' ') buf_add(&out->text, st->rep, st->rep_len);
+            else buf_addc(&out->text, s[i]);
+        }
+        size_t end = out->text.n, from = start;
+        if (st->split) {
+            for (size_t i = start + 1; i + st->rep_len <= end; i++)
+                if (memcmp(out->text.p + i, st->rep, st->rep_len) == 0) { pieces_add(out, from, i - from); from = i; }
+        }
+        pieces_add(out, from, end - from);
+    }
+}
+
+/* one step over every piece: a new pieces set */
+static void run_step(const step *st, const pieces *in, pieces *out, int at_start)
+{
+    if (st->kind == 4) { run_metaspace(st, in, out, at_start); return; }
     if (st->kind == 1) {
         /* ByteLevel: a prefix space where asked, the GPT-2 split, then each byte as its character */
         for (size_t k = 0; k < in->n; k++) {
@@ -730,6 +758,16 @@ static int parse_steps(lua_State *L, int idx, step *st, int max)
             st[k].use_regex = opt_bool(L, t, "use_regex");
         } else if (!strcmp(kind, "bert")) st[k].kind = 2;
         else if (!strcmp(kind, "whitespace_split")) st[k].kind = 3;
+        else if (!strcmp(kind, "metaspace")) {
+            st[k].kind = 4;
+            lua_getfield(L, t, "replacement");
+            st[k].rep = lua_tolstring(L, -1, &st[k].rep_len);   /* held by the steps table */
+            lua_pop(L, 1);
+            if (!st[k].rep || st[k].rep_len == 0) return luaL_error(L, "metaspace step without a replacement");
+            const char *ps = opt_string(L, t, "prepend_scheme");
+            st[k].prepend = !strcmp(ps, "never") ? 0 : !strcmp(ps, "first") ? 2 : 1;
+            st[k].split = opt_bool(L, t, "split");
+        }
         else return luaL_error(L, "unknown pre-tokenizer step '%s'", kind);
         lua_pop(L, 1);
     }
@@ -737,7 +775,7 @@ static int parse_steps(lua_State *L, int idx, step *st, int max)
 }
 
 /* text through the steps: the pieces the model gets */
-static void pretokenize(lua_State *L, const char *text, size_t len, int steps_idx, pieces *cur)
+static void pretokenize(lua_State *L, const char *text, size_t len, int steps_idx, int at_start, pieces *cur)
 {
     step st[16];
     int nst = parse_steps(L, steps_idx, st, 16);
@@ -748,13 +786,14 @@ static void pretokenize(lua_State *L, const char *text, size_t len, int steps_id
     pieces_add(cur, 0, len);
     for (int k = 0; k < nst; k++) {
         pieces next = {0};
-        run_step(&st[k], cur, &next);
+        run_step(&st[k], cur, &next, at_start);
         pieces_free(cur);
         *cur = next;
     }
 }
 
-/* model:encode(text, steps, out, n, base) -> n */
+/* model:encode(text, steps, out, n, base, at_start) -> n; at_start: text begins the input
+ * (Metaspace's prepend_scheme "first") */
 static int model_encode(lua_State *L)
 {
     model *m = check_model(L);
@@ -764,7 +803,7 @@ static int model_encode(lua_State *L)
     luaL_checktype(L, 4, LUA_TTABLE);
     lua_Integer n = luaL_checkinteger(L, 5), base = luaL_checkinteger(L, 6);
     pieces cur;
-    pretokenize(L, text, len, 3, &cur);
+    pretokenize(L, text, len, 3, lua_toboolean(L, 7), &cur);
     ids out = {0};
     for (size_t k = 0; k < cur.n; k++) {
         const char *s = cur.text.p + cur.p[k].off;
@@ -788,7 +827,7 @@ static int l_pretokenize(lua_State *L)
     const char *text = luaL_checklstring(L, 1, &len);
     luaL_checktype(L, 2, LUA_TTABLE);
     pieces cur;
-    pretokenize(L, text, len, 2, &cur);
+    pretokenize(L, text, len, 2, 1, &cur);
     lua_createtable(L, (int)cur.n, 0);
     for (size_t k = 0; k < cur.n; k++) {
         lua_pushlstring(L, cur.text.p + cur.p[k].off, cur.p[k].len);

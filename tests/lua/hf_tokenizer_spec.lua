@@ -1,9 +1,11 @@
 -- hf_tokenizer_spec.lua — ember.hf.tokenizer against the tokenizers library
 -- (tests/lua/fixtures/hf_tok*, written by scripts/fixtures/make_tokenizer_fixtures.py):
--- the pre-tokenizer's pieces, the normalizer's text and the ids of five tokenizers (GPT-2-, RoBERTa-, Llama-3-, Qwen2-style byte-level BPE and a
--- BERT-style WordPiece) on hostile strings, with and without special tokens, their decode
--- with and without skip_special_tokens, the large texts (the first 1.1 MB of Shakespeare
--- and the license texts of /usr/share/common-licenses: the ids and a checksum of the decode),
+-- the pre-tokenizer's pieces, the normalizer's text and the ids of seven tokenizers
+-- (GPT-2-, RoBERTa-, Llama-3-, Qwen2-style byte-level BPE, a BERT-style WordPiece, and
+-- Llama-2-style character BPE with byte fallback, with a normalizer or a Metaspace
+-- pre-tokenizer) on hostile strings, with and without special tokens, their decode with and
+-- without skip_special_tokens, the large texts (the first 1.1 MB of Shakespeare and the
+-- license texts of /usr/share/common-licenses: the ids and a checksum of the decode),
 -- decode(encode(s)) == s for byte-level on valid UTF-8, ids being 1-based, encode_batch's
 -- padding, and the errors bad files and arguments get, at the caller's line.
 local ember = require "ember"
@@ -13,7 +15,7 @@ local err, has = h.err, h.has
 
 local fx = h.fixture("hf_tok_cases.lua")
 local idfile = ember.load(h.FIXTURES .. "hf_tok_ids.safetensors")
-local NAMES = {"gpt2", "roberta", "llama3", "qwen2", "bert"}
+local NAMES = {"gpt2", "roberta", "llama3", "qwen2", "bert", "llama2", "metaspace"}
 local BYTE_LEVEL = {gpt2 = true, roberta = true, llama3 = true, qwen2 = true}
 
 local toks = {}
@@ -236,9 +238,9 @@ describe("ember.hf.tokenizer: errors at the caller's line", function()
     at_this_line(msg); has(msg, "Split pattern '(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,4}")
     has(msg, "is not supported")
     -- the first ByteLevel of the file is its pre-tokenizer's
-    write((gpt2_json:gsub('"type": "ByteLevel"', '"type": "Metaspace"', 1)))
+    write((gpt2_json:gsub('"type": "ByteLevel"', '"type": "Digits"', 1)))
     msg = err(function() T.load(dir) end)
-    at_this_line(msg); has(msg, "pre_tokenizer type 'Metaspace' is not supported")
+    at_this_line(msg); has(msg, "pre_tokenizer type 'Digits' is not supported")
     write((gpt2_json:gsub('"normalizer": null', '"normalizer": {"type": "NFKC"}', 1)))
     msg = err(function() T.load(dir) end)
     at_this_line(msg); has(msg, "normalizer type 'NFKC' is not supported")

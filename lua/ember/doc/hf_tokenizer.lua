@@ -34,7 +34,8 @@ return {
 Reads dir/tokenizer.json (or dir itself when it names a .json file), the file of the
 Hugging Face tokenizers library (what AutoTokenizer's fast tokenizers save), without
 Python or the network. Supported: byte-level BPE as GPT-2, RoBERTa, Llama-3 and Qwen2 use
-it, and WordPiece as BERT's, with their parts:
+it, BPE over characters with byte fallback as Llama-2's, and WordPiece as BERT's, with
+their parts:
   model          BPE (vocab, merges as "a b" or [a, b], byte_fallback, ignore_merges,
                  unk_token, fuse_unk, continuing_subword_prefix, end_of_word_suffix;
                  dropout null) and WordPiece (unk_token, "##", max_input_chars_per_word)
@@ -44,7 +45,8 @@ it, and WordPiece as BERT's, with their parts:
                  (a string pattern), Strip, Sequence
   pre_tokenizer  ByteLevel (add_prefix_space, use_regex), Split with the GPT-2, Llama-3
                  or Qwen2 pattern (recognised by its exact text: these are matched by
-                 hand, not by a regex engine), BertPreTokenizer, WhitespaceSplit, Sequence
+                 hand, not by a regex engine), BertPreTokenizer, WhitespaceSplit,
+                 Metaspace (Llama-2's older files), Sequence
   post_processor TemplateProcessing (single), RobertaProcessing, BertProcessing,
                  ByteLevel, Sequence
   decoder        ByteLevel, WordPiece, ByteFallback, Fuse, Strip, Replace, Metaspace,

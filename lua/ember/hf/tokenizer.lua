@@ -138,9 +138,16 @@ local function build_pretokenizer(spec, path, steps)
     steps[#steps + 1] = {kind = "bert"}
   elseif t == "WhitespaceSplit" then
     steps[#steps + 1] = {kind = "whitespace_split"}
+  elseif t == "Metaspace" then
+    local scheme = spec.prepend_scheme or (spec.add_prefix_space == false and "never" or "always")
+    if scheme ~= "always" and scheme ~= "first" and scheme ~= "never" then
+      fail(path, "Metaspace prepend_scheme '%s' is not one of always, first, never", tostring(scheme))
+    end
+    steps[#steps + 1] = {kind = "metaspace", replacement = spec.replacement or "\u{2581}", prepend_scheme = scheme,
+                         split = spec.split ~= false}
   else
     fail(path, "pre_tokenizer type '%s' is not supported (ByteLevel, Split, BertPreTokenizer, WhitespaceSplit, "
-                .. "Sequence)", t)
+                .. "Metaspace, Sequence)", t)
   end
   return steps
 end
@@ -222,12 +229,12 @@ local function build_decoder(spec, path)
   elseif t == "Metaspace" then
     local repl = spec.replacement or "\u{2581}"
     local prepend = spec.prepend_scheme or (spec.add_prefix_space == false and "never" or "always")
+    -- as tokenizers: the replacement is a space, except in the first token, where (unless
+    -- the scheme is never) it is dropped
     return function(tokens)
       local out = {}
       for i, tok in ipairs(tokens) do
-        tok = plain_replace(tok, repl, " ")
-        if i == 1 and prepend ~= "never" and tok:sub(1, 1) == " " then tok = tok:sub(2) end
-        out[i] = tok
+        out[i] = plain_replace(tok, repl, (i == 1 and prepend ~= "never") and "" or " ")
       end
       return out
     end
@@ -491,7 +498,7 @@ end
 local function encode_plain(self, text, out, n)
   text = ember._tokenizer_utf8_lossy(text)
   local pieces = self._raw_matcher and self._raw_matcher(text) or {{text = text}}
-  for _, p in ipairs(pieces) do
+  for k, p in ipairs(pieces) do
     if p.token then
       n = n + 1
       out[n] = p.token.id
@@ -504,7 +511,7 @@ local function encode_plain(self, text, out, n)
           n = n + 1
           out[n] = q.token.id
         elseif q.text ~= "" then
-          n = self._model:encode(q.text, self._steps, out, n, 0)
+          n = self._model:encode(q.text, self._steps, out, n, 0, k == 1 and q == sub[1])
         end
       end
     end
