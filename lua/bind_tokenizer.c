@@ -39,7 +39,7 @@ static void buf_reserve(buf *b, size_t extra)
     b->p = p;
     b->cap = cap;
 }
-static void buf_add(buf *b, const char *s, size_t n) { buf_reserve(b, n); memcpy(b->p + b->n, s, n); b->n += n; }
+static void buf_add(buf *b, const char *s, size_t n) { if (!n) return; buf_reserve(b, n); memcpy(b->p + b->n, s, n); b->n += n; }
 static void buf_addc(buf *b, char c) { buf_reserve(b, 1); b->p[b->n++] = c; }
 
 /* ---- UTF-8 ------------------------------------------------------------------------------ */
