@@ -29,13 +29,22 @@
 
 typedef struct { char *p; size_t n, cap; } buf;
 
+/* Out of memory: a Lua error in the running call (the state each entry point
+ * notes; what that call had allocated is lost), never an abort. */
+static lua_State *running_L;
+static void oom(void)
+{
+    if (running_L) luaL_error(running_L, "ember.hf.tokenizer: out of memory");
+    abort();    /* no Lua call is running: cannot happen */
+}
+
 static void buf_reserve(buf *b, size_t extra)
 {
     if (b->n + extra <= b->cap) return;
     size_t cap = b->cap ? b->cap : 256;
     while (cap < b->n + extra) cap *= 2;
     char *p = realloc(b->p, cap);
-    if (!p) abort();   /* a few MB of text: out of memory here is not a user error */
+    if (!p) oom();
     b->p = p;
     b->cap = cap;
 }
@@ -176,7 +185,7 @@ static void ustr_of(ustr *u, const char *s, size_t len)
 {
     u->cp = malloc((len + 1) * sizeof *u->cp);
     u->off = malloc((len + 1) * sizeof *u->off);
-    if (!u->cp || !u->off) abort();
+    if (!u->cp || !u->off) oom();
     size_t i = 0, k = 0;
     while (i < len) { u->off[k] = i; u->cp[k++] = utf8_next(s, len, &i); }
     u->off[k] = len;
@@ -268,7 +277,7 @@ static void pieces_add(pieces *ps, size_t off, size_t len)
     if (ps->n == ps->cap) {
         ps->cap = ps->cap ? ps->cap * 2 : 64;
         ps->p = realloc(ps->p, ps->cap * sizeof *ps->p);
-        if (!ps->p) abort();
+        if (!ps->p) oom();
     }
     ps->p[ps->n].off = off;
     ps->p[ps->n++].len = len;
@@ -433,7 +442,7 @@ static void strmap_grow(strmap *m)
     hslot *old = m->s;
     size_t ocap = m->cap;
     m->s = malloc(ncap * sizeof *m->s);
-    if (!m->s) abort();
+    if (!m->s) oom();
     for (size_t i = 0; i < ncap; i++) m->s[i].id = -1;
     m->cap = ncap;
     for (size_t i = 0; i < ocap; i++) {
@@ -496,7 +505,7 @@ static void ids_add(ids *x, int32_t id)
     if (x->n == x->cap) {
         x->cap = x->cap ? x->cap * 2 : 256;
         x->v = realloc(x->v, x->cap * sizeof *x->v);
-        if (!x->v) abort();
+        if (!x->v) oom();
     }
     x->v[x->n++] = id;
 }
@@ -576,7 +585,7 @@ static void bpe_word_cached(model *m, const char *s, size_t n, ids *out)
     if (m->cache_n + cnt + 1 > m->cache_cap) {
         m->cache_cap = (m->cache_n + cnt + 1) * 2;
         m->cache_ids = realloc(m->cache_ids, m->cache_cap * sizeof *m->cache_ids);
-        if (!m->cache_ids) abort();
+        if (!m->cache_ids) oom();
     }
     strmap_put(&m->cache, s, n, (int32_t)m->cache_n);
     m->cache_ids[m->cache_n++] = (int32_t)cnt;
@@ -648,6 +657,7 @@ static lua_Integer opt_int(lua_State *L, int t, const char *k, lua_Integer def)
  * Errors name what is wrong; the Lua side adds the op's name. */
 static int l_model(lua_State *L)
 {
+    running_L = L;
     luaL_checktype(L, 1, LUA_TTABLE);
     model *m = lua_newuserdatauv(L, sizeof *m, 0);
     memset(m, 0, sizeof *m);
@@ -796,6 +806,7 @@ static void pretokenize(lua_State *L, const char *text, size_t len, int steps_id
  * (Metaspace's prepend_scheme "first") */
 static int model_encode(lua_State *L)
 {
+    running_L = L;
     model *m = check_model(L);
     size_t len;
     const char *text = luaL_checklstring(L, 2, &len);
@@ -823,6 +834,7 @@ static int model_encode(lua_State *L)
 /* ember._tokenizer_pretokenize(text, steps) -> the list of pieces */
 static int l_pretokenize(lua_State *L)
 {
+    running_L = L;
     size_t len;
     const char *text = luaL_checklstring(L, 1, &len);
     luaL_checktype(L, 2, LUA_TTABLE);
@@ -873,7 +885,7 @@ static void cps_add(cps *c, uint32_t x)
     if (c->n == c->cap) {
         c->cap = c->cap ? c->cap * 2 : 256;
         c->v = realloc(c->v, c->cap * sizeof *c->v);
-        if (!c->v) abort();
+        if (!c->v) oom();
     }
     c->v[c->n++] = x;
 }
@@ -981,6 +993,7 @@ static int is_cjk(uint32_t c)
 
 static int l_normalize(lua_State *L)
 {
+    running_L = L;
     size_t n;
     const char *s = luaL_checklstring(L, 1, &n);
     const char *op = luaL_checkstring(L, 2);
@@ -1030,6 +1043,7 @@ static int l_normalize(lua_State *L)
 
 static int l_utf8_lossy(lua_State *L)
 {
+    running_L = L;
     size_t n;
     const char *s = luaL_checklstring(L, 1, &n);
     buf out = {0};
@@ -1043,6 +1057,7 @@ static int l_utf8_lossy(lua_State *L)
  * character that stands for no byte is kept as its own UTF-8 bytes */
 static int l_bytelevel_decode(lua_State *L)
 {
+    running_L = L;
     luaL_checktype(L, 1, LUA_TTABLE);
     byte_chars_init();
     static int16_t char_byte[512];
@@ -1111,6 +1126,7 @@ static void push_json(lua_State *L, const cJSON *v, int depth)
 
 static int l_json(lua_State *L)
 {
+    running_L = L;
     size_t n;
     const char *s = luaL_checklstring(L, 1, &n);
     const char *end = NULL;
@@ -1130,6 +1146,7 @@ static int l_json(lua_State *L)
  * nonspacing mark */
 static int l_is_word(lua_State *L)
 {
+    running_L = L;
     size_t n, i = 0;
     const char *s = luaL_checklstring(L, 1, &n);
     classes_init();
@@ -1139,6 +1156,7 @@ static int l_is_word(lua_State *L)
 
 static int l_unicode_version(lua_State *L)
 {
+    running_L = L;
     lua_pushstring(L, EM_UNICODE_VERSION);
     return 1;
 }

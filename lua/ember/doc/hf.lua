@@ -89,15 +89,4 @@ logits = model(next_id, {cache = cache})                            -- one new t
 print(cache:get_seq_length(), logits.shape)   -- 4  {1, 1, 10}
 ]=] .. CLEANUP,
   },
-  {
-    name = "ember.hf.tokenizer",
-    sig = "local tok = ember.hf.tokenizer(dir, ...)",
-    doc = [=[
-The tokenizer of a Hugging Face folder: ember.hf.tokenizer's load(dir, ...) (see
-help("ember.hf.tokenizer.load")). Its token ids are what ember.hf.load's models take:
-the vocabulary's ids plus one.]=],
-    example = [=[
-local tok = ember.hf.tokenizer("path/to/model")]=],
-    needs = "file",
-  },
 }

@@ -28,7 +28,6 @@ calls k.]=]
 return {
   {
     name = "ember.hf.tokenizer",
-    also = {"ember.hf.Tokenizer:encode", "ember.hf.Tokenizer:decode"},
     sig = "ember.hf.tokenizer(dir) -> tokenizer",
     doc = [=[
 Reads dir/tokenizer.json (or dir itself when it names a .json file), the file of the
@@ -141,7 +140,7 @@ print(table.concat(tok:pre_tokenize_str("Hello, world!"), " | "))   -- Hello | ,
   {
     name = "ember.hf.Tokenizer:normalize_str",
     sig = "tok:normalize_str(text) -> string",
-    doc = "text through the tokenizer's normalizer, as tokenizers' tok.normalizer.normalize_str(text).",
+    doc = "text through the tokenizer's normalizer (tokenizers' tok.normalizer.normalize_str).",
     example = SETUP .. [=[
 print(tok:normalize_str("Héllo Wörld"))   -- hello world]=],
   },

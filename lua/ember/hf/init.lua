@@ -182,4 +182,10 @@ M.DynamicCache = require("ember.hf.common").DynamicCache
 --- ember.hf.tokenizer(dir, ...) -> the folder's tokenizer (ember.hf.tokenizer.load).
 function M.tokenizer(dir, ...) return require("ember.hf.tokenizer").load(dir, ...) end
 
-return M
+-- ember.hf.Tokenizer, the tokenizers' class, with its file loaded on first use
+return setmetatable(M, {__index = function(t, k)
+  if k ~= "Tokenizer" then return nil end
+  local T = require("ember.hf.tokenizer").Tokenizer
+  rawset(t, k, T)
+  return T
+end})
