@@ -34,11 +34,14 @@ static bool nonfinite(const em_tensor *t)
     return v == 0;
 }
 
+/* t is at the top of the stack, in the box that owns it: an error raised
+ * here leaks nothing */
 void emlua_nan_check(lua_State *L, const em_tensor *t)
 {
     if (checking || !nonfinite(t)) return;
     checking = true;
-    /* the op's tensor arguments: its stack below what it pushed */
+    /* the op's tensor arguments: its stack below the result (at the top) */
+    int top = lua_gettop(L) - 1, ninputs = 0;
     luaL_Buffer b;
     luaL_buffinit(L, &b);
     lua_Debug ar;
@@ -46,7 +49,6 @@ void emlua_nan_check(lua_State *L, const em_tensor *t)
     char shape[128];
     lua_pushfstring(L, "%s made a NaN or an infinity (result %s); inputs: ", name, em_shape_str(t, shape, sizeof shape));
     luaL_addvalue(&b);
-    int top = lua_gettop(L), ninputs = 0;
     bool inherited = false;
     for (int i = 1; i <= top; i++) {
         em_tensor *x = emlua_test(L, i);

@@ -205,9 +205,6 @@ static void anomaly_trace(lua_State *L, const em_tensor *t)
 int emlua_push(lua_State *L, em_tensor *t)
 {
     if (!t) return emlua_fail(L);
-    if (emlua_nan_stop) emlua_nan_check(L, t);
-    if (em_anomaly_mode && t->requires_grad && em_anomaly_wants_trace(t)) anomaly_trace(L, t);
-    if (emlua_mem_recording) emlua_mem_seen(L, t);
     if (++small_pushes >= SMALL_PUSHES) {
         small_pushes = 0;
         lua_gc(L, LUA_GCSTEP, 0);
@@ -223,6 +220,10 @@ int emlua_push(lua_State *L, em_tensor *t)
         t->storage->counted = true;
         account_memory(L, t->storage->nbytes);
     }
+    /* the debugging hooks, once the box owns t: the NaN check may raise */
+    if (em_anomaly_mode && t->requires_grad && em_anomaly_wants_trace(t)) anomaly_trace(L, t);
+    if (emlua_mem_recording) emlua_mem_seen(L, t);
+    if (emlua_nan_stop) emlua_nan_check(L, t);
     return 1;
 }
 
