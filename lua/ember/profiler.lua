@@ -424,13 +424,6 @@ function Profile:lines()
   return make_table(rows, "Lua line", self:wall_time(), lua_time(self), self.profile_memory, false)
 end
 
-local function json_string(s)
-  return '"' .. s:gsub('[%c"\\]', function(c)
-    if c == '"' then return '\\"' elseif c == "\\" then return "\\\\" end
-    return string.format("\\u%04x", c:byte())
-  end) .. '"'
-end
-
 --- prof:export_chrome_trace(path): the events as Chrome's trace format (JSON), which
 --- Perfetto (ui.perfetto.dev) and chrome://tracing open: ops and backward nodes as complete
 --- events with their Lua line (and shapes), memory as a counter with profile_memory
@@ -439,6 +432,7 @@ function Profile:export_chrome_trace(path)
     errors.raise("export_chrome_trace: path must be a string, got " .. type(path))
   end
   errors.check_path("export_chrome_trace", "path", path)
+  local json_string = require("ember.serialize")._json_string
   local t0 = self._t0 or 0
   local parts = {}
   local mem = 0

@@ -167,6 +167,7 @@ local function json_decode(text)
   return v
 end
 M._json_decode = json_decode
+M._json_string = json_string
 
 -- ---- saving ---------------------------------------------------------------------------
 
