@@ -713,7 +713,7 @@ static const char *const lazy_functions[][2] = {
     {"inner", "ember.composite"}, {"ger", "ember.composite"}, {"gcd", "ember.composite"},
     {"lcm", "ember.composite"}, {"fmin", "ember.composite"}, {"fmax", "ember.composite"},
     {"float_power", "ember.composite"}, {"sinc", "ember.composite"}, {"signbit", "ember.composite"},
-    {"ldexp", "ember.composite"}, {"rad2deg", "ember.composite"}, {"deg2rad", "ember.composite"},
+    {"ldexp", "ember.composite"}, {"nextafter", "ember.composite"}, {"rad2deg", "ember.composite"}, {"deg2rad", "ember.composite"},
     {"isreal", "ember.composite"}, {"positive", "ember.composite"},
     {NULL, NULL},
 };
@@ -722,7 +722,7 @@ static const char *const lazy_functions[][2] = {
  * them all in the method table. The functions above of that file are methods too. */
 static const char *const lazy_inplace_methods[] = {
     "addmv_", "addr_", "addbmm_", "baddbmm_", "gcd_", "lcm_", "sinc_", "ldexp_", "rad2deg_", "deg2rad_",
-    "float_power_", NULL,
+    "float_power_", "nextafter_", NULL,
 };
 
 static bool is_lazy_method(const char *name)

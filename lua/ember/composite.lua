@@ -1,6 +1,6 @@
 -- ember.composite — PyTorch functions written in Lua over the engine's ops: the
 -- matrix-vector family (mv, addmv, addr, addbmm, baddbmm, vdot, inner, ger), gcd
--- and lcm, fmin/fmax, float_power, sinc, signbit, ldexp, rad2deg/deg2rad, isreal
+-- and lcm, fmin/fmax, float_power, sinc, signbit, ldexp, nextafter, rad2deg/deg2rad, isreal
 -- and positive. Autograd records the ops they are made of, so their gradients
 -- follow, and they run on every device the composed ops run on.
 --
@@ -321,6 +321,71 @@ end
 function M.ldexp(x, e)
   binary_tensors("ldexp", x, e)
   return as_float(x, "ldexp") * ember.exp2(e)
+end
+
+-- The float formats: p bits of significand, and emin, the exponent of the smallest normal
+-- number as frexp writes it (m 2^e with 0.5 <= |m| < 1); the smallest subnormal is
+-- 2^(emin - p).
+local FLOAT_FORMATS = {
+  float64 = {p = 53, emin = -1021, max = 1.7976931348623157e308},
+  float32 = {p = 24, emin = -125, max = 3.4028234663852886e38},
+  float16 = {p = 11, emin = -13, max = 65504.0},
+  bfloat16 = {p = 8, emin = -125, max = 3.3895313892515355e38},
+}
+
+-- the next value after x towards y in format f, both float64 tensors holding values of
+-- that format: x plus or minus the spacing of the format at x, found from x's exponent.
+-- Every step is exact in float64 (the formats' values and their spacings all are).
+local function next_value(x, y, f)
+  local ax = x:abs()
+  -- e with 2^(e-1) <= |x| < 2^e: log2 may be an ulp off near a power of two, which the
+  -- two comparisons with exact powers of two put right
+  local e = ax:log2():floor() + 1
+  e = e - ax:lt(ember.exp2(e - 1)):to("float64") + ax:ge(ember.exp2(e)):to("float64")
+  local e_lo = e:clamp(f.emin)
+  local up = ember.exp2(e_lo - f.p)   -- the spacing above |x|
+  -- below a power of two the spacing is half, except at the smallest normal number
+  local pow2 = ax:eq(ember.exp2(e - 1)):logical_and(e:gt(f.emin))
+  local down = ember.where(pow2, up * 0.5, up)
+  local rising = y:gt(x)
+  local away = rising:eq(x:gt(0))   -- moving away from zero
+  local step = ember.where(away, up, down)
+  local r = x + ember.where(rising, step, -step)
+  -- a step onto zero keeps x's sign (as C's nextafter)
+  r = ember.where(r:eq(0), ember.copysign(ember.zeros_like(r), x), r)
+  local tiny = ember.full_like(x, 2.0 ^ (f.emin - f.p))
+  r = ember.where(x:eq(0), ember.where(rising, tiny, -tiny), r)
+  r = ember.where(x:isinf(), ember.copysign(ember.full_like(r, f.max), x), r)
+  r = ember.where(x:eq(y), y, r)
+  return ember.where(x:isnan():logical_or(y:isnan()), 0 / 0, r)
+end
+
+local Nextafter
+
+--- ember.nextafter(input, other) -> the next floating-point value after input towards other,
+--- in their promoted float dtype (other where they are equal); its gradient flows to input.
+function M.nextafter(a, b)
+  binary_tensors("nextafter", a, b)
+  local dtype = (a:mul(0) + b:mul(0)).dtype
+  local f = FLOAT_FORMATS[dtype]
+  if not f then
+    raise(string.format("nextafter: expected floating-point tensors, got %s and %s", a.dtype, b.dtype))
+  end
+  if not Nextafter then
+    Nextafter = ember.autograd.Function:extend("Nextafter")
+    function Nextafter.forward(_, x, y, fmt, dt)
+      x, y = ember.broadcast_tensors(x:to("float64"), y:to("float64"))
+      return next_value(x, y, fmt):to(dt)
+    end
+    -- PyTorch's rule: the gradient passes to input unchanged, other's is zero
+    function Nextafter.backward(_, grad) return grad, ember.zeros_like(grad), nil, nil end
+  end
+  return Nextafter.apply(a, b, f, dtype)
+end
+
+methods.nextafter_ = function(self, other)
+  check_tensor(self, "nextafter_", "self")
+  return into(self, M.nextafter(self, other), "nextafter_")
 end
 
 --- ember.rad2deg(x) -> x * 180 / pi.

@@ -41,6 +41,10 @@ describe("composed ops on the device", function()
     same(ember.signbit(dev(x)), ember.signbit(x), {what = "signbit"})
     same(ember.isreal(dev(x)), ember.isreal(x), {what = "isreal"})
     close(ember.ldexp(dev(x), dev(e)), ember.ldexp(x, e), {what = "ldexp"})
+    for _, d in ipairs({"float64", "float32", "float16", "bfloat16"}) do
+      local xd, yd = x:to(d), ember.tensor({-1.0, math.huge, 0.0, 1.0, 1.0, 3.0}, {dtype = d})
+      same(ember.nextafter(dev(xd), dev(yd)), ember.nextafter(xd, yd), {what = "nextafter " .. d})
+    end
     local a, b = ember.tensor({12, -18, 0, 7, 35}), ember.tensor({8, 12, 0, 0, 21})
     same(ember.gcd(dev(a), dev(b)), ember.gcd(a, b), {what = "gcd"})
     same(ember.lcm(dev(a), dev(b)), ember.lcm(a, b), {what = "lcm"})

@@ -1,6 +1,6 @@
 -- missing_ops_spec.lua — the functions ember composes in Lua over its ops
 -- (lua/ember/composite.lua: mv, addmv, addr, addbmm, baddbmm, vdot, inner, ger, gcd,
--- lcm, fmin, fmax, float_power, sinc, signbit, ldexp, rad2deg, deg2rad, isreal,
+-- lcm, fmin, fmax, float_power, sinc, signbit, ldexp, nextafter, rad2deg, deg2rad, isreal,
 -- positive) and nn.functional's sigmoid, tanh, softmax's dim option, pixel_shuffle /
 -- pixel_unshuffle, soft_margin_loss, multi_margin_loss, local_response_norm and rrelu
 -- with their modules: values, dtypes and gradients against PyTorch 2.15
@@ -22,9 +22,10 @@ end)
 
 describe("composed ops: names", function()
   local functions = {"mv", "addmv", "addr", "addbmm", "baddbmm", "vdot", "inner", "ger", "gcd", "lcm", "fmin", "fmax",
-                     "float_power", "sinc", "signbit", "ldexp", "rad2deg", "deg2rad", "isreal", "positive"}
+                     "float_power", "sinc", "signbit", "ldexp", "nextafter", "rad2deg", "deg2rad", "isreal",
+                     "positive"}
   local inplace = {"addmv_", "addr_", "addbmm_", "baddbmm_", "gcd_", "lcm_", "sinc_", "ldexp_", "rad2deg_",
-                   "deg2rad_", "float_power_"}
+                   "deg2rad_", "float_power_", "nextafter_"}
   it("each is a function of ember and a tensor method, found before anything loaded them", function()
     -- a fresh process: the first use is a method call, which must load the file itself
     local src = "local e = require 'ember'; local t = e.tensor({1.0, 2.0}); assert(t:deg2rad_() == t); "
@@ -81,6 +82,78 @@ describe("composed ops: in-place forms", function()
     local e = err(function() local _ = leaf:rad2deg_() end)
     has(e, "rad2deg_: in place on a tensor that autograd records is not supported")
     has(e, THIS_FILE)
+  end)
+end)
+
+-- the values of t as exact doubles, zeros with their sign ("-0") and NaN as "nan"
+local function exact_values(t)
+  local out = {}
+  for i, v in ipairs(t:to("float64"):tolist()) do
+    out[i] = v ~= v and "nan" or (v == 0 and (1 / v < 0 and "-0" or "0")) or string.format("%.17g", v)
+  end
+  return out
+end
+
+describe("nextafter", function()
+  it("bit for bit as PyTorch 2.15 in each float dtype, at every edge of the format", function()
+    for _, c in ipairs(h.fixture("nextafter.lua")) do
+      local a = ember.tensor(c.a, {dtype = c.dtype})
+      local b = ember.tensor(c.b, {dtype = c.dtype})
+      local got = exact_values(ember.nextafter(a, b))
+      local want = exact_values(ember.tensor(c.out, {dtype = "float64"}))
+      for i = 1, #want do
+        assert(got[i] == want[i], string.format("%s: nextafter(%.17g, %.17g) = %s, PyTorch %s", c.dtype, c.a[i], c.b[i],
+                                                got[i], want[i]))
+      end
+    end
+  end)
+  it("float32 and float64 against the integer step of their bits", function()
+    -- an independent rule: for finite nonzero x, the next value away from zero is the
+    -- float whose bits are one more
+    ember.manual_seed(12)
+    for _, f in ipairs({{"float32", "<f", "<i4"}, {"float64", "<d", "<i8"}}) do
+      local x = (ember.randn(200, {dtype = "float64"}) * ember.exp2(ember.randint(-60, 60, {200}):double())):to(f[1])
+      local up, down = ember.nextafter(x, ember.full_like(x, math.huge)), ember.nextafter(x, ember.full_like(x, -math.huge))
+      local xs, us, ds = x:double():tolist(), up:double():tolist(), down:double():tolist()
+      for i, v in ipairs(xs) do
+        local bits = string.unpack(f[3], string.pack(f[2], v))
+        local away = string.unpack(f[2], string.pack(f[3], bits + 1))
+        local toward = string.unpack(f[2], string.pack(f[3], bits - 1))
+        local want_up, want_down = v > 0 and away or toward, v > 0 and toward or away
+        assert(us[i] == want_up and ds[i] == want_down,
+               string.format("%s: %.17g: up %.17g (want %.17g), down %.17g (want %.17g)", f[1], v, us[i], want_up,
+                             ds[i], want_down))
+      end
+    end
+  end)
+  it("broadcasts, promotes as PyTorch, has the method and in-place forms", function()
+    local r = ember.nextafter(ember.tensor({{1.0}, {2.0}}), ember.tensor({0.0, 5.0}))
+    assert.are.same({2, 2}, r.shape)
+    assert.are.same({"0.99999994039535522", "1.0000001192092896", "1.9999998807907104", "2.0000002384185791"},
+                    exact_values(r:reshape(-1)))
+    assert.are.equal("float64", ember.nextafter(ember.tensor({1.0}), ember.tensor({2.0}, {dtype = "float64"})).dtype)
+    assert.are.equal("float32", ember.nextafter(ember.tensor({1}), ember.tensor({2.0})).dtype)
+    assert.are.equal("float32", ember.nextafter(ember.tensor(1.0, {dtype = "float64"}), ember.tensor({2.0})).dtype)
+    local t = ember.tensor({1.0, -1.0})
+    assert(rawequal(t:nextafter_(ember.zeros(2)), t))
+    assert.are.same({"0.99999994039535522", "-0.99999994039535522"}, exact_values(t))
+    assert.are.same(exact_values(t:nextafter(ember.ones(2))), {"1", "-0.99999988079071045"})
+  end)
+  it("passes the gradient to input and none to other, as PyTorch", function()
+    local x = ember.tensor({1.0, 3.0, math.huge}, {requires_grad = true})
+    local y = ember.tensor({2.0, 0.0, 0.0}, {requires_grad = true})
+    local r = ember.nextafter(x, y)
+    assert.are.equal("NextafterBackward", tostring(r.grad_fn))
+    local loss = (r * ember.tensor({2.0, 3.0, 4.0})):sum()
+    loss:backward()
+    assert.are.same({2, 3, 4}, x.grad:tolist())
+    assert.are.same({0, 0, 0}, y.grad:tolist())
+  end)
+  it("refuses integer inputs and non-tensors", function()
+    local e = err(function() local _ = ember.nextafter(ember.tensor({1}), ember.tensor({2})) end)
+    has(e, "nextafter: expected floating-point tensors, got int64 and int64")
+    has(e, THIS_FILE)
+    has(err(function() local _ = ember.nextafter(ember.ones(2), 1) end), "nextafter: other must be a tensor, got number")
   end)
 end)
 

@@ -1,5 +1,5 @@
 -- Docs of the functions composed in Lua (lua/ember/composite.lua): the matrix-vector
--- family, gcd/lcm, fmin/fmax, float_power, sinc, signbit, ldexp, rad2deg/deg2rad,
+-- family, gcd/lcm, fmin/fmax, float_power, sinc, signbit, ldexp, nextafter, rad2deg/deg2rad,
 -- isreal, positive. Format: ember/help.lua. Each is ember.X and Tensor:X; the in-place
 -- Tensor:X_ (where PyTorch has one) writes X's result into self, which must keep its
 -- shape and be able to hold the result's dtype, and is refused on a tensor autograd records.
@@ -65,6 +65,11 @@ fn("signbit", "x", false, "A bool tensor: whether x's sign bit is set (true for 
    "print(ember.signbit(ember.tensor({-0.0, 0.0, -2.0})))   -- [true, false, true]")
 fn("ldexp", "x, e", true, "x * 2^e elementwise (a float result; integer x becomes the default float dtype).",
    "print(ember.ldexp(ember.tensor({1.0, 3.0}), ember.tensor({3, -1})))   -- [8, 1.5]")
+fn("nextafter", "input, other", true, "The next floating-point value after input towards other, elementwise in their\n"
+   .. "promoted float dtype (float32, float64, float16 or bfloat16; other itself where they are\n"
+   .. "equal, NaN if either is NaN). Integer-only inputs are refused. The gradient passes to input\n"
+   .. "unchanged; other gets zero (PyTorch's rule).",
+   "print(ember.nextafter(ember.tensor({1.0}), ember.tensor({2.0})) - 1)   -- [1.1921e-07], float32's epsilon")
 fn("rad2deg", "x", true, "x * 180 / pi (integer input: the default float dtype).",
    "print(ember.rad2deg(ember.tensor({math.pi, -math.pi / 2})))   -- [180, -90]")
 fn("deg2rad", "x", true, "x * pi / 180 (integer input: the default float dtype).",
