@@ -4,8 +4,9 @@
 # $EMBER_PYENV, default /opt/ember-pyenv): every event of a known set of
 # summaries (tensorboard_write.lua, checked by tensorboard_read.py), a
 # training script's --tensorboard run, and the same calls made with PyTorch's
-# SummaryWriter compared record by record (tensorboard_torch.py; Debian's
-# python3 with torch). Absent tools skip with the reason.
+# SummaryWriter compared record by record (tensorboard_torch.py; PyTorch 2.x
+# from scripts/bench/torch-python's environment where it exists, else
+# Debian's python3 with torch 1.13). Absent tools skip with the reason.
 set -u
 cd "$(dirname "$0")/../.."
 source tests/shell/tap.sh
@@ -64,10 +65,15 @@ out=$(timeout 300 "$EMBER" scripts/char_gpt.lua "$tmp/text.txt" --layers 1 --hea
 if [ $rc -eq 0 ]; then ok "char_gpt --tensorboard ran"; else not_ok "char_gpt --tensorboard ran" "rc=$rc" "$out"; fi
 relay "char_gpt: " "$PY" tests/shell/tensorboard_read.py train "$tmp/gpt" train/loss val/loss lr
 
-if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+# a current PyTorch where `scripts/install-deps.sh --bench` made its environment,
+# else Debian's (1.13)
+TORCHENV=${EMBER_TORCHENV:-/opt/ember-torch}
+if [ -x "$TORCHENV/bin/python" ] && scripts/bench/torch-python -c "import torch" 2>/dev/null; then
+    relay "PyTorch: " scripts/bench/torch-python tests/shell/tensorboard_torch.py "$PYENV" "$tmp/w"
+elif /usr/bin/python3 -c "import torch" 2>/dev/null; then
     relay "PyTorch: " /usr/bin/python3 tests/shell/tensorboard_torch.py "$PYENV" "$tmp/w"
 else
-    skip "records compared with PyTorch's SummaryWriter" "no torch for /usr/bin/python3"
+    skip "records compared with PyTorch's SummaryWriter" "no torch in $TORCHENV or for /usr/bin/python3"
 fi
 
 echo "1..$n"

@@ -1,11 +1,13 @@
-"""tensorboard_torch.py PYENV DIR — PyTorch 1.13's SummaryWriter makes the calls
+"""tensorboard_torch.py PYENV DIR — PyTorch's SummaryWriter makes the calls
 tests/shell/tensorboard_write.lua makes (into DIR/torch, DIR/torch_purge), then
 ember's records (DIR/ember, DIR/ember_purge) are compared with PyTorch's, as
 TAP: byte for byte where both are deterministic, field by field where they
 cannot be (PNG bytes: PIL filters rows, ember does not; hparams: no walltime
-parameter, and protobuf map order). Run with Debian's python3 (torch); the
-tensorboard package (PyTorch's writer needs it) comes from the venv PYENV,
-appended to the path so Debian's numpy stays the one torch was built with."""
+parameter, and protobuf map order). Run with a Python that has torch: PyTorch
+2.x's environment (scripts/bench/torch-python) or Debian's python3 (1.13), the
+same records from both; the tensorboard package (PyTorch's writer needs it)
+comes from the venv PYENV, appended to the path so the numpy torch was built
+with stays first."""
 import glob
 import io
 import os
@@ -23,6 +25,9 @@ from tensorboard.plugins.hparams import plugin_data_pb2  # noqa: E402
 from PIL import Image  # noqa: E402
 import numpy  # noqa: E402
 import torch.utils.tensorboard.summary as torch_summary  # noqa: E402
+
+
+print("# PyTorch %s" % torch.__version__)
 
 
 class _Numpy:
