@@ -106,6 +106,103 @@ describe("parametrizations against PyTorch 2.15", function()
   end)
 end)
 
+describe("parametrize.cached and unsafe, PyTorch's semantics", function()
+  local P = U.parametrize
+  -- a parametrization that counts its calls: 2 * x
+  local Double = nn.Module:extend("Double")
+  function Double:init() self.calls = 0 end
+  function Double:forward(x)
+    self.calls = self.calls + 1
+    return x * 2
+  end
+
+  it("cached: one computation per name while it lives, the same tensor, gradients summed", function()
+    local fc = nn.Linear(3, 2):double()
+    local d = Double()
+    P.register_parametrization(fc, "weight", d)
+    local base = d.calls   -- the registration's check ran it once
+    local w1, w2 = fc.weight, fc.weight
+    assert.equal(base + 2, d.calls)
+    assert.is_false(rawequal(w1, w2))
+    local loss
+    do
+      local _ <close> = P.cached()
+      local a, b = fc.weight, fc.weight
+      assert.equal(base + 3, d.calls)
+      assert.is_true(rawequal(a, b))
+      do   -- nested: the inner end keeps the cache
+        local _ <close> = P.cached()
+        assert.is_true(rawequal(fc.weight, a))
+      end
+      assert.is_true(rawequal(fc.weight, a))
+      assert.equal(base + 3, d.calls)
+      loss = (a * 3):sum() + b:sum()
+    end
+    assert.is_false(rawequal(fc.weight, w1))   -- recomputed after the outermost end
+    assert.equal(base + 4, d.calls)
+    loss:backward()
+    -- d loss / d original = (3 + 1) * 2 for every element
+    local g = fc.parametrizations.weight.original.grad
+    assert.same({{8, 8, 8}, {8, 8, 8}}, g:tolist())
+  end)
+
+  it("cached(fn, ...) returns fn's results and empties the cache even when fn fails", function()
+    local fc = nn.Linear(2, 2)
+    local d = Double()
+    P.register_parametrization(fc, "weight", d)
+    local x, y = P.cached(function(k) return fc.weight, fc.weight, k end, 7)
+    assert.is_true(rawequal(x, y))
+    local before = d.calls
+    local ok = pcall(P.cached, function() local _ = fc.weight; error("boom") end)
+    assert.is_false(ok)
+    local _ = fc.weight
+    assert.equal(before + 2, d.calls)   -- the failed call's read, then a fresh one outside
+    has(err(function() P.cached(3) end), "cached: expected a function or nothing, got number")
+  end)
+
+  it("unsafe = false refuses a parametrization that changes the shape or dtype, as PyTorch", function()
+    local T = nn.Module:extend("T")
+    function T:forward(x) return x:t() end
+    local D = nn.Module:extend("D")
+    function D:forward(x) return x:double() end
+    local e = err(function() P.register_parametrization(nn.Linear(4, 3), "weight", T()) end)
+    has(e, "register_parametrization: the parametrization may not change the shape of the tensor "
+           .. "(unless unsafe = true): [3, 4], got [4, 3]")
+    has(e, "nn_utils_spec.lua:")
+    has(err(function() P.register_parametrization(nn.Linear(4, 3), "weight", D()) end),
+        "may not change the dtype of the tensor (unless unsafe = true): float32, got float64")
+    -- unsafe: allowed, and reading gives the new shape
+    local fc = P.register_parametrization(nn.Linear(4, 3), "weight", T(), {unsafe = true})
+    assert.same({4, 3}, fc.weight.shape)
+    assert.is_true(fc.parametrizations.weight.unsafe)
+    -- a second parametrization is checked against module.weight as it reads now
+    local sq = P.register_parametrization(nn.Linear(3, 3), "weight", Double())
+    has(err(function() P.register_parametrization(sq, "weight", D()) end),
+        "the parametrization may not change the dtype of module.weight (unless unsafe = true): float32, got float64")
+    local Bad = nn.Module:extend("Bad")
+    function Bad:forward(x) return x end
+    function Bad:right_inverse(x) return x:reshape(-1) end
+    has(err(function() P.register_parametrization(sq, "weight", Bad()) end),
+        "its right_inverse may not change the shape of module.weight (unless unsafe = true): [3, 3], got [9]")
+    P.register_parametrization(sq, "weight", Bad(), {unsafe = true})
+    assert.is_true(sq.parametrizations.weight.unsafe)
+  end)
+
+  it("a right_inverse giving one tensor may never change the dtype; options are checked", function()
+    local R = nn.Module:extend("R")
+    function R:forward(x) return x:float() end
+    function R:right_inverse(x) return x:double() end
+    has(err(function() P.register_parametrization(nn.Linear(2, 2), "weight", R(), {unsafe = true}) end),
+        "register_parametrization: when right_inverse returns one tensor it may not change the dtype: float32, got float64")
+    has(err(function() P.register_parametrization(nn.Linear(2, 2), "weight", Double(), {unsave = true}) end),
+        "register_parametrization: unknown option 'unsave'")
+    has(err(function() P.register_parametrization(nn.Linear(2, 2), "weight", Double(), true) end),
+        "register_parametrization")
+    has(err(function() P.register_parametrization(nn.Linear(2, 2), "weight", Double(), {unsafe = 1}) end),
+        "register_parametrization: unsafe must be a boolean, got number")
+  end)
+end)
+
 describe("gradient utilities against PyTorch 2.15", function()
   local u = info.utils
   local function ts() return {tensors["utils.t1"]:clone(), tensors["utils.t2"]:clone(), tensors["utils.t3"]:clone()} end

@@ -65,10 +65,10 @@ fn("signbit", "x", false, "A bool tensor: whether x's sign bit is set (true for 
    "print(ember.signbit(ember.tensor({-0.0, 0.0, -2.0})))   -- [true, false, true]")
 fn("ldexp", "x, e", true, "x * 2^e elementwise (a float result; integer x becomes the default float dtype).",
    "print(ember.ldexp(ember.tensor({1.0, 3.0}), ember.tensor({3, -1})))   -- [8, 1.5]")
-fn("nextafter", "input, other", true, "The next floating-point value after input towards other, elementwise in their\n"
-   .. "promoted float dtype (float32, float64, float16 or bfloat16; other itself where they are\n"
-   .. "equal, NaN if either is NaN). Integer-only inputs are refused. The gradient passes to input\n"
-   .. "unchanged; other gets zero (PyTorch's rule).",
+fn("nextafter", "input, other", true, "The next floating-point value after input towards other, elementwise in\n"
+   .. "their promoted float dtype (float32, float64, float16 or bfloat16; other itself where\n"
+   .. "they are equal, NaN if either is NaN). Integer-only inputs are refused. The gradient\n"
+   .. "passes to input unchanged; other gets zero (PyTorch's rule).",
    "print(ember.nextafter(ember.tensor({1.0}), ember.tensor({2.0})) - 1)   -- [1.1921e-07], float32's epsilon")
 fn("rad2deg", "x", true, "x * 180 / pi (integer input: the default float dtype).",
    "print(ember.rad2deg(ember.tensor({math.pi, -math.pi / 2})))   -- [180, -90]")

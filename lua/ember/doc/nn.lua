@@ -1715,15 +1715,17 @@ print(ember.linalg.svdvals(fc.weight:detach())[1]:item())   -- about 1]=],
   {
     name = "ember.nn.utils.parametrize.register_parametrization",
     also = {"ember.nn.utils.parametrize.is_parametrized", "ember.nn.utils.parametrize.ParametrizationList"},
-    sig = "nn.utils.parametrize.register_parametrization(module, name, parametrization)\n"
-       .. "  -> module\nnn.utils.parametrize.is_parametrized(module [, name]) -> boolean",
+    sig = "nn.utils.parametrize.register_parametrization(module, name, parametrization\n"
+       .. "  [, {unsafe = false}]) -> module\nnn.utils.parametrize.is_parametrized(module [, name]) -> boolean",
     doc = [=[
 Replaces the parameter (or buffer) name of module by parametrization(original),
 computed on each read; gradients reach the original. With a right_inverse method the
 parametrization stores what it returns (several tensors: original0, original1, ...);
 more parametrizations of the same name apply after the first. Names as PyTorch's:
-parametrizations.<name>.original and parametrizations.<name>.<k>.<buffer>. Not built:
-parametrize.cached and unsafe.]=],
+parametrizations.<name>.original and parametrizations.<name>.<k>.<buffer>. Unless
+unsafe = true, registering checks as PyTorch does that the parametrized tensor (and, for
+a parametrization added to others, its right_inverse's result) keeps module[name]'s
+shape and dtype; a right_inverse returning one tensor may never change the dtype.]=],
     example = [=[
 local nn = ember.nn
 local Sym = nn.Module:extend("Sym")
@@ -1731,6 +1733,23 @@ function Sym:forward(x) return x:triu() + x:triu(1):t() end
 local P = nn.utils.parametrize
 local fc = P.register_parametrization(nn.Linear(3, 3), "weight", Sym())
 print(fc.weight:eq(fc.weight:t()):all():item(), P.is_parametrized(fc))   -- true true]=],
+  },
+  {
+    name = "ember.nn.utils.parametrize.cached",
+    sig = "local _ <close> = nn.utils.parametrize.cached()\nnn.utils.parametrize.cached(fn, ...) -> fn(...)",
+    doc = [=[
+While the guard lives (or fn runs), each parametrized tensor is computed at its first read
+and that tensor is returned by later reads, as PyTorch's `with parametrize.cached():`: for
+a forward that reads a parametrized weight several times (an RNN's steps). Nested uses
+share one cache, emptied when the outermost ends (also when fn raises an error).]=],
+    example = [=[
+local nn = ember.nn
+local fc = nn.utils.parametrizations.weight_norm(nn.Linear(4, 4))
+do
+  local _ <close> = nn.utils.parametrize.cached()
+  print(rawequal(fc.weight, fc.weight))   -- true: computed once
+end
+print(rawequal(fc.weight, fc.weight))     -- false]=],
   },
   {
     name = "ember.nn.utils.parametrize.remove_parametrizations",

@@ -8,8 +8,7 @@
 -- Deviations: dims are 1-based (weight_norm's default dim is 1, PyTorch's 0; dim = false is
 -- the whole tensor, PyTorch's None or -1, so -1 here is the last dim as everywhere in
 -- ember); vector_to_parameters copies into the parameters (PyTorch points their .data at
--- views of the vector); there is no parametrize.cached() (each read of a parametrized
--- weight computes it, as PyTorch does outside that context).
+-- views of the vector).
 local ember = require "ember"
 local errors = require "ember.errors"
 local base = require "ember.nn.module"
@@ -226,6 +225,27 @@ function ParametrizationList:forward()
   return x
 end
 
+-- parametrize.cached(): while its depth is above 0, the first read of a parametrized
+-- name computes it and later reads return that tensor (PyTorch's _cache, keyed by
+-- module and name); the cache empties when the outermost cached() ends.
+local cache_depth = 0
+local cache = setmetatable({}, {__mode = "k"})   -- module -> name -> tensor
+
+local function parametrized_value(self, name, list)
+  if cache_depth == 0 then return list() end
+  local per_module = cache[self]
+  if per_module == nil then
+    per_module = {}
+    cache[self] = per_module
+  end
+  local t = per_module[name]
+  if t == nil then
+    t = list()
+    per_module[name] = t
+  end
+  return t
+end
+
 -- The class of a parametrized instance: cls's methods, and an __index that computes a
 -- parametrized name from its ParametrizationList (PyTorch's Parametrized<cls> classes).
 local parametrized_classes = setmetatable({}, {__mode = "k"})
@@ -240,7 +260,7 @@ local function parametrized_class(cls)
     local pl = rawget(self, "_modules").parametrizations
     if pl ~= nil and type(k) == "string" then
       local list = rawget(pl, "_modules")[k]
-      if list ~= nil then return list() end
+      if list ~= nil then return parametrized_value(self, k, list) end
     end
     if type(plain_index) == "function" then return plain_index(self, k) end
     return plain_index[k]
@@ -284,6 +304,20 @@ function U._set_original(list, value, name)
   return name
 end
 
+-- PyTorch's checks when unsafe is off: what registering gives must keep the dtype and the
+-- shape of what was there (what names the tensor checked)
+local function check_same(op, want, got, what, of)
+  if not ember.is_tensor(got) then fail("%s: %s must return a tensor, got %s", op, of, type(got)) end
+  if got.dtype ~= want.dtype then
+    fail("%s: %s may not change the dtype of %s (unless unsafe = true): %s, got %s", op, of, what, want.dtype,
+         got.dtype)
+  end
+  if errors.shape_str(got) ~= errors.shape_str(want) then
+    fail("%s: %s may not change the shape of %s (unless unsafe = true): %s, got %s", op, of, what,
+         errors.shape_str(want), errors.shape_str(got))
+  end
+end
+
 --- nn.utils.parametrize.register_parametrization(module, name, parametrization [, {unsafe = false}]) -> module
 -- Replaces the parameter (or buffer) name of module by parametrization(original): reading
 -- module[name] computes it, gradients reach the original. The first parametrization of a
@@ -291,16 +325,32 @@ end
 -- list of tensors becomes original0, original1, ...) and as "original" otherwise; more
 -- parametrizations of the same name are applied after it. Names in the state_dict are
 -- PyTorch's: parametrizations.<name>.original[i] and parametrizations.<name>.<k>.<buffer>.
+-- Unless unsafe, the parametrized tensor (and right_inverse's result, for a parametrization
+-- added to others) must keep the dtype and shape of module[name], checked here as PyTorch.
 -- Example: nn.utils.parametrize.register_parametrization(lin, "weight", MyParam())
-local function register_parametrization(module, name, parametrization)
+local function register_parametrization(module, name, parametrization, ...)
   local op = "register_parametrization"
+  local o = require("ember.args").options(op, {"*", "unsafe"}, ...)
+  local unsafe = o.unsafe == true
+  if o.unsafe ~= nil and type(o.unsafe) ~= "boolean" then fail("%s: unsafe must be a boolean, got %s", op, type(o.unsafe)) end
   if not is_module(module) then fail("%s: argument 1: expected a module, got %s", op, type(module)) end
   if type(name) ~= "string" then fail("%s: argument 2: expected a name (a string), got %s", op, type(name)) end
   if not is_module(parametrization) then
     fail("%s: argument 3: the parametrization must be a module, got %s", op, type(parametrization))
   end
   if is_parametrized(module, name) then
-    rawget(rawget(module, "_modules").parametrizations, "_modules")[name]:append(parametrization)
+    local list = rawget(rawget(module, "_modules").parametrizations, "_modules")[name]
+    if not unsafe then
+      local y = module[name]
+      local x = parametrization(y)
+      check_same(op, y, x, "module." .. name, "the parametrization")
+      if parametrization.right_inverse then
+        check_same(op, y, ember.no_grad(function() return parametrization:right_inverse(x) end), "module." .. name,
+                   "its right_inverse")
+      end
+    end
+    list:append(parametrization)
+    rawset(list, "unsafe", rawget(list, "unsafe") or unsafe)
     return module
   end
   local params, bufs = rawget(module, "_parameters"), rawget(module, "_buffers")
@@ -323,6 +373,11 @@ local function register_parametrization(module, name, parametrization)
     if is_param then c = c:requires_grad_(original.requires_grad) end
     return c
   end
+  if stored.n == 1 and ember.is_tensor(stored[1]) and stored[1].dtype ~= original.dtype then
+    fail("%s: when right_inverse returns one tensor it may not change the dtype: %s, got %s", op, original.dtype,
+         stored[1].dtype)
+  end
+  rawset(list, "unsafe", unsafe)
   if stored.n == 1 then
     if is_param then list:register_parameter("original", as_original(stored[1]))
     else list:register_buffer("original", as_original(stored[1])) end
@@ -334,6 +389,7 @@ local function register_parametrization(module, name, parametrization)
     end
   end
   list:add_module("0", parametrization)
+  if not unsafe then check_same(op, original, list(), "the tensor", "the parametrization") end
   -- the name leaves the module's own tensors; parametrizations (a ModuleDict) comes last
   if is_param then module:register_parameter(name, nil) else module:register_buffer(name, nil) end
   local pl = rawget(module, "_modules").parametrizations
@@ -387,8 +443,35 @@ local function remove_parametrizations(module, name, leave_parametrized)
   return module
 end
 
+local CacheGuard = {__name = "ember.nn.utils.parametrize.CacheGuard"}
+CacheGuard.__index = CacheGuard
+CacheGuard.__close = function(g)
+  if g.closed then return end
+  g.closed = true
+  cache_depth = cache_depth - 1
+  if cache_depth == 0 then
+    for k in pairs(cache) do cache[k] = nil end
+  end
+end
+
+--- nn.utils.parametrize.cached() -> a guard for `local _ <close> = ...`, or cached(fn, ...) ->
+-- fn(...)'s results: while it lives, each parametrized tensor is computed at its first read
+-- and that result is reused (PyTorch's `with parametrize.cached():`, for a forward that
+-- reads a weight several times); the cache is emptied when the outermost one ends.
+local function cached(fn, ...)
+  if fn ~= nil and type(fn) ~= "function" and not (getmetatable(fn) or {}).__call then
+    fail("cached: expected a function or nothing, got %s", type(fn))
+  end
+  cache_depth = cache_depth + 1
+  local g = setmetatable({}, CacheGuard)
+  if fn == nil then return g end
+  local _ <close> = g
+  return fn(...)
+end
+
 U.parametrize = {
   register_parametrization = register_parametrization,
+  cached = cached,
   remove_parametrizations = remove_parametrizations,
   is_parametrized = is_parametrized,
   ParametrizationList = ParametrizationList,
