@@ -12,7 +12,8 @@
  *   ember._mem_record(on, max_entries, lib_prefix)  start (clearing) or stop
  *   ember._mem_snapshot() -> {{site =, node =, count =, bytes =, device =}, ...},
  *                            tracked CPU bytes, tracked CUDA bytes
- *   ember._mem_history()  -> times, CPU bytes, CUDA bytes (one entry per change)
+ *   ember._mem_history()  -> times, CPU bytes, CUDA bytes, the change's signed
+ *                            bytes and its line (one entry per change)
  *   ember._mem_free_bytes() -> the host's available memory (MemAvailable), or nil */
 #include "binding.h"
 #include "../engine/debug.h"
@@ -31,6 +32,7 @@ typedef struct entry {
     int site;               /* index into sites, -1: not yet seen from Lua */
     const char *node;       /* the backward node that made it, or NULL */
     int bsite;              /* the backward() call's line then */
+    uint32_t serial;        /* the storage's number in this recording */
 } entry;
 
 static entry *table;
@@ -42,7 +44,16 @@ static char *lib_prefix;
 static size_t max_entries;
 static double *hist_t;
 static size_t *hist_cpu, *hist_cuda;
+static int64_t *hist_delta;         /* bytes made (> 0) or freed (< 0) */
+static uint32_t *hist_serial;       /* by which storage */
 static size_t nhist, hist_cap;
+/* Each recorded storage's line, by its serial number, for the history by line
+ * (a storage gets its line after it is made, when Lua first sees it):
+ * SITE_IN_OP while unseen, SITE_BACKWARD_UNKNOWN, or 2 * site + (made by a
+ * backward node). */
+enum { SITE_IN_OP = -1, SITE_BACKWARD_UNKNOWN = -2 };
+static int *serial_site;
+static uint32_t nserial, serial_cap;
 static size_t live[2];              /* tracked bytes, CPU and CUDA */
 
 static size_t slot_of(const em_storage *s)
@@ -98,26 +109,49 @@ static void remove_at(size_t i)
     }
 }
 
-static void note_history(void)
+/* grows *p (n elements of size esz) to ncap; false when out of memory */
+static bool grow_array(void *p, size_t ncap, size_t esz)
+{
+    void *g = realloc(*(void **)p, ncap * esz);
+    if (!g) return false;
+    *(void **)p = g;
+    return true;
+}
+
+static void note_history(int64_t delta, uint32_t serial)
 {
     if (nhist >= max_entries) return;
     if (nhist == hist_cap) {
         size_t ncap = hist_cap ? hist_cap * 2 : 4096;
-        double *t = realloc(hist_t, ncap * sizeof *t);
-        if (!t) return;
-        hist_t = t;
-        size_t *c = realloc(hist_cpu, ncap * sizeof *c);
-        if (!c) return;
-        hist_cpu = c;
-        size_t *g = realloc(hist_cuda, ncap * sizeof *g);
-        if (!g) return;
-        hist_cuda = g;
+        if (!grow_array(&hist_t, ncap, sizeof *hist_t) || !grow_array(&hist_cpu, ncap, sizeof *hist_cpu) ||
+            !grow_array(&hist_cuda, ncap, sizeof *hist_cuda) || !grow_array(&hist_delta, ncap, sizeof *hist_delta) ||
+            !grow_array(&hist_serial, ncap, sizeof *hist_serial))
+            return;
         hist_cap = ncap;
     }
     hist_t[nhist] = emlua_now();
     hist_cpu[nhist] = live[0];
     hist_cuda[nhist] = live[1];
+    hist_delta[nhist] = delta;
+    hist_serial[nhist] = serial;
     nhist++;
+}
+
+/* a serial number for a new storage and its line code; UINT32_MAX when out of memory */
+static uint32_t new_serial(int code)
+{
+    if (nserial == serial_cap) {
+        uint32_t ncap = serial_cap ? serial_cap * 2 : 4096;
+        if (ncap <= serial_cap || !grow_array(&serial_site, ncap, sizeof *serial_site)) return UINT32_MAX;
+        serial_cap = ncap;
+    }
+    serial_site[nserial] = code;
+    return nserial++;
+}
+
+static void set_serial_site(uint32_t serial, int code)
+{
+    if (serial < nserial) serial_site[serial] = code;
 }
 
 static void storage_hook(const em_storage *s, bool alive)
@@ -129,9 +163,11 @@ static void storage_hook(const em_storage *s, bool alive)
             if (!table[j].s) return;          /* made before the recording */
             if (table[j].s == s) {
                 live[table[j].cuda] -= table[j].nbytes;
+                int64_t freed = -(int64_t)table[j].nbytes;
+                uint32_t serial = table[j].serial;
                 remove_at(j);
                 count--;
-                note_history();
+                note_history(freed, serial);
                 return;
             }
         }
@@ -140,10 +176,12 @@ static void storage_hook(const em_storage *s, bool alive)
     size_t j = slot_of(s);
     while (table[j].s) j = (j + 1) & (cap - 1);
     const char *node = em_ag_running_node();
-    table[j] = (entry){s, s->nbytes, cuda, -1, node, node ? backward_site : -1};
+    int bsite = node ? backward_site : -1;
+    uint32_t serial = new_serial(node ? (bsite >= 0 ? 2 * bsite + 1 : SITE_BACKWARD_UNKNOWN) : SITE_IN_OP);
+    table[j] = (entry){s, s->nbytes, cuda, -1, node, bsite, serial};
     count++;
     live[cuda] += s->nbytes;
-    note_history();
+    note_history((int64_t)s->nbytes, serial);
 }
 
 static void clear(void)
@@ -155,9 +193,13 @@ static void clear(void)
     free(sites);
     sites = NULL;
     nsites = sites_cap = 0;
-    free(hist_t); free(hist_cpu); free(hist_cuda);
+    free(hist_t); free(hist_cpu); free(hist_cuda); free(hist_delta); free(hist_serial); free(serial_site);
     hist_t = NULL; hist_cpu = hist_cuda = NULL;
+    hist_delta = NULL;
+    hist_serial = NULL;
+    serial_site = NULL;
     nhist = hist_cap = 0;
+    nserial = serial_cap = 0;
     live[0] = live[1] = 0;
     backward_site = -1;
 }
@@ -200,7 +242,10 @@ static int user_site(lua_State *L)
 void emlua_mem_seen(lua_State *L, const em_tensor *t)
 {
     entry *e = find(t->storage);
-    if (e && e->site < 0 && !e->node) e->site = user_site(L);
+    if (e && e->site < 0 && !e->node) {
+        e->site = user_site(L);
+        if (e->site >= 0) set_serial_site(e->serial, 2 * e->site);
+    }
 }
 
 void emlua_mem_backward(lua_State *L, bool begin)
@@ -310,20 +355,43 @@ static int m_mem_snapshot(lua_State *L)
     return 3;
 }
 
+/* the text of a line code: "file:line", "file:line (backward)", "(inside an op)" */
+static void push_site(lua_State *L, int code)
+{
+    if (code == SITE_IN_OP) lua_pushliteral(L, "(inside an op)");
+    else if (code < 0) lua_pushliteral(L, "? (backward)");
+    else if (code & 1) lua_pushfstring(L, "%s (backward)", sites[code >> 1]);
+    else lua_pushstring(L, sites[code >> 1]);
+}
+
 static int m_mem_history(lua_State *L)
 {
-    lua_createtable(L, (int)nhist, 0);
-    lua_createtable(L, (int)nhist, 0);
-    lua_createtable(L, (int)nhist, 0);
+    luaL_checkstack(L, 8, "memory history");
+    for (int k = 0; k < 5; k++) lua_createtable(L, (int)nhist, 0);
+    int base = lua_gettop(L) - 4;   /* t, cpu, cuda, delta, site */
+    lua_newtable(L);                /* code -> site text, made once each */
+    int texts = lua_gettop(L);
     for (size_t i = 0; i < nhist; i++) {
+        lua_Integer k = (lua_Integer)i + 1;
         lua_pushnumber(L, hist_t[i]);
-        lua_rawseti(L, -4, (lua_Integer)i + 1);
+        lua_rawseti(L, base, k);
         lua_pushinteger(L, (lua_Integer)hist_cpu[i]);
-        lua_rawseti(L, -3, (lua_Integer)i + 1);
+        lua_rawseti(L, base + 1, k);
         lua_pushinteger(L, (lua_Integer)hist_cuda[i]);
-        lua_rawseti(L, -2, (lua_Integer)i + 1);
+        lua_rawseti(L, base + 2, k);
+        lua_pushinteger(L, (lua_Integer)hist_delta[i]);
+        lua_rawseti(L, base + 3, k);
+        int code = hist_serial[i] < nserial ? serial_site[hist_serial[i]] : SITE_IN_OP;
+        if (lua_rawgeti(L, texts, code) == LUA_TNIL) {
+            lua_pop(L, 1);
+            push_site(L, code);
+            lua_pushvalue(L, -1);
+            lua_rawseti(L, texts, code);
+        }
+        lua_rawseti(L, base + 4, k);
     }
-    return 3;
+    lua_pop(L, 1);
+    return 5;
 }
 
 /* MemAvailable from /proc/meminfo, in bytes; -1 when unknown */

@@ -6,8 +6,9 @@
 --   ember.memory.snapshot()      -> {groups = {{site =, node =, device =, count =, bytes =}, ...},
 --                                    tracked = {cpu =, cuda =}, in_use = {cpu =, cuda =}, cuda = stats}
 --   print(ember.memory.top(10))  -- the same as a table; :mem top in the shell
---   ember.memory.history()       -> {t = {...}, cpu = {...}, cuda = {...}}  (seconds, bytes)
---   ember.memory.plot_history([path])   the bytes held over time, drawn with ember.plot
+--   ember.memory.history()       -> {t = {...}, cpu = {...}, cuda = {...}, delta =, site =}
+--   ember.memory.history_by_line([n])   -> the bytes each of the n largest lines held over time
+--   ember.memory.plot_history([path] [, {by = "line", top = 8}])   drawn with ember.plot
 --
 -- Only storages made while recording are tracked (in_use counts every one). A storage
 -- made by a backward pass counts at the line of the backward() call, with its node; one
@@ -108,34 +109,107 @@ function M.top(n)
   return table.concat(out, "\n")
 end
 
---- history() -> {t = {seconds}, cpu = {bytes}, cuda = {bytes}}: the tracked bytes after
---- each storage made or freed while recording (t from the first entry)
+--- history() -> {t = {seconds}, cpu = {bytes}, cuda = {bytes}, delta = {bytes}, site = {lines}}:
+--- after each storage made or freed while recording (t from the first entry), the tracked
+--- bytes per device, the change (made > 0, freed < 0) and the line of that storage
 function M.history()
-  local t, cpu, cuda = ember._mem_history()
+  local t, cpu, cuda, delta, site = ember._mem_history()
   local t0 = t[1] or 0
   for i = 1, #t do t[i] = t[i] - t0 end
-  return {t = t, cpu = cpu, cuda = cuda}
+  return {t = t, cpu = cpu, cuda = cuda, delta = delta, site = site}
 end
 
---- plot_history([path]) -> the figure: the tracked MB over time (CPU, and CUDA when
---- used), drawn inline, or saved to path (.png, .svg, .pdf, .txt)
-function M.plot_history(path)
+local function check_top(op, n)
+  if n ~= nil and (math.type(n) ~= "integer" or n < 1) then
+    errors.raisef("%s: n must be a positive integer, got %s", op, tostring(n))
+  end
+  return n or 8
+end
+
+--- history_by_line([n = 8]) -> {{site =, peak =, t = {seconds}, bytes = {bytes}}, ...}: the
+--- bytes held by storages of each line over time (a point at each change of that line), for
+--- the n lines with the highest peak (highest first), then {site = "(other lines)", ...} for
+--- the rest together when there are more
+function M.history_by_line(n)
+  n = check_top("memory.history_by_line", n)
+  local h = M.history()
+  local held, peak, order = {}, {}, {}
+  for i = 1, #h.t do
+    local s = h.site[i]
+    if held[s] == nil then held[s], peak[s] = 0, 0; order[#order + 1] = s end
+    held[s] = held[s] + h.delta[i]
+    if held[s] > peak[s] then peak[s] = held[s] end
+  end
+  table.sort(order, function(a, b)
+    if peak[a] ~= peak[b] then return peak[a] > peak[b] end
+    return a < b
+  end)
+  local out, slot = {}, {}
+  for k, s in ipairs(order) do
+    if k <= n then
+      out[k] = {site = s, peak = peak[s], t = {}, bytes = {}}
+      slot[s] = out[k]
+    end
+  end
+  local other = #order > n and {site = "(other lines)", peak = 0, t = {}, bytes = {}} or nil
+  local now = {}
+  for i = 1, #h.t do
+    local s = h.site[i]
+    local series = slot[s] or other
+    local key = slot[s] and s or "(other lines)"
+    now[key] = (now[key] or 0) + h.delta[i]
+    series.t[#series.t + 1] = h.t[i]
+    series.bytes[#series.bytes + 1] = now[key]
+    if now[key] > series.peak then series.peak = now[key] end
+  end
+  out[#out + 1] = other
+  return out
+end
+
+local function scaled(v)
+  local r = {}
+  for i = 1, #v do r[i] = v[i] / 1e6 end
+  return r
+end
+
+--- plot_history([path] [, {by = "line", top = 8}]) -> the figure: the tracked MB over time,
+--- a line for each of the top lines that held the most (by = "line", the default) or for
+--- each device (by = "device"), drawn inline, or saved to path (.png, .svg, .pdf, .txt)
+function M.plot_history(path, opts)
+  if type(path) == "table" and opts == nil then path, opts = nil, path end
   if path ~= nil and type(path) ~= "string" then
     errors.raise("memory.plot_history: path must be a string, got " .. type(path))
   end
+  opts = opts or {}
+  if type(opts) ~= "table" then errors.raise("memory.plot_history: expected an options table, got " .. type(opts)) end
+  for k in pairs(opts) do
+    if k ~= "by" and k ~= "top" then
+      errors.raisef("memory.plot_history: unknown option '%s' (expected by, top)", tostring(k))
+    end
+  end
+  local by = opts.by or "line"
+  if by ~= "line" and by ~= "device" then
+    errors.raisef("memory.plot_history: by must be \"line\" or \"device\", got %s", tostring(by))
+  end
+  local top = check_top("memory.plot_history", opts.top)
   local h = M.history()
   if #h.t == 0 then errors.raise("memory.plot_history: nothing recorded") end
   local plot = ember.plot
-  local fig = plot.figure({title = "memory held", xlabel = "seconds", ylabel = "MB"})
-  local function scaled(v)
-    local r = {}
-    for i = 1, #v do r[i] = v[i] / 1e6 end
-    return r
-  end
-  fig:line(h.t, scaled(h.cpu), {label = "cpu"})
+  local fig = plot.figure({title = by == "line" and "memory held, by the line that made it" or "memory held",
+                           xlabel = "seconds", ylabel = "MB"})
   local any_cuda = false
   for i = 1, #h.cuda do if h.cuda[i] ~= 0 then any_cuda = true break end end
-  if any_cuda then fig:line(h.t, scaled(h.cuda), {label = "cuda"}) end
+  if by == "line" then
+    for _, series in ipairs(M.history_by_line(top)) do
+      fig:line(series.t, scaled(series.bytes), {label = series.site})
+    end
+    local total = {}
+    for i = 1, #h.t do total[i] = h.cpu[i] + h.cuda[i] end
+    fig:line(h.t, scaled(total), {label = "total"})
+  else
+    fig:line(h.t, scaled(h.cpu), {label = "cpu"})
+    if any_cuda then fig:line(h.t, scaled(h.cuda), {label = "cuda"}) end
+  end
   if path then fig:save(path) else fig:show() end
   return fig
 end

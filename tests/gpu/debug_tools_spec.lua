@@ -53,6 +53,12 @@ describe("ember.memory on " .. DEV, function()
     assert.are.equal("cuda", found.device)
     assert.are.equal(1000000, found.bytes)
     assert.is_true(s.tracked.cuda >= 1000000)
+    -- the timeline by line counts the device's bytes too
+    local by = ember.memory.history_by_line()
+    assert.is_true(by[1].site:match(":" .. at .. "$") ~= nil, by[1].site)
+    assert.are.equal(1000000, by[1].peak)
+    local h = ember.memory.history()
+    assert.are.equal(1000000, h.cuda[#h.cuda] - h.cuda[1] + h.delta[1])
     local _ = a
   end)
 end)

@@ -76,6 +76,68 @@ describe("ember.memory", function()
     local _ = c, d
   end)
 
+  it("keeps the history by line: each change's bytes and line, and each line's bytes over time", function()
+    memory.record_history(true)
+    local a = ember.zeros(1000); local la = SRC .. ":" .. line()
+    local b = ember.zeros(2000); local lb = SRC .. ":" .. line()
+    a = nil
+    collectgarbage()
+    local h = memory.history()
+    assert.are.same({4000, 8000, -4000}, h.delta)
+    assert.are.same({la, lb, la}, h.site)
+    local by = memory.history_by_line()
+    assert.are.equal(2, #by)
+    assert.are.same({site = lb, peak = 8000, bytes = {8000}}, {site = by[1].site, peak = by[1].peak, bytes = by[1].bytes})
+    assert.are.same({site = la, peak = 4000, bytes = {4000, 0}}, {site = by[2].site, peak = by[2].peak, bytes = by[2].bytes})
+    assert.are.same({h.t[1], h.t[3]}, by[2].t)
+    -- one line kept: the rest together
+    by = memory.history_by_line(1)
+    assert.are.same({"(other lines)", 4000, {4000, 0}}, {by[2].site, by[2].peak, by[2].bytes})
+    -- a storage never seen from Lua (an op's temporary) and a backward pass's
+    memory.record_history(true)
+    local x = ember.ones(100, {requires_grad = true})
+    local y = (x * 2):sum(); local ly = SRC .. ":" .. line()
+    y:backward(); local lback = SRC .. ":" .. line()
+    local sites = {}
+    for _, s in ipairs(memory.history().site) do sites[s] = true end
+    assert.is_true(sites[ly], "the forward's line")
+    assert.is_true(sites[lback .. " (backward)"], "the backward() line, marked")
+    local _ = b, x
+  end)
+
+  it("draws the history by line and by device", function()
+    memory.record_history(true)
+    local a = ember.zeros(3000); local la = SRC .. ":" .. line()
+    local b = ember.zeros(1000)
+    local path = os.tmpname() .. ".txt"
+    memory.record_history(true)   -- only what follows
+    a, b = ember.zeros(3000), ember.zeros(1000); la = SRC .. ":" .. line()
+    local fig = memory.plot_history(path, {top = 3})
+    assert.is_not_nil(fig)
+    local f = assert(io.open(path))
+    local text = f:read("a")
+    f:close()
+    os.remove(path)
+    assert.matches(la:match("[^/]+$"), text, 1, true)
+    assert.matches("total", text, 1, true)
+    memory.plot_history(path, {by = "device"})
+    f = assert(io.open(path))
+    text = f:read("a")
+    f:close()
+    os.remove(path)
+    assert.matches("cpu", text, 1, true)
+    local _ = a, b
+    local ok, err = pcall(memory.plot_history, path, {by = "size"})
+    assert.is_false(ok)
+    assert.matches('plot_history: by must be "line" or "device", got size', err, 1, true)
+    ok, err = pcall(memory.plot_history, {tops = 2})
+    assert.is_false(ok)
+    assert.matches("plot_history: unknown option 'tops' (expected by, top)", err, 1, true)
+    ok, err = pcall(memory.history_by_line, 0)
+    assert.is_false(ok)
+    assert.matches("history_by_line: n must be a positive integer, got 0", err, 1, true)
+  end)
+
   it("names the lines holding the most in an out-of-memory error, and the session goes on", function()
     memory.record_history(true)
     local big = ember.zeros(1000, 1000); local at = line()

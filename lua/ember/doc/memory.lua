@@ -11,7 +11,8 @@ CPU and CUDA alike):
   memory.snapshot()             the live ones grouped by line, largest first
   print(memory.top(10))         the same as text (:mem top in the shell)
   memory.history()              the bytes held after each storage made or freed
-  memory.plot_history([path])   that history drawn with ember.plot
+  memory.history_by_line([n])   the bytes each of the n largest lines held over time
+  memory.plot_history([path])   that history drawn with ember.plot, a line per Lua line
 A storage counts at the first calling line outside ember's Lua library (a layer's
 weights at the line that built the model); one made by a backward pass at the line of
 the backward() call, with the node that made it; one never handed to Lua as
@@ -75,10 +76,13 @@ ember.memory.record_history(false)]=],
   },
   {
     name = "ember.memory.history",
-    sig = "memory.history() -> {t = {seconds}, cpu = {bytes}, cuda = {bytes}}",
+    sig = "memory.history() -> {t = {seconds}, cpu = {bytes}, cuda = {bytes}, delta = {bytes},\n"
+       .. "  site = {lines}}",
     doc = [=[
 The tracked bytes on each device after every storage made or freed while recording, with
-the time from the first entry.]=],
+the time from the first entry; delta is that change (made > 0, freed < 0) and site the
+line of its storage ("file:line", "file:line (backward)" for one a backward pass made at
+that backward() call, "(inside an op)" for a temporary Lua never saw).]=],
     example = [=[
 ember.memory.record_history(true)
 local a = ember.zeros(1000)
@@ -86,10 +90,26 @@ print(#ember.memory.history().t)   -- 1
 ember.memory.record_history(false)]=],
   },
   {
-    name = "ember.memory.plot_history",
-    sig = "memory.plot_history([path]) -> figure",
+    name = "ember.memory.history_by_line",
+    sig = "memory.history_by_line([n = 8]) -> {{site =, peak =, t = {seconds}, bytes = {bytes}}, ...}",
     doc = [=[
-Draws memory.history() (MB over seconds, a line per device used) with ember.plot:
+The bytes held by the storages of each line over time (a point at every change of that
+line), for the n lines whose peak was highest, highest first; then the other lines
+together as site "(other lines)" when there are more.]=],
+    example = [=[
+ember.memory.record_history(true)
+local a = ember.zeros(1000)
+local b = ember.zeros(2000)
+local by = ember.memory.history_by_line()
+print(by[1].site, by[1].peak)   -- ...:3  8000
+ember.memory.record_history(false)]=],
+  },
+  {
+    name = "ember.memory.plot_history",
+    sig = "memory.plot_history([path] [, {by = \"line\", top = 8}]) -> figure",
+    doc = [=[
+Draws memory.history() with ember.plot, MB over seconds: a line for each of the top lines
+that held the most and the total (by = "line"), or a line per device used (by = "device");
 inline in the terminal, or saved to path (.png, .svg, .pdf, .txt). Needs gnuplot.]=],
     needs = "file",
     example = [=[
