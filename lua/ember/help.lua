@@ -18,7 +18,7 @@ local ember = require "ember"
 local M = {}
 
 -- The doc files, in load order. Missing ones are skipped: docs are written area by area.
-local DOC_FILES = {"tensor", "ember", "conv", "attention", "nn", "optim", "data", "autograd", "cuda", "plot", "math", "reduction", "shape", "einsum", "linalg", "activation", "rnn", "optimizers", "amp", "autocast", "distributed", "tensorboard", "activation_checkpoint", "composite", "profiler", "memory", "debug", "hf", "hf_tokenizer"}
+local DOC_FILES = {"tensor", "ember", "conv", "attention", "nn", "optim", "data", "autograd", "cuda", "plot", "math", "reduction", "shape", "einsum", "linalg", "activation", "rnn", "optimizers", "amp", "autocast", "distributed", "tensorboard", "activation_checkpoint", "composite", "profiler", "memory", "debug", "hf", "hf_tokenizer", "lora"}
 
 -- Short prefixes accepted in names, as the shell pre-loads nn, optim, ... as globals.
 local PREFIXES = {
@@ -156,7 +156,7 @@ local function public_modules()
     {"ember.utils.tensorboard", ember.utils.tensorboard},
     {"ember.utils.checkpoint", ember.utils.checkpoint}, {"ember.profiler", ember.profiler},
     {"ember.memory", ember.memory}, {"ember.debug", ember.debug},
-    {"ember.hf", ember.hf},
+    {"ember.hf", ember.hf}, {"ember.lora", ember.lora},
   }
   local out = {}
   for _, m in ipairs(mods) do if type(m[2]) == "table" then out[#out + 1] = m end end
@@ -490,6 +490,7 @@ Modules:
   ember.profiler          where the time goes: ops and Lua lines, backward nodes, Chrome traces
   ember.memory            who holds the memory: live tensors by the line that made them
   ember.debug             stop_on_nan: the debugger at the first op that makes a NaN
+  ember.lora              LoRA adapters in PEFT's format: wrap, train, merge, save, load
 
 Usage:
   help(x)  or  ?x         x: a function, class, module or tensor, or a name:

@@ -172,6 +172,7 @@ function M.load(dir, ...)
   for name in pairs(tensors) do if not used[name] then unexpected[#unexpected + 1] = name end end
   table.sort(unexpected)
   model.config = config
+  model.name_or_path = dir   -- transformers' name_or_path: what an adapter's config records as its base model
   model:eval()
   return model, {unexpected_keys = unexpected, dtype = dtype}
 end
