@@ -85,11 +85,9 @@ sampling (from the checkpoint --out):
   --top-k K          sample among the K likeliest characters only (default 0: all)
   --prompt TEXT      the text to continue (default a newline)]]
 
-local function fail(...)
-  io.stderr:write(NAME, ": ", ...)
-  io.stderr:write("\n")
-  os.exit(1)
-end
+-- the command line read as finetune_lora.lua reads its own (scripts/script_options.lua)
+local options = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "script_options.lua")
+local function fail(...) options.fail(NAME, ...) end
 
 ---------------------------------------------------------------------------
 -- Options
@@ -106,50 +104,15 @@ local OPTIONS = {
 local ZERO_OK = {warmup = true, top_k = true, seed = true}
 
 local function parse_args(argv)
-  local o = {layers = 4, heads = 4, d_model = 128, context = 128, dropout = 0, untied = false,
-             steps = 2000, batch = 32, lr = 1e-3, warmup = 100, weight_decay = 0.1, clip = 1.0,
-             seed = 1, device = "cpu", log_every = 10, eval_every = 200, eval_batches = 8,
-             out = NAME .. ".safetensors", resume = false, plot = false, plot_file = "loss.png",
-             bench = false, temperature = 1.0, top_k = 0, prompt = "\n"}
-  local given = {}
-  local i = 1
-  while i <= #argv do
-    local a = argv[i]
-    if a == "-h" or a == "--help" then
-      print(USAGE)
-      os.exit(0)
-    elseif a:match("^%-%-.") then
-      local key = a:sub(3):gsub("-", "_")
-      local kind = OPTIONS[key]
-      if not kind then fail("unknown option ", a, "\n", USAGE) end
-      if kind == "flag" then
-        o[key] = true
-      else
-        local v = argv[i + 1]
-        if v == nil then fail(a, " needs a value") end
-        i = i + 1
-        if kind == "int" then
-          local n = math.tointeger(tonumber(v))
-          if not n then fail(a, " needs a whole number, got '", v, "'") end
-          if n < 0 or (n == 0 and not ZERO_OK[key]) then
-            fail(a, " must be ", ZERO_OK[key] and "0 or more" or "positive", ", got ", v)
-          end
-          v = n
-        elseif kind == "num" then
-          local n = tonumber(v)
-          if not n or n ~= n then fail(a, " needs a number, got '", v, "'") end
-          v = n
-        end
-        o[key] = v
-      end
-      given[key] = true
-    elseif o.text == nil then
-      o.text = a
-    else
-      fail("unexpected argument ", a, " (one TEXT_FILE only)\n", USAGE)
-    end
-    i = i + 1
-  end
+  local defaults = {layers = 4, heads = 4, d_model = 128, context = 128, dropout = 0, untied = false,
+                    steps = 2000, batch = 32, lr = 1e-3, warmup = 100, weight_decay = 0.1, clip = 1.0,
+                    seed = 1, device = "cpu", log_every = 10, eval_every = 200, eval_batches = 8,
+                    out = NAME .. ".safetensors", resume = false, plot = false, plot_file = "loss.png",
+                    bench = false, temperature = 1.0, top_k = 0, prompt = "\n"}
+  local o, positional, given = options.parse(argv, {name = NAME, usage = USAGE, kinds = OPTIONS, zero_ok = ZERO_OK,
+                                                    defaults = defaults})
+  o.text = positional[1]
+  if positional[2] then fail("unexpected argument ", positional[2], " (one TEXT_FILE only)\n", USAGE) end
   o.min_lr = o.min_lr or o.lr / 10
   o.save_every = o.save_every or o.eval_every
   if o.d_model % o.heads ~= 0 then
@@ -181,13 +144,7 @@ end
 ---------------------------------------------------------------------------
 -- Data: the text as 1-based indices into its sorted alphabet of bytes.
 
-local function read_text(path)
-  local f, err = io.open(path, "rb")
-  if not f then fail("cannot read the text: ", err) end
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local function read_text(path) return options.read_text(NAME, path) end
 
 -- alphabet: a list of bytes; the vocabulary is written into checkpoints as
 -- their decimal codes, so any bytes survive the file's JSON metadata

@@ -395,6 +395,10 @@ end
 function M.wrap(model, opts)
   local op = "ember.lora.wrap"
   check_model(op, model)
+  if opts ~= nil and (type(opts) ~= "table" or getmetatable(opts) ~= nil) then
+    raise(string.format("%s: options must be a plain table {r =, lora_alpha =, target_modules =, ...}, got %s", op,
+                        ember.is_tensor(opts) and "a tensor" or nn.is_module(opts) and "a module" or type(opts)))
+  end
   local o = {}
   for k, v in pairs(opts or {}) do o[k] = v end
   if o.inference_mode == nil then o.inference_mode = false end
@@ -516,7 +520,7 @@ function M.load(model, dir, opts)
   if type(dir) ~= "string" then raise(op .. ": dir must be a folder's path (a string), got " .. type(dir)) end
   errors.check_path(op, "dir", dir)
   opts = opts or {}
-  if type(opts) ~= "table" then raise(op .. ": options must be a table {is_trainable =}, got " .. type(opts)) end
+  if type(opts) ~= "table" or getmetatable(opts) ~= nil then raise(op .. ": options must be a table {is_trainable =}, got " .. type(opts)) end
   for k in pairs(opts) do
     if k ~= "is_trainable" then raise(string.format("%s: unknown option '%s' (expected is_trainable)", op, tostring(k))) end
   end

@@ -16,11 +16,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 # the text: a few licences (any text serves); else a generated one
 text=$tmp/text.txt
-if ls /usr/share/common-licenses/* >/dev/null 2>&1; then
-    cat /usr/share/common-licenses/* | head -c 60000 > "$text"
-else
-    for i in $(seq 1 800); do echo "the quick brown fox $i jumps over the lazy dog."; done > "$text"
-fi
+text_file "$text" 60000
 TINY=(--layers 1 --heads 2 --d-model 32 --context 16 --batch 16 --warmup 5 --log-every 10 --eval-every 10
       --eval-batches 2)
 
@@ -125,13 +121,6 @@ else
 fi
 
 # --- bad options fail with a clear message and status 1
-bad() {   # name pattern args...
-    local name=$1 pattern=$2
-    shift 2
-    out=$("$EMBER" "$SCRIPT" "$@" 2>&1); rc=$?
-    if [ $rc -eq 1 ] && echo "$out" | grep -q -- "$pattern"; then ok "$name"
-    else not_ok "$name" "rc=$rc" "$out"; fi
-}
 bad "unknown option" "unknown option --bogus" "$text" --bogus 1
 bad "non-numeric value" "--steps needs a whole number" "$text" --steps x
 bad "option without its value" "--lr needs a value" "$text" --lr
