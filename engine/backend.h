@@ -396,6 +396,11 @@ typedef struct em_backend {
     int (*event_synchronize)(void *ev);
     int (*event_elapsed_ms)(void *start, void *end, float *ms);
     void (*event_destroy)(void *ev);
+    /* NVTX ranges around ops while ember.profiler records, so Nsight Systems
+     * shows them on the host's timeline; nothing happens unless a tool
+     * (nsys, ncu) injected itself through NVTX_INJECTION64_PATH. Optional. */
+    void (*range_push)(const char *name);
+    void (*range_pop)(void);
     /* CUDA graphs (optional; NULL on the CPU backend). A capture records the
      * device stream's work (thread-local capture mode) into a graph that
      * replays with one launch. While it runs, the device's allocations come

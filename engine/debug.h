@@ -43,4 +43,9 @@ extern em_storage_hook_fn em_storage_hook;
 void em_set_storage_hook(em_storage_hook_fn hook);
 const char *em_ag_running_node(void);
 
+/* Named ranges for a GPU profiler's timeline (NVTX through the CUDA backend,
+ * once it is loaded; nothing otherwise). Pushes and pops pair up per thread. */
+void em_range_push(const char *name);
+void em_range_pop(void);
+
 #endif

@@ -2,6 +2,7 @@
  * object opened on first use, so a CPU session never loads a CUDA library. */
 #include "ember.h"
 #include "backend.h"
+#include "debug.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -221,6 +222,16 @@ em_event *em_event_create(em_device dev)
 }
 
 int em_event_record(em_event *e) { return e->be->event_record(e->ev); }
+
+void em_range_push(const char *name)
+{
+    if (cuda_backend && cuda_backend->range_push) cuda_backend->range_push(name);
+}
+
+void em_range_pop(void)
+{
+    if (cuda_backend && cuda_backend->range_pop) cuda_backend->range_pop();
+}
 int em_event_synchronize(em_event *e) { return e->be->event_synchronize(e->ev); }
 int em_event_elapsed_ms(em_event *start, em_event *end, float *ms)
 {

@@ -6,6 +6,7 @@
  * copies between host and device, synchronisation, events and flags. */
 #include "kc.h"
 
+#include <nvtx3/nvToolsExt.h>
 #include <sched.h>
 #include <time.h>
 
@@ -271,6 +272,9 @@ static void event_destroy(void *p)
     free(e);
 }
 
+static void range_push(const char *name) { nvtxRangePushA(name); }
+static void range_pop(void) { nvtxRangePop(); }
+
 /* allocator.cu */
 extern "C" {
 void *kc_backend_alloc(size_t n, int device);
@@ -335,6 +339,8 @@ static em_backend make_backend(void)
     b.event_synchronize = event_synchronize;
     b.event_elapsed_ms = event_elapsed_ms;
     b.event_destroy = event_destroy;
+    b.range_push = range_push;
+    b.range_pop = range_pop;
     kc_graph_entries(&b);
     return b;
 }

@@ -4,7 +4,11 @@
  *   ember._profile_nodes(on)    start (clearing) or stop timing backward nodes
  *   ember._profile_take()       -> names, begins, ends: the nodes timed since
  *                                  the last take (seconds on ember.wall_time's clock)
- *   ember._bytes_in_use()       -> bytes in CPU storages, bytes in CUDA storages */
+ *   ember._bytes_in_use()       -> bytes in CPU storages, bytes in CUDA storages
+ *   ember._range_push(name), ember._range_pop()   an NVTX range around an op
+ *                                  (nothing until the CUDA backend is loaded)
+ * While nodes are timed each one is an NVTX range too, so Nsight Systems
+ * shows the backward pass node by node. */
 #include "binding.h"
 #include "../engine/debug.h"
 
@@ -25,6 +29,8 @@ static bool overflow;
 static void node_hook(const char *name, bool begin)
 {
     double t = emlua_now();
+    if (begin) em_range_push(name);
+    else em_range_pop();
     if (!begin) {
         for (size_t i = nevents; i > 0; i--)
             if (events[i - 1].name == name && events[i - 1].end < 0) { events[i - 1].end = t; return; }
@@ -69,6 +75,19 @@ static int m_profile_take(lua_State *L)
     return 4;
 }
 
+static int m_range_push(lua_State *L)
+{
+    em_range_push(luaL_checkstring(L, 1));
+    return 0;
+}
+
+static int m_range_pop(lua_State *L)
+{
+    (void)L;
+    em_range_pop();
+    return 0;
+}
+
 static int m_bytes_in_use(lua_State *L)
 {
     lua_pushinteger(L, (lua_Integer)em_bytes_in_use(EM_CPU));
@@ -82,6 +101,8 @@ void emlua_open_profile(lua_State *L)
         {"_profile_nodes", m_profile_nodes},
         {"_profile_take", m_profile_take},
         {"_bytes_in_use", m_bytes_in_use},
+        {"_range_push", m_range_push},
+        {"_range_pop", m_range_pop},
         {NULL, NULL},
     };
     emlua_register(L, NULL, functions);

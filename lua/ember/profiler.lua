@@ -17,13 +17,18 @@
 -- wall time. Coroutines created while profiling are hooked too.
 --
 -- Ops on a CUDA device are timed on the host (their launch) unless synchronize = true
--- makes each op wait for the device; kernel times from CUDA events are not collected.
+-- makes each op wait for the device. With activities = {"cpu", "cuda"} each op also gets its
+-- device time: a pair of CUDA events recorded on the device's stream around it, read when
+-- the profile stops ("Self CUDA", "CUDA total"; in the Chrome trace, a track of the stream).
+-- Once the CUDA backend is loaded every op (and backward node) is also an NVTX range while
+-- recording, so Nsight Systems (nsys profile ember ...) shows ember's ops on its timeline.
 local ember = require "ember"
 local errors = require "ember.errors"
 
 local M = {}
 
 local clock = ember.wall_time
+local range_push, range_pop = ember._range_push, ember._range_pop
 local getinfo, sethook, gethook = debug.getinfo, debug.sethook, debug.gethook
 
 -- operators reach their C functions as metamethods
@@ -60,6 +65,7 @@ local function op_names()
     k, v = next(ember, k)
   end
   names[clock] = nil
+  names[ember._range_push], names[ember._range_pop] = nil, nil
   return names
 end
 
@@ -120,15 +126,23 @@ local function check_options(opts)
     end
     if type(v) ~= want then errors.raisef("profiler.profile: %s must be a %s, got %s", k, want, type(v)) end
   end
+  local cuda = false
   for _, a in ipairs(opts.activities or {}) do
-    if a == "cuda" or a == M.ProfilerActivity.CUDA then
-      errors.raise("profiler.profile: CUDA kernel times (from CUDA events) are not collected; ops on a "
-                   .. "CUDA device are timed on the host, or with synchronize = true including their "
-                   .. "device time")
-    elseif a ~= "cpu" and a ~= M.ProfilerActivity.CPU then
-      errors.raisef("profiler.profile: unknown activity %s (expected \"cpu\")", tostring(a))
+    if a == "cuda" then
+      cuda = true
+    elseif a ~= "cpu" then
+      errors.raisef("profiler.profile: unknown activity %s (expected \"cpu\" or \"cuda\")", tostring(a))
     end
   end
+  return cuda
+end
+
+-- the CUDA device whose stream the events go on, when the CUDA activity is asked for and a
+-- device is there (as PyTorch, no error without one: there is nothing to time)
+local function event_device()
+  local cuda = ember.cuda
+  if not (cuda and cuda.is_available()) then return nil end
+  return "cuda"
 end
 
 local active          -- the profile being recorded, if any
@@ -150,6 +164,8 @@ function Profile:_hook(event)
     if self.record_shapes then f.shapes = arg_shapes(4) end
     if self.profile_memory then f.mem0 = bytes_now() end
     if passes[name] then ember._profile_take() end
+    if self._gpu then f.ev0 = self:_record() end
+    range_push(name)
     stack[#stack + 1] = f
     -- what the hook spends is not the op's: its frame notes the total so far
     self._overhead = self._overhead + (clock() - t)
@@ -163,6 +179,8 @@ function Profile:_hook(event)
   if k == 0 then return end
   local f = stack[k]
   for i = #stack, k, -1 do stack[i] = nil end
+  range_pop()
+  local ev1 = f.ev0 and self:_record()
   if self.synchronize and self._cuda then
     self._cuda.synchronize()
     t = clock()
@@ -173,6 +191,7 @@ function Profile:_hook(event)
   if parent then parent.child = parent.child + dt end
   local ev = {name = f.name, t0 = f.t0, t1 = t1, dur = dt, self = dt - f.child, line = f.line, shapes = f.shapes}
   if f.mem0 then ev.mem = bytes_now() - f.mem0 end
+  if f.ev0 and ev1 then ev.ev0, ev.ev1 = f.ev0, ev1 end
   local events = self._events
   if passes[f.name] then
     -- the pass's nodes, each a child of it
@@ -190,6 +209,31 @@ function Profile:_hook(event)
   self._overhead = self._overhead + (clock() - t1)
 end
 
+-- a CUDA event recorded now on the profile's device (nil where it cannot be: during a
+-- CUDA graph's capture)
+function Profile:_record()
+  local ev = self._cuda_mod.Event({enable_timing = true, device = self._gpu})
+  if not pcall(ev.record, ev) then return nil end
+  return ev
+end
+
+-- the ops' device times from their events, once the device has done them: ev.cuda (the
+-- span between the events, seconds) and ev.cuda_t0 (its start from the profile's start)
+function Profile:_read_events()
+  if not self._base then return end
+  local last = self:_record()
+  if not last then return end
+  last:synchronize()
+  for _, e in ipairs(self._events) do
+    if e.ev0 then
+      e.cuda = e.ev0:elapsed_time(e.ev1) / 1e3
+      e.cuda_t0 = self._base:elapsed_time(e.ev0) / 1e3
+      e.ev0, e.ev1 = nil, nil
+    end
+  end
+  self._base = nil
+end
+
 --- prof:start() starts recording (ember.profiler.profile(opts) makes the profile);
 --- returns prof. Only one profile records at a time.
 function Profile:start()
@@ -199,6 +243,13 @@ function Profile:start()
   self._running = true
   self._events, self._stacks, self._names, self._overhead = {}, {}, op_names(), 0
   self._cuda = self.synchronize and ember.cuda and ember.cuda.is_available() and ember.cuda or nil
+  self._gpu = self.cuda_activity and event_device() or nil
+  if self._gpu then
+    self._cuda_mod = ember.cuda
+    self._base = self:_record()
+    if not self._base then self._gpu = nil end
+    self._gpu_t0 = self._base and 0 or nil   -- the stream's track starts with the profile
+  end
   local hook = function(event) self:_hook(event) end
   self._hook_fn = hook
   self._saved_hook = table.pack(gethook())
@@ -235,6 +286,7 @@ function Profile:stop()
   if saved[1] then sethook(saved[1], saved[2], saved[3]) end
   self._running = false
   active = nil
+  self:_read_events()
   -- events still open (the code raised an error inside an op) are dropped
   return self
 end
@@ -276,12 +328,21 @@ end
 local sort_keys = {
   self_cpu_time_total = "self", cpu_time_total = "total", count = "calls", calls = "calls",
   cpu_time = "avg", self_cpu_memory_usage = "mem", cpu_memory_usage = "mem",
+  cuda_time_total = "cuda", self_cuda_time_total = "cuda", cuda_time = "cuda_avg",
 }
 
--- rows: {key, name, calls, self, total, mem, shapes}
+local function sort_value(r, key)
+  if key == "avg" then return r.total / r.calls end
+  if key == "cuda_avg" then return r.cuda / r.calls end
+  return r[key] or 0
+end
+
+-- rows: {key, name, calls, self, total, mem, shapes, cuda}
 local function make_table(rows, title, wall, lua_time, has_mem, has_shapes)
+  local has_cuda = false
+  for _, r in ipairs(rows) do if r.cuda > 0 then has_cuda = true end end
   return setmetatable({rows = rows, title = title, wall = wall, lua_time = lua_time,
-                       has_mem = has_mem, has_shapes = has_shapes}, Table)
+                       has_mem = has_mem, has_shapes = has_shapes, has_cuda = has_cuda}, Table)
 end
 
 --- tab:table([{sort_by = "self_cpu_time_total", row_limit = 100}]) -> the text of the table
@@ -295,12 +356,12 @@ function Table:table(opts)
   local key = sort_keys[opts.sort_by or "self_cpu_time_total"]
   if not key then
     errors.raisef("table: cannot sort by '%s' (expected self_cpu_time_total, cpu_time_total, cpu_time, "
-                  .. "count, self_cpu_memory_usage)", tostring(opts.sort_by))
+                  .. "count, self_cpu_memory_usage, cuda_time_total, cuda_time)", tostring(opts.sort_by))
   end
   local rows = {}
   for i, r in ipairs(self.rows) do rows[i] = r end
   table.sort(rows, function(a, b)
-    local x, y = a[key] or 0, b[key] or 0
+    local x, y = sort_value(a, key), sort_value(b, key)
     if x ~= y then return x > y end
     return a.name < b.name
   end)
@@ -310,6 +371,10 @@ function Table:table(opts)
   local denom = self_total + (self.lua_time or 0)
   if denom <= 0 then denom = 1 end
   local headers = {self.title, "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg", "# of Calls"}
+  if self.has_cuda then
+    headers[#headers + 1] = "CUDA total"
+    headers[#headers + 1] = "CUDA time avg"
+  end
   if self.has_mem then headers[#headers + 1] = "CPU Mem" end
   if self.has_shapes then headers[#headers + 1] = "Input Shapes" end
   local out = {}
@@ -318,6 +383,10 @@ function Table:table(opts)
     local row = {r.name, string.format("%.2f%%", 100 * r.self / denom), fmt_time(r.self),
                  string.format("%.2f%%", 100 * r.total / denom), fmt_time(r.total),
                  fmt_time(r.total / r.calls), tostring(r.calls)}
+    if self.has_cuda then
+      row[#row + 1] = fmt_time(r.cuda)
+      row[#row + 1] = fmt_time(r.cuda / r.calls)
+    end
     if self.has_mem then row[#row + 1] = fmt_bytes(r.mem or 0) end
     if self.has_shapes then row[#row + 1] = r.shapes or "" end
     out[#out + 1] = row
@@ -340,6 +409,11 @@ function Table:table(opts)
   for _, row in ipairs(out) do text[#text + 1] = line(row) end
   text[#text + 1] = line(rule)
   text[#text + 1] = "Self CPU time total: " .. fmt_time(self_total)
+  if self.has_cuda then
+    local cuda_total = 0
+    for _, r in ipairs(self.rows) do cuda_total = cuda_total + r.cuda end
+    text[#text + 1] = "CUDA time total (the ops' spans between their events): " .. fmt_time(cuda_total)
+  end
   if self.lua_time then
     text[#text + 1] = "Lua between ops: " .. fmt_time(self.lua_time) .. "; wall time: " .. fmt_time(self.wall)
   end
@@ -360,13 +434,15 @@ local function aggregate(events, key_of)
     local key = key_of(e)
     local r = rows[key]
     if not r then
-      r = {key = key, name = e.key_name or key, calls = 0, self = 0, total = 0, mem = 0, shapes = e.shapes}
+      r = {key = key, name = e.key_name or key, calls = 0, self = 0, total = 0, mem = 0, shapes = e.shapes,
+           cuda = 0}
       rows[key] = r
       order[#order + 1] = r
     end
     r.calls = r.calls + 1
     r.self = r.self + e.self
     r.mem = r.mem + (e.mem or 0)
+    r.cuda = r.cuda + (e.cuda or 0)
     -- events end in order: an earlier-ended event of the same key inside this one is nested
     local inner = open[key]
     local nested = 0
@@ -443,6 +519,12 @@ function Profile:export_chrome_trace(path)
                                       .. '"pid": 1, "tid": %d, "args": {%s}}',
                                       json_string(e.name), e.node and '"backward"' or '"cpu_op"',
                                       (e.t0 - t0) * 1e6, (e.t1 - e.t0) * 1e6, e.node and 2 or 1, args)
+    if e.cuda then
+      parts[#parts + 1] = string.format('{"name": %s, "cat": "cuda", "ph": "X", "ts": %.3f, "dur": %.3f, '
+                                        .. '"pid": 1, "tid": 3, "args": {"Lua line": %s}}',
+                                        json_string(e.name), (self._gpu_t0 or 0) * 1e6 + e.cuda_t0 * 1e6,
+                                        e.cuda * 1e6, json_string(e.line or "?"))
+    end
     if e.mem and e.mem ~= 0 then
       mem = mem + e.mem
       parts[#parts + 1] = string.format('{"name": "memory allocated", "ph": "C", "ts": %.3f, "pid": 1, '
@@ -451,6 +533,9 @@ function Profile:export_chrome_trace(path)
   end
   parts[#parts + 1] = '{"name": "thread_name", "ph": "M", "pid": 1, "tid": 1, "args": {"name": "ops"}}'
   parts[#parts + 1] = '{"name": "thread_name", "ph": "M", "pid": 1, "tid": 2, "args": {"name": "backward nodes"}}'
+  if self._gpu_t0 then
+    parts[#parts + 1] = '{"name": "thread_name", "ph": "M", "pid": 1, "tid": 3, "args": {"name": "cuda stream"}}'
+  end
   local f, err = io.open(path, "w")
   if not f then errors.raise("export_chrome_trace: cannot write " .. path .. ": " .. tostring(err)) end
   f:write('{"displayTimeUnit": "ms", "traceEvents": [\n', table.concat(parts, ",\n"), "\n]}\n")
@@ -474,9 +559,9 @@ function M.profile(opts, fn, ...)
   end
   opts = opts or {}
   if type(opts) ~= "table" then errors.raise("profiler.profile: expected an options table or a function, got " .. type(opts)) end
-  check_options(opts)
+  local cuda_activity = check_options(opts)
   local p = setmetatable({record_shapes = opts.record_shapes, profile_memory = opts.profile_memory,
-                          synchronize = opts.synchronize}, Profile)
+                          synchronize = opts.synchronize, cuda_activity = cuda_activity}, Profile)
   if fn == nil then return p end
   if type(fn) ~= "function" then errors.raise("profiler.profile: fn must be a function, got " .. type(fn)) end
   p:start()

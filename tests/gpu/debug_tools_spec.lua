@@ -1,6 +1,7 @@
 -- debug_tools_spec.lua (GPU) — the debugging tools on the device under test: anomaly
 -- mode's NaN check (it reads the device's answer back), ember.memory's tracking of device
--- storages, ember.profiler with synchronize; and gradients meeting in one buffer there
+-- storages, ember.profiler with synchronize, with CUDA events and as NVTX ranges; and
+-- gradients meeting in one buffer there
 -- (split's pieces added into their part in place). Values by hand.
 local ember = require "ember"
 local g = require "gpu_helpers"
@@ -50,15 +51,16 @@ describe("ember.memory on " .. DEV, function()
       if g.site:match(":" .. at .. "$") then found = g end
     end
     assert.is_not_nil(found)
-    assert.are.equal("cuda", found.device)
+    assert.are.equal(g.on_cpu and "cpu" or "cuda", found.device)
     assert.are.equal(1000000, found.bytes)
-    assert.is_true(s.tracked.cuda >= 1000000)
+    assert.is_true((g.on_cpu and s.tracked.cpu or s.tracked.cuda) >= 1000000)
     -- the timeline by line counts the device's bytes too
     local by = ember.memory.history_by_line()
     assert.is_true(by[1].site:match(":" .. at .. "$") ~= nil, by[1].site)
     assert.are.equal(1000000, by[1].peak)
     local h = ember.memory.history()
-    assert.are.equal(1000000, h.cuda[#h.cuda] - h.cuda[1] + h.delta[1])
+    local held = g.on_cpu and h.cpu or h.cuda
+    assert.are.equal(1000000, held[#held] - held[1] + h.delta[1])
     local _ = a
   end)
 end)
@@ -74,5 +76,83 @@ describe("ember.profiler on " .. DEV, function()
     assert.are.equal(1, calls.matmul)
     assert.are.equal(1, calls.add)
     assert.are.equal(1, calls.item)
+  end)
+
+  local cuda_it = g.cuda_it(it, pending)
+
+  cuda_it("times each op on the device with CUDA events (activities cuda)", function()
+    local a = ember.randn(256, 256, {device = DEV})
+    local prof = ember.profiler.profile({activities = {"cpu", "cuda"}}, function()
+      local c = a
+      for _ = 1, 4 do c = c:matmul(a) / 16 end
+      return c:sum():item()
+    end)
+    local rows = {}
+    for _, r in ipairs(prof:key_averages():rows_list()) do rows[r.name] = r end
+    assert.are.equal(4, rows.matmul.calls)
+    assert.is_true(rows.matmul.cuda > 0, "matmul's device time")
+    -- every op's device span lies within the profile: none longer than the wall time
+    local total = 0
+    for _, e in ipairs(prof:events()) do
+      if e.cuda then
+        assert.is_true(e.cuda >= 0 and e.cuda_t0 >= 0, e.name)
+        total = total + e.cuda
+      end
+    end
+    assert.is_true(total > 0 and total <= prof:wall_time() + 1e-3, string.format("%g s of %g s", total, prof:wall_time()))
+    local text = prof:key_averages():table({sort_by = "cuda_time_total"})
+    assert.matches("CUDA total", text, 1, true)
+    assert.matches("CUDA time total", text, 1, true)
+    local path = os.tmpname()
+    prof:export_chrome_trace(path)
+    local f = assert(io.open(path))
+    local trace = f:read("a")
+    f:close()
+    os.remove(path)
+    assert.matches('"name": "cuda stream"', trace, 1, true)
+    assert.matches('"name": "matmul", "cat": "cuda"', trace, 1, true)
+  end)
+
+  cuda_it("marks each op as an NVTX range for Nsight Systems", function()
+    -- tests/gpu/nvtx_tool.c stands in for nsys: it injects itself as nsys does and logs
+    -- the ranges; compiled here, in a process of its own (NVTX reads its variable once)
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. dir))
+    local src = (debug.getinfo(1, "S").source:match("^@(.*/)") or "tests/gpu/") .. "nvtx_tool.c"
+    local cuda_home = os.getenv("CUDA_HOME") or "/usr/local/cuda"
+    local built = os.execute(string.format("cc -shared -fPIC -I%s/include %s -o %s/tool.so 2>%s/cc.log",
+                                           cuda_home, src, dir, dir))
+    if not built then
+      os.execute("rm -rf " .. dir)
+      pending("no C compiler or NVTX headers to build the stand-in tool")
+      return
+    end
+    local code = "local a = ember.ones(8, 8, {device = '" .. DEV .. "'}); "
+                 .. "ember.profiler.profile(function() local b = a:matmul(a); b:sum():item() end)"
+    local cmd = string.format("NVTX_INJECTION64_PATH=%s/tool.so NVTX_TOOL_LOG=%s/log %s -e %q 2>&1",
+                              dir, dir, os.getenv("EMBER") or "build/ember", code)
+    local p = io.popen(cmd)
+    local out = p:read("a")
+    local ok = p:close()
+    local f = io.open(dir .. "/log")
+    local log = f and f:read("a") or ""
+    if f then f:close() end
+    os.execute("rm -rf " .. dir)
+    assert.is_true(ok, out)
+    assert.matches("attached\n", log, 1, true)
+    -- every range closed, and the ops' in order (method lookups, "index", between them)
+    local pushes, pops, ops = 0, 0, {}
+    for line in log:gmatch("[^\n]+") do
+      local name = line:match("^push (.+)$")
+      if name then
+        pushes = pushes + 1
+        if name ~= "index" then ops[#ops + 1] = name end
+      elseif line == "pop" then
+        pops = pops + 1
+      end
+    end
+    assert.are.equal(pushes, pops)
+    assert.are.same({"matmul", "sum", "item"}, ops)
   end)
 end)
