@@ -39,7 +39,12 @@ void dbg_stop_here(lua_State *L, const char *reason, int base)
     case ACT_FINISH: dbg_arm(L, STEP_OUT, depth); break;
     case ACT_CONTINUE: dbg_arm(L, STEP_NONE, 0); break;
     case ACT_QUIT: dbg_quit(L); break;   /* does not return */
+    case ACT_DETACH:
+        dbg_arm(L, STEP_NONE, 0);
+        dbg_attach_end(L, true);
+        break;
     }
+    if (act != ACT_DETACH) dbg_resumed(act == ACT_CONTINUE);
     dbg_update_hooks(L, base);
 }
 
@@ -101,9 +106,10 @@ void emsh_debug_postmortem(lua_State *L, lua_State *co, const char *msg)
     dbg_set_in_prompt(true);
     dbg_print_location(&s, NULL);
     int unused;
-    dbg_prompt(&s, &unused);
+    dbg_action act = dbg_prompt(&s, &unused);
     dbg_set_in_prompt(false);
     dbg_restore_chain(chain);
+    if (act == ACT_DETACH) dbg_attach_end(L, true);
 }
 
 void emsh_debug_pause(lua_State *L, lua_Debug *ar)

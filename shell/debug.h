@@ -4,6 +4,8 @@
  *   debug_hook.c    the hook: breakpoint lines, step/next/finish, threads
  *   debug_break.c   the breakpoint table: parsing, resolving lines, listing
  *   debug_prompt.c  the (dbg) prompt: frames, source, locals, evaluation
+ *   debug_attach.c  ember --listen: the prompt over a Unix socket, for
+ *                   ember --attach PID (attach_client.c)
  *
  * Cost model: with no breakpoint and no stepping no hook is installed.
  * Otherwise a C hook runs on calls and returns only, and decides for the
@@ -102,7 +104,7 @@ bool dbg_quitting(lua_State *L);
 
 /* ---- stops and the prompt (debug.c, debug_prompt.c) ----------------------- */
 
-typedef enum { ACT_CONTINUE, ACT_STEP, ACT_NEXT, ACT_FINISH, ACT_QUIT } dbg_action;
+typedef enum { ACT_CONTINUE, ACT_STEP, ACT_NEXT, ACT_FINISH, ACT_QUIT, ACT_DETACH } dbg_action;
 
 typedef struct {
     lua_State *L;          /* the thread whose stack is shown */
@@ -138,8 +140,33 @@ bool dbg_condition_true(lua_State *L, dbg_break *b);
  * for ar with "Sn" filled in. */
 void dbg_function_name(lua_State *L, lua_Debug *ar, char *buf, size_t size);
 
-/* Output helpers: stdout, flushed; errors on stderr. */
+/* Output helpers: to the console, flushed (errors: on stderr at the
+ * terminal, with the rest on an attached client's socket). */
 void dbg_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void dbg_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- where the debugger talks (debug_prompt.c) ----------------------------
+ * The terminal by default (stdout, stderr, readline on stdin); while a
+ * client is attached (debug_attach.c), its socket. The program's own output
+ * (print in evaluated code included) keeps going where it went. */
+typedef struct {
+    FILE *out;                                /* everything the debugger writes */
+    char *(*read_line)(const char *prompt);   /* malloc'd; NULL: the client is gone */
+    void (*resumed)(bool continuing);         /* the program runs again */
+    bool color;
+} dbg_console;
+/* NULL: back to the terminal. */
+void dbg_set_console(const dbg_console *c);
+/* An attached client is the console (quit then detaches). */
+bool dbg_remote(void);
+FILE *dbg_out(void);
+bool dbg_color(void);
+/* The prompt gave control back to the program (continuing: not a step). */
+void dbg_resumed(bool continuing);
+/* The prompt was left with detach (or the client went away): ends the
+ * attached session (debug_attach.c). */
+void dbg_attach_end(lua_State *L, bool client_there);
+/* The id the next breakpoint gets. */
+int dbg_next_break_id(void);
 
 #endif

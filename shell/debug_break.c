@@ -25,6 +25,8 @@ int dbg_nbreaks;
 unsigned dbg_generation = 1;
 static int next_id = 1;
 
+int dbg_next_break_id(void) { return next_id; }
+
 int dbg_enabled_count(void)
 {
     int n = 0;

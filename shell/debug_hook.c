@@ -436,7 +436,7 @@ static void print_returned(lua_State *L, lua_Debug *ar)
         dbg_printf("%s returned nothing\n", name);
     } else {
         dbg_printf("%s returned ", name);
-        emsh_print_values(E, n, emsh_use_color());
+        emsh_print_values_to(E, n, dbg_color(), dbg_out());
     }
     lua_settop(E, top);
 }

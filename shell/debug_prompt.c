@@ -18,13 +18,27 @@
 
 #include <readline/history.h>
 
+/* ---- the console ------------------------------------------------------- */
+
+static const dbg_console *console;   /* NULL: the terminal */
+
+void dbg_set_console(const dbg_console *c) { console = c; }
+bool dbg_remote(void) { return console != NULL; }
+FILE *dbg_out(void) { return console ? console->out : stdout; }
+bool dbg_color(void) { return console ? console->color : emsh_use_color(); }
+
+void dbg_resumed(bool continuing)
+{
+    if (console && console->resumed) console->resumed(continuing);
+}
+
 void dbg_printf(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vprintf(fmt, ap);
+    vfprintf(dbg_out(), fmt, ap);
     va_end(ap);
-    fflush(stdout);
+    fflush(dbg_out());
 }
 
 void dbg_error(const char *fmt, ...)
@@ -34,7 +48,8 @@ void dbg_error(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    emsh_message(NULL, msg);
+    if (console) dbg_printf("%s\n", msg);
+    else emsh_message(NULL, msg);
 }
 
 /* ---- evaluation ---------------------------------------------------------- */
@@ -387,7 +402,7 @@ static void show_display(const dbg_stop *s, const display *d)
     } else if (n == 0) {
         dbg_printf("(no value)\n");
     } else {
-        emsh_print_values(E, n, emsh_use_color());
+        emsh_print_values_to(E, n, dbg_color(), dbg_out());
     }
 }
 
@@ -488,24 +503,25 @@ static void print_var(lua_State *E, const char *name)
     if (lua_type(E, -1) != LUA_TSTRING) {
         char prefix[256];
         snprintf(prefix, sizeof prefix, "%s = ", name);
-        emsh_print_brief(E, -1, prefix, emsh_use_color());
+        emsh_print_brief(E, -1, prefix, dbg_color(), dbg_out());
         lua_pop(E, 1);
         return;
     }
     size_t len;
     const char *s = lua_tolstring(E, -1, &len);
     size_t shown = len > 200 ? 200 : len;
-    printf("%s = \"", name);
+    FILE *out = dbg_out();
+    fprintf(out, "%s = \"", name);
     for (size_t i = 0; i < shown; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') printf("\\%c", c);
-        else if (c == '\n') fputs("\\n", stdout);
-        else if (c == '\t') fputs("\\t", stdout);
-        else if (c < 0x20 || c == 0x7f) printf("\\%u", c);
-        else putchar(c);
+        if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
+        else if (c == '\n') fputs("\\n", out);
+        else if (c == '\t') fputs("\\t", out);
+        else if (c < 0x20 || c == 0x7f) fprintf(out, "\\%u", c);
+        else fputc(c, out);
     }
-    printf("\"%s\n", shown < len ? "..." : "");
-    fflush(stdout);
+    fprintf(out, "\"%s\n", shown < len ? "..." : "");
+    fflush(out);
     lua_pop(E, 1);
 }
 
@@ -557,7 +573,7 @@ static void cmd_eval(const dbg_stop *s, const char *code)
 {
     lua_State *E;
     int n = dbg_eval(s->L, s->base + s->sel, code, &E, NULL);
-    if (n > 0) emsh_print_values(E, n, emsh_use_color());
+    if (n > 0) emsh_print_values_to(E, n, dbg_color(), dbg_out());
 }
 
 static void cmd_display(const dbg_stop *s, const char *args)
@@ -616,7 +632,9 @@ static const char help_text[] =
     "  tbreak ...           a breakpoint deleted at its first stop\n"
     "  breaks               list breakpoints\n"
     "  delete [N], disable N, enable N, condition N [cond]\n"
-    "  quit, q              abort the running code (the error \"quit\")\n"
+    "  quit, q              abort the running code (the error \"quit\");\n"
+    "                       attached with ember --attach: detach\n"
+    "  detach               (attached) leave; the job runs on at full speed\n"
     "  an empty line repeats step, next or list\n";
 
 static bool word_is(const char *w, size_t n, const char *a, const char *b)
@@ -651,8 +669,16 @@ static int run_command(dbg_stop *s, const char *line, int *depth)
         *depth = dbg_stack_depth(s->L) - s->base - s->sel;
         return word_is(w, n, "next", "n") ? ACT_NEXT : ACT_FINISH;
     }
-    if ((word_is(w, n, "quit", "q") || word_is(w, n, "exit", NULL)) && bare)
+    if (word_is(w, n, "detach", NULL) && bare) {
+        if (dbg_remote()) return ACT_DETACH;
+        dbg_error("detach: no debugger is attached (ember --attach PID)");
+        return -1;
+    }
+    if ((word_is(w, n, "quit", "q") || word_is(w, n, "exit", NULL)) && bare) {
+        /* a job someone attached to is not theirs to abort by habit */
+        if (dbg_remote()) return ACT_DETACH;
         return s->postmortem ? ACT_CONTINUE : ACT_QUIT;
+    }
     if (word_is(w, n, "bt", "where") || word_is(w, n, "backtrace", NULL)) {
         if (bare) {
             cmd_backtrace(s);
@@ -740,8 +766,9 @@ dbg_action dbg_prompt(dbg_stop *s, int *depth)
 {
     list_next = 0;   /* the last command is kept: an empty line repeats a next */
     for (;;) {
-        char *line = read_command();
+        char *line = console ? console->read_line("(dbg) ") : read_command();
         if (!line) {   /* input ended: let the program run on */
+            if (console) return ACT_DETACH;
             if (!isatty(STDIN_FILENO)) return ACT_CONTINUE;
             dbg_printf("\n");
             return ACT_CONTINUE;

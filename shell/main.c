@@ -113,6 +113,7 @@ enum {
     HAS_P = 128,    /* -p: Ctrl-C pauses in the debugger */
     HAS_PM = 256,   /* --pm: post-mortem debugger on an uncaught error */
     HAS_KERNEL = 512, /* --kernel FILE: a Jupyter kernel */
+    HAS_LISTEN = 1024, /* --listen: a debugger may attach (ember --attach PID) */
 };
 
 static const char *kernel_connection_file;   /* --kernel's argument */
@@ -131,6 +132,10 @@ static const char usage_text[] =
     "            uncaught error opens the debugger in the failing frame\n"
     "  -p        Ctrl-C pauses running code in the debugger (continue resumes)\n"
     "  --pm      open the debugger on an uncaught error (post-mortem)\n"
+    "  --listen  let a debugger attach later from another terminal (also\n"
+    "            EMBER_LISTEN=1): ember --attach PID\n"
+    "  --attach PID  the debugger's prompt in the running job PID (started\n"
+    "            with --listen); detach leaves it running\n"
     "  --nproc N run N processes of the script under mpirun (ember.distributed)\n"
     "  --kernel FILE  run as a Jupyter kernel (FILE: the connection file)\n"
     "  --install-kernel [--user] [--prefix P]  write the Jupyter kernelspec\n"
@@ -165,6 +170,10 @@ static int collect_args(char **argv, int *first)
         if (strcmp(a, "--help") == 0) return args | HAS_HELP;
         if (strcmp(a, "--pm") == 0) {
             args |= HAS_PM;
+            continue;
+        }
+        if (strcmp(a, "--listen") == 0) {
+            args |= HAS_LISTEN;
             continue;
         }
         if (strcmp(a, "--kernel") == 0) {
@@ -344,6 +353,14 @@ static int run_kernel(lua_State *L, const char *connection_file)
     return run(L, connection_file);
 }
 
+/* EMBER_LISTEN=1 (any value but "" and "0"): as --listen, for jobs that
+ * another tool starts */
+static bool listen_from_env(void)
+{
+    const char *v = getenv("EMBER_LISTEN");
+    return v && v[0] && strcmp(v, "0") != 0;
+}
+
 static int pmain(lua_State *L)
 {
     int argc = (int)lua_tointeger(L, 1);
@@ -372,6 +389,7 @@ static int pmain(lua_State *L)
     emsh_debug_open(L);
     if (args & (HAS_D | HAS_P)) emsh_set_pause_on_interrupt(true);
     if (args & (HAS_D | HAS_PM)) emsh_set_auto_postmortem(true);
+    if ((args & HAS_LISTEN) || (!(args & HAS_ENV) && listen_from_env())) emsh_listen();
     create_arg_table(L, argv, argc, script);
     lua_gc(L, LUA_GCRESTART);
     lua_gc(L, LUA_GCGEN, 0, 0);
@@ -404,6 +422,7 @@ static int pmain(lua_State *L)
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "--install-kernel") == 0) return emsh_install_kernel(argc - 2, argv + 2);
+    if (argc >= 2 && strcmp(argv[1], "--attach") == 0) return emsh_attach_client(argc - 2, argv + 2);
     emsh_launch(argc, argv);
     emsh_join_job();
     lua_State *L = luaL_newstate();

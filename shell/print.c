@@ -120,10 +120,12 @@ static void colored(printer *p, sbuf *b, const char *code, const char *s, size_t
     sgr(p, b, SGR_RESET);
 }
 
-static int terminal_width(void)
+/* out's width when it is a terminal (an attached debugger's socket: 80) */
+static int terminal_width(FILE *out)
 {
     struct winsize ws;
-    if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+    int fd = fileno(out);
+    if (fd >= 0 && isatty(fd) && ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
         return ws.ws_col;
     return 80;
 }
@@ -1017,7 +1019,7 @@ static int brief_k(lua_State *L)
 /* Runs k(printer, values...) protected and writes what it rendered. */
 static void render(lua_State *L, lua_CFunction k, int n, bool color, FILE *out)
 {
-    printer p = {.L = L, .color = color, .width = terminal_width()};
+    printer p = {.L = L, .color = color, .width = terminal_width(out)};
     lua_pushcfunction(L, k);
     lua_pushlightuserdata(L, &p);
     lua_rotate(L, -(n + 2), 2);
@@ -1034,26 +1036,26 @@ static void render(lua_State *L, lua_CFunction k, int n, bool color, FILE *out)
     free(p.out.s);
 }
 
-static void print_one(lua_State *L, lua_CFunction k, const char *prefix, int idx, bool color)
+static void print_one(lua_State *L, lua_CFunction k, const char *prefix, int idx, bool color, FILE *out)
 {
     if (!lua_checkstack(L, 4)) {
-        fputs("<not enough stack to print the value>\n", stdout);
+        fputs("<not enough stack to print the value>\n", out);
         return;
     }
     idx = lua_absindex(L, idx);
     lua_pushstring(L, prefix ? prefix : "");
     lua_pushvalue(L, idx);
-    render(L, k, 2, color, stdout);
+    render(L, k, 2, color, out);
 }
 
 void emsh_print_summary(lua_State *L, int idx, const char *prefix, bool color)
 {
-    print_one(L, summary_k, prefix, idx, color);
+    print_one(L, summary_k, prefix, idx, color, stdout);
 }
 
-void emsh_print_brief(lua_State *L, int idx, const char *prefix, bool color)
+void emsh_print_brief(lua_State *L, int idx, const char *prefix, bool color, FILE *out)
 {
-    print_one(L, brief_k, prefix, idx, color);
+    print_one(L, brief_k, prefix, idx, color, out);
 }
 
 void emsh_print_values_to(lua_State *L, int n, bool color, FILE *out)

@@ -82,6 +82,9 @@ static void pop_running(void) { nrunning--; }
 
 enum { IDLE, RAISING, PAUSING };
 static volatile sig_atomic_t interrupt_state = IDLE;
+/* a debugger attached, or its client asked for a pause (debug_attach.c):
+ * apart from interrupt_state, which each chunk starts afresh */
+static volatile sig_atomic_t attach_wanted;
 static volatile sig_atomic_t sigint_count;   /* Ctrl-C presses not yet acted on */
 static bool pause_mode;
 
@@ -89,13 +92,14 @@ void emsh_set_pause_on_interrupt(bool on) { pause_mode = on; }
 bool emsh_pause_on_interrupt(void) { return pause_mode; }
 
 static void interrupt_hook(lua_State *L, lua_Debug *ar);
+/* the hook fires at the next instruction, whatever it is */
+#define INTERRUPT_MASK (LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT)
 
 static void hook_running_threads(void)
 {
     int n = nrunning < MAX_RUNNING ? (int)nrunning : MAX_RUNNING;
     for (int i = 0; i < n; i++)
-        lua_sethook(running[i], interrupt_hook,
-                    LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT, 1);
+        lua_sethook(running[i], interrupt_hook, INTERRUPT_MASK, 1);
 }
 
 /* Gives every running thread its normal hook back (the debugger's or none). */
@@ -124,8 +128,25 @@ static void on_sigint(int sig)
         signal(SIGINT, SIG_DFL);
 }
 
+void emsh_request_attach_stop(void)
+{
+    attach_wanted = 1;
+    hook_running_threads();
+}
+
 static void interrupt_hook(lua_State *L, lua_Debug *ar)
 {
+    if (attach_wanted && interrupt_state != RAISING) {
+        attach_wanted = 0;
+        unhook_running_threads();
+        emsh_debug_restore_hook(L);
+        emsh_attach_stop(L);
+        if (interrupt_state == IDLE) return;
+    }
+    if (interrupt_state == IDLE) {   /* a hook left from an attach already served */
+        emsh_debug_restore_hook(L);
+        return;
+    }
     if (interrupt_state == PAUSING) {
         interrupt_state = IDLE;
         sigint_count = 0;
@@ -166,8 +187,8 @@ static int resume_tracked(lua_State *L, lua_State *co, int narg)
     lua_xmove(L, co, narg);
     int nres;
     push_running(co);
-    if (interrupt_state != IDLE)
-        lua_sethook(co, interrupt_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT, 1);
+    if (interrupt_state != IDLE || attach_wanted)
+        lua_sethook(co, interrupt_hook, INTERRUPT_MASK, 1);
     else
         emsh_debug_thread_resumed(L, co);
     int status = lua_resume(co, L, narg, &nres);
@@ -306,6 +327,8 @@ int emsh_docall(lua_State *L, int narg, int nres)
     interrupt_state = IDLE;
     sigint_count = 0;
     push_running(co);
+    if (attach_wanted)   /* it came while no Lua code ran (at the REPL's prompt) */
+        lua_sethook(co, interrupt_hook, INTERRUPT_MASK, 1);
     int nresults = 0;
     int status = lua_resume(co, L, narg, &nresults);
     pop_running();

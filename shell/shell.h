@@ -9,6 +9,7 @@
  *   print.c    the REPL's value printer (tables indented, cycles, tensors)
  *   complete.c tab completion (globals, fields, methods, keywords, files)
  *   debug.c    breakpoints, stepping, the (dbg) prompt, post-mortem
+ *   debug_attach.c, attach_client.c  ember --listen / ember --attach PID
  *   kernel*.c  the Jupyter kernel (--kernel) and its kernelspec (--install-kernel)
  */
 #ifndef EMBER_SHELL_H
@@ -114,10 +115,10 @@ void emsh_print_values_to(lua_State *L, int n, bool color, FILE *out);
  * cut short, a module or class as its name and its public names, an object
  * (an nn module, an optimizer) as its __tostring squeezed onto the line. */
 void emsh_print_summary(lua_State *L, int idx, const char *prefix, bool color);
-/* Prints prefix, then the value at idx as the debugger lists locals: plain
- * data as emsh_print_values shows it, modules, classes and objects on one
- * line as emsh_print_summary does. */
-void emsh_print_brief(lua_State *L, int idx, const char *prefix, bool color);
+/* Writes prefix, then the value at idx as the debugger lists locals, to out:
+ * plain data as emsh_print_values shows it, modules, classes and objects on
+ * one line as emsh_print_summary does. */
+void emsh_print_brief(lua_State *L, int idx, const char *prefix, bool color, FILE *out);
 
 /* ---- complete.c ------------------------------------------------------------ */
 
@@ -154,6 +155,38 @@ void emsh_debug_thread_resumed(lua_State *L, lua_State *co);
 void emsh_debug_restore_hook(lua_State *L);
 /* Did thread co die of the (dbg) prompt's "quit"? (then nothing is reported) */
 bool emsh_debug_quitting(lua_State *co);
+
+/* ---- attaching the debugger to a running job --------------------------------
+ * debug_attach.c (the job: `ember --listen`, EMBER_LISTEN=1) and
+ * attach_client.c (`ember --attach PID`). They talk over a Unix socket,
+ * $XDG_RUNTIME_DIR/ember/PID.sock or /tmp/ember-UID/PID.sock: the client
+ * sends a hello line, then lines typed at prompts (and a pause byte for
+ * Ctrl-C while the job runs); the job sends text, and these bytes, each
+ * starting a line that ends with '\n': */
+enum {
+    EMSH_ATTACH_PROMPT = 1,    /* the rest of the line is a prompt: send a line */
+    EMSH_ATTACH_REFUSED = 2,   /* the rest is why the attach is refused; then EOF */
+    EMSH_ATTACH_PAUSE = 3,     /* client to job: pause the running job (Ctrl-C) */
+    EMSH_ATTACH_BYE = 4,       /* the rest says the session ended; then EOF */
+};
+/* Opens the job's socket and its listener thread (no hook is set until a
+ * client attaches). false, with the reason printed, when it cannot. */
+bool emsh_listen(void);
+/* Called by run.c's hook on the thread that runs Lua code, when an attach
+ * or a pause asked by the attached client is pending: opens the (dbg)
+ * prompt on the client's socket. */
+void emsh_attach_stop(lua_State *L);
+/* run.c, safe in a signal handler: the running Lua code calls
+ * emsh_attach_stop at its next instruction. */
+void emsh_request_attach_stop(void);
+/* Where sockets are looked for: i = 0 $XDG_RUNTIME_DIR/ember (false when
+ * XDG_RUNTIME_DIR is not set), 1 /tmp/ember-UID. */
+bool emsh_attach_dir(int i, char *buf, size_t size);
+/* Is dir a real directory (not a symlink) of this user that no one else
+ * may enter? If not, why (in why). */
+bool emsh_attach_dir_ok(const char *dir, char *why, size_t size);
+/* `ember --attach PID` (its arguments after the option): the exit status. */
+int emsh_attach_client(int argc, char **argv);
 
 /* ---- launch.c: distributed jobs ---------------------------------------- */
 
