@@ -283,9 +283,10 @@ static bool begin_session(void)
     return true;
 }
 
-void dbg_attach_end(lua_State *L, bool client_there)
+/* Ends the session; true when another client is waiting already. */
+static bool end_session(lua_State *L, bool client_there)
 {
-    if (!session_out) return;
+    if (!session_out) return false;
     int deleted = 0;
     for (int i = dbg_nbreaks - 1; i >= 0; i--) {
         if (dbg_breaks[i]->id < first_session_break) continue;
@@ -306,7 +307,13 @@ void dbg_attach_end(lua_State *L, bool client_there)
     pthread_mutex_unlock(&lock);
     wake();
     emsh_message(emsh_progname, "the debugger detached: running on");
-    if (next) emsh_request_attach_stop();
+    return next;
+}
+
+void dbg_attach_end(lua_State *L, bool client_there)
+{
+    /* its signal came while the prompt was open, and that hook is gone */
+    if (end_session(L, client_there)) emsh_request_attach_stop();
 }
 
 void emsh_attach_stop(lua_State *L)
@@ -318,7 +325,7 @@ void emsh_attach_stop(lua_State *L)
     pthread_mutex_unlock(&lock);
     const char *reason;
     if (st == PENDING) {
-        dbg_attach_end(L, false);   /* the last client left while the job ran */
+        end_session(L, false);   /* the last client left while the job ran */
         if (!begin_session()) return;
         reason = "attached";
     } else if (st == RUNNING) {
