@@ -347,7 +347,9 @@ static void remove_socket(void)
 static void on_attach_signal(int sig)
 {
     (void)sig;
-    emsh_request_attach_stop();
+    /* ours come to the main thread; a SIGURG sent to the process may land
+     * on a worker thread (OpenBLAS), which must not touch the Lua state */
+    if (pthread_equal(pthread_self(), main_thread)) emsh_request_attach_stop();
 }
 
 /* SIGTERM & co. would end the process without atexit: the socket goes

@@ -355,6 +355,32 @@ def other_users_job():
         end_job(j)
 
 
+def symlinked_directory_not_used():
+    # $XDG_RUNTIME_DIR/ember a symbolic link: the job uses /tmp/ember-UID
+    # instead, and the client looks there too
+    xdg = os.path.join(tmp, "xdg")
+    target = os.path.join(tmp, "elsewhere")
+    os.mkdir(xdg, 0o700)
+    os.mkdir(target, 0o700)
+    os.symlink(target, os.path.join(xdg, "ember"))
+    fallback = "/tmp/ember-%d" % os.getuid()
+    j = start_job(env_extra={"XDG_RUNTIME_DIR": xdg}, sockdir=fallback)
+    try:
+        assert os.listdir(target) == [], os.listdir(target)
+        assert os.path.exists(sock(j.pid, fallback)), log_of(j)
+        q = attach(j.pid, {"XDG_RUNTIME_DIR": xdg})
+        q.expect(r"attached: stopped")
+        q.expect_exact(DBG)
+        q.sendline("detach")
+        q.expect(pexpect.EOF)
+        q.close()
+        assert q.exitstatus == 0, q.exitstatus
+    finally:
+        j.terminate()   # SIGTERM: the socket goes with it
+        j.wait(10)
+    assert not os.path.exists(sock(j.pid, fallback)), "the socket is still there"
+
+
 # ---- the socket goes away -----------------------------------------------------
 
 def env_opt_in_and_sigterm():
@@ -395,6 +421,8 @@ try:
               other_users_job)
     else:
         report("refused: another user's job # SKIP needs root and setpriv", True)
+    check("a symbolic link for the socket directory is not used: /tmp/ember-UID instead",
+          symlinked_directory_not_used)
     check("EMBER_LISTEN=1 listens; SIGTERM removes the socket", env_opt_in_and_sigterm)
     check("the socket is removed when the script fails", removed_after_an_error)
 finally:
