@@ -12,6 +12,7 @@ the executable (tests/run.sh sets it); default build/ember. Every wait is
 bounded. Needs pexpect; without it the tests are reported as skipped."""
 import os
 import re
+import shutil
 import signal
 import socket
 import stat
@@ -430,4 +431,5 @@ finally:
         if j.poll() is None:
             j.kill()
             j.wait()
+    shutil.rmtree(tmp, ignore_errors=True)
 done()
