@@ -80,6 +80,7 @@ static int synchronize(lua_State *L)
 {
     int i = check_device(L, 1, "ember.cuda.synchronize");
     if (em_synchronize((em_device){EM_CUDA, i})) return emlua_fail(L);
+    if (emlua_nan_stop) emlua_nan_poll(L);
     return 0;
 }
 

@@ -44,6 +44,8 @@ double emlua_now(void);
 /* ember.debug.stop_on_nan (bind_debug.c): t, about to be handed to Lua, checked */
 extern bool emlua_nan_stop;
 void emlua_nan_check(lua_State *L, const em_tensor *t);
+/* reads the device checks stop_on_nan queued (at a synchronisation) */
+void emlua_nan_poll(lua_State *L);
 /* Raises em_error() as a Lua error. Never returns. */
 int emlua_fail(lua_State *L);
 /* Ctrl-C for C code: the shell sets this from its signal handler (safe

@@ -346,5 +346,6 @@ void emlua_format_tensor(lua_State *L, const em_tensor *t)
 int emlua_tostring(lua_State *L)
 {
     emlua_format_tensor(L, emlua_check(L, 1, "tostring"));
+    if (emlua_nan_stop) emlua_nan_poll(L);
     return 1;
 }

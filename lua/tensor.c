@@ -630,6 +630,7 @@ static int t_item(lua_State *L)
     em_tensor *t = self(L, "item");
     double v;
     if (em_item(t, &v)) return emlua_fail(L);
+    if (emlua_nan_stop) emlua_nan_poll(L);
     push_scalar(L, t);
     return 1;
 }
@@ -655,7 +656,11 @@ static void push_list(lua_State *L, const em_tensor *t, int dim, int64_t *pos, c
 static int t_tolist(lua_State *L)
 {
     em_tensor *t = self(L, "tolist");
-    if (t->ndim == 0) { push_scalar(L, t); return 1; }
+    if (t->ndim == 0) {
+        push_scalar(L, t);
+        if (emlua_nan_stop) emlua_nan_poll(L);
+        return 1;
+    }
     int64_t n = em_numel(t), pos = 0;
     bool isf = em_dtype_is_float(t->dtype);
     void *buf = malloc((size_t)(n ? n : 1) * 8);
@@ -665,6 +670,7 @@ static int t_tolist(lua_State *L)
     luaL_checkstack(L, t->ndim + 4, "tolist");
     push_list(L, t, 0, &pos, isf ? buf : NULL, isf ? NULL : buf);
     free(buf);
+    if (emlua_nan_stop) emlua_nan_poll(L);
     return 1;
 }
 

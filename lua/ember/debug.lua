@@ -9,8 +9,9 @@
 -- value do not stop again). Without the shell's debugger (plain lua5.4) it is an error
 -- there. Backward ops are checked by anomaly mode (ember.autograd.detect_anomaly), which
 -- this turns on with it: a NaN made by a backward node is an error naming the node and
--- the traceback of its forward call. Each check is an extra reduction per op, and on a
--- CUDA device a wait for the op: for finding a bug, not for training runs.
+-- the traceback of its forward call. Each check is an extra reduction per op (on a CUDA
+-- device queued, and read at the next synchronisation, where the stop names the op and
+-- its line): for finding a bug, not for training runs.
 local ember = require "ember"
 local errors = require "ember.errors"
 

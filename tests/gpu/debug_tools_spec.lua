@@ -29,6 +29,60 @@ describe("anomaly mode on " .. DEV, function()
   end)
 end)
 
+describe("stop_on_nan on " .. DEV .. ": the device's checks read at a synchronisation", function()
+  local cuda_it = g.cuda_it(it, pending)
+  after_each(function() ember.debug.stop_on_nan(false) end)
+  local SRC = debug.getinfo(1, "S").short_src
+  local function line() return debug.getinfo(2, "l").currentline end
+
+  cuda_it("names the op that made the NaN and its line, at the line that waited", function()
+    ember.debug.stop_on_nan(true)
+    local x = ember.tensor({1.0, -1.0, 4.0}, {device = DEV})
+    local y = x:sqrt(); local at = line()
+    local z = (y * 2 + 1):exp()          -- carries it: not named
+    local ok, err = pcall(function() return z:sum():item() end); local waited = line()
+    assert.is_false(ok)
+    assert.matches(string.format("%s:%d: sqrt made a NaN or an infinity (result [3]) at %s:%d, found on the device",
+                                 SRC, waited, SRC, at), err, 1, true)
+    assert.matches("inputs: [3] float32", err, 1, true)
+    -- read once: the session goes on, and finite work does not stop
+    assert.are.equal(9, (x:abs() + 1):sum():item())   -- 2 + 2 + 5
+  end)
+
+  cuda_it("tolist, printing and cuda.synchronize read the checks too; off drops them", function()
+    ember.debug.stop_on_nan(true)
+    local x = ember.tensor({0.0}, {device = DEV})
+    local _ = x:log(); local at = line()
+    local ok, err = pcall(function() return (x + 1):tolist() end)
+    assert.is_false(ok)
+    assert.matches("log made a NaN or an infinity (result [1]) at " .. SRC .. ":" .. at, err, 1, true)
+    local _ = x:reciprocal()
+    ok, err = pcall(ember.cuda.synchronize)
+    assert.is_false(ok)
+    assert.matches("reciprocal made a NaN or an infinity", err, 1, true)
+    local _ = x:log()
+    ok, err = pcall(tostring, x + 1)
+    assert.is_false(ok)
+    assert.matches("log made", err, 1, true)
+    local _ = x:log()
+    ember.debug.stop_on_nan(false)
+    ember.debug.stop_on_nan(true)
+    assert.are.same({1}, (x + 1):tolist())
+  end)
+
+  cuda_it("reads what is queued after many ops without a synchronisation", function()
+    ember.debug.stop_on_nan(true)
+    local x = ember.tensor({-1.0}, {device = DEV})
+    local ok, err = pcall(function()
+      local y = x:sqrt(); local _ = y   -- the first
+      for _ = 1, 600 do y = x * 2 end   -- no synchronisation: the queue is read when full
+      return "not stopped"
+    end)
+    assert.is_false(ok, err)
+    assert.matches("sqrt made a NaN or an infinity", err, 1, true)
+  end)
+end)
+
 describe("gradients meeting in one tensor on " .. DEV, function()
   it("adds split's pieces into their parts", function()
     local x = ember.zeros(2, 6, {device = DEV}):requires_grad_()

@@ -22,7 +22,10 @@ result is there), saying which op and the shapes of its result and inputs; `cont
 goes on, and later ops fed by that value do not stop again. Without the shell's
 debugger (plain lua5.4) it is an error at that line. Anomaly mode
 (ember.autograd.detect_anomaly) is turned on with it for the backward ops, and back off
-after. Each check costs a reduction per op and, on a CUDA device, a wait for the op.]=],
+after. Each check costs a reduction per op. On a CUDA device the reductions are queued
+without waiting and read at the next synchronisation (item, tolist, printing,
+cuda.synchronize, or after 256 ops without one); the stop comes there, naming the op
+that made the NaN and the line that called it.]=],
     example = [=[
 ember.debug.stop_on_nan(true)
 local ok, err = pcall(function() return ember.tensor({-1.0}):sqrt() end)
