@@ -7,10 +7,12 @@
 -- without skip_special_tokens, the large texts (the first 1.1 MB of Shakespeare and the
 -- license texts of /usr/share/common-licenses: the ids and a checksum of the decode),
 -- decode(encode(s)) == s for byte-level on valid UTF-8, ids being 1-based, encode_batch's
--- padding, and the errors bad files and arguments get, at the caller's line.
+-- padding (pairs and truncation: hf_tokenizer_pairs_spec.lua), and the errors bad files and
+-- arguments get, at the caller's line.
 local ember = require "ember"
 local h = require "helpers"
 local T = require "ember.hf.tokenizer"
+local shared = require "hf_tok_fixtures"
 local err, has = h.err, h.has
 
 local fx = h.fixture("hf_tok_cases.lua")
@@ -18,20 +20,9 @@ local idfile = ember.load(h.FIXTURES .. "hf_tok_ids.safetensors")
 local NAMES = {"gpt2", "roberta", "llama3", "qwen2", "bert", "llama2", "metaspace"}
 local BYTE_LEVEL = {gpt2 = true, roberta = true, llama3 = true, qwen2 = true}
 
-local toks = {}
-local function tok(name)
-  if not toks[name] then toks[name] = T.load(h.FIXTURES .. "hf_tok/" .. name) end
-  return toks[name]
-end
+local tok, plus1 = shared.tok, shared.plus1
 
 local function at_this_line(msg) has(msg, "hf_tokenizer_spec.lua:") end
-
--- ids the fixture stores 0-based, as ember's 1-based ones
-local function plus1(list)
-  local out = {}
-  for i, v in ipairs(list) do out[i] = v + 1 end
-  return out
-end
 
 -- the first position where two lists differ, nil when equal
 local function first_diff(a, b)
@@ -268,7 +259,7 @@ describe("ember.hf.tokenizer: errors at the caller's line", function()
     msg = err(function() t:encode_batch({"a", "b"}, {padding = true}) end)
     at_this_line(msg); has(msg, "padding needs pad_id")
     msg = err(function() t:encode_batch({"a", 3}) end)
-    at_this_line(msg); has(msg, "texts[2] must be a string, got number")
+    at_this_line(msg); has(msg, "texts[2] must be a string or a pair {text, text_pair} of strings, got number")
   end)
 
   os.remove(tmp)

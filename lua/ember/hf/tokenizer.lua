@@ -243,7 +243,28 @@ local function build_decoder(spec, path)
               .. "Metaspace, Sequence)", t)
 end
 
--- ---- post-processors: the ids around a sequence, a function ids -> ids ------------------------
+-- ---- post-processors: the special tokens and type ids around one text or a pair ------------
+
+-- A post-processor is {apply = function(a, b, special) -> ids, types; single = n, pair = n}: a
+-- and b (nil for one text) are the file's ids of the two texts, special says whether to add
+-- the special tokens, types are the file's type ids (0, 1); single and pair count the ids it
+-- adds (tokenizers' added_tokens, what truncation leaves room for).
+
+-- appends src to ids, each with type id ty
+local function append(ids, types, src, ty)
+  local n = #ids
+  for i = 1, #src do ids[n + i] = src[i]; types[n + i] = ty end
+end
+
+-- tokenizers' default: the texts joined, a's type ids 0, b's 1 (rt: both 0, as RoBERTa's)
+local function concat(a, b, bty)
+  local ids, types = {}, {}
+  append(ids, types, a, 0)
+  if b then append(ids, types, b, bty or 1) end
+  return ids, types
+end
+
+local PLAIN = {apply = function(a, b) return concat(a, b) end, single = 0, pair = 0}
 
 local function special_pair(v, path, what)
   if type(v) ~= "table" or type(v[1]) ~= "string" or math.type(v[2]) ~= "integer" then
@@ -252,47 +273,84 @@ local function special_pair(v, path, what)
   return v[2]
 end
 
+-- TemplateProcessing's single or pair: a list of {seq = "A" | "B" | ids of a special token, ty}
+local function template(spec, which, path)
+  local pieces = spec[which]
+  if pieces == nil then return nil end
+  if type(pieces) ~= "table" then fail(path, "TemplateProcessing: %s must be a list of pieces", which) end
+  local items, added = {}, 0
+  for _, piece in ipairs(pieces) do
+    local p = type(piece) == "table" and (piece.Sequence or piece.SpecialToken)
+    local ty = type(p) == "table" and p.type_id or 0
+    if type(p) ~= "table" or math.type(ty) ~= "integer" then
+      fail(path, "TemplateProcessing: a piece of %s is neither Sequence nor SpecialToken with an integer type_id", which)
+    end
+    if piece.Sequence then
+      if p.id ~= "A" and (p.id ~= "B" or which == "single") then
+        fail(path, "TemplateProcessing: %s names sequence '%s' (A%s)", which, tostring(p.id),
+             which == "pair" and " or B" or "")
+      end
+      items[#items + 1] = {seq = p.id, ty = ty}
+    else
+      local st = (spec.special_tokens or {})[p.id]
+      if type(st) ~= "table" or type(st.ids) ~= "table" then
+        fail(path, "TemplateProcessing: special token '%s' has no ids in special_tokens", tostring(p.id))
+      end
+      items[#items + 1] = {seq = st.ids, ty = ty}
+      added = added + #st.ids
+    end
+  end
+  return items, added
+end
+
 local function build_post(spec, path)
   local t = type_of(spec, path, "post_processor")
   if t == "ByteLevel" then return nil
   elseif t == "Sequence" then
-    local fs = {}
-    for _, sub in ipairs(spec.processors or {}) do fs[#fs + 1] = build_post(sub, path) end
-    return #fs > 0 and function(ids)
-      for _, f in ipairs(fs) do ids = f(ids) end
-      return ids
-    end or nil
-  elseif t == "RobertaProcessing" or t == "BertProcessing" then
+    local found
+    for _, sub in ipairs(spec.processors or {}) do
+      local p = build_post(sub, path)
+      if p and found then
+        fail(path, "post_processor Sequence with more than one processor that adds tokens is not supported")
+      end
+      found = found or p
+    end
+    return found
+  elseif t == "BertProcessing" then
     local cls, sep = special_pair(spec.cls, path, "cls"), special_pair(spec.sep, path, "sep")
-    return function(ids)
-      local out = {cls}
-      for i = 1, #ids do out[i + 1] = ids[i] end
-      out[#out + 1] = sep
-      return out
-    end
+    return {single = 2, pair = 3, apply = function(a, b, special)
+      if not special then return concat(a, b) end
+      local ids, types = {cls}, {0}
+      append(ids, types, a, 0)
+      append(ids, types, {sep}, 0)
+      if b then append(ids, types, b, 1); append(ids, types, {sep}, 1) end
+      return ids, types
+    end}
+  elseif t == "RobertaProcessing" then
+    -- every type id 0, as tokenizers' ("Roberta is weird")
+    local cls, sep = special_pair(spec.cls, path, "cls"), special_pair(spec.sep, path, "sep")
+    return {single = 2, pair = 4, apply = function(a, b, special)
+      if not special then return concat(a, b, 0) end
+      local ids, types = {cls}, {0}
+      append(ids, types, a, 0)
+      append(ids, types, {sep}, 0)
+      if b then append(ids, types, {sep}, 0); append(ids, types, b, 0); append(ids, types, {sep}, 0) end
+      return ids, types
+    end}
   elseif t == "TemplateProcessing" then
-    local items = {}
-    for _, piece in ipairs(spec.single or {}) do
-      if piece.Sequence then
-        items[#items + 1] = "A"
-      elseif piece.SpecialToken then
-        local st = (spec.special_tokens or {})[piece.SpecialToken.id]
-        if type(st) ~= "table" or type(st.ids) ~= "table" then
-          fail(path, "TemplateProcessing: special token '%s' has no ids in special_tokens", tostring(piece.SpecialToken.id))
-        end
-        items[#items + 1] = st.ids
-      else
-        fail(path, "TemplateProcessing: a piece of single is neither Sequence nor SpecialToken")
-      end
-    end
-    return function(ids)
-      local out = {}
+    local single, n1 = template(spec, "single", path)
+    local pair, n2 = template(spec, "pair", path)
+    single = single or {}
+    return {single = n1 or 0, pair = n2, apply = function(a, b, special)
+      local items = b and pair or single
+      local ids, types = {}, {}
       for _, it in ipairs(items) do
-        local src = it == "A" and ids or it
-        for i = 1, #src do out[#out + 1] = src[i] end
+        if it.seq == "A" then append(ids, types, a, it.ty)
+        elseif it.seq == "B" then append(ids, types, b, it.ty)
+        elseif special then append(ids, types, it.seq, it.ty) end
       end
-      return out
-    end
+      return ids, types
+    end}
   end
   fail(path, "post_processor type '%s' is not supported (TemplateProcessing, RobertaProcessing, BertProcessing, "
               .. "ByteLevel, Sequence)", t)
@@ -407,9 +465,8 @@ function M.load(dir)
   local j, jerr = ember._tokenizer_json(text)
   if j == nil then fail(path, "%s", jerr) end
   if type(j) ~= "table" or type(j.model) ~= "table" then fail(path, "not a tokenizer.json: no \"model\" object") end
-  if j.truncation ~= nil then
-    -- kept as the file says it, only reported: ember's encode never truncates
-  end
+  -- the file's "truncation" is not applied: ember truncates when a call asks, as transformers
+  -- does (it replaces the file's setting on every call); tokenizers' own encode would apply it
 
   local m = j.model
   local mtype = m.type
@@ -519,12 +576,193 @@ local function encode_plain(self, text, out, n)
   return n
 end
 
-local function ids_of(self, text, add_special)
-  local ids = {}
-  encode_plain(self, text, ids, 0)
-  if add_special and self._post then ids = self._post(ids) end
-  for i = 1, #ids do ids[i] = ids[i] + 1 end
-  return ids
+-- ---- truncation and padding ------------------------------------------------------------------
+
+local STRATEGY = {[true] = "longest_first", longest_first = "longest_first", only_first = "only_first",
+                  only_second = "only_second"}
+
+local function side_of(v, what, op)
+  if v == nil then return "right" end
+  if v ~= "right" and v ~= "left" then raisef("%s: %s must be \"right\" or \"left\", got %s", op, what, tostring(v)) end
+  return v
+end
+
+-- the options of encode, encode_batch and tok(...), read and checked once, by transformers'
+-- rules: truncation = true is longest_first, and max_length alone (no padding, truncation not
+-- given) truncates longest first
+local function plan(self, o, op)
+  local p = {special = o.add_special_tokens ~= false}
+  local ml = o.max_length
+  if ml ~= nil and (math.type(ml) ~= "integer" or ml < 0) then
+    raisef("%s: max_length must be a non-negative integer, got %s", op, tostring(ml))
+  end
+  local padding = o.padding
+  if padding == "do_not_pad" then padding = false end
+  if padding ~= nil and padding ~= false and padding ~= true and padding ~= "longest" and padding ~= "max_length" then
+    raisef("%s: padding must be true, false, \"longest\", \"max_length\" or \"do_not_pad\", got %s", op,
+           tostring(padding))
+  end
+  local trunc = o.truncation
+  if trunc == nil and ml ~= nil and not padding then trunc = true end
+  if trunc ~= nil and trunc ~= false and trunc ~= "do_not_truncate" then
+    p.strategy = STRATEGY[trunc]
+    if not p.strategy then
+      raisef("%s: truncation must be true, false, \"longest_first\", \"only_first\", \"only_second\" or "
+             .. "\"do_not_truncate\", got %s", op, tostring(trunc))
+    end
+    if ml == nil then raisef("%s: truncation needs max_length (an integer; ember reads no model_max_length)", op) end
+    p.max_length = ml
+  end
+  p.side = side_of(o.truncation_side, "truncation_side", op)
+  local m = o.pad_to_multiple_of
+  if m ~= nil and (math.type(m) ~= "integer" or m < 1) then
+    raisef("%s: pad_to_multiple_of must be a positive integer, got %s", op, tostring(m))
+  end
+  if padding then
+    if padding == "max_length" then
+      if ml == nil then raisef("%s: padding = \"max_length\" needs max_length (an integer)", op) end
+      p.pad_to = ml
+    end
+    if m and p.strategy and ml % m ~= 0 then
+      raisef("%s: truncation to max_length %d and padding to a multiple of pad_to_multiple_of %d disagree "
+             .. "(max_length must be a multiple of it)", op, ml, m)
+    end
+    p.multiple = m
+    p.pad_id = o.pad_id or self._pad_id
+    if math.type(p.pad_id) ~= "integer" then
+      raisef("%s: padding needs pad_id (the tokenizer.json sets none): give {pad_id = ...}", op)
+    end
+    p.padding_side = side_of(o.padding_side, "padding_side", op)
+  end
+  return p
+end
+
+-- keeps n ids of list, the first n (side "right") or the last n (side "left"), in place
+local function cut(list, n, side)
+  local len = #list
+  if n >= len then return end
+  if side == "left" then table.move(list, len - n + 1, len, 1) end
+  for i = len, n + 1, -1 do list[i] = nil end
+end
+
+-- tokenizers' truncate_encodings on the file ids of a and b (nil for one text), with room
+-- left for the added special tokens
+local function truncate(a, b, p, added, op)
+  local max = p.max_length
+  if added > max then
+    -- tokenizers subtracts without a check and, the difference wrapping, does not truncate
+    raisef("%s: max_length %d is less than the %d special tokens the post-processor adds to %s", op, max, added,
+           b and "a pair" or "a text")
+  end
+  max = max - added
+  if max == 0 then
+    cut(a, 0)
+    if b then cut(b, 0) end
+    return
+  end
+  local total = #a + (b and #b or 0)
+  if total <= max then return end
+  if p.strategy == "longest_first" then
+    if not b then return cut(a, max, p.side) end
+    -- the shorter kept whole when the longer can absorb the cut, else both to about half
+    local n1, n2 = #a, #b
+    local swap = n1 > n2
+    if swap then n1, n2 = n2, n1 end
+    if n1 > max then n2 = n1 else n2 = math.max(n1, max - n1) end
+    if n1 + n2 > max then n1 = max // 2; n2 = n1 + max % 2 end
+    if swap then n1, n2 = n2, n1 end
+    cut(a, n1, p.side)
+    cut(b, n2, p.side)
+    return
+  end
+  local first = p.strategy == "only_first"
+  local target = first and a or b
+  if not target then
+    raisef("%s: truncation = \"only_second\" needs a text pair (one text has no second sequence to cut)", op)
+  end
+  local remove = total - max
+  if #target <= remove then
+    raisef("%s: truncation = \"%s\": the %s text's %d ids are too few to lose the %d that max_length %d asks%s "
+           .. "(tokenizers keeps at least one)", op, p.strategy, first and "first" or "second", #target, remove,
+           p.max_length, added > 0 and string.format(" with %d special tokens", added) or "")
+  end
+  cut(target, #target - remove, p.side)
+end
+
+-- the ids and type ids (ember's: the file's + 1) of a text or a pair, as p says
+local function encode_one(self, text, pair, p, op)
+  local a = {}
+  encode_plain(self, text, a, 0)
+  local b
+  if pair then
+    b = {}
+    encode_plain(self, pair, b, 0)
+  end
+  local post = self._post or PLAIN
+  if b and not post.pair then
+    raisef("%s: the post-processor's TemplateProcessing has no pair template (it encodes one text)", op)
+  end
+  if p.strategy then truncate(a, b, p, p.special and (b and post.pair or post.single) or 0, op) end
+  local ids, types = post.apply(a, b, p.special)
+  for i = 1, #ids do
+    ids[i] = ids[i] + 1
+    types[i] = types[i] + 1
+  end
+  return ids, types
+end
+
+-- the ids and type ids of each input of a batch: a string, or a pair {text, text_pair}
+local function encode_all(self, inputs, p, op, what)
+  local all, all_types = {}, {}
+  for i, x in ipairs(inputs) do
+    local a, b = x, nil
+    if type(x) == "table" then a, b = x[1], x[2] end
+    if type(a) ~= "string" or (type(x) == "table" and (type(b) ~= "string" or #x ~= 2)) then
+      local got = type(x)
+      if got == "table" then
+        local kinds = {}
+        for k = 1, math.min(#x, 3) do kinds[k] = type(x[k]) end
+        got = "{" .. table.concat(kinds, ", ") .. (#x > 3 and ", ..." or "") .. "}"
+      end
+      raisef("%s: %s[%d] must be a string or a pair {text, text_pair} of strings, got %s", op, what, i, got)
+    end
+    all[i], all_types[i] = encode_one(self, a, b, p, op)
+  end
+  return all, all_types
+end
+
+local function int64(rows, len)
+  if #rows == 0 then return ember.zeros(0, len, {dtype = "int64"}) end
+  return ember.tensor(rows, {dtype = "int64"})
+end
+
+-- the rows padded as p says: ids [B, L], attention_mask [B, L], type ids [B, L] (padding's
+-- type id is tokenizers' 0, ember's 1)
+local function pad_rows(rows, types, p, op)
+  local longest = 0
+  for _, r in ipairs(rows) do longest = math.max(longest, #r) end
+  local len = p.pad_to or longest
+  if longest > len then
+    raisef("%s: max_length %d is shorter than the longest text's %d ids (give truncation = true to cut them)", op,
+           len, longest)
+  end
+  if p.multiple and len % p.multiple ~= 0 then len = len + p.multiple - len % p.multiple end
+  local out, masks, out_types = {}, {}, {}
+  local left = p.padding_side == "left"
+  for i, ids in ipairs(rows) do
+    local row, mask, ty = {}, {}, {}
+    local gap = len - #ids
+    for k = 1, len do
+      local at = left and k - gap or k
+      if at >= 1 and at <= #ids then
+        row[k], mask[k], ty[k] = ids[at], 1, types[i][at]
+      else
+        row[k], mask[k], ty[k] = p.pad_id, 0, 1
+      end
+    end
+    out[i], masks[i], out_types[i] = row, mask, ty
+  end
+  return int64(out, len), int64(masks, len), int64(out_types, len)
 end
 
 local function check_self(self, op)
@@ -534,69 +772,119 @@ local function check_self(self, op)
   end
 end
 
---- tok:encode(text [, add_special_tokens] [, {add_special_tokens = true}]) -> int64 tensor of ids
-function Tokenizer:encode(text, ...)
-  check_self(self, "Tokenizer:encode")
-  if type(text) ~= "string" then raisef("Tokenizer:encode: text must be a string, got %s", type(text)) end
-  local o = args.options("Tokenizer:encode", {"add_special_tokens"}, ...)
-  local ids = ids_of(self, text, o.add_special_tokens ~= false)
-  return ember.tensor(ids, {dtype = "int64"})
+local ENCODE_OPTS = {"add_special_tokens", "*", "truncation", "max_length", "truncation_side", "return_type_ids"}
+
+local function encode(self, op, text, pair, ...)
+  local o = args.options(op, ENCODE_OPTS, ...)
+  local ids, types = encode_one(self, text, pair, plan(self, o, op), op)
+  ids = ember.tensor(ids, {dtype = "int64"})
+  if o.return_type_ids then return ids, ember.tensor(types, {dtype = "int64"}) end
+  return ids
 end
 
---- tok:encode_batch(texts [, {add_special_tokens, padding, pad_id, padding_side, max_length}])
--- -> a list of 1-D tensors; with padding, an ids tensor [B, L] and its attention_mask [B, L]
-function Tokenizer:encode_batch(texts, ...)
-  check_self(self, "Tokenizer:encode_batch")
-  if type(texts) ~= "table" then raisef("Tokenizer:encode_batch: texts must be a list of strings, got %s", type(texts)) end
-  local o = args.options("Tokenizer:encode_batch", {"add_special_tokens", "padding", "pad_id", "padding_side",
-                                                    "max_length"}, ...)
-  local all, longest = {}, 0
-  for i, text in ipairs(texts) do
-    if type(text) ~= "string" then raisef("Tokenizer:encode_batch: texts[%d] must be a string, got %s", i, type(text)) end
-    all[i] = ids_of(self, text, o.add_special_tokens ~= false)
-    if #all[i] > longest then longest = #all[i] end
+--- tok:encode(text [, text_pair] [, add_special_tokens] [, {truncation =, max_length =,
+-- truncation_side =, return_type_ids =}]) -> int64 tensor of ids [, type ids]
+function Tokenizer:encode(text, ...)
+  local op = "Tokenizer:encode"
+  check_self(self, op)
+  if type(text) ~= "string" then raisef("%s: text must be a string, got %s", op, type(text)) end
+  local pair = ...
+  local n = select("#", ...)
+  if type(pair) == "string" or (pair == nil and n > 1) then
+    return encode(self, op, text, pair, select(2, ...))
   end
-  local padding = o.padding
-  if not padding then
-    local out = {}
-    for i, ids in ipairs(all) do out[i] = ember.tensor(ids, {dtype = "int64"}) end
-    return out
+  return encode(self, op, text, nil, ...)
+end
+
+local BATCH_OPTS = {"add_special_tokens", "padding", "pad_id", "padding_side", "max_length", "*", "truncation",
+                    "truncation_side", "pad_to_multiple_of", "return_type_ids"}
+
+--- tok:encode_batch(inputs [, {add_special_tokens, padding, pad_id, padding_side, max_length,
+-- truncation, truncation_side, pad_to_multiple_of, return_type_ids}]): inputs are strings or
+-- pairs {text, text_pair} -> a list of 1-D tensors [, a list of type ids]; with padding, an ids
+-- tensor [B, L] and its attention_mask [B, L] [, type ids [B, L]]
+function Tokenizer:encode_batch(inputs, ...)
+  local op = "Tokenizer:encode_batch"
+  check_self(self, op)
+  if type(inputs) ~= "table" then
+    raisef("%s: texts must be a list of strings or pairs {text, text_pair}, got %s", op, type(inputs))
   end
-  local len = longest
-  if padding == "max_length" then
-    if math.type(o.max_length) ~= "integer" then
-      raise("Tokenizer:encode_batch: padding = \"max_length\" needs max_length (an integer)")
-    end
-    if o.max_length < longest then
-      raisef("Tokenizer:encode_batch: max_length %d is shorter than the longest text's %d ids (ember does not truncate)",
-             o.max_length, longest)
-    end
-    len = o.max_length
-  elseif padding ~= true and padding ~= "longest" then
-    raisef("Tokenizer:encode_batch: padding must be true, \"longest\" or \"max_length\", got %s", tostring(padding))
+  local o = args.options(op, BATCH_OPTS, ...)
+  local p = plan(self, o, op)
+  local all, all_types = encode_all(self, inputs, p, op, "texts")
+  if p.padding_side then
+    local ids, mask, types = pad_rows(all, all_types, p, op)
+    if o.return_type_ids then return ids, mask, types end
+    return ids, mask
   end
-  local pad = o.pad_id or self._pad_id
-  if math.type(pad) ~= "integer" then
-    raise("Tokenizer:encode_batch: padding needs pad_id (the tokenizer.json sets none): give {pad_id = ...}")
-  end
-  local side = o.padding_side or "right"
-  if side ~= "right" and side ~= "left" then
-    raisef("Tokenizer:encode_batch: padding_side must be \"right\" or \"left\", got %s", tostring(side))
-  end
-  local rows, masks = {}, {}
+  local out, out_types = {}, {}
   for i, ids in ipairs(all) do
-    local row, mask = {}, {}
-    local gap = len - #ids
-    for k = 1, len do
-      local at = side == "right" and k or k - gap
-      if at >= 1 and at <= #ids then row[k] = ids[at]; mask[k] = 1 else row[k] = pad; mask[k] = 0 end
+    out[i] = ember.tensor(ids, {dtype = "int64"})
+    if o.return_type_ids then out_types[i] = ember.tensor(all_types[i], {dtype = "int64"}) end
+  end
+  if o.return_type_ids then return out, out_types end
+  return out
+end
+
+local CALL_OPTS = {"text_pair", "*", "add_special_tokens", "padding", "truncation", "max_length", "pad_id",
+                   "padding_side", "truncation_side", "pad_to_multiple_of", "return_tensors",
+                   "return_attention_mask", "return_token_type_ids"}
+
+--- tok(text [, text_pair] [, {padding, truncation, max_length, ...}]) -> {input_ids =,
+-- attention_mask =, token_type_ids =}, each int64 [B, L] (B = 1 for one text), as transformers'
+-- tokenizer(..., return_tensors = "pt")
+function Tokenizer:__call(text, ...)
+  local op = "Tokenizer(...)"
+  local o = args.options(op, CALL_OPTS, ...)
+  local pair = o.text_pair
+  local inputs
+  if type(text) == "string" then
+    if pair ~= nil and type(pair) ~= "string" then
+      raisef("%s: text_pair must be a string when text is one, got %s", op, type(pair))
     end
-    rows[i], masks[i] = row, mask
+    inputs = {pair and {text, pair} or text}
+  elseif type(text) == "table" and getmetatable(text) == nil then
+    inputs = text
+    if pair ~= nil then
+      if type(pair) ~= "table" or getmetatable(pair) ~= nil then
+        raisef("%s: text_pair must be a list of strings when text is a list, got %s", op, type(pair))
+      end
+      if #pair ~= #text then
+        raisef("%s: text has %d texts and text_pair %d: they must pair up", op, #text, #pair)
+      end
+      inputs = {}
+      for i = 1, #text do inputs[i] = {text[i], pair[i]} end
+    end
+  else
+    raisef("%s: text must be a string or a list of strings (or of pairs {text, text_pair}), got %s", op, type(text))
   end
-  if #rows == 0 then
-    return ember.zeros(0, len, {dtype = "int64"}), ember.zeros(0, len, {dtype = "int64"})
+  if o.return_tensors ~= nil and o.return_tensors ~= "pt" then
+    raisef("%s: return_tensors must be \"pt\" (ember's tensors) or nil, got %s", op, tostring(o.return_tensors))
   end
-  return ember.tensor(rows, {dtype = "int64"}), ember.tensor(masks, {dtype = "int64"})
+  local p = plan(self, o, op)
+  local all, all_types = encode_all(self, inputs, p, op, "text")
+  local ids, mask, types
+  if p.padding_side then
+    ids, mask, types = pad_rows(all, all_types, p, op)
+  else
+    for i = 2, #all do
+      if #all[i] ~= #all[1] then
+        raisef("%s: text[1] has %d ids and text[%d] %d: a [B, L] tensor needs padding = true "
+               .. "(or truncation with max_length)", op, #all[1], i, #all[i])
+      end
+    end
+    local len = #all > 0 and #all[1] or 0
+    local ones = {}
+    for i, r in ipairs(all) do
+      ones[i] = {}
+      for k = 1, #r do ones[i][k] = 1 end
+    end
+    ids, mask, types = int64(all, len), int64(ones, len), int64(all_types, len)
+  end
+  local out = {input_ids = ids}
+  if o.return_token_type_ids ~= false then out.token_type_ids = types end
+  if o.return_attention_mask ~= false then out.attention_mask = mask end
+  return out
 end
 
 -- the ids of decode's argument as a Lua list (ember's, 1-based)
