@@ -46,8 +46,9 @@ their parts:
                  or Qwen2 pattern (recognised by its exact text: these are matched by
                  hand, not by a regex engine), BertPreTokenizer, WhitespaceSplit,
                  Metaspace (Llama-2's older files), Sequence
-  post_processor TemplateProcessing (single), RobertaProcessing, BertProcessing,
-                 ByteLevel, Sequence
+  post_processor TemplateProcessing (single and pair, with their type ids),
+                 RobertaProcessing, BertProcessing, ByteLevel, Sequence (ByteLevel and
+                 at most one of the others)
   decoder        ByteLevel, WordPiece, ByteFallback, Fuse, Strip, Replace, Metaspace,
                  Sequence
 Anything else (a Unigram or WordLevel model, another Split pattern, NFKC, ...) is an error
@@ -55,7 +56,8 @@ naming it, as are a missing or malformed file and merges naming tokens not in th
 vocabulary. Character classes, NFD/NFC and lowercase come from tables of Unicode 14.0
 (Python's unicodedata; the library's Rust crates may know newer characters).
 Text that is not valid UTF-8 is read with each bad sequence as U+FFFD (Python's
-errors="replace"). The pair forms of the post-processors (two sequences) are not provided.
+errors="replace"). The file's truncation setting is not applied (transformers replaces it
+on each call): calls truncate when asked. tok(...) is transformers' tokenizer(...).
 ]=] .. IDS,
     example = SETUP .. [=[
 print(tok)                           -- ember.hf.Tokenizer(.../tokenizer.json, vocab_size=8)
@@ -63,16 +65,31 @@ print(tok:encode("Hello World!"))    -- [CLS] hello world ! [SEP]: 2, 4, 5, 6, 3
   },
   {
     name = "ember.hf.Tokenizer:encode",
-    sig = "tok:encode(text, [add_special_tokens]) -> int64 tensor   (or {add_special_tokens = true})",
+    sig = "tok:encode(text, [text_pair], [add_special_tokens], [{truncation =, max_length =,\n"
+       .. "  truncation_side =, return_type_ids =}]) -> int64 tensor [, type ids]",
     doc = [=[
-The ids of text as a 1-D int64 tensor, as tokenizers' tok.encode(text).ids and
-transformers' tokenizer.encode(text), plus 1 each: added tokens, normalizer,
-pre-tokenizer, model, then the post-processor's special tokens (bos, [CLS] ... [SEP])
-unless add_special_tokens is false. Ember never truncates.
+The ids of text (or of the pair text, text_pair) as a 1-D int64 tensor, as tokenizers'
+tok.encode(text, pair).ids and transformers' tokenizer.encode(text, pair), plus 1 each:
+added tokens, normalizer, pre-tokenizer, model, truncation, then the post-processor's
+special tokens (bos, [CLS] A [SEP] B [SEP], RoBERTa's <s> A </s></s> B </s>, the
+template's pair) unless add_special_tokens is false. With return_type_ids = true the
+type ids follow as a second tensor: 1 for the first text, 2 for the second (tokenizers'
+0 and 1 plus 1, the rows of BERT's token_type_embeddings; RoBERTa's are all 1).
+Truncation is tokenizers': truncation = true (or "longest_first") with max_length cuts
+the longer text first, then both to about half; "only_first" and "only_second" cut one
+text, an error when it cannot lose enough (tokenizers keeps at least one id of it) or
+when there is no second text. The special tokens count: max_length is the final length,
+an error when it is less than they are (tokenizers leaves the text whole there).
+truncation_side "left" keeps the end. max_length alone truncates (transformers' rule).
+There is no stride (overflowing tokens are not returned).
 ]=] .. IDS,
     example = SETUP .. [=[
 print(tok:encode("hello world"))                               -- 2, 4, 5, 3
-print(tok:encode("hello world", {add_special_tokens = false})) -- 4, 5]=],
+print(tok:encode("hello world", {add_special_tokens = false})) -- 4, 5
+local ids, types = tok:encode("hello world", "hello", {return_type_ids = true})
+print(ids)     -- [CLS] hello world [SEP] hello [SEP]: 2, 4, 5, 3, 4, 3
+print(types)   -- 1, 1, 1, 1, 2, 2
+print(tok:encode("hello world hello", {truncation = true, max_length = 4}))   -- 2, 4, 5, 3]=],
   },
   {
     name = "ember.hf.Tokenizer:decode",
@@ -89,19 +106,51 @@ print(tok:decode(ids, {skip_special_tokens = true}))    -- hello world!]=],
   },
   {
     name = "ember.hf.Tokenizer:encode_batch",
-    sig = "tok:encode_batch(texts, [{add_special_tokens, padding, pad_id, padding_side, max_length}])\n"
-       .. "  -> list of tensors | ids [B, L], attention_mask [B, L]",
+    sig = "tok:encode_batch(inputs, [{add_special_tokens, padding, pad_id, padding_side,\n"
+       .. "  max_length, truncation, truncation_side, pad_to_multiple_of, return_type_ids}])\n"
+       .. "  -> list of tensors | ids [B, L], attention_mask [B, L]   [, type ids]",
     doc = [=[
-Encodes each string of the list texts. Without padding: a list of 1-D int64 tensors.
-With padding = true (or "longest"): one int64 tensor [B, L] of the ids, padded with pad_id
-(the tokenizer.json's padding.pad_id + 1 when it sets one, else required) on the right, or
-on the left with padding_side = "left", and the attention mask [B, L] (1 for a token, 0
-for padding); padding = "max_length" pads to max_length (a text longer than that is an
-error: ember does not truncate).]=],
+Encodes each input: a string, or a pair {text, text_pair}; truncation and its options as
+tok:encode's. Without padding: a list of 1-D int64 tensors. With padding = true (or
+"longest"): one int64 tensor [B, L] of the ids, padded with pad_id (the tokenizer.json's
+padding.pad_id + 1 when it sets one, else required) on the right, or on the left with
+padding_side = "left", and the attention mask [B, L] (1 for a token, 0 for padding);
+padding = "max_length" pads to max_length (a text longer than that is an error unless
+truncation is asked); pad_to_multiple_of rounds L up. return_type_ids = true adds the
+type ids as a last value (a list, or [B, L] with padding's 1).]=],
     example = SETUP .. [=[
 local ids, mask = tok:encode_batch({"hello", "hello world!"}, {padding = true, pad_id = 1})
 print(ids)
-print(mask)]=],
+print(mask)
+local pairs = {{"hello", "world"}, {"hello world", "world world world"}}
+ids, mask = tok:encode_batch(pairs, {padding = "max_length", max_length = 6, pad_id = 1,
+                                     truncation = true})
+print(ids)   -- the second pair cut to hello [SEP] world world: longest first]=],
+  },
+  {
+    name = "ember.hf.Tokenizer.__call",
+    sig = "tok(text, [text_pair], [{padding, truncation, max_length, add_special_tokens, pad_id,\n"
+       .. "  padding_side, truncation_side, pad_to_multiple_of, return_tensors = \"pt\",\n"
+       .. "  return_attention_mask, return_token_type_ids}])\n"
+       .. "  -> {input_ids =, attention_mask =, token_type_ids =}",
+    doc = [=[
+transformers' tokenizer(text, text_pair, ..., return_tensors = "pt"): a table of int64
+tensors [B, L], B = 1 for one string. text is a string or a list of strings (or of
+pairs {text, text_pair}); text_pair a string or a list of as many. The options are
+encode_batch's, with transformers' defaults: no padding (then the rows must come out the
+same length), padding = true pads to the longest, "max_length" to max_length; truncation
+= true, "longest_first", "only_first", "only_second"; max_length alone truncates.
+token_type_ids are 1 and 2 (transformers' 0 and 1 plus 1: ember's BERT takes them as
+they are, padding's are 1); the mask is 0 and 1. truncation_side is an option here (an
+attribute of the tokenizer in transformers); return_attention_mask = false or
+return_token_type_ids = false leave that key out. pad_id as encode_batch's (transformers
+reads pad_token from tokenizer_config.json, which ember does not).]=],
+    example = SETUP .. [=[
+local enc = tok({"hello world", "hello"}, {"world!", "world"}, {padding = true, pad_id = 1})
+print(enc.input_ids)        -- [CLS] hello world [SEP] world ! [SEP] / ... [SEP] padding
+print(enc.token_type_ids)
+print(enc.attention_mask)
+print(tok("hello world").input_ids:size())   -- [1, 4]]=],
   },
   {
     name = "ember.hf.Tokenizer:token_to_id",
