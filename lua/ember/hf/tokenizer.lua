@@ -4,14 +4,16 @@
 -- Tokenizer: byte-level BPE as GPT-2, RoBERTa, Llama-3 and Qwen2 use it, and WordPiece as
 -- BERT's. The pipeline is tokenizers': added tokens matched first (those with normalized =
 -- false on the raw text, the others after the normalizer), the normalizer, the pre-tokenizer,
--- the model, then the post-processor's special tokens. The per-character and per-word loops
--- are C (lua/bind_tokenizer.c: ember._tokenizer_*); the rest, reading the JSON into a plan,
--- is here.
+-- the model, truncation when asked, then the post-processor's special tokens (one text or a
+-- pair), padding in batches. The per-character and per-word loops are C (lua/bind_tokenizer.c:
+-- ember._tokenizer_*); the rest, reading the JSON into a plan, is here.
 --
 -- Ids: a token id is a position (the row of nn.Embedding it selects), and ember's positions
 -- are 1-based, so every id ember gives or takes is the file's id + 1: encode returns them,
 -- decode, id_to_token take them, token_to_id returns one. A file id k is row k + 1 of the
--- model's embedding matrix, the row PyTorch calls k.
+-- model's embedding matrix, the row PyTorch calls k. Type ids (0 for a pair's first text, 1
+-- for its second in the file's terms) select rows of BERT's token_type_embeddings, so they
+-- are + 1 too: 1 and 2, as ember.hf's BERT takes them.
 local ember = require "ember"
 local errors = require "ember.errors"
 local args = require "ember.args"
@@ -256,7 +258,7 @@ local function append(ids, types, src, ty)
   for i = 1, #src do ids[n + i] = src[i]; types[n + i] = ty end
 end
 
--- tokenizers' default: the texts joined, a's type ids 0, b's 1 (rt: both 0, as RoBERTa's)
+-- tokenizers' default: the texts joined, a's type ids 0, b's 1 (or bty: RoBERTa's are all 0)
 local function concat(a, b, bty)
   local ids, types = {}, {}
   append(ids, types, a, 0)
