@@ -715,6 +715,10 @@ end
 
 -- the ids and type ids of each input of a batch: a string, or a pair {text, text_pair}
 local function encode_all(self, inputs, p, op, what)
+  if inputs[1] == nil and next(inputs) ~= nil then
+    raisef("%s: %s must be a list of strings or pairs {text, text_pair}, got a table with no [1] (options come "
+           .. "after the texts)", op, what)
+  end
   local all, all_types = {}, {}
   for i, x in ipairs(inputs) do
     local a, b = x, nil
