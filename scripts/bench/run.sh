@@ -299,6 +299,13 @@ echo
 echo "debugger cost (scripts/bench/debugger.lua):"
 "$EMBER" scripts/bench/debugger.lua
 
+# What the debugging tools cost a training step when on (stop_on_nan, anomaly
+# mode, memory recording), and PyTorch's anomaly mode on the same step
+echo
+echo "debugging tools on a training step (scripts/bench/debug_tools.lua, debug_tools_torch.py):"
+"$EMBER" scripts/bench/debug_tools.lua
+if [ "$have_torch" = 1 ]; then echo "PyTorch $torch_version:"; $PY scripts/bench/debug_tools_torch.py; fi
+
 # What plotting costs: a 1M-point line to PNG beside matplotlib (Debian's
 # python3-matplotlib, when installed), and as text
 echo
