@@ -271,6 +271,23 @@ def run(km, kc, log):
     ok("Lua heap" in stdout_of(msgs), ":mem", msgs)
     rep, msgs = execute(kc, ":vars")
     ok("x" in stdout_of(msgs), ":vars lists x", msgs)
+    # the debugging tools of the shell's commands, in a notebook
+    rep, msgs = execute(kc, ":profile ember.ones(64, 64):matmul(ember.ones(64, 64)):sum()")
+    out = stdout_of(msgs)
+    ok(rep["status"] == "ok" and "Self CPU" in out and "matmul" in out and "Lua line" in out,
+       ":profile prints the ops and the lines", msgs)
+    execute(kc, "ember.memory.record_history(true)\nbig = ember.zeros(1000, 1000)")
+    rep, msgs = execute(kc, ":mem top")
+    out = stdout_of(msgs)
+    ok(rep["status"] == "ok" and "4.00 MB" in out and "tracked:" in out, ":mem top lists the lines holding memory",
+       msgs)
+    execute(kc, "ember.memory.record_history(false)")
+    execute(kc, ":nan on")
+    rep, msgs = execute(kc, "bad = ember.tensor({-1.0}):sqrt()")
+    text = stdout_of(msgs) + "".join(c["text"] for c in of_type(msgs, "stream") if c["name"] == "stderr")
+    ok("sqrt made a NaN or an infinity" in text + str(rep.get("evalue", "")),
+       ":nan on names the op that made a NaN (no prompt in a kernel)", (rep, msgs))
+    execute(kc, ":nan off")
 
     rep, msgs = execute(kc, ":pm")
     errs = "".join(c["text"] for c in of_type(msgs, "stream") if c["name"] == "stderr")
