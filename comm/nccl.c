@@ -7,8 +7,8 @@
  *
  * Streams: NCCL runs on a communication stream of its own, so collectives
  * can overlap the kernels of the compute stream (the CUDA backend's one
- * stream per device, from em_cuda_stream in libember_cuda.so, handed over
- * as host->compute_stream). Before each collective the comm stream waits on
+ * stream per device, the backend table's `stream`, handed over by the
+ * engine as host->compute_stream). Before each collective the comm stream waits on
  * an event recorded on the compute stream (the data is ready); after a
  * blocking one the compute stream waits on an event recorded on the comm
  * stream (later kernels see the result). An async request is such an event:

@@ -389,6 +389,13 @@ typedef struct em_backend {
     int (*device_name)(int device_index, char *buf, size_t n);
     int (*memory_stats)(int device_index, em_memory_stats *out);
     int (*reset_peak_stats)(int device_index);
+    /* free and total bytes of the device (ember.cuda.mem_get_info), and its
+     * PCI bus id, by which engine/nvml.c finds it among NVML's devices */
+    int (*mem_get_info)(int device_index, size_t *free_bytes, size_t *total_bytes);
+    int (*pci_bus_id)(int device_index, char *buf, size_t n);
+    /* the device's compute stream (a cudaStream_t, set up on first use),
+     * which the NCCL backend orders its own stream after; NULL + error */
+    void *(*stream)(int device_index);
     void (*set_flag)(em_backend_flag flag, int value);
     /* events on the device's stream; elapsed milliseconds between two */
     void *(*event_create)(int device_index);

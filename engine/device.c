@@ -3,6 +3,7 @@
 #include "ember.h"
 #include "backend.h"
 #include "debug.h"
+#include "internal.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -11,7 +12,6 @@
 #include <unistd.h>
 
 static const em_backend *cuda_backend;
-static void *cuda_handle;
 static int flags[2][EM_NFLAGS];
 static const em_host_api host_api = {.set_error = em_set_error, .interrupted = em_interrupt_requested};
 static char cuda_failure[512];
@@ -69,8 +69,7 @@ static const em_backend *load_cuda(void)
         *(void **)&init = dlsym(h, "em_cuda_backend_init");
         if (!init) { why = "the CUDA library has no em_cuda_backend_init"; dlclose(h); continue; }
         cuda_backend = init(&host_api, cuda_failure, sizeof cuda_failure);
-        if (cuda_backend) {
-            cuda_handle = h;
+        if (cuda_backend) {   /* the library stays open for the process's life */
             const char *sync = getenv("EMBER_CUDA_SYNC");
             if (sync && atoi(sync)) flags[1][EM_FLAG_SYNC_DEBUG] = 1;
             for (int f = 0; f < EM_NFLAGS; f++) cuda_backend->set_flag((em_backend_flag)f, flags[1][f]);
@@ -129,12 +128,10 @@ void *em_device_alloc(const em_backend *be, size_t nbytes, int index)
 
 bool em_cuda_is_initialized(void) { return cuda_backend != NULL; }
 
-void *em_cuda_symbol(const char *name)
+em_cuda_stream_fn em_cuda_stream_getter(void)
 {
-    if (!em_backend_for((em_device){EM_CUDA, 0})) return NULL;
-    void *p = dlsym(cuda_handle, name);
-    if (!p) em_set_error("libember_cuda.so has no %s (rebuild it: make cuda)", name);
-    return p;
+    const em_backend *be = em_backend_for((em_device){EM_CUDA, 0});
+    return be ? be->stream : NULL;
 }
 
 int em_cuda_device_count(void)
@@ -245,18 +242,15 @@ void em_event_destroy(em_event *e)
     free(e);
 }
 
-/* GPU monitoring: two device queries, exported by libember_cuda.so beside
- * its backend table (found with dlsym, so the table stays as it is) */
+/* GPU monitoring: two device queries of the backend table */
 int em_cuda_mem_get_info(int index, size_t *free_bytes, size_t *total_bytes)
 {
     if (em_cuda_check_device(index)) return -1;
-    int (*fn)(int, size_t *, size_t *) = (int (*)(int, size_t *, size_t *))em_cuda_symbol("em_cuda_backend_mem_get_info");
-    return fn ? fn(index, free_bytes, total_bytes) : -1;
+    return em_backend_for((em_device){EM_CUDA, index})->mem_get_info(index, free_bytes, total_bytes);
 }
 
 int em_cuda_pci_bus_id(int index, char *buf, size_t n)
 {
     if (em_cuda_check_device(index)) return -1;
-    int (*fn)(int, char *, size_t) = (int (*)(int, char *, size_t))em_cuda_symbol("em_cuda_backend_pci_bus_id");
-    return fn ? fn(index, buf, n) : -1;
+    return em_backend_for((em_device){EM_CUDA, index})->pci_bus_id(index, buf, n);
 }

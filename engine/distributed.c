@@ -81,7 +81,7 @@ static const em_comm_backend *load_mpi(void)
 static const em_comm_backend *load_nccl(void)
 {
     if (nccl_lib) return nccl_lib;
-    void *stream_fn = em_cuda_symbol("em_cuda_stream");
+    em_cuda_stream_fn stream_fn = em_cuda_stream_getter();
     if (!stream_fn) {
         char why[512];
         snprintf(why, sizeof why, "%s", em_error());
@@ -89,7 +89,7 @@ static const em_comm_backend *load_nccl(void)
         return NULL;
     }
     nccl_host.bootstrap = comm;
-    *(void **)&nccl_host.compute_stream = stream_fn;
+    nccl_host.compute_stream = stream_fn;
     /* the emulated device has its own NCCL (a world of one), built into
      * libember_cuda_emu.so, which libember_nccl_emu.so links */
     const char *mode = getenv("EMBER_CUDA");

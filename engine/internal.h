@@ -93,8 +93,9 @@ void *em_device_alloc(const struct em_backend *be, size_t nbytes, int index);
 /* buf <- the path of the library `name` in the folder of the binary that
  * holds the engine ("" if unknown): where dlopen'd backends are built. */
 void em_lib_beside_engine(char *buf, size_t n, const char *name);
-/* A symbol of libember_cuda.so beyond its backend table (loads the CUDA
- * backend); NULL with the error set when there is no GPU or no such symbol. */
-void *em_cuda_symbol(const char *name);
+/* The CUDA backend's compute-stream function (backend.h's `stream`), for the
+ * NCCL backend; NULL with the error set when there is no CUDA backend. */
+typedef void *(*em_cuda_stream_fn)(int device);
+em_cuda_stream_fn em_cuda_stream_getter(void);
 
 #endif

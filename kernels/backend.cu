@@ -272,6 +272,21 @@ static void event_destroy(void *p)
     free(e);
 }
 
+static void *stream_of(int device) { return (void *)kc_stream(device); }
+
+static int mem_get_info(int device, size_t *free_b, size_t *total_b)
+{
+    if (!kc_stream(device)) return -1;      /* makes it the current device */
+    cudaError_t e = cudaMemGetInfo(free_b, total_b);
+    return e == cudaSuccess ? 0 : kc_cuda_error("mem_get_info", e);
+}
+
+static int pci_bus_id(int device, char *buf, size_t n)
+{
+    cudaError_t e = cudaDeviceGetPCIBusId(buf, (int)n, device);
+    return e == cudaSuccess ? 0 : kc_cuda_error("pci_bus_id", e);
+}
+
 static void range_push(const char *name) { nvtxRangePushA(name); }
 static void range_pop(void) { nvtxRangePop(); }
 
@@ -333,6 +348,9 @@ static em_backend make_backend(void)
     b.device_name = device_name;
     b.memory_stats = kc_memory_stats;
     b.reset_peak_stats = kc_reset_peak_stats;
+    b.mem_get_info = mem_get_info;
+    b.pci_bus_id = pci_bus_id;
+    b.stream = stream_of;
     b.set_flag = set_flag;
     b.event_create = event_create;
     b.event_record = event_record;
@@ -366,27 +384,4 @@ em_cuda_backend_init(const em_host_api *host, char *why, size_t nwhy)
     return &kc_backend;
 }
 
-/* The compute stream of a device (set up on first use), for the NCCL
- * backend (comm/nccl.c), which orders its own stream with it; found with
- * dlsym, so the backend table stays as it is. NULL with the error set. */
-extern "C" __attribute__((visibility("default"))) void *em_cuda_stream(int device)
-{
-    return (void *)kc_stream(device);
-}
 
-/* GPU monitoring, found with dlsym like em_cuda_stream:
- * cudaMemGetInfo of a device (ember.cuda.mem_get_info), and its PCI bus id,
- * by which engine/nvml.c finds the device among NVML's. */
-extern "C" __attribute__((visibility("default"))) int em_cuda_backend_mem_get_info(int device, size_t *free_b,
-                                                                                    size_t *total_b)
-{
-    if (!kc_stream(device)) return -1;      /* makes it the current device */
-    cudaError_t e = cudaMemGetInfo(free_b, total_b);
-    return e == cudaSuccess ? 0 : kc_cuda_error("mem_get_info", e);
-}
-
-extern "C" __attribute__((visibility("default"))) int em_cuda_backend_pci_bus_id(int device, char *buf, size_t n)
-{
-    cudaError_t e = cudaDeviceGetPCIBusId(buf, (int)n, device);
-    return e == cudaSuccess ? 0 : kc_cuda_error("pci_bus_id", e);
-}
