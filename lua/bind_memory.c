@@ -109,12 +109,29 @@ static void remove_at(size_t i)
     }
 }
 
-/* grows *p (n elements of size esz) to ncap; false when out of memory */
-static bool grow_array(void *p, size_t ncap, size_t esz)
+/* reallocates the array p to ncap elements, or returns false from the caller */
+#define GROW_ARRAY(p, ncap)                                 \
+    do {                                                    \
+        void *grown_ = realloc((p), (ncap) * sizeof *(p)); \
+        if (!grown_) return false;                          \
+        (p) = grown_;                                       \
+    } while (0)
+
+static bool grow_history(size_t ncap)
 {
-    void *g = realloc(*(void **)p, ncap * esz);
-    if (!g) return false;
-    *(void **)p = g;
+    GROW_ARRAY(hist_t, ncap);
+    GROW_ARRAY(hist_cpu, ncap);
+    GROW_ARRAY(hist_cuda, ncap);
+    GROW_ARRAY(hist_delta, ncap);
+    GROW_ARRAY(hist_serial, ncap);
+    hist_cap = ncap;
+    return true;
+}
+
+static bool grow_serials(uint32_t ncap)
+{
+    GROW_ARRAY(serial_site, ncap);
+    serial_cap = ncap;
     return true;
 }
 
@@ -123,11 +140,7 @@ static void note_history(int64_t delta, uint32_t serial)
     if (nhist >= max_entries) return;
     if (nhist == hist_cap) {
         size_t ncap = hist_cap ? hist_cap * 2 : 4096;
-        if (!grow_array(&hist_t, ncap, sizeof *hist_t) || !grow_array(&hist_cpu, ncap, sizeof *hist_cpu) ||
-            !grow_array(&hist_cuda, ncap, sizeof *hist_cuda) || !grow_array(&hist_delta, ncap, sizeof *hist_delta) ||
-            !grow_array(&hist_serial, ncap, sizeof *hist_serial))
-            return;
-        hist_cap = ncap;
+        if (!grow_history(ncap)) return;
     }
     hist_t[nhist] = emlua_now();
     hist_cpu[nhist] = live[0];
@@ -142,8 +155,7 @@ static uint32_t new_serial(int code)
 {
     if (nserial == serial_cap) {
         uint32_t ncap = serial_cap ? serial_cap * 2 : 4096;
-        if (ncap <= serial_cap || !grow_array(&serial_site, ncap, sizeof *serial_site)) return UINT32_MAX;
-        serial_cap = ncap;
+        if (ncap <= serial_cap || !grow_serials(ncap)) return UINT32_MAX;
     }
     serial_site[nserial] = code;
     return nserial++;

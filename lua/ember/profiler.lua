@@ -19,7 +19,8 @@
 -- Ops on a CUDA device are timed on the host (their launch) unless synchronize = true
 -- makes each op wait for the device. With activities = {"cpu", "cuda"} each op also gets its
 -- device time: a pair of CUDA events recorded on the device's stream around it, read when
--- the profile stops ("Self CUDA", "CUDA total"; in the Chrome trace, a track of the stream).
+-- the profile stops ("CUDA total" and "CUDA time avg"; in the Chrome trace, a track of the
+-- stream).
 -- Once the CUDA backend is loaded every op (and backward node) is also an NVTX range while
 -- recording, so Nsight Systems (nsys profile ember ...) shows ember's ops on its timeline.
 local ember = require "ember"
