@@ -41,21 +41,6 @@ typedef struct pending_check {
 static pending_check pending[PENDING_MAX];
 static int npending;
 
-/* whether t (floating point) holds a NaN or an infinity; false on failure */
-static bool nonfinite(const em_tensor *t)
-{
-    if (!em_dtype_is_float(t->dtype) || em_numel(t) == 0) return false;
-    bool was = em_set_grad_enabled(false);
-    em_tensor *fin = em_float_class_test(EM_ISFINITE, t);
-    em_tensor *all = fin ? em_all(fin, NULL, 0, false) : NULL;
-    double v = 1;
-    if (!all || em_item(all, &v)) em_clear_error();
-    em_set_grad_enabled(was);
-    em_release(fin);
-    em_release(all);
-    return v == 0;
-}
-
 /* a 0-d bool tensor on t's device, queued: whether every element of t is
  * finite (NULL for non-float tensors and on failure) */
 static em_tensor *all_finite_async(const em_tensor *t)
@@ -86,6 +71,15 @@ static bool answered_no(const em_tensor *ok)
     double v = 1;
     if (ok && em_item(ok, &v)) em_clear_error();
     return v == 0;
+}
+
+/* whether t (floating point) holds a NaN or an infinity, now; false on failure */
+static bool nonfinite(const em_tensor *t)
+{
+    em_tensor *all = all_finite_async(t);
+    bool no = all && answered_no(all);
+    em_release(all);
+    return no;
 }
 
 static void report(lua_State *L, int text_index);
