@@ -226,17 +226,12 @@ static int composed_backward(em_node *n, const em_attn_params *p, const em_tenso
 enum { IN_Q, IN_K, IN_V };
 enum { SAVED_Q, SAVED_K, SAVED_V, SAVED_OUT, SAVED_LSE, SAVED_MASK };
 
-static em_attn_params node_params(const em_node *n)
-{
-    return (em_attn_params){.scale = n->s[0], .dropout_p = n->s[1], .causal = n->flag,
-                            .seed = (uint64_t)n->sizes2[0], .offset = (uint64_t)n->sizes2[1],
-                            .dev_state = (const uint64_t *)n->ctx};
-}
+static em_attn_params node_params(const em_node *n) { return n->p.attn.params; }
 
 /* the saved mask, expanded again to [batch..., Tq, Tk] (its shape is in n->sizes) */
 static em_tensor *saved_mask(em_node *n)
 {
-    if (!n->op) return NULL;
+    if (!n->p.attn.has_mask) return NULL;
     em_tensor *m = em_ag_saved(n, SAVED_MASK);
     return m ? em_retain(m) : NULL;
 }
@@ -252,7 +247,7 @@ static int attention_backward(em_node *n, em_tensor *const *gout, em_tensor **gi
                             "CUDA graph capture, where the mask is only known to that graph's replays; run the "
                             "backward in the same capture");
     em_tensor *mask = saved_mask(n);
-    if (n->op && !mask) return -1;
+    if (n->p.attn.has_mask && !mask) return -1;
     int rc = 0;
     if (em_grad_enabled()) {
         em_tensor *m3 = NULL;
@@ -293,13 +288,8 @@ static em_tensor *record(em_tensor *out3, em_tensor *lse, const em_tensor *q3, c
 {
     em_node *n = em_ag_node("ScaledDotProductAttentionBackward", attention_backward, 3);
     if (!n) return em_release(out3), NULL;
-    n->s[0] = p->scale;
-    n->s[1] = p->dropout_p;
-    n->flag = p->causal;
-    n->sizes2[0] = (int64_t)p->seed;
-    n->sizes2[1] = (int64_t)p->offset;
-    n->ctx = (void *)p->dev_state;      /* not owned: no free_ctx (the graph's device words) */
-    n->op = mask != NULL;
+    n->p.attn.params = *p;              /* dev_state not owned (the graph's device words) */
+    n->p.attn.has_mask = mask != NULL;
     em_ag_input(n, IN_Q, q3);
     em_ag_input(n, IN_K, k3);
     em_ag_input(n, IN_V, v3);

@@ -72,9 +72,22 @@ struct em_node {
     int ndim2;                          /* a second shape (binary ops: the second input's) */
     int64_t sizes2[EM_MAX_DIMS];
     em_dtype dtype2;
-    double s[3];
-    bool flag;
     em_dtype dtype;
+    /* the op's own parameters, typed: an apply function reads the member its
+     * recording function wrote */
+    union {
+        struct { bool keepdim; } reduce;        /* sum, amax, amin, prod; values picked along a dim */
+        struct { bool keepdim; double correction; } var;    /* var, std */
+        struct { double p; } root;              /* a norm's p-th root */
+        struct { bool has_lo, has_hi; double lo, hi; } clamp;
+        struct { double alpha; } scatter;       /* index_add's alpha */
+        struct { bool include_self; } scatter_reduce;
+        struct { bool full; } packed;           /* linalg_svd's full_matrices */
+        struct { bool has_bias; } linear;
+        struct { bool has_weight; int64_t ignore_index; double label_smoothing; } xent;
+        struct { bool has_weight; em_norm_params params; } norm;
+        struct { bool has_mask; em_attn_params params; } attn;
+    } p;
     int64_t *extra;                     /* variable-length data (e.g. cat sizes), freed with the node */
 
     void *ctx;                          /* apply's own data (custom functions), freed with the node */

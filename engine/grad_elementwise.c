@@ -415,8 +415,8 @@ static int clamp_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
      * PyTorch 2.x (1.13 passed it on the bounds too) */
     em_tensor *keep = em_full(x->sizes, x->ndim, 1, EM_BOOL, em_dev(x));
     for (int i = 0; i < 2 && keep; i++) {
-        if (!(n->ndims & (1 << i))) continue;
-        em_tensor *in = em_binary_scalar(i == 0 ? EM_GT : EM_LT, x, n->s[i], false, false);
+        if (!(i == 0 ? n->p.clamp.has_lo : n->p.clamp.has_hi)) continue;
+        em_tensor *in = em_binary_scalar(i == 0 ? EM_GT : EM_LT, x, i == 0 ? n->p.clamp.lo : n->p.clamp.hi, false, false);
         em_tensor *both = in ? em_binary(EM_LOGICAL_AND, keep, in) : NULL;
         em_release(in);
         em_release(keep);
@@ -436,9 +436,10 @@ em_tensor *em_ag_clamp(const em_tensor *a, const double *lo, const double *hi)
     if (!out || !em_dtype_is_float(out->dtype)) return out;
     em_node *n = em_ag_node("ClampBackward", clamp_backward, 1);
     if (!n) { em_release(out); return NULL; }
-    n->ndims = (lo ? 1 : 0) | (hi ? 2 : 0);
-    n->s[0] = lo ? *lo : 0;
-    n->s[1] = hi ? *hi : 0;
+    n->p.clamp.has_lo = lo != NULL;
+    n->p.clamp.has_hi = hi != NULL;
+    n->p.clamp.lo = lo ? *lo : 0;
+    n->p.clamp.hi = hi ? *hi : 0;
     em_ag_input(n, 0, a);
     if (em_ag_save(n, 0, a, false)) return em_ag_abandon(n, out);
     return em_ag_output(n, out);

@@ -61,8 +61,8 @@ static int scatter_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     }
     if (em_ag_wants(n, 1)) {
         em_tensor *r = n->op == SK_INDEX_ADD ? em_index_select(g, n->dim, idx) : em_gather(g, n->dim, idx);
-        if (r && n->s[0] != 1) {   /* index_add's alpha */
-            em_tensor *ra = em_binary_scalar(EM_MUL, r, n->s[0], false, false);
+        if (r && n->p.scatter.alpha != 1) {   /* index_add's alpha */
+            em_tensor *ra = em_binary_scalar(EM_MUL, r, n->p.scatter.alpha, false, false);
             em_release(r);
             r = ra;
         }
@@ -89,7 +89,7 @@ static em_tensor *record_scatter(int kind, const em_tensor *self, int dim, const
     em_node *n = em_ag_node(scatter_names[kind], scatter_backward, 2);
     if (!n) { em_release(out); return NULL; }
     n->op = kind;
-    n->s[0] = alpha;
+    n->p.scatter.alpha = alpha;
     n->dim = out->ndim ? (dim < 0 ? dim + out->ndim : dim) : 0;
     n->ndim2 = src->ndim;
     memcpy(n->sizes2, src->sizes, sizeof(int64_t) * (size_t)src->ndim);

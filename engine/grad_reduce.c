@@ -12,9 +12,9 @@
 enum { RK_SUM, RK_AMAX, RK_AMIN, RK_PROD };
 
 /* g (reduced without keepdim) with the reduced dims put back as size 1. */
-static em_tensor *unsqueeze_reduced(const em_node *n, const em_tensor *g)
+static em_tensor *unsqueeze_reduced(const em_node *n, const em_tensor *g, bool keepdim)
 {
-    if (n->flag) return em_retain((em_tensor *)g);     /* keepdim */
+    if (keepdim) return em_retain((em_tensor *)g);
     int64_t kept[EM_MAX_DIMS];
     for (int d = 0; d < n->ndim; d++) kept[d] = n->dims[d] ? 1 : n->sizes[d];
     return em_reshape(g, kept, n->ndim);
@@ -78,7 +78,7 @@ static em_tensor *prod_of_others(const em_node *n, const em_tensor *gk, const em
 
 static int reduce_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
 {
-    em_tensor *gk = unsqueeze_reduced(n, gout[0]);
+    em_tensor *gk = unsqueeze_reduced(n, gout[0], n->p.reduce.keepdim);
     if (!gk) return -1;
     em_tensor *r = NULL;
     if (n->op == RK_SUM) {
@@ -88,7 +88,7 @@ static int reduce_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
         r = x ? prod_of_others(n, gk, x) : NULL;
     } else {
         em_tensor *x = em_ag_saved(n, 0), *y = em_ag_saved(n, 1);
-        em_tensor *yk = x && y ? unsqueeze_reduced(n, y) : NULL;
+        em_tensor *yk = x && y ? unsqueeze_reduced(n, y, n->p.reduce.keepdim) : NULL;
         /* the gradient is shared evenly by the elements equal to the extreme */
         em_tensor *hit = yk ? em_binary(EM_EQ, x, yk) : NULL;
         em_tensor *hf = hit ? em_cast_to(hit, x->dtype) : NULL;
@@ -122,7 +122,7 @@ em_tensor *em_ag_reduce(int kind, const em_tensor *in, const int *dims, int ndim
     bool mask[EM_MAX_DIMS];
     if (em_dims_mask(in, dims, ndims, names[kind], mask) < 0) return em_ag_abandon(n, out);
     n->op = kind;
-    n->flag = keepdim;
+    n->p.reduce.keepdim = keepdim;
     n->ndim = in->ndim;
     memcpy(n->sizes, in->sizes, sizeof(int64_t) * (size_t)in->ndim);
     for (int d = 0; d < in->ndim; d++) n->dims[d] = mask[d];
@@ -139,7 +139,7 @@ static int dim_values_backward(em_node *n, em_tensor *const *gout, em_tensor **g
     em_tensor *idx = em_ag_saved(n, 0);
     if (!idx) return -1;
     em_tensor *g = em_retain((em_tensor *)gout[0]), *ix = em_retain(idx);
-    if (!n->flag) {   /* put the reduced dim back */
+    if (!n->p.reduce.keepdim) {   /* put the reduced dim back */
         em_tensor *g2 = em_unsqueeze(g, n->dim), *i2 = em_unsqueeze(ix, n->dim);
         em_release(g); em_release(ix);
         g = g2; ix = i2;
@@ -157,7 +157,7 @@ em_tensor *em_ag_dim_values(const em_tensor *in, int dim, bool keepdim, const em
     em_node *n = em_ag_node("IndicesBackward", dim_values_backward, 1);
     if (!n) { em_release(values); return NULL; }
     n->dim = in->ndim ? dim : 0;
-    n->flag = keepdim || in->ndim == 0;
+    n->p.reduce.keepdim = keepdim || in->ndim == 0;
     n->ndim = in->ndim;
     memcpy(n->sizes, in->sizes, sizeof(int64_t) * (size_t)in->ndim);
     em_ag_input(n, 0, in);
@@ -319,7 +319,7 @@ static int root_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
 {
     em_tensor *y = em_ag_saved(n, 0);
     if (!y) return -1;
-    double p = n->s[0];
+    double p = n->p.root.p;
     em_tensor *zero = em_binary_scalar(EM_EQ, y, 0, true, false);
     em_tensor *ys = zero ? em_masked_fill(y, zero, 1) : NULL;         /* y, with 1 where it is 0 */
     /* d = p y^(p-1), the derivative's denominator (2 y for a square root) */
@@ -337,7 +337,7 @@ em_tensor *em_root(const em_tensor *s, double p)
     if (!out || !em_ag_needed1(s)) return out;
     em_node *n = em_ag_node(p == 2 ? "SqrtBackward" : "PowBackward", root_backward, 1);
     if (!n) { em_release(out); return NULL; }
-    n->s[0] = p;
+    n->p.root.p = p;
     em_ag_input(n, 0, s);
     if (em_ag_save(n, 0, out, true)) return em_ag_abandon(n, out);
     return em_ag_output(n, out);
@@ -376,10 +376,10 @@ static int variance_backward(em_node *n, em_tensor *const *gout, em_tensor **gin
         r = f ? em_binary(EM_MUL, gv, f) : NULL;
         em_release(mu); em_release(eq); em_release(inf); em_release(f);
     } else {
-        em_tensor *gk = unsqueeze_reduced(n, gv);
+        em_tensor *gk = unsqueeze_reduced(n, gv, n->p.var.keepdim);
         em_tensor *mu = gk ? em_mean(x, dims, nd, true) : NULL;
         em_tensor *xc = mu ? em_binary(EM_SUB, x, mu) : NULL;
-        em_tensor *gs = xc ? em_binary_scalar(EM_MUL, gk, 2.0 / n->s[0], false, false) : NULL;
+        em_tensor *gs = xc ? em_binary_scalar(EM_MUL, gk, 2.0 / n->p.var.correction, false, false) : NULL;
         r = gs ? em_binary(EM_MUL, gs, xc) : NULL;
         em_release(gk); em_release(mu); em_release(xc); em_release(gs);
     }
@@ -398,8 +398,8 @@ em_tensor *em_ag_variance(const em_tensor *in, em_tensor *out, const int *dims, 
     if (em_dims_mask(in, dims, ndims, take_sqrt ? "std" : "var", mask) < 0) return em_ag_abandon(n, out);
     n->op = take_sqrt;
     n->dim = ndims == 0 || in->ndim == 0;
-    n->flag = keepdim;
-    n->s[0] = dof;
+    n->p.var.keepdim = keepdim;
+    n->p.var.correction = dof;
     n->ndim = in->ndim;
     memcpy(n->sizes, in->sizes, sizeof(int64_t) * (size_t)in->ndim);
     for (int d = 0; d < in->ndim; d++) n->dims[d] = mask[d];

@@ -880,7 +880,7 @@ static int scatter_reduce_backward(em_node *n, em_tensor *const *gout, em_tensor
     if (!self || !src || !ix || !out) return -1;
     const em_tensor *g = gout[0];
     int d = n->dim;
-    bool include_self = n->flag;
+    bool include_self = n->p.scatter_reduce.include_self;
     em_tensor *srcu = narrow_to(src, ix->sizes, ix->ndim);   /* the part of src the index reads */
     em_tensor *zero = em_scalar(0, g->dtype, em_dev(g));
     em_tensor *touched = touched_mask(self, d, ix);
@@ -985,7 +985,7 @@ em_tensor *em_scatter_reduce(const em_tensor *t, int dim, const em_tensor *index
     if (!n) { em_release(out); return NULL; }
     n->op = r;
     n->dim = t->ndim ? d : 0;
-    n->flag = include_self;
+    n->p.scatter_reduce.include_self = include_self;
     n->ndim2 = src->ndim;
     memcpy(n->sizes2, src->sizes, sizeof(int64_t) * (size_t)src->ndim);
     em_ag_input(n, 0, t);

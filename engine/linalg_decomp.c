@@ -546,13 +546,13 @@ static em_tensor *piece(scope *s, const em_tensor *packed, int nb, int64_t *off,
  * output saved for the backward: read the parts back with piece(). NULL
  * with the error set on failure. */
 static em_tensor *record_packed(scope *s, const em_tensor *A, em_tensor *const *parts, int np, const char *name,
-                                em_apply_fn backward, bool flag)
+                                em_apply_fn backward, bool full)
 {
     em_tensor *packed = pack(s, parts, np, A->ndim - 2);
     em_tensor *out = packed ? em_clone(packed) : NULL;
     em_node *n = out ? em_ag_node(name, backward, 1) : NULL;
     if (!n) return em_release(out), NULL;
-    n->flag = flag;
+    n->p.packed.full = full;
     n->ndim = A->ndim;
     memcpy(n->sizes, A->sizes, sizeof(int64_t) * (size_t)A->ndim);
     em_ag_input(n, 0, A);
@@ -767,7 +767,7 @@ static int svd_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     if (!packed) return -1;
     int nb = n->ndim - 2;
     int64_t m = n->sizes[nb], nn = n->sizes[nb + 1], k = m < nn ? m : nn;
-    bool full = n->flag;
+    bool full = n->p.packed.full;
     scope s = {0};
     int64_t off = 0, us[2] = {m, full ? m : k}, ss[1] = {k}, vs[2] = {full ? nn : k, nn};
     em_tensor *U = piece(&s, packed, nb, &off, us, 2), *S = piece(&s, packed, nb, &off, ss, 1);

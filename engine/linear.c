@@ -161,10 +161,10 @@ static int composed_backward(em_node *n, const em_tensor *x, const em_tensor *w,
 static int linear_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
 {
     em_tensor *x = em_ag_saved(n, 0), *w = em_ag_saved(n, 1);
-    em_tensor *b = n->flag ? em_ag_saved(n, 2) : NULL;
+    em_tensor *b = n->p.linear.has_bias ? em_ag_saved(n, 2) : NULL;
     bool gelu = n->op == EM_LINEAR_ACT_GELU_TANH;
     em_tensor *aux = gelu ? em_ag_saved(n, 3) : NULL;
-    if (!x || !w || (n->flag && !b) || (gelu && !aux)) return -1;
+    if (!x || !w || (n->p.linear.has_bias && !b) || (gelu && !aux)) return -1;
     int64_t N = w->sizes[0], K = w->sizes[1], M = aux ? aux->sizes[0] : em_numel(x) / K;
     int64_t gs[2] = {M, N};
     em_tensor *gy2 = em_reshape(gout[0], gs, 2);
@@ -263,7 +263,7 @@ em_tensor *em_linear(const em_tensor *x, const em_tensor *w, const em_tensor *b,
     em_node *n = em_ag_node(gelu ? "LinearGeluBackward" : "LinearBackward", linear_backward, 3);
     if (!n) { em_release(aux); em_release(y); return NULL; }
     n->op = act;
-    n->flag = b != NULL;
+    n->p.linear.has_bias = b != NULL;
     em_ag_input(n, 0, x);
     em_ag_input(n, 1, w);
     em_ag_input(n, 2, b);

@@ -72,10 +72,10 @@ static em_tensor *composed_backward(const em_tensor *g, const em_tensor *x, cons
 static int xent_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
 {
     em_tensor *x = em_ag_saved(n, 0), *t = em_ag_saved(n, 1), *lse = em_ag_saved(n, 2);
-    em_tensor *w = n->flag ? em_ag_saved(n, 3) : NULL;
-    if (!x || !t || !lse || (n->flag && !w)) return -1;
-    int64_t ignore = n->offset;
-    double eps = n->s[0];
+    em_tensor *w = n->p.xent.has_weight ? em_ag_saved(n, 3) : NULL;
+    if (!x || !t || !lse || (n->p.xent.has_weight && !w)) return -1;
+    int64_t ignore = n->p.xent.ignore_index;
+    double eps = n->p.xent.label_smoothing;
     if (em_grad_enabled()) {
         gin[0] = composed_backward(gout[0], x, t, w, ignore, eps);
         return gin[0] ? 0 : -1;
@@ -109,9 +109,9 @@ static em_tensor *row_losses(const em_tensor *x, const em_tensor *t, const em_te
     if (em_ag_needed1(x)) {
         em_node *n = em_ag_node("CrossEntropyBackward", xent_backward, 1);
         if (!n) { em_release(lse); em_release(rw); em_release(loss); *roww = NULL; return NULL; }
-        n->offset = ignore;
-        n->s[0] = eps;
-        n->flag = w != NULL;
+        n->p.xent.ignore_index = ignore;
+        n->p.xent.label_smoothing = eps;
+        n->p.xent.has_weight = w != NULL;
         em_ag_input(n, 0, x);
         if (em_ag_save(n, 0, x, false) || em_ag_save(n, 1, t, false) || em_ag_save(n, 2, lse, false) ||
             (w && em_ag_save(n, 3, w, false))) {

@@ -83,9 +83,9 @@ static int composed_backward(em_node *n, em_norm_op op, const em_norm_params *p,
 static int norm_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
 {
     em_norm_op op = (em_norm_op)n->op;
-    em_norm_params p = {.N = n->sizes2[0], .C = n->sizes2[1], .S = n->sizes2[2], .G = n->sizes2[3], .eps = n->s[0]};
-    em_tensor *x = em_ag_saved(n, 0), *w = n->flag ? em_ag_saved(n, 1) : NULL;
-    if (!x || (n->flag && !w)) return -1;
+    em_norm_params p = n->p.norm.params;
+    em_tensor *x = em_ag_saved(n, 0), *w = n->p.norm.has_weight ? em_ag_saved(n, 1) : NULL;
+    if (!x || (n->p.norm.has_weight && !w)) return -1;
     if (em_grad_enabled()) return composed_backward(n, op, &p, x, w, gout[0], gin);
     em_tensor *mean = em_ag_saved(n, 2), *rstd = em_ag_saved(n, 3);
     if (!mean || !rstd) return -1;
@@ -152,9 +152,8 @@ static em_tensor *norm_prim(em_norm_op op, const em_tensor *x3, const em_tensor 
         if (!n) { em_release(y); y = NULL; }
         else {
             n->op = op;
-            n->sizes2[0] = p->N; n->sizes2[1] = p->C; n->sizes2[2] = p->S; n->sizes2[3] = p->G;
-            n->s[0] = p->eps;
-            n->flag = w != NULL;
+            n->p.norm.params = *p;
+            n->p.norm.has_weight = w != NULL;
             em_ag_input(n, 0, x3);
             em_ag_input(n, 1, w);
             em_ag_input(n, 2, b);
