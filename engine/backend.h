@@ -52,8 +52,8 @@ typedef enum em_index_op {
 
 typedef enum em_softmax_op { EM_SOFTMAX, EM_LOG_SOFTMAX } em_softmax_op;
 
-/* Fused optimizer updates: one pass over a parameter and its state. The
- * hyper-parameters are in h[] (see engine/optim.c for each op's list). */
+/* Fused optimizer updates: one pass over a parameter and its state, with the
+ * hyper-parameters in an em_optim_hyper (the rules: engine/optim.h). */
 typedef enum em_optim_op {
     EM_OPTIM_SGD,       /* p, g, momentum buffer (may be NULL)            */
     EM_OPTIM_ADAM,      /* p, g, exp_avg, exp_avg_sq (AdamW: decoupled wd) */
@@ -61,21 +61,34 @@ typedef enum em_optim_op {
                          * of p (before scaling) is not finite; g, s2 NULL (GradScaler.unscale_) */
     EM_NOPTIM
 } em_optim_op;
+/* The hyper-parameters of an optimizer op; an op reads its own members:
+ *   SGD:     lr, momentum, dampening, weight_decay, nesterov, first_step (the
+ *            momentum buffer is set to the step instead of updated), maximize
+ *   ADAM:    lr, beta1, beta2, eps, weight_decay, decoupled (AdamW), bc1 =
+ *            1 - beta1^step, bc2 = 1 - beta2^step, maximize
+ *   UNSCALE: inv_scale;  NORM: norm_type;  SCALE: max_norm */
+typedef struct em_optim_hyper {
+    double lr, weight_decay;
+    double momentum, dampening;
+    double beta1, beta2, eps, bc1, bc2;
+    double inv_scale, norm_type, max_norm;
+    bool nesterov, first_step, decoupled, maximize;
+} em_optim_hyper;
 /* Multi-tensor optimizer ops (PyTorch's foreach / fused kernels): the op
  * over the n tensors of up to four lists in one pass (on CUDA one launch, a
  * second only when the table of tensors overflows). All tensors are
  * contiguous and share one device and one dtype (float32, float64, float16
  * or bfloat16; float16/bfloat16 compute in float32 and store in their own
  * dtype); l->t[k][i] is list k's i-th tensor (a list unused by the op is
- * NULL), and the tensors of one i have one numel. h[] as for optim (SGD,
- * ADAM: engine/optim.h; the others below).
- *   SGD:     t[0] params, t[1] grads, t[2] momentum buffers (NULL when h[1] == 0)
+ * NULL), and the tensors of one i have one numel. The hyper-parameters as
+ * for optim (em_optim_hyper).
+ *   SGD:     t[0] params, t[1] grads, t[2] momentum buffers (NULL when momentum == 0)
  *   ADAM:    t[0] params, t[1] grads, t[2] exp_avg, t[3] exp_avg_sq
  *   UNSCALE: t[0] grads *= *a; *b = 1 when a value (before scaling) is inf or
  *            NaN (a: inv_scale, b: found_inf, one-element float32 each)
- *   NORM:    t[0]; a: float64 [n + 1] written: a[i] = sum |t_i|^h[0] (max |t_i|
- *            when h[0] is inf), a[n] the same over every tensor (nh = 1)
- *   SCALE:   t[0] *= c with c = min(h[0] / (*a + 1e-6), 1) computed in a's
+ *   NORM:    t[0]; a: float64 [n + 1] written: a[i] = sum |t_i|^norm_type (max
+ *            |t_i| when norm_type is inf), a[n] the same over every tensor
+ *   SCALE:   t[0] *= c with c = min(max_norm / (*a + 1e-6), 1) computed in a's
  *            dtype (a: a one-element float32/float64 norm; NaN stays NaN) */
 typedef enum em_multi_op {
     EM_MULTI_SGD, EM_MULTI_ADAM, EM_MULTI_UNSCALE, EM_MULTI_NORM, EM_MULTI_SCALE, EM_NMULTI
@@ -363,10 +376,10 @@ typedef struct em_backend {
      * be NULL where the op has none). All tensors share p's shape and dtype
      * (float32 or float64) and are contiguous. */
     int (*optim)(em_optim_op op, em_tensor *p, const em_tensor *g, em_tensor *s1,
-                 em_tensor *s2, const double *h, int nh);
+                 em_tensor *s2, const em_optim_hyper *h);
     /* the multi-tensor ops: see em_multi_op above (a, b NULL where unused) */
     int (*optim_multi)(em_multi_op op, const em_tensor_lists *l, em_tensor *a, em_tensor *b,
-                       const double *h, int nh);
+                       const em_optim_hyper *h);
 
     /* linear algebra: see em_linalg_op above (b, c, d per op, else NULL) */
     int (*linalg)(em_linalg_op op, em_tensor *a, em_tensor *b, em_tensor *c, em_tensor *d,

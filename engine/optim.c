@@ -1,6 +1,6 @@
 /* optim.c — fused optimizer steps: validation, then one backend `optim`
- * kernel per parameter (the update rules and the h[] layouts are in
- * optim.h). Runs on any backend: the only data access is the kernel. */
+ * kernel per parameter (the update rules are in optim.h, the
+ * hyper-parameters' struct in backend.h). Runs on any backend: the only data access is the kernel. */
 #include "optim.h"
 #include "internal.h"
 #include "autograd.h"
@@ -85,7 +85,7 @@ static int write_back(em_tensor *dst, em_tensor *work_t)
 }
 
 static int run_step(em_optim_op kind, em_tensor *p, const em_tensor *g,
-                    em_tensor *s1, em_tensor *s2, const double *h, int nh)
+                    em_tensor *s1, em_tensor *s2, const em_optim_hyper *h)
 {
     if (em_numel(p) == 0) return 0;
     /* internal copies and casts must not be recorded on the tape */
@@ -97,7 +97,7 @@ static int run_step(em_optim_op kind, em_tensor *p, const em_tensor *g,
     w.s2 = writable_copy(s2);
     w.g = grad_input(g, p, s1, s2);
     if (!w.p || (s1 && !w.s1) || (s2 && !w.s2) || !w.g) goto done;
-    if (em_be(p)->optim(kind, w.p, w.g, w.s1, w.s2, h, nh)) goto done;
+    if (em_be(p)->optim(kind, w.p, w.g, w.s1, w.s2, h)) goto done;
     if (write_back(p, w.p) || write_back(s1, w.s1) || write_back(s2, w.s2)) goto done;
     em_bump_version(p);
     if (s1) em_bump_version(s1);
@@ -164,9 +164,9 @@ int em_sgd_step_(em_tensor *p, const em_tensor *g, em_tensor *momentum_buf, doub
     } else {
         momentum_buf = NULL;
     }
-    double h[EM_OPTIM_SGD_NH] = {lr, momentum, dampening, weight_decay, nesterov ? 1 : 0,
-                                 first_step ? 1 : 0, maximize ? 1 : 0};
-    return run_step(EM_OPTIM_SGD, p, g, momentum_buf, NULL, h, EM_OPTIM_SGD_NH);
+    em_optim_hyper h = {.lr = lr, .momentum = momentum, .dampening = dampening, .weight_decay = weight_decay,
+                        .nesterov = nesterov, .first_step = first_step, .maximize = maximize};
+    return run_step(EM_OPTIM_SGD, p, g, momentum_buf, NULL, &h);
 }
 
 int em_adam_step_(em_tensor *p, const em_tensor *g, em_tensor *exp_avg, em_tensor *exp_avg_sq,
@@ -186,10 +186,10 @@ int em_adam_step_(em_tensor *p, const em_tensor *g, em_tensor *exp_avg, em_tenso
         return em_set_error("%s: exp_avg and exp_avg_sq share memory", op);
     if (em_check_not_capturing(em_dev(p), op, ADAM_STEP_CAPTURE))
         return -1;
-    double bc1 = 1 - pow(beta1, (double)step), bc2 = 1 - pow(beta2, (double)step);
-    double h[EM_OPTIM_ADAM_NH] = {lr, beta1, beta2, eps, weight_decay, decoupled ? 1 : 0,
-                                  bc1, bc2, maximize ? 1 : 0};
-    return run_step(EM_OPTIM_ADAM, p, g, exp_avg, exp_avg_sq, h, EM_OPTIM_ADAM_NH);
+    em_optim_hyper h = {.lr = lr, .beta1 = beta1, .beta2 = beta2, .eps = eps, .weight_decay = weight_decay,
+                        .decoupled = decoupled, .bc1 = 1 - pow(beta1, (double)step),
+                        .bc2 = 1 - pow(beta2, (double)step), .maximize = maximize};
+    return run_step(EM_OPTIM_ADAM, p, g, exp_avg, exp_avg_sq, &h);
 }
 
 int em_amp_unscale_(em_tensor *grad, em_tensor *found_inf, double inv_scale)
@@ -207,8 +207,8 @@ int em_amp_unscale_(em_tensor *grad, em_tensor *found_inf, double inv_scale)
     if (em_numel(grad) == 0) return 0;
     bool prev = em_set_grad_enabled(false);
     em_tensor *g = writable_copy(grad), *f = writable_copy(found_inf);
-    double h[1] = {inv_scale};
-    int rc = g && f ? em_be(grad)->optim(EM_OPTIM_UNSCALE, g, NULL, f, NULL, h, 1) : -1;
+    em_optim_hyper h = {.inv_scale = inv_scale};
+    int rc = g && f ? em_be(grad)->optim(EM_OPTIM_UNSCALE, g, NULL, f, NULL, &h) : -1;
     if (rc == 0) rc = write_back(grad, g) || write_back(found_inf, f) ? -1 : 0;
     if (rc == 0) {
         em_bump_version(grad);
@@ -326,7 +326,7 @@ static void release_all(em_tensor **w, int64_t n)
 
 /* One backend call over the group idx[0..m): a and b on the group's device. */
 static int run_group(const multi_call *c, const int64_t *idx, int64_t m, em_tensor *a, em_tensor *b,
-                     const double *h, int nh)
+                     const em_optim_hyper *h)
 {
     em_tensor **w = calloc((size_t)(4 * m), sizeof *w);
     if (!w) return em_set_error("%s: out of memory", c->op);
@@ -353,7 +353,7 @@ static int run_group(const multi_call *c, const int64_t *idx, int64_t m, em_tens
         em_set_error("%s: the %s backend has no multi-tensor kernels", c->op, em_dev(p0).type == EM_CPU ? "CPU" : "CUDA");
         goto done;
     }
-    if (be->optim_multi(c->kind, &l, a, b, h, nh)) goto done;
+    if (be->optim_multi(c->kind, &l, a, b, h)) goto done;
     for (int k = 0; k < c->nlists; k++) {
         if (!c->lists[k] || !(c->written >> k & 1)) continue;
         for (int64_t j = 0; j < m; j++) {
@@ -368,12 +368,13 @@ done:
     return rc;
 }
 
-/* Every group of c's lists through the backend with the same a, b, h[]
- * (a and b moved to each group's device when they live elsewhere) and
- * h[5] = first (SGD) or the step's bias corrections (Adam) from `extra`. */
-typedef void (*group_hook)(const multi_call *c, int64_t first_index, double *h);
+/* Every group of c's lists through the backend with the same a, b and
+ * hyper-parameters (a and b moved to each group's device when they live
+ * elsewhere), but for first_step (SGD) or the step's bias corrections (Adam),
+ * which the hook sets from `extra`. */
+typedef void (*group_hook)(const multi_call *c, int64_t first_index, em_optim_hyper *h);
 
-static int run_groups(multi_call *c, int64_t n, em_tensor *a, em_tensor *b, const double *h, int nh,
+static int run_groups(multi_call *c, int64_t n, em_tensor *a, em_tensor *b, const em_optim_hyper *h,
                       group_hook hook)
 {
     bool *taken = calloc((size_t)(n ? n : 1), sizeof *taken);
@@ -385,14 +386,13 @@ static int run_groups(multi_call *c, int64_t n, em_tensor *a, em_tensor *b, cons
     }
     bool prev = em_set_grad_enabled(false);     /* the copies and casts are not recorded */
     int64_t m;
-    double hh[16];
+    em_optim_hyper hh = *h;
     while ((m = take_group(c, n, taken, idx)) > 0) {
         em_device dev = em_dev(c->lists[0][idx[0]]);
         em_tensor *ga = a && !em_device_eq(em_dev(a), dev) ? em_to_device(a, dev) : (a ? em_retain(a) : NULL);
         em_tensor *gb = b && !em_device_eq(em_dev(b), dev) ? em_to_device(b, dev) : (b ? em_retain(b) : NULL);
-        if (nh > 0) memcpy(hh, h, sizeof *h * (size_t)nh);     /* h is NULL when nh is 0 */
-        if (hook) hook(c, idx[0], hh);
-        int r = (a && !ga) || (b && !gb) ? -1 : run_group(c, idx, m, ga, gb, hh, nh);
+        if (hook) hook(c, idx[0], &hh);
+        int r = (a && !ga) || (b && !gb) ? -1 : run_group(c, idx, m, ga, gb, &hh);
         em_release(ga);
         em_release(gb);
         if (r) {
@@ -424,9 +424,9 @@ static int check_lists_present(const char *op, int64_t n, em_tensor *const *p, e
     return 0;
 }
 
-static void sgd_group_hook(const multi_call *c, int64_t i, double *h)
+static void sgd_group_hook(const multi_call *c, int64_t i, em_optim_hyper *h)
 {
-    h[5] = (double)c->extra[i];
+    h->first_step = c->extra[i] != 0;
 }
 
 int em_sgd_multi_step_(int64_t n, em_tensor *const *p, em_tensor *const *g, em_tensor *const *bufs,
@@ -451,19 +451,20 @@ int em_sgd_multi_step_(int64_t n, em_tensor *const *p, em_tensor *const *g, em_t
     multi_call c = {.op = op, .kind = EM_MULTI_SGD, .nlists = 3, .lists = {p, g, use_buf ? bufs : NULL},
                     .names = {"parameter", "gradient", "momentum_buffer"}, .written = 1u | 4u,
                     .grad_list = 1, .extra = extra};
-    double h[EM_OPTIM_SGD_NH] = {lr, momentum, dampening, weight_decay, nesterov ? 1 : 0, 0, maximize ? 1 : 0};
-    int rc = collect_spans(&c, n) ? -1 : run_groups(&c, n, NULL, NULL, h, EM_OPTIM_SGD_NH, sgd_group_hook);
+    em_optim_hyper h = {.lr = lr, .momentum = momentum, .dampening = dampening, .weight_decay = weight_decay,
+                        .nesterov = nesterov, .maximize = maximize};
+    int rc = collect_spans(&c, n) ? -1 : run_groups(&c, n, NULL, NULL, &h, sgd_group_hook);
     multi_call_free(&c);
     free(extra);
     return rc;
 }
 
 /* the bias corrections of the group's step count, computed as em_adam_step_ does */
-static void adam_group_hook(const multi_call *c, int64_t i, double *h)
+static void adam_group_hook(const multi_call *c, int64_t i, em_optim_hyper *h)
 {
     double step = (double)c->extra[i];
-    h[6] = 1 - pow(h[1], step);
-    h[7] = 1 - pow(h[2], step);
+    h->bc1 = 1 - pow(h->beta1, step);
+    h->bc2 = 1 - pow(h->beta2, step);
 }
 
 int em_adam_multi_step_(int64_t n, em_tensor *const *p, em_tensor *const *g, em_tensor *const *exp_avg,
@@ -487,8 +488,9 @@ int em_adam_multi_step_(int64_t n, em_tensor *const *p, em_tensor *const *g, em_
     multi_call c = {.op = op, .kind = EM_MULTI_ADAM, .nlists = 4, .lists = {p, g, exp_avg, exp_avg_sq},
                     .names = {"parameter", "gradient", "exp_avg", "exp_avg_sq"}, .written = 1u | 4u | 8u,
                     .grad_list = 1, .extra = steps};
-    double h[EM_OPTIM_ADAM_NH] = {lr, beta1, beta2, eps, weight_decay, decoupled ? 1 : 0, 0, 0, maximize ? 1 : 0};
-    int rc = collect_spans(&c, n) ? -1 : run_groups(&c, n, NULL, NULL, h, EM_OPTIM_ADAM_NH, adam_group_hook);
+    em_optim_hyper h = {.lr = lr, .beta1 = beta1, .beta2 = beta2, .eps = eps, .weight_decay = weight_decay,
+                        .decoupled = decoupled, .maximize = maximize};
+    int rc = collect_spans(&c, n) ? -1 : run_groups(&c, n, NULL, NULL, &h, adam_group_hook);
     multi_call_free(&c);
     return rc;
 }
@@ -533,7 +535,8 @@ int em_amp_unscale_multi_(int64_t n, em_tensor *const *grads, em_tensor *found_i
                     .names = {"gradient"}, .written = 1u, .grad_list = -1};
     bool prev = em_set_grad_enabled(false);
     em_tensor *inv = em_contiguous(inv_scale), *found = em_contiguous(found_inf);
-    int rc = !inv || !found || collect_spans(&c, n) ? -1 : run_groups(&c, n, inv, found, NULL, 0, NULL);
+    em_optim_hyper none = {0};      /* inv_scale travels as the tensor a */
+    int rc = !inv || !found || collect_spans(&c, n) ? -1 : run_groups(&c, n, inv, found, &none, NULL);
     if (rc == 0 && write_back(found_inf, found)) rc = -1;
     if (rc == 0) em_bump_version(found_inf);
     em_release(inv);
@@ -567,11 +570,11 @@ em_tensor *em_multi_norm(int64_t n, em_tensor *const *ts, double norm_type)
         goto done;
     }
     int64_t m;
-    double h[1] = {norm_type};
+    em_optim_hyper h = {.norm_type = norm_type};
     while ((m = take_group(&c, n, taken, idx)) > 0) {
         int64_t size = m + 1;
         em_tensor *acc = em_empty(&size, 1, EM_FLOAT64, em_dev(ts[idx[0]]));
-        int rc = acc ? run_group(&c, idx, m, acc, NULL, h, 1) : -1;
+        int rc = acc ? run_group(&c, idx, m, acc, NULL, &h) : -1;
         em_tensor *total = rc ? NULL : em_select(acc, 0, m);
         em_release(acc);
         em_tensor *here = total && !em_device_eq(em_dev(total), dev0) ? em_to_device(total, dev0) : em_retain(total);
@@ -619,8 +622,8 @@ int em_multi_scale_(int64_t n, em_tensor *const *ts, const em_tensor *total_norm
     /* float16/bfloat16 norms: the coefficient is computed in float32 */
     em_dtype dt = total_norm->dtype == EM_FLOAT64 ? EM_FLOAT64 : EM_FLOAT32;
     em_tensor *cast = em_cast_to(total_norm, dt), *tn = cast ? em_contiguous(cast) : NULL;
-    double h[1] = {max_norm};
-    int rc = !tn || collect_spans(&c, n) ? -1 : run_groups(&c, n, tn, NULL, h, 1, NULL);
+    em_optim_hyper h = {.max_norm = max_norm};
+    int rc = !tn || collect_spans(&c, n) ? -1 : run_groups(&c, n, tn, NULL, &h, NULL);
     em_release(cast);
     em_release(tn);
     em_set_grad_enabled(prev);

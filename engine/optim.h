@@ -28,23 +28,15 @@
  * on a tensor that requires grad while grad mode is on: run it under
  * em_set_grad_enabled(false) (ember.no_grad in Lua).
  *
- * The backend kernel receives the hyper-parameters in h[]:
- *   EM_OPTIM_SGD  (nh = 7): h[0] lr, h[1] momentum, h[2] dampening,
- *       h[3] weight_decay, h[4] nesterov (0/1), h[5] first_step (0/1: the
- *       momentum buffer is set to d instead of updated), h[6] maximize (0/1).
- *       s1 is the momentum buffer, NULL when momentum == 0; s2 is NULL.
- *   EM_OPTIM_ADAM (nh = 9): h[0] lr, h[1] beta1, h[2] beta2, h[3] eps,
- *       h[4] weight_decay, h[5] decoupled (0/1: AdamW), h[6] bc1 = 1-beta1^step,
- *       h[7] bc2 = 1-beta2^step, h[8] maximize (0/1).
- *       s1 is exp_avg (m), s2 is exp_avg_sq (v).
+ * The backend kernel receives the hyper-parameters in an em_optim_hyper
+ * (engine/backend.h); for SGD the momentum buffer s1 is NULL when momentum
+ * is 0, for Adam s1 is exp_avg (m) and s2 exp_avg_sq (v).
  */
 #ifndef EMBER_OPTIM_H
 #define EMBER_OPTIM_H
 
 #include "ember.h"
 
-#define EM_OPTIM_SGD_NH 7
-#define EM_OPTIM_ADAM_NH 9
 
 /* momentum_buf may be NULL only when momentum == 0. */
 int em_sgd_step_(em_tensor *p, const em_tensor *g, em_tensor *momentum_buf, double lr,

@@ -285,9 +285,9 @@ int kc_gemm(em_tensor *out, const em_tensor *a, const em_tensor *b, double alpha
 int kc_linear(em_linear_op op, em_tensor *out, em_tensor *aux, const em_tensor *a, const em_tensor *b,
               em_tensor *bias);                                                        /* gemm.cu */
 int kc_optim(em_optim_op op, em_tensor *p, const em_tensor *g, em_tensor *s1, em_tensor *s2,
-             const double *h, int nh);                                                 /* optim.cu */
-int kc_optim_multi(em_multi_op op, const em_tensor_lists *l, em_tensor *a, em_tensor *b, const double *h,
-                   int nh);                                                            /* optim.cu */
+             const em_optim_hyper *h);                                                 /* optim.cu */
+int kc_optim_multi(em_multi_op op, const em_tensor_lists *l, em_tensor *a, em_tensor *b,
+                   const em_optim_hyper *h);                                           /* optim.cu */
 }
 
 /* ---- convolution, pooling, normalisation (contiguous float32/float64 only) ----

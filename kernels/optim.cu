@@ -1,6 +1,7 @@
 /* optim.cu — the CUDA fused optimizer steps (SGD with momentum/nesterov,
  * Adam/AdamW): one pass over the parameter, its gradient and its state; the
- * twin of engine/cpu/optim.c. The update rules and h[] are in engine/optim.h.
+ * twin of engine/cpu/optim.c. The update rules are in engine/optim.h, the
+ * hyper-parameters' struct in engine/backend.h.
  *
  * Results match the CPU bit for bit: the coefficients are computed in double
  * on the host exactly as the CPU computes them (rounded once to float for
@@ -193,10 +194,9 @@ __global__ void unscale_kernel(T *g, int64_t n, T inv, float *found)
     }
 }
 
-static int unscale(em_tensor *g, em_tensor *flag, const double *h, int nh)
+static int unscale(em_tensor *g, em_tensor *flag, const em_optim_hyper *h)
 {
     const char *name = "amp_unscale_";
-    if (nh != 1) return kc_error("%s: expected 1 hyper-parameter, got %d", name, nh);
     if ((g->dtype != EM_FLOAT32 && g->dtype != EM_FLOAT64) || !kc_is_contiguous(g))
         return kc_error("%s: CUDA kernel needs a contiguous float32 or float64 gradient, got %s", name,
                         kc_dtype_name(g->dtype));
@@ -207,7 +207,7 @@ static int unscale(em_tensor *g, em_tensor *flag, const double *h, int nh)
     int dev = kc_device_of(g);
     cudaStream_t s = kc_stream(dev);
     if (!s) return -1;
-    float inv = (float)h[0], *found = (float *)kc_ptr(flag);
+    float inv = (float)h->inv_scale, *found = (float *)kc_ptr(flag);
     if (g->dtype == EM_FLOAT32)
         KC_LAUNCH(kc_grid(n, dev), KC_THREADS, 0, s, unscale_kernel<float>)((float *)kc_ptr(g), n, inv, found);
     else
@@ -217,33 +217,32 @@ static int unscale(em_tensor *g, em_tensor *flag, const double *h, int nh)
 
 /* ---- coefficients, computed in double on the host as the CPU does ------------------------ */
 
-template <typename T> static sgd_coef<T> sgd_coef_of(const double *h)
+template <typename T> static sgd_coef<T> sgd_coef_of(const em_optim_hyper *h)
 {
     sgd_coef<T> c;
-    c.lr = (T)h[0];
-    c.sign = h[6] != 0 ? T(-1) : T(1);
-    c.wd = (T)h[3];
-    c.mom = (T)h[1];
-    c.keep = (T)(1 - h[2]);
+    c.lr = (T)h->lr;
+    c.sign = h->maximize ? T(-1) : T(1);
+    c.wd = (T)h->weight_decay;
+    c.mom = (T)h->momentum;
+    c.keep = (T)(1 - h->dampening);
     return c;
 }
 
-template <typename T> static adam_coef<T> adam_coef_of(const double *h)
+template <typename T> static adam_coef<T> adam_coef_of(const em_optim_hyper *h)
 {
-    double lr = h[0], wd = h[4];
-    bool decoupled = h[5] != 0;
+    double lr = h->lr, wd = h->weight_decay;
     adam_coef<T> c;
-    c.sign = h[8] != 0 ? T(-1) : T(1);
-    c.l2 = (T)(decoupled ? 0 : wd);
-    c.decay = (T)(decoupled ? 1 - lr * wd : 1);
-    T w = (T)(1 - h[1]);
+    c.sign = h->maximize ? T(-1) : T(1);
+    c.l2 = (T)(h->decoupled ? 0 : wd);
+    c.decay = (T)(h->decoupled ? 1 - lr * wd : 1);
+    T w = (T)(1 - h->beta1);
     c.base_g = !(fabs(w) < T(0.5));
     c.lw = c.base_g ? T(w - T(1)) : w;
-    c.b2 = (T)h[2];
-    c.c2 = (T)(1 - h[2]);
-    c.bc2s = (T)sqrt(h[7]);
-    c.eps = (T)h[3];
-    c.nss = (T)(-(lr / h[6]));
+    c.b2 = (T)h->beta2;
+    c.c2 = (T)(1 - h->beta2);
+    c.bc2s = (T)sqrt(h->bc2);
+    c.eps = (T)h->eps;
+    c.nss = (T)(-(lr / h->bc1));
     return c;
 }
 
@@ -253,24 +252,24 @@ static bool aligned16(const void *q) { return !q || ((uintptr_t)q & 15) == 0; }
 
 template <typename T>
 static int optim_typed(em_optim_op op, em_tensor *pt, const em_tensor *gt, em_tensor *s1, em_tensor *s2,
-                       const double *h, int dev, cudaStream_t s)
+                       const em_optim_hyper *h, int dev, cudaStream_t s)
 {
     constexpr int W = 16 / (int)sizeof(T);      /* 4 floats or 2 doubles */
     int64_t n = kc_numel(pt);
     T *p = (T *)kc_ptr(pt);
     const T *g = (const T *)kc_ptr(gt);
     if (op == EM_OPTIM_SGD) {
-        T *buf = h[1] != 0 && s1 ? (T *)kc_ptr(s1) : NULL;     /* no buffer without momentum */
+        T *buf = h->momentum != 0 && s1 ? (T *)kc_ptr(s1) : NULL;     /* no buffer without momentum */
         sgd_coef<T> c = sgd_coef_of<T>(h);
-        bool wd = h[3] != 0, first = h[5] != 0, nest = h[4] != 0;
+        bool wd = h->weight_decay != 0, first = h->first_step, nest = h->nesterov;
         if (aligned16(p) && aligned16(g) && aligned16(buf))
             sgd_pick_wd<T, W>(p, g, buf, n, c, wd, first, nest, dev, s);
         else
             sgd_pick_wd<T, 1>(p, g, buf, n, c, wd, first, nest, dev, s);
         return kc_launched("sgd_step", dev);
     }
-    bool decoupled = h[5] != 0;
-    double l2 = decoupled ? 0 : h[4];
+    bool decoupled = h->decoupled;
+    double l2 = decoupled ? 0 : h->weight_decay;
     adam_coef<T> c = adam_coef_of<T>(h);
     T *m = (T *)kc_ptr(s1), *v = (T *)kc_ptr(s2);
     if (aligned16(p) && aligned16(g) && aligned16(m) && aligned16(v))
@@ -291,9 +290,9 @@ static int check_operand(const char *op, const char *what, const em_tensor *p, c
 }
 
 extern "C" int kc_optim(em_optim_op op, em_tensor *p, const em_tensor *g, em_tensor *s1, em_tensor *s2,
-                        const double *h, int nh)
+                        const em_optim_hyper *h)
 {
-    if (op == EM_OPTIM_UNSCALE) return unscale(p, s1, h, nh);
+    if (op == EM_OPTIM_UNSCALE) return unscale(p, s1, h);
     if (op != EM_OPTIM_SGD && op != EM_OPTIM_ADAM) return kc_error("optim: invalid op %d", (int)op);
     const char *name = op == EM_OPTIM_SGD ? "sgd_step" : "adam_step";
     if (p->dtype != EM_FLOAT32 && p->dtype != EM_FLOAT64)
@@ -301,13 +300,11 @@ extern "C" int kc_optim(em_optim_op op, em_tensor *p, const em_tensor *g, em_ten
                         kc_dtype_name(p->dtype));
     if (check_operand(name, "parameter", p, p) || check_operand(name, "gradient", p, g)) return -1;
     if (op == EM_OPTIM_SGD) {
-        if (nh != 7) return kc_error("%s: expected 7 hyper-parameters, got %d", name, nh);
-        if (h[1] != 0) {
-            if (!s1) return kc_error("%s: momentum %g without a momentum buffer", name, h[1]);
+        if (h->momentum != 0) {
+            if (!s1) return kc_error("%s: momentum %g without a momentum buffer", name, h->momentum);
             if (check_operand(name, "momentum buffer", p, s1)) return -1;
         }
     } else {
-        if (nh != 9) return kc_error("%s: expected 9 hyper-parameters, got %d", name, nh);
         if (check_operand(name, "exp_avg", p, s1) || check_operand(name, "exp_avg_sq", p, s2)) return -1;
     }
     if (kc_numel(p) == 0) return 0;
@@ -640,17 +637,18 @@ static int mt_norm(const em_tensor_lists *l, em_tensor *out, double p, int dev, 
 }
 
 template <typename IO>
-static int mt_typed(em_multi_op op, const em_tensor_lists *l, em_tensor *a, em_tensor *b, const double *h, int dev,
-                    cudaStream_t s)
+static int mt_typed(em_multi_op op, const em_tensor_lists *l, em_tensor *a, em_tensor *b, const em_optim_hyper *h,
+                    int dev, cudaStream_t s)
 {
     typedef typename IO::C C;
     switch (op) {
     case EM_MULTI_SGD: {
-        mt_sgd_launch<IO> f = {sgd_coef_of<C>(h), h[3] != 0, h[1] != 0, h[5] != 0, h[4] != 0, s, dev};
+        mt_sgd_launch<IO> f = {sgd_coef_of<C>(h), h->weight_decay != 0, h->momentum != 0, h->first_step,
+                               h->nesterov, s, dev};
         return mt_walk<3>(l, mt_lists, f);
     }
     case EM_MULTI_ADAM: {
-        mt_adam_launch<IO> f = {adam_coef_of<C>(h), h[5] == 0 && h[4] != 0, s, dev};
+        mt_adam_launch<IO> f = {adam_coef_of<C>(h), !h->decoupled && h->weight_decay != 0, s, dev};
         return mt_walk<4>(l, mt_lists, f);
     }
     case EM_MULTI_UNSCALE: {
@@ -658,13 +656,13 @@ static int mt_typed(em_multi_op op, const em_tensor_lists *l, em_tensor *a, em_t
         return mt_walk<1>(l, mt_lists, f);
     }
     case EM_MULTI_NORM:
-        return mt_norm<IO>(l, a, h[0], dev, s);
+        return mt_norm<IO>(l, a, h->norm_type, dev, s);
     default:
         if (a->dtype == EM_FLOAT64) {
-            mt_scale_launch<IO, double> f = {(const double *)kc_ptr(a), h[0], s, dev};
+            mt_scale_launch<IO, double> f = {(const double *)kc_ptr(a), h->max_norm, s, dev};
             return mt_walk<1>(l, mt_lists, f);
         }
-        mt_scale_launch<IO, float> f = {(const float *)kc_ptr(a), h[0], s, dev};
+        mt_scale_launch<IO, float> f = {(const float *)kc_ptr(a), h->max_norm, s, dev};
         return mt_walk<1>(l, mt_lists, f);
     }
 }
@@ -673,11 +671,10 @@ static const char *const mt_names[EM_NMULTI] = {"sgd_step", "adam_step", "amp_un
                                                 "multi_scale_"};
 
 /* the engine's promises, checked cheaply: one dtype and device, contiguous, one numel per index */
-static int mt_check(em_multi_op op, const em_tensor_lists *l, em_tensor *a, em_tensor *b, int nh)
+static int mt_check(em_multi_op op, const em_tensor_lists *l, em_tensor *a, em_tensor *b)
 {
-    static const int nlists[EM_NMULTI] = {3, 4, 1, 1, 1}, want_nh[EM_NMULTI] = {7, 9, 0, 1, 1};
+    static const int nlists[EM_NMULTI] = {3, 4, 1, 1, 1};
     const char *name = mt_names[op];
-    if (nh != want_nh[op]) return kc_error("%s: expected %d hyper-parameters, got %d", name, want_nh[op], nh);
     if (l->n > INT32_MAX) return kc_error("%s: too many tensors (%lld)", name, (long long)l->n);
     const em_tensor *t0 = l->t[0][0];
     for (int64_t i = 0; i < l->n; i++) {
@@ -710,13 +707,13 @@ static int mt_check(em_multi_op op, const em_tensor_lists *l, em_tensor *a, em_t
 }
 
 extern "C" int kc_optim_multi(em_multi_op op, const em_tensor_lists *l, em_tensor *a, em_tensor *b,
-                              const double *h, int nh)
+                              const em_optim_hyper *h)
 {
     if ((int)op < 0 || op >= EM_NMULTI) return kc_error("optim_multi: invalid op %d", (int)op);
     if (l->n <= 0) return 0;
-    if (mt_check(op, l, a, b, nh)) return -1;
-    if (op == EM_MULTI_SGD && h[1] != 0 && !l->t[2])
-        return kc_error("sgd_step: momentum %g without momentum buffers", h[1]);
+    if (mt_check(op, l, a, b)) return -1;
+    if (op == EM_MULTI_SGD && h->momentum != 0 && !l->t[2])
+        return kc_error("sgd_step: momentum %g without momentum buffers", h->momentum);
     int dev = kc_device_of(l->t[0][0]);
     cudaStream_t s = kc_stream(dev);
     if (!s) return -1;

@@ -144,9 +144,9 @@ int cpu_gemm(em_tensor *out, const em_tensor *a, const em_tensor *b,
  * float32 sums, not rounded to the half dtype (linear.c's epilogues). */
 int cpu_gemm_acc32(em_tensor *acc, const em_tensor *a, const em_tensor *b);
 int cpu_optim(em_optim_op op, em_tensor *p, const em_tensor *g, em_tensor *s1,
-              em_tensor *s2, const double *h, int nh);                   /* optim.c */
+              em_tensor *s2, const em_optim_hyper *h);                   /* optim.c */
 int cpu_optim_multi(em_multi_op op, const em_tensor_lists *l, em_tensor *a, em_tensor *b,
-                    const double *h, int nh);                            /* optim.c */
+                    const em_optim_hyper *h);                            /* optim.c */
 
 /* convolutional families (backend.h): conv.c (reference, im2col + GEMM) and
  * dnnl.c (oneDNN, loaded on first use), pooling.c, norm.c */

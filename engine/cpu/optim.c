@@ -1,6 +1,6 @@
 /* optim.c — the CPU kernels of the fused optimizer updates (SGD, Adam/AdamW):
  * one pass over the parameter, its gradient and its state. The update rules
- * and the meaning of h[] are in engine/optim.h.
+ * are in engine/optim.h, the hyper-parameters' struct in engine/backend.h.
  *
  * The engine hands over contiguous float32/float64 tensors of one shape, so
  * each update is a plain loop gcc vectorises. The loop bodies take their
@@ -50,16 +50,28 @@ typedef struct unscale_args {
 #define SFX f64
 #include "optim_float.inc"
 
-static int cpu_unscale(em_tensor *g, em_tensor *flag, const double *h, int nh)
+/* Adam's scalar coefficients, computed in double as PyTorch's CPU kernel does */
+static void adam_coefficients(adam_args *a, const em_optim_hyper *h)
+{
+    a->b1 = h->beta1;
+    a->b2 = h->beta2;
+    a->eps = h->eps;
+    a->l2 = h->decoupled ? 0 : h->weight_decay;
+    a->decay = h->decoupled ? 1 - h->lr * h->weight_decay : 1;
+    a->neg_step_size = -(h->lr / h->bc1);
+    a->bc2_sqrt = sqrt(h->bc2);
+    a->maximize = h->maximize;
+}
+
+static int cpu_unscale(em_tensor *g, em_tensor *flag, const em_optim_hyper *h)
 {
     const char *name = "amp_unscale_";
-    if (nh != 1) return em_set_error("%s: expected 1 hyper-parameter, got %d", name, nh);
     if ((g->dtype != EM_FLOAT32 && g->dtype != EM_FLOAT64) || !em_is_contiguous(g))
         return em_set_error("%s: CPU kernel needs a contiguous float32 or float64 gradient, got %s %s", name,
                             em_dtype_name(g->dtype), SHAPE(g));
     if (!flag || flag->dtype != EM_FLOAT32 || em_numel(flag) != 1)
         return em_set_error("%s: CPU kernel needs a one-element float32 flag", name);
-    unscale_args a = {.g = em_data_ptr(g), .inv = (float)h[0], .any = 0};
+    unscale_args a = {.g = em_data_ptr(g), .inv = (float)h->inv_scale, .any = 0};
     cpu_for_ranges(em_numel(g), g->dtype == EM_FLOAT32 ? unscale_range_f32 : unscale_range_f64, &a);
     if (a.any) *(float *)em_data_ptr(flag) = 1.0f;
     return 0;
@@ -78,9 +90,9 @@ static int check_operand(const char *op, const char *what, const em_tensor *p, c
 }
 
 int cpu_optim(em_optim_op op, em_tensor *p, const em_tensor *g, em_tensor *s1, em_tensor *s2,
-              const double *h, int nh)
+              const em_optim_hyper *h)
 {
-    if (op == EM_OPTIM_UNSCALE) return cpu_unscale(p, s1, h, nh);
+    if (op == EM_OPTIM_UNSCALE) return cpu_unscale(p, s1, h);
     const char *name = op == EM_OPTIM_SGD ? "sgd_step" : "adam_step";
     if (op != EM_OPTIM_SGD && op != EM_OPTIM_ADAM)
         return em_set_error("optim: invalid op %d", (int)op);
@@ -91,30 +103,20 @@ int cpu_optim(em_optim_op op, em_tensor *p, const em_tensor *g, em_tensor *s1, e
     int64_t n = em_numel(p);
     bool f32 = p->dtype == EM_FLOAT32;
     if (op == EM_OPTIM_SGD) {
-        if (nh != EM_OPTIM_SGD_NH)
-            return em_set_error("%s: expected %d hyper-parameters, got %d", name, EM_OPTIM_SGD_NH, nh);
         if (s1 && check_operand(name, "momentum buffer", p, s1)) return -1;
         sgd_args a = {
             .p = em_data_ptr(p), .g = em_data_ptr(g), .buf = s1 ? em_data_ptr(s1) : NULL,
-            .lr = h[0], .momentum = h[1], .dampening = h[2], .wd = h[3],
-            .nesterov = h[4] != 0, .first = h[5] != 0, .maximize = h[6] != 0,
+            .lr = h->lr, .momentum = h->momentum, .dampening = h->dampening, .wd = h->weight_decay,
+            .nesterov = h->nesterov, .first = h->first_step, .maximize = h->maximize,
         };
         if (a.momentum == 0) a.buf = NULL;
         else if (!a.buf) return em_set_error("%s: momentum %g without a momentum buffer", name, a.momentum);
         cpu_for_ranges(n, f32 ? sgd_range_f32 : sgd_range_f64, &a);
         return 0;
     }
-    if (nh != EM_OPTIM_ADAM_NH)
-        return em_set_error("%s: expected %d hyper-parameters, got %d", name, EM_OPTIM_ADAM_NH, nh);
     if (check_operand(name, "exp_avg", p, s1) || check_operand(name, "exp_avg_sq", p, s2)) return -1;
-    double lr = h[0], wd = h[4];
-    bool decoupled = h[5] != 0;
-    adam_args a = {
-        .p = em_data_ptr(p), .g = em_data_ptr(g), .m = em_data_ptr(s1), .v = em_data_ptr(s2),
-        .b1 = h[1], .b2 = h[2], .eps = h[3],
-        .l2 = decoupled ? 0 : wd, .decay = decoupled ? 1 - lr * wd : 1,
-        .neg_step_size = -(lr / h[6]), .bc2_sqrt = sqrt(h[7]), .maximize = h[8] != 0,
-    };
+    adam_args a = {.p = em_data_ptr(p), .g = em_data_ptr(g), .m = em_data_ptr(s1), .v = em_data_ptr(s2)};
+    adam_coefficients(&a, h);
     cpu_for_ranges(n, f32 ? adam_range_f32 : adam_range_f64, &a);
     return 0;
 }
@@ -354,27 +356,22 @@ static int check_lists(em_multi_op op, const em_tensor_lists *l)
     return 0;
 }
 
-/* the op's settings in j from h[], a and b; -1 on a bad call */
-static int multi_setup(multi_job *j, em_tensor *a, em_tensor *b, const double *h, int nh)
+/* the op's settings in j from h, a and b; -1 on a bad call */
+static int multi_setup(multi_job *j, em_tensor *a, em_tensor *b, const em_optim_hyper *h)
 {
     const char *name = multi_names[j->op];
-    static const int want[EM_NMULTI] = {EM_OPTIM_SGD_NH, EM_OPTIM_ADAM_NH, 0, 1, 1};
-    if (nh != want[j->op]) return em_set_error("%s: expected %d hyper-parameters, got %d", name, want[j->op], nh);
     switch (j->op) {
     case EM_MULTI_SGD:
-        j->sgd = (sgd_args){.lr = h[0], .momentum = h[1], .dampening = h[2], .wd = h[3],
-                            .nesterov = h[4] != 0, .first = h[5] != 0, .maximize = h[6] != 0};
-        if (h[1] != 0 && !j->l->t[2]) return em_set_error("%s: momentum %g without momentum buffers", name, h[1]);
+        j->sgd = (sgd_args){.lr = h->lr, .momentum = h->momentum, .dampening = h->dampening, .wd = h->weight_decay,
+                            .nesterov = h->nesterov, .first = h->first_step, .maximize = h->maximize};
+        if (h->momentum != 0 && !j->l->t[2])
+            return em_set_error("%s: momentum %g without momentum buffers", name, h->momentum);
         return 0;
-    case EM_MULTI_ADAM: {
-        double lr = h[0], wd = h[4];
-        bool decoupled = h[5] != 0;
-        j->adam = (adam_args){.b1 = h[1], .b2 = h[2], .eps = h[3], .l2 = decoupled ? 0 : wd,
-                              .decay = decoupled ? 1 - lr * wd : 1, .neg_step_size = -(lr / h[6]),
-                              .bc2_sqrt = sqrt(h[7]), .maximize = h[8] != 0};
+    case EM_MULTI_ADAM:
+        j->adam = (adam_args){0};
+        adam_coefficients(&j->adam, h);
         if (!j->l->t[2] || !j->l->t[3]) return em_set_error("%s: CPU kernel called without the state", name);
         return 0;
-    }
     case EM_MULTI_UNSCALE:
         if (!a || !b || a->dtype != EM_FLOAT32 || b->dtype != EM_FLOAT32 || em_numel(a) != 1 || em_numel(b) != 1)
             return em_set_error("%s: CPU kernel needs one-element float32 inv_scale and found_inf", name);
@@ -384,17 +381,20 @@ static int multi_setup(multi_job *j, em_tensor *a, em_tensor *b, const double *h
         if (!a || a->dtype != EM_FLOAT64 || em_numel(a) != j->l->n + 1 || !em_is_contiguous(a))
             return em_set_error("%s: CPU kernel needs a contiguous float64 output of %lld elements", name,
                                 (long long)(j->l->n + 1));
-        j->norm_p = h[0];
-        j->norm_kind = h[0] == 1 ? NORM_L1 : h[0] == 2 ? NORM_L2 : isinf(h[0]) && h[0] > 0 ? NORM_INF : NORM_P;
+        j->norm_p = h->norm_type;
+        j->norm_kind = h->norm_type == 1   ? NORM_L1
+                       : h->norm_type == 2 ? NORM_L2
+                       : isinf(h->norm_type) && h->norm_type > 0 ? NORM_INF
+                                                                 : NORM_P;
         return 0;
     default:
         if (!a || em_numel(a) != 1 || (a->dtype != EM_FLOAT32 && a->dtype != EM_FLOAT64))
             return em_set_error("%s: CPU kernel needs a one-element float32 or float64 norm", name);
         if (a->dtype == EM_FLOAT32) {
-            float t = *(const float *)em_data_ptr(a), c = (float)h[0] / (t + 1e-6f);
+            float t = *(const float *)em_data_ptr(a), c = (float)h->max_norm / (t + 1e-6f);
             j->coef = c > 1.0f ? 1.0f : c;
         } else {
-            double t = *(const double *)em_data_ptr(a), c = h[0] / (t + 1e-6);
+            double t = *(const double *)em_data_ptr(a), c = h->max_norm / (t + 1e-6);
             j->coef = c > 1.0 ? 1.0 : c;
         }
         return 0;
@@ -415,13 +415,12 @@ static void norm_finish(const multi_job *j, em_tensor *a)
     out[j->l->n] = total;
 }
 
-int cpu_optim_multi(em_multi_op op, const em_tensor_lists *l, em_tensor *a, em_tensor *b, const double *h,
-                    int nh)
+int cpu_optim_multi(em_multi_op op, const em_tensor_lists *l, em_tensor *a, em_tensor *b, const em_optim_hyper *h)
 {
     if ((int)op < 0 || op >= EM_NMULTI) return em_set_error("optim_multi: invalid op %d", (int)op);
     if (check_lists(op, l)) return -1;
     multi_job j = {.op = op, .l = l, .dt = l->n > 0 ? l->t[0][0]->dtype : EM_FLOAT32};
-    if (multi_setup(&j, a, b, h, nh)) return -1;
+    if (multi_setup(&j, a, b, h)) return -1;
     int64_t *first = malloc(sizeof *first * (size_t)(l->n + 1));
     if (!first) return em_set_error("%s: out of memory", multi_names[op]);
     int64_t chunks = 0, work = 0;
