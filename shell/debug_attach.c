@@ -420,12 +420,7 @@ bool emsh_listen(void)
     remove_on_signal(SIGTERM);
     remove_on_signal(SIGHUP);
     remove_on_signal(SIGINT);   /* run.c's own handler runs while code does */
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_attach_signal;
-    sa.sa_flags = SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGURG, &sa, NULL);
+    emsh_set_signal(SIGURG, on_attach_signal, NULL);
     /* the listener takes no signals: they all go to the thread that runs Lua */
     sigset_t all, old;
     sigfillset(&all);

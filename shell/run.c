@@ -161,15 +161,14 @@ static void interrupt_hook(lua_State *L, lua_Debug *ar)
     luaL_error(L, "interrupted!");
 }
 
-/* SA_RESTART so that code blocked in io.read keeps reading after Ctrl-C. */
-static void set_sigint(void (*handler)(int), struct sigaction *saved)
+void emsh_set_signal(int sig, void (*handler)(int), struct sigaction *saved)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = handler;
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, saved);
+    sigaction(sig, &sa, saved);
 }
 
 /* ---- coroutine.resume and coroutine.wrap, tracked ------------------------- */
@@ -323,7 +322,7 @@ int emsh_docall(lua_State *L, int narg, int nres)
     lua_xmove(L, co, narg + 1);
 
     struct sigaction saved;
-    set_sigint(on_sigint, &saved);
+    emsh_set_signal(SIGINT, on_sigint, &saved);
     interrupt_state = IDLE;
     sigint_count = 0;
     push_running(co);

@@ -65,6 +65,10 @@ void emsh_set_pause_on_interrupt(bool on);
 bool emsh_pause_on_interrupt(void);
 /* Open the debugger automatically on an uncaught error. */
 void emsh_set_auto_postmortem(bool on);
+/* Installs handler for sig with SA_RESTART (code blocked in io.read keeps
+ * reading after the signal); the previous action into *saved when not NULL. */
+struct sigaction;
+void emsh_set_signal(int sig, void (*handler)(int), struct sigaction *saved);
 
 /* ---- repl.c / commands.c --------------------------------------------------- */
 

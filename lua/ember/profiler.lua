@@ -249,7 +249,6 @@ function Profile:start()
     self._cuda_mod = ember.cuda
     self._base = self:_record()
     if not self._base then self._gpu = nil end
-    self._gpu_t0 = self._base and 0 or nil   -- the stream's track starts with the profile
   end
   local hook = function(event) self:_hook(event) end
   self._hook_fn = hook
@@ -512,7 +511,7 @@ function Profile:export_chrome_trace(path)
   local json_string = require("ember.serialize")._json_string
   local t0 = self._t0 or 0
   local parts = {}
-  local mem = 0
+  local mem, any_cuda = 0, false
   for _, e in ipairs(self:events()) do
     local args = '"Lua line": ' .. json_string(e.line or "?")
     if e.shapes then args = args .. ', "Input Shapes": ' .. json_string(e.shapes) end
@@ -520,11 +519,12 @@ function Profile:export_chrome_trace(path)
                                       .. '"pid": 1, "tid": %d, "args": {%s}}',
                                       json_string(e.name), e.node and '"backward"' or '"cpu_op"',
                                       (e.t0 - t0) * 1e6, (e.t1 - e.t0) * 1e6, e.node and 2 or 1, args)
-    if e.cuda then
+    if e.cuda then   -- on the stream's track, from the event recorded as the profile started
+      any_cuda = true
       parts[#parts + 1] = string.format('{"name": %s, "cat": "cuda", "ph": "X", "ts": %.3f, "dur": %.3f, '
                                         .. '"pid": 1, "tid": 3, "args": {"Lua line": %s}}',
-                                        json_string(e.name), (self._gpu_t0 or 0) * 1e6 + e.cuda_t0 * 1e6,
-                                        e.cuda * 1e6, json_string(e.line or "?"))
+                                        json_string(e.name), e.cuda_t0 * 1e6, e.cuda * 1e6,
+                                        json_string(e.line or "?"))
     end
     if e.mem and e.mem ~= 0 then
       mem = mem + e.mem
@@ -534,7 +534,7 @@ function Profile:export_chrome_trace(path)
   end
   parts[#parts + 1] = '{"name": "thread_name", "ph": "M", "pid": 1, "tid": 1, "args": {"name": "ops"}}'
   parts[#parts + 1] = '{"name": "thread_name", "ph": "M", "pid": 1, "tid": 2, "args": {"name": "backward nodes"}}'
-  if self._gpu_t0 then
+  if any_cuda then
     parts[#parts + 1] = '{"name": "thread_name", "ph": "M", "pid": 1, "tid": 3, "args": {"name": "cuda stream"}}'
   end
   local f, err = io.open(path, "w")

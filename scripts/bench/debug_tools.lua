@@ -5,24 +5,8 @@
 -- rounds of `steps` steps each. scripts/bench/debug_tools_torch.py times the same step
 -- plain and under torch.autograd.detect_anomaly.
 --   build/ember scripts/bench/debug_tools.lua [steps]
-local nn, F = ember.nn, ember.nn.functional
 local steps = tonumber(arg and arg[1]) or 10
-ember.manual_seed(0)
-local d, T, B = 128, 64, 16
-local layer = nn.TransformerEncoderLayer(d, 4, 4 * d, 0.0, {batch_first = true})
-local head = nn.Linear(d, 65)
-local params = layer:parameters()
-for _, p in ipairs(head:parameters()) do params[#params + 1] = p end
-local opt = ember.optim.AdamW(params, 1e-3)
-local x = ember.randn(B, T, d)
-local y = ember.randint(1, 66, {B * T})
-local function step()
-  opt:zero_grad()
-  local logits = head(layer(x))
-  local loss = F.cross_entropy(logits:reshape(B * T, 65), y)
-  loss:backward()
-  opt:step()
-end
+local step = dofile((arg[0]:match("^(.*/)") or "./") .. "timing.lua").transformer_step()
 
 local modes = {
   {"plain", function() end, function() end},

@@ -2,24 +2,8 @@
 -- the step unprofiled (best of several), the same steps profiled, the ops' self times
 -- summed, and the profiler's own time (left out of its figures).
 --   build/ember scripts/bench/profiler.lua [steps]
-local nn, F = ember.nn, ember.nn.functional
 local steps = tonumber(arg and arg[1]) or 20
-ember.manual_seed(0)
-local d, T, B = 128, 64, 16
-local layer = nn.TransformerEncoderLayer(d, 4, 4 * d, 0.0, {batch_first = true})
-local head = nn.Linear(d, 65)
-local params = layer:parameters()
-for _, p in ipairs(head:parameters()) do params[#params + 1] = p end
-local opt = ember.optim.AdamW(params, 1e-3)
-local x = ember.randn(B, T, d)
-local y = ember.randint(1, 66, {B * T})
-local function step()
-  opt:zero_grad()
-  local logits = head(layer(x))
-  local loss = F.cross_entropy(logits:reshape(B * T, 65), y)
-  loss:backward()
-  opt:step()
-end
+local step = dofile((arg[0]:match("^(.*/)") or "./") .. "timing.lua").transformer_step()
 for _ = 1, 3 do step() end
 local best = math.huge
 for _ = 1, 3 do

@@ -32,6 +32,13 @@ function M.read_file(path)
   return s
 end
 
+-- Writes the string s to path (binary).
+function M.write_file(path, s)
+  local f = assert(io.open(path, "wb"))
+  f:write(s)
+  f:close()
+end
+
 -- Whether a file can be opened for reading.
 function M.exists(path)
   local f = io.open(path, "rb")

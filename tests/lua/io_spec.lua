@@ -11,11 +11,7 @@ local function path(name) return dir .. "/" .. name end
 
 local exists = H.exists
 
-local function write_file(p, s)
-  local f = assert(io.open(p, "wb"))
-  f:write(s)
-  f:close()
-end
+local write_file = H.write_file
 
 local read_file = H.read_file
 

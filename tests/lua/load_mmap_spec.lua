@@ -14,11 +14,7 @@ os.remove(dir)
 assert(os.execute("mkdir -p " .. dir))
 local function path(name) return dir .. "/" .. name end
 
-local function write_file(p, s)
-  local f = assert(io.open(p, "wb"))
-  f:write(s)
-  f:close()
-end
+local write_file = H.write_file
 
 -- overwrites bytes of p from 0-based offset `at`, in place (same inode)
 local function patch_file(p, at, bytes)

@@ -26,11 +26,7 @@ local function copy_dir(from, to)
   assert(os.execute(string.format("mkdir -p '%s' && cp '%s'/* '%s'/", to, from, to)))
 end
 
-local function write(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
+local write = h.write_file
 
 local read = h.read_file
 
