@@ -35,29 +35,6 @@ static void scatter(char *p, int64_t stride, const void *src, int64_t n, size_t 
     }
 }
 
-/* ---- the normal distribution, for GELU -----------------------------------
- *
- * gelu(x) = x Phi(x) and its derivative Phi(x) + x phi(x). libm's erff is a
- * scalar call per element, and 0.5 (1 + erf(x / sqrt 2)) cancels for
- * negative x, so float32 goes through straight-line code that gcc
- * vectorises, in double: the square of a float is exact there, so
- * exp(-x^2 / 2) takes no rounding error into its argument, and the float
- * result is within about half an ulp. float64 keeps libm's erf. */
-
-/* Phi(-|x|) = exp(-x^2 / 2) t Q(t), t = 1 / (1 + |x| / 4). Q is a
- * degree 14 least-squares fit, weighted for relative error, at 600
- * Chebyshev nodes in t for |x| <= 20, against mpmath's erfc (relative error
- * 1.4e-12, which GELU's derivative needs: Phi(x) + x phi(x) cancels near
- * its zero at x = -0.75; beyond 20, Phi(-|x|) is far below the smallest
- * float).
- * tests/lua/gelu_spec.lua checks it against an independent erf. */
-static const double normal_tail_q[15] = {
-    0.099735501862731377, 0.099738171981006152, 0.093457150786775328, 0.081501576185525448,
-    0.060253332400632999, 0.059340181886933678, -0.035030704101401473, 0.16508456393173709,
-    -0.32170474297986351, 0.46915283863826679, -0.51738506352961267, 0.37719157323351366,
-    -0.16958775668434864, 0.042998505734491779, -0.0047451293461033116,
-};
-
 /* a * b + c, fused where the target has FMA (-std=c11 turns off gcc's own
  * contraction); elsewhere fma() would be a slow library call */
 static inline double mad(double a, double b, double c)
@@ -81,70 +58,6 @@ F32_INLINE double sel(int c, double a, double b)
 {
     uint64_t m = -(uint64_t)c;
     return bits_to_f64((f64_to_bits(a) & m) | (f64_to_bits(b) & ~m));
-}
-
-/* exp(y) for y <= 0: y = k ln 2 + r with |r| <= ln 2 / 2, 2^k built from
- * its bits (the rounding constant leaves k in the low bits of the sum), and
- * a degree 10 Taylor polynomial for exp(r) (error below 1e-13). 0 below
- * -708, where 2^k would leave the normal range. */
-static inline double exp_nonpositive(double y)
-{
-    const double shift = 0x1.8p52;
-    double yc = sel(y < -708.0, -708.0, y);
-    double kd = mad(yc, 1.4426950408889634, shift);
-    uint64_t kbits;
-    memcpy(&kbits, &kd, sizeof kd);
-    kd -= shift;
-    /* ln 2 in two parts: k times the high part is exact */
-    double r = mad(-kd, 1.90821492927058770002e-10, mad(-kd, 6.93147180369123816490e-01, yc));
-    double p = 1.0 / 3628800;
-    p = mad(p, r, 1.0 / 362880);
-    p = mad(p, r, 1.0 / 40320);
-    p = mad(p, r, 1.0 / 5040);
-    p = mad(p, r, 1.0 / 720);
-    p = mad(p, r, 1.0 / 120);
-    p = mad(p, r, 1.0 / 24);
-    p = mad(p, r, 1.0 / 6);
-    p = mad(p, r, 0.5);
-    p = mad(p, r, 1.0);
-    p = mad(p, r, 1.0);
-    uint64_t sbits = (kbits + 1023) << 52;
-    double scale;
-    memcpy(&scale, &sbits, sizeof scale);
-    return sel(y < -708.0, 0.0, p * scale);
-}
-
-/* Phi(x), and phi(x) = exp(-x^2 / 2) / sqrt(2 pi) in *pdf. NaN stays NaN;
- * phi(+-inf) is 0. */
-static inline double normal_cdf_pdf(double x, double *pdf)
-{
-    double e = exp_nonpositive(-0.5 * x * x);
-    double t = 1.0 / (1.0 + 0.25 * fabs(x));
-    const double *c = normal_tail_q;
-    double q = mad(mad(mad(mad(c[14], t, c[13]), t, c[12]), t, c[11]), t, c[10]);
-    q = mad(mad(mad(mad(mad(q, t, c[9]), t, c[8]), t, c[7]), t, c[6]), t, c[5]);
-    q = mad(mad(mad(mad(mad(q, t, c[4]), t, c[3]), t, c[2]), t, c[1]), t, c[0]);
-    double tail = e * t * q;
-    *pdf = e * 0.39894228040143267794;
-    return sel(x < 0, tail, 1.0 - tail);
-}
-
-static void gelu_f32(float *restrict o, const float *restrict a, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) {
-        double x = a[i], pdf;
-        o[i] = (float)(x * normal_cdf_pdf(x, &pdf));
-    }
-}
-
-/* d/dx x Phi(x) = Phi(x) + x phi(x) */
-static void gelu_grad_f32(float *restrict o, const float *restrict a, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) {
-        double x = a[i], pdf;
-        double cdf = normal_cdf_pdf(x, &pdf);
-        o[i] = (float)(cdf + x * pdf);
-    }
 }
 
 /* ---- erfinv -----------------------------------------------------------------
@@ -375,6 +288,150 @@ F32_INLINE float silu_f32(float x)
     return (float)(d / (1.0 + sel(-d > 708.0, INFINITY, e)));
 }
 
+/* ---- the normal distribution, for GELU -----------------------------------
+ *
+ * gelu(x) = x Phi(x) and its derivative Phi(x) + x phi(x). libm's erff is a
+ * scalar call per element, and 0.5 (1 + erf(x / sqrt 2)) cancels for
+ * negative x, so float32 goes through straight-line code that gcc
+ * vectorises, in double as the functions above: the square of a float is
+ * exact there, so exp(-x^2 / 2) takes no rounding error into its argument.
+ * float64 keeps libm's erfc.
+ *
+ * Phi(-|x|) = exp(-x^2 / 2) t Q(t), t = 1 / (1 + |x| / 4), Q a polynomial
+ * least-squares fit, weighted for relative error, at 600 Chebyshev nodes in
+ * t for |x| <= 20 against mpmath's erfc (scripts/fit_normal_polys.py fits
+ * every table of this section again). Beyond 20, Phi(-|x|) is far below
+ * the smallest float.
+ * - gelu itself takes degree 11 (relative error 4e-10): x Phi(x) never
+ *   cancels (for x > 0 it is x (1 - Phi(-x)), Phi(-x) <= 1/2), so with
+ *   exp_core's 5e-10 the float result is within about 0.51 ulp.
+ * - the derivative takes degree 14 (1.4e-12): Phi(x) + x phi(x) cancels near
+ *   its zero at x = -0.75, where only Q's error is magnified. exp's error
+ *   is a factor common to both terms, exp(-x^2 / 2) (t Q(t) + x / sqrt(2 pi)),
+ *   so it does not cancel and exp_core serves both.
+ * tests/lua/gelu_spec.lua checks both against an independent erf. */
+static const double normal_tail_q11[12] = {
+    0.09973511170485935, 0.09974797408670849, 0.09335979479055642, 0.08192771680502306,
+    0.060282790728771754, 0.049081285230503695, 0.02446369378641565, -0.025094491209695396,
+    0.07650143465412923, -0.1039828531416055, 0.05405873130631142, -0.010081188939289797,
+};
+static const double normal_tail_q14[15] = {
+    0.09973550186267201, 0.09973817198294127, 0.0934571507588776, 0.08150157642083157,
+    0.06025333110715001, 0.059340186768718044, -0.03503071705932154, 0.16508458820767172,
+    -0.32170477445076323, 0.4691528651118568, -0.5173850750634329, 0.3771915719638803,
+    -0.16958775210148758, 0.04299850342306899, -0.0047451289323784136,
+};
+
+/* exp(-x^2 / 2), exactly 0 once it underflows double (so -inf Phi(-inf)
+ * is -inf * 0, NaN, as in PyTorch) */
+F32_INLINE double half_gauss(double x)
+{
+    double y = -0.5 * x * x;
+    return sel(y < -708.0, 0.0, exp_core(clamp_f64(y, -708.0, 0.0)));
+}
+
+/* t = 1 / (1 + |x| / 4): a float division refined by one Newton step
+ * (relative error near 1e-14). Twice the lanes and half the latency of a
+ * double division, which was the costliest instruction of the loop.
+ * |x| is capped at 40, where the Gaussian factor is already 0, so the
+ * step never sees infinities. */
+F32_INLINE double tail_t(double x)
+{
+    double a = fabs(x);
+    a = sel(a > 40.0, 40.0, a);               /* NaN passes */
+    double d = mad(0.25, a, 1.0);
+    double t = 1.0f / (float)d;
+    return mad(t, mad(-d, t, 1.0), t);
+}
+
+/* |x| <= 3: Phi(x) = 1/2 + x P(x^2 / 9) and Phi(x) + x phi(x) = 1/2 +
+ * x G(x^2 / 9), with no exp and no division. P of degree 13 and G of 15,
+ * fitted for the absolute error of x P and x G, are within 3e-13 and 5e-14:
+ * at x = -3, where 1/2 + x P cancels the most, that is still 2e-10 of
+ * Phi(-3) = 1.3e-3. */
+#define GELU_NEAR 3.0f
+static const double normal_near_p13[14] = {
+    0.39894228039828306, -0.5984134201551383, 0.8078580989508164, -0.8655618966664085,
+    0.7573628106030353, -0.5576679989708158, 0.35378335173689157, -0.19672151388104267,
+    0.09676653581045139, -0.04189040508666855, 0.015461706862155436, -0.0045199175545278325,
+    0.0009087828631472011, -9.171425415036939e-05,
+};
+static const double normal_near_g15[16] = {
+    0.7978845608023741, -2.3936536823190777, 4.847148701996125, -6.924498027520041,
+    7.573668020624271, -6.692352999498726, 4.954819657903757, -3.1544887803592965,
+    1.7600340795672227, -0.8717968691375306, 0.38513003934440665, -0.15015062621763858,
+    0.04980898798764176, -0.013032935322843891, 0.0023392872725317678, -0.0002108660551276777,
+};
+
+/* the elements go in blocks: a block whose every |x| is at most 3 (most of
+ * them, for activations) takes the short polynomial, any other (NaN too)
+ * the tail form above */
+#define GELU_BLOCK 32
+static bool gelu_block_near(const float *restrict a, int64_t n)
+{
+    int far = 0;
+    for (int64_t i = 0; i < n; i++) far |= !(fabsf(a[i]) <= GELU_NEAR);
+    return !far;
+}
+
+static void gelu_near_f32(float *restrict o, const float *restrict a, int64_t n)
+{
+    const double *c = normal_near_p13;
+    for (int64_t i = 0; i < n; i++) {
+        double x = a[i], s = x * x * (1.0 / 9);
+        double p = mad(mad(mad(mad(mad(mad(mad(c[13], s, c[12]), s, c[11]), s, c[10]), s, c[9]), s, c[8]), s, c[7]), s, c[6]);
+        p = mad(mad(mad(mad(mad(mad(p, s, c[5]), s, c[4]), s, c[3]), s, c[2]), s, c[1]), s, c[0]);
+        o[i] = (float)(x * mad(x, p, 0.5));
+    }
+}
+
+static void gelu_far_f32(float *restrict o, const float *restrict a, int64_t n)
+{
+    const double *c = normal_tail_q11;
+    for (int64_t i = 0; i < n; i++) {
+        double x = a[i], t = tail_t(x);
+        double q = mad(mad(mad(mad(c[11], t, c[10]), t, c[9]), t, c[8]), t, c[7]);
+        q = mad(mad(mad(mad(mad(mad(mad(q, t, c[6]), t, c[5]), t, c[4]), t, c[3]), t, c[2]), t, c[1]), t, c[0]);
+        double tail = half_gauss(x) * t * q;
+        o[i] = (float)(x * sel(x < 0, tail, 1.0 - tail));
+    }
+}
+
+/* d/dx x Phi(x) = Phi(x) + x phi(x) */
+static void gelu_grad_near_f32(float *restrict o, const float *restrict a, int64_t n)
+{
+    const double *c = normal_near_g15;
+    for (int64_t i = 0; i < n; i++) {
+        double x = a[i], s = x * x * (1.0 / 9);
+        double p = mad(mad(mad(mad(mad(mad(mad(mad(c[15], s, c[14]), s, c[13]), s, c[12]), s, c[11]), s, c[10]), s, c[9]), s, c[8]), s, c[7]);
+        p = mad(mad(mad(mad(mad(mad(mad(p, s, c[6]), s, c[5]), s, c[4]), s, c[3]), s, c[2]), s, c[1]), s, c[0]);
+        o[i] = (float)mad(x, p, 0.5);
+    }
+}
+
+static void gelu_grad_far_f32(float *restrict o, const float *restrict a, int64_t n)
+{
+    const double *c = normal_tail_q14;
+    for (int64_t i = 0; i < n; i++) {
+        double x = a[i], t = tail_t(x), e = half_gauss(x);
+        double q = mad(mad(mad(mad(c[14], t, c[13]), t, c[12]), t, c[11]), t, c[10]);
+        q = mad(mad(mad(mad(mad(q, t, c[9]), t, c[8]), t, c[7]), t, c[6]), t, c[5]);
+        q = mad(mad(mad(mad(mad(q, t, c[4]), t, c[3]), t, c[2]), t, c[1]), t, c[0]);
+        double tail = e * t * q;
+        o[i] = (float)(sel(x < 0, tail, 1.0 - tail) + x * (e * 0.39894228040143267794));
+    }
+}
+
+static void gelu_blocks_f32(float *restrict o, const float *restrict a, int64_t n, bool grad)
+{
+    for (int64_t b = 0; b < n; b += GELU_BLOCK) {
+        int64_t m = n - b < GELU_BLOCK ? n - b : GELU_BLOCK;
+        bool near = gelu_block_near(a + b, m);
+        if (grad) (near ? gelu_grad_near_f32 : gelu_grad_far_f32)(o + b, a + b, m);
+        else (near ? gelu_near_f32 : gelu_far_f32)(o + b, a + b, m);
+    }
+}
+
 /* sin and cos: x = k pi/2 + r, |r| <= pi/4, Cody-Waite in double with pi/2
  * in three 33-bit parts (fdlibm's): for |k| < 2^20 each k * part is exact,
  * x - k p1 is exact, and the missing tail of pi/2 (below 1e-31) leaves r
@@ -476,8 +533,8 @@ static void un_f32(em_unary_op op, float *restrict o, const float *restrict a, i
     case EM_SIGMOID: for (int64_t i = 0; i < n; i++) o[i] = sigmoid_f32(a[i]); break;
     /* x < 0 ? 0 : x keeps NaN and -0.0 as PyTorch does */
     case EM_RELU: for (int64_t i = 0; i < n; i++) o[i] = a[i] < 0 ? 0.0f : a[i]; break;
-    case EM_GELU: gelu_f32(o, a, n); break;
-    case EM_GELU_GRAD: gelu_grad_f32(o, a, n); break;
+    case EM_GELU: gelu_blocks_f32(o, a, n, false); break;
+    case EM_GELU_GRAD: gelu_blocks_f32(o, a, n, true); break;
     case EM_SILU: for (int64_t i = 0; i < n; i++) o[i] = silu_f32(a[i]); break;
     case EM_FLOOR: for (int64_t i = 0; i < n; i++) o[i] = floorf(a[i]); break;
     case EM_CEIL: for (int64_t i = 0; i < n; i++) o[i] = ceilf(a[i]); break;

@@ -123,6 +123,27 @@ describe("gelu (exact form)", function()
     assert.are.equal(0, ember.tensor({-15, -30, -1e30}):gelu():tolist()[3])
   end)
 
+  -- float32 takes a polynomial without exp for blocks of elements whose
+  -- every |x| is at most 3, the tail form otherwise: the same x on both
+  it("float32 is within one ulp on [-3, 3] by either formula", function()
+    local xs, mixed = {}, {}
+    for k = -3072, 3072 do xs[#xs + 1] = k / 1024 end
+    -- every 16th element 10, so no block of 16 or more is all small
+    for i, x in ipairs(xs) do
+      mixed[#mixed + 1] = x
+      if i % 15 == 0 then mixed[#mixed + 1] = 10 end
+    end
+    for _, set in ipairs({xs, mixed}) do
+      local got = ember.tensor(set, {dtype = "float32"}):gelu():tolist()
+      local worst, at = max_ulps(set, got, gelu_ref)
+      assert.is_true(worst <= 1, ("max error %.3f ulp at x = %.17g"):format(worst, at))
+      local x = ember.tensor(set, {dtype = "float32"}):requires_grad_()
+      x:gelu():sum():backward()
+      worst, at = max_ulps(set, x.grad:tolist(), gelu_grad_ref, 1e-12)
+      assert.is_true(worst <= 1, ("gradient: max error %.3f ulp at x = %.17g"):format(worst, at))
+    end
+  end)
+
   it("handles -0, large values, infinities and NaN", function()
     local nan, inf = 0 / 0, math.huge
     for _, dt in ipairs({"float32", "float64"}) do
