@@ -17,6 +17,7 @@
 
 #include <pthread.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct index_ctx {
@@ -203,6 +204,70 @@ static void scatter_reduce_loop(char **p, const int64_t *s, int64_t n, void *ctx
     }
 }
 
+/* index_add on contiguous float32 or float64 tensors (the backward of
+ * embedding and index_select): out seen as [outer, size, inner] and in as
+ * [outer, n, inner], row j of in is added into row idx[j] of out. The
+ * columns are split among the threads: each owns its columns of every row,
+ * so repeated indices never race and each element's sum is taken in index
+ * order, as the serial loop takes it. */
+typedef struct rows_ctx {
+    char *out;
+    const char *in;
+    const int64_t *slots;
+    int64_t outer, size, n, inner;
+    em_dtype dtype;
+} rows_ctx;
+
+static void add_rows_range(int64_t lo, int64_t hi, void *ctx)
+{
+    const rows_ctx *r = ctx;
+    for (int64_t o = 0; o < r->outer; o++)
+        for (int64_t j = 0; j < r->n; j++) {
+            int64_t from = (o * r->n + j) * r->inner, to = (o * r->size + r->slots[j]) * r->inner;
+            if (r->dtype == EM_FLOAT32) {
+                float *restrict d = (float *)r->out + to;
+                const float *restrict a = (const float *)r->in + from;
+                for (int64_t i = lo; i < hi; i++) d[i] += a[i];
+            } else {
+                double *restrict d = (double *)r->out + to;
+                const double *restrict a = (const double *)r->in + from;
+                for (int64_t i = lo; i < hi; i++) d[i] += a[i];
+            }
+        }
+}
+
+/* 1 when it did the work, 0 when the general loop must, -1 on error (a bad
+ * index, found before anything is written) */
+static int index_add_rows(em_tensor *out, const em_tensor *in, int dim, const em_tensor *idx)
+{
+    if ((out->dtype != EM_FLOAT32 && out->dtype != EM_FLOAT64) || in->dtype != out->dtype ||
+        idx->ndim != 1 || !em_is_contiguous(out) || !em_is_contiguous(in))
+        return 0;
+    rows_ctx r = {.out = em_data_ptr(out), .in = em_data_ptr(in), .outer = 1, .inner = 1,
+                  .size = out->sizes[dim], .n = in->sizes[dim], .dtype = out->dtype};
+    for (int i = 0; i < dim; i++) r.outer *= out->sizes[i];
+    for (int i = dim + 1; i < out->ndim; i++) r.inner *= out->sizes[i];
+    if (idx->sizes[0] != r.n || in->ndim != out->ndim) return 0;
+    for (int i = 0; i < out->ndim; i++)
+        if (i != dim && in->sizes[i] != out->sizes[i]) return 0;
+    int64_t *slots = malloc(sizeof(int64_t) * (size_t)(r.n ? r.n : 1));
+    if (!slots) return em_set_error("index_add: out of memory for %lld indices", (long long)r.n);
+    const char *ip = em_data_ptr(idx);
+    for (int64_t j = 0; j < r.n; j++) {
+        int64_t v = *(const int64_t *)(ip + j * idx->strides[0] * (int64_t)sizeof(int64_t));
+        slots[j] = slot(v, r.size);
+        if (slots[j] < 0) {
+            free(slots);
+            return em_set_error("index_add: index %lld is out of bounds for dimension %d with size %lld",
+                                (long long)v, dim + 1, (long long)r.size);
+        }
+    }
+    r.slots = slots;
+    cpu_parallel_for(r.inner, r.outer * r.n * r.inner, 16, add_rows_range, &r);
+    free(slots);
+    return 1;
+}
+
 /* A header-only view of t with the given iteration sizes; along dim its
  * stride is 0 (the line base), so the loop can address it through an index. */
 static em_tensor line_view(const em_tensor *t, const int64_t *sizes, int ndim, int dim)
@@ -265,6 +330,10 @@ int cpu_index(em_index_op op, em_tensor *out, const em_tensor *in, int dim, cons
     case EM_SCATTER_AMAX:
     case EM_SCATTER_AMIN:
     case EM_INDEX_ADD: {
+        if (op == EM_INDEX_ADD) {
+            int rc = index_add_rows(out, in, dim, idx);
+            if (rc) return rc < 0 ? -1 : 0;
+        }
         /* iteration shape: the index (scatter) or the source (index_add) */
         const int64_t *sizes = op == EM_INDEX_ADD ? in->sizes : idx->sizes;
         c.stride = out->strides[dim] * (int64_t)c.esz;
