@@ -1,5 +1,6 @@
 /* dtype.c — dtype facts, type promotion, half/bfloat16 conversion, devices. */
 #include "ember.h"
+#include "formulas.h"
 
 #include <math.h>
 
@@ -148,60 +149,9 @@ int em_device_parse(const char *s, em_device *out)
 
 bool em_device_eq(em_device a, em_device b) { return a.type == b.type && a.index == b.index; }
 
-/* IEEE half <-> float, round to nearest even. */
-float em_half_to_float(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
-    if (exp == 0) {
-        if (mant == 0) bits = sign;
-        else { /* subnormal: normalise */
-            int e = -1;
-            do { e++; mant <<= 1; } while (!(mant & 0x400));
-            bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((mant & 0x3ff) << 13);
-        }
-    } else if (exp == 31) bits = sign | 0x7f800000u | (mant << 13);
-    else bits = sign | ((exp + 112) << 23) | (mant << 13);
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
-uint16_t em_float_to_half(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000;
-    uint32_t absx = x & 0x7fffffffu;
-    if (absx >= 0x7f800000u) /* inf or nan */
-        return (uint16_t)(sign | 0x7c00 | (absx > 0x7f800000u ? 0x200 : 0));
-    if (absx >= 0x477ff000u) return (uint16_t)(sign | 0x7c00); /* overflow -> inf */
-    if (absx < 0x38800000u) { /* subnormal or zero in half */
-        if (absx < 0x33000000u) return (uint16_t)sign;
-        uint32_t mant = (absx & 0x7fffff) | 0x800000;
-        int shift = 113 - (int)(absx >> 23) + 13;
-        uint32_t r = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (r & 1))) r++;
-        return (uint16_t)(sign | r);
-    }
-    uint32_t r = ((absx >> 13) - (112u << 10));
-    uint32_t rem = absx & 0x1fff;
-    if (rem > 0x1000 || (rem == 0x1000 && (r & 1))) r++;
-    return (uint16_t)(sign | r);
-}
-
-float em_bf16_to_float(uint16_t h)
-{
-    uint32_t bits = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
-uint16_t em_float_to_bf16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40); /* quiet nan */
-    x += 0x7fff + ((x >> 16) & 1);
-    return (uint16_t)(x >> 16);
-}
+/* IEEE half and bfloat16 <-> float, round to nearest even: engine/formulas.h,
+ * the text the CUDA kernels use too */
+float em_half_to_float(uint16_t h) { return emf_half_to_float(h); }
+uint16_t em_float_to_half(float f) { return emf_float_to_half(f); }
+float em_bf16_to_float(uint16_t h) { return emf_bf16_to_float(h); }
+uint16_t em_float_to_bf16(float f) { return emf_float_to_bf16(f); }

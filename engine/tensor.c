@@ -13,6 +13,7 @@
  * A storage may also lie on a file mapping (mapping.h): it keeps the mapping
  * alive and is freed here, never handed to the backend's allocator. */
 #include "internal.h"
+#include "formulas.h"
 #include "debug.h"
 #include "mapping.h"
 
@@ -251,22 +252,9 @@ em_tensor *em_alias(const em_tensor *t)
     return v;
 }
 
-int64_t em_numel(const em_tensor *t)
-{
-    int64_t n = 1;
-    for (int i = 0; i < t->ndim; i++) n *= t->sizes[i];
-    return n;
-}
+int64_t em_numel(const em_tensor *t) { return emf_numel(t); }
 
-bool em_is_contiguous(const em_tensor *t)
-{
-    int64_t expected = 1;
-    for (int i = t->ndim - 1; i >= 0; i--) {
-        if (t->sizes[i] != 1 && t->strides[i] != expected) return false;
-        expected *= t->sizes[i];
-    }
-    return true;
-}
+bool em_is_contiguous(const em_tensor *t) { return emf_is_contiguous(t); }
 
 void *em_data_ptr(const em_tensor *t)
 {

@@ -46,22 +46,7 @@
 
 namespace {
 
-/* ---- dtype plumbing ------------------------------------------------------------------- */
-
-__device__ __forceinline__ float to_c(float v) { return v; }
-__device__ __forceinline__ double to_c(double v) { return v; }
-__device__ __forceinline__ float to_c(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_c(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ void st(float *p, float v) { *p = v; }
-__device__ __forceinline__ void st(double *p, double v) { *p = v; }
-__device__ __forceinline__ void st(__half *p, float v) { *p = __float2half(v); }
-__device__ __forceinline__ void st(__nv_bfloat16 *p, float v) { *p = __float2bfloat16(v); }
-__device__ __forceinline__ float cexp(float v) { return expf(v); }
-__device__ __forceinline__ double cexp(double v) { return exp(v); }
-__device__ __forceinline__ float clog(float v) { return logf(v); }
-__device__ __forceinline__ double clog(double v) { return log(v); }
-__device__ __forceinline__ float cmax(float a, float b) { return fmaxf(a, b); }
-__device__ __forceinline__ double cmax(double a, double b) { return fmax(a, b); }
+/* the element types' loads, stores, exp, log and max are kc.h's kc_ld, kc_st, ... */
 
 /* Tile sizes per compute type: forward R x K, backward rows x columns of the
  * dQ kernel (queries x keys) and of the dK/dV kernel (keys x queries). double
@@ -151,7 +136,7 @@ __device__ __forceinline__ void load_tile(C *s, const T *g, int64_t r0, int64_t 
     for (int idx = threadIdx.x; idx < ROWS * HD; idx += ATTN_THREADS) {
         int r = idx / HD, c = idx % HD;
         C v = (C)0;
-        if (r0 + r < T_ && c < n) v = to_c(g[(r0 + r) * (int64_t)n + c]);
+        if (r0 + r < T_ && c < n) v = kc_ld(g[(r0 + r) * (int64_t)n + c]);
         s[r * (HD + 1) + c] = v;
     }
 }
@@ -204,7 +189,7 @@ __device__ __forceinline__ void acc_tile(const C *P, const C *V, C acc[RA][HD / 
 template <class C> __device__ __forceinline__ C row_max(C v)
 {
 #pragma unroll
-    for (int o = 8; o > 0; o >>= 1) v = cmax(v, __shfl_xor_sync(0xffffffffu, v, o));
+    for (int o = 8; o > 0; o >>= 1) v = kc_max(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
 }
 template <class C> __device__ __forceinline__ C row_sum(C v)
@@ -272,15 +257,15 @@ __global__ void __launch_bounds__(ATTN_THREADS) attn_fwd_kernel(attn_args<T, C> 
 #pragma unroll
             for (int c = 0; c < CB; c++) {
                 s[r][c] = score(a, s[r][c], mrow[r], i, j0 + tx + 16 * c);
-                mx = cmax(mx, s[r][c]);
+                mx = kc_max(mx, s[r][c]);
             }
-            C mnew = cmax(m[r], row_max(mx));
+            C mnew = kc_max(m[r], row_max(mx));
             /* while every score so far is -inf, nothing has been added */
-            C alpha = mnew == -(C)INFINITY ? (C)1 : cexp(m[r] - mnew);
+            C alpha = mnew == -(C)INFINITY ? (C)1 : kc_exp(m[r] - mnew);
             C sum = 0;
 #pragma unroll
             for (int c = 0; c < CB; c++) {
-                C p = mnew == -(C)INFINITY ? (C)0 : cexp(s[r][c] - mnew);
+                C p = mnew == -(C)INFINITY ? (C)0 : kc_exp(s[r][c] - mnew);
                 sum += p;
                 if (a.dropout) p = keep_at(a, b, i, j0 + tx + 16 * c) ? p * a.inv_keep : (C)0;
                 Ps[(ty + 16 * r) * (K + 1) + tx + 16 * c] = p;
@@ -303,9 +288,9 @@ __global__ void __launch_bounds__(ATTN_THREADS) attn_fwd_kernel(attn_args<T, C> 
 #pragma unroll
         for (int e = 0; e < E; e++) {
             int col = tx + 16 * e;
-            if (col < a.Dv) st(&orow[col], acc[r][e] * inv);
+            if (col < a.Dv) kc_st(&orow[col], acc[r][e] * inv);
         }
-        if (tx == 0) a.lse[b * a.Tq + i] = l[r] == (C)0 ? -(C)INFINITY : m[r] + clog(l[r]);
+        if (tx == 0) a.lse[b * a.Tq + i] = l[r] == (C)0 ? -(C)INFINITY : m[r] + kc_log(l[r]);
     }
 }
 
@@ -319,7 +304,7 @@ template <class T, class C> __global__ void __launch_bounds__(ATTN_THREADS) attn
     for (int64_t r = (int64_t)blockIdx.x * wpb + (threadIdx.x >> 5); r < rows; r += (int64_t)gridDim.x * wpb) {
         const T *o = a.o + r * a.Dv, *go = a.go + r * a.Dv;
         C s = 0;
-        for (int c = lane; c < a.Dv; c += 32) s += to_c(o[c]) * to_c(go[c]);
+        for (int c = lane; c < a.Dv; c += 32) s += kc_ld(o[c]) * kc_ld(go[c]);
 #pragma unroll
         for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
         if (lane == 0) a.delta[r] = s;
@@ -332,7 +317,7 @@ template <class T, class C>
 __device__ __forceinline__ C grad_score(const attn_args<T, C> &a, C sc, C dp, C lse, C delta, int64_t b, int64_t i,
                                         int64_t j, C *pd)
 {
-    C p = cexp(sc - lse);     /* NaN in a fully masked row (lse -inf), as its outputs */
+    C p = kc_exp(sc - lse);     /* NaN in a fully masked row (lse -inf), as its outputs */
     if (a.dropout) {
         bool keep = keep_at(a, b, i, j);
         dp = keep ? dp * a.inv_keep : (C)0;
@@ -405,7 +390,7 @@ __global__ void __launch_bounds__(ATTN_THREADS) attn_dq_kernel(attn_args<T, C> a
 #pragma unroll
         for (int e = 0; e < E; e++) {
             int col = tx + 16 * e;
-            if (col < a.D) st(&row[col], acc[r][e] * a.scale);
+            if (col < a.D) kc_st(&row[col], acc[r][e] * a.scale);
         }
     }
 }
@@ -477,13 +462,13 @@ __global__ void __launch_bounds__(ATTN_THREADS) attn_dkv_kernel(attn_args<T, C> 
             T *row = a.gk + (b * a.Tk + j) * a.D;
 #pragma unroll
             for (int e = 0; e < E; e++)
-                if (tx + 16 * e < a.D) st(&row[tx + 16 * e], ak[r][e] * a.scale);
+                if (tx + 16 * e < a.D) kc_st(&row[tx + 16 * e], ak[r][e] * a.scale);
         }
         if (a.gv) {
             T *row = a.gv + (b * a.Tk + j) * a.Dv;
 #pragma unroll
             for (int e = 0; e < E; e++)
-                if (tx + 16 * e < a.Dv) st(&row[tx + 16 * e], av[r][e]);
+                if (tx + 16 * e < a.Dv) kc_st(&row[tx + 16 * e], av[r][e]);
         }
     }
 }
@@ -573,7 +558,7 @@ static int check_geom(const char *op, const em_tensor *q, const em_tensor *k, co
     if (q->dtype != k->dtype || q->dtype != v->dtype)
         return kc_error("%s: q, k and v must share a dtype (%s, %s, %s)", op, kc_dtype_name(q->dtype),
                         kc_dtype_name(k->dtype), kc_dtype_name(v->dtype));
-    if (!kc_is_contiguous(q) || !kc_is_contiguous(k) || !kc_is_contiguous(v))
+    if (!emf_is_contiguous(q) || !emf_is_contiguous(k) || !emf_is_contiguous(v))
         return kc_error("%s: q, k and v must be contiguous", op);
     if (D > ATTN_MAX_HD || Dv > ATTN_MAX_HD)
         return kc_error("%s: head dims D = %lld, Dv = %lld: the CUDA kernels take at most %d", op, (long long)D,
@@ -592,9 +577,9 @@ static em_dtype compute_dtype(em_dtype d) { return d == EM_FLOAT64 ? EM_FLOAT64 
 static int check_out(const char *op, const char *what, const em_tensor *t, em_dtype dt, int64_t numel)
 {
     if (!t) return 0;
-    if (t->dtype != dt || !kc_is_contiguous(t) || kc_numel(t) != numel)
+    if (t->dtype != dt || !emf_is_contiguous(t) || emf_numel(t) != numel)
         return kc_error("%s: %s must be a contiguous %s tensor of %lld elements (got %s, %lld)", op, what,
-                        kc_dtype_name(dt), (long long)numel, kc_dtype_name(t->dtype), (long long)kc_numel(t));
+                        kc_dtype_name(dt), (long long)numel, kc_dtype_name(t->dtype), (long long)emf_numel(t));
     return 0;
 }
 

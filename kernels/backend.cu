@@ -127,23 +127,6 @@ const char *kc_dtype_name(em_dtype d)
     return d >= 0 && d < EM_NDTYPES ? names[d] : "?";
 }
 
-int64_t kc_numel(const em_tensor *t)
-{
-    int64_t n = 1;
-    for (int i = 0; i < t->ndim; i++) n *= t->sizes[i];
-    return n;
-}
-
-bool kc_is_contiguous(const em_tensor *t)
-{
-    int64_t expect = 1;
-    for (int i = t->ndim - 1; i >= 0; i--) {
-        if (t->sizes[i] != 1 && t->strides[i] != expect) return false;
-        expect *= t->sizes[i];
-    }
-    return true;
-}
-
 /* ---- copies and synchronisation -------------------------------------------- */
 
 /* Waits until the stream has finished its work, giving up when the host

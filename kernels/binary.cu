@@ -94,17 +94,7 @@ struct b_pow {
         return pow(a, b);
     }
     /* PyTorch: an integer to a negative power is 1/base^|e| truncated */
-    __host__ __device__ int64_t operator()(int64_t base, int64_t e) const
-    {
-        if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
-        uint64_t r = 1, b = (uint64_t)base;
-        while (e) {
-            if (e & 1) r *= b;
-            b *= b;
-            e >>= 1;
-        }
-        return (int64_t)r;
-    }
+    __host__ __device__ int64_t operator()(int64_t base, int64_t e) const { return emf_pow_i64(base, e); }
 };
 /* NaN in either operand propagates (a's first) */
 struct b_max {

@@ -337,9 +337,9 @@ int kc_conv(em_conv_op op, em_tensor *out, const em_tensor *a, const em_tensor *
     const em_tensor *y = op == EM_CONV_FORWARD ? out : op == EM_CONV_BACKWARD_DATA ? a : b;
     if (x->ndim != ns + 2 || w->ndim != ns + 2 || y->ndim != ns + 2)
         return kc_error("%s %s: expected %d-D tensors", name, op_word(op), ns + 2);
-    if (kc_numel(out) == 0) return 0;
+    if (emf_numel(out) == 0) return 0;
     /* an empty sum (no samples, no channels, or an empty kernel) */
-    if (kc_numel(a) == 0 || kc_numel(b) == 0) return kc_fill(out, 0);
+    if (emf_numel(a) == 0 || emf_numel(b) == 0) return kc_fill(out, 0);
 
     conv_problem pr;
     memset(&pr, 0, sizeof pr);
@@ -360,7 +360,7 @@ int kc_conv(em_conv_op op, em_tensor *out, const em_tensor *a, const em_tensor *
     }
     int64_t xs = 1, ys = 1;                     /* elements per sample */
     for (int d = 1; d < ns + 2; d++) { xs *= x->sizes[d]; ys *= y->sizes[d]; }
-    if (!fits_int(kc_numel(w)) || !fits_int(xs) || !fits_int(ys))
+    if (!fits_int(emf_numel(w)) || !fits_int(xs) || !fits_int(ys))
         return kc_error("%s %s: one sample or the weight has over 2^31 - 1 elements (cuDNN's limit)", name,
                         op_word(op));
     for (int d = 0; d < ns + 2; d++)

@@ -10,7 +10,7 @@
  * uint8_t; a tensor must hold the same bytes whichever device computed it.
  * So dtypes here are their storage types (float16/bfloat16 as uint16_t bits,
  * bool as uint8_t, never C++ bool, whose loads assume 0 or 1), and the
- * conversions are engine/dtype.c and engine/cpu/copy.c ported literally.
+ * conversions are engine/formulas.h's, which the CPU backend uses too.
  *
  * Element functions are __host__ __device__ wherever the device math
  * allows, so that their arithmetic can be compared with the CPU backend's
@@ -20,89 +20,12 @@
 #define EMBER_ELEMENTWISE_CUH
 
 #include "kc.h"
+#include "../engine/formulas.h"
 
 #include <string.h>
 
-/* ---- bits of floats ---------------------------------------------------------- */
-__host__ __device__ inline uint32_t ew_f32_bits(float f)
-{
-#ifdef __CUDA_ARCH__
-    return __float_as_uint(f);
-#else
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    return x;
-#endif
-}
-
-__host__ __device__ inline float ew_bits_f32(uint32_t x)
-{
-#ifdef __CUDA_ARCH__
-    return __uint_as_float(x);
-#else
-    float f;
-    memcpy(&f, &x, 4);
-    return f;
-#endif
-}
-
-/* ---- float16 / bfloat16 as in engine/dtype.c ---------------------------------- */
-__host__ __device__ inline float ew_half_to_float(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
-    if (exp == 0) {
-        if (mant == 0) bits = sign;
-        else {
-            int e = -1;
-            do { e++; mant <<= 1; } while (!(mant & 0x400));
-            bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((mant & 0x3ff) << 13);
-        }
-    } else if (exp == 31) bits = sign | 0x7f800000u | (mant << 13);
-    else bits = sign | ((exp + 112) << 23) | (mant << 13);
-    return ew_bits_f32(bits);
-}
-
-__host__ __device__ inline uint16_t ew_float_to_half(float f)
-{
-    uint32_t x = ew_f32_bits(f);
-    uint32_t sign = (x >> 16) & 0x8000;
-    uint32_t absx = x & 0x7fffffffu;
-    if (absx >= 0x7f800000u)
-        return (uint16_t)(sign | 0x7c00 | (absx > 0x7f800000u ? 0x200 : 0));
-    if (absx >= 0x477ff000u) return (uint16_t)(sign | 0x7c00);
-    if (absx < 0x38800000u) {
-        if (absx < 0x33000000u) return (uint16_t)sign;
-        uint32_t mant = (absx & 0x7fffff) | 0x800000;
-        int shift = 113 - (int)(absx >> 23) + 13;
-        uint32_t r = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (r & 1))) r++;
-        return (uint16_t)(sign | r);
-    }
-    uint32_t r = ((absx >> 13) - (112u << 10));
-    uint32_t rem = absx & 0x1fff;
-    if (rem > 0x1000 || (rem == 0x1000 && (r & 1))) r++;
-    return (uint16_t)(sign | r);
-}
-
-__host__ __device__ inline float ew_bf16_to_float(uint16_t h) { return ew_bits_f32((uint32_t)h << 16); }
-
-__host__ __device__ inline uint16_t ew_float_to_bf16(float f)
-{
-    uint32_t x = ew_f32_bits(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40);
-    x += 0x7fff + ((x >> 16) & 1);
-    return (uint16_t)(x >> 16);
-}
-
-/* Float to integer without undefined behaviour: NaN gives 0, out-of-range
- * values saturate (copy.c's f64_to_i64). */
-__host__ __device__ inline int64_t ew_f64_to_i64(double v)
-{
-    if (v != v) return 0;
-    if (v >= 9.2233720368547758e18) return INT64_MAX;
-    if (v <= -9.2233720368547758e18) return INT64_MIN;
-    return (int64_t)v;
-}
+/* the bit casts, float16 / bfloat16 conversions and float-to-integer
+ * saturation are engine/formulas.h's (emf_*), the CPU's own text */
 
 /* Multiply and add rounded one at a time. The CPU build never fuses them
  * (ISO C mode), and nvcc would: where the CPU's formula is a*b + c these keep
@@ -166,8 +89,8 @@ template <int D> __host__ __device__ constexpr bool ew_is_float()
 /* cpu_load_f64 */
 template <int D> __host__ __device__ inline double ew_load_f64(typename ew_dt<D>::S v)
 {
-    if constexpr (D == EM_FLOAT16) return (double)ew_half_to_float(v);
-    else if constexpr (D == EM_BFLOAT16) return (double)ew_bf16_to_float(v);
+    if constexpr (D == EM_FLOAT16) return (double)emf_half_to_float(v);
+    else if constexpr (D == EM_BFLOAT16) return (double)emf_bf16_to_float(v);
     else if constexpr (D == EM_BOOL) return v ? 1.0 : 0.0;
     else return (double)v;
 }
@@ -177,7 +100,7 @@ template <int D> __host__ __device__ inline double ew_load_f64(typename ew_dt<D>
 template <int D> __host__ __device__ inline int64_t ew_load_i64(typename ew_dt<D>::S v)
 {
     if constexpr (D == EM_BOOL) return v != 0;
-    else if constexpr (ew_is_float<D>()) return ew_f64_to_i64(ew_load_f64<D>(v));
+    else if constexpr (ew_is_float<D>()) return emf_f64_to_i64(ew_load_f64<D>(v));
     else return (int64_t)v;
 }
 
@@ -186,12 +109,12 @@ template <int D> __host__ __device__ inline typename ew_dt<D>::S ew_store_f64(do
 {
     if constexpr (D == EM_FLOAT32) return (float)v;
     else if constexpr (D == EM_FLOAT64) return v;
-    else if constexpr (D == EM_INT64) return ew_f64_to_i64(v);
-    else if constexpr (D == EM_INT32) return (int32_t)(uint32_t)(uint64_t)ew_f64_to_i64(v);
-    else if constexpr (D == EM_UINT8) return (uint8_t)(uint64_t)ew_f64_to_i64(v);
+    else if constexpr (D == EM_INT64) return emf_f64_to_i64(v);
+    else if constexpr (D == EM_INT32) return (int32_t)(uint32_t)(uint64_t)emf_f64_to_i64(v);
+    else if constexpr (D == EM_UINT8) return (uint8_t)(uint64_t)emf_f64_to_i64(v);
     else if constexpr (D == EM_BOOL) return (uint8_t)(v != 0);
-    else if constexpr (D == EM_FLOAT16) return ew_float_to_half((float)v);
-    else return ew_float_to_bf16((float)v);
+    else if constexpr (D == EM_FLOAT16) return emf_float_to_half((float)v);
+    else return emf_float_to_bf16((float)v);
 }
 
 /* cpu_store_i64: float dtypes go through double, as on the CPU */

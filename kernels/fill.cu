@@ -108,7 +108,7 @@ __global__ void arange_kernel(kc_iter<1> it, double start, double step)
         kc_iter_ptrs(it, i, p);
         typename ew_dt<D>::S r;
         if constexpr (ew_is_float<D>()) r = ew_store_f64<D>(v);
-        else r = ew_store_i64<D>(ew_f64_to_i64(v));
+        else r = ew_store_i64<D>(emf_f64_to_i64(v));
         ew_st<D>(p[0], r);
     }
 }

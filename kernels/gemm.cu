@@ -76,7 +76,7 @@ static int make_scratch(scratch *s, const em_tensor *like, int device)
     s->t.offset = 0;
     int64_t st = 1;
     for (int i = like->ndim - 1; i >= 0; i--) { s->t.strides[i] = st; st *= like->sizes[i]; }
-    s->nbytes = (size_t)kc_numel(like) * kc_dtype_size(like->dtype);
+    s->nbytes = (size_t)emf_numel(like) * kc_dtype_size(like->dtype);
     s->storage = *like->storage;
     s->storage.data = kc_alloc(s->nbytes, device);
     if (!s->storage.data) return -1;
@@ -376,7 +376,7 @@ int kc_gemm(em_tensor *out, const em_tensor *a, const em_tensor *b, double alpha
         return kc_error("matmul: no CUDA GEMM for %s (float32, float64, float16 and bfloat16 only)",
                         kc_dtype_name(out->dtype));
     int64_t K = a->sizes[2];
-    if (kc_numel(out) == 0) return 0;
+    if (emf_numel(out) == 0) return 0;
     /* an empty sum: out = beta * out (cuBLAS scales C when k is 0) */
     if (K == 0 && beta == 0) return kc_fill(out, 0);
     if (K == 0 && beta == 1) return 0;
@@ -442,7 +442,7 @@ struct lin_epilogue {
     template <typename T> static int run(int dev, cudaStream_t s, em_tensor *out, em_tensor *aux, const em_tensor *bias,
                                          bool gelu)
     {
-        int64_t total = kc_numel(out), N = out->sizes[out->ndim - 1];
+        int64_t total = emf_numel(out), N = out->sizes[out->ndim - 1];
         KC_LAUNCH(kc_grid(total, dev), KC_THREADS, 0, s, bias_act_kernel<T>)(
             (T *)kc_ptr(out), aux ? (T *)kc_ptr(aux) : NULL, bias ? (const T *)kc_ptr(bias) : NULL, total, N, gelu);
         return 0;
@@ -453,7 +453,7 @@ struct lin_dgelu {
     template <typename T> static int run(int dev, cudaStream_t s, em_tensor *out, const em_tensor *g,
                                          const em_tensor *x)
     {
-        int64_t n = kc_numel(out);
+        int64_t n = emf_numel(out);
         KC_LAUNCH(kc_grid(n, dev), KC_THREADS, 0, s, dgelu_kernel<T>)((T *)kc_ptr(out), (const T *)kc_ptr(g),
                                                                (const T *)kc_ptr(x), n);
         return 0;
@@ -485,7 +485,7 @@ static int linear_dispatch_epilogue(int dev, cudaStream_t s, em_tensor *out, em_
 
 static int linear_dgelu(int dev, cudaStream_t s, em_tensor *out, const em_tensor *g, const em_tensor *x)
 {
-    if (!kc_is_contiguous(out) || !kc_is_contiguous(g) || !kc_is_contiguous(x))
+    if (!emf_is_contiguous(out) || !emf_is_contiguous(g) || !emf_is_contiguous(x))
         return kc_error("linear: DGELU expects contiguous tensors");
     switch (out->dtype) {
     case EM_FLOAT32: return lin_dgelu::run<float>(dev, s, out, g, x);
@@ -517,8 +517,8 @@ int kc_linear(em_linear_op op, em_tensor *out, em_tensor *aux, const em_tensor *
         if (linear_dgelu(dev, s, out, a, aux)) return -1;
         return kc_launched("linear", dev);
     }
-    if (kc_numel(out) == 0) {
-        if (op == EM_LINEAR_BGRAD && bias && kc_numel(bias) > 0) return kc_fill(bias, 0);
+    if (emf_numel(out) == 0) {
+        if (op == EM_LINEAR_BGRAD && bias && emf_numel(bias) > 0) return kc_fill(bias, 0);
         return 0;
     }
     em_tensor a3 = as_batch1(a), b3 = as_batch1(b), o3 = as_batch1(out);

@@ -387,25 +387,6 @@ static int index_rows(em_index_op op, const char *name, const em_tensor *addr, c
 
 /* ---- entry -------------------------------------------------------------------- */
 
-/* A header-only view of t with the iteration sizes; stride 0 along dim, so
- * the iterator yields the base of the line the index addresses. */
-static em_tensor line_view(const em_tensor *t, const int64_t *sizes, int ndim, int dim)
-{
-    em_tensor v = *t;
-    v.ndim = ndim;
-    for (int i = 0; i < ndim; i++) { v.sizes[i] = sizes[i]; v.strides[i] = i == dim ? 0 : t->strides[i]; }
-    return v;
-}
-
-/* The 1-D idx seen with the iteration sizes: it moves along dim only. */
-static em_tensor spread_index(const em_tensor *idx, const int64_t *sizes, int ndim, int dim)
-{
-    em_tensor v = *idx;
-    v.ndim = ndim;
-    for (int i = 0; i < ndim; i++) { v.sizes[i] = sizes[i]; v.strides[i] = i == dim ? idx->strides[0] : 0; }
-    return v;
-}
-
 extern "C" int kc_index(em_index_op op, em_tensor *out, const em_tensor *in, int dim, const em_tensor *idx)
 {
     const char *name = index_op_name(op);
@@ -436,17 +417,17 @@ extern "C" int kc_index(em_index_op op, em_tensor *out, const em_tensor *in, int
         sizes = out->sizes;
         a.stride = in->strides[dim] * (int64_t)esz;
         a.size = in->sizes[dim];
-        va = line_view(in, sizes, out->ndim, dim);
-        vx = op == EM_GATHER ? *idx : spread_index(idx, sizes, out->ndim, dim);
+        va = emf_line_view(in, sizes, out->ndim, dim);
+        vx = op == EM_GATHER ? *idx : emf_spread_index(idx, sizes, out->ndim, dim);
         ts[0] = out; ts[1] = &va; ts[2] = &vx;
     } else {
         sizes = op == EM_INDEX_ADD ? in->sizes : idx->sizes;
         a.stride = out->strides[dim] * (int64_t)esz;
         a.size = out->sizes[dim];
-        va = line_view(out, sizes, out->ndim, dim);
+        va = emf_line_view(out, sizes, out->ndim, dim);
         vb = *in;
         for (int i = 0; i < out->ndim; i++) vb.sizes[i] = sizes[i];
-        vx = op == EM_INDEX_ADD ? spread_index(idx, sizes, out->ndim, dim) : *idx;
+        vx = op == EM_INDEX_ADD ? emf_spread_index(idx, sizes, out->ndim, dim) : *idx;
         ts[0] = &va; ts[1] = &vb; ts[2] = &vx;
     }
     kc_iter_init<3>(&a.it, ts);
@@ -600,7 +581,7 @@ extern "C" int kc_nonzero(em_tensor *out, const em_tensor *in)
     if (out->dtype != EM_INT64 || out->ndim != 2 || out->sizes[1] != nd)
         return kc_error("nonzero: output of dtype %s with %d dims does not fit an input with %d dims",
                         kc_dtype_name(out->dtype), out->ndim, nd);
-    int64_t numel = kc_numel(in), rows = out->sizes[0];
+    int64_t numel = emf_numel(in), rows = out->sizes[0];
     if (numel == 0 || rows == 0 || nd == 0) {
         if (numel == 0 && rows != 0)
             return kc_error("nonzero: expected 0 rows for an empty input, got %lld", (long long)rows);
@@ -612,7 +593,7 @@ extern "C" int kc_nonzero(em_tensor *out, const em_tensor *in)
     nz_args a;
     memset(&a, 0, sizeof a);
     a.ndim = nd;
-    a.contiguous = kc_is_contiguous(in);
+    a.contiguous = emf_is_contiguous(in);
     a.numel = numel;
     a.rows = rows;
     for (int d = 0; d < nd; d++) { a.sizes[d] = in->sizes[d]; a.strides[d] = in->strides[d]; }

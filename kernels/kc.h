@@ -33,6 +33,8 @@ extern "C" {
 #include <cuda_bf16.h>
 #include <stdint.h>
 
+#include "../engine/formulas.h"
+
 #define KC_THREADS 256
 
 /* ---- one source for nvcc and for the emulated device (kernels/emu/) ----------
@@ -127,8 +129,7 @@ __device__ inline void kc_report_bad_index(kc_error_word *w, int op, int64_t val
 
 /* ---- tensors ---------------------------------------------------------------- */
 size_t kc_dtype_size(em_dtype d);
-int64_t kc_numel(const em_tensor *t);
-bool kc_is_contiguous(const em_tensor *t);
+/* emf_numel, emf_is_contiguous: engine/formulas.h */
 static inline int kc_device_of(const em_tensor *t) { return t->storage->device.index; }
 static inline char *kc_ptr(const em_tensor *t)
 {
@@ -174,6 +175,24 @@ template <> __device__ __host__ inline bool kc_from_f64<bool>(double v) { return
 template <> __device__ __host__ inline __half kc_from_f64<__half>(double v) { return __double2half(v); }
 template <> __device__ __host__ inline __nv_bfloat16 kc_from_f64<__nv_bfloat16>(double v) { return __double2bfloat16(v); }
 
+/* Into and out of the compute type of a kernel templated on the element
+ * type (attention, softmax): half types compute in float, float and double
+ * in themselves. */
+__device__ __forceinline__ float kc_ld(float v) { return v; }
+__device__ __forceinline__ double kc_ld(double v) { return v; }
+__device__ __forceinline__ float kc_ld(__half v) { return __half2float(v); }
+__device__ __forceinline__ float kc_ld(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ void kc_st(float *p, float v) { *p = v; }
+__device__ __forceinline__ void kc_st(double *p, double v) { *p = v; }
+__device__ __forceinline__ void kc_st(__half *p, float v) { *p = __float2half(v); }
+__device__ __forceinline__ void kc_st(__nv_bfloat16 *p, float v) { *p = __float2bfloat16(v); }
+__device__ __forceinline__ float kc_log(float v) { return logf(v); }
+__device__ __forceinline__ double kc_log(double v) { return log(v); }
+__device__ __forceinline__ float kc_exp(float v) { return expf(v); }
+__device__ __forceinline__ double kc_exp(double v) { return exp(v); }
+__device__ __forceinline__ float kc_max(float a, float b) { return fmaxf(a, b); }
+__device__ __forceinline__ double kc_max(double a, double b) { return fmax(a, b); }
+
 /* ---- strided iteration ------------------------------------------------------
  * N operands of one shape (ts[0] is usually the output), dims coalesced on
  * the host (size-1 dims dropped, neighbours merged where every operand's
@@ -193,7 +212,7 @@ template <int N> struct kc_iter {
 template <int N> void kc_iter_init(kc_iter<N> *it, const em_tensor *const *ts)
 {
     const em_tensor *t0 = ts[0];
-    it->numel = kc_numel(t0);
+    it->numel = emf_numel(t0);
     for (int k = 0; k < N; k++) { it->data[k] = kc_ptr(ts[k]); it->esize[k] = (int)kc_dtype_size(ts[k]->dtype); }
     int nd = 0;
     for (int d = 0; d < t0->ndim; d++) {

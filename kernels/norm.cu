@@ -431,7 +431,7 @@ static em_tensor *widen(widened *w, const em_tensor *t, bool out)
     c->t.offset = 0;
     int64_t st = 1;
     for (int i = t->ndim - 1; i >= 0; i--) { c->t.strides[i] = st; st *= t->sizes[i]; }
-    size_t nbytes = (size_t)kc_numel(t) * sizeof(float);
+    size_t nbytes = (size_t)emf_numel(t) * sizeof(float);
     c->storage = *t->storage;
     c->storage.data = kc_alloc(nbytes ? nbytes : 1, w->device);
     c->storage.nbytes = nbytes;
@@ -468,9 +468,9 @@ static int check(em_norm_op op, const em_tensor *x, const em_norm_params *p, nor
     if (x->dtype != EM_FLOAT32 && x->dtype != EM_FLOAT64)
         return kc_error("%s: no CUDA kernel for %s (float32, float64; float16 and bfloat16 through float32)", name,
                         kc_dtype_name(x->dtype));
-    if (p->N < 0 || p->C < 0 || p->S < 0 || kc_numel(x) != p->N * p->C * p->S)
+    if (p->N < 0 || p->C < 0 || p->S < 0 || emf_numel(x) != p->N * p->C * p->S)
         return kc_error("%s: the input's %lld elements are not N*C*S = %lld*%lld*%lld", name,
-                        (long long)kc_numel(x), (long long)p->N, (long long)p->C, (long long)p->S);
+                        (long long)emf_numel(x), (long long)p->N, (long long)p->C, (long long)p->S);
     g->N = p->N;
     g->C = p->C;
     g->S = p->S > 0 ? p->S : 1;
@@ -615,7 +615,7 @@ int kc_norm_backward(em_norm_op op, em_tensor *gx, em_tensor *gw, em_tensor *gb,
     int dev = kc_device_of(x);
     cudaStream_t st = kc_stream(dev);
     if (!st) return -1;
-    if (kc_numel(x) == 0) {     /* sums over nothing */
+    if (emf_numel(x) == 0) {     /* sums over nothing */
         if ((gw && kc_fill(gw, 0)) || (gb && kc_fill(gb, 0))) return -1;
         return kc_launched(name, dev);
     }

@@ -7,28 +7,25 @@
 #ifndef EMBER_ONLINE_LSE_CUH
 #define EMBER_ONLINE_LSE_CUH
 
-#include <math.h>
+#include "kc.h"
 
-__device__ __forceinline__ float cexp(float v) { return expf(v); }
-__device__ __forceinline__ double cexp(double v) { return exp(v); }
-__device__ __forceinline__ float cmax(float a, float b) { return fmaxf(a, b); }
-__device__ __forceinline__ double cmax(double a, double b) { return fmax(a, b); }
+#include <math.h>
 
 template <class C> __device__ __forceinline__ void online_add(C &m, C &s, C x)
 {
     if (x == -(C)INFINITY) return;
     if (x > m) {
-        s = s * cexp(m - x) + (x - x + (C)1);
+        s = s * kc_exp(m - x) + (x - x + (C)1);
         m = x;
     } else {
-        s += cexp(x - m);
+        s += kc_exp(x - m);
     }
 }
 
 template <class C> __device__ __forceinline__ void online_merge(C &m, C &s, C m2, C s2)
 {
-    C M = cmax(m, m2);
-    s = (s != (C)0 ? s * cexp(m - M) : (C)0) + (s2 != (C)0 ? s2 * cexp(m2 - M) : (C)0);
+    C M = kc_max(m, m2);
+    s = (s != (C)0 ? s * kc_exp(m - M) : (C)0) + (s2 != (C)0 ? s2 * kc_exp(m2 - M) : (C)0);
     m = M;
 }
 

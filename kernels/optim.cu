@@ -197,12 +197,12 @@ __global__ void unscale_kernel(T *g, int64_t n, T inv, float *found)
 static int unscale(em_tensor *g, em_tensor *flag, const em_optim_hyper *h)
 {
     const char *name = "amp_unscale_";
-    if ((g->dtype != EM_FLOAT32 && g->dtype != EM_FLOAT64) || !kc_is_contiguous(g))
+    if ((g->dtype != EM_FLOAT32 && g->dtype != EM_FLOAT64) || !emf_is_contiguous(g))
         return kc_error("%s: CUDA kernel needs a contiguous float32 or float64 gradient, got %s", name,
                         kc_dtype_name(g->dtype));
-    if (!flag || flag->dtype != EM_FLOAT32 || kc_numel(flag) != 1 || kc_device_of(flag) != kc_device_of(g))
+    if (!flag || flag->dtype != EM_FLOAT32 || emf_numel(flag) != 1 || kc_device_of(flag) != kc_device_of(g))
         return kc_error("%s: CUDA kernel needs a one-element float32 flag on the gradient's device", name);
-    int64_t n = kc_numel(g);
+    int64_t n = emf_numel(g);
     if (n == 0) return 0;
     int dev = kc_device_of(g);
     cudaStream_t s = kc_stream(dev);
@@ -255,7 +255,7 @@ static int optim_typed(em_optim_op op, em_tensor *pt, const em_tensor *gt, em_te
                        const em_optim_hyper *h, int dev, cudaStream_t s)
 {
     constexpr int W = 16 / (int)sizeof(T);      /* 4 floats or 2 doubles */
-    int64_t n = kc_numel(pt);
+    int64_t n = emf_numel(pt);
     T *p = (T *)kc_ptr(pt);
     const T *g = (const T *)kc_ptr(gt);
     if (op == EM_OPTIM_SGD) {
@@ -282,7 +282,7 @@ static int optim_typed(em_optim_op op, em_tensor *pt, const em_tensor *gt, em_te
 static int check_operand(const char *op, const char *what, const em_tensor *p, const em_tensor *t)
 {
     if (!t) return kc_error("%s: CUDA kernel called without the %s", op, what);
-    if (t->dtype != p->dtype || kc_numel(t) != kc_numel(p) || !kc_is_contiguous(t) ||
+    if (t->dtype != p->dtype || emf_numel(t) != emf_numel(p) || !emf_is_contiguous(t) ||
         kc_device_of(t) != kc_device_of(p))
         return kc_error("%s: CUDA kernel needs a contiguous %s of the parameter's dtype %s and device "
                         "(got %s)", op, what, kc_dtype_name(p->dtype), kc_dtype_name(t->dtype));
@@ -307,7 +307,7 @@ extern "C" int kc_optim(em_optim_op op, em_tensor *p, const em_tensor *g, em_ten
     } else {
         if (check_operand(name, "exp_avg", p, s1) || check_operand(name, "exp_avg_sq", p, s2)) return -1;
     }
-    if (kc_numel(p) == 0) return 0;
+    if (emf_numel(p) == 0) return 0;
     int dev = kc_device_of(p);
     cudaStream_t s = kc_stream(dev);
     if (!s) return -1;
@@ -364,13 +364,13 @@ struct mt_f64 {
 };
 struct mt_f16 {
     typedef uint16_t S; typedef float C;
-    __device__ static C load(S x) { return ew_half_to_float(x); }
-    __device__ static S store(C x) { return ew_float_to_half(x); }
+    __device__ static C load(S x) { return emf_half_to_float(x); }
+    __device__ static S store(C x) { return emf_float_to_half(x); }
 };
 struct mt_bf16 {
     typedef uint16_t S; typedef float C;
-    __device__ static C load(S x) { return ew_bf16_to_float(x); }
-    __device__ static S store(C x) { return ew_float_to_bf16(x); }
+    __device__ static C load(S x) { return emf_bf16_to_float(x); }
+    __device__ static S store(C x) { return emf_float_to_bf16(x); }
 };
 
 template <typename IO>
@@ -518,7 +518,7 @@ static int mt_walk(const em_tensor_lists *l, const int *which, L &launch)
     memset(&tab, 0, sizeof tab);
     int nt = 0, nb = 0;
     for (int64_t i = 0; i < l->n; i++) {
-        int64_t numel = kc_numel(l->t[which[0]][i]);
+        int64_t numel = emf_numel(l->t[which[0]][i]);
         if (numel == 0) continue;
         for (int k = 0; k < D; k++) tab.ptr[k][nt] = l->t[which[k]] ? kc_ptr(l->t[which[k]][i]) : NULL;
         tab.numel[nt] = numel;
@@ -616,7 +616,7 @@ template <typename IO>
 static int mt_norm(const em_tensor_lists *l, em_tensor *out, double p, int dev, cudaStream_t s)
 {
     int64_t slots = 0;
-    for (int64_t i = 0; i < l->n; i++) slots += (kc_numel(l->t[0][i]) + MT_CHUNK - 1) / MT_CHUNK;
+    for (int64_t i = 0; i < l->n; i++) slots += (emf_numel(l->t[0][i]) + MT_CHUNK - 1) / MT_CHUNK;
     size_t bytes = (size_t)(slots ? slots : 1) * (sizeof(double) + sizeof(int));
     char *work = (char *)kc_alloc(bytes, dev);
     if (!work) return -1;
@@ -685,7 +685,7 @@ static int mt_check(em_multi_op op, const em_tensor_lists *l, em_tensor *a, em_t
                 continue;
             }
             const em_tensor *t = l->t[k][i];
-            if (t->dtype != t0->dtype || kc_numel(t) != kc_numel(l->t[0][i]) || !kc_is_contiguous(t) ||
+            if (t->dtype != t0->dtype || emf_numel(t) != emf_numel(l->t[0][i]) || !emf_is_contiguous(t) ||
                 kc_device_of(t) != kc_device_of(t0))
                 return kc_error("%s: CUDA kernel needs contiguous tensors of one dtype (%s) and device and, per "
                                 "parameter, one numel: tensor %lld of list %d is %s", name, kc_dtype_name(t0->dtype),
@@ -694,13 +694,13 @@ static int mt_check(em_multi_op op, const em_tensor_lists *l, em_tensor *a, em_t
     }
     bool scalar_ok = true;
     if (op == EM_MULTI_UNSCALE)
-        scalar_ok = a && b && a->dtype == EM_FLOAT32 && b->dtype == EM_FLOAT32 && kc_numel(a) == 1 &&
-                    kc_numel(b) == 1 && kc_device_of(a) == kc_device_of(t0) && kc_device_of(b) == kc_device_of(t0);
+        scalar_ok = a && b && a->dtype == EM_FLOAT32 && b->dtype == EM_FLOAT32 && emf_numel(a) == 1 &&
+                    emf_numel(b) == 1 && kc_device_of(a) == kc_device_of(t0) && kc_device_of(b) == kc_device_of(t0);
     else if (op == EM_MULTI_NORM)
-        scalar_ok = a && a->dtype == EM_FLOAT64 && kc_numel(a) == l->n + 1 && kc_is_contiguous(a) &&
+        scalar_ok = a && a->dtype == EM_FLOAT64 && emf_numel(a) == l->n + 1 && emf_is_contiguous(a) &&
                     kc_device_of(a) == kc_device_of(t0);
     else if (op == EM_MULTI_SCALE)
-        scalar_ok = a && (a->dtype == EM_FLOAT32 || a->dtype == EM_FLOAT64) && kc_numel(a) == 1 &&
+        scalar_ok = a && (a->dtype == EM_FLOAT32 || a->dtype == EM_FLOAT64) && emf_numel(a) == 1 &&
                     kc_device_of(a) == kc_device_of(t0);
     if (!scalar_ok) return kc_error("%s: CUDA kernel called with bad scalar operands", name);
     return 0;

@@ -215,7 +215,7 @@ static int make_geom(pool_geom *g, const em_tensor *in, const em_tensor *out, co
 template <typename T> static int run_pool(em_pool_op op, em_tensor *out, em_tensor *idx, const em_tensor *in,
                                           const pool_geom &g, int dev, cudaStream_t s)
 {
-    int64_t n = kc_numel(out);
+    int64_t n = emf_numel(out);
     if (op == EM_POOL_MAX)
         KC_LAUNCH(kc_grid(n, dev), KC_THREADS, 0, s, max_pool_kernel<T>)(g, (const T *)kc_ptr(in), (T *)kc_ptr(out),
                                                                   idx ? (int64_t *)kc_ptr(idx) : NULL);
@@ -233,9 +233,9 @@ int kc_pooling(em_pool_op op, em_tensor *out, em_tensor *idx, const em_tensor *i
     if (!s) return -1;
     pool_geom g;
     if (make_geom(&g, in, out, p, name)) return -1;
-    if (idx && (idx->dtype != EM_INT64 || kc_numel(idx) != kc_numel(out)))
+    if (idx && (idx->dtype != EM_INT64 || emf_numel(idx) != emf_numel(out)))
         return kc_error("%s: indices must be int64 with the output's shape", name);
-    if (kc_numel(out) == 0) return 0;
+    if (emf_numel(out) == 0) return 0;
     if (g.isz == 0) return kc_error("%s: empty input planes with a non-empty output", name);
     switch (out->dtype) {
     KC_CASES_FLOAT(run_pool, op, out, idx, in, g, dev, s)
@@ -247,7 +247,7 @@ int kc_pooling(em_pool_op op, em_tensor *out, em_tensor *idx, const em_tensor *i
 template <typename T> static int run_pool_backward(em_tensor *gin, const em_tensor *gout, const pool_geom &g,
                                                    int dev, cudaStream_t s)
 {
-    int64_t n = kc_numel(gin);
+    int64_t n = emf_numel(gin);
     KC_LAUNCH(kc_grid(n, dev), KC_THREADS, 0, s, avg_pool_backward_kernel<T>)(g, (const T *)kc_ptr(gout),
                                                                        (T *)kc_ptr(gin));
     return kc_launched("avg_pool backward", dev);
@@ -262,7 +262,7 @@ int kc_pooling_backward(em_pool_op op, em_tensor *gin, const em_tensor *gout, co
     if (!s) return -1;
     pool_geom g;
     if (make_geom(&g, gin, gout, p, "avg_pool backward")) return -1;
-    if (kc_numel(gin) == 0) return 0;
+    if (emf_numel(gin) == 0) return 0;
     if (g.osz == 0 || g.planes == 0) return kc_fill(gin, 0);
     switch (gin->dtype) {
     KC_CASES_FLOAT(run_pool_backward, gin, gout, g, dev, s)

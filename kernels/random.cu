@@ -50,8 +50,8 @@ __host__ __device__ inline typename ew_dt<D>::S rand_store(const rand_args &j, d
     if (OP == EM_RAND_UNIFORM && j.open_end) {
         double r = v;
         if constexpr (D == EM_FLOAT32) r = (double)(float)v;
-        else if constexpr (D == EM_FLOAT16) r = (double)ew_half_to_float(ew_float_to_half((float)v));
-        else if constexpr (D == EM_BFLOAT16) r = (double)ew_bf16_to_float(ew_float_to_bf16((float)v));
+        else if constexpr (D == EM_FLOAT16) r = (double)emf_half_to_float(emf_float_to_half((float)v));
+        else if constexpr (D == EM_BFLOAT16) r = (double)emf_bf16_to_float(emf_float_to_bf16((float)v));
         if (r >= j.b) v = j.a;
     }
     return ew_store_f64<D>(v);
@@ -149,16 +149,6 @@ static int rand_run(em_random_op op, em_tensor *out, rand_args j)
     return kc_launched("random", dev);
 }
 
-static int mantissa_bits(em_dtype d)
-{
-    switch (d) {
-    case EM_FLOAT16: return 11;
-    case EM_BFLOAT16: return 8;
-    case EM_FLOAT64: return 32;
-    default: return 24;
-    }
-}
-
 /* random.c's job setup */
 static rand_args rand_setup(em_random_op op, em_dtype d, uint64_t seed, uint64_t offset, const uint64_t *dev_state,
                             double a, double b)
@@ -172,7 +162,7 @@ static rand_args rand_setup(em_random_op op, em_dtype d, uint64_t seed, uint64_t
     j.a = a;
     j.b = b;
     j.span = b - a;
-    int m = mantissa_bits(d);
+    int m = emf_mantissa_bits(d);
     j.shift = 32 - m;
     j.scale = ldexp(1.0, -m);
     j.open_end = op == EM_RAND_UNIFORM && b > a;

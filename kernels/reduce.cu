@@ -435,23 +435,6 @@ static int64_t pow2_at_least(int64_t n)
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-static int coalesce(int64_t *sz, int64_t *st, int n)
-{
-    int k = 0;
-    for (int d = 0; d < n; d++) {
-        if (sz[d] == 1) continue;
-        if (k > 0 && st[k - 1] == st[d] * sz[d]) {
-            sz[k - 1] *= sz[d];
-            st[k - 1] = st[d];
-            continue;
-        }
-        sz[k] = sz[d];
-        st[k] = st[d];
-        k++;
-    }
-    return k;
-}
-
 struct plan {
     rlayout L;
     rout O;
@@ -637,8 +620,8 @@ extern "C" int kc_reduce(em_reduce_op op, em_tensor *out, em_tensor *idx, const 
                 s = L.rst[b]; L.rst[b] = L.rst[b - 1]; L.rst[b - 1] = s;
             }
     }
-    L.nk = coalesce(L.ksz, L.kst, nk);
-    L.nr = coalesce(L.rsz, L.rst, nreduce);
+    L.nk = emf_coalesce(L.ksz, L.kst, nk);
+    L.nr = emf_coalesce(L.rsz, L.rst, nreduce);
     if (L.nr == 0) {            /* one element per output: a row of length 1 */
         L.nr = 1;
         L.rsz[0] = 1;
@@ -651,8 +634,8 @@ extern "C" int kc_reduce(em_reduce_op op, em_tensor *out, em_tensor *idx, const 
     O.odt = (int)out->dtype;
     O.oes = (int)kc_dtype_size(out->dtype);
     O.nd = out->ndim;
-    O.ocontig = kc_is_contiguous(out);
-    O.icontig = !idx || kc_is_contiguous(idx);
+    O.ocontig = emf_is_contiguous(out);
+    O.icontig = !idx || emf_is_contiguous(idx);
     for (int d = 0; d < out->ndim; d++) {
         O.sz[d] = out->sizes[d];
         O.ost[d] = out->strides[d];

@@ -328,7 +328,7 @@ extern "C" int kc_scan(em_scan_op op, em_tensor *out, const em_tensor *in, int d
                         kc_dtype_name(in->dtype));
     if (in->ndim > 0 && (dim < 0 || dim >= in->ndim))
         return kc_error("%s: dimension %d out of range for a tensor of %d dims", name, dim + 1, in->ndim);
-    int64_t numel = kc_numel(in);
+    int64_t numel = emf_numel(in);
     int dev = kc_device_of(in);
     cudaStream_t s = kc_stream(dev);
     if (!s) return -1;

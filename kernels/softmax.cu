@@ -48,23 +48,13 @@ __device__ __forceinline__ void row_offsets(const rows &R, int64_t r, int64_t *i
     *oo = b;
 }
 
-__device__ __forceinline__ float ld(float v) { return v; }
-__device__ __forceinline__ double ld(double v) { return v; }
-__device__ __forceinline__ float ld(__half v) { return __half2float(v); }
-__device__ __forceinline__ float ld(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ void st(float *p, float v) { *p = v; }
-__device__ __forceinline__ void st(double *p, double v) { *p = v; }
-__device__ __forceinline__ void st(__half *p, float v) { *p = __float2half(v); }
-__device__ __forceinline__ void st(__nv_bfloat16 *p, float v) { *p = __float2bfloat16(v); }
 
-__device__ __forceinline__ float clog(float v) { return logf(v); }
-__device__ __forceinline__ double clog(double v) { return log(v); }
 
 /* after the last merge: what the outputs are computed from */
 template <class C> __device__ __forceinline__ void online_final(C m, C s, bool log, C *shift, C *scale)
 {
     if (s == (C)0) s = (C)NAN;              /* every element was -inf */
-    *shift = log ? m + clog(s) : m;
+    *shift = log ? m + kc_log(s) : m;
     *scale = (C)1 / s;
 }
 
@@ -72,9 +62,9 @@ template <class T, class C>
 __device__ __forceinline__ void write_row(const rows &R, const T *x, T *o, int64_t j0, int64_t step, C shift, C scale)
 {
     if (R.log)
-        for (int64_t j = j0; j < R.n; j += step) st(&o[j * R.os], ld(x[j * R.xs]) - shift);
+        for (int64_t j = j0; j < R.n; j += step) kc_st(&o[j * R.os], kc_ld(x[j * R.xs]) - shift);
     else
-        for (int64_t j = j0; j < R.n; j += step) st(&o[j * R.os], cexp(ld(x[j * R.xs]) - shift) * scale);
+        for (int64_t j = j0; j < R.n; j += step) kc_st(&o[j * R.os], kc_exp(kc_ld(x[j * R.xs]) - shift) * scale);
 }
 
 /* ---- short rows: registers ------------------------------------------------------- */
@@ -110,14 +100,14 @@ warp_kernel(rows R, int W)
         const T *xp = x + (UNIT ? lane : lane * R.xs);
 #pragma unroll
         for (int k = 0; k < K; k++) {
-            v[k] = active && k < nk ? ld(xp[k * xstep]) : -(C)INFINITY;
-            m = cmax(m, v[k]);
+            v[k] = active && k < nk ? kc_ld(xp[k * xstep]) : -(C)INFINITY;
+            m = kc_max(m, v[k]);
         }
-        for (int d = W / 2; d > 0; d >>= 1) m = cmax(m, __shfl_xor_sync(0xffffffffu, m, d));
+        for (int d = W / 2; d > 0; d >>= 1) m = kc_max(m, __shfl_xor_sync(0xffffffffu, m, d));
         C s = 0;
 #pragma unroll
         for (int k = 0; k < K; k++) {
-            C e = k < nk ? cexp(v[k] - m) : (C)0;
+            C e = k < nk ? kc_exp(v[k] - m) : (C)0;
             if (!R.log) v[k] = e;
             s += e;
         }
@@ -125,15 +115,15 @@ warp_kernel(rows R, int W)
         if (!active) continue;
         T *op = o + (UNIT ? lane : lane * R.os);
         if (R.log) {
-            C shift = m + clog(s);
+            C shift = m + kc_log(s);
 #pragma unroll
             for (int k = 0; k < K; k++)
-                if (k < nk) st(&op[k * ostep], v[k] - shift);
+                if (k < nk) kc_st(&op[k * ostep], v[k] - shift);
         } else {
             C inv = (C)1 / s;
 #pragma unroll
             for (int k = 0; k < K; k++)
-                if (k < nk) st(&op[k * ostep], v[k] * inv);
+                if (k < nk) kc_st(&op[k * ostep], v[k] * inv);
         }
     }
 }
@@ -153,7 +143,7 @@ block_kernel(rows R)
         const T *x = (const T *)R.in + io;
         T *o = (T *)R.out + oo;
         C m = -(C)INFINITY, s = 0;
-        for (int64_t j = threadIdx.x; j < R.n; j += blockDim.x) online_add(m, s, ld(x[j * R.xs]));
+        for (int64_t j = threadIdx.x; j < R.n; j += blockDim.x) online_add(m, s, kc_ld(x[j * R.xs]));
         for (int d = 16; d > 0; d >>= 1) {
             C m2 = __shfl_xor_sync(0xffffffffu, m, d), s2 = __shfl_xor_sync(0xffffffffu, s, d);
             online_merge(m, s, m2, s2);
@@ -184,13 +174,13 @@ col_kernel(rows R)
         C m = -(C)INFINITY, s = 0;
         int64_t j = 0;
         for (; j + 3 < R.n; j += 4) {       /* four loads in flight */
-            C v0 = ld(x[j * R.xs]), v1 = ld(x[(j + 1) * R.xs]), v2 = ld(x[(j + 2) * R.xs]), v3 = ld(x[(j + 3) * R.xs]);
+            C v0 = kc_ld(x[j * R.xs]), v1 = kc_ld(x[(j + 1) * R.xs]), v2 = kc_ld(x[(j + 2) * R.xs]), v3 = kc_ld(x[(j + 3) * R.xs]);
             online_add(m, s, v0);
             online_add(m, s, v1);
             online_add(m, s, v2);
             online_add(m, s, v3);
         }
-        for (; j < R.n; j++) online_add(m, s, ld(x[j * R.xs]));
+        for (; j < R.n; j++) online_add(m, s, kc_ld(x[j * R.xs]));
         C shift, scale;
         online_final(m, s, R.log, &shift, &scale);
         write_row(R, x, o, 0, 1, shift, scale);
@@ -256,7 +246,7 @@ extern "C" int kc_softmax(em_softmax_op op, em_tensor *out, const em_tensor *in,
     int dev = kc_device_of(in);
     cudaStream_t s = kc_stream(dev);
     if (!s) return -1;
-    int64_t numel = kc_numel(in);
+    int64_t numel = emf_numel(in);
     if (numel == 0 || in->sizes[dim] == 0) return 0;
 
     rows R;

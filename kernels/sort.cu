@@ -362,7 +362,7 @@ extern "C" int kc_sort(em_tensor *values, em_tensor *indices, const em_tensor *i
     if (in->ndim == 0 || dim < 0 || dim >= in->ndim || indices->dtype != EM_INT64 || values->dtype != in->dtype ||
         values->ndim != in->ndim || indices->ndim != in->ndim)
         return kc_error("sort: bad arguments to the CUDA kernel (dim %d)", dim + 1);
-    int64_t numel = kc_numel(in), n = in->sizes[dim];
+    int64_t numel = emf_numel(in), n = in->sizes[dim];
     if (numel == 0) return 0;
     int dev = kc_device_of(in);
     cudaStream_t s = kc_stream(dev);

@@ -209,7 +209,7 @@ static int clamp_run(const kc_iter<2> &it, int dev, cudaStream_t s, double lo, d
                           clamp_f64_fn<D>{has_lo ? lo : -INFINITY, has_hi ? hi : INFINITY});
     } else {
         return ew_foreach("clamp", it, dev, s,
-                          clamp_int_fn<D>{ew_f64_to_i64(lo), ew_f64_to_i64(hi), has_lo, has_hi});
+                          clamp_int_fn<D>{emf_f64_to_i64(lo), emf_f64_to_i64(hi), has_lo, has_hi});
     }
 }
 

@@ -167,7 +167,7 @@ bwd_kernel(bwd P, int G)
         const T *x = (const T *)P.x + i * P.xs0;
         T *o = (T *)P.gx + i * P.gxs0;
         for (int64_t j = lane; j < P.C; j += G) {
-            C v = gq * cexp((C)x[j * P.xs1] - lse) - ge * (w ? (C)w[j * P.ws] : (C)1);
+            C v = gq * kc_exp((C)x[j * P.xs1] - lse) - ge * (w ? (C)w[j * P.ws] : (C)1);
             if (j == tt - 1) v -= gt;
             o[j * P.gxs1] = (T)v;
         }

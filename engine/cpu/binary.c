@@ -126,19 +126,6 @@ static void loop_half(const bin_ctx *c, char **p, const int64_t *s, int64_t n)
 
 static inline int64_t wrap(uint64_t v) { return (int64_t)v; }
 
-static int64_t pow_i64(int64_t base, int64_t e)
-{
-    /* PyTorch: an integer to a negative power is 1/base^|e| truncated */
-    if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
-    uint64_t r = 1, b = (uint64_t)base;
-    while (e) {
-        if (e & 1) r *= b;
-        b *= b;
-        e >>= 1;
-    }
-    return wrap(r);
-}
-
 /* returns 1 if an integer remainder by zero was seen */
 static int bin_i64(em_binary_op op, int64_t *restrict o, const int64_t *restrict a,
                    const int64_t *restrict b, int64_t n)
@@ -160,7 +147,7 @@ static int bin_i64(em_binary_op op, int64_t *restrict o, const int64_t *restrict
             o[i] = r;
         }
         break;
-    case EM_POW: for (int64_t i = 0; i < n; i++) o[i] = pow_i64(a[i], b[i]); break;
+    case EM_POW: for (int64_t i = 0; i < n; i++) o[i] = emf_pow_i64(a[i], b[i]); break;
     case EM_MAXIMUM: for (int64_t i = 0; i < n; i++) o[i] = a[i] > b[i] ? a[i] : b[i]; break;
     case EM_MINIMUM: for (int64_t i = 0; i < n; i++) o[i] = a[i] < b[i] ? a[i] : b[i]; break;
     case EM_FMOD: case EM_DIV_TRUNC: case EM_DIV_FLOOR:

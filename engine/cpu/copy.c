@@ -29,24 +29,14 @@ int64_t cpu_load_i64(const void *p, em_dtype d)
     }
 }
 
-/* Float to integer conversion that never invokes undefined behaviour:
- * NaN gives 0 and out-of-range values saturate. */
-static int64_t f64_to_i64(double v)
-{
-    if (v != v) return 0;
-    if (v >= 9.2233720368547758e18) return INT64_MAX;
-    if (v <= -9.2233720368547758e18) return INT64_MIN;
-    return (int64_t)v;
-}
-
 void cpu_store_f64(void *p, em_dtype d, double v)
 {
     switch (d) {
     case EM_FLOAT32: *(float *)p = (float)v; break;
     case EM_FLOAT64: *(double *)p = v; break;
-    case EM_INT64: *(int64_t *)p = f64_to_i64(v); break;
-    case EM_INT32: *(int32_t *)p = (int32_t)(uint32_t)(uint64_t)f64_to_i64(v); break;
-    case EM_UINT8: *(uint8_t *)p = (uint8_t)(uint64_t)f64_to_i64(v); break;
+    case EM_INT64: *(int64_t *)p = emf_f64_to_i64(v); break;
+    case EM_INT32: *(int32_t *)p = (int32_t)(uint32_t)(uint64_t)emf_f64_to_i64(v); break;
+    case EM_UINT8: *(uint8_t *)p = (uint8_t)(uint64_t)emf_f64_to_i64(v); break;
     case EM_BOOL: *(uint8_t *)p = v != 0; break;
     case EM_FLOAT16: *(uint16_t *)p = em_float_to_half((float)v); break;
     case EM_BFLOAT16: *(uint16_t *)p = em_float_to_bf16((float)v); break;

@@ -4,6 +4,7 @@
 #define EMBER_CPU_H
 
 #include "../internal.h"
+#include "../formulas.h"
 
 #include <math.h>
 #include <string.h>
@@ -159,6 +160,7 @@ int cpu_pool_backward(em_pool_op op, em_tensor *gin, const em_tensor *gout,
 int cpu_norm(em_norm_op op, em_tensor *y, em_tensor *mean, em_tensor *var, const em_tensor *x,
              const em_tensor *w, const em_tensor *b, const em_norm_params *p);   /* norm.c */
 double cpu_sum_f32(const float *x, int64_t n);   /* norm.c: in double, 8 accumulators */
+double cpu_sum_f64(const double *x, int64_t n);
 int cpu_norm_backward(em_norm_op op, em_tensor *gx, em_tensor *gw, em_tensor *gb,
                       const em_tensor *gy, const em_tensor *x, const em_tensor *mean,
                       const em_tensor *rstd, const em_tensor *w, const em_norm_params *p);

@@ -268,25 +268,6 @@ static int index_add_rows(em_tensor *out, const em_tensor *in, int dim, const em
     return 1;
 }
 
-/* A header-only view of t with the given iteration sizes; along dim its
- * stride is 0 (the line base), so the loop can address it through an index. */
-static em_tensor line_view(const em_tensor *t, const int64_t *sizes, int ndim, int dim)
-{
-    em_tensor v = *t;
-    v.ndim = ndim;
-    for (int i = 0; i < ndim; i++) { v.sizes[i] = sizes[i]; v.strides[i] = i == dim ? 0 : t->strides[i]; }
-    return v;
-}
-
-/* The 1-D idx seen with the given sizes: it moves along dim only. */
-static em_tensor spread_index(const em_tensor *idx, const int64_t *sizes, int ndim, int dim)
-{
-    em_tensor v = *idx;
-    v.ndim = ndim;
-    for (int i = 0; i < ndim; i++) { v.sizes[i] = sizes[i]; v.strides[i] = i == dim ? idx->strides[0] : 0; }
-    return v;
-}
-
 static const char *index_op_name(em_index_op op)
 {
     switch (op) {
@@ -319,8 +300,8 @@ int cpu_index(em_index_op op, em_tensor *out, const em_tensor *in, int dim, cons
         /* iteration shape: out */
         c.stride = in->strides[dim] * (int64_t)c.esz;
         c.size = in->sizes[dim];
-        a = line_view(in, out->sizes, out->ndim, dim);
-        ix = op == EM_GATHER ? *idx : spread_index(idx, out->sizes, out->ndim, dim);
+        a = emf_line_view(in, out->sizes, out->ndim, dim);
+        ix = op == EM_GATHER ? *idx : emf_spread_index(idx, out->sizes, out->ndim, dim);
         ts[0] = out; ts[1] = &a; ts[2] = &ix;
         cpu_foreach(3, ts, gather_loop, &c);
         break;
@@ -338,11 +319,11 @@ int cpu_index(em_index_op op, em_tensor *out, const em_tensor *in, int dim, cons
         const int64_t *sizes = op == EM_INDEX_ADD ? in->sizes : idx->sizes;
         c.stride = out->strides[dim] * (int64_t)c.esz;
         c.size = out->sizes[dim];
-        a = line_view(out, sizes, out->ndim, dim);
+        a = emf_line_view(out, sizes, out->ndim, dim);
         b = *in;
         b.ndim = out->ndim;
         for (int i = 0; i < out->ndim; i++) b.sizes[i] = sizes[i];
-        ix = op == EM_INDEX_ADD ? spread_index(idx, sizes, out->ndim, dim) : *idx;
+        ix = op == EM_INDEX_ADD ? emf_spread_index(idx, sizes, out->ndim, dim) : *idx;
         ts[0] = &a; ts[1] = &b; ts[2] = &ix;
         /* serial: two positions may name the same slot */
         if (op == EM_SCATTER_MUL || op == EM_SCATTER_AMAX || op == EM_SCATTER_AMIN) {

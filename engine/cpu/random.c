@@ -204,16 +204,6 @@ static void run_range(const rand_job *j, int64_t start, int64_t end)
     }
 }
 
-static int mantissa_bits(em_dtype d)
-{
-    switch (d) {
-    case EM_FLOAT16: return 11;
-    case EM_BFLOAT16: return 8;
-    case EM_FLOAT64: return 32;
-    default: return 24;
-    }
-}
-
 int cpu_random(em_random_op op, em_tensor *out, uint64_t seed, uint64_t offset, const uint64_t *dev_state, double a,
                double b)
 {
@@ -224,7 +214,7 @@ int cpu_random(em_random_op op, em_tensor *out, uint64_t seed, uint64_t offset, 
         .key = {(uint32_t)seed, (uint32_t)(seed >> 32)},
         .offset = offset, .a = a, .b = b,
         .per_ctr = 4,
-        .mbits = mantissa_bits(out->dtype),
+        .mbits = emf_mantissa_bits(out->dtype),
         .contiguous = em_is_contiguous(out),
     };
     if (op == EM_RAND_INT) {

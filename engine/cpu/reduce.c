@@ -51,24 +51,6 @@ typedef struct partial {
     bool has;               /* max/min: something seen yet */
 } partial;
 
-/* Drops size-1 dims and merges neighbours whose strides chain. */
-static int coalesce(int64_t *sz, int64_t *st, int n)
-{
-    int k = 0;
-    for (int d = 0; d < n; d++) {
-        if (sz[d] == 1) continue;
-        if (k > 0 && st[k - 1] == st[d] * sz[d]) {
-            sz[k - 1] *= sz[d];
-            st[k - 1] = st[d];
-            continue;
-        }
-        sz[k] = sz[d];
-        st[k] = st[d];
-        k++;
-    }
-    return k;
-}
-
 static void build_layout(layout *L, em_reduce_op op, const em_tensor *out, const em_tensor *in,
                          int nreduce, bool want_idx)
 {
@@ -102,8 +84,8 @@ static void build_layout(layout *L, em_reduce_op op, const em_tensor *out, const
                 s = L->rst[b]; L->rst[b] = L->rst[b - 1]; L->rst[b - 1] = s;
             }
     }
-    L->nk = coalesce(L->ksz, L->kst, nk);
-    L->nr = coalesce(L->rsz, L->rst, nreduce);
+    L->nk = emf_coalesce(L->ksz, L->kst, nk);
+    L->nr = emf_coalesce(L->rsz, L->rst, nreduce);
 }
 
 /* ---- loading blocks ------------------------------------------------------ */
