@@ -195,8 +195,10 @@ static void col2im_row(const cpu_conv_geom *g, size_t esz, char *x, const char *
     }
 }
 
-/* col [C/G * k..., O...] from the C/G channel planes at x, and back. */
-static void im2col(const cpu_conv_geom *g, size_t esz, const char *x, char *col)
+/* col [C/G * k..., O...] from the C/G channel planes at x (im2col), or
+ * added back into them (col2im, back = true): row r of col is the tap
+ * (c, kd, kh, kw) in that order. */
+static void walk_cols(const cpu_conv_geom *g, size_t esz, char *x, char *col, bool back)
 {
     int64_t Cg = g->C / g->G, isz = prod3(g->in), osz = prod3(g->out), r = 0;
     for (int64_t c = 0; c < Cg; c++)
@@ -204,20 +206,20 @@ static void im2col(const cpu_conv_geom *g, size_t esz, const char *x, char *col)
             for (int64_t kh = 0; kh < g->ker[1]; kh++)
                 for (int64_t kw = 0; kw < g->ker[2]; kw++, r++) {
                     int64_t kk[3] = {kd, kh, kw};
-                    im2col_row(g, esz, x + (size_t)(c * isz) * esz, col + (size_t)(r * osz) * esz, kk);
+                    char *plane = x + (size_t)(c * isz) * esz, *row = col + (size_t)(r * osz) * esz;
+                    if (back) col2im_row(g, esz, plane, row, kk);
+                    else im2col_row(g, esz, plane, row, kk);
                 }
+}
+
+static void im2col(const cpu_conv_geom *g, size_t esz, const char *x, char *col)
+{
+    walk_cols(g, esz, (char *)x, col, false);   /* x is only read */
 }
 
 static void col2im(const cpu_conv_geom *g, size_t esz, char *x, const char *col)
 {
-    int64_t Cg = g->C / g->G, isz = prod3(g->in), osz = prod3(g->out), r = 0;
-    for (int64_t c = 0; c < Cg; c++)
-        for (int64_t kd = 0; kd < g->ker[0]; kd++)
-            for (int64_t kh = 0; kh < g->ker[1]; kh++)
-                for (int64_t kw = 0; kw < g->ker[2]; kw++, r++) {
-                    int64_t kk[3] = {kd, kh, kw};
-                    col2im_row(g, esz, x + (size_t)(c * isz) * esz, col + (size_t)(r * osz) * esz, kk);
-                }
+    walk_cols(g, esz, x, (char *)col, true);    /* col is only read */
 }
 
 /* ---- the reference path ---------------------------------------------------------- */

@@ -83,33 +83,23 @@ typedef struct epi {
     const char *bias;
 } epi;
 
-static void epi_f32(int64_t lo, int64_t hi, void *ctx)
-{
-    const epi *E = ctx;
-    const float *bias = (const float *)E->bias;
-    for (int64_t m = lo; m < hi; m++) {
-        float *v = (float *)E->acc + m * E->N, *p = E->pre ? (float *)E->pre + m * E->N : NULL;
-        if (bias)
-            for (int64_t n = 0; n < E->N; n++) v[n] += bias[n];
-        if (p) memcpy(p, v, sizeof(float) * (size_t)E->N);
-        if (E->op == EM_LINEAR_GELU)
-            for (int64_t n = 0; n < E->N; n++) v[n] = gelu_f32(v[n]);
+/* epi_f32 and epi_f64: one body, GELU the type's tanh-form GELU */
+#define DEFINE_EPI(SFX, T, GELU)                                                                   \
+    static void epi_##SFX(int64_t lo, int64_t hi, void *ctx)                                       \
+    {                                                                                              \
+        const epi *E = ctx;                                                                        \
+        const T *bias = (const T *)E->bias;                                                        \
+        for (int64_t m = lo; m < hi; m++) {                                                        \
+            T *v = (T *)E->acc + m * E->N, *p = E->pre ? (T *)E->pre + m * E->N : NULL;            \
+            if (bias)                                                                              \
+                for (int64_t n = 0; n < E->N; n++) v[n] += bias[n];                                \
+            if (p) memcpy(p, v, sizeof(T) * (size_t)E->N);                                         \
+            if (E->op == EM_LINEAR_GELU)                                                           \
+                for (int64_t n = 0; n < E->N; n++) v[n] = GELU(v[n]);                              \
+        }                                                                                          \
     }
-}
-
-static void epi_f64(int64_t lo, int64_t hi, void *ctx)
-{
-    const epi *E = ctx;
-    const double *bias = (const double *)E->bias;
-    for (int64_t m = lo; m < hi; m++) {
-        double *v = (double *)E->acc + m * E->N, *p = E->pre ? (double *)E->pre + m * E->N : NULL;
-        if (bias)
-            for (int64_t n = 0; n < E->N; n++) v[n] += bias[n];
-        if (p) memcpy(p, v, sizeof(double) * (size_t)E->N);
-        if (E->op == EM_LINEAR_GELU)
-            for (int64_t n = 0; n < E->N; n++) v[n] = gelu_tanh(v[n]);
-    }
-}
+DEFINE_EPI(f32, float, gelu_f32)
+DEFINE_EPI(f64, double, gelu_tanh)
 
 /* out (and aux) = act(acc + bias) */
 static int epilogue(em_linear_op op, em_tensor *out, em_tensor *aux, em_tensor *acc, const em_tensor *bias)
@@ -138,21 +128,17 @@ typedef struct dgelu_job {
     const char *g, *x;
 } dgelu_job;
 
-static void dgelu_f32(int64_t lo, int64_t hi, void *ctx)
-{
-    const dgelu_job *J = ctx;
-    float *o = (float *)J->out;
-    const float *g = (const float *)J->g, *x = (const float *)J->x;
-    for (int64_t i = lo; i < hi; i++) o[i] = g[i] * gelu_grad_f32(x[i]);
-}
-
-static void dgelu_f64(int64_t lo, int64_t hi, void *ctx)
-{
-    const dgelu_job *J = ctx;
-    double *o = (double *)J->out;
-    const double *g = (const double *)J->g, *x = (const double *)J->x;
-    for (int64_t i = lo; i < hi; i++) o[i] = g[i] * gelu_tanh_grad(x[i]);
-}
+/* dgelu_f32 and dgelu_f64: one body, GRAD the type's derivative */
+#define DEFINE_DGELU(SFX, T, GRAD)                                                                 \
+    static void dgelu_##SFX(int64_t lo, int64_t hi, void *ctx)                                     \
+    {                                                                                              \
+        const dgelu_job *J = ctx;                                                                  \
+        T *o = (T *)J->out;                                                                        \
+        const T *g = (const T *)J->g, *x = (const T *)J->x;                                        \
+        for (int64_t i = lo; i < hi; i++) o[i] = g[i] * GRAD(x[i]);                                \
+    }
+DEFINE_DGELU(f32, float, gelu_grad_f32)
+DEFINE_DGELU(f64, double, gelu_tanh_grad)
 
 static int dgelu(em_tensor *out, const em_tensor *g, const em_tensor *aux)
 {

@@ -60,73 +60,13 @@ typedef struct norm_job {
 
 /* ---- vector loops over one contiguous segment ---------------------------------- */
 
-/* float32 sums in double, 8 accumulators (also softmax.c's) */
-double cpu_sum_f32(const float *x, int64_t n)
-{
-    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) acc[k] += x[i + k];
-    for (; i < n; i++) acc[0] += x[i];
-    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
-
-static double sum_f64(const double *x, int64_t n)
-{
-    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) acc[k] += x[i + k];
-    for (; i < n; i++) acc[0] += x[i];
-    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
-
-static double sqdev_f32(const float *x, int64_t n, double m)
-{
-    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) { double d = (double)x[i + k] - m; acc[k] += d * d; }
-    for (; i < n; i++) { double d = (double)x[i] - m; acc[0] += d * d; }
-    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
-
-static double sqdev_f64(const double *x, int64_t n, double m)
-{
-    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) { double d = x[i + k] - m; acc[k] += d * d; }
-    for (; i < n; i++) { double d = x[i] - m; acc[0] += d * d; }
-    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
-
-/* *sg += sum gy, *sgx += sum gy (x - m) */
-static void gdot_f32(const float *gy, const float *x, int64_t n, double m, double *sg, double *sgx)
-{
-    double a[8] = {0, 0, 0, 0, 0, 0, 0, 0}, b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i, n8 = n / 8;
-    for (int64_t q = 0; q < n8; q++)
-        for (int k = 0; k < 8; k++) a[k] += gy[8 * q + k];
-    for (int64_t q = 0; q < n8; q++)
-        for (int k = 0; k < 8; k++) b[k] += (double)gy[8 * q + k] * ((double)x[8 * q + k] - m);
-    for (i = 8 * n8; i < n; i++) { a[0] += gy[i]; b[0] += (double)gy[i] * ((double)x[i] - m); }
-    *sg += ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-    *sgx += ((b[0] + b[1]) + (b[2] + b[3])) + ((b[4] + b[5]) + (b[6] + b[7]));
-}
-
-static void gdot_f64(const double *gy, const double *x, int64_t n, double m, double *sg, double *sgx)
-{
-    double a[8] = {0, 0, 0, 0, 0, 0, 0, 0}, b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i, n8 = n / 8;
-    for (int64_t q = 0; q < n8; q++)
-        for (int k = 0; k < 8; k++) a[k] += gy[8 * q + k];
-    for (int64_t q = 0; q < n8; q++)
-        for (int k = 0; k < 8; k++) b[k] += gy[8 * q + k] * (x[8 * q + k] - m);
-    for (i = 8 * n8; i < n; i++) { a[0] += gy[i]; b[0] += gy[i] * (x[i] - m); }
-    *sg += ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-    *sgx += ((b[0] + b[1]) + (b[2] + b[3])) + ((b[4] + b[5]) + (b[6] + b[7]));
-}
+/* sums, squared deviations and the backward's dot products (norm_float.inc) */
+#define T float
+#define SFX f32
+#include "norm_float.inc"
+#define T double
+#define SFX f64
+#include "norm_float.inc"
 
 /* y = (x - m) * scale + shift */
 static void affine_f32(float *y, const float *x, int64_t n, double m, double scale, double shift)
@@ -157,7 +97,7 @@ static void gx_f64(double *gx, const double *gy, const double *x, int64_t n, dou
 /* dtype dispatch on element offsets */
 static double seg_sum(const norm_job *j, const char *p, int64_t off, int64_t n)
 {
-    return j->f32 ? cpu_sum_f32((const float *)p + off, n) : sum_f64((const double *)p + off, n);
+    return j->f32 ? cpu_sum_f32((const float *)p + off, n) : cpu_sum_f64((const double *)p + off, n);
 }
 
 static double seg_sqdev(const norm_job *j, const char *p, int64_t off, int64_t n, double m)
@@ -535,36 +475,6 @@ static void group_back_set(const norm_job *j, int64_t u, double *pgw, double *pg
     if (!j->want_gx) return;
     double k2 = -r * r * r * B / M, k3 = -r * A / M;
     for (int64_t c = 0; c < j->cg; c++) seg_gx(j, base + c * j->S, j->S, m, r * w[c], k2, k3);
-}
-
-/* Rows of S = 1 (layer norm, or groups of one element per channel):
- * A = sum gy w, B = sum gy w (x - m) over the row */
-static void row_sums_f32(const float *gy, const float *x, const double *w, int64_t n, double m,
-                         double *A, double *B)
-{
-    double a[8] = {0, 0, 0, 0, 0, 0, 0, 0}, b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i, n8 = n / 8;
-    for (int64_t q = 0; q < n8; q++)
-        for (int k = 0; k < 8; k++) a[k] += (double)gy[8 * q + k] * w[8 * q + k];
-    for (int64_t q = 0; q < n8; q++)
-        for (int k = 0; k < 8; k++) b[k] += (double)gy[8 * q + k] * w[8 * q + k] * ((double)x[8 * q + k] - m);
-    for (i = 8 * n8; i < n; i++) a[0] += (double)gy[i] * w[i], b[0] += (double)gy[i] * w[i] * ((double)x[i] - m);
-    *A = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-    *B = ((b[0] + b[1]) + (b[2] + b[3])) + ((b[4] + b[5]) + (b[6] + b[7]));
-}
-
-static void row_sums_f64(const double *gy, const double *x, const double *w, int64_t n, double m,
-                         double *A, double *B)
-{
-    double a[8] = {0, 0, 0, 0, 0, 0, 0, 0}, b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i, n8 = n / 8;
-    for (int64_t q = 0; q < n8; q++)
-        for (int k = 0; k < 8; k++) a[k] += gy[8 * q + k] * w[8 * q + k];
-    for (int64_t q = 0; q < n8; q++)
-        for (int k = 0; k < 8; k++) b[k] += gy[8 * q + k] * w[8 * q + k] * (x[8 * q + k] - m);
-    for (i = 8 * n8; i < n; i++) a[0] += gy[i] * w[i], b[0] += gy[i] * w[i] * (x[i] - m);
-    *A = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-    *B = ((b[0] + b[1]) + (b[2] + b[3])) + ((b[4] + b[5]) + (b[6] + b[7]));
 }
 
 /* pgw += gy (x - m) r, pgb += gy, and when gx: gx = r w gy + (x - m) k2 + k3,

@@ -94,52 +94,34 @@ static int64_t row_offset(const em_tensor *t, int dim, int64_t r)
  * slice [n][W] and runs the three passes over whole rows of them. */
 #define COLS 512
 
-static void cols_f32(em_softmax_op op, float *o, const float *x, int64_t n, int64_t W, int64_t w)
-{
-    float m[COLS];
-    double s[COLS];
-    for (int64_t j = 0; j < w; j++) { m[j] = x[j]; s[j] = 0; }
-    for (int64_t k = 1; k < n; k++)
-        for (int64_t j = 0; j < w; j++) m[j] = x[k * W + j] > m[j] ? x[k * W + j] : m[j];
-    for (int64_t k = 0; k < n; k++)
-        for (int64_t j = 0; j < w; j++) {
-            float e = cpu_exp_f32(x[k * W + j] - m[j]);
-            o[k * W + j] = e;
-            s[j] += e;
-        }
-    if (op == EM_SOFTMAX) {
-        for (int64_t j = 0; j < w; j++) m[j] = (float)(1.0 / s[j]);
-        for (int64_t k = 0; k < n; k++)
-            for (int64_t j = 0; j < w; j++) o[k * W + j] *= m[j];
-    } else {
-        for (int64_t j = 0; j < w; j++) m[j] += (float)log(s[j]);
-        for (int64_t k = 0; k < n; k++)
-            for (int64_t j = 0; j < w; j++) o[k * W + j] = x[k * W + j] - m[j];
+/* cols_f32 and cols_f64: one body, T the element type and EXP its exp
+ * (float32: the vectorised cpu_exp_f32); the sums are in double for both */
+#define DEFINE_COLS(SFX, T, EXP)                                                                   \
+    static void cols_##SFX(em_softmax_op op, T *o, const T *x, int64_t n, int64_t W, int64_t w)   \
+    {                                                                                              \
+        T m[COLS];                                                                                 \
+        double s[COLS];                                                                            \
+        for (int64_t j = 0; j < w; j++) { m[j] = x[j]; s[j] = 0; }                                 \
+        for (int64_t k = 1; k < n; k++)                                                            \
+            for (int64_t j = 0; j < w; j++) m[j] = x[k * W + j] > m[j] ? x[k * W + j] : m[j];      \
+        for (int64_t k = 0; k < n; k++)                                                            \
+            for (int64_t j = 0; j < w; j++) {                                                      \
+                T e = EXP(x[k * W + j] - m[j]);                                                    \
+                o[k * W + j] = e;                                                                  \
+                s[j] += e;                                                                         \
+            }                                                                                      \
+        if (op == EM_SOFTMAX) {                                                                    \
+            for (int64_t j = 0; j < w; j++) m[j] = (T)(1.0 / s[j]);                                \
+            for (int64_t k = 0; k < n; k++)                                                        \
+                for (int64_t j = 0; j < w; j++) o[k * W + j] *= m[j];                              \
+        } else {                                                                                   \
+            for (int64_t j = 0; j < w; j++) m[j] += (T)log(s[j]);                                  \
+            for (int64_t k = 0; k < n; k++)                                                        \
+                for (int64_t j = 0; j < w; j++) o[k * W + j] = x[k * W + j] - m[j];                \
+        }                                                                                          \
     }
-}
-
-static void cols_f64(em_softmax_op op, double *o, const double *x, int64_t n, int64_t W, int64_t w)
-{
-    double m[COLS], s[COLS];
-    for (int64_t j = 0; j < w; j++) { m[j] = x[j]; s[j] = 0; }
-    for (int64_t k = 1; k < n; k++)
-        for (int64_t j = 0; j < w; j++) m[j] = x[k * W + j] > m[j] ? x[k * W + j] : m[j];
-    for (int64_t k = 0; k < n; k++)
-        for (int64_t j = 0; j < w; j++) {
-            double e = exp(x[k * W + j] - m[j]);
-            o[k * W + j] = e;
-            s[j] += e;
-        }
-    if (op == EM_SOFTMAX) {
-        for (int64_t j = 0; j < w; j++) m[j] = 1.0 / s[j];
-        for (int64_t k = 0; k < n; k++)
-            for (int64_t j = 0; j < w; j++) o[k * W + j] *= m[j];
-    } else {
-        for (int64_t j = 0; j < w; j++) m[j] += log(s[j]);
-        for (int64_t k = 0; k < n; k++)
-            for (int64_t j = 0; j < w; j++) o[k * W + j] = x[k * W + j] - m[j];
-    }
-}
+DEFINE_COLS(f32, float, cpu_exp_f32)
+DEFINE_COLS(f64, double, exp)
 
 /* What the threads of one softmax share. */
 typedef struct sm_job {

@@ -63,27 +63,21 @@ static void where_loop(char **p, const int64_t *s, int64_t n, void *ctx)
 
 typedef struct tern_ctx { em_ternary_op op; em_dtype dt; double s; } tern_ctx;
 
-static void tern_f32(em_ternary_op op, float *restrict o, const float *restrict a,
-                     const float *restrict b, const float *restrict c, float s, int64_t n)
-{
-    switch (op) {
-    case EM_LERP: for (int64_t i = 0; i < n; i++) o[i] = a[i] + c[i] * (b[i] - a[i]); break;
-    case EM_ADDCMUL: for (int64_t i = 0; i < n; i++) o[i] = a[i] + s * b[i] * c[i]; break;
-    case EM_ADDCDIV: for (int64_t i = 0; i < n; i++) o[i] = a[i] + s * b[i] / c[i]; break;
-    default: break;
-    }
-}
-
-static void tern_f64(em_ternary_op op, double *restrict o, const double *restrict a,
-                     const double *restrict b, const double *restrict c, double s, int64_t n)
-{
-    switch (op) {
-    case EM_LERP: for (int64_t i = 0; i < n; i++) o[i] = a[i] + c[i] * (b[i] - a[i]); break;
-    case EM_ADDCMUL: for (int64_t i = 0; i < n; i++) o[i] = a[i] + s * b[i] * c[i]; break;
-    case EM_ADDCDIV: for (int64_t i = 0; i < n; i++) o[i] = a[i] + s * b[i] / c[i]; break;
-    default: break;
-    }
-}
+/* the contiguous loop of one float type T, s already rounded to T (so a
+ * float32 tensor computes in float, as PyTorch's) */
+#define TERN_CONTIGUOUS(T)                                                                          \
+    do {                                                                                            \
+        T *restrict o = (T *)p[0];                                                                  \
+        const T *restrict a = (const T *)p[1], *restrict b = (const T *)p[2], *restrict x = (const T *)p[3]; \
+        T sv = (T)c->s;                                                                             \
+        switch (c->op) {                                                                            \
+        case EM_LERP: for (int64_t i = 0; i < n; i++) o[i] = a[i] + x[i] * (b[i] - a[i]); break;   \
+        case EM_ADDCMUL: for (int64_t i = 0; i < n; i++) o[i] = a[i] + sv * b[i] * x[i]; break;    \
+        case EM_ADDCDIV: for (int64_t i = 0; i < n; i++) o[i] = a[i] + sv * b[i] / x[i]; break;    \
+        default: break;                                                                             \
+        }                                                                                           \
+        return;                                                                                     \
+    } while (0)
 
 static double tern_one(em_ternary_op op, double a, double b, double c, double s)
 {
@@ -100,16 +94,8 @@ static void tern_loop(char **p, const int64_t *s, int64_t n, void *vctx)
     const tern_ctx *c = vctx;
     int64_t esz = (int64_t)em_dtype_size(c->dt);
     bool contig = s[0] == esz && s[1] == esz && s[2] == esz && s[3] == esz;
-    if (contig && c->dt == EM_FLOAT32) {
-        tern_f32(c->op, (float *)p[0], (const float *)p[1], (const float *)p[2], (const float *)p[3],
-                 (float)c->s, n);
-        return;
-    }
-    if (contig && c->dt == EM_FLOAT64) {
-        tern_f64(c->op, (double *)p[0], (const double *)p[1], (const double *)p[2], (const double *)p[3],
-                 c->s, n);
-        return;
-    }
+    if (contig && c->dt == EM_FLOAT32) TERN_CONTIGUOUS(float);
+    if (contig && c->dt == EM_FLOAT64) TERN_CONTIGUOUS(double);
     for (int64_t i = 0; i < n; i++) {
         double a = cpu_load_f64(p[1] + i * s[1], c->dt), b = cpu_load_f64(p[2] + i * s[2], c->dt);
         double x = cpu_load_f64(p[3] + i * s[3], c->dt);
