@@ -330,11 +330,11 @@ F32_INLINE double half_gauss(double x)
     return sel(y < -708.0, 0.0, exp_core(clamp_f64(y, -708.0, 0.0)));
 }
 
-/* t = 1 / (1 + |x| / 4): a float division refined by one Newton step
- * (relative error near 1e-14). Twice the lanes and half the latency of a
- * double division, which was the costliest instruction of the loop.
- * |x| is capped at 40, where the Gaussian factor is already 0, so the
- * step never sees infinities. */
+/* t = 1 / (1 + |x| / 4): a float division refined by one Newton step in
+ * double (relative error near 1e-14). A vector float division costs about
+ * half a double one, and the double division was the costliest instruction
+ * of this loop. |x| is capped at 40, where the Gaussian factor is already
+ * 0, so the step never sees infinities. */
 F32_INLINE double tail_t(double x)
 {
     double a = fabs(x);
