@@ -455,6 +455,7 @@ extern const em_backend em_cpu_backend;
 typedef struct em_host_api {
     int (*set_error)(const char *fmt, ...);     /* em_set_error: returns -1 */
     bool (*interrupted)(void);                  /* em_interrupt_requested: Ctrl-C */
+    void (*hold_if_ending)(void);               /* em_hold_if_ending: after each wait for the GPU */
 } em_host_api;
 
 /* libember_cuda.so exports `em_cuda_backend_init` of this type. It returns

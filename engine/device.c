@@ -3,6 +3,7 @@
 #include "ember.h"
 #include "backend.h"
 #include "debug.h"
+#include "dist_board.h"
 #include "internal.h"
 
 #include <dlfcn.h>
@@ -13,7 +14,8 @@
 
 static const em_backend *cuda_backend;
 static int flags[2][EM_NFLAGS];
-static const em_host_api host_api = {.set_error = em_set_error, .interrupted = em_interrupt_requested};
+static const em_host_api host_api = {.set_error = em_set_error, .interrupted = em_interrupt_requested,
+                                     .hold_if_ending = em_hold_if_ending};
 static char cuda_failure[512];
 
 /* A library (libember_cuda.so, libember_mpi.so) beside the binary that

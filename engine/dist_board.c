@@ -577,12 +577,23 @@ void em_watch_end(void)
     pthread_mutex_lock(&wlock);
     W.on = false;
     pthread_mutex_unlock(&wlock);
+    em_hold_if_ending();
+}
+
+static atomic_bool ending;
+
+void em_hold_if_ending(void)
+{
+    if (!atomic_load(&ending)) return;
+    for (;;) pause();       /* until the watchdog's _exit */
 }
 
 /* Ends this process from the watchdog: the message, this rank marked
  * exited, stdout flushed if the program's thread does not hold it, then
- * the backend cancelled if it waits for that (be; else NULL): whatever the
- * program's thread prints after the abort let it go stays unflushed. */
+ * the backend cancelled if it waits for that (be; else NULL). The abort
+ * lets the program's thread go from its wait, so `ending` is set first:
+ * that thread then stops in em_hold_if_ending instead of printing or
+ * saving what it computed from the aborted work (print flushes). */
 static void end_process(const char *msg, const em_comm_backend *be)
 {
     if (ftrylockfile(stdout) == 0) {
@@ -597,6 +608,7 @@ static void end_process(const char *msg, const em_comm_backend *be)
         atomic_store(&s->status, 1);
         atomic_store(&s->state, S_EXITED);
     }
+    atomic_store(&ending, true);
     if (be) be->cancel(msg);
     _exit(1);
 }

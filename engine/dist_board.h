@@ -122,6 +122,12 @@ void em_watch_set_rank(int rank);
  * message naming d. End with em_watch_end. Not nested. */
 void em_watch_begin(const em_op_desc *d, const int *members, int n, double timeout);
 void em_watch_end(void);
+/* Returns at once unless the watchdog is ending the process; then never:
+ * its abort of the device backend lets the stuck work finish just before
+ * the exit, and the program's thread, back from waiting on that work, must
+ * not run on with what it computed (em_watch_end and the CUDA backend's
+ * waits call it). */
+void em_hold_if_ending(void);
 /* ---- device work (NCCL's), which the host does not wait for ------------------ */
 
 /* The device backend whose marks the watchdog polls (NULL: none; every

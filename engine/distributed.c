@@ -207,6 +207,7 @@ const char *em_dist_backend(void) { return initialized ? gpu_comm ? gpu_comm->na
 static int free_subgroup(group *g)
 {
     int rc = g->gh ? gpu_comm->free_group(g->gh) : 0;
+    em_hold_if_ending();        /* it waited for the device */
     if (g->h && comm->free_group(g->h)) rc = -1;
     free(g->ranks);
     free(g);
@@ -224,6 +225,7 @@ int em_dist_destroy(void)
     em_board_set_initialized(false, epoch);
     /* the backend synchronises first, watched: work that never ends ends the process */
     if (gpu_comm && gpu_comm->destroy()) rc = -1;
+    em_hold_if_ending();
     if (gpu_comm) em_watch_device(NULL);
     gpu_comm = NULL;
     return comm->destroy() || rc ? -1 : 0;

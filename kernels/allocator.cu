@@ -244,7 +244,7 @@ extern "C" void kc_empty_cache(int device)
     if (!p || p->capturing || !kc_stream(device)) return;     /* a capture cannot wait for the device */
     /* cudaFree waits for the device; queued kernels may still use blocks that
      * are free on the host side, so finish them first */
-    cudaStreamSynchronize(kc_stream(device));
+    kc_synchronize(kc_stream(device));
     release_free_segments(p, p->lists.small);
     release_free_segments(p, p->lists.large);
 }

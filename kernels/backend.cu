@@ -107,9 +107,16 @@ int kc_launched(const char *op, int device)
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return kc_cuda_error(op, e);
     if (!kc_sync_debug || kc_capturing(device)) return 0;
-    e = cudaStreamSynchronize(devs[device].stream);
+    e = kc_synchronize(devs[device].stream);
     if (e != cudaSuccess) return kc_cuda_error(op, e);
     return kc_check_error_word(device);
+}
+
+cudaError_t kc_synchronize(cudaStream_t s)
+{
+    cudaError_t e = cudaStreamSynchronize(s);
+    if (kc_host->hold_if_ending) kc_host->hold_if_ending();
+    return e;
 }
 
 /* ---- tensors -------------------------------------------------------------- */
@@ -137,6 +144,7 @@ static int wait_idle(cudaStream_t s, const char *op)
 {
     for (long i = 0;; i++) {
         cudaError_t e = cudaStreamQuery(s);
+        if (e != cudaErrorNotReady && kc_host->hold_if_ending) kc_host->hold_if_ending();
         if (e == cudaSuccess) return 0;
         if (e != cudaErrorNotReady) return kc_cuda_error(op, e);
         if (kc_host->interrupted && kc_host->interrupted())
@@ -162,7 +170,7 @@ static int memcpy_h2d(void *dst, const void *src, size_t n, int device)
     if (kc_capturing(device)) return kc_refuse_capture(device, "copy to the GPU: cannot copy from host memory");
     if (wait_idle(s, "copy to the GPU")) return -1;
     cudaError_t e = cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, s);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+    if (e == cudaSuccess) e = kc_synchronize(s);
     return e == cudaSuccess ? 0 : kc_cuda_error("copy to the GPU", e);
 }
 
@@ -173,7 +181,7 @@ static int memcpy_d2h(void *dst, const void *src, size_t n, int device)
     if (kc_capturing(device)) return kc_refuse_capture(device, "copy from the GPU: cannot copy to the host");
     if (wait_idle(s, "copy from the GPU")) return -1;
     cudaError_t e = n ? cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, s) : cudaSuccess;
-    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+    if (e == cudaSuccess) e = kc_synchronize(s);
     if (e != cudaSuccess) return kc_cuda_error("copy from the GPU", e);
     return kc_check_error_word(device);
 }
@@ -237,6 +245,7 @@ static int event_synchronize(void *p)
     kc_event *e = (kc_event *)p;
     if (kc_capturing(e->device)) return kc_refuse_capture(e->device, "Event:synchronize: cannot wait for an event");
     cudaError_t r = cudaEventSynchronize(e->ev);
+    if (kc_host->hold_if_ending) kc_host->hold_if_ending();
     if (r != cudaSuccess) return kc_cuda_error("Event:synchronize", r);
     return kc_check_error_word(e->device);
 }

@@ -109,7 +109,7 @@ static void *graph_begin(int device, void *pool)
     }
     /* earlier work finishes first, so that its errors (and bad indices) are
      * reported now rather than by the replays */
-    cudaError_t e = cudaStreamSynchronize(s);
+    cudaError_t e = kc_synchronize(s);
     if (e != cudaSuccess) { kc_cuda_error("capture_begin", e); return NULL; }
     if (kc_check_error_word(device)) return NULL;
     kc_graph *g = new kc_graph();

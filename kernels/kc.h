@@ -68,6 +68,11 @@ int kc_cuda_error(const char *op, cudaError_t e);
 /* After a launch: -1 with an error if it failed; with sync debug on, also
  * synchronises and raises kernel faults and bad indices here. */
 int kc_launched(const char *op, int device);
+/* cudaStreamSynchronize, every host wait for the GPU goes through it or
+ * wait_idle: when the watchdog ends the process, the abort it makes lets
+ * a stuck wait go, and the thread stops here (em_hold_if_ending) instead
+ * of returning with what the aborted work left. */
+cudaError_t kc_synchronize(cudaStream_t s);
 extern int kc_sync_debug;
 extern int kc_allow_tf32;
 

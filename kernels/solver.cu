@@ -270,7 +270,7 @@ extern "C" int kc_linalg(em_linalg_op op, em_tensor *a, em_tensor *b, em_tensor 
                                     : run<float>(op, a, b, c, d, p, dinfo, st, &sc);
     if (rc == 0) {
         cudaError_t e = cudaMemcpyAsync(info, dinfo, sizeof(int) * (size_t)B, cudaMemcpyDeviceToHost, st);
-        if (e == cudaSuccess) e = cudaStreamSynchronize(st);
+        if (e == cudaSuccess) e = kc_synchronize(st);
         if (e != cudaSuccess) rc = kc_cuda_error("linalg", e);
     }
     release(&sc);

@@ -124,6 +124,42 @@ else
         "$out" "$(head -c 2500 "$tmp/err")"
 fi
 
+# The watchdog aborts the communicator just before its _exit, and the abort
+# lets the stuck work finish: the program's thread, waiting on it, must stop
+# there instead of printing (or saving) what it computed, or ending the
+# process first with status 0. A shim that makes _exit take 1.5 s widens that
+# window from microseconds to one every run would show.
+if command -v cc >/dev/null 2>&1; then
+    cat > "$tmp/slow_exit.c" <<'EOF'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <time.h>
+#include <unistd.h>
+void _exit(int status)
+{
+    struct timespec ts = {1, 500000000};
+    nanosleep(&ts, NULL);
+    void (*real)(int) = (void (*)(int))dlsym(RTLD_NEXT, "_exit");
+    real(status);
+    for (;;) pause();
+}
+EOF
+    if cc -shared -fPIC -o "$tmp/slow_exit.so" "$tmp/slow_exit.c" -ldl 2> "$tmp/cc.err"; then
+        slow=(LD_PRELOAD="$tmp/slow_exit.so" ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}verify_asan_link_order=0")
+        for name in copy barrier destroy; do
+            [ $name = copy ] && hang=2 || hang=1
+            job $name EMBER_CUDA_EMU_NCCL_HANG=$hang "${slow[@]}"
+            [ -s "$tmp/out" ] && rc="$rc-and-printed"
+            check "a slow exit: the program's thread, let go by the abort in $name.lua, prints nothing and the status is 1" \
+                2 10 "timed out after 2 s"
+        done
+    else
+        not_ok "the _exit shim compiles" "$(cat "$tmp/cc.err")"
+    fi
+else
+    ok "a slow exit: the program's thread stops # SKIP no C compiler for the _exit shim"
+fi
+
 cat > "$tmp/fine.lua" <<EOF
 $prelude
 for i = 1, 50 do dist.all_reduce(t) end
