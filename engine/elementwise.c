@@ -525,10 +525,8 @@ em_tensor *em_round_decimals(const em_tensor *a, int64_t decimals)
     bool neg = decimals < 0;
     double p = pow(10.0, (double)(neg ? -decimals : decimals));
     em_scope k = {0};
-    em_tensor *s = em_scope_keep(&k, em_binary_scalar(neg ? EM_DIV : EM_MUL, a, p, false, false));
-    em_tensor *r = s ? em_scope_keep(&k, em_unary(EM_ROUND, s)) : NULL;
-    em_tensor *o = r ? em_scope_keep(&k, em_binary_scalar(neg ? EM_MUL : EM_DIV, r, p, false, false)) : NULL;
-    return em_scope_finish(&k, o);
+    em_tensor *r = es_unary(&k, EM_ROUND, es_scalar(&k, neg ? EM_DIV : EM_MUL, a, p));
+    return em_scope_finish(&k, es_scalar(&k, neg ? EM_MUL : EM_DIV, r, p));
 }
 
 em_tensor *em_frac(const em_tensor *a)
@@ -536,15 +534,14 @@ em_tensor *em_frac(const em_tensor *a)
     if (!em_dtype_is_float(a->dtype))
         return em_set_error("frac: only float tensors are supported, got %s", em_dtype_name(a->dtype)), NULL;
     em_scope k = {0};
-    em_tensor *t = em_scope_keep(&k, em_unary(EM_TRUNC, a));
-    return em_scope_finish(&k, t ? em_scope_keep(&k, em_binary(EM_SUB, a, t)) : NULL);
+    return em_scope_finish(&k, es_sub(&k, a, es_unary(&k, EM_TRUNC, a)));
 }
 
 em_tensor *em_logit(const em_tensor *a, const double *eps)
 {
     em_scope k = {0};
     em_tensor *x = (em_tensor *)a;
-    if (!em_dtype_is_float(a->dtype) && !(x = em_scope_keep(&k, em_to_dtype(a, float_default())))) return NULL;
+    if (!em_dtype_is_float(a->dtype) && !(x = es_to(&k, a, float_default()))) return NULL;
     /* a negative eps clamps nothing, as in PyTorch. The gradient passes on the
      * bounds (PyTorch's logit backward zeroes only x < eps and x > 1 - eps), so
      * the clamped values replace x only outside them, not through clamp's
@@ -554,12 +551,11 @@ em_tensor *em_logit(const em_tensor *a, const double *eps)
         em_tensor *c = em_scope_keep(&k, WITHOUT_GRAD(em_clamp(x, &lo, &hi)));
         em_tensor *below = c ? em_scope_keep(&k, WITHOUT_GRAD(em_binary_scalar(EM_LT, x, lo, false, false))) : NULL;
         em_tensor *above = below ? em_scope_keep(&k, WITHOUT_GRAD(em_binary_scalar(EM_GT, x, hi, false, false))) : NULL;
-        em_tensor *out = above ? em_scope_keep(&k, em_binary(EM_LOGICAL_OR, below, above)) : NULL;
+        em_tensor *out = es_binary(&k, EM_LOGICAL_OR, below, above);
         if (!out || !(x = em_scope_keep(&k, em_where(out, c, x)))) return em_scope_finish(&k, NULL);
     }
     em_tensor *omx = em_scope_keep(&k, em_binary_scalar(EM_SUB, x, 1, true, true));
-    em_tensor *q = omx ? em_scope_keep(&k, em_binary(EM_DIV, x, omx)) : NULL;
-    return em_scope_finish(&k, q ? em_scope_keep(&k, em_unary(EM_LOG, q)) : NULL);
+    return em_scope_finish(&k, es_unary(&k, EM_LOG, es_div(&k, x, omx)));
 }
 
 /* x log y with log(1) in place of log(y) where x == 0 and y is not NaN: the
@@ -569,14 +565,13 @@ em_tensor *em_xlogy(const em_tensor *a, const em_tensor *b)
     em_dtype rt = em_result_type(a, b);
     if (!em_dtype_is_float(rt)) rt = float_default();
     em_scope k = {0};
-    em_tensor *x = em_scope_keep(&k, em_to_dtype(a, rt)), *y = x ? em_scope_keep(&k, em_to_dtype(b, rt)) : NULL;
+    em_tensor *x = es_to(&k, a, rt), *y = x ? es_to(&k, b, rt) : NULL;
     em_tensor *x0 = y ? em_scope_keep(&k, WITHOUT_GRAD(em_binary_scalar(EM_EQ, x, 0, true, false))) : NULL;
     em_tensor *yok = x0 ? em_scope_keep(&k, WITHOUT_GRAD(em_binary(EM_EQ, y, y))) : NULL;
-    em_tensor *m = yok ? em_scope_keep(&k, em_binary(EM_LOGICAL_AND, x0, yok)) : NULL;
+    em_tensor *m = es_binary(&k, EM_LOGICAL_AND, x0, yok);
     em_tensor *one = m ? em_scope_keep(&k, scal(1, rt, em_dev(y))) : NULL;
     em_tensor *ys = one ? em_scope_keep(&k, em_where(m, one, y)) : NULL;
-    em_tensor *ly = ys ? em_scope_keep(&k, em_unary(EM_LOG, ys)) : NULL;
-    return em_scope_finish(&k, ly ? em_scope_keep(&k, em_binary(EM_MUL, x, ly)) : NULL);
+    return em_scope_finish(&k, es_mul(&k, x, es_unary(&k, EM_LOG, ys)));
 }
 
 static double dtype_max(em_dtype d)
@@ -615,12 +610,11 @@ em_tensor *em_float_class_test(em_float_class c, const em_tensor *a)
     em_scope k = {0};
     em_tensor *r = NULL;
     switch (c) {
-    case EM_ISNAN: r = em_scope_keep(&k, em_binary(EM_NE, a, a)); break;
+    case EM_ISNAN: r = es_binary(&k, EM_NE, a, a); break;
     case EM_ISPOSINF: r = em_scope_keep(&k, em_binary_scalar(EM_EQ, a, INFINITY, false, false)); break;
     case EM_ISNEGINF: r = em_scope_keep(&k, em_binary_scalar(EM_EQ, a, -INFINITY, false, false)); break;
     case EM_ISINF: case EM_ISFINITE: {
-        em_tensor *ab = em_scope_keep(&k, em_unary(EM_ABS, a));
-        if (ab) r = em_scope_keep(&k, em_binary_scalar(c == EM_ISINF ? EM_EQ : EM_LT, ab, INFINITY, false, false));
+        r = es_scalar(&k, c == EM_ISINF ? EM_EQ : EM_LT, es_unary(&k, EM_ABS, a), INFINITY);
         break;
     }
     default: em_set_error("float class test: invalid test %d", (int)c); break;
@@ -648,20 +642,17 @@ static em_tensor *isclose_nograd(const em_tensor *a, const em_tensor *b, double 
     }
     em_tensor *close = em_scope_keep(&k, em_binary(EM_EQ, a, b));
     if (close && equal_nan) {
-        em_tensor *na = em_scope_keep(&k, em_binary(EM_NE, a, a)), *nb = em_scope_keep(&k, em_binary(EM_NE, b, b));
-        em_tensor *both = na && nb ? em_scope_keep(&k, em_binary(EM_LOGICAL_AND, na, nb)) : NULL;
-        close = both ? em_scope_keep(&k, em_binary(EM_LOGICAL_OR, close, both)) : NULL;
+        em_tensor *na = es_binary(&k, EM_NE, a, a), *nb = es_binary(&k, EM_NE, b, b);
+        close = es_binary(&k, EM_LOGICAL_OR, close, es_binary(&k, EM_LOGICAL_AND, na, nb));
     }
     /* PyTorch's: |a - b| <= atol + |rtol * b|, for a finite difference */
-    em_tensor *rb = close ? em_scope_keep(&k, em_binary_scalar(EM_MUL, b, rtol, false, false)) : NULL;
-    em_tensor *arb = rb ? em_scope_keep(&k, em_unary(EM_ABS, rb)) : NULL;
-    em_tensor *allowed = arb ? em_scope_keep(&k, em_binary_scalar(EM_ADD, arb, atol, false, false)) : NULL;
-    em_tensor *d = allowed ? em_scope_keep(&k, em_binary(EM_SUB, a, b)) : NULL;
-    em_tensor *ad = d ? em_scope_keep(&k, em_unary(EM_ABS, d)) : NULL;
-    em_tensor *fin = ad ? em_scope_keep(&k, em_binary_scalar(EM_LT, ad, INFINITY, false, false)) : NULL;
-    em_tensor *le = fin ? em_scope_keep(&k, em_binary(EM_LE, ad, allowed)) : NULL;
-    em_tensor *ok = le ? em_scope_keep(&k, em_binary(EM_LOGICAL_AND, fin, le)) : NULL;
-    return em_scope_finish(&k, ok ? em_scope_keep(&k, em_binary(EM_LOGICAL_OR, close, ok)) : NULL);
+    em_tensor *rb = close ? es_scalar(&k, EM_MUL, b, rtol) : NULL;
+    em_tensor *allowed = es_scalar(&k, EM_ADD, es_unary(&k, EM_ABS, rb), atol);
+    em_tensor *ad = allowed ? es_unary(&k, EM_ABS, es_sub(&k, a, b)) : NULL;
+    em_tensor *fin = es_scalar(&k, EM_LT, ad, INFINITY);
+    em_tensor *le = fin ? es_binary(&k, EM_LE, ad, allowed) : NULL;
+    em_tensor *ok = es_binary(&k, EM_LOGICAL_AND, fin, le);
+    return em_scope_finish(&k, es_binary(&k, EM_LOGICAL_OR, close, ok));
 }
 
 em_tensor *em_isclose(const em_tensor *a, const em_tensor *b, double rtol, double atol, bool equal_nan)
@@ -722,12 +713,10 @@ em_tensor *em_lerp(const em_tensor *a, const em_tensor *b, const em_tensor *w)
 {
     if (check_lerp(a, b, w)) return NULL;
     em_scope k = {0};
-    em_tensor *d = em_scope_keep(&k, em_binary(EM_SUB, b, a));
-    em_tensor *wd = d ? em_scope_keep(&k, em_binary(EM_MUL, w, d)) : NULL;
-    em_tensor *lo = wd ? em_scope_keep(&k, em_binary(EM_ADD, a, wd)) : NULL;
-    em_tensor *omw = lo ? em_scope_keep(&k, em_binary_scalar(EM_SUB, w, 1, true, true)) : NULL;
-    em_tensor *dw = omw ? em_scope_keep(&k, em_binary(EM_MUL, d, omw)) : NULL;
-    em_tensor *hi = dw ? em_scope_keep(&k, em_binary(EM_SUB, b, dw)) : NULL;
+    em_tensor *d = es_sub(&k, b, a);
+    em_tensor *lo = es_add(&k, a, es_mul(&k, w, d));
+    em_tensor *omw = lo ? em_scope_keep(&k, em_binary_scalar(EM_SUB, w, 1, true, true)) : NULL;   /* 1 - w */
+    em_tensor *hi = es_sub(&k, b, es_mul(&k, d, omw));
     em_tensor *small = hi ? em_scope_keep(&k, WITHOUT_GRAD(em_binary_scalar(EM_LT, w, 0.5, false, false))) : NULL;
     return em_scope_finish(&k, small ? em_scope_keep(&k, em_where(small, lo, hi)) : NULL);
 }
@@ -736,15 +725,8 @@ em_tensor *em_lerp_scalar(const em_tensor *a, const em_tensor *b, double w)
 {
     if (check_lerp(a, b, NULL)) return NULL;
     em_scope k = {0};
-    em_tensor *d = em_scope_keep(&k, em_binary(EM_SUB, b, a));
-    em_tensor *r = NULL;
-    if (d && w < 0.5) {
-        em_tensor *wd = em_scope_keep(&k, em_binary_scalar(EM_MUL, d, w, false, false));
-        r = wd ? em_scope_keep(&k, em_binary(EM_ADD, a, wd)) : NULL;
-    } else if (d) {
-        em_tensor *dw = em_scope_keep(&k, em_binary_scalar(EM_MUL, d, 1 - w, false, false));
-        r = dw ? em_scope_keep(&k, em_binary(EM_SUB, b, dw)) : NULL;
-    }
+    em_tensor *d = es_sub(&k, b, a);
+    em_tensor *r = w < 0.5 ? es_add(&k, a, es_scalar(&k, EM_MUL, d, w)) : es_sub(&k, b, es_scalar(&k, EM_MUL, d, 1 - w));
     return em_scope_finish(&k, r);
 }
 
@@ -755,8 +737,7 @@ static em_tensor *addc(em_binary_op op, const em_tensor *a, const em_tensor *b, 
 {
     em_scope k = {0};
     em_tensor *vb = em_scope_keep(&k, em_binary_scalar(EM_MUL, b, value, integral_number(value), true));
-    em_tensor *t = vb ? em_scope_keep(&k, em_binary(op, vb, c)) : NULL;
-    return em_scope_finish(&k, t ? em_scope_keep(&k, em_binary(EM_ADD, a, t)) : NULL);
+    return em_scope_finish(&k, es_add(&k, a, es_binary(&k, op, vb, c)));
 }
 
 em_tensor *em_addcmul(const em_tensor *a, const em_tensor *b, const em_tensor *c, double value)
@@ -787,15 +768,15 @@ em_tensor *em_clamp_tensor(const em_tensor *a, const em_tensor *lo, const em_ten
     }
     if (rt == EM_BOOL) rt = EM_INT64;
     em_scope k = {0};
-    em_tensor *x = em_scope_keep(&k, em_to_dtype(a, rt));
+    em_tensor *x = es_to(&k, a, rt);
     if (!x) return em_scope_finish(&k, NULL);
     const em_tensor *bound[2] = {lo, hi};
     for (int i = 0; i < 2; i++) {
         if (!bound[i]) continue;
-        em_tensor *bd = em_scope_keep(&k, em_to_dtype(bound[i], rt));
+        em_tensor *bd = es_to(&k, bound[i], rt);
         em_tensor *out = bd ? em_scope_keep(&k, WITHOUT_GRAD(em_binary(i == 0 ? EM_LT : EM_GT, x, bd))) : NULL;
         em_tensor *bn = out ? em_scope_keep(&k, WITHOUT_GRAD(em_binary(EM_NE, bd, bd))) : NULL;
-        em_tensor *m = bn ? em_scope_keep(&k, em_binary(EM_LOGICAL_OR, out, bn)) : NULL;
+        em_tensor *m = es_binary(&k, EM_LOGICAL_OR, out, bn);
         if (!m || !(x = em_scope_keep(&k, em_where(m, bd, x)))) return em_scope_finish(&k, NULL);
     }
     return em_scope_finish(&k, x);
@@ -822,7 +803,7 @@ em_tensor *em_logical_xor(const em_tensor *a, const em_tensor *b)
     em_scope k = {0};
     em_tensor *na = em_scope_keep(&k, em_binary_scalar(EM_NE, a, 0, true, false));
     em_tensor *nb = na ? em_scope_keep(&k, em_binary_scalar(EM_NE, b, 0, true, false)) : NULL;
-    return em_scope_finish(&k, nb ? em_scope_keep(&k, em_binary(EM_NE, na, nb)) : NULL);
+    return em_scope_finish(&k, es_binary(&k, EM_NE, na, nb));
 }
 
 em_tensor *em_bitwise_not(const em_tensor *a) { return em_unary(EM_BITWISE_NOT, a); }

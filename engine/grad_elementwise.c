@@ -454,22 +454,10 @@ em_tensor *em_ag_clamp(const em_tensor *a, const double *lo, const double *hi)
  * tensors built from comparisons (no gradient of their own); the gradient
  * of each input is gout times its weight, summed to the input's shape. */
 
-/* helpers of one formula: each keeps its result in k and passes NULL on */
-static em_tensor *k_bin(em_scope *k, em_binary_op op, const em_tensor *a, const em_tensor *b)
-{
-    return a && b ? em_scope_keep(k, em_binary(op, a, b)) : NULL;
-}
-
-static em_tensor *k_sc(em_scope *k, em_binary_op op, const em_tensor *a, double s)
-{
-    return a ? em_scope_keep(k, em_binary_scalar(op, a, s, false, false)) : NULL;
-}
-
 /* a comparison's bool result as 0/1 in dtype dt */
 static em_tensor *k_w(em_scope *k, em_binary_op op, const em_tensor *a, const em_tensor *b, em_dtype dt)
 {
-    em_tensor *m = k_bin(k, op, a, b);
-    return m ? em_scope_keep(k, em_to_dtype(m, dt)) : NULL;
+    return es_to(k, es_binary(k, op, a, b), dt);
 }
 
 static int clamp_tensor_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
@@ -481,12 +469,12 @@ static int clamp_tensor_backward(em_node *n, em_tensor *const *gout, em_tensor *
     em_scope k = {0};
     /* nan: x or a bound is NaN; inv: lo > hi; eq: lo == hi */
     em_tensor *nan = k_w(&k, EM_NE, x, x, dt);
-    if (has_lo) nan = k_bin(&k, EM_MAXIMUM, nan, k_w(&k, EM_NE, lo, lo, dt));
-    if (has_hi) nan = k_bin(&k, EM_MAXIMUM, nan, k_w(&k, EM_NE, hi, hi, dt));
-    em_tensor *fin = k_sc(&k, EM_SUB, k_sc(&k, EM_MUL, nan, -1), -1);        /* 1 - nan */
+    if (has_lo) nan = es_binary(&k, EM_MAXIMUM, nan, k_w(&k, EM_NE, lo, lo, dt));
+    if (has_hi) nan = es_binary(&k, EM_MAXIMUM, nan, k_w(&k, EM_NE, hi, hi, dt));
+    em_tensor *fin = es_scalar(&k, EM_SUB, es_scalar(&k, EM_MUL, nan, -1), -1);        /* 1 - nan */
     em_tensor *inv = has_lo && has_hi ? k_w(&k, EM_GT, lo, hi, dt) : NULL;
     em_tensor *neq = has_lo && has_hi ? k_w(&k, EM_NE, lo, hi, dt) : NULL;
-    em_tensor *p = inv ? k_bin(&k, EM_MUL, fin, k_sc(&k, EM_SUB, k_sc(&k, EM_MUL, inv, -1), -1)) : fin;  /* fin (1 - inv) */
+    em_tensor *p = inv ? es_binary(&k, EM_MUL, fin, es_scalar(&k, EM_SUB, es_scalar(&k, EM_MUL, inv, -1), -1)) : fin;  /* fin (1 - inv) */
     /* the part of the gradient each bound takes where the range is proper */
     em_tensor *w_lo = NULL, *w_hi = NULL, *taken = NULL;
     for (int i = 0; i < 2; i++) {
@@ -494,14 +482,14 @@ static int clamp_tensor_backward(em_node *n, em_tensor *const *gout, em_tensor *
         if (!b) continue;
         em_tensor *beyond = k_w(&k, i == 0 ? EM_LT : EM_GT, x, b, dt);
         em_tensor *tie = k_w(&k, EM_EQ, x, b, dt);
-        if (neq) tie = k_bin(&k, EM_MUL, tie, neq);
-        em_tensor *w = k_bin(&k, EM_MUL, p, k_bin(&k, EM_ADD, beyond, k_sc(&k, EM_MUL, tie, 0.5)));
-        taken = taken ? k_bin(&k, EM_ADD, taken, w) : w;
+        if (neq) tie = es_binary(&k, EM_MUL, tie, neq);
+        em_tensor *w = es_binary(&k, EM_MUL, p, es_binary(&k, EM_ADD, beyond, es_scalar(&k, EM_MUL, tie, 0.5)));
+        taken = taken ? es_binary(&k, EM_ADD, taken, w) : w;
         if (i == 0) w_lo = w;
-        else w_hi = inv ? k_bin(&k, EM_ADD, w, k_bin(&k, EM_MUL, fin, inv)) : w;
+        else w_hi = inv ? es_binary(&k, EM_ADD, w, es_binary(&k, EM_MUL, fin, inv)) : w;
     }
     /* x: what the bounds do not take, and all of it where a NaN is involved */
-    em_tensor *w_x = k_bin(&k, EM_ADD, nan, k_bin(&k, EM_SUB, p, taken));
+    em_tensor *w_x = es_binary(&k, EM_ADD, nan, es_binary(&k, EM_SUB, p, taken));
     const em_tensor *in[3] = {x, lo, hi};
     em_tensor *w[3] = {w_x, w_lo, w_hi};
     int rc = 0;

@@ -52,6 +52,22 @@ em_tensor *em_scope_keep(em_scope *s, em_tensor *t);
 void em_scope_drop(em_scope *s);
 /* A new reference to r (or NULL), every temporary released. */
 em_tensor *em_scope_finish(em_scope *s, em_tensor *r);
+/* Engine ops in a scope (scope.c): NULL operands pass through as NULL,
+ * results are kept in s. es_scalar is `a op x`; es_mT transposes the last
+ * two dims (PyTorch's .mT). */
+em_tensor *es_binary(em_scope *s, em_binary_op op, const em_tensor *a, const em_tensor *b);
+em_tensor *es_add(em_scope *s, const em_tensor *a, const em_tensor *b);
+em_tensor *es_sub(em_scope *s, const em_tensor *a, const em_tensor *b);
+em_tensor *es_mul(em_scope *s, const em_tensor *a, const em_tensor *b);
+em_tensor *es_div(em_scope *s, const em_tensor *a, const em_tensor *b);
+em_tensor *es_scalar(em_scope *s, em_binary_op op, const em_tensor *a, double x);
+em_tensor *es_unary(em_scope *s, em_unary_op op, const em_tensor *a);
+em_tensor *es_matmul(em_scope *s, const em_tensor *a, const em_tensor *b);
+em_tensor *es_mT(em_scope *s, const em_tensor *a);
+em_tensor *es_unsqueeze(em_scope *s, const em_tensor *a, int dim);
+em_tensor *es_narrow(em_scope *s, const em_tensor *a, int dim, int64_t start, int64_t length);
+em_tensor *es_to(em_scope *s, const em_tensor *a, em_dtype d);
+em_tensor *es_sum(em_scope *s, const em_tensor *a, const int *dims, int ndims, bool keepdim);
 
 /* Replaces `from` at the start of the current error message ("from: ...")
  * by `to`, so the user sees the op they called rather than the one it is

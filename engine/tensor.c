@@ -206,30 +206,6 @@ void em_release4(em_tensor *a, em_tensor *b, em_tensor *c, em_tensor *d)
     em_release(a); em_release(b); em_release(c); em_release(d);
 }
 
-em_tensor *em_scope_keep(em_scope *s, em_tensor *t)
-{
-    if (!t) return NULL;
-    if (s->n == EM_SCOPE_CAP) {
-        em_release(t);
-        return em_set_error("internal: more than %d temporaries in one formula", EM_SCOPE_CAP), NULL;
-    }
-    s->t[s->n++] = t;
-    return t;
-}
-
-void em_scope_drop(em_scope *s)
-{
-    for (int i = 0; i < s->n; i++) em_release(s->t[i]);
-    s->n = 0;
-}
-
-em_tensor *em_scope_finish(em_scope *s, em_tensor *r)
-{
-    if (r) em_retain(r);
-    em_scope_drop(s);
-    return r;
-}
-
 /* A new header on t's storage; sizes/strides are filled in by the caller. */
 em_tensor *em_header_on(const em_tensor *t)
 {
