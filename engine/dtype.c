@@ -7,17 +7,14 @@
 #include <stdio.h>
 #include <string.h>
 
-static const struct { const char *name; size_t size; } dtype_info[EM_NDTYPES] = {
-    [EM_FLOAT32] = {"float32", 4}, [EM_FLOAT64] = {"float64", 8},
-    [EM_INT64] = {"int64", 8},     [EM_INT32] = {"int32", 4},
-    [EM_UINT8] = {"uint8", 1},     [EM_BOOL] = {"bool", 1},
-    [EM_FLOAT16] = {"float16", 2}, [EM_BFLOAT16] = {"bfloat16", 2},
+static const char *const dtype_names[EM_NDTYPES] = {
+    [EM_FLOAT32] = "float32", [EM_FLOAT64] = "float64", [EM_INT64] = "int64",     [EM_INT32] = "int32",
+    [EM_UINT8] = "uint8",     [EM_BOOL] = "bool",       [EM_FLOAT16] = "float16", [EM_BFLOAT16] = "bfloat16",
 };
 
 static em_dtype default_dtype = EM_FLOAT32;
 
-size_t em_dtype_size(em_dtype d) { return (unsigned)d < EM_NDTYPES ? dtype_info[d].size : 0; }
-const char *em_dtype_name(em_dtype d) { return (unsigned)d < EM_NDTYPES ? dtype_info[d].name : "?"; }
+const char *em_dtype_name(em_dtype d) { return (unsigned)d < EM_NDTYPES ? dtype_names[d] : "?"; }
 
 int em_dtype_from_name(const char *name, em_dtype *out)
 {
@@ -26,7 +23,7 @@ int em_dtype_from_name(const char *name, em_dtype *out)
         {"int", EM_INT32}, {"half", EM_FLOAT16}, {"byte", EM_UINT8},
     };
     for (int i = 0; i < EM_NDTYPES; i++)
-        if (strcmp(name, dtype_info[i].name) == 0) { *out = (em_dtype)i; return 0; }
+        if (strcmp(name, dtype_names[i]) == 0) { *out = (em_dtype)i; return 0; }
     for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
         if (strcmp(name, aliases[i].alias) == 0) { *out = aliases[i].d; return 0; }
     return em_set_error("unknown dtype '%s' (expected float32, float64, int64, int32, uint8, "

@@ -90,7 +90,18 @@ char *em_shape_str(const em_tensor *t, char *buf, size_t n);
 char *em_sizes_str(const int64_t *sizes, int ndim, char *buf, size_t n);
 
 /* ---- dtypes and devices -------------------------------------------------- */
-size_t em_dtype_size(em_dtype d);
+/* Bytes per element, 0 for an invalid dtype. Inline: every op asks it
+ * several times, and the CUDA library (which cannot call the engine) too. */
+static inline size_t em_dtype_size(em_dtype d)
+{
+    switch (d) {
+    case EM_FLOAT64: case EM_INT64: return 8;
+    case EM_FLOAT32: case EM_INT32: return 4;
+    case EM_FLOAT16: case EM_BFLOAT16: return 2;
+    case EM_UINT8: case EM_BOOL: return 1;
+    default: return 0;
+    }
+}
 const char *em_dtype_name(em_dtype d);
 int em_dtype_from_name(const char *name, em_dtype *out);   /* 0 on success */
 bool em_dtype_is_float(em_dtype d);                /* f32/f64/f16/bf16 */
@@ -123,7 +134,10 @@ void em_release(em_tensor *t);
 int64_t em_numel(const em_tensor *t);
 bool em_is_contiguous(const em_tensor *t);
 /* The address of element 0 of the view (storage data + offset). */
-void *em_data_ptr(const em_tensor *t);
+static inline void *em_data_ptr(const em_tensor *t)
+{
+    return (char *)t->storage->data + t->offset * (int64_t)em_dtype_size(t->dtype);
+}
 /* Total bytes held in storages (for telling Lua's collector). */
 size_t em_bytes_in_use(em_device_type type);
 /* Bytes the storage of t holds (0 if shared is to be ignored). */

@@ -232,11 +232,6 @@ int64_t em_numel(const em_tensor *t) { return emf_numel(t); }
 
 bool em_is_contiguous(const em_tensor *t) { return emf_is_contiguous(t); }
 
-void *em_data_ptr(const em_tensor *t)
-{
-    return (char *)t->storage->data + t->offset * (int64_t)em_dtype_size(t->dtype);
-}
-
 size_t em_storage_bytes(const em_tensor *t) { return t->storage->nbytes; }
 
 void em_bump_version(em_tensor *t) { t->storage->version++; }

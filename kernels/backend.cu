@@ -121,12 +121,6 @@ cudaError_t kc_synchronize(cudaStream_t s)
 
 /* ---- tensors -------------------------------------------------------------- */
 
-size_t kc_dtype_size(em_dtype d)
-{
-    static const size_t sizes[EM_NDTYPES] = {4, 8, 8, 4, 1, 1, 2, 2};
-    return d >= 0 && d < EM_NDTYPES ? sizes[d] : 1;
-}
-
 const char *kc_dtype_name(em_dtype d)
 {
     static const char *const names[EM_NDTYPES] = {"float32", "float64", "int64", "int32",

@@ -372,7 +372,7 @@ int kc_conv(em_conv_op op, em_tensor *out, const em_tensor *a, const em_tensor *
 
     cudnnHandle_t h = handle_of(dev, s, name);
     if (!h) return -1;
-    size_t es = kc_dtype_size(out->dtype);
+    size_t es = em_dtype_size(out->dtype);
     char *xp = kc_ptr(x), *wp = kc_ptr(w), *yp = kc_ptr(y);
     for (int64_t n0 = 0; n0 < N; n0 += chunk) {
         int64_t n = N - n0 < chunk ? N - n0 : chunk;

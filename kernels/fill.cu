@@ -77,7 +77,7 @@ int kc_fill(em_tensor *out, double value)
     kc_iter<1> it;
     kc_iter_init(&it, ts);
     if (it.numel == 0) return 0;
-    size_t esz = kc_dtype_size(out->dtype);
+    size_t esz = em_dtype_size(out->dtype);
     bool same_bytes = true;
     for (size_t k = 1; k < esz; k++) same_bytes = same_bytes && ((bits >> (8 * k)) & 0xff) == (bits & 0xff);
     if (it.contiguous && same_bytes) {

@@ -76,7 +76,7 @@ static int make_scratch(scratch *s, const em_tensor *like, int device)
     s->t.offset = 0;
     int64_t st = 1;
     for (int i = like->ndim - 1; i >= 0; i--) { s->t.strides[i] = st; st *= like->sizes[i]; }
-    s->nbytes = (size_t)emf_numel(like) * kc_dtype_size(like->dtype);
+    s->nbytes = (size_t)emf_numel(like) * em_dtype_size(like->dtype);
     s->storage = *like->storage;
     s->storage.data = kc_alloc(s->nbytes, device);
     if (!s->storage.data) return -1;

@@ -343,7 +343,7 @@ static bool dense_tail(const em_tensor *t, int dim)
 static int index_rows(em_index_op op, const char *name, const em_tensor *addr, const em_tensor *other,
                       int dim, const em_tensor *idx, int dev, cudaStream_t s)
 {
-    size_t esz = kc_dtype_size(addr->dtype);
+    size_t esz = em_dtype_size(addr->dtype);
     rows_args a;
     memset(&a, 0, sizeof a);
     int64_t inner = 1, outer = 1;
@@ -405,7 +405,7 @@ extern "C" int kc_index(em_index_op op, em_tensor *out, const em_tensor *in, int
         return op == EM_INDEX_SELECT ? index_rows(op, name, in, out, dim, idx, dev, s)
                                      : index_rows(op, name, out, in, dim, idx, dev, s);
 
-    size_t esz = kc_dtype_size(out->dtype);
+    size_t esz = em_dtype_size(out->dtype);
     index_args a;
     memset(&a, 0, sizeof a);
     a.err = kc_error_word_of(dev);

@@ -133,13 +133,9 @@ __device__ inline void kc_report_bad_index(kc_error_word *w, int op, int64_t val
 }
 
 /* ---- tensors ---------------------------------------------------------------- */
-size_t kc_dtype_size(em_dtype d);
-/* emf_numel, emf_is_contiguous: engine/formulas.h */
+/* em_dtype_size, em_data_ptr: ember.h (inline); emf_numel, emf_is_contiguous: engine/formulas.h */
 static inline int kc_device_of(const em_tensor *t) { return t->storage->device.index; }
-static inline char *kc_ptr(const em_tensor *t)
-{
-    return (char *)t->storage->data + t->offset * (int64_t)kc_dtype_size(t->dtype);
-}
+static inline char *kc_ptr(const em_tensor *t) { return (char *)em_data_ptr(t); }
 const char *kc_dtype_name(em_dtype d);
 
 /* C++ types of the dtypes */
@@ -218,7 +214,7 @@ template <int N> void kc_iter_init(kc_iter<N> *it, const em_tensor *const *ts)
 {
     const em_tensor *t0 = ts[0];
     it->numel = emf_numel(t0);
-    for (int k = 0; k < N; k++) { it->data[k] = kc_ptr(ts[k]); it->esize[k] = (int)kc_dtype_size(ts[k]->dtype); }
+    for (int k = 0; k < N; k++) { it->data[k] = kc_ptr(ts[k]); it->esize[k] = (int)em_dtype_size(ts[k]->dtype); }
     int nd = 0;
     for (int d = 0; d < t0->ndim; d++) {
         if (t0->sizes[d] == 1) continue;

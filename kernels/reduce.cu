@@ -632,7 +632,7 @@ extern "C" int kc_reduce(em_reduce_op op, em_tensor *out, em_tensor *idx, const 
     O.out = kc_ptr(out);
     O.idx = idx ? (int64_t *)kc_ptr(idx) : NULL;
     O.odt = (int)out->dtype;
-    O.oes = (int)kc_dtype_size(out->dtype);
+    O.oes = (int)em_dtype_size(out->dtype);
     O.nd = out->ndim;
     O.ocontig = emf_is_contiguous(out);
     O.icontig = !idx || emf_is_contiguous(idx);

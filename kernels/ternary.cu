@@ -142,7 +142,7 @@ int kc_ternary(em_ternary_op op, em_tensor *out, const em_tensor *a, const em_te
     kc_iter_init(&it, ts);
     if (it.numel == 0) return 0;
     if (op == EM_WHERE) {
-        switch (kc_dtype_size(out->dtype)) {
+        switch (em_dtype_size(out->dtype)) {
         case 1: return where_run<uint8_t>(it, dev, st);
         case 2: return where_run<uint16_t>(it, dev, st);
         case 4: return where_run<uint32_t>(it, dev, st);
