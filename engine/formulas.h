@@ -13,6 +13,7 @@
 #ifndef EMBER_FORMULAS_H
 #define EMBER_FORMULAS_H
 
+#include "backend.h"     /* em_index_op */
 #include "ember.h"
 
 #include <stdint.h>
@@ -193,6 +194,20 @@ static inline em_tensor emf_spread_index(const em_tensor *idx, const int64_t *si
     v.ndim = ndim;
     for (int i = 0; i < ndim; i++) { v.sizes[i] = sizes[i]; v.strides[i] = i == dim ? idx->strides[0] : 0; }
     return v;
+}
+
+/* The op an index family call names in its errors (both backends say the same). */
+static inline const char *emf_index_op_name(em_index_op op)
+{
+    switch (op) {
+    case EM_INDEX_SELECT: return "index_select";
+    case EM_GATHER: return "gather";
+    case EM_SCATTER: return "scatter";
+    case EM_SCATTER_ADD: return "scatter_add";
+    case EM_INDEX_ADD: return "index_add";
+    case EM_SCATTER_MUL: case EM_SCATTER_AMAX: case EM_SCATTER_AMIN: return "scatter_reduce";
+    default: return "index";
+    }
 }
 
 #endif

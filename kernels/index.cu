@@ -29,19 +29,6 @@
 
 /* ---- shared helpers --------------------------------------------------------- */
 
-static const char *index_op_name(em_index_op op)
-{
-    switch (op) {
-    case EM_INDEX_SELECT: return "index_select";
-    case EM_GATHER: return "gather";
-    case EM_SCATTER: return "scatter";
-    case EM_SCATTER_ADD: return "scatter_add";
-    case EM_INDEX_ADD: return "index_add";
-    case EM_SCATTER_MUL: case EM_SCATTER_AMAX: case EM_SCATTER_AMIN: return "scatter_reduce";
-    default: return "index";
-    }
-}
-
 static int index_err_op(em_index_op op)
 {
     switch (op) {
@@ -389,7 +376,7 @@ static int index_rows(em_index_op op, const char *name, const em_tensor *addr, c
 
 extern "C" int kc_index(em_index_op op, em_tensor *out, const em_tensor *in, int dim, const em_tensor *idx)
 {
-    const char *name = index_op_name(op);
+    const char *name = emf_index_op_name(op);
     if (op < 0 || op >= EM_NINDEX) return kc_error("index: unknown op %d", (int)op);
     if (idx->dtype != EM_INT64)
         return kc_error("%s: expected an int64 index tensor, got %s", name, kc_dtype_name(idx->dtype));

@@ -80,6 +80,19 @@ static inline char *cpu_elem(const em_tensor *t, const int64_t *idx)
     return (char *)t->storage->data + off * (int64_t)em_dtype_size(t->dtype);
 }
 
+/* Element offset of row r of t along `dim` (softmax, scans): the dims other
+ * than dim, row-major. */
+static inline int64_t cpu_row_offset(const em_tensor *t, int dim, int64_t r)
+{
+    int64_t off = 0;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        if (d == dim) continue;
+        off += (r % t->sizes[d]) * t->strides[d];
+        r /= t->sizes[d];
+    }
+    return off;
+}
+
 /* ---- fast math shared by kernels ----------------------------------------- */
 /* exp for float32, written so that loops over it vectorise (libm's expf
  * does not): exp(x) = 2^n * exp(r) with n = round(x / ln 2), |r| <= ln2 / 2,

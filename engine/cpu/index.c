@@ -268,22 +268,9 @@ static int index_add_rows(em_tensor *out, const em_tensor *in, int dim, const em
     return 1;
 }
 
-static const char *index_op_name(em_index_op op)
-{
-    switch (op) {
-    case EM_INDEX_SELECT: return "index_select";
-    case EM_GATHER: return "gather";
-    case EM_SCATTER: return "scatter";
-    case EM_SCATTER_ADD: return "scatter_add";
-    case EM_INDEX_ADD: return "index_add";
-    case EM_SCATTER_MUL: case EM_SCATTER_AMAX: case EM_SCATTER_AMIN: return "scatter_reduce";
-    default: return "index";
-    }
-}
-
 int cpu_index(em_index_op op, em_tensor *out, const em_tensor *in, int dim, const em_tensor *idx)
 {
-    const char *name = index_op_name(op);
+    const char *name = emf_index_op_name(op);
     if (idx->dtype != EM_INT64)
         return em_set_error("%s: expected an int64 index tensor, got %s", name, em_dtype_name(idx->dtype));
     if (out->ndim == 0 || dim < 0 || dim >= out->ndim || in->ndim != out->ndim)

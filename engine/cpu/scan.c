@@ -13,17 +13,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-static int64_t row_offset(const em_tensor *t, int dim, int64_t r)
-{
-    int64_t off = 0;
-    for (int d = t->ndim - 1; d >= 0; d--) {
-        if (d == dim) continue;
-        off += (r % t->sizes[d]) * t->strides[d];
-        r /= t->sizes[d];
-    }
-    return off;
-}
-
 /* log(exp(a) + exp(b)) without overflow; equal infinities stay themselves */
 static double log_add_exp(double a, double b)
 {
@@ -144,8 +133,8 @@ static void rows_range(int64_t lo, int64_t hi, void *ctx)
     char *ob = (char *)em_data_ptr(j->out);
     const char *xb = (const char *)em_data_ptr(j->in);
     for (int64_t r = lo; r < hi; r++)
-        row_scan(j->op, ob + row_offset(j->out, j->dim, r) * (int64_t)esz, j->os,
-                 xb + row_offset(j->in, j->dim, r) * (int64_t)esz, j->xs, j->in->dtype, j->n);
+        row_scan(j->op, ob + cpu_row_offset(j->out, j->dim, r) * (int64_t)esz, j->os,
+                 xb + cpu_row_offset(j->in, j->dim, r) * (int64_t)esz, j->xs, j->in->dtype, j->n);
 }
 
 int cpu_scan(em_scan_op op, em_tensor *out, const em_tensor *in, int dim)

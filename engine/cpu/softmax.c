@@ -77,18 +77,6 @@ static void row_any(em_softmax_op op, char *o, int64_t os, em_dtype od,
     }
 }
 
-/* Element offset of row r: the dims of t other than `dim`, row-major. */
-static int64_t row_offset(const em_tensor *t, int dim, int64_t r)
-{
-    int64_t off = 0;
-    for (int d = t->ndim - 1; d >= 0; d--) {
-        if (d == dim) continue;
-        off += (r % t->sizes[d]) * t->strides[d];
-        r /= t->sizes[d];
-    }
-    return off;
-}
-
 /* Contiguous float32/float64, dim not last: the rows along dim are W apart,
  * so each unit takes a group of up to COLS neighbouring columns of one outer
  * slice [n][W] and runs the three passes over whole rows of them. */
@@ -154,8 +142,8 @@ static void rows_range(int64_t lo, int64_t hi, void *ctx)
     const sm_job *j = ctx;
     size_t xe = em_dtype_size(j->in->dtype), oe = em_dtype_size(j->out->dtype);
     for (int64_t r = lo; r < hi; r++) {
-        char *o = j->ob + row_offset(j->out, j->dim, r) * (int64_t)oe;
-        const char *x = j->xb + row_offset(j->in, j->dim, r) * (int64_t)xe;
+        char *o = j->ob + cpu_row_offset(j->out, j->dim, r) * (int64_t)oe;
+        const char *x = j->xb + cpu_row_offset(j->in, j->dim, r) * (int64_t)xe;
         if (j->fast && j->in->dtype == EM_FLOAT32) row_f32(j->op, (float *)o, (const float *)x, j->n);
         else if (j->fast) row_f64(j->op, (double *)o, (const double *)x, j->n);
         else row_any(j->op, o, j->os * (int64_t)oe, j->out->dtype, x, j->xs * (int64_t)xe, j->in->dtype, j->n);
