@@ -394,13 +394,11 @@ int kc_binary(em_binary_op op, em_tensor *out, const em_tensor *a, const em_tens
                         kc_dtype_name(out->dtype), kc_dtype_name(dt));
     if (dt == EM_FLOAT16 || dt == EM_BFLOAT16)
         return kc_error("%s: the CUDA kernel has no %s loop (compute in float32)", name, kc_dtype_name(dt));
-    int dev = kc_device_of(out);
-    cudaStream_t s = kc_stream(dev);
-    if (!s) return -1;
     const em_tensor *ts[3] = {out, a, b};
     kc_iter<3> it;
-    kc_iter_init(&it, ts);
-    if (it.numel == 0) return 0;
+    int dev;
+    cudaStream_t s;
+    if (int go = kc_prepare(ts, &it, &dev, &s); go <= 0) return go;
     switch (dt) {
     case EM_FLOAT32: return bin_float<EM_FLOAT32>(op, name, it, dev, s);
     case EM_FLOAT64: return bin_float<EM_FLOAT64>(op, name, it, dev, s);

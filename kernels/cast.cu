@@ -92,12 +92,10 @@ static int cast_from(em_dtype from, const kc_iter<2> &it, int dev, cudaStream_t 
 
 int kc_cast(em_tensor *dst, const em_tensor *src)
 {
-    int dev = kc_device_of(dst);
-    cudaStream_t s = kc_stream(dev);
-    if (!s) return -1;
     const em_tensor *ts[2] = {dst, src};
     kc_iter<2> it;
-    kc_iter_init(&it, ts);
-    if (it.numel == 0) return 0;
+    int dev;
+    cudaStream_t s;
+    if (int go = kc_prepare(ts, &it, &dev, &s); go <= 0) return go;
     EW_DISPATCH_DTYPE(dst->dtype, "cast", cast_from, src->dtype, it, dev, s)
 }

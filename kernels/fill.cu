@@ -70,13 +70,11 @@ int kc_fill(em_tensor *out, double value)
     case EM_BFLOAT16: bits = fill_pattern<EM_BFLOAT16>(value); break;
     default: return kc_error("fill: no CUDA kernel for %s", kc_dtype_name(out->dtype));
     }
-    int dev = kc_device_of(out);
-    cudaStream_t s = kc_stream(dev);
-    if (!s) return -1;
     const em_tensor *ts[1] = {out};
     kc_iter<1> it;
-    kc_iter_init(&it, ts);
-    if (it.numel == 0) return 0;
+    int dev;
+    cudaStream_t s;
+    if (int go = kc_prepare(ts, &it, &dev, &s); go <= 0) return go;
     size_t esz = em_dtype_size(out->dtype);
     bool same_bytes = true;
     for (size_t k = 1; k < esz; k++) same_bytes = same_bytes && ((bits >> (8 * k)) & 0xff) == (bits & 0xff);
@@ -115,13 +113,11 @@ __global__ void arange_kernel(kc_iter<1> it, double start, double step)
 
 template <int D> static int arange_run(em_tensor *out, double start, double step)
 {
-    int dev = kc_device_of(out);
-    cudaStream_t s = kc_stream(dev);
-    if (!s) return -1;
     const em_tensor *ts[1] = {out};
     kc_iter<1> it;
-    kc_iter_init(&it, ts);
-    if (it.numel == 0) return 0;
+    int dev;
+    cudaStream_t s;
+    if (int go = kc_prepare(ts, &it, &dev, &s); go <= 0) return go;
     KC_LAUNCH(kc_grid(it.numel, dev), KC_THREADS, 0, s, arange_kernel<D>)(it, start, step);
     return kc_launched("arange", dev);
 }

@@ -238,6 +238,18 @@ template <int N> void kc_iter_init(kc_iter<N> *it, const em_tensor *const *ts)
     it->contiguous = c;
 }
 
+/* The start of an elementwise entry point: the device of ts[0] made current,
+ * its stream, and the iterator over ts. Returns -1 when the device cannot
+ * start (the error set), 0 when there are no elements, 1 to go on. */
+template <int N>
+static inline int kc_prepare(const em_tensor *const *ts, kc_iter<N> *it, int *dev, cudaStream_t *s)
+{
+    *dev = kc_device_of(ts[0]);
+    if (!(*s = kc_stream(*dev))) return -1;
+    kc_iter_init(it, ts);
+    return it->numel > 0 ? 1 : 0;
+}
+
 /* Device: pointers to the operands' element i (row-major position). */
 template <int N> __device__ inline void kc_iter_ptrs(const kc_iter<N> &it, int64_t i, char **p)
 {
@@ -268,12 +280,10 @@ template <int N, typename F> __global__ void kc_foreach_kernel(kc_iter<N> it, F 
 
 template <int N, typename F> int kc_foreach(const char *op, const em_tensor *const *ts, F f)
 {
-    int dev = kc_device_of(ts[0]);
-    cudaStream_t s = kc_stream(dev);
-    if (!s) return -1;
     kc_iter<N> it;
-    kc_iter_init(&it, ts);
-    if (it.numel == 0) return 0;
+    int dev;
+    cudaStream_t s;
+    if (int go = kc_prepare(ts, &it, &dev, &s); go <= 0) return go;
     KC_LAUNCH(kc_grid(it.numel, dev), KC_THREADS, 0, s, kc_foreach_kernel<N, F>)(it, f);
     return kc_launched(op, dev);
 }

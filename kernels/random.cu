@@ -131,13 +131,11 @@ template <int D>
 static int rand_run(em_random_op op, em_tensor *out, rand_args j)
 {
     typedef typename ew_dt<D>::S S;
-    int dev = kc_device_of(out);
-    cudaStream_t s = kc_stream(dev);
-    if (!s) return -1;
     const em_tensor *ts[1] = {out};
     kc_iter<1> it;
-    kc_iter_init(&it, ts);
-    if (it.numel == 0) return 0;
+    int dev;
+    cudaStream_t s;
+    if (int go = kc_prepare(ts, &it, &dev, &s); go <= 0) return go;
     int64_t nctr = (it.numel + j.per_ctr - 1) / j.per_ctr;
     bool vec = it.contiguous && j.per_ctr == 4 && ew_aligned(it.data[0], 4 * sizeof(S));
     int grid = kc_grid(nctr, dev);

@@ -134,13 +134,11 @@ int kc_ternary(em_ternary_op op, em_tensor *out, const em_tensor *a, const em_te
     } else if (a->dtype != out->dtype || b->dtype != out->dtype || c->dtype != out->dtype) {
         return kc_error("%s: CUDA kernel called with mixed dtypes", tern_names[op]);
     }
-    int dev = kc_device_of(out);
-    cudaStream_t st = kc_stream(dev);
-    if (!st) return -1;
     const em_tensor *ts[4] = {out, a, b, c};
     kc_iter<4> it;
-    kc_iter_init(&it, ts);
-    if (it.numel == 0) return 0;
+    int dev;
+    cudaStream_t st;
+    if (int go = kc_prepare(ts, &it, &dev, &st); go <= 0) return go;
     if (op == EM_WHERE) {
         switch (em_dtype_size(out->dtype)) {
         case 1: return where_run<uint8_t>(it, dev, st);
@@ -218,12 +216,10 @@ int kc_clamp(em_tensor *out, const em_tensor *a, double lo, double hi, bool has_
     if (a->dtype != out->dtype)
         return kc_error("clamp: CUDA kernel called with input %s and output %s", kc_dtype_name(a->dtype),
                         kc_dtype_name(out->dtype));
-    int dev = kc_device_of(out);
-    cudaStream_t s = kc_stream(dev);
-    if (!s) return -1;
     const em_tensor *ts[2] = {out, a};
     kc_iter<2> it;
-    kc_iter_init(&it, ts);
-    if (it.numel == 0) return 0;
+    int dev;
+    cudaStream_t s;
+    if (int go = kc_prepare(ts, &it, &dev, &s); go <= 0) return go;
     EW_DISPATCH_DTYPE(out->dtype, "clamp", clamp_run, it, dev, s, lo, hi, has_lo, has_hi)
 }

@@ -249,13 +249,11 @@ template <int D, typename F> struct un_fn {
 template <int D, typename F>
 static int un_run(const char *name, em_tensor *out, const em_tensor *a)
 {
-    int dev = kc_device_of(out);
-    cudaStream_t s = kc_stream(dev);
-    if (!s) return -1;
     const em_tensor *ts[2] = {out, a};
     kc_iter<2> it;
-    kc_iter_init(&it, ts);
-    if (it.numel == 0) return 0;
+    int dev;
+    cudaStream_t s;
+    if (int go = kc_prepare(ts, &it, &dev, &s); go <= 0) return go;
     if constexpr (D == EM_FLOAT32 || D == EM_FLOAT64) {
         typedef typename ew_dt<D>::S T;
         typedef typename std::conditional<u_to_bool<F>::value, uint8_t, T>::type O;
