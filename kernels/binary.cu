@@ -304,18 +304,19 @@ static int bin_run(const char *name, const kc_iter<3> &it, int dev, cudaStream_t
     return ew_foreach(name, it, dev, s, bin_fn<D, F>{f});
 }
 
-/* float inputs: every op */
+/* Every op for dtype D: float inputs take all but the bitwise ops, integer
+ * and bool inputs all but true division and the float functions. */
 template <int D>
-static int bin_float(em_binary_op op, const char *name, const kc_iter<3> &it, int dev, cudaStream_t s)
+static int bin_dispatch(em_binary_op op, const char *name, const kc_iter<3> &it, int dev, cudaStream_t s)
 {
+    constexpr bool fl = D == EM_FLOAT32 || D == EM_FLOAT64;
     switch (op) {
     case EM_ADD: return bin_run<D>(name, it, dev, s, b_add());
     case EM_SUB: return bin_run<D>(name, it, dev, s, b_sub());
     case EM_MUL: return bin_run<D>(name, it, dev, s, b_mul());
-    case EM_DIV: return bin_run<D>(name, it, dev, s, b_div());
     case EM_REMAINDER: return bin_run<D>(name, it, dev, s, b_rem());
     case EM_POW: {
-        bool scalar_b = ew_inner_stride(it, 0) == 1 && ew_inner_stride(it, 1) == 1 &&
+        bool scalar_b = fl && ew_inner_stride(it, 0) == 1 && ew_inner_stride(it, 1) == 1 &&
                         ew_inner_stride(it, 2) == 0;
         return bin_run<D>(name, it, dev, s, b_pow{scalar_b});
     }
@@ -329,55 +330,41 @@ static int bin_float(em_binary_op op, const char *name, const kc_iter<3> &it, in
     case EM_GE: return bin_run<D>(name, it, dev, s, b_ge());
     case EM_LOGICAL_AND: return bin_run<D>(name, it, dev, s, b_and());
     case EM_LOGICAL_OR: return bin_run<D>(name, it, dev, s, b_or());
-    case EM_ATAN2: return bin_run<D>(name, it, dev, s, b_atan2());
-    case EM_HYPOT: return bin_run<D>(name, it, dev, s, b_hypot());
-    case EM_COPYSIGN: return bin_run<D>(name, it, dev, s, b_copysign());
-    case EM_LOGADDEXP: return bin_run<D>(name, it, dev, s, b_logaddexp());
-    case EM_LOGADDEXP2: return bin_run<D>(name, it, dev, s, b_logaddexp2());
     case EM_FMOD: return bin_run<D>(name, it, dev, s, b_fmod());
     case EM_DIV_TRUNC: return bin_run<D>(name, it, dev, s, b_div_trunc());
     case EM_DIV_FLOOR: return bin_run<D>(name, it, dev, s, b_div_floor());
-    case EM_POLYGAMMA: return bin_run<D>(name, it, dev, s, b_polygamma());
+    case EM_DIV: case EM_ATAN2: case EM_HYPOT: case EM_COPYSIGN: case EM_LOGADDEXP: case EM_LOGADDEXP2:
+    case EM_POLYGAMMA:
+        if constexpr (fl) {
+            switch (op) {
+            case EM_DIV: return bin_run<D>(name, it, dev, s, b_div());
+            case EM_ATAN2: return bin_run<D>(name, it, dev, s, b_atan2());
+            case EM_HYPOT: return bin_run<D>(name, it, dev, s, b_hypot());
+            case EM_COPYSIGN: return bin_run<D>(name, it, dev, s, b_copysign());
+            case EM_LOGADDEXP: return bin_run<D>(name, it, dev, s, b_logaddexp());
+            case EM_LOGADDEXP2: return bin_run<D>(name, it, dev, s, b_logaddexp2());
+            default: return bin_run<D>(name, it, dev, s, b_polygamma());
+            }
+        }
+        break;
+    case EM_BITWISE_AND: case EM_BITWISE_OR: case EM_BITWISE_XOR: case EM_BITWISE_LSHIFT: case EM_BITWISE_RSHIFT:
+        if constexpr (!fl) {
+            switch (op) {
+            case EM_BITWISE_AND: return bin_run<D>(name, it, dev, s, b_bit_and());
+            case EM_BITWISE_OR: return bin_run<D>(name, it, dev, s, b_bit_or());
+            case EM_BITWISE_XOR: return bin_run<D>(name, it, dev, s, b_bit_xor());
+            case EM_BITWISE_LSHIFT: return bin_run<D>(name, it, dev, s, b_lshift());
+            default: return bin_run<D>(name, it, dev, s, b_rshift());
+            }
+        }
+        break;
     /* No default case: -Wswitch fails the build while an op of the table
      * (engine/elementwise_ops.h) has no case here. */
-    case EM_BITWISE_AND: case EM_BITWISE_OR: case EM_BITWISE_XOR: case EM_BITWISE_LSHIFT: case EM_BITWISE_RSHIFT:
     case EM_NBINARY:
         break;
     }
-    return kc_error("%s: the CUDA kernel needs integer or bool inputs, got %s", name, kc_dtype_name((em_dtype)D));
-}
-
-/* integer and bool inputs: every op but true division */
-template <int D>
-static int bin_int(em_binary_op op, const char *name, const kc_iter<3> &it, int dev, cudaStream_t s)
-{
-    switch (op) {
-    case EM_ADD: return bin_run<D>(name, it, dev, s, b_add());
-    case EM_SUB: return bin_run<D>(name, it, dev, s, b_sub());
-    case EM_MUL: return bin_run<D>(name, it, dev, s, b_mul());
-    case EM_REMAINDER: return bin_run<D>(name, it, dev, s, b_rem());
-    case EM_POW: return bin_run<D>(name, it, dev, s, b_pow{false});
-    case EM_MAXIMUM: return bin_run<D>(name, it, dev, s, b_max());
-    case EM_MINIMUM: return bin_run<D>(name, it, dev, s, b_min());
-    case EM_EQ: return bin_run<D>(name, it, dev, s, b_eq());
-    case EM_NE: return bin_run<D>(name, it, dev, s, b_ne());
-    case EM_LT: return bin_run<D>(name, it, dev, s, b_lt());
-    case EM_LE: return bin_run<D>(name, it, dev, s, b_le());
-    case EM_GT: return bin_run<D>(name, it, dev, s, b_gt());
-    case EM_GE: return bin_run<D>(name, it, dev, s, b_ge());
-    case EM_LOGICAL_AND: return bin_run<D>(name, it, dev, s, b_and());
-    case EM_LOGICAL_OR: return bin_run<D>(name, it, dev, s, b_or());
-    case EM_FMOD: return bin_run<D>(name, it, dev, s, b_fmod());
-    case EM_DIV_TRUNC: return bin_run<D>(name, it, dev, s, b_div_trunc());
-    case EM_DIV_FLOOR: return bin_run<D>(name, it, dev, s, b_div_floor());
-    case EM_BITWISE_AND: return bin_run<D>(name, it, dev, s, b_bit_and());
-    case EM_BITWISE_OR: return bin_run<D>(name, it, dev, s, b_bit_or());
-    case EM_BITWISE_XOR: return bin_run<D>(name, it, dev, s, b_bit_xor());
-    case EM_BITWISE_LSHIFT: return bin_run<D>(name, it, dev, s, b_lshift());
-    case EM_BITWISE_RSHIFT: return bin_run<D>(name, it, dev, s, b_rshift());
-    default:
-        return kc_error("%s: the CUDA kernel needs float inputs, got %s", name, kc_dtype_name((em_dtype)D));
-    }
+    return kc_error("%s: the CUDA kernel needs %s inputs, got %s", name, fl ? "integer or bool" : "float",
+                    kc_dtype_name((em_dtype)D));
 }
 
 int kc_binary(em_binary_op op, em_tensor *out, const em_tensor *a, const em_tensor *b)
@@ -400,12 +387,12 @@ int kc_binary(em_binary_op op, em_tensor *out, const em_tensor *a, const em_tens
     cudaStream_t s;
     if (int go = kc_prepare(ts, &it, &dev, &s); go <= 0) return go;
     switch (dt) {
-    case EM_FLOAT32: return bin_float<EM_FLOAT32>(op, name, it, dev, s);
-    case EM_FLOAT64: return bin_float<EM_FLOAT64>(op, name, it, dev, s);
-    case EM_INT64: return bin_int<EM_INT64>(op, name, it, dev, s);
-    case EM_INT32: return bin_int<EM_INT32>(op, name, it, dev, s);
-    case EM_UINT8: return bin_int<EM_UINT8>(op, name, it, dev, s);
-    case EM_BOOL: return bin_int<EM_BOOL>(op, name, it, dev, s);
+    case EM_FLOAT32: return bin_dispatch<EM_FLOAT32>(op, name, it, dev, s);
+    case EM_FLOAT64: return bin_dispatch<EM_FLOAT64>(op, name, it, dev, s);
+    case EM_INT64: return bin_dispatch<EM_INT64>(op, name, it, dev, s);
+    case EM_INT32: return bin_dispatch<EM_INT32>(op, name, it, dev, s);
+    case EM_UINT8: return bin_dispatch<EM_UINT8>(op, name, it, dev, s);
+    case EM_BOOL: return bin_dispatch<EM_BOOL>(op, name, it, dev, s);
     default: return kc_error("%s: no CUDA kernel for %s", name, kc_dtype_name(dt));
     }
 }
