@@ -116,20 +116,8 @@ static int l_set_rng_state(lua_State *L)
 
 /* ---- random tensors -------------------------------------------------------- */
 
-typedef em_tensor *(*random_fn)(const int64_t *, int, em_dtype, em_device);
-
-static int random_sized(lua_State *L, const char *op, random_fn fn)
-{
-    int64_t sizes[EM_MAX_DIMS];
-    int n = emlua_check_sizes(L, 1, op, sizes);
-    int opts = emlua_options_index(L, 1);
-    em_dtype d = emlua_opt_dtype(L, opts, op, em_default_dtype());
-    em_device dev = emlua_opt_device(L, opts, op, CPU);
-    return emlua_push_created(L, fn(sizes, n, d, dev), opts, op);
-}
-
-static int l_rand(lua_State *L) { return random_sized(L, "ember.rand", em_rand); }
-static int l_randn(lua_State *L) { return random_sized(L, "ember.randn", em_randn); }
+static int l_rand(lua_State *L) { return emlua_create_sized(L, "ember.rand", em_rand); }
+static int l_randn(lua_State *L) { return emlua_create_sized(L, "ember.randn", em_randn); }
 
 /* A size table at idx (only a table: randint's integers are its bounds). */
 static int size_table(lua_State *L, int idx, const char *op, int64_t *sizes)
@@ -212,7 +200,7 @@ static int l_normal_(lua_State *L)
 }
 
 /* rand_like(t [, opts]) and randn_like(t [, opts]) */
-static int random_like(lua_State *L, const char *op, random_fn fn)
+static int random_like(lua_State *L, const char *op, emlua_sized_fn fn)
 {
     em_tensor *t = emlua_check(L, 1, op);
     int opts = opt_table(L, 2, op);

@@ -138,6 +138,10 @@ em_tensor *emlua_arg_tensor(emlua_args *a, int k);
  * the creation option {requires_grad = true} of the options table at opts
  * (0: none). */
 int emlua_push_created(lua_State *L, em_tensor *t, int opts, const char *op);
+/* op(size..., [{dtype=, device=, requires_grad=}]) made by fn: zeros, ones,
+ * empty, rand, randn */
+typedef em_tensor *(*emlua_sized_fn)(const int64_t *sizes, int ndim, em_dtype d, em_device dev);
+int emlua_create_sized(lua_State *L, const char *op, emlua_sized_fn fn);
 
 /* registration */
 void emlua_register(lua_State *L, const luaL_Reg *methods, const luaL_Reg *functions);

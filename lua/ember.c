@@ -577,6 +577,16 @@ bool emlua_opt_field_boolean(lua_State *L, int idx, const char *name, const char
     return v;
 }
 
+int emlua_create_sized(lua_State *L, const char *op, emlua_sized_fn fn)
+{
+    int64_t sizes[EM_MAX_DIMS];
+    int n = emlua_check_sizes(L, 1, op, sizes);
+    int opts = emlua_options_index(L, 1);
+    em_dtype d = emlua_opt_dtype(L, opts, op, em_default_dtype());
+    em_device dev = emlua_opt_device(L, opts, op, (em_device){EM_CPU, 0});
+    return emlua_push_created(L, fn(sizes, n, d, dev), opts, op);
+}
+
 int emlua_push_created(lua_State *L, em_tensor *t, int opts, const char *op)
 {
     if (!t) return emlua_fail(L);

@@ -1050,21 +1050,9 @@ static int m_tensor(lua_State *L)
     return emlua_push_created(L, t, opts, "ember.tensor");
 }
 
-typedef em_tensor *(*filler)(const int64_t *, int, em_dtype, em_device);
-
-static int make_filled(lua_State *L, const char *op, filler fn)
-{
-    int64_t sizes[EM_MAX_DIMS];
-    int n = emlua_check_sizes(L, 1, op, sizes);
-    int opts = emlua_options_index(L, 1);
-    em_dtype d = emlua_opt_dtype(L, opts, op, em_default_dtype());
-    em_device dev = emlua_opt_device(L, opts, op, CPU);
-    return emlua_push_created(L, fn(sizes, n, d, dev), opts, op);
-}
-
-static int m_zeros(lua_State *L) { return make_filled(L, "ember.zeros", em_zeros); }
-static int m_ones(lua_State *L) { return make_filled(L, "ember.ones", em_ones); }
-static int m_empty(lua_State *L) { return make_filled(L, "ember.empty", em_empty); }
+static int m_zeros(lua_State *L) { return emlua_create_sized(L, "ember.zeros", em_zeros); }
+static int m_ones(lua_State *L) { return emlua_create_sized(L, "ember.ones", em_ones); }
+static int m_empty(lua_State *L) { return emlua_create_sized(L, "ember.empty", em_empty); }
 
 static int m_full(lua_State *L)
 {
