@@ -333,31 +333,19 @@ static int bin_dispatch(em_binary_op op, const char *name, const kc_iter<3> &it,
     case EM_FMOD: return bin_run<D>(name, it, dev, s, b_fmod());
     case EM_DIV_TRUNC: return bin_run<D>(name, it, dev, s, b_div_trunc());
     case EM_DIV_FLOOR: return bin_run<D>(name, it, dev, s, b_div_floor());
-    case EM_DIV: case EM_ATAN2: case EM_HYPOT: case EM_COPYSIGN: case EM_LOGADDEXP: case EM_LOGADDEXP2:
-    case EM_POLYGAMMA:
-        if constexpr (fl) {
-            switch (op) {
-            case EM_DIV: return bin_run<D>(name, it, dev, s, b_div());
-            case EM_ATAN2: return bin_run<D>(name, it, dev, s, b_atan2());
-            case EM_HYPOT: return bin_run<D>(name, it, dev, s, b_hypot());
-            case EM_COPYSIGN: return bin_run<D>(name, it, dev, s, b_copysign());
-            case EM_LOGADDEXP: return bin_run<D>(name, it, dev, s, b_logaddexp());
-            case EM_LOGADDEXP2: return bin_run<D>(name, it, dev, s, b_logaddexp2());
-            default: return bin_run<D>(name, it, dev, s, b_polygamma());
-            }
-        }
-        break;
-    case EM_BITWISE_AND: case EM_BITWISE_OR: case EM_BITWISE_XOR: case EM_BITWISE_LSHIFT: case EM_BITWISE_RSHIFT:
-        if constexpr (!fl) {
-            switch (op) {
-            case EM_BITWISE_AND: return bin_run<D>(name, it, dev, s, b_bit_and());
-            case EM_BITWISE_OR: return bin_run<D>(name, it, dev, s, b_bit_or());
-            case EM_BITWISE_XOR: return bin_run<D>(name, it, dev, s, b_bit_xor());
-            case EM_BITWISE_LSHIFT: return bin_run<D>(name, it, dev, s, b_lshift());
-            default: return bin_run<D>(name, it, dev, s, b_rshift());
-            }
-        }
-        break;
+    /* float-only and integer-only ops: the other dtypes fall to the error */
+    case EM_DIV: if constexpr (fl) return bin_run<D>(name, it, dev, s, b_div()); break;
+    case EM_ATAN2: if constexpr (fl) return bin_run<D>(name, it, dev, s, b_atan2()); break;
+    case EM_HYPOT: if constexpr (fl) return bin_run<D>(name, it, dev, s, b_hypot()); break;
+    case EM_COPYSIGN: if constexpr (fl) return bin_run<D>(name, it, dev, s, b_copysign()); break;
+    case EM_LOGADDEXP: if constexpr (fl) return bin_run<D>(name, it, dev, s, b_logaddexp()); break;
+    case EM_LOGADDEXP2: if constexpr (fl) return bin_run<D>(name, it, dev, s, b_logaddexp2()); break;
+    case EM_POLYGAMMA: if constexpr (fl) return bin_run<D>(name, it, dev, s, b_polygamma()); break;
+    case EM_BITWISE_AND: if constexpr (!fl) return bin_run<D>(name, it, dev, s, b_bit_and()); break;
+    case EM_BITWISE_OR: if constexpr (!fl) return bin_run<D>(name, it, dev, s, b_bit_or()); break;
+    case EM_BITWISE_XOR: if constexpr (!fl) return bin_run<D>(name, it, dev, s, b_bit_xor()); break;
+    case EM_BITWISE_LSHIFT: if constexpr (!fl) return bin_run<D>(name, it, dev, s, b_lshift()); break;
+    case EM_BITWISE_RSHIFT: if constexpr (!fl) return bin_run<D>(name, it, dev, s, b_rshift()); break;
     /* No default case: -Wswitch fails the build while an op of the table
      * (engine/elementwise_ops.h) has no case here. */
     case EM_NBINARY:
