@@ -1,6 +1,7 @@
 /* conv.c — convolution on the CPU (backend.h's conv family): the checks, and
  * the reference path, which takes every case (float64, any geometry) and is
- * the fallback when oneDNN (dnnl.c, float32 only) is missing or declines.
+ * the fallback when oneDNN (dnnl.c: float32 and bfloat16) is missing or
+ * declines; float16 and a declined bfloat16 run it on float32 copies.
  *
  * The reference path is im2col + GEMM: for one sample n and group g the
  * taps of the input are unrolled into col [C/G * k..., O...] (zeros where a
@@ -16,7 +17,7 @@
  * (taken beforehand: cpu_alloc is not thread-safe). The weight
  * gradient is a sum over samples, so it is split into cpu_threads() fixed
  * parts over n, each summing into its own buffer, added in order afterwards:
- * the result does not depend on the load. float32 goes to oneDNN first
+ * the result does not depend on the load. float32 and bfloat16 go to oneDNN first
  * (dnnl.c), which takes the problems where it is faster.
  * A 1x1 convolution with stride 1 and no padding needs no unrolling: col is
  * the input itself.
@@ -54,7 +55,7 @@ static int conv_geometry(em_conv_op op, const em_tensor *out, const em_tensor *a
     int nsp = p->nspatial, nd = nsp + 2;
     if (out->ndim != nd || a->ndim != nd || b->ndim != nd)
         return conv_error(op, out, a, b, "every tensor needs 2 + the spatial dims");
-    if ((out->dtype != EM_FLOAT32 && out->dtype != EM_FLOAT64) || a->dtype != out->dtype || b->dtype != out->dtype)
+    if (!em_dtype_is_float(out->dtype) || a->dtype != out->dtype || b->dtype != out->dtype)
         return em_set_error("conv: expected float32, float64, float16 or bfloat16 tensors of one dtype, got %s, %s -> %s",
                             em_dtype_name(a->dtype), em_dtype_name(b->dtype), em_dtype_name(out->dtype));
     const em_tensor *x = op == EM_CONV_BACKWARD_DATA ? out : a;
@@ -386,12 +387,6 @@ done:
 
 int cpu_conv(em_conv_op op, em_tensor *out, const em_tensor *a, const em_tensor *b, const em_conv_params *p)
 {
-    if (cpu_is_lowp(out) && a->dtype == out->dtype && b->dtype == out->dtype) {
-        cpu_widened w = {0};
-        em_tensor *o = (em_tensor *)cpu_widen(&w, out, true);
-        const em_tensor *a32 = cpu_widen(&w, a, false), *b32 = cpu_widen(&w, b, false);
-        return cpu_narrow(&w, w.failed ? -1 : cpu_conv(op, o, a32, b32, p));
-    }
     cpu_conv_geom g;
     if (conv_geometry(op, out, a, b, p, &g) != 0) return -1;
     if (em_numel(out) == 0) return 0;
@@ -400,9 +395,17 @@ int cpu_conv(em_conv_op op, em_tensor *out, const em_tensor *a, const em_tensor 
         memset(o, 0, (size_t)em_numel(out) * em_dtype_size(out->dtype));
         return 0;
     }
-    if (out->dtype == EM_FLOAT32) {
-        int rc = cpu_dnnl_conv(op, &g, o, em_data_ptr(a), em_data_ptr(b));
+    if (out->dtype == EM_FLOAT32 || out->dtype == EM_BFLOAT16) {
+        int rc = cpu_dnnl_conv(op, &g, out->dtype, o, em_data_ptr(a), em_data_ptr(b));
         if (rc <= 0) return rc;
+    }
+    if (cpu_is_lowp(out)) {     /* float32 working copies, rounded once at the end */
+        cpu_widened w = {0};
+        em_tensor *o32 = (em_tensor *)cpu_widen(&w, out, true);
+        const em_tensor *a32 = cpu_widen(&w, a, false), *b32 = cpu_widen(&w, b, false);
+        int rc = w.failed ? -1
+                          : conv_reference(op, &g, EM_FLOAT32, em_data_ptr(o32), em_data_ptr(a32), em_data_ptr(b32));
+        return cpu_narrow(&w, rc);
     }
     return conv_reference(op, &g, out->dtype, o, em_data_ptr(a), em_data_ptr(b));
 }

@@ -1,4 +1,4 @@
-/* dnnl.c — float32 convolution through oneDNN (Debian's libdnnl 2.x, C API),
+/* dnnl.c — float32 and bfloat16 convolution through oneDNN (Debian's libdnnl 2.x, C API),
  * opened with dlopen on the first convolution: a session that never
  * convolves does not load it, and a machine without it takes conv.c's
  * reference path silently. EMBER_DNNL=0 forces the reference path. The
@@ -64,6 +64,19 @@
  * Below about 1e5 multiply-adds the reference path wins: a primitive call
  * costs some 10 us (e.g. [4,3,8,8] -> 8: forward 8.6 us against 11.3 us).
  * The first convolution pays about 10 ms for dlopen and the primitive.
+ *
+ * bfloat16. On a CPU with AVX512-BF16 oneDNN JITs kernels
+ * (jit_bf16:avx512_core_bf16, jit_dw for depthwise, gemm:jit for plain
+ * layouts) that multiply bfloat16 pairs into float32 sums and round once,
+ * as the float32 copies the caller would otherwise make give (up to the
+ * order of the sum). The weight gradient comes back in float32, so the
+ * sub-batches' parts are added before its one rounding. Where oneDNN has
+ * only its reference loops for a case (no bfloat16 instructions), the case
+ * is refused (and remembered as such) and the caller widens. Measured
+ * 2026-11-29 on a 2-core AVX512-BF16 EPYC VM, [128,32,14,14] -> 64, 3x3,
+ * best of 10, ms (forward / forward + both backwards): through float32
+ * copies 2.79 / 7.75, here 1.38 / 4.40, PyTorch 2.15 1.26 / 4.29; the
+ * Fashion-MNIST CNN's bfloat16 epoch went from 13.2 s to 11.1 s.
  *
  * Primitives are cached (least recently used of CACHE_SIZE) by op,
  * sub-batch size and geometry: creating one costs far more than running a
@@ -188,6 +201,7 @@ dnnl_stream_t cpu_dnnl_stream(void)
 
 typedef struct conv_key {
     int op, nsp, nthr;
+    int bf16;                       /* bfloat16 x, w and y (else float32) */
     int64_t n, c, k, g;
     int64_t in[3], ker[3], out[3], stride[3], dil[3], padl[3], padr[3];
 } conv_key;
@@ -196,6 +210,7 @@ typedef struct conv_key {
 typedef struct conv_prim {
     conv_key key;
     uint64_t used;                  /* 0: an empty slot */
+    bool refused;                   /* oneDNN has no fast kernel for it */
     step conv;
     int arg[3];
     dnnl_memory_desc_t user[3];     /* ember's plain layouts */
@@ -258,14 +273,18 @@ static dnnl_primitive_desc_t conv_pd(const conv_key *k, bool any, const dnnl_pri
         pl[i] = k->padl[s];
         pr[i] = k->padr[s];
     }
-    dnnl_memory_desc_t xm, wm, ym;
+    /* bfloat16: the weight gradient in float32, so that the sub-batches'
+     * parts are added before the one rounding */
+    dnnl_data_type_t dt = k->bf16 ? dnnl_bf16 : dnnl_f32;
+    dnnl_data_type_t gwt = k->op == EM_CONV_BACKWARD_WEIGHT ? dnnl_f32 : dt;
+    dnnl_memory_desc_t xm, wm, ym, fwm;
     dnnl_format_tag_t wt = any ? dnnl_format_tag_any : plain_tag(wnd), t = any ? dnnl_format_tag_any : plain_tag(nd);
-    if (D.memory_desc_init_by_tag(&xm, nd, xd, dnnl_f32, t) || D.memory_desc_init_by_tag(&wm, wnd, wd, dnnl_f32, wt)
-        || D.memory_desc_init_by_tag(&ym, nd, yd, dnnl_f32, t))
+    if (D.memory_desc_init_by_tag(&xm, nd, xd, dt, t) || D.memory_desc_init_by_tag(&wm, wnd, wd, gwt, wt)
+        || D.memory_desc_init_by_tag(&fwm, wnd, wd, dt, wt) || D.memory_desc_init_by_tag(&ym, nd, yd, dt, t))
         return NULL;
     dnnl_convolution_desc_t fd, bd;
     dnnl_primitive_desc_t fpd = NULL, pd = NULL;
-    if (D.conv_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &xm, &wm, NULL, &ym, st, dl,
+    if (D.conv_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &xm, &fwm, NULL, &ym, st, dl,
                                  pl, pr)
         || D.primitive_desc_create(&fpd, &fd, attr, engine, NULL))
         return NULL;
@@ -335,6 +354,16 @@ static int make_prim(conv_prim *P, const conv_key *k)
     } else {
         D.primitive_desc_destroy(plain);
     }
+    /* bfloat16 without bfloat16 instructions: oneDNN's reference loops, far
+     * slower than the float32 copies the caller then makes */
+    const char *impl = NULL;
+    if (k->bf16 && (D.primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) || !impl
+                    || !strncmp(impl, "ref", 3))) {
+        D.primitive_desc_destroy(pd);
+        P->refused = true;
+        rc = 0;
+        goto done;
+    }
     if (cpu_dnnl_make_step(&P->conv, pd)) goto done;
     for (int i = 0; i < 3; i++) {
         if (D.memory_desc_equal(&P->want[i], &P->user[i])) continue;
@@ -350,7 +379,8 @@ done:
     return rc;
 }
 
-/* The cached primitive for k, made if needed; NULL if oneDNN refuses. */
+/* The cached primitive for k, made if needed; NULL if oneDNN fails or
+ * refuses it (a refusal is cached too: asking again costs as much). */
 static conv_prim *get_prim(const conv_key *k)
 {
     conv_prim *victim = &cache[0];
@@ -358,14 +388,14 @@ static conv_prim *get_prim(const conv_key *k)
         conv_prim *P = &cache[i];
         if (P->used && memcmp(&P->key, k, sizeof *k) == 0) {
             P->used = ++cache_clock;
-            return P;
+            return P->refused ? NULL : P;
         }
         if (P->used < victim->used) victim = P;
     }
     if (victim->used) destroy_prim(victim);
     if (make_prim(victim, k)) return NULL;
     victim->used = ++cache_clock;
-    return victim;
+    return victim->refused ? NULL : victim;
 }
 
 /* ---- execution -------------------------------------------------------------------------
@@ -431,8 +461,9 @@ typedef struct dnnl_call {
     char *base[3];                  /* a, b, out */
     size_t per_sample[3];           /* bytes per sample of batched slots; 0: unbatched */
     void *fixed[2];                 /* per primitive: the weights in its layout */
-    char *partial;                  /* backward weight: sub-batches 1.. write here (plain) */
-    size_t gw_bytes;
+    char *partial;                  /* backward weight: sub-batches 1.. (all for bfloat16) write here */
+    size_t gw_bytes;                /* one part: float32, plain */
+    int64_t first_part;             /* the sub-batch writing partial's first part: 1, or 0 for bfloat16 */
     char *work;                     /* the workspaces, ws_bytes apart */
     size_t ws_bytes;
     _Atomic int failed;
@@ -450,7 +481,8 @@ static int run_chunk(dnnl_call *C, int64_t j, dnnl_stream_t st)
     dnnl_memory_t mem[3] = {NULL, NULL, NULL};
     int rc = -1;
     for (int i = 0; i < 3; i++) user[i] = C->base[i] + (size_t)n0 * C->per_sample[i];
-    if (C->op == EM_CONV_BACKWARD_WEIGHT && j > 0) user[2] = C->partial + (size_t)(j - 1) * C->gw_bytes;
+    if (C->op == EM_CONV_BACKWARD_WEIGHT && j >= C->first_part)
+        user[2] = C->partial + (size_t)(j - C->first_part) * C->gw_bytes;
     for (int i = 0; i < 3; i++) {
         ptr[i] = user[i];
         if (P->reorder[i].prim && !per_chunk(P, i)) ptr[i] = C->fixed[which];
@@ -487,10 +519,11 @@ static void add_f32(float *dst, const float *src, int64_t n)
     for (int64_t i = 0; i < n; i++) dst[i] += src[i];
 }
 
-static void key_for(conv_key *k, em_conv_op op, const cpu_conv_geom *g, int64_t n, const int64_t *padr)
+static void key_for(conv_key *k, em_conv_op op, const cpu_conv_geom *g, bool bf16, int64_t n, const int64_t *padr)
 {
     memset(k, 0, sizeof *k);
     k->op = (int)op;
+    k->bf16 = bf16;
     k->nthr = omp_threads > 1 ? omp_threads : 1;
     k->nsp = g->nsp;
     k->n = n;
@@ -534,7 +567,7 @@ static bool blocks_well(const cpu_conv_geom *g)
     return Cg >= 8 && Kg >= 8;
 }
 
-static int conv_call(em_conv_op op, const cpu_conv_geom *g, float *out, const float *a, const float *b)
+static int conv_call(em_conv_op op, const cpu_conv_geom *g, bool bf16, void *out, const void *a, const void *b)
 {
     int64_t padr[3];
     if (!right_padding(g, padr)) return 1;
@@ -554,15 +587,15 @@ static int conv_call(em_conv_op op, const cpu_conv_geom *g, float *out, const fl
     C.chunks = (g->N + C.nb - 1) / C.nb;
     int64_t last = g->N - (C.chunks - 1) * C.nb;
     conv_key k;
-    key_for(&k, op, g, C.nb, padr);
+    key_for(&k, op, g, bf16, C.nb, padr);
     if (!(C.P[0] = get_prim(&k))) return 1;
     C.P[1] = C.P[0];
     if (last != C.nb) {     /* P[0], just used, is not the one evicted */
-        key_for(&k, op, g, last, padr);
+        key_for(&k, op, g, bf16, last, padr);
         if (!(C.P[1] = get_prim(&k))) return 1;
     }
 
-    size_t xs = (size_t)(g->C * isz) * 4, ys = (size_t)(g->K * osz) * 4;
+    size_t es = bf16 ? 2 : 4, xs = (size_t)(g->C * isz) * es, ys = (size_t)(g->K * osz) * es;
     C.base[0] = (char *)a;
     C.base[1] = (char *)b;
     C.base[2] = (char *)out;
@@ -570,11 +603,12 @@ static int conv_call(em_conv_op op, const cpu_conv_geom *g, float *out, const fl
     C.per_sample[1] = op == EM_CONV_BACKWARD_WEIGHT ? ys : 0;
     C.per_sample[2] = op == EM_CONV_FORWARD ? ys : op == EM_CONV_BACKWARD_DATA ? xs : 0;
     C.gw_bytes = (size_t)wsz * 4;
+    C.first_part = bf16 ? 0 : 1;
 
     C.ws_bytes = workspace_bytes(C.P[0]);
     if (workspace_bytes(C.P[1]) > C.ws_bytes) C.ws_bytes = workspace_bytes(C.P[1]);
     size_t fixed_bytes[2] = {0, 0}, work_bytes = (size_t)C.chunks * C.ws_bytes;
-    size_t partial_bytes = op == EM_CONV_BACKWARD_WEIGHT ? (size_t)(C.chunks - 1) * C.gw_bytes : 0;
+    size_t partial_bytes = op == EM_CONV_BACKWARD_WEIGHT ? (size_t)(C.chunks - C.first_part) * C.gw_bytes : 0;
     int rc = 1;
     if (work_bytes && !(C.work = cpu_alloc(work_bytes, 0))) goto done;
     if (partial_bytes && !(C.partial = cpu_alloc(partial_bytes, 0))) goto done;
@@ -601,8 +635,12 @@ static int conv_call(em_conv_op op, const cpu_conv_geom *g, float *out, const fl
     cpu_parallel_for(C.chunks, work < 1e18 ? (int64_t)work : INT64_MAX, 1, run_chunks, &C);
 #endif
     if (atomic_load(&C.failed)) goto done;
-    for (int64_t j = 1; op == EM_CONV_BACKWARD_WEIGHT && j < C.chunks; j++)
-        add_f32(out, (const float *)(C.partial + (size_t)(j - 1) * C.gw_bytes), wsz);
+    if (op == EM_CONV_BACKWARD_WEIGHT) {
+        float *sum = bf16 ? (float *)C.partial : out;
+        for (int64_t j = 1; j < C.chunks; j++)
+            add_f32(sum, (const float *)(C.partial + (size_t)(j - C.first_part) * C.gw_bytes), wsz);
+        if (bf16) cpu_f32_to_half(out, 2, sum, wsz, EM_BFLOAT16);
+    }
     rc = 0;
 done:
     if (C.work) cpu_free(C.work, work_bytes, 0);
@@ -612,12 +650,13 @@ done:
     return rc;
 }
 
-int cpu_dnnl_conv(em_conv_op op, const cpu_conv_geom *g, float *out, const float *a, const float *b)
+int cpu_dnnl_conv(em_conv_op op, const cpu_conv_geom *g, em_dtype dt, void *out, const void *a, const void *b)
 {
-    if (!wanted() || !load()) return 1;
-    if (omp_threads <= 1) return conv_call(op, g, out, a, b);
+    if ((dt != EM_FLOAT32 && dt != EM_BFLOAT16) || !wanted() || !load()) return 1;
+    bool bf16 = dt == EM_BFLOAT16;
+    if (omp_threads <= 1) return conv_call(op, g, bf16, out, a, b);
     D.omp_set_num_threads(omp_threads);
-    int rc = conv_call(op, g, out, a, b);
+    int rc = conv_call(op, g, bf16, out, a, b);
     D.omp_set_num_threads(1);
     return rc;
 }

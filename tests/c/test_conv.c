@@ -1,7 +1,7 @@
 /* test_conv.c — the CPU convolution kernels (engine/cpu/conv.c, dnnl.c)
  * against direct loops written here: the forward sum over taps, and its
  * two adjoints scattered from the same loop nest. Every configuration runs
- * in float32 and float64, through oneDNN and through the reference path
+ * in float32, float64 and bfloat16, through oneDNN and through the reference path
  * (im2col + GEMM), for 1-3 spatial dims, strides, padding, dilation, groups
  * (depthwise too), non-square shapes, a gx longer than the minimal one
  * (conv_transpose's output_padding) and batches that split unevenly over
@@ -61,6 +61,7 @@ static em_tensor *tensor(int64_t a, int64_t b, const int64_t *sp, int nsp, em_dt
     for (int64_t i = 0; i < n; i++) {
         double v = random ? uniform() : 7.0;       /* 7: garbage the kernel must overwrite */
         if (dt == EM_FLOAT32) ((float *)em_data_ptr(t))[i] = (float)v;
+        else if (dt == EM_BFLOAT16) ((uint16_t *)em_data_ptr(t))[i] = em_float_to_bf16((float)v);
         else ((double *)em_data_ptr(t))[i] = v;
     }
     return t;
@@ -68,6 +69,7 @@ static em_tensor *tensor(int64_t a, int64_t b, const int64_t *sp, int nsp, em_dt
 
 static double get(const em_tensor *t, int64_t i)
 {
+    if (t->dtype == EM_BFLOAT16) return em_bf16_to_float(((const uint16_t *)em_data_ptr(t))[i]);
     return t->dtype == EM_FLOAT32 ? ((const float *)em_data_ptr(t))[i] : ((const double *)em_data_ptr(t))[i];
 }
 
@@ -142,10 +144,10 @@ static bool close(const em_tensor *got, const double *want, double tol)
     return err <= tol * scale;
 }
 
-static double dot(const em_tensor *a, const em_tensor *b)
+static double dot(const em_tensor *a, const em_tensor *b, bool absolute)
 {
     double s = 0;
-    for (int64_t i = 0; i < em_numel(a); i++) s += get(a, i) * get(b, i);
+    for (int64_t i = 0; i < em_numel(a); i++) s += absolute ? fabs(get(a, i) * get(b, i)) : get(a, i) * get(b, i);
     return s;
 }
 
@@ -163,7 +165,8 @@ static const char *describe(const cfg *c, em_dtype dt)
 /* All three ops of c in dtype dt against the loops; true when all agree. */
 static bool agrees(const cfg *c, em_dtype dt)
 {
-    double tol = dt == EM_FLOAT32 ? 1e-4 : 1e-11;
+    /* bfloat16: the float32 sum rounded once, half an ulp (2^-9) relative */
+    double tol = dt == EM_BFLOAT16 ? 4e-3 : dt == EM_FLOAT32 ? 1e-4 : 1e-11;
     int64_t O[3], kw[3], gxin[3];
     for (int i = 0; i < c->nsp; i++) {
         O[i] = out_extent(c, i);
@@ -207,8 +210,10 @@ static bool agrees(const cfg *c, em_dtype dt)
         ok = false;
     }
     /* the adjoint identity, on the kernel's own outputs */
-    double yg = dot(y, g), xgx = dot(x, gx), wgw = dot(w, gw);
-    double mag = 1 + fabs(yg);
+    double yg = dot(y, g, false), xgx = dot(x, gx, false), wgw = dot(w, gw, false);
+    /* bfloat16's rounding errors do not cancel with the sum: bound them by
+     * the sum of the terms' sizes */
+    double mag = 1 + (dt == EM_BFLOAT16 ? dot(y, g, true) : fabs(yg));
     if (!(fabs(yg - xgx) <= 10 * tol * mag && fabs(yg - wgw) <= 10 * tol * mag)) {
         printf("#   adjoint: %s: <y,g> %.17g <x,gx> %.17g <w,gw> %.17g\n", what, yg, xgx, wgw);
         ok = false;
@@ -296,6 +301,24 @@ static void test_dnnl_float32(void)
 {
     cpu_dnnl_enable(2);
     run_all(EM_FLOAT32);
+    cpu_dnnl_enable(-1);
+}
+
+/* bfloat16: oneDNN's kernels sum in float32 and round once (the weight
+ * gradient's sub-batch parts are added in float32 first); without
+ * bfloat16 instructions oneDNN has only its reference loops, which are
+ * refused, and the float32 copies run instead: the same results either way */
+static void test_dnnl_bfloat16(void)
+{
+    cpu_dnnl_enable(2);
+    run_all(EM_BFLOAT16);
+    cpu_dnnl_enable(-1);
+}
+
+static void test_reference_bfloat16(void)
+{
+    cpu_dnnl_enable(0);
+    run_all(EM_BFLOAT16);
     cpu_dnnl_enable(-1);
 }
 
@@ -433,6 +456,8 @@ int main(void)
     RUN(test_empty);
     /* oneDNN is optional at run time: without it these run the reference */
     RUN(test_dnnl_float32);
+    RUN(test_dnnl_bfloat16);
+    RUN(test_reference_bfloat16);
     RUN(test_dnnl_float64_takes_the_reference);
     RUN(test_many_shapes);
     RUN(test_weight_gradient_repeatable);
