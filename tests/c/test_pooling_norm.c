@@ -318,7 +318,7 @@ static void test_pool_adaptive(void)
 /* sizes large enough for the thread pool, and the 2x2 fast path with odd sizes */
 static void test_pool_large(void)
 {
-    static const int64_t I1[] = {28, 28}, I2[] = {15, 13};
+    static const int64_t I1[] = {28, 28}, I2[] = {15, 13}, I3[] = {15, 14}, I4[] = {96, 96};
     int64_t threads[] = {1, 2, 3};
     int saved = cpu_threads();
     for (int t = 0; t < 3; t++) {
@@ -327,8 +327,15 @@ static void test_pool_large(void)
         c.N = 16, c.C = 8;
         CHECK(check_pool_case(&c, EM_POOL_MAX, EM_FLOAT32, false, 0));
         CHECK(check_pool_case(&c, EM_POOL_MAX, EM_FLOAT32, true, 0.01));
+        CHECK(check_pool_case(&c, EM_POOL_MAX, EM_FLOAT32, true, 0.3));     /* NaNs beside NaNs */
         CHECK(check_pool_case(&c, EM_POOL_MAX, EM_FLOAT64, false, 0.01));
         CHECK(check_pool_case(&c, EM_POOL_AVG, EM_FLOAT32, false, 0));
+        c = make_case(2, I3, 2, 2, 0, 1, false, false);       /* even rows, an odd last row left out */
+        c.N = 4, c.C = 5;
+        CHECK(check_pool_case(&c, EM_POOL_MAX, EM_FLOAT32, true, 0.05));
+        c = make_case(2, I4, 2, 2, 0, 1, false, false);       /* planes past the even loop's buffers */
+        c.N = 2, c.C = 3;
+        CHECK(check_pool_case(&c, EM_POOL_MAX, EM_FLOAT32, true, 0.05));
         c = make_case(2, I2, 2, 2, 0, 1, true, false);                /* ceil_mode: a clipped last window */
         c.N = 16, c.C = 24;
         CHECK(check_pool_case(&c, EM_POOL_MAX, EM_FLOAT32, true, 0.01));
