@@ -27,6 +27,10 @@ typedef void (*cpu_loop_fn)(char **ptrs, const int64_t *strides, int64_t n, void
 void cpu_foreach(int nops, const em_tensor *const *ts, cpu_loop_fn fn, void *ctx);
 /* The same, never multi-threaded (for order-dependent loops). */
 void cpu_foreach_serial(int nops, const em_tensor *const *ts, cpu_loop_fn fn, void *ctx);
+/* The same, split over threads only between lines: each run of `line`
+ * consecutive positions (row-major over ts[0]'s shape) is seen by one
+ * thread, in order. For loops whose order matters only within a line. */
+void cpu_foreach_lines(int nops, const em_tensor *const *ts, int64_t line, cpu_loop_fn fn, void *ctx);
 
 /* ---- threads (pool.c) ------------------------------------------------------
  * cpu_parallel_for(n, work, align, fn, ctx) calls fn(lo, hi, ctx) on

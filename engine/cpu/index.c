@@ -170,6 +170,18 @@ static void scatter_add_loop(char **p, const int64_t *s, int64_t n, void *ctx)
     }
 }
 
+/* Moves t's dim d last (sizes and strides), keeping the others in order. */
+static void dim_last(em_tensor *t, int d)
+{
+    int64_t size = t->sizes[d], stride = t->strides[d];
+    for (int i = d; i + 1 < t->ndim; i++) {
+        t->sizes[i] = t->sizes[i + 1];
+        t->strides[i] = t->strides[i + 1];
+    }
+    t->sizes[t->ndim - 1] = size;
+    t->strides[t->ndim - 1] = stride;
+}
+
 /* One reduction step o = o (op) a for scatter_reduce's multiply / amax /
  * amin; a NaN wins in amax and amin, as in PyTorch. */
 static void reduce_one(char *o, const char *a, em_dtype d, em_index_op op)
@@ -311,14 +323,19 @@ int cpu_index(em_index_op op, em_tensor *out, const em_tensor *in, int dim, cons
         b.ndim = out->ndim;
         for (int i = 0; i < out->ndim; i++) b.sizes[i] = sizes[i];
         ix = op == EM_INDEX_ADD ? emf_spread_index(idx, sizes, out->ndim, dim) : *idx;
+        /* Two positions name the same slot only when they differ in dim
+         * alone: with dim moved last, each line along it goes to one thread
+         * and is visited in order, so every slot sees its writes in the
+         * serial order (the same bits), and the lines run in parallel. */
         ts[0] = &a; ts[1] = &b; ts[2] = &ix;
-        /* serial: two positions may name the same slot */
+        for (int k = 0; k < 3; k++) dim_last((em_tensor *)ts[k], dim);
+        int64_t line = sizes[dim];
         if (op == EM_SCATTER_MUL || op == EM_SCATTER_AMAX || op == EM_SCATTER_AMIN) {
             reduce_ctx rc = {c, op};
-            cpu_foreach_serial(3, ts, scatter_reduce_loop, &rc);
+            cpu_foreach_lines(3, ts, line, scatter_reduce_loop, &rc);
             c = rc.c;
         } else {
-            cpu_foreach_serial(3, ts, op == EM_SCATTER ? scatter_loop : scatter_add_loop, &c);
+            cpu_foreach_lines(3, ts, line, op == EM_SCATTER ? scatter_loop : scatter_add_loop, &c);
         }
         break;
     }

@@ -140,6 +140,19 @@ static void foreach_range(int64_t s, int64_t e, void *ctx)
     iter_range(j->it, s, e, j->fn, j->ctx);
 }
 
+void cpu_foreach_lines(int nops, const em_tensor *const *ts, int64_t line, cpu_loop_fn fn, void *ctx)
+{
+    int64_t n = em_numel(ts[0]);
+    if (!cpu_parallel(n) || line < 1 || line >= n) {
+        cpu_foreach_serial(nops, ts, fn, ctx);
+        return;
+    }
+    iter it;
+    iter_init(&it, nops, ts);
+    foreach_job j = {&it, fn, ctx};
+    cpu_parallel_for(it.numel, it.numel, line, foreach_range, &j);
+}
+
 void cpu_foreach(int nops, const em_tensor *const *ts, cpu_loop_fn fn, void *ctx)
 {
     int64_t n = em_numel(ts[0]);

@@ -165,6 +165,59 @@ static void test_cat_split(void)
     em_release(x); em_release(y); em_release(a); em_release(b);
 }
 
+/* Big enough for threads: scatter, scatter_add and scatter_reduce amax along
+ * each dim of [40, 33, 60], many positions naming one slot, against a
+ * serial loop written here (float32 sums in row-major order): the same bits
+ * with 1, 2 and 3 threads. */
+static void test_scatter_threads_same_bits(void)
+{
+    enum { A = 40, B = 33, C = 60, N = A * B * C };
+    static float src[N], want[N];
+    static int64_t idx[N];
+    int64_t sz[3] = {A, B, C}, st[3] = {B * C, C, 1};
+    uint64_t r = 12345;
+    for (int64_t i = 0; i < N; i++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        src[i] = (float)((double)(r >> 40) / (double)(1 << 24) - 0.5) * 1e3f;
+    }
+    em_tensor *s = em_empty(sz, 3, EM_FLOAT32, CPU);
+    memcpy(em_data_ptr(s), src, sizeof src);
+    int saved_threads[] = {1, 2, 3}, saved = em_num_threads();
+    for (int dim = 0; dim < 3; dim++) {
+        for (int64_t i = 0; i < N; i++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            idx[i] = 1 + (int64_t)((r >> 33) % 4);     /* 4 slots: many collisions */
+        }
+        em_tensor *ix = em_from_host(sz, 3, EM_INT64, NULL, idx);
+        for (int kind = 0; kind < 3; kind++) {
+            for (int64_t i = 0; i < N; i++) want[i] = 0;
+            for (int64_t i = 0; i < N; i++) {
+                int64_t c[3] = {i / (B * C), i / C % B, i % C};
+                c[dim] = idx[i] - 1;
+                float *o = &want[c[0] * st[0] + c[1] * st[1] + c[2]];
+                if (kind == 0) *o = src[i];
+                else if (kind == 1) *o += src[i];
+                else *o = src[i] > *o ? src[i] : *o;
+            }
+            for (int t = 0; t < 3; t++) {
+                em_set_num_threads(saved_threads[t]);
+                em_tensor *z = em_zeros(sz, 3, EM_FLOAT32, CPU);
+                int rc = kind == 0 ? em_scatter_(z, dim, ix, s)
+                         : kind == 1 ? em_scatter_add_(z, dim, ix, s)
+                                     : em_scatter_reduce_(z, dim, ix, s, EM_SR_AMAX, true);
+                CHECK(rc == 0);
+                bool same_bits = rc == 0 && memcmp(em_data_ptr(z), want, sizeof want) == 0;
+                if (!same_bits) printf("#   scatter kind %d along dim %d, %d threads\n", kind, dim + 1, saved_threads[t]);
+                CHECK(same_bits);
+                em_release(z);
+            }
+        }
+        em_release(ix);
+    }
+    em_set_num_threads(saved);
+    em_release(s);
+}
+
 int main(void)
 {
     RUN(test_index_select);
@@ -173,5 +226,6 @@ int main(void)
     RUN(test_nonzero_masked);
     RUN(test_sort_topk);
     RUN(test_cat_split);
+    RUN(test_scatter_threads_same_bits);
     CHECK_DONE();
 }
