@@ -178,8 +178,10 @@ static int check_vector(const char *op, const char *what, const em_tensor *x, co
     if (!v) return 0;
     if (em_check_same_device(op, x, v)) return -1;
     if (v->dtype != x->dtype)
-        return em_set_error("%s: %s (%s) must have the input's dtype %s", op, what, em_dtype_name(v->dtype),
-                            em_dtype_name(x->dtype));
+        return em_set_error("%s: %s (%s) must have the input's dtype %s%s", op, what, em_dtype_name(v->dtype),
+                            em_dtype_name(x->dtype),
+                            strcmp(op, "batch_norm") == 0 && (x->dtype == EM_FLOAT16 || x->dtype == EM_BFLOAT16)
+                                ? " (or, all of them, float32)" : "");
     if (v->ndim != 1 || v->sizes[0] != n)
         return em_set_error("%s: expected %s of shape [%lld] for input %s, got %s", op, what, (long long)n, SHAPE(x),
                             SHAPE(v));
@@ -193,6 +195,22 @@ static int check_input(const char *op, const em_tensor *x, int min_ndim)
     if (x->ndim < min_ndim)
         return em_set_error("%s: expected an input with at least %d dims ([N, C, ...]), got %s", op, min_ndim, SHAPE(x));
     return 0;
+}
+
+/* True when x is float16/bfloat16 and every parameter given is float32 (at
+ * least one given): batch_norm's mixed-dtype case. */
+static bool mixed_params(const em_tensor *x, const em_tensor *rm, const em_tensor *rv, const em_tensor *w,
+                         const em_tensor *b)
+{
+    if (x->dtype != EM_FLOAT16 && x->dtype != EM_BFLOAT16) return false;
+    const em_tensor *ps[4] = {rm, rv, w, b};
+    int given = 0;
+    for (int i = 0; i < 4; i++) {
+        if (!ps[i]) continue;
+        if (ps[i]->dtype != EM_FLOAT32) return false;
+        given++;
+    }
+    return given > 0;
 }
 
 /* in-place r = (1 - m) r + m s, on tensors that need no gradient */
@@ -235,6 +253,19 @@ em_tensor *em_batch_norm(const em_tensor *x, em_tensor *running_mean, em_tensor 
 {
     const char *op = "batch_norm";
     if (check_input(op, x, 2)) return NULL;
+    if (mixed_params(x, running_mean, running_var, weight, bias)) {
+        /* a float16/bfloat16 input with float32 parameters (autocast leaves
+         * batch_norm in its input's dtype): computed in float32, as
+         * PyTorch's mixed-dtype kernels, the result rounded once to x's
+         * dtype; the parameters' gradients stay float32 */
+        em_tensor *xf = em_to_dtype(x, EM_FLOAT32);
+        em_tensor *yf = xf ? em_batch_norm(xf, running_mean, running_var, weight, bias, training, momentum, eps)
+                           : NULL;
+        em_tensor *y = yf ? em_to_dtype(yf, x->dtype) : NULL;
+        em_release(xf);
+        em_release(yf);
+        return y;
+    }
     int64_t C = x->sizes[1];
     if (check_vector(op, "running_mean", x, running_mean, C) || check_vector(op, "running_var", x, running_var, C) ||
         check_vector(op, "weight", x, weight, C) || check_vector(op, "bias", x, bias, C))

@@ -13,8 +13,9 @@
  * The policies are PyTorch's (torch/amp autocast_mode, the CUDA lists):
  *  LOWER   (matmul, mm, bmm, addmm, baddbmm, linear, conv, attention, einsum):
  *          eligible tensors to the region's low-precision dtype;
- *  FP32    (softmax, log_softmax, norms, losses, sum, mean, prod, cumsum, pow,
- *          exp, log and the like): bfloat16/float16 tensors to float32;
+ *  FP32    (softmax, log_softmax, layer_norm, group_norm, losses, sum, mean,
+ *          prod, cumsum, pow, exp, log and the like): bfloat16/float16
+ *          tensors to float32 (batch_norm is in no list, as in PyTorch);
  *  PROMOTE (cat, stack, addcmul, addcdiv, atan2, cross, dot, tensordot,
  *          index_put, scatter_add): eligible tensors to the widest of them.
  * Eligible: floating and not float64, on a device type whose autocast is on. */

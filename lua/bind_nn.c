@@ -252,9 +252,9 @@ static em_tensor *opt_tensor_at(lua_State *L, int i, const char *op, const char 
 
 static int l_batch_norm(lua_State *L)
 {
-    /* never the running statistics: they are updated in place */
-    emlua_autocast(L, EMLUA_AC_FP32, 1, 1);
-    emlua_autocast(L, EMLUA_AC_FP32, 4, 5);
+    /* no autocast policy (PyTorch's lists leave batch_norm out on both
+     * device types): a bfloat16 input from a convolution stays bfloat16, and
+     * the float32 parameters take the engine's mixed-dtype path */
     const char *op = "batch_norm";
     em_tensor *x = emlua_check(L, 1, op);
     em_tensor *rm = opt_tensor_at(L, 2, op, "running_mean"), *rv = opt_tensor_at(L, 3, op, "running_var");

@@ -162,6 +162,18 @@ static void scatter_add_loop(char **p, const int64_t *s, int64_t n, void *ctx)
         case EM_FLOAT64: *(double *)o += *(const double *)a; break;
         case EM_INT64: *(int64_t *)o = (int64_t)((uint64_t)*(int64_t *)o + (uint64_t)*(const int64_t *)a); break;
         case EM_BOOL: *(uint8_t *)o = *(uint8_t *)o || *(const uint8_t *)a; break;
+        /* a float32 sum of two half values, rounded once: the bits the
+         * double sum gives */
+        case EM_BFLOAT16: {
+            float sum = em_bf16_to_float(*(uint16_t *)o) + em_bf16_to_float(*(const uint16_t *)a);
+            *(uint16_t *)o = em_float_to_bf16(sum);
+            break;
+        }
+        case EM_FLOAT16: {
+            float sum = em_half_to_float(*(uint16_t *)o) + em_half_to_float(*(const uint16_t *)a);
+            *(uint16_t *)o = em_float_to_half(sum);
+            break;
+        }
         default:
             if (em_dtype_is_float(d)) cpu_store_f64(o, d, cpu_load_f64(o, d) + cpu_load_f64(a, d));
             else cpu_store_i64(o, d, (int64_t)((uint64_t)cpu_load_i64(o, d) + (uint64_t)cpu_load_i64(a, d)));

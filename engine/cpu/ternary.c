@@ -35,6 +35,8 @@ static void where_loop(char **p, const int64_t *s, int64_t n, void *ctx)
     const uint8_t *m = (const uint8_t *)p[1];
     if (esz == 4 && s[0] == 4 && s[1] == 1) WHERE_CONTIGUOUS(uint32_t);
     if (esz == 8 && s[0] == 8 && s[1] == 1) WHERE_CONTIGUOUS(uint64_t);
+    if (esz == 2 && s[0] == 2 && s[1] == 1) WHERE_CONTIGUOUS(uint16_t);
+    if (esz == 1 && s[0] == 1 && s[1] == 1) WHERE_CONTIGUOUS(uint8_t);
     switch (esz) {
     case 8:
         for (int64_t i = 0; i < n; i++)

@@ -213,6 +213,16 @@ describe("ember.autocast op policy", function()
     assert.equal("float32", list[1].dtype)
   end)
 
+  it("batch_norm has no policy: a bfloat16 input stays bfloat16 beside float32 parameters", function()
+    -- PyTorch 2.15: conv2d then BatchNorm2d under CPU bfloat16 autocast give bfloat16
+    local bn = ember.nn.BatchNorm2d(2)
+    local y = region(nil, function()
+      return bn(F.conv2d(ember.randn(2, 3, 4, 4), ember.randn(2, 3, 1, 1)))
+    end)
+    assert.equal("bfloat16", y.dtype)
+    assert.equal("float32", bn.running_mean.dtype)
+  end)
+
   it("batch_norm's running statistics are still updated in place", function()
     local rm, rv = ember.zeros(6), ember.ones(6)
     local xb = ember.randn(8, 6):bfloat16()

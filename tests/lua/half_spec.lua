@@ -322,6 +322,41 @@ describe("float16/bfloat16 ops against float32 on the same inputs", function()
                 function(x) return ember.batch_norm(x, nil, nil, nil, nil, true) end)
   end)
 
+  it("batch norm of a low-precision input with float32 parameters (PyTorch's mixed dtypes)", function()
+    -- the input's dtype out, float32 statistics and parameter gradients; the values are
+    -- float32 batch norm's on the same rounded input, rounded once (hand check on top)
+    for _, d in ipairs(LOW) do
+      local x = ember.tensor({{1, 2}, {3, 6}}, {dtype = d, requires_grad = true})
+      local w = ember.tensor({2.0, 1.0}, {requires_grad = true})
+      local b = ember.tensor({0.0, 1.0}, {requires_grad = true})
+      local rm, rv = ember.zeros(2), ember.ones(2)
+      local y = ember.batch_norm(x, rm, rv, w, b, true, 0.5)
+      assert.are.equal(d, y.dtype)
+      -- column 1: mean 2, biased var 1 -> x_hat -+1/sqrt(1 + 1e-5); column 2: mean 4, var 4
+      local r1, r2 = 1 / math.sqrt(1 + 1e-5), 2 / math.sqrt(4 + 1e-5)
+      H.check(y:double(), {{-2 * r1, 1 - r2}, {2 * r1, 1 + r2}}, RTOL[d])
+      H.check(rm, {1, 2}, 0)                  -- 0.5 * 0 + 0.5 * mean
+      H.check(rv, {1.5, 4.5}, 1e-6)           -- 0.5 * 1 + 0.5 * unbiased var (2, 8)
+      assert.are.equal("float32", rm.dtype)
+      y:backward(ember.tensor({{1, 0}, {0, 1}}, {dtype = d}))
+      assert.are.equal(d, x.grad.dtype)
+      assert.are.equal("float32", w.grad.dtype)
+      assert.are.equal("float32", b.grad.dtype)
+      H.check(b.grad, {1, 1}, 0)
+      H.check(w.grad, {-r1, r2}, 1e-6)
+      -- against float32 batch norm on the same input
+      local xf = x:detach():float():requires_grad_(true)
+      local wf, bf = w:detach():requires_grad_(true), b:detach():requires_grad_(true)
+      local yf = ember.batch_norm(xf, nil, nil, wf, bf, true)
+      assert.is_true(y:eq(yf:to(d)):all():item())
+      yf:backward(ember.tensor({{1, 0}, {0, 1}}))
+      assert.is_true(x.grad:eq(xf.grad:to(d)):all():item())
+      -- mixed parameters (some float32, some the input's dtype) are refused
+      H.has(H.err(function() return ember.batch_norm(x, nil, nil, w, b:to(d), true) end),
+            "batch_norm: weight (float32) must have the input's dtype " .. d .. " (or, all of them, float32)")
+    end
+  end)
+
   it("batch norm updates low-precision running statistics", function()
     for _, d in ipairs(LOW) do
       local rm, rv = ember.zeros(3, {dtype = d}), ember.ones(3, {dtype = d})
