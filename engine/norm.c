@@ -178,10 +178,8 @@ static int check_vector(const char *op, const char *what, const em_tensor *x, co
     if (!v) return 0;
     if (em_check_same_device(op, x, v)) return -1;
     if (v->dtype != x->dtype)
-        return em_set_error("%s: %s (%s) must have the input's dtype %s%s", op, what, em_dtype_name(v->dtype),
-                            em_dtype_name(x->dtype),
-                            strcmp(op, "batch_norm") == 0 && (x->dtype == EM_FLOAT16 || x->dtype == EM_BFLOAT16)
-                                ? " (or, all of them, float32)" : "");
+        return em_set_error("%s: %s (%s) must have the input's dtype %s", op, what, em_dtype_name(v->dtype),
+                            em_dtype_name(x->dtype));
     if (v->ndim != 1 || v->sizes[0] != n)
         return em_set_error("%s: expected %s of shape [%lld] for input %s, got %s", op, what, (long long)n, SHAPE(x),
                             SHAPE(v));
@@ -197,20 +195,26 @@ static int check_input(const char *op, const em_tensor *x, int min_ndim)
     return 0;
 }
 
-/* True when x is float16/bfloat16 and every parameter given is float32 (at
- * least one given): batch_norm's mixed-dtype case. */
-static bool mixed_params(const em_tensor *x, const em_tensor *rm, const em_tensor *rv, const em_tensor *w,
-                         const em_tensor *b)
+/* batch_norm's mixed-dtype case: 1 when x is float16/bfloat16 and every
+ * parameter given is float32 (at least one given), 0 when none is float32
+ * (or x is not half), -1 (the error set) when some are and some are not. */
+static int mixed_params(const em_tensor *x, const em_tensor *rm, const em_tensor *rv, const em_tensor *w,
+                        const em_tensor *b)
 {
-    if (x->dtype != EM_FLOAT16 && x->dtype != EM_BFLOAT16) return false;
+    if (x->dtype != EM_FLOAT16 && x->dtype != EM_BFLOAT16) return 0;
     const em_tensor *ps[4] = {rm, rv, w, b};
-    int given = 0;
+    static const char *names[4] = {"running_mean", "running_var", "weight", "bias"};
+    int given = 0, f32 = 0, other = -1;
     for (int i = 0; i < 4; i++) {
         if (!ps[i]) continue;
-        if (ps[i]->dtype != EM_FLOAT32) return false;
         given++;
+        if (ps[i]->dtype == EM_FLOAT32) f32++;
+        else if (other < 0) other = i;
     }
-    return given > 0;
+    if (f32 == 0) return 0;
+    if (f32 == given) return 1;
+    return em_set_error("batch_norm: %s (%s) must be float32 as the other parameters are, or all of them the "
+                        "input's dtype %s", names[other], em_dtype_name(ps[other]->dtype), em_dtype_name(x->dtype));
 }
 
 /* in-place r = (1 - m) r + m s, on tensors that need no gradient */
@@ -253,7 +257,9 @@ em_tensor *em_batch_norm(const em_tensor *x, em_tensor *running_mean, em_tensor 
 {
     const char *op = "batch_norm";
     if (check_input(op, x, 2)) return NULL;
-    if (mixed_params(x, running_mean, running_var, weight, bias)) {
+    int mixed = mixed_params(x, running_mean, running_var, weight, bias);
+    if (mixed < 0) return NULL;
+    if (mixed) {
         /* a float16/bfloat16 input with float32 parameters (autocast leaves
          * batch_norm in its input's dtype): computed in float32, as
          * PyTorch's mixed-dtype kernels, the result rounded once to x's

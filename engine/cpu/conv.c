@@ -395,16 +395,13 @@ int cpu_conv(em_conv_op op, em_tensor *out, const em_tensor *a, const em_tensor 
         memset(o, 0, (size_t)em_numel(out) * em_dtype_size(out->dtype));
         return 0;
     }
-    if (out->dtype == EM_FLOAT32 || out->dtype == EM_BFLOAT16) {
-        int rc = cpu_dnnl_conv(op, &g, out->dtype, o, em_data_ptr(a), em_data_ptr(b));
-        if (rc <= 0) return rc;
-    }
+    int rc = cpu_dnnl_conv(op, &g, out->dtype, o, em_data_ptr(a), em_data_ptr(b));   /* declines other dtypes */
+    if (rc <= 0) return rc;
     if (cpu_is_lowp(out)) {     /* float32 working copies, rounded once at the end */
         cpu_widened w = {0};
         em_tensor *o32 = (em_tensor *)cpu_widen(&w, out, true);
         const em_tensor *a32 = cpu_widen(&w, a, false), *b32 = cpu_widen(&w, b, false);
-        int rc = w.failed ? -1
-                          : conv_reference(op, &g, EM_FLOAT32, em_data_ptr(o32), em_data_ptr(a32), em_data_ptr(b32));
+        rc = w.failed ? -1 : conv_reference(op, &g, EM_FLOAT32, em_data_ptr(o32), em_data_ptr(a32), em_data_ptr(b32));
         return cpu_narrow(&w, rc);
     }
     return conv_reference(op, &g, out->dtype, o, em_data_ptr(a), em_data_ptr(b));

@@ -143,7 +143,7 @@ static void foreach_range(int64_t s, int64_t e, void *ctx)
 void cpu_foreach_lines(int nops, const em_tensor *const *ts, int64_t line, cpu_loop_fn fn, void *ctx)
 {
     int64_t n = em_numel(ts[0]);
-    if (!cpu_parallel(n) || line < 1 || line >= n) {
+    if (!cpu_parallel(n) || line < 1 || line >= n) {   /* one thread: cpu_foreach_serial's fast path */
         cpu_foreach_serial(nops, ts, fn, ctx);
         return;
     }
@@ -153,15 +153,8 @@ void cpu_foreach_lines(int nops, const em_tensor *const *ts, int64_t line, cpu_l
     cpu_parallel_for(it.numel, it.numel, line, foreach_range, &j);
 }
 
+/* ranges starting at multiples of 64, as cpu_for_ranges's */
 void cpu_foreach(int nops, const em_tensor *const *ts, cpu_loop_fn fn, void *ctx)
 {
-    int64_t n = em_numel(ts[0]);
-    if (!cpu_parallel(n)) {   /* one thread: the fast path of cpu_foreach_serial */
-        cpu_foreach_serial(nops, ts, fn, ctx);
-        return;
-    }
-    iter it;
-    iter_init(&it, nops, ts);
-    foreach_job j = {&it, fn, ctx};
-    cpu_for_ranges(it.numel, foreach_range, &j);
+    cpu_foreach_lines(nops, ts, 64, fn, ctx);
 }

@@ -353,7 +353,8 @@ describe("float16/bfloat16 ops against float32 on the same inputs", function()
       assert.is_true(x.grad:eq(xf.grad:to(d)):all():item())
       -- mixed parameters (some float32, some the input's dtype) are refused
       H.has(H.err(function() return ember.batch_norm(x, nil, nil, w, b:to(d), true) end),
-            "batch_norm: weight (float32) must have the input's dtype " .. d .. " (or, all of them, float32)")
+            "batch_norm: bias (" .. d .. ") must be float32 as the other parameters are, or all of them the "
+            .. "input's dtype " .. d)
     end
   end)
 
