@@ -529,13 +529,7 @@ static int push_guard(lua_State *L, bool was)
 {
     bool *g = lua_newuserdatauv(L, sizeof(bool), 0);
     *g = was;
-    if (luaL_newmetatable(L, "ember.GradGuard")) {
-        lua_pushcfunction(L, guard_close);
-        lua_setfield(L, -2, "__close");
-        lua_pushstring(L, "ember.GradGuard");
-        lua_setfield(L, -2, "__name");
-    }
-    lua_setmetatable(L, -2);
+    luaL_setmetatable(L, "ember.GradGuard");
     return 1;
 }
 
@@ -607,4 +601,8 @@ static const luaL_Reg functions[] = {
     {NULL, NULL},
 };
 
-void emlua_open_autograd(lua_State *L) { emlua_register(L, methods, functions); }
+void emlua_open_autograd(lua_State *L)
+{
+    emlua_new_class(L, "ember.GradGuard", NULL, NULL, guard_close, NULL);
+    emlua_register(L, methods, functions);
+}

@@ -523,32 +523,10 @@ static const luaL_Reg event_methods[] = {
 void emlua_open_cuda(lua_State *L)
 {
     /* the module table is at the top of the stack */
-    if (luaL_newmetatable(L, EVENT_MT)) {
-        lua_pushcfunction(L, event_gc);
-        lua_setfield(L, -2, "__gc");
-        luaL_newlib(L, event_methods);
-        lua_setfield(L, -2, "__index");
-    }
-    lua_pop(L, 1);
-    if (luaL_newmetatable(L, GRAPH_MT)) {
-        lua_pushcfunction(L, graph_gc);
-        lua_setfield(L, -2, "__gc");
-        lua_pushcfunction(L, graph_tostring);
-        lua_setfield(L, -2, "__tostring");
-        luaL_newlib(L, graph_methods);
-        lua_setfield(L, -2, "__index");
-    }
-    lua_pop(L, 1);
-    if (luaL_newmetatable(L, POOL_MT)) {
-        lua_pushcfunction(L, pool_gc);
-        lua_setfield(L, -2, "__gc");
-    }
-    lua_pop(L, 1);
-    if (luaL_newmetatable(L, GUARD_MT)) {
-        lua_pushcfunction(L, guard_close);
-        lua_setfield(L, -2, "__close");
-    }
-    lua_pop(L, 1);
+    emlua_new_class(L, EVENT_MT, event_methods, event_gc, NULL, NULL);
+    emlua_new_class(L, GRAPH_MT, graph_methods, graph_gc, NULL, graph_tostring);
+    emlua_new_class(L, POOL_MT, NULL, pool_gc, NULL, NULL);
+    emlua_new_class(L, GUARD_MT, NULL, NULL, guard_close, NULL);
     luaL_newlib(L, cuda_funcs);
     lua_setfield(L, -2, "cuda");
 

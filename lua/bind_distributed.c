@@ -333,16 +333,10 @@ static int l_distributed(lua_State *L)
         {"_source_rank", work_source_rank},
         {NULL, NULL},
     };
-    if (luaL_newmetatable(L, WORK_MT)) {
-        luaL_newlib(L, work_methods);
-        lua_setfield(L, -2, "__index");
-        lua_pushcfunction(L, work_gc);
-        lua_setfield(L, -2, "__gc");
-        lua_pushcfunction(L, work_tostring);
-        lua_setfield(L, -2, "__tostring");
-        lua_pushliteral(L, "Work");
-        lua_setfield(L, -2, "__name");
-    }
+    emlua_new_class(L, WORK_MT, work_methods, work_gc, NULL, work_tostring);
+    luaL_getmetatable(L, WORK_MT);      /* named "Work" in error messages */
+    lua_pushliteral(L, "Work");
+    lua_setfield(L, -2, "__name");
     lua_pop(L, 1);
     luaL_newlib(L, fns);
     return 1;

@@ -27,12 +27,7 @@ static int loose_dim(lua_State *L, int arg, const char *op, int def)
  * t[[...]] on t's device. */
 static em_tensor *index_on(lua_State *L, int arg, const char *op, const em_tensor *t)
 {
-    em_tensor *ix = emlua_check_index(L, arg, op);
-    if (emlua_test(L, arg) || t->storage->device.type == EM_CPU) return ix;
-    em_tensor *moved = em_to_device(ix, t->storage->device);
-    em_release(ix);
-    if (!moved) emlua_fail(L);
-    return moved;
+    return emlua_index_on(L, arg, emlua_check_index(L, arg, op), t);
 }
 
 static int l_index_select(lua_State *L)
@@ -157,9 +152,8 @@ static int index_add_common(lua_State *L, const char *op, bool in_place)
     em_tensor *t = emlua_check(L, 1, op);
     int dim = emlua_check_dim(L, 2, t->ndim, op);
     em_tensor *src = emlua_check(L, 4, op);
-    if (!lua_isnoneornil(L, 5) && (lua_type(L, 5) != LUA_TTABLE || emlua_test(L, 5)))
-        return emlua_typeerror(L, 5, op, "an options table {alpha=}");
-    double alpha = emlua_opt_field_number(L, lua_isnoneornil(L, 5) ? 0 : 5, "alpha", op, 1.0);
+    int opts = emlua_opt_table(L, 5, op, "an options table {alpha=}");
+    double alpha = emlua_opt_field_number(L, opts, "alpha", op, 1.0);
     em_tensor *idx = index_on(L, 3, op, t);
     if (in_place) {
         int rc = em_index_add_(t, dim, idx, src, alpha);
@@ -220,23 +214,18 @@ static em_tensor **check_list(lua_State *L, const char *op, int *n)
     return ts;
 }
 
-static int l_cat(lua_State *L)
+/* cat and stack: op(tensors [, dim = 1]) made by fn */
+static int join_list(lua_State *L, const char *op, em_tensor *(*fn)(em_tensor *const *ts, int n, int dim))
 {
     emlua_autocast(L, EMLUA_AC_PROMOTE, 1, 0);
     int n;
-    int dim = loose_dim(L, 2, "cat", 0);
-    em_tensor **ts = check_list(L, "cat", &n);
-    return emlua_push(L, em_cat(ts, n, dim));
+    int dim = loose_dim(L, 2, op, 0);
+    em_tensor **ts = check_list(L, op, &n);
+    return emlua_push(L, fn(ts, n, dim));
 }
 
-static int l_stack(lua_State *L)
-{
-    emlua_autocast(L, EMLUA_AC_PROMOTE, 1, 0);
-    int n;
-    int dim = loose_dim(L, 2, "stack", 0);
-    em_tensor **ts = check_list(L, "stack", &n);
-    return emlua_push(L, em_stack(ts, n, dim));
-}
+static int l_cat(lua_State *L) { return join_list(L, "cat", em_cat); }
+static int l_stack(lua_State *L) { return join_list(L, "stack", em_stack); }
 
 /* ---- split / chunk ------------------------------------------------------------------ */
 
@@ -261,13 +250,8 @@ static int l_split(lua_State *L)
         if (len < 1 || len > MAX_PIECES)
             return emlua_argerror(L, 2, op, "expected 1..%d split sizes, got %lld", MAX_PIECES, (long long)len);
         int64_t *sizes = lua_newuserdatauv(L, sizeof(int64_t) * (size_t)len, 0);
-        for (lua_Integer i = 0; i < len; i++) {
-            lua_rawgeti(L, 2, i + 1);
-            int ok;
-            sizes[i] = (int64_t)lua_tointegerx(L, -1, &ok);
-            lua_pop(L, 1);
-            if (!ok) emlua_argerror(L, 2, op, "entry %lld of the split sizes is not an integer", (long long)i + 1);
-        }
+        lua_Integer bad = emlua_table_integers(L, 2, len, sizes);
+        if (bad) emlua_argerror(L, 2, op, "entry %lld of the split sizes is not an integer", (long long)bad);
         luaL_checkstack(L, (int)len + 2, "split: too many pieces");
         em_tensor **out = lua_newuserdatauv(L, sizeof(em_tensor *) * (size_t)len, 0);
         n = em_split_sizes(t, sizes, (int)len, dim, out);
@@ -441,15 +425,13 @@ static int l_triu_(lua_State *L) { return triangle_(L, "triu_", true); }
 
 void emlua_open_index(lua_State *L)
 {
-    static const luaL_Reg methods[] = {
+    /* t:name(...) and ember.name(t, ...) */
+    static const luaL_Reg both[] = {
         {"index_select", l_index_select},
         {"gather", l_gather},
         {"scatter", l_scatter},
-        {"scatter_", l_scatter_},
         {"scatter_add", l_scatter_add},
-        {"scatter_add_", l_scatter_add_},
         {"index_add", l_index_add},
-        {"index_add_", l_index_add_},
         {"masked_select", l_masked_select},
         {"nonzero", l_nonzero}, {"argwhere", l_argwhere},
         {"split", l_split},
@@ -459,29 +441,22 @@ void emlua_open_index(lua_State *L)
         {"topk", l_topk},
         {"tril", l_tril},
         {"triu", l_triu},
+        {NULL, NULL}
+    };
+    static const luaL_Reg methods[] = {
+        {"scatter_", l_scatter_},
+        {"scatter_add_", l_scatter_add_},
+        {"index_add_", l_index_add_},
         {"tril_", l_tril_},
         {"triu_", l_triu_},
         {NULL, NULL}
     };
     static const luaL_Reg functions[] = {
-        {"index_select", l_index_select},
-        {"gather", l_gather},
-        {"scatter", l_scatter},
-        {"scatter_add", l_scatter_add},
-        {"index_add", l_index_add},
-        {"masked_select", l_masked_select},
-        {"nonzero", l_nonzero}, {"argwhere", l_argwhere},
         {"cat", l_cat},
         {"concat", l_cat},
         {"stack", l_stack},
-        {"split", l_split},
-        {"chunk", l_chunk},
-        {"sort", l_sort},
-        {"argsort", l_argsort},
-        {"topk", l_topk},
-        {"tril", l_tril},
-        {"triu", l_triu},
         {NULL, NULL}
     };
+    emlua_register(L, both, both);
     emlua_register(L, methods, functions);
 }

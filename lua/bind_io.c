@@ -177,12 +177,7 @@ static int save_impl(lua_State *L, bool raw)
     const char *path = emlua_check_path(L, 1, op);
     if (lua_type(L, 2) != LUA_TTABLE || emlua_test(L, 2))
         return emlua_typeerror(L, 2, op, "a table of tensors (name -> tensor)");
-    int opts = 0;
-    if (!lua_isnoneornil(L, 3)) {
-        if (lua_type(L, 3) != LUA_TTABLE || emlua_test(L, 3))
-            return emlua_typeerror(L, 3, op, "an options table {metadata = {key = \"value\"}}");
-        opts = 3;
-    }
+    int opts = emlua_opt_table(L, 3, op, "an options table {metadata = {key = \"value\"}}");
     lua_settop(L, 3);
 
     if (!raw) {
@@ -287,12 +282,7 @@ static int l_load(lua_State *L)
 {
     const char *op = "load";
     const char *path = emlua_check_path(L, 1, op);
-    int opts = 0;
-    if (!lua_isnoneornil(L, 2)) {
-        if (lua_type(L, 2) != LUA_TTABLE || emlua_test(L, 2))
-            return emlua_typeerror(L, 2, op, "an options table {device = ..., mmap = ...}");
-        opts = 2;
-    }
+    int opts = emlua_opt_table(L, 2, op, "an options table {device = ..., mmap = ...}");
     em_device cpu = {EM_CPU, 0};
     em_device dev = emlua_opt_device(L, opts, op, cpu);
     bool mmap = false;
@@ -345,11 +335,7 @@ static int l_load(lua_State *L)
      * building the tables leaks nothing */
     em_checkpoint **box = lua_newuserdatauv(L, sizeof *box, 0);   /* 3 */
     *box = NULL;
-    if (luaL_newmetatable(L, BOX_MT)) {
-        lua_pushcfunction(L, box_gc);
-        lua_setfield(L, -2, "__gc");
-    }
-    lua_setmetatable(L, -2);
+    luaL_setmetatable(L, BOX_MT);
     *box = mmap ? em_load_safetensors_mapped(path) : em_load_safetensors(path);
     em_checkpoint *c = *box;
     if (!c) return emlua_fail(L);
@@ -414,12 +400,7 @@ static int l_safe_open(lua_State *L)
 {
     const char *op = "safe_open";
     const char *path = emlua_check_path(L, 1, op);
-    int opts = 0;
-    if (!lua_isnoneornil(L, 2)) {
-        if (lua_type(L, 2) != LUA_TTABLE || emlua_test(L, 2))
-            return emlua_typeerror(L, 2, op, "an options table {framework = \"pt\", device = ...}");
-        opts = 2;
-    }
+    int opts = emlua_opt_table(L, 2, op, "an options table {framework = \"pt\", device = ...}");
     em_device dev = emlua_opt_device(L, opts, op, (em_device){EM_CPU, 0});
     if (opts) {
         int ft = lua_getfield(L, opts, "framework");
@@ -640,13 +621,8 @@ static int int_list(lua_State *L, int arg, const char *what, int64_t *out)
         return emlua_typeerror(L, arg, op, "a list of integers");
     lua_Integer n = (lua_Integer)lua_rawlen(L, arg);
     if (n < 0 || n > EM_MAX_DIMS) return emlua_argerror(L, arg, op, "%d %s (at most %d)", (int)n, what, EM_MAX_DIMS);
-    for (int k = 0; k < (int)n; k++) {
-        lua_rawgeti(L, arg, k + 1);
-        int ok;
-        out[k] = (int64_t)lua_tointegerx(L, -1, &ok);
-        if (!ok) return emlua_argerror(L, arg, op, "%s %d is not an integer", what, k + 1);
-        lua_pop(L, 1);
-    }
+    lua_Integer bad = emlua_table_integers(L, arg, n, out);
+    if (bad) return emlua_argerror(L, arg, op, "%s %d is not an integer", what, (int)bad);
     return (int)n;
 }
 
@@ -676,37 +652,16 @@ void emlua_open_io(lua_State *L)
     static const luaL_Reg zip_methods[] = {
         {"members", zip_members}, {"read", zip_read}, {"tensor", zip_tensor}, {"close", zip_close}, {NULL, NULL},
     };
-    if (luaL_newmetatable(L, ZIP_MT)) {
-        luaL_newlib(L, zip_methods);
-        lua_setfield(L, -2, "__index");
-        lua_pushcfunction(L, zip_close);
-        lua_setfield(L, -2, "__gc");
-        lua_pushcfunction(L, zip_close);
-        lua_setfield(L, -2, "__close");
-    }
-    lua_pop(L, 1);
+    emlua_new_class(L, BOX_MT, NULL, box_gc, NULL, NULL);
+    emlua_new_class(L, ZIP_MT, zip_methods, zip_close, zip_close, NULL);
     static const luaL_Reg safe_methods[] = {
         {"keys", safe_keys}, {"get_tensor", safe_get_tensor}, {"metadata", safe_metadata}, {"close", safe_close},
         {NULL, NULL},
     };
-    if (luaL_newmetatable(L, SAFE_MT)) {
-        luaL_newlib(L, safe_methods);
-        lua_setfield(L, -2, "__index");
-        lua_pushcfunction(L, safe_close);
-        lua_setfield(L, -2, "__gc");
-        lua_pushcfunction(L, safe_close);
-        lua_setfield(L, -2, "__close");
-    }
-    lua_pop(L, 1);
+    emlua_new_class(L, SAFE_MT, safe_methods, safe_close, safe_close, NULL);
     static const luaL_Reg savefile_methods[] = {
         {"path", savefile_path}, {"commit", savefile_commit}, {"abort", savefile_abort}, {NULL, NULL},
     };
-    if (luaL_newmetatable(L, SAVEFILE_MT)) {
-        luaL_newlib(L, savefile_methods);
-        lua_setfield(L, -2, "__index");
-        lua_pushcfunction(L, savefile_abort);
-        lua_setfield(L, -2, "__gc");
-    }
-    lua_pop(L, 1);
+    emlua_new_class(L, SAVEFILE_MT, savefile_methods, savefile_abort, NULL, NULL);
     emlua_register(L, NULL, functions);
 }

@@ -38,12 +38,7 @@ static int l_addmm(lua_State *L)
     em_tensor *c = emlua_check(L, 1, op);
     em_tensor *a = emlua_check(L, 2, op);
     em_tensor *b = emlua_check(L, 3, op);
-    int opts = 0;
-    if (!lua_isnoneornil(L, 4)) {
-        if (lua_type(L, 4) != LUA_TTABLE || emlua_test(L, 4))
-            return emlua_typeerror(L, 4, op, "an options table {beta=, alpha=}");
-        opts = 4;
-    }
+    int opts = emlua_opt_table(L, 4, op, "an options table {beta=, alpha=}");
     double beta = emlua_opt_field_number(L, opts, "beta", op, 1.0);
     double alpha = emlua_opt_field_number(L, opts, "alpha", op, 1.0);
     return emlua_push(L, em_addmm(c, a, b, beta, alpha));
@@ -126,42 +121,30 @@ static int size_table(lua_State *L, int idx, const char *op, int64_t *sizes)
         emlua_typeerror(L, idx, op, "a size table");
     int n = (int)lua_rawlen(L, idx);
     if (n > EM_MAX_DIMS) emlua_argerror(L, idx, op, "%d dimensions (at most %d)", n, EM_MAX_DIMS);
-    for (int i = 0; i < n; i++) {
-        lua_rawgeti(L, idx, i + 1);
-        int ok;
-        sizes[i] = (int64_t)lua_tointegerx(L, -1, &ok);
-        lua_pop(L, 1);
-        if (!ok) emlua_argerror(L, idx, op, "size entry %d is not an integer", i + 1);
-    }
+    lua_Integer bad = emlua_table_integers(L, idx, n, sizes);
+    if (bad) emlua_argerror(L, idx, op, "size entry %d is not an integer", (int)bad);
     return n;
 }
 
-/* An options table at idx, or nothing there: returns idx or 0. */
-static int opt_table(lua_State *L, int idx, const char *op)
+/* randint's bounds from idx: (high) or (low, high), low 0 when not given.
+ * Returns the index of the argument after them. */
+static int randint_bounds(lua_State *L, int idx, const char *op, lua_Integer *low, lua_Integer *high)
 {
-    if (lua_isnoneornil(L, idx)) return 0;
-    if (lua_type(L, idx) != LUA_TTABLE || emlua_test(L, idx))
-        emlua_typeerror(L, idx, op, "an options table");
-    return idx;
+    *low = 0;
+    if (lua_type(L, idx + 1) == LUA_TNUMBER) *low = emlua_check_integer(L, idx++, op);
+    *high = emlua_check_integer(L, idx, op);
+    return idx + 1;
 }
 
 /* randint(high, sizes [, opts]) or randint(low, high, sizes [, opts]) */
 static int l_randint(lua_State *L)
 {
     const char *op = "ember.randint";
-    lua_Integer low = 0, high;
-    int at;
-    if (lua_type(L, 2) == LUA_TNUMBER) {
-        low = emlua_check_integer(L, 1, op);
-        high = emlua_check_integer(L, 2, op);
-        at = 3;
-    } else {
-        high = emlua_check_integer(L, 1, op);
-        at = 2;
-    }
+    lua_Integer low, high;
+    int at = randint_bounds(L, 1, op, &low, &high);
     int64_t sizes[EM_MAX_DIMS];
     int n = size_table(L, at, op, sizes);
-    int opts = opt_table(L, at + 1, op);
+    int opts = emlua_opt_table(L, at + 1, op, "an options table");
     em_dtype d = emlua_opt_dtype(L, opts, op, EM_INT64);
     em_device dev = emlua_opt_device(L, opts, op, CPU);
     return emlua_push_created(L, em_randint(low, high, sizes, n, d, dev), opts, op);
@@ -171,7 +154,7 @@ static int l_randperm(lua_State *L)
 {
     const char *op = "ember.randperm";
     lua_Integer n = emlua_check_integer(L, 1, op);
-    int opts = opt_table(L, 2, op);
+    int opts = emlua_opt_table(L, 2, op, "an options table");
     em_dtype d = emlua_opt_dtype(L, opts, op, EM_INT64);
     em_device dev = emlua_opt_device(L, opts, op, CPU);
     return emlua_push_created(L, em_randperm(n, d, dev), opts, op);
@@ -179,31 +162,25 @@ static int l_randperm(lua_State *L)
 
 /* ---- in place and *_like ------------------------------------------------------ */
 
-static int l_uniform_(lua_State *L)
+/* t:uniform_([from = 0 [, to = 1]]) and t:normal_([mean = 0 [, std = 1]]):
+ * t filled in place by fn with the two parameters */
+static int fill_random_(lua_State *L, const char *op, int (*fn)(em_tensor *t, double a, double b))
 {
-    const char *op = "uniform_";
     em_tensor *t = emlua_check(L, 1, op);
-    double lo = emlua_opt_number(L, 2, op, 0.0), hi = emlua_opt_number(L, 3, op, 1.0);
-    if (em_uniform_(t, lo, hi)) return emlua_fail(L);
+    double a = emlua_opt_number(L, 2, op, 0.0), b = emlua_opt_number(L, 3, op, 1.0);
+    if (fn(t, a, b)) return emlua_fail(L);
     lua_settop(L, 1);
     return 1;
 }
 
-static int l_normal_(lua_State *L)
-{
-    const char *op = "normal_";
-    em_tensor *t = emlua_check(L, 1, op);
-    double mean = emlua_opt_number(L, 2, op, 0.0), std = emlua_opt_number(L, 3, op, 1.0);
-    if (em_normal_(t, mean, std)) return emlua_fail(L);
-    lua_settop(L, 1);
-    return 1;
-}
+static int l_uniform_(lua_State *L) { return fill_random_(L, "uniform_", em_uniform_); }
+static int l_normal_(lua_State *L) { return fill_random_(L, "normal_", em_normal_); }
 
 /* rand_like(t [, opts]) and randn_like(t [, opts]) */
 static int random_like(lua_State *L, const char *op, emlua_sized_fn fn)
 {
     em_tensor *t = emlua_check(L, 1, op);
-    int opts = opt_table(L, 2, op);
+    int opts = emlua_opt_table(L, 2, op, "an options table");
     em_dtype d = emlua_opt_dtype(L, opts, op, t->dtype);
     em_device dev = emlua_opt_device(L, opts, op, t->storage->device);
     return emlua_push_created(L, fn(t->sizes, t->ndim, d, dev), opts, op);
@@ -217,17 +194,9 @@ static int l_randint_like(lua_State *L)
 {
     const char *op = "ember.randint_like";
     em_tensor *t = emlua_check(L, 1, op);
-    lua_Integer low = 0, high;
-    int at;
-    if (lua_type(L, 3) == LUA_TNUMBER) {
-        low = emlua_check_integer(L, 2, op);
-        high = emlua_check_integer(L, 3, op);
-        at = 4;
-    } else {
-        high = emlua_check_integer(L, 2, op);
-        at = 3;
-    }
-    int opts = opt_table(L, at, op);
+    lua_Integer low, high;
+    int at = randint_bounds(L, 2, op, &low, &high);
+    int opts = emlua_opt_table(L, at, op, "an options table");
     em_dtype d = emlua_opt_dtype(L, opts, op, t->dtype);
     em_device dev = emlua_opt_device(L, opts, op, t->storage->device);
     return emlua_push_created(L, em_randint(low, high, t->sizes, t->ndim, d, dev), opts, op);

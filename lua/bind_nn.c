@@ -292,13 +292,8 @@ static int l_layer_norm(lua_State *L)
     } else if (lua_type(L, 2) == LUA_TTABLE && !emlua_test(L, 2)) {
         n = (int)lua_rawlen(L, 2);
         if (n < 1 || n > EM_MAX_DIMS) emlua_argerror(L, 2, op, "normalized_shape must have 1 to %d entries", EM_MAX_DIMS);
-        for (int i = 0; i < n; i++) {
-            lua_rawgeti(L, 2, i + 1);
-            int ok;
-            shape[i] = lua_tointegerx(L, -1, &ok);
-            if (!ok) emlua_argerror(L, 2, op, "normalized_shape entry %d must be an integer", i + 1);
-            lua_pop(L, 1);
-        }
+        lua_Integer bad = emlua_table_integers(L, 2, n, shape);
+        if (bad) emlua_argerror(L, 2, op, "normalized_shape entry %d must be an integer", (int)bad);
     } else {
         return emlua_argerror(L, 2, op, "normalized_shape must be a number or a table of sizes, got %s",
                               luaL_typename(L, 2));

@@ -568,10 +568,8 @@ static int m_terminal_size(lua_State *L)
 static int m_mkdtemp(lua_State *L)
 {
     size_t len;
-    const char *tmpl = luaL_checklstring(L, 1, &len);
-    char *path = lua_newuserdatauv(L, len + 1, 0);
-    memcpy(path, tmpl, len + 1);
-    if (!mkdtemp(path)) return luaL_error(L, "plot: cannot create a folder %s: %s", tmpl, strerror(errno));
+    char *path = emlua_string_copy(L, 1, &len);
+    if (!mkdtemp(path)) return luaL_error(L, "plot: cannot create a folder %s: %s", lua_tostring(L, 1), strerror(errno));
     lua_pushstring(L, path);
     return 1;
 }
@@ -582,16 +580,7 @@ void emlua_open_plot(lua_State *L)
         {"send", p_send},   {"wait_for", p_wait_for}, {"alive", p_alive}, {"pid", p_pid},
         {"kill", p_kill},   {"close", p_close},       {NULL, NULL},
     };
-    luaL_newmetatable(L, PROCESS_MT);
-    luaL_newlib(L, process_methods);
-    lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, p_close);
-    lua_setfield(L, -2, "__gc");
-    lua_pushcfunction(L, p_close);
-    lua_setfield(L, -2, "__close");
-    lua_pushcfunction(L, p_tostring);
-    lua_setfield(L, -2, "__tostring");
-    lua_pop(L, 1);
+    emlua_new_class(L, PROCESS_MT, process_methods, p_close, p_close, p_tostring);
 
     static const luaL_Reg functions[] = {
         {"spawn", m_spawn},

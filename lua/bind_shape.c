@@ -24,13 +24,8 @@ static int int_list(lua_State *L, int arg, const char *op, const char *what, int
         return emlua_typeerror(L, arg, op, what);
     lua_Integer n = (lua_Integer)lua_rawlen(L, arg);
     if (n > cap) return emlua_argerror(L, arg, op, "%lld entries, at most %d", (long long)n, cap);
-    for (lua_Integer i = 0; i < n; i++) {
-        lua_rawgeti(L, arg, i + 1);
-        int ok;
-        out[i] = (int64_t)lua_tointegerx(L, -1, &ok);
-        lua_pop(L, 1);
-        if (!ok) emlua_argerror(L, arg, op, "entry %lld is not an integer", (long long)i + 1);
-    }
+    lua_Integer bad = emlua_table_integers(L, arg, n, out);
+    if (bad) emlua_argerror(L, arg, op, "entry %lld is not an integer", (long long)bad);
     return (int)n;
 }
 
@@ -106,12 +101,7 @@ static em_tensor *check_index(lua_State *L, int arg, const char *op)
 /* An index that lives on t's device (tables are made on the CPU). */
 static em_tensor *index_on(lua_State *L, int arg, const char *op, const em_tensor *t)
 {
-    em_tensor *ix = check_index(L, arg, op);
-    if (emlua_test(L, arg) || t->storage->device.type == EM_CPU) return ix;
-    em_tensor *moved = em_to_device(ix, t->storage->device);
-    em_release(ix);
-    if (!moved) emlua_fail(L);
-    return moved;
+    return emlua_index_on(L, arg, check_index(L, arg, op), t);
 }
 
 /* ---- flip / roll / rot90 ------------------------------------------------------ */

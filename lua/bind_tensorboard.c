@@ -359,9 +359,7 @@ static int l_histogram(lua_State *L)
 static int l_makedirs(lua_State *L)
 {
     size_t n;
-    const char *path = luaL_checklstring(L, 1, &n);
-    char *p = lua_newuserdatauv(L, n + 1, 0);
-    memcpy(p, path, n + 1);
+    char *p = emlua_string_copy(L, 1, &n);
     for (size_t i = 1; i <= n; i++) {
         if (p[i] != '/' && p[i] != '\0') continue;
         char saved = p[i];
@@ -416,13 +414,7 @@ void emlua_open_tensorboard(lua_State *L)
     static const luaL_Reg events_methods[] = {
         {"write", l_events_write}, {"close", l_events_close}, {NULL, NULL},
     };
-    if (luaL_newmetatable(L, EVENTS_MT)) {
-        luaL_newlib(L, events_methods);
-        lua_setfield(L, -2, "__index");
-        lua_pushcfunction(L, l_events_gc);
-        lua_setfield(L, -2, "__gc");
-    }
-    lua_pop(L, 1);
+    emlua_new_class(L, EVENTS_MT, events_methods, l_events_gc, NULL, NULL);
     luaL_newlib(L, functions);
     lua_pushinteger(L, MAX_HISTOGRAM_BINS);
     lua_setfield(L, -2, "MAX_HISTOGRAM_BINS");

@@ -38,6 +38,17 @@ static void oom(void)
     abort();    /* no Lua call is running: cannot happen */
 }
 
+/* The array p of *cap elements of `size` bytes, reallocated to twice as many
+ * (`first` when empty); raises on out of memory. */
+static void *grow(void *p, size_t *cap, size_t size, size_t first)
+{
+    size_t n = *cap ? *cap * 2 : first;
+    p = realloc(p, n * size);
+    if (!p) oom();
+    *cap = n;
+    return p;
+}
+
 static void buf_reserve(buf *b, size_t extra)
 {
     if (b->n + extra <= b->cap) return;
@@ -274,11 +285,7 @@ typedef struct { buf text; piece *p; size_t n, cap; } pieces;
 static void pieces_add(pieces *ps, size_t off, size_t len)
 {
     if (len == 0) return;   /* tokenizers keeps no empty split */
-    if (ps->n == ps->cap) {
-        ps->cap = ps->cap ? ps->cap * 2 : 64;
-        ps->p = realloc(ps->p, ps->cap * sizeof *ps->p);
-        if (!ps->p) oom();
-    }
+    if (ps->n == ps->cap) ps->p = grow(ps->p, &ps->cap, sizeof *ps->p, 64);
     ps->p[ps->n].off = off;
     ps->p[ps->n++].len = len;
 }
@@ -502,11 +509,7 @@ typedef struct {
 typedef struct { int32_t *v; size_t n, cap; } ids;
 static void ids_add(ids *x, int32_t id)
 {
-    if (x->n == x->cap) {
-        x->cap = x->cap ? x->cap * 2 : 256;
-        x->v = realloc(x->v, x->cap * sizeof *x->v);
-        if (!x->v) oom();
-    }
+    if (x->n == x->cap) x->v = grow(x->v, &x->cap, sizeof *x->v, 256);
     x->v[x->n++] = id;
 }
 
@@ -882,11 +885,7 @@ enum { SBASE = 0xAC00, LBASE = 0x1100, VBASE = 0x1161, TBASE = 0x11A7, LCOUNT = 
 typedef struct { uint32_t *v; size_t n, cap; } cps;
 static void cps_add(cps *c, uint32_t x)
 {
-    if (c->n == c->cap) {
-        c->cap = c->cap ? c->cap * 2 : 256;
-        c->v = realloc(c->v, c->cap * sizeof *c->v);
-        if (!c->v) oom();
-    }
+    if (c->n == c->cap) c->v = grow(c->v, &c->cap, sizeof *c->v, 256);
     c->v[c->n++] = x;
 }
 
@@ -1163,16 +1162,8 @@ static int l_unicode_version(lua_State *L)
 
 void emlua_open_tokenizer(lua_State *L)
 {
-    static const luaL_Reg model_methods[] = {
-        {"encode", model_encode},
-        {"__gc", model_gc},
-        {NULL, NULL},
-    };
-    luaL_newmetatable(L, MODEL_MT);
-    luaL_setfuncs(L, model_methods, 0);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, -2, "__index");
-    lua_pop(L, 1);
+    static const luaL_Reg model_methods[] = {{"encode", model_encode}, {NULL, NULL}};
+    emlua_new_class(L, MODEL_MT, model_methods, model_gc, NULL, NULL);
     static const luaL_Reg functions[] = {
         {"_tokenizer_json", l_json},
         {"_tokenizer_model", l_model},

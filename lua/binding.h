@@ -64,6 +64,9 @@ int emlua_typeerror(lua_State *L, int arg, const char *op, const char *what);
 /* A file name argument: a non-empty string without zero bytes (the C name
  * would end at one: another file than the one named); raises otherwise. */
 const char *emlua_check_path(lua_State *L, int idx, const char *op);
+/* A writable copy of the string argument at idx (its length in *len), in a
+ * userdata pushed onto the stack, which the collector frees. */
+char *emlua_string_copy(lua_State *L, int idx, size_t *len);
 
 /* A tensor, or a number turned into a 0-d "wrapped number" tensor on the
  * device of `like` (may be NULL: CPU). Returns a new reference. */
@@ -75,6 +78,14 @@ bool emlua_exact_integer_operand(lua_State *L, const em_tensor *t, int idx);
 /* An index argument: a tensor, or a flat table of integers (made int64 on
  * the CPU). Returns a new reference. */
 em_tensor *emlua_check_index(lua_State *L, int idx, const char *op);
+/* The index ix (stolen) read from argument arg, on t's device: one the user
+ * gave as a tensor stays where it is (the op checks it), one made from a
+ * table or a number (on the CPU) is moved. Returns a new reference. */
+em_tensor *emlua_index_on(lua_State *L, int arg, em_tensor *ix, const em_tensor *t);
+/* The first n entries of the table at idx as integers, into out. Returns 0,
+ * or the 1-based position of the first entry that is not an integer (for
+ * the caller's error). */
+lua_Integer emlua_table_integers(lua_State *L, int idx, lua_Integer n, int64_t *out);
 
 /* numbers */
 lua_Integer emlua_check_integer(lua_State *L, int idx, const char *op);
@@ -112,6 +123,9 @@ bool emlua_opt_field_boolean(lua_State *L, int idx, const char *name, const char
 /* The index of a trailing options table (a plain table, not a tensor) among
  * arguments first..top, or 0. */
 int emlua_options_index(lua_State *L, int first);
+/* The options table at idx (a plain table, not a tensor): returns idx, or 0
+ * when nothing is there; raises "expected <what>" for anything else. */
+int emlua_opt_table(lua_State *L, int idx, const char *op, const char *what);
 
 /* Arguments after the required ones, positional in PyTorch's order or as one
  * trailing options table with its keyword names: emlua_args_start() finds the
@@ -146,6 +160,11 @@ int emlua_create_sized(lua_State *L, const char *op, emlua_sized_fn fn);
 /* registration */
 void emlua_register(lua_State *L, const luaL_Reg *methods, const luaL_Reg *functions);
 void emlua_push_methods(lua_State *L);     /* the tensor method table */
+/* Registers the metatable `name` of a userdata class (once per state): the
+ * table of methods (NULL: none) as __index, and __gc, __close, __tostring
+ * where given (NULL: unset). Leaves the stack as it was. */
+void emlua_new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc,
+                     lua_CFunction close, lua_CFunction tostring);
 /* A tensor method written in Lua, loaded with its file on first use: pushes it and
  * returns 1, or returns 0 (nothing pushed) when name is not one of them. */
 int emlua_lazy_method(lua_State *L, const char *name);

@@ -112,6 +112,14 @@ const char *emlua_check_path(lua_State *L, int idx, const char *op)
     return lua_tostring(L, idx);
 }
 
+char *emlua_string_copy(lua_State *L, int idx, size_t *len)
+{
+    const char *s = luaL_checklstring(L, idx, len);
+    char *copy = lua_newuserdatauv(L, *len + 1, 0);
+    memcpy(copy, s, *len + 1);
+    return copy;
+}
+
 /* ember._path_problem(s): nil for a string fit to be a file name, else what
  * is wrong with it (for the Lua modules: ember.errors.check_path) */
 static int l_path_problem(lua_State *L)
@@ -279,18 +287,34 @@ em_tensor *emlua_check_index(lua_State *L, int idx, const char *op)
     }
     lua_Integer n = (lua_Integer)lua_rawlen(L, idx);
     int64_t *vals = lua_newuserdatauv(L, sizeof(int64_t) * (size_t)(n ? n : 1), 0);
-    for (lua_Integer i = 0; i < n; i++) {
-        lua_rawgeti(L, idx, i + 1);
-        int ok;
-        vals[i] = (int64_t)lua_tointegerx(L, -1, &ok);
-        lua_pop(L, 1);
-        if (!ok) emlua_argerror(L, idx, op, "entry %lld of the index table is not an integer", (long long)i + 1);
-    }
+    lua_Integer bad = emlua_table_integers(L, idx, n, vals);
+    if (bad) emlua_argerror(L, idx, op, "entry %lld of the index table is not an integer", (long long)bad);
     int64_t size = (int64_t)n;
     t = em_from_host(&size, 1, EM_INT64, NULL, vals);
     lua_pop(L, 1);
     if (!t) emlua_fail(L);
     return t;
+}
+
+em_tensor *emlua_index_on(lua_State *L, int arg, em_tensor *ix, const em_tensor *t)
+{
+    if (emlua_test(L, arg) || t->storage->device.type == EM_CPU) return ix;
+    em_tensor *moved = em_to_device(ix, t->storage->device);
+    em_release(ix);
+    if (!moved) emlua_fail(L);
+    return moved;
+}
+
+lua_Integer emlua_table_integers(lua_State *L, int idx, lua_Integer n, int64_t *out)
+{
+    for (lua_Integer i = 0; i < n; i++) {
+        lua_rawgeti(L, idx, i + 1);
+        int ok;
+        out[i] = (int64_t)lua_tointegerx(L, -1, &ok);
+        lua_pop(L, 1);
+        if (!ok) return i + 1;
+    }
+    return 0;
 }
 
 /* ---- numbers ---------------------------------------------------------------- */
@@ -387,6 +411,13 @@ int emlua_options_index(lua_State *L, int first)
         if (lua_rawlen(L, top) == 0) return top;
     }
     return 0;
+}
+
+int emlua_opt_table(lua_State *L, int idx, const char *op, const char *what)
+{
+    if (lua_isnoneornil(L, idx)) return 0;
+    if (lua_type(L, idx) != LUA_TTABLE || emlua_test(L, idx)) emlua_typeerror(L, idx, op, what);
+    return idx;
 }
 
 /* ---- positional-or-keyword arguments (binding.h) --------------------------------- */
@@ -519,60 +550,64 @@ em_dtype emlua_check_dtype(lua_State *L, int idx, const char *op)
     return d;
 }
 
+/* The name given as option `name` (dtype, device) of the options table at
+ * idx, or NULL when there is no table or no such option; raises when it is
+ * not a string. The table keeps the string alive. */
+static const char *opt_name(lua_State *L, int idx, const char *name, const char *op)
+{
+    if (idx == 0 || lua_type(L, idx) != LUA_TTABLE) return NULL;
+    lua_getfield(L, idx, name);
+    const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+    if (!s && !lua_isnil(L, -1)) emlua_argerror(L, idx, op, "option '%s': expected a %s name", name, name);
+    lua_pop(L, 1);
+    return s;
+}
+
 em_dtype emlua_opt_dtype(lua_State *L, int idx, const char *op, em_dtype def)
 {
-    if (idx == 0 || lua_type(L, idx) != LUA_TTABLE) return def;
-    lua_getfield(L, idx, "dtype");
+    const char *s = opt_name(L, idx, "dtype", op);
     em_dtype d = def;
-    if (!lua_isnil(L, -1)) {
-        if (lua_type(L, -1) != LUA_TSTRING || em_dtype_from_name(lua_tostring(L, -1), &d)) {
-            const char *msg = lua_type(L, -1) == LUA_TSTRING ? em_error() : "expected a dtype name";
-            emlua_argerror(L, idx, op, "option 'dtype': %s", msg);
-        }
-    }
-    lua_pop(L, 1);
+    if (s && em_dtype_from_name(s, &d)) emlua_argerror(L, idx, op, "option 'dtype': %s", em_error());
     return d;
 }
 
 em_device emlua_opt_device(lua_State *L, int idx, const char *op, em_device def)
 {
-    if (idx == 0 || lua_type(L, idx) != LUA_TTABLE) return def;
-    lua_getfield(L, idx, "device");
+    const char *s = opt_name(L, idx, "device", op);
     em_device d = def;
-    if (!lua_isnil(L, -1)) {
-        if (lua_type(L, -1) != LUA_TSTRING || em_device_parse(lua_tostring(L, -1), &d)) {
-            const char *msg = lua_type(L, -1) == LUA_TSTRING ? em_error() : "expected a device name";
-            emlua_argerror(L, idx, op, "option 'device': %s", msg);
-        }
-    }
-    lua_pop(L, 1);
+    if (s && em_device_parse(s, &d)) emlua_argerror(L, idx, op, "option 'device': %s", em_error());
     return d;
+}
+
+/* Pushes option `name` of the options table at idx and returns true when it
+ * is set; raises unless it has Lua type `type`. Returns false (nothing
+ * pushed) when there is no table or the option is nil. */
+static bool push_option(lua_State *L, int idx, const char *name, int type, const char *op)
+{
+    if (idx == 0 || lua_type(L, idx) != LUA_TTABLE) return false;
+    lua_getfield(L, idx, name);
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        return false;
+    }
+    if (lua_type(L, -1) != type)
+        emlua_argerror(L, idx, op, "option '%s': expected a %s, got %s", name, lua_typename(L, type),
+                       luaL_typename(L, -1));
+    return true;
 }
 
 double emlua_opt_field_number(lua_State *L, int idx, const char *name, const char *op, double def)
 {
-    if (idx == 0 || lua_type(L, idx) != LUA_TTABLE) return def;
-    lua_getfield(L, idx, name);
-    double v = def;
-    if (!lua_isnil(L, -1)) {
-        if (lua_type(L, -1) != LUA_TNUMBER)
-            emlua_argerror(L, idx, op, "option '%s': expected a number, got %s", name, luaL_typename(L, -1));
-        v = lua_tonumber(L, -1);
-    }
+    if (!push_option(L, idx, name, LUA_TNUMBER, op)) return def;
+    double v = lua_tonumber(L, -1);
     lua_pop(L, 1);
     return v;
 }
 
 bool emlua_opt_field_boolean(lua_State *L, int idx, const char *name, const char *op, bool def)
 {
-    if (idx == 0 || lua_type(L, idx) != LUA_TTABLE) return def;
-    lua_getfield(L, idx, name);
-    bool v = def;
-    if (!lua_isnil(L, -1)) {
-        if (lua_type(L, -1) != LUA_TBOOLEAN)
-            emlua_argerror(L, idx, op, "option '%s': expected a boolean, got %s", name, luaL_typename(L, -1));
-        v = lua_toboolean(L, -1);
-    }
+    if (!push_option(L, idx, name, LUA_TBOOLEAN, op)) return def;
+    bool v = lua_toboolean(L, -1);
     lua_pop(L, 1);
     return v;
 }
@@ -622,6 +657,30 @@ void emlua_register(lua_State *L, const luaL_Reg *methods, const luaL_Reg *funct
         luaL_setfuncs(L, functions, 0);
         lua_pop(L, 1);
     }
+}
+
+/* fn as field `event` of the table at the top, unless fn is NULL */
+static void set_metamethod(lua_State *L, const char *event, lua_CFunction fn)
+{
+    if (!fn) return;
+    lua_pushcfunction(L, fn);
+    lua_setfield(L, -2, event);
+}
+
+void emlua_new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc,
+                     lua_CFunction close, lua_CFunction tostring)
+{
+    if (luaL_newmetatable(L, name)) {
+        if (methods) {
+            lua_newtable(L);
+            luaL_setfuncs(L, methods, 0);
+            lua_setfield(L, -2, "__index");
+        }
+        set_metamethod(L, "__gc", gc);
+        set_metamethod(L, "__close", close);
+        set_metamethod(L, "__tostring", tostring);
+    }
+    lua_pop(L, 1);
 }
 
 /* the shell's top-level threads: a table with weak keys in the registry */

@@ -168,18 +168,23 @@ local function float64_leaves(inputs, who)
   return xs
 end
 
--- Compares autograd's gradient with central finite differences, in float64.
--- fn takes the inputs (tensors) and returns a tensor or a list of tensors.
-function M.gradcheck(fn, inputs, opts)
+-- gradcheck's and gradgradcheck's step and tolerances: eps, atol, rtol
+local function tolerances(opts)
   opts = opts or {}
-  local eps, atol, rtol = opts.eps or 1e-6, opts.atol or 1e-5, opts.rtol or 1e-3
-  local xs = float64_leaves(inputs, "gradcheck")
-  local outs = as_list(fn(table.unpack(xs)))
-  local weights = {}
-  for i, o in ipairs(outs) do
-    weights[i] = ember.randn(o.shape, {dtype = "float64"})
-  end
-  local analytic = {M.grad({scalarize(outs, weights)}, xs, {allow_unused = true})}
+  return opts.eps or 1e-6, opts.atol or 1e-5, opts.rtol or 1e-3
+end
+
+-- float64 standard normal numbers shaped like each tensor of ts
+local function randn_like_each(ts)
+  local out = {}
+  for i, t in ipairs(ts) do out[i] = ember.randn(t.shape, {dtype = "float64"}) end
+  return out
+end
+
+-- Compares analytic[i], the gradient of value() with respect to xs[i] (nil:
+-- zero), with central differences of value() over each element of xs[i].
+-- Returns true, or false and a message that starts with who.
+local function compare_with_differences(who, xs, analytic, value, eps, atol, rtol)
   for i, x in ipairs(xs) do
     local n = x:numel()
     local flat = x:detach():reshape(-1)   -- shares memory with x
@@ -187,21 +192,34 @@ function M.gradcheck(fn, inputs, opts)
     local values = flat:tolist()
     for k = 1, n do
       local orig = values[k]
-      local f = function(v)
+      local function at(v)
         flat[k] = v
-        local r = ember.no_grad(function() return scalarize(as_list(fn(table.unpack(xs))), weights):item() end)
+        local r = value()
         flat[k] = orig
         return r
       end
-      local numeric = (f(orig + eps) - f(orig - eps)) / (2 * eps)
-      local a = got[k]
-      if math.abs(a - numeric) > atol + rtol * math.abs(numeric) then
-        return false, string.format("gradcheck: input %d, element %d: autograd %.10g, finite differences %.10g",
-                                    i, k, a, numeric)
+      local numeric = (at(orig + eps) - at(orig - eps)) / (2 * eps)
+      if math.abs(got[k] - numeric) > atol + rtol * math.abs(numeric) then
+        return false, string.format("%s: input %d, element %d: autograd %.10g, finite differences %.10g",
+                                    who, i, k, got[k], numeric)
       end
     end
   end
   return true
+end
+
+-- Compares autograd's gradient with central finite differences, in float64.
+-- fn takes the inputs (tensors) and returns a tensor or a list of tensors.
+function M.gradcheck(fn, inputs, opts)
+  local eps, atol, rtol = tolerances(opts)
+  local xs = float64_leaves(inputs, "gradcheck")
+  local outs = as_list(fn(table.unpack(xs)))
+  local weights = randn_like_each(outs)
+  local analytic = {M.grad({scalarize(outs, weights)}, xs, {allow_unused = true})}
+  local function value()
+    return ember.no_grad(function() return scalarize(as_list(fn(table.unpack(xs))), weights):item() end)
+  end
+  return compare_with_differences("gradcheck", xs, analytic, value, eps, atol, rtol)
 end
 
 -- Second derivatives against finite differences of the first gradient, in
@@ -210,20 +228,15 @@ end
 -- double backward (create_graph) is compared with central differences of
 -- phi, each computed from a fresh first-order backward.
 function M.gradgradcheck(fn, inputs, opts)
-  opts = opts or {}
-  local eps, atol, rtol = opts.eps or 1e-6, opts.atol or 1e-5, opts.rtol or 1e-3
+  local eps, atol, rtol = tolerances(opts)
   local xs = float64_leaves(inputs, "gradgradcheck")
   local weights
   local function grads(create)
     local outs = as_list(fn(table.unpack(xs)))
-    if not weights then
-      weights = {}
-      for i, o in ipairs(outs) do weights[i] = ember.randn(o.shape, {dtype = "float64"}) end
-    end
+    weights = weights or randn_like_each(outs)
     return {M.grad({scalarize(outs, weights)}, xs, {create_graph = create, allow_unused = true})}
   end
-  local ws = {}
-  for i, x in ipairs(xs) do ws[i] = ember.randn(x.shape, {dtype = "float64"}) end
+  local ws = randn_like_each(xs)
   local function phi(gs)
     local total = nil
     for i = 1, #xs do
@@ -237,27 +250,8 @@ function M.gradgradcheck(fn, inputs, opts)
   local total = phi(grads(true))
   if not total or not total.requires_grad then return false, "gradgradcheck: the first gradient does not require grad" end
   local analytic = {M.grad({total}, xs, {allow_unused = true})}
-  for i, x in ipairs(xs) do
-    local n = x:numel()
-    local flat = x:detach():reshape(-1)
-    local got = (analytic[i] and analytic[i]:reshape(-1) or ember.zeros(n, {dtype = "float64"})):tolist()
-    local values = flat:tolist()
-    for k = 1, n do
-      local orig = values[k]
-      local function at(v)
-        flat[k] = v
-        local r = phi(grads(false)):item()
-        flat[k] = orig
-        return r
-      end
-      local numeric = (at(orig + eps) - at(orig - eps)) / (2 * eps)
-      if math.abs(got[k] - numeric) > atol + rtol * math.abs(numeric) then
-        return false, string.format("gradgradcheck: input %d, element %d: autograd %.10g, finite differences %.10g",
-                                    i, k, got[k], numeric)
-      end
-    end
-  end
-  return true
+  return compare_with_differences("gradgradcheck", xs, analytic, function() return phi(grads(false)):item() end,
+                                  eps, atol, rtol)
 end
 
 -- ---- custom functions ----------------------------------------------------------------------
@@ -492,6 +486,14 @@ local function call(func, xs, op)
   return outs
 end
 
+-- func called on inputs (a tensor or a list) made fresh leaves: the leaves,
+-- whether inputs was one tensor, and func's results (checked by call)
+local function call_on_leaves(func, inputs, op, create)
+  local xs0, single = tensor_args(inputs, op, "inputs")
+  local xs = leaves(xs0, create)
+  return xs, single, call(func, xs, op)
+end
+
 -- gradient of each output's weighted sum (weights v) w.r.t. xs; zeros where unused
 local function vjp_list(outs, vs, xs, create, strict, op)
   local needs = {}
@@ -564,9 +566,7 @@ end
 function F.vjp(func, inputs, v, opts)
   opts = opts or {}
   local op = "autograd.functional.vjp"
-  local xs0, single = tensor_args(inputs, op, "inputs")
-  local xs = leaves(xs0, opts.create_graph)
-  local outs = call(func, xs, op)
+  local xs, single, outs = call_on_leaves(func, inputs, op, opts.create_graph)
   local vs = v_or_ones(v, {table.unpack(outs, 1, outs.n)}, op, "outputs")
   local g = vjp_list(outs, vs, xs, opts.create_graph, opts.strict, op)
   return result(detach_all(outs, outs.n, opts.create_graph), outs.n == 1),
@@ -578,9 +578,7 @@ end
 function F.jvp(func, inputs, v, opts)
   opts = opts or {}
   local op = "autograd.functional.jvp"
-  local xs0, single = tensor_args(inputs, op, "inputs")
-  local xs = leaves(xs0, opts.create_graph)
-  local outs = call(func, xs, op)
+  local xs, _, outs = call_on_leaves(func, inputs, op, opts.create_graph)
   local vs = v_or_ones(v, xs, op, "inputs")
   -- u -> J^T u is linear in u; its vjp with v is J v
   local us = {}
@@ -601,9 +599,7 @@ end
 function F.jacobian(func, inputs, opts)
   opts = opts or {}
   local op = "autograd.functional.jacobian"
-  local xs0, single_in = tensor_args(inputs, op, "inputs")
-  local xs = leaves(xs0, opts.create_graph)
-  local outs = call(func, xs, op)
+  local xs, single_in, outs = call_on_leaves(func, inputs, op, opts.create_graph)
   local per_out = {}
   for o = 1, outs.n do
     local y = outs[o]

@@ -96,13 +96,7 @@ local function check_table(op, argn, v, known, what)
 end
 
 -- The shortest decimal that reads back as the same double.
-local function float_text(v)
-  for digits = 15, 16 do
-    local s = string.format("%." .. digits .. "g", v)
-    if tonumber(s) == v then return s end
-  end
-  return string.format("%.17g", v)
-end
+local float_text = require("ember.serialize")._shortest_decimal
 
 local SAVE_FIELDS = {model = true, optimizer = true, scheduler = true, epoch = true, step = true, extra = true}
 local LOAD_FIELDS = {model = true, optimizer = true, scheduler = true}

@@ -313,10 +313,15 @@ local function with_dtype(x, dtype, op)
   return x
 end
 
-function M.vector_norm(x, ...)
-  x = ember._autocast("fp32", x)   -- as PyTorch's autocast: norms in float32
-  local a = args("linalg.vector_norm", {"ord", "dim", "keepdim", "dtype"}, ...)
+-- A norm's arguments: its input, in float32 under autocast (as PyTorch's
+-- autocast: norms in float32), and the options ord, dim, keepdim, dtype.
+local function norm_args(op, input, ...)
+  return ember._autocast("fp32", input), args(op, {"ord", "dim", "keepdim", "dtype"}, ...)
+end
+
+function M.vector_norm(input, ...)
   local op = "linalg.vector_norm"
+  local x, a = norm_args(op, input, ...)
   check_tensor(x, op, "input")
   local ord = a.ord == nil and 2 or a.ord
   if type(ord) ~= "number" then raise(string.format("%s: ord must be a number, got %s", op, tostring(ord))) end
@@ -340,10 +345,9 @@ local function matrix_dims(A, dim, op)
   return dims[1], dims[2]
 end
 
-function M.matrix_norm(A, ...)
-  A = ember._autocast("fp32", A)   -- as PyTorch's autocast: norms in float32
-  local a = args("linalg.matrix_norm", {"ord", "dim", "keepdim", "dtype"}, ...)
+function M.matrix_norm(input, ...)
   local op = "linalg.matrix_norm"
+  local A, a = norm_args(op, input, ...)
   check_matrix(A, op)
   check_bool(a.keepdim, op, "keepdim")
   A = with_dtype(A, a.dtype, op)
@@ -382,10 +386,9 @@ function M.matrix_norm(A, ...)
     tostring(ord)))
 end
 
-function M.norm(A, ...)
-  A = ember._autocast("fp32", A)   -- as PyTorch's autocast: norms in float32
-  local a = args("linalg.norm", {"ord", "dim", "keepdim", "dtype"}, ...)
+function M.norm(input, ...)
   local op = "linalg.norm"
+  local A, a = norm_args(op, input, ...)
   check_tensor(A, op)
   local dim = a.dim
   local ndims = dim == nil and A:dim() or (type(dim) == "table" and #dim or 1)

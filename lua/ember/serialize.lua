@@ -48,17 +48,22 @@ local function json_string(s)
   return '"' .. s:gsub('[%c"\\]', function(c) return ESC[c] or string.format("\\u%04x", c:byte()) end) .. '"'
 end
 
--- the shortest decimal that reads back as the same double
-local function float_text(v)
-  if v ~= v then return "nan" end
-  if v == math.huge then return "inf" end
-  if v == -math.huge then return "-inf" end
-  if v == 0 then return 1 / v < 0 and "-0.0" or "0.0" end
+-- the shortest decimal that reads back as the same double (%g's spelling)
+local function shortest_decimal(v)
   for digits = 15, 16 do
     local s = string.format("%." .. digits .. "g", v)
     if tonumber(s) == v then return s end
   end
   return string.format("%.17g", v)
+end
+
+-- shortest_decimal, with nan, inf, -inf and a zero that reads back as a float
+local function float_text(v)
+  if v ~= v then return "nan" end
+  if v == math.huge then return "inf" end
+  if v == -math.huge then return "-inf" end
+  if v == 0 then return 1 / v < 0 and "-0.0" or "0.0" end
+  return shortest_decimal(v)
 end
 
 local function float_of(s)
@@ -168,6 +173,7 @@ local function json_decode(text)
 end
 M._json_decode = json_decode
 M._json_string = json_string
+M._shortest_decimal = shortest_decimal
 
 -- ---- saving ---------------------------------------------------------------------------
 

@@ -44,6 +44,16 @@ local function type_of(spec, path, what)
   return spec.type
 end
 
+-- A Sequence: its parts made by build(sub, path), applied in order (x -> f_n(... f_1(x))).
+local function sequence(parts, path, build)
+  local fs = {}
+  for i, sub in ipairs(parts or {}) do fs[i] = build(sub, path) end
+  return function(x)
+    for _, f in ipairs(fs) do x = f(x) end
+    return x
+  end
+end
+
 -- ---- normalizers: each a function string -> string ---------------------------------------
 
 local normalize = ember._tokenizer_normalize
@@ -67,12 +77,7 @@ local WS_CLASS = "[\t\n\v\f\r ]"
 local function build_normalizer(spec, path)
   local t = type_of(spec, path, "normalizer")
   if t == "Sequence" then
-    local fs = {}
-    for i, sub in ipairs(spec.normalizers or {}) do fs[i] = build_normalizer(sub, path) end
-    return function(s)
-      for _, f in ipairs(fs) do s = f(s) end
-      return s
-    end
+    return sequence(spec.normalizers, path, build_normalizer)
   elseif t == "BertNormalizer" then
     local clean, chinese, lower = spec.clean_text ~= false, spec.handle_chinese_chars ~= false, spec.lowercase ~= false
     local strip = spec.strip_accents
@@ -169,12 +174,7 @@ end
 local function build_decoder(spec, path)
   local t = type_of(spec, path, "decoder")
   if t == "Sequence" then
-    local fs = {}
-    for i, sub in ipairs(spec.decoders or {}) do fs[i] = build_decoder(sub, path) end
-    return function(tokens)
-      for _, f in ipairs(fs) do tokens = f(tokens) end
-      return tokens
-    end
+    return sequence(spec.decoders, path, build_decoder)
   elseif t == "ByteLevel" then
     return function(tokens)
       return {ember._tokenizer_utf8_lossy(ember._tokenizer_bytelevel_decode(tokens))}

@@ -65,6 +65,15 @@ end
 
 local INPLACE = {"inplace", false, "boolean"}
 
+-- A _check refusing a range whose lower end (field lo) is above its upper end (field hi).
+local function ordered(name, lo, hi)
+  return function(self)
+    if self[lo] > self[hi] then
+      raise(string.format("%s: %s (%g) must not be greater than %s (%g)", name, lo, self[lo], hi, self[hi]))
+    end
+  end
+end
+
 --- nn.ReLU6([inplace = false]) -> min(max(x, 0), 6).
 M.ReLU6 = activation("ReLU6", "relu6", {INPLACE})
 --- nn.LeakyReLU([negative_slope = 0.01 [, inplace = false]]) -> x for x > 0, negative_slope * x otherwise.
@@ -86,11 +95,7 @@ M.Hardsigmoid = activation("Hardsigmoid", "hardsigmoid", {INPLACE})
 --- nn.Hardtanh([min_val = -1 [, max_val = 1 [, inplace = false]]]) -> x clamped to [min_val, max_val].
 M.Hardtanh = activation("Hardtanh", "hardtanh", {{"min_val", -1, "number"}, {"max_val", 1, "number"}, INPLACE},
                         function(s) return "min_val=" .. g(s.min_val) .. ", max_val=" .. g(s.max_val) end)
-function M.Hardtanh:_check()
-  if self.min_val > self.max_val then
-    raise(string.format("Hardtanh: min_val (%g) must not be greater than max_val (%g)", self.min_val, self.max_val))
-  end
-end
+M.Hardtanh._check = ordered("Hardtanh", "min_val", "max_val")
 --- nn.Softplus([beta = 1 [, threshold = 20]]) -> log(1 + exp(beta x)) / beta, linear where beta x > threshold.
 M.Softplus = activation("Softplus", "softplus", {{"beta", 1, "number"}, {"threshold", 20, "number"}},
                         function(s) return "beta=" .. g(s.beta) .. ", threshold=" .. g(s.threshold) end)
@@ -120,11 +125,7 @@ end
 -- In training mode each a is drawn uniformly from [lower, upper]; in eval mode a = (lower + upper) / 2.
 M.RReLU = activation("RReLU", "rrelu", {{"lower", 1 / 8, "number"}, {"upper", 1 / 3, "number"}, INPLACE},
                      function(s) return "lower=" .. g(s.lower) .. ", upper=" .. g(s.upper) end)
-function M.RReLU:_check()
-  if self.lower > self.upper then
-    raise(string.format("RReLU: lower (%g) must not be greater than upper (%g)", self.lower, self.upper))
-  end
-end
+M.RReLU._check = ordered("RReLU", "lower", "upper")
 function M.RReLU:forward(x)
   check_input(self, x)
   return F.rrelu(x, self.lower, self.upper, self.training, self.inplace)

@@ -557,14 +557,7 @@ end
 --- nn.Dropout2d([p = 0.5 [, inplace = false]]) -> in training, zeroes whole channels of [N, C, H, W] with probability p (the rest * 1/(1-p)).
 -- Example: local d = nn.Dropout2d(0.2); d:eval()
 L.Dropout2d = Module:extend("Dropout2d")
-function L.Dropout2d:init(...)
-  F._dropout_init(self, "Dropout2d", ...)
-end
-L.Dropout2d.extra_repr = F._dropout_repr
-function L.Dropout2d:forward(x)
-  check_input(self, x)
-  return F.dropout2d(x, self.p, self.training, self.inplace)
-end
+F._dropout_methods(L.Dropout2d, "Dropout2d", "dropout2d")
 
 --- nn.Upsample([{size=, scale_factor=, mode = "nearest", align_corners=, recompute_scale_factor=}]) -> F.interpolate as a module.
 -- Positional form: nn.Upsample(size, scale_factor, mode, align_corners).

@@ -103,17 +103,26 @@ function F.dropout(x, ...)
   return o.inplace and x:mul_(scale) or x * scale
 end
 
--- nn.Dropout's and nn.Dropout2d's constructor: (p = 0.5, inplace = false)
-function F._dropout_init(self, op, ...)
-  local o = options(op, {"p", "inplace"}, ...)
-  local p = o.p == nil and 0.5 or o.p
-  if type(p) ~= "number" or p < 0 or p > 1 then raise(op .. ": p must be a probability in [0, 1], got " .. tostring(p)) end
-  if o.inplace ~= nil and type(o.inplace) ~= "boolean" then
-    raise(op .. ": inplace must be a boolean, got " .. type(o.inplace))
+-- The methods of nn.Dropout and nn.Dropout2d (cls, named op), set on cls: the
+-- constructor (p = 0.5, inplace = false), extra_repr, and a forward calling
+-- F[fname](x, p, training, inplace).
+function F._dropout_methods(cls, op, fname)
+  local check_input = require("ember.nn.module").Module._check_input
+  function cls:init(...)
+    local o = options(op, {"p", "inplace"}, ...)
+    local p = o.p == nil and 0.5 or o.p
+    if type(p) ~= "number" or p < 0 or p > 1 then raise(op .. ": p must be a probability in [0, 1], got " .. tostring(p)) end
+    if o.inplace ~= nil and type(o.inplace) ~= "boolean" then
+      raise(op .. ": inplace must be a boolean, got " .. type(o.inplace))
+    end
+    self.p, self.inplace = p, o.inplace == true
   end
-  self.p, self.inplace = p, o.inplace == true
+  function cls:extra_repr() return "p=" .. self.p .. (self.inplace and ", inplace=true" or "") end
+  function cls:forward(x)
+    check_input(self, x)
+    return F[fname](x, self.p, self.training, self.inplace)
+  end
 end
-function F._dropout_repr(self) return "p=" .. self.p .. (self.inplace and ", inplace=true" or "") end
 
 -- The rows of weight picked by idx; the row padding_idx (1-based, or nil)
 -- gets no gradient. op names the caller in errors.

@@ -220,14 +220,7 @@ function L.LogSoftmax:forward(x) check_input(self, x) return x:log_softmax(self.
 -- scales the rest by 1/(1-p); the identity after model:eval().
 -- Example: local d = nn.Dropout(0.1); d:eval()
 L.Dropout = Module:extend("Dropout")
-function L.Dropout:init(...)
-  F._dropout_init(self, "Dropout", ...)
-end
-L.Dropout.extra_repr = F._dropout_repr
-function L.Dropout:forward(x)
-  check_input(self, x)
-  return F.dropout(x, self.p, self.training, self.inplace)
-end
+F._dropout_methods(L.Dropout, "Dropout", "dropout")
 
 --- nn.Flatten([start_dim = 2 [, end_dim = -1]]) -> x with dims start_dim..end_dim merged into one.
 -- Example: nn.Flatten()(ember.zeros(32, 1, 28, 28)).shape  -- {32, 784}

@@ -299,6 +299,13 @@ local function collect_tensors(self, store_key, names_key, prefix, recurse, dedu
   return out
 end
 
+-- The tensors of collect_tensors without their names, each once.
+local function tensors_of(self, store_key, names_key, recurse)
+  local out = {}
+  for _, e in ipairs(collect_tensors(self, store_key, names_key, "", recurse ~= false, true)) do out[#out + 1] = e[2] end
+  return out
+end
+
 --- module:named_parameters([prefix [, recurse [, remove_duplicate]]]) -> iterator over (name, parameter),
 -- names like "fc1.weight" or "0.bias" (PyTorch's: Sequential/ModuleList children from 0). The options
 -- may also come as one table {prefix = "", recurse = true, remove_duplicate = true}. A parameter
@@ -312,9 +319,7 @@ end
 --- module:parameters([recurse = true]) -> list of all parameters (own first, then children's, depth first), each once.
 -- Example: local opt = ember.optim.SGD(model:parameters(), {lr = 0.1})
 function Module:parameters(recurse)
-  local out = {}
-  for _, e in ipairs(collect_tensors(self, "_parameters", "_param_names", "", recurse ~= false, true)) do out[#out + 1] = e[2] end
-  return out
+  return tensors_of(self, "_parameters", "_param_names", recurse)
 end
 
 --- module:named_buffers([prefix [, recurse [, remove_duplicate]]]) -> iterator over (name, buffer); the options as named_parameters'.
@@ -324,9 +329,7 @@ end
 
 --- module:buffers([recurse = true]) -> list of all buffers, each once.
 function Module:buffers(recurse)
-  local out = {}
-  for _, e in ipairs(collect_tensors(self, "_buffers", "_buffer_names", "", recurse ~= false, true)) do out[#out + 1] = e[2] end
-  return out
+  return tensors_of(self, "_buffers", "_buffer_names", recurse)
 end
 
 --- module:num_parameters() -> the total number of parameter elements.

@@ -490,14 +490,21 @@ end
 
 local function unbatch(t, batched) return batched and t or t:squeeze(1) end
 
+-- A one-state cell's (RNNCell's, GRUCell's) checked arguments: the input's
+-- projection x W_ih^T + b_ih, the state h (zeros when not given), and
+-- whether the input was batched.
+local function one_state_cell_args(self, input, hx)
+  local op = op_name(self)
+  local x, batched = cell_input(self, input, op)
+  local h = cell_state(self, hx, "hx", x, batched, op)
+  return F.linear(x, self.weight_ih, self.bias_ih), h, batched
+end
+
 --- nn.RNNCell(input_size, hidden_size [, bias = true [, nonlinearity = "tanh"]]) -> one step of an Elman RNN.
 -- cell(x [, h]) -> h'. Example: local h = nn.RNNCell(4, 8)(ember.randn(2, 4))
 M.RNNCell = RNNCellBase:extend("RNNCell")
 function M.RNNCell:forward(input, hx)
-  local op = op_name(self)
-  local x, batched = cell_input(self, input, op)
-  local h = cell_state(self, hx, "hx", x, batched, op)
-  local xi = F.linear(x, self.weight_ih, self.bias_ih)
+  local xi, h, batched = one_state_cell_args(self, input, hx)
   return unbatch(rnn_step(self.nonlinearity, xi, h, self.weight_hh, self.bias_hh), batched)
 end
 
@@ -519,10 +526,7 @@ end
 -- cell(x [, h]) -> h'. Example: local h = nn.GRUCell(4, 8)(ember.randn(2, 4))
 M.GRUCell = RNNCellBase:extend("GRUCell")
 function M.GRUCell:forward(input, hx)
-  local op = op_name(self)
-  local x, batched = cell_input(self, input, op)
-  local h = cell_state(self, hx, "hx", x, batched, op)
-  local xi = F.linear(x, self.weight_ih, self.bias_ih)
+  local xi, h, batched = one_state_cell_args(self, input, hx)
   return unbatch(gru_step(xi, h, self.weight_hh, self.bias_hh), batched)
 end
 

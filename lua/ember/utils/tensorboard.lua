@@ -650,21 +650,28 @@ function SummaryWriter:add_hparams(hparam_dict, metric_dict, ...)
   end
 end
 
-function SummaryWriter:flush()
-  local op = "SummaryWriter:flush"
+-- Calls method ("flush" or "close") of each open event-file writer, in the
+-- order they were opened; returns whether any was open.
+local function each_writer(self, op, method)
   check_self(op, self)
-  if not self.all_writers then return end
-  for _, dir in ipairs(self.writer_order) do self.all_writers[dir]:flush(op) end
+  if not self.all_writers then return false end
+  for _, dir in ipairs(self.writer_order) do
+    local w = self.all_writers[dir]
+    w[method](w, op)
+  end
+  return true
+end
+
+function SummaryWriter:flush()
+  each_writer(self, "SummaryWriter:flush", "flush")
 end
 
 -- close(): writes what is queued and closes the files; a later add_* opens
 -- a new event file in log_dir, as PyTorch's writer does.
 function SummaryWriter:close()
-  local op = "SummaryWriter:close"
-  check_self(op, self)
-  if not self.all_writers then return end
-  for _, dir in ipairs(self.writer_order) do self.all_writers[dir]:close(op) end
-  self.file_writer, self.all_writers, self.writer_order = nil, nil, nil
+  if each_writer(self, "SummaryWriter:close", "close") then
+    self.file_writer, self.all_writers, self.writer_order = nil, nil, nil
+  end
 end
 
 SummaryWriter.__close = function(self) self:close() end
