@@ -195,6 +195,17 @@ extern "C" void kc_backend_free(void *ptr, size_t n, int device)
     release_block(p, b);
 }
 
+/* Folds a's successor into a (a grows over its bytes) and deletes it; neither
+ * may be in a free list then, whose order depends on the size. */
+static void absorb_next(kc_block *a)
+{
+    kc_block *c = a->next;
+    a->size += c->size;
+    a->next = c->next;
+    if (c->next) c->next->prev = a;
+    delete c;
+}
+
 /* b (no longer in use) goes back to its owner's free lists, merged with free
  * neighbours of its segment (all of a segment's blocks share one owner) */
 static void release_block(kc_pool *p, kc_block *b)
@@ -205,19 +216,12 @@ static void release_block(kc_pool *p, kc_block *b)
     if (b->prev && !b->prev->used) {
         kc_block *a = b->prev;
         free_set.erase(a);
-        a->size += b->size;
-        a->next = b->next;
-        if (b->next) b->next->prev = a;
-        delete b;
+        absorb_next(a);
         b = a;
     }
     if (b->next && !b->next->used) {
-        kc_block *c = b->next;
-        free_set.erase(c);
-        b->size += c->size;
-        b->next = c->next;
-        if (c->next) c->next->prev = b;
-        delete c;
+        free_set.erase(b->next);
+        absorb_next(b);
     }
     free_set.insert(b);
 }

@@ -157,6 +157,15 @@ static int cudnn_error(const conv_call *c, const char *what, cudnnStatus_t st)
                     kc_dtype_name(c->out->dtype), cudnnGetErrorString(st));
 }
 
+/* Appends to pl's list, in their order, the n heuristic results that cuDNN
+ * supports (a perf struct of any of the three directions). */
+template <typename Perf> static void keep_supported(const Perf *perf, int n, conv_plan *pl)
+{
+    for (int i = 0; i < n; i++)
+        if (perf[i].status == CUDNN_STATUS_SUCCESS)
+            pl->algos[pl->nalgos++] = algo_choice{(int)perf[i].algo, perf[i].mathType, perf[i].memory};
+}
+
 /* Asks the heuristics for a ranked list of algorithms with their workspace. */
 static cudnnStatus_t rank_algos(cudnnHandle_t h, em_conv_op op, conv_plan *pl)
 {
@@ -167,23 +176,17 @@ static cudnnStatus_t rank_algos(cudnnHandle_t h, em_conv_op op, conv_plan *pl)
         cudnnConvolutionFwdAlgoPerf_t perf[MAX_ALGOS];
         st = cudnnGetConvolutionForwardAlgorithm_v7(h, pl->xd, pl->wd, pl->cd, pl->yd, MAX_ALGOS, &n, perf);
         if (st != CUDNN_STATUS_SUCCESS) return st;
-        for (int i = 0; i < n; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS)
-                pl->algos[pl->nalgos++] = algo_choice{(int)perf[i].algo, perf[i].mathType, perf[i].memory};
+        keep_supported(perf, n, pl);
     } else if (op == EM_CONV_BACKWARD_DATA) {
         cudnnConvolutionBwdDataAlgoPerf_t perf[MAX_ALGOS];
         st = cudnnGetConvolutionBackwardDataAlgorithm_v7(h, pl->wd, pl->yd, pl->cd, pl->xd, MAX_ALGOS, &n, perf);
         if (st != CUDNN_STATUS_SUCCESS) return st;
-        for (int i = 0; i < n; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS)
-                pl->algos[pl->nalgos++] = algo_choice{(int)perf[i].algo, perf[i].mathType, perf[i].memory};
+        keep_supported(perf, n, pl);
     } else {
         cudnnConvolutionBwdFilterAlgoPerf_t perf[MAX_ALGOS];
         st = cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, pl->xd, pl->yd, pl->cd, pl->wd, MAX_ALGOS, &n, perf);
         if (st != CUDNN_STATUS_SUCCESS) return st;
-        for (int i = 0; i < n; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS)
-                pl->algos[pl->nalgos++] = algo_choice{(int)perf[i].algo, perf[i].mathType, perf[i].memory};
+        keep_supported(perf, n, pl);
     }
     /* the heuristics' memory figure is an estimate: ask for the exact size */
     for (int i = 0; i < pl->nalgos; i++) {

@@ -31,41 +31,17 @@
  * (ISO C mode), and nvcc would: where the CPU's formula is a*b + c these keep
  * the last bit the same. On the host, where the kernels' arithmetic can be
  * checked against the CPU's, the plain operators do the same. */
-__host__ __device__ inline double ew_dadd(double a, double b)
-{
 #ifdef __CUDA_ARCH__
-    return __dadd_rn(a, b);
+__host__ __device__ inline double ew_dadd(double a, double b) { return __dadd_rn(a, b); }
+__host__ __device__ inline double ew_dmul(double a, double b) { return __dmul_rn(a, b); }
+__host__ __device__ inline float ew_fadd(float a, float b) { return __fadd_rn(a, b); }
+__host__ __device__ inline float ew_fmul(float a, float b) { return __fmul_rn(a, b); }
 #else
-    return a + b;
+__host__ __device__ inline double ew_dadd(double a, double b) { return a + b; }
+__host__ __device__ inline double ew_dmul(double a, double b) { return a * b; }
+__host__ __device__ inline float ew_fadd(float a, float b) { return a + b; }
+__host__ __device__ inline float ew_fmul(float a, float b) { return a * b; }
 #endif
-}
-
-__host__ __device__ inline double ew_dmul(double a, double b)
-{
-#ifdef __CUDA_ARCH__
-    return __dmul_rn(a, b);
-#else
-    return a * b;
-#endif
-}
-
-__host__ __device__ inline float ew_fadd(float a, float b)
-{
-#ifdef __CUDA_ARCH__
-    return __fadd_rn(a, b);
-#else
-    return a + b;
-#endif
-}
-
-__host__ __device__ inline float ew_fmul(float a, float b)
-{
-#ifdef __CUDA_ARCH__
-    return __fmul_rn(a, b);
-#else
-    return a * b;
-#endif
-}
 
 /* ---- dtypes ------------------------------------------------------------------
  * ew_dt<D>::S is the storage type of dtype D. Kernels are templates on the

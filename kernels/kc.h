@@ -288,6 +288,67 @@ template <int N, typename F> int kc_foreach(const char *op, const em_tensor *con
     return kc_launched(op, dev);
 }
 
+/* ---- lines along one dim (scan.cu, softmax.cu) -----------------------------
+ * A line is one run of elements along dim of in and out (one shape); the
+ * other dims, size-1 ones dropped and neighbours merged where both tensors'
+ * strides allow, number the lines. */
+struct kc_lines {
+    const char *in;
+    char *out;
+    int nd;                                         /* coalesced dims other than dim */
+    int64_t sz[EM_MAX_DIMS], ist[EM_MAX_DIMS], ost[EM_MAX_DIMS];
+    int64_t n, xs, os;                              /* length and strides along dim */
+    int64_t count;                                  /* number of lines */
+};
+
+/* Host: fills L for a non-empty in and out (a 0-d tensor is one line of one). */
+static inline void kc_lines_init(kc_lines *L, const em_tensor *out, const em_tensor *in, int dim)
+{
+    L->in = kc_ptr(in);
+    L->out = kc_ptr(out);
+    L->n = in->ndim ? in->sizes[dim] : 1;
+    L->xs = in->ndim ? in->strides[dim] : 1;
+    L->os = in->ndim ? out->strides[dim] : 1;
+    L->count = emf_numel(in) / L->n;
+    int nd = 0;
+    for (int d = 0; d < in->ndim; d++) {
+        if (d == dim || in->sizes[d] == 1) continue;
+        if (nd > 0 && L->ist[nd - 1] == in->strides[d] * in->sizes[d] &&
+            L->ost[nd - 1] == out->strides[d] * in->sizes[d]) {
+            L->sz[nd - 1] *= in->sizes[d];
+            L->ist[nd - 1] = in->strides[d];
+            L->ost[nd - 1] = out->strides[d];
+            continue;
+        }
+        L->sz[nd] = in->sizes[d];
+        L->ist[nd] = in->strides[d];
+        L->ost[nd] = out->strides[d];
+        nd++;
+    }
+    L->nd = nd;
+}
+
+/* Whether one thread per line reads coalesced: a line itself is strided,
+ * but neighbouring lines are neighbouring elements (and at least 16 of them). */
+static inline bool kc_column_lines(const kc_lines &L)
+{
+    return L.xs != 1 && L.nd > 0 && L.ist[L.nd - 1] == 1 && L.ost[L.nd - 1] == 1 && L.sz[L.nd - 1] >= 16;
+}
+
+/* Device: the offsets (in elements) of line l's first element in in and out. */
+__device__ __forceinline__ void kc_line_offsets(const kc_lines &L, int64_t l, int64_t *io, int64_t *oo)
+{
+    int64_t a = 0, b = 0;
+    for (int d = L.nd - 1; d >= 0; d--) {
+        int64_t q = l / L.sz[d], r = l - q * L.sz[d];
+        a += r * L.ist[d];
+        b += r * L.ost[d];
+        l = q;
+    }
+    *io = a;
+    *oo = b;
+}
+
 /* ---- family entry points (one file each) ------------------------------------ */
 extern "C" {
 int kc_fill(em_tensor *out, double value);                                             /* fill.cu */

@@ -59,6 +59,25 @@ static __device__ inline taps window(const pool_geom &g, int a, int64_t o)
     return t;
 }
 
+/* Output element i of the planes' outputs: its plane and its window's taps
+ * along depth, height and width. */
+typedef struct pool_window {
+    int64_t plane;
+    taps d, h, w;
+} pool_window;
+
+static __device__ inline pool_window output_window(const pool_geom &g, int64_t i)
+{
+    pool_window win;
+    win.plane = i / g.osz;
+    int64_t r = i - win.plane * g.osz;
+    int64_t ow = r % g.O[2], oh = (r / g.O[2]) % g.O[1], od = r / (g.O[2] * g.O[1]);
+    win.d = window(g, 0, od);
+    win.h = window(g, 1, oh);
+    win.w = window(g, 2, ow);
+    return win;
+}
+
 template <typename T> static __device__ inline bool is_nan(T v) { return v != v; }
 
 /* float16 and bfloat16 are compared and summed in float32, and an average is
@@ -72,21 +91,19 @@ __global__ void max_pool_kernel(pool_geom g, const T *in, T *out, int64_t *idx)
 {
     int64_t total = g.planes * g.osz, step = (int64_t)gridDim.x * blockDim.x;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
-        int64_t plane = i / g.osz, r = i - plane * g.osz;
-        int64_t ow = r % g.O[2], oh = (r / g.O[2]) % g.O[1], od = r / (g.O[2] * g.O[1]);
-        taps td = window(g, 0, od), th = window(g, 1, oh), tw = window(g, 2, ow);
+        pool_window win = output_window(g, i);
         typedef typename pool_acc<T>::A A;
-        const T *src = in + plane * g.isz;
+        const T *src = in + win.plane * g.isz;
         A best = (A)-INFINITY;
         int64_t besti = -1;     /* an empty window (never made by the engine): -inf and index 0, as the CPU */
         bool nan_seen = false;
-        for (int64_t a = 0; a < td.n && !nan_seen; a++) {
-            int64_t z = td.first + a * td.step;
-            for (int64_t b = 0; b < th.n && !nan_seen; b++) {
-                int64_t y = th.first + b * th.step;
+        for (int64_t a = 0; a < win.d.n && !nan_seen; a++) {
+            int64_t z = win.d.first + a * win.d.step;
+            for (int64_t b = 0; b < win.h.n && !nan_seen; b++) {
+                int64_t y = win.h.first + b * win.h.step;
                 int64_t row = (z * g.I[1] + y) * g.I[2];
-                for (int64_t c = 0; c < tw.n; c++) {
-                    int64_t pos = row + tw.first + c * tw.step;
+                for (int64_t c = 0; c < win.w.n; c++) {
+                    int64_t pos = row + win.w.first + c * win.w.step;
                     A v = (A)src[pos];
                     if (is_nan(v)) { best = v; besti = pos; nan_seen = true; break; }   /* the first NaN wins */
                     if (v > best || (a == 0 && b == 0 && c == 0)) { best = v; besti = pos; }
@@ -103,20 +120,18 @@ __global__ void avg_pool_kernel(pool_geom g, const T *in, T *out)
 {
     int64_t total = g.planes * g.osz, step = (int64_t)gridDim.x * blockDim.x;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
-        int64_t plane = i / g.osz, r = i - plane * g.osz;
-        int64_t ow = r % g.O[2], oh = (r / g.O[2]) % g.O[1], od = r / (g.O[2] * g.O[1]);
-        taps td = window(g, 0, od), th = window(g, 1, oh), tw = window(g, 2, ow);
+        pool_window win = output_window(g, i);
         typedef typename pool_acc<T>::A A;
-        const T *src = in + plane * g.isz;
+        const T *src = in + win.plane * g.isz;
         A sum = 0;
-        for (int64_t a = 0; a < td.n; a++) {
-            int64_t z = td.first + a * td.step;
-            for (int64_t b = 0; b < th.n; b++) {
-                int64_t row = (z * g.I[1] + th.first + b * th.step) * g.I[2];
-                for (int64_t c = 0; c < tw.n; c++) sum += (A)src[row + tw.first + c * tw.step];
+        for (int64_t a = 0; a < win.d.n; a++) {
+            int64_t z = win.d.first + a * win.d.step;
+            for (int64_t b = 0; b < win.h.n; b++) {
+                int64_t row = (z * g.I[1] + win.h.first + b * win.h.step) * g.I[2];
+                for (int64_t c = 0; c < win.w.n; c++) sum += (A)src[row + win.w.first + c * win.w.step];
             }
         }
-        int64_t div = g.divisor > 0 ? g.divisor : td.count * th.count * tw.count;
+        int64_t div = g.divisor > 0 ? g.divisor : win.d.count * win.h.count * win.w.count;
         out[i] = (T)(sum / (A)div);
     }
 }

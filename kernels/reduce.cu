@@ -227,6 +227,23 @@ template <class Op, class T> __device__ __forceinline__ void fold(typename Op::a
     Op::merge(a, ap, conv<typename Op::acc>::get(v), pos);
 }
 
+/* Folds the elements at positions r, r + G, r + 2G, ... (stride st) four at a
+ * time, four loads in flight, while four fit below r1; returns the first
+ * position left for the caller's tail loop. */
+template <class Op, class T>
+__device__ __forceinline__ int64_t fold_strided4(const T *p, int64_t st, int64_t r, int64_t r1, int G,
+                                                 typename Op::acc &a, int64_t &ap)
+{
+    for (; r + 3 * (int64_t)G < r1; r += 4 * (int64_t)G) {
+        T v0 = p[r * st], v1 = p[(r + G) * st], v2 = p[(r + 2 * G) * st], v3 = p[(r + 3 * G) * st];
+        fold<Op>(a, ap, v0, r);
+        fold<Op>(a, ap, v1, r + G);
+        fold<Op>(a, ap, v2, r + 2 * G);
+        fold<Op>(a, ap, v3, r + 3 * G);
+    }
+    return r;
+}
+
 /* ---- one group of G threads folds positions [r0, r1) of a row ----------- */
 
 template <class T> struct alignas(16) vec16 { T v[16 / sizeof(T)]; };
@@ -263,14 +280,7 @@ __device__ void fold_range(const rlayout &L, const T *p, int64_t r0, int64_t r1,
         return;
     }
     if (L.nr == 1) {
-        int64_t st = L.rst[0], r = r0 + lane;
-        for (; r + 3 * (int64_t)G < r1; r += 4 * (int64_t)G) {
-            T v0 = p[r * st], v1 = p[(r + G) * st], v2 = p[(r + 2 * G) * st], v3 = p[(r + 3 * G) * st];
-            fold<Op>(a, ap, v0, r);
-            fold<Op>(a, ap, v1, r + G);
-            fold<Op>(a, ap, v2, r + 2 * G);
-            fold<Op>(a, ap, v3, r + 3 * G);
-        }
+        int64_t st = L.rst[0], r = fold_strided4<Op>(p, st, r0 + lane, r1, G, a, ap);
         for (; r < r1; r += G) fold<Op>(a, ap, p[r * st], r);
         return;
     }
@@ -369,16 +379,7 @@ cols_kernel(rlayout L, rout O, int BX, int64_t W, int64_t tilesW, int64_t ntiles
         if (j < W) {
             const T *p = (const T *)L.in + dims_offset(g, L.nk - 1, L.ksz, L.kst) + j;
             int64_t r = r0 + ty;
-            if (L.nr == 1) {
-                int64_t st = L.rst[0];
-                for (; r + 3 * (int64_t)BY < r1; r += 4 * (int64_t)BY) {
-                    T v0 = p[r * st], v1 = p[(r + BY) * st], v2 = p[(r + 2 * BY) * st], v3 = p[(r + 3 * BY) * st];
-                    fold<Op>(a, ap, v0, r);
-                    fold<Op>(a, ap, v1, r + BY);
-                    fold<Op>(a, ap, v2, r + 2 * BY);
-                    fold<Op>(a, ap, v3, r + 3 * BY);
-                }
-            }
+            if (L.nr == 1) r = fold_strided4<Op>(p, L.rst[0], r, r1, BY, a, ap);
             for (; r < r1; r += BY) fold<Op>(a, ap, p[reduced_offset(L, r)], r);
         }
         sv[threadIdx.x] = a;

@@ -24,28 +24,6 @@
 
 namespace {
 
-struct lines {
-    const char *in;
-    char *out;
-    int nd;                                         /* coalesced dims other than dim */
-    int64_t sz[EM_MAX_DIMS], ist[EM_MAX_DIMS], ost[EM_MAX_DIMS];
-    int64_t n, xs, os;                              /* length and strides along dim */
-    int64_t count;                                  /* number of lines */
-};
-
-__device__ __forceinline__ void line_offsets(const lines &Ln, int64_t l, int64_t *io, int64_t *oo)
-{
-    int64_t a = 0, b = 0;
-    for (int d = Ln.nd - 1; d >= 0; d--) {
-        int64_t q = l / Ln.sz[d], r = l - q * Ln.sz[d];
-        a += r * Ln.ist[d];
-        b += r * Ln.ost[d];
-        l = q;
-    }
-    *io = a;
-    *oo = b;
-}
-
 /* loads into the accumulator and stores back with the CPU's conversions */
 __device__ __forceinline__ double ld(float v) { return v; }
 __device__ __forceinline__ double ld(double v) { return v; }
@@ -120,14 +98,14 @@ template <class A, int OP> struct sop {
  * carry[w] (the identity when carry is NULL). */
 template <class T, class A, int OP>
 __global__ void __launch_bounds__(KC_THREADS)
-warp_scan_kernel(lines Ln, int64_t S, int64_t chunk, const A *carry)
+warp_scan_kernel(kc_lines Ln, int64_t S, int64_t chunk, const A *carry)
 {
     typedef sop<A, OP> op;
     const int lane = threadIdx.x & 31;
     const int64_t wpb = blockDim.x >> 5, total = Ln.count * S;
     for (int64_t w = (int64_t)blockIdx.x * wpb + (threadIdx.x >> 5); w < total; w += (int64_t)gridDim.x * wpb) {
         int64_t line = w / S, c = w - line * S, io, oo;
-        line_offsets(Ln, line, &io, &oo);
+        kc_line_offsets(Ln, line, &io, &oo);
         const T *x = (const T *)Ln.in + io;
         T *o = (T *)Ln.out + oo;
         int64_t k0 = c * chunk, k1 = k0 + chunk < Ln.n ? k0 + chunk : Ln.n;
@@ -159,14 +137,14 @@ warp_scan_kernel(lines Ln, int64_t S, int64_t chunk, const A *carry)
 /* totals of the chunks, one warp each, into tot[line * S + c] */
 template <class T, class A, int OP>
 __global__ void __launch_bounds__(KC_THREADS)
-warp_total_kernel(lines Ln, int64_t S, int64_t chunk, A *tot)
+warp_total_kernel(kc_lines Ln, int64_t S, int64_t chunk, A *tot)
 {
     typedef sop<A, OP> op;
     const int lane = threadIdx.x & 31;
     const int64_t wpb = blockDim.x >> 5, total = Ln.count * S;
     for (int64_t w = (int64_t)blockIdx.x * wpb + (threadIdx.x >> 5); w < total; w += (int64_t)gridDim.x * wpb) {
         int64_t line = w / S, c = w - line * S, io, oo;
-        line_offsets(Ln, line, &io, &oo);
+        kc_line_offsets(Ln, line, &io, &oo);
         const T *x = (const T *)Ln.in + io;
         int64_t k0 = c * chunk, k1 = k0 + chunk < Ln.n ? k0 + chunk : Ln.n;
         A a = op::ident();
@@ -182,13 +160,13 @@ warp_total_kernel(lines Ln, int64_t S, int64_t chunk, A *tot)
  * take neighbouring lines. */
 template <class T, class A, int OP>
 __global__ void __launch_bounds__(KC_THREADS)
-col_scan_kernel(lines Ln, int64_t S, int64_t chunk, const A *carry)
+col_scan_kernel(kc_lines Ln, int64_t S, int64_t chunk, const A *carry)
 {
     typedef sop<A, OP> op;
     const int64_t total = Ln.count * S;
     for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += (int64_t)gridDim.x * blockDim.x) {
         int64_t c = t / Ln.count, line = t - c * Ln.count, io, oo;
-        line_offsets(Ln, line, &io, &oo);
+        kc_line_offsets(Ln, line, &io, &oo);
         const T *x = (const T *)Ln.in + io;
         T *o = (T *)Ln.out + oo;
         int64_t k = c * chunk, k1 = k + chunk < Ln.n ? k + chunk : Ln.n;
@@ -209,13 +187,13 @@ col_scan_kernel(lines Ln, int64_t S, int64_t chunk, const A *carry)
 
 template <class T, class A, int OP>
 __global__ void __launch_bounds__(KC_THREADS)
-col_total_kernel(lines Ln, int64_t S, int64_t chunk, A *tot)
+col_total_kernel(kc_lines Ln, int64_t S, int64_t chunk, A *tot)
 {
     typedef sop<A, OP> op;
     const int64_t total = Ln.count * S;
     for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += (int64_t)gridDim.x * blockDim.x) {
         int64_t c = t / Ln.count, line = t - c * Ln.count, io, oo;
-        line_offsets(Ln, line, &io, &oo);
+        kc_line_offsets(Ln, line, &io, &oo);
         const T *x = (const T *)Ln.in + io;
         int64_t k0 = c * chunk, k1 = k0 + chunk < Ln.n ? k0 + chunk : Ln.n;
         A a = op::ident();
@@ -264,7 +242,7 @@ static int blocks_for(int64_t items_per_block, int64_t items, int dev)
 }
 
 template <class T, class A, int OP>
-static int run(const lines &Ln, bool cols, int dev, cudaStream_t s)
+static int run(const kc_lines &Ln, bool cols, int dev, cudaStream_t s)
 {
     int64_t sm = kc_sm_count(dev), S = 1, chunk = Ln.n;
     if (cols) {
@@ -302,7 +280,7 @@ static int run(const lines &Ln, bool cols, int dev, cudaStream_t s)
 }
 
 template <class T, class A>
-static int run_op(em_scan_op op, const lines &Ln, bool cols, int dev, cudaStream_t s)
+static int run_op(em_scan_op op, const kc_lines &Ln, bool cols, int dev, cudaStream_t s)
 {
     switch (op) {
     case EM_CUMPROD: return run<T, A, EM_CUMPROD>(Ln, cols, dev, s);
@@ -334,32 +312,9 @@ extern "C" int kc_scan(em_scan_op op, em_tensor *out, const em_tensor *in, int d
     if (!s) return -1;
     if (numel == 0) return 0;
 
-    lines Ln;
-    Ln.in = kc_ptr(in);
-    Ln.out = kc_ptr(out);
-    Ln.n = in->ndim ? in->sizes[dim] : 1;
-    Ln.xs = in->ndim ? in->strides[dim] : 1;
-    Ln.os = in->ndim ? out->strides[dim] : 1;
-    Ln.count = numel / Ln.n;
-    int nd = 0;
-    for (int d = 0; d < in->ndim; d++) {
-        if (d == dim || in->sizes[d] == 1) continue;
-        if (nd > 0 && Ln.ist[nd - 1] == in->strides[d] * in->sizes[d] &&
-            Ln.ost[nd - 1] == out->strides[d] * in->sizes[d]) {
-            Ln.sz[nd - 1] *= in->sizes[d];
-            Ln.ist[nd - 1] = in->strides[d];
-            Ln.ost[nd - 1] = out->strides[d];
-            continue;
-        }
-        Ln.sz[nd] = in->sizes[d];
-        Ln.ist[nd] = in->strides[d];
-        Ln.ost[nd] = out->strides[d];
-        nd++;
-    }
-    Ln.nd = nd;
-    /* column lines when neighbouring lines are neighbouring elements and a
-     * line itself is strided */
-    bool cols = Ln.xs != 1 && nd > 0 && Ln.ist[nd - 1] == 1 && Ln.ost[nd - 1] == 1 && Ln.sz[nd - 1] >= 16;
+    kc_lines Ln;
+    kc_lines_init(&Ln, out, in, dim);
+    bool cols = kc_column_lines(Ln);
 
     switch (in->dtype) {
     case EM_FLOAT32: return run_op<float, double>(op, Ln, cols, dev, s);

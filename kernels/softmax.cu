@@ -25,30 +25,10 @@
 
 namespace {
 
-struct rows {
-    const char *in;
-    char *out;
-    int nd;                                         /* coalesced dims other than dim */
-    int64_t sz[EM_MAX_DIMS], ist[EM_MAX_DIMS], ost[EM_MAX_DIMS];
-    int64_t n, xs, os;                              /* length and strides along dim */
-    int64_t count;                                  /* number of rows */
+/* kc.h's lines, called rows here, and which of the two ops */
+struct rows : kc_lines {
     bool log;                                       /* log_softmax */
 };
-
-__device__ __forceinline__ void row_offsets(const rows &R, int64_t r, int64_t *io, int64_t *oo)
-{
-    int64_t a = 0, b = 0;
-    for (int d = R.nd - 1; d >= 0; d--) {
-        int64_t q = r / R.sz[d], k = r - q * R.sz[d];
-        a += k * R.ist[d];
-        b += k * R.ost[d];
-        r = q;
-    }
-    *io = a;
-    *oo = b;
-}
-
-
 
 /* after the last merge: what the outputs are computed from */
 template <class C> __device__ __forceinline__ void online_final(C m, C s, bool log, C *shift, C *scale)
@@ -88,7 +68,7 @@ warp_kernel(rows R, int W)
         T *o = NULL;
         if (active) {
             int64_t io, oo;
-            row_offsets(R, r, &io, &oo);
+            kc_line_offsets(R, r, &io, &oo);
             x = (const T *)R.in + io;
             o = (T *)R.out + oo;
         }
@@ -139,7 +119,7 @@ block_kernel(rows R)
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     for (int64_t r = blockIdx.x; r < R.count; r += gridDim.x) {
         int64_t io, oo;
-        row_offsets(R, r, &io, &oo);
+        kc_line_offsets(R, r, &io, &oo);
         const T *x = (const T *)R.in + io;
         T *o = (T *)R.out + oo;
         C m = -(C)INFINITY, s = 0;
@@ -168,7 +148,7 @@ col_kernel(rows R)
 {
     for (int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; r < R.count; r += (int64_t)gridDim.x * blockDim.x) {
         int64_t io, oo;
-        row_offsets(R, r, &io, &oo);
+        kc_line_offsets(R, r, &io, &oo);
         const T *x = (const T *)R.in + io;
         T *o = (T *)R.out + oo;
         C m = -(C)INFINITY, s = 0;
@@ -250,30 +230,9 @@ extern "C" int kc_softmax(em_softmax_op op, em_tensor *out, const em_tensor *in,
     if (numel == 0 || in->sizes[dim] == 0) return 0;
 
     rows R;
-    R.in = kc_ptr(in);
-    R.out = kc_ptr(out);
-    R.n = in->sizes[dim];
-    R.xs = in->strides[dim];
-    R.os = out->strides[dim];
-    R.count = numel / R.n;
+    kc_lines_init(&R, out, in, dim);
     R.log = op == EM_LOG_SOFTMAX;
-    int nd = 0;
-    for (int d = 0; d < in->ndim; d++) {
-        if (d == dim || in->sizes[d] == 1) continue;
-        if (nd > 0 && R.ist[nd - 1] == in->strides[d] * in->sizes[d] &&
-            R.ost[nd - 1] == out->strides[d] * in->sizes[d]) {
-            R.sz[nd - 1] *= in->sizes[d];
-            R.ist[nd - 1] = in->strides[d];
-            R.ost[nd - 1] = out->strides[d];
-            continue;
-        }
-        R.sz[nd] = in->sizes[d];
-        R.ist[nd] = in->strides[d];
-        R.ost[nd] = out->strides[d];
-        nd++;
-    }
-    R.nd = nd;
-    bool cols = R.xs != 1 && nd > 0 && R.ist[nd - 1] == 1 && R.ost[nd - 1] == 1 && R.sz[nd - 1] >= 16;
+    bool cols = kc_column_lines(R);
 
     switch (in->dtype) {
     case EM_FLOAT32: return run<float, float>(R, cols, dev, s);

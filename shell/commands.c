@@ -91,6 +91,38 @@ static int load_code(lua_State *L, const char *text, const char *name)
     return luaL_loadbuffer(L, text, strlen(text), name);
 }
 
+/* A command's code (args, already past the command's name) compiled as the
+ * only value on L's stack; false after saying why not: usage when there is
+ * no code, the compiler's message for a syntax error. */
+static bool load_command_code(lua_State *L, const char *args, const char *chunkname, const char *usage)
+{
+    if (*args == '\0') {
+        emsh_message(NULL, usage);
+        return false;
+    }
+    lua_settop(L, 0);
+    int status = load_code(L, args, chunkname);
+    if (status != LUA_OK) {
+        emsh_report(L, status);
+        return false;
+    }
+    return true;
+}
+
+/* Pushes require(module)[fn] (LUA_OK), or leaves require's error message
+ * and returns its status. */
+static int push_module_fn(lua_State *L, const char *module, const char *fn)
+{
+    lua_getglobal(L, "require");
+    lua_pushstring(L, module);
+    int status = lua_pcall(L, 1, 1, 0);
+    if (status == LUA_OK) {
+        lua_getfield(L, -1, fn);
+        lua_remove(L, -2);
+    }
+    return status;
+}
+
 static void human_bytes(char *buf, size_t n, double bytes)
 {
     static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -129,23 +161,15 @@ static void cmd_time(lua_State *L, const char *args)
         }
         args = skip(end);
     }
-    if (*args == '\0') {
-        emsh_message(NULL, ":time: nothing to time (:time [-n N] expression or statement)");
+    if (!load_command_code(L, args, "=(:time)", ":time: nothing to time (:time [-n N] expression or statement)"))
         return;
-    }
-    lua_settop(L, 0);
-    int status = load_code(L, args, "=(:time)");
-    if (status != LUA_OK) {
-        emsh_report(L, status);
-        return;
-    }
     double best = 1e300, total = 0, cpu0 = cpu_now();
     for (long r = 0; r < reps; r++) {
         lua_settop(L, 1);
         if (sync_gpu(L) != LUA_OK) return;
         lua_pushvalue(L, 1);
         double t0 = now();
-        status = emsh_docall(L, 0, LUA_MULTRET);
+        int status = emsh_docall(L, 0, LUA_MULTRET);
         if (status == LUA_OK && sync_gpu(L) != LUA_OK) return;
         double dt = now() - t0;
         if (status != LUA_OK) {
@@ -178,22 +202,10 @@ static void cmd_time(lua_State *L, const char *args)
 static void cmd_profile(lua_State *L, const char *args)
 {
     args = skip(args);
-    if (*args == '\0') {
-        emsh_message(NULL, ":profile: nothing to profile (:profile expression or statement)");
+    if (!load_command_code(L, args, "=(:profile)", ":profile: nothing to profile (:profile expression or statement)"))
         return;
-    }
-    lua_settop(L, 0);
-    int status = load_code(L, args, "=(:profile)");
-    if (status != LUA_OK) {
-        emsh_report(L, status);
-        return;
-    }
-    lua_getglobal(L, "require");
-    lua_pushliteral(L, "ember.profiler");
-    status = lua_pcall(L, 1, 1, 0);
+    int status = push_module_fn(L, "ember.profiler", "_shell");
     if (status == LUA_OK) {
-        lua_getfield(L, -1, "_shell");
-        lua_remove(L, -2);
         lua_pushvalue(L, 1);
         status = emsh_docall(L, 1, 0);
     }
@@ -215,11 +227,8 @@ static void cmd_nan(lua_State *L, const char *args)
         return;
     }
     lua_settop(L, 0);
-    lua_getglobal(L, "require");
-    lua_pushliteral(L, "ember.debug");
-    int status = lua_pcall(L, 1, 1, 0);
+    int status = push_module_fn(L, "ember.debug", "stop_on_nan");
     if (status == LUA_OK) {
-        lua_getfield(L, -1, "stop_on_nan");
         lua_pushboolean(L, on);
         status = lua_pcall(L, 1, 0, 0);
     }
@@ -265,14 +274,8 @@ static void cmd_mem(lua_State *L, const char *args)
     lua_settop(L, 0);
     if (strncmp(args, "top", 3) == 0 && (args[3] == '\0' || args[3] == ' ')) {
         /* ":mem top": the lines holding the most (ember.memory, while it records) */
-        lua_getglobal(L, "require");
-        lua_pushliteral(L, "ember.memory");
-        int status = lua_pcall(L, 1, 1, 0);
-        if (status == LUA_OK) {
-            lua_getfield(L, -1, "_shell_top");
-            lua_remove(L, -2);
-            status = emsh_docall(L, 0, 0);
-        }
+        int status = push_module_fn(L, "ember.memory", "_shell_top");
+        if (status == LUA_OK) status = emsh_docall(L, 0, 0);
         if (status != LUA_OK) emsh_report(L, status);
         fflush(stdout);
         lua_settop(L, 0);

@@ -125,23 +125,25 @@ static void push_frame_env(lua_State *E, lua_State *L1, int level)
     else lua_rawgeti(E, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
 }
 
-static lua_State *proxy_frame(lua_State *E, int *level)
+/* For the proxy's __index and __newindex: the frame the proxy stands for
+ * (L1 at level, from its upvalues) and where the key (argument 2) lives
+ * there, when it is a string naming a local or upvalue (else VAR_NONE). */
+static int proxy_var(lua_State *E, lua_State **L1, int *level, int *idx)
 {
     *level = (int)lua_tointeger(E, lua_upvalueindex(2));
-    return lua_tothread(E, lua_upvalueindex(1));
+    *L1 = lua_tothread(E, lua_upvalueindex(1));
+    if (lua_type(E, 2) != LUA_TSTRING) return VAR_NONE;
+    lua_Debug ar;
+    return find_var(*L1, *level, lua_tostring(E, 2), &ar, idx);
 }
 
 static int env_index(lua_State *E)
 {
-    int level;
-    lua_State *L1 = proxy_frame(E, &level);
-    if (lua_type(E, 2) == LUA_TSTRING) {
-        lua_Debug ar;
-        int idx, kind = find_var(L1, level, lua_tostring(E, 2), &ar, &idx);
-        if (kind != VAR_NONE) {
-            push_var(E, L1, level, kind, idx);
-            return 1;
-        }
+    lua_State *L1;
+    int level, idx, kind = proxy_var(E, &L1, &level, &idx);
+    if (kind != VAR_NONE) {
+        push_var(E, L1, level, kind, idx);
+        return 1;
     }
     push_frame_env(E, L1, level);
     lua_pushvalue(E, 2);
@@ -151,25 +153,22 @@ static int env_index(lua_State *E)
 
 static int env_newindex(lua_State *E)
 {
-    int level;
-    lua_State *L1 = proxy_frame(E, &level);
-    if (lua_type(E, 2) == LUA_TSTRING) {
+    lua_State *L1;
+    int level, idx, kind = proxy_var(E, &L1, &level, &idx);
+    if (kind != VAR_NONE && lua_checkstack(L1, 2)) {
         lua_Debug ar;
-        int idx, kind = find_var(L1, level, lua_tostring(E, 2), &ar, &idx);
-        if (kind != VAR_NONE && lua_checkstack(L1, 2)) {
-            lua_getstack(L1, level, &ar);
-            lua_pushvalue(E, 3);
-            if (kind == VAR_LOCAL) {
-                lua_xmove(E, L1, 1);
-                lua_setlocal(L1, &ar, idx);
-            } else {
-                lua_getinfo(L1, "f", &ar);
-                lua_xmove(E, L1, 1);
-                lua_setupvalue(L1, -2, idx);
-                lua_pop(L1, 1);
-            }
-            return 0;
+        lua_getstack(L1, level, &ar);
+        lua_pushvalue(E, 3);
+        if (kind == VAR_LOCAL) {
+            lua_xmove(E, L1, 1);
+            lua_setlocal(L1, &ar, idx);
+        } else {
+            lua_getinfo(L1, "f", &ar);
+            lua_xmove(E, L1, 1);
+            lua_setupvalue(L1, -2, idx);
+            lua_pop(L1, 1);
         }
+        return 0;
     }
     push_frame_env(E, L1, level);
     lua_pushvalue(E, 2);
@@ -525,6 +524,20 @@ static void print_var(lua_State *E, const char *name)
     lua_pop(E, 1);
 }
 
+/* For :locals and :upvalues: pops the variable on top of L1 and prints it
+ * through E, unless hidden; 1 when it was printed. */
+static int show_top_var(lua_State *L1, lua_State *E, const char *name, bool hidden)
+{
+    if (hidden) {
+        lua_pop(L1, 1);
+        return 0;
+    }
+    lua_xmove(L1, E, 1);
+    print_var(E, name);
+    lua_settop(E, 0);
+    return 1;
+}
+
 static void cmd_locals(const dbg_stop *s)
 {
     lua_Debug ar;
@@ -533,16 +546,8 @@ static void cmd_locals(const dbg_stop *s)
     lua_State *E = dbg_eval_thread(L1);
     int shown = 0;
     const char *name;
-    for (int i = 1; (name = lua_getlocal(L1, &ar, i)) != NULL; i++) {
-        if (name[0] == '(') {
-            lua_pop(L1, 1);
-            continue;
-        }
-        lua_xmove(L1, E, 1);
-        print_var(E, name);
-        lua_settop(E, 0);
-        shown++;
-    }
+    for (int i = 1; (name = lua_getlocal(L1, &ar, i)) != NULL; i++)
+        shown += show_top_var(L1, E, name, name[0] == '(');     /* temporaries: "(for state)", ... */
     if (!shown) dbg_printf("no locals\n");
 }
 
@@ -555,16 +560,8 @@ static void cmd_upvalues(const dbg_stop *s)
     lua_getinfo(L1, "f", &ar);
     int shown = 0;
     const char *name;
-    for (int i = 1; (name = lua_getupvalue(L1, -1, i)) != NULL; i++) {
-        if (name[0] == '\0' || strcmp(name, "_ENV") == 0) {   /* C upvalues have no names */
-            lua_pop(L1, 1);
-            continue;
-        }
-        lua_xmove(L1, E, 1);
-        print_var(E, name);
-        lua_settop(E, 0);
-        shown++;
-    }
+    for (int i = 1; (name = lua_getupvalue(L1, -1, i)) != NULL; i++)    /* C upvalues have no names */
+        shown += show_top_var(L1, E, name, name[0] == '\0' || strcmp(name, "_ENV") == 0);
     lua_pop(L1, 1);
     if (!shown) dbg_printf("no upvalues\n");
 }

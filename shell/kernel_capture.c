@@ -144,13 +144,20 @@ fail:
     return -1;
 }
 
+/* Flushes stdio's buffers to where descriptors 1 and 2 point now, then
+ * points them at fd[OUT] and fd[ERR] (the pipes, or the saved real ones). */
+static void redirect_std(const int fd[NSTREAMS])
+{
+    fflush(stdout);
+    fflush(stderr);
+    dup2(fd[OUT], STDOUT_FILENO);
+    dup2(fd[ERR], STDERR_FILENO);
+}
+
 void ekc_begin(void)
 {
     if (!cap.started) return;
-    fflush(stdout);
-    fflush(stderr);
-    dup2(cap.pipe_w[OUT], STDOUT_FILENO);
-    dup2(cap.pipe_w[ERR], STDERR_FILENO);
+    redirect_std(cap.pipe_w);
 }
 
 /* Asks the thread to empty the pipes (c: 'f', or 'q' to end) and waits. */
@@ -178,10 +185,7 @@ void ekc_flush(void)
 void ekc_end(void)
 {
     if (!cap.started) return;
-    fflush(stdout);
-    fflush(stderr);
-    dup2(cap.saved[OUT], STDOUT_FILENO);
-    dup2(cap.saved[ERR], STDERR_FILENO);
+    redirect_std(cap.saved);
     request('f');
 }
 

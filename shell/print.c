@@ -974,6 +974,15 @@ static int print_k(lua_State *L)
     return 0;
 }
 
+/* The start of summary_k and brief_k (printer, prefix, value): writes the
+ * prefix to b and says what kind of table the value is (TABLE_DATA for a
+ * value that is no table). */
+static table_kind put_prefix(lua_State *L, sbuf *b)
+{
+    sb_puts(b, lua_tostring(L, 2));
+    return lua_type(L, 3) == LUA_TTABLE ? classify(L, 3) : TABLE_DATA;
+}
+
 /* Under lua_pcall (printer, prefix, value): the prefix, then one line about
  * the value (for ":vars"). Plain tables show their size, a long string its
  * start, the rest print as inside a table or as put_table_summary. */
@@ -981,8 +990,7 @@ static int summary_k(lua_State *L)
 {
     printer *p = lua_touserdata(L, 1);
     sbuf *b = &p->out;
-    sb_puts(b, lua_tostring(L, 2));
-    table_kind kind = lua_type(L, 3) == LUA_TTABLE ? classify(L, 3) : TABLE_DATA;
+    table_kind kind = put_prefix(L, b);
     if (lua_type(L, 3) == LUA_TTABLE && kind != TABLE_DATA) {
         put_table_summary(p, b, 3, kind);
     } else if (lua_type(L, 3) == LUA_TTABLE) {   /* data: no __tostring, or it would be an object */
@@ -1008,8 +1016,7 @@ static int brief_k(lua_State *L)
 {
     printer *p = lua_touserdata(L, 1);
     sbuf *b = &p->out;
-    sb_puts(b, lua_tostring(L, 2));
-    table_kind kind = lua_type(L, 3) == LUA_TTABLE ? classify(L, 3) : TABLE_DATA;
+    table_kind kind = put_prefix(L, b);
     if (kind != TABLE_DATA) put_table_summary(p, b, 3, kind);
     else put_top(p, 3);
     sb_text(b, "\n", 1);

@@ -22,8 +22,6 @@
 #include "emu.h"
 
 #include <cublas_v2.h>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -131,71 +129,6 @@ const char *cublasGetStatusString(cublasStatus_t status)
     return "<unknown>";
 }
 
-/* ---- element access --------------------------------------------------------------------------- */
-
-static size_t type_size(cudaDataType t)
-{
-    switch (t) {
-    case CUDA_R_64F: return 8;
-    case CUDA_R_32F: return 4;
-    case CUDA_R_16F: return 2;
-    case CUDA_R_16BF: return 2;
-    default: return 0;
-    }
-}
-
-/* Element i of a float/double/half/bfloat16 array, exactly, as double. */
-static double load(const void *p, cudaDataType t, int64_t i)
-{
-    switch (t) {
-    case CUDA_R_64F: return ((const double *)p)[i];
-    case CUDA_R_32F: return ((const float *)p)[i];
-    case CUDA_R_16F: return __half2float(((const __half *)p)[i]);
-    case CUDA_R_16BF: return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
-    default: return 0;
-    }
-}
-
-/* Stores v (a value of the compute type) as element i, rounding to nearest. */
-static void store(void *p, cudaDataType t, int64_t i, double v)
-{
-    switch (t) {
-    case CUDA_R_64F: ((double *)p)[i] = v; break;
-    case CUDA_R_32F: ((float *)p)[i] = (float)v; break;
-    case CUDA_R_16F: ((__half *)p)[i] = __float2half_rn((float)v); break;
-    case CUDA_R_16BF: ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn((float)v); break;
-    default: break;
-    }
-}
-
-/* Matrix b of a strided batch: pointer arithmetic in integers, since a
- * negative or zero stride may point anywhere (or nowhere new). */
-static const void *batch_at(const void *p, long long stride, int64_t b, size_t esize)
-{
-    return (const void *)((uintptr_t)p + (uintptr_t)(stride * b * (long long)esize));
-}
-
-/* Checks the bytes a rows x cols column-major matrix with leading dimension
- * ld covers: the last column ends rows elements after its start. */
-static bool matrix_range(const void *p, size_t esize, int64_t rows, int64_t cols, int64_t ld, const char *what)
-{
-    if (rows <= 0 || cols <= 0) return true;
-    size_t n = ((size_t)(cols - 1) * (size_t)ld + (size_t)rows) * esize;
-    return emu::device_range(p, n, what);
-}
-
-/* dst[i * c + l] = op(X)(i, l) for op(X) r x c, X stored column-major with
- * leading dimension ld (so op(X)(i, l) is X[i + l ld] or, transposed,
- * X[l + i ld]). Each output element then reads a contiguous row. */
-template <typename Acc>
-static void pack(std::vector<Acc> &dst, const void *x, cudaDataType t, int64_t ld, bool trans, int64_t r, int64_t c)
-{
-    dst.resize((size_t)(r * c));
-    for (int64_t i = 0; i < r; i++)
-        for (int64_t l = 0; l < c; l++)
-            dst[(size_t)(i * c + l)] = (Acc)load(x, t, trans ? l + i * ld : i + l * ld);
-}
-
 /* ---- GEMM ------------------------------------------------------------------------------------- */
 
 /* One strided-batched GEMM, everything the queued work needs, by value. */
@@ -213,35 +146,29 @@ struct gemm_call {
 /* C[b] = alpha op(A[b]) op(B[b]) + beta C[b], accumulating in Acc. */
 template <typename Acc> static void run_gemm(const gemm_call &g)
 {
-    size_t ea = type_size(g.at), eb = type_size(g.bt), ec = type_size(g.ct);
+    size_t ea = emu::type_size(g.at), eb = emu::type_size(g.bt), ec = emu::type_size(g.ct);
     bool product = g.alpha != 0 && g.k > 0;
     Acc alpha = (Acc)g.alpha, beta = (Acc)g.beta;
     std::vector<Acc> pa, pb;
     for (int64_t b = 0; b < g.batch; b++) {
-        const void *A = batch_at(g.A, g.sa, b, ea), *B = batch_at(g.B, g.sb, b, eb);
-        void *C = (void *)batch_at(g.C, g.sc, b, ec);
-        if (!matrix_range(C, ec, g.m, g.n, g.ldc, "cublasGemmEx: matrix C")) return;
+        const void *A = emu::batch_at(g.A, g.sa, b, ea), *B = emu::batch_at(g.B, g.sb, b, eb);
+        void *C = (void *)emu::batch_at(g.C, g.sc, b, ec);
+        if (!emu::matrix_range(C, ec, g.m, g.n, g.ldc, "cublasGemmEx: matrix C")) return;
         if (product) {
             /* A is stored m x k (k x m transposed); B k x n (n x k) */
-            if (!matrix_range(A, ea, g.ta ? g.k : g.m, g.ta ? g.m : g.k, g.lda, "cublasGemmEx: matrix A") ||
-                !matrix_range(B, eb, g.tb ? g.n : g.k, g.tb ? g.k : g.n, g.ldb, "cublasGemmEx: matrix B"))
+            if (!emu::matrix_range(A, ea, g.ta ? g.k : g.m, g.ta ? g.m : g.k, g.lda, "cublasGemmEx: matrix A") ||
+                !emu::matrix_range(B, eb, g.tb ? g.n : g.k, g.tb ? g.k : g.n, g.ldb, "cublasGemmEx: matrix B"))
                 return;
-            pack(pa, A, g.at, g.lda, g.ta, g.m, g.k);
+            emu::pack(pa, A, g.at, g.lda, g.ta, g.m, g.k);
             /* op(B)^T, n x k: the transpose of a transpose is the stored B */
-            pack(pb, B, g.bt, g.ldb, !g.tb, g.n, g.k);
+            emu::pack(pb, B, g.bt, g.ldb, !g.tb, g.n, g.k);
         }
         for (int64_t j = 0; j < g.n; j++) {
             for (int64_t i = 0; i < g.m; i++) {
-                Acc v = 0;
-                if (product) {
-                    const Acc *ra = &pa[(size_t)(i * g.k)], *rb = &pb[(size_t)(j * g.k)];
-                    Acc s = 0;
-                    for (int64_t l = 0; l < g.k; l++) s += ra[l] * rb[l];
-                    v = alpha * s;
-                }
+                Acc v = product ? alpha * emu::dot(&pa[(size_t)(i * g.k)], &pb[(size_t)(j * g.k)], g.k) : (Acc)0;
                 int64_t ci = i + j * g.ldc;
-                if (g.beta != 0) v += beta * (Acc)load(C, g.ct, ci);
-                store(C, g.ct, ci, (double)v);
+                if (g.beta != 0) v += beta * (Acc)emu::load(C, g.ct, ci);
+                emu::store(C, g.ct, ci, (double)v);
             }
         }
     }
@@ -275,11 +202,7 @@ static cublasStatus_t check_types(cudaDataType at, cudaDataType bt, cudaDataType
     case CUBLAS_COMPUTE_32F:
     case CUBLAS_COMPUTE_32F_PEDANTIC:
         *f64 = false;
-        if (at != bt) return CUBLAS_STATUS_NOT_SUPPORTED;
-        if (at == CUDA_R_32F) return ct == CUDA_R_32F ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;
-        if (at == CUDA_R_16F || at == CUDA_R_16BF)
-            return ct == at || ct == CUDA_R_32F ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;
-        return CUBLAS_STATUS_NOT_SUPPORTED;
+        return at == bt && emu::f32_gemm_types(at, ct) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;
     case CUBLAS_COMPUTE_32F_FAST_16F:
     case CUBLAS_COMPUTE_32F_FAST_16BF:
     case CUBLAS_COMPUTE_32F_FAST_TF32:

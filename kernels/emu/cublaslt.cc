@@ -40,8 +40,6 @@
 #include "emu.h"
 
 #include <cublasLt.h>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -352,63 +350,6 @@ cublasStatus_t cublasLtMatmulPreferenceGetAttribute(cublasLtMatmulPreference_t p
     return f ? get_field(f, size, buf, sizeInBytes, sizeWritten) : CUBLAS_STATUS_INVALID_VALUE;
 }
 
-/* ---- element access (as in cublas.cc) --------------------------------------------------------- */
-
-static size_t type_size(cudaDataType t)
-{
-    switch (t) {
-    case CUDA_R_64F: return 8;
-    case CUDA_R_32F: return 4;
-    case CUDA_R_16F: return 2;
-    case CUDA_R_16BF: return 2;
-    default: return 0;
-    }
-}
-
-static double load(const void *p, cudaDataType t, int64_t i)
-{
-    switch (t) {
-    case CUDA_R_64F: return ((const double *)p)[i];
-    case CUDA_R_32F: return ((const float *)p)[i];
-    case CUDA_R_16F: return __half2float(((const __half *)p)[i]);
-    case CUDA_R_16BF: return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
-    default: return 0;
-    }
-}
-
-static void store(void *p, cudaDataType t, int64_t i, double v)
-{
-    switch (t) {
-    case CUDA_R_64F: ((double *)p)[i] = v; break;
-    case CUDA_R_32F: ((float *)p)[i] = (float)v; break;
-    case CUDA_R_16F: ((__half *)p)[i] = __float2half_rn((float)v); break;
-    case CUDA_R_16BF: ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn((float)v); break;
-    default: break;
-    }
-}
-
-static const void *batch_at(const void *p, int64_t stride, int64_t b, size_t esize)
-{
-    return (const void *)((uintptr_t)p + (uintptr_t)(stride * b * (int64_t)esize));
-}
-
-static bool matrix_range(const void *p, size_t esize, int64_t rows, int64_t cols, int64_t ld, const char *what)
-{
-    if (rows <= 0 || cols <= 0) return true;
-    size_t n = ((size_t)(cols - 1) * (size_t)ld + (size_t)rows) * esize;
-    return emu::device_range(p, n, what);
-}
-
-/* dst[i * c + l] = op(X)(i, l), op(X) r x c (see cublas.cc) */
-template <typename Acc>
-static void pack(std::vector<Acc> &dst, const void *x, cudaDataType t, int64_t ld, bool trans, int64_t r, int64_t c)
-{
-    dst.resize((size_t)(r * c));
-    for (int64_t i = 0; i < r; i++)
-        for (int64_t l = 0; l < c; l++)
-            dst[(size_t)(i * c + l)] = (Acc)load(x, t, trans ? l + i * ld : i + l * ld);
-}
-
 /* ---- the problem ------------------------------------------------------------------------------ */
 
 /* What an epilogue does, decoded once. */
@@ -484,11 +425,8 @@ static cublasStatus_t check_types(const lt_desc *d, cudaDataType at, cudaDataTyp
     case CUBLAS_COMPUTE_32F:
     case CUBLAS_COMPUTE_32F_PEDANTIC:
         *f64 = false;
-        if (d->scale != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
-        if (at == CUDA_R_32F) return dt == CUDA_R_32F ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;
-        if (at == CUDA_R_16F || at == CUDA_R_16BF)
-            return dt == at || dt == CUDA_R_32F ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;
-        return CUBLAS_STATUS_NOT_SUPPORTED;
+        return d->scale == CUDA_R_32F && emu::f32_gemm_types(at, dt) ? CUBLAS_STATUS_SUCCESS
+                                                                      : CUBLAS_STATUS_NOT_SUPPORTED;
     case CUBLAS_COMPUTE_32F_FAST_16F:
     case CUBLAS_COMPUTE_32F_FAST_16BF:
     case CUBLAS_COMPUTE_32F_FAST_TF32:
@@ -604,8 +542,8 @@ template <typename Acc> static Acc gelu_grad(Acc x)
 template <typename Acc> static void run_matmul(const lt_plan &p)
 {
     const lt_epi &e = p.epi;
-    size_t ea = type_size(p.at), eb = type_size(p.bt), ec = type_size(p.ct), ed = type_size(p.dt);
-    size_t ebias = type_size(p.bias_t), eaux = type_size(p.aux_t);
+    size_t ea = emu::type_size(p.at), eb = emu::type_size(p.bt), ec = emu::type_size(p.ct), ed = emu::type_size(p.dt);
+    size_t ebias = emu::type_size(p.bias_t), eaux = emu::type_size(p.aux_t);
     /* the workspace is not needed for the arithmetic, but an algorithm
      * that uses it would fault past the caller's allocation */
     if (p.workspace_size && !emu::device_range(p.workspace, p.workspace_size, "cublasLtMatmul: workspace")) return;
@@ -615,41 +553,35 @@ template <typename Acc> static void run_matmul(const lt_plan &p)
     std::vector<Acc> pa, pb, grad;
     int64_t nbias = e.bgrad_b ? p.n : p.m;
     for (int64_t b = 0; b < p.batch; b++) {
-        const void *A = batch_at(p.A, p.sa, b, ea), *B = batch_at(p.B, p.sb, b, eb);
-        const void *C = batch_at(p.C, p.sc, b, ec);
-        void *D = (void *)batch_at(p.D, p.sd, b, ed);
-        void *bias = p.bias ? (void *)batch_at(p.bias, p.bias_stride, b, ebias) : NULL;
-        void *aux = p.aux ? (void *)batch_at(p.aux, p.aux_stride, b, eaux) : NULL;
-        if (read_a && !matrix_range(A, ea, p.ta ? p.k : p.m, p.ta ? p.m : p.k, p.lda, "cublasLtMatmul: matrix A"))
+        const void *A = emu::batch_at(p.A, p.sa, b, ea), *B = emu::batch_at(p.B, p.sb, b, eb);
+        const void *C = emu::batch_at(p.C, p.sc, b, ec);
+        void *D = (void *)emu::batch_at(p.D, p.sd, b, ed);
+        void *bias = p.bias ? (void *)emu::batch_at(p.bias, p.bias_stride, b, ebias) : NULL;
+        void *aux = p.aux ? (void *)emu::batch_at(p.aux, p.aux_stride, b, eaux) : NULL;
+        if (read_a && !emu::matrix_range(A, ea, p.ta ? p.k : p.m, p.ta ? p.m : p.k, p.lda, "cublasLtMatmul: matrix A"))
             return;
-        if (read_b && !matrix_range(B, eb, p.tb ? p.n : p.k, p.tb ? p.k : p.n, p.ldb, "cublasLtMatmul: matrix B"))
+        if (read_b && !emu::matrix_range(B, eb, p.tb ? p.n : p.k, p.tb ? p.k : p.n, p.ldb, "cublasLtMatmul: matrix B"))
             return;
-        if (p.beta != 0 && !matrix_range(C, ec, p.m, p.n, p.ldc, "cublasLtMatmul: matrix C")) return;
-        if (!matrix_range(D, ed, p.m, p.n, p.ldd, "cublasLtMatmul: matrix D")) return;
+        if (p.beta != 0 && !emu::matrix_range(C, ec, p.m, p.n, p.ldc, "cublasLtMatmul: matrix C")) return;
+        if (!emu::matrix_range(D, ed, p.m, p.n, p.ldd, "cublasLtMatmul: matrix D")) return;
         if (bias && nbias > 0 && !emu::device_range(bias, (size_t)nbias * ebias, "cublasLtMatmul: bias vector"))
             return;
-        if (aux && !matrix_range(aux, eaux, p.m, p.n, p.aux_ld, "cublasLtMatmul: epilogue aux matrix")) return;
-        if (read_a) pack(pa, A, p.at, p.lda, p.ta, p.m, p.k);
-        if (read_b) pack(pb, B, p.bt, p.ldb, !p.tb, p.n, p.k); /* op(B)^T, n x k */
+        if (aux && !emu::matrix_range(aux, eaux, p.m, p.n, p.aux_ld, "cublasLtMatmul: epilogue aux matrix")) return;
+        if (read_a) emu::pack(pa, A, p.at, p.lda, p.ta, p.m, p.k);
+        if (read_b) emu::pack(pb, B, p.bt, p.ldb, !p.tb, p.n, p.k); /* op(B)^T, n x k */
         grad.assign((size_t)nbias, (Acc)0);
 
         for (int64_t j = 0; j < p.n; j++) {
             for (int64_t i = 0; i < p.m; i++) {
-                Acc v = 0;
-                if (product) {
-                    const Acc *ra = &pa[(size_t)(i * p.k)], *rb = &pb[(size_t)(j * p.k)];
-                    Acc s = 0;
-                    for (int64_t l = 0; l < p.k; l++) s += ra[l] * rb[l];
-                    v = alpha * s;
-                }
-                if (p.beta != 0) v += beta * (Acc)load(C, p.ct, i + j * p.ldc);
-                if (e.bias_in) v += (Acc)load(bias, p.bias_t, i);
-                if (e.aux_out) store(aux, p.aux_t, i + j * p.aux_ld, (double)v);
+                Acc v = product ? alpha * emu::dot(&pa[(size_t)(i * p.k)], &pb[(size_t)(j * p.k)], p.k) : (Acc)0;
+                if (p.beta != 0) v += beta * (Acc)emu::load(C, p.ct, i + j * p.ldc);
+                if (e.bias_in) v += (Acc)emu::load(bias, p.bias_t, i);
+                if (e.aux_out) emu::store(aux, p.aux_t, i + j * p.aux_ld, (double)v);
                 if (e.relu) v = v < 0 ? (Acc)0 : v;
                 if (e.gelu) v = gelu(v);
-                if (e.dgelu) v *= gelu_grad((Acc)load(aux, p.aux_t, i + j * p.aux_ld));
+                if (e.dgelu) v *= gelu_grad((Acc)emu::load(aux, p.aux_t, i + j * p.aux_ld));
                 if (e.bgrad_d) grad[(size_t)i] += v;
-                store(D, p.dt, i + j * p.ldd, (double)v);
+                emu::store(D, p.dt, i + j * p.ldd, (double)v);
             }
         }
         /* the bias gradients reduce over k: rows of op(A), columns of op(B) */
@@ -660,7 +592,7 @@ template <typename Acc> static void run_matmul(const lt_plan &p)
             for (int64_t j = 0; j < p.n; j++)
                 for (int64_t l = 0; l < p.k; l++) grad[(size_t)j] += pb[(size_t)(j * p.k + l)];
         if (e.bgrad_d || e.bgrad_a || e.bgrad_b)
-            for (int64_t i = 0; i < nbias; i++) store(bias, p.bias_t, i, (double)grad[(size_t)i]);
+            for (int64_t i = 0; i < nbias; i++) emu::store(bias, p.bias_t, i, (double)grad[(size_t)i]);
     }
 }
 
@@ -690,7 +622,7 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightHandle, cubl
     if (st != CUBLAS_STATUS_SUCCESS) return st;
     const lt_pref *pref = pref_of(preference);
     /* both algorithms need each matrix aligned to its element size, no more */
-    size_t esize[4] = {type_size(p.at), type_size(p.bt), type_size(p.ct), type_size(p.dt)};
+    size_t esize[4] = {emu::type_size(p.at), emu::type_size(p.bt), emu::type_size(p.ct), emu::type_size(p.dt)};
     for (int i = 0; i < 4; i++)
         if (pref->align[i] < esize[i]) return CUBLAS_STATUS_NOT_SUPPORTED;
     size_t ws = pref->max_workspace >= LT_WORKSPACE ? LT_WORKSPACE : 0;

@@ -757,6 +757,35 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cudnnHandle_t h
     return CUDNN_STATUS_SUCCESS;
 }
 
+/* The heuristics' answer for one direction (below), into perf: direct and
+ * gemm are its two supported algorithms, count the size of its enumeration,
+ * direct_deterministic cuDNN's determinism of the direct one on a GPU. */
+template <typename Algo, typename Perf>
+static void rank_algorithms(const conv_problem *p, Algo direct, Algo gemm, int count, bool direct_deterministic,
+                            bool (*workspace)(const conv_problem *, Algo, size_t *), cudnnMathType_t math,
+                            int requested, int *returned, Perf *perf)
+{
+    std::vector<Algo> order;
+    bool gemm_first = column_bytes(p) <= WORKSPACE_PREFERRED_LIMIT;
+    order.push_back(gemm_first ? gemm : direct);
+    order.push_back(gemm_first ? direct : gemm);
+    for (int a = 0; a < count; a++)
+        if (a != (int)gemm && a != (int)direct) order.push_back((Algo)a);
+    int n = requested < (int)order.size() ? requested : (int)order.size();
+    for (int i = 0; i < n; i++) {
+        Perf *r = &perf[i];
+        memset(r, 0, sizeof *r);
+        size_t ws = 0;
+        r->algo = order[i];
+        r->status = workspace(p, order[i], &ws) ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_NOT_SUPPORTED;
+        r->time = -1.0f;
+        r->memory = ws;
+        r->determinism = order[i] == direct && !direct_deterministic ? CUDNN_NON_DETERMINISTIC : CUDNN_DETERMINISTIC;
+        r->mathType = math;
+    }
+    *returned = n;
+}
+
 /* The heuristics' answer: the two supported algorithms ranked (the GEMM one
  * first unless its workspace is huge), then the rest of the enumeration
  * with CUDNN_STATUS_NOT_SUPPORTED, as cuDNN lists every algorithm. The
@@ -774,32 +803,9 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle, const
     conv_problem p;
     cudnnStatus_t st = make_problem(OP_FORWARD, srcDesc, filterDesc, convDesc, destDesc, &p);
     if (st != CUDNN_STATUS_SUCCESS) return st;
-    size_t gemm_ws = column_bytes(&p);
-    cudnnConvolutionFwdAlgo_t order[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    int n = 0;
-    if (gemm_ws <= WORKSPACE_PREFERRED_LIMIT) {
-        order[n++] = CUDNN_CONVOLUTION_FWD_ALGO_GEMM;
-        order[n++] = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
-    } else {
-        order[n++] = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
-        order[n++] = CUDNN_CONVOLUTION_FWD_ALGO_GEMM;
-    }
-    for (int a = 0; a < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; a++)
-        if (a != CUDNN_CONVOLUTION_FWD_ALGO_GEMM && a != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM)
-            order[n++] = (cudnnConvolutionFwdAlgo_t)a;
-    int count = requestedAlgoCount < n ? requestedAlgoCount : n;
-    for (int i = 0; i < count; i++) {
-        cudnnConvolutionFwdAlgoPerf_t *r = &perfResults[i];
-        memset(r, 0, sizeof *r);
-        size_t ws = 0;
-        r->algo = order[i];
-        r->status = forward_workspace(&p, order[i], &ws) ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_NOT_SUPPORTED;
-        r->time = -1.0f;
-        r->memory = ws;
-        r->determinism = CUDNN_DETERMINISTIC;
-        r->mathType = convDesc->math;
-    }
-    *returnedAlgoCount = count;
+    rank_algorithms(&p, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, CUDNN_CONVOLUTION_FWD_ALGO_GEMM,
+                    CUDNN_CONVOLUTION_FWD_ALGO_COUNT, true, forward_workspace, convDesc->math,
+                    requestedAlgoCount, returnedAlgoCount, perfResults);
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -815,32 +821,9 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t handle,
     conv_problem p;
     cudnnStatus_t st = make_problem(OP_BACKWARD_DATA, gradDesc, filterDesc, convDesc, diffDesc, &p);
     if (st != CUDNN_STATUS_SUCCESS) return st;
-    size_t gemm_ws = column_bytes(&p);
-    cudnnConvolutionBwdDataAlgo_t order[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    int n = 0;
-    if (gemm_ws <= WORKSPACE_PREFERRED_LIMIT) {
-        order[n++] = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
-        order[n++] = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
-    } else {
-        order[n++] = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
-        order[n++] = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
-    }
-    for (int a = 0; a < CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT; a++)
-        if (a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 && a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_1)
-            order[n++] = (cudnnConvolutionBwdDataAlgo_t)a;
-    int count = requestedAlgoCount < n ? requestedAlgoCount : n;
-    for (int i = 0; i < count; i++) {
-        cudnnConvolutionBwdDataAlgoPerf_t *r = &perfResults[i];
-        memset(r, 0, sizeof *r);
-        size_t ws = 0;
-        r->algo = order[i];
-        r->status = backward_data_workspace(&p, order[i], &ws) ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_NOT_SUPPORTED;
-        r->time = -1.0f;
-        r->memory = ws;
-        r->determinism = order[i] == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 ? CUDNN_NON_DETERMINISTIC : CUDNN_DETERMINISTIC;
-        r->mathType = convDesc->math;
-    }
-    *returnedAlgoCount = count;
+    rank_algorithms(&p, CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1,
+                    CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, false, backward_data_workspace, convDesc->math,
+                    requestedAlgoCount, returnedAlgoCount, perfResults);
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -856,34 +839,9 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnnHandle_t handle
     conv_problem p;
     cudnnStatus_t st = make_problem(OP_BACKWARD_FILTER, srcDesc, gradDesc, convDesc, diffDesc, &p);
     if (st != CUDNN_STATUS_SUCCESS) return st;
-    size_t gemm_ws = column_bytes(&p);
-    cudnnConvolutionBwdFilterAlgo_t order[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    int n = 0;
-    if (gemm_ws <= WORKSPACE_PREFERRED_LIMIT) {
-        order[n++] = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
-        order[n++] = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
-    } else {
-        order[n++] = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
-        order[n++] = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
-    }
-    for (int a = 0; a < CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT; a++)
-        if (a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 && a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1)
-            order[n++] = (cudnnConvolutionBwdFilterAlgo_t)a;
-    int count = requestedAlgoCount < n ? requestedAlgoCount : n;
-    for (int i = 0; i < count; i++) {
-        cudnnConvolutionBwdFilterAlgoPerf_t *r = &perfResults[i];
-        memset(r, 0, sizeof *r);
-        size_t ws = 0;
-        r->algo = order[i];
-        r->status =
-            backward_filter_workspace(&p, order[i], &ws) ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_NOT_SUPPORTED;
-        r->time = -1.0f;
-        r->memory = ws;
-        r->determinism =
-            order[i] == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 ? CUDNN_NON_DETERMINISTIC : CUDNN_DETERMINISTIC;
-        r->mathType = convDesc->math;
-    }
-    *returnedAlgoCount = count;
+    rank_algorithms(&p, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1,
+                    CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, false, backward_filter_workspace, convDesc->math,
+                    requestedAlgoCount, returnedAlgoCount, perfResults);
     return CUDNN_STATUS_SUCCESS;
 }
 

@@ -23,9 +23,14 @@
 #define EMBER_EMU_H
 
 #include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <library_types.h>
 
 #include <functional>
 #include <stddef.h>
+#include <stdint.h>
+#include <vector>
 
 namespace emu {
 
@@ -56,6 +61,89 @@ void fault(cudaError_t e, const char *fmt, ...) __attribute__((format(printf, 2,
 
 /* Whether the context has a sticky error (NCCL's asynchronous error check). */
 bool sticky_error_for_nccl();
+
+/* ---- matrices of the BLAS stand-ins (cublas.cc, cublaslt.cc) ------------------------ */
+
+/* Bytes per element of the real types the GEMMs take (0: another type). */
+inline size_t type_size(cudaDataType t)
+{
+    switch (t) {
+    case CUDA_R_64F: return 8;
+    case CUDA_R_32F: return 4;
+    case CUDA_R_16F: return 2;
+    case CUDA_R_16BF: return 2;
+    default: return 0;
+    }
+}
+
+/* Element i of a float/double/half/bfloat16 array, exactly, as double. */
+inline double load(const void *p, cudaDataType t, int64_t i)
+{
+    switch (t) {
+    case CUDA_R_64F: return ((const double *)p)[i];
+    case CUDA_R_32F: return ((const float *)p)[i];
+    case CUDA_R_16F: return __half2float(((const __half *)p)[i]);
+    case CUDA_R_16BF: return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+    default: return 0;
+    }
+}
+
+/* Stores v (a value of the compute type) as element i, rounding to nearest. */
+inline void store(void *p, cudaDataType t, int64_t i, double v)
+{
+    switch (t) {
+    case CUDA_R_64F: ((double *)p)[i] = v; break;
+    case CUDA_R_32F: ((float *)p)[i] = (float)v; break;
+    case CUDA_R_16F: ((__half *)p)[i] = __float2half_rn((float)v); break;
+    case CUDA_R_16BF: ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn((float)v); break;
+    default: break;
+    }
+}
+
+/* The element types a GEMM with float32 accumulation takes (the tables of
+ * cublasGemmEx and cublasLtMatmul agree): float32 inputs with a float32
+ * output, half or bfloat16 inputs with an output of their type or float32. */
+inline bool f32_gemm_types(cudaDataType in, cudaDataType out)
+{
+    if (in == CUDA_R_32F) return out == CUDA_R_32F;
+    return (in == CUDA_R_16F || in == CUDA_R_16BF) && (out == in || out == CUDA_R_32F);
+}
+
+/* Matrix b of a strided batch: pointer arithmetic in integers, since a
+ * negative or zero stride may point anywhere (or nowhere new). */
+inline const void *batch_at(const void *p, int64_t stride, int64_t b, size_t esize)
+{
+    return (const void *)((uintptr_t)p + (uintptr_t)(stride * b * (int64_t)esize));
+}
+
+/* Checks the bytes a rows x cols column-major matrix with leading dimension
+ * ld covers: the last column ends rows elements after its start. */
+inline bool matrix_range(const void *p, size_t esize, int64_t rows, int64_t cols, int64_t ld, const char *what)
+{
+    if (rows <= 0 || cols <= 0) return true;
+    size_t n = ((size_t)(cols - 1) * (size_t)ld + (size_t)rows) * esize;
+    return device_range(p, n, what);
+}
+
+/* dst[i * c + l] = op(X)(i, l) for op(X) r x c, X stored column-major with
+ * leading dimension ld (so op(X)(i, l) is X[i + l ld] or, transposed,
+ * X[l + i ld]). Each output element then reads a contiguous row. */
+template <typename Acc>
+void pack(std::vector<Acc> &dst, const void *x, cudaDataType t, int64_t ld, bool trans, int64_t r, int64_t c)
+{
+    dst.resize((size_t)(r * c));
+    for (int64_t i = 0; i < r; i++)
+        for (int64_t l = 0; l < c; l++)
+            dst[(size_t)(i * c + l)] = (Acc)load(x, t, trans ? l + i * ld : i + l * ld);
+}
+
+/* The sum of a[l] * b[l] over l < k, in order, in the accumulation type. */
+template <typename Acc> Acc dot(const Acc *a, const Acc *b, int64_t k)
+{
+    Acc s = 0;
+    for (int64_t l = 0; l < k; l++) s += a[l] * b[l];
+    return s;
+}
 
 } // namespace emu
 

@@ -115,39 +115,41 @@ inline T emu_shfl(emu::warp_kind k, unsigned mask, T v, int param, const char *f
  * the load/store instrumentation (fiber.cc): atomics on one shared address
  * from many threads are not a race. ------------------------------------------ */
 #define EMU_ATOMIC __attribute__((no_sanitize_thread, noinline))
-template <typename T> EMU_ATOMIC T emu_atomic_add(T *p, T v)
+/* Every atomic's read-modify-write: checks the target, stores update(old)
+ * and returns old. */
+template <typename T, typename F> EMU_ATOMIC T emu_atomic_update(T *p, const char *op, F update)
 {
-    emu::check_atomic(p, sizeof *p, "atomicAdd");
+    emu::check_atomic(p, sizeof *p, op);
     T old = *p;
-    *p = old + v;
+    *p = update(old);
     return old;
+}
+
+template <typename T> inline T emu_atomic_add(T *p, T v)
+{
+    return emu_atomic_update(p, "atomicAdd", [v](T old) { return (T)(old + v); });
 }
 inline int atomicAdd(int *p, int v) { return emu_atomic_add(p, v); }
 inline unsigned atomicAdd(unsigned *p, unsigned v) { return emu_atomic_add(p, v); }
 inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v) { return emu_atomic_add(p, v); }
 inline float atomicAdd(float *p, float v) { return emu_atomic_add(p, v); }
 inline double atomicAdd(double *p, double v) { return emu_atomic_add(p, v); }
-EMU_ATOMIC inline __half atomicAdd(__half *p, __half v)
+inline __half atomicAdd(__half *p, __half v)
 {
-    emu::check_atomic(p, sizeof *p, "atomicAdd");
-    __half old = *p;
-    *p = __float2half_rn(__half2float(old) + __half2float(v));
-    return old;
+    return emu_atomic_update(p, "atomicAdd", [v](__half old) {
+        return __float2half_rn(__half2float(old) + __half2float(v));
+    });
 }
-EMU_ATOMIC inline __nv_bfloat16 atomicAdd(__nv_bfloat16 *p, __nv_bfloat16 v)
+inline __nv_bfloat16 atomicAdd(__nv_bfloat16 *p, __nv_bfloat16 v)
 {
-    emu::check_atomic(p, sizeof *p, "atomicAdd");
-    __nv_bfloat16 old = *p;
-    *p = __float2bfloat16_rn(__bfloat162float(old) + __bfloat162float(v));
-    return old;
+    return emu_atomic_update(p, "atomicAdd", [v](__nv_bfloat16 old) {
+        return __float2bfloat16_rn(__bfloat162float(old) + __bfloat162float(v));
+    });
 }
 
-template <typename T> EMU_ATOMIC T emu_atomic_cas(T *p, T cmp, T v)
+template <typename T> inline T emu_atomic_cas(T *p, T cmp, T v)
 {
-    emu::check_atomic(p, sizeof *p, "atomicCAS");
-    T old = *p;
-    if (old == cmp) *p = v;
-    return old;
+    return emu_atomic_update(p, "atomicCAS", [cmp, v](T old) { return old == cmp ? v : old; });
 }
 inline int atomicCAS(int *p, int c, int v) { return emu_atomic_cas(p, c, v); }
 inline unsigned atomicCAS(unsigned *p, unsigned c, unsigned v) { return emu_atomic_cas(p, c, v); }
@@ -156,34 +158,25 @@ inline unsigned long long atomicCAS(unsigned long long *p, unsigned long long c,
     return emu_atomic_cas(p, c, v);
 }
 
-template <typename T> EMU_ATOMIC T emu_atomic_or(T *p, T v)
+template <typename T> inline T emu_atomic_or(T *p, T v)
 {
-    emu::check_atomic(p, sizeof *p, "atomicOr");
-    T old = *p;
-    *p = old | v;
-    return old;
+    return emu_atomic_update(p, "atomicOr", [v](T old) { return (T)(old | v); });
 }
 inline int atomicOr(int *p, int v) { return emu_atomic_or(p, v); }
 inline unsigned atomicOr(unsigned *p, unsigned v) { return emu_atomic_or(p, v); }
 inline unsigned long long atomicOr(unsigned long long *p, unsigned long long v) { return emu_atomic_or(p, v); }
 
-template <typename T> EMU_ATOMIC T emu_atomic_max(T *p, T v)
+template <typename T> inline T emu_atomic_max(T *p, T v)
 {
-    emu::check_atomic(p, sizeof *p, "atomicMax");
-    T old = *p;
-    if (v > old) *p = v;
-    return old;
+    return emu_atomic_update(p, "atomicMax", [v](T old) { return v > old ? v : old; });
 }
 inline int atomicMax(int *p, int v) { return emu_atomic_max(p, v); }
 inline unsigned atomicMax(unsigned *p, unsigned v) { return emu_atomic_max(p, v); }
 inline unsigned long long atomicMax(unsigned long long *p, unsigned long long v) { return emu_atomic_max(p, v); }
 
-EMU_ATOMIC inline int atomicExch(int *p, int v)
+inline int atomicExch(int *p, int v)
 {
-    emu::check_atomic(p, sizeof *p, "atomicExch");
-    int old = *p;
-    *p = v;
-    return old;
+    return emu_atomic_update(p, "atomicExch", [v](int) { return v; });
 }
 
 /* ---- loads, fences --------------------------------------------------------- */
