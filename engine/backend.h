@@ -117,6 +117,12 @@ typedef struct em_conv_params {
     int nspatial;                               /* 1, 2 or 3 */
     int64_t stride[EM_MAX_SPATIAL], padding[EM_MAX_SPATIAL], dilation[EM_MAX_SPATIAL];
     int64_t groups;
+    /* The bias, fused into the call (NULL: none), a contiguous [K] of the
+     * op's dtype. FORWARD adds it to every output position; BACKWARD_WEIGHT
+     * writes into it gy summed over the batch and the positions (the bias's
+     * gradient, from the same pass over gy); BACKWARD_DATA takes none. The
+     * engine passes one only when no operand is empty. */
+    em_tensor *bias;
 } em_conv_params;
 
 typedef enum em_conv_op {

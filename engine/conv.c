@@ -8,8 +8,13 @@
  * Each is bilinear in its two operands, and the gradients of each are the
  * other two modes (see prim_backward), so a convolution's backward is
  * itself made of recorded primitives and conv can be differentiated to any
- * order. Bias is a broadcast add; "same" padding with an odd total pads the
- * input explicitly (backends take symmetric padding only). */
+ * order. A convolution's bias rides in the forward call (em_conv_params.bias:
+ * the backend adds it in the same pass), and its gradient, the sum of gy
+ * over the batch and positions, in the weight gradient's call where nothing
+ * records that call (else it is a recorded sum, differentiable again); a
+ * transposed convolution's bias, and any bias of an empty convolution, is
+ * a broadcast add. "same" padding with an odd total pads the input
+ * explicitly (backends take symmetric padding only). */
 #include "autograd.h"
 
 #include <stdio.h>
@@ -21,8 +26,8 @@ typedef struct conv_shape {
     int ndim;
 } conv_shape;
 
-static em_tensor *conv_prim(em_conv_op mode, const em_tensor *a, const em_tensor *b, const int64_t *out_sizes,
-                            int out_ndim, const em_conv_params *p);
+static em_tensor *conv_prim(em_conv_op mode, const em_tensor *a, const em_tensor *b, const em_tensor *bias,
+                            const int64_t *out_sizes, int out_ndim, const em_conv_params *p);
 
 /* node parameters: n->op the mode; n->sizes2 stride, padding, dilation
  * (3 each) and groups; n->ndim2 nspatial */
@@ -48,8 +53,37 @@ static em_conv_params unpack_params(const em_node *n)
     return p;
 }
 
+/* gy [N, K, O...] summed over all dims but 1: a bias's gradient */
+static em_tensor *bias_grad(const em_tensor *G)
+{
+    int dims[EM_MAX_DIMS], nd = 0;
+    for (int d = 0; d < G->ndim; d++)
+        if (d != 1) dims[nd++] = d;
+    return em_sum(G, dims, nd, false);
+}
+
+/* gw, and the bias's gradient *gb with it when gb is not NULL and the
+ * backend can add it up in the same pass: nothing records the call (a
+ * fused sum has no graph) and no operand is empty. */
+static em_tensor *weight_grad(const em_tensor *x, const em_tensor *G, const em_tensor *w, const em_conv_params *p,
+                              em_tensor **gb)
+{
+    if (gb && !em_ag_needed2(x, G) && em_numel(x) > 0 && em_numel(G) > 0 && em_numel(w) > 0) {
+        em_conv_params q = *p;
+        q.bias = *gb = em_empty(&G->sizes[1], 1, G->dtype, em_dev(G));
+        em_tensor *gw = q.bias ? conv_prim(EM_CONV_BACKWARD_WEIGHT, x, G, NULL, w->sizes, w->ndim, &q) : NULL;
+        if (!gw) {
+            em_release(*gb);
+            *gb = NULL;
+        }
+        return gw;
+    }
+    return conv_prim(EM_CONV_BACKWARD_WEIGHT, x, G, NULL, w->sizes, w->ndim, p);
+}
+
 /* The gradients of each mode with respect to its operands a and b, G the
- * gradient of its result:
+ * gradient of its result (and FORWARD's bias, operand 2 when it has one:
+ * G summed over all dims but the channels):
  *   FORWARD (x, w):          gx = BACKWARD_DATA(G, w),   gw = BACKWARD_WEIGHT(x, G)
  *   BACKWARD_DATA (g, w):    gg = FORWARD(G, w),         gw = BACKWARD_WEIGHT(G, g)
  *   BACKWARD_WEIGHT (x, g):  gx = BACKWARD_DATA(g, G),   gg = FORWARD(x, G)
@@ -62,53 +96,62 @@ static int prim_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     em_conv_params p = unpack_params(n);
     const em_tensor *G = gout[0];
     em_conv_op mode = (em_conv_op)n->op;
+    bool wants_bias = n->nin > 2 && em_ag_wants(n, 2);
     if (em_ag_wants(n, 0)) {
         if (mode == EM_CONV_FORWARD)
-            gin[0] = conv_prim(EM_CONV_BACKWARD_DATA, G, b, a->sizes, a->ndim, &p);
+            gin[0] = conv_prim(EM_CONV_BACKWARD_DATA, G, b, NULL, a->sizes, a->ndim, &p);
         else if (mode == EM_CONV_BACKWARD_DATA)
-            gin[0] = conv_prim(EM_CONV_FORWARD, G, b, a->sizes, a->ndim, &p);
+            gin[0] = conv_prim(EM_CONV_FORWARD, G, b, NULL, a->sizes, a->ndim, &p);
         else
-            gin[0] = conv_prim(EM_CONV_BACKWARD_DATA, b, G, a->sizes, a->ndim, &p);
+            gin[0] = conv_prim(EM_CONV_BACKWARD_DATA, b, G, NULL, a->sizes, a->ndim, &p);
         if (!gin[0]) return -1;
     }
     if (em_ag_wants(n, 1)) {
         if (mode == EM_CONV_FORWARD)
-            gin[1] = conv_prim(EM_CONV_BACKWARD_WEIGHT, a, G, b->sizes, b->ndim, &p);
+            gin[1] = weight_grad(a, G, b, &p, wants_bias ? &gin[2] : NULL);
         else if (mode == EM_CONV_BACKWARD_DATA)
-            gin[1] = conv_prim(EM_CONV_BACKWARD_WEIGHT, G, a, b->sizes, b->ndim, &p);
+            gin[1] = weight_grad(G, a, b, &p, NULL);
         else
-            gin[1] = conv_prim(EM_CONV_FORWARD, a, G, b->sizes, b->ndim, &p);
+            gin[1] = conv_prim(EM_CONV_FORWARD, a, G, NULL, b->sizes, b->ndim, &p);
         if (!gin[1]) return -1;
     }
+    if (wants_bias && !gin[2] && !(gin[2] = bias_grad(G))) return -1;
     return 0;
 }
 
 /* One mode on the backend (operands made contiguous, result allocated),
- * recorded when an operand requires grad. The caller has checked shapes. */
-static em_tensor *conv_prim(em_conv_op mode, const em_tensor *a, const em_tensor *b, const int64_t *out_sizes,
-                            int out_ndim, const em_conv_params *p)
+ * recorded when an operand requires grad; FORWARD's bias, when given, is
+ * added in the same call (the caller passes one only when no operand is
+ * empty). The caller has checked shapes. */
+static em_tensor *conv_prim(em_conv_op mode, const em_tensor *a, const em_tensor *b, const em_tensor *bias,
+                            const int64_t *out_sizes, int out_ndim, const em_conv_params *p)
 {
     const em_backend *be = em_be(a);
     if (!be->conv) return em_set_error("conv: not supported on the %s backend", be->name), NULL;
+    em_conv_params q = *p;
     em_tensor *ac = WITHOUT_GRAD(em_contiguous(a));
     em_tensor *bc = ac ? WITHOUT_GRAD(em_contiguous(b)) : NULL;
-    em_tensor *out = bc ? em_empty(out_sizes, out_ndim, a->dtype, em_dev(a)) : NULL;
+    em_tensor *cc = bc && bias ? WITHOUT_GRAD(em_contiguous(bias)) : NULL;
+    em_tensor *out = bc && (!bias || cc) ? em_empty(out_sizes, out_ndim, a->dtype, em_dev(a)) : NULL;
+    if (bias) q.bias = cc;
     if (out && em_numel(out) > 0) {
         /* an empty operand contributes nothing: a zero result */
-        int rc = em_numel(ac) == 0 || em_numel(bc) == 0 ? em_fill_(out, 0) : be->conv(mode, out, ac, bc, p);
+        int rc = em_numel(ac) == 0 || em_numel(bc) == 0 ? em_fill_(out, 0) : be->conv(mode, out, ac, bc, &q);
         if (rc) { em_release(out); out = NULL; }
     }
     em_release(ac);
     em_release(bc);
-    if (!out || !em_ag_needed2(a, b)) return out;
+    em_release(cc);
+    if (!out || !em_ag_needed3(a, b, bias)) return out;
     static const char *names[] = {"ConvolutionBackward", "ConvolutionBackwardDataBackward",
                                   "ConvolutionBackwardWeightBackward"};
-    em_node *n = em_ag_node(names[mode], prim_backward, 2);
+    em_node *n = em_ag_node(names[mode], prim_backward, bias ? 3 : 2);
     if (!n) { em_release(out); return NULL; }
     n->op = mode;
     pack_params(n, p);
     em_ag_input(n, 0, a);
     em_ag_input(n, 1, b);
+    if (bias) em_ag_input(n, 2, bias);
     if (em_ag_save(n, 0, a, false) || em_ag_save(n, 1, b, false)) return em_ag_abandon(n, out);
     return em_ag_output(n, out);
 }
@@ -243,10 +286,13 @@ em_tensor *em_conv(const em_tensor *x, const em_tensor *w, const em_tensor *bias
     em_tensor *xp = xb ? em_pad_end_zeros(xb, padded, xb->ndim) : NULL;
     em_release(xb);
     if (!xp) return NULL;
-    em_tensor *y = a->transposed ? conv_prim(EM_CONV_BACKWARD_DATA, xp, w, sh.out, sh.ndim, &sh.p)
-                                 : conv_prim(EM_CONV_FORWARD, xp, w, sh.out, sh.ndim, &sh.p);
+    /* the bias in the forward call where the backend can add it */
+    bool fused = bias && !a->transposed && em_numel(xp) > 0 && em_numel(w) > 0 && em_numel(bias) > 0;
+    for (int i = 0; fused && i < sh.ndim; i++) fused = sh.out[i] > 0;
+    em_tensor *y = a->transposed ? conv_prim(EM_CONV_BACKWARD_DATA, xp, w, NULL, sh.out, sh.ndim, &sh.p)
+                                 : conv_prim(EM_CONV_FORWARD, xp, w, fused ? bias : NULL, sh.out, sh.ndim, &sh.p);
     em_release(xp);
-    if (y && bias) {
+    if (y && bias && !fused) {
         int64_t bs[EM_MAX_DIMS];
         bs[0] = 1;
         bs[1] = sh.out[1];

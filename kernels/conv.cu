@@ -18,7 +18,12 @@
  *
  * cuDNN takes int sizes: a batch whose tensors exceed 2^31 - 1 elements is
  * run in chunks of samples (backward-weight chunks accumulate with beta = 1),
- * as PyTorch does. */
+ * as PyTorch does.
+ *
+ * The bias fused into a call (em_conv_params.bias) is two small kernels of
+ * this file run after cuDNN's: an add over y, and a sum of gy per channel
+ * (one block each, in a fixed order: the same bits on every run). */
+#include "elementwise.cuh"
 #include "kc.h"
 
 #include <cudnn.h>
@@ -315,6 +320,89 @@ static int run_plan(cudnnHandle_t h, conv_plan *pl, const conv_call *c, int devi
 
 static int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
+/* ---- the bias -------------------------------------------------------------------------- */
+
+namespace {
+
+template <int D> __device__ inline double bias_load(typename ew_dt<D>::S v) { return ew_load_f64<D>(v); }
+
+template <int D> __device__ inline typename ew_dt<D>::S bias_store(double v)
+{
+    if constexpr (D == EM_FLOAT16) return emf_float_to_half((float)v);
+    else if constexpr (D == EM_BFLOAT16) return emf_float_to_bf16((float)v);
+    else return (typename ew_dt<D>::S)v;
+}
+
+/* y[n, k, s] += b[k]: y holds n elements, planes of S */
+template <int D> __global__ void bias_add_kernel(typename ew_dt<D>::S *y, const typename ew_dt<D>::S *b, int64_t K,
+                                                 int64_t S, int64_t n)
+{
+    int64_t step = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+        if constexpr (D == EM_FLOAT64) y[i] += b[i / S % K];
+        else y[i] = bias_store<D>((float)bias_load<D>(y[i]) + (float)bias_load<D>(b[i / S % K]));
+    }
+}
+
+/* gb[k] = the sum of gy[n, k, s] over n and s, block k: each thread sums a
+ * strided share in double, then a tree in shared memory */
+template <int D> __global__ void bias_grad_kernel(typename ew_dt<D>::S *gb, const typename ew_dt<D>::S *gy, int64_t N,
+                                                  int64_t K, int64_t S)
+{
+    KC_SHARED(double, part, [KC_THREADS]);
+    int64_t k = blockIdx.x;
+    double acc = 0;
+    for (int64_t i = threadIdx.x; i < N * S; i += blockDim.x) acc += bias_load<D>(gy[(i / S * K + k) * S + i % S]);
+    part[threadIdx.x] = acc;
+    __syncthreads();
+    for (int w = KC_THREADS / 2; w > 0; w /= 2) {
+        if ((int)threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) gb[k] = bias_store<D>(part[0]);
+}
+
+struct conv_bias_run {
+    template <int D> static void run(int dev, cudaStream_t s, em_conv_op op, const em_tensor *y, em_tensor *bias)
+    {
+        typedef typename ew_dt<D>::S T;
+        int64_t N = y->sizes[0], K = y->sizes[1], n = emf_numel(y), S = n / (N * K);
+        if (op == EM_CONV_FORWARD)
+            KC_LAUNCH(kc_grid(n, dev), KC_THREADS, 0, s, bias_add_kernel<D>)((T *)kc_ptr(y), (const T *)kc_ptr(bias),
+                                                                          K, S, n);
+        else
+            KC_LAUNCH(dim3((unsigned)K), KC_THREADS, 0, s, bias_grad_kernel<D>)((T *)kc_ptr(bias),
+                                                                             (const T *)kc_ptr(y), N, K, S);
+    }
+};
+
+}  // namespace
+
+/* Whether bias fits op on y (forward: y; backward weight: gy); the error set if not */
+static bool bias_fits(em_conv_op op, const em_tensor *y, const em_tensor *bias, const char *name)
+{
+    if (op == EM_CONV_BACKWARD_DATA) return kc_error("%s backward (input): takes no bias", name), false;
+    if (bias->dtype != y->dtype || bias->ndim != 1 || bias->sizes[0] != y->sizes[1] || !emf_is_contiguous(bias))
+        return kc_error("%s %s: the bias must be a contiguous [%lld] of %s", name, op_word(op),
+                        (long long)y->sizes[1], kc_dtype_name(y->dtype)), false;
+    if (y->sizes[1] > INT_MAX) return kc_error("%s: over 2^31 - 1 channels", name), false;
+    return true;
+}
+
+/* The bias part of op on y, after the convolution (bias_fits checked; no
+ * empty operand reaches here: backend.h) */
+static int conv_bias(int dev, cudaStream_t s, em_conv_op op, const em_tensor *y, em_tensor *bias, const char *name)
+{
+    switch (y->dtype) {
+    case EM_FLOAT32: conv_bias_run::run<EM_FLOAT32>(dev, s, op, y, bias); break;
+    case EM_FLOAT64: conv_bias_run::run<EM_FLOAT64>(dev, s, op, y, bias); break;
+    case EM_FLOAT16: conv_bias_run::run<EM_FLOAT16>(dev, s, op, y, bias); break;
+    case EM_BFLOAT16: conv_bias_run::run<EM_BFLOAT16>(dev, s, op, y, bias); break;
+    default: return kc_error("%s: no bias kernel for %s", name, kc_dtype_name(y->dtype));
+    }
+    return 0;
+}
+
 int kc_conv(em_conv_op op, em_tensor *out, const em_tensor *a, const em_tensor *b, const em_conv_params *p)
 {
     static const char *const names[4] = {"conv", "conv1d", "conv2d", "conv3d"};
@@ -340,6 +428,7 @@ int kc_conv(em_conv_op op, em_tensor *out, const em_tensor *a, const em_tensor *
     const em_tensor *y = op == EM_CONV_FORWARD ? out : op == EM_CONV_BACKWARD_DATA ? a : b;
     if (x->ndim != ns + 2 || w->ndim != ns + 2 || y->ndim != ns + 2)
         return kc_error("%s %s: expected %d-D tensors", name, op_word(op), ns + 2);
+    if (p->bias && !bias_fits(op, y, p->bias, name)) return -1;
     if (emf_numel(out) == 0) return 0;
     /* an empty sum (no samples, no channels, or an empty kernel) */
     if (emf_numel(a) == 0 || emf_numel(b) == 0) return kc_fill(out, 0);
@@ -397,5 +486,6 @@ int kc_conv(em_conv_op op, em_tensor *out, const em_tensor *a, const em_tensor *
         else rc = run_plan(h, pl, &c, dev, wp, xc, yc, n0 > 0);
         if (rc) return -1;
     }
+    if (p->bias && conv_bias(dev, s, op, y, p->bias, name)) return -1;
     return kc_launched(name, dev);
 }

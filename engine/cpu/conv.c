@@ -337,11 +337,76 @@ static void add_f64(double *dst, const double *src, int64_t n)
     for (int64_t i = 0; i < n; i++) dst[i] += src[i];
 }
 
+/* ---- the bias ---------------------------------------------------------------------- */
+
+typedef struct bias_job {
+    const cpu_conv_geom *g;
+    bool f32;                       /* else float64 */
+    char *y;                        /* forward: y, to add to; backward weight: gy */
+    char *bias;
+} bias_job;
+
+/* y[n, k, ...] += bias[k] on the (n, k) planes lo..hi */
+static void bias_add_planes(int64_t lo, int64_t hi, void *ctx)
+{
+    const bias_job *J = ctx;
+    int64_t osz = prod3(J->g->out);
+    for (int64_t q = lo; q < hi; q++) {
+        int64_t k = q % J->g->K;
+        if (J->f32) {
+            float *y = (float *)J->y + q * osz, b = ((const float *)J->bias)[k];
+            for (int64_t i = 0; i < osz; i++) y[i] += b;
+        } else {
+            double *y = (double *)J->y + q * osz, b = ((const double *)J->bias)[k];
+            for (int64_t i = 0; i < osz; i++) y[i] += b;
+        }
+    }
+}
+
+/* bias[k] = gy[n, k, ...] summed over n (in order) and the positions, in
+ * double, for the channels lo..hi */
+static void bias_sum_channels(int64_t lo, int64_t hi, void *ctx)
+{
+    const bias_job *J = ctx;
+    int64_t osz = prod3(J->g->out);
+    for (int64_t k = lo; k < hi; k++) {
+        double s = 0;
+        for (int64_t n = 0; n < J->g->N; n++) {
+            int64_t at = (n * J->g->K + k) * osz;
+            if (J->f32)
+                for (int64_t i = 0; i < osz; i++) s += ((const float *)J->y)[at + i];
+            else
+                for (int64_t i = 0; i < osz; i++) s += ((const double *)J->y)[at + i];
+        }
+        if (J->f32) ((float *)J->bias)[k] = (float)s;
+        else ((double *)J->bias)[k] = s;
+    }
+}
+
+/* The bias part of op, when it has a bias: forward adds it to out,
+ * backward weight writes the sum of gy (b) into it. */
+static void conv_bias(em_conv_op op, const cpu_conv_geom *g, bool f32, void *out, const void *b, void *bias)
+{
+    if (!bias) return;
+    bool fwd = op == EM_CONV_FORWARD;
+    bias_job J = {.g = g, .f32 = f32, .y = fwd ? out : (void *)b, .bias = bias};
+    int64_t n = g->N * g->K * prod3(g->out);
+    if (fwd) cpu_parallel_for(g->N * g->K, n, 1, bias_add_planes, &J);
+    else cpu_parallel_for(g->K, n, 1, bias_sum_channels, &J);
+}
+
 static int conv_reference(em_conv_op op, const cpu_conv_geom *g, em_dtype dt, void *out, const void *a,
-                          const void *b)
+                          const void *b, void *bias)
 {
     size_t esz = dt == EM_FLOAT32 ? 4 : 8;
     int64_t R = (g->C / g->G) * prod3(g->ker), osz = prod3(g->out);
+    int64_t xn = g->N * g->C * prod3(g->in), wn = g->K * R, yn = g->N * g->K * osz;
+    if (xn == 0 || wn == 0 || yn == 0) {    /* an empty operand: an empty sum */
+        int64_t out_numel = op == EM_CONV_FORWARD ? yn : op == EM_CONV_BACKWARD_DATA ? xn : wn;
+        if (out_numel) memset(out, 0, (size_t)out_numel * esz);
+        conv_bias(op, g, esz == 4, out, b, bias);
+        return 0;
+    }
     if (R > INT_MAX || osz > INT_MAX || g->K > INT_MAX)
         return em_set_error("conv: a convolution this large (%lld x %lld unrolled taps) is not supported",
                             (long long)R, (long long)osz);
@@ -377,6 +442,7 @@ static int conv_reference(em_conv_op op, const cpu_conv_geom *g, em_dtype dt, vo
             else add_f64(out, (const double *)src, wsz);
         }
     }
+    if (rc == 0) conv_bias(op, g, esz == 4, out, b, bias);
 done:
     if (J.cols) cpu_free(J.cols, cols, 0);
     if (J.partial) cpu_free(J.partial, partial, 0);
@@ -389,20 +455,25 @@ int cpu_conv(em_conv_op op, em_tensor *out, const em_tensor *a, const em_tensor 
 {
     cpu_conv_geom g;
     if (conv_geometry(op, out, a, b, p, &g) != 0) return -1;
-    if (em_numel(out) == 0) return 0;
-    void *o = em_data_ptr(out);
-    if (em_numel(a) == 0 || em_numel(b) == 0) {     /* an empty sum */
-        memset(o, 0, (size_t)em_numel(out) * em_dtype_size(out->dtype));
-        return 0;
-    }
-    int rc = cpu_dnnl_conv(op, &g, out->dtype, o, em_data_ptr(a), em_data_ptr(b));   /* declines other dtypes */
+    em_tensor *bias = p->bias;
+    if (bias && (op == EM_CONV_BACKWARD_DATA || bias->dtype != out->dtype || bias->ndim != 1
+                 || bias->sizes[0] != g.K || !em_is_contiguous(bias)))
+        return conv_error(op, out, a, b, op == EM_CONV_BACKWARD_DATA ? "backward data takes no bias"
+                                         : "the bias must be a contiguous [K] of the op's dtype");
+    int rc = 1;
+    if (em_numel(out) > 0 && em_numel(a) > 0 && em_numel(b) > 0)   /* declines other dtypes */
+        rc = cpu_dnnl_conv(op, &g, out->dtype, em_data_ptr(out), em_data_ptr(a), em_data_ptr(b),
+                           bias ? em_data_ptr(bias) : NULL);
     if (rc <= 0) return rc;
     if (cpu_is_lowp(out)) {     /* float32 working copies, rounded once at the end */
         cpu_widened w = {0};
         em_tensor *o32 = (em_tensor *)cpu_widen(&w, out, true);
         const em_tensor *a32 = cpu_widen(&w, a, false), *b32 = cpu_widen(&w, b, false);
-        rc = w.failed ? -1 : conv_reference(op, &g, EM_FLOAT32, em_data_ptr(o32), em_data_ptr(a32), em_data_ptr(b32));
+        const em_tensor *c32 = bias ? cpu_widen(&w, bias, op == EM_CONV_BACKWARD_WEIGHT) : NULL;
+        rc = w.failed ? -1 : conv_reference(op, &g, EM_FLOAT32, em_data_ptr(o32), em_data_ptr(a32), em_data_ptr(b32),
+                                            c32 ? em_data_ptr(c32) : NULL);
         return cpu_narrow(&w, rc);
     }
-    return conv_reference(op, &g, out->dtype, o, em_data_ptr(a), em_data_ptr(b));
+    return conv_reference(op, &g, out->dtype, em_data_ptr(out), em_data_ptr(a), em_data_ptr(b),
+                          bias ? em_data_ptr(bias) : NULL);
 }

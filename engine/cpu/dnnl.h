@@ -16,11 +16,13 @@ typedef struct cpu_conv_geom {
 
 /* Runs op on contiguous buffers of dtype dt, float32 or bfloat16 (out, a,
  * b as in backend.h's em_conv_op; bfloat16 sums in float32 and rounds
- * once). Returns 0 when done, 1 when declined (oneDNN missing or disabled,
+ * once), with bias [K] of dt when not NULL: forward adds it, backward
+ * weight writes the bias's gradient into it. Returns 0 when done, 1 when declined (oneDNN missing or disabled,
  * another dtype, a case it does not take, no bfloat16 kernel but oneDNN's
  * reference loops, a oneDNN failure): the caller then takes the reference
  * path, which overwrites all of out. */
-int cpu_dnnl_conv(em_conv_op op, const cpu_conv_geom *g, em_dtype dt, void *out, const void *a, const void *b);
+int cpu_dnnl_conv(em_conv_op op, const cpu_conv_geom *g, em_dtype dt, void *out, const void *a, const void *b,
+                  void *bias);
 
 /* A batch of products c[i] = alpha a[i] @ b[i] + beta c[i] (i < B) for
  * dnnl_matmul.c: a [M, K] and b [K, N] bfloat16, each row-major with leading

@@ -6,7 +6,10 @@
  * (depthwise too), non-square shapes, a gx longer than the minimal one
  * (conv_transpose's output_padding) and batches that split unevenly over
  * the threads. The identity <conv(x, w), g> = <x, bwd_data(g, w)> =
- * <w, bwd_weight(x, g)> is checked on top. */
+ * <w, bwd_weight(x, g)> is checked on top. The bias fused into the calls
+ * (em_conv_params.bias) is checked against the same loops' results: the
+ * forward plus bias[k], and the weight gradient's call writing the sum of g
+ * over the batch and positions. */
 #include "../../engine/backend.h"
 #include "../../engine/cpu/dnnl.h"
 #include "check.h"
@@ -52,11 +55,9 @@ static double uniform(void)
     return (double)(rng_state >> 11) / 9007199254740992.0 * 2.0 - 1.0;
 }
 
-static em_tensor *tensor(int64_t a, int64_t b, const int64_t *sp, int nsp, em_dtype dt, bool random)
+static em_tensor *fill(em_tensor *t, bool random)
 {
-    int64_t sizes[5] = {a, b};
-    for (int i = 0; i < nsp; i++) sizes[2 + i] = sp[i];
-    em_tensor *t = em_empty(sizes, nsp + 2, dt, CPU);
+    em_dtype dt = t->dtype;
     int64_t n = em_numel(t);
     for (int64_t i = 0; i < n; i++) {
         double v = random ? uniform() : 7.0;       /* 7: garbage the kernel must overwrite */
@@ -65,6 +66,19 @@ static em_tensor *tensor(int64_t a, int64_t b, const int64_t *sp, int nsp, em_dt
         else ((double *)em_data_ptr(t))[i] = v;
     }
     return t;
+}
+
+static em_tensor *tensor(int64_t a, int64_t b, const int64_t *sp, int nsp, em_dtype dt, bool random)
+{
+    int64_t sizes[5] = {a, b};
+    for (int i = 0; i < nsp; i++) sizes[2 + i] = sp[i];
+    return fill(em_empty(sizes, nsp + 2, dt, CPU), random);
+}
+
+/* a [n] vector (a bias), filled as tensor() fills */
+static em_tensor *vector(int64_t n, em_dtype dt, bool random)
+{
+    return fill(em_empty(&n, 1, dt, CPU), random);
 }
 
 static double get(const em_tensor *t, int64_t i)
@@ -181,7 +195,9 @@ static bool agrees(const cfg *c, em_dtype dt)
     em_tensor *gx = tensor(c->N, c->C, c->in, c->nsp, dt, false);
     em_tensor *gxl = tensor(c->N, c->C, gxin, c->nsp, dt, false);
     em_tensor *gw = tensor(c->K, c->C / c->G, kw, c->nsp, dt, false);
-    double *xd = as_doubles(x), *wd = as_doubles(w), *gd = as_doubles(g);
+    em_tensor *yb = tensor(c->N, c->K, O, c->nsp, dt, false), *gw2 = tensor(c->K, c->C / c->G, kw, c->nsp, dt, false);
+    em_tensor *bias = vector(c->K, dt, true), *gb = vector(c->K, dt, false);
+    double *xd = as_doubles(x), *wd = as_doubles(w), *gd = as_doubles(g), *bd = as_doubles(bias);
     double *want_y = calloc((size_t)em_numel(y) + 1, sizeof(double));
     double *want_gx = calloc((size_t)em_numel(gx) + 1, sizeof(double));
     double *want_gxl = calloc((size_t)em_numel(gxl) + 1, sizeof(double));
@@ -190,6 +206,14 @@ static bool agrees(const cfg *c, em_dtype dt)
     naive(BWD_DATA, c, c->in, NULL, wd, gd, want_gx);
     naive(BWD_DATA, c, gxin, NULL, wd, gd, want_gxl);
     naive(BWD_WEIGHT, c, c->in, xd, NULL, gd, want_gw);
+    /* the bias: added per output channel; its gradient, g summed over the rest */
+    int64_t osz = em_numel(g) / (c->N * c->K);
+    double *want_yb = calloc((size_t)em_numel(y) + 1, sizeof(double)), *want_gb = calloc((size_t)c->K, sizeof(double));
+    for (int64_t i = 0; i < em_numel(y); i++) {
+        int64_t k = i / osz % c->K;
+        want_yb[i] = want_y[i] + bd[k];
+        want_gb[k] += gd[i];
+    }
 
     bool ok = true;
     const char *what = describe(c, dt);
@@ -209,6 +233,18 @@ static bool agrees(const cfg *c, em_dtype dt)
         printf("#   backward weight: %s %s\n", what, em_error());
         ok = false;
     }
+    em_conv_params pb = p;
+    pb.bias = bias;
+    if (em_cpu_backend.conv(EM_CONV_FORWARD, yb, x, w, &pb) != 0 || !close(yb, want_yb, tol)) {
+        printf("#   forward with a bias: %s %s\n", what, em_error());
+        ok = false;
+    }
+    pb.bias = gb;
+    if (em_cpu_backend.conv(EM_CONV_BACKWARD_WEIGHT, gw2, x, g, &pb) != 0 || !close(gw2, want_gw, tol)
+        || !close(gb, want_gb, tol)) {
+        printf("#   backward weight with the bias's gradient: %s %s\n", what, em_error());
+        ok = false;
+    }
     /* the adjoint identity, on the kernel's own outputs */
     double yg = dot(y, g, false), xgx = dot(x, gx, false), wgw = dot(w, gw, false);
     /* bfloat16's rounding errors do not cancel with the sum: bound them by
@@ -225,6 +261,13 @@ static bool agrees(const cfg *c, em_dtype dt)
     free(want_gx);
     free(want_gxl);
     free(want_gw);
+    free(want_yb);
+    free(want_gb);
+    free(bd);
+    em_release(yb);
+    em_release(gw2);
+    em_release(bias);
+    em_release(gb);
     em_release(x);
     em_release(w);
     em_release(g);

@@ -295,6 +295,34 @@ describe("conv gradients", function()
     end
     check(w.grad, want, 1e-10)
   end)
+  it("the bias's gradient is gy summed over all dims but the channels, with or without the weight's", function()
+    -- float32 [16, 32, 10, 10] -> 32 goes to oneDNN (the bias summed in the
+    -- weight gradient's pass), float64 to the reference loops; frozen
+    -- weights take the separate sum
+    for _, dt in ipairs({"float32", "float64"}) do
+      for _, train_w in ipairs({true, false}) do
+        ember.manual_seed(5)
+        local x = ember.randn(16, 32, 10, 10, {dtype = dt})
+        local w = ember.randn(32, 32, 3, 3, {dtype = dt}):requires_grad_(train_w)
+        local b = ember.randn(32, {dtype = dt}):requires_grad_()
+        local gy = ember.randn(16, 32, 10, 10, {dtype = dt})
+        local y = ember.conv2d(x, w, b, 1, 1)
+        -- the forward adds b[k] to every position of channel k
+        local y0 = ember.conv2d(x, w:detach(), nil, 1, 1)
+        check((y - y0):detach():amax({1, 3, 4}), b:detach(), 1e-5)
+        check((y - y0):detach():amin({1, 3, 4}), b:detach(), 1e-5)
+        y:backward(gy)
+        local want = {}
+        for k = 1, 32 do
+          local s = 0
+          for _, v in ipairs(gy[{{}, k}]:reshape(-1):tolist()) do s = s + v end
+          want[k] = s
+        end
+        check(b.grad, want, dt == "float32" and 1e-3 or 1e-9)
+        assert.equal(train_w, w.grad ~= nil)
+      end
+    end
+  end)
 end)
 
 -- ---- pooling --------------------------------------------------------------------------
