@@ -195,17 +195,19 @@ static int check_input(const char *op, const em_tensor *x, int min_ndim)
     return 0;
 }
 
-/* batch_norm's mixed-dtype case: 1 when x is float16/bfloat16 and every
- * parameter given is float32 (at least one given), 0 when none is float32
- * (or x is not half), -1 (the error set) when some are and some are not. */
-static int mixed_params(const em_tensor *x, const em_tensor *rm, const em_tensor *rv, const em_tensor *w,
-                        const em_tensor *b)
+/* The norms' mixed-dtype case, which PyTorch's CPU kernels take (and
+ * autocast reaches, leaving the norms in their input's dtype on the CPU):
+ * 1 when x is float16/bfloat16 and every parameter given (of the n in ps,
+ * NULL: not given) is float32, 0 when none is float32 (or x is not half),
+ * -1 (the error set) when some are and some are not. The op then runs on a
+ * float32 copy of x and its result is rounded once to x's dtype (to_input);
+ * the parameters' gradients stay float32. */
+static int mixed_params(const char *op, const em_tensor *x, const em_tensor *const *ps, const char *const *names,
+                        int n)
 {
     if (x->dtype != EM_FLOAT16 && x->dtype != EM_BFLOAT16) return 0;
-    const em_tensor *ps[4] = {rm, rv, w, b};
-    static const char *names[4] = {"running_mean", "running_var", "weight", "bias"};
     int given = 0, f32 = 0, other = -1;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < n; i++) {
         if (!ps[i]) continue;
         given++;
         if (ps[i]->dtype == EM_FLOAT32) f32++;
@@ -213,8 +215,18 @@ static int mixed_params(const em_tensor *x, const em_tensor *rm, const em_tensor
     }
     if (f32 == 0) return 0;
     if (f32 == given) return 1;
-    return em_set_error("batch_norm: %s (%s) must be float32 as the other parameters are, or all of them the "
-                        "input's dtype %s", names[other], em_dtype_name(ps[other]->dtype), em_dtype_name(x->dtype));
+    return em_set_error("%s: %s (%s) must be float32 as the other parameters are, or all of them the "
+                        "input's dtype %s", op, names[other], em_dtype_name(ps[other]->dtype), em_dtype_name(x->dtype));
+}
+
+/* The mixed case's result: yf (the op on the float32 copy xf) in dtype dt;
+ * releases both */
+static em_tensor *to_input(em_tensor *xf, em_tensor *yf, em_dtype dt)
+{
+    em_tensor *y = yf ? em_to_dtype(yf, dt) : NULL;
+    em_release(xf);
+    em_release(yf);
+    return y;
 }
 
 /* in-place r = (1 - m) r + m s, on tensors that need no gradient */
@@ -257,20 +269,14 @@ em_tensor *em_batch_norm(const em_tensor *x, em_tensor *running_mean, em_tensor 
 {
     const char *op = "batch_norm";
     if (check_input(op, x, 2)) return NULL;
-    int mixed = mixed_params(x, running_mean, running_var, weight, bias);
+    const em_tensor *ps[4] = {running_mean, running_var, weight, bias};
+    static const char *const names[4] = {"running_mean", "running_var", "weight", "bias"};
+    int mixed = mixed_params(op, x, ps, names, 4);
     if (mixed < 0) return NULL;
     if (mixed) {
-        /* a float16/bfloat16 input with float32 parameters (autocast leaves
-         * batch_norm in its input's dtype): computed in float32, as
-         * PyTorch's mixed-dtype kernels, the result rounded once to x's
-         * dtype; the parameters' gradients stay float32 */
         em_tensor *xf = em_to_dtype(x, EM_FLOAT32);
-        em_tensor *yf = xf ? em_batch_norm(xf, running_mean, running_var, weight, bias, training, momentum, eps)
-                           : NULL;
-        em_tensor *y = yf ? em_to_dtype(yf, x->dtype) : NULL;
-        em_release(xf);
-        em_release(yf);
-        return y;
+        return to_input(xf, xf ? em_batch_norm(xf, running_mean, running_var, weight, bias, training, momentum, eps)
+                               : NULL, x->dtype);
     }
     int64_t C = x->sizes[1];
     if (check_vector(op, "running_mean", x, running_mean, C) || check_vector(op, "running_var", x, running_var, C) ||
@@ -321,6 +327,14 @@ em_tensor *em_group_norm(const em_tensor *x, int64_t groups, const em_tensor *we
     if (groups < 1 || C % groups != 0)
         return em_set_error("%s: num_groups %lld must be positive and divide the channels %lld (input %s)", op,
                             (long long)groups, (long long)C, SHAPE(x)), NULL;
+    const em_tensor *ps[2] = {weight, bias};
+    static const char *const names[2] = {"weight", "bias"};
+    int mixed = mixed_params(op, x, ps, names, 2);
+    if (mixed < 0) return NULL;
+    if (mixed) {
+        em_tensor *xf = em_to_dtype(x, EM_FLOAT32);
+        return to_input(xf, xf ? em_group_norm(xf, groups, weight, bias, eps) : NULL, x->dtype);
+    }
     if (check_vector(op, "weight", x, weight, C) || check_vector(op, "bias", x, bias, C)) return NULL;
     if (!(eps >= 0)) return em_set_error("%s: eps must be non-negative, got %g", op, eps), NULL;
     int64_t s3[3] = {N, C, S};
@@ -349,7 +363,13 @@ em_tensor *em_layer_norm(const em_tensor *x, const int64_t *normalized_shape, in
         return em_set_error("%s: input %s must end with normalized_shape %s", op, SHAPE(x),
                             em_sizes_tmp(normalized_shape, nnorm)), NULL;
     const em_tensor *wb[2] = {weight, bias};
-    const char *names[2] = {"weight", "bias"};
+    static const char *const names[2] = {"weight", "bias"};
+    int mixed = mixed_params(op, x, wb, names, 2);
+    if (mixed < 0) return NULL;
+    if (mixed) {
+        em_tensor *xf = em_to_dtype(x, EM_FLOAT32);
+        return to_input(xf, xf ? em_layer_norm(xf, normalized_shape, nnorm, weight, bias, eps) : NULL, x->dtype);
+    }
     for (int k = 0; k < 2; k++) {
         const em_tensor *v = wb[k];
         if (!v) continue;

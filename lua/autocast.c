@@ -10,15 +10,24 @@
  * Ops composed in Lua (most losses) call ember._autocast(policy, ...) on their
  * arguments.
  *
- * The policies are PyTorch's (torch/amp autocast_mode, the CUDA lists):
- *  LOWER   (matmul, mm, bmm, addmm, baddbmm, linear, conv, attention, einsum):
- *          eligible tensors to the region's low-precision dtype;
- *  FP32    (softmax, log_softmax, layer_norm, group_norm, losses, sum, mean,
- *          prod, cumsum, pow, exp, log and the like): bfloat16/float16
- *          tensors to float32 (batch_norm is in no list, as in PyTorch);
- *  PROMOTE (cat, stack, addcmul, addcdiv, atan2, cross, dot, tensordot,
- *          index_put, scatter_add): eligible tensors to the widest of them.
- * Eligible: floating and not float64, on a device type whose autocast is on. */
+ * The policies are PyTorch's (aten's autocast_mode lists), which differ by
+ * device type; each tensor is cast by the lists of its own device:
+ *  LOWER     (matmul, mm, bmm, addmm, baddbmm, linear, conv, attention,
+ *            einsum): eligible tensors to the region's low-precision dtype;
+ *  FP32      (prod, cdist, cross_entropy and the other losses bound in C or
+ *            composed in Lua): bfloat16/float16 tensors to float32, on
+ *            every device;
+ *  FP32_CUDA (softmax, log_softmax, layer_norm, group_norm, sum, mean,
+ *            cumsum, logsumexp, norms, pow, exp, log and the like, softplus):
+ *            to float32 on CUDA devices; left in their dtype on the CPU,
+ *            whose lists do not hold them (PyTorch 2.15 under
+ *            torch.autocast("cpu"), both low-precision dtypes: softmax and
+ *            layer_norm of bfloat16 give bfloat16, mse_loss and prod float32;
+ *            tests/lua/autocast_spec.lua has the table);
+ *  PROMOTE   (cat, stack, addcmul, addcdiv, atan2, cross, dot, tensordot,
+ *            index_put, scatter_add): eligible tensors to the widest of them.
+ * batch_norm is in no list, as in PyTorch. Eligible: floating and not
+ * float64, on a device type whose autocast is on. */
 #include "binding.h"
 
 #include <string.h>
@@ -37,6 +46,7 @@ static em_dtype target(const em_tensor *t, emlua_ac_policy pol, em_dtype wide)
     switch (pol) {
     case EMLUA_AC_LOWER: return em_autocast_dtype(t);
     case EMLUA_AC_FP32: return EM_FLOAT32;
+    case EMLUA_AC_FP32_CUDA: return t->storage->device.type == EM_CUDA ? EM_FLOAT32 : t->dtype;
     default: return wide;
     }
 }
@@ -118,7 +128,8 @@ static em_device_type check_device_type(lua_State *L, int idx, const char *op)
     return d.type;
 }
 
-static const char *const policy_names[] = {"lower", "fp32", "promote", NULL};
+/* emlua_ac_policy's order */
+static const char *const policy_names[] = {"lower", "fp32", "promote", "fp32_cuda", NULL};
 
 /* ember._autocast(policy, ...): the arguments, cast under the policy */
 static int l_autocast_args(lua_State *L)
@@ -126,7 +137,8 @@ static int l_autocast_args(lua_State *L)
     const char *name = lua_type(L, 1) == LUA_TSTRING ? lua_tostring(L, 1) : "";
     int pol = 0;
     while (policy_names[pol] && strcmp(policy_names[pol], name) != 0) pol++;
-    if (!policy_names[pol]) emlua_typeerror(L, 1, "_autocast", "a policy (\"lower\", \"fp32\" or \"promote\")");
+    if (!policy_names[pol])
+        emlua_typeerror(L, 1, "_autocast", "a policy (\"lower\", \"fp32\", \"fp32_cuda\" or \"promote\")");
     int n = lua_gettop(L) - 1;
     if (em_autocast_active()) emlua_autocast_args(L, (emlua_ac_policy)pol, 2, n + 1);
     return n;

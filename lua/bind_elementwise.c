@@ -33,7 +33,7 @@ static void check_operand_type(lua_State *L, int idx, const char *op)
 static emlua_ac_policy ac_policy(em_op_autocast c)
 {
     switch (c) {
-    case EM_OPAC_FP32: return EMLUA_AC_FP32;
+    case EM_OPAC_FP32_CUDA: return EMLUA_AC_FP32_CUDA;
     case EM_OPAC_PROMOTE: return EMLUA_AC_PROMOTE;
     case EM_OPAC_NONE: case EM_NOPAC: break;
     }
@@ -653,7 +653,7 @@ static const char *const aliases[][2] = {
 
 /* The names of elementwise_ops.h's classes, for ember._ops */
 static const char *const dtypes_names[] = {"float", "numeric", "all", "integer", "bitwise", "to_bool"};
-static const char *const autocast_names[] = {"none", "fp32", "promote"};
+static const char *const autocast_names[] = {"none", "fp32_cuda", "promote"};
 static const char *const binding_names[] = {"generic", "own", "internal"};
 _Static_assert(sizeof dtypes_names / sizeof *dtypes_names == EM_NOPDT, "a name per em_op_dtypes");
 _Static_assert(sizeof autocast_names / sizeof *autocast_names == EM_NOPAC, "a name per em_op_autocast");

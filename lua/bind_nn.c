@@ -268,7 +268,7 @@ static int l_batch_norm(lua_State *L)
 
 static int l_group_norm(lua_State *L)
 {
-    emlua_autocast(L, EMLUA_AC_FP32, 1, 0);
+    emlua_autocast(L, EMLUA_AC_FP32_CUDA, 1, 0);
     const char *op = "group_norm";
     em_tensor *x = emlua_check(L, 1, op);
     int64_t groups = emlua_check_integer(L, 2, op);
@@ -281,7 +281,7 @@ static int l_group_norm(lua_State *L)
 
 static int l_layer_norm(lua_State *L)
 {
-    emlua_autocast(L, EMLUA_AC_FP32, 1, 0);
+    emlua_autocast(L, EMLUA_AC_FP32_CUDA, 1, 0);
     const char *op = "layer_norm";
     em_tensor *x = emlua_check(L, 1, op);
     int64_t shape[EM_MAX_DIMS];

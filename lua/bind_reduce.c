@@ -117,14 +117,14 @@ static int reduce_with(lua_State *L, const char *op, reduce_fn fn, bool takes_dt
     return emlua_push(L, fn(t, dims, nd, keep));
 }
 
-static int l_sum(lua_State *L) { return reduce_with(L, "sum", em_sum, true, EMLUA_AC_FP32); }
-static int l_mean(lua_State *L) { return reduce_with(L, "mean", em_mean, true, EMLUA_AC_FP32); }
+static int l_sum(lua_State *L) { return reduce_with(L, "sum", em_sum, true, EMLUA_AC_FP32_CUDA); }
+static int l_mean(lua_State *L) { return reduce_with(L, "mean", em_mean, true, EMLUA_AC_FP32_CUDA); }
 static int l_prod(lua_State *L) { return reduce_with(L, "prod", em_prod, true, EMLUA_AC_FP32); }
 static int l_amax(lua_State *L) { return reduce_with(L, "amax", em_amax, false, EMLUA_AC_NONE); }
 static int l_amin(lua_State *L) { return reduce_with(L, "amin", em_amin, false, EMLUA_AC_NONE); }
 static int l_all(lua_State *L) { return reduce_with(L, "all", em_all, false, EMLUA_AC_NONE); }
 static int l_any(lua_State *L) { return reduce_with(L, "any", em_any, false, EMLUA_AC_NONE); }
-static int l_logsumexp(lua_State *L) { return reduce_with(L, "logsumexp", em_logsumexp, false, EMLUA_AC_FP32); }
+static int l_logsumexp(lua_State *L) { return reduce_with(L, "logsumexp", em_logsumexp, false, EMLUA_AC_FP32_CUDA); }
 
 /* ---- max / min ----------------------------------------------------------- */
 
@@ -220,7 +220,7 @@ static int l_std(lua_State *L) { return variance(L, "std", em_std); }
 
 static int l_norm(lua_State *L)
 {
-    emlua_autocast(L, EMLUA_AC_FP32, 1, 0);
+    emlua_autocast(L, EMLUA_AC_FP32_CUDA, 1, 0);
     static const char *const names[] = {"p", "dim", "keepdim"};
     em_tensor *t = emlua_check(L, 1, "norm");
     canon_args(L, "norm", 3, names);
@@ -262,10 +262,10 @@ static int along_dim(lua_State *L, const char *op, dim_fn fn, emlua_ac_policy po
     return emlua_push(L, fn(t, dim));
 }
 
-static int l_softmax(lua_State *L) { return along_dim(L, "softmax", em_softmax, EMLUA_AC_FP32); }
-static int l_log_softmax(lua_State *L) { return along_dim(L, "log_softmax", em_log_softmax, EMLUA_AC_FP32); }
-static int l_cumsum(lua_State *L) { return along_dim(L, "cumsum", em_cumsum, EMLUA_AC_FP32); }
-static int l_cumprod(lua_State *L) { return along_dim(L, "cumprod", em_cumprod, EMLUA_AC_FP32); }
+static int l_softmax(lua_State *L) { return along_dim(L, "softmax", em_softmax, EMLUA_AC_FP32_CUDA); }
+static int l_log_softmax(lua_State *L) { return along_dim(L, "log_softmax", em_log_softmax, EMLUA_AC_FP32_CUDA); }
+static int l_cumsum(lua_State *L) { return along_dim(L, "cumsum", em_cumsum, EMLUA_AC_FP32_CUDA); }
+static int l_cumprod(lua_State *L) { return along_dim(L, "cumprod", em_cumprod, EMLUA_AC_FP32_CUDA); }
 
 /* ---- reductions by order and counting ------------------------------------------- */
 

@@ -148,6 +148,8 @@ end
 
 --- ember.baddbmm(input, batch1, batch2 [, {beta = 1, alpha = 1}]) -> beta * input + alpha * bmm(batch1, batch2).
 function M.baddbmm(input, batch1, batch2, ...)
+  -- autocast: in both device types' low-precision lists, as bmm
+  input, batch1, batch2 = ember._autocast("lower", input, batch1, batch2)
   local o = options("baddbmm", {"*", "beta", "alpha"}, ...)
   check_tensor(input, "baddbmm", "input")
   check_batches("baddbmm", input, batch1, batch2)
@@ -156,6 +158,8 @@ end
 
 --- ember.addbmm(input, batch1, batch2 [, {beta = 1, alpha = 1}]) -> beta * input + alpha * sum over b of batch1[b] @ batch2[b].
 function M.addbmm(input, batch1, batch2, ...)
+  -- autocast: in both device types' low-precision lists, as bmm
+  input, batch1, batch2 = ember._autocast("lower", input, batch1, batch2)
   local o = options("addbmm", {"*", "beta", "alpha"}, ...)
   check_tensor(input, "addbmm", "input")
   check_batches("addbmm", input, batch1, batch2)

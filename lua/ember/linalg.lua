@@ -61,12 +61,18 @@ local function check_float(x, op)
   end
 end
 
-local function check_matrix(A, op)
+-- A is a tensor of 2 dims or more, of a dtype LAPACK takes (float32, float64),
+-- or any float dtype when any_float (the norms composed of elementwise ops)
+local function check_matrix(A, op, any_float)
   check_tensor(A, op)
   if A:dim() < 2 then
     raise(string.format("%s: The input tensor A must have at least 2 dimensions, got %d", op, A:dim()))
   end
-  check_float(A, op)
+  if not any_float then
+    check_float(A, op)
+  elseif not A:is_floating_point() then
+    raise(string.format("%s: Expected a floating point tensor as input, got %s", op, A.dtype))
+  end
 end
 
 local function check_bool(v, op, name)
@@ -313,10 +319,11 @@ local function with_dtype(x, dtype, op)
   return x
 end
 
--- A norm's arguments: its input, in float32 under autocast (as PyTorch's
--- autocast: norms in float32), and the options ord, dim, keepdim, dtype.
+-- A norm's arguments: its input, in float32 under autocast on CUDA devices
+-- (PyTorch's CUDA list; its CPU lists leave norms in their input's dtype),
+-- and the options ord, dim, keepdim, dtype.
 local function norm_args(op, input, ...)
-  return ember._autocast("fp32", input), args(op, {"ord", "dim", "keepdim", "dtype"}, ...)
+  return ember._autocast("fp32_cuda", input), args(op, {"ord", "dim", "keepdim", "dtype"}, ...)
 end
 
 function M.vector_norm(input, ...)
@@ -348,10 +355,11 @@ end
 function M.matrix_norm(input, ...)
   local op = "linalg.matrix_norm"
   local A, a = norm_args(op, input, ...)
-  check_matrix(A, op)
+  local ord = a.ord == nil and "fro" or a.ord
+  -- the singular values need LAPACK's dtypes; the other orders take any float
+  check_matrix(A, op, ord ~= "nuc" and ord ~= 2 and ord ~= -2)
   check_bool(a.keepdim, op, "keepdim")
   A = with_dtype(A, a.dtype, op)
-  local ord = a.ord == nil and "fro" or a.ord
   local keep = a.keepdim == true
   local r, c = matrix_dims(A, a.dim, op)
   if ord == "fro" then return A:norm(2, {r, c}, keep) end

@@ -69,11 +69,15 @@ for _, dtype in ipairs({"bfloat16", "float16"}) do
       local w = ember.randn(4, 3, 3, 3) * 0.3
       local function run(device_of, region)
         local wt = device_of(w); wt.requires_grad = true
-        local out = region(opts, function()
+        -- the block's output in the low-precision dtype on both device types, summed
+        -- outside the region (sum's policy differs: float32 on CUDA, the input's
+        -- dtype on the CPU, as PyTorch's lists)
+        local pooled = region(opts, function()
           local c = F.conv2d(device_of(x), wt, nil, {padding = 1})
           local bn = F.batch_norm(c, nil, nil, nil, nil, true)
-          return F.max_pool2d(F.relu(bn), 2):sum()
+          return F.max_pool2d(F.relu(bn), 2)
         end)
+        local out = pooled:sum()
         out:backward()
         return out, wt.grad
       end

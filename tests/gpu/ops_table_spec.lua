@@ -312,13 +312,19 @@ describe("the elementwise op table", function()
       end
 
       if op.binding == "generic" and (op.dtypes == "float" or op.dtypes == "numeric") then
-        it("follows its autocast class (" .. op.autocast .. ") under ember.autocast on the CPU", function()
-          ember.manual_seed(34)
-          local xs = on("cpu", float_inputs(op, d), "bfloat16")
-          local got = ember.autocast("cpu", {dtype = "bfloat16"}, function() return ember[op.name](table.unpack(xs)) end)
-          local want = op.autocast == "fp32" and "float32" or "bfloat16"
-          assert(got.dtype == want, ("%s under autocast: %s, expected %s"):format(op.name, got.dtype, want))
-        end)
+        -- fp32_cuda: float32 in a CUDA region (PyTorch's CUDA list), the input's dtype in a
+        -- CPU region (its CPU lists hold none of these ops)
+        for _, dev in ipairs(DEVICES) do
+          local low = dev == "cpu" and "bfloat16" or "float16"
+          it("follows its autocast class (" .. op.autocast .. ") under ember.autocast on " .. dev, function()
+            ember.manual_seed(34)
+            local xs = on(dev, float_inputs(op, d), low)
+            local kind = dev == "cpu" and "cpu" or "cuda"
+            local got = ember.autocast(kind, {dtype = low}, function() return ember[op.name](table.unpack(xs)) end)
+            local want = op.autocast == "fp32_cuda" and kind == "cuda" and "float32" or low
+            assert(got.dtype == want, ("%s under autocast on %s: %s, expected %s"):format(op.name, dev, got.dtype, want))
+          end)
+        end
       end
     end)
   end

@@ -6,8 +6,12 @@
 local ember = require "ember"
 local raise = require("ember.errors").raise
 -- ember.autocast's policy for the functions composed here (the ops bound in C
--- apply theirs at their entry, lua/autocast.c): losses, softplus and the
--- normalisations run in float32, prelu in the low-precision dtype.
+-- apply theirs at their entry, lua/autocast.c, which says which lists): the
+-- losses PyTorch's lists name run in float32 on every device; softplus, the
+-- normalisations and the losses composed of other ops (gaussian_nll_loss,
+-- multilabel_soft_margin_loss) in float32 on CUDA devices only, as PyTorch's
+-- CPU autocast leaves them in their input's dtype; prelu in the
+-- low-precision dtype.
 local autocast = ember._autocast
 local args = require "ember.args"
 -- the optional arguments of a call: PyTorch's positional order, then an options table
@@ -1137,7 +1141,7 @@ end
 
 --- F.softplus(x [, beta = 1 [, threshold = 20]]) -> log(1 + exp(beta x)) / beta; x itself where beta x > threshold.
 function F.softplus(x, ...)
-  x = autocast("fp32", x)
+  x = autocast("fp32_cuda", x)
   local op = "softplus"
   local o = options(op, {"beta", "threshold"}, ...)
   check_float(x, op)
@@ -1320,7 +1324,7 @@ end
 
 --- F.normalize(x [, p = 2 [, dim = 2 [, eps = 1e-12]]]) -> x / max(||x||_p along dim, eps).
 function F.normalize(x, ...)
-  x = autocast("fp32", x)
+  x = autocast("fp32_cuda", x)
   local op = "normalize"
   local o = options(op, {"p", "dim", "eps"}, ...)
   check_float(x, op)
@@ -1332,7 +1336,7 @@ end
 
 --- F.cosine_similarity(x1, x2 [, dim = 2 [, eps = 1e-8]]) -> x1 . x2 / (||x1|| ||x2||) along dim (inputs broadcast).
 function F.cosine_similarity(x1, x2, ...)
-  x1, x2 = autocast("fp32", x1, x2)
+  x1, x2 = autocast("fp32_cuda", x1, x2)
   local op = "cosine_similarity"
   local o = options(op, {"dim", "eps"}, ...)
   check_float(x1, op)
@@ -1515,7 +1519,7 @@ end
 -- passes as if not, as PyTorch). full adds 0.5 log(2 pi).
 local gaussian_nll_loss_names = {"full", "eps", "reduction"}
 function F.gaussian_nll_loss(input, target, var, ...)
-  input, target, var = autocast("fp32", input, target, var)
+  input, target, var = autocast("fp32_cuda", input, target, var)
   local op = "gaussian_nll_loss"
   local o, reduction = loss_args(op, gaussian_nll_loss_names, ...)
   input, target = pair(input, target, op)
@@ -1632,7 +1636,7 @@ end
 -- input [N, C] logits, target [N, C] in {0, 1}; weight [C] weighs the classes. "none" gives [N].
 local multilabel_soft_margin_loss_names = {"weight", "size_average", "reduce", "reduction"}
 function F.multilabel_soft_margin_loss(input, target, ...)
-  input, target = autocast("fp32", input, target)
+  input, target = autocast("fp32_cuda", input, target)
   local op = "multilabel_soft_margin_loss"
   local o, reduction = loss_args(op, multilabel_soft_margin_loss_names, ...)
   input, target = pair(input, target, op)
