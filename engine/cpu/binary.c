@@ -43,29 +43,7 @@ static bool is_bitwise(em_binary_op op)
 /* ops with no integer loop: the engine promotes their integer operands */
 static bool float_only(em_binary_op op) { return em_binary_info(op)->dtypes == EM_OPDT_FLOAT; }
 
-/* ---- gather / scatter by element size ------------------------------------ */
-
 static bool is_half(em_dtype d) { return d == EM_FLOAT16 || d == EM_BFLOAT16; }
-
-static void gather(void *dst, const char *p, int64_t stride, int64_t n, size_t esz)
-{
-    switch (esz) {
-    case 8: { uint64_t *d = dst; for (int64_t i = 0; i < n; i++) d[i] = *(const uint64_t *)(p + i * stride); break; }
-    case 4: { uint32_t *d = dst; for (int64_t i = 0; i < n; i++) d[i] = *(const uint32_t *)(p + i * stride); break; }
-    case 2: { uint16_t *d = dst; for (int64_t i = 0; i < n; i++) d[i] = *(const uint16_t *)(p + i * stride); break; }
-    default: { uint8_t *d = dst; for (int64_t i = 0; i < n; i++) d[i] = *(const uint8_t *)(p + i * stride); break; }
-    }
-}
-
-static void scatter(char *p, int64_t stride, const void *src, int64_t n, size_t esz)
-{
-    switch (esz) {
-    case 8: { const uint64_t *s = src; for (int64_t i = 0; i < n; i++) *(uint64_t *)(p + i * stride) = s[i]; break; }
-    case 4: { const uint32_t *s = src; for (int64_t i = 0; i < n; i++) *(uint32_t *)(p + i * stride) = s[i]; break; }
-    case 2: { const uint16_t *s = src; for (int64_t i = 0; i < n; i++) *(uint16_t *)(p + i * stride) = s[i]; break; }
-    default: { const uint8_t *s = src; for (int64_t i = 0; i < n; i++) *(uint8_t *)(p + i * stride) = s[i]; break; }
-    }
-}
 
 /* ---- float32 and float64: one body each (binary_float.inc) ------------- */
 
@@ -82,7 +60,7 @@ static void load_f32(float *dst, const char *p, int64_t stride, int64_t n, em_dt
 {
     if (d != EM_FLOAT32) cpu_half_to_f32(dst, p, stride, n, d);
     else if (stride == 4) memcpy(dst, p, (size_t)n * 4);
-    else gather(dst, p, stride, n, 4);
+    else cpu_gather(dst, p, stride, n, 4);
 }
 
 static void loop_half(const bin_ctx *c, char **p, const int64_t *s, int64_t n)
@@ -102,7 +80,7 @@ static void loop_half(const bin_ctx *c, char **p, const int64_t *s, int64_t n)
             load_f32(bb, pb, s[2], m, c->db);
             uint8_t *o = s[0] == 1 ? (uint8_t *)out : bc;
             cmp_f32(c->op, o, ba, bb, m);
-            if (o == bc) scatter(out, s[0], bc, m, 1);
+            if (o == bc) cpu_scatter(out, s[0], bc, m, 1);
             continue;
         }
         bool done = false;
@@ -214,7 +192,7 @@ static void loop_int(bin_ctx *c, char **p, const int64_t *s, int64_t n)
         if (c->cmp) {
             uint8_t *o = s[0] == 1 ? (uint8_t *)out : bc;
             cmp_i64(c->op, o, a, b, m);
-            if (o == bc) scatter(out, s[0], bc, m, 1);
+            if (o == bc) cpu_scatter(out, s[0], bc, m, 1);
         } else {
             int64_t *o = direct && s[0] == 8 ? (int64_t *)out : bo;
             dz |= bin_i64(c->op, o, a, b, m);

@@ -86,6 +86,29 @@ static inline char *cpu_elem(const em_tensor *t, const int64_t *idx)
 
 /* Element offset of row r of t along `dim` (softmax, scans): the dims other
  * than dim, row-major. */
+/* n elements of esz bytes (1, 2, 4 or 8), p + i * stride, into the packed
+ * dst (cpu_gather), or from the packed src to p + i * stride (cpu_scatter):
+ * the strided operands of the elementwise loops, a chunk at a time */
+static inline void cpu_gather(void *dst, const char *p, int64_t stride, int64_t n, size_t esz)
+{
+    switch (esz) {
+    case 8: { uint64_t *d = dst; for (int64_t i = 0; i < n; i++) d[i] = *(const uint64_t *)(p + i * stride); break; }
+    case 4: { uint32_t *d = dst; for (int64_t i = 0; i < n; i++) d[i] = *(const uint32_t *)(p + i * stride); break; }
+    case 2: { uint16_t *d = dst; for (int64_t i = 0; i < n; i++) d[i] = *(const uint16_t *)(p + i * stride); break; }
+    default: { uint8_t *d = dst; for (int64_t i = 0; i < n; i++) d[i] = *(const uint8_t *)(p + i * stride); break; }
+    }
+}
+
+static inline void cpu_scatter(char *p, int64_t stride, const void *src, int64_t n, size_t esz)
+{
+    switch (esz) {
+    case 8: { const uint64_t *s = src; for (int64_t i = 0; i < n; i++) *(uint64_t *)(p + i * stride) = s[i]; break; }
+    case 4: { const uint32_t *s = src; for (int64_t i = 0; i < n; i++) *(uint32_t *)(p + i * stride) = s[i]; break; }
+    case 2: { const uint16_t *s = src; for (int64_t i = 0; i < n; i++) *(uint16_t *)(p + i * stride) = s[i]; break; }
+    default: { const uint8_t *s = src; for (int64_t i = 0; i < n; i++) *(uint8_t *)(p + i * stride) = s[i]; break; }
+    }
+}
+
 static inline int64_t cpu_row_offset(const em_tensor *t, int dim, int64_t r)
 {
     int64_t off = 0;

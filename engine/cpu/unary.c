@@ -17,24 +17,6 @@
 
 typedef struct un_ctx { em_unary_op op; em_dtype dt; bool to_bool; } un_ctx;
 
-static void gather(void *dst, const char *p, int64_t stride, int64_t n, size_t esz)
-{
-    switch (esz) {
-    case 8: { uint64_t *d = dst; for (int64_t i = 0; i < n; i++) d[i] = *(const uint64_t *)(p + i * stride); break; }
-    case 4: { uint32_t *d = dst; for (int64_t i = 0; i < n; i++) d[i] = *(const uint32_t *)(p + i * stride); break; }
-    default: { uint8_t *d = dst; for (int64_t i = 0; i < n; i++) d[i] = *(const uint8_t *)(p + i * stride); break; }
-    }
-}
-
-static void scatter(char *p, int64_t stride, const void *src, int64_t n, size_t esz)
-{
-    switch (esz) {
-    case 8: { const uint64_t *s = src; for (int64_t i = 0; i < n; i++) *(uint64_t *)(p + i * stride) = s[i]; break; }
-    case 4: { const uint32_t *s = src; for (int64_t i = 0; i < n; i++) *(uint32_t *)(p + i * stride) = s[i]; break; }
-    default: { const uint8_t *s = src; for (int64_t i = 0; i < n; i++) *(uint8_t *)(p + i * stride) = s[i]; break; }
-    }
-}
-
 /* a * b + c, fused where the target has FMA (-std=c11 turns off gcc's own
  * contraction); elsewhere fma() would be a slow library call */
 static inline double mad(double a, double b, double c)
@@ -652,30 +634,39 @@ static void not_i64(uint8_t *restrict o, const int64_t *restrict a, int64_t n)
     for (int64_t i = 0; i < n; i++) o[i] = a[i] == 0;
 }
 
-static void loop_f32(const un_ctx *c, char **p, const int64_t *s, int64_t n)
+/* The float32 or float64 loop (un_f32 / un_f64, or logical_not) on o[0..m)
+ * from a[0..m) */
+static void float_run(const un_ctx *c, void *o, const void *a, int64_t m)
 {
-    int64_t osz = c->to_bool ? 1 : 4;
-    if (s[0] == osz && s[1] == 4) {
-        if (c->to_bool) not_f32((uint8_t *)p[0], (const float *)p[1], n);
-        else un_f32(c->op, (float *)p[0], (const float *)p[1], n);
+    bool f32 = c->dt == EM_FLOAT32;
+    if (c->to_bool) {
+        if (f32) not_f32(o, a, m);
+        else not_f64(o, a, m);
+    } else if (f32) {
+        un_f32(c->op, o, a, m);
+    } else {
+        un_f64(c->op, o, a, m);
+    }
+}
+
+/* float32 and float64: contiguous operands in one run; strided ones a chunk
+ * at a time through packed buffers */
+static void loop_float(const un_ctx *c, char **p, const int64_t *s, int64_t n)
+{
+    int64_t esz = c->dt == EM_FLOAT32 ? 4 : 8, osz = c->to_bool ? 1 : esz;
+    if (s[0] == osz && s[1] == esz) {
+        float_run(c, p[0], p[1], n);
         return;
     }
-    float ba[CHUNK], bo[CHUNK];
-    uint8_t bc[CHUNK];
+    double ba[CHUNK], bo[CHUNK];    /* CHUNK elements of either dtype */
     for (int64_t i = 0; i < n; i += CHUNK) {
         int64_t m = n - i < CHUNK ? n - i : CHUNK;
-        const float *a = (const float *)(p[1] + i * s[1]);
-        if (s[1] != 4) { gather(ba, (const char *)a, s[1], m, 4); a = ba; }
+        const char *a = p[1] + i * s[1];
+        if (s[1] != esz) { cpu_gather(ba, a, s[1], m, (size_t)esz); a = (const char *)ba; }
         char *out = p[0] + i * s[0];
-        if (c->to_bool) {
-            uint8_t *o = s[0] == 1 ? (uint8_t *)out : bc;
-            not_f32(o, a, m);
-            if (o == bc) scatter(out, s[0], bc, m, 1);
-        } else {
-            float *o = s[0] == 4 ? (float *)out : bo;
-            un_f32(c->op, o, a, m);
-            if (o == bo) scatter(out, s[0], bo, m, 4);
-        }
+        void *o = s[0] == osz ? (void *)out : (void *)bo;
+        float_run(c, o, a, m);
+        if (o == bo) cpu_scatter(out, s[0], bo, m, (size_t)osz);
     }
 }
 
@@ -693,37 +684,10 @@ static void loop_half(const un_ctx *c, char **p, const int64_t *s, int64_t n)
         if (c->to_bool) {
             uint8_t *o = s[0] == 1 ? (uint8_t *)out : bc;
             not_f32(o, ba, m);
-            if (o == bc) scatter(out, s[0], bc, m, 1);
+            if (o == bc) cpu_scatter(out, s[0], bc, m, 1);
         } else {
             un_f32(c->op, bo, ba, m);
             cpu_f32_to_half(out, s[0], bo, m, c->dt);
-        }
-    }
-}
-
-static void loop_f64(const un_ctx *c, char **p, const int64_t *s, int64_t n)
-{
-    int64_t osz = c->to_bool ? 1 : 8;
-    if (s[0] == osz && s[1] == 8) {
-        if (c->to_bool) not_f64((uint8_t *)p[0], (const double *)p[1], n);
-        else un_f64(c->op, (double *)p[0], (const double *)p[1], n);
-        return;
-    }
-    double ba[CHUNK], bo[CHUNK];
-    uint8_t bc[CHUNK];
-    for (int64_t i = 0; i < n; i += CHUNK) {
-        int64_t m = n - i < CHUNK ? n - i : CHUNK;
-        const double *a = (const double *)(p[1] + i * s[1]);
-        if (s[1] != 8) { gather(ba, (const char *)a, s[1], m, 8); a = ba; }
-        char *out = p[0] + i * s[0];
-        if (c->to_bool) {
-            uint8_t *o = s[0] == 1 ? (uint8_t *)out : bc;
-            not_f64(o, a, m);
-            if (o == bc) scatter(out, s[0], bc, m, 1);
-        } else {
-            double *o = s[0] == 8 ? (double *)out : bo;
-            un_f64(c->op, o, a, m);
-            if (o == bo) scatter(out, s[0], bo, m, 8);
         }
     }
 }
@@ -742,7 +706,7 @@ static void loop_int(const un_ctx *c, char **p, const int64_t *s, int64_t n)
         if (c->to_bool) {
             uint8_t *o = s[0] == 1 ? (uint8_t *)out : bc;
             not_i64(o, a, m);
-            if (o == bc) scatter(out, s[0], bc, m, 1);
+            if (o == bc) cpu_scatter(out, s[0], bc, m, 1);
         } else {
             int64_t *o = direct && s[0] == 8 ? (int64_t *)out : bo;
             un_i64(c->op, o, a, m);
@@ -755,8 +719,7 @@ static void unary_loop(char **p, const int64_t *s, int64_t n, void *ctx)
 {
     const un_ctx *c = ctx;
     switch (c->dt) {
-    case EM_FLOAT32: loop_f32(c, p, s, n); break;
-    case EM_FLOAT64: loop_f64(c, p, s, n); break;
+    case EM_FLOAT32: case EM_FLOAT64: loop_float(c, p, s, n); break;
     case EM_FLOAT16: case EM_BFLOAT16: loop_half(c, p, s, n); break;
     default: loop_int(c, p, s, n); break;
     }
