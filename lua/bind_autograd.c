@@ -529,6 +529,7 @@ static int push_guard(lua_State *L, bool was)
 {
     bool *g = lua_newuserdatauv(L, sizeof(bool), 0);
     *g = was;
+    emlua_new_class(L, "ember.GradGuard", NULL, NULL, guard_close, NULL);   /* made on first use */
     luaL_setmetatable(L, "ember.GradGuard");
     return 1;
 }
@@ -601,8 +602,4 @@ static const luaL_Reg functions[] = {
     {NULL, NULL},
 };
 
-void emlua_open_autograd(lua_State *L)
-{
-    emlua_new_class(L, "ember.GradGuard", NULL, NULL, guard_close, NULL);
-    emlua_register(L, methods, functions);
-}
+void emlua_open_autograd(lua_State *L) { emlua_register(L, methods, functions); }

@@ -335,6 +335,7 @@ static int l_load(lua_State *L)
      * building the tables leaks nothing */
     em_checkpoint **box = lua_newuserdatauv(L, sizeof *box, 0);   /* 3 */
     *box = NULL;
+    emlua_new_class(L, BOX_MT, NULL, box_gc, NULL, NULL);      /* made on first use */
     luaL_setmetatable(L, BOX_MT);
     *box = mmap ? em_load_safetensors_mapped(path) : em_load_safetensors(path);
     em_checkpoint *c = *box;
@@ -652,7 +653,6 @@ void emlua_open_io(lua_State *L)
     static const luaL_Reg zip_methods[] = {
         {"members", zip_members}, {"read", zip_read}, {"tensor", zip_tensor}, {"close", zip_close}, {NULL, NULL},
     };
-    emlua_new_class(L, BOX_MT, NULL, box_gc, NULL, NULL);
     emlua_new_class(L, ZIP_MT, zip_methods, zip_close, zip_close, NULL);
     static const luaL_Reg safe_methods[] = {
         {"keys", safe_keys}, {"get_tensor", safe_get_tensor}, {"metadata", safe_metadata}, {"close", safe_close},

@@ -672,7 +672,9 @@ void emlua_new_class(lua_State *L, const char *name, const luaL_Reg *methods, lu
 {
     if (luaL_newmetatable(L, name)) {
         if (methods) {
-            lua_newtable(L);
+            int n = 0;
+            while (methods[n].name) n++;
+            lua_createtable(L, 0, n);       /* sized: no rehash while it fills (start-up) */
             luaL_setfuncs(L, methods, 0);
             lua_setfield(L, -2, "__index");
         }
