@@ -24,6 +24,9 @@
  *            torch.autocast("cpu"), both low-precision dtypes: softmax and
  *            layer_norm of bfloat16 give bfloat16, mse_loss and prod float32;
  *            tests/lua/autocast_spec.lua has the table);
+ *  LOWER_CUDA (mv, addmv: ember.composite): the low-precision dtype on CUDA
+ *            devices, their input's dtype on the CPU, whose lists hold
+ *            neither;
  *  PROMOTE   (cat, stack, addcmul, addcdiv, atan2, cross, dot, tensordot,
  *            index_put, scatter_add): eligible tensors to the widest of them.
  * batch_norm is in no list, as in PyTorch. Eligible: floating and not
@@ -47,6 +50,7 @@ static em_dtype target(const em_tensor *t, emlua_ac_policy pol, em_dtype wide)
     case EMLUA_AC_LOWER: return em_autocast_dtype(t);
     case EMLUA_AC_FP32: return EM_FLOAT32;
     case EMLUA_AC_FP32_CUDA: return t->storage->device.type == EM_CUDA ? EM_FLOAT32 : t->dtype;
+    case EMLUA_AC_LOWER_CUDA: return t->storage->device.type == EM_CUDA ? em_autocast_dtype(t) : t->dtype;
     default: return wide;
     }
 }
@@ -129,7 +133,7 @@ static em_device_type check_device_type(lua_State *L, int idx, const char *op)
 }
 
 /* emlua_ac_policy's order */
-static const char *const policy_names[] = {"lower", "fp32", "promote", "fp32_cuda", NULL};
+static const char *const policy_names[] = {"lower", "fp32", "promote", "fp32_cuda", "lower_cuda", NULL};
 
 /* ember._autocast(policy, ...): the arguments, cast under the policy */
 static int l_autocast_args(lua_State *L)
@@ -138,10 +142,24 @@ static int l_autocast_args(lua_State *L)
     int pol = 0;
     while (policy_names[pol] && strcmp(policy_names[pol], name) != 0) pol++;
     if (!policy_names[pol])
-        emlua_typeerror(L, 1, "_autocast", "a policy (\"lower\", \"fp32\", \"fp32_cuda\" or \"promote\")");
+        emlua_typeerror(L, 1, "_autocast",
+                        "a policy (\"lower\", \"lower_cuda\", \"fp32\", \"fp32_cuda\" or \"promote\")");
     int n = lua_gettop(L) - 1;
     if (em_autocast_active()) emlua_autocast_args(L, (emlua_ac_policy)pol, 2, n + 1);
     return n;
+}
+
+/* ember._without_autocast(fn, ...) -> fn(...) with autocast suspended: a
+ * composite op whose own policy differs from its parts' (mv is in no CPU
+ * list, the matmul it is made of is) keeps its parts from casting again */
+static int l_without_autocast(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    em_autocast_suspend();
+    int status = lua_pcall(L, lua_gettop(L) - 1, LUA_MULTRET, 0);
+    em_autocast_resume();
+    if (status != LUA_OK) return lua_error(L);
+    return lua_gettop(L);
 }
 
 /* ember._autocast_state(device) -> enabled, dtype name, cache */
@@ -234,6 +252,7 @@ void emlua_open_autocast(lua_State *L)
     static const luaL_Reg functions[] = {
         {"_autocast", l_autocast_args},
         {"_autocast_state", l_autocast_state},
+        {"_without_autocast", l_without_autocast},
         {"_autocast_lift", l_autocast_lift}, {"_autocast_resuspend", l_autocast_resuspend},
         {"_autocast_set", l_autocast_set},
         {"_autocast_enter", l_autocast_enter},

@@ -113,16 +113,22 @@ local function checked_mv(op, mat, vec)
   return mat:matmul(vec)
 end
 
+-- autocast: mv and addmv are in PyTorch's CUDA low-precision list and in none
+-- of its CPU lists; the matmul inside runs without autocast, which would cast
+-- it on the CPU too
+
 --- ember.mv(mat, vec) -> mat @ vec for a 2-D mat [n, m] and a 1-D vec [m]: a 1-D [n].
 function M.mv(mat, vec)
-  return checked_mv("mv", mat, vec)
+  mat, vec = ember._autocast("lower_cuda", mat, vec)
+  return ember._without_autocast(checked_mv, "mv", mat, vec)
 end
 
 --- ember.addmv(input, mat, vec [, {beta = 1, alpha = 1}]) -> beta * input + alpha * (mat @ vec).
 function M.addmv(input, mat, vec, ...)
   local o = options("addmv", {"*", "beta", "alpha"}, ...)
   check_tensor(input, "addmv", "input")
-  local product = checked_mv("addmv", mat, vec)
+  input, mat, vec = ember._autocast("lower_cuda", input, mat, vec)
+  local product = ember._without_autocast(checked_mv, "addmv", mat, vec)
   same_dtype("addmv", input, mat, vec)
   return scaled_sum("addmv", input, product, o)
 end
@@ -194,6 +200,8 @@ function M.inner(a, b)
     raise(string.format("inner: the last dimensions of %s and %s differ (%d vs %d)", shape_str(a), shape_str(b),
                         k, b.shape[b:dim()]))
   end
+  -- two vectors: dot, as PyTorch (and autocast's policy with it: none lists dot)
+  if a:dim() == 1 and b:dim() == 1 then return ember.dot(a, b) end
   local shape = {}
   for i = 1, a:dim() - 1 do shape[#shape + 1] = a.shape[i] end
   for i = 1, b:dim() - 1 do shape[#shape + 1] = b.shape[i] end

@@ -94,6 +94,9 @@ cuda_it("a cuda region leaves CPU tensors alone and a cpu region leaves CUDA ten
   ember.autocast("cuda", nil, function()
     assert.equal("float32", xc:matmul(xc).dtype)
     assert.equal("float16", xd:matmul(xd).dtype)
+    -- mv is in the CUDA list only: cast on the device, left alone on the CPU
+    assert.equal("float16", ember.mv(xd, xd[1]).dtype)
+    assert.equal("float32", ember.mv(xc, xc[1]).dtype)
   end)
   ember.autocast("cpu", nil, function()
     assert.equal("bfloat16", xc:matmul(xc).dtype)

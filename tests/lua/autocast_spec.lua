@@ -222,6 +222,10 @@ describe("ember.autocast op policy", function()
       sdpa = function() return F.scaled_dot_product_attention(t(1, 2, 3, 4), t(1, 2, 3, 4), t(1, 2, 3, 4)) end,
       einsum = function() return ember.einsum("ij,jk->ik", t(3, 3), t(3, 3)) end,
       dot = function() return ember.dot(t(3), t(3)) end, softmax_f32 = function() return t(4):softmax(1) end,
+      mv = function() return ember.mv(t(3, 3), t(3)) end, addmv = function() return ember.addmv(t(3), t(3, 3), t(3)) end,
+      addr = function() return ember.addr(t(3, 3), t(3), t(3)) end, vdot = function() return ember.vdot(t(3), t(3)) end,
+      inner = function() return ember.inner(t(3), t(3)) end, inner_2d = function() return ember.inner(t(2, 3), t(2, 3)) end,
+      outer = function() return ember.outer(t(3), t(3)) end, ger = function() return ember.ger(t(3), t(3)) end,
     }
   end
   local expected = dofile("tests/lua/fixtures/autocast_cpu.lua")
@@ -242,6 +246,15 @@ describe("ember.autocast op policy", function()
       assert(#wrong == 0, table.concat(wrong, "; "))
     end)
   end
+
+  it("a composite's parts do not cast again, and autocast comes back after its error", function()
+    region(nil, function()
+      -- mv is in no CPU list; the matmul it is made of is
+      assert.equal("float32", ember.mv(x, w[1]).dtype)
+      h.has(h.err(function() return ember.mv(x, ember.randn(5)) end), "mv: ")
+      assert.equal("bfloat16", x:matmul(w:t()).dtype)     -- still casting after the error
+    end)
+  end)
 
   it("promote ops and binary ops take the widest input", function()
     local xb = x:bfloat16()
