@@ -27,8 +27,11 @@
  *  LOWER_CUDA (mv, addmv: ember.composite): the low-precision dtype on CUDA
  *            devices, their input's dtype on the CPU, whose lists hold
  *            neither;
- *  PROMOTE   (cat, stack, addcmul, addcdiv, atan2, cross, dot, tensordot,
- *            index_put, scatter_add): eligible tensors to the widest of them.
+ *  PROMOTE   (cat, stack, addcmul, addcdiv, atan2, cross, dot, index_put,
+ *            scatter_add): eligible tensors to the widest of them;
+ *  PROMOTE_CUDA_LOWER_CPU (tensordot): PROMOTE on CUDA devices (their list);
+ *            LOWER on the CPU, where PyTorch's tensordot reaches autocast
+ *            through the mm it is made of.
  * batch_norm is in no list, as in PyTorch. Eligible: floating and not
  * float64, on a device type whose autocast is on. */
 #include "binding.h"
@@ -51,6 +54,7 @@ static em_dtype target(const em_tensor *t, emlua_ac_policy pol, em_dtype wide)
     case EMLUA_AC_FP32: return EM_FLOAT32;
     case EMLUA_AC_FP32_CUDA: return t->storage->device.type == EM_CUDA ? EM_FLOAT32 : t->dtype;
     case EMLUA_AC_LOWER_CUDA: return t->storage->device.type == EM_CUDA ? em_autocast_dtype(t) : t->dtype;
+    case EMLUA_AC_PROMOTE_CUDA_LOWER_CPU: return t->storage->device.type == EM_CUDA ? wide : em_autocast_dtype(t);
     default: return wide;
     }
 }
@@ -115,8 +119,9 @@ void emlua_autocast_args(lua_State *L, emlua_ac_policy pol, int first, int last)
 {
     int top = lua_gettop(L);
     if (last <= 0 || last > top) last = top;
-    em_dtype wide = pol == EMLUA_AC_PROMOTE ? widest_of(L, first, last) : EM_NDTYPES;
-    if (pol == EMLUA_AC_PROMOTE && wide == EM_NDTYPES) return;
+    bool promotes = pol == EMLUA_AC_PROMOTE || pol == EMLUA_AC_PROMOTE_CUDA_LOWER_CPU;
+    em_dtype wide = promotes ? widest_of(L, first, last) : EM_NDTYPES;
+    if (promotes && wide == EM_NDTYPES) return;
     for (int i = first; i <= last; i++) cast_slot(L, i, pol, wide);
 }
 
@@ -132,7 +137,7 @@ static em_device_type check_device_type(lua_State *L, int idx, const char *op)
     return d.type;
 }
 
-/* emlua_ac_policy's order */
+/* emlua_ac_policy's order (the ones Lua code uses; the rest are the C bindings') */
 static const char *const policy_names[] = {"lower", "fp32", "promote", "fp32_cuda", "lower_cuda", NULL};
 
 /* ember._autocast(policy, ...): the arguments, cast under the policy */

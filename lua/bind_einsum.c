@@ -56,7 +56,7 @@ static int dim_list(lua_State *L, int tbl, int ndim, const char *op, int *dims)
  * a with the first d of b; {{dims of a}, {dims of b}} names them (1-based). */
 static int l_tensordot(lua_State *L)
 {
-    emlua_autocast(L, EMLUA_AC_PROMOTE, 1, 0);
+    emlua_autocast(L, EMLUA_AC_PROMOTE_CUDA_LOWER_CPU, 1, 0);
     static const char *const names[] = {"dims", NULL};
     const char *op = "tensordot";
     em_tensor *a = emlua_check(L, 1, op), *b = emlua_check(L, 2, op);

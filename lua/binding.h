@@ -202,7 +202,8 @@ void emlua_open_tokenizer(lua_State *L);     /* bind_tokenizer.c: ember._tokeniz
  * in lists there, are replaced by their casts under the op's policy
  * (EMLUA_AC_NONE: an op without one, for helpers shared by several ops). */
 typedef enum emlua_ac_policy {
-    EMLUA_AC_LOWER, EMLUA_AC_FP32, EMLUA_AC_PROMOTE, EMLUA_AC_FP32_CUDA, EMLUA_AC_LOWER_CUDA, EMLUA_AC_NONE
+    EMLUA_AC_LOWER, EMLUA_AC_FP32, EMLUA_AC_PROMOTE, EMLUA_AC_FP32_CUDA, EMLUA_AC_LOWER_CUDA,
+    EMLUA_AC_PROMOTE_CUDA_LOWER_CPU, EMLUA_AC_NONE
 } emlua_ac_policy;
 void emlua_autocast_args(lua_State *L, emlua_ac_policy pol, int first, int last);
 static inline void emlua_autocast(lua_State *L, emlua_ac_policy pol, int first, int last)

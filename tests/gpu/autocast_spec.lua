@@ -97,6 +97,12 @@ cuda_it("a cuda region leaves CPU tensors alone and a cpu region leaves CUDA ten
     -- mv is in the CUDA list only: cast on the device, left alone on the CPU
     assert.equal("float16", ember.mv(xd, xd[1]).dtype)
     assert.equal("float32", ember.mv(xc, xc[1]).dtype)
+    -- tensordot promotes on CUDA (float32 stays), and is cast down in a CPU region
+    assert.equal("float32", ember.tensordot(xd, xd, 1).dtype)
+  end)
+  ember.autocast("cpu", nil, function()
+    assert.equal("bfloat16", ember.tensordot(xc, xc, 1).dtype)
+    assert.equal("float32", ember.tensordot(xd, xd, 1).dtype)
   end)
   ember.autocast("cpu", nil, function()
     assert.equal("bfloat16", xc:matmul(xc).dtype)

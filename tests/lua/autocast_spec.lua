@@ -226,6 +226,7 @@ describe("ember.autocast op policy", function()
       addr = function() return ember.addr(t(3, 3), t(3), t(3)) end, vdot = function() return ember.vdot(t(3), t(3)) end,
       inner = function() return ember.inner(t(3), t(3)) end, inner_2d = function() return ember.inner(t(2, 3), t(2, 3)) end,
       outer = function() return ember.outer(t(3), t(3)) end, ger = function() return ember.ger(t(3), t(3)) end,
+      tensordot = function() return ember.tensordot(t(3, 3), t(3, 3), 1) end,
     }
   end
   local expected = dofile("tests/lua/fixtures/autocast_cpu.lua")
