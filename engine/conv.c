@@ -287,8 +287,8 @@ em_tensor *em_conv(const em_tensor *x, const em_tensor *w, const em_tensor *bias
     em_release(xb);
     if (!xp) return NULL;
     /* the bias in the forward call where the backend can add it */
-    bool fused = bias && !a->transposed && em_numel(xp) > 0 && em_numel(w) > 0 && em_numel(bias) > 0;
-    for (int i = 0; fused && i < sh.ndim; i++) fused = sh.out[i] > 0;
+    bool fused = bias && !a->transposed && em_numel(xp) > 0 && em_numel(w) > 0;
+    for (int i = 0; fused && i < sh.ndim; i++) fused = sh.out[i] > 0;     /* sh.out[1] is the bias's length */
     em_tensor *y = a->transposed ? conv_prim(EM_CONV_BACKWARD_DATA, xp, w, NULL, sh.out, sh.ndim, &sh.p)
                                  : conv_prim(EM_CONV_FORWARD, xp, w, fused ? bias : NULL, sh.out, sh.ndim, &sh.p);
     em_release(xp);

@@ -482,6 +482,23 @@ static void test_bad_input(void)
     p.padding[1] = 1;
     p.nspatial = 4;
     CHECK(em_cpu_backend.conv(EM_CONV_FORWARD, y, x, w, &p) == -1);
+    p.nspatial = 2;
+    /* the bias: [K] of the op's dtype, and none for backward data */
+    em_tensor *b3 = vector(3, EM_FLOAT32, true), *b4 = vector(4, EM_FLOAT32, true), *b4d = vector(4, EM_FLOAT64, true);
+    p.bias = b3;
+    CHECK(em_cpu_backend.conv(EM_CONV_FORWARD, y, x, w, &p) == -1);
+    CHECK(strstr(em_error(), "the bias must be a contiguous [K] of the op's dtype") != NULL);
+    p.bias = b4d;
+    CHECK(em_cpu_backend.conv(EM_CONV_BACKWARD_WEIGHT, w, x, y, &p) == -1);
+    CHECK(strstr(em_error(), "conv backward (weight)") && strstr(em_error(), "the bias must be"));
+    p.bias = b4;
+    CHECK(em_cpu_backend.conv(EM_CONV_BACKWARD_DATA, x, y, w, &p) == -1);
+    CHECK(strstr(em_error(), "backward data takes no bias") != NULL);
+    CHECK(em_cpu_backend.conv(EM_CONV_FORWARD, y, x, w, &p) == 0);
+    p.bias = NULL;
+    em_release(b3);
+    em_release(b4);
+    em_release(b4d);
     em_release(x);
     em_release(w);
     em_release(y);

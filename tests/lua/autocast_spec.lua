@@ -253,6 +253,7 @@ describe("ember.autocast op policy", function()
       -- mv is in no CPU list; the matmul it is made of is
       assert.equal("float32", ember.mv(x, w[1]).dtype)
       h.has(h.err(function() return ember.mv(x, ember.randn(5)) end), "mv: ")
+      h.has(h.err(ember._without_autocast, 3), "function expected")
       assert.equal("bfloat16", x:matmul(w:t()).dtype)     -- still casting after the error
     end)
   end)

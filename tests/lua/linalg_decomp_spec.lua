@@ -414,6 +414,12 @@ describe("linalg norms", function()
     end
     has(err(L.matrix_norm, A, 3), "Order 3 not supported")
     has(err(L.matrix_norm, R(3)), "at least 2 dimensions")
+    -- the elementwise orders take a half dtype (no LAPACK), the singular values do not
+    local Ab = ember.tensor({{3, 4}, {0, 0}}):bfloat16()
+    h.check(L.matrix_norm(Ab), 5)
+    assert.equal("bfloat16", L.matrix_norm(Ab, 1).dtype)
+    has(err(L.matrix_norm, Ab, "nuc"), "Expected a float32 or float64 tensor as input, got bfloat16")
+    has(err(L.matrix_norm, ember.tensor({{1, 2}, {3, 4}})), "Expected a floating point tensor as input, got int64")
   end)
 
   it("norm dispatches as torch.linalg.norm; ember.norm keeps working", function()
