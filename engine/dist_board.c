@@ -453,6 +453,44 @@ int em_desc_mismatch(const em_op_desc *d, const int *members, int n, const em_op
     return rc;
 }
 
+/* One pass over the members still waited for (state 0): a peer that has
+ * posted this collective is compared (state 1), one that has gone past it
+ * without posting is passed over (state 2). Returns how many are left. */
+static int look_for_peers(const em_op_desc *d, const int *members, int n, em_op_desc *theirs, char *state,
+                          int left, bool *differ)
+{
+    for (int i = 0; i < n; i++) {
+        if (state[i]) continue;
+        slot *s = &B->slots[members[i]];
+        em_op_desc cur;
+        int64_t epoch = atomic_load_explicit(&s->epoch, memory_order_acquire);
+        if (slot_find(s, d, &cur)) {
+            theirs[i] = cur;
+            state[i] = 1;
+            left--;
+            if (!em_desc_same(&cur, d)) *differ = true;
+        } else if (epoch > d->epoch ||
+                   (epoch == d->epoch && atomic_load(&s->group_seq[d->group % BOARD_GROUPS]) >= d->seq)) {
+            state[i] = 2;
+            left--;
+        }
+    }
+    return left;
+}
+
+/* The members still waited for, into missing[*k]; whether one of them is gone. */
+static bool missing_peers(const int *members, int n, const char *state, int *missing, int *k)
+{
+    bool gone = false;
+    *k = 0;
+    for (int i = 0; i < n; i++) {
+        if (state[i]) continue;
+        missing[(*k)++] = members[i];
+        if (slot_exited(&B->slots[members[i]])) gone = true;
+    }
+    return gone;
+}
+
 int em_board_rendezvous(const em_op_desc *d, const int *members, int n, double timeout)
 {
     if (!B) return 0;
@@ -485,49 +523,35 @@ int em_board_rendezvous(const em_op_desc *d, const int *members, int n, double t
     }
     double deadline = now() + timeout;
     long spins = 0;
-    while (left > 0) {
-        for (int i = 0; i < n; i++) {
-            if (state[i]) continue;
-            slot *s = &B->slots[members[i]];
-            em_op_desc cur;
-            int64_t epoch = atomic_load_explicit(&s->epoch, memory_order_acquire);
-            if (slot_find(s, d, &cur)) {
-                theirs[i] = cur;
-                state[i] = 1;
-                left--;
-                if (!em_desc_same(&cur, d)) differ = true;
-            } else if (epoch > d->epoch ||
-                       (epoch == d->epoch && atomic_load(&s->group_seq[d->group % BOARD_GROUPS]) >= d->seq)) {
-                state[i] = 2;
-                left--;
-            }
+    while ((left = look_for_peers(d, members, n, theirs, state, left, &differ)) > 0) {
+        char why[1200];
+        int k;
+        bool failed = em_board_failed(why, sizeof why);
+        bool gone = missing_peers(members, n, state, missing, &k);
+        if (!gone && !failed && now() <= deadline) {
+            backoff(&spins);
+            continue;
         }
-        if (left == 0) break;
-        /* who is missing, and whether one of them is gone */
-        int k = 0;
-        bool gone = false;
-        for (int i = 0; i < n; i++) {
-            if (state[i]) continue;
-            missing[k++] = members[i];
-            if (slot_exited(&B->slots[members[i]])) gone = true;
-        }
-        char title[300], names[1500], why[1200];
+        /* A peer may have posted its call, found the mismatch and failed the
+         * job (or exited) after the look above: one more look, made after
+         * seeing that, compares what it passed instead of calling it missing. */
+        if ((left = look_for_peers(d, members, n, theirs, state, left, &differ)) == 0) break;
+        gone = missing_peers(members, n, state, missing, &k);
         if (gone || now() > deadline) {
+            char title[300], names[1500], reason[2048];
             op_title(d, title, sizeof title);
             name_missing(missing, k, d, gone ? NULL : "did not arrive", names, sizeof names);
-            char reason[2048];
             if (gone) snprintf(reason, sizeof reason, "%s cannot complete: %s", title, names);
             else snprintf(reason, sizeof reason, "%s timed out after %g s: %s", title, timeout, names);
             em_board_fail(reason);
             rc = em_set_error("%s", reason);
             break;
         }
-        if (em_board_failed(why, sizeof why)) {
+        if (failed) {
             rc = em_set_error("%s #%lld: stopped: %s", em_op_name(d->code), (long long)d->seq, why);
             atomic_store(&self_failing, true);
             break;
         }
-        backoff(&spins);
     }
     if (rc == 0 && differ) rc = mismatch_error(d, members, n, theirs, state);
     if (big) free(theirs), free(state), free(missing);
