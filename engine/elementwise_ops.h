@@ -6,16 +6,21 @@
  * bind_elementwise.c, which also lists the table for Lua as ember._ops()) are
  * made from the same lists, so they cannot disagree.
  *
- * The lists declare; they never make function bodies. Each op still has its
- * hand-written CPU loop (engine/cpu/unary.c, binary.c), CUDA functor
- * (kernels/unary.cu, binary.cu) and backward (engine/grad_elementwise.c),
- * whose switches have no default case, so gcc's -Wswitch (-Wall -Werror)
- * refuses a build where an op of the list has no case there.
+ * The lists declare; they never make function bodies. A unary op's formula
+ * is written once in engine/unary_math.h, for the CPU's loops
+ * (engine/cpu/unary.c) and the CUDA kernels (kernels/unary.cu), whose
+ * dispatch is made from the UNARY list; a binary op has its hand-written CPU
+ * loop (engine/cpu/binary.c) and CUDA functor (kernels/binary.cu). Each has
+ * its backward (engine/grad_elementwise.c). Those switches have no default
+ * case, so gcc's -Wswitch (-Wall -Werror) refuses a build where an op of the
+ * list has no case there.
  *
- * Adding an op: a line here (the enum value's position is its line's), its
- * loops, its CUDA functor, its backward case, its domain in
- * tests/gpu/ops_table_spec.lua (which fails while the op is missing there)
- * and its doc entry (lua/ember/doc/).
+ * Adding a unary op: a line here (the enum value's position is its line's),
+ * its cases in unary_math.h and its backward case: three files; then its
+ * domain in tests/gpu/ops_table_spec.lua (which fails while the op is
+ * missing there) and its doc entry (lua/ember/doc/). A binary op: a line
+ * here, its loops, its CUDA functor, its backward case, its domain and its
+ * doc entry.
  *
  * Columns of X(op, name, inplace, backward, dtypes, autocast, binding):
  *   op        the enum value

@@ -1,7 +1,7 @@
 /* polygamma.h — digamma and polygamma(n, x), the one body of the formulas,
- * included by the CPU kernels (engine/cpu/unary.c, binary.c) and the CUDA
- * kernels (kernels/unary.cu, binary.cu), so every backend computes the same
- * values. Plain C that nvcc and g++ (the emulated device) also compile; host
+ * included by the unary formulas (engine/unary_math.h), the CPU's binary
+ * kernels (engine/cpu/binary.c) and the CUDA ones (kernels/binary.cu), so
+ * every backend computes the same values. Plain C that nvcc and g++ (the emulated device) also compile; host
  * and device there. Everything is in double: float32 (and float16/bfloat16,
  * through float32) inputs are widened and the result rounded once, which
  * leaves it within about half an ulp of float.

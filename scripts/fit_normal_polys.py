@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The polynomials of the float32 GELU in engine/cpu/unary.c, fitted again.
+"""The polynomials of the float32 GELU in engine/unary_math.h, fitted again.
 
 Run with numpy and mpmath (scripts/bench/torch-python has both):
     scripts/bench/torch-python scripts/fit_normal_polys.py
@@ -75,7 +75,7 @@ def emit(name, fit):
 
 
 if __name__ == "__main__":
-    emit("normal_tail_q11", tail_q(11))
-    emit("normal_tail_q14", tail_q(14))
-    emit("normal_near_p13", near(13, p_of_s))
-    emit("normal_near_g15", near(15, g_of_s))
+    emit("um_normal_tail_q11", tail_q(11))
+    emit("um_normal_tail_q14", tail_q(14))
+    emit("um_normal_near_p13", near(13, p_of_s))
+    emit("um_normal_near_g15", near(15, g_of_s))
