@@ -503,9 +503,7 @@ static int t_detach(lua_State *L) { return emlua_push(L, em_detach(emlua_check(L
 static int t_requires_grad_(lua_State *L)
 {
     em_tensor *t = emlua_check(L, 1, "requires_grad_");
-    if (em_requires_grad_(t, emlua_opt_boolean(L, 2, "requires_grad_", true))) return emlua_fail(L);
-    lua_settop(L, 1);
-    return 1;
+    return emlua_push_self(L, em_requires_grad_(t, emlua_opt_boolean(L, 2, "requires_grad_", true)));
 }
 
 static int t_retain_grad(lua_State *L)

@@ -202,9 +202,7 @@ static int event_new(lua_State *L)
 static int event_record(lua_State *L)
 {
     em_event **e = check_event(L, "Event:record");
-    if (em_event_record(*e)) return emlua_fail(L);
-    lua_settop(L, 1);
-    return 1;
+    return emlua_push_self(L, em_event_record(*e));
 }
 
 static int event_synchronize(lua_State *L)

@@ -166,9 +166,7 @@ static int index_put_common(lua_State *L, bool inplace)
     if (inplace) {
         int rc = em_index_put_(t, ix, n, v, acc);
         em_release(v);
-        if (rc) return emlua_fail(L);
-        lua_settop(L, 1);
-        return 1;
+        return emlua_push_self(L, rc);
     }
     em_tensor *r = em_index_put(t, ix, n, v, acc);
     em_release(v);

@@ -99,12 +99,7 @@ static int scatter_with_reduce(lua_State *L, const char *op, em_tensor *t, int d
               : mul ? em_scatter_reduce(t, dim, idx, src, EM_SR_PROD, true) : em_scatter_add(t, dim, idx, src);
     }
     em_release(val);
-    if (in_place) {
-        if (rc) return emlua_fail(L);
-        lua_settop(L, 1);
-        return 1;
-    }
-    return emlua_push(L, out);
+    return in_place ? emlua_push_self(L, rc) : emlua_push(L, out);
 }
 
 /* scatter family: (self, dim, index, src) where src may be a number for
@@ -123,11 +118,8 @@ static int scatter_common(lua_State *L, const char *op, bool add, bool in_place)
     if (number && em_check_value_fits(op, scatter_value(L), t->dtype)) return emlua_fail(L);
     if (!add && !lua_isnoneornil(L, 5)) return scatter_with_reduce(L, op, t, dim, idx, src, in_place);
     if (in_place) {
-        int rc = number ? em_scatter_value_(t, dim, idx, scatter_value(L))
-                 : add ? em_scatter_add_(t, dim, idx, src) : em_scatter_(t, dim, idx, src);
-        if (rc) return emlua_fail(L);
-        lua_settop(L, 1);
-        return 1;
+        return emlua_push_self(L, number ? em_scatter_value_(t, dim, idx, scatter_value(L))
+                                   : add ? em_scatter_add_(t, dim, idx, src) : em_scatter_(t, dim, idx, src));
     }
     em_tensor *val = number ? value_source(L, t, idx) : NULL;
     if (val) src = val;
@@ -158,9 +150,7 @@ static int index_add_common(lua_State *L, const char *op, bool in_place)
     if (in_place) {
         int rc = em_index_add_(t, dim, idx, src, alpha);
         em_release(idx);
-        if (rc) return emlua_fail(L);
-        lua_settop(L, 1);
-        return 1;
+        return emlua_push_self(L, rc);
     }
     em_tensor *r = em_index_add(t, dim, idx, src, alpha);
     em_release(idx);
@@ -414,10 +404,8 @@ static int triangle_(lua_State *L, const char *op, bool upper)
             lua_pushstring(L, msg + 14);
             em_set_error("%s: %s", op, lua_tostring(L, -1));
         }
-        return emlua_fail(L);
     }
-    lua_settop(L, 1);
-    return 1;
+    return emlua_push_self(L, rc);
 }
 
 static int l_tril_(lua_State *L) { return triangle_(L, "tril_", false); }

@@ -168,9 +168,7 @@ static int fill_random_(lua_State *L, const char *op, int (*fn)(em_tensor *t, do
 {
     em_tensor *t = emlua_check(L, 1, op);
     double a = emlua_opt_number(L, 2, op, 0.0), b = emlua_opt_number(L, 3, op, 1.0);
-    if (fn(t, a, b)) return emlua_fail(L);
-    lua_settop(L, 1);
-    return 1;
+    return emlua_push_self(L, fn(t, a, b));
 }
 
 static int l_uniform_(lua_State *L) { return fill_random_(L, "uniform_", em_uniform_); }

@@ -157,21 +157,17 @@ static int l_rot90(lua_State *L)
 
 /* ---- repeat / tile / repeat_interleave ------------------------------------------ */
 
-static int l_repeat(lua_State *L)
+/* t:repeat(...) and t:tile(...): fn(t, the counts given) */
+static int repeat_common(lua_State *L, const char *op, em_tensor *(*fn)(const em_tensor *, const int64_t *, int))
 {
     int64_t r[EM_MAX_DIMS + 1];
-    em_tensor *t = emlua_check(L, 1, "repeat");
-    int n = int_varargs(L, 2, "repeat", r, EM_MAX_DIMS + 1);
-    return emlua_push(L, em_repeat(t, r, n));
+    em_tensor *t = emlua_check(L, 1, op);
+    int n = int_varargs(L, 2, op, r, EM_MAX_DIMS + 1);
+    return emlua_push(L, fn(t, r, n));
 }
 
-static int l_tile(lua_State *L)
-{
-    int64_t r[EM_MAX_DIMS + 1];
-    em_tensor *t = emlua_check(L, 1, "tile");
-    int n = int_varargs(L, 2, "tile", r, EM_MAX_DIMS + 1);
-    return emlua_push(L, em_tile(t, r, n));
-}
+static int l_repeat(lua_State *L) { return repeat_common(L, "repeat", em_repeat); }
+static int l_tile(lua_State *L) { return repeat_common(L, "tile", em_tile); }
 
 /* t:repeat_interleave(repeats, [dim], {output_size =}) with repeats an
  * integer or a tensor; ember.repeat_interleave(repeats) alone gives the
@@ -337,9 +333,7 @@ static int index_write_common(lua_State *L, const char *op, bool copy, bool in_p
     if (in_place) {
         int rc = copy ? em_index_copy_(t, dim, ix, src) : em_index_fill_(t, dim, ix, value);
         em_release(ix);
-        if (rc) return emlua_fail(L);
-        lua_settop(L, 1);
-        return 1;
+        return emlua_push_self(L, rc);
     }
     em_tensor *r = copy ? em_index_copy(t, dim, ix, src) : em_index_fill(t, dim, ix, value);
     em_release(ix);
@@ -362,9 +356,7 @@ static int l_masked_scatter_(lua_State *L)
 {
     const char *op = "masked_scatter_";
     em_tensor *t = emlua_check(L, 1, op), *m = emlua_check(L, 2, op), *s = emlua_check(L, 3, op);
-    if (em_masked_scatter_(t, m, s)) return emlua_fail(L);
-    lua_settop(L, 1);
-    return 1;
+    return emlua_push_self(L, em_masked_scatter_(t, m, s));
 }
 
 /* ---- scatter_reduce / one_hot ------------------------------------------------------------ */
@@ -394,9 +386,7 @@ static int scatter_reduce_common(lua_State *L, const char *op, bool in_place)
     em_scatter_reduction r = check_reduction(L, at, op);
     bool include_self = emlua_arg_bool(&a, 1, true);
     if (in_place) {
-        if (em_scatter_reduce_(t, dim, ix, src, r, include_self)) return emlua_fail(L);
-        lua_settop(L, 1);
-        return 1;
+        return emlua_push_self(L, em_scatter_reduce_(t, dim, ix, src, r, include_self));
     }
     return emlua_push(L, em_scatter_reduce(t, dim, ix, src, r, include_self));
 }

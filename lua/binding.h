@@ -48,6 +48,15 @@ void emlua_nan_check(lua_State *L, const em_tensor *t);
 void emlua_nan_poll(lua_State *L);
 /* Raises em_error() as a Lua error. Never returns. */
 int emlua_fail(lua_State *L);
+/* The end of a method that changes its object in place: emlua_fail when rc
+ * (the engine call's status) is nonzero, else the object (argument 1).
+ * Inline: copy_, fill_ and the other in-place ops are on the per-op path. */
+static inline int emlua_push_self(lua_State *L, int rc)
+{
+    if (rc) return emlua_fail(L);
+    lua_settop(L, 1);
+    return 1;
+}
 /* Ctrl-C for C code: the shell sets this from its signal handler (safe
  * there) so that long waits inside the engine give up. */
 void emlua_set_interrupt(bool on);

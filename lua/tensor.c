@@ -676,37 +676,34 @@ static int t_tolist(lua_State *L)
 
 /* ---- views -------------------------------------------------------------- */
 
+/* view, reshape and expand: fn(t, sizes) with the sizes given (sized) or
+ * another tensor's (shaped_like, their _as forms) */
+typedef em_tensor *(*sized_fn)(const em_tensor *t, const int64_t *sizes, int ndim);
+
+static int sized(lua_State *L, const char *op, sized_fn fn)
+{
+    em_tensor *t = self(L, op);
+    int64_t sizes[EM_MAX_DIMS];
+    int n = emlua_check_sizes(L, 2, op, sizes);
+    return emlua_push(L, fn(t, sizes, n));
+}
+
+static int shaped_like(lua_State *L, const char *op, sized_fn fn)
+{
+    em_tensor *t = self(L, op), *o = emlua_check(L, 2, op);
+    return emlua_push(L, fn(t, o->sizes, o->ndim));
+}
+
 static int t_view(lua_State *L)
 {
-    em_tensor *t = self(L, "view");
-    int64_t sizes[EM_MAX_DIMS];
-    if (emlua_test(L, 2)) { /* view(dtype) is not supported; view(other) is view_as */
-        em_tensor *o = emlua_test(L, 2);
-        return emlua_push(L, em_view(t, o->sizes, o->ndim));
-    }
-    int n = emlua_check_sizes(L, 2, "view", sizes);
-    return emlua_push(L, em_view(t, sizes, n));
+    /* view(dtype) is not supported; view(other) is view_as */
+    if (emlua_test(L, 2)) return shaped_like(L, "view", em_view);
+    return sized(L, "view", em_view);
 }
 
-static int t_view_as(lua_State *L)
-{
-    em_tensor *t = self(L, "view_as"), *o = emlua_check(L, 2, "view_as");
-    return emlua_push(L, em_view(t, o->sizes, o->ndim));
-}
-
-static int t_reshape(lua_State *L)
-{
-    em_tensor *t = self(L, "reshape");
-    int64_t sizes[EM_MAX_DIMS];
-    int n = emlua_check_sizes(L, 2, "reshape", sizes);
-    return emlua_push(L, em_reshape(t, sizes, n));
-}
-
-static int t_reshape_as(lua_State *L)
-{
-    em_tensor *t = self(L, "reshape_as"), *o = emlua_check(L, 2, "reshape_as");
-    return emlua_push(L, em_reshape(t, o->sizes, o->ndim));
-}
+static int t_view_as(lua_State *L) { return shaped_like(L, "view_as", em_view); }
+static int t_reshape(lua_State *L) { return sized(L, "reshape", em_reshape); }
+static int t_reshape_as(lua_State *L) { return shaped_like(L, "reshape_as", em_reshape); }
 
 static int t_t(lua_State *L) { return emlua_push(L, em_t(self(L, "t"))); }
 
@@ -768,19 +765,8 @@ static int t_slice(lua_State *L)
     return emlua_push(L, em_slice(t, d, start - 1, stop, step));
 }
 
-static int t_expand(lua_State *L)
-{
-    em_tensor *t = self(L, "expand");
-    int64_t sizes[EM_MAX_DIMS];
-    int n = emlua_check_sizes(L, 2, "expand", sizes);
-    return emlua_push(L, em_expand(t, sizes, n));
-}
-
-static int t_expand_as(lua_State *L)
-{
-    em_tensor *t = self(L, "expand_as"), *o = emlua_check(L, 2, "expand_as");
-    return emlua_push(L, em_expand(t, o->sizes, o->ndim));
-}
+static int t_expand(lua_State *L) { return sized(L, "expand", em_expand); }
+static int t_expand_as(lua_State *L) { return shaped_like(L, "expand_as", em_expand); }
 
 static int t_squeeze(lua_State *L)
 {
@@ -834,25 +820,19 @@ static int t_clone(lua_State *L) { return emlua_push(L, em_clone(self(L, "clone"
 static int t_copy_(lua_State *L)
 {
     em_tensor *t = self(L, "copy_"), *src = emlua_check(L, 2, "copy_");
-    if (em_copy_(t, src)) return emlua_fail(L);
-    lua_settop(L, 1);
-    return 1;
+    return emlua_push_self(L, em_copy_(t, src));
 }
 
 static int t_fill_(lua_State *L)
 {
     em_tensor *t = self(L, "fill_");
     double v = lua_type(L, 2) == LUA_TBOOLEAN ? lua_toboolean(L, 2) : emlua_check_number(L, 2, "fill_");
-    if (em_fill_(t, v)) return emlua_fail(L);
-    lua_settop(L, 1);
-    return 1;
+    return emlua_push_self(L, em_fill_(t, v));
 }
 
 static int t_zero_(lua_State *L)
 {
-    if (em_fill_(self(L, "zero_"), 0)) return emlua_fail(L);
-    lua_settop(L, 1);
-    return 1;
+    return emlua_push_self(L, em_fill_(self(L, "zero_"), 0));
 }
 
 /* ---- conversions --------------------------------------------------------- */

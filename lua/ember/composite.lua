@@ -142,7 +142,13 @@ function M.addr(input, vec1, vec2, ...)
   return scaled_sum("addr", input, vec1:outer(vec2), o)
 end
 
-local function check_batches(op, input, b1, b2)
+-- The arguments of baddbmm and addbmm (op): autocast's policy (in both device types'
+-- low-precision lists, as bmm), the options {beta, alpha}, then input and the batches
+-- checked; returns input, batch1, batch2 and the options
+local function batch_args(op, input, b1, b2, ...)
+  input, b1, b2 = ember._autocast("lower", input, b1, b2)
+  local o = options(op, {"*", "beta", "alpha"}, ...)
+  check_tensor(input, op, "input")
   check_dim(b1, 3, op, "batch1")
   check_dim(b2, 3, op, "batch2")
   same_dtype(op, input, b1, b2)
@@ -150,25 +156,20 @@ local function check_batches(op, input, b1, b2)
     raise(string.format("%s: batch1 %s and batch2 %s: expected [b, n, m] and [b, m, p]", op, shape_str(b1),
                         shape_str(b2)))
   end
+  return input, b1, b2, o
 end
 
 --- ember.baddbmm(input, batch1, batch2 [, {beta = 1, alpha = 1}]) -> beta * input + alpha * bmm(batch1, batch2).
 function M.baddbmm(input, batch1, batch2, ...)
-  -- autocast: in both device types' low-precision lists, as bmm
-  input, batch1, batch2 = ember._autocast("lower", input, batch1, batch2)
-  local o = options("baddbmm", {"*", "beta", "alpha"}, ...)
-  check_tensor(input, "baddbmm", "input")
-  check_batches("baddbmm", input, batch1, batch2)
+  local o
+  input, batch1, batch2, o = batch_args("baddbmm", input, batch1, batch2, ...)
   return scaled_sum("baddbmm", input, batch1:bmm(batch2), o)
 end
 
 --- ember.addbmm(input, batch1, batch2 [, {beta = 1, alpha = 1}]) -> beta * input + alpha * sum over b of batch1[b] @ batch2[b].
 function M.addbmm(input, batch1, batch2, ...)
-  -- autocast: in both device types' low-precision lists, as bmm
-  input, batch1, batch2 = ember._autocast("lower", input, batch1, batch2)
-  local o = options("addbmm", {"*", "beta", "alpha"}, ...)
-  check_tensor(input, "addbmm", "input")
-  check_batches("addbmm", input, batch1, batch2)
+  local o
+  input, batch1, batch2, o = batch_args("addbmm", input, batch1, batch2, ...)
   -- one GEMM: [n, b*m] @ [b*m, p] sums the b products
   local b, n, m = batch1.shape[1], batch1.shape[2], batch1.shape[3]
   local p = batch2.shape[3]

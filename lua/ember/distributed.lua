@@ -285,14 +285,26 @@ local function op_opts(op, v, known)
 end
 
 local REDUCE_OPTS = {op = true, async_op = true, group = true}
+local ASYNC_OPTS = {async_op = true, group = true}
+
+-- A collective's options checked: its last arguments for C, the async flag and the group id
+local function async_group(op, opts)
+  opts = check_options(op, opts, ASYNC_OPTS)
+  return async_flag(op, opts.async_op), group_id(op, opts.group)
+end
+
+-- A reduction's options (or its op alone, PyTorch's positional form) checked: its last
+-- arguments for C, the reduction, the async flag and the group id
+local function reduction_async_group(op, opts)
+  opts = op_opts(op, opts, REDUCE_OPTS)
+  return reduce_op(op, opts.op), async_flag(op, opts.async_op), group_id(op, opts.group)
+end
 
 --- all_reduce(t, {op = SUM, async_op = false}): t becomes the reduction of every rank's t.
 -- all_reduce(t) alone is answered in C (C.all_reduce_front) without reaching this function.
 local function all_reduce(t, opts)
   check_tensor("all_reduce", t)
-  opts = op_opts("all_reduce", opts, REDUCE_OPTS)
-  return (call(C.all_reduce, t, reduce_op("all_reduce", opts.op), async_flag("all_reduce", opts.async_op),
-               group_id("all_reduce", opts.group)))
+  return (call(C.all_reduce, t, reduction_async_group("all_reduce", opts)))
 end
 M.all_reduce = C.all_reduce_front(all_reduce)
 
@@ -300,27 +312,21 @@ M.all_reduce = C.all_reduce_front(all_reduce)
 function M.reduce(t, dst, opts)
   check_tensor("reduce", t)
   dst = check_rank_arg("reduce", "dst", dst)
-  opts = op_opts("reduce", opts, REDUCE_OPTS)
-  return (call(C.reduce, t, dst, reduce_op("reduce", opts.op), async_flag("reduce", opts.async_op),
-               group_id("reduce", opts.group)))
+  return (call(C.reduce, t, dst, reduction_async_group("reduce", opts)))
 end
-
-local ASYNC_OPTS = {async_op = true, group = true}
 
 --- broadcast(t, src, {async_op = false}): every rank's t becomes rank src's.
 function M.broadcast(t, src, opts)
   check_tensor("broadcast", t)
   src = check_rank_arg("broadcast", "src", src)
-  opts = check_options("broadcast", opts, ASYNC_OPTS)
-  return (call(C.broadcast, t, src, async_flag("broadcast", opts.async_op), group_id("broadcast", opts.group)))
+  return (call(C.broadcast, t, src, async_group("broadcast", opts)))
 end
 
 --- all_gather(list, t, {async_op = false}): list[r + 1] becomes rank r's t (list holds world-size tensors).
 function M.all_gather(list, t, opts)
   tensor_list("all_gather", list, "the output list")
   check_tensor("all_gather", t, "argument 2")
-  opts = check_options("all_gather", opts, ASYNC_OPTS)
-  return (call(C.all_gather, list, t, async_flag("all_gather", opts.async_op), group_id("all_gather", opts.group)))
+  return (call(C.all_gather, list, t, async_group("all_gather", opts)))
 end
 
 --- all_gather_into_tensor(out, t, {async_op = false}): out holds every rank's t, concatenated along dim 1
@@ -328,9 +334,7 @@ end
 function M.all_gather_into_tensor(out, t, opts)
   check_tensor("all_gather_into_tensor", out)
   check_tensor("all_gather_into_tensor", t, "argument 2")
-  opts = check_options("all_gather_into_tensor", opts, ASYNC_OPTS)
-  return (call(C.all_gather_into_tensor, out, t, async_flag("all_gather_into_tensor", opts.async_op),
-               group_id("all_gather_into_tensor", opts.group)))
+  return (call(C.all_gather_into_tensor, out, t, async_group("all_gather_into_tensor", opts)))
 end
 
 --- reduce_scatter(out, list, {op = SUM, async_op = false}): out becomes the reduction over ranks of their
@@ -338,24 +342,19 @@ end
 function M.reduce_scatter(out, list, opts)
   check_tensor("reduce_scatter", out)
   tensor_list("reduce_scatter", list, "the input list")
-  opts = op_opts("reduce_scatter", opts, REDUCE_OPTS)
-  return (call(C.reduce_scatter, out, list, reduce_op("reduce_scatter", opts.op),
-               async_flag("reduce_scatter", opts.async_op), group_id("reduce_scatter", opts.group)))
+  return (call(C.reduce_scatter, out, list, reduction_async_group("reduce_scatter", opts)))
 end
 
 --- reduce_scatter_tensor(out, input, {op = SUM, async_op = false}): input holds world-size blocks shaped like out.
 function M.reduce_scatter_tensor(out, input, opts)
   check_tensor("reduce_scatter_tensor", out)
   check_tensor("reduce_scatter_tensor", input, "argument 2")
-  opts = op_opts("reduce_scatter_tensor", opts, REDUCE_OPTS)
-  return (call(C.reduce_scatter_tensor, out, input, reduce_op("reduce_scatter_tensor", opts.op),
-               async_flag("reduce_scatter_tensor", opts.async_op), group_id("reduce_scatter_tensor", opts.group)))
+  return (call(C.reduce_scatter_tensor, out, input, reduction_async_group("reduce_scatter_tensor", opts)))
 end
 
 --- barrier({async_op = false}): returns when every rank has called it.
 function M.barrier(opts)
-  opts = check_options("barrier", opts, ASYNC_OPTS)
-  return (call(C.barrier, async_flag("barrier", opts.async_op), group_id("barrier", opts.group)))
+  return (call(C.barrier, async_group("barrier", opts)))
 end
 
 local P2P_OPTS = {tag = true, group = true}

@@ -446,16 +446,28 @@ function Optimizer:load_state_dict(sd)
   self.state = new_state
 end
 
+-- The state of a state_dict, flattened for state_dict_flat: each tensor into tensors as
+-- "state.<i>.<k>", the lists of tensors under list_state's keys (nil: none) as
+-- "state.<i>.<k>.<j>", every other value encoded into meta (where prefixes encode's errors)
+local function flatten_state(state, tensors, meta, where, list_state)
+  for i, st in pairs(state) do
+    for k, v in pairs(st) do
+      local key = string.format("state.%d.%s", i, k)
+      if ember.is_tensor(v) then
+        tensors[key] = v
+      elseif list_state and list_state[k] then
+        for j, x in ipairs(v) do tensors[key .. "." .. j] = x end
+      else
+        meta[key] = flat.encode(v, where .. key)
+      end
+    end
+  end
+end
+
 function Optimizer:state_dict_flat()
   local sd = self:state_dict()
   local tensors, meta = {}, {}
-  for i, st in pairs(sd.state) do
-    for k, v in pairs(st) do
-      local key = string.format("state.%d.%s", i, k)
-      if ember.is_tensor(v) then tensors[key] = v
-      else meta[key] = flat.encode(v, self._name .. ": state_dict_flat: " .. key) end
-    end
-  end
+  flatten_state(sd.state, tensors, meta, self._name .. ": state_dict_flat: ")
   meta.class = sd.class
   meta.param_groups = string.format("%d", #sd.param_groups)
   for gi, g in ipairs(sd.param_groups) do
@@ -637,7 +649,7 @@ local helpers = {decoupled = decoupled, NOT_DIFFERENTIABLE = NOT_DIFFERENTIABLE,
                  class = class, construct = construct, check_number = check_number,
                  check_boolean = check_boolean, fail = fail, IGNORED = IGNORED,
                  tensor_list = tensor_list, Optimizer = Optimizer,
-                 check_adam_family = check_adam_family, zero_state = zero_state}
+                 check_adam_family = check_adam_family, zero_state = zero_state, flatten_state = flatten_state}
 require("ember.optim.optimizers")(M, helpers)
 require("ember.optim.lbfgs")(M, helpers)
 require("ember.optim.capturable")(M, helpers)

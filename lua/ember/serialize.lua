@@ -117,16 +117,31 @@ local function json_decode(text)
     end
     return table.concat(out)
   end
+  -- past an object's or array's opening bracket: true (and past close) when it is empty
+  local function opened(close)
+    pos = pos + 1
+    skip()
+    if text:sub(pos, pos) ~= close then return false end
+    pos = pos + 1
+    return true
+  end
+  -- past what follows an entry: true at the closing bracket close, false at a ','
+  local function closed(close)
+    skip()
+    local d = text:sub(pos, pos)
+    pos = pos + 1
+    if d == close then return true end
+    if d ~= "," then bad("expected ',' or '" .. close .. "'") end
+    return false
+  end
   function value(depth)
     if depth > MAX_DEPTH + 8 then bad("nesting too deep") end
     skip()
     local c = text:sub(pos, pos)
     if c == "{" then
       local t = {}
-      pos = pos + 1
-      skip()
-      if text:sub(pos, pos) == "}" then pos = pos + 1 return t end
-      while true do
+      if opened("}") then return t end
+      repeat
         skip()
         if text:sub(pos, pos) ~= '"' then bad("expected a key") end
         local k = str()
@@ -134,26 +149,16 @@ local function json_decode(text)
         if text:sub(pos, pos) ~= ":" then bad("expected ':'") end
         pos = pos + 1
         t[k] = value(depth + 1)
-        skip()
-        local d = text:sub(pos, pos)
-        pos = pos + 1
-        if d == "}" then return t end
-        if d ~= "," then bad("expected ',' or '}'") end
-      end
+      until closed("}")
+      return t
     elseif c == "[" then
       local t = {n = 0}
-      pos = pos + 1
-      skip()
-      if text:sub(pos, pos) == "]" then pos = pos + 1 return t end
-      while true do
+      if opened("]") then return t end
+      repeat
         t.n = t.n + 1
         t[t.n] = value(depth + 1)
-        skip()
-        local d = text:sub(pos, pos)
-        pos = pos + 1
-        if d == "]" then return t end
-        if d ~= "," then bad("expected ',' or ']'") end
-      end
+      until closed("]")
+      return t
     elseif c == '"' then
       return str()
     elseif text:sub(pos, pos + 3) == "true" then pos = pos + 4 return true

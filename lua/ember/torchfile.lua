@@ -625,20 +625,19 @@ function Loader:unpickle(data)
     end
     return i
   end
-  local function list_target(name)
-    local l = top()
-    if kinds[l] ~= "list" then err("%s to %s (only lists can be appended to)", name, self:kind(l)) end
-    return l
+  -- the top of the stack, which opcode name needs to be of kind; refusal formats the error
+  -- from name and the kind found
+  local function target(name, kind, refusal)
+    local v = top()
+    if kinds[v] ~= kind then err(refusal, name, self:kind(v)) end
+    return v
   end
+  local function list_target(name) return target(name, "list", "%s to %s (only lists can be appended to)") end
+  local function dict_target(name) return target(name, "dict", "%s on %s (only dicts)") end
   local function append(l, v)
     local n = lengths[l] + 1
     l[n] = user_value(v)
     lengths[l] = n
-  end
-  local function dict_target(name)
-    local d = top()
-    if kinds[d] ~= "dict" then err("%s on %s (only dicts)", name, self:kind(d)) end
-    return d
   end
 
   while true do

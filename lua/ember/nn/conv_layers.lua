@@ -239,21 +239,33 @@ local function keep(v, op, what, nd, lo)
   return v
 end
 
+-- A pooling layer's window, from its constructor's kernel_size and options o: kernel_size,
+-- stride (the kernel's by default) and padding (0), each checked and kept as given
+local function keep_window(self, name, nd, kernel_size, o)
+  self.kernel_size = keep(kernel_size, name, "kernel_size", nd, 1)
+  self.stride = keep(o.stride == nil and kernel_size or o.stride, name, "stride", nd, 1)
+  self.padding = keep(o.padding or 0, name, "padding", nd, 0)
+end
+
+-- the window's part of extra_repr
+local function window_repr(self)
+  return string.format("kernel_size=%s, stride=%s, padding=%s", show(self.kernel_size), show(self.stride),
+                       show(self.padding))
+end
+
 local function max_pool_class(name, nd)
   local cls = Module:extend(name)
   local fn_name = "max_pool" .. nd .. "d"
   function cls:init(kernel_size, ...)
     local o = options(name, {"stride", "padding", "dilation", "return_indices", "ceil_mode"}, ...)
-    self.kernel_size = keep(kernel_size, name, "kernel_size", nd, 1)
-    self.stride = keep(o.stride == nil and kernel_size or o.stride, name, "stride", nd, 1)
-    self.padding = keep(o.padding or 0, name, "padding", nd, 0)
+    keep_window(self, name, nd, kernel_size, o)
     self.dilation = keep(o.dilation or 1, name, "dilation", nd, 1)
     self.return_indices = o.return_indices == true
     self.ceil_mode = o.ceil_mode == true
   end
   function cls:extra_repr()
-    return string.format("kernel_size=%s, stride=%s, padding=%s, dilation=%s, ceil_mode=%s", show(self.kernel_size),
-                         show(self.stride), show(self.padding), show(self.dilation), tostring(self.ceil_mode))
+    return string.format("%s, dilation=%s, ceil_mode=%s", window_repr(self), show(self.dilation),
+                         tostring(self.ceil_mode))
   end
   function cls:forward(x)
     check_input(self, x)
@@ -281,17 +293,12 @@ local function avg_pool_class(name, nd)
   if nd == 1 then names[5] = nil end
   function cls:init(kernel_size, ...)
     local o = options(name, names, ...)
-    self.kernel_size = keep(kernel_size, name, "kernel_size", nd, 1)
-    self.stride = keep(o.stride == nil and kernel_size or o.stride, name, "stride", nd, 1)
-    self.padding = keep(o.padding or 0, name, "padding", nd, 0)
+    keep_window(self, name, nd, kernel_size, o)
     self.ceil_mode = o.ceil_mode == true
     self.count_include_pad = o.count_include_pad ~= false
     self.divisor_override = o.divisor_override
   end
-  function cls:extra_repr()
-    return string.format("kernel_size=%s, stride=%s, padding=%s", show(self.kernel_size), show(self.stride),
-                         show(self.padding))
-  end
+  cls.extra_repr = window_repr
   function cls:forward(x)
     check_input(self, x)
     if nd == 1 then
@@ -354,14 +361,9 @@ L.AdaptiveMaxPool2d = adaptive_class("AdaptiveMaxPool2d", "adaptive_max_pool2d",
 -- forward(x, indices [, output_size]). Example: see F.max_unpool2d.
 L.MaxUnpool2d = Module:extend("MaxUnpool2d")
 function L.MaxUnpool2d:init(kernel_size, ...)
-  local o = options("MaxUnpool2d", {"stride", "padding"}, ...)
-  self.kernel_size = keep(kernel_size, "MaxUnpool2d", "kernel_size", 2, 1)
-  self.stride = keep(o.stride == nil and kernel_size or o.stride, "MaxUnpool2d", "stride", 2, 1)
-  self.padding = keep(o.padding or 0, "MaxUnpool2d", "padding", 2, 0)
+  keep_window(self, "MaxUnpool2d", 2, kernel_size, options("MaxUnpool2d", {"stride", "padding"}, ...))
 end
-function L.MaxUnpool2d:extra_repr()
-  return string.format("kernel_size=%s, stride=%s, padding=%s", show(self.kernel_size), show(self.stride), show(self.padding))
-end
+L.MaxUnpool2d.extra_repr = window_repr
 function L.MaxUnpool2d:forward(x, indices, output_size)
   check_input(self, x)
   return F.max_unpool2d(x, indices, self.kernel_size, {stride = self.stride, padding = self.padding,

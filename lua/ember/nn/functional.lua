@@ -47,6 +47,23 @@ local function loss_args(op, names, ...)
 end
 F._loss_args = loss_args
 
+-- The start of a loss of input and target: autocast's policy cls applied to both, the
+-- optional arguments read by loss_args, then check(input, target, op), which returns the
+-- pair the loss uses. Returns input, target, the reduction and the options.
+local function loss_start(op, cls, names, check, input, target, ...)
+  input, target = autocast(cls, input, target)
+  local o, reduction = loss_args(op, names, ...)
+  input, target = check(input, target, op)
+  return input, target, reduction, o
+end
+
+-- loss_start's check for the losses that check the rest themselves: both are tensors
+local function both_tensors(input, target, op)
+  check_tensor(input, op, "input")
+  check_tensor(target, op, "target")
+  return input, target
+end
+
 local function reduce(loss, reduction)
   if reduction == "mean" then return loss:mean() end
   if reduction == "sum" then return loss:sum() end
@@ -298,10 +315,8 @@ end
 -- Example: F.mse_loss(pred, y)
 local mse_names = {"size_average", "reduce", "reduction"}
 function F.mse_loss(input, target, ...)
-  input, target = autocast("fp32", input, target)
-  local _, reduction = loss_args("mse_loss", mse_names, ...)
-  check_tensor(input, "mse_loss", "input")
-  check_tensor(target, "mse_loss", "target")
+  local reduction
+  input, target, reduction = loss_start("mse_loss", "fp32", mse_names, both_tensors, input, target, ...)
   if shape_str(input) ~= shape_str(target) then
     raise(string.format("mse_loss: input shape %s and target shape %s differ (reshape one of them)",
                         shape_str(input), shape_str(target)))
@@ -372,10 +387,8 @@ end
 -- Example: F.nll_loss(logits:log_softmax(2), y)
 local nll_names = {"weight", "size_average", "ignore_index", "reduce", "reduction"}
 function F.nll_loss(logp, target, ...)
-  logp, target = autocast("fp32", logp, target)
-  local opts, reduction = loss_args("nll_loss", nll_names, ...)
-  check_tensor(logp, "nll_loss", "input")
-  check_tensor(target, "nll_loss", "target")
+  local reduction, opts
+  logp, target, reduction, opts = loss_start("nll_loss", "fp32", nll_names, both_tensors, logp, target, ...)
   if logp.ndim == 0 then raise("nll_loss: input must have a class dimension, got a 0-d tensor") end
   check_class_weight(opts.weight, logp.shape[logp.ndim == 1 and 1 or 2], "nll_loss")
   local undo
@@ -402,11 +415,9 @@ end
 -- Example: F.cross_entropy(model(x), y, {label_smoothing = 0.1})
 local cross_entropy_names = {"weight", "size_average", "ignore_index", "reduce", "reduction", "label_smoothing"}
 function F.cross_entropy(input, target, ...)
-  input, target = autocast("fp32", input, target)
   local op = "cross_entropy"
-  local opts, reduction = loss_args(op, cross_entropy_names, ...)
-  check_tensor(input, op, "input")
-  check_tensor(target, op, "target")
+  local reduction, opts
+  input, target, reduction, opts = loss_start(op, "fp32", cross_entropy_names, both_tensors, input, target, ...)
   if input.ndim == 0 then raise(op .. ": input must have a class dimension, got a 0-d tensor") end
   if not input:is_floating_point() then raise(op .. ": input must be floating point (logits), got " .. input.dtype) end
   local eps = opts.label_smoothing or 0
@@ -454,11 +465,9 @@ end
 -- Example: F.binary_cross_entropy_with_logits(logits, labels:float())
 local bce_logits_names = {"weight", "size_average", "reduce", "reduction", "pos_weight"}
 function F.binary_cross_entropy_with_logits(x, y, ...)
-  x, y = autocast("fp32", x, y)
   local op = "binary_cross_entropy_with_logits"
-  local opts, reduction = loss_args(op, bce_logits_names, ...)
-  check_tensor(x, op, "input")
-  check_tensor(y, op, "target")
+  local reduction, opts
+  x, y, reduction, opts = loss_start(op, "fp32", bce_logits_names, both_tensors, x, y, ...)
   if shape_str(x) ~= shape_str(y) then
     raise(string.format("%s: target shape %s must equal the input shape %s", op, shape_str(y), shape_str(x)))
   end
@@ -1007,6 +1016,14 @@ local function check_float(x, op)
   end
 end
 
+-- The optional arguments of a function of a floating-point tensor x, read by options()
+-- (names as it takes them) before x is checked
+local function float_args(op, names, x, ...)
+  local o = options(op, names, ...)
+  check_float(x, op)
+  return o
+end
+
 -- y, or x overwritten with y when inplace (refused, as every in-place op, on a tensor
 -- that requires grad while grad mode is on)
 local function result(x, y, inplace, op)
@@ -1041,8 +1058,7 @@ end
 -- The gradient is 1 strictly inside, 0 outside and on the bounds (as PyTorch).
 function F.hardtanh(x, ...)
   local op = "hardtanh"
-  local o = options(op, {"min_val", "max_val", "inplace"}, ...)
-  check_float(x, op)
+  local o = float_args(op, {"min_val", "max_val", "inplace"}, x, ...)
   local lo, hi = number_opt(o.min_val, -1, op, "min_val"), number_opt(o.max_val, 1, op, "max_val")
   if lo > hi then raise(string.format("%s: min_val (%g) must not be greater than max_val (%g)", op, lo, hi)) end
   local inside = x:gt(lo):logical_and(x:lt(hi))
@@ -1052,8 +1068,7 @@ end
 --- F.leaky_relu(x [, negative_slope = 0.01 [, inplace = false]]) -> x for x > 0, negative_slope * x otherwise.
 function F.leaky_relu(x, ...)
   local op = "leaky_relu"
-  local o = options(op, {"negative_slope", "inplace"}, ...)
-  check_float(x, op)
+  local o = float_args(op, {"negative_slope", "inplace"}, x, ...)
   local s = number_opt(o.negative_slope, 0.01, op, "negative_slope")
   return result(x, ember.where(x:gt(0), x, x * s), o.inplace, op)
 end
@@ -1068,8 +1083,7 @@ end
 --- F.elu(x [, alpha = 1 [, inplace = false]]) -> x for x > 0, alpha * (exp(x) - 1) otherwise.
 function F.elu(x, ...)
   local op = "elu"
-  local o = options(op, {"alpha", "inplace"}, ...)
-  check_float(x, op)
+  local o = float_args(op, {"alpha", "inplace"}, x, ...)
   local alpha = number_opt(o.alpha, 1, op, "alpha")
   return result(x, elu_core(x, alpha, 1), o.inplace, op)
 end
@@ -1079,16 +1093,14 @@ local SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.050700987355
 --- F.selu(x [, inplace = false]) -> scale * elu(x, alpha), alpha = 1.6733, scale = 1.0507 (self-normalising).
 function F.selu(x, ...)
   local op = "selu"
-  local o = options(op, {"inplace"}, ...)
-  check_float(x, op)
+  local o = float_args(op, {"inplace"}, x, ...)
   return result(x, elu_core(x, SELU_ALPHA, 1) * SELU_SCALE, o.inplace, op)
 end
 
 --- F.celu(x [, alpha = 1 [, inplace = false]]) -> max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).
 function F.celu(x, ...)
   local op = "celu"
-  local o = options(op, {"alpha", "inplace"}, ...)
-  check_float(x, op)
+  local o = float_args(op, {"alpha", "inplace"}, x, ...)
   local alpha = number_opt(o.alpha, 1, op, "alpha")
   if alpha == 0 then raise(op .. ": alpha must not be 0 (it divides x)") end
   return result(x, elu_core(x, alpha, 1 / alpha), o.inplace, op)
@@ -1097,8 +1109,7 @@ end
 --- F.gelu(x [, approximate = "none"]) -> x * Phi(x); approximate = "tanh" for the tanh formula.
 function F.gelu(x, ...)
   local op = "gelu"
-  local o = options(op, {"approximate"}, ...)
-  check_float(x, op)
+  local o = float_args(op, {"approximate"}, x, ...)
   local a = o.approximate or "none"
   if a ~= "none" and a ~= "tanh" then raise(op .. ": approximate must be \"none\" or \"tanh\", got " .. tostring(a)) end
   return x:gelu({approximate = a})
@@ -1107,24 +1118,21 @@ end
 --- F.silu(x [, inplace = false]) -> x * sigmoid(x).
 function F.silu(x, ...)
   local op = "silu"
-  local o = options(op, {"inplace"}, ...)
-  check_float(x, op)
+  local o = float_args(op, {"inplace"}, x, ...)
   return result(x, x:silu(), o.inplace, op)
 end
 
 --- F.mish(x [, inplace = false]) -> x * tanh(softplus(x)).
 function F.mish(x, ...)
   local op = "mish"
-  local o = options(op, {"inplace"}, ...)
-  check_float(x, op)
+  local o = float_args(op, {"inplace"}, x, ...)
   return result(x, x * softplus1(x):tanh(), o.inplace, op)
 end
 
 --- F.hardswish(x [, inplace = false]) -> x * relu6(x + 3) / 6.
 function F.hardswish(x, ...)
   local op = "hardswish"
-  local o = options(op, {"inplace"}, ...)
-  check_float(x, op)
+  local o = float_args(op, {"inplace"}, x, ...)
   -- PyTorch 2.x's backward: 0 up to -3, (2x + 3) / 6 strictly between, 1 from 3 on
   local mid = ember.where(x:lt(3), x * (x + 3) / 6, x)
   return result(x, ember.where(x:le(-3), 0, mid), o.inplace, op)
@@ -1133,8 +1141,7 @@ end
 --- F.hardsigmoid(x [, inplace = false]) -> relu6(x + 3) / 6.
 function F.hardsigmoid(x, ...)
   local op = "hardsigmoid"
-  local o = options(op, {"inplace"}, ...)
-  check_float(x, op)
+  local o = float_args(op, {"inplace"}, x, ...)
   local inside = x:gt(-3):logical_and(x:lt(3))
   return result(x, ember.where(inside, x / 6 + 0.5, x:detach():ge(3):to(x.dtype)), o.inplace, op)
 end
@@ -1143,8 +1150,7 @@ end
 function F.softplus(x, ...)
   x = autocast("fp32_cuda", x)
   local op = "softplus"
-  local o = options(op, {"beta", "threshold"}, ...)
-  check_float(x, op)
+  local o = float_args(op, {"beta", "threshold"}, x, ...)
   local beta = number_opt(o.beta, 1, op, "beta")
   local th = number_opt(o.threshold, 20, op, "threshold")
   if beta == 0 then raise(op .. ": beta must not be 0 (it divides the result)") end
@@ -1189,8 +1195,7 @@ end
 --- F.glu(x [, dim = -1]) -> a * sigmoid(b), a and b the two halves of x along dim.
 function F.glu(x, ...)
   local op = "glu"
-  local o = options(op, {"dim"}, ...)
-  check_float(x, op)
+  local o = float_args(op, {"dim"}, x, ...)
   if x.ndim == 0 then raise(op .. ": expected an input with at least 1 dim, got a 0-d tensor") end
   local d = check_dim(x, o.dim or -1, op)
   local n = x.shape[d]
@@ -1253,8 +1258,7 @@ end
 -- repeats it); otherwise a = (lower + upper) / 2 everywhere.
 function F.rrelu(x, ...)
   local op = "rrelu"
-  local o = options(op, {"lower", "upper", "training", "inplace"}, ...)
-  check_float(x, op)
+  local o = float_args(op, {"lower", "upper", "training", "inplace"}, x, ...)
   local lo, hi = number_opt(o.lower, 1 / 8, op, "lower"), number_opt(o.upper, 1 / 3, op, "upper")
   if lo > hi then raise(string.format("%s: lower (%g) must not be greater than upper (%g)", op, lo, hi)) end
   local slope = (lo + hi) / 2
@@ -1288,8 +1292,7 @@ end
 --- F.hardshrink(x [, lambd = 0.5]) -> x where |x| > lambd, 0 elsewhere.
 function F.hardshrink(x, ...)
   local op = "hardshrink"
-  local o = options(op, {"lambd"}, ...)
-  check_float(x, op)
+  local o = float_args(op, {"lambd"}, x, ...)
   local l = number_opt(o.lambd, 0.5, op, "lambd")
   return ember.where(x:abs():gt(l), x, 0)
 end
@@ -1297,8 +1300,7 @@ end
 --- F.softshrink(x [, lambd = 0.5]) -> x - lambd above lambd, x + lambd below -lambd, 0 between.
 function F.softshrink(x, ...)
   local op = "softshrink"
-  local o = options(op, {"lambd"}, ...)
-  check_float(x, op)
+  local o = float_args(op, {"lambd"}, x, ...)
   local l = number_opt(o.lambd, 0.5, op, "lambd")
   if l < 0 then raise(string.format("%s: lambd must be >= 0, got %g", op, l)) end
   return ember.where(x:gt(l), x - l, ember.where(x:lt(-l), x + l, 0))
@@ -1326,8 +1328,7 @@ end
 function F.normalize(x, ...)
   x = autocast("fp32_cuda", x)
   local op = "normalize"
-  local o = options(op, {"p", "dim", "eps"}, ...)
-  check_float(x, op)
+  local o = float_args(op, {"p", "dim", "eps"}, x, ...)
   local p = number_opt(o.p, 2, op, "p")
   local eps = number_opt(o.eps, 1e-12, op, "eps")
   local d = check_dim(x, o.dim or 2, op)
@@ -1388,22 +1389,27 @@ local function pair(input, target, op)
   return input, target
 end
 
+-- loss_start's check for two inputs compared with each other: both floating point
+local function both_floats(x1, x2, op)
+  check_float(x1, op)
+  check_float(x2, op)
+  return x1, x2
+end
+
 --- F.l1_loss(input, target [, {reduction = "mean"}]) -> |input - target|, reduced.
 local l1_loss_names = {"size_average", "reduce", "reduction"}
 function F.l1_loss(input, target, ...)
-  input, target = autocast("fp32", input, target)
-  local _, reduction = loss_args("l1_loss", l1_loss_names, ...)
-  input, target = pair(input, target, "l1_loss")
+  local reduction
+  input, target, reduction = loss_start("l1_loss", "fp32", l1_loss_names, pair, input, target, ...)
   return reduce((input - target):abs(), reduction)
 end
 
 --- F.smooth_l1_loss(input, target [, {beta = 1, reduction = "mean"}]) -> 0.5 d^2 / beta where |d| < beta, |d| - beta / 2 elsewhere.
 local smooth_l1_loss_names = {"size_average", "reduce", "reduction", "beta"}
 function F.smooth_l1_loss(input, target, ...)
-  input, target = autocast("fp32", input, target)
   local op = "smooth_l1_loss"
-  local o, reduction = loss_args(op, smooth_l1_loss_names, ...)
-  input, target = pair(input, target, op)
+  local reduction, o
+  input, target, reduction, o = loss_start(op, "fp32", smooth_l1_loss_names, pair, input, target, ...)
   local beta = number_opt(o.beta, 1, op, "beta")
   if beta < 0 then raise(string.format("%s: beta must be >= 0, got %g", op, beta)) end
   local d = input - target
@@ -1415,10 +1421,9 @@ end
 --- F.huber_loss(input, target [, {delta = 1, reduction = "mean"}]) -> 0.5 d^2 where |d| < delta, delta (|d| - delta / 2) elsewhere.
 local huber_loss_names = {"reduction", "delta"}
 function F.huber_loss(input, target, ...)
-  input, target = autocast("fp32", input, target)
   local op = "huber_loss"
-  local o, reduction = loss_args(op, huber_loss_names, ...)
-  input, target = pair(input, target, op)
+  local reduction, o
+  input, target, reduction, o = loss_start(op, "fp32", huber_loss_names, pair, input, target, ...)
   local delta = number_opt(o.delta, 1, op, "delta")
   if delta <= 0 then raise(string.format("%s: delta must be > 0, got %g", op, delta)) end
   local d = input - target
@@ -1445,10 +1450,9 @@ end
 --- F.binary_cross_entropy(input, target [, {weight =, reduction = "mean"}]) -> -(t log(x) + (1 - t) log(1 - x)), logs clamped at -100.
 local binary_cross_entropy_names = {"weight", "size_average", "reduce", "reduction"}
 function F.binary_cross_entropy(input, target, ...)
-  input, target = autocast("fp32", input, target)
   local op = "binary_cross_entropy"
-  local o, reduction = loss_args(op, binary_cross_entropy_names, ...)
-  input, target = pair(input, target, op)
+  local reduction, o
+  input, target, reduction, o = loss_start(op, "fp32", binary_cross_entropy_names, pair, input, target, ...)
   check_weight(o.weight, input, op, "weight")
   if input:numel() > 0 then
     local lo, hi = input:min():item(), input:max():item()
@@ -1493,10 +1497,9 @@ end
 -- Stirling's term target log(target) - target + log(2 pi target) / 2 where target > 1.
 local poisson_nll_loss_names = {"log_input", "full", "size_average", "eps", "reduce", "reduction"}
 function F.poisson_nll_loss(input, target, ...)
-  input, target = autocast("fp32", input, target)
   local op = "poisson_nll_loss"
-  local o, reduction = loss_args(op, poisson_nll_loss_names, ...)
-  input, target = pair(input, target, op)
+  local reduction, o
+  input, target, reduction, o = loss_start(op, "fp32", poisson_nll_loss_names, pair, input, target, ...)
   local eps = number_opt(o.eps, 1e-8, op, "eps")
   local loss
   if o.log_input ~= false then
@@ -1563,11 +1566,9 @@ end
 --- F.cosine_embedding_loss(x1, x2, y [, {margin = 0, reduction = "mean"}]) -> 1 - cos(x1, x2) where y = 1, max(0, cos - margin) where y = -1.
 local cosine_embedding_loss_names = {"margin", "size_average", "reduce", "reduction"}
 function F.cosine_embedding_loss(x1, x2, y, ...)
-  x1, x2 = autocast("fp32", x1, x2)
   local op = "cosine_embedding_loss"
-  local o, reduction = loss_args(op, cosine_embedding_loss_names, ...)
-  check_float(x1, op)
-  check_float(x2, op)
+  local reduction, o
+  x1, x2, reduction, o = loss_start(op, "fp32", cosine_embedding_loss_names, both_floats, x1, x2, ...)
   same_shape(x1, x2, op, "input1", "input2")
   y = check_labels(y, x1, op, {[1] = true, [2] = true})
   local margin = number_opt(o.margin, 0, op, "margin")
@@ -1584,11 +1585,9 @@ end
 --- F.margin_ranking_loss(x1, x2, y [, {margin = 0, reduction = "mean"}]) -> max(0, -y (x1 - x2) + margin).
 local margin_ranking_loss_names = {"margin", "size_average", "reduce", "reduction"}
 function F.margin_ranking_loss(x1, x2, y, ...)
-  x1, x2 = autocast("fp32", x1, x2)
   local op = "margin_ranking_loss"
-  local o, reduction = loss_args(op, margin_ranking_loss_names, ...)
-  check_float(x1, op)
-  check_float(x2, op)
+  local reduction, o
+  x1, x2, reduction, o = loss_start(op, "fp32", margin_ranking_loss_names, both_floats, x1, x2, ...)
   check_tensor(y, op, "target")
   same_shape(x1, x2, op, "input1", "input2")
   same_shape(x1, y, op, "input1", "target")
@@ -1636,10 +1635,10 @@ end
 -- input [N, C] logits, target [N, C] in {0, 1}; weight [C] weighs the classes. "none" gives [N].
 local multilabel_soft_margin_loss_names = {"weight", "size_average", "reduce", "reduction"}
 function F.multilabel_soft_margin_loss(input, target, ...)
-  input, target = autocast("fp32_cuda", input, target)
   local op = "multilabel_soft_margin_loss"
-  local o, reduction = loss_args(op, multilabel_soft_margin_loss_names, ...)
-  input, target = pair(input, target, op)
+  local reduction, o
+  input, target, reduction, o = loss_start(op, "fp32_cuda", multilabel_soft_margin_loss_names, pair, input, target,
+                                          ...)
   if input.ndim ~= 2 then raise(string.format("%s: expected a 2-D input [N, C], got %s", op, shape_str(input))) end
   check_weight(o.weight, input, op, "weight")
   local loss = -(target * F.logsigmoid(input) + (1 - target) * F.logsigmoid(-input))
@@ -1650,9 +1649,9 @@ end
 --- F.soft_margin_loss(input, target [, {reduction = "mean"}]) -> log(1 + exp(-target * input)), reduced (target in {-1, 1}).
 local soft_margin_loss_names = {"size_average", "reduce", "reduction"}
 function F.soft_margin_loss(input, target, ...)
-  input, target = autocast("fp32", input, target)
-  local _, reduction = loss_args("soft_margin_loss", soft_margin_loss_names, ...)
-  input, target = pair(input, target, "soft_margin_loss")
+  local reduction
+  input, target, reduction = loss_start("soft_margin_loss", "fp32", soft_margin_loss_names, pair, input, target,
+                                       ...)
   return reduce(softplus1(-(target * input)), reduction)
 end
 
@@ -1748,8 +1747,7 @@ end
 -- and (size - 1) // 2 after each channel, and its mean always divides by size (as PyTorch).
 function F.local_response_norm(x, ...)
   local op = "local_response_norm"
-  local o = options(op, {"size", "alpha", "beta", "k"}, ...)
-  check_float(x, op)
+  local o = float_args(op, {"size", "alpha", "beta", "k"}, x, ...)
   if x.ndim < 3 then raise(string.format("%s: expected at least 3 dimensions [N, C, *], got %s", op, shape_str(x))) end
   local size = o.size
   if math.type(size) ~= "integer" or size < 1 then

@@ -521,9 +521,20 @@ local function layer_repr(self)
   return table.concat(parts, ", ")
 end
 
-local function feed_forward(self, x)
+-- the class of the encoder or the decoder layer (nnorm LayerNorms: 2 or 3) without its forward
+local function layer_class(name, nnorm)
+  local cls = Module:extend(name)
+  function cls:init(d_model, nhead, ...)
+    layer_init(self, name, d_model, nhead, options(name, layer_names, ...), nnorm)
+  end
+  cls.extra_repr = layer_repr
+  return cls
+end
+
+-- the feed-forward block, last_dropout the layer's dropout after it (dropout2 or dropout3)
+local function feed_forward(self, x, last_dropout)
   local act = self._act or self.activation
-  return self.dropout2(self.linear2(self.dropout(act(self.linear1(x)))))
+  return last_dropout(self.linear2(self.dropout(act(self.linear1(x)))))
 end
 
 local function check_layer_input(self, x, op, what)
@@ -541,11 +552,7 @@ end
 --   [, bias = true]]]]]]]) -> module (or the options in one table, with dtype= and device=)
 -- Self-attention then a feed-forward block, each with a residual connection and LayerNorm.
 -- Example: local layer = nn.TransformerEncoderLayer(16, 4, {dim_feedforward = 32, batch_first = true})
-L.TransformerEncoderLayer = Module:extend("TransformerEncoderLayer")
-function L.TransformerEncoderLayer:init(d_model, nhead, ...)
-  layer_init(self, "TransformerEncoderLayer", d_model, nhead, options("TransformerEncoderLayer", layer_names, ...), 2)
-end
-L.TransformerEncoderLayer.extra_repr = layer_repr
+L.TransformerEncoderLayer = layer_class("TransformerEncoderLayer", 2)
 
 local enc_layer_names = {"src_mask", "src_key_padding_mask", "is_causal"}
 
@@ -563,10 +570,10 @@ function L.TransformerEncoderLayer:forward(src, ...)
   local x = src
   if self.norm_first then
     x = x + sa(self.norm1(x))
-    x = x + feed_forward(self, self.norm2(x))
+    x = x + feed_forward(self, self.norm2(x), self.dropout2)
   else
     x = self.norm1(x + sa(x))
-    x = self.norm2(x + feed_forward(self, x))
+    x = self.norm2(x + feed_forward(self, x, self.dropout2))
   end
   return x
 end
@@ -576,11 +583,7 @@ end
 --   [, bias = true]]]]]]]) -> module (or the options in one table, with dtype= and device=)
 -- Self-attention, attention over the memory, then a feed-forward block.
 -- Example: local layer = nn.TransformerDecoderLayer(16, 4, {dim_feedforward = 32})
-L.TransformerDecoderLayer = Module:extend("TransformerDecoderLayer")
-function L.TransformerDecoderLayer:init(d_model, nhead, ...)
-  layer_init(self, "TransformerDecoderLayer", d_model, nhead, options("TransformerDecoderLayer", layer_names, ...), 3)
-end
-L.TransformerDecoderLayer.extra_repr = layer_repr
+L.TransformerDecoderLayer = layer_class("TransformerDecoderLayer", 3)
 
 local dec_layer_names = {"tgt_mask", "memory_mask", "tgt_key_padding_mask", "memory_key_padding_mask",
                          "tgt_is_causal", "memory_is_causal"}
@@ -601,19 +604,15 @@ function L.TransformerDecoderLayer:forward(tgt, memory, ...)
                                                                  key_padding_mask = o.memory_key_padding_mask,
                                                                  need_weights = false, is_causal = o.memory_is_causal}))
   end
-  local function ff(x)
-    local act = self._act or self.activation
-    return self.dropout3(self.linear2(self.dropout(act(self.linear1(x)))))
-  end
   local x = tgt
   if self.norm_first then
     x = x + sa(self.norm1(x))
     x = x + ca(self.norm2(x))
-    x = x + ff(self.norm3(x))
+    x = x + feed_forward(self, self.norm3(x), self.dropout3)
   else
     x = self.norm1(x + sa(x))
     x = self.norm2(x + ca(x))
-    x = self.norm3(x + ff(x))
+    x = self.norm3(x + feed_forward(self, x, self.dropout3))
   end
   return x
 end
@@ -696,22 +695,19 @@ function L.Transformer:init(...)
               layer_norm_eps = o.layer_norm_eps, batch_first = o.batch_first, norm_first = o.norm_first,
               bias = o.bias, device = o.device, dtype = o.dtype}
   local nopts = {eps = o.layer_norm_eps or 1e-5, bias = o.bias, dtype = o.dtype, device = o.device}
-  if o.custom_encoder ~= nil then
-    if not is_module(o.custom_encoder) then raise(op .. ": custom_encoder must be a module") end
-    self.encoder = o.custom_encoder
-  else
-    self.encoder = L.TransformerEncoder(L.TransformerEncoderLayer(d, nhead, lo),
-                                        count(o.num_encoder_layers or 6, op, "num_encoder_layers"),
-                                        LayerNorm(d, nopts))
+  -- the encoder or the decoder (part): o's custom_<part> when given, else a stack of
+  -- num_<part>_layers new layers with a final LayerNorm
+  local function build(part, stack_cls, layer_cls)
+    local custom = o["custom_" .. part]
+    if custom ~= nil then
+      if not is_module(custom) then raise(op .. ": custom_" .. part .. " must be a module") end
+      return custom
+    end
+    local num = "num_" .. part .. "_layers"
+    return stack_cls(layer_cls(d, nhead, lo), count(o[num] or 6, op, num), LayerNorm(d, nopts))
   end
-  if o.custom_decoder ~= nil then
-    if not is_module(o.custom_decoder) then raise(op .. ": custom_decoder must be a module") end
-    self.decoder = o.custom_decoder
-  else
-    self.decoder = L.TransformerDecoder(L.TransformerDecoderLayer(d, nhead, lo),
-                                        count(o.num_decoder_layers or 6, op, "num_decoder_layers"),
-                                        LayerNorm(d, nopts))
-  end
+  self.encoder = build("encoder", L.TransformerEncoder, L.TransformerEncoderLayer)
+  self.decoder = build("decoder", L.TransformerDecoder, L.TransformerDecoderLayer)
   self.d_model, self.nhead = d, nhead
   self.batch_first = boolean(o.batch_first, false, op, "batch_first")
   -- PyTorch's _reset_parameters: every matrix xavier_uniform_

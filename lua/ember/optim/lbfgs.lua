@@ -380,18 +380,7 @@ return function(M, H)
   function LBFGS:state_dict_flat()
     local sd = self:state_dict()
     local tensors, meta = {}, {}
-    for i, st in pairs(sd.state) do
-      for k, v in pairs(st) do
-        local key = string.format("state.%d.%s", i, k)
-        if ember.is_tensor(v) then
-          tensors[key] = v
-        elseif LIST_STATE[k] then
-          for j, x in ipairs(v) do tensors[key .. "." .. j] = x end
-        else
-          meta[key] = flat.encode(v, "LBFGS: state_dict_flat: " .. key)
-        end
-      end
-    end
+    H.flatten_state(sd.state, tensors, meta, "LBFGS: state_dict_flat: ", LIST_STATE)
     meta.class = sd.class
     meta.param_groups = "1"
     for k, v in pairs(sd.param_groups[1]) do
