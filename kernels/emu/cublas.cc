@@ -55,17 +55,13 @@ cublasStatus_t cublasDestroy_v2(cublasHandle_t handle)
 
 cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t streamId)
 {
-    if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
-    handle->stream = streamId;
-    return CUBLAS_STATUS_SUCCESS;
+    return emu::set_stream(handle, streamId, CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_NOT_INITIALIZED);
 }
 
 cublasStatus_t cublasGetStream_v2(cublasHandle_t handle, cudaStream_t *streamId)
 {
-    if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
-    if (!streamId) return CUBLAS_STATUS_INVALID_VALUE;
-    *streamId = handle->stream;
-    return CUBLAS_STATUS_SUCCESS;
+    return emu::get_stream(handle, streamId, CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_NOT_INITIALIZED,
+                           CUBLAS_STATUS_INVALID_VALUE);
 }
 
 cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode)

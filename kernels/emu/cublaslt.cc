@@ -143,6 +143,30 @@ static cublasStatus_t get_field(const void *field, size_t size, void *buf, size_
     return CUBLAS_STATUS_SUCCESS;
 }
 
+/* cublasLt*SetAttribute and cublasLt*GetAttribute: the field that field_of
+ * (desc_field, layout_field or pref_field below) finds for attr in d, by
+ * the rule above; INVALID_VALUE for a NULL descriptor, field_of's status
+ * for an attribute it does not give. */
+template <typename Desc, typename Attr>
+static cublasStatus_t set_attribute(Desc *d, void *(*field_of)(Desc *, Attr, size_t *, cublasStatus_t *), Attr attr,
+                                    const void *buf, size_t sizeInBytes)
+{
+    size_t size = 0;
+    cublasStatus_t st = CUBLAS_STATUS_INVALID_VALUE;
+    void *f = d ? field_of(d, attr, &size, &st) : NULL;
+    return f ? set_field(f, size, buf, sizeInBytes) : st;
+}
+
+template <typename Desc, typename Attr>
+static cublasStatus_t get_attribute(Desc *d, void *(*field_of)(Desc *, Attr, size_t *, cublasStatus_t *), Attr attr,
+                                    void *buf, size_t sizeInBytes, size_t *sizeWritten)
+{
+    size_t size = 0;
+    cublasStatus_t st = CUBLAS_STATUS_INVALID_VALUE;
+    void *f = d ? field_of(d, attr, &size, &st) : NULL;
+    return f ? get_field(f, size, buf, sizeInBytes, sizeWritten) : st;
+}
+
 /* Where attribute attr of d lives and its size; NULL for one this emulator
  * does not model (*st says whether it is unknown or just not emulated). */
 static void *desc_field(lt_desc *d, cublasLtMatmulDescAttributes_t attr, size_t *size, cublasStatus_t *st)
@@ -218,24 +242,16 @@ cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t matmulDesc)
 cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t matmulDesc, cublasLtMatmulDescAttributes_t attr,
                                               const void *buf, size_t sizeInBytes)
 {
-    if (!matmulDesc) return CUBLAS_STATUS_INVALID_VALUE;
-    size_t size = 0;
-    cublasStatus_t st;
-    void *f = desc_field(desc_of(matmulDesc), attr, &size, &st);
-    return f ? set_field(f, size, buf, sizeInBytes) : st;
+    return set_attribute(desc_of(matmulDesc), desc_field, attr, buf, sizeInBytes);
 }
 
 cublasStatus_t cublasLtMatmulDescGetAttribute(cublasLtMatmulDesc_t matmulDesc, cublasLtMatmulDescAttributes_t attr,
                                               void *buf, size_t sizeInBytes, size_t *sizeWritten)
 {
-    if (!matmulDesc) return CUBLAS_STATUS_INVALID_VALUE;
-    size_t size = 0;
-    cublasStatus_t st;
-    void *f = desc_field(desc_of(matmulDesc), attr, &size, &st);
-    return f ? get_field(f, size, buf, sizeInBytes, sizeWritten) : st;
+    return get_attribute(desc_of(matmulDesc), desc_field, attr, buf, sizeInBytes, sizeWritten);
 }
 
-static void *layout_field(lt_layout *l, cublasLtMatrixLayoutAttribute_t attr, size_t *size)
+static void *layout_field(lt_layout *l, cublasLtMatrixLayoutAttribute_t attr, size_t *size, cublasStatus_t *st)
 {
     switch (attr) {
     case CUBLASLT_MATRIX_LAYOUT_TYPE: *size = sizeof l->type; return &l->type;
@@ -248,6 +264,7 @@ static void *layout_field(lt_layout *l, cublasLtMatrixLayoutAttribute_t attr, si
     case CUBLASLT_MATRIX_LAYOUT_PLANE_OFFSET: *size = sizeof l->plane_offset; return &l->plane_offset;
     case CUBLASLT_MATRIX_LAYOUT_BATCH_MODE: *size = sizeof l->batch_mode; return &l->batch_mode;
     }
+    *st = CUBLAS_STATUS_INVALID_VALUE;
     return NULL;
 }
 
@@ -279,23 +296,17 @@ cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t matLayout
                                                 cublasLtMatrixLayoutAttribute_t attr, const void *buf,
                                                 size_t sizeInBytes)
 {
-    if (!matLayout) return CUBLAS_STATUS_INVALID_VALUE;
-    size_t size = 0;
-    void *f = layout_field(layout_of(matLayout), attr, &size);
-    return f ? set_field(f, size, buf, sizeInBytes) : CUBLAS_STATUS_INVALID_VALUE;
+    return set_attribute(layout_of(matLayout), layout_field, attr, buf, sizeInBytes);
 }
 
 cublasStatus_t cublasLtMatrixLayoutGetAttribute(cublasLtMatrixLayout_t matLayout,
                                                 cublasLtMatrixLayoutAttribute_t attr, void *buf, size_t sizeInBytes,
                                                 size_t *sizeWritten)
 {
-    if (!matLayout) return CUBLAS_STATUS_INVALID_VALUE;
-    size_t size = 0;
-    void *f = layout_field(layout_of(matLayout), attr, &size);
-    return f ? get_field(f, size, buf, sizeInBytes, sizeWritten) : CUBLAS_STATUS_INVALID_VALUE;
+    return get_attribute(layout_of(matLayout), layout_field, attr, buf, sizeInBytes, sizeWritten);
 }
 
-static void *pref_field(lt_pref *p, cublasLtMatmulPreferenceAttributes_t attr, size_t *size)
+static void *pref_field(lt_pref *p, cublasLtMatmulPreferenceAttributes_t attr, size_t *size, cublasStatus_t *st)
 {
     switch (attr) {
     case CUBLASLT_MATMUL_PREF_SEARCH_MODE: *size = sizeof p->search_mode; return &p->search_mode;
@@ -308,6 +319,7 @@ static void *pref_field(lt_pref *p, cublasLtMatmulPreferenceAttributes_t attr, s
     case CUBLASLT_MATMUL_PREF_MAX_WAVES_COUNT: *size = sizeof p->max_waves; return &p->max_waves;
     case CUBLASLT_MATMUL_PREF_IMPL_MASK: *size = sizeof p->impl_mask; return &p->impl_mask;
     }
+    *st = CUBLAS_STATUS_INVALID_VALUE;
     return NULL;
 }
 
@@ -334,20 +346,14 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p
                                                     cublasLtMatmulPreferenceAttributes_t attr, const void *buf,
                                                     size_t sizeInBytes)
 {
-    if (!pref) return CUBLAS_STATUS_INVALID_VALUE;
-    size_t size = 0;
-    void *f = pref_field(pref_of(pref), attr, &size);
-    return f ? set_field(f, size, buf, sizeInBytes) : CUBLAS_STATUS_INVALID_VALUE;
+    return set_attribute(pref_of(pref), pref_field, attr, buf, sizeInBytes);
 }
 
 cublasStatus_t cublasLtMatmulPreferenceGetAttribute(cublasLtMatmulPreference_t pref,
                                                     cublasLtMatmulPreferenceAttributes_t attr, void *buf,
                                                     size_t sizeInBytes, size_t *sizeWritten)
 {
-    if (!pref) return CUBLAS_STATUS_INVALID_VALUE;
-    size_t size = 0;
-    void *f = pref_field(pref_of(pref), attr, &size);
-    return f ? get_field(f, size, buf, sizeInBytes, sizeWritten) : CUBLAS_STATUS_INVALID_VALUE;
+    return get_attribute(pref_of(pref), pref_field, attr, buf, sizeInBytes, sizeWritten);
 }
 
 /* ---- the problem ------------------------------------------------------------------------------ */

@@ -275,27 +275,30 @@ cudnnStatus_t cudnnDestroy(cudnnHandle_t handle)
  * first computation, which is where the runtime knows streams. */
 cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t streamId)
 {
-    if (!handle) return CUDNN_STATUS_BAD_PARAM;
-    handle->stream = streamId;
-    return CUDNN_STATUS_SUCCESS;
+    return emu::set_stream(handle, streamId, CUDNN_STATUS_SUCCESS, CUDNN_STATUS_BAD_PARAM);
 }
 
 cudnnStatus_t cudnnGetStream(cudnnHandle_t handle, cudaStream_t *streamId)
 {
-    if (!handle || !streamId) return CUDNN_STATUS_BAD_PARAM;
-    *streamId = handle->stream;
-    return CUDNN_STATUS_SUCCESS;
+    return emu::get_stream(handle, streamId, CUDNN_STATUS_SUCCESS, CUDNN_STATUS_BAD_PARAM, CUDNN_STATUS_BAD_PARAM);
 }
 
 /* ---- tensor descriptors ------------------------------------------------------------- */
 
+/* cudnnCreate*Descriptor: a zeroed descriptor (not set) into *desc. */
+template <typename T>
+static cudnnStatus_t new_descriptor(T **desc)
+{
+    if (!desc) return CUDNN_STATUS_BAD_PARAM;
+    T *d = new T();
+    memset(d, 0, sizeof *d);
+    *desc = d;
+    return CUDNN_STATUS_SUCCESS;
+}
+
 cudnnStatus_t cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t *tensorDesc)
 {
-    if (!tensorDesc) return CUDNN_STATUS_BAD_PARAM;
-    cudnnTensorStruct *t = new cudnnTensorStruct();
-    memset(t, 0, sizeof *t);
-    *tensorDesc = t;
-    return CUDNN_STATUS_SUCCESS;
+    return new_descriptor(tensorDesc);
 }
 
 cudnnStatus_t cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t tensorDesc)
@@ -419,11 +422,7 @@ cudnnStatus_t cudnnGetTensor4dDescriptor(const cudnnTensorDescriptor_t tensorDes
 
 cudnnStatus_t cudnnCreateFilterDescriptor(cudnnFilterDescriptor_t *filterDesc)
 {
-    if (!filterDesc) return CUDNN_STATUS_BAD_PARAM;
-    cudnnFilterStruct *f = new cudnnFilterStruct();
-    memset(f, 0, sizeof *f);
-    *filterDesc = f;
-    return CUDNN_STATUS_SUCCESS;
+    return new_descriptor(filterDesc);
 }
 
 cudnnStatus_t cudnnDestroyFilterDescriptor(cudnnFilterDescriptor_t filterDesc)
@@ -480,12 +479,10 @@ cudnnStatus_t cudnnGetFilterNdDescriptor(const cudnnFilterDescriptor_t filterDes
 
 cudnnStatus_t cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t *convDesc)
 {
-    if (!convDesc) return CUDNN_STATUS_BAD_PARAM;
-    cudnnConvolutionStruct *c = new cudnnConvolutionStruct();
-    memset(c, 0, sizeof *c);
-    c->groups = 1;
-    c->math = CUDNN_DEFAULT_MATH;
-    *convDesc = c;
+    cudnnStatus_t st = new_descriptor(convDesc);
+    if (st != CUDNN_STATUS_SUCCESS) return st;
+    (*convDesc)->groups = 1;
+    (*convDesc)->math = CUDNN_DEFAULT_MATH;
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -710,26 +707,47 @@ static size_t column_bytes(const conv_problem *p)
     return rows * (size_t)volume3(p->out) * (p->f64 ? sizeof(double) : sizeof(float));
 }
 
+/* What tells the three directions apart in the calls that serve all three
+ * (heuristics, workspace sizes, the convolutions themselves). */
+template <typename Algo>
+struct conv_direction {
+    conv_op op;
+    const char *call;           /* the convolution's function, naming its queued work */
+    Algo direct, gemm;          /* the two supported algorithms: without and with workspace */
+    int count;                  /* the size of the direction's enumeration */
+    bool direct_deterministic;  /* cuDNN's determinism of the direct one on a GPU */
+};
+
+static const conv_direction<cudnnConvolutionFwdAlgo_t> FORWARD = {
+    OP_FORWARD, "cudnnConvolutionForward", CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+    CUDNN_CONVOLUTION_FWD_ALGO_GEMM, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, true};
+static const conv_direction<cudnnConvolutionBwdDataAlgo_t> BACKWARD_DATA = {
+    OP_BACKWARD_DATA, "cudnnConvolutionBackwardData", CUDNN_CONVOLUTION_BWD_DATA_ALGO_0,
+    CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, false};
+static const conv_direction<cudnnConvolutionBwdFilterAlgo_t> BACKWARD_FILTER = {
+    OP_BACKWARD_FILTER, "cudnnConvolutionBackwardFilter", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0,
+    CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, false};
+
 /* Workspace of each supported algorithm; false for one this stand-in has not. */
-static bool forward_workspace(const conv_problem *p, cudnnConvolutionFwdAlgo_t algo, size_t *bytes)
+template <typename Algo>
+static bool algorithm_workspace(const conv_problem *p, const conv_direction<Algo> &d, Algo algo, size_t *bytes)
 {
-    if (algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM) { *bytes = 0; return true; }
-    if (algo == CUDNN_CONVOLUTION_FWD_ALGO_GEMM) { *bytes = column_bytes(p); return true; }
+    if (algo == d.direct) { *bytes = 0; return true; }
+    if (algo == d.gemm) { *bytes = column_bytes(p); return true; }
     return false;
 }
 
-static bool backward_data_workspace(const conv_problem *p, cudnnConvolutionBwdDataAlgo_t algo, size_t *bytes)
+/* The problem a call in direction d describes, checked and flattened into p
+ * (make_problem), and the workspace algo needs into *need: NOT_SUPPORTED
+ * for an algorithm this stand-in has not. */
+template <typename Algo>
+static cudnnStatus_t problem_and_workspace(const conv_direction<Algo> &d, const cudnnTensorStruct *x,
+                                           const cudnnFilterStruct *w, const cudnnConvolutionStruct *cd,
+                                           const cudnnTensorStruct *y, Algo algo, conv_problem *p, size_t *need)
 {
-    if (algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0) { *bytes = 0; return true; }
-    if (algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1) { *bytes = column_bytes(p); return true; }
-    return false;
-}
-
-static bool backward_filter_workspace(const conv_problem *p, cudnnConvolutionBwdFilterAlgo_t algo, size_t *bytes)
-{
-    if (algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0) { *bytes = 0; return true; }
-    if (algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1) { *bytes = column_bytes(p); return true; }
-    return false;
+    cudnnStatus_t st = make_problem(d.op, x, w, cd, y, p);
+    if (st != CUDNN_STATUS_SUCCESS) return st;
+    return algorithm_workspace(p, d, algo, need) ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_NOT_SUPPORTED;
 }
 
 /* Past this the GEMM algorithm is ranked after the direct one, as the
@@ -757,41 +775,45 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cudnnHandle_t h
     return CUDNN_STATUS_SUCCESS;
 }
 
-/* The heuristics' answer for one direction (below), into perf: direct and
- * gemm are its two supported algorithms, count the size of its enumeration,
- * direct_deterministic cuDNN's determinism of the direct one on a GPU. */
+/* The heuristics' answer for direction d (the three calls below): the
+ * problem x, w, cd, y describe, checked, then the two supported algorithms
+ * ranked (the GEMM one first unless its workspace is huge), then the rest
+ * of the enumeration with CUDNN_STATUS_NOT_SUPPORTED, as cuDNN lists every
+ * algorithm. The determinism reported is cuDNN's for the algorithm (ALGO_0
+ * of the backward passes uses atomics on a GPU), not this stand-in's,
+ * which is always deterministic. time is -1: nothing was timed. */
 template <typename Algo, typename Perf>
-static void rank_algorithms(const conv_problem *p, Algo direct, Algo gemm, int count, bool direct_deterministic,
-                            bool (*workspace)(const conv_problem *, Algo, size_t *), cudnnMathType_t math,
-                            int requested, int *returned, Perf *perf)
+static cudnnStatus_t find_algorithms(cudnnHandle_t handle, const conv_direction<Algo> &d, const cudnnTensorStruct *x,
+                                     const cudnnFilterStruct *w, const cudnnConvolutionStruct *cd,
+                                     const cudnnTensorStruct *y, int requested, int *returned, Perf *perf)
 {
+    if (!handle || !returned || !perf || requested < 1) return CUDNN_STATUS_BAD_PARAM;
+    conv_problem p;
+    cudnnStatus_t st = make_problem(d.op, x, w, cd, y, &p);
+    if (st != CUDNN_STATUS_SUCCESS) return st;
     std::vector<Algo> order;
-    bool gemm_first = column_bytes(p) <= WORKSPACE_PREFERRED_LIMIT;
-    order.push_back(gemm_first ? gemm : direct);
-    order.push_back(gemm_first ? direct : gemm);
-    for (int a = 0; a < count; a++)
-        if (a != (int)gemm && a != (int)direct) order.push_back((Algo)a);
+    bool gemm_first = column_bytes(&p) <= WORKSPACE_PREFERRED_LIMIT;
+    order.push_back(gemm_first ? d.gemm : d.direct);
+    order.push_back(gemm_first ? d.direct : d.gemm);
+    for (int a = 0; a < d.count; a++)
+        if (a != (int)d.gemm && a != (int)d.direct) order.push_back((Algo)a);
     int n = requested < (int)order.size() ? requested : (int)order.size();
     for (int i = 0; i < n; i++) {
         Perf *r = &perf[i];
         memset(r, 0, sizeof *r);
         size_t ws = 0;
         r->algo = order[i];
-        r->status = workspace(p, order[i], &ws) ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_NOT_SUPPORTED;
+        r->status = algorithm_workspace(&p, d, order[i], &ws) ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_NOT_SUPPORTED;
         r->time = -1.0f;
         r->memory = ws;
-        r->determinism = order[i] == direct && !direct_deterministic ? CUDNN_NON_DETERMINISTIC : CUDNN_DETERMINISTIC;
-        r->mathType = math;
+        r->determinism =
+            order[i] == d.direct && !d.direct_deterministic ? CUDNN_NON_DETERMINISTIC : CUDNN_DETERMINISTIC;
+        r->mathType = cd->math;
     }
     *returned = n;
+    return CUDNN_STATUS_SUCCESS;
 }
 
-/* The heuristics' answer: the two supported algorithms ranked (the GEMM one
- * first unless its workspace is huge), then the rest of the enumeration
- * with CUDNN_STATUS_NOT_SUPPORTED, as cuDNN lists every algorithm. The
- * determinism reported is cuDNN's for the algorithm (ALGO_0 of the
- * backward passes uses atomics on a GPU), not this stand-in's, which is
- * always deterministic. time is -1: nothing was timed. */
 cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc,
                                                      const cudnnFilterDescriptor_t filterDesc,
                                                      const cudnnConvolutionDescriptor_t convDesc,
@@ -799,14 +821,8 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle, const
                                                      const int requestedAlgoCount, int *returnedAlgoCount,
                                                      cudnnConvolutionFwdAlgoPerf_t *perfResults)
 {
-    if (!handle || !returnedAlgoCount || !perfResults || requestedAlgoCount < 1) return CUDNN_STATUS_BAD_PARAM;
-    conv_problem p;
-    cudnnStatus_t st = make_problem(OP_FORWARD, srcDesc, filterDesc, convDesc, destDesc, &p);
-    if (st != CUDNN_STATUS_SUCCESS) return st;
-    rank_algorithms(&p, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, CUDNN_CONVOLUTION_FWD_ALGO_GEMM,
-                    CUDNN_CONVOLUTION_FWD_ALGO_COUNT, true, forward_workspace, convDesc->math,
-                    requestedAlgoCount, returnedAlgoCount, perfResults);
-    return CUDNN_STATUS_SUCCESS;
+    return find_algorithms(handle, FORWARD, srcDesc, filterDesc, convDesc, destDesc, requestedAlgoCount,
+                           returnedAlgoCount, perfResults);
 }
 
 cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t handle,
@@ -817,14 +833,8 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t handle,
                                                           const int requestedAlgoCount, int *returnedAlgoCount,
                                                           cudnnConvolutionBwdDataAlgoPerf_t *perfResults)
 {
-    if (!handle || !returnedAlgoCount || !perfResults || requestedAlgoCount < 1) return CUDNN_STATUS_BAD_PARAM;
-    conv_problem p;
-    cudnnStatus_t st = make_problem(OP_BACKWARD_DATA, gradDesc, filterDesc, convDesc, diffDesc, &p);
-    if (st != CUDNN_STATUS_SUCCESS) return st;
-    rank_algorithms(&p, CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1,
-                    CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, false, backward_data_workspace, convDesc->math,
-                    requestedAlgoCount, returnedAlgoCount, perfResults);
-    return CUDNN_STATUS_SUCCESS;
+    return find_algorithms(handle, BACKWARD_DATA, gradDesc, filterDesc, convDesc, diffDesc, requestedAlgoCount,
+                           returnedAlgoCount, perfResults);
 }
 
 cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnnHandle_t handle,
@@ -835,14 +845,8 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnnHandle_t handle
                                                             const int requestedAlgoCount, int *returnedAlgoCount,
                                                             cudnnConvolutionBwdFilterAlgoPerf_t *perfResults)
 {
-    if (!handle || !returnedAlgoCount || !perfResults || requestedAlgoCount < 1) return CUDNN_STATUS_BAD_PARAM;
-    conv_problem p;
-    cudnnStatus_t st = make_problem(OP_BACKWARD_FILTER, srcDesc, gradDesc, convDesc, diffDesc, &p);
-    if (st != CUDNN_STATUS_SUCCESS) return st;
-    rank_algorithms(&p, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1,
-                    CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, false, backward_filter_workspace, convDesc->math,
-                    requestedAlgoCount, returnedAlgoCount, perfResults);
-    return CUDNN_STATUS_SUCCESS;
+    return find_algorithms(handle, BACKWARD_FILTER, srcDesc, gradDesc, convDesc, diffDesc, requestedAlgoCount,
+                           returnedAlgoCount, perfResults);
 }
 
 cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc,
@@ -853,9 +857,7 @@ cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t handle, cons
 {
     if (!handle || !sizeInBytes) return CUDNN_STATUS_BAD_PARAM;
     conv_problem p;
-    cudnnStatus_t st = make_problem(OP_FORWARD, xDesc, wDesc, convDesc, yDesc, &p);
-    if (st != CUDNN_STATUS_SUCCESS) return st;
-    return forward_workspace(&p, algo, sizeInBytes) ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_NOT_SUPPORTED;
+    return problem_and_workspace(FORWARD, xDesc, wDesc, convDesc, yDesc, algo, &p, sizeInBytes);
 }
 
 cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc,
@@ -866,9 +868,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(cudnnHandle_t handle,
 {
     if (!handle || !sizeInBytes) return CUDNN_STATUS_BAD_PARAM;
     conv_problem p;
-    cudnnStatus_t st = make_problem(OP_BACKWARD_DATA, dxDesc, wDesc, convDesc, dyDesc, &p);
-    if (st != CUDNN_STATUS_SUCCESS) return st;
-    return backward_data_workspace(&p, algo, sizeInBytes) ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_NOT_SUPPORTED;
+    return problem_and_workspace(BACKWARD_DATA, dxDesc, wDesc, convDesc, dyDesc, algo, &p, sizeInBytes);
 }
 
 cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t handle,
@@ -881,9 +881,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t handl
 {
     if (!handle || !sizeInBytes) return CUDNN_STATUS_BAD_PARAM;
     conv_problem p;
-    cudnnStatus_t st = make_problem(OP_BACKWARD_FILTER, xDesc, gradDesc, convDesc, dyDesc, &p);
-    if (st != CUDNN_STATUS_SUCCESS) return st;
-    return backward_filter_workspace(&p, algo, sizeInBytes) ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_NOT_SUPPORTED;
+    return problem_and_workspace(BACKWARD_FILTER, xDesc, gradDesc, convDesc, dyDesc, algo, &p, sizeInBytes);
 }
 
 /* ---- gathering operands and scattering results -------------------------------------- */
@@ -977,45 +975,79 @@ static int input_at(const conv_problem *p, int s, int o, int t)
     return i >= 0 && i < p->in[s] ? i : -1;
 }
 
-/* Forward, direct: every output is its own dot product. */
-template <typename A>
-static void forward_direct(const conv_problem *p, const A *x, const A *w, A *y)
+/* The walk of the direct algorithms, forward and its transpose (backward
+ * data): for each sample, output channel and output position in order,
+ * f(yo, taps) with yo the output's offset in y; taps(t) calls t(xo, wo)
+ * for each channel and kernel tap that output reads inside the input, in
+ * order, xo the input's offset in x and wo the weight's in w. */
+template <typename F>
+static void for_each_window(const conv_problem *p, F f)
 {
     int cg = p->c / p->groups, kg = p->k / p->groups;
     int64_t iv = volume3(p->in), ov = volume3(p->out), kv = volume3(p->ker);
     for (int n = 0; n < p->n; n++)
         for (int k = 0; k < p->k; k++) {
-            const A *xg = x + ((int64_t)n * p->c + (int64_t)(k / kg) * cg) * iv;
-            const A *wk = w + (int64_t)k * cg * kv;
-            A *yk = y + ((int64_t)n * p->k + k) * ov;
+            int64_t xg = ((int64_t)n * p->c + (int64_t)(k / kg) * cg) * iv, wk = (int64_t)k * cg * kv;
+            int64_t yk = ((int64_t)n * p->k + k) * ov;
             for (int o0 = 0; o0 < p->out[0]; o0++)
                 for (int o1 = 0; o1 < p->out[1]; o1++)
-                    for (int o2 = 0; o2 < p->out[2]; o2++) {
-                        A sum = 0;
-                        for (int c = 0; c < cg; c++)
-                            for (int t0 = 0; t0 < p->ker[0]; t0++) {
-                                int i0 = input_at(p, 0, o0, t0);
-                                if (i0 < 0) continue;
-                                for (int t1 = 0; t1 < p->ker[1]; t1++) {
-                                    int i1 = input_at(p, 1, o1, t1);
-                                    if (i1 < 0) continue;
-                                    for (int t2 = 0; t2 < p->ker[2]; t2++) {
-                                        int i2 = input_at(p, 2, o2, t2);
-                                        if (i2 < 0) continue;
-                                        sum += xg[c * iv + ((int64_t)i0 * p->in[1] + i1) * p->in[2] + i2] *
-                                               wk[((c * p->ker[0] + t0) * p->ker[1] + t1) * p->ker[2] + t2];
+                    for (int o2 = 0; o2 < p->out[2]; o2++)
+                        f(yk + ((int64_t)o0 * p->out[1] + o1) * p->out[2] + o2, [&](auto t) {
+                            for (int c = 0; c < cg; c++)
+                                for (int t0 = 0; t0 < p->ker[0]; t0++) {
+                                    int i0 = input_at(p, 0, o0, t0);
+                                    if (i0 < 0) continue;
+                                    for (int t1 = 0; t1 < p->ker[1]; t1++) {
+                                        int i1 = input_at(p, 1, o1, t1);
+                                        if (i1 < 0) continue;
+                                        for (int t2 = 0; t2 < p->ker[2]; t2++) {
+                                            int i2 = input_at(p, 2, o2, t2);
+                                            if (i2 < 0) continue;
+                                            t(xg + c * iv + ((int64_t)i0 * p->in[1] + i1) * p->in[2] + i2,
+                                              wk + ((c * p->ker[0] + t0) * p->ker[1] + t1) * p->ker[2] + t2);
+                                        }
                                     }
                                 }
-                            }
-                        yk[((int64_t)o0 * p->out[1] + o1) * p->out[2] + o2] = sum;
-                    }
+                        });
         }
 }
 
-/* im2col of one (sample, group): xg holds the group's cg channels; column
- * row r = (channel, tap), column o = output position; padding reads 0. */
+/* Forward, direct: every output is its own dot product. */
 template <typename A>
-static void im2col(const conv_problem *p, const A *xg, A *col)
+static void forward_direct(const conv_problem *p, const A *x, const A *w, A *y)
+{
+    for_each_window(p, [&](int64_t yo, auto taps) {
+        A sum = 0;
+        taps([&](int64_t xo, int64_t wo) { sum += x[xo] * w[wo]; });
+        y[yo] = sum;
+    });
+}
+
+/* For kernel tap (t0, t1, t2), each output position in order: f(o, i), o
+ * the output's offset in [out] and i that of the input it reads in [in],
+ * or -1 when that falls in the padding. */
+template <typename F>
+static void for_each_output(const conv_problem *p, int t0, int t1, int t2, F f)
+{
+    int64_t o = 0;
+    for (int o0 = 0; o0 < p->out[0]; o0++) {
+        int i0 = input_at(p, 0, o0, t0);
+        for (int o1 = 0; o1 < p->out[1]; o1++) {
+            int i1 = input_at(p, 1, o1, t1);
+            for (int o2 = 0; o2 < p->out[2]; o2++, o++) {
+                int i2 = input_at(p, 2, o2, t2);
+                f(o, i0 < 0 || i1 < 0 || i2 < 0 ? -1 : ((int64_t)i0 * p->in[1] + i1) * p->in[2] + i2);
+            }
+        }
+    }
+}
+
+/* The column buffer of one (sample, group), walked by im2col and its
+ * adjoint col2im: row r = (channel, tap), column o = output position; f(e,
+ * i) for each entry e = r * ov + o in order, i the offset in the group's
+ * input channels it stands for, or -1 in the padding. */
+template <typename F>
+static void for_each_column_entry(const conv_problem *p, F f)
 {
     int cg = p->c / p->groups;
     int64_t iv = volume3(p->in), ov = volume3(p->out);
@@ -1023,22 +1055,16 @@ static void im2col(const conv_problem *p, const A *xg, A *col)
     for (int c = 0; c < cg; c++)
         for (int t0 = 0; t0 < p->ker[0]; t0++)
             for (int t1 = 0; t1 < p->ker[1]; t1++)
-                for (int t2 = 0; t2 < p->ker[2]; t2++, r++) {
-                    A *row = col + r * ov;
-                    int64_t o = 0;
-                    for (int o0 = 0; o0 < p->out[0]; o0++) {
-                        int i0 = input_at(p, 0, o0, t0);
-                        for (int o1 = 0; o1 < p->out[1]; o1++) {
-                            int i1 = input_at(p, 1, o1, t1);
-                            for (int o2 = 0; o2 < p->out[2]; o2++, o++) {
-                                int i2 = input_at(p, 2, o2, t2);
-                                row[o] = i0 < 0 || i1 < 0 || i2 < 0
-                                             ? (A)0
-                                             : xg[c * iv + ((int64_t)i0 * p->in[1] + i1) * p->in[2] + i2];
-                            }
-                        }
-                    }
-                }
+                for (int t2 = 0; t2 < p->ker[2]; t2++, r++)
+                    for_each_output(p, t0, t1, t2,
+                                    [&](int64_t o, int64_t i) { f(r * ov + o, i < 0 ? -1 : c * iv + i); });
+}
+
+/* im2col of one (sample, group): xg holds the group's cg channels; padding reads 0. */
+template <typename A>
+static void im2col(const conv_problem *p, const A *xg, A *col)
+{
+    for_each_column_entry(p, [&](int64_t e, int64_t i) { col[e] = i < 0 ? (A)0 : xg[i]; });
 }
 
 /* col2im: the adjoint of im2col, adding each column entry back into the
@@ -1046,27 +1072,26 @@ static void im2col(const conv_problem *p, const A *xg, A *col)
 template <typename A>
 static void col2im(const conv_problem *p, const A *col, A *xg)
 {
-    int cg = p->c / p->groups;
-    int64_t iv = volume3(p->in), ov = volume3(p->out);
-    int64_t r = 0;
-    for (int c = 0; c < cg; c++)
-        for (int t0 = 0; t0 < p->ker[0]; t0++)
-            for (int t1 = 0; t1 < p->ker[1]; t1++)
-                for (int t2 = 0; t2 < p->ker[2]; t2++, r++) {
-                    const A *row = col + r * ov;
-                    int64_t o = 0;
-                    for (int o0 = 0; o0 < p->out[0]; o0++) {
-                        int i0 = input_at(p, 0, o0, t0);
-                        for (int o1 = 0; o1 < p->out[1]; o1++) {
-                            int i1 = input_at(p, 1, o1, t1);
-                            for (int o2 = 0; o2 < p->out[2]; o2++, o++) {
-                                int i2 = input_at(p, 2, o2, t2);
-                                if (i0 >= 0 && i1 >= 0 && i2 >= 0)
-                                    xg[c * iv + ((int64_t)i0 * p->in[1] + i1) * p->in[2] + i2] += row[o];
-                            }
-                        }
-                    }
-                }
+    for_each_column_entry(p, [&](int64_t e, int64_t i) {
+        if (i >= 0) xg[i] += col[e];
+    });
+}
+
+/* The walk of forward and backward-filter GEMM: for each (sample, group)
+ * in order, the column buffer filled from x (im2col), then f(wo, yo) for
+ * each of the group's output channels k, wo the offset of k's filter (a row
+ * of the group's kg x rows matrix) in w and yo that of k's outputs in y. */
+template <typename A, typename F>
+static void for_each_column_block(const conv_problem *p, const A *x, A *col, F f)
+{
+    int cg = p->c / p->groups, kg = p->k / p->groups;
+    int64_t iv = volume3(p->in), ov = volume3(p->out), rows = (int64_t)cg * volume3(p->ker);
+    for (int n = 0; n < p->n; n++)
+        for (int g = 0; g < p->groups; g++) {
+            im2col(p, x + ((int64_t)n * p->c + (int64_t)g * cg) * iv, col);
+            for (int k = 0; k < kg; k++)
+                f(((int64_t)g * kg + k) * rows, ((int64_t)n * p->k + (int64_t)g * kg + k) * ov);
+        }
 }
 
 /* Forward, GEMM: y[n, group] = W[group] (kg x rows) * col (rows x ov), the
@@ -1074,22 +1099,17 @@ static void col2im(const conv_problem *p, const A *col, A *xg)
 template <typename A>
 static void forward_gemm(const conv_problem *p, const A *x, const A *w, A *y, A *col)
 {
-    int cg = p->c / p->groups, kg = p->k / p->groups;
-    int64_t iv = volume3(p->in), ov = volume3(p->out), rows = (int64_t)cg * volume3(p->ker);
-    for (int n = 0; n < p->n; n++)
-        for (int g = 0; g < p->groups; g++) {
-            im2col(p, x + ((int64_t)n * p->c + (int64_t)g * cg) * iv, col);
-            for (int k = 0; k < kg; k++) {
-                const A *wk = w + ((int64_t)g * kg + k) * rows;
-                A *yk = y + ((int64_t)n * p->k + (int64_t)g * kg + k) * ov;
-                for (int64_t o = 0; o < ov; o++) yk[o] = 0;
-                for (int64_t r = 0; r < rows; r++) {
-                    A wv = wk[r];
-                    const A *row = col + r * ov;
-                    for (int64_t o = 0; o < ov; o++) yk[o] += wv * row[o];
-                }
-            }
+    int64_t ov = volume3(p->out), rows = (int64_t)(p->c / p->groups) * volume3(p->ker);
+    for_each_column_block(p, x, col, [&](int64_t wo, int64_t yo) {
+        const A *wk = w + wo;
+        A *yk = y + yo;
+        for (int64_t o = 0; o < ov; o++) yk[o] = 0;
+        for (int64_t r = 0; r < rows; r++) {
+            A wv = wk[r];
+            const A *row = col + r * ov;
+            for (int64_t o = 0; o < ov; o++) yk[o] += wv * row[o];
         }
+    });
 }
 
 /* Backward data, direct: each output gradient is spread over the inputs
@@ -1097,34 +1117,10 @@ static void forward_gemm(const conv_problem *p, const A *x, const A *w, A *y, A 
 template <typename A>
 static void backward_data_direct(const conv_problem *p, const A *w, const A *dy, A *dx)
 {
-    int cg = p->c / p->groups, kg = p->k / p->groups;
-    int64_t iv = volume3(p->in), ov = volume3(p->out), kv = volume3(p->ker);
-    for (int n = 0; n < p->n; n++)
-        for (int k = 0; k < p->k; k++) {
-            A *xg = dx + ((int64_t)n * p->c + (int64_t)(k / kg) * cg) * iv;
-            const A *wk = w + (int64_t)k * cg * kv;
-            const A *gk = dy + ((int64_t)n * p->k + k) * ov;
-            for (int o0 = 0; o0 < p->out[0]; o0++)
-                for (int o1 = 0; o1 < p->out[1]; o1++)
-                    for (int o2 = 0; o2 < p->out[2]; o2++) {
-                        A g = gk[((int64_t)o0 * p->out[1] + o1) * p->out[2] + o2];
-                        for (int c = 0; c < cg; c++)
-                            for (int t0 = 0; t0 < p->ker[0]; t0++) {
-                                int i0 = input_at(p, 0, o0, t0);
-                                if (i0 < 0) continue;
-                                for (int t1 = 0; t1 < p->ker[1]; t1++) {
-                                    int i1 = input_at(p, 1, o1, t1);
-                                    if (i1 < 0) continue;
-                                    for (int t2 = 0; t2 < p->ker[2]; t2++) {
-                                        int i2 = input_at(p, 2, o2, t2);
-                                        if (i2 < 0) continue;
-                                        xg[c * iv + ((int64_t)i0 * p->in[1] + i1) * p->in[2] + i2] +=
-                                            g * wk[((c * p->ker[0] + t0) * p->ker[1] + t1) * p->ker[2] + t2];
-                                    }
-                                }
-                            }
-                    }
-        }
+    for_each_window(p, [&](int64_t yo, auto taps) {
+        A g = dy[yo];
+        taps([&](int64_t xo, int64_t wo) { dx[xo] += g * w[wo]; });
+    });
 }
 
 /* Backward data, GEMM: col = W[group]^T (rows x kg) * dy[n, group]
@@ -1166,20 +1162,9 @@ static void backward_filter_direct(const conv_problem *p, const A *x, const A *d
                         for (int n = 0; n < p->n; n++) {
                             const A *xc = x + ((int64_t)n * p->c + (int64_t)(k / kg) * cg + c) * iv;
                             const A *gk = dy + ((int64_t)n * p->k + k) * ov;
-                            for (int o0 = 0; o0 < p->out[0]; o0++) {
-                                int i0 = input_at(p, 0, o0, t0);
-                                if (i0 < 0) continue;
-                                for (int o1 = 0; o1 < p->out[1]; o1++) {
-                                    int i1 = input_at(p, 1, o1, t1);
-                                    if (i1 < 0) continue;
-                                    for (int o2 = 0; o2 < p->out[2]; o2++) {
-                                        int i2 = input_at(p, 2, o2, t2);
-                                        if (i2 < 0) continue;
-                                        sum += gk[((int64_t)o0 * p->out[1] + o1) * p->out[2] + o2] *
-                                               xc[((int64_t)i0 * p->in[1] + i1) * p->in[2] + i2];
-                                    }
-                                }
-                            }
+                            for_each_output(p, t0, t1, t2, [&](int64_t o, int64_t i) {
+                                if (i >= 0) sum += gk[o] * xc[i];
+                            });
                         }
                         dw[((((int64_t)k * cg + c) * p->ker[0] + t0) * p->ker[1] + t1) * p->ker[2] + t2] = sum;
                     }
@@ -1190,22 +1175,17 @@ static void backward_filter_direct(const conv_problem *p, const A *x, const A *d
 template <typename A>
 static void backward_filter_gemm(const conv_problem *p, const A *x, const A *dy, A *dw, A *col)
 {
-    int cg = p->c / p->groups, kg = p->k / p->groups;
-    int64_t iv = volume3(p->in), ov = volume3(p->out), rows = (int64_t)cg * volume3(p->ker);
-    for (int n = 0; n < p->n; n++)
-        for (int g = 0; g < p->groups; g++) {
-            im2col(p, x + ((int64_t)n * p->c + (int64_t)g * cg) * iv, col);
-            for (int k = 0; k < kg; k++) {
-                A *wk = dw + ((int64_t)g * kg + k) * rows;
-                const A *gk = dy + ((int64_t)n * p->k + (int64_t)g * kg + k) * ov;
-                for (int64_t r = 0; r < rows; r++) {
-                    const A *row = col + r * ov;
-                    A sum = 0;
-                    for (int64_t o = 0; o < ov; o++) sum += gk[o] * row[o];
-                    wk[r] += sum;
-                }
-            }
+    int64_t ov = volume3(p->out), rows = (int64_t)(p->c / p->groups) * volume3(p->ker);
+    for_each_column_block(p, x, col, [&](int64_t wo, int64_t yo) {
+        A *wk = dw + wo;
+        const A *gk = dy + yo;
+        for (int64_t r = 0; r < rows; r++) {
+            const A *row = col + r * ov;
+            A sum = 0;
+            for (int64_t o = 0; o < ov; o++) sum += gk[o] * row[o];
+            wk[r] += sum;
         }
+    });
 }
 
 /* ---- the queued work ---------------------------------------------------------------- */
@@ -1284,6 +1264,27 @@ static cudnnStatus_t submitted(cudaError_t e)
     return e == cudaSuccess ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_EXECUTION_FAILED_CUDART;
 }
 
+/* What the three convolution calls share once their pointers are checked:
+ * the problem, the algorithm's workspace against the one given, alpha and
+ * beta read; then run(p, gemm, need, alpha, beta) queued on the handle's
+ * stream (gemm: the algorithm with workspace). */
+template <typename Algo, typename Run>
+static cudnnStatus_t queue_convolution(cudnnHandle_t handle, const conv_direction<Algo> &d,
+                                       const cudnnTensorStruct *x, const cudnnFilterStruct *w,
+                                       const cudnnConvolutionStruct *cd, const cudnnTensorStruct *y, Algo algo,
+                                       void *ws, size_t ws_bytes, const void *alpha, const void *beta, Run run)
+{
+    conv_problem p;
+    size_t need = 0;
+    cudnnStatus_t st = problem_and_workspace(d, x, w, cd, y, algo, &p, &need);
+    if (st != CUDNN_STATUS_SUCCESS) return st;
+    st = check_workspace(&p, ws, ws_bytes, need);
+    if (st != CUDNN_STATUS_SUCCESS) return st;
+    bool gemm = algo == d.gemm;
+    double a = host_scalar(alpha, p.f64), b = host_scalar(beta, p.f64);
+    return submitted(emu::submit(handle->stream, d.call, [=]() { run(p, gemm, need, a, b); }));
+}
+
 cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc,
                                       const void *x, const cudnnFilterDescriptor_t wDesc, const void *w,
                                       const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionFwdAlgo_t algo,
@@ -1291,19 +1292,11 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha, c
                                       const cudnnTensorDescriptor_t yDesc, void *y)
 {
     if (!handle || !alpha || !beta || !x || !w || !y) return CUDNN_STATUS_BAD_PARAM;
-    conv_problem p;
-    cudnnStatus_t st = make_problem(OP_FORWARD, xDesc, wDesc, convDesc, yDesc, &p);
-    if (st != CUDNN_STATUS_SUCCESS) return st;
-    size_t need = 0;
-    if (!forward_workspace(&p, algo, &need)) return CUDNN_STATUS_NOT_SUPPORTED;
-    st = check_workspace(&p, workSpace, workSpaceSizeInBytes, need);
-    if (st != CUDNN_STATUS_SUCCESS) return st;
-    bool gemm = algo == CUDNN_CONVOLUTION_FWD_ALGO_GEMM;
-    double a = host_scalar(alpha, p.f64), b = host_scalar(beta, p.f64);
-    return submitted(emu::submit(handle->stream, "cudnnConvolutionForward", [=]() {
+    return queue_convolution(handle, FORWARD, xDesc, wDesc, convDesc, yDesc, algo, workSpace, workSpaceSizeInBytes,
+                             alpha, beta, [=](const conv_problem &p, bool gemm, size_t need, double a, double b) {
         if (p.f64) run_forward<double>(p, gemm, x, w, y, workSpace, need, a, b);
         else run_forward<float>(p, gemm, x, w, y, workSpace, need, a, b);
-    }));
+    });
 }
 
 cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alpha,
@@ -1315,19 +1308,12 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alp
                                            const cudnnTensorDescriptor_t dxDesc, void *dx)
 {
     if (!handle || !alpha || !beta || !w || !dy || !dx) return CUDNN_STATUS_BAD_PARAM;
-    conv_problem p;
-    cudnnStatus_t st = make_problem(OP_BACKWARD_DATA, dxDesc, wDesc, convDesc, dyDesc, &p);
-    if (st != CUDNN_STATUS_SUCCESS) return st;
-    size_t need = 0;
-    if (!backward_data_workspace(&p, algo, &need)) return CUDNN_STATUS_NOT_SUPPORTED;
-    st = check_workspace(&p, workSpace, workSpaceSizeInBytes, need);
-    if (st != CUDNN_STATUS_SUCCESS) return st;
-    bool gemm = algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
-    double a = host_scalar(alpha, p.f64), b = host_scalar(beta, p.f64);
-    return submitted(emu::submit(handle->stream, "cudnnConvolutionBackwardData", [=]() {
+    return queue_convolution(handle, BACKWARD_DATA, dxDesc, wDesc, convDesc, dyDesc, algo, workSpace,
+                             workSpaceSizeInBytes, alpha, beta,
+                             [=](const conv_problem &p, bool gemm, size_t need, double a, double b) {
         if (p.f64) run_backward_data<double>(p, gemm, w, dy, dx, workSpace, need, a, b);
         else run_backward_data<float>(p, gemm, w, dy, dx, workSpace, need, a, b);
-    }));
+    });
 }
 
 cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void *alpha,
@@ -1339,17 +1325,10 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void *a
                                              const cudnnFilterDescriptor_t dwDesc, void *dw)
 {
     if (!handle || !alpha || !beta || !x || !dy || !dw) return CUDNN_STATUS_BAD_PARAM;
-    conv_problem p;
-    cudnnStatus_t st = make_problem(OP_BACKWARD_FILTER, xDesc, dwDesc, convDesc, dyDesc, &p);
-    if (st != CUDNN_STATUS_SUCCESS) return st;
-    size_t need = 0;
-    if (!backward_filter_workspace(&p, algo, &need)) return CUDNN_STATUS_NOT_SUPPORTED;
-    st = check_workspace(&p, workSpace, workSpaceSizeInBytes, need);
-    if (st != CUDNN_STATUS_SUCCESS) return st;
-    bool gemm = algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
-    double a = host_scalar(alpha, p.f64), b = host_scalar(beta, p.f64);
-    return submitted(emu::submit(handle->stream, "cudnnConvolutionBackwardFilter", [=]() {
+    return queue_convolution(handle, BACKWARD_FILTER, xDesc, dwDesc, convDesc, dyDesc, algo, workSpace,
+                             workSpaceSizeInBytes, alpha, beta,
+                             [=](const conv_problem &p, bool gemm, size_t need, double a, double b) {
         if (p.f64) run_backward_filter<double>(p, gemm, x, dy, dw, workSpace, need, a, b);
         else run_backward_filter<float>(p, gemm, x, dy, dw, workSpace, need, a, b);
-    }));
+    });
 }

@@ -220,6 +220,15 @@ static int lu_nopivot(int m, int n, T *a, int lda)
 
 /* ---- handle ---------------------------------------------------------------- */
 
+/* cusolverDnDestroy and cusolverDnDestroyGesvdjInfo: deletes p; if_null for a NULL p. */
+template <typename T>
+static cusolverStatus_t destroy(T *p, cusolverStatus_t if_null)
+{
+    if (!p) return if_null;
+    delete p;
+    return CUSOLVER_STATUS_SUCCESS;
+}
+
 extern "C" cusolverStatus_t cusolverDnCreate(cusolverDnHandle_t *handle)
 {
     if (!handle) return CUSOLVER_STATUS_INVALID_VALUE;
@@ -232,25 +241,19 @@ extern "C" cusolverStatus_t cusolverDnCreate(cusolverDnHandle_t *handle)
 
 extern "C" cusolverStatus_t cusolverDnDestroy(cusolverDnHandle_t handle)
 {
-    if (!handle) return CUSOLVER_STATUS_NOT_INITIALIZED;
     /* queued work holds the stream, not the handle, so it may outlive this */
-    delete handle;
-    return CUSOLVER_STATUS_SUCCESS;
+    return destroy(handle, CUSOLVER_STATUS_NOT_INITIALIZED);
 }
 
 extern "C" cusolverStatus_t cusolverDnSetStream(cusolverDnHandle_t handle, cudaStream_t streamId)
 {
-    if (!handle) return CUSOLVER_STATUS_NOT_INITIALIZED;
-    handle->stream = streamId;
-    return CUSOLVER_STATUS_SUCCESS;
+    return emu::set_stream(handle, streamId, CUSOLVER_STATUS_SUCCESS, CUSOLVER_STATUS_NOT_INITIALIZED);
 }
 
 extern "C" cusolverStatus_t cusolverDnGetStream(cusolverDnHandle_t handle, cudaStream_t *streamId)
 {
-    if (!handle) return CUSOLVER_STATUS_NOT_INITIALIZED;
-    if (!streamId) return CUSOLVER_STATUS_INVALID_VALUE;
-    *streamId = handle->stream;
-    return CUSOLVER_STATUS_SUCCESS;
+    return emu::get_stream(handle, streamId, CUSOLVER_STATUS_SUCCESS, CUSOLVER_STATUS_NOT_INITIALIZED,
+                           CUSOLVER_STATUS_INVALID_VALUE);
 }
 
 /* Queues fn on the handle's stream; a stream the runtime refuses (or a sticky
@@ -489,10 +492,13 @@ static bool syevd_args_ok(cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, 
     return jobz_ok(jobz) && fill_ok(uplo) && n >= 0 && lda >= imax(1, n);
 }
 
+/* cusolverDn[SD]syevd_bufferSize, with their arguments as they come (A and W are not read). */
 template <typename T>
 static cusolverStatus_t syevd_size(cusolverDnHandle_t h, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n,
-                                   int lda, int *lwork)
+                                   const T *A, int lda, const T *W, int *lwork)
 {
+    (void)A;
+    (void)W;
     if (!h) return CUSOLVER_STATUS_NOT_INITIALIZED;
     if (!syevd_args_ok(jobz, uplo, n, lda) || !lwork) return CUSOLVER_STATUS_INVALID_VALUE;
     char jz = jobz == CUSOLVER_EIG_MODE_VECTOR ? 'V' : 'N';
@@ -537,9 +543,7 @@ extern "C" cusolverStatus_t cusolverDnCreateGesvdjInfo(gesvdjInfo_t *info)
 
 extern "C" cusolverStatus_t cusolverDnDestroyGesvdjInfo(gesvdjInfo_t info)
 {
-    if (!info) return CUSOLVER_STATUS_INVALID_VALUE;
-    delete info;
-    return CUSOLVER_STATUS_SUCCESS;
+    return destroy(info, CUSOLVER_STATUS_INVALID_VALUE);
 }
 
 extern "C" cusolverStatus_t cusolverDnXgesvdjSetTolerance(gesvdjInfo_t info, double tolerance)
@@ -619,10 +623,17 @@ static bool gesvdj_args_ok(cusolverEigMode_t jobz, int m, int n, int lda, int ld
     return jobz_ok(jobz) && m >= 0 && n >= 0 && lda >= imax(1, m) && ldu >= imax(1, m) && ldv >= imax(1, n);
 }
 
+/* cusolverDn[SD]gesvdj_bufferSize, with their arguments as they come (the matrices and params are not read). */
 template <typename T>
-static cusolverStatus_t gesvdj_size(cusolverDnHandle_t h, cusolverEigMode_t jobz, int econ, int m, int n, int lda,
-                                    int ldu, int ldv, int *lwork)
+static cusolverStatus_t gesvdj_size(cusolverDnHandle_t h, cusolverEigMode_t jobz, int econ, int m, int n,
+                                    const T *A, int lda, const T *S, const T *U, int ldu, const T *V, int ldv,
+                                    int *lwork, gesvdjInfo_t params)
 {
+    (void)A;
+    (void)S;
+    (void)U;
+    (void)V;
+    (void)params;
     if (!h) return CUSOLVER_STATUS_NOT_INITIALIZED;
     if (!gesvdj_args_ok(jobz, m, n, lda, ldu, ldv) || !lwork) return CUSOLVER_STATUS_INVALID_VALUE;
     return answer(gesvdj_work<T>(jobz, econ, m, n, lda).total, lwork);
@@ -851,18 +862,14 @@ extern "C" cusolverStatus_t cusolverDnSsyevd_bufferSize(cusolverDnHandle_t handl
                                                         cublasFillMode_t uplo, int n, const float *A, int lda,
                                                         const float *W, int *lwork)
 {
-    (void)A;
-    (void)W;
-    return syevd_size<float>(handle, jobz, uplo, n, lda, lwork);
+    return syevd_size<float>(handle, jobz, uplo, n, A, lda, W, lwork);
 }
 
 extern "C" cusolverStatus_t cusolverDnDsyevd_bufferSize(cusolverDnHandle_t handle, cusolverEigMode_t jobz,
                                                         cublasFillMode_t uplo, int n, const double *A, int lda,
                                                         const double *W, int *lwork)
 {
-    (void)A;
-    (void)W;
-    return syevd_size<double>(handle, jobz, uplo, n, lda, lwork);
+    return syevd_size<double>(handle, jobz, uplo, n, A, lda, W, lwork);
 }
 
 extern "C" cusolverStatus_t cusolverDnSsyevd(cusolverDnHandle_t handle, cusolverEigMode_t jobz,
@@ -884,12 +891,7 @@ extern "C" cusolverStatus_t cusolverDnSgesvdj_bufferSize(cusolverDnHandle_t hand
                                                          const float *U, int ldu, const float *V, int ldv,
                                                          int *lwork, gesvdjInfo_t params)
 {
-    (void)A;
-    (void)S;
-    (void)U;
-    (void)V;
-    (void)params;
-    return gesvdj_size<float>(handle, jobz, econ, m, n, lda, ldu, ldv, lwork);
+    return gesvdj_size<float>(handle, jobz, econ, m, n, A, lda, S, U, ldu, V, ldv, lwork, params);
 }
 
 extern "C" cusolverStatus_t cusolverDnDgesvdj_bufferSize(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int econ,
@@ -897,12 +899,7 @@ extern "C" cusolverStatus_t cusolverDnDgesvdj_bufferSize(cusolverDnHandle_t hand
                                                          const double *U, int ldu, const double *V, int ldv,
                                                          int *lwork, gesvdjInfo_t params)
 {
-    (void)A;
-    (void)S;
-    (void)U;
-    (void)V;
-    (void)params;
-    return gesvdj_size<double>(handle, jobz, econ, m, n, lda, ldu, ldv, lwork);
+    return gesvdj_size<double>(handle, jobz, econ, m, n, A, lda, S, U, ldu, V, ldv, lwork, params);
 }
 
 extern "C" cusolverStatus_t cusolverDnSgesvdj(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int econ, int m,

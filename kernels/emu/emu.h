@@ -62,6 +62,27 @@ void fault(cudaError_t e, const char *fmt, ...) __attribute__((format(printf, 2,
 /* Whether the context has a sticky error (NCCL's asynchronous error check). */
 bool sticky_error_for_nccl();
 
+/* ---- library handles (cublas.cc, cudnn.cc, cusolver.cc) ----------------------------- */
+
+/* A handle's SetStream (h->stream = s), with the library's status for a NULL handle. */
+template <typename Status, typename Handle>
+Status set_stream(Handle h, cudaStream_t s, Status ok, Status no_handle)
+{
+    if (!h) return no_handle;
+    h->stream = s;
+    return ok;
+}
+
+/* A handle's GetStream (*s = h->stream), with the library's statuses for a NULL handle and a NULL s. */
+template <typename Status, typename Handle>
+Status get_stream(Handle h, cudaStream_t *s, Status ok, Status no_handle, Status no_out)
+{
+    if (!h) return no_handle;
+    if (!s) return no_out;
+    *s = h->stream;
+    return ok;
+}
+
 /* ---- matrices of the BLAS stand-ins (cublas.cc, cublaslt.cc) ------------------------ */
 
 /* Bytes per element of the real types the GEMMs take (0: another type). */

@@ -221,6 +221,35 @@ cudaError_t fail(cudaError_t e)
 #define STICKY_CHECK \
     do { if (sticky_error != cudaSuccess) return sticky_error; } while (0)
 
+/* cudaStreamCreateWithFlags and cudaEventCreateWithFlags: a new T with
+ * these flags, made live in `live`, into *out. */
+template <typename T>
+cudaError_t create_with_flags(T **out, unsigned flags, std::set<T *> &live)
+{
+    API_LOCK;
+    if (!out) return fail(cudaErrorInvalidValue);
+    STICKY_CHECK;
+    T *n = new T();
+    n->flags = flags;
+    live.insert(n);
+    *out = n;
+    return cudaSuccess;
+}
+
+/* Runs s's work up to `upto` for a synchronisation, or for a query a slice
+ * of time, answering cudaErrorNotReady while some remains (as a busy GPU's);
+ * then the sticky error. */
+cudaError_t run_until(CUstream_st *s, uint64_t upto, bool query)
+{
+    if (query) {
+        bool done = drain_for(s, upto, QUERY_SLICE_MS);
+        if (sticky_error != cudaSuccess) return sticky_error;
+        return done ? cudaSuccess : cudaErrorNotReady;
+    }
+    drain(s, upto);
+    return sticky_error;
+}
+
 cudaDeviceProp make_props()
 {
     cudaDeviceProp p;
@@ -762,17 +791,7 @@ cudaError_t cudaMemset(void *p, int value, size_t n)
 
 /* ---- streams ------------------------------------------------------------------------ */
 
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags)
-{
-    API_LOCK;
-    if (!s) return fail(cudaErrorInvalidValue);
-    STICKY_CHECK;
-    CUstream_st *n = new CUstream_st();
-    n->flags = flags;
-    streams.insert(n);
-    *s = n;
-    return cudaSuccess;
-}
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags) { return create_with_flags(s, flags, streams); }
 
 cudaError_t cudaStreamCreate(cudaStream_t *s) { return cudaStreamCreateWithFlags(s, cudaStreamDefault); }
 
@@ -793,30 +812,22 @@ cudaError_t cudaStreamDestroy(cudaStream_t st)
     return sticky_error;
 }
 
-cudaError_t cudaStreamSynchronize(cudaStream_t st)
+/* cudaStreamSynchronize and cudaStreamQuery: all of st's work (run_until). */
+static cudaError_t stream_wait(cudaStream_t st, bool query)
 {
     API_LOCK;
     STICKY_CHECK;
     CUstream_st *s = stream_of(st);
     if (!s) return fail(cudaErrorInvalidResourceHandle);
     if (refuse_if_capturing(s)) return fail(cudaErrorStreamCaptureUnsupported);
-    drain_all(s);
-    return sticky_error;
+    return run_until(s, UINT64_MAX, query);
 }
+
+cudaError_t cudaStreamSynchronize(cudaStream_t st) { return stream_wait(st, false); }
 
 /* A query runs the stream's work for a slice of time and says whether it
  * is all done: cudaErrorNotReady while work remains, as a busy GPU's. */
-cudaError_t cudaStreamQuery(cudaStream_t st)
-{
-    API_LOCK;
-    STICKY_CHECK;
-    CUstream_st *s = stream_of(st);
-    if (!s) return fail(cudaErrorInvalidResourceHandle);
-    if (refuse_if_capturing(s)) return fail(cudaErrorStreamCaptureUnsupported);
-    bool done = drain_for(s, UINT64_MAX, QUERY_SLICE_MS);
-    if (sticky_error != cudaSuccess) return sticky_error;
-    return done ? cudaSuccess : cudaErrorNotReady;
-}
+cudaError_t cudaStreamQuery(cudaStream_t st) { return stream_wait(st, true); }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t st, cudaEvent_t ev, unsigned flags)
 {
@@ -950,17 +961,7 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t x)
 
 /* ---- events ------------------------------------------------------------------------------ */
 
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags)
-{
-    API_LOCK;
-    if (!e) return fail(cudaErrorInvalidValue);
-    STICKY_CHECK;
-    CUevent_st *n = new CUevent_st();
-    n->flags = flags;
-    events.insert(n);
-    *e = n;
-    return cudaSuccess;
-}
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags) { return create_with_flags(e, flags, events); }
 
 cudaError_t cudaEventCreate(cudaEvent_t *e) { return cudaEventCreateWithFlags(e, cudaEventDefault); }
 
@@ -972,6 +973,15 @@ cudaError_t cudaEventDestroy(cudaEvent_t e)
     if (e->recorded && !e->done && e->stream) drain(e->stream, e->seq);
     delete e;
     return cudaSuccess;
+}
+
+/* The work a recording queues (or a capture records): ev is done, now,
+ * unless it was destroyed meanwhile. */
+static void stamp_event(cudaEvent_t ev)
+{
+    if (!events.count(ev)) return;
+    ev->done = true;
+    ev->ms = now_ms();
 }
 
 cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t st)
@@ -986,22 +996,14 @@ cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t st)
         ev->recorded = true;
         ev->done = false;
         ev->stream = NULL;
-        s->capture->nodes.push_back(emu_cmd{0, "cudaEventRecord", [ev]() {
-            if (!events.count(ev)) return;
-            ev->done = true;
-            ev->ms = now_ms();
-        }, {}});
+        s->capture->nodes.push_back(emu_cmd{0, "cudaEventRecord", [ev]() { stamp_event(ev); }, {}});
         return cudaSuccess;
     }
     ev->recorded = true;
     ev->done = false;
     ev->stream = s;
     uint64_t seq = 0;
-    cudaError_t e = submit_seq(s, "cudaEventRecord", [ev]() {
-        if (!events.count(ev)) return;
-        ev->done = true;
-        ev->ms = now_ms();
-    }, &seq);
+    cudaError_t e = submit_seq(s, "cudaEventRecord", [ev]() { stamp_event(ev); }, &seq);
     ev->seq = seq;
     return e == cudaSuccess ? e : fail(e);
 }
@@ -1015,13 +1017,7 @@ static cudaError_t event_wait(cudaEvent_t ev, bool query)
         ev->stream->capture_invalid = true;
         return fail(cudaErrorStreamCaptureUnsupported);
     }
-    if (query) {
-        bool done = drain_for(ev->stream, ev->seq, QUERY_SLICE_MS);
-        if (sticky_error != cudaSuccess) return sticky_error;
-        return done ? cudaSuccess : cudaErrorNotReady;
-    }
-    drain(ev->stream, ev->seq);
-    return sticky_error;
+    return run_until(ev->stream, ev->seq, query);
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t ev)
