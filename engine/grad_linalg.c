@@ -32,6 +32,18 @@ static em_tensor *product_like(const em_tensor *x, const em_tensor *y, const em_
     return r;
 }
 
+/* One operand's gradient: x @ y laid out like its matrix form m (product_like),
+ * summed over broadcast batch dims and given the operand's own shape. */
+static em_tensor *operand_grad(const em_tensor *x, const em_tensor *y, const em_tensor *m, const em_tensor *operand)
+{
+    em_tensor *p = product_like(x, y, m);
+    em_tensor *s = p ? em_sum_to(p, m->sizes, m->ndim) : NULL;
+    em_tensor *r = s ? em_reshape(s, operand->sizes, operand->ndim) : NULL;
+    em_release(p);
+    em_release(s);
+    return r;
+}
+
 /* grad of a for out = a @ b: g @ b^T, summed over broadcast batch dims */
 static int matmul_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
 {
@@ -54,18 +66,14 @@ static int matmul_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     int rc = g ? 0 : -1;
     if (rc == 0 && em_ag_wants(n, 0)) {
         em_tensor *bt = swap_last(b2);
-        em_tensor *ga = bt ? product_like(g, bt, a2) : NULL;
-        em_tensor *s = ga ? em_sum_to(ga, a2->sizes, a2->ndim) : NULL;
-        gin[0] = s ? em_reshape(s, a->sizes, a->ndim) : NULL;
-        em_release(bt); em_release(ga); em_release(s);
+        gin[0] = bt ? operand_grad(g, bt, a2, a) : NULL;
+        em_release(bt);
         if (!gin[0]) rc = -1;
     }
     if (rc == 0 && em_ag_wants(n, 1)) {
         em_tensor *at = swap_last(a2);
-        em_tensor *gb = at ? product_like(at, g, b2) : NULL;
-        em_tensor *s = gb ? em_sum_to(gb, b2->sizes, b2->ndim) : NULL;
-        gin[1] = s ? em_reshape(s, b->sizes, b->ndim) : NULL;
-        em_release(at); em_release(gb); em_release(s);
+        gin[1] = at ? operand_grad(at, g, b2, b) : NULL;
+        em_release(at);
         if (!gin[1]) rc = -1;
     }
     em_release(g);

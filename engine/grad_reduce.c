@@ -165,6 +165,17 @@ em_tensor *em_ag_dim_values(const em_tensor *in, int dim, bool keepdim, const em
     return em_ag_output(n, values);
 }
 
+/* The node of an op along dim of its one input in (dim made non-negative);
+ * NULL, with out released, when it cannot be made. */
+static em_node *dim_node(const char *name, em_apply_fn apply, const em_tensor *in, int dim, em_tensor *out)
+{
+    em_node *n = em_ag_node(name, apply, 1);
+    if (!n) { em_release(out); return NULL; }
+    n->dim = in->ndim ? (dim < 0 ? dim + in->ndim : dim) : 0;
+    em_ag_input(n, 0, in);
+    return n;
+}
+
 static int softmax_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
 {
     em_tensor *y = em_ag_saved(n, 0);
@@ -193,11 +204,9 @@ em_tensor *em_ag_softmax(int op, const em_tensor *in, int dim)
 {
     em_tensor *out = WITHOUT_GRAD(op == EM_SOFTMAX ? em_softmax(in, dim) : em_log_softmax(in, dim));
     if (!out) return NULL;
-    em_node *n = em_ag_node(op == EM_SOFTMAX ? "SoftmaxBackward" : "LogSoftmaxBackward", softmax_backward, 1);
-    if (!n) { em_release(out); return NULL; }
+    em_node *n = dim_node(op == EM_SOFTMAX ? "SoftmaxBackward" : "LogSoftmaxBackward", softmax_backward, in, dim, out);
+    if (!n) return NULL;
     n->op = op;
-    n->dim = in->ndim ? (dim < 0 ? dim + in->ndim : dim) : 0;
-    em_ag_input(n, 0, in);
     if (em_ag_save(n, 0, out, true)) return em_ag_abandon(n, out);
     return em_ag_output(n, out);
 }
@@ -220,11 +229,8 @@ em_tensor *em_ag_cumsum(const em_tensor *in, int dim)
 {
     em_tensor *out = WITHOUT_GRAD(em_cumsum(in, dim));
     if (!out || !em_dtype_is_float(out->dtype)) return out;
-    em_node *n = em_ag_node("CumsumBackward", cumsum_backward, 1);
-    if (!n) { em_release(out); return NULL; }
-    n->dim = in->ndim ? (dim < 0 ? dim + in->ndim : dim) : 0;
-    em_ag_input(n, 0, in);
-    return em_ag_output(n, out);
+    em_node *n = dim_node("CumsumBackward", cumsum_backward, in, dim, out);
+    return n ? em_ag_output(n, out) : NULL;
 }
 
 /* t moved s places towards index 0 along dim, zeros filling the end */
@@ -300,10 +306,8 @@ em_tensor *em_ag_cumprod(const em_tensor *in, int dim)
 {
     em_tensor *out = WITHOUT_GRAD(em_cumprod(in, dim));
     if (!out || !em_dtype_is_float(out->dtype)) return out;
-    em_node *n = em_ag_node("CumprodBackward", cumprod_backward, 1);
-    if (!n) { em_release(out); return NULL; }
-    n->dim = in->ndim ? (dim < 0 ? dim + in->ndim : dim) : 0;
-    em_ag_input(n, 0, in);
+    em_node *n = dim_node("CumprodBackward", cumprod_backward, in, dim, out);
+    if (!n) return NULL;
     if (em_ag_save(n, 0, in, false) || em_ag_save(n, 1, out, true)) return em_ag_abandon(n, out);
     return em_ag_output(n, out);
 }

@@ -96,6 +96,24 @@ static int gemm3(em_tensor *out3, const em_tensor *a3, const em_tensor *b3, doub
     return em_be(out3)->gemm(out3, a3, b3, alpha, beta);
 }
 
+/* out = alpha * a @ b + beta * out for matrices a [n, K] and b [K, m] (out
+ * contiguous, n * m elements): gemm3 on views as a batch of one. */
+static int gemm2(em_tensor *out, const em_tensor *a, const em_tensor *b, double alpha, double beta)
+{
+    int64_t n = a->sizes[0], K = a->sizes[1], m = b->sizes[1];
+    int64_t as[3] = {1, n, K}, ast[3] = {0, a->strides[0], a->strides[1]};
+    int64_t bs[3] = {1, K, m}, bst[3] = {0, b->strides[0], b->strides[1]};
+    int64_t os[3] = {1, n, m};
+    em_tensor *a3 = em_as_strided(a, as, ast, 3, a->offset);
+    em_tensor *b3 = a3 ? em_as_strided(b, bs, bst, 3, b->offset) : NULL;
+    em_tensor *out3 = b3 ? em_view(out, os, 3) : NULL;
+    int rc = out3 ? gemm3(out3, a3, b3, alpha, beta) : -1;
+    em_release(a3);
+    em_release(b3);
+    em_release(out3);
+    return rc;
+}
+
 /* The integer products can be large: [B,M,K,N] is materialised. */
 static int check_int_size(const char *op, const em_tensor *a, const em_tensor *b,
                           int64_t B, int64_t M, int64_t K, int64_t N)
@@ -158,13 +176,8 @@ static em_tensor *matmul_core(const char *op, const em_tensor *a, const em_tenso
         em_clear_error();
     }
     if (af) {
-        int64_t s3[3] = {1, af->sizes[0], K}, st3[3] = {0, af->strides[0], af->strides[1]};
-        a3 = em_as_strided(af, s3, st3, 3, af->offset);
+        rc = gemm2(out, af, bc, 1.0, 0.0);
         em_release(af);
-        int64_t bs[3] = {1, K, N}, bst[3] = {0, bc->strides[0], bc->strides[1]};
-        b3 = a3 ? em_as_strided(bc, bs, bst, 3, bc->offset) : NULL;
-        int64_t os[3] = {1, B * M, N};
-        out3 = b3 ? em_view(out, os, 3) : NULL;
     } else {
         /* expand both to the common batch, then flatten it */
         int64_t ea[EM_MAX_DIMS + 2], eb[EM_MAX_DIMS + 2];
@@ -179,8 +192,8 @@ static em_tensor *matmul_core(const char *op, const em_tensor *a, const em_tenso
         em_release(bx);
         int64_t os[3] = {B, M, N};
         out3 = b3 ? em_view(out, os, 3) : NULL;
+        if (out3) rc = gemm3(out3, a3, b3, 1.0, 0.0);
     }
-    if (out3) rc = gemm3(out3, a3, b3, 1.0, 0.0);
 
 done:
     em_release(ac);
@@ -194,10 +207,24 @@ done:
     return finish(v, r);
 }
 
+/* The error for operands a @ b whose `what` (inner dimensions, batch sizes, ...) differ; NULL. */
+static em_tensor *sizes_error(const char *op, const em_tensor *a, const em_tensor *b, const char *what, int64_t ka,
+                              int64_t kb)
+{
+    return em_set_error("%s: %s @ %s: %s differ (%lld vs %lld)", op, SHAPE(a), SHAPE(b), what,
+                        (long long)ka, (long long)kb), NULL;
+}
+
 static em_tensor *inner_error(const char *op, const em_tensor *a, const em_tensor *b, int64_t ka, int64_t kb)
 {
-    return em_set_error("%s: %s @ %s: inner dimensions differ (%lld vs %lld)", op, SHAPE(a), SHAPE(b),
-                        (long long)ka, (long long)kb), NULL;
+    return sizes_error(op, a, b, "inner dimensions", ka, kb);
+}
+
+/* -1 (error set) unless a and b both have nd dims; `what` names them in the message ("tensors"). */
+static int check_ndim(const char *op, const em_tensor *a, const em_tensor *b, int nd, const char *what)
+{
+    if (a->ndim == nd && b->ndim == nd) return 0;
+    return em_set_error("%s: expected %d-D %s, got %s and %s", op, nd, what, SHAPE(a), SHAPE(b));
 }
 
 em_tensor *em_matmul(const em_tensor *a, const em_tensor *b)
@@ -243,9 +270,7 @@ em_tensor *em_matmul(const em_tensor *a, const em_tensor *b)
 
 em_tensor *em_mm(const em_tensor *a, const em_tensor *b)
 {
-    if (a->ndim != 2 || b->ndim != 2)
-        return em_set_error("mm: expected 2-D tensors, got %s and %s", SHAPE(a), SHAPE(b)), NULL;
-    if (check_operands("mm", a, b, true)) return NULL;
+    if (check_ndim("mm", a, b, 2, "tensors") || check_operands("mm", a, b, true)) return NULL;
     if (a->sizes[1] != b->sizes[0]) return inner_error("mm", a, b, a->sizes[1], b->sizes[0]);
     int64_t final[2] = {a->sizes[0], b->sizes[1]};
     if (em_ag_needed2(a, b)) return em_ag_matmul(a, b);   /* mm is matmul of matrices */
@@ -254,12 +279,8 @@ em_tensor *em_mm(const em_tensor *a, const em_tensor *b)
 
 em_tensor *em_bmm(const em_tensor *a, const em_tensor *b)
 {
-    if (a->ndim != 3 || b->ndim != 3)
-        return em_set_error("bmm: expected 3-D tensors, got %s and %s", SHAPE(a), SHAPE(b)), NULL;
-    if (check_operands("bmm", a, b, true)) return NULL;
-    if (a->sizes[0] != b->sizes[0])
-        return em_set_error("bmm: %s @ %s: batch sizes differ (%lld vs %lld)", SHAPE(a), SHAPE(b),
-                            (long long)a->sizes[0], (long long)b->sizes[0]), NULL;
+    if (check_ndim("bmm", a, b, 3, "tensors") || check_operands("bmm", a, b, true)) return NULL;
+    if (a->sizes[0] != b->sizes[0]) return sizes_error("bmm", a, b, "batch sizes", a->sizes[0], b->sizes[0]);
     if (a->sizes[2] != b->sizes[1]) return inner_error("bmm", a, b, a->sizes[2], b->sizes[1]);
     int64_t final[3] = {a->sizes[0], a->sizes[1], b->sizes[2]};
     if (em_ag_needed2(a, b)) return em_ag_matmul(a, b);
@@ -268,12 +289,8 @@ em_tensor *em_bmm(const em_tensor *a, const em_tensor *b)
 
 em_tensor *em_dot(const em_tensor *a, const em_tensor *b)
 {
-    if (a->ndim != 1 || b->ndim != 1)
-        return em_set_error("dot: expected 1-D tensors, got %s and %s", SHAPE(a), SHAPE(b)), NULL;
-    if (check_operands("dot", a, b, true)) return NULL;
-    if (a->sizes[0] != b->sizes[0])
-        return em_set_error("dot: %s @ %s: sizes differ (%lld vs %lld)", SHAPE(a), SHAPE(b),
-                            (long long)a->sizes[0], (long long)b->sizes[0]), NULL;
+    if (check_ndim("dot", a, b, 1, "tensors") || check_operands("dot", a, b, true)) return NULL;
+    if (a->sizes[0] != b->sizes[0]) return sizes_error("dot", a, b, "sizes", a->sizes[0], b->sizes[0]);
     if (em_ag_needed2(a, b)) return em_ag_matmul(a, b);
     em_tensor *a2 = em_unsqueeze(a, 0), *b2 = a2 ? em_unsqueeze(b, 1) : NULL;
     em_tensor *out = b2 ? matmul_core("dot", a, b, a2, b2, NULL, 0, NULL, 0) : NULL;
@@ -284,9 +301,9 @@ em_tensor *em_dot(const em_tensor *a, const em_tensor *b)
 
 em_tensor *em_addmm(const em_tensor *c, const em_tensor *a, const em_tensor *b, double beta, double alpha)
 {
-    if (a->ndim != 2 || b->ndim != 2)
-        return em_set_error("addmm: expected 2-D matrices, got %s and %s", SHAPE(a), SHAPE(b)), NULL;
-    if (em_check_same_device("addmm", c, a) || check_operands("addmm", a, b, false)) return NULL;
+    if (check_ndim("addmm", a, b, 2, "matrices") || em_check_same_device("addmm", c, a) ||
+        check_operands("addmm", a, b, false))
+        return NULL;
     if (!em_dtype_is_float(c->dtype))
         return em_set_error("addmm: expected a floating point input, got %s", em_dtype_name(c->dtype)), NULL;
     if (a->sizes[1] != b->sizes[0]) return inner_error("addmm", a, b, a->sizes[1], b->sizes[0]);
@@ -298,7 +315,7 @@ em_tensor *em_addmm(const em_tensor *c, const em_tensor *a, const em_tensor *b, 
         em_release(p); em_release(ps); em_release(cs);
         return r;
     }
-    int64_t n = a->sizes[0], m = b->sizes[1], K = a->sizes[1];
+    int64_t n = a->sizes[0], m = b->sizes[1];
     int64_t osz[2] = {n, m};
     em_tensor *cx = em_expand(c, osz, 2);
     if (!cx)
@@ -308,24 +325,12 @@ em_tensor *em_addmm(const em_tensor *c, const em_tensor *a, const em_tensor *b, 
     em_dtype cd = gemm_dtype(r, a);
     em_tensor *ac = em_cast_to(a, cd), *bc = ac ? em_cast_to(b, cd) : NULL;
     em_tensor *out = bc ? em_empty(osz, 2, cd, em_dev(a)) : NULL;
-    em_tensor *a3 = NULL, *b3 = NULL, *out3 = NULL;
     int rc = -1;
     /* beta == 0 ignores c entirely (NaN in c does not leak), as in BLAS */
-    if (out && (beta == 0 || em_be(out)->cast(out, cx) == 0)) {
-        int64_t as[3] = {1, n, K}, ast[3] = {0, ac->strides[0], ac->strides[1]};
-        int64_t bs[3] = {1, K, m}, bst[3] = {0, bc->strides[0], bc->strides[1]};
-        int64_t os[3] = {1, n, m};
-        a3 = em_as_strided(ac, as, ast, 3, ac->offset);
-        b3 = a3 ? em_as_strided(bc, bs, bst, 3, bc->offset) : NULL;
-        out3 = b3 ? em_view(out, os, 3) : NULL;
-        if (out3) rc = gemm3(out3, a3, b3, alpha, beta);
-    }
+    if (out && (beta == 0 || em_be(out)->cast(out, cx) == 0)) rc = gemm2(out, ac, bc, alpha, beta);
     em_release(cx);
     em_release(ac);
     em_release(bc);
-    em_release(a3);
-    em_release(b3);
-    em_release(out3);
     if (rc) { em_release(out); return NULL; }
     return finish(out, r);
 }
@@ -333,9 +338,7 @@ em_tensor *em_addmm(const em_tensor *c, const em_tensor *a, const em_tensor *b, 
 /* outer is elementwise: a[:, None] * b[None, :], any dtype */
 em_tensor *em_outer(const em_tensor *a, const em_tensor *b)
 {
-    if (a->ndim != 1 || b->ndim != 1)
-        return em_set_error("outer: expected 1-D tensors, got %s and %s", SHAPE(a), SHAPE(b)), NULL;
-    if (em_check_same_device("outer", a, b)) return NULL;
+    if (check_ndim("outer", a, b, 1, "tensors") || em_check_same_device("outer", a, b)) return NULL;
     em_tensor *col = em_unsqueeze(a, 1), *row = col ? em_unsqueeze(b, 0) : NULL;
     em_tensor *out = row ? em_binary(EM_MUL, col, row) : NULL;
     em_release(col);

@@ -55,6 +55,16 @@ static int64_t batch_count(const em_tensor *t)
     return b;
 }
 
+/* em_scope_finish for two results (neither NULL): *a and *b take new
+ * references to x and y, and s is dropped; 0. */
+static int finish2(em_scope *s, em_tensor *x, em_tensor **a, em_tensor *y, em_tensor **b)
+{
+    *a = em_retain(x);
+    *b = em_retain(y);
+    em_scope_drop(s);
+    return 0;
+}
+
 /* ---- checks ------------------------------------------------------------- */
 
 static int check_input(const char *op, const em_tensor *a)
@@ -260,10 +270,7 @@ static int slogdet_forward(const em_tensor *A, em_tensor **sign, em_tensor **log
     em_tensor *la = lg ? em_scope_keep(&s, em_sum(lg, &d, 1, false)) : NULL;
     em_tensor *sign_all = es_mul(&s, ps, psign);
     if (!sign_all || !la) return em_scope_drop(&s), -1;
-    *sign = em_retain(sign_all);
-    *logabs = em_retain(la);
-    em_scope_drop(&s);
-    return 0;
+    return finish2(&s, sign_all, sign, la, logabs);
 }
 
 static int slogdet_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
@@ -617,12 +624,7 @@ int em_linalg_qr(const em_tensor *A, const char *mode, em_tensor **Q, em_tensor 
     int rc = qr_forward(&s, A, md, &q, &r);
     em_set_grad_enabled(was);
     if (rc) return em_scope_drop(&s), -1;
-    if (!em_ag_needed1(A)) {
-        *Q = em_retain(q);
-        *R = em_retain(r);
-        em_scope_drop(&s);
-        return 0;
-    }
+    if (!em_ag_needed1(A)) return finish2(&s, q, Q, r, R);
     int nb = A->ndim - 2;
     int64_t m = A->sizes[nb], nn = A->sizes[nb + 1], k = m < nn ? m : nn;
     /* the node's output: Q and R packed (R alone for mode 'r', whose backward refuses) */
@@ -889,10 +891,7 @@ int em_linalg_eigh(const em_tensor *A, const char *uplo, em_tensor **L, em_tenso
         v = piece(&s, out, nb, &off, vs, 2);
         if (!l || !v) return em_scope_drop(&s), -1;
     }
-    *L = em_retain(l);
-    *V = em_retain(v);
-    em_scope_drop(&s);
-    return 0;
+    return finish2(&s, l, L, v, V);
 }
 
 static int eigvalsh_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)

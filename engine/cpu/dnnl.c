@@ -460,6 +460,43 @@ int cpu_dnnl_run_step(const step *s, dnnl_stream_t st, int nargs, dnnl_exec_arg_
     return rc;
 }
 
+void cpu_dnnl_destroy_memories(dnnl_memory_t *mem, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (mem[i]) D.memory_destroy(mem[i]);
+}
+
+/* cpu_dnnl_run_tasks's call, as the pool's ranges see it */
+typedef struct task_run {
+    cpu_dnnl_task task;
+    void *call;
+    _Atomic int failed;
+} task_run;
+
+static void run_range(int64_t lo, int64_t hi, void *ctx)
+{
+    task_run *R = ctx;
+    dnnl_stream_t st = cpu_dnnl_stream();
+    for (int64_t i = lo; i < hi; i++)
+        if (!st || R->task(R->call, i, st)) atomic_store(&R->failed, 1);
+}
+
+int cpu_dnnl_run_tasks(int64_t n, double work, cpu_dnnl_task task, void *call)
+{
+    task_run R = {.task = task, .call = call};
+#ifdef EMBER_SANITIZE
+    /* LeakSanitizer crashes at exit scanning the dynamic TLS that libgomp
+     * and libdnnl (opened late) hold in pool workers (google/sanitizers
+     * #1322; ASAN_OPTIONS=intercept_tls_get_addr=0 avoids it), so the
+     * sanitizer build runs the tasks on the calling thread */
+    (void)work;
+    run_range(0, n, &R);
+#else
+    cpu_parallel_for(n, work < 1e18 ? (int64_t)work : INT64_MAX, 1, run_range, &R);
+#endif
+    return atomic_load(&R.failed) ? -1 : 0;
+}
+
 /* dst (layout to) = src (layout from) through reorder r. */
 static int reorder(const step *r, dnnl_stream_t st, const dnnl_memory_desc_t *from, const void *src,
                    const dnnl_memory_desc_t *to, void *dst, void *scratch)
@@ -492,11 +529,11 @@ typedef struct dnnl_call {
     int64_t first_part;             /* the sub-batch writing partial's first part: 1, or 0 for bfloat16 */
     char *work;                     /* the workspaces, ws_bytes apart */
     size_t ws_bytes;
-    _Atomic int failed;
 } dnnl_call;
 
-static int run_chunk(dnnl_call *C, int64_t j, dnnl_stream_t st)
+static int run_chunk(void *call, int64_t j, dnnl_stream_t st)
 {
+    dnnl_call *C = call;
     int64_t n0 = j * C->nb, nb = C->N - n0 < C->nb ? C->N - n0 : C->nb;
     int which = nb == C->nb ? 0 : 1;
     const conv_prim *P = C->P[which];
@@ -534,17 +571,8 @@ static int run_chunk(dnnl_call *C, int64_t j, dnnl_stream_t st)
     if (P->reorder[2].prim && reorder(&P->reorder[2], st, &P->want[2], ptr[2], &P->user[2], user[2], ws)) goto done;
     rc = 0;
 done:
-    for (int i = 0; i < 4; i++)
-        if (mem[i]) D.memory_destroy(mem[i]);
+    cpu_dnnl_destroy_memories(mem, 4);
     return rc;
-}
-
-static void run_chunks(int64_t lo, int64_t hi, void *ctx)
-{
-    dnnl_call *C = ctx;
-    dnnl_stream_t st = cpu_dnnl_stream();
-    for (int64_t j = lo; j < hi; j++)
-        if (!st || run_chunk(C, j, st)) atomic_store(&C->failed, 1);
 }
 
 static void add_f32(float *dst, const float *src, int64_t n)
@@ -674,17 +702,7 @@ static int conv_call(em_conv_op op, const cpu_conv_geom *g, bool bf16, void *out
         if (!(C.fixed[w] = cpu_alloc(fixed_bytes[w], 0))) goto done;
         if (reorder(&P->reorder[1], st, &P->user[1], b, &P->want[1], C.fixed[w], C.work)) goto done;
     }
-#ifdef EMBER_SANITIZE
-    /* LeakSanitizer crashes at exit scanning the dynamic TLS that libgomp
-     * and libdnnl (opened late) hold in pool workers (google/sanitizers
-     * #1322; ASAN_OPTIONS=intercept_tls_get_addr=0 avoids it), so the
-     * sanitizer build runs the sub-batches on the calling thread */
-    (void)work;
-    run_chunks(0, C.chunks, &C);
-#else
-    cpu_parallel_for(C.chunks, work < 1e18 ? (int64_t)work : INT64_MAX, 1, run_chunks, &C);
-#endif
-    if (atomic_load(&C.failed)) goto done;
+    if (cpu_dnnl_run_tasks(C.chunks, work, run_chunk, &C)) goto done;
     if (op == EM_CONV_BACKWARD_WEIGHT) {
         add_parts(out, C.partial, wsz, C.chunks, C.first_part, bf16);
         if (bias) add_parts(bias, C.bias_partial, g->K, C.chunks, C.first_part, bf16);

@@ -36,8 +36,6 @@
  * by those; a call needs at most two (the full task and a shorter last). */
 #include "dnnl_shared.h"
 
-#include <stdatomic.h>
-
 /* a char-GPT training step uses 13 in bfloat16 (forward, both gradients,
  * full and shorter last blocks), about 30 in float32 (and evaluation adds
  * its own shapes) */
@@ -143,11 +141,11 @@ typedef struct mm_call {
     const mm_prim *P[2];
     char *scratch;
     size_t scratch_bytes;
-    _Atomic int failed;
 } mm_call;
 
-static int run_task(mm_call *C, int64_t t, dnnl_stream_t st)
+static int run_task(void *call, int64_t t, dnnl_stream_t st)
 {
+    mm_call *C = call;
     const cpu_matmul *m = C->m;
     int64_t i = C->by_batch ? t * C->per : t / C->parts;
     int64_t r0 = C->by_batch ? 0 : (t % C->parts) * C->per;
@@ -170,17 +168,8 @@ static int run_task(mm_call *C, int64_t t, dnnl_stream_t st)
     dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]}, {DNNL_ARG_DST, mem[2]}};
     rc = cpu_dnnl_run_step(&P->mm, st, 3, args, C->scratch + (size_t)t * C->scratch_bytes);
 done:
-    for (int j = 0; j < 3; j++)
-        if (mem[j]) C->D->memory_destroy(mem[j]);
+    cpu_dnnl_destroy_memories(mem, 3);
     return rc;
-}
-
-static void run_tasks(int64_t lo, int64_t hi, void *ctx)
-{
-    mm_call *C = ctx;
-    dnnl_stream_t st = cpu_dnnl_stream();
-    for (int64_t t = lo; t < hi; t++)
-        if (!st || run_task(C, t, st)) atomic_store(&C->failed, 1);
 }
 
 /* The key of a task of `cnt` batch entries, rows or columns. */
@@ -247,16 +236,11 @@ int cpu_dnnl_matmul(const cpu_matmul *m)
     C.scratch_bytes = (C.scratch_bytes + 63) & ~(size_t)63;
     size_t total = (size_t)tasks * C.scratch_bytes;
     if (total && !(C.scratch = cpu_alloc(total, 0))) return 1;
-#ifdef EMBER_SANITIZE
-    /* as in dnnl.c: LeakSanitizer and the TLS of a late-opened libdnnl in pool workers */
-    run_tasks(0, tasks, &C);
-#else
-    cpu_parallel_for(tasks, work < 1e18 ? (int64_t)work : INT64_MAX, 1, run_tasks, &C);
-#endif
+    int failed = cpu_dnnl_run_tasks(tasks, work, run_task, &C);
     if (C.scratch) cpu_free(C.scratch, total, 0);
     /* a failure part-way leaves c partly written: the caller's float32
      * path rewrites all of it, but beta != 0 would then add twice */
-    if (atomic_load(&C.failed))
+    if (failed)
         return m->beta != 0 ? em_set_error("matmul: oneDNN %s GEMM failed part-way", m->ab_f32 ? "float32" : "bfloat16")
                             : 1;
     return 0;

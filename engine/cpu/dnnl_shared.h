@@ -60,5 +60,14 @@ int cpu_dnnl_make_step(step *s, dnnl_primitive_desc_t pd);
 void cpu_dnnl_destroy_step(step *s);
 /* Runs s with its scratchpad at `scratch` and waits; args has room for one more. */
 int cpu_dnnl_run_step(const step *s, dnnl_stream_t st, int nargs, dnnl_exec_arg_t *args, void *scratch);
+/* Destroys the memories of mem[0..n-1] that were made (the others NULL). */
+void cpu_dnnl_destroy_memories(dnnl_memory_t *mem, int n);
+
+/* One task of a call cut into tasks: 0, or -1 on failure. */
+typedef int (*cpu_dnnl_task)(void *call, int64_t i, dnnl_stream_t st);
+/* Runs task(call, i, stream) for i in [0, n) over the pool (work: the
+ * multiply-adds), each on its thread's stream; -1 when one failed or a
+ * thread had no stream. The sanitizer build runs them on the calling thread. */
+int cpu_dnnl_run_tasks(int64_t n, double work, cpu_dnnl_task task, void *call);
 
 #endif

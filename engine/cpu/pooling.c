@@ -288,6 +288,16 @@ static int pool_setup(pool_job *j, const char *name, const em_tensor *big, const
     return 0;
 }
 
+/* Runs fn over the N*C planes, j writing dst from src, then frees pool_setup's tables; 0. */
+static int run_planes(pool_job *j, em_tensor *dst, const em_tensor *src, cpu_range_fn fn, int64_t *tables)
+{
+    j->out = em_data_ptr(dst);
+    j->in = em_data_ptr(src);
+    cpu_parallel_for(src->sizes[0] * src->sizes[1], em_numel(src) + em_numel(dst), 1, fn, j);
+    free(tables);
+    return 0;
+}
+
 int cpu_pool(em_pool_op op, em_tensor *out, em_tensor *idx, const em_tensor *in, const em_pool_params *p)
 {
     if (op != EM_POOL_MAX && op != EM_POOL_AVG) return em_set_error("pool: unknown op %d", (int)op);
@@ -310,12 +320,7 @@ int cpu_pool(em_pool_op op, em_tensor *out, em_tensor *idx, const em_tensor *in,
         }
         j.idx = em_data_ptr(idx);
     }
-    j.out = em_data_ptr(out);
-    j.in = em_data_ptr(in);
-    int64_t planes = in->sizes[0] * in->sizes[1];
-    cpu_parallel_for(planes, em_numel(in) + em_numel(out), 1, pool_range, &j);
-    free(tables);
-    return 0;
+    return run_planes(&j, out, in, pool_range, tables);
 }
 
 int cpu_pool_backward(em_pool_op op, em_tensor *gin, const em_tensor *gout, const em_pool_params *p)
@@ -331,10 +336,5 @@ int cpu_pool_backward(em_pool_op op, em_tensor *gin, const em_tensor *gout, cons
     pool_job j = {.op = op};
     int64_t *tables;
     if (pool_setup(&j, "pool_backward", gin, gout, p, &tables)) return -1;
-    j.out = em_data_ptr(gin);
-    j.in = em_data_ptr(gout);
-    int64_t planes = gin->sizes[0] * gin->sizes[1];
-    cpu_parallel_for(planes, em_numel(gin) + em_numel(gout), 1, pool_back_range, &j);
-    free(tables);
-    return 0;
+    return run_planes(&j, gin, gout, pool_back_range, tables);
 }
