@@ -6,11 +6,15 @@
  * back, which keeps the wrap-around of the narrow type (neg of uint8 1 is
  * 255). Float-only ops on integer inputs are the engine's business: it
  * promotes before calling, and this file refuses them. float16 and bfloat16
- * compute in float32 a chunk at a time and round once into the output. */
+ * compute in float32 and round once into the output: a chunk at a time, or,
+ * for the transcendental ops, through a table of those results for all
+ * 65536 inputs. */
 #include "cpu.h"
 #include "../unary_math.h"
 
 #include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define CHUNK 256
@@ -163,11 +167,74 @@ static void loop_float(const un_ctx *c, char **p, const int64_t *s, int64_t n)
     }
 }
 
+/* ---- float16/bfloat16 through a table ------------------------------------
+ * A half input has 65536 values, so a transcendental op of a half tensor is
+ * a table of the float32 loop's results, rounded once: what loop_half below
+ * computes, bit for bit, made on first use (a few hundred microseconds,
+ * 128 KiB) and then one load per element, 1.8 to 2.4 times faster than the
+ * loop on one thread. The cheap ops (neg, abs, relu, sqrt, rounding...) keep
+ * the loop. */
+static _Atomic(uint16_t *) half_tables[EM_NUNARY][2];
+
+/* the float-only ops, but for the ones a vector instruction or two computes */
+static bool table_op(em_unary_op op)
+{
+    return em_unary_info(op)->dtypes == EM_OPDT_FLOAT && op != EM_SQRT && op != EM_RECIPROCAL;
+}
+
+static const uint16_t *half_table(em_unary_op op, em_dtype dt)
+{
+    int k = dt == EM_BFLOAT16;
+    uint16_t *t = atomic_load_explicit(&half_tables[op][k], memory_order_acquire);
+    if (t) return t;
+    uint16_t *made = malloc(65536 * sizeof *made);
+    if (!made) return NULL;
+    float x[CHUNK], y[CHUNK];
+    for (int32_t b = 0; b < 65536; b += CHUNK) {
+        uint16_t bits[CHUNK];
+        for (int i = 0; i < CHUNK; i++) bits[i] = (uint16_t)(b + i);
+        cpu_half_to_f32(x, (const char *)bits, 2, CHUNK, dt);
+        un_f32(op, y, x, CHUNK);
+        cpu_f32_to_half((char *)(made + b), 2, y, CHUNK, dt);
+    }
+    uint16_t *none = NULL;
+    if (!atomic_compare_exchange_strong_explicit(&half_tables[op][k], &none, made, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        free(made);
+        return none;
+    }
+    return made;
+}
+
+/* o[i] = tab[a[i]]; o may be a (an in-place op) */
+static void loop_table(const uint16_t *tab, char **p, const int64_t *s, int64_t n)
+{
+    if (s[0] == 2 && s[1] == 2) {
+        uint16_t *o = (uint16_t *)p[0];
+        const uint16_t *a = (const uint16_t *)p[1];
+        for (int64_t i = 0; i < n; i++) o[i] = tab[a[i]];
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        uint16_t v;
+        memcpy(&v, p[1] + i * s[1], 2);
+        v = tab[v];
+        memcpy(p[0] + i * s[0], &v, 2);
+    }
+}
+
 /* float16/bfloat16: each chunk widened to float32, the float32 loop, one
  * rounding into the output (what the casts around a float32 op give, in
  * one pass) */
 static void loop_half(const un_ctx *c, char **p, const int64_t *s, int64_t n)
 {
+    if (!c->to_bool && table_op(c->op)) {
+        const uint16_t *tab = half_table(c->op, c->dt);
+        if (tab) {
+            loop_table(tab, p, s, n);
+            return;
+        }
+    }
     float ba[CHUNK], bo[CHUNK];
     uint8_t bc[CHUNK];
     for (int64_t i = 0; i < n; i += CHUNK) {
