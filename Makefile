@@ -108,7 +108,7 @@ $(BUILD)/bench_allreduce: scripts/bench/allreduce_mpi.c
 # (kept beside the object as .ptxas); the build fails when a kernel exceeds
 # its line in kernels/ptxas_budget.txt, spills more than it allows, or has
 # none (scripts/ptxas-budget.sh; its update mode rewrites the budget).
-$(BUILD)/kernels/%.o: kernels/%.cu kernels/kc.h $(wildcard kernels/*.cuh) engine/backend.h engine/ember.h engine/elementwise_ops.h engine/philox.h engine/polygamma.h kernels/ptxas_budget.txt
+$(BUILD)/kernels/%.o: kernels/%.cu kernels/kc.h $(wildcard kernels/*.cuh) engine/backend.h engine/ember.h engine/elementwise_ops.h engine/philox.h engine/polygamma.h engine/formulas.h engine/unary_math.h kernels/ptxas_budget.txt
 	@mkdir -p $(dir $@)
 	@echo "$(NVCC) $(NVFLAGS) -Xptxas -v -c $< -o $@"
 	@$(NVCC) $(NVFLAGS) -Xptxas -v -c $< -o $@ 2> $@.ptxas || { grep -v '^ptxas info\|^    [0-9]* bytes stack' $@.ptxas >&2; exit 1; }
@@ -144,7 +144,7 @@ EMU_HDRS  := $(wildcard kernels/emu/*.h kernels/emu/include/*.h)
 # runtime: the emulator's hooks (fiber.cc) check each load and store for
 # bounds and shared-memory races. The sanitizer build checks with ASan instead.
 EMU_KERNEL_FLAGS := $(if $(filter 1,$(SAN)),,-fsanitize=thread --param=tsan-instrument-func-entry-exit=0)
-$(BUILD)/emu/kernels/%.o: kernels/%.cu kernels/kc.h $(wildcard kernels/*.cuh) engine/backend.h engine/ember.h engine/elementwise_ops.h engine/philox.h engine/polygamma.h $(EMU_HDRS)
+$(BUILD)/emu/kernels/%.o: kernels/%.cu kernels/kc.h $(wildcard kernels/*.cuh) engine/backend.h engine/ember.h engine/elementwise_ops.h engine/philox.h engine/polygamma.h engine/formulas.h engine/unary_math.h $(EMU_HDRS)
 	@mkdir -p $(dir $@)
 	$(CXX) $(EMU_CXXFLAGS) $(EMU_KERNEL_FLAGS) -x c++ -c $< -o $@
 
