@@ -193,7 +193,7 @@ $(BUILD)/ember.so: $(LUA_OBJ) $(BUILD)/libember.a
 
 $(BUILD)/ember: $(SHELL_OBJ) $(LUA_OBJ) $(BUILD)/libember.a
 	$(CC) $(LDFLAGS) -rdynamic -o $@ $(SHELL_OBJ) $(LUA_OBJ) $(BUILD)/libember.a \
-	    $(shell pkg-config --libs $(LUA_PC)) -lreadline $(LDLIBS)
+	    $(shell pkg-config --libs $(LUA_PC)) $(LDLIBS)
 
 # the Jupyter kernel (ZeroMQ, OpenSSL's HMAC): built when both are there; its
 # calls into the shell and Lua resolve against the executable (-rdynamic)

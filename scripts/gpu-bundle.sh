@@ -3,7 +3,7 @@
 # (an ignored folder that the device tool carries): the ember executable,
 # ember.so, libember_cuda.so and the distributed backends built here (same
 # CUDA version, x86-64), OpenMPI's plugins, oneDNN, the
-# shared libraries they use that a bare machine lacks (Lua, readline,
+# shared libraries they use that a bare machine lacks (Lua,
 # OpenBLAS, cJSON, ...; not glibc, not the CUDA libraries, which the GPU
 # machine has: cuDNN's front library must come from the folder that holds its
 # engine libraries, which gpu-run.sh finds there), and busted with its Lua modules for the test suites.

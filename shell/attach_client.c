@@ -21,8 +21,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <readline/history.h>
-#include <readline/readline.h>
+#include "rl.h"   /* last: it names readline's functions and variables */
+
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -104,7 +104,7 @@ static void on_sigint(int sig)
 static bool answer_prompt(int fd, const char *prompt)
 {
     char *line = emsh_read_line(prompt);
-    if (line && line[strspn(line, " \t")]) add_history(line);
+    if (line && line[strspn(line, " \t")] && emsh_rl_open()) add_history(line);
     if (!line && isatty(STDIN_FILENO)) printf("detach\n");
     bool ok = send_line(fd, line ? line : "detach");
     free(line);
@@ -118,7 +118,7 @@ static int relay(int fd, long pid)
     sa.sa_handler = on_sigint;   /* no SA_RESTART: the read below returns */
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
-    rl_bind_key('\t', rl_insert);   /* nothing to complete against here */
+    if (emsh_rl_open()) rl_bind_key('\t', rl_insert);   /* nothing to complete against here */
     char buf[4096], held[1024];
     size_t nheld = 0;
     int kind = 0;   /* the control line being read: a prompt, a refusal, a farewell */

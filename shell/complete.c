@@ -23,7 +23,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <readline/readline.h>
+#include "rl.h"   /* last: it names readline's functions and variables */
+
 
 /* Readline's defaults without '.' and ':', plus Lua's operators and '?'
  * (the help prefix). Quotes are breaks too: a closed string ends a word;
@@ -430,9 +431,12 @@ static void complete_lua(lua_State *L, const char *text, size_t n, names *out)
 
 /* ---- files and commands -------------------------------------------------- */
 
+/* readline's file-name completion (`:complete` reaches it without a
+ * terminal, so the library may not be open yet) */
 static void complete_files(const char *text, names *out)
 {
     char *m;
+    if (!emsh_rl_open()) return;
     for (int state = 0; (m = rl_filename_completion_function(text, state)) != NULL; state++) {
         names_add(out, m, strlen(m), "", 0);
         free(m);

@@ -16,7 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <readline/history.h>
+#include "rl.h"   /* last: it names readline's functions and variables */
+
 
 /* ---- the console ------------------------------------------------------- */
 
@@ -735,7 +736,7 @@ static int run_command(dbg_stop *s, const char *line, int *depth)
 /* One line from the user, with the debugger's own readline history. */
 static char *read_command(void)
 {
-    bool tty = isatty(STDIN_FILENO);
+    bool tty = isatty(STDIN_FILENO) && emsh_rl_open();
     HISTORY_STATE *repl = NULL;
     if (tty) {
         repl = history_get_history_state();

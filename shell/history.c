@@ -14,7 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <readline/history.h>
+#include "rl.h"   /* last: it names readline's functions and variables */
+
 
 #define HISTORY_MAX 1000
 

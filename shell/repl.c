@@ -28,7 +28,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <readline/readline.h>
+#include "rl.h"   /* last: it names readline's functions and variables */
+
 
 #define PROMPT "> "
 #define PROMPT2 "... "
@@ -151,7 +152,7 @@ static char *read_piped_line(line_status *st)
 
 static char *read_line(const char *prompt, line_status *st)
 {
-    return isatty(STDIN_FILENO) ? read_terminal_line(prompt, st) : read_piped_line(st);
+    return isatty(STDIN_FILENO) && emsh_rl_open() ? read_terminal_line(prompt, st) : read_piped_line(st);
 }
 
 char *emsh_read_line(const char *prompt)
@@ -399,7 +400,7 @@ void emsh_repl(lua_State *L)
 {
     const char *saved_progname = emsh_progname;
     emsh_progname = NULL;   /* in the REPL an error is not the program's */
-    interactive = isatty(STDIN_FILENO);
+    interactive = isatty(STDIN_FILENO) && emsh_rl_open();
     if (interactive) {
         rl_readline_name = "ember";
         emsh_history_open();

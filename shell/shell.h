@@ -5,6 +5,7 @@
  *   repl.c     the read-eval-print loop (readline on a terminal, plain
  *              lines from a pipe)
  *   history.c  the readline history file
+ *   rl.c       GNU Readline, opened on first use (rl.h)
  *   commands.c the REPL's ":" commands (":time", ":mem", ":break", ...)
  *   print.c    the REPL's value printer (tables indented, cycles, tensors)
  *   complete.c tab completion (globals, fields, methods, keywords, files)
