@@ -23,7 +23,6 @@
 
 #include "rl.h"   /* last: it names readline's functions and variables */
 
-
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static int fail(const char *fmt, ...)

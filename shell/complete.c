@@ -25,7 +25,6 @@
 
 #include "rl.h"   /* last: it names readline's functions and variables */
 
-
 /* Readline's defaults without '.' and ':', plus Lua's operators and '?'
  * (the help prefix). Quotes are breaks too: a closed string ends a word;
  * an unclosed one is found first through rl_completer_quote_characters. */

@@ -18,7 +18,6 @@
 
 #include "rl.h"   /* last: it names readline's functions and variables */
 
-
 /* ---- the console ------------------------------------------------------- */
 
 static const dbg_console *console;   /* NULL: the terminal */

@@ -16,7 +16,6 @@
 
 #include "rl.h"   /* last: it names readline's functions and variables */
 
-
 #define HISTORY_MAX 1000
 
 static char *history_path;   /* NULL: no history file */

@@ -30,7 +30,6 @@
 
 #include "rl.h"   /* last: it names readline's functions and variables */
 
-
 #define PROMPT "> "
 #define PROMPT2 "... "
 #define EOFMARK "<eof>"
