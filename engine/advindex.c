@@ -46,7 +46,7 @@ static em_tensor *zero_based(const char *op, const em_tensor *ix, int64_t size, 
         double bad = hi > (double)size ? hi : lo < -(double)size ? lo : 0;
         bool out = bad != 0;
         if (!out) {
-            em_tensor *z = em_binary_scalar(EM_EQ, i64, 0, true, false);
+            em_tensor *z = ei_binary_scalar(EM_EQ, i64, 0, true, false);
             em_tensor *any = z ? em_any(z, NULL, 0, false) : NULL;
             double v = 0;
             rc = any ? em_item(any, &v) : -1;
@@ -62,9 +62,9 @@ static em_tensor *zero_based(const char *op, const em_tensor *ix, int64_t size, 
         }
     }
     /* i - 1 for i > 0, i + size for i < 0 */
-    em_tensor *pos = em_binary_scalar(EM_SUB, i64, 1, true, false);
-    em_tensor *neg = em_binary_scalar(EM_ADD, i64, (double)size, true, false);
-    em_tensor *lt = em_binary_scalar(EM_LT, i64, 0, true, false);
+    em_tensor *pos = ei_binary_scalar(EM_SUB, i64, 1, true, false);
+    em_tensor *neg = ei_binary_scalar(EM_ADD, i64, (double)size, true, false);
+    em_tensor *lt = ei_binary_scalar(EM_LT, i64, 0, true, false);
     em_tensor *r = pos && neg && lt ? em_where(lt, neg, pos) : NULL;
     em_release(pos); em_release(neg); em_release(lt); em_release(i64);
     return r;
@@ -177,8 +177,8 @@ static int build_plan(const char *op, const em_tensor *t, em_tensor *const *indi
         int64_t stride = 1;
         em_tensor *acc = NULL;
         for (int j = p->nadv - 1; j >= 0 && rc == 0; j--) {
-            em_tensor *term = stride == 1 ? em_retain(zs[j]) : em_binary_scalar(EM_MUL, zs[j], (double)stride, true, false);
-            em_tensor *next = !term ? NULL : acc ? em_binary(EM_ADD, acc, term) : em_retain(term);
+            em_tensor *term = stride == 1 ? em_retain(zs[j]) : ei_binary_scalar(EM_MUL, zs[j], (double)stride, true, false);
+            em_tensor *next = !term ? NULL : acc ? ei_binary(EM_ADD, acc, term) : em_retain(term);
             em_release(term);
             em_release(acc);
             acc = next;
@@ -187,7 +187,7 @@ static int build_plan(const char *op, const em_tensor *t, em_tensor *const *indi
         }
         p->n = stride;
         if (rc == 0) {
-            em_tensor *one = em_binary_scalar(EM_ADD, acc, 1, true, false);
+            em_tensor *one = ei_binary_scalar(EM_ADD, acc, 1, true, false);
             em_tensor *b = one ? em_expand(one, p->bshape, p->nb) : NULL;
             int64_t all = -1;
             p->flat = b ? em_reshape(b, &all, 1) : NULL;
@@ -355,10 +355,17 @@ static em_tensor *index_put_copy(const char *op, const em_tensor *t, em_tensor *
     return r;
 }
 
-em_tensor *em_index_put(const em_tensor *t, em_tensor *const *indices, int n, const em_tensor *values,
+em_tensor *ei_index_put(const em_tensor *t, em_tensor *const *indices, int n, const em_tensor *values,
                         bool accumulate)
 {
     return index_put_copy("index_put", t, indices, n, values, accumulate);
+}
+
+em_tensor *em_index_put(const em_tensor *t, em_tensor *const *indices, int n, const em_tensor *values,
+                        bool accumulate)
+{
+    EM_AUTOCAST(EM_AC_PROMOTE, ei_index_put(EM_AC_ARG(0), indices, n, EM_AC_ARG(1), accumulate), t, values);
+    return ei_index_put(t, indices, n, values, accumulate);
 }
 
 int em_index_put_(em_tensor *t, em_tensor *const *indices, int n, const em_tensor *values, bool accumulate)

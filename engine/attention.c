@@ -151,7 +151,7 @@ static em_tensor *causal_hidden(int64_t Tq, int64_t Tk, em_device dev)
     em_tensor *i = em_arange(0, (double)Tq, 1, EM_INT64, dev);
     em_tensor *j = em_arange(0, (double)Tk, 1, EM_INT64, dev);
     em_tensor *ic = i ? em_reshape(i, col, 2) : NULL;
-    em_tensor *h = ic && j ? em_binary(EM_GT, j, ic) : NULL;
+    em_tensor *h = ic && j ? ei_binary(EM_GT, j, ic) : NULL;
     em_release(i); em_release(j); em_release(ic);
     return h;
 }
@@ -166,9 +166,9 @@ static em_tensor *dropout_scale(const em_attn_params *p, int64_t B, int64_t Tq, 
         em_release(u);
         u = NULL;
     }
-    em_tensor *keep = u ? em_binary_scalar(EM_LT, u, 1 - p->dropout_p, false, false) : NULL;
+    em_tensor *keep = u ? ei_binary_scalar(EM_LT, u, 1 - p->dropout_p, false, false) : NULL;
     em_tensor *kf = keep ? em_to_dtype(keep, d) : NULL;
-    em_tensor *r = kf ? em_binary_scalar(EM_MUL, kf, 1 / (1 - p->dropout_p), false, false) : NULL;
+    em_tensor *r = kf ? ei_binary_scalar(EM_MUL, kf, 1 / (1 - p->dropout_p), false, false) : NULL;
     em_release(u); em_release(keep); em_release(kf);
     return r;
 }
@@ -179,39 +179,39 @@ static int composed_backward(em_node *n, const em_attn_params *p, const em_tenso
     int64_t B = q->sizes[0], Tq = q->sizes[1], Tk = k->sizes[1];
     int last = 2;
     em_tensor *kt = em_transpose(k, 1, 2);
-    em_tensor *qk = kt ? em_matmul(q, kt) : NULL;
-    em_tensor *s = qk ? em_binary_scalar(EM_MUL, qk, p->scale, false, false) : NULL;
-    em_tensor *sm = !s ? NULL : mask ? em_binary(EM_ADD, s, mask) : em_retain(s);
+    em_tensor *qk = kt ? ei_matmul(q, kt) : NULL;
+    em_tensor *s = qk ? ei_binary_scalar(EM_MUL, qk, p->scale, false, false) : NULL;
+    em_tensor *sm = !s ? NULL : mask ? ei_binary(EM_ADD, s, mask) : em_retain(s);
     em_tensor *hid = sm && p->causal ? WITHOUT_GRAD(causal_hidden(Tq, Tk, em_dev(q))) : NULL;
     em_tensor *sc = !sm ? NULL : p->causal ? (hid ? em_masked_fill(sm, hid, -INFINITY) : NULL) : em_retain(sm);
-    em_tensor *P = sc ? em_softmax(sc, last) : NULL;
+    em_tensor *P = sc ? ei_softmax(sc, last) : NULL;
     em_tensor *keep = P && p->dropout_p > 0 ? WITHOUT_GRAD(dropout_scale(p, B, Tq, Tk, q->dtype, em_dev(q))) : NULL;
     bool ok = P && (p->dropout_p == 0 || keep);
-    em_tensor *Pd = !ok ? NULL : keep ? em_binary(EM_MUL, P, keep) : em_retain(P);
+    em_tensor *Pd = !ok ? NULL : keep ? ei_binary(EM_MUL, P, keep) : em_retain(P);
     em_tensor *vt = Pd ? em_transpose(v, 1, 2) : NULL;
-    em_tensor *dPd = vt ? em_matmul(go, vt) : NULL;
-    em_tensor *dP = !dPd ? NULL : keep ? em_binary(EM_MUL, dPd, keep) : em_retain(dPd);
-    em_tensor *pdp = dP ? em_binary(EM_MUL, P, dP) : NULL;
-    em_tensor *rs = pdp ? em_sum(pdp, &last, 1, true) : NULL;
-    em_tensor *dif = rs ? em_binary(EM_SUB, dP, rs) : NULL;
-    em_tensor *dS = dif ? em_binary(EM_MUL, P, dif) : NULL;
+    em_tensor *dPd = vt ? ei_matmul(go, vt) : NULL;
+    em_tensor *dP = !dPd ? NULL : keep ? ei_binary(EM_MUL, dPd, keep) : em_retain(dPd);
+    em_tensor *pdp = dP ? ei_binary(EM_MUL, P, dP) : NULL;
+    em_tensor *rs = pdp ? ei_sum(pdp, &last, 1, true) : NULL;
+    em_tensor *dif = rs ? ei_binary(EM_SUB, dP, rs) : NULL;
+    em_tensor *dS = dif ? ei_binary(EM_MUL, P, dif) : NULL;
     int rc = dS ? 0 : -1;
     if (rc == 0 && em_ag_wants(n, 0)) {
-        em_tensor *a = em_matmul(dS, k);
-        gin[0] = a ? em_binary_scalar(EM_MUL, a, p->scale, false, false) : NULL;
+        em_tensor *a = ei_matmul(dS, k);
+        gin[0] = a ? ei_binary_scalar(EM_MUL, a, p->scale, false, false) : NULL;
         em_release(a);
         if (!gin[0]) rc = -1;
     }
     if (rc == 0 && em_ag_wants(n, 1)) {
         em_tensor *dSt = em_transpose(dS, 1, 2);
-        em_tensor *a = dSt ? em_matmul(dSt, q) : NULL;
-        gin[1] = a ? em_binary_scalar(EM_MUL, a, p->scale, false, false) : NULL;
+        em_tensor *a = dSt ? ei_matmul(dSt, q) : NULL;
+        gin[1] = a ? ei_binary_scalar(EM_MUL, a, p->scale, false, false) : NULL;
         em_release(dSt); em_release(a);
         if (!gin[1]) rc = -1;
     }
     if (rc == 0 && em_ag_wants(n, 2)) {
         em_tensor *Pt = em_transpose(Pd, 1, 2);
-        gin[2] = Pt ? em_matmul(Pt, go) : NULL;
+        gin[2] = Pt ? ei_matmul(Pt, go) : NULL;
         em_release(Pt);
         if (!gin[2]) rc = -1;
     }
@@ -392,7 +392,7 @@ static em_tensor *additive_mask(const em_tensor *mask, const em_tensor *q, const
     em_tensor *add;
     if (mask->dtype == EM_BOOL) {
         em_tensor *z = em_zeros(mask->sizes, mask->ndim, mask_dtype(q), em_dev(q));
-        em_tensor *hidden = z ? em_unary(EM_LOGICAL_NOT, mask) : NULL;
+        em_tensor *hidden = z ? ei_unary(EM_LOGICAL_NOT, mask) : NULL;
         add = hidden ? em_masked_fill(z, hidden, -INFINITY) : NULL;
         em_release(z);
         em_release(hidden);
@@ -404,7 +404,7 @@ static em_tensor *additive_mask(const em_tensor *mask, const em_tensor *q, const
     return e;
 }
 
-em_tensor *em_scaled_dot_product_attention(const em_tensor *q, const em_tensor *k, const em_tensor *v,
+em_tensor *ei_scaled_dot_product_attention(const em_tensor *q, const em_tensor *k, const em_tensor *v,
                                            const em_tensor *mask, double dropout_p, bool is_causal, double scale)
 {
     if (check_inputs(q, k, v, mask, dropout_p)) return NULL;
@@ -467,4 +467,14 @@ em_tensor *em_scaled_dot_product_attention(const em_tensor *q, const em_tensor *
     }
     em_release(q3); em_release(k3); em_release(v3); em_release(out3); em_release(lse); em_release(m);
     return out;
+}
+
+em_tensor *em_scaled_dot_product_attention(const em_tensor *q, const em_tensor *k, const em_tensor *v,
+                                           const em_tensor *mask, double dropout_p, bool is_causal, double scale)
+{
+    EM_AUTOCAST(EM_AC_LOWER,
+                ei_scaled_dot_product_attention(EM_AC_ARG(0), EM_AC_ARG(1), EM_AC_ARG(2), EM_AC_ARG(3), dropout_p,
+                                                is_causal, scale),
+                q, k, v, mask);
+    return ei_scaled_dot_product_attention(q, k, v, mask, dropout_p, is_causal, scale);
 }

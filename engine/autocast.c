@@ -1,12 +1,17 @@
 /* autocast.c — the state behind ember.autocast and the casts it makes.
  *
  * Autocast is per thread and per device type, as PyTorch's: each device type
- * has an enabled flag, a low-precision dtype and a cache switch. The binding
- * applies an op's policy at the op's entry (lua/autocast.c), so the engine's
- * own compositions and every backward run in the dtypes their inputs have:
- * a region's backward runs each op in the dtype its forward used. The
- * backward pass also suspends autocast (em_autocast_suspend), so a custom
- * Function's Lua backward is not cast either.
+ * has an enabled flag, a low-precision dtype and a cache switch.
+ *
+ * Where the policy applies: a public op with a policy (em_matmul, em_sum,
+ * em_unary of exp, ...) casts its tensor arguments on entry (EM_AUTOCAST,
+ * internal.h) and runs its internal form (ei_matmul, ...), which applies
+ * none. The engine's own compositions call the internal forms, so they and
+ * every backward run in the dtypes their inputs have, as PyTorch's autocast
+ * excludes itself below the op: a region's backward runs each op in the
+ * dtype its forward used, and a C program gets the numerics a Lua program
+ * gets. The backward pass also suspends autocast (em_autocast_suspend), so a
+ * custom Function's Lua backward is not cast either.
  *
  * Which tensors are cast (PyTorch's is_eligible): floating tensors other than
  * float64, on a device type whose autocast is enabled.
@@ -40,6 +45,7 @@ static _Thread_local ac_state states[2] = {
     [EM_CUDA] = {false, true, EM_FLOAT16},
 };
 static _Thread_local bool any_enabled;
+int em_autocast_threads;    /* threads whose any_enabled is set (internal.h) */
 static _Thread_local int suspended;
 static _Thread_local int depth;
 static _Thread_local uint64_t generation;
@@ -66,7 +72,9 @@ int em_autocast_set(em_device_type type, bool enabled, em_dtype dtype, bool cach
         return em_set_error("autocast: dtype %s is not a low-precision dtype (expected bfloat16 or float16)",
                             em_dtype_name(dtype));
     states[type] = (ac_state){enabled, cache_on, dtype};
+    bool was = any_enabled;
     any_enabled = states[EM_CPU].enabled || states[EM_CUDA].enabled;
+    if (any_enabled != was) __atomic_add_fetch(&em_autocast_threads, any_enabled ? 1 : -1, __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -144,4 +152,83 @@ em_tensor *em_autocast_cast(const em_tensor *t, em_dtype d)
     em_tensor *c = em_to_dtype(t, d);
     if (c && cacheable) cache_store(t, c);
     return c;
+}
+
+/* ---- the policies ------------------------------------------------------- */
+
+/* float16 with bfloat16 promotes to float32, as PyTorch's table */
+static em_dtype widest(em_dtype a, em_dtype b) { return a == b ? a : EM_FLOAT32; }
+
+/* the dtype an eligible tensor becomes under pol (promote: `wide`) */
+static em_dtype target(const em_tensor *t, em_autocast_policy pol, em_dtype wide)
+{
+    bool cuda = em_dev(t).type == EM_CUDA;
+    switch (pol) {
+    case EM_AC_LOWER: return em_autocast_dtype(t);
+    case EM_AC_FP32: return EM_FLOAT32;
+    case EM_AC_FP32_CUDA: return cuda ? EM_FLOAT32 : t->dtype;
+    case EM_AC_LOWER_CUDA: return cuda ? em_autocast_dtype(t) : t->dtype;
+    case EM_AC_PROMOTE_CUDA_LOWER_CPU: return cuda ? wide : em_autocast_dtype(t);
+    case EM_AC_PROMOTE: return wide;
+    case EM_AC_NONE: case EM_NAC: break;
+    }
+    return t->dtype;
+}
+
+int em_autocast_apply(em_autocast_policy pol, const em_tensor *const *ts, em_tensor **out, int n)
+{
+    em_dtype wide = EM_NDTYPES;
+    for (int i = 0; i < n; i++) {
+        out[i] = NULL;
+        if (ts[i] && em_autocast_eligible(ts[i])) wide = wide == EM_NDTYPES ? ts[i]->dtype : widest(wide, ts[i]->dtype);
+    }
+    if (pol == EM_AC_NONE || (unsigned)pol >= EM_NAC) return 0;
+    for (int i = 0; i < n; i++) {
+        const em_tensor *t = ts[i];
+        if (!t || !em_autocast_eligible(t)) continue;
+        em_dtype d = target(t, pol, wide);
+        if (d == t->dtype) continue;
+        if (!(out[i] = em_autocast_cast(t, d))) {
+            for (int k = 0; k < i; k++) em_release(out[k]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int em_autocast_args(em_autocast_policy pol, const em_tensor **args, em_tensor **casts, int n)
+{
+    if (em_autocast_apply(pol, args, casts, n)) return -1;
+    for (int i = 0; i < n; i++)
+        if (casts[i]) args[i] = casts[i];
+    return 0;
+}
+
+em_tensor *em_autocast_done(em_tensor **casts, int n, em_tensor *r)
+{
+    for (int i = 0; i < n; i++) em_release(casts[i]);
+    return r;
+}
+
+em_tensor **em_autocast_list(em_autocast_policy pol, em_tensor *const *ts, int n)
+{
+    em_tensor **c = malloc(sizeof *c * (size_t)n);
+    if (!c) {
+        em_set_error("autocast: out of memory for a list of %d tensors", n);
+        return NULL;
+    }
+    if (em_autocast_apply(pol, (const em_tensor *const *)ts, c, n)) {
+        free(c);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++)
+        if (!c[i] && ts[i]) c[i] = em_retain(ts[i]);
+    return c;
+}
+
+em_tensor *em_autocast_list_done(em_tensor **list, int n, em_tensor *r)
+{
+    for (int i = 0; i < n; i++) em_release(list[i]);
+    free(list);
+    return r;
 }

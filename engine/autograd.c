@@ -522,7 +522,7 @@ static int accumulate(em_ag_meta *m, em_tensor *g)
         return m->grad ? 0 : -1;
     }
     if (em_grad_mode) {                 /* create_graph: keep the sum differentiable */
-        em_tensor *sum = em_binary(EM_ADD, m->grad, g);
+        em_tensor *sum = ei_binary(EM_ADD, m->grad, g);
         em_release(g);
         if (!sum) return -1;
         em_release(m->grad);
@@ -560,7 +560,7 @@ static int buffer_add(em_node *n, em_tensor *g)
         em_release(g);
         return rc;
     }
-    em_tensor *sum = em_binary(EM_ADD, n->buffer, g);
+    em_tensor *sum = ei_binary(EM_ADD, n->buffer, g);
     em_release(g);
     if (!sum) return -1;
     em_release(n->buffer);
@@ -770,7 +770,7 @@ static int run_pass(em_node *const *roots, em_tensor *const *root_grads, int nro
         for (int c = 0; c < ps->ncaptures && g; c++)
             if (ps->captures[c].node == x) {
                 if (ps->captures[c].grad) {
-                    em_tensor *sum = em_binary(EM_ADD, ps->captures[c].grad, g);
+                    em_tensor *sum = ei_binary(EM_ADD, ps->captures[c].grad, g);
                     if (!sum) { rc = -1; break; }
                     em_release(ps->captures[c].grad);
                     ps->captures[c].grad = sum;
@@ -955,7 +955,7 @@ em_tensor *em_sum_to(const em_tensor *grad, const int64_t *sizes, int ndim)
         int j = i - lead;
         if (j < 0 || (sizes[j] == 1 && grad->sizes[i] != 1)) dims[nd++] = i;
     }
-    em_tensor *s = nd ? em_sum(grad, dims, nd, true) : em_retain((em_tensor *)grad);
+    em_tensor *s = nd ? ei_sum(grad, dims, nd, true) : em_retain((em_tensor *)grad);
     if (!s) return NULL;
     em_tensor *r = em_reshape(s, sizes, ndim);
     em_release(s);

@@ -57,7 +57,7 @@ typedef enum em_softmax_op { EM_SOFTMAX, EM_LOG_SOFTMAX } em_softmax_op;
 typedef enum em_optim_op {
     EM_OPTIM_SGD,       /* p, g, momentum buffer (may be NULL)            */
     EM_OPTIM_ADAM,      /* p, g, exp_avg, exp_avg_sq (AdamW: decoupled wd) */
-    EM_OPTIM_UNSCALE,   /* p: a gradient, p *= h[0]; s1: a 1-element float32 flag set to 1 when a value
+    EM_OPTIM_UNSCALE,   /* p: a gradient, p *= inv_scale; s1: a 1-element float32 flag set to 1 when a value
                          * of p (before scaling) is not finite; g, s2 NULL (GradScaler.unscale_) */
     EM_NOPTIM
 } em_optim_op;

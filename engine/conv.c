@@ -59,7 +59,7 @@ static em_tensor *bias_grad(const em_tensor *G)
     int dims[EM_MAX_DIMS], nd = 0;
     for (int d = 0; d < G->ndim; d++)
         if (d != 1) dims[nd++] = d;
-    return em_sum(G, dims, nd, false);
+    return ei_sum(G, dims, nd, false);
 }
 
 /* gw, and the bias's gradient *gb with it when gb is not NULL and the
@@ -269,7 +269,7 @@ static int check_conv(const char *op, const em_tensor *x, const em_tensor *w, co
     return em_check_shape(op, sh->out, sh->ndim);
 }
 
-em_tensor *em_conv(const em_tensor *x, const em_tensor *w, const em_tensor *bias, const em_conv_args *a)
+em_tensor *ei_conv(const em_tensor *x, const em_tensor *w, const em_tensor *bias, const em_conv_args *a)
 {
     char op[32];
     if (a->nspatial < 1 || a->nspatial > 3)
@@ -298,7 +298,7 @@ em_tensor *em_conv(const em_tensor *x, const em_tensor *w, const em_tensor *bias
         bs[1] = sh.out[1];
         for (int i = 0; i < ns; i++) bs[2 + i] = 1;
         em_tensor *bv = em_reshape(bias, bs, ns + 2);
-        em_tensor *yb = bv ? em_binary(EM_ADD, y, bv) : NULL;
+        em_tensor *yb = bv ? ei_binary(EM_ADD, y, bv) : NULL;
         em_release(bv);
         em_release(y);
         y = yb;
@@ -309,4 +309,10 @@ em_tensor *em_conv(const em_tensor *x, const em_tensor *w, const em_tensor *bias
         y = s;
     }
     return y;
+}
+
+em_tensor *em_conv(const em_tensor *x, const em_tensor *w, const em_tensor *bias, const em_conv_args *a)
+{
+    EM_AUTOCAST(EM_AC_LOWER, ei_conv(EM_AC_ARG(0), EM_AC_ARG(1), EM_AC_ARG(2), a), x, w, bias);
+    return ei_conv(x, w, bias, a);
 }

@@ -115,7 +115,7 @@ em_tensor *em_logspace(double start, double end, int64_t steps, double base, em_
 {
     if (steps < 0) return em_set_error("logspace: number of steps must be non-negative, got %lld", (long long)steps), NULL;
     em_tensor *e = em_linspace(start, end, steps, EM_FLOAT64, dev);
-    em_tensor *p = e ? em_binary_scalar(EM_POW, e, base, false, true) : NULL;
+    em_tensor *p = e ? ei_binary_scalar(EM_POW, e, base, false, true) : NULL;
     em_tensor *out = p ? em_cast_to(p, d) : NULL;
     em_release(e);
     em_release(p);

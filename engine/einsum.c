@@ -87,7 +87,7 @@ static int sum_labels(operand *o, const bool *drop)
         else o->label[k++] = o->label[i];
     }
     if (nd == 0) return 0;
-    em_tensor *s = em_sum(o->t, dims, nd, false);
+    em_tensor *s = ei_sum(o->t, dims, nd, false);
     if (!s) return -1;
     em_release(o->t);
     o->t = s;
@@ -148,7 +148,7 @@ static int contract(operand *a, operand *b, const bool *sum, const int64_t *size
     for (int i = 0; i < nr; i++) ob[k++] = right[i];
     em_tensor *x = arrange(a, oa, a->nl, size, (int64_t[]){B, M, K}, 3);
     em_tensor *y = x ? arrange(b, ob, b->nl, size, (int64_t[]){B, K, N}, 3) : NULL;
-    em_tensor *z = y ? em_bmm(x, y) : NULL;
+    em_tensor *z = y ? ei_bmm(x, y) : NULL;
     em_release(x);
     em_release(y);
     if (!z) return -1;
@@ -268,7 +268,7 @@ static int output_labels(const char *arrow, const int *count, int width, const i
     return no;
 }
 
-em_tensor *em_einsum(const char *equation, em_tensor *const *operands, int n)
+em_tensor *ei_einsum(const char *equation, em_tensor *const *operands, int n)
 {
     if (n < 1) return em_set_error("einsum: expected at least one operand"), NULL;
     for (int i = 1; i < n; i++) {
@@ -342,9 +342,18 @@ em_tensor *em_einsum(const char *equation, em_tensor *const *operands, int n)
     return r;
 }
 
+em_tensor *em_einsum(const char *equation, em_tensor *const *operands, int n)
+{
+    if (n > 0 && operands && em_autocast_active()) {
+        em_tensor **cast = em_autocast_list(EM_AC_LOWER, operands, n);
+        return cast ? em_autocast_list_done(cast, n, ei_einsum(equation, cast, n)) : NULL;
+    }
+    return ei_einsum(equation, operands, n);
+}
+
 /* ---- tensordot ------------------------------------------------------------ */
 
-em_tensor *em_tensordot(const em_tensor *a, const em_tensor *b, const int *dims_a, const int *dims_b, int ndims)
+em_tensor *ei_tensordot(const em_tensor *a, const em_tensor *b, const int *dims_a, const int *dims_b, int ndims)
 {
     const char *op = "tensordot";
     if (a->dtype != b->dtype)
@@ -378,10 +387,16 @@ em_tensor *em_tensordot(const em_tensor *a, const em_tensor *b, const int *dims_
     em_tensor *x = em_permute(a, pa, ka), *y = em_permute(b, pb, kb);
     em_tensor *x2 = x ? em_reshape(x, (int64_t[]){M, K}, 2) : NULL;
     em_tensor *y2 = y ? em_reshape(y, (int64_t[]){K, N}, 2) : NULL;
-    em_tensor *z = x2 && y2 ? em_mm(x2, y2) : NULL;
+    em_tensor *z = x2 && y2 ? ei_mm(x2, y2) : NULL;
     em_tensor *r = z ? em_reshape(z, shape, ns) : NULL;
     em_release(x); em_release(y); em_release(x2); em_release(y2); em_release(z);
     return r;
+}
+
+em_tensor *em_tensordot(const em_tensor *a, const em_tensor *b, const int *dims_a, const int *dims_b, int ndims)
+{
+    EM_AUTOCAST(EM_AC_PROMOTE_CUDA_LOWER_CPU, ei_tensordot(EM_AC_ARG(0), EM_AC_ARG(1), dims_a, dims_b, ndims), a, b);
+    return ei_tensordot(a, b, dims_a, dims_b, ndims);
 }
 
 /* ---- kron ----------------------------------------------------------------- */
@@ -401,7 +416,7 @@ em_tensor *em_kron(const em_tensor *a, const em_tensor *b)
         out[i] = x * y;
     }
     em_tensor *x = em_reshape(a, sa, 2 * nd), *y = em_reshape(b, sb, 2 * nd);
-    em_tensor *z = x && y ? em_binary(EM_MUL, x, y) : NULL;
+    em_tensor *z = x && y ? ei_binary(EM_MUL, x, y) : NULL;
     em_tensor *r = z ? em_reshape(z, out, nd) : NULL;
     em_release(x); em_release(y); em_release(z);
     return r;
@@ -412,21 +427,21 @@ em_tensor *em_kron(const em_tensor *a, const em_tensor *b)
 static em_tensor *sum_last(const em_tensor *t, bool keepdim)
 {
     int d = t->ndim - 1;
-    return em_sum(t, &d, 1, keepdim);
+    return ei_sum(t, &d, 1, keepdim);
 }
 
 /* ||x1_p - x2_r||^2 through x1 @ x2^T, as PyTorch does for p = 2 when P or
  * R exceeds 25 (clamped at 0 against rounding). */
 static em_tensor *sq_dist_mm(const em_tensor *x1, const em_tensor *x2)
 {
-    em_tensor *q1 = em_binary(EM_MUL, x1, x1), *q2 = em_binary(EM_MUL, x2, x2);
+    em_tensor *q1 = ei_binary(EM_MUL, x1, x1), *q2 = ei_binary(EM_MUL, x2, x2);
     em_tensor *a2 = q1 ? sum_last(q1, true) : NULL, *b2 = q2 ? sum_last(q2, true) : NULL;
     em_tensor *b2t = b2 ? em_transpose(b2, -1, -2) : NULL;
     em_tensor *bt = em_transpose(x2, -1, -2);
-    em_tensor *ab = bt ? em_matmul(x1, bt) : NULL;
-    em_tensor *m2 = ab ? em_binary_scalar(EM_MUL, ab, -2, false, false) : NULL;
-    em_tensor *s1 = m2 && a2 ? em_binary(EM_ADD, m2, a2) : NULL;
-    em_tensor *s2 = s1 && b2t ? em_binary(EM_ADD, s1, b2t) : NULL;
+    em_tensor *ab = bt ? ei_matmul(x1, bt) : NULL;
+    em_tensor *m2 = ab ? ei_binary_scalar(EM_MUL, ab, -2, false, false) : NULL;
+    em_tensor *s1 = m2 && a2 ? ei_binary(EM_ADD, m2, a2) : NULL;
+    em_tensor *s2 = s1 && b2t ? ei_binary(EM_ADD, s1, b2t) : NULL;
     double zero = 0;
     em_tensor *r = s2 ? em_clamp(s2, &zero, NULL) : NULL;
     em_release(q1); em_release(q2); em_release(a2); em_release(b2); em_release(b2t); em_release(bt);
@@ -439,13 +454,13 @@ static em_tensor *sq_dist_mm(const em_tensor *x1, const em_tensor *x2)
 static em_tensor *norm_last(const em_tensor *d, double p)
 {
     if (p == 0) {
-        em_tensor *nz = em_binary_scalar(EM_NE, d, 0, false, false);
+        em_tensor *nz = ei_binary_scalar(EM_NE, d, 0, false, false);
         em_tensor *f = nz ? em_to_dtype(nz, d->dtype) : NULL;
         em_tensor *r = f ? sum_last(f, false) : NULL;
         em_release(nz); em_release(f);
         return r;
     }
-    em_tensor *a = p == 2 ? NULL : em_unary(EM_ABS, d);
+    em_tensor *a = p == 2 ? NULL : ei_unary(EM_ABS, d);
     if (p != 2 && !a) return NULL;
     if (isinf(p)) {
         int last = d->ndim - 1;
@@ -453,14 +468,14 @@ static em_tensor *norm_last(const em_tensor *d, double p)
         em_release(a);
         return r;
     }
-    em_tensor *pw = p == 1 ? em_retain(a) : p == 2 ? em_binary(EM_MUL, d, d) : em_pow_scalar(a, p);
+    em_tensor *pw = p == 1 ? em_retain(a) : p == 2 ? ei_binary(EM_MUL, d, d) : ei_pow_scalar(a, p);
     em_tensor *s = pw ? sum_last(pw, false) : NULL;
     em_tensor *r = !s ? NULL : p == 1 ? em_retain(s) : em_root(s, p);
     em_release(a); em_release(pw); em_release(s);
     return r;
 }
 
-em_tensor *em_cdist(const em_tensor *x1, const em_tensor *x2, double p)
+em_tensor *ei_cdist(const em_tensor *x1, const em_tensor *x2, double p)
 {
     const char *op = "cdist";
     if (x1->ndim < 2 || x2->ndim < 2)
@@ -483,8 +498,14 @@ em_tensor *em_cdist(const em_tensor *x1, const em_tensor *x2, double p)
     }
     /* [..., P, 1, M] - [..., 1, R, M] */
     em_tensor *a = em_unsqueeze(x1, -2), *b = em_unsqueeze(x2, -3);
-    em_tensor *d = a && b ? em_binary(EM_SUB, a, b) : NULL;
+    em_tensor *d = a && b ? ei_binary(EM_SUB, a, b) : NULL;
     em_tensor *r = d ? norm_last(d, p) : NULL;
     em_release(a); em_release(b); em_release(d);
     return r;
+}
+
+em_tensor *em_cdist(const em_tensor *x1, const em_tensor *x2, double p)
+{
+    EM_AUTOCAST(EM_AC_FP32, ei_cdist(EM_AC_ARG(0), EM_AC_ARG(1), p), x1, x2);
+    return ei_cdist(x1, x2, p);
 }

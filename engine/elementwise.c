@@ -119,7 +119,7 @@ static int unary_dtypes(em_unary_op op, em_dtype d, em_dtype *cd, em_dtype *od)
     return 0;
 }
 
-em_tensor *em_unary(em_unary_op op, const em_tensor *a)
+em_tensor *ei_unary(em_unary_op op, const em_tensor *a)
 {
     if ((unsigned)op >= EM_NUNARY) return em_set_error("unary: invalid op %d", (int)op), NULL;
     if (op == EM_BITWISE_NOT && a->dtype == EM_BOOL) op = EM_LOGICAL_NOT;
@@ -140,6 +140,12 @@ em_tensor *em_unary(em_unary_op op, const em_tensor *a)
     return r;
 }
 
+em_tensor *em_unary(em_unary_op op, const em_tensor *a)
+{
+    EM_AUTOCAST(em_unary_info(op)->autocast, ei_unary(op, EM_AC_ARG(0)), a);
+    return ei_unary(op, a);
+}
+
 int em_unary_(em_unary_op op, em_tensor *a)
 {
     if ((unsigned)op >= EM_NUNARY) return em_set_error("unary: invalid op %d", (int)op);
@@ -154,7 +160,7 @@ int em_unary_(em_unary_op op, em_tensor *a)
     if (cd == a->dtype && od == a->dtype) {
         rc = em_be(a)->unary(op, a, a);
     } else {
-        em_tensor *r = em_unary(op, a);
+        em_tensor *r = ei_unary(op, a);
         if (!r) return -1;
         rc = em_be(a)->cast(a, r);
         em_release(r);
@@ -238,7 +244,7 @@ static bool plain_dtype(em_binary_op op, em_dtype d)
     }
 }
 
-em_tensor *em_binary(em_binary_op op, const em_tensor *a, const em_tensor *b)
+em_tensor *ei_binary(em_binary_op op, const em_tensor *a, const em_tensor *b)
 {
     if (em_ag_needed2(a, b)) return em_ag_binary(op, a, b);
     /* Fast path for the common small case (a + b, same shape and dtype):
@@ -254,6 +260,12 @@ em_tensor *em_binary(em_binary_op op, const em_tensor *a, const em_tensor *b)
         return out;
     }
     return binary_general(op, a, b);
+}
+
+em_tensor *em_binary(em_binary_op op, const em_tensor *a, const em_tensor *b)
+{
+    EM_AUTOCAST(em_binary_info(op)->autocast, ei_binary(op, EM_AC_ARG(0), EM_AC_ARG(1)), a, b);
+    return ei_binary(op, a, b);
 }
 
 int em_binary_(em_binary_op op, em_tensor *a, const em_tensor *b)
@@ -315,7 +327,7 @@ static em_tensor *wrapped_number(double s, bool s_is_int, em_device dev)
     return t;
 }
 
-em_tensor *em_binary_scalar(em_binary_op op, const em_tensor *a, double s, bool s_is_int,
+em_tensor *ei_binary_scalar(em_binary_op op, const em_tensor *a, double s, bool s_is_int,
                             bool scalar_first)
 {
     if ((unsigned)op >= EM_NBINARY) return em_set_error("binary: invalid op %d", (int)op), NULL;
@@ -359,20 +371,32 @@ em_tensor *em_binary_scalar(em_binary_op op, const em_tensor *a, double s, bool 
         em_release(w);
         if (!is_cmp(op)) return em_check_value_fits(em_binary_name(op), s, cd), NULL;
         em_tensor *wide = em_cast_to(a, em_value_fits(s, EM_INT64) && s_is_int ? EM_INT64 : EM_FLOAT64);
-        em_tensor *r = wide ? em_binary_scalar(op, wide, s, s_is_int, scalar_first) : NULL;
+        em_tensor *r = wide ? ei_binary_scalar(op, wide, s, s_is_int, scalar_first) : NULL;
         em_release(wide);
         return r;
     }
-    em_tensor *r = scalar_first ? em_binary(op, w, a) : em_binary(op, a, w);
+    em_tensor *r = scalar_first ? ei_binary(op, w, a) : ei_binary(op, a, w);
     em_release(w);
     return r;
 }
 
-em_tensor *em_pow_scalar(const em_tensor *a, double e)
+em_tensor *em_binary_scalar(em_binary_op op, const em_tensor *a, double s, bool s_is_int, bool scalar_first)
+{
+    EM_AUTOCAST(em_binary_info(op)->autocast, ei_binary_scalar(op, EM_AC_ARG(0), s, s_is_int, scalar_first), a);
+    return ei_binary_scalar(op, a, s, s_is_int, scalar_first);
+}
+
+em_tensor *ei_pow_scalar(const em_tensor *a, double e)
 {
     /* an integral exponent counts as an integer number, so int ^ 2 stays int */
     bool is_int = e == floor(e) && fabs(e) < 9.007199254740992e15;
-    return em_binary_scalar(EM_POW, a, e, is_int, false);
+    return ei_binary_scalar(EM_POW, a, e, is_int, false);
+}
+
+em_tensor *em_pow_scalar(const em_tensor *a, double e)
+{
+    EM_AUTOCAST(em_binary_info(EM_POW)->autocast, ei_pow_scalar(EM_AC_ARG(0), e), a);
+    return ei_pow_scalar(a, e);
 }
 
 /* ---- clamp --------------------------------------------------------------- */
@@ -514,7 +538,7 @@ static em_tensor *scal(double v, em_dtype d, em_device dev) { return em_scalar(v
 
 em_tensor *em_round_decimals(const em_tensor *a, int64_t decimals)
 {
-    if (decimals == 0) return em_unary(EM_ROUND, a);
+    if (decimals == 0) return ei_unary(EM_ROUND, a);
     if (!em_dtype_is_float(a->dtype))
         return em_set_error("round: decimals is only supported for float tensors, got %s",
                             em_dtype_name(a->dtype)), NULL;
@@ -549,12 +573,12 @@ em_tensor *em_logit(const em_tensor *a, const double *eps)
     if (eps && *eps >= 0) {
         double lo = *eps, hi = 1 - *eps;
         em_tensor *c = em_scope_keep(&k, WITHOUT_GRAD(em_clamp(x, &lo, &hi)));
-        em_tensor *below = c ? em_scope_keep(&k, WITHOUT_GRAD(em_binary_scalar(EM_LT, x, lo, false, false))) : NULL;
-        em_tensor *above = below ? em_scope_keep(&k, WITHOUT_GRAD(em_binary_scalar(EM_GT, x, hi, false, false))) : NULL;
+        em_tensor *below = c ? em_scope_keep(&k, WITHOUT_GRAD(ei_binary_scalar(EM_LT, x, lo, false, false))) : NULL;
+        em_tensor *above = below ? em_scope_keep(&k, WITHOUT_GRAD(ei_binary_scalar(EM_GT, x, hi, false, false))) : NULL;
         em_tensor *out = es_binary(&k, EM_LOGICAL_OR, below, above);
         if (!out || !(x = em_scope_keep(&k, em_where(out, c, x)))) return em_scope_finish(&k, NULL);
     }
-    em_tensor *omx = em_scope_keep(&k, em_binary_scalar(EM_SUB, x, 1, true, true));
+    em_tensor *omx = em_scope_keep(&k, ei_binary_scalar(EM_SUB, x, 1, true, true));
     return em_scope_finish(&k, es_unary(&k, EM_LOG, es_div(&k, x, omx)));
 }
 
@@ -566,8 +590,8 @@ em_tensor *em_xlogy(const em_tensor *a, const em_tensor *b)
     if (!em_dtype_is_float(rt)) rt = float_default();
     em_scope k = {0};
     em_tensor *x = es_to(&k, a, rt), *y = x ? es_to(&k, b, rt) : NULL;
-    em_tensor *x0 = y ? em_scope_keep(&k, WITHOUT_GRAD(em_binary_scalar(EM_EQ, x, 0, true, false))) : NULL;
-    em_tensor *yok = x0 ? em_scope_keep(&k, WITHOUT_GRAD(em_binary(EM_EQ, y, y))) : NULL;
+    em_tensor *x0 = y ? em_scope_keep(&k, WITHOUT_GRAD(ei_binary_scalar(EM_EQ, x, 0, true, false))) : NULL;
+    em_tensor *yok = x0 ? em_scope_keep(&k, WITHOUT_GRAD(ei_binary(EM_EQ, y, y))) : NULL;
     em_tensor *m = es_binary(&k, EM_LOGICAL_AND, x0, yok);
     em_tensor *one = m ? em_scope_keep(&k, scal(1, rt, em_dev(y))) : NULL;
     em_tensor *ys = one ? em_scope_keep(&k, em_where(m, one, y)) : NULL;
@@ -611,8 +635,8 @@ em_tensor *em_float_class_test(em_float_class c, const em_tensor *a)
     em_tensor *r = NULL;
     switch (c) {
     case EM_ISNAN: r = es_binary(&k, EM_NE, a, a); break;
-    case EM_ISPOSINF: r = em_scope_keep(&k, em_binary_scalar(EM_EQ, a, INFINITY, false, false)); break;
-    case EM_ISNEGINF: r = em_scope_keep(&k, em_binary_scalar(EM_EQ, a, -INFINITY, false, false)); break;
+    case EM_ISPOSINF: r = em_scope_keep(&k, ei_binary_scalar(EM_EQ, a, INFINITY, false, false)); break;
+    case EM_ISNEGINF: r = em_scope_keep(&k, ei_binary_scalar(EM_EQ, a, -INFINITY, false, false)); break;
     case EM_ISINF: case EM_ISFINITE: {
         r = es_scalar(&k, c == EM_ISINF ? EM_EQ : EM_LT, es_unary(&k, EM_ABS, a), INFINITY);
         break;
@@ -632,7 +656,7 @@ static em_tensor *isclose_nograd(const em_tensor *a, const em_tensor *b, double 
     if (!(rtol >= 0) || !(atol >= 0))
         return em_set_error("isclose: rtol and atol must be non-negative numbers, got rtol=%g, atol=%g", rtol,
                             atol), NULL;
-    if (a->dtype == EM_BOOL) return em_binary(EM_EQ, a, b);
+    if (a->dtype == EM_BOOL) return ei_binary(EM_EQ, a, b);
     em_scope k = {0};
     if (!em_dtype_is_float(a->dtype)) {
         /* integers: the tolerance in float64, which holds them exactly up to 2^53 */
@@ -640,7 +664,7 @@ static em_tensor *isclose_nograd(const em_tensor *a, const em_tensor *b, double 
         b = a ? em_scope_keep(&k, em_cast_to(b, EM_FLOAT64)) : NULL;
         if (!b) return em_scope_finish(&k, NULL);
     }
-    em_tensor *close = em_scope_keep(&k, em_binary(EM_EQ, a, b));
+    em_tensor *close = em_scope_keep(&k, ei_binary(EM_EQ, a, b));
     if (close && equal_nan) {
         em_tensor *na = es_binary(&k, EM_NE, a, a), *nb = es_binary(&k, EM_NE, b, b);
         close = es_binary(&k, EM_LOGICAL_OR, close, es_binary(&k, EM_LOGICAL_AND, na, nb));
@@ -688,7 +712,7 @@ int em_equal(const em_tensor *a, const em_tensor *b, bool *out)
     if (em_check_same_device("equal", a, b)) return -1;
     if (!same_sizes(a, b->sizes, b->ndim)) { *out = false; return 0; }
     bool was = em_set_grad_enabled(false);
-    em_tensor *e = em_binary(EM_EQ, a, b);
+    em_tensor *e = ei_binary(EM_EQ, a, b);
     em_set_grad_enabled(was);
     if (!e) return -1;
     int rc = all_true(e, out);
@@ -715,9 +739,9 @@ em_tensor *em_lerp(const em_tensor *a, const em_tensor *b, const em_tensor *w)
     em_scope k = {0};
     em_tensor *d = es_sub(&k, b, a);
     em_tensor *lo = es_add(&k, a, es_mul(&k, w, d));
-    em_tensor *omw = lo ? em_scope_keep(&k, em_binary_scalar(EM_SUB, w, 1, true, true)) : NULL;   /* 1 - w */
+    em_tensor *omw = lo ? em_scope_keep(&k, ei_binary_scalar(EM_SUB, w, 1, true, true)) : NULL;   /* 1 - w */
     em_tensor *hi = es_sub(&k, b, es_mul(&k, d, omw));
-    em_tensor *small = hi ? em_scope_keep(&k, WITHOUT_GRAD(em_binary_scalar(EM_LT, w, 0.5, false, false))) : NULL;
+    em_tensor *small = hi ? em_scope_keep(&k, WITHOUT_GRAD(ei_binary_scalar(EM_LT, w, 0.5, false, false))) : NULL;
     return em_scope_finish(&k, small ? em_scope_keep(&k, em_where(small, lo, hi)) : NULL);
 }
 
@@ -736,21 +760,33 @@ static bool integral_number(double v) { return v == floor(v) && fabs(v) < 9.0071
 static em_tensor *addc(em_binary_op op, const em_tensor *a, const em_tensor *b, const em_tensor *c, double value)
 {
     em_scope k = {0};
-    em_tensor *vb = em_scope_keep(&k, em_binary_scalar(EM_MUL, b, value, integral_number(value), true));
+    em_tensor *vb = em_scope_keep(&k, ei_binary_scalar(EM_MUL, b, value, integral_number(value), true));
     return em_scope_finish(&k, es_add(&k, a, es_binary(&k, op, vb, c)));
 }
 
-em_tensor *em_addcmul(const em_tensor *a, const em_tensor *b, const em_tensor *c, double value)
+em_tensor *ei_addcmul(const em_tensor *a, const em_tensor *b, const em_tensor *c, double value)
 {
     return addc(EM_MUL, a, b, c, value);
 }
 
-em_tensor *em_addcdiv(const em_tensor *a, const em_tensor *b, const em_tensor *c, double value)
+em_tensor *em_addcmul(const em_tensor *a, const em_tensor *b, const em_tensor *c, double value)
+{
+    EM_AUTOCAST(EM_AC_PROMOTE, ei_addcmul(EM_AC_ARG(0), EM_AC_ARG(1), EM_AC_ARG(2), value), a, b, c);
+    return ei_addcmul(a, b, c, value);
+}
+
+em_tensor *ei_addcdiv(const em_tensor *a, const em_tensor *b, const em_tensor *c, double value)
 {
     if (!em_dtype_is_float(b->dtype) && !em_dtype_is_float(c->dtype))
         return em_set_error("addcdiv: integer division is not supported (tensor1 %s, tensor2 %s); use "
                             "float tensors", em_dtype_name(b->dtype), em_dtype_name(c->dtype)), NULL;
     return addc(EM_DIV, a, b, c, value);
+}
+
+em_tensor *em_addcdiv(const em_tensor *a, const em_tensor *b, const em_tensor *c, double value)
+{
+    EM_AUTOCAST(EM_AC_PROMOTE, ei_addcdiv(EM_AC_ARG(0), EM_AC_ARG(1), EM_AC_ARG(2), value), a, b, c);
+    return ei_addcdiv(a, b, c, value);
 }
 
 /* Clamp to tensor bounds with where, so that the gradient is PyTorch's: x
@@ -774,8 +810,8 @@ em_tensor *em_clamp_tensor(const em_tensor *a, const em_tensor *lo, const em_ten
     for (int i = 0; i < 2; i++) {
         if (!bound[i]) continue;
         em_tensor *bd = es_to(&k, bound[i], rt);
-        em_tensor *out = bd ? em_scope_keep(&k, WITHOUT_GRAD(em_binary(i == 0 ? EM_LT : EM_GT, x, bd))) : NULL;
-        em_tensor *bn = out ? em_scope_keep(&k, WITHOUT_GRAD(em_binary(EM_NE, bd, bd))) : NULL;
+        em_tensor *out = bd ? em_scope_keep(&k, WITHOUT_GRAD(ei_binary(i == 0 ? EM_LT : EM_GT, x, bd))) : NULL;
+        em_tensor *bn = out ? em_scope_keep(&k, WITHOUT_GRAD(ei_binary(EM_NE, bd, bd))) : NULL;
         em_tensor *m = es_binary(&k, EM_LOGICAL_OR, out, bn);
         if (!m || !(x = em_scope_keep(&k, em_where(m, bd, x)))) return em_scope_finish(&k, NULL);
     }
@@ -790,8 +826,8 @@ em_tensor *em_heaviside(const em_tensor *a, const em_tensor *values)
                             em_dtype_name(a->dtype), em_dtype_name(values->dtype)), NULL;
     bool was = em_set_grad_enabled(false);
     em_scope k = {0};
-    em_tensor *z = em_scope_keep(&k, em_binary_scalar(EM_EQ, a, 0, true, false));
-    em_tensor *p = z ? em_scope_keep(&k, em_binary_scalar(EM_GT, a, 0, true, false)) : NULL;
+    em_tensor *z = em_scope_keep(&k, ei_binary_scalar(EM_EQ, a, 0, true, false));
+    em_tensor *p = z ? em_scope_keep(&k, ei_binary_scalar(EM_GT, a, 0, true, false)) : NULL;
     em_tensor *pd = p ? em_scope_keep(&k, em_cast_to(p, a->dtype)) : NULL;
     em_tensor *r = em_scope_finish(&k, pd ? em_scope_keep(&k, em_where(z, values, pd)) : NULL);
     em_set_grad_enabled(was);
@@ -801,12 +837,12 @@ em_tensor *em_heaviside(const em_tensor *a, const em_tensor *values)
 em_tensor *em_logical_xor(const em_tensor *a, const em_tensor *b)
 {
     em_scope k = {0};
-    em_tensor *na = em_scope_keep(&k, em_binary_scalar(EM_NE, a, 0, true, false));
-    em_tensor *nb = na ? em_scope_keep(&k, em_binary_scalar(EM_NE, b, 0, true, false)) : NULL;
+    em_tensor *na = em_scope_keep(&k, ei_binary_scalar(EM_NE, a, 0, true, false));
+    em_tensor *nb = na ? em_scope_keep(&k, ei_binary_scalar(EM_NE, b, 0, true, false)) : NULL;
     return em_scope_finish(&k, es_binary(&k, EM_NE, na, nb));
 }
 
-em_tensor *em_bitwise_not(const em_tensor *a) { return em_unary(EM_BITWISE_NOT, a); }
+em_tensor *em_bitwise_not(const em_tensor *a) { return ei_unary(EM_BITWISE_NOT, a); }
 
 int em_assign_result_(const char *op, em_tensor *t, const em_tensor *r)
 {

@@ -221,7 +221,7 @@ typedef enum em_binary_op { EM_BINARY_OPS(EM_OP_ENUM_) EM_NBINARY } em_binary_op
 typedef struct em_op_info {
     const char *name, *inplace, *backward;
     em_op_dtypes dtypes;
-    em_op_autocast autocast;
+    em_autocast_policy autocast;
     em_op_binding binding;
 } em_op_info;
 
@@ -232,7 +232,7 @@ static inline const em_op_info *em_unary_info(em_unary_op op)
 {
     static const em_op_info info[] = {
         EM_UNARY_OPS(EM_OP_INFO_)
-        {"unary", NULL, NULL, EM_OPDT_ALL, EM_OPAC_NONE, EM_OPB_INTERNAL},
+        {"unary", NULL, NULL, EM_OPDT_ALL, EM_AC_NONE, EM_OPB_INTERNAL},
     };
     return &info[(unsigned)op < EM_NUNARY ? (unsigned)op : (unsigned)EM_NUNARY];
 }
@@ -241,7 +241,7 @@ static inline const em_op_info *em_binary_info(em_binary_op op)
 {
     static const em_op_info info[] = {
         EM_BINARY_OPS(EM_OP_INFO_)
-        {"binary", NULL, NULL, EM_OPDT_ALL, EM_OPAC_NONE, EM_OPB_INTERNAL},
+        {"binary", NULL, NULL, EM_OPDT_ALL, EM_AC_NONE, EM_OPB_INTERNAL},
     };
     return &info[(unsigned)op < EM_NBINARY ? (unsigned)op : (unsigned)EM_NBINARY];
 }
@@ -563,6 +563,9 @@ em_tensor *em_linalg_eigvalsh(const em_tensor *A, const char *uplo);
 em_tensor *em_linalg_pinv(const em_tensor *A, double atol, double rtol, bool hermitian);
 /* a x b along dim (size 3 there; batch dims broadcast); differentiable */
 em_tensor *em_linalg_cross(const em_tensor *a, const em_tensor *b, int dim);
+/* torch.cross: the same, but autocast promotes its inputs (linalg.cross is in
+ * no autocast list) */
+em_tensor *em_cross(const em_tensor *a, const em_tensor *b, int dim);
 
 /* ---- host access --------------------------------------------------------- */
 /* Reads element `linear` (row-major position in the view) as a double. */
@@ -575,11 +578,11 @@ int em_to_host_i64(const em_tensor *t, int64_t *out);
 
 /* ---- autocast (engine/autocast.c) ----------------------------------------
  * Per thread and per device type: enabled, the low-precision dtype
- * (bfloat16 or float16) and whether casts of weights are cached. The binding
- * applies each op's policy at the op's entry with em_autocast_cast; engine
- * compositions and backward passes are never cast. enter/exit count nested
- * regions (the cache is emptied when the outermost exits); the backward pass
- * suspends autocast while it runs. */
+ * (bfloat16 or float16) and whether casts of weights are cached. Each public
+ * op with a policy (em_autocast_policy, elementwise_ops.h) applies it at its
+ * entry while autocast is active; engine compositions and backward passes
+ * are never cast. enter/exit count nested regions (the cache is emptied when
+ * the outermost exits); the backward pass suspends autocast while it runs. */
 bool em_autocast_active(void);                     /* some device enabled, not suspended */
 int em_autocast_get(em_device_type type, bool *enabled, em_dtype *dtype, bool *cache);
 int em_autocast_set(em_device_type type, bool enabled, em_dtype dtype, bool cache);
@@ -594,6 +597,12 @@ bool em_autocast_eligible(const em_tensor *t);
 em_dtype em_autocast_dtype(const em_tensor *t);    /* the dtype of t's device type */
 /* t cast to d (differentiable), through the cache where it applies; new ref */
 em_tensor *em_autocast_cast(const em_tensor *t, em_dtype d);
+/* The casts of ts[0..n) (NULL entries allowed) under pol, for an op's
+ * entry: out[i] is a new reference to ts[i]'s cast, NULL where ts[i] stays
+ * as it is (pol PROMOTE: the widest eligible dtype among the n). Applies
+ * the policy whether or not autocast is active; 0, or -1 with the error set
+ * and nothing held. */
+int em_autocast_apply(em_autocast_policy pol, const em_tensor *const *ts, em_tensor **out, int n);
 
 /* ---- autograd ------------------------------------------------------------ */
 /* Ops record a node on the tape when grad mode is on and an input requires

@@ -12,13 +12,13 @@
 /* ---- small helpers -------------------------------------------------------- */
 
 /* Ops on gradients. Each takes new references it consumes (x) or borrows (b). */
-static em_tensor *mul(const em_tensor *a, const em_tensor *b) { return em_binary(EM_MUL, a, b); }
-static em_tensor *mul_s(const em_tensor *a, double s) { return em_binary_scalar(EM_MUL, a, s, false, false); }
+static em_tensor *mul(const em_tensor *a, const em_tensor *b) { return ei_binary(EM_MUL, a, b); }
+static em_tensor *mul_s(const em_tensor *a, double s) { return ei_binary_scalar(EM_MUL, a, s, false, false); }
 
 /* consumes x and y */
 static em_tensor *mul_x(em_tensor *x, em_tensor *y)
 {
-    em_tensor *r = x && y ? em_binary(EM_MUL, x, y) : NULL;
+    em_tensor *r = x && y ? ei_binary(EM_MUL, x, y) : NULL;
     em_release(x);
     em_release(y);
     return r;
@@ -26,7 +26,7 @@ static em_tensor *mul_x(em_tensor *x, em_tensor *y)
 
 static em_tensor *div_x(em_tensor *x, em_tensor *y)
 {
-    em_tensor *r = x && y ? em_binary(EM_DIV, x, y) : NULL;
+    em_tensor *r = x && y ? ei_binary(EM_DIV, x, y) : NULL;
     em_release(x);
     em_release(y);
     return r;
@@ -58,12 +58,12 @@ static em_tensor *zeros_like_t(const em_tensor *t) { return em_zeros(t->sizes, t
  * that a recorded backward differentiates further. */
 static em_tensor *gelu_second_derivative(const em_tensor *x)
 {
-    em_tensor *sq = em_unary(EM_SQUARE, x);
-    em_tensor *e = sq ? em_binary_scalar(EM_MUL, sq, -0.5, false, false) : NULL;
-    em_tensor *ex = e ? em_unary(EM_EXP, e) : NULL;
-    em_tensor *pdf = ex ? em_binary_scalar(EM_MUL, ex, 0.39894228040143267794, false, false) : NULL;
-    em_tensor *two_m = sq ? em_binary_scalar(EM_SUB, sq, 2, false, true) : NULL;
-    em_tensor *r = pdf && two_m ? em_binary(EM_MUL, pdf, two_m) : NULL;
+    em_tensor *sq = ei_unary(EM_SQUARE, x);
+    em_tensor *e = sq ? ei_binary_scalar(EM_MUL, sq, -0.5, false, false) : NULL;
+    em_tensor *ex = e ? ei_unary(EM_EXP, e) : NULL;
+    em_tensor *pdf = ex ? ei_binary_scalar(EM_MUL, ex, 0.39894228040143267794, false, false) : NULL;
+    em_tensor *two_m = sq ? ei_binary_scalar(EM_SUB, sq, 2, false, true) : NULL;
+    em_tensor *r = pdf && two_m ? ei_binary(EM_MUL, pdf, two_m) : NULL;
     em_release(sq); em_release(e); em_release(ex); em_release(pdf); em_release(two_m);
     return r;
 }
@@ -71,9 +71,9 @@ static em_tensor *gelu_second_derivative(const em_tensor *x)
 /* c + s x^2 */
 static em_tensor *one_plus_s_square(const em_tensor *x, double c, double s)
 {
-    em_tensor *sq = em_unary(EM_SQUARE, x);
-    em_tensor *ss = sq ? em_binary_scalar(EM_MUL, sq, s, true, false) : NULL;
-    em_tensor *r = ss ? em_binary_scalar(EM_ADD, ss, c, true, false) : NULL;
+    em_tensor *sq = ei_unary(EM_SQUARE, x);
+    em_tensor *ss = sq ? ei_binary_scalar(EM_MUL, sq, s, true, false) : NULL;
+    em_tensor *r = ss ? ei_binary_scalar(EM_ADD, ss, c, true, false) : NULL;
     em_release(sq);
     em_release(ss);
     return r;
@@ -82,9 +82,9 @@ static em_tensor *one_plus_s_square(const em_tensor *x, double c, double s)
 /* exp(s x^2) */
 static em_tensor *exp_of_square(const em_tensor *x, double s)
 {
-    em_tensor *sq = em_unary(EM_SQUARE, x);
-    em_tensor *ss = sq ? em_binary_scalar(EM_MUL, sq, s, true, false) : NULL;
-    em_tensor *r = ss ? em_unary(EM_EXP, ss) : NULL;
+    em_tensor *sq = ei_unary(EM_SQUARE, x);
+    em_tensor *ss = sq ? ei_binary_scalar(EM_MUL, sq, s, true, false) : NULL;
+    em_tensor *r = ss ? ei_unary(EM_EXP, ss) : NULL;
     em_release(sq);
     em_release(ss);
     return r;
@@ -93,7 +93,7 @@ static em_tensor *exp_of_square(const em_tensor *x, double s)
 /* consumes x */
 static em_tensor *rsqrt_x(em_tensor *x)
 {
-    em_tensor *r = x ? em_unary(EM_RSQRT, x) : NULL;
+    em_tensor *r = x ? ei_unary(EM_RSQRT, x) : NULL;
     em_release(x);
     return r;
 }
@@ -105,34 +105,34 @@ static int unary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     if (!x || !y) return -1;
     em_tensor *r = NULL;
     switch ((em_unary_op)n->op) {
-    case EM_NEG: r = em_unary(EM_NEG, g); break;
-    case EM_ABS: r = mul_x(em_retain((em_tensor *)g), em_unary(EM_SIGN, x)); break;
+    case EM_NEG: r = ei_unary(EM_NEG, g); break;
+    case EM_ABS: r = mul_x(em_retain((em_tensor *)g), ei_unary(EM_SIGN, x)); break;
     case EM_SIGN: case EM_FLOOR: case EM_CEIL: case EM_ROUND: r = zeros_like_t(x); break;
     case EM_EXP: r = mul(g, y); break;
-    case EM_LOG: r = em_binary(EM_DIV, g, x); break;
-    case EM_LOG1P: r = div_x(em_retain((em_tensor *)g), em_binary_scalar(EM_ADD, x, 1, false, false)); break;
-    case EM_EXPM1: r = mul_x(em_retain((em_tensor *)g), em_binary_scalar(EM_ADD, y, 1, false, false)); break;
+    case EM_LOG: r = ei_binary(EM_DIV, g, x); break;
+    case EM_LOG1P: r = div_x(em_retain((em_tensor *)g), ei_binary_scalar(EM_ADD, x, 1, false, false)); break;
+    case EM_EXPM1: r = mul_x(em_retain((em_tensor *)g), ei_binary_scalar(EM_ADD, y, 1, false, false)); break;
     case EM_SQRT: r = div_x(em_retain((em_tensor *)g), mul_s(y, 2)); break;
     case EM_RSQRT: /* d x^-1/2 = -1/2 x^-3/2 = -1/2 y^3 */
-        r = mul_x(mul_s(g, -0.5), em_binary_scalar(EM_POW, y, 3, true, false)); break;
-    case EM_SIN: r = mul_x(em_retain((em_tensor *)g), em_unary(EM_COS, x)); break;
-    case EM_COS: r = mul_x(mul_s(g, -1), em_unary(EM_SIN, x)); break;
+        r = mul_x(mul_s(g, -0.5), ei_binary_scalar(EM_POW, y, 3, true, false)); break;
+    case EM_SIN: r = mul_x(em_retain((em_tensor *)g), ei_unary(EM_COS, x)); break;
+    case EM_COS: r = mul_x(mul_s(g, -1), ei_unary(EM_SIN, x)); break;
     case EM_TANH: { /* 1 - y^2 */
-        em_tensor *y2 = em_unary(EM_SQUARE, y);
-        em_tensor *d = y2 ? em_binary_scalar(EM_SUB, y2, 1, false, true) : NULL;
+        em_tensor *y2 = ei_unary(EM_SQUARE, y);
+        em_tensor *d = y2 ? ei_binary_scalar(EM_SUB, y2, 1, false, true) : NULL;
         em_release(y2);
         r = mul_x(em_retain((em_tensor *)g), d);
         break;
     }
     case EM_SIGMOID: { /* y (1 - y) */
-        em_tensor *omy = em_binary_scalar(EM_SUB, y, 1, false, true);
+        em_tensor *omy = ei_binary_scalar(EM_SUB, y, 1, false, true);
         r = mul_x(mul(g, y), omy);
         break;
     }
     case EM_RELU: { /* the gradient passes where the output is positive; the
                      * zero is 0-d and broadcast (a full tensor of zeros cost
                      * a third of the pass) */
-        em_tensor *pos = em_binary_scalar(EM_GT, y, 0, false, false);
+        em_tensor *pos = ei_binary_scalar(EM_GT, y, 0, false, false);
         em_tensor *z = em_zeros(NULL, 0, g->dtype, em_dev(g));
         r = pos && z ? em_where(pos, g, z) : NULL;
         em_release(pos);
@@ -140,19 +140,19 @@ static int unary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
         break;
     }
     /* one fused pass for the derivative, then the product */
-    case EM_GELU: r = mul_x(em_retain((em_tensor *)g), em_unary(EM_GELU_GRAD, x)); break;
+    case EM_GELU: r = mul_x(em_retain((em_tensor *)g), ei_unary(EM_GELU_GRAD, x)); break;
     case EM_GELU_GRAD: r = mul_x(em_retain((em_tensor *)g), gelu_second_derivative(x)); break;
     case EM_SILU: { /* s + x s (1 - s), s = sigmoid(x) */
-        em_tensor *s = em_unary(EM_SIGMOID, x);
-        em_tensor *oms = s ? em_binary_scalar(EM_SUB, s, 1, false, true) : NULL;
+        em_tensor *s = ei_unary(EM_SIGMOID, x);
+        em_tensor *oms = s ? ei_binary_scalar(EM_SUB, s, 1, false, true) : NULL;
         em_tensor *xs = s ? mul(x, s) : NULL;
         em_tensor *t = xs && oms ? mul(xs, oms) : NULL;
-        em_tensor *d = t ? em_binary(EM_ADD, s, t) : NULL;
+        em_tensor *d = t ? ei_binary(EM_ADD, s, t) : NULL;
         em_release(s); em_release(oms); em_release(xs); em_release(t);
         r = mul_x(em_retain((em_tensor *)g), d);
         break;
     }
-    case EM_RECIPROCAL: r = mul_x(mul_s(g, -1), em_unary(EM_SQUARE, y)); break;
+    case EM_RECIPROCAL: r = mul_x(mul_s(g, -1), ei_unary(EM_SQUARE, y)); break;
     case EM_SQUARE: r = mul_x(mul_s(g, 2), em_retain(x)); break;
     case EM_TRUNC: r = zeros_like_t(x); break;
     case EM_EXP2: r = mul_x(mul_s(g, M_LN2), em_retain(y)); break;
@@ -163,8 +163,8 @@ static int unary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     case EM_ERFINV: /* sqrt(pi)/2 exp(y^2) */
         r = mul_x(mul_s(g, 0.88622692545275801365), exp_of_square(y, 1)); break;
     case EM_TAN: r = mul_x(em_retain((em_tensor *)g), one_plus_s_square(y, 1, 1)); break;   /* 1 + y^2 */
-    case EM_SINH: r = mul_x(em_retain((em_tensor *)g), em_unary(EM_COSH, x)); break;
-    case EM_COSH: r = mul_x(em_retain((em_tensor *)g), em_unary(EM_SINH, x)); break;
+    case EM_SINH: r = mul_x(em_retain((em_tensor *)g), ei_unary(EM_COSH, x)); break;
+    case EM_COSH: r = mul_x(em_retain((em_tensor *)g), ei_unary(EM_SINH, x)); break;
     case EM_ASIN: r = mul_x(em_retain((em_tensor *)g), rsqrt_x(one_plus_s_square(x, 1, -1))); break;
     case EM_ACOS: r = mul_x(mul_s(g, -1), rsqrt_x(one_plus_s_square(x, 1, -1))); break;
     case EM_ATAN: r = div_x(em_retain((em_tensor *)g), one_plus_s_square(x, 1, 1)); break;
@@ -172,8 +172,8 @@ static int unary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     case EM_ACOSH: r = mul_x(em_retain((em_tensor *)g), rsqrt_x(one_plus_s_square(x, -1, 1))); break;
     case EM_ATANH: r = div_x(em_retain((em_tensor *)g), one_plus_s_square(x, 1, -1)); break;
     /* lgamma' = digamma, digamma' = polygamma(1, x): table ops, so they record in turn */
-    case EM_LGAMMA: r = mul_x(em_retain((em_tensor *)g), em_unary(EM_DIGAMMA, x)); break;
-    case EM_DIGAMMA: r = mul_x(em_retain((em_tensor *)g), em_binary_scalar(EM_POLYGAMMA, x, 1, true, false)); break;
+    case EM_LGAMMA: r = mul_x(em_retain((em_tensor *)g), ei_unary(EM_DIGAMMA, x)); break;
+    case EM_DIGAMMA: r = mul_x(em_retain((em_tensor *)g), ei_binary_scalar(EM_POLYGAMMA, x, 1, true, false)); break;
     /* no backward in the table: never recorded. No default case: -Wswitch
      * fails the build while an op of the table has no case here. */
     case EM_LOGICAL_NOT: case EM_BITWISE_NOT: case EM_NUNARY:
@@ -186,7 +186,7 @@ static int unary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
 
 em_tensor *em_ag_unary(em_unary_op op, const em_tensor *a)
 {
-    em_tensor *out = WITHOUT_GRAD(em_unary(op, a));
+    em_tensor *out = WITHOUT_GRAD(ei_unary(op, a));
     const char *node = em_unary_info(op)->backward;
     if (!out || !em_dtype_is_float(out->dtype) || !node) return out;
     em_node *n = em_ag_node(node, unary_backward, 1);
@@ -203,8 +203,8 @@ em_tensor *em_ag_unary(em_unary_op op, const em_tensor *a)
  * where they are equal, as PyTorch does. */
 static int extreme_backward(em_node *n, const em_tensor *g, const em_tensor *a, const em_tensor *b, em_tensor **gin)
 {
-    em_tensor *win = em_binary(n->op == EM_MAXIMUM ? EM_GT : EM_LT, a, b);
-    em_tensor *tie = em_binary(EM_EQ, a, b);
+    em_tensor *win = ei_binary(n->op == EM_MAXIMUM ? EM_GT : EM_LT, a, b);
+    em_tensor *tie = ei_binary(EM_EQ, a, b);
     em_tensor *half = mul_s(g, 0.5);
     em_tensor *z = em_zeros(g->sizes, g->ndim, g->dtype, em_dev(g));
     int rc = win && tie && half && z ? 0 : -1;
@@ -243,8 +243,8 @@ static unsigned binary_saves(em_binary_op op, bool wa, bool wb)
 /* e(x - y), e being exp or exp2 */
 static em_tensor *exp_of_diff(em_unary_op e, const em_tensor *x, const em_tensor *y)
 {
-    em_tensor *d = em_binary(EM_SUB, x, y);
-    em_tensor *r = d ? em_unary(e, d) : NULL;
+    em_tensor *d = ei_binary(EM_SUB, x, y);
+    em_tensor *r = d ? ei_unary(e, d) : NULL;
     em_release(d);
     return r;
 }
@@ -266,31 +266,31 @@ static int binary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
         break;
     case EM_SUB:
         if (wa) ga = em_retain((em_tensor *)g);
-        if (wb) gb = em_unary(EM_NEG, g);
+        if (wb) gb = ei_unary(EM_NEG, g);
         break;
     case EM_MUL:
         if (wa) ga = mul(g, b);
         if (wb) gb = mul(g, a);
         break;
     case EM_DIV: /* d/da = 1/b, d/db = -a/b^2 = -y/b */
-        if (wa) ga = em_binary(EM_DIV, g, b);
-        if (wb) gb = mul_x(em_unary(EM_NEG, g), em_binary(EM_DIV, y, b));
+        if (wa) ga = ei_binary(EM_DIV, g, b);
+        if (wb) gb = mul_x(ei_unary(EM_NEG, g), ei_binary(EM_DIV, y, b));
         break;
     case EM_POW: /* d/da = b a^(b-1), d/db = y log a */
         if (wa) {
             /* 0 where b is 0 (not 0 * 0^-1 = NaN at a = 0), as PyTorch */
-            em_tensor *bm1 = em_binary_scalar(EM_SUB, b, 1, false, false);
-            em_tensor *d = mul_x(mul(g, b), bm1 ? em_binary(EM_POW, a, bm1) : NULL);
-            em_tensor *b0 = em_binary_scalar(EM_EQ, b, 0, true, false);
+            em_tensor *bm1 = ei_binary_scalar(EM_SUB, b, 1, false, false);
+            em_tensor *d = mul_x(mul(g, b), bm1 ? ei_binary(EM_POW, a, bm1) : NULL);
+            em_tensor *b0 = ei_binary_scalar(EM_EQ, b, 0, true, false);
             ga = d && b0 ? em_masked_fill(d, b0, 0) : NULL;
             em_release(bm1); em_release(d); em_release(b0);
         }
         if (wb) {
             /* 0 where a is 0 and b >= 0 (y log a = 0 * -inf there), as PyTorch */
-            em_tensor *d = mul_x(mul(g, y), em_unary(EM_LOG, a));
-            em_tensor *a0 = em_binary_scalar(EM_EQ, a, 0, true, false);
-            em_tensor *bp = em_binary_scalar(EM_GE, b, 0, true, false);
-            em_tensor *m = a0 && bp ? em_binary(EM_LOGICAL_AND, a0, bp) : NULL;
+            em_tensor *d = mul_x(mul(g, y), ei_unary(EM_LOG, a));
+            em_tensor *a0 = ei_binary_scalar(EM_EQ, a, 0, true, false);
+            em_tensor *bp = ei_binary_scalar(EM_GE, b, 0, true, false);
+            em_tensor *m = a0 && bp ? ei_binary(EM_LOGICAL_AND, a0, bp) : NULL;
             gb = d && m ? em_masked_fill(d, m, 0) : NULL;
             em_release(d); em_release(a0); em_release(bp); em_release(m);
         }
@@ -299,10 +299,10 @@ static int binary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     case EM_FMOD:      /* a - b*trunc(a/b): d/da = 1, d/db = -trunc(a/b) */
         if (wa) ga = em_retain((em_tensor *)g);
         if (wb) {
-            em_tensor *q = em_binary(EM_DIV, a, b);
-            em_tensor *rq = q ? em_unary(n->op == EM_REMAINDER ? EM_FLOOR : EM_TRUNC, q) : NULL;
+            em_tensor *q = ei_binary(EM_DIV, a, b);
+            em_tensor *rq = q ? ei_unary(n->op == EM_REMAINDER ? EM_FLOOR : EM_TRUNC, q) : NULL;
             em_release(q);
-            gb = mul_x(em_unary(EM_NEG, g), rq);
+            gb = mul_x(ei_unary(EM_NEG, g), rq);
         }
         break;
     case EM_DIV_TRUNC: case EM_DIV_FLOOR: /* piecewise constant */
@@ -310,22 +310,22 @@ static int binary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
         if (wb) gb = zeros_like_t(g);
         break;
     case EM_ATAN2: { /* d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2) */
-        em_tensor *a2 = em_unary(EM_SQUARE, a), *b2 = em_unary(EM_SQUARE, b);
-        em_tensor *den = a2 && b2 ? em_binary(EM_ADD, a2, b2) : NULL;
-        em_tensor *gd = den ? em_binary(EM_DIV, g, den) : NULL;
+        em_tensor *a2 = ei_unary(EM_SQUARE, a), *b2 = ei_unary(EM_SQUARE, b);
+        em_tensor *den = a2 && b2 ? ei_binary(EM_ADD, a2, b2) : NULL;
+        em_tensor *gd = den ? ei_binary(EM_DIV, g, den) : NULL;
         if (wa && gd) ga = mul(gd, b);
-        if (wb && gd) gb = mul_x(em_unary(EM_NEG, gd), em_retain(a));
+        if (wb && gd) gb = mul_x(ei_unary(EM_NEG, gd), em_retain(a));
         em_release(a2); em_release(b2); em_release(den); em_release(gd);
         break;
     }
     case EM_HYPOT: /* a / y, b / y */
-        if (wa) ga = mul_x(em_retain((em_tensor *)g), em_binary(EM_DIV, a, y));
-        if (wb) gb = mul_x(em_retain((em_tensor *)g), em_binary(EM_DIV, b, y));
+        if (wa) ga = mul_x(em_retain((em_tensor *)g), ei_binary(EM_DIV, a, y));
+        if (wb) gb = mul_x(em_retain((em_tensor *)g), ei_binary(EM_DIV, b, y));
         break;
     case EM_COPYSIGN: /* y / a where a != 0, else 0 (PyTorch); b gets none */
         if (wa) {
-            em_tensor *q = em_binary(EM_DIV, y, a);
-            em_tensor *a0 = em_binary_scalar(EM_EQ, a, 0, true, false);
+            em_tensor *q = ei_binary(EM_DIV, y, a);
+            em_tensor *a0 = ei_binary_scalar(EM_EQ, a, 0, true, false);
             em_tensor *d = q && a0 ? em_masked_fill(q, a0, 0) : NULL;
             ga = mul_x(em_retain((em_tensor *)g), d);
             em_release(q); em_release(a0);
@@ -341,8 +341,8 @@ static int binary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     case EM_POLYGAMMA: /* (x, n): polygamma(n+1, x) for x; the order is an integer, with none */
         if (wb) return em_set_error("backward: polygamma is not differentiable with respect to n");
         if (wa) {
-            em_tensor *n1 = em_binary_scalar(EM_ADD, b, 1, true, false);
-            ga = mul_x(em_retain((em_tensor *)g), n1 ? em_binary(EM_POLYGAMMA, a, n1) : NULL);
+            em_tensor *n1 = ei_binary_scalar(EM_ADD, b, 1, true, false);
+            ga = mul_x(em_retain((em_tensor *)g), n1 ? ei_binary(EM_POLYGAMMA, a, n1) : NULL);
             em_release(n1);
         }
         break;
@@ -386,7 +386,7 @@ static bool differentiable_binary(em_binary_op op) { return em_binary_info(op)->
 
 em_tensor *em_ag_binary(em_binary_op op, const em_tensor *a, const em_tensor *b)
 {
-    em_tensor *out = WITHOUT_GRAD(em_binary(op, a, b));
+    em_tensor *out = WITHOUT_GRAD(ei_binary(op, a, b));
     if (!out || !em_dtype_is_float(out->dtype) || !differentiable_binary(op)) return out;
     return record_binary(op, a, b, out);
 }
@@ -396,7 +396,7 @@ em_tensor *em_ag_binary(em_binary_op op, const em_tensor *a, const em_tensor *b)
  * ordinary binary node and binary_backward serves it. */
 em_tensor *em_ag_binary_scalar(em_binary_op op, const em_tensor *a, double s, bool s_is_int, bool scalar_first)
 {
-    em_tensor *out = WITHOUT_GRAD(em_binary_scalar(op, a, s, s_is_int, scalar_first));
+    em_tensor *out = WITHOUT_GRAD(ei_binary_scalar(op, a, s, s_is_int, scalar_first));
     if (!out || !em_dtype_is_float(out->dtype) || !differentiable_binary(op)) return out;
     em_tensor *c = em_scalar(s, out->dtype, em_dev(a));
     if (!c) { em_release(out); return NULL; }
@@ -416,8 +416,8 @@ static int clamp_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     em_tensor *keep = em_full(x->sizes, x->ndim, 1, EM_BOOL, em_dev(x));
     for (int i = 0; i < 2 && keep; i++) {
         if (!(i == 0 ? n->p.clamp.has_lo : n->p.clamp.has_hi)) continue;
-        em_tensor *in = em_binary_scalar(i == 0 ? EM_GT : EM_LT, x, i == 0 ? n->p.clamp.lo : n->p.clamp.hi, false, false);
-        em_tensor *both = in ? em_binary(EM_LOGICAL_AND, keep, in) : NULL;
+        em_tensor *in = ei_binary_scalar(i == 0 ? EM_GT : EM_LT, x, i == 0 ? n->p.clamp.lo : n->p.clamp.hi, false, false);
+        em_tensor *both = in ? ei_binary(EM_LOGICAL_AND, keep, in) : NULL;
         em_release(in);
         em_release(keep);
         keep = both;

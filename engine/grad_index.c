@@ -30,7 +30,7 @@ em_tensor *em_pad_end_zeros(const em_tensor *g, const int64_t *sizes, int ndim)
         zs[d] = sizes[d] - cur->sizes[d];
         em_tensor *z = em_zeros(zs, ndim, cur->dtype, em_dev(cur));
         em_tensor *parts[2] = {cur, z};
-        em_tensor *next = z ? em_cat(parts, 2, d) : NULL;
+        em_tensor *next = z ? ei_cat(parts, 2, d) : NULL;
         em_release(z);
         em_release(cur);
         cur = next;
@@ -62,7 +62,7 @@ static int scatter_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     if (em_ag_wants(n, 1)) {
         em_tensor *r = n->op == SK_INDEX_ADD ? em_index_select(g, n->dim, idx) : em_gather(g, n->dim, idx);
         if (r && n->p.scatter.alpha != 1) {   /* index_add's alpha */
-            em_tensor *ra = em_binary_scalar(EM_MUL, r, n->p.scatter.alpha, false, false);
+            em_tensor *ra = ei_binary_scalar(EM_MUL, r, n->p.scatter.alpha, false, false);
             em_release(r);
             r = ra;
         }
@@ -102,7 +102,7 @@ static em_tensor *record_scatter(int kind, const em_tensor *self, int dim, const
 
 em_tensor *em_ag_scatter(bool add, const em_tensor *self, int dim, const em_tensor *idx, const em_tensor *src)
 {
-    em_tensor *out = WITHOUT_GRAD(add ? em_scatter_add(self, dim, idx, src) : em_scatter(self, dim, idx, src));
+    em_tensor *out = WITHOUT_GRAD(add ? ei_scatter_add(self, dim, idx, src) : em_scatter(self, dim, idx, src));
     return record_scatter(add ? SK_SCATTER_ADD : SK_SCATTER, self, dim, idx, src, 1, out);
 }
 
@@ -180,7 +180,7 @@ static int cat_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
 
 em_tensor *em_ag_cat(em_tensor *const *ts, int n, int dim)
 {
-    em_tensor *out = WITHOUT_GRAD(em_cat(ts, n, dim));
+    em_tensor *out = WITHOUT_GRAD(ei_cat(ts, n, dim));
     if (!out || !em_dtype_is_float(out->dtype)) return out;
     em_node *node = em_ag_node("CatBackward", cat_backward, n);
     if (!node) { em_release(out); return NULL; }

@@ -22,9 +22,9 @@ static em_tensor *product_like(const em_tensor *x, const em_tensor *y, const em_
     int nd = like->ndim;
     bool transposed = nd >= 2 && like->strides[nd - 2] == 1 && like->strides[nd - 1] == like->sizes[nd - 2] &&
                       like->sizes[nd - 1] > 1 && like->sizes[nd - 2] > 1;
-    if (!transposed) return em_matmul(x, y);
+    if (!transposed) return ei_matmul(x, y);
     em_tensor *yt = swap_last(y), *xt = yt ? swap_last(x) : NULL;
-    em_tensor *p = xt ? em_matmul(yt, xt) : NULL;
+    em_tensor *p = xt ? ei_matmul(yt, xt) : NULL;
     em_tensor *r = p ? swap_last(p) : NULL;
     em_release(yt);
     em_release(xt);
@@ -84,7 +84,7 @@ static int matmul_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
 
 em_tensor *em_ag_matmul(const em_tensor *a, const em_tensor *b)
 {
-    em_tensor *out = WITHOUT_GRAD(em_matmul(a, b));
+    em_tensor *out = WITHOUT_GRAD(ei_matmul(a, b));
     if (!out || !em_dtype_is_float(out->dtype)) return out;
     em_node *n = em_ag_node("MatmulBackward", matmul_backward, 2);
     if (!n) { em_release(out); return NULL; }

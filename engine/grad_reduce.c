@@ -39,8 +39,8 @@ static em_tensor *exclusive_cumprod(const em_tensor *x, int last, int64_t len)
     em_tensor *one = em_ones(sizes, x->ndim, x->dtype, em_dev(x));
     em_tensor *head = em_narrow(x, last, 0, len - 1);
     em_tensor *parts[2] = {one, head};
-    em_tensor *shifted = one && head ? em_cat(parts, 2, last) : NULL;
-    em_tensor *r = shifted ? em_cumprod(shifted, last) : NULL;
+    em_tensor *shifted = one && head ? ei_cat(parts, 2, last) : NULL;
+    em_tensor *r = shifted ? ei_cumprod(shifted, last) : NULL;
     em_release(one); em_release(head); em_release(shifted);
     return r;
 }
@@ -59,7 +59,7 @@ static em_tensor *prod_of_others(const em_node *n, const em_tensor *gk, const em
     nk = k;
     for (int d = 0; d < n->ndim; d++) if (n->dims[d]) { len *= x->sizes[d]; perm[k++] = d; }
     for (int d = 0; d < n->ndim; d++) inv[perm[d]] = d;
-    if (len == 0 || em_numel(x) == 0) return em_binary(EM_MUL, gk, x);   /* empty: shapes only */
+    if (len == 0 || em_numel(x) == 0) return ei_binary(EM_MUL, gk, x);   /* empty: shapes only */
     sizes[nk] = len;
     em_tensor *xp = em_permute(x, perm, n->ndim);
     em_tensor *xr = xp ? em_reshape(xp, sizes, nk + 1) : NULL;
@@ -67,10 +67,10 @@ static em_tensor *prod_of_others(const em_node *n, const em_tensor *gk, const em
     em_tensor *xrev = xr ? reverse_last(xr, nk, len) : NULL;
     em_tensor *rrev = xrev ? exclusive_cumprod(xrev, nk, len) : NULL;
     em_tensor *right = rrev ? reverse_last(rrev, nk, len) : NULL;
-    em_tensor *o = left && right ? em_binary(EM_MUL, left, right) : NULL;
+    em_tensor *o = left && right ? ei_binary(EM_MUL, left, right) : NULL;
     em_tensor *op = o ? em_reshape(o, xp->sizes, n->ndim) : NULL;
     em_tensor *others = op ? em_permute(op, inv, n->ndim) : NULL;
-    em_tensor *r = others ? em_binary(EM_MUL, gk, others) : NULL;
+    em_tensor *r = others ? ei_binary(EM_MUL, gk, others) : NULL;
     em_release(xp); em_release(xr); em_release(left); em_release(xrev); em_release(rrev);
     em_release(right); em_release(o); em_release(op); em_release(others);
     return r;
@@ -90,13 +90,13 @@ static int reduce_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
         em_tensor *x = em_ag_saved(n, 0), *y = em_ag_saved(n, 1);
         em_tensor *yk = x && y ? unsqueeze_reduced(n, y, n->p.reduce.keepdim) : NULL;
         /* the gradient is shared evenly by the elements equal to the extreme */
-        em_tensor *hit = yk ? em_binary(EM_EQ, x, yk) : NULL;
+        em_tensor *hit = yk ? ei_binary(EM_EQ, x, yk) : NULL;
         em_tensor *hf = hit ? em_cast_to(hit, x->dtype) : NULL;
         int dims[EM_MAX_DIMS], nd = 0;
         for (int d = 0; d < n->ndim; d++) if (n->dims[d]) dims[nd++] = d;
-        em_tensor *cnt = hf ? em_sum(hf, dims, nd, true) : NULL;
-        em_tensor *share = cnt ? em_binary(EM_DIV, gk, cnt) : NULL;
-        r = share ? em_binary(EM_MUL, hf, share) : NULL;
+        em_tensor *cnt = hf ? ei_sum(hf, dims, nd, true) : NULL;
+        em_tensor *share = cnt ? ei_binary(EM_DIV, gk, cnt) : NULL;
+        r = share ? ei_binary(EM_MUL, hf, share) : NULL;
         em_release(hit); em_release(hf); em_release(cnt); em_release(share);
         em_release(yk);
     }
@@ -110,10 +110,10 @@ em_tensor *em_ag_reduce(int kind, const em_tensor *in, const int *dims, int ndim
 {
     em_tensor *out;
     switch (kind) {
-    case RK_SUM: out = WITHOUT_GRAD(em_sum(in, dims, ndims, keepdim)); break;
+    case RK_SUM: out = WITHOUT_GRAD(ei_sum(in, dims, ndims, keepdim)); break;
     case RK_AMAX: out = WITHOUT_GRAD(em_amax(in, dims, ndims, keepdim)); break;
     case RK_AMIN: out = WITHOUT_GRAD(em_amin(in, dims, ndims, keepdim)); break;
-    default: out = WITHOUT_GRAD(em_prod(in, dims, ndims, keepdim)); break;
+    default: out = WITHOUT_GRAD(ei_prod(in, dims, ndims, keepdim)); break;
     }
     if (!out || !em_dtype_is_float(out->dtype)) return out;
     static const char *const names[] = {"SumBackward", "AmaxBackward", "AminBackward", "ProdBackward"};
@@ -183,16 +183,16 @@ static int softmax_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     const em_tensor *g = gout[0];
     em_tensor *r;
     if (n->op == EM_SOFTMAX) {          /* y * (g - sum(g*y)) */
-        em_tensor *gy = em_binary(EM_MUL, g, y);
-        em_tensor *s = gy ? em_sum(gy, &n->dim, 1, true) : NULL;
-        em_tensor *d = s ? em_binary(EM_SUB, g, s) : NULL;
-        r = d ? em_binary(EM_MUL, y, d) : NULL;
+        em_tensor *gy = ei_binary(EM_MUL, g, y);
+        em_tensor *s = gy ? ei_sum(gy, &n->dim, 1, true) : NULL;
+        em_tensor *d = s ? ei_binary(EM_SUB, g, s) : NULL;
+        r = d ? ei_binary(EM_MUL, y, d) : NULL;
         em_release(gy); em_release(s); em_release(d);
     } else {                            /* g - exp(y) * sum(g) */
-        em_tensor *s = em_sum(g, &n->dim, 1, true);
-        em_tensor *e = em_unary(EM_EXP, y);
-        em_tensor *es = s && e ? em_binary(EM_MUL, e, s) : NULL;
-        r = es ? em_binary(EM_SUB, g, es) : NULL;
+        em_tensor *s = ei_sum(g, &n->dim, 1, true);
+        em_tensor *e = ei_unary(EM_EXP, y);
+        em_tensor *es = s && e ? ei_binary(EM_MUL, e, s) : NULL;
+        r = es ? ei_binary(EM_SUB, g, es) : NULL;
         em_release(s); em_release(e); em_release(es);
     }
     if (!r) return -1;
@@ -202,7 +202,7 @@ static int softmax_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
 
 em_tensor *em_ag_softmax(int op, const em_tensor *in, int dim)
 {
-    em_tensor *out = WITHOUT_GRAD(op == EM_SOFTMAX ? em_softmax(in, dim) : em_log_softmax(in, dim));
+    em_tensor *out = WITHOUT_GRAD(op == EM_SOFTMAX ? ei_softmax(in, dim) : ei_log_softmax(in, dim));
     if (!out) return NULL;
     em_node *n = dim_node(op == EM_SOFTMAX ? "SoftmaxBackward" : "LogSoftmaxBackward", softmax_backward, in, dim, out);
     if (!n) return NULL;
@@ -215,10 +215,10 @@ static int cumsum_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
 {
     /* d/dx_i sum_{j>=i} g_j = total - cumsum(g) + g */
     const em_tensor *g = gout[0];
-    em_tensor *total = em_sum(g, &n->dim, 1, true);
-    em_tensor *c = em_cumsum(g, n->dim);
-    em_tensor *d = total && c ? em_binary(EM_SUB, total, c) : NULL;
-    em_tensor *r = d ? em_binary(EM_ADD, d, g) : NULL;
+    em_tensor *total = ei_sum(g, &n->dim, 1, true);
+    em_tensor *c = ei_cumsum(g, n->dim);
+    em_tensor *d = total && c ? ei_binary(EM_SUB, total, c) : NULL;
+    em_tensor *r = d ? ei_binary(EM_ADD, d, g) : NULL;
     em_release(total); em_release(c); em_release(d);
     if (!r) return -1;
     gin[0] = r;
@@ -227,7 +227,7 @@ static int cumsum_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
 
 em_tensor *em_ag_cumsum(const em_tensor *in, int dim)
 {
-    em_tensor *out = WITHOUT_GRAD(em_cumsum(in, dim));
+    em_tensor *out = WITHOUT_GRAD(ei_cumsum(in, dim));
     if (!out || !em_dtype_is_float(out->dtype)) return out;
     em_node *n = dim_node("CumsumBackward", cumsum_backward, in, dim, out);
     return n ? em_ag_output(n, out) : NULL;
@@ -242,7 +242,7 @@ static em_tensor *shift_down(const em_tensor *t, int dim, int64_t s)
     em_tensor *head = em_narrow(t, dim, s, t->sizes[dim] - s);
     em_tensor *z = em_zeros(zs, t->ndim, t->dtype, em_dev(t));
     em_tensor *parts[2] = {head, z};
-    em_tensor *r = head && z ? em_cat(parts, 2, dim) : NULL;
+    em_tensor *r = head && z ? ei_cat(parts, 2, dim) : NULL;
     em_release(head);
     em_release(z);
     return r;
@@ -270,32 +270,32 @@ static int cumprod_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
         return 0;
     }
     /* the saved output is detached; with create_graph L must depend on x */
-    em_tensor *y = em_grad_mode ? em_cumprod(x, d) : em_retain(saved_y);
+    em_tensor *y = em_grad_mode ? ei_cumprod(x, d) : em_retain(saved_y);
     int64_t os[EM_MAX_DIMS];
     memcpy(os, x->sizes, sizeof(int64_t) * (size_t)x->ndim);
     os[d] = 1;
     em_tensor *one = em_ones(os, x->ndim, x->dtype, em_dev(x));
     em_tensor *top = y ? em_narrow(y, d, 0, len - 1) : NULL;
     em_tensor *parts[2] = {one, top};
-    em_tensor *L = one && top ? em_cat(parts, 2, d) : NULL;
+    em_tensor *L = one && top ? ei_cat(parts, 2, d) : NULL;
     em_release(y); em_release(one); em_release(top);
     em_tensor *A = L ? shift_down(x, d, 1) : NULL;
     em_tensor *R = A ? em_retain((em_tensor *)g) : NULL;
     for (int64_t s = 1; R && s < len; s *= 2) {
         em_tensor *Rs = shift_down(R, d, s);
-        em_tensor *AR = Rs ? em_binary(EM_MUL, A, Rs) : NULL;
-        em_tensor *R2 = AR ? em_binary(EM_ADD, R, AR) : NULL;
+        em_tensor *AR = Rs ? ei_binary(EM_MUL, A, Rs) : NULL;
+        em_tensor *R2 = AR ? ei_binary(EM_ADD, R, AR) : NULL;
         em_release(Rs); em_release(AR); em_release(R);
         R = R2;
         if (R && 2 * s < len) {
             em_tensor *As = shift_down(A, d, s);
-            em_tensor *A2 = As ? em_binary(EM_MUL, A, As) : NULL;
+            em_tensor *A2 = As ? ei_binary(EM_MUL, A, As) : NULL;
             em_release(As); em_release(A);
             A = A2;
             if (!A) { em_release(R); R = NULL; }
         }
     }
-    em_tensor *r = R ? em_binary(EM_MUL, L, R) : NULL;
+    em_tensor *r = R ? ei_binary(EM_MUL, L, R) : NULL;
     em_release(L); em_release(A); em_release(R);
     if (!r) return -1;
     gin[0] = r;
@@ -304,7 +304,7 @@ static int cumprod_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
 
 em_tensor *em_ag_cumprod(const em_tensor *in, int dim)
 {
-    em_tensor *out = WITHOUT_GRAD(em_cumprod(in, dim));
+    em_tensor *out = WITHOUT_GRAD(ei_cumprod(in, dim));
     if (!out || !em_dtype_is_float(out->dtype)) return out;
     em_node *n = dim_node("CumprodBackward", cumprod_backward, in, dim, out);
     if (!n) return NULL;
@@ -324,12 +324,12 @@ static int root_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     em_tensor *y = em_ag_saved(n, 0);
     if (!y) return -1;
     double p = n->p.root.p;
-    em_tensor *zero = em_binary_scalar(EM_EQ, y, 0, true, false);
+    em_tensor *zero = ei_binary_scalar(EM_EQ, y, 0, true, false);
     em_tensor *ys = zero ? em_masked_fill(y, zero, 1) : NULL;         /* y, with 1 where it is 0 */
     /* d = p y^(p-1), the derivative's denominator (2 y for a square root) */
-    em_tensor *yp = ys && p != 2 ? em_binary_scalar(EM_POW, ys, p - 1, false, false) : NULL;
-    em_tensor *d = ys && (p == 2 || yp) ? em_binary_scalar(EM_MUL, p == 2 ? ys : yp, p, false, false) : NULL;
-    em_tensor *r = d ? em_binary(EM_DIV, gout[0], d) : NULL;
+    em_tensor *yp = ys && p != 2 ? ei_binary_scalar(EM_POW, ys, p - 1, false, false) : NULL;
+    em_tensor *d = ys && (p == 2 || yp) ? ei_binary_scalar(EM_MUL, p == 2 ? ys : yp, p, false, false) : NULL;
+    em_tensor *r = d ? ei_binary(EM_DIV, gout[0], d) : NULL;
     gin[0] = r ? em_masked_fill(r, zero, 0) : NULL;
     em_release(zero); em_release(ys); em_release(yp); em_release(d); em_release(r);
     return gin[0] ? 0 : -1;
@@ -337,7 +337,7 @@ static int root_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
 
 em_tensor *em_root(const em_tensor *s, double p)
 {
-    em_tensor *out = WITHOUT_GRAD(p == 2 ? em_unary(EM_SQRT, s) : em_binary_scalar(EM_POW, s, 1.0 / p, false, false));
+    em_tensor *out = WITHOUT_GRAD(p == 2 ? ei_unary(EM_SQRT, s) : ei_binary_scalar(EM_POW, s, 1.0 / p, false, false));
     if (!out || !em_ag_needed1(s)) return out;
     em_node *n = em_ag_node(p == 2 ? "SqrtBackward" : "PowBackward", root_backward, 1);
     if (!n) { em_release(out); return NULL; }
@@ -360,9 +360,9 @@ static int variance_backward(em_node *n, em_tensor *const *gout, em_tensor **gin
     if (!x || (n->op && !y)) return -1;
     em_tensor *gv;
     if (n->op) {
-        em_tensor *zero = em_binary_scalar(EM_EQ, y, 0, true, false);
-        em_tensor *y2 = zero ? em_binary_scalar(EM_MUL, y, 2, false, false) : NULL;
-        em_tensor *q = y2 ? em_binary(EM_DIV, gout[0], y2) : NULL;
+        em_tensor *zero = ei_binary_scalar(EM_EQ, y, 0, true, false);
+        em_tensor *y2 = zero ? ei_binary_scalar(EM_MUL, y, 2, false, false) : NULL;
+        em_tensor *q = y2 ? ei_binary(EM_DIV, gout[0], y2) : NULL;
         gv = q ? em_masked_fill(q, zero, 0) : NULL;
         em_release(zero); em_release(y2); em_release(q);
     } else {
@@ -373,18 +373,18 @@ static int variance_backward(em_node *n, em_tensor *const *gout, em_tensor **gin
     for (int d = 0; d < n->ndim; d++) if (n->dims[d]) dims[nd++] = d;
     em_tensor *r = NULL;
     if (n->dim) {   /* over all dims */
-        em_tensor *mu = em_mean(x, NULL, 0, false);
-        em_tensor *eq = mu ? em_binary(EM_EQ, x, mu) : NULL;
+        em_tensor *mu = ei_mean(x, NULL, 0, false);
+        em_tensor *eq = mu ? ei_binary(EM_EQ, x, mu) : NULL;
         em_tensor *inf = eq ? em_full(x->sizes, x->ndim, INFINITY, x->dtype, em_dev(x)) : NULL;
         em_tensor *f = inf ? em_masked_fill(inf, eq, NAN) : NULL;
-        r = f ? em_binary(EM_MUL, gv, f) : NULL;
+        r = f ? ei_binary(EM_MUL, gv, f) : NULL;
         em_release(mu); em_release(eq); em_release(inf); em_release(f);
     } else {
         em_tensor *gk = unsqueeze_reduced(n, gv, n->p.var.keepdim);
-        em_tensor *mu = gk ? em_mean(x, dims, nd, true) : NULL;
-        em_tensor *xc = mu ? em_binary(EM_SUB, x, mu) : NULL;
-        em_tensor *gs = xc ? em_binary_scalar(EM_MUL, gk, 2.0 / n->p.var.correction, false, false) : NULL;
-        r = gs ? em_binary(EM_MUL, gs, xc) : NULL;
+        em_tensor *mu = gk ? ei_mean(x, dims, nd, true) : NULL;
+        em_tensor *xc = mu ? ei_binary(EM_SUB, x, mu) : NULL;
+        em_tensor *gs = xc ? ei_binary_scalar(EM_MUL, gk, 2.0 / n->p.var.correction, false, false) : NULL;
+        r = gs ? ei_binary(EM_MUL, gs, xc) : NULL;
         em_release(gk); em_release(mu); em_release(xc); em_release(gs);
     }
     em_release(gv);

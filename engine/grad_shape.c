@@ -79,10 +79,10 @@ static em_tensor *unfold_backward(const em_node *n, const em_tensor *g)
     em_tensor *moved = em_permute(g, perm, g->ndim);
     em_tensor *src = moved ? em_reshape(moved, merged, n->ndim) : NULL;
     em_tensor *j = em_arange(0, (double)nwin, 1, EM_INT64, dev);       /* window starts */
-    em_tensor *js = j ? em_binary_scalar(EM_MUL, j, (double)step, true, false) : NULL;
+    em_tensor *js = j ? ei_binary_scalar(EM_MUL, j, (double)step, true, false) : NULL;
     em_tensor *jc = js ? em_reshape(js, wk, 2) : NULL;
     em_tensor *kk = em_arange(1, (double)size + 1, 1, EM_INT64, dev);  /* 1-based offsets */
-    em_tensor *pos = jc && kk ? em_binary(EM_ADD, jc, kk) : NULL;
+    em_tensor *pos = jc && kk ? ei_binary(EM_ADD, jc, kk) : NULL;
     em_tensor *idx = pos ? em_reshape(pos, &flat, 1) : NULL;
     em_tensor *r = src && idx ? em_ag_add_into_zeros(true, n->sizes, n->ndim, dim, idx, src) : NULL;
     em_release(moved); em_release(src); em_release(j); em_release(js);

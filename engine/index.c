@@ -181,9 +181,15 @@ em_tensor *em_scatter(const em_tensor *t, int dim, const em_tensor *index, const
     return scatter_copy(EM_SCATTER, t, dim, index, src);
 }
 
-em_tensor *em_scatter_add(const em_tensor *t, int dim, const em_tensor *index, const em_tensor *src)
+em_tensor *ei_scatter_add(const em_tensor *t, int dim, const em_tensor *index, const em_tensor *src)
 {
     return scatter_copy(EM_SCATTER_ADD, t, dim, index, src);
+}
+
+em_tensor *em_scatter_add(const em_tensor *t, int dim, const em_tensor *index, const em_tensor *src)
+{
+    EM_AUTOCAST(EM_AC_PROMOTE, ei_scatter_add(EM_AC_ARG(0), dim, index, EM_AC_ARG(1)), t, src);
+    return ei_scatter_add(t, dim, index, src);
 }
 
 int em_index_add_(em_tensor *t, int dim, const em_tensor *index, const em_tensor *src, double alpha)
@@ -209,7 +215,7 @@ int em_index_add_(em_tensor *t, int dim, const em_tensor *index, const em_tensor
     if (!ix) return -1;
     /* alpha scales the source first, in its own dtype, as PyTorch does */
     em_tensor *scaled = alpha == 1 ? em_retain((em_tensor *)src)
-                                   : em_binary_scalar(EM_MUL, src, alpha, !em_dtype_is_float(t->dtype), false);
+                                   : ei_binary_scalar(EM_MUL, src, alpha, !em_dtype_is_float(t->dtype), false);
     em_tensor *s = scaled ? source_as(op, t, scaled) : NULL;
     em_release(scaled);
     if (!s) { em_release(ix); return -1; }
@@ -307,7 +313,7 @@ em_tensor *em_masked_select(const em_tensor *t, const em_tensor *mask)
 /* PyTorch skips 1-D empty tensors in cat (a legacy of torch.Tensor()). */
 static bool cat_skipped(const em_tensor *t) { return t->ndim == 1 && t->sizes[0] == 0; }
 
-em_tensor *em_cat(em_tensor *const *ts, int n, int dim)
+em_tensor *ei_cat(em_tensor *const *ts, int n, int dim)
 {
     const char *op = "cat";
     if (n < 1) return em_set_error("%s: expected a non-empty list of tensors", op), NULL;
@@ -364,7 +370,16 @@ em_tensor *em_cat(em_tensor *const *ts, int n, int dim)
     return out;
 }
 
-em_tensor *em_stack(em_tensor *const *ts, int n, int dim)
+em_tensor *em_cat(em_tensor *const *ts, int n, int dim)
+{
+    if (n > 0 && ts && em_autocast_active()) {
+        em_tensor **cast = em_autocast_list(EM_AC_PROMOTE, ts, n);
+        return cast ? em_autocast_list_done(cast, n, ei_cat(cast, n, dim)) : NULL;
+    }
+    return ei_cat(ts, n, dim);
+}
+
+em_tensor *ei_stack(em_tensor *const *ts, int n, int dim)
 {
     const char *op = "stack";
     if (n < 1) return em_set_error("%s: expected a non-empty list of tensors", op), NULL;
@@ -388,10 +403,19 @@ em_tensor *em_stack(em_tensor *const *ts, int n, int dim)
         u[made] = em_unsqueeze(ts[made], d);
         if (!u[made]) break;
     }
-    if (made == n) out = em_cat(u, n, d);
+    if (made == n) out = ei_cat(u, n, d);
     for (int i = 0; i < made; i++) em_release(u[i]);
     if (u != small) free(u);
     return out;
+}
+
+em_tensor *em_stack(em_tensor *const *ts, int n, int dim)
+{
+    if (n > 0 && ts && em_autocast_active()) {
+        em_tensor **cast = em_autocast_list(EM_AC_PROMOTE, ts, n);
+        return cast ? em_autocast_list_done(cast, n, ei_stack(cast, n, dim)) : NULL;
+    }
+    return ei_stack(ts, n, dim);
 }
 
 /* ---- split / chunk ----------------------------------------------------------- */
@@ -537,8 +561,8 @@ static em_tensor *triangle_outside(const char *op, const em_tensor *t, int64_t d
     em_tensor *c = em_arange(0, (double)cols, 1, EM_INT64, em_dev(t));
     em_tensor *rv = r ? em_view(r, rs, 2) : NULL;
     em_tensor *cv = c ? em_view(c, cs, 2) : NULL;
-    em_tensor *offset = rv && cv ? em_binary(EM_SUB, cv, rv) : NULL;
-    em_tensor *mask = offset ? em_binary_scalar(upper ? EM_LT : EM_GT, offset, (double)diagonal, true, false)
+    em_tensor *offset = rv && cv ? ei_binary(EM_SUB, cv, rv) : NULL;
+    em_tensor *mask = offset ? ei_binary_scalar(upper ? EM_LT : EM_GT, offset, (double)diagonal, true, false)
                              : NULL;
     em_release4(r, c, rv, cv);
     em_release(offset);
@@ -568,9 +592,9 @@ static em_tensor *positive_counts(const em_tensor *p, const em_tensor *pos, int6
 {
     const char *op = "multinomial";
     /* one test for negative, NaN and inf: every entry in [0, DBL_MAX] */
-    em_tensor *ge = em_binary_scalar(EM_GE, p, 0, false, false);
-    em_tensor *le = ge ? em_binary_scalar(EM_LE, p, 1.7976931348623157e308, false, false) : NULL;
-    em_tensor *ok = le ? em_binary(EM_LOGICAL_AND, ge, le) : NULL;
+    em_tensor *ge = ei_binary_scalar(EM_GE, p, 0, false, false);
+    em_tensor *le = ge ? ei_binary_scalar(EM_LE, p, 1.7976931348623157e308, false, false) : NULL;
+    em_tensor *ok = le ? ei_binary(EM_LOGICAL_AND, ge, le) : NULL;
     em_tensor *all = ok ? em_all(ok, NULL, 0, false) : NULL;
     double good = 0;
     int rc = all ? em_item(all, &good) : -1;
@@ -613,14 +637,14 @@ static em_tensor *category_of_rank(const em_tensor *pos, const em_tensor *rank)
     int64_t table_sizes[2] = {rows, cats + 1}, cs[2] = {1, cats}, es[2] = {rows, cats};
     em_tensor *out = NULL;
     em_tensor *pos64 = em_cast_to(pos, EM_INT64);
-    em_tensor *place = pos64 ? em_cumsum(pos64, 1) : NULL;
-    em_tensor *zero = em_unary(EM_LOGICAL_NOT, pos);
+    em_tensor *place = pos64 ? ei_cumsum(pos64, 1) : NULL;
+    em_tensor *zero = ei_unary(EM_LOGICAL_NOT, pos);
     em_tensor *dest = place && zero ? em_masked_fill(place, zero, (double)cats + 1) : NULL;
     em_tensor *table = em_zeros(table_sizes, 2, EM_INT64, em_dev(pos));
     em_tensor *cat = em_arange(1, (double)cats + 1, 1, EM_INT64, em_dev(pos));
     em_tensor *cat2 = cat ? em_view(cat, cs, 2) : NULL;
     em_tensor *src = cat2 ? em_expand(cat2, es, 2) : NULL;
-    em_tensor *first = em_binary_scalar(EM_ADD, rank, 1, true, false);
+    em_tensor *first = ei_binary_scalar(EM_ADD, rank, 1, true, false);
     if (dest && table && src && first && em_scatter_(table, 1, dest, src) == 0)
         out = em_gather(table, 1, first);
     em_release4(pos64, place, zero, dest);
@@ -645,15 +669,15 @@ static em_tensor *sample_with_replacement(const em_tensor *p, const em_tensor *p
     em_tensor *rank = NULL, *out = NULL;
     /* scaled to a row maximum of 1, so the sums stay finite (at most cats) */
     em_tensor *mx = em_amax(p, &one, 1, true);
-    em_tensor *q = mx ? em_binary(EM_DIV, p, mx) : NULL;
-    em_tensor *cdf = q ? em_cumsum(q, 1) : NULL;
+    em_tensor *q = mx ? ei_binary(EM_DIV, p, mx) : NULL;
+    em_tensor *cdf = q ? ei_cumsum(q, 1) : NULL;
     em_tensor *total = cdf ? em_narrow(cdf, 1, cats - 1, 1) : NULL;
-    em_tensor *zero = em_unary(EM_LOGICAL_NOT, pos);
+    em_tensor *zero = ei_unary(EM_LOGICAL_NOT, pos);
     em_tensor *cdf_pos = cdf && zero ? em_masked_fill(cdf, zero, (double)cats + 1) : NULL;
     em_tensor *cdf3 = cdf_pos ? em_unsqueeze(cdf_pos, 1) : NULL;
     int64_t us[2] = {rows, n};
     em_tensor *u = total ? em_rand(us, 2, EM_FLOAT64, em_dev(p)) : NULL;
-    em_tensor *x = u ? em_binary(EM_MUL, u, total) : NULL;
+    em_tensor *x = u ? ei_binary(EM_MUL, u, total) : NULL;
     if (!cdf3 || !x) goto done;
     /* the comparison is [rows, chunk, cats]: chunks bound its memory */
     int64_t chunk = ((int64_t)1 << 24) / (rows * cats);
@@ -669,19 +693,19 @@ static em_tensor *sample_with_replacement(const em_tensor *p, const em_tensor *p
         int64_t at = made * chunk, len = made == pieces - 1 ? n - at : chunk;
         em_tensor *xs = em_narrow(x, 1, at, len);
         em_tensor *x3 = xs ? em_unsqueeze(xs, 2) : NULL;
-        em_tensor *below = x3 ? em_binary(EM_LE, cdf3, x3) : NULL;
+        em_tensor *below = x3 ? ei_binary(EM_LE, cdf3, x3) : NULL;
         parts[made] = below ? em_sum_dtype(below, &two, 1, false, EM_INT64) : NULL;
         em_release4(xs, x3, below, NULL);
         if (!parts[made]) break;
     }
-    if (made == pieces) rank = pieces == 1 ? em_retain(parts[0]) : em_cat(parts, (int)pieces, 1);
+    if (made == pieces) rank = pieces == 1 ? em_retain(parts[0]) : ei_cat(parts, (int)pieces, 1);
     for (int64_t i = 0; i < made; i++) em_release(parts[i]);
     free(parts);
     if (!rank) goto done;
-    em_tensor *last = em_binary_scalar(EM_SUB, count, 1, true, false);
-    em_tensor *clamped = last ? em_binary(EM_MINIMUM, rank, last) : NULL;
+    em_tensor *last = ei_binary_scalar(EM_SUB, count, 1, true, false);
+    em_tensor *clamped = last ? ei_binary(EM_MINIMUM, rank, last) : NULL;
     if (clamped)
-        out = any_zero ? category_of_rank(pos, clamped) : em_binary_scalar(EM_ADD, clamped, 1, true, false);
+        out = any_zero ? category_of_rank(pos, clamped) : ei_binary_scalar(EM_ADD, clamped, 1, true, false);
     em_release4(last, clamped, NULL, NULL);
 done:
     em_release4(mx, q, cdf, total);
@@ -700,11 +724,11 @@ done:
 static em_tensor *sample_without_replacement(const em_tensor *p, const em_tensor *pos, int64_t n)
 {
     em_tensor *u = em_rand(p->sizes, 2, EM_FLOAT64, em_dev(p));
-    em_tensor *nu = u ? em_unary(EM_NEG, u) : NULL;
-    em_tensor *l1 = nu ? em_unary(EM_LOG1P, nu) : NULL;
-    em_tensor *e = l1 ? em_unary(EM_NEG, l1) : NULL;         /* -log(1 - u) >= 0 */
-    em_tensor *ratio = e ? em_binary(EM_DIV, p, e) : NULL;
-    em_tensor *zero = em_unary(EM_LOGICAL_NOT, pos);
+    em_tensor *nu = u ? ei_unary(EM_NEG, u) : NULL;
+    em_tensor *l1 = nu ? ei_unary(EM_LOG1P, nu) : NULL;
+    em_tensor *e = l1 ? ei_unary(EM_NEG, l1) : NULL;         /* -log(1 - u) >= 0 */
+    em_tensor *ratio = e ? ei_binary(EM_DIV, p, e) : NULL;
+    em_tensor *zero = ei_unary(EM_LOGICAL_NOT, pos);
     em_tensor *key = ratio && zero ? em_masked_fill(ratio, zero, -1) : NULL;
     em_tensor *values = NULL, *indices = NULL;
     /* one draw is an argmax: no sort of the whole row */
@@ -738,7 +762,7 @@ em_tensor *em_multinomial(const em_tensor *probs, int64_t num_samples, bool repl
     em_tensor *out = NULL, *count = NULL, *pos = NULL;
     em_tensor *p64 = em_cast_to(probs, EM_FLOAT64);
     em_tensor *p = p64 ? em_reshape(p64, ps, 2) : NULL;
-    if (p) pos = em_binary_scalar(EM_GT, p, 0, false, false);
+    if (p) pos = ei_binary_scalar(EM_GT, p, 0, false, false);
     bool any_zero = true;
     if (pos) count = positive_counts(p, pos, num_samples, replacement, probs, &any_zero);
     if (count)
@@ -803,7 +827,7 @@ static em_tensor *reduce_count(const em_tensor *t, int d, const em_tensor *ix, b
     em_release(one);
     em_release(ones);
     if (rc) { em_release(count); return NULL; }
-    em_tensor *zero = include_self ? NULL : em_binary_scalar(EM_EQ, count, 0, true, false);
+    em_tensor *zero = include_self ? NULL : ei_binary_scalar(EM_EQ, count, 0, true, false);
     if (zero && em_masked_fill_(count, zero, 1)) rc = -1;
     em_release(zero);
     if (rc) { em_release(count); return NULL; }
@@ -828,9 +852,9 @@ static int scatter_reduce_into(em_tensor *out, int d, const em_tensor *ix, const
     }
     if (!rc && r == EM_SR_MEAN) {
         em_tensor *count = reduce_count(out, d, ix, include_self);
-        em_tensor *q = count ? em_binary(EM_DIV, out, count) : NULL;
+        em_tensor *q = count ? ei_binary(EM_DIV, out, count) : NULL;
         /* integers: floor division, as PyTorch */
-        em_tensor *f = q && !em_dtype_is_float(out->dtype) ? em_unary(EM_FLOOR, q) : q ? em_retain(q) : NULL;
+        em_tensor *f = q && !em_dtype_is_float(out->dtype) ? ei_unary(EM_FLOOR, q) : q ? em_retain(q) : NULL;
         rc = f ? em_copy_(out, f) : -1;
         em_release4(count, q, f, NULL);
     }
@@ -889,12 +913,12 @@ static int scatter_reduce_backward(em_node *n, em_tensor *const *gout, em_tensor
     if (!srcu || !zero || !touched) goto done;
     if (n->op == EM_SR_AMAX || n->op == EM_SR_AMIN) {
         em_tensor *at = WITHOUT_GRAD(em_gather(out, d, ix));
-        em_tensor *self_hit = include_self ? em_binary(EM_EQ, self, out) : em_unary(EM_LOGICAL_NOT, touched);
-        em_tensor *src_hit = at ? em_binary(EM_EQ, srcu, at) : NULL;
+        em_tensor *self_hit = include_self ? ei_binary(EM_EQ, self, out) : ei_unary(EM_LOGICAL_NOT, touched);
+        em_tensor *src_hit = at ? ei_binary(EM_EQ, srcu, at) : NULL;
         em_tensor *hits = src_hit ? em_cast_to(src_hit, g->dtype) : NULL;
         em_tensor *count = self_hit ? em_cast_to(self_hit, g->dtype) : NULL;
         if (hits && count && WITHOUT_GRAD(em_scatter_add_(count, d, ix, hits)) == 0) {
-            em_tensor *share = em_binary(EM_DIV, g, count);
+            em_tensor *share = ei_binary(EM_DIV, g, count);
             em_tensor *at_src = share ? em_gather(share, d, ix) : NULL;
             gs = share ? em_where(self_hit, share, zero) : NULL;
             gx = at_src ? em_where(src_hit, at_src, zero) : NULL;
@@ -904,8 +928,8 @@ static int scatter_reduce_backward(em_node *n, em_tensor *const *gout, em_tensor
         em_release4(at, self_hit, src_hit, hits);
         em_release(count);
     } else {   /* prod */
-        em_tensor *self_zero = em_binary_scalar(EM_EQ, self, 0, false, false);
-        em_tensor *src_zero = em_binary_scalar(EM_EQ, srcu, 0, false, false);
+        em_tensor *self_zero = ei_binary_scalar(EM_EQ, self, 0, false, false);
+        em_tensor *src_zero = ei_binary_scalar(EM_EQ, srcu, 0, false, false);
         em_tensor *one = em_scalar(1, g->dtype, em_dev(g));
         /* the number of zeros and the product of the non-zero values per slot */
         em_tensor *zc = NULL, *nzp = NULL;
@@ -919,18 +943,18 @@ static int scatter_reduce_backward(em_node *n, em_tensor *const *gout, em_tensor
             if (base && sx && scatter_reduce_into(base, d, ix, sx, EM_SR_PROD, true) == 0) nzp = em_retain(base);
             em_release4(sz, xz, base, sx);
         }
-        em_tensor *single = zc ? em_binary_scalar(EM_EQ, zc, 1, false, false) : NULL;
-        em_tensor *g_out = em_binary(EM_MUL, g, out);               /* g * prod, for non-zero values */
-        em_tensor *g_nzp = nzp ? em_binary(EM_MUL, g, nzp) : NULL;  /* g * the others, for the one zero */
+        em_tensor *single = zc ? ei_binary_scalar(EM_EQ, zc, 1, false, false) : NULL;
+        em_tensor *g_out = ei_binary(EM_MUL, g, out);               /* g * prod, for non-zero values */
+        em_tensor *g_nzp = nzp ? ei_binary(EM_MUL, g, nzp) : NULL;  /* g * the others, for the one zero */
         em_tensor *for_zero = single && g_nzp ? em_where(single, g_nzp, zero) : NULL;
         if (g_out && for_zero) {
-            em_tensor *qs = em_binary(EM_DIV, g_out, self);
+            em_tensor *qs = ei_binary(EM_DIV, g_out, self);
             em_tensor *s_nz = qs ? em_where(self_zero, for_zero, qs) : NULL;
             gs = s_nz ? (include_self ? em_retain(s_nz) : em_where(touched, zero, g)) : NULL;
             em_release(qs);
             em_release(s_nz);
             em_tensor *go_at = em_gather(g_out, d, ix), *fz_at = em_gather(for_zero, d, ix);
-            em_tensor *qx = go_at ? em_binary(EM_DIV, go_at, srcu) : NULL;
+            em_tensor *qx = go_at ? ei_binary(EM_DIV, go_at, srcu) : NULL;
             gx = qx && fz_at ? em_where(src_zero, fz_at, qx) : NULL;
             em_release4(go_at, fz_at, qx, NULL);
         }
@@ -961,10 +985,10 @@ em_tensor *em_scatter_reduce(const em_tensor *t, int dim, const em_tensor *index
         em_tensor *base = NULL, *mask = NULL;
         if (include_self) base = em_retain((em_tensor *)t);
         else if ((mask = touched_mask(t, d, index))) base = em_masked_fill(t, mask, 0);
-        em_tensor *s = base ? em_scatter_add(base, d, index, src) : NULL, *out = s;
+        em_tensor *s = base ? ei_scatter_add(base, d, index, src) : NULL, *out = s;
         if (s && r == EM_SR_MEAN) {
             em_tensor *count = WITHOUT_GRAD(reduce_count(t, d, index, include_self));
-            out = count ? em_binary(EM_DIV, s, count) : NULL;
+            out = count ? ei_binary(EM_DIV, s, count) : NULL;
             em_release(count);
             em_release(s);
         }

@@ -36,6 +36,82 @@ em_tensor *em_cast_to(const em_tensor *t, em_dtype d);
  * error naming op. ndims == 0 selects all dims. */
 int em_dims_mask(const em_tensor *t, const int *dims, int ndims, const char *op, bool *mask);
 
+/* ---- autocast at a public op's entry (autocast.c) ------------------------
+ * A public op with an autocast policy begins
+ *     EM_AUTOCAST(EM_AC_LOWER, ei_matmul(EM_AC_ARG(0), EM_AC_ARG(1)), a, b);
+ *     return ei_matmul(a, b);
+ * While autocast is active, the tensor arguments listed last (NULL allowed)
+ * are cast under the policy, and the op returns the call made with
+ * EM_AC_ARG(i), the i-th of them after the cast; the casts are released
+ * after, and a failed cast returns NULL with the error set. The internal forms
+ * (ei_) apply no policy: engine code calls them, so a composition or a
+ * backward runs in the dtypes it is given. (The parameters are copied, not
+ * taken by address, so the path without autocast stays a load, a test and a
+ * tail call.) A list of tensors (cat, stack, einsum): em_autocast_list, a new
+ * array of n references (casts where the policy casts), released by
+ * em_autocast_list_done. */
+int em_autocast_args(em_autocast_policy pol, const em_tensor **args, em_tensor **casts, int n);
+em_tensor *em_autocast_done(em_tensor **casts, int n, em_tensor *r);
+em_tensor **em_autocast_list(em_autocast_policy pol, em_tensor *const *ts, int n);
+em_tensor *em_autocast_list_done(em_tensor **list, int n, em_tensor *r);
+/* how many threads have autocast enabled on some device type: while none
+ * has, a public op's entry is one load and a test */
+extern int em_autocast_threads;
+#define EM_AUTOCAST(pol, call, ...)                                                          \
+    do {                                                                                     \
+        if (__atomic_load_n(&em_autocast_threads, __ATOMIC_RELAXED) && (pol) != EM_AC_NONE &&  \
+            em_autocast_active()) {                                                          \
+            const em_tensor *ac_args_[] = {__VA_ARGS__};                                     \
+            enum { ac_n_ = sizeof ac_args_ / sizeof *ac_args_ };                             \
+            em_tensor *ac_casts_[ac_n_];                                                     \
+            if (em_autocast_args((pol), ac_args_, ac_casts_, ac_n_)) return NULL;            \
+            return em_autocast_done(ac_casts_, ac_n_, (call));                               \
+        }                                                                                    \
+    } while (0)
+#define EM_AC_ARG(i) (ac_args_[i])
+
+/* The internal forms of the public ops with a policy (ember.h documents
+ * each under its em_ name). */
+em_tensor *ei_unary(em_unary_op op, const em_tensor *a);
+em_tensor *ei_binary(em_binary_op op, const em_tensor *a, const em_tensor *b);
+em_tensor *ei_binary_scalar(em_binary_op op, const em_tensor *a, double s, bool s_is_int, bool scalar_first);
+em_tensor *ei_pow_scalar(const em_tensor *a, double e);
+em_tensor *ei_addcmul(const em_tensor *a, const em_tensor *b, const em_tensor *c, double value);
+em_tensor *ei_addcdiv(const em_tensor *a, const em_tensor *b, const em_tensor *c, double value);
+em_tensor *ei_sum(const em_tensor *t, const int *dims, int ndims, bool keepdim);
+em_tensor *ei_mean(const em_tensor *t, const int *dims, int ndims, bool keepdim);
+em_tensor *ei_prod(const em_tensor *t, const int *dims, int ndims, bool keepdim);
+em_tensor *ei_norm(const em_tensor *t, double p, const int *dims, int ndims, bool keepdim);
+em_tensor *ei_logsumexp(const em_tensor *t, const int *dims, int ndims, bool keepdim);
+em_tensor *ei_softmax(const em_tensor *t, int dim);
+em_tensor *ei_log_softmax(const em_tensor *t, int dim);
+em_tensor *ei_cumsum(const em_tensor *t, int dim);
+em_tensor *ei_cumprod(const em_tensor *t, int dim);
+em_tensor *ei_cross_entropy(const em_tensor *input, const em_tensor *target, const em_tensor *weight,
+                            int64_t ignore_index, double smoothing, em_reduction reduction);
+em_tensor *ei_conv(const em_tensor *x, const em_tensor *w, const em_tensor *bias, const em_conv_args *a);
+em_tensor *ei_group_norm(const em_tensor *x, int64_t groups, const em_tensor *weight, const em_tensor *bias,
+                         double eps);
+em_tensor *ei_layer_norm(const em_tensor *x, const int64_t *normalized_shape, int nnorm,
+                         const em_tensor *weight, const em_tensor *bias, double eps);
+em_tensor *ei_scaled_dot_product_attention(const em_tensor *q, const em_tensor *k, const em_tensor *v,
+                                           const em_tensor *mask, double dropout_p, bool is_causal,
+                                           double scale);
+em_tensor *ei_matmul(const em_tensor *a, const em_tensor *b);
+em_tensor *ei_mm(const em_tensor *a, const em_tensor *b);
+em_tensor *ei_bmm(const em_tensor *a, const em_tensor *b);
+em_tensor *ei_addmm(const em_tensor *c, const em_tensor *a, const em_tensor *b, double beta, double alpha);
+em_tensor *ei_dot(const em_tensor *a, const em_tensor *b);
+em_tensor *ei_linear(const em_tensor *x, const em_tensor *w, const em_tensor *b, em_linear_act act);
+em_tensor *ei_scatter_add(const em_tensor *t, int dim, const em_tensor *index, const em_tensor *src);
+em_tensor *ei_cat(em_tensor *const *ts, int n, int dim);
+em_tensor *ei_stack(em_tensor *const *ts, int n, int dim);
+em_tensor *ei_index_put(const em_tensor *t, em_tensor *const *indices, int n, const em_tensor *values,
+                        bool accumulate);
+em_tensor *ei_einsum(const char *equation, em_tensor *const *operands, int n);
+em_tensor *ei_tensordot(const em_tensor *a, const em_tensor *b, const int *dims_a, const int *dims_b, int ndims);
+em_tensor *ei_cdist(const em_tensor *x1, const em_tensor *x2, double p);
+
 /* Releases up to four tensors (NULL allowed). */
 void em_release4(em_tensor *a, em_tensor *b, em_tensor *c, em_tensor *d);
 

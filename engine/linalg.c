@@ -76,7 +76,7 @@ static int int_gemm(em_tensor *out3, const em_tensor *a3, const em_tensor *b3)
 {
     em_tensor *au = em_unsqueeze(a3, 3);                 /* [B,M,K,1] */
     em_tensor *bu = au ? em_unsqueeze(b3, 1) : NULL;     /* [B,1,K,N] */
-    em_tensor *prod = bu ? em_binary(EM_MUL, au, bu) : NULL;
+    em_tensor *prod = bu ? ei_binary(EM_MUL, au, bu) : NULL;
     int dim = 2;
     em_tensor *sum = prod ? em_sum_dtype(prod, &dim, 1, false, out3->dtype) : NULL;
     int rc = sum ? em_be(out3)->cast(out3, sum) : -1;
@@ -227,7 +227,7 @@ static int check_ndim(const char *op, const em_tensor *a, const em_tensor *b, in
     return em_set_error("%s: expected %d-D %s, got %s and %s", op, nd, what, SHAPE(a), SHAPE(b));
 }
 
-em_tensor *em_matmul(const em_tensor *a, const em_tensor *b)
+em_tensor *ei_matmul(const em_tensor *a, const em_tensor *b)
 {
     if (em_ag_needed2(a, b)) return em_ag_matmul(a, b);
     const char *op = "matmul";
@@ -268,7 +268,13 @@ em_tensor *em_matmul(const em_tensor *a, const em_tensor *b)
     return out;
 }
 
-em_tensor *em_mm(const em_tensor *a, const em_tensor *b)
+em_tensor *em_matmul(const em_tensor *a, const em_tensor *b)
+{
+    EM_AUTOCAST(EM_AC_LOWER, ei_matmul(EM_AC_ARG(0), EM_AC_ARG(1)), a, b);
+    return ei_matmul(a, b);
+}
+
+em_tensor *ei_mm(const em_tensor *a, const em_tensor *b)
 {
     if (check_ndim("mm", a, b, 2, "tensors") || check_operands("mm", a, b, true)) return NULL;
     if (a->sizes[1] != b->sizes[0]) return inner_error("mm", a, b, a->sizes[1], b->sizes[0]);
@@ -277,7 +283,13 @@ em_tensor *em_mm(const em_tensor *a, const em_tensor *b)
     return matmul_core("mm", a, b, a, b, NULL, 0, final, 2);
 }
 
-em_tensor *em_bmm(const em_tensor *a, const em_tensor *b)
+em_tensor *em_mm(const em_tensor *a, const em_tensor *b)
+{
+    EM_AUTOCAST(EM_AC_LOWER, ei_mm(EM_AC_ARG(0), EM_AC_ARG(1)), a, b);
+    return ei_mm(a, b);
+}
+
+em_tensor *ei_bmm(const em_tensor *a, const em_tensor *b)
 {
     if (check_ndim("bmm", a, b, 3, "tensors") || check_operands("bmm", a, b, true)) return NULL;
     if (a->sizes[0] != b->sizes[0]) return sizes_error("bmm", a, b, "batch sizes", a->sizes[0], b->sizes[0]);
@@ -287,7 +299,13 @@ em_tensor *em_bmm(const em_tensor *a, const em_tensor *b)
     return matmul_core("bmm", a, b, a, b, a->sizes, 1, final, 3);
 }
 
-em_tensor *em_dot(const em_tensor *a, const em_tensor *b)
+em_tensor *em_bmm(const em_tensor *a, const em_tensor *b)
+{
+    EM_AUTOCAST(EM_AC_LOWER, ei_bmm(EM_AC_ARG(0), EM_AC_ARG(1)), a, b);
+    return ei_bmm(a, b);
+}
+
+em_tensor *ei_dot(const em_tensor *a, const em_tensor *b)
 {
     if (check_ndim("dot", a, b, 1, "tensors") || check_operands("dot", a, b, true)) return NULL;
     if (a->sizes[0] != b->sizes[0]) return sizes_error("dot", a, b, "sizes", a->sizes[0], b->sizes[0]);
@@ -299,7 +317,13 @@ em_tensor *em_dot(const em_tensor *a, const em_tensor *b)
     return out;
 }
 
-em_tensor *em_addmm(const em_tensor *c, const em_tensor *a, const em_tensor *b, double beta, double alpha)
+em_tensor *em_dot(const em_tensor *a, const em_tensor *b)
+{
+    EM_AUTOCAST(EM_AC_PROMOTE, ei_dot(EM_AC_ARG(0), EM_AC_ARG(1)), a, b);
+    return ei_dot(a, b);
+}
+
+em_tensor *ei_addmm(const em_tensor *c, const em_tensor *a, const em_tensor *b, double beta, double alpha)
 {
     if (check_ndim("addmm", a, b, 2, "matrices") || em_check_same_device("addmm", c, a) ||
         check_operands("addmm", a, b, false))
@@ -308,10 +332,10 @@ em_tensor *em_addmm(const em_tensor *c, const em_tensor *a, const em_tensor *b, 
         return em_set_error("addmm: expected a floating point input, got %s", em_dtype_name(c->dtype)), NULL;
     if (a->sizes[1] != b->sizes[0]) return inner_error("addmm", a, b, a->sizes[1], b->sizes[0]);
     if (em_ag_needed3(c, a, b)) {     /* recorded as beta*c + alpha*(a@b) */
-        em_tensor *p = em_matmul(a, b);
-        em_tensor *ps = p && alpha != 1 ? em_binary_scalar(EM_MUL, p, alpha, false, false) : p ? em_retain(p) : NULL;
-        em_tensor *cs = beta == 0 ? NULL : beta != 1 ? em_binary_scalar(EM_MUL, c, beta, false, false) : em_retain((em_tensor *)c);
-        em_tensor *r = !ps ? NULL : beta == 0 ? em_retain(ps) : cs ? em_binary(EM_ADD, cs, ps) : NULL;
+        em_tensor *p = ei_matmul(a, b);
+        em_tensor *ps = p && alpha != 1 ? ei_binary_scalar(EM_MUL, p, alpha, false, false) : p ? em_retain(p) : NULL;
+        em_tensor *cs = beta == 0 ? NULL : beta != 1 ? ei_binary_scalar(EM_MUL, c, beta, false, false) : em_retain((em_tensor *)c);
+        em_tensor *r = !ps ? NULL : beta == 0 ? em_retain(ps) : cs ? ei_binary(EM_ADD, cs, ps) : NULL;
         em_release(p); em_release(ps); em_release(cs);
         return r;
     }
@@ -335,12 +359,18 @@ em_tensor *em_addmm(const em_tensor *c, const em_tensor *a, const em_tensor *b, 
     return finish(out, r);
 }
 
+em_tensor *em_addmm(const em_tensor *c, const em_tensor *a, const em_tensor *b, double beta, double alpha)
+{
+    EM_AUTOCAST(EM_AC_LOWER, ei_addmm(EM_AC_ARG(0), EM_AC_ARG(1), EM_AC_ARG(2), beta, alpha), c, a, b);
+    return ei_addmm(c, a, b, beta, alpha);
+}
+
 /* outer is elementwise: a[:, None] * b[None, :], any dtype */
 em_tensor *em_outer(const em_tensor *a, const em_tensor *b)
 {
     if (check_ndim("outer", a, b, 1, "tensors") || em_check_same_device("outer", a, b)) return NULL;
     em_tensor *col = em_unsqueeze(a, 1), *row = col ? em_unsqueeze(b, 0) : NULL;
-    em_tensor *out = row ? em_binary(EM_MUL, col, row) : NULL;
+    em_tensor *out = row ? ei_binary(EM_MUL, col, row) : NULL;
     em_release(col);
     em_release(row);
     return out;

@@ -173,10 +173,10 @@ static int lu_factor(em_scope *s, const em_tensor *A, em_tensor **lu, em_tensor 
     em_tensor *swaps = rows ? es_binary(s, EM_NE, piv, rows) : NULL;
     int d = -1;
     em_tensor *count = swaps ? em_scope_keep(s, em_sum_dtype(swaps, &d, 1, false, EM_INT64)) : NULL;
-    em_tensor *odd = count ? em_scope_keep(s, em_binary_scalar(EM_REMAINDER, count, 2, true, false)) : NULL;
+    em_tensor *odd = count ? em_scope_keep(s, ei_binary_scalar(EM_REMAINDER, count, 2, true, false)) : NULL;
     em_tensor *oddf = odd ? em_scope_keep(s, em_to_dtype(odd, A->dtype)) : NULL;
-    em_tensor *sg = oddf ? em_scope_keep(s, em_binary_scalar(EM_MUL, oddf, -2, false, false)) : NULL;
-    sg = sg ? em_scope_keep(s, em_binary_scalar(EM_ADD, sg, 1, false, false)) : NULL;
+    em_tensor *sg = oddf ? em_scope_keep(s, ei_binary_scalar(EM_MUL, oddf, -2, false, false)) : NULL;
+    sg = sg ? em_scope_keep(s, ei_binary_scalar(EM_ADD, sg, 1, false, false)) : NULL;
     *sign = sg ? em_scope_keep(s, em_reshape(sg, A->sizes, nd - 2)) : NULL;
     return *lu && *sign ? 0 : -1;
 }
@@ -193,7 +193,7 @@ static em_tensor *det_forward(const em_tensor *A)
     if (lu_factor(&s, A, &lu, &sign, "linalg.det")) return em_scope_finish(&s, NULL);
     int d = -1;
     em_tensor *dg = diag_of(&s, lu);
-    em_tensor *p = dg ? em_scope_keep(&s, em_prod(dg, &d, 1, false)) : NULL;
+    em_tensor *p = dg ? em_scope_keep(&s, ei_prod(dg, &d, 1, false)) : NULL;
     return em_scope_finish(&s, es_mul(&s, p, sign));
 }
 
@@ -209,10 +209,10 @@ static em_tensor *cofactor(em_scope *s, const em_tensor *A)
     int d = -1;
     /* row i of `others` is s with s_i replaced by 1 */
     em_tensor *eye = eye_like(s, nn, A);
-    em_tensor *diag = eye ? em_scope_keep(s, em_binary_scalar(EM_NE, eye, 0, false, false)) : NULL;
+    em_tensor *diag = eye ? em_scope_keep(s, ei_binary_scalar(EM_NE, eye, 0, false, false)) : NULL;
     em_tensor *ones = eye ? em_scope_keep(s, em_full(NULL, 0, 1.0, A->dtype, A->storage->device)) : NULL;
     em_tensor *others = diag && ones ? em_scope_keep(s, em_where(diag, ones, es_unsqueeze(s, S, -2))) : NULL;
-    em_tensor *p = others ? em_scope_keep(s, em_prod(others, &d, 1, false)) : NULL;
+    em_tensor *p = others ? em_scope_keep(s, ei_prod(others, &d, 1, false)) : NULL;
     em_tensor *sign = es_mul(s, det_forward_ref(s, U), det_forward_ref(s, Vh));
     em_tensor *c = es_matmul(s, es_mul(s, U, es_unsqueeze(s, p, -2)), Vh);
     return es_mul(s, c, es_unsqueeze(s, es_unsqueeze(s, sign, -1), -1));
@@ -223,7 +223,7 @@ static int det_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     em_tensor *A = em_ag_saved(n, 0), *det = em_ag_saved(n, 1);
     if (!A || !det) return -1;
     em_scope s = {0};
-    em_tensor *zero = em_scope_keep(&s, em_binary_scalar(EM_EQ, det, 0, false, false));
+    em_tensor *zero = em_scope_keep(&s, ei_binary_scalar(EM_EQ, det, 0, false, false));
     em_tensor *any = zero ? em_scope_keep(&s, em_any(zero, NULL, 0, false)) : NULL;
     double singular = 0;
     if (!any || em_item(any, &singular)) return em_scope_drop(&s), -1;
@@ -263,11 +263,11 @@ static int slogdet_forward(const em_tensor *A, em_tensor **sign, em_tensor **log
     if (lu_factor(&s, A, &lu, &psign, "linalg.slogdet")) return em_scope_drop(&s), -1;
     int d = -1;
     em_tensor *dg = diag_of(&s, lu);
-    em_tensor *sg = dg ? em_scope_keep(&s, em_unary(EM_SIGN, dg)) : NULL;
-    em_tensor *ps = sg ? em_scope_keep(&s, em_prod(sg, &d, 1, false)) : NULL;
-    em_tensor *ab = dg ? em_scope_keep(&s, em_unary(EM_ABS, dg)) : NULL;
-    em_tensor *lg = ab ? em_scope_keep(&s, em_unary(EM_LOG, ab)) : NULL;
-    em_tensor *la = lg ? em_scope_keep(&s, em_sum(lg, &d, 1, false)) : NULL;
+    em_tensor *sg = dg ? em_scope_keep(&s, ei_unary(EM_SIGN, dg)) : NULL;
+    em_tensor *ps = sg ? em_scope_keep(&s, ei_prod(sg, &d, 1, false)) : NULL;
+    em_tensor *ab = dg ? em_scope_keep(&s, ei_unary(EM_ABS, dg)) : NULL;
+    em_tensor *lg = ab ? em_scope_keep(&s, ei_unary(EM_LOG, ab)) : NULL;
+    em_tensor *la = lg ? em_scope_keep(&s, ei_sum(lg, &d, 1, false)) : NULL;
     em_tensor *sign_all = es_mul(&s, ps, psign);
     if (!sign_all || !la) return em_scope_drop(&s), -1;
     return finish2(&s, sign_all, sign, la, logabs);
@@ -503,7 +503,7 @@ static em_tensor *pack(em_scope *s, em_tensor *const *parts, int np, int nb)
         flat[i] = em_scope_keep(s, em_reshape(parts[i], sz, nb + 1));
         if (!flat[i]) return NULL;
     }
-    return em_scope_keep(s, em_cat(flat, np, nb));
+    return em_scope_keep(s, ei_cat(flat, np, nb));
 }
 
 /* the piece of packed at *off with trailing sizes tail[nt]; advances *off */
@@ -603,7 +603,7 @@ static int qr_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
         em_tensor *gQ2 = es_add(&s, gQ, es_matmul(&s, Y, es_mT(&s, gV)));
         em_tensor *gX = qr_grad_tall(&s, Q, U, gQ2, gU), *gY = es_matmul(&s, Q, gV);
         em_tensor *both[2] = {gX, gY};
-        gin[0] = gX && gY ? em_scope_finish(&s, em_scope_keep(&s, em_cat(both, 2, -1))) : em_scope_finish(&s, NULL);
+        gin[0] = gX && gY ? em_scope_finish(&s, em_scope_keep(&s, ei_cat(both, 2, -1))) : em_scope_finish(&s, NULL);
     }
     return gin[0] ? 0 : -1;
 }
@@ -933,7 +933,7 @@ static em_tensor *masked_reciprocal(em_scope *s, const em_tensor *x, const em_te
     em_tensor *zero = x ? em_scope_keep(s, em_zeros(NULL, 0, x->dtype, x->storage->device)) : NULL;
     em_tensor *one = x ? em_scope_keep(s, em_ones(NULL, 0, x->dtype, x->storage->device)) : NULL;
     em_tensor *safe = keepm ? em_scope_keep(s, em_where(keepm, x, one)) : NULL;
-    em_tensor *r = safe ? em_scope_keep(s, em_unary(EM_RECIPROCAL, safe)) : NULL;
+    em_tensor *r = safe ? em_scope_keep(s, ei_unary(EM_RECIPROCAL, safe)) : NULL;
     return r ? em_scope_keep(s, em_where(keepm, r, zero)) : NULL;
 }
 
@@ -946,7 +946,7 @@ static em_tensor *tolerance(em_scope *s, const em_tensor *largest, const em_tens
     double eps = A->dtype == EM_FLOAT64 ? 2.220446049250313e-16 : 1.1920928955078125e-07;
     if (rtol < 0) rtol = atol < 0 ? eps * (double)(m > n ? m : n) : 0;
     if (atol < 0) atol = 0;
-    em_tensor *rt = largest ? em_scope_keep(s, em_binary_scalar(EM_MUL, largest, rtol, false, false)) : NULL;
+    em_tensor *rt = largest ? em_scope_keep(s, ei_binary_scalar(EM_MUL, largest, rtol, false, false)) : NULL;
     em_tensor *at = rt ? em_scope_keep(s, em_full(NULL, 0, atol, A->dtype, A->storage->device)) : NULL;
     return es_binary(s, EM_MAXIMUM, rt, at);
 }
@@ -958,7 +958,7 @@ static em_tensor *pinv_forward(const em_tensor *A, bool hermitian, double atol, 
     if (hermitian) {
         em_tensor *L, *V;
         if (eigh_forward(&s, A, false, true, "linalg.pinv", &L, &V)) return em_scope_finish(&s, NULL);
-        em_tensor *mag = em_scope_keep(&s, em_unary(EM_ABS, L));
+        em_tensor *mag = em_scope_keep(&s, ei_unary(EM_ABS, L));
         em_tensor *mx = mag ? em_scope_keep(&s, em_amax(mag, &last, 1, true)) : NULL;
         em_tensor *tol = tolerance(&s, mx, A, atol, rtol);
         em_tensor *inv = masked_reciprocal(&s, L, mag, tol);
@@ -1041,4 +1041,10 @@ em_tensor *em_linalg_cross(const em_tensor *a, const em_tensor *b, int dim)
     em_tensor *an = em_scope_keep(&s, em_index_select(ae, d, in)), *ap = em_scope_keep(&s, em_index_select(ae, d, ip));
     em_tensor *bn = em_scope_keep(&s, em_index_select(be, d, in)), *bp = em_scope_keep(&s, em_index_select(be, d, ip));
     return em_scope_finish(&s, es_sub(&s, es_mul(&s, an, bp), es_mul(&s, ap, bn)));
+}
+
+em_tensor *em_cross(const em_tensor *a, const em_tensor *b, int dim)
+{
+    EM_AUTOCAST(EM_AC_PROMOTE, em_linalg_cross(EM_AC_ARG(0), EM_AC_ARG(1), dim), a, b);
+    return em_linalg_cross(a, b, dim);
 }

@@ -24,14 +24,14 @@
 em_tensor *em_gelu_tanh(const em_tensor *x)
 {
     em_tensor *t[7] = {0}, *r = NULL;
-    if ((t[0] = em_pow_scalar(x, 3)) &&
-        (t[1] = em_binary_scalar(EM_MUL, t[0], GELU_C, false, false)) &&
-        (t[2] = em_binary(EM_ADD, x, t[1])) &&
-        (t[3] = em_binary_scalar(EM_MUL, t[2], GELU_K, false, false)) &&
-        (t[4] = em_unary(EM_TANH, t[3])) &&
-        (t[5] = em_binary_scalar(EM_ADD, t[4], 1, true, false)) &&
-        (t[6] = em_binary(EM_MUL, x, t[5])))
-        r = em_binary_scalar(EM_MUL, t[6], 0.5, false, false);
+    if ((t[0] = ei_pow_scalar(x, 3)) &&
+        (t[1] = ei_binary_scalar(EM_MUL, t[0], GELU_C, false, false)) &&
+        (t[2] = ei_binary(EM_ADD, x, t[1])) &&
+        (t[3] = ei_binary_scalar(EM_MUL, t[2], GELU_K, false, false)) &&
+        (t[4] = ei_unary(EM_TANH, t[3])) &&
+        (t[5] = ei_binary_scalar(EM_ADD, t[4], 1, true, false)) &&
+        (t[6] = ei_binary(EM_MUL, x, t[5])))
+        r = ei_binary_scalar(EM_MUL, t[6], 0.5, false, false);
     for (int i = 0; i < 7; i++) em_release(t[i]);
     return r;
 }
@@ -41,22 +41,22 @@ em_tensor *em_gelu_tanh(const em_tensor *x)
 static em_tensor *gelu_tanh_grad(const em_tensor *x)
 {
     em_tensor *t[12] = {0}, *r = NULL;
-    if ((t[0] = em_binary(EM_MUL, x, x)) &&
-        (t[1] = em_binary_scalar(EM_MUL, t[0], GELU_C, false, false)) &&
-        (t[2] = em_binary_scalar(EM_ADD, t[1], 1, true, false)) &&       /* 1 + c x^2 */
-        (t[3] = em_binary(EM_MUL, x, t[2])) &&
-        (t[4] = em_binary_scalar(EM_MUL, t[3], GELU_K, false, false)) &&
-        (t[5] = em_unary(EM_TANH, t[4])) &&                                /* t */
-        (t[6] = em_binary_scalar(EM_ADD, t[5], 1, true, false)) &&        /* 1 + t */
-        (t[7] = em_binary(EM_MUL, t[5], t[5])) &&
-        (t[8] = em_binary_scalar(EM_SUB, t[7], 1, true, true)) &&        /* 1 - t^2 */
-        (t[9] = em_binary_scalar(EM_MUL, t[1], 3, false, false)) &&
-        (t[10] = em_binary_scalar(EM_ADD, t[9], 1, true, false)) &&       /* 1 + 3 c x^2 */
-        (t[11] = em_binary(EM_MUL, t[8], t[10]))) {
-        em_tensor *u = em_binary(EM_MUL, x, t[11]);
-        em_tensor *v = u ? em_binary_scalar(EM_MUL, u, GELU_K, false, false) : NULL;
-        em_tensor *s = v ? em_binary(EM_ADD, t[6], v) : NULL;
-        r = s ? em_binary_scalar(EM_MUL, s, 0.5, false, false) : NULL;
+    if ((t[0] = ei_binary(EM_MUL, x, x)) &&
+        (t[1] = ei_binary_scalar(EM_MUL, t[0], GELU_C, false, false)) &&
+        (t[2] = ei_binary_scalar(EM_ADD, t[1], 1, true, false)) &&       /* 1 + c x^2 */
+        (t[3] = ei_binary(EM_MUL, x, t[2])) &&
+        (t[4] = ei_binary_scalar(EM_MUL, t[3], GELU_K, false, false)) &&
+        (t[5] = ei_unary(EM_TANH, t[4])) &&                                /* t */
+        (t[6] = ei_binary_scalar(EM_ADD, t[5], 1, true, false)) &&        /* 1 + t */
+        (t[7] = ei_binary(EM_MUL, t[5], t[5])) &&
+        (t[8] = ei_binary_scalar(EM_SUB, t[7], 1, true, true)) &&        /* 1 - t^2 */
+        (t[9] = ei_binary_scalar(EM_MUL, t[1], 3, false, false)) &&
+        (t[10] = ei_binary_scalar(EM_ADD, t[9], 1, true, false)) &&       /* 1 + 3 c x^2 */
+        (t[11] = ei_binary(EM_MUL, t[8], t[10]))) {
+        em_tensor *u = ei_binary(EM_MUL, x, t[11]);
+        em_tensor *v = u ? ei_binary_scalar(EM_MUL, u, GELU_K, false, false) : NULL;
+        em_tensor *s = v ? ei_binary(EM_ADD, t[6], v) : NULL;
+        r = s ? ei_binary_scalar(EM_MUL, s, 0.5, false, false) : NULL;
         em_release(u); em_release(v); em_release(s);
     }
     for (int i = 0; i < 12; i++) em_release(t[i]);
@@ -95,10 +95,10 @@ static int check_args(const em_tensor *x, const em_tensor *w, const em_tensor *b
 static em_tensor *composed(const em_tensor *x, const em_tensor *w, const em_tensor *b, em_linear_act act)
 {
     em_tensor *wt = em_transpose(w, 0, 1);
-    em_tensor *y = wt ? em_matmul(x, wt) : NULL;
+    em_tensor *y = wt ? ei_matmul(x, wt) : NULL;
     em_release(wt);
     if (y && b) {
-        em_tensor *yb = em_binary(EM_ADD, y, b);
+        em_tensor *yb = ei_binary(EM_ADD, y, b);
         em_release(y);
         y = yb;
     }
@@ -130,7 +130,7 @@ static int composed_backward(em_node *n, const em_tensor *x, const em_tensor *w,
     if (n->op == EM_LINEAR_ACT_GELU_TANH) {
         em_tensor *pre = composed(x2, w, b, EM_LINEAR_ACT_NONE);
         em_tensor *g = pre ? gelu_tanh_grad(pre) : NULL;
-        d = g ? em_binary(EM_MUL, gy2, g) : NULL;
+        d = g ? ei_binary(EM_MUL, gy2, g) : NULL;
         em_release(pre);
         em_release(g);
     } else {
@@ -138,20 +138,20 @@ static int composed_backward(em_node *n, const em_tensor *x, const em_tensor *w,
     }
     int rc = d ? 0 : -1;
     if (rc == 0 && em_ag_wants(n, 0)) {
-        em_tensor *g = em_matmul(d, w);
+        em_tensor *g = ei_matmul(d, w);
         gin[0] = g ? em_reshape(g, x->sizes, x->ndim) : NULL;
         em_release(g);
         if (!gin[0]) rc = -1;
     }
     if (rc == 0 && em_ag_wants(n, 1)) {
         em_tensor *dt = em_transpose(d, 0, 1);
-        gin[1] = dt ? em_matmul(dt, x2) : NULL;
+        gin[1] = dt ? ei_matmul(dt, x2) : NULL;
         em_release(dt);
         if (!gin[1]) rc = -1;
     }
     if (rc == 0 && em_ag_wants(n, 2)) {
         int dim = 0;
-        if (!(gin[2] = em_sum(d, &dim, 1, false))) rc = -1;
+        if (!(gin[2] = ei_sum(d, &dim, 1, false))) rc = -1;
     }
     em_release(x2);
     em_release(d);
@@ -216,7 +216,7 @@ static int linear_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
         /* no weight gradient wanted: the bias gradient alone, a column sum of d */
         em_release(gb);
         int dim = 0;
-        if (!(gb = em_sum(d, &dim, 1, false))) rc = -1;
+        if (!(gb = ei_sum(d, &dim, 1, false))) rc = -1;
     }
     if (rc == 0 && gb) gin[2] = em_retain(gb);
     em_release(gb);
@@ -235,7 +235,7 @@ static bool fused_ok(const em_tensor *x, const em_tensor *w)
            N <= INT32_MAX && K <= INT32_MAX;
 }
 
-em_tensor *em_linear(const em_tensor *x, const em_tensor *w, const em_tensor *b, em_linear_act act)
+em_tensor *ei_linear(const em_tensor *x, const em_tensor *w, const em_tensor *b, em_linear_act act)
 {
     if (check_args(x, w, b, act)) return NULL;
     if (!fused_ok(x, w)) return composed(x, w, b, act);
@@ -274,4 +274,10 @@ em_tensor *em_linear(const em_tensor *x, const em_tensor *w, const em_tensor *b,
         y = em_ag_output(n, y);
     em_release(aux);
     return y;
+}
+
+em_tensor *em_linear(const em_tensor *x, const em_tensor *w, const em_tensor *b, em_linear_act act)
+{
+    EM_AUTOCAST(EM_AC_LOWER, ei_linear(EM_AC_ARG(0), EM_AC_ARG(1), EM_AC_ARG(2), act), x, w, b);
+    return ei_linear(x, w, b, act);
 }

@@ -23,27 +23,27 @@ static int smoothed_targets(const em_tensor *x, const em_tensor *t, const em_ten
     bool was = em_set_grad_enabled(false);
     int64_t M = x->sizes[0], C = x->sizes[1], col[2] = {M, 1};
     em_device dev = em_dev(x);
-    em_tensor *ign = em_binary_scalar(EM_EQ, t, (double)ignore, true, false);
+    em_tensor *ign = ei_binary_scalar(EM_EQ, t, (double)ignore, true, false);
     em_tensor *safe = ign ? em_masked_fill(t, ign, 1) : NULL;
-    em_tensor *kept = ign ? em_unary(EM_LOGICAL_NOT, ign) : NULL;
+    em_tensor *kept = ign ? ei_unary(EM_LOGICAL_NOT, ign) : NULL;
     em_tensor *keptf = kept ? em_to_dtype(kept, x->dtype) : NULL;
     em_tensor *wt = !safe ? NULL : w ? em_index_select(w, 0, safe) : em_ones(&M, 1, x->dtype, dev);
-    em_tensor *hit = wt && keptf ? em_binary(EM_MUL, wt, keptf) : NULL;          /* w[t_i], 0 if ignored */
-    em_tensor *hits = hit ? em_binary_scalar(EM_MUL, hit, 1 - eps, false, false) : NULL;
+    em_tensor *hit = wt && keptf ? ei_binary(EM_MUL, wt, keptf) : NULL;          /* w[t_i], 0 if ignored */
+    em_tensor *hits = hit ? ei_binary_scalar(EM_MUL, hit, 1 - eps, false, false) : NULL;
     em_tensor *hitc = hits ? em_reshape(hits, col, 2) : NULL;
     em_tensor *safec = safe ? em_reshape(safe, col, 2) : NULL;
     em_tensor *q = em_zeros(x->sizes, 2, x->dtype, dev);
     int rc = q && hitc && safec ? em_scatter_add_(q, 1, safec, hitc) : -1;
     if (rc == 0 && eps > 0) {          /* + eps/C w_j on the rows kept */
-        em_tensor *wrow = w ? em_binary_scalar(EM_MUL, w, eps / (double)C, false, false)
+        em_tensor *wrow = w ? ei_binary_scalar(EM_MUL, w, eps / (double)C, false, false)
                             : em_full(&C, 1, eps / (double)C, x->dtype, dev);
         em_tensor *kc = keptf ? em_reshape(keptf, col, 2) : NULL;
-        em_tensor *sm = wrow && kc ? em_binary(EM_MUL, kc, wrow) : NULL;
+        em_tensor *sm = wrow && kc ? ei_binary(EM_MUL, kc, wrow) : NULL;
         rc = sm ? em_binary_(EM_ADD, q, sm) : -1;
         em_release(wrow); em_release(kc); em_release(sm);
     }
     int one = 1;
-    em_tensor *Q = rc == 0 ? em_sum(q, &one, 1, true) : NULL;
+    em_tensor *Q = rc == 0 ? ei_sum(q, &one, 1, true) : NULL;
     em_release(ign); em_release(safe); em_release(kept); em_release(keptf); em_release(wt);
     em_release(hit); em_release(hits); em_release(hitc); em_release(safec);
     em_set_grad_enabled(was);
@@ -60,11 +60,11 @@ static em_tensor *composed_backward(const em_tensor *g, const em_tensor *x, cons
     em_tensor *q = NULL, *Q = NULL;
     if (smoothed_targets(x, t, w, ignore, eps, &q, &Q)) return NULL;
     int64_t col[2] = {x->sizes[0], 1};
-    em_tensor *p = em_softmax(x, 1);
-    em_tensor *pQ = p ? em_binary(EM_MUL, p, Q) : NULL;
-    em_tensor *d = pQ ? em_binary(EM_SUB, pQ, q) : NULL;
+    em_tensor *p = ei_softmax(x, 1);
+    em_tensor *pQ = p ? ei_binary(EM_MUL, p, Q) : NULL;
+    em_tensor *d = pQ ? ei_binary(EM_SUB, pQ, q) : NULL;
     em_tensor *gc = em_reshape(g, col, 2);
-    em_tensor *r = d && gc ? em_binary(EM_MUL, d, gc) : NULL;
+    em_tensor *r = d && gc ? ei_binary(EM_MUL, d, gc) : NULL;
     em_release(q); em_release(Q); em_release(p); em_release(pQ); em_release(d); em_release(gc);
     return r;
 }
@@ -124,7 +124,7 @@ static em_tensor *row_losses(const em_tensor *x, const em_tensor *t, const em_te
     return loss;
 }
 
-em_tensor *em_cross_entropy(const em_tensor *input, const em_tensor *target, const em_tensor *weight,
+em_tensor *ei_cross_entropy(const em_tensor *input, const em_tensor *target, const em_tensor *weight,
                             int64_t ignore_index, double smoothing, em_reduction reduction)
 {
     const char *op = "cross_entropy";
@@ -183,10 +183,10 @@ em_tensor *em_cross_entropy(const em_tensor *input, const em_tensor *target, con
     if (reduction == EM_REDUCTION_NONE) {
         r = em_reshape(rows, target->sizes, target->ndim);
     } else {
-        em_tensor *s = em_sum(rows, NULL, 0, false);
+        em_tensor *s = ei_sum(rows, NULL, 0, false);
         if (s && reduction == EM_REDUCTION_MEAN) {
-            em_tensor *total = em_sum(roww, NULL, 0, false);   /* 0/0 = NaN when every row is ignored */
-            r = total ? em_binary(EM_DIV, s, total) : NULL;
+            em_tensor *total = ei_sum(roww, NULL, 0, false);   /* 0/0 = NaN when every row is ignored */
+            r = total ? ei_binary(EM_DIV, s, total) : NULL;
             em_release(total);
             em_release(s);
         } else {
@@ -201,4 +201,13 @@ em_tensor *em_cross_entropy(const em_tensor *input, const em_tensor *target, con
         r = c;
     }
     return r;
+}
+
+em_tensor *em_cross_entropy(const em_tensor *input, const em_tensor *target, const em_tensor *weight,
+                            int64_t ignore_index, double smoothing, em_reduction reduction)
+{
+    EM_AUTOCAST(EM_AC_FP32,
+                ei_cross_entropy(EM_AC_ARG(0), EM_AC_ARG(1), EM_AC_ARG(2), ignore_index, smoothing, reduction),
+                input, target, weight);
+    return ei_cross_entropy(input, target, weight, ignore_index, smoothing, reduction);
 }

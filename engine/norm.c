@@ -40,39 +40,39 @@ static int composed_backward(em_node *n, em_norm_op op, const em_norm_params *p,
     int dims[2], nd = stat_dims(op, dims), cdims[2] = {0, 2};
     int64_t C = p->C;
     em_tensor *xs = stat_view(op, x3, p);
-    em_tensor *mu = xs ? em_mean(xs, dims, nd, true) : NULL;
-    em_tensor *xc = mu ? em_binary(EM_SUB, xs, mu) : NULL;
-    em_tensor *sq = xc ? em_binary(EM_MUL, xc, xc) : NULL;
-    em_tensor *var = sq ? em_mean(sq, dims, nd, true) : NULL;
-    em_tensor *ve = var ? em_binary_scalar(EM_ADD, var, p->eps, false, false) : NULL;
-    em_tensor *rstd = ve ? em_unary(EM_RSQRT, ve) : NULL;
-    em_tensor *xhat_s = rstd ? em_binary(EM_MUL, xc, rstd) : NULL;
+    em_tensor *mu = xs ? ei_mean(xs, dims, nd, true) : NULL;
+    em_tensor *xc = mu ? ei_binary(EM_SUB, xs, mu) : NULL;
+    em_tensor *sq = xc ? ei_binary(EM_MUL, xc, xc) : NULL;
+    em_tensor *var = sq ? ei_mean(sq, dims, nd, true) : NULL;
+    em_tensor *ve = var ? ei_binary_scalar(EM_ADD, var, p->eps, false, false) : NULL;
+    em_tensor *rstd = ve ? ei_unary(EM_RSQRT, ve) : NULL;
+    em_tensor *xhat_s = rstd ? ei_binary(EM_MUL, xc, rstd) : NULL;
     em_tensor *xhat = xhat_s ? em_reshape(xhat_s, x3->sizes, 3) : NULL;
     int rc = xhat ? 0 : -1;
     if (rc == 0 && em_ag_wants(n, 0)) {
         em_tensor *wv = w ? channel_view(w, C) : NULL;
-        em_tensor *gyw = w ? (wv ? em_binary(EM_MUL, gy, wv) : NULL) : em_retain((em_tensor *)gy);
+        em_tensor *gyw = w ? (wv ? ei_binary(EM_MUL, gy, wv) : NULL) : em_retain((em_tensor *)gy);
         em_tensor *gs = gyw ? stat_view(op, gyw, p) : NULL;
-        em_tensor *m1 = gs ? em_mean(gs, dims, nd, true) : NULL;
-        em_tensor *gx_ = m1 ? em_binary(EM_MUL, gs, xhat_s) : NULL;
-        em_tensor *m2 = gx_ ? em_mean(gx_, dims, nd, true) : NULL;
-        em_tensor *t1 = m2 ? em_binary(EM_SUB, gs, m1) : NULL;
-        em_tensor *t2 = t1 ? em_binary(EM_MUL, xhat_s, m2) : NULL;
-        em_tensor *t3 = t2 ? em_binary(EM_SUB, t1, t2) : NULL;
-        em_tensor *t4 = t3 ? em_binary(EM_MUL, t3, rstd) : NULL;
+        em_tensor *m1 = gs ? ei_mean(gs, dims, nd, true) : NULL;
+        em_tensor *gx_ = m1 ? ei_binary(EM_MUL, gs, xhat_s) : NULL;
+        em_tensor *m2 = gx_ ? ei_mean(gx_, dims, nd, true) : NULL;
+        em_tensor *t1 = m2 ? ei_binary(EM_SUB, gs, m1) : NULL;
+        em_tensor *t2 = t1 ? ei_binary(EM_MUL, xhat_s, m2) : NULL;
+        em_tensor *t3 = t2 ? ei_binary(EM_SUB, t1, t2) : NULL;
+        em_tensor *t4 = t3 ? ei_binary(EM_MUL, t3, rstd) : NULL;
         gin[0] = t4 ? em_reshape(t4, x3->sizes, 3) : NULL;
         em_release(wv); em_release(gyw); em_release(gs); em_release(m1); em_release(gx_); em_release(m2);
         em_release(t1); em_release(t2); em_release(t3); em_release(t4);
         if (!gin[0]) rc = -1;
     }
     if (rc == 0 && em_ag_wants(n, 1)) {
-        em_tensor *gx_ = em_binary(EM_MUL, gy, xhat);
-        gin[1] = gx_ ? em_sum(gx_, cdims, 2, false) : NULL;
+        em_tensor *gx_ = ei_binary(EM_MUL, gy, xhat);
+        gin[1] = gx_ ? ei_sum(gx_, cdims, 2, false) : NULL;
         em_release(gx_);
         if (!gin[1]) rc = -1;
     }
     if (rc == 0 && em_ag_wants(n, 2)) {
-        gin[2] = em_sum(gy, cdims, 2, false);
+        gin[2] = ei_sum(gy, cdims, 2, false);
         if (!gin[2]) rc = -1;
     }
     em_release(xs); em_release(mu); em_release(xc); em_release(sq); em_release(var); em_release(ve);
@@ -138,8 +138,8 @@ static em_tensor *norm_prim(em_norm_op op, const em_tensor *x3, const em_tensor 
     if (ok && em_numel(xc) == 0 && nstats > 0) ok = em_fill_(mean, NAN) == 0 && em_fill_(var, NAN) == 0;
     em_tensor *rstd = NULL;
     if (ok && record) {
-        em_tensor *ve = em_binary_scalar(EM_ADD, var, p->eps, false, false);
-        rstd = ve ? em_unary(EM_RSQRT, ve) : NULL;
+        em_tensor *ve = ei_binary_scalar(EM_ADD, var, p->eps, false, false);
+        rstd = ve ? ei_unary(EM_RSQRT, ve) : NULL;
         em_release(ve);
         ok = rstd != NULL;
     }
@@ -234,7 +234,7 @@ static int running_update(em_tensor *r, const em_tensor *s, double m)
 {
     bool was = em_set_grad_enabled(false);
     em_tensor *a = em_scalar(1 - m, r->dtype, em_dev(r));
-    em_tensor *ms = em_binary_scalar(EM_MUL, s, m, false, false);
+    em_tensor *ms = ei_binary_scalar(EM_MUL, s, m, false, false);
     int rc = a && ms && em_binary_(EM_MUL, r, a) == 0 && em_binary_(EM_ADD, r, ms) == 0 ? 0 : -1;
     em_release(a);
     em_release(ms);
@@ -250,15 +250,15 @@ static em_tensor *batch_norm_eval(const em_tensor *x, const em_tensor *rm, const
     bs[0] = 1;
     bs[1] = x->sizes[1];
     for (int i = 2; i < x->ndim; i++) bs[i] = 1;
-    em_tensor *ve = em_binary_scalar(EM_ADD, rv, eps, false, false);
-    em_tensor *inv = ve ? em_unary(EM_RSQRT, ve) : NULL;
-    em_tensor *scale = !inv ? NULL : w ? em_binary(EM_MUL, inv, w) : em_retain(inv);
-    em_tensor *ms = scale ? em_binary(EM_MUL, rm, scale) : NULL;
-    em_tensor *shift = !ms ? NULL : b ? em_binary(EM_SUB, b, ms) : em_unary(EM_NEG, ms);
+    em_tensor *ve = ei_binary_scalar(EM_ADD, rv, eps, false, false);
+    em_tensor *inv = ve ? ei_unary(EM_RSQRT, ve) : NULL;
+    em_tensor *scale = !inv ? NULL : w ? ei_binary(EM_MUL, inv, w) : em_retain(inv);
+    em_tensor *ms = scale ? ei_binary(EM_MUL, rm, scale) : NULL;
+    em_tensor *shift = !ms ? NULL : b ? ei_binary(EM_SUB, b, ms) : ei_unary(EM_NEG, ms);
     em_tensor *sv = shift ? em_reshape(scale, bs, x->ndim) : NULL;
     em_tensor *hv = sv ? em_reshape(shift, bs, x->ndim) : NULL;
-    em_tensor *xs = hv ? em_binary(EM_MUL, x, sv) : NULL;
-    em_tensor *y = xs ? em_binary(EM_ADD, xs, hv) : NULL;
+    em_tensor *xs = hv ? ei_binary(EM_MUL, x, sv) : NULL;
+    em_tensor *y = xs ? ei_binary(EM_ADD, xs, hv) : NULL;
     em_release(ve); em_release(inv); em_release(scale); em_release(ms); em_release(shift);
     em_release(sv); em_release(hv); em_release(xs);
     return y;
@@ -303,7 +303,7 @@ em_tensor *em_batch_norm(const em_tensor *x, em_tensor *running_mean, em_tensor 
     em_release(x3);
     if (y3 && running_mean) {
         double n = (double)(N * S);
-        em_tensor *unbiased = WITHOUT_GRAD(em_binary_scalar(EM_MUL, var, n / (n - 1), false, false));
+        em_tensor *unbiased = WITHOUT_GRAD(ei_binary_scalar(EM_MUL, var, n / (n - 1), false, false));
         if (!unbiased || running_update(running_mean, mean, momentum) || running_update(running_var, unbiased, momentum)) {
             em_release(y3);
             y3 = NULL;
@@ -318,7 +318,7 @@ em_tensor *em_batch_norm(const em_tensor *x, em_tensor *running_mean, em_tensor 
     return y;
 }
 
-em_tensor *em_group_norm(const em_tensor *x, int64_t groups, const em_tensor *weight, const em_tensor *bias, double eps)
+em_tensor *ei_group_norm(const em_tensor *x, int64_t groups, const em_tensor *weight, const em_tensor *bias, double eps)
 {
     const char *op = "group_norm";
     if (check_input(op, x, 2)) return NULL;
@@ -333,7 +333,7 @@ em_tensor *em_group_norm(const em_tensor *x, int64_t groups, const em_tensor *we
     if (mixed < 0) return NULL;
     if (mixed) {
         em_tensor *xf = em_to_dtype(x, EM_FLOAT32);
-        return to_input(xf, xf ? em_group_norm(xf, groups, weight, bias, eps) : NULL, x->dtype);
+        return to_input(xf, xf ? ei_group_norm(xf, groups, weight, bias, eps) : NULL, x->dtype);
     }
     if (check_vector(op, "weight", x, weight, C) || check_vector(op, "bias", x, bias, C)) return NULL;
     if (!(eps >= 0)) return em_set_error("%s: eps must be non-negative, got %g", op, eps), NULL;
@@ -348,7 +348,14 @@ em_tensor *em_group_norm(const em_tensor *x, int64_t groups, const em_tensor *we
     return y;
 }
 
-em_tensor *em_layer_norm(const em_tensor *x, const int64_t *normalized_shape, int nnorm, const em_tensor *weight,
+em_tensor *em_group_norm(const em_tensor *x, int64_t groups, const em_tensor *weight, const em_tensor *bias, double eps)
+{
+    EM_AUTOCAST(EM_AC_FP32_CUDA, ei_group_norm(EM_AC_ARG(0), groups, EM_AC_ARG(1), EM_AC_ARG(2), eps),
+                x, weight, bias);
+    return ei_group_norm(x, groups, weight, bias, eps);
+}
+
+em_tensor *ei_layer_norm(const em_tensor *x, const int64_t *normalized_shape, int nnorm, const em_tensor *weight,
                          const em_tensor *bias, double eps)
 {
     const char *op = "layer_norm";
@@ -368,7 +375,7 @@ em_tensor *em_layer_norm(const em_tensor *x, const int64_t *normalized_shape, in
     if (mixed < 0) return NULL;
     if (mixed) {
         em_tensor *xf = em_to_dtype(x, EM_FLOAT32);
-        return to_input(xf, xf ? em_layer_norm(xf, normalized_shape, nnorm, weight, bias, eps) : NULL, x->dtype);
+        return to_input(xf, xf ? ei_layer_norm(xf, normalized_shape, nnorm, weight, bias, eps) : NULL, x->dtype);
     }
     for (int k = 0; k < 2; k++) {
         const em_tensor *v = wb[k];
@@ -395,4 +402,12 @@ em_tensor *em_layer_norm(const em_tensor *x, const int64_t *normalized_shape, in
     em_tensor *y = em_reshape(y3, x->sizes, x->ndim);
     em_release(y3);
     return y;
+}
+
+em_tensor *em_layer_norm(const em_tensor *x, const int64_t *normalized_shape, int nnorm, const em_tensor *weight,
+                         const em_tensor *bias, double eps)
+{
+    EM_AUTOCAST(EM_AC_FP32_CUDA, ei_layer_norm(EM_AC_ARG(0), normalized_shape, nnorm, EM_AC_ARG(1), EM_AC_ARG(2), eps),
+                x, weight, bias);
+    return ei_layer_norm(x, normalized_shape, nnorm, weight, bias, eps);
 }

@@ -586,12 +586,12 @@ em_tensor *em_multi_norm(int64_t n, em_tensor *const *ts, double norm_type)
     if (ngroups == 0) {
         all = em_scope_keep(&sc, em_scalar(0, EM_FLOAT64, dev0));
     } else {
-        em_tensor *stacked = em_scope_keep(&sc, em_stack(totals, ngroups, 0));
+        em_tensor *stacked = em_scope_keep(&sc, ei_stack(totals, ngroups, 0));
         all = !stacked ? NULL
-              : em_scope_keep(&sc, isinf(norm_type) ? em_amax(stacked, NULL, 0, false) : em_sum(stacked, NULL, 0, false));
+              : em_scope_keep(&sc, isinf(norm_type) ? em_amax(stacked, NULL, 0, false) : ei_sum(stacked, NULL, 0, false));
     }
     em_tensor *norm = !all || norm_type == 1 || isinf(norm_type) ? all
-                      : em_scope_keep(&sc, norm_type == 2 ? em_unary(EM_SQRT, all) : em_pow_scalar(all, 1 / norm_type));
+                      : em_scope_keep(&sc, norm_type == 2 ? ei_unary(EM_SQRT, all) : ei_pow_scalar(all, 1 / norm_type));
     r = norm ? em_cast_to(norm, ts[0]->dtype) : NULL;
 done:
     for (int i = 0; i < ngroups; i++) em_release(totals[i]);

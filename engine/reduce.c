@@ -142,10 +142,16 @@ static em_tensor *reduce_op(const char *name, em_reduce_op op, const em_tensor *
 
 /* ---- primitive reductions ------------------------------------------------ */
 
-em_tensor *em_sum(const em_tensor *t, const int *dims, int ndims, bool keepdim)
+em_tensor *ei_sum(const em_tensor *t, const int *dims, int ndims, bool keepdim)
 {
     if (em_ag_needed1(t)) return em_ag_reduce(0, t, dims, ndims, keepdim);
     return reduce_op("sum", EM_RSUM, t, dims, ndims, keepdim, acc_dtype(t->dtype), NULL);
+}
+
+em_tensor *em_sum(const em_tensor *t, const int *dims, int ndims, bool keepdim)
+{
+    EM_AUTOCAST(EM_AC_FP32_CUDA, ei_sum(EM_AC_ARG(0), dims, ndims, keepdim), t);
+    return ei_sum(t, dims, ndims, keepdim);
 }
 
 em_tensor *em_sum_dtype(const em_tensor *t, const int *dims, int ndims, bool keepdim, em_dtype d)
@@ -153,7 +159,7 @@ em_tensor *em_sum_dtype(const em_tensor *t, const int *dims, int ndims, bool kee
     if ((unsigned)d >= EM_NDTYPES) return em_set_error("sum: invalid dtype %d", (int)d), NULL;
     if (em_ag_needed1(t) && em_dtype_is_float(d)) {     /* a recorded cast, then a recorded sum */
         em_tensor *c = em_to_dtype(t, d);
-        em_tensor *r = c ? em_sum(c, dims, ndims, keepdim) : NULL;
+        em_tensor *r = c ? ei_sum(c, dims, ndims, keepdim) : NULL;
         em_release(c);
         return r;
     }
@@ -170,10 +176,16 @@ em_tensor *em_sum_dtype(const em_tensor *t, const int *dims, int ndims, bool kee
     return r;
 }
 
-em_tensor *em_prod(const em_tensor *t, const int *dims, int ndims, bool keepdim)
+em_tensor *ei_prod(const em_tensor *t, const int *dims, int ndims, bool keepdim)
 {
     if (em_ag_needed1(t)) return em_ag_reduce(3, t, dims, ndims, keepdim);
     return reduce_op("prod", EM_RPROD, t, dims, ndims, keepdim, acc_dtype(t->dtype), NULL);
+}
+
+em_tensor *em_prod(const em_tensor *t, const int *dims, int ndims, bool keepdim)
+{
+    EM_AUTOCAST(EM_AC_FP32, ei_prod(EM_AC_ARG(0), dims, ndims, keepdim), t);
+    return ei_prod(t, dims, ndims, keepdim);
 }
 
 em_tensor *em_amax(const em_tensor *t, const int *dims, int ndims, bool keepdim)
@@ -261,7 +273,7 @@ em_tensor *em_argmin(const em_tensor *t, int dim, bool keepdim, bool flat)
 
 /* ---- composed reductions ------------------------------------------------- */
 
-em_tensor *em_mean(const em_tensor *t, const int *dims, int ndims, bool keepdim)
+em_tensor *ei_mean(const em_tensor *t, const int *dims, int ndims, bool keepdim)
 {
     if (need_float("mean", t)) return NULL;
     int64_t n;
@@ -269,16 +281,22 @@ em_tensor *em_mean(const em_tensor *t, const int *dims, int ndims, bool keepdim)
     if (is_half(t->dtype)) {
         em_tensor *f = em_to_dtype(t, EM_FLOAT32);
         if (!f) return NULL;
-        em_tensor *r = em_mean(f, dims, ndims, keepdim);
+        em_tensor *r = ei_mean(f, dims, ndims, keepdim);
         em_release(f);
         return cast_back(r, t->dtype);
     }
-    em_tensor *s = em_sum(t, dims, ndims, keepdim);
+    em_tensor *s = ei_sum(t, dims, ndims, keepdim);
     if (!s) return NULL;
     /* an empty reduction divides 0 by 0: NaN, as in PyTorch */
-    em_tensor *r = em_binary_scalar(EM_DIV, s, (double)n, false, false);
+    em_tensor *r = ei_binary_scalar(EM_DIV, s, (double)n, false, false);
     em_release(s);
     return r;
+}
+
+em_tensor *em_mean(const em_tensor *t, const int *dims, int ndims, bool keepdim)
+{
+    EM_AUTOCAST(EM_AC_FP32_CUDA, ei_mean(EM_AC_ARG(0), dims, ndims, keepdim), t);
+    return ei_mean(t, dims, ndims, keepdim);
 }
 
 static em_tensor *variance(const char *name, const em_tensor *t, const int *dims, int ndims,
@@ -300,19 +318,19 @@ static em_tensor *variance(const char *name, const em_tensor *t, const int *dims
         return out ? em_ag_variance(t, out, dims, ndims, div, keepdim, take_sqrt) : NULL;
     }
     /* two passes (mean, then squared deviations): no cancellation trouble */
-    em_tensor *m = em_mean(t, dims, ndims, true);
+    em_tensor *m = ei_mean(t, dims, ndims, true);
     if (!m) return NULL;
-    em_tensor *dev = em_binary(EM_SUB, t, m);
+    em_tensor *dev = ei_binary(EM_SUB, t, m);
     em_release(m);
     if (!dev) return NULL;
-    em_tensor *sq = em_unary(EM_SQUARE, dev);
+    em_tensor *sq = ei_unary(EM_SQUARE, dev);
     em_release(dev);
     if (!sq) return NULL;
-    em_tensor *s = em_sum(sq, dims, ndims, keepdim);
+    em_tensor *s = ei_sum(sq, dims, ndims, keepdim);
     em_release(sq);
     if (!s) return NULL;
     /* PyTorch clamps the divisor at 0: too few elements give inf or NaN */
-    em_tensor *v = em_binary_scalar(EM_DIV, s, div > 0 ? div : 0, false, false);
+    em_tensor *v = ei_binary_scalar(EM_DIV, s, div > 0 ? div : 0, false, false);
     em_release(s);
     if (!v || !take_sqrt) return v;
     em_tensor *r = em_root(v, 2);
@@ -330,7 +348,7 @@ em_tensor *em_std(const em_tensor *t, const int *dims, int ndims, double correct
     return variance("std", t, dims, ndims, correction, keepdim, true);
 }
 
-em_tensor *em_norm(const em_tensor *t, double p, const int *dims, int ndims, bool keepdim)
+em_tensor *ei_norm(const em_tensor *t, double p, const int *dims, int ndims, bool keepdim)
 {
     if (need_float("norm", t)) return NULL;
     if (isnan(p)) return em_set_error("norm: the order p must be a number, got nan"), NULL;
@@ -339,37 +357,37 @@ em_tensor *em_norm(const em_tensor *t, double p, const int *dims, int ndims, boo
     if (is_half(t->dtype)) {
         em_tensor *f = em_to_dtype(t, EM_FLOAT32);
         if (!f) return NULL;
-        em_tensor *r = em_norm(f, p, dims, ndims, keepdim);
+        em_tensor *r = ei_norm(f, p, dims, ndims, keepdim);
         em_release(f);
         return cast_back(r, t->dtype);
     }
     if (p == 0) {   /* the number of non-zero elements */
-        em_tensor *nz = em_binary_scalar(EM_NE, t, 0, false, false);
+        em_tensor *nz = ei_binary_scalar(EM_NE, t, 0, false, false);
         if (!nz) return NULL;
         em_tensor *r = em_sum_dtype(nz, dims, ndims, keepdim, t->dtype);
         em_release(nz);
         return r;
     }
     if (p == 2) {
-        em_tensor *sq = em_unary(EM_SQUARE, t);
+        em_tensor *sq = ei_unary(EM_SQUARE, t);
         if (!sq) return NULL;
-        em_tensor *s = em_sum(sq, dims, ndims, keepdim);
+        em_tensor *s = ei_sum(sq, dims, ndims, keepdim);
         em_release(sq);
         if (!s) return NULL;
         em_tensor *r = em_root(s, 2);
         em_release(s);
         return r;
     }
-    em_tensor *a = em_unary(EM_ABS, t);
+    em_tensor *a = ei_unary(EM_ABS, t);
     if (!a) return NULL;
     em_tensor *r;
     if (isinf(p)) {
         r = p > 0 ? em_amax(a, dims, ndims, keepdim) : em_amin(a, dims, ndims, keepdim);
     } else if (p == 1) {
-        r = em_sum(a, dims, ndims, keepdim);
+        r = ei_sum(a, dims, ndims, keepdim);
     } else {
-        em_tensor *pw = em_binary_scalar(EM_POW, a, p, false, false);
-        em_tensor *s = pw ? em_sum(pw, dims, ndims, keepdim) : NULL;
+        em_tensor *pw = ei_binary_scalar(EM_POW, a, p, false, false);
+        em_tensor *s = pw ? ei_sum(pw, dims, ndims, keepdim) : NULL;
         em_release(pw);
         r = s ? em_root(s, p) : NULL;
         em_release(s);
@@ -378,13 +396,19 @@ em_tensor *em_norm(const em_tensor *t, double p, const int *dims, int ndims, boo
     return r;
 }
 
-em_tensor *em_logsumexp(const em_tensor *t, const int *dims, int ndims, bool keepdim)
+em_tensor *em_norm(const em_tensor *t, double p, const int *dims, int ndims, bool keepdim)
+{
+    EM_AUTOCAST(EM_AC_FP32_CUDA, ei_norm(EM_AC_ARG(0), p, dims, ndims, keepdim), t);
+    return ei_norm(t, p, dims, ndims, keepdim);
+}
+
+em_tensor *ei_logsumexp(const em_tensor *t, const int *dims, int ndims, bool keepdim)
 {
     if (!em_dtype_is_float(t->dtype) || is_half(t->dtype)) {
         em_dtype d = is_half(t->dtype) ? EM_FLOAT32 : em_default_dtype();
         em_tensor *f = em_to_dtype(t, d);
         if (!f) return NULL;
-        em_tensor *r = em_logsumexp(f, dims, ndims, keepdim);
+        em_tensor *r = ei_logsumexp(f, dims, ndims, keepdim);
         em_release(f);
         return is_half(t->dtype) ? cast_back(r, t->dtype) : r;
     }
@@ -401,24 +425,30 @@ em_tensor *em_logsumexp(const em_tensor *t, const int *dims, int ndims, bool kee
      * the row then yields -inf or +inf as it should. */
     em_tensor *m = reduce_op("logsumexp", EM_RMAX, t, dims, ndims, true, t->dtype, NULL);
     if (!m) return NULL;
-    em_tensor *am = em_unary(EM_ABS, m);
-    em_tensor *inf = am ? em_binary_scalar(EM_EQ, am, INFINITY, false, false) : NULL;
+    em_tensor *am = ei_unary(EM_ABS, m);
+    em_tensor *inf = am ? ei_binary_scalar(EM_EQ, am, INFINITY, false, false) : NULL;
     em_release(am);
     em_tensor *shift = inf ? em_masked_fill(m, inf, 0) : NULL;
     em_release(inf);
     em_release(m);
     if (!shift) return NULL;
-    em_tensor *x = em_binary(EM_SUB, t, shift);
-    em_tensor *e = x ? em_unary(EM_EXP, x) : NULL;
+    em_tensor *x = ei_binary(EM_SUB, t, shift);
+    em_tensor *e = x ? ei_unary(EM_EXP, x) : NULL;
     em_release(x);
-    em_tensor *s = e ? em_sum(e, dims, ndims, true) : NULL;
+    em_tensor *s = e ? ei_sum(e, dims, ndims, true) : NULL;
     em_release(e);
-    em_tensor *l = s ? em_unary(EM_LOG, s) : NULL;
+    em_tensor *l = s ? ei_unary(EM_LOG, s) : NULL;
     em_release(s);
-    em_tensor *r = l ? em_binary(EM_ADD, l, shift) : NULL;
+    em_tensor *r = l ? ei_binary(EM_ADD, l, shift) : NULL;
     em_release(l);
     em_release(shift);
     return keepdim ? r : drop_reduced(r, t, dims, ndims);
+}
+
+em_tensor *em_logsumexp(const em_tensor *t, const int *dims, int ndims, bool keepdim)
+{
+    EM_AUTOCAST(EM_AC_FP32_CUDA, ei_logsumexp(EM_AC_ARG(0), dims, ndims, keepdim), t);
+    return ei_logsumexp(t, dims, ndims, keepdim);
 }
 
 /* ---- softmax and scans --------------------------------------------------- */
@@ -443,16 +473,28 @@ static em_tensor *softmax_op(const char *name, em_softmax_op op, const em_tensor
     return out;
 }
 
-em_tensor *em_softmax(const em_tensor *t, int dim)
+em_tensor *ei_softmax(const em_tensor *t, int dim)
 {
     if (em_ag_needed1(t)) return em_ag_softmax(EM_SOFTMAX, t, dim);
     return softmax_op("softmax", EM_SOFTMAX, t, dim);
 }
 
-em_tensor *em_log_softmax(const em_tensor *t, int dim)
+em_tensor *em_softmax(const em_tensor *t, int dim)
+{
+    EM_AUTOCAST(EM_AC_FP32_CUDA, ei_softmax(EM_AC_ARG(0), dim), t);
+    return ei_softmax(t, dim);
+}
+
+em_tensor *ei_log_softmax(const em_tensor *t, int dim)
 {
     if (em_ag_needed1(t)) return em_ag_softmax(EM_LOG_SOFTMAX, t, dim);
     return softmax_op("log_softmax", EM_LOG_SOFTMAX, t, dim);
+}
+
+em_tensor *em_log_softmax(const em_tensor *t, int dim)
+{
+    EM_AUTOCAST(EM_AC_FP32_CUDA, ei_log_softmax(EM_AC_ARG(0), dim), t);
+    return ei_log_softmax(t, dim);
 }
 
 static em_tensor *scan_op(const char *name, em_scan_op op, const em_tensor *t, int dim)
@@ -472,14 +514,26 @@ static em_tensor *scan_op(const char *name, em_scan_op op, const em_tensor *t, i
     return out;
 }
 
-em_tensor *em_cumsum(const em_tensor *t, int dim)
+em_tensor *ei_cumsum(const em_tensor *t, int dim)
 {
     if (em_ag_needed1(t)) return em_ag_cumsum(t, dim);
     return scan_op("cumsum", EM_CUMSUM, t, dim);
 }
 
-em_tensor *em_cumprod(const em_tensor *t, int dim)
+em_tensor *em_cumsum(const em_tensor *t, int dim)
+{
+    EM_AUTOCAST(EM_AC_FP32_CUDA, ei_cumsum(EM_AC_ARG(0), dim), t);
+    return ei_cumsum(t, dim);
+}
+
+em_tensor *ei_cumprod(const em_tensor *t, int dim)
 {
     if (em_ag_needed1(t)) return em_ag_cumprod(t, dim);
     return scan_op("cumprod", EM_CUMPROD, t, dim);
+}
+
+em_tensor *em_cumprod(const em_tensor *t, int dim)
+{
+    EM_AUTOCAST(EM_AC_FP32_CUDA, ei_cumprod(EM_AC_ARG(0), dim), t);
+    return ei_cumprod(t, dim);
 }

@@ -50,7 +50,7 @@ static em_tensor *flat(const em_tensor *t)
     return em_reshape(t, &n, 1);
 }
 
-static em_tensor *isnan_of(const em_tensor *t) { return em_binary(EM_NE, t, t); }
+static em_tensor *isnan_of(const em_tensor *t) { return ei_binary(EM_NE, t, t); }
 
 /* 1-based positions start .. start + n - 1 along dim of an ndim-dims
  * tensor (size 1 in the other dims), int64 */
@@ -123,19 +123,19 @@ static em_tensor *pick_position(pick_kind kind, int64_t k, const em_tensor *sv, 
     em_tensor *mid = em_full(kept, sv->ndim, (double)((n - 1) / 2 + 1), EM_INT64, dev);
     if (!mid || !em_dtype_is_float(sv->dtype)) return mid;
     em_tensor *nan = isnan_of(sv);
-    em_tensor *cnt = nan ? em_sum(nan, &d, 1, true) : NULL;
+    em_tensor *cnt = nan ? ei_sum(nan, &d, 1, true) : NULL;
     em_release(nan);
     em_tensor *r = NULL;
     if (cnt && kind == PICK_MEDIAN) {
-        em_tensor *first_nan = em_binary_scalar(EM_SUB, cnt, (double)(n + 1), true, true);
-        em_tensor *has = first_nan ? em_binary_scalar(EM_GT, cnt, 0, true, false) : NULL;
+        em_tensor *first_nan = ei_binary_scalar(EM_SUB, cnt, (double)(n + 1), true, true);
+        em_tensor *has = first_nan ? ei_binary_scalar(EM_GT, cnt, 0, true, false) : NULL;
         r = has ? em_where(has, first_nan, mid) : NULL;
         em_release(first_nan); em_release(has);
     } else if (cnt) {   /* floor((m + 1) / 2) of the m values that are not NaN, at least 1 */
-        em_tensor *m1 = em_binary_scalar(EM_SUB, cnt, (double)(n + 1), true, true);
+        em_tensor *m1 = ei_binary_scalar(EM_SUB, cnt, (double)(n + 1), true, true);
         em_tensor *f = m1 ? em_cast_to(m1, EM_FLOAT64) : NULL;
-        em_tensor *h = f ? em_binary_scalar(EM_MUL, f, 0.5, false, false) : NULL;
-        em_tensor *fl = h ? em_unary(EM_FLOOR, h) : NULL;
+        em_tensor *h = f ? ei_binary_scalar(EM_MUL, f, 0.5, false, false) : NULL;
+        em_tensor *fl = h ? ei_unary(EM_FLOOR, h) : NULL;
         double one = 1;
         em_tensor *c = fl ? em_clamp(fl, &one, NULL) : NULL;
         r = c ? em_cast_to(c, EM_INT64) : NULL;
@@ -232,15 +232,15 @@ int em_mode(const em_tensor *t, int dim, bool keepdim, em_tensor **values, em_te
         os[d] = 1;
         tmp[0] = em_narrow(sv, d, 1, n - 1);
         tmp[1] = tmp[0] ? em_narrow(sv, d, 0, n - 1) : NULL;
-        tmp[2] = tmp[1] ? em_binary(EM_NE, tmp[0], tmp[1]) : NULL;          /* a new run starts */
+        tmp[2] = tmp[1] ? ei_binary(EM_NE, tmp[0], tmp[1]) : NULL;          /* a new run starts */
         tmp[3] = tmp[2] ? em_full(os, sv->ndim, 1, EM_BOOL, em_dev(sv)) : NULL;
         em_tensor *parts[2] = {tmp[3], tmp[2]};
-        tmp[4] = tmp[3] ? em_cat(parts, 2, d) : NULL;
+        tmp[4] = tmp[3] ? ei_cat(parts, 2, d) : NULL;
         tmp[5] = tmp[4] ? positions(n, d, sv->ndim, em_dev(sv)) : NULL;
-        tmp[6] = tmp[5] ? em_binary_scalar(EM_MUL, tmp[5], 0, true, false) : NULL;
+        tmp[6] = tmp[5] ? ei_binary_scalar(EM_MUL, tmp[5], 0, true, false) : NULL;
         tmp[7] = tmp[6] ? em_where(tmp[4], tmp[5], tmp[6]) : NULL;         /* run starts' positions */
         tmp[8] = tmp[7] ? raw_scan(EM_CUMMAX, tmp[7], d) : NULL;           /* each one's run start */
-        tmp[9] = tmp[8] ? em_binary(EM_SUB, tmp[5], tmp[8]) : NULL;        /* count - 1 */
+        tmp[9] = tmp[8] ? ei_binary(EM_SUB, tmp[5], tmp[8]) : NULL;        /* count - 1 */
         pos = tmp[9] ? em_argmax(tmp[9], d, true, false) : NULL;
         release_all(tmp, 10);
         em_set_grad_enabled(was);
@@ -255,13 +255,13 @@ int em_mode(const em_tensor *t, int dim, bool keepdim, em_tensor **values, em_te
 /* PyTorch's lerp: from the nearer end, so weight 1 gives `hi` exactly */
 static em_tensor *lerp(const em_tensor *lo, const em_tensor *hi, const em_tensor *w)
 {
-    em_tensor *diff = em_binary(EM_SUB, hi, lo);
-    em_tensor *a1 = diff ? em_binary(EM_MUL, w, diff) : NULL;
-    em_tensor *a = a1 ? em_binary(EM_ADD, lo, a1) : NULL;
-    em_tensor *w1 = a ? em_binary_scalar(EM_SUB, w, 1, true, true) : NULL;
-    em_tensor *b1 = w1 ? em_binary(EM_MUL, diff, w1) : NULL;
-    em_tensor *b = b1 ? em_binary(EM_SUB, hi, b1) : NULL;
-    em_tensor *near_lo = b ? em_binary_scalar(EM_LT, w, 0.5, false, false) : NULL;
+    em_tensor *diff = ei_binary(EM_SUB, hi, lo);
+    em_tensor *a1 = diff ? ei_binary(EM_MUL, w, diff) : NULL;
+    em_tensor *a = a1 ? ei_binary(EM_ADD, lo, a1) : NULL;
+    em_tensor *w1 = a ? ei_binary_scalar(EM_SUB, w, 1, true, true) : NULL;
+    em_tensor *b1 = w1 ? ei_binary(EM_MUL, diff, w1) : NULL;
+    em_tensor *b = b1 ? ei_binary(EM_SUB, hi, b1) : NULL;
+    em_tensor *near_lo = b ? ei_binary_scalar(EM_LT, w, 0.5, false, false) : NULL;
     em_tensor *r = near_lo ? em_where(near_lo, a, b) : NULL;
     em_release(diff); em_release(a1); em_release(a); em_release(w1); em_release(b1); em_release(b);
     em_release(near_lo);
@@ -272,7 +272,7 @@ static em_tensor *lerp(const em_tensor *lo, const em_tensor *hi, const em_tensor
 static em_tensor *at_rank(const em_tensor *sv, int d, const em_tensor *rank)
 {
     em_tensor *i = em_cast_to(rank, EM_INT64);
-    em_tensor *i1 = i ? em_binary_scalar(EM_ADD, i, 1, true, false) : NULL;
+    em_tensor *i1 = i ? ei_binary_scalar(EM_ADD, i, 1, true, false) : NULL;
     em_tensor *r = i1 ? em_gather(sv, d, i1) : NULL;
     em_release(i); em_release(i1);
     return r;
@@ -288,30 +288,30 @@ static em_tensor *one_quantile(const em_tensor *sv, int d, const em_tensor *cnt,
     em_tensor *rank, *tmp[4] = {NULL};
     bool was = em_set_grad_enabled(false);
     if (ignore_nan) {   /* q (m - 1) of the m values that are not NaN, 0 when there are none */
-        tmp[0] = em_binary_scalar(EM_SUB, cnt, (double)(n - 1), true, true);
+        tmp[0] = ei_binary_scalar(EM_SUB, cnt, (double)(n - 1), true, true);
         tmp[1] = tmp[0] ? em_cast_to(tmp[0], sv->dtype) : NULL;
-        tmp[2] = tmp[1] ? em_binary_scalar(EM_MUL, tmp[1], q, false, false) : NULL;
+        tmp[2] = tmp[1] ? ei_binary_scalar(EM_MUL, tmp[1], q, false, false) : NULL;
         double zero = 0;
         rank = tmp[2] ? em_clamp(tmp[2], &zero, NULL) : NULL;
     } else {            /* q (n - 1), or the last (a NaN) when the line has a NaN */
         tmp[0] = em_full(cnt->sizes, cnt->ndim, q, sv->dtype, em_dev(sv));
-        tmp[1] = tmp[0] ? em_binary_scalar(EM_MUL, tmp[0], (double)(n - 1), true, false) : NULL;
-        tmp[2] = tmp[1] ? em_binary_scalar(EM_GT, cnt, 0, true, false) : NULL;
+        tmp[1] = tmp[0] ? ei_binary_scalar(EM_MUL, tmp[0], (double)(n - 1), true, false) : NULL;
+        tmp[2] = tmp[1] ? ei_binary_scalar(EM_GT, cnt, 0, true, false) : NULL;
         rank = tmp[2] ? em_masked_fill(tmp[1], tmp[2], (double)(n - 1)) : NULL;
     }
     release_all(tmp, 4);
     if (rank && interp != EM_QUANTILE_LINEAR && interp != EM_QUANTILE_MIDPOINT) {
         em_unary_op r = interp == EM_QUANTILE_LOWER ? EM_FLOOR : interp == EM_QUANTILE_HIGHER ? EM_CEIL : EM_ROUND;
-        em_tensor *rr = em_unary(r, rank);
+        em_tensor *rr = ei_unary(r, rank);
         em_release(rank);
         rank = rr;
     }
     em_tensor *below = NULL, *above = NULL, *w = NULL;
     if (rank && (interp == EM_QUANTILE_LINEAR || interp == EM_QUANTILE_MIDPOINT)) {
-        below = em_unary(EM_FLOOR, rank);
-        above = below ? em_unary(EM_CEIL, rank) : NULL;
+        below = ei_unary(EM_FLOOR, rank);
+        above = below ? ei_unary(EM_CEIL, rank) : NULL;
         if (above && interp == EM_QUANTILE_MIDPOINT) w = em_full(rank->sizes, rank->ndim, 0.5, sv->dtype, em_dev(sv));
-        else if (above) w = em_binary(EM_SUB, rank, below);
+        else if (above) w = ei_binary(EM_SUB, rank, below);
     }
     em_set_grad_enabled(was);
     em_tensor *r = NULL;
@@ -336,7 +336,7 @@ static em_tensor *quantiles(const em_tensor *t, const double *qv, int nq, bool s
     em_release(w);
     em_release(si);
     em_tensor *nan = WITHOUT_GRAD(isnan_of(sv));
-    em_tensor *cnt = nan ? WITHOUT_GRAD(em_sum(nan, &d, 1, true)) : NULL;
+    em_tensor *cnt = nan ? WITHOUT_GRAD(ei_sum(nan, &d, 1, true)) : NULL;
     em_release(nan);
     /* the shape of each quantile's result */
     int64_t rs[EM_MAX_DIMS + 1];
@@ -359,7 +359,7 @@ static em_tensor *quantiles(const em_tensor *t, const double *qv, int nq, bool s
             rs[0] = 0;
             out = em_empty(rs, rn + 1, t->dtype, em_dev(t));
         } else {
-            out = stack ? em_stack(parts, nq, 0) : em_retain(parts[0]);
+            out = stack ? ei_stack(parts, nq, 0) : em_retain(parts[0]);
         }
     }
     if (parts) release_all(parts, made < nq ? made : nq);
@@ -416,7 +416,7 @@ static em_tensor *nan_to_zero(const em_tensor *t)
 em_tensor *em_nansum(const em_tensor *t, const int *dims, int ndims, bool keepdim)
 {
     em_tensor *z = nan_to_zero(t);
-    em_tensor *r = z ? em_sum(z, dims, ndims, keepdim) : NULL;
+    em_tensor *r = z ? ei_sum(z, dims, ndims, keepdim) : NULL;
     em_release(z);
     return r;
 }
@@ -434,16 +434,16 @@ em_tensor *em_nanmean(const em_tensor *t, const int *dims, int ndims, bool keepd
     }
     em_tensor *s = em_nansum(t, dims, ndims, keepdim);
     em_tensor *nan = s ? isnan_of(t) : NULL;
-    em_tensor *ok = nan ? em_unary(EM_LOGICAL_NOT, nan) : NULL;
+    em_tensor *ok = nan ? ei_unary(EM_LOGICAL_NOT, nan) : NULL;
     em_tensor *cnt = ok ? em_sum_dtype(ok, dims, ndims, keepdim, t->dtype) : NULL;
-    em_tensor *r = cnt ? em_binary(EM_DIV, s, cnt) : NULL;
+    em_tensor *r = cnt ? ei_binary(EM_DIV, s, cnt) : NULL;
     em_release(s); em_release(nan); em_release(ok); em_release(cnt);
     return r;
 }
 
 em_tensor *em_count_nonzero(const em_tensor *t, const int *dims, int ndims)
 {
-    em_tensor *nz = em_binary_scalar(EM_NE, t, 0, true, false);
+    em_tensor *nz = ei_binary_scalar(EM_NE, t, 0, true, false);
     em_tensor *r = nz ? em_sum_dtype(nz, dims, ndims, false, EM_INT64) : NULL;
     em_release(nz);
     return r;
@@ -463,7 +463,7 @@ static int moments(bool take_sqrt, const em_tensor *t, const int *dims, int ndim
                    em_tensor **spread, em_tensor **mean)
 {
     *spread = take_sqrt ? em_std(t, dims, ndims, correction, keepdim) : em_var(t, dims, ndims, correction, keepdim);
-    *mean = *spread ? em_mean(t, dims, ndims, keepdim) : NULL;
+    *mean = *spread ? ei_mean(t, dims, ndims, keepdim) : NULL;
     if (*mean) return 0;
     em_release(*spread);
     *spread = NULL;
@@ -503,11 +503,11 @@ static int cum_extreme(const char *op, em_scan_op sop, const em_tensor *t, int d
         bool was = em_set_grad_enabled(false);
         tmp[0] = em_dtype_is_float(w->dtype) ? em_retain(w) : em_cast_to(w, EM_INT64);
         tmp[1] = tmp[0] ? raw_scan(sop, tmp[0], d) : NULL;
-        tmp[2] = tmp[1] ? em_binary(EM_EQ, tmp[0], tmp[1]) : NULL;
+        tmp[2] = tmp[1] ? ei_binary(EM_EQ, tmp[0], tmp[1]) : NULL;
         tmp[3] = tmp[2] ? isnan_of(tmp[0]) : NULL;
-        tmp[4] = tmp[3] ? em_binary(EM_LOGICAL_OR, tmp[2], tmp[3]) : NULL;
+        tmp[4] = tmp[3] ? ei_binary(EM_LOGICAL_OR, tmp[2], tmp[3]) : NULL;
         tmp[5] = tmp[4] ? positions(n, d, w->ndim, em_dev(w)) : NULL;
-        tmp[6] = tmp[5] ? em_binary_scalar(EM_MUL, tmp[5], 0, true, false) : NULL;
+        tmp[6] = tmp[5] ? ei_binary_scalar(EM_MUL, tmp[5], 0, true, false) : NULL;
         tmp[7] = tmp[6] ? em_where(tmp[4], tmp[5], tmp[6]) : NULL;
         idx = tmp[7] && em_numel(w) ? raw_scan(EM_CUMMAX, tmp[7], d) : tmp[7] ? em_retain(tmp[7]) : NULL;
         release_all(tmp, 8);
@@ -566,21 +566,21 @@ static int logcumsumexp_backward(em_node *n, em_tensor *const *gout, em_tensor *
     }
     int d = n->dim;
     double lowest = x->dtype == EM_FLOAT64 ? -1.7976931348623157e308 : -3.4028234663852886e38;
-    em_tensor *ag = em_unary(EM_ABS, g);
-    em_tensor *lg = ag ? em_unary(EM_LOG, ag) : NULL;
+    em_tensor *ag = ei_unary(EM_ABS, g);
+    em_tensor *lg = ag ? ei_unary(EM_LOG, ag) : NULL;
     em_tensor *part[2] = {NULL, NULL};
     for (int s = 0; s < 2 && lg; s++) {
-        em_tensor *sel = em_binary_scalar(s ? EM_LT : EM_GT, g, 0, true, false);
-        em_tensor *off = sel ? em_unary(EM_LOGICAL_NOT, sel) : NULL;
+        em_tensor *sel = ei_binary_scalar(s ? EM_LT : EM_GT, g, 0, true, false);
+        em_tensor *off = sel ? ei_unary(EM_LOGICAL_NOT, sel) : NULL;
         em_tensor *l = off ? em_masked_fill(lg, off, lowest) : NULL;
-        em_tensor *ly = l ? em_binary(EM_SUB, l, y) : NULL;
+        em_tensor *ly = l ? ei_binary(EM_SUB, l, y) : NULL;
         em_tensor *c = ly ? rev_logcumsumexp(ly, d) : NULL;
-        em_tensor *cx = c ? em_binary(EM_ADD, c, x) : NULL;
-        part[s] = cx ? em_unary(EM_EXP, cx) : NULL;
+        em_tensor *cx = c ? ei_binary(EM_ADD, c, x) : NULL;
+        part[s] = cx ? ei_unary(EM_EXP, cx) : NULL;
         em_release(sel); em_release(off); em_release(l); em_release(ly); em_release(c); em_release(cx);
         if (!part[s]) break;
     }
-    gin[0] = part[0] && part[1] ? em_binary(EM_SUB, part[0], part[1]) : NULL;
+    gin[0] = part[0] && part[1] ? ei_binary(EM_SUB, part[0], part[1]) : NULL;
     em_release(ag); em_release(lg); em_release(part[0]); em_release(part[1]);
     return gin[0] ? 0 : -1;
 }
@@ -633,13 +633,13 @@ static em_tensor *run_starts(const em_tensor *rows)
 {
     int64_t n = rows->sizes[0];
     em_tensor *a = em_narrow(rows, 0, 1, n - 1), *b = a ? em_narrow(rows, 0, 0, n - 1) : NULL;
-    em_tensor *ne = b ? em_binary(EM_NE, a, b) : NULL;
+    em_tensor *ne = b ? ei_binary(EM_NE, a, b) : NULL;
     int one = 1;
     em_tensor *diff = ne ? (rows->ndim == 2 ? em_any(ne, &one, 1, false) : em_retain(ne)) : NULL;
     int64_t s1 = 1;
     em_tensor *first = diff ? em_full(&s1, 1, 1, EM_BOOL, em_dev(rows)) : NULL;
     em_tensor *parts[2] = {first, diff};
-    em_tensor *r = first ? em_cat(parts, 2, 0) : NULL;
+    em_tensor *r = first ? ei_cat(parts, 2, 0) : NULL;
     em_release(a); em_release(b); em_release(ne); em_release(diff); em_release(first);
     return r;
 }
@@ -662,7 +662,7 @@ static int unique_rows(const em_tensor *t, const em_tensor *moved, const em_tens
         rows = perm ? em_index_select(x, 0, perm) : NULL;
     }
     tmp[0] = rows ? run_starts(rows) : NULL;
-    tmp[1] = tmp[0] ? em_cumsum(tmp[0], 0) : NULL;          /* each sorted row's run number */
+    tmp[1] = tmp[0] ? ei_cumsum(tmp[0], 0) : NULL;          /* each sorted row's run number */
     tmp[2] = tmp[1] ? em_arange(1, (double)n + 1, 1, EM_INT64, dev) : NULL;
     tmp[3] = tmp[2] ? em_masked_select(tmp[2], tmp[0]) : NULL;   /* the first row of each run */
     if (tmp[3] && d < 0) {
@@ -686,7 +686,7 @@ static int unique_rows(const em_tensor *t, const em_tensor *moved, const em_tens
     if (*inverse) {
         int64_t u = em_numel(tmp[3]);
         em_tensor *z = em_zeros(&u, 1, EM_INT64, dev), *ones = z ? em_ones(&n, 1, EM_INT64, dev) : NULL;
-        *counts = ones ? em_scatter_add(z, 0, tmp[1], ones) : NULL;
+        *counts = ones ? ei_scatter_add(z, 0, tmp[1], ones) : NULL;
         em_release(z); em_release(ones);
     }
     release_all(tmp, 8);
@@ -774,7 +774,7 @@ em_tensor *em_bincount(const em_tensor *t, const em_tensor *weights, int64_t min
     em_tensor *z = em_zeros(&len, 1, od, em_dev(t));
     em_tensor *i = z ? em_cast_to(t, EM_INT64) : NULL;   /* scatter_add's indices are 1-based too */
     em_tensor *src = !i ? NULL : weights ? em_to_dtype(weights, od) : em_ones(t->sizes, 1, od, em_dev(t));
-    em_tensor *r = src ? em_scatter_add(z, 0, i, src) : NULL;
+    em_tensor *r = src ? ei_scatter_add(z, 0, i, src) : NULL;
     em_release(z); em_release(i); em_release(src);
     return r;
 }
@@ -811,25 +811,25 @@ em_tensor *em_histc(const em_tensor *t, int64_t bins, double lo, double hi)
         return em_set_error("%s: the range [%g, %g] is not finite", op, lo, hi), NULL;
     bool was = em_set_grad_enabled(false);
     em_tensor *tmp[12] = {NULL}, *r = NULL;
-    tmp[0] = em_binary_scalar(EM_GE, t, lo, false, false);
-    tmp[1] = tmp[0] ? em_binary_scalar(EM_LE, t, hi, false, false) : NULL;
-    tmp[2] = tmp[1] ? em_binary(EM_LOGICAL_AND, tmp[0], tmp[1]) : NULL;     /* in range (not NaN) */
+    tmp[0] = ei_binary_scalar(EM_GE, t, lo, false, false);
+    tmp[1] = tmp[0] ? ei_binary_scalar(EM_LE, t, hi, false, false) : NULL;
+    tmp[2] = tmp[1] ? ei_binary(EM_LOGICAL_AND, tmp[0], tmp[1]) : NULL;     /* in range (not NaN) */
     /* PyTorch's bin: (x - min) * bins / (max - min), in the input's dtype */
-    tmp[3] = tmp[2] ? em_binary_scalar(EM_SUB, t, lo, false, false) : NULL;
-    tmp[4] = tmp[3] ? em_binary_scalar(EM_MUL, tmp[3], (double)bins, true, false) : NULL;
-    tmp[5] = tmp[4] ? em_binary_scalar(EM_DIV, tmp[4], hi - lo, false, false) : NULL;
-    tmp[6] = tmp[5] ? em_unary(EM_LOGICAL_NOT, tmp[2]) : NULL;
+    tmp[3] = tmp[2] ? ei_binary_scalar(EM_SUB, t, lo, false, false) : NULL;
+    tmp[4] = tmp[3] ? ei_binary_scalar(EM_MUL, tmp[3], (double)bins, true, false) : NULL;
+    tmp[5] = tmp[4] ? ei_binary_scalar(EM_DIV, tmp[4], hi - lo, false, false) : NULL;
+    tmp[6] = tmp[5] ? ei_unary(EM_LOGICAL_NOT, tmp[2]) : NULL;
     tmp[7] = tmp[6] ? em_masked_fill(tmp[5], tmp[6], 0) : NULL;
-    tmp[8] = tmp[7] ? em_unary(EM_FLOOR, tmp[7]) : NULL;
+    tmp[8] = tmp[7] ? ei_unary(EM_FLOOR, tmp[7]) : NULL;
     double zero = 0, last = (double)(bins - 1);
     tmp[9] = tmp[8] ? em_clamp(tmp[8], &zero, &last) : NULL;               /* max itself: the last bin */
     tmp[10] = tmp[9] ? em_cast_to(tmp[9], EM_INT64) : NULL;
-    em_tensor *i1 = tmp[10] ? em_binary_scalar(EM_ADD, tmp[10], 1, true, false) : NULL;
+    em_tensor *i1 = tmp[10] ? ei_binary_scalar(EM_ADD, tmp[10], 1, true, false) : NULL;
     em_tensor *fi = i1 ? flat(i1) : NULL;
     em_tensor *w = fi ? em_cast_to(tmp[2], t->dtype) : NULL;
     em_tensor *fw = w ? flat(w) : NULL;
     em_tensor *z = fw ? em_zeros(&bins, 1, t->dtype, em_dev(t)) : NULL;
-    r = z ? em_scatter_add(z, 0, fi, fw) : NULL;
+    r = z ? ei_scatter_add(z, 0, fi, fw) : NULL;
     release_all(tmp, 12);
     em_release(i1); em_release(fi); em_release(w); em_release(fw); em_release(z);
     em_set_grad_enabled(was);
@@ -869,11 +869,11 @@ em_tensor *em_searchsorted(const em_tensor *seq, const em_tensor *values, bool r
     /* values [..., m, 1] against the sequence [..., 1, n] (or [n]) */
     em_tensor *v = s ? em_unsqueeze(values, values->ndim) : NULL;
     em_tensor *b = v ? (seq->ndim > 1 ? em_unsqueeze(s, last) : em_retain(s)) : NULL;
-    em_tensor *cmp = b ? em_binary(right ? EM_GT : EM_GE, b, v) : NULL;
-    em_tensor *before = cmp ? em_unary(EM_LOGICAL_NOT, cmp) : NULL;
+    em_tensor *cmp = b ? ei_binary(right ? EM_GT : EM_GE, b, v) : NULL;
+    em_tensor *before = cmp ? ei_unary(EM_LOGICAL_NOT, cmp) : NULL;
     int ld = values->ndim;
     em_tensor *cnt = before ? em_sum_dtype(before, &ld, 1, false, EM_INT64) : NULL;
-    em_tensor *r = cnt ? em_binary_scalar(EM_ADD, cnt, 1, true, false) : NULL;
+    em_tensor *r = cnt ? ei_binary_scalar(EM_ADD, cnt, 1, true, false) : NULL;
     if (r && out_int32) {
         em_tensor *c = em_cast_to(r, EM_INT32);
         em_release(r);

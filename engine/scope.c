@@ -32,7 +32,7 @@ em_tensor *em_scope_finish(em_scope *s, em_tensor *r)
 
 em_tensor *es_binary(em_scope *s, em_binary_op op, const em_tensor *a, const em_tensor *b)
 {
-    return a && b ? em_scope_keep(s, em_binary(op, a, b)) : NULL;
+    return a && b ? em_scope_keep(s, ei_binary(op, a, b)) : NULL;
 }
 
 em_tensor *es_add(em_scope *s, const em_tensor *a, const em_tensor *b) { return es_binary(s, EM_ADD, a, b); }
@@ -42,17 +42,17 @@ em_tensor *es_div(em_scope *s, const em_tensor *a, const em_tensor *b) { return 
 
 em_tensor *es_scalar(em_scope *s, em_binary_op op, const em_tensor *a, double x)
 {
-    return a ? em_scope_keep(s, em_binary_scalar(op, a, x, false, false)) : NULL;
+    return a ? em_scope_keep(s, ei_binary_scalar(op, a, x, false, false)) : NULL;
 }
 
 em_tensor *es_unary(em_scope *s, em_unary_op op, const em_tensor *a)
 {
-    return a ? em_scope_keep(s, em_unary(op, a)) : NULL;
+    return a ? em_scope_keep(s, ei_unary(op, a)) : NULL;
 }
 
 em_tensor *es_matmul(em_scope *s, const em_tensor *a, const em_tensor *b)
 {
-    return a && b ? em_scope_keep(s, em_matmul(a, b)) : NULL;
+    return a && b ? em_scope_keep(s, ei_matmul(a, b)) : NULL;
 }
 
 em_tensor *es_mT(em_scope *s, const em_tensor *a) { return a ? em_scope_keep(s, em_transpose(a, -1, -2)) : NULL; }
@@ -71,5 +71,5 @@ em_tensor *es_to(em_scope *s, const em_tensor *a, em_dtype d) { return a ? em_sc
 
 em_tensor *es_sum(em_scope *s, const em_tensor *a, const int *dims, int ndims, bool keepdim)
 {
-    return a ? em_scope_keep(s, em_sum(a, dims, ndims, keepdim)) : NULL;
+    return a ? em_scope_keep(s, ei_sum(a, dims, ndims, keepdim)) : NULL;
 }

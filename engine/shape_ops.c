@@ -80,7 +80,7 @@ static em_tensor *roll1(const em_tensor *t, int64_t shift, int d)
     int64_t s = ((shift % n) + n) % n;
     if (s == 0) return em_retain((em_tensor *)t);
     em_tensor *parts[2] = {em_narrow(t, d, n - s, s), em_narrow(t, d, 0, n - s)};
-    em_tensor *out = parts[0] && parts[1] ? em_cat(parts, 2, d) : NULL;
+    em_tensor *out = parts[0] && parts[1] ? ei_cat(parts, 2, d) : NULL;
     em_release(parts[0]);
     em_release(parts[1]);
     return out;
@@ -396,7 +396,7 @@ static em_tensor *pad_dim(const em_tensor *x, int dim, int64_t before, int64_t a
         if (!(za = em_zeros(sizes, x->ndim, x->dtype, em_dev(x)))) { em_release(zb); return NULL; }
         parts[n++] = za;
     }
-    em_tensor *out = n == 1 ? em_retain((em_tensor *)x) : em_cat(parts, n, dim);
+    em_tensor *out = n == 1 ? em_retain((em_tensor *)x) : ei_cat(parts, n, dim);
     em_release(zb);
     em_release(za);
     return out;
@@ -532,7 +532,7 @@ em_tensor *em_trace(const em_tensor *t)
 {
     if (t->ndim != 2) return em_set_error("trace: expected a 2-D tensor, got %s", SHAPE(t)), NULL;
     em_tensor *v = em_diagonal_ex(t, 0, 0, 1);
-    em_tensor *s = v ? em_sum(v, NULL, 0, false) : NULL;
+    em_tensor *s = v ? ei_sum(v, NULL, 0, false) : NULL;
     em_release(v);
     return s;
 }
@@ -629,7 +629,7 @@ em_tensor *em_cartesian_prod(em_tensor *const *ts, int n)
         int64_t all = em_numel(grid[made]);
         if (!(flat[made] = em_reshape(grid[made], &all, 1))) break;
     }
-    em_tensor *out = made == n ? em_stack(flat, n, 1) : NULL;
+    em_tensor *out = made == n ? ei_stack(flat, n, 1) : NULL;
     for (int i = 0; i < n; i++) em_release(grid[i]);
     for (int i = 0; i < made; i++) em_release(flat[i]);
     return out;
@@ -665,7 +665,7 @@ em_tensor *em_block_diag(em_tensor *const *ts, int n)
         if (!strips[made]) break;
         at += sz[1];
     }
-    em_tensor *out = made == n ? em_cat(strips, n, 0) : NULL;
+    em_tensor *out = made == n ? ei_cat(strips, n, 0) : NULL;
     for (int i = 0; i < made; i++) em_release(strips[i]);
     free(strips);
     (void)rows;

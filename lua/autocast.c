@@ -1,131 +1,118 @@
-/* autocast.c — ember.autocast's op policy, applied where an op enters from Lua,
- * and the small C half of lua/ember/autocast.lua (state, nesting, the cache).
+/* autocast.c — the C half of lua/ember/autocast.lua (state, nesting, the
+ * cache) and ember._autocast, the policy for ops composed in Lua.
  *
- * A binding of an op with a policy calls emlua_autocast(L, policy, first, last)
- * before it reads its arguments: while autocast is active, the tensor
- * arguments in that stack range are replaced by their casts (the engine's
- * em_autocast_cast: differentiable, the weights' casts cached). Casting at the
- * binding keeps the engine's own compositions and every backward in their
- * inputs' dtypes, as PyTorch's autocast does by excluding itself below the op.
- * Ops composed in Lua (most losses) call ember._autocast(policy, ...) on their
- * arguments.
- *
- * The policies are PyTorch's (aten's autocast_mode lists), which differ by
- * device type; each tensor is cast by the lists of its own device:
- *  LOWER     (matmul, mm, bmm, addmm, baddbmm, linear, conv, attention,
- *            einsum): eligible tensors to the region's low-precision dtype;
- *  FP32      (prod, cdist, cross_entropy and the other losses bound in C or
- *            composed in Lua): bfloat16/float16 tensors to float32, on
- *            every device;
- *  FP32_CUDA (softmax, log_softmax, layer_norm, group_norm, sum, mean,
- *            cumsum, logsumexp, norms, pow, exp, log and the like, softplus):
- *            to float32 on CUDA devices; left in their dtype on the CPU,
- *            whose lists do not hold them (PyTorch 2.15 under
- *            torch.autocast("cpu"), both low-precision dtypes: softmax and
- *            layer_norm of bfloat16 give bfloat16, mse_loss and prod float32;
- *            tests/lua/autocast_spec.lua has the table);
- *  LOWER_CUDA (mv, addmv: ember.composite): the low-precision dtype on CUDA
- *            devices, their input's dtype on the CPU, whose lists hold
- *            neither;
- *  PROMOTE   (cat, stack, addcmul, addcdiv, atan2, cross, dot, index_put,
- *            scatter_add): eligible tensors to the widest of them;
- *  PROMOTE_CUDA_LOWER_CPU (tensordot): PROMOTE on CUDA devices (their list);
- *            LOWER on the CPU, where PyTorch's tensordot reaches autocast
- *            through the mm it is made of.
- * batch_norm is in no list, as in PyTorch. Eligible: floating and not
- * float64, on a device type whose autocast is on. */
+ * An op bound in C needs nothing here: the engine's public op applies its
+ * own policy at its entry (engine/autocast.c, the policies in
+ * engine/elementwise_ops.h). Ops composed in Lua (most losses, mv, addmv,
+ * baddbmm, the matrix norms) call ember._autocast(policy, ...) on their
+ * arguments, and ember._without_autocast where the parts they are made of
+ * must not cast again. */
 #include "binding.h"
 
 #include <string.h>
 
-static em_dtype widest(em_dtype a, em_dtype b)
-{
-    if (a == b) return a;
-    /* float16 with bfloat16 promotes to float32, as PyTorch's table */
-    if (a == EM_FLOAT32 || b == EM_FLOAT32 || a != b) return EM_FLOAT32;
-    return a;
-}
+/* ---- ember._autocast --------------------------------------------------------- */
 
-/* the dtype an eligible tensor becomes under the policy (promote: `wide`) */
-static em_dtype target(const em_tensor *t, emlua_ac_policy pol, em_dtype wide)
-{
-    switch (pol) {
-    case EMLUA_AC_LOWER: return em_autocast_dtype(t);
-    case EMLUA_AC_FP32: return EM_FLOAT32;
-    case EMLUA_AC_FP32_CUDA: return t->storage->device.type == EM_CUDA ? EM_FLOAT32 : t->dtype;
-    case EMLUA_AC_LOWER_CUDA: return t->storage->device.type == EM_CUDA ? em_autocast_dtype(t) : t->dtype;
-    case EMLUA_AC_PROMOTE_CUDA_LOWER_CPU: return t->storage->device.type == EM_CUDA ? wide : em_autocast_dtype(t);
-    default: return wide;
-    }
-}
+/* the tensor arguments, and the tensors in lists among them */
+typedef struct ac_slots {
+    int n, cap;
+    const em_tensor **t;
+    int *pos;           /* stack position */
+    lua_Integer *item;  /* 0: the value itself; k: item k of a list */
+} ac_slots;
 
-/* Replaces the tensor at idx (and tensors in a list at idx) by its cast. */
-static void cast_slot(lua_State *L, int idx, emlua_ac_policy pol, em_dtype wide)
+static void add_slot(lua_State *L, ac_slots *s, const em_tensor *t, int pos, lua_Integer item)
 {
-    em_tensor *t = emlua_test(L, idx);
-    if (t) {
-        if (!em_autocast_eligible(t) || t->dtype == target(t, pol, wide)) return;
-        emlua_push(L, em_autocast_cast(t, target(t, pol, wide)));
-        lua_replace(L, idx);
-        return;
-    }
-    if (lua_type(L, idx) != LUA_TTABLE || lua_getmetatable(L, idx)) {
-        if (lua_type(L, idx) == LUA_TTABLE) lua_pop(L, 1);  /* a module or an object, not a list */
-        return;
-    }
-    /* a list of tensors (cat, stack): a new list, the caller's stays as it was */
-    lua_Integer n = luaL_len(L, idx);
-    bool changed = false;
-    for (lua_Integer i = 1; i <= n && !changed; i++) {
-        lua_geti(L, idx, i);
-        em_tensor *e = emlua_test(L, -1);
-        changed = e && em_autocast_eligible(e) && e->dtype != target(e, pol, wide);
-        lua_pop(L, 1);
-    }
-    if (!changed) return;
-    lua_createtable(L, (int)n, 0);
-    for (lua_Integer i = 1; i <= n; i++) {
-        lua_geti(L, idx, i);
-        em_tensor *e = emlua_test(L, -1);
-        if (e && em_autocast_eligible(e) && e->dtype != target(e, pol, wide)) {
-            lua_pop(L, 1);
-            emlua_push(L, em_autocast_cast(e, target(e, pol, wide)));
+    if (s->n == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 8;
+        luaL_checkstack(L, 3, "_autocast");
+        const em_tensor **t2 = lua_newuserdatauv(L, sizeof *t2 * (size_t)cap, 0);
+        int *pos2 = lua_newuserdatauv(L, sizeof *pos2 * (size_t)cap, 0);
+        lua_Integer *item2 = lua_newuserdatauv(L, sizeof *item2 * (size_t)cap, 0);
+        /* the three stay on the stack (above the arguments) until the end */
+        if (s->n) {
+            memcpy(t2, s->t, sizeof *t2 * (size_t)s->n);
+            memcpy(pos2, s->pos, sizeof *pos2 * (size_t)s->n);
+            memcpy(item2, s->item, sizeof *item2 * (size_t)s->n);
         }
-        lua_seti(L, -2, i);
+        s->t = t2, s->pos = pos2, s->item = item2, s->cap = cap;
     }
-    lua_replace(L, idx);
+    s->t[s->n] = t, s->pos[s->n] = pos, s->item[s->n] = item;
+    s->n++;
 }
 
-/* the widest dtype among the eligible tensors at first..last (and in lists) */
-static em_dtype widest_of(lua_State *L, int first, int last)
-{
-    em_dtype w = EM_NDTYPES;
-    for (int i = first; i <= last; i++) {
-        em_tensor *t = emlua_test(L, i);
-        if (t && em_autocast_eligible(t)) w = w == EM_NDTYPES ? t->dtype : widest(w, t->dtype);
-        if (t || lua_type(L, i) != LUA_TTABLE) continue;
-        lua_Integer n = luaL_len(L, i);
-        for (lua_Integer k = 1; k <= n; k++) {
-            lua_geti(L, i, k);
-            em_tensor *e = emlua_test(L, -1);
-            if (e && em_autocast_eligible(e)) w = w == EM_NDTYPES ? e->dtype : widest(w, e->dtype);
-            lua_pop(L, 1);
-        }
-    }
-    return w;
-}
+/* the policies Lua code names */
+static const struct { const char *name; em_autocast_policy pol; } policies[] = {
+    {"lower", EM_AC_LOWER}, {"fp32", EM_AC_FP32}, {"promote", EM_AC_PROMOTE},
+    {"fp32_cuda", EM_AC_FP32_CUDA}, {"lower_cuda", EM_AC_LOWER_CUDA},
+};
 
-void emlua_autocast_args(lua_State *L, emlua_ac_policy pol, int first, int last)
+/* ember._autocast(policy, ...): the arguments, cast under the policy (a list
+ * of tensors comes back as a new list; the caller's stays as it was) */
+static int l_autocast_args(lua_State *L)
 {
+    const char *name = lua_type(L, 1) == LUA_TSTRING ? lua_tostring(L, 1) : "";
+    size_t k = 0, npol = sizeof policies / sizeof *policies;
+    while (k < npol && strcmp(policies[k].name, name) != 0) k++;
+    if (k == npol)
+        emlua_typeerror(L, 1, "_autocast",
+                        "a policy (\"lower\", \"lower_cuda\", \"fp32\", \"fp32_cuda\" or \"promote\")");
     int top = lua_gettop(L);
-    if (last <= 0 || last > top) last = top;
-    bool promotes = pol == EMLUA_AC_PROMOTE || pol == EMLUA_AC_PROMOTE_CUDA_LOWER_CPU;
-    em_dtype wide = promotes ? widest_of(L, first, last) : EM_NDTYPES;
-    if (promotes && wide == EM_NDTYPES) return;
-    for (int i = first; i <= last; i++) cast_slot(L, i, pol, wide);
+    if (!em_autocast_active()) return top - 1;
+    ac_slots s = {0};
+    for (int i = 2; i <= top; i++) {
+        em_tensor *t = emlua_test(L, i);
+        if (t) {
+            add_slot(L, &s, t, i, 0);
+            continue;
+        }
+        if (lua_type(L, i) != LUA_TTABLE) continue;
+        if (lua_getmetatable(L, i)) {   /* a module or an object, not a list */
+            lua_pop(L, 1);
+            continue;
+        }
+        lua_Integer n = luaL_len(L, i);
+        for (lua_Integer j = 1; j <= n; j++) {
+            lua_geti(L, i, j);
+            em_tensor *e = emlua_test(L, -1);
+            lua_pop(L, 1);
+            if (e) add_slot(L, &s, e, i, j);
+        }
+    }
+    if (s.n == 0) return top - 1;
+    em_tensor **cast = lua_newuserdatauv(L, sizeof *cast * (size_t)s.n, 0);
+    if (em_autocast_apply(policies[k].pol, s.t, cast, s.n)) return emlua_fail(L);
+    /* push every cast first (the Lua values own them), then place them */
+    luaL_checkstack(L, s.n + 2, "_autocast");
+    int first = lua_gettop(L) + 1;
+    for (int i = 0; i < s.n; i++) {
+        if (cast[i]) emlua_push(L, cast[i]);
+        else lua_pushnil(L);
+    }
+    int copied = 0;   /* the stack position of the list copied last */
+    for (int i = 0; i < s.n; i++) {
+        if (!cast[i]) continue;
+        if (s.item[i] == 0) {
+            lua_pushvalue(L, first + i);
+            lua_replace(L, s.pos[i]);
+            continue;
+        }
+        if (copied != s.pos[i]) {   /* a new list, the caller's stays as it was */
+            lua_Integer n = luaL_len(L, s.pos[i]);
+            lua_createtable(L, (int)n, 0);
+            for (lua_Integer j = 1; j <= n; j++) {
+                lua_geti(L, s.pos[i], j);
+                lua_seti(L, -2, j);
+            }
+            lua_replace(L, s.pos[i]);
+            copied = s.pos[i];
+        }
+        lua_pushvalue(L, first + i);
+        lua_seti(L, s.pos[i], s.item[i]);
+    }
+    lua_settop(L, top);
+    return top - 1;
 }
-
-/* ---- the C half of ember.autocast ----------------------------------------- */
 
 static em_device_type check_device_type(lua_State *L, int idx, const char *op)
 {
@@ -135,23 +122,6 @@ static em_device_type check_device_type(lua_State *L, int idx, const char *op)
     if (em_device_parse(s, &d) != 0)
         emlua_argerror(L, idx, op, "expected a device type (\"cpu\" or \"cuda\"), got '%s'", s);
     return d.type;
-}
-
-/* emlua_ac_policy's order (the ones Lua code uses; the rest are the C bindings') */
-static const char *const policy_names[] = {"lower", "fp32", "promote", "fp32_cuda", "lower_cuda", NULL};
-
-/* ember._autocast(policy, ...): the arguments, cast under the policy */
-static int l_autocast_args(lua_State *L)
-{
-    const char *name = lua_type(L, 1) == LUA_TSTRING ? lua_tostring(L, 1) : "";
-    int pol = 0;
-    while (policy_names[pol] && strcmp(policy_names[pol], name) != 0) pol++;
-    if (!policy_names[pol])
-        emlua_typeerror(L, 1, "_autocast",
-                        "a policy (\"lower\", \"lower_cuda\", \"fp32\", \"fp32_cuda\" or \"promote\")");
-    int n = lua_gettop(L) - 1;
-    if (em_autocast_active()) emlua_autocast_args(L, (emlua_ac_policy)pol, 2, n + 1);
-    return n;
 }
 
 /* ember._without_autocast(fn, ...) -> fn(...) with autocast suspended: a

@@ -14,7 +14,6 @@ static const char *const sdpa_names[] = {"attn_mask", "dropout_p", "is_causal", 
 
 static int l_scaled_dot_product_attention(lua_State *L)
 {
-    emlua_autocast(L, EMLUA_AC_LOWER, 1, 0);
     const char *op = "scaled_dot_product_attention";
     em_tensor *q = emlua_check(L, 1, op), *k = emlua_check(L, 2, op), *v = emlua_check(L, 3, op);
     emlua_args a;

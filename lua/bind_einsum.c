@@ -10,7 +10,6 @@
 /* ember.einsum(equation, a, b, ...) or ember.einsum(equation, {a, b, ...}) */
 static int l_einsum(lua_State *L)
 {
-    emlua_autocast(L, EMLUA_AC_LOWER, 1, 0);
     const char *op = "einsum";
     if (lua_type(L, 1) != LUA_TSTRING) return emlua_typeerror(L, 1, op, "an equation string");
     const char *eq = lua_tostring(L, 1);
@@ -56,7 +55,6 @@ static int dim_list(lua_State *L, int tbl, int ndim, const char *op, int *dims)
  * a with the first d of b; {{dims of a}, {dims of b}} names them (1-based). */
 static int l_tensordot(lua_State *L)
 {
-    emlua_autocast(L, EMLUA_AC_PROMOTE_CUDA_LOWER_CPU, 1, 0);
     static const char *const names[] = {"dims", NULL};
     const char *op = "tensordot";
     em_tensor *a = emlua_check(L, 1, op), *b = emlua_check(L, 2, op);
@@ -106,7 +104,6 @@ static int l_kron(lua_State *L)
 /* ember.cdist(x1, x2, p = 2) */
 static int l_cdist(lua_State *L)
 {
-    emlua_autocast(L, EMLUA_AC_FP32, 1, 0);
     static const char *const names[] = {"p", NULL};
     const char *op = "cdist";
     em_tensor *a = emlua_check(L, 1, op), *b = emlua_check(L, 2, op);
@@ -175,7 +172,6 @@ static int index_put_common(lua_State *L, bool inplace)
 
 static int l_index_put(lua_State *L)
 {
-    emlua_autocast(L, EMLUA_AC_PROMOTE, 1, 0);
     return index_put_common(L, false);
 }
 static int l_index_put_(lua_State *L) { return index_put_common(L, true); }

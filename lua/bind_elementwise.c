@@ -30,19 +30,9 @@ static void check_operand_type(lua_State *L, int idx, const char *op)
 /* ---- unary ---------------------------------------------------------------- */
 
 /* An op's autocast class (elementwise_ops.h) as the binding's policy */
-static emlua_ac_policy ac_policy(em_op_autocast c)
-{
-    switch (c) {
-    case EM_OPAC_FP32_CUDA: return EMLUA_AC_FP32_CUDA;
-    case EM_OPAC_PROMOTE: return EMLUA_AC_PROMOTE;
-    case EM_OPAC_NONE: case EM_NOPAC: break;
-    }
-    return EMLUA_AC_NONE;
-}
 
 static int unary(lua_State *L, em_unary_op op)
 {
-    emlua_autocast(L, ac_policy(em_unary_info(op)->autocast), 1, 1);
     return emlua_push(L, em_unary(op, check_tensor(L, 1, em_unary_name(op))));
 }
 
@@ -201,7 +191,6 @@ static em_binary_op upvalue_binary(lua_State *L) { return (em_binary_op)lua_toin
 static int t_binary(lua_State *L)
 {
     em_binary_op op = upvalue_binary(L);
-    emlua_autocast(L, ac_policy(em_binary_info(op)->autocast), 1, 0);
     return binary(L, op);
 }
 
@@ -567,12 +556,10 @@ static em_tensor *addc_at(lua_State *L, bool div, const char *op)
 
 static int t_addcmul(lua_State *L)
 {
-    emlua_autocast(L, EMLUA_AC_PROMOTE, 1, 0);
     return emlua_push(L, addc_at(L, false, "addcmul"));
 }
 static int t_addcdiv(lua_State *L)
 {
-    emlua_autocast(L, EMLUA_AC_PROMOTE, 1, 0);
     return emlua_push(L, addc_at(L, true, "addcdiv"));
 }
 static int t_addcmul_(lua_State *L) { return assign_self(L, addc_at(L, false, "addcmul_"), "addcmul_"); }
@@ -653,10 +640,11 @@ static const char *const aliases[][2] = {
 
 /* The names of elementwise_ops.h's classes, for ember._ops */
 static const char *const dtypes_names[] = {"float", "numeric", "all", "integer", "bitwise", "to_bool"};
-static const char *const autocast_names[] = {"none", "fp32_cuda", "promote"};
+static const char *const autocast_names[] = {"none", "fp32_cuda", "promote", "lower", "fp32", "lower_cuda",
+                                              "promote_cuda_lower_cpu"};
 static const char *const binding_names[] = {"generic", "own", "internal"};
 _Static_assert(sizeof dtypes_names / sizeof *dtypes_names == EM_NOPDT, "a name per em_op_dtypes");
-_Static_assert(sizeof autocast_names / sizeof *autocast_names == EM_NOPAC, "a name per em_op_autocast");
+_Static_assert(sizeof autocast_names / sizeof *autocast_names == EM_NAC, "a name per em_autocast_policy");
 _Static_assert(sizeof binding_names / sizeof *binding_names == EM_NOPB, "a name per em_op_binding");
 
 static void set_string(lua_State *L, const char *key, const char *value)

@@ -95,8 +95,10 @@ static int scatter_with_reduce(lua_State *L, const char *op, em_tensor *t, int d
         rc = !r ? em_scatter_(t, dim, idx, src)
              : mul ? em_scatter_reduce_(t, dim, idx, src, EM_SR_PROD, true) : em_scatter_add_(t, dim, idx, src);
     } else {
+        em_autocast_suspend();  /* scatter with a reduce is in no autocast list; scatter_add is */
         out = !r ? em_scatter(t, dim, idx, src)
               : mul ? em_scatter_reduce(t, dim, idx, src, EM_SR_PROD, true) : em_scatter_add(t, dim, idx, src);
+        em_autocast_resume();
     }
     em_release(val);
     return in_place ? emlua_push_self(L, rc) : emlua_push(L, out);
@@ -132,7 +134,6 @@ static int l_scatter(lua_State *L) { return scatter_common(L, "scatter", false, 
 static int l_scatter_(lua_State *L) { return scatter_common(L, "scatter_", false, true); }
 static int l_scatter_add(lua_State *L)
 {
-    emlua_autocast(L, EMLUA_AC_PROMOTE, 1, 0);
     return scatter_common(L, "scatter_add", true, false);
 }
 static int l_scatter_add_(lua_State *L) { return scatter_common(L, "scatter_add_", true, true); }
@@ -207,7 +208,6 @@ static em_tensor **check_list(lua_State *L, const char *op, int *n)
 /* cat and stack: op(tensors [, dim = 1]) made by fn */
 static int join_list(lua_State *L, const char *op, em_tensor *(*fn)(em_tensor *const *ts, int n, int dim))
 {
-    emlua_autocast(L, EMLUA_AC_PROMOTE, 1, 0);
     int n;
     int dim = loose_dim(L, 2, op, 0);
     em_tensor **ts = check_list(L, op, &n);

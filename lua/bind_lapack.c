@@ -120,12 +120,11 @@ static int cross_common(lua_State *L, const char *op, bool last_default)
             if (a->sizes[d] == 3) dim = d;
         if (dim < -EM_MAX_DIMS) dim = -1;
     }
-    return emlua_push(L, em_linalg_cross(a, b, dim));
+    return emlua_push(L, last_default ? em_linalg_cross(a, b, dim) : em_cross(a, b, dim));
 }
 
 static int l_cross(lua_State *L)
 {
-    emlua_autocast(L, EMLUA_AC_PROMOTE, 1, 0);
     return cross_common(L, "cross", false);
 }
 static int l_linalg_cross(lua_State *L) { return cross_common(L, "linalg.cross", true); }

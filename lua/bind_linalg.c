@@ -16,24 +16,22 @@ static const em_device CPU = {EM_CPU, 0};
 
 typedef em_tensor *(*binary_fn)(const em_tensor *, const em_tensor *);
 
-static int pair(lua_State *L, const char *op, binary_fn fn, emlua_ac_policy pol)
+static int pair(lua_State *L, const char *op, binary_fn fn)
 {
-    emlua_autocast(L, pol, 1, 0);
     em_tensor *a = emlua_check(L, 1, op);
     em_tensor *b = emlua_check(L, 2, op);
     return emlua_push(L, fn(a, b));
 }
 
-static int l_matmul(lua_State *L) { return pair(L, "matmul", em_matmul, EMLUA_AC_LOWER); }
-static int l_mm(lua_State *L) { return pair(L, "mm", em_mm, EMLUA_AC_LOWER); }
-static int l_bmm(lua_State *L) { return pair(L, "bmm", em_bmm, EMLUA_AC_LOWER); }
-static int l_outer(lua_State *L) { return pair(L, "outer", em_outer, EMLUA_AC_NONE); }
-static int l_dot(lua_State *L) { return pair(L, "dot", em_dot, EMLUA_AC_PROMOTE); }
+static int l_matmul(lua_State *L) { return pair(L, "matmul", em_matmul); }
+static int l_mm(lua_State *L) { return pair(L, "mm", em_mm); }
+static int l_bmm(lua_State *L) { return pair(L, "bmm", em_bmm); }
+static int l_outer(lua_State *L) { return pair(L, "outer", em_outer); }
+static int l_dot(lua_State *L) { return pair(L, "dot", em_dot); }
 
 /* addmm(c, a, b, {beta = 1, alpha = 1}) = beta * c + alpha * (a @ b) */
 static int l_addmm(lua_State *L)
 {
-    emlua_autocast(L, EMLUA_AC_LOWER, 1, 0);
     const char *op = "addmm";
     em_tensor *c = emlua_check(L, 1, op);
     em_tensor *a = emlua_check(L, 2, op);

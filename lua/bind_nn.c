@@ -60,7 +60,6 @@ static const char *const convt_names[] = {"bias", "stride", "padding", "output_p
 
 static int conv(lua_State *L, int ns, bool transposed)
 {
-    emlua_autocast(L, EMLUA_AC_LOWER, 1, 0);
     char op[32];
     snprintf(op, sizeof op, "%s%dd", transposed ? "conv_transpose" : "conv", ns);
     em_tensor *x = emlua_check(L, 1, op), *w = emlua_check(L, 2, op);
@@ -268,7 +267,6 @@ static int l_batch_norm(lua_State *L)
 
 static int l_group_norm(lua_State *L)
 {
-    emlua_autocast(L, EMLUA_AC_FP32_CUDA, 1, 0);
     const char *op = "group_norm";
     em_tensor *x = emlua_check(L, 1, op);
     int64_t groups = emlua_check_integer(L, 2, op);
@@ -281,7 +279,6 @@ static int l_group_norm(lua_State *L)
 
 static int l_layer_norm(lua_State *L)
 {
-    emlua_autocast(L, EMLUA_AC_FP32_CUDA, 1, 0);
     const char *op = "layer_norm";
     em_tensor *x = emlua_check(L, 1, op);
     int64_t shape[EM_MAX_DIMS];
@@ -312,7 +309,6 @@ static int l_layer_norm(lua_State *L)
 static int l_linear(lua_State *L)
 {
     const char *op = "linear";
-    emlua_autocast(L, EMLUA_AC_LOWER, 1, 3);
     em_tensor *x = emlua_check(L, 1, op), *w = emlua_check(L, 2, op);
     em_tensor *b = lua_isnoneornil(L, 3) ? NULL : emlua_check(L, 3, op);
     if (!lua_isnoneornil(L, 4) && lua_type(L, 4) != LUA_TSTRING) return emlua_typeerror(L, 4, op, "an activation name");

@@ -95,9 +95,8 @@ typedef em_tensor *(*reduce_fn)(const em_tensor *t, const int *dims, int ndims, 
 
 static const char *const dim_keep[] = {"dim", "keepdim"};
 
-static int reduce_with(lua_State *L, const char *op, reduce_fn fn, bool takes_dtype, emlua_ac_policy pol)
+static int reduce_with(lua_State *L, const char *op, reduce_fn fn, bool takes_dtype)
 {
-    emlua_autocast(L, pol, 1, 0);
     em_tensor *t = emlua_check(L, 1, op);
     int o = canon_args(L, op, 2, dim_keep);
     int dims[EM_MAX_DIMS];
@@ -110,21 +109,23 @@ static int reduce_with(lua_State *L, const char *op, reduce_fn fn, bool takes_dt
         if (fn == em_sum) return emlua_push(L, em_sum_dtype(t, dims, nd, keep, d));
         em_tensor *c = em_to_dtype(t, d);
         if (!c) return emlua_fail(L);
+        em_autocast_suspend();  /* an explicit dtype is run as given (PyTorch's fp32_set_opt_dtype) */
         em_tensor *r = fn(c, dims, nd, keep);
+        em_autocast_resume();
         em_release(c);
         return emlua_push(L, r);
     }
     return emlua_push(L, fn(t, dims, nd, keep));
 }
 
-static int l_sum(lua_State *L) { return reduce_with(L, "sum", em_sum, true, EMLUA_AC_FP32_CUDA); }
-static int l_mean(lua_State *L) { return reduce_with(L, "mean", em_mean, true, EMLUA_AC_FP32_CUDA); }
-static int l_prod(lua_State *L) { return reduce_with(L, "prod", em_prod, true, EMLUA_AC_FP32); }
-static int l_amax(lua_State *L) { return reduce_with(L, "amax", em_amax, false, EMLUA_AC_NONE); }
-static int l_amin(lua_State *L) { return reduce_with(L, "amin", em_amin, false, EMLUA_AC_NONE); }
-static int l_all(lua_State *L) { return reduce_with(L, "all", em_all, false, EMLUA_AC_NONE); }
-static int l_any(lua_State *L) { return reduce_with(L, "any", em_any, false, EMLUA_AC_NONE); }
-static int l_logsumexp(lua_State *L) { return reduce_with(L, "logsumexp", em_logsumexp, false, EMLUA_AC_FP32_CUDA); }
+static int l_sum(lua_State *L) { return reduce_with(L, "sum", em_sum, true); }
+static int l_mean(lua_State *L) { return reduce_with(L, "mean", em_mean, true); }
+static int l_prod(lua_State *L) { return reduce_with(L, "prod", em_prod, true); }
+static int l_amax(lua_State *L) { return reduce_with(L, "amax", em_amax, false); }
+static int l_amin(lua_State *L) { return reduce_with(L, "amin", em_amin, false); }
+static int l_all(lua_State *L) { return reduce_with(L, "all", em_all, false); }
+static int l_any(lua_State *L) { return reduce_with(L, "any", em_any, false); }
+static int l_logsumexp(lua_State *L) { return reduce_with(L, "logsumexp", em_logsumexp, false); }
 
 /* ---- max / min ----------------------------------------------------------- */
 
@@ -220,7 +221,6 @@ static int l_std(lua_State *L) { return variance(L, "std", em_std); }
 
 static int l_norm(lua_State *L)
 {
-    emlua_autocast(L, EMLUA_AC_FP32_CUDA, 1, 0);
     static const char *const names[] = {"p", "dim", "keepdim"};
     em_tensor *t = emlua_check(L, 1, "norm");
     canon_args(L, "norm", 3, names);
@@ -242,9 +242,8 @@ static int l_norm(lua_State *L)
 
 typedef em_tensor *(*dim_fn)(const em_tensor *t, int dim);
 
-static int along_dim(lua_State *L, const char *op, dim_fn fn, emlua_ac_policy pol)
+static int along_dim(lua_State *L, const char *op, dim_fn fn)
 {
-    emlua_autocast(L, pol, 1, 0);
     static const char *const names[] = {"dim"};
     em_tensor *t = emlua_check(L, 1, op);
     int o = canon_args(L, op, 1, names);
@@ -255,17 +254,19 @@ static int along_dim(lua_State *L, const char *op, dim_fn fn, emlua_ac_policy po
     if (opt_dtype(L, o, op, &d)) {
         em_tensor *c = em_to_dtype(t, d);
         if (!c) return emlua_fail(L);
+        em_autocast_suspend();  /* as reduce_with's dtype */
         em_tensor *r = fn(c, dim);
+        em_autocast_resume();
         em_release(c);
         return emlua_push(L, r);
     }
     return emlua_push(L, fn(t, dim));
 }
 
-static int l_softmax(lua_State *L) { return along_dim(L, "softmax", em_softmax, EMLUA_AC_FP32_CUDA); }
-static int l_log_softmax(lua_State *L) { return along_dim(L, "log_softmax", em_log_softmax, EMLUA_AC_FP32_CUDA); }
-static int l_cumsum(lua_State *L) { return along_dim(L, "cumsum", em_cumsum, EMLUA_AC_FP32_CUDA); }
-static int l_cumprod(lua_State *L) { return along_dim(L, "cumprod", em_cumprod, EMLUA_AC_FP32_CUDA); }
+static int l_softmax(lua_State *L) { return along_dim(L, "softmax", em_softmax); }
+static int l_log_softmax(lua_State *L) { return along_dim(L, "log_softmax", em_log_softmax); }
+static int l_cumsum(lua_State *L) { return along_dim(L, "cumsum", em_cumsum); }
+static int l_cumprod(lua_State *L) { return along_dim(L, "cumprod", em_cumprod); }
 
 /* ---- reductions by order and counting ------------------------------------------- */
 
@@ -368,8 +369,8 @@ static int quantile_like(lua_State *L, const char *op, bool ignore_nan)
 
 static int l_quantile(lua_State *L) { return quantile_like(L, "quantile", false); }
 static int l_nanquantile(lua_State *L) { return quantile_like(L, "nanquantile", true); }
-static int l_nansum(lua_State *L) { return reduce_with(L, "nansum", em_nansum, true, EMLUA_AC_NONE); }
-static int l_nanmean(lua_State *L) { return reduce_with(L, "nanmean", em_nanmean, true, EMLUA_AC_NONE); }
+static int l_nansum(lua_State *L) { return reduce_with(L, "nansum", em_nansum, true); }
+static int l_nanmean(lua_State *L) { return reduce_with(L, "nanmean", em_nanmean, true); }
 
 static int l_aminmax(lua_State *L)
 {
@@ -417,7 +418,7 @@ static int cum_extreme(lua_State *L, const char *op, int (*fn)(const em_tensor *
 
 static int l_cummax(lua_State *L) { return cum_extreme(L, "cummax", em_cummax); }
 static int l_cummin(lua_State *L) { return cum_extreme(L, "cummin", em_cummin); }
-static int l_logcumsumexp(lua_State *L) { return along_dim(L, "logcumsumexp", em_logcumsumexp, EMLUA_AC_NONE); }
+static int l_logcumsumexp(lua_State *L) { return along_dim(L, "logcumsumexp", em_logcumsumexp); }
 
 /* values, then inverse and counts when asked for (PyTorch's tuple order) */
 static int unique_like(lua_State *L, const char *op, bool consecutive)
@@ -523,7 +524,6 @@ static int l_bucketize(lua_State *L)
  * class-index targets, positional (the Lua side checks and documents). */
 static int l_cross_entropy(lua_State *L)
 {
-    emlua_autocast(L, EMLUA_AC_FP32, 1, 0);
     const char *op = "cross_entropy";
     em_tensor *x = emlua_check(L, 1, op), *t = emlua_check(L, 2, op);
     em_tensor *w = lua_isnil(L, 3) ? NULL : emlua_check(L, 3, op);

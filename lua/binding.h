@@ -206,20 +206,6 @@ void emlua_open_debug(lua_State *L);        /* bind_debug.c: ember.debug's C hal
 void emlua_open_tensorboard(lua_State *L);  /* bind_tensorboard.c: ember._tensorboard (event records, PNG) */
 void emlua_open_tokenizer(lua_State *L);     /* bind_tokenizer.c: ember._tokenizer_* (the C half of ember.hf.tokenizer) */
 
-/* Autocast at an op's entry (lua/autocast.c): while ember.autocast is active,
- * the tensors at stack positions first..last (last <= 0: the top), and those
- * in lists there, are replaced by their casts under the op's policy
- * (EMLUA_AC_NONE: an op without one, for helpers shared by several ops). */
-typedef enum emlua_ac_policy {
-    EMLUA_AC_LOWER, EMLUA_AC_FP32, EMLUA_AC_PROMOTE, EMLUA_AC_FP32_CUDA, EMLUA_AC_LOWER_CUDA,
-    EMLUA_AC_PROMOTE_CUDA_LOWER_CPU, EMLUA_AC_NONE
-} emlua_ac_policy;
-void emlua_autocast_args(lua_State *L, emlua_ac_policy pol, int first, int last);
-static inline void emlua_autocast(lua_State *L, emlua_ac_policy pol, int first, int last)
-{
-    if (pol != EMLUA_AC_NONE && em_autocast_active()) emlua_autocast_args(L, pol, first, last);
-}
-
 /* format.c: tostring(t) as PyTorch prints it */
 int emlua_tostring(lua_State *L);
 /* Pushes the string PyTorch would print for tensor t. */

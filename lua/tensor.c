@@ -549,7 +549,6 @@ static int op_mod(lua_State *L) { return arith(L, EM_REMAINDER, "remainder"); }
 static int op_idiv(lua_State *L) { return arith(L, EM_DIV_FLOOR, "floor_divide"); }
 static int op_pow(lua_State *L)
 {
-    emlua_autocast(L, EMLUA_AC_FP32_CUDA, 1, 2);
     return arith(L, EM_POW, "pow");
 }
 static int op_unm(lua_State *L) { return emlua_push(L, em_unary(EM_NEG, self(L, "neg"))); }

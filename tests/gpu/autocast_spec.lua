@@ -109,3 +109,29 @@ cuda_it("a cuda region leaves CPU tensors alone and a cpu region leaves CUDA ten
     assert.equal("float32", xd:matmul(xd).dtype)
   end)
 end)
+
+-- PyTorch's CUDA fp32 list on a low-precision input: exp, sum, softmax, layer_norm,
+-- logsumexp and pow come back in float32; an explicit dtype= is run as given; var
+-- and mse_loss's parts (mean, pow) do not cast again, so var keeps the input's dtype.
+-- A CPU region leaves the same ops in bfloat16 (PyTorch's CPU lists).
+cuda_it("a cuda region runs the fp32 list in float32 from a float16 input, compositions uncast", function()
+  local h = dev(ember.randn(4, 6)):half()
+  ember.autocast("cuda", nil, function()
+    assert.equal("float32", h:exp().dtype)
+    assert.equal("float32", h:sum().dtype)
+    assert.equal("float32", h:softmax(2).dtype)
+    assert.equal("float32", F.layer_norm(h, {6}).dtype)
+    assert.equal("float32", h:logsumexp(2).dtype)
+    assert.equal("float32", (h ^ 2).dtype)
+    assert.equal("float16", h:sum(1, {dtype = "float16"}).dtype)
+    assert.equal("float16", h:softmax(2, {dtype = "float16"}).dtype)
+    assert.equal("float16", h:var().dtype)
+    assert.equal("float16", h:abs().dtype)
+  end)
+  local b = ember.randn(4, 6):bfloat16()
+  ember.autocast("cpu", nil, function()
+    assert.equal("bfloat16", b:exp().dtype)
+    assert.equal("bfloat16", b:sum().dtype)
+    assert.equal("float32", b:prod().dtype)
+  end)
+end)
