@@ -373,7 +373,7 @@ static int variance_backward(em_node *n, em_tensor *const *gout, em_tensor **gin
     for (int d = 0; d < n->ndim; d++) if (n->dims[d]) dims[nd++] = d;
     em_tensor *r = NULL;
     if (n->dim) {   /* over all dims */
-        em_tensor *mu = ei_mean(x, NULL, 0, false);
+        em_tensor *mu = em_mean(x, NULL, 0, false);
         em_tensor *eq = mu ? ei_binary(EM_EQ, x, mu) : NULL;
         em_tensor *inf = eq ? em_full(x->sizes, x->ndim, INFINITY, x->dtype, em_dev(x)) : NULL;
         em_tensor *f = inf ? em_masked_fill(inf, eq, NAN) : NULL;
@@ -381,7 +381,7 @@ static int variance_backward(em_node *n, em_tensor *const *gout, em_tensor **gin
         em_release(mu); em_release(eq); em_release(inf); em_release(f);
     } else {
         em_tensor *gk = unsqueeze_reduced(n, gv, n->p.var.keepdim);
-        em_tensor *mu = gk ? ei_mean(x, dims, nd, true) : NULL;
+        em_tensor *mu = gk ? em_mean(x, dims, nd, true) : NULL;
         em_tensor *xc = mu ? ei_binary(EM_SUB, x, mu) : NULL;
         em_tensor *gs = xc ? ei_binary_scalar(EM_MUL, gk, 2.0 / n->p.var.correction, false, false) : NULL;
         r = gs ? ei_binary(EM_MUL, gs, xc) : NULL;

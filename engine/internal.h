@@ -79,7 +79,6 @@ em_tensor *ei_pow_scalar(const em_tensor *a, double e);
 em_tensor *ei_addcmul(const em_tensor *a, const em_tensor *b, const em_tensor *c, double value);
 em_tensor *ei_addcdiv(const em_tensor *a, const em_tensor *b, const em_tensor *c, double value);
 em_tensor *ei_sum(const em_tensor *t, const int *dims, int ndims, bool keepdim);
-em_tensor *ei_mean(const em_tensor *t, const int *dims, int ndims, bool keepdim);
 em_tensor *ei_prod(const em_tensor *t, const int *dims, int ndims, bool keepdim);
 em_tensor *ei_norm(const em_tensor *t, double p, const int *dims, int ndims, bool keepdim);
 em_tensor *ei_logsumexp(const em_tensor *t, const int *dims, int ndims, bool keepdim);

@@ -40,10 +40,10 @@ static int composed_backward(em_node *n, em_norm_op op, const em_norm_params *p,
     int dims[2], nd = stat_dims(op, dims), cdims[2] = {0, 2};
     int64_t C = p->C;
     em_tensor *xs = stat_view(op, x3, p);
-    em_tensor *mu = xs ? ei_mean(xs, dims, nd, true) : NULL;
+    em_tensor *mu = xs ? em_mean(xs, dims, nd, true) : NULL;
     em_tensor *xc = mu ? ei_binary(EM_SUB, xs, mu) : NULL;
     em_tensor *sq = xc ? ei_binary(EM_MUL, xc, xc) : NULL;
-    em_tensor *var = sq ? ei_mean(sq, dims, nd, true) : NULL;
+    em_tensor *var = sq ? em_mean(sq, dims, nd, true) : NULL;
     em_tensor *ve = var ? ei_binary_scalar(EM_ADD, var, p->eps, false, false) : NULL;
     em_tensor *rstd = ve ? ei_unary(EM_RSQRT, ve) : NULL;
     em_tensor *xhat_s = rstd ? ei_binary(EM_MUL, xc, rstd) : NULL;
@@ -53,9 +53,9 @@ static int composed_backward(em_node *n, em_norm_op op, const em_norm_params *p,
         em_tensor *wv = w ? channel_view(w, C) : NULL;
         em_tensor *gyw = w ? (wv ? ei_binary(EM_MUL, gy, wv) : NULL) : em_retain((em_tensor *)gy);
         em_tensor *gs = gyw ? stat_view(op, gyw, p) : NULL;
-        em_tensor *m1 = gs ? ei_mean(gs, dims, nd, true) : NULL;
+        em_tensor *m1 = gs ? em_mean(gs, dims, nd, true) : NULL;
         em_tensor *gx_ = m1 ? ei_binary(EM_MUL, gs, xhat_s) : NULL;
-        em_tensor *m2 = gx_ ? ei_mean(gx_, dims, nd, true) : NULL;
+        em_tensor *m2 = gx_ ? em_mean(gx_, dims, nd, true) : NULL;
         em_tensor *t1 = m2 ? ei_binary(EM_SUB, gs, m1) : NULL;
         em_tensor *t2 = t1 ? ei_binary(EM_MUL, xhat_s, m2) : NULL;
         em_tensor *t3 = t2 ? ei_binary(EM_SUB, t1, t2) : NULL;

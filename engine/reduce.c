@@ -273,7 +273,7 @@ em_tensor *em_argmin(const em_tensor *t, int dim, bool keepdim, bool flat)
 
 /* ---- composed reductions ------------------------------------------------- */
 
-em_tensor *ei_mean(const em_tensor *t, const int *dims, int ndims, bool keepdim)
+em_tensor *em_mean(const em_tensor *t, const int *dims, int ndims, bool keepdim)
 {
     if (need_float("mean", t)) return NULL;
     int64_t n;
@@ -281,7 +281,7 @@ em_tensor *ei_mean(const em_tensor *t, const int *dims, int ndims, bool keepdim)
     if (is_half(t->dtype)) {
         em_tensor *f = em_to_dtype(t, EM_FLOAT32);
         if (!f) return NULL;
-        em_tensor *r = ei_mean(f, dims, ndims, keepdim);
+        em_tensor *r = em_mean(f, dims, ndims, keepdim);
         em_release(f);
         return cast_back(r, t->dtype);
     }
@@ -291,12 +291,6 @@ em_tensor *ei_mean(const em_tensor *t, const int *dims, int ndims, bool keepdim)
     em_tensor *r = ei_binary_scalar(EM_DIV, s, (double)n, false, false);
     em_release(s);
     return r;
-}
-
-em_tensor *em_mean(const em_tensor *t, const int *dims, int ndims, bool keepdim)
-{
-    EM_AUTOCAST(EM_AC_FP32_CUDA, ei_mean(EM_AC_ARG(0), dims, ndims, keepdim), t);
-    return ei_mean(t, dims, ndims, keepdim);
 }
 
 static em_tensor *variance(const char *name, const em_tensor *t, const int *dims, int ndims,
@@ -318,7 +312,7 @@ static em_tensor *variance(const char *name, const em_tensor *t, const int *dims
         return out ? em_ag_variance(t, out, dims, ndims, div, keepdim, take_sqrt) : NULL;
     }
     /* two passes (mean, then squared deviations): no cancellation trouble */
-    em_tensor *m = ei_mean(t, dims, ndims, true);
+    em_tensor *m = em_mean(t, dims, ndims, true);
     if (!m) return NULL;
     em_tensor *dev = ei_binary(EM_SUB, t, m);
     em_release(m);

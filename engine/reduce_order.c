@@ -463,7 +463,7 @@ static int moments(bool take_sqrt, const em_tensor *t, const int *dims, int ndim
                    em_tensor **spread, em_tensor **mean)
 {
     *spread = take_sqrt ? em_std(t, dims, ndims, correction, keepdim) : em_var(t, dims, ndims, correction, keepdim);
-    *mean = *spread ? ei_mean(t, dims, ndims, keepdim) : NULL;
+    *mean = *spread ? em_mean(t, dims, ndims, keepdim) : NULL;
     if (*mean) return 0;
     em_release(*spread);
     *spread = NULL;

@@ -139,6 +139,8 @@ function M.addr(input, vec1, vec2, ...)
   check_tensor(input, "addr", "input")
   check_dim(vec1, 1, "addr", "vec1")
   check_dim(vec2, 1, "addr", "vec2")
+  -- autocast: in PyTorch's CUDA low-precision list, in none of its CPU lists
+  input, vec1, vec2 = ember._autocast("lower_cuda", input, vec1, vec2)
   return scaled_sum("addr", input, vec1:outer(vec2), o)
 end
 
@@ -203,10 +205,9 @@ function M.inner(a, b)
   end
   -- two vectors: dot, as PyTorch (and autocast's policy with it: none lists dot)
   if a:dim() == 1 and b:dim() == 1 then return ember.dot(a, b) end
-  local shape = {}
-  for i = 1, a:dim() - 1 do shape[#shape + 1] = a.shape[i] end
-  for i = 1, b:dim() - 1 do shape[#shape + 1] = b.shape[i] end
-  return a:reshape(-1, k):matmul(b:reshape(-1, k):t()):reshape(shape)
+  -- PyTorch's inner is tensordot over the last dims, and autocast treats it so
+  -- (promote on CUDA, the mm's low precision on the CPU)
+  return ember.tensordot(a, b, {{a:dim()}, {b:dim()}})
 end
 
 --- ember.ger(vec1, vec2) -> outer(vec1, vec2) (PyTorch's older name).

@@ -135,3 +135,18 @@ cuda_it("a cuda region runs the fp32 list in float32 from a float16 input, compo
     assert.equal("float32", b:prod().dtype)
   end)
 end)
+
+-- PyTorch 2.15's CUDA lists (tests/lua/fixtures/autocast_cuda.lua, from PyTorch's own
+-- AutocastCUDA kernels run on fake CUDA tensors by scripts/fixtures/make_autocast_fixtures.py):
+-- each op's result dtype under a region of dtype d, from inputs of dtype d or float32.
+-- Against the CPU backend (EMBER_GPU_TEST_DEVICE=cpu) the CPU's table applies.
+local calls = require "autocast_calls"
+local expected = dofile(g.on_cpu and "tests/lua/fixtures/autocast_cpu.lua" or "tests/lua/fixtures/autocast_cuda.lua")
+for _, d in ipairs({"bfloat16", "float16"}) do
+  it("the result dtypes of PyTorch 2.15's " .. devtype .. " lists under a " .. d .. " region", function()
+    local function low(...) return dev((ember.rand(...) * 0.5 + 0.25):to(d)) end
+    local function f32(...) return dev(ember.rand(...)) end
+    local wrong = calls.mismatches(expected, devtype, d, low, f32, dev(ember.tensor({2, 3, 1})))
+    assert(#wrong == 0, table.concat(wrong, "\n"))
+  end)
+end

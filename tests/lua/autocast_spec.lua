@@ -164,86 +164,15 @@ describe("ember.autocast op policy", function()
   -- PyTorch's CPU lists (tests/lua/fixtures/autocast_cpu.lua, written by
   -- scripts/fixtures/make_autocast_fixtures.py): each op's result dtype under a CPU
   -- region of dtype d, from inputs of dtype d ("low": is the op cast up to float32?) or
-  -- float32 ("f32": is it cast down to d?). ember's calls of the same ops, by name:
-  local function low_calls(t)
-    local idx = ember.tensor({2, 3, 1})
-    return {
-      exp = function() return t(4):exp() end, log = function() return t(4):log() end,
-      log1p = function() return t(4):log1p() end, expm1 = function() return t(4):expm1() end,
-      rsqrt = function() return t(4):rsqrt() end, reciprocal = function() return t(4):reciprocal() end,
-      log2 = function() return t(4):log2() end, log10 = function() return t(4):log10() end,
-      erfinv = function() return t(4):erfinv() end, tan = function() return t(4):tan() end,
-      sinh = function() return t(4):sinh() end, cosh = function() return t(4):cosh() end,
-      asin = function() return t(4):asin() end, acos = function() return t(4):acos() end,
-      pow = function() return t(4):pow(2) end,
-      softmax = function() return t(4, 4):softmax(2) end, log_softmax = function() return t(4, 4):log_softmax(2) end,
-      cumsum = function() return t(4):cumsum(1) end, cumprod = function() return t(4):cumprod(1) end,
-      sum = function() return t(4):sum() end, mean = function() return t(4):mean() end,
-      prod = function() return t(4):prod() end, logsumexp = function() return t(4, 4):logsumexp(2) end,
-      norm = function() return t(4):norm() end, cdist = function() return ember.cdist(t(3, 4), t(2, 4)) end,
-      layer_norm = function() return F.layer_norm(t(2, 4), {4}) end,
-      group_norm = function() return F.group_norm(t(2, 4, 3), 2) end,
-      batch_norm = function() return F.batch_norm(t(2, 3), nil, nil, nil, nil, true) end,
-      cross_entropy = function() return F.cross_entropy(t(3, 5), idx) end,
-      nll_loss = function() return F.nll_loss(t(3, 5), idx) end,
-      mse_loss = function() return F.mse_loss(t(4), t(4)) end, l1_loss = function() return F.l1_loss(t(4), t(4)) end,
-      smooth_l1_loss = function() return F.smooth_l1_loss(t(4), t(4)) end,
-      huber_loss = function() return F.huber_loss(t(4), t(4)) end,
-      kl_div = function() return F.kl_div(t(4), t(4), {reduction = "batchmean"}) end,
-      binary_cross_entropy_with_logits = function() return F.binary_cross_entropy_with_logits(t(4), t(4)) end,
-      binary_cross_entropy = function() return F.binary_cross_entropy(t(4), t(4)) end,
-      softplus = function() return F.softplus(t(4)) end,
-      margin_ranking_loss = function() return F.margin_ranking_loss(t(4), t(4), t(4):sign()) end,
-      hinge_embedding_loss = function() return F.hinge_embedding_loss(t(4), t(4):sign()) end,
-      soft_margin_loss = function() return F.soft_margin_loss(t(4), t(4):sign()) end,
-      multi_margin_loss = function() return F.multi_margin_loss(t(3, 4), idx) end,
-      triplet_margin_loss = function() return F.triplet_margin_loss(t(2, 4), t(2, 4), t(2, 4)) end,
-      cosine_embedding_loss = function() return F.cosine_embedding_loss(t(2, 4), t(2, 4), t(2):sign()) end,
-      poisson_nll_loss = function() return F.poisson_nll_loss(t(4), t(4)) end,
-      gaussian_nll_loss = function() return F.gaussian_nll_loss(t(4), t(4), t(4)) end,
-      multilabel_soft_margin_loss = function() return F.multilabel_soft_margin_loss(t(2, 4), t(2, 4):sign()) end,
-      cosine_similarity = function() return F.cosine_similarity(t(2, 4), t(2, 4)) end,
-      normalize = function() return F.normalize(t(2, 4)) end,
-      vector_norm = function() return ember.linalg.vector_norm(t(4)) end,
-      matrix_norm = function() return ember.linalg.matrix_norm(t(3, 3)) end,
-      linalg_norm = function() return ember.linalg.norm(t(3, 3)) end,
-      relu = function() return F.relu(t(4)) end, add = function() return t(4) + t(4) end,
-    }
-  end
-  local function f32_calls(t)
-    return {
-      matmul = function() return t(3, 3):matmul(t(3, 3)) end, mm = function() return ember.mm(t(3, 3), t(3, 3)) end,
-      bmm = function() return ember.bmm(t(1, 3, 3), t(1, 3, 3)) end,
-      addmm = function() return ember.addmm(t(3), t(3, 3), t(3, 3)) end,
-      baddbmm = function() return ember.baddbmm(t(1, 3, 3), t(1, 3, 3), t(1, 3, 3)) end,
-      addbmm = function() return ember.addbmm(t(3, 3), t(1, 3, 3), t(1, 3, 3)) end,
-      linear = function() return F.linear(t(2, 3), t(4, 3), t(4)) end,
-      conv2d = function() return F.conv2d(t(1, 2, 4, 4), t(3, 2, 3, 3)) end,
-      sdpa = function() return F.scaled_dot_product_attention(t(1, 2, 3, 4), t(1, 2, 3, 4), t(1, 2, 3, 4)) end,
-      einsum = function() return ember.einsum("ij,jk->ik", t(3, 3), t(3, 3)) end,
-      dot = function() return ember.dot(t(3), t(3)) end, softmax_f32 = function() return t(4):softmax(1) end,
-      mv = function() return ember.mv(t(3, 3), t(3)) end, addmv = function() return ember.addmv(t(3), t(3, 3), t(3)) end,
-      addr = function() return ember.addr(t(3, 3), t(3), t(3)) end, vdot = function() return ember.vdot(t(3), t(3)) end,
-      inner = function() return ember.inner(t(3), t(3)) end, inner_2d = function() return ember.inner(t(2, 3), t(2, 3)) end,
-      outer = function() return ember.outer(t(3), t(3)) end, ger = function() return ember.ger(t(3), t(3)) end,
-      tensordot = function() return ember.tensordot(t(3, 3), t(3, 3), 1) end,
-    }
-  end
+  -- float32 ("f32": is it cast down to d?); ember's calls of the same ops by name are in
+  -- autocast_calls.lua
+  local calls = require "autocast_calls"
   local expected = dofile("tests/lua/fixtures/autocast_cpu.lua")
   for _, d in ipairs({"bfloat16", "float16"}) do
     it("the result dtypes of PyTorch 2.15's CPU lists under a " .. d .. " region", function()
       local function low(...) return (ember.rand(...) * 0.5 + 0.25):to(d) end
       local function f32(...) return ember.rand(...) end
-      local calls = {low = low_calls(low), f32 = f32_calls(f32)}
-      local wrong = {}
-      ember.autocast("cpu", {dtype = d}, function()
-        for _, e in ipairs(expected) do
-          local fn = calls[e.kind][e.op]
-          assert(fn, "no ember call for " .. e.op)
-          local got = fn().dtype
-          if got ~= e[d] then wrong[#wrong + 1] = ("%s (%s inputs): %s, PyTorch %s"):format(e.op, e.kind, got, e[d]) end
-        end
-      end)
+      local wrong = calls.mismatches(expected, "cpu", d, low, f32, ember.tensor({2, 3, 1}))
       assert(#wrong == 0, table.concat(wrong, "; "))
     end)
   end

@@ -15,17 +15,22 @@ off; closing it restores what it found. Guards must close innermost first.
 
 Inside a region each op follows PyTorch's lists for tensors on that device type:
 matmul, mm, bmm, addmm, baddbmm, addbmm, linear, conv*, scaled_dot_product_attention,
-einsum and prelu (and on cuda tensors mv and addmv) run in the low-precision dtype; the
-losses (cross_entropy, nll_loss, mse_loss, l1_loss, kl_div, binary_cross_entropy*, the
-margin and embedding losses, poisson_nll_loss), prod and cdist run in float32; on cuda
-tensors softmax, log_softmax, layer and group norm, sum, mean, cumsum, cumprod, norms,
-logsumexp, pow, exp, log, log1p, expm1, rsqrt, reciprocal, tan, sinh, cosh, asin, acos,
-erfinv, softplus, normalize, cosine_similarity and the composed losses run in float32
-too, while on the CPU (PyTorch's CPU lists) they run in their input's dtype; cat,
-stack, addcmul, addcdiv, atan2, cross, dot, tensordot, index_put and scatter_add take
-their inputs' widest dtype; other ops, batch_norm among them, run in their inputs'
+einsum and prelu (and on cuda tensors mv, addmv and addr) run in the low-precision dtype;
+the losses (cross_entropy, nll_loss, mse_loss, l1_loss, kl_div,
+binary_cross_entropy_with_logits, the margin and embedding losses, poisson_nll_loss),
+prod and cdist run in float32; on cuda tensors softmax, log_softmax, layer, group and
+rms norm, interpolate, sum, cumsum, cumprod, norms, logsumexp, pow, exp, log, log1p,
+expm1, rsqrt, reciprocal, tan, sinh, cosh, asin, acos, erfinv, softplus, normalize,
+cosine_similarity and the composed losses run in float32 too, while on the CPU
+(PyTorch's CPU lists) they run in their input's dtype; cat, stack, addcmul, addcdiv,
+atan2, cross, dot, tensordot, index_put and scatter_add take their inputs' widest dtype;
+other ops, mean, var, the activations and batch_norm among them, run in their inputs'
 dtype (binary ops promote as always; the norms take a low-precision input with float32
-parameters).
+parameters). An explicit dtype = (sum, softmax, cumsum, ...) is run as given.
+binary_cross_entropy raises in a CUDA region, as PyTorch's does (use
+binary_cross_entropy_with_logits); on the CPU it runs in float32.
+The same policy applies to the engine's C functions (em_matmul, em_sum, ...) for a C
+program linking libember.
 float64 and integer tensors are never cast. Casts are differentiable: the backward of
 a region runs each op in the dtype its forward used and gradients reach float32 weights
 as float32. A backward pass never casts, even inside a region.

@@ -530,6 +530,8 @@ function F.rms_norm(x, normalized_shape, ...)
                         shape_str(x), table.concat(ns, ", ")))
   end
   local w, eps = o.weight, o.eps
+  -- PyTorch's CUDA list runs rms_norm in float32 (the result too); its CPU lists do not hold it
+  x, w = autocast("fp32_cuda", x, w)
   if w ~= nil then
     check_tensor(w, "rms_norm", "weight")
     if shape_str(w) ~= "[" .. table.concat(ns, ", ") .. "]" then
@@ -737,6 +739,7 @@ function F.interpolate(x, ...)
   local op = "interpolate"
   local o = options(op, {"size", "scale_factor", "mode", "align_corners", "recompute_scale_factor"}, ...)
   check_input(x, op, {[3] = true, [4] = true, [5] = true}, "a [N, C, d1 (, d2 (, d3))] (3-D to 5-D)")
+  x = autocast("fp32_cuda", x)   -- the upsample ops are in PyTorch's CUDA float32 list
   local mode = o.mode or "nearest"
   local nd = x.ndim - 2
   if mode ~= "nearest" and mode ~= "nearest-exact" and not linear_rank[mode] then
@@ -1452,7 +1455,9 @@ local binary_cross_entropy_names = {"weight", "size_average", "reduce", "reducti
 function F.binary_cross_entropy(input, target, ...)
   local op = "binary_cross_entropy"
   local reduction, o
-  input, target, reduction, o = loss_start(op, "fp32", binary_cross_entropy_names, pair, input, target, ...)
+  -- in a CUDA region PyTorch refuses it; on the CPU its list runs it in float32
+  input, target, reduction, o = loss_start(op, "fp32_refuse_cuda", binary_cross_entropy_names, pair, input, target,
+                                           ...)
   check_weight(o.weight, input, op, "weight")
   if input:numel() > 0 then
     local lo, hi = input:min():item(), input:max():item()
