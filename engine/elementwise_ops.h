@@ -126,7 +126,11 @@ typedef enum em_op_binding {
     X(EM_DIGAMMA,     "digamma",     "digamma_",     "DigammaBackward",    EM_OPDT_FLOAT,   EM_AC_NONE,      EM_OPB_GENERIC)    \
     X(EM_LGAMMA,      "lgamma",      "lgamma_",      "LgammaBackward",     EM_OPDT_FLOAT,   EM_AC_NONE,      EM_OPB_GENERIC)    \
     /* bool goes to logical_not */                                                                                              \
-    X(EM_BITWISE_NOT, "bitwise_not", "bitwise_not_", NULL,                 EM_OPDT_BITWISE, EM_AC_NONE,      EM_OPB_GENERIC)
+    X(EM_BITWISE_NOT, "bitwise_not", "bitwise_not_", NULL,                 EM_OPDT_BITWISE, EM_AC_NONE,      EM_OPB_GENERIC)    \
+    /* gelu(x, approximate = "tanh") = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), also the fused */                       \
+    /* linear's activation (reached through gelu's binding), and its derivative */                                              \
+    X(EM_GELU_TANH,   "gelu_tanh",   NULL,           "GeluBackward",       EM_OPDT_FLOAT,   EM_AC_NONE,      EM_OPB_INTERNAL)   \
+    X(EM_GELU_TANH_GRAD, "gelu_tanh_grad", NULL, "GeluTanhGradBackward", EM_OPDT_FLOAT, EM_AC_NONE, EM_OPB_INTERNAL)
 
 #define EM_BINARY_OPS(X)                                                                                                                           \
     X(EM_ADD,            "add",                 "add_",                 "AddBackward",        EM_OPDT_ALL,     EM_AC_NONE,      EM_OPB_OWN)        \

@@ -745,7 +745,8 @@ const char *em_cpu_blas_core(void);
 /* F.linear: act(x @ w^T + b) for x [..., in], w [out, in], b [out] or NULL, as
  * one fused op (its backward: two or three). GELU_TANH is gelu with
  * approximate = "tanh" (the form cuBLASLt's epilogue computes). em_gelu_tanh is
- * that activation alone, composed from elementwise ops. */
+ * that activation alone: em_unary(EM_GELU_TANH, x), the formula the CPU's and
+ * the fallback CUDA epilogue use. */
 typedef enum em_linear_act { EM_LINEAR_ACT_NONE, EM_LINEAR_ACT_GELU_TANH } em_linear_act;
 em_tensor *em_linear(const em_tensor *x, const em_tensor *w, const em_tensor *b, em_linear_act act);
 em_tensor *em_gelu_tanh(const em_tensor *x);

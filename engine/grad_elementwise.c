@@ -68,6 +68,23 @@ static em_tensor *gelu_second_derivative(const em_tensor *x)
     return r;
 }
 
+/* gelu_tanh''(x) = (1 - t^2) (u' - x t u'^2 + 3 k c x^2) with t = tanh(u),
+ * u = k (x + c x^3), u' = k (1 + 3 c x^2), written as (t^2 - 1) (x t u'^2 -
+ * u' - 3 k c x^2) (composed, so a third order is recorded too) */
+static em_tensor *gelu_tanh_second_derivative(const em_tensor *x)
+{
+    const double k = 0.7978845608028654, c = 0.044715;
+    em_scope s = {0};
+    em_tensor *x2 = es_mul(&s, x, x);
+    em_tensor *u = es_scalar(&s, EM_MUL, es_add(&s, x, es_scalar(&s, EM_MUL, es_mul(&s, x2, x), c)), k);
+    em_tensor *t = es_unary(&s, EM_TANH, u);
+    em_tensor *du = es_scalar(&s, EM_MUL, es_scalar(&s, EM_ADD, es_scalar(&s, EM_MUL, x2, 3 * c), 1), k);
+    em_tensor *xtdu2 = es_mul(&s, es_mul(&s, x, t), es_mul(&s, du, du));
+    em_tensor *inner = es_sub(&s, es_sub(&s, xtdu2, du), es_scalar(&s, EM_MUL, x2, 3 * k * c));
+    em_tensor *t2m1 = es_scalar(&s, EM_SUB, es_mul(&s, t, t), 1);
+    return em_scope_finish(&s, es_mul(&s, t2m1, inner));
+}
+
 /* c + s x^2 */
 static em_tensor *one_plus_s_square(const em_tensor *x, double c, double s)
 {
@@ -142,6 +159,8 @@ static int unary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     /* one fused pass for the derivative, then the product */
     case EM_GELU: r = mul_x(em_retain((em_tensor *)g), ei_unary(EM_GELU_GRAD, x)); break;
     case EM_GELU_GRAD: r = mul_x(em_retain((em_tensor *)g), gelu_second_derivative(x)); break;
+    case EM_GELU_TANH: r = mul_x(em_retain((em_tensor *)g), ei_unary(EM_GELU_TANH_GRAD, x)); break;
+    case EM_GELU_TANH_GRAD: r = mul_x(em_retain((em_tensor *)g), gelu_tanh_second_derivative(x)); break;
     case EM_SILU: { /* s + x s (1 - s), s = sigmoid(x) */
         em_tensor *s = ei_unary(EM_SIGMOID, x);
         em_tensor *oms = s ? ei_binary_scalar(EM_SUB, s, 1, false, true) : NULL;

@@ -17,51 +17,12 @@
 
 #include <string.h>
 
-#define GELU_K 0.7978845608028654   /* sqrt(2/pi) */
-#define GELU_C 0.044715
+/* 0.5 x (1 + tanh(k (x + c x^3))): the table's op (elementwise_ops.h), one
+ * pass with the formula the CPU's fused epilogue uses too; recorded */
+em_tensor *em_gelu_tanh(const em_tensor *x) { return ei_unary(EM_GELU_TANH, x); }
 
-/* 0.5 x (1 + tanh(k (x + c x^3))), composed (recorded) */
-em_tensor *em_gelu_tanh(const em_tensor *x)
-{
-    em_tensor *t[7] = {0}, *r = NULL;
-    if ((t[0] = ei_pow_scalar(x, 3)) &&
-        (t[1] = ei_binary_scalar(EM_MUL, t[0], GELU_C, false, false)) &&
-        (t[2] = ei_binary(EM_ADD, x, t[1])) &&
-        (t[3] = ei_binary_scalar(EM_MUL, t[2], GELU_K, false, false)) &&
-        (t[4] = ei_unary(EM_TANH, t[3])) &&
-        (t[5] = ei_binary_scalar(EM_ADD, t[4], 1, true, false)) &&
-        (t[6] = ei_binary(EM_MUL, x, t[5])))
-        r = ei_binary_scalar(EM_MUL, t[6], 0.5, false, false);
-    for (int i = 0; i < 7; i++) em_release(t[i]);
-    return r;
-}
-
-/* gelu_tanh'(x) = 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2), t = tanh(k (x + c x^3)),
- * composed (recorded) */
-static em_tensor *gelu_tanh_grad(const em_tensor *x)
-{
-    em_tensor *t[12] = {0}, *r = NULL;
-    if ((t[0] = ei_binary(EM_MUL, x, x)) &&
-        (t[1] = ei_binary_scalar(EM_MUL, t[0], GELU_C, false, false)) &&
-        (t[2] = ei_binary_scalar(EM_ADD, t[1], 1, true, false)) &&       /* 1 + c x^2 */
-        (t[3] = ei_binary(EM_MUL, x, t[2])) &&
-        (t[4] = ei_binary_scalar(EM_MUL, t[3], GELU_K, false, false)) &&
-        (t[5] = ei_unary(EM_TANH, t[4])) &&                                /* t */
-        (t[6] = ei_binary_scalar(EM_ADD, t[5], 1, true, false)) &&        /* 1 + t */
-        (t[7] = ei_binary(EM_MUL, t[5], t[5])) &&
-        (t[8] = ei_binary_scalar(EM_SUB, t[7], 1, true, true)) &&        /* 1 - t^2 */
-        (t[9] = ei_binary_scalar(EM_MUL, t[1], 3, false, false)) &&
-        (t[10] = ei_binary_scalar(EM_ADD, t[9], 1, true, false)) &&       /* 1 + 3 c x^2 */
-        (t[11] = ei_binary(EM_MUL, t[8], t[10]))) {
-        em_tensor *u = ei_binary(EM_MUL, x, t[11]);
-        em_tensor *v = u ? ei_binary_scalar(EM_MUL, u, GELU_K, false, false) : NULL;
-        em_tensor *s = v ? ei_binary(EM_ADD, t[6], v) : NULL;
-        r = s ? ei_binary_scalar(EM_MUL, s, 0.5, false, false) : NULL;
-        em_release(u); em_release(v); em_release(s);
-    }
-    for (int i = 0; i < 12; i++) em_release(t[i]);
-    return r;
-}
+/* its derivative, recorded (so the create_graph backward below differentiates) */
+static em_tensor *gelu_tanh_grad(const em_tensor *x) { return ei_unary(EM_GELU_TANH_GRAD, x); }
 
 static int check_args(const em_tensor *x, const em_tensor *w, const em_tensor *b, em_linear_act act)
 {

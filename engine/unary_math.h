@@ -43,6 +43,10 @@
 #define UM_PICK(gpu, cpu) (cpu)
 #endif
 
+/* GELU's tanh form: 0.5 x (1 + tanh(UM_GELU_K (x + UM_GELU_C x^3))) */
+#define UM_GELU_K 0.7978845608028654   /* sqrt(2/pi) */
+#define UM_GELU_C 0.044715
+
 /* Which loops an op of the table has, from its em_op_dtypes class:
  * UM_IF_FLOAT_LOOP(dtypes, text) is text for the ops with float loops,
  * UM_IF_INT_LOOP(dtypes, text) for those with integer ones (logical_not,
@@ -317,6 +321,29 @@ UM_CPU_FN float um_tanh_f32(float x)
  * float result is 0, which the clamp keeps */
 UM_CPU_FN float um_sigmoid_f32(float x) { return (float)(1.0 / (1.0 + um_exp_core(um_clamp_f64(-(double)x, -104.0, 104.0)))); }
 
+/* GELU's tanh form, 0.5 x (1 + tanh u) with u = sqrt(2/pi) (x + 0.044715 x^3),
+ * as x sigmoid(2u): no cancellation where tanh u is near -1 (the tanh form
+ * gives 0 for x below about -5 in float32, -9 in float64), and only exp, in
+ * double lanes, rounded once. The clamp keeps exp finite: past |2u| = 104
+ * the float result is already 0 or x. The derivative: s + 2 x s (1 - s) u'. */
+UM_CPU_FN double um_gelu_tanh_sig(double x)
+{
+    double u = UM_GELU_K * (x + UM_GELU_C * x * x * x);
+    return 1.0 / (1.0 + um_exp_core(um_clamp_f64(-2.0 * u, -104.0, 104.0)));
+}
+
+UM_CPU_FN float um_gelu_tanh_f32(float a)
+{
+    double x = a;
+    return (float)(x * um_gelu_tanh_sig(x));
+}
+
+UM_CPU_FN float um_gelu_tanh_grad_f32(float a)
+{
+    double x = a, s = um_gelu_tanh_sig(x);
+    return (float)(s + 2.0 * x * s * (1.0 - s) * UM_GELU_K * (1.0 + 3.0 * UM_GELU_C * x * x));
+}
+
 /* x / (1 + exp(-x)): down to -3.4e38 / exp(708) the float result is -0
  * as it should be; -inf gives NaN (-inf / inf, as the float formula and
  * PyTorch do) */
@@ -518,6 +545,28 @@ __device__ static inline float um_gaussian_f(float a)
 
 /* ---- the formulas ------------------------------------------------------- */
 
+/* GELU's tanh form as x sigmoid(2u) with CUDA's expf (a GPU's float32
+ * formula; no cancellation where tanh u is near -1), and its derivative
+ * s + 2 x s (1 - s) u' */
+UM_FN float um_gelu_tanh_sig_expf(float x)
+{
+    float u = (float)UM_GELU_K * (x + (float)UM_GELU_C * x * x * x);
+    return 1.0f / (1.0f + expf(-2.0f * u));
+}
+
+UM_FN float um_gelu_tanh_grad_expf(float x)
+{
+    float s = um_gelu_tanh_sig_expf(x);
+    return s + 2.0f * x * s * (1.0f - s) * (float)UM_GELU_K * (1.0f + 3.0f * (float)UM_GELU_C * x * x);
+}
+
+/* the same in float64, exp's overflow giving the tails their 0 and 1 */
+UM_FN double um_gelu_tanh_sig_f64(double x)
+{
+    double u = UM_GELU_K * (x + UM_GELU_C * x * x * x);
+    return 1.0 / (1.0 + exp(-2.0 * u));
+}
+
 UM_FN float em_un_f32(em_unary_op op, float x)
 {
     switch (op) {
@@ -544,6 +593,8 @@ UM_FN float em_un_f32(em_unary_op op, float x)
         return UM_PICK(normcdff(x) + x * um_gaussian_f(x) * 0.39894228040143267794f,
                        fabsf(x) <= UM_GELU_NEAR ? um_gelu_grad_near(x) : um_gelu_grad_far(x));
     case EM_SILU: return UM_PICK(x / (1.0f + expf(-x)), um_silu_f32(x));
+    case EM_GELU_TANH: return UM_PICK(x * um_gelu_tanh_sig_expf(x), um_gelu_tanh_f32(x));
+    case EM_GELU_TANH_GRAD: return UM_PICK(um_gelu_tanh_grad_expf(x), um_gelu_tanh_grad_f32(x));
     case EM_FLOOR: return floorf(x);
     case EM_CEIL: return ceilf(x);
     case EM_ROUND: return UM_PICK(rintf(x), nearbyintf(x));      /* half to even */
@@ -595,6 +646,12 @@ UM_FN double em_un_f64(em_unary_op op, double x)
     case EM_GELU: return x * 0.5 * erfc(-x * 0.70710678118654752440);
     case EM_GELU_GRAD: return 0.5 * erfc(-x * 0.70710678118654752440) + x * exp(-0.5 * x * x) * 0.39894228040143267794;
     case EM_SILU: return x / (1.0 + exp(-x));
+    /* as x sigmoid(2u): 0.5 x (1 + tanh u) would cancel where tanh u is near -1 */
+    case EM_GELU_TANH: return x * um_gelu_tanh_sig_f64(x);
+    case EM_GELU_TANH_GRAD: {
+        double sg = um_gelu_tanh_sig_f64(x);
+        return sg + 2.0 * x * sg * (1.0 - sg) * UM_GELU_K * (1.0 + 3.0 * UM_GELU_C * x * x);
+    }
     case EM_FLOOR: return floor(x);
     case EM_CEIL: return ceil(x);
     case EM_ROUND: return UM_PICK(rint(x), nearbyint(x));
@@ -637,7 +694,8 @@ UM_FN int64_t em_un_i64(em_unary_op op, int64_t x)
     case EM_SQUARE: return (int64_t)((uint64_t)x * (uint64_t)x);
     /* float-only ops (EM_OPDT_FLOAT): the integer loops never run them */
     case EM_EXP: case EM_LOG: case EM_LOG1P: case EM_EXPM1: case EM_SQRT: case EM_RSQRT: case EM_SIN: case EM_COS:
-    case EM_TANH: case EM_SIGMOID: case EM_GELU: case EM_GELU_GRAD: case EM_SILU: case EM_RECIPROCAL: case EM_EXP2:
+    case EM_TANH: case EM_SIGMOID: case EM_GELU: case EM_GELU_GRAD: case EM_GELU_TANH: case EM_GELU_TANH_GRAD:
+    case EM_SILU: case EM_RECIPROCAL: case EM_EXP2:
     case EM_LOG2: case EM_LOG10: case EM_ERF: case EM_ERFC: case EM_ERFINV: case EM_TAN: case EM_SINH: case EM_COSH:
     case EM_ASIN: case EM_ACOS: case EM_ATAN: case EM_ASINH: case EM_ACOSH: case EM_ATANH: case EM_DIGAMMA:
     case EM_LGAMMA:

@@ -21,6 +21,7 @@
  * Lt has no algorithm for a case (an epilogue's alignment rules, say), the
  * linear family runs the GEMM alone and its epilogue as a kernel here. */
 #include "kc.h"
+#include "../engine/unary_math.h"
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -386,11 +387,6 @@ int kc_gemm(em_tensor *out, const em_tensor *a, const em_tensor *b, double alpha
 
 /* ---- the fused linear family (backend.h em_linear_op) ----------------------------------------- */
 
-/* double literals: (C)GELU_K rounds them once to the epilogue's type; float
- * literals would carry float's 24-bit constants into the float64 path */
-#define GELU_K 0.7978845608028654   /* sqrt(2/pi) */
-#define GELU_C 0.044715
-
 /* the epilogue's arithmetic type: float, double for float64 */
 template <typename T> struct lin_acc { typedef float type; };
 template <> struct lin_acc<double> { typedef double type; };
@@ -402,16 +398,11 @@ template <typename T, typename C> __device__ inline T lin_store(C v) { return (T
 template <> __device__ inline __half lin_store<__half, float>(float v) { return __float2half_rn(v); }
 template <> __device__ inline __nv_bfloat16 lin_store<__nv_bfloat16, float>(float v) { return __float2bfloat16_rn(v); }
 
-template <typename C> __device__ inline C gelu_tanh(C x)
-{
-    return (C)0.5 * x * ((C)1 + tanh((C)GELU_K * (x + (C)GELU_C * x * x * x)));
-}
-
-template <typename C> __device__ inline C gelu_tanh_grad(C x)
-{
-    C t = tanh((C)GELU_K * (x + (C)GELU_C * x * x * x));
-    return (C)0.5 * ((C)1 + t) + (C)0.5 * x * ((C)1 - t * t) * (C)GELU_K * ((C)1 + (C)3 * (C)GELU_C * x * x);
-}
+/* GELU's tanh form and its derivative: the op table's formulas (engine/unary_math.h) */
+__device__ inline float gelu_tanh(float x) { return em_un_f32(EM_GELU_TANH, x); }
+__device__ inline double gelu_tanh(double x) { return em_un_f64(EM_GELU_TANH, x); }
+__device__ inline float gelu_tanh_grad(float x) { return em_un_f32(EM_GELU_TANH_GRAD, x); }
+__device__ inline double gelu_tanh_grad(double x) { return em_un_f64(EM_GELU_TANH_GRAD, x); }
 
 /* The epilogue Lt did not take, after the GEMM: pre = out + bias[n] (rounded
  * to T, as the fused epilogue's is), aux = pre, out = gelu(pre) for GELU.

@@ -8,41 +8,16 @@
  * epilogue does. When out has the compute dtype the GEMM writes into it and
  * the epilogue works in place (aux the same), so nothing is copied.
  *
- * GELU in float32 is x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3),
- * which is 0.5 x (1 + tanh(u)) rewritten so that it needs only exp (whose
- * loop vectorises, cpu_exp_f32) and loses nothing to cancellation where
- * tanh(u) is near -1; float64 keeps libm's tanh. */
+ * GELU is the tanh form of the op table's EM_GELU_TANH (engine/unary_math.h,
+ * one formula for this epilogue, F.gelu(x, {approximate = "tanh"}) and the
+ * CUDA kernels' fallback epilogue). */
 #include "cpu.h"
+#include "../unary_math.h"
 
-#define GELU_K 0.7978845608028654   /* sqrt(2/pi) */
-#define GELU_C 0.044715
-
-static double gelu_tanh(double x)
-{
-    return 0.5 * x * (1 + tanh(GELU_K * (x + GELU_C * x * x * x)));
-}
-
-static double gelu_tanh_grad(double x)
-{
-    double t = tanh(GELU_K * (x + GELU_C * x * x * x));
-    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * GELU_K * (1 + 3 * GELU_C * x * x);
-}
-
-/* sigmoid(2u) for the float32 forms */
-static inline float gelu_sig(float x)
-{
-    float u = (float)GELU_K * (x + (float)GELU_C * x * x * x);
-    return 1.0f / (1.0f + cpu_exp_f32(-2.0f * u));
-}
-
-static inline float gelu_f32(float x) { return x * gelu_sig(x); }
-
-/* d/dx x s(x) with s = sigmoid(2u): s + 2 x s (1 - s) u' */
-static inline float gelu_grad_f32(float x)
-{
-    float s = gelu_sig(x);
-    return s + 2.0f * x * s * (1.0f - s) * (float)GELU_K * (1.0f + 3.0f * (float)GELU_C * x * x);
-}
+static inline float gelu_f32(float x) { return em_un_f32(EM_GELU_TANH, x); }
+static inline double gelu_f64(double x) { return em_un_f64(EM_GELU_TANH, x); }
+static inline float gelu_grad_f32(float x) { return em_un_f32(EM_GELU_TANH_GRAD, x); }
+static inline double gelu_grad_f64(double x) { return em_un_f64(EM_GELU_TANH_GRAD, x); }
 
 static em_dtype compute_dtype(em_dtype d) { return d == EM_FLOAT64 ? EM_FLOAT64 : EM_FLOAT32; }
 
@@ -99,7 +74,7 @@ typedef struct epi {
         }                                                                                          \
     }
 DEFINE_EPI(f32, float, gelu_f32)
-DEFINE_EPI(f64, double, gelu_tanh)
+DEFINE_EPI(f64, double, gelu_f64)
 
 /* out (and aux) = act(acc + bias) */
 static int epilogue(em_linear_op op, em_tensor *out, em_tensor *aux, em_tensor *acc, const em_tensor *bias)
@@ -138,7 +113,7 @@ typedef struct dgelu_job {
         for (int64_t i = lo; i < hi; i++) o[i] = g[i] * GRAD(x[i]);                                \
     }
 DEFINE_DGELU(f32, float, gelu_grad_f32)
-DEFINE_DGELU(f64, double, gelu_tanh_grad)
+DEFINE_DGELU(f64, double, gelu_grad_f64)
 
 static int dgelu(em_tensor *out, const em_tensor *g, const em_tensor *aux)
 {

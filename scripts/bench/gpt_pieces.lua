@@ -21,6 +21,8 @@ local gy = ember.randn(32, 128, 128)
 local rows = {
   {"gelu_fwd", function() return F.gelu(x) end},
   {"gelu_fwd_bwd", function() F.gelu(xr):backward(g); xr.grad = nil end},
+  {"gelu_tanh_fwd", function() return F.gelu(x, {approximate = "tanh"}) end},
+  {"gelu_tanh_fwd_bwd", function() F.gelu(xr, {approximate = "tanh"}):backward(g); xr.grad = nil end},
   {"embedding_fwd_bwd", function() F.embedding(idx, W):backward(gy); W.grad = nil end},
 }
 for _, r in ipairs(rows) do print(string.format("%s_ms %.3f", r[1], best(30, r[2]) * 1e3)) end

@@ -35,10 +35,21 @@ def gelu_fwd_bwd():
     xr.grad = None
 
 
+def gelu_tanh_fwd():
+    with torch.no_grad():
+        F.gelu(x, approximate="tanh")
+
+
+def gelu_tanh_fwd_bwd():
+    F.gelu(xr, approximate="tanh").backward(g)
+    xr.grad = None
+
+
 def embedding_fwd_bwd():
     F.embedding(idx, W).backward(gy)
     W.grad = None
 
 
-for name, f in (("gelu_fwd", gelu_fwd), ("gelu_fwd_bwd", gelu_fwd_bwd), ("embedding_fwd_bwd", embedding_fwd_bwd)):
+for name, f in (("gelu_fwd", gelu_fwd), ("gelu_fwd_bwd", gelu_fwd_bwd), ("gelu_tanh_fwd", gelu_tanh_fwd),
+                ("gelu_tanh_fwd_bwd", gelu_tanh_fwd_bwd), ("embedding_fwd_bwd", embedding_fwd_bwd)):
     print("%s_ms %.3f" % (name, best(30, f) * 1e3))
