@@ -3,7 +3,8 @@
 -- computes the transcendental ones through a table of those results (engine/cpu/
 -- unary.c), the others a chunk at a time in float32, and both must agree with
 -- `op(x:float()):to(dtype)` to the bit (signed zeros and NaN positions included), for
--- contiguous, strided and in-place operands, and in GELU's backward.
+-- contiguous, strided and in-place operands, and in GELU's backward; neg and abs, which
+-- flip or clear the sign bit, the same.
 local ember = require "ember"
 
 -- the value of each 16-bit pattern of dtype d, exactly, as Lua numbers
@@ -78,6 +79,25 @@ describe("unary ops on float16 and bfloat16", function()
         y[name .. "_"](y)
         same_bits(y, want, d .. " " .. name .. "_ (in place, strided)")
       end
+    end)
+
+    -- neg and abs work on the sign bit (numeric ops, outside the float list above)
+    it(d .. ": neg and abs, every value, contiguous, strided and in place", function()
+      local x = values(d)
+      for _, name in ipairs({"neg", "abs"}) do
+        local want = ember[name](x:float()):to(d)
+        same_bits(ember[name](x), want, d .. " " .. name)
+        local xs = x:reshape(256, 256):t()
+        local ws = ember[name](xs:float()):to(d)
+        same_bits(ember[name](xs), ws, d .. " " .. name .. " (strided)")
+        local y = xs:clone()
+        y[name .. "_"](y)
+        same_bits(y, ws, d .. " " .. name .. "_ (in place)")
+      end
+      -- the sign of zero: -(+0) is -0, abs(-0) is +0
+      local z = ember.tensor({0.0, -0.0}):to(d)
+      assert.are.same({-math.huge, math.huge}, (1 / (-z):float()):tolist())
+      assert.are.same({math.huge, math.huge}, (1 / z:abs():float()):tolist())
     end)
 
     it(d .. ": GELU's backward (gelu_grad) is float32's gradient rounded once", function()
