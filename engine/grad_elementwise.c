@@ -4,6 +4,7 @@
  * result is a float tensor) records one node whose apply turns the output's
  * gradient into the inputs' with engine ops. */
 #include "autograd.h"
+#include "unary_math.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -73,7 +74,7 @@ static em_tensor *gelu_second_derivative(const em_tensor *x)
  * u' - 3 k c x^2) (composed, so a third order is recorded too) */
 static em_tensor *gelu_tanh_second_derivative(const em_tensor *x)
 {
-    const double k = 0.7978845608028654, c = 0.044715;
+    const double k = UM_GELU_K, c = UM_GELU_C;
     em_scope s = {0};
     em_tensor *x2 = es_mul(&s, x, x);
     em_tensor *u = es_scalar(&s, EM_MUL, es_add(&s, x, es_scalar(&s, EM_MUL, es_mul(&s, x2, x), c)), k);
