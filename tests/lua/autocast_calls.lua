@@ -65,6 +65,20 @@ local function low_calls(t, d, idx)
     atan2 = function() return ember.atan2(t(4), t(4)) end,
     atan2_mixed = function() return ember.atan2(t(4), t(4):float()) end,
     addcmul_mixed = function() return ember.addcmul(t(4), t(4), t(4):float()) end,
+    softmin = function() return F.softmin(t(4, 4), 2) end, logsigmoid = function() return F.logsigmoid(t(4)) end,
+    elu = function() return F.elu(t(4)) end, mish = function() return F.mish(t(4)) end,
+    hardswish = function() return F.hardswish(t(4)) end, glu = function() return F.glu(t(2, 4)) end,
+    avg_pool2d = function() return F.avg_pool2d(t(1, 1, 4, 4), 2) end,
+    max_pool2d = function() return F.max_pool2d(t(1, 1, 4, 4), 2) end,
+    adaptive_avg_pool2d = function() return F.adaptive_avg_pool2d(t(1, 1, 4, 4), 2) end,
+    instance_norm = function() return F.instance_norm(t(1, 2, 4)) end,
+    local_response_norm = function() return F.local_response_norm(t(1, 4, 3), 2) end,
+    pad = function() return F.pad(t(2, 3), {1, 1}) end, embedding = function() return F.embedding(idx, t(5, 4)) end,
+    celu = function() return F.celu(t(4)) end, selu = function() return F.selu(t(4)) end,
+    softsign = function() return F.softsign(t(4)) end, tanhshrink = function() return F.tanhshrink(t(4)) end,
+    xlogy = function() return ember.xlogy(t(4), t(4)) end, logit = function() return ember.logit(t(4)) end,
+    logaddexp = function() return ember.logaddexp(t(4), t(4)) end, hypot = function() return ember.hypot(t(4), t(4)) end,
+    sinc = function() return ember.sinc(t(4)) end, lerp = function() return ember.lerp(t(4), t(4), 0.5) end,
   }
 end
 local function f32_calls(t)
@@ -84,6 +98,9 @@ local function f32_calls(t)
     inner = function() return ember.inner(t(3), t(3)) end, inner_2d = function() return ember.inner(t(2, 3), t(2, 3)) end,
     outer = function() return ember.outer(t(3), t(3)) end, ger = function() return ember.ger(t(3), t(3)) end,
     tensordot = function() return ember.tensordot(t(3, 3), t(3, 3), 1) end,
+    prelu = function() return F.prelu(t(2, 3), t(1)) end, conv1d = function() return F.conv1d(t(1, 2, 5), t(3, 2, 3)) end,
+    conv_transpose2d = function() return F.conv_transpose2d(t(1, 2, 3, 3), t(2, 3, 2, 2)) end,
+    unfold = function() return F.unfold(t(1, 1, 4, 4), 2) end,
   }
 end
 

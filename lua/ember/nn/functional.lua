@@ -1076,12 +1076,16 @@ function F.leaky_relu(x, ...)
   return result(x, ember.where(x:gt(0), x, x * s), o.inplace, op)
 end
 
--- alpha * (exp(x / alpha) - 1) for x <= 0, x above (elu with scale 1 / celu)
-local function elu_core(x, alpha, inv)
+-- alpha * (exp(x / alpha) - 1) for x <= 0, x above (elu with scale 1 / celu).
+-- elu, selu, celu, mish and logsigmoid are single kernels in PyTorch, in none of
+-- autocast's lists: their parts (expm1, softplus, in CUDA's float32 list) must not
+-- cast, so these run without autocast (ember._without_autocast)
+local function elu_parts(x, alpha, inv)
   local pos = x:gt(0)
   local neg = (x:masked_fill(pos, 0) * inv):expm1() * alpha
   return ember.where(pos, x, neg)
 end
+local function elu_core(x, alpha, inv) return ember._without_autocast(elu_parts, x, alpha, inv) end
 
 --- F.elu(x [, alpha = 1 [, inplace = false]]) -> x for x > 0, alpha * (exp(x) - 1) otherwise.
 function F.elu(x, ...)
@@ -1129,7 +1133,7 @@ end
 function F.mish(x, ...)
   local op = "mish"
   local o = float_args(op, {"inplace"}, x, ...)
-  return result(x, x * softplus1(x):tanh(), o.inplace, op)
+  return result(x, ember._without_autocast(function() return x * softplus1(x):tanh() end), o.inplace, op)
 end
 
 --- F.hardswish(x [, inplace = false]) -> x * relu6(x + 3) / 6.
@@ -1211,7 +1215,7 @@ end
 --- F.logsigmoid(x) -> log(sigmoid(x)) = -softplus(-x), without overflow for any x.
 function F.logsigmoid(x)
   check_float(x, "logsigmoid")
-  return -softplus1(-x)
+  return ember._without_autocast(function() return -softplus1(-x) end)
 end
 
 local function softmax_family(x, dim, op, o)
