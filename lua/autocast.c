@@ -13,37 +13,8 @@
 
 /* ---- ember._autocast --------------------------------------------------------- */
 
-/* the tensor arguments, and the tensors in lists among them */
-typedef struct ac_slots {
-    int n, cap;
-    const em_tensor **t;
-    int *pos;           /* stack position */
-    lua_Integer *item;  /* 0: the value itself; k: item k of a list */
-} ac_slots;
-
-static void add_slot(lua_State *L, ac_slots *s, const em_tensor *t, int pos, lua_Integer item)
-{
-    if (s->n == s->cap) {
-        int cap = s->cap ? 2 * s->cap : 8;
-        luaL_checkstack(L, 3, "_autocast");
-        const em_tensor **t2 = lua_newuserdatauv(L, sizeof *t2 * (size_t)cap, 0);
-        int *pos2 = lua_newuserdatauv(L, sizeof *pos2 * (size_t)cap, 0);
-        lua_Integer *item2 = lua_newuserdatauv(L, sizeof *item2 * (size_t)cap, 0);
-        /* the three stay on the stack (above the arguments) until the end */
-        if (s->n) {
-            memcpy(t2, s->t, sizeof *t2 * (size_t)s->n);
-            memcpy(pos2, s->pos, sizeof *pos2 * (size_t)s->n);
-            memcpy(item2, s->item, sizeof *item2 * (size_t)s->n);
-        }
-        s->t = t2, s->pos = pos2, s->item = item2, s->cap = cap;
-    }
-    s->t[s->n] = t, s->pos[s->n] = pos, s->item[s->n] = item;
-    s->n++;
-}
-
-/* the policies Lua code names; "refuse_cuda": the op raises on CUDA tensors
- * inside a CUDA region, as PyTorch's binary_cross_entropy, and is the first
- * policy on the CPU (pol) */
+/* the policies Lua code names; "fp32_refuse_cuda" is float32 on the CPU and
+ * an error for CUDA tensors in a CUDA region (PyTorch's binary_cross_entropy) */
 static const struct { const char *name; em_autocast_policy pol; bool refuse_cuda; } policies[] = {
     {"lower", EM_AC_LOWER, false}, {"fp32", EM_AC_FP32, false}, {"promote", EM_AC_PROMOTE, false},
     {"fp32_cuda", EM_AC_FP32_CUDA, false}, {"lower_cuda", EM_AC_LOWER_CUDA, false},
@@ -65,8 +36,8 @@ static void refuse_on_cuda(lua_State *L, int top)
     }
 }
 
-/* ember._autocast(policy, ...): the arguments, cast under the policy (a list
- * of tensors comes back as a new list; the caller's stays as it was) */
+/* ember._autocast(policy, ...): the arguments, the tensors among them cast
+ * under the policy (promote: to the widest of them) */
 static int l_autocast_args(lua_State *L)
 {
     const char *name = lua_type(L, 1) == LUA_TSTRING ? lua_tostring(L, 1) : "";
@@ -77,62 +48,25 @@ static int l_autocast_args(lua_State *L)
                         "a policy (\"lower\", \"lower_cuda\", \"fp32\", \"fp32_cuda\", \"fp32_refuse_cuda\" "
                         "or \"promote\")");
     int top = lua_gettop(L);
-    if (!em_autocast_active()) return top - 1;
+    if (!em_autocast_active() || top < 2) return top - 1;
     if (policies[k].refuse_cuda) refuse_on_cuda(L, top);
-    ac_slots s = {0};
-    for (int i = 2; i <= top; i++) {
-        em_tensor *t = emlua_test(L, i);
-        if (t) {
-            add_slot(L, &s, t, i, 0);
-            continue;
-        }
-        if (lua_type(L, i) != LUA_TTABLE) continue;
-        if (lua_getmetatable(L, i)) {   /* a module or an object, not a list */
-            lua_pop(L, 1);
-            continue;
-        }
-        lua_Integer n = luaL_len(L, i);
-        for (lua_Integer j = 1; j <= n; j++) {
-            lua_geti(L, i, j);
-            em_tensor *e = emlua_test(L, -1);
-            lua_pop(L, 1);
-            if (e) add_slot(L, &s, e, i, j);
-        }
-    }
-    if (s.n == 0) return top - 1;
-    em_tensor **cast = lua_newuserdatauv(L, sizeof *cast * (size_t)s.n, 0);
-    if (em_autocast_apply(policies[k].pol, s.t, cast, s.n)) return emlua_fail(L);
-    /* push every cast first (the Lua values own them), then place them */
-    luaL_checkstack(L, s.n + 2, "_autocast");
-    int first = lua_gettop(L) + 1;
-    for (int i = 0; i < s.n; i++) {
-        if (cast[i]) emlua_push(L, cast[i]);
-        else lua_pushnil(L);
-    }
-    int copied = 0;   /* the stack position of the list copied last */
-    for (int i = 0; i < s.n; i++) {
+    int n = top - 1;
+    const em_tensor **ts = lua_newuserdatauv(L, sizeof *ts * (size_t)n, 0);
+    em_tensor **cast = lua_newuserdatauv(L, sizeof *cast * (size_t)n, 0);
+    for (int i = 0; i < n; i++) ts[i] = emlua_test(L, i + 2);
+    if (em_autocast_apply(policies[k].pol, ts, cast, n)) return emlua_fail(L);
+    /* each cast pushed (the Lua value owns it), then put in its argument's place */
+    luaL_checkstack(L, 1, "_autocast");
+    for (int i = 0; i < n; i++) {
         if (!cast[i]) continue;
-        if (s.item[i] == 0) {
-            lua_pushvalue(L, first + i);
-            lua_replace(L, s.pos[i]);
-            continue;
-        }
-        if (copied != s.pos[i]) {   /* a new list, the caller's stays as it was */
-            lua_Integer n = luaL_len(L, s.pos[i]);
-            lua_createtable(L, (int)n, 0);
-            for (lua_Integer j = 1; j <= n; j++) {
-                lua_geti(L, s.pos[i], j);
-                lua_seti(L, -2, j);
-            }
-            lua_replace(L, s.pos[i]);
-            copied = s.pos[i];
-        }
-        lua_pushvalue(L, first + i);
-        lua_seti(L, s.pos[i], s.item[i]);
+        emlua_push(L, cast[i]);
+        lua_replace(L, i + 2);
     }
     lua_settop(L, top);
-    return top - 1;
+    return n;
 }
+
+/* ---- the C half of ember.autocast ----------------------------------------- */
 
 static em_device_type check_device_type(lua_State *L, int idx, const char *op)
 {
