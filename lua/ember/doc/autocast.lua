@@ -26,7 +26,8 @@ cosine_similarity and the composed losses run in float32 too, while on the CPU
 atan2, cross, dot, tensordot, index_put and scatter_add take their inputs' widest dtype;
 other ops, mean, var, the activations (elu, mish, logsigmoid ... too, though made of
 exp and softplus here) and batch_norm among them, run in their inputs' dtype (binary
-ops promote as always; the norms take a low-precision input with float32 parameters). An explicit dtype = (sum, softmax, cumsum, ...) is run as given.
+ops promote as always; the norms take a low-precision input with float32 parameters).
+An explicit dtype = (sum, softmax, cumsum, ...) is run as given.
 binary_cross_entropy raises in a CUDA region, as PyTorch's does (use
 binary_cross_entropy_with_logits); on the CPU it runs in float32.
 The same policy applies to the engine's C functions (em_matmul, em_sum, ...) for a C
