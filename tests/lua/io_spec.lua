@@ -384,10 +384,12 @@ describe("what a save writes to", function()
   end)
 
   -- A save is killed with SIGKILL at random moments, again and again: the
-  -- file is always one whole save, and at most the rare kill that lands in
-  -- the microseconds between naming the finished temporary file and renaming
-  -- it leaves one (the next save removes it). Before the temporary file was
-  -- unnamed while written, nearly every kill left one.
+  -- file is always one whole save, and only a kill that lands between naming
+  -- the finished temporary file and renaming it leaves one (the next save
+  -- removes it). That window is microseconds on an idle machine, but a
+  -- loaded one can preempt the process inside it: CI saw 2 of 20 once. So
+  -- the bound is 5 of 20: before the temporary file was unnamed while
+  -- written, nearly every kill left one, which this still fails.
   it("a save killed at random moments leaves no temporary file behind", function()
     local p = path("killed.safetensors")
     local child, ready = path("saver.lua"), path("saver.ready")
@@ -419,7 +421,7 @@ describe("what a save writes to", function()
       local got = ember.load(p)          -- whole: one save's values, never a mix
       assert.are.equal(got.w:min():item(), got.w:max():item())
     end
-    assert.is_true(left <= 1, left .. " of " .. kills .. " kills left a temporary file")
+    assert.is_true(left <= 5, left .. " of " .. kills .. " kills left a temporary file")
     ember.save(p, {w = ember.ones(1)})
     assert.are.equal(0, temp_files())
   end)
