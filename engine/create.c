@@ -114,12 +114,10 @@ em_tensor *em_from_host(const int64_t *sizes, int ndim, em_dtype d, const double
 em_tensor *em_logspace(double start, double end, int64_t steps, double base, em_dtype d, em_device dev)
 {
     if (steps < 0) return em_set_error("logspace: number of steps must be non-negative, got %lld", (long long)steps), NULL;
-    em_tensor *e = em_linspace(start, end, steps, EM_FLOAT64, dev);
-    em_tensor *p = e ? ei_binary_scalar(EM_POW, e, base, false, true) : NULL;
-    em_tensor *out = p ? em_cast_to(p, d) : NULL;
-    em_release(e);
-    em_release(p);
-    return out;
+    em_scope s = {0};
+    em_tensor *e = em_scope_keep(&s, em_linspace(start, end, steps, EM_FLOAT64, dev));
+    em_tensor *p = e ? em_scope_keep(&s, ei_binary_scalar(EM_POW, e, base, false, true)) : NULL;
+    return em_scope_finish(&s, p ? em_cast_to(p, d) : NULL);
 }
 
 /* The 1-based coordinates [2, N] of the lower (upper false) or upper

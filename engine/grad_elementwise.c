@@ -12,27 +12,6 @@
 
 /* ---- small helpers -------------------------------------------------------- */
 
-/* Ops on gradients. Each takes new references it consumes (x) or borrows (b). */
-static em_tensor *mul(const em_tensor *a, const em_tensor *b) { return ei_binary(EM_MUL, a, b); }
-static em_tensor *mul_s(const em_tensor *a, double s) { return ei_binary_scalar(EM_MUL, a, s, false, false); }
-
-/* consumes x and y */
-static em_tensor *mul_x(em_tensor *x, em_tensor *y)
-{
-    em_tensor *r = x && y ? ei_binary(EM_MUL, x, y) : NULL;
-    em_release(x);
-    em_release(y);
-    return r;
-}
-
-static em_tensor *div_x(em_tensor *x, em_tensor *y)
-{
-    em_tensor *r = x && y ? ei_binary(EM_DIV, x, y) : NULL;
-    em_release(x);
-    em_release(y);
-    return r;
-}
-
 /* Fits a gradient to an input of the given shape and dtype: sums out
  * broadcast dims and casts back. Consumes g. */
 static em_tensor *fit_to(em_tensor *g, const int64_t *sizes, int ndim, em_dtype dtype)
@@ -53,67 +32,51 @@ static em_tensor *fit(em_tensor *g, const em_tensor *input)
 
 static em_tensor *zeros_like_t(const em_tensor *t) { return em_zeros(t->sizes, t->ndim, t->dtype, em_dev(t)); }
 
+/* x op c with the flags of ei_binary_scalar, kept in s (x may be NULL) */
+static em_tensor *es_scalar_op(em_scope *s, em_binary_op op, const em_tensor *x, double c, bool c_is_int,
+                               bool c_first)
+{
+    return x ? em_scope_keep(s, ei_binary_scalar(op, x, c, c_is_int, c_first)) : NULL;
+}
+
 /* ---- unary ---------------------------------------------------------------- */
 
 /* d/dx (Phi(x) + x phi(x)) = phi(x) (2 - x^2), composed from engine ops so
  * that a recorded backward differentiates further. */
-static em_tensor *gelu_second_derivative(const em_tensor *x)
+static em_tensor *gelu_second_derivative(em_scope *s, const em_tensor *x)
 {
-    em_tensor *sq = ei_unary(EM_SQUARE, x);
-    em_tensor *e = sq ? ei_binary_scalar(EM_MUL, sq, -0.5, false, false) : NULL;
-    em_tensor *ex = e ? ei_unary(EM_EXP, e) : NULL;
-    em_tensor *pdf = ex ? ei_binary_scalar(EM_MUL, ex, 0.39894228040143267794, false, false) : NULL;
-    em_tensor *two_m = sq ? ei_binary_scalar(EM_SUB, sq, 2, false, true) : NULL;
-    em_tensor *r = pdf && two_m ? ei_binary(EM_MUL, pdf, two_m) : NULL;
-    em_release(sq); em_release(e); em_release(ex); em_release(pdf); em_release(two_m);
-    return r;
+    em_tensor *sq = es_unary(s, EM_SQUARE, x);
+    em_tensor *pdf = es_scalar(s, EM_MUL, es_unary(s, EM_EXP, es_scalar(s, EM_MUL, sq, -0.5)), 0.39894228040143267794);
+    return es_mul(s, pdf, es_scalar_op(s, EM_SUB, sq, 2, false, true));
 }
 
 /* gelu_tanh''(x) = (1 - t^2) (u' - x t u'^2 + 3 k c x^2) with t = tanh(u),
  * u = k (x + c x^3), u' = k (1 + 3 c x^2), written as (t^2 - 1) (x t u'^2 -
  * u' - 3 k c x^2) (composed, so a third order is recorded too) */
-static em_tensor *gelu_tanh_second_derivative(const em_tensor *x)
+static em_tensor *gelu_tanh_second_derivative(em_scope *s, const em_tensor *x)
 {
     const double k = UM_GELU_K, c = UM_GELU_C;
-    em_scope s = {0};
-    em_tensor *x2 = es_mul(&s, x, x);
-    em_tensor *u = es_scalar(&s, EM_MUL, es_add(&s, x, es_scalar(&s, EM_MUL, es_mul(&s, x2, x), c)), k);
-    em_tensor *t = es_unary(&s, EM_TANH, u);
-    em_tensor *du = es_scalar(&s, EM_MUL, es_scalar(&s, EM_ADD, es_scalar(&s, EM_MUL, x2, 3 * c), 1), k);
-    em_tensor *xtdu2 = es_mul(&s, es_mul(&s, x, t), es_mul(&s, du, du));
-    em_tensor *inner = es_sub(&s, es_sub(&s, xtdu2, du), es_scalar(&s, EM_MUL, x2, 3 * k * c));
-    em_tensor *t2m1 = es_scalar(&s, EM_SUB, es_mul(&s, t, t), 1);
-    return em_scope_finish(&s, es_mul(&s, t2m1, inner));
+    em_tensor *x2 = es_mul(s, x, x);
+    em_tensor *u = es_scalar(s, EM_MUL, es_add(s, x, es_scalar(s, EM_MUL, es_mul(s, x2, x), c)), k);
+    em_tensor *t = es_unary(s, EM_TANH, u);
+    em_tensor *du = es_scalar(s, EM_MUL, es_scalar(s, EM_ADD, es_scalar(s, EM_MUL, x2, 3 * c), 1), k);
+    em_tensor *xtdu2 = es_mul(s, es_mul(s, x, t), es_mul(s, du, du));
+    em_tensor *inner = es_sub(s, es_sub(s, xtdu2, du), es_scalar(s, EM_MUL, x2, 3 * k * c));
+    em_tensor *t2m1 = es_scalar(s, EM_SUB, es_mul(s, t, t), 1);
+    return es_mul(s, t2m1, inner);
 }
 
-/* c + s x^2 */
-static em_tensor *one_plus_s_square(const em_tensor *x, double c, double s)
+/* c + sc x^2 */
+static em_tensor *c_plus_s_square(em_scope *s, const em_tensor *x, double c, double sc)
 {
-    em_tensor *sq = ei_unary(EM_SQUARE, x);
-    em_tensor *ss = sq ? ei_binary_scalar(EM_MUL, sq, s, true, false) : NULL;
-    em_tensor *r = ss ? ei_binary_scalar(EM_ADD, ss, c, true, false) : NULL;
-    em_release(sq);
-    em_release(ss);
-    return r;
+    em_tensor *ss = es_scalar_op(s, EM_MUL, es_unary(s, EM_SQUARE, x), sc, true, false);
+    return es_scalar_op(s, EM_ADD, ss, c, true, false);
 }
 
-/* exp(s x^2) */
-static em_tensor *exp_of_square(const em_tensor *x, double s)
+/* exp(sc x^2) */
+static em_tensor *exp_of_square(em_scope *s, const em_tensor *x, double sc)
 {
-    em_tensor *sq = ei_unary(EM_SQUARE, x);
-    em_tensor *ss = sq ? ei_binary_scalar(EM_MUL, sq, s, true, false) : NULL;
-    em_tensor *r = ss ? ei_unary(EM_EXP, ss) : NULL;
-    em_release(sq);
-    em_release(ss);
-    return r;
-}
-
-/* consumes x */
-static em_tensor *rsqrt_x(em_tensor *x)
-{
-    em_tensor *r = x ? ei_unary(EM_RSQRT, x) : NULL;
-    em_release(x);
-    return r;
+    return es_unary(s, EM_EXP, es_scalar_op(s, EM_MUL, es_unary(s, EM_SQUARE, x), sc, true, false));
 }
 
 static int unary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
@@ -121,84 +84,74 @@ static int unary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     const em_tensor *g = gout[0];
     em_tensor *x = em_ag_saved(n, 0), *y = em_ag_saved(n, 1);
     if (!x || !y) return -1;
+    em_scope s = {0};
     em_tensor *r = NULL;
     switch ((em_unary_op)n->op) {
-    case EM_NEG: r = ei_unary(EM_NEG, g); break;
-    case EM_ABS: r = mul_x(em_retain((em_tensor *)g), ei_unary(EM_SIGN, x)); break;
-    case EM_SIGN: case EM_FLOOR: case EM_CEIL: case EM_ROUND: r = zeros_like_t(x); break;
-    case EM_EXP: r = mul(g, y); break;
-    case EM_LOG: r = ei_binary(EM_DIV, g, x); break;
-    case EM_LOG1P: r = div_x(em_retain((em_tensor *)g), ei_binary_scalar(EM_ADD, x, 1, false, false)); break;
-    case EM_EXPM1: r = mul_x(em_retain((em_tensor *)g), ei_binary_scalar(EM_ADD, y, 1, false, false)); break;
-    case EM_SQRT: r = div_x(em_retain((em_tensor *)g), mul_s(y, 2)); break;
+    case EM_NEG: r = es_unary(&s, EM_NEG, g); break;
+    case EM_ABS: r = es_mul(&s, g, es_unary(&s, EM_SIGN, x)); break;
+    case EM_SIGN: case EM_FLOOR: case EM_CEIL: case EM_ROUND: r = em_scope_keep(&s, zeros_like_t(x)); break;
+    case EM_EXP: r = es_mul(&s, g, y); break;
+    case EM_LOG: r = es_div(&s, g, x); break;
+    case EM_LOG1P: r = es_div(&s, g, es_scalar(&s, EM_ADD, x, 1)); break;
+    case EM_EXPM1: r = es_mul(&s, g, es_scalar(&s, EM_ADD, y, 1)); break;
+    case EM_SQRT: r = es_div(&s, g, es_scalar(&s, EM_MUL, y, 2)); break;
     case EM_RSQRT: /* d x^-1/2 = -1/2 x^-3/2 = -1/2 y^3 */
-        r = mul_x(mul_s(g, -0.5), ei_binary_scalar(EM_POW, y, 3, true, false)); break;
-    case EM_SIN: r = mul_x(em_retain((em_tensor *)g), ei_unary(EM_COS, x)); break;
-    case EM_COS: r = mul_x(mul_s(g, -1), ei_unary(EM_SIN, x)); break;
-    case EM_TANH: { /* 1 - y^2 */
-        em_tensor *y2 = ei_unary(EM_SQUARE, y);
-        em_tensor *d = y2 ? ei_binary_scalar(EM_SUB, y2, 1, false, true) : NULL;
-        em_release(y2);
-        r = mul_x(em_retain((em_tensor *)g), d);
-        break;
-    }
-    case EM_SIGMOID: { /* y (1 - y) */
-        em_tensor *omy = ei_binary_scalar(EM_SUB, y, 1, false, true);
-        r = mul_x(mul(g, y), omy);
-        break;
-    }
+        r = es_mul(&s, es_scalar(&s, EM_MUL, g, -0.5), es_scalar_op(&s, EM_POW, y, 3, true, false)); break;
+    case EM_SIN: r = es_mul(&s, g, es_unary(&s, EM_COS, x)); break;
+    case EM_COS: r = es_mul(&s, es_scalar(&s, EM_MUL, g, -1), es_unary(&s, EM_SIN, x)); break;
+    case EM_TANH: /* 1 - y^2 */
+        r = es_mul(&s, g, es_scalar_op(&s, EM_SUB, es_unary(&s, EM_SQUARE, y), 1, false, true)); break;
+    case EM_SIGMOID: /* y (1 - y) */
+        r = es_mul(&s, es_mul(&s, g, y), es_scalar_op(&s, EM_SUB, y, 1, false, true)); break;
     case EM_RELU: { /* the gradient passes where the output is positive; the
                      * zero is 0-d and broadcast (a full tensor of zeros cost
                      * a third of the pass) */
-        em_tensor *pos = ei_binary_scalar(EM_GT, y, 0, false, false);
-        em_tensor *z = em_zeros(NULL, 0, g->dtype, em_dev(g));
-        r = pos && z ? em_where(pos, g, z) : NULL;
-        em_release(pos);
-        em_release(z);
+        em_tensor *pos = es_scalar(&s, EM_GT, y, 0);
+        em_tensor *z = em_scope_keep(&s, em_zeros(NULL, 0, g->dtype, em_dev(g)));
+        r = pos && z ? em_scope_keep(&s, em_where(pos, g, z)) : NULL;
         break;
     }
     /* one fused pass for the derivative, then the product */
-    case EM_GELU: r = mul_x(em_retain((em_tensor *)g), ei_unary(EM_GELU_GRAD, x)); break;
-    case EM_GELU_GRAD: r = mul_x(em_retain((em_tensor *)g), gelu_second_derivative(x)); break;
-    case EM_GELU_TANH: r = mul_x(em_retain((em_tensor *)g), ei_unary(EM_GELU_TANH_GRAD, x)); break;
-    case EM_GELU_TANH_GRAD: r = mul_x(em_retain((em_tensor *)g), gelu_tanh_second_derivative(x)); break;
+    case EM_GELU: r = es_mul(&s, g, es_unary(&s, EM_GELU_GRAD, x)); break;
+    case EM_GELU_GRAD: r = es_mul(&s, g, gelu_second_derivative(&s, x)); break;
+    case EM_GELU_TANH: r = es_mul(&s, g, es_unary(&s, EM_GELU_TANH_GRAD, x)); break;
+    case EM_GELU_TANH_GRAD: r = es_mul(&s, g, gelu_tanh_second_derivative(&s, x)); break;
     case EM_SILU: { /* s + x s (1 - s), s = sigmoid(x) */
-        em_tensor *s = ei_unary(EM_SIGMOID, x);
-        em_tensor *oms = s ? ei_binary_scalar(EM_SUB, s, 1, false, true) : NULL;
-        em_tensor *xs = s ? mul(x, s) : NULL;
-        em_tensor *t = xs && oms ? mul(xs, oms) : NULL;
-        em_tensor *d = t ? ei_binary(EM_ADD, s, t) : NULL;
-        em_release(s); em_release(oms); em_release(xs); em_release(t);
-        r = mul_x(em_retain((em_tensor *)g), d);
+        em_tensor *sg = es_unary(&s, EM_SIGMOID, x);
+        em_tensor *t = es_mul(&s, es_mul(&s, x, sg), es_scalar_op(&s, EM_SUB, sg, 1, false, true));
+        r = es_mul(&s, g, es_add(&s, sg, t));
         break;
     }
-    case EM_RECIPROCAL: r = mul_x(mul_s(g, -1), ei_unary(EM_SQUARE, y)); break;
-    case EM_SQUARE: r = mul_x(mul_s(g, 2), em_retain(x)); break;
-    case EM_TRUNC: r = zeros_like_t(x); break;
-    case EM_EXP2: r = mul_x(mul_s(g, M_LN2), em_retain(y)); break;
-    case EM_LOG2: r = div_x(em_retain((em_tensor *)g), mul_s(x, M_LN2)); break;
-    case EM_LOG10: r = div_x(em_retain((em_tensor *)g), mul_s(x, M_LN10)); break;
+    case EM_RECIPROCAL: r = es_mul(&s, es_scalar(&s, EM_MUL, g, -1), es_unary(&s, EM_SQUARE, y)); break;
+    case EM_SQUARE: r = es_mul(&s, es_scalar(&s, EM_MUL, g, 2), x); break;
+    case EM_TRUNC: r = em_scope_keep(&s, zeros_like_t(x)); break;
+    case EM_EXP2: r = es_mul(&s, es_scalar(&s, EM_MUL, g, M_LN2), y); break;
+    case EM_LOG2: r = es_div(&s, g, es_scalar(&s, EM_MUL, x, M_LN2)); break;
+    case EM_LOG10: r = es_div(&s, g, es_scalar(&s, EM_MUL, x, M_LN10)); break;
     case EM_ERF: case EM_ERFC: /* +-2/sqrt(pi) exp(-x^2) */
-        r = mul_x(mul_s(g, (n->op == EM_ERF ? 1 : -1) * M_2_SQRTPI), exp_of_square(x, -1)); break;
+        r = es_mul(&s, es_scalar(&s, EM_MUL, g, (n->op == EM_ERF ? 1 : -1) * M_2_SQRTPI), exp_of_square(&s, x, -1));
+        break;
     case EM_ERFINV: /* sqrt(pi)/2 exp(y^2) */
-        r = mul_x(mul_s(g, 0.88622692545275801365), exp_of_square(y, 1)); break;
-    case EM_TAN: r = mul_x(em_retain((em_tensor *)g), one_plus_s_square(y, 1, 1)); break;   /* 1 + y^2 */
-    case EM_SINH: r = mul_x(em_retain((em_tensor *)g), ei_unary(EM_COSH, x)); break;
-    case EM_COSH: r = mul_x(em_retain((em_tensor *)g), ei_unary(EM_SINH, x)); break;
-    case EM_ASIN: r = mul_x(em_retain((em_tensor *)g), rsqrt_x(one_plus_s_square(x, 1, -1))); break;
-    case EM_ACOS: r = mul_x(mul_s(g, -1), rsqrt_x(one_plus_s_square(x, 1, -1))); break;
-    case EM_ATAN: r = div_x(em_retain((em_tensor *)g), one_plus_s_square(x, 1, 1)); break;
-    case EM_ASINH: r = mul_x(em_retain((em_tensor *)g), rsqrt_x(one_plus_s_square(x, 1, 1))); break;
-    case EM_ACOSH: r = mul_x(em_retain((em_tensor *)g), rsqrt_x(one_plus_s_square(x, -1, 1))); break;
-    case EM_ATANH: r = div_x(em_retain((em_tensor *)g), one_plus_s_square(x, 1, -1)); break;
+        r = es_mul(&s, es_scalar(&s, EM_MUL, g, 0.88622692545275801365), exp_of_square(&s, y, 1)); break;
+    case EM_TAN: r = es_mul(&s, g, c_plus_s_square(&s, y, 1, 1)); break;   /* 1 + y^2 */
+    case EM_SINH: r = es_mul(&s, g, es_unary(&s, EM_COSH, x)); break;
+    case EM_COSH: r = es_mul(&s, g, es_unary(&s, EM_SINH, x)); break;
+    case EM_ASIN: r = es_mul(&s, g, es_unary(&s, EM_RSQRT, c_plus_s_square(&s, x, 1, -1))); break;
+    case EM_ACOS:
+        r = es_mul(&s, es_scalar(&s, EM_MUL, g, -1), es_unary(&s, EM_RSQRT, c_plus_s_square(&s, x, 1, -1))); break;
+    case EM_ATAN: r = es_div(&s, g, c_plus_s_square(&s, x, 1, 1)); break;
+    case EM_ASINH: r = es_mul(&s, g, es_unary(&s, EM_RSQRT, c_plus_s_square(&s, x, 1, 1))); break;
+    case EM_ACOSH: r = es_mul(&s, g, es_unary(&s, EM_RSQRT, c_plus_s_square(&s, x, -1, 1))); break;
+    case EM_ATANH: r = es_div(&s, g, c_plus_s_square(&s, x, 1, -1)); break;
     /* lgamma' = digamma, digamma' = polygamma(1, x): table ops, so they record in turn */
-    case EM_LGAMMA: r = mul_x(em_retain((em_tensor *)g), ei_unary(EM_DIGAMMA, x)); break;
-    case EM_DIGAMMA: r = mul_x(em_retain((em_tensor *)g), ei_binary_scalar(EM_POLYGAMMA, x, 1, true, false)); break;
+    case EM_LGAMMA: r = es_mul(&s, g, es_unary(&s, EM_DIGAMMA, x)); break;
+    case EM_DIGAMMA: r = es_mul(&s, g, es_scalar_op(&s, EM_POLYGAMMA, x, 1, true, false)); break;
     /* no backward in the table: never recorded. No default case: -Wswitch
      * fails the build while an op of the table has no case here. */
     case EM_LOGICAL_NOT: case EM_BITWISE_NOT: case EM_NUNARY:
         return em_set_error("backward: %s is not differentiable", n->name);
     }
+    r = em_scope_finish(&s, r);
     if (!r) return -1;
     gin[0] = fit(r, x);
     return gin[0] ? 0 : -1;
@@ -223,21 +176,21 @@ em_tensor *em_ag_unary(em_unary_op op, const em_tensor *a)
  * where they are equal, as PyTorch does. */
 static int extreme_backward(em_node *n, const em_tensor *g, const em_tensor *a, const em_tensor *b, em_tensor **gin)
 {
-    em_tensor *win = ei_binary(n->op == EM_MAXIMUM ? EM_GT : EM_LT, a, b);
-    em_tensor *tie = ei_binary(EM_EQ, a, b);
-    em_tensor *half = mul_s(g, 0.5);
-    em_tensor *z = em_zeros(g->sizes, g->ndim, g->dtype, em_dev(g));
+    em_scope s = {0};
+    em_tensor *win = em_scope_keep(&s, ei_binary(n->op == EM_MAXIMUM ? EM_GT : EM_LT, a, b));
+    em_tensor *tie = es_binary(&s, EM_EQ, a, b);
+    em_tensor *half = es_scalar(&s, EM_MUL, g, 0.5);
+    em_tensor *z = em_scope_keep(&s, em_zeros(g->sizes, g->ndim, g->dtype, em_dev(g)));
     int rc = win && tie && half && z ? 0 : -1;
     for (int i = 0; i < 2 && rc == 0; i++) {
         if (!em_ag_wants(n, i)) continue;
         /* a gets g where it wins, b where it loses; both get g/2 on ties */
-        em_tensor *mine = i == 0 ? em_where(win, g, z) : em_where(win, z, g);
+        em_tensor *mine = em_scope_keep(&s, i == 0 ? em_where(win, g, z) : em_where(win, z, g));
         em_tensor *untied = mine ? em_where(tie, half, mine) : NULL;
-        em_release(mine);
         gin[i] = fit(untied, i == 0 ? a : b);
         if (!gin[i]) rc = -1;
     }
-    em_release(win); em_release(tie); em_release(half); em_release(z);
+    em_scope_drop(&s);
     return rc;
 }
 
@@ -261,12 +214,9 @@ static unsigned binary_saves(em_binary_op op, bool wa, bool wb)
 }
 
 /* e(x - y), e being exp or exp2 */
-static em_tensor *exp_of_diff(em_unary_op e, const em_tensor *x, const em_tensor *y)
+static em_tensor *exp_of_diff(em_scope *s, em_unary_op e, const em_tensor *x, const em_tensor *y)
 {
-    em_tensor *d = ei_binary(EM_SUB, x, y);
-    em_tensor *r = d ? ei_unary(e, d) : NULL;
-    em_release(d);
-    return r;
+    return es_unary(s, e, es_sub(s, x, y));
 }
 
 static int binary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
@@ -278,93 +228,80 @@ static int binary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     if (((keep & 1) && !(a = em_ag_saved(n, 0))) || ((keep & 2) && !(b = em_ag_saved(n, 1))) ||
         ((keep & 4) && !(y = em_ag_saved(n, 2))))
         return -1;
+    em_scope s = {0};
     em_tensor *ga = NULL, *gb = NULL;
     switch ((em_binary_op)n->op) {
     case EM_ADD:
-        if (wa) ga = em_retain((em_tensor *)g);
-        if (wb) gb = em_retain((em_tensor *)g);
+        if (wa) ga = (em_tensor *)g;
+        if (wb) gb = (em_tensor *)g;
         break;
     case EM_SUB:
-        if (wa) ga = em_retain((em_tensor *)g);
-        if (wb) gb = ei_unary(EM_NEG, g);
+        if (wa) ga = (em_tensor *)g;
+        if (wb) gb = es_unary(&s, EM_NEG, g);
         break;
     case EM_MUL:
-        if (wa) ga = mul(g, b);
-        if (wb) gb = mul(g, a);
+        if (wa) ga = es_mul(&s, g, b);
+        if (wb) gb = es_mul(&s, g, a);
         break;
     case EM_DIV: /* d/da = 1/b, d/db = -a/b^2 = -y/b */
-        if (wa) ga = ei_binary(EM_DIV, g, b);
-        if (wb) gb = mul_x(ei_unary(EM_NEG, g), ei_binary(EM_DIV, y, b));
+        if (wa) ga = es_div(&s, g, b);
+        if (wb) gb = es_mul(&s, es_unary(&s, EM_NEG, g), es_div(&s, y, b));
         break;
     case EM_POW: /* d/da = b a^(b-1), d/db = y log a */
         if (wa) {
             /* 0 where b is 0 (not 0 * 0^-1 = NaN at a = 0), as PyTorch */
-            em_tensor *bm1 = ei_binary_scalar(EM_SUB, b, 1, false, false);
-            em_tensor *d = mul_x(mul(g, b), bm1 ? ei_binary(EM_POW, a, bm1) : NULL);
-            em_tensor *b0 = ei_binary_scalar(EM_EQ, b, 0, true, false);
-            ga = d && b0 ? em_masked_fill(d, b0, 0) : NULL;
-            em_release(bm1); em_release(d); em_release(b0);
+            em_tensor *d = es_mul(&s, es_mul(&s, g, b), es_binary(&s, EM_POW, a, es_scalar(&s, EM_SUB, b, 1)));
+            em_tensor *b0 = es_scalar_op(&s, EM_EQ, b, 0, true, false);
+            ga = d && b0 ? em_scope_keep(&s, em_masked_fill(d, b0, 0)) : NULL;
         }
         if (wb) {
             /* 0 where a is 0 and b >= 0 (y log a = 0 * -inf there), as PyTorch */
-            em_tensor *d = mul_x(mul(g, y), ei_unary(EM_LOG, a));
-            em_tensor *a0 = ei_binary_scalar(EM_EQ, a, 0, true, false);
-            em_tensor *bp = ei_binary_scalar(EM_GE, b, 0, true, false);
-            em_tensor *m = a0 && bp ? ei_binary(EM_LOGICAL_AND, a0, bp) : NULL;
-            gb = d && m ? em_masked_fill(d, m, 0) : NULL;
-            em_release(d); em_release(a0); em_release(bp); em_release(m);
+            em_tensor *d = es_mul(&s, es_mul(&s, g, y), es_unary(&s, EM_LOG, a));
+            em_tensor *m = es_binary(&s, EM_LOGICAL_AND, es_scalar_op(&s, EM_EQ, a, 0, true, false),
+                                     es_scalar_op(&s, EM_GE, b, 0, true, false));
+            gb = d && m ? em_scope_keep(&s, em_masked_fill(d, m, 0)) : NULL;
         }
         break;
     case EM_REMAINDER: /* a - b*floor(a/b): d/da = 1, d/db = -floor(a/b) */
     case EM_FMOD:      /* a - b*trunc(a/b): d/da = 1, d/db = -trunc(a/b) */
-        if (wa) ga = em_retain((em_tensor *)g);
+        if (wa) ga = (em_tensor *)g;
         if (wb) {
-            em_tensor *q = ei_binary(EM_DIV, a, b);
-            em_tensor *rq = q ? ei_unary(n->op == EM_REMAINDER ? EM_FLOOR : EM_TRUNC, q) : NULL;
-            em_release(q);
-            gb = mul_x(ei_unary(EM_NEG, g), rq);
+            em_tensor *rq = es_unary(&s, n->op == EM_REMAINDER ? EM_FLOOR : EM_TRUNC, es_div(&s, a, b));
+            gb = es_mul(&s, es_unary(&s, EM_NEG, g), rq);
         }
         break;
     case EM_DIV_TRUNC: case EM_DIV_FLOOR: /* piecewise constant */
-        if (wa) ga = zeros_like_t(g);
-        if (wb) gb = zeros_like_t(g);
+        if (wa) ga = em_scope_keep(&s, zeros_like_t(g));
+        if (wb) gb = em_scope_keep(&s, zeros_like_t(g));
         break;
     case EM_ATAN2: { /* d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2) */
-        em_tensor *a2 = ei_unary(EM_SQUARE, a), *b2 = ei_unary(EM_SQUARE, b);
-        em_tensor *den = a2 && b2 ? ei_binary(EM_ADD, a2, b2) : NULL;
-        em_tensor *gd = den ? ei_binary(EM_DIV, g, den) : NULL;
-        if (wa && gd) ga = mul(gd, b);
-        if (wb && gd) gb = mul_x(ei_unary(EM_NEG, gd), em_retain(a));
-        em_release(a2); em_release(b2); em_release(den); em_release(gd);
+        em_tensor *den = es_add(&s, es_unary(&s, EM_SQUARE, a), es_unary(&s, EM_SQUARE, b));
+        em_tensor *gd = es_div(&s, g, den);
+        if (wa) ga = es_mul(&s, gd, b);
+        if (wb) gb = es_mul(&s, es_unary(&s, EM_NEG, gd), a);
         break;
     }
     case EM_HYPOT: /* a / y, b / y */
-        if (wa) ga = mul_x(em_retain((em_tensor *)g), ei_binary(EM_DIV, a, y));
-        if (wb) gb = mul_x(em_retain((em_tensor *)g), ei_binary(EM_DIV, b, y));
+        if (wa) ga = es_mul(&s, g, es_div(&s, a, y));
+        if (wb) gb = es_mul(&s, g, es_div(&s, b, y));
         break;
     case EM_COPYSIGN: /* y / a where a != 0, else 0 (PyTorch); b gets none */
         if (wa) {
-            em_tensor *q = ei_binary(EM_DIV, y, a);
-            em_tensor *a0 = ei_binary_scalar(EM_EQ, a, 0, true, false);
-            em_tensor *d = q && a0 ? em_masked_fill(q, a0, 0) : NULL;
-            ga = mul_x(em_retain((em_tensor *)g), d);
-            em_release(q); em_release(a0);
+            em_tensor *q = es_div(&s, y, a);
+            em_tensor *a0 = es_scalar_op(&s, EM_EQ, a, 0, true, false);
+            ga = es_mul(&s, g, q && a0 ? em_scope_keep(&s, em_masked_fill(q, a0, 0)) : NULL);
         }
-        if (wb) gb = zeros_like_t(g);
+        if (wb) gb = em_scope_keep(&s, zeros_like_t(g));
         break;
     case EM_LOGADDEXP: case EM_LOGADDEXP2: { /* base^(a - y) and base^(b - y) */
         em_unary_op e = n->op == EM_LOGADDEXP ? EM_EXP : EM_EXP2;
-        if (wa) ga = mul_x(em_retain((em_tensor *)g), exp_of_diff(e, a, y));
-        if (wb) gb = mul_x(em_retain((em_tensor *)g), exp_of_diff(e, b, y));
+        if (wa) ga = es_mul(&s, g, exp_of_diff(&s, e, a, y));
+        if (wb) gb = es_mul(&s, g, exp_of_diff(&s, e, b, y));
         break;
     }
     case EM_POLYGAMMA: /* (x, n): polygamma(n+1, x) for x; the order is an integer, with none */
         if (wb) return em_set_error("backward: polygamma is not differentiable with respect to n");
-        if (wa) {
-            em_tensor *n1 = ei_binary_scalar(EM_ADD, b, 1, true, false);
-            ga = mul_x(em_retain((em_tensor *)g), n1 ? ei_binary(EM_POLYGAMMA, a, n1) : NULL);
-            em_release(n1);
-        }
+        if (wa) ga = es_mul(&s, g, es_binary(&s, EM_POLYGAMMA, a, es_scalar_op(&s, EM_ADD, b, 1, true, false)));
         break;
     case EM_MAXIMUM: case EM_MINIMUM:
         return extreme_backward(n, g, a, b, gin);
@@ -374,6 +311,10 @@ static int binary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     case EM_BITWISE_RSHIFT: case EM_NBINARY:
         return em_set_error("backward: %s is not differentiable", n->name);
     }
+    /* ga and gb outlive the scope: fit_to consumes them */
+    if (ga) em_retain(ga);
+    if (gb) em_retain(gb);
+    em_scope_drop(&s);
     if ((wa && !ga) || (wb && !gb)) { em_release(ga); em_release(gb); return -1; }
     if (wa && !(gin[0] = fit_to(ga, n->sizes, n->ndim, n->dtype))) { em_release(gb); return -1; }
     if (wb && !(gin[1] = fit_to(gb, n->sizes2, n->ndim2, n->dtype2))) return -1;
@@ -433,19 +374,15 @@ static int clamp_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     if (!x) return -1;
     /* the gradient passes where x is strictly inside (lo, hi): 0 on a bound, as
      * PyTorch 2.x (1.13 passed it on the bounds too) */
-    em_tensor *keep = em_full(x->sizes, x->ndim, 1, EM_BOOL, em_dev(x));
-    for (int i = 0; i < 2 && keep; i++) {
+    em_scope s = {0};
+    em_tensor *keep = em_scope_keep(&s, em_full(x->sizes, x->ndim, 1, EM_BOOL, em_dev(x)));
+    for (int i = 0; i < 2; i++) {
         if (!(i == 0 ? n->p.clamp.has_lo : n->p.clamp.has_hi)) continue;
-        em_tensor *in = ei_binary_scalar(i == 0 ? EM_GT : EM_LT, x, i == 0 ? n->p.clamp.lo : n->p.clamp.hi, false, false);
-        em_tensor *both = in ? ei_binary(EM_LOGICAL_AND, keep, in) : NULL;
-        em_release(in);
-        em_release(keep);
-        keep = both;
+        double bound = i == 0 ? n->p.clamp.lo : n->p.clamp.hi;
+        keep = es_binary(&s, EM_LOGICAL_AND, keep, es_scalar(&s, i == 0 ? EM_GT : EM_LT, x, bound));
     }
-    em_tensor *z = keep ? zeros_like_t(gout[0]) : NULL;
-    em_tensor *r = z ? em_where(keep, gout[0], z) : NULL;
-    em_release(keep);
-    em_release(z);
+    em_tensor *z = keep ? em_scope_keep(&s, zeros_like_t(gout[0])) : NULL;
+    em_tensor *r = em_scope_finish(&s, z ? em_where(keep, gout[0], z) : NULL);
     gin[0] = fit(r, x);
     return gin[0] ? 0 : -1;
 }
@@ -475,9 +412,9 @@ em_tensor *em_ag_clamp(const em_tensor *a, const double *lo, const double *hi)
  * of each input is gout times its weight, summed to the input's shape. */
 
 /* a comparison's bool result as 0/1 in dtype dt */
-static em_tensor *k_w(em_scope *k, em_binary_op op, const em_tensor *a, const em_tensor *b, em_dtype dt)
+static em_tensor *k_w(em_scope *s, em_binary_op op, const em_tensor *a, const em_tensor *b, em_dtype dt)
 {
-    return es_to(k, es_binary(k, op, a, b), dt);
+    return es_to(s, es_binary(s, op, a, b), dt);
 }
 
 static int clamp_tensor_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
@@ -486,38 +423,38 @@ static int clamp_tensor_backward(em_node *n, em_tensor *const *gout, em_tensor *
     em_tensor *x = em_ag_saved(n, 0), *lo = has_lo ? em_ag_saved(n, 1) : NULL, *hi = has_hi ? em_ag_saved(n, 2) : NULL;
     if (!x || (has_lo && !lo) || (has_hi && !hi)) return -1;
     em_dtype dt = gout[0]->dtype;
-    em_scope k = {0};
+    em_scope s = {0};
     /* nan: x or a bound is NaN; inv: lo > hi; eq: lo == hi */
-    em_tensor *nan = k_w(&k, EM_NE, x, x, dt);
-    if (has_lo) nan = es_binary(&k, EM_MAXIMUM, nan, k_w(&k, EM_NE, lo, lo, dt));
-    if (has_hi) nan = es_binary(&k, EM_MAXIMUM, nan, k_w(&k, EM_NE, hi, hi, dt));
-    em_tensor *fin = es_scalar(&k, EM_SUB, es_scalar(&k, EM_MUL, nan, -1), -1);        /* 1 - nan */
-    em_tensor *inv = has_lo && has_hi ? k_w(&k, EM_GT, lo, hi, dt) : NULL;
-    em_tensor *neq = has_lo && has_hi ? k_w(&k, EM_NE, lo, hi, dt) : NULL;
-    em_tensor *p = inv ? es_binary(&k, EM_MUL, fin, es_scalar(&k, EM_SUB, es_scalar(&k, EM_MUL, inv, -1), -1)) : fin;  /* fin (1 - inv) */
+    em_tensor *nan = k_w(&s, EM_NE, x, x, dt);
+    if (has_lo) nan = es_binary(&s, EM_MAXIMUM, nan, k_w(&s, EM_NE, lo, lo, dt));
+    if (has_hi) nan = es_binary(&s, EM_MAXIMUM, nan, k_w(&s, EM_NE, hi, hi, dt));
+    em_tensor *fin = es_scalar(&s, EM_SUB, es_scalar(&s, EM_MUL, nan, -1), -1);        /* 1 - nan */
+    em_tensor *inv = has_lo && has_hi ? k_w(&s, EM_GT, lo, hi, dt) : NULL;
+    em_tensor *neq = has_lo && has_hi ? k_w(&s, EM_NE, lo, hi, dt) : NULL;
+    em_tensor *p = inv ? es_binary(&s, EM_MUL, fin, es_scalar(&s, EM_SUB, es_scalar(&s, EM_MUL, inv, -1), -1)) : fin;  /* fin (1 - inv) */
     /* the part of the gradient each bound takes where the range is proper */
     em_tensor *w_lo = NULL, *w_hi = NULL, *taken = NULL;
     for (int i = 0; i < 2; i++) {
         const em_tensor *b = i == 0 ? lo : hi;
         if (!b) continue;
-        em_tensor *beyond = k_w(&k, i == 0 ? EM_LT : EM_GT, x, b, dt);
-        em_tensor *tie = k_w(&k, EM_EQ, x, b, dt);
-        if (neq) tie = es_binary(&k, EM_MUL, tie, neq);
-        em_tensor *w = es_binary(&k, EM_MUL, p, es_binary(&k, EM_ADD, beyond, es_scalar(&k, EM_MUL, tie, 0.5)));
-        taken = taken ? es_binary(&k, EM_ADD, taken, w) : w;
+        em_tensor *beyond = k_w(&s, i == 0 ? EM_LT : EM_GT, x, b, dt);
+        em_tensor *tie = k_w(&s, EM_EQ, x, b, dt);
+        if (neq) tie = es_binary(&s, EM_MUL, tie, neq);
+        em_tensor *w = es_binary(&s, EM_MUL, p, es_binary(&s, EM_ADD, beyond, es_scalar(&s, EM_MUL, tie, 0.5)));
+        taken = taken ? es_binary(&s, EM_ADD, taken, w) : w;
         if (i == 0) w_lo = w;
-        else w_hi = inv ? es_binary(&k, EM_ADD, w, es_binary(&k, EM_MUL, fin, inv)) : w;
+        else w_hi = inv ? es_binary(&s, EM_ADD, w, es_binary(&s, EM_MUL, fin, inv)) : w;
     }
     /* x: what the bounds do not take, and all of it where a NaN is involved */
-    em_tensor *w_x = es_binary(&k, EM_ADD, nan, es_binary(&k, EM_SUB, p, taken));
+    em_tensor *w_x = es_binary(&s, EM_ADD, nan, es_binary(&s, EM_SUB, p, taken));
     const em_tensor *in[3] = {x, lo, hi};
     em_tensor *w[3] = {w_x, w_lo, w_hi};
     int rc = 0;
     for (int i = 0; i < 3 && rc == 0; i++) {
         if (!in[i] || !em_ag_wants(n, i)) continue;
-        if (!w[i] || !(gin[i] = fit(mul(gout[0], w[i]), in[i]))) rc = -1;
+        if (!w[i] || !(gin[i] = fit(ei_binary(EM_MUL, gout[0], w[i]), in[i]))) rc = -1;
     }
-    em_scope_drop(&k);
+    em_scope_drop(&s);
     return rc;
 }
 

@@ -125,7 +125,9 @@ typedef struct em_scope {
 /* Keeps t (NULL passes through); a full scope releases t and fails. */
 em_tensor *em_scope_keep(em_scope *s, em_tensor *t);
 void em_scope_drop(em_scope *s);
-/* A new reference to r (or NULL), every temporary released. */
+/* Releases every temporary and returns r as a new reference: r may be one
+ * kept in s (it is retained first), a new reference of the caller's that
+ * was not kept, or NULL; never a borrowed one. */
 em_tensor *em_scope_finish(em_scope *s, em_tensor *r);
 /* Engine ops in a scope (scope.c): NULL operands pass through as NULL,
  * results are kept in s. es_scalar is `a op x`; es_mT transposes the last

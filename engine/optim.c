@@ -621,11 +621,12 @@ int em_multi_scale_(int64_t n, em_tensor *const *ts, const em_tensor *total_norm
     bool prev = em_set_grad_enabled(false);
     /* float16/bfloat16 norms: the coefficient is computed in float32 */
     em_dtype dt = total_norm->dtype == EM_FLOAT64 ? EM_FLOAT64 : EM_FLOAT32;
-    em_tensor *cast = em_cast_to(total_norm, dt), *tn = cast ? em_contiguous(cast) : NULL;
+    em_scope s = {0};
+    em_tensor *cast = em_scope_keep(&s, em_cast_to(total_norm, dt));
+    em_tensor *tn = cast ? em_scope_keep(&s, em_contiguous(cast)) : NULL;
     em_optim_hyper h = {.max_norm = max_norm};
     int rc = !tn || collect_spans(&c, n) ? -1 : run_groups(&c, n, tn, NULL, &h, NULL);
-    em_release(cast);
-    em_release(tn);
+    em_scope_drop(&s);
     em_set_grad_enabled(prev);
     multi_call_free(&c);
     return rc;

@@ -174,10 +174,11 @@ static int max_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     if (!idx) return -1;
     int64_t flat_x[3] = {n->sizes2[0], n->sizes2[1], 1}, flat_y[3] = {n->sizes2[0], n->sizes2[1], -1};
     for (int i = 2; i < n->ndim2; i++) flat_x[2] *= n->sizes2[i];
-    em_tensor *iv = em_reshape(idx, flat_y, 3), *g = em_reshape(gout[0], flat_y, 3);
-    em_tensor *gx = iv && g ? em_ag_add_into_zeros(false, flat_x, 3, 2, iv, g) : NULL;
-    gin[0] = gx ? em_reshape(gx, n->sizes, n->ndim) : NULL;
-    em_release(iv); em_release(g); em_release(gx);
+    em_scope s = {0};
+    em_tensor *iv = em_scope_keep(&s, em_reshape(idx, flat_y, 3));
+    em_tensor *g = em_scope_keep(&s, em_reshape(gout[0], flat_y, 3));
+    em_tensor *gx = iv && g ? em_scope_keep(&s, em_ag_add_into_zeros(false, flat_x, 3, 2, iv, g)) : NULL;
+    gin[0] = em_scope_finish(&s, gx ? em_reshape(gx, n->sizes, n->ndim) : NULL);
     return gin[0] ? 0 : -1;
 }
 

@@ -25,7 +25,12 @@ void em_scope_drop(em_scope *s)
 
 em_tensor *em_scope_finish(em_scope *s, em_tensor *r)
 {
-    if (r) em_retain(r);
+    /* r is usually the last one kept: look from the end */
+    for (int i = s->n - 1; r && i >= 0; i--)
+        if (s->t[i] == r) {
+            em_retain(r);
+            break;
+        }
     em_scope_drop(s);
     return r;
 }
