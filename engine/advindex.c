@@ -35,47 +35,48 @@ static void plan_free(plan *p)
 /* ix as 0-based int64 for a dim of `size`, after checking every value. */
 static em_tensor *zero_based(const char *op, const em_tensor *ix, int64_t size, int dim)
 {
-    em_tensor *i64 = em_to_dtype(ix, EM_INT64);
+    em_scope s = {0};
+    em_tensor *i64 = es_to(&s, ix, EM_INT64);
     if (!i64) return NULL;
     if (em_numel(i64) > 0) {
         double lo, hi;
-        em_tensor *mn = em_amin(i64, NULL, 0, false), *mx = em_amax(i64, NULL, 0, false);
+        em_tensor *mn = em_scope_keep(&s, em_amin(i64, NULL, 0, false));
+        em_tensor *mx = em_scope_keep(&s, em_amax(i64, NULL, 0, false));
         int rc = mn && mx ? em_item(mn, &lo) | em_item(mx, &hi) : -1;
-        em_release(mn); em_release(mx);
-        if (rc) { em_release(i64); return NULL; }
+        if (rc) return em_scope_drop(&s), NULL;
         double bad = hi > (double)size ? hi : lo < -(double)size ? lo : 0;
         bool out = bad != 0;
         if (!out) {
-            em_tensor *z = ei_binary_scalar(EM_EQ, i64, 0, true, false);
-            em_tensor *any = z ? em_any(z, NULL, 0, false) : NULL;
+            em_tensor *z = em_scope_keep(&s, ei_binary_scalar(EM_EQ, i64, 0, true, false));
+            em_tensor *any = z ? em_scope_keep(&s, em_any(z, NULL, 0, false)) : NULL;
             double v = 0;
             rc = any ? em_item(any, &v) : -1;
-            em_release(z); em_release(any);
-            if (rc) { em_release(i64); return NULL; }
+            if (rc) return em_scope_drop(&s), NULL;
             out = v != 0;
         }
         if (out) {
-            em_release(i64);
+            em_scope_drop(&s);
             return em_set_error("%s: index %lld is out of range for dimension %d of size %lld (indices are "
                                 "1-based; -%lld..-1 count from the end)", op, (long long)bad, dim + 1,
                                 (long long)size, (long long)size), NULL;
         }
     }
     /* i - 1 for i > 0, i + size for i < 0 */
-    em_tensor *pos = ei_binary_scalar(EM_SUB, i64, 1, true, false);
-    em_tensor *neg = ei_binary_scalar(EM_ADD, i64, (double)size, true, false);
-    em_tensor *lt = ei_binary_scalar(EM_LT, i64, 0, true, false);
+    em_tensor *pos = em_scope_keep(&s, ei_binary_scalar(EM_SUB, i64, 1, true, false));
+    em_tensor *neg = em_scope_keep(&s, ei_binary_scalar(EM_ADD, i64, (double)size, true, false));
+    em_tensor *lt = em_scope_keep(&s, ei_binary_scalar(EM_LT, i64, 0, true, false));
     em_tensor *r = pos && neg && lt ? em_where(lt, neg, pos) : NULL;
-    em_release(pos); em_release(neg); em_release(lt); em_release(i64);
+    em_scope_drop(&s);
     return r;
 }
 
-/* Appends the index tensor ix for dim d of p->work to the plan's list. */
-static int add_index(const char *op, plan *p, em_tensor **zs, int d, const em_tensor *ix)
+/* Appends the index tensor ix for dim d of p->work to the plan's list zs,
+ * whose tensors the scope s keeps. */
+static int add_index(const char *op, plan *p, em_scope *s, em_tensor **zs, int d, const em_tensor *ix)
 {
     em_tensor *moved = em_to_device(ix, em_dev(p->work));
     if (!moved) return -1;
-    em_tensor *z = zero_based(op, moved, p->work->sizes[d], d);
+    em_tensor *z = em_scope_keep(s, zero_based(op, moved, p->work->sizes[d], d));
     em_release(moved);
     if (!z) return -1;
     zs[p->nadv] = z;
@@ -83,8 +84,9 @@ static int add_index(const char *op, plan *p, em_tensor **zs, int d, const em_te
     return 0;
 }
 
-/* A bool mask of k dims at dim d: k index tensors, the columns of its nonzero(). */
-static int add_mask(const char *op, plan *p, em_tensor **zs, int d, const em_tensor *mask, int entry)
+/* A bool mask of k dims at dim d: k index tensors, the columns of its nonzero();
+ * s keeps them and the temporaries. */
+static int add_mask(const char *op, plan *p, em_scope *s, em_tensor **zs, int d, const em_tensor *mask, int entry)
 {
     int k = mask->ndim;
     bool ok = d + k <= p->work->ndim;
@@ -93,17 +95,14 @@ static int add_mask(const char *op, plan *p, em_tensor **zs, int d, const em_ten
         return em_set_error("%s: the shape of the mask %s (index entry %d) does not match the shape of the "
                             "indexed tensor %s at dimension %d", op, SHAPE(mask), entry + 1,
                             SHAPE(p->work), d + 1);
-    em_tensor *m = em_to_device(mask, em_dev(p->work));
-    em_tensor *nz = m ? em_nonzero(m) : NULL;
-    em_release(m);
+    em_tensor *m = em_scope_keep(s, em_to_device(mask, em_dev(p->work)));
+    em_tensor *nz = m ? em_scope_keep(s, em_nonzero(m)) : NULL;
     if (!nz) return -1;
     int rc = 0;
     for (int i = 0; i < k && rc == 0; i++) {
-        em_tensor *col = em_select(nz, 1, i);
-        rc = col ? add_index(op, p, zs, d + i, col) : -1;
-        em_release(col);
+        em_tensor *col = em_scope_keep(s, em_select(nz, 1, i));
+        rc = col ? add_index(op, p, s, zs, d + i, col) : -1;
     }
-    em_release(nz);
     return rc;
 }
 
@@ -111,6 +110,9 @@ static int build_plan(const char *op, const em_tensor *t, em_tensor *const *indi
 {
     memset(p, 0, sizeof *p);
     p->work = em_retain((em_tensor *)t);
+    /* the index tensors zs and every temporary: at most a few per dim of
+     * work (EM_MAX_DIMS), well within the scope */
+    em_scope s = {0};
     em_tensor *zs[EM_MAX_DIMS] = {0};
     int d = 0, rc = 0;
     for (int e = 0; e < n && rc == 0; e++) {
@@ -126,9 +128,8 @@ static int build_plan(const char *op, const em_tensor *t, em_tensor *const *indi
             double v = 0;
             if (em_item(ix, &v)) { rc = -1; break; }
             int64_t len = v != 0;
-            em_tensor *one = em_ones(&len, 1, EM_INT64, em_dev(p->work));
-            rc = one ? add_index(op, p, zs, d, one) : -1;
-            em_release(one);
+            em_tensor *one = em_scope_keep(&s, em_ones(&len, 1, EM_INT64, em_dev(p->work)));
+            rc = one ? add_index(op, p, &s, zs, d, one) : -1;
             d++;
             continue;
         }
@@ -138,8 +139,8 @@ static int build_plan(const char *op, const em_tensor *t, em_tensor *const *indi
             break;
         }
         if (!ix) { d++; continue; }
-        if (ix->dtype == EM_BOOL) rc = add_mask(op, p, zs, d, ix, e);
-        else if (ix->dtype == EM_INT64 || ix->dtype == EM_INT32) rc = add_index(op, p, zs, d, ix);
+        if (ix->dtype == EM_BOOL) rc = add_mask(op, p, &s, zs, d, ix, e);
+        else if (ix->dtype == EM_INT64 || ix->dtype == EM_INT32) rc = add_index(op, p, &s, zs, d, ix);
         else rc = em_set_error("%s: tensors used as indices must be int64, int32 or bool, got %s (index entry %d)",
                                op, em_dtype_name(ix->dtype), e + 1);
         d += need;
@@ -177,26 +178,22 @@ static int build_plan(const char *op, const em_tensor *t, em_tensor *const *indi
         int64_t stride = 1;
         em_tensor *acc = NULL;
         for (int j = p->nadv - 1; j >= 0 && rc == 0; j--) {
-            em_tensor *term = stride == 1 ? em_retain(zs[j]) : ei_binary_scalar(EM_MUL, zs[j], (double)stride, true, false);
-            em_tensor *next = !term ? NULL : acc ? ei_binary(EM_ADD, acc, term) : em_retain(term);
-            em_release(term);
-            em_release(acc);
-            acc = next;
+            em_tensor *term = stride == 1 ? zs[j]
+                            : em_scope_keep(&s, ei_binary_scalar(EM_MUL, zs[j], (double)stride, true, false));
+            acc = !term ? NULL : acc ? es_add(&s, acc, term) : term;
             if (!acc) rc = -1;
             stride *= p->work->sizes[p->adv[j]];
         }
         p->n = stride;
         if (rc == 0) {
-            em_tensor *one = ei_binary_scalar(EM_ADD, acc, 1, true, false);
-            em_tensor *b = one ? em_expand(one, p->bshape, p->nb) : NULL;
+            em_tensor *one = em_scope_keep(&s, ei_binary_scalar(EM_ADD, acc, 1, true, false));
+            em_tensor *b = one ? em_scope_keep(&s, em_expand(one, p->bshape, p->nb)) : NULL;
             int64_t all = -1;
             p->flat = b ? em_reshape(b, &all, 1) : NULL;
-            em_release(one); em_release(b);
             if (!p->flat) rc = -1;
         }
-        em_release(acc);
     }
-    for (int i = 0; i < EM_MAX_DIMS; i++) em_release(zs[i]);
+    em_scope_drop(&s);
     if (rc) plan_free(p);
     return rc;
 }
@@ -252,14 +249,14 @@ em_tensor *em_index_tensors(const em_tensor *t, em_tensor *const *indices, int n
     if (build_plan(op, t, indices, n, &p)) return NULL;
     int64_t merged[EM_MAX_DIMS], sz[EM_MAX_DIMS];
     int nm, nd = 0;
-    em_tensor *pt = permuted(&p, merged, &nm);
-    em_tensor *flat = pt ? em_reshape(pt, merged, nm) : NULL;
-    em_tensor *sel = flat ? em_index_select(flat, 0, p.flat) : NULL;
-    em_release(pt); em_release(flat);
+    em_scope s = {0};
+    em_tensor *pt = em_scope_keep(&s, permuted(&p, merged, &nm));
+    em_tensor *flat = pt ? em_scope_keep(&s, em_reshape(pt, merged, nm)) : NULL;
+    em_tensor *sel = flat ? em_scope_keep(&s, em_index_select(flat, 0, p.flat)) : NULL;
     for (int i = 0; i < p.nb; i++) sz[nd++] = p.bshape[i];
     for (int i = 0; i < p.nrest; i++) sz[nd++] = merged[1 + i];
     em_tensor *r = sel ? em_reshape(sel, sz, nd) : NULL;
-    em_release(sel);
+    em_scope_drop(&s);
     int perm[EM_MAX_DIMS];
     result_perm(&p, perm, true);
     r = permute_maybe(r, perm, nd);
@@ -286,18 +283,17 @@ static em_tensor *values_flat(const char *op, const plan *p, const em_tensor *t,
     if (!fits)
         return em_set_error("%s: shape mismatch: values of shape %s cannot be broadcast to the indexing result "
                             "of shape %s", op, SHAPE(values), em_sizes_tmp(res, nd)), NULL;
-    em_tensor *v = em_to_device(values, em_dev(t));
-    em_tensor *c = v ? em_to_dtype(v, t->dtype) : NULL;
-    em_release(v);
+    em_scope s = {0};
+    em_tensor *v = em_scope_keep(&s, em_to_device(values, em_dev(t)));
+    em_tensor *c = es_to(&s, v, t->dtype);
     em_tensor *e = c ? em_expand(c, res, nd) : NULL;
-    em_release(c);
     result_perm(p, perm, false);
-    e = permute_maybe(e, perm, nd);
+    e = em_scope_keep(&s, permute_maybe(e, perm, nd));
     int64_t sz[EM_MAX_DIMS];
     sz[0] = em_numel(p->flat);
     memcpy(sz + 1, merged + 1, sizeof(int64_t) * (size_t)(nm - 1));
     em_tensor *r = e ? em_reshape(e, sz, nm) : NULL;
-    em_release(e);
+    em_scope_drop(&s);
     return r;
 }
 
@@ -335,22 +331,20 @@ static em_tensor *index_put_copy(const char *op, const em_tensor *t, em_tensor *
     if (build_plan(op, t, indices, n, &p)) return NULL;
     int64_t merged[EM_MAX_DIMS];
     int nm;
-    em_tensor *pt = permuted(&p, merged, &nm);
-    em_tensor *flat = pt ? em_reshape(pt, merged, nm) : NULL;
-    em_tensor *vf = flat ? values_flat(op, &p, t, values, merged, nm) : NULL;
-    em_tensor *out = vf ? put(&p, flat, vf, accumulate, true) : NULL;
+    em_scope s = {0};
+    em_tensor *pt = em_scope_keep(&s, permuted(&p, merged, &nm));
+    em_tensor *flat = pt ? em_scope_keep(&s, em_reshape(pt, merged, nm)) : NULL;
+    em_tensor *vf = flat ? em_scope_keep(&s, values_flat(op, &p, t, values, merged, nm)) : NULL;
+    em_tensor *out = vf ? em_scope_keep(&s, put(&p, flat, vf, accumulate, true)) : NULL;
     em_tensor *back = out ? em_reshape(out, pt->sizes, pt->ndim) : NULL;
-    em_release(flat); em_release(vf); em_release(out);
     /* undo the permutation, then drop the dims added for 0-d bool indices */
     int inv[EM_MAX_DIMS], k = 0;
     for (int i = 0; i < p.nadv; i++) inv[p.adv[i]] = k++;
     for (int i = 0; i < p.nrest; i++) inv[p.rest[i]] = k++;
-    em_tensor *r = permute_maybe(back, inv, k);
-    em_tensor *c = r ? em_contiguous(r) : NULL;
-    em_release(r);
-    r = c && c->ndim != t->ndim ? em_reshape(c, t->sizes, t->ndim) : c ? em_retain(c) : NULL;
-    em_release(c);
-    em_release(pt);
+    em_tensor *r = em_scope_keep(&s, permute_maybe(back, inv, k));
+    em_tensor *c = r ? em_scope_keep(&s, em_contiguous(r)) : NULL;
+    r = c && c->ndim != t->ndim ? em_scope_keep(&s, em_reshape(c, t->sizes, t->ndim)) : c;
+    r = em_scope_finish(&s, r);
     plan_free(&p);
     return r;
 }
@@ -376,24 +370,23 @@ int em_index_put_(em_tensor *t, em_tensor *const *indices, int n, const em_tenso
     if (build_plan(op, t, indices, n, &p)) return -1;
     int64_t merged[EM_MAX_DIMS];
     int nm;
-    em_tensor *pt = permuted(&p, merged, &nm);
+    em_scope s = {0};
+    em_tensor *pt = em_scope_keep(&s, permuted(&p, merged, &nm));
     /* write through a view of t where the advanced dims merge into one */
-    em_tensor *flat = pt ? em_view(pt, merged, nm) : NULL;
+    em_tensor *flat = pt ? em_scope_keep(&s, em_view(pt, merged, nm)) : NULL;
     int rc = -1;
     if (flat) {
-        em_tensor *vf = values_flat(op, &p, t, values, merged, nm);
-        em_tensor *out = vf ? put(&p, flat, vf, accumulate, false) : NULL;
+        em_tensor *vf = em_scope_keep(&s, values_flat(op, &p, t, values, merged, nm));
+        em_tensor *out = vf ? em_scope_keep(&s, put(&p, flat, vf, accumulate, false)) : NULL;
         rc = out ? 0 : -1;
-        em_release(vf); em_release(out);
     } else if (pt) {
         /* strides that do not merge: compute the result, copy it back */
         em_clear_error();
-        em_tensor *r = index_put_copy(op, t, indices, n, values, accumulate);
+        em_tensor *r = em_scope_keep(&s, index_put_copy(op, t, indices, n, values, accumulate));
         rc = r ? em_copy_(t, r) : -1;
-        em_release(r);
     }
     if (rc == 0) em_bump_version(t);
-    em_release(flat); em_release(pt);
+    em_scope_drop(&s);
     plan_free(&p);
     return rc;
 }

@@ -113,11 +113,11 @@ static em_tensor *arrange(const operand *o, const int *order, int n, const int64
         perm[i] = find(o, order[i]);
         full[i] = size[order[i]];
     }
-    em_tensor *p = em_permute(o->t, perm, n);
-    em_tensor *e = p ? em_expand(p, full, n) : NULL;
+    em_scope s = {0};
+    em_tensor *p = em_scope_keep(&s, em_permute(o->t, perm, n));
+    em_tensor *e = p ? em_scope_keep(&s, em_expand(p, full, n)) : NULL;
     em_tensor *r = e ? em_reshape(e, shape, nshape) : NULL;
-    em_release(p);
-    em_release(e);
+    em_scope_drop(&s);
     return r;
 }
 
@@ -146,16 +146,15 @@ static int contract(operand *a, operand *b, const bool *sum, const int64_t *size
     for (int i = 0; i < nb; i++) ob[k++] = batch[i];
     for (int i = 0; i < nk; i++) ob[k++] = red[i];
     for (int i = 0; i < nr; i++) ob[k++] = right[i];
-    em_tensor *x = arrange(a, oa, a->nl, size, (int64_t[]){B, M, K}, 3);
-    em_tensor *y = x ? arrange(b, ob, b->nl, size, (int64_t[]){B, K, N}, 3) : NULL;
-    em_tensor *z = y ? ei_bmm(x, y) : NULL;
-    em_release(x);
-    em_release(y);
-    if (!z) return -1;
+    em_scope s = {0};
+    em_tensor *x = em_scope_keep(&s, arrange(a, oa, a->nl, size, (int64_t[]){B, M, K}, 3));
+    em_tensor *y = x ? em_scope_keep(&s, arrange(b, ob, b->nl, size, (int64_t[]){B, K, N}, 3)) : NULL;
+    em_tensor *z = y ? em_scope_keep(&s, ei_bmm(x, y)) : NULL;
+    if (!z) return em_scope_drop(&s), -1;
     int64_t shape[EM_MAX_DIMS];
     int n = 0;
     if (nb + nl + nr > EM_MAX_DIMS) {
-        em_release(z);
+        em_scope_drop(&s);
         return em_set_error("einsum: the intermediate result would have more than %d dimensions", EM_MAX_DIMS);
     }
     for (int i = 0; i < nb; i++) { out->label[n] = batch[i]; shape[n++] = size[batch[i]]; }
@@ -163,7 +162,7 @@ static int contract(operand *a, operand *b, const bool *sum, const int64_t *size
     for (int i = 0; i < nr; i++) { out->label[n] = right[i]; shape[n++] = size[right[i]]; }
     out->nl = n;
     out->t = em_reshape(z, shape, n);
-    em_release(z);
+    em_scope_drop(&s);
     return out->t ? 0 : -1;
 }
 
@@ -384,12 +383,13 @@ em_tensor *ei_tensordot(const em_tensor *a, const em_tensor *b, const int *dims_
     for (int i = 0; i < b->ndim; i++)
         if (!cb[i]) { pb[kb++] = i; N *= b->sizes[i]; shape[ns++] = b->sizes[i]; }
     if (ns > EM_MAX_DIMS) return em_set_error("%s: the result would have more than %d dimensions", op, EM_MAX_DIMS), NULL;
-    em_tensor *x = em_permute(a, pa, ka), *y = em_permute(b, pb, kb);
-    em_tensor *x2 = x ? em_reshape(x, (int64_t[]){M, K}, 2) : NULL;
-    em_tensor *y2 = y ? em_reshape(y, (int64_t[]){K, N}, 2) : NULL;
-    em_tensor *z = x2 && y2 ? ei_mm(x2, y2) : NULL;
+    em_scope s = {0};
+    em_tensor *x = em_scope_keep(&s, em_permute(a, pa, ka)), *y = em_scope_keep(&s, em_permute(b, pb, kb));
+    em_tensor *x2 = x ? em_scope_keep(&s, em_reshape(x, (int64_t[]){M, K}, 2)) : NULL;
+    em_tensor *y2 = y ? em_scope_keep(&s, em_reshape(y, (int64_t[]){K, N}, 2)) : NULL;
+    em_tensor *z = x2 && y2 ? em_scope_keep(&s, ei_mm(x2, y2)) : NULL;
     em_tensor *r = z ? em_reshape(z, shape, ns) : NULL;
-    em_release(x); em_release(y); em_release(x2); em_release(y2); em_release(z);
+    em_scope_drop(&s);
     return r;
 }
 
@@ -415,10 +415,11 @@ em_tensor *em_kron(const em_tensor *a, const em_tensor *b)
         sb[2 * i] = 1; sb[2 * i + 1] = y;
         out[i] = x * y;
     }
-    em_tensor *x = em_reshape(a, sa, 2 * nd), *y = em_reshape(b, sb, 2 * nd);
-    em_tensor *z = x && y ? ei_binary(EM_MUL, x, y) : NULL;
+    em_scope s = {0};
+    em_tensor *x = em_scope_keep(&s, em_reshape(a, sa, 2 * nd)), *y = em_scope_keep(&s, em_reshape(b, sb, 2 * nd));
+    em_tensor *z = es_mul(&s, x, y);
     em_tensor *r = z ? em_reshape(z, out, nd) : NULL;
-    em_release(x); em_release(y); em_release(z);
+    em_scope_drop(&s);
     return r;
 }
 
@@ -434,18 +435,19 @@ static em_tensor *sum_last(const em_tensor *t, bool keepdim)
  * R exceeds 25 (clamped at 0 against rounding). */
 static em_tensor *sq_dist_mm(const em_tensor *x1, const em_tensor *x2)
 {
-    em_tensor *q1 = ei_binary(EM_MUL, x1, x1), *q2 = ei_binary(EM_MUL, x2, x2);
-    em_tensor *a2 = q1 ? sum_last(q1, true) : NULL, *b2 = q2 ? sum_last(q2, true) : NULL;
-    em_tensor *b2t = b2 ? em_transpose(b2, -1, -2) : NULL;
-    em_tensor *bt = em_transpose(x2, -1, -2);
-    em_tensor *ab = bt ? ei_matmul(x1, bt) : NULL;
-    em_tensor *m2 = ab ? ei_binary_scalar(EM_MUL, ab, -2, false, false) : NULL;
-    em_tensor *s1 = m2 && a2 ? ei_binary(EM_ADD, m2, a2) : NULL;
-    em_tensor *s2 = s1 && b2t ? ei_binary(EM_ADD, s1, b2t) : NULL;
+    em_scope s = {0};
+    em_tensor *q1 = es_mul(&s, x1, x1), *q2 = es_mul(&s, x2, x2);
+    em_tensor *a2 = q1 ? em_scope_keep(&s, sum_last(q1, true)) : NULL;
+    em_tensor *b2 = q2 ? em_scope_keep(&s, sum_last(q2, true)) : NULL;
+    em_tensor *b2t = es_mT(&s, b2);
+    em_tensor *bt = es_mT(&s, x2);
+    em_tensor *ab = es_matmul(&s, x1, bt);
+    em_tensor *m2 = es_scalar(&s, EM_MUL, ab, -2);
+    em_tensor *s1 = es_add(&s, m2, a2);
+    em_tensor *s2 = es_add(&s, s1, b2t);
     double zero = 0;
     em_tensor *r = s2 ? em_clamp(s2, &zero, NULL) : NULL;
-    em_release(q1); em_release(q2); em_release(a2); em_release(b2); em_release(b2t); em_release(bt);
-    em_release(ab); em_release(m2); em_release(s1); em_release(s2);
+    em_scope_drop(&s);
     return r;
 }
 
@@ -453,26 +455,26 @@ static em_tensor *sq_dist_mm(const em_tensor *x1, const em_tensor *x2)
  * p = inf: the largest |d| */
 static em_tensor *norm_last(const em_tensor *d, double p)
 {
+    em_scope sc = {0};
     if (p == 0) {
-        em_tensor *nz = ei_binary_scalar(EM_NE, d, 0, false, false);
-        em_tensor *f = nz ? em_to_dtype(nz, d->dtype) : NULL;
+        em_tensor *nz = es_scalar(&sc, EM_NE, d, 0);
+        em_tensor *f = es_to(&sc, nz, d->dtype);
         em_tensor *r = f ? sum_last(f, false) : NULL;
-        em_release(nz); em_release(f);
+        em_scope_drop(&sc);
         return r;
     }
-    em_tensor *a = p == 2 ? NULL : ei_unary(EM_ABS, d);
+    em_tensor *a = p == 2 ? NULL : es_unary(&sc, EM_ABS, d);
     if (p != 2 && !a) return NULL;
     if (isinf(p)) {
         int last = d->ndim - 1;
         em_tensor *r = em_amax(a, &last, 1, false);
-        em_release(a);
+        em_scope_drop(&sc);
         return r;
     }
-    em_tensor *pw = p == 1 ? em_retain(a) : p == 2 ? ei_binary(EM_MUL, d, d) : ei_pow_scalar(a, p);
-    em_tensor *s = pw ? sum_last(pw, false) : NULL;
-    em_tensor *r = !s ? NULL : p == 1 ? em_retain(s) : em_root(s, p);
-    em_release(a); em_release(pw); em_release(s);
-    return r;
+    em_tensor *pw = p == 1 ? a : em_scope_keep(&sc, p == 2 ? ei_binary(EM_MUL, d, d) : ei_pow_scalar(a, p));
+    em_tensor *s = pw ? em_scope_keep(&sc, sum_last(pw, false)) : NULL;
+    em_tensor *r = !s || p == 1 ? s : em_scope_keep(&sc, em_root(s, p));
+    return em_scope_finish(&sc, r);
 }
 
 em_tensor *ei_cdist(const em_tensor *x1, const em_tensor *x2, double p)
@@ -497,10 +499,11 @@ em_tensor *ei_cdist(const em_tensor *x1, const em_tensor *x2, double p)
         return r;
     }
     /* [..., P, 1, M] - [..., 1, R, M] */
-    em_tensor *a = em_unsqueeze(x1, -2), *b = em_unsqueeze(x2, -3);
-    em_tensor *d = a && b ? ei_binary(EM_SUB, a, b) : NULL;
+    em_scope s = {0};
+    em_tensor *a = es_unsqueeze(&s, x1, -2), *b = es_unsqueeze(&s, x2, -3);
+    em_tensor *d = es_sub(&s, a, b);
     em_tensor *r = d ? norm_last(d, p) : NULL;
-    em_release(a); em_release(b); em_release(d);
+    em_scope_drop(&s);
     return r;
 }
 

@@ -76,17 +76,17 @@ static em_tensor *unfold_backward(const em_node *n, const em_tensor *g)
     merged[dim] = nwin * size;
     int64_t flat = nwin * size, wk[2] = {nwin, 1};
     em_device dev = em_dev(g);
-    em_tensor *moved = em_permute(g, perm, g->ndim);
-    em_tensor *src = moved ? em_reshape(moved, merged, n->ndim) : NULL;
-    em_tensor *j = em_arange(0, (double)nwin, 1, EM_INT64, dev);       /* window starts */
-    em_tensor *js = j ? ei_binary_scalar(EM_MUL, j, (double)step, true, false) : NULL;
-    em_tensor *jc = js ? em_reshape(js, wk, 2) : NULL;
-    em_tensor *kk = em_arange(1, (double)size + 1, 1, EM_INT64, dev);  /* 1-based offsets */
-    em_tensor *pos = jc && kk ? ei_binary(EM_ADD, jc, kk) : NULL;
-    em_tensor *idx = pos ? em_reshape(pos, &flat, 1) : NULL;
+    em_scope s = {0};
+    em_tensor *moved = em_scope_keep(&s, em_permute(g, perm, g->ndim));
+    em_tensor *src = moved ? em_scope_keep(&s, em_reshape(moved, merged, n->ndim)) : NULL;
+    em_tensor *j = em_scope_keep(&s, em_arange(0, (double)nwin, 1, EM_INT64, dev));       /* window starts */
+    em_tensor *js = j ? em_scope_keep(&s, ei_binary_scalar(EM_MUL, j, (double)step, true, false)) : NULL;
+    em_tensor *jc = js ? em_scope_keep(&s, em_reshape(js, wk, 2)) : NULL;
+    em_tensor *kk = em_scope_keep(&s, em_arange(1, (double)size + 1, 1, EM_INT64, dev));  /* 1-based offsets */
+    em_tensor *pos = es_add(&s, jc, kk);
+    em_tensor *idx = pos ? em_scope_keep(&s, em_reshape(pos, &flat, 1)) : NULL;
     em_tensor *r = src && idx ? em_ag_add_into_zeros(true, n->sizes, n->ndim, dim, idx, src) : NULL;
-    em_release(moved); em_release(src); em_release(j); em_release(js);
-    em_release(jc); em_release(kk); em_release(pos); em_release(idx);
+    em_scope_drop(&s);
     return r;
 }
 

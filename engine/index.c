@@ -59,24 +59,19 @@ em_tensor *em_index_select(const em_tensor *t, int dim, const em_tensor *index)
     if (d < 0) return NULL;
     if (index->ndim > 1)
         return em_set_error("%s: expected a 1-D index tensor, got %s", op, SHAPE(index)), NULL;
-    em_tensor *ix = index_tensor(op, index);
+    em_scope s = {0};
+    em_tensor *ix = em_scope_keep(&s, index_tensor(op, index));
     if (!ix) return NULL;
-    em_tensor *ix1 = at_least_1d(ix), *t1 = at_least_1d(t), *out = NULL;
-    if (!ix1 || !t1) goto done;
+    em_tensor *ix1 = em_scope_keep(&s, at_least_1d(ix)), *t1 = em_scope_keep(&s, at_least_1d(t));
+    if (!ix1 || !t1) return em_scope_drop(&s), NULL;
     int64_t sizes[EM_MAX_DIMS];
     memcpy(sizes, t1->sizes, sizeof(int64_t) * (size_t)t1->ndim);
     sizes[d] = ix1->sizes[0];
-    out = em_empty(sizes, t1->ndim, t->dtype, em_dev(t));
-    if (!out) goto done;
-    if (em_be(t)->index(EM_INDEX_SELECT, out, t1, d, ix1)) { em_release(out); out = NULL; goto done; }
-    if (t->ndim == 0 && sizes[0] == 1) {   /* a 0-d input gives a 0-d result */
-        em_tensor *s = em_view(out, no_sizes, 0);
-        em_release(out);
-        out = s;
-    }
-done:
-    em_release4(ix, ix1, t1, NULL);
-    return out;
+    em_tensor *out = em_scope_keep(&s, em_empty(sizes, t1->ndim, t->dtype, em_dev(t)));
+    if (!out || em_be(t)->index(EM_INDEX_SELECT, out, t1, d, ix1)) return em_scope_drop(&s), NULL;
+    if (t->ndim == 0 && sizes[0] == 1)   /* a 0-d input gives a 0-d result */
+        out = em_scope_keep(&s, em_view(out, no_sizes, 0));
+    return em_scope_finish(&s, out);
 }
 
 em_tensor *em_gather(const em_tensor *t, int dim, const em_tensor *index)
@@ -94,16 +89,14 @@ em_tensor *em_gather(const em_tensor *t, int dim, const em_tensor *index)
             return em_set_error("%s: index %s is larger than input %s in dimension %d (%lld vs %lld)",
                                 op, SHAPE(index), SHAPE(t), k + 1, (long long)size1(index, k),
                                 (long long)size1(t, k)), NULL;
-    em_tensor *ix = index_tensor(op, index);
+    em_scope s = {0};
+    em_tensor *ix = em_scope_keep(&s, index_tensor(op, index));
     if (!ix) return NULL;
-    em_tensor *out = em_empty(index->sizes, index->ndim, t->dtype, em_dev(t));
-    em_tensor *out1 = out ? at_least_1d(out) : NULL, *ix1 = at_least_1d(ix), *t1 = at_least_1d(t);
-    if (!out1 || !ix1 || !t1 || em_be(t)->index(EM_GATHER, out1, t1, d, ix1)) {
-        em_release(out);
-        out = NULL;
-    }
-    em_release4(ix, ix1, t1, out1);
-    return out;
+    em_tensor *out = em_scope_keep(&s, em_empty(index->sizes, index->ndim, t->dtype, em_dev(t)));
+    em_tensor *out1 = out ? em_scope_keep(&s, at_least_1d(out)) : NULL;
+    em_tensor *ix1 = em_scope_keep(&s, at_least_1d(ix)), *t1 = em_scope_keep(&s, at_least_1d(t));
+    if (!out1 || !ix1 || !t1 || em_be(t)->index(EM_GATHER, out1, t1, d, ix1)) return em_scope_drop(&s), NULL;
+    return em_scope_finish(&s, out);
 }
 
 /* ---- scatter / scatter_add / index_add (in place) -------------------------- */
@@ -125,18 +118,19 @@ static int scatter_common(const char *op, em_index_op kop, em_tensor *t, int dim
                                 "than self %s apart from dimension %d", op, SHAPE(index), SHAPE(src),
                                 SHAPE(t), d + 1);
     }
-    em_tensor *ix = index_tensor(op, index);
+    em_scope sc = {0};
+    em_tensor *ix = em_scope_keep(&sc, index_tensor(op, index));
     if (!ix) return -1;
-    em_tensor *s = source_as(op, t, src);
-    if (!s) { em_release(ix); return -1; }
-    em_tensor *t1 = at_least_1d(t), *ix1 = at_least_1d(ix), *s1 = at_least_1d(s);
+    em_tensor *s = em_scope_keep(&sc, source_as(op, t, src));
+    if (!s) return em_scope_drop(&sc), -1;
+    em_tensor *t1 = em_scope_keep(&sc, at_least_1d(t)), *ix1 = em_scope_keep(&sc, at_least_1d(ix));
+    em_tensor *s1 = em_scope_keep(&sc, at_least_1d(s));
     int rc = -1;
     if (t1 && ix1 && s1) {
         rc = em_numel(ix1) == 0 ? 0 : em_be(t)->index(kop, t1, s1, d, ix1);
         em_bump_version(t);
     }
-    em_release4(ix, s, t1, ix1);
-    em_release(s1);
+    em_scope_drop(&sc);
     return rc;
 }
 
@@ -154,14 +148,12 @@ int em_scatter_value_(em_tensor *t, int dim, const em_tensor *index, double valu
 {
     if (em_check_value_fits("scatter", value, t->dtype)) return -1;
     /* the value seen as a source of the index's shape (stride 0 everywhere) */
-    em_tensor *v = em_empty(no_sizes, 0, t->dtype, em_dev(t));
-    if (!v) return -1;
-    if (em_be(t)->fill(v, value)) { em_release(v); return -1; }
-    em_tensor *src = em_expand(v, index->sizes, index->ndim);
-    em_release(v);
-    if (!src) return -1;
-    int rc = scatter_common("scatter", EM_SCATTER, t, dim, index, src);
-    em_release(src);
+    em_scope s = {0};
+    em_tensor *v = em_scope_keep(&s, em_empty(no_sizes, 0, t->dtype, em_dev(t)));
+    if (!v || em_be(t)->fill(v, value)) return em_scope_drop(&s), -1;
+    em_tensor *src = em_scope_keep(&s, em_expand(v, index->sizes, index->ndim));
+    int rc = src ? scatter_common("scatter", EM_SCATTER, t, dim, index, src) : -1;
+    em_scope_drop(&s);
     return rc;
 }
 
@@ -211,22 +203,23 @@ int em_index_add_(em_tensor *t, int dim, const em_tensor *index, const em_tensor
         return em_set_error("%s: alpha %g must be an integer for a tensor of dtype %s", op, alpha,
                             em_dtype_name(t->dtype));
     if (em_numel(t) == 0 || em_numel(src) == 0) return 0;
-    em_tensor *ix = index_tensor(op, index);
+    em_scope sc = {0};
+    em_tensor *ix = em_scope_keep(&sc, index_tensor(op, index));
     if (!ix) return -1;
     /* alpha scales the source first, in its own dtype, as PyTorch does */
-    em_tensor *scaled = alpha == 1 ? em_retain((em_tensor *)src)
-                                   : ei_binary_scalar(EM_MUL, src, alpha, !em_dtype_is_float(t->dtype), false);
-    em_tensor *s = scaled ? source_as(op, t, scaled) : NULL;
-    em_release(scaled);
-    if (!s) { em_release(ix); return -1; }
-    em_tensor *t1 = at_least_1d(t), *ix1 = at_least_1d(ix), *s1 = at_least_1d(s);
+    bool int_alpha = !em_dtype_is_float(t->dtype);
+    const em_tensor *scaled = alpha == 1 ? src
+                                         : em_scope_keep(&sc, ei_binary_scalar(EM_MUL, src, alpha, int_alpha, false));
+    em_tensor *s = scaled ? em_scope_keep(&sc, source_as(op, t, scaled)) : NULL;
+    if (!s) return em_scope_drop(&sc), -1;
+    em_tensor *t1 = em_scope_keep(&sc, at_least_1d(t)), *ix1 = em_scope_keep(&sc, at_least_1d(ix));
+    em_tensor *s1 = em_scope_keep(&sc, at_least_1d(s));
     int rc = -1;
     if (t1 && ix1 && s1) {
         rc = k == 0 ? 0 : em_be(t)->index(EM_INDEX_ADD, t1, s1, d, ix1);
         em_bump_version(t);
     }
-    em_release4(ix, s, t1, ix1);
-    em_release(s1);
+    em_scope_drop(&sc);
     return rc;
 }
 
@@ -249,10 +242,11 @@ static int count_nonzero(const em_tensor *t, int64_t *count)
     *count = 0;
     if (n == 0) return 0;
     const em_backend *be = em_be(t);
-    em_tensor *b = em_empty(t->sizes, t->ndim, EM_BOOL, em_dev(t));
-    em_tensor *i = em_empty(t->sizes, t->ndim, EM_INT64, em_dev(t));
-    em_tensor *s = em_empty(no_sizes, 0, EM_INT64, em_dev(t));
-    em_tensor *flat = i ? em_view(i, &n, 1) : NULL;
+    em_scope sc = {0};
+    em_tensor *b = em_scope_keep(&sc, em_empty(t->sizes, t->ndim, EM_BOOL, em_dev(t)));
+    em_tensor *i = em_scope_keep(&sc, em_empty(t->sizes, t->ndim, EM_INT64, em_dev(t)));
+    em_tensor *s = em_scope_keep(&sc, em_empty(no_sizes, 0, EM_INT64, em_dev(t)));
+    em_tensor *flat = i ? em_scope_keep(&sc, em_view(i, &n, 1)) : NULL;
     int rc = -1;
     double v = 0;
     if (b && s && flat && !be->cast(b, t) && !be->cast(i, b) &&
@@ -260,7 +254,7 @@ static int count_nonzero(const em_tensor *t, int64_t *count)
         *count = (int64_t)v;
         rc = 0;
     }
-    em_release4(b, i, s, flat);
+    em_scope_drop(&sc);
     return rc;
 }
 
@@ -294,17 +288,17 @@ em_tensor *em_masked_select(const em_tensor *t, const em_tensor *mask)
     for (int i = 0; i < nd; i++) n *= sizes[i];
     /* positions of the true elements of the flattened mask are the 1-based
      * indices into the flattened input */
-    em_tensor *te = em_expand(t, sizes, nd), *me = em_expand(mask, sizes, nd);
-    em_tensor *tf = te ? em_reshape(te, &n, 1) : NULL, *mf = me ? em_reshape(me, &n, 1) : NULL;
-    em_tensor *nz = mf ? em_nonzero(mf) : NULL, *out = NULL;
+    em_scope s = {0};
+    em_tensor *te = em_scope_keep(&s, em_expand(t, sizes, nd)), *me = em_scope_keep(&s, em_expand(mask, sizes, nd));
+    em_tensor *tf = te ? em_scope_keep(&s, em_reshape(te, &n, 1)) : NULL;
+    em_tensor *mf = me ? em_scope_keep(&s, em_reshape(me, &n, 1)) : NULL;
+    em_tensor *nz = mf ? em_scope_keep(&s, em_nonzero(mf)) : NULL, *out = NULL;
     if (nz) {
         int64_t k = nz->sizes[0];
-        em_tensor *ix = em_view(nz, &k, 1);
+        em_tensor *ix = em_scope_keep(&s, em_view(nz, &k, 1));
         if (ix && tf) out = em_index_select(tf, 0, ix);
-        em_release(ix);
     }
-    em_release4(te, me, tf, mf);
-    em_release(nz);
+    em_scope_drop(&s);
     return out;
 }
 
@@ -504,10 +498,12 @@ int em_sort(const em_tensor *t, int dim, bool descending, bool stable,
     if (d < 0) return -1;
     em_tensor *v = em_empty(t->sizes, t->ndim, t->dtype, em_dev(t));
     em_tensor *ix = em_empty(t->sizes, t->ndim, EM_INT64, em_dev(t));
-    em_tensor *v1 = v ? at_least_1d(v) : NULL, *ix1 = ix ? at_least_1d(ix) : NULL, *t1 = at_least_1d(t);
+    em_scope s = {0};
+    em_tensor *v1 = v ? em_scope_keep(&s, at_least_1d(v)) : NULL;
+    em_tensor *ix1 = ix ? em_scope_keep(&s, at_least_1d(ix)) : NULL, *t1 = em_scope_keep(&s, at_least_1d(t));
     int rc = -1;
     if (v1 && ix1 && t1) rc = em_be(t)->sort(v1, ix1, t1, d, descending, stable);
-    em_release4(v1, ix1, t1, NULL);
+    em_scope_drop(&s);
     if (rc) { em_release(v); em_release(ix); return -1; }
     if (em_ag_needed1(t) && !(v = em_ag_dim_values(t, d, true, ix, v))) { em_release(ix); return -1; }
     *values = v;
@@ -529,10 +525,12 @@ int em_topk(const em_tensor *t, int64_t k, int dim, bool largest, bool sorted,
     em_tensor *sv, *si;
     if (em_sort(t, d, largest, true, &sv, &si)) return -1;
     if (t->ndim == 0 || k == n) { *values = sv; *indices = si; return 0; }
-    em_tensor *nv = em_narrow(sv, d, 0, k), *ni = em_narrow(si, d, 0, k);
+    em_scope s = {0};
+    em_scope_keep(&s, sv), em_scope_keep(&s, si);
+    em_tensor *nv = es_narrow(&s, sv, d, 0, k), *ni = es_narrow(&s, si, d, 0, k);
     /* copies, so the result does not keep the whole sorted tensor alive */
     em_tensor *cv = nv ? em_clone(nv) : NULL, *ci = ni ? em_clone(ni) : NULL;
-    em_release4(sv, si, nv, ni);
+    em_scope_drop(&s);
     if (!cv || !ci) { em_release(cv); em_release(ci); return -1; }
     *values = cv;
     *indices = ci;
@@ -557,15 +555,15 @@ static em_tensor *triangle_outside(const char *op, const em_tensor *t, int64_t d
     if (diagonal > lim) diagonal = lim;
     if (diagonal < -lim) diagonal = -lim;
     int64_t rs[2] = {rows, 1}, cs[2] = {1, cols};
-    em_tensor *r = em_arange(0, (double)rows, 1, EM_INT64, em_dev(t));
-    em_tensor *c = em_arange(0, (double)cols, 1, EM_INT64, em_dev(t));
-    em_tensor *rv = r ? em_view(r, rs, 2) : NULL;
-    em_tensor *cv = c ? em_view(c, cs, 2) : NULL;
-    em_tensor *offset = rv && cv ? ei_binary(EM_SUB, cv, rv) : NULL;
+    em_scope s = {0};
+    em_tensor *r = em_scope_keep(&s, em_arange(0, (double)rows, 1, EM_INT64, em_dev(t)));
+    em_tensor *c = em_scope_keep(&s, em_arange(0, (double)cols, 1, EM_INT64, em_dev(t)));
+    em_tensor *rv = r ? em_scope_keep(&s, em_view(r, rs, 2)) : NULL;
+    em_tensor *cv = c ? em_scope_keep(&s, em_view(c, cs, 2)) : NULL;
+    em_tensor *offset = es_sub(&s, cv, rv);
     em_tensor *mask = offset ? ei_binary_scalar(upper ? EM_LT : EM_GT, offset, (double)diagonal, true, false)
                              : NULL;
-    em_release4(r, c, rv, cv);
-    em_release(offset);
+    em_scope_drop(&s);
     return mask;
 }
 
@@ -592,13 +590,14 @@ static em_tensor *positive_counts(const em_tensor *p, const em_tensor *pos, int6
 {
     const char *op = "multinomial";
     /* one test for negative, NaN and inf: every entry in [0, DBL_MAX] */
-    em_tensor *ge = ei_binary_scalar(EM_GE, p, 0, false, false);
-    em_tensor *le = ge ? ei_binary_scalar(EM_LE, p, 1.7976931348623157e308, false, false) : NULL;
-    em_tensor *ok = le ? ei_binary(EM_LOGICAL_AND, ge, le) : NULL;
-    em_tensor *all = ok ? em_all(ok, NULL, 0, false) : NULL;
+    em_scope s = {0};
+    em_tensor *ge = es_scalar(&s, EM_GE, p, 0);
+    em_tensor *le = ge ? es_scalar(&s, EM_LE, p, 1.7976931348623157e308) : NULL;
+    em_tensor *ok = es_binary(&s, EM_LOGICAL_AND, ge, le);
+    em_tensor *all = ok ? em_scope_keep(&s, em_all(ok, NULL, 0, false)) : NULL;
     double good = 0;
     int rc = all ? em_item(all, &good) : -1;
-    em_release4(ge, le, ok, all);
+    em_scope_drop(&s);
     if (rc) return NULL;
     if (good == 0)
         return em_set_error("%s: invalid distribution (probability tensor contains either `inf`, `nan` or "
@@ -636,20 +635,19 @@ static em_tensor *category_of_rank(const em_tensor *pos, const em_tensor *rank)
     int64_t rows = pos->sizes[0], cats = pos->sizes[1];
     int64_t table_sizes[2] = {rows, cats + 1}, cs[2] = {1, cats}, es[2] = {rows, cats};
     em_tensor *out = NULL;
-    em_tensor *pos64 = em_cast_to(pos, EM_INT64);
-    em_tensor *place = pos64 ? ei_cumsum(pos64, 1) : NULL;
-    em_tensor *zero = ei_unary(EM_LOGICAL_NOT, pos);
-    em_tensor *dest = place && zero ? em_masked_fill(place, zero, (double)cats + 1) : NULL;
-    em_tensor *table = em_zeros(table_sizes, 2, EM_INT64, em_dev(pos));
-    em_tensor *cat = em_arange(1, (double)cats + 1, 1, EM_INT64, em_dev(pos));
-    em_tensor *cat2 = cat ? em_view(cat, cs, 2) : NULL;
-    em_tensor *src = cat2 ? em_expand(cat2, es, 2) : NULL;
-    em_tensor *first = ei_binary_scalar(EM_ADD, rank, 1, true, false);
+    em_scope s = {0};
+    em_tensor *pos64 = em_scope_keep(&s, em_cast_to(pos, EM_INT64));
+    em_tensor *place = pos64 ? em_scope_keep(&s, ei_cumsum(pos64, 1)) : NULL;
+    em_tensor *zero = es_unary(&s, EM_LOGICAL_NOT, pos);
+    em_tensor *dest = place && zero ? em_scope_keep(&s, em_masked_fill(place, zero, (double)cats + 1)) : NULL;
+    em_tensor *table = em_scope_keep(&s, em_zeros(table_sizes, 2, EM_INT64, em_dev(pos)));
+    em_tensor *cat = em_scope_keep(&s, em_arange(1, (double)cats + 1, 1, EM_INT64, em_dev(pos)));
+    em_tensor *cat2 = cat ? em_scope_keep(&s, em_view(cat, cs, 2)) : NULL;
+    em_tensor *src = cat2 ? em_scope_keep(&s, em_expand(cat2, es, 2)) : NULL;
+    em_tensor *first = em_scope_keep(&s, ei_binary_scalar(EM_ADD, rank, 1, true, false));
     if (dest && table && src && first && em_scatter_(table, 1, dest, src) == 0)
         out = em_gather(table, 1, first);
-    em_release4(pos64, place, zero, dest);
-    em_release4(table, cat, cat2, src);
-    em_release(first);
+    em_scope_drop(&s);
     return out;
 }
 
@@ -667,50 +665,51 @@ static em_tensor *sample_with_replacement(const em_tensor *p, const em_tensor *p
     int64_t rows = p->sizes[0], cats = p->sizes[1];
     int one = 1;
     em_tensor *rank = NULL, *out = NULL;
+    em_scope s = {0};
     /* scaled to a row maximum of 1, so the sums stay finite (at most cats) */
-    em_tensor *mx = em_amax(p, &one, 1, true);
-    em_tensor *q = mx ? ei_binary(EM_DIV, p, mx) : NULL;
-    em_tensor *cdf = q ? ei_cumsum(q, 1) : NULL;
-    em_tensor *total = cdf ? em_narrow(cdf, 1, cats - 1, 1) : NULL;
-    em_tensor *zero = ei_unary(EM_LOGICAL_NOT, pos);
-    em_tensor *cdf_pos = cdf && zero ? em_masked_fill(cdf, zero, (double)cats + 1) : NULL;
-    em_tensor *cdf3 = cdf_pos ? em_unsqueeze(cdf_pos, 1) : NULL;
+    em_tensor *mx = em_scope_keep(&s, em_amax(p, &one, 1, true));
+    em_tensor *q = es_div(&s, p, mx);
+    em_tensor *cdf = q ? em_scope_keep(&s, ei_cumsum(q, 1)) : NULL;
+    em_tensor *total = es_narrow(&s, cdf, 1, cats - 1, 1);
+    em_tensor *zero = es_unary(&s, EM_LOGICAL_NOT, pos);
+    em_tensor *cdf_pos = cdf && zero ? em_scope_keep(&s, em_masked_fill(cdf, zero, (double)cats + 1)) : NULL;
+    em_tensor *cdf3 = es_unsqueeze(&s, cdf_pos, 1);
     int64_t us[2] = {rows, n};
-    em_tensor *u = total ? em_rand(us, 2, EM_FLOAT64, em_dev(p)) : NULL;
-    em_tensor *x = u ? ei_binary(EM_MUL, u, total) : NULL;
-    if (!cdf3 || !x) goto done;
+    em_tensor *u = total ? em_scope_keep(&s, em_rand(us, 2, EM_FLOAT64, em_dev(p))) : NULL;
+    em_tensor *x = es_mul(&s, u, total);
+    if (!cdf3 || !x) return em_scope_drop(&s), NULL;
     /* the comparison is [rows, chunk, cats]: chunks bound its memory */
     int64_t chunk = ((int64_t)1 << 24) / (rows * cats);
     if (chunk < 1) chunk = 1;
     if (chunk > n) chunk = n;
     int64_t pieces = (n + chunk - 1) / chunk;
-    if (pieces > INT32_MAX) { em_set_error("multinomial: %lld samples are too many", (long long)n); goto done; }
+    if (pieces > INT32_MAX) {
+        em_set_error("multinomial: %lld samples are too many", (long long)n);
+        return em_scope_drop(&s), NULL;
+    }
+    /* the pieces are as many as n needs: a list of their own, not the scope */
     em_tensor **parts = calloc((size_t)pieces, sizeof *parts);
-    if (!parts) { em_set_error("multinomial: out of memory"); goto done; }
+    if (!parts) { em_set_error("multinomial: out of memory"); return em_scope_drop(&s), NULL; }
     int two = 2;
     int64_t made = 0;
     for (; made < pieces; made++) {
         int64_t at = made * chunk, len = made == pieces - 1 ? n - at : chunk;
-        em_tensor *xs = em_narrow(x, 1, at, len);
-        em_tensor *x3 = xs ? em_unsqueeze(xs, 2) : NULL;
-        em_tensor *below = x3 ? ei_binary(EM_LE, cdf3, x3) : NULL;
+        em_scope ps = {0};   /* this piece's temporaries */
+        em_tensor *xs = es_narrow(&ps, x, 1, at, len);
+        em_tensor *x3 = es_unsqueeze(&ps, xs, 2);
+        em_tensor *below = es_binary(&ps, EM_LE, cdf3, x3);
         parts[made] = below ? em_sum_dtype(below, &two, 1, false, EM_INT64) : NULL;
-        em_release4(xs, x3, below, NULL);
+        em_scope_drop(&ps);
         if (!parts[made]) break;
     }
-    if (made == pieces) rank = pieces == 1 ? em_retain(parts[0]) : ei_cat(parts, (int)pieces, 1);
+    if (made == pieces) rank = em_scope_keep(&s, pieces == 1 ? em_retain(parts[0]) : ei_cat(parts, (int)pieces, 1));
     for (int64_t i = 0; i < made; i++) em_release(parts[i]);
     free(parts);
-    if (!rank) goto done;
-    em_tensor *last = ei_binary_scalar(EM_SUB, count, 1, true, false);
-    em_tensor *clamped = last ? ei_binary(EM_MINIMUM, rank, last) : NULL;
+    em_tensor *last = rank ? em_scope_keep(&s, ei_binary_scalar(EM_SUB, count, 1, true, false)) : NULL;
+    em_tensor *clamped = es_binary(&s, EM_MINIMUM, rank, last);
     if (clamped)
         out = any_zero ? category_of_rank(pos, clamped) : ei_binary_scalar(EM_ADD, clamped, 1, true, false);
-    em_release4(last, clamped, NULL, NULL);
-done:
-    em_release4(mx, q, cdf, total);
-    em_release4(zero, cdf_pos, cdf3, u);
-    em_release4(x, rank, NULL, NULL);
+    em_scope_drop(&s);
     return out;
 }
 
@@ -723,19 +722,22 @@ done:
  * as every row has at least n positive ones. */
 static em_tensor *sample_without_replacement(const em_tensor *p, const em_tensor *pos, int64_t n)
 {
-    em_tensor *u = em_rand(p->sizes, 2, EM_FLOAT64, em_dev(p));
-    em_tensor *nu = u ? ei_unary(EM_NEG, u) : NULL;
-    em_tensor *l1 = nu ? ei_unary(EM_LOG1P, nu) : NULL;
-    em_tensor *e = l1 ? ei_unary(EM_NEG, l1) : NULL;         /* -log(1 - u) >= 0 */
-    em_tensor *ratio = e ? ei_binary(EM_DIV, p, e) : NULL;
-    em_tensor *zero = ei_unary(EM_LOGICAL_NOT, pos);
-    em_tensor *key = ratio && zero ? em_masked_fill(ratio, zero, -1) : NULL;
+    em_scope s = {0};
+    em_tensor *u = em_scope_keep(&s, em_rand(p->sizes, 2, EM_FLOAT64, em_dev(p)));
+    em_tensor *nu = es_unary(&s, EM_NEG, u);
+    em_tensor *l1 = es_unary(&s, EM_LOG1P, nu);
+    em_tensor *e = es_unary(&s, EM_NEG, l1);         /* -log(1 - u) >= 0 */
+    em_tensor *ratio = es_div(&s, p, e);
+    em_tensor *zero = es_unary(&s, EM_LOGICAL_NOT, pos);
+    em_tensor *key = ratio && zero ? em_scope_keep(&s, em_masked_fill(ratio, zero, -1)) : NULL;
     em_tensor *values = NULL, *indices = NULL;
     /* one draw is an argmax: no sort of the whole row */
     if (key && n == 1) indices = em_argmax(key, 1, true, false);
-    else if (key) em_topk(key, n, 1, true, true, &values, &indices);
-    em_release4(u, nu, l1, e);
-    em_release4(ratio, zero, key, values);
+    else if (key) {
+        em_topk(key, n, 1, true, true, &values, &indices);
+        em_scope_keep(&s, values);   /* the sample is the indices */
+    }
+    em_scope_drop(&s);
     return indices;
 }
 
@@ -759,16 +761,17 @@ em_tensor *em_multinomial(const em_tensor *probs, int64_t num_samples, bool repl
     if (rows == 0) return em_empty(out2, 2, EM_INT64, em_dev(probs));
     /* the result is an index tensor: nothing to record */
     bool grad = em_set_grad_enabled(false);
-    em_tensor *out = NULL, *count = NULL, *pos = NULL;
-    em_tensor *p64 = em_cast_to(probs, EM_FLOAT64);
-    em_tensor *p = p64 ? em_reshape(p64, ps, 2) : NULL;
-    if (p) pos = ei_binary_scalar(EM_GT, p, 0, false, false);
+    em_tensor *out = NULL, *count = NULL;
+    em_scope s = {0};
+    em_tensor *p64 = em_scope_keep(&s, em_cast_to(probs, EM_FLOAT64));
+    em_tensor *p = p64 ? em_scope_keep(&s, em_reshape(p64, ps, 2)) : NULL;
+    em_tensor *pos = es_scalar(&s, EM_GT, p, 0);
     bool any_zero = true;
-    if (pos) count = positive_counts(p, pos, num_samples, replacement, probs, &any_zero);
+    if (pos) count = em_scope_keep(&s, positive_counts(p, pos, num_samples, replacement, probs, &any_zero));
     if (count)
         out = replacement ? sample_with_replacement(p, pos, count, num_samples, any_zero)
                           : sample_without_replacement(p, pos, num_samples);
-    em_release4(p64, p, pos, count);
+    em_scope_drop(&s);
     em_set_grad_enabled(grad);
     if (out && probs->ndim == 1) {
         em_tensor *flat = em_view(out, out1, 1);
@@ -821,15 +824,13 @@ static em_tensor *reduce_count(const em_tensor *t, int d, const em_tensor *ix, b
     em_dtype dt = em_dtype_is_float(t->dtype) ? t->dtype : EM_INT64;
     em_tensor *count = include_self ? em_ones(t->sizes, t->ndim, dt, em_dev(t))
                                     : em_zeros(t->sizes, t->ndim, dt, em_dev(t));
-    em_tensor *one = em_scalar(1, dt, em_dev(t));
-    em_tensor *ones = one ? em_expand(one, ix->sizes, ix->ndim) : NULL;
+    em_scope s = {0};
+    em_tensor *one = em_scope_keep(&s, em_scalar(1, dt, em_dev(t)));
+    em_tensor *ones = one ? em_scope_keep(&s, em_expand(one, ix->sizes, ix->ndim)) : NULL;
     int rc = count && ones ? em_scatter_add_(count, d, ix, ones) : -1;
-    em_release(one);
-    em_release(ones);
-    if (rc) { em_release(count); return NULL; }
-    em_tensor *zero = include_self ? NULL : ei_binary_scalar(EM_EQ, count, 0, true, false);
+    em_tensor *zero = rc || include_self ? NULL : em_scope_keep(&s, ei_binary_scalar(EM_EQ, count, 0, true, false));
     if (zero && em_masked_fill_(count, zero, 1)) rc = -1;
-    em_release(zero);
+    em_scope_drop(&s);
     if (rc) { em_release(count); return NULL; }
     return count;
 }
@@ -851,12 +852,13 @@ static int scatter_reduce_into(em_tensor *out, int d, const em_tensor *ix, const
         rc = scatter_common(op, kop, out, d, ix, src);
     }
     if (!rc && r == EM_SR_MEAN) {
-        em_tensor *count = reduce_count(out, d, ix, include_self);
-        em_tensor *q = count ? ei_binary(EM_DIV, out, count) : NULL;
+        em_scope s = {0};
+        em_tensor *count = em_scope_keep(&s, reduce_count(out, d, ix, include_self));
+        em_tensor *q = es_div(&s, out, count);
         /* integers: floor division, as PyTorch */
-        em_tensor *f = q && !em_dtype_is_float(out->dtype) ? ei_unary(EM_FLOOR, q) : q ? em_retain(q) : NULL;
+        em_tensor *f = q && !em_dtype_is_float(out->dtype) ? es_unary(&s, EM_FLOOR, q) : q;
         rc = f ? em_copy_(out, f) : -1;
-        em_release4(count, q, f, NULL);
+        em_scope_drop(&s);
     }
     em_set_grad_enabled(was);
     return rc;
@@ -905,71 +907,59 @@ static int scatter_reduce_backward(em_node *n, em_tensor *const *gout, em_tensor
     const em_tensor *g = gout[0];
     int d = n->dim;
     bool include_self = n->p.scatter_reduce.include_self;
-    em_tensor *srcu = narrow_to(src, ix->sizes, ix->ndim);   /* the part of src the index reads */
-    em_tensor *zero = em_scalar(0, g->dtype, em_dev(g));
-    em_tensor *touched = touched_mask(self, d, ix);
+    em_scope s = {0};
+    em_tensor *srcu = em_scope_keep(&s, narrow_to(src, ix->sizes, ix->ndim));   /* the part of src the index reads */
+    em_tensor *zero = em_scope_keep(&s, em_scalar(0, g->dtype, em_dev(g)));
+    em_tensor *touched = em_scope_keep(&s, touched_mask(self, d, ix));
     em_tensor *gs = NULL, *gx = NULL;   /* the gradient at self's shape, at the index's shape */
-    int rc = -1;
-    if (!srcu || !zero || !touched) goto done;
+    if (!srcu || !zero || !touched) return em_scope_drop(&s), -1;
     if (n->op == EM_SR_AMAX || n->op == EM_SR_AMIN) {
-        em_tensor *at = WITHOUT_GRAD(em_gather(out, d, ix));
-        em_tensor *self_hit = include_self ? ei_binary(EM_EQ, self, out) : ei_unary(EM_LOGICAL_NOT, touched);
-        em_tensor *src_hit = at ? ei_binary(EM_EQ, srcu, at) : NULL;
-        em_tensor *hits = src_hit ? em_cast_to(src_hit, g->dtype) : NULL;
-        em_tensor *count = self_hit ? em_cast_to(self_hit, g->dtype) : NULL;
+        em_tensor *at = em_scope_keep(&s, WITHOUT_GRAD(em_gather(out, d, ix)));
+        em_tensor *self_hit = include_self ? es_binary(&s, EM_EQ, self, out) : es_unary(&s, EM_LOGICAL_NOT, touched);
+        em_tensor *src_hit = es_binary(&s, EM_EQ, srcu, at);
+        em_tensor *hits = src_hit ? em_scope_keep(&s, em_cast_to(src_hit, g->dtype)) : NULL;
+        em_tensor *count = self_hit ? em_scope_keep(&s, em_cast_to(self_hit, g->dtype)) : NULL;
         if (hits && count && WITHOUT_GRAD(em_scatter_add_(count, d, ix, hits)) == 0) {
-            em_tensor *share = ei_binary(EM_DIV, g, count);
-            em_tensor *at_src = share ? em_gather(share, d, ix) : NULL;
-            gs = share ? em_where(self_hit, share, zero) : NULL;
-            gx = at_src ? em_where(src_hit, at_src, zero) : NULL;
-            em_release(share);
-            em_release(at_src);
+            em_tensor *share = es_div(&s, g, count);
+            em_tensor *at_src = share ? em_scope_keep(&s, em_gather(share, d, ix)) : NULL;
+            gs = share ? em_scope_keep(&s, em_where(self_hit, share, zero)) : NULL;
+            gx = at_src ? em_scope_keep(&s, em_where(src_hit, at_src, zero)) : NULL;
         }
-        em_release4(at, self_hit, src_hit, hits);
-        em_release(count);
     } else {   /* prod */
-        em_tensor *self_zero = ei_binary_scalar(EM_EQ, self, 0, false, false);
-        em_tensor *src_zero = ei_binary_scalar(EM_EQ, srcu, 0, false, false);
-        em_tensor *one = em_scalar(1, g->dtype, em_dev(g));
+        em_tensor *self_zero = es_scalar(&s, EM_EQ, self, 0);
+        em_tensor *src_zero = es_scalar(&s, EM_EQ, srcu, 0);
+        em_tensor *one = em_scope_keep(&s, em_scalar(1, g->dtype, em_dev(g)));
         /* the number of zeros and the product of the non-zero values per slot */
         em_tensor *zc = NULL, *nzp = NULL;
         if (self_zero && src_zero && one) {
-            em_tensor *sz = include_self ? em_cast_to(self_zero, g->dtype) : em_zeros(self->sizes, self->ndim, g->dtype, em_dev(g));
-            em_tensor *xz = em_cast_to(src_zero, g->dtype);
-            if (sz && xz && WITHOUT_GRAD(em_scatter_add_(sz, d, ix, xz)) == 0) zc = em_retain(sz);
-            em_tensor *base = include_self ? WITHOUT_GRAD(em_where(self_zero, one, self))
-                                           : em_ones(self->sizes, self->ndim, g->dtype, em_dev(g));
-            em_tensor *sx = WITHOUT_GRAD(em_where(src_zero, one, srcu));
-            if (base && sx && scatter_reduce_into(base, d, ix, sx, EM_SR_PROD, true) == 0) nzp = em_retain(base);
-            em_release4(sz, xz, base, sx);
+            em_tensor *sz = em_scope_keep(&s, include_self ? em_cast_to(self_zero, g->dtype)
+                                                           : em_zeros(self->sizes, self->ndim, g->dtype, em_dev(g)));
+            em_tensor *xz = em_scope_keep(&s, em_cast_to(src_zero, g->dtype));
+            if (sz && xz && WITHOUT_GRAD(em_scatter_add_(sz, d, ix, xz)) == 0) zc = sz;
+            em_tensor *base = em_scope_keep(&s, include_self ? WITHOUT_GRAD(em_where(self_zero, one, self))
+                                                             : em_ones(self->sizes, self->ndim, g->dtype, em_dev(g)));
+            em_tensor *sx = em_scope_keep(&s, WITHOUT_GRAD(em_where(src_zero, one, srcu)));
+            if (base && sx && scatter_reduce_into(base, d, ix, sx, EM_SR_PROD, true) == 0) nzp = base;
         }
-        em_tensor *single = zc ? ei_binary_scalar(EM_EQ, zc, 1, false, false) : NULL;
-        em_tensor *g_out = ei_binary(EM_MUL, g, out);               /* g * prod, for non-zero values */
-        em_tensor *g_nzp = nzp ? ei_binary(EM_MUL, g, nzp) : NULL;  /* g * the others, for the one zero */
-        em_tensor *for_zero = single && g_nzp ? em_where(single, g_nzp, zero) : NULL;
+        em_tensor *single = es_scalar(&s, EM_EQ, zc, 1);
+        em_tensor *g_out = es_mul(&s, g, out);     /* g * prod, for non-zero values */
+        em_tensor *g_nzp = es_mul(&s, g, nzp);     /* g * the others, for the one zero */
+        em_tensor *for_zero = single && g_nzp ? em_scope_keep(&s, em_where(single, g_nzp, zero)) : NULL;
         if (g_out && for_zero) {
-            em_tensor *qs = ei_binary(EM_DIV, g_out, self);
-            em_tensor *s_nz = qs ? em_where(self_zero, for_zero, qs) : NULL;
-            gs = s_nz ? (include_self ? em_retain(s_nz) : em_where(touched, zero, g)) : NULL;
-            em_release(qs);
-            em_release(s_nz);
-            em_tensor *go_at = em_gather(g_out, d, ix), *fz_at = em_gather(for_zero, d, ix);
-            em_tensor *qx = go_at ? ei_binary(EM_DIV, go_at, srcu) : NULL;
-            gx = qx && fz_at ? em_where(src_zero, fz_at, qx) : NULL;
-            em_release4(go_at, fz_at, qx, NULL);
+            em_tensor *qs = es_div(&s, g_out, self);
+            em_tensor *s_nz = qs ? em_scope_keep(&s, em_where(self_zero, for_zero, qs)) : NULL;
+            gs = s_nz ? (include_self ? s_nz : em_scope_keep(&s, em_where(touched, zero, g))) : NULL;
+            em_tensor *go_at = em_scope_keep(&s, em_gather(g_out, d, ix));
+            em_tensor *fz_at = em_scope_keep(&s, em_gather(for_zero, d, ix));
+            em_tensor *qx = es_div(&s, go_at, srcu);
+            gx = qx && fz_at ? em_scope_keep(&s, em_where(src_zero, fz_at, qx)) : NULL;
         }
-        em_release4(self_zero, src_zero, one, zc);
-        em_release4(nzp, single, g_out, g_nzp);
-        em_release(for_zero);
     }
-    if (!gs || !gx) goto done;
+    if (!gs || !gx) return em_scope_drop(&s), -1;
     if (em_ag_wants(n, 0)) gin[0] = em_retain(gs);
     if (em_ag_wants(n, 1)) gin[1] = em_pad_end_zeros(gx, n->sizes2, n->ndim2);
-    rc = em_ag_wants(n, 1) && !gin[1] ? -1 : 0;
-done:
-    em_release4(srcu, zero, touched, gs);
-    em_release(gx);
-    return rc;
+    em_scope_drop(&s);
+    return em_ag_wants(n, 1) && !gin[1] ? -1 : 0;
 }
 
 em_tensor *em_scatter_reduce(const em_tensor *t, int dim, const em_tensor *index, const em_tensor *src,
@@ -982,19 +972,19 @@ em_tensor *em_scatter_reduce(const em_tensor *t, int dim, const em_tensor *index
     bool grad = em_ag_needed2(t, src) && em_dtype_is_float(t->dtype);
     if (grad && (r == EM_SR_SUM || r == EM_SR_MEAN)) {
         /* composed of recorded ops: masked_fill, scatter_add, a divide */
-        em_tensor *base = NULL, *mask = NULL;
-        if (include_self) base = em_retain((em_tensor *)t);
-        else if ((mask = touched_mask(t, d, index))) base = em_masked_fill(t, mask, 0);
-        em_tensor *s = base ? ei_scatter_add(base, d, index, src) : NULL, *out = s;
-        if (s && r == EM_SR_MEAN) {
-            em_tensor *count = WITHOUT_GRAD(reduce_count(t, d, index, include_self));
-            out = count ? ei_binary(EM_DIV, s, count) : NULL;
-            em_release(count);
-            em_release(s);
+        em_scope sc = {0};
+        const em_tensor *base = t;
+        if (!include_self) {
+            em_tensor *mask = em_scope_keep(&sc, touched_mask(t, d, index));
+            base = mask ? em_scope_keep(&sc, em_masked_fill(t, mask, 0)) : NULL;
         }
-        em_release4(base, mask, NULL, NULL);
+        em_tensor *s = base ? em_scope_keep(&sc, ei_scatter_add(base, d, index, src)) : NULL, *out = s;
+        if (s && r == EM_SR_MEAN) {
+            em_tensor *count = em_scope_keep(&sc, WITHOUT_GRAD(reduce_count(t, d, index, include_self)));
+            out = es_div(&sc, s, count);
+        }
         if (!out) rename_scatter_error(op);
-        return out;
+        return em_scope_finish(&sc, out);
     }
     em_tensor *out = WITHOUT_GRAD(em_clone(t));
     if (!out) return NULL;

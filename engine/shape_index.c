@@ -48,13 +48,14 @@ em_tensor *em_take(const em_tensor *t, const em_tensor *index)
 {
     const char *op = "take";
     if (em_check_same_device(op, t, index)) return NULL;
-    em_tensor *ix = index_tensor(op, index);
+    em_scope s = {0};
+    em_tensor *ix = em_scope_keep(&s, index_tensor(op, index));
     if (!ix) return NULL;
-    em_tensor *tf = flat(t), *xf = flat(ix);
-    em_tensor *r = tf && xf ? em_index_select(tf, 0, xf) : NULL;
+    em_tensor *tf = em_scope_keep(&s, flat(t)), *xf = em_scope_keep(&s, flat(ix));
+    em_tensor *r = tf && xf ? em_scope_keep(&s, em_index_select(tf, 0, xf)) : NULL;
     if (!r && tf && xf) em_rename_error("index_select", op);
     em_tensor *out = r ? em_reshape(r, index->sizes, index->ndim) : NULL;
-    em_release4(ix, tf, xf, r);
+    em_scope_drop(&s);
     return out;
 }
 
@@ -62,27 +63,27 @@ em_tensor *em_take_along_dim(const em_tensor *t, const em_tensor *index, int dim
 {
     const char *op = "take_along_dim";
     if (em_check_same_device(op, t, index)) return NULL;
-    em_tensor *ix = index_tensor(op, index);
+    em_scope s = {0};
+    em_tensor *ix = em_scope_keep(&s, index_tensor(op, index));
     if (!ix) return NULL;
     em_tensor *out = NULL;
     if (!has_dim) {
-        em_tensor *tf = flat(t), *xf = flat(ix);
+        em_tensor *tf = em_scope_keep(&s, flat(t)), *xf = em_scope_keep(&s, flat(ix));
         out = tf && xf ? em_gather(tf, 0, xf) : NULL;
         if (!out) em_rename_error("gather", op);
-        em_release4(ix, tf, xf, NULL);
+        em_scope_drop(&s);
         return out;
     }
     int d = em_normalize_dim(dim, t->ndim, op);
-    if (d < 0) { em_release(ix); return NULL; }
+    if (d < 0) return em_scope_drop(&s), NULL;
     if (t->ndim != ix->ndim) {
         em_set_error("%s: input %s and indices %s must have the same number of dimensions", op, SHAPE(t), SHAPE(ix));
-        em_release(ix);
-        return NULL;
+        return em_scope_drop(&s), NULL;
     }
     if (t->ndim == 0) {
         out = em_gather(t, 0, ix);
         if (!out) em_rename_error("gather", op);
-        em_release(ix);
+        em_scope_drop(&s);
         return out;
     }
     /* every dim but d broadcasts between the input and the indices */
@@ -90,16 +91,16 @@ em_tensor *em_take_along_dim(const em_tensor *t, const em_tensor *index, int dim
     memcpy(ts, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
     ts[d] = ix->sizes[d];
     int nd = em_broadcast_shapes(ts, t->ndim, ix->sizes, ix->ndim, shape, op);
-    em_tensor *xb = nd < 0 ? NULL : em_expand(ix, shape, nd), *tb = NULL;
+    em_tensor *xb = nd < 0 ? NULL : em_scope_keep(&s, em_expand(ix, shape, nd)), *tb = NULL;
     if (xb) {
         shape[d] = t->sizes[d];
-        tb = em_expand(t, shape, nd);
+        tb = em_scope_keep(&s, em_expand(t, shape, nd));
     }
     if (tb) {
         out = em_gather(tb, d, xb);
         if (!out) em_rename_error("gather", op);
     }
-    em_release4(ix, xb, tb, NULL);
+    em_scope_drop(&s);
     return out;
 }
 
@@ -110,11 +111,12 @@ static em_tensor *slot_mask(const char *op, const em_tensor *t, int d, const em_
 {
     if (index->ndim > 1) return em_set_error("%s: expected a 0-d or 1-D index tensor, got %s", op, SHAPE(index)), NULL;
     if (em_check_same_device(op, t, index)) return NULL;
-    em_tensor *ix = index_tensor(op, index);
+    em_scope s = {0};
+    em_tensor *ix = em_scope_keep(&s, index_tensor(op, index));
     if (!ix) return NULL;
     int64_t n = t->ndim ? t->sizes[d] : 1;
-    em_tensor *m = em_zeros(&n, 1, EM_BOOL, em_dev(t));
-    em_tensor *xf = flat(ix);
+    em_tensor *m = em_scope_keep(&s, em_zeros(&n, 1, EM_BOOL, em_dev(t)));
+    em_tensor *xf = em_scope_keep(&s, flat(ix));
     int rc = m && xf ? em_scatter_value_(m, 0, xf, 1) : -1;
     if (rc && m && xf) em_rename_error("scatter", op);
     em_tensor *out = NULL;
@@ -123,7 +125,7 @@ static em_tensor *slot_mask(const char *op, const em_tensor *t, int d, const em_
         for (int i = 0; i < t->ndim; i++) shape[i] = i == d ? n : 1;
         out = em_reshape(m, shape, t->ndim);
     }
-    em_release4(ix, m, xf, NULL);
+    em_scope_drop(&s);
     return out;
 }
 
@@ -165,7 +167,8 @@ static em_tensor *copy_index(const char *op, const em_tensor *t, int d, const em
     if (!ok)
         return em_set_error("%s: source %s must have the shape of self %s with dimension %d of the index length %lld",
                             op, SHAPE(src), SHAPE(t), d + 1, (long long)k), NULL;
-    em_tensor *ix = index_tensor(op, index);
+    em_scope s = {0};
+    em_tensor *ix = em_scope_keep(&s, index_tensor(op, index));
     if (!ix) return NULL;
     int nd = t->ndim ? t->ndim : 1;
     int64_t shape[EM_MAX_DIMS], full[EM_MAX_DIMS];
@@ -173,10 +176,9 @@ static em_tensor *copy_index(const char *op, const em_tensor *t, int d, const em
         shape[i] = i == d ? k : 1;
         full[i] = i == d ? k : t->sizes[i];
     }
-    em_tensor *v = em_reshape(ix, shape, nd);
+    em_tensor *v = em_scope_keep(&s, em_reshape(ix, shape, nd));
     em_tensor *out = v ? em_expand(v, full, nd) : NULL;
-    em_release(v);
-    em_release(ix);
+    em_scope_drop(&s);
     return out;
 }
 
@@ -220,25 +222,24 @@ em_tensor *em_masked_scatter(const em_tensor *t, const em_tensor *mask, const em
     int64_t shape[EM_MAX_DIMS];
     int nd = em_broadcast_shapes(t->sizes, t->ndim, mask->sizes, mask->ndim, shape, op);
     if (nd < 0) return NULL;
-    em_tensor *te = em_expand(t, shape, nd), *me = em_expand(mask, shape, nd);
-    em_tensor *tf = te ? flat(te) : NULL, *mf = me ? flat(me) : NULL;
+    em_scope s = {0};
+    em_tensor *te = em_scope_keep(&s, em_expand(t, shape, nd)), *me = em_scope_keep(&s, em_expand(mask, shape, nd));
+    em_tensor *tf = te ? em_scope_keep(&s, flat(te)) : NULL, *mf = me ? em_scope_keep(&s, flat(me)) : NULL;
     /* the true positions of the flat mask, in order, take src's first elements */
-    em_tensor *nz = mf ? em_nonzero(mf) : NULL, *out = NULL;
+    em_tensor *nz = mf ? em_scope_keep(&s, em_nonzero(mf)) : NULL, *out = NULL;
     if (nz && tf) {
         int64_t k = nz->sizes[0];
         if (em_numel(src) < k) {
             em_set_error("%s: source %s has fewer elements than the %lld true elements of the mask %s", op,
                          SHAPE(src), (long long)k, SHAPE(mask));
         } else {
-            em_tensor *pos = em_view(nz, &k, 1), *sf = flat(src);
-            em_tensor *sk = sf ? em_narrow(sf, 0, 0, k) : NULL;
-            em_tensor *r = pos && sk ? em_scatter(tf, 0, pos, sk) : NULL;
+            em_tensor *pos = em_scope_keep(&s, em_view(nz, &k, 1)), *sf = em_scope_keep(&s, flat(src));
+            em_tensor *sk = es_narrow(&s, sf, 0, 0, k);
+            em_tensor *r = pos && sk ? em_scope_keep(&s, em_scatter(tf, 0, pos, sk)) : NULL;
             out = r ? em_reshape(r, shape, nd) : NULL;
-            em_release4(pos, sf, sk, r);
         }
     }
-    em_release4(te, me, tf, mf);
-    em_release(nz);
+    em_scope_drop(&s);
     return out;
 }
 
@@ -269,10 +270,11 @@ em_tensor *em_one_hot(const em_tensor *t, int64_t num_classes)
     if (t->ndim + 1 > EM_MAX_DIMS) return em_set_error("%s: the result would have too many dimensions", op), NULL;
     int64_t lo = 1, hi = 0;
     if (em_numel(t) > 0) {
-        em_tensor *mn = em_amin(t, NULL, 0, false), *mx = em_amax(t, NULL, 0, false);
+        em_scope s = {0};
+        em_tensor *mn = em_scope_keep(&s, em_amin(t, NULL, 0, false));
+        em_tensor *mx = em_scope_keep(&s, em_amax(t, NULL, 0, false));
         int rc = mn && mx ? em_to_host_i64(mn, &lo) | em_to_host_i64(mx, &hi) : -1;
-        em_release(mn);
-        em_release(mx);
+        em_scope_drop(&s);
         if (rc) return NULL;
     } else if (num_classes == -1) {
         return em_set_error("%s: cannot infer the number of classes from an empty tensor %s", op, SHAPE(t)), NULL;

@@ -79,10 +79,10 @@ static em_tensor *roll1(const em_tensor *t, int64_t shift, int d)
     if (n == 0) return em_retain((em_tensor *)t);
     int64_t s = ((shift % n) + n) % n;
     if (s == 0) return em_retain((em_tensor *)t);
-    em_tensor *parts[2] = {em_narrow(t, d, n - s, s), em_narrow(t, d, 0, n - s)};
+    em_scope sc = {0};
+    em_tensor *parts[2] = {es_narrow(&sc, t, d, n - s, s), es_narrow(&sc, t, d, 0, n - s)};
     em_tensor *out = parts[0] && parts[1] ? ei_cat(parts, 2, d) : NULL;
-    em_release(parts[0]);
-    em_release(parts[1]);
+    em_scope_drop(&sc);
     return out;
 }
 
@@ -94,11 +94,11 @@ em_tensor *em_roll(const em_tensor *t, const int64_t *shifts, int nshifts, const
         if (nshifts != 1)
             return em_set_error("%s: without dims, expected one shift, got %d", op, nshifts), NULL;
         int64_t n = em_numel(t);
-        em_tensor *flat = em_reshape(t, &n, 1);
-        em_tensor *r = flat ? roll1(flat, shifts[0], 0) : NULL;
+        em_scope s = {0};
+        em_tensor *flat = em_scope_keep(&s, em_reshape(t, &n, 1));
+        em_tensor *r = flat ? em_scope_keep(&s, roll1(flat, shifts[0], 0)) : NULL;
         cur = r ? em_reshape(r, t->sizes, t->ndim) : NULL;
-        em_release(flat);
-        em_release(r);
+        em_scope_drop(&s);
     } else {
         if (nshifts != ndims)
             return em_set_error("%s: shifts and dims must have the same length, got %d shifts and %d dims", op,
@@ -154,15 +154,15 @@ em_tensor *em_rot90(const em_tensor *t, int64_t k, int d0, int d1)
 static em_tensor *repeat_dim(const em_tensor *x, int d, int64_t r, bool interleave)
 {
     int at = interleave ? d + 1 : d;
-    em_tensor *u = em_unsqueeze(x, at);
+    em_scope s = {0};
+    em_tensor *u = es_unsqueeze(&s, x, at);
     if (!u) return NULL;
     int64_t sizes[EM_MAX_DIMS];
     memcpy(sizes, u->sizes, sizeof(int64_t) * (size_t)u->ndim);
     sizes[at] = r;
-    em_tensor *e = em_expand(u, sizes, u->ndim);
+    em_tensor *e = em_scope_keep(&s, em_expand(u, sizes, u->ndim));
     em_tensor *out = e ? em_flatten(e, d, d + 1) : NULL;
-    em_release(u);
-    em_release(e);
+    em_scope_drop(&s);
     return out;
 }
 
@@ -256,35 +256,34 @@ em_tensor *em_repeat_interleave(const em_tensor *t, int64_t repeats, const em_te
                                 bool has_dim, int64_t output_size)
 {
     const char *op = "repeat_interleave";
+    em_scope s = {0};
     em_tensor *x;
     int d = 0;
     if (has_dim) {
         if ((d = em_normalize_dim(dim, t->ndim, op)) < 0) return NULL;
         int64_t one = 1;
-        x = t->ndim == 0 ? em_reshape(t, &one, 1) : em_retain((em_tensor *)t);
+        x = em_scope_keep(&s, t->ndim == 0 ? em_reshape(t, &one, 1) : em_retain((em_tensor *)t));
     } else {
         int64_t n = em_numel(t);
-        x = em_reshape(t, &n, 1);
+        x = em_scope_keep(&s, em_reshape(t, &n, 1));
     }
     if (!x) return NULL;
     em_tensor *out = NULL;
     if (repeats_t && em_numel(repeats_t) == 1 && repeats_t->ndim <= 1) {
         int64_t r;
-        if (em_to_host_i64(repeats_t, &r)) { em_release(x); return NULL; }
+        if (em_to_host_i64(repeats_t, &r)) return em_scope_drop(&s), NULL;
         repeats_t = NULL;
         repeats = r;
     }
     if (repeats_t) {
-        if (em_check_same_device(op, t, repeats_t)) { em_release(x); return NULL; }
+        if (em_check_same_device(op, t, repeats_t)) return em_scope_drop(&s), NULL;
         if (repeats_t->ndim != 1 || repeats_t->sizes[0] != x->sizes[d]) {
             em_set_error("%s: repeats %s must have one entry per slice of the input along dimension %d (%lld)",
                          op, SHAPE(repeats_t), d + 1, (long long)x->sizes[d]);
-            em_release(x);
-            return NULL;
+            return em_scope_drop(&s), NULL;
         }
-        em_tensor *idx = em_repeat_interleave_index(repeats_t, output_size);
+        em_tensor *idx = em_scope_keep(&s, em_repeat_interleave_index(repeats_t, output_size));
         out = idx ? em_index_select(x, d, idx) : NULL;
-        em_release(idx);
     } else {
         if (repeats < 0)
             em_set_error("%s: repeats must be non-negative, got %lld", op, (long long)repeats);
@@ -299,7 +298,7 @@ em_tensor *em_repeat_interleave(const em_tensor *t, int64_t repeats, const em_te
             out = c;
         }
     }
-    em_release(x);
+    em_scope_drop(&s);
     return out;
 }
 
@@ -384,21 +383,19 @@ static em_tensor *pad_dim(const em_tensor *x, int dim, int64_t before, int64_t a
     int n = 0;
     int64_t sizes[EM_MAX_DIMS];
     memcpy(sizes, x->sizes, sizeof(int64_t) * (size_t)x->ndim);
-    em_tensor *zb = NULL, *za = NULL;
+    em_scope s = {0};
     if (before > 0) {
         sizes[dim] = before;
-        if (!(zb = em_zeros(sizes, x->ndim, x->dtype, em_dev(x)))) return NULL;
-        parts[n++] = zb;
+        if (!(parts[n++] = em_scope_keep(&s, em_zeros(sizes, x->ndim, x->dtype, em_dev(x))))) return NULL;
     }
     parts[n++] = (em_tensor *)x;
     if (after > 0) {
         sizes[dim] = after;
-        if (!(za = em_zeros(sizes, x->ndim, x->dtype, em_dev(x)))) { em_release(zb); return NULL; }
-        parts[n++] = za;
+        if (!(parts[n++] = em_scope_keep(&s, em_zeros(sizes, x->ndim, x->dtype, em_dev(x)))))
+            return em_scope_drop(&s), NULL;
     }
     em_tensor *out = n == 1 ? em_retain((em_tensor *)x) : ei_cat(parts, n, dim);
-    em_release(zb);
-    em_release(za);
+    em_scope_drop(&s);
     return out;
 }
 
@@ -421,31 +418,29 @@ static em_tensor *embed_diagonal(const em_tensor *g, int64_t offset, int d1, int
     int64_t n = g->ndim ? g->sizes[g->ndim - 1] : 1;
     int64_t sizes[EM_MAX_DIMS];
     memcpy(sizes, g->sizes, sizeof(int64_t) * (size_t)g->ndim);
+    em_scope s = {0};
     em_tensor *m = NULL;
     if (n == 0 || diag_len(rows, cols, offset) == 0) {
         sizes[nd - 2] = rows;
         sizes[nd - 1] = cols;
-        m = em_zeros(sizes, nd, g->dtype, em_dev(g));
+        m = em_scope_keep(&s, em_zeros(sizes, nd, g->dtype, em_dev(g)));
     } else {
         sizes[nd - 1] = n;
-        em_tensor *u = em_unsqueeze(g, -1);                    /* [..., n, 1] */
-        em_tensor *e = u ? em_expand(u, sizes, nd) : NULL;    /* [..., n, n] */
-        em_tensor *eye = em_eye(n, n, EM_BOOL, em_dev(g));
-        em_tensor *zero = em_scalar(0, g->dtype, em_dev(g));
+        em_tensor *u = es_unsqueeze(&s, g, -1);                                 /* [..., n, 1] */
+        em_tensor *e = u ? em_scope_keep(&s, em_expand(u, sizes, nd)) : NULL;  /* [..., n, n] */
+        em_tensor *eye = em_scope_keep(&s, em_eye(n, n, EM_BOOL, em_dev(g)));
+        em_tensor *zero = em_scope_keep(&s, em_scalar(0, g->dtype, em_dev(g)));
         /* where, not a product with the identity: an inf stays off the zeros */
-        em_tensor *sq = e && eye && zero ? em_where(eye, e, zero) : NULL;
+        em_tensor *sq = e && eye && zero ? em_scope_keep(&s, em_where(eye, e, zero)) : NULL;
         int64_t rb = offset < 0 ? -offset : 0, cb = offset > 0 ? offset : 0;
-        em_tensor *pr = sq ? pad_dim(sq, nd - 2, rb, rows - rb - n) : NULL;
-        m = pr ? pad_dim(pr, nd - 1, cb, cols - cb - n) : NULL;
-        em_release4(u, e, eye, zero);
-        em_release(sq);
-        em_release(pr);
+        em_tensor *pr = sq ? em_scope_keep(&s, pad_dim(sq, nd - 2, rb, rows - rb - n)) : NULL;
+        m = pr ? em_scope_keep(&s, pad_dim(pr, nd - 1, cb, cols - cb - n)) : NULL;
     }
-    if (!m || (d1 == nd - 2 && d2 == nd - 1)) return m;
-    int src[2] = {nd - 2, nd - 1}, dst[2] = {d1, d2};
-    em_tensor *out = em_movedim(m, src, dst, 2);
-    em_release(m);
-    return out;
+    if (m && (d1 != nd - 2 || d2 != nd - 1)) {
+        int src[2] = {nd - 2, nd - 1}, dst[2] = {d1, d2};
+        m = em_scope_keep(&s, em_movedim(m, src, dst, 2));
+    }
+    return em_scope_finish(&s, m);
 }
 
 static int diagonal_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
@@ -624,14 +619,15 @@ em_tensor *em_cartesian_prod(em_tensor *const *ts, int n)
     if (n == 1) return em_alias(ts[0]);
     em_tensor *grid[EM_MAX_DIMS], *flat[EM_MAX_DIMS];
     if (em_meshgrid(ts, n, false, grid) < 0) { em_rename_error("meshgrid", op); return NULL; }
+    em_scope s = {0};
+    for (int i = 0; i < n; i++) em_scope_keep(&s, grid[i]);
     int made = 0;
     for (; made < n; made++) {
         int64_t all = em_numel(grid[made]);
-        if (!(flat[made] = em_reshape(grid[made], &all, 1))) break;
+        if (!(flat[made] = em_scope_keep(&s, em_reshape(grid[made], &all, 1)))) break;
     }
     em_tensor *out = made == n ? ei_stack(flat, n, 1) : NULL;
-    for (int i = 0; i < n; i++) em_release(grid[i]);
-    for (int i = 0; i < made; i++) em_release(flat[i]);
+    em_scope_drop(&s);
     return out;
 }
 
@@ -657,11 +653,11 @@ em_tensor *em_block_diag(em_tensor *const *ts, int n)
     for (; made < n; made++) {
         const em_tensor *x = ts[made];
         int64_t sz[2] = {x->ndim == 2 ? x->sizes[0] : 1, x->ndim == 2 ? x->sizes[1] : x->ndim == 1 ? x->sizes[0] : 1};
-        em_tensor *m = em_reshape(x, sz, 2);
-        em_tensor *c = m ? em_to_dtype(m, dt) : NULL;
+        em_scope s = {0};   /* this strip's temporaries */
+        em_tensor *m = em_scope_keep(&s, em_reshape(x, sz, 2));
+        em_tensor *c = es_to(&s, m, dt);
         strips[made] = c ? pad_dim(c, 1, at, cols - at - sz[1]) : NULL;
-        em_release(m);
-        em_release(c);
+        em_scope_drop(&s);
         if (!strips[made]) break;
         at += sz[1];
     }
