@@ -36,13 +36,12 @@ static em_tensor *exclusive_cumprod(const em_tensor *x, int last, int64_t len)
     int64_t sizes[EM_MAX_DIMS];
     memcpy(sizes, x->sizes, sizeof(int64_t) * (size_t)x->ndim);
     sizes[last] = 1;
-    em_tensor *one = em_ones(sizes, x->ndim, x->dtype, em_dev(x));
-    em_tensor *head = em_narrow(x, last, 0, len - 1);
+    em_scope s = {0};
+    em_tensor *one = em_scope_keep(&s, em_ones(sizes, x->ndim, x->dtype, em_dev(x)));
+    em_tensor *head = es_narrow(&s, x, last, 0, len - 1);
     em_tensor *parts[2] = {one, head};
-    em_tensor *shifted = one && head ? ei_cat(parts, 2, last) : NULL;
-    em_tensor *r = shifted ? ei_cumprod(shifted, last) : NULL;
-    em_release(one); em_release(head); em_release(shifted);
-    return r;
+    em_tensor *shifted = one && head ? em_scope_keep(&s, ei_cat(parts, 2, last)) : NULL;
+    return em_scope_finish(&s, shifted ? em_scope_keep(&s, ei_cumprod(shifted, last)) : NULL);
 }
 
 /* g times d prod / dx_i: the product of the other elements of x_i's slice,
@@ -61,19 +60,17 @@ static em_tensor *prod_of_others(const em_node *n, const em_tensor *gk, const em
     for (int d = 0; d < n->ndim; d++) inv[perm[d]] = d;
     if (len == 0 || em_numel(x) == 0) return ei_binary(EM_MUL, gk, x);   /* empty: shapes only */
     sizes[nk] = len;
-    em_tensor *xp = em_permute(x, perm, n->ndim);
-    em_tensor *xr = xp ? em_reshape(xp, sizes, nk + 1) : NULL;
-    em_tensor *left = xr ? exclusive_cumprod(xr, nk, len) : NULL;
-    em_tensor *xrev = xr ? reverse_last(xr, nk, len) : NULL;
-    em_tensor *rrev = xrev ? exclusive_cumprod(xrev, nk, len) : NULL;
-    em_tensor *right = rrev ? reverse_last(rrev, nk, len) : NULL;
-    em_tensor *o = left && right ? ei_binary(EM_MUL, left, right) : NULL;
-    em_tensor *op = o ? em_reshape(o, xp->sizes, n->ndim) : NULL;
-    em_tensor *others = op ? em_permute(op, inv, n->ndim) : NULL;
-    em_tensor *r = others ? ei_binary(EM_MUL, gk, others) : NULL;
-    em_release(xp); em_release(xr); em_release(left); em_release(xrev); em_release(rrev);
-    em_release(right); em_release(o); em_release(op); em_release(others);
-    return r;
+    em_scope s = {0};
+    em_tensor *xp = em_scope_keep(&s, em_permute(x, perm, n->ndim));
+    em_tensor *xr = xp ? em_scope_keep(&s, em_reshape(xp, sizes, nk + 1)) : NULL;
+    em_tensor *left = xr ? em_scope_keep(&s, exclusive_cumprod(xr, nk, len)) : NULL;
+    em_tensor *xrev = xr ? em_scope_keep(&s, reverse_last(xr, nk, len)) : NULL;
+    em_tensor *rrev = xrev ? em_scope_keep(&s, exclusive_cumprod(xrev, nk, len)) : NULL;
+    em_tensor *right = rrev ? em_scope_keep(&s, reverse_last(rrev, nk, len)) : NULL;
+    em_tensor *o = es_mul(&s, left, right);
+    em_tensor *op = o ? em_scope_keep(&s, em_reshape(o, xp->sizes, n->ndim)) : NULL;
+    em_tensor *others = op ? em_scope_keep(&s, em_permute(op, inv, n->ndim)) : NULL;
+    return em_scope_finish(&s, es_mul(&s, gk, others));
 }
 
 static int reduce_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
@@ -87,18 +84,17 @@ static int reduce_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
         em_tensor *x = em_ag_saved(n, 0);
         r = x ? prod_of_others(n, gk, x) : NULL;
     } else {
+        em_scope s = {0};
         em_tensor *x = em_ag_saved(n, 0), *y = em_ag_saved(n, 1);
-        em_tensor *yk = x && y ? unsqueeze_reduced(n, y, n->p.reduce.keepdim) : NULL;
+        em_tensor *yk = x && y ? em_scope_keep(&s, unsqueeze_reduced(n, y, n->p.reduce.keepdim)) : NULL;
         /* the gradient is shared evenly by the elements equal to the extreme */
-        em_tensor *hit = yk ? ei_binary(EM_EQ, x, yk) : NULL;
-        em_tensor *hf = hit ? em_cast_to(hit, x->dtype) : NULL;
+        em_tensor *hit = es_binary(&s, EM_EQ, x, yk);
+        em_tensor *hf = hit ? em_scope_keep(&s, em_cast_to(hit, x->dtype)) : NULL;
         int dims[EM_MAX_DIMS], nd = 0;
         for (int d = 0; d < n->ndim; d++) if (n->dims[d]) dims[nd++] = d;
-        em_tensor *cnt = hf ? ei_sum(hf, dims, nd, true) : NULL;
-        em_tensor *share = cnt ? ei_binary(EM_DIV, gk, cnt) : NULL;
-        r = share ? ei_binary(EM_MUL, hf, share) : NULL;
-        em_release(hit); em_release(hf); em_release(cnt); em_release(share);
-        em_release(yk);
+        em_tensor *cnt = es_sum(&s, hf, dims, nd, true);
+        em_tensor *share = es_div(&s, gk, cnt);
+        r = em_scope_finish(&s, es_mul(&s, hf, share));
     }
     em_release(gk);
     if (!r) return -1;
@@ -138,16 +134,15 @@ static int dim_values_backward(em_node *n, em_tensor *const *gout, em_tensor **g
 {
     em_tensor *idx = em_ag_saved(n, 0);
     if (!idx) return -1;
-    em_tensor *g = em_retain((em_tensor *)gout[0]), *ix = em_retain(idx);
+    em_scope s = {0};
+    const em_tensor *g = gout[0], *ix = idx;
     if (!n->p.reduce.keepdim) {   /* put the reduced dim back */
-        em_tensor *g2 = em_unsqueeze(g, n->dim), *i2 = em_unsqueeze(ix, n->dim);
-        em_release(g); em_release(ix);
-        g = g2; ix = i2;
-        if (!g || !ix) { em_release(g); em_release(ix); return -1; }
+        g = es_unsqueeze(&s, g, n->dim);
+        ix = es_unsqueeze(&s, ix, n->dim);
+        if (!g || !ix) return em_scope_drop(&s), -1;
     }
     gin[0] = em_ag_add_into_zeros(false, n->sizes, n->ndim, n->dim, ix, g);
-    em_release(g);
-    em_release(ix);
+    em_scope_drop(&s);
     return gin[0] ? 0 : -1;
 }
 
@@ -181,20 +176,20 @@ static int softmax_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     em_tensor *y = em_ag_saved(n, 0);
     if (!y) return -1;
     const em_tensor *g = gout[0];
+    em_scope s = {0};
     em_tensor *r;
     if (n->op == EM_SOFTMAX) {          /* y * (g - sum(g*y)) */
-        em_tensor *gy = ei_binary(EM_MUL, g, y);
-        em_tensor *s = gy ? ei_sum(gy, &n->dim, 1, true) : NULL;
-        em_tensor *d = s ? ei_binary(EM_SUB, g, s) : NULL;
-        r = d ? ei_binary(EM_MUL, y, d) : NULL;
-        em_release(gy); em_release(s); em_release(d);
+        em_tensor *gy = es_mul(&s, g, y);
+        em_tensor *sum = es_sum(&s, gy, &n->dim, 1, true);
+        em_tensor *d = es_sub(&s, g, sum);
+        r = es_mul(&s, y, d);
     } else {                            /* g - exp(y) * sum(g) */
-        em_tensor *s = ei_sum(g, &n->dim, 1, true);
-        em_tensor *e = ei_unary(EM_EXP, y);
-        em_tensor *es = s && e ? ei_binary(EM_MUL, e, s) : NULL;
-        r = es ? ei_binary(EM_SUB, g, es) : NULL;
-        em_release(s); em_release(e); em_release(es);
+        em_tensor *sum = es_sum(&s, g, &n->dim, 1, true);
+        em_tensor *e = es_unary(&s, EM_EXP, y);
+        em_tensor *es = es_mul(&s, e, sum);
+        r = es_sub(&s, g, es);
     }
+    r = em_scope_finish(&s, r);
     if (!r) return -1;
     gin[0] = r;
     return 0;
@@ -215,11 +210,11 @@ static int cumsum_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
 {
     /* d/dx_i sum_{j>=i} g_j = total - cumsum(g) + g */
     const em_tensor *g = gout[0];
-    em_tensor *total = ei_sum(g, &n->dim, 1, true);
-    em_tensor *c = ei_cumsum(g, n->dim);
-    em_tensor *d = total && c ? ei_binary(EM_SUB, total, c) : NULL;
-    em_tensor *r = d ? ei_binary(EM_ADD, d, g) : NULL;
-    em_release(total); em_release(c); em_release(d);
+    em_scope s = {0};
+    em_tensor *total = es_sum(&s, g, &n->dim, 1, true);
+    em_tensor *c = em_scope_keep(&s, ei_cumsum(g, n->dim));
+    em_tensor *d = es_sub(&s, total, c);
+    em_tensor *r = em_scope_finish(&s, es_add(&s, d, g));
     if (!r) return -1;
     gin[0] = r;
     return 0;
@@ -239,13 +234,11 @@ static em_tensor *shift_down(const em_tensor *t, int dim, int64_t s)
     int64_t zs[EM_MAX_DIMS];
     memcpy(zs, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
     zs[dim] = s;
-    em_tensor *head = em_narrow(t, dim, s, t->sizes[dim] - s);
-    em_tensor *z = em_zeros(zs, t->ndim, t->dtype, em_dev(t));
+    em_scope sc = {0};
+    em_tensor *head = es_narrow(&sc, t, dim, s, t->sizes[dim] - s);
+    em_tensor *z = em_scope_keep(&sc, em_zeros(zs, t->ndim, t->dtype, em_dev(t)));
     em_tensor *parts[2] = {head, z};
-    em_tensor *r = head && z ? ei_cat(parts, 2, dim) : NULL;
-    em_release(head);
-    em_release(z);
-    return r;
+    return em_scope_finish(&sc, head && z ? em_scope_keep(&sc, ei_cat(parts, 2, dim)) : NULL);
 }
 
 /* With y_j = prod_{i<=j} x_i,
@@ -269,34 +262,37 @@ static int cumprod_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
         gin[0] = em_retain((em_tensor *)g);
         return 0;
     }
+    em_scope sc = {0};
     /* the saved output is detached; with create_graph L must depend on x */
-    em_tensor *y = em_grad_mode ? ei_cumprod(x, d) : em_retain(saved_y);
+    const em_tensor *y = em_grad_mode ? em_scope_keep(&sc, ei_cumprod(x, d)) : saved_y;
     int64_t os[EM_MAX_DIMS];
     memcpy(os, x->sizes, sizeof(int64_t) * (size_t)x->ndim);
     os[d] = 1;
-    em_tensor *one = em_ones(os, x->ndim, x->dtype, em_dev(x));
-    em_tensor *top = y ? em_narrow(y, d, 0, len - 1) : NULL;
+    em_tensor *one = em_scope_keep(&sc, em_ones(os, x->ndim, x->dtype, em_dev(x)));
+    em_tensor *top = es_narrow(&sc, y, d, 0, len - 1);
     em_tensor *parts[2] = {one, top};
-    em_tensor *L = one && top ? ei_cat(parts, 2, d) : NULL;
-    em_release(y); em_release(one); em_release(top);
+    em_tensor *L = one && top ? em_scope_keep(&sc, ei_cat(parts, 2, d)) : NULL;
+    /* A and R are carried from step to step: each step's scope takes the
+     * ones it replaces, with its own temporaries */
     em_tensor *A = L ? shift_down(x, d, 1) : NULL;
     em_tensor *R = A ? em_retain((em_tensor *)g) : NULL;
     for (int64_t s = 1; R && s < len; s *= 2) {
-        em_tensor *Rs = shift_down(R, d, s);
-        em_tensor *AR = Rs ? ei_binary(EM_MUL, A, Rs) : NULL;
-        em_tensor *R2 = AR ? ei_binary(EM_ADD, R, AR) : NULL;
-        em_release(Rs); em_release(AR); em_release(R);
-        R = R2;
+        em_scope step = {0};
+        em_tensor *Rs = em_scope_keep(&step, shift_down(R, d, s));
+        em_tensor *AR = es_mul(&step, A, Rs);
+        em_scope_keep(&step, R);
+        R = AR ? ei_binary(EM_ADD, R, AR) : NULL;
         if (R && 2 * s < len) {
-            em_tensor *As = shift_down(A, d, s);
-            em_tensor *A2 = As ? ei_binary(EM_MUL, A, As) : NULL;
-            em_release(As); em_release(A);
-            A = A2;
+            em_tensor *As = em_scope_keep(&step, shift_down(A, d, s));
+            em_scope_keep(&step, A);
+            A = As ? ei_binary(EM_MUL, A, As) : NULL;
             if (!A) { em_release(R); R = NULL; }
         }
+        em_scope_drop(&step);
     }
-    em_tensor *r = R ? ei_binary(EM_MUL, L, R) : NULL;
-    em_release(L); em_release(A); em_release(R);
+    em_tensor *r = es_mul(&sc, L, em_scope_keep(&sc, R));
+    em_scope_keep(&sc, A);
+    r = em_scope_finish(&sc, r);
     if (!r) return -1;
     gin[0] = r;
     return 0;
@@ -324,14 +320,15 @@ static int root_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     em_tensor *y = em_ag_saved(n, 0);
     if (!y) return -1;
     double p = n->p.root.p;
-    em_tensor *zero = ei_binary_scalar(EM_EQ, y, 0, true, false);
-    em_tensor *ys = zero ? em_masked_fill(y, zero, 1) : NULL;         /* y, with 1 where it is 0 */
+    em_scope s = {0};
+    em_tensor *zero = em_scope_keep(&s, ei_binary_scalar(EM_EQ, y, 0, true, false));
+    em_tensor *ys = zero ? em_scope_keep(&s, em_masked_fill(y, zero, 1)) : NULL;    /* y, with 1 where it is 0 */
     /* d = p y^(p-1), the derivative's denominator (2 y for a square root) */
-    em_tensor *yp = ys && p != 2 ? ei_binary_scalar(EM_POW, ys, p - 1, false, false) : NULL;
-    em_tensor *d = ys && (p == 2 || yp) ? ei_binary_scalar(EM_MUL, p == 2 ? ys : yp, p, false, false) : NULL;
-    em_tensor *r = d ? ei_binary(EM_DIV, gout[0], d) : NULL;
+    em_tensor *yp = p != 2 ? es_scalar(&s, EM_POW, ys, p - 1) : NULL;
+    em_tensor *d = es_scalar(&s, EM_MUL, p == 2 ? ys : yp, p);
+    em_tensor *r = es_div(&s, gout[0], d);
     gin[0] = r ? em_masked_fill(r, zero, 0) : NULL;
-    em_release(zero); em_release(ys); em_release(yp); em_release(d); em_release(r);
+    em_scope_drop(&s);
     return gin[0] ? 0 : -1;
 }
 
@@ -358,36 +355,32 @@ static int variance_backward(em_node *n, em_tensor *const *gout, em_tensor **gin
 {
     em_tensor *x = em_ag_saved(n, 0), *y = n->op ? em_ag_saved(n, 1) : NULL;
     if (!x || (n->op && !y)) return -1;
-    em_tensor *gv;
+    em_scope s = {0};
+    const em_tensor *gv = gout[0];
     if (n->op) {
-        em_tensor *zero = ei_binary_scalar(EM_EQ, y, 0, true, false);
-        em_tensor *y2 = zero ? ei_binary_scalar(EM_MUL, y, 2, false, false) : NULL;
-        em_tensor *q = y2 ? ei_binary(EM_DIV, gout[0], y2) : NULL;
-        gv = q ? em_masked_fill(q, zero, 0) : NULL;
-        em_release(zero); em_release(y2); em_release(q);
-    } else {
-        gv = em_retain((em_tensor *)gout[0]);
+        em_tensor *zero = em_scope_keep(&s, ei_binary_scalar(EM_EQ, y, 0, true, false));
+        em_tensor *y2 = zero ? es_scalar(&s, EM_MUL, y, 2) : NULL;
+        em_tensor *q = es_div(&s, gout[0], y2);
+        gv = q ? em_scope_keep(&s, em_masked_fill(q, zero, 0)) : NULL;
     }
-    if (!gv) return -1;
+    if (!gv) return em_scope_drop(&s), -1;
     int dims[EM_MAX_DIMS], nd = 0;
     for (int d = 0; d < n->ndim; d++) if (n->dims[d]) dims[nd++] = d;
     em_tensor *r = NULL;
     if (n->dim) {   /* over all dims */
-        em_tensor *mu = em_mean(x, NULL, 0, false);
-        em_tensor *eq = mu ? ei_binary(EM_EQ, x, mu) : NULL;
-        em_tensor *inf = eq ? em_full(x->sizes, x->ndim, INFINITY, x->dtype, em_dev(x)) : NULL;
-        em_tensor *f = inf ? em_masked_fill(inf, eq, NAN) : NULL;
-        r = f ? ei_binary(EM_MUL, gv, f) : NULL;
-        em_release(mu); em_release(eq); em_release(inf); em_release(f);
+        em_tensor *mu = em_scope_keep(&s, em_mean(x, NULL, 0, false));
+        em_tensor *eq = es_binary(&s, EM_EQ, x, mu);
+        em_tensor *inf = eq ? em_scope_keep(&s, em_full(x->sizes, x->ndim, INFINITY, x->dtype, em_dev(x))) : NULL;
+        em_tensor *f = inf ? em_scope_keep(&s, em_masked_fill(inf, eq, NAN)) : NULL;
+        r = es_mul(&s, gv, f);
     } else {
-        em_tensor *gk = unsqueeze_reduced(n, gv, n->p.var.keepdim);
-        em_tensor *mu = gk ? em_mean(x, dims, nd, true) : NULL;
-        em_tensor *xc = mu ? ei_binary(EM_SUB, x, mu) : NULL;
-        em_tensor *gs = xc ? ei_binary_scalar(EM_MUL, gk, 2.0 / n->p.var.correction, false, false) : NULL;
-        r = gs ? ei_binary(EM_MUL, gs, xc) : NULL;
-        em_release(gk); em_release(mu); em_release(xc); em_release(gs);
+        em_tensor *gk = em_scope_keep(&s, unsqueeze_reduced(n, gv, n->p.var.keepdim));
+        em_tensor *mu = gk ? em_scope_keep(&s, em_mean(x, dims, nd, true)) : NULL;
+        em_tensor *xc = es_sub(&s, x, mu);
+        em_tensor *gs = xc ? es_scalar(&s, EM_MUL, gk, 2.0 / n->p.var.correction) : NULL;
+        r = es_mul(&s, gs, xc);
     }
-    em_release(gv);
+    r = em_scope_finish(&s, r);
     if (!r) return -1;
     gin[0] = r;
     return 0;

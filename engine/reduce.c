@@ -38,6 +38,9 @@ int em_dims_mask(const em_tensor *t, const int *dims, int ndims, const char *op,
     return count;
 }
 
+/* float16/bfloat16 compositions compute in float32 and cast back. These
+ * casts, into float32 and back (es_to: em_to_dtype), are recorded: a half
+ * input that requires grad keeps its gradient. */
 static bool is_half(em_dtype d) { return d == EM_FLOAT16 || d == EM_BFLOAT16; }
 
 static em_dtype acc_dtype(em_dtype d) { return em_dtype_is_float(d) ? d : EM_INT64; }
@@ -46,17 +49,6 @@ static int need_float(const char *op, const em_tensor *t)
 {
     if (em_dtype_is_float(t->dtype)) return 0;
     return em_set_error("%s: expected a floating point dtype, got %s", op, em_dtype_name(t->dtype));
-}
-
-/* Casts a float32 result back to d, dropping r. The casts here and into float32
- * in the half paths below are recorded (em_to_dtype): a half input that requires
- * grad keeps its gradient. */
-static em_tensor *cast_back(em_tensor *r, em_dtype d)
-{
-    if (!r) return NULL;
-    em_tensor *c = em_to_dtype(r, d);
-    em_release(r);
-    return c;
 }
 
 /* Sizes of the result with keepdim (kept[] has t->ndim entries) and without
@@ -279,11 +271,10 @@ em_tensor *em_mean(const em_tensor *t, const int *dims, int ndims, bool keepdim)
     int64_t n;
     if (reduced_count(t, dims, ndims, "mean", &n)) return NULL;
     if (is_half(t->dtype)) {
-        em_tensor *f = em_to_dtype(t, EM_FLOAT32);
-        if (!f) return NULL;
-        em_tensor *r = em_mean(f, dims, ndims, keepdim);
-        em_release(f);
-        return cast_back(r, t->dtype);
+        em_scope s = {0};
+        em_tensor *f = es_to(&s, t, EM_FLOAT32);
+        em_tensor *r = f ? em_scope_keep(&s, em_mean(f, dims, ndims, keepdim)) : NULL;
+        return em_scope_finish(&s, es_to(&s, r, t->dtype));
     }
     em_tensor *s = ei_sum(t, dims, ndims, keepdim);
     if (!s) return NULL;
@@ -300,11 +291,10 @@ static em_tensor *variance(const char *name, const em_tensor *t, const int *dims
     int64_t n;
     if (reduced_count(t, dims, ndims, name, &n)) return NULL;
     if (is_half(t->dtype)) {
-        em_tensor *f = em_to_dtype(t, EM_FLOAT32);
-        if (!f) return NULL;
-        em_tensor *r = variance(name, f, dims, ndims, correction, keepdim, take_sqrt);
-        em_release(f);
-        return cast_back(r, t->dtype);
+        em_scope s = {0};
+        em_tensor *f = es_to(&s, t, EM_FLOAT32);
+        em_tensor *r = f ? em_scope_keep(&s, variance(name, f, dims, ndims, correction, keepdim, take_sqrt)) : NULL;
+        return em_scope_finish(&s, es_to(&s, r, t->dtype));
     }
     double div = (double)n - correction;
     if (div <= 0 && em_ag_needed1(t)) {
@@ -312,24 +302,14 @@ static em_tensor *variance(const char *name, const em_tensor *t, const int *dims
         return out ? em_ag_variance(t, out, dims, ndims, div, keepdim, take_sqrt) : NULL;
     }
     /* two passes (mean, then squared deviations): no cancellation trouble */
-    em_tensor *m = em_mean(t, dims, ndims, true);
-    if (!m) return NULL;
-    em_tensor *dev = ei_binary(EM_SUB, t, m);
-    em_release(m);
-    if (!dev) return NULL;
-    em_tensor *sq = ei_unary(EM_SQUARE, dev);
-    em_release(dev);
-    if (!sq) return NULL;
-    em_tensor *s = ei_sum(sq, dims, ndims, keepdim);
-    em_release(sq);
-    if (!s) return NULL;
+    em_scope s = {0};
+    em_tensor *m = em_scope_keep(&s, em_mean(t, dims, ndims, true));
+    em_tensor *dev = es_sub(&s, t, m);
+    em_tensor *sq = es_unary(&s, EM_SQUARE, dev);
+    em_tensor *sum = es_sum(&s, sq, dims, ndims, keepdim);
     /* PyTorch clamps the divisor at 0: too few elements give inf or NaN */
-    em_tensor *v = ei_binary_scalar(EM_DIV, s, div > 0 ? div : 0, false, false);
-    em_release(s);
-    if (!v || !take_sqrt) return v;
-    em_tensor *r = em_root(v, 2);
-    em_release(v);
-    return r;
+    em_tensor *v = es_scalar(&s, EM_DIV, sum, div > 0 ? div : 0);
+    return em_scope_finish(&s, v && take_sqrt ? em_scope_keep(&s, em_root(v, 2)) : v);
 }
 
 em_tensor *em_var(const em_tensor *t, const int *dims, int ndims, double correction, bool keepdim)
@@ -349,11 +329,10 @@ em_tensor *ei_norm(const em_tensor *t, double p, const int *dims, int ndims, boo
     int64_t n;
     if (reduced_count(t, dims, ndims, "norm", &n)) return NULL;
     if (is_half(t->dtype)) {
-        em_tensor *f = em_to_dtype(t, EM_FLOAT32);
-        if (!f) return NULL;
-        em_tensor *r = ei_norm(f, p, dims, ndims, keepdim);
-        em_release(f);
-        return cast_back(r, t->dtype);
+        em_scope s = {0};
+        em_tensor *f = es_to(&s, t, EM_FLOAT32);
+        em_tensor *r = f ? em_scope_keep(&s, ei_norm(f, p, dims, ndims, keepdim)) : NULL;
+        return em_scope_finish(&s, es_to(&s, r, t->dtype));
     }
     if (p == 0) {   /* the number of non-zero elements */
         em_tensor *nz = ei_binary_scalar(EM_NE, t, 0, false, false);
@@ -362,32 +341,23 @@ em_tensor *ei_norm(const em_tensor *t, double p, const int *dims, int ndims, boo
         em_release(nz);
         return r;
     }
+    em_scope s = {0};
     if (p == 2) {
-        em_tensor *sq = ei_unary(EM_SQUARE, t);
-        if (!sq) return NULL;
-        em_tensor *s = ei_sum(sq, dims, ndims, keepdim);
-        em_release(sq);
-        if (!s) return NULL;
-        em_tensor *r = em_root(s, 2);
-        em_release(s);
-        return r;
+        em_tensor *sum = es_sum(&s, es_unary(&s, EM_SQUARE, t), dims, ndims, keepdim);
+        return em_scope_finish(&s, sum ? em_scope_keep(&s, em_root(sum, 2)) : NULL);
     }
-    em_tensor *a = ei_unary(EM_ABS, t);
+    em_tensor *a = es_unary(&s, EM_ABS, t);
     if (!a) return NULL;
     em_tensor *r;
     if (isinf(p)) {
-        r = p > 0 ? em_amax(a, dims, ndims, keepdim) : em_amin(a, dims, ndims, keepdim);
+        r = em_scope_keep(&s, p > 0 ? em_amax(a, dims, ndims, keepdim) : em_amin(a, dims, ndims, keepdim));
     } else if (p == 1) {
-        r = ei_sum(a, dims, ndims, keepdim);
+        r = es_sum(&s, a, dims, ndims, keepdim);
     } else {
-        em_tensor *pw = ei_binary_scalar(EM_POW, a, p, false, false);
-        em_tensor *s = pw ? ei_sum(pw, dims, ndims, keepdim) : NULL;
-        em_release(pw);
-        r = s ? em_root(s, p) : NULL;
-        em_release(s);
+        em_tensor *sum = es_sum(&s, es_scalar(&s, EM_POW, a, p), dims, ndims, keepdim);
+        r = sum ? em_scope_keep(&s, em_root(sum, p)) : NULL;
     }
-    em_release(a);
-    return r;
+    return em_scope_finish(&s, r);
 }
 
 em_tensor *em_norm(const em_tensor *t, double p, const int *dims, int ndims, bool keepdim)
@@ -400,11 +370,10 @@ em_tensor *ei_logsumexp(const em_tensor *t, const int *dims, int ndims, bool kee
 {
     if (!em_dtype_is_float(t->dtype) || is_half(t->dtype)) {
         em_dtype d = is_half(t->dtype) ? EM_FLOAT32 : em_default_dtype();
-        em_tensor *f = em_to_dtype(t, d);
-        if (!f) return NULL;
-        em_tensor *r = ei_logsumexp(f, dims, ndims, keepdim);
-        em_release(f);
-        return is_half(t->dtype) ? cast_back(r, t->dtype) : r;
+        em_scope s = {0};
+        em_tensor *f = es_to(&s, t, d);
+        em_tensor *r = f ? em_scope_keep(&s, ei_logsumexp(f, dims, ndims, keepdim)) : NULL;
+        return em_scope_finish(&s, is_half(t->dtype) ? es_to(&s, r, t->dtype) : r);
     }
     bool mask[EM_MAX_DIMS];
     if (em_dims_mask(t, dims, ndims, "logsumexp", mask) < 0) return NULL;
@@ -417,25 +386,16 @@ em_tensor *ei_logsumexp(const em_tensor *t, const int *dims, int ndims, bool kee
     /* Shift by the max so exp cannot overflow. An infinite max (a row of all
      * -inf, or a +inf) would give inf - inf = NaN, so it shifts by 0 instead:
      * the row then yields -inf or +inf as it should. */
-    em_tensor *m = reduce_op("logsumexp", EM_RMAX, t, dims, ndims, true, t->dtype, NULL);
-    if (!m) return NULL;
-    em_tensor *am = ei_unary(EM_ABS, m);
-    em_tensor *inf = am ? ei_binary_scalar(EM_EQ, am, INFINITY, false, false) : NULL;
-    em_release(am);
-    em_tensor *shift = inf ? em_masked_fill(m, inf, 0) : NULL;
-    em_release(inf);
-    em_release(m);
-    if (!shift) return NULL;
-    em_tensor *x = ei_binary(EM_SUB, t, shift);
-    em_tensor *e = x ? ei_unary(EM_EXP, x) : NULL;
-    em_release(x);
-    em_tensor *s = e ? ei_sum(e, dims, ndims, true) : NULL;
-    em_release(e);
-    em_tensor *l = s ? ei_unary(EM_LOG, s) : NULL;
-    em_release(s);
-    em_tensor *r = l ? ei_binary(EM_ADD, l, shift) : NULL;
-    em_release(l);
-    em_release(shift);
+    em_scope s = {0};
+    em_tensor *m = em_scope_keep(&s, reduce_op("logsumexp", EM_RMAX, t, dims, ndims, true, t->dtype, NULL));
+    em_tensor *am = es_unary(&s, EM_ABS, m);
+    em_tensor *inf = es_scalar(&s, EM_EQ, am, INFINITY);
+    em_tensor *shift = inf ? em_scope_keep(&s, em_masked_fill(m, inf, 0)) : NULL;
+    em_tensor *x = es_sub(&s, t, shift);
+    em_tensor *e = es_unary(&s, EM_EXP, x);
+    em_tensor *sum = es_sum(&s, e, dims, ndims, true);
+    em_tensor *l = es_unary(&s, EM_LOG, sum);
+    em_tensor *r = em_scope_finish(&s, es_add(&s, l, shift));
     return keepdim ? r : drop_reduced(r, t, dims, ndims);
 }
 
@@ -454,12 +414,10 @@ static em_tensor *softmax_op(const char *name, em_softmax_op op, const em_tensor
     if (dim < 0) return NULL;
     if (t->ndim == 0) {     /* one row of one element */
         int64_t one[1] = {1};
-        em_tensor *v = em_reshape(t, one, 1);
-        em_tensor *r = v ? softmax_op(name, op, v, 0) : NULL;
-        em_release(v);
-        em_tensor *o = r ? em_reshape(r, one, 0) : NULL;
-        em_release(r);
-        return o;
+        em_scope s = {0};
+        em_tensor *v = em_scope_keep(&s, em_reshape(t, one, 1));
+        em_tensor *r = v ? em_scope_keep(&s, softmax_op(name, op, v, 0)) : NULL;
+        return em_scope_finish(&s, r ? em_scope_keep(&s, em_reshape(r, one, 0)) : NULL);
     }
     em_tensor *out = em_empty(t->sizes, t->ndim, t->dtype, em_dev(t));
     if (!out) return NULL;

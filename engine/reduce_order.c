@@ -22,11 +22,6 @@
 
 /* ---- helpers --------------------------------------------------------------- */
 
-static void release_all(em_tensor **ts, int n)
-{
-    for (int i = 0; i < n; i++) { em_release(ts[i]); ts[i] = NULL; }
-}
-
 /* t as a 1-D tensor of one element when it is 0-d (dim 0 then names it) */
 static em_tensor *at_least_1d(const em_tensor *t)
 {
@@ -79,19 +74,20 @@ static em_tensor *raw_scan(em_scan_op op, const em_tensor *src, int dim)
 static int pick_sorted(const em_tensor *sv, const em_tensor *si, int dim, const em_tensor *pos, bool keepdim,
                        bool zero_d, em_tensor **values, em_tensor **indices)
 {
-    em_tensor *v = em_gather(sv, dim, pos);
-    em_tensor *i = v ? em_gather(si, dim, pos) : NULL;
+    em_scope s = {0};
+    em_tensor *v = em_scope_keep(&s, em_gather(sv, dim, pos));
+    em_tensor *i = v ? em_scope_keep(&s, em_gather(si, dim, pos)) : NULL;
     if (i && zero_d) {
-        v = to_0d(v);
-        i = to_0d(i);
+        v = em_scope_keep(&s, em_reshape(v, NULL, 0));
+        i = em_scope_keep(&s, em_reshape(i, NULL, 0));
     } else if (i && !keepdim) {
-        em_tensor *v2 = em_squeeze_dim(v, dim), *i2 = v2 ? em_squeeze_dim(i, dim) : NULL;
-        em_release(v); em_release(i);
-        v = v2; i = i2;
+        v = em_scope_keep(&s, em_squeeze_dim(v, dim));
+        i = v ? em_scope_keep(&s, em_squeeze_dim(i, dim)) : NULL;
     }
-    if (!v || !i) { em_release(v); em_release(i); return -1; }
-    *values = v;
-    *indices = i;
+    if (!v || !i) return em_scope_drop(&s), -1;
+    *values = em_retain(v);
+    *indices = em_retain(i);
+    em_scope_drop(&s);
     return 0;
 }
 
@@ -120,30 +116,26 @@ static em_tensor *pick_position(pick_kind kind, int64_t k, const em_tensor *sv, 
     int64_t n = sv->sizes[d];
     em_device dev = em_dev(sv);
     if (kind == PICK_KTH) return em_full(kept, sv->ndim, (double)k, EM_INT64, dev);
-    em_tensor *mid = em_full(kept, sv->ndim, (double)((n - 1) / 2 + 1), EM_INT64, dev);
-    if (!mid || !em_dtype_is_float(sv->dtype)) return mid;
-    em_tensor *nan = isnan_of(sv);
-    em_tensor *cnt = nan ? ei_sum(nan, &d, 1, true) : NULL;
-    em_release(nan);
+    em_scope s = {0};
+    em_tensor *mid = em_scope_keep(&s, em_full(kept, sv->ndim, (double)((n - 1) / 2 + 1), EM_INT64, dev));
+    if (!mid || !em_dtype_is_float(sv->dtype)) return em_scope_finish(&s, mid);
+    em_tensor *nan = em_scope_keep(&s, isnan_of(sv));
+    em_tensor *cnt = es_sum(&s, nan, &d, 1, true);
     em_tensor *r = NULL;
     if (cnt && kind == PICK_MEDIAN) {
-        em_tensor *first_nan = ei_binary_scalar(EM_SUB, cnt, (double)(n + 1), true, true);
-        em_tensor *has = first_nan ? ei_binary_scalar(EM_GT, cnt, 0, true, false) : NULL;
-        r = has ? em_where(has, first_nan, mid) : NULL;
-        em_release(first_nan); em_release(has);
+        em_tensor *first_nan = em_scope_keep(&s, ei_binary_scalar(EM_SUB, cnt, (double)(n + 1), true, true));
+        em_tensor *has = first_nan ? em_scope_keep(&s, ei_binary_scalar(EM_GT, cnt, 0, true, false)) : NULL;
+        r = has ? em_scope_keep(&s, em_where(has, first_nan, mid)) : NULL;
     } else if (cnt) {   /* floor((m + 1) / 2) of the m values that are not NaN, at least 1 */
-        em_tensor *m1 = ei_binary_scalar(EM_SUB, cnt, (double)(n + 1), true, true);
-        em_tensor *f = m1 ? em_cast_to(m1, EM_FLOAT64) : NULL;
-        em_tensor *h = f ? ei_binary_scalar(EM_MUL, f, 0.5, false, false) : NULL;
-        em_tensor *fl = h ? ei_unary(EM_FLOOR, h) : NULL;
+        em_tensor *m1 = em_scope_keep(&s, ei_binary_scalar(EM_SUB, cnt, (double)(n + 1), true, true));
+        em_tensor *f = m1 ? em_scope_keep(&s, em_cast_to(m1, EM_FLOAT64)) : NULL;
+        em_tensor *h = es_scalar(&s, EM_MUL, f, 0.5);
+        em_tensor *fl = es_unary(&s, EM_FLOOR, h);
         double one = 1;
-        em_tensor *c = fl ? em_clamp(fl, &one, NULL) : NULL;
-        r = c ? em_cast_to(c, EM_INT64) : NULL;
-        em_release(m1); em_release(f); em_release(h); em_release(fl); em_release(c);
+        em_tensor *c = fl ? em_scope_keep(&s, em_clamp(fl, &one, NULL)) : NULL;
+        r = c ? em_scope_keep(&s, em_cast_to(c, EM_INT64)) : NULL;
     }
-    em_release(cnt);
-    em_release(mid);
-    return r;
+    return em_scope_finish(&s, r);
 }
 
 static int order_pick(const char *op, pick_kind kind, int64_t k, const em_tensor *t, int dim, bool keepdim,
@@ -154,23 +146,24 @@ static int order_pick(const char *op, pick_kind kind, int64_t k, const em_tensor
     if (d < 0) return -1;
     if (t->dtype == EM_BOOL)
         return em_set_error("%s: not supported for bool tensors (%s); cast to an integer dtype first", op, SHAPE(t));
-    em_tensor *w = nonempty_line(op, t, d);
+    em_scope s = {0};
+    em_tensor *w = em_scope_keep(&s, nonempty_line(op, t, d));
     if (!w) return -1;
     int64_t n = w->sizes[d];
     if (kind == PICK_KTH && (k < 1 || k > n)) {
         em_set_error("%s: k (%lld) is out of range for dimension %d of size %lld (%s); expected 1 <= k <= %lld",
                      op, (long long)k, d + 1, (long long)n, SHAPE(t), (long long)n);
-        em_release(w);
-        return -1;
+        return em_scope_drop(&s), -1;
     }
     em_tensor *sv, *si;
-    if (em_sort(w, d, false, true, &sv, &si)) { em_release(w); return -1; }
+    if (em_sort(w, d, false, true, &sv, &si)) return em_scope_drop(&s), -1;
+    em_scope_keep(&s, sv), em_scope_keep(&s, si);
     int64_t kept[EM_MAX_DIMS];
     memcpy(kept, w->sizes, sizeof(int64_t) * (size_t)w->ndim);
     kept[d] = 1;
-    em_tensor *pos = pick_position(kind, k, sv, d, kept);
+    em_tensor *pos = em_scope_keep(&s, pick_position(kind, k, sv, d, kept));
     int rc = pos ? pick_sorted(sv, si, d, pos, keepdim, t->ndim == 0, values, indices) : -1;
-    em_release(pos); em_release(sv); em_release(si); em_release(w);
+    em_scope_drop(&s);
     return rc;
 }
 
@@ -196,10 +189,11 @@ static em_tensor *median_all(const char *op, pick_kind kind, const em_tensor *t)
         return em_set_error("%s: cannot compute the median of the empty %s tensor %s", op,
                             em_dtype_name(t->dtype), SHAPE(t)), NULL;
     }
-    em_tensor *f = flat(t), *v = NULL, *i = NULL;
-    if (!f || order_pick(op, kind, 0, f, 0, false, &v, &i)) { em_release(f); return NULL; }
-    em_release(f);
-    em_release(i);
+    em_scope s = {0};
+    em_tensor *f = em_scope_keep(&s, flat(t)), *v = NULL, *i = NULL;
+    if (!f || order_pick(op, kind, 0, f, 0, false, &v, &i)) return em_scope_drop(&s), NULL;
+    em_scope_keep(&s, i);   /* only the values are wanted */
+    em_scope_drop(&s);
     return v;
 }
 
@@ -219,34 +213,36 @@ int em_mode(const em_tensor *t, int dim, bool keepdim, em_tensor **values, em_te
     *values = *indices = NULL;
     int d = em_normalize_dim(dim, t->ndim, op);
     if (d < 0) return -1;
-    em_tensor *w = nonempty_line(op, t, d);
+    em_scope s = {0};
+    em_tensor *w = em_scope_keep(&s, nonempty_line(op, t, d));
     if (!w) return -1;
     int64_t n = w->sizes[d];
-    em_tensor *sv = NULL, *si = NULL, *tmp[10] = {NULL};
-    if (em_sort(w, d, false, true, &sv, &si)) { em_release(w); return -1; }
+    em_tensor *sv = NULL, *si = NULL;
+    if (em_sort(w, d, false, true, &sv, &si)) return em_scope_drop(&s), -1;
+    em_scope_keep(&s, sv), em_scope_keep(&s, si);
     em_tensor *pos = NULL;
     {
         bool was = em_set_grad_enabled(false);
         int64_t os[EM_MAX_DIMS];
         memcpy(os, sv->sizes, sizeof(int64_t) * (size_t)sv->ndim);
         os[d] = 1;
-        tmp[0] = em_narrow(sv, d, 1, n - 1);
-        tmp[1] = tmp[0] ? em_narrow(sv, d, 0, n - 1) : NULL;
-        tmp[2] = tmp[1] ? ei_binary(EM_NE, tmp[0], tmp[1]) : NULL;          /* a new run starts */
-        tmp[3] = tmp[2] ? em_full(os, sv->ndim, 1, EM_BOOL, em_dev(sv)) : NULL;
-        em_tensor *parts[2] = {tmp[3], tmp[2]};
-        tmp[4] = tmp[3] ? ei_cat(parts, 2, d) : NULL;
-        tmp[5] = tmp[4] ? positions(n, d, sv->ndim, em_dev(sv)) : NULL;
-        tmp[6] = tmp[5] ? ei_binary_scalar(EM_MUL, tmp[5], 0, true, false) : NULL;
-        tmp[7] = tmp[6] ? em_where(tmp[4], tmp[5], tmp[6]) : NULL;         /* run starts' positions */
-        tmp[8] = tmp[7] ? raw_scan(EM_CUMMAX, tmp[7], d) : NULL;           /* each one's run start */
-        tmp[9] = tmp[8] ? ei_binary(EM_SUB, tmp[5], tmp[8]) : NULL;        /* count - 1 */
-        pos = tmp[9] ? em_argmax(tmp[9], d, true, false) : NULL;
-        release_all(tmp, 10);
+        em_tensor *next = es_narrow(&s, sv, d, 1, n - 1);
+        em_tensor *prev = next ? es_narrow(&s, sv, d, 0, n - 1) : NULL;
+        em_tensor *starts = es_binary(&s, EM_NE, next, prev);                     /* a new run starts */
+        em_tensor *first = starts ? em_scope_keep(&s, em_full(os, sv->ndim, 1, EM_BOOL, em_dev(sv))) : NULL;
+        em_tensor *parts[2] = {first, starts};
+        em_tensor *is_start = first ? em_scope_keep(&s, ei_cat(parts, 2, d)) : NULL;
+        em_tensor *at = is_start ? em_scope_keep(&s, positions(n, d, sv->ndim, em_dev(sv))) : NULL;
+        em_tensor *zero = at ? em_scope_keep(&s, ei_binary_scalar(EM_MUL, at, 0, true, false)) : NULL;
+        /* the run starts' positions, then each one's run start */
+        em_tensor *start_at = zero ? em_scope_keep(&s, em_where(is_start, at, zero)) : NULL;
+        em_tensor *run_start = start_at ? em_scope_keep(&s, raw_scan(EM_CUMMAX, start_at, d)) : NULL;
+        em_tensor *count1 = es_sub(&s, at, run_start);                              /* count - 1 */
+        pos = count1 ? em_scope_keep(&s, em_argmax(count1, d, true, false)) : NULL;
         em_set_grad_enabled(was);
     }
     int rc = pos ? pick_sorted(sv, si, d, pos, keepdim, t->ndim == 0, values, indices) : -1;
-    em_release(pos); em_release(sv); em_release(si); em_release(w);
+    em_scope_drop(&s);
     return rc;
 }
 
@@ -255,27 +251,24 @@ int em_mode(const em_tensor *t, int dim, bool keepdim, em_tensor **values, em_te
 /* PyTorch's lerp: from the nearer end, so weight 1 gives `hi` exactly */
 static em_tensor *lerp(const em_tensor *lo, const em_tensor *hi, const em_tensor *w)
 {
-    em_tensor *diff = ei_binary(EM_SUB, hi, lo);
-    em_tensor *a1 = diff ? ei_binary(EM_MUL, w, diff) : NULL;
-    em_tensor *a = a1 ? ei_binary(EM_ADD, lo, a1) : NULL;
-    em_tensor *w1 = a ? ei_binary_scalar(EM_SUB, w, 1, true, true) : NULL;
-    em_tensor *b1 = w1 ? ei_binary(EM_MUL, diff, w1) : NULL;
-    em_tensor *b = b1 ? ei_binary(EM_SUB, hi, b1) : NULL;
-    em_tensor *near_lo = b ? ei_binary_scalar(EM_LT, w, 0.5, false, false) : NULL;
-    em_tensor *r = near_lo ? em_where(near_lo, a, b) : NULL;
-    em_release(diff); em_release(a1); em_release(a); em_release(w1); em_release(b1); em_release(b);
-    em_release(near_lo);
-    return r;
+    em_scope s = {0};
+    em_tensor *diff = es_sub(&s, hi, lo);
+    em_tensor *a1 = es_mul(&s, w, diff);
+    em_tensor *a = es_add(&s, lo, a1);
+    em_tensor *w1 = a ? em_scope_keep(&s, ei_binary_scalar(EM_SUB, w, 1, true, true)) : NULL;
+    em_tensor *b1 = es_mul(&s, diff, w1);
+    em_tensor *b = es_sub(&s, hi, b1);
+    em_tensor *near_lo = b ? es_scalar(&s, EM_LT, w, 0.5) : NULL;
+    return em_scope_finish(&s, near_lo ? em_scope_keep(&s, em_where(near_lo, a, b)) : NULL);
 }
 
 /* sv at the 1-based position rank + 1 (rank: whole numbers, float) */
 static em_tensor *at_rank(const em_tensor *sv, int d, const em_tensor *rank)
 {
-    em_tensor *i = em_cast_to(rank, EM_INT64);
-    em_tensor *i1 = i ? ei_binary_scalar(EM_ADD, i, 1, true, false) : NULL;
-    em_tensor *r = i1 ? em_gather(sv, d, i1) : NULL;
-    em_release(i); em_release(i1);
-    return r;
+    em_scope s = {0};
+    em_tensor *i = em_scope_keep(&s, em_cast_to(rank, EM_INT64));
+    em_tensor *i1 = i ? em_scope_keep(&s, ei_binary_scalar(EM_ADD, i, 1, true, false)) : NULL;
+    return em_scope_finish(&s, i1 ? em_scope_keep(&s, em_gather(sv, d, i1)) : NULL);
 }
 
 /* One quantile q of every line of sv (sorted along d; cnt its NaN counts),
@@ -285,45 +278,43 @@ static em_tensor *one_quantile(const em_tensor *sv, int d, const em_tensor *cnt,
                                em_quantile_interp interp, bool ignore_nan)
 {
     int64_t n = sv->sizes[d];
-    em_tensor *rank, *tmp[4] = {NULL};
+    em_scope s = {0};
+    em_tensor *rank;
     bool was = em_set_grad_enabled(false);
     if (ignore_nan) {   /* q (m - 1) of the m values that are not NaN, 0 when there are none */
-        tmp[0] = ei_binary_scalar(EM_SUB, cnt, (double)(n - 1), true, true);
-        tmp[1] = tmp[0] ? em_cast_to(tmp[0], sv->dtype) : NULL;
-        tmp[2] = tmp[1] ? ei_binary_scalar(EM_MUL, tmp[1], q, false, false) : NULL;
+        em_tensor *m1 = em_scope_keep(&s, ei_binary_scalar(EM_SUB, cnt, (double)(n - 1), true, true));
+        em_tensor *mf = m1 ? em_scope_keep(&s, em_cast_to(m1, sv->dtype)) : NULL;
+        em_tensor *qm = es_scalar(&s, EM_MUL, mf, q);
         double zero = 0;
-        rank = tmp[2] ? em_clamp(tmp[2], &zero, NULL) : NULL;
+        rank = qm ? em_scope_keep(&s, em_clamp(qm, &zero, NULL)) : NULL;
     } else {            /* q (n - 1), or the last (a NaN) when the line has a NaN */
-        tmp[0] = em_full(cnt->sizes, cnt->ndim, q, sv->dtype, em_dev(sv));
-        tmp[1] = tmp[0] ? ei_binary_scalar(EM_MUL, tmp[0], (double)(n - 1), true, false) : NULL;
-        tmp[2] = tmp[1] ? ei_binary_scalar(EM_GT, cnt, 0, true, false) : NULL;
-        rank = tmp[2] ? em_masked_fill(tmp[1], tmp[2], (double)(n - 1)) : NULL;
+        em_tensor *qf = em_scope_keep(&s, em_full(cnt->sizes, cnt->ndim, q, sv->dtype, em_dev(sv)));
+        em_tensor *qn = qf ? em_scope_keep(&s, ei_binary_scalar(EM_MUL, qf, (double)(n - 1), true, false)) : NULL;
+        em_tensor *has = qn ? em_scope_keep(&s, ei_binary_scalar(EM_GT, cnt, 0, true, false)) : NULL;
+        rank = has ? em_scope_keep(&s, em_masked_fill(qn, has, (double)(n - 1))) : NULL;
     }
-    release_all(tmp, 4);
     if (rank && interp != EM_QUANTILE_LINEAR && interp != EM_QUANTILE_MIDPOINT) {
         em_unary_op r = interp == EM_QUANTILE_LOWER ? EM_FLOOR : interp == EM_QUANTILE_HIGHER ? EM_CEIL : EM_ROUND;
-        em_tensor *rr = ei_unary(r, rank);
-        em_release(rank);
-        rank = rr;
+        rank = es_unary(&s, r, rank);
     }
     em_tensor *below = NULL, *above = NULL, *w = NULL;
     if (rank && (interp == EM_QUANTILE_LINEAR || interp == EM_QUANTILE_MIDPOINT)) {
-        below = ei_unary(EM_FLOOR, rank);
-        above = below ? ei_unary(EM_CEIL, rank) : NULL;
-        if (above && interp == EM_QUANTILE_MIDPOINT) w = em_full(rank->sizes, rank->ndim, 0.5, sv->dtype, em_dev(sv));
-        else if (above) w = ei_binary(EM_SUB, rank, below);
+        below = es_unary(&s, EM_FLOOR, rank);
+        above = below ? es_unary(&s, EM_CEIL, rank) : NULL;
+        if (above && interp == EM_QUANTILE_MIDPOINT)
+            w = em_scope_keep(&s, em_full(rank->sizes, rank->ndim, 0.5, sv->dtype, em_dev(sv)));
+        else if (above) w = es_sub(&s, rank, below);
     }
     em_set_grad_enabled(was);
     em_tensor *r = NULL;
     if (rank && !below) {
-        r = at_rank(sv, d, rank);
+        r = em_scope_keep(&s, at_rank(sv, d, rank));
     } else if (w) {
-        em_tensor *lo = at_rank(sv, d, below), *hi = lo ? at_rank(sv, d, above) : NULL;
-        r = hi ? lerp(lo, hi, w) : NULL;
-        em_release(lo); em_release(hi);
+        em_tensor *lo = em_scope_keep(&s, at_rank(sv, d, below));
+        em_tensor *hi = lo ? em_scope_keep(&s, at_rank(sv, d, above)) : NULL;
+        r = hi ? em_scope_keep(&s, lerp(lo, hi, w)) : NULL;
     }
-    em_release(rank); em_release(below); em_release(above); em_release(w);
-    return r;
+    return em_scope_finish(&s, r);
 }
 
 /* The quantiles qv[0..nq) of t along d (of its flattened values when
@@ -331,19 +322,19 @@ static em_tensor *one_quantile(const em_tensor *sv, int d, const em_tensor *cnt,
 static em_tensor *quantiles(const em_tensor *t, const double *qv, int nq, bool stack, bool all_dims, int d,
                             bool keepdim, em_quantile_interp interp, bool ignore_nan)
 {
-    em_tensor *w = all_dims ? flat(t) : at_least_1d(t), *sv = NULL, *si = NULL;
-    if (!w || em_sort(w, d, false, true, &sv, &si)) { em_release(w); return NULL; }
-    em_release(w);
-    em_release(si);
-    em_tensor *nan = WITHOUT_GRAD(isnan_of(sv));
-    em_tensor *cnt = nan ? WITHOUT_GRAD(ei_sum(nan, &d, 1, true)) : NULL;
-    em_release(nan);
+    em_scope s = {0};
+    em_tensor *w = em_scope_keep(&s, all_dims ? flat(t) : at_least_1d(t)), *sv = NULL, *si = NULL;
+    if (!w || em_sort(w, d, false, true, &sv, &si)) return em_scope_drop(&s), NULL;
+    em_scope_keep(&s, sv), em_scope_keep(&s, si);
+    em_tensor *nan = em_scope_keep(&s, WITHOUT_GRAD(isnan_of(sv)));
+    em_tensor *cnt = nan ? em_scope_keep(&s, WITHOUT_GRAD(ei_sum(nan, &d, 1, true))) : NULL;
     /* the shape of each quantile's result */
     int64_t rs[EM_MAX_DIMS + 1];
     int rn = 0;
     for (int k = 0; k < t->ndim; k++) {
         if (all_dims ? keepdim : (k != d || keepdim)) rs[rn++] = k == d || all_dims ? 1 : t->sizes[k];
     }
+    /* one part per quantile, as many as q has: kept out of the scope */
     em_tensor **parts = cnt ? calloc((size_t)(nq ? nq : 1), sizeof(em_tensor *)) : NULL;
     int made = 0;
     for (; parts && made < nq; made++) {
@@ -362,10 +353,9 @@ static em_tensor *quantiles(const em_tensor *t, const double *qv, int nq, bool s
             out = stack ? ei_stack(parts, nq, 0) : em_retain(parts[0]);
         }
     }
-    if (parts) release_all(parts, made < nq ? made : nq);
+    for (int k = 0; parts && k < (made < nq ? made : nq); k++) em_release(parts[k]);
     free(parts);
-    em_release(sv);
-    em_release(cnt);
+    em_scope_drop(&s);
     return out;
 }
 
@@ -425,20 +415,17 @@ em_tensor *em_nanmean(const em_tensor *t, const int *dims, int ndims, bool keepd
 {
     if (!em_dtype_is_float(t->dtype))
         return em_set_error("nanmean: expected a floating point dtype, got %s", em_dtype_name(t->dtype)), NULL;
+    em_scope s = {0};
     if (t->dtype == EM_FLOAT16 || t->dtype == EM_BFLOAT16) {
-        em_tensor *f = em_to_dtype(t, EM_FLOAT32);
-        em_tensor *r = f ? em_nanmean(f, dims, ndims, keepdim) : NULL;
-        em_tensor *c = r ? em_to_dtype(r, t->dtype) : NULL;
-        em_release(f); em_release(r);
-        return c;
+        em_tensor *f = es_to(&s, t, EM_FLOAT32);
+        em_tensor *r = f ? em_scope_keep(&s, em_nanmean(f, dims, ndims, keepdim)) : NULL;
+        return em_scope_finish(&s, es_to(&s, r, t->dtype));
     }
-    em_tensor *s = em_nansum(t, dims, ndims, keepdim);
-    em_tensor *nan = s ? isnan_of(t) : NULL;
-    em_tensor *ok = nan ? ei_unary(EM_LOGICAL_NOT, nan) : NULL;
-    em_tensor *cnt = ok ? em_sum_dtype(ok, dims, ndims, keepdim, t->dtype) : NULL;
-    em_tensor *r = cnt ? ei_binary(EM_DIV, s, cnt) : NULL;
-    em_release(s); em_release(nan); em_release(ok); em_release(cnt);
-    return r;
+    em_tensor *sum = em_scope_keep(&s, em_nansum(t, dims, ndims, keepdim));
+    em_tensor *nan = sum ? em_scope_keep(&s, isnan_of(t)) : NULL;
+    em_tensor *ok = es_unary(&s, EM_LOGICAL_NOT, nan);
+    em_tensor *cnt = ok ? em_scope_keep(&s, em_sum_dtype(ok, dims, ndims, keepdim, t->dtype)) : NULL;
+    return em_scope_finish(&s, es_div(&s, sum, cnt));
 }
 
 em_tensor *em_count_nonzero(const em_tensor *t, const int *dims, int ndims)
@@ -495,26 +482,26 @@ static int cum_extreme(const char *op, em_scan_op sop, const em_tensor *t, int d
     *values = *indices = NULL;
     int d = em_normalize_dim(dim, t->ndim, op);
     if (d < 0) return -1;
-    em_tensor *w = at_least_1d(t);
+    em_scope s = {0};
+    em_tensor *w = em_scope_keep(&s, at_least_1d(t));
     if (!w) return -1;
     int64_t n = w->sizes[d];
-    em_tensor *idx = NULL, *tmp[8] = {NULL};
+    em_tensor *idx = NULL;
     {
         bool was = em_set_grad_enabled(false);
-        tmp[0] = em_dtype_is_float(w->dtype) ? em_retain(w) : em_cast_to(w, EM_INT64);
-        tmp[1] = tmp[0] ? raw_scan(sop, tmp[0], d) : NULL;
-        tmp[2] = tmp[1] ? ei_binary(EM_EQ, tmp[0], tmp[1]) : NULL;
-        tmp[3] = tmp[2] ? isnan_of(tmp[0]) : NULL;
-        tmp[4] = tmp[3] ? ei_binary(EM_LOGICAL_OR, tmp[2], tmp[3]) : NULL;
-        tmp[5] = tmp[4] ? positions(n, d, w->ndim, em_dev(w)) : NULL;
-        tmp[6] = tmp[5] ? ei_binary_scalar(EM_MUL, tmp[5], 0, true, false) : NULL;
-        tmp[7] = tmp[6] ? em_where(tmp[4], tmp[5], tmp[6]) : NULL;
-        idx = tmp[7] && em_numel(w) ? raw_scan(EM_CUMMAX, tmp[7], d) : tmp[7] ? em_retain(tmp[7]) : NULL;
-        release_all(tmp, 8);
+        const em_tensor *x = em_dtype_is_float(w->dtype) ? w : em_scope_keep(&s, em_cast_to(w, EM_INT64));
+        em_tensor *run = x ? em_scope_keep(&s, raw_scan(sop, x, d)) : NULL;
+        em_tensor *reached = es_binary(&s, EM_EQ, x, run);
+        em_tensor *nan = reached ? em_scope_keep(&s, isnan_of(x)) : NULL;
+        em_tensor *hit = es_binary(&s, EM_LOGICAL_OR, reached, nan);
+        em_tensor *at = hit ? em_scope_keep(&s, positions(n, d, w->ndim, em_dev(w))) : NULL;
+        em_tensor *zero = at ? em_scope_keep(&s, ei_binary_scalar(EM_MUL, at, 0, true, false)) : NULL;
+        em_tensor *hit_at = zero ? em_scope_keep(&s, em_where(hit, at, zero)) : NULL;
+        idx = hit_at && em_numel(w) ? raw_scan(EM_CUMMAX, hit_at, d) : hit_at ? em_retain(hit_at) : NULL;
         em_set_grad_enabled(was);
     }
     em_tensor *v = idx ? em_gather(w, d, idx) : NULL;
-    em_release(w);
+    em_scope_drop(&s);
     if (v && t->ndim == 0) { v = to_0d(v); idx = to_0d(idx); }
     if (!v || !idx) { em_release(v); em_release(idx); return -1; }
     *values = v;
@@ -544,11 +531,10 @@ static em_tensor *reverse(const em_tensor *t, int dim)
 
 static em_tensor *rev_logcumsumexp(const em_tensor *t, int dim)
 {
-    em_tensor *a = reverse(t, dim);
-    em_tensor *b = a ? em_logcumsumexp(a, dim) : NULL;
-    em_tensor *r = b ? reverse(b, dim) : NULL;
-    em_release(a); em_release(b);
-    return r;
+    em_scope s = {0};
+    em_tensor *a = em_scope_keep(&s, reverse(t, dim));
+    em_tensor *b = a ? em_scope_keep(&s, em_logcumsumexp(a, dim)) : NULL;
+    return em_scope_finish(&s, b ? em_scope_keep(&s, reverse(b, dim)) : NULL);
 }
 
 /* exp(x_k + log sum_{j>=k} exp(log|g_j| - y_j)) for the positive and the
@@ -566,22 +552,24 @@ static int logcumsumexp_backward(em_node *n, em_tensor *const *gout, em_tensor *
     }
     int d = n->dim;
     double lowest = x->dtype == EM_FLOAT64 ? -1.7976931348623157e308 : -3.4028234663852886e38;
-    em_tensor *ag = ei_unary(EM_ABS, g);
-    em_tensor *lg = ag ? ei_unary(EM_LOG, ag) : NULL;
+    em_scope s = {0};
+    em_tensor *ag = es_unary(&s, EM_ABS, g);
+    em_tensor *lg = es_unary(&s, EM_LOG, ag);
     em_tensor *part[2] = {NULL, NULL};
-    for (int s = 0; s < 2 && lg; s++) {
-        em_tensor *sel = ei_binary_scalar(s ? EM_LT : EM_GT, g, 0, true, false);
-        em_tensor *off = sel ? ei_unary(EM_LOGICAL_NOT, sel) : NULL;
-        em_tensor *l = off ? em_masked_fill(lg, off, lowest) : NULL;
-        em_tensor *ly = l ? ei_binary(EM_SUB, l, y) : NULL;
-        em_tensor *c = ly ? rev_logcumsumexp(ly, d) : NULL;
-        em_tensor *cx = c ? ei_binary(EM_ADD, c, x) : NULL;
-        part[s] = cx ? ei_unary(EM_EXP, cx) : NULL;
-        em_release(sel); em_release(off); em_release(l); em_release(ly); em_release(c); em_release(cx);
-        if (!part[s]) break;
+    for (int k = 0; k < 2 && lg; k++) {   /* the positive, then the negative part; each step's own scope */
+        em_scope step = {0};
+        em_tensor *sel = em_scope_keep(&step, ei_binary_scalar(k ? EM_LT : EM_GT, g, 0, true, false));
+        em_tensor *off = es_unary(&step, EM_LOGICAL_NOT, sel);
+        em_tensor *l = off ? em_scope_keep(&step, em_masked_fill(lg, off, lowest)) : NULL;
+        em_tensor *ly = es_sub(&step, l, y);
+        em_tensor *c = ly ? em_scope_keep(&step, rev_logcumsumexp(ly, d)) : NULL;
+        em_tensor *cx = es_add(&step, c, x);
+        part[k] = es_unary(&s, EM_EXP, cx);
+        em_scope_drop(&step);
+        if (!part[k]) break;
     }
     gin[0] = part[0] && part[1] ? ei_binary(EM_SUB, part[0], part[1]) : NULL;
-    em_release(ag); em_release(lg); em_release(part[0]); em_release(part[1]);
+    em_scope_drop(&s);
     return gin[0] ? 0 : -1;
 }
 
@@ -616,13 +604,14 @@ static em_tensor *row_order(const em_tensor *x)
     int64_t n = x->sizes[0], m = x->sizes[1];
     em_tensor *perm = em_arange(1, (double)n + 1, 1, EM_INT64, em_dev(x));
     for (int64_t c = m - 1; c >= 0 && perm; c--) {
-        em_tensor *col = em_select(x, 1, c);
-        em_tensor *key = col ? em_index_select(col, 0, perm) : NULL;
+        em_scope s = {0};   /* this column's temporaries, and the order it refines */
+        em_tensor *col = em_scope_keep(&s, em_select(x, 1, c));
+        em_tensor *key = col ? em_scope_keep(&s, em_index_select(col, 0, perm)) : NULL;
         em_tensor *sv = NULL, *order = NULL;
         int rc = key ? em_sort(key, 0, false, true, &sv, &order) : -1;
-        em_tensor *p2 = rc == 0 ? em_index_select(perm, 0, order) : NULL;
-        em_release(col); em_release(key); em_release(sv); em_release(order); em_release(perm);
-        perm = p2;
+        em_scope_keep(&s, sv), em_scope_keep(&s, order), em_scope_keep(&s, perm);
+        perm = rc == 0 ? em_index_select(perm, 0, order) : NULL;
+        em_scope_drop(&s);
     }
     return perm;
 }
@@ -632,16 +621,15 @@ static em_tensor *row_order(const em_tensor *x)
 static em_tensor *run_starts(const em_tensor *rows)
 {
     int64_t n = rows->sizes[0];
-    em_tensor *a = em_narrow(rows, 0, 1, n - 1), *b = a ? em_narrow(rows, 0, 0, n - 1) : NULL;
-    em_tensor *ne = b ? ei_binary(EM_NE, a, b) : NULL;
+    em_scope s = {0};
+    em_tensor *a = es_narrow(&s, rows, 0, 1, n - 1), *b = a ? es_narrow(&s, rows, 0, 0, n - 1) : NULL;
+    em_tensor *ne = es_binary(&s, EM_NE, a, b);
     int one = 1;
-    em_tensor *diff = ne ? (rows->ndim == 2 ? em_any(ne, &one, 1, false) : em_retain(ne)) : NULL;
+    em_tensor *diff = ne && rows->ndim == 2 ? em_scope_keep(&s, em_any(ne, &one, 1, false)) : ne;
     int64_t s1 = 1;
-    em_tensor *first = diff ? em_full(&s1, 1, 1, EM_BOOL, em_dev(rows)) : NULL;
+    em_tensor *first = diff ? em_scope_keep(&s, em_full(&s1, 1, 1, EM_BOOL, em_dev(rows))) : NULL;
     em_tensor *parts[2] = {first, diff};
-    em_tensor *r = first ? ei_cat(parts, 2, 0) : NULL;
-    em_release(a); em_release(b); em_release(ne); em_release(diff); em_release(first);
-    return r;
+    return em_scope_finish(&s, first ? em_scope_keep(&s, ei_cat(parts, 2, 0)) : NULL);
 }
 
 /* The slices of t along d (all of t, flattened, when d < 0) as the rows
@@ -652,45 +640,44 @@ static int unique_rows(const em_tensor *t, const em_tensor *moved, const em_tens
 {
     em_device dev = em_dev(t);
     int64_t n = x->sizes[0];
-    em_tensor *perm = NULL, *rows = NULL, *tmp[8] = {NULL};
+    em_scope s = {0};
+    em_tensor *perm = NULL, *rows = NULL;
     if (consecutive) {
-        rows = em_retain((em_tensor *)x);
+        rows = em_scope_keep(&s, em_retain((em_tensor *)x));
     } else if (d < 0) {
         if (em_sort(x, 0, false, true, &rows, &perm)) return -1;
+        em_scope_keep(&s, rows), em_scope_keep(&s, perm);
     } else {
-        perm = row_order(x);
-        rows = perm ? em_index_select(x, 0, perm) : NULL;
+        perm = em_scope_keep(&s, row_order(x));
+        rows = perm ? em_scope_keep(&s, em_index_select(x, 0, perm)) : NULL;
     }
-    tmp[0] = rows ? run_starts(rows) : NULL;
-    tmp[1] = tmp[0] ? ei_cumsum(tmp[0], 0) : NULL;          /* each sorted row's run number */
-    tmp[2] = tmp[1] ? em_arange(1, (double)n + 1, 1, EM_INT64, dev) : NULL;
-    tmp[3] = tmp[2] ? em_masked_select(tmp[2], tmp[0]) : NULL;   /* the first row of each run */
-    if (tmp[3] && d < 0) {
-        *values = em_index_select(rows, 0, tmp[3]);
-    } else if (tmp[3]) {
-        tmp[4] = perm ? em_index_select(perm, 0, tmp[3]) : em_retain(tmp[3]);
-        tmp[5] = tmp[4] ? em_index_select(moved, 0, tmp[4]) : NULL;
-        tmp[6] = tmp[5] ? em_permute(tmp[5], inv_dims, t->ndim) : NULL;
-        *values = tmp[6] ? em_contiguous(tmp[6]) : NULL;
+    em_tensor *starts = rows ? em_scope_keep(&s, run_starts(rows)) : NULL;
+    em_tensor *run = starts ? em_scope_keep(&s, ei_cumsum(starts, 0)) : NULL;    /* each sorted row's run number */
+    em_tensor *at = run ? em_scope_keep(&s, em_arange(1, (double)n + 1, 1, EM_INT64, dev)) : NULL;
+    em_tensor *firsts = at ? em_scope_keep(&s, em_masked_select(at, starts)) : NULL;   /* the first row of each run */
+    if (firsts && d < 0) {
+        *values = em_index_select(rows, 0, firsts);
+    } else if (firsts) {
+        em_tensor *src = perm ? em_scope_keep(&s, em_index_select(perm, 0, firsts)) : firsts;
+        em_tensor *picked = src ? em_scope_keep(&s, em_index_select(moved, 0, src)) : NULL;
+        em_tensor *back = picked ? em_scope_keep(&s, em_permute(picked, inv_dims, t->ndim)) : NULL;
+        *values = back ? em_contiguous(back) : NULL;
     }
     em_tensor *inv = NULL;
     if (*values && !perm) {
-        inv = em_retain(tmp[1]);
+        inv = run;
     } else if (*values) {
-        em_tensor *z = em_zeros(&n, 1, EM_INT64, dev);
-        inv = z ? em_scatter(z, 0, perm, tmp[1]) : NULL;
-        em_release(z);
+        em_tensor *z = em_scope_keep(&s, em_zeros(&n, 1, EM_INT64, dev));
+        inv = z ? em_scope_keep(&s, em_scatter(z, 0, perm, run)) : NULL;
     }
     *inverse = inv && d < 0 ? em_reshape(inv, t->sizes, t->ndim) : inv ? em_retain(inv) : NULL;
-    em_release(inv);
     if (*inverse) {
-        int64_t u = em_numel(tmp[3]);
-        em_tensor *z = em_zeros(&u, 1, EM_INT64, dev), *ones = z ? em_ones(&n, 1, EM_INT64, dev) : NULL;
-        *counts = ones ? ei_scatter_add(z, 0, tmp[1], ones) : NULL;
-        em_release(z); em_release(ones);
+        int64_t u = em_numel(firsts);
+        em_tensor *z = em_scope_keep(&s, em_zeros(&u, 1, EM_INT64, dev));
+        em_tensor *ones = z ? em_scope_keep(&s, em_ones(&n, 1, EM_INT64, dev)) : NULL;
+        *counts = ones ? ei_scatter_add(z, 0, run, ones) : NULL;
     }
-    release_all(tmp, 8);
-    em_release(perm); em_release(rows);
+    em_scope_drop(&s);
     return *counts ? 0 : -1;
 }
 
@@ -699,17 +686,18 @@ static int unique_impl(const em_tensor *t, bool consecutive, int d, em_tensor **
 {
     em_device dev = em_dev(t);
     int64_t n = d < 0 ? em_numel(t) : t->sizes[d], zero = 0;
+    em_scope s = {0};
     em_tensor *moved = NULL, *x = NULL;
     int perm_dims[EM_MAX_DIMS], inv_dims[EM_MAX_DIMS];
     if (d < 0) {
-        x = flat(t);
+        x = em_scope_keep(&s, flat(t));
     } else {
         perm_dims[0] = d;
         for (int k = 0, j = 1; k < t->ndim; k++) if (k != d) perm_dims[j++] = k;
         for (int k = 0; k < t->ndim; k++) inv_dims[perm_dims[k]] = k;
-        moved = em_permute(t, perm_dims, t->ndim);
+        moved = em_scope_keep(&s, em_permute(t, perm_dims, t->ndim));
         int64_t s2[2] = {n, n ? em_numel(t) / n : 0};
-        x = moved ? em_reshape(moved, s2, 2) : NULL;
+        x = moved ? em_scope_keep(&s, em_reshape(moved, s2, 2)) : NULL;
     }
     int rc = -1;
     if (x && n == 0) {
@@ -720,8 +708,7 @@ static int unique_impl(const em_tensor *t, bool consecutive, int d, em_tensor **
     } else if (x) {
         rc = unique_rows(t, moved, x, consecutive, d, inv_dims, values, inverse, counts);
     }
-    em_release(moved);
-    em_release(x);
+    em_scope_drop(&s);
     if (rc) {
         em_release(*values); em_release(*inverse); em_release(*counts);
         *values = *inverse = *counts = NULL;
@@ -760,10 +747,12 @@ em_tensor *em_bincount(const em_tensor *t, const em_tensor *weights, int64_t min
         return em_set_error("%s: weights %s must be 1-D with the input's length (%s)", op, SHAPE(weights), SHAPE(t)), NULL;
     int64_t len = minlength;
     if (em_numel(t) > 0) {
-        em_tensor *mn = em_amin(t, NULL, 0, false), *mx = mn ? em_amax(t, NULL, 0, false) : NULL;
+        em_scope s = {0};
+        em_tensor *mn = em_scope_keep(&s, em_amin(t, NULL, 0, false));
+        em_tensor *mx = mn ? em_scope_keep(&s, em_amax(t, NULL, 0, false)) : NULL;
         double lo = 0, hi = 0;
         int rc = mx ? em_item(mn, &lo) || em_item(mx, &hi) : -1;
-        em_release(mn); em_release(mx);
+        em_scope_drop(&s);
         if (rc) return NULL;
         if (lo < 1)
             return em_set_error("%s: values are 1-based positions (result[k] counts the value k), so they must be >= 1, "
@@ -771,12 +760,12 @@ em_tensor *em_bincount(const em_tensor *t, const em_tensor *weights, int64_t min
         if (hi > len) len = (int64_t)hi;
     }
     em_dtype od = !weights ? EM_INT64 : weights->dtype == EM_FLOAT32 ? EM_FLOAT32 : EM_FLOAT64;
-    em_tensor *z = em_zeros(&len, 1, od, em_dev(t));
-    em_tensor *i = z ? em_cast_to(t, EM_INT64) : NULL;   /* scatter_add's indices are 1-based too */
-    em_tensor *src = !i ? NULL : weights ? em_to_dtype(weights, od) : em_ones(t->sizes, 1, od, em_dev(t));
-    em_tensor *r = src ? ei_scatter_add(z, 0, i, src) : NULL;
-    em_release(z); em_release(i); em_release(src);
-    return r;
+    em_scope s = {0};
+    em_tensor *z = em_scope_keep(&s, em_zeros(&len, 1, od, em_dev(t)));
+    em_tensor *i = z ? em_scope_keep(&s, em_cast_to(t, EM_INT64)) : NULL;   /* scatter_add's indices are 1-based too */
+    em_tensor *src = !i ? NULL
+                        : em_scope_keep(&s, weights ? em_to_dtype(weights, od) : em_ones(t->sizes, 1, od, em_dev(t)));
+    return em_scope_finish(&s, src ? em_scope_keep(&s, ei_scatter_add(z, 0, i, src)) : NULL);
 }
 
 static double round_to(em_dtype d, double v)
@@ -801,37 +790,37 @@ em_tensor *em_histc(const em_tensor *t, int64_t bins, double lo, double hi)
     lo = round_to(t->dtype, lo);
     hi = round_to(t->dtype, hi);
     if (lo == hi && em_numel(t) > 0) {
-        em_tensor *mn = em_amin(t, NULL, 0, false), *mx = mn ? em_amax(t, NULL, 0, false) : NULL;
+        em_scope s = {0};
+        em_tensor *mn = em_scope_keep(&s, em_amin(t, NULL, 0, false));
+        em_tensor *mx = mn ? em_scope_keep(&s, em_amax(t, NULL, 0, false)) : NULL;
         int rc = mx ? em_item(mn, &lo) || em_item(mx, &hi) : -1;
-        em_release(mn); em_release(mx);
+        em_scope_drop(&s);
         if (rc) return NULL;
     }
     if (lo == hi) { lo -= 1; hi += 1; }
     if (!isfinite(lo) || !isfinite(hi))
         return em_set_error("%s: the range [%g, %g] is not finite", op, lo, hi), NULL;
     bool was = em_set_grad_enabled(false);
-    em_tensor *tmp[12] = {NULL}, *r = NULL;
-    tmp[0] = ei_binary_scalar(EM_GE, t, lo, false, false);
-    tmp[1] = tmp[0] ? ei_binary_scalar(EM_LE, t, hi, false, false) : NULL;
-    tmp[2] = tmp[1] ? ei_binary(EM_LOGICAL_AND, tmp[0], tmp[1]) : NULL;     /* in range (not NaN) */
+    em_scope s = {0};
+    em_tensor *ge = es_scalar(&s, EM_GE, t, lo);
+    em_tensor *le = ge ? es_scalar(&s, EM_LE, t, hi) : NULL;
+    em_tensor *in = es_binary(&s, EM_LOGICAL_AND, ge, le);                   /* in range (not NaN) */
     /* PyTorch's bin: (x - min) * bins / (max - min), in the input's dtype */
-    tmp[3] = tmp[2] ? ei_binary_scalar(EM_SUB, t, lo, false, false) : NULL;
-    tmp[4] = tmp[3] ? ei_binary_scalar(EM_MUL, tmp[3], (double)bins, true, false) : NULL;
-    tmp[5] = tmp[4] ? ei_binary_scalar(EM_DIV, tmp[4], hi - lo, false, false) : NULL;
-    tmp[6] = tmp[5] ? ei_unary(EM_LOGICAL_NOT, tmp[2]) : NULL;
-    tmp[7] = tmp[6] ? em_masked_fill(tmp[5], tmp[6], 0) : NULL;
-    tmp[8] = tmp[7] ? ei_unary(EM_FLOOR, tmp[7]) : NULL;
+    em_tensor *x0 = in ? es_scalar(&s, EM_SUB, t, lo) : NULL;
+    em_tensor *xb = x0 ? em_scope_keep(&s, ei_binary_scalar(EM_MUL, x0, (double)bins, true, false)) : NULL;
+    em_tensor *bin = es_scalar(&s, EM_DIV, xb, hi - lo);
+    em_tensor *out = bin ? es_unary(&s, EM_LOGICAL_NOT, in) : NULL;
+    em_tensor *bin0 = out ? em_scope_keep(&s, em_masked_fill(bin, out, 0)) : NULL;
+    em_tensor *fl = es_unary(&s, EM_FLOOR, bin0);
     double zero = 0, last = (double)(bins - 1);
-    tmp[9] = tmp[8] ? em_clamp(tmp[8], &zero, &last) : NULL;               /* max itself: the last bin */
-    tmp[10] = tmp[9] ? em_cast_to(tmp[9], EM_INT64) : NULL;
-    em_tensor *i1 = tmp[10] ? ei_binary_scalar(EM_ADD, tmp[10], 1, true, false) : NULL;
-    em_tensor *fi = i1 ? flat(i1) : NULL;
-    em_tensor *w = fi ? em_cast_to(tmp[2], t->dtype) : NULL;
-    em_tensor *fw = w ? flat(w) : NULL;
-    em_tensor *z = fw ? em_zeros(&bins, 1, t->dtype, em_dev(t)) : NULL;
-    r = z ? ei_scatter_add(z, 0, fi, fw) : NULL;
-    release_all(tmp, 12);
-    em_release(i1); em_release(fi); em_release(w); em_release(fw); em_release(z);
+    em_tensor *cl = fl ? em_scope_keep(&s, em_clamp(fl, &zero, &last)) : NULL;   /* max itself: the last bin */
+    em_tensor *i = cl ? em_scope_keep(&s, em_cast_to(cl, EM_INT64)) : NULL;
+    em_tensor *i1 = i ? em_scope_keep(&s, ei_binary_scalar(EM_ADD, i, 1, true, false)) : NULL;
+    em_tensor *fi = i1 ? em_scope_keep(&s, flat(i1)) : NULL;
+    em_tensor *w = fi ? em_scope_keep(&s, em_cast_to(in, t->dtype)) : NULL;
+    em_tensor *fw = w ? em_scope_keep(&s, flat(w)) : NULL;
+    em_tensor *z = fw ? em_scope_keep(&s, em_zeros(&bins, 1, t->dtype, em_dev(t))) : NULL;
+    em_tensor *r = em_scope_finish(&s, z ? em_scope_keep(&s, ei_scatter_add(z, 0, fi, fw)) : NULL);
     em_set_grad_enabled(was);
     return r;
 }
@@ -865,21 +854,18 @@ em_tensor *em_searchsorted(const em_tensor *seq, const em_tensor *values, bool r
     }
     int last = seq->ndim - 1;
     bool was = em_set_grad_enabled(false);
-    em_tensor *s = sorter ? em_gather(seq, last, sorter) : em_retain((em_tensor *)seq);
+    em_scope s = {0};
+    const em_tensor *sorted = sorter ? em_scope_keep(&s, em_gather(seq, last, sorter)) : seq;
     /* values [..., m, 1] against the sequence [..., 1, n] (or [n]) */
-    em_tensor *v = s ? em_unsqueeze(values, values->ndim) : NULL;
-    em_tensor *b = v ? (seq->ndim > 1 ? em_unsqueeze(s, last) : em_retain(s)) : NULL;
-    em_tensor *cmp = b ? ei_binary(right ? EM_GT : EM_GE, b, v) : NULL;
-    em_tensor *before = cmp ? ei_unary(EM_LOGICAL_NOT, cmp) : NULL;
+    em_tensor *v = sorted ? es_unsqueeze(&s, values, values->ndim) : NULL;
+    const em_tensor *b = !v ? NULL : seq->ndim > 1 ? es_unsqueeze(&s, sorted, last) : sorted;
+    em_tensor *cmp = es_binary(&s, right ? EM_GT : EM_GE, b, v);
+    em_tensor *before = es_unary(&s, EM_LOGICAL_NOT, cmp);
     int ld = values->ndim;
-    em_tensor *cnt = before ? em_sum_dtype(before, &ld, 1, false, EM_INT64) : NULL;
-    em_tensor *r = cnt ? ei_binary_scalar(EM_ADD, cnt, 1, true, false) : NULL;
-    if (r && out_int32) {
-        em_tensor *c = em_cast_to(r, EM_INT32);
-        em_release(r);
-        r = c;
-    }
-    em_release(s); em_release(v); em_release(b); em_release(cmp); em_release(before); em_release(cnt);
+    em_tensor *cnt = before ? em_scope_keep(&s, em_sum_dtype(before, &ld, 1, false, EM_INT64)) : NULL;
+    em_tensor *r = cnt ? em_scope_keep(&s, ei_binary_scalar(EM_ADD, cnt, 1, true, false)) : NULL;
+    if (r && out_int32) r = em_scope_keep(&s, em_cast_to(r, EM_INT32));
+    r = em_scope_finish(&s, r);
     em_set_grad_enabled(was);
     return r;
 }
