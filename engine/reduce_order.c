@@ -322,12 +322,18 @@ static em_tensor *one_quantile(const em_tensor *sv, int d, const em_tensor *cnt,
 static em_tensor *quantiles(const em_tensor *t, const double *qv, int nq, bool stack, bool all_dims, int d,
                             bool keepdim, em_quantile_interp interp, bool ignore_nan)
 {
+    /* only the sorted values and the NaN counts live through the loop: the
+     * input's copy, the indices and the mask are freed as soon as they are used */
+    em_tensor *w = all_dims ? flat(t) : at_least_1d(t), *sv = NULL, *si = NULL;
+    bool sorted = w && em_sort(w, d, false, true, &sv, &si) == 0;
+    em_release(w);
+    em_release(si);
+    if (!sorted) return NULL;
     em_scope s = {0};
-    em_tensor *w = em_scope_keep(&s, all_dims ? flat(t) : at_least_1d(t)), *sv = NULL, *si = NULL;
-    if (!w || em_sort(w, d, false, true, &sv, &si)) return em_scope_drop(&s), NULL;
-    em_scope_keep(&s, sv), em_scope_keep(&s, si);
-    em_tensor *nan = em_scope_keep(&s, WITHOUT_GRAD(isnan_of(sv)));
+    em_scope_keep(&s, sv);
+    em_tensor *nan = WITHOUT_GRAD(isnan_of(sv));
     em_tensor *cnt = nan ? em_scope_keep(&s, WITHOUT_GRAD(ei_sum(nan, &d, 1, true))) : NULL;
+    em_release(nan);
     /* the shape of each quantile's result */
     int64_t rs[EM_MAX_DIMS + 1];
     int rn = 0;
