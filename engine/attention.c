@@ -111,12 +111,14 @@ static int run_forward(const chunking *c, em_tensor *out, em_tensor *lse, const 
     int64_t TqTk = q->sizes[1] * k->sizes[1];
     int rc = 0;
     for (int64_t o = 0; o < c->P && rc == 0; o++) {
-        em_tensor *m = c->mask ? chunk_mask(c, o) : NULL;
-        em_tensor *oo = rows(out, c, o), *ll = rows(lse, c, o);
-        em_tensor *qq = rows(q, c, o), *kk = rows(k, c, o), *vv = rows(v, c, o);
+        em_scope s = {0};
+        em_tensor *m = c->mask ? em_scope_keep(&s, chunk_mask(c, o)) : NULL;
+        em_tensor *oo = em_scope_keep(&s, rows(out, c, o)), *ll = em_scope_keep(&s, rows(lse, c, o));
+        em_tensor *qq = em_scope_keep(&s, rows(q, c, o)), *kk = em_scope_keep(&s, rows(k, c, o));
+        em_tensor *vv = em_scope_keep(&s, rows(v, c, o));
         em_attn_params cp = chunk_params(p, c, o, TqTk);
         rc = (c->mask && !m) || !oo || !ll || !qq || !kk || !vv ? -1 : be->attention(oo, ll, qq, kk, vv, m, &cp);
-        em_release(m); em_release(oo); em_release(ll); em_release(qq); em_release(kk); em_release(vv);
+        em_scope_drop(&s);
     }
     return rc;
 }
@@ -129,15 +131,18 @@ static int run_backward(const chunking *c, em_tensor *gq, em_tensor *gk, em_tens
     int64_t TqTk = q->sizes[1] * k->sizes[1];
     int rc = 0;
     for (int64_t o = 0; o < c->P && rc == 0; o++) {
-        em_tensor *m = c->mask ? chunk_mask(c, o) : NULL;
-        em_tensor *a = gq ? rows(gq, c, o) : NULL, *b = gk ? rows(gk, c, o) : NULL, *d = gv ? rows(gv, c, o) : NULL;
-        em_tensor *g = rows(go, c, o), *qq = rows(q, c, o), *kk = rows(k, c, o), *vv = rows(v, c, o);
-        em_tensor *oo = rows(out, c, o), *ll = rows(lse, c, o);
+        em_scope s = {0};
+        em_tensor *m = c->mask ? em_scope_keep(&s, chunk_mask(c, o)) : NULL;
+        em_tensor *a = gq ? em_scope_keep(&s, rows(gq, c, o)) : NULL;
+        em_tensor *b = gk ? em_scope_keep(&s, rows(gk, c, o)) : NULL;
+        em_tensor *d = gv ? em_scope_keep(&s, rows(gv, c, o)) : NULL;
+        em_tensor *g = em_scope_keep(&s, rows(go, c, o)), *qq = em_scope_keep(&s, rows(q, c, o));
+        em_tensor *kk = em_scope_keep(&s, rows(k, c, o)), *vv = em_scope_keep(&s, rows(v, c, o));
+        em_tensor *oo = em_scope_keep(&s, rows(out, c, o)), *ll = em_scope_keep(&s, rows(lse, c, o));
         em_attn_params cp = chunk_params(p, c, o, TqTk);
         bool ok = (!c->mask || m) && (!gq || a) && (!gk || b) && (!gv || d) && g && qq && kk && vv && oo && ll;
         rc = ok ? be->attention_backward(a, b, d, g, qq, kk, vv, oo, ll, m, &cp) : -1;
-        em_release(m); em_release(a); em_release(b); em_release(d); em_release(g);
-        em_release(qq); em_release(kk); em_release(vv); em_release(oo); em_release(ll);
+        em_scope_drop(&s);
     }
     return rc;
 }
@@ -148,29 +153,24 @@ static int run_backward(const chunking *c, em_tensor *gq, em_tensor *gk, em_tens
 static em_tensor *causal_hidden(int64_t Tq, int64_t Tk, em_device dev)
 {
     int64_t col[2] = {Tq, 1};
-    em_tensor *i = em_arange(0, (double)Tq, 1, EM_INT64, dev);
-    em_tensor *j = em_arange(0, (double)Tk, 1, EM_INT64, dev);
-    em_tensor *ic = i ? em_reshape(i, col, 2) : NULL;
-    em_tensor *h = ic && j ? ei_binary(EM_GT, j, ic) : NULL;
-    em_release(i); em_release(j); em_release(ic);
-    return h;
+    em_scope s = {0};
+    em_tensor *i = em_scope_keep(&s, em_arange(0, (double)Tq, 1, EM_INT64, dev));
+    em_tensor *j = em_scope_keep(&s, em_arange(0, (double)Tk, 1, EM_INT64, dev));
+    em_tensor *ic = i ? em_scope_keep(&s, em_reshape(i, col, 2)) : NULL;
+    return em_scope_finish(&s, es_binary(&s, EM_GT, j, ic));
 }
 
 /* keep / (1 - p) as [B, Tq, Tk] of dtype d, from the counters the forward used */
 static em_tensor *dropout_scale(const em_attn_params *p, int64_t B, int64_t Tq, int64_t Tk, em_dtype d,
                                 em_device dev)
 {
-    int64_t s[3] = {B, Tq, Tk};
-    em_tensor *u = em_empty(s, 3, d, dev);
-    if (u && B * Tq * Tk > 0 && em_be(u)->random(EM_RAND_UNIFORM, u, p->seed, p->offset, p->dev_state, 0.0, 1.0)) {
-        em_release(u);
+    int64_t sz[3] = {B, Tq, Tk};
+    em_scope s = {0};
+    em_tensor *u = em_scope_keep(&s, em_empty(sz, 3, d, dev));
+    if (u && B * Tq * Tk > 0 && em_be(u)->random(EM_RAND_UNIFORM, u, p->seed, p->offset, p->dev_state, 0.0, 1.0))
         u = NULL;
-    }
-    em_tensor *keep = u ? ei_binary_scalar(EM_LT, u, 1 - p->dropout_p, false, false) : NULL;
-    em_tensor *kf = keep ? em_to_dtype(keep, d) : NULL;
-    em_tensor *r = kf ? ei_binary_scalar(EM_MUL, kf, 1 / (1 - p->dropout_p), false, false) : NULL;
-    em_release(u); em_release(keep); em_release(kf);
-    return r;
+    em_tensor *kf = es_to(&s, es_scalar(&s, EM_LT, u, 1 - p->dropout_p), d);
+    return em_scope_finish(&s, es_scalar(&s, EM_MUL, kf, 1 / (1 - p->dropout_p)));
 }
 
 static int composed_backward(em_node *n, const em_attn_params *p, const em_tensor *q, const em_tensor *k,
@@ -178,46 +178,40 @@ static int composed_backward(em_node *n, const em_attn_params *p, const em_tenso
 {
     int64_t B = q->sizes[0], Tq = q->sizes[1], Tk = k->sizes[1];
     int last = 2;
-    em_tensor *kt = em_transpose(k, 1, 2);
-    em_tensor *qk = kt ? ei_matmul(q, kt) : NULL;
-    em_tensor *s = qk ? ei_binary_scalar(EM_MUL, qk, p->scale, false, false) : NULL;
-    em_tensor *sm = !s ? NULL : mask ? ei_binary(EM_ADD, s, mask) : em_retain(s);
-    em_tensor *hid = sm && p->causal ? WITHOUT_GRAD(causal_hidden(Tq, Tk, em_dev(q))) : NULL;
-    em_tensor *sc = !sm ? NULL : p->causal ? (hid ? em_masked_fill(sm, hid, -INFINITY) : NULL) : em_retain(sm);
-    em_tensor *P = sc ? ei_softmax(sc, last) : NULL;
-    em_tensor *keep = P && p->dropout_p > 0 ? WITHOUT_GRAD(dropout_scale(p, B, Tq, Tk, q->dtype, em_dev(q))) : NULL;
+    em_scope s = {0};
+    em_tensor *kt = em_scope_keep(&s, em_transpose(k, 1, 2));
+    em_tensor *S = es_scalar(&s, EM_MUL, es_matmul(&s, q, kt), p->scale);
+    em_tensor *sm = !S ? NULL : mask ? es_add(&s, S, mask) : S;
+    em_tensor *hid = sm && p->causal ? em_scope_keep(&s, WITHOUT_GRAD(causal_hidden(Tq, Tk, em_dev(q)))) : NULL;
+    em_tensor *sc = !sm ? NULL : p->causal ? (hid ? em_scope_keep(&s, em_masked_fill(sm, hid, -INFINITY)) : NULL) : sm;
+    em_tensor *P = sc ? em_scope_keep(&s, ei_softmax(sc, last)) : NULL;
+    em_tensor *keep = P && p->dropout_p > 0
+                          ? em_scope_keep(&s, WITHOUT_GRAD(dropout_scale(p, B, Tq, Tk, q->dtype, em_dev(q)))) : NULL;
     bool ok = P && (p->dropout_p == 0 || keep);
-    em_tensor *Pd = !ok ? NULL : keep ? ei_binary(EM_MUL, P, keep) : em_retain(P);
-    em_tensor *vt = Pd ? em_transpose(v, 1, 2) : NULL;
-    em_tensor *dPd = vt ? ei_matmul(go, vt) : NULL;
-    em_tensor *dP = !dPd ? NULL : keep ? ei_binary(EM_MUL, dPd, keep) : em_retain(dPd);
-    em_tensor *pdp = dP ? ei_binary(EM_MUL, P, dP) : NULL;
-    em_tensor *rs = pdp ? ei_sum(pdp, &last, 1, true) : NULL;
-    em_tensor *dif = rs ? ei_binary(EM_SUB, dP, rs) : NULL;
-    em_tensor *dS = dif ? ei_binary(EM_MUL, P, dif) : NULL;
+    em_tensor *Pd = !ok ? NULL : keep ? es_mul(&s, P, keep) : P;
+    em_tensor *vt = Pd ? em_scope_keep(&s, em_transpose(v, 1, 2)) : NULL;
+    em_tensor *dPd = es_matmul(&s, go, vt);
+    em_tensor *dP = !dPd ? NULL : keep ? es_mul(&s, dPd, keep) : dPd;
+    em_tensor *rs = es_sum(&s, es_mul(&s, P, dP), &last, 1, true);
+    em_tensor *dS = es_mul(&s, P, es_sub(&s, dP, rs));
     int rc = dS ? 0 : -1;
     if (rc == 0 && em_ag_wants(n, 0)) {
-        em_tensor *a = ei_matmul(dS, k);
+        em_tensor *a = es_matmul(&s, dS, k);
         gin[0] = a ? ei_binary_scalar(EM_MUL, a, p->scale, false, false) : NULL;
-        em_release(a);
         if (!gin[0]) rc = -1;
     }
     if (rc == 0 && em_ag_wants(n, 1)) {
-        em_tensor *dSt = em_transpose(dS, 1, 2);
-        em_tensor *a = dSt ? ei_matmul(dSt, q) : NULL;
+        em_tensor *dSt = em_scope_keep(&s, em_transpose(dS, 1, 2));
+        em_tensor *a = es_matmul(&s, dSt, q);
         gin[1] = a ? ei_binary_scalar(EM_MUL, a, p->scale, false, false) : NULL;
-        em_release(dSt); em_release(a);
         if (!gin[1]) rc = -1;
     }
     if (rc == 0 && em_ag_wants(n, 2)) {
-        em_tensor *Pt = em_transpose(Pd, 1, 2);
+        em_tensor *Pt = em_scope_keep(&s, em_transpose(Pd, 1, 2));
         gin[2] = Pt ? ei_matmul(Pt, go) : NULL;
-        em_release(Pt);
         if (!gin[2]) rc = -1;
     }
-    em_release(kt); em_release(qk); em_release(s); em_release(sm); em_release(hid); em_release(sc);
-    em_release(P); em_release(keep); em_release(Pd); em_release(vt); em_release(dPd); em_release(dP);
-    em_release(pdp); em_release(rs); em_release(dif); em_release(dS);
+    em_scope_drop(&s);
     return rc;
 }
 
@@ -246,21 +240,21 @@ static int attention_backward(em_node *n, em_tensor *const *gout, em_tensor **gi
         return em_set_error("scaled_dot_product_attention backward: the forward drew its dropout mask inside a "
                             "CUDA graph capture, where the mask is only known to that graph's replays; run the "
                             "backward in the same capture");
-    em_tensor *mask = saved_mask(n);
+    em_scope s = {0};
+    em_tensor *mask = em_scope_keep(&s, saved_mask(n));
     if (n->p.attn.has_mask && !mask) return -1;
     int rc = 0;
     if (em_grad_enabled()) {
         em_tensor *m3 = NULL;
         if (mask) {
             int64_t s3[3] = {q->sizes[0], q->sizes[1], k->sizes[1]};
-            m3 = em_reshape(mask, s3, 3);    /* only a higher-order gradient pays for a copy */
+            m3 = em_scope_keep(&s, em_reshape(mask, s3, 3));    /* only a higher-order gradient pays for a copy */
         }
         rc = mask && !m3 ? -1 : composed_backward(n, &p, q, k, v, m3, gout[0], gin);
-        em_release(m3);
-        em_release(mask);
+        em_scope_drop(&s);
         return rc;
     }
-    em_tensor *go = em_contiguous(gout[0]);
+    em_tensor *go = em_scope_keep(&s, em_contiguous(gout[0]));
     em_device dev = em_dev(q);
     em_tensor *gq = go && em_ag_wants(n, IN_Q) ? em_empty(q->sizes, 3, q->dtype, dev) : NULL;
     em_tensor *gk = go && em_ag_wants(n, IN_K) ? em_empty(k->sizes, 3, k->dtype, dev) : NULL;
@@ -273,8 +267,7 @@ static int attention_backward(em_node *n, em_tensor *const *gout, em_tensor **gi
     } else if (ok) {                      /* nothing to attend to: no gradient */
         ok = (!gq || em_fill_(gq, 0) == 0) && (!gk || em_fill_(gk, 0) == 0) && (!gv || em_fill_(gv, 0) == 0);
     }
-    em_release(go);
-    em_release(mask);
+    em_scope_drop(&s);
     if (!ok) { em_release(gq); em_release(gk); em_release(gv); return -1; }
     gin[IN_Q] = gq;
     gin[IN_K] = gk;
@@ -365,12 +358,10 @@ static em_tensor *flat3(const em_tensor *t, const int64_t *bs, int nb, int64_t B
     full[nb] = t->sizes[t->ndim - 2];
     full[nb + 1] = t->sizes[t->ndim - 1];
     int64_t s3[3] = {B, full[nb], full[nb + 1]};
-    em_tensor *e = em_expand(t, full, nb + 2);
-    em_tensor *r = e ? em_reshape(e, s3, 3) : NULL;
-    em_tensor *c = r ? em_contiguous(r) : NULL;
-    em_release(e);
-    em_release(r);
-    return c;
+    em_scope s = {0};
+    em_tensor *e = em_scope_keep(&s, em_expand(t, full, nb + 2));
+    em_tensor *r = e ? em_scope_keep(&s, em_reshape(e, s3, 3)) : NULL;
+    return em_scope_finish(&s, r ? em_scope_keep(&s, em_contiguous(r)) : NULL);
 }
 
 /* the mask as an additive float view [bs..., Tq, Tk] (no copy of a float mask; new reference) */
@@ -389,19 +380,16 @@ static em_tensor *additive_mask(const em_tensor *mask, const em_tensor *q, const
     if (!fits)
         return em_set_error("%s: attn_mask %s does not broadcast to the scores' shape %s (query %s, key %s)", OP,
                             SHAPE(mask), em_sizes_tmp(full, nb + 2), SHAPE(q), SHAPE(k)), NULL;
+    em_scope s = {0};
     em_tensor *add;
     if (mask->dtype == EM_BOOL) {
-        em_tensor *z = em_zeros(mask->sizes, mask->ndim, mask_dtype(q), em_dev(q));
-        em_tensor *hidden = z ? ei_unary(EM_LOGICAL_NOT, mask) : NULL;
-        add = hidden ? em_masked_fill(z, hidden, -INFINITY) : NULL;
-        em_release(z);
-        em_release(hidden);
+        em_tensor *z = em_scope_keep(&s, em_zeros(mask->sizes, mask->ndim, mask_dtype(q), em_dev(q)));
+        em_tensor *hidden = z ? es_unary(&s, EM_LOGICAL_NOT, mask) : NULL;
+        add = hidden ? em_scope_keep(&s, em_masked_fill(z, hidden, -INFINITY)) : NULL;
     } else {
-        add = em_cast_to(mask, mask_dtype(q));
+        add = em_scope_keep(&s, em_cast_to(mask, mask_dtype(q)));
     }
-    em_tensor *e = add ? em_expand(add, full, nb + 2) : NULL;
-    em_release(add);
-    return e;
+    return em_scope_finish(&s, add ? em_scope_keep(&s, em_expand(add, full, nb + 2)) : NULL);
 }
 
 em_tensor *ei_scaled_dot_product_attention(const em_tensor *q, const em_tensor *k, const em_tensor *v,
@@ -421,28 +409,29 @@ em_tensor *ei_scaled_dot_product_attention(const em_tensor *q, const em_tensor *
     int64_t Dv = v->sizes[v->ndim - 1];
     em_attn_params p = {.scale = scale > 0 ? scale : 1 / sqrt((double)D), .causal = is_causal,
                         .dropout_p = dropout_p};
+    em_scope s = {0};
     em_tensor *m = NULL;
     if (mask) {
-        m = WITHOUT_GRAD(additive_mask(mask, q, k, bs, nb, Tq, Tk));
+        m = em_scope_keep(&s, WITHOUT_GRAD(additive_mask(mask, q, k, bs, nb, Tq, Tk)));
         if (!m) return NULL;
     }
     chunking c;
     plan_chunks(&c, m, B);
     if (dropout_p > 0 && c.P > 1 && (c.Bi * Tq * Tk) % 4 != 0) {
         /* chunks would start mid-counter: give the kernel one contiguous mask instead */
-        em_tensor *mc = WITHOUT_GRAD(em_contiguous(m));
-        em_release(m);
-        m = mc;
-        if (!m) return NULL;
+        m = em_scope_keep(&s, WITHOUT_GRAD(em_contiguous(m)));
+        if (!m) return em_scope_drop(&s), NULL;
         plan_chunks(&c, m, B);
     }
     if (dropout_p > 0) em_rng_reserve(em_dev(q), B * Tq * Tk, &p.seed, &p.offset, &p.dev_state);
-    em_tensor *q3 = flat3(q, bs, nb, B), *k3 = q3 ? flat3(k, bs, nb, B) : NULL, *v3 = k3 ? flat3(v, bs, nb, B) : NULL;
+    em_tensor *q3 = em_scope_keep(&s, flat3(q, bs, nb, B)), *k3 = q3 ? em_scope_keep(&s, flat3(k, bs, nb, B)) : NULL;
+    em_tensor *v3 = k3 ? em_scope_keep(&s, flat3(v, bs, nb, B)) : NULL;
     int64_t os[3] = {B, Tq, Dv}, ls[2] = {B, Tq};
     em_device dev = em_dev(q);
     em_dtype ld = q->dtype == EM_FLOAT64 ? EM_FLOAT64 : EM_FLOAT32;
+    /* out3 stays out of the scope: record() takes it, and with one batch dim it is the result */
     em_tensor *out3 = v3 ? em_empty(os, 3, q->dtype, dev) : NULL;
-    em_tensor *lse = out3 ? em_empty(ls, 2, ld, dev) : NULL;
+    em_tensor *lse = out3 ? em_scope_keep(&s, em_empty(ls, 2, ld, dev)) : NULL;
     bool ok = lse != NULL;
     if (ok) {
         bool was = em_set_grad_enabled(false);
@@ -465,7 +454,8 @@ em_tensor *ei_scaled_dot_product_attention(const em_tensor *q, const em_tensor *
         full[nb + 1] = Dv;
         out = em_reshape(out3, full, nb + 2);
     }
-    em_release(q3); em_release(k3); em_release(v3); em_release(out3); em_release(lse); em_release(m);
+    em_release(out3);
+    em_scope_drop(&s);
     return out;
 }
 

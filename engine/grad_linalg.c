@@ -11,8 +11,6 @@ static em_tensor *as_matrix(const em_tensor *t, bool left)
     return em_unsqueeze(t, left ? 0 : 1);
 }
 
-static em_tensor *swap_last(const em_tensor *t) { return em_transpose(t, -1, -2); }
-
 /* x @ y, laid out like `like`: when `like` is the transpose of a contiguous
  * matrix (as a Linear layer's w:t() is), compute (y^T @ x^T)^T so the
  * gradient comes out in the memory order of the tensor it belongs to, and
@@ -23,24 +21,20 @@ static em_tensor *product_like(const em_tensor *x, const em_tensor *y, const em_
     bool transposed = nd >= 2 && like->strides[nd - 2] == 1 && like->strides[nd - 1] == like->sizes[nd - 2] &&
                       like->sizes[nd - 1] > 1 && like->sizes[nd - 2] > 1;
     if (!transposed) return ei_matmul(x, y);
-    em_tensor *yt = swap_last(y), *xt = yt ? swap_last(x) : NULL;
-    em_tensor *p = xt ? ei_matmul(yt, xt) : NULL;
-    em_tensor *r = p ? swap_last(p) : NULL;
-    em_release(yt);
-    em_release(xt);
-    em_release(p);
-    return r;
+    em_scope s = {0};
+    em_tensor *p = es_matmul(&s, es_mT(&s, y), es_mT(&s, x));
+    return em_scope_finish(&s, es_mT(&s, p));
 }
 
 /* One operand's gradient: x @ y laid out like its matrix form m (product_like),
  * summed over broadcast batch dims and given the operand's own shape. */
 static em_tensor *operand_grad(const em_tensor *x, const em_tensor *y, const em_tensor *m, const em_tensor *operand)
 {
-    em_tensor *p = product_like(x, y, m);
-    em_tensor *s = p ? em_sum_to(p, m->sizes, m->ndim) : NULL;
-    em_tensor *r = s ? em_reshape(s, operand->sizes, operand->ndim) : NULL;
-    em_release(p);
-    em_release(s);
+    em_scope s = {0};
+    em_tensor *p = em_scope_keep(&s, product_like(x, y, m));
+    em_tensor *sum = p ? em_scope_keep(&s, em_sum_to(p, m->sizes, m->ndim)) : NULL;
+    em_tensor *r = sum ? em_reshape(sum, operand->sizes, operand->ndim) : NULL;
+    em_scope_drop(&s);
     return r;
 }
 
@@ -49,36 +43,26 @@ static int matmul_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
 {
     em_tensor *a = em_ag_saved(n, 0), *b = em_ag_saved(n, 1);
     if (!a || !b) return -1;
-    em_tensor *a2 = as_matrix(a, true), *b2 = as_matrix(b, false);
-    if (!a2 || !b2) { em_release(a2); em_release(b2); return -1; }
+    em_scope s = {0};
+    em_tensor *a2 = em_scope_keep(&s, as_matrix(a, true)), *b2 = em_scope_keep(&s, as_matrix(b, false));
+    if (!a2 || !b2) return em_scope_drop(&s), -1;
     /* the output gradient with the squeezed 1-D dims put back */
-    em_tensor *g = em_retain((em_tensor *)gout[0]);
-    if (a->ndim == 1 && g) {    /* a's row dim sits before b's column dim, if b has one */
-        em_tensor *u = em_unsqueeze(g, b->ndim == 1 ? g->ndim : g->ndim - 1);
-        em_release(g);
-        g = u;
-    }
-    if (b->ndim == 1 && g) {
-        em_tensor *u = em_unsqueeze(g, g->ndim);
-        em_release(g);
-        g = u;
-    }
+    em_tensor *g = gout[0];
+    if (a->ndim == 1 && g)      /* a's row dim sits before b's column dim, if b has one */
+        g = em_scope_keep(&s, em_unsqueeze(g, b->ndim == 1 ? g->ndim : g->ndim - 1));
+    if (b->ndim == 1 && g) g = em_scope_keep(&s, em_unsqueeze(g, g->ndim));
     int rc = g ? 0 : -1;
     if (rc == 0 && em_ag_wants(n, 0)) {
-        em_tensor *bt = swap_last(b2);
+        em_tensor *bt = es_mT(&s, b2);
         gin[0] = bt ? operand_grad(g, bt, a2, a) : NULL;
-        em_release(bt);
         if (!gin[0]) rc = -1;
     }
     if (rc == 0 && em_ag_wants(n, 1)) {
-        em_tensor *at = swap_last(a2);
+        em_tensor *at = es_mT(&s, a2);
         gin[1] = at ? operand_grad(at, g, b2, b) : NULL;
-        em_release(at);
         if (!gin[1]) rc = -1;
     }
-    em_release(g);
-    em_release(a2);
-    em_release(b2);
+    em_scope_drop(&s);
     return rc;
 }
 

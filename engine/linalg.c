@@ -74,16 +74,14 @@ static em_tensor *as_3d(const em_tensor *t)
 /* out3 = a3 @ b3 for integer dtypes: sum over k of a[b,m,k] * b[b,k,n]. */
 static int int_gemm(em_tensor *out3, const em_tensor *a3, const em_tensor *b3)
 {
-    em_tensor *au = em_unsqueeze(a3, 3);                 /* [B,M,K,1] */
-    em_tensor *bu = au ? em_unsqueeze(b3, 1) : NULL;     /* [B,1,K,N] */
-    em_tensor *prod = bu ? ei_binary(EM_MUL, au, bu) : NULL;
+    em_scope s = {0};
+    em_tensor *au = es_unsqueeze(&s, a3, 3);                                /* [B,M,K,1] */
+    em_tensor *bu = au ? es_unsqueeze(&s, b3, 1) : NULL;                    /* [B,1,K,N] */
+    em_tensor *prod = es_mul(&s, au, bu);
     int dim = 2;
-    em_tensor *sum = prod ? em_sum_dtype(prod, &dim, 1, false, out3->dtype) : NULL;
+    em_tensor *sum = prod ? em_scope_keep(&s, em_sum_dtype(prod, &dim, 1, false, out3->dtype)) : NULL;
     int rc = sum ? em_be(out3)->cast(out3, sum) : -1;
-    em_release(au);
-    em_release(bu);
-    em_release(prod);
-    em_release(sum);
+    em_scope_drop(&s);
     return rc;
 }
 
@@ -104,13 +102,12 @@ static int gemm2(em_tensor *out, const em_tensor *a, const em_tensor *b, double 
     int64_t as[3] = {1, n, K}, ast[3] = {0, a->strides[0], a->strides[1]};
     int64_t bs[3] = {1, K, m}, bst[3] = {0, b->strides[0], b->strides[1]};
     int64_t os[3] = {1, n, m};
-    em_tensor *a3 = em_as_strided(a, as, ast, 3, a->offset);
-    em_tensor *b3 = a3 ? em_as_strided(b, bs, bst, 3, b->offset) : NULL;
-    em_tensor *out3 = b3 ? em_view(out, os, 3) : NULL;
+    em_scope s = {0};
+    em_tensor *a3 = em_scope_keep(&s, em_as_strided(a, as, ast, 3, a->offset));
+    em_tensor *b3 = a3 ? em_scope_keep(&s, em_as_strided(b, bs, bst, 3, b->offset)) : NULL;
+    em_tensor *out3 = b3 ? em_scope_keep(&s, em_view(out, os, 3)) : NULL;
     int rc = out3 ? gemm3(out3, a3, b3, alpha, beta) : -1;
-    em_release(a3);
-    em_release(b3);
-    em_release(out3);
+    em_scope_drop(&s);
     return rc;
 }
 
@@ -149,17 +146,16 @@ static em_tensor *matmul_core(const char *op, const em_tensor *a, const em_tenso
     for (int i = 0; i < nbatch; i++) B *= batch[i];
     if (!em_dtype_is_float(cd) && check_int_size(op, a, b, B, M, K, N)) return NULL;
 
-    em_tensor *ac = em_cast_to(a2, cd), *bc = ac ? em_cast_to(b2, cd) : NULL;
-    em_tensor *a3 = NULL, *b3 = NULL, *out = NULL, *out3 = NULL;
-    int rc = -1;
-    if (!bc) goto done;
+    em_scope s = {0};
+    em_tensor *ac = em_scope_keep(&s, em_cast_to(a2, cd)), *bc = ac ? em_scope_keep(&s, em_cast_to(b2, cd)) : NULL;
+    if (!bc) return em_scope_drop(&s), NULL;
 
     int64_t osz[EM_MAX_DIMS + 2];
     for (int i = 0; i < nbatch; i++) osz[i] = batch[i];   /* batch may be NULL */
     osz[nbatch] = M;
     osz[nbatch + 1] = N;
-    out = em_empty(osz, nbatch + 2, cd, em_dev(a));
-    if (!out) goto done;
+    em_tensor *out = em_scope_keep(&s, em_empty(osz, nbatch + 2, cd, em_dev(a)));
+    if (!out) return em_scope_drop(&s), NULL;
 
     /* Only a has batch dims: fold them into its rows, one [P, K] @ [K, N].
      * That takes a view, or a copy when a's batch would be copied anyway;
@@ -168,42 +164,32 @@ static em_tensor *matmul_core(const char *op, const em_tensor *a, const em_tenso
     int64_t bstride;
     if (b2->ndim == 2 && nbatch > 0 && em_dtype_is_float(cd)) {
         int64_t rows[2] = {B * M, K};
-        af = em_view(ac, rows, 2);
+        af = em_scope_keep(&s, em_view(ac, rows, 2));
         if (!af && !flat_batch(ac, &bstride)) {
-            af = em_reshape(ac, rows, 2);
-            if (!af) goto done;
+            af = em_scope_keep(&s, em_reshape(ac, rows, 2));
+            if (!af) return em_scope_drop(&s), NULL;
         }
         em_clear_error();
     }
+    int rc = -1;
     if (af) {
         rc = gemm2(out, af, bc, 1.0, 0.0);
-        em_release(af);
     } else {
         /* expand both to the common batch, then flatten it */
         int64_t ea[EM_MAX_DIMS + 2], eb[EM_MAX_DIMS + 2];
         for (int i = 0; i < nbatch; i++) ea[i] = eb[i] = batch[i];
         ea[nbatch] = M; ea[nbatch + 1] = K;
         eb[nbatch] = K; eb[nbatch + 1] = N;
-        em_tensor *ax = em_expand(ac, ea, nbatch + 2);
-        em_tensor *bx = ax ? em_expand(bc, eb, nbatch + 2) : NULL;
-        a3 = bx ? as_3d(ax) : NULL;
-        b3 = a3 ? as_3d(bx) : NULL;
-        em_release(ax);
-        em_release(bx);
+        em_tensor *ax = em_scope_keep(&s, em_expand(ac, ea, nbatch + 2));
+        em_tensor *bx = ax ? em_scope_keep(&s, em_expand(bc, eb, nbatch + 2)) : NULL;
+        em_tensor *a3 = bx ? em_scope_keep(&s, as_3d(ax)) : NULL;
+        em_tensor *b3 = a3 ? em_scope_keep(&s, as_3d(bx)) : NULL;
         int64_t os[3] = {B, M, N};
-        out3 = b3 ? em_view(out, os, 3) : NULL;
+        em_tensor *out3 = b3 ? em_scope_keep(&s, em_view(out, os, 3)) : NULL;
         if (out3) rc = gemm3(out3, a3, b3, 1.0, 0.0);
     }
-
-done:
-    em_release(ac);
-    em_release(bc);
-    em_release(a3);
-    em_release(b3);
-    em_release(out3);
-    if (rc) { em_release(out); return NULL; }
-    em_tensor *v = em_view(out, final, nfinal);
-    em_release(out);
+    em_tensor *v = rc ? NULL : em_view(out, final, nfinal);
+    em_scope_drop(&s);
     return finish(v, r);
 }
 
@@ -254,17 +240,17 @@ em_tensor *ei_matmul(const em_tensor *a, const em_tensor *b)
     }
 
     /* 1-D operands become a row / a column, and that dim is dropped again */
-    em_tensor *a2 = na == 1 ? em_unsqueeze(a, 0) : em_alias(a);
-    em_tensor *b2 = !a2 ? NULL : nb == 1 ? em_unsqueeze(b, 1) : em_alias(b);
-    if (!b2) { em_release(a2); return NULL; }
+    em_scope s = {0};
+    em_tensor *a2 = em_scope_keep(&s, na == 1 ? em_unsqueeze(a, 0) : em_alias(a));
+    em_tensor *b2 = !a2 ? NULL : em_scope_keep(&s, nb == 1 ? em_unsqueeze(b, 1) : em_alias(b));
+    if (!b2) return em_scope_drop(&s), NULL;
     int64_t final[EM_MAX_DIMS];
     int nfinal = nbatch;
     memcpy(final, batch, sizeof(int64_t) * (size_t)nbatch);
     if (na >= 2) final[nfinal++] = a->sizes[na - 2];
     if (nb >= 2) final[nfinal++] = b->sizes[nb - 1];
     em_tensor *out = matmul_core(op, a, b, a2, b2, batch, nbatch, final, nfinal);
-    em_release(a2);
-    em_release(b2);
+    em_scope_drop(&s);
     return out;
 }
 
@@ -310,10 +296,10 @@ em_tensor *ei_dot(const em_tensor *a, const em_tensor *b)
     if (check_ndim("dot", a, b, 1, "tensors") || check_operands("dot", a, b, true)) return NULL;
     if (a->sizes[0] != b->sizes[0]) return sizes_error("dot", a, b, "sizes", a->sizes[0], b->sizes[0]);
     if (em_ag_needed2(a, b)) return em_ag_matmul(a, b);
-    em_tensor *a2 = em_unsqueeze(a, 0), *b2 = a2 ? em_unsqueeze(b, 1) : NULL;
+    em_scope s = {0};
+    em_tensor *a2 = es_unsqueeze(&s, a, 0), *b2 = a2 ? es_unsqueeze(&s, b, 1) : NULL;
     em_tensor *out = b2 ? matmul_core("dot", a, b, a2, b2, NULL, 0, NULL, 0) : NULL;
-    em_release(a2);
-    em_release(b2);
+    em_scope_drop(&s);
     return out;
 }
 
@@ -332,29 +318,28 @@ em_tensor *ei_addmm(const em_tensor *c, const em_tensor *a, const em_tensor *b, 
         return em_set_error("addmm: expected a floating point input, got %s", em_dtype_name(c->dtype)), NULL;
     if (a->sizes[1] != b->sizes[0]) return inner_error("addmm", a, b, a->sizes[1], b->sizes[0]);
     if (em_ag_needed3(c, a, b)) {     /* recorded as beta*c + alpha*(a@b) */
-        em_tensor *p = ei_matmul(a, b);
-        em_tensor *ps = p && alpha != 1 ? ei_binary_scalar(EM_MUL, p, alpha, false, false) : p ? em_retain(p) : NULL;
-        em_tensor *cs = beta == 0 ? NULL : beta != 1 ? ei_binary_scalar(EM_MUL, c, beta, false, false) : em_retain((em_tensor *)c);
-        em_tensor *r = !ps ? NULL : beta == 0 ? em_retain(ps) : cs ? ei_binary(EM_ADD, cs, ps) : NULL;
-        em_release(p); em_release(ps); em_release(cs);
-        return r;
+        em_scope s = {0};
+        em_tensor *p = em_scope_keep(&s, ei_matmul(a, b));
+        em_tensor *ps = p && alpha != 1 ? es_scalar(&s, EM_MUL, p, alpha) : p;
+        const em_tensor *cs = beta == 0 ? NULL : beta != 1 ? es_scalar(&s, EM_MUL, c, beta) : c;
+        em_tensor *r = !ps ? NULL : beta == 0 ? ps : es_add(&s, cs, ps);
+        return em_scope_finish(&s, r);
     }
     int64_t n = a->sizes[0], m = b->sizes[1];
     int64_t osz[2] = {n, m};
-    em_tensor *cx = em_expand(c, osz, 2);
+    em_scope s = {0};
+    em_tensor *cx = em_scope_keep(&s, em_expand(c, osz, 2));
     if (!cx)
         return em_set_error("addmm: input %s cannot be broadcast to the product's shape %s",
                             SHAPE(c), em_sizes_tmp(osz, 2)), NULL;
     em_dtype r = em_promote(c->dtype, em_promote(a->dtype, b->dtype));
     em_dtype cd = gemm_dtype(r, a);
-    em_tensor *ac = em_cast_to(a, cd), *bc = ac ? em_cast_to(b, cd) : NULL;
+    em_tensor *ac = em_scope_keep(&s, em_cast_to(a, cd)), *bc = ac ? em_scope_keep(&s, em_cast_to(b, cd)) : NULL;
     em_tensor *out = bc ? em_empty(osz, 2, cd, em_dev(a)) : NULL;
     int rc = -1;
     /* beta == 0 ignores c entirely (NaN in c does not leak), as in BLAS */
     if (out && (beta == 0 || em_be(out)->cast(out, cx) == 0)) rc = gemm2(out, ac, bc, alpha, beta);
-    em_release(cx);
-    em_release(ac);
-    em_release(bc);
+    em_scope_drop(&s);
     if (rc) { em_release(out); return NULL; }
     return finish(out, r);
 }
@@ -369,9 +354,7 @@ em_tensor *em_addmm(const em_tensor *c, const em_tensor *a, const em_tensor *b, 
 em_tensor *em_outer(const em_tensor *a, const em_tensor *b)
 {
     if (check_ndim("outer", a, b, 1, "tensors") || em_check_same_device("outer", a, b)) return NULL;
-    em_tensor *col = em_unsqueeze(a, 1), *row = col ? em_unsqueeze(b, 0) : NULL;
-    em_tensor *out = row ? ei_binary(EM_MUL, col, row) : NULL;
-    em_release(col);
-    em_release(row);
-    return out;
+    em_scope s = {0};
+    em_tensor *col = es_unsqueeze(&s, a, 1), *row = col ? es_unsqueeze(&s, b, 0) : NULL;
+    return em_scope_finish(&s, es_mul(&s, col, row));
 }

@@ -55,20 +55,12 @@ static int check_args(const em_tensor *x, const em_tensor *w, const em_tensor *b
 /* x @ w^T (+ b), then the activation, from engine ops (recorded) */
 static em_tensor *composed(const em_tensor *x, const em_tensor *w, const em_tensor *b, em_linear_act act)
 {
-    em_tensor *wt = em_transpose(w, 0, 1);
-    em_tensor *y = wt ? ei_matmul(x, wt) : NULL;
-    em_release(wt);
-    if (y && b) {
-        em_tensor *yb = ei_binary(EM_ADD, y, b);
-        em_release(y);
-        y = yb;
-    }
-    if (y && act == EM_LINEAR_ACT_GELU_TANH) {
-        em_tensor *g = em_gelu_tanh(y);
-        em_release(y);
-        y = g;
-    }
-    return y;
+    em_scope s = {0};
+    em_tensor *wt = em_scope_keep(&s, em_transpose(w, 0, 1));
+    em_tensor *y = wt ? em_scope_keep(&s, ei_matmul(x, wt)) : NULL;
+    if (b) y = es_add(&s, y, b);
+    if (act == EM_LINEAR_ACT_GELU_TANH) y = y ? em_scope_keep(&s, em_gelu_tanh(y)) : NULL;
+    return em_scope_finish(&s, y);
 }
 
 /* x as [M, K] (a view when its layout allows) */
@@ -86,36 +78,30 @@ static em_tensor *rows_of(const em_tensor *x)
 static int composed_backward(em_node *n, const em_tensor *x, const em_tensor *w, const em_tensor *b,
                              const em_tensor *gy2, em_tensor **gin)
 {
-    em_tensor *x2 = rows_of(x), *d = NULL;
+    em_scope s = {0};
+    em_tensor *x2 = em_scope_keep(&s, rows_of(x)), *d = (em_tensor *)gy2;
     if (!x2) return -1;
     if (n->op == EM_LINEAR_ACT_GELU_TANH) {
-        em_tensor *pre = composed(x2, w, b, EM_LINEAR_ACT_NONE);
-        em_tensor *g = pre ? gelu_tanh_grad(pre) : NULL;
-        d = g ? ei_binary(EM_MUL, gy2, g) : NULL;
-        em_release(pre);
-        em_release(g);
-    } else {
-        d = em_retain((em_tensor *)gy2);
+        em_tensor *pre = em_scope_keep(&s, composed(x2, w, b, EM_LINEAR_ACT_NONE));
+        em_tensor *g = pre ? em_scope_keep(&s, gelu_tanh_grad(pre)) : NULL;
+        d = es_mul(&s, gy2, g);
     }
     int rc = d ? 0 : -1;
     if (rc == 0 && em_ag_wants(n, 0)) {
-        em_tensor *g = ei_matmul(d, w);
+        em_tensor *g = es_matmul(&s, d, w);
         gin[0] = g ? em_reshape(g, x->sizes, x->ndim) : NULL;
-        em_release(g);
         if (!gin[0]) rc = -1;
     }
     if (rc == 0 && em_ag_wants(n, 1)) {
-        em_tensor *dt = em_transpose(d, 0, 1);
+        em_tensor *dt = em_scope_keep(&s, em_transpose(d, 0, 1));
         gin[1] = dt ? ei_matmul(dt, x2) : NULL;
-        em_release(dt);
         if (!gin[1]) rc = -1;
     }
     if (rc == 0 && em_ag_wants(n, 2)) {
         int dim = 0;
         if (!(gin[2] = ei_sum(d, &dim, 1, false))) rc = -1;
     }
-    em_release(x2);
-    em_release(d);
+    em_scope_drop(&s);
     return rc;
 }
 
@@ -128,60 +114,49 @@ static int linear_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     if (!x || !w || (n->p.linear.has_bias && !b) || (gelu && !aux)) return -1;
     int64_t N = w->sizes[0], K = w->sizes[1], M = aux ? aux->sizes[0] : em_numel(x) / K;
     int64_t gs[2] = {M, N};
-    em_tensor *gy2 = em_reshape(gout[0], gs, 2);
-    if (!gy2) return -1;
-    if (gy2->dtype != x->dtype) {
-        em_tensor *c = em_cast_to(gy2, x->dtype);
-        em_release(gy2);
-        if (!(gy2 = c)) return -1;
-    }
+    em_scope s = {0};
+    em_tensor *gy2 = em_scope_keep(&s, em_reshape(gout[0], gs, 2));
+    if (gy2 && gy2->dtype != x->dtype) gy2 = em_scope_keep(&s, em_cast_to(gy2, x->dtype));
+    if (!gy2) return em_scope_drop(&s), -1;
     if (em_grad_enabled()) {
         int rc = composed_backward(n, x, w, b, gy2, gin);
-        em_release(gy2);
+        em_scope_drop(&s);
         return rc;
     }
     const em_backend *be = em_be(x);
     em_device dev = em_dev(x);
-    em_tensor *d = NULL;
     /* gradients often arrive expanded (stride 0): the kernels take them dense */
-    em_tensor *gyc = em_contiguous(gy2);
-    em_release(gy2);
-    if (gelu && gyc) {
-        d = em_empty(gs, 2, x->dtype, dev);
-        if (d && be->linear(EM_LINEAR_DGELU, d, aux, gyc, NULL, NULL)) { em_release(d); d = NULL; }
-        em_release(gyc);
-    } else {
-        d = gyc;
+    em_tensor *d = em_scope_keep(&s, em_contiguous(gy2));
+    if (gelu && d) {
+        em_tensor *gyc = d;
+        d = em_scope_keep(&s, em_empty(gs, 2, x->dtype, dev));
+        if (d && be->linear(EM_LINEAR_DGELU, d, aux, gyc, NULL, NULL)) d = NULL;
     }
     int rc = d ? 0 : -1;
     if (rc == 0 && em_ag_wants(n, 0)) {
-        int64_t s[2] = {M, K};
-        em_tensor *g = em_empty(s, 2, x->dtype, dev);
+        int64_t sz[2] = {M, K};
+        em_tensor *g = em_scope_keep(&s, em_empty(sz, 2, x->dtype, dev));
         rc = g ? be->linear(EM_LINEAR_PLAIN, g, NULL, d, w, NULL) : -1;
         gin[0] = rc == 0 ? em_view(g, x->sizes, x->ndim) : NULL;
-        em_release(g);
         if (!gin[0]) rc = -1;
     }
     em_tensor *gb = NULL;
     if (rc == 0 && em_ag_wants(n, 2)) {
-        if (!(gb = em_empty(&N, 1, x->dtype, dev))) rc = -1;
+        if (!(gb = em_scope_keep(&s, em_empty(&N, 1, x->dtype, dev)))) rc = -1;
     }
     if (rc == 0 && em_ag_wants(n, 1)) {
-        int64_t s[2] = {N, K};
-        em_tensor *x2 = rows_of(x), *dt = x2 ? em_transpose(d, 0, 1) : NULL;
-        em_tensor *g = dt ? em_empty(s, 2, x->dtype, dev) : NULL;
+        int64_t sz[2] = {N, K};
+        em_tensor *x2 = em_scope_keep(&s, rows_of(x)), *dt = x2 ? em_scope_keep(&s, em_transpose(d, 0, 1)) : NULL;
+        em_tensor *g = dt ? em_scope_keep(&s, em_empty(sz, 2, x->dtype, dev)) : NULL;
         rc = g ? be->linear(gb ? EM_LINEAR_BGRAD : EM_LINEAR_PLAIN, g, NULL, dt, x2, gb) : -1;
         gin[1] = rc == 0 ? em_retain(g) : NULL;
-        em_release(x2); em_release(dt); em_release(g);
     } else if (rc == 0 && gb) {
         /* no weight gradient wanted: the bias gradient alone, a column sum of d */
-        em_release(gb);
         int dim = 0;
-        if (!(gb = ei_sum(d, &dim, 1, false))) rc = -1;
+        if (!(gb = es_sum(&s, d, &dim, 1, false))) rc = -1;
     }
     if (rc == 0 && gb) gin[2] = em_retain(gb);
-    em_release(gb);
-    em_release(d);
+    em_scope_drop(&s);
     return rc;
 }
 
@@ -205,24 +180,23 @@ em_tensor *ei_linear(const em_tensor *x, const em_tensor *w, const em_tensor *b,
     int64_t N = w->sizes[0];
     em_device dev = em_dev(x);
     bool was = em_set_grad_enabled(false);
-    em_tensor *x2 = rows_of(x);
-    int64_t s[2] = {x2 ? x2->sizes[0] : 0, N};
-    em_tensor *wt = x2 ? em_transpose(w, 0, 1) : NULL;
-    em_tensor *bc = wt && b ? em_contiguous(b) : NULL;
-    em_tensor *out = wt && (!b || bc) ? em_empty(s, 2, x->dtype, dev) : NULL;
-    em_tensor *aux = out && gelu && record ? em_empty(s, 2, x->dtype, dev) : NULL;
+    em_scope s = {0};
+    em_tensor *x2 = em_scope_keep(&s, rows_of(x));
+    int64_t sz[2] = {x2 ? x2->sizes[0] : 0, N};
+    em_tensor *wt = x2 ? em_scope_keep(&s, em_transpose(w, 0, 1)) : NULL;
+    em_tensor *bc = wt && b ? em_scope_keep(&s, em_contiguous(b)) : NULL;
+    em_tensor *out = wt && (!b || bc) ? em_scope_keep(&s, em_empty(sz, 2, x->dtype, dev)) : NULL;
+    em_tensor *aux = out && gelu && record ? em_scope_keep(&s, em_empty(sz, 2, x->dtype, dev)) : NULL;
     int rc = out && (aux || !gelu || !record) ? 0 : -1;
     if (rc == 0) rc = em_be(x)->linear(gelu ? EM_LINEAR_GELU : EM_LINEAR_PLAIN, out, aux, x2, wt, bc);
     em_set_grad_enabled(was);
-    em_release(x2); em_release(wt); em_release(bc);
     int64_t final[EM_MAX_DIMS];
     memcpy(final, x->sizes, sizeof(int64_t) * (size_t)x->ndim);
     final[x->ndim - 1] = N;
     em_tensor *y = rc == 0 ? em_view(out, final, x->ndim) : NULL;
-    em_release(out);
-    if (!y || !record) { em_release(aux); return y; }
+    if (!y || !record) return em_scope_drop(&s), y;
     em_node *n = em_ag_node(gelu ? "LinearGeluBackward" : "LinearBackward", linear_backward, 3);
-    if (!n) { em_release(aux); em_release(y); return NULL; }
+    if (!n) { em_scope_drop(&s); em_release(y); return NULL; }
     n->op = act;
     n->p.linear.has_bias = b != NULL;
     em_ag_input(n, 0, x);
@@ -233,7 +207,7 @@ em_tensor *ei_linear(const em_tensor *x, const em_tensor *w, const em_tensor *b,
         y = em_ag_abandon(n, y);
     else
         y = em_ag_output(n, y);
-    em_release(aux);
+    em_scope_drop(&s);
     return y;
 }
 

@@ -23,29 +23,27 @@ static int smoothed_targets(const em_tensor *x, const em_tensor *t, const em_ten
     bool was = em_set_grad_enabled(false);
     int64_t M = x->sizes[0], C = x->sizes[1], col[2] = {M, 1};
     em_device dev = em_dev(x);
-    em_tensor *ign = ei_binary_scalar(EM_EQ, t, (double)ignore, true, false);
-    em_tensor *safe = ign ? em_masked_fill(t, ign, 1) : NULL;
-    em_tensor *kept = ign ? ei_unary(EM_LOGICAL_NOT, ign) : NULL;
-    em_tensor *keptf = kept ? em_to_dtype(kept, x->dtype) : NULL;
-    em_tensor *wt = !safe ? NULL : w ? em_index_select(w, 0, safe) : em_ones(&M, 1, x->dtype, dev);
-    em_tensor *hit = wt && keptf ? ei_binary(EM_MUL, wt, keptf) : NULL;          /* w[t_i], 0 if ignored */
-    em_tensor *hits = hit ? ei_binary_scalar(EM_MUL, hit, 1 - eps, false, false) : NULL;
-    em_tensor *hitc = hits ? em_reshape(hits, col, 2) : NULL;
-    em_tensor *safec = safe ? em_reshape(safe, col, 2) : NULL;
+    em_scope s = {0};
+    em_tensor *ign = em_scope_keep(&s, ei_binary_scalar(EM_EQ, t, (double)ignore, true, false));
+    em_tensor *safe = ign ? em_scope_keep(&s, em_masked_fill(t, ign, 1)) : NULL;
+    em_tensor *keptf = es_to(&s, es_unary(&s, EM_LOGICAL_NOT, ign), x->dtype);
+    em_tensor *wt = !safe ? NULL : em_scope_keep(&s, w ? em_index_select(w, 0, safe) : em_ones(&M, 1, x->dtype, dev));
+    em_tensor *hit = es_mul(&s, wt, keptf);          /* w[t_i], 0 if ignored */
+    em_tensor *hits = es_scalar(&s, EM_MUL, hit, 1 - eps);
+    em_tensor *hitc = hits ? em_scope_keep(&s, em_reshape(hits, col, 2)) : NULL;
+    em_tensor *safec = safe ? em_scope_keep(&s, em_reshape(safe, col, 2)) : NULL;
     em_tensor *q = em_zeros(x->sizes, 2, x->dtype, dev);
     int rc = q && hitc && safec ? em_scatter_add_(q, 1, safec, hitc) : -1;
     if (rc == 0 && eps > 0) {          /* + eps/C w_j on the rows kept */
-        em_tensor *wrow = w ? ei_binary_scalar(EM_MUL, w, eps / (double)C, false, false)
-                            : em_full(&C, 1, eps / (double)C, x->dtype, dev);
-        em_tensor *kc = keptf ? em_reshape(keptf, col, 2) : NULL;
-        em_tensor *sm = wrow && kc ? ei_binary(EM_MUL, kc, wrow) : NULL;
+        em_tensor *wrow = w ? es_scalar(&s, EM_MUL, w, eps / (double)C)
+                            : em_scope_keep(&s, em_full(&C, 1, eps / (double)C, x->dtype, dev));
+        em_tensor *kc = keptf ? em_scope_keep(&s, em_reshape(keptf, col, 2)) : NULL;
+        em_tensor *sm = es_mul(&s, kc, wrow);
         rc = sm ? em_binary_(EM_ADD, q, sm) : -1;
-        em_release(wrow); em_release(kc); em_release(sm);
     }
     int one = 1;
     em_tensor *Q = rc == 0 ? ei_sum(q, &one, 1, true) : NULL;
-    em_release(ign); em_release(safe); em_release(kept); em_release(keptf); em_release(wt);
-    em_release(hit); em_release(hits); em_release(hitc); em_release(safec);
+    em_scope_drop(&s);
     em_set_grad_enabled(was);
     if (!Q) { em_release(q); return -1; }
     *q_out = q;
@@ -60,13 +58,13 @@ static em_tensor *composed_backward(const em_tensor *g, const em_tensor *x, cons
     em_tensor *q = NULL, *Q = NULL;
     if (smoothed_targets(x, t, w, ignore, eps, &q, &Q)) return NULL;
     int64_t col[2] = {x->sizes[0], 1};
-    em_tensor *p = ei_softmax(x, 1);
-    em_tensor *pQ = p ? ei_binary(EM_MUL, p, Q) : NULL;
-    em_tensor *d = pQ ? ei_binary(EM_SUB, pQ, q) : NULL;
-    em_tensor *gc = em_reshape(g, col, 2);
-    em_tensor *r = d && gc ? ei_binary(EM_MUL, d, gc) : NULL;
-    em_release(q); em_release(Q); em_release(p); em_release(pQ); em_release(d); em_release(gc);
-    return r;
+    em_scope s = {0};
+    em_scope_keep(&s, q);
+    em_scope_keep(&s, Q);
+    em_tensor *p = em_scope_keep(&s, ei_softmax(x, 1));
+    em_tensor *d = es_sub(&s, es_mul(&s, p, Q), q);
+    em_tensor *gc = em_scope_keep(&s, em_reshape(g, col, 2));
+    return em_scope_finish(&s, es_mul(&s, d, gc));
 }
 
 static int xent_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
@@ -82,11 +80,9 @@ static int xent_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     }
     em_tensor *g = em_to_dtype(gout[0], x->dtype);
     em_tensor *gx = g ? em_empty(x->sizes, 2, x->dtype, em_dev(x)) : NULL;
-    if (!gx || em_be(x)->cross_entropy_backward(gx, g, x, lse, t, w, ignore, eps)) {
-        em_release(g); em_release(gx);
-        return -1;
-    }
+    int rc = gx ? em_be(x)->cross_entropy_backward(gx, g, x, lse, t, w, ignore, eps) : -1;
     em_release(g);
+    if (rc) { em_release(gx); return -1; }
     gin[0] = gx;
     return 0;
 }
@@ -157,50 +153,38 @@ em_tensor *ei_cross_entropy(const em_tensor *input, const em_tensor *target, con
     /* x: [M, C] with classes last, in float32/float64, built with recorded
      * ops so the gradient flows back through them */
     em_dtype cd = input->dtype == EM_FLOAT64 ? EM_FLOAT64 : EM_FLOAT32;
-    em_tensor *x = em_to_dtype(input, cd), *moved = NULL;
+    em_scope s = {0};
+    em_tensor *x = es_to(&s, input, cd);
     if (x && input->ndim > 2) {
         int perm[EM_MAX_DIMS], k = 0;
         perm[k++] = 0;
         for (int i = 2; i < input->ndim; i++) perm[k++] = i;
         perm[k++] = 1;
-        moved = em_permute(x, perm, input->ndim);
-        em_release(x);
-        x = moved;
+        x = em_scope_keep(&s, em_permute(x, perm, input->ndim));
     }
     int64_t flat[2] = {-1, C};
-    em_tensor *x2 = x ? em_reshape(x, flat, 2) : NULL;
+    em_tensor *x2 = x ? em_scope_keep(&s, em_reshape(x, flat, 2)) : NULL;
     int64_t m1 = -1;
-    em_tensor *t64 = em_to_dtype(target, EM_INT64);
-    em_tensor *t1 = t64 ? em_reshape(t64, &m1, 1) : NULL;
-    em_tensor *w = weight ? em_to_dtype(weight, cd) : NULL;
-    em_tensor *wd = w ? em_detach(w) : NULL;     /* class weights are constants, as in PyTorch */
+    em_tensor *t64 = es_to(&s, target, EM_INT64);
+    em_tensor *t1 = t64 ? em_scope_keep(&s, em_reshape(t64, &m1, 1)) : NULL;
+    em_tensor *w = es_to(&s, weight, cd);
+    em_tensor *wd = w ? em_scope_keep(&s, em_detach(w)) : NULL;     /* class weights are constants, as in PyTorch */
     em_tensor *roww = NULL;
-    em_tensor *rows = x2 && t1 && (!weight || wd) ? row_losses(x2, t1, wd, ignore_index, smoothing, &roww) : NULL;
-    em_release(x); em_release(x2); em_release(t64); em_release(t1); em_release(w); em_release(wd);
-    if (!rows) return NULL;
+    em_tensor *rows = x2 && t1 && (!weight || wd)
+                          ? em_scope_keep(&s, row_losses(x2, t1, wd, ignore_index, smoothing, &roww)) : NULL;
+    em_scope_keep(&s, roww);
+    if (!rows) return em_scope_drop(&s), NULL;
 
-    em_tensor *r = NULL;
+    em_tensor *r;
     if (reduction == EM_REDUCTION_NONE) {
-        r = em_reshape(rows, target->sizes, target->ndim);
+        r = em_scope_keep(&s, em_reshape(rows, target->sizes, target->ndim));
     } else {
-        em_tensor *s = ei_sum(rows, NULL, 0, false);
-        if (s && reduction == EM_REDUCTION_MEAN) {
-            em_tensor *total = ei_sum(roww, NULL, 0, false);   /* 0/0 = NaN when every row is ignored */
-            r = total ? ei_binary(EM_DIV, s, total) : NULL;
-            em_release(total);
-            em_release(s);
-        } else {
-            r = s;
-        }
+        r = es_sum(&s, rows, NULL, 0, false);
+        if (r && reduction == EM_REDUCTION_MEAN)   /* 0/0 = NaN when every row is ignored */
+            r = es_div(&s, r, es_sum(&s, roww, NULL, 0, false));
     }
-    em_release(rows);
-    em_release(roww);
-    if (r && r->dtype != input->dtype) {
-        em_tensor *c = em_to_dtype(r, input->dtype);
-        em_release(r);
-        r = c;
-    }
-    return r;
+    if (r && r->dtype != input->dtype) r = es_to(&s, r, input->dtype);
+    return em_scope_finish(&s, r);
 }
 
 em_tensor *em_cross_entropy(const em_tensor *input, const em_tensor *target, const em_tensor *weight,

@@ -39,44 +39,38 @@ static int composed_backward(em_node *n, em_norm_op op, const em_norm_params *p,
 {
     int dims[2], nd = stat_dims(op, dims), cdims[2] = {0, 2};
     int64_t C = p->C;
-    em_tensor *xs = stat_view(op, x3, p);
-    em_tensor *mu = xs ? em_mean(xs, dims, nd, true) : NULL;
-    em_tensor *xc = mu ? ei_binary(EM_SUB, xs, mu) : NULL;
-    em_tensor *sq = xc ? ei_binary(EM_MUL, xc, xc) : NULL;
-    em_tensor *var = sq ? em_mean(sq, dims, nd, true) : NULL;
-    em_tensor *ve = var ? ei_binary_scalar(EM_ADD, var, p->eps, false, false) : NULL;
-    em_tensor *rstd = ve ? ei_unary(EM_RSQRT, ve) : NULL;
-    em_tensor *xhat_s = rstd ? ei_binary(EM_MUL, xc, rstd) : NULL;
-    em_tensor *xhat = xhat_s ? em_reshape(xhat_s, x3->sizes, 3) : NULL;
+    em_scope s = {0};
+    em_tensor *xs = em_scope_keep(&s, stat_view(op, x3, p));
+    em_tensor *mu = xs ? em_scope_keep(&s, em_mean(xs, dims, nd, true)) : NULL;
+    em_tensor *xc = es_sub(&s, xs, mu);
+    em_tensor *sq = es_mul(&s, xc, xc);
+    em_tensor *var = sq ? em_scope_keep(&s, em_mean(sq, dims, nd, true)) : NULL;
+    em_tensor *rstd = es_unary(&s, EM_RSQRT, es_scalar(&s, EM_ADD, var, p->eps));
+    em_tensor *xhat_s = es_mul(&s, xc, rstd);
+    em_tensor *xhat = xhat_s ? em_scope_keep(&s, em_reshape(xhat_s, x3->sizes, 3)) : NULL;
     int rc = xhat ? 0 : -1;
     if (rc == 0 && em_ag_wants(n, 0)) {
-        em_tensor *wv = w ? channel_view(w, C) : NULL;
-        em_tensor *gyw = w ? (wv ? ei_binary(EM_MUL, gy, wv) : NULL) : em_retain((em_tensor *)gy);
-        em_tensor *gs = gyw ? stat_view(op, gyw, p) : NULL;
-        em_tensor *m1 = gs ? em_mean(gs, dims, nd, true) : NULL;
-        em_tensor *gx_ = m1 ? ei_binary(EM_MUL, gs, xhat_s) : NULL;
-        em_tensor *m2 = gx_ ? em_mean(gx_, dims, nd, true) : NULL;
-        em_tensor *t1 = m2 ? ei_binary(EM_SUB, gs, m1) : NULL;
-        em_tensor *t2 = t1 ? ei_binary(EM_MUL, xhat_s, m2) : NULL;
-        em_tensor *t3 = t2 ? ei_binary(EM_SUB, t1, t2) : NULL;
-        em_tensor *t4 = t3 ? ei_binary(EM_MUL, t3, rstd) : NULL;
+        const em_tensor *gyw = w ? es_mul(&s, gy, em_scope_keep(&s, channel_view(w, C))) : gy;
+        em_tensor *gs = gyw ? em_scope_keep(&s, stat_view(op, gyw, p)) : NULL;
+        em_tensor *m1 = gs ? em_scope_keep(&s, em_mean(gs, dims, nd, true)) : NULL;
+        em_tensor *gx_ = m1 ? es_mul(&s, gs, xhat_s) : NULL;
+        em_tensor *m2 = gx_ ? em_scope_keep(&s, em_mean(gx_, dims, nd, true)) : NULL;
+        em_tensor *t1 = m2 ? es_sub(&s, gs, m1) : NULL;
+        em_tensor *t2 = t1 ? es_mul(&s, xhat_s, m2) : NULL;
+        em_tensor *t4 = es_mul(&s, es_sub(&s, t1, t2), rstd);
         gin[0] = t4 ? em_reshape(t4, x3->sizes, 3) : NULL;
-        em_release(wv); em_release(gyw); em_release(gs); em_release(m1); em_release(gx_); em_release(m2);
-        em_release(t1); em_release(t2); em_release(t3); em_release(t4);
         if (!gin[0]) rc = -1;
     }
     if (rc == 0 && em_ag_wants(n, 1)) {
-        em_tensor *gx_ = ei_binary(EM_MUL, gy, xhat);
+        em_tensor *gx_ = es_mul(&s, gy, xhat);
         gin[1] = gx_ ? ei_sum(gx_, cdims, 2, false) : NULL;
-        em_release(gx_);
         if (!gin[1]) rc = -1;
     }
     if (rc == 0 && em_ag_wants(n, 2)) {
         gin[2] = ei_sum(gy, cdims, 2, false);
         if (!gin[2]) rc = -1;
     }
-    em_release(xs); em_release(mu); em_release(xc); em_release(sq); em_release(var); em_release(ve);
-    em_release(rstd); em_release(xhat_s); em_release(xhat);
+    em_scope_drop(&s);
     return rc;
 }
 
@@ -91,19 +85,18 @@ static int norm_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     if (!mean || !rstd) return -1;
     /* the saved weight is the caller's tensor, a view with any strides; the
      * backend's fused kernel reads it densely */
-    em_tensor *gy = em_contiguous(gout[0]);
-    em_tensor *xc = gy ? em_contiguous(x) : NULL;
-    em_tensor *wc = xc && w ? em_contiguous(w) : NULL;
-    if (w && !wc) { em_release(gy); em_release(xc); return -1; }
+    em_scope s = {0};
+    em_tensor *gy = em_scope_keep(&s, em_contiguous(gout[0]));
+    em_tensor *xc = gy ? em_scope_keep(&s, em_contiguous(x)) : NULL;
+    em_tensor *wc = xc && w ? em_scope_keep(&s, em_contiguous(w)) : NULL;
+    if (w && !wc) return em_scope_drop(&s), -1;
     em_device dev = em_dev(x);
     em_tensor *gx = xc && em_ag_wants(n, 0) ? em_empty(x->sizes, 3, x->dtype, dev) : NULL;
     em_tensor *gw = xc && em_ag_wants(n, 1) ? em_empty(&p.C, 1, x->dtype, dev) : NULL;
     em_tensor *gb = xc && em_ag_wants(n, 2) ? em_empty(&p.C, 1, x->dtype, dev) : NULL;
     bool ok = xc && (gx || !em_ag_wants(n, 0)) && (gw || !em_ag_wants(n, 1)) && (gb || !em_ag_wants(n, 2));
     if (ok && em_be(x)->norm_backward(op, gx, gw, gb, gy, xc, mean, rstd, wc, &p)) ok = false;
-    em_release(gy);
-    em_release(xc);
-    em_release(wc);
+    em_scope_drop(&s);
     if (!ok) { em_release(gx); em_release(gw); em_release(gb); return -1; }
     gin[0] = gx;
     gin[1] = gw;
@@ -124,8 +117,10 @@ static em_tensor *norm_prim(em_norm_op op, const em_tensor *x3, const em_tensor 
     em_device dev = em_dev(x3);
     bool record = em_grad_mode && (x3->requires_grad || (w && w->requires_grad) || (b && b->requires_grad));
     bool was = em_set_grad_enabled(false);
-    em_tensor *xc = em_contiguous(x3);
-    em_tensor *wc = w ? em_contiguous(w) : NULL, *bc = b ? em_contiguous(b) : NULL;
+    em_scope s = {0};
+    em_tensor *xc = em_scope_keep(&s, em_contiguous(x3));
+    em_tensor *wc = w ? em_scope_keep(&s, em_contiguous(w)) : NULL;
+    em_tensor *bc = b ? em_scope_keep(&s, em_contiguous(b)) : NULL;
     em_tensor *y = xc ? em_empty(x3->sizes, 3, x3->dtype, dev) : NULL;
     /* float16/bfloat16 statistics stay in float32, as PyTorch's: the saved
      * mean and rstd feed the backward pass, where a rounded mean would skew
@@ -138,14 +133,11 @@ static em_tensor *norm_prim(em_norm_op op, const em_tensor *x3, const em_tensor 
     if (ok && em_numel(xc) == 0 && nstats > 0) ok = em_fill_(mean, NAN) == 0 && em_fill_(var, NAN) == 0;
     em_tensor *rstd = NULL;
     if (ok && record) {
-        em_tensor *ve = ei_binary_scalar(EM_ADD, var, p->eps, false, false);
-        rstd = ve ? ei_unary(EM_RSQRT, ve) : NULL;
-        em_release(ve);
+        rstd = es_unary(&s, EM_RSQRT, es_scalar(&s, EM_ADD, var, p->eps));
         ok = rstd != NULL;
     }
     em_set_grad_enabled(was);
-    em_release(xc); em_release(wc); em_release(bc);
-    if (!ok) { em_release(y); em_release(mean); em_release(var); return NULL; }
+    if (!ok) { em_scope_drop(&s); em_release(y); em_release(mean); em_release(var); return NULL; }
     if (rstd) {
         em_node *n = em_ag_node(op == EM_NORM_BATCH ? "NativeBatchNormBackward" : "NativeGroupNormBackward",
                                 norm_backward, 3);
@@ -163,8 +155,8 @@ static em_tensor *norm_prim(em_norm_op op, const em_tensor *x3, const em_tensor 
             else
                 y = em_ag_output(n, y);
         }
-        em_release(rstd);
     }
+    em_scope_drop(&s);
     if (!y) { em_release(mean); em_release(var); return NULL; }
     if (mean_out) *mean_out = mean; else em_release(mean);
     if (var_out) *var_out = var; else em_release(var);
@@ -200,7 +192,7 @@ static int check_input(const char *op, const em_tensor *x, int min_ndim)
  * 1 when x is float16/bfloat16 and every parameter given (of the n in ps,
  * NULL: not given) is float32, 0 when none is float32 (or x is not half),
  * -1 (the error set) when some are and some are not. The op then runs on a
- * float32 copy of x and its result is rounded once to x's dtype (to_input);
+ * float32 copy of x and its result is rounded once to x's dtype;
  * the parameters' gradients stay float32. */
 static int mixed_params(const char *op, const em_tensor *x, const em_tensor *const *ps, const char *const *names,
                         int n)
@@ -219,25 +211,15 @@ static int mixed_params(const char *op, const em_tensor *x, const em_tensor *con
                         "input's dtype %s", op, names[other], em_dtype_name(ps[other]->dtype), em_dtype_name(x->dtype));
 }
 
-/* The mixed case's result: yf (the op on the float32 copy xf) in dtype dt;
- * releases both */
-static em_tensor *to_input(em_tensor *xf, em_tensor *yf, em_dtype dt)
-{
-    em_tensor *y = yf ? em_to_dtype(yf, dt) : NULL;
-    em_release(xf);
-    em_release(yf);
-    return y;
-}
-
 /* in-place r = (1 - m) r + m s, on tensors that need no gradient */
 static int running_update(em_tensor *r, const em_tensor *s, double m)
 {
     bool was = em_set_grad_enabled(false);
-    em_tensor *a = em_scalar(1 - m, r->dtype, em_dev(r));
-    em_tensor *ms = ei_binary_scalar(EM_MUL, s, m, false, false);
+    em_scope sc = {0};
+    em_tensor *a = em_scope_keep(&sc, em_scalar(1 - m, r->dtype, em_dev(r)));
+    em_tensor *ms = es_scalar(&sc, EM_MUL, s, m);
     int rc = a && ms && em_binary_(EM_MUL, r, a) == 0 && em_binary_(EM_ADD, r, ms) == 0 ? 0 : -1;
-    em_release(a);
-    em_release(ms);
+    em_scope_drop(&sc);
     em_set_grad_enabled(was);
     return rc;
 }
@@ -250,18 +232,15 @@ static em_tensor *batch_norm_eval(const em_tensor *x, const em_tensor *rm, const
     bs[0] = 1;
     bs[1] = x->sizes[1];
     for (int i = 2; i < x->ndim; i++) bs[i] = 1;
-    em_tensor *ve = ei_binary_scalar(EM_ADD, rv, eps, false, false);
-    em_tensor *inv = ve ? ei_unary(EM_RSQRT, ve) : NULL;
-    em_tensor *scale = !inv ? NULL : w ? ei_binary(EM_MUL, inv, w) : em_retain(inv);
-    em_tensor *ms = scale ? ei_binary(EM_MUL, rm, scale) : NULL;
-    em_tensor *shift = !ms ? NULL : b ? ei_binary(EM_SUB, b, ms) : ei_unary(EM_NEG, ms);
-    em_tensor *sv = shift ? em_reshape(scale, bs, x->ndim) : NULL;
-    em_tensor *hv = sv ? em_reshape(shift, bs, x->ndim) : NULL;
-    em_tensor *xs = hv ? ei_binary(EM_MUL, x, sv) : NULL;
-    em_tensor *y = xs ? ei_binary(EM_ADD, xs, hv) : NULL;
-    em_release(ve); em_release(inv); em_release(scale); em_release(ms); em_release(shift);
-    em_release(sv); em_release(hv); em_release(xs);
-    return y;
+    em_scope s = {0};
+    em_tensor *inv = es_unary(&s, EM_RSQRT, es_scalar(&s, EM_ADD, rv, eps));
+    em_tensor *scale = !inv ? NULL : w ? es_mul(&s, inv, w) : inv;
+    em_tensor *ms = es_mul(&s, rm, scale);
+    em_tensor *shift = !ms ? NULL : b ? es_sub(&s, b, ms) : es_unary(&s, EM_NEG, ms);
+    em_tensor *sv = shift ? em_scope_keep(&s, em_reshape(scale, bs, x->ndim)) : NULL;
+    em_tensor *hv = sv ? em_scope_keep(&s, em_reshape(shift, bs, x->ndim)) : NULL;
+    em_tensor *xs = hv ? es_mul(&s, x, sv) : NULL;
+    return em_scope_finish(&s, es_add(&s, xs, hv));
 }
 
 em_tensor *em_batch_norm(const em_tensor *x, em_tensor *running_mean, em_tensor *running_var, const em_tensor *weight,
@@ -274,9 +253,11 @@ em_tensor *em_batch_norm(const em_tensor *x, em_tensor *running_mean, em_tensor 
     int mixed = mixed_params(op, x, ps, names, 4);
     if (mixed < 0) return NULL;
     if (mixed) {
-        em_tensor *xf = em_to_dtype(x, EM_FLOAT32);
-        return to_input(xf, xf ? em_batch_norm(xf, running_mean, running_var, weight, bias, training, momentum, eps)
-                               : NULL, x->dtype);
+        em_scope s = {0};
+        em_tensor *xf = es_to(&s, x, EM_FLOAT32);
+        em_tensor *yf = xf ? em_scope_keep(&s, em_batch_norm(xf, running_mean, running_var, weight, bias, training,
+                                                             momentum, eps)) : NULL;
+        return em_scope_finish(&s, es_to(&s, yf, x->dtype));
     }
     int64_t C = x->sizes[1];
     if (check_vector(op, "running_mean", x, running_mean, C) || check_vector(op, "running_var", x, running_var, C) ||
@@ -297,25 +278,20 @@ em_tensor *em_batch_norm(const em_tensor *x, em_tensor *running_mean, em_tensor 
                NULL;
     int64_t s3[3] = {N, C, S};
     em_norm_params p = {.N = N, .C = C, .S = S, .G = 1, .eps = eps};
-    em_tensor *x3 = em_reshape(x, s3, 3);
+    em_scope s = {0};
+    em_tensor *x3 = em_scope_keep(&s, em_reshape(x, s3, 3));
     em_tensor *mean = NULL, *var = NULL;
-    em_tensor *y3 = x3 ? norm_prim(EM_NORM_BATCH, x3, weight, bias, &p, &mean, &var) : NULL;
-    em_release(x3);
+    em_tensor *y3 = x3 ? em_scope_keep(&s, norm_prim(EM_NORM_BATCH, x3, weight, bias, &p, &mean, &var)) : NULL;
+    em_scope_keep(&s, mean);
+    em_scope_keep(&s, var);
     if (y3 && running_mean) {
         double n = (double)(N * S);
-        em_tensor *unbiased = WITHOUT_GRAD(ei_binary_scalar(EM_MUL, var, n / (n - 1), false, false));
-        if (!unbiased || running_update(running_mean, mean, momentum) || running_update(running_var, unbiased, momentum)) {
-            em_release(y3);
+        em_tensor *unbiased = em_scope_keep(&s, WITHOUT_GRAD(ei_binary_scalar(EM_MUL, var, n / (n - 1), false, false)));
+        if (!unbiased || running_update(running_mean, mean, momentum) ||
+            running_update(running_var, unbiased, momentum))
             y3 = NULL;
-        }
-        em_release(unbiased);
     }
-    em_release(mean);
-    em_release(var);
-    if (!y3) return NULL;
-    em_tensor *y = em_reshape(y3, x->sizes, x->ndim);
-    em_release(y3);
-    return y;
+    return em_scope_finish(&s, y3 ? em_scope_keep(&s, em_reshape(y3, x->sizes, x->ndim)) : NULL);
 }
 
 em_tensor *ei_group_norm(const em_tensor *x, int64_t groups, const em_tensor *weight, const em_tensor *bias, double eps)
@@ -332,20 +308,19 @@ em_tensor *ei_group_norm(const em_tensor *x, int64_t groups, const em_tensor *we
     int mixed = mixed_params(op, x, ps, names, 2);
     if (mixed < 0) return NULL;
     if (mixed) {
-        em_tensor *xf = em_to_dtype(x, EM_FLOAT32);
-        return to_input(xf, xf ? ei_group_norm(xf, groups, weight, bias, eps) : NULL, x->dtype);
+        em_scope s = {0};
+        em_tensor *xf = es_to(&s, x, EM_FLOAT32);
+        em_tensor *yf = xf ? em_scope_keep(&s, ei_group_norm(xf, groups, weight, bias, eps)) : NULL;
+        return em_scope_finish(&s, es_to(&s, yf, x->dtype));
     }
     if (check_vector(op, "weight", x, weight, C) || check_vector(op, "bias", x, bias, C)) return NULL;
     if (!(eps >= 0)) return em_set_error("%s: eps must be non-negative, got %g", op, eps), NULL;
     int64_t s3[3] = {N, C, S};
     em_norm_params p = {.N = N, .C = C, .S = S, .G = groups, .eps = eps};
-    em_tensor *x3 = em_reshape(x, s3, 3);
-    em_tensor *y3 = x3 ? norm_prim(EM_NORM_GROUP, x3, weight, bias, &p, NULL, NULL) : NULL;
-    em_release(x3);
-    if (!y3) return NULL;
-    em_tensor *y = em_reshape(y3, x->sizes, x->ndim);
-    em_release(y3);
-    return y;
+    em_scope s = {0};
+    em_tensor *x3 = em_scope_keep(&s, em_reshape(x, s3, 3));
+    em_tensor *y3 = x3 ? em_scope_keep(&s, norm_prim(EM_NORM_GROUP, x3, weight, bias, &p, NULL, NULL)) : NULL;
+    return em_scope_finish(&s, y3 ? em_scope_keep(&s, em_reshape(y3, x->sizes, x->ndim)) : NULL);
 }
 
 em_tensor *em_group_norm(const em_tensor *x, int64_t groups, const em_tensor *weight, const em_tensor *bias, double eps)
@@ -374,8 +349,10 @@ em_tensor *ei_layer_norm(const em_tensor *x, const int64_t *normalized_shape, in
     int mixed = mixed_params(op, x, wb, names, 2);
     if (mixed < 0) return NULL;
     if (mixed) {
-        em_tensor *xf = em_to_dtype(x, EM_FLOAT32);
-        return to_input(xf, xf ? ei_layer_norm(xf, normalized_shape, nnorm, weight, bias, eps) : NULL, x->dtype);
+        em_scope s = {0};
+        em_tensor *xf = es_to(&s, x, EM_FLOAT32);
+        em_tensor *yf = xf ? em_scope_keep(&s, ei_layer_norm(xf, normalized_shape, nnorm, weight, bias, eps)) : NULL;
+        return em_scope_finish(&s, es_to(&s, yf, x->dtype));
     }
     for (int k = 0; k < 2; k++) {
         const em_tensor *v = wb[k];
@@ -392,16 +369,13 @@ em_tensor *ei_layer_norm(const em_tensor *x, const int64_t *normalized_shape, in
     int64_t R = M ? em_numel(x) / M : 0;
     int64_t s3[3] = {R, M, 1};
     em_norm_params p = {.N = R, .C = M, .S = 1, .G = 1, .eps = eps};
-    em_tensor *x3 = em_reshape(x, s3, 3);
-    em_tensor *wf = weight ? em_reshape(weight, &M, 1) : NULL;
-    em_tensor *bf = bias ? em_reshape(bias, &M, 1) : NULL;
+    em_scope s = {0};
+    em_tensor *x3 = em_scope_keep(&s, em_reshape(x, s3, 3));
+    em_tensor *wf = weight ? em_scope_keep(&s, em_reshape(weight, &M, 1)) : NULL;
+    em_tensor *bf = bias ? em_scope_keep(&s, em_reshape(bias, &M, 1)) : NULL;
     bool ok = x3 && (!weight || wf) && (!bias || bf);
-    em_tensor *y3 = ok ? norm_prim(EM_NORM_GROUP, x3, wf, bf, &p, NULL, NULL) : NULL;
-    em_release(x3); em_release(wf); em_release(bf);
-    if (!y3) return NULL;
-    em_tensor *y = em_reshape(y3, x->sizes, x->ndim);
-    em_release(y3);
-    return y;
+    em_tensor *y3 = ok ? em_scope_keep(&s, norm_prim(EM_NORM_GROUP, x3, wf, bf, &p, NULL, NULL)) : NULL;
+    return em_scope_finish(&s, y3 ? em_scope_keep(&s, em_reshape(y3, x->sizes, x->ndim)) : NULL);
 }
 
 em_tensor *em_layer_norm(const em_tensor *x, const int64_t *normalized_shape, int nnorm, const em_tensor *weight,
