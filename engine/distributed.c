@@ -308,7 +308,9 @@ static void work_release(em_work *w)
         em_release(w->src[i]);
     }
     w->ncopy = 0;
-    em_release4(w->recv, w->send, w->divide, NULL);
+    em_release(w->recv);
+    em_release(w->send);
+    em_release(w->divide);
     w->recv = w->send = w->divide = NULL;
 }
 

@@ -111,9 +111,6 @@ em_tensor *ei_einsum(const char *equation, em_tensor *const *operands, int n);
 em_tensor *ei_tensordot(const em_tensor *a, const em_tensor *b, const int *dims_a, const int *dims_b, int ndims);
 em_tensor *ei_cdist(const em_tensor *x1, const em_tensor *x2, double p);
 
-/* Releases up to four tensors (NULL allowed). */
-void em_release4(em_tensor *a, em_tensor *b, em_tensor *c, em_tensor *d);
-
 /* Temporaries released together, so that a formula composed of engine ops
  * reads as one expression per line and fails once at the end: each helper
  * keeps its result in the scope and passes NULL through. */

@@ -201,11 +201,6 @@ void em_release(em_tensor *t)
     header_free(t);
 }
 
-void em_release4(em_tensor *a, em_tensor *b, em_tensor *c, em_tensor *d)
-{
-    em_release(a); em_release(b); em_release(c); em_release(d);
-}
-
 /* A new header on t's storage; sizes/strides are filled in by the caller. */
 em_tensor *em_header_on(const em_tensor *t)
 {
