@@ -13,28 +13,11 @@
 
 /* ---- ember._autocast --------------------------------------------------------- */
 
-/* the policies Lua code names; "fp32_refuse_cuda" is float32 on the CPU and
- * an error for CUDA tensors in a CUDA region (PyTorch's binary_cross_entropy) */
-static const struct { const char *name; em_autocast_policy pol; bool refuse_cuda; } policies[] = {
-    {"lower", EM_AC_LOWER, false}, {"fp32", EM_AC_FP32, false}, {"promote", EM_AC_PROMOTE, false},
-    {"fp32_cuda", EM_AC_FP32_CUDA, false}, {"lower_cuda", EM_AC_LOWER_CUDA, false},
-    {"fp32_refuse_cuda", EM_AC_FP32, true},
+/* the policies Lua code names */
+static const struct { const char *name; em_autocast_policy pol; } policies[] = {
+    {"lower", EM_AC_LOWER}, {"fp32", EM_AC_FP32}, {"promote", EM_AC_PROMOTE},
+    {"fp32_cuda", EM_AC_FP32_CUDA}, {"lower_cuda", EM_AC_LOWER_CUDA},
 };
-
-/* PyTorch's refusal (its AutocastCUDA kernel of binary_cross_entropy) */
-static void refuse_on_cuda(lua_State *L, int top)
-{
-    bool enabled, cache;
-    em_dtype dtype;
-    if (em_autocast_get(EM_CUDA, &enabled, &dtype, &cache) || !enabled) return;
-    for (int i = 2; i <= top; i++) {
-        em_tensor *t = emlua_test(L, i);
-        if (t && t->storage->device.type == EM_CUDA)
-            luaL_error(L, "binary_cross_entropy: unsafe to autocast (a CUDA region): many models use a sigmoid "
-                          "right before it; combine the two with F.binary_cross_entropy_with_logits or "
-                          "nn.BCEWithLogitsLoss, which are safe to autocast (PyTorch refuses it too)");
-    }
-}
 
 /* ember._autocast(policy, ...): the arguments, the tensors among them cast
  * under the policy (promote: to the widest of them) */
@@ -45,11 +28,9 @@ static int l_autocast_args(lua_State *L)
     while (k < npol && strcmp(policies[k].name, name) != 0) k++;
     if (k == npol)
         emlua_typeerror(L, 1, "_autocast",
-                        "a policy (\"lower\", \"lower_cuda\", \"fp32\", \"fp32_cuda\", \"fp32_refuse_cuda\" "
-                        "or \"promote\")");
+                        "a policy (\"lower\", \"lower_cuda\", \"fp32\", \"fp32_cuda\" or \"promote\")");
     int top = lua_gettop(L);
     if (!em_autocast_active() || top < 2) return top - 1;
-    if (policies[k].refuse_cuda) refuse_on_cuda(L, top);
     int n = top - 1;
     const em_tensor **ts = lua_newuserdatauv(L, sizeof *ts * (size_t)n, 0);
     em_tensor **cast = lua_newuserdatauv(L, sizeof *cast * (size_t)n, 0);

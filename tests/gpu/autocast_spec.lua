@@ -136,6 +136,24 @@ cuda_it("a cuda region runs the fp32 list in float32 from a float16 input, compo
   end)
 end)
 
+cuda_it("binary_cross_entropy refuses CUDA tensors in a cuda region, at the caller's line, as PyTorch", function()
+  local p = dev(ember.rand(4)):half()
+  local ok, err = pcall(function()
+    ember.autocast("cuda", nil, function()
+      local loss = F.binary_cross_entropy(p, p)   -- the line the error names
+      return loss
+    end)
+  end)
+  assert.is_false(ok)
+  local line = debug.getinfo(1, "l").currentline - 5
+  assert.matches("autocast_spec%.lua:" .. line .. ": binary_cross_entropy: unsafe to autocast %(a CUDA region%)", err)
+  assert.matches("F%.binary_cross_entropy_with_logits", err)
+  -- outside the region, and for CPU tensors inside it, it runs (float32 from the CPU's list)
+  assert.equal("float16", F.binary_cross_entropy(p, p).dtype)
+  local c = ember.rand(4):half()
+  ember.autocast("cuda", nil, function() assert.equal("float16", F.binary_cross_entropy(c, c).dtype) end)
+end)
+
 -- PyTorch 2.15's CUDA lists (tests/lua/fixtures/autocast_cuda.lua, from PyTorch's own
 -- AutocastCUDA kernels run on fake CUDA tensors by scripts/fixtures/make_autocast_fixtures.py):
 -- each op's result dtype under a region of dtype d, from inputs of dtype d or float32.

@@ -1459,9 +1459,15 @@ local binary_cross_entropy_names = {"weight", "size_average", "reduce", "reducti
 function F.binary_cross_entropy(input, target, ...)
   local op = "binary_cross_entropy"
   local reduction, o
-  -- in a CUDA region PyTorch refuses it; on the CPU its list runs it in float32
-  input, target, reduction, o = loss_start(op, "fp32_refuse_cuda", binary_cross_entropy_names, pair, input, target,
-                                           ...)
+  -- PyTorch refuses it for CUDA tensors in a CUDA region (its AutocastCUDA kernel); on
+  -- the CPU its list runs it in float32
+  local function on_cuda(x) return ember.is_tensor(x) and x.is_cuda end
+  if ember.is_autocast_enabled("cuda") and (on_cuda(input) or on_cuda(target)) then
+    raise(op .. ": unsafe to autocast (a CUDA region): many models use a sigmoid right before it; combine "
+          .. "the two with F.binary_cross_entropy_with_logits or nn.BCEWithLogitsLoss, which are safe to "
+          .. "autocast (PyTorch refuses it too)")
+  end
+  input, target, reduction, o = loss_start(op, "fp32", binary_cross_entropy_names, pair, input, target, ...)
   check_weight(o.weight, input, op, "weight")
   if input:numel() > 0 then
     local lo, hi = input:min():item(), input:max():item()
