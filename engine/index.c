@@ -828,8 +828,10 @@ static em_tensor *reduce_count(const em_tensor *t, int d, const em_tensor *ix, b
     em_tensor *one = em_scope_keep(&s, em_scalar(1, dt, em_dev(t)));
     em_tensor *ones = one ? em_scope_keep(&s, em_expand(one, ix->sizes, ix->ndim)) : NULL;
     int rc = count && ones ? em_scatter_add_(count, d, ix, ones) : -1;
-    em_tensor *zero = rc || include_self ? NULL : em_scope_keep(&s, ei_binary_scalar(EM_EQ, count, 0, true, false));
-    if (zero && em_masked_fill_(count, zero, 1)) rc = -1;
+    if (rc == 0 && !include_self) {   /* what nothing reached keeps its value: a count of 1, not 0 */
+        em_tensor *zero = em_scope_keep(&s, ei_binary_scalar(EM_EQ, count, 0, true, false));
+        if (!zero || em_masked_fill_(count, zero, 1)) rc = -1;
+    }
     em_scope_drop(&s);
     if (rc) { em_release(count); return NULL; }
     return count;

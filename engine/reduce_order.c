@@ -293,12 +293,13 @@ static em_tensor *one_quantile(const em_tensor *sv, int d, const em_tensor *cnt,
         em_tensor *has = qn ? em_scope_keep(&s, ei_binary_scalar(EM_GT, cnt, 0, true, false)) : NULL;
         rank = has ? em_scope_keep(&s, em_masked_fill(qn, has, (double)(n - 1))) : NULL;
     }
-    if (rank && interp != EM_QUANTILE_LINEAR && interp != EM_QUANTILE_MIDPOINT) {
+    bool between = interp == EM_QUANTILE_LINEAR || interp == EM_QUANTILE_MIDPOINT;
+    if (rank && !between) {
         em_unary_op r = interp == EM_QUANTILE_LOWER ? EM_FLOOR : interp == EM_QUANTILE_HIGHER ? EM_CEIL : EM_ROUND;
         rank = es_unary(&s, r, rank);
     }
     em_tensor *below = NULL, *above = NULL, *w = NULL;
-    if (rank && (interp == EM_QUANTILE_LINEAR || interp == EM_QUANTILE_MIDPOINT)) {
+    if (rank && between) {
         below = es_unary(&s, EM_FLOOR, rank);
         above = below ? es_unary(&s, EM_CEIL, rank) : NULL;
         if (above && interp == EM_QUANTILE_MIDPOINT)
@@ -307,7 +308,7 @@ static em_tensor *one_quantile(const em_tensor *sv, int d, const em_tensor *cnt,
     }
     em_set_grad_enabled(was);
     em_tensor *r = NULL;
-    if (rank && !below) {
+    if (rank && !between) {
         r = em_scope_keep(&s, at_rank(sv, d, rank));
     } else if (w) {
         em_tensor *lo = em_scope_keep(&s, at_rank(sv, d, below));

@@ -568,7 +568,7 @@ em_tensor *em_atleast(const em_tensor *t, int n)
     if (t->ndim >= n) return em_alias(t);
     int64_t sizes[3] = {1, 1, 1};
     if (t->ndim == 1) {
-        sizes[n == 2 ? 1 : 1] = t->sizes[0];   /* [n] -> [1, n] or [1, n, 1] */
+        sizes[1] = t->sizes[0];   /* [n] -> [1, n] or [1, n, 1] */
     } else if (t->ndim == 2) {                 /* n == 3: [a, b] -> [a, b, 1] */
         sizes[0] = t->sizes[0];
         sizes[1] = t->sizes[1];
