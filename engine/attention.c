@@ -104,20 +104,32 @@ static em_attn_params chunk_params(const em_attn_params *p, const chunking *c, i
     return q;
 }
 
+/* Chunk o's views of ts[0..n-1] (NULL stays NULL) into views, and of the
+ * mask into *mask, kept in s; 0, or -1 when one could not be made. */
+static int chunk_views(em_scope *s, const chunking *c, int64_t o, const em_tensor *const *ts, int n,
+                       em_tensor **views, em_tensor **mask)
+{
+    *mask = c->mask ? em_scope_keep(s, chunk_mask(c, o)) : NULL;
+    int rc = c->mask && !*mask ? -1 : 0;
+    for (int i = 0; i < n; i++) {
+        views[i] = ts[i] && rc == 0 ? em_scope_keep(s, rows(ts[i], c, o)) : NULL;
+        if (ts[i] && !views[i]) rc = -1;
+    }
+    return rc;
+}
+
 static int run_forward(const chunking *c, em_tensor *out, em_tensor *lse, const em_tensor *q, const em_tensor *k,
                        const em_tensor *v, const em_attn_params *p)
 {
     const em_backend *be = em_be(q);
     int64_t TqTk = q->sizes[1] * k->sizes[1];
+    const em_tensor *ts[5] = {out, lse, q, k, v};
     int rc = 0;
     for (int64_t o = 0; o < c->P && rc == 0; o++) {
         em_scope s = {0};
-        em_tensor *m = c->mask ? em_scope_keep(&s, chunk_mask(c, o)) : NULL;
-        em_tensor *oo = em_scope_keep(&s, rows(out, c, o)), *ll = em_scope_keep(&s, rows(lse, c, o));
-        em_tensor *qq = em_scope_keep(&s, rows(q, c, o)), *kk = em_scope_keep(&s, rows(k, c, o));
-        em_tensor *vv = em_scope_keep(&s, rows(v, c, o));
+        em_tensor *x[5], *m;
         em_attn_params cp = chunk_params(p, c, o, TqTk);
-        rc = (c->mask && !m) || !oo || !ll || !qq || !kk || !vv ? -1 : be->attention(oo, ll, qq, kk, vv, m, &cp);
+        rc = chunk_views(&s, c, o, ts, 5, x, &m) ? -1 : be->attention(x[0], x[1], x[2], x[3], x[4], m, &cp);
         em_scope_drop(&s);
     }
     return rc;
@@ -129,19 +141,14 @@ static int run_backward(const chunking *c, em_tensor *gq, em_tensor *gk, em_tens
 {
     const em_backend *be = em_be(q);
     int64_t TqTk = q->sizes[1] * k->sizes[1];
+    const em_tensor *ts[9] = {gq, gk, gv, go, q, k, v, out, lse};
     int rc = 0;
     for (int64_t o = 0; o < c->P && rc == 0; o++) {
         em_scope s = {0};
-        em_tensor *m = c->mask ? em_scope_keep(&s, chunk_mask(c, o)) : NULL;
-        em_tensor *a = gq ? em_scope_keep(&s, rows(gq, c, o)) : NULL;
-        em_tensor *b = gk ? em_scope_keep(&s, rows(gk, c, o)) : NULL;
-        em_tensor *d = gv ? em_scope_keep(&s, rows(gv, c, o)) : NULL;
-        em_tensor *g = em_scope_keep(&s, rows(go, c, o)), *qq = em_scope_keep(&s, rows(q, c, o));
-        em_tensor *kk = em_scope_keep(&s, rows(k, c, o)), *vv = em_scope_keep(&s, rows(v, c, o));
-        em_tensor *oo = em_scope_keep(&s, rows(out, c, o)), *ll = em_scope_keep(&s, rows(lse, c, o));
+        em_tensor *x[9], *m;
         em_attn_params cp = chunk_params(p, c, o, TqTk);
-        bool ok = (!c->mask || m) && (!gq || a) && (!gk || b) && (!gv || d) && g && qq && kk && vv && oo && ll;
-        rc = ok ? be->attention_backward(a, b, d, g, qq, kk, vv, oo, ll, m, &cp) : -1;
+        rc = chunk_views(&s, c, o, ts, 9, x, &m)
+                 ? -1 : be->attention_backward(x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8], m, &cp);
         em_scope_drop(&s);
     }
     return rc;

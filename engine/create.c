@@ -117,7 +117,7 @@ em_tensor *em_logspace(double start, double end, int64_t steps, double base, em_
     em_scope s = {0};
     em_tensor *e = em_scope_keep(&s, em_linspace(start, end, steps, EM_FLOAT64, dev));
     em_tensor *p = e ? em_scope_keep(&s, ei_binary_scalar(EM_POW, e, base, false, true)) : NULL;
-    return em_scope_finish(&s, p ? em_cast_to(p, d) : NULL);
+    return em_scope_finish(&s, p ? em_scope_keep(&s, em_cast_to(p, d)) : NULL);
 }
 
 /* The 1-based coordinates [2, N] of the lower (upper false) or upper

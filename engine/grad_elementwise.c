@@ -382,7 +382,7 @@ static int clamp_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
         keep = es_binary(&s, EM_LOGICAL_AND, keep, es_scalar(&s, i == 0 ? EM_GT : EM_LT, x, bound));
     }
     em_tensor *z = keep ? em_scope_keep(&s, zeros_like_t(gout[0])) : NULL;
-    em_tensor *r = em_scope_finish(&s, z ? em_where(keep, gout[0], z) : NULL);
+    em_tensor *r = em_scope_finish(&s, z ? em_scope_keep(&s, em_where(keep, gout[0], z)) : NULL);
     gin[0] = fit(r, x);
     return gin[0] ? 0 : -1;
 }

@@ -122,9 +122,10 @@ typedef struct em_scope {
 /* Keeps t (NULL passes through); a full scope releases t and fails. */
 em_tensor *em_scope_keep(em_scope *s, em_tensor *t);
 void em_scope_drop(em_scope *s);
-/* Releases every temporary and returns r as a new reference: r may be one
- * kept in s (it is retained first), a new reference of the caller's that
- * was not kept, or NULL; never a borrowed one. */
+/* Returns a new reference to r, which must be kept in s (or NULL), and
+ * releases every temporary. A result made outside the scope is returned
+ * after em_scope_drop instead: an op may hand back one of its operands
+ * retained, so the same pointer can be both kept and a new reference. */
 em_tensor *em_scope_finish(em_scope *s, em_tensor *r);
 /* Engine ops in a scope (scope.c): NULL operands pass through as NULL,
  * results are kept in s. es_scalar is `a op x`; es_mT transposes the last

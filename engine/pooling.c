@@ -178,7 +178,7 @@ static int max_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     em_tensor *iv = em_scope_keep(&s, em_reshape(idx, flat_y, 3));
     em_tensor *g = em_scope_keep(&s, em_reshape(gout[0], flat_y, 3));
     em_tensor *gx = iv && g ? em_scope_keep(&s, em_ag_add_into_zeros(false, flat_x, 3, 2, iv, g)) : NULL;
-    gin[0] = em_scope_finish(&s, gx ? em_reshape(gx, n->sizes, n->ndim) : NULL);
+    gin[0] = em_scope_finish(&s, gx ? em_scope_keep(&s, em_reshape(gx, n->sizes, n->ndim)) : NULL);
     return gin[0] ? 0 : -1;
 }
 

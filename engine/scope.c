@@ -25,12 +25,7 @@ void em_scope_drop(em_scope *s)
 
 em_tensor *em_scope_finish(em_scope *s, em_tensor *r)
 {
-    /* r is usually the last one kept: look from the end */
-    for (int i = s->n - 1; r && i >= 0; i--)
-        if (s->t[i] == r) {
-            em_retain(r);
-            break;
-        }
+    if (r) em_retain(r);
     em_scope_drop(s);
     return r;
 }
