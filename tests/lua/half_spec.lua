@@ -501,6 +501,45 @@ describe("float16/bfloat16 bad input", function()
   end)
 end)
 
+describe("bfloat16 sums of contiguous runs (float32 lanes, as PyTorch accumulates them)", function()
+  -- the exact sum of the bfloat16 values (float64 holds it: 8-bit significands, few terms)
+  -- and the result must be one of the two bfloat16 values around it
+  local function within_one_unit(got, exact, what)
+    for i = 1, exact:numel() do
+      local e, g = exact:view(-1)[i]:item(), got:view(-1)[i]:item()
+      local unit = e == 0 and 2^-133 or 2^(math.floor(math.log(math.abs(e), 2)) - 7)
+      assert(math.abs(g - e) <= unit, string.format("%s: element %d is %.9g, the exact sum %.9g", what, i, g, e))
+    end
+  end
+  it("match the exact sum to a unit in the last place, across lane and block edges", function()
+    ember.manual_seed(3)
+    for _, n in ipairs({1, 7, 63, 64, 65, 127, 512, 1000, 1024, 1025, 3000}) do
+      local x = ember.randn(3, n):bfloat16()
+      local s = x:sum(2)
+      assert.are.equal("bfloat16", s.dtype)
+      within_one_unit(s, x:double():sum(2), "sum(2) of " .. n)
+      within_one_unit(x:sum(), x:double():sum(), "sum() of " .. 3 * n)
+      within_one_unit(x:mean(2), x:double():mean(2), "mean(2) of " .. n)
+    end
+  end)
+  it("carry infinities and NaN, and sum with dtype = float64 in float64", function()
+    local x = ember.zeros(4, 200):bfloat16()
+    x[1][150] = math.huge
+    x[2][3] = -math.huge
+    x[3][70] = 0 / 0
+    x[4][1], x[4][100] = math.huge, -math.huge
+    local s = x:sum(2)
+    assert.are.equal(math.huge, s[1]:item())
+    assert.are.equal(-math.huge, s[2]:item())
+    assert.is_true(s[3]:item() ~= s[3]:item())
+    assert.is_true(s[4]:item() ~= s[4]:item())
+    -- 128 terms of 2^-9 beside 256: below bfloat16's spacing there (2), kept by a float64 sum
+    local y = ember.full({1, 129}, 2^-9):bfloat16()
+    y[1][1] = 256
+    assert.are.equal(256 + 128 * 2^-9, y:sum(2, {dtype = "float64"})[1]:item())
+  end)
+end)
+
 -- ---- PyTorch 1.13's CPU results ------------------------------------------------------------
 
 describe("float16/bfloat16 results match PyTorch", function()
