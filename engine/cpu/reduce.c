@@ -106,12 +106,7 @@ static const double *load_f(const char *p, int64_t n, int64_t st, em_dtype d, do
         /* the autocast CNN's bias gradients: a generic load per element cost
          * a tenth of its epoch */
         const uint16_t *q = (const uint16_t *)p;
-        for (int64_t i = 0; i < n; i++) {
-            uint32_t bits = (uint32_t)q[i * st] << 16;     /* bfloat16 is float32's top half */
-            float f;
-            memcpy(&f, &bits, 4);
-            buf[i] = f;
-        }
+        for (int64_t i = 0; i < n; i++) buf[i] = emf_bf16_to_float(q[i * st]);
     } else if (d == EM_FLOAT16) {
         const uint16_t *q = (const uint16_t *)p;
         for (int64_t i = 0; i < n; i++) buf[i] = em_half_to_float(q[i * st]);
@@ -170,19 +165,9 @@ static double sum_bf16(const uint16_t *q, int64_t n)
     float acc[64] = {0};
     int64_t i = 0;
     for (; i + 64 <= n; i += 64)
-        for (int k = 0; k < 64; k++) {
-            uint32_t bits = (uint32_t)q[i + k] << 16;
-            float f;
-            memcpy(&f, &bits, 4);
-            acc[k] += f;
-        }
+        for (int k = 0; k < 64; k++) acc[k] += emf_bf16_to_float(q[i + k]);
     float tail = 0;
-    for (; i < n; i++) {
-        uint32_t bits = (uint32_t)q[i] << 16;
-        float f;
-        memcpy(&f, &bits, 4);
-        tail += f;
-    }
+    for (; i < n; i++) tail += emf_bf16_to_float(q[i]);
     for (int w = 32; w >= 1; w /= 2)
         for (int k = 0; k < w; k++) acc[k] += acc[k + w];
     return (double)acc[0] + tail;
