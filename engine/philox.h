@@ -1,8 +1,8 @@
 /* philox.h — Philox 4x32-10 (Salmon et al., "Parallel random numbers: as
  * easy as 1, 2, 3", SC'11), as in Random123: the one body of the rounds,
- * included by the engine (engine/random.c's em_philox4x32, which the CPU
- * kernels call) and by the CUDA kernels (kernels/random.cu,
- * kernels/attention.cu's dropout), so every backend draws the same bits.
+ * included by the CPU kernels (engine/cpu/random.c, engine/cpu/attention.c's
+ * dropout), the CUDA kernels (kernels/random.cu, kernels/attention.cu's
+ * dropout) and the known-answer test, so every backend draws the same bits.
  * engine/cpu/random.c's header maps counters to elements. Plain C that
  * nvcc and g++ (the emulated device) also compile; host and device there. */
 #ifndef EMBER_PHILOX_H

@@ -10,7 +10,6 @@
  * device or the number of threads, and a saved state replays exactly. */
 #include "internal.h"
 #include "autograd.h"
-#include "philox.h"
 
 #include <math.h>
 
@@ -19,15 +18,6 @@
 
 static uint64_t rng_seed = DEFAULT_SEED;
 static uint64_t rng_offset;
-
-/* Philox 4x32-10 (philox.h). Exposed (not in ember.h) so the known-answer
- * test can check it and the CPU kernels call it. */
-void em_philox4x32(uint32_t ctr[4], const uint32_t key[2], uint32_t out[4])
-{
-    uint32_t c[4] = {ctr[0], ctr[1], ctr[2], ctr[3]};
-    em_philox_rounds(c, key[0], key[1]);
-    out[0] = c[0]; out[1] = c[1]; out[2] = c[2]; out[3] = c[3];
-}
 
 void em_manual_seed(uint64_t seed)
 {

@@ -51,6 +51,7 @@
 #ifndef ATTN_T
 
 #include "cpu.h"
+#include "../philox.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -61,8 +62,6 @@
 #define GK 64           /* backward: keys per tile */
 _Static_assert(FQ % 16 == 0 && GK % 16 == 0, "score tiles are whole vectors wide");
 #define PARTS 8         /* backward: key parts over all problems (see setup_parts) */
-
-void em_philox4x32(uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
 
 typedef struct attn_job {
     const em_attn_params *p;
@@ -102,8 +101,11 @@ static void keep_row(const attn_job *j, int64_t b, int64_t i, int64_t j0, int64_
         uint64_t k = n / 4;
         if (k != have) {
             uint64_t ctr = j->p->offset + k;
-            uint32_t w[4] = {(uint32_t)ctr, (uint32_t)(ctr >> 32), ctr < j->p->offset ? 1u : 0u, 0};
-            em_philox4x32(w, j->key, x);
+            x[0] = (uint32_t)ctr;
+            x[1] = (uint32_t)(ctr >> 32);
+            x[2] = ctr < j->p->offset ? 1u : 0u;
+            x[3] = 0;
+            em_philox_rounds(x, j->key[0], j->key[1]);
             have = k;
         }
         keep[c] = (double)(x[n % 4] >> j->mshift) < j->keep_thr;

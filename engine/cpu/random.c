@@ -3,7 +3,7 @@
  * THE MAPPING (every backend must follow it exactly, so that one seed gives
  * the same numbers on every device; the CUDA backend copies this):
  *
- *  - Generator: Philox 4x32-10 (em_philox4x32 in engine/random.c), key
+ *  - Generator: Philox 4x32-10 (engine/philox.h), key
  *    {seed & 0xffffffff, seed >> 32}.
  *  - Counter: a 128-bit integer, little-endian in four 32-bit words. For the
  *    counter number q = offset + k (offset: the 64-bit value the engine
@@ -38,10 +38,9 @@
  *    most r / 2^64).
  */
 #include "cpu.h"
+#include "../philox.h"
 
 #include <math.h>
-
-void em_philox4x32(uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
 
 typedef struct rand_job {
     em_random_op op;
@@ -58,8 +57,11 @@ typedef struct rand_job {
 static void philox_at(const rand_job *j, uint64_t k, uint32_t out[4])
 {
     uint64_t q = j->offset + k;
-    uint32_t ctr[4] = {(uint32_t)q, (uint32_t)(q >> 32), q < j->offset ? 1u : 0u, 0};
-    em_philox4x32(ctr, j->key, out);
+    out[0] = (uint32_t)q;
+    out[1] = (uint32_t)(q >> 32);
+    out[2] = q < j->offset ? 1u : 0u;
+    out[3] = 0;
+    em_philox_rounds(out, j->key[0], j->key[1]);
 }
 
 /* Walks the output's elements in row-major order from a start position,
