@@ -47,7 +47,7 @@ static em_tensor *zero_based(const char *op, const em_tensor *ix, int64_t size, 
         double bad = hi > (double)size ? hi : lo < -(double)size ? lo : 0;
         bool out = bad != 0;
         if (!out) {
-            em_tensor *z = em_scope_keep(&s, ei_binary_scalar(EM_EQ, i64, 0, true, false));
+            em_tensor *z = es_scalar_ex(&s, EM_EQ, i64, 0, true, false);
             em_tensor *any = z ? em_scope_keep(&s, em_any(z, NULL, 0, false)) : NULL;
             double v = 0;
             rc = any ? em_item(any, &v) : -1;
@@ -62,9 +62,9 @@ static em_tensor *zero_based(const char *op, const em_tensor *ix, int64_t size, 
         }
     }
     /* i - 1 for i > 0, i + size for i < 0 */
-    em_tensor *pos = em_scope_keep(&s, ei_binary_scalar(EM_SUB, i64, 1, true, false));
-    em_tensor *neg = em_scope_keep(&s, ei_binary_scalar(EM_ADD, i64, (double)size, true, false));
-    em_tensor *lt = em_scope_keep(&s, ei_binary_scalar(EM_LT, i64, 0, true, false));
+    em_tensor *pos = es_scalar_ex(&s, EM_SUB, i64, 1, true, false);
+    em_tensor *neg = es_scalar_ex(&s, EM_ADD, i64, (double)size, true, false);
+    em_tensor *lt = es_scalar_ex(&s, EM_LT, i64, 0, true, false);
     em_tensor *r = pos && neg && lt ? em_where(lt, neg, pos) : NULL;
     em_scope_drop(&s);
     return r;
@@ -179,14 +179,14 @@ static int build_plan(const char *op, const em_tensor *t, em_tensor *const *indi
         em_tensor *acc = NULL;
         for (int j = p->nadv - 1; j >= 0 && rc == 0; j--) {
             em_tensor *term = stride == 1 ? zs[j]
-                            : em_scope_keep(&s, ei_binary_scalar(EM_MUL, zs[j], (double)stride, true, false));
+                            : es_scalar_ex(&s, EM_MUL, zs[j], (double)stride, true, false);
             acc = !term ? NULL : acc ? es_add(&s, acc, term) : term;
             if (!acc) rc = -1;
             stride *= p->work->sizes[p->adv[j]];
         }
         p->n = stride;
         if (rc == 0) {
-            em_tensor *one = em_scope_keep(&s, ei_binary_scalar(EM_ADD, acc, 1, true, false));
+            em_tensor *one = es_scalar_ex(&s, EM_ADD, acc, 1, true, false);
             em_tensor *b = one ? em_scope_keep(&s, em_expand(one, p->bshape, p->nb)) : NULL;
             int64_t all = -1;
             p->flat = b ? em_reshape(b, &all, 1) : NULL;

@@ -116,7 +116,7 @@ em_tensor *em_logspace(double start, double end, int64_t steps, double base, em_
     if (steps < 0) return em_set_error("logspace: number of steps must be non-negative, got %lld", (long long)steps), NULL;
     em_scope s = {0};
     em_tensor *e = em_scope_keep(&s, em_linspace(start, end, steps, EM_FLOAT64, dev));
-    em_tensor *p = e ? em_scope_keep(&s, ei_binary_scalar(EM_POW, e, base, false, true)) : NULL;
+    em_tensor *p = es_scalar_ex(&s, EM_POW, e, base, false, true);
     return em_scope_finish(&s, p ? em_scope_keep(&s, em_cast_to(p, d)) : NULL);
 }
 

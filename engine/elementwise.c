@@ -578,7 +578,7 @@ em_tensor *em_logit(const em_tensor *a, const double *eps)
         em_tensor *out = es_binary(&k, EM_LOGICAL_OR, below, above);
         if (!out || !(x = em_scope_keep(&k, em_where(out, c, x)))) return em_scope_finish(&k, NULL);
     }
-    em_tensor *omx = em_scope_keep(&k, ei_binary_scalar(EM_SUB, x, 1, true, true));
+    em_tensor *omx = es_scalar_ex(&k, EM_SUB, x, 1, true, true);
     return em_scope_finish(&k, es_unary(&k, EM_LOG, es_div(&k, x, omx)));
 }
 
@@ -635,8 +635,8 @@ em_tensor *em_float_class_test(em_float_class c, const em_tensor *a)
     em_tensor *r = NULL;
     switch (c) {
     case EM_ISNAN: r = es_binary(&k, EM_NE, a, a); break;
-    case EM_ISPOSINF: r = em_scope_keep(&k, ei_binary_scalar(EM_EQ, a, INFINITY, false, false)); break;
-    case EM_ISNEGINF: r = em_scope_keep(&k, ei_binary_scalar(EM_EQ, a, -INFINITY, false, false)); break;
+    case EM_ISPOSINF: r = es_scalar_ex(&k, EM_EQ, a, INFINITY, false, false); break;
+    case EM_ISNEGINF: r = es_scalar_ex(&k, EM_EQ, a, -INFINITY, false, false); break;
     case EM_ISINF: case EM_ISFINITE: {
         r = es_scalar(&k, c == EM_ISINF ? EM_EQ : EM_LT, es_unary(&k, EM_ABS, a), INFINITY);
         break;
@@ -739,7 +739,7 @@ em_tensor *em_lerp(const em_tensor *a, const em_tensor *b, const em_tensor *w)
     em_scope k = {0};
     em_tensor *d = es_sub(&k, b, a);
     em_tensor *lo = es_add(&k, a, es_mul(&k, w, d));
-    em_tensor *omw = lo ? em_scope_keep(&k, ei_binary_scalar(EM_SUB, w, 1, true, true)) : NULL;   /* 1 - w */
+    em_tensor *omw = lo ? es_scalar_ex(&k, EM_SUB, w, 1, true, true) : NULL;   /* 1 - w */
     em_tensor *hi = es_sub(&k, b, es_mul(&k, d, omw));
     em_tensor *small = hi ? em_scope_keep(&k, WITHOUT_GRAD(ei_binary_scalar(EM_LT, w, 0.5, false, false))) : NULL;
     return em_scope_finish(&k, small ? em_scope_keep(&k, em_where(small, lo, hi)) : NULL);
@@ -760,7 +760,7 @@ static bool integral_number(double v) { return v == floor(v) && fabs(v) < 9.0071
 static em_tensor *addc(em_binary_op op, const em_tensor *a, const em_tensor *b, const em_tensor *c, double value)
 {
     em_scope k = {0};
-    em_tensor *vb = em_scope_keep(&k, ei_binary_scalar(EM_MUL, b, value, integral_number(value), true));
+    em_tensor *vb = es_scalar_ex(&k, EM_MUL, b, value, integral_number(value), true);
     return em_scope_finish(&k, es_add(&k, a, es_binary(&k, op, vb, c)));
 }
 
@@ -826,8 +826,8 @@ em_tensor *em_heaviside(const em_tensor *a, const em_tensor *values)
                             em_dtype_name(a->dtype), em_dtype_name(values->dtype)), NULL;
     bool was = em_set_grad_enabled(false);
     em_scope k = {0};
-    em_tensor *z = em_scope_keep(&k, ei_binary_scalar(EM_EQ, a, 0, true, false));
-    em_tensor *p = z ? em_scope_keep(&k, ei_binary_scalar(EM_GT, a, 0, true, false)) : NULL;
+    em_tensor *z = es_scalar_ex(&k, EM_EQ, a, 0, true, false);
+    em_tensor *p = z ? es_scalar_ex(&k, EM_GT, a, 0, true, false) : NULL;
     em_tensor *pd = p ? em_scope_keep(&k, em_cast_to(p, a->dtype)) : NULL;
     em_tensor *r = em_scope_finish(&k, pd ? em_scope_keep(&k, em_where(z, values, pd)) : NULL);
     em_set_grad_enabled(was);
@@ -837,8 +837,8 @@ em_tensor *em_heaviside(const em_tensor *a, const em_tensor *values)
 em_tensor *em_logical_xor(const em_tensor *a, const em_tensor *b)
 {
     em_scope k = {0};
-    em_tensor *na = em_scope_keep(&k, ei_binary_scalar(EM_NE, a, 0, true, false));
-    em_tensor *nb = na ? em_scope_keep(&k, ei_binary_scalar(EM_NE, b, 0, true, false)) : NULL;
+    em_tensor *na = es_scalar_ex(&k, EM_NE, a, 0, true, false);
+    em_tensor *nb = na ? es_scalar_ex(&k, EM_NE, b, 0, true, false) : NULL;
     return em_scope_finish(&k, es_binary(&k, EM_NE, na, nb));
 }
 

@@ -32,13 +32,6 @@ static em_tensor *fit(em_tensor *g, const em_tensor *input)
 
 static em_tensor *zeros_like_t(const em_tensor *t) { return em_zeros(t->sizes, t->ndim, t->dtype, em_dev(t)); }
 
-/* x op c with the flags of ei_binary_scalar, kept in s (x may be NULL) */
-static em_tensor *es_scalar_op(em_scope *s, em_binary_op op, const em_tensor *x, double c, bool c_is_int,
-                               bool c_first)
-{
-    return x ? em_scope_keep(s, ei_binary_scalar(op, x, c, c_is_int, c_first)) : NULL;
-}
-
 /* ---- unary ---------------------------------------------------------------- */
 
 /* d/dx (Phi(x) + x phi(x)) = phi(x) (2 - x^2), composed from engine ops so
@@ -47,7 +40,7 @@ static em_tensor *gelu_second_derivative(em_scope *s, const em_tensor *x)
 {
     em_tensor *sq = es_unary(s, EM_SQUARE, x);
     em_tensor *pdf = es_scalar(s, EM_MUL, es_unary(s, EM_EXP, es_scalar(s, EM_MUL, sq, -0.5)), 0.39894228040143267794);
-    return es_mul(s, pdf, es_scalar_op(s, EM_SUB, sq, 2, false, true));
+    return es_mul(s, pdf, es_scalar_ex(s, EM_SUB, sq, 2, false, true));
 }
 
 /* gelu_tanh''(x) = (1 - t^2) (u' - x t u'^2 + 3 k c x^2) with t = tanh(u),
@@ -69,14 +62,14 @@ static em_tensor *gelu_tanh_second_derivative(em_scope *s, const em_tensor *x)
 /* c + sc x^2 */
 static em_tensor *c_plus_s_square(em_scope *s, const em_tensor *x, double c, double sc)
 {
-    em_tensor *ss = es_scalar_op(s, EM_MUL, es_unary(s, EM_SQUARE, x), sc, true, false);
-    return es_scalar_op(s, EM_ADD, ss, c, true, false);
+    em_tensor *ss = es_scalar_ex(s, EM_MUL, es_unary(s, EM_SQUARE, x), sc, true, false);
+    return es_scalar_ex(s, EM_ADD, ss, c, true, false);
 }
 
 /* exp(sc x^2) */
 static em_tensor *exp_of_square(em_scope *s, const em_tensor *x, double sc)
 {
-    return es_unary(s, EM_EXP, es_scalar_op(s, EM_MUL, es_unary(s, EM_SQUARE, x), sc, true, false));
+    return es_unary(s, EM_EXP, es_scalar_ex(s, EM_MUL, es_unary(s, EM_SQUARE, x), sc, true, false));
 }
 
 static int unary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
@@ -96,13 +89,13 @@ static int unary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     case EM_EXPM1: r = es_mul(&s, g, es_scalar(&s, EM_ADD, y, 1)); break;
     case EM_SQRT: r = es_div(&s, g, es_scalar(&s, EM_MUL, y, 2)); break;
     case EM_RSQRT: /* d x^-1/2 = -1/2 x^-3/2 = -1/2 y^3 */
-        r = es_mul(&s, es_scalar(&s, EM_MUL, g, -0.5), es_scalar_op(&s, EM_POW, y, 3, true, false)); break;
+        r = es_mul(&s, es_scalar(&s, EM_MUL, g, -0.5), es_scalar_ex(&s, EM_POW, y, 3, true, false)); break;
     case EM_SIN: r = es_mul(&s, g, es_unary(&s, EM_COS, x)); break;
     case EM_COS: r = es_mul(&s, es_scalar(&s, EM_MUL, g, -1), es_unary(&s, EM_SIN, x)); break;
     case EM_TANH: /* 1 - y^2 */
-        r = es_mul(&s, g, es_scalar_op(&s, EM_SUB, es_unary(&s, EM_SQUARE, y), 1, false, true)); break;
+        r = es_mul(&s, g, es_scalar_ex(&s, EM_SUB, es_unary(&s, EM_SQUARE, y), 1, false, true)); break;
     case EM_SIGMOID: /* y (1 - y) */
-        r = es_mul(&s, es_mul(&s, g, y), es_scalar_op(&s, EM_SUB, y, 1, false, true)); break;
+        r = es_mul(&s, es_mul(&s, g, y), es_scalar_ex(&s, EM_SUB, y, 1, false, true)); break;
     case EM_RELU: { /* the gradient passes where the output is positive; the
                      * zero is 0-d and broadcast (a full tensor of zeros cost
                      * a third of the pass) */
@@ -118,7 +111,7 @@ static int unary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     case EM_GELU_TANH_GRAD: r = es_mul(&s, g, gelu_tanh_second_derivative(&s, x)); break;
     case EM_SILU: { /* s + x s (1 - s), s = sigmoid(x) */
         em_tensor *sg = es_unary(&s, EM_SIGMOID, x);
-        em_tensor *t = es_mul(&s, es_mul(&s, x, sg), es_scalar_op(&s, EM_SUB, sg, 1, false, true));
+        em_tensor *t = es_mul(&s, es_mul(&s, x, sg), es_scalar_ex(&s, EM_SUB, sg, 1, false, true));
         r = es_mul(&s, g, es_add(&s, sg, t));
         break;
     }
@@ -145,7 +138,7 @@ static int unary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     case EM_ATANH: r = es_div(&s, g, c_plus_s_square(&s, x, 1, -1)); break;
     /* lgamma' = digamma, digamma' = polygamma(1, x): table ops, so they record in turn */
     case EM_LGAMMA: r = es_mul(&s, g, es_unary(&s, EM_DIGAMMA, x)); break;
-    case EM_DIGAMMA: r = es_mul(&s, g, es_scalar_op(&s, EM_POLYGAMMA, x, 1, true, false)); break;
+    case EM_DIGAMMA: r = es_mul(&s, g, es_scalar_ex(&s, EM_POLYGAMMA, x, 1, true, false)); break;
     /* no backward in the table: never recorded. No default case: -Wswitch
      * fails the build while an op of the table has no case here. */
     case EM_LOGICAL_NOT: case EM_BITWISE_NOT: case EM_NUNARY:
@@ -251,14 +244,14 @@ static int binary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
         if (wa) {
             /* 0 where b is 0 (not 0 * 0^-1 = NaN at a = 0), as PyTorch */
             em_tensor *d = es_mul(&s, es_mul(&s, g, b), es_binary(&s, EM_POW, a, es_scalar(&s, EM_SUB, b, 1)));
-            em_tensor *b0 = es_scalar_op(&s, EM_EQ, b, 0, true, false);
+            em_tensor *b0 = es_scalar_ex(&s, EM_EQ, b, 0, true, false);
             ga = d && b0 ? em_scope_keep(&s, em_masked_fill(d, b0, 0)) : NULL;
         }
         if (wb) {
             /* 0 where a is 0 and b >= 0 (y log a = 0 * -inf there), as PyTorch */
             em_tensor *d = es_mul(&s, es_mul(&s, g, y), es_unary(&s, EM_LOG, a));
-            em_tensor *m = es_binary(&s, EM_LOGICAL_AND, es_scalar_op(&s, EM_EQ, a, 0, true, false),
-                                     es_scalar_op(&s, EM_GE, b, 0, true, false));
+            em_tensor *m = es_binary(&s, EM_LOGICAL_AND, es_scalar_ex(&s, EM_EQ, a, 0, true, false),
+                                     es_scalar_ex(&s, EM_GE, b, 0, true, false));
             gb = d && m ? em_scope_keep(&s, em_masked_fill(d, m, 0)) : NULL;
         }
         break;
@@ -288,7 +281,7 @@ static int binary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     case EM_COPYSIGN: /* y / a where a != 0, else 0 (PyTorch); b gets none */
         if (wa) {
             em_tensor *q = es_div(&s, y, a);
-            em_tensor *a0 = es_scalar_op(&s, EM_EQ, a, 0, true, false);
+            em_tensor *a0 = es_scalar_ex(&s, EM_EQ, a, 0, true, false);
             ga = es_mul(&s, g, q && a0 ? em_scope_keep(&s, em_masked_fill(q, a0, 0)) : NULL);
         }
         if (wb) gb = em_scope_keep(&s, zeros_like_t(g));
@@ -301,7 +294,7 @@ static int binary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     }
     case EM_POLYGAMMA: /* (x, n): polygamma(n+1, x) for x; the order is an integer, with none */
         if (wb) return em_set_error("backward: polygamma is not differentiable with respect to n");
-        if (wa) ga = es_mul(&s, g, es_binary(&s, EM_POLYGAMMA, a, es_scalar_op(&s, EM_ADD, b, 1, true, false)));
+        if (wa) ga = es_mul(&s, g, es_binary(&s, EM_POLYGAMMA, a, es_scalar_ex(&s, EM_ADD, b, 1, true, false)));
         break;
     case EM_MAXIMUM: case EM_MINIMUM:
         return extreme_backward(n, g, a, b, gin);

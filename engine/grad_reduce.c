@@ -321,7 +321,7 @@ static int root_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     if (!y) return -1;
     double p = n->p.root.p;
     em_scope s = {0};
-    em_tensor *zero = em_scope_keep(&s, ei_binary_scalar(EM_EQ, y, 0, true, false));
+    em_tensor *zero = es_scalar_ex(&s, EM_EQ, y, 0, true, false);
     em_tensor *ys = zero ? em_scope_keep(&s, em_masked_fill(y, zero, 1)) : NULL;    /* y, with 1 where it is 0 */
     /* d = p y^(p-1), the derivative's denominator (2 y for a square root) */
     em_tensor *yp = p != 2 ? es_scalar(&s, EM_POW, ys, p - 1) : NULL;
@@ -358,7 +358,7 @@ static int variance_backward(em_node *n, em_tensor *const *gout, em_tensor **gin
     em_scope s = {0};
     const em_tensor *gv = gout[0];
     if (n->op) {
-        em_tensor *zero = em_scope_keep(&s, ei_binary_scalar(EM_EQ, y, 0, true, false));
+        em_tensor *zero = es_scalar_ex(&s, EM_EQ, y, 0, true, false);
         em_tensor *y2 = zero ? es_scalar(&s, EM_MUL, y, 2) : NULL;
         em_tensor *q = es_div(&s, gout[0], y2);
         gv = q ? em_scope_keep(&s, em_masked_fill(q, zero, 0)) : NULL;

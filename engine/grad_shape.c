@@ -80,7 +80,7 @@ static em_tensor *unfold_backward(const em_node *n, const em_tensor *g)
     em_tensor *moved = em_scope_keep(&s, em_permute(g, perm, g->ndim));
     em_tensor *src = moved ? em_scope_keep(&s, em_reshape(moved, merged, n->ndim)) : NULL;
     em_tensor *j = em_scope_keep(&s, em_arange(0, (double)nwin, 1, EM_INT64, dev));       /* window starts */
-    em_tensor *js = j ? em_scope_keep(&s, ei_binary_scalar(EM_MUL, j, (double)step, true, false)) : NULL;
+    em_tensor *js = es_scalar_ex(&s, EM_MUL, j, (double)step, true, false);
     em_tensor *jc = js ? em_scope_keep(&s, em_reshape(js, wk, 2)) : NULL;
     em_tensor *kk = em_scope_keep(&s, em_arange(1, (double)size + 1, 1, EM_INT64, dev));  /* 1-based offsets */
     em_tensor *pos = es_add(&s, jc, kk);

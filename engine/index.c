@@ -209,7 +209,7 @@ int em_index_add_(em_tensor *t, int dim, const em_tensor *index, const em_tensor
     /* alpha scales the source first, in its own dtype, as PyTorch does */
     bool int_alpha = !em_dtype_is_float(t->dtype);
     const em_tensor *scaled = alpha == 1 ? src
-                                         : em_scope_keep(&sc, ei_binary_scalar(EM_MUL, src, alpha, int_alpha, false));
+                                         : es_scalar_ex(&sc, EM_MUL, src, alpha, int_alpha, false);
     em_tensor *s = scaled ? em_scope_keep(&sc, source_as(op, t, scaled)) : NULL;
     if (!s) return em_scope_drop(&sc), -1;
     em_tensor *t1 = em_scope_keep(&sc, at_least_1d(t)), *ix1 = em_scope_keep(&sc, at_least_1d(ix));
@@ -644,7 +644,7 @@ static em_tensor *category_of_rank(const em_tensor *pos, const em_tensor *rank)
     em_tensor *cat = em_scope_keep(&s, em_arange(1, (double)cats + 1, 1, EM_INT64, em_dev(pos)));
     em_tensor *cat2 = cat ? em_scope_keep(&s, em_view(cat, cs, 2)) : NULL;
     em_tensor *src = cat2 ? em_scope_keep(&s, em_expand(cat2, es, 2)) : NULL;
-    em_tensor *first = em_scope_keep(&s, ei_binary_scalar(EM_ADD, rank, 1, true, false));
+    em_tensor *first = es_scalar_ex(&s, EM_ADD, rank, 1, true, false);
     if (dest && table && src && first && em_scatter_(table, 1, dest, src) == 0)
         out = em_gather(table, 1, first);
     em_scope_drop(&s);
@@ -705,7 +705,7 @@ static em_tensor *sample_with_replacement(const em_tensor *p, const em_tensor *p
     if (made == pieces) rank = em_scope_keep(&s, pieces == 1 ? em_retain(parts[0]) : ei_cat(parts, (int)pieces, 1));
     for (int64_t i = 0; i < made; i++) em_release(parts[i]);
     free(parts);
-    em_tensor *last = rank ? em_scope_keep(&s, ei_binary_scalar(EM_SUB, count, 1, true, false)) : NULL;
+    em_tensor *last = rank ? es_scalar_ex(&s, EM_SUB, count, 1, true, false) : NULL;
     em_tensor *clamped = es_binary(&s, EM_MINIMUM, rank, last);
     if (clamped)
         out = any_zero ? category_of_rank(pos, clamped) : ei_binary_scalar(EM_ADD, clamped, 1, true, false);
@@ -829,7 +829,7 @@ static em_tensor *reduce_count(const em_tensor *t, int d, const em_tensor *ix, b
     em_tensor *ones = one ? em_scope_keep(&s, em_expand(one, ix->sizes, ix->ndim)) : NULL;
     int rc = count && ones ? em_scatter_add_(count, d, ix, ones) : -1;
     if (rc == 0 && !include_self) {   /* what nothing reached keeps its value: a count of 1, not 0 */
-        em_tensor *zero = em_scope_keep(&s, ei_binary_scalar(EM_EQ, count, 0, true, false));
+        em_tensor *zero = es_scalar_ex(&s, EM_EQ, count, 0, true, false);
         if (!zero || em_masked_fill_(count, zero, 1)) rc = -1;
     }
     em_scope_drop(&s);

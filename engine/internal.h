@@ -128,14 +128,16 @@ void em_scope_drop(em_scope *s);
  * retained, so the same pointer can be both kept and a new reference. */
 em_tensor *em_scope_finish(em_scope *s, em_tensor *r);
 /* Engine ops in a scope (scope.c): NULL operands pass through as NULL,
- * results are kept in s. es_scalar is `a op x`; es_mT transposes the last
- * two dims (PyTorch's .mT). */
+ * results are kept in s. es_scalar is `a op x`; es_scalar_ex takes
+ * ei_binary_scalar's flags (x an integer: integer tensors stay integer;
+ * x first: `x op a`); es_mT transposes the last two dims (PyTorch's .mT). */
 em_tensor *es_binary(em_scope *s, em_binary_op op, const em_tensor *a, const em_tensor *b);
 em_tensor *es_add(em_scope *s, const em_tensor *a, const em_tensor *b);
 em_tensor *es_sub(em_scope *s, const em_tensor *a, const em_tensor *b);
 em_tensor *es_mul(em_scope *s, const em_tensor *a, const em_tensor *b);
 em_tensor *es_div(em_scope *s, const em_tensor *a, const em_tensor *b);
 em_tensor *es_scalar(em_scope *s, em_binary_op op, const em_tensor *a, double x);
+em_tensor *es_scalar_ex(em_scope *s, em_binary_op op, const em_tensor *a, double x, bool x_is_int, bool x_first);
 em_tensor *es_unary(em_scope *s, em_unary_op op, const em_tensor *a);
 em_tensor *es_matmul(em_scope *s, const em_tensor *a, const em_tensor *b);
 em_tensor *es_mT(em_scope *s, const em_tensor *a);

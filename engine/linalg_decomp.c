@@ -223,7 +223,7 @@ static int det_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     em_tensor *A = em_ag_saved(n, 0), *det = em_ag_saved(n, 1);
     if (!A || !det) return -1;
     em_scope s = {0};
-    em_tensor *zero = em_scope_keep(&s, ei_binary_scalar(EM_EQ, det, 0, false, false));
+    em_tensor *zero = es_scalar_ex(&s, EM_EQ, det, 0, false, false);
     em_tensor *any = zero ? em_scope_keep(&s, em_any(zero, NULL, 0, false)) : NULL;
     double singular = 0;
     if (!any || em_item(any, &singular)) return em_scope_drop(&s), -1;

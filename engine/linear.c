@@ -140,17 +140,18 @@ static int linear_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
         gin[0] = rc == 0 ? em_view(g, x->sizes, x->ndim) : NULL;
         if (!gin[0]) rc = -1;
     }
+    bool want_b = em_ag_wants(n, 2);
     em_tensor *gb = NULL;
-    if (rc == 0 && em_ag_wants(n, 2)) {
-        if (!(gb = em_scope_keep(&s, em_empty(&N, 1, x->dtype, dev)))) rc = -1;
-    }
     if (rc == 0 && em_ag_wants(n, 1)) {
+        /* the weight's GEMM also sums d's columns into the bias gradient */
         int64_t sz[2] = {N, K};
-        em_tensor *x2 = em_scope_keep(&s, rows_of(x)), *dt = x2 ? em_scope_keep(&s, em_transpose(d, 0, 1)) : NULL;
+        if (want_b) gb = em_scope_keep(&s, em_empty(&N, 1, x->dtype, dev));
+        em_tensor *x2 = want_b && !gb ? NULL : em_scope_keep(&s, rows_of(x));
+        em_tensor *dt = x2 ? em_scope_keep(&s, em_transpose(d, 0, 1)) : NULL;
         em_tensor *g = dt ? em_scope_keep(&s, em_empty(sz, 2, x->dtype, dev)) : NULL;
         rc = g ? be->linear(gb ? EM_LINEAR_BGRAD : EM_LINEAR_PLAIN, g, NULL, dt, x2, gb) : -1;
         gin[1] = rc == 0 ? em_retain(g) : NULL;
-    } else if (rc == 0 && gb) {
+    } else if (rc == 0 && want_b) {
         /* no weight gradient wanted: the bias gradient alone, a column sum of d */
         int dim = 0;
         if (!(gb = es_sum(&s, d, &dim, 1, false))) rc = -1;

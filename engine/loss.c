@@ -24,7 +24,7 @@ static int smoothed_targets(const em_tensor *x, const em_tensor *t, const em_ten
     int64_t M = x->sizes[0], C = x->sizes[1], col[2] = {M, 1};
     em_device dev = em_dev(x);
     em_scope s = {0};
-    em_tensor *ign = em_scope_keep(&s, ei_binary_scalar(EM_EQ, t, (double)ignore, true, false));
+    em_tensor *ign = es_scalar_ex(&s, EM_EQ, t, (double)ignore, true, false);
     em_tensor *safe = ign ? em_scope_keep(&s, em_masked_fill(t, ign, 1)) : NULL;
     em_tensor *keptf = es_to(&s, es_unary(&s, EM_LOGICAL_NOT, ign), x->dtype);
     em_tensor *wt = !safe ? NULL : em_scope_keep(&s, w ? em_index_select(w, 0, safe) : em_ones(&M, 1, x->dtype, dev));

@@ -123,11 +123,11 @@ static em_tensor *pick_position(pick_kind kind, int64_t k, const em_tensor *sv, 
     em_tensor *cnt = es_sum(&s, nan, &d, 1, true);
     em_tensor *r = NULL;
     if (cnt && kind == PICK_MEDIAN) {
-        em_tensor *first_nan = em_scope_keep(&s, ei_binary_scalar(EM_SUB, cnt, (double)(n + 1), true, true));
-        em_tensor *has = first_nan ? em_scope_keep(&s, ei_binary_scalar(EM_GT, cnt, 0, true, false)) : NULL;
+        em_tensor *first_nan = es_scalar_ex(&s, EM_SUB, cnt, (double)(n + 1), true, true);
+        em_tensor *has = first_nan ? es_scalar_ex(&s, EM_GT, cnt, 0, true, false) : NULL;
         r = has ? em_scope_keep(&s, em_where(has, first_nan, mid)) : NULL;
     } else if (cnt) {   /* floor((m + 1) / 2) of the m values that are not NaN, at least 1 */
-        em_tensor *m1 = em_scope_keep(&s, ei_binary_scalar(EM_SUB, cnt, (double)(n + 1), true, true));
+        em_tensor *m1 = es_scalar_ex(&s, EM_SUB, cnt, (double)(n + 1), true, true);
         em_tensor *f = m1 ? em_scope_keep(&s, em_cast_to(m1, EM_FLOAT64)) : NULL;
         em_tensor *h = es_scalar(&s, EM_MUL, f, 0.5);
         em_tensor *fl = es_unary(&s, EM_FLOOR, h);
@@ -233,7 +233,7 @@ int em_mode(const em_tensor *t, int dim, bool keepdim, em_tensor **values, em_te
         em_tensor *parts[2] = {first, starts};
         em_tensor *is_start = first ? em_scope_keep(&s, ei_cat(parts, 2, d)) : NULL;
         em_tensor *at = is_start ? em_scope_keep(&s, positions(n, d, sv->ndim, em_dev(sv))) : NULL;
-        em_tensor *zero = at ? em_scope_keep(&s, ei_binary_scalar(EM_MUL, at, 0, true, false)) : NULL;
+        em_tensor *zero = es_scalar_ex(&s, EM_MUL, at, 0, true, false);
         /* the run starts' positions, then each one's run start */
         em_tensor *start_at = zero ? em_scope_keep(&s, em_where(is_start, at, zero)) : NULL;
         em_tensor *run_start = start_at ? em_scope_keep(&s, raw_scan(EM_CUMMAX, start_at, d)) : NULL;
@@ -255,7 +255,7 @@ static em_tensor *lerp(const em_tensor *lo, const em_tensor *hi, const em_tensor
     em_tensor *diff = es_sub(&s, hi, lo);
     em_tensor *a1 = es_mul(&s, w, diff);
     em_tensor *a = es_add(&s, lo, a1);
-    em_tensor *w1 = a ? em_scope_keep(&s, ei_binary_scalar(EM_SUB, w, 1, true, true)) : NULL;
+    em_tensor *w1 = a ? es_scalar_ex(&s, EM_SUB, w, 1, true, true) : NULL;
     em_tensor *b1 = es_mul(&s, diff, w1);
     em_tensor *b = es_sub(&s, hi, b1);
     em_tensor *near_lo = b ? es_scalar(&s, EM_LT, w, 0.5) : NULL;
@@ -267,7 +267,7 @@ static em_tensor *at_rank(const em_tensor *sv, int d, const em_tensor *rank)
 {
     em_scope s = {0};
     em_tensor *i = em_scope_keep(&s, em_cast_to(rank, EM_INT64));
-    em_tensor *i1 = i ? em_scope_keep(&s, ei_binary_scalar(EM_ADD, i, 1, true, false)) : NULL;
+    em_tensor *i1 = es_scalar_ex(&s, EM_ADD, i, 1, true, false);
     return em_scope_finish(&s, i1 ? em_scope_keep(&s, em_gather(sv, d, i1)) : NULL);
 }
 
@@ -282,15 +282,15 @@ static em_tensor *one_quantile(const em_tensor *sv, int d, const em_tensor *cnt,
     em_tensor *rank;
     bool was = em_set_grad_enabled(false);
     if (ignore_nan) {   /* q (m - 1) of the m values that are not NaN, 0 when there are none */
-        em_tensor *m1 = em_scope_keep(&s, ei_binary_scalar(EM_SUB, cnt, (double)(n - 1), true, true));
+        em_tensor *m1 = es_scalar_ex(&s, EM_SUB, cnt, (double)(n - 1), true, true);
         em_tensor *mf = m1 ? em_scope_keep(&s, em_cast_to(m1, sv->dtype)) : NULL;
         em_tensor *qm = es_scalar(&s, EM_MUL, mf, q);
         double zero = 0;
         rank = qm ? em_scope_keep(&s, em_clamp(qm, &zero, NULL)) : NULL;
     } else {            /* q (n - 1), or the last (a NaN) when the line has a NaN */
         em_tensor *qf = em_scope_keep(&s, em_full(cnt->sizes, cnt->ndim, q, sv->dtype, em_dev(sv)));
-        em_tensor *qn = qf ? em_scope_keep(&s, ei_binary_scalar(EM_MUL, qf, (double)(n - 1), true, false)) : NULL;
-        em_tensor *has = qn ? em_scope_keep(&s, ei_binary_scalar(EM_GT, cnt, 0, true, false)) : NULL;
+        em_tensor *qn = es_scalar_ex(&s, EM_MUL, qf, (double)(n - 1), true, false);
+        em_tensor *has = qn ? es_scalar_ex(&s, EM_GT, cnt, 0, true, false) : NULL;
         rank = has ? em_scope_keep(&s, em_masked_fill(qn, has, (double)(n - 1))) : NULL;
     }
     bool between = interp == EM_QUANTILE_LINEAR || interp == EM_QUANTILE_MIDPOINT;
@@ -502,7 +502,7 @@ static int cum_extreme(const char *op, em_scan_op sop, const em_tensor *t, int d
         em_tensor *nan = reached ? em_scope_keep(&s, isnan_of(x)) : NULL;
         em_tensor *hit = es_binary(&s, EM_LOGICAL_OR, reached, nan);
         em_tensor *at = hit ? em_scope_keep(&s, positions(n, d, w->ndim, em_dev(w))) : NULL;
-        em_tensor *zero = at ? em_scope_keep(&s, ei_binary_scalar(EM_MUL, at, 0, true, false)) : NULL;
+        em_tensor *zero = es_scalar_ex(&s, EM_MUL, at, 0, true, false);
         em_tensor *hit_at = zero ? em_scope_keep(&s, em_where(hit, at, zero)) : NULL;
         idx = hit_at && em_numel(w) ? raw_scan(EM_CUMMAX, hit_at, d) : hit_at ? em_retain(hit_at) : NULL;
         em_set_grad_enabled(was);
@@ -565,7 +565,7 @@ static int logcumsumexp_backward(em_node *n, em_tensor *const *gout, em_tensor *
     em_tensor *part[2] = {NULL, NULL};
     for (int k = 0; k < 2 && lg; k++) {   /* the positive, then the negative part; each step's own scope */
         em_scope step = {0};
-        em_tensor *sel = em_scope_keep(&step, ei_binary_scalar(k ? EM_LT : EM_GT, g, 0, true, false));
+        em_tensor *sel = es_scalar_ex(&step, k ? EM_LT : EM_GT, g, 0, true, false);
         em_tensor *off = es_unary(&step, EM_LOGICAL_NOT, sel);
         em_tensor *l = off ? em_scope_keep(&step, em_masked_fill(lg, off, lowest)) : NULL;
         em_tensor *ly = es_sub(&step, l, y);
@@ -814,7 +814,7 @@ em_tensor *em_histc(const em_tensor *t, int64_t bins, double lo, double hi)
     em_tensor *in = es_binary(&s, EM_LOGICAL_AND, ge, le);                   /* in range (not NaN) */
     /* PyTorch's bin: (x - min) * bins / (max - min), in the input's dtype */
     em_tensor *x0 = in ? es_scalar(&s, EM_SUB, t, lo) : NULL;
-    em_tensor *xb = x0 ? em_scope_keep(&s, ei_binary_scalar(EM_MUL, x0, (double)bins, true, false)) : NULL;
+    em_tensor *xb = es_scalar_ex(&s, EM_MUL, x0, (double)bins, true, false);
     em_tensor *bin = es_scalar(&s, EM_DIV, xb, hi - lo);
     em_tensor *out = bin ? es_unary(&s, EM_LOGICAL_NOT, in) : NULL;
     em_tensor *bin0 = out ? em_scope_keep(&s, em_masked_fill(bin, out, 0)) : NULL;
@@ -822,7 +822,7 @@ em_tensor *em_histc(const em_tensor *t, int64_t bins, double lo, double hi)
     double zero = 0, last = (double)(bins - 1);
     em_tensor *cl = fl ? em_scope_keep(&s, em_clamp(fl, &zero, &last)) : NULL;   /* max itself: the last bin */
     em_tensor *i = cl ? em_scope_keep(&s, em_cast_to(cl, EM_INT64)) : NULL;
-    em_tensor *i1 = i ? em_scope_keep(&s, ei_binary_scalar(EM_ADD, i, 1, true, false)) : NULL;
+    em_tensor *i1 = es_scalar_ex(&s, EM_ADD, i, 1, true, false);
     em_tensor *fi = i1 ? em_scope_keep(&s, flat(i1)) : NULL;
     em_tensor *w = fi ? em_scope_keep(&s, em_cast_to(in, t->dtype)) : NULL;
     em_tensor *fw = w ? em_scope_keep(&s, flat(w)) : NULL;
@@ -870,7 +870,7 @@ em_tensor *em_searchsorted(const em_tensor *seq, const em_tensor *values, bool r
     em_tensor *before = es_unary(&s, EM_LOGICAL_NOT, cmp);
     int ld = values->ndim;
     em_tensor *cnt = before ? em_scope_keep(&s, em_sum_dtype(before, &ld, 1, false, EM_INT64)) : NULL;
-    em_tensor *r = cnt ? em_scope_keep(&s, ei_binary_scalar(EM_ADD, cnt, 1, true, false)) : NULL;
+    em_tensor *r = es_scalar_ex(&s, EM_ADD, cnt, 1, true, false);
     if (r && out_int32) r = em_scope_keep(&s, em_cast_to(r, EM_INT32));
     r = em_scope_finish(&s, r);
     em_set_grad_enabled(was);

@@ -42,7 +42,12 @@ em_tensor *es_div(em_scope *s, const em_tensor *a, const em_tensor *b) { return 
 
 em_tensor *es_scalar(em_scope *s, em_binary_op op, const em_tensor *a, double x)
 {
-    return a ? em_scope_keep(s, ei_binary_scalar(op, a, x, false, false)) : NULL;
+    return es_scalar_ex(s, op, a, x, false, false);
+}
+
+em_tensor *es_scalar_ex(em_scope *s, em_binary_op op, const em_tensor *a, double x, bool x_is_int, bool x_first)
+{
+    return a ? em_scope_keep(s, ei_binary_scalar(op, a, x, x_is_int, x_first)) : NULL;
 }
 
 em_tensor *es_unary(em_scope *s, em_unary_op op, const em_tensor *a)
