@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/gpu-session.sh PHASE... — the GPU machine's work for issue 12 in
+# scripts/gpu-session.sh PHASE... — the work a lent GPU machine does, in
 # few device calls, every log under $OUT (the device tool brings it back).
 # Run through scripts/gpu-run.sh, which points EMBER, BUILD, BUSTED and the
 # loader at the bundle of scripts/gpu-bundle.sh:
@@ -107,7 +107,7 @@ for phase in "$@"; do
         rm -f "$ck"
         ;;
     ddp)
-        # DDP's overlap where cores are to spare (issue 18): 2 and 4 CPU processes
+        # DDP's overlap of gradient all-reduce with backward, where cores are to spare: 2 and 4 CPU processes
         for np in 2 4; do
             over=()
             if [ "$(nproc)" -lt $np ]; then over=(--oversubscribe); fi

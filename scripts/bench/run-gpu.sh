@@ -47,7 +47,7 @@ if [ -s "$GPT_TEXT" ]; then
     fi
     names="$names gpt_step_gpu_ms"
 fi
-# issue 17: the same three trainings under bfloat16 autocast (--amp bfloat16 beside
+# mixed precision: the same three trainings under bfloat16 autocast (--amp bfloat16 beside
 # torch.autocast("cuda", bfloat16)); target <= 0.8 x PyTorch eager with autocast,
 # and the GPT step <= 1.0 x PyTorch with torch.compile (noted below the table)
 if [ -d "$FM" ]; then
@@ -82,7 +82,7 @@ if [ -n "${theirs[gpu_add_launch_us]:-}" ]; then
 fi
 names="$names adamw_step_gpu_ms adamw_step_per_param_gpu_ms"
 
-# issue 17: Linear + GELU (tanh) forward+backward in bfloat16 at [8192, 4096] x
+# Linear + GELU (tanh) forward+backward in bfloat16 at [8192, 4096] x
 # [4096, 4096] (the fused F.linear on cuBLASLt's epilogues); target ratio: PyTorch's
 # time / ember's >= 0.95, i.e. ember's ms / PyTorch's ms <= 1.05
 ours[linear_gelu_bf16_ms]=$("$EMBER" scripts/bench/linear_gelu_gpu.lua | awk '$1 == "linear_gelu_bf16_ms" {print $2}')
@@ -91,7 +91,7 @@ if [ -n "${theirs[gpu_add_launch_us]:-}" ]; then
     theirs[linear_gelu_bf16_ms]=$($PY scripts/bench/linear_gelu_torch.py | awk '$1 == "linear_gelu_bf16_ms" {print $2}')
 fi
 names="$names linear_gelu_bf16_ms"
-# issue 17: one training step of a Fashion-MNIST-sized MLP (AdamW capturable), eager and
+# CUDA graphs: one training step of a Fashion-MNIST-sized MLP (AdamW capturable), eager and
 # replayed from a CUDA graph, beside PyTorch's eager step and torch.cuda.graph replay
 while read -r name value unit; do ours[${name%_ms}_gpu_ms]=$value; units[${name%_ms}_gpu_ms]=$unit; done \
     < <("$EMBER" scripts/bench/cuda_graph.lua)

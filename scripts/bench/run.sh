@@ -100,7 +100,7 @@ if [ -e "$FM/train-images-idx3-ubyte.gz" ] && [ $have_torch = 1 ]; then
     units[cnn_epoch_compiled_s]=s
 fi
 
-# The same CNN epoch under bfloat16 autocast (issue 17: --amp bfloat16 beside
+# The same CNN epoch under bfloat16 autocast (--amp bfloat16 beside
 # PyTorch's torch.autocast("cpu", bfloat16)), one epoch each, twice, taking turns
 if [ -e "$FM/train-images-idx3-ubyte.gz" ]; then
     ck=$(mktemp -u /tmp/ember-bench-XXXXXX.safetensors)
@@ -156,7 +156,7 @@ if [ -s "$GPT_TEXT" ]; then
         if [ -n "$v" ]; then ours[gpt_step_compiled_ms]=${ours[gpt_step_ms]:-}; theirs[gpt_step_compiled_ms]=$v; fi
         units[gpt_step_compiled_ms]=ms
     fi
-    # the same steps under bfloat16 autocast (issue 17), beside torch.autocast("cpu")
+    # the same steps under bfloat16 autocast, beside torch.autocast("cpu")
     ours[gpt_step_bf16_ms]=$("$EMBER" scripts/char_gpt.lua "$GPT_TEXT" --bench --steps 50 --amp bfloat16 |
                              awk '$1 == "gpt_step_ms" {print $2}')
     units[gpt_step_bf16_ms]=ms

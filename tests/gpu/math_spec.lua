@@ -1,4 +1,4 @@
--- math_spec.lua (GPU) — the elementwise math of issue 16 on the device under
+-- math_spec.lua (GPU) — the elementwise math (exp2 ... heaviside) on the device under
 -- test against the CPU backend on the same inputs: the new unary and binary
 -- kernels (float32, float64, integers), strided and broadcast operands,
 -- in-place forms, the composed ops and their gradients.

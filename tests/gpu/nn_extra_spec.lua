@@ -1,4 +1,4 @@
--- nn_extra_spec.lua (GPU) — the families of issue 16 that are composed in Lua from
+-- nn_extra_spec.lua (GPU) — the families that are composed in Lua from
 -- engine ops: every activation and loss of nn.functional, the recurrent layers, the
 -- optimizers beyond SGD/Adam, and custom autograd.Functions. Each computes on the
 -- device what it computes on the CPU, values and gradients (float64, so differences are

@@ -1,4 +1,4 @@
--- shape_spec.lua (GPU) — the shape and index ops of issue 16 on the device
+-- shape_spec.lua (GPU) — the shape and index ops on the device
 -- under test against the CPU backend: the compositions (flip, roll, repeat,
 -- diagonal, index_fill, masked_scatter, one_hot, ...) and scatter_reduce's
 -- own kernels (multiply, amax, amin; atomics on the GPU), with repeated

@@ -1,4 +1,4 @@
-"""tests/gpu/shell_test.py — issue 12's shell checks on the GPU, as TAP:
+"""tests/gpu/shell_test.py — the shell's checks that need a GPU, as TAP:
 
 1. Ctrl-C during a long GPU wait in the REPL (a pseudo-terminal) ends the
    wait with "interrupted!" and keeps the session: its globals, and the GPU

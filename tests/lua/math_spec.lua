@@ -1,4 +1,4 @@
--- math_spec.lua — the elementwise math ops of issue 16 (exp2 ... heaviside):
+-- math_spec.lua — the elementwise math ops (exp2 ... heaviside):
 -- values against PyTorch (fixtures/math_cases.lua, from
 -- scripts/fixtures/make_math_fixtures.py) and hand calculations, type
 -- promotion, broadcasting, the in-place and method spellings, gradients by

@@ -1,5 +1,5 @@
 -- regressions_spec.lua — wrong answers and unchecked input found by trying
--- ember hard (issue 13): random API calls, a differential comparison with
+-- ember hard: random API calls, a differential comparison with
 -- PyTorch, hostile arguments. Each test failed before its fix. Expected
 -- values are worked out by hand in the comments (or by finite differences),
 -- never taken from ember; dims and indices are 1-based.

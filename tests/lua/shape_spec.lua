@@ -1,4 +1,4 @@
--- shape_spec.lua — the shape and index ops of issue 16 (flip, roll, repeat,
+-- shape_spec.lua — the shape and index ops (flip, roll, repeat,
 -- diag, index_fill, scatter_reduce, meshgrid, ...). Expected values are worked
 -- out by hand (or by naive Lua loops); gradients are checked against finite
 -- differences in float64.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # distributed_faults_test.sh — faulty `ember --nproc 2` jobs end promptly, on every rank, with a
-# message naming the op, its number and the ranks (TAP; issue 29): ranks that end normally while
+# message naming the op, its number and the ranks (TAP): ranks that end normally while
 # another waits (return, os.exit(0), no init_process_group, a skipped DDP backward), collectives
 # that never match (all_reduce against broadcast, a recv from a rank that never sends, a rank
 # computing), ranks that disagree (dtype, reduce op, shape), DDP's errors with one "ember: "

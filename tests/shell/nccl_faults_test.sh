@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# nccl_faults_test.sh — the NCCL watchdog (issue 29's rules on the nccl backend), on the emulated
+# nccl_faults_test.sh — the NCCL watchdog (the fault rules of distributed_faults_test.sh on the nccl backend), on the emulated
 # device in a world of one (TAP): NCCL work that never finishes (EMBER_CUDA_EMU_NCCL_HANG) ends the
 # process at init_process_group's timeout, naming the op, its number and the timeout, whether the
 # host waits for it in a copy, a blocking barrier or destroy_process_group; an asynchronous NCCL

@@ -93,7 +93,7 @@ else
 fi
 
 if [ -e "$DATA/train-images-idx3-ubyte.gz" ]; then
-    # mixed precision (issue 17): under autocast the loss still falls; float16 goes
+    # mixed precision: under autocast the loss still falls; float16 goes
     # through a GradScaler
     for dt in bfloat16 float16; do
         out=$("$EMBER" $SCRIPT --epochs 2 --limit 3000 --amp $dt --checkpoint "$tmp/amp.st" 2>&1)
