@@ -26,12 +26,17 @@ comm_libs=()
 for lib in libember_mpi.so libember_nccl.so; do
     if [ -e "$BUILD/$lib" ]; then cp "$BUILD/$lib" "$out/stage/bin/"; comm_libs+=("$BUILD/$lib"); fi
 done
-# oneDNN (the CPU convolutions the GPU twins compare with) is opened with
-# dlopen, so ldd of ember does not list it
-dnnl=$(ldconfig -p | awk '/libdnnl\.so\.2 .*x86-64/ && !found {print $NF; found = 1}')   # no early exit: SIGPIPE under pipefail
-for lib in $(ldd "$BUILD/ember" "$BUILD/libember_cuda.so" ${comm_libs[@]+"${comm_libs[@]}"} ${dnnl:+"$dnnl"} \
+# OpenBLAS (engine/cpu/blas.c: GEMM and LAPACK) and oneDNN (the CPU
+# convolutions the GPU twins compare with) are opened with dlopen, so ldd of
+# ember does not list them
+opened=()
+for soname in libopenblas.so.0 libdnnl.so.2; do
+    f=$(ldconfig -p | awk -v n="$soname" '$1 == n && /x86-64/ && !found {print $NF; found = 1}')   # no early exit: SIGPIPE under pipefail
+    if [ -n "$f" ]; then opened+=("$f"); else echo "gpu-bundle: $soname not found (ldconfig -p); the bundle goes without it" >&2; fi
+done
+for lib in $(ldd "$BUILD/ember" "$BUILD/libember_cuda.so" ${comm_libs[@]+"${comm_libs[@]}"} ${opened[@]+"${opened[@]}"} \
              /usr/lib/x86_64-linux-gnu/lua/5.4/*.so \
-             /usr/lib/x86_64-linux-gnu/lua/5.4/*/*.so 2>/dev/null | awk '/=> \// {print $3}' | sort -u) ${dnnl:+"$dnnl"}; do
+             /usr/lib/x86_64-linux-gnu/lua/5.4/*/*.so 2>/dev/null | awk '/=> \// {print $3}' | sort -u) ${opened[@]+"${opened[@]}"}; do
     case $(basename "$lib") in
         libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libcublas*|libcudart*|libcuda.so*|libcudnn*|libcusolver*|libcusparse*|libnvJitLink*|libnccl*|libOpenCL*) continue ;;
     esac

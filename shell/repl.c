@@ -13,7 +13,9 @@
  * ... (each of them: Lua's answer to PyTorch's tuples).
  *
  * On a terminal lines come from GNU Readline, with history, completion and
- * bracketed paste (a pasted block arrives as one entry); from a pipe they
+ * bracketed paste (a pasted block arrives as one entry); without Readline
+ * (not installed, or EMBER_BASIC_REPL set) a terminal still gets prompts but
+ * no editing beyond its own; from a pipe lines
  * are read plainly, without prompts, but values are still printed so that
  * `printf '1+1\n' | ember` prints 2. Ctrl-C at the prompt drops the entry
  * being typed; Ctrl-C while code runs stops it (run.c); Ctrl-D on an empty
@@ -149,9 +151,35 @@ static char *read_piped_line(line_status *st)
     return line;
 }
 
+/* A terminal without GNU Readline (a machine without the library, or
+ * EMBER_BASIC_REPL set): the prompt is still shown and Ctrl-C still drops
+ * the entry; editing is the terminal's own. */
+static char *read_basic_terminal_line(const char *prompt, line_status *st)
+{
+    struct sigaction sa, saved;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint_at_prompt;   /* no SA_RESTART: the read ends with EINTR */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &saved);
+    interrupted = 0;
+    fputs(prompt, stdout);
+    fflush(stdout);
+    char *line = read_piped_line(st);
+    sigaction(SIGINT, &saved, NULL);
+    if (interrupted) {
+        free(line);
+        clearerr(stdin);
+        fputc('\n', stdout);
+        *st = LINE_INTERRUPTED;
+        return NULL;
+    }
+    return line;
+}
+
 static char *read_line(const char *prompt, line_status *st)
 {
-    return isatty(STDIN_FILENO) && emsh_rl_open() ? read_terminal_line(prompt, st) : read_piped_line(st);
+    if (!isatty(STDIN_FILENO)) return read_piped_line(st);
+    return emsh_rl_open() ? read_terminal_line(prompt, st) : read_basic_terminal_line(prompt, st);
 }
 
 char *emsh_read_line(const char *prompt)

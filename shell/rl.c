@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 emsh_rl_lib emsh_rl;
@@ -50,6 +51,10 @@ bool emsh_rl_open(void)
     static int state;   /* 0: not tried, 1: open, -1: failed */
     if (state) return state > 0;
     state = -1;
+    /* the basic REPL asked for (as Python's PYTHON_BASIC_REPL): a terminal
+     * of its own editing, an emulator's shell buffer, a screen reader */
+    const char *basic = getenv("EMBER_BASIC_REPL");
+    if (basic && *basic) return false;
     void *h = dlopen("libreadline.so.8", RTLD_NOW | RTLD_GLOBAL);
     if (!h) h = dlopen("libreadline.so", RTLD_NOW | RTLD_GLOBAL);
     if (!h) {

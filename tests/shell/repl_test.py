@@ -187,6 +187,45 @@ def interactive_after_script():
     q.expect(pexpect.EOF)
 
 
+def basic_repl():
+    """Without GNU Readline (EMBER_BASIC_REPL, as on a machine without the
+    library): prompts, values, continuation, and Ctrl-C at the prompt, in an
+    entry and in running code, as with Readline."""
+    env = dict(os.environ, EMBER_HISTORY=os.path.join(tmp, "basic_history"), TERM="dumb",
+               EMBER_BASIC_REPL="1")
+    env.pop("EMBER_INIT", None)
+    q = pexpect.spawn(EMBER, [], env=env, encoding="utf-8", timeout=TIMEOUT, dimensions=(24, 200))
+    q.expect(r"ember \d+\.\d+\.\d+ \(Lua 5\.4\.\d+\)\r\n")
+    i = q.expect_exact(["line editing is off", "> "])
+    assert i == 1, "asked for, the basic REPL is not reported as a failure"
+    q.sendline("1+1")
+    q.expect(r"\r\n2\r\n")
+    q.expect_exact("> ")
+    q.sendline("function b(a)")
+    q.expect_exact("... ")
+    q.sendintr()
+    q.expect_exact("> ")
+    q.sendline("b == nil")
+    q.expect(r"\r\ntrue\r\n")
+    q.expect_exact("> ")
+    q.send("1 + ")
+    q.sendintr()
+    q.expect_exact("> ")
+    q.sendline("while true do end")
+    import time
+    time.sleep(0.3)
+    q.sendintr()
+    q.expect("interrupted!")
+    q.expect_exact("> ")
+    q.sendline("6 * 7")
+    q.expect(r"\r\n42\r\n")
+    q.expect_exact("> ")
+    q.sendeof()
+    q.expect(pexpect.EOF)
+    q.close()
+    assert q.exitstatus == 0, "exit status %r" % q.exitstatus
+
+
 check("banner and prompt", banner_and_prompt)
 check("an expression's value is printed", expression_printed)
 check("a tensor prints PyTorch-style", tensor_printed)
@@ -201,4 +240,5 @@ check("history is saved to EMBER_HISTORY", history_saved)
 check("history is read back by the next session", history_reloaded)
 check("history file is capped at 1000 lines", history_capped)
 check("-i enters the REPL after a script", interactive_after_script)
+check("without Readline (EMBER_BASIC_REPL): prompts and Ctrl-C as with it", basic_repl)
 done()
