@@ -72,6 +72,7 @@ packages=(
     python3-venv python3-pip          # the tensorboard reader below (PyPI)
     dataset-fashion-mnist             # the training example's data
     valgrind                          # make bench-instr's instruction counts
+    xz-utils util-linux               # the GPU bundle (scripts/gpu-bundle.sh) and its bare check (unshare)
 )
 if [ "${1:-}" = "--bench" ]; then
     packages+=(hyperfine                  # start-up timing

@@ -26,6 +26,7 @@ skip_all() {   # the tests not yet reported, skipped for reason $1
 [ -e build/libember_cuda.so ] || skip_all "the CUDA backend is not built"
 [ "$(id -u)" -eq 0 ] || skip_all "needs root (unshare -m, mount --bind)"
 unshare -m true 2>/dev/null || skip_all "no mount namespaces here (unshare -m failed)"
+command -v xz >/dev/null || skip_all "xz is not installed (scripts/install-deps.sh installs it)"
 
 out=$(bash scripts/gpu-bundle.sh 2>&1)
 if [ $? -eq 0 ]; then ok "the bundle builds"; else not_ok "the bundle builds" "$out"; skip_all "no bundle"; fi
