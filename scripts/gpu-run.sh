@@ -28,6 +28,20 @@ for pattern in 'libcudnn_cnn.so.9*' 'libnccl.so.2*'; do
         if [ -n "$dir" ]; then extra_lib=${extra_lib:+$extra_lib:}$dir; fi
     fi
 done
+# Fashion-MNIST as gpu-bundle.sh --data packed it (xz), back into the .gz
+# files the loaders read, once; FM_DATA points at them
+if ls .gpu/data/*-ubyte.xz >/dev/null 2>&1; then
+    for f in .gpu/data/*-ubyte.xz; do
+        gz=$dest/data/$(basename "$f" .xz).gz
+        if [ ! -e "$gz" ] || [ "$f" -nt "$gz" ]; then
+            mkdir -p "$dest/data"
+            python3 -c 'import gzip, lzma, shutil, sys
+with lzma.open(sys.argv[1]) as i, gzip.open(sys.argv[2] + ".part", "wb", compresslevel=1) as o:
+    shutil.copyfileobj(i, o, 1 << 20)' "$f" "$gz" && mv "$gz.part" "$gz"
+        fi
+    done
+    export FM_DATA=${FM_DATA:-$dest/data}
+fi
 export LD_LIBRARY_PATH="$dest/lib${extra_lib:+:$extra_lib}:$cuda_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export BUILD="$dest/bin" EMBER_BUILD="$dest/bin" EMBER="$dest/bin/ember" EMBER_CUDA_LIB="$dest/bin/libember_cuda.so"
 # OpenMPI from the bundle: a singleton group (the NCCL suite's world size 1),

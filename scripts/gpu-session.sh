@@ -13,8 +13,8 @@
 #   memcheck   compute-sanitizer memcheck on every GPU spec   -> $OUT/memcheck/<spec>.log
 #   racecheck  racecheck and synccheck on the specs whose kernels use shared
 #              memory (SHARED_SPECS)                          -> $OUT/racecheck/, $OUT/synccheck/
-#   mlp        scripts/fashion_mnist_mlp.lua --device cuda (FM_DATA, default
-#              .gpu/data when gpu-bundle.sh --data made it)  -> $OUT/mlp.log
+#   mlp        scripts/fashion_mnist_mlp.lua --device cuda (FM_DATA, which
+#              gpu-run.sh sets from gpu-bundle.sh --data's .gpu/data) -> $OUT/mlp.log
 #   bench      scripts/bench/run-gpu.sh (make bench-gpu's table) -> $OUT/bench.log
 #   ddp        scripts/bench/ddp_overlap.lua under the bundle's mpirun, 2 and 4
 #              CPU processes (DDP's overlap with cores to spare) -> $OUT/ddp_np*.log
@@ -28,7 +28,6 @@ mkdir -p "$OUT"
 : "${BUSTED:?run through scripts/gpu-run.sh (BUSTED unset)}"
 PHASE_TIMEOUT=${PHASE_TIMEOUT:-540}
 SHARED_SPECS=${SHARED_SPECS:-"reduce reduction attention elementwise nn_extra conv multi_tensor half"}
-if [ -z "${FM_DATA:-}" ] && [ -d .gpu/data ]; then export FM_DATA=$PWD/.gpu/data; fi
 
 say() { echo "$*" | tee -a "$OUT/summary.txt"; }
 
