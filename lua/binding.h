@@ -174,8 +174,9 @@ void emlua_push_methods(lua_State *L);     /* the tensor method table */
  * where given (NULL: unset). Leaves the stack as it was. */
 void emlua_new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc,
                      lua_CFunction close, lua_CFunction tostring);
-/* A tensor method written in Lua, loaded with its file on first use: pushes it and
- * returns 1, or returns 0 (nothing pushed) when name is not one of them. */
+/* A tensor method written in Lua (lua/ember/composite.lua and its parts), loaded
+ * with those files the first time a name is missing: pushes it and returns 1, or
+ * returns 0 (nothing pushed) when name is not one of them. */
 int emlua_lazy_method(lua_State *L, const char *name);
 void emlua_push_metatable(lua_State *L);   /* the tensor metatable */
 int luaopen_ember(lua_State *L);

@@ -779,39 +779,43 @@ static const char *const lazy_functions[][2] = {
     {"save_checkpoint", "ember.checkpoint"},
     {"load_checkpoint", "ember.checkpoint"},
     {"autocast", "ember.autocast"},
-    {"mv", "ember.composite"}, {"addmv", "ember.composite"}, {"addr", "ember.composite"},
-    {"addbmm", "ember.composite"}, {"baddbmm", "ember.composite"}, {"vdot", "ember.composite"},
-    {"inner", "ember.composite"}, {"ger", "ember.composite"}, {"gcd", "ember.composite"},
-    {"lcm", "ember.composite"}, {"fmin", "ember.composite"}, {"fmax", "ember.composite"},
-    {"float_power", "ember.composite"}, {"sinc", "ember.composite"}, {"signbit", "ember.composite"},
-    {"ldexp", "ember.composite"}, {"nextafter", "ember.composite"}, {"rad2deg", "ember.composite"}, {"deg2rad", "ember.composite"},
-    {"isreal", "ember.composite"}, {"positive", "ember.composite"},
     {NULL, NULL},
 };
 
-/* Tensor methods written in Lua (lua/ember/composite.lua): loading the file installs
- * them all in the method table. The functions above of that file are methods too. */
-static const char *const lazy_inplace_methods[] = {
-    "addmv_", "addr_", "addbmm_", "baddbmm_", "gcd_", "lcm_", "sinc_", "ldexp_", "rad2deg_", "deg2rad_",
-    "float_power_", "nextafter_", NULL,
-};
-
-static bool is_lazy_method(const char *name)
+/* PyTorch functions and tensor methods written in Lua over the engine's ops
+ * (lua/ember/composite.lua and the files it loads) are found by falling back
+ * to that module: a name that neither the C module nor its method table
+ * defines loads it once (it installs every function it has in both tables),
+ * and the name is looked up again. So a composite is added in its Lua file
+ * alone, and start-up reads none of them. Returns whether the module is
+ * loaded (false while it is loading: its own lookups of missing names must
+ * not load it again). */
+static bool load_composites(lua_State *L)
 {
-    for (int i = 0; lazy_functions[i][0]; i++)
-        if (strcmp(lazy_functions[i][1], "ember.composite") == 0 && strcmp(name, lazy_functions[i][0]) == 0)
-            return true;
-    for (int i = 0; lazy_inplace_methods[i]; i++)
-        if (strcmp(name, lazy_inplace_methods[i]) == 0) return true;
-    return false;
+    static const char LOADING[] = "ember.composite loading";
+    lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    int loaded = lua_getfield(L, -1, "ember.composite") != LUA_TNIL;
+    lua_pop(L, 2);
+    if (loaded) return true;
+    if (lua_getfield(L, LUA_REGISTRYINDEX, LOADING) != LUA_TNIL) {
+        lua_pop(L, 1);
+        return false;
+    }
+    lua_pop(L, 1);
+    lua_pushboolean(L, 1);
+    lua_setfield(L, LUA_REGISTRYINDEX, LOADING);
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "ember.composite");
+    int status = lua_pcall(L, 1, 0, 0);
+    lua_pushnil(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, LOADING);
+    if (status != LUA_OK) lua_error(L);
+    return true;
 }
 
 int emlua_lazy_method(lua_State *L, const char *name)
 {
-    if (!is_lazy_method(name)) return 0;
-    lua_getglobal(L, "require");
-    lua_pushliteral(L, "ember.composite");
-    lua_call(L, 1, 0);
+    if (!load_composites(L)) return 0;
     emlua_push_methods(L);
     if (lua_getfield(L, -1, name) == LUA_TNIL) {
         lua_pop(L, 2);
@@ -845,6 +849,11 @@ static int module_index(lua_State *L)
         lua_pushstring(L, lazy_functions[i][1]);
         lua_call(L, 1, 1);
         lua_getfield(L, -1, key);
+        return 1;
+    }
+    if (key && load_composites(L)) {
+        lua_pushvalue(L, 2);
+        lua_rawget(L, 1);
         return 1;
     }
     return 0;

@@ -4,9 +4,10 @@
 -- and positive. Autograd records the ops they are made of, so their gradients
 -- follow, and they run on every device the composed ops run on.
 --
--- Loaded on first use: lua/ember.c names these functions (ember.mv, ...) and
--- tensor methods (t:mv, t:addmv_, ...) and requires this file when one is first
--- asked for; loading it installs them all in the module and method tables.
+-- Loaded on first use: a name that ember (or a tensor's method table) does not
+-- define makes lua/ember.c require this file once; loading it installs every
+-- function here and in the files of PARTS in the module and method tables, so a
+-- new composite is written in its file alone (with its doc entry and test).
 local ember = require "ember"
 local raise = require("ember.errors").raise
 local options = require("ember.args").options
@@ -432,6 +433,16 @@ for name, f in pairs(M) do
   rawset(ember.Tensor, name, f)
 end
 for name, f in pairs(methods) do rawset(ember.Tensor, name, f) end
+
+-- The other files of composites. Each returns {functions = {...}, both = {...},
+-- methods = {...}}: ember.X only, ember.X and t:X, t:X only.
+local PARTS = {}
+for _, part in ipairs(PARTS) do
+  local p = require(part)
+  for name, f in pairs(p.functions or {}) do rawset(ember, name, f); M[name] = f end
+  for name, f in pairs(p.both or {}) do rawset(ember, name, f); rawset(ember.Tensor, name, f); M[name] = f end
+  for name, f in pairs(p.methods or {}) do rawset(ember.Tensor, name, f); methods[name] = f end
+end
 
 M.methods = methods
 return M

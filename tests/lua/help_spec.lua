@@ -47,6 +47,7 @@ end
 -- submodules, and the methods each class defines (classes: callable tables, or tables
 -- holding their instances' __index).
 local function public_functions()
+  require "ember.composite"   -- its functions are installed when first asked for
   local out = {}
   local modules = {
     {"ember.nn", ember.nn}, {"ember.nn.functional", ember.nn.functional},
