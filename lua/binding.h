@@ -211,5 +211,19 @@ void emlua_open_tokenizer(lua_State *L);     /* bind_tokenizer.c: ember._tokeniz
 int emlua_tostring(lua_State *L);
 /* Pushes the string PyTorch would print for tensor t. */
 void emlua_format_tensor(lua_State *L, const em_tensor *t);
+/* torch.set_printoptions: digits after the point, the element count above
+ * which a print is summarised, the items kept at each end of a summarised
+ * dim, the line width, and the notation (auto: chosen from the values). */
+typedef enum emlua_sci_mode { EMLUA_SCI_AUTO, EMLUA_SCI_ON, EMLUA_SCI_OFF } emlua_sci_mode;
+typedef struct emlua_print_options {
+    int precision;
+    double threshold;
+    int edgeitems;
+    int linewidth;
+    emlua_sci_mode sci_mode;
+} emlua_print_options;
+#define EMLUA_PRINT_OPTIONS_DEFAULT {4, 1000, 3, 80, EMLUA_SCI_AUTO}
+emlua_print_options emlua_get_print_options(void);
+void emlua_set_print_options(emlua_print_options o);
 
 #endif

@@ -1,7 +1,10 @@
 /* format.c — tostring(t): a tensor printed the way PyTorch 1.13 prints it
  * (torch/_tensor_str.py), so that output can be compared with PyTorch's at a
- * glance. The options are PyTorch's defaults: 4 decimals, summarised above
- * 1000 elements with 3 edge items per side, lines of 80 columns.
+ * glance. The options are PyTorch's (torch.set_printoptions, here
+ * ember.set_printoptions): by default 4 decimals, summarised above 1000
+ * elements with 3 edge items per side, lines of 80 columns, scientific
+ * notation where the values call for it. Like PyTorch's, they are global to
+ * the process.
  *
  * Three steps: a formatter looks at the values that will be shown and
  * decides how every element prints (integer / fixed / scientific, and the
@@ -16,7 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { PRECISION = 4, THRESHOLD = 1000, EDGEITEMS = 3, LINEWIDTH = 80 };
+static emlua_print_options opts = EMLUA_PRINT_OPTIONS_DEFAULT;
+
+emlua_print_options emlua_get_print_options(void) { return opts; }
+void emlua_set_print_options(emlua_print_options o) { opts = o; }
 
 /* ---- a growing string ---------------------------------------------------- */
 
@@ -74,9 +80,9 @@ static int float_text(const formatter *f, double v, char *buf, size_t n)
 {
     if (isnan(v)) return snprintf(buf, n, "nan");
     if (isinf(v)) return snprintf(buf, n, v > 0 ? "inf" : "-inf");
-    if (f->sci_mode) return snprintf(buf, n, "%.*e", PRECISION, v);
+    if (f->sci_mode) return snprintf(buf, n, "%.*e", opts.precision, v);
     if (f->int_mode) return snprintf(buf, n, "%.0f.", v);
-    return snprintf(buf, n, "%.*f", PRECISION, v);
+    return snprintf(buf, n, "%.*f", opts.precision, v);
 }
 
 /* The text of element `linear` (row-major position) without padding. */
@@ -90,8 +96,8 @@ static int value_text(const formatter *f, const em_tensor *t, int64_t linear, ch
 }
 
 /* Calls fn on the row-major position of every element that a summarised
- * print shows: along a dim longer than 2*EDGEITEMS only the first and last
- * EDGEITEMS indices (PyTorch's get_summarized_data). */
+ * print shows: along a dim longer than 2 * edgeitems only the first and last
+ * edgeitems indices (PyTorch's get_summarized_data). */
 typedef void (*visit_fn)(void *ctx, const em_tensor *t, int64_t linear);
 
 static void visit_shown(const em_tensor *t, bool summarize, int dim, int64_t base,
@@ -99,9 +105,9 @@ static void visit_shown(const em_tensor *t, bool summarize, int dim, int64_t bas
 {
     if (dim == t->ndim) { fn(ctx, t, base); return; }
     int64_t n = t->sizes[dim];
-    bool cut = summarize && n > 2 * EDGEITEMS;
+    bool cut = summarize && n > 2 * opts.edgeitems;
     for (int64_t i = 0; i < n; i++) {
-        if (cut && i == EDGEITEMS) i = n - EDGEITEMS;
+        if (cut && i == opts.edgeitems) i = n - opts.edgeitems;
         visit_shown(t, summarize, dim + 1, base * n + i, fn, ctx);
     }
 }
@@ -151,9 +157,11 @@ static formatter make_formatter(const em_tensor *t, bool summarize)
         visit_shown(t, summarize, 0, 0, gather_float_stats, &s);
         if (!s.any) return f;     /* zeros and non-finite values only: "0.", "nan" */
         f.int_mode = s.all_integral;
-        f.sci_mode = s.max_abs / s.min_abs > 1000. || s.max_abs > 1.e8 ||
-                     (!f.int_mode && s.min_abs < 1.e-4);
-        if (f.sci_mode) f.int_mode = false;
+        if (opts.sci_mode != EMLUA_SCI_AUTO)
+            f.sci_mode = opts.sci_mode == EMLUA_SCI_ON;
+        else
+            f.sci_mode = s.max_abs / s.min_abs > 1000. || s.max_abs > 1.e8 ||
+                         (!f.int_mode && s.min_abs < 1.e-4);
     }
     visit_shown(t, summarize, 0, 0, widen, &w);
     return f;
@@ -178,13 +186,13 @@ static void print_element(const printer *pr, int64_t linear)
 }
 
 /* The last dim: elements separated by ", ", wrapped so that a line holds as
- * many elements as fit in LINEWIDTH after the indent. */
+ * many elements as fit in the line width after the indent. */
 static void print_vector(const printer *pr, int64_t base, int indent)
 {
     int64_t n = pr->t->sizes[pr->t->ndim - 1];
-    bool cut = pr->summarize && n > 2 * EDGEITEMS;
-    int64_t shown = cut ? 2 * EDGEITEMS + 1 : n;    /* the "..." counts as one */
-    int64_t per_line = (LINEWIDTH - indent) / (pr->f->width + 2);
+    bool cut = pr->summarize && n > 2 * opts.edgeitems;
+    int64_t shown = cut ? 2 * opts.edgeitems + 1 : n;    /* the "..." counts as one */
+    int64_t per_line = (opts.linewidth - indent) / (pr->f->width + 2);
     if (per_line < 1) per_line = 1;
 
     sb_adds(pr->sb, "[");
@@ -197,8 +205,8 @@ static void print_vector(const printer *pr, int64_t base, int indent)
                 sb_adds(pr->sb, ", ");
             }
         }
-        if (cut && k == EDGEITEMS) { sb_adds(pr->sb, " ..."); continue; }
-        int64_t i = cut && k > EDGEITEMS ? n - (shown - k) : k;
+        if (cut && k == opts.edgeitems) { sb_adds(pr->sb, " ..."); continue; }
+        int64_t i = cut && k > opts.edgeitems ? n - (shown - k) : k;
         print_element(pr, base * n + i);
     }
     sb_adds(pr->sb, "]");
@@ -211,7 +219,7 @@ static void print_rows(const printer *pr, int dim, int64_t base, int indent)
     const em_tensor *t = pr->t;
     if (dim == t->ndim - 1) { print_vector(pr, base, indent); return; }
     int64_t n = t->sizes[dim];
-    bool cut = pr->summarize && n > 2 * EDGEITEMS;
+    bool cut = pr->summarize && n > 2 * opts.edgeitems;
     int sub_dims = t->ndim - dim - 1;
 
     sb_adds(pr->sb, "[");
@@ -221,11 +229,11 @@ static void print_rows(const printer *pr, int dim, int64_t base, int indent)
             for (int k = 0; k < sub_dims; k++) sb_adds(pr->sb, "\n");
             sb_spaces(pr->sb, indent + 1);
         }
-        if (cut && i == EDGEITEMS) {
+        if (cut && i == opts.edgeitems) {
             sb_adds(pr->sb, "...,");
             for (int k = 0; k < sub_dims; k++) sb_adds(pr->sb, "\n");
             sb_spaces(pr->sb, indent + 1);
-            i = n - EDGEITEMS;
+            i = n - opts.edgeitems;
         }
         print_rows(pr, dim + 1, base * n + i, indent + 1);
     }
@@ -234,7 +242,7 @@ static void print_rows(const printer *pr, int dim, int64_t base, int indent)
 
 static void print_body(const em_tensor *t, strbuf *sb, int indent)
 {
-    bool summarize = em_numel(t) > THRESHOLD;
+    bool summarize = (double)em_numel(t) > opts.threshold;
     formatter f = make_formatter(t, summarize);
     printer pr = {t, &f, summarize, sb};
     if (t->ndim == 0) print_element(&pr, 0);
@@ -243,12 +251,12 @@ static void print_body(const em_tensor *t, strbuf *sb, int indent)
 
 /* ---- suffixes ------------------------------------------------------------ */
 
-/* Appends ", suffix", or ",\n<indent>suffix" when it would pass LINEWIDTH.
+/* Appends ", suffix", or ",\n<indent>suffix" when it would pass the line width.
  * The column count reproduces PyTorch's _add_suffixes, quirks included. */
 static void add_suffix(strbuf *sb, size_t *last_line_len, int indent, const char *suffix)
 {
     size_t n = strlen(suffix);
-    if (*last_line_len + n + 2 > LINEWIDTH) {
+    if (*last_line_len + n + 2 > (size_t)opts.linewidth) {
         sb_adds(sb, ",\n");
         sb_spaces(sb, indent);
         *last_line_len = (size_t)indent + n;

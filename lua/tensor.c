@@ -3,6 +3,7 @@
  * of the module (ember.tensor, zeros, ones, full, arange, ...). */
 #include "binding.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1153,6 +1154,45 @@ static int m_get_default_dtype(lua_State *L)
     return 1;
 }
 
+/* ember._printoptions(): the current options (precision, threshold,
+ * edgeitems, linewidth, sci_mode: nil when chosen from the values);
+ * ember._printoptions(precision, threshold, edgeitems, linewidth, sci_mode)
+ * sets them all (ember.set_printoptions, lua/ember/composite/settings.lua,
+ * reads PyTorch's arguments and profiles). */
+static int m_printoptions(lua_State *L)
+{
+    static const char op[] = "ember.set_printoptions";
+    if (lua_gettop(L) == 0) {
+        emlua_print_options o = emlua_get_print_options();
+        lua_pushinteger(L, o.precision);
+        lua_pushnumber(L, o.threshold);
+        lua_pushinteger(L, o.edgeitems);
+        lua_pushinteger(L, o.linewidth);
+        if (o.sci_mode == EMLUA_SCI_AUTO) lua_pushnil(L);
+        else lua_pushboolean(L, o.sci_mode == EMLUA_SCI_ON);
+        return 5;
+    }
+    lua_Integer precision = emlua_check_integer(L, 1, op), edgeitems = emlua_check_integer(L, 3, op),
+                linewidth = emlua_check_integer(L, 4, op);
+    double threshold = emlua_check_number(L, 2, op);
+    /* the texts of elements are made in 64-byte buffers: 30 digits after the
+     * point are more than float64 holds */
+    if (precision < 0 || precision > 30)
+        return emlua_argerror(L, 1, op, "precision must be 0 to 30, got %lld", (long long)precision);
+    if (!(threshold >= 0))
+        return emlua_argerror(L, 2, op, "threshold must be a number >= 0 (math.huge: never summarise), got %g",
+                              threshold);
+    if (edgeitems < 1 || edgeitems > INT_MAX)
+        return emlua_argerror(L, 3, op, "edgeitems must be a positive integer, got %lld", (long long)edgeitems);
+    if (linewidth < 1 || linewidth > INT_MAX)
+        return emlua_argerror(L, 4, op, "linewidth must be a positive integer, got %lld", (long long)linewidth);
+    if (!lua_isnoneornil(L, 5) && lua_type(L, 5) != LUA_TBOOLEAN)
+        return emlua_typeerror(L, 5, op, "a boolean or nil (sci_mode)");
+    emlua_sci_mode sci = lua_isnoneornil(L, 5) ? EMLUA_SCI_AUTO : lua_toboolean(L, 5) ? EMLUA_SCI_ON : EMLUA_SCI_OFF;
+    emlua_set_print_options((emlua_print_options){(int)precision, threshold, (int)edgeitems, (int)linewidth, sci});
+    return 0;
+}
+
 static int m_get_num_threads(lua_State *L) { lua_pushinteger(L, em_num_threads()); return 1; }
 
 static int m_set_num_threads(lua_State *L)
@@ -1186,7 +1226,7 @@ static const luaL_Reg functions[] = {
     {"zeros_like", m_zeros_like}, {"ones_like", m_ones_like}, {"empty_like", m_empty_like},
     {"full_like", m_full_like}, {"arange", m_arange}, {"linspace", m_linspace}, {"eye", m_eye},
     {"is_tensor", m_is_tensor}, {"set_default_dtype", m_set_default_dtype},
-    {"get_default_dtype", m_get_default_dtype}, {"get_num_threads", m_get_num_threads},
+    {"get_default_dtype", m_get_default_dtype}, {"_printoptions", m_printoptions}, {"get_num_threads", m_get_num_threads},
     {"set_num_threads", m_set_num_threads},
     /* view functions also callable as ember.f(t, ...) */
     {"reshape", t_reshape}, {"transpose", t_transpose}, {"permute", t_permute}, {"narrow", t_narrow},

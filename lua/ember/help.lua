@@ -168,6 +168,7 @@ end
 -- ("Tensor:sum"), classes ("ember.nn.Linear") and their own methods ("ember.nn.Linear:forward").
 -- Inherited methods are listed once, under the class that defines them.
 function M.public_values()
+  require "ember.composite"   -- the functions written in Lua, installed when first asked for
   local out = {}
   local function add(name, v) out[#out + 1] = {name, v} end
   local modules = public_modules()

@@ -246,6 +246,106 @@ describe("tostring(tensor)", function()
     end)
 end)
 
+-- ember.set_printoptions against PyTorch 2.15's torch.set_printoptions: each case
+-- sets its options, prints, and goes back to the default profile. The expected
+-- strings come from the second generator at the end of this file (run with
+-- scripts/bench/torch-python).
+local option_cases = {
+    {"precision 2", "{precision = 2}", "ember.tensor({1.12345, 2.5, -3.75})",
+     "tensor([ 1.12,  2.50, -3.75])"},
+    {"precision 0", "{precision = 0}", "ember.tensor({1.6, 2.5, -3.75})",
+     "tensor([ 2,  2, -4])"},
+    {"precision 10 float64", "{precision = 10}", "ember.tensor({1/3, 2/3}, {dtype = \"float64\"})",
+     "tensor([0.3333333333, 0.6666666667], dtype=float64)"},
+    {"precision 2 sci", "{precision = 2}", "ember.tensor({1.12345, 100000.0})",
+     "tensor([1.12e+00, 1.00e+05])"},
+    {"sci_mode on", "{sci_mode = true}", "ember.tensor({1.0, 2.5})",
+     "tensor([1.0000e+00, 2.5000e+00])"},
+    {"sci_mode on integral", "{sci_mode = true}", "ember.tensor({1.0, 2.0})",
+     "tensor([1.0000e+00, 2.0000e+00])"},
+    {"sci_mode off", "{sci_mode = false}", "ember.tensor({1e-9, 1e9, 2.5})",
+     "tensor([         0.0000, 1000000000.0000,          2.5000])"},
+    {"sci_mode off integral", "{sci_mode = false}", "ember.tensor({1e10, 1.0})",
+     "tensor([10000000000.,           1.])"},
+    {"sci_mode on ints untouched", "{sci_mode = true}", "ember.tensor({1, 20})",
+     "tensor([ 1, 20])"},
+    {"threshold 5", "{threshold = 5}", "ember.arange(10)",
+     "tensor([0, 1, 2,  ..., 7, 8, 9])"},
+    {"threshold 5 edgeitems 1", "{threshold = 5, edgeitems = 1}", "ember.arange(0, 10, 1.0)",
+     "tensor([0.,  ..., 9.])"},
+    {"edgeitems 1 2-d", "{threshold = 5, edgeitems = 1}", "ember.arange(24):reshape(4, 6)",
+     "tensor([[ 0,  ...,  5],\n        ...,\n        [18,  ..., 23]])"},
+    {"linewidth 20", "{linewidth = 20}", "ember.arange(0, 12, 1.0)",
+     "tensor([ 0.,  1.,\n         2.,  3.,\n         4.,  5.,\n         6.,  7.,\n         8.,  9.,\n        10., 11.])"},
+    {"linewidth 20 suffix", "{linewidth = 20}", "ember.arange(6, {dtype = \"int32\"})",
+     "tensor([0, 1, 2, 3,\n        4, 5],\n       dtype=int32)"},
+    {"profile short", "{profile = \"short\"}", "ember.tensor({{1.23456, 2, 3}, {4, 5, 6.5}})",
+     "tensor([[1.23, 2.00, 3.00],\n        [4.00, 5.00, 6.50]])"},
+    {"profile short summarised", "{profile = \"short\"}", "ember.arange(2000)",
+     "tensor([   0,    1,  ..., 1998, 1999])"},
+    {"profile full", "{profile = \"full\"}", "ember.arange(1001)",
+     "tensor([   0,    1,    2,    3,    4,    5,    6,    7,    8,    9,   10,   11,\n          12,   13,   14,   15,   16,   17,   18,   19,   20,   21,   22,   23,\n          24,   25,   26,   27,   28,   29,   30,   31,   32,   33,   34,   35,\n          36,   37,   38,   39,   40,   41,   42,   43,   44,   45,   46,   47,\n          48,   49,   50,   51,   52,   53,   54,   55,   56,   57,   58,   59,\n          60,   61,   62,   63,   64,   65,   66,   67,   68,   69,   70,   71,\n          72,   73,   74,   75,   76,   77,   78,   79,   80,   81,   82,   83,\n          84,   85,   86,   87,   88,   89,   90,   91,   92,   93,   94,   95,\n          96,   97,   98,   99,  100,  101,  102,  103,  104,  105,  106,  107,\n         108,  109,  110,  111,  112,  113,  114,  115,  116,  117,  118,  119,\n         120,  121,  122,  123,  124,  125,  126,  127,  128,  129,  130,  131,\n         132,  133,  134,  135,  136,  137,  138,  139,  140,  141,  142,  143,\n         144,  145,  146,  147,  148,  149,  150,  151,  152,  153,  154,  155,\n         156,  157,  158,  159,  160,  161,  162,  163,  164,  165,  166,  167,\n         168,  169,  170,  171,  172,  173,  174,  175,  176,  177,  178,  179,\n         180,  181,  182,  183,  184,  185,  186,  187,  188,  189,  190,  191,\n         192,  193,  194,  195,  196,  197,  198,  199,  200,  201,  202,  203,\n         204,  205,  206,  207,  208,  209,  210,  211,  212,  213,  214,  215,\n         216,  217,  218,  219,  220,  221,  222,  223,  224,  225,  226,  227,\n         228,  229,  230,  231,  232,  233,  234,  235,  236,  237,  238,  239,\n         240,  241,  242,  243,  244,  245,  246,  247,  248,  249,  250,  251,\n         252,  253,  254,  255,  256,  257,  258,  259,  260,  261,  262,  263,\n         264,  265,  266,  267,  268,  269,  270,  271,  272,  273,  274,  275,\n         276,  277,  278,  279,  280,  281,  282,  283,  284,  285,  286,  287,\n         288,  289,  290,  291,  292,  293,  294,  295,  296,  297,  298,  299,\n         300,  301,  302,  303,  304,  305,  306,  307,  308,  309,  310,  311,\n         312,  313,  314,  315,  316,  317,  318,  319,  320,  321,  322,  323,\n         324,  325,  326,  327,  328,  329,  330,  331,  332,  333,  334,  335,\n         336,  337,  338,  339,  340,  341,  342,  343,  344,  345,  346,  347,\n         348,  349,  350,  351,  352,  353,  354,  355,  356,  357,  358,  359,\n         360,  361,  362,  363,  364,  365,  366,  367,  368,  369,  370,  371,\n         372,  373,  374,  375,  376,  377,  378,  379,  380,  381,  382,  383,\n         384,  385,  386,  387,  388,  389,  390,  391,  392,  393,  394,  395,\n         396,  397,  398,  399,  400,  401,  402,  403,  404,  405,  406,  407,\n         408,  409,  410,  411,  412,  413,  414,  415,  416,  417,  418,  419,\n         420,  421,  422,  423,  424,  425,  426,  427,  428,  429,  430,  431,\n         432,  433,  434,  435,  436,  437,  438,  439,  440,  441,  442,  443,\n         444,  445,  446,  447,  448,  449,  450,  451,  452,  453,  454,  455,\n         456,  457,  458,  459,  460,  461,  462,  463,  464,  465,  466,  467,\n         468,  469,  470,  471,  472,  473,  474,  475,  476,  477,  478,  479,\n         480,  481,  482,  483,  484,  485,  486,  487,  488,  489,  490,  491,\n         492,  493,  494,  495,  496,  497,  498,  499,  500,  501,  502,  503,\n         504,  505,  506,  507,  508,  509,  510,  511,  512,  513,  514,  515,\n         516,  517,  518,  519,  520,  521,  522,  523,  524,  525,  526,  527,\n         528,  529,  530,  531,  532,  533,  534,  535,  536,  537,  538,  539,\n         540,  541,  542,  543,  544,  545,  546,  547,  548,  549,  550,  551,\n         552,  553,  554,  555,  556,  557,  558,  559,  560,  561,  562,  563,\n         564,  565,  566,  567,  568,  569,  570,  571,  572,  573,  574,  575,\n         576,  577,  578,  579,  580,  581,  582,  583,  584,  585,  586,  587,\n         588,  589,  590,  591,  592,  593,  594,  595,  596,  597,  598,  599,\n         600,  601,  602,  603,  604,  605,  606,  607,  608,  609,  610,  611,\n         612,  613,  614,  615,  616,  617,  618,  619,  620,  621,  622,  623,\n         624,  625,  626,  627,  628,  629,  630,  631,  632,  633,  634,  635,\n         636,  637,  638,  639,  640,  641,  642,  643,  644,  645,  646,  647,\n         648,  649,  650,  651,  652,  653,  654,  655,  656,  657,  658,  659,\n         660,  661,  662,  663,  664,  665,  666,  667,  668,  669,  670,  671,\n         672,  673,  674,  675,  676,  677,  678,  679,  680,  681,  682,  683,\n         684,  685,  686,  687,  688,  689,  690,  691,  692,  693,  694,  695,\n         696,  697,  698,  699,  700,  701,  702,  703,  704,  705,  706,  707,\n         708,  709,  710,  711,  712,  713,  714,  715,  716,  717,  718,  719,\n         720,  721,  722,  723,  724,  725,  726,  727,  728,  729,  730,  731,\n         732,  733,  734,  735,  736,  737,  738,  739,  740,  741,  742,  743,\n         744,  745,  746,  747,  748,  749,  750,  751,  752,  753,  754,  755,\n         756,  757,  758,  759,  760,  761,  762,  763,  764,  765,  766,  767,\n         768,  769,  770,  771,  772,  773,  774,  775,  776,  777,  778,  779,\n         780,  781,  782,  783,  784,  785,  786,  787,  788,  789,  790,  791,\n         792,  793,  794,  795,  796,  797,  798,  799,  800,  801,  802,  803,\n         804,  805,  806,  807,  808,  809,  810,  811,  812,  813,  814,  815,\n         816,  817,  818,  819,  820,  821,  822,  823,  824,  825,  826,  827,\n         828,  829,  830,  831,  832,  833,  834,  835,  836,  837,  838,  839,\n         840,  841,  842,  843,  844,  845,  846,  847,  848,  849,  850,  851,\n         852,  853,  854,  855,  856,  857,  858,  859,  860,  861,  862,  863,\n         864,  865,  866,  867,  868,  869,  870,  871,  872,  873,  874,  875,\n         876,  877,  878,  879,  880,  881,  882,  883,  884,  885,  886,  887,\n         888,  889,  890,  891,  892,  893,  894,  895,  896,  897,  898,  899,\n         900,  901,  902,  903,  904,  905,  906,  907,  908,  909,  910,  911,\n         912,  913,  914,  915,  916,  917,  918,  919,  920,  921,  922,  923,\n         924,  925,  926,  927,  928,  929,  930,  931,  932,  933,  934,  935,\n         936,  937,  938,  939,  940,  941,  942,  943,  944,  945,  946,  947,\n         948,  949,  950,  951,  952,  953,  954,  955,  956,  957,  958,  959,\n         960,  961,  962,  963,  964,  965,  966,  967,  968,  969,  970,  971,\n         972,  973,  974,  975,  976,  977,  978,  979,  980,  981,  982,  983,\n         984,  985,  986,  987,  988,  989,  990,  991,  992,  993,  994,  995,\n         996,  997,  998,  999, 1000])"},
+    {"profile then precision", "{profile = \"full\", precision = 1}", "ember.tensor({1.25, 2.75})",
+     "tensor([1.2, 2.8])"},
+    {"threshold inf", "{threshold = math.huge}", "ember.arange(1200):reshape(2, 600):sum(2)",
+     "tensor([179700, 539700])"},
+}
+
+describe("ember.set_printoptions", function()
+    local function with_options(opts, fn)
+        ember.set_printoptions({profile = "default"})
+        ember.set_printoptions(opts)
+        local ok, err = pcall(fn)
+        ember.set_printoptions({profile = "default"})
+        assert(ok, err)
+    end
+
+    for _, c in ipairs(option_cases) do
+        local name, opts_src, src, want = c[1], c[2], c[3], c[4]
+        it(name .. ": " .. opts_src, function()
+            local opts = load("return " .. opts_src, "=opts", "t", {math = math})()
+            local t = load("return " .. src, "=case", "t", {ember = ember})()
+            with_options(opts, function() assert.are.equal(want, tostring(t)) end)
+        end)
+    end
+
+    it("takes PyTorch's positions, and each call leaves unnamed options as they were but sci_mode", function()
+        with_options({}, function()
+            ember.set_printoptions(2, 5)          -- precision, threshold
+            assert.are.equal("tensor([0.50, 1.50])", tostring(ember.tensor({0.5, 1.5})))
+            assert.are.equal("tensor([0, 1, 2,  ..., 7, 8, 9])", tostring(ember.arange(10)))
+            ember.set_printoptions({sci_mode = true})
+            assert.are.equal("tensor([5.00e-01, 1.50e+00])", tostring(ember.tensor({0.5, 1.5})))
+            -- a later call without sci_mode chooses the notation from the values again (PyTorch too)
+            ember.set_printoptions({linewidth = 80})
+            assert.are.equal("tensor([0.50, 1.50])", tostring(ember.tensor({0.5, 1.5})))
+        end)
+    end)
+
+    it("refuses bad options, naming the op and the option", function()
+        local bad = {
+            {{profile = "long"}, 'profile must be "default", "short" or "full"'},
+            {{precision = 1.5}, "precision must be an integer"},
+            {{precision = -1}, "precision must be 0 to 30"},
+            {{precision = 31}, "precision must be 0 to 30"},
+            {{threshold = -1}, "threshold must be a number >= 0"},
+            {{threshold = "x"}, "threshold must be a number"},
+            {{edgeitems = 0}, "edgeitems must be a positive integer"},
+            {{linewidth = 0}, "linewidth must be a positive integer"},
+            {{sci_mode = 1}, "sci_mode"},
+            {{colour = true}, "unknown option 'colour'"},
+        }
+        for _, b in ipairs(bad) do
+            local ok, err = pcall(ember.set_printoptions, b[1])
+            assert.is_false(ok)
+            assert.truthy(err:find("ember.set_printoptions: ", 1, true), err)
+            assert.truthy(err:find(b[2], 1, true), err)
+        end
+        -- and a refused call changes nothing
+        assert.are.equal("tensor([0.5000, 1.5000])", tostring(ember.tensor({0.5, 1.5})))
+    end)
+end)
+
 --[==[ generator (run with /usr/bin/python3; PyTorch 1.13):
 # Prints the Lua table of format cases: each PyTorch expression is printed by
 # PyTorch's own code (torch._tensor_str), with the dtype named as ember names it.
@@ -354,5 +454,50 @@ for name, lua, tsrc in cases:
     ref = repr(t).replace('torch.', '')
     if ref != s: print("-- NOTE: differs from repr (suffix wrap):", name, file=__import__('sys').stderr)
     print("    {%s, %s,\n     %s}," % (lq(name), lq(lua), lq(s)))
+print("}")
+]==]
+
+--[==[ second generator: the print-option cases (run with scripts/bench/torch-python; PyTorch 2.15):
+# Prints the Lua table of print-option cases: each PyTorch expression printed by
+# PyTorch's own printer (torch._tensor_str) after torch.set_printoptions(**opts),
+# with the dtype named as ember names it.
+import torch, torch._tensor_str as ts
+def ember_str(t):
+    indent, suffixes = 7, []
+    name = str(t.dtype).replace('torch.', '')
+    if t.dtype not in (torch.get_default_dtype(), torch.int64, torch.bool):
+        suffixes.append('dtype=' + name)
+    body = ts._tensor_str(t, indent)
+    return ts._add_suffixes('tensor(' + body, suffixes, indent, force_newline=False)
+cases = [
+ ("precision 2", "{precision = 2}", dict(precision=2), "ember.tensor({1.12345, 2.5, -3.75})", "torch.tensor([1.12345, 2.5, -3.75])"),
+ ("precision 0", "{precision = 0}", dict(precision=0), "ember.tensor({1.6, 2.5, -3.75})", "torch.tensor([1.6, 2.5, -3.75])"),
+ ("precision 10 float64", "{precision = 10}", dict(precision=10), 'ember.tensor({1/3, 2/3}, {dtype = "float64"})', "torch.tensor([1/3, 2/3], dtype=torch.float64)"),
+ ("precision 2 sci", "{precision = 2}", dict(precision=2), "ember.tensor({1.12345, 100000.0})", "torch.tensor([1.12345, 100000.0])"),
+ ("sci_mode on", "{sci_mode = true}", dict(sci_mode=True), "ember.tensor({1.0, 2.5})", "torch.tensor([1.0, 2.5])"),
+ ("sci_mode on integral", "{sci_mode = true}", dict(sci_mode=True), "ember.tensor({1.0, 2.0})", "torch.tensor([1.0, 2.0])"),
+ ("sci_mode off", "{sci_mode = false}", dict(sci_mode=False), "ember.tensor({1e-9, 1e9, 2.5})", "torch.tensor([1e-9, 1e9, 2.5])"),
+ ("sci_mode off integral", "{sci_mode = false}", dict(sci_mode=False), "ember.tensor({1e10, 1.0})", "torch.tensor([1e10, 1.0])"),
+ ("sci_mode on ints untouched", "{sci_mode = true}", dict(sci_mode=True), "ember.tensor({1, 20})", "torch.tensor([1, 20])"),
+ ("threshold 5", "{threshold = 5}", dict(threshold=5), "ember.arange(10)", "torch.arange(10)"),
+ ("threshold 5 edgeitems 1", "{threshold = 5, edgeitems = 1}", dict(threshold=5, edgeitems=1), "ember.arange(0, 10, 1.0)", "torch.arange(0, 10, 1.0)"),
+ ("edgeitems 1 2-d", "{threshold = 5, edgeitems = 1}", dict(threshold=5, edgeitems=1), "ember.arange(24):reshape(4, 6)", "torch.arange(24).reshape(4, 6)"),
+ ("linewidth 20", "{linewidth = 20}", dict(linewidth=20), "ember.arange(0, 12, 1.0)", "torch.arange(0, 12, 1.0)"),
+ ("linewidth 20 suffix", "{linewidth = 20}", dict(linewidth=20), 'ember.arange(6, {dtype = "int32"})', "torch.arange(6, dtype=torch.int32)"),
+ ("profile short", '{profile = "short"}', dict(profile="short"), "ember.tensor({{1.23456, 2, 3}, {4, 5, 6.5}})", "torch.tensor([[1.23456, 2, 3], [4, 5, 6.5]])"),
+ ("profile short summarised", '{profile = "short"}', dict(profile="short"), "ember.arange(2000)", "torch.arange(2000)"),
+ ("profile full", '{profile = "full"}', dict(profile="full"), "ember.arange(1001)", "torch.arange(1001)"),
+ ("profile then precision", '{profile = "full", precision = 1}', dict(profile="full", precision=1), "ember.tensor({1.25, 2.75})", "torch.tensor([1.25, 2.75])"),
+ ("threshold inf", "{threshold = math.huge}", dict(threshold=float('inf')), "ember.arange(1200):reshape(2, 600):sum(2)", "torch.arange(1200).reshape(2, 600).sum(1)"),
+]
+def lq(s):
+    return '"' + s.replace('\\', '\\\\').replace('"', '\\"').replace('\n', '\\n') + '"'
+print("local option_cases = {")
+for name, lopts, opts, lua, tsrc in cases:
+    torch.set_printoptions(profile="default")
+    torch.set_printoptions(**opts)
+    s = ember_str(eval(tsrc))
+    torch.set_printoptions(profile="default")
+    print("    {%s, %s, %s,\n     %s}," % (lq(name), lq(lopts), lq(lua), lq(s)))
 print("}")
 ]==]

@@ -1833,4 +1833,71 @@ The version of ember, a string such as "0.1.0".]],
 print(ember.__version__)]],
 }
 
+
+add {
+  name = "ember.set_printoptions",
+  sig = "ember.set_printoptions([precision [, threshold [, edgeitems [, linewidth [, profile [, sci_mode]]]]]])",
+  doc = [[
+How tensors print, for the whole process: digits after the point (precision, default 4),
+the element count above which a print shows only the ends of each dim (threshold, 1000;
+math.huge: never), the items kept at each end (edgeitems, 3), the line width (linewidth,
+80), a profile setting the four at once ("default", "short": 2 digits and 2 edge items,
+"full": no summary) before the others apply, and sci_mode (true / false forces
+scientific / fixed notation; left out, it is chosen from the values, on every call).
+The names go in an options table too. precision is 0 to 30.
+Like torch.set_printoptions.]],
+  example = [[
+ember.set_printoptions({precision = 2})
+print(ember.tensor({1.23456, 2}))   -- tensor([1.23, 2.00])
+ember.set_printoptions({profile = "default"})]],
+}
+
+add {
+  name = "ember.set_float32_matmul_precision",
+  also = {"ember.get_float32_matmul_precision"},
+  sig = "ember.set_float32_matmul_precision(precision)\nember.get_float32_matmul_precision()",
+  doc = [[
+"highest" keeps float32 matrix products in float32; "high" and "medium" let CUDA use
+TF32 tensor cores: the setting is ember.backends.cuda.matmul.allow_tf32, and get reads
+that flag back, also when it was set directly (PyTorch 2.15 refuses to answer once the
+two ways are mixed). ember's CPU products are always float32, and
+"medium" allows no more than "high" (PyTorch may also use bfloat16 products there).
+Like torch.set_float32_matmul_precision.]],
+  example = [[
+ember.set_float32_matmul_precision("high")
+print(ember.get_float32_matmul_precision(), ember.backends.cuda.matmul.allow_tf32)   -- high  true
+ember.set_float32_matmul_precision("highest")]],
+}
+
+add {
+  name = "ember.inference_mode",
+  sig = "ember.inference_mode([mode = true,] [fn, ...])",
+  doc = [[
+torch.inference_mode: with mode true, ember.no_grad (fn's results, or a <close> guard
+when there is no fn); with mode false, grad mode is left as it is. ember has no
+inference tensors: what is made inside may enter autograd later, where PyTorch refuses.]],
+  example = [[
+local w = ember.ones(2, {requires_grad = true})
+local y = ember.inference_mode(function() return w * 2 end)
+print(y.requires_grad)   -- false
+do
+  local _ <close> = ember.inference_mode()
+  print(ember.is_grad_enabled())   -- false
+end]],
+}
+
+add {
+  name = "ember.compile",
+  sig = "ember.compile([model_or_fn] [, {fullgraph =, dynamic =, backend =, mode =, options =, disable =}])",
+  doc = [[
+Returns model_or_fn itself: ember has no compiler, so a script that calls torch.compile
+runs as it would eagerly (PyTorch's backend "eager"). Without a model it returns a
+function that returns its argument, as torch.compile(**options) returns a decorator.
+The options are PyTorch's names, checked and otherwise unused. To replay a step's
+kernels without launching each, see ember.cuda.CUDAGraph.]],
+  example = [[
+local model = ember.nn.Linear(4, 2)
+print(ember.compile(model) == model, ember.compile(model, {mode = "max-autotune"}) == model)   -- true  true]],
+}
+
 return entries

@@ -1,0 +1,105 @@
+-- ember.composite.settings — PyTorch's process-wide switches that a ported script sets
+-- at its top: set_printoptions, set/get_float32_matmul_precision, inference_mode and
+-- compile. A part of ember.composite (loaded on first use of one of these names).
+local ember = require "ember"
+local raise = require("ember.errors").raise
+local options = require("ember.args").options
+
+local F = {}
+
+-- torch.set_printoptions's profiles: precision, threshold, edgeitems, linewidth
+local PROFILES = {
+  default = {4, 1000, 3, 80},
+  short = {2, 1000, 2, 80},
+  full = {4, math.huge, 3, 80},
+}
+
+--- ember.set_printoptions([precision [, threshold [, edgeitems [, linewidth [, profile [, sci_mode]]]]]])
+-- (or the same names in an options table): how tensors print, for the whole process.
+function F.set_printoptions(...)
+  local op = "ember.set_printoptions"
+  local o = options(op, {"precision", "threshold", "edgeitems", "linewidth", "profile", "sci_mode"}, ...)
+  local precision, threshold, edgeitems, linewidth = ember._printoptions()
+  if o.profile ~= nil then
+    local p = PROFILES[o.profile]
+    if not p then
+      raise(string.format('%s: profile must be "default", "short" or "full", got %s', op, tostring(o.profile)))
+    end
+    precision, threshold, edgeitems, linewidth = p[1], p[2], p[3], p[4]
+  end
+  for name, v in pairs({precision = o.precision, edgeitems = o.edgeitems, linewidth = o.linewidth}) do
+    if math.type(v) ~= "integer" then raise(string.format("%s: %s must be an integer, got %s", op, name, tostring(v))) end
+  end
+  if o.threshold ~= nil and type(o.threshold) ~= "number" then
+    raise(string.format("%s: threshold must be a number, got %s", op, type(o.threshold)))
+  end
+  -- as PyTorch, sci_mode is always set: left out, the notation follows the values again
+  ember._printoptions(o.precision or precision, o.threshold or threshold, o.edgeitems or edgeitems,
+                      o.linewidth or linewidth, o.sci_mode)
+end
+
+-- "medium" lets PyTorch use bfloat16 products too; ember's CUDA matmul has TF32 as its
+-- only reduced-precision float32 mode, so medium and high both allow TF32
+local medium = false
+
+--- ember.set_float32_matmul_precision(p): "highest" (float32 products in float32), "high" or
+-- "medium" (TF32 allowed on CUDA): ember.backends.cuda.matmul.allow_tf32 follows it.
+function F.set_float32_matmul_precision(p)
+  local op = "ember.set_float32_matmul_precision"
+  if p ~= "highest" and p ~= "high" and p ~= "medium" then
+    raise(string.format('%s: expected "highest", "high" or "medium", got %s', op,
+                        type(p) == "string" and '"' .. p .. '"' or tostring(p)))
+  end
+  medium = p == "medium"
+  ember.backends.cuda.matmul.allow_tf32 = p ~= "highest"
+end
+
+--- ember.get_float32_matmul_precision() -> "highest", "high" or "medium", read from allow_tf32 as PyTorch does.
+function F.get_float32_matmul_precision()
+  if not ember.backends.cuda.matmul.allow_tf32 then return "highest" end
+  return medium and "medium" or "high"
+end
+
+local noop_guard = setmetatable({}, {__close = function() end, __name = "ember.InferenceModeGuard"})
+
+--- ember.inference_mode([mode = true,] [fn, ...]): torch.inference_mode; with mode true it is
+-- ember.no_grad (fn's results, or a <close> guard without fn); with mode false grad mode is left as it is.
+function F.inference_mode(...)
+  local args = table.pack(...)
+  local mode, first = true, 1
+  if type(args[1]) == "boolean" then mode, first = args[1], 2 end
+  local fn = args[first]
+  if fn ~= nil and type(fn) ~= "function" then
+    raise(string.format("ember.inference_mode: expected a function (or nothing, for a <close> guard), got %s",
+                        type(fn)))
+  end
+  if mode then return ember.no_grad(table.unpack(args, first, args.n)) end
+  if fn == nil then return noop_guard end
+  return fn(table.unpack(args, first + 1, args.n))
+end
+
+local function callable(v)
+  if type(v) == "function" then return true end
+  local mt = getmetatable(v)
+  return type(mt) == "table" and mt.__call ~= nil
+end
+
+--- ember.compile([model_or_fn] [, {fullgraph, dynamic, backend, mode, options, disable}]) -> model_or_fn unchanged
+-- (ember has no compiler; without a model, a function that returns its argument, for use as a decorator).
+function F.compile(...)
+  local op = "ember.compile"
+  local args = table.pack(...)
+  local model = callable(args[1]) and args[1] or nil
+  if not model and args[1] ~= nil and not (type(args[1]) == "table" and getmetatable(args[1]) == nil) then
+    raise(string.format("%s: expected a module or a function to compile, got %s", op, type(args[1])))
+  end
+  options(op, {"fullgraph", "dynamic", "backend", "mode", "options", "disable"},
+          table.unpack(args, model and 2 or 1, args.n))
+  if model then return model end
+  return function(m)
+    if not callable(m) then raise(string.format("%s: expected a module or a function to compile, got %s", op, type(m))) end
+    return m
+  end
+end
+
+return {functions = F}
