@@ -21,12 +21,12 @@ end
 
 local method_names = sorted_keys(methods, "function")
 local function_names = sorted_keys(ember, "function")
--- save (and _savefile, plot's) writes files wherever its random path points
+-- save (and _savefile, _save_raw, plot's) writes files wherever its random path points
 -- and the switches of modes that change what every later call does (anomaly mode, stopping
 -- at NaN, memory recording, the profiler's node timing, autocast's suspension, how tensors
 -- print and whether CUDA products may use TF32)
 local excluded = {set_num_threads = true, set_default_dtype = true, seed = true, save = true, _savefile = true,
-                  set_printoptions = true, _printoptions = true, set_float32_matmul_precision = true,
+                  _save_raw = true, set_printoptions = true, _printoptions = true, set_float32_matmul_precision = true,
                   _set_anomaly = true, _stop_on_nan = true, _mem_record = true, _profile_nodes = true,
                   _autocast_lift = true, _autocast_resuspend = true}
 local dtypes = {"float32", "float64", "int64", "int32", "uint8", "bool", "float16", "bfloat16"}
