@@ -164,6 +164,13 @@ em_tensor *em_expand(const em_tensor *t, const int64_t *sizes, int ndim);
 em_tensor *em_squeeze(const em_tensor *t);
 em_tensor *em_squeeze_dim(const em_tensor *t, int dim);
 em_tensor *em_unsqueeze(const em_tensor *t, int dim);
+/* The in-place view ops (t_, transpose_, squeeze_, unsqueeze_): t takes the
+ * geometry of v, a view of t made by the out-of-place op `base`, which is
+ * released. Refused as an in-place write is (t requires grad while grad mode
+ * is on); bumps the storage version, so tensors autograd saved before are
+ * seen as changed. 0, or -1 with the error set, named "<base>_" (also when v
+ * is NULL: the out-of-place op's error, renamed). */
+int em_become_view_(const char *base, em_tensor *t, em_tensor *v);
 em_tensor *em_flatten(const em_tensor *t, int start_dim, int end_dim);
 em_tensor *em_unfold(const em_tensor *t, int dim, int64_t size, int64_t step);
 em_tensor *em_diagonal(const em_tensor *t);         /* main diagonal of a 2-D tensor */

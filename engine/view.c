@@ -403,6 +403,28 @@ em_tensor *em_unsqueeze(const em_tensor *t, int dim)
     return em_ag_view(EM_VK_RESHAPE, t, v, NULL, 0);
 }
 
+int em_become_view_(const char *base, em_tensor *t, em_tensor *v)
+{
+    char op[64];
+    snprintf(op, sizeof op, "%s_", base);
+    if (!v) {
+        em_rename_error(base, op);
+        return -1;
+    }
+    if (v->storage != t->storage) em_set_error("%s: internal error: the result is not a view of the input", op);
+    if (v->storage != t->storage || em_ag_check_inplace(op, t, NULL)) {
+        em_release(v);
+        return -1;
+    }
+    t->offset = v->offset;
+    t->ndim = v->ndim;
+    memcpy(t->sizes, v->sizes, sizeof t->sizes);
+    memcpy(t->strides, v->strides, sizeof t->strides);
+    em_release(v);
+    em_bump_version(t);
+    return 0;
+}
+
 em_tensor *em_flatten(const em_tensor *t, int start_dim, int end_dim)
 {
     if (t->ndim == 0) { int64_t one = 1; return em_reshape(t, &one, 1); }

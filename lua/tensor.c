@@ -781,6 +781,41 @@ static int t_unsqueeze(lua_State *L)
     return emlua_push(L, em_unsqueeze(t, emlua_check_dim(L, 2, t->ndim + 1, "unsqueeze")));
 }
 
+/* t:t_(), t:transpose_(d0, d1) (and swapaxes_ / swapdims_), t:squeeze_([dim]),
+ * t:unsqueeze_(dim): the view op's result becomes t itself, which is returned. */
+static int become_view(lua_State *L, em_tensor *t, em_tensor *v, const char *base)
+{
+    if (em_become_view_(base, t, v)) return emlua_fail(L);
+    lua_settop(L, 1);
+    return 1;
+}
+
+static int t_t_(lua_State *L)
+{
+    em_tensor *t = self(L, "t_");
+    return become_view(L, t, em_t(t), "t");
+}
+
+static int t_transpose_(lua_State *L)
+{
+    em_tensor *t = self(L, "transpose_");
+    int d0 = emlua_check_dim(L, 2, t->ndim, "transpose_"), d1 = emlua_check_dim(L, 3, t->ndim, "transpose_");
+    return become_view(L, t, em_transpose(t, d0, d1), "transpose");
+}
+
+static int t_squeeze_(lua_State *L)
+{
+    em_tensor *t = self(L, "squeeze_");
+    em_tensor *v = lua_isnoneornil(L, 2) ? em_squeeze(t) : em_squeeze_dim(t, emlua_check_dim(L, 2, t->ndim, "squeeze_"));
+    return become_view(L, t, v, "squeeze");
+}
+
+static int t_unsqueeze_(lua_State *L)
+{
+    em_tensor *t = self(L, "unsqueeze_");
+    return become_view(L, t, em_unsqueeze(t, emlua_check_dim(L, 2, t->ndim + 1, "unsqueeze_")), "unsqueeze");
+}
+
 static int t_flatten(lua_State *L)
 {
     em_tensor *t = self(L, "flatten");
@@ -1214,6 +1249,8 @@ static const luaL_Reg methods[] = {
     {"t", t_t}, {"transpose", t_transpose}, {"permute", t_permute}, {"narrow", t_narrow},
     {"select", t_select}, {"slice", t_slice}, {"expand", t_expand}, {"expand_as", t_expand_as},
     {"squeeze", t_squeeze}, {"unsqueeze", t_unsqueeze}, {"flatten", t_flatten}, {"unfold", t_unfold},
+    {"t_", t_t_}, {"transpose_", t_transpose_}, {"swapaxes_", t_transpose_}, {"swapdims_", t_transpose_},
+    {"squeeze_", t_squeeze_}, {"unsqueeze_", t_unsqueeze_},
     {"diagonal", t_diagonal}, {"contiguous", t_contiguous}, {"clone", t_clone}, {"copy_", t_copy_},
     {"fill_", t_fill_}, {"zero_", t_zero_}, {"to", t_to}, {"type", t_type}, {"float", t_float},
     {"double", t_double}, {"long", t_long}, {"int", t_int}, {"bool", t_bool}, {"byte", t_byte},

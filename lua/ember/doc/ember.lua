@@ -353,6 +353,24 @@ print(table.concat(v:unsqueeze(-1).shape, "x"))   -- 3x1]],
 }
 
 add {
+  name = "Tensor:transpose_",
+  also = {"Tensor:t_", "Tensor:swapaxes_", "Tensor:swapdims_", "Tensor:squeeze_", "Tensor:unsqueeze_"},
+  sig = "Tensor:transpose_(dim1, dim2)  Tensor:swapaxes_(dim1, dim2)  Tensor:swapdims_(dim1, dim2)\n"
+    .. "Tensor:t_()  Tensor:squeeze_([dim])  Tensor:unsqueeze_(dim)",
+  doc = [[
+The in-place view ops: t itself takes the shape and strides that transpose, t, squeeze
+or unsqueeze would give, and is returned; no element moves. Every other view of the
+same memory is unchanged. Refused on a tensor that requires grad while grad mode is on
+(the in-place rule, deviation 10), and a tensor autograd saved before can no longer be
+used by backward (it counts as modified). Like torch.Tensor.transpose_ and friends.]],
+  example = [[
+local x = ember.arange(6):reshape(2, 3)
+x:t_()
+print(x.shape, x:is_contiguous())      -- ember.Size({3, 2})  false
+print(x:unsqueeze_(1).shape)           -- ember.Size({1, 3, 2})]],
+}
+
+add {
   name = "ember.flatten",
   also = {"Tensor:flatten"},
   sig = "ember.flatten(t, [start_dim], [end_dim])\nTensor:flatten([start_dim], [end_dim])",
