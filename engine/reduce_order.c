@@ -834,9 +834,41 @@ em_tensor *em_histc(const em_tensor *t, int64_t bins, double lo, double hi)
 
 /* ---- searchsorted / bucketize --------------------------------------------------------- */
 
-/* How many boundaries come before each value: those with !(b >= v) (left)
- * or !(b > v) (right), the predicates of PyTorch's binary search, counted
- * over a broadcast comparison (numel(values) x n work). */
+/* PyTorch's binary search, run on every value at once: lo and hi bound each
+ * value's place, and each round compares the boundary at mid = (lo + hi) / 2
+ * with the value, moving lo past mid where !(b >= v) (left) or !(b > v)
+ * (right), else hi to mid. floor(log2 n) + 1 rounds settle every value, with
+ * O(numel(values)) memory; the path is PyTorch's, so a NaN in the sequence
+ * (which the predicates put nowhere in particular) gives PyTorch's result. */
+/* One round: lo and hi (owned) are replaced by the next round's bounds. */
+static int search_round(const em_tensor *sorted, const em_tensor *v, int64_t n, bool right, em_tensor **lo,
+                        em_tensor **hi)
+{
+    em_scope s = {0};
+    em_tensor *active = es_binary(&s, EM_LT, *lo, *hi);
+    em_tensor *mid = es_scalar_ex(&s, EM_BITWISE_RSHIFT, es_add(&s, *lo, *hi), 1, true, false);
+    em_tensor *mid1 = es_scalar_ex(&s, EM_ADD, mid, 1, true, false);
+    /* gather's positions are 1-based; a settled value (lo == hi == n) reads
+     * the last boundary and ignores it */
+    em_tensor *at = es_scalar_ex(&s, EM_MINIMUM, mid1, (double)n, true, false);
+    em_tensor *b = at ? em_scope_keep(&s, em_gather(sorted, v->ndim - 1, at)) : NULL;
+    em_tensor *right_of = es_unary(&s, EM_LOGICAL_NOT, es_binary(&s, right ? EM_GT : EM_GE, b, v));
+    em_tensor *up = es_binary(&s, EM_LOGICAL_AND, active, right_of);
+    em_tensor *down = es_binary(&s, EM_LOGICAL_AND, active, es_unary(&s, EM_LOGICAL_NOT, right_of));
+    em_tensor *new_lo = up ? em_where(up, mid1, *lo) : NULL;
+    em_tensor *new_hi = down && new_lo ? em_where(down, mid, *hi) : NULL;
+    em_scope_drop(&s);
+    if (!new_hi) {
+        em_release(new_lo);
+        return -1;
+    }
+    em_release(*lo);
+    em_release(*hi);
+    *lo = new_lo;
+    *hi = new_hi;
+    return 0;
+}
+
 em_tensor *em_searchsorted(const em_tensor *seq, const em_tensor *values, bool right, const em_tensor *sorter,
                            bool out_int32)
 {
@@ -860,17 +892,26 @@ em_tensor *em_searchsorted(const em_tensor *seq, const em_tensor *values, bool r
                                 em_dtype_name(sorter->dtype), SHAPE(sorter), SHAPE(seq)), NULL;
     }
     int last = seq->ndim - 1;
+    int64_t n = seq->sizes[last];
+    em_device dev = values->storage->device;
     bool was = em_set_grad_enabled(false);
     em_scope s = {0};
     const em_tensor *sorted = sorter ? em_scope_keep(&s, em_gather(seq, last, sorter)) : seq;
-    /* values [..., m, 1] against the sequence [..., 1, n] (or [n]) */
-    em_tensor *v = sorted ? es_unsqueeze(&s, values, values->ndim) : NULL;
-    const em_tensor *b = !v ? NULL : seq->ndim > 1 ? es_unsqueeze(&s, sorted, last) : sorted;
-    em_tensor *cmp = es_binary(&s, right ? EM_GT : EM_GE, b, v);
-    em_tensor *before = es_unary(&s, EM_LOGICAL_NOT, cmp);
-    int ld = values->ndim;
-    em_tensor *cnt = before ? em_scope_keep(&s, em_sum_dtype(before, &ld, 1, false, EM_INT64)) : NULL;
-    em_tensor *r = es_scalar_ex(&s, EM_ADD, cnt, 1, true, false);
+    /* a 1-D sequence serves values of any shape: search their flat list */
+    int64_t m = em_numel(values);
+    const em_tensor *v = !sorted ? NULL : seq->ndim > 1 ? values : em_scope_keep(&s, em_reshape(values, &m, 1));
+    em_tensor *lo = v ? em_zeros(v->sizes, v->ndim, EM_INT64, dev) : NULL;
+    em_tensor *hi = v ? em_full(v->sizes, v->ndim, (double)n, EM_INT64, dev) : NULL;
+    bool ok = lo && hi;
+    for (int64_t span = n; ok && span > 0; span >>= 1) ok = search_round(sorted, v, n, right, &lo, &hi) == 0;
+    em_release(hi);
+    if (!ok) {
+        em_release(lo);
+        lo = NULL;
+    }
+    em_scope_keep(&s, lo);
+    em_tensor *r = es_scalar_ex(&s, EM_ADD, lo, 1, true, false);   /* 1-based */
+    if (r && seq->ndim == 1) r = em_scope_keep(&s, em_reshape(r, values->sizes, values->ndim));
     if (r && out_int32) r = em_scope_keep(&s, em_cast_to(r, EM_INT32));
     r = em_scope_finish(&s, r);
     em_set_grad_enabled(was);

@@ -310,7 +310,7 @@ em_tensor *em_movedim(const em_tensor *t, const int *src, const int *dst, int n)
     int nd = t->ndim, s[EM_MAX_DIMS], d[EM_MAX_DIMS], perm[EM_MAX_DIMS];
     if (n > EM_MAX_DIMS) return em_set_error("%s: %d dims given, at most %d", op, n, EM_MAX_DIMS), NULL;
     if (unique_dims(op, src, n, nd, s) || unique_dims(op, dst, n, nd, d)) return NULL;
-    if (nd == 0) return em_alias(t);
+    if (nd == 0) return em_ag_view(EM_VK_CLONE, t, em_alias(t), NULL, 0);
     bool used[EM_MAX_DIMS] = {false};
     for (int i = 0; i < nd; i++) perm[i] = -1;
     for (int i = 0; i < n; i++) { perm[d[i]] = s[i]; used[s[i]] = true; }
@@ -565,7 +565,7 @@ int em_broadcast_tensors(em_tensor *const *ts, int n, em_tensor **out)
 
 em_tensor *em_atleast(const em_tensor *t, int n)
 {
-    if (t->ndim >= n) return em_alias(t);
+    if (t->ndim >= n) return em_ag_view(EM_VK_CLONE, t, em_alias(t), NULL, 0);
     int64_t sizes[3] = {1, 1, 1};
     if (t->ndim == 1) {
         sizes[1] = t->sizes[0];   /* [n] -> [1, n] or [1, n, 1] */

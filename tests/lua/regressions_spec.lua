@@ -343,4 +343,32 @@ describe("error positions", function()
     local x = ember.zeros(2)
     has(err(function() return x.sum() end), "sum: argument 1: expected a tensor, got no value: use t:sum() (a method call with ':')")
   end)
+
+  it("atleast_Nd and movedim keep the gradient when they have nothing to change", function()
+    -- they returned a fresh header without autograd data: the input's gradient was lost silently
+    for _, case in ipairs({{"atleast_1d", {3}}, {"atleast_2d", {2, 3}}, {"atleast_3d", {2, 1, 2}}}) do
+      local x = ember.ones(case[2], {requires_grad = true})
+      local y = ember[case[1]](x)
+      assert.is_true(y.requires_grad, case[1])
+      ;(y * 3):sum():backward()
+      assert.is_true(x.grad:eq(3):all():item(), case[1])
+    end
+    local s = ember.tensor(2.0, {requires_grad = true})
+    local m = ember.movedim(s, {}, {})
+    assert.is_true(m.requires_grad)
+    ;(m * m):backward()
+    assert.are.equal(4, s.grad:item())
+  end)
+
+  it("searchsorted keeps its memory to the values, not values x boundaries", function()
+    -- the count of boundaries before each value was a [values, n] comparison: 2^16 values
+    -- against 2^16 boundaries made 4 GiB of bools; the binary search makes a few [values]
+    local n = 1 << 16
+    local seq = ember.arange(n, {dtype = "float64"})
+    local vals = ember.arange(n, {dtype = "float64"}) + 0.5
+    local r = ember.searchsorted(seq, vals)
+    assert.are.equal(2, r[1]:item())          -- 0.5 goes after 0: position 2
+    assert.are.equal(n + 1, r[n]:item())      -- past the last
+    assert.are.equal(n * (n + 3) // 2, r:sum():item())   -- sum of 2..n+1
+  end)
 end)
