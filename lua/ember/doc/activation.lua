@@ -165,6 +165,28 @@ add {
 print(F.pairwise_distance(ember.tensor({{0.0, 0.0}}), ember.tensor({{3.0, 4.0}})))   -- [5]]=],
 }
 
+-- ---- the in-place forms ----------------------------------------------------------------------
+
+add {
+  name = "ember.nn.functional.elu_",
+  also = {"ember.nn.functional.relu_", "ember.nn.functional.leaky_relu_", "ember.nn.functional.hardtanh_",
+          "ember.nn.functional.selu_", "ember.nn.functional.celu_", "ember.nn.functional.threshold_",
+          "ember.nn.functional.rrelu_"},
+  sig = "F.relu_(x), F.elu_(x [, alpha = 1]), F.leaky_relu_(x [, negative_slope = 0.01]),\n"
+     .. "F.hardtanh_(x [, min_val = -1 [, max_val = 1]]), F.selu_(x), F.celu_(x [, alpha = 1]),\n"
+     .. "F.threshold_(x, threshold, value), F.rrelu_(x [, lower = 1/8 [, upper = 1/3 [, training = false]]])\n"
+     .. "  -> x",
+  doc = [[The in-place forms: x overwritten with F.relu(x), F.elu(x, alpha), ... and returned
+(F.relu_(x) is x:relu_()). As every in-place op they are refused on a tensor that autograd
+records (one that requires grad while grad mode is on); under ember.no_grad they may
+change a parameter. Errors name the in-place form. Like torch.nn.functional.elu_ and the
+others; PyTorch also lets autograd record in place on tensors that are not leaves.]],
+  example = [=[local F = ember.nn.functional
+local x = ember.tensor({-1.0, 0.5, 3.0})
+print(rawequal(F.hardtanh_(x), x), x)   -- true, [-1, 0.5, 1]
+print(F.leaky_relu_(ember.tensor({-2.0, 2.0}), 0.1))   -- [-0.2, 2]]=],
+}
+
 -- ---- losses --------------------------------------------------------------------------------
 
 local function loss(fname, cls, sig, csig, doc, fexample, cexample)

@@ -17,13 +17,21 @@ return {
 Neural-network building blocks, like torch.nn, with ember's 1-based conventions.
 Classes (call a class to make an instance, call an instance to run its forward):
   nn.Module            the base class; nn.Module:extend("Name") defines your own
-  containers           nn.Sequential, nn.ModuleList, nn.ModuleDict, nn.Identity
-  layers               nn.Linear, nn.Embedding, nn.LayerNorm, nn.RMSNorm, nn.Dropout,
-                       nn.Flatten, nn.Unflatten
+  containers           nn.Sequential, nn.ModuleList, nn.ModuleDict, nn.Identity,
+                       nn.ParameterList, nn.ParameterDict
+  layers               nn.Linear, nn.Bilinear, nn.Embedding, nn.LayerNorm, nn.RMSNorm,
+                       nn.Dropout, nn.Dropout1d/3d, nn.AlphaDropout,
+                       nn.FeatureAlphaDropout, nn.Flatten, nn.Unflatten,
+                       nn.CosineSimilarity, nn.PairwiseDistance
   convolutional nets   nn.Conv1d/2d/3d, nn.ConvTranspose1d/2d/3d, nn.MaxPool1d/2d/3d,
                        nn.AvgPool1d/2d/3d, nn.AdaptiveAvgPool1d/2d/3d,
-                       nn.AdaptiveMaxPool1d/2d, nn.MaxUnpool2d, nn.BatchNorm1d/2d/3d,
-                       nn.GroupNorm, nn.InstanceNorm1d/2d, nn.Dropout2d, nn.Upsample
+                       nn.AdaptiveMaxPool1d/2d/3d, nn.MaxUnpool1d/2d/3d,
+                       nn.BatchNorm1d/2d/3d, nn.GroupNorm, nn.InstanceNorm1d/2d/3d,
+                       nn.Dropout2d, nn.Upsample, nn.UpsamplingNearest2d,
+                       nn.UpsamplingBilinear2d, nn.Unfold, nn.Fold, nn.ChannelShuffle,
+                       nn.Softmax2d, the padding layers nn.ZeroPad1d/2d/3d,
+                       nn.ConstantPad*, nn.ReflectionPad*, nn.ReplicationPad*,
+                       nn.CircularPad*
   transformers         nn.MultiheadAttention, nn.TransformerEncoderLayer,
                        nn.TransformerEncoder, nn.TransformerDecoderLayer,
                        nn.TransformerDecoder, nn.Transformer
@@ -910,6 +918,245 @@ local nn = ember.nn
 print(nn.Unflatten(2, {2, 5})(ember.randn(3, 10)).shape)   -- {3, 2, 5}]=],
   },
 
+  -- ---- further layers (ember/nn/more_layers.lua) --------------------------------------
+  {
+    name = "ember.nn.ZeroPad2d",
+    also = class_also("ember.nn.ZeroPad2d", {"ember.nn.ZeroPad1d", "ember.nn.ZeroPad3d", "ember.nn.ConstantPad1d",
+      "ember.nn.ConstantPad2d", "ember.nn.ConstantPad3d", "ember.nn.ReflectionPad1d", "ember.nn.ReflectionPad2d",
+      "ember.nn.ReflectionPad3d", "ember.nn.ReplicationPad1d", "ember.nn.ReplicationPad2d",
+      "ember.nn.ReplicationPad3d", "ember.nn.CircularPad1d", "ember.nn.CircularPad2d", "ember.nn.CircularPad3d"}),
+    sig = "nn.ZeroPad1d(padding), nn.ZeroPad2d(padding), nn.ZeroPad3d(padding) -> module\n"
+       .. "nn.ConstantPad1d/2d/3d(padding, value) -> module\n"
+       .. "nn.ReflectionPad1d/2d/3d(padding), nn.ReplicationPad1d/2d/3d(padding),\n"
+       .. "nn.CircularPad1d/2d/3d(padding) -> module",
+    doc = [=[
+F.pad as layers: ZeroPad and ConstantPad pad with 0 or value ("constant"), ReflectionPad
+mirrors without the edge ("reflect"), ReplicationPad repeats the edge ("replicate"),
+CircularPad wraps around ("circular"). padding is an integer (every side of the last
+1, 2 or 3 dims) or a list of 2, 4 or 6 integers in F.pad's order, the last dim first:
+{left, right[, top, bottom[, front, back]]}; negative amounts crop. The reflect,
+replicate and circular layers take [N, C, ...] or unbatched [C, ...] inputs with 1, 2 or
+3 spatial dims; ZeroPad and ConstantPad pad the last dims of any input, as PyTorch's.
+tostring shows the padding as the full list.
+Like torch.nn.ZeroPad2d (and the others); a list must have exactly 2, 4 or 6 entries,
+where PyTorch takes any length.]=],
+    example = [=[
+local nn = ember.nn
+local x = ember.arange(1, 5, {dtype = "float32"}):reshape(1, 1, 4)
+print(nn.ReflectionPad1d(2)(x))            -- 3 2 1 2 3 4 3 2
+print(nn.ConstantPad1d({1, 0}, 9)(x))      -- 9 1 2 3 4
+print(nn.ZeroPad2d({1, 1, 0, 1}))]=],
+  },
+  {
+    name = "ember.nn.CosineSimilarity",
+    also = class_also("ember.nn.CosineSimilarity"),
+    sig = "nn.CosineSimilarity([dim = 2 [, eps = 1e-8]]) -> module\ncos(x1, x2) -> tensor",
+    doc = [=[
+F.cosine_similarity(x1, x2, dim, eps) as a layer. dim is 1-based: the default 2 is
+PyTorch's dim=1. Like torch.nn.CosineSimilarity.]=],
+    example = [=[
+local nn = ember.nn
+print(nn.CosineSimilarity()(ember.tensor({{1.0, 0.0}}), ember.tensor({{1.0, 1.0}})))   -- [0.7071]]=],
+  },
+  {
+    name = "ember.nn.PairwiseDistance",
+    also = class_also("ember.nn.PairwiseDistance"),
+    sig = "nn.PairwiseDistance([p = 2 [, eps = 1e-6 [, keepdim = false]]]) -> module\ndist(x1, x2) -> tensor",
+    doc = [=[
+F.pairwise_distance(x1, x2, p, eps, keepdim) as a layer: ||x1 - x2 + eps||_p over the
+last dim. The order p is kept in the field norm, as PyTorch's.
+Like torch.nn.PairwiseDistance.]=],
+    example = [=[
+local nn = ember.nn
+print(nn.PairwiseDistance(1)(ember.tensor({{0.0, 0.0}}), ember.tensor({{3.0, 4.0}})))   -- [7]]=],
+  },
+  {
+    name = "ember.nn.Softmax2d",
+    also = class_also("ember.nn.Softmax2d"),
+    sig = "nn.Softmax2d() -> module",
+    doc = [=[
+Softmax over the channels of [N, C, H, W] or [C, H, W] (dim -3) at every position; other
+ranks are an error. Like torch.nn.Softmax2d.]=],
+    example = [=[
+local nn = ember.nn
+print(nn.Softmax2d()(ember.zeros(1, 2, 1, 1)):reshape(-1))   -- [0.5, 0.5]]=],
+  },
+  {
+    name = "ember.nn.ChannelShuffle",
+    also = class_also("ember.nn.ChannelShuffle"),
+    sig = "nn.ChannelShuffle(groups) -> module",
+    doc = "F.channel_shuffle(x, groups) as a layer. Like torch.nn.ChannelShuffle.",
+    example = [=[
+local nn = ember.nn
+print(nn.ChannelShuffle(2)(ember.arange(4):reshape(1, 4, 1)):reshape(-1))   -- [0, 2, 1, 3]]=],
+  },
+  {
+    name = "ember.nn.Unfold",
+    also = class_also("ember.nn.Unfold"),
+    sig = "nn.Unfold(kernel_size [, dilation = 1 [, padding = 0 [, stride = 1]]]) -> module\n"
+       .. "  (or {dilation =, padding =, stride =})",
+    doc = [=[
+F.unfold as a layer (im2col): [N, C, H, W] -> [N, C * kh * kw, L]. The sizes are numbers
+or lists of 2 and are shown as given. Like torch.nn.Unfold.]=],
+    example = [=[
+local nn = ember.nn
+print(nn.Unfold(2, {stride = 2})(ember.randn(1, 3, 4, 4)).shape)   -- {1, 12, 4}]=],
+  },
+  {
+    name = "ember.nn.Fold",
+    also = class_also("ember.nn.Fold"),
+    sig = "nn.Fold(output_size, kernel_size [, dilation = 1 [, padding = 0 [, stride = 1]]]) -> module",
+    doc = [=[
+F.fold as a layer (col2im, the adjoint of nn.Unfold): [N, C * kh * kw, L] -> [N, C,
+output_size...], overlapping entries summed. Like torch.nn.Fold.]=],
+    example = [=[
+local nn = ember.nn
+print(nn.Fold({3, 3}, 2)(ember.ones(1, 4, 4)))   -- how many 2x2 blocks cover each pixel]=],
+  },
+  {
+    name = "ember.nn.UpsamplingNearest2d",
+    also = {"ember.nn.UpsamplingNearest2d:init", "ember.nn.UpsamplingBilinear2d",
+            "ember.nn.UpsamplingBilinear2d:init"},
+    sig = "nn.UpsamplingNearest2d([size [, scale_factor]]) -> module\n"
+       .. "nn.UpsamplingBilinear2d([size [, scale_factor]]) -> module   (or {size =, scale_factor =})",
+    doc = [=[
+nn.Upsample with mode "nearest", and with mode "bilinear" and align_corners = true (the
+corner pixels line up). Give size or scale_factor. Like torch.nn.UpsamplingNearest2d and
+torch.nn.UpsamplingBilinear2d (which PyTorch calls deprecated in favour of nn.Upsample).]=],
+    example = [=[
+local nn = ember.nn
+local x = ember.tensor({{{{0.0, 1.0}}}})
+print(nn.UpsamplingNearest2d(nil, 2)(x))          -- [[[[0, 0, 1, 1], [0, 0, 1, 1]]]]
+print(nn.UpsamplingBilinear2d({1, 3})(x))         -- [[[[0, 0.5, 1]]]]]=],
+  },
+  {
+    name = "ember.nn.Dropout1d",
+    also = class_also("ember.nn.Dropout1d", {"ember.nn.Dropout3d", "ember.nn.Dropout3d:init",
+                      "ember.nn.Dropout3d:forward", "ember.nn.Dropout3d:extra_repr"}),
+    sig = "nn.Dropout1d([p = 0.5 [, inplace = false]]) -> module\nnn.Dropout3d([p = 0.5 [, inplace = false]]) -> module",
+    doc = [=[
+F.dropout1d and F.dropout3d as layers: in training, whole channels of [N, C, L] ([C, L])
+or [N, C, D, H, W] ([C, D, H, W]) are zeroed with probability p and the rest scaled by
+1/(1-p); the identity after eval(). Like torch.nn.Dropout1d and torch.nn.Dropout3d.]=],
+    example = [=[
+local nn = ember.nn
+ember.manual_seed(4)
+local d = nn.Dropout1d(0.5)
+print(d(ember.ones(1, 4, 3)):sum(3))   -- each channel 0 or 6
+d:eval()
+print(d)]=],
+  },
+  {
+    name = "ember.nn.AlphaDropout",
+    also = class_also("ember.nn.AlphaDropout", {"ember.nn.FeatureAlphaDropout", "ember.nn.FeatureAlphaDropout:init",
+                      "ember.nn.FeatureAlphaDropout:forward", "ember.nn.FeatureAlphaDropout:extra_repr"}),
+    sig = "nn.AlphaDropout([p = 0.5 [, inplace = false]]) -> module\n"
+       .. "nn.FeatureAlphaDropout([p = 0.5 [, inplace = false]]) -> module",
+    doc = [=[
+F.alpha_dropout and F.feature_alpha_dropout as layers, active in training mode only (the
+identity after eval()), for self-normalising (SELU) networks. Like torch.nn.AlphaDropout
+and torch.nn.FeatureAlphaDropout.]=],
+    example = [=[
+local nn = ember.nn
+local d = nn.AlphaDropout(0.2)
+print(d(ember.zeros(8)))   -- -1.2362 where dropped, 0.3090 elsewhere]=],
+  },
+  {
+    name = "ember.nn.Bilinear",
+    also = class_also("ember.nn.Bilinear", {"ember.nn.Bilinear:reset_parameters"}),
+    sig = "nn.Bilinear(in1_features, in2_features, out_features [, bias = true]\n"
+       .. "            [, {bias =, dtype =, device =}]) -> module\nbil(x1, x2) -> tensor",
+    doc = [=[
+y = x1^T W x2 + b, F.bilinear with weight [out, in1, in2] and bias [out], both drawn from
+U(-1/sqrt(in1), 1/sqrt(in1)) as PyTorch (reset_parameters draws them again).
+x1 [..., in1] and x2 [..., in2] share their leading dims. Like torch.nn.Bilinear.]=],
+    example = [=[
+local nn = ember.nn
+local bil = nn.Bilinear(3, 4, 5)
+print(bil(ember.randn(8, 3), ember.randn(8, 4)).shape)   -- {8, 5}
+print(bil)]=],
+  },
+  {
+    name = "ember.nn.InstanceNorm3d",
+    also = {"ember.nn.InstanceNorm3d:init", "ember.nn.InstanceNorm3d:forward"},
+    sig = "nn.InstanceNorm3d(num_features [, eps = 1e-5 [, momentum = 0.1 [, affine = false\n"
+       .. "    [, track_running_stats = false]]]]) -> module (or one options table)",
+    doc = [=[
+nn.InstanceNorm2d for [N, C, D, H, W] or unbatched [C, D, H, W]: each sample's channel
+normalised over D, H and W. Like torch.nn.InstanceNorm3d; with affine or
+track_running_stats, a channel count other than num_features is an error.]=],
+    example = [=[
+local nn = ember.nn
+local y = nn.InstanceNorm3d(2)(ember.randn(1, 2, 3, 3, 3) * 4)
+print(y[1][2]:std():item())   -- about 1]=],
+  },
+  {
+    name = "ember.nn.AdaptiveMaxPool3d",
+    also = {"ember.nn.AdaptiveMaxPool3d:init", "ember.nn.AdaptiveMaxPool3d:forward"},
+    sig = "nn.AdaptiveMaxPool3d(output_size [, return_indices = false]) -> module",
+    doc = [=[
+Max pooling to a fixed 3-D output size (F.adaptive_max_pool3d); a nil entry of
+output_size keeps that input size; indices are 1-based. Like torch.nn.AdaptiveMaxPool3d.]=],
+    example = [=[
+local nn = ember.nn
+print(nn.AdaptiveMaxPool3d({1, nil, 2})(ember.randn(1, 2, 4, 3, 6)).shape)   -- {1, 2, 1, 3, 2}]=],
+  },
+  {
+    name = "ember.nn.MaxUnpool1d",
+    also = class_also("ember.nn.MaxUnpool1d", {"ember.nn.MaxUnpool3d"}),
+    sig = "nn.MaxUnpool1d(kernel_size [, stride = kernel_size [, padding = 0]]) -> module; MaxUnpool3d alike\n"
+       .. "unpool(x, indices [, output_size]) -> tensor",
+    doc = [=[
+F.max_unpool1d and F.max_unpool3d as layers: the partial inverses of nn.MaxPool1d and
+nn.MaxPool3d with return_indices (1-based indices). Like torch.nn.MaxUnpool1d and
+torch.nn.MaxUnpool3d.]=],
+    example = [=[
+local nn = ember.nn
+local y, idx = nn.MaxPool1d(2, {return_indices = true})(ember.tensor({{{1.0, 3.0, 2.0, 0.0}}}))
+print(nn.MaxUnpool1d(2)(y, idx))   -- [[[0, 3, 2, 0]]]]=],
+  },
+  {
+    name = "ember.nn.ParameterList",
+    also = class_also("ember.nn.ParameterList", {"ember.nn.ParameterList:append", "ember.nn.ParameterList:extend"}),
+    sig = "nn.ParameterList([tensors]) -> module\nlist:append(t) -> list; list:extend(tensors) -> list\n"
+       .. "list[i], list[i] = t, #list, ipairs(list)",
+    doc = [=[
+Parameters held in a list and registered under PyTorch's names "0", "1", ..., so
+parameters(), named_parameters() and state_dict() see them ("plist.0", ...). list[i] is
+the i-th (1-based: list[1] is "0"; negative counts from the end), list[i] = t replaces
+it, #list counts them. A leaf tensor with requires_grad is kept as it is (shared); another
+tensor becomes nn.Parameter(t). No forward. Like torch.nn.ParameterList; it holds tensors
+only, and has no slicing.]=],
+    example = [=[
+local nn = ember.nn
+local pl = nn.ParameterList({ember.ones(2), ember.zeros(3)})
+pl:append(ember.randn(4))
+print(#pl, pl[3].shape)   -- 3 {4}
+for name, p in pl:named_parameters() do print(name, p.shape) end]=],
+  },
+  {
+    name = "ember.nn.ParameterDict",
+    also = class_also("ember.nn.ParameterDict", {"ember.nn.ParameterDict:update", "ember.nn.ParameterDict:keys",
+      "ember.nn.ParameterDict:values", "ember.nn.ParameterDict:items", "ember.nn.ParameterDict:contains",
+      "ember.nn.ParameterDict:get", "ember.nn.ParameterDict:pop", "ember.nn.ParameterDict:clear"}),
+    sig = "nn.ParameterDict([tensors]) -> module\n"
+       .. "d:update(tensors), d:keys(), d:values(), d:items(), d:contains(k), d:get(k [, default]),\n"
+       .. "d:pop(k), d:clear(); d[k], d[k] = t, d[k] = nil, #d, pairs(d)",
+    doc = [=[
+Parameters under string keys, registered under those names (state_dict "pdict.key").
+tensors: a table name -> tensor (added in sorted key order, as PyTorch sorts a dict), a
+list of {name, tensor} pairs (added in order) or a ParameterDict. A key naming a method
+(keys, pop, ...) is refused. Tensors become parameters as in nn.ParameterList. keys(),
+values() and items() follow insertion order. Like torch.nn.ParameterDict; it holds
+tensors only (no popitem, setdefault, fromkeys, copy).]=],
+    example = [=[
+local nn = ember.nn
+local d = nn.ParameterDict({scale = ember.ones(3), shift = ember.zeros(3)})
+d.extra = ember.randn(2)
+print(#d, table.concat(d:keys(), " "))   -- 3 scale shift extra
+print(d)]=],
+  },
+
   -- ---- layers of transformers (ember/nn/transformer.lua) ----------------------------
   {
     name = "ember.nn.MultiheadAttention",
@@ -1216,9 +1463,11 @@ The computations behind the layers and losses as plain functions of tensors
 (torch.nn.functional), recorded by autograd and runnable on any device:
   F.linear, F.dropout, F.layer_norm, F.embedding
   F.conv1d/2d/3d, F.conv_transpose1d/2d/3d, F.max_pool1d/2d/3d, F.avg_pool1d/2d/3d,
-  F.adaptive_avg_pool1d/2d/3d, F.adaptive_max_pool1d/2d, F.batch_norm, F.group_norm,
+  F.adaptive_avg_pool1d/2d/3d, F.adaptive_max_pool1d/2d/3d, F.batch_norm, F.group_norm,
   F.instance_norm (the engine's ops, also ember.conv2d, ...), F.pad, F.interpolate,
-  F.unfold, F.fold, F.dropout2d, F.max_unpool2d
+  F.unfold, F.fold, F.dropout1d/2d/3d, F.alpha_dropout, F.feature_alpha_dropout,
+  F.max_unpool1d/2d/3d, F.max_pool1d/2d/3d_with_indices, F.channel_shuffle, F.bilinear,
+  F.upsample, F.upsample_nearest, F.upsample_bilinear, F.relu_, F.elu_, ... (in place)
   F.scaled_dot_product_attention
   F.mse_loss, F.cross_entropy, F.nll_loss, F.binary_cross_entropy_with_logits
   F.check_reduction
@@ -1373,6 +1622,112 @@ updates; use_input_stats = false normalises with the running stats instead.]=],
 local F = ember.nn.functional
 local y = F.instance_norm(ember.randn(2, 3, 4, 4) * 3 + 1)
 print(y[2][3]:mean():item())   -- about 0]=],
+  },
+  {
+    name = "ember.nn.functional.dropout1d",
+    also = {"ember.nn.functional.dropout3d"},
+    sig = "F.dropout1d(x [, p = 0.5 [, training = true [, inplace = false]]]) -> tensor\n"
+       .. "F.dropout3d(x [, p = 0.5 [, training = true [, inplace = false]]]) -> tensor",
+    doc = [=[
+Channel dropout as F.dropout2d: dropout1d takes [N, C, L] or unbatched [C, L], dropout3d
+[N, C, D, H, W] or unbatched [C, D, H, W]; each channel is zeroed with probability p, the
+others scaled by 1/(1-p). x itself when training is false or p is 0. Uses ember's
+generator. Like torch.nn.functional.dropout1d and dropout3d; dropout3d refuses the other
+ranks, which PyTorch only warns about.]=],
+    example = [=[
+local F = ember.nn.functional
+ember.manual_seed(2)
+print(F.dropout1d(ember.ones(3, 2), 0.5))   -- each row all 0 or all 2]=],
+  },
+  {
+    name = "ember.nn.functional.alpha_dropout",
+    also = {"ember.nn.functional.feature_alpha_dropout"},
+    sig = "F.alpha_dropout(x [, p = 0.5 [, training = false [, inplace = false]]]) -> tensor\n"
+       .. "F.feature_alpha_dropout(x [, p = 0.5 [, training = false [, inplace = false]]]) -> tensor",
+    doc = [=[
+Dropout for self-normalising (SELU) networks, as PyTorch: each element (alpha_dropout)
+or each channel of [N, C, ...] (feature_alpha_dropout) is dropped with probability p;
+dropped entries become -alpha' a + b and kept ones a x + b, alpha' = 1.7581 (SELU's
+scale * alpha), a = 1 / sqrt((alpha'^2 p + 1) (1 - p)), b = alpha' a p, which keeps mean 0
+and variance 1. training defaults to false, as in PyTorch; p = 1 gives zeros.
+Like torch.nn.functional.alpha_dropout and feature_alpha_dropout.]=],
+    example = [=[
+local F = ember.nn.functional
+ember.manual_seed(3)
+print(F.alpha_dropout(ember.zeros(6), 0.5, true))   -- -0.7792 or 0.7792]=],
+  },
+  {
+    name = "ember.nn.functional.max_unpool1d",
+    also = {"ember.nn.functional.max_unpool3d"},
+    sig = "F.max_unpool1d(x, indices, kernel_size [, {stride = kernel_size, padding = 0,\n"
+       .. "                 output_size =}]) -> tensor; F.max_unpool3d alike",
+    doc = [=[
+F.max_unpool2d for one and three spatial dims: each value of x goes to its 1-based
+position in its output plane (L, or D x H x W; indices as max_pool1d / max_pool3d with
+return_indices give them), zeros elsewhere. Like torch.nn.functional.max_unpool1d and
+max_unpool3d.]=],
+    example = [=[
+local F = ember.nn.functional
+local y, i = F.max_pool1d(ember.tensor({{{1.0, 5.0, 3.0, 2.0}}}), 2, {return_indices = true})
+print(F.max_unpool1d(y, i, 2))   -- [[[0, 5, 3, 0]]]]=],
+  },
+  {
+    name = "ember.nn.functional.channel_shuffle",
+    also = {"ember.nn.functional.native_channel_shuffle"},
+    sig = "F.channel_shuffle(x, groups) -> tensor\nF.native_channel_shuffle(x, groups) -> tensor",
+    doc = [=[
+Regroups the channels of x [N, C, *] (more than 2 dims; C divisible by groups): seen as
+[N, groups, C / groups, *], the two channel dims swap, so output channel j * groups + i
+is input channel i * (C / groups) + j (0-based), ShuffleNet's shuffle. Differentiable.
+Like torch.nn.functional.channel_shuffle (native_channel_shuffle is the same here).]=],
+    example = [=[
+local F = ember.nn.functional
+print(F.channel_shuffle(ember.arange(6):reshape(1, 6, 1), 3):reshape(-1))   -- [0, 2, 4, 1, 3, 5]]=],
+  },
+  {
+    name = "ember.nn.functional.bilinear",
+    sig = "F.bilinear(x1, x2, weight [, bias]) -> tensor",
+    doc = [=[
+y[..., o] = sum over i, j of x1[..., i] weight[o, i, j] x2[..., j] (+ bias[o]): x1
+[..., in1] and x2 [..., in2] with the same leading dims (none for 1-D), weight [out,
+in1, in2], bias [out], all one dtype. One matmul and a product.
+Like torch.nn.functional.bilinear.]=],
+    example = [=[
+local F = ember.nn.functional
+print(F.bilinear(ember.ones(2, 3), ember.ones(2, 4), ember.ones(5, 3, 4)).shape)   -- {2, 5}]=],
+  },
+  {
+    name = "ember.nn.functional.max_pool2d_with_indices",
+    also = {"ember.nn.functional.max_pool1d_with_indices", "ember.nn.functional.max_pool3d_with_indices",
+            "ember.nn.functional.adaptive_max_pool1d_with_indices",
+            "ember.nn.functional.adaptive_max_pool2d_with_indices",
+            "ember.nn.functional.adaptive_max_pool3d_with_indices"},
+    sig = "F.max_pool2d_with_indices(x, kernel_size [, stride [, padding [, dilation [, ceil_mode]]]])\n"
+       .. "  -> values, indices   (1d and 3d alike)\n"
+       .. "F.adaptive_max_pool2d_with_indices(x, output_size) -> values, indices   (1d and 3d alike)",
+    doc = [=[
+max_poolNd and adaptive_max_poolNd with return_indices = true, whatever that argument
+says (as PyTorch's): the maxima and their 1-based positions in each input plane. Like
+torch.nn.functional.max_pool2d_with_indices and the others.]=],
+    example = [=[
+local F = ember.nn.functional
+local y, i = F.max_pool2d_with_indices(ember.tensor({{{{1.0, 5.0}, {3.0, 2.0}}}}), 2)
+print(y:item(), i:item())   -- 5 2]=],
+  },
+  {
+    name = "ember.nn.functional.upsample",
+    also = {"ember.nn.functional.upsample_nearest", "ember.nn.functional.upsample_bilinear"},
+    sig = "F.upsample(x [, size [, scale_factor [, mode = \"nearest\" [, align_corners]]]]) -> tensor\n"
+       .. "F.upsample_nearest(x [, size [, scale_factor]]) -> tensor\n"
+       .. "F.upsample_bilinear(x [, size [, scale_factor]]) -> tensor",
+    doc = [=[
+PyTorch's deprecated names of F.interpolate: upsample takes its arguments (no
+recompute_scale_factor), upsample_nearest is mode "nearest", upsample_bilinear mode
+"bilinear" with align_corners = true. Like torch.nn.functional.upsample and the others
+(no deprecation warning here).]=],
+    example = [=[
+local F = ember.nn.functional
+print(F.upsample_bilinear(ember.tensor({{{{0.0, 1.0}}}}), {1, 3}))   -- [[[[0, 0.5, 1]]]]]=],
   },
   {
     name = "ember.nn.functional.embedding",

@@ -103,30 +103,59 @@ function F.linear(x, weight, ...)
   return y
 end
 
+local dropout_names = {"p", "training", "inplace"}
+
+-- The arguments of a dropout function (p, training, inplace) read by options(), p checked;
+-- training defaults to train_default (true for the dropouts, false for the alpha dropouts,
+-- as PyTorch's signatures)
+local function dropout_args(op, train_default, ...)
+  local o = options(op, dropout_names, ...)
+  local p = o.p == nil and 0.5 or o.p
+  if type(p) ~= "number" or not (p >= 0 and p <= 1) then
+    raise(op .. ": p must be a probability in [0, 1], got " .. tostring(p))
+  end
+  local training = o.training
+  if training == nil then training = train_default end
+  return p, training, o.inplace
+end
+
+-- PyTorch's _dropout_impl: with feature (x at least 2-D), one draw per (n, c) (the noise
+-- is [N, C, 1, ...]), else one per element; kept entries are scaled by 1/(1-p), or, with
+-- alpha (alpha dropout, for SELU networks), kept entries become a x + b and dropped ones
+-- b - alpha' a, which keeps mean 0 and variance 1. p == 1 zeroes x, as PyTorch.
+local ALPHA_PRIME = 1.7580993408473766   -- SELU's scale * alpha: SELU tends to -alpha' for x -> -inf
+local function dropout_impl(x, p, inplace, feature, alpha)
+  if p == 1 then return inplace and x:mul_(0) or x * 0 end
+  local shape = x.shape
+  if feature then
+    shape = {x.shape[1], x.shape[2]}
+    for i = 3, x.ndim do shape[i] = 1 end
+  end
+  local rdtype = x.dtype == "float64" and "float64" or "float32"
+  local kept = ember.rand(shape, {dtype = rdtype, device = x.device}):lt(1 - p):to(x.dtype)
+  if not alpha then
+    local scale = kept * (1 / (1 - p))
+    return inplace and x:mul_(scale) or x * scale
+  end
+  local a = 1 / math.sqrt((ALPHA_PRIME * ALPHA_PRIME * p + 1) * (1 - p))
+  local b = (kept - 1) * (ALPHA_PRIME * a) + ALPHA_PRIME * a * p
+  local scale = kept * a
+  return inplace and x:mul_(scale):add_(b) or x * scale + b
+end
+
 --- F.dropout(x [, p = 0.5 [, training = true [, inplace = false]]]) -> x with elements zeroed with probability p, the rest scaled by 1/(1-p).
 -- Identity when not training or p == 0. Uses ember's generator (ember.manual_seed).
 -- Example: F.dropout(x, 0.1, model.training)
-local dropout_names = {"p", "training", "inplace"}
 function F.dropout(x, ...)
-  local o = options("dropout", dropout_names, ...)
-  local p, training = o.p or 0.5, o.training
-  if training == nil then training = true end
-  if type(p) ~= "number" or p < 0 or p > 1 then
-    raise("dropout: p must be a probability in [0, 1], got " .. tostring(p))
-  end
+  local p, training, inplace = dropout_args("dropout", true, ...)
   check_tensor(x, "dropout", "input")
-  if not training or p == 0 then return x end
-  if p == 1 then return o.inplace and x:mul_(0) or x * 0 end
-  local keep = 1 - p
-  local rdtype = x:is_floating_point() and (x.dtype == "float64" and "float64" or "float32") or "float32"
-  local mask = ember.rand(x.shape, {dtype = rdtype, device = x.device}):lt(keep)
-  local scale = mask:to(x.dtype) * (1 / keep)
-  return o.inplace and x:mul_(scale) or x * scale
+  if not training or p == 0 or x:numel() == 0 then return x end
+  return dropout_impl(x, p, inplace, false, false)
 end
 
--- The methods of nn.Dropout and nn.Dropout2d (cls, named op), set on cls: the
--- constructor (p = 0.5, inplace = false), extra_repr, and a forward calling
--- F[fname](x, p, training, inplace).
+-- The methods of the dropout layers (nn.Dropout, Dropout1d/2d/3d, AlphaDropout,
+-- FeatureAlphaDropout; cls, named op), set on cls: the constructor (p = 0.5, inplace =
+-- false), extra_repr, and a forward calling F[fname](x, p, training, inplace).
 function F._dropout_methods(cls, op, fname)
   local check_input = require("ember.nn.module").Module._check_input
   function cls:init(...)
@@ -884,29 +913,115 @@ function F.fold(cols, output_size, kernel_size, ...)
   return batched and img or img:squeeze(1)
 end
 
--- ---- dropout2d, max_unpool2d, instance_norm ---------------------------------------------
+-- ---- channel dropout, alpha dropout, max_unpool1d/2d/3d, instance_norm -------------------
+
+-- Channel dropout of x, whose rank must be a key of ranks: "batched" for [N, C, ...],
+-- "unbatched" for [C, ...]; what describes the ranks for the error
+local function channel_dropout(op, x, ranks, what, ...)
+  local p, training, inplace = dropout_args(op, true, ...)
+  check_input(x, op, ranks, what)
+  if not training or p == 0 or x:numel() == 0 then return x end
+  if ranks[x.ndim] == "batched" then return dropout_impl(x, p, inplace, true, false) end
+  local y = dropout_impl(x:unsqueeze(1), p, inplace, true, false)
+  return inplace and x or y:squeeze(1)
+end
+
+--- F.dropout1d(x [, p = 0.5 [, training = true [, inplace = false]]]) -> x with whole channels zeroed with probability p.
+-- x [N, C, L] or unbatched [C, L]: one draw per channel; kept channels are scaled by 1/(1-p).
+-- Example: F.dropout1d(ember.ones(2, 4, 3), 0.5)
+function F.dropout1d(x, ...)
+  return channel_dropout("dropout1d", x, {[2] = "unbatched", [3] = "batched"}, "a [N, C, L] or [C, L]", ...)
+end
 
 --- F.dropout2d(x [, p = 0.5 [, training = true [, inplace = false]]]) -> x with whole channels zeroed with probability p.
 -- x [N, C, H, W] (or [N, C, L], as PyTorch 1.13): one draw per (n, c); kept channels are
 -- scaled by 1/(1-p). Identity when not training or p == 0.
 -- Example: F.dropout2d(features, 0.2, model.training)
 function F.dropout2d(x, ...)
-  local op = "dropout2d"
-  local o = options(op, dropout_names, ...)
-  local p, training = o.p == nil and 0.5 or o.p, o.training
-  if training == nil then training = true end
-  check_input(x, op, {[3] = true, [4] = true}, "a [N, C, H, W] (or [N, C, L])")
-  if type(p) ~= "number" or p < 0 or p > 1 then raise(op .. ": p must be a probability in [0, 1], got " .. tostring(p)) end
-  if not training or p == 0 then return x end
-  if p == 1 then return o.inplace and x:mul_(0) or x * 0 end
-  local keep = 1 - p
-  local shape = {x.shape[1], x.shape[2]}
-  for i = 3, x.ndim do shape[i] = 1 end
-  local rdtype = x.dtype == "float64" and "float64" or "float32"
-  local mask = ember.rand(shape, {dtype = rdtype, device = x.device}):lt(keep)
-  local scale = mask:to(x.dtype) * (1 / keep)
-  return o.inplace and x:mul_(scale) or x * scale
+  -- a 3-D input is [N, C, L] (PyTorch's behaviour, with a warning there), not an unbatched [C, H, W]
+  return channel_dropout("dropout2d", x, {[3] = "batched", [4] = "batched"}, "a [N, C, H, W] (or [N, C, L])", ...)
 end
+
+--- F.dropout3d(x [, p = 0.5 [, training = true [, inplace = false]]]) -> x with whole channels zeroed with probability p.
+-- x [N, C, D, H, W] or unbatched [C, D, H, W]: one draw per channel.
+-- Example: F.dropout3d(ember.ones(2, 4, 2, 2, 2), 0.5)
+function F.dropout3d(x, ...)
+  return channel_dropout("dropout3d", x, {[4] = "unbatched", [5] = "batched"}, "a [N, C, D, H, W] or [C, D, H, W]", ...)
+end
+
+--- F.alpha_dropout(x [, p = 0.5 [, training = false [, inplace = false]]]) -> x with dropout that keeps SELU's mean and variance.
+-- Example: F.alpha_dropout(ember.randn(4, 8), 0.2, true)
+function F.alpha_dropout(x, ...)
+  local op = "alpha_dropout"
+  local p, training, inplace = dropout_args(op, false, ...)
+  check_input(x, op)
+  if not training or p == 0 or x:numel() == 0 then return x end
+  return dropout_impl(x, p, inplace, false, true)
+end
+
+--- F.feature_alpha_dropout(x [, p = 0.5 [, training = false [, inplace = false]]]) -> alpha dropout of whole channels.
+-- x [N, C, ...] (at least 2-D): one draw per (n, c).
+-- Example: F.feature_alpha_dropout(ember.randn(2, 4, 3), 0.2, true)
+function F.feature_alpha_dropout(x, ...)
+  local op = "feature_alpha_dropout"
+  local p, training, inplace = dropout_args(op, false, ...)
+  check_input(x, op)
+  if x.ndim < 2 then raise(string.format("%s: expected an input with at least 2 dims [N, C, ...], got %s", op, shape_str(x))) end
+  if not training or p == 0 or x:numel() == 0 then return x end
+  return dropout_impl(x, p, inplace, true, true)
+end
+
+-- F.max_unpool1d/2d/3d: the partial inverse of max_poolNd over nd spatial dims
+local function max_unpool(nd, x, indices, kernel_size, ...)
+  local op = "max_unpool" .. nd .. "d"
+  local o = options(op, {"stride", "padding", "output_size"}, ...)
+  local dims = ({"L", "H, W", "D, H, W"})[nd]
+  check_input(x, op, {[nd + 1] = true, [nd + 2] = true}, string.format("a [N, C, %s] or [C, %s]", dims, dims))
+  if not ember.is_tensor(indices) or shape_str(indices) ~= shape_str(x) or indices.dtype ~= "int64" then
+    raise(string.format("%s: indices must be an int64 tensor of the input's shape %s, got %s", op, shape_str(x),
+                        ember.is_tensor(indices) and indices.dtype .. " " .. shape_str(indices) or type(indices)))
+  end
+  local k = sizes(kernel_size, nd, op, "kernel_size", 1)
+  local s = sizes(o.stride or kernel_size, nd, op, "stride", 1)
+  local p = sizes(o.padding or 0, nd, op, "padding", 0)
+  local batched = x.ndim == nd + 2
+  if not batched then x, indices = x:unsqueeze(1), indices:unsqueeze(1) end
+  local out, lo_out, hi_out = {}, {}, {}
+  for i = 1, nd do
+    out[i] = (x.shape[i + 2] - 1) * s[i] - 2 * p[i] + k[i]
+    lo_out[i], hi_out[i] = out[i] - s[i], out[i] + s[i]
+  end
+  if o.output_size ~= nil then
+    local want = o.output_size
+    if type(want) == "table" and #want == nd + 2 then want = {table.unpack(want, 3, nd + 2)} end
+    want = sizes(want, nd, op, "output_size", 0)
+    for i = 1, nd do
+      if want[i] <= lo_out[i] or want[i] >= hi_out[i] then
+        raise(string.format("%s: output_size %s must be between %s and %s (exclusive) for input %s", op,
+                            list_str(want), list_str(lo_out), list_str(hi_out), shape_str(x)))
+      end
+    end
+    out = want
+  end
+  local n, c = x.shape[1], x.shape[2]
+  local plane = 1
+  for i = 1, nd do plane = plane * out[i] end
+  local flat = indices:reshape(n, c, -1)
+  if flat:numel() > 0 then
+    local lo, hi = flat:min():item(), flat:max():item()
+    if lo < 1 or hi > plane then
+      raise(string.format("%s: index %d out of range for output planes of %s = %d positions (indices are 1-based)",
+                          op, lo < 1 and lo or hi, table.concat(out, " x "), plane))
+    end
+  end
+  local y = ember.zeros({n, c, plane}, {dtype = x.dtype, device = x.device})
+  y = y:scatter(3, flat, x:reshape(n, c, -1)):reshape(n, c, table.unpack(out, 1, nd))
+  return batched and y or y:squeeze(1)
+end
+
+--- F.max_unpool1d(x, indices, kernel_size [, {stride = kernel_size, padding = 0, output_size=}]) -> the partial inverse of max_pool1d.
+-- Example: local y, i = F.max_pool1d(x, 2, {return_indices = true}); local back = F.max_unpool1d(y, i, 2)
+function F.max_unpool1d(x, indices, kernel_size, ...) return max_unpool(1, x, indices, kernel_size, ...) end
 
 --- F.max_unpool2d(x, indices, kernel_size [, {stride = kernel_size, padding = 0, output_size=}]) -> the partial inverse of max_pool2d.
 -- Puts each value of x [N, C, h, w] at its 1-based position in its output plane (indices
@@ -914,48 +1029,11 @@ end
 -- (h - 1) * stride - 2 * padding + kernel_size per dim unless output_size ({H, W}, or
 -- {N, C, H, W}) says otherwise. Positional: F.max_unpool2d(x, indices, k, stride, padding, output_size).
 -- Example: local y, i = F.max_pool2d(x, 2, {return_indices = true}); local back = F.max_unpool2d(y, i, 2)
-function F.max_unpool2d(x, indices, kernel_size, ...)
-  local op = "max_unpool2d"
-  local o = options(op, {"stride", "padding", "output_size"}, ...)
-  check_input(x, op, {[3] = true, [4] = true}, "a [N, C, H, W] or [C, H, W]")
-  if not ember.is_tensor(indices) or shape_str(indices) ~= shape_str(x) or indices.dtype ~= "int64" then
-    raise(string.format("%s: indices must be an int64 tensor of the input's shape %s, got %s", op, shape_str(x),
-                        ember.is_tensor(indices) and indices.dtype .. " " .. shape_str(indices) or type(indices)))
-  end
-  local k = sizes(kernel_size, 2, op, "kernel_size", 1)
-  local s = sizes(o.stride or kernel_size, 2, op, "stride", 1)
-  local p = sizes(o.padding or 0, 2, op, "padding", 0)
-  local batched = x.ndim == 4
-  if not batched then x, indices = x:unsqueeze(1), indices:unsqueeze(1) end
-  local out = {}
-  for i = 1, 2 do out[i] = (x.shape[i + 2] - 1) * s[i] - 2 * p[i] + k[i] end
-  if o.output_size ~= nil then
-    local want = o.output_size
-    if type(want) == "table" and #want == 4 then want = {want[3], want[4]} end
-    want = sizes(want, 2, op, "output_size", 0)
-    for i = 1, 2 do
-      if want[i] <= out[i] - s[i] or want[i] >= out[i] + s[i] then
-        raise(string.format("%s: output_size %s must be between %s and %s (exclusive) for input %s", op,
-                            list_str(want), list_str{out[1] - s[1], out[2] - s[2]},
-                            list_str{out[1] + s[1], out[2] + s[2]}, shape_str(x)))
-      end
-    end
-    out = want
-  end
-  local n, c = x.shape[1], x.shape[2]
-  local plane = out[1] * out[2]
-  local flat = indices:reshape(n, c, -1)
-  if flat:numel() > 0 then
-    local lo, hi = flat:min():item(), flat:max():item()
-    if lo < 1 or hi > plane then
-      raise(string.format("%s: index %d out of range for output planes of %d x %d = %d positions (indices are 1-based)",
-                          op, lo < 1 and lo or hi, out[1], out[2], plane))
-    end
-  end
-  local y = ember.zeros({n, c, plane}, {dtype = x.dtype, device = x.device})
-  y = y:scatter(3, flat, x:reshape(n, c, -1)):reshape(n, c, out[1], out[2])
-  return batched and y or y:squeeze(1)
-end
+function F.max_unpool2d(x, indices, kernel_size, ...) return max_unpool(2, x, indices, kernel_size, ...) end
+
+--- F.max_unpool3d(x, indices, kernel_size [, {stride = kernel_size, padding = 0, output_size=}]) -> the partial inverse of max_pool3d.
+-- Example: local y, i = F.max_pool3d(x, 2, {return_indices = true}); local back = F.max_unpool3d(y, i, 2)
+function F.max_unpool3d(x, indices, kernel_size, ...) return max_unpool(3, x, indices, kernel_size, ...) end
 
 --- F.instance_norm(x [, running_mean [, running_var [, weight [, bias [, use_input_stats = true [, momentum = 0.1 [, eps = 1e-5]]]]]]]) -> x normalised per sample and channel.
 -- x [N, C, ...]: each (n, c) plane gets mean 0 and biased variance 1, then * weight[c] +
@@ -1780,6 +1858,184 @@ function F.local_response_norm(x, ...)
   local window = padded:narrow(2, 1, C)
   for j = 2, size do window = window + padded:narrow(2, j, C) end
   return x / (window * (alpha / size) + k):pow(beta)
+end
+
+--- F.channel_shuffle(x, groups) -> x [N, C, *] with its channels regrouped: seen as [N, groups, C / groups, *], the two channel dims swapped.
+-- Output channel j * groups + i is input channel i * (C / groups) + j (0-based i, j), as
+-- PyTorch's (ShuffleNet's shuffle). x has more than 2 dims; C must be divisible by groups.
+-- Example: F.channel_shuffle(ember.arange(6):reshape(1, 6, 1), 2)   -- channels 0 3 1 4 2 5
+function F.channel_shuffle(x, ...)
+  local op = "channel_shuffle"
+  local groups = options(op, {"groups"}, ...).groups
+  check_input(x, op)
+  local g = type(groups) == "number" and math.tointeger(groups)
+  if not g or g < 1 then raise(op .. ": groups must be a positive integer, got " .. tostring(groups)) end
+  if x.ndim < 3 then
+    raise(string.format("%s: expected an input with more than 2 dims [N, C, *], got %s", op, shape_str(x)))
+  end
+  local n, c = x.shape[1], x.shape[2]
+  if c % g ~= 0 then
+    raise(string.format("%s: the channels of %s (%d) must be divisible by groups (%d)", op, shape_str(x), c, g))
+  end
+  local rest = 1
+  for i = 3, x.ndim do rest = rest * x.shape[i] end
+  return x:reshape(n, g, c // g, rest):transpose(2, 3):reshape(x.shape)
+end
+--- F.native_channel_shuffle(x, groups) -> F.channel_shuffle(x, groups) (PyTorch's other name of it).
+F.native_channel_shuffle = F.channel_shuffle
+
+--- F.bilinear(x1, x2, weight [, bias]) -> y[..., o] = sum over i, j of x1[..., i] weight[o, i, j] x2[..., j], plus bias[o].
+-- x1 [..., in1] and x2 [..., in2] have the same leading dims (none for 1-D inputs); weight
+-- [out, in1, in2], bias [out]. What nn.Bilinear computes.
+-- Example: F.bilinear(ember.randn(8, 3), ember.randn(8, 4), ember.randn(5, 3, 4))   -- [8, 5]
+function F.bilinear(x1, x2, weight, ...)
+  local op = "bilinear"
+  local bias = options(op, {"bias"}, ...).bias
+  check_tensor(x1, op, "input1")
+  check_tensor(x2, op, "input2")
+  check_tensor(weight, op, "weight")
+  if weight.ndim ~= 3 then raise(op .. ": weight must be 3-D [out, in1, in2], got " .. shape_str(weight)) end
+  local out, in1, in2 = weight.shape[1], weight.shape[2], weight.shape[3]
+  local n = x1.ndim
+  local same_lead = n >= 1 and x2.ndim == n
+  for i = 1, n - 1 do same_lead = same_lead and x1.shape[i] == x2.shape[i] end
+  if not same_lead then
+    raise(string.format("%s: input1 %s and input2 %s must have the same dims but the last (at least 1)", op,
+                        shape_str(x1), shape_str(x2)))
+  end
+  if x1.shape[n] ~= in1 or x2.shape[n] ~= in2 then
+    raise(string.format("%s: input1 %s and input2 %s do not fit weight %s (expected [..., %d] and [..., %d])", op,
+                        shape_str(x1), shape_str(x2), shape_str(weight), in1, in2))
+  end
+  if bias ~= nil then
+    check_tensor(bias, op, "bias")
+    if bias.ndim ~= 1 or bias.shape[1] ~= out then
+      raise(string.format("%s: bias must have shape [%d] (weight %s), got %s", op, out, shape_str(weight), shape_str(bias)))
+    end
+  end
+  for _, t in ipairs{x2, weight, bias} do
+    if t.dtype ~= x1.dtype then
+      raise(string.format("%s: the inputs, weight and bias must have one dtype, got %s and %s", op, x1.dtype, t.dtype))
+    end
+  end
+  local lead, b = {}, 1
+  for i = 1, n - 1 do lead[i] = x1.shape[i]; b = b * x1.shape[i] end
+  -- x1 times weight as one matmul, [b, in1] @ [in1, out * in2]; then each of the out rows
+  -- of in2 dotted with x2
+  local w = weight:permute(2, 1, 3):reshape(in1, out * in2)
+  local t = x1:reshape(b, in1):matmul(w):reshape(b, out, in2)
+  local y = (t * x2:reshape(b, 1, in2)):sum(3)
+  if bias ~= nil then y = y + bias end
+  lead[n] = out
+  return y:reshape(lead)
+end
+
+-- ---- PyTorch's other names: in-place activations, *_with_indices, upsample ------------------
+
+-- fn(...)'s results; an error it raises in the name of inner is raised again in the name of
+-- op, the form of inner that was called (F.elu_ of F.elu, F.upsample of F.interpolate)
+local function as_op(op, inner, fn, ...)
+  local r = table.pack(pcall(fn, ...))
+  if r[1] then return table.unpack(r, 2, r.n) end
+  local msg = r[2]
+  if type(msg) == "string" then
+    local s, e = msg:find(inner .. ": ", 1, true)
+    -- the name at the start, or after the position ("file:12: elu: ...")
+    if s == 1 or (s and msg:sub(s - 2, s - 1) == ": ") then raise(op .. ": " .. msg:sub(e + 1)) end
+  end
+  error(msg, 0)
+end
+
+-- The in-place form F.<name>_(x, ...) of the activation F.<name>: F.<name>(x, ..., inplace = true).
+-- names lists its optional arguments, those of F.<name> before inplace (PyTorch's order).
+-- As every in-place op, it is refused on a tensor that autograd records.
+local function inplace_form(name, names)
+  local op = name .. "_"
+  return function(x, ...)
+    local o = options(op, names, ...)
+    check_input(x, op)
+    if x.requires_grad and ember.is_grad_enabled() then
+      raise(string.format("%s: in-place operation on a tensor that requires grad; use the out-of-place form F.%s",
+                          op, name))
+    end
+    local args = {}
+    for i, k in ipairs(names) do args[i] = o[k] end
+    args[#names + 1] = true
+    return as_op(op, name, F[name], x, table.unpack(args, 1, #names + 1))
+  end
+end
+
+--- F.relu_(x) -> x, overwritten with max(x, 0) (x:relu_()).
+function F.relu_(x)
+  check_input(x, "relu_")
+  return x:relu_()
+end
+--- F.elu_(x [, alpha = 1]) -> x, overwritten with F.elu(x, alpha).
+F.elu_ = inplace_form("elu", {"alpha"})
+--- F.leaky_relu_(x [, negative_slope = 0.01]) -> x, overwritten with F.leaky_relu(x, negative_slope).
+F.leaky_relu_ = inplace_form("leaky_relu", {"negative_slope"})
+--- F.hardtanh_(x [, min_val = -1 [, max_val = 1]]) -> x, overwritten with F.hardtanh(x, min_val, max_val).
+F.hardtanh_ = inplace_form("hardtanh", {"min_val", "max_val"})
+--- F.selu_(x) -> x, overwritten with F.selu(x).
+F.selu_ = inplace_form("selu", {})
+--- F.celu_(x [, alpha = 1]) -> x, overwritten with F.celu(x, alpha).
+F.celu_ = inplace_form("celu", {"alpha"})
+--- F.threshold_(x, threshold, value) -> x, overwritten with F.threshold(x, threshold, value).
+F.threshold_ = inplace_form("threshold", {"threshold", "value"})
+--- F.rrelu_(x [, lower = 1/8 [, upper = 1/3 [, training = false]]]) -> x, overwritten with F.rrelu(x, lower, upper, training).
+F.rrelu_ = inplace_form("rrelu", {"lower", "upper", "training"})
+
+-- F.max_poolNd_with_indices: max_poolNd with return_indices = true whatever it is given
+-- (PyTorch's ignore theirs too)
+local max_pool_names = {"stride", "padding", "dilation", "ceil_mode", "return_indices"}
+local function max_pool_with_indices(nd, x, kernel_size, ...)
+  local pool = "max_pool" .. nd .. "d"
+  local op = pool .. "_with_indices"
+  local o = options(op, max_pool_names, ...)
+  return as_op(op, pool, ember[pool], x, kernel_size, {stride = o.stride, padding = o.padding, dilation = o.dilation,
+                                                         ceil_mode = o.ceil_mode, return_indices = true})
+end
+
+--- F.max_pool1d_with_indices(x, kernel_size [, stride [, padding [, dilation [, ceil_mode]]]]) -> values, indices (F.max_pool1d's, with return_indices).
+function F.max_pool1d_with_indices(x, kernel_size, ...) return max_pool_with_indices(1, x, kernel_size, ...) end
+--- F.max_pool2d_with_indices(x, kernel_size [, stride [, padding [, dilation [, ceil_mode]]]]) -> values, indices.
+function F.max_pool2d_with_indices(x, kernel_size, ...) return max_pool_with_indices(2, x, kernel_size, ...) end
+--- F.max_pool3d_with_indices(x, kernel_size [, stride [, padding [, dilation [, ceil_mode]]]]) -> values, indices.
+function F.max_pool3d_with_indices(x, kernel_size, ...) return max_pool_with_indices(3, x, kernel_size, ...) end
+
+-- F.adaptive_max_poolNd_with_indices: adaptive_max_poolNd with return_indices = true
+local function adaptive_with_indices(nd, x, output_size, ...)
+  local pool = "adaptive_max_pool" .. nd .. "d"
+  local op = pool .. "_with_indices"
+  options(op, {"return_indices"}, ...)   -- accepted and ignored, as PyTorch's
+  return as_op(op, pool, ember[pool], x, output_size, true)
+end
+
+--- F.adaptive_max_pool1d_with_indices(x, output_size) -> values, indices (F.adaptive_max_pool1d's, with return_indices).
+function F.adaptive_max_pool1d_with_indices(x, output_size, ...) return adaptive_with_indices(1, x, output_size, ...) end
+--- F.adaptive_max_pool2d_with_indices(x, output_size) -> values, indices.
+function F.adaptive_max_pool2d_with_indices(x, output_size, ...) return adaptive_with_indices(2, x, output_size, ...) end
+--- F.adaptive_max_pool3d_with_indices(x, output_size) -> values, indices.
+function F.adaptive_max_pool3d_with_indices(x, output_size, ...) return adaptive_with_indices(3, x, output_size, ...) end
+
+--- F.upsample(x [, size [, scale_factor [, mode = "nearest" [, align_corners]]]]) -> F.interpolate(x, ...) (PyTorch's deprecated name).
+function F.upsample(x, ...)
+  local o = options("upsample", {"size", "scale_factor", "mode", "align_corners"}, ...)
+  return as_op("upsample", "interpolate", F.interpolate, x, o)
+end
+
+--- F.upsample_nearest(x [, size [, scale_factor]]) -> F.interpolate(x, {size =, scale_factor =, mode = "nearest"}).
+function F.upsample_nearest(x, ...)
+  local o = options("upsample_nearest", {"size", "scale_factor"}, ...)
+  return as_op("upsample_nearest", "interpolate", F.interpolate, x,
+               {size = o.size, scale_factor = o.scale_factor, mode = "nearest"})
+end
+
+--- F.upsample_bilinear(x [, size [, scale_factor]]) -> F.interpolate(x, {..., mode = "bilinear", align_corners = true}).
+function F.upsample_bilinear(x, ...)
+  local o = options("upsample_bilinear", {"size", "scale_factor"}, ...)
+  return as_op("upsample_bilinear", "interpolate", F.interpolate, x,
+               {size = o.size, scale_factor = o.scale_factor, mode = "bilinear", align_corners = true})
 end
 
 -- ---- attention ----------------------------------------------------------------------

@@ -400,5 +400,6 @@ for k, v in pairs(require "ember.nn.conv_layers") do L[k] = v end
 for k, v in pairs(require "ember.nn.transformer") do L[k] = v end
 for k, v in pairs(require "ember.nn.activation") do L[k] = v end
 for k, v in pairs(require "ember.nn.rnn") do L[k] = v end
+for k, v in pairs(require "ember.nn.more_layers") do L[k] = v end
 
 return L

@@ -1,0 +1,386 @@
+-- ember.composite.aliases — PyTorch's other names of ember's ops (greater, less_equal,
+-- absolute, rsub, the in-place multiply_/divide_/... forms), the predicates on a tensor
+-- (is_nonzero, is_signed, is_complex, get_device, ...), the conjugation functions that are
+-- the identity on real tensors, cumsum_/cumprod_/addmm_/fill_diagonal_, sum_to_size,
+-- unravel_index, and the dtype helpers (result_type, promote_types, can_cast,
+-- broadcast_shapes). A part of ember.composite: loaded with it, on first use.
+local ember = require "ember"
+local errors = require "ember.errors"
+local raise, check_tensor, shape_str = errors.raise, errors.check_tensor, errors.shape_str
+local options = require("ember.args").options
+
+local functions = {}  -- ember.X
+local both = {}       -- ember.X and t:X
+local methods = {}    -- t:X
+
+local T = ember.Tensor
+
+-- ---- other names -------------------------------------------------------------------------
+
+-- Another name of a C function, as a function of its own: help then finds this name's entry
+-- for it and the original's for the original (one shared value would show either entry),
+-- and errors.call keeps an error pointing at the caller's line.
+local function alias(f)
+  return function(...) return errors.call(f, ...) end
+end
+
+both.greater = alias(ember.gt)
+both.greater_equal = alias(ember.ge)
+both.less = alias(ember.lt)
+both.less_equal = alias(ember.le)
+both.not_equal = alias(ember.ne)
+both.absolute = alias(ember.abs)
+-- the in-place forms: the C ones write 1/0 (comparisons) or the result into self, keeping
+-- its dtype, with PyTorch's checks
+methods.greater_ = alias(T.gt_)
+methods.greater_equal_ = alias(T.ge_)
+methods.less_ = alias(T.lt_)
+methods.less_equal_ = alias(T.le_)
+methods.not_equal_ = alias(T.ne_)
+methods.absolute_ = alias(T.abs_)
+methods.multiply_ = alias(T.mul_)
+methods.divide_ = alias(T.div_)          -- {rounding_mode = "trunc" | "floor"} as div_
+methods.true_divide_ = alias(T.div_)     -- as ember.true_divide, the C alias of div
+methods.subtract_ = alias(T.sub_)        -- {alpha = ...} as sub_
+methods.negative_ = alias(T.neg_)
+
+-- ---- the dtype helpers -------------------------------------------------------------------
+
+local DTYPES = {"float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8", "bool"}
+local KNOWN, FLOAT = {}, {float32 = true, float64 = true, float16 = true, bfloat16 = true}
+for _, d in ipairs(DTYPES) do KNOWN[d] = true end
+
+local function check_dtype(op, d, what)
+  if not KNOWN[d] then
+    local got = type(d) == "string" and "'" .. d .. "'" or type(d)
+    raise(string.format("%s: %s must be a dtype name (%s), got %s", op, what, table.concat(DTYPES, ", "), got))
+  end
+end
+
+-- What stands for x in the engine's own promotion rule: x's dtype and x's rank among the
+-- operands (a tensor with dims, a 0-d tensor, a number of x's kind), and no elements.
+local function stand_in(op, x, what)
+  if ember.is_tensor(x) then
+    if x:dim() == 0 then return ember.zeros({}, {dtype = x.dtype}) end
+    return ember.empty(0, {dtype = x.dtype})
+  end
+  if math.type(x) == "integer" then return 0 end
+  if math.type(x) == "float" then return 0.0 end
+  if type(x) == "boolean" then return false end
+  raise(string.format("%s: %s must be a tensor, a number or a boolean, got %s", op, what, type(x)))
+end
+
+--- ember.result_type(a, b) -> the dtype of a binary op's result on a and b (tensors, numbers, booleans).
+function functions.result_type(a, b)
+  local x, y = stand_in("result_type", a, "tensor1"), stand_in("result_type", b, "tensor2")
+  -- The rule is the engine's (em_result_type), asked through an add of the stand-ins, so it
+  -- is the one every binary op follows. Two numbers: the first as a 0-d tensor of its
+  -- kind's default dtype promotes with the second as two numbers do.
+  if not ember.is_tensor(x) and not ember.is_tensor(y) then x = ember.tensor(x) end
+  return (x + y).dtype
+end
+
+--- ember.promote_types(type1, type2) -> the dtype that tensors of type1 and type2 promote to.
+function functions.promote_types(type1, type2)
+  check_dtype("promote_types", type1, "type1")
+  check_dtype("promote_types", type2, "type2")
+  return functions.result_type(ember.empty(0, {dtype = type1}), ember.empty(0, {dtype = type2}))
+end
+
+--- ember.can_cast(from, to) -> whether an op may write a from-typed result into a to-typed tensor.
+function functions.can_cast(from, to)
+  check_dtype("can_cast", from, "from")
+  check_dtype("can_cast", to, "to")
+  -- PyTorch's rule: never float to integer or bool, never a number to bool
+  return not ((FLOAT[from] and not FLOAT[to]) or (to == "bool" and from ~= "bool"))
+end
+
+-- v as a list of sizes: an integer (a 1-D shape) or a list (or ember.Size) of n (default #v)
+-- integers >= 0
+local function size_list(op, what, v, n)
+  if math.type(v) == "integer" then v = {v} end
+  if type(v) ~= "table" then raise(string.format("%s: %s must be a list of sizes, got %s", op, what, type(v))) end
+  local out = {}
+  for i = 1, n or #v do
+    local s = v[i]
+    if math.type(s) ~= "integer" or s < 0 then
+      raise(string.format("%s: %s: sizes must be integers >= 0, got %s at position %d", op, what, tostring(s), i))
+    end
+    out[i] = s
+  end
+  return out
+end
+
+local function sizes_str(s) return "[" .. table.concat(s, ", ") .. "]" end
+
+--- ember.broadcast_shapes(...) -> the ember.Size that tensors of these shapes broadcast to.
+function functions.broadcast_shapes(...)
+  local args = table.pack(...)
+  local shapes, rank = {}, 0
+  for i = 1, args.n do
+    shapes[i] = size_list("broadcast_shapes", "shape " .. i, args[i])
+    rank = math.max(rank, #shapes[i])
+  end
+  local out = {}
+  for k = 1, rank do   -- the k-th dim from the end
+    local size, from = 1, nil
+    for i, s in ipairs(shapes) do
+      local v = s[#s - k + 1]
+      if v ~= nil and v ~= 1 then
+        if size ~= 1 and v ~= size then
+          raise(string.format("broadcast_shapes: shapes %s and %s cannot be broadcast (dimension %d: %d vs %d)",
+                              sizes_str(shapes[from]), sizes_str(s), rank - k + 1, size, v))
+        end
+        size, from = v, i
+      end
+    end
+    out[rank - k + 1] = size
+  end
+  return ember.Size(out)
+end
+
+-- ---- predicates and the identities of real tensors ---------------------------------------
+
+--- ember.is_floating_point(input) -> whether input's dtype is a float dtype.
+function functions.is_floating_point(input)
+  check_tensor(input, "is_floating_point", "input")
+  return FLOAT[input.dtype] == true
+end
+
+--- ember.is_signed(input) -> whether input's dtype holds negative numbers (all but uint8 and bool).
+function both.is_signed(input)
+  check_tensor(input, "is_signed", "input")
+  return input.dtype ~= "uint8" and input.dtype ~= "bool"
+end
+
+--- ember.is_nonzero(input) -> whether the one element of input is not zero (NaN is not zero).
+function both.is_nonzero(input)
+  check_tensor(input, "is_nonzero", "input")
+  local n = input:numel()
+  if n ~= 1 then
+    raise(string.format("is_nonzero: Boolean value of Tensor with %s is ambiguous (shape %s)",
+                        n == 0 and "no values" or "more than one value", shape_str(input)))
+  end
+  local v = input:item()
+  if type(v) == "boolean" then return v end
+  return v ~= 0
+end
+
+--- ember.is_same_size(input, other) -> whether the two tensors have the same shape.
+function both.is_same_size(input, other)
+  check_tensor(input, "is_same_size", "input")
+  check_tensor(other, "is_same_size", "other")
+  return input.shape == other.shape
+end
+
+--- ember.get_device(input) -> the CUDA device index of input, -1 on the CPU.
+function both.get_device(input)
+  check_tensor(input, "get_device", "input")
+  return tonumber(input.device:match("^cuda:(%d+)$")) or -1
+end
+
+-- ember has no complex dtypes and no lazy conjugate or negative views: these answer false
+-- and the conjugations are self, as PyTorch's are on real tensors
+local function never(op)
+  return function(input)
+    check_tensor(input, op, "input")
+    return false
+  end
+end
+
+local function identity(op)
+  return function(input)
+    check_tensor(input, op, "input")
+    return input
+  end
+end
+
+both.is_complex = never("is_complex")
+both.is_conj = never("is_conj")
+both.is_neg = never("is_neg")
+both.conj = identity("conj")
+both.conj_physical = identity("conj_physical")
+both.resolve_conj = identity("resolve_conj")
+both.resolve_neg = identity("resolve_neg")
+methods.conj_physical_ = identity("conj_physical_")
+
+--- t:ndimension() -> t:dim().
+function methods.ndimension(self)
+  check_tensor(self, "ndimension", "self")
+  return self:dim()
+end
+
+--- t:type_as(other) -> t with other's dtype, on the CPU or CUDA as other is (t itself if so already).
+function methods.type_as(self, other)
+  check_tensor(self, "type_as", "self")
+  check_tensor(other, "type_as", "other")
+  -- PyTorch's self.type(other.type()): the type names the device's kind, not its index, so a
+  -- tensor already on some GPU stays there and one moving to CUDA goes to the current device
+  local device = self.device
+  if (device == "cpu") ~= (other.device == "cpu") then device = other.device == "cpu" and "cpu" or "cuda" end
+  if device == self.device and other.dtype == self.dtype then return self end
+  return self:to(device, other.dtype)
+end
+
+-- ---- rsub --------------------------------------------------------------------------------
+
+--- ember.rsub(input, other [, {alpha = 1}]) -> other - alpha * input (other a tensor or a number).
+function functions.rsub(input, other, ...)
+  local o = options("rsub", {"*", "alpha"}, ...)
+  check_tensor(input, "rsub", "input")
+  if not ember.is_tensor(other) and type(other) ~= "number" then
+    raise(string.format("rsub: other must be a tensor or a number, got %s", type(other)))
+  end
+  local alpha = o.alpha == nil and 1 or o.alpha
+  if type(alpha) ~= "number" then raise(string.format("rsub: alpha must be a number, got %s", type(alpha))) end
+  local dtype = functions.result_type(input, other)
+  if dtype == "bool" then raise("rsub: subtraction of bool tensors is not supported; use logical_xor() instead") end
+  if not FLOAT[dtype] and math.type(alpha) ~= "integer" then
+    raise(string.format("rsub: alpha must be an integer for a %s result, got %s", dtype, tostring(alpha)))
+  end
+  return errors.call(ember.sub, other, input, {alpha = alpha})
+end
+
+-- ---- in-place forms ----------------------------------------------------------------------
+
+local function refuse_recorded(op, t)
+  if t.requires_grad and ember.is_grad_enabled() then
+    raise(string.format("%s: in place on a tensor that autograd records is not supported; use the out-of-place "
+                        .. "form, or ember.no_grad for updates", op))
+  end
+end
+
+-- r, computed from self, written into self by PyTorch's rules for an in-place op (the rules
+-- of composite.lua's into): self keeps its shape, r's dtype must cast to self's, and
+-- nothing autograd records is written
+local function write_into(op, self, r)
+  if self.shape ~= r.shape then
+    raise(string.format("%s: output with shape %s doesn't match the broadcast shape %s", op, shape_str(self),
+                        shape_str(r)))
+  end
+  if not functions.can_cast(r.dtype, self.dtype) then
+    raise(string.format("%s: result type %s can't be cast to the desired output type %s", op, r.dtype, self.dtype))
+  end
+  refuse_recorded(op, r)
+  return errors.call(self.copy_, self, r)   -- a self whose elements overlap is refused there
+end
+
+-- cumsum_ and cumprod_: f along dim, computed in self's dtype (PyTorch's in-place forms
+-- take a dtype only equal to self's, and have no bool kernel)
+local function cumulative_(op, f, self, dim, ...)
+  check_tensor(self, op, "self")
+  local o = options(op, {"*", "dtype"}, ...)
+  if o.dtype ~= nil and o.dtype ~= self.dtype then
+    raise(string.format("%s: dtype %s differs from self's %s (an in-place result keeps self's dtype)", op,
+                        tostring(o.dtype), self.dtype))
+  end
+  if self.dtype == "bool" then raise(op .. ": not supported for bool tensors") end
+  return write_into(op, self, errors.call(f, self, dim, {dtype = self.dtype}))
+end
+
+--- t:cumsum_(dim) -> t holding its cumulative sums along dim.
+function methods.cumsum_(self, dim, ...) return cumulative_("cumsum_", ember.cumsum, self, dim, ...) end
+
+--- t:cumprod_(dim) -> t holding its cumulative products along dim.
+function methods.cumprod_(self, dim, ...) return cumulative_("cumprod_", ember.cumprod, self, dim, ...) end
+
+--- t:addmm_(mat1, mat2 [, {beta = 1, alpha = 1}]) -> t holding beta * t + alpha * (mat1 @ mat2).
+function methods.addmm_(self, mat1, mat2, ...)
+  check_tensor(self, "addmm_", "self")
+  return write_into("addmm_", self, errors.call(ember.addmm, self, mat1, mat2, ...))
+end
+
+--- t:fill_diagonal_(fill_value [, wrap = false]) -> t with its main diagonal set to fill_value.
+function methods.fill_diagonal_(self, fill_value, ...)
+  local op = "fill_diagonal_"
+  check_tensor(self, op, "self")
+  local o = options(op, {"wrap"}, ...)
+  local wrap = o.wrap
+  if wrap == nil then wrap = false end
+  if type(fill_value) ~= "number" and type(fill_value) ~= "boolean" then
+    raise(string.format("%s: fill_value must be a number, got %s", op, type(fill_value)))
+  end
+  if type(wrap) ~= "boolean" then raise(string.format("%s: wrap must be a boolean, got %s", op, type(wrap))) end
+  local shape, d = self.shape, self:dim()
+  if d < 2 then raise(string.format("%s: expected a tensor of at least 2 dimensions, got %s", op, shape_str(self))) end
+  for i = 3, d do
+    if shape[i] ~= shape[1] then
+      raise(string.format("%s: all dimensions of a tensor of more than 2 must be of equal length, got %s", op,
+                          shape_str(self)))
+    end
+  end
+  refuse_recorded(op, self)
+  -- In row-major order the diagonal elements are every step-th one from the first, step
+  -- being 1 + n + n^2 + ... (one more in every dim). A tall matrix has min(h, w) of them;
+  -- with wrap the pattern goes on below (numpy's rule, a row left out each time).
+  local step = 0
+  for i = d, 2, -1 do step = (step + 1) * shape[i] end
+  step = step + 1
+  local numel = self:numel()
+  local limit = (wrap or d > 2) and numel or math.min(shape[1], shape[2]) * step
+  local p = ember.arange(numel, {device = self.device})
+  local mask = p:remainder(step):eq(0):logical_and(p:lt(limit)):reshape(shape)
+  return errors.call(self.masked_fill_, self, mask, fill_value)
+end
+
+-- ---- sums and positions ------------------------------------------------------------------
+
+--- t:sum_to_size(size...) -> t summed to size, a shape t broadcasts from (t itself if equal).
+function methods.sum_to_size(self, ...)
+  local op = "sum_to_size"
+  check_tensor(self, op, "self")
+  local size
+  if select("#", ...) == 1 and type((...)) == "table" then size = size_list(op, "size", (...))
+  else size = size_list(op, "size", {...}, select("#", ...)) end
+  local shape, lead = self.shape, self:dim() - #size
+  local dims = {}
+  for i = 1, lead do dims[#dims + 1] = i end
+  for k = 1, #size do
+    local have = shape[lead + k]
+    if lead < 0 or (size[k] ~= have and size[k] ~= 1) then
+      raise(string.format("%s: size %s is not expandable to size %s", op, sizes_str(size), shape_str(self)))
+    end
+    if size[k] ~= have then dims[#dims + 1] = lead + k end
+  end
+  if #dims == 0 then return self end
+  return self:sum(dims, true):reshape(size)
+end
+
+--- ember.unravel_index(indices, shape) -> one tensor of coordinates per dim of shape, 1-based.
+function functions.unravel_index(indices, shape)
+  local op = "unravel_index"
+  if math.type(indices) == "integer" then indices = ember.tensor(indices) end
+  check_tensor(indices, op, "indices")
+  if FLOAT[indices.dtype] or indices.dtype == "bool" then
+    raise(string.format("%s: expected indices of an integer dtype, got %s", op, indices.dtype))
+  end
+  local sizes = size_list(op, "shape", shape)
+  local n = 1
+  for _, s in ipairs(sizes) do
+    if s ~= 0 and n > math.maxinteger // s then
+      raise(string.format("%s: shape %s has more elements than int64 holds", op, sizes_str(sizes)))
+    end
+    n = n * s
+  end
+  local flat = indices:to("int64")
+  if flat:numel() > 0 then
+    if n == 0 then raise(string.format("%s: shape %s has no elements for indices to point at", op, sizes_str(sizes))) end
+    -- 1-based positions, negative ones counting from the end: 1..n and -n..-1
+    local lo, hi = flat:min():item(), flat:max():item()
+    local bad = lo < -n and lo or hi > n and hi or flat:eq(0):any():item() and 0 or nil
+    if bad then
+      raise(string.format("%s: index %d is out of bounds for shape %s (expected 1..%d or -%d..-1)", op, bad,
+                          sizes_str(sizes), n, n))
+    end
+  end
+  flat = ember.where(flat:lt(0), flat + n, flat - 1)   -- 0-based
+  local coords = {}
+  for k = #sizes, 1, -1 do
+    local s = math.max(sizes[k], 1)   -- 0 only with no indices: nothing to divide
+    coords[k] = flat:remainder(s) + 1
+    flat = flat:floor_divide(s)
+  end
+  return table.unpack(coords, 1, #sizes)
+end
+
+return {functions = functions, both = both, methods = methods}
