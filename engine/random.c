@@ -119,6 +119,13 @@ int em_uniform_(em_tensor *t, double lo, double hi)
         em_check_writable("uniform_", t)) return -1;
     if (!(lo <= hi) || !isfinite(lo) || !isfinite(hi))
         return em_set_error("uniform_: expected finite bounds with from <= to, got from=%g, to=%g", lo, hi);
+    /* a value is from + (to - from) u: the width must be a finite number of the dtype
+     * (a wider range would give inf and then from, silently) */
+    const char *dt = em_dtype_name(t->dtype);
+    if (!em_value_fits(lo, t->dtype) || !em_value_fits(hi, t->dtype))
+        return em_set_error("uniform_: from=%g and to=%g must be within %s's range", lo, hi, dt);
+    if (!isfinite(hi - lo) || !em_value_fits(hi - lo, t->dtype))
+        return em_set_error("uniform_: to - from must be at most %s's largest value, got from=%g, to=%g", dt, lo, hi);
     return run_random(EM_RAND_UNIFORM, t, em_numel(t), lo, hi);
 }
 

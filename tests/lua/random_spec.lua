@@ -183,6 +183,17 @@ describe("rand and uniform_", function()
     assert.truthy(msg:find("uniform_: expected finite bounds with from <= to", 1, true), msg)
     msg = errmsg(ember.rand, -1)
     assert.truthy(msg:find("negative", 1, true), msg)
+    -- a width beyond the dtype's largest value gave inf and then `from` everywhere, silently
+    -- (PyTorch: "uniform_ expects to-from <= std::numeric_limits<Double>::max()")
+    msg = errmsg(function() return ember.zeros(3, {dtype = "float64"}):uniform_(-1.797e308, 1.797e308) end)
+    assert.truthy(msg:find("uniform_: to - from must be at most float64's largest value", 1, true), msg)
+    msg = errmsg(function() return ember.zeros(3):uniform_(-3e38, 3e38) end)
+    assert.truthy(msg:find("uniform_: to - from must be at most float32's largest value", 1, true), msg)
+    msg = errmsg(function() return ember.zeros(3, {dtype = "float16"}):uniform_(-70000, 1) end)
+    assert.truthy(msg:find("uniform_: from=-70000 and to=1 must be within float16's range", 1, true), msg)
+    -- the widest range that fits is drawn from, inside its bounds
+    local h = ember.zeros(1000, {dtype = "float16"}):uniform_(-30000, 30000)
+    assert.is_true(h:min():item() >= -30000 and h:max():item() < 30000 and h:abs():max():item() > 20000)
   end)
 end)
 
