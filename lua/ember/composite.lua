@@ -11,6 +11,7 @@
 local ember = require "ember"
 local raise = require("ember.errors").raise
 local options = require("ember.args").options
+local inplace = require "ember.composite.inplace"
 
 local M = {}        -- ember.X
 local methods = {}  -- t:X (the in-place forms only here)
@@ -56,35 +57,12 @@ local function scaled_sum(op, input, product, o)
   return input + product
 end
 
--- result written into self: the shape must stay self's and the dtype castable to it
--- (PyTorch's rules for an in-place op).
-local function into(self, r, op)
-  if not ember.is_tensor(self) then raise(string.format("%s: self must be a tensor, got %s", op, type(self))) end
-  local s = self.shape
-  local same = #s == #r.shape
-  for i = 1, #s do if s[i] ~= r.shape[i] then same = false end end
-  if not same then
-    raise(string.format("%s: output with shape %s doesn't match the broadcast shape %s", op, shape_str(self),
-                        shape_str(r)))
-  end
-  local rd, sd = r.dtype, self.dtype
-  if (float_dtypes[rd] and not float_dtypes[sd]) or (sd == "bool" and rd ~= "bool") then
-    raise(string.format("%s: result type %s can't be cast to the desired output type %s", op, rd, sd))
-  end
-  if r.requires_grad and ember.is_grad_enabled() then
-    raise(string.format("%s: in place on a tensor that autograd records is not supported; use the out-of-place form %s",
-                        op, op:sub(1, -2)))
-  end
-  self:copy_(r)
-  return self
-end
-
 -- the in-place form X_ of M[X]: self:X_(args...) == self:copy_(X(self, args...))
 local function inplace_of(name)
   local f = M[name]
   methods[name .. "_"] = function(self, ...)
-    check_tensor(self, name .. "_", "self")
-    return into(self, f(self, ...), name .. "_")
+    inplace.check_target(name .. "_", self)
+    return inplace.into(name .. "_", self, f(self, ...))
   end
 end
 
@@ -305,7 +283,7 @@ methods.float_power_ = function(self, exponent)
   if self.dtype ~= "float64" then
     raise(string.format("float_power_: the base has dtype %s but the result requires float64", self.dtype))
   end
-  return into(self, M.float_power(self, exponent), "float_power_")
+  return inplace.into("float_power_", self, M.float_power(self, exponent))
 end
 
 -- x as the float dtype an integer or bool input becomes (the default dtype)
@@ -399,8 +377,8 @@ function M.nextafter(a, b)
 end
 
 methods.nextafter_ = function(self, other)
-  check_tensor(self, "nextafter_", "self")
-  return into(self, M.nextafter(self, other), "nextafter_")
+  inplace.check_target("nextafter_", self)
+  return inplace.into("nextafter_", self, M.nextafter(self, other))
 end
 
 --- ember.rad2deg(x) -> x * 180 / pi.
@@ -436,7 +414,7 @@ for name, f in pairs(methods) do rawset(ember.Tensor, name, f) end
 
 -- The other files of composites. Each returns {functions = {...}, both = {...},
 -- methods = {...}}: ember.X only, ember.X and t:X, t:X only.
-local PARTS = {"ember.composite.shape", "ember.composite.aliases", "ember.composite.settings"}
+local PARTS = {"ember.composite.shape", "ember.composite.aliases", "ember.composite.random", "ember.composite.settings"}
 for _, part in ipairs(PARTS) do
   local p = require(part)
   for name, f in pairs(p.functions or {}) do rawset(ember, name, f); M[name] = f end

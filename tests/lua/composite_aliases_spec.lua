@@ -307,7 +307,7 @@ describe("the in-place forms", function()
       function() local _ = ember.zeros(2, 2):addmm_(x, ember.ones(2, 2)) end,
     }) do
       local e = err(f)
-      assert.is_truthy(e:find("in place on a tensor that autograd records", 1, true), e)
+      assert.is_truthy(e:find("requires grad in place", 1, true) or e:find("in-place operation on a tensor that requires grad", 1, true), e)
       has(e, THIS_FILE)
     end
     has(err(function() return x:cumsum_(1) end), "cumsum_:")

@@ -8,6 +8,7 @@ local ember = require "ember"
 local errors = require "ember.errors"
 local raise, check_tensor, shape_str = errors.raise, errors.check_tensor, errors.shape_str
 local options = require("ember.args").options
+local inplace = require "ember.composite.inplace"
 
 local functions = {}  -- ember.X
 local both = {}       -- ember.X and t:X
@@ -91,8 +92,7 @@ end
 function functions.can_cast(from, to)
   check_dtype("can_cast", from, "from")
   check_dtype("can_cast", to, "to")
-  -- PyTorch's rule: never float to integer or bool, never a number to bool
-  return not ((FLOAT[from] and not FLOAT[to]) or (to == "bool" and from ~= "bool"))
+  return inplace.can_cast(from, to)
 end
 
 -- v as a list of sizes: an integer (a 1-D shape) or a list (or ember.Size) of n (default #v)
@@ -243,39 +243,17 @@ end
 
 -- ---- in-place forms ----------------------------------------------------------------------
 
-local function refuse_recorded(op, t)
-  if t.requires_grad and ember.is_grad_enabled() then
-    raise(string.format("%s: in place on a tensor that autograd records is not supported; use the out-of-place "
-                        .. "form, or ember.no_grad for updates", op))
-  end
-end
-
--- r, computed from self, written into self by PyTorch's rules for an in-place op (the rules
--- of composite.lua's into): self keeps its shape, r's dtype must cast to self's, and
--- nothing autograd records is written
-local function write_into(op, self, r)
-  if self.shape ~= r.shape then
-    raise(string.format("%s: output with shape %s doesn't match the broadcast shape %s", op, shape_str(self),
-                        shape_str(r)))
-  end
-  if not functions.can_cast(r.dtype, self.dtype) then
-    raise(string.format("%s: result type %s can't be cast to the desired output type %s", op, r.dtype, self.dtype))
-  end
-  refuse_recorded(op, r)
-  return errors.call(self.copy_, self, r)   -- a self whose elements overlap is refused there
-end
-
 -- cumsum_ and cumprod_: f along dim, computed in self's dtype (PyTorch's in-place forms
 -- take a dtype only equal to self's, and have no bool kernel)
 local function cumulative_(op, f, self, dim, ...)
-  check_tensor(self, op, "self")
+  inplace.check_target(op, self)
   local o = options(op, {"*", "dtype"}, ...)
   if o.dtype ~= nil and o.dtype ~= self.dtype then
     raise(string.format("%s: dtype %s differs from self's %s (an in-place result keeps self's dtype)", op,
                         tostring(o.dtype), self.dtype))
   end
   if self.dtype == "bool" then raise(op .. ": not supported for bool tensors") end
-  return write_into(op, self, errors.call(f, self, dim, {dtype = self.dtype}))
+  return inplace.into(op, self, errors.call(f, self, dim, {dtype = self.dtype}))
 end
 
 --- t:cumsum_(dim) -> t holding its cumulative sums along dim.
@@ -286,8 +264,8 @@ function methods.cumprod_(self, dim, ...) return cumulative_("cumprod_", ember.c
 
 --- t:addmm_(mat1, mat2 [, {beta = 1, alpha = 1}]) -> t holding beta * t + alpha * (mat1 @ mat2).
 function methods.addmm_(self, mat1, mat2, ...)
-  check_tensor(self, "addmm_", "self")
-  return write_into("addmm_", self, errors.call(ember.addmm, self, mat1, mat2, ...))
+  inplace.check_target("addmm_", self)
+  return inplace.into("addmm_", self, errors.call(ember.addmm, self, mat1, mat2, ...))
 end
 
 --- t:fill_diagonal_(fill_value [, wrap = false]) -> t with its main diagonal set to fill_value.
@@ -309,7 +287,7 @@ function methods.fill_diagonal_(self, fill_value, ...)
                           shape_str(self)))
     end
   end
-  refuse_recorded(op, self)
+  inplace.check_target(op, self)
   -- In row-major order the diagonal elements are every step-th one from the first, step
   -- being 1 + n + n^2 + ... (one more in every dim). A tall matrix has min(h, w) of them;
   -- with wrap the pattern goes on below (numpy's rule, a row left out each time).

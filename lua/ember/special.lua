@@ -1,0 +1,383 @@
+-- ember.special — PyTorch's torch.special: its other names of ember's functions (erf,
+-- expit = sigmoid, gammaln = lgamma, psi = digamma, multigammaln = mvlgamma, ...) and the
+-- functions written here over ember's ops: the modified Bessel functions i0, i0e, i1, i1e
+-- (Cephes' Chebyshev expansions, as PyTorch's), erfcx, ndtr, log_ndtr, ndtri, entr,
+-- xlog1py, zeta and spherical_bessel_j0.
+--
+-- Each function with a formula for its gradient in PyTorch (derivatives.yaml) is an
+-- autograd Function with that formula as its backward, written with these functions, so
+-- second derivatives work too; the values are computed in float64 (the formulas are those
+-- of double precision) and rounded to the input's float dtype. Integer and bool inputs
+-- give the default float dtype, as PyTorch's.
+local ember = require "ember"
+local errors = require "ember.errors"
+local raise, check_tensor = errors.raise, errors.check_tensor
+
+-- the composites aliased below (sinc, i0, mvlgamma) are installed when it loads
+require "ember.composite"
+
+local S = {}
+
+local FLOAT = {float32 = true, float64 = true, float16 = true, bfloat16 = true}
+local SQRT_PI, SQRT_2PI, SQRT1_2 = math.sqrt(math.pi), math.sqrt(2 * math.pi), math.sqrt(0.5)
+
+-- x as a float tensor: integer and bool inputs become the default dtype
+local function as_float(x, op, what)
+  check_tensor(x, op, what or "input")
+  if FLOAT[x.dtype] then return x end
+  return x:to(ember.get_default_dtype())
+end
+
+-- An elementwise function: forward(x) its values from a float64 x, grad(x, y, g) PyTorch's
+-- formula of its gradient (y the result, g the incoming gradient).
+local function elementwise(name, forward, grad)
+  local Fn
+  return function(x)
+    x = as_float(x, name)
+    if not Fn then
+      Fn = ember.autograd.Function:extend(name)
+      function Fn.forward(ctx, t)
+        local y = forward(t:to("float64")):to(t.dtype)
+        ctx:save_for_backward(t, y)
+        return y
+      end
+      function Fn.backward(ctx, g)
+        local t, y = table.unpack(ctx.saved_tensors)
+        return grad(t, y, g)
+      end
+    end
+    return Fn.apply(x)
+  end
+end
+
+-- a and b (tensors, or one of them a number) as tensors of their promoted dtype, a float
+-- one (the default dtype for integers), on the tensor's device
+local function float_pair(op, a, b)
+  local at, bt = ember.is_tensor(a), ember.is_tensor(b)
+  if not at and not bt then
+    raise(string.format("%s: expected a tensor as input or other, got %s and %s", op, type(a), type(b)))
+  end
+  for _, v in ipairs({{a, at, "input"}, {b, bt, "other"}}) do
+    if not v[2] and type(v[1]) ~= "number" then
+      raise(string.format("%s: %s must be a tensor or a number, got %s", op, v[3], type(v[1])))
+    end
+  end
+  local dtype = ember.result_type(a, b)
+  if not FLOAT[dtype] then dtype = ember.get_default_dtype() end
+  local device = (at and a or b).device
+  local function cast(v, is_t) return is_t and v:to(dtype) or ember.tensor(v, {dtype = dtype, device = device}) end
+  return cast(a, at), cast(b, bt)
+end
+
+-- A function of two broadcast tensors: forward(x, y) its values (in their dtype), grad(x,
+-- y, r, g, needs) the gradients of both (nil for one not needed).
+local function binary(name, forward, grad)
+  local Fn
+  return function(a, b)
+    a, b = float_pair(name, a, b)
+    if not Fn then
+      Fn = ember.autograd.Function:extend(name)
+      function Fn.forward(ctx, x, y)
+        local r = forward(x, y)
+        ctx:save_for_backward(x, y, r)
+        return r
+      end
+      function Fn.backward(ctx, g)
+        local x, y, r = table.unpack(ctx.saved_tensors)
+        return grad(x, y, r, g, ctx.needs_input_grad)
+      end
+    end
+    return Fn.apply(a, b)
+  end
+end
+
+-- the smallest e with 1 + e ~= 1 in t's dtype
+local EPS = {float64 = 2.0 ^ -52, float32 = 2.0 ^ -23, float16 = 2.0 ^ -10, bfloat16 = 2.0 ^ -7}
+
+-- ---- the modified Bessel functions of the first kind ------------------------------------
+-- Cephes' Chebyshev expansions of exp(-x) I0(x), exp(-x) I1(x) / x on [0, 8] and of
+-- exp(-x) sqrt(x) I0(x), exp(-x) sqrt(x) I1(x) on (8, inf) in 32 / x, the coefficients
+-- PyTorch uses (ATen/native/Math.h, from the Cephes Math Library, 3-clause BSD).
+
+local I0_A = {
+  -4.41534164647933937950E-18, 3.33079451882223809783E-17, -2.43127984654795469359E-16,
+  1.71539128555513303061E-15, -1.16853328779934516808E-14, 7.67618549860493561688E-14,
+  -4.85644678311192946090E-13, 2.95505266312963983461E-12, -1.72682629144155570723E-11,
+  9.67580903537323691224E-11, -5.18979560163526290666E-10, 2.65982372468238665035E-9,
+  -1.30002500998624804212E-8, 6.04699502254191894932E-8, -2.67079385394061173391E-7,
+  1.11738753912010371815E-6, -4.41673835845875056359E-6, 1.64484480707288970893E-5,
+  -5.75419501008210370398E-5, 1.88502885095841655729E-4, -5.76375574538582365885E-4,
+  1.63947561694133579842E-3, -4.32430999505057594430E-3, 1.05464603945949983183E-2,
+  -2.37374148058994688156E-2, 4.93052842396707084878E-2, -9.49010970480476444210E-2,
+  1.71620901522208775349E-1, -3.04682672343198398683E-1, 6.76795274409476084995E-1}
+local I0_B = {
+  -7.23318048787475395456E-18, -4.83050448594418207126E-18, 4.46562142029675999901E-17,
+  3.46122286769746109310E-17, -2.82762398051658348494E-16, -3.42548561967721913462E-16,
+  1.77256013305652638360E-15, 3.81168066935262242075E-15, -9.55484669882830764870E-15,
+  -4.15056934728722208663E-14, 1.54008621752140982691E-14, 3.85277838274214270114E-13,
+  7.18012445138366623367E-13, -1.79417853150680611778E-12, -1.32158118404477131188E-11,
+  -3.14991652796324136454E-11, 1.18891471078464383424E-11, 4.94060238822496958910E-10,
+  3.39623202570838634515E-9, 2.26666899049817806459E-8, 2.04891858946906374183E-7,
+  2.89137052083475648297E-6, 6.88975834691682398426E-5, 3.36911647825569408990E-3,
+  8.04490411014108831608E-1}
+local I1_A = {
+  2.77791411276104639959E-18, -2.11142121435816608115E-17, 1.55363195773620046921E-16,
+  -1.10559694773538630805E-15, 7.60068429473540693410E-15, -5.04218550472791168711E-14,
+  3.22379336594557470981E-13, -1.98397439776494371520E-12, 1.17361862988909016308E-11,
+  -6.66348972350202774223E-11, 3.62559028155211703701E-10, -1.88724975172282928790E-9,
+  9.38153738649577178388E-9, -4.44505912879632808065E-8, 2.00329475355213526229E-7,
+  -8.56872026469545474066E-7, 3.47025130813767847674E-6, -1.32731636560394358279E-5,
+  4.78156510755005422638E-5, -1.61760815825896745588E-4, 5.12285956168575772895E-4,
+  -1.51357245063125314899E-3, 4.15642294431288815669E-3, -1.05640848946261981558E-2,
+  2.47264490306265168283E-2, -5.29459812080949914269E-2, 1.02643658689847095384E-1,
+  -1.76416518357834055153E-1, 2.52587186443633654823E-1}
+local I1_B = {
+  7.51729631084210481353E-18, 4.41434832307170791151E-18, -4.65030536848935832153E-17,
+  -3.20952592199342395980E-17, 2.96262899764595013876E-16, 3.30820231092092828324E-16,
+  -1.88035477551078244854E-15, -3.81440307243700780478E-15, 1.04202769841288027642E-14,
+  4.27244001671195135429E-14, -2.10154184277266431302E-14, -4.08355111109219731823E-13,
+  -7.19855177624590851209E-13, 2.03562854414708950722E-12, 1.41258074366137813316E-11,
+  3.25260358301548823856E-11, -1.89749581235054123450E-11, -5.58974346219658380687E-10,
+  -3.83538038596423702205E-9, -2.63146884688951950684E-8, -2.51223623787020892529E-7,
+  -3.88256480887769039346E-6, -1.10588938762623716291E-4, -9.76109749136146840777E-3,
+  7.78576235018280120474E-1}
+
+-- sum of c[i] T_i(y) / 2 by Clenshaw's recurrence (Cephes' chbevl)
+local function chbevl(y, c)
+  local b0, b1, b2 = ember.full_like(y, c[1]), ember.zeros_like(y), nil
+  for i = 2, #c do
+    b2, b1 = b1, b0
+    b0 = y * b1 - b2 + c[i]
+  end
+  return (b0 - b2) * 0.5
+end
+
+-- exp(-|x|) I(|x|) from the expansions A (times |x| when order 1) and B
+local function scaled(x, A, B, order1)
+  local ax = x:abs()
+  local near = ax:clamp_max(8)   -- each expansion on the inputs of its interval only
+  local inner = chbevl(near * 0.5 - 2, A)
+  if order1 then inner = inner * near end
+  local far = ax:clamp_min(8)
+  local outer = chbevl(far:reciprocal() * 32 - 2, B) / far:sqrt()
+  return ember.where(ax:le(8), inner, outer)
+end
+
+-- I1 and I1e are odd
+local function odd(x, v) return ember.where(x:lt(0), -v, v) end
+
+local function i0e_forward(x) return scaled(x, I0_A, I0_B, false) end
+local function i1e_forward(x) return odd(x, scaled(x, I1_A, I1_B, true)) end
+
+-- where |x| is below the dtype's epsilon the gradients of i1 and i1e are 1/2 (PyTorch's
+-- i1_backward): the formula's result / x is 0 / 0 there
+local function tiny_x(x)
+  local tiny = x:abs():le(EPS[x.dtype])
+  return tiny, ember.where(tiny, EPS[x.dtype], x)
+end
+
+-- I0(x), the modified Bessel function of the first kind of order 0: ember.i0, which calls
+-- it as S._i0 (ember.special.i0 is ember.i0)
+local i0 = elementwise("i0", function(x) return x:abs():exp() * i0e_forward(x) end,
+                       function(x, _, g) return g * S.i1(x) end)
+S._i0 = i0
+
+--- ember.special.i0e(x) -> exp(-|x|) I0(x).
+S.i0e = elementwise("i0e", i0e_forward, function(x, y, g) return g * (S.i1e(x) - x:sgn() * y) end)
+
+--- ember.special.i1(x) -> I1(x), of order 1.
+S.i1 = elementwise("i1", function(x) return odd(x, x:abs():exp() * scaled(x, I1_A, I1_B, true)) end,
+                   function(x, y, g)
+                     local tiny, safe = tiny_x(x)
+                     return g * ember.where(tiny, 0.5, i0(safe) - y / safe)
+                   end)
+
+--- ember.special.i1e(x) -> exp(-|x|) I1(x).
+S.i1e = elementwise("i1e", i1e_forward, function(x, y, g)
+  local tiny, safe = tiny_x(x)
+  return g * ember.where(tiny, 0.5, S.i0e(safe) - y * (safe:sgn() + safe:reciprocal()))
+end)
+
+-- ---- the error function's relatives -----------------------------------------------------
+
+-- exp(x^2) erfc(x) in float64. Below 25: erfc (accurate to an ulp down to its underflow near
+-- 26.5) times exp(x^2), with x^2 split into hi^2 (hi: x's upper 26 bits, so hi^2 is exact)
+-- plus the small rest, so the exponent's rounding does not grow with x^2. From 25: the
+-- asymptotic series 1 / (x sqrt(pi)) sum (-1)^k (2k-1)!! / (2x^2)^k, whose 10th term is
+-- below 1e-22 there.
+local function erfcx_forward(x)
+  local xd = x:clamp(-27, 25)   -- below -26.7 exp(x^2) overflows, as erfcx does
+  local c = xd * 134217729      -- 2^27 + 1: Dekker's split
+  local hi = c - (c - xd)
+  local lo = xd - hi
+  local direct = (hi * hi):exp() * ((hi * 2 + lo) * lo):exp() * xd:erfc()
+  local xa = x:clamp_min(25)
+  local z = (xa * xa * 2):reciprocal()
+  local term, sum = ember.ones_like(z), ember.ones_like(z)
+  for k = 1, 10 do
+    term = term * z * -(2 * k - 1)
+    sum = sum + term
+  end
+  return ember.where(x:lt(25), direct, sum / (xa * SQRT_PI))
+end
+
+--- ember.special.erfcx(x) -> exp(x^2) erfc(x), the scaled complementary error function.
+S.erfcx = elementwise("erfcx", erfcx_forward, function(x, y, g) return g * (x * y * 2 - 2 / SQRT_PI) end)
+
+-- log(ndtr(x)) in float64 as PyTorch writes it: below -1 from erfcx (ndtr underflows there),
+-- above from log1p (ndtr is near 1)
+local function log_ndtr_forward(x)
+  local t = x * SQRT1_2
+  local left = (erfcx_forward(-t) * 0.5):log() - t * t
+  local right = (t:erfc() * -0.5):log1p()
+  return ember.where(x:lt(-1), left, right)
+end
+
+--- ember.special.ndtr(x) -> the standard normal distribution function, erfc(-x / sqrt 2) / 2.
+function S.ndtr(x)
+  x = as_float(x, "ndtr")
+  return (x * -SQRT1_2):erfc() * 0.5
+end
+
+--- ember.special.log_ndtr(x) -> log(ndtr(x)), accurate far into both tails.
+S.log_ndtr = elementwise("log_ndtr", log_ndtr_forward, function(x, y, g)
+  return g * (y + x:square() * 0.5):neg():exp() / SQRT_2PI
+end)
+
+-- ndtri in float64: q = min(p, 1 - p) (1 - p is exact for p >= 1/2), a first guess (from
+-- erfinv above 1e-3, where 2q - 1 keeps q's digits, else from the tail's asymptotic form
+-- q ~ phi(x) / |x|), then Newton's steps on log(ndtr(x)) = log(q), concave, so they
+-- converge from any start, quadratically: four reach double precision from either guess.
+local function ndtri_forward(p)
+  local q = ember.minimum(p, 1 - p)
+  local valid = q:gt(0)   -- false for q = 0, for p outside [0, 1] and for NaN
+  local qs = ember.where(valid, q, 0.25)
+  local central = (qs * 2 - 1):erfinv() * math.sqrt(2)
+  local t = qs:clamp_max(1e-3):log() * -2
+  local tail = (t - t:log() - math.log(2 * math.pi)):sqrt():neg()
+  local x = ember.where(qs:gt(1e-3), central, tail)
+  local lq = qs:log()
+  for _ = 1, 4 do
+    local l = log_ndtr_forward(x)
+    x = x - (l - lq) * (x:square() * 0.5 + l):exp() * SQRT_2PI
+  end
+  x = ember.where(p:gt(0.5), -x, x)
+  x = ember.where(p:eq(0), -math.huge, ember.where(p:eq(1), math.huge, x))
+  return ember.where(valid:logical_or(p:eq(0)):logical_or(p:eq(1)), x, 0 / 0)
+end
+
+--- ember.special.ndtri(p) -> x with ndtr(x) = p: -inf at 0, inf at 1, NaN outside [0, 1].
+S.ndtri = elementwise("ndtri", ndtri_forward, function(_, y, g) return g * (y:square() * 0.5):exp() * SQRT_2PI end)
+
+-- ---- entropy and logarithms -------------------------------------------------------------
+
+--- ember.special.entr(x) -> -x log(x); 0 at 0, -inf below 0.
+S.entr = elementwise("entr", function(x)
+  local v = ember.where(x:gt(0), x * x:log():neg(), ember.where(x:eq(0), 0, -math.huge))
+  return ember.where(x:isnan(), x, v)
+end, function(x, _, g) return g * x:log():add(1):neg() end)
+
+--- ember.special.xlog1py(x, y) -> x log1p(y), 0 where x == 0 unless y is NaN.
+S.xlog1py = binary("xlog1py", function(x, y)
+  return ember.where(x:eq(0):logical_and(y:isnan():logical_not()), 0, x * y:log1p())
+end, function(x, y, _, g, needs)
+  local gx, gy
+  if needs[1] then gx = ember.where(x:eq(0):logical_and(y:le(-1)), 0, S.xlog1py(g, y)) end
+  if needs[2] then gy = g * x / (y + 1) end
+  return gx, gy
+end)
+
+-- ---- zeta --------------------------------------------------------------------------------
+
+-- Cephes' zeta (Euler-Maclaurin summation), as PyTorch's: the coefficients (2k)! / B_2k
+local ZETA_A = {12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9, 7.47242496e10,
+                -2.950130727918164224e12, 1.1646782814350067249e14, -4.5979787224074726105e15,
+                1.8152105401943546773e17, -7.1661652561756670113e18}
+local MACHEP = 1.11022302462515654042E-16
+-- q below this would take more than as many terms (PyTorch loops over them)
+local ZETA_MIN_Q = -1e4
+
+-- the Hurwitz zeta function in float64 (x, q broadcast): each element's sum stops where
+-- PyTorch's loop returns (a term below MACHEP of the sum), so the values are its own
+local function zeta_forward(x, q)
+  x, q = ember.broadcast_tensors(x, q)
+  local pole = x:eq(1):logical_or(q:le(0):logical_and(q:eq(q:floor())))
+  local nan = x:lt(1):logical_or(q:le(0):logical_and(x:ne(x:floor())))
+  local bad = pole:logical_or(nan)
+  if q:numel() == 0 then return q:clone() end
+  local qmin = ember.where(bad, 1, q):min():item()
+  if qmin < ZETA_MIN_Q then
+    raise(string.format("zeta: q = %g is below %g (its sum would take -q terms)", qmin, ZETA_MIN_Q))
+  end
+  q = ember.where(bad, 1, q)
+  local s = q:pow(-x)
+  local a, b = q, ember.zeros_like(s)
+  local done = ember.zeros_like(s, {dtype = "bool"})
+  -- the terms (q + i)^-x, i = 1, 2, ...: at least 9, and until q + i > 9
+  local i = 0
+  while true do
+    local active = done:logical_not()
+    if i >= 9 then
+      active = active:logical_and(a:le(9))
+      if not active:any():item() then break end
+    end
+    i = i + 1
+    a = ember.where(active, a + 1, a)
+    b = ember.where(active, a:pow(-x), b)
+    s = ember.where(active, s + b, s)
+    done = done:logical_or(active:logical_and(b:gt(s * -MACHEP)):logical_and(b:lt(s * MACHEP)))
+  end
+  -- the rest of the sum by the Euler-Maclaurin formula, where the terms did not end it
+  local w = a
+  local open = done:logical_not()
+  s = ember.where(open, s + b * w / (x - 1) - b * 0.5, s)
+  local f, k = ember.ones_like(s), 0
+  for _, A in ipairs(ZETA_A) do
+    f = f * (x + k)
+    b = b / w
+    local t = f * b / A
+    s = ember.where(open, s + t, s)
+    open = open:logical_and((t / s):abs():ge(MACHEP))
+    k = k + 1
+    f = f * (x + k)
+    b = b / w
+    k = k + 1
+  end
+  return ember.where(pole, math.huge, ember.where(nan, 0 / 0, s))
+end
+
+--- ember.special.zeta(x, q) -> the Hurwitz zeta function sum over k >= 0 of (k + q)^-x.
+S.zeta = binary("zeta", function(x, y) return zeta_forward(x:to("float64"), y:to("float64")):to(x.dtype) end,
+                function(x, q, _, g, needs)
+  if needs[1] then
+    raise("zeta: the gradient with respect to x is not implemented (as in PyTorch); only q has one")
+  end
+  return nil, g * x:neg() * S.zeta(x + 1, q)
+end)
+
+-- ---- spherical Bessel -------------------------------------------------------------------
+
+--- ember.special.spherical_bessel_j0(x) -> sin(x) / x, 1 at 0 and 0 at +-inf.
+function S.spherical_bessel_j0(x)
+  x = as_float(x, "spherical_bessel_j0")
+  local zero, inf = x:eq(0), x:isinf()
+  -- the quotient at safe stand-ins for 0 and inf, so its backward makes no NaN there
+  local safe = ember.where(zero:logical_or(inf), 1, x)
+  return ember.where(zero, 1, ember.where(inf, 0, safe:sin() / safe))
+end
+
+-- ---- other names -------------------------------------------------------------------------
+
+-- PyTorch's torch.special names of ember's functions: the same functions
+local ALIASES = {
+  erf = "erf", erfc = "erfc", erfinv = "erfinv", expm1 = "expm1", exp2 = "exp2", log1p = "log1p",
+  logit = "logit", expit = "sigmoid", xlogy = "xlogy", digamma = "digamma", psi = "digamma",
+  polygamma = "polygamma", gammaln = "lgamma", sinc = "sinc", round = "round", softmax = "softmax",
+  log_softmax = "log_softmax", logsumexp = "logsumexp", multigammaln = "mvlgamma",
+}
+for name, target in pairs(ALIASES) do S[name] = assert(ember[target], target) end
+S.i0 = ember.i0   -- which calls S._i0
+S.modified_bessel_i0 = ember.i0
+S.modified_bessel_i1 = S.i1
+
+return S
