@@ -314,8 +314,9 @@ end
 -- the end of each program instead, which leaves the programs of the fixed seeds as they were)
 -- Also the switches of debugging modes that change every later call (anomaly mode, stopping
 -- in the debugger at a NaN, memory recording, the profiler's node hook, autocast's
--- suspension) and safe_open (files at random paths).
-local EXCLUDED = {save = true, load = true, read_idx = true, set_num_threads = true, seed = true, isatty = true,
+-- suspension), how tensors print, and safe_open and _save_raw (files at random paths).
+local EXCLUDED = {save = true, _save_raw = true, load = true, read_idx = true, set_num_threads = true, seed = true,
+                  isatty = true, _printoptions = true,
                   wall_time = true, save_checkpoint = true, load_checkpoint = true, _zip_open = true,
                   _as_strided = true, _set_anomaly = true, _stop_on_nan = true, _mem_record = true,
                   _profile_nodes = true, _autocast_lift = true, _autocast_resuspend = true, safe_open = true}
