@@ -89,7 +89,7 @@ static int check_square(const char *op, const em_tensor *a)
 
 static void batch_prefix(char *buf, size_t n, const em_tensor *a, int64_t i)
 {
-    if (a->ndim > 2) snprintf(buf, n, "(Batch element %lld): ", (long long)i);
+    if (a->ndim > 2) snprintf(buf, n, "(Batch element %lld): ", (long long)i + 1);   /* 1-based, as every position */
     else buf[0] = 0;
 }
 

@@ -143,7 +143,7 @@ describe("linalg.inv and solve", function()
     local S = F64({{1, 2}, {2, 4}})
     has(err(L.inv, S), "linalg.inv: The diagonal element 2 is zero, the inversion could not be completed " ..
       "because the input matrix is singular.")
-    has(err(L.inv, S:expand(3, 2, 2)), "linalg.inv: (Batch element 0): The diagonal element 2 is zero")
+    has(err(L.inv, S:expand(3, 2, 2)), "linalg.inv: (Batch element 1): The diagonal element 2 is zero")
     has(err(L.solve, S, F64({1, 2})), "input matrix is singular")
     has(err(L.solve, I(2), R(3)), "linalg.solve: Incompatible shapes of A and B for the equation AX = B ([2,2] and [3])")
     has(err(L.solve, I(2), R(3, 1)), "Incompatible shapes")
@@ -177,7 +177,7 @@ describe("linalg.cholesky", function()
     has(err(L.cholesky, F64({{1, 2}, {2, 1}})), "linalg.cholesky: The factorization could not be completed " ..
       "because the input is not positive-definite (the leading minor of order 2 is not positive-definite).")
     has(err(L.cholesky, F64({{1, 0, 0}, {0, 1, 0}, {0, 0, -1}}):expand(2, 3, 3)),
-      "(Batch element 0): The factorization could not be completed because the input is not positive-definite " ..
+      "(Batch element 1): The factorization could not be completed because the input is not positive-definite " ..
       "(the leading minor of order 3")
     has(err(L.cholesky, R(2, 3)), "square")
   end)
