@@ -32,9 +32,7 @@ describe("names", function()
     -- a fresh process: the first use is a method call, which must load the part itself
     local src = "local e = require 'ember'; local t = e.tensor({1.0, 2.0}); assert(t:greater_(1) == t); "
                 .. "print(type(e.rsub), type(t.sum_to_size))"
-    local p = io.popen(string.format("%s -e %q 2>&1", os.getenv("EMBER") or "build/ember", src))
-    local out = p:read("a")
-    p:close()
+    local out = h.run_fresh(src)
     assert(out:find("function%sfunction"), out)
     local t = ember.zeros(2)
     for _, n in ipairs(both) do

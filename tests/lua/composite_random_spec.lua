@@ -59,9 +59,7 @@ describe("composite random: names", function()
   it("are ember functions and tensor methods, found before anything loaded them", function()
     local src = "local e = require 'ember'; local t = e.zeros(3); assert(t:exponential_() == t); "
                 .. "print(type(e.normal), type(e.kaiser_window), type(t.random_), type(t.i0_))"
-    local p = io.popen(string.format("%s -e %q 2>&1", os.getenv("EMBER") or "build/ember", src))
-    local out = p:read("a")
-    p:close()
+    local out = h.run_fresh(src)
     assert(out:find("function%sfunction%sfunction%sfunction"), out)
     local t = ember.zeros(2)
     for _, n in ipairs({"normal", "bernoulli", "hann_window", "hamming_window", "blackman_window", "bartlett_window",

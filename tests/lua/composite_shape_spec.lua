@@ -26,9 +26,7 @@ describe("composite shape ops: names", function()
   it("are found on first use, in a fresh process, as a method too", function()
     local src = "local e = require 'ember'; local a, b = e.arange(4):tensor_split(2); "
                 .. "print(type(e.hstack), type(e.Tensor.diff), a:numel(), b:numel())"
-    local p = io.popen(string.format("%s -e %q 2>&1", os.getenv("EMBER") or "build/ember", src))
-    local out = p:read("a")
-    p:close()
+    local out = h.run_fresh(src)
     assert(out:find("function%sfunction%s2%s2"), out)
   end)
   it("ember.X for each; t:X only where PyTorch has the method", function()

@@ -55,6 +55,15 @@ function M.runner()
   return "lua5.4"
 end
 
+-- What the Lua chunk src prints (stdout and stderr) when it runs in a fresh process
+-- (M.runner() -e src): for what must work before anything else was loaded.
+function M.run_fresh(src)
+  local p = assert(io.popen(string.format("%s -e %q 2>&1", M.runner(), src)))
+  local out = p:read("a")
+  p:close()
+  return out
+end
+
 function M.show(v)
   if type(v) ~= "table" then return tostring(v) end
   local parts = {}

@@ -26,9 +26,7 @@ describe("linalg_more: names", function()
     -- a fresh process: the first use is a method call, which must load the part itself
     local src = "local e = require 'ember'; local t = e.eye(2); assert(t:det():item() == 1); "
                 .. "print(type(t.cholesky_solve), type(e.chain_matmul), type(e.linalg.lu_factor))"
-    local p = io.popen(string.format("%s -e %q 2>&1", os.getenv("EMBER") or "build/ember", src))
-    local out = p:read("a")
-    p:close()
+    local out = h.run_fresh(src)
     assert(out:find("function%sfunction%sfunction"), out)
     for _, n in ipairs({"solve_triangular", "multi_dot", "vecdot", "diagonal", "matmul", "cond", "inv_ex",
                         "cholesky_ex", "solve_ex", "vander", "matrix_exp", "lu_factor", "lu_factor_ex", "lu",

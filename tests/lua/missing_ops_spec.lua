@@ -30,10 +30,7 @@ describe("composed ops: names", function()
     -- a fresh process: the first use is a method call, which must load the file itself
     local src = "local e = require 'ember'; local t = e.tensor({1.0, 2.0}); assert(t:deg2rad_() == t); "
                 .. "print(type(t.addmv_), type(e.mv))"
-    local cmd = string.format("%s -e %q 2>&1", os.getenv("EMBER") or "build/ember", src)
-    local p = io.popen(cmd)
-    local out = p:read("a")
-    p:close()
+    local out = h.run_fresh(src)
     assert(out:find("function%sfunction"), out)
     local t = ember.zeros(2)
     for _, n in ipairs(functions) do

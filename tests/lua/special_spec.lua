@@ -36,9 +36,7 @@ describe("ember.special: names", function()
   it("loads first, before the composites, in a fresh process", function()
     local src = "local e = require 'ember'; print(e.special.ndtri(e.tensor({0.5})):item(), type(e.i0), "
                 .. "e.special.i0 == e.i0)"
-    local p = io.popen(string.format("%s -e %q 2>&1", os.getenv("EMBER") or "build/ember", src))
-    local out = p:read("a")
-    p:close()
+    local out = h.run_fresh(src)
     assert(out:find("^0%.0%s+function%s+true"), out)
   end)
 end)
