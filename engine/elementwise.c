@@ -582,8 +582,11 @@ em_tensor *em_logit(const em_tensor *a, const double *eps)
     return em_scope_finish(&k, es_unary(&k, EM_LOG, es_div(&k, x, omx)));
 }
 
-/* x log y with log(1) in place of log(y) where x == 0 and y is not NaN: the
- * result there is 0 and so is the gradient for x (not 0 * -inf = NaN at y = 0). */
+/* x log y with log(1) in place of log(y) where x == 0 and y is 0 or less or
+ * +inf: the result there is 0 (not 0 * -inf or 0 * inf = NaN), and so is the
+ * gradient for x. Where x == 0 and y is positive and finite the gradient for x
+ * stays log(y), PyTorch 2.x's (its backward zeroes only x == 0 with y <= 0). A
+ * NaN y gives NaN. */
 em_tensor *em_xlogy(const em_tensor *a, const em_tensor *b)
 {
     em_dtype rt = em_result_type(a, b);
@@ -591,8 +594,9 @@ em_tensor *em_xlogy(const em_tensor *a, const em_tensor *b)
     em_scope k = {0};
     em_tensor *x = es_to(&k, a, rt), *y = x ? es_to(&k, b, rt) : NULL;
     em_tensor *x0 = y ? em_scope_keep(&k, WITHOUT_GRAD(ei_binary_scalar(EM_EQ, x, 0, true, false))) : NULL;
-    em_tensor *yok = x0 ? em_scope_keep(&k, WITHOUT_GRAD(ei_binary(EM_EQ, y, y))) : NULL;
-    em_tensor *m = es_binary(&k, EM_LOGICAL_AND, x0, yok);
+    em_tensor *yle0 = x0 ? em_scope_keep(&k, WITHOUT_GRAD(ei_binary_scalar(EM_LE, y, 0, true, false))) : NULL;
+    em_tensor *yinf = yle0 ? em_scope_keep(&k, WITHOUT_GRAD(ei_binary_scalar(EM_EQ, y, INFINITY, false, false))) : NULL;
+    em_tensor *m = es_binary(&k, EM_LOGICAL_AND, x0, es_binary(&k, EM_LOGICAL_OR, yle0, yinf));
     em_tensor *one = m ? em_scope_keep(&k, scal(1, rt, em_dev(y))) : NULL;
     em_tensor *ys = one ? em_scope_keep(&k, em_where(m, one, y)) : NULL;
     return em_scope_finish(&k, es_mul(&k, x, es_unary(&k, EM_LOG, ys)));
