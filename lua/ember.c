@@ -828,7 +828,7 @@ int emlua_lazy_method(lua_State *L, const char *name)
 /* ember.nn, ember.optim, ember.data, ember.hf, ember.lora, ember.special, ...: Lua submodules loaded on first use. */
 static const char *const submodules[] = {"nn", "optim", "data", "autograd", "help", "plot", "linalg", "amp",
                                          "distributed", "utils", "profiler", "memory", "debug", "hf", "lora", "special",
-                                         "testing",
+                                         "distributions", "testing",
                                          NULL};
 
 static int module_index(lua_State *L)

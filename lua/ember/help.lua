@@ -18,7 +18,7 @@ local ember = require "ember"
 local M = {}
 
 -- The doc files, in load order. Missing ones are skipped: docs are written area by area.
-local DOC_FILES = {"tensor", "ember", "conv", "attention", "nn", "optim", "data", "autograd", "cuda", "plot", "math", "reduction", "shape", "einsum", "linalg", "activation", "rnn", "optimizers", "amp", "autocast", "distributed", "tensorboard", "activation_checkpoint", "composite", "composite_shape", "composite_aliases", "composite_random", "special", "testing", "profiler", "memory", "debug", "hf", "hf_tokenizer", "lora"}
+local DOC_FILES = {"tensor", "ember", "conv", "attention", "nn", "optim", "data", "autograd", "cuda", "plot", "math", "reduction", "shape", "einsum", "linalg", "activation", "rnn", "optimizers", "amp", "autocast", "distributed", "tensorboard", "activation_checkpoint", "composite", "composite_shape", "composite_aliases", "composite_random", "special", "distributions", "testing", "profiler", "memory", "debug", "hf", "hf_tokenizer", "lora"}
 
 -- Short prefixes accepted in names, as the shell pre-loads nn, optim, ... as globals.
 local PREFIXES = {
@@ -158,7 +158,7 @@ local function public_modules()
     {"ember.utils.checkpoint", ember.utils.checkpoint}, {"ember.profiler", ember.profiler},
     {"ember.memory", ember.memory}, {"ember.debug", ember.debug},
     {"ember.hf", ember.hf}, {"ember.lora", ember.lora}, {"ember.special", ember.special},
-    {"ember.testing", ember.testing},
+    {"ember.distributions", ember.distributions}, {"ember.testing", ember.testing},
   }
   local out = {}
   for _, m in ipairs(mods) do if type(m[2]) == "table" then out[#out + 1] = m end end

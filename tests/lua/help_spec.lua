@@ -4,7 +4,7 @@
 local ember = require "ember"
 local help = require "ember.help"
 
-local DOC_FILES = {"tensor", "ember", "conv", "attention", "nn", "optim", "data", "autograd", "cuda", "plot", "math", "reduction", "shape", "einsum", "linalg", "activation", "rnn", "optimizers", "amp", "autocast", "distributed", "tensorboard", "activation_checkpoint", "composite", "composite_shape", "composite_aliases", "composite_random", "special", "testing", "profiler", "memory", "debug", "hf", "hf_tokenizer", "lora"}
+local DOC_FILES = {"tensor", "ember", "conv", "attention", "nn", "optim", "data", "autograd", "cuda", "plot", "math", "reduction", "shape", "einsum", "linalg", "activation", "rnn", "optimizers", "amp", "autocast", "distributed", "tensorboard", "activation_checkpoint", "composite", "composite_shape", "composite_aliases", "composite_random", "special", "distributions", "testing", "profiler", "memory", "debug", "hf", "hf_tokenizer", "lora"}
 
 local function doc_path(base) return package.searchpath("ember.doc." .. base, package.path) end
 
@@ -57,7 +57,7 @@ local function public_functions()
     {"ember.backends.cuda", ember.backends.cuda}, {"ember.help", help}, {"ember.plot", ember.plot},
     {"ember.utils.tensorboard", ember.utils.tensorboard}, {"ember.utils.checkpoint", ember.utils.checkpoint},
     {"ember.lora", ember.lora}, {"ember.special", ember.special},
-    {"ember.testing", ember.testing},
+    {"ember.distributions", ember.distributions}, {"ember.testing", ember.testing},
   }
   local is_module = {[ember] = true, [ember.Tensor] = true}
   for _, m in ipairs(modules) do is_module[m[2]] = true end

@@ -1,0 +1,325 @@
+-- ember.distributions.discrete — Bernoulli, Categorical, OneHotCategorical and
+-- Poisson, with PyTorch's formulas (torch/distributions/*.py).
+--
+-- Categorical's classes are 1-based, as every position in ember: samples,
+-- mode and enumerate_support give 1..K and log_prob takes 1..K (PyTorch: 0..K-1).
+-- Bernoulli and the categoricals keep the parameter they were given (probs or
+-- logits) and compute the other on first use, caching it in the instance.
+local ember = require "ember"
+local B = require "ember.distributions.base"
+local C = B.constraints
+local F = ember.nn.functional
+
+local class, raisef = B.class, B.raisef
+local M = {}
+
+local PROB_ARGS = {"probs", "logits"}
+
+-- exactly one of probs and logits; its name
+local function which_param(name, o)
+  if (o.probs == nil) == (o.logits == nil) then
+    raisef("%s: either probs or logits must be specified, but not both", name)
+  end
+  return o.probs ~= nil and "probs" or "logits"
+end
+
+-- a property computed once from the other parameter, with grad on (as PyTorch's
+-- lazy_property): inside sample's no_grad it still records for later use
+local function lazy(name, compute)
+  return function(self)
+    local v = ember.enable_grad(function() return compute(self) end)
+    rawset(self, name, v)
+    return v
+  end
+end
+
+-- probs clamped into [eps, 1 - eps] of their dtype (PyTorch's clamp_probs)
+local function clamp_probs(probs)
+  local eps = B.EPS[probs.dtype] or B.EPS.float32
+  return probs:clamp(eps, 1 - eps)
+end
+
+-- expands the parameters the instance holds (probs and/or logits) to shape
+local function expand_probs(self, new, shape)
+  for _, k in ipairs(PROB_ARGS) do
+    local v = rawget(self, k)
+    if v then rawset(new, k, v:expand(shape)) end
+  end
+  rawset(new, "_param", rawget(new, "probs") or rawget(new, "logits"))
+end
+
+local function param_shape(self) return self._param.shape end
+
+-------------------------------------------------------------------------------
+-- Bernoulli(probs | logits): 1 with probability probs, else 0
+
+local Bernoulli = class("Bernoulli", nil, PROB_ARGS)
+Bernoulli.has_enumerate_support = true
+M.Bernoulli = Bernoulli
+
+function Bernoulli:_init(...)
+  local o = B.options("Bernoulli", PROB_ARGS, {}, ...)
+  local k = which_param("Bernoulli", o)
+  local ts, number = B.broadcast_all("Bernoulli", {k}, {o[k]})
+  rawset(self, k, ts[1])
+  rawset(self, "_param", ts[1])
+  B.set_dtype(self, ts[1])
+  B.init(self, number and {} or ts[1].shape, {}, o.validate_args)
+end
+
+local P = Bernoulli._props
+P.arg_constraints = function() return {probs = C.unit_interval, logits = C.real} end
+P.support = function() return C.boolean end
+P.param_shape = param_shape
+P.probs = lazy("probs", function(self) return self.logits:sigmoid() end)
+P.logits = lazy("logits", function(self)
+  local ps = clamp_probs(self.probs)
+  return ps:log() - (-ps):log1p()
+end)
+P.mean = function(self) return self.probs end
+P.mode = function(self)
+  local probs = self.probs
+  return ember.where(probs:eq(0.5), 0 / 0, probs:ge(0.5):to(probs.dtype))
+end
+P.variance = function(self) return self.probs * (1 - self.probs) end
+
+function Bernoulli:_expand(shape)
+  local new = B.expanded(self, shape)
+  expand_probs(self, new, shape)
+  return new
+end
+
+function Bernoulli:_sample(shape)
+  shape = self:_extended_shape(shape)
+  local probs = self.probs
+  return ember.rand(shape, {dtype = probs.dtype, device = probs.device}):lt(probs:expand(shape)):to(probs.dtype)
+end
+
+function Bernoulli:_log_prob(value)
+  local logits = self.logits
+  if not value:is_floating_point() then value = value:to(logits.dtype) end
+  logits, value = ember.broadcast_tensors(logits, value)
+  return -F.binary_cross_entropy_with_logits(logits, value, {reduction = "none"})
+end
+
+function Bernoulli:_entropy()
+  return F.binary_cross_entropy_with_logits(self.logits, self.probs, {reduction = "none"})
+end
+
+function Bernoulli:_enumerate_support(expand)
+  return B.enumerate(self, ember.arange(2, {dtype = self._dtype, device = self._device}), expand)
+end
+
+-------------------------------------------------------------------------------
+-- Categorical(probs | logits): class i in 1..K with probability probs[..., i]
+
+local Categorical = class("Categorical", nil, PROB_ARGS)
+Categorical.has_enumerate_support = true
+M.Categorical = Categorical
+
+-- probs (or logits) normalised along the last dim; the dims before it are the batch
+local function init_categorical(self, name, o)
+  local k = which_param(name, o)
+  local t = o[k]
+  B.check_param_tensor(name, k, t, 1)
+  if k == "probs" then t = t / t:sum(-1, true) else t = t - t:logsumexp(-1, true) end
+  rawset(self, k, t)
+  rawset(self, "_param", t)
+  rawset(self, "_num_events", t.shape[t:dim()])
+  B.set_dtype(self, t)
+  return B.slice(t.shape, 1, t:dim() - 1)
+end
+
+function Categorical:_init(...)
+  local o = B.options("Categorical", PROB_ARGS, {}, ...)
+  B.init(self, init_categorical(self, "Categorical", o), {}, o.validate_args)
+end
+
+local function categorical_props(P_)
+  P_.arg_constraints = function() return {probs = C.simplex, logits = C.real_vector} end
+  P_.param_shape = param_shape
+end
+
+P = Categorical._props
+categorical_props(P)
+P.support = function(self) return C.integer_interval(1, self._num_events) end
+P.probs = lazy("probs", function(self) return self.logits:softmax(-1) end)
+P.logits = lazy("logits", function(self) return clamp_probs(self.probs):log() end)
+local function nan_full(self)
+  return ember.full(self:_extended_shape({}), 0 / 0, {dtype = self._dtype, device = self._device})
+end
+P.mean = nan_full
+P.variance = nan_full
+P.mode = function(self) return self.probs:argmax(-1) end
+
+function Categorical:_expand(shape)
+  local new = B.expanded(self, shape)
+  expand_probs(self, new, B.concat(shape, {self._num_events}))
+  rawset(new, "_num_events", self._num_events)
+  return new
+end
+
+-- multinomial draws each batch row's samples at once: (rows, n) -> (n, rows)
+function Categorical:_sample(shape)
+  local n = 1
+  for _, s in ipairs(shape) do n = n * s end
+  local out_shape = self:_extended_shape(shape)
+  local probs = self.probs
+  if n == 0 or probs:numel() == 0 then return ember.zeros(out_shape, {dtype = "int64", device = self._device}) end
+  local ok, r = pcall(ember.multinomial, probs:reshape(-1, self._num_events), n, true)
+  if not ok then raisef("%s: sample: %s", self._name, (tostring(r):gsub("^[^:]*:%d+: ", ""))) end
+  return r:t():reshape(out_shape)
+end
+
+function Categorical:_log_prob(value)
+  value = value:to("int64"):unsqueeze(-1)
+  local log_pmf
+  value, log_pmf = ember.broadcast_tensors(value, self.logits)
+  local ok, r = pcall(log_pmf.gather, log_pmf, -1, value:narrow(-1, 1, 1))
+  if not ok then   -- only without validate_args: with it the support check comes first
+    raisef("%s: log_prob: a class outside 1..%d (%s)", self._name, self._num_events, tostring(r))
+  end
+  return r:squeeze(-1)
+end
+
+function Categorical:_entropy()
+  local logits = self.logits:clamp(B.FLOAT_MIN[self.logits.dtype] or B.FLOAT_MIN.float32)
+  return -(logits * self.probs):sum(-1)
+end
+
+function Categorical:_enumerate_support(expand)
+  return B.enumerate(self, ember.arange(1, self._num_events + 1, {dtype = "int64", device = self._device}), expand)
+end
+
+-------------------------------------------------------------------------------
+-- OneHotCategorical(probs | logits): a Categorical's class as a one-hot vector
+
+local OneHotCategorical = class("OneHotCategorical", nil, PROB_ARGS)
+OneHotCategorical.has_enumerate_support = true
+M.OneHotCategorical = OneHotCategorical
+
+-- the given parameter is kept beside the Categorical that does the work, so that
+-- validation and tostring name it as this class's
+local function set_categorical(self, cat)
+  rawset(cat, "_name", "OneHotCategorical")   -- its errors (a sample from unchecked probs) name this class
+  rawset(self, "_categorical", cat)
+  for _, k in ipairs(PROB_ARGS) do rawset(self, k, rawget(cat, k)) end
+  B.set_dtype(self, cat._param)
+end
+
+function OneHotCategorical:_init(...)
+  local o = B.options("OneHotCategorical", PROB_ARGS, {}, ...)
+  local cat = setmetatable({}, Categorical)
+  B.init(cat, init_categorical(cat, "OneHotCategorical", o), {}, false)
+  set_categorical(self, cat)
+  B.init(self, cat.batch_shape, {cat._num_events}, o.validate_args)
+end
+
+P = OneHotCategorical._props
+categorical_props(P)
+P.support = function() return C.one_hot end
+P.probs = function(self) return self._categorical.probs end
+P.logits = function(self) return self._categorical.logits end
+P._param = function(self) return self._categorical._param end
+P.mean = function(self) return self.probs end
+P.variance = function(self) return self.probs * (1 - self.probs) end
+P.mode = function(self)
+  local probs = self.probs
+  return ember.one_hot(probs:argmax(-1), probs.shape[probs:dim()]):to(probs.dtype)
+end
+
+OneHotCategorical._expand = B.expand_with("_categorical", set_categorical)
+
+function OneHotCategorical:_sample(shape)
+  local cat = self._categorical
+  return ember.one_hot(cat:_sample(shape), cat._num_events):to(self._dtype)
+end
+
+function OneHotCategorical:_log_prob(value)
+  local _, indices = value:max(-1)
+  return self._categorical:_log_prob(indices)
+end
+
+function OneHotCategorical:_entropy() return self._categorical:_entropy() end
+
+function OneHotCategorical:_enumerate_support(expand)
+  local n = self.event_shape[1]
+  return B.enumerate(self, ember.eye(n, {dtype = self._dtype, device = self._device}), expand)
+end
+
+-------------------------------------------------------------------------------
+-- Poisson(rate)
+
+local Poisson = B.params_class("Poisson", {"rate"})
+M.Poisson = Poisson
+
+P = Poisson._props
+P.arg_constraints = function() return {rate = C.nonnegative} end
+P.support = function() return C.nonnegative_integer end
+P.mean = function(self) return self.rate end
+P.mode = function(self) return self.rate:floor() end
+P.variance = function(self) return self.rate end
+
+-- Knuth's method where 0 < rate < 10: count the uniforms whose running product stays
+-- above exp(-rate). All elements step together; each stops at its own count.
+local function poisson_small(lam, mask, out)
+  local n, F64 = lam:numel(), {dtype = "float64", device = lam.device}
+  local enlam = (-lam):exp()
+  local prod = ember.ones(n, F64)
+  local active = mask
+  while active:any():item() do
+    prod = prod * ember.rand(n, F64)
+    active = active:logical_and(prod:gt(enlam))
+    out = out + active:to("float64")
+  end
+  return out
+end
+
+-- Hörmann's transformed rejection (PTRS, 1993) where rate >= 10, the constants and
+-- tests of PyTorch's sampler: each pass draws a candidate for every element still
+-- pending and keeps the accepted ones, until none is pending.
+local function poisson_large(lam, mask, out)
+  local n, F64 = lam:numel(), {dtype = "float64", device = lam.device}
+  local slam, loglam = lam:sqrt(), lam:log()
+  local b = 0.931 + 2.53 * slam
+  local a = -0.059 + 0.02483 * b
+  local log_invalpha = (1.1239 + 1.1328 / (b - 3.4)):log()
+  local vr = 0.9277 - 3.6224 / (b - 2)
+  local pending = mask
+  while pending:any():item() do
+    local U = ember.rand(n, F64) - 0.5
+    local V = ember.rand(n, F64)
+    local us = 0.5 - U:abs()
+    local k = ((2 * a / us + b) * U + lam + 0.43):floor()
+    local quick = us:ge(0.07):logical_and(V:le(vr))
+    local rejected = k:lt(0):logical_or(us:lt(0.013):logical_and(V:gt(us)))
+    local lhs = V:log() + log_invalpha - (a / (us * us) + b):log()
+    local rhs = -lam + k * loglam - (k + 1):lgamma()
+    local accept = quick:logical_or(rejected:logical_not():logical_and(lhs:le(rhs)))
+    local take = pending:logical_and(accept)
+    out = ember.where(take, k, out)
+    pending = pending:logical_and(take:logical_not())
+  end
+  return out
+end
+
+-- exact draws in float64 (rate 0 gives 0), returned in the rate's dtype
+function Poisson:_sample(shape)
+  shape = self:_extended_shape(shape)
+  local lam = self.rate:expand(shape):reshape(-1):to("float64")
+  local out = ember.zeros(lam:numel(), {dtype = "float64", device = lam.device})
+  out = poisson_small(lam, lam:gt(0):logical_and(lam:lt(10)), out)
+  out = poisson_large(lam, lam:ge(10), out)
+  return out:reshape(shape):to(self._dtype)
+end
+
+-- value * log(rate) is xlogy written out (0 where both are 0): PyTorch's gradient in
+-- value is log(rate) also at value = 0, where ember's xlogy gives 0
+function Poisson:_log_prob(value)
+  local rate
+  rate, value = ember.broadcast_tensors(self.rate, value)
+  local xlogy = ember.where(value:eq(0):logical_and(rate:eq(0)), 0, value * rate:log())
+  return xlogy - rate - (value + 1):lgamma()
+end
+
+return M
