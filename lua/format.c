@@ -21,6 +21,10 @@
 
 static emlua_print_options opts = EMLUA_PRINT_OPTIONS_DEFAULT;
 
+/* The longest element text: a float64 in fixed notation (sci_mode = false) has
+ * up to 309 digits before the point, then the point and 30 decimals at most. */
+enum { TEXT_MAX = 352 };
+
 emlua_print_options emlua_get_print_options(void) { return opts; }
 void emlua_set_print_options(emlua_print_options o) { opts = o; }
 
@@ -143,7 +147,7 @@ static void widen(void *ctx, const em_tensor *t, int64_t linear)
         double v = em_get_f(t, linear);
         if (!isfinite(v) || v == 0) return;
     }
-    char buf[64];
+    char buf[TEXT_MAX];
     int len = value_text(w->f, t, linear, buf, sizeof buf);
     if (len > w->f->width) w->f->width = len;
 }
@@ -178,7 +182,7 @@ typedef struct printer {
 
 static void print_element(const printer *pr, int64_t linear)
 {
-    char buf[64];
+    char buf[TEXT_MAX];
     int len = value_text(pr->f, pr->t, linear, buf, sizeof buf);
     if (len >= (int)sizeof buf) len = (int)sizeof buf - 1;
     sb_spaces(pr->sb, pr->f->width - len);

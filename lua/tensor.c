@@ -1210,8 +1210,8 @@ static int m_printoptions(lua_State *L)
     lua_Integer precision = emlua_check_integer(L, 1, op), edgeitems = emlua_check_integer(L, 3, op),
                 linewidth = emlua_check_integer(L, 4, op);
     double threshold = emlua_check_number(L, 2, op);
-    /* the texts of elements are made in 64-byte buffers: 30 digits after the
-     * point are more than float64 holds */
+    /* 30 digits after the point are more than float64 holds; format.c sizes
+     * its element texts for that */
     if (precision < 0 || precision > 30)
         return emlua_argerror(L, 1, op, "precision must be 0 to 30, got %lld", (long long)precision);
     if (!(threshold >= 0))
