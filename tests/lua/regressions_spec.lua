@@ -371,4 +371,24 @@ describe("error positions", function()
     assert.are.equal(n + 1, r[n]:item())      -- past the last
     assert.are.equal(n * (n + 3) // 2, r:sum():item())   -- sum of 2..n+1
   end)
+
+  it("layers name themselves in errors from their padding and their dtype option, once", function()
+    local c = nn.Conv1d(2, 2, 3, {padding = 1, padding_mode = "reflect"})
+    local line = debug.getinfo(1, "l").currentline + 1
+    local e = err(function() local r = c(ember.zeros(2, 1)); return r end)   -- no tail call: keeps this line
+    has(e, "regressions_spec.lua:" .. line .. ": Conv1d(")
+    has(e, "): pad: reflect padding {1, 1} of dim 2 must be less than its size 1")
+    -- the position was there twice: "...: Conv1d(...): <file>:<line>: pad: ..."
+    assert.is_nil(e:find("regressions_spec.lua:%d+:.*regressions_spec.lua:%d+:"), e)
+    -- InstanceNorm2d's sixth and seventh positional arguments are device and dtype, PyTorch's
+    -- order (they were dtype and device, also for BatchNorm, GroupNorm and the convolutions)
+    has(err(function() return nn.InstanceNorm2d(2, 1e-5, 0.1, true, true, nil, 6) end),
+        "InstanceNorm2d: option 'dtype': expected a dtype name")
+    assert.are.equal("float64", nn.BatchNorm2d(2, 1e-5, 0.1, true, true, "cpu", "float64").weight.dtype)
+    assert.are.equal("float64", nn.GroupNorm(1, 2, 1e-5, true, "cpu", "float64").weight.dtype)
+    assert.are.equal("float64", nn.Conv2d(1, 1, 1, 1, 0, 1, 1, true, "zeros", "cpu", "float64").weight.dtype)
+    assert.are.equal("float64", nn.ConvTranspose2d(1, 1, 1, 1, 0, 0, 1, true, 1, "zeros", "cpu", "float64").weight.dtype)
+    has(err(function() return nn.BatchNorm1d(3, {dtype = "int9"}) end), "BatchNorm1d: option 'dtype': unknown dtype 'int9'")
+    assert.are.equal("float64", nn.BatchNorm1d(3, {dtype = "float64"}).running_mean.dtype)
+  end)
 end)

@@ -101,8 +101,8 @@ local function conv_init(self, nd, transposed, in_channels, out_channels, kernel
   self:reset_parameters()
 end
 
-local conv_names = {"stride", "padding", "dilation", "groups", "bias", "padding_mode", "dtype", "device"}
-local conv_t_names = {"stride", "padding", "output_padding", "groups", "bias", "dilation", "padding_mode", "dtype", "device"}
+local conv_names = {"stride", "padding", "dilation", "groups", "bias", "padding_mode", "device", "dtype"}
+local conv_t_names = {"stride", "padding", "output_padding", "groups", "bias", "dilation", "padding_mode", "device", "dtype"}
 
 local function conv_reset(self)
   init.kaiming_uniform_(self.weight, {a = math.sqrt(5)})
@@ -152,7 +152,8 @@ local function conv_forward(self, x)
   local fn = F["conv" .. self._nd .. "d"]
   if self.padding_mode ~= "zeros" then
     local ok, xp = pcall(F.pad, x, explicit_padding(self), self.padding_mode)
-    if not ok then raise(name_of(self) .. "(" .. conv_repr(self) .. "): " .. tostring(xp)) end
+    -- F.pad's message without its position (raise puts the caller's)
+    if not ok then raise(name_of(self) .. "(" .. conv_repr(self) .. "): " .. tostring(xp):gsub("^[^:\n]*:%d+: ", "", 1)) end
     return call(self, fn, xp, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
   end
   return call(self, fn, x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
@@ -386,6 +387,9 @@ local function norm_init(self, num_features, o, defaults)
     raise(op .. ": momentum must be a number or nil (a cumulative average), got " .. type(self.momentum))
   end
   local topts = {dtype = o.dtype, device = o.device}
+  -- a bad dtype or device (a number given by position, say) is the layer's error
+  local ok, e = pcall(ember.zeros, 0, topts)
+  if not ok then raise(op .. ": " .. tostring(e):gsub("^[^:\n]*:%d+: ", "", 1):gsub("^ember%.zeros: argument 2: ", "", 1)) end
   if self.affine then
     self.weight = Parameter(ember.ones(self.num_features, topts))
     self.bias = Parameter(ember.zeros(self.num_features, topts))
@@ -416,7 +420,7 @@ local function norm_options(op, names, ...)
   return o
 end
 
-local norm_names = {"eps", "momentum", "affine", "track_running_stats", "dtype", "device"}
+local norm_names = {"eps", "momentum", "affine", "track_running_stats", "device", "dtype"}
 
 --- bn:reset_running_stats() — running_mean 0, running_var 1, num_batches_tracked 0.
 local function reset_running_stats(self)
@@ -528,7 +532,7 @@ L.InstanceNorm2d = instance_norm_class("InstanceNorm2d", {[3] = "unbatched", [4]
 -- Example: nn.GroupNorm(4, 32)(ember.randn(2, 32, 8, 8)).shape  -- {2, 32, 8, 8}
 L.GroupNorm = Module:extend("GroupNorm")
 function L.GroupNorm:init(num_groups, num_channels, ...)
-  local o = options("GroupNorm", {"eps", "affine", "dtype", "device"}, ...)
+  local o = options("GroupNorm", {"eps", "affine", "device", "dtype"}, ...)
   self.num_groups = count(num_groups, "GroupNorm", "num_groups", 1)
   self.num_channels = count(num_channels, "GroupNorm", "num_channels", 1)
   if self.num_channels % self.num_groups ~= 0 then
