@@ -397,3 +397,21 @@ describe("unravel_index", function()
     has(err(ember.unravel_index, ember.tensor({1}), {1 << 62, 4}), "more elements than int64 holds")
   end)
 end)
+
+describe("torch.X for F.X", function()
+  it("is F.X itself, with F's arguments", function()
+    local F = ember.nn.functional
+    for _, n in ipairs({"channel_shuffle", "pixel_shuffle", "pixel_unshuffle", "cosine_similarity", "pairwise_distance",
+                        "celu", "selu", "rrelu", "prelu", "hardshrink", "threshold", "dropout", "alpha_dropout",
+                        "feature_alpha_dropout", "bilinear"}) do
+      assert.are.equal(F[n], ember[n], n)
+    end
+    -- torch.threshold(x, 0.5, -1): values not above 0.5 become -1
+    h.check(ember.threshold(ember.tensor({0.25, 1.0}), 0.5, -1), {-1, 1})
+    -- torch.dropout(x, p, train) with train false is x
+    local x = ember.ones(3)
+    assert.are.equal(x, ember.dropout(x, 0.5, false))
+    local help = require "ember.help"
+    assert.are.equal("ember.nn.functional.selu", (help.lookup(ember.selu)).name)
+  end)
+end)

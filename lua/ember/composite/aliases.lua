@@ -361,4 +361,16 @@ function functions.unravel_index(indices, shape)
   return table.unpack(coords, 1, #sizes)
 end
 
+-- ---- torch.X for nn.functional's X ------------------------------------------------------
+
+-- PyTorch has these at the top level with F's positional order (not the losses: torch's
+-- take the reduction as an enum number), so ember.X is F.X itself: the same function,
+-- found in help under F's entry.
+local F = ember.nn.functional
+for _, name in ipairs({"channel_shuffle", "pixel_shuffle", "pixel_unshuffle", "cosine_similarity",
+                       "pairwise_distance", "celu", "selu", "rrelu", "prelu", "hardshrink", "threshold", "dropout",
+                       "alpha_dropout", "feature_alpha_dropout", "bilinear"}) do
+  functions[name] = F[name]
+end
+
 return {functions = functions, both = both, methods = methods}
