@@ -160,6 +160,28 @@ m:register_buffer("running_mean", ember.zeros(3))
 print(m:state_dict().running_mean)]=],
   },
   {
+    name = "ember.nn.Module:register_forward_hook",
+    also = {"ember.nn.Module:register_forward_pre_hook"},
+    sig = "module:register_forward_hook(hook [, {prepend = false}]) -> handle\n"
+      .. "module:register_forward_pre_hook(hook [, {prepend = false}]) -> handle",
+    doc = [=[
+Hooks run by every module(...) call: a pre-hook as hook(module, args) before forward,
+args the packed arguments (args.n of them), returning nil or new arguments (a plain
+table of them, or one value); a forward hook as hook(module, args, output...) after
+it, returning nil or new results. Hooks run in the order registered (prepend = true
+puts one first). handle:remove() takes it out. with_kwargs and always_call are
+refused: Lua calls have no keyword arguments. Like torch.nn.Module's; a forward with
+several results (an LSTM's output and state) hands them all to the hook.]=],
+    example = [=[
+local nn = ember.nn
+local model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+local acts = {}
+local h = model[2]:register_forward_hook(function(m, args, out) acts.relu = out:detach() end)
+model(ember.randn(5, 4))
+print(acts.relu.shape)   -- ember.Size({5, 3})
+h:remove()]=],
+  },
+  {
     name = "ember.nn.Module:add_module",
     sig = "module:add_module(name, child) -> module",
     doc = [=[

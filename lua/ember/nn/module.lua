@@ -151,7 +151,32 @@ end
 
 Module.__index = instance_index
 Module.__newindex = instance_newindex
-Module.__call = function(self, ...) return self:forward(...) end
+-- m(...): forward, between the hooks of register_forward_pre_hook and
+-- register_forward_hook when the module has any (lists kept in _forward_pre_hooks and
+-- _forward_hooks, nil when empty, so a module without hooks calls forward directly)
+local function call_hooks(self, pre, post, ...)
+  local args = table.pack(...)
+  for _, h in ipairs(pre and table.move(pre, 1, #pre, 1, {}) or {}) do
+    local r = h.fn(self, args)
+    -- PyTorch: a result that is not a tuple becomes the one argument
+    if r ~= nil then
+      if type(r) == "table" and getmetatable(r) == nil then args = table.pack(table.unpack(r, 1, r.n or #r))
+      else args = table.pack(r) end
+    end
+  end
+  local out = table.pack(self:forward(table.unpack(args, 1, args.n)))
+  for _, h in ipairs(post and table.move(post, 1, #post, 1, {}) or {}) do
+    local r = table.pack(h.fn(self, args, table.unpack(out, 1, out.n)))
+    if r.n > 0 and r[1] ~= nil then out = r end
+  end
+  return table.unpack(out, 1, out.n)
+end
+
+Module.__call = function(self, ...)
+  local pre, post = rawget(self, "_forward_pre_hooks"), rawget(self, "_forward_hooks")
+  if pre or post then return call_hooks(self, pre, post, ...) end
+  return self:forward(...)
+end
 Module.__len = function(self) return #rawget(self, "_module_names") end
 
 --- nn.Module:extend(name) -> a new module class deriving from this one.
@@ -182,6 +207,59 @@ function Module:register_parameter(name, t)
   if t == nil then unregister(self, name) return end
   if not ember.is_tensor(t) then raise(type_name(self) .. ": register_parameter('" .. name .. "') expects a tensor, got " .. type(t)) end
   register(self, "_parameters", "_param_names", name, t)
+end
+
+-- The handle register_forward_hook and register_forward_pre_hook return (PyTorch's
+-- RemovableHandle): handle:remove() takes the hook out; removing twice does nothing.
+local Handle = {__name = "ember.nn.RemovableHandle"}
+Handle.__index = Handle
+
+function Handle:remove()
+  local list = rawget(self.module, self.field)
+  for i, h in ipairs(list or {}) do
+    if h == self.entry then
+      table.remove(list, i)
+      break
+    end
+  end
+  if list and #list == 0 then rawset(self.module, self.field, nil) end
+end
+
+local function add_hook(self, field, op, hook, ...)
+  if type(hook) ~= "function" then raise(string.format("%s: hook must be a function, got %s", op, type(hook))) end
+  local o = require("ember.args").options(op, {"*", "prepend", "with_kwargs", "always_call"}, ...)
+  for _, k in ipairs({"prepend", "with_kwargs", "always_call"}) do
+    if o[k] ~= nil and type(o[k]) ~= "boolean" then
+      raise(string.format("%s: %s must be a boolean, got %s", op, k, type(o[k])))
+    end
+  end
+  -- Lua calls have no keyword arguments to hand a hook, and a hook after a failed
+  -- forward is not run
+  if o.with_kwargs then raise(op .. ": with_kwargs = true is not supported (Lua calls have no keyword arguments)") end
+  if o.always_call then raise(op .. ": always_call = true is not supported") end
+  local list = rawget(self, field)
+  if not list then
+    list = {}
+    rawset(self, field, list)
+  end
+  local entry = {fn = hook}
+  table.insert(list, o.prepend and 1 or #list + 1, entry)
+  return setmetatable({module = self, field = field, entry = entry}, Handle)
+end
+
+--- m:register_forward_pre_hook(hook [, {prepend = false}]) -> a handle with :remove().
+-- hook(m, args) runs before each m(...), args the packed arguments (args.n of them); it
+-- may return new arguments: a plain table of them, or one value.
+-- Example: local h = m:register_forward_pre_hook(function(mod, args) return args[1] * 2 end)
+function Module:register_forward_pre_hook(hook, ...)
+  return add_hook(self, "_forward_pre_hooks", "register_forward_pre_hook", hook, ...)
+end
+
+--- m:register_forward_hook(hook [, {prepend = false}]) -> a handle with :remove().
+-- hook(m, args, output...) runs after each m(...) with its results; it may return new ones.
+-- Example: local h = m:register_forward_hook(function(mod, args, out) acts[#acts + 1] = out:detach() end)
+function Module:register_forward_hook(hook, ...)
+  return add_hook(self, "_forward_hooks", "register_forward_hook", hook, ...)
 end
 
 --- module:register_buffer(name, t [, persistent = true]) — a tensor that is part of the state (to(), and
