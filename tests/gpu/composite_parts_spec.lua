@@ -1,0 +1,114 @@
+-- composite_parts_spec.lua (GPU) — the functions composed in Lua on 2026-11-30
+-- (lua/ember/composite/*.lua, ember.special, the new ember.linalg functions, nn's
+-- more_layers, ember.distributions, ember.testing) on the device under test against
+-- the CPU on the same inputs: one or more of each family, results on the device, values
+-- and gradients as on the CPU. Their values against PyTorch are the CPU specs' business.
+local ember = require "ember"
+local g = require "gpu_helpers"
+
+local skip = g.skip_reason()
+if skip then pending(skip) return end
+
+local dev, agree = g.dev, g.agree
+local F = ember.nn.functional
+
+local function f64(...) return ember.tensor(..., {dtype = "float64"}) end
+
+describe("composite parts on the device", function()
+  it("stacking, splitting and array utilities", function()
+    ember.manual_seed(11)
+    local a, b = ember.randn(3, 4, {dtype = "float64"}), ember.randn(3, 4, {dtype = "float64"})
+    agree(function(x, y) return ember.hstack({x, y}), ember.vstack({x, y}), ember.dstack({x, y}) end, {a, b})
+    agree(function(x) return x:tensor_split(3, 2) end, {a})
+    agree(function(x) return ember.diff(x, 2, 2) end, {a})
+    agree(function(x) return ember.cov(x), ember.corrcoef(x) end, {a})
+    agree(function(x, y) return ember.isin(x, y) end, {ember.tensor({1, 2, 3, 4}), ember.tensor({2, 4, 9})})
+    agree(function(x) return ember.histogram(x:flatten(), 5) end, {a})
+  end)
+
+  it("aliases, dtype helpers and in-place forms", function()
+    local x = f64({{1, -2, 3}, {4, 5, -6}, {7, 8, 9}})
+    agree(function(t) return ember.greater(t, 2), ember.absolute(t), ember.rsub(t, 1) end, {x})
+    agree(function(t) return t:clone():fill_diagonal_(0), t:clone():cumsum_(2) end, {x})
+    agree(function(t) return ember.ones(2):type_as(t) end, {x:float()}, {any_device = true})
+    local d = dev(x)
+    assert.are.equal(g.on_cpu and -1 or 0, d:get_device())
+    assert.are.equal("float64", ember.result_type(d, 1))
+  end)
+
+  it("random draws land on the device with the dtype asked for", function()
+    ember.manual_seed(3)
+    local mean = dev(ember.zeros(1000, {dtype = "float64"}))
+    local n = ember.normal(mean, 2.0)
+    assert.are.equal(g.devname, n.device)
+    assert.is_true(math.abs(n:std():item() - 2) < 0.2)
+    local t = dev(ember.zeros(500))
+    t:bernoulli_(0.25)
+    assert.are.equal(g.devname, t.device)
+    assert.is_true(math.abs(t:mean():item() - 0.25) < 0.08)
+    g.close(ember.hann_window(8, {dtype = "float64", device = g.devname}), ember.hann_window(8, {dtype = "float64"}),
+            {what = "hann_window"})
+  end)
+
+  it("special functions and their gradients", function()
+    local x = f64({0.1, 0.5, 2.0, 7.5})
+    agree(function(t) return ember.special.i0e(t), ember.special.i1(t), ember.special.ndtri(t / 8), ember.i0(t) end,
+          {x})
+    local lx = g.leaf(x)
+    ember.special.i1(lx):sum():backward()
+    local cx = x:clone():requires_grad_()
+    ember.special.i1(cx):sum():backward()
+    g.close(lx.grad, cx.grad, {what = "i1 grad"})
+  end)
+
+  it("linear algebra composed in Lua", function()
+    ember.manual_seed(5)
+    local A = ember.randn(3, 4, 4, {dtype = "float64"}) + ember.eye(4, {dtype = "float64"}) * 4
+    local B = ember.randn(3, 4, 2, {dtype = "float64"})
+    agree(function(m, r) return ember.linalg.solve_triangular(m, r, {upper = true}) end, {A, B})
+    agree(function(m, r)
+      local lu, piv = ember.linalg.lu_factor(m)
+      return lu, piv, ember.linalg.lu_solve(lu, piv, r)
+    end, {A, B})
+    agree(function(m) return ember.linalg.matrix_exp(m * 0.1), ember.logdet(m:matmul(m.mT)) end, {A})
+  end)
+
+  it("nn layers of more_layers", function()
+    ember.manual_seed(9)
+    local x = ember.randn(2, 3, 5, 5, {dtype = "float64"})
+    local pad = ember.nn.ReflectionPad2d({1, 2, 0, 1})
+    agree(function(t) return pad(t) end, {x})
+    local bil = ember.nn.Bilinear(3, 4, 2, {dtype = "float64"})
+    local u, v = ember.randn(6, 3, {dtype = "float64"}), ember.randn(6, 4, {dtype = "float64"})
+    local want = bil(u, v)
+    bil:to(g.devname)
+    g.close(bil(dev(u), dev(v)), want, {what = "Bilinear"})
+    agree(function(p, q) return F.cosine_similarity(p, q), ember.nn.PairwiseDistance()(p, q) end,
+          {u, ember.randn(6, 3, {dtype = "float64"})})
+  end)
+
+  it("distributions: log_prob, entropy and samples on the device", function()
+    local loc, scale = f64({0.0, 1.0, -2.0}), f64({1.0, 0.5, 2.0})
+    local value = f64({0.3, 1.2, -1.0})
+    agree(function(m, s, x)
+      local d = ember.distributions.Normal(m, s)
+      return d:log_prob(x), d:entropy(), d:cdf(x)
+    end, {loc, scale, value})
+    local probs = dev(f64({0.2, 0.3, 0.5}))
+    ember.manual_seed(1)
+    local draws = ember.distributions.Categorical(probs):sample({2000})
+    assert.are.equal(g.devname, draws.device)
+    local c = ember.bincount(draws:cpu(), {minlength = 3})
+    assert.is_true(math.abs(c[3]:item() / 2000 - 0.5) < 0.05)
+  end)
+
+  it("testing.assert_close compares device tensors and refuses mixed devices", function()
+    local x = dev(f64({1.0, 2.0}))
+    ember.testing.assert_close(x, x + 1e-9)
+    if not g.on_cpu then
+      local ok, e = pcall(ember.testing.assert_close, x, f64({1.0, 2.0}))
+      assert.is_false(ok)
+      assert.truthy(tostring(e):find("device", 1, true), tostring(e))
+    end
+  end)
+end)
