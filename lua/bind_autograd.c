@@ -16,15 +16,34 @@
  * started the pass (a coroutine's own thread when called from one). */
 static lua_State *pass_L;
 
+/* A Lua function the engine calls. The engine holds it until the hook record
+ * dies; a handle (t:register_hook's result) may hold it too, so whichever lets go
+ * last frees it. handle:remove() drops the function (ref becomes LUA_NOREF) and the
+ * engine's record then does nothing. */
 typedef struct lua_hook {
     lua_State *owner;       /* the main state, to drop the reference */
     int ref;
+    int holders;
 } lua_hook;
+
+static void drop_function(lua_hook *h)
+{
+    if (h->ref != LUA_NOREF) luaL_unref(h->owner, LUA_REGISTRYINDEX, h->ref);
+    h->ref = LUA_NOREF;
+}
+
+static void release_lua_hook(lua_hook *h)
+{
+    if (--h->holders > 0) return;
+    drop_function(h);
+    free(h);
+}
 
 static int run_lua_hook(void *ctx, em_tensor *grad, em_tensor **replacement)
 {
     lua_hook *h = ctx;
     lua_State *L = pass_L;
+    if (h->ref == LUA_NOREF) return 0;   /* removed through its handle */
     if (!L) return em_set_error("register_hook: hook called outside a backward pass");
     lua_rawgeti(L, LUA_REGISTRYINDEX, h->ref);
     emlua_push(L, em_retain(grad));
@@ -43,35 +62,75 @@ static int run_lua_hook(void *ctx, em_tensor *grad, em_tensor **replacement)
     return 0;
 }
 
-static void free_lua_hook(void *ctx)
+static void free_lua_hook(void *ctx) { release_lua_hook(ctx); }
+
+/* ---- handles: PyTorch's RemovableHandle for tensor hooks -------------------------- */
+
+#define HANDLE_NAME "ember.RemovableHandle"
+
+static int handle_remove(lua_State *L)
 {
-    lua_hook *h = ctx;
-    luaL_unref(h->owner, LUA_REGISTRYINDEX, h->ref);
-    free(h);
+    lua_hook **p = luaL_checkudata(L, 1, HANDLE_NAME);
+    if (*p) drop_function(*p);
+    return 0;
 }
 
+static int handle_gc(lua_State *L)
+{
+    lua_hook **p = luaL_checkudata(L, 1, HANDLE_NAME);
+    if (*p) release_lua_hook(*p);
+    *p = NULL;
+    return 0;
+}
+
+static int handle_tostring(lua_State *L)
+{
+    lua_hook **p = luaL_checkudata(L, 1, HANDLE_NAME);
+    lua_pushstring(L, *p && (*p)->ref != LUA_NOREF ? "RemovableHandle" : "RemovableHandle (removed)");
+    return 1;
+}
+
+/* pushes a handle on h (which it then also holds) */
+static void push_handle(lua_State *L, lua_hook *h)
+{
+    lua_hook **p = lua_newuserdatauv(L, sizeof *p, 0);
+    *p = NULL;
+    if (luaL_newmetatable(L, HANDLE_NAME)) {
+        static const luaL_Reg meta[] = {{"__gc", handle_gc}, {"__tostring", handle_tostring}, {NULL, NULL}};
+        static const luaL_Reg index[] = {{"remove", handle_remove}, {NULL, NULL}};
+        luaL_setfuncs(L, meta, 0);
+        luaL_newlib(L, index);
+        lua_setfield(L, -2, "__index");
+        lua_pushstring(L, "RemovableHandle");
+        lua_setfield(L, -2, "__name");
+    }
+    lua_setmetatable(L, -2);
+    *p = h;
+    h->holders++;
+}
+
+static lua_hook *new_lua_hook(lua_State *L, int idx);
+
+/* t:register_hook(fn) -> handle; fn(grad) runs when t's gradient is computed and may
+ * return a replacement */
 static int t_register_hook(lua_State *L)
 {
     em_tensor *t = emlua_check(L, 1, "register_hook");
     if (lua_type(L, 2) != LUA_TFUNCTION) return emlua_typeerror(L, 2, "register_hook", "a function");
-    lua_hook *h = malloc(sizeof *h);
-    if (!h) return luaL_error(L, "register_hook: out of memory");
-    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
-    h->owner = lua_tothread(L, -1);
-    lua_pop(L, 1);
-    lua_pushvalue(L, 2);
-    h->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_hook *h = new_lua_hook(L, 2);
     if (em_register_hook(t, run_lua_hook, h, free_lua_hook)) {
         free_lua_hook(h);
         return emlua_fail(L);
     }
-    return 0;
+    push_handle(L, h);
+    return 1;
 }
 
 /* Calls the Lua function of h with the nargs values on top of the stack
  * (popped); a Lua error becomes the engine's error, prefixed by op if any. */
 static int call_lua_function(lua_hook *h, lua_State *L, int nargs, const char *op)
 {
+    if (h->ref == LUA_NOREF) { lua_pop(L, nargs); return 0; }   /* removed through its handle */
     lua_rawgeti(L, LUA_REGISTRYINDEX, h->ref);
     lua_insert(L, -1 - nargs);
     if (lua_pcall(L, nargs, 0, 0) != LUA_OK) {
@@ -109,10 +168,11 @@ static lua_hook *new_lua_hook(lua_State *L, int idx)
     lua_pop(L, 1);
     lua_pushvalue(L, idx);
     h->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    h->holders = 1;
     return h;
 }
 
-/* t:register_post_accumulate_grad_hook(fn): fn(t) after backward has updated t.grad */
+/* t:register_post_accumulate_grad_hook(fn) -> handle: fn(t) after backward has updated t.grad */
 static int t_register_post_accumulate_grad_hook(lua_State *L)
 {
     const char *op = "register_post_accumulate_grad_hook";
@@ -123,7 +183,8 @@ static int t_register_post_accumulate_grad_hook(lua_State *L)
         free_lua_hook(h);
         return emlua_fail(L);
     }
-    return 0;
+    push_handle(L, h);
+    return 1;
 }
 
 /* ember.autograd.queue_callback(fn): during backward, fn() once the pass has finished */

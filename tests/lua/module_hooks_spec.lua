@@ -1,6 +1,8 @@
--- module_hooks_spec.lua — nn.Module's register_forward_pre_hook and register_forward_hook
--- (PyTorch's semantics: order, prepend, replaced arguments and results, removal through
--- the handle), with expected values by hand.
+-- module_hooks_spec.lua — nn.Module's register_forward_pre_hook, register_forward_hook,
+-- register_full_backward_pre_hook and register_full_backward_hook, and the handles of
+-- Tensor:register_hook / register_post_accumulate_grad_hook (PyTorch's semantics: order,
+-- prepend, replaced arguments, results and gradients, removal through the handle), with
+-- expected values by hand (and, where noted, what PyTorch 2.15 printed for the same calls).
 local ember = require "ember"
 local h = require "helpers"
 local nn = ember.nn
@@ -96,5 +98,200 @@ describe("forward hooks", function()
     has(err(m.register_forward_hook, m, print, {prepend = 1}), "register_forward_hook: prepend must be a boolean")
     has(err(m.register_forward_hook, m, print, {bogus = true}), "register_forward_hook: unknown option 'bogus'")
     assert.is_nil(rawget(m, "_forward_hooks"))
+  end)
+end)
+
+-- the values of a gradient list, first element of each (nil kept as "nil")
+local function firsts(l)
+  local t = {}
+  for i = 1, l.n do t[i] = l[i] and l[i]:tolist()[1] or "nil" end
+  return t
+end
+
+-- forward with an unused third argument
+local Two = nn.Module:extend("Two")
+function Two:forward(a, b, k) return a * 2, b * 3 end
+
+describe("full backward hooks", function()
+  it("see grad_output before the pre-hooks' replacement and grad_input after", function()
+    -- PyTorch 2.15, same module: pre [[1,1], None]; full gi [[2,2], [0,0], None], go [[1,1], None]
+    -- (ember gives nil, not zeros, for b, a tensor that does not require grad)
+    local m, log = Two(), {}
+    m:register_full_backward_pre_hook(function(mod, go)
+      assert.equals(m, mod)
+      log[#log + 1] = {"pre", firsts(go)}
+    end)
+    m:register_full_backward_hook(function(mod, gi, go) log[#log + 1] = {"full", firsts(gi), firsts(go)} end)
+    local a = ember.ones(2, {requires_grad = true})
+    local o1 = m(a, ember.ones(2), 5)
+    o1:sum():backward()
+    assert.same({{"pre", {1, "nil"}}, {"full", {2, "nil", "nil"}, {1, "nil"}}}, log)
+  end)
+
+  it("get every result's gradient when both are used, summed into grad_input", function()
+    -- d/da (sum(2a) + sum(3a)) = 5
+    local m, log = Two(), {}
+    m.forward = function(_, a) return a * 2, a * 3 end
+    m:register_full_backward_hook(function(_, gi, go) log[#log + 1] = {firsts(gi), firsts(go)} end)
+    local o1, o2 = m(ember.ones(2, {requires_grad = true}))
+    ;(o1:sum() + o2:sum()):backward()
+    assert.same({{{5}, {1, 1}}}, log)
+  end)
+
+  it("run once per call of the module", function()
+    local m, calls = Affine(), 0
+    m:register_full_backward_hook(function() calls = calls + 1 end)
+    local x = ember.ones(1, {requires_grad = true})
+    ;(m(x) + m(x)):sum():backward()
+    assert.equals(2, calls)
+    h.check(x.grad, {4})
+  end)
+
+  it("may replace grad_input and grad_output", function()
+    -- y = w . x + b with w = (3, 4): dy/dx = w; times 10 from the hook
+    local l = nn.Linear(2, 1)
+    ember.no_grad(function() l.weight:copy_(ember.tensor({{3, 4}})) end)
+    l:register_full_backward_hook(function(_, gi) return {gi[1] * 10} end)
+    local x = ember.ones(1, 2, {requires_grad = true})
+    l(x):sum():backward()
+    h.check(x.grad, {{30, 40}})
+    h.check(l.weight.grad, {{1, 1}})   -- grad_input is x's gradient only
+    -- a pre-hook scaling grad_output scales every gradient inside the module
+    local l2 = nn.Linear(2, 1)
+    ember.no_grad(function() l2.weight:copy_(ember.tensor({{3, 4}})) end)
+    local handle = l2:register_full_backward_pre_hook(function(_, go) return go[1] * 10 end)
+    local x2 = ember.ones(1, 2, {requires_grad = true})
+    l2(x2):sum():backward()
+    h.check(x2.grad, {{30, 40}})
+    h.check(l2.weight.grad, {{10, 10}})
+    h.check(l2.bias.grad, {10})
+    handle:remove()
+    x2.grad, l2.weight.grad = nil, nil
+    l2(x2):sum():backward()
+    h.check(x2.grad, {{3, 4}})
+    h.check(l2.weight.grad, {{1, 1}})
+  end)
+
+  it("run at the results when no argument requires grad, with grad_input all nil", function()
+    local w = ember.ones(2, {requires_grad = true})
+    local m, log = Affine(), {}
+    m.forward = function(_, x) return x * w end
+    m:register_full_backward_hook(function(_, gi, go) log[#log + 1] = {firsts(gi), firsts(go)} end)
+    m(ember.ones(2)):sum():backward()
+    assert.same({{{"nil"}, {1}}}, log)
+    -- and then must not return gradients
+    local m2 = Affine()
+    m2.forward = function(_, x) return x * w end
+    m2:register_full_backward_hook(function(_, gi) return {ember.ones(2)} end)
+    has(err(function() m2(ember.ones(2)):sum():backward() end),
+        "module_hooks_spec.lua:", "hooks must return nil")
+  end)
+
+  it("follow PyTorch's order: pre-hooks first, each list in order, prepend first", function()
+    -- PyTorch 2.15 printed ['p2', 'p1', 2, 1] for the same registrations on nn.Identity
+    local m, order = nn.Identity(), {}
+    m:register_full_backward_hook(function() order[#order + 1] = "1" end)
+    m:register_full_backward_hook(function() order[#order + 1] = "2" end, {prepend = true})
+    m:register_full_backward_pre_hook(function() order[#order + 1] = "p1" end)
+    m:register_full_backward_pre_hook(function() order[#order + 1] = "p2" end, {prepend = true})
+    m(ember.ones(2, {requires_grad = true})):sum():backward()
+    assert.same({"p2", "p1", "2", "1"}, order)
+  end)
+
+  it("come after the forward hooks, which see the same call", function()
+    local m, order = Affine(), {}
+    m:register_forward_pre_hook(function() order[#order + 1] = "fpre" end)
+    m:register_forward_hook(function() order[#order + 1] = "fwd" end)
+    m:register_full_backward_hook(function() order[#order + 1] = "bwd" end)
+    local y = m(ember.ones(1, {requires_grad = true}))
+    order[#order + 1] = "-"
+    y:sum():backward()
+    assert.same({"fpre", "fwd", "-", "bwd"}, order)
+  end)
+
+  it("are not run without grad mode, nor for results that need no gradient", function()
+    local m, calls = Affine(), 0
+    m:register_full_backward_hook(function() calls = calls + 1 end)
+    local y = ember.no_grad(function() return m(ember.ones(1, {requires_grad = true})) end)
+    assert.is_false(y.requires_grad)
+    m(ember.ones(1))
+    assert.equals(0, calls)
+  end)
+
+  it("refuse wrong results with the count PyTorch names, at the backward call's line", function()
+    -- PyTorch: "Backward hook returned an invalid number of grad_input, got 2, but expected 1"
+    local m = nn.Identity()
+    m:register_full_backward_hook(function(_, gi) return {gi[1], gi[1]} end)
+    has(err(function() m(ember.ones(2, {requires_grad = true})):sum():backward() end),
+        "module_hooks_spec.lua:", "backward hook returned 2 gradients, but expected 1")
+    local m2 = nn.Identity()
+    m2:register_full_backward_pre_hook(function() return {"x"} end)
+    has(err(function() m2(ember.ones(2, {requires_grad = true})):sum():backward() end),
+        "backward pre-hook returned a string as gradient 1")
+    local m3 = nn.Identity()
+    m3:register_full_backward_pre_hook(function() return 5 end)
+    has(err(function() m3(ember.ones(2, {requires_grad = true})):sum():backward() end),
+        "backward pre-hook returned a number; expected nil or a table of 1 gradients")
+    -- dropping a gradient that exists is refused; a table with n says how many it holds
+    local P = Pair()
+    P:register_full_backward_hook(function(_, gi) return {gi[1]} end)
+    local a, b = ember.ones(1, {requires_grad = true}), ember.ones(1, {requires_grad = true})
+    has(err(function() local s, d = P(a, b); (s + d):sum():backward() end), "returned 1 gradients, but expected 2")
+    local P2 = Pair()
+    P2:register_full_backward_hook(function(_, gi) return {gi[1], nil, n = 2} end)
+    local s, d = P2(a, b)
+    a.grad, b.grad = nil, nil
+    ;(s + d):sum():backward()
+    h.check(a.grad, {2})
+    assert.is_nil(b.grad)
+    has(err(m.register_full_backward_hook, m, print, {always_call = true}),
+        "register_full_backward_hook: unknown option 'always_call'")
+    has(err(m.register_full_backward_pre_hook, m, 1), "register_full_backward_pre_hook: hook must be a function")
+  end)
+end)
+
+describe("tensor hook handles", function()
+  it("register_hook returns a handle whose remove() stops the hook", function()
+    local x = ember.ones(3, {requires_grad = true})
+    local calls = 0
+    local handle = x:register_hook(function(g) calls = calls + 1; return g * 2 end)
+    assert.equals("RemovableHandle", tostring(handle))
+    ;(x * 3):sum():backward()
+    h.check(x.grad, {6, 6, 6})
+    handle:remove()
+    handle:remove()   -- twice does nothing
+    assert.equals("RemovableHandle (removed)", tostring(handle))
+    x.grad = nil
+    ;(x * 3):sum():backward()
+    h.check(x.grad, {3, 3, 3})
+    assert.equals(1, calls)
+  end)
+
+  it("a non-leaf's hook and the post-accumulate hook are removable too", function()
+    local x = ember.ones(2, {requires_grad = true})
+    local y = x * 2
+    local handle = y:register_hook(function(g) return g + 1 end)
+    handle:remove()
+    y:sum():backward()
+    h.check(x.grad, {2, 2})
+    local posts = 0
+    local ph = x:register_post_accumulate_grad_hook(function() posts = posts + 1 end)
+    x:sum():backward()
+    ph:remove()
+    x:sum():backward()
+    assert.equals(1, posts)
+  end)
+
+  it("a handle outliving its tensor, or collected before it, is safe", function()
+    local handle = ember.ones(2, {requires_grad = true}):register_hook(function(g) return g end)
+    collectgarbage(); collectgarbage()
+    handle:remove()
+    handle = nil
+    collectgarbage()
+    local x = ember.ones(2, {requires_grad = true})
+    x:register_hook(function(g) return g * 5 end)   -- handle dropped at once: the hook stays
+    collectgarbage(); collectgarbage()
+    x:sum():backward()
+    h.check(x.grad, {5, 5})
   end)
 end)

@@ -312,12 +312,12 @@ print(ddp:bucket_sizes()[1])                 -- 8: bias and weight in one bucket
   },
   {
     name = "Tensor:register_post_accumulate_grad_hook",
-    sig = "Tensor:register_post_accumulate_grad_hook(fn)",
+    sig = "Tensor:register_post_accumulate_grad_hook(fn) -> handle",
     doc = [=[
 Calls fn(t) after a backward pass has added t's gradient into t.grad (once per pass;
 t must be a leaf that requires grad), as PyTorch 2's hook of that name.
 ember.autograd.grad accumulates nothing, so it runs no such hook. An error in fn
-fails the backward. Like register_hook, it cannot be removed.]=],
+fails the backward. Returns a handle; handle:remove() stops the hook.]=],
     example = [=[
 local w = ember.tensor({1.0, 2.0}, {requires_grad = true})
 w:register_post_accumulate_grad_hook(function(p) print(p.grad) end)

@@ -182,6 +182,32 @@ print(acts.relu.shape)   -- ember.Size({5, 3})
 h:remove()]=],
   },
   {
+    name = "ember.nn.Module:register_full_backward_hook",
+    also = {"ember.nn.Module:register_full_backward_pre_hook"},
+    sig = "module:register_full_backward_hook(hook [, {prepend = false}]) -> handle\n"
+      .. "module:register_full_backward_pre_hook(hook [, {prepend = false}]) -> handle",
+    doc = [=[
+Hooks run in backward for the gradients of a module(...) call, as torch.nn.Module's. A
+pre-hook, hook(module, grad_output), runs once the gradients of the call's results are
+known; a full hook, hook(module, grad_input, grad_output), once those of its arguments
+are. grad_output has a place per result and grad_input one per argument (.n of them), nil
+where there is no gradient: a result nobody used, an argument that is not a tensor
+requiring grad (PyTorch gives zeros for a tensor argument that does not require grad).
+A hook may return a replacement list (a table of as many, n = k for trailing nils, or one
+tensor). When no argument requires grad, the full hooks run at the results with
+grad_input all nil and must return nil. Registered in grad mode only; pre-hooks run
+before full hooks, each list in order (prepend = true puts one first); the forward
+hooks see the same call first. handle:remove() takes a hook out.]=],
+    example = [=[
+local nn = ember.nn
+local lin = nn.Linear(3, 2)
+local h = lin:register_full_backward_hook(function(m, grad_input, grad_output)
+  print(grad_output[1].shape, grad_input[1].shape)   -- ember.Size({4, 2})  ember.Size({4, 3})
+end)
+lin(ember.randn(4, 3, {requires_grad = true})):sum():backward()
+h:remove()]=],
+  },
+  {
     name = "ember.nn.Module:add_module",
     sig = "module:add_module(name, child) -> module",
     doc = [=[

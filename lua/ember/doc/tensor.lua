@@ -707,17 +707,19 @@ print(y.grad)   -- tensor([1., 1., 1.])]=],
   },
   {
     name = "Tensor:register_hook",
-    sig = "Tensor:register_hook(fn)",
+    sig = "Tensor:register_hook(fn) -> handle",
     doc = [=[
 Calls fn(grad) each time a gradient for t is computed in a backward pass. fn may
 return nil (keep grad) or a tensor that replaces it (for a leaf, before it is added to
 .grad). An error inside fn aborts the backward with "hook: ...". t must require grad.
-Unlike PyTorch, nothing is returned: a hook cannot be removed.]=],
+Returns a handle (PyTorch's RemovableHandle): handle:remove() stops the hook; dropping
+the handle without calling remove() keeps the hook, as in PyTorch.]=],
     example = [=[
 local x = ember.tensor({1.0, 2.0}, {requires_grad = true})
-x:register_hook(function(g) return g * 10 end)
+local h = x:register_hook(function(g) return g * 10 end)
 local y = (x * 3):sum()
 y:backward()
-print(x.grad)   -- tensor([30., 30.])]=],
+print(x.grad)   -- tensor([30., 30.])
+h:remove()]=],
   },
 }

@@ -154,8 +154,7 @@ Module.__newindex = instance_newindex
 -- m(...): forward, between the hooks of register_forward_pre_hook and
 -- register_forward_hook when the module has any (lists kept in _forward_pre_hooks and
 -- _forward_hooks, nil when empty, so a module without hooks calls forward directly)
-local function call_hooks(self, pre, post, ...)
-  local args = table.pack(...)
+local function run_pre_hooks(self, pre, args)
   for _, h in ipairs(pre and table.move(pre, 1, #pre, 1, {}) or {}) do
     local r = h.fn(self, args)
     -- PyTorch: a result that is not a tuple becomes the one argument
@@ -164,16 +163,155 @@ local function call_hooks(self, pre, post, ...)
       else args = table.pack(r) end
     end
   end
-  local out = table.pack(self:forward(table.unpack(args, 1, args.n)))
+  return args
+end
+
+local function run_forward_hooks(self, post, args, out)
   for _, h in ipairs(post and table.move(post, 1, #post, 1, {}) or {}) do
     local r = table.pack(h.fn(self, args, table.unpack(out, 1, out.n)))
     if r.n > 0 and r[1] ~= nil then out = r end
   end
+  return out
+end
+
+local function call_hooks(self, pre, post, ...)
+  local args = run_pre_hooks(self, pre, table.pack(...))
+  local out = table.pack(self:forward(table.unpack(args, 1, args.n)))
+  out = run_forward_hooks(self, post, args, out)
+  return table.unpack(out, 1, out.n)
+end
+
+-- ---- backward hooks (register_full_backward_pre_hook, register_full_backward_hook) ---------
+-- As PyTorch's BackwardHook: the arguments that require grad pass through an identity
+-- autograd function before forward, the results that require grad through another after
+-- it (and after the forward hooks). The results' node runs first in backward: it hands
+-- grad_output to the pre-hooks (which may replace it) and keeps it; the arguments' node
+-- then has grad_input and runs the full hooks (which may replace it). When no argument
+-- requires grad, the full hooks run at the results' node with every grad_input nil.
+local hook_functions   -- {inputs = Function, outputs = Function}, made on first use
+
+local function identity_function(name, on_backward)
+  local cls = require("ember.autograd").Function:extend(name)
+  function cls.forward(ctx, state, ...)
+    ctx:set_materialize_grads(false)   -- nil, not zeros, for what got no gradient
+    ctx.state = state
+    return ...
+  end
+  function cls.backward(ctx, ...) return nil, on_backward(ctx.state, ...) end
+  return cls
+end
+
+-- r, a hook's result standing for a list of n gradients (a table, or one tensor when
+-- n is 1), checked against the list it replaces; nil when the hook returned nothing
+-- raised inside a backward pass: the binding that started the pass adds the caller's line
+local function fail_in_backward(msg) error(msg, 0) end
+
+local function hook_grads(r, old, op)
+  if r == nil then return nil end
+  if ember.is_tensor(r) then r = {r, n = 1} end
+  if type(r) ~= "table" or getmetatable(r) ~= nil then
+    fail_in_backward(string.format("%s returned a %s; expected nil or a table of %d gradients", op, type(r), old.n))
+  end
+  local n = r.n or #r
+  local dropped = false
+  for i = n + 1, old.n do dropped = dropped or old[i] ~= nil end
+  if n > old.n or dropped then
+    fail_in_backward(string.format("%s returned %d gradients, but expected %d", op, n, old.n))
+  end
+  for i = 1, old.n do
+    if r[i] ~= nil and not ember.is_tensor(r[i]) then
+      fail_in_backward(string.format("%s returned a %s as gradient %d; expected a tensor or nil", op, type(r[i]), i))
+    end
+  end
+  return table.pack(table.unpack(r, 1, old.n))
+end
+
+local function run_full_hooks(state, grad_input)
+  for _, h in ipairs(state.full) do
+    local r = h.fn(state.module, grad_input, state.grad_output)
+    if state.no_inputs then
+      local any = false
+      for i = 1, (type(r) == "table" and (r.n or #r)) or 0 do any = any or r[i] ~= nil end
+      if ember.is_tensor(r) or any then
+        fail_in_backward("backward hook: a module whose inputs do not require grad has no grad_input to replace; "
+              .. "its hooks must return nil")
+      end
+    else
+      grad_input = hook_grads(r, grad_input, "backward hook") or grad_input
+    end
+  end
+  return grad_input
+end
+
+-- the gradients reaching the wrapped tensors, placed at their positions among n values
+local function spread(where, n, ...)
+  local full = {n = n}
+  for j, k in ipairs(where) do full[k] = (select(j, ...)) end
+  return full
+end
+
+local function gather(where, full)
+  local out = {}
+  for j, k in ipairs(where) do out[j] = full[k] end
+  return table.unpack(out, 1, #where)
+end
+
+local function make_hook_functions()
+  hook_functions = {
+    outputs = identity_function("BackwardHookFunction", function(state, ...)
+      local grad_output = spread(state.out_where, state.nout, ...)
+      for _, h in ipairs(state.pre) do
+        grad_output = hook_grads(h.fn(state.module, grad_output), grad_output, "backward pre-hook") or grad_output
+      end
+      state.grad_output = grad_output
+      if state.no_inputs then run_full_hooks(state, {n = state.nin}) end
+      return gather(state.out_where, grad_output)
+    end),
+    inputs = identity_function("BackwardHookFunction", function(state, ...)
+      return gather(state.in_where, run_full_hooks(state, spread(state.in_where, state.nin, ...)))
+    end),
+  }
+end
+
+-- passes the values of list that are tensors requiring grad through fn; returns their positions
+local function wrap(fn, state, list)
+  local where, tensors = {}, {}
+  for k = 1, list.n do
+    local v = list[k]
+    if ember.is_tensor(v) and v.requires_grad then
+      where[#where + 1] = k
+      tensors[#tensors + 1] = v
+    end
+  end
+  if #where > 0 then
+    local wrapped = table.pack(fn.apply(state, table.unpack(tensors, 1, #tensors)))
+    for j, k in ipairs(where) do list[k] = wrapped[j] end
+  end
+  return where
+end
+
+local function call_with_backward_hooks(self, bpre, bfull, ...)
+  local fpre, fpost = rawget(self, "_forward_pre_hooks"), rawget(self, "_forward_hooks")
+  if not ember.is_grad_enabled() then return call_hooks(self, fpre, fpost, ...) end
+  if not hook_functions then make_hook_functions() end
+  local state = {module = self, pre = table.move(bpre or {}, 1, #(bpre or {}), 1, {}),
+                 full = table.move(bfull or {}, 1, #(bfull or {}), 1, {})}
+  -- the forward pre-hooks run first, as in PyTorch, so the wrapped arguments are theirs
+  local args = run_pre_hooks(self, fpre, table.pack(...))
+  state.nin = args.n
+  state.in_where = wrap(hook_functions.inputs, state, args)
+  state.no_inputs = #state.in_where == 0
+  local out = table.pack(self:forward(table.unpack(args, 1, args.n)))
+  out = run_forward_hooks(self, fpost, args, out)
+  state.nout = out.n
+  state.out_where = wrap(hook_functions.outputs, state, out)
   return table.unpack(out, 1, out.n)
 end
 
 Module.__call = function(self, ...)
   local pre, post = rawget(self, "_forward_pre_hooks"), rawget(self, "_forward_hooks")
+  local bpre, bfull = rawget(self, "_backward_pre_hooks"), rawget(self, "_backward_hooks")
+  if bpre or bfull then return call_with_backward_hooks(self, bpre, bfull, ...) end
   if pre or post then return call_hooks(self, pre, post, ...) end
   return self:forward(...)
 end
@@ -227,7 +365,8 @@ end
 
 local function add_hook(self, field, op, hook, ...)
   if type(hook) ~= "function" then raise(string.format("%s: hook must be a function, got %s", op, type(hook))) end
-  local o = require("ember.args").options(op, {"*", "prepend", "with_kwargs", "always_call"}, ...)
+  local keys = field:find("backward") and {"*", "prepend"} or {"*", "prepend", "with_kwargs", "always_call"}
+  local o = require("ember.args").options(op, keys, ...)
   for _, k in ipairs({"prepend", "with_kwargs", "always_call"}) do
     if o[k] ~= nil and type(o[k]) ~= "boolean" then
       raise(string.format("%s: %s must be a boolean, got %s", op, k, type(o[k])))
@@ -247,19 +386,26 @@ local function add_hook(self, field, op, hook, ...)
   return setmetatable({module = self, field = field, entry = entry}, Handle)
 end
 
---- m:register_forward_pre_hook(hook [, {prepend = false}]) -> a handle with :remove().
--- hook(m, args) runs before each m(...), args the packed arguments (args.n of them); it
--- may return new arguments: a plain table of them, or one value.
--- Example: local h = m:register_forward_pre_hook(function(mod, args) return args[1] * 2 end)
-function Module:register_forward_pre_hook(hook, ...)
-  return add_hook(self, "_forward_pre_hooks", "register_forward_pre_hook", hook, ...)
-end
-
---- m:register_forward_hook(hook [, {prepend = false}]) -> a handle with :remove().
--- hook(m, args, output...) runs after each m(...) with its results; it may return new ones.
+-- The hook registrations, each -> a handle with :remove(); options {prepend = false}.
+--   m:register_forward_pre_hook(hook): hook(m, args) runs before each m(...), args the
+--     packed arguments (args.n of them); it may return new arguments: a plain table of
+--     them, or one value.
+--   m:register_forward_hook(hook): hook(m, args, output...) runs after each m(...) with its
+--     results; it may return new ones.
+--   m:register_full_backward_pre_hook(hook): hook(m, grad_output) runs in backward when the
+--     gradients of m's results are known; grad_output has one place per result
+--     (grad_output.n; nil where a result got no gradient or is not a tensor). It may return
+--     a replacement: a table of as many, or one tensor.
+--   m:register_full_backward_hook(hook): hook(m, grad_input, grad_output) runs in backward
+--     once the gradients of m's arguments are known: grad_input has one place per argument
+--     (nil for one that is not a tensor requiring grad). It may return a replacement
+--     grad_input (a table, or one tensor). When no argument requires grad, it runs when
+--     grad_output is known, with grad_input all nil, and must return nil.
 -- Example: local h = m:register_forward_hook(function(mod, args, out) acts[#acts + 1] = out:detach() end)
-function Module:register_forward_hook(hook, ...)
-  return add_hook(self, "_forward_hooks", "register_forward_hook", hook, ...)
+for name, field in pairs{register_forward_pre_hook = "_forward_pre_hooks", register_forward_hook = "_forward_hooks",
+                         register_full_backward_pre_hook = "_backward_pre_hooks",
+                         register_full_backward_hook = "_backward_hooks"} do
+  Module[name] = function(self, hook, ...) return add_hook(self, field, name, hook, ...) end
 end
 
 --- module:register_buffer(name, t [, persistent = true]) — a tensor that is part of the state (to(), and
