@@ -132,6 +132,8 @@ bool emlua_opt_field_boolean(lua_State *L, int idx, const char *name, const char
 /* The index of a trailing options table (a plain table, not a tensor) among
  * arguments first..top, or 0. */
 int emlua_options_index(lua_State *L, int first);
+/* raises "op: unknown option 'k'" for a key of the options table at opts (0: none) not in names */
+void emlua_check_option_names(lua_State *L, int opts, const char *op, const char *const *names);
 /* The options table at idx (a plain table, not a tensor): returns idx, or 0
  * when nothing is there; raises "expected <what>" for anything else. */
 int emlua_opt_table(lua_State *L, int idx, const char *op, const char *what);
@@ -168,6 +170,8 @@ int emlua_create_sized(lua_State *L, const char *op, emlua_sized_fn fn);
 
 /* registration */
 void emlua_register(lua_State *L, const luaL_Reg *methods, const luaL_Reg *functions);
+/* pops the value at the top into the ember module table as field name */
+void emlua_set_module_field(lua_State *L, const char *name);
 void emlua_push_methods(lua_State *L);     /* the tensor method table */
 /* Registers the metatable `name` of a userdata class (once per state): the
  * table of methods (NULL: none) as __index, and __gc, __close, __tostring
@@ -186,7 +190,8 @@ void emlua_open_tensor(lua_State *L);      /* tensor.c: creation, views, operato
 void emlua_open_elementwise(lua_State *L); /* bind_elementwise.c */
 void emlua_open_reduce(lua_State *L);      /* bind_reduce.c */
 void emlua_open_index(lua_State *L);       /* bind_index.c */
-void emlua_open_linalg(lua_State *L);      /* bind_linalg.c: matmul family, random */
+void emlua_open_linalg(lua_State *L);      /* bind_linalg.c: matmul family */
+void emlua_open_random(lua_State *L);      /* bind_random.c: Generator, seeding, random ops */
 void emlua_open_io(lua_State *L);          /* bind_io.c: ember.save / ember.load (safetensors) */
 void emlua_open_data(lua_State *L);        /* bind_data.c: ember.read_idx */
 void emlua_open_autograd(lua_State *L);    /* bind_autograd.c: backward, grad, no_grad, hooks */

@@ -420,6 +420,23 @@ int emlua_opt_table(lua_State *L, int idx, const char *op, const char *what)
     return idx;
 }
 
+/* A keyword this op does not know is a mistake worth naming. */
+void emlua_check_option_names(lua_State *L, int opts, const char *op, const char *const *names)
+{
+    if (!opts) return;
+    lua_pushnil(L);
+    while (lua_next(L, opts)) {
+        lua_pop(L, 1);
+        bool known = false;
+        if (lua_type(L, -1) == LUA_TSTRING)
+            for (int i = 0; names[i] && !known; i++) known = strcmp(lua_tostring(L, -1), names[i]) == 0;
+        if (!known) {
+            const char *key = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, -1);
+            luaL_error(L, "%s: unknown option '%s'", op, key);
+        }
+    }
+}
+
 /* ---- positional-or-keyword arguments (binding.h) --------------------------------- */
 
 int emlua_arg_at(emlua_args *a, int k)
@@ -440,18 +457,7 @@ void emlua_args_start(emlua_args *a, lua_State *L, const char *op, int first, co
     a->names = names;
     a->opts = emlua_options_index(L, first);
     if (!a->opts) return;
-    /* a keyword this op does not know is a mistake worth naming */
-    lua_pushnil(L);
-    while (lua_next(L, a->opts)) {
-        lua_pop(L, 1);
-        bool known = false;
-        if (lua_type(L, -1) == LUA_TSTRING)
-            for (int i = 0; names[i] && !known; i++) known = strcmp(lua_tostring(L, -1), names[i]) == 0;
-        if (!known) {
-            const char *key = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, -1);
-            luaL_error(L, "%s: unknown option '%s'", op, key);
-        }
-    }
+    emlua_check_option_names(L, a->opts, op, names);
     /* Python's "got multiple values for argument": given by position and as a keyword */
     for (int k = 0; names[k] && first + k < a->opts; k++) {
         if (lua_isnil(L, first + k)) continue;
@@ -617,6 +623,8 @@ int emlua_create_sized(lua_State *L, const char *op, emlua_sized_fn fn)
     int64_t sizes[EM_MAX_DIMS];
     int n = emlua_check_sizes(L, 1, op, sizes);
     int opts = emlua_options_index(L, 1);
+    static const char *const names[] = {"dtype", "device", "requires_grad", NULL};
+    emlua_check_option_names(L, opts, op, names);
     em_dtype d = emlua_opt_dtype(L, opts, op, em_default_dtype());
     em_device dev = emlua_opt_device(L, opts, op, (em_device){EM_CPU, 0});
     return emlua_push_created(L, fn(sizes, n, d, dev), opts, op);
@@ -657,6 +665,14 @@ void emlua_register(lua_State *L, const luaL_Reg *methods, const luaL_Reg *funct
         luaL_setfuncs(L, functions, 0);
         lua_pop(L, 1);
     }
+}
+
+void emlua_set_module_field(lua_State *L, const char *name)
+{
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &module_key);
+    lua_insert(L, -2);
+    lua_setfield(L, -2, name);
+    lua_pop(L, 1);
 }
 
 /* fn as field `event` of the table at the top, unless fn is NULL */
@@ -922,6 +938,7 @@ int luaopen_ember(lua_State *L)
     emlua_open_reduce(L);
     emlua_open_index(L);
     emlua_open_linalg(L);
+    emlua_open_random(L);
     emlua_open_io(L);
     emlua_open_data(L);
     emlua_open_autograd(L);

@@ -134,7 +134,7 @@ describe("ember.normal", function()
     has(err(ember.normal, 0, 1, {3}, {dtype = "int64"}), "normal: expected a floating point dtype, got int64")
     has(err(ember.normal, 0, 1, {-3}), "normal: size[1] must be a non-negative integer")
     has(err(ember.normal, "a", 1, {3}), "normal: mean must be a number, got string")
-    has(err(ember.normal, 0, 1, {3}, {generator = 1}), "normal: unknown option 'generator'")
+    has(err(ember.normal, 0, 1, {3}, {generator = 1}), "normal: option 'generator': expected an ember.Generator, got number")
   end)
 end)
 

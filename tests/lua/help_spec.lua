@@ -108,7 +108,8 @@ local function resolve(name)
   -- what plain indexing from ember does not reach: ember.help before the binding loads it,
   -- and the methods of cuda events, which only a GPU can make
   local roots = {["ember.help"] = help, ["ember.cuda.Event:"] = debug.getregistry()["ember.cuda.Event"].__index,
-                 ["ember.cuda.CUDAGraph:"] = debug.getregistry()["ember.cuda.CUDAGraph"].__index}
+                 ["ember.cuda.CUDAGraph:"] = debug.getregistry()["ember.cuda.CUDAGraph"].__index,
+                 ["ember.Generator:"] = debug.getregistry()["ember.Generator"].methods}
   for prefix, t in pairs(roots) do
     if name:sub(1, #prefix) == prefix then cur, rest = t, name:sub(#prefix + 1) end
   end

@@ -120,12 +120,28 @@ local function normal_tensors(mean, std)
 end
 
 -- a number std: >= 0 (NaN is not)
+-- o.generator, checked: nil (the default generator) or an ember.Generator
+local function generator_of(op, o)
+  local g = o.generator
+  if g ~= nil and getmetatable(g) ~= getmetatable(ember.default_generator) then
+    raise(string.format("%s: option 'generator': expected an ember.Generator, got %s", op, type(g)))
+  end
+  return g
+end
+
+-- f(...) drawing from o.generator (nil: the default generator)
+local function drawing(op, o, f, ...)
+  local g = generator_of(op, o)
+  if g == nil then return f(...) end
+  return ember._with_generator(g, f, ...)
+end
+
 local function check_std(std)
   check_number("normal", "std", std)
   if not (std >= 0) then raise(string.format("normal: expected std >= 0.0, got std = %s", tostring(std))) end
 end
 
---- ember.normal(mean, std [, size] [, {dtype, device, requires_grad}]) -> normal draws.
+--- ember.normal(mean, std [, size] [, {generator, dtype, device, requires_grad}]) -> normal draws.
 -- Tensors mean and/or std broadcast to the result's shape (a number std defaults to 1);
 -- both numbers need a size. The result is mean + std * randn: differentiable in a tensor
 -- mean (gradient 1) and std (gradient (result - mean) / std), as PyTorch's.
@@ -135,11 +151,13 @@ function functions.normal(mean, std, ...)
     if not mt then check_number("normal", "mean", mean) end
     if std == nil then std = 1.0 end
     if not st then check_std(std) end
-    if select("#", ...) > 0 then
-      raise("normal: size and options are only for a number mean and std (the tensors give the shape)")
+    local first = ...
+    if select("#", ...) > 1 or (first ~= nil and (type(first) ~= "table" or #first > 0 or ember.is_tensor(first))) then
+      raise("normal: size and options are only for a number mean and std (the tensors give the shape; {generator = g} may be given)")
     end
+    local g = generator_of("normal", options("normal", {"*", "generator"}, ...))
     local shape, dtype, device = normal_tensors(mean, std)
-    local z = ember.randn(shape, {dtype = dtype, device = device})
+    local z = ember.randn(shape, {dtype = dtype, device = device, generator = g})
     local r = z * std + mean
     if r.dtype ~= dtype then r = r:to(dtype) end
     return r
@@ -148,11 +166,11 @@ function functions.normal(mean, std, ...)
   check_std(std)
   local size = ...
   if size == nil then raise("normal: a number mean and std need a size table, as ember.normal(0, 1, {2, 3})") end
-  local o = options("normal", {"size", "*", "dtype", "device", "requires_grad"}, ...)
+  local o = options("normal", {"size", "*", "generator", "dtype", "device", "requires_grad"}, ...)
   check_size("normal", o.size)
   local dtype = o.dtype or ember.get_default_dtype()
   if not FLOAT[dtype] then raise(string.format("normal: expected a floating point dtype, got %s", tostring(dtype))) end
-  local r = ember.randn(o.size, {dtype = dtype, device = o.device})
+  local r = ember.randn(o.size, {dtype = dtype, device = o.device, generator = generator_of("normal", o)})
   if std ~= 1 then r = r * std end
   if mean ~= 0 then r = r + mean end
   if o.requires_grad then r:requires_grad_() end
@@ -187,18 +205,18 @@ end
 --- input (a float tensor), or with probability p (a number) for every element.
 function both.bernoulli(input, ...)
   check_tensor(input, "bernoulli", "input")
-  local o = options("bernoulli", {"p"}, ...)
+  local o = options("bernoulli", {"p", "*", "generator"}, ...)
   if o.p == nil then
     check_probabilities("bernoulli", input, "input")
-    return draws_below(input, input):to(input.dtype)
+    return drawing("bernoulli", o, draws_below, input, input):to(input.dtype)
   end
-  return draws_below(input, check_probability("bernoulli", o.p)):to(input.dtype)
+  return drawing("bernoulli", o, draws_below, input, check_probability("bernoulli", o.p)):to(input.dtype)
 end
 
 -- t:bernoulli_([p = 0.5]): p a number, or a float tensor that broadcasts to t's shape
 function methods.bernoulli_(self, ...)
   fill_target("bernoulli_", self, false)
-  local o = options("bernoulli_", {"p"}, ...)
+  local o = options("bernoulli_", {"p", "*", "generator"}, ...)
   local p = o.p == nil and 0.5 or o.p
   if ember.is_tensor(p) then
     check_probabilities("bernoulli_", p, "p")
@@ -211,7 +229,7 @@ function methods.bernoulli_(self, ...)
   else
     check_probability("bernoulli_", p)
   end
-  return write("bernoulli_", self, draws_below(self, p))
+  return write("bernoulli_", self, drawing("bernoulli_", o, draws_below, self, p))
 end
 
 -- ---- the in-place fills ------------------------------------------------------------------
@@ -226,9 +244,9 @@ end
 -- t:exponential_([lambd = 1]): -log(1 - u) / lambd
 function methods.exponential_(self, ...)
   fill_target("exponential_", self, true)
-  local lambd = options("exponential_", {"lambd"}, ...).lambd
-  lambd = check_positive("exponential_", "lambd", lambd == nil and 1 or lambd)
-  return write("exponential_", self, uniform_like(self):neg():log1p():div(-lambd))
+  local o = options("exponential_", {"lambd", "*", "generator"}, ...)
+  local lambd = check_positive("exponential_", "lambd", o.lambd == nil and 1 or o.lambd)
+  return write("exponential_", self, drawing("exponential_", o, uniform_like, self):neg():log1p():div(-lambd))
 end
 
 -- t:geometric_(p): the number of Bernoulli(p) trials up to the first success, >= 1:
@@ -236,31 +254,32 @@ end
 function methods.geometric_(self, ...)
   fill_target("geometric_", self, false)
   if self.dtype == "bool" then raise("geometric_: not supported for bool tensors") end
-  local p = options("geometric_", {"p"}, ...).p
+  local o = options("geometric_", {"p", "*", "generator"}, ...)
+  local p = o.p
   check_number("geometric_", "p", p)
   if not (p > 0 and p < 1) then raise(string.format("geometric_: expected p in (0, 1), got p = %s", tostring(p))) end
   -- u = 0 gives 0: the one value below the support, moved to 1
-  local k = uniform_like(self):neg():log1p():div(math.log(1 - p)):ceil():clamp_min(1)
+  local k = drawing("geometric_", o, uniform_like, self):neg():log1p():div(math.log(1 - p)):ceil():clamp_min(1)
   return write("geometric_", self, k)
 end
 
 -- t:log_normal_([mean = 1 [, std = 2]]): exp of normal draws of that mean and std
 function methods.log_normal_(self, ...)
   fill_target("log_normal_", self, true)
-  local o = options("log_normal_", {"mean", "std"}, ...)
+  local o = options("log_normal_", {"mean", "std", "*", "generator"}, ...)
   local mean = check_number("log_normal_", "mean", o.mean == nil and 1 or o.mean)
   local std = check_positive("log_normal_", "std", o.std == nil and 2 or o.std)
-  local z = ember.randn(self.shape, {dtype = "float64", device = self.device})
+  local z = ember.randn(self.shape, {dtype = "float64", device = self.device, generator = generator_of("log_normal_", o)})
   return write("log_normal_", self, (z * std + mean):exp())
 end
 
 -- t:cauchy_([median = 0 [, sigma = 1]]): median + sigma tan(pi (u - 1/2))
 function methods.cauchy_(self, ...)
   fill_target("cauchy_", self, true)
-  local o = options("cauchy_", {"median", "sigma"}, ...)
+  local o = options("cauchy_", {"median", "sigma", "*", "generator"}, ...)
   local median = check_number("cauchy_", "median", o.median == nil and 0 or o.median)
   local sigma = check_positive("cauchy_", "sigma", o.sigma == nil and 1 or o.sigma)
-  return write("cauchy_", self, ((uniform_like(self) - 0.5) * math.pi):tan() * sigma + median)
+  return write("cauchy_", self, ((drawing("cauchy_", o, uniform_like, self) - 0.5) * math.pi):tan() * sigma + median)
 end
 
 -- ---- random_ -----------------------------------------------------------------------------
@@ -318,13 +337,10 @@ end
 -- t:random_([from,] to): integers uniform in [from, to); t:random_() over the dtype's range
 function methods.random_(self, ...)
   fill_target("random_", self, false)
-  local n = select("#", ...)
-  while n > 0 and select(n, ...) == nil do n = n - 1 end
-  local o
-  if n == 1 and not ember.is_tensor((...)) and type((...)) ~= "table" then
-    o = {to = (...)}   -- random_(to), from 0
-  else
-    o = options("random_", {"from", "to"}, ...)
+  local o = options("random_", {"from", "to", "*", "generator"}, ...)
+  local first, second = ...
+  if o.from ~= nil and o.to == nil and type(first) ~= "table" and (second == nil or type(second) == "table") then
+    o.from, o.to = nil, o.from   -- random_(to), from 0
   end
   local range = RANDOM_RANGE[self.dtype]
   local lo = o.from == nil and 0 or check_integer("random_", "from", o.from)
@@ -341,7 +357,7 @@ function methods.random_(self, ...)
   if hi > range[2] then
     raise(string.format("random_: to - 1 = %d is out of bounds for %s (up to %d)", hi, self.dtype, range[2]))
   end
-  return write("random_", self, uniform_integers(lo, hi, self:numel(), self.device):view(self.shape))
+  return write("random_", self, drawing("random_", o, uniform_integers, lo, hi, self:numel(), self.device):view(self.shape))
 end
 
 -- ---- window functions --------------------------------------------------------------------

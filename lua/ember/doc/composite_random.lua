@@ -7,12 +7,13 @@ local function entry(name, also, sig, doc, torch_name, example)
                            example = example}
 end
 
-local SEED = "The numbers come from ember's generator: ember.manual_seed repeats them, on every\n"
-          .. "device. There is no generator option (ember has one generator)."
+local SEED = "The numbers come from the default generator (ember.manual_seed repeats them, on every\n"
+          .. "device) or from the ember.Generator given as the option {generator = g}."
 local FILL = "Fills self in place and returns it; refused on a tensor that requires grad (outside\n"
           .. "ember.no_grad), as t:uniform_.\n" .. SEED
 
-entry("ember.normal", {}, "ember.normal(mean, std)\nember.normal(mean, std, size, [{dtype, device, requires_grad}])",
+entry("ember.normal", {}, "ember.normal(mean, std, [{generator}])\n"
+  .. "ember.normal(mean, std, size, [{generator, dtype, device, requires_grad}])",
   "Draws from normal distributions. mean and std are tensors that broadcast, or one of them a\n"
   .. "number (std defaults to 1 with a tensor mean): the result has their broadcast shape,\n"
   .. "mean's dtype (std's when mean is a number) and device. With two numbers, size (a table)\n"
@@ -27,7 +28,8 @@ entry("ember.normal", {}, "ember.normal(mean, std)\nember.normal(mean, std, size
   .. "print(ember.normal(mean, ember.tensor({{1.0}, {2.0}})).shape)   -- {2, 3}")
 
 entry("ember.bernoulli", {"Tensor:bernoulli", "Tensor:bernoulli_"},
-  "ember.bernoulli(input, [p])\nTensor:bernoulli([p])\nTensor:bernoulli_([p = 0.5])",
+  "ember.bernoulli(input, [p], [{generator}])\nTensor:bernoulli([p], [{generator}])\n"
+  .. "Tensor:bernoulli_([p = 0.5], [{generator}])",
   "0/1 draws in input's dtype and shape. Without p, input (a float tensor) holds the\n"
   .. "probabilities, each in [0, 1]; with p (a number in [0, 1]) every element is 1 with\n"
   .. "probability p, for input of any dtype. bernoulli_ writes the draws into self (any dtype)\n"
@@ -38,31 +40,31 @@ entry("ember.bernoulli", {"Tensor:bernoulli", "Tensor:bernoulli_"},
   .. "print(ember.zeros(6, {dtype = \"int64\"}):bernoulli_(0.3))\n"
   .. "local mask = ember.ones(2, 3):bernoulli(0.5)         -- a dropout-style mask")
 
-entry("Tensor:exponential_", {}, "Tensor:exponential_([lambd = 1])",
+entry("Tensor:exponential_", {}, "Tensor:exponential_([lambd = 1], [{generator}])",
   "Fills a float tensor with exponential draws of rate lambd > 0 (mean 1 / lambd), as\n"
   .. "-log(1 - u) / lambd of uniform u in [0, 1) (float64, 2^-32 apart: the largest draw is\n"
   .. "22.2 / lambd).\n" .. FILL, "Tensor.exponential_",
   "ember.manual_seed(0)\nlocal t = ember.empty(10000):exponential_(2)\nprint(t:mean():item())   -- about 0.5")
 
-entry("Tensor:geometric_", {}, "Tensor:geometric_(p)",
+entry("Tensor:geometric_", {}, "Tensor:geometric_(p, [{generator}])",
   "Fills a float or integer tensor with geometric draws: the number of Bernoulli(p) trials\n"
   .. "up to and including the first success (1, 2, ...; mean 1 / p), for p in (0, 1).\n"
   .. "Draws beyond an integer dtype's range are cast as PyTorch's are.\n" .. FILL, "Tensor.geometric_",
   "ember.manual_seed(0)\nprint(ember.empty(8, {dtype = \"int64\"}):geometric_(0.5))")
 
-entry("Tensor:log_normal_", {}, "Tensor:log_normal_([mean = 1 [, std = 2]])",
+entry("Tensor:log_normal_", {}, "Tensor:log_normal_([mean = 1 [, std = 2]], [{generator}])",
   "Fills a float tensor with exp(z), z normal with that mean and std > 0 (the mean and std\n"
   .. "of the logarithm, not of the draws).\n" .. FILL, "Tensor.log_normal_",
   "ember.manual_seed(0)\nlocal t = ember.empty(10000, {dtype = \"float64\"}):log_normal_(0, 0.5)\n"
   .. "print(t:log():mean():item(), t:min():item() > 0)   -- about 0, true")
 
-entry("Tensor:cauchy_", {}, "Tensor:cauchy_([median = 0 [, sigma = 1]])",
+entry("Tensor:cauchy_", {}, "Tensor:cauchy_([median = 0 [, sigma = 1]], [{generator}])",
   "Fills a float tensor with Cauchy draws of that median and scale sigma > 0, as\n"
   .. "median + sigma tan(pi (u - 1/2)).\n" .. FILL, "Tensor.cauchy_",
   "ember.manual_seed(0)\nprint(ember.empty(10001):cauchy_(3, 0.5):median():item())   -- about 3")
 
 entry("Tensor:random_", {}, "Tensor:random_()\nTensor:random_(to)\nTensor:random_(from, to)\n"
-  .. "Tensor:random_({from =, to =})",
+  .. "Tensor:random_({from =, to =, generator =})",
   "Fills self with integers uniform in [from, to) (from defaults to 0). Without to, up to\n"
   .. "the dtype's largest: int64 2^63 - 1, int32 2^31 - 1, uint8 255, bool 1, and for the\n"
   .. "float dtypes the integers they hold exactly (2^24 float32, 2^53 float64, 2^11 float16,\n"

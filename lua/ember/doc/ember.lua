@@ -1335,12 +1335,40 @@ print(ember.tensor({1.0, 2}):dot(ember.tensor({3.0, 4})):item())   -- 11.0]],
 -- ---- random numbers ---------------------------------------------------------------
 
 add {
-  name = "ember.manual_seed",
-  sig = "ember.manual_seed(seed)",
+  name = "ember.Generator",
+  also = {"ember.default_generator", "ember.Generator:manual_seed", "ember.Generator:seed",
+          "ember.Generator:initial_seed", "ember.Generator:get_state", "ember.Generator:set_state"},
+  sig = "ember.Generator([device]) -> g\nember.default_generator\n"
+    .. "g:manual_seed(seed) -> g   g:seed() -> seed   g:initial_seed() -> seed\n"
+    .. "g:get_state() -> {seed =, offset =}   g:set_state(state | seed [, offset]) -> g   g.device",
   doc = [[
-Seeds the random number generator (Philox, counter-based) with an integer and resets
-its position: the same seed gives the same numbers on every run and every device.
-Negative seeds wrap to unsigned 64 bits. Like torch.manual_seed.]],
+A random number generator of its own: give it as the generator option of the random
+functions (ember.rand/randn/randint/randperm/multinomial/normal/bernoulli, the in-place
+fills uniform_, normal_, bernoulli_, exponential_, geometric_, log_normal_, cauchy_,
+random_) and they draw from it and advance it alone, leaving the default generator
+(ember.manual_seed's) where it was. A new generator starts from PyTorch's default seed
+67280421310721; g:manual_seed(s) gives the numbers the default generator gives after
+ember.manual_seed(s) (ember's streams depend only on (seed, offset)), on every device:
+a generator made for "cpu" also serves CUDA tensors, where PyTorch requires a matching
+device. ember.default_generator is the default one (ember.manual_seed returns it); its
+methods are ember.manual_seed, seed, initial_seed, get_rng_state and set_rng_state.
+States are tables {seed =, offset =}, not PyTorch's byte tensors. Like torch.Generator.]],
+  example = [[
+local g = ember.Generator():manual_seed(42)
+local a = ember.randn(3, {generator = g})      -- the default generator does not move
+ember.manual_seed(42)
+print(ember.equal(a, ember.randn(3)))          -- true: the same stream
+print(ember.rand(2, {generator = ember.Generator():manual_seed(1)}))]],
+}
+
+add {
+  name = "ember.manual_seed",
+  sig = "ember.manual_seed(seed) -> ember.default_generator",
+  doc = [[
+Seeds the default random number generator (Philox, counter-based) with an integer and
+resets its position: the same seed gives the same numbers on every run and every device.
+Negative seeds wrap to unsigned 64 bits. Like torch.manual_seed. See ember.Generator for
+generators of their own.]],
   example = [[
 ember.manual_seed(42)
 local a = ember.rand(3)
@@ -1403,7 +1431,8 @@ add {
   sig = "ember.rand(size..., [opts])",
   doc = [[
 Returns a tensor of random numbers uniform in [0, 1). `size` is integers or one table.
-opts: dtype (default float32), device, requires_grad. Like torch.rand.]],
+opts: dtype (default float32), device, requires_grad, generator (an ember.Generator to
+draw from instead of the default one). Like torch.rand.]],
   example = [[
 ember.manual_seed(0)
 local u = ember.rand(2, 3)
@@ -1416,7 +1445,7 @@ add {
   doc = [[
 Returns a tensor of random numbers from the standard normal distribution (mean 0,
 variance 1). `size` is integers or one table. opts: dtype (default float32), device,
-requires_grad. Like torch.randn.]],
+requires_grad, generator. Like torch.randn.]],
   example = [[
 local w = ember.randn(3, 2, {requires_grad = true})
 print(w.shape[1], w.requires_grad)   -- 3  true]],
@@ -1427,7 +1456,8 @@ add {
   sig = "ember.randint(high, size, [opts])\nember.randint(low, high, size, [opts])",
   doc = [[
 Returns random integers uniform in [low, high) (low defaults to 0) in a tensor of shape
-`size`, which must be a table. opts: dtype (default int64), device. Like torch.randint.]],
+`size`, which must be a table. opts: dtype (default int64), device, requires_grad,
+generator. Like torch.randint.]],
   example = [[
 local r = ember.randint(1, 7, {10})     -- dice rolls
 print(r:min():item() >= 1, r:max():item() <= 6)   -- true  true]],
@@ -1438,7 +1468,8 @@ add {
   sig = "ember.randperm(n, [opts])",
   doc = [[
 Returns a random permutation of 1..n (1-based, so it can index a tensor directly).
-opts: dtype (default int64), device. Like torch.randperm, but of 1..n, not 0..n-1.]],
+opts: dtype (default int64), device, generator. Like torch.randperm, but of 1..n, not
+0..n-1.]],
   example = [[
 local p = ember.randperm(5)
 print(p:sort())                      -- tensor([1, 2, 3, 4, 5]) ...
@@ -1777,17 +1808,17 @@ print(m)   -- {{1, 1, 1}, {0, 1, 1}}]],
 add {
   name = "ember.multinomial",
   also = {"Tensor:multinomial"},
-  sig = "ember.multinomial(probs, num_samples, [replacement], [{replacement =}])\n"
-    .. "Tensor:multinomial(num_samples, [replacement], [{replacement =}])",
+  sig = "ember.multinomial(probs, num_samples, [replacement], [{replacement =, generator =}])\n"
+    .. "Tensor:multinomial(num_samples, [replacement], [{replacement =, generator =}])",
   doc = [[
 Draws num_samples 1-based category indices from each row of probs, a float tensor [C]
 or [N, C] of non-negative finite weights (not necessarily summing to 1; each row needs
 a positive sum). The result is int64 [num_samples] or [N, num_samples]. replacement
 (default false): without it, the samples of a row are distinct, which needs at least
 num_samples categories of non-zero weight. Categories of weight 0 are never drawn.
-The numbers come from the global generator: ember.manual_seed makes them repeat, on
-every device. There is no generator option (ember has one generator). Not
-differentiable. Like torch.multinomial, with 1-based indices.]],
+The numbers come from the default generator (ember.manual_seed makes them repeat, on
+every device) or from the generator option's. Not differentiable. Like
+torch.multinomial, with 1-based indices.]],
   example = [[
 ember.manual_seed(0)
 local w = ember.tensor({0.1, 0.0, 0.6, 0.3})

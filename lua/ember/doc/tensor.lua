@@ -513,11 +513,11 @@ print(t)   -- tensor([3., 0., 4.])]=],
   },
   {
     name = "Tensor:uniform_",
-    sig = "Tensor:uniform_([from], [to])",
+    sig = "Tensor:uniform_([from], [to], [{generator =}])",
     doc = [=[
 Fills t in place with numbers drawn uniformly from [from, to) (defaults 0 and 1); returns
-t. Floating point tensors only; from <= to, both finite. Uses the global generator seeded
-by ember.manual_seed.]=],
+t. Floating point tensors only; from <= to, both finite. Draws from the default generator
+(ember.manual_seed's) or the generator option's (an ember.Generator).]=],
     example = [=[
 ember.manual_seed(0)
 local t = ember.empty(100):uniform_(-1, 1)
@@ -525,11 +525,11 @@ print(t:min():item() >= -1, t:max():item() < 1)   -- true  true]=],
   },
   {
     name = "Tensor:normal_",
-    sig = "Tensor:normal_([mean], [std])",
+    sig = "Tensor:normal_([mean], [std], [{generator =}])",
     doc = [=[
 Fills t in place with numbers drawn from a normal distribution (defaults mean 0, std 1;
-std >= 0); returns t. Floating point tensors only. Uses the global generator seeded by
-ember.manual_seed.]=],
+std >= 0); returns t. Floating point tensors only. Draws from the default generator
+(ember.manual_seed's) or the generator option's (an ember.Generator).]=],
     example = [=[
 ember.manual_seed(0)
 local t = ember.empty(1000):normal_(5, 2)
