@@ -76,4 +76,22 @@ function M.options(op, names, ...)
   return out
 end
 
+-- g, a generator option, checked: nil (the default generator) or an ember.Generator;
+-- anything else is refused in op's name.
+function M.generator(op, g)
+  if g == nil then return nil end
+  local ember = require "ember"
+  if getmetatable(g) ~= getmetatable(ember.default_generator) then
+    require("ember.errors").raise(string.format("%s: option 'generator': expected an ember.Generator, got %s",
+                                                op, type(g)))
+  end
+  return g
+end
+
+-- f(...) drawing its random numbers from the generator option g (see M.generator)
+function M.drawing(op, g, f, ...)
+  if g == nil then return f(...) end
+  return require("ember")._with_generator(M.generator(op, g), f, ...)
+end
+
 return M

@@ -104,6 +104,22 @@ describe("the generator option", function()
     same_as_default(function(g) return ember.zeros(6, {dtype = "int64"}):random_(5, 10, {generator = g}) end, 21)
   end)
 
+  it("of nn.init's random initialisers draws g's stream", function()
+    local init = ember.nn.init
+    local function w() return ember.empty(6, 5) end
+    same_as_default(function(g) return init.uniform_(w(), -1, 2, g) end, 40)
+    same_as_default(function(g) return init.normal_(w(), 0, 3, {generator = g}) end, 41)
+    same_as_default(function(g) return init.kaiming_uniform_(w(), {a = math.sqrt(5), generator = g}) end, 42)
+    same_as_default(function(g) return init.kaiming_normal_(w(), 0, "fan_out", "relu", g) end, 43)
+    same_as_default(function(g) return init.xavier_uniform_(w(), 2, g) end, 44)
+    same_as_default(function(g) return init.xavier_normal_(w(), {generator = g}) end, 45)
+    same_as_default(function(g) return init.orthogonal_(w(), {generator = g}) end, 46)
+    same_as_default(function(g) return init.sparse_(w(), 0.5, {generator = g}) end, 47)
+    same_as_default(function(g) return init.trunc_normal_(w(), {generator = g}) end, 48)
+    has(err(init.uniform_, w(), 0, 1, 5), "nn.init.uniform_: option 'generator': expected an ember.Generator, got number")
+    has(err(init.orthogonal_, w(), {generator = "g"}), "nn.init.orthogonal_: option 'generator'")
+  end)
+
   it("the default generator given explicitly is the default stream", function()
     ember.manual_seed(30)
     local a = ember.rand(3, {generator = ember.default_generator})

@@ -11,7 +11,8 @@
 local ember = require "ember"
 local errors = require "ember.errors"
 local raise, check_tensor, shape_str = errors.raise, errors.check_tensor, errors.shape_str
-local options = require("ember.args").options
+local args = require "ember.args"
+local options = args.options
 local inplace = require "ember.composite.inplace"
 
 local functions = {}  -- ember.X
@@ -120,21 +121,9 @@ local function normal_tensors(mean, std)
 end
 
 -- a number std: >= 0 (NaN is not)
--- o.generator, checked: nil (the default generator) or an ember.Generator
-local function generator_of(op, o)
-  local g = o.generator
-  if g ~= nil and getmetatable(g) ~= getmetatable(ember.default_generator) then
-    raise(string.format("%s: option 'generator': expected an ember.Generator, got %s", op, type(g)))
-  end
-  return g
-end
-
--- f(...) drawing from o.generator (nil: the default generator)
-local function drawing(op, o, f, ...)
-  local g = generator_of(op, o)
-  if g == nil then return f(...) end
-  return ember._with_generator(g, f, ...)
-end
+-- f(...) drawing from o.generator (nil: the default generator), and o.generator checked
+local function drawing(op, o, f, ...) return args.drawing(op, o.generator, f, ...) end
+local function generator_of(op, o) return args.generator(op, o.generator) end
 
 local function check_std(std)
   check_number("normal", "std", std)

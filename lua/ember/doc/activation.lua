@@ -319,12 +319,14 @@ gives the [N] per-sample losses.]],
 
 add {
   name = "ember.nn.init.eye_",
+  also = {"ember.nn.init.eye"},   -- PyTorch's deprecated name, the same function
   sig = "nn.init.eye_(t) -> t",
   doc = "Sets the 2-D tensor t (any [n, m]) to the identity: ones on the diagonal, zeros elsewhere.",
   example = "local nn = ember.nn\nprint(nn.init.eye_(ember.empty(2, 3)))",
 }
 add {
   name = "ember.nn.init.dirac_",
+  also = {"ember.nn.init.dirac"},   -- PyTorch's deprecated name, the same function
   sig = "nn.init.dirac_(t [, groups = 1]) -> t",
   doc = [[Sets a 3-, 4- or 5-D convolution weight [out, in, k...] to the Dirac delta: within each
 of groups, output channel c takes input channel c at the kernel's centre (size // 2 + 1,
@@ -336,18 +338,21 @@ print((ember.conv2d(x, w, nil, 1, 1) - x):abs():max())   -- 0]],
 }
 add {
   name = "ember.nn.init.orthogonal_",
-  sig = "nn.init.orthogonal_(t [, gain = 1]) -> t",
+  also = {"ember.nn.init.orthogonal"},   -- PyTorch's deprecated name, the same function
+  sig = "nn.init.orthogonal_(t [, gain = 1] [, generator]) -> t",
   doc = [[Sets t (at least 2-D, seen as [rows, numel / rows]) to a random (semi-)orthogonal matrix
 times gain, as PyTorch: the Q factor of a QR decomposition of a standard normal matrix
 with R's diagonal made positive (computed on the host). Rows are orthonormal when
-rows <= cols, columns otherwise. Draws from ember's generator.]],
+rows <= cols, columns otherwise. Draws from the default generator or the ember.Generator
+given as generator.]],
   example = [[local nn = ember.nn
 local w = nn.init.orthogonal_(ember.empty(3, 5, {dtype = "float64"}))
 print(w:matmul(w:t()))   -- the identity]],
 }
 add {
   name = "ember.nn.init.sparse_",
-  sig = "nn.init.sparse_(t, sparsity [, std = 0.01]) -> t",
+  also = {"ember.nn.init.sparse"},   -- PyTorch's deprecated name, the same function
+  sig = "nn.init.sparse_(t, sparsity [, std = 0.01] [, generator]) -> t",
   doc = [[Fills the 2-D t from N(0, std^2), then sets ceil(sparsity * rows) randomly chosen entries
 of every column to 0. sparsity in [0, 1].]],
   example = [[local nn = ember.nn
@@ -355,11 +360,11 @@ print(nn.init.sparse_(ember.empty(4, 3), 0.5))   -- two zeros per column]],
 }
 add {
   name = "ember.nn.init.trunc_normal_",
-  sig = "nn.init.trunc_normal_(t [, mean = 0 [, std = 1 [, a = -2 [, b = 2]]]]) -> t",
+  sig = "nn.init.trunc_normal_(t [, mean = 0 [, std = 1 [, a = -2 [, b = 2]]]] [, generator])\n  -> t",
   doc = [[Fills t from N(mean, std^2) truncated to [a, b], by PyTorch's inverse-CDF method: u
 uniform between the normal CDF at a and at b, then mean + std sqrt(2) erfinv(2u - 1),
 clamped to [a, b] (erfinv computed on the host). a and b are values, not multiples of std.
-Options-table form: {mean =, std =, a =, b =}.]],
+Options-table form: {mean =, std =, a =, b =, generator =}.]],
   example = [[local nn = ember.nn
 local w = nn.init.trunc_normal_(ember.empty(1000), 0, 0.02, -0.04, 0.04)
 print(w:min():item() >= -0.04, w:max():item() <= 0.04)   -- true true]],

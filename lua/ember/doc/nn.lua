@@ -1884,8 +1884,9 @@ print(pcall(F.check_reduction, "avg", "my_loss"))   -- false, an error naming my
     sig = "local init = ember.nn.init",
     doc = [=[
 In-place initialisers (torch.nn.init). They run under no_grad, so parameters can be
-initialised directly, draw from ember's generator (ember.manual_seed makes them
-reproducible) and return the tensor:
+initialised directly, and return the tensor. The random ones draw from the default
+generator (ember.manual_seed makes them reproducible) or, as PyTorch 2's, from the
+ember.Generator given as their last argument or option generator:
   uniform_, normal_, constant_, zeros_, ones_,
   kaiming_uniform_, kaiming_normal_, xavier_uniform_, xavier_normal_,
   calculate_gain, calculate_fan_in_and_fan_out]=],
@@ -1920,7 +1921,8 @@ print(nn.init.calculate_fan_in_and_fan_out(ember.empty(8, 4, 3, 3)))   -- 36 72]
   },
   {
     name = "ember.nn.init.uniform_",
-    sig = "nn.init.uniform_(t [, a = 0 [, b = 1]]) -> t",
+    also = {"ember.nn.init.uniform"},   -- PyTorch's deprecated name, the same function
+    sig = "nn.init.uniform_(t [, a = 0 [, b = 1 [, generator]]]) -> t",
     doc = "Fills t in place with numbers drawn from U(a, b).",
     example = [=[
 local nn = ember.nn
@@ -1929,7 +1931,8 @@ print(w:abs():max():item() <= 0.1)   -- true]=],
   },
   {
     name = "ember.nn.init.normal_",
-    sig = "nn.init.normal_(t [, mean = 0 [, std = 1]]) -> t",
+    also = {"ember.nn.init.normal"},   -- PyTorch's deprecated name, the same function
+    sig = "nn.init.normal_(t [, mean = 0 [, std = 1 [, generator]]]) -> t",
     doc = "Fills t in place with numbers drawn from N(mean, std^2).",
     example = [=[
 local nn = ember.nn
@@ -1937,6 +1940,7 @@ print(nn.init.normal_(ember.empty(1000), 5, 0.1):mean())   -- about 5]=],
   },
   {
     name = "ember.nn.init.constant_",
+    also = {"ember.nn.init.constant"},   -- PyTorch's deprecated name, the same function
     sig = "nn.init.constant_(t, value) -> t",
     doc = "Fills t in place with value.",
     example = [=[
@@ -1963,8 +1967,9 @@ print(nn.init.ones_(ember.empty(2)))   -- [1, 1]]=],
   },
   {
     name = "ember.nn.init.kaiming_uniform_",
-    sig = "nn.init.kaiming_uniform_(t [, {a = 0, mode = \"fan_in\", nonlinearity = \"leaky_relu\"}])\n"
-       .. "  -> t",
+    also = {"ember.nn.init.kaiming_uniform"},   -- PyTorch's deprecated name, the same function
+    sig = "nn.init.kaiming_uniform_(t [, {a = 0, mode = \"fan_in\", nonlinearity = \"leaky_relu\",\n"
+       .. "  generator}]) -> t",
     doc = [=[
 He initialisation: t ~ U(-b, b) with b = gain * sqrt(3 / fan), gain =
 calculate_gain(nonlinearity, a), fan = fan_in or fan_out by mode. A number in place of
@@ -1977,8 +1982,9 @@ print(w:abs():max():item() <= 0.25)   -- true: 1/sqrt(16)]=],
   },
   {
     name = "ember.nn.init.kaiming_normal_",
-    sig = "nn.init.kaiming_normal_(t [, {a = 0, mode = \"fan_in\", nonlinearity = \"leaky_relu\"}])\n"
-       .. "  -> t",
+    also = {"ember.nn.init.kaiming_normal"},   -- PyTorch's deprecated name, the same function
+    sig = "nn.init.kaiming_normal_(t [, {a = 0, mode = \"fan_in\", nonlinearity = \"leaky_relu\",\n"
+       .. "  generator}]) -> t",
     doc = "He initialisation from a normal: t ~ N(0, (gain / sqrt(fan))^2).\nOptions as kaiming_uniform_.",
     example = [=[
 local nn = ember.nn
@@ -1987,7 +1993,8 @@ print(w:std())   -- about sqrt(2/128) = 0.125]=],
   },
   {
     name = "ember.nn.init.xavier_uniform_",
-    sig = "nn.init.xavier_uniform_(t [, gain = 1]) -> t",
+    also = {"ember.nn.init.xavier_uniform"},   -- PyTorch's deprecated name, the same function
+    sig = "nn.init.xavier_uniform_(t [, gain = 1 [, generator]]) -> t",
     doc = [=[
 Glorot initialisation: t ~ U(-b, b), b = gain * sqrt(6 / (fan_in + fan_out)).
 gain may also be given as {gain = g}.]=],
@@ -1998,7 +2005,8 @@ print(w:abs():max():item() <= math.sqrt(6 / 8))   -- true]=],
   },
   {
     name = "ember.nn.init.xavier_normal_",
-    sig = "nn.init.xavier_normal_(t [, gain = 1]) -> t",
+    also = {"ember.nn.init.xavier_normal"},   -- PyTorch's deprecated name, the same function
+    sig = "nn.init.xavier_normal_(t [, gain = 1 [, generator]]) -> t",
     doc = [=[
 Glorot initialisation from a normal: t ~ N(0, std^2), std = gain * sqrt(2 / (fan_in +
 fan_out)). gain may also be given as {gain = g}.]=],

@@ -1,18 +1,21 @@
 -- ember.nn.init — in-place initialisers (run under no_grad, so parameters can be
--- initialised directly). They draw from ember's generator: ember.manual_seed(s)
--- makes them reproducible. Each returns the tensor.
+-- initialised directly). The random ones draw from the default generator
+-- (ember.manual_seed(s) makes them reproducible) or from the ember.Generator given as
+-- their generator option, as PyTorch 2's. Each returns the tensor.
 --   nn.init.kaiming_uniform_(layer.weight, {a = math.sqrt(5)})
 --   nn.init.zeros_(layer.bias)
 local ember = require "ember"
 local raise = require("ember.errors").raise
 -- PyTorch's optional arguments, positional or in a trailing options table
-local options = require("ember.args").options
+local args = require "ember.args"
+local options = args.options
 
 local init = {}
 
-local function in_place(t, op, fn)
+-- fn(t) without recording, drawing from generator g (nil: the default generator)
+local function in_place(t, op, fn, g)
   if not ember.is_tensor(t) then raise("nn.init." .. op .. ": expected a tensor, got " .. type(t)) end
-  ember.no_grad(function() fn(t) end)
+  args.drawing("nn.init." .. op, g, ember.no_grad, function() fn(t) end)
   return t
 end
 
@@ -49,16 +52,16 @@ end
 
 --- nn.init.uniform_(t [, a = 0 [, b = 1]]) -> t filled with U(a, b).
 function init.uniform_(t, ...)
-  local o = options("nn.init.uniform_", {"a", "b"}, ...)
+  local o = options("nn.init.uniform_", {"a", "b", "generator"}, ...)
   local a, b = o.a, o.b
-  return in_place(t, "uniform_", function(x) x:uniform_(a or 0, b or 1) end)
+  return in_place(t, "uniform_", function(x) x:uniform_(a or 0, b or 1) end, o.generator)
 end
 
 --- nn.init.normal_(t [, mean = 0 [, std = 1]]) -> t filled with N(mean, std^2).
 function init.normal_(t, ...)
-  local o = options("nn.init.normal_", {"mean", "std"}, ...)
+  local o = options("nn.init.normal_", {"mean", "std", "generator"}, ...)
   local mean, std = o.mean, o.std
-  return in_place(t, "normal_", function(x) x:normal_(mean or 0, std or 1) end)
+  return in_place(t, "normal_", function(x) x:normal_(mean or 0, std or 1) end, o.generator)
 end
 
 --- nn.init.constant_(t, value) -> t filled with value.
@@ -75,7 +78,7 @@ function init.ones_(t) return in_place(t, "ones_", function(x) x:fill_(1) end) e
 
 -- kaiming options: (a = 0, mode = "fan_in", nonlinearity = "leaky_relu"), positional or in a table
 local function kaiming_std(t, op, ...)
-  local opts = options("nn.init." .. op, {"a", "mode", "nonlinearity"}, ...)
+  local opts = options("nn.init." .. op, {"a", "mode", "nonlinearity", "generator"}, ...)
   local mode = opts.mode or "fan_in"
   if mode ~= "fan_in" and mode ~= "fan_out" then
     raise("nn.init." .. op .. ": mode must be \"fan_in\" or \"fan_out\", got " .. tostring(mode))
@@ -83,37 +86,38 @@ local function kaiming_std(t, op, ...)
   local fan_in, fan_out = init.calculate_fan_in_and_fan_out(t)
   local fan = mode == "fan_in" and fan_in or fan_out
   local gain = init.calculate_gain(opts.nonlinearity or "leaky_relu", opts.a or 0)
-  if fan == 0 then return 0 end
-  return gain / math.sqrt(fan)
+  if fan == 0 then return 0, opts.generator end
+  return gain / math.sqrt(fan), opts.generator
 end
 
 --- nn.init.kaiming_uniform_(t [, {a = 0, mode = "fan_in", nonlinearity = "leaky_relu"}]) -> t ~ U(-b, b), b = gain * sqrt(3 / fan).
 -- Example: nn.init.kaiming_uniform_(w, {a = math.sqrt(5)})   -- PyTorch's Linear default: b = 1/sqrt(fan_in)
 function init.kaiming_uniform_(t, ...)
-  local bound = math.sqrt(3) * kaiming_std(t, "kaiming_uniform_", ...)
-  return in_place(t, "kaiming_uniform_", function(x) x:uniform_(-bound, bound) end)
+  local std, g = kaiming_std(t, "kaiming_uniform_", ...)
+  local bound = math.sqrt(3) * std
+  return in_place(t, "kaiming_uniform_", function(x) x:uniform_(-bound, bound) end, g)
 end
 
 --- nn.init.kaiming_normal_(t [, {a = 0, mode = "fan_in", nonlinearity = "leaky_relu"}]) -> t ~ N(0, (gain / sqrt(fan))^2).
 function init.kaiming_normal_(t, ...)
-  local std = kaiming_std(t, "kaiming_normal_", ...)
-  return in_place(t, "kaiming_normal_", function(x) x:normal_(0, std) end)
+  local std, g = kaiming_std(t, "kaiming_normal_", ...)
+  return in_place(t, "kaiming_normal_", function(x) x:normal_(0, std) end, g)
 end
 
 --- nn.init.xavier_uniform_(t [, gain = 1]) -> t ~ U(-b, b), b = gain * sqrt(6 / (fan_in + fan_out)).
 function init.xavier_uniform_(t, ...)
-  local gain = options("nn.init.xavier_uniform_", {"gain"}, ...).gain
+  local o = options("nn.init.xavier_uniform_", {"gain", "generator"}, ...)
   local fan_in, fan_out = init.calculate_fan_in_and_fan_out(t)
-  local bound = (gain or 1) * math.sqrt(6 / (fan_in + fan_out))
-  return in_place(t, "xavier_uniform_", function(x) x:uniform_(-bound, bound) end)
+  local bound = (o.gain or 1) * math.sqrt(6 / (fan_in + fan_out))
+  return in_place(t, "xavier_uniform_", function(x) x:uniform_(-bound, bound) end, o.generator)
 end
 
 --- nn.init.xavier_normal_(t [, gain = 1]) -> t ~ N(0, std^2), std = gain * sqrt(2 / (fan_in + fan_out)).
 function init.xavier_normal_(t, ...)
-  local gain = options("nn.init.xavier_normal_", {"gain"}, ...).gain
+  local o = options("nn.init.xavier_normal_", {"gain", "generator"}, ...)
   local fan_in, fan_out = init.calculate_fan_in_and_fan_out(t)
-  local std = (gain or 1) * math.sqrt(2 / (fan_in + fan_out))
-  return in_place(t, "xavier_normal_", function(x) x:normal_(0, std) end)
+  local std = (o.gain or 1) * math.sqrt(2 / (fan_in + fan_out))
+  return in_place(t, "xavier_normal_", function(x) x:normal_(0, std) end, o.generator)
 end
 
 -- ---- structured initialisers ------------------------------------------------------------
@@ -196,8 +200,8 @@ end
 -- diagonal made positive; rows orthonormal when rows <= cols, columns orthonormal otherwise.
 -- Example: local w = nn.init.orthogonal_(ember.empty(3, 5)); print(w:matmul(w:t()))   -- the identity
 function init.orthogonal_(t, ...)
-  local gain = options("nn.init.orthogonal_", {"gain"}, ...).gain
-  gain = gain == nil and 1 or gain
+  local o = options("nn.init.orthogonal_", {"gain", "generator"}, ...)
+  local gain = o.gain == nil and 1 or o.gain
   if not ember.is_tensor(t) or t.ndim < 2 then
     raise("nn.init.orthogonal_: expected a tensor with at least 2 dims, got " .. (ember.is_tensor(t) and shape_of(t) or type(t)))
   end
@@ -207,7 +211,7 @@ function init.orthogonal_(t, ...)
   if rows == 0 or cols == 0 then return t end
   local tall = rows >= cols
   local m, n = tall and rows or cols, tall and cols or rows
-  local a = ember.randn(m, n, {dtype = "float64"}):tolist()
+  local a = ember.randn(m, n, {dtype = "float64", generator = args.generator("nn.init.orthogonal_", o.generator)}):tolist()
   local q = gram_schmidt(a, m, n)
   local vals = {}
   -- tall: t[i][j] = q[j][i]; wide: t = Q^T, t[i][j] = q[i][j]
@@ -220,7 +224,7 @@ end
 --- nn.init.sparse_(t, sparsity [, std = 0.01]) -> the 2-D t drawn from N(0, std^2), then in each column ceil(sparsity * rows) random entries set to 0.
 -- Example: nn.init.sparse_(ember.empty(10, 4), 0.3)   -- 3 zeros per column
 function init.sparse_(t, ...)
-  local o = options("nn.init.sparse_", {"sparsity", "std"}, ...)
+  local o = options("nn.init.sparse_", {"sparsity", "std", "generator"}, ...)
   local sparsity, std = o.sparsity, o.std
   if not ember.is_tensor(t) or t.ndim ~= 2 then
     raise("nn.init.sparse_: expected a 2-D tensor, got " .. (ember.is_tensor(t) and shape_of(t) or type(t)))
@@ -232,16 +236,17 @@ function init.sparse_(t, ...)
   if type(std) ~= "number" or std < 0 then raise("nn.init.sparse_: std must be a number >= 0, got " .. tostring(std)) end
   local rows, cols = t.shape[1], t.shape[2]
   local zeros = math.ceil(sparsity * rows)
+  local g = args.generator("nn.init.sparse_", o.generator)
   local mask = {}
   for i = 1, rows do mask[i] = {} for j = 1, cols do mask[i][j] = false end end
   for j = 1, cols do
-    local perm = rows > 0 and ember.randperm(rows):tolist() or {}
+    local perm = rows > 0 and ember.randperm(rows, {generator = g}):tolist() or {}
     for k = 1, zeros do mask[perm[k]][j] = true end
   end
   return in_place(t, "sparse_", function(x)
     x:normal_(0, std)
     if rows > 0 and cols > 0 then x:masked_fill_(ember.tensor(mask, {device = x.device}), 0) end
-  end)
+  end, g)
 end
 
 -- erf(x) = 2/sqrt(pi) exp(-x^2) sum_n 2^n x^(2n+1) / (1 3 5 ... (2n+1)): positive terms,
@@ -295,7 +300,7 @@ init._erfinv = erfinv
 -- mean + std sqrt(2) erfinv(2u - 1), clamped to [a, b]. Options-table form: {mean=, std=, a=, b=}.
 -- Example: nn.init.trunc_normal_(ember.empty(3, 4), 0, 0.02, -0.04, 0.04)
 function init.trunc_normal_(t, ...)
-  local o = options("nn.init.trunc_normal_", {"mean", "std", "a", "b"}, ...)
+  local o = options("nn.init.trunc_normal_", {"mean", "std", "a", "b", "generator"}, ...)
   local mean, std, a, b = o.mean, o.std, o.a, o.b
   mean, std = mean == nil and 0 or mean, std == nil and 1 or std
   a, b = a == nil and -2 or a, b == nil and 2 or b
@@ -311,7 +316,7 @@ function init.trunc_normal_(t, ...)
   local l, u = cdf((a - mean) / std), cdf((b - mean) / std)
   local n = t:numel()
   if n == 0 then return t end
-  local us = ember.rand(n, {dtype = "float64"}):tolist()
+  local us = ember.rand(n, {dtype = "float64", generator = args.generator("nn.init.trunc_normal_", o.generator)}):tolist()
   local vals = {}
   for i = 1, n do
     local y = (2 * l - 1) + (2 * u - 2 * l) * us[i]
@@ -319,6 +324,13 @@ function init.trunc_normal_(t, ...)
     vals[i] = math.min(math.max(x, a), b)
   end
   return in_place(t, "trunc_normal_", function(x) fill_from(x, vals) end)
+end
+
+-- PyTorch's deprecated names without the trailing underscore (torch.nn.init.uniform, ...):
+-- the same functions as the underscore forms (PyTorch's also warn that they are deprecated).
+for _, k in ipairs{"uniform", "normal", "constant", "eye", "dirac", "xavier_uniform", "xavier_normal",
+                   "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse"} do
+  init[k] = init[k .. "_"]
 end
 
 return init
