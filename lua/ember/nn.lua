@@ -32,6 +32,7 @@ local nn = {}
 
 nn.Module = base.Module
 nn.Parameter = base.Parameter
+nn.Buffer = base.Buffer
 nn.is_module = base.is_module
 for k, v in pairs(layers) do nn[k] = v end
 for k, v in pairs(losses) do nn[k] = v end

@@ -160,6 +160,50 @@ describe("nn.Module", function()
   end)
 end)
 
+describe("nn.Buffer", function()
+  -- expectations from PyTorch 2.15's nn.Buffer: shares memory and requires_grad; assigned to a
+  -- module field it registers a buffer; persistent = false keeps it out of state_dict
+  local Holder = nn.Module:extend("Holder")
+  function Holder:init()
+    self.scratch = nn.Buffer(ember.zeros(2), {persistent = false})
+    self.stats = nn.Buffer(ember.ones(1))
+    self.w = nn.Parameter(ember.ones(1))
+  end
+
+  it("registers a buffer when assigned, persistent or not", function()
+    local m = Holder()
+    local names = {}
+    for n in pairs(m:state_dict()) do names[#names + 1] = n end
+    table.sort(names)
+    assert.same({"stats", "w"}, names)
+    local buffers = {}
+    for n, b in m:named_buffers() do buffers[#buffers + 1] = n .. "=" .. b:numel() end
+    assert.same({"scratch=2", "stats=1"}, buffers)
+    -- a plain tensor assigned later replaces the buffer's value, as in PyTorch
+    m.stats = ember.zeros(3)
+    assert.equals(3, m.stats:numel())
+    assert.equals(1, #m:parameters())
+    -- a Buffer assigned where a parameter was replaces the parameter
+    m.w = nn.Buffer(ember.ones(4))
+    assert.equals(0, #m:parameters())
+    assert.equals(4, m.w:numel())
+  end)
+
+  it("shares t's memory and keeps requires_grad; no argument gives an empty tensor", function()
+    local t = ember.ones(2)
+    nn.Buffer(t):add_(1)
+    h.check(t, {2, 2})
+    assert.is_true(nn.Buffer(ember.ones(2, {requires_grad = true})).requires_grad)
+    assert.equals(0, nn.Buffer():numel())
+  end)
+
+  it("refuses what is not a tensor or a boolean", function()
+    has(err(function() local b = nn.Buffer(5); return b end), "nn_spec.lua:", "Buffer: expected a tensor, got number")
+    has(err(nn.Buffer, ember.ones(1), {persistent = 1}), "Buffer: persistent must be a boolean, got number")
+    has(err(nn.Buffer, ember.ones(1), {persist = true}), "Buffer: unknown option 'persist'")
+  end)
+end)
+
 describe("state_dict / load_state_dict", function()
   local function mlp() return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)) end
 

@@ -457,6 +457,21 @@ local m = nn.Module()
 m.scale = nn.Parameter(ember.ones(3))
 print(#m:parameters(), m.scale.requires_grad)   -- 1 true]=],
   },
+  {
+    name = "ember.nn.Buffer",
+    sig = "nn.Buffer([t] [, {persistent = true}]) -> tensor",
+    doc = [=[
+A tensor sharing t's memory (and its requires_grad) that, assigned to a module field,
+registers as a buffer: module.name = nn.Buffer(t) is module:register_buffer("name", t).
+persistent = false keeps it out of state_dict. Without t, an empty tensor. Like
+torch.nn.Buffer (PyTorch 2.5); the result is an ordinary tensor.]=],
+    example = [=[
+local nn = ember.nn
+local m = nn.Module()
+m.running_mean = nn.Buffer(ember.zeros(3))
+m.mask = nn.Buffer(ember.ones(2, 2), {persistent = false})
+for name in pairs(m:state_dict()) do print(name) end   -- running_mean]=],
+  },
 
   -- ---- containers ------------------------------------------------------------------
   {

@@ -111,11 +111,18 @@ local function instance_index(self, k)
   return getmetatable(self)[k]
 end
 
+-- the tensors nn.Buffer made, and whether they persist (weak keys: a mark lives as long
+-- as its tensor)
+local buffer_marks = setmetatable({}, {__mode = "k"})
+
 local function instance_newindex(self, k, v)
   if type(k) ~= "string" then
     raise(type_name(self) .. ": module fields need string names, got " .. type(k))
   end
-  if is_module(v) then
+  local mark = v ~= nil and buffer_marks[v]
+  if mark then
+    self:register_buffer(k, v, mark.persistent)
+  elseif is_module(v) then
     register(self, "_modules", "_module_names", k, v)
   elseif ember.is_tensor(v) and v.requires_grad and v.is_leaf then
     register(self, "_parameters", "_param_names", k, v)
@@ -941,4 +948,20 @@ local function Parameter(t, requires_grad)
   return t:detach():requires_grad_(requires_grad)
 end
 
-return {Module = Module, Parameter = Parameter, is_module = is_module}
+--- nn.Buffer([t] [, {persistent = true}]) -> a tensor sharing t's memory (and its
+-- requires_grad) that, assigned to a module field, registers as a buffer (persistent:
+-- saved by state_dict), as PyTorch 2.5's nn.Buffer. Without t, an empty tensor.
+local function Buffer(t, ...)
+  if t == nil then t = ember.empty(0) end
+  if not ember.is_tensor(t) then raise("Buffer: expected a tensor, got " .. type(t)) end
+  local persistent = require("ember.args").options("Buffer", {"*", "persistent"}, ...).persistent
+  if persistent ~= nil and type(persistent) ~= "boolean" then
+    raise("Buffer: persistent must be a boolean, got " .. type(persistent))
+  end
+  local b = t:detach()
+  if t.requires_grad then b:requires_grad_() end
+  buffer_marks[b] = {persistent = persistent ~= false}
+  return b
+end
+
+return {Module = Module, Parameter = Parameter, Buffer = Buffer, is_module = is_module}
