@@ -414,7 +414,7 @@ for name, f in pairs(methods) do rawset(ember.Tensor, name, f) end
 
 -- The other files of composites. Each returns {functions = {...}, both = {...},
 -- methods = {...}}: ember.X only, ember.X and t:X, t:X only.
-local PARTS = {"ember.composite.shape", "ember.composite.aliases", "ember.composite.random", "ember.composite.linalg", "ember.composite.settings"}
+local PARTS = {"ember.composite.shape", "ember.composite.aliases", "ember.composite.random", "ember.composite.linalg", "ember.composite.settings", "ember.composite.extra"}
 for _, part in ipairs(PARTS) do
   local p = require(part)
   for name, f in pairs(p.functions or {}) do rawset(ember, name, f); M[name] = f end

@@ -23,50 +23,9 @@ local integer_dtypes = {int64 = true, int32 = true, uint8 = true}
 
 -- ---- shared checks -----------------------------------------------------------------------
 
--- v as an error message shows it
-local function show(v)
-  if ember.is_tensor(v) then return "a tensor " .. shape_str(v) end
-  if type(v) == "number" or type(v) == "boolean" then return tostring(v) end
-  return "a " .. type(v)
-end
-
--- impl(...) with any error raised inside named as op's and placed at the user's line: an
--- op it is made of reports "cat: sizes must match ...", the caller of hstack reads
--- "hstack: sizes must match ...".
-local function relay(op, impl, ...)
-  local r = table.pack(pcall(impl, ...))
-  if r[1] then return table.unpack(r, 2, r.n) end
-  local msg = tostring(r[2]):gsub("^[^:\n]*:%d+: ", "", 1):gsub("^[%w_%.]+: ", op .. ": ", 1)
-  raise(msg)
-end
-
--- the public function op: impl with its errors named as op's
-local function public(op, impl)
-  return function(...) return relay(op, impl, ...) end
-end
-
-local function integer(op, what, v)
-  local i = math.type(v) and math.tointeger(v)
-  if not i then raise(string.format("%s: %s must be an integer, got %s", op, what, show(v))) end
-  return i
-end
-
-local function boolean(op, what, v, default)
-  if v == nil then return default end
-  if type(v) ~= "boolean" then raise(string.format("%s: %s must be a boolean, got %s", op, what, show(v))) end
-  return v
-end
-
--- dim (1-based, negative from the end) of t as a positive dim
-local function wrap_dim(op, t, dim)
-  local d, n = integer(op, "dim", dim), t:dim()
-  if n == 0 then raise(string.format("%s: dimension %d out of range for a 0-d tensor (it has no dimensions)", op, d)) end
-  if d == 0 or d > n or d < -n then
-    raise(string.format("%s: dimension %d out of range (expected 1..%d or -%d..-1 for a tensor of %d dimensions)",
-                        op, d, n, n, n))
-  end
-  return d < 0 and d + n + 1 or d
-end
+local checks = require "ember.composite.checks"
+local show, relay, public, integer, boolean = checks.show, checks.relay, checks.public, checks.integer, checks.boolean
+local wrap_dim = checks.wrap_dim
 
 -- t without its last element along d and t without its first (views; both empty when t
 -- has none there), the operands of every difference along d
