@@ -273,7 +273,7 @@ static int create_random(lua_State *L, const char *op, emlua_sized_fn fn)
     int opts = emlua_options_index(L, 1);
     emlua_check_option_names(L, opts, op, FACTORY_OPTIONS);
     em_dtype d = emlua_opt_dtype(L, opts, op, em_default_dtype());
-    em_device dev = emlua_opt_device(L, opts, op, CPU);
+    em_device dev = emlua_opt_device(L, opts, op, emlua_default_device());
     rng_swap s;
     swap_in(&s, opt_generator(L, opts, op));
     em_tensor *t = fn(sizes, n, d, dev);
@@ -316,7 +316,7 @@ static int l_randint(lua_State *L)
     int opts = emlua_opt_table(L, at + 1, op, "an options table");
     emlua_check_option_names(L, opts, op, FACTORY_OPTIONS);
     em_dtype d = emlua_opt_dtype(L, opts, op, EM_INT64);
-    em_device dev = emlua_opt_device(L, opts, op, CPU);
+    em_device dev = emlua_opt_device(L, opts, op, emlua_default_device());
     rng_swap s;
     swap_in(&s, opt_generator(L, opts, op));
     em_tensor *t = em_randint(low, high, sizes, n, d, dev);
@@ -331,7 +331,7 @@ static int l_randperm(lua_State *L)
     int opts = emlua_opt_table(L, 2, op, "an options table");
     emlua_check_option_names(L, opts, op, FACTORY_OPTIONS);
     em_dtype d = emlua_opt_dtype(L, opts, op, EM_INT64);
-    em_device dev = emlua_opt_device(L, opts, op, CPU);
+    em_device dev = emlua_opt_device(L, opts, op, emlua_default_device());
     rng_swap s;
     swap_in(&s, opt_generator(L, opts, op));
     em_tensor *t = em_randperm(n, d, dev);

@@ -565,7 +565,7 @@ static int l_logspace(lua_State *L)
     if (top >= 4 && lua_type(L, 4) == LUA_TNUMBER) base = lua_tonumber(L, 4);
     else if (opts) base = emlua_opt_field_number(L, opts, "base", op, 10);
     return emlua_push_created(L, em_logspace(a, b, n, base, emlua_opt_dtype(L, opts, op, em_default_dtype()),
-                                             emlua_opt_device(L, opts, op, (em_device){EM_CPU, 0})),
+                                             emlua_opt_device(L, opts, op, emlua_default_device())),
                               opts, op);
 }
 
@@ -578,7 +578,7 @@ static int triangle_indices(lua_State *L, const char *op, bool upper)
     if (top >= 3 && lua_type(L, 3) == LUA_TNUMBER) off = emlua_check_integer(L, 3, op);
     else if (opts) off = (lua_Integer)emlua_opt_field_number(L, opts, "offset", op, 0);
     em_dtype d = emlua_opt_dtype(L, opts, op, EM_INT64);
-    em_device dev = emlua_opt_device(L, opts, op, (em_device){EM_CPU, 0});
+    em_device dev = emlua_opt_device(L, opts, op, emlua_default_device());
     return emlua_push(L, upper ? em_triu_indices(r, c, off, d, dev) : em_tril_indices(r, c, off, d, dev));
 }
 

@@ -124,6 +124,8 @@ int emlua_check_sizes(lua_State *L, int idx, const char *op, int64_t *sizes);
  * table), else the default. */
 em_dtype emlua_opt_dtype(lua_State *L, int idx, const char *op, em_dtype def);
 em_device emlua_opt_device(lua_State *L, int idx, const char *op, em_device def);
+/* the device of factories called without one (ember.set_default_device; "cpu" at first) */
+em_device emlua_default_device(void);
 /* A dtype given as a string or an ember.<dtype> constant at idx. */
 em_dtype emlua_check_dtype(lua_State *L, int idx, const char *op);
 /* Field of an options table as a number/boolean, with a default. */

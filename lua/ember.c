@@ -626,7 +626,7 @@ int emlua_create_sized(lua_State *L, const char *op, emlua_sized_fn fn)
     static const char *const names[] = {"dtype", "device", "requires_grad", NULL};
     emlua_check_option_names(L, opts, op, names);
     em_dtype d = emlua_opt_dtype(L, opts, op, em_default_dtype());
-    em_device dev = emlua_opt_device(L, opts, op, (em_device){EM_CPU, 0});
+    em_device dev = emlua_opt_device(L, opts, op, emlua_default_device());
     return emlua_push_created(L, fn(sizes, n, d, dev), opts, op);
 }
 

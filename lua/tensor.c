@@ -10,6 +10,13 @@
 
 static const em_device CPU = {EM_CPU, 0};
 
+/* The device of a factory call without a device option (torch.set_default_device):
+ * a front-end setting, as the engine's functions all take their device. */
+static em_device default_device = {EM_CPU, 0};
+
+em_device emlua_default_device(void) { return default_device; }
+
+
 /* ---- life cycle --------------------------------------------------------- */
 
 static int tensor_gc(lua_State *L)
@@ -1027,7 +1034,7 @@ static int m_tensor(lua_State *L)
         if (r && !em_device_eq(r->storage->device, dev)) { em_tensor *m = em_to_device(r, dev); em_release(r); r = m; }
         return emlua_push_created(L, r, opts, "ember.tensor");
     }
-    em_device dev = emlua_opt_device(L, opts, "ember.tensor", CPU);
+    em_device dev = emlua_opt_device(L, opts, "ember.tensor", default_device);
     int64_t sizes[EM_MAX_DIMS];
     int nd;
     fill_state st = {0};
@@ -1098,7 +1105,7 @@ static int m_full(lua_State *L)
     }
     int opts = lua_istable(L, 3) ? 3 : 0;
     em_dtype d = emlua_opt_dtype(L, opts, "ember.full", def);
-    em_device dev = emlua_opt_device(L, opts, "ember.full", CPU);
+    em_device dev = emlua_opt_device(L, opts, "ember.full", default_device);
     return emlua_push_created(L, em_full(sizes, n, v, d, dev), opts, "ember.full");
 }
 
@@ -1136,7 +1143,7 @@ static int m_arange(lua_State *L)
     }
     double start = nargs == 1 ? 0 : v[0], end = nargs == 1 ? v[0] : v[1], step = nargs == 3 ? v[2] : 1;
     em_dtype d = emlua_opt_dtype(L, opts, "ember.arange", all_int ? EM_INT64 : em_default_dtype());
-    return emlua_push_created(L, em_arange(start, end, step, d, emlua_opt_device(L, opts, "ember.arange", CPU)), opts,
+    return emlua_push_created(L, em_arange(start, end, step, d, emlua_opt_device(L, opts, "ember.arange", default_device)), opts,
                               "ember.arange");
 }
 
@@ -1146,7 +1153,7 @@ static int m_linspace(lua_State *L)
     lua_Integer n = emlua_check_integer(L, 3, "ember.linspace");
     int opts = lua_istable(L, 4) ? 4 : 0;
     return emlua_push_created(L, em_linspace(a, b, n, emlua_opt_dtype(L, opts, "ember.linspace", em_default_dtype()),
-                                             emlua_opt_device(L, opts, "ember.linspace", CPU)),
+                                             emlua_opt_device(L, opts, "ember.linspace", default_device)),
                               opts, "ember.linspace");
 }
 
@@ -1164,7 +1171,7 @@ static int m_eye(lua_State *L)
         m = emlua_check_integer(L, 2, op);
     }
     return emlua_push_created(L, em_eye(n, m, emlua_opt_dtype(L, opts, op, em_default_dtype()),
-                                        emlua_opt_device(L, opts, op, CPU)),
+                                        emlua_opt_device(L, opts, op, default_device)),
                               opts, op);
 }
 
@@ -1186,6 +1193,26 @@ static int m_set_default_dtype(lua_State *L)
 static int m_get_default_dtype(lua_State *L)
 {
     lua_pushstring(L, em_dtype_name(em_default_dtype()));
+    return 1;
+}
+
+/* ember.set_default_device(device | nil): nil is "cpu" */
+static int m_set_default_device(lua_State *L)
+{
+    const char *op = "ember.set_default_device";
+    em_device d = CPU;
+    if (!lua_isnil(L, 1)) {
+        if (lua_type(L, 1) != LUA_TSTRING) return emlua_typeerror(L, 1, op, "a device name (\"cpu\", \"cuda\", \"cuda:N\") or nil");
+        if (em_device_parse(lua_tostring(L, 1), &d)) return emlua_argerror(L, 1, op, "%s", em_error());
+    }
+    default_device = d;
+    return 0;
+}
+
+static int m_get_default_device(lua_State *L)
+{
+    char buf[32];
+    lua_pushstring(L, em_device_str(default_device, buf, sizeof buf));
     return 1;
 }
 
@@ -1263,6 +1290,7 @@ static const luaL_Reg functions[] = {
     {"zeros_like", m_zeros_like}, {"ones_like", m_ones_like}, {"empty_like", m_empty_like},
     {"full_like", m_full_like}, {"arange", m_arange}, {"linspace", m_linspace}, {"eye", m_eye},
     {"is_tensor", m_is_tensor}, {"set_default_dtype", m_set_default_dtype},
+    {"set_default_device", m_set_default_device}, {"get_default_device", m_get_default_device},
     {"get_default_dtype", m_get_default_dtype}, {"_printoptions", m_printoptions}, {"get_num_threads", m_get_num_threads},
     {"set_num_threads", m_set_num_threads},
     /* view functions also callable as ember.f(t, ...) */

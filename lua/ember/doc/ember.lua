@@ -188,6 +188,23 @@ ember.set_default_dtype(ember.float32)]],
 }
 
 add {
+  name = "ember.set_default_device",
+  also = {"ember.get_default_device"},
+  sig = "ember.set_default_device(device | nil)\nember.get_default_device() -> device name",
+  doc = [[
+Sets the device that creation functions use when given none (initially "cpu"; nil
+sets it back): zeros, ones, empty, full, tensor, arange, linspace, logspace, eye, rand,
+randn, randint, randperm, tril/triu_indices, and what is built from them, such as a
+module's parameters. An explicit device option still wins, and the *_like forms keep
+their tensor's device. Like torch.set_default_device; ember has no `with
+torch.device(...)` form.]],
+  example = [[
+ember.set_default_device("cpu")
+print(ember.get_default_device(), ember.zeros(2).device)   -- cpu  cpu
+ember.set_default_device(nil)]],
+}
+
+add {
   name = "ember.get_default_dtype",
   sig = "ember.get_default_dtype()",
   doc = [[
