@@ -18,7 +18,7 @@ local ember = require "ember"
 local M = {}
 
 -- The doc files, in load order. Missing ones are skipped: docs are written area by area.
-local DOC_FILES = {"tensor", "ember", "conv", "attention", "nn", "optim", "data", "autograd", "cuda", "plot", "math", "reduction", "shape", "einsum", "linalg", "activation", "rnn", "optimizers", "amp", "autocast", "distributed", "tensorboard", "activation_checkpoint", "composite", "composite_shape", "composite_aliases", "composite_random", "special", "distributions", "testing", "profiler", "memory", "debug", "hf", "hf_tokenizer", "lora", "nn_extra", "composite_extra"}
+local DOC_FILES = {"tensor", "ember", "conv", "attention", "nn", "optim", "data", "autograd", "cuda", "plot", "math", "reduction", "shape", "einsum", "linalg", "activation", "rnn", "optimizers", "amp", "autocast", "distributed", "tensorboard", "activation_checkpoint", "composite", "composite_shape", "composite_aliases", "composite_random", "special", "distributions", "testing", "profiler", "memory", "debug", "hf", "hf_tokenizer", "lora", "nn_extra", "composite_extra", "ctc"}
 
 -- Short prefixes accepted in names, as the shell pre-loads nn, optim, ... as globals.
 local PREFIXES = {
@@ -531,6 +531,14 @@ function M.help(...)
   local x = ...
   local e = M.lookup(x)
   if e then print(M.format(e)) else print(not_found_message(x)) end
+end
+
+-- For the doc files: the also-names of a class's entry, which documents the class's
+-- constructor (init), forward (calling an instance) and extra_repr too, plus extra.
+function M._class_also(cls, extra)
+  local also = {cls .. ":init", cls .. ":forward", cls .. ":extra_repr"}
+  for _, n in ipairs(extra or {}) do also[#also + 1] = n end
+  return also
 end
 
 return setmetatable(M, {__call = function(_, ...) return M.help(...) end})

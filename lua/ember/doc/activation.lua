@@ -6,11 +6,7 @@
 local entries = {}
 local function add(e) entries[#entries + 1] = e end
 
-local function class_also(cls, extra)
-  local also = {cls .. ":init", cls .. ":forward", cls .. ":extra_repr"}
-  for _, n in ipairs(extra or {}) do also[#also + 1] = n end
-  return also
-end
+local class_also = require("ember.help")._class_also
 
 -- an activation: F.<fname> and nn.<cls> share the text; args is the argument list after x
 local function activation(fname, cls, args, csig, doc, fexample, cexample)

@@ -2,11 +2,7 @@
 -- ember.nn.functional, ember.nn.init and ember.nn.utils. Format: ember/help.lua.
 -- A class entry also documents the class's own init (the constructor), forward
 -- (what calling an instance does) and extra_repr (the text inside tostring's parentheses).
-local function class_also(cls, extra)
-  local also = {cls .. ":init", cls .. ":forward", cls .. ":extra_repr"}
-  for _, n in ipairs(extra or {}) do also[#also + 1] = n end
-  return also
-end
+local class_also = require("ember.help")._class_also
 
 return {
   -- ---- the module ------------------------------------------------------------------

@@ -8,9 +8,7 @@
 local entries = {}
 local function add(e) entries[#entries + 1] = e end
 
-local function class_also(cls)
-  return {cls .. ":init", cls .. ":forward", cls .. ":extra_repr"}
-end
+local class_also = require("ember.help")._class_also
 
 -- ---- power-average pooling ------------------------------------------------------------------
 
