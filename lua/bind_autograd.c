@@ -111,6 +111,17 @@ static void push_handle(lua_State *L, lua_hook *h)
 
 static lua_hook *new_lua_hook(lua_State *L, int idx);
 
+/* the result of registering h: its handle, or the engine's error (rc != 0) */
+static int registered(lua_State *L, lua_hook *h, int rc)
+{
+    if (rc) {
+        free_lua_hook(h);
+        return emlua_fail(L);
+    }
+    push_handle(L, h);
+    return 1;
+}
+
 /* t:register_hook(fn) -> handle; fn(grad) runs when t's gradient is computed and may
  * return a replacement */
 static int t_register_hook(lua_State *L)
@@ -118,12 +129,7 @@ static int t_register_hook(lua_State *L)
     em_tensor *t = emlua_check(L, 1, "register_hook");
     if (lua_type(L, 2) != LUA_TFUNCTION) return emlua_typeerror(L, 2, "register_hook", "a function");
     lua_hook *h = new_lua_hook(L, 2);
-    if (em_register_hook(t, run_lua_hook, h, free_lua_hook)) {
-        free_lua_hook(h);
-        return emlua_fail(L);
-    }
-    push_handle(L, h);
-    return 1;
+    return registered(L, h, em_register_hook(t, run_lua_hook, h, free_lua_hook));
 }
 
 /* Calls the Lua function of h with the nargs values on top of the stack
@@ -179,12 +185,7 @@ static int t_register_post_accumulate_grad_hook(lua_State *L)
     em_tensor *t = emlua_check(L, 1, op);
     if (lua_type(L, 2) != LUA_TFUNCTION) return emlua_typeerror(L, 2, op, "a function");
     lua_hook *h = new_lua_hook(L, 2);
-    if (em_register_post_accumulate_hook(t, run_lua_post_hook, h, free_lua_hook)) {
-        free_lua_hook(h);
-        return emlua_fail(L);
-    }
-    push_handle(L, h);
-    return 1;
+    return registered(L, h, em_register_post_accumulate_hook(t, run_lua_post_hook, h, free_lua_hook));
 }
 
 /* ember.autograd.queue_callback(fn): during backward, fn() once the pass has finished */

@@ -76,6 +76,13 @@ function M.options(op, names, ...)
   return out
 end
 
+-- whether v can be called: a function, or a value whose metatable has __call (a module)
+function M.is_callable(v)
+  if type(v) == "function" then return true end
+  local mt = getmetatable(v)
+  return type(mt) == "table" and mt.__call ~= nil
+end
+
 -- g, a generator option, checked: nil (the default generator) or an ember.Generator;
 -- anything else is refused in op's name.
 function M.generator(op, g)

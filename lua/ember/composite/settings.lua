@@ -78,11 +78,7 @@ function F.inference_mode(...)
   return fn(table.unpack(args, first + 1, args.n))
 end
 
-local function callable(v)
-  if type(v) == "function" then return true end
-  local mt = getmetatable(v)
-  return type(mt) == "table" and mt.__call ~= nil
-end
+local callable = require("ember.args").is_callable
 
 --- ember.compile([model_or_fn] [, {fullgraph, dynamic, backend, mode, options, disable}]) -> model_or_fn unchanged
 -- (ember has no compiler; without a model, a function that returns its argument, for use as a decorator).

@@ -223,17 +223,9 @@ end
 
 -- ---- triplet_margin_with_distance_loss ---------------------------------------------------
 
-local function is_callable(f)
-  if type(f) == "function" then return true end
-  local mt = getmetatable(f)
-  return type(mt) == "table" and mt.__call ~= nil
-end
+local is_callable = require("ember.args").is_callable
 
-local function reduce(loss, reduction)
-  if reduction == "mean" then return loss:mean() end
-  if reduction == "sum" then return loss:sum() end
-  return loss
-end
+local function reduce(loss, reduction) return functional()._reduce(loss, reduction) end
 
 local twd_names = {"*", "distance_function", "margin", "swap", "reduction"}
 

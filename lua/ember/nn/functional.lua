@@ -69,6 +69,7 @@ local function reduce(loss, reduction)
   if reduction == "sum" then return loss:sum() end
   return loss
 end
+F._reduce = reduce   -- for the parts in their own files (this file's end)
 
 local function is_integer_dtype(d) return d == "int64" or d == "int32" or d == "uint8" or d == "int16" or d == "int8" end
 
