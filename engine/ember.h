@@ -623,6 +623,12 @@ const char *em_grad_fn_name(const em_tensor *t);   /* NULL for leaves */
 em_tensor *em_get_grad(const em_tensor *t);        /* new ref or NULL */
 int em_set_grad(em_tensor *t, em_tensor *g);       /* g may be NULL */
 em_tensor *em_detach(const em_tensor *t);
+/* t.data = src (PyTorch's .data assignment): t takes src's storage, dtype, shape and
+ * strides and keeps itself (its identity, requires_grad, .grad): how a module is converted
+ * or a lazy parameter materialised with every reference to t still valid. Refused for a
+ * tensor autograd computed (it has a grad_fn) and, when t requires grad, for a src that
+ * is not floating point. Not recorded by autograd. */
+int em_set_data_(em_tensor *t, const em_tensor *src);
 int em_retain_grad(em_tensor *t);
 /* A hook gets the gradient flowing into a tensor; it may set *replacement
  * (a new reference) to change it. Returns non-zero with an error to abort. */

@@ -231,6 +231,26 @@ size_t em_storage_bytes(const em_tensor *t) { return t->storage->nbytes; }
 
 void em_bump_version(em_tensor *t) { t->storage->version++; }
 
+int em_set_data_(em_tensor *t, const em_tensor *src)
+{
+    if (t == src) return 0;
+    if (!em_is_leaf(t))
+        return em_set_error("data: cannot replace the data of a tensor autograd computed (grad_fn %s); "
+                            "set the data of the leaf, or detach it first", em_grad_fn_name(t));
+    if (t->requires_grad && !em_dtype_is_float(src->dtype))
+        return em_set_error("data: a tensor that requires grad needs floating point data, got %s",
+                            em_dtype_name(src->dtype));
+    src->storage->refcount++;
+    storage_release(t->storage);
+    t->storage = src->storage;
+    t->offset = src->offset;
+    t->ndim = src->ndim;
+    t->dtype = src->dtype;
+    memcpy(t->sizes, src->sizes, sizeof t->sizes);
+    memcpy(t->strides, src->strides, sizeof t->strides);
+    return 0;
+}
+
 /* ---- storages on a file mapping (mapping.h) ------------------------------- */
 
 em_mapping *em_mapping_open(int fd, size_t len, const char *op, const char *path)

@@ -194,7 +194,7 @@ static void push_device(lua_State *L, const em_tensor *t)
 
 static const char *const property_names[] = {"shape", "dtype", "device", "ndim", "is_cuda",
                                              "requires_grad", "is_leaf", "grad_fn", "grad",
-                                             "T", "mT", "H", "mH"};
+                                             "T", "mT", "H", "mH", "data", "is_cpu", "itemsize", "nbytes"};
 
 /* t.T, t.mT, t.H, t.mH as views, with PyTorch 2.x's rules: T reverses every dim (past 2-D
  * PyTorch warns that this is deprecated), H only for 0-D and 2-D, mT and mH swap the last
@@ -240,6 +240,14 @@ static int push_property(lua_State *L, const em_tensor *t, const char *key)
         else lua_pushnil(L);
     } else if (strcmp(key, "T") == 0 || strcmp(key, "mT") == 0 || strcmp(key, "H") == 0 || strcmp(key, "mH") == 0) {
         push_transposed(L, t, key);
+    } else if (strcmp(key, "data") == 0) {
+        emlua_push(L, em_detach(t));   /* t's memory without autograd, as PyTorch's t.data */
+    } else if (strcmp(key, "is_cpu") == 0) {
+        lua_pushboolean(L, t->storage->device.type == EM_CPU);
+    } else if (strcmp(key, "itemsize") == 0) {
+        lua_pushinteger(L, (lua_Integer)em_dtype_size(t->dtype));
+    } else if (strcmp(key, "nbytes") == 0) {
+        lua_pushinteger(L, (lua_Integer)(em_numel(t) * (int64_t)em_dtype_size(t->dtype)));
     } else return 0;
     return 1;
 }
@@ -481,6 +489,10 @@ static int tensor_newindex(lua_State *L)
         if (strcmp(key, "grad") == 0) {
             em_tensor *g = lua_isnil(L, 3) ? NULL : emlua_check(L, 3, "grad");
             if (em_set_grad(t, g)) return emlua_fail(L);
+            return 0;
+        }
+        if (strcmp(key, "data") == 0) {
+            if (em_set_data_(t, emlua_check(L, 3, "data"))) return emlua_fail(L);
             return 0;
         }
         return luaL_error(L, "newindex: cannot set field '%s' of a tensor", key);

@@ -69,6 +69,34 @@ true when the tensor lives on a CUDA device, false on the CPU. Read-only.]=],
 print(ember.zeros(2).is_cuda)   -- false]=],
   },
   {
+    name = "Tensor.is_cpu",
+    also = {"Tensor.itemsize", "Tensor.nbytes"},
+    sig = "t.is_cpu   t.itemsize   t.nbytes",
+    doc = [=[
+is_cpu: true on the CPU. itemsize: bytes per element of t's dtype. nbytes: bytes of t's
+elements (numel * itemsize; a view counts its own elements). Read-only, as PyTorch's.]=],
+    example = [=[
+local t = ember.zeros(3, 5)
+print(t.is_cpu, t.itemsize, t.nbytes)   -- true  4  60]=],
+  },
+  {
+    name = "Tensor.data",
+    sig = "t.data\nt.data = src",
+    doc = [=[
+Read: a tensor on t's memory that autograd does not see (no requires_grad, no history;
+t:detach()), so t.data:normal_(0, 0.02) initialises a parameter in place even in grad
+mode. Assigned: t takes src's memory, dtype, shape and strides and stays the same tensor
+(its requires_grad, .grad and every reference to it, an optimizer's too), as PyTorch's
+.data assignment. Refused for a tensor autograd computed and, when t requires grad, for
+non-floating-point src. Unlike PyTorch, writes through t.data count as writes to t for
+autograd's check of saved tensors (one version counter per memory).]=],
+    example = [=[
+local lin = ember.nn.Linear(4, 3)
+lin.weight.data:normal_(0, 0.02)
+lin.bias.data = ember.zeros(3)
+print(lin.bias, lin.bias.requires_grad)   -- zeros, true]=],
+  },
+  {
     name = "Tensor.requires_grad",
     sig = "t.requires_grad\nt.requires_grad = bool",
     doc = [=[
