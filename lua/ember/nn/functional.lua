@@ -2048,7 +2048,7 @@ F.one_hot = ember.one_hot
 -- Each returns {functional = {...}, layers = {...}}; layers.lua takes the layers. A part must
 -- not require ember.nn.functional (or ember.nn, ember.nn.layers) when it loads: this file is
 -- still loading then. Inside its functions it may.
-for _, part in ipairs{"ember.nn.ctc", "ember.nn.extra"} do
+for _, part in ipairs{"ember.nn.sampling", "ember.nn.ctc", "ember.nn.extra"} do
   for k, v in pairs(require(part).functional or {}) do F[k] = v end
 end
 
