@@ -8,7 +8,11 @@ return {
 Datasets and batch loaders (torch.utils.data), and the Fashion-MNIST files:
   data.Dataset          base class: extend it with len() and get(i)
   data.TensorDataset    samples are the rows of tensors
-  data.DataLoader       batches, shuffling (reproducible with seed), collate_fn
+  data.DataLoader       batches, shuffling (seed or generator), samplers, collate_fn
+  data.Subset, data.ConcatDataset, data.random_split: parts and sums of datasets
+  data.Sampler          base class of samplers: SequentialSampler, RandomSampler,
+                        SubsetRandomSampler, WeightedRandomSampler, BatchSampler,
+                        DistributedSampler (DataLoader's sampler and batch_sampler)
   data.fashion_mnist    loads the Fashion-MNIST files
 The dataset protocol: ds:len() is the number of samples, ds:get(i) returns sample i
 (1-based) as one or more values; an optional ds:get_batch(index) returns a whole batch
@@ -114,9 +118,9 @@ print(x, y)   -- [[5, 6], [1, 2]]  [30, 10]]=],
   {
     name = "ember.data.DataLoader",
     also = {"ember.data.DataLoader.new"},
-    sig = "data.DataLoader(dataset [, batch_size [, shuffle [, sampler ...]]]\n"
-       .. "                [, {batch_size = 1, shuffle = false, drop_last = false,\n"
-       .. "                    seed = nil, collate_fn = nil, sampler = nil}]) -> loader",
+    sig = "data.DataLoader(dataset [, batch_size [, shuffle [, sampler [, batch_sampler ...]]]]\n"
+       .. "                [, {batch_size = 1, shuffle = false, drop_last = false, generator = nil,\n"
+       .. "                    seed = nil, collate_fn = nil, sampler = nil, batch_sampler = nil}]) -> loader",
     doc = [=[
 Iterates over a dataset in batches: for x, y in loader do ... end, each loop one epoch
 (as PyTorch's for x, y in loader:); loader:iter() and loader() give the same iterator.
@@ -125,11 +129,16 @@ The arguments after dataset come in PyTorch's order or in the options table.
 Samples are stacked field by field: tensors with ember.stack, numbers into a tensor,
 anything else into a list; collate_fn(samples) replaces that (each sample a table.pack
 of get(i)'s values) and is not used for datasets with get_batch.
-shuffle draws a new order each epoch: with seed, epoch e's order depends only on
-(seed, e) and other random numbers are not disturbed; without it the global generator
-shuffles, so ember.manual_seed makes the run reproducible. No worker processes.
-sampler (such as data.DistributedSampler: an object with indices() and a length) gives
-each epoch's order instead; it excludes shuffle = true.]=],
+shuffle draws a new order each epoch: from generator (an ember.Generator, advancing it
+alone) when given; with seed (ember's own option), epoch e's order depends only on
+(seed, e) and other random numbers are not disturbed; without either the global
+generator shuffles, so ember.manual_seed makes the run reproducible. seed and generator
+exclude each other. No worker processes.
+sampler (a data.Sampler such as RandomSampler or DistributedSampler: an object with
+indices() and a length, or a plain list of indices) gives each epoch's order instead;
+it excludes shuffle = true. batch_sampler (such as data.BatchSampler, or a list of
+batches) gives each epoch's batches; as in PyTorch it excludes batch_size (other than
+1), shuffle, sampler and drop_last, and loader.batch_size is then nil.]=],
     example = [=[
 local data = ember.data
 local ds = data.TensorDataset(ember.randn(10, 3), ember.arange(1, 11))
@@ -226,7 +235,7 @@ a permutation that depends only on seed and the epoch set with set_epoch), pads 
 repeating its first indices up to a multiple of num_replicas (drop_last cuts the tail
 instead), and takes every num_replicas-th index from its rank on. #sampler is the
 number of samples per rank. Indices are 1-based. Call s:set_epoch(e) before each epoch,
-or every epoch has the same order.]=],
+or every epoch has the same order. for i in s do ... end visits indices().]=],
     example = [=[
 local data = ember.data
 local ds = data.TensorDataset(ember.arange(1, 8))
@@ -255,5 +264,227 @@ This rank's dataset indices (1-based) for the current epoch, as a Lua list.]=],
 local s = ember.data.DistributedSampler({1, 2, 3, 4, 5}, {num_replicas = 2, rank = 1, shuffle = false,
                                                           drop_last = true})
 print(table.concat(s:indices(), " "))              -- 2 4]=],
+  },
+  {
+    name = "ember.data.Subset",
+    also = {"ember.data.Subset:init"},
+    sig = "data.Subset(dataset, indices) -> dataset",
+    doc = [=[
+The samples of dataset at indices (a list of 1-based indices or a 1-D integer tensor),
+in that order, repeats allowed: sub:get(i) is dataset:get(indices[i]). As
+torch.utils.data.Subset, with sub.dataset and sub.indices (a Lua list); the indices are
+checked against #dataset when the Subset is made (PyTorch finds a bad one when read).
+Has get_batch when the dataset does, so a DataLoader over a Subset of a TensorDataset
+takes each batch with one index_select per tensor.]=],
+    example = [=[
+local data = ember.data
+local ds = data.TensorDataset(ember.arange(10, 20))
+local sub = data.Subset(ds, {3, 1, 10})
+print(#sub, sub:get(1), sub:get(3))   -- 3 tensor(12) tensor(19)]=],
+  },
+  {
+    name = "ember.data.Subset:len",
+    sig = "sub:len() -> integer",
+    doc = "The number of indices (#sub).",
+    example = [=[
+print(ember.data.Subset({10, 20, 30}, {2, 2}):len())   -- 2]=],
+  },
+  {
+    name = "ember.data.Subset:get",
+    sig = "sub:get(i) -> the fields of dataset:get(indices[i])",
+    doc = "Sample indices[i] of the dataset; i outside 1..#sub is an error.",
+    example = [=[
+local sub = ember.data.Subset({10, 20, 30}, {3, 1})
+print(sub:get(1), sub:get(2))   -- 30 10]=],
+  },
+  {
+    name = "ember.data.ConcatDataset",
+    also = {"ember.data.ConcatDataset:init"},
+    sig = "data.ConcatDataset({ds1, ds2, ...}) -> dataset\nds1 + ds2  (a Dataset's __add)",
+    doc = [=[
+The samples of the datasets one after the other, as torch.utils.data.ConcatDataset:
+cat:get(i) finds the part holding sample i (cat.cumulative_sizes[k] counts the samples
+of parts 1..k, read when it is made) and reads it there. Empty parts are allowed; an
+empty list is an error. Indices are 1-based, and negative ones are refused as for
+every ember dataset. Has get_batch when every part does (each part's share of a batch
+is taken in one call, then the rows are put back in the batch's order). ds1 + ds2 is
+ConcatDataset({ds1, ds2}) for instances of Dataset classes.]=],
+    example = [=[
+local data = ember.data
+local a, b = data.TensorDataset(ember.arange(1, 4)), data.TensorDataset(ember.arange(101, 103))
+local cat = data.ConcatDataset({a, b})
+print(#cat, cat:get(4), table.concat(cat.cumulative_sizes, " "))   -- 5 tensor(101) 3 5
+print(#(a + b))                                                    -- 5]=],
+  },
+  {
+    name = "ember.data.ConcatDataset:len",
+    sig = "cat:len() -> integer",
+    doc = "The total number of samples (the last of cumulative_sizes).",
+    example = [=[
+print(ember.data.ConcatDataset({{1, 2}, {}, {3}}):len())   -- 3]=],
+  },
+  {
+    name = "ember.data.ConcatDataset:get",
+    sig = "cat:get(i) -> the fields of sample i",
+    doc = "Sample i (1..#cat) of the concatenation, read from the part that holds it.",
+    example = [=[
+local cat = ember.data.ConcatDataset({{"a", "b"}, {"c"}})
+print(cat:get(3))   -- c]=],
+  },
+  {
+    name = "ember.data.random_split",
+    sig = "data.random_split(dataset, lengths [, generator]) -> {Subset, ...}\n"
+       .. "data.random_split(dataset, lengths, {generator = g})",
+    doc = [=[
+Splits a dataset into non-overlapping Subsets of random samples, as
+torch.utils.data.random_split. lengths are counts summing to #dataset, or fractions
+summing to 1 (PyTorch's test: the sum is within 1e-9 of 1 and not above it): each split
+gets floor(n * fraction) samples and the remainder is handed out one at a time
+round-robin from the first split; an empty split from fractions prints PyTorch's
+warning ("Length of split at index k is 0", k 1-based) to stderr. A fraction outside
+0..1, a negative or fractional count, or a sum that is not #dataset is an error.
+The permutation is drawn from generator (default: the global generator).]=],
+    example = [=[
+local data = ember.data
+local g = ember.Generator():manual_seed(42)
+local train, val = table.unpack(data.random_split(data.TensorDataset(ember.arange(1, 11)), {0.8, 0.2}, g))
+print(#train, #val)   -- 8 2]=],
+  },
+  {
+    name = "ember.data.Sampler",
+    also = {"ember.data.Sampler:extend"},
+    sig = "data.Sampler:extend(name) -> a sampler class\nCls(...) -> an instance (calls Cls:init(...))",
+    doc = [=[
+The base class of samplers (torch.utils.data.Sampler). The sampler protocol, what
+DataLoader's sampler and batch_sampler options take: s:indices() returns one epoch's
+list of 1-based dataset indices (a batch sampler's: a list of batches, each a list of
+indices), each call a new epoch (a new draw for random samplers), and #s is its length.
+A subclass defines init (optional), len and indices; its instances also answer #s,
+s:iter() and for i in s do ... end (PyTorch's for i in s:). Loops over one sampler may
+not nest in that form (the loop is found again from the index it last gave, and indices
+repeat): nest with s:iter().]=],
+    example = [=[
+local data = ember.data
+local Evens = data.Sampler:extend("Evens")
+function Evens:init(n) self.n = n end
+function Evens:len() return self.n // 2 end
+function Evens:indices()
+  local out = {}
+  for i = 2, self.n, 2 do out[#out + 1] = i end
+  return out
+end
+for i in Evens(6) do io.write(i, " ") end print()   -- 2 4 6
+print(#Evens(6))                                     -- 3]=],
+  },
+  {
+    name = "ember.data.Sampler:len",
+    sig = "s:len() -> integer",
+    doc = [=[
+The length of one epoch's list; #s calls it. Sampler's own raises "len() is not
+implemented": subclasses define it.]=],
+    example = [=[
+print(ember.data.SequentialSampler({5, 6, 7}):len())   -- 3]=],
+  },
+  {
+    name = "ember.data.Sampler:indices",
+    sig = "s:indices() -> list",
+    doc = [=[
+One epoch's list of 1-based dataset indices (a batch sampler's: a list of lists); each
+call is a new epoch. Sampler's own raises "indices() is not implemented".]=],
+    example = [=[
+print(table.concat(ember.data.SequentialSampler({5, 6, 7}):indices(), " "))   -- 1 2 3]=],
+  },
+  {
+    name = "ember.data.Sampler:iter",
+    sig = "for i in s:iter() do ... end",
+    doc = [=[
+An iterator over one epoch's list (one call of indices()); for i in s do ... end does the
+same, and s:iter() may also nest over the same sampler.]=],
+    example = [=[
+local s = ember.data.BatchSampler({1, 2, 3, 4, 5}, 2, false)
+for batch in s:iter() do print(table.concat(batch, ",")) end   -- 1,2  3,4  5]=],
+  },
+  {
+    name = "ember.data.SequentialSampler",
+    also = {"ember.data.SequentialSampler:init", "ember.data.SequentialSampler:len",
+            "ember.data.SequentialSampler:indices"},
+    sig = "data.SequentialSampler(data_source) -> sampler",
+    doc = [=[
+The indices 1, 2, ..., #data_source in order, every epoch (torch.utils.data's
+SequentialSampler, 1-based). data_source is a dataset or a plain list; its length is
+read at each indices() and #s.]=],
+    example = [=[
+local s = ember.data.SequentialSampler(ember.data.TensorDataset(ember.zeros(4)))
+print(#s, table.concat(s:indices(), " "))   -- 4 1 2 3 4]=],
+  },
+  {
+    name = "ember.data.RandomSampler",
+    also = {"ember.data.RandomSampler:init", "ember.data.RandomSampler:len", "ember.data.RandomSampler:indices"},
+    sig = "data.RandomSampler(data_source [, replacement = false [, num_samples [, generator]]]\n"
+       .. "                  [, {replacement =, num_samples =, generator =}]) -> sampler",
+    doc = [=[
+A random order of 1..#data_source each epoch, as torch.utils.data.RandomSampler.
+Without replacement: a permutation (num_samples > n: whole permutations one after
+another, then the start of one more); with replacement: num_samples independent
+uniform draws. num_samples defaults to #data_source (read each time) and must be
+positive, so an empty data source is an error, as in PyTorch. Draws come from
+generator, advancing it alone; without one each epoch seeds a new generator from one
+draw of the global generator (PyTorch's way). The numbers differ from PyTorch's
+(another random engine); the structure is the same.]=],
+    example = [=[
+local data = ember.data
+local g = ember.Generator():manual_seed(0)
+local s = data.RandomSampler(data.TensorDataset(ember.zeros(5)), {generator = g})
+print(#s, table.concat(s:indices(), " "))                      -- 5 and a permutation of 1..5
+print(#data.RandomSampler({1, 2, 3}, true, 10):indices())      -- 10]=],
+  },
+  {
+    name = "ember.data.SubsetRandomSampler",
+    also = {"ember.data.SubsetRandomSampler:init", "ember.data.SubsetRandomSampler:len",
+            "ember.data.SubsetRandomSampler:indices"},
+    sig = "data.SubsetRandomSampler(indices [, generator]) -> sampler",
+    doc = [=[
+The given dataset indices (a list or a 1-D integer tensor, 1-based) in a new random
+order each epoch, as torch.utils.data.SubsetRandomSampler; the permutation comes from
+generator (default: the global generator). PyTorch's s.indices is s.indices_list here
+(s:indices() is the sampler protocol's method).]=],
+    example = [=[
+local s = ember.data.SubsetRandomSampler({10, 20, 30}, ember.Generator():manual_seed(1))
+print(#s, table.concat(s:indices(), " "))   -- 3 and 10, 20, 30 in some order]=],
+  },
+  {
+    name = "ember.data.WeightedRandomSampler",
+    also = {"ember.data.WeightedRandomSampler:init", "ember.data.WeightedRandomSampler:len",
+            "ember.data.WeightedRandomSampler:indices"},
+    sig = "data.WeightedRandomSampler(weights, num_samples [, replacement = true [, generator]]\n"
+       .. "                          [, {replacement =, generator =}]) -> sampler",
+    doc = [=[
+num_samples indices from 1..#weights drawn with probabilities proportional to weights
+(a list or a 1-D tensor, kept as float64), as torch.utils.data.WeightedRandomSampler,
+from generator: with replacement independent draws (found in the weights' running sums,
+O(n + k log n)), without, ember.multinomial (distinct indices). Checked when made:
+num_samples a positive integer, weights 1-D, finite, non-negative and not all 0, and
+without replacement num_samples at most the number of non-zero weights (PyTorch then
+returns zero-weight indices; ember refuses).]=],
+    example = [=[
+local s = ember.data.WeightedRandomSampler({0.1, 0, 0.9}, 8, true, ember.Generator():manual_seed(2))
+print(table.concat(s:indices(), " "))   -- mostly 3, some 1, never 2]=],
+  },
+  {
+    name = "ember.data.BatchSampler",
+    also = {"ember.data.BatchSampler:init", "ember.data.BatchSampler:len", "ember.data.BatchSampler:indices"},
+    sig = "data.BatchSampler(sampler, batch_size, drop_last) -> batch sampler\n"
+       .. "data.BatchSampler(sampler, {batch_size =, drop_last =})",
+    doc = [=[
+The indices of sampler (a sampler or a plain list of indices) in batches of batch_size,
+as torch.utils.data.BatchSampler: the last batch shorter, or left out with drop_last
+(true or false, required as in PyTorch). #b is the number of batches. For DataLoader's
+batch_sampler option.]=],
+    example = [=[
+local data = ember.data
+local b = data.BatchSampler(data.SequentialSampler({1, 2, 3, 4, 5, 6, 7}), 3, false)
+for batch in b do print(table.concat(batch, " ")) end   -- 1 2 3 | 4 5 6 | 7
+local loader = data.DataLoader(data.TensorDataset(ember.arange(1, 8)), {batch_sampler = b})
+print(#loader)                                          -- 3]=],
   },
 }
