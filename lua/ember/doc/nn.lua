@@ -22,19 +22,25 @@ Classes (call a class to make an instance, call an instance to run its forward):
   convolutional nets   nn.Conv1d/2d/3d, nn.ConvTranspose1d/2d/3d, nn.MaxPool1d/2d/3d,
                        nn.AvgPool1d/2d/3d, nn.AdaptiveAvgPool1d/2d/3d,
                        nn.AdaptiveMaxPool1d/2d/3d, nn.MaxUnpool1d/2d/3d,
+                       nn.LPPool1d/2d/3d,
                        nn.BatchNorm1d/2d/3d, nn.GroupNorm, nn.InstanceNorm1d/2d/3d,
                        nn.Dropout2d, nn.Upsample, nn.UpsamplingNearest2d,
                        nn.UpsamplingBilinear2d, nn.Unfold, nn.Fold, nn.ChannelShuffle,
                        nn.Softmax2d, the padding layers nn.ZeroPad1d/2d/3d,
                        nn.ConstantPad*, nn.ReflectionPad*, nn.ReplicationPad*,
                        nn.CircularPad*
+  lazy modules         nn.LazyLinear, nn.LazyConv1d/2d/3d, nn.LazyConvTranspose1d/2d/3d,
+                       nn.LazyBatchNorm1d/2d/3d, nn.LazyInstanceNorm1d/2d/3d
   transformers         nn.MultiheadAttention, nn.TransformerEncoderLayer,
                        nn.TransformerEncoder, nn.TransformerDecoderLayer,
                        nn.TransformerDecoder, nn.Transformer
   activations          nn.ReLU, nn.SiLU, nn.GELU, nn.Tanh, nn.Sigmoid, nn.Softmax,
                        nn.LogSoftmax
-  losses               nn.MSELoss, nn.CrossEntropyLoss, nn.NLLLoss, nn.BCEWithLogitsLoss
-Functions: nn.Parameter(t), nn.is_module(v), nn.utils.clip_grad_norm_.
+  losses               nn.MSELoss, nn.CrossEntropyLoss, nn.NLLLoss, nn.BCEWithLogitsLoss,
+                       nn.CTCLoss, nn.MultiLabelMarginLoss,
+                       nn.TripletMarginWithDistanceLoss
+                       and the others of torch.nn
+Functions: nn.Parameter(t), nn.Buffer(t), nn.is_module(v), nn.utils.clip_grad_norm_.
 Submodules: nn.functional (the layers and losses as functions), nn.init (initialisers).
 Names are PyTorch's (Sequential/ModuleList children "0", "1", ...), so state_dicts
 cross both ways; seq[1] is the first child. Differences from PyTorch:

@@ -2,7 +2,8 @@
 -- F.pdist, F.gumbel_softmax, F.triplet_margin_with_distance_loss and
 -- nn.TripletMarginWithDistanceLoss, F.multilabel_margin_loss and nn.MultiLabelMarginLoss; and
 -- nn.init's deprecated names without the underscore whose main entries live in activation.lua
--- (eye, dirac, orthogonal, sparse; the others are also-names of their entries in nn.lua).
+-- (eye, dirac, orthogonal, sparse; the others are also-names of their entries in nn.lua);
+-- and the lazy modules of lua/ember/nn/lazy.lua.
 -- Format: ember/help.lua. A class entry also documents the class's own init (the
 -- constructor), forward (what calling an instance does) and extra_repr.
 local entries = {}
@@ -155,6 +156,74 @@ refused.]=],
   example = [=[
 local nn = ember.nn
 print(nn.MultiLabelMarginLoss()(ember.randn(2, 3), ember.tensor({{3, 1, 0}, {2, 0, 0}})))]=],
+}
+
+-- ---- lazy modules (lua/ember/nn/lazy.lua) ----------------------------------------------------
+
+local function lazy_also(names)
+  local also = {}
+  for _, n in ipairs(names) do
+    if n ~= "LazyLinear" and n ~= "LazyConv2d" and n ~= "LazyBatchNorm2d" then also[#also + 1] = "ember.nn." .. n end
+    for _, a in ipairs(class_also("ember.nn." .. n, {"ember.nn." .. n .. ":has_uninitialized_params",
+                                                     "ember.nn." .. n .. ":initialize_parameters"})) do
+      also[#also + 1] = a
+    end
+  end
+  return also
+end
+
+local LAZY_DOC = "Made without its input size, which it learns from its first input (or from the state dict "
+  .. "load_state_dict gives it), then it is the real module: same tensors, its class, its printing. Until "
+  .. "then its parameters and buffers are empty tensors (PyTorch's UninitializedParameter), "
+  .. "has_uninitialized_params() is true and tostring shows the size as 0; an optimizer made before the "
+  .. "first forward updates the real parameters, since they stay the same tensors. "
+  .. "m:initialize_parameters(x) learns the size from x without running forward. Like torch.nn's."
+
+local lazy_linear = {"LazyLinear"}
+add {
+  name = "ember.nn.LazyLinear",
+  also = lazy_also(lazy_linear),
+  sig = "nn.LazyLinear(out_features [, bias = true] [, {device, dtype}]) -> becomes nn.Linear",
+  doc = "nn.Linear with in_features taken from the first input's last size. " .. LAZY_DOC,
+  example = [=[
+local nn = ember.nn
+local m = nn.LazyLinear(3)
+local opt = ember.optim.SGD(m:parameters(), {lr = 0.1})
+print(m(ember.randn(2, 5)).shape, m.weight.shape)   -- {2, 3}  {3, 5}]=],
+}
+local lazy_conv = {}
+for _, k in ipairs{"Conv", "ConvTranspose"} do
+  for nd = 1, 3 do lazy_conv[#lazy_conv + 1] = "Lazy" .. k .. nd .. "d" end
+end
+add {
+  name = "ember.nn.LazyConv2d",
+  also = lazy_also(lazy_conv),
+  sig = "nn.LazyConv1d/2d/3d(out_channels, kernel_size, ...) -> becomes nn.Conv1d/2d/3d\n"
+    .. "nn.LazyConvTranspose1d/2d/3d(out_channels, kernel_size, ...) -> becomes nn.ConvTranspose1d/2d/3d",
+  doc = "The convolutions with in_channels taken from the first input's channels (dim 2 of a batched "
+    .. "input, dim 1 of an unbatched one); the other arguments are the real class's. " .. LAZY_DOC,
+  example = [=[
+local nn = ember.nn
+local c = nn.LazyConv2d(8, 3)
+c(ember.randn(1, 4, 6, 6))
+print(c.in_channels, c.weight.shape)   -- 4  {8, 4, 3, 3}]=],
+}
+local lazy_norm = {}
+for _, k in ipairs{"BatchNorm", "InstanceNorm"} do
+  for nd = 1, 3 do lazy_norm[#lazy_norm + 1] = "Lazy" .. k .. nd .. "d" end
+end
+add {
+  name = "ember.nn.LazyBatchNorm2d",
+  also = lazy_also(lazy_norm),
+  sig = "nn.LazyBatchNorm1d/2d/3d([{eps, momentum, affine, track_running_stats}]) -> becomes nn.BatchNorm*\n"
+    .. "nn.LazyInstanceNorm1d/2d/3d([{...}]) -> becomes nn.InstanceNorm*",
+  doc = "The normalisations with num_features taken from the first input's channels (an unbatched "
+    .. "instance-norm input's dim 1; PyTorch reads its length there and fails). " .. LAZY_DOC,
+  example = [=[
+local nn = ember.nn
+local b = nn.LazyBatchNorm2d()
+b(ember.randn(2, 3, 4, 4))
+print(b.num_features, b.running_mean.shape)   -- 3  {3}]=],
 }
 
 -- the docs reflowed to lines of at most 88 columns (help's limit is 90)

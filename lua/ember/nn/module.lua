@@ -813,6 +813,10 @@ function Module:load_state_dict(sd, ...)
   local strict = opts.strict ~= false
   local name = type_name(self)
   if type(sd) ~= "table" or ember.is_tensor(sd) then raise("load_state_dict: expected a table name -> tensor, got " .. type(sd)) end
+  -- lazy modules (nn/lazy.lua) take their input sizes from the state dict's tensors first
+  for mname, m in self:named_modules() do
+    if m._materialize_from_state then m:_materialize_from_state(sd, mname == "" and "" or mname .. ".") end
+  end
   local entries = {}
   state_entries(self, "", "", entries, {})
   local own, order, old_names = {}, {}, {}
