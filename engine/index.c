@@ -653,58 +653,41 @@ static em_tensor *category_of_rank(const em_tensor *pos, const em_tensor *rank)
 
 /* With replacement: inverse CDF. Each draw x = u * total falls in the
  * bucket [cdf[k-1], cdf[k]) of one category; its 0-based rank among the
- * positive categories is the number of their cdf entries <= x. Counting over
- * positive categories only (a zero one gets an entry above every x) keeps
- * them out even when the scan rounds its sums differently from one entry to
- * the next (the GPU's scan does), and the clamp to count - 1 covers x
- * rounding up to total. Where every weight is positive, rank + 1 is the
- * category. */
+ * positive categories is the number of their cdf entries <= x. Those entries
+ * are gathered per row in rank order (scattered to their running count of
+ * positives; the zero categories' go to a spare last column, and unfilled
+ * places hold a value above every x), and a binary search counts them, so a
+ * draw costs O(log C), not O(C). Searching over positive categories only
+ * keeps the zero ones out even where the scan rounds its sums differently
+ * from one entry to the next (the GPU's scan does), and the clamp to
+ * count - 1 covers x rounding up to total. Where every weight is positive,
+ * rank + 1 is the category. */
 static em_tensor *sample_with_replacement(const em_tensor *p, const em_tensor *pos, const em_tensor *count,
                                           int64_t n, bool any_zero)
 {
     int64_t rows = p->sizes[0], cats = p->sizes[1];
     int one = 1;
-    em_tensor *rank = NULL, *out = NULL;
+    em_tensor *out = NULL;
     em_scope s = {0};
     /* scaled to a row maximum of 1, so the sums stay finite (at most cats) */
     em_tensor *mx = em_scope_keep(&s, em_amax(p, &one, 1, true));
     em_tensor *q = es_div(&s, p, mx);
     em_tensor *cdf = q ? em_scope_keep(&s, ei_cumsum(q, 1)) : NULL;
     em_tensor *total = es_narrow(&s, cdf, 1, cats - 1, 1);
+    /* the positive categories' cdf entries by rank: [rows, cats + 1] */
+    em_tensor *pos64 = em_scope_keep(&s, em_cast_to(pos, EM_INT64));
+    em_tensor *place = pos64 ? em_scope_keep(&s, ei_cumsum(pos64, 1)) : NULL;
     em_tensor *zero = es_unary(&s, EM_LOGICAL_NOT, pos);
-    em_tensor *cdf_pos = cdf && zero ? em_scope_keep(&s, em_masked_fill(cdf, zero, (double)cats + 1)) : NULL;
-    em_tensor *cdf3 = es_unsqueeze(&s, cdf_pos, 1);
+    em_tensor *dest = place && zero ? em_scope_keep(&s, em_masked_fill(place, zero, (double)cats + 1)) : NULL;
+    int64_t table_sizes[2] = {rows, cats + 1};
+    em_tensor *table = em_scope_keep(&s, em_full(table_sizes, 2, (double)cats + 1, EM_FLOAT64, em_dev(p)));
     int64_t us[2] = {rows, n};
     em_tensor *u = total ? em_scope_keep(&s, em_rand(us, 2, EM_FLOAT64, em_dev(p))) : NULL;
     em_tensor *x = es_mul(&s, u, total);
-    if (!cdf3 || !x) return em_scope_drop(&s), NULL;
-    /* the comparison is [rows, chunk, cats]: chunks bound its memory */
-    int64_t chunk = ((int64_t)1 << 24) / (rows * cats);
-    if (chunk < 1) chunk = 1;
-    if (chunk > n) chunk = n;
-    int64_t pieces = (n + chunk - 1) / chunk;
-    if (pieces > INT32_MAX) {
-        em_set_error("multinomial: %lld samples are too many", (long long)n);
-        return em_scope_drop(&s), NULL;
-    }
-    /* the pieces are as many as n needs: a list of their own, not the scope */
-    em_tensor **parts = calloc((size_t)pieces, sizeof *parts);
-    if (!parts) { em_set_error("multinomial: out of memory"); return em_scope_drop(&s), NULL; }
-    int two = 2;
-    int64_t made = 0;
-    for (; made < pieces; made++) {
-        int64_t at = made * chunk, len = made == pieces - 1 ? n - at : chunk;
-        em_scope ps = {0};   /* this piece's temporaries */
-        em_tensor *xs = es_narrow(&ps, x, 1, at, len);
-        em_tensor *x3 = es_unsqueeze(&ps, xs, 2);
-        em_tensor *below = es_binary(&ps, EM_LE, cdf3, x3);
-        parts[made] = below ? em_sum_dtype(below, &two, 1, false, EM_INT64) : NULL;
-        em_scope_drop(&ps);
-        if (!parts[made]) break;
-    }
-    if (made == pieces) rank = em_scope_keep(&s, pieces == 1 ? em_retain(parts[0]) : ei_cat(parts, (int)pieces, 1));
-    for (int64_t i = 0; i < made; i++) em_release(parts[i]);
-    free(parts);
+    if (!cdf || !dest || !table || !x || em_scatter_(table, 1, dest, cdf)) return em_scope_drop(&s), NULL;
+    /* searchsorted (right) gives the 1-based place after the entries <= x */
+    em_tensor *after = em_scope_keep(&s, em_searchsorted(table, x, true, NULL, false));
+    em_tensor *rank = es_scalar_ex(&s, EM_SUB, after, 1, true, false);
     em_tensor *last = rank ? es_scalar_ex(&s, EM_SUB, count, 1, true, false) : NULL;
     em_tensor *clamped = es_binary(&s, EM_MINIMUM, rank, last);
     if (clamped)

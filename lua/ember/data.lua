@@ -1027,26 +1027,14 @@ function WeightedRandomSampler:init(weights, num_samples, ...)
     end
   end
   self.weights = w
-  self._last_nonzero = w:ne(0):nonzero():max():item()
 end
 
 function WeightedRandomSampler:len() return self.num_samples end
 
--- With replacement the draws are inverse-CDF samples (a uniform number times the weights' sum,
--- found in their running sums): O(n + k log n) for k draws from n weights, where
--- ember.multinomial takes O(n k). Without replacement, ember.multinomial.
+-- The draws are ember.multinomial's, with or without replacement (with it, a binary search of
+-- the weights' running sums per draw: O(n + k log n) for k draws from n weights).
 function WeightedRandomSampler:indices()
-  local w = self.weights
-  if not self.replacement then
-    return ember.multinomial(w, self.num_samples, false, {generator = self.generator}):tolist()
-  end
-  if not self._cdf then self._cdf = w:cumsum(1) end
-  local n = w:numel()
-  local u = ember.rand(self.num_samples, {dtype = "float64", device = w.device, generator = self.generator})
-  -- the first running sum above u: never a zero weight; u rounded up to the sum itself
-  -- falls past the end and goes to the last non-zero weight
-  local idx = ember.searchsorted(self._cdf, u:mul(self._cdf:narrow(1, n, 1)), {right = true})
-  return idx:clamp(nil, self._last_nonzero):tolist()
+  return ember.multinomial(self.weights, self.num_samples, self.replacement, {generator = self.generator}):tolist()
 end
 
 data.WeightedRandomSampler = WeightedRandomSampler
