@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ddp_test.sh — nn.parallel.DistributedDataParallel under mpirun with 2 ranks (TAP): the groups of
 # tests/shell/ddp_ranks.lua (20 steps against one process on the whole batch and against PyTorch's
-# DDP over gloo, no_sync, find_unused_parameters, buckets, buffers, differing models), and the
+# DDP over gloo, no_sync, find_unused_parameters, buckets, buffers, differing models), those of
+# tests/shell/sync_bn_ranks.lua (nn.SyncBatchNorm against BatchNorm on the whole batch), and the
 # training scripts' --distributed. Every mpirun runs under `timeout`, so a hang fails instead of
 # blocking. EMBER is the executable (tests/run.sh sets it); default build/ember.
 set -u
@@ -16,6 +17,7 @@ trap 'rm -rf "$tmp"' EXIT
 mpi_setup "DistributedDataParallel tests" 120
 
 relay_ranks "DDP with 2 ranks" 10 "${MPIRUN[@]}" -n 2 "$EMBER" tests/shell/ddp_ranks.lua tests/lua/fixtures/ddp_torch.lua
+relay_ranks "SyncBatchNorm with 2 ranks" 4 "${MPIRUN[@]}" -n 2 "$EMBER" tests/shell/sync_bn_ranks.lua
 
 # the training scripts' --distributed: every rank trains, rank 0 alone prints and checkpoints
 case $EMBER in /*) ;; *) EMBER=$PWD/$EMBER ;; esac

@@ -3,7 +3,7 @@
 -- nn.TripletMarginWithDistanceLoss, F.multilabel_margin_loss and nn.MultiLabelMarginLoss; and
 -- nn.init's deprecated names without the underscore whose main entries live in activation.lua
 -- (eye, dirac, orthogonal, sparse; the others are also-names of their entries in nn.lua);
--- and the lazy modules of lua/ember/nn/lazy.lua.
+-- the lazy modules of lua/ember/nn/lazy.lua, and nn.SyncBatchNorm (lua/ember/nn/sync_bn.lua).
 -- Format: ember/help.lua. A class entry also documents the class's own init (the
 -- constructor), forward (what calling an instance does) and extra_repr.
 local entries = {}
@@ -224,6 +224,31 @@ local nn = ember.nn
 local b = nn.LazyBatchNorm2d()
 b(ember.randn(2, 3, 4, 4))
 print(b.num_features, b.running_mean.shape)   -- 3  {3}]=],
+}
+
+-- ---- SyncBatchNorm (lua/ember/nn/sync_bn.lua) -------------------------------------------------
+
+add {
+  name = "ember.nn.SyncBatchNorm",
+  also = class_also("ember.nn.SyncBatchNorm", {"ember.nn.SyncBatchNorm:reset_parameters",
+                                               "ember.nn.SyncBatchNorm:reset_running_stats",
+                                               "ember.nn.SyncBatchNorm:convert_sync_batchnorm",
+                                               "ember.nn.SyncBatchNorm.convert_sync_batchnorm"}),
+  sig = "nn.SyncBatchNorm(num_features [, eps = 1e-5 [, momentum = 0.1 [, affine = true [, "
+    .. "track_running_stats = true [, process_group]]]]] [, {device, dtype}])\n"
+    .. "nn.SyncBatchNorm.convert_sync_batchnorm(module [, process_group]) -> module",
+  doc = "Batch normalisation of an [N, C, ...] input whose training statistics are the whole batch's "
+    .. "across the ranks of process_group (default: every rank of ember.distributed): two all_reduces "
+    .. "in forward (the mean, then the variance) and one in backward, with PyTorch's gradient. In "
+    .. "evaluation, with one rank or without a process group it is BatchNorm. The running statistics "
+    .. "take the global mean and unbiased variance. convert_sync_batchnorm replaces every "
+    .. "BatchNorm1d/2d/3d of a model by one sharing its parameters, buffers and training flag (call it "
+    .. "before wrapping the model in DistributedDataParallel). Like torch.nn.SyncBatchNorm.",
+  example = [=[
+local nn = ember.nn
+local model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU())
+nn.SyncBatchNorm.convert_sync_batchnorm(model)
+print(model[2])   -- SyncBatchNorm(8, ...): BatchNorm in one process]=],
 }
 
 -- the docs reflowed to lines of at most 88 columns (help's limit is 90)

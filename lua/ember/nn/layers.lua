@@ -402,7 +402,7 @@ for k, v in pairs(require "ember.nn.activation") do L[k] = v end
 for k, v in pairs(require "ember.nn.rnn") do L[k] = v end
 for k, v in pairs(require "ember.nn.more_layers") do L[k] = v end
 -- Parts holding functions and layers together (see functional.lua's end): their layers.
-for _, part in ipairs{"ember.nn.sampling", "ember.nn.ctc", "ember.nn.extra", "ember.nn.lazy"} do
+for _, part in ipairs{"ember.nn.sampling", "ember.nn.ctc", "ember.nn.extra", "ember.nn.lazy", "ember.nn.sync_bn"} do
   for k, v in pairs(require(part).layers or {}) do L[k] = v end
 end
 
