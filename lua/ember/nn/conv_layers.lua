@@ -447,15 +447,21 @@ local function norm_repr(self)
                        tostring(self.track_running_stats))
 end
 
-local function batch_norm_forward(self, x)
-  self:_check_input_dim(x)
+-- one forward's bookkeeping (also SyncBatchNorm's): counts the batch in training, and returns
+-- the running statistics' update factor (momentum, or 1 / batches for momentum = false),
+-- whether the batch's statistics normalise, and whether the running ones are used or updated
+local function batch_norm_step(self)
   local factor = self.momentum or 0
   if self.training and self.track_running_stats then
     ember.no_grad(function() self.num_batches_tracked:add_(1) end)
     if self.momentum == nil then factor = 1 / self.num_batches_tracked:item() end
   end
-  local use_batch = self.training or not self.track_running_stats
-  local stats = not self.training or self.track_running_stats
+  return factor, self.training or not self.track_running_stats, not self.training or self.track_running_stats
+end
+
+local function batch_norm_forward(self, x)
+  self:_check_input_dim(x)
+  local factor, use_batch, stats = batch_norm_step(self)
   return call(self, F.batch_norm, x, stats and self.running_mean or nil, stats and self.running_var or nil,
               self.weight, self.bias, use_batch, factor, self.eps)
 end
@@ -475,6 +481,7 @@ local function batch_norm_class(name, ranks, what)
   cls.reset_parameters = reset_parameters
   cls.extra_repr = norm_repr
   cls.forward = batch_norm_forward
+  cls._batch_norm_step = batch_norm_step
   return cls
 end
 

@@ -129,14 +129,8 @@ function SyncBatchNorm:forward(x)
     raise(string.format("SyncBatchNorm(%s): expected %d channels (dim 2) of the input, got %s", self:extra_repr(),
                         self.num_features, shape_str(x)))
   end
-  local factor = self.momentum or 0
-  if self.training and self.track_running_stats then
-    ember.no_grad(function() self.num_batches_tracked:add_(1) end)
-    if self.momentum == nil then factor = 1 / self.num_batches_tracked:item() end
-  end
-  local use_batch = self.training or not self.track_running_stats
+  local factor, use_batch, stats = nn().BatchNorm1d._batch_norm_step(self)
   if not (use_batch and world(self) > 1) then
-    local stats = not self.training or self.track_running_stats
     return nn().functional.batch_norm(x, stats and self.running_mean or nil, stats and self.running_var or nil,
                                       self.weight, self.bias, use_batch, factor, self.eps)
   end
