@@ -68,6 +68,28 @@ describe("inference_mode", function()
     assert.is_false(ember.inference_mode(true, function() return ember.is_grad_enabled() end))
   end)
 
+  it("is_inference_mode_enabled answers for the innermost region, as torch's", function()
+    assert.is_false(ember.is_inference_mode_enabled())
+    assert.is_true(ember.inference_mode(function() return ember.is_inference_mode_enabled() end))
+    assert.is_false(ember.inference_mode(function()
+      return ember.inference_mode(false, function() return ember.is_inference_mode_enabled() end)
+    end))
+    do
+      local _ <close> = ember.inference_mode()
+      assert.is_true(ember.is_inference_mode_enabled())
+      do
+        local _ <close> = ember.inference_mode(false)
+        assert.is_false(ember.is_inference_mode_enabled())
+      end
+      assert.is_true(ember.is_inference_mode_enabled())
+    end
+    assert.is_false(ember.is_inference_mode_enabled())
+    pcall(ember.inference_mode, function() error("boom") end)
+    assert.is_false(ember.is_inference_mode_enabled())
+    -- no_grad alone is not inference mode
+    assert.is_false(ember.no_grad(function() return ember.is_inference_mode_enabled() end))
+  end)
+
   it("refuses what is not a function", function()
     local e = err(ember.inference_mode, 3)
     has(e, "ember.inference_mode: expected a function")

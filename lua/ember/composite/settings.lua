@@ -60,10 +60,21 @@ function F.get_float32_matmul_precision()
   return medium and "medium" or "high"
 end
 
-local noop_guard = setmetatable({}, {__close = function() end, __name = "ember.InferenceModeGuard"})
+-- whether the innermost inference_mode region asked for inference mode (is_inference_mode_enabled)
+local inference = false
+
+local Guard = {__name = "ember.InferenceModeGuard"}
+Guard.__index = Guard
+function Guard.__close(g)
+  if g.closed then return end
+  g.closed = true
+  inference = g.was
+  if g.grad then getmetatable(g.grad).__close(g.grad) end
+end
 
 --- ember.inference_mode([mode = true,] [fn, ...]): torch.inference_mode; with mode true it is
 -- ember.no_grad (fn's results, or a <close> guard without fn); with mode false grad mode is left as it is.
+-- ember.is_inference_mode_enabled() tells which the innermost region asked for.
 function F.inference_mode(...)
   local args = table.pack(...)
   local mode, first = true, 1
@@ -73,10 +84,22 @@ function F.inference_mode(...)
     raise(string.format("ember.inference_mode: expected a function (or nothing, for a <close> guard), got %s",
                         type(fn)))
   end
-  if mode then return ember.no_grad(table.unpack(args, first, args.n)) end
-  if fn == nil then return noop_guard end
-  return fn(table.unpack(args, first + 1, args.n))
+  local was = inference
+  if fn == nil then
+    local g = setmetatable({was = was, grad = mode and ember.no_grad() or nil}, Guard)
+    inference = mode
+    return g
+  end
+  inference = mode
+  local r = table.pack(pcall(mode and ember.no_grad or function(f, ...) return f(...) end,
+                             table.unpack(args, first, args.n)))
+  inference = was
+  if not r[1] then error(r[2], 0) end
+  return table.unpack(r, 2, r.n)
 end
+
+--- ember.is_inference_mode_enabled() -> true inside ember.inference_mode (mode true), as torch's.
+function F.is_inference_mode_enabled() return inference end
 
 local callable = require("ember.args").is_callable
 

@@ -1937,11 +1937,13 @@ ember.set_float32_matmul_precision("highest")]],
 
 add {
   name = "ember.inference_mode",
-  sig = "ember.inference_mode([mode = true,] [fn, ...])",
+  also = {"ember.is_inference_mode_enabled"},
+  sig = "ember.inference_mode([mode = true,] [fn, ...])\nember.is_inference_mode_enabled() -> bool",
   doc = [[
 torch.inference_mode: with mode true, ember.no_grad (fn's results, or a <close> guard
 when there is no fn); with mode false, grad mode is left as it is. ember has no
-inference tensors: what is made inside may enter autograd later, where PyTorch refuses.]],
+inference tensors: what is made inside may enter autograd later, where PyTorch refuses.
+is_inference_mode_enabled() tells whether the innermost region asked for inference mode.]],
   example = [[
 local w = ember.ones(2, {requires_grad = true})
 local y = ember.inference_mode(function() return w * 2 end)
