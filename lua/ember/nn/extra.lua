@@ -44,11 +44,7 @@ local function number_opt(v, default, op, name)
   return v
 end
 
-local function bool_opt(v, default, op, name)
-  if v == nil then return default end
-  if type(v) ~= "boolean" then raise(string.format("%s: %s must be a boolean, got %s", op, name, shown(v))) end
-  return v
-end
+local function bool_opt(v, default, op, name) return require("ember.composite.checks").boolean(op, name, v, default) end
 
 -- fn(...) with an engine error raised again at the user's line, prefixed by op unless
 -- the message already starts with it
