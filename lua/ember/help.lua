@@ -271,6 +271,16 @@ end
 
 local function lookup_value(v)
   if ember.is_tensor(v) then return tensor_overview() end
+  -- an object of a class written in C (a Generator, a CUDA event): its class's entry, by the
+  -- metatable's name
+  if type(v) == "userdata" then
+    local mt = getmetatable(v)
+    local name = type(mt) == "table" and rawget(mt, "__name")
+    if type(name) == "string" then
+      local e, q = entry_named(name:match("^ember%.") and name or "ember." .. name)
+      if e then return e, q end
+    end
+  end
   local names = get_value_names()[v] or get_documented_values()[v]
   for _, n in ipairs(names or {}) do
     local e, q = entry_named(n)

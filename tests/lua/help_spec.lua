@@ -245,6 +245,9 @@ describe("help.lookup", function()
     local opt = ember.optim.SGD(fc:parameters(), {lr = 0.1})
     assert.are.equal("ember.optim.Optimizer:step", help.lookup(opt.step).name)
     assert.are.equal("ember.optim.SGD", help.lookup(opt).name)
+    -- an object of a class written in C: its class's entry, by its metatable's name
+    assert.are.equal("ember.Generator", help.lookup(ember.Generator()).name)
+    assert.are.equal("ember.Generator", help.lookup(ember.default_generator).name)
     -- a class defined outside ember: the nearest documented parent
     local MLP = ember.nn.Module:extend("MLP")
     assert.are.equal("ember.nn.Module", help.lookup(MLP()).name)
