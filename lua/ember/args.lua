@@ -90,7 +90,7 @@ function M.generator(op, g)
   local ember = require "ember"
   if getmetatable(g) ~= getmetatable(ember.default_generator) then
     require("ember.errors").raise(string.format("%s: option 'generator': expected an ember.Generator, got %s",
-                                                op, type(g)))
+                                                op, ember.is_tensor(g) and "a tensor" or type(g)))
   end
   return g
 end

@@ -223,18 +223,8 @@ end
 
 local raise = require("ember.errors").raise
 
-local function is_generator(g)
-  return g ~= nil and getmetatable(g) == getmetatable(ember.default_generator)
-end
-
 -- the generator option g of op, checked: nil or an ember.Generator
-local function check_generator(op, g)
-  if g ~= nil and not is_generator(g) then
-    raise(string.format("%s: option 'generator': expected an ember.Generator, got %s", op,
-                        ember.is_tensor(g) and "a tensor" or type(g)))
-  end
-  return g
-end
+local check_generator = require("ember.args").generator
 
 -- a plain Lua list (a table without a metatable that is not a sampler)
 local function is_plain_list(v)
