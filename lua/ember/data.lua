@@ -325,7 +325,8 @@ end
 --            collate_fn = nil}])
 -- The arguments after dataset come in PyTorch's order (batch_size, shuffle, sampler,
 -- batch_sampler, num_workers, collate_fn, pin_memory, drop_last, ...) or in the options
--- table; those ember has no use for (worker processes, pinned memory) are refused.
+-- table; those ember has no use for (worker processes, pinned memory) are refused unless
+-- they hold PyTorch's default (num_workers = 0, pin_memory = false, ...).
 -- sampler: an object with indices() (a list of 1-based dataset indices, the
 -- order of one epoch) and a length (#sampler), such as RandomSampler or DistributedSampler,
 -- or a plain list of indices; it replaces shuffle.
@@ -346,6 +347,11 @@ local loader_names = {"batch_size", "shuffle", "sampler", "batch_sampler", "num_
                       "prefetch_factor", "persistent_workers", "pin_memory_device", "in_order", "seed"}
 local loader_supported = {batch_size = true, shuffle = true, sampler = true, batch_sampler = true, collate_fn = true,
                           drop_last = true, generator = true, seed = true}
+-- PyTorch's defaults of the options about worker processes and pinned memory: they ask for
+-- what ember does (load in the calling process), so a script that spells them out runs
+-- (num_workers = 0 is common); any other value is refused, as ember cannot honour it.
+local loader_inert = {num_workers = 0, pin_memory = false, timeout = 0, persistent_workers = false,
+                      pin_memory_device = "", in_order = true}
 
 -- s is a sampler (an object with indices()) or a plain list; what: "sampler" or "batch_sampler"
 local function check_sampler(s, what)
@@ -358,9 +364,13 @@ end
 function DataLoader.new(dataset, ...)
   local opts = options("DataLoader", loader_names, ...)
   for _, k in ipairs(loader_names) do
-    if opts[k] ~= nil and k ~= "*" and not loader_supported[k] then
+    local v = opts[k]
+    if v ~= nil and k ~= "*" and not loader_supported[k] and not rawequal(v, loader_inert[k]) then
+      local inert = loader_inert[k] ~= nil and string.format("; only %s = %s, PyTorch's default, is accepted", k,
+                                                             string.format("%q", loader_inert[k])) or ""
       raise("DataLoader: option '" .. k .. "' is not supported (ember loads batches in the calling process; "
-            .. "supported: batch_size, shuffle, sampler, batch_sampler, collate_fn, drop_last, generator, seed)")
+            .. "supported: batch_size, shuffle, sampler, batch_sampler, collate_fn, drop_last, generator, seed"
+            .. inert .. ")")
     end
   end
   local self = setmetatable({}, DataLoader)

@@ -746,6 +746,21 @@ describe("DataLoader's batch_sampler, sampler lists and generator", function()
           "DataLoader: option 'generator': expected an ember.Generator, got string")
     h.has(h.err(data.DataLoader, ds, {num_workers = 2}), "supported: batch_size, shuffle, sampler, batch_sampler")
   end)
+
+  it("accepts the worker and pinning options at PyTorch's defaults, which ask for in-process loading", function()
+    local ds = data.TensorDataset(ember.arange(1, 6))
+    local loader = data.DataLoader(ds, {batch_size = 2, num_workers = 0, pin_memory = false, timeout = 0,
+                                        persistent_workers = false})
+    local got = {}
+    for x in loader do got[#got + 1] = table.concat(x:tolist(), ",") end
+    assert.are.equal("1,2|3,4|5", table.concat(got, "|"))
+    -- positionally too: DataLoader(ds, batch_size, shuffle, sampler, batch_sampler, num_workers)
+    assert.are.equal(3, #data.DataLoader(ds, 2, false, nil, nil, 0))
+    -- anything else would need workers or pinned memory: refused, naming the accepted value
+    h.has(h.err(data.DataLoader, ds, {num_workers = 1}), "only num_workers = 0, PyTorch's default, is accepted")
+    h.has(h.err(data.DataLoader, ds, {pin_memory = true}), "only pin_memory = false, PyTorch's default, is accepted")
+    h.has(h.err(data.DataLoader, ds, {worker_init_fn = function() end}), "option 'worker_init_fn' is not supported")
+  end)
 end)
 
 describe("odd arguments", function()

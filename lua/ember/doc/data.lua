@@ -133,7 +133,8 @@ shuffle draws a new order each epoch: from generator (an ember.Generator, advanc
 alone) when given; with seed (ember's own option), epoch e's order depends only on
 (seed, e) and other random numbers are not disturbed; without either the global
 generator shuffles, so ember.manual_seed makes the run reproducible. seed and generator
-exclude each other. No worker processes.
+exclude each other. No worker processes: num_workers, pin_memory, timeout,
+persistent_workers are accepted only at PyTorch's defaults (num_workers = 0, ...).
 sampler (a data.Sampler such as RandomSampler or DistributedSampler: an object with
 indices() and a length, or a plain list of indices) gives each epoch's order instead;
 it excludes shuffle = true. batch_sampler (such as data.BatchSampler, or a list of
