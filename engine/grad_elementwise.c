@@ -368,13 +368,18 @@ static int clamp_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     /* the gradient passes where x is strictly inside (lo, hi): 0 on a bound, as
      * PyTorch 2.x (1.13 passed it on the bounds too) */
     em_scope s = {0};
-    em_tensor *keep = em_scope_keep(&s, em_full(x->sizes, x->ndim, 1, EM_BOOL, em_dev(x)));
+    em_tensor *keep = NULL;
+    bool bounded = false;
     for (int i = 0; i < 2; i++) {
         if (!(i == 0 ? n->p.clamp.has_lo : n->p.clamp.has_hi)) continue;
         double bound = i == 0 ? n->p.clamp.lo : n->p.clamp.hi;
-        keep = es_binary(&s, EM_LOGICAL_AND, keep, es_scalar(&s, i == 0 ? EM_GT : EM_LT, x, bound));
+        em_tensor *inside = es_scalar(&s, i == 0 ? EM_GT : EM_LT, x, bound);
+        keep = bounded ? es_binary(&s, EM_LOGICAL_AND, keep, inside) : inside;
+        bounded = true;
     }
-    em_tensor *z = keep ? em_scope_keep(&s, zeros_like_t(gout[0])) : NULL;
+    if (!bounded) keep = em_scope_keep(&s, em_full(x->sizes, x->ndim, 1, EM_BOOL, em_dev(x)));
+    /* a 0-d zero, broadcast as in ReLU's backward (a full one cost a pass) */
+    em_tensor *z = keep ? em_scope_keep(&s, em_zeros(NULL, 0, gout[0]->dtype, em_dev(gout[0]))) : NULL;
     em_tensor *r = em_scope_finish(&s, z ? em_scope_keep(&s, em_where(keep, gout[0], z)) : NULL);
     gin[0] = fit(r, x);
     return gin[0] ? 0 : -1;

@@ -35,9 +35,10 @@ typedef struct layout {
     bool fcat;              /* compute in double; otherwise in int64 */
     bool bf16_sum;          /* a sum of bfloat16 into bfloat16: float32 lanes on contiguous runs */
     bool want_idx;
-    em_dtype dt;
-    size_t esz;
+    em_dtype dt, odt;
+    size_t esz, oesz;
     const char *base;
+    char *obase;            /* the (contiguous) output's elements */
     int nk, nr;             /* coalesced kept / reduced dims, in elements */
     int64_t ksz[EM_MAX_DIMS], kst[EM_MAX_DIMS];
     int64_t rsz[EM_MAX_DIMS], rst[EM_MAX_DIMS];
@@ -60,6 +61,9 @@ static void build_layout(layout *L, em_reduce_op op, const em_tensor *out, const
     L->dt = in->dtype;
     L->esz = em_dtype_size(in->dtype);
     L->base = (const char *)em_data_ptr(in);
+    L->odt = out->dtype;
+    L->oesz = em_dtype_size(out->dtype);
+    L->obase = (char *)em_data_ptr(out);
     if (op == EM_RSUM || op == EM_RPROD) L->fcat = em_dtype_is_float(out->dtype);
     else if (op == EM_RMAX || op == EM_RMIN) L->fcat = em_dtype_is_float(in->dtype);
     else L->fcat = true;
@@ -138,21 +142,34 @@ static const int64_t *load_i(const char *p, int64_t n, int64_t st, em_dtype d, i
 
 /* ---- reducing one block into a partial ----------------------------------- */
 
-static double sum_block(const double *x, int64_t n)
-{
-    /* 32 lanes: vectorises into four independent vectors (eight lanes were one
-     * vector, whose adds wait on each other: a quarter of the add rate), and
-     * is more accurate than one running sum; the lanes are added pairwise */
-    double acc[32] = {0};
-    int64_t i = 0;
-    for (; i + 32 <= n; i += 32)
-        for (int k = 0; k < 32; k++) acc[k] += x[i + k];
-    double tail = 0;
-    for (; i < n; i++) tail += x[i];
-    for (int w = 16; w >= 1; w /= 2)
-        for (int k = 0; k < w; k++) acc[k] += acc[k + w];
-    return acc[0] + tail;
-}
+/* The sum of n values of type T at x, in double: 32 lanes vectorise into four
+ * independent vectors (eight lanes were one vector, whose adds wait on each
+ * other: a quarter of the add rate), and are more accurate than one running
+ * sum; the lanes are added pairwise. Short rows (sum(-1) of [N, 3]) take one
+ * running sum: the lanes would cost more than they save. */
+#define SUM_LANES(T)                                                                         \
+    {                                                                                        \
+        if (n < 32) {                                                                        \
+            double s = 0;                                                                    \
+            for (int64_t i = 0; i < n; i++) s += x[i];                                       \
+            return s;                                                                        \
+        }                                                                                    \
+        double acc[32] = {0};                                                                \
+        int64_t i = 0;                                                                       \
+        for (; i + 32 <= n; i += 32)                                                         \
+            for (int k = 0; k < 32; k++) acc[k] += x[i + k];                                 \
+        double tail = 0;                                                                     \
+        for (; i < n; i++) tail += x[i];                                                     \
+        for (int w = 16; w >= 1; w /= 2)                                                     \
+            for (int k = 0; k < w; k++) acc[k] += acc[k + w];                                \
+        return acc[0] + tail;                                                                \
+    }
+
+static double sum_block(const double *x, int64_t n) SUM_LANES(double)
+
+/* float32 straight from the tensor: converting into the double buffer first was
+ * a second pass (sum(-1) of [1024, 1024] at 3x PyTorch's time) */
+static double sum_f32(const float *x, int64_t n) SUM_LANES(float)
 
 /* A contiguous bfloat16 block's sum in float32 lanes, PyTorch's accumulation
  * type for bfloat16 (64 lanes: four independent vectors, added pairwise at
@@ -304,14 +321,31 @@ static void combine(const layout *L, partial *a, const partial *b)
     }
 }
 
-/* Reduces the reduced positions [r0, r1) of the block starting at obase. */
-static void reduce_range(const layout *L, const char *obase, int64_t r0, int64_t r1, partial *p)
+/* Folds the len elements at ptr (stride st; positions pos...) into p; false when
+ * the result is decided (all / any), so the rest need not be read. */
+static bool run_into(const layout *L, const char *ptr, int64_t len, int64_t st, int64_t pos, partial *p)
 {
     double fbuf[BLK];
     int64_t ibuf[BLK];
+    if (L->bf16_sum && st == 1) p->f += sum_bf16((const uint16_t *)ptr, len);
+    else if (L->op == EM_RSUM && L->fcat && L->dt == EM_FLOAT32 && st == 1) p->f += sum_f32((const float *)ptr, len);
+    else if (L->fcat) block_f(L, load_f(ptr, len, st, L->dt, fbuf), len, pos, p);
+    else block_i(L, load_i(ptr, len, st, L->dt, ibuf), len, pos, p);
+    return !((L->op == EM_RALL && !p->i) || (L->op == EM_RANY && p->i));
+}
+
+/* Reduces the reduced positions [r0, r1) of the block starting at obase. */
+static void reduce_range(const layout *L, const char *obase, int64_t r0, int64_t r1, partial *p)
+{
     if (L->nr == 0) {               /* one element per output */
-        if (L->fcat) block_f(L, load_f(obase, 1, 1, L->dt, fbuf), 1, 0, p);
-        else block_i(L, load_i(obase, 1, 1, L->dt, ibuf), 1, 0, p);
+        run_into(L, obase, 1, 1, 0, p);
+        return;
+    }
+    if (L->nr == 1) {               /* one run, the usual case once dims are coalesced: no odometer (its
+                                     * set-up was most of sum(-1)'s time on [65536, 3]) */
+        int64_t st = L->rst[0], step = st * (int64_t)L->esz;
+        for (int64_t pos = r0; pos < r1; pos += BLK)
+            if (!run_into(L, obase + pos * step, r1 - pos < BLK ? r1 - pos : BLK, st, pos, p)) return;
         return;
     }
     int nr = L->nr, in = nr - 1;
@@ -326,11 +360,7 @@ static void reduce_range(const layout *L, const char *obase, int64_t r0, int64_t
         int64_t len = L->rsz[in] - coord[in];
         if (len > r1 - pos) len = r1 - pos;
         if (len > BLK) len = BLK;
-        const char *ptr = obase + off * (int64_t)L->esz;
-        if (L->bf16_sum && L->rst[in] == 1) p->f += sum_bf16((const uint16_t *)ptr, len);
-        else if (L->fcat) block_f(L, load_f(ptr, len, L->rst[in], L->dt, fbuf), len, pos, p);
-        else block_i(L, load_i(ptr, len, L->rst[in], L->dt, ibuf), len, pos, p);
-        if ((L->op == EM_RALL && !p->i) || (L->op == EM_RANY && p->i)) return;
+        if (!run_into(L, obase + off * (int64_t)L->esz, len, L->rst[in], pos, p)) return;
         pos += len;
         coord[in] += len;
         off += len * L->rst[in];
@@ -354,14 +384,14 @@ static int64_t kept_offset(const layout *L, int64_t i)
     return off;
 }
 
-static void store(const layout *L, em_tensor *out, int64_t *idx, int64_t i, const partial *p)
+static void store(const layout *L, int64_t *idx, int64_t i, const partial *p)
 {
-    char *o = (char *)em_data_ptr(out) + i * (int64_t)em_dtype_size(out->dtype);
-    if (L->op == EM_RALL || L->op == EM_RANY) cpu_store_i64(o, out->dtype, p->i);
-    else if (!L->fcat) cpu_store_i64(o, out->dtype, p->i);
-    else if (out->dtype == EM_FLOAT32) *(float *)o = (float)p->f;
-    else if (out->dtype == EM_FLOAT64) *(double *)o = p->f;
-    else cpu_store_f64(o, out->dtype, p->f);
+    char *o = L->obase + i * (int64_t)L->oesz;
+    if (L->op == EM_RALL || L->op == EM_RANY) cpu_store_i64(o, L->odt, p->i);
+    else if (!L->fcat) cpu_store_i64(o, L->odt, p->i);
+    else if (L->odt == EM_FLOAT32) *(float *)o = (float)p->f;
+    else if (L->odt == EM_FLOAT64) *(double *)o = p->f;
+    else cpu_store_f64(o, L->odt, p->f);
     if (idx) idx[i] = p->at + 1;
 }
 
@@ -369,7 +399,6 @@ static void store(const layout *L, em_tensor *out, int64_t *idx, int64_t i, cons
 
 typedef struct rows_job {
     const layout *L;
-    em_tensor *out;
     int64_t *idx;
     const char *ob;         /* split path: the output's elements, the parts and their length */
     partial *parts;
@@ -392,18 +421,39 @@ static void rows_range(int64_t lo, int64_t hi, void *ctx)
 {
     const rows_job *j = ctx;
     const layout *L = j->L;
+    /* the kept coordinates advance like an odometer: one division per range, not per output
+     * (they were a third of sum(-1)'s time on [65536, 3]) */
+    int64_t coord[EM_MAX_DIMS] = {0}, off = 0, rem = lo;
+    for (int d = L->nk - 1; d >= 0; d--) {
+        coord[d] = rem % L->ksz[d];
+        rem /= L->ksz[d];
+        off += coord[d] * L->kst[d];
+    }
+    /* short contiguous float rows summed whole (sum(-1) of [N, 3]): the sum itself,
+     * without the per-row machinery of reduce_range (most of the time there) */
+    bool short_sum = L->op == EM_RSUM && L->fcat && L->nr == 1 && L->rst[0] == 1 && L->inner < 32 &&
+                     (L->dt == EM_FLOAT32 || L->dt == EM_FLOAT64);
     for (int64_t i = lo; i < hi; i++) {
         partial p = identity(L);
-        reduce_range(L, L->base + kept_offset(L, i) * (int64_t)L->esz, 0, L->inner, &p);
-        store(L, j->out, j->idx, i, &p);
+        const char *row = L->base + off * (int64_t)L->esz;
+        if (short_sum) p.f = L->dt == EM_FLOAT32 ? sum_f32((const float *)row, L->inner)
+                                                 : sum_block((const double *)row, L->inner);
+        else reduce_range(L, row, 0, L->inner, &p);
+        store(L, j->idx, i, &p);
+        for (int d = L->nk - 1; d >= 0; d--) {
+            off += L->kst[d];
+            if (++coord[d] < L->ksz[d]) break;
+            off -= coord[d] * L->kst[d];
+            coord[d] = 0;
+        }
     }
 }
 
-static void reduce_rows(const layout *L, em_tensor *out, int64_t *idx)
+static void reduce_rows(const layout *L, int64_t *idx)
 {
     int64_t outer = L->outer, inner = L->inner;
     int nt = cpu_threads();
-    rows_job j = {.L = L, .out = out, .idx = idx};
+    rows_job j = {.L = L, .idx = idx};
     if (outer < nt && cpu_parallel(inner) && nt > 1) {
         /* few big outputs: split each one's positions into nt fixed parts
          * (the same parts whichever threads run them: the same result) */
@@ -419,7 +469,7 @@ static void reduce_rows(const layout *L, em_tensor *out, int64_t *idx)
                 cpu_parallel_for(nt, inner, 1, rows_parts, &j);
                 for (int c = 0; c < nt; c++) combine(L, &total, &parts[c]);
             }
-            store(L, out, idx, i, &total);
+            store(L, idx, i, &total);
         }
         free(parts);
         return;
@@ -470,7 +520,6 @@ static void cols_i(const layout *L, const int64_t *x, int64_t n, int64_t r, int6
 
 typedef struct cols_job {
     const layout *L, *Lk;   /* Lk: kept_offset over the outer kept dims */
-    em_tensor *out;
     int64_t *idx;
     int64_t W, nblk;
 } cols_job;
@@ -503,19 +552,19 @@ static void cols_range(int64_t lo, int64_t hi, void *ctx)
         }
         for (int64_t j = 0; j < n; j++) {
             partial p = {acc[j], iacc[j], at[j], true};
-            store(L, cj->out, cj->idx, g * W + j0 + j, &p);
+            store(L, cj->idx, g * W + j0 + j, &p);
         }
     }
 }
 
 /* The kept dims end in a unit-stride dim of width W: for each group of COLS
  * outputs, walk every reduced position and fold a contiguous row in. */
-static void reduce_cols(const layout *L, em_tensor *out, int64_t *idx)
+static void reduce_cols(const layout *L, int64_t *idx)
 {
     int64_t W = L->ksz[L->nk - 1];
     layout Lk = *L;
     Lk.nk = L->nk - 1;
-    cols_job cj = {.L = L, .Lk = &Lk, .out = out, .idx = idx, .W = W, .nblk = (W + COLS - 1) / COLS};
+    cols_job cj = {.L = L, .Lk = &Lk, .idx = idx, .W = W, .nblk = (W + COLS - 1) / COLS};
     cpu_parallel_for(L->outer / W * cj.nblk, L->outer * L->inner, 1, cols_range, &cj);
 }
 
@@ -532,16 +581,16 @@ static int reduce_contig(em_reduce_op op, em_tensor *out, em_tensor *idx, const 
     int64_t *ip = idx ? (int64_t *)em_data_ptr(idx) : NULL;
     if (L.inner == 0) {
         partial p = identity(&L);
-        for (int64_t i = 0; i < L.outer; i++) store(&L, out, ip, i, &p);
+        for (int64_t i = 0; i < L.outer; i++) store(&L, ip, i, &p);
         return 0;
     }
     /* Columns when the outputs are adjacent in memory and the reduced
      * elements of one output are not; narrow column groups lose to rows. */
     bool rows_contig = L.nr == 0 || L.rst[L.nr - 1] == 1;
     if (!rows_contig && L.nk > 0 && L.kst[L.nk - 1] == 1 && L.ksz[L.nk - 1] >= 16)
-        reduce_cols(&L, out, ip);
+        reduce_cols(&L, ip);
     else
-        reduce_rows(&L, out, ip);
+        reduce_rows(&L, ip);
     return 0;
 }
 

@@ -10,22 +10,40 @@
 
 /* ---- where --------------------------------------------------------------- */
 
-/* the contiguous loops, with either value a broadcast scalar (stride 0:
- * ReLU's backward picks between the gradient and a 0-d zero) */
-#define WHERE_CONTIGUOUS(T)                                                                  \
+/* The loops of one element size: contiguous ones, with either value or both a
+ * broadcast scalar (stride 0: ReLU's backward picks between the gradient, itself
+ * an expanded 0-d one after a sum, and a 0-d zero), then any strides. Both values
+ * are read and then selected, which compiles to a select rather than a branch on
+ * the mask (a random mask's mispredicted branches cost 3.6 ns an element). */
+#define WHERE_LOOPS(T)                                                                       \
     do {                                                                                     \
         T *restrict o = (T *)p[0];                                                           \
         const T *restrict x = (const T *)p[2], *restrict y = (const T *)p[3];                \
-        if (s[2] == sizeof(T) && s[3] == sizeof(T))                                          \
-            for (int64_t i = 0; i < n; i++) o[i] = m[i] ? x[i] : y[i];                       \
-        else if (s[2] == sizeof(T) && s[3] == 0) {                                           \
-            T yv = y[0];                                                                     \
-            for (int64_t i = 0; i < n; i++) o[i] = m[i] ? x[i] : yv;                         \
-        } else if (s[2] == 0 && s[3] == sizeof(T)) {                                         \
-            T xv = x[0];                                                                     \
-            for (int64_t i = 0; i < n; i++) o[i] = m[i] ? xv : y[i];                         \
-        } else                                                                               \
-            break;                                                                           \
+        if (s[0] == sizeof(T) && s[1] == 1) {                                                \
+            if (s[2] == sizeof(T) && s[3] == sizeof(T)) {                                    \
+                for (int64_t i = 0; i < n; i++) o[i] = m[i] ? x[i] : y[i];                   \
+                return;                                                                      \
+            }                                                                                \
+            if (s[2] == sizeof(T) && s[3] == 0) {                                            \
+                T yv = y[0];                                                                 \
+                for (int64_t i = 0; i < n; i++) o[i] = m[i] ? x[i] : yv;                     \
+                return;                                                                      \
+            }                                                                                \
+            if (s[2] == 0 && s[3] == sizeof(T)) {                                            \
+                T xv = x[0];                                                                 \
+                for (int64_t i = 0; i < n; i++) o[i] = m[i] ? xv : y[i];                     \
+                return;                                                                      \
+            }                                                                                \
+            if (s[2] == 0 && s[3] == 0) {                                                    \
+                T xv = x[0], yv = y[0];                                                      \
+                for (int64_t i = 0; i < n; i++) o[i] = m[i] ? xv : yv;                       \
+                return;                                                                      \
+            }                                                                                \
+        }                                                                                    \
+        for (int64_t i = 0; i < n; i++) {                                                    \
+            T a = *(const T *)(p[2] + i * s[2]), b = *(const T *)(p[3] + i * s[3]);          \
+            *(T *)(p[0] + i * s[0]) = m[i * s[1]] ? a : b;                                   \
+        }                                                                                    \
         return;                                                                              \
     } while (0)
 
@@ -33,31 +51,11 @@ static void where_loop(char **p, const int64_t *s, int64_t n, void *ctx)
 {
     size_t esz = *(const size_t *)ctx;
     const uint8_t *m = (const uint8_t *)p[1];
-    if (esz == 4 && s[0] == 4 && s[1] == 1) WHERE_CONTIGUOUS(uint32_t);
-    if (esz == 8 && s[0] == 8 && s[1] == 1) WHERE_CONTIGUOUS(uint64_t);
-    if (esz == 2 && s[0] == 2 && s[1] == 1) WHERE_CONTIGUOUS(uint16_t);
-    if (esz == 1 && s[0] == 1 && s[1] == 1) WHERE_CONTIGUOUS(uint8_t);
     switch (esz) {
-    case 8:
-        for (int64_t i = 0; i < n; i++)
-            *(uint64_t *)(p[0] + i * s[0]) = *(p[1] + i * s[1]) ? *(const uint64_t *)(p[2] + i * s[2])
-                                                                : *(const uint64_t *)(p[3] + i * s[3]);
-        break;
-    case 4:
-        for (int64_t i = 0; i < n; i++)
-            *(uint32_t *)(p[0] + i * s[0]) = *(p[1] + i * s[1]) ? *(const uint32_t *)(p[2] + i * s[2])
-                                                                : *(const uint32_t *)(p[3] + i * s[3]);
-        break;
-    case 2:
-        for (int64_t i = 0; i < n; i++)
-            *(uint16_t *)(p[0] + i * s[0]) = *(p[1] + i * s[1]) ? *(const uint16_t *)(p[2] + i * s[2])
-                                                                : *(const uint16_t *)(p[3] + i * s[3]);
-        break;
-    default:
-        for (int64_t i = 0; i < n; i++)
-            *(uint8_t *)(p[0] + i * s[0]) = *(p[1] + i * s[1]) ? *(const uint8_t *)(p[2] + i * s[2])
-                                                               : *(const uint8_t *)(p[3] + i * s[3]);
-        break;
+    case 8: WHERE_LOOPS(uint64_t);
+    case 4: WHERE_LOOPS(uint32_t);
+    case 2: WHERE_LOOPS(uint16_t);
+    default: WHERE_LOOPS(uint8_t);
     }
 }
 

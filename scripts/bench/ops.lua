@@ -67,4 +67,21 @@ do
   report("conv2d_fb_ms", t * 1e3, "ms")
 end
 
+-- sum over a short last dim: [65536, 3] -> [65536] (per-row work, not bandwidth)
+do
+  local x = ember.randn(65536, 3)
+  x:sum(-1)
+  report("sum_rows3_us", best(20, function() return x:sum(-1) end) * 1e6, "us")
+end
+
+-- ReLU and clamp, forward and backward on [1024, 1024] through a sum (whose gradient
+-- reaches them as an expanded 0-d tensor)
+for _, row in ipairs({{"relu_fb_ms", function(w) return w:relu() end},
+                      {"clamp_fb_ms", function(w) return w:clamp(-0.5, 0.5) end}}) do
+  local w = ember.randn(1024, 1024, {requires_grad = true})
+  local function step() w.grad = nil; row[2](w):sum():backward() end
+  step()
+  report(row[1], best(10, step) * 1e3, "ms")
+end
+
 for _, line in ipairs(results) do print(line) end

@@ -65,6 +65,22 @@ def main():
     step()
     print("conv2d_fb_ms %.6g ms" % (best(10, step) * 1e3))
 
+    # sum over a short last dim: [65536, 3] -> [65536]
+    x = torch.randn(65536, 3)
+    x.sum(-1)
+    print("sum_rows3_us %.6g us" % (best(20, lambda: x.sum(-1)) * 1e6))
+
+    # ReLU and clamp, forward and backward on [1024, 1024] through a sum
+    for name, fn in (("relu_fb_ms", lambda w: w.relu()), ("clamp_fb_ms", lambda w: w.clamp(-0.5, 0.5))):
+        w = torch.randn(1024, 1024, requires_grad=True)
+
+        def fb():
+            w.grad = None
+            fn(w).sum().backward()
+
+        fb()
+        print("%s %.6g ms" % (name, best(10, fb) * 1e3))
+
 
 if __name__ == "__main__":
     main()

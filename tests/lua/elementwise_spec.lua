@@ -746,6 +746,33 @@ describe("where", function()
     end
   end)
 
+  it("both values broadcast scalars, and strided condition and values, for every element size", function()
+    -- both stride 0 (the gradient of a sum meeting ReLU's 0-d zero), then a transposed
+    -- condition and value (the loop of any strides), checked element by element
+    local n, cs = 517, {}
+    for i = 1, n do cs[i] = (i * 5) % 7 < 3 end
+    local c = ember.tensor(cs)
+    for _, dt in ipairs({"float64", "float32", "float16", "uint8"}) do
+      local one = ember.tensor(1, {dtype = dt}):expand(n)
+      local two = ember.tensor(2, {dtype = dt})
+      local r = ember.where(c, one, two):tolist()
+      for i = 1, n do assert.are.equal(cs[i] and 1 or 2, r[i]) end
+    end
+    local rows, cols, mv, xv = 9, 13, {}, {}
+    for i = 1, rows do
+      mv[i], xv[i] = {}, {}
+      for j = 1, cols do mv[i][j] = (i + 2 * j) % 3 == 0; xv[i][j] = i * 100 + j end
+    end
+    local mt = ember.tensor(mv):t()                             -- [cols, rows], strided
+    for _, dt in ipairs({"float64", "float32", "float16", "uint8"}) do
+      local x = ember.tensor(xv, {dtype = "float64"}):remainder(256):to(dt):t()
+      local r = ember.where(mt, x, ember.tensor(7, {dtype = dt})):tolist()
+      for j = 1, cols do
+        for i = 1, rows do assert.are.equal(mv[i][j] and (xv[i][j] % 256) or 7, r[j][i]) end
+      end
+    end
+  end)
+
   it("needs a bool condition", function()
     assert.matches("where: expected a bool condition, got a uint8",
       errmsg(function() ember.where(ember.tensor({1, 0}, {dtype = "uint8"}), 1, 2) end))
