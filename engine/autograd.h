@@ -81,6 +81,7 @@ struct em_node {
         struct { double p; } root;              /* a norm's p-th root */
         struct { bool has_lo, has_hi; double lo, hi; } clamp;
         struct { double alpha; } scatter;       /* index_add's alpha */
+        struct { bool scalar; double exponent; } pow;   /* pow(tensor, number): the number */
         struct { bool include_self; } scatter_reduce;
         struct { bool full; } packed;           /* linalg_svd's full_matrices */
         struct { bool has_bias; } linear;

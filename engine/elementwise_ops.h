@@ -130,7 +130,9 @@ typedef enum em_op_binding {
     /* gelu(x, approximate = "tanh") = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), also the fused */                       \
     /* linear's activation (reached through gelu's binding), and its derivative */                                              \
     X(EM_GELU_TANH,   "gelu_tanh",   NULL,           "GeluBackward",       EM_OPDT_FLOAT,   EM_AC_NONE,      EM_OPB_INTERNAL)   \
-    X(EM_GELU_TANH_GRAD, "gelu_tanh_grad", NULL, "GeluTanhGradBackward", EM_OPDT_FLOAT, EM_AC_NONE, EM_OPB_INTERNAL)
+    X(EM_GELU_TANH_GRAD, "gelu_tanh_grad", NULL, "GeluTanhGradBackward", EM_OPDT_FLOAT, EM_AC_NONE, EM_OPB_INTERNAL) \
+    /* d/dx silu(x) = s (1 + x (1 - s)), s = sigmoid(x): SiLU's backward in one pass */                                     \
+    X(EM_SILU_GRAD,   "silu_grad",   NULL,           "SiluGradBackward",   EM_OPDT_FLOAT,   EM_AC_NONE,      EM_OPB_INTERNAL)
 
 #define EM_BINARY_OPS(X)                                                                                                                           \
     X(EM_ADD,            "add",                 "add_",                 "AddBackward",        EM_OPDT_ALL,     EM_AC_NONE,      EM_OPB_OWN)        \

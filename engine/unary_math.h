@@ -354,6 +354,15 @@ UM_CPU_FN float um_silu_f32(float x)
     return (float)(d / (1.0 + um_sel(-d > 708.0, INFINITY, e)));
 }
 
+/* silu'(x) = s (1 + x (1 - s)) from the float sigmoid s (PyTorch's formula on
+ * sigmoid's float value: at -inf, 0 (-inf) is NaN as there), in double, rounded
+ * once */
+UM_CPU_FN float um_silu_grad_f32(float x)
+{
+    double d = x, s = um_sigmoid_f32(x);
+    return (float)(s * (1.0 + d * (1.0 - s)));
+}
+
 
 /* ---- the normal distribution, for GELU -----------------------------------
  *
@@ -593,6 +602,14 @@ UM_FN float em_un_f32(em_unary_op op, float x)
         return UM_PICK(normcdff(x) + x * um_gaussian_f(x) * 0.39894228040143267794f,
                        fabsf(x) <= UM_GELU_NEAR ? um_gelu_grad_near(x) : um_gelu_grad_far(x));
     case EM_SILU: return UM_PICK(x / (1.0f + expf(-x)), um_silu_f32(x));
+    case EM_SILU_GRAD: {
+#ifdef __CUDA_ARCH__
+        float s = 1.0f / (1.0f + expf(-x));
+        return s * (1.0f + x * (1.0f - s));
+#else
+        return um_silu_grad_f32(x);
+#endif
+    }
     case EM_GELU_TANH: return UM_PICK(x * um_gelu_tanh_sig_expf(x), um_gelu_tanh_f32(x));
     case EM_GELU_TANH_GRAD: return UM_PICK(um_gelu_tanh_grad_expf(x), um_gelu_tanh_grad_f32(x));
     case EM_FLOOR: return floorf(x);
@@ -646,6 +663,10 @@ UM_FN double em_un_f64(em_unary_op op, double x)
     case EM_GELU: return x * 0.5 * erfc(-x * 0.70710678118654752440);
     case EM_GELU_GRAD: return 0.5 * erfc(-x * 0.70710678118654752440) + x * exp(-0.5 * x * x) * 0.39894228040143267794;
     case EM_SILU: return x / (1.0 + exp(-x));
+    case EM_SILU_GRAD: {
+        double s = 1.0 / (1.0 + exp(-x));
+        return s * (1.0 + x * (1.0 - s));
+    }
     /* as x sigmoid(2u): 0.5 x (1 + tanh u) would cancel where tanh u is near -1 */
     case EM_GELU_TANH: return x * um_gelu_tanh_sig_f64(x);
     case EM_GELU_TANH_GRAD: {
@@ -695,7 +716,7 @@ UM_FN int64_t em_un_i64(em_unary_op op, int64_t x)
     /* float-only ops (EM_OPDT_FLOAT): the integer loops never run them */
     case EM_EXP: case EM_LOG: case EM_LOG1P: case EM_EXPM1: case EM_SQRT: case EM_RSQRT: case EM_SIN: case EM_COS:
     case EM_TANH: case EM_SIGMOID: case EM_GELU: case EM_GELU_GRAD: case EM_GELU_TANH: case EM_GELU_TANH_GRAD:
-    case EM_SILU: case EM_RECIPROCAL: case EM_EXP2:
+    case EM_SILU: case EM_SILU_GRAD: case EM_RECIPROCAL: case EM_EXP2:
     case EM_LOG2: case EM_LOG10: case EM_ERF: case EM_ERFC: case EM_ERFINV: case EM_TAN: case EM_SINH: case EM_COSH:
     case EM_ASIN: case EM_ACOS: case EM_ATAN: case EM_ASINH: case EM_ACOSH: case EM_ATANH: case EM_DIGAMMA:
     case EM_LGAMMA:

@@ -3,6 +3,7 @@
  * tensor is large enough for that to pay. */
 #include "cpu.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct iter {
@@ -153,8 +154,57 @@ void cpu_foreach_lines(int nops, const em_tensor *const *ts, int64_t line, cpu_l
     cpu_parallel_for(it.numel, it.numel, line, foreach_range, &j);
 }
 
-/* ranges starting at multiples of 64, as cpu_for_ranges's */
+/* The order-free walk of cpu_foreach: when every operand that moves steps less
+ * along the second-inner dim than along the inner one (an in-place op on a
+ * transposed tensor, x:t():mul_(2)), the two are swapped, so each run is
+ * contiguous. An operand sharing the output's memory as another view
+ * (x:add_(x:t()), an overlapping slice) keeps the row-major order. (Tiles for a mix of layouts,
+ * x:t() * 2 into a contiguous output, lost: the loops' cost per run outweighed
+ * the cache lines they kept.) */
+static void reorder_inner(iter *it, int nops, const em_tensor *const *ts)
+{
+    int nd = it->ndim, a = nd - 2, b = nd - 1;
+    if (nd < 2) return;
+    for (int k = 0; k < nops; k++) {
+        int64_t sa = llabs(it->strides[k][a]), sb = llabs(it->strides[k][b]);
+        if (sa == 0 && sb == 0) continue;           /* a broadcast number */
+        if (sa == 0 || sa >= sb) return;
+        if (k > 0 && ts[k]->storage == ts[0]->storage &&
+            (ts[k]->offset != ts[0]->offset || ts[k]->ndim != ts[0]->ndim ||
+             memcmp(ts[k]->strides, ts[0]->strides, sizeof(int64_t) * (size_t)ts[0]->ndim)))
+            return;
+    }
+    int64_t t = it->sizes[a]; it->sizes[a] = it->sizes[b]; it->sizes[b] = t;
+    for (int k = 0; k < nops; k++) {
+        t = it->strides[k][a]; it->strides[k][a] = it->strides[k][b]; it->strides[k][b] = t;
+    }
+}
+
+static void run_iter(const iter *it, cpu_loop_fn fn, void *ctx)
+{
+    if (it->numel <= 0) return;
+    if (!cpu_parallel(it->numel)) {
+        iter_range(it, 0, it->numel, fn, ctx);
+        return;
+    }
+    foreach_job j = {it, fn, ctx};
+    cpu_parallel_for(it->numel, it->numel, 64, foreach_range, &j);
+}
+
+/* ranges starting at multiples of 64, as cpu_for_ranges's; any order */
 void cpu_foreach(int nops, const em_tensor *const *ts, cpu_loop_fn fn, void *ctx)
 {
-    cpu_foreach_lines(nops, ts, 64, fn, ctx);
+    char *ptrs[CPU_MAX_OPS];
+    int64_t strides[CPU_MAX_OPS];
+    int64_t n = em_numel(ts[0]);
+    if (n <= 0) return;
+    bool contiguous = one_run(nops, ts, ptrs, strides);
+    if (contiguous && !cpu_parallel(n)) {
+        fn(ptrs, strides, n, ctx);
+        return;
+    }
+    iter it;
+    iter_init(&it, nops, ts);
+    if (!contiguous) reorder_inner(&it, nops, ts);
+    run_iter(&it, fn, ctx);
 }

@@ -34,6 +34,13 @@ describe("gradcheck: elementwise", function()
   check("pow of two tensors", function(a, b) return a ^ b end, function() return {P(2, 3), R(2, 3)} end)
   check("numbers on either side", function(a) return 2 - a * 3 + a / 4 + 1 / (a + 3) + a ^ 2 + 2 ^ a end,
     function() return {P(3)} end)
+  -- a number as exponent: the exponents with loops of their own (0, 1, 2, 3, -1, -2, 0.5,
+  -- -0.5) and two that go through pow() (4, 2.5)
+  check("pow with a number as exponent", function(a)
+    local r = a:pow(0)
+    for _, e in ipairs({1, 2, 3, -1, -2, 0.5, -0.5, 4, 2.5}) do r = r + a:pow(e) end
+    return r
+  end, function() return {P(2, 3)} end)
   check("maximum minimum", function(a, b) return a:maximum(b) + a:minimum(b) end,
     function() return {R(4), R(4)} end)
   check("clamp", function(a) return a:clamp(-0.5, 0.5) end, function() return {R(10)} end)

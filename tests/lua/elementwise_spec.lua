@@ -304,6 +304,25 @@ describe("binary arithmetic", function()
     assert.are.same({0, 1, 1, -1, 1}, ember.tensor{2, 3, 1, -1, -1}:pow(ember.tensor{-1, 0, -5, -3, -2}):tolist())
     assert.matches("pow: integers to negative integer powers",
       errmsg(function() return i:pow(-1) end))
+    -- the exponents with loops of their own compute PyTorch's products (x*x*x, 1/(x*x),
+    -- 1/sqrt(x)), checked bit for bit in float64 against the same products in Lua;
+    -- x^0 is 1 even for NaN and x^1 keeps NaN and -0.0
+    local xs = {0.3, -1.7, 2.5, 1e-3, 7}
+    local d = ember.tensor(xs, {dtype = "float64"})
+    local want = {[0] = function() return 1 end, [1] = function(x) return x end,
+                  [2] = function(x) return x * x end, [3] = function(x) return x * x * x end,
+                  [-1] = function(x) return 1 / x end, [-2] = function(x) return 1 / (x * x) end,
+                  [0.5] = math.sqrt, [-0.5] = function(x) return 1 / math.sqrt(x) end}
+    for e, f in pairs(want) do
+      local got = d:pow(e):tolist()
+      for k, x in ipairs(xs) do
+        local w = f(x)
+        assert(got[k] == w or (w ~= w and got[k] ~= got[k]), string.format("%s ^ %s: %s, want %s", x, e, got[k], w))
+      end
+    end
+    assert.are.same({1, 1}, ember.tensor({0 / 0, 0}):pow(0):tolist())
+    local nan1 = ember.tensor({0 / 0, -0.0}):pow(1):tolist()
+    assert(nan1[1] ~= nan1[1] and 1 / nan1[2] == -math.huge, "x^1 keeps NaN and -0.0")
     -- wrap-around: 3^50 mod 2^64 (PyTorch: 6048575297968530377)
     assert.are.same({6048575297968530377}, ember.tensor{3}:pow(50):tolist())
   end)
@@ -701,6 +720,31 @@ describe("clamp", function()
   it("needs a bound", function()
     assert.matches("clamp: at least one of min and max", errmsg(function() ember.tensor{1.0}:clamp() end))
     assert.matches("clamp: argument 1: expected a number", errmsg(function() ember.tensor{1.0}:clamp("x") end))
+  end)
+end)
+
+describe("ops on transposed views", function()
+  -- every operand transposed the same way walks column-major (each run contiguous)
+  local function tv(r, c)      -- [r, c] holding 1..r*c row-major, with transposed strides
+    return ember.arange(1, r * c + 1):float():reshape(r, c):t():contiguous():t()
+  end
+  it("in place, and copies between them, give the elementwise results", function()
+    local r, c = 37, 70
+    local x = tv(r, c)
+    assert.are.same({1, r}, x:stride())
+    x:mul_(2):add_(tv(r, c)):sub_(1)            -- 3 v - 1
+    local y = tv(r, c):clamp(0, 1e9)
+    local z = tv(r, c)
+    z:copy_(x)
+    local xl, zl = x:tolist(), z:tolist()
+    for i = 1, r do
+      for j = 1, c do
+        local v = (i - 1) * c + j
+        assert.are.equal(3 * v - 1, xl[i][j])
+        assert.are.equal(3 * v - 1, zl[i][j])
+      end
+    end
+    assert.are.equal(r * c, y:max():item())
   end)
 end)
 

@@ -351,8 +351,9 @@ function F.mse_loss(input, target, ...)
     raise(string.format("mse_loss: input shape %s and target shape %s differ (reshape one of them)",
                         shape_str(input), shape_str(target)))
   end
-  local d = input - target
-  return reduce(d * d, reduction)
+  -- square rather than d * d: the same values, and a backward of one product (g 2d) where
+  -- mul's two products were added (mse_loss's backward at 2.7x PyTorch's time)
+  return reduce((input - target):square(), reduction)
 end
 
 -- Checks class-index targets against an input whose class dim is 2:
