@@ -560,9 +560,11 @@ static em_tensor *triangle_outside(const char *op, const em_tensor *t, int64_t d
     em_tensor *c = em_scope_keep(&s, em_arange(0, (double)cols, 1, EM_INT64, em_dev(t)));
     em_tensor *rv = r ? em_scope_keep(&s, em_view(r, rs, 2)) : NULL;
     em_tensor *cv = c ? em_scope_keep(&s, em_view(c, cs, 2)) : NULL;
-    em_tensor *offset = es_sub(&s, cv, rv);
-    em_tensor *mask = offset ? ei_binary_scalar(upper ? EM_LT : EM_GT, offset, (double)diagonal, true, false)
-                             : NULL;
+    /* column > row + diagonal (tril) or < (triu), compared as [1, C] against [R, 1]:
+     * the bool mask in one pass (an int64 [R, C] of column - row first was most of
+     * tril's time, 3.6x PyTorch's on [1024, 1024]) */
+    em_tensor *shifted = rv ? es_scalar_ex(&s, EM_ADD, rv, (double)diagonal, true, false) : NULL;
+    em_tensor *mask = cv && shifted ? ei_binary(upper ? EM_LT : EM_GT, cv, shifted) : NULL;
     em_scope_drop(&s);
     return mask;
 }
