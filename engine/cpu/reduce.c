@@ -130,7 +130,7 @@ static const int64_t *load_i(const char *p, int64_t n, int64_t st, em_dtype d, i
     } else if (d == EM_INT32) {
         const int32_t *q = (const int32_t *)p;
         for (int64_t i = 0; i < n; i++) buf[i] = q[i * st];
-    } else if (d == EM_UINT8) {
+    } else if (d == EM_UINT8 || d == EM_BOOL) {     /* bool is stored as bytes 0 and 1 */
         const uint8_t *q = (const uint8_t *)p;
         for (int64_t i = 0; i < n; i++) buf[i] = q[i * st];
     } else {

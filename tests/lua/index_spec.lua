@@ -253,6 +253,30 @@ describe("nonzero", function()
         check(ember.tensor({{0, 1}, {2, 0}}):t():nonzero(), {{1, 2}, {2, 1}})
         check(ember.tensor({{0, 0, 1}, {2, 0, 0}}):t():nonzero(), {{1, 2}, {3, 1}})
     end)
+
+    it("of contiguous bool and uint8 masks (their scan of their own), against a count in Lua", function()
+        check_shape(ember.tensor(true):nonzero(), {1, 0})
+        check_shape(ember.tensor(false):nonzero(), {0, 0})
+        check(ember.tensor({0, 2, 0, 255}, {dtype = "uint8"}):nonzero(), {{2}, {4}})
+        -- [3, 5, 7] with a true where (i + 2j + 3k) % 5 == 0, listed row-major by hand-rolled loops
+        local vals, want = {}, {}
+        for i = 1, 3 do
+            vals[i] = {}
+            for j = 1, 5 do
+                vals[i][j] = {}
+                for k = 1, 7 do
+                    local v = (i + 2 * j + 3 * k) % 5 == 0
+                    vals[i][j][k] = v
+                    if v then want[#want + 1] = {i, j, k} end
+                end
+            end
+        end
+        local m = ember.tensor(vals)
+        check(m:nonzero(), want)
+        check(m:to("uint8"):nonzero(), want)
+        assert.equal(#want, m:sum():item())
+        assert.equal(#want, m:masked_select(m):numel())
+    end)
 end)
 
 describe("cat", function()
