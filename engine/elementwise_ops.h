@@ -132,7 +132,9 @@ typedef enum em_op_binding {
     X(EM_GELU_TANH,   "gelu_tanh",   NULL,           "GeluBackward",       EM_OPDT_FLOAT,   EM_AC_NONE,      EM_OPB_INTERNAL)   \
     X(EM_GELU_TANH_GRAD, "gelu_tanh_grad", NULL, "GeluTanhGradBackward", EM_OPDT_FLOAT, EM_AC_NONE, EM_OPB_INTERNAL) \
     /* d/dx silu(x) = s (1 + x (1 - s)), s = sigmoid(x): SiLU's backward in one pass */                                     \
-    X(EM_SILU_GRAD,   "silu_grad",   NULL,           "SiluGradBackward",   EM_OPDT_FLOAT,   EM_AC_NONE,      EM_OPB_INTERNAL)
+    X(EM_SILU_GRAD,   "silu_grad",   NULL,           "SiluGradBackward",   EM_OPDT_FLOAT,   EM_AC_NONE,      EM_OPB_INTERNAL) \
+    /* y (1 - y) of sigmoid's output y: its derivative in one pass */                                                      \
+    X(EM_SIGMOID_GRAD, "sigmoid_grad", NULL,         "SigmoidGradBackward", EM_OPDT_FLOAT,  EM_AC_NONE,      EM_OPB_INTERNAL)
 
 #define EM_BINARY_OPS(X)                                                                                                                           \
     X(EM_ADD,            "add",                 "add_",                 "AddBackward",        EM_OPDT_ALL,     EM_AC_NONE,      EM_OPB_OWN)        \

@@ -94,8 +94,10 @@ static int unary_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     case EM_COS: r = es_mul(&s, es_scalar(&s, EM_MUL, g, -1), es_unary(&s, EM_SIN, x)); break;
     case EM_TANH: /* 1 - y^2 */
         r = es_mul(&s, g, es_scalar_ex(&s, EM_SUB, es_unary(&s, EM_SQUARE, y), 1, false, true)); break;
-    case EM_SIGMOID: /* y (1 - y) */
-        r = es_mul(&s, es_mul(&s, g, y), es_scalar_ex(&s, EM_SUB, y, 1, false, true)); break;
+    case EM_SIGMOID: /* g (y (1 - y)): the derivative in one pass, then the product (three passes before) */
+        r = es_mul(&s, g, es_unary(&s, EM_SIGMOID_GRAD, y)); break;
+    case EM_SIGMOID_GRAD: /* d/dy y (1 - y) = 1 - 2y, here x being sigmoid's output */
+        r = es_mul(&s, g, es_scalar_ex(&s, EM_SUB, es_scalar(&s, EM_MUL, x, 2), 1, false, true)); break;
     case EM_RELU: { /* the gradient passes where the output is positive; the
                      * zero is 0-d and broadcast (a full tensor of zeros cost
                      * a third of the pass) */

@@ -602,6 +602,7 @@ UM_FN float em_un_f32(em_unary_op op, float x)
         return UM_PICK(normcdff(x) + x * um_gaussian_f(x) * 0.39894228040143267794f,
                        fabsf(x) <= UM_GELU_NEAR ? um_gelu_grad_near(x) : um_gelu_grad_far(x));
     case EM_SILU: return UM_PICK(x / (1.0f + expf(-x)), um_silu_f32(x));
+    case EM_SIGMOID_GRAD: return x * (1.0f - x);           /* PyTorch's sigmoid_backward on the output */
     case EM_SILU_GRAD: {
 #ifdef __CUDA_ARCH__
         float s = 1.0f / (1.0f + expf(-x));
@@ -663,6 +664,7 @@ UM_FN double em_un_f64(em_unary_op op, double x)
     case EM_GELU: return x * 0.5 * erfc(-x * 0.70710678118654752440);
     case EM_GELU_GRAD: return 0.5 * erfc(-x * 0.70710678118654752440) + x * exp(-0.5 * x * x) * 0.39894228040143267794;
     case EM_SILU: return x / (1.0 + exp(-x));
+    case EM_SIGMOID_GRAD: return x * (1.0 - x);
     case EM_SILU_GRAD: {
         double s = 1.0 / (1.0 + exp(-x));
         return s * (1.0 + x * (1.0 - s));
@@ -716,7 +718,7 @@ UM_FN int64_t em_un_i64(em_unary_op op, int64_t x)
     /* float-only ops (EM_OPDT_FLOAT): the integer loops never run them */
     case EM_EXP: case EM_LOG: case EM_LOG1P: case EM_EXPM1: case EM_SQRT: case EM_RSQRT: case EM_SIN: case EM_COS:
     case EM_TANH: case EM_SIGMOID: case EM_GELU: case EM_GELU_GRAD: case EM_GELU_TANH: case EM_GELU_TANH_GRAD:
-    case EM_SILU: case EM_SILU_GRAD: case EM_RECIPROCAL: case EM_EXP2:
+    case EM_SILU: case EM_SILU_GRAD: case EM_SIGMOID_GRAD: case EM_RECIPROCAL: case EM_EXP2:
     case EM_LOG2: case EM_LOG10: case EM_ERF: case EM_ERFC: case EM_ERFINV: case EM_TAN: case EM_SINH: case EM_COSH:
     case EM_ASIN: case EM_ACOS: case EM_ATAN: case EM_ASINH: case EM_ACOSH: case EM_ATANH: case EM_DIGAMMA:
     case EM_LGAMMA:

@@ -39,7 +39,7 @@ local DOMAINS = {
   sigmoid = {WIDE}, relu = {WIDE}, gelu = {WIDE}, silu = {WIDE}, floor = {WIDE}, ceil = {WIDE},
   round = {WIDE}, logical_not = {args = {r(-1, 1)}, int_valued = true}, reciprocal = {POS},
   square = {WIDE}, gelu_grad = {WIDE}, gelu_tanh = {WIDE}, gelu_tanh_grad = {WIDE}, exp2 = {WIDE}, log2 = {POS}, log10 = {POS}, erf = {WIDE},
-  silu_grad = {WIDE}, erfc = {WIDE}, erfinv = {UNIT}, trunc = {WIDE}, tan = {r(-1.2, 1.2)}, sinh = {WIDE},
+  silu_grad = {WIDE}, sigmoid_grad = {WIDE}, erfc = {WIDE}, erfinv = {UNIT}, trunc = {WIDE}, tan = {r(-1.2, 1.2)}, sinh = {WIDE},
   cosh = {WIDE}, asin = {UNIT}, acos = {UNIT}, atan = {WIDE}, asinh = {WIDE}, acosh = {r(1.1, 5)},
   atanh = {UNIT}, bitwise_not = {r(-8, 8)}, digamma = {POS}, lgamma = {POS},
 
