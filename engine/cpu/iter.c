@@ -158,9 +158,9 @@ void cpu_foreach_lines(int nops, const em_tensor *const *ts, int64_t line, cpu_l
  * along the second-inner dim than along the inner one (an in-place op on a
  * transposed tensor, x:t():mul_(2)), the two are swapped, so each run is
  * contiguous. An operand sharing the output's memory as another view
- * (x:add_(x:t()), an overlapping slice) keeps the row-major order. (Tiles for a mix of layouts,
- * x:t() * 2 into a contiguous output, lost: the loops' cost per run outweighed
- * the cache lines they kept.) */
+ * (x:add_(x:t()), an overlapping slice) keeps the row-major order. (Tiles for
+ * a mix of layouts, x:t() * 2 into a contiguous output, lost: the loops' cost
+ * per run outweighed the cache lines they kept.) */
 static void reorder_inner(iter *it, int nops, const em_tensor *const *ts)
 {
     int nd = it->ndim, a = nd - 2, b = nd - 1;
