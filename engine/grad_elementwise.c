@@ -391,7 +391,7 @@ static int clamp_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     /* the gradient passes where x is strictly inside (lo, hi): 0 on a bound, as
      * PyTorch 2.x (1.13 passed it on the bounds too) */
     em_scope s = {0};
-    em_tensor *keep = NULL;
+    em_tensor *keep = NULL;      /* em_clamp refuses a clamp without bounds: there is one */
     bool bounded = false;
     for (int i = 0; i < 2; i++) {
         if (!(i == 0 ? n->p.clamp.has_lo : n->p.clamp.has_hi)) continue;
@@ -400,7 +400,6 @@ static int clamp_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
         keep = bounded ? es_binary(&s, EM_LOGICAL_AND, keep, inside) : inside;
         bounded = true;
     }
-    if (!bounded) keep = em_scope_keep(&s, em_full(x->sizes, x->ndim, 1, EM_BOOL, em_dev(x)));
     /* a 0-d zero, broadcast as in ReLU's backward (a full one cost a pass) */
     em_tensor *z = keep ? em_scope_keep(&s, em_zeros(NULL, 0, gout[0]->dtype, em_dev(gout[0]))) : NULL;
     em_tensor *r = em_scope_finish(&s, z ? em_scope_keep(&s, em_where(keep, gout[0], z)) : NULL);

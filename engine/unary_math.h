@@ -569,6 +569,13 @@ UM_FN float um_gelu_tanh_grad_expf(float x)
     return s + 2.0f * x * s * (1.0f - s) * (float)UM_GELU_K * (1.0f + 3.0f * (float)UM_GELU_C * x * x);
 }
 
+/* silu'(x) = s (1 + x (1 - s)) with CUDA's expf (a GPU's float32 formula) */
+UM_FN float um_silu_grad_expf(float x)
+{
+    float s = 1.0f / (1.0f + expf(-x));
+    return s * (1.0f + x * (1.0f - s));
+}
+
 /* the same in float64, exp's overflow giving the tails their 0 and 1 */
 UM_FN double um_gelu_tanh_sig_f64(double x)
 {
@@ -603,14 +610,7 @@ UM_FN float em_un_f32(em_unary_op op, float x)
                        fabsf(x) <= UM_GELU_NEAR ? um_gelu_grad_near(x) : um_gelu_grad_far(x));
     case EM_SILU: return UM_PICK(x / (1.0f + expf(-x)), um_silu_f32(x));
     case EM_SIGMOID_GRAD: return x * (1.0f - x);           /* PyTorch's sigmoid_backward on the output */
-    case EM_SILU_GRAD: {
-#ifdef __CUDA_ARCH__
-        float s = 1.0f / (1.0f + expf(-x));
-        return s * (1.0f + x * (1.0f - s));
-#else
-        return um_silu_grad_f32(x);
-#endif
-    }
+    case EM_SILU_GRAD: return UM_PICK(um_silu_grad_expf(x), um_silu_grad_f32(x));
     case EM_GELU_TANH: return UM_PICK(x * um_gelu_tanh_sig_expf(x), um_gelu_tanh_f32(x));
     case EM_GELU_TANH_GRAD: return UM_PICK(um_gelu_tanh_grad_expf(x), um_gelu_tanh_grad_f32(x));
     case EM_FLOOR: return floorf(x);
