@@ -31,15 +31,30 @@ static void check_operand_type(lua_State *L, int idx, const char *op)
 
 /* An op's autocast class (elementwise_ops.h) as the binding's policy */
 
+/* the keywords after the required arguments: none (in place), out (PyTorch's
+ * out=), and add/sub's alpha, div's rounding_mode */
+static const char *const no_keywords[] = {NULL};
+static const char *const out_keyword[] = {"out", NULL};
+static const char *const alpha_out[] = {"alpha", "out", NULL};
+static const char *const alpha_only[] = {"alpha", NULL};
+static const char *const rounding_out[] = {"rounding_mode", "out", NULL};
+static const char *const rounding_only[] = {"rounding_mode", NULL};
+
 static int unary(lua_State *L, em_unary_op op)
 {
-    return emlua_push(L, em_unary(op, check_tensor(L, 1, em_unary_name(op))));
+    const char *name = em_unary_name(op);
+    em_tensor *t = check_tensor(L, 1, name);
+    int o = emlua_keywords(L, 2, name, out_keyword);
+    return emlua_push_out(L, em_unary(op, t), o, name);
 }
 
 static int unary_(lua_State *L, em_unary_op op)
 {
     const char *name = em_unary_info(op)->inplace;
-    if (em_unary_(op, check_tensor(L, 1, name ? name : em_unary_name(op)))) return emlua_fail(L);
+    if (!name) name = em_unary_name(op);
+    em_tensor *t = check_tensor(L, 1, name);
+    emlua_keywords(L, 2, name, no_keywords);
+    if (em_unary_(op, t)) return emlua_fail(L);
     lua_settop(L, 1);
     return 1;
 }
@@ -126,37 +141,45 @@ static int t_gelu_(lua_State *L)
 /* ---- binary --------------------------------------------------------------- */
 
 /* op on the values at stack positions ia and ib: tensors, numbers or
- * booleans, at least one a tensor. */
-static int binary_at(lua_State *L, em_binary_op op, int ia, int ib)
+ * booleans, at least one a tensor. NULL with the engine's error set. */
+static em_tensor *binary_result(lua_State *L, em_binary_op op, int ia, int ib)
 {
     const char *name = em_binary_name(op);
     em_tensor *a = emlua_test(L, ia), *b = emlua_test(L, ib);
-    if (a && b) return emlua_push(L, em_binary(op, a, b));
+    if (a && b) return em_binary(op, a, b);
     if (emlua_exact_integer_operand(L, a ? a : b, a ? ib : ia)) {
         /* an int64 tensor and an integer past 2^53: exactly, not through a double */
         em_tensor *s = emlua_check_operand(L, a ? ib : ia, name, a ? a : b);
         em_tensor *r = a ? em_binary(op, a, s) : em_binary(op, s, b);
         em_release(s);
-        return emlua_push(L, r);
+        return r;
     }
     if (a && lua_type(L, ib) == LUA_TNUMBER) {
         bool is_int = lua_isinteger(L, ib);
         double s = is_int ? (double)lua_tointeger(L, ib) : lua_tonumber(L, ib);
-        return emlua_push(L, em_binary_scalar(op, a, s, is_int, false));
+        return em_binary_scalar(op, a, s, is_int, false);
     }
     if (b && lua_type(L, ia) == LUA_TNUMBER) {
         bool is_int = lua_isinteger(L, ia);
         double s = is_int ? (double)lua_tointeger(L, ia) : lua_tonumber(L, ia);
-        return emlua_push(L, em_binary_scalar(op, b, s, is_int, true));
+        return em_binary_scalar(op, b, s, is_int, true);
     }
-    if (!a && !b) return emlua_typeerror(L, emlua_test(L, ia) || lua_type(L, ia) != LUA_TNUMBER ? ia : ib,
-                                         name, "a tensor");
+    if (!a && !b) {
+        emlua_typeerror(L, emlua_test(L, ia) || lua_type(L, ia) != LUA_TNUMBER ? ia : ib, name, "a tensor");
+        return NULL;
+    }
     int num = a ? ib : ia;
     check_operand_type(L, num, name);
     em_tensor *s = emlua_check_operand(L, num, name, a ? a : b);
     em_tensor *r = a ? em_binary(op, a, s) : em_binary(op, s, b);
     em_release(s);
-    return emlua_push(L, r);
+    return r;
+}
+
+/* op(a, b [, {out = t}]) with a or b a tensor; o is the options table's index */
+static int binary_out(lua_State *L, em_binary_op op, int ib, int o)
+{
+    return emlua_push_out(L, binary_result(L, op, 1, ib), o, em_binary_name(op));
 }
 
 /* in place: self op= (value at ib) */
@@ -177,12 +200,17 @@ static int binary_inplace_at(lua_State *L, em_binary_op op, const char *name, in
     return 1;
 }
 
-static int binary(lua_State *L, em_binary_op op) { return binary_at(L, op, 1, 2); }
+static int binary(lua_State *L, em_binary_op op)
+{
+    return binary_out(L, op, 2, emlua_keywords(L, 3, em_binary_name(op), out_keyword));
+}
 
 static int binary_(lua_State *L, em_binary_op op)
 {
     const char *name = em_binary_info(op)->inplace;
-    return binary_inplace_at(L, op, name ? name : em_binary_name(op), 2);
+    if (!name) name = em_binary_name(op);
+    emlua_keywords(L, 3, name, no_keywords);
+    return binary_inplace_at(L, op, name, 2);
 }
 
 /* The functions of the table's binary ops, the op in upvalue 1 */
@@ -196,11 +224,11 @@ static int t_binary(lua_State *L)
 
 static int t_binary_(lua_State *L) { return binary_(L, upvalue_binary(L)); }
 
-/* add/sub take PyTorch's alpha: a + alpha * b. The scaled b is pushed on
- * the stack and its position returned (2 when there is no alpha). */
-static int scale_by_alpha(lua_State *L, const char *op)
+/* add/sub take PyTorch's alpha: a + alpha * b, alpha in the options table at
+ * o (0: none). The scaled b is pushed on the stack and its position returned
+ * (2 when there is no alpha). */
+static int scale_by_alpha(lua_State *L, const char *op, int o)
 {
-    int o = emlua_options_index(L, 3);
     if (!o) return 2;
     lua_getfield(L, o, "alpha");
     if (lua_isnil(L, -1)) { lua_pop(L, 1); return 2; }
@@ -226,15 +254,25 @@ static int scale_by_alpha(lua_State *L, const char *op)
     return lua_gettop(L);
 }
 
-static int t_add(lua_State *L) { return binary_at(L, EM_ADD, 1, scale_by_alpha(L, "add")); }
-static int t_sub(lua_State *L) { return binary_at(L, EM_SUB, 1, scale_by_alpha(L, "sub")); }
-static int t_add_(lua_State *L) { return binary_inplace_at(L, EM_ADD, "add_", scale_by_alpha(L, "add_")); }
-static int t_sub_(lua_State *L) { return binary_inplace_at(L, EM_SUB, "sub_", scale_by_alpha(L, "sub_")); }
-
-/* div(a, b, {rounding_mode = nil | "trunc" | "floor"}) */
-static em_binary_op div_mode(lua_State *L, const char *op)
+static int add_sub(lua_State *L, em_binary_op op, const char *name)
 {
-    int o = emlua_options_index(L, 3);
+    int o = emlua_keywords(L, 3, name, alpha_out);
+    return binary_out(L, op, scale_by_alpha(L, name, o), o);
+}
+
+static int add_sub_(lua_State *L, em_binary_op op, const char *name)
+{
+    return binary_inplace_at(L, op, name, scale_by_alpha(L, name, emlua_keywords(L, 3, name, alpha_only)));
+}
+
+static int t_add(lua_State *L) { return add_sub(L, EM_ADD, "add"); }
+static int t_sub(lua_State *L) { return add_sub(L, EM_SUB, "sub"); }
+static int t_add_(lua_State *L) { return add_sub_(L, EM_ADD, "add_"); }
+static int t_sub_(lua_State *L) { return add_sub_(L, EM_SUB, "sub_"); }
+
+/* div(a, b, {rounding_mode = nil | "trunc" | "floor"}), the options table at o (0: none) */
+static em_binary_op div_mode(lua_State *L, const char *op, int o)
+{
     if (!o) return EM_DIV;
     lua_getfield(L, o, "rounding_mode");
     em_binary_op r = EM_DIV;
@@ -248,10 +286,15 @@ static em_binary_op div_mode(lua_State *L, const char *op)
     return r;
 }
 
-static int t_div(lua_State *L) { return binary(L, div_mode(L, "div")); }
+static int t_div(lua_State *L)
+{
+    int o = emlua_keywords(L, 3, "div", rounding_out);
+    return binary_out(L, div_mode(L, "div", o), 2, o);
+}
+
 static int t_div_(lua_State *L)
 {
-    em_binary_op op = div_mode(L, "div_");
+    em_binary_op op = div_mode(L, "div_", emlua_keywords(L, 3, "div_", rounding_only));
     return binary_inplace_at(L, op, "div_", 2);
 }
 

@@ -136,6 +136,17 @@ bool emlua_opt_field_boolean(lua_State *L, int idx, const char *name, const char
 int emlua_options_index(lua_State *L, int first);
 /* raises "op: unknown option 'k'" for a key of the options table at opts (0: none) not in names */
 void emlua_check_option_names(lua_State *L, int opts, const char *op, const char *const *names);
+/* The arguments from first on of an op that takes only keywords there
+ * (PyTorch's `*`, as alpha and out): nothing, or one options table with keys
+ * in names (a NULL-terminated list; NULL: no keywords, so nothing may follow
+ * but nils and an empty table). Returns the table's index or 0; raises for an
+ * extra positional argument or an unknown key. */
+int emlua_keywords(lua_State *L, int first, const char *op, const char *const *names);
+/* Pushes r, the result of op (stealing the reference; NULL raises the engine's
+ * error), or with {out = t} in the options table at opts (0: none) writes r
+ * into t and pushes t: PyTorch's out=, with its checks (the same device, a
+ * dtype r casts to safely, r's shape, no gradient to record). */
+int emlua_push_out(lua_State *L, em_tensor *r, int opts, const char *op);
 /* The options table at idx (a plain table, not a tensor): returns idx, or 0
  * when nothing is there; raises "expected <what>" for anything else. */
 int emlua_opt_table(lua_State *L, int idx, const char *op, const char *what);

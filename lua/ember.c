@@ -437,6 +437,65 @@ void emlua_check_option_names(lua_State *L, int opts, const char *op, const char
     }
 }
 
+/* "a, b, c": the names of a NULL-terminated list, for messages */
+static void join_names(const char *const *names, char *buf, size_t size)
+{
+    buf[0] = 0;
+    for (int i = 0; names[i]; i++) {
+        size_t len = strlen(buf);
+        snprintf(buf + len, size - len, "%s%s", i ? ", " : "", names[i]);
+    }
+}
+
+/* An op whose arguments after `first` are keywords only (PyTorch's `*`): at
+ * most one plain options table may follow, holding names only. A number
+ * there (x:add(y, 2)) would otherwise be dropped without a word. */
+int emlua_keywords(lua_State *L, int first, const char *op, const char *const *names)
+{
+    static const char *const none[] = {NULL};
+    if (!names) names = none;
+    int top = lua_gettop(L);
+    while (top >= first && lua_isnil(L, top)) top--;
+    if (top < first) return 0;
+    if (top == first && emlua_options_index(L, first) == first) {
+        emlua_check_option_names(L, first, op, names);
+        return first;
+    }
+    int bad = top == first || lua_type(L, first) != LUA_TTABLE ? first : first + 1;
+    const char *what = emlua_test(L, bad) ? "tensor" : luaL_typename(L, bad);
+    if (!names[0]) return emlua_argerror(L, bad, op, "one argument too many (a %s)", what);
+    char list[200];
+    join_names(names, list, sizeof list);
+    return emlua_argerror(L, bad, op, "one argument too many (a %s); the keyword arguments (%s) go in a "
+                          "trailing options table, e.g. {%s = ...}", what, list, names[0]);
+}
+
+int emlua_push_out(lua_State *L, em_tensor *r, int opts, const char *op)
+{
+    if (!r) return emlua_fail(L);
+    if (!opts || lua_getfield(L, opts, "out") == LUA_TNIL) {
+        if (opts) lua_pop(L, 1);
+        return emlua_push(L, r);
+    }
+    em_tensor *out = emlua_test(L, -1);
+    char msg[200] = "";
+    if (!out) {
+        snprintf(msg, sizeof msg, "out must be a tensor, got %s", luaL_typename(L, -1));
+    } else if (!em_device_eq(out->storage->device, r->storage->device)) {
+        char rd[32], od[32];
+        snprintf(msg, sizeof msg, "out is on %s but the result is on %s",
+                 em_device_str(out->storage->device, od, sizeof od), em_device_str(r->storage->device, rd, sizeof rd));
+    } else if (r->requires_grad) {
+        snprintf(msg, sizeof msg, "out= records no gradient and an argument requires grad (PyTorch refuses "
+                 "it too); call it without out, or under ember.no_grad()");
+    }
+    int rc = msg[0] ? -1 : em_assign_result_(op, out, r);
+    em_release(r);
+    if (msg[0]) return emlua_argerror(L, opts, op, "%s", msg);
+    if (rc) return emlua_fail(L);
+    return 1;   /* out, still on the top */
+}
+
 /* ---- positional-or-keyword arguments (binding.h) --------------------------------- */
 
 int emlua_arg_at(emlua_args *a, int k)
@@ -456,6 +515,17 @@ void emlua_args_start(emlua_args *a, lua_State *L, const char *op, int first, co
     a->first = first;
     a->names = names;
     a->opts = emlua_options_index(L, first);
+    int n = 0;
+    while (names[n]) n++;
+    int top = a->opts ? a->opts - 1 : lua_gettop(L);
+    while (top >= first + n && lua_isnil(L, top)) top--;
+    if (top >= first + n) {
+        char list[200];
+        join_names(names, list, sizeof list);
+        emlua_argerror(L, first + n, op, "unexpected argument (a %s): too many positional arguments (at most %d after "
+                       "the required ones%s%s)", emlua_test(L, first + n) ? "tensor" : luaL_typename(L, first + n),
+                       n, n ? ": " : "", list);
+    }
     if (!a->opts) return;
     emlua_check_option_names(L, a->opts, op, names);
     /* Python's "got multiple values for argument": given by position and as a keyword */
