@@ -199,8 +199,90 @@ static void cast_generic(char **p, const int64_t *s, int64_t n, void *ctx)
         for (int64_t i = 0; i < n; i++) cpu_store_i64(p[0] + i * s[0], c->to, cpu_load_i64(p[1] + i * s[1], c->from));
 }
 
+/* ---- transposed copies ------------------------------------------------------
+ * A copy into a contiguous tensor from one whose last two dims are swapped
+ * (x:t():contiguous(), a column-major matrix): row by row, each element read
+ * lies in another page (and, for power-of-two strides, in the same cache set),
+ * and the copy ran at a seventh of memory's speed. PyTorch copies such
+ * matrices by blocks; so does this. A block is one cache line of the source's
+ * unit-stride dim (the destination's rows) by COL_TILE of its columns: the
+ * sizes measured best on [1024, 1024] float32 (16 x 8: 0.42 ms; 8 x 8 0.43,
+ * 16 x 16 0.52, 64 x 8 0.57, 32 x 4 0.72, row by row 3.8). A work item is
+ * one block row of one matrix of the batch. */
+#define COL_TILE 8
+#define LINE_BYTES 64
+
+typedef struct transpose_job {
+    char *dst;
+    const char *src;
+    int64_t rows, cols, ld;   /* the matrix, and the source's stride between columns (elements) */
+    int64_t row_tile, row_blocks;
+    int outer;                /* batch dims: sizes and the source's strides (elements) */
+    const int64_t *sizes, *strides;
+    size_t esz;
+} transpose_job;
+
+#define TRANSPOSE_BLOCK(T)                                                                     \
+    static void transpose_block_##T(T *d, const T *s, int64_t cols, int64_t ld, int64_t r0,   \
+                                    int64_t r1, int64_t c0, int64_t c1)                      \
+    {                                                                                          \
+        for (int64_t r = r0; r < r1; r++)                                                      \
+            for (int64_t c = c0; c < c1; c++) d[r * cols + c] = s[r + c * ld];                 \
+    }
+TRANSPOSE_BLOCK(uint16_t)
+TRANSPOSE_BLOCK(uint32_t)
+TRANSPOSE_BLOCK(uint64_t)
+
+static void transpose_range(int64_t lo, int64_t hi, void *ctx)
+{
+    const transpose_job *j = ctx;
+    for (int64_t item = lo; item < hi; item++) {
+        int64_t m = item / j->row_blocks, rb = item % j->row_blocks, soff = 0, rest = m;
+        for (int k = j->outer - 1; k >= 0; k--) {
+            soff += rest % j->sizes[k] * j->strides[k];
+            rest /= j->sizes[k];
+        }
+        char *d = j->dst + (size_t)(m * j->rows * j->cols) * j->esz;
+        const char *s = j->src + (size_t)soff * j->esz;
+        int64_t r0 = rb * j->row_tile, r1 = r0 + j->row_tile < j->rows ? r0 + j->row_tile : j->rows;
+        for (int64_t c0 = 0; c0 < j->cols; c0 += COL_TILE) {
+            int64_t c1 = c0 + COL_TILE < j->cols ? c0 + COL_TILE : j->cols;
+            switch (j->esz) {
+            case 2: transpose_block_uint16_t((uint16_t *)d, (const uint16_t *)s, j->cols, j->ld, r0, r1, c0, c1); break;
+            case 4: transpose_block_uint32_t((uint32_t *)d, (const uint32_t *)s, j->cols, j->ld, r0, r1, c0, c1); break;
+            default: transpose_block_uint64_t((uint64_t *)d, (const uint64_t *)s, j->cols, j->ld, r0, r1, c0, c1); break;
+            }
+        }
+    }
+}
+
+/* The blocked copy when it applies (same dtype of 2, 4 or 8 bytes, dst
+ * contiguous, src's second-to-last dim of stride 1 and its last not, matrices
+ * of at least 16 x 16); false otherwise. */
+static bool copy_transposed(em_tensor *dst, const em_tensor *src)
+{
+    int nd = dst->ndim;
+    size_t esz = em_dtype_size(dst->dtype);
+    if (dst->dtype != src->dtype || nd < 2 || (esz != 2 && esz != 4 && esz != 8)) return false;
+    int64_t rows = dst->sizes[nd - 2], cols = dst->sizes[nd - 1];
+    if (rows < 16 || cols < 16 || src->strides[nd - 2] != 1 || src->strides[nd - 1] == 1) return false;
+    if (!em_is_contiguous(dst)) return false;
+    int64_t row_tile = LINE_BYTES / (int64_t)esz;
+    transpose_job j = {
+        .dst = (char *)dst->storage->data + (size_t)dst->offset * esz,
+        .src = (const char *)src->storage->data + (size_t)src->offset * esz,
+        .rows = rows, .cols = cols, .ld = src->strides[nd - 1],
+        .row_tile = row_tile, .row_blocks = (rows + row_tile - 1) / row_tile,
+        .outer = nd - 2, .sizes = src->sizes, .strides = src->strides, .esz = esz,
+    };
+    int64_t matrices = em_numel(dst) / (rows * cols);
+    cpu_parallel_for(matrices * j.row_blocks, em_numel(dst), 1, transpose_range, &j);
+    return true;
+}
+
 int cpu_cast(em_tensor *dst, const em_tensor *src)
 {
+    if (copy_transposed(dst, src)) return 0;
     const em_tensor *ts[2] = {dst, src};
     cast_ctx c = {dst->dtype, src->dtype, em_dtype_size(dst->dtype)};
     cpu_loop_fn fn = cast_generic;

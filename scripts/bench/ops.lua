@@ -74,6 +74,13 @@ do
   report("sum_rows3_us", best(20, function() return x:sum(-1) end) * 1e6, "us")
 end
 
+-- a transposed [1024, 1024] float32 matrix made contiguous (x:t():contiguous())
+do
+  local xt = ember.randn(1024, 1024):t()
+  xt:contiguous()
+  report("transpose_copy_ms", best(20, function() return xt:contiguous() end) * 1e3, "ms")
+end
+
 -- ReLU and clamp, forward and backward on [1024, 1024] through a sum (whose gradient
 -- reaches them as an expanded 0-d tensor)
 for _, row in ipairs({{"relu_fb_ms", function(w) return w:relu() end},

@@ -70,6 +70,11 @@ def main():
     x.sum(-1)
     print("sum_rows3_us %.6g us" % (best(20, lambda: x.sum(-1)) * 1e6))
 
+    # a transposed [1024, 1024] float32 matrix made contiguous
+    xt = torch.randn(1024, 1024).t()
+    xt.contiguous()
+    print("transpose_copy_ms %.6g ms" % (best(20, lambda: xt.contiguous()) * 1e3))
+
     # ReLU and clamp, forward and backward on [1024, 1024] through a sum
     for name, fn in (("relu_fb_ms", lambda w: w.relu()), ("clamp_fb_ms", lambda w: w.clamp(-0.5, 0.5))):
         w = torch.randn(1024, 1024, requires_grad=True)
