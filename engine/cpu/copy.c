@@ -200,34 +200,36 @@ static void cast_generic(char **p, const int64_t *s, int64_t n, void *ctx)
 }
 
 /* ---- transposed copies ------------------------------------------------------
- * A copy into a contiguous tensor from one whose last two dims are swapped
- * (x:t():contiguous(), a column-major matrix): row by row, each element read
- * lies in another page (and, for power-of-two strides, in the same cache set),
- * and the copy ran at a seventh of memory's speed. PyTorch copies such
- * matrices by blocks; so does this. A block is one cache line of the source's
- * unit-stride dim (the destination's rows) by COL_TILE of its columns: the
- * sizes measured best on [1024, 1024] float32 (16 x 8: 0.42 ms; 8 x 8 0.43,
- * 16 x 16 0.52, 64 x 8 0.57, 32 x 4 0.72, row by row 3.8). A work item is
- * one block row of one matrix of the batch. */
+ * A copy between a contiguous tensor and one whose last two dims are swapped
+ * (x:t():contiguous(), or an in-place op on a transposed view writing its
+ * result back): element by element, each access on the swapped side lies in
+ * another page (and, for power-of-two strides, the same cache set), and the
+ * copy ran at a seventh of memory's speed. PyTorch copies such matrices by
+ * blocks; so does this. A block is one cache line along the swapped side's
+ * unit stride by COL_TILE along the other dim: the sizes measured best on
+ * [1024, 1024] float32 (16 x 8: 0.42 ms; 8 x 8 0.43, 16 x 16 0.52, 64 x 8
+ * 0.57, 32 x 4 0.72, element by element 3.8). A work item is one block row
+ * of one matrix of the batch. */
 #define COL_TILE 8
 #define LINE_BYTES 64
 
 typedef struct transpose_job {
     char *dst;
     const char *src;
-    int64_t rows, cols, ld;   /* the matrix, and the source's stride between columns (elements) */
+    int64_t rows, cols;       /* rows: the swapped side's unit-stride dim */
+    int64_t dr, dc, sr, sc;   /* the strides (elements) along rows and cols */
     int64_t row_tile, row_blocks;
-    int outer;                /* batch dims: sizes and the source's strides (elements) */
-    const int64_t *sizes, *strides;
+    int outer;                /* batch dims: sizes and both strides (elements) */
+    const int64_t *sizes, *dstrides, *sstrides;
     size_t esz;
 } transpose_job;
 
-#define TRANSPOSE_BLOCK(T)                                                                     \
-    static void transpose_block_##T(T *d, const T *s, int64_t cols, int64_t ld, int64_t r0,   \
-                                    int64_t r1, int64_t c0, int64_t c1)                      \
-    {                                                                                          \
-        for (int64_t r = r0; r < r1; r++)                                                      \
-            for (int64_t c = c0; c < c1; c++) d[r * cols + c] = s[r + c * ld];                 \
+#define TRANSPOSE_BLOCK(T)                                                                         \
+    static void transpose_block_##T(T *d, const T *s, const transpose_job *j, int64_t r0, int64_t r1, \
+                                    int64_t c0, int64_t c1)                                        \
+    {                                                                                              \
+        for (int64_t r = r0; r < r1; r++)                                                          \
+            for (int64_t c = c0; c < c1; c++) d[r * j->dr + c * j->dc] = s[r * j->sr + c * j->sc]; \
     }
 TRANSPOSE_BLOCK(uint16_t)
 TRANSPOSE_BLOCK(uint32_t)
@@ -237,46 +239,52 @@ static void transpose_range(int64_t lo, int64_t hi, void *ctx)
 {
     const transpose_job *j = ctx;
     for (int64_t item = lo; item < hi; item++) {
-        int64_t m = item / j->row_blocks, rb = item % j->row_blocks, soff = 0, rest = m;
+        int64_t m = item / j->row_blocks, rb = item % j->row_blocks, doff = 0, soff = 0, rest = m;
         for (int k = j->outer - 1; k >= 0; k--) {
-            soff += rest % j->sizes[k] * j->strides[k];
+            doff += rest % j->sizes[k] * j->dstrides[k];
+            soff += rest % j->sizes[k] * j->sstrides[k];
             rest /= j->sizes[k];
         }
-        char *d = j->dst + (size_t)(m * j->rows * j->cols) * j->esz;
+        char *d = j->dst + (size_t)doff * j->esz;
         const char *s = j->src + (size_t)soff * j->esz;
         int64_t r0 = rb * j->row_tile, r1 = r0 + j->row_tile < j->rows ? r0 + j->row_tile : j->rows;
         for (int64_t c0 = 0; c0 < j->cols; c0 += COL_TILE) {
             int64_t c1 = c0 + COL_TILE < j->cols ? c0 + COL_TILE : j->cols;
             switch (j->esz) {
-            case 2: transpose_block_uint16_t((uint16_t *)d, (const uint16_t *)s, j->cols, j->ld, r0, r1, c0, c1); break;
-            case 4: transpose_block_uint32_t((uint32_t *)d, (const uint32_t *)s, j->cols, j->ld, r0, r1, c0, c1); break;
-            default: transpose_block_uint64_t((uint64_t *)d, (const uint64_t *)s, j->cols, j->ld, r0, r1, c0, c1); break;
+            case 2: transpose_block_uint16_t((uint16_t *)d, (const uint16_t *)s, j, r0, r1, c0, c1); break;
+            case 4: transpose_block_uint32_t((uint32_t *)d, (const uint32_t *)s, j, r0, r1, c0, c1); break;
+            default: transpose_block_uint64_t((uint64_t *)d, (const uint64_t *)s, j, r0, r1, c0, c1); break;
             }
         }
     }
 }
 
-/* The blocked copy when it applies (same dtype of 2, 4 or 8 bytes, dst
- * contiguous, src's second-to-last dim of stride 1 and its last not, matrices
- * of at least 16 x 16); false otherwise. */
+/* t's last two dims swapped: the second-to-last of stride 1, the last not */
+static bool swapped(const em_tensor *t) { return t->strides[t->ndim - 2] == 1 && t->strides[t->ndim - 1] != 1; }
+
+/* The blocked copy when it applies (same dtype of 2, 4 or 8 bytes, one side
+ * contiguous and the other swapped, matrices of at least 16 x 16); false
+ * otherwise. */
 static bool copy_transposed(em_tensor *dst, const em_tensor *src)
 {
     int nd = dst->ndim;
     size_t esz = em_dtype_size(dst->dtype);
     if (dst->dtype != src->dtype || nd < 2 || (esz != 2 && esz != 4 && esz != 8)) return false;
-    int64_t rows = dst->sizes[nd - 2], cols = dst->sizes[nd - 1];
-    if (rows < 16 || cols < 16 || src->strides[nd - 2] != 1 || src->strides[nd - 1] == 1) return false;
-    if (!em_is_contiguous(dst)) return false;
+    int64_t m = dst->sizes[nd - 2], n = dst->sizes[nd - 1];
+    if (m < 16 || n < 16) return false;
+    /* rows run along the swapped side's unit stride: the matrix's dim nd-2 */
+    bool into_plain = swapped(src) && em_is_contiguous(dst), from_plain = swapped(dst) && em_is_contiguous(src);
+    if (!into_plain && !from_plain) return false;
     int64_t row_tile = LINE_BYTES / (int64_t)esz;
     transpose_job j = {
         .dst = (char *)dst->storage->data + (size_t)dst->offset * esz,
         .src = (const char *)src->storage->data + (size_t)src->offset * esz,
-        .rows = rows, .cols = cols, .ld = src->strides[nd - 1],
-        .row_tile = row_tile, .row_blocks = (rows + row_tile - 1) / row_tile,
-        .outer = nd - 2, .sizes = src->sizes, .strides = src->strides, .esz = esz,
+        .rows = m, .cols = n,
+        .dr = dst->strides[nd - 2], .dc = dst->strides[nd - 1], .sr = src->strides[nd - 2], .sc = src->strides[nd - 1],
+        .row_tile = row_tile, .row_blocks = (m + row_tile - 1) / row_tile,
+        .outer = nd - 2, .sizes = dst->sizes, .dstrides = dst->strides, .sstrides = src->strides, .esz = esz,
     };
-    int64_t matrices = em_numel(dst) / (rows * cols);
-    cpu_parallel_for(matrices * j.row_blocks, em_numel(dst), 1, transpose_range, &j);
+    cpu_parallel_for(em_numel(dst) / (m * n) * j.row_blocks, em_numel(dst), 1, transpose_range, &j);
     return true;
 }
 

@@ -134,30 +134,34 @@ typedef struct clamp_ctx {
 } clamp_ctx;
 
 /* Bounds are applied one after the other (max with lo, then min with hi),
- * so lo > hi gives hi, and a NaN input stays NaN, as in PyTorch. */
-static void clamp_f32(float *restrict o, const float *restrict a, int64_t n, const clamp_ctx *c)
-{
-    float lo = c->has_lo ? (float)c->lo : -INFINITY, hi = c->has_hi ? (float)c->hi : INFINITY;
-    for (int64_t i = 0; i < n; i++) {
-        float x = a[i] < lo ? lo : a[i];
-        o[i] = x > hi ? hi : x;
+ * so lo > hi gives hi, and a NaN input stays NaN, as in PyTorch. Float
+ * types in their own type, strided runs too (a transposed input). */
+#define CLAMP_FLOAT(T)                                                                          \
+    static void clamp_##T(char **p, const int64_t *s, int64_t n, const clamp_ctx *c)            \
+    {                                                                                           \
+        T lo = c->has_lo ? (T)c->lo : -INFINITY, hi = c->has_hi ? (T)c->hi : INFINITY;          \
+        if (s[0] == sizeof(T) && s[1] == sizeof(T)) {                                           \
+            T *restrict o = (T *)p[0];                                                          \
+            const T *restrict a = (const T *)p[1];                                              \
+            for (int64_t i = 0; i < n; i++) {                                                   \
+                T x = a[i] < lo ? lo : a[i];                                                    \
+                o[i] = x > hi ? hi : x;                                                         \
+            }                                                                                   \
+            return;                                                                             \
+        }                                                                                       \
+        for (int64_t i = 0; i < n; i++) {                                                       \
+            T v = *(const T *)(p[1] + i * s[1]), x = v < lo ? lo : v;                           \
+            *(T *)(p[0] + i * s[0]) = x > hi ? hi : x;                                          \
+        }                                                                                       \
     }
-}
-
-static void clamp_f64(double *restrict o, const double *restrict a, int64_t n, const clamp_ctx *c)
-{
-    double lo = c->has_lo ? c->lo : -INFINITY, hi = c->has_hi ? c->hi : INFINITY;
-    for (int64_t i = 0; i < n; i++) {
-        double x = a[i] < lo ? lo : a[i];
-        o[i] = x > hi ? hi : x;
-    }
-}
+CLAMP_FLOAT(float)
+CLAMP_FLOAT(double)
 
 static void clamp_loop(char **p, const int64_t *s, int64_t n, void *vctx)
 {
     const clamp_ctx *c = vctx;
-    if (c->dt == EM_FLOAT32 && s[0] == 4 && s[1] == 4) { clamp_f32((float *)p[0], (const float *)p[1], n, c); return; }
-    if (c->dt == EM_FLOAT64 && s[0] == 8 && s[1] == 8) { clamp_f64((double *)p[0], (const double *)p[1], n, c); return; }
+    if (c->dt == EM_FLOAT32) { clamp_float(p, s, n, c); return; }
+    if (c->dt == EM_FLOAT64) { clamp_double(p, s, n, c); return; }
     if (em_dtype_is_float(c->dt)) {
         double lo = c->has_lo ? c->lo : -INFINITY, hi = c->has_hi ? c->hi : INFINITY;
         for (int64_t i = 0; i < n; i++) {

@@ -1,6 +1,6 @@
--- transpose_copy_spec.lua — copies from a view whose last two dims are swapped into a
--- contiguous tensor (x:t():contiguous(), copy_ from a transposed view), which the CPU
--- backend does by blocks: every element checked against its index formula, for sizes
+-- transpose_copy_spec.lua — copies between a contiguous tensor and a view whose last two
+-- dims are swapped (x:t():contiguous(), copy_ from or into a transposed view, an in-place
+-- op on one), which the CPU backend does by blocks: every element checked against its index formula, for sizes
 -- that are and are not multiples of the blocks, every element size, batches, offsets
 -- and leading dims wider than the matrix.
 local ember = require "ember"
@@ -72,6 +72,17 @@ describe("a transposed view copied into a contiguous tensor", function()
     local wide = ember.zeros(65, 40)
     wide:narrow(2, 1, 33):copy_(x:t())   -- a strided destination takes the general path
     check_all(wide:narrow(2, 1, 33), function(j, i) return (i - 1) * 65 + (j - 1) end)
+    -- the mirror image: a contiguous source into a transposed destination
+    local back = ember.zeros(33, 65)
+    back:t():copy_(arange_view({65, 33}, "float32"))   -- back[i][j] = src[j][i] = (j-1) 33 + (i-1)
+    check_all(back, function(i, j) return (j - 1) * 33 + (i - 1) end)
+    local b3 = ember.zeros(2, 40, 30, {dtype = "float64"})
+    b3:transpose(2, 3):copy_(arange_view({2, 30, 40}, "float64"))
+    check_all(b3, function(b, i, j) return (b - 1) * 1200 + (j - 1) * 40 + (i - 1) end)
+    -- an op in place on a transposed view writes its result back through it
+    local cl = arange_view({40, 50}, "float32")
+    cl:t():clamp_(100, 1000)
+    check_all(cl, function(i, j) return math.min(math.max((i - 1) * 50 + (j - 1), 100), 1000) end)
     -- a float64 source into a float32 destination converts on the general path
     local c = ember.zeros(65, 33)
     c:copy_(arange_view({33, 65}, "float64"):t())
