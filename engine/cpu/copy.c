@@ -69,54 +69,27 @@ static void copy_same(char **p, const int64_t *s, int64_t n, void *ctx)
     }
 }
 
-static void f64_to_f32(char **p, const int64_t *s, int64_t n, void *ctx)
-{
-    (void)ctx;
-    if (s[0] == 4 && s[1] == 8) {
-        float *o = (float *)p[0];
-        const double *a = (const double *)p[1];
-        for (int64_t i = 0; i < n; i++) o[i] = (float)a[i];
-    } else for (int64_t i = 0; i < n; i++) *(float *)(p[0] + i * s[0]) = (float)*(double *)(p[1] + i * s[1]);
-}
-
-static void f32_to_f64(char **p, const int64_t *s, int64_t n, void *ctx)
-{
-    (void)ctx;
-    if (s[0] == 8 && s[1] == 4) {
-        double *o = (double *)p[0];
-        const float *a = (const float *)p[1];
-        for (int64_t i = 0; i < n; i++) o[i] = a[i];
-    } else for (int64_t i = 0; i < n; i++) *(double *)(p[0] + i * s[0]) = *(float *)(p[1] + i * s[1]);
-}
-
-/* Conversions to float32 that data pipelines and masks use all the time
- * (image bytes, labels, bool masks) get loops of their own; the rest go
- * through cast_generic's per-element switch. */
-static void u8_to_f32(char **p, const int64_t *s, int64_t n, void *ctx)
-{
-    (void)ctx;
-    if (s[0] == 4 && s[1] == 1) {
-        float *o = (float *)p[0];
-        const uint8_t *a = (const uint8_t *)p[1];
-        for (int64_t i = 0; i < n; i++) o[i] = a[i];
-    } else for (int64_t i = 0; i < n; i++) *(float *)(p[0] + i * s[0]) = *(const uint8_t *)(p[1] + i * s[1]);
-}
-
-static void i64_to_f32(char **p, const int64_t *s, int64_t n, void *ctx)
-{
-    (void)ctx;
-    if (s[0] == 4 && s[1] == 8) {
-        float *o = (float *)p[0];
-        const int64_t *a = (const int64_t *)p[1];
-        for (int64_t i = 0; i < n; i++) o[i] = (float)a[i];
-    } else for (int64_t i = 0; i < n; i++) *(float *)(p[0] + i * s[0]) = (float)*(const int64_t *)(p[1] + i * s[1]);
-}
-
-static void u8_to_i64(char **p, const int64_t *s, int64_t n, void *ctx)
-{
-    (void)ctx;
-    for (int64_t i = 0; i < n; i++) *(int64_t *)(p[0] + i * s[0]) = *(const uint8_t *)(p[1] + i * s[1]);
-}
+/* Conversions that data pipelines, masks and mixed dtypes use all the time
+ * (float64 <-> float32, image bytes, labels, bool masks) get loops of their
+ * own, one body: a plain C conversion, contiguous runs apart so they
+ * vectorise. The rest go through cast_generic's per-element switch. */
+#define CAST_LOOP(NAME, TO, FROM)                                                               \
+    static void NAME(char **p, const int64_t *s, int64_t n, void *ctx)                          \
+    {                                                                                           \
+        (void)ctx;                                                                              \
+        if (s[0] == sizeof(TO) && s[1] == sizeof(FROM)) {                                       \
+            TO *o = (TO *)p[0];                                                                 \
+            const FROM *a = (const FROM *)p[1];                                                 \
+            for (int64_t i = 0; i < n; i++) o[i] = (TO)a[i];                                    \
+        } else {                                                                                \
+            for (int64_t i = 0; i < n; i++) *(TO *)(p[0] + i * s[0]) = (TO)*(const FROM *)(p[1] + i * s[1]); \
+        }                                                                                       \
+    }
+CAST_LOOP(f64_to_f32, float, double)
+CAST_LOOP(f32_to_f64, double, float)
+CAST_LOOP(u8_to_f32, float, uint8_t)
+CAST_LOOP(i64_to_f32, float, int64_t)
+CAST_LOOP(u8_to_i64, int64_t, uint8_t)
 
 /* float32 <-> float16/bfloat16, the conversions mixed precision runs on every
  * op it widens: plain loops (the bfloat16 ones vectorise; the bit operations
