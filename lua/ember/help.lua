@@ -8,11 +8,32 @@
 --   help.lookup(x) -> entry or nil, the qualified name it was found under
 --   help.names()   -> every documented name, sorted
 --   help.format(entry) -> the text help() prints
+--   help.entries(area) -> the entries of lua/ember/doc/<area>.md; help.parse(text, file)
 --
--- The entries live in data files under ember/doc/ (see the format there: name, also, sig,
--- doc, example, needs). Values are found through a reverse map built once, on first use,
--- by walking the public tables (ember, ember.Tensor, ember.nn and its classes, ...), so
--- help(m.forward) on a module instance finds the documented class method.
+-- The entries live in Markdown files, one per area, lua/ember/doc/<area>.md (as Lua
+-- Torch kept torch7's doc/*.md), read on first use, never at require "ember" time:
+--
+--   # Title of the area                  first line; prose up to the first "## " is ignored
+--
+--   ## ember.amax                        an entry starts at a line "## <name>" (outside fences)
+--   also: Tensor:amax, Tensor:other      optional, right after the heading, comma-separated;
+--   needs: cuda                          may repeat. needs: "cuda" or "file" (the example
+--                                        runs only with a CUDA device, or data files)
+--   ```                                  a fence with no info string: the signature (sig)
+--   ember.amax(t, [dim], [keepdim])
+--   ```
+--   Prose up to the example: the doc text, verbatim (the blank lines around it dropped).
+--   ```lua                               the example, verbatim
+--   print(ember.tensor({{1, 5}, {7, 2}}):amax())
+--   ```
+--
+-- sig, doc and example may each be missing. A "## " line with no name, an unknown "key:"
+-- line right after a heading, an unterminated fence, a fence of another language, a
+-- second sig or example in one entry and text after the example are reported by
+-- help.problems() as "<file>.md:<line>: <what is wrong>"; the rest of the file still loads.
+-- Values are found through a reverse map built once, on first use, by walking the public
+-- tables (ember, ember.Tensor, ember.nn and its classes, ...), so help(m.forward) on a
+-- module instance finds the documented class method.
 local ember = require "ember"
 
 local M = {}
@@ -70,8 +91,8 @@ local function loose(name) return (name:gsub(":", ".")) end
 local function add_name(idx, name, entry, file)
   local prev = idx.by_name[name]
   if prev and prev ~= entry then
-    idx.problems[#idx.problems + 1] = string.format("%s: '%s' is already documented in %s", file, name,
-                                                    idx.file_of[prev])
+    idx.problems[#idx.problems + 1] = string.format("%s: %s: '%s' is already documented in %s, by %s", file,
+                                                    entry.name, name, idx.file_of[prev], prev.name)
     return
   end
   idx.by_name[name] = entry
@@ -79,44 +100,134 @@ local function add_name(idx, name, entry, file)
   if idx.by_loose[key] == nil then idx.by_loose[key] = name end
 end
 
-local function check_entry(e, i, file, idx)
-  if type(e) ~= "table" or type(e.name) ~= "string" or e.name == "" then
-    idx.problems[#idx.problems + 1] = string.format("%s: entry %d has no name", file, i)
-    return false
+--- help.parse(text [, file = "?"]) -> entries, problems: the entries of a doc file's
+-- Markdown text (format above) and the problems found ("<file>:<line>: ..."). Never raises.
+-- It jumps from one heading or fence line to the next with plain string.find and cuts the
+-- doc and the fences' bodies out whole: a loop over every line, or a pattern tried at
+-- every byte, made help's first call twice as slow as when the docs were Lua files.
+function M.parse(text, file)
+  file = file or "?"
+  if text:find("\r", 1, true) then text = text:gsub("\r\n", "\n") end
+  text = "\n" .. text .. "\n"           -- every line starts after a "\n"
+  local entries, problems = {}, {}
+  local function problem(at, msg)       -- at: a byte of the line; its number counted only now
+    local n = select(2, text:sub(1, at - 1):gsub("\n", ""))
+    problems[#problems + 1] = string.format("%s:%d: %s", file, n, msg)
   end
-  for _, field in ipairs{"sig", "doc", "example"} do
-    if e[field] ~= nil and type(e[field]) ~= "string" then
-      idx.problems[#idx.problems + 1] = string.format("%s: %s: %s must be a string", file, e.name, field)
-      return false
+  -- the start of the first heading or fence line after byte p (nil: none); h and t keep
+  -- the next "\n#" and "\n`" found, so that each part of the text is searched once
+  local h, t = 0, 0
+  local function next_mark(p)
+    while true do
+      if h and h < p then h = text:find("\n#", p, true) end
+      if t and t < p then t = text:find("\n`", p, true) end
+      local m = h and t and math.min(h, t) or h or t
+      if not m then return nil end
+      if text:find("^##%s", m + 1) or text:find("^```", m + 1) then return m + 1 end
+      p = m + 1
     end
   end
-  if e.also ~= nil and type(e.also) ~= "table" then
-    idx.problems[#idx.problems + 1] = string.format("%s: %s: also must be a list of names", file, e.name)
-    return false
+  local e, doc                          -- the entry being read (nil before the first), its doc
+  local pos = 2                         -- the line being read starts at byte pos
+  while true do
+    local mark = next_mark(pos - 1)
+    -- up to the mark: prose, the doc (the blank lines around it dropped)
+    local prose = text:sub(pos, (mark or #text + 1) - 2)
+    local first = e and prose:find("%S")
+    if first then
+      local last = #prose
+      while prose:find("^%s", last) do last = last - 1 end
+      if e.example then
+        problem(pos + first - 1, "text after the example of " .. e.name)
+      else
+        doc[#doc + 1] = prose:sub(prose:match("^%s*\n()") or 1, last)
+      end
+    end
+    if not mark then break end
+    local eol = text:find("\n", mark, true)
+    local line = text:sub(mark, eol - 1)
+    pos = eol + 1
+    if line:byte(1) == 35 then          -- "## name", then its key lines
+      if e and doc[1] then e.doc = table.concat(doc, "\n") end
+      local name = line:match("^##%s*(.-)%s*$")
+      e, doc = nil, {}
+      if name == "" then
+        problem(mark, "a heading with no name (its entry is skipped)")
+      else
+        e = {name = name}
+        entries[#entries + 1] = e
+      end
+      while e do
+        local key, value, after = text:match("^(%a[%w_]*):[ \t]*([^\n]-)[ \t]*\n()", pos)
+        if key == "also" then
+          e.also = e.also or {}
+          for a in value:gmatch("[^,%s]+") do e.also[#e.also + 1] = a end
+        elseif key == "needs" then
+          e.needs = value
+        elseif key then
+          problem(pos, "an unknown key '" .. key .. ":' after the heading (also: and needs: only)")
+        else
+          break
+        end
+        pos = after
+      end
+    else                                -- a fence, up to a line "```"
+      local info = line:match("^```%s*(.-)%s*$")
+      local field = (info == "" and "sig") or (info == "lua" and "example") or nil
+      if not field then
+        problem(mark, "a fence of '" .. info .. "': only ``` (the signature) and ```lua (the example)")
+      elseif e and e[field] then
+        problem(mark, "a second " .. (field == "sig" and "signature" or "example") .. " in " .. e.name)
+        field = nil
+      end
+      local from, close, after = eol, nil, nil
+      repeat
+        close = text:find("\n```", from, true)
+        after = close and select(2, text:find("^```[ \t]*\n", close + 1))
+        from = close and close + 1
+      until after or not close
+      if not close then
+        problem(mark, "an unterminated fence")
+        break
+      end
+      if e and field then e[field] = text:sub(eol + 1, close - 1) end
+      pos = after + 1
+    end
   end
-  return true
+  if e and doc[1] then e.doc = table.concat(doc, "\n") end
+  return entries, problems
 end
 
+local function doc_path(base)
+  return package.searchpath("ember.doc." .. base, (package.path:gsub("%?%.lua", "?.md")))
+end
+
+-- base -> entries, problems as help.parse gives them; nil when the file is missing.
+local function read_doc(base)
+  local path = doc_path(base)
+  if not path then return nil end
+  local f, err = io.open(path, "rb")
+  if not f then return {}, {base .. ".md: " .. tostring(err)} end
+  local text = f:read("a")
+  f:close()
+  return M.parse(text, base .. ".md")
+end
+
+--- help.entries(area) -> the entries of lua/ember/doc/<area>.md in file order (fresh tables),
+-- and the problems found in it; nil when there is no such file.
+function M.entries(base) return read_doc(base) end
+
 local function load_file(idx, base)
-  local path = package.searchpath("ember.doc." .. base, package.path)
-  if not path then return end
-  local file = base .. ".lua"
-  local chunk, err = loadfile(path, "t")
-  local ok, entries = chunk ~= nil, err
-  if ok then ok, entries = pcall(chunk) end
-  if not ok or type(entries) ~= "table" then
-    idx.problems[#idx.problems + 1] = string.format("%s: %s", file, ok and "does not return a list of entries"
-                                                                    or tostring(entries))
-    return
-  end
+  local entries, problems = read_doc(base)
+  if not entries then return end
+  local file = base .. ".md"
   idx.files[#idx.files + 1] = file
-  for i, e in ipairs(entries) do
-    if check_entry(e, i, file, idx) then
-      idx.entries[#idx.entries + 1] = e
-      idx.file_of[e] = file
-      add_name(idx, e.name, e, file)
-      for _, a in ipairs(e.also or {}) do add_name(idx, a, e, file) end
-    end
+  table.move(problems, 1, #problems, #idx.problems + 1, idx.problems)
+  for _, e in ipairs(entries) do
+    idx.entries[#idx.entries + 1] = e
+    idx.file_of[e] = file
+    add_name(idx, e.name, e, file)
+    for _, a in ipairs(e.also or {}) do add_name(idx, a, e, file) end
   end
 end
 
@@ -541,14 +652,6 @@ function M.help(...)
   local x = ...
   local e = M.lookup(x)
   if e then print(M.format(e)) else print(not_found_message(x)) end
-end
-
--- For the doc files: the also-names of a class's entry, which documents the class's
--- constructor (init), forward (calling an instance) and extra_repr too, plus extra.
-function M._class_also(cls, extra)
-  local also = {cls .. ":init", cls .. ":forward", cls .. ":extra_repr"}
-  for _, n in ipairs(extra or {}) do also[#also + 1] = n end
-  return also
 end
 
 return setmetatable(M, {__call = function(_, ...) return M.help(...) end})

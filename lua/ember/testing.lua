@@ -419,7 +419,7 @@ end
 
 --- testing.assert_close(actual, expected [, {rtol, atol, equal_nan = false, check_device = true,
 --- check_dtype = true, check_layout = true, check_stride = false, msg}]): raises unless
---- actual and expected are close (see ember/doc/testing.lua).
+--- actual and expected are close (see ember/doc/testing.md).
 function M.assert_close(...)
   if select("#", ...) < 2 then
     raise("assert_close: missing required argument" .. (select("#", ...) == 0 and "s 'actual' and" or "")
@@ -454,7 +454,7 @@ local function as_tensor(op, what, v, opts)
 end
 
 --- testing.assert_allclose(actual, expected [, rtol [, atol [, equal_nan = true [, msg]]]]):
---- PyTorch's deprecated form of assert_close (see ember/doc/testing.lua).
+--- PyTorch's deprecated form of assert_close (see ember/doc/testing.md).
 function M.assert_allclose(...)
   if select("#", ...) < 2 then raise("assert_allclose: missing required arguments 'actual' and 'expected'") end
   local actual, expected = ...
@@ -551,7 +551,7 @@ end
 
 --- testing.make_tensor(shape..., {dtype, device, low, high, requires_grad = false,
 --- noncontiguous = false, exclude_zero = false}) -> a tensor of values drawn uniformly from
---- [low, high) (see ember/doc/testing.lua).
+--- [low, high) (see ember/doc/testing.md).
 function M.make_tensor(...)
   local n = select("#", ...)
   local last = n > 0 and select(n, ...) or nil

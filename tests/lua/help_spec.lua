@@ -6,8 +6,6 @@ local help = require "ember.help"
 
 local DOC_FILES = {"tensor", "ember", "conv", "attention", "nn", "optim", "data", "autograd", "cuda", "plot", "math", "reduction", "shape", "einsum", "linalg", "activation", "rnn", "optimizers", "amp", "autocast", "distributed", "tensorboard", "activation_checkpoint", "composite", "composite_shape", "composite_aliases", "composite_random", "special", "distributions", "testing", "profiler", "memory", "debug", "hf", "hf_tokenizer", "lora", "nn_extra", "composite_extra", "ctc", "grid_sample"}
 
-local function doc_path(base) return package.searchpath("ember.doc." .. base, package.path) end
-
 -- Runs f with print captured; returns the printed text and f's results.
 local function capture(f, ...)
   local G = require("_G")
@@ -90,10 +88,7 @@ end
 local function all_entries()
   local out = {}
   for _, base in ipairs(DOC_FILES) do
-    local path = doc_path(base)
-    if path then
-      for _, e in ipairs(dofile(path)) do out[#out + 1] = {e, base .. ".lua"} end
-    end
+    for _, e in ipairs(help.entries(base) or {}) do out[#out + 1] = {e, base .. ".md"} end
   end
   return out
 end
@@ -194,17 +189,17 @@ end)
 
 describe("the examples run on the CPU", function()
   for _, base in ipairs(DOC_FILES) do
-    local path = doc_path(base)
-    if not path then
-      pending(base .. ".lua: not written yet")
+    local entries = help.entries(base)
+    if not entries then
+      pending(base .. ".md: not written yet")
     else
-      it("of " .. base .. ".lua", function()
+      it("of " .. base .. ".md", function()
         local failures, ran = {}, 0
         -- plots drawn by the examples go nowhere (files they save are their own business)
         local plot_write = ember.plot.config.write
         ember.plot.config.write = function() end
         finally(function() ember.plot.config.write = plot_write end)
-        for _, e in ipairs(dofile(path)) do
+        for _, e in ipairs(entries) do
           if has_text(e.example) then
             local env = setmetatable({ember = ember}, {__index = _G})
             env.print = function() end
@@ -218,9 +213,9 @@ describe("the examples run on the CPU", function()
             end
           end
         end
-        assert(#failures == 0, #failures .. " example(s) of " .. base .. ".lua fail:\n  "
+        assert(#failures == 0, #failures .. " example(s) of " .. base .. ".md fail:\n  "
                                .. table.concat(failures, "\n  "))
-        assert(ran > 0, base .. ".lua: no example ran")
+        assert(ran > 0, base .. ".md: no example ran")
       end)
     end
   end
@@ -380,5 +375,108 @@ describe("help.names", function()
                        "ember.nn.Sequential:append", "ember.cuda.synchronize", "ember.autograd.grad"} do
       assert(set[n], n .. " is not in names()")
     end
+  end)
+end)
+
+describe("help.parse", function()
+  local function md(lines) return table.concat(lines, "\n") .. "\n" end
+
+  it("reads name, also over two lines, needs, sig, doc and example; each may be missing", function()
+    local text = md{
+      "# Demo",                                               -- 1
+      "A line about the file.",                               -- 2
+      "",                                                     -- 3
+      "## demo.f",                                            -- 4
+      "also: demo.g, Demo:f",                                 -- 5
+      "also: demo.h",                                         -- 6
+      "needs: cuda",                                          -- 7
+      "",                                                     -- 8
+      "```",                                                  -- 9
+      "demo.f(x) -> y",                                       -- 10
+      "Demo:f()",                                             -- 11
+      "```",                                                  -- 12
+      "",                                                     -- 13
+      "Doubles x.",                                           -- 14
+      "",                                                     -- 15
+      "  Kept as written: # not a heading, *not* emphasis.",  -- 16
+      "",                                                     -- 17
+      "```lua",                                               -- 18
+      "## not a heading inside a fence",                      -- 19
+      "print(demo.f(2))",                                     -- 20
+      "```",                                                  -- 21
+      "",                                                     -- 22
+      "## demo.nosig",                                        -- 23
+      "",                                                     -- 24
+      "Only prose and an example.",                           -- 25
+      "```lua",                                               -- 26
+      "print(1)",                                             -- 27
+      "```",                                                  -- 28
+      "## demo.noexample",                                    -- 29
+      "needs: file",                                          -- 30
+      "```",                                                  -- 31
+      "demo.noexample()",                                     -- 32
+      "```",                                                  -- 33
+      "Prose, no example.",                                   -- 34
+      "",                                                     -- 35
+      "## demo.bare",                                         -- 36
+    }
+    local entries, problems = help.parse(text, "demo.md")
+    assert.are.same({}, problems)
+    assert.are.same({
+      {name = "demo.f", also = {"demo.g", "Demo:f", "demo.h"}, needs = "cuda", sig = "demo.f(x) -> y\nDemo:f()",
+       doc = "Doubles x.\n\n  Kept as written: # not a heading, *not* emphasis.",
+       example = "## not a heading inside a fence\nprint(demo.f(2))"},
+      {name = "demo.nosig", doc = "Only prose and an example.", example = "print(1)"},
+      {name = "demo.noexample", needs = "file", sig = "demo.noexample()", doc = "Prose, no example."},
+      {name = "demo.bare"},
+    }, entries)
+    assert.are.equal("demo.bare", help.format(entries[4]))
+    assert.are.equal("demo.noexample()\n\n  Prose, no example.", help.format(entries[3]))
+  end)
+
+  it("reports each malformed part as <file>:<line> and keeps the rest", function()
+    local cases = {
+      {{"# T", "## a", "", "```lua", "print(1)"}, "bad.md:4: an unterminated fence", {{name = "a"}}},
+      {{"# T", "## ", "Lost.", "## b"}, "bad.md:2: a heading with no name (its entry is skipped)", {{name = "b"}}},
+      {{"# T", "## a", "also: x", "see: y"},
+       "bad.md:4: an unknown key 'see:' after the heading (also: and needs: only)", {{name = "a", also = {"x"}}}},
+      {{"## a", "```", "a()", "```", "```", "a(x)", "```"}, "bad.md:5: a second signature in a",
+       {{name = "a", sig = "a()"}}},
+      {{"## a", "```lua", "print(1)", "```", "```lua", "print(2)", "```"}, "bad.md:5: a second example in a",
+       {{name = "a", example = "print(1)"}}},
+      {{"## a", "```python", "print(1)", "```"},
+       "bad.md:2: a fence of 'python': only ``` (the signature) and ```lua (the example)", {{name = "a"}}},
+      {{"## a", "```lua", "print(1)", "```", "More."}, "bad.md:5: text after the example of a",
+       {{name = "a", example = "print(1)"}}},
+    }
+    for _, c in ipairs(cases) do
+      local entries, problems = help.parse(md(c[1]), "bad.md")
+      assert.are.same({c[2]}, problems)
+      assert.are.same(c[3], entries)
+    end
+  end)
+
+  it("never raises on odd text", function()
+    local f = assert(io.open(assert(package.searchpath("ember.doc.README", (package.path:gsub("%?%.lua", "?.md"))))))
+    local readme = f:read("a")   -- about the format, with fences of four backticks: not a doc file
+    f:close()
+    for _, text in ipairs{"", "##", "```", "## a\n```", "## a\n```\n````\n", "## a\nalso:\nneeds:", readme,
+                          "\r\n## a\r\n```\r\nx\r\n```\r\n"} do
+      local ok, entries, problems = pcall(help.parse, text)
+      assert(ok, tostring(entries))
+      assert.are.equal("table", type(entries))
+      assert.are.equal("table", type(problems))
+    end
+    assert.are.same({{name = "a", sig = "x"}}, (help.parse("\r\n## a\r\n```\r\nx\r\n```\r\n")))
+    -- only a line of three backticks (and blanks) closes a fence
+    assert.are.same({{name = "a", sig = "````\n``` x\n```lua"}}, (help.parse("## a\n```\n````\n``` x\n```lua\n```")))
+  end)
+
+  it("help.entries gives one file's entries, nil for a file that is not there", function()
+    local entries, problems = help.entries("autocast")
+    assert.are.same({}, problems)
+    assert.are.equal("ember.autocast", entries[1].name)
+    assert.are.equal(help.format(help.lookup("ember.autocast")), help.format(entries[1]))
+    assert.is_nil(help.entries("no_such_area"))
   end)
 end)
