@@ -101,26 +101,30 @@ static int l_pinv(lua_State *L)
     return emlua_push(L, em_linalg_pinv(A, atol, rtol, lua_toboolean(L, 4)));
 }
 
-/* cross(a, b, [dim | {dim = }]): dim 1-based; absent: the first dim of
- * size 3 for ember.cross (as torch.cross), the last for linalg.cross */
+/* cross(a, b, [dim] [, {dim =, out =}]): dim 1-based, by position or in
+ * the options table; absent: the first dim of size 3 for ember.cross (as
+ * torch.cross), the last for linalg.cross. out (PyTorch's out=) is a keyword
+ * only. */
 static int cross_common(lua_State *L, const char *op, bool last_default)
 {
+    static const char *const keys[] = {"dim", "out", NULL};
     em_tensor *a = emlua_check(L, 1, op), *b = emlua_check(L, 2, op);
     int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
     int dim = last_default ? -1 : -EM_MAX_DIMS - 1;
-    if (lua_istable(L, 3)) {
-        lua_getfield(L, 3, "dim");
-        if (!lua_isnil(L, -1)) dim = emlua_check_dim(L, lua_gettop(L), nd, op);
-        lua_pop(L, 1);
-    } else if (!lua_isnoneornil(L, 3)) {
-        dim = emlua_check_dim(L, 3, nd, op);
+    /* argument 3: dim or the options table; past dim, only the options table */
+    int o = emlua_keywords(L, lua_type(L, 3) == LUA_TTABLE ? 3 : 4, op, keys);
+    int at = o == 3 || lua_isnoneornil(L, 3) ? 0 : 3;
+    if (o && lua_getfield(L, o, "dim") != LUA_TNIL) {
+        if (at) emlua_argerror(L, 3, op, "got multiple values for argument 'dim' (by position and in the options table)");
+        at = lua_gettop(L);
     }
+    if (at) dim = emlua_check_dim(L, at, nd, op);
     if (dim < -EM_MAX_DIMS) {
         for (int d = 0; d < a->ndim && dim < -EM_MAX_DIMS; d++)
             if (a->sizes[d] == 3) dim = d;
         if (dim < -EM_MAX_DIMS) dim = -1;
     }
-    return emlua_push(L, last_default ? em_linalg_cross(a, b, dim) : em_cross(a, b, dim));
+    return emlua_push_out(L, last_default ? em_linalg_cross(a, b, dim) : em_cross(a, b, dim), o, op);
 }
 
 static int l_cross(lua_State *L)

@@ -29,7 +29,13 @@
  *   t:bincount([weights [, minlength]]), t:histc([bins [, min [, max]]])
  *   ember.searchsorted(seq, values, {right=, side=, sorter=, out_int32=}) -> 1-based positions
  *   ember.bucketize(values, boundaries, {right=, out_int32=})
- * Every function is also ember.<name>(t, ...). */
+ * Every function is also ember.<name>(t, ...). An options table holds only
+ * the names the op reads (an unknown key is an error, as is a positional
+ * argument past its own). Those returning one tensor whose PyTorch function
+ * takes out= take {out = t}: the result is written into t, which is returned
+ * (emlua_push_out); out is a keyword only. max and min take it in their
+ * elementwise form (max(a, b)) only; those returning several tensors (max
+ * with a dim, median, aminmax, var_mean, ...) refuse it. */
 #include "binding.h"
 
 #include <math.h>
@@ -37,11 +43,14 @@
 
 /* Brings the arguments after self to a fixed layout: positional parameters
  * in slots 2..n+1 and the options table (or nil) in slot n+2. An option
- * named like a positional parameter fills that slot when it was not given.
- * Returns the options slot, or 0 when there is no options table. */
-static int canon_args(lua_State *L, const char *op, int n, const char *const *names)
+ * named like a positional parameter fills that slot when it was not given;
+ * keys (NULL-terminated: the n names, then the op's keywords) are all the
+ * options table may hold. Returns the options slot, or 0 when there is no
+ * options table. */
+static int canon_args(lua_State *L, const char *op, int n, const char *const *names, const char *const *keys)
 {
     int opts = emlua_options_index(L, 2);
+    emlua_check_option_names(L, opts, op, keys);
     int top = opts ? opts - 1 : lua_gettop(L);
     while (top > n + 1 && lua_isnil(L, top)) top--;   /* t:softmax(1, nil), as t:sum(1, nil) */
     if (top > n + 1)
@@ -94,11 +103,21 @@ static void reject_dtype(lua_State *L, int opts, const char *op)
 typedef em_tensor *(*reduce_fn)(const em_tensor *t, const int *dims, int ndims, bool keepdim);
 
 static const char *const dim_keep[] = {"dim", "keepdim"};
+/* the keys of an options table, op by op: the positional parameters' names,
+ * then the keywords. dtype stays in the lists of the ops that refuse it
+ * (reject_dtype), for that message; out is PyTorch's out= (emlua_push_out). */
+static const char *const reduce_keys[] = {"dim", "keepdim", "dtype", "out", NULL};
+static const char *const extreme_keys[] = {"dim", "keepdim", NULL};
+static const char *const arg_keys[] = {"dim", "keepdim", "out", NULL};
+static const char *const variance_keys[] = {"dim", "keepdim", "correction", "unbiased", "dtype", "out", NULL};
+static const char *const moments_keys[] = {"dim", "keepdim", "correction", "unbiased", "dtype", NULL};
+static const char *const along_keys[] = {"dim", "dtype", "out", NULL};
+static const char *const out_keyword[] = {"out", NULL};
 
 static int reduce_with(lua_State *L, const char *op, reduce_fn fn, bool takes_dtype)
 {
     em_tensor *t = emlua_check(L, 1, op);
-    int o = canon_args(L, op, 2, dim_keep);
+    int o = canon_args(L, op, 2, dim_keep, reduce_keys);
     int dims[EM_MAX_DIMS];
     int nd = emlua_opt_dims(L, 2, t->ndim, op, dims);
     bool keep = emlua_opt_boolean(L, 3, op, false);
@@ -106,16 +125,16 @@ static int reduce_with(lua_State *L, const char *op, reduce_fn fn, bool takes_dt
     if (!takes_dtype) {
         reject_dtype(L, o, op);
     } else if (opt_dtype(L, o, op, &d)) {
-        if (fn == em_sum) return emlua_push(L, em_sum_dtype(t, dims, nd, keep, d));
+        if (fn == em_sum) return emlua_push_out(L, em_sum_dtype(t, dims, nd, keep, d), o, op);
         em_tensor *c = em_to_dtype(t, d);
         if (!c) return emlua_fail(L);
         em_autocast_suspend();  /* an explicit dtype is run as given (PyTorch's fp32_set_opt_dtype) */
         em_tensor *r = fn(c, dims, nd, keep);
         em_autocast_resume();
         em_release(c);
-        return emlua_push(L, r);
+        return emlua_push_out(L, r, o, op);
     }
-    return emlua_push(L, fn(t, dims, nd, keep));
+    return emlua_push_out(L, fn(t, dims, nd, keep), o, op);
 }
 
 static int l_sum(lua_State *L) { return reduce_with(L, "sum", em_sum, true); }
@@ -135,11 +154,11 @@ static int extreme(lua_State *L, const char *op, em_binary_op elementwise, reduc
 {
     em_tensor *t = emlua_check(L, 1, op);
     em_tensor *other = emlua_test(L, 2);
-    if (other) {
-        if (lua_gettop(L) > 2) emlua_argerror(L, 3, op, "unexpected argument after the second tensor");
-        return emlua_push(L, em_binary(elementwise, t, other));
+    if (other) {   /* torch.max(input, other, *, out) */
+        int o = emlua_keywords(L, 3, op, out_keyword);
+        return emlua_push_out(L, em_binary(elementwise, t, other), o, op);
     }
-    canon_args(L, op, 2, dim_keep);
+    canon_args(L, op, 2, dim_keep, extreme_keys);
     if (lua_isnil(L, 2)) {
         if (!lua_isnil(L, 3)) emlua_argerror(L, 3, op, "keepdim needs a dim");
         if (em_numel(t) == 0)
@@ -164,10 +183,10 @@ typedef em_tensor *(*arg_fn)(const em_tensor *t, int dim, bool keepdim, bool fla
 static int arg_extreme(lua_State *L, const char *op, arg_fn fn)
 {
     em_tensor *t = emlua_check(L, 1, op);
-    canon_args(L, op, 2, dim_keep);
+    int o = canon_args(L, op, 2, dim_keep, arg_keys);
     bool keep = emlua_opt_boolean(L, 3, op, false);
-    if (lua_isnil(L, 2)) return emlua_push(L, fn(t, 0, keep, true));
-    return emlua_push(L, fn(t, emlua_check_dim(L, 2, t->ndim, op), keep, false));
+    if (lua_isnil(L, 2)) return emlua_push_out(L, fn(t, 0, keep, true), o, op);
+    return emlua_push_out(L, fn(t, emlua_check_dim(L, 2, t->ndim, op), keep, false), o, op);
 }
 
 static int l_argmax(lua_State *L) { return arg_extreme(L, "argmax", em_argmax); }
@@ -177,18 +196,22 @@ static int l_argmin(lua_State *L) { return arg_extreme(L, "argmin", em_argmin); 
 
 typedef em_tensor *(*var_fn)(const em_tensor *t, const int *dims, int ndims, double correction, bool keepdim);
 
-/* The dims, keepdim and correction of var / std / var_mean / std_mean;
- * returns the correction. */
-static double variance_args(lua_State *L, const char *op, const em_tensor *t, int *dims, int *nd, bool *keep)
+/* The dims, keepdim and correction of var / std / var_mean / std_mean, the
+ * options table's keys in keys; returns the correction, the options table's
+ * slot in *opts (0: none). */
+static double variance_args(lua_State *L, const char *op, const em_tensor *t, int *dims, int *nd, bool *keep,
+                            const char *const *keys, int *opts)
 {
     double correction = 1;
     *nd = 0;
     *keep = false;
+    *opts = 0;
     if (lua_type(L, 2) == LUA_TBOOLEAN) {   /* torch.var(input, unbiased) */
         if (lua_gettop(L) > 2) emlua_argerror(L, 3, op, "unexpected argument after `unbiased`");
         return lua_toboolean(L, 2) ? 1 : 0;
     }
-    int o = canon_args(L, op, 2, dim_keep);
+    int o = canon_args(L, op, 2, dim_keep, keys);
+    *opts = o;
     *nd = emlua_opt_dims(L, 2, t->ndim, op, dims);
     *keep = emlua_opt_boolean(L, 3, op, false);
     if (o) {
@@ -210,10 +233,10 @@ static double variance_args(lua_State *L, const char *op, const em_tensor *t, in
 static int variance(lua_State *L, const char *op, var_fn fn)
 {
     em_tensor *t = emlua_check(L, 1, op);
-    int dims[EM_MAX_DIMS], nd;
+    int dims[EM_MAX_DIMS], nd, o;
     bool keep;
-    double correction = variance_args(L, op, t, dims, &nd, &keep);
-    return emlua_push(L, fn(t, dims, nd, correction, keep));
+    double correction = variance_args(L, op, t, dims, &nd, &keep, variance_keys, &o);
+    return emlua_push_out(L, fn(t, dims, nd, correction, keep), o, op);
 }
 
 static int l_var(lua_State *L) { return variance(L, "var", em_var); }
@@ -222,8 +245,9 @@ static int l_std(lua_State *L) { return variance(L, "std", em_std); }
 static int l_norm(lua_State *L)
 {
     static const char *const names[] = {"p", "dim", "keepdim"};
+    static const char *const keys[] = {"p", "dim", "keepdim", "out", NULL};
     em_tensor *t = emlua_check(L, 1, "norm");
-    canon_args(L, "norm", 3, names);
+    int o = canon_args(L, "norm", 3, names, keys);
     double p = 2;
     if (lua_type(L, 2) == LUA_TSTRING) {
         const char *s = lua_tostring(L, 2);
@@ -235,7 +259,7 @@ static int l_norm(lua_State *L)
     int dims[EM_MAX_DIMS];
     int nd = emlua_opt_dims(L, 3, t->ndim, "norm", dims);
     bool keep = emlua_opt_boolean(L, 4, "norm", false);
-    return emlua_push(L, em_norm(t, p, dims, nd, keep));
+    return emlua_push_out(L, em_norm(t, p, dims, nd, keep), o, "norm");
 }
 
 /* ---- along one dim: softmax family and scans ----------------------------- */
@@ -246,7 +270,7 @@ static int along_dim(lua_State *L, const char *op, dim_fn fn)
 {
     static const char *const names[] = {"dim"};
     em_tensor *t = emlua_check(L, 1, op);
-    int o = canon_args(L, op, 1, names);
+    int o = canon_args(L, op, 1, names, along_keys);
     if (lua_isnil(L, 2))
         return emlua_argerror(L, 2, op, "missing dim (%s works along one dimension; give it, e.g. -1 for the last)", op);
     int dim = emlua_check_dim(L, 2, t->ndim, op);
@@ -258,9 +282,9 @@ static int along_dim(lua_State *L, const char *op, dim_fn fn)
         em_tensor *r = fn(c, dim);
         em_autocast_resume();
         em_release(c);
-        return emlua_push(L, r);
+        return emlua_push_out(L, r, o, op);
     }
-    return emlua_push(L, fn(t, dim));
+    return emlua_push_out(L, fn(t, dim), o, op);
 }
 
 static int l_softmax(lua_State *L) { return along_dim(L, "softmax", em_softmax); }
@@ -278,6 +302,22 @@ static int push2(lua_State *L, int rc, em_tensor *a, em_tensor *b)
     emlua_push(L, a);
     emlua_push(L, b);
     return 2;
+}
+
+/* emlua_args_start for names whose last one is "out": PyTorch's out= is a
+ * keyword only, so a value in its place by position is an argument too many */
+static void args_start_out(emlua_args *a, lua_State *L, const char *op, int first, const char *const *names)
+{
+    int n = 0;
+    while (names[n + 1]) n++;   /* the names before out */
+    int opts = emlua_options_index(L, first);
+    int top = opts ? opts - 1 : lua_gettop(L);
+    while (top >= first + n && lua_isnil(L, top)) top--;
+    if (top >= first + n)
+        emlua_argerror(L, first + n, op, "unexpected argument (a %s): too many positional arguments (at most %d after "
+                       "the required ones; out is a keyword: {out = t})",
+                       emlua_test(L, first + n) ? "tensor" : luaL_typename(L, first + n), n);
+    emlua_args_start(a, L, op, first, names);
 }
 
 static int l_count_nonzero(lua_State *L)
@@ -345,13 +385,13 @@ static int l_kthvalue(lua_State *L)
 
 static int quantile_like(lua_State *L, const char *op, bool ignore_nan)
 {
-    static const char *const names[] = {"dim", "keepdim", "interpolation", NULL};
+    static const char *const names[] = {"dim", "keepdim", "interpolation", "out", NULL};
     static const char *const interps[] = {"linear", "lower", "higher", "midpoint", "nearest", NULL};
     em_tensor *t = emlua_check(L, 1, op);
     em_tensor *q = emlua_test(L, 2);
     double qs = q ? 0 : emlua_check_number(L, 2, op);
     emlua_args a;
-    emlua_args_start(&a, L, op, 3, names);
+    args_start_out(&a, L, op, 3, names);
     int at = emlua_arg_at(&a, 0);
     int dim = at ? emlua_check_dim(L, at, t->ndim, op) : 0;
     bool keep = emlua_arg_bool(&a, 1, false);
@@ -364,7 +404,7 @@ static int quantile_like(lua_State *L, const char *op, bool ignore_nan)
             emlua_argerror(L, ip, op, "interpolation must be \"linear\", \"lower\", \"higher\", \"midpoint\" or "
                                       "\"nearest\", got %s", s ? s : luaL_typename(L, ip));
     }
-    return emlua_push(L, em_quantile(t, q, qs, !at, dim, keep, (em_quantile_interp)interp, ignore_nan));
+    return emlua_push_out(L, em_quantile(t, q, qs, !at, dim, keep, (em_quantile_interp)interp, ignore_nan), a.opts, op);
 }
 
 static int l_quantile(lua_State *L) { return quantile_like(L, "quantile", false); }
@@ -391,9 +431,9 @@ typedef int (*moments_fn)(const em_tensor *t, const int *dims, int ndims, double
 static int moments(lua_State *L, const char *op, moments_fn fn)
 {
     em_tensor *t = emlua_check(L, 1, op);
-    int dims[EM_MAX_DIMS], nd;
+    int dims[EM_MAX_DIMS], nd, o;
     bool keep;
-    double correction = variance_args(L, op, t, dims, &nd, &keep);
+    double correction = variance_args(L, op, t, dims, &nd, &keep, moments_keys, &o);
     em_tensor *s = NULL, *m = NULL;
     int rc = fn(t, dims, nd, correction, keep, &s, &m);
     return push2(L, rc, s, m);
@@ -457,13 +497,13 @@ static int l_bincount(lua_State *L)
 
 static int l_histc(lua_State *L)
 {
-    static const char *const names[] = {"bins", "min", "max", NULL};
+    static const char *const names[] = {"bins", "min", "max", "out", NULL};
     em_tensor *t = emlua_check(L, 1, "histc");
     emlua_args a;
-    emlua_args_start(&a, L, "histc", 2, names);
+    args_start_out(&a, L, "histc", 2, names);
     int64_t bins = emlua_arg_integer(&a, 0, 100);
     double lo = emlua_arg_number(&a, 1, 0), hi = emlua_arg_number(&a, 2, 0);
-    return emlua_push(L, em_histc(t, bins, lo, hi));
+    return emlua_push_out(L, em_histc(t, bins, lo, hi), a.opts, "histc");
 }
 
 /* values given as a number become a 0-d tensor of like's dtype */
@@ -481,11 +521,11 @@ static em_tensor *tensor_or_number(lua_State *L, int idx, const char *op, const 
 
 static int l_searchsorted(lua_State *L)
 {
-    static const char *const names[] = {"out_int32", "right", "side", "sorter", NULL};
+    static const char *const names[] = {"out_int32", "right", "side", "sorter", "out", NULL};
     const char *op = "searchsorted";
     em_tensor *seq = emlua_check(L, 1, op);
     emlua_args a;
-    emlua_args_start(&a, L, op, 3, names);
+    args_start_out(&a, L, op, 3, names);
     bool out_int32 = emlua_arg_bool(&a, 0, false), right = emlua_arg_bool(&a, 1, false);
     int side = emlua_arg_at(&a, 2);
     if (side) {
@@ -501,22 +541,22 @@ static int l_searchsorted(lua_State *L)
     em_tensor *v = tensor_or_number(L, 2, op, seq, &owned);
     em_tensor *r = em_searchsorted(seq, v, right, sorter, out_int32);
     if (owned) em_release(v);
-    return emlua_push(L, r);
+    return emlua_push_out(L, r, a.opts, op);
 }
 
 static int l_bucketize(lua_State *L)
 {
-    static const char *const names[] = {"out_int32", "right", NULL};
+    static const char *const names[] = {"out_int32", "right", "out", NULL};
     const char *op = "bucketize";
     em_tensor *b = emlua_check(L, 2, op);
     emlua_args a;
-    emlua_args_start(&a, L, op, 3, names);
+    args_start_out(&a, L, op, 3, names);
     bool out_int32 = emlua_arg_bool(&a, 0, false), right = emlua_arg_bool(&a, 1, false);
     bool owned;
     em_tensor *v = tensor_or_number(L, 1, op, b, &owned);
     em_tensor *r = em_bucketize(v, b, right, out_int32);
     if (owned) em_release(v);
-    return emlua_push(L, r);
+    return emlua_push_out(L, r, a.opts, op);
 }
 
 /* ember._cross_entropy(logits, target, weight|nil, ignore_index, smoothing,
