@@ -457,7 +457,8 @@ int emlua_keywords(lua_State *L, int first, const char *op, const char *const *n
     int top = lua_gettop(L);
     while (top >= first && lua_isnil(L, top)) top--;
     if (top < first) return 0;
-    if (top == first && emlua_options_index(L, first) == first) {
+    /* a plain table without [1] (not a size list), nils after it allowed: x:exp({}, nil) */
+    if (top == first && lua_type(L, first) == LUA_TTABLE && !emlua_test(L, first) && lua_rawlen(L, first) == 0) {
         emlua_check_option_names(L, first, op, names);
         return first;
     }
