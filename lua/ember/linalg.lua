@@ -95,18 +95,21 @@ end
 
 -- ---- factorisations and solves -------------------------------------------------
 
-function M.det(A)
+function M.det(A, ...)
+  args("linalg.det", {}, ...)   -- nothing after A: extra arguments are refused, not dropped
   check_tensor(A, "linalg.det")
   return call(ember._linalg_det, A)
 end
 
 --- sign, logabsdet
-function M.slogdet(A)
+function M.slogdet(A, ...)
+  args("linalg.slogdet", {}, ...)   -- nothing after A: extra arguments are refused, not dropped
   check_tensor(A, "linalg.slogdet")
   return call(ember._linalg_slogdet, A)
 end
 
-function M.inv(A)
+function M.inv(A, ...)
+  args("linalg.inv", {}, ...)   -- nothing after A: extra arguments are refused, not dropped
   check_tensor(A, "linalg.inv")
   return call(ember._linalg_inv, A)
 end
@@ -144,7 +147,8 @@ function M.svd(A, ...)
   return call(ember._linalg_svd, A, a.full_matrices ~= false)
 end
 
-function M.svdvals(A)
+function M.svdvals(A, ...)
+  args("linalg.svdvals", {}, ...)   -- nothing after A: extra arguments are refused, not dropped
   check_tensor(A, "linalg.svdvals")
   return call(ember._linalg_svdvals, A)
 end
@@ -216,8 +220,9 @@ function M.matrix_rank(A, ...)
   return s:gt(tol):sum(-1, false, {dtype = "int64"})
 end
 
-function M.matrix_power(A, n)
+function M.matrix_power(A, n, ...)
   local op = "linalg.matrix_power"
+  args(op, {}, ...)
   check_tensor(A, op)
   if math.type(n) ~= "integer" then raise(string.format("%s: n must be an integer, got %s", op, tostring(n))) end
   local d = A:dim()
