@@ -128,6 +128,7 @@ static int t_register_hook(lua_State *L)
 {
     em_tensor *t = emlua_check(L, 1, "register_hook");
     if (lua_type(L, 2) != LUA_TFUNCTION) return emlua_typeerror(L, 2, "register_hook", "a function");
+    emlua_keywords(L, 3, "register_hook", NULL);
     lua_hook *h = new_lua_hook(L, 2);
     return registered(L, h, em_register_hook(t, run_lua_hook, h, free_lua_hook));
 }
@@ -184,6 +185,7 @@ static int t_register_post_accumulate_grad_hook(lua_State *L)
     const char *op = "register_post_accumulate_grad_hook";
     em_tensor *t = emlua_check(L, 1, op);
     if (lua_type(L, 2) != LUA_TFUNCTION) return emlua_typeerror(L, 2, op, "a function");
+    emlua_keywords(L, 3, op, NULL);
     lua_hook *h = new_lua_hook(L, 2);
     return registered(L, h, em_register_post_accumulate_hook(t, run_lua_post_hook, h, free_lua_hook));
 }
@@ -192,6 +194,7 @@ static int t_register_post_accumulate_grad_hook(lua_State *L)
 static int m_queue_callback(lua_State *L)
 {
     if (lua_type(L, 1) != LUA_TFUNCTION) return emlua_typeerror(L, 1, "queue_callback", "a function");
+    emlua_keywords(L, 2, "queue_callback", NULL);
     lua_hook *h = new_lua_hook(L, 1);
     if (em_queue_callback(run_lua_callback, h, free_lua_hook)) {
         free_lua_hook(h);
@@ -278,9 +281,7 @@ static int t_backward(lua_State *L)
     const char *op = "backward";
     em_tensor *t = emlua_check(L, 1, op);
     emlua_args a;
-    emlua_args_start(&a, L, op, 2, backward_names);
-    int npos = (a.opts ? a.opts : lua_gettop(L) + 1) - 2;
-    if (npos > 4) return emlua_argerror(L, 6, op, "too many positional arguments (gradient, retain_graph, create_graph, inputs)");
+    emlua_args_start(&a, L, op, 2, backward_names);   /* refuses a fifth positional argument (not a trailing nil) */
     em_tensor *g = emlua_arg_tensor(&a, 0);
     bool create = emlua_arg_bool(&a, 2, false);
     bool retain = emlua_arg_bool(&a, 1, create);
@@ -300,11 +301,12 @@ static int t_backward(lua_State *L)
 static int m_autograd_backward(lua_State *L)
 {
     const char *op = "autograd.backward";
+    static const char *const names[] = {"retain_graph", "create_graph", "inputs", NULL};
+    int opts = emlua_keywords(L, 3, op, names);   /* before tensor_list pushes its arrays */
     int nout, ngo = 0, nin = 0;
     em_tensor **outs = tensor_list(L, 1, op, "tensors", &nout);
     em_tensor **gos = lua_isnil(L, 2) ? NULL : tensor_list(L, 2, op, "grad_tensors", &ngo);
     if (gos && ngo != nout) return luaL_error(L, "%s: %d grad_tensors given for %d tensors", op, ngo, nout);
-    int opts = lua_istable(L, 3) ? 3 : 0;
     bool create = emlua_opt_field_boolean(L, opts, "create_graph", op, false);
     bool retain = emlua_opt_field_boolean(L, opts, "retain_graph", op, create);
     em_tensor **ins = opt_inputs(L, opts, op, &nin);
@@ -332,12 +334,15 @@ static em_tensor **tensor_list(lua_State *L, int idx, const char *op, const char
 }
 
 /* ember._autograd_grad(outputs, inputs, {grad_outputs=, retain_graph=,
- * create_graph=, allow_unused=}) -> one gradient (or nil) per input */
+ * create_graph=, allow_unused=}) -> one gradient (or nil) per input; it is
+ * ember.autograd.grad, so the options are the user's (PyTorch's others, such
+ * as materialize_grads, refused: ignored, they would change the answer) */
 static int m_autograd_grad(lua_State *L)
 {
     const char *op = "autograd.grad";
+    static const char *const names[] = {"grad_outputs", "retain_graph", "create_graph", "allow_unused", NULL};
     int nout, nin, ngo = 0;
-    int opts = lua_istable(L, 3) ? 3 : 0;
+    int opts = emlua_keywords(L, 3, op, names);
     em_tensor **outs = tensor_list(L, 1, op, "outputs", &nout);
     em_tensor **ins = tensor_list(L, 2, op, "inputs", &nin);
     em_tensor **gos = NULL;
@@ -560,17 +565,27 @@ static int m_autograd_region_leaves(lua_State *L)
     return 1;
 }
 
-static int t_detach(lua_State *L) { return emlua_push(L, em_detach(emlua_check(L, 1, "detach"))); }
+/* the tensor argument 1 of op, which takes nothing after it */
+static em_tensor *check_only(lua_State *L, const char *op)
+{
+    em_tensor *t = emlua_check(L, 1, op);
+    emlua_keywords(L, 2, op, NULL);
+    return t;
+}
+
+static int t_detach(lua_State *L) { return emlua_push(L, em_detach(check_only(L, "detach"))); }
 
 static int t_requires_grad_(lua_State *L)
 {
     em_tensor *t = emlua_check(L, 1, "requires_grad_");
-    return emlua_push_self(L, em_requires_grad_(t, emlua_opt_boolean(L, 2, "requires_grad_", true)));
+    bool on = emlua_opt_boolean(L, 2, "requires_grad_", true);
+    emlua_keywords(L, 3, "requires_grad_", NULL);
+    return emlua_push_self(L, em_requires_grad_(t, on));
 }
 
 static int t_retain_grad(lua_State *L)
 {
-    if (em_retain_grad(emlua_check(L, 1, "retain_grad"))) return emlua_fail(L);
+    if (em_retain_grad(check_only(L, "retain_grad"))) return emlua_fail(L);
     return 0;
 }
 
@@ -610,6 +625,7 @@ static int with_mode(lua_State *L, bool on, const char *op)
 {
     if (!lua_isnoneornil(L, 1) && lua_type(L, 1) != LUA_TFUNCTION)
         return emlua_typeerror(L, 1, op, "a function (or nothing, for a <close> guard)");
+    if (lua_isnoneornil(L, 1)) emlua_keywords(L, 2, op, NULL);   /* fn's arguments, without fn */
     if (!lua_isnoneornil(L, 1) && emlua_in_coroutine(L)) {
         lua_getglobal(L, "require");
         lua_pushliteral(L, "ember.grad_mode");
@@ -635,12 +651,14 @@ static int m_enable_grad(lua_State *L) { return with_mode(L, true, "ember.enable
 static int m_set_grad_enabled(lua_State *L)
 {
     if (lua_type(L, 1) != LUA_TBOOLEAN) return emlua_typeerror(L, 1, "ember.set_grad_enabled", "a boolean");
+    emlua_keywords(L, 2, "ember.set_grad_enabled", NULL);
     lua_pushboolean(L, em_set_grad_enabled(lua_toboolean(L, 1)));
     return 1;
 }
 
 static int m_is_grad_enabled(lua_State *L)
 {
+    emlua_keywords(L, 1, "ember.is_grad_enabled", NULL);
     lua_pushboolean(L, em_grad_enabled());
     return 1;
 }

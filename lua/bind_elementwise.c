@@ -40,23 +40,43 @@ static const char *const alpha_only[] = {"alpha", NULL};
 static const char *const rounding_out[] = {"rounding_mode", "out", NULL};
 static const char *const rounding_only[] = {"rounding_mode", NULL};
 
-static int unary(lua_State *L, em_unary_op op)
+/* op(t [, {out = o}]), called name (sgn is the table's sign) */
+static int unary_named(lua_State *L, em_unary_op op, const char *name)
 {
-    const char *name = em_unary_name(op);
     em_tensor *t = check_tensor(L, 1, name);
     int o = emlua_keywords(L, 2, name, out_keyword);
     return emlua_push_out(L, em_unary(op, t), o, name);
 }
 
+static int unary_named_(lua_State *L, em_unary_op op, const char *name)
+{
+    em_tensor *t = check_tensor(L, 1, name);
+    emlua_keywords(L, 2, name, no_keywords);
+    return emlua_push_self(L, em_unary_(op, t));
+}
+
+static int unary(lua_State *L, em_unary_op op) { return unary_named(L, op, em_unary_name(op)); }
+
 static int unary_(lua_State *L, em_unary_op op)
 {
     const char *name = em_unary_info(op)->inplace;
-    if (!name) name = em_unary_name(op);
-    em_tensor *t = check_tensor(L, 1, name);
-    emlua_keywords(L, 2, name, no_keywords);
-    if (em_unary_(op, t)) return emlua_fail(L);
-    lua_settop(L, 1);
-    return 1;
+    return unary_named_(L, op, name ? name : em_unary_name(op));
+}
+
+/* emlua_args_start for names ending in "out", which (PyTorch's keyword after
+ * `*`) only the options table may give: the others may come by position. */
+static void args_start_out(emlua_args *a, lua_State *L, const char *op, int first, const char *const *names)
+{
+    int n = 0;
+    while (names[n + 1]) n++;   /* the positional ones, before "out" */
+    int opts = emlua_options_index(L, first);
+    int top = opts ? opts - 1 : lua_gettop(L);
+    while (top >= first + n && lua_isnil(L, top)) top--;
+    if (top >= first + n)
+        emlua_argerror(L, first + n, op, "unexpected argument (a %s): at most %d after the required ones; out is a "
+                       "keyword argument, {out = t}", emlua_test(L, first + n) ? "tensor" : luaL_typename(L, first + n),
+                       n);
+    emlua_args_start(a, L, op, first, names);
 }
 
 /* The functions of the table's unary ops, the op in upvalue 1: ember.exp(t),
@@ -78,33 +98,34 @@ static int assign_self(lua_State *L, em_tensor *r, const char *op)
 }
 
 static const char *const round_names[] = {"decimals", NULL};
+static const char *const round_out_names[] = {"decimals", "out", NULL};
 
-/* decimals of round(t), round(t, decimals) or round(t, {decimals = n}) */
-static int64_t round_decimals(lua_State *L, const char *op)
-{
-    emlua_args a;
-    emlua_args_start(&a, L, op, 2, round_names);
-    return emlua_arg_integer(&a, 0, 0);
-}
-
+/* round(t [, decimals] [, {decimals =, out =}]) */
 static int t_round(lua_State *L)
 {
     em_tensor *t = check_tensor(L, 1, "round");
-    return emlua_push(L, em_round_decimals(t, round_decimals(L, "round")));
+    emlua_args a;
+    args_start_out(&a, L, "round", 2, round_out_names);
+    return emlua_push_out(L, em_round_decimals(t, emlua_arg_integer(&a, 0, 0)), a.opts, "round");
 }
 
 static int t_round_(lua_State *L)
 {
     em_tensor *t = check_tensor(L, 1, "round_");
-    int64_t d = round_decimals(L, "round_");
-    if (d == 0) return unary_(L, EM_ROUND);
+    emlua_args a;
+    emlua_args_start(&a, L, "round_", 2, round_names);
+    int64_t d = emlua_arg_integer(&a, 0, 0);
+    if (d == 0) return emlua_push_self(L, em_unary_(EM_ROUND, t));
     return assign_self(L, em_round_decimals(t, d), "round_");
 }
 
-/* gelu(t) is the exact erf form; {approximate = "tanh"} the tanh form. */
+/* gelu(t) is the exact erf form; {approximate = "tanh"} the tanh form (a
+ * keyword, as in PyTorch; the only one) */
+static const char *const gelu_names[] = {"approximate", NULL};
+
 static bool gelu_tanh(lua_State *L, const char *op)
 {
-    int o = emlua_options_index(L, 2);
+    int o = emlua_keywords(L, 2, op, gelu_names);
     if (!o) return false;
     lua_getfield(L, o, "approximate");
     const char *s = lua_tostring(L, -1);
@@ -135,7 +156,7 @@ static int t_gelu_(lua_State *L)
         lua_settop(L, 1);
         return 1;
     }
-    return unary_(L, EM_GELU);
+    return emlua_push_self(L, em_unary_(EM_GELU, t));
 }
 
 /* ---- binary --------------------------------------------------------------- */
@@ -326,7 +347,8 @@ static int t_polygamma(lua_State *L)
     }
     em_tensor *x = check_tensor(L, ix, "polygamma");
     double n = polygamma_order(L, in, "polygamma");
-    return emlua_push(L, em_binary_scalar(EM_POLYGAMMA, x, n, true, false));
+    int o = emlua_keywords(L, 3, "polygamma", out_keyword);
+    return emlua_push_out(L, em_binary_scalar(EM_POLYGAMMA, x, n, true, false), o, "polygamma");
 }
 
 /* x:polygamma_(n) */
@@ -334,6 +356,7 @@ static int t_polygamma_(lua_State *L)
 {
     check_tensor(L, 1, "polygamma_");
     polygamma_order(L, 2, "polygamma_");
+    emlua_keywords(L, 3, "polygamma_", no_keywords);
     return binary_inplace_at(L, EM_POLYGAMMA, "polygamma_", 2);
 }
 
@@ -357,27 +380,40 @@ static em_tensor *clamp_at(lua_State *L, em_tensor *t, int ilo, int ihi, const c
     return em_clamp_tensor(t, lo, hi);
 }
 
+/* clamp(t [, min [, max]] [, {out =}]): the options table may stand in the
+ * place of min or max (then nil); returns its index (0: none) and, at *none,
+ * a nil pushed for the bounds not given */
+static int clamp_keywords(lua_State *L, const char *op, int *none)
+{
+    int o = emlua_options_index(L, 2);
+    if (o == 2 || o == 3) emlua_check_option_names(L, o, op, out_keyword);
+    else o = emlua_keywords(L, 4, op, out_keyword);
+    lua_pushnil(L);
+    *none = lua_gettop(L);
+    return o;
+}
+
 static int t_clamp(lua_State *L)
 {
     em_tensor *t = check_tensor(L, 1, "clamp");
-    return emlua_push(L, clamp_at(L, t, 2, 3, "clamp"));
+    int none, o = clamp_keywords(L, "clamp", &none);
+    em_tensor *r = clamp_at(L, t, o == 2 ? none : 2, o == 2 || o == 3 ? none : 3, "clamp");
+    return emlua_push_out(L, r, o, "clamp");
 }
 
-static int t_clamp_min(lua_State *L)
+/* clamp_min(t, min [, {out =}]) (max: false) and clamp_max(t, max [, {out =}]) */
+static int clamp_one(lua_State *L, bool max, const char *op)
 {
-    em_tensor *t = check_tensor(L, 1, "clamp_min");
-    if (lua_isnoneornil(L, 2)) return emlua_typeerror(L, 2, "clamp_min", "a number or a tensor");
-    lua_settop(L, 2);
-    return emlua_push(L, clamp_at(L, t, 2, 3, "clamp_min"));
+    em_tensor *t = check_tensor(L, 1, op);
+    if (lua_isnoneornil(L, 2)) return emlua_typeerror(L, 2, op, "a number or a tensor");
+    int o = emlua_keywords(L, 3, op, out_keyword);
+    lua_pushnil(L);
+    int none = lua_gettop(L);
+    return emlua_push_out(L, clamp_at(L, t, max ? none : 2, max ? 2 : none, op), o, op);
 }
 
-static int t_clamp_max(lua_State *L)
-{
-    em_tensor *t = check_tensor(L, 1, "clamp_max");
-    if (lua_isnoneornil(L, 2)) return emlua_typeerror(L, 2, "clamp_max", "a number or a tensor");
-    lua_settop(L, 2);
-    return emlua_push(L, clamp_at(L, t, 3, 2, "clamp_max"));
-}
+static int t_clamp_min(lua_State *L) { return clamp_one(L, false, "clamp_min"); }
+static int t_clamp_max(lua_State *L) { return clamp_one(L, true, "clamp_max"); }
 
 /* in place: the result must fit t's dtype (clamp_ of an int tensor to 0.5
  * is refused, as in PyTorch) */
@@ -399,24 +435,33 @@ static int clamp_inplace(lua_State *L, int ilo, int ihi, const char *op)
     return 1;
 }
 
-static int t_clamp_(lua_State *L) { return clamp_inplace(L, 2, 3, "clamp_"); }
+static int t_clamp_(lua_State *L)
+{
+    emlua_keywords(L, 4, "clamp_", no_keywords);
+    return clamp_inplace(L, 2, 3, "clamp_");
+}
 
+/* clamp_min_(min), clamp_max_(max): the other bound a nil pushed after them */
 static int t_clamp_min_(lua_State *L)
 {
-    lua_settop(L, 2);
-    return clamp_inplace(L, 2, 3, "clamp_min_");
+    emlua_keywords(L, 3, "clamp_min_", no_keywords);
+    lua_pushnil(L);
+    return clamp_inplace(L, 2, lua_gettop(L), "clamp_min_");
 }
 
 static int t_clamp_max_(lua_State *L)
 {
-    lua_settop(L, 2);
-    return clamp_inplace(L, 3, 2, "clamp_max_");
+    emlua_keywords(L, 3, "clamp_max_", no_keywords);
+    lua_pushnil(L);
+    return clamp_inplace(L, lua_gettop(L), 2, "clamp_max_");
 }
 
 /* ---- where and masked_fill ------------------------------------------------ */
 
+/* where(cond, a, b [, {out =}]), its arguments at those stack positions (1 to 3) */
 static int where_at(lua_State *L, int icond, int ia, int ib)
 {
+    int o = emlua_keywords(L, 4, "where", out_keyword);
     em_tensor *cond = check_tensor(L, icond, "where");
     check_operand_type(L, ia, "where");
     check_operand_type(L, ib, "where");
@@ -428,7 +473,7 @@ static int where_at(lua_State *L, int icond, int ia, int ib)
     em_tensor *b = emlua_check_operand(L, ib, "where", cond);
     em_tensor *r = em_where(cond, a, b);
     em_release(b);
-    return emlua_push(L, r);
+    return emlua_push_out(L, r, o, "where");
 }
 
 /* ember.where(cond, x, y) */
@@ -453,12 +498,14 @@ static double fill_value(lua_State *L, int idx, const char *op)
 static int t_masked_fill(lua_State *L)
 {
     em_tensor *t = check_tensor(L, 1, "masked_fill"), *mask = check_tensor(L, 2, "masked_fill");
+    emlua_keywords(L, 4, "masked_fill", no_keywords);
     return emlua_push(L, em_masked_fill(t, mask, fill_value(L, 3, "masked_fill")));
 }
 
 static int t_masked_fill_(lua_State *L)
 {
     em_tensor *t = check_tensor(L, 1, "masked_fill_"), *mask = check_tensor(L, 2, "masked_fill_");
+    emlua_keywords(L, 4, "masked_fill_", no_keywords);
     if (em_masked_fill_(t, mask, fill_value(L, 3, "masked_fill_"))) return emlua_fail(L);
     lua_settop(L, 1);
     return 1;
@@ -466,32 +513,62 @@ static int t_masked_fill_(lua_State *L)
 
 /* ---- elementwise math ----------------------------------------------------- */
 
-static int t_frac(lua_State *L) { return emlua_push(L, em_frac(check_tensor(L, 1, "frac"))); }
-static int t_frac_(lua_State *L) { return assign_self(L, em_frac(check_tensor(L, 1, "frac_")), "frac_"); }
+/* f(t [, {out =}]), or in place (t:f_()) */
+static int unary_fn(lua_State *L, em_tensor *(*f)(const em_tensor *), const char *op, bool in_place)
+{
+    em_tensor *t = check_tensor(L, 1, op);
+    int o = emlua_keywords(L, 2, op, in_place ? no_keywords : out_keyword);
+    return in_place ? assign_self(L, f(t), op) : emlua_push_out(L, f(t), o, op);
+}
+
+static int t_frac(lua_State *L) { return unary_fn(L, em_frac, "frac", false); }
+static int t_frac_(lua_State *L) { return unary_fn(L, em_frac, "frac_", true); }
+
+/* The arguments of an op with positional-or-keyword ones from 2 on: names,
+ * or for the out-of-place form (out non-NULL) names_out, names and "out"
+ * (keyword-only), whose options table's index goes to *out. */
+static void start_args(emlua_args *a, lua_State *L, const char *op, const char *const *names,
+                       const char *const *names_out, int first, int *out)
+{
+    if (out) {
+        args_start_out(a, L, op, first, names_out);
+        *out = a->opts;
+    } else {
+        emlua_args_start(a, L, op, first, names);
+    }
+}
 
 static const char *const logit_names[] = {"eps", NULL};
+static const char *const logit_out_names[] = {"eps", "out", NULL};
 
-static em_tensor *logit_at(lua_State *L, const char *op)
+/* logit(t [, eps]); out: NULL in place, else where the options table's index goes */
+static em_tensor *logit_at(lua_State *L, const char *op, int *out)
 {
     em_tensor *t = check_tensor(L, 1, op);
     emlua_args a;
-    emlua_args_start(&a, L, op, 2, logit_names);
+    start_args(&a, L, op, logit_names, logit_out_names, 2, out);
     double eps = 0;
     bool has = emlua_arg_at(&a, 0) != 0;
     if (has) eps = emlua_arg_number(&a, 0, 0);
     return em_logit(t, has ? &eps : NULL);
 }
 
-static int t_logit(lua_State *L) { return emlua_push(L, logit_at(L, "logit")); }
-static int t_logit_(lua_State *L) { return assign_self(L, logit_at(L, "logit_"), "logit_"); }
+static int t_logit(lua_State *L)
+{
+    int o;
+    em_tensor *r = logit_at(L, "logit", &o);
+    return emlua_push_out(L, r, o, "logit");
+}
+static int t_logit_(lua_State *L) { return assign_self(L, logit_at(L, "logit_", NULL), "logit_"); }
 
 static const char *const nan_to_num_names[] = {"nan", "posinf", "neginf", NULL};
+static const char *const nan_to_num_out_names[] = {"nan", "posinf", "neginf", "out", NULL};
 
-static em_tensor *nan_to_num_at(lua_State *L, const char *op)
+static em_tensor *nan_to_num_at(lua_State *L, const char *op, int *out)
 {
     em_tensor *t = check_tensor(L, 1, op);
     emlua_args a;
-    emlua_args_start(&a, L, op, 2, nan_to_num_names);
+    start_args(&a, L, op, nan_to_num_names, nan_to_num_out_names, 2, out);
     double v[3];
     bool has[3];
     for (int k = 0; k < 3; k++) {
@@ -501,27 +578,46 @@ static em_tensor *nan_to_num_at(lua_State *L, const char *op)
     return em_nan_to_num(t, has[0] ? &v[0] : NULL, has[1] ? &v[1] : NULL, has[2] ? &v[2] : NULL);
 }
 
-static int t_nan_to_num(lua_State *L) { return emlua_push(L, nan_to_num_at(L, "nan_to_num")); }
-static int t_nan_to_num_(lua_State *L) { return assign_self(L, nan_to_num_at(L, "nan_to_num_"), "nan_to_num_"); }
-
-static int float_class(lua_State *L, em_float_class c, const char *op)
+static int t_nan_to_num(lua_State *L)
 {
-    return emlua_push(L, em_float_class_test(c, check_tensor(L, 1, op)));
+    int o;
+    em_tensor *r = nan_to_num_at(L, "nan_to_num", &o);
+    return emlua_push_out(L, r, o, "nan_to_num");
+}
+static int t_nan_to_num_(lua_State *L)
+{
+    return assign_self(L, nan_to_num_at(L, "nan_to_num_", NULL), "nan_to_num_");
 }
 
-static int t_isnan(lua_State *L) { return float_class(L, EM_ISNAN, "isnan"); }
-static int t_isinf(lua_State *L) { return float_class(L, EM_ISINF, "isinf"); }
-static int t_isfinite(lua_State *L) { return float_class(L, EM_ISFINITE, "isfinite"); }
-static int t_isposinf(lua_State *L) { return float_class(L, EM_ISPOSINF, "isposinf"); }
-static int t_isneginf(lua_State *L) { return float_class(L, EM_ISNEGINF, "isneginf"); }
+/* isnan(t) ...; kw: the keywords (PyTorch's isposinf and isneginf take out, the others nothing) */
+static int float_class(lua_State *L, em_float_class c, const char *op, const char *const *kw)
+{
+    em_tensor *t = check_tensor(L, 1, op);
+    int o = emlua_keywords(L, 2, op, kw);
+    return emlua_push_out(L, em_float_class_test(c, t), o, op);
+}
+
+static int t_isnan(lua_State *L) { return float_class(L, EM_ISNAN, "isnan", no_keywords); }
+static int t_isinf(lua_State *L) { return float_class(L, EM_ISINF, "isinf", no_keywords); }
+static int t_isfinite(lua_State *L) { return float_class(L, EM_ISFINITE, "isfinite", no_keywords); }
+static int t_isposinf(lua_State *L) { return float_class(L, EM_ISPOSINF, "isposinf", out_keyword); }
+static int t_isneginf(lua_State *L) { return float_class(L, EM_ISNEGINF, "isneginf", out_keyword); }
 
 /* sgn: sign for real tensors */
-static int t_sgn(lua_State *L) { check_tensor(L, 1, "sgn"); return unary(L, EM_SIGN); }
-static int t_sgn_(lua_State *L) { check_tensor(L, 1, "sgn_"); return unary_(L, EM_SIGN); }
+static int t_sgn(lua_State *L) { return unary_named(L, EM_SIGN, "sgn"); }
+static int t_sgn_(lua_State *L) { return unary_named_(L, EM_SIGN, "sgn_"); }
 
 /* floor_divide is div with rounding_mode "floor" (the table's div_floor) */
-static int t_floor_divide(lua_State *L) { return binary(L, EM_DIV_FLOOR); }
-static int t_floor_divide_(lua_State *L) { return binary_inplace_at(L, EM_DIV_FLOOR, "floor_divide_", 2); }
+static int t_floor_divide(lua_State *L)
+{
+    int o = emlua_keywords(L, 3, "floor_divide", out_keyword);
+    return emlua_push_out(L, binary_result(L, EM_DIV_FLOOR, 1, 2), o, "floor_divide");
+}
+static int t_floor_divide_(lua_State *L)
+{
+    emlua_keywords(L, 3, "floor_divide_", no_keywords);
+    return binary_inplace_at(L, EM_DIV_FLOOR, "floor_divide_", 2);
+}
 
 /* Arguments 1 and 2 as tensors, a number on one side turned into a wrapped
  * number (replacing it on the stack, so the collector owns it). */
@@ -552,8 +648,9 @@ static int two_operand_op(lua_State *L, em_tensor *(*f)(const em_tensor *, const
 {
     em_tensor *a, *b;
     if (in_place) check_tensor(L, 1, op);
+    int o = emlua_keywords(L, 3, op, in_place ? no_keywords : out_keyword);
     two_operands(L, op, &a, &b);
-    return in_place ? assign_self(L, f(a, b), op) : emlua_push(L, f(a, b));
+    return in_place ? assign_self(L, f(a, b), op) : emlua_push_out(L, f(a, b), o, op);
 }
 
 static int t_xlogy(lua_State *L) { return two_operand_op(L, em_xlogy, "xlogy", false); }
@@ -561,20 +658,23 @@ static int t_xlogy_(lua_State *L) { return two_operand_op(L, em_xlogy, "xlogy_",
 static int t_logical_xor(lua_State *L) { return two_operand_op(L, em_logical_xor, "logical_xor", false); }
 static int t_logical_xor_(lua_State *L) { return two_operand_op(L, em_logical_xor, "logical_xor_", true); }
 
-static int t_heaviside(lua_State *L)
+/* heaviside(t, values [, {out =}]), or in place */
+static int heaviside_at(lua_State *L, const char *op, bool in_place)
 {
-    return emlua_push(L, em_heaviside(check_tensor(L, 1, "heaviside"), check_tensor(L, 2, "heaviside")));
+    em_tensor *t = check_tensor(L, 1, op), *values = check_tensor(L, 2, op);
+    int o = emlua_keywords(L, 3, op, in_place ? no_keywords : out_keyword);
+    return in_place ? assign_self(L, em_heaviside(t, values), op) : emlua_push_out(L, em_heaviside(t, values), o, op);
 }
 
-static int t_heaviside_(lua_State *L)
-{
-    em_tensor *r = em_heaviside(check_tensor(L, 1, "heaviside_"), check_tensor(L, 2, "heaviside_"));
-    return assign_self(L, r, "heaviside_");
-}
+static int t_heaviside(lua_State *L) { return heaviside_at(L, "heaviside", false); }
+static int t_heaviside_(lua_State *L) { return heaviside_at(L, "heaviside_", true); }
 
-/* lerp(start, end, weight): weight a number or a tensor */
-static em_tensor *lerp_at(lua_State *L, const char *op)
+/* lerp(start, end, weight [, {out =}]): weight a number or a tensor; the
+ * options table's index goes to *o (in place: none taken) */
+static em_tensor *lerp_at(lua_State *L, const char *op, int *out)
 {
+    int o = emlua_keywords(L, 4, op, out ? out_keyword : no_keywords);
+    if (out) *out = o;
     em_tensor *a = check_tensor(L, 1, op), *b = check_tensor(L, 2, op);
     em_tensor *w = emlua_test(L, 3);
     if (w) return em_lerp(a, b, w);
@@ -582,31 +682,39 @@ static em_tensor *lerp_at(lua_State *L, const char *op)
     return em_lerp_scalar(a, b, lua_tonumber(L, 3));
 }
 
-static int t_lerp(lua_State *L) { return emlua_push(L, lerp_at(L, "lerp")); }
-static int t_lerp_(lua_State *L) { return assign_self(L, lerp_at(L, "lerp_"), "lerp_"); }
+static int t_lerp(lua_State *L)
+{
+    int o;
+    em_tensor *r = lerp_at(L, "lerp", &o);
+    return emlua_push_out(L, r, o, "lerp");
+}
+static int t_lerp_(lua_State *L) { return assign_self(L, lerp_at(L, "lerp_", NULL), "lerp_"); }
 
 static const char *const addc_names[] = {"value", NULL};
+static const char *const addc_out_names[] = {"value", "out", NULL};
 
-/* addcmul / addcdiv(input, tensor1, tensor2, {value = 1}) */
-static em_tensor *addc_at(lua_State *L, bool div, const char *op)
+/* addcmul / addcdiv(input, tensor1, tensor2 [, value] [, {value = 1, out =}]);
+ * out: NULL in place, else where the options table's index goes */
+static em_tensor *addc_at(lua_State *L, bool div, const char *op, int *out)
 {
     em_tensor *a = check_tensor(L, 1, op), *b = check_tensor(L, 2, op), *c = check_tensor(L, 3, op);
     emlua_args args;
-    emlua_args_start(&args, L, op, 4, addc_names);
+    start_args(&args, L, op, addc_names, addc_out_names, 4, out);
     double v = emlua_arg_number(&args, 0, 1);
     return div ? em_addcdiv(a, b, c, v) : em_addcmul(a, b, c, v);
 }
 
-static int t_addcmul(lua_State *L)
+static int addc(lua_State *L, bool div, const char *op)
 {
-    return emlua_push(L, addc_at(L, false, "addcmul"));
+    int o;
+    em_tensor *r = addc_at(L, div, op, &o);
+    return emlua_push_out(L, r, o, op);
 }
-static int t_addcdiv(lua_State *L)
-{
-    return emlua_push(L, addc_at(L, true, "addcdiv"));
-}
-static int t_addcmul_(lua_State *L) { return assign_self(L, addc_at(L, false, "addcmul_"), "addcmul_"); }
-static int t_addcdiv_(lua_State *L) { return assign_self(L, addc_at(L, true, "addcdiv_"), "addcdiv_"); }
+
+static int t_addcmul(lua_State *L) { return addc(L, false, "addcmul"); }
+static int t_addcdiv(lua_State *L) { return addc(L, true, "addcdiv"); }
+static int t_addcmul_(lua_State *L) { return assign_self(L, addc_at(L, false, "addcmul_", NULL), "addcmul_"); }
+static int t_addcdiv_(lua_State *L) { return assign_self(L, addc_at(L, true, "addcdiv_", NULL), "addcdiv_"); }
 
 static const char *const close_names[] = {"rtol", "atol", "equal_nan", NULL};
 
@@ -643,7 +751,9 @@ static int t_allclose(lua_State *L)
 static int t_equal(lua_State *L)
 {
     bool r;
-    if (em_equal(check_tensor(L, 1, "equal"), check_tensor(L, 2, "equal"), &r)) return emlua_fail(L);
+    em_tensor *a = check_tensor(L, 1, "equal"), *b = check_tensor(L, 2, "equal");
+    emlua_keywords(L, 3, "equal", no_keywords);
+    if (em_equal(a, b, &r)) return emlua_fail(L);
     lua_pushboolean(L, r);
     return 1;
 }

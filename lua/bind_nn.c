@@ -212,7 +212,7 @@ static int adaptive_pool(lua_State *L, int ns, bool max)
     if (lua_isnoneornil(L, 2)) emlua_argerror(L, 2, op, "output_size is required");
     output_sizes(L, op, x, ns, p.output_size);
     if (!max) {
-        if (lua_gettop(L) > 2) emlua_argerror(L, 3, op, "unexpected argument (takes input and output_size)");
+        emlua_keywords(L, 3, op, NULL);   /* takes input and output_size only */
         return emlua_push(L, em_avg_pool(x, &p));
     }
     emlua_args a;
@@ -310,6 +310,7 @@ static int l_linear(lua_State *L)
 {
     const char *op = "linear";
     em_tensor *x = emlua_check(L, 1, op), *w = emlua_check(L, 2, op);
+    emlua_keywords(L, 5, op, NULL);
     em_tensor *b = lua_isnoneornil(L, 3) ? NULL : emlua_check(L, 3, op);
     if (!lua_isnoneornil(L, 4) && lua_type(L, 4) != LUA_TSTRING) return emlua_typeerror(L, 4, op, "an activation name");
     const char *act = lua_isnoneornil(L, 4) ? "none" : lua_tostring(L, 4);

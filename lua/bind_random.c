@@ -53,6 +53,7 @@ static void push_default(lua_State *L) { lua_getfield(L, LUA_REGISTRYINDEX, DEFA
 static int l_generator(lua_State *L)
 {
     const char *op = "ember.Generator";
+    emlua_keywords(L, 2, op, NULL);
     em_device dev = CPU;
     if (lua_type(L, 1) == LUA_TTABLE) {
         static const char *const names[] = {"device", NULL};
@@ -117,14 +118,17 @@ static lua_Integer state_field(lua_State *L, int arg, const char *name, const ch
     return v;
 }
 
-/* set_state(state_table) or set_state(seed, offset), the arguments from arg on */
+/* set_state(state_table) or set_state(seed, offset), the arguments from arg
+ * on (nothing may follow them) */
 static void set_state(lua_State *L, generator *g, int arg, const char *op)
 {
     lua_Integer seed, offset;
     if (lua_type(L, arg) == LUA_TTABLE && !emlua_test(L, arg)) {
+        emlua_keywords(L, arg + 1, op, NULL);
         seed = state_field(L, arg, "seed", op);
         offset = state_field(L, arg, "offset", op);
     } else {
+        emlua_keywords(L, arg + 2, op, NULL);
         seed = emlua_check_integer(L, arg, op);
         offset = emlua_opt_integer(L, arg + 1, op, 0);
     }
@@ -138,17 +142,25 @@ static generator *check_generator(lua_State *L, const char *op)
     return g;
 }
 
+/* a generator method that takes nothing after self */
+static generator *check_generator_only(lua_State *L, const char *op)
+{
+    generator *g = check_generator(L, op);
+    emlua_keywords(L, 2, op, NULL);
+    return g;
+}
+
 static int g_manual_seed(lua_State *L)
 {
     generator *g = check_generator(L, "Generator:manual_seed");
-    lua_settop(L, 2);
+    emlua_keywords(L, 3, "Generator:manual_seed", NULL);
     manual_seed(L, g, 2, "Generator:manual_seed");
-    lua_pushvalue(L, 1);
+    lua_settop(L, 1);
     return 1;
 }
-static int g_seed(lua_State *L) { return seed(L, check_generator(L, "Generator:seed")); }
-static int g_initial_seed(lua_State *L) { return initial_seed(L, check_generator(L, "Generator:initial_seed")); }
-static int g_get_state(lua_State *L) { return get_state(L, check_generator(L, "Generator:get_state")); }
+static int g_seed(lua_State *L) { return seed(L, check_generator_only(L, "Generator:seed")); }
+static int g_initial_seed(lua_State *L) { return initial_seed(L, check_generator_only(L, "Generator:initial_seed")); }
+static int g_get_state(lua_State *L) { return get_state(L, check_generator_only(L, "Generator:get_state")); }
 static int g_set_state(lua_State *L)
 {
     set_state(L, check_generator(L, "Generator:set_state"), 2, "Generator:set_state");
@@ -183,6 +195,7 @@ static int g_tostring(lua_State *L)
 /* ember.manual_seed(s) -> ember.default_generator, and the other ember.* forms */
 static int l_manual_seed(lua_State *L)
 {
+    emlua_keywords(L, 2, "ember.manual_seed", NULL);
     push_default(L);
     manual_seed(L, luaL_checkudata(L, -1, GENERATOR), 1, "ember.manual_seed");
     return 1;
@@ -196,9 +209,16 @@ static generator *default_generator(lua_State *L)
     return g;
 }
 
-static int l_seed(lua_State *L) { return seed(L, default_generator(L)); }
-static int l_initial_seed(lua_State *L) { return initial_seed(L, default_generator(L)); }
-static int l_get_rng_state(lua_State *L) { return get_state(L, default_generator(L)); }
+/* the default generator, for an ember.* form that takes no arguments */
+static generator *default_generator_only(lua_State *L, const char *op)
+{
+    emlua_keywords(L, 1, op, NULL);
+    return default_generator(L);
+}
+
+static int l_seed(lua_State *L) { return seed(L, default_generator_only(L, "ember.seed")); }
+static int l_initial_seed(lua_State *L) { return initial_seed(L, default_generator_only(L, "ember.initial_seed")); }
+static int l_get_rng_state(lua_State *L) { return get_state(L, default_generator_only(L, "ember.get_rng_state")); }
 static int l_set_rng_state(lua_State *L)
 {
     set_state(L, default_generator(L), 1, "ember.set_rng_state");
@@ -261,9 +281,45 @@ static int l_with_generator(lua_State *L)
     return lua_gettop(L) - 1;
 }
 
-static const char *const FACTORY_OPTIONS[] = {"dtype", "device", "requires_grad", "generator", NULL};
+static const char *const FACTORY_OPTIONS[] = {"dtype", "device", "requires_grad", "generator", "out", NULL};
+/* the *_like forms: no generator (they do not read one), no out */
+static const char *const LIKE_OPTIONS[] = {"dtype", "device", "requires_grad", NULL};
 
 /* ---- random tensors -------------------------------------------------------- */
+
+/* The options of a random factory, in the table at opts (0: none): dtype and
+ * device (by default out's, else def and the default device), and whether
+ * out= is given (with requires_grad, which then marks out, as in PyTorch). */
+typedef struct factory_opts {
+    em_dtype dtype;
+    em_device device;
+    bool out, requires_grad;
+} factory_opts;
+
+static factory_opts factory_options(lua_State *L, int opts, const char *op, em_dtype def)
+{
+    emlua_check_option_names(L, opts, op, FACTORY_OPTIONS);
+    factory_opts f = {def, emlua_default_device(), false, false};
+    if (opts && lua_getfield(L, opts, "out") != LUA_TNIL) {
+        em_tensor *out = emlua_test(L, -1);   /* not a tensor: emlua_push_out refuses it */
+        f.out = true;
+        if (out) { f.dtype = out->dtype; f.device = out->storage->device; }
+    }
+    if (opts) lua_pop(L, 1);
+    f.dtype = emlua_opt_dtype(L, opts, op, f.dtype);
+    f.device = emlua_opt_device(L, opts, op, f.device);
+    if (f.out) f.requires_grad = emlua_opt_field_boolean(L, opts, "requires_grad", op, false);
+    return f;
+}
+
+/* pushes t, made by op with the options f read from the table at opts */
+static int push_random(lua_State *L, em_tensor *t, int opts, const factory_opts *f, const char *op)
+{
+    if (!f->out) return emlua_push_created(L, t, opts, op);
+    emlua_push_out(L, t, opts, op);
+    if (f->requires_grad && em_requires_grad_(emlua_test(L, -1), true)) return emlua_fail(L);
+    return 1;
+}
 
 /* rand(sizes... [, opts]) and randn */
 static int create_random(lua_State *L, const char *op, emlua_sized_fn fn)
@@ -271,14 +327,12 @@ static int create_random(lua_State *L, const char *op, emlua_sized_fn fn)
     int64_t sizes[EM_MAX_DIMS];
     int n = emlua_check_sizes(L, 1, op, sizes);
     int opts = emlua_options_index(L, 1);
-    emlua_check_option_names(L, opts, op, FACTORY_OPTIONS);
-    em_dtype d = emlua_opt_dtype(L, opts, op, em_default_dtype());
-    em_device dev = emlua_opt_device(L, opts, op, emlua_default_device());
+    factory_opts f = factory_options(L, opts, op, em_default_dtype());
     rng_swap s;
     swap_in(&s, opt_generator(L, opts, op));
-    em_tensor *t = fn(sizes, n, d, dev);
+    em_tensor *t = fn(sizes, n, f.dtype, f.device);
     swap_out(&s);
-    return emlua_push_created(L, t, opts, op);
+    return push_random(L, t, opts, &f, op);
 }
 
 static int l_rand(lua_State *L) { return create_random(L, "ember.rand", em_rand); }
@@ -314,14 +368,13 @@ static int l_randint(lua_State *L)
     int64_t sizes[EM_MAX_DIMS];
     int n = size_table(L, at, op, sizes);
     int opts = emlua_opt_table(L, at + 1, op, "an options table");
-    emlua_check_option_names(L, opts, op, FACTORY_OPTIONS);
-    em_dtype d = emlua_opt_dtype(L, opts, op, EM_INT64);
-    em_device dev = emlua_opt_device(L, opts, op, emlua_default_device());
+    emlua_keywords(L, at + 2, op, NULL);
+    factory_opts f = factory_options(L, opts, op, EM_INT64);
     rng_swap s;
     swap_in(&s, opt_generator(L, opts, op));
-    em_tensor *t = em_randint(low, high, sizes, n, d, dev);
+    em_tensor *t = em_randint(low, high, sizes, n, f.dtype, f.device);
     swap_out(&s);
-    return emlua_push_created(L, t, opts, op);
+    return push_random(L, t, opts, &f, op);
 }
 
 static int l_randperm(lua_State *L)
@@ -329,17 +382,30 @@ static int l_randperm(lua_State *L)
     const char *op = "ember.randperm";
     lua_Integer n = emlua_check_integer(L, 1, op);
     int opts = emlua_opt_table(L, 2, op, "an options table");
-    emlua_check_option_names(L, opts, op, FACTORY_OPTIONS);
-    em_dtype d = emlua_opt_dtype(L, opts, op, EM_INT64);
-    em_device dev = emlua_opt_device(L, opts, op, emlua_default_device());
+    emlua_keywords(L, 3, op, NULL);
+    factory_opts f = factory_options(L, opts, op, EM_INT64);
     rng_swap s;
     swap_in(&s, opt_generator(L, opts, op));
-    em_tensor *t = em_randperm(n, d, dev);
+    em_tensor *t = em_randperm(n, f.dtype, f.device);
     swap_out(&s);
-    return emlua_push_created(L, t, opts, op);
+    return push_random(L, t, opts, &f, op);
 }
 
 /* ---- in place and *_like ------------------------------------------------------ */
+
+/* emlua_args_start for names of which the first npos may come by position,
+ * the others (PyTorch's after `*`: generator, out) in the options table only */
+static void args_start_keywords(emlua_args *a, lua_State *L, const char *op, int first, const char *const *names,
+                                int npos)
+{
+    emlua_args_start(a, L, op, first, names);
+    int top = a->opts ? a->opts - 1 : lua_gettop(L);
+    while (top >= first + npos && lua_isnil(L, top)) top--;
+    if (top >= first + npos)
+        emlua_argerror(L, first + npos, op, "unexpected argument (a %s): %s is a keyword argument, {%s = ...}",
+                       emlua_test(L, first + npos) ? "tensor" : luaL_typename(L, first + npos), names[npos],
+                       names[npos]);
+}
 
 /* t:uniform_([from = 0 [, to = 1]] [, {generator =}]) and
  * t:normal_([mean = 0 [, std = 1]] [, {generator =}]): t filled in place by fn with
@@ -349,8 +415,7 @@ static int fill_random_(lua_State *L, const char *op, const char *const *names,
 {
     em_tensor *t = emlua_check(L, 1, op);
     emlua_args args;
-    emlua_args_start(&args, L, op, 2, names);
-    if ((args.opts ? args.opts - 1 : lua_gettop(L)) >= 4) emlua_argerror(L, 4, op, "unexpected argument");
+    args_start_keywords(&args, L, op, 2, names, 2);
     double a = emlua_arg_number(&args, 0, 0.0), b = emlua_arg_number(&args, 1, 1.0);
     rng_swap s;
     swap_in(&s, opt_generator(L, args.opts, op));
@@ -375,7 +440,7 @@ static int l_normal_(lua_State *L)
 static int random_like(lua_State *L, const char *op, emlua_sized_fn fn)
 {
     em_tensor *t = emlua_check(L, 1, op);
-    int opts = emlua_opt_table(L, 2, op, "an options table");
+    int opts = emlua_keywords(L, 2, op, LIKE_OPTIONS);
     em_dtype d = emlua_opt_dtype(L, opts, op, t->dtype);
     em_device dev = emlua_opt_device(L, opts, op, t->storage->device);
     return emlua_push_created(L, fn(t->sizes, t->ndim, d, dev), opts, op);
@@ -391,30 +456,27 @@ static int l_randint_like(lua_State *L)
     em_tensor *t = emlua_check(L, 1, op);
     lua_Integer low, high;
     int at = randint_bounds(L, 2, op, &low, &high);
-    int opts = emlua_opt_table(L, at, op, "an options table");
+    int opts = emlua_keywords(L, at, op, LIKE_OPTIONS);
     em_dtype d = emlua_opt_dtype(L, opts, op, t->dtype);
     em_device dev = emlua_opt_device(L, opts, op, t->storage->device);
     return emlua_push_created(L, em_randint(low, high, t->sizes, t->ndim, d, dev), opts, op);
 }
 
-/* multinomial(probs, num_samples [, replacement] [, {replacement =, generator =}]) */
+/* multinomial(probs, num_samples [, replacement] [, {replacement =, generator =, out =}]) */
 static int l_multinomial(lua_State *L)
 {
     const char *op = "multinomial";
     em_tensor *p = emlua_check(L, 1, op);
     lua_Integer n = emlua_check_integer(L, 2, op);
-    static const char *const names[] = {"replacement", "generator", NULL};
+    static const char *const names[] = {"replacement", "generator", "out", NULL};
     emlua_args args;
-    emlua_args_start(&args, L, op, 3, names);
-    if ((args.opts ? args.opts - 1 : lua_gettop(L)) >= 4) emlua_argerror(L, 4, op, "unexpected argument");
+    args_start_keywords(&args, L, op, 3, names, 1);
     bool replacement = emlua_arg_bool(&args, 0, false);
-    if (args.opts == 0 && lua_gettop(L) >= 4 && !lua_isnil(L, 4))
-        emlua_typeerror(L, 4, op, "an options table {replacement =, generator =}");
     rng_swap s;
     swap_in(&s, opt_generator(L, args.opts, op));
     em_tensor *r = em_multinomial(p, (int64_t)n, replacement);
     swap_out(&s);
-    return emlua_push(L, r);
+    return emlua_push_out(L, r, args.opts, op);
 }
 
 
