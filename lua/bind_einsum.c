@@ -7,6 +7,8 @@
 
 #define MAX_OPERANDS 64
 
+static const char *const out_keyword[] = {"out", NULL};
+
 /* ember.einsum(equation, a, b, ...) or ember.einsum(equation, {a, b, ...}) */
 static int l_einsum(lua_State *L)
 {
@@ -14,8 +16,12 @@ static int l_einsum(lua_State *L)
     if (lua_type(L, 1) != LUA_TSTRING) return emlua_typeerror(L, 1, op, "an equation string");
     const char *eq = lua_tostring(L, 1);
     em_tensor *ts[MAX_OPERANDS];
-    int n = 0;
-    if (lua_gettop(L) == 2 && lua_type(L, 2) == LUA_TTABLE && !emlua_test(L, 2)) {
+    int n = 0, top = lua_gettop(L);
+    while (top > 2 && lua_isnil(L, top)) top--;   /* trailing nils: no operands */
+    if (lua_type(L, 2) == LUA_TTABLE && !emlua_test(L, 2)) {
+        if (top > 2)
+            return emlua_argerror(L, 3, op, "unexpected argument (a %s) after the table of operands",
+                                  emlua_test(L, 3) ? "tensor" : luaL_typename(L, 3));
         n = (int)lua_rawlen(L, 2);
         if (n > MAX_OPERANDS) return emlua_argerror(L, 2, op, "at most %d operands, got %d", MAX_OPERANDS, n);
         for (int i = 0; i < n; i++) {
@@ -25,7 +31,7 @@ static int l_einsum(lua_State *L)
             lua_pop(L, 1);   /* the table keeps it alive */
         }
     } else {
-        n = lua_gettop(L) - 1;
+        n = top - 1;
         if (n > MAX_OPERANDS) return emlua_argerror(L, 2, op, "at most %d operands, got %d", MAX_OPERANDS, n);
         for (int i = 0; i < n; i++) ts[i] = emlua_check(L, i + 2, op);
     }
@@ -51,23 +57,30 @@ static int dim_list(lua_State *L, int tbl, int ndim, const char *op, int *dims)
     return n;
 }
 
-/* ember.tensordot(a, b, dims = 2): an integer d contracts the last d dims of
- * a with the first d of b; {{dims of a}, {dims of b}} names them (1-based). */
+/* ember.tensordot(a, b, dims = 2, {out =}): an integer d contracts the last d
+ * dims of a with the first d of b; {{dims of a}, {dims of b}} names them
+ * (1-based). */
 static int l_tensordot(lua_State *L)
 {
-    static const char *const names[] = {"dims", NULL};
+    static const char *const names[] = {"dims", "out", NULL};
     const char *op = "tensordot";
     em_tensor *a = emlua_check(L, 1, op), *b = emlua_check(L, 2, op);
     emlua_args a3;
     /* a table of two lists is the dims argument itself, not options */
-    int at;
+    int at, o;
     if (lua_type(L, 3) == LUA_TTABLE && lua_rawgeti(L, 3, 1) == LUA_TTABLE) {
         lua_pop(L, 1);
         at = 3;
+        o = emlua_keywords(L, 4, op, out_keyword);
     } else {
         if (lua_type(L, 3) == LUA_TTABLE) lua_pop(L, 1);
+        /* out is keyword-only here: by position it would be read as nothing */
+        if (!lua_isnoneornil(L, 4) && emlua_options_index(L, 3) != 4)
+            return emlua_argerror(L, 4, op, "unexpected argument (a %s); out is a keyword argument: {out = ...} in a "
+                                  "trailing options table", emlua_test(L, 4) ? "tensor" : luaL_typename(L, 4));
         emlua_args_start(&a3, L, op, 3, names);
         at = emlua_arg_at(&a3, 0);
+        o = a3.opts;
     }
     int da[EM_MAX_DIMS], db[EM_MAX_DIMS], n;
     if (!at || lua_type(L, at) == LUA_TNUMBER) {
@@ -92,13 +105,14 @@ static int l_tensordot(lua_State *L)
     } else {
         return emlua_typeerror(L, at, op, "an integer or a pair of dim lists");
     }
-    return emlua_push(L, em_tensordot(a, b, da, db, n));
+    return emlua_push_out(L, em_tensordot(a, b, da, db, n), o, op);
 }
 
 static int l_kron(lua_State *L)
 {
     em_tensor *a = emlua_check(L, 1, "kron"), *b = emlua_check(L, 2, "kron");
-    return emlua_push(L, em_kron(a, b));
+    int o = emlua_keywords(L, 3, "kron", out_keyword);
+    return emlua_push_out(L, em_kron(a, b), o, "kron");
 }
 
 /* ember.cdist(x1, x2, p = 2) */

@@ -10,6 +10,14 @@
 
 #include <string.h>
 
+/* the keywords after the positional arguments: PyTorch's out=, index_add's
+ * alpha, scatter's reduce, each with out= out of place only */
+static const char *const out_keyword[] = {"out", NULL};
+static const char *const alpha_out[] = {"alpha", "out", NULL};
+static const char *const alpha_only[] = {"alpha", NULL};
+static const char *const reduce_out[] = {"reduce", "out", NULL};
+static const char *const reduce_only[] = {"reduce", NULL};
+
 /* A dim argument handed to the engine, which checks the range itself: used
  * where the number of dims is the engine's to work out (cat skips empty
  * tensors; stack adds a dim). */
@@ -35,10 +43,11 @@ static int l_index_select(lua_State *L)
     const char *op = "index_select";
     em_tensor *t = emlua_check(L, 1, op);
     int dim = emlua_check_dim(L, 2, t->ndim, op);
+    int o = emlua_keywords(L, 4, op, out_keyword);
     em_tensor *idx = index_on(L, 3, op, t);
     em_tensor *r = em_index_select(t, dim, idx);
     em_release(idx);
-    return emlua_push(L, r);
+    return emlua_push_out(L, r, o, op);
 }
 
 static int l_gather(lua_State *L)
@@ -47,7 +56,8 @@ static int l_gather(lua_State *L)
     em_tensor *t = emlua_check(L, 1, op);
     int dim = emlua_check_dim(L, 2, t->ndim, op);
     em_tensor *idx = emlua_check(L, 3, op);
-    return emlua_push(L, em_gather(t, dim, idx));
+    int o = emlua_keywords(L, 4, op, out_keyword);
+    return emlua_push_out(L, em_gather(t, dim, idx), o, op);
 }
 
 /* scatter's value at argument 4: a number, or a boolean as 1 or 0 (as
@@ -68,45 +78,56 @@ static em_tensor *value_source(lua_State *L, const em_tensor *t, const em_tensor
     return val;
 }
 
-/* t:scatter(dim, index, src, reduce) or (..., {reduce =}) with reduce "add"
- * (scatter_add) or "multiply" (scatter_reduce "prod" including self); src
- * may be a number, as for plain scatter. */
-static int scatter_with_reduce(lua_State *L, const char *op, em_tensor *t, int dim, em_tensor *idx,
-                               em_tensor *src, bool in_place)
+/* scatter's reduce at argument 5: a string there, or option reduce of the
+ * options table there (its index in *o: out= goes there too, out of place);
+ * NULL when none is given */
+static const char *scatter_reduce_arg(lua_State *L, const char *op, bool in_place, int *o)
 {
     const char *r = NULL;
     if (lua_type(L, 5) == LUA_TSTRING) {
         r = lua_tostring(L, 5);
-    } else if (lua_type(L, 5) == LUA_TTABLE && !emlua_test(L, 5)) {
-        lua_getfield(L, 5, "reduce");
-        r = lua_tostring(L, -1);
-        if (!r && !lua_isnil(L, -1)) return emlua_argerror(L, 5, op, "option 'reduce' must be \"add\" or \"multiply\"");
+        *o = emlua_keywords(L, 6, op, in_place ? NULL : out_keyword);
     } else {
-        return emlua_typeerror(L, 5, op, "a reduce name (\"add\" or \"multiply\") or an options table {reduce=}");
+        if (!lua_isnoneornil(L, 5) && (lua_type(L, 5) != LUA_TTABLE || emlua_test(L, 5)))
+            emlua_typeerror(L, 5, op, "a reduce name (\"add\" or \"multiply\") or an options table {reduce=}");
+        *o = emlua_keywords(L, 5, op, in_place ? reduce_only : reduce_out);
+        if (*o) {
+            lua_getfield(L, *o, "reduce");   /* left on the stack, which keeps the string */
+            r = lua_tostring(L, -1);
+            if (!r && !lua_isnil(L, -1)) emlua_argerror(L, 5, op, "option 'reduce' must be \"add\" or \"multiply\"");
+        }
     }
     if (r && strcmp(r, "add") != 0 && strcmp(r, "multiply") != 0)
-        return emlua_argerror(L, 5, op, "reduce must be \"add\" or \"multiply\", got \"%s\"", r);
+        emlua_argerror(L, 5, op, "reduce must be \"add\" or \"multiply\", got \"%s\"", r);
+    return r;
+}
+
+/* t:scatter(dim, index, src, reduce) or (..., {reduce =}) with reduce r "add"
+ * (scatter_add) or "multiply" (scatter_reduce "prod" including self); src
+ * may be a number (NULL here), as for plain scatter. o: the options table. */
+static int scatter_with_reduce(lua_State *L, const char *op, em_tensor *t, int dim, em_tensor *idx,
+                               em_tensor *src, const char *r, int o, bool in_place)
+{
     em_tensor *val = src ? NULL : value_source(L, t, idx);
     if (val) src = val;
-    bool mul = r && strcmp(r, "multiply") == 0;
+    bool mul = strcmp(r, "multiply") == 0;
     int rc = 0;
     em_tensor *out = NULL;
     if (in_place) {
-        rc = !r ? em_scatter_(t, dim, idx, src)
-             : mul ? em_scatter_reduce_(t, dim, idx, src, EM_SR_PROD, true) : em_scatter_add_(t, dim, idx, src);
+        rc = mul ? em_scatter_reduce_(t, dim, idx, src, EM_SR_PROD, true) : em_scatter_add_(t, dim, idx, src);
     } else {
         em_autocast_suspend();  /* scatter with a reduce is in no autocast list; scatter_add is */
-        out = !r ? em_scatter(t, dim, idx, src)
-              : mul ? em_scatter_reduce(t, dim, idx, src, EM_SR_PROD, true) : em_scatter_add(t, dim, idx, src);
+        out = mul ? em_scatter_reduce(t, dim, idx, src, EM_SR_PROD, true) : em_scatter_add(t, dim, idx, src);
         em_autocast_resume();
     }
     em_release(val);
-    return in_place ? emlua_push_self(L, rc) : emlua_push(L, out);
+    return in_place ? emlua_push_self(L, rc) : emlua_push_out(L, out, o, op);
 }
 
 /* scatter family: (self, dim, index, src) where src may be a number for
- * scatter. in_place selects t:scatter_ over t:scatter; the out-of-place form
- * goes through em_scatter(_add), which autograd records. */
+ * scatter, then scatter's reduce, then out= out of place. in_place selects
+ * t:scatter_ over t:scatter; the out-of-place form goes through
+ * em_scatter(_add), which autograd records. */
 static int scatter_common(lua_State *L, const char *op, bool add, bool in_place)
 {
     em_tensor *t = emlua_check(L, 1, op);
@@ -118,7 +139,11 @@ static int scatter_common(lua_State *L, const char *op, bool add, bool in_place)
     /* checked here, so that the error names the op called rather than the
      * fill that makes the value's tensor */
     if (number && em_check_value_fits(op, scatter_value(L), t->dtype)) return emlua_fail(L);
-    if (!add && !lua_isnoneornil(L, 5)) return scatter_with_reduce(L, op, t, dim, idx, src, in_place);
+    int o = 0;
+    const char *reduce = NULL;
+    if (add) o = emlua_keywords(L, 5, op, in_place ? NULL : out_keyword);
+    else reduce = scatter_reduce_arg(L, op, in_place, &o);
+    if (reduce) return scatter_with_reduce(L, op, t, dim, idx, src, reduce, o, in_place);
     if (in_place) {
         return emlua_push_self(L, number ? em_scatter_value_(t, dim, idx, scatter_value(L))
                                    : add ? em_scatter_add_(t, dim, idx, src) : em_scatter_(t, dim, idx, src));
@@ -127,7 +152,7 @@ static int scatter_common(lua_State *L, const char *op, bool add, bool in_place)
     if (val) src = val;
     em_tensor *r = add ? em_scatter_add(t, dim, idx, src) : em_scatter(t, dim, idx, src);
     em_release(val);
-    return emlua_push(L, r);
+    return emlua_push_out(L, r, o, op);
 }
 
 static int l_scatter(lua_State *L) { return scatter_common(L, "scatter", false, false); }
@@ -138,14 +163,15 @@ static int l_scatter_add(lua_State *L)
 }
 static int l_scatter_add_(lua_State *L) { return scatter_common(L, "scatter_add_", true, true); }
 
-/* t:index_add(dim, index, source [, {alpha = a}]); the out-of-place form
- * goes through em_index_add, which autograd records. */
+/* t:index_add(dim, index, source [, {alpha = a, out = (out of place)}]); the
+ * out-of-place form goes through em_index_add, which autograd records. */
 static int index_add_common(lua_State *L, const char *op, bool in_place)
 {
     em_tensor *t = emlua_check(L, 1, op);
     int dim = emlua_check_dim(L, 2, t->ndim, op);
     em_tensor *src = emlua_check(L, 4, op);
-    int opts = emlua_opt_table(L, 5, op, "an options table {alpha=}");
+    emlua_opt_table(L, 5, op, "an options table {alpha=}");   /* its message for a number there */
+    int opts = emlua_keywords(L, 5, op, in_place ? alpha_only : alpha_out);
     double alpha = emlua_opt_field_number(L, opts, "alpha", op, 1.0);
     em_tensor *idx = index_on(L, 3, op, t);
     if (in_place) {
@@ -155,7 +181,7 @@ static int index_add_common(lua_State *L, const char *op, bool in_place)
     }
     em_tensor *r = em_index_add(t, dim, idx, src, alpha);
     em_release(idx);
-    return emlua_push(L, r);
+    return emlua_push_out(L, r, opts, op);
 }
 
 static int l_index_add_(lua_State *L) { return index_add_common(L, "index_add_", true); }
@@ -168,18 +194,23 @@ static int l_masked_select(lua_State *L)
     const char *op = "masked_select";
     em_tensor *t = emlua_check(L, 1, op);
     em_tensor *mask = emlua_check(L, 2, op);
-    return emlua_push(L, em_masked_select(t, mask));
+    int o = emlua_keywords(L, 3, op, out_keyword);
+    return emlua_push_out(L, em_masked_select(t, mask), o, op);
 }
 
 static int l_nonzero(lua_State *L)
 {
-    return emlua_push(L, em_nonzero(emlua_check(L, 1, "nonzero")));
+    em_tensor *t = emlua_check(L, 1, "nonzero");
+    int o = emlua_keywords(L, 2, "nonzero", out_keyword);
+    return emlua_push_out(L, em_nonzero(t), o, "nonzero");
 }
 
 /* PyTorch's argwhere: nonzero's [count, ndim] of 1-based positions */
 static int l_argwhere(lua_State *L)
 {
-    return emlua_push(L, em_nonzero(emlua_check(L, 1, "argwhere")));
+    em_tensor *t = emlua_check(L, 1, "argwhere");
+    emlua_keywords(L, 2, "argwhere", NULL);
+    return emlua_push(L, em_nonzero(t));
 }
 
 /* ---- cat / stack ------------------------------------------------------------------ */
@@ -205,13 +236,18 @@ static em_tensor **check_list(lua_State *L, const char *op, int *n)
     return ts;
 }
 
-/* cat and stack: op(tensors [, dim = 1]) made by fn */
+/* cat and stack: op(tensors [, dim = 1] [, {out =}]) made by fn */
 static int join_list(lua_State *L, const char *op, em_tensor *(*fn)(em_tensor *const *ts, int n, int dim))
 {
-    int n;
-    int dim = loose_dim(L, 2, op, 0);
+    int n, o, dim = 0;
+    if (lua_type(L, 2) == LUA_TTABLE && !emlua_test(L, 2)) {
+        o = emlua_keywords(L, 2, op, out_keyword);   /* op(tensors, {out =}) */
+    } else {
+        dim = loose_dim(L, 2, op, 0);
+        o = emlua_keywords(L, 3, op, out_keyword);
+    }
     em_tensor **ts = check_list(L, op, &n);
-    return emlua_push(L, fn(ts, n, dim));
+    return emlua_push_out(L, fn(ts, n, dim), o, op);
 }
 
 static int l_cat(lua_State *L) { return join_list(L, "cat", em_cat); }
@@ -234,6 +270,7 @@ static int l_split(lua_State *L)
     em_tensor *t = emlua_check(L, 1, op);
     if (t->ndim == 0) return emlua_argerror(L, 1, op, "cannot split a 0-d tensor");
     int dim = emlua_opt_dim(L, 3, t->ndim, op, 0);
+    emlua_keywords(L, 4, op, NULL);
     int n;
     if (lua_type(L, 2) == LUA_TTABLE && !emlua_test(L, 2)) {
         lua_Integer len = (lua_Integer)lua_rawlen(L, 2);
@@ -271,6 +308,7 @@ static int l_chunk(lua_State *L)
     if (chunks < 1 || chunks > MAX_PIECES)
         return emlua_argerror(L, 2, op, "number of chunks must be in 1..%d, got %lld", MAX_PIECES, (long long)chunks);
     int dim = emlua_opt_dim(L, 3, t->ndim, op, 0);
+    emlua_keywords(L, 4, op, NULL);
     luaL_checkstack(L, (int)chunks + 2, "chunk: too many pieces");
     em_tensor **out = lua_newuserdatauv(L, sizeof(em_tensor *) * (size_t)chunks, 0);
     int n = em_chunk(t, (int)chunks, dim, out, (int)chunks);
@@ -293,11 +331,20 @@ static int arg_dim(emlua_args *a, int k, int ndim, int def)
     return i ? emlua_check_dim(a->L, i, ndim, a->op) : def;
 }
 
-/* A stack slot past the optional arguments must be empty: positional arguments beyond names. */
+/* The stack slots past the first count optional arguments must be empty
+ * (nil): positional arguments beyond them, where names[count] on are
+ * keyword-only (as out). */
 static void no_more_args(emlua_args *a, int count)
 {
-    int last = a->opts ? a->opts - 1 : lua_gettop(a->L);
-    if (last >= a->first + count) emlua_argerror(a->L, a->first + count, a->op, "unexpected argument");
+    lua_State *L = a->L;
+    int last = a->opts ? a->opts - 1 : lua_gettop(L);
+    for (int i = a->first + count; i <= last; i++) {
+        if (lua_isnil(L, i)) continue;
+        const char *kw = a->names[count];
+        if (!kw) emlua_argerror(L, i, a->op, "unexpected argument");
+        emlua_argerror(L, i, a->op, "unexpected argument (a %s); %s is a keyword argument: {%s = ...} in a trailing "
+                       "options table", emlua_test(L, i) ? "tensor" : luaL_typename(L, i), kw, kw);
+    }
 }
 
 static sort_args check_sort_args(lua_State *L, const em_tensor *t, const char *op)
@@ -355,27 +402,29 @@ static int l_topk(lua_State *L)
 
 /* ---- tril / triu ------------------------------------------------------------ */
 
-/* The diagonal argument of t:tril(diagonal) or t:tril({diagonal =}), default 0. */
-static int64_t check_diagonal(lua_State *L, const char *op)
+static const char *const diagonal_out[] = {"diagonal", "out", NULL};
+static const char *const diagonal_only[] = {"diagonal", NULL};
+
+/* The diagonal argument of t:tril(diagonal) or t:tril({diagonal =}), default
+ * 0, read with names (diagonal_out or diagonal_only) into args. */
+static int64_t check_diagonal(lua_State *L, const char *op, emlua_args *args, const char *const *names)
 {
-    static const char *const names[] = {"diagonal", NULL};
+    emlua_args_start(args, L, op, 2, names);
+    no_more_args(args, 1);
+    return emlua_arg_integer(args, 0, 0);
+}
+
+/* tril(t, diagonal = 0, {out =}) and triu, made by fn */
+static int triangle(lua_State *L, const char *op, em_tensor *(*fn)(const em_tensor *, int64_t))
+{
+    em_tensor *t = emlua_check(L, 1, op);
     emlua_args args;
-    emlua_args_start(&args, L, op, 2, names);
-    no_more_args(&args, 1);
-    return emlua_arg_integer(&args, 0, 0);
+    int64_t d = check_diagonal(L, op, &args, diagonal_out);
+    return emlua_push_out(L, fn(t, d), args.opts, op);
 }
 
-static int l_tril(lua_State *L)
-{
-    em_tensor *t = emlua_check(L, 1, "tril");
-    return emlua_push(L, em_tril(t, check_diagonal(L, "tril")));
-}
-
-static int l_triu(lua_State *L)
-{
-    em_tensor *t = emlua_check(L, 1, "triu");
-    return emlua_push(L, em_triu(t, check_diagonal(L, "triu")));
-}
+static int l_tril(lua_State *L) { return triangle(L, "tril", em_tril); }
+static int l_triu(lua_State *L) { return triangle(L, "triu", em_triu); }
 
 /* t:tril_(diagonal) / t:triu_(diagonal): the triangle's complement, taken
  * from em_tril of a ones mask, is zeroed with masked_fill_, which refuses
@@ -383,7 +432,8 @@ static int l_triu(lua_State *L)
 static int triangle_(lua_State *L, const char *op, bool upper)
 {
     em_tensor *t = emlua_check(L, 1, op);
-    int64_t d = check_diagonal(L, op);
+    emlua_args args;
+    int64_t d = check_diagonal(L, op, &args, diagonal_only);
     if (t->ndim < 2) {
         char buf[128];
         em_set_error("%s: expected a tensor with at least 2 dimensions, got %s", op, em_shape_str(t, buf, sizeof buf));

@@ -13,6 +13,46 @@
 /* Pieces beyond this many would not fit on the Lua stack. */
 #define MAX_PIECES 100000
 
+/* keyword names: none (an options table must be empty), PyTorch's out=, and
+ * the creation options */
+static const char *const no_keywords[] = {NULL};
+static const char *const out_keyword[] = {"out", NULL};
+static const char *const created_keywords[] = {"dtype", "device", "requires_grad", NULL};
+
+/* The stack top without trailing nils, but not below keep: the last argument
+ * of an op that takes a list of them (t:repeat(2, 3, nil) takes two). */
+static int top_without_nils(lua_State *L, int keep)
+{
+    int top = lua_gettop(L);
+    while (top > keep && lua_isnil(L, top)) top--;
+    return top;
+}
+
+/* emlua_args_start for an op whose optional arguments are names[0..npos-1],
+ * by position or in the options table, then keyword-only ones (PyTorch's `*`:
+ * out, dtype, ...), which only the options table may hold: given by position
+ * they would be read as nothing. */
+static void args_start_keywords(emlua_args *a, lua_State *L, const char *op, int first, const char *const *names,
+                                int npos)
+{
+    int top = lua_gettop(L);
+    if (names[npos] && top >= first + npos) {
+        int opts = emlua_options_index(L, first);
+        for (int i = first + npos; i <= (opts ? opts - 1 : top); i++) {
+            if (lua_isnil(L, i)) continue;
+            char list[120] = "";
+            for (int k = npos; names[k]; k++) {
+                size_t len = strlen(list);
+                snprintf(list + len, sizeof list - len, "%s%s", k > npos ? ", " : "", names[k]);
+            }
+            emlua_argerror(L, i, op, "unexpected argument (a %s); the keyword arguments (%s) go in a trailing "
+                           "options table, e.g. {%s = ...}", emlua_test(L, i) ? "tensor" : luaL_typename(L, i), list,
+                           names[npos]);
+        }
+    }
+    emlua_args_start(a, L, op, first, names);
+}
+
 /* The integers at arg: one integer or a table of them. Returns the count. */
 static int int_list(lua_State *L, int arg, const char *op, const char *what, int64_t *out, int cap)
 {
@@ -23,17 +63,30 @@ static int int_list(lua_State *L, int arg, const char *op, const char *what, int
     if (lua_type(L, arg) != LUA_TTABLE || emlua_test(L, arg))
         return emlua_typeerror(L, arg, op, what);
     lua_Integer n = (lua_Integer)lua_rawlen(L, arg);
+    /* {dims = ...}, {bogus = 1}: no list, and no option this op reads */
+    if (n == 0) emlua_check_option_names(L, arg, op, no_keywords);
     if (n > cap) return emlua_argerror(L, arg, op, "%lld entries, at most %d", (long long)n, cap);
     lua_Integer bad = emlua_table_integers(L, arg, n, out);
     if (bad) emlua_argerror(L, arg, op, "entry %lld is not an integer", (long long)bad);
     return (int)n;
 }
 
+/* "unexpected argument (a number) after a table of <what>" at arg + 1 when
+ * the argument at arg is a plain table and something other than nils
+ * follows: the op takes its list either as that table or as arguments. */
+static void nothing_after_list(lua_State *L, int arg, int top, const char *op, const char *what)
+{
+    if (top > arg && lua_type(L, arg) == LUA_TTABLE && !emlua_test(L, arg))
+        emlua_argerror(L, arg + 1, op, "unexpected argument (a %s) after a table of %s",
+                       emlua_test(L, arg + 1) ? "tensor" : luaL_typename(L, arg + 1), what);
+}
+
 /* Integers given either as one table at arg or as numbers from arg up to
  * the top of the stack (t:repeat(2, 3) or t:repeat({2, 3})). */
 static int int_varargs(lua_State *L, int arg, const char *op, int64_t *out, int cap)
 {
-    int top = lua_gettop(L);
+    int top = top_without_nils(L, arg);
+    nothing_after_list(L, arg, top, op, "integers");
     if (top == arg && lua_type(L, arg) == LUA_TTABLE && !emlua_test(L, arg))
         return int_list(L, arg, op, "integers", out, cap);
     if (top - arg + 1 > cap) return emlua_argerror(L, arg, op, "%d entries, at most %d", top - arg + 1, cap);
@@ -51,13 +104,18 @@ static int dim_list(lua_State *L, int arg, const char *op, int *out)
 }
 
 /* The tensors given as one table at arg or as arguments from arg to the top
- * (before a trailing options table when allow_opts). */
-static em_tensor **tensor_args(lua_State *L, int arg, const char *op, bool allow_opts, int *n)
+ * (trailing nils aside). With keywords (else NULL), a trailing options table
+ * holding only those names may follow: its index goes to *opts (0: none). */
+static em_tensor **tensor_args(lua_State *L, int arg, const char *op, const char *const *keywords, int *n, int *opts)
 {
-    int top = lua_gettop(L);
-    if (allow_opts && top >= arg && lua_type(L, top) == LUA_TTABLE && !emlua_test(L, top) &&
-        !(top == arg && lua_rawlen(L, top) > 0))
-        top--;
+    int top = top_without_nils(L, arg);
+    *opts = 0;
+    if (keywords && top >= arg && lua_type(L, top) == LUA_TTABLE && !emlua_test(L, top) &&
+        !(top == arg && lua_rawlen(L, top) > 0)) {
+        emlua_check_option_names(L, top, op, keywords);
+        *opts = top--;
+    }
+    nothing_after_list(L, arg, top, op, "tensors");
     bool list = top == arg && lua_type(L, arg) == LUA_TTABLE && !emlua_test(L, arg);
     int count = list ? (int)lua_rawlen(L, arg) : top - arg + 1;
     if (count < 0) count = 0;
@@ -111,7 +169,7 @@ static int l_flip(lua_State *L)
     const char *op = "flip";
     em_tensor *t = emlua_check(L, 1, op);
     int dims[EM_MAX_DIMS + 1], n;
-    if (lua_gettop(L) == 2 && lua_type(L, 2) == LUA_TTABLE && !emlua_test(L, 2)) {
+    if (top_without_nils(L, 2) == 2 && lua_type(L, 2) == LUA_TTABLE && !emlua_test(L, 2)) {
         n = dim_list(L, 2, op, dims);
     } else {
         int64_t v[EM_MAX_DIMS + 1];
@@ -121,8 +179,16 @@ static int l_flip(lua_State *L)
     return emlua_push(L, em_flip(t, dims, n));
 }
 
-static int l_fliplr(lua_State *L) { return emlua_push(L, em_fliplr(emlua_check(L, 1, "fliplr"))); }
-static int l_flipud(lua_State *L) { return emlua_push(L, em_flipud(emlua_check(L, 1, "flipud"))); }
+/* op(t) made by fn, nothing after t */
+static int self_only(lua_State *L, const char *op, em_tensor *(*fn)(const em_tensor *))
+{
+    em_tensor *t = emlua_check(L, 1, op);
+    emlua_keywords(L, 2, op, NULL);
+    return emlua_push(L, fn(t));
+}
+
+static int l_fliplr(lua_State *L) { return self_only(L, "fliplr", em_fliplr); }
+static int l_flipud(lua_State *L) { return self_only(L, "flipud", em_flipud); }
 
 static int l_roll(lua_State *L)
 {
@@ -197,6 +263,7 @@ static int l_movedim(lua_State *L)
     em_tensor *t = emlua_check(L, 1, op);
     int src[EM_MAX_DIMS + 1], dst[EM_MAX_DIMS + 1];
     int ns = dim_list(L, 2, op, src), nd = dim_list(L, 3, op, dst);
+    emlua_keywords(L, 4, op, NULL);
     if (ns != nd)
         return emlua_argerror(L, 3, op, "source and destination must have the same number of dims (%d vs %d)", ns, nd);
     return emlua_push(L, em_movedim(t, src, dst, ns));
@@ -207,6 +274,7 @@ static int l_unbind(lua_State *L)
     const char *op = "unbind";
     em_tensor *t = emlua_check(L, 1, op);
     int dim = lua_isnoneornil(L, 2) ? 0 : emlua_loose_dim(L, 2, emlua_check_integer(L, 2, op), op);
+    emlua_keywords(L, 3, op, NULL);
     int64_t n = t->ndim > 0 ? t->sizes[dim < 0 ? (dim + t->ndim >= 0 ? dim + t->ndim : 0) : dim < t->ndim ? dim : 0] : 0;
     if (n > MAX_PIECES) return emlua_argerror(L, 1, op, "%lld pieces, at most %d", (long long)n, MAX_PIECES);
     em_tensor **out = lua_newuserdatauv(L, sizeof(em_tensor *) * (size_t)(n ? n : 1), 0);
@@ -222,6 +290,7 @@ static int l_unflatten(lua_State *L)
     int dim = emlua_loose_dim(L, 2, emlua_check_integer(L, 2, op), op);
     int64_t sizes[EM_MAX_DIMS + 1];
     int n = int_list(L, 3, op, "a table of sizes", sizes, EM_MAX_DIMS + 1);
+    emlua_keywords(L, 4, op, NULL);
     return emlua_push(L, em_unflatten(t, dim, sizes, n));
 }
 
@@ -230,18 +299,20 @@ static int l_swapaxes(lua_State *L)
     const char *op = "swapaxes";
     em_tensor *t = emlua_check(L, 1, op);
     int a = emlua_check_dim(L, 2, t->ndim, op), b = emlua_check_dim(L, 3, t->ndim, op);
+    emlua_keywords(L, 4, op, NULL);
     return emlua_push(L, em_transpose(t, a, b));
 }
 
 /* ---- diagonal family -------------------------------------------------------------- */
 
+/* diag(t, diagonal = 0, {out =}) */
 static int l_diag(lua_State *L)
 {
-    static const char *const names[] = {"diagonal", NULL};
+    static const char *const names[] = {"diagonal", "out", NULL};
     em_tensor *t = emlua_check(L, 1, "diag");
     emlua_args a;
-    emlua_args_start(&a, L, "diag", 2, names);
-    return emlua_push(L, em_diag(t, emlua_arg_integer(&a, 0, 0)));
+    args_start_keywords(&a, L, "diag", 2, names, 1);
+    return emlua_push_out(L, em_diag(t, emlua_arg_integer(&a, 0, 0)), a.opts, "diag");
 }
 
 /* offset, dim1, dim2 of diagonal / diag_embed */
@@ -283,17 +354,18 @@ static int l_diagflat(lua_State *L)
     return emlua_push(L, em_diagflat(t, emlua_arg_integer(&a, 0, 0)));
 }
 
-static int l_trace(lua_State *L) { return emlua_push(L, em_trace(emlua_check(L, 1, "trace"))); }
+static int l_trace(lua_State *L) { return self_only(L, "trace", em_trace); }
 
 /* ---- take / index_fill / index_copy / masked_scatter --------------------------------- */
 
 static int l_take(lua_State *L)
 {
     em_tensor *t = emlua_check(L, 1, "take");
+    int o = emlua_keywords(L, 3, "take", out_keyword);
     em_tensor *ix = index_on(L, 2, "take", t);
     em_tensor *r = em_take(t, ix);
     em_release(ix);
-    return emlua_push(L, r);
+    return emlua_push_out(L, r, o, "take");
 }
 
 static int l_take_along_dim(lua_State *L)
@@ -301,12 +373,12 @@ static int l_take_along_dim(lua_State *L)
     const char *op = "take_along_dim";
     em_tensor *t = emlua_check(L, 1, op);
     em_tensor *ix = emlua_check(L, 2, op);
-    static const char *const names[] = {"dim", NULL};
+    static const char *const names[] = {"dim", "out", NULL};
     emlua_args a;
-    emlua_args_start(&a, L, op, 3, names);
+    args_start_keywords(&a, L, op, 3, names, 1);
     int at = emlua_arg_at(&a, 0);
     int dim = at ? emlua_loose_dim(L, at, emlua_arg_integer(&a, 0, 0), op) : 0;
-    return emlua_push(L, em_take_along_dim(t, ix, dim, at != 0));
+    return emlua_push_out(L, em_take_along_dim(t, ix, dim, at != 0), a.opts, op);
 }
 
 /* a fill value: a number, a boolean or a 1-element tensor */
@@ -329,6 +401,8 @@ static int index_write_common(lua_State *L, const char *op, bool copy, bool in_p
     int dim = emlua_check_dim(L, 2, t->ndim, op);
     double value = copy ? 0 : fill_value(L, 4, op);
     em_tensor *src = copy ? emlua_check(L, 4, op) : NULL;
+    /* index_copy takes PyTorch's out=; index_fill and the in-place forms nothing */
+    int o = emlua_keywords(L, 5, op, copy && !in_place ? out_keyword : NULL);
     em_tensor *ix = index_on(L, 3, op, t);
     if (in_place) {
         int rc = copy ? em_index_copy_(t, dim, ix, src) : em_index_fill_(t, dim, ix, value);
@@ -337,7 +411,7 @@ static int index_write_common(lua_State *L, const char *op, bool copy, bool in_p
     }
     em_tensor *r = copy ? em_index_copy(t, dim, ix, src) : em_index_fill(t, dim, ix, value);
     em_release(ix);
-    return emlua_push(L, r);
+    return emlua_push_out(L, r, o, op);
 }
 
 static int l_index_fill(lua_State *L) { return index_write_common(L, "index_fill", false, false); }
@@ -349,6 +423,7 @@ static int l_masked_scatter(lua_State *L)
 {
     const char *op = "masked_scatter";
     em_tensor *t = emlua_check(L, 1, op), *m = emlua_check(L, 2, op), *s = emlua_check(L, 3, op);
+    emlua_keywords(L, 4, op, NULL);
     return emlua_push(L, em_masked_scatter(t, m, s));
 }
 
@@ -356,6 +431,7 @@ static int l_masked_scatter_(lua_State *L)
 {
     const char *op = "masked_scatter_";
     em_tensor *t = emlua_check(L, 1, op), *m = emlua_check(L, 2, op), *s = emlua_check(L, 3, op);
+    emlua_keywords(L, 4, op, NULL);
     return emlua_push_self(L, em_masked_scatter_(t, m, s));
 }
 
@@ -372,15 +448,18 @@ static em_scatter_reduction check_reduction(lua_State *L, int arg, const char *o
     return EM_SR_SUM;
 }
 
+/* scatter_reduce(t, dim, index, src, reduce, include_self = true, {out =}),
+ * out= only out of place */
 static int scatter_reduce_common(lua_State *L, const char *op, bool in_place)
 {
-    static const char *const names[] = {"reduce", "include_self", NULL};
+    static const char *const names[] = {"reduce", "include_self", "out", NULL};
+    static const char *const names_[] = {"reduce", "include_self", NULL};
     em_tensor *t = emlua_check(L, 1, op);
     int dim = emlua_check_dim(L, 2, t->ndim, op);
     em_tensor *ix = emlua_check(L, 3, op);
     em_tensor *src = emlua_check(L, 4, op);
     emlua_args a;
-    emlua_args_start(&a, L, op, 5, names);
+    args_start_keywords(&a, L, op, 5, in_place ? names_ : names, 2);
     int at = emlua_arg_at(&a, 0);
     if (!at) return emlua_argerror(L, 5, op, "reduce is required (\"sum\", \"prod\", \"mean\", \"amax\" or \"amin\")");
     em_scatter_reduction r = check_reduction(L, at, op);
@@ -388,7 +467,7 @@ static int scatter_reduce_common(lua_State *L, const char *op, bool in_place)
     if (in_place) {
         return emlua_push_self(L, em_scatter_reduce_(t, dim, ix, src, r, include_self));
     }
-    return emlua_push(L, em_scatter_reduce(t, dim, ix, src, r, include_self));
+    return emlua_push_out(L, em_scatter_reduce(t, dim, ix, src, r, include_self), a.opts, op);
 }
 
 static int l_scatter_reduce(lua_State *L) { return scatter_reduce_common(L, "scatter_reduce", false); }
@@ -408,16 +487,16 @@ static int l_one_hot(lua_State *L)
 static int l_meshgrid(lua_State *L)
 {
     const char *op = "meshgrid";
-    int n;
-    em_tensor **ts = tensor_args(L, 1, op, true, &n);
-    int top = lua_gettop(L) - 1;   /* below the scratch array */
+    static const char *const names[] = {"indexing", NULL};
+    int n, opts;
+    em_tensor **ts = tensor_args(L, 1, op, names, &n, &opts);
     bool xy = false;
-    if (top >= 1 && lua_type(L, top) == LUA_TTABLE && !emlua_test(L, top) && !(top == 1 && lua_rawlen(L, 1) > 0)) {
-        lua_getfield(L, top, "indexing");
+    if (opts) {
+        lua_getfield(L, opts, "indexing");
         if (!lua_isnil(L, -1)) {
             const char *s = lua_tostring(L, -1);
             if (!s || (strcmp(s, "ij") != 0 && strcmp(s, "xy") != 0))
-                return emlua_argerror(L, top, op, "indexing must be \"ij\" or \"xy\", got %s",
+                return emlua_argerror(L, opts, op, "indexing must be \"ij\" or \"xy\", got %s",
                                       s ? s : luaL_typename(L, -1));
             xy = strcmp(s, "xy") == 0;
         }
@@ -431,16 +510,16 @@ static int l_meshgrid(lua_State *L)
 
 static int l_cartesian_prod(lua_State *L)
 {
-    int n;
-    em_tensor **ts = tensor_args(L, 1, "cartesian_prod", false, &n);
+    int n, opts;
+    em_tensor **ts = tensor_args(L, 1, "cartesian_prod", NULL, &n, &opts);
     if (n > EM_MAX_DIMS) return emlua_argerror(L, 1, "cartesian_prod", "%d tensors, at most %d", n, EM_MAX_DIMS);
     return emlua_push(L, em_cartesian_prod(ts, n));
 }
 
 static int l_block_diag(lua_State *L)
 {
-    int n;
-    em_tensor **ts = tensor_args(L, 1, "block_diag", false, &n);
+    int n, opts;
+    em_tensor **ts = tensor_args(L, 1, "block_diag", NULL, &n, &opts);
     if (n == 0) {   /* as torch.block_diag(): an empty [1, 0] ... PyTorch gives [0, 0] */
         int64_t z[2] = {0, 0};
         return emlua_push(L, em_empty(z, 2, em_default_dtype(), (em_device){EM_CPU, 0}));
@@ -450,8 +529,8 @@ static int l_block_diag(lua_State *L)
 
 static int l_broadcast_tensors(lua_State *L)
 {
-    int n;
-    em_tensor **ts = tensor_args(L, 1, "broadcast_tensors", false, &n);
+    int n, opts;
+    em_tensor **ts = tensor_args(L, 1, "broadcast_tensors", NULL, &n, &opts);
     if (n > MAX_PIECES) return emlua_argerror(L, 1, "broadcast_tensors", "too many tensors");
     em_tensor **out = lua_newuserdatauv(L, sizeof(em_tensor *) * (size_t)(n ? n : 1), 0);
     if (em_broadcast_tensors(ts, n, out) < 0) return emlua_fail(L);
@@ -469,8 +548,8 @@ static int l_broadcast_to(lua_State *L)
 
 static int atleast(lua_State *L, int k, const char *op)
 {
-    int n;
-    em_tensor **ts = tensor_args(L, 1, op, false, &n);
+    int n, opts;
+    em_tensor **ts = tensor_args(L, 1, op, NULL, &n, &opts);
     if (n == 0) return emlua_argerror(L, 1, op, "expected at least one tensor");
     luaL_checkstack(L, n + 2, "too many results");
     for (int i = 0; i < n; i++) {
@@ -497,12 +576,14 @@ static int new_common(lua_State *L, const char *op, int kind)
         nd = int_list(L, 2, op, "a table of sizes", sizes, EM_MAX_DIMS);
         if (lua_type(L, 3) == LUA_TBOOLEAN) value = lua_toboolean(L, 3);
         else value = emlua_check_number(L, 3, op);
-        opts = lua_type(L, 4) == LUA_TTABLE && !emlua_test(L, 4) ? 4 : 0;
+        opts = emlua_keywords(L, 4, op, created_keywords);
     } else {
-        int top = lua_gettop(L);
+        int top = top_without_nils(L, 2);
+        lua_settop(L, top);   /* t:new_zeros({2}, nil): the size-reading helper takes no trailing nils */
         if (top < 2) return emlua_argerror(L, 2, op, "expected a size");
         opts = top > 2 && lua_type(L, top) == LUA_TTABLE && !emlua_test(L, top) ? top : 0;
         nd = emlua_check_sizes(L, 2, op, sizes);
+        emlua_check_option_names(L, opts, op, created_keywords);
     }
     em_dtype d = emlua_opt_dtype(L, opts, op, t->dtype);
     em_device dev = emlua_opt_device(L, opts, op, t->storage->device);
@@ -522,7 +603,7 @@ static int l_new_tensor(lua_State *L)
     const char *op = "new_tensor";
     em_tensor *t = emlua_check(L, 1, op);
     if (lua_isnone(L, 2)) return emlua_argerror(L, 2, op, "expected data");
-    int opts = lua_type(L, 3) == LUA_TTABLE && !emlua_test(L, 3) ? 3 : 0;
+    int opts = emlua_keywords(L, 3, op, created_keywords);
     lua_getglobal(L, "package");
     lua_getfield(L, -1, "loaded");
     lua_getfield(L, -1, "ember");
@@ -554,29 +635,39 @@ static int l_new_tensor(lua_State *L)
 
 /* ---- creation ------------------------------------------------------------------------------ */
 
+/* ember.logspace(start, end, steps, base = 10, {dtype =, device =,
+ * requires_grad =, out =}); with out, its dtype and device are the defaults,
+ * as PyTorch computes in out's dtype */
 static int l_logspace(lua_State *L)
 {
     const char *op = "ember.logspace";
+    static const char *const names[] = {"base", "dtype", "device", "requires_grad", "out", NULL};
     double a = emlua_check_number(L, 1, op), b = emlua_check_number(L, 2, op);
     lua_Integer n = emlua_check_integer(L, 3, op);
-    int top = lua_gettop(L);
-    int opts = top >= 4 && lua_type(L, top) == LUA_TTABLE && !emlua_test(L, top) ? top : 0;
-    double base = 10;
-    if (top >= 4 && lua_type(L, 4) == LUA_TNUMBER) base = lua_tonumber(L, 4);
-    else if (opts) base = emlua_opt_field_number(L, opts, "base", op, 10);
-    return emlua_push_created(L, em_logspace(a, b, n, base, emlua_opt_dtype(L, opts, op, em_default_dtype()),
-                                             emlua_opt_device(L, opts, op, emlua_default_device())),
-                              opts, op);
+    emlua_args args;
+    args_start_keywords(&args, L, op, 4, names, 1);
+    double base = emlua_arg_number(&args, 0, 10);
+    int opts = args.opts;
+    bool has_out = opts && lua_getfield(L, opts, "out") != LUA_TNIL;
+    em_tensor *out = has_out ? emlua_test(L, -1) : NULL;   /* not a tensor: emlua_push_out says so */
+    if (opts) lua_pop(L, 1);   /* the options table keeps out alive */
+    if (has_out && emlua_opt_field_boolean(L, opts, "requires_grad", op, false))
+        return emlua_argerror(L, opts, op, "out= records no gradient: requires_grad = true cannot go with it");
+    em_dtype d = emlua_opt_dtype(L, opts, op, out ? out->dtype : em_default_dtype());
+    em_device dev = emlua_opt_device(L, opts, op, out ? out->storage->device : emlua_default_device());
+    em_tensor *r = em_logspace(a, b, n, base, d, dev);
+    return has_out ? emlua_push_out(L, r, opts, op) : emlua_push_created(L, r, opts, op);
 }
 
+/* ember.tril_indices(row, col, offset = 0, {dtype =, device =}) and triu_ */
 static int triangle_indices(lua_State *L, const char *op, bool upper)
 {
+    static const char *const names[] = {"offset", "dtype", "device", NULL};
     lua_Integer r = emlua_check_integer(L, 1, op), c = emlua_check_integer(L, 2, op);
-    int top = lua_gettop(L);
-    int opts = top >= 3 && lua_type(L, top) == LUA_TTABLE && !emlua_test(L, top) ? top : 0;
-    lua_Integer off = 0;
-    if (top >= 3 && lua_type(L, 3) == LUA_TNUMBER) off = emlua_check_integer(L, 3, op);
-    else if (opts) off = (lua_Integer)emlua_opt_field_number(L, opts, "offset", op, 0);
+    emlua_args args;
+    args_start_keywords(&args, L, op, 3, names, 1);
+    lua_Integer off = emlua_arg_integer(&args, 0, 0);
+    int opts = args.opts;
     em_dtype d = emlua_opt_dtype(L, opts, op, EM_INT64);
     em_device dev = emlua_opt_device(L, opts, op, emlua_default_device());
     return emlua_push(L, upper ? em_triu_indices(r, c, off, d, dev) : em_tril_indices(r, c, off, d, dev));
