@@ -63,22 +63,6 @@ static int unary_(lua_State *L, em_unary_op op)
     return unary_named_(L, op, name ? name : em_unary_name(op));
 }
 
-/* emlua_args_start for names ending in "out", which (PyTorch's keyword after
- * `*`) only the options table may give: the others may come by position. */
-static void args_start_out(emlua_args *a, lua_State *L, const char *op, int first, const char *const *names)
-{
-    int n = 0;
-    while (names[n + 1]) n++;   /* the positional ones, before "out" */
-    int opts = emlua_options_index(L, first);
-    int top = opts ? opts - 1 : lua_gettop(L);
-    while (top >= first + n && lua_isnil(L, top)) top--;
-    if (top >= first + n)
-        emlua_argerror(L, first + n, op, "unexpected argument (a %s): at most %d after the required ones; out is a "
-                       "keyword argument, {out = t}", emlua_test(L, first + n) ? "tensor" : luaL_typename(L, first + n),
-                       n);
-    emlua_args_start(a, L, op, first, names);
-}
-
 /* The functions of the table's unary ops, the op in upvalue 1: ember.exp(t),
  * t:exp() and t:exp_() (registration below) */
 static em_unary_op upvalue_unary(lua_State *L) { return (em_unary_op)lua_tointeger(L, lua_upvalueindex(1)); }
@@ -105,7 +89,7 @@ static int t_round(lua_State *L)
 {
     em_tensor *t = check_tensor(L, 1, "round");
     emlua_args a;
-    args_start_out(&a, L, "round", 2, round_out_names);
+    emlua_args_start_kw(&a, L, "round", 2, round_out_names, emlua_count_names(round_out_names) - 1);
     return emlua_push_out(L, em_round_decimals(t, emlua_arg_integer(&a, 0, 0)), a.opts, "round");
 }
 
@@ -531,7 +515,7 @@ static void start_args(emlua_args *a, lua_State *L, const char *op, const char *
                        const char *const *names_out, int first, int *out)
 {
     if (out) {
-        args_start_out(a, L, op, first, names_out);
+        emlua_args_start_kw(a, L, op, first, names_out, emlua_count_names(names_out) - 1);
         *out = a->opts;
     } else {
         emlua_args_start(a, L, op, first, names);

@@ -331,27 +331,10 @@ static int arg_dim(emlua_args *a, int k, int ndim, int def)
     return i ? emlua_check_dim(a->L, i, ndim, a->op) : def;
 }
 
-/* The stack slots past the first count optional arguments must be empty
- * (nil): positional arguments beyond them, where names[count] on are
- * keyword-only (as out). */
-static void no_more_args(emlua_args *a, int count)
-{
-    lua_State *L = a->L;
-    int last = a->opts ? a->opts - 1 : lua_gettop(L);
-    for (int i = a->first + count; i <= last; i++) {
-        if (lua_isnil(L, i)) continue;
-        const char *kw = a->names[count];
-        if (!kw) emlua_argerror(L, i, a->op, "unexpected argument");
-        emlua_argerror(L, i, a->op, "unexpected argument (a %s); %s is a keyword argument: {%s = ...} in a trailing "
-                       "options table", emlua_test(L, i) ? "tensor" : luaL_typename(L, i), kw, kw);
-    }
-}
-
 static sort_args check_sort_args(lua_State *L, const em_tensor *t, const char *op)
 {
     emlua_args args;
     emlua_args_start(&args, L, op, 2, sort_names);
-    no_more_args(&args, 3);
     sort_args a;
     a.dim = arg_dim(&args, 0, t->ndim, -1);
     a.descending = emlua_arg_bool(&args, 1, false);
@@ -389,7 +372,6 @@ static int l_topk(lua_State *L)
     static const char *const names[] = {"dim", "largest", "sorted", NULL};
     emlua_args args;
     emlua_args_start(&args, L, op, 3, names);
-    no_more_args(&args, 3);
     int dim = arg_dim(&args, 0, t->ndim, -1);
     bool largest = emlua_arg_bool(&args, 1, true);
     bool sorted = emlua_arg_bool(&args, 2, true);
@@ -409,8 +391,7 @@ static const char *const diagonal_only[] = {"diagonal", NULL};
  * 0, read with names (diagonal_out or diagonal_only) into args. */
 static int64_t check_diagonal(lua_State *L, const char *op, emlua_args *args, const char *const *names)
 {
-    emlua_args_start(args, L, op, 2, names);
-    no_more_args(args, 1);
+    emlua_args_start_kw(args, L, op, 2, names, 1);
     return emlua_arg_integer(args, 0, 0);
 }
 

@@ -393,20 +393,6 @@ static int l_randperm(lua_State *L)
 
 /* ---- in place and *_like ------------------------------------------------------ */
 
-/* emlua_args_start for names of which the first npos may come by position,
- * the others (PyTorch's after `*`: generator, out) in the options table only */
-static void args_start_keywords(emlua_args *a, lua_State *L, const char *op, int first, const char *const *names,
-                                int npos)
-{
-    emlua_args_start(a, L, op, first, names);
-    int top = a->opts ? a->opts - 1 : lua_gettop(L);
-    while (top >= first + npos && lua_isnil(L, top)) top--;
-    if (top >= first + npos)
-        emlua_argerror(L, first + npos, op, "unexpected argument (a %s): %s is a keyword argument, {%s = ...}",
-                       emlua_test(L, first + npos) ? "tensor" : luaL_typename(L, first + npos), names[npos],
-                       names[npos]);
-}
-
 /* t:uniform_([from = 0 [, to = 1]] [, {generator =}]) and
  * t:normal_([mean = 0 [, std = 1]] [, {generator =}]): t filled in place by fn with
  * the two parameters (also given as options by PyTorch's names a, b) */
@@ -415,7 +401,7 @@ static int fill_random_(lua_State *L, const char *op, const char *const *names,
 {
     em_tensor *t = emlua_check(L, 1, op);
     emlua_args args;
-    args_start_keywords(&args, L, op, 2, names, 2);
+    emlua_args_start_kw(&args, L, op, 2, names, 2);
     double a = emlua_arg_number(&args, 0, 0.0), b = emlua_arg_number(&args, 1, 1.0);
     rng_swap s;
     swap_in(&s, opt_generator(L, args.opts, op));
@@ -470,7 +456,7 @@ static int l_multinomial(lua_State *L)
     lua_Integer n = emlua_check_integer(L, 2, op);
     static const char *const names[] = {"replacement", "generator", "out", NULL};
     emlua_args args;
-    args_start_keywords(&args, L, op, 3, names, 1);
+    emlua_args_start_kw(&args, L, op, 3, names, 1);
     bool replacement = emlua_arg_bool(&args, 0, false);
     rng_swap s;
     swap_in(&s, opt_generator(L, args.opts, op));

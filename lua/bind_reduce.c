@@ -304,22 +304,6 @@ static int push2(lua_State *L, int rc, em_tensor *a, em_tensor *b)
     return 2;
 }
 
-/* emlua_args_start for names whose last one is "out": PyTorch's out= is a
- * keyword only, so a value in its place by position is an argument too many */
-static void args_start_out(emlua_args *a, lua_State *L, const char *op, int first, const char *const *names)
-{
-    int n = 0;
-    while (names[n + 1]) n++;   /* the names before out */
-    int opts = emlua_options_index(L, first);
-    int top = opts ? opts - 1 : lua_gettop(L);
-    while (top >= first + n && lua_isnil(L, top)) top--;
-    if (top >= first + n)
-        emlua_argerror(L, first + n, op, "unexpected argument (a %s): too many positional arguments (at most %d after "
-                       "the required ones; out is a keyword: {out = t})",
-                       emlua_test(L, first + n) ? "tensor" : luaL_typename(L, first + n), n);
-    emlua_args_start(a, L, op, first, names);
-}
-
 static int l_count_nonzero(lua_State *L)
 {
     static const char *const names[] = {"dim", NULL};
@@ -391,7 +375,7 @@ static int quantile_like(lua_State *L, const char *op, bool ignore_nan)
     em_tensor *q = emlua_test(L, 2);
     double qs = q ? 0 : emlua_check_number(L, 2, op);
     emlua_args a;
-    args_start_out(&a, L, op, 3, names);
+    emlua_args_start_kw(&a, L, op, 3, names, emlua_count_names(names) - 1);
     int at = emlua_arg_at(&a, 0);
     int dim = at ? emlua_check_dim(L, at, t->ndim, op) : 0;
     bool keep = emlua_arg_bool(&a, 1, false);
@@ -500,7 +484,7 @@ static int l_histc(lua_State *L)
     static const char *const names[] = {"bins", "min", "max", "out", NULL};
     em_tensor *t = emlua_check(L, 1, "histc");
     emlua_args a;
-    args_start_out(&a, L, "histc", 2, names);
+    emlua_args_start_kw(&a, L, "histc", 2, names, emlua_count_names(names) - 1);
     int64_t bins = emlua_arg_integer(&a, 0, 100);
     double lo = emlua_arg_number(&a, 1, 0), hi = emlua_arg_number(&a, 2, 0);
     return emlua_push_out(L, em_histc(t, bins, lo, hi), a.opts, "histc");
@@ -525,7 +509,7 @@ static int l_searchsorted(lua_State *L)
     const char *op = "searchsorted";
     em_tensor *seq = emlua_check(L, 1, op);
     emlua_args a;
-    args_start_out(&a, L, op, 3, names);
+    emlua_args_start_kw(&a, L, op, 3, names, emlua_count_names(names) - 1);
     bool out_int32 = emlua_arg_bool(&a, 0, false), right = emlua_arg_bool(&a, 1, false);
     int side = emlua_arg_at(&a, 2);
     if (side) {
@@ -550,7 +534,7 @@ static int l_bucketize(lua_State *L)
     const char *op = "bucketize";
     em_tensor *b = emlua_check(L, 2, op);
     emlua_args a;
-    args_start_out(&a, L, op, 3, names);
+    emlua_args_start_kw(&a, L, op, 3, names, emlua_count_names(names) - 1);
     bool out_int32 = emlua_arg_bool(&a, 0, false), right = emlua_arg_bool(&a, 1, false);
     bool owned;
     em_tensor *v = tensor_or_number(L, 1, op, b, &owned);

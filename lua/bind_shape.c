@@ -28,31 +28,6 @@ static int top_without_nils(lua_State *L, int keep)
     return top;
 }
 
-/* emlua_args_start for an op whose optional arguments are names[0..npos-1],
- * by position or in the options table, then keyword-only ones (PyTorch's `*`:
- * out, dtype, ...), which only the options table may hold: given by position
- * they would be read as nothing. */
-static void args_start_keywords(emlua_args *a, lua_State *L, const char *op, int first, const char *const *names,
-                                int npos)
-{
-    int top = lua_gettop(L);
-    if (names[npos] && top >= first + npos) {
-        int opts = emlua_options_index(L, first);
-        for (int i = first + npos; i <= (opts ? opts - 1 : top); i++) {
-            if (lua_isnil(L, i)) continue;
-            char list[120] = "";
-            for (int k = npos; names[k]; k++) {
-                size_t len = strlen(list);
-                snprintf(list + len, sizeof list - len, "%s%s", k > npos ? ", " : "", names[k]);
-            }
-            emlua_argerror(L, i, op, "unexpected argument (a %s); the keyword arguments (%s) go in a trailing "
-                           "options table, e.g. {%s = ...}", emlua_test(L, i) ? "tensor" : luaL_typename(L, i), list,
-                           names[npos]);
-        }
-    }
-    emlua_args_start(a, L, op, first, names);
-}
-
 /* The integers at arg: one integer or a table of them. Returns the count. */
 static int int_list(lua_State *L, int arg, const char *op, const char *what, int64_t *out, int cap)
 {
@@ -311,7 +286,7 @@ static int l_diag(lua_State *L)
     static const char *const names[] = {"diagonal", "out", NULL};
     em_tensor *t = emlua_check(L, 1, "diag");
     emlua_args a;
-    args_start_keywords(&a, L, "diag", 2, names, 1);
+    emlua_args_start_kw(&a, L, "diag", 2, names, 1);
     return emlua_push_out(L, em_diag(t, emlua_arg_integer(&a, 0, 0)), a.opts, "diag");
 }
 
@@ -375,7 +350,7 @@ static int l_take_along_dim(lua_State *L)
     em_tensor *ix = emlua_check(L, 2, op);
     static const char *const names[] = {"dim", "out", NULL};
     emlua_args a;
-    args_start_keywords(&a, L, op, 3, names, 1);
+    emlua_args_start_kw(&a, L, op, 3, names, 1);
     int at = emlua_arg_at(&a, 0);
     int dim = at ? emlua_loose_dim(L, at, emlua_arg_integer(&a, 0, 0), op) : 0;
     return emlua_push_out(L, em_take_along_dim(t, ix, dim, at != 0), a.opts, op);
@@ -459,7 +434,7 @@ static int scatter_reduce_common(lua_State *L, const char *op, bool in_place)
     em_tensor *ix = emlua_check(L, 3, op);
     em_tensor *src = emlua_check(L, 4, op);
     emlua_args a;
-    args_start_keywords(&a, L, op, 5, in_place ? names_ : names, 2);
+    emlua_args_start_kw(&a, L, op, 5, in_place ? names_ : names, 2);
     int at = emlua_arg_at(&a, 0);
     if (!at) return emlua_argerror(L, 5, op, "reduce is required (\"sum\", \"prod\", \"mean\", \"amax\" or \"amin\")");
     em_scatter_reduction r = check_reduction(L, at, op);
@@ -645,7 +620,7 @@ static int l_logspace(lua_State *L)
     double a = emlua_check_number(L, 1, op), b = emlua_check_number(L, 2, op);
     lua_Integer n = emlua_check_integer(L, 3, op);
     emlua_args args;
-    args_start_keywords(&args, L, op, 4, names, 1);
+    emlua_args_start_kw(&args, L, op, 4, names, 1);
     double base = emlua_arg_number(&args, 0, 10);
     int opts = args.opts;
     bool has_out = opts && lua_getfield(L, opts, "out") != LUA_TNIL;
@@ -665,7 +640,7 @@ static int triangle_indices(lua_State *L, const char *op, bool upper)
     static const char *const names[] = {"offset", "dtype", "device", NULL};
     lua_Integer r = emlua_check_integer(L, 1, op), c = emlua_check_integer(L, 2, op);
     emlua_args args;
-    args_start_keywords(&args, L, op, 3, names, 1);
+    emlua_args_start_kw(&args, L, op, 3, names, 1);
     lua_Integer off = emlua_arg_integer(&args, 0, 0);
     int opts = args.opts;
     em_dtype d = emlua_opt_dtype(L, opts, op, EM_INT64);

@@ -499,6 +499,20 @@ int emlua_push_out(lua_State *L, em_tensor *r, int opts, const char *op)
 
 /* ---- positional-or-keyword arguments (binding.h) --------------------------------- */
 
+void emlua_args_start_kw(emlua_args *a, lua_State *L, const char *op, int first, const char *const *names, int npos)
+{
+    emlua_args_start(a, L, op, first, names);
+    if (!names[npos]) return;
+    int last = a->opts ? a->opts - 1 : lua_gettop(L);
+    for (int i = first + npos; i <= last; i++) {
+        if (lua_isnil(L, i)) continue;
+        char list[200];
+        join_names(names + npos, list, sizeof list);
+        emlua_argerror(L, i, op, "unexpected argument (a %s); the keyword arguments (%s) go in a trailing options "
+                       "table, e.g. {%s = ...}", emlua_test(L, i) ? "tensor" : luaL_typename(L, i), list, names[npos]);
+    }
+}
+
 int emlua_arg_at(emlua_args *a, int k)
 {
     lua_State *L = a->L;

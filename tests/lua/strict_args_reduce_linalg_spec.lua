@@ -132,8 +132,8 @@ describe("reductions, matmul family, cross and attention: arguments they do not 
 
   it("take out= as a keyword only, never by position", function()
     local o = ember.zeros(4)
-    refused(err(function() return ember.histc(x, 4, 0, 8, o) end), "histc", "out is a keyword")
-    refused(err(function() return ember.bucketize(x, seq, false, false, o) end), "bucketize", "out is a keyword")
+    refused(err(function() return ember.histc(x, 4, 0, 8, o) end), "histc", "the keyword arguments (out) go in a trailing options table")
+    refused(err(function() return ember.bucketize(x, seq, false, false, o) end), "bucketize", "the keyword arguments (out) go in a trailing options table")
     refused(err(function() return ember.matmul(A, B, o) end), "matmul", "one argument too many (a tensor)")
     refused(err(function() return ember.cross(ex, ey, 1, o) end), "cross", "one argument too many (a tensor)")
     assert.are.same({0, 0, 0, 0}, o:tolist())
