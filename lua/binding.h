@@ -131,8 +131,8 @@ em_dtype emlua_check_dtype(lua_State *L, int idx, const char *op);
 /* Field of an options table as a number/boolean, with a default. */
 double emlua_opt_field_number(lua_State *L, int idx, const char *name, const char *op, double def);
 bool emlua_opt_field_boolean(lua_State *L, int idx, const char *name, const char *op, bool def);
-/* The index of a trailing options table (a plain table, not a tensor) among
- * arguments first..top, or 0. */
+/* The index of a trailing options table (a plain table, not a tensor, without
+ * a [1]) among arguments first..top, nils after it allowed, or 0. */
 int emlua_options_index(lua_State *L, int first);
 /* raises "op: unknown option 'k'" for a key of the options table at opts (0: none) not in names */
 void emlua_check_option_names(lua_State *L, int opts, const char *op, const char *const *names);

@@ -406,6 +406,7 @@ int emlua_opt_dims(lua_State *L, int idx, int ndim, const char *op, int *dims)
 int emlua_options_index(lua_State *L, int first)
 {
     int top = lua_gettop(L);
+    while (top > first && lua_isnil(L, top)) top--;   /* f(x, {k = v}, nil) */
     if (top >= first && lua_type(L, top) == LUA_TTABLE && !emlua_test(L, top)) {
         /* a size table {2, 3} is not an options table: options have string keys */
         if (lua_rawlen(L, top) == 0) return top;
@@ -457,8 +458,7 @@ int emlua_keywords(lua_State *L, int first, const char *op, const char *const *n
     int top = lua_gettop(L);
     while (top >= first && lua_isnil(L, top)) top--;
     if (top < first) return 0;
-    /* a plain table without [1] (not a size list), nils after it allowed: x:exp({}, nil) */
-    if (top == first && lua_type(L, first) == LUA_TTABLE && !emlua_test(L, first) && lua_rawlen(L, first) == 0) {
+    if (top == first && emlua_options_index(L, first) == first) {
         emlua_check_option_names(L, first, op, names);
         return first;
     }
