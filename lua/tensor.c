@@ -33,6 +33,36 @@ static int tensor_gc(lua_State *L)
  * closed by <close>, and x.size() written for x:size()). */
 static em_tensor *self(lua_State *L, const char *op) { return emlua_check(L, 1, op); }
 
+/* emlua_keywords with the trailing nils dropped first: it takes an options
+ * table followed by nils (ember.tensor(v, {dtype = d}, nil)) for one argument
+ * too many, as emlua_options_index (ember.c) looks at the top of the stack */
+static int keywords(lua_State *L, int first, const char *op, const char *const *names)
+{
+    int top = lua_gettop(L);
+    if (top >= first && lua_isnil(L, top)) {
+        while (top >= first && lua_isnil(L, top)) top--;
+        lua_settop(L, top);
+    }
+    return emlua_keywords(L, first, op, names);
+}
+
+/* Refuses an argument from `first` on (x:t(1), x:size(1, 2)), which op does
+ * not read, rather than dropping it; trailing nils and {} pass. Without one,
+ * the cost is a lua_gettop and a comparison (x:size(d), x:dim() are in loops). */
+static inline void no_more(lua_State *L, int first, const char *op)
+{
+    if (lua_gettop(L) >= first) keywords(L, first, op, NULL);
+}
+
+/* self of a method that takes nothing else (x:clone({memory_format = ...})
+ * is refused too) */
+static em_tensor *self_alone(lua_State *L, const char *op)
+{
+    em_tensor *t = self(L, op);
+    no_more(L, 2, op);
+    return t;
+}
+
 /* Pushes element 0 of a one-element tensor as a Lua value of its kind. */
 static void push_scalar(lua_State *L, const em_tensor *t)
 {
@@ -115,6 +145,15 @@ static int size_entries(lua_State *L, int idx, const char *op, int64_t *sizes)
 
 static const char *type_of(lua_State *L, int idx) { return emlua_test(L, idx) ? "tensor" : luaL_typename(L, idx); }
 
+/* ember.Size's functions take nothing from argument `first` on (but nils):
+ * raised here, as they count arguments their own way (a __call's class) */
+static void size_no_more(lua_State *L, int first, const char *op)
+{
+    int top = lua_gettop(L);
+    while (top >= first && lua_isnil(L, top)) top--;
+    if (top >= first) luaL_error(L, "%s: one argument too many (a %s)", op, type_of(L, first));
+}
+
 /* ember.Size({2, 3}), ember.Size(t.shape), ember.Size() (0-d); argument 1
  * is ember.Size itself (this is its __call) */
 static int size_new(lua_State *L)
@@ -126,6 +165,7 @@ static int size_new(lua_State *L)
             return luaL_error(L, "ember.Size: expected a table of integers, got %s", type_of(L, 2));
         n = size_entries(L, 2, "ember.Size", sizes);
     }
+    size_no_more(L, 3, "ember.Size");
     push_size(L, sizes, n);
     return 1;
 }
@@ -156,6 +196,7 @@ static int size_numel(lua_State *L)
                           type_of(L, 1));
     int64_t sizes[EM_MAX_DIMS];
     int n = size_entries(L, 1, "ember.Size:numel", sizes);
+    size_no_more(L, 2, "ember.Size:numel");
     lua_Unsigned count = 1;   /* unsigned: a product past 2^63 wraps, as Lua's integers do */
     for (int i = 0; i < n; i++) count *= (lua_Unsigned)sizes[i];
     lua_pushinteger(L, (lua_Integer)count);
@@ -586,6 +627,7 @@ static int no_dims(lua_State *L, int arg, const char *op)
 static int t_size(lua_State *L)
 {
     em_tensor *t = self(L, "size");
+    no_more(L, 3, "size");
     if (lua_isnoneornil(L, 2)) {
         push_shape(L, t);
         return 1;
@@ -599,6 +641,7 @@ static int t_size(lua_State *L)
 static int t_stride(lua_State *L)
 {
     em_tensor *t = self(L, "stride");
+    no_more(L, 3, "stride");
     if (lua_isnoneornil(L, 2)) {
         lua_createtable(L, t->ndim, 0);
         for (int i = 0; i < t->ndim; i++) {
@@ -613,15 +656,15 @@ static int t_stride(lua_State *L)
     return 1;
 }
 
-static int t_dim(lua_State *L) { lua_pushinteger(L, self(L, "dim")->ndim); return 1; }
-static int t_numel(lua_State *L) { lua_pushinteger(L, em_numel(self(L, "numel"))); return 1; }
-static int t_element_size(lua_State *L) { lua_pushinteger(L, (lua_Integer)em_dtype_size(self(L, "element_size")->dtype)); return 1; }
-static int t_storage_offset(lua_State *L) { lua_pushinteger(L, self(L, "storage_offset")->offset); return 1; }
-static int t_is_contiguous(lua_State *L) { lua_pushboolean(L, em_is_contiguous(self(L, "is_contiguous"))); return 1; }
+static int t_dim(lua_State *L) { lua_pushinteger(L, self_alone(L, "dim")->ndim); return 1; }
+static int t_numel(lua_State *L) { lua_pushinteger(L, em_numel(self_alone(L, "numel"))); return 1; }
+static int t_element_size(lua_State *L) { lua_pushinteger(L, (lua_Integer)em_dtype_size(self_alone(L, "element_size")->dtype)); return 1; }
+static int t_storage_offset(lua_State *L) { lua_pushinteger(L, self_alone(L, "storage_offset")->offset); return 1; }
+static int t_is_contiguous(lua_State *L) { lua_pushboolean(L, em_is_contiguous(self_alone(L, "is_contiguous"))); return 1; }
 
 static int t_is_floating_point(lua_State *L)
 {
-    lua_pushboolean(L, em_dtype_is_float(self(L, "is_floating_point")->dtype));
+    lua_pushboolean(L, em_dtype_is_float(self_alone(L, "is_floating_point")->dtype));
     return 1;
 }
 
@@ -629,6 +672,7 @@ static int t_is_floating_point(lua_State *L)
 static int t_is_view_of(lua_State *L)
 {
     em_tensor *a = self(L, "is_view_of"), *b = emlua_check(L, 2, "is_view_of");
+    no_more(L, 3, "is_view_of");
     lua_pushboolean(L, a->storage == b->storage);
     return 1;
 }
@@ -638,6 +682,7 @@ static int t_is_view_of(lua_State *L)
 static int t_is_set_to(lua_State *L)
 {
     em_tensor *a = self(L, "is_set_to"), *b = emlua_check(L, 2, "is_set_to");
+    no_more(L, 3, "is_set_to");
     bool same = a->storage == b->storage && a->offset == b->offset && a->dtype == b->dtype && a->ndim == b->ndim;
     for (int d = 0; same && d < a->ndim; d++) same = a->sizes[d] == b->sizes[d] && a->strides[d] == b->strides[d];
     lua_pushboolean(L, same);
@@ -646,7 +691,7 @@ static int t_is_set_to(lua_State *L)
 
 static int t_item(lua_State *L)
 {
-    em_tensor *t = self(L, "item");
+    em_tensor *t = self_alone(L, "item");
     double v;
     if (em_item(t, &v)) return emlua_fail(L);
     if (emlua_nan_stop) emlua_nan_poll(L);
@@ -674,7 +719,7 @@ static void push_list(lua_State *L, const em_tensor *t, int dim, int64_t *pos, c
 
 static int t_tolist(lua_State *L)
 {
-    em_tensor *t = self(L, "tolist");
+    em_tensor *t = self_alone(L, "tolist");
     if (t->ndim == 0) {
         push_scalar(L, t);
         if (emlua_nan_stop) emlua_nan_poll(L);
@@ -704,12 +749,16 @@ static int sized(lua_State *L, const char *op, sized_fn fn)
     em_tensor *t = self(L, op);
     int64_t sizes[EM_MAX_DIMS];
     int n = emlua_check_sizes(L, 2, op, sizes);
+    /* the sizes stop at a trailing table of keywords, of which these take none */
+    static const char *const none[] = {NULL};
+    emlua_check_option_names(L, emlua_options_index(L, 2), op, none);
     return emlua_push(L, fn(t, sizes, n));
 }
 
 static int shaped_like(lua_State *L, const char *op, sized_fn fn)
 {
     em_tensor *t = self(L, op), *o = emlua_check(L, 2, op);
+    no_more(L, 3, op);
     return emlua_push(L, fn(t, o->sizes, o->ndim));
 }
 
@@ -724,12 +773,13 @@ static int t_view_as(lua_State *L) { return shaped_like(L, "view_as", em_view); 
 static int t_reshape(lua_State *L) { return sized(L, "reshape", em_reshape); }
 static int t_reshape_as(lua_State *L) { return shaped_like(L, "reshape_as", em_reshape); }
 
-static int t_t(lua_State *L) { return emlua_push(L, em_t(self(L, "t"))); }
+static int t_t(lua_State *L) { return emlua_push(L, em_t(self_alone(L, "t"))); }
 
 static int t_transpose(lua_State *L)
 {
     em_tensor *t = self(L, "transpose");
     int d0 = emlua_check_dim(L, 2, t->ndim, "transpose"), d1 = emlua_check_dim(L, 3, t->ndim, "transpose");
+    no_more(L, 4, "transpose");
     return emlua_push(L, em_transpose(t, d0, d1));
 }
 
@@ -737,8 +787,10 @@ static int t_permute(lua_State *L)
 {
     em_tensor *t = self(L, "permute");
     int dims[EM_MAX_DIMS], n;
-    if (lua_type(L, 2) == LUA_TTABLE) n = emlua_opt_dims(L, 2, t->ndim, "permute", dims);
-    else {
+    if (lua_type(L, 2) == LUA_TTABLE) {
+        n = emlua_opt_dims(L, 2, t->ndim, "permute", dims);
+        no_more(L, 3, "permute");
+    } else {
         n = lua_gettop(L) - 1;
         if (n > EM_MAX_DIMS) return luaL_error(L, "permute: too many dimensions");
         for (int i = 0; i < n; i++) dims[i] = emlua_check_dim(L, i + 2, t->ndim, "permute");
@@ -752,6 +804,7 @@ static int t_narrow(lua_State *L)
     if (t->ndim == 0) return luaL_error(L, "narrow: cannot narrow a 0-d tensor");
     int d = emlua_check_dim(L, 2, t->ndim, "narrow");
     lua_Integer start = emlua_check_integer(L, 3, "narrow"), len = emlua_check_integer(L, 4, "narrow");
+    no_more(L, 5, "narrow");
     int64_t size = t->sizes[d];
     if (start == 0 || start > size + 1 || start < -size)
         return emlua_argerror(L, 3, "narrow", "start %lld out of range for dimension %d of size %lld",
@@ -765,6 +818,7 @@ static int t_select(lua_State *L)
     if (t->ndim == 0) return luaL_error(L, "select: cannot select from a 0-d tensor");
     int d = emlua_check_dim(L, 2, t->ndim, "select");
     lua_Integer i = emlua_check_integer(L, 3, "select");
+    no_more(L, 4, "select");
     return emlua_push(L, em_select(t, d, user_index(L, i, t->sizes[d], d, "select")));
 }
 
@@ -777,6 +831,7 @@ static int t_slice(lua_State *L)
     int64_t size = t->sizes[d];
     lua_Integer start = emlua_opt_integer(L, 3, "slice", 1), stop = emlua_opt_integer(L, 4, "slice", size);
     lua_Integer step = emlua_opt_integer(L, 5, "slice", 1);
+    no_more(L, 6, "slice");
     if (step <= 0) return emlua_argerror(L, 5, "slice", "step must be positive, got %lld", (long long)step);
     if (start < 0) start += size + 1;
     if (stop < 0) stop += size + 1;
@@ -790,6 +845,7 @@ static int t_expand_as(lua_State *L) { return shaped_like(L, "expand_as", em_exp
 static int t_squeeze(lua_State *L)
 {
     em_tensor *t = self(L, "squeeze");
+    no_more(L, 3, "squeeze");
     if (lua_isnoneornil(L, 2)) return emlua_push(L, em_squeeze(t));
     return emlua_push(L, em_squeeze_dim(t, emlua_check_dim(L, 2, t->ndim, "squeeze")));
 }
@@ -797,6 +853,7 @@ static int t_squeeze(lua_State *L)
 static int t_unsqueeze(lua_State *L)
 {
     em_tensor *t = self(L, "unsqueeze");
+    no_more(L, 3, "unsqueeze");
     return emlua_push(L, em_unsqueeze(t, emlua_check_dim(L, 2, t->ndim + 1, "unsqueeze")));
 }
 
@@ -811,7 +868,7 @@ static int become_view(lua_State *L, em_tensor *t, em_tensor *v, const char *bas
 
 static int t_t_(lua_State *L)
 {
-    em_tensor *t = self(L, "t_");
+    em_tensor *t = self_alone(L, "t_");
     return become_view(L, t, em_t(t), "t");
 }
 
@@ -819,12 +876,14 @@ static int t_transpose_(lua_State *L)
 {
     em_tensor *t = self(L, "transpose_");
     int d0 = emlua_check_dim(L, 2, t->ndim, "transpose_"), d1 = emlua_check_dim(L, 3, t->ndim, "transpose_");
+    no_more(L, 4, "transpose_");
     return become_view(L, t, em_transpose(t, d0, d1), "transpose");
 }
 
 static int t_squeeze_(lua_State *L)
 {
     em_tensor *t = self(L, "squeeze_");
+    no_more(L, 3, "squeeze_");
     em_tensor *v = lua_isnoneornil(L, 2) ? em_squeeze(t) : em_squeeze_dim(t, emlua_check_dim(L, 2, t->ndim, "squeeze_"));
     return become_view(L, t, v, "squeeze");
 }
@@ -832,12 +891,14 @@ static int t_squeeze_(lua_State *L)
 static int t_unsqueeze_(lua_State *L)
 {
     em_tensor *t = self(L, "unsqueeze_");
+    no_more(L, 3, "unsqueeze_");
     return become_view(L, t, em_unsqueeze(t, emlua_check_dim(L, 2, t->ndim + 1, "unsqueeze_")), "unsqueeze");
 }
 
 static int t_flatten(lua_State *L)
 {
     em_tensor *t = self(L, "flatten");
+    no_more(L, 4, "flatten");
     int s = emlua_opt_dim(L, 2, t->ndim, "flatten", 0), e = emlua_opt_dim(L, 3, t->ndim, "flatten", t->ndim ? t->ndim - 1 : 0);
     return emlua_push(L, em_flatten(t, s, e));
 }
@@ -845,6 +906,7 @@ static int t_flatten(lua_State *L)
 static int t_unfold(lua_State *L)
 {
     em_tensor *t = self(L, "unfold");
+    no_more(L, 5, "unfold");
     int d = emlua_check_dim(L, 2, t->ndim, "unfold");
     return emlua_push(L, em_unfold(t, d, emlua_check_integer(L, 3, "unfold"), emlua_check_integer(L, 4, "unfold")));
 }
@@ -856,6 +918,7 @@ static int t_diagonal(lua_State *L)
 {
     em_tensor *t = self(L, "diagonal");
     lua_Integer k = emlua_opt_integer(L, 2, "diagonal", 0);
+    no_more(L, 3, "diagonal");
     if (k == 0 || t->ndim != 2) return emlua_push(L, em_diagonal(t));
     int dim = k > 0 ? 1 : 0;
     int64_t size = t->sizes[dim];
@@ -868,12 +931,13 @@ static int t_diagonal(lua_State *L)
     em_release(part);
     return emlua_push(L, d);
 }
-static int t_contiguous(lua_State *L) { return emlua_push(L, em_contiguous(self(L, "contiguous"))); }
-static int t_clone(lua_State *L) { return emlua_push(L, em_clone(self(L, "clone"))); }
+static int t_contiguous(lua_State *L) { return emlua_push(L, em_contiguous(self_alone(L, "contiguous"))); }
+static int t_clone(lua_State *L) { return emlua_push(L, em_clone(self_alone(L, "clone"))); }
 
 static int t_copy_(lua_State *L)
 {
     em_tensor *t = self(L, "copy_"), *src = emlua_check(L, 2, "copy_");
+    no_more(L, 3, "copy_");
     return emlua_push_self(L, em_copy_(t, src));
 }
 
@@ -881,34 +945,58 @@ static int t_fill_(lua_State *L)
 {
     em_tensor *t = self(L, "fill_");
     double v = lua_type(L, 2) == LUA_TBOOLEAN ? lua_toboolean(L, 2) : emlua_check_number(L, 2, "fill_");
+    no_more(L, 3, "fill_");
     return emlua_push_self(L, em_fill_(t, v));
 }
 
 static int t_zero_(lua_State *L)
 {
-    return emlua_push_self(L, em_fill_(self(L, "zero_"), 0));
+    return emlua_push_self(L, em_fill_(self_alone(L, "zero_"), 0));
 }
 
 /* ---- conversions --------------------------------------------------------- */
 
-/* to(dtype) / to(device) / to(other) / to{dtype=, device=} */
+/* to(dtype) / to(device) / to(device, dtype) / to(other) / to{dtype=, device=}:
+ * PyTorch's positional dtype and device (names, in either order) then its
+ * keywords, each given once at most: a second dtype (to("float32", "float64"),
+ * or one in the table too) would otherwise win without a word. PyTorch's
+ * non_blocking, copy and memory_format are not read, so they are refused. */
+static const char *const to_keywords[] = {"dtype", "device", NULL};
+
+/* raises when `what` (a dtype or a device, at argument i) was given before */
+static void to_once(lua_State *L, int i, bool *given, const char *what)
+{
+    if (*given) emlua_argerror(L, i, "to", "a second %s (one is given already)", what);
+    *given = true;
+}
+
 static int t_to(lua_State *L)
 {
     em_tensor *t = self(L, "to");
     em_dtype d = t->dtype;
     em_device dev = t->storage->device;
     em_tensor *o = emlua_test(L, 2);
-    if (o) { d = o->dtype; dev = o->storage->device; }
-    else {
+    if (o) {
+        no_more(L, 3, "to");
+        d = o->dtype;
+        dev = o->storage->device;
+    } else {
         int top = lua_gettop(L);
+        bool has_d = false, has_dev = false;
         for (int i = 2; i <= top; i++) {
             if (lua_type(L, i) == LUA_TSTRING) {
                 const char *s = lua_tostring(L, i);
-                if (em_dtype_from_name(s, &d) && em_device_parse(s, &dev))
-                    return emlua_argerror(L, i, "to", "'%s' is neither a dtype nor a device", s);
-            } else if (lua_type(L, i) == LUA_TTABLE) {
+                if (!em_dtype_from_name(s, &d)) to_once(L, i, &has_d, "dtype");
+                else if (!em_device_parse(s, &dev)) to_once(L, i, &has_dev, "device");
+                else return emlua_argerror(L, i, "to", "'%s' is neither a dtype nor a device", s);
+            } else if (lua_type(L, i) == LUA_TTABLE && !emlua_test(L, i)) {
+                keywords(L, i, "to", to_keywords);   /* the keywords come last */
+                if (lua_getfield(L, i, "dtype") != LUA_TNIL) to_once(L, i, &has_d, "dtype");
+                if (lua_getfield(L, i, "device") != LUA_TNIL) to_once(L, i, &has_dev, "device");
+                lua_pop(L, 2);
                 d = emlua_opt_dtype(L, i, "to", d);
                 dev = emlua_opt_device(L, i, "to", dev);
+                break;
             } else if (!lua_isnil(L, i)) {
                 return emlua_typeerror(L, i, "to", "a dtype, a device or an options table");
             }
@@ -921,7 +1009,7 @@ static int t_to(lua_State *L)
     return emlua_push(L, c);
 }
 
-static int convert(lua_State *L, em_dtype d, const char *op) { return emlua_push(L, em_to_dtype(self(L, op), d)); }
+static int convert(lua_State *L, em_dtype d, const char *op) { return emlua_push(L, em_to_dtype(self_alone(L, op), d)); }
 static int t_float(lua_State *L) { return convert(L, EM_FLOAT32, "float"); }
 static int t_double(lua_State *L) { return convert(L, EM_FLOAT64, "double"); }
 static int t_long(lua_State *L) { return convert(L, EM_INT64, "long"); }
@@ -934,20 +1022,28 @@ static int t_bfloat16(lua_State *L) { return convert(L, EM_BFLOAT16, "bfloat16")
 static int t_type(lua_State *L)
 {
     em_tensor *t = self(L, "type");
+    no_more(L, 3, "type");
     if (lua_isnoneornil(L, 2)) { lua_pushstring(L, em_dtype_name(t->dtype)); return 1; }
     return emlua_push(L, em_to_dtype(t, emlua_check_dtype(L, 2, "type")));
 }
 
-static int t_cpu(lua_State *L) { return emlua_push(L, em_to_device(self(L, "cpu"), CPU)); }
+static int t_cpu(lua_State *L) { return emlua_push(L, em_to_device(self_alone(L, "cpu"), CPU)); }
 
 static int t_cuda(lua_State *L)
 {
     em_tensor *t = self(L, "cuda");
     em_device dev = {EM_CUDA, (int)emlua_opt_integer(L, 2, "cuda", 0)};
+    no_more(L, 3, "cuda");
     return emlua_push(L, em_to_device(t, dev));
 }
 
 /* ---- creation -------------------------------------------------------------- */
+
+/* The keywords of the creation functions: ember.tensor and the *_like ones
+ * take these, the factories (zeros, full, arange, ...) PyTorch's out= too.
+ * PyTorch's layout, pin_memory and memory_format are not read, so refused. */
+static const char *const created_keywords[] = {"dtype", "device", "requires_grad", NULL};
+static const char *const factory_keywords[] = {"dtype", "device", "requires_grad", "out", NULL};
 
 /* Walks a nested table to find its shape (following first elements). */
 static int table_shape(lua_State *L, int idx, int64_t *sizes)
@@ -1030,8 +1126,7 @@ static void table_values(lua_State *L, int idx, const int64_t *sizes, int nd, in
 
 static int m_tensor(lua_State *L)
 {
-    int opts = lua_gettop(L) >= 2 ? 2 : 0;
-    if (opts && lua_type(L, 2) != LUA_TTABLE) return emlua_typeerror(L, 2, "ember.tensor", "an options table");
+    int opts = keywords(L, 2, "ember.tensor", created_keywords);
     em_tensor *src = emlua_test(L, 1);
     if (src) {
         /* a copy, detached from src's graph, as torch.tensor(t) */
@@ -1084,14 +1179,82 @@ static int m_tensor(lua_State *L)
     return emlua_push_created(L, t, opts, "ember.tensor");
 }
 
-static int m_zeros(lua_State *L) { return emlua_create_sized(L, "ember.zeros", em_zeros); }
-static int m_ones(lua_State *L) { return emlua_create_sized(L, "ember.ones", em_ones); }
-static int m_empty(lua_State *L) { return emlua_create_sized(L, "ember.empty", em_empty); }
+/* PyTorch's out= of the factories (zeros, ones, empty, full, arange,
+ * linspace, eye): whether the options table at opts (0: none) has one */
+static bool has_out(lua_State *L, int opts)
+{
+    if (!opts) return false;
+    bool has = lua_getfield(L, opts, "out") != LUA_TNIL;
+    lua_pop(L, 1);
+    return has;
+}
+
+/* A factory's dtype and device from the options table at opts (0: none):
+ * given there, else out's (as in PyTorch, where out= makes the result in
+ * out's dtype and on its device), else def and the default device. With out,
+ * requires_grad = true is refused: out= records no gradient. */
+typedef struct factory_opts {
+    em_dtype dtype;
+    em_device device;
+    bool out;
+} factory_opts;
+
+static factory_opts factory_options(lua_State *L, int opts, const char *op, em_dtype def)
+{
+    factory_opts f = {def, default_device, has_out(L, opts)};
+    if (f.out) {
+        lua_getfield(L, opts, "out");
+        em_tensor *out = emlua_test(L, -1);   /* anything else: emlua_push_out names it */
+        if (out) {
+            f.dtype = out->dtype;
+            f.device = out->storage->device;
+        }
+        lua_pop(L, 1);
+        if (emlua_opt_field_boolean(L, opts, "requires_grad", op, false))
+            emlua_argerror(L, opts, op, "requires_grad = true does not go with out (out= records no gradient)");
+    }
+    f.dtype = emlua_opt_dtype(L, opts, op, f.dtype);
+    f.device = emlua_opt_device(L, opts, op, f.device);
+    return f;
+}
+
+/* Pushes a factory's result r: written into out (emlua_push_out) or, without
+ * out, as a new tensor with its requires_grad option. */
+static int push_factory(lua_State *L, em_tensor *r, int opts, const char *op, const factory_opts *f)
+{
+    return f->out ? emlua_push_out(L, r, opts, op) : emlua_push_created(L, r, opts, op);
+}
+
+/* The options table of a factory whose positional arguments, from first on,
+ * are as many as the user gives (zeros' sizes, arange's bounds): the trailing
+ * table (0: none), its keys checked */
+static int factory_table(lua_State *L, int first, const char *op)
+{
+    int opts = emlua_options_index(L, first);
+    emlua_check_option_names(L, opts, op, factory_keywords);
+    return opts;
+}
+
+/* zeros, ones, empty: emlua_create_sized with out= (read here, not there:
+ * delegating to it when there is no out cost 5% of a small zeros) */
+static int create_sized(lua_State *L, const char *op, emlua_sized_fn fn)
+{
+    int64_t sizes[EM_MAX_DIMS];
+    int n = emlua_check_sizes(L, 1, op, sizes);
+    int opts = factory_table(L, 1, op);
+    factory_opts f = factory_options(L, opts, op, em_default_dtype());
+    return push_factory(L, fn(sizes, n, f.dtype, f.device), opts, op, &f);
+}
+
+static int m_zeros(lua_State *L) { return create_sized(L, "ember.zeros", em_zeros); }
+static int m_ones(lua_State *L) { return create_sized(L, "ember.ones", em_ones); }
+static int m_empty(lua_State *L) { return create_sized(L, "ember.empty", em_empty); }
 
 static int m_full(lua_State *L)
 {
     int64_t sizes[EM_MAX_DIMS];
     if (lua_type(L, 1) != LUA_TTABLE) return emlua_typeerror(L, 1, "ember.full", "a size table");
+    int opts = keywords(L, 3, "ember.full", factory_keywords);
     lua_settop(L, 3);
     int n;
     { /* size table at 1, value at 2, options at 3 */
@@ -1115,37 +1278,38 @@ static int m_full(lua_State *L)
         v = emlua_check_number(L, 2, "ember.full");
         def = lua_isinteger(L, 2) ? EM_INT64 : em_default_dtype();
     }
-    int opts = lua_istable(L, 3) ? 3 : 0;
-    em_dtype d = emlua_opt_dtype(L, opts, "ember.full", def);
-    em_device dev = emlua_opt_device(L, opts, "ember.full", default_device);
-    return emlua_push_created(L, em_full(sizes, n, v, d, dev), opts, "ember.full");
+    factory_opts f = factory_options(L, opts, "ember.full", def);
+    return push_factory(L, em_full(sizes, n, v, f.dtype, f.device), opts, "ember.full", &f);
 }
 
-static int like(lua_State *L, const char *op, double value, bool fill)
+/* zeros_like(t [, opts]) and the others: the options from argument `first` on
+ * (full_like's value comes before them) */
+static int like(lua_State *L, const char *op, int first, double value, bool fill)
 {
     em_tensor *t = emlua_check(L, 1, op);
-    int opts = lua_istable(L, lua_gettop(L)) && !emlua_test(L, lua_gettop(L)) ? lua_gettop(L) : 0;
+    int opts = keywords(L, first, op, created_keywords);
     em_dtype d = emlua_opt_dtype(L, opts, op, t->dtype);
     em_device dev = emlua_opt_device(L, opts, op, t->storage->device);
     if (!fill) return emlua_push_created(L, em_empty(t->sizes, t->ndim, d, dev), opts, op);
     return emlua_push_created(L, em_full(t->sizes, t->ndim, value, d, dev), opts, op);
 }
 
-static int m_zeros_like(lua_State *L) { return like(L, "ember.zeros_like", 0, true); }
-static int m_ones_like(lua_State *L) { return like(L, "ember.ones_like", 1, true); }
-static int m_empty_like(lua_State *L) { return like(L, "ember.empty_like", 0, false); }
+static int m_zeros_like(lua_State *L) { return like(L, "ember.zeros_like", 2, 0, true); }
+static int m_ones_like(lua_State *L) { return like(L, "ember.ones_like", 2, 1, true); }
+static int m_empty_like(lua_State *L) { return like(L, "ember.empty_like", 2, 0, false); }
 
 static int m_full_like(lua_State *L)
 {
     double v = lua_type(L, 2) == LUA_TBOOLEAN ? lua_toboolean(L, 2) : emlua_check_number(L, 2, "ember.full_like");
-    return like(L, "ember.full_like", v, true);
+    return like(L, "ember.full_like", 3, v, true);
 }
 
 /* arange(end) / arange(start, end[, step]) [, options] */
 static int m_arange(lua_State *L)
 {
-    int opts = lua_istable(L, lua_gettop(L)) ? lua_gettop(L) : 0;
+    int opts = factory_table(L, 1, "ember.arange");
     int nargs = opts ? opts - 1 : lua_gettop(L);
+    while (nargs > 0 && lua_isnil(L, nargs)) nargs--;   /* arange(0, n, nil) */
     if (nargs < 1 || nargs > 3) return luaL_error(L, "ember.arange: expected (end), (start, end) or (start, end, step), got %d numbers", nargs);
     bool all_int = true;
     double v[3] = {0, 0, 1};
@@ -1154,41 +1318,40 @@ static int m_arange(lua_State *L)
         if (!lua_isinteger(L, i)) all_int = false;
     }
     double start = nargs == 1 ? 0 : v[0], end = nargs == 1 ? v[0] : v[1], step = nargs == 3 ? v[2] : 1;
-    em_dtype d = emlua_opt_dtype(L, opts, "ember.arange", all_int ? EM_INT64 : em_default_dtype());
-    return emlua_push_created(L, em_arange(start, end, step, d, emlua_opt_device(L, opts, "ember.arange", default_device)), opts,
-                              "ember.arange");
+    factory_opts f = factory_options(L, opts, "ember.arange", all_int ? EM_INT64 : em_default_dtype());
+    return push_factory(L, em_arange(start, end, step, f.dtype, f.device), opts, "ember.arange", &f);
 }
 
 static int m_linspace(lua_State *L)
 {
     double a = emlua_check_number(L, 1, "ember.linspace"), b = emlua_check_number(L, 2, "ember.linspace");
     lua_Integer n = emlua_check_integer(L, 3, "ember.linspace");
-    int opts = lua_istable(L, 4) ? 4 : 0;
-    return emlua_push_created(L, em_linspace(a, b, n, emlua_opt_dtype(L, opts, "ember.linspace", em_default_dtype()),
-                                             emlua_opt_device(L, opts, "ember.linspace", default_device)),
-                              opts, "ember.linspace");
+    int opts = keywords(L, 4, "ember.linspace", factory_keywords);
+    factory_opts f = factory_options(L, opts, "ember.linspace", em_default_dtype());
+    return push_factory(L, em_linspace(a, b, n, f.dtype, f.device), opts, "ember.linspace", &f);
 }
 
 static int m_eye(lua_State *L)
 {
     const char *op = "ember.eye";
-    lua_Integer n = emlua_check_integer(L, 1, op);
-    int top = lua_gettop(L);
-    int opts = top >= 2 && lua_type(L, top) == LUA_TTABLE && !emlua_test(L, top) ? top : 0;
-    int nargs = opts ? top - 1 : top;
-    if (nargs > 2) return emlua_argerror(L, 3, op, "unexpected extra argument (%s)", luaL_typename(L, 3));
-    lua_Integer m = n;
-    if (nargs == 2 && !lua_isnil(L, 2)) {
-        if (lua_type(L, 2) != LUA_TNUMBER) return emlua_typeerror(L, 2, op, "an integer (the number of columns)");
-        m = emlua_check_integer(L, 2, op);
+    lua_Integer n = emlua_check_integer(L, 1, op), m = n;
+    int opts;
+    if (lua_type(L, 2) == LUA_TTABLE && !emlua_test(L, 2)) {   /* eye(n, opts) */
+        opts = keywords(L, 2, op, factory_keywords);
+    } else {
+        if (!lua_isnoneornil(L, 2)) {
+            if (lua_type(L, 2) != LUA_TNUMBER) return emlua_typeerror(L, 2, op, "an integer (the number of columns)");
+            m = emlua_check_integer(L, 2, op);
+        }
+        opts = keywords(L, 3, op, factory_keywords);
     }
-    return emlua_push_created(L, em_eye(n, m, emlua_opt_dtype(L, opts, op, em_default_dtype()),
-                                        emlua_opt_device(L, opts, op, default_device)),
-                              opts, op);
+    factory_opts f = factory_options(L, opts, op, em_default_dtype());
+    return push_factory(L, em_eye(n, m, f.dtype, f.device), opts, op, &f);
 }
 
 static int m_is_tensor(lua_State *L)
 {
+    no_more(L, 2, "ember.is_tensor");
     lua_pushboolean(L, emlua_test(L, 1) != NULL);
     return 1;
 }
@@ -1196,6 +1359,7 @@ static int m_is_tensor(lua_State *L)
 static int m_set_default_dtype(lua_State *L)
 {
     em_dtype d = emlua_check_dtype(L, 1, "ember.set_default_dtype");
+    no_more(L, 2, "ember.set_default_dtype");
     if (!em_dtype_is_float(d))
         return emlua_argerror(L, 1, "ember.set_default_dtype", "expected a floating point dtype, got %s", em_dtype_name(d));
     em_set_default_dtype(d);
@@ -1204,6 +1368,7 @@ static int m_set_default_dtype(lua_State *L)
 
 static int m_get_default_dtype(lua_State *L)
 {
+    no_more(L, 1, "ember.get_default_dtype");
     lua_pushstring(L, em_dtype_name(em_default_dtype()));
     return 1;
 }
@@ -1217,12 +1382,14 @@ static int m_set_default_device(lua_State *L)
         if (lua_type(L, 1) != LUA_TSTRING) return emlua_typeerror(L, 1, op, "a device name (\"cpu\", \"cuda\", \"cuda:N\") or nil");
         if (em_device_parse(lua_tostring(L, 1), &d)) return emlua_argerror(L, 1, op, "%s", em_error());
     }
+    no_more(L, 2, op);
     default_device = d;
     return 0;
 }
 
 static int m_get_default_device(lua_State *L)
 {
+    no_more(L, 1, "ember.get_default_device");
     char buf[32];
     lua_pushstring(L, em_device_str(default_device, buf, sizeof buf));
     return 1;
@@ -1236,6 +1403,7 @@ static int m_get_default_device(lua_State *L)
 static int m_printoptions(lua_State *L)
 {
     static const char op[] = "ember.set_printoptions";
+    no_more(L, 6, op);
     if (lua_gettop(L) == 0) {
         emlua_print_options o = emlua_get_print_options();
         lua_pushinteger(L, o.precision);
@@ -1267,11 +1435,17 @@ static int m_printoptions(lua_State *L)
     return 0;
 }
 
-static int m_get_num_threads(lua_State *L) { lua_pushinteger(L, em_num_threads()); return 1; }
+static int m_get_num_threads(lua_State *L)
+{
+    no_more(L, 1, "ember.get_num_threads");
+    lua_pushinteger(L, em_num_threads());
+    return 1;
+}
 
 static int m_set_num_threads(lua_State *L)
 {
     lua_Integer n = emlua_check_integer(L, 1, "ember.set_num_threads");
+    no_more(L, 2, "ember.set_num_threads");
     /* more threads than this is a typo (2^40), not a machine */
     if (n < 1 || n > 1024)
         return emlua_argerror(L, 1, "ember.set_num_threads", "expected a count in 1..1024, got %lld", (long long)n);
