@@ -33,25 +33,12 @@ static int tensor_gc(lua_State *L)
  * closed by <close>, and x.size() written for x:size()). */
 static em_tensor *self(lua_State *L, const char *op) { return emlua_check(L, 1, op); }
 
-/* emlua_keywords with the trailing nils dropped first: it takes an options
- * table followed by nils (ember.tensor(v, {dtype = d}, nil)) for one argument
- * too many, as emlua_options_index (ember.c) looks at the top of the stack */
-static int keywords(lua_State *L, int first, const char *op, const char *const *names)
-{
-    int top = lua_gettop(L);
-    if (top >= first && lua_isnil(L, top)) {
-        while (top >= first && lua_isnil(L, top)) top--;
-        lua_settop(L, top);
-    }
-    return emlua_keywords(L, first, op, names);
-}
-
 /* Refuses an argument from `first` on (x:t(1), x:size(1, 2)), which op does
  * not read, rather than dropping it; trailing nils and {} pass. Without one,
  * the cost is a lua_gettop and a comparison (x:size(d), x:dim() are in loops). */
 static inline void no_more(lua_State *L, int first, const char *op)
 {
-    if (lua_gettop(L) >= first) keywords(L, first, op, NULL);
+    if (lua_gettop(L) >= first) emlua_keywords(L, first, op, NULL);
 }
 
 /* self of a method that takes nothing else (x:clone({memory_format = ...})
@@ -934,10 +921,28 @@ static int t_diagonal(lua_State *L)
 static int t_contiguous(lua_State *L) { return emlua_push(L, em_contiguous(self_alone(L, "contiguous"))); }
 static int t_clone(lua_State *L) { return emlua_push(L, em_clone(self_alone(L, "clone"))); }
 
+/* PyTorch's non_blocking (copy_, to, cuda): a boolean at position i or in the
+ * options table at opts (0: none). ember's copies have completed when they
+ * return, which is what a non-blocking copy looks like once synchronised, so
+ * the value is checked and has nothing to change. */
+static void check_non_blocking(lua_State *L, int i, int opts, const char *op)
+{
+    if (i && !lua_isnoneornil(L, i) && lua_type(L, i) != LUA_TBOOLEAN)
+        emlua_typeerror(L, i, op, "a boolean (non_blocking)");
+    if (opts && lua_getfield(L, opts, "non_blocking") != LUA_TNIL && lua_type(L, -1) != LUA_TBOOLEAN)
+        emlua_argerror(L, opts, op, "non_blocking must be a boolean, got %s", luaL_typename(L, -1));
+    if (opts) lua_pop(L, 1);
+}
+
+static const char *const non_blocking_only[] = {"non_blocking", NULL};
+
+/* t:copy_(src [, non_blocking]) or t:copy_(src, {non_blocking =}) */
 static int t_copy_(lua_State *L)
 {
     em_tensor *t = self(L, "copy_"), *src = emlua_check(L, 2, "copy_");
-    no_more(L, 3, "copy_");
+    emlua_args a;
+    emlua_args_start(&a, L, "copy_", 3, non_blocking_only);
+    check_non_blocking(L, a.opts ? 0 : 3, a.opts, "copy_");
     return emlua_push_self(L, em_copy_(t, src));
 }
 
@@ -957,17 +962,27 @@ static int t_zero_(lua_State *L)
 /* ---- conversions --------------------------------------------------------- */
 
 /* to(dtype) / to(device) / to(device, dtype) / to(other) / to{dtype=, device=}:
- * PyTorch's positional dtype and device (names, in either order) then its
- * keywords, each given once at most: a second dtype (to("float32", "float64"),
- * or one in the table too) would otherwise win without a word. PyTorch's
- * non_blocking, copy and memory_format are not read, so they are refused. */
-static const char *const to_keywords[] = {"dtype", "device", NULL};
+ * PyTorch's positional dtype and device (names, in either order), then its
+ * non_blocking and copy (booleans, by position or as keywords), each given
+ * once at most: a second dtype (to("float32", "float64"), or one in the table
+ * too) would otherwise win without a word. copy = true returns a new tensor
+ * even when nothing changes; non_blocking has nothing to change (see
+ * check_non_blocking). memory_format is not read, so it is refused. */
+static const char *const to_keywords[] = {"dtype", "device", "non_blocking", "copy", NULL};
 
 /* raises when `what` (a dtype or a device, at argument i) was given before */
 static void to_once(lua_State *L, int i, bool *given, const char *what)
 {
     if (*given) emlua_argerror(L, i, "to", "a second %s (one is given already)", what);
     *given = true;
+}
+
+/* the booleans non_blocking then copy, by position (nb counts those seen) */
+static void to_flag(lua_State *L, int i, int *nb, bool *copy)
+{
+    if (*nb == 2) emlua_argerror(L, i, "to", "a third boolean (non_blocking and copy are given already)");
+    if (*nb == 1) *copy = lua_toboolean(L, i);
+    (*nb)++;
 }
 
 static int t_to(lua_State *L)
@@ -977,35 +992,48 @@ static int t_to(lua_State *L)
     em_device dev = t->storage->device;
     em_tensor *o = emlua_test(L, 2);
     if (o) {
-        no_more(L, 3, "to");
         d = o->dtype;
         dev = o->storage->device;
-    } else {
-        int top = lua_gettop(L);
-        bool has_d = false, has_dev = false;
-        for (int i = 2; i <= top; i++) {
-            if (lua_type(L, i) == LUA_TSTRING) {
-                const char *s = lua_tostring(L, i);
-                if (!em_dtype_from_name(s, &d)) to_once(L, i, &has_d, "dtype");
-                else if (!em_device_parse(s, &dev)) to_once(L, i, &has_dev, "device");
-                else return emlua_argerror(L, i, "to", "'%s' is neither a dtype nor a device", s);
-            } else if (lua_type(L, i) == LUA_TTABLE && !emlua_test(L, i)) {
-                keywords(L, i, "to", to_keywords);   /* the keywords come last */
-                if (lua_getfield(L, i, "dtype") != LUA_TNIL) to_once(L, i, &has_d, "dtype");
-                if (lua_getfield(L, i, "device") != LUA_TNIL) to_once(L, i, &has_dev, "device");
-                lua_pop(L, 2);
-                d = emlua_opt_dtype(L, i, "to", d);
-                dev = emlua_opt_device(L, i, "to", dev);
-                break;
-            } else if (!lua_isnil(L, i)) {
-                return emlua_typeerror(L, i, "to", "a dtype, a device or an options table");
+    }
+    int top = lua_gettop(L), nb = 0;
+    bool has_d = o != NULL, has_dev = o != NULL, copy = false;
+    for (int i = o ? 3 : 2; i <= top; i++) {
+        if (lua_type(L, i) == LUA_TSTRING && nb == 0) {
+            const char *s = lua_tostring(L, i);
+            if (!em_dtype_from_name(s, &d)) to_once(L, i, &has_d, "dtype");
+            else if (!em_device_parse(s, &dev)) to_once(L, i, &has_dev, "device");
+            else return emlua_argerror(L, i, "to", "'%s' is neither a dtype nor a device", s);
+        } else if (lua_type(L, i) == LUA_TBOOLEAN) {
+            to_flag(L, i, &nb, &copy);
+        } else if (lua_type(L, i) == LUA_TTABLE && !emlua_test(L, i)) {
+            emlua_keywords(L, i, "to", to_keywords);   /* the keywords come last */
+            if (lua_getfield(L, i, "dtype") != LUA_TNIL) to_once(L, i, &has_d, "dtype");
+            if (lua_getfield(L, i, "device") != LUA_TNIL) to_once(L, i, &has_dev, "device");
+            lua_pop(L, 2);
+            d = emlua_opt_dtype(L, i, "to", d);
+            dev = emlua_opt_device(L, i, "to", dev);
+            check_non_blocking(L, 0, i, "to");
+            if (lua_getfield(L, i, "copy") != LUA_TNIL) {
+                if (lua_type(L, -1) != LUA_TBOOLEAN)
+                    return emlua_argerror(L, i, "to", "copy must be a boolean, got %s", luaL_typename(L, -1));
+                if (nb == 2) return emlua_argerror(L, i, "to", "copy given twice (by position and in the table)");
+                copy = lua_toboolean(L, -1);
             }
+            lua_pop(L, 1);
+            break;
+        } else if (!lua_isnil(L, i)) {
+            if (o || nb) return emlua_argerror(L, i, "to", "one argument too many (a %s)", luaL_typename(L, i));
+            return emlua_typeerror(L, i, "to", "a dtype, a device or an options table");
         }
     }
     em_tensor *r = em_to_device(t, dev);
     if (!r) return emlua_fail(L);
     em_tensor *c = em_to_dtype(r, d);
     em_release(r);
+    if (c == t && copy) {   /* nothing changed, and a new tensor was asked for */
+        em_release(c);
+        c = em_clone(t);
+    }
     return emlua_push(L, c);
 }
 
@@ -1029,11 +1057,16 @@ static int t_type(lua_State *L)
 
 static int t_cpu(lua_State *L) { return emlua_push(L, em_to_device(self_alone(L, "cpu"), CPU)); }
 
+/* t:cuda([device [, non_blocking]]) or with {device =, non_blocking =} */
 static int t_cuda(lua_State *L)
 {
+    static const char *const names[] = {"device", "non_blocking", NULL};
     em_tensor *t = self(L, "cuda");
-    em_device dev = {EM_CUDA, (int)emlua_opt_integer(L, 2, "cuda", 0)};
-    no_more(L, 3, "cuda");
+    emlua_args a;
+    emlua_args_start(&a, L, "cuda", 2, names);
+    int at = emlua_arg_at(&a, 0);
+    em_device dev = {EM_CUDA, at ? (int)emlua_check_integer(L, at, "cuda") : 0};
+    check_non_blocking(L, a.opts ? 0 : 3, a.opts, "cuda");
     return emlua_push(L, em_to_device(t, dev));
 }
 
@@ -1126,7 +1159,7 @@ static void table_values(lua_State *L, int idx, const int64_t *sizes, int nd, in
 
 static int m_tensor(lua_State *L)
 {
-    int opts = keywords(L, 2, "ember.tensor", created_keywords);
+    int opts = emlua_keywords(L, 2, "ember.tensor", created_keywords);
     em_tensor *src = emlua_test(L, 1);
     if (src) {
         /* a copy, detached from src's graph, as torch.tensor(t) */
@@ -1254,7 +1287,7 @@ static int m_full(lua_State *L)
 {
     int64_t sizes[EM_MAX_DIMS];
     if (lua_type(L, 1) != LUA_TTABLE) return emlua_typeerror(L, 1, "ember.full", "a size table");
-    int opts = keywords(L, 3, "ember.full", factory_keywords);
+    int opts = emlua_keywords(L, 3, "ember.full", factory_keywords);
     lua_settop(L, 3);
     int n;
     { /* size table at 1, value at 2, options at 3 */
@@ -1287,7 +1320,7 @@ static int m_full(lua_State *L)
 static int like(lua_State *L, const char *op, int first, double value, bool fill)
 {
     em_tensor *t = emlua_check(L, 1, op);
-    int opts = keywords(L, first, op, created_keywords);
+    int opts = emlua_keywords(L, first, op, created_keywords);
     em_dtype d = emlua_opt_dtype(L, opts, op, t->dtype);
     em_device dev = emlua_opt_device(L, opts, op, t->storage->device);
     if (!fill) return emlua_push_created(L, em_empty(t->sizes, t->ndim, d, dev), opts, op);
@@ -1326,7 +1359,7 @@ static int m_linspace(lua_State *L)
 {
     double a = emlua_check_number(L, 1, "ember.linspace"), b = emlua_check_number(L, 2, "ember.linspace");
     lua_Integer n = emlua_check_integer(L, 3, "ember.linspace");
-    int opts = keywords(L, 4, "ember.linspace", factory_keywords);
+    int opts = emlua_keywords(L, 4, "ember.linspace", factory_keywords);
     factory_opts f = factory_options(L, opts, "ember.linspace", em_default_dtype());
     return push_factory(L, em_linspace(a, b, n, f.dtype, f.device), opts, "ember.linspace", &f);
 }
@@ -1337,13 +1370,13 @@ static int m_eye(lua_State *L)
     lua_Integer n = emlua_check_integer(L, 1, op), m = n;
     int opts;
     if (lua_type(L, 2) == LUA_TTABLE && !emlua_test(L, 2)) {   /* eye(n, opts) */
-        opts = keywords(L, 2, op, factory_keywords);
+        opts = emlua_keywords(L, 2, op, factory_keywords);
     } else {
         if (!lua_isnoneornil(L, 2)) {
             if (lua_type(L, 2) != LUA_TNUMBER) return emlua_typeerror(L, 2, op, "an integer (the number of columns)");
             m = emlua_check_integer(L, 2, op);
         }
-        opts = keywords(L, 3, op, factory_keywords);
+        opts = emlua_keywords(L, 3, op, factory_keywords);
     }
     factory_opts f = factory_options(L, opts, op, em_default_dtype());
     return push_factory(L, em_eye(n, m, f.dtype, f.device), opts, op, &f);

@@ -69,7 +69,8 @@ local method_rows = {
   {"unsqueeze_", function(x) return x:unsqueeze_(1, 1) end, function(x) return x:unsqueeze_(1, {bogus = 1}) end},
   {"contiguous", function(x) return x:contiguous(1) end, function(x) return x:contiguous({bogus = 1}) end},
   {"clone", function(x) return x:clone(1) end, function(x) return x:clone({bogus = 1}) end},
-  {"copy_", function(x) return x:copy_(x, true) end, function(x) return x:copy_(x, {bogus = 1}) end},
+  {"copy_", function(x) return x:copy_(x, true, 1) end, function(x) return x:copy_(x, {bogus = 1}) end,
+   "too many positional arguments (at most 1 after the required ones: non_blocking)"},
   {"fill_", function(x) return x:fill_(1, 1) end, function(x) return x:fill_(1, {bogus = 1}) end},
   {"zero_", function(x) return x:zero_(1) end, function(x) return x:zero_({bogus = 1}) end},
   {"to", function(x) return x:to(x, 1) end, function(x) return x:to(x, {bogus = 1}) end},
@@ -85,7 +86,8 @@ local method_rows = {
   {"bfloat16", function(x) return x:bfloat16(1) end, function(x) return x:bfloat16({bogus = 1}) end},
   {"cpu", function(x) return x:cpu(1) end, function(x) return x:cpu({bogus = 1}) end},
   -- refused before any device is needed, so these run without a GPU too
-  {"cuda", function(x) return x:cuda(0, true) end, function(x) return x:cuda(0, {bogus = 1}) end},
+  {"cuda", function(x) return x:cuda(0, true, 1) end, function(x) return x:cuda(0, {bogus = 1}) end,
+   "too many positional arguments (at most 2 after the required ones: device, non_blocking)"},
 }
 
 -- the module functions' rows: the same, called with nothing bound
@@ -207,9 +209,20 @@ describe("lua/tensor.c's functions refuse what they do not read", function()
     has(e, "to: argument 2: a second device")
     e = err(function() return x:to({dtype = "float64"}, "cpu") end)
     has(e, "to: argument 2: one argument too many (a string)")
-    for _, key in ipairs({"copy", "non_blocking", "memory_format"}) do
-      e = err(function() return x:to({dtype = "float64", [key] = false}) end)
-      has(e, "to: unknown option '" .. key .. "'")
+    e = err(function() return x:to({dtype = "float64", memory_format = false}) end)
+    has(e, "to: unknown option 'memory_format'")
+    -- PyTorch's non_blocking and copy: booleans, by position or as keywords
+    has(err(function() return x:to("float64", {non_blocking = 1}) end), "non_blocking must be a boolean")
+    has(err(function() return x:to("cpu", true, true, false) end), "to: argument 4: a third boolean")
+    has(err(function() return x:to("cpu", false, true, {copy = true}) end), "copy given twice")
+    assert.are.equal("float64", x:to("float64", {non_blocking = true}).dtype)
+    local same = x:to("float32", true)   -- nothing to change: x itself (writes show through)
+    same:add_(1)
+    assert.are.same({{1, 2, 3}, {4, 5, 6}}, x:tolist())
+    for _, c in ipairs({x:to("float32", false, true), x:to({copy = true}), x:to(x, {copy = true})}) do
+      c:add_(10)   -- a new tensor: x keeps its values
+      assert.are.same({{1, 2, 3}, {4, 5, 6}}, x:tolist())
+      assert.are.same({{11, 12, 13}, {14, 15, 16}}, c:tolist())
     end
     -- the messages the rest of the library asserts are kept
     e = err(function() return x:to("gpu") end)
