@@ -236,18 +236,28 @@ static em_tensor **check_list(lua_State *L, const char *op, int *n)
     return ts;
 }
 
-/* cat and stack: op(tensors [, dim = 1] [, {out =}]) made by fn */
+/* dim, PyTorch's positional-or-keyword argument of cat, stack, split, chunk
+ * and unbind ({dim = 2} as torch.cat(ts, dim=1) is written), and out where
+ * the op takes it */
+static const char *const dim_out[] = {"dim", "out", NULL};
+static const char *const dim_only[] = {"dim", NULL};
+
+/* the dim read by a (argument 0), as a loose dim (checked by the op), or 0 */
+static int arg_loose_dim(emlua_args *a, const char *op)
+{
+    int at = emlua_arg_at(a, 0);
+    return at ? loose_dim(a->L, at, op, 0) : 0;
+}
+
+/* cat and stack: op(tensors [, dim = 1] [, {dim =, out =}]) made by fn */
 static int join_list(lua_State *L, const char *op, em_tensor *(*fn)(em_tensor *const *ts, int n, int dim))
 {
-    int n, o, dim = 0;
-    if (lua_type(L, 2) == LUA_TTABLE && !emlua_test(L, 2)) {
-        o = emlua_keywords(L, 2, op, out_keyword);   /* op(tensors, {out =}) */
-    } else {
-        dim = loose_dim(L, 2, op, 0);
-        o = emlua_keywords(L, 3, op, out_keyword);
-    }
+    int n;
+    emlua_args a;
+    emlua_args_start_kw(&a, L, op, 2, dim_out, 1);
+    int dim = arg_loose_dim(&a, op);
     em_tensor **ts = check_list(L, op, &n);
-    return emlua_push_out(L, fn(ts, n, dim), o, op);
+    return emlua_push_out(L, fn(ts, n, dim), a.opts, op);
 }
 
 static int l_cat(lua_State *L) { return join_list(L, "cat", em_cat); }
@@ -269,8 +279,10 @@ static int l_split(lua_State *L)
     const char *op = "split";
     em_tensor *t = emlua_check(L, 1, op);
     if (t->ndim == 0) return emlua_argerror(L, 1, op, "cannot split a 0-d tensor");
-    int dim = emlua_opt_dim(L, 3, t->ndim, op, 0);
-    emlua_keywords(L, 4, op, NULL);
+    emlua_args a;
+    emlua_args_start(&a, L, op, 3, dim_only);
+    int at = emlua_arg_at(&a, 0);
+    int dim = at ? emlua_opt_dim(L, at, t->ndim, op, 0) : 0;
     int n;
     if (lua_type(L, 2) == LUA_TTABLE && !emlua_test(L, 2)) {
         lua_Integer len = (lua_Integer)lua_rawlen(L, 2);
@@ -307,8 +319,10 @@ static int l_chunk(lua_State *L)
     lua_Integer chunks = emlua_check_integer(L, 2, op);
     if (chunks < 1 || chunks > MAX_PIECES)
         return emlua_argerror(L, 2, op, "number of chunks must be in 1..%d, got %lld", MAX_PIECES, (long long)chunks);
-    int dim = emlua_opt_dim(L, 3, t->ndim, op, 0);
-    emlua_keywords(L, 4, op, NULL);
+    emlua_args a;
+    emlua_args_start(&a, L, op, 3, dim_only);
+    int at = emlua_arg_at(&a, 0);
+    int dim = at ? emlua_opt_dim(L, at, t->ndim, op, 0) : 0;
     luaL_checkstack(L, (int)chunks + 2, "chunk: too many pieces");
     em_tensor **out = lua_newuserdatauv(L, sizeof(em_tensor *) * (size_t)chunks, 0);
     int n = em_chunk(t, (int)chunks, dim, out, (int)chunks);

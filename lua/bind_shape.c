@@ -248,8 +248,11 @@ static int l_unbind(lua_State *L)
 {
     const char *op = "unbind";
     em_tensor *t = emlua_check(L, 1, op);
-    int dim = lua_isnoneornil(L, 2) ? 0 : emlua_loose_dim(L, 2, emlua_check_integer(L, 2, op), op);
-    emlua_keywords(L, 3, op, NULL);
+    static const char *const names[] = {"dim", NULL};
+    emlua_args a;
+    emlua_args_start(&a, L, op, 2, names);
+    int at = emlua_arg_at(&a, 0);
+    int dim = at ? emlua_loose_dim(L, at, emlua_check_integer(L, at, op), op) : 0;
     int64_t n = t->ndim > 0 ? t->sizes[dim < 0 ? (dim + t->ndim >= 0 ? dim + t->ndim : 0) : dim < t->ndim ? dim : 0] : 0;
     if (n > MAX_PIECES) return emlua_argerror(L, 1, op, "%lld pieces, at most %d", (long long)n, MAX_PIECES);
     em_tensor **out = lua_newuserdatauv(L, sizeof(em_tensor *) * (size_t)(n ? n : 1), 0);
