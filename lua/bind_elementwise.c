@@ -364,25 +364,29 @@ static em_tensor *clamp_at(lua_State *L, em_tensor *t, int ilo, int ihi, const c
     return em_clamp_tensor(t, lo, hi);
 }
 
-/* clamp(t [, min [, max]] [, {out =}]): the options table may stand in the
- * place of min or max (then nil); returns its index (0: none) and, at *none,
- * a nil pushed for the bounds not given */
-static int clamp_keywords(lua_State *L, const char *op, int *none)
+/* clamp's bounds, PyTorch's positional-or-keyword min and max (x:clamp(0, 1),
+ * x:clamp({min = 0}), x:clamp(nil, 1)), and out for the out-of-place form:
+ * the stack slots of min and max (a nil pushed for one not given) into ilo
+ * and ihi; returns the options table's index (0: none). */
+static int clamp_bounds(lua_State *L, const char *op, bool takes_out, int *ilo, int *ihi)
 {
-    int o = emlua_options_index(L, 2);
-    if (o == 2 || o == 3) emlua_check_option_names(L, o, op, out_keyword);
-    else o = emlua_keywords(L, 4, op, out_keyword);
+    static const char *const names_out[] = {"min", "max", "out", NULL};
+    static const char *const names[] = {"min", "max", NULL};
+    emlua_args a;
+    emlua_args_start_kw(&a, L, op, 2, takes_out ? names_out : names, 2);
+    *ilo = emlua_arg_at(&a, 0);
+    *ihi = emlua_arg_at(&a, 1);
     lua_pushnil(L);
-    *none = lua_gettop(L);
-    return o;
+    if (!*ilo) *ilo = lua_gettop(L);
+    if (!*ihi) *ihi = lua_gettop(L);
+    return a.opts;
 }
 
 static int t_clamp(lua_State *L)
 {
     em_tensor *t = check_tensor(L, 1, "clamp");
-    int none, o = clamp_keywords(L, "clamp", &none);
-    em_tensor *r = clamp_at(L, t, o == 2 ? none : 2, o == 2 || o == 3 ? none : 3, "clamp");
-    return emlua_push_out(L, r, o, "clamp");
+    int ilo, ihi, o = clamp_bounds(L, "clamp", true, &ilo, &ihi);
+    return emlua_push_out(L, clamp_at(L, t, ilo, ihi, "clamp"), o, "clamp");
 }
 
 /* clamp_min(t, min [, {out =}]) (max: false) and clamp_max(t, max [, {out =}]) */
@@ -421,8 +425,9 @@ static int clamp_inplace(lua_State *L, int ilo, int ihi, const char *op)
 
 static int t_clamp_(lua_State *L)
 {
-    emlua_keywords(L, 4, "clamp_", no_keywords);
-    return clamp_inplace(L, 2, 3, "clamp_");
+    int ilo, ihi;
+    clamp_bounds(L, "clamp_", false, &ilo, &ihi);
+    return clamp_inplace(L, ilo, ihi, "clamp_");
 }
 
 /* clamp_min_(min), clamp_max_(max): the other bound a nil pushed after them */

@@ -829,19 +829,27 @@ static int t_slice(lua_State *L)
 static int t_expand(lua_State *L) { return sized(L, "expand", em_expand); }
 static int t_expand_as(lua_State *L) { return shaped_like(L, "expand_as", em_expand); }
 
+static const char *const dim_name[] = {"dim", NULL};
+
+/* t:squeeze([dim]) or t:squeeze({dim =}) */
 static int t_squeeze(lua_State *L)
 {
     em_tensor *t = self(L, "squeeze");
-    no_more(L, 3, "squeeze");
-    if (lua_isnoneornil(L, 2)) return emlua_push(L, em_squeeze(t));
-    return emlua_push(L, em_squeeze_dim(t, emlua_check_dim(L, 2, t->ndim, "squeeze")));
+    emlua_args a;
+    emlua_args_start(&a, L, "squeeze", 2, dim_name);
+    int at = emlua_arg_at(&a, 0);
+    if (!at) return emlua_push(L, em_squeeze(t));
+    return emlua_push(L, em_squeeze_dim(t, emlua_check_dim(L, at, t->ndim, "squeeze")));
 }
 
+/* t:unsqueeze(dim) or t:unsqueeze({dim =}) */
 static int t_unsqueeze(lua_State *L)
 {
     em_tensor *t = self(L, "unsqueeze");
-    no_more(L, 3, "unsqueeze");
-    return emlua_push(L, em_unsqueeze(t, emlua_check_dim(L, 2, t->ndim + 1, "unsqueeze")));
+    emlua_args a;
+    emlua_args_start(&a, L, "unsqueeze", 2, dim_name);
+    int at = emlua_arg_at(&a, 0);
+    return emlua_push(L, em_unsqueeze(t, emlua_check_dim(L, at ? at : 2, t->ndim + 1, "unsqueeze")));
 }
 
 /* t:t_(), t:transpose_(d0, d1) (and swapaxes_ / swapdims_), t:squeeze_([dim]),
@@ -882,11 +890,21 @@ static int t_unsqueeze_(lua_State *L)
     return become_view(L, t, em_unsqueeze(t, emlua_check_dim(L, 2, t->ndim + 1, "unsqueeze_")), "unsqueeze");
 }
 
+/* optional dim k of a (by position or by its name), for a tensor of ndim dims, or def */
+static int arg_dim(emlua_args *a, int k, int ndim, int def)
+{
+    int at = emlua_arg_at(a, k);
+    return at ? emlua_opt_dim(a->L, at, ndim, a->op, def) : def;
+}
+
+/* t:flatten([start_dim [, end_dim]]), also as {start_dim =, end_dim =} (torch.flatten(x, start_dim=1)) */
 static int t_flatten(lua_State *L)
 {
+    static const char *const names[] = {"start_dim", "end_dim", NULL};
     em_tensor *t = self(L, "flatten");
-    no_more(L, 4, "flatten");
-    int s = emlua_opt_dim(L, 2, t->ndim, "flatten", 0), e = emlua_opt_dim(L, 3, t->ndim, "flatten", t->ndim ? t->ndim - 1 : 0);
+    emlua_args a;
+    emlua_args_start(&a, L, "flatten", 2, names);
+    int s = arg_dim(&a, 0, t->ndim, 0), e = arg_dim(&a, 1, t->ndim, t->ndim ? t->ndim - 1 : 0);
     return emlua_push(L, em_flatten(t, s, e));
 }
 
