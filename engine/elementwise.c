@@ -437,6 +437,26 @@ em_tensor *em_clamp(const em_tensor *a, const double *lo, const double *hi)
     return r;
 }
 
+/* clamp in place: a float32/float64 tensor runs the kernel on itself, in its
+ * own layout (clamp_ on a transposed view read and wrote across pages when
+ * it went through a contiguous result); other dtypes take em_clamp and the
+ * in-place write's checks. */
+int em_clamp_(em_tensor *t, const double *lo, const double *hi)
+{
+    if (t->dtype != EM_FLOAT32 && t->dtype != EM_FLOAT64) {
+        em_tensor *r = em_clamp(t, lo, hi);
+        if (!r) return -1;
+        int rc = em_assign_result_("clamp_", t, r);
+        em_release(r);
+        return rc;
+    }
+    if (!lo && !hi) return em_set_error("clamp_: at least one of min and max must be given");
+    if (em_ag_check_inplace("clamp_", t, NULL) || em_check_writable("clamp_", t)) return -1;
+    int rc = em_be(t)->clamp(t, t, lo ? *lo : 0, hi ? *hi : 0, lo != NULL, hi != NULL);
+    if (rc == 0) em_bump_version(t);
+    return rc;
+}
+
 /* ---- where and masked_fill ----------------------------------------------- */
 
 em_tensor *em_where(const em_tensor *cond, const em_tensor *a, const em_tensor *b)

@@ -265,6 +265,7 @@ int em_binary_(em_binary_op op, em_tensor *a, const em_tensor *b);  /* a op= b *
 em_tensor *em_binary_scalar(em_binary_op op, const em_tensor *a, double s,
                             bool s_is_int, bool scalar_first);
 em_tensor *em_clamp(const em_tensor *a, const double *lo, const double *hi);
+int em_clamp_(em_tensor *t, const double *lo, const double *hi);   /* in place (either bound may be NULL) */
 em_tensor *em_pow_scalar(const em_tensor *a, double e);
 em_tensor *em_where(const em_tensor *cond, const em_tensor *a, const em_tensor *b);
 em_tensor *em_masked_fill(const em_tensor *t, const em_tensor *mask, double value);

@@ -408,6 +408,12 @@ static int t_clamp_max(lua_State *L) { return clamp_one(L, true, "clamp_max"); }
 static int clamp_inplace(lua_State *L, int ilo, int ihi, const char *op)
 {
     em_tensor *t = check_tensor(L, 1, op);
+    int tlo = lua_type(L, ilo), thi = lua_type(L, ihi);
+    if ((t->dtype == EM_FLOAT32 || t->dtype == EM_FLOAT64) && (tlo == LUA_TNUMBER || tlo == LUA_TNIL) &&
+        (thi == LUA_TNUMBER || thi == LUA_TNIL)) {
+        double lo = lua_tonumber(L, ilo), hi = lua_tonumber(L, ihi);
+        return emlua_push_self(L, em_clamp_(t, tlo == LUA_TNUMBER ? &lo : NULL, thi == LUA_TNUMBER ? &hi : NULL));
+    }
     em_tensor *r = clamp_at(L, t, ilo, ihi, op);
     if (!r) return emlua_fail(L);
     em_dtype rd = r->dtype;   /* read before r is released (the sanitizer build caught this) */
