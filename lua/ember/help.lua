@@ -598,6 +598,8 @@ end
 
 local OVERVIEW = [[
 ember: tensors, autograd and neural networks with PyTorch's names; dims and indices are 1-based.
+Python's keywords are a trailing table: t:sum(2, {keepdim = true}), ember.add(a, b, {alpha = 2,
+out = c}) (out=: where PyTorch has it); an argument a function does not take is an error.
 
 Modules:
   ember                   tensors: creation, math, reductions, indexing, linear algebra, I/O
