@@ -95,24 +95,21 @@ end
 
 -- ---- factorisations and solves -------------------------------------------------
 
-function M.det(A, ...)
-  args("linalg.det", {}, ...)   -- nothing after A: extra arguments are refused, not dropped
-  check_tensor(A, "linalg.det")
-  return call(ember._linalg_det, A)
+-- linalg.<name>(A): the C half ember._linalg_<name> on A alone; anything after A is
+-- refused, not dropped
+local function of_matrix(name)
+  local op, f = "linalg." .. name, ember["_linalg_" .. name]
+  return function(A, ...)
+    args(op, {}, ...)
+    check_tensor(A, op)
+    return call(f, A)
+  end
 end
 
---- sign, logabsdet
-function M.slogdet(A, ...)
-  args("linalg.slogdet", {}, ...)   -- nothing after A: extra arguments are refused, not dropped
-  check_tensor(A, "linalg.slogdet")
-  return call(ember._linalg_slogdet, A)
-end
-
-function M.inv(A, ...)
-  args("linalg.inv", {}, ...)   -- nothing after A: extra arguments are refused, not dropped
-  check_tensor(A, "linalg.inv")
-  return call(ember._linalg_inv, A)
-end
+M.det = of_matrix("det")
+M.slogdet = of_matrix("slogdet")   -- sign, logabsdet
+M.inv = of_matrix("inv")
+M.svdvals = of_matrix("svdvals")
 
 function M.solve(A, B, ...)
   local a = args("linalg.solve", {"left"}, ...)
@@ -145,12 +142,6 @@ function M.svd(A, ...)
   check_tensor(A, "linalg.svd")
   check_bool(a.full_matrices, "linalg.svd", "full_matrices")
   return call(ember._linalg_svd, A, a.full_matrices ~= false)
-end
-
-function M.svdvals(A, ...)
-  args("linalg.svdvals", {}, ...)   -- nothing after A: extra arguments are refused, not dropped
-  check_tensor(A, "linalg.svdvals")
-  return call(ember._linalg_svdvals, A)
 end
 
 -- The arguments of eigh and eigvalsh: A checked, and the triangle read (UPLO, "L" by default).
