@@ -166,9 +166,6 @@ typedef struct emlua_args {
     const char *const *names;
 } emlua_args;
 void emlua_args_start(emlua_args *a, lua_State *L, const char *op, int first, const char *const *names);
-/* The same for an op whose names from npos on are keyword-only (PyTorch's
- * after `*`: out, generator, stable): only the options table may hold them,
- * so a value in their place by position is refused, not taken for them. */
 /* the length of a NULL-terminated list of names (count - 1: all but a trailing "out") */
 static inline int emlua_count_names(const char *const *names)
 {
@@ -176,6 +173,10 @@ static inline int emlua_count_names(const char *const *names)
     while (names[n]) n++;
     return n;
 }
+/* emlua_args_start for an op whose names from npos on are keyword-only
+ * (PyTorch's after `*`: out, generator, stable): only the options table may
+ * hold them, so a value in their place by position is refused, not taken for
+ * them. */
 void emlua_args_start_kw(emlua_args *a, lua_State *L, const char *op, int first, const char *const *names, int npos);
 int emlua_arg_at(emlua_args *a, int k);     /* a stack index, or 0 when absent */
 bool emlua_arg_bool(emlua_args *a, int k, bool def);

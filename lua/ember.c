@@ -530,8 +530,7 @@ void emlua_args_start(emlua_args *a, lua_State *L, const char *op, int first, co
     a->first = first;
     a->names = names;
     a->opts = emlua_options_index(L, first);
-    int n = 0;
-    while (names[n]) n++;
+    int n = emlua_count_names(names);
     int top = a->opts ? a->opts - 1 : lua_gettop(L);
     while (top >= first + n && lua_isnil(L, top)) top--;
     if (top >= first + n) {
