@@ -7,8 +7,6 @@
 
 #define MAX_OPERANDS 64
 
-static const char *const out_keyword[] = {"out", NULL};
-
 /* ember.einsum(equation, a, b, ...) or ember.einsum(equation, {a, b, ...}) */
 static int l_einsum(lua_State *L)
 {
@@ -16,8 +14,7 @@ static int l_einsum(lua_State *L)
     if (lua_type(L, 1) != LUA_TSTRING) return emlua_typeerror(L, 1, op, "an equation string");
     const char *eq = lua_tostring(L, 1);
     em_tensor *ts[MAX_OPERANDS];
-    int n = 0, top = lua_gettop(L);
-    while (top > 2 && lua_isnil(L, top)) top--;   /* trailing nils: no operands */
+    int n = 0, top = emlua_top(L, 2);   /* trailing nils: no operands */
     if (lua_type(L, 2) == LUA_TTABLE && !emlua_test(L, 2)) {
         if (top > 2)
             return emlua_argerror(L, 3, op, "unexpected argument (a %s) after the table of operands",
@@ -71,14 +68,10 @@ static int l_tensordot(lua_State *L)
     if (lua_type(L, 3) == LUA_TTABLE && lua_rawgeti(L, 3, 1) == LUA_TTABLE) {
         lua_pop(L, 1);
         at = 3;
-        o = emlua_keywords(L, 4, op, out_keyword);
+        o = emlua_keywords(L, 4, op, emlua_out_only);
     } else {
         if (lua_type(L, 3) == LUA_TTABLE) lua_pop(L, 1);
-        /* out is keyword-only here: by position it would be read as nothing */
-        if (!lua_isnoneornil(L, 4) && emlua_options_index(L, 3) != 4)
-            return emlua_argerror(L, 4, op, "unexpected argument (a %s); out is a keyword argument: {out = ...} in a "
-                                  "trailing options table", emlua_test(L, 4) ? "tensor" : luaL_typename(L, 4));
-        emlua_args_start(&a3, L, op, 3, names);
+        emlua_args_start_kw(&a3, L, op, 3, names, 1);   /* out: keyword-only */
         at = emlua_arg_at(&a3, 0);
         o = a3.opts;
     }
@@ -111,7 +104,7 @@ static int l_tensordot(lua_State *L)
 static int l_kron(lua_State *L)
 {
     em_tensor *a = emlua_check(L, 1, "kron"), *b = emlua_check(L, 2, "kron");
-    int o = emlua_keywords(L, 3, "kron", out_keyword);
+    int o = emlua_keywords(L, 3, "kron", emlua_out_only);
     return emlua_push_out(L, em_kron(a, b), o, "kron");
 }
 

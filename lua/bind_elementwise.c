@@ -31,10 +31,8 @@ static void check_operand_type(lua_State *L, int idx, const char *op)
 
 /* An op's autocast class (elementwise_ops.h) as the binding's policy */
 
-/* the keywords after the required arguments: none (in place), out (PyTorch's
- * out=), and add/sub's alpha, div's rounding_mode */
-static const char *const no_keywords[] = {NULL};
-static const char *const out_keyword[] = {"out", NULL};
+/* the keywords after the required arguments besides out (emlua_out_only):
+ * add/sub's alpha, div's rounding_mode, with out= out of place */
 static const char *const alpha_out[] = {"alpha", "out", NULL};
 static const char *const alpha_only[] = {"alpha", NULL};
 static const char *const rounding_out[] = {"rounding_mode", "out", NULL};
@@ -44,14 +42,14 @@ static const char *const rounding_only[] = {"rounding_mode", NULL};
 static int unary_named(lua_State *L, em_unary_op op, const char *name)
 {
     em_tensor *t = check_tensor(L, 1, name);
-    int o = emlua_keywords(L, 2, name, out_keyword);
+    int o = emlua_keywords(L, 2, name, emlua_out_only);
     return emlua_push_out(L, em_unary(op, t), o, name);
 }
 
 static int unary_named_(lua_State *L, em_unary_op op, const char *name)
 {
     em_tensor *t = check_tensor(L, 1, name);
-    emlua_keywords(L, 2, name, no_keywords);
+    emlua_keywords(L, 2, name, NULL);
     return emlua_push_self(L, em_unary_(op, t));
 }
 
@@ -207,14 +205,14 @@ static int binary_inplace_at(lua_State *L, em_binary_op op, const char *name, in
 
 static int binary(lua_State *L, em_binary_op op)
 {
-    return binary_out(L, op, 2, emlua_keywords(L, 3, em_binary_name(op), out_keyword));
+    return binary_out(L, op, 2, emlua_keywords(L, 3, em_binary_name(op), emlua_out_only));
 }
 
 static int binary_(lua_State *L, em_binary_op op)
 {
     const char *name = em_binary_info(op)->inplace;
     if (!name) name = em_binary_name(op);
-    emlua_keywords(L, 3, name, no_keywords);
+    emlua_keywords(L, 3, name, NULL);
     return binary_inplace_at(L, op, name, 2);
 }
 
@@ -331,7 +329,7 @@ static int t_polygamma(lua_State *L)
     }
     em_tensor *x = check_tensor(L, ix, "polygamma");
     double n = polygamma_order(L, in, "polygamma");
-    int o = emlua_keywords(L, 3, "polygamma", out_keyword);
+    int o = emlua_keywords(L, 3, "polygamma", emlua_out_only);
     return emlua_push_out(L, em_binary_scalar(EM_POLYGAMMA, x, n, true, false), o, "polygamma");
 }
 
@@ -340,7 +338,7 @@ static int t_polygamma_(lua_State *L)
 {
     check_tensor(L, 1, "polygamma_");
     polygamma_order(L, 2, "polygamma_");
-    emlua_keywords(L, 3, "polygamma_", no_keywords);
+    emlua_keywords(L, 3, "polygamma_", NULL);
     return binary_inplace_at(L, EM_POLYGAMMA, "polygamma_", 2);
 }
 
@@ -394,7 +392,7 @@ static int clamp_one(lua_State *L, bool max, const char *op)
 {
     em_tensor *t = check_tensor(L, 1, op);
     if (lua_isnoneornil(L, 2)) return emlua_typeerror(L, 2, op, "a number or a tensor");
-    int o = emlua_keywords(L, 3, op, out_keyword);
+    int o = emlua_keywords(L, 3, op, emlua_out_only);
     lua_pushnil(L);
     int none = lua_gettop(L);
     return emlua_push_out(L, clamp_at(L, t, max ? none : 2, max ? 2 : none, op), o, op);
@@ -439,14 +437,14 @@ static int t_clamp_(lua_State *L)
 /* clamp_min_(min), clamp_max_(max): the other bound a nil pushed after them */
 static int t_clamp_min_(lua_State *L)
 {
-    emlua_keywords(L, 3, "clamp_min_", no_keywords);
+    emlua_keywords(L, 3, "clamp_min_", NULL);
     lua_pushnil(L);
     return clamp_inplace(L, 2, lua_gettop(L), "clamp_min_");
 }
 
 static int t_clamp_max_(lua_State *L)
 {
-    emlua_keywords(L, 3, "clamp_max_", no_keywords);
+    emlua_keywords(L, 3, "clamp_max_", NULL);
     lua_pushnil(L);
     return clamp_inplace(L, lua_gettop(L), 2, "clamp_max_");
 }
@@ -456,7 +454,7 @@ static int t_clamp_max_(lua_State *L)
 /* where(cond, a, b [, {out =}]), its arguments at those stack positions (1 to 3) */
 static int where_at(lua_State *L, int icond, int ia, int ib)
 {
-    int o = emlua_keywords(L, 4, "where", out_keyword);
+    int o = emlua_keywords(L, 4, "where", emlua_out_only);
     em_tensor *cond = check_tensor(L, icond, "where");
     check_operand_type(L, ia, "where");
     check_operand_type(L, ib, "where");
@@ -493,14 +491,14 @@ static double fill_value(lua_State *L, int idx, const char *op)
 static int t_masked_fill(lua_State *L)
 {
     em_tensor *t = check_tensor(L, 1, "masked_fill"), *mask = check_tensor(L, 2, "masked_fill");
-    emlua_keywords(L, 4, "masked_fill", no_keywords);
+    emlua_keywords(L, 4, "masked_fill", NULL);
     return emlua_push(L, em_masked_fill(t, mask, fill_value(L, 3, "masked_fill")));
 }
 
 static int t_masked_fill_(lua_State *L)
 {
     em_tensor *t = check_tensor(L, 1, "masked_fill_"), *mask = check_tensor(L, 2, "masked_fill_");
-    emlua_keywords(L, 4, "masked_fill_", no_keywords);
+    emlua_keywords(L, 4, "masked_fill_", NULL);
     if (em_masked_fill_(t, mask, fill_value(L, 3, "masked_fill_"))) return emlua_fail(L);
     lua_settop(L, 1);
     return 1;
@@ -512,7 +510,7 @@ static int t_masked_fill_(lua_State *L)
 static int unary_fn(lua_State *L, em_tensor *(*f)(const em_tensor *), const char *op, bool in_place)
 {
     em_tensor *t = check_tensor(L, 1, op);
-    int o = emlua_keywords(L, 2, op, in_place ? no_keywords : out_keyword);
+    int o = emlua_keywords(L, 2, op, in_place ? NULL : emlua_out_only);
     return in_place ? assign_self(L, f(t), op) : emlua_push_out(L, f(t), o, op);
 }
 
@@ -592,11 +590,11 @@ static int float_class(lua_State *L, em_float_class c, const char *op, const cha
     return emlua_push_out(L, em_float_class_test(c, t), o, op);
 }
 
-static int t_isnan(lua_State *L) { return float_class(L, EM_ISNAN, "isnan", no_keywords); }
-static int t_isinf(lua_State *L) { return float_class(L, EM_ISINF, "isinf", no_keywords); }
-static int t_isfinite(lua_State *L) { return float_class(L, EM_ISFINITE, "isfinite", no_keywords); }
-static int t_isposinf(lua_State *L) { return float_class(L, EM_ISPOSINF, "isposinf", out_keyword); }
-static int t_isneginf(lua_State *L) { return float_class(L, EM_ISNEGINF, "isneginf", out_keyword); }
+static int t_isnan(lua_State *L) { return float_class(L, EM_ISNAN, "isnan", NULL); }
+static int t_isinf(lua_State *L) { return float_class(L, EM_ISINF, "isinf", NULL); }
+static int t_isfinite(lua_State *L) { return float_class(L, EM_ISFINITE, "isfinite", NULL); }
+static int t_isposinf(lua_State *L) { return float_class(L, EM_ISPOSINF, "isposinf", emlua_out_only); }
+static int t_isneginf(lua_State *L) { return float_class(L, EM_ISNEGINF, "isneginf", emlua_out_only); }
 
 /* sgn: sign for real tensors */
 static int t_sgn(lua_State *L) { return unary_named(L, EM_SIGN, "sgn"); }
@@ -605,12 +603,12 @@ static int t_sgn_(lua_State *L) { return unary_named_(L, EM_SIGN, "sgn_"); }
 /* floor_divide is div with rounding_mode "floor" (the table's div_floor) */
 static int t_floor_divide(lua_State *L)
 {
-    int o = emlua_keywords(L, 3, "floor_divide", out_keyword);
+    int o = emlua_keywords(L, 3, "floor_divide", emlua_out_only);
     return emlua_push_out(L, binary_result(L, EM_DIV_FLOOR, 1, 2), o, "floor_divide");
 }
 static int t_floor_divide_(lua_State *L)
 {
-    emlua_keywords(L, 3, "floor_divide_", no_keywords);
+    emlua_keywords(L, 3, "floor_divide_", NULL);
     return binary_inplace_at(L, EM_DIV_FLOOR, "floor_divide_", 2);
 }
 
@@ -643,7 +641,7 @@ static int two_operand_op(lua_State *L, em_tensor *(*f)(const em_tensor *, const
 {
     em_tensor *a, *b;
     if (in_place) check_tensor(L, 1, op);
-    int o = emlua_keywords(L, 3, op, in_place ? no_keywords : out_keyword);
+    int o = emlua_keywords(L, 3, op, in_place ? NULL : emlua_out_only);
     two_operands(L, op, &a, &b);
     return in_place ? assign_self(L, f(a, b), op) : emlua_push_out(L, f(a, b), o, op);
 }
@@ -657,7 +655,7 @@ static int t_logical_xor_(lua_State *L) { return two_operand_op(L, em_logical_xo
 static int heaviside_at(lua_State *L, const char *op, bool in_place)
 {
     em_tensor *t = check_tensor(L, 1, op), *values = check_tensor(L, 2, op);
-    int o = emlua_keywords(L, 3, op, in_place ? no_keywords : out_keyword);
+    int o = emlua_keywords(L, 3, op, in_place ? NULL : emlua_out_only);
     return in_place ? assign_self(L, em_heaviside(t, values), op) : emlua_push_out(L, em_heaviside(t, values), o, op);
 }
 
@@ -668,7 +666,7 @@ static int t_heaviside_(lua_State *L) { return heaviside_at(L, "heaviside_", tru
  * options table's index goes to *o (in place: none taken) */
 static em_tensor *lerp_at(lua_State *L, const char *op, int *out)
 {
-    int o = emlua_keywords(L, 4, op, out ? out_keyword : no_keywords);
+    int o = emlua_keywords(L, 4, op, out ? emlua_out_only : NULL);
     if (out) *out = o;
     em_tensor *a = check_tensor(L, 1, op), *b = check_tensor(L, 2, op);
     em_tensor *w = emlua_test(L, 3);
@@ -747,7 +745,7 @@ static int t_equal(lua_State *L)
 {
     bool r;
     em_tensor *a = check_tensor(L, 1, "equal"), *b = check_tensor(L, 2, "equal");
-    emlua_keywords(L, 3, "equal", no_keywords);
+    emlua_keywords(L, 3, "equal", NULL);
     if (em_equal(a, b, &r)) return emlua_fail(L);
     lua_pushboolean(L, r);
     return 1;

@@ -10,9 +10,8 @@
 
 #include <string.h>
 
-/* the keywords after the positional arguments: PyTorch's out=, index_add's
- * alpha, scatter's reduce, each with out= out of place only */
-static const char *const out_keyword[] = {"out", NULL};
+/* the keywords after the positional arguments besides out (emlua_out_only):
+ * index_add's alpha, scatter's reduce, each with out= out of place only */
 static const char *const alpha_out[] = {"alpha", "out", NULL};
 static const char *const alpha_only[] = {"alpha", NULL};
 static const char *const reduce_out[] = {"reduce", "out", NULL};
@@ -43,7 +42,7 @@ static int l_index_select(lua_State *L)
     const char *op = "index_select";
     em_tensor *t = emlua_check(L, 1, op);
     int dim = emlua_check_dim(L, 2, t->ndim, op);
-    int o = emlua_keywords(L, 4, op, out_keyword);
+    int o = emlua_keywords(L, 4, op, emlua_out_only);
     em_tensor *idx = index_on(L, 3, op, t);
     em_tensor *r = em_index_select(t, dim, idx);
     em_release(idx);
@@ -56,7 +55,7 @@ static int l_gather(lua_State *L)
     em_tensor *t = emlua_check(L, 1, op);
     int dim = emlua_check_dim(L, 2, t->ndim, op);
     em_tensor *idx = emlua_check(L, 3, op);
-    int o = emlua_keywords(L, 4, op, out_keyword);
+    int o = emlua_keywords(L, 4, op, emlua_out_only);
     return emlua_push_out(L, em_gather(t, dim, idx), o, op);
 }
 
@@ -86,7 +85,7 @@ static const char *scatter_reduce_arg(lua_State *L, const char *op, bool in_plac
     const char *r = NULL;
     if (lua_type(L, 5) == LUA_TSTRING) {
         r = lua_tostring(L, 5);
-        *o = emlua_keywords(L, 6, op, in_place ? NULL : out_keyword);
+        *o = emlua_keywords(L, 6, op, in_place ? NULL : emlua_out_only);
     } else {
         if (!lua_isnoneornil(L, 5) && (lua_type(L, 5) != LUA_TTABLE || emlua_test(L, 5)))
             emlua_typeerror(L, 5, op, "a reduce name (\"add\" or \"multiply\") or an options table {reduce=}");
@@ -141,7 +140,7 @@ static int scatter_common(lua_State *L, const char *op, bool add, bool in_place)
     if (number && em_check_value_fits(op, scatter_value(L), t->dtype)) return emlua_fail(L);
     int o = 0;
     const char *reduce = NULL;
-    if (add) o = emlua_keywords(L, 5, op, in_place ? NULL : out_keyword);
+    if (add) o = emlua_keywords(L, 5, op, in_place ? NULL : emlua_out_only);
     else reduce = scatter_reduce_arg(L, op, in_place, &o);
     if (reduce) return scatter_with_reduce(L, op, t, dim, idx, src, reduce, o, in_place);
     if (in_place) {
@@ -194,14 +193,14 @@ static int l_masked_select(lua_State *L)
     const char *op = "masked_select";
     em_tensor *t = emlua_check(L, 1, op);
     em_tensor *mask = emlua_check(L, 2, op);
-    int o = emlua_keywords(L, 3, op, out_keyword);
+    int o = emlua_keywords(L, 3, op, emlua_out_only);
     return emlua_push_out(L, em_masked_select(t, mask), o, op);
 }
 
 static int l_nonzero(lua_State *L)
 {
     em_tensor *t = emlua_check(L, 1, "nonzero");
-    int o = emlua_keywords(L, 2, "nonzero", out_keyword);
+    int o = emlua_keywords(L, 2, "nonzero", emlua_out_only);
     return emlua_push_out(L, em_nonzero(t), o, "nonzero");
 }
 
@@ -281,8 +280,7 @@ static int l_split(lua_State *L)
     if (t->ndim == 0) return emlua_argerror(L, 1, op, "cannot split a 0-d tensor");
     emlua_args a;
     emlua_args_start(&a, L, op, 3, dim_only);
-    int at = emlua_arg_at(&a, 0);
-    int dim = at ? emlua_opt_dim(L, at, t->ndim, op, 0) : 0;
+    int dim = emlua_arg_dim(&a, 0, t->ndim, 0);
     int n;
     if (lua_type(L, 2) == LUA_TTABLE && !emlua_test(L, 2)) {
         lua_Integer len = (lua_Integer)lua_rawlen(L, 2);
@@ -321,8 +319,7 @@ static int l_chunk(lua_State *L)
         return emlua_argerror(L, 2, op, "number of chunks must be in 1..%d, got %lld", MAX_PIECES, (long long)chunks);
     emlua_args a;
     emlua_args_start(&a, L, op, 3, dim_only);
-    int at = emlua_arg_at(&a, 0);
-    int dim = at ? emlua_opt_dim(L, at, t->ndim, op, 0) : 0;
+    int dim = emlua_arg_dim(&a, 0, t->ndim, 0);
     luaL_checkstack(L, (int)chunks + 2, "chunk: too many pieces");
     em_tensor **out = lua_newuserdatauv(L, sizeof(em_tensor *) * (size_t)chunks, 0);
     int n = em_chunk(t, (int)chunks, dim, out, (int)chunks);
@@ -338,19 +335,12 @@ typedef struct sort_args { int dim; bool descending, stable; } sort_args;
  * (positional first, then a trailing options table). */
 static const char *const sort_names[] = {"dim", "descending", "stable", NULL};
 
-/* Optional argument k of a as a dim of a tensor of ndim dims (0-based), or def. */
-static int arg_dim(emlua_args *a, int k, int ndim, int def)
-{
-    int i = emlua_arg_at(a, k);
-    return i ? emlua_check_dim(a->L, i, ndim, a->op) : def;
-}
-
 static sort_args check_sort_args(lua_State *L, const em_tensor *t, const char *op)
 {
     emlua_args args;
     emlua_args_start(&args, L, op, 2, sort_names);
     sort_args a;
-    a.dim = arg_dim(&args, 0, t->ndim, -1);
+    a.dim = emlua_arg_dim(&args, 0, t->ndim, -1);
     a.descending = emlua_arg_bool(&args, 1, false);
     a.stable = emlua_arg_bool(&args, 2, false);
     return a;
@@ -386,7 +376,7 @@ static int l_topk(lua_State *L)
     static const char *const names[] = {"dim", "largest", "sorted", NULL};
     emlua_args args;
     emlua_args_start(&args, L, op, 3, names);
-    int dim = arg_dim(&args, 0, t->ndim, -1);
+    int dim = emlua_arg_dim(&args, 0, t->ndim, -1);
     bool largest = emlua_arg_bool(&args, 1, true);
     bool sorted = emlua_arg_bool(&args, 2, true);
     em_tensor *v, *i;

@@ -8,14 +8,12 @@
 
 typedef em_tensor *(*binary_fn)(const em_tensor *, const em_tensor *);
 
-static const char *const out_keyword[] = {"out", NULL};
-
 /* op(a, b [, {out = t}]) */
 static int pair(lua_State *L, const char *op, binary_fn fn)
 {
     em_tensor *a = emlua_check(L, 1, op);
     em_tensor *b = emlua_check(L, 2, op);
-    int o = emlua_keywords(L, 3, op, out_keyword);
+    int o = emlua_keywords(L, 3, op, emlua_out_only);
     return emlua_push_out(L, fn(a, b), o, op);
 }
 

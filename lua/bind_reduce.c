@@ -112,7 +112,6 @@ static const char *const arg_keys[] = {"dim", "keepdim", "out", NULL};
 static const char *const variance_keys[] = {"dim", "keepdim", "correction", "unbiased", "dtype", "out", NULL};
 static const char *const moments_keys[] = {"dim", "keepdim", "correction", "unbiased", "dtype", NULL};
 static const char *const along_keys[] = {"dim", "dtype", "out", NULL};
-static const char *const out_keyword[] = {"out", NULL};
 
 static int reduce_with(lua_State *L, const char *op, reduce_fn fn, bool takes_dtype)
 {
@@ -155,7 +154,7 @@ static int extreme(lua_State *L, const char *op, em_binary_op elementwise, reduc
     em_tensor *t = emlua_check(L, 1, op);
     em_tensor *other = emlua_test(L, 2);
     if (other) {   /* torch.max(input, other, *, out) */
-        int o = emlua_keywords(L, 3, op, out_keyword);
+        int o = emlua_keywords(L, 3, op, emlua_out_only);
         return emlua_push_out(L, em_binary(elementwise, t, other), o, op);
     }
     canon_args(L, op, 2, dim_keep, extreme_keys);

@@ -13,20 +13,8 @@
 /* Pieces beyond this many would not fit on the Lua stack. */
 #define MAX_PIECES 100000
 
-/* keyword names: none (an options table must be empty), PyTorch's out=, and
- * the creation options */
-static const char *const no_keywords[] = {NULL};
-static const char *const out_keyword[] = {"out", NULL};
+/* the creation options' keyword names */
 static const char *const created_keywords[] = {"dtype", "device", "requires_grad", NULL};
-
-/* The stack top without trailing nils, but not below keep: the last argument
- * of an op that takes a list of them (t:repeat(2, 3, nil) takes two). */
-static int top_without_nils(lua_State *L, int keep)
-{
-    int top = lua_gettop(L);
-    while (top > keep && lua_isnil(L, top)) top--;
-    return top;
-}
 
 /* The integers at arg: one integer or a table of them. Returns the count. */
 static int int_list(lua_State *L, int arg, const char *op, const char *what, int64_t *out, int cap)
@@ -39,7 +27,7 @@ static int int_list(lua_State *L, int arg, const char *op, const char *what, int
         return emlua_typeerror(L, arg, op, what);
     lua_Integer n = (lua_Integer)lua_rawlen(L, arg);
     /* {dims = ...}, {bogus = 1}: no list, and no option this op reads */
-    if (n == 0) emlua_check_option_names(L, arg, op, no_keywords);
+    if (n == 0) emlua_check_option_names(L, arg, op, NULL);
     if (n > cap) return emlua_argerror(L, arg, op, "%lld entries, at most %d", (long long)n, cap);
     lua_Integer bad = emlua_table_integers(L, arg, n, out);
     if (bad) emlua_argerror(L, arg, op, "entry %lld is not an integer", (long long)bad);
@@ -60,7 +48,7 @@ static void nothing_after_list(lua_State *L, int arg, int top, const char *op, c
  * the top of the stack (t:repeat(2, 3) or t:repeat({2, 3})). */
 static int int_varargs(lua_State *L, int arg, const char *op, int64_t *out, int cap)
 {
-    int top = top_without_nils(L, arg);
+    int top = emlua_top(L, arg);
     nothing_after_list(L, arg, top, op, "integers");
     if (top == arg && lua_type(L, arg) == LUA_TTABLE && !emlua_test(L, arg))
         return int_list(L, arg, op, "integers", out, cap);
@@ -83,7 +71,7 @@ static int dim_list(lua_State *L, int arg, const char *op, int *out)
  * holding only those names may follow: its index goes to *opts (0: none). */
 static em_tensor **tensor_args(lua_State *L, int arg, const char *op, const char *const *keywords, int *n, int *opts)
 {
-    int top = top_without_nils(L, arg);
+    int top = emlua_top(L, arg);
     *opts = 0;
     if (keywords && top >= arg && lua_type(L, top) == LUA_TTABLE && !emlua_test(L, top) &&
         !(top == arg && lua_rawlen(L, top) > 0)) {
@@ -144,7 +132,7 @@ static int l_flip(lua_State *L)
     const char *op = "flip";
     em_tensor *t = emlua_check(L, 1, op);
     int dims[EM_MAX_DIMS + 1], n;
-    if (top_without_nils(L, 2) == 2 && lua_type(L, 2) == LUA_TTABLE && !emlua_test(L, 2)) {
+    if (emlua_top(L, 2) == 2 && lua_type(L, 2) == LUA_TTABLE && !emlua_test(L, 2)) {
         n = dim_list(L, 2, op, dims);
     } else {
         int64_t v[EM_MAX_DIMS + 1];
@@ -339,7 +327,7 @@ static int l_trace(lua_State *L) { return self_only(L, "trace", em_trace); }
 static int l_take(lua_State *L)
 {
     em_tensor *t = emlua_check(L, 1, "take");
-    int o = emlua_keywords(L, 3, "take", out_keyword);
+    int o = emlua_keywords(L, 3, "take", emlua_out_only);
     em_tensor *ix = index_on(L, 2, "take", t);
     em_tensor *r = em_take(t, ix);
     em_release(ix);
@@ -380,7 +368,7 @@ static int index_write_common(lua_State *L, const char *op, bool copy, bool in_p
     double value = copy ? 0 : fill_value(L, 4, op);
     em_tensor *src = copy ? emlua_check(L, 4, op) : NULL;
     /* index_copy takes PyTorch's out=; index_fill and the in-place forms nothing */
-    int o = emlua_keywords(L, 5, op, copy && !in_place ? out_keyword : NULL);
+    int o = emlua_keywords(L, 5, op, copy && !in_place ? emlua_out_only : NULL);
     em_tensor *ix = index_on(L, 3, op, t);
     if (in_place) {
         int rc = copy ? em_index_copy_(t, dim, ix, src) : em_index_fill_(t, dim, ix, value);
@@ -556,7 +544,7 @@ static int new_common(lua_State *L, const char *op, int kind)
         else value = emlua_check_number(L, 3, op);
         opts = emlua_keywords(L, 4, op, created_keywords);
     } else {
-        int top = top_without_nils(L, 2);
+        int top = emlua_top(L, 2);
         lua_settop(L, top);   /* t:new_zeros({2}, nil): the size-reading helper takes no trailing nils */
         if (top < 2) return emlua_argerror(L, 2, op, "expected a size");
         opts = top > 2 && lua_type(L, top) == LUA_TTABLE && !emlua_test(L, top) ? top : 0;

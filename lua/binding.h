@@ -134,7 +134,8 @@ bool emlua_opt_field_boolean(lua_State *L, int idx, const char *name, const char
 /* The index of a trailing options table (a plain table, not a tensor, without
  * a [1]) among arguments first..top, nils after it allowed, or 0. */
 int emlua_options_index(lua_State *L, int first);
-/* raises "op: unknown option 'k'" for a key of the options table at opts (0: none) not in names */
+/* raises "op: unknown option 'k'" for a key of the options table at opts (0: none) not in names
+ * (NULL: none is known) */
 void emlua_check_option_names(lua_State *L, int opts, const char *op, const char *const *names);
 /* The arguments from first on of an op that takes only keywords there
  * (PyTorch's `*`, as alpha and out): nothing, or one options table with keys
@@ -147,6 +148,8 @@ int emlua_keywords(lua_State *L, int first, const char *op, const char *const *n
  * into t and pushes t: PyTorch's out=, with its checks (the same device, a
  * dtype r casts to safely, r's shape, no gradient to record). */
 int emlua_push_out(lua_State *L, em_tensor *r, int opts, const char *op);
+/* {"out", NULL}: the keywords of an op whose only keyword is out */
+extern const char *const emlua_out_only[];
 /* The options table at idx (a plain table, not a tensor): returns idx, or 0
  * when nothing is there; raises "expected <what>" for anything else. */
 int emlua_opt_table(lua_State *L, int idx, const char *op, const char *what);
@@ -166,6 +169,14 @@ typedef struct emlua_args {
     const char *const *names;
 } emlua_args;
 void emlua_args_start(emlua_args *a, lua_State *L, const char *op, int first, const char *const *names);
+/* the index of the last argument that is not nil, or keep when none above it is:
+ * the arguments a call gave, trailing nils dropped (f(x, nil) is f(x)) */
+static inline int emlua_top(lua_State *L, int keep)
+{
+    int top = lua_gettop(L);
+    while (top > keep && lua_isnil(L, top)) top--;
+    return top;
+}
 /* the length of a NULL-terminated list of names (count - 1: all but a trailing "out") */
 static inline int emlua_count_names(const char *const *names)
 {
@@ -182,6 +193,7 @@ int emlua_arg_at(emlua_args *a, int k);     /* a stack index, or 0 when absent *
 bool emlua_arg_bool(emlua_args *a, int k, bool def);
 double emlua_arg_number(emlua_args *a, int k, double def);
 int64_t emlua_arg_integer(emlua_args *a, int k, int64_t def);
+int emlua_arg_dim(emlua_args *a, int k, int ndim, int def);   /* a dim of a tensor of ndim dims, 0-based */
 em_tensor *emlua_arg_tensor(emlua_args *a, int k);
 
 /* Pushes a newly created tensor (stealing the reference), first applying

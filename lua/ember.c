@@ -405,8 +405,7 @@ int emlua_opt_dims(lua_State *L, int idx, int ndim, const char *op, int *dims)
 
 int emlua_options_index(lua_State *L, int first)
 {
-    int top = lua_gettop(L);
-    while (top > first && lua_isnil(L, top)) top--;   /* f(x, {k = v}, nil) */
+    int top = emlua_top(L, first);   /* f(x, {k = v}, nil) */
     if (top >= first && lua_type(L, top) == LUA_TTABLE && !emlua_test(L, top)) {
         /* a size table {2, 3} is not an options table: options have string keys */
         if (lua_rawlen(L, top) == 0) return top;
@@ -422,9 +421,13 @@ int emlua_opt_table(lua_State *L, int idx, const char *op, const char *what)
 }
 
 /* A keyword this op does not know is a mistake worth naming. */
+const char *const emlua_out_only[] = {"out", NULL};
+
 void emlua_check_option_names(lua_State *L, int opts, const char *op, const char *const *names)
 {
+    static const char *const none[] = {NULL};
     if (!opts) return;
+    if (!names) names = none;
     lua_pushnil(L);
     while (lua_next(L, opts)) {
         lua_pop(L, 1);
@@ -453,10 +456,7 @@ static void join_names(const char *const *names, char *buf, size_t size)
  * there (x:add(y, 2)) would otherwise be dropped without a word. */
 int emlua_keywords(lua_State *L, int first, const char *op, const char *const *names)
 {
-    static const char *const none[] = {NULL};
-    if (!names) names = none;
-    int top = lua_gettop(L);
-    while (top >= first && lua_isnil(L, top)) top--;
+    int top = emlua_top(L, first - 1);
     if (top < first) return 0;
     if (top == first && emlua_options_index(L, first) == first) {
         emlua_check_option_names(L, first, op, names);
@@ -464,7 +464,7 @@ int emlua_keywords(lua_State *L, int first, const char *op, const char *const *n
     }
     int bad = top == first || lua_type(L, first) != LUA_TTABLE ? first : first + 1;
     const char *what = emlua_test(L, bad) ? "tensor" : luaL_typename(L, bad);
-    if (!names[0]) return emlua_argerror(L, bad, op, "one argument too many (a %s)", what);
+    if (!names || !names[0]) return emlua_argerror(L, bad, op, "one argument too many (a %s)", what);
     char list[200];
     join_names(names, list, sizeof list);
     return emlua_argerror(L, bad, op, "one argument too many (a %s); the keyword arguments (%s) go in a "
@@ -569,6 +569,12 @@ double emlua_arg_number(emlua_args *a, int k, double def)
     if (lua_type(a->L, i) != LUA_TNUMBER)
         emlua_argerror(a->L, a->first + k, a->op, "%s must be a number, got %s", a->names[k], luaL_typename(a->L, i));
     return lua_tonumber(a->L, i);
+}
+
+int emlua_arg_dim(emlua_args *a, int k, int ndim, int def)
+{
+    int i = emlua_arg_at(a, k);
+    return i ? emlua_check_dim(a->L, i, ndim, a->op) : def;
 }
 
 int64_t emlua_arg_integer(emlua_args *a, int k, int64_t def)

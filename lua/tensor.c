@@ -136,9 +136,7 @@ static const char *type_of(lua_State *L, int idx) { return emlua_test(L, idx) ? 
  * raised here, as they count arguments their own way (a __call's class) */
 static void size_no_more(lua_State *L, int first, const char *op)
 {
-    int top = lua_gettop(L);
-    while (top >= first && lua_isnil(L, top)) top--;
-    if (top >= first) luaL_error(L, "%s: one argument too many (a %s)", op, type_of(L, first));
+    if (emlua_top(L, first - 1) >= first) luaL_error(L, "%s: one argument too many (a %s)", op, type_of(L, first));
 }
 
 /* ember.Size({2, 3}), ember.Size(t.shape), ember.Size() (0-d); argument 1
@@ -737,8 +735,7 @@ static int sized(lua_State *L, const char *op, sized_fn fn)
     int64_t sizes[EM_MAX_DIMS];
     int n = emlua_check_sizes(L, 2, op, sizes);
     /* the sizes stop at a trailing table of keywords, of which these take none */
-    static const char *const none[] = {NULL};
-    emlua_check_option_names(L, emlua_options_index(L, 2), op, none);
+    emlua_check_option_names(L, emlua_options_index(L, 2), op, NULL);
     return emlua_push(L, fn(t, sizes, n));
 }
 
@@ -890,13 +887,6 @@ static int t_unsqueeze_(lua_State *L)
     return become_view(L, t, em_unsqueeze(t, emlua_check_dim(L, 2, t->ndim + 1, "unsqueeze_")), "unsqueeze");
 }
 
-/* optional dim k of a (by position or by its name), for a tensor of ndim dims, or def */
-static int arg_dim(emlua_args *a, int k, int ndim, int def)
-{
-    int at = emlua_arg_at(a, k);
-    return at ? emlua_opt_dim(a->L, at, ndim, a->op, def) : def;
-}
-
 /* t:flatten([start_dim [, end_dim]]), also as {start_dim =, end_dim =} (torch.flatten(x, start_dim=1)) */
 static int t_flatten(lua_State *L)
 {
@@ -904,7 +894,7 @@ static int t_flatten(lua_State *L)
     em_tensor *t = self(L, "flatten");
     emlua_args a;
     emlua_args_start(&a, L, "flatten", 2, names);
-    int s = arg_dim(&a, 0, t->ndim, 0), e = arg_dim(&a, 1, t->ndim, t->ndim ? t->ndim - 1 : 0);
+    int s = emlua_arg_dim(&a, 0, t->ndim, 0), e = emlua_arg_dim(&a, 1, t->ndim, t->ndim ? t->ndim - 1 : 0);
     return emlua_push(L, em_flatten(t, s, e));
 }
 
