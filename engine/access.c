@@ -50,26 +50,40 @@ static em_tensor *on_host(const em_tensor *t)
     return em_to_device(t, (em_device){EM_CPU, 0});
 }
 
+/* The element at `linear`, read on the host as a double or an int64. */
+static void get_elem(const em_tensor *t, int64_t linear, double *f, int64_t *i)
+{
+    em_tensor *h = on_host(t);
+    if (h && f) *f = load_f64(elem_at(h, linear), h->dtype);
+    if (h && i) *i = load_i64(elem_at(h, linear), h->dtype);
+    em_release(h);
+}
+
 double em_get_f(const em_tensor *t, int64_t linear)
 {
-    if (em_dev(t).type != EM_CPU) {
-        em_tensor *h = on_host(t);
-        double v = h ? em_get_f(h, linear) : 0;
-        em_release(h);
-        return v;
-    }
-    return load_f64(elem_at(t, linear), t->dtype);
+    double v = 0;
+    get_elem(t, linear, &v, NULL);
+    return v;
 }
 
 int64_t em_get_i(const em_tensor *t, int64_t linear)
 {
-    if (em_dev(t).type != EM_CPU) {
-        em_tensor *h = on_host(t);
-        int64_t v = h ? em_get_i(h, linear) : 0;
-        em_release(h);
-        return v;
-    }
-    return load_i64(elem_at(t, linear), t->dtype);
+    int64_t v = 0;
+    get_elem(t, linear, NULL, &v);
+    return v;
+}
+
+/* Every element of t, in row-major order, as doubles (f) or int64s (i). */
+static int to_host(const em_tensor *t, double *f, int64_t *i)
+{
+    em_tensor *h = on_host(t);
+    if (!h) return -1;
+    int64_t n = em_numel(h);
+    if (f && h->dtype == EM_FLOAT64 && em_is_contiguous(h)) memcpy(f, em_data_ptr(h), (size_t)n * 8);
+    else if (f) for (int64_t k = 0; k < n; k++) f[k] = load_f64(elem_at(h, k), h->dtype);
+    else for (int64_t k = 0; k < n; k++) i[k] = load_i64(elem_at(h, k), h->dtype);
+    em_release(h);
+    return 0;
 }
 
 int em_item(const em_tensor *t, double *out)
@@ -81,30 +95,8 @@ int em_item(const em_tensor *t, double *out)
     if (em_check_not_capturing(em_dev(t), "item", "read a value back to the host (an op that needs one: item(), "
                                "a check of index values, a size that depends on values)"))
         return -1;
-    em_tensor *h = on_host(t);
-    if (!h) return -1;
-    *out = em_get_f(h, 0);
-    em_release(h);
-    return 0;
+    return to_host(t, out, NULL);
 }
 
-int em_to_host_f64(const em_tensor *t, double *out)
-{
-    em_tensor *h = on_host(t);
-    if (!h) return -1;
-    int64_t n = em_numel(h);
-    if (h->dtype == EM_FLOAT64 && em_is_contiguous(h)) memcpy(out, em_data_ptr(h), (size_t)n * 8);
-    else for (int64_t i = 0; i < n; i++) out[i] = load_f64(elem_at(h, i), h->dtype);
-    em_release(h);
-    return 0;
-}
-
-int em_to_host_i64(const em_tensor *t, int64_t *out)
-{
-    em_tensor *h = on_host(t);
-    if (!h) return -1;
-    int64_t n = em_numel(h);
-    for (int64_t i = 0; i < n; i++) out[i] = load_i64(elem_at(h, i), h->dtype);
-    em_release(h);
-    return 0;
-}
+int em_to_host_f64(const em_tensor *t, double *out) { return to_host(t, out, NULL); }
+int em_to_host_i64(const em_tensor *t, int64_t *out) { return to_host(t, NULL, out); }

@@ -183,27 +183,19 @@ static void convert(void *dst, const unsigned char *src, size_t n, const idx_typ
         for (size_t i = 0; i < n; i++) d[i] = (int16_t)((uint16_t)src[2 * i] << 8 | src[2 * i + 1]);
         break;
     }
-    case 0x0C: {
-        int32_t *d = dst;
-        for (size_t i = 0; i < n; i++) d[i] = (int32_t)be32(src + 4 * i);
-        break;
-    }
-    case 0x0D: {
-        float *d = dst;
+    case 0x0C:   /* int32 and float32: the same four bytes, swapped */
+    case 0x0D:
         for (size_t i = 0; i < n; i++) {
             uint32_t u = be32(src + 4 * i);
-            memcpy(&d[i], &u, 4);
+            memcpy((char *)dst + 4 * i, &u, 4);
         }
         break;
-    }
-    case 0x0E: {
-        double *d = dst;
+    case 0x0E:
         for (size_t i = 0; i < n; i++) {
             uint64_t u = be64(src + 8 * i);
-            memcpy(&d[i], &u, 8);
+            memcpy((char *)dst + 8 * i, &u, 8);
         }
         break;
-    }
     }
 }
 

@@ -92,29 +92,17 @@ static em_memory_stats stats_of(lua_State *L, const char *op)
     return s;
 }
 
-static int memory_allocated(lua_State *L)
-{
-    lua_pushinteger(L, (lua_Integer)stats_of(L, "ember.cuda.memory_allocated").allocated);
-    return 1;
-}
-
-static int memory_reserved(lua_State *L)
-{
-    lua_pushinteger(L, (lua_Integer)stats_of(L, "ember.cuda.memory_reserved").reserved);
-    return 1;
-}
-
-static int max_memory_allocated(lua_State *L)
-{
-    lua_pushinteger(L, (lua_Integer)stats_of(L, "ember.cuda.max_memory_allocated").peak_allocated);
-    return 1;
-}
-
-static int max_memory_reserved(lua_State *L)
-{
-    lua_pushinteger(L, (lua_Integer)stats_of(L, "ember.cuda.max_memory_reserved").peak_reserved);
-    return 1;
-}
+/* ember.cuda.NAME([device]) -> one field of the device's memory statistics */
+#define STAT_FUNCTION(NAME, FIELD)                                                  \
+    static int NAME(lua_State *L)                                                   \
+    {                                                                               \
+        lua_pushinteger(L, (lua_Integer)stats_of(L, "ember.cuda." #NAME).FIELD);    \
+        return 1;                                                                   \
+    }
+STAT_FUNCTION(memory_allocated, allocated)
+STAT_FUNCTION(memory_reserved, reserved)
+STAT_FUNCTION(max_memory_allocated, peak_allocated)
+STAT_FUNCTION(max_memory_reserved, peak_reserved)
 
 static int reset_peak_memory_stats(lua_State *L)
 {

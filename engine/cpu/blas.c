@@ -75,10 +75,7 @@
 #define X86 1
 #endif
 
-static const struct {
-    const char *name;
-    size_t offset;
-} symbols[] = {
+static const cpu_dl_symbol symbols[] = {
     {"cblas_sgemm", offsetof(cpu_blas_api, sgemm)},
     {"cblas_dgemm", offsetof(cpu_blas_api, dgemm)},
     {"openblas_set_num_threads", offsetof(cpu_blas_api, set_num_threads)},
@@ -98,6 +95,17 @@ static const struct {
     {"ssyevd_", offsetof(cpu_blas_api, ssyevd)},
     {"dsyevd_", offsetof(cpu_blas_api, dsyevd)},
 };
+
+const char *cpu_dl_bind(void *h, const cpu_dl_symbol *symbols, size_t n, void *api)
+{
+    for (size_t i = 0; i < n; i++) {
+        dlerror();
+        void *f = dlsym(h, symbols[i].name);
+        if (!f) return symbols[i].name;
+        memcpy((char *)api + symbols[i].offset, &f, sizeof f);
+    }
+    return NULL;
+}
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static cpu_blas_api api;
@@ -179,17 +187,13 @@ static void load(void)
                  why ? why : "unknown error");
         return;
     }
-    for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; i++) {
-        dlerror();
-        void *f = dlsym(h, symbols[i].name);
-        if (!f) {
-            why = dlerror();
-            snprintf(load_error, sizeof load_error, "OpenBLAS (%.200s) could not be opened: it has no %s (%.300s)",
-                     file, symbols[i].name, why ? why : "a null symbol");
-            dlclose(h);
-            return;
-        }
-        memcpy((char *)&api + symbols[i].offset, &f, sizeof f);
+    const char *missing = cpu_dl_bind(h, symbols, sizeof symbols / sizeof symbols[0], &api);
+    if (missing) {
+        why = dlerror();
+        snprintf(load_error, sizeof load_error, "OpenBLAS (%.200s) could not be opened: it has no %s (%.300s)", file,
+                 missing, why ? why : "a null symbol");
+        dlclose(h);
+        return;
     }
     api.set_num_threads(1);
     loaded = true;

@@ -189,6 +189,16 @@ int cpu_optim(em_optim_op op, em_tensor *p, const em_tensor *g, em_tensor *s1,
 int cpu_optim_multi(em_multi_op op, const em_tensor_lists *l, em_tensor *a, em_tensor *b,
                     const em_optim_hyper *h);                            /* optim.c */
 
+/* The libraries loaded on first use (OpenBLAS in blas.c, oneDNN in dnnl.c):
+ * each function pointer of a table is stored at its offset in the api struct. */
+typedef struct cpu_dl_symbol {
+    const char *name;
+    size_t offset;
+} cpu_dl_symbol;
+/* Fills api from the dlopen handle h; NULL, or the name of the first symbol
+ * h lacks (dlerror() then says why). blas.c */
+const char *cpu_dl_bind(void *h, const cpu_dl_symbol *symbols, size_t n, void *api);
+
 /* convolutional families (backend.h): conv.c (reference, im2col + GEMM) and
  * dnnl.c (oneDNN, loaded on first use), pooling.c, norm.c */
 int cpu_conv(em_conv_op op, em_tensor *out, const em_tensor *a, const em_tensor *b,

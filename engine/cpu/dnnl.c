@@ -106,10 +106,7 @@
 
 /* ---- loading ----------------------------------------------------------------------- */
 
-static const struct {
-    const char *name;
-    size_t offset;
-} symbols[] = {
+static const cpu_dl_symbol symbols[] = {
     {"dnnl_engine_create", offsetof(dnnl_api, engine_create)},
     {"dnnl_stream_create", offsetof(dnnl_api, stream_create)},
     {"dnnl_stream_wait", offsetof(dnnl_api, stream_wait)},
@@ -154,13 +151,9 @@ static bool load(void)
     load_state = -1;
     void *h = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
     if (!h) return false;
-    for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; i++) {
-        void *f = dlsym(h, symbols[i].name);
-        if (!f) {
-            dlclose(h);
-            return false;
-        }
-        memcpy((char *)&D + symbols[i].offset, &f, sizeof f);
+    if (cpu_dl_bind(h, symbols, sizeof symbols / sizeof symbols[0], &D)) {
+        dlclose(h);
+        return false;
     }
     D.omp_set_num_threads(1);
     if (D.engine_create(&engine, dnnl_cpu, 0) != dnnl_success) {

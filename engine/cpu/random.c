@@ -162,49 +162,36 @@ static void run_range(const rand_job *j, int64_t start, int64_t end);
 /* chunks start at multiples of 64 elements, so each holds whole counters */
 static void job_range(int64_t start, int64_t end, void *ctx) { run_range(ctx, start, end); }
 
+/* uniform's draws that rounding to the dtype took to the open end b go to a */
+static inline double open_end(const rand_job *j, double f)
+{
+    return j->op == EM_RAND_UNIFORM && j->b > j->a && f >= j->b ? j->a : f;
+}
+
+/* The contiguous outputs' loop: element i + l of the T data is VALUE (of v[l]
+ * or iv[l]); store() and the walker per element were two thirds of randint's
+ * time. */
+#define FILL_CONTIGUOUS(T, VALUE)                                                            \
+    do {                                                                                     \
+        T *o = (T *)em_data_ptr(out);                                                        \
+        for (int64_t i = start; i < end; i += pc) {                                          \
+            values_at(j, (uint64_t)(i / pc), v, iv);                                         \
+            int64_t m = end - i < pc ? end - i : pc;                                         \
+            for (int l = 0; l < m; l++) o[i + l] = (VALUE);                                  \
+        }                                                                                    \
+        return;                                                                              \
+    } while (0)
+
 static void run_range(const rand_job *j, int64_t start, int64_t end)
 {
     int pc = j->per_ctr;
     double v[4] = {0};
     int64_t iv[4] = {0};
     em_tensor *out = j->out;
-    if (j->contiguous && out->dtype == EM_FLOAT32 && j->op != EM_RAND_INT) {
-        float *o = (float *)em_data_ptr(out);
-        for (int64_t i = start; i < end; i += pc) {
-            values_at(j, (uint64_t)(i / pc), v, iv);
-            int64_t m = end - i < pc ? end - i : pc;
-            for (int l = 0; l < m; l++) {
-                float f = (float)v[l];
-                if (j->op == EM_RAND_UNIFORM && j->b > j->a && f >= j->b) f = (float)j->a;
-                o[i + l] = f;
-            }
-        }
-        return;
-    }
-    if (j->contiguous && out->dtype == EM_FLOAT64 && j->op != EM_RAND_INT) {
-        double *o = (double *)em_data_ptr(out);
-        for (int64_t i = start; i < end; i += pc) {
-            values_at(j, (uint64_t)(i / pc), v, iv);
-            int64_t m = end - i < pc ? end - i : pc;
-            for (int l = 0; l < m; l++) {
-                double f = v[l];
-                if (j->op == EM_RAND_UNIFORM && j->b > j->a && f >= j->b) f = j->a;
-                o[i + l] = f;
-            }
-        }
-        return;
-    }
-    if (j->contiguous && out->dtype == EM_INT64 && j->op == EM_RAND_INT) {
-        /* randint's usual output: store() and the walker per element were two thirds
-         * of its time */
-        int64_t *o = (int64_t *)em_data_ptr(out);
-        for (int64_t i = start; i < end; i += pc) {
-            values_at(j, (uint64_t)(i / pc), v, iv);
-            int64_t m = end - i < pc ? end - i : pc;
-            for (int l = 0; l < m; l++) o[i + l] = iv[l];
-        }
-        return;
-    }
+    bool ints = j->op == EM_RAND_INT;
+    if (j->contiguous && !ints && out->dtype == EM_FLOAT32) FILL_CONTIGUOUS(float, (float)open_end(j, (float)v[l]));
+    if (j->contiguous && !ints && out->dtype == EM_FLOAT64) FILL_CONTIGUOUS(double, open_end(j, v[l]));
+    if (j->contiguous && ints && out->dtype == EM_INT64) FILL_CONTIGUOUS(int64_t, iv[l]);
     walker w;
     walker_init(&w, out, start);
     for (int64_t i = start; i < end; i += pc) {
