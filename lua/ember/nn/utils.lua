@@ -63,15 +63,8 @@ local function opts_arg(name, opts, argn)
   return opts
 end
 
---- nn.utils.get_total_norm(tensors [, {norm_type = 2, error_if_nonfinite = false, foreach = nil}]) -> 0-d tensor
--- The norm of the tensors' norms: the norm of order norm_type of all their elements together
--- (math.huge: the largest absolute value), as torch.nn.utils.get_total_norm (PyTorch 2.6).
--- It takes the tensors themselves: pass the gradients to clip. An empty list gives 0.
--- Example: local total = nn.utils.get_total_norm({w.grad, b.grad})
-function U.get_total_norm(tensors, opts)
-  local name = "get_total_norm"
-  local ts = tensor_list(name, tensors, "argument 1")
-  opts = opts_arg(name, opts, 2)
+-- get_total_norm's work, its messages under the caller's name
+local function total_norm(name, ts, opts)
   local norm_type = norm_type_arg(name, opts.norm_type)
   if #ts == 0 then return ember.tensor(0.0) end
   local _ <close> = ember.no_grad()
@@ -93,35 +86,66 @@ function U.get_total_norm(tensors, opts)
   return total
 end
 
+-- clip_grads_with_norm_'s work: the gradients times min(1, max_norm / (total + 1e-6))
+local function scale_grads(grads, max_norm, total, foreach)
+  if #grads == 0 then return end
+  local _ <close> = ember.no_grad()
+  if foreach ~= false then
+    ember._multi_scale_(grads, total:to(grads[1].device), max_norm)
+    return
+  end
+  local coef = (max_norm / (total + 1e-6)):clamp(nil, 1.0)
+  for _, g in ipairs(grads) do g:mul_(coef:to(g)) end
+end
+
+local function max_norm_arg(name, v)
+  if type(v) ~= "number" then fail("%s: argument 2: max_norm must be a number, got %s", name, type(v)) end
+  return v
+end
+
+--- nn.utils.get_total_norm(tensors [, {norm_type = 2, error_if_nonfinite = false, foreach = nil}]) -> 0-d tensor
+-- The norm of the tensors' norms: the norm of order norm_type of all their elements together
+-- (math.huge: the largest absolute value), as torch.nn.utils.get_total_norm (PyTorch 2.6).
+-- It takes the tensors themselves: pass the gradients to clip. An empty list gives 0.
+-- Example: local total = nn.utils.get_total_norm({w.grad, b.grad})
+function U.get_total_norm(tensors, opts)
+  local name = "get_total_norm"
+  return total_norm(name, tensor_list(name, tensors, "argument 1"), opts_arg(name, opts, 2))
+end
+
 --- nn.utils.clip_grads_with_norm_(parameters, max_norm, total_norm [, {foreach = nil}])
 -- Scales the gradients of parameters in place by min(1, max_norm / (total_norm + 1e-6)), with
 -- total_norm given (a 0-d tensor or a number), as torch.nn.utils.clip_grads_with_norm_ (2.6).
 -- Parameters without a gradient are skipped. Returns nothing.
 -- Example: nn.utils.clip_grads_with_norm_(params, 1.0, nn.utils.get_total_norm(grads))
-function U.clip_grads_with_norm_(parameters, max_norm, total_norm, opts)
+function U.clip_grads_with_norm_(parameters, max_norm, total, opts)
   local name = "clip_grads_with_norm_"
   local params = tensor_list(name, parameters, "argument 1")
-  if type(max_norm) ~= "number" then fail("%s: argument 2: max_norm must be a number, got %s", name, type(max_norm)) end
-  if type(total_norm) == "number" then total_norm = ember.tensor(total_norm)
-  elseif not ember.is_tensor(total_norm) then
-    fail("%s: argument 3: total_norm must be a tensor or a number, got %s", name, type(total_norm))
+  max_norm_arg(name, max_norm)
+  if type(total) == "number" then total = ember.tensor(total)
+  elseif not ember.is_tensor(total) then
+    fail("%s: argument 3: total_norm must be a tensor or a number, got %s", name, type(total))
   end
-  opts = opts_arg(name, opts, 4)
-  local grads = grads_of(params)
-  if #grads == 0 then return end
-  local _ <close> = ember.no_grad()
-  if opts.foreach ~= false then
-    ember._multi_scale_(grads, total_norm:to(grads[1].device), max_norm)
-    return
-  end
-  local coef = (max_norm / (total_norm + 1e-6)):clamp(nil, 1.0)
-  for _, g in ipairs(grads) do g:mul_(coef:to(g)) end
+  scale_grads(grads_of(params), max_norm, total, opts_arg(name, opts, 4).foreach)
 end
 
 --- nn.utils.clip_grad_norm_(parameters, max_norm [, {norm_type = 2, error_if_nonfinite = false, foreach = nil}]) -> total norm
 -- get_total_norm of the gradients, then clip_grads_with_norm_; returns the norm before clipping.
 -- Example: nn.utils.clip_grad_norm_(model:parameters(), 1.0)
-function U.clip_grad_norm_(...) return require("ember.optim").clip_grad_norm_(...) end
+-- For norm_type > 0 (inf included) it is two multi-tensor ops (ember._multi_norm, ember._multi_scale_:
+-- one pass each over all the gradients of a device and dtype, accumulated in float64, the coefficient
+-- computed on the device); foreach = false, or another norm_type, composes per-tensor ops. No value
+-- comes back to the host (no device synchronisation) unless error_if_nonfinite asks for the check.
+function U.clip_grad_norm_(parameters, max_norm, opts)
+  local name = "clip_grad_norm_"
+  local params = tensor_list(name, parameters, "argument 1")
+  max_norm_arg(name, max_norm)
+  opts = opts_arg(name, opts, 3)
+  local grads = grads_of(params)
+  local total = total_norm(name, grads, opts)
+  scale_grads(grads, max_norm, total, opts.foreach)
+  return total
+end
 
 --- nn.utils.clip_grad_value_(parameters, clip_value [, {foreach = nil}])
 -- Clamps every gradient in place to [-clip_value, clip_value]; returns nothing.
