@@ -764,6 +764,48 @@ local function check_input(self, x)
 end
 Module._check_input = check_input
 
+-- (name, value) pairs in insertion order from what ModuleDict's and ParameterDict's update
+-- take: another dict of the class cls, a list of {name, value} pairs, or a table
+-- name -> value (in sorted key order, as PyTorch sorts a dict's items). what names the
+-- values in the errors ("module", "tensor").
+local function dict_entries(values, op, cls, what)
+  local out = {}
+  if getmetatable(values) == cls then
+    for k, v in values:items() do out[#out + 1] = {k, v} end
+  elseif type(values) ~= "table" or getmetatable(values) ~= nil then   -- tensors and modules have one
+    raise(string.format("%s: expected a table name -> %s or a list of {name, %s} pairs, got %s", op, what, what,
+                        is_module(values) and "a module" or ember.is_tensor(values) and "a tensor" or type(values)))
+  elseif #values > 0 then
+    for i, pair in ipairs(values) do
+      if type(pair) ~= "table" or getmetatable(pair) ~= nil or #pair ~= 2 then
+        raise(string.format("%s: item %d must be a {name, %s} pair", op, i, what))
+      end
+      out[i] = {pair[1], pair[2]}
+    end
+  else
+    for k, v in pairs(values) do
+      if type(k) ~= "string" then raise(op .. ": keys must be strings, got a " .. type(k)) end
+      out[#out + 1] = {k, v}
+    end
+    table.sort(out, function(x, y) return x[1] < y[1] end)
+  end
+  return out
+end
+
+-- The init and update methods of a dict class (ModuleDict, ParameterDict): update adds or
+-- replaces the entries dict_entries reads, each through set(self, name, value, class name),
+-- in order, and returns self.
+function Module._dict_methods(cls, what, set)
+  local name = cls.__name
+  function cls:init(values)
+    if values ~= nil then self:update(values) end
+  end
+  function cls:update(values)
+    for _, e in ipairs(dict_entries(values, name .. ":update", cls, what)) do set(self, e[1], e[2], name) end
+    return self
+  end
+end
+
 -- a key's numbers blanked: "stem.1.weight" -> "stem.#.weight"
 local function skeleton(k)
   local parts = {}

@@ -381,33 +381,6 @@ end
 -- d:items() walk (name, parameter) in insertion order.
 L.ParameterDict = Module:extend("ParameterDict")
 
--- (key, tensor) pairs in insertion order from what update takes: a ParameterDict, a list
--- of {name, tensor} pairs, or a table name -> tensor (in sorted key order, as PyTorch sorts
--- a dict's items)
-local function dict_entries(values, op)
-  local out = {}
-  if getmetatable(values) == L.ParameterDict then
-    for k, p in values:items() do out[#out + 1] = {k, p} end
-  elseif type(values) ~= "table" or getmetatable(values) ~= nil then   -- tensors and modules have one
-    raise(string.format("%s: expected a table name -> tensor or a list of {name, tensor} pairs, got %s", op,
-                        is_module(values) and "a module" or ember.is_tensor(values) and "a tensor" or type(values)))
-  elseif #values > 0 then
-    for i, pair in ipairs(values) do
-      if type(pair) ~= "table" or getmetatable(pair) ~= nil or #pair ~= 2 then
-        raise(string.format("%s: item %d must be a {name, tensor} pair", op, i))
-      end
-      out[i] = pair
-    end
-  else
-    for k, v in pairs(values) do
-      if type(k) ~= "string" then raise(op .. ": keys must be strings, got a " .. type(k)) end
-      out[#out + 1] = {k, v}
-    end
-    table.sort(out, function(x, y) return x[1] < y[1] end)
-  end
-  return out
-end
-
 local function dict_set(self, k, v, op)
   if type(k) ~= "string" then raise(op .. ": keys must be strings, got a " .. type(k)) end
   if v == nil then return module_newindex(self, k, nil) end
@@ -417,15 +390,8 @@ local function dict_set(self, k, v, op)
   self:register_parameter(k, as_parameter(v, op, "the value for '" .. k .. "'"))
 end
 
-function L.ParameterDict:init(values)
-  if values ~= nil then self:update(values) end
-end
-
 --- d:update(values) -> d; adds or replaces entries (a table name -> tensor, a list of {name, tensor}, or a ParameterDict).
-function L.ParameterDict:update(values)
-  for _, e in ipairs(dict_entries(values, "ParameterDict:update")) do dict_set(self, e[1], e[2], "ParameterDict") end
-  return self
-end
+Module._dict_methods(L.ParameterDict, "tensor", dict_set)
 
 --- d:keys() -> the list of names, in insertion order.
 function L.ParameterDict:keys()

@@ -86,37 +86,6 @@ function L.Identity:forward(x) return x end
 -- Example: local heads = nn.ModuleDict({cls = nn.Linear(8, 3), reg = nn.Linear(8, 1)})
 L.ModuleDict = Module:extend("ModuleDict")
 
-local function dict_entries(modules, op)
-  if modules == nil then return {} end
-  if is_module(modules) and getmetatable(modules) == L.ModuleDict then
-    local out = {}
-    for k, m in modules:items() do out[#out + 1] = {k, m} end
-    return out
-  end
-  if type(modules) ~= "table" or ember.is_tensor(modules) or is_module(modules) then
-    raise(op .. ": expected a table name -> module or a list of {name, module} pairs, got "
-          .. (is_module(modules) and "a module" or type(modules)))
-  end
-  local out = {}
-  if #modules > 0 then
-    for i, pair in ipairs(modules) do
-      if type(pair) ~= "table" or is_module(pair) or #pair ~= 2 then
-        raise(string.format("%s: item %d must be a {name, module} pair", op, i))
-      end
-      out[#out + 1] = {pair[1], pair[2]}
-    end
-    return out
-  end
-  local keys = {}
-  for k in pairs(modules) do
-    if type(k) ~= "string" then raise(op .. ": keys must be strings, got a " .. type(k)) end
-    keys[#keys + 1] = k
-  end
-  table.sort(keys)
-  for _, k in ipairs(keys) do out[#out + 1] = {k, modules[k]} end
-  return out
-end
-
 local function dict_set(self, k, m, op)
   if type(k) ~= "string" then raise(op .. ": keys must be strings, got a " .. type(k)) end
   if not is_module(m) then raise(string.format("%s: the value for '%s' must be a module, got %s", op, k, type(m))) end
@@ -126,16 +95,9 @@ local function dict_set(self, k, m, op)
   self:add_module(k, m)
 end
 
-function L.ModuleDict:init(modules)
-  self:update(modules)
-end
-
 --- d:update(modules) -> d; adds or replaces entries (a table name -> module, a list of {name, module}, or a ModuleDict).
 -- Example: d:update({extra = nn.Identity()})
-function L.ModuleDict:update(modules)
-  for _, e in ipairs(dict_entries(modules, "ModuleDict:update")) do dict_set(self, e[1], e[2], "ModuleDict") end
-  return self
-end
+Module._dict_methods(L.ModuleDict, "module", dict_set)
 
 --- d:keys() -> the list of names, in insertion order.
 -- Example: for _, k in ipairs(d:keys()) do print(k) end
