@@ -96,6 +96,11 @@ describe("activation modules", function()
     {nn.Softshrink(1), F.softshrink(x, 1), "Softshrink(1)"},
     {nn.SELU(true), F.selu(x), "SELU(inplace=true)"},
     {nn.LeakyReLU({negative_slope = 0.1, inplace = true}), F.leaky_relu(x, 0.1), "LeakyReLU(negative_slope=0.1, inplace=true)"},
+    {nn.ReLU(), F.relu(x), "ReLU()"},
+    {nn.ReLU(true), F.relu(x), "ReLU(inplace=true)"},
+    {nn.SiLU({inplace = true}), F.silu(x), "SiLU(inplace=true)"},
+    {nn.Tanh(), x:tanh(), "Tanh()"},
+    {nn.Sigmoid(), x:sigmoid(), "Sigmoid()"},
   }
   for _, c in ipairs(cases) do
     it(c[3], function()
@@ -141,6 +146,16 @@ describe("activation modules", function()
     local w = ember.tensor({-1.0, 2.0})
     nn.LeakyReLU(0.5, true)(w)
     h.check(w, {-0.5, 2})
+    -- PyTorch's nn.ReLU(inplace=True), as torchvision's models write it
+    local r = ember.tensor({-1.0, 2.0})
+    assert.are.equal(r, nn.ReLU({inplace = true})(r))
+    h.check(r, {0, 2})
+    local s = ember.tensor({-1.0, 2.0})
+    nn.SiLU(true)(s)
+    h.check(s, {-1 / (1 + math.exp(1)), 2 / (1 + math.exp(-2))}, 1e-6)
+    local kept = ember.tensor({-1.0, 2.0})
+    nn.ReLU()(kept)
+    h.check(kept, {-1, 2})
     local u = ember.tensor({-1.0, 2.0})
     F.elu(u, {inplace = true})
     h.check(u, {math.exp(-1) - 1, 2}, 1e-6)
@@ -177,6 +192,9 @@ describe("activations: bad input", function()
     has(err(function() local y = F.softmin(x, 3); return y end), "softmin: dim must be an integer in 1..2")
     has(err(function() local y = nn.Softmin(); return y end), "Softmin: dim is required")
     has(err(function() local y = nn.LeakyReLU(0.1, "yes"); return y end), "LeakyReLU: inplace must be a boolean")
+    has(err(function() local y = nn.ReLU("yes"); return y end), "ReLU: inplace must be a boolean")
+    has(err(function() local y = nn.ReLU({inplce = true}); return y end), "ReLU: unknown option 'inplce'")
+    has(err(function() local y = nn.Tanh(1); return y end), "Tanh")
     has(err(function() local y = nn.PReLU(0); return y end), "PReLU: num_parameters must be a positive integer, got 0")
   end)
   it("wrong types and shapes", function()

@@ -74,6 +74,14 @@ local function ordered(name, lo, hi)
   end
 end
 
+--- nn.ReLU([inplace = false]) -> max(x, 0) elementwise. Example: nn.ReLU()(ember.tensor{-1, 2})  -- [0, 2]
+M.ReLU = activation("ReLU", "relu", {INPLACE})
+--- nn.SiLU([inplace = false]) -> x * sigmoid(x). Example: nn.SiLU()(x)
+M.SiLU = activation("SiLU", "silu", {INPLACE})
+--- nn.Tanh() -> tanh(x). Example: nn.Tanh()(x)
+M.Tanh = activation("Tanh", "tanh", {})
+--- nn.Sigmoid() -> 1 / (1 + exp(-x)). Example: nn.Sigmoid()(x)
+M.Sigmoid = activation("Sigmoid", "sigmoid", {})
 --- nn.ReLU6([inplace = false]) -> min(max(x, 0), 6).
 M.ReLU6 = activation("ReLU6", "relu6", {INPLACE})
 --- nn.LeakyReLU([negative_slope = 0.01 [, inplace = false]]) -> x for x > 0, negative_slope * x otherwise.

@@ -155,24 +155,6 @@ end
 
 -- ---- activations ---------------------------------------------------------------------
 
-local function activation(name, method)
-  local cls = Module:extend(name)
-  cls.forward = function(self, x)
-    check_input(self, x)
-    return x[method](x)
-  end
-  return cls
-end
-
---- nn.ReLU() -> max(x, 0) elementwise. Example: nn.ReLU()(ember.tensor{-1, 2})  -- [0, 2]
-L.ReLU = activation("ReLU", "relu")
---- nn.SiLU() -> x * sigmoid(x). Example: nn.SiLU()(x)
-L.SiLU = activation("SiLU", "silu")
---- nn.Tanh() -> tanh(x). Example: nn.Tanh()(x)
-L.Tanh = activation("Tanh", "tanh")
---- nn.Sigmoid() -> 1 / (1 + exp(-x)). Example: nn.Sigmoid()(x)
-L.Sigmoid = activation("Sigmoid", "sigmoid")
-
 --- nn.GELU([approximate = "none"] | [{approximate = "none"}]) -> x * Phi(x); approximate = "tanh" uses the tanh form.
 -- Example: nn.GELU({approximate = "tanh"})(x)
 L.GELU = Module:extend("GELU")
