@@ -95,8 +95,8 @@ local function check_table(op, argn, v, known, what)
   end
 end
 
--- The shortest decimal that reads back as the same double.
-local float_text = require("ember.serialize")._shortest_decimal
+-- Python's repr of the float: the shortest decimal that reads back as the same double.
+local float_text = require("ember.serialize").float_repr
 
 local SAVE_FIELDS = {model = true, optimizer = true, scheduler = true, epoch = true, step = true, extra = true}
 local LOAD_FIELDS = {model = true, optimizer = true, scheduler = true}

@@ -12,8 +12,9 @@
 --                                           integer (an integer key), in a stable order
 --        | ["tensor", "dotted.name"]        a tensor of the file
 --        | ["int", -12]                     a Lua integer (exact, 64 bits)
---        | ["float", "0.1"]                 a Lua float: the shortest text that reads back
---                                           as the same double; "inf", "-inf", "nan", "-0.0"
+--        | ["float", "0.1"]                 a Lua float as Python's repr writes it (the shortest
+--                                           text that reads back as the same double, "2.0",
+--                                           "1e-05"); "inf", "-inf", "nan", "-0.0"
 --        | ["bool", true]
 --        | ["str", "text"]                  a string of valid UTF-8
 --        | ["bytes", "00ff"]                any other string, in hexadecimal
@@ -48,23 +49,53 @@ local function json_string(s)
   return '"' .. s:gsub('[%c"\\]', function(c) return ESC[c] or string.format("\\u%04x", c:byte()) end) .. '"'
 end
 
--- the shortest decimal that reads back as the same double (%g's spelling)
-local function shortest_decimal(v)
-  for digits = 15, 16 do
-    local s = string.format("%." .. digits .. "g", v)
-    if tonumber(s) == v then return s end
+-- The digits and decimal exponent of the shortest decimal that reads back as a (a finite
+-- double > 0): "125", 2 for 1.25e2. The nearest p-digit decimal is tried first; at a power
+-- of two the gap below a is half the gap above, so a neighbour of it can read back when it
+-- does not, and Python's repr then takes that neighbour.
+local function shortest_digits(a)
+  for p = 1, 17 do
+    local s = string.format("%." .. (p - 1) .. "e", a)
+    local mantissa, e = s:match("^([%d.]+)e([-+]%d+)$")
+    local digits, exp = mantissa:gsub("%.", ""), tonumber(e)
+    if tonumber(s) == a then return digits, exp end
+    for _, step in ipairs({-1, 1}) do
+      local n = math.tointeger(tonumber(digits)) + step
+      local scale = exp - (p - 1)
+      if tonumber(n .. "e" .. scale) == a then
+        local d = tostring(n)
+        return d, scale + #d - 1
+      end
+    end
   end
-  return string.format("%.17g", v)
+  error("float_repr: no decimal reads back as " .. string.format("%a", a))
 end
 
--- shortest_decimal, with nan, inf, -inf and a zero that reads back as a float
-local function float_text(v)
-  if v ~= v then return "nan" end
-  if v == math.huge then return "inf" end
-  if v == -math.huge then return "-inf" end
-  if v == 0 then return 1 / v < 0 and "-0.0" or "0.0" end
-  return shortest_decimal(v)
+-- repr(x) of a Python float: the shortest round-trip digits, written in positional notation
+-- when the exponent is in [-5, 16) ("0.0001", "2.0", "1000000000000000.0") and as
+-- "1e-05", "1.5e+16" otherwise.
+local function float_repr(x)
+  if x ~= x then return "nan" end
+  if x == math.huge then return "inf" end
+  if x == -math.huge then return "-inf" end
+  if x == 0 then return 1 / x < 0 and "-0.0" or "0.0" end
+  local sign = x < 0 and "-" or ""
+  local digits, exp = shortest_digits(math.abs(x))
+  digits = digits:gsub("0+$", "")
+  if digits == "" then digits = "0" end
+  local point = exp + 1   -- digits before the decimal point
+  if point <= -4 or point > 16 then
+    local mantissa = #digits > 1 and digits:sub(1, 1) .. "." .. digits:sub(2) or digits
+    return string.format("%s%se%s%02d", sign, mantissa, exp < 0 and "-" or "+", math.abs(exp))
+  elseif point <= 0 then
+    return sign .. "0." .. string.rep("0", -point) .. digits
+  elseif point >= #digits then
+    return sign .. digits .. string.rep("0", point - #digits) .. ".0"
+  end
+  return sign .. digits:sub(1, point) .. "." .. digits:sub(point + 1)
 end
+
+M.float_repr = float_repr
 
 local function float_of(s)
   if s == "nan" then return 0 / 0 end
@@ -178,7 +209,6 @@ local function json_decode(text)
 end
 M._json_decode = json_decode
 M._json_string = json_string
-M._shortest_decimal = shortest_decimal
 
 -- ---- saving ---------------------------------------------------------------------------
 
@@ -210,7 +240,7 @@ local function sorted_keys(t, op, argn, path)
     elseif type(k) == "string" then strs[#strs + 1] = k
     else
       fail(op, argn, "%s has a key that is %s (keys must be strings or integers)", show_path(path),
-           type(k) == "number" and "the number " .. float_text(k) or describe(k))
+           type(k) == "number" and "the number " .. float_repr(k) or describe(k))
     end
   end
   table.sort(ints)
@@ -231,7 +261,7 @@ local function encode(v, path, flat, on_path, depth, op, argn)
   end
   local t = type(v)
   if math.type(v) == "integer" then return string.format('["int",%d]', v) end
-  if t == "number" then return '["float","' .. float_text(v) .. '"]' end
+  if t == "number" then return '["float","' .. float_repr(v) .. '"]' end
   if t == "boolean" then return v and '["bool",true]' or '["bool",false]' end
   if t == "string" then
     if utf8.len(v) then return '["str",' .. json_string(v) .. "]" end

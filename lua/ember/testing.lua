@@ -21,51 +21,7 @@ local M = {}
 
 -- ---- numbers as Python writes them ----------------------------------------------------
 
--- The digits and decimal exponent of the shortest decimal that reads back as a (a finite
--- double > 0): "125", 2 for 1.25e2. The nearest p-digit decimal is tried first; at a power
--- of two the gap below a is half the gap above, so a neighbour of it can read back when it
--- does not, and Python's repr then takes that neighbour.
-local function shortest_digits(a)
-  for p = 1, 17 do
-    local s = string.format("%." .. (p - 1) .. "e", a)
-    local mantissa, e = s:match("^([%d.]+)e([-+]%d+)$")
-    local digits, exp = mantissa:gsub("%.", ""), tonumber(e)
-    if tonumber(s) == a then return digits, exp end
-    for _, step in ipairs({-1, 1}) do
-      local n = math.tointeger(tonumber(digits)) + step
-      local scale = exp - (p - 1)
-      if tonumber(n .. "e" .. scale) == a then
-        local d = tostring(n)
-        return d, scale + #d - 1
-      end
-    end
-  end
-  error("testing: no decimal reads back as " .. string.format("%a", a))
-end
-
--- repr(x) of a Python float: the shortest round-trip digits, written in positional notation
--- when the exponent is in [-5, 16) ("0.0001", "2.0", "1000000000000000.0") and as
--- "1e-05", "1.5e+16" otherwise.
-local function py_float(x)
-  if x ~= x then return "nan" end
-  if x == math.huge then return "inf" end
-  if x == -math.huge then return "-inf" end
-  if x == 0 then return 1 / x < 0 and "-0.0" or "0.0" end
-  local sign = x < 0 and "-" or ""
-  local digits, exp = shortest_digits(math.abs(x))
-  digits = digits:gsub("0+$", "")
-  if digits == "" then digits = "0" end
-  local point = exp + 1   -- digits before the decimal point
-  if point <= -4 or point > 16 then
-    local mantissa = #digits > 1 and digits:sub(1, 1) .. "." .. digits:sub(2) or digits
-    return string.format("%s%se%s%02d", sign, mantissa, exp < 0 and "-" or "+", math.abs(exp))
-  elseif point <= 0 then
-    return sign .. "0." .. string.rep("0", -point) .. digits
-  elseif point >= #digits then
-    return sign .. digits .. string.rep("0", point - #digits) .. ".0"
-  end
-  return sign .. digits:sub(1, point) .. "." .. digits:sub(point + 1)
-end
+local py_float = require("ember.serialize").float_repr
 
 -- a number or boolean as the messages write it: integers plainly, floats as Python's repr
 local function show(v)

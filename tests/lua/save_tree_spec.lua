@@ -58,6 +58,24 @@ describe("tables of tensors, numbers, booleans and strings", function()
     assert.same({note = "x"}, m2)
   end)
 
+  it("write floats as Python's repr does (and json.dumps): the shortest text that reads back", function()
+    local repr = require("ember.serialize").float_repr
+    -- each right-hand side is what Python 3 prints for repr(float) of the same double
+    local cases = {{2.0, "2.0"}, {1e-05, "1e-05"}, {0.0001, "0.0001"}, {1e16, "1e+16"},
+                   {1e15, "1000000000000000.0"}, {5e-324, "5e-324"}, {0.1 + 0.2, "0.30000000000000004"},
+                   {-1.5, "-1.5"}, {123456789.125, "123456789.125"}, {2 ^ 0.5, "1.4142135623730951"},
+                   {-0.0, "-0.0"}, {math.huge, "inf"}}
+    for _, c in ipairs(cases) do assert.equal(c[2], repr(c[1])) end
+    local p = tmp()
+    ember.save(p, {w = ember.ones(1), a = 2.0, b = 1e-05})
+    local raw = H.read_file(p)
+    local header = raw:sub(9, 8 + string.unpack("<I8", raw))
+    assert.truthy(header:find('[\\"float\\",\\"2.0\\"]', 1, true), header)
+    assert.truthy(header:find('[\\"float\\",\\"1e-05\\"]', 1, true), header)
+    local got = ember.load(p)
+    assert.equal(2.0, got.a); assert.equal("float", math.type(got.a)); assert.equal(1e-05, got.b)
+  end)
+
   it("tables of tensors alone are saved and loaded as before (flat, no tree)", function()
     local p = tmp()
     ember.save(p, {layer = {weight = ember.ones(1)}, [2] = ember.zeros(1)})
