@@ -156,6 +156,22 @@ static void print_usage_error(const char *badoption)
     fflush(stderr);
 }
 
+/* The bits an option that stands alone (-v, never -vx) sets: -i implies -v;
+ * -W is acted on in run_args; -h ends the scan. -1: not such an option. */
+static int lone_option(char c)
+{
+    switch (c) {
+    case 'E': return HAS_ENV;
+    case 'W': return 0;
+    case 'd': return HAS_D;
+    case 'p': return HAS_P;
+    case 'i': return HAS_I | HAS_V;
+    case 'v': return HAS_V;
+    case 'h': return HAS_HELP;
+    default: return -1;
+    }
+}
+
 /* Scans the options (lua.c's collectargs). *first is set to the index of
  * the script name, 0 when there is none, or the bad option on HAS_ERROR. */
 static int collect_args(char **argv, int *first)
@@ -182,6 +198,13 @@ static int collect_args(char **argv, int *first)
             args |= HAS_KERNEL;
             continue;
         }
+        int lone = lone_option(a[1]);
+        if (lone >= 0) {
+            if (a[2] != '\0') return HAS_ERROR;   /* -vx: not -v */
+            args |= lone;
+            if (lone & HAS_HELP) return args;
+            continue;
+        }
         switch (a[1]) {
         case '-':                                   /* -- */
             if (a[2] != '\0') return HAS_ERROR;
@@ -189,31 +212,6 @@ static int collect_args(char **argv, int *first)
             return args;
         case '\0':                                  /* - : stdin is the script */
             return args;
-        case 'h':
-            if (a[2] != '\0') return HAS_ERROR;
-            return args | HAS_HELP;
-        case 'E':
-            if (a[2] != '\0') return HAS_ERROR;
-            args |= HAS_ENV;
-            break;
-        case 'W':
-            if (a[2] != '\0') return HAS_ERROR;
-            break;
-        case 'd':
-            if (a[2] != '\0') return HAS_ERROR;
-            args |= HAS_D;
-            break;
-        case 'p':
-            if (a[2] != '\0') return HAS_ERROR;
-            args |= HAS_P;
-            break;
-        case 'i':
-            args |= HAS_I;      /* -i implies -v */
-            /* fall through */
-        case 'v':
-            if (a[2] != '\0') return HAS_ERROR;
-            args |= HAS_V;
-            break;
         case 'e':
             args |= HAS_E;
             /* fall through */
