@@ -31,7 +31,7 @@
  *    u1 = (x_even + 1) * 2^-32 in (0, 1] (never log(0)), u2 = x_odd * 2^-32,
  *    r = sqrt(-2 log u1), even element a + b * r cos(2 pi u2), odd element
  *    a + b * r sin(2 pi u2). Other backends may differ from this one in the
- *    last bits of log/cos/sin, not more.
+ *    last bits of log/cos/sin, not more (this one: normal_pairs below).
  *  - INT [a, b): range r = b - a; with one lane, value = a + ((x * r) >> 32)
  *    (multiply-shift: no division; bias at most r / 2^32); with two lanes,
  *    the 64-bit word w = lo | hi << 32 gives value = a + (w mod r) (bias at
@@ -102,23 +102,114 @@ static double uniform_value(const rand_job *j, uint32_t x)
     return j->a + (j->b - j->a) * u;
 }
 
+/* ---- normal draws ------------------------------------------------------------
+ * log, cos and sin in straight-line double code that the compiler vectorises
+ * (libm's per pair were five sixths of float32 randn's time): within a few
+ * units in the last place of double, so a float32 result differs from one
+ * through libm only where the double value lies that close to a rounding
+ * boundary, and then by one unit (the GPU suite's tolerance). */
+
+#define LN2_HI 0x1.62e42fefa3800p-1     /* ln 2 split: e * LN2_HI is exact for |e| < 2^11 */
+#define LN2_LO 0x1.ef35793c76730p-45
+
+/* log(k * 2^-32) for k in [1, 2^32]: k 2^-32 = m 2^e with m in [sqrt(1/2), sqrt(2)),
+ * log m = 2 atanh(s), s = (m - 1) / (m + 1), |s| < 0.172: eleven terms of the
+ * series reach double's precision. Near u = 1 (e = 0) nothing cancels. */
+static inline double log_u32(uint64_t k)
+{
+    double u = (double)(int64_t)k * 0x1p-32;
+    uint64_t bits;
+    memcpy(&bits, &u, 8);
+    int64_t e = (int64_t)(bits >> 52) - 1023;
+    bits = (bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull;     /* m in [1, 2) */
+    double m;
+    memcpy(&m, &bits, 8);
+    int64_t big = m > 1.4142135623730951;
+    m = big ? m * 0.5 : m;
+    e += big;
+    double s = (m - 1.0) / (m + 1.0), z = s * s;
+    double p = 2.0 / 23;
+    p = p * z + 2.0 / 21; p = p * z + 2.0 / 19; p = p * z + 2.0 / 17; p = p * z + 2.0 / 15;
+    p = p * z + 2.0 / 13; p = p * z + 2.0 / 11; p = p * z + 2.0 / 9; p = p * z + 2.0 / 7;
+    p = p * z + 2.0 / 5; p = p * z + 2.0 / 3; p = p * z + 2.0;
+    double de = (double)e;
+    return de * LN2_HI + (de * LN2_LO + s * p);
+}
+
+/* a where mask is all ones, b where it is zero; a with its sign flipped where
+ * flip has the top bit: branch-free, so the loops below vectorise */
+static inline double pick(uint64_t mask, double a, double b)
+{
+    uint64_t ua, ub;
+    memcpy(&ua, &a, 8);
+    memcpy(&ub, &b, 8);
+    ua = (ua & mask) | (ub & ~mask);
+    memcpy(&a, &ua, 8);
+    return a;
+}
+
+static inline double negate_if(uint64_t flip, double a)
+{
+    uint64_t ua;
+    memcpy(&ua, &a, 8);
+    ua ^= flip & 0x8000000000000000ull;
+    memcpy(&a, &ua, 8);
+    return a;
+}
+
+/* cos and sin of 2 pi x 2^-32: the quadrant and the octant from x's top bits
+ * (exact), then Taylor polynomials of the angle y in [0, pi/4] (terms to y^15
+ * and y^16: the next are below 2^-54 of the result). */
+static inline void sincos_u32(uint32_t x, double *c, double *s)
+{
+    int64_t q = x >> 30, r = x & 0x3fffffff;
+    uint64_t swap = (uint64_t)0 - (uint64_t)(r > 0x20000000);       /* the angle past pi/4: take pi/2 - it */
+    double y = (double)(r + (int64_t)(swap & 1) * (0x40000000 - 2 * r)) * (6.283185307179586 * 0x1p-32);
+    double z = y * y;
+    double ps = -1.0 / 1307674368000;
+    ps = ps * z + 1.0 / 6227020800; ps = ps * z - 1.0 / 39916800; ps = ps * z + 1.0 / 362880;
+    ps = ps * z - 1.0 / 5040; ps = ps * z + 1.0 / 120; ps = ps * z - 1.0 / 6;
+    double sy = y + y * z * ps;
+    double pc = 1.0 / 20922789888000;
+    pc = pc * z - 1.0 / 87178291200; pc = pc * z + 1.0 / 479001600; pc = pc * z - 1.0 / 3628800;
+    pc = pc * z + 1.0 / 40320; pc = pc * z - 1.0 / 720; pc = pc * z + 1.0 / 24; pc = pc * z - 0.5;
+    double cy = 1.0 + z * pc;
+    /* of the angle within the quadrant, then turned by q quarters:
+     * (c, s) = (cq, sq), (-sq, cq), (-cq, -sq), (sq, -cq) */
+    uint64_t odd = (uint64_t)0 - (uint64_t)(q & 1), across = swap ^ odd;
+    *c = negate_if((uint64_t)((q ^ (q >> 1)) & 1) << 63, pick(across, sy, cy));
+    *s = negate_if((uint64_t)(q >> 1) << 63, pick(across, cy, sy));
+}
+
+/* The values of counters k0 .. k0 + n - 1 (4 per counter) into v: Box-Muller
+ * on the lane pairs, as the mapping above says. */
+static void normal_values(const rand_job *j, uint64_t k0, int n, double *v)
+{
+    enum { MAXN = 64 };
+    uint32_t x[4 * MAXN];
+    for (int c = 0; c < n; c++) philox_at(j, k0 + (uint64_t)c, &x[4 * c]);
+    for (int p = 0; p < 2 * n; p++) {
+        double r = sqrt(-2.0 * log_u32((uint64_t)x[2 * p] + 1)), cs, sn;
+        sincos_u32(x[2 * p + 1], &cs, &sn);
+        v[2 * p] = j->a + j->b * r * cs;
+        v[2 * p + 1] = j->a + j->b * r * sn;
+    }
+}
+
 /* Computes the values of the elements drawn from counter k (up to 4). */
 static void values_at(const rand_job *j, uint64_t k, double *v, int64_t *iv)
 {
+    if (j->op == EM_RAND_NORMAL) {
+        normal_values(j, k, 1, v);
+        return;
+    }
     uint32_t x[4];
     philox_at(j, k, x);
     switch (j->op) {
     case EM_RAND_UNIFORM:
         for (int l = 0; l < 4; l++) v[l] = uniform_value(j, x[l]);
         break;
-    case EM_RAND_NORMAL:
-        for (int l = 0; l < 4; l += 2) {
-            double u1 = ((double)x[l] + 1.0) * 0x1p-32, u2 = (double)x[l + 1] * 0x1p-32;
-            double r = sqrt(-2.0 * log(u1)), th = 2.0 * M_PI * u2;
-            v[l] = j->a + j->b * r * cos(th);
-            v[l + 1] = j->a + j->b * r * sin(th);
-        }
-        break;
+
     case EM_RAND_INT: {
         int64_t lo = (int64_t)j->a;
         if (j->per_ctr == 4) {
@@ -189,6 +280,19 @@ static void run_range(const rand_job *j, int64_t start, int64_t end)
     int64_t iv[4] = {0};
     em_tensor *out = j->out;
     bool ints = j->op == EM_RAND_INT;
+    if (j->contiguous && j->op == EM_RAND_NORMAL && (out->dtype == EM_FLOAT32 || out->dtype == EM_FLOAT64)) {
+        /* 64 counters at a time: the vectorised loops' length */
+        double blk[256];
+        for (int64_t i = start; i < end; i += 256) {
+            int64_t m = end - i < 256 ? end - i : 256;
+            normal_values(j, (uint64_t)(i / 4), (int)((m + 3) / 4), blk);
+            if (out->dtype == EM_FLOAT32)
+                for (int64_t l = 0; l < m; l++) ((float *)em_data_ptr(out))[i + l] = (float)blk[l];
+            else
+                memcpy((double *)em_data_ptr(out) + i, blk, (size_t)m * sizeof(double));
+        }
+        return;
+    }
     if (j->contiguous && !ints && out->dtype == EM_FLOAT32) FILL_CONTIGUOUS(float, (float)open_end(j, (float)v[l]));
     if (j->contiguous && !ints && out->dtype == EM_FLOAT64) FILL_CONTIGUOUS(double, open_end(j, v[l]));
     if (j->contiguous && ints && out->dtype == EM_INT64) FILL_CONTIGUOUS(int64_t, iv[l]);

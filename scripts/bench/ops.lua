@@ -81,6 +81,12 @@ do
   report("transpose_copy_ms", best(20, function() return xt:contiguous() end) * 1e3, "ms")
 end
 
+-- normal draws: randn(1024, 1024) in float32 (Box-Muller over Philox lanes)
+do
+  ember.randn(1024, 1024)
+  report("randn_ms", best(20, function() return ember.randn(1024, 1024) end) * 1e3, "ms")
+end
+
 -- ReLU and clamp, forward and backward on [1024, 1024] through a sum (whose gradient
 -- reaches them as an expanded 0-d tensor)
 for _, row in ipairs({{"relu_fb_ms", function(w) return w:relu() end},

@@ -255,6 +255,7 @@ declare -A target=(
     [conv2d_fb_ms]="<= 0.8 x PyTorch"
     [sum_rows3_us]="<= 1.0 x PyTorch"
     [transpose_copy_ms]="<= 1.0 x PyTorch"
+    [randn_ms]="<= 1.0 x PyTorch"
     [relu_fb_ms]="<= 1.0 x PyTorch"
     [clamp_fb_ms]="<= 1.0 x PyTorch"
     [cnn_epoch_s]="<= 0.7 x PyTorch"
@@ -275,7 +276,7 @@ declare -A target=(
     [hf_gpt2_fwd128_ms]="(PyTorch: transformers)"
     [hf_gpt2_generate_tok_s]="(tokens/s; PyTorch: transformers' generate)"
 )
-for name in startup_ms op_overhead_us op_autograd_us matmul1024_gflops add16m_gbps sum_rows3_us transpose_copy_ms relu_fb_ms \
+for name in startup_ms op_overhead_us op_autograd_us matmul1024_gflops add16m_gbps sum_rows3_us transpose_copy_ms randn_ms relu_fb_ms \
             clamp_fb_ms fm_epoch_s conv2d_fb_ms \
             cnn_epoch_s cnn_epoch_compiled_s cnn_epoch_bf16_s sdpa4096_fb_ms sdpa4096_peak_mb sdpa8192_fb_ms \
             sdpa8192_peak_mb gpt_step_ms gpt_step_compiled_ms gpt_step_bf16_ms gpt_val_loss \

@@ -75,6 +75,10 @@ def main():
     xt.contiguous()
     print("transpose_copy_ms %.6g ms" % (best(20, lambda: xt.contiguous()) * 1e3))
 
+    # normal draws: randn(1024, 1024) in float32
+    torch.randn(1024, 1024)
+    print("randn_ms %.6g ms" % (best(20, lambda: torch.randn(1024, 1024)) * 1e3))
+
     # ReLU and clamp, forward and backward on [1024, 1024] through a sum
     for name, fn in (("relu_fb_ms", lambda w: w.relu()), ("clamp_fb_ms", lambda w: w.clamp(-0.5, 0.5))):
         w = torch.randn(1024, 1024, requires_grad=True)

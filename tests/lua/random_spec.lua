@@ -220,6 +220,53 @@ describe("randn and normal_", function()
     assert.truthy(msg:find("normal_: expected a finite mean and std >= 0", 1, true), msg)
   end)
 
+  -- The mapping of engine/cpu/random.c's header, written again here with Lua's own
+  -- arithmetic and libm's log, cos and sin: Philox 4x32-10 on the counter {lo(q), hi(q), 0, 0}
+  -- with the seed as key, then Box-Muller on the lane pairs. The kernel's log and sincos are
+  -- its own polynomials; the mapping allows them to differ in the last bits only.
+  local function philox(q, seed)
+    local M = 0xffffffff
+    local c0, c1, c2, c3 = q & M, q >> 32, 0, 0
+    local k0, k1 = seed & M, seed >> 32
+    for r = 0, 9 do
+      if r > 0 then k0, k1 = (k0 + 0x9E3779B9) & M, (k1 + 0xBB67AE85) & M end
+      local p0, p1 = 0xD2511F53 * c0, 0xCD9E8D57 * c2      -- < 2^64: exact modulo 2^64
+      c0, c1, c2, c3 = ((p1 >> 32) ~ c1 ~ k0) & M, p1 & M, ((p0 >> 32) ~ c3 ~ k1) & M, p0 & M
+    end
+    return {c0, c1, c2, c3}
+  end
+  local function reference_normals(seed, offset, n)
+    local out = {}
+    for i = 0, n - 1 do
+      local x = philox(offset + i // 4, seed)
+      local l = i % 4 - i % 2                                  -- the pair's first lane
+      local u1, u2 = (x[l + 1] + 1) * 2.0 ^ -32, x[l + 2] * 2.0 ^ -32
+      local r, th = math.sqrt(-2 * math.log(u1)), 2 * math.pi * u2
+      out[i + 1] = i % 2 == 0 and r * math.cos(th) or r * math.sin(th)
+    end
+    return out
+  end
+
+  it("follows the mapping: Philox lanes through Box-Muller (float64 within 1e-14, float32 one ulp)", function()
+    for _, seed in ipairs({0, 1234, 0x123456789AB}) do
+      ember.manual_seed(seed)
+      local offset = ember.get_rng_state().offset
+      local got = flat(ember.randn(4099, {dtype = "float64"}))
+      local want = reference_normals(seed, offset, 4099)
+      for i = 1, #want do
+        assert(math.abs(got[i] - want[i]) <= 1e-14 * math.max(1, math.abs(want[i])),
+               string.format("seed %d, element %d: %.17g against %.17g", seed, i, got[i], want[i]))
+      end
+      ember.manual_seed(seed)
+      local g32 = flat(ember.randn(4099))
+      for i = 1, #want do
+        local w = string.unpack("f", string.pack("f", want[i]))          -- rounded to float32
+        local ulp = 2.0 ^ (math.floor(math.log(math.abs(w), 2)) - 23)
+        assert(math.abs(g32[i] - w) <= ulp, string.format("float32 element %d: %.9g against %.9g", i, g32[i], w))
+      end
+    end
+  end)
+
   it("odd sizes work (the last Box-Muller pair half used)", function()
     ember.manual_seed(4)
     local a = flat(ember.randn(7))
