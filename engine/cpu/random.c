@@ -31,7 +31,7 @@
  *    u1 = (x_even + 1) * 2^-32 in (0, 1] (never log(0)), u2 = x_odd * 2^-32,
  *    r = sqrt(-2 log u1), even element a + b * r cos(2 pi u2), odd element
  *    a + b * r sin(2 pi u2). Other backends may differ from this one in the
- *    last bits of log/cos/sin, not more (this one: normal_pairs below).
+ *    last bits of log/cos/sin, not more (this one: log_u32, sincos_u32 below).
  *  - INT [a, b): range r = b - a; with one lane, value = a + ((x * r) >> 32)
  *    (multiply-shift: no division; bias at most r / 2^32); with two lanes,
  *    the 64-bit word w = lo | hi << 32 gives value = a + (w mod r) (bias at
@@ -54,14 +54,21 @@ typedef struct rand_job {
     bool contiguous;
 } rand_job;
 
-static void philox_at(const rand_job *j, uint64_t k, uint32_t out[4])
+/* Counters drawn at a time: the length of the loops below, which the compiler
+ * vectorises (Philox's rounds across counters, the conversions across lanes). */
+#define BLOCK 64
+
+/* The four output words of counters k0 .. k0 + n - 1 (n <= BLOCK) into x[4 c + lane]. */
+static void philox_block(const rand_job *j, uint64_t k0, int n, uint32_t *x)
 {
-    uint64_t q = j->offset + k;
-    out[0] = (uint32_t)q;
-    out[1] = (uint32_t)(q >> 32);
-    out[2] = q < j->offset ? 1u : 0u;
-    out[3] = 0;
-    em_philox_rounds(out, j->key[0], j->key[1]);
+    for (int c = 0; c < n; c++) {
+        uint64_t q = j->offset + k0 + (uint64_t)c;
+        x[4 * c] = (uint32_t)q;
+        x[4 * c + 1] = (uint32_t)(q >> 32);
+        x[4 * c + 2] = q < j->offset ? 1u : 0u;
+        x[4 * c + 3] = 0;
+    }
+    for (int c = 0; c < n; c++) em_philox_rounds(&x[4 * c], j->key[0], j->key[1]);
 }
 
 /* Walks the output's elements in row-major order from a start position,
@@ -94,12 +101,6 @@ static void walker_next(walker *w)
         w->p -= t->sizes[d] * t->strides[d] * w->esz;
         w->coord[d] = 0;
     }
-}
-
-static double uniform_value(const rand_job *j, uint32_t x)
-{
-    double u = (double)(x >> (32 - j->mbits)) * ldexp(1.0, -j->mbits);
-    return j->a + (j->b - j->a) * u;
 }
 
 /* ---- normal draws ------------------------------------------------------------
@@ -181,44 +182,35 @@ static inline void sincos_u32(uint32_t x, double *c, double *s)
     *s = negate_if((uint64_t)(q >> 1) << 63, pick(across, cy, sy));
 }
 
-/* The values of counters k0 .. k0 + n - 1 (4 per counter) into v: Box-Muller
- * on the lane pairs, as the mapping above says. */
-static void normal_values(const rand_job *j, uint64_t k0, int n, double *v)
+/* The values of counters k0 .. k0 + n - 1 (n <= BLOCK) as the mapping above
+ * says: per_ctr of them per counter into v (floats) or iv (integers). */
+static void draw_block(const rand_job *j, uint64_t k0, int n, double *v, int64_t *iv)
 {
-    enum { MAXN = 64 };
-    uint32_t x[4 * MAXN];
-    for (int c = 0; c < n; c++) philox_at(j, k0 + (uint64_t)c, &x[4 * c]);
-    for (int p = 0; p < 2 * n; p++) {
-        double r = sqrt(-2.0 * log_u32((uint64_t)x[2 * p] + 1)), cs, sn;
-        sincos_u32(x[2 * p + 1], &cs, &sn);
-        v[2 * p] = j->a + j->b * r * cs;
-        v[2 * p + 1] = j->a + j->b * r * sn;
-    }
-}
-
-/* Computes the values of the elements drawn from counter k (up to 4). */
-static void values_at(const rand_job *j, uint64_t k, double *v, int64_t *iv)
-{
-    if (j->op == EM_RAND_NORMAL) {
-        normal_values(j, k, 1, v);
-        return;
-    }
-    uint32_t x[4];
-    philox_at(j, k, x);
+    uint32_t x[4 * BLOCK];
+    philox_block(j, k0, n, x);
     switch (j->op) {
-    case EM_RAND_UNIFORM:
-        for (int l = 0; l < 4; l++) v[l] = uniform_value(j, x[l]);
+    case EM_RAND_UNIFORM: {
+        int shift = 32 - j->mbits;
+        double scale = ldexp(1.0, -j->mbits), a = j->a, w = j->b - j->a;
+        for (int l = 0; l < 4 * n; l++) v[l] = a + w * ((double)(int64_t)(x[l] >> shift) * scale);
         break;
-
+    }
+    case EM_RAND_NORMAL:
+        for (int p = 0; p < 2 * n; p++) {
+            double r = sqrt(-2.0 * log_u32((uint64_t)x[2 * p] + 1)), cs, sn;
+            sincos_u32(x[2 * p + 1], &cs, &sn);
+            v[2 * p] = j->a + j->b * r * cs;
+            v[2 * p + 1] = j->a + j->b * r * sn;
+        }
+        break;
     case EM_RAND_INT: {
-        int64_t lo = (int64_t)j->a;
+        uint64_t lo = (uint64_t)(int64_t)j->a;
         if (j->per_ctr == 4) {
-            for (int l = 0; l < 4; l++)
-                iv[l] = (int64_t)((uint64_t)lo + (((uint64_t)x[l] * j->range) >> 32));
+            for (int l = 0; l < 4 * n; l++) iv[l] = (int64_t)(lo + (((uint64_t)x[l] * j->range) >> 32));
         } else {
-            for (int l = 0; l < 2; l++) {
+            for (int l = 0; l < 2 * n; l++) {
                 uint64_t w = (uint64_t)x[2 * l] | (uint64_t)x[2 * l + 1] << 32;
-                iv[l] = (int64_t)((uint64_t)lo + w % j->range);
+                iv[l] = (int64_t)(lo + w % j->range);
             }
         }
         break;
@@ -228,6 +220,7 @@ static void values_at(const rand_job *j, uint64_t k, double *v, int64_t *iv)
     }
 }
 
+/* One element of a strided output: its value converted to the dtype. */
 static void store(const rand_job *j, char *p, double v, int64_t iv)
 {
     em_dtype d = j->out->dtype;
@@ -254,58 +247,44 @@ static void run_range(const rand_job *j, int64_t start, int64_t end);
 static void job_range(int64_t start, int64_t end, void *ctx) { run_range(ctx, start, end); }
 
 /* uniform's draws that rounding to the dtype took to the open end b go to a */
-static inline double open_end(const rand_job *j, double f)
-{
-    return j->op == EM_RAND_UNIFORM && j->b > j->a && f >= j->b ? j->a : f;
-}
+static inline double open_end(const rand_job *j, double f) { return f >= j->b ? j->a : f; }
 
-/* The contiguous outputs' loop: element i + l of the T data is VALUE (of v[l]
- * or iv[l]); store() and the walker per element were two thirds of randint's
- * time. */
+/* [start, end) a block of counters at a time: the block's m elements are
+ * i + l for l < m, their values v[l] (floats) or iv[l] (integers). */
+#define FOR_BLOCKS(BODY)                                                                     \
+    for (int64_t i = start; i < end; i += BLOCK * pc) {                                      \
+        int64_t m = end - i < BLOCK * pc ? end - i : BLOCK * pc;                             \
+        draw_block(j, (uint64_t)(i / pc), (int)((m + pc - 1) / pc), v, iv);                 \
+        BODY                                                                                 \
+    }
+
+/* The contiguous outputs: element i + l of the T data is VALUE (store() and the
+ * walker per element were two thirds of randint's time). */
 #define FILL_CONTIGUOUS(T, VALUE)                                                            \
     do {                                                                                     \
         T *o = (T *)em_data_ptr(out);                                                        \
-        for (int64_t i = start; i < end; i += pc) {                                          \
-            values_at(j, (uint64_t)(i / pc), v, iv);                                         \
-            int64_t m = end - i < pc ? end - i : pc;                                         \
-            for (int l = 0; l < m; l++) o[i + l] = (VALUE);                                  \
-        }                                                                                    \
+        FOR_BLOCKS(for (int64_t l = 0; l < m; l++) o[i + l] = (VALUE);)                      \
         return;                                                                              \
     } while (0)
 
 static void run_range(const rand_job *j, int64_t start, int64_t end)
 {
     int pc = j->per_ctr;
-    double v[4] = {0};
-    int64_t iv[4] = {0};
+    double v[4 * BLOCK] = {0};
+    int64_t iv[4 * BLOCK] = {0};
     em_tensor *out = j->out;
-    bool ints = j->op == EM_RAND_INT;
-    if (j->contiguous && j->op == EM_RAND_NORMAL && (out->dtype == EM_FLOAT32 || out->dtype == EM_FLOAT64)) {
-        /* 64 counters at a time: the vectorised loops' length */
-        double blk[256];
-        for (int64_t i = start; i < end; i += 256) {
-            int64_t m = end - i < 256 ? end - i : 256;
-            normal_values(j, (uint64_t)(i / 4), (int)((m + 3) / 4), blk);
-            if (out->dtype == EM_FLOAT32)
-                for (int64_t l = 0; l < m; l++) ((float *)em_data_ptr(out))[i + l] = (float)blk[l];
-            else
-                memcpy((double *)em_data_ptr(out) + i, blk, (size_t)m * sizeof(double));
-        }
-        return;
-    }
-    if (j->contiguous && !ints && out->dtype == EM_FLOAT32) FILL_CONTIGUOUS(float, (float)open_end(j, (float)v[l]));
-    if (j->contiguous && !ints && out->dtype == EM_FLOAT64) FILL_CONTIGUOUS(double, open_end(j, v[l]));
+    bool ints = j->op == EM_RAND_INT, half_open = j->op == EM_RAND_UNIFORM && j->b > j->a;
+    if (j->contiguous && half_open && out->dtype == EM_FLOAT32) FILL_CONTIGUOUS(float, (float)open_end(j, (float)v[l]));
+    if (j->contiguous && half_open && out->dtype == EM_FLOAT64) FILL_CONTIGUOUS(double, open_end(j, v[l]));
+    if (j->contiguous && !ints && out->dtype == EM_FLOAT32) FILL_CONTIGUOUS(float, (float)v[l]);
+    if (j->contiguous && !ints && out->dtype == EM_FLOAT64) FILL_CONTIGUOUS(double, v[l]);
     if (j->contiguous && ints && out->dtype == EM_INT64) FILL_CONTIGUOUS(int64_t, iv[l]);
     walker w;
     walker_init(&w, out, start);
-    for (int64_t i = start; i < end; i += pc) {
-        values_at(j, (uint64_t)(i / pc), v, iv);
-        int64_t m = end - i < pc ? end - i : pc;
-        for (int l = 0; l < m; l++) {
-            store(j, w.p, v[l], iv[l]);
-            walker_next(&w);
-        }
-    }
+    FOR_BLOCKS(for (int64_t l = 0; l < m; l++) {
+        store(j, w.p, v[l], iv[l]);
+        walker_next(&w);
+    })
 }
 
 int cpu_random(em_random_op op, em_tensor *out, uint64_t seed, uint64_t offset, const uint64_t *dev_state, double a,
