@@ -89,10 +89,10 @@ static bool has_plain_value(lua_State *L, int idx, int onpath, int depth)
 /* Adds the tensors of the table at `src` to the flat table at `dst`, each
  * under prefix + key. The prefix string is at the top of the stack (or
  * absent when has_prefix is false). `onpath` holds the tables being walked. */
-static void flatten(lua_State *L, int src, int dst, int onpath, bool has_prefix, int depth)
+static void flatten(lua_State *L, int src, int dst, int onpath, bool has_prefix, int depth, int argn)
 {
     const char *op = "save";
-    if (depth > MAX_DEPTH) emlua_argerror(L, 2, op, "tables nested more than %d deep", MAX_DEPTH);
+    if (depth > MAX_DEPTH) emlua_argerror(L, argn, op, "tables nested more than %d deep", MAX_DEPTH);
     luaL_checkstack(L, 8, "save: nesting");
     int prefix = lua_gettop(L);
     lua_pushnil(L);
@@ -105,7 +105,7 @@ static void flatten(lua_State *L, int src, int dst, int onpath, bool has_prefix,
         } else if (kt == LUA_TNUMBER && lua_isinteger(L, -2 - has_prefix)) {
             lua_pushfstring(L, "%I", (LUAI_UACINT)lua_tointeger(L, -2 - has_prefix));
         } else {
-            emlua_argerror(L, 2, op, "keys must be strings or integers, got a %s key", luaL_typename(L, -2 - has_prefix));
+            emlua_argerror(L, argn, op, "keys must be strings or integers, got a %s key", luaL_typename(L, -2 - has_prefix));
         }
         if (has_prefix) {
             lua_pushliteral(L, ".");
@@ -115,11 +115,11 @@ static void flatten(lua_State *L, int src, int dst, int onpath, bool has_prefix,
         /* stack: ... key value name */
         size_t len;
         const char *name = lua_tolstring(L, -1, &len);
-        if (len == 0) emlua_argerror(L, 2, op, "empty tensor name");
-        if (strlen(name) != len) emlua_argerror(L, 2, op, "tensor name \"%s...\" contains a zero byte", name);
+        if (len == 0) emlua_argerror(L, argn, op, "empty tensor name");
+        if (strlen(name) != len) emlua_argerror(L, argn, op, "tensor name \"%s...\" contains a zero byte", name);
         if (emlua_test(L, -2)) {
             if (lua_getfield(L, dst, name) != LUA_TNIL)
-                emlua_argerror(L, 2, op, "the name \"%s\" is given twice (after flattening nested tables)", name);
+                emlua_argerror(L, argn, op, "the name \"%s\" is given twice (after flattening nested tables)", name);
             lua_pop(L, 1);
             lua_pushvalue(L, -2);
             lua_setfield(L, dst, name);
@@ -128,21 +128,21 @@ static void flatten(lua_State *L, int src, int dst, int onpath, bool has_prefix,
             lua_pushvalue(L, -2);
             if (lua_rawget(L, onpath) == LUA_TSTRING) {
                 const char *at = lua_tostring(L, -1);
-                if (*at) emlua_argerror(L, 2, op, "\"%s\" is the table at \"%s\" again, which contains it (a cycle)",
+                if (*at) emlua_argerror(L, argn, op, "\"%s\" is the table at \"%s\" again, which contains it (a cycle)",
                                         name, at);
-                emlua_argerror(L, 2, op, "\"%s\" is the table given again, which contains it (a cycle)", name);
+                emlua_argerror(L, argn, op, "\"%s\" is the table given again, which contains it (a cycle)", name);
             }
             lua_pop(L, 1);
             lua_pushvalue(L, -2);
             lua_pushvalue(L, -2);                      /* the name: where the cycle starts */
             lua_rawset(L, onpath);
-            flatten(L, lua_gettop(L) - 1, dst, onpath, true, depth + 1);
+            flatten(L, lua_gettop(L) - 1, dst, onpath, true, depth + 1, argn);
             lua_pushvalue(L, -2);
             lua_pushnil(L);
             lua_rawset(L, onpath);
             lua_pop(L, 2);
         } else {
-            emlua_argerror(L, 2, op, "\"%s\" is a %s (expected a tensor, number, boolean, string or table)", name,
+            emlua_argerror(L, argn, op, "\"%s\" is a %s (expected a tensor, number, boolean, string or table)", name,
                            luaL_typename(L, -2));
         }
     }
@@ -174,6 +174,15 @@ static void call_serialize(lua_State *L, const char *fn, int n, int nres)
 static int save_impl(lua_State *L, bool raw)
 {
     const char *op = "save";
+    /* torch.save(obj, f)'s order as well: a table first and a path second
+     * (the errors then name the table argument 1, as the caller wrote it) */
+    int argn = 2;
+    if (lua_type(L, 1) == LUA_TTABLE && lua_type(L, 2) == LUA_TSTRING) {
+        lua_pushvalue(L, 2);
+        lua_remove(L, 2);
+        lua_insert(L, 1);
+        argn = 1;
+    }
     const char *path = emlua_check_path(L, 1, op);
     if (lua_type(L, 2) != LUA_TTABLE || emlua_test(L, 2))
         return emlua_typeerror(L, 2, op, "a table of tensors (name -> tensor)");
@@ -188,7 +197,8 @@ static int save_impl(lua_State *L, bool raw)
             lua_pushvalue(L, 1);
             lua_pushvalue(L, 2);
             lua_pushvalue(L, 3);
-            call_serialize(L, "save", 3, 0);
+            lua_pushinteger(L, argn);
+            call_serialize(L, "save", 4, 0);
             return 0;
         }
     }
@@ -198,7 +208,7 @@ static int save_impl(lua_State *L, bool raw)
     lua_pushvalue(L, 2);
     lua_pushliteral(L, "");
     lua_rawset(L, 5);
-    flatten(L, 2, 4, 5, false, 0);
+    flatten(L, 2, 4, 5, false, 0, argn);
     lua_settop(L, 4);
     int n = 0;
     for (lua_pushnil(L); lua_next(L, 4); lua_pop(L, 1)) n++;

@@ -298,9 +298,10 @@ function M.flatten(tree, op, argn)
   return flat, string.format('{"%s":%d,"root":%s}', KEY, VERSION, root)
 end
 
---- serialize.save(path, tree, opts): ember.save for a table holding numbers, booleans or strings.
-function M.save(path, tree, opts)
-  local flat, text = M.flatten(tree)
+--- serialize.save(path, tree, opts [, argn = 2]): ember.save for a table holding numbers, booleans or
+--- strings; argn: the tree's place in the caller's arguments, for the errors.
+function M.save(path, tree, opts, argn)
+  local flat, text = M.flatten(tree, "save", argn)
   local meta = {}
   if opts ~= nil and opts.metadata ~= nil then
     if type(opts.metadata) ~= "table" then

@@ -195,6 +195,33 @@ describe("an optimizer's state_dict through ember.save / ember.load", function()
   end)
 end)
 
+describe("torch.save's argument order", function()
+  it("ember.save(obj, path) as torch.save(obj, f) writes the same file as ember.save(path, obj)", function()
+    local net = nn.Linear(3, 2)
+    local p1, p2 = tmp(), tmp()
+    ember.save(net:state_dict(), p1)                       -- a port of torch.save(model.state_dict(), path)
+    ember.save(p2, net:state_dict())
+    assert.equal(H.read_file(p2), H.read_file(p1))
+    local sd = ember.load(p1)
+    H.check(sd.weight, net.weight:tolist(), 0)
+    ember.save({step = 3, w = ember.ones(2)}, p1, {metadata = {note = "x"}})   -- a tree, and the options
+    local got, meta = ember.load(p1)
+    assert.equal(3, got.step); assert.same({note = "x"}, meta)
+  end)
+
+  it("names the table argument 1 in its errors when it comes first", function()
+    local p = tmp()
+    local cyc = {step = 1, inner = {}}
+    cyc.inner.back = cyc
+    H.has(H.err(ember.save, cyc, p), 'save: argument 1: "inner.back" is the table given again')
+    H.has(H.err(ember.save, {w = ember.ones(1), f = print}, p), 'save: argument 1: "f" is a function')
+    H.has(H.err(ember.save, {w = ember.ones(1), [1.5] = 2}, p), "save: argument 1: the table has a key that is the number 1.5")
+    H.has(H.err(ember.save, {w = ember.ones(1), [1.5] = ember.ones(1)}, p),
+          "save: argument 1: keys must be strings or integers, got a number key")   -- tensors alone: the C walk
+    H.has(H.err(ember.save, 3, p), "save: argument 1: expected a file path (string), got number")
+  end)
+end)
+
 -- ---- errors -------------------------------------------------------------------------------
 
 describe("what cannot be saved gets a clear error and writes nothing", function()
