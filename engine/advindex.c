@@ -242,9 +242,27 @@ static em_tensor *permute_maybe(em_tensor *x, const int *perm, int n)
     return r;
 }
 
+/* x[mask] with a mask of x's own shape, the usual form: masked_select's one
+ * pass of positions, not the mask's coordinates and a flat index built from
+ * them (half of x[mask]'s time). */
+static bool whole_mask(const em_tensor *t, em_tensor *const *indices, int n)
+{
+    const em_tensor *m = n == 1 ? indices[0] : NULL;
+    if (!m || m->dtype != EM_BOOL || m->ndim == 0 || m->ndim != t->ndim) return false;
+    for (int i = 0; i < m->ndim; i++)
+        if (m->sizes[i] != t->sizes[i]) return false;
+    return true;
+}
+
 em_tensor *em_index_tensors(const em_tensor *t, em_tensor *const *indices, int n)
 {
     const char *op = "index";
+    if (whole_mask(t, indices, n)) {
+        em_tensor *m = em_to_device(indices[0], em_dev(t));
+        em_tensor *r = m ? em_masked_select(t, m) : NULL;
+        em_release(m);
+        return r;
+    }
     plan p;
     if (build_plan(op, t, indices, n, &p)) return NULL;
     int64_t merged[EM_MAX_DIMS], sz[EM_MAX_DIMS];

@@ -244,12 +244,13 @@ static int count_nonzero(const em_tensor *t, int64_t *count)
     if (n == 0) return 0;
     const em_backend *be = em_be(t);
     em_scope sc = {0};
-    em_tensor *b = em_scope_keep(&sc, em_empty(t->sizes, t->ndim, EM_BOOL, em_dev(t)));
+    bool is_bool = t->dtype == EM_BOOL && em_is_contiguous(t);    /* a mask as it is: no copy */
+    em_tensor *b = em_scope_keep(&sc, is_bool ? em_retain((em_tensor *)t) : em_empty(t->sizes, t->ndim, EM_BOOL, em_dev(t)));
     em_tensor *s = em_scope_keep(&sc, em_empty(no_sizes, 0, EM_INT64, em_dev(t)));
     em_tensor *flat = b ? em_scope_keep(&sc, em_view(b, &n, 1)) : NULL;
     int rc = -1;
     double v = 0;
-    if (s && flat && !be->cast(b, t) && !be->reduce(EM_RSUM, s, NULL, flat, 1) && !em_item(s, &v)) {
+    if (s && flat && (is_bool || !be->cast(b, t)) && !be->reduce(EM_RSUM, s, NULL, flat, 1) && !em_item(s, &v)) {
         *count = (int64_t)v;
         rc = 0;
     }

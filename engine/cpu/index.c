@@ -390,20 +390,30 @@ int cpu_nonzero(em_tensor *out, const em_tensor *in)
          * per-element dtype switch were most of nonzero's time, 4x PyTorch's) */
         const uint8_t *m = (const uint8_t *)base;
         int64_t *o = (int64_t *)obase;
-        for (int64_t pos = 0; pos < numel; pos++) {
-            if (!m[pos]) continue;
-            if (found == rows)
-                return em_set_error("nonzero: more than the %lld non-zero elements counted", (long long)rows);
-            int64_t rem = pos, *row = o + found * nd;
+        if (nd == 0) found = m[0] != 0;        /* a 0-d input: rows of no columns, no buffer */
+        if (rows == 0 || nd == 0)
+            return found == rows ? 0 : em_set_error("nonzero: found %lld non-zero elements, %lld counted",
+                                                    (long long)found, (long long)rows);
+        /* the positions of the hits first, without a branch on the mask (a
+         * random mask mispredicted one in six), each stored and kept when a hit */
+        int64_t pos = 0;
+        for (; pos < numel && found < rows; pos++) {
+            o[found] = pos;
+            found += m[pos] != 0;
+        }
+        for (; pos < numel; pos++) found += m[pos] != 0;
+        if (found != rows)
+            return em_set_error("nonzero: found %lld non-zero elements, %lld counted", (long long)found, (long long)rows);
+        /* then each position as its row of 1-based coordinates, from the last:
+         * row k (at k * nd >= k) never covers a position not yet read */
+        for (int64_t k = rows - 1; k >= 0; k--) {
+            int64_t rem = o[k], *row = o + k * nd;
             for (int d = nd - 1; d > 0; d--) {
                 row[d] = rem % in->sizes[d] + 1;
                 rem /= in->sizes[d];
             }
-            if (nd > 0) row[0] = rem + 1;           /* a 0-d input has rows of no columns */
-            found++;
+            row[0] = rem + 1;
         }
-        if (found != rows)
-            return em_set_error("nonzero: found %lld non-zero elements, %lld counted", (long long)found, (long long)rows);
         return 0;
     }
     int64_t off = 0;   /* element offset of coord in `in` */

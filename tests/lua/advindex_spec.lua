@@ -119,6 +119,20 @@ describe("advanced indexing by hand", function()
     check_shape(x[{ember.tensor(false)}], {0, 2, 3, 2})
   end)
 
+  it("a mask of the tensor's whole shape: values in row-major order, transposed operands, its gradient", function()
+    local x = arange({2, 3})                               -- {{0, 1, 2}, {3, 4, 5}}
+    check(x[ember.tensor{{false, true, true}, {true, false, false}}], {1, 2, 3})
+    -- x:t() is {{0, 3}, {1, 4}, {2, 5}}: row-major over the view, not over memory
+    check(x:t()[ember.tensor{{true, true}, {false, true}, {true, false}}], {0, 3, 4, 2})
+    local m = ember.tensor{{true, false, true}, {false, true, false}}:t()   -- a transposed mask
+    check(arange({3, 2})[m], {0, 3, 4})
+    check_shape(x[ember.zeros(2, 3, {dtype = "bool"})], {0})
+    local w = arange({2, 3}):requires_grad_()
+    local sel = w[ember.tensor{{true, false, true}, {false, false, true}}]
+    sel:mul(ember.tensor({1.0, 2.0, 3.0}, {dtype = "float64"})):sum():backward()
+    check(w.grad, {{1, 0, 2}, {0, 0, 3}})
+  end)
+
   it("t[idx] and t[mask] keep working", function()
     local t = ember.tensor{1, 2, 3, 4}
     check(t[L{4, 2}], {4, 2})
