@@ -158,9 +158,10 @@ void cpu_foreach_lines(int nops, const em_tensor *const *ts, int64_t line, cpu_l
  * along the second-inner dim than along the inner one (an in-place op on a
  * transposed tensor, x:t():mul_(2)), the two are swapped, so each run is
  * contiguous. An operand sharing the output's memory as another view
- * (x:add_(x:t()), an overlapping slice) keeps the row-major order. (Tiles for
- * a mix of layouts, x:t() * 2 into a contiguous output, lost: the loops' cost
- * per run outweighed the cache lines they kept.) */
+ * (an overlapping slice) keeps the row-major order. (Tiles for a mix of
+ * layouts, x:t() * 2 into a contiguous output, lost: the loops' cost per run
+ * outweighed the cache lines they kept; such an operand is copied by blocks
+ * first instead, worth_staging below.) */
 static void reorder_inner(iter *it, int nops, const em_tensor *const *ts)
 {
     int nd = it->ndim, a = nd - 2, b = nd - 1;
@@ -191,6 +192,28 @@ static void run_iter(const iter *it, cpu_loop_fn fn, void *ctx)
     cpu_parallel_for(it->numel, it->numel, 64, foreach_range, &j);
 }
 
+/* An input worth copying to a contiguous buffer first (the copy goes by
+ * blocks, copy.c's copy_transposed): a large matrix-shaped operand with its
+ * last two dims swapped, read into a contiguous output of the same sizes
+ * (x:t():exp(), x:t() + y). Read in place, each run of the output steps
+ * across a page of it: 2-5x the time of the copy and a contiguous op
+ * together. When it is the output's own memory (x:add_(x:t())), the copy
+ * also gives the op the values from before it, as NumPy does for operands
+ * that overlap (read in place, threads would race over them). */
+#define STAGE_MIN 65536
+static bool worth_staging(const em_tensor *out, const em_tensor *t)
+{
+    int nd = t->ndim;
+    size_t esz = em_dtype_size(t->dtype);
+    if (nd < 2 || t->ndim != out->ndim || em_numel(t) < STAGE_MIN) return false;
+    if (t->strides[nd - 2] != 1 || t->strides[nd - 1] == 1 || !em_is_contiguous(out)) return false;
+    /* the blocked copy's own conditions, else the copy is as slow as the op */
+    if ((esz != 2 && esz != 4 && esz != 8) || t->sizes[nd - 2] < 16 || t->sizes[nd - 1] < 16) return false;
+    for (int d = 0; d < nd; d++)
+        if (t->sizes[d] != out->sizes[d] || (t->sizes[d] > 1 && t->strides[d] == 0)) return false;
+    return true;
+}
+
 /* ranges starting at multiples of 64, as cpu_for_ranges's; any order */
 void cpu_foreach(int nops, const em_tensor *const *ts, cpu_loop_fn fn, void *ctx)
 {
@@ -203,8 +226,18 @@ void cpu_foreach(int nops, const em_tensor *const *ts, cpu_loop_fn fn, void *ctx
         fn(ptrs, strides, n, ctx);
         return;
     }
+    const em_tensor *ops[CPU_MAX_OPS];
+    em_tensor *staged[CPU_MAX_OPS] = {0};
+    for (int k = 0; k < nops; k++) {
+        ops[k] = ts[k];
+        if (k == 0 || contiguous || !worth_staging(ts[0], ts[k])) continue;
+        em_tensor *c = em_empty(ts[k]->sizes, ts[k]->ndim, ts[k]->dtype, em_dev(ts[k]));
+        if (c && cpu_cast(c, ts[k]) == 0) ops[k] = staged[k] = c;
+        else em_release(c);           /* no memory for it: read in place */
+    }
     iter it;
-    iter_init(&it, nops, ts);
-    if (!contiguous) reorder_inner(&it, nops, ts);
+    iter_init(&it, nops, ops);
+    if (!contiguous) reorder_inner(&it, nops, ops);
     run_iter(&it, fn, ctx);
+    for (int k = 0; k < nops; k++) em_release(staged[k]);
 }

@@ -89,3 +89,32 @@ describe("a transposed view copied into a contiguous tensor", function()
     check_all(c, function(j, i) return (i - 1) * 65 + (j - 1) end)
   end)
 end)
+
+-- An op reading a large transposed operand into a contiguous output copies that operand by
+-- blocks first (engine/cpu/iter.c, worth_staging; 65536 elements and up). The values are
+-- the op's on the elements the view names, checked against the index formula.
+describe("an elementwise op on a large transposed operand", function()
+  it("unary, binary with a contiguous or a second transposed operand, in place, batched", function()
+    local x = arange_view({300, 256}, "float32")         -- x[i][j] = (i-1) 256 + (j-1)
+    check_all(x:t():mul(2), function(j, i) return 2 * ((i - 1) * 256 + (j - 1)) end)
+    check_all(x:t():neg(), function(j, i) return -((i - 1) * 256 + (j - 1)) end)
+    local y = arange_view({256, 300}, "float32")          -- y[j][i] = (j-1) 300 + (i-1)
+    check_all(x:t() + y, function(j, i) return (i - 1) * 256 + (j - 1) + (j - 1) * 300 + (i - 1) end)
+    check_all(y - x:t(), function(j, i) return (j - 1) * 300 + (i - 1) - ((i - 1) * 256 + (j - 1)) end)
+    local z = arange_view({300, 256}, "float32")
+    check_all(x:t() * 0 + z:t(), function(j, i) return (i - 1) * 256 + (j - 1) end)
+    local acc = ember.ones(256, 300)                       -- in place: acc += x^T
+    acc:add_(x:t())
+    check_all(acc, function(j, i) return 1 + (i - 1) * 256 + (j - 1) end)
+    local b = arange_view({3, 200, 120}, "float64"):transpose(2, 3)   -- [3, 120, 200]
+    check_all(b:add(1), function(k, j, i) return (k - 1) * 24000 + (i - 1) * 120 + (j - 1) + 1 end)
+    local h = arange_view({300, 256}, "int64"):remainder(1024):to("float16")   -- exact in float16
+    check_all(h:t():remainder(7), function(j, i) return ((i - 1) * 256 + (j - 1)) % 1024 % 7 end)
+  end)
+
+  it("x:add_(x:t()) adds the values from before the op (NumPy's answer for overlapping operands)", function()
+    local x = arange_view({300, 300}, "float64")         -- x[i][j] = (i-1) 300 + (j-1)
+    x:add_(x:t())
+    check_all(x, function(i, j) return (i - 1) * 300 + (j - 1) + (j - 1) * 300 + (i - 1) end)
+  end)
+end)
