@@ -240,7 +240,7 @@ int cpu_binary(em_binary_op op, em_tensor *out, const em_tensor *a, const em_ten
         return em_set_error("%s: the CPU kernel needs integer or bool inputs, got %s", name, em_dtype_name(dt));
     bin_ctx c = {op, dt, cmp, 0, a->dtype, b->dtype};
     const em_tensor *ts[3] = {out, a, b};
-    cpu_foreach(3, ts, binary_loop, &c);
+    cpu_foreach_elementwise(3, ts, binary_loop, &c);
     if (c.divzero) return em_set_error("%s: integer division by zero", name);
     return 0;
 }

@@ -277,7 +277,7 @@ int cpu_cast(em_tensor *dst, const em_tensor *src)
     else if (dst->dtype == EM_FLOAT32 && src->dtype == EM_BFLOAT16) fn = bf16_to_f32;
     else if (dst->dtype == EM_FLOAT16 && src->dtype == EM_FLOAT32) fn = f32_to_f16;
     else if (dst->dtype == EM_FLOAT32 && src->dtype == EM_FLOAT16) fn = f16_to_f32;
-    cpu_foreach(2, ts, fn, &c);
+    cpu_foreach_elementwise(2, ts, fn, &c);
     return 0;
 }
 

@@ -25,6 +25,11 @@ typedef void (*cpu_loop_fn)(char **ptrs, const int64_t *strides, int64_t n, void
 #define CPU_PARALLEL_MIN 65536
 
 void cpu_foreach(int nops, const em_tensor *const *ts, cpu_loop_fn fn, void *ctx);
+/* The same for an elementwise op whose operands 1.. are inputs read element
+ * by element (unary, binary, ternary, clamp, cast): a large one with its last
+ * two dims swapped, into a contiguous ts[0], is copied by blocks first (iter.c,
+ * worth_staging). Not for views with a meaning of their own (index's lines). */
+void cpu_foreach_elementwise(int nops, const em_tensor *const *ts, cpu_loop_fn fn, void *ctx);
 /* The same, never multi-threaded (for order-dependent loops). */
 void cpu_foreach_serial(int nops, const em_tensor *const *ts, cpu_loop_fn fn, void *ctx);
 /* The same, split over threads only between lines: each run of `line`

@@ -214,8 +214,7 @@ static bool worth_staging(const em_tensor *out, const em_tensor *t)
     return true;
 }
 
-/* ranges starting at multiples of 64, as cpu_for_ranges's; any order */
-void cpu_foreach(int nops, const em_tensor *const *ts, cpu_loop_fn fn, void *ctx)
+static void foreach_impl(int nops, const em_tensor *const *ts, cpu_loop_fn fn, void *ctx, bool stage)
 {
     char *ptrs[CPU_MAX_OPS];
     int64_t strides[CPU_MAX_OPS];
@@ -230,7 +229,7 @@ void cpu_foreach(int nops, const em_tensor *const *ts, cpu_loop_fn fn, void *ctx
     em_tensor *staged[CPU_MAX_OPS] = {0};
     for (int k = 0; k < nops; k++) {
         ops[k] = ts[k];
-        if (k == 0 || contiguous || !worth_staging(ts[0], ts[k])) continue;
+        if (k == 0 || contiguous || !stage || !worth_staging(ts[0], ts[k])) continue;
         em_tensor *c = em_empty(ts[k]->sizes, ts[k]->ndim, ts[k]->dtype, em_dev(ts[k]));
         if (c && cpu_cast(c, ts[k]) == 0) ops[k] = staged[k] = c;
         else em_release(c);           /* no memory for it: read in place */
@@ -240,4 +239,15 @@ void cpu_foreach(int nops, const em_tensor *const *ts, cpu_loop_fn fn, void *ctx
     if (!contiguous) reorder_inner(&it, nops, ops);
     run_iter(&it, fn, ctx);
     for (int k = 0; k < nops; k++) em_release(staged[k]);
+}
+
+/* ranges starting at multiples of 64, as cpu_for_ranges's; any order */
+void cpu_foreach(int nops, const em_tensor *const *ts, cpu_loop_fn fn, void *ctx)
+{
+    foreach_impl(nops, ts, fn, ctx, false);
+}
+
+void cpu_foreach_elementwise(int nops, const em_tensor *const *ts, cpu_loop_fn fn, void *ctx)
+{
+    foreach_impl(nops, ts, fn, ctx, true);
 }

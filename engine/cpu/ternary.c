@@ -113,14 +113,14 @@ int cpu_ternary(em_ternary_op op, em_tensor *out, const em_tensor *a, const em_t
                                 em_dtype_name(a->dtype), em_dtype_name(b->dtype),
                                 em_dtype_name(c->dtype), em_dtype_name(out->dtype));
         size_t esz = em_dtype_size(out->dtype);
-        cpu_foreach(4, ts, where_loop, &esz);
+        cpu_foreach_elementwise(4, ts, where_loop, &esz);
         return 0;
     }
     if ((unsigned)op >= EM_NTERNARY) return em_set_error("ternary: invalid op %d", (int)op);
     if (a->dtype != out->dtype || b->dtype != out->dtype || c->dtype != out->dtype)
         return em_set_error("ternary: CPU kernel called with mixed dtypes");
     tern_ctx ctx = {op, out->dtype, s};
-    cpu_foreach(4, ts, tern_loop, &ctx);
+    cpu_foreach_elementwise(4, ts, tern_loop, &ctx);
     return 0;
 }
 
@@ -195,6 +195,6 @@ int cpu_clamp(em_tensor *out, const em_tensor *a, double lo, double hi, bool has
                             em_dtype_name(a->dtype), em_dtype_name(out->dtype));
     clamp_ctx c = {a->dtype, lo, hi, int_bound(lo), int_bound(hi), has_lo, has_hi};
     const em_tensor *ts[2] = {out, a};
-    cpu_foreach(2, ts, clamp_loop, &c);
+    cpu_foreach_elementwise(2, ts, clamp_loop, &c);
     return 0;
 }

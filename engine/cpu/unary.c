@@ -328,6 +328,6 @@ int cpu_unary(em_unary_op op, em_tensor *out, const em_tensor *a)
         return em_set_error("bitwise_not: the CPU kernel needs integer input, got %s", em_dtype_name(dt));
     un_ctx c = {op, dt, to_bool};
     const em_tensor *ts[2] = {out, a};
-    cpu_foreach(2, ts, unary_loop, &c);
+    cpu_foreach_elementwise(2, ts, unary_loop, &c);
     return 0;
 }
