@@ -89,6 +89,24 @@ describe("nn.functional composed ops: behaviour", function()
     assert.is_true(rawequal(F.dropout2d(x, 0.5, false), x))
   end)
 
+  it("constant pad: values by hand, on the direct path (no gradient) and through the cats", function()
+    local x = ember.tensor({{1.0, 2.0}, {3.0, 4.0}})
+    local function both(pad, want, ...)
+      check(F.pad(x, pad, ...), want)                                        -- the padded tensor at once
+      local g = x:clone():requires_grad_()
+      check(F.pad(g, pad, ...), want)                                        -- per dim, recorded
+    end
+    both({1, 2}, {{0, 1, 2, 0, 0}, {0, 3, 4, 0, 0}})
+    both({1, 0, 0, 1}, {{-1, 1, 2}, {-1, 3, 4}, {-1, -1, -1}}, {value = -1})
+    both({-1, 1}, {{2, 0}, {4, 0}})                                          -- a negative pad crops
+    both({0, 1, 1, 1}, {{0, 0, 0}, {1, 2, 0}, {3, 4, 0}, {0, 0, 0}})
+    check(F.pad(x:t(), {0, 1}), {{1, 3, 0}, {2, 4, 0}})                      -- a transposed input
+    local i = F.pad(ember.tensor({{5, 6}}, {dtype = "int64"}), {1, 1}, {value = 7})
+    assert.equal("int64", i.dtype)
+    check(i, {{7, 5, 6, 7}})
+    h.check_shape(F.pad(ember.zeros(0, 2), {1, 1}), {0, 4})
+  end)
+
   it("pad and interpolate keep dtype and work under no_grad", function()
     local x = ember.ones(1, 1, 2, 2)
     local y = ember.no_grad(function() return F.pad(x, {1, 1, 1, 1}, "replicate") end)

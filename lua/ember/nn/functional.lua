@@ -691,6 +691,27 @@ function F.pad(x, pad, ...)
                           .. "need a %d-D or %d-D input, got %s", op, mode, #pad, k + 1, k + 2, shape_str(x)))
     end
   end
+  if mode == "constant" and x:numel() > 0 and not (x.requires_grad and ember.is_grad_enabled()) then
+    -- no pad negative: one tensor of the padded shape with x copied into its middle
+    -- (the cats per dim wrote every element once per padded dim: 1.7x PyTorch's time)
+    local shape, grows = {}, true
+    for i, s in ipairs(x.shape) do shape[i] = s end
+    for i = 1, k do
+      local dim, l, r = x.ndim - i + 1, math.tointeger(pad[2 * i - 1]), math.tointeger(pad[2 * i])
+      grows = grows and l >= 0 and r >= 0
+      shape[dim] = shape[dim] + l + r
+    end
+    if grows then
+      local y = ember.full(shape, o.value or 0, {dtype = x.dtype, device = x.device})
+      local middle = y
+      for i = 1, k do
+        local dim = x.ndim - i + 1
+        middle = middle:narrow(dim, math.tointeger(pad[2 * i - 1]) + 1, x.shape[dim])
+      end
+      middle:copy_(x)
+      return y
+    end
+  end
   local y = x
   for i = 1, k do
     local dim = x.ndim - i + 1
