@@ -220,15 +220,17 @@ static void draw_block(const rand_job *j, uint64_t k0, int n, double *v, int64_t
     }
 }
 
-/* One element of a strided output: its value converted to the dtype. */
-static void store(const rand_job *j, char *p, double v, int64_t iv)
+/* Element l of a block into a strided output, converted to the dtype: iv[l]
+ * for the integer op, v[l] for the others (the other buffer holds nothing). */
+static void store(const rand_job *j, char *p, const double *vs, const int64_t *ivs, int l)
 {
     em_dtype d = j->out->dtype;
     if (j->op == EM_RAND_INT) {
-        if (em_dtype_is_float(d)) cpu_store_f64(p, d, (double)iv);
-        else cpu_store_i64(p, d, iv);
+        if (em_dtype_is_float(d)) cpu_store_f64(p, d, (double)ivs[l]);
+        else cpu_store_i64(p, d, ivs[l]);
         return;
     }
+    double v = vs[l];
     if (j->op == EM_RAND_UNIFORM && j->b > j->a) {
         /* rounding to the dtype must not reach the open end */
         double r = v;
@@ -270,8 +272,8 @@ static inline double open_end(const rand_job *j, double f) { return f >= j->b ? 
 static void run_range(const rand_job *j, int64_t start, int64_t end)
 {
     int pc = j->per_ctr;
-    double v[4 * BLOCK] = {0};
-    int64_t iv[4 * BLOCK] = {0};
+    double v[4 * BLOCK];     /* draw_block fills the one its op uses */
+    int64_t iv[4 * BLOCK];
     em_tensor *out = j->out;
     bool ints = j->op == EM_RAND_INT, half_open = j->op == EM_RAND_UNIFORM && j->b > j->a;
     if (j->contiguous && half_open && out->dtype == EM_FLOAT32) FILL_CONTIGUOUS(float, (float)open_end(j, (float)v[l]));
@@ -282,7 +284,7 @@ static void run_range(const rand_job *j, int64_t start, int64_t end)
     walker w;
     walker_init(&w, out, start);
     FOR_BLOCKS(for (int64_t l = 0; l < m; l++) {
-        store(j, w.p, v[l], iv[l]);
+        store(j, w.p, v, iv, (int)l);
         walker_next(&w);
     })
 }
