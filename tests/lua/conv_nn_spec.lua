@@ -107,6 +107,25 @@ describe("nn.functional composed ops: behaviour", function()
     h.check_shape(F.pad(ember.zeros(0, 2), {1, 1}), {0, 4})
   end)
 
+  it("reflect, replicate and circular pad: values by hand, written at once (no gradient) and per dim", function()
+    local x = ember.tensor({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}, {7.0, 8.0, 9.0}}):view(1, 3, 3)
+    local function both(input, pad, mode, want)
+      check(F.pad(input, pad, mode), want)                                   -- edges copied inside the result
+      local g = input:clone():requires_grad_()
+      check(F.pad(g, pad, mode), want)                                       -- index_select per dim, recorded
+    end
+    both(x, {1, 2, 2, 1}, "reflect", {{{8, 7, 8, 9, 8, 7}, {5, 4, 5, 6, 5, 4}, {2, 1, 2, 3, 2, 1},
+                                       {5, 4, 5, 6, 5, 4}, {8, 7, 8, 9, 8, 7}, {5, 4, 5, 6, 5, 4}}})
+    both(x, {2, 0, 1, 1}, "replicate", {{{1, 1, 1, 2, 3}, {1, 1, 1, 2, 3}, {4, 4, 4, 5, 6},
+                                         {7, 7, 7, 8, 9}, {7, 7, 7, 8, 9}}})
+    both(x, {1, 1, 0, 2}, "circular", {{{3, 1, 2, 3, 1}, {6, 4, 5, 6, 4}, {9, 7, 8, 9, 7},
+                                        {3, 1, 2, 3, 1}, {6, 4, 5, 6, 4}}})
+    both(x:transpose(2, 3), {0, 1, 1, 0}, "reflect", {{{2, 5, 8, 5}, {1, 4, 7, 4}, {2, 5, 8, 5}, {3, 6, 9, 6}}})
+    both(ember.tensor({{{1.0, 2.0, 3.0, 4.0}}}, {dtype = "float64"}), {3, 2}, "reflect", {{{4, 3, 2, 1, 2, 3, 4, 3, 2}}})
+    both(x, {0, 0, 1, 0}, "circular", {{{7, 8, 9}, {1, 2, 3}, {4, 5, 6}, {7, 8, 9}}})
+    assert.equal("float64", F.pad(ember.zeros(1, 1, 2, {dtype = "float64"}), {1, 1}, "replicate").dtype)
+  end)
+
   it("pad and interpolate keep dtype and work under no_grad", function()
     local x = ember.ones(1, 1, 2, 2)
     local y = ember.no_grad(function() return F.pad(x, {1, 1, 1, 1}, "replicate") end)

@@ -655,6 +655,45 @@ local function pad_map(x, dim, l, r, mode)
   return x:index_select(dim, index_tensor(idx, x.device))
 end
 
+-- x padded by amounts >= 0 into one new tensor of the padded shape: x copied into
+-- its middle, then, last dim first, each dim's edges copied from values already in
+-- place (so corners come from the edges of the dims before, as padding dim after dim
+-- gives). The cats or index_selects per dim wrote every element once per padded dim
+-- (1.7x PyTorch's time in constant mode, 3x in the others).
+local function pad_into(x, shape, pad, k, mode, value)
+  local opts = {dtype = x.dtype, device = x.device}
+  local y = mode == "constant" and ember.full(shape, value, opts) or ember.empty(shape, opts)
+  local function middle(t, from)   -- t narrowed to x's extent along the dims of pairs from..k
+    for i = from, k do
+      local dim = x.ndim - i + 1
+      t = t:narrow(dim, math.tointeger(pad[2 * i - 1]) + 1, x.shape[dim])
+    end
+    return t
+  end
+  middle(y, 1):copy_(x)
+  if mode == "constant" then return y end
+  for i = 1, k do
+    local dim = x.ndim - i + 1
+    local l, r, n = math.tointeger(pad[2 * i - 1]), math.tointeger(pad[2 * i]), x.shape[dim]
+    -- along dim, v holds the left edge at [1, l], x's values at [l + 1, l + n], the right edge after
+    local v = middle(y, i + 1)
+    local function mirror(t) return t.shape[dim] > 1 and t:flip(dim) or t end
+    if l > 0 then
+      local from = mode == "reflect" and mirror(v:narrow(dim, l + 2, l))
+                   or mode == "replicate" and v:narrow(dim, l + 1, 1)
+                   or v:narrow(dim, n + 1, l)                          -- circular: x's last l
+      v:narrow(dim, 1, l):copy_(from)
+    end
+    if r > 0 then
+      local from = mode == "reflect" and mirror(v:narrow(dim, l + n - r, r))
+                   or mode == "replicate" and v:narrow(dim, l + n, 1)
+                   or v:narrow(dim, l + 1, r)                          -- circular: x's first r
+      v:narrow(dim, l + n + 1, r):copy_(from)
+    end
+  end
+  return y
+end
+
 --- F.pad(x, pad [, mode = "constant" [, value = 0]]) -> x padded; pad = {left, right, top, bottom, ...}
 -- pad lists (before, after) pairs from the LAST dim backwards, as PyTorch; negative
 -- amounts crop. mode: "constant" (fills value), "reflect", "replicate", "circular";
@@ -691,28 +730,9 @@ function F.pad(x, pad, ...)
                           .. "need a %d-D or %d-D input, got %s", op, mode, #pad, k + 1, k + 2, shape_str(x)))
     end
   end
-  if mode == "constant" and x:numel() > 0 and not (x.requires_grad and ember.is_grad_enabled()) then
-    -- no pad negative: one tensor of the padded shape with x copied into its middle
-    -- (the cats per dim wrote every element once per padded dim: 1.7x PyTorch's time)
-    local shape, grows = {}, true
-    for i, s in ipairs(x.shape) do shape[i] = s end
-    for i = 1, k do
-      local dim, l, r = x.ndim - i + 1, math.tointeger(pad[2 * i - 1]), math.tointeger(pad[2 * i])
-      grows = grows and l >= 0 and r >= 0
-      shape[dim] = shape[dim] + l + r
-    end
-    if grows then
-      local y = ember.full(shape, o.value or 0, {dtype = x.dtype, device = x.device})
-      local middle = y
-      for i = 1, k do
-        local dim = x.ndim - i + 1
-        middle = middle:narrow(dim, math.tointeger(pad[2 * i - 1]) + 1, x.shape[dim])
-      end
-      middle:copy_(x)
-      return y
-    end
-  end
-  local y = x
+  -- every dim's amounts checked before any work
+  local shape, grows = {}, true
+  for i, s in ipairs(x.shape) do shape[i] = s end
   for i = 1, k do
     local dim = x.ndim - i + 1
     local l, r = math.tointeger(pad[2 * i - 1]), math.tointeger(pad[2 * i])
@@ -720,9 +740,7 @@ function F.pad(x, pad, ...)
     if n + l + r < 0 then
       raise(string.format("%s: pad {%d, %d} of dim %d of %s leaves a negative size %d", op, l, r, dim, shape_str(x), n + l + r))
     end
-    if mode == "constant" then
-      y = pad_constant(y, dim, l, r, o.value or 0)
-    elseif l ~= 0 or r ~= 0 then
+    if mode ~= "constant" and (l ~= 0 or r ~= 0) then
       if mode == "reflect" and (l >= n or r >= n) then
         raise(string.format("%s: reflect padding {%d, %d} of dim %d must be less than its size %d (input %s)",
                             op, l, r, dim, n, shape_str(x)))
@@ -732,6 +750,21 @@ function F.pad(x, pad, ...)
       elseif n == 0 then
         raise(string.format("%s: mode \"%s\" cannot pad dim %d of size 0 (input %s)", op, mode, dim, shape_str(x)))
       end
+    end
+    grows = grows and l >= 0 and r >= 0
+    shape[dim] = n + l + r
+  end
+  if grows and x:numel() > 0 and not (x.requires_grad and ember.is_grad_enabled()) then
+    return pad_into(x, shape, pad, k, mode, o.value or 0)
+  end
+  -- crops, or a gradient to record: one cat (constant) or index_select (the others) per dim
+  local y = x
+  for i = 1, k do
+    local dim = x.ndim - i + 1
+    local l, r = math.tointeger(pad[2 * i - 1]), math.tointeger(pad[2 * i])
+    if mode == "constant" then
+      y = pad_constant(y, dim, l, r, o.value or 0)
+    elseif l ~= 0 or r ~= 0 then
       y = pad_map(y, dim, l, r, mode)
     end
   end
