@@ -13,7 +13,11 @@
 #include <unistd.h>
 
 static const em_backend *cuda_backend;
-static int flags[2][EM_NFLAGS];
+/* [CPU, CUDA][flag]; the CUDA row is handed to the backend when it loads */
+static int flags[2][EM_NFLAGS] = {
+    {[EM_FLAG_CUDNN_TF32] = 1, [EM_FLAG_FILL_UNINITIALIZED] = 1},
+    {[EM_FLAG_CUDNN_TF32] = 1, [EM_FLAG_FILL_UNINITIALIZED] = 1},
+};
 static const em_host_api host_api = {.set_error = em_set_error, .interrupted = em_interrupt_requested,
                                      .hold_if_ending = em_hold_if_ending};
 static char cuda_failure[512];

@@ -692,6 +692,13 @@ int em_cuda_check_device(int index);
 typedef enum em_backend_flag {
     EM_FLAG_ALLOW_TF32,     /* float32 GEMMs may use TF32 tensor cores (off by default) */
     EM_FLAG_SYNC_DEBUG,     /* synchronise and check for errors after every op */
+    EM_FLAG_DETERMINISTIC,  /* the same bits every run: ops whose CUDA kernels add with atomics
+                             * (scatter_add, index_add, scatter_reduce "prod") sum in index order,
+                             * convolutions use cuDNN's deterministic algorithms */
+    EM_FLAG_CUDNN_TF32,     /* float32 convolutions may use TF32 tensor cores (on by default) */
+    EM_FLAG_CUDNN_DETERMINISTIC,  /* convolutions use cuDNN's deterministic algorithms only */
+    EM_FLAG_CUDNN_BENCHMARK,      /* kept for ember.backends.cudnn.benchmark; the heuristics choose either way */
+    EM_FLAG_FILL_UNINITIALIZED,   /* with DETERMINISTIC: empty() fills NaN / the integer maximum (on) */
     EM_NFLAGS
 } em_backend_flag;
 

@@ -19,6 +19,9 @@
 const em_host_api *kc_host;
 int kc_sync_debug;
 int kc_allow_tf32;
+int kc_deterministic;
+int kc_cudnn_tf32 = 1;
+int kc_cudnn_deterministic;
 
 typedef struct kc_device {
     bool ready;
@@ -204,8 +207,14 @@ static int device_name(int device, char *buf, size_t n)
 
 static void set_flag(em_backend_flag flag, int value)
 {
-    if (flag == EM_FLAG_ALLOW_TF32) kc_allow_tf32 = value;
-    else if (flag == EM_FLAG_SYNC_DEBUG) kc_sync_debug = value;
+    switch (flag) {
+    case EM_FLAG_ALLOW_TF32: kc_allow_tf32 = value; break;
+    case EM_FLAG_SYNC_DEBUG: kc_sync_debug = value; break;
+    case EM_FLAG_DETERMINISTIC: kc_deterministic = value; break;
+    case EM_FLAG_CUDNN_TF32: kc_cudnn_tf32 = value; break;
+    case EM_FLAG_CUDNN_DETERMINISTIC: kc_cudnn_deterministic = value; break;
+    default: break;   /* CUDNN_BENCHMARK: kept, not acted on; FILL_UNINITIALIZED: the Lua factories' */
+    }
 }
 
 typedef struct kc_event {

@@ -5,9 +5,12 @@
  * Layout: contiguous NCHW / NCDHW tensors (the engine guarantees contiguity);
  * a 1-D conv is a 2-D one with a height of 1, since cuDNN wants 4-D at least.
  * float32 may use TF32 tensor cores (CUDNN_DEFAULT_MATH), as PyTorch's
- * default torch.backends.cudnn.allow_tf32 = True; NVIDIA_TF32_OVERRIDE=0 in
- * the environment turns that off inside cuDNN. float64 is exact-ish double
- * arithmetic (cuDNN's double algorithms use no tensor cores).
+ * default torch.backends.cudnn.allow_tf32 = True; set to false, FMA
+ * arithmetic (CUDNN_FMA_MATH). float64 is exact-ish double arithmetic
+ * (cuDNN's double algorithms use no tensor cores). Under
+ * ember.backends.cudnn.deterministic or use_deterministic_algorithms only
+ * the algorithms cuDNN reports deterministic are kept (the backward passes'
+ * ALGO_0 add with atomics); none fitting is an error, as in PyTorch.
  *
  * The algorithm of each (op, device, dtype, shapes, params) is chosen once
  * with the heuristics (Get*Algorithm_v7, what PyTorch does without
@@ -72,6 +75,7 @@ static cudnnHandle_t handle_of(int device, cudaStream_t s, const char *name)
  * whichever op runs; nd is the number of cuDNN tensor dims (4 or 5). */
 typedef struct conv_problem {
     int op, device, dtype, nd, groups;
+    int policy;                 /* POLICY_* bits: the settings the plan was chosen under */
     int x[5], w[5], y[5];
     int pad[3], stride[3], dil[3];
 } conv_problem;
@@ -88,6 +92,11 @@ struct conv_problem_hash {
 struct conv_problem_eq {
     bool operator()(const conv_problem &a, const conv_problem &b) const { return memcmp(&a, &b, sizeof a) == 0; }
 };
+
+/* ember.backends.cudnn.allow_tf32 (float32 only), deterministic algorithms
+ * (cudnn.deterministic or use_deterministic_algorithms) */
+#define POLICY_NO_TF32 1
+#define POLICY_DETERMINISTIC 2
 
 typedef struct algo_choice {
     int algo;                   /* cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t */
@@ -163,16 +172,21 @@ static int cudnn_error(const conv_call *c, const char *what, cudnnStatus_t st)
 }
 
 /* Appends to pl's list, in their order, the n heuristic results that cuDNN
- * supports (a perf struct of any of the three directions). */
-template <typename Perf> static void keep_supported(const Perf *perf, int n, conv_plan *pl)
+ * supports (a perf struct of any of the three directions) and the policy
+ * allows: deterministic ones only under POLICY_DETERMINISTIC (cuDNN marks
+ * the algorithms that add with atomics), FMA arithmetic under POLICY_NO_TF32. */
+template <typename Perf> static void keep_supported(const Perf *perf, int n, int policy, conv_plan *pl)
 {
-    for (int i = 0; i < n; i++)
-        if (perf[i].status == CUDNN_STATUS_SUCCESS)
-            pl->algos[pl->nalgos++] = algo_choice{(int)perf[i].algo, perf[i].mathType, perf[i].memory};
+    for (int i = 0; i < n; i++) {
+        if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+        if ((policy & POLICY_DETERMINISTIC) && perf[i].determinism != CUDNN_DETERMINISTIC) continue;
+        cudnnMathType_t math = (policy & POLICY_NO_TF32) ? CUDNN_FMA_MATH : perf[i].mathType;
+        pl->algos[pl->nalgos++] = algo_choice{(int)perf[i].algo, math, perf[i].memory};
+    }
 }
 
 /* Asks the heuristics for a ranked list of algorithms with their workspace. */
-static cudnnStatus_t rank_algos(cudnnHandle_t h, em_conv_op op, conv_plan *pl)
+static cudnnStatus_t rank_algos(cudnnHandle_t h, em_conv_op op, int policy, conv_plan *pl)
 {
     int n = 0;
     cudnnStatus_t st;
@@ -181,17 +195,17 @@ static cudnnStatus_t rank_algos(cudnnHandle_t h, em_conv_op op, conv_plan *pl)
         cudnnConvolutionFwdAlgoPerf_t perf[MAX_ALGOS];
         st = cudnnGetConvolutionForwardAlgorithm_v7(h, pl->xd, pl->wd, pl->cd, pl->yd, MAX_ALGOS, &n, perf);
         if (st != CUDNN_STATUS_SUCCESS) return st;
-        keep_supported(perf, n, pl);
+        keep_supported(perf, n, policy, pl);
     } else if (op == EM_CONV_BACKWARD_DATA) {
         cudnnConvolutionBwdDataAlgoPerf_t perf[MAX_ALGOS];
         st = cudnnGetConvolutionBackwardDataAlgorithm_v7(h, pl->wd, pl->yd, pl->cd, pl->xd, MAX_ALGOS, &n, perf);
         if (st != CUDNN_STATUS_SUCCESS) return st;
-        keep_supported(perf, n, pl);
+        keep_supported(perf, n, policy, pl);
     } else {
         cudnnConvolutionBwdFilterAlgoPerf_t perf[MAX_ALGOS];
         st = cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, pl->xd, pl->yd, pl->cd, pl->wd, MAX_ALGOS, &n, perf);
         if (st != CUDNN_STATUS_SUCCESS) return st;
-        keep_supported(perf, n, pl);
+        keep_supported(perf, n, policy, pl);
     }
     /* the heuristics' memory figure is an estimate: ask for the exact size */
     for (int i = 0; i < pl->nalgos; i++) {
@@ -238,8 +252,10 @@ static cudnnStatus_t build_plan(cudnnHandle_t h, const conv_problem *pr, conv_pl
                                               CUDNN_CROSS_CORRELATION, compute)) != CUDNN_STATUS_SUCCESS)
         return st;
     if ((st = cudnnSetConvolutionGroupCount(pl->cd, pr->groups)) != CUDNN_STATUS_SUCCESS) return st;
-    if ((st = cudnnSetConvolutionMathType(pl->cd, CUDNN_DEFAULT_MATH)) != CUDNN_STATUS_SUCCESS) return st;
-    return rank_algos(h, (em_conv_op)pr->op, pl);
+    /* float32 without TF32: FMA arithmetic, so the heuristics rank those */
+    cudnnMathType_t math = (pr->policy & POLICY_NO_TF32) ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
+    if ((st = cudnnSetConvolutionMathType(pl->cd, math)) != CUDNN_STATUS_SUCCESS) return st;
+    return rank_algos(h, (em_conv_op)pr->op, pr->policy, pl);
 }
 
 static conv_plan *plan_of(cudnnHandle_t h, const conv_problem *pr, const conv_call *c)
@@ -261,7 +277,10 @@ static conv_plan *plan_of(cudnnHandle_t h, const conv_problem *pr, const conv_ca
     }
     if (pl->nalgos == 0) {
         destroy_plan(pl);
-        cudnn_error(c, "algorithm choice", CUDNN_STATUS_NOT_SUPPORTED);
+        cudnn_error(c, (pr->policy & POLICY_DETERMINISTIC) ? "deterministic algorithm choice (ember.backends.cudnn."
+                                                             "deterministic or use_deterministic_algorithms)"
+                                                           : "algorithm choice",
+                    CUDNN_STATUS_NOT_SUPPORTED);
         return NULL;
     }
     (*plans)[*pr] = pl;
@@ -438,6 +457,8 @@ int kc_conv(em_conv_op op, em_tensor *out, const em_tensor *a, const em_tensor *
     pr.op = op;
     pr.device = dev;
     pr.dtype = out->dtype;
+    pr.policy = (out->dtype == EM_FLOAT32 && !kc_cudnn_tf32 ? POLICY_NO_TF32 : 0) |
+                (kc_cudnn_deterministic || kc_deterministic ? POLICY_DETERMINISTIC : 0);
     pr.nd = ns == 1 ? 4 : ns + 2;
     int lead = ns == 1 ? 1 : 0;                 /* the height of 1 of a 1-D conv */
     if (!fits_int(p->groups) || p->groups < 1) return kc_error("%s: bad groups %lld", name, (long long)p->groups);

@@ -192,19 +192,27 @@ template <typename T> struct scatter_add_op {    /* p0: line of out, p1: src */
     }
 };
 
+/* Element i's operand pointers and its slot along dim; false, reported, for
+ * an index out of range. */
+template <typename I>
+__device__ __forceinline__ bool index_elem_at(const index_args &a, int64_t i, char **p, int64_t *k)
+{
+    index_iter_ptrs<I, 3>(a.it, i, p);
+    int64_t v = *(const int64_t *)p[2];
+    *k = index_slot(v, a.size);
+    if (*k >= 0) return true;
+    kc_report_bad_index(a.err, a.err_op, v, (i / a.pos_inner) % a.pos_size, a.size);
+    return false;
+}
+
 template <typename I, typename F>
 __global__ void index_elem_kernel(const __grid_constant__ index_args a, F f)
 {
     int64_t step = (int64_t)gridDim.x * blockDim.x;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < a.it.numel; i += step) {
         char *p[3];
-        index_iter_ptrs<I, 3>(a.it, i, p);
-        int64_t v = *(const int64_t *)p[2], k = index_slot(v, a.size);
-        if (k < 0) {
-            kc_report_bad_index(a.err, a.err_op, v, (i / a.pos_inner) % a.pos_size, a.size);
-            continue;
-        }
-        f(p[0], p[1], k * a.stride);
+        int64_t k;
+        if (index_elem_at<I>(a, i, p, &k)) f(p[0], p[1], k * a.stride);
     }
 }
 
@@ -238,6 +246,113 @@ static int launch_scatter_reduce(const char *name, const index_args *a, int op, 
     scatter_reduce_op<T> f;
     f.op = op;
     return launch_elem(name, *a, f, dev, s);
+}
+
+/* ---- index order, under use_deterministic_algorithms ---------------------------
+ * The atomic adds (and scatter_reduce's multiplies) above reach an element in
+ * whatever order the threads run, so a float result's rounding changes from
+ * run to run. In deterministic mode each update's target element and its
+ * position in the iteration go through a stable radix sort by target, and one
+ * thread per target applies that target's updates in iteration order:
+ * out = ((out + s1) + s2) + ..., the CPU's order and so its bits. Slower (a
+ * sort of every update; a target hit k times is k steps of one thread), as
+ * PyTorch's deterministic index_put. Integer sums wrap the same in any order
+ * and max / min do not depend on it: they keep the atomic kernels. */
+
+template <typename I>
+__global__ void det_keys_kernel(const __grid_constant__ index_args a, const char *base, int64_t esz,
+                                uint64_t sentinel, uint64_t *keys, int64_t *pos)
+{
+    int64_t step = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < a.it.numel; i += step) {
+        char *p[3];
+        int64_t k;
+        keys[i] = index_elem_at<I>(a, i, p, &k) ? (uint64_t)((p[0] + k * a.stride - base) / esz) : sentinel;
+        pos[i] = i;
+    }
+}
+
+/* one step of a target's chain: float32 and float64 in their own arithmetic (the
+ * CPU's); the half types through double, where a sum or product of two is exact,
+ * so one rounding */
+template <typename T> __device__ __forceinline__ T det_step(T acc, T v, bool mul)
+{
+    double a = kc_to_f64(acc), b = kc_to_f64(v);
+    return kc_from_f64<T>(mul ? a * b : a + b);
+}
+template <> __device__ __forceinline__ float det_step<float>(float acc, float v, bool mul) { return mul ? acc * v : acc + v; }
+template <> __device__ __forceinline__ double det_step<double>(double acc, double v, bool mul) { return mul ? acc * v : acc + v; }
+
+template <typename T, typename I>
+__global__ void det_apply_kernel(const __grid_constant__ index_args a, char *base, const uint64_t *keys,
+                                 const int64_t *pos, uint64_t sentinel, bool mul)
+{
+    int64_t n = a.it.numel, step = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t q = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; q < n; q += step) {
+        uint64_t key = keys[q];
+        if (key == sentinel || (q > 0 && keys[q - 1] == key)) continue;   /* not the head of a run */
+        T *o = (T *)base + key;
+        T acc = *o;
+        for (int64_t r = q; r < n && keys[r] == key; r++) {
+            char *p[3];
+            index_iter_ptrs<I, 3>(a.it, pos[r], p);
+            acc = det_step<T>(acc, *(const T *)p[1], mul);
+        }
+        *o = acc;
+    }
+}
+
+/* a's updates of out in index order; mul: scatter_reduce "prod", else adds */
+template <typename T>
+static int det_scatter(const char *name, const index_args *a, const em_tensor *out, bool mul, int dev,
+                       cudaStream_t s)
+{
+    int64_t n = a->it.numel, esz = (int64_t)sizeof(T), span = 0;
+    for (int d = 0; d < out->ndim; d++) span += (out->sizes[d] - 1) * out->strides[d];
+    uint64_t sentinel = (uint64_t)span + 1;            /* bad indices sort after every target */
+    int end_bit = 1;
+    while (end_bit < 64 && (sentinel >> end_bit) != 0) end_bit++;
+    size_t kb = sizeof(uint64_t) * (size_t)n, pb = sizeof(int64_t) * (size_t)n, tbytes = 0;
+    uint64_t *k0 = (uint64_t *)kc_alloc(kb, dev), *k1 = k0 ? (uint64_t *)kc_alloc(kb, dev) : NULL;
+    int64_t *p0 = k1 ? (int64_t *)kc_alloc(pb, dev) : NULL, *p1 = p0 ? (int64_t *)kc_alloc(pb, dev) : NULL;
+    void *tmp = NULL;
+    int rc = p1 ? 0 : -1;
+    char *base = kc_ptr(out);
+    bool small = n <= (int64_t)UINT32_MAX;
+    if (!rc) {
+        if (small) KC_LAUNCH(kc_grid(n, dev), KC_THREADS, 0, s, det_keys_kernel<uint32_t>)(*a, base, esz, sentinel, k0, p0);
+        else KC_LAUNCH(kc_grid(n, dev), KC_THREADS, 0, s, det_keys_kernel<uint64_t>)(*a, base, esz, sentinel, k0, p0);
+        rc = kc_launched(name, dev);
+    }
+    cub::DoubleBuffer<uint64_t> dk(k0, k1);
+    cub::DoubleBuffer<int64_t> dp(p0, p1);
+    /* the size of cub's scratch (tmp NULL), then the sort; cub may throw where
+     * a runtime call fails, and nothing may unwind into C */
+    auto sort = [&](void *t) {
+        cudaError_t e;
+        try {
+            e = cub::DeviceRadixSort::SortPairs(t, tbytes, dk, dp, n, 0, end_bit, s);
+        } catch (...) {
+            e = cudaErrorUnknown;
+        }
+        return e == cudaSuccess ? 0 : kc_cuda_error(name, e);
+    };
+    if (!rc && !(rc = sort(NULL)) && !(tmp = kc_alloc(tbytes ? tbytes : 1, dev))) rc = -1;
+    if (!rc) rc = sort(tmp);
+    if (!rc) {
+        const uint64_t *ks = dk.Current();
+        const int64_t *ps = dp.Current();
+        if (small) KC_LAUNCH(kc_grid(n, dev), KC_THREADS, 0, s, det_apply_kernel<T, uint32_t>)(*a, base, ks, ps, sentinel, mul);
+        else KC_LAUNCH(kc_grid(n, dev), KC_THREADS, 0, s, det_apply_kernel<T, uint64_t>)(*a, base, ks, ps, sentinel, mul);
+        rc = kc_launched(name, dev);
+    }
+    /* stream-ordered: safe to hand back as soon as the work is queued */
+    if (tmp) kc_free(tmp, tbytes ? tbytes : 1, dev);
+    if (p1) kc_free(p1, pb, dev);
+    if (p0) kc_free(p0, pb, dev);
+    if (k1) kc_free(k1, kb, dev);
+    if (k0) kc_free(k0, kb, dev);
+    return rc;
 }
 
 /* ---- the row path -------------------------------------------------------------
@@ -387,7 +502,12 @@ extern "C" int kc_index(em_index_op op, em_tensor *out, const em_tensor *in, int
     cudaStream_t s = kc_stream(dev);
     if (!s) return -1;
 
-    bool rows_ok = (op == EM_INDEX_SELECT || op == EM_INDEX_ADD) && dense_tail(out, dim) && dense_tail(in, dim);
+    /* float adds and products in index order (use_deterministic_algorithms): the element path */
+    bool ordered = kc_deterministic && (op == EM_SCATTER_ADD || op == EM_INDEX_ADD || op == EM_SCATTER_MUL) &&
+                   (out->dtype == EM_FLOAT32 || out->dtype == EM_FLOAT64 || out->dtype == EM_FLOAT16 ||
+                    out->dtype == EM_BFLOAT16);
+    bool rows_ok = (op == EM_INDEX_SELECT || (op == EM_INDEX_ADD && !ordered)) && dense_tail(out, dim) &&
+                   dense_tail(in, dim);
     if (rows_ok)
         return op == EM_INDEX_SELECT ? index_rows(op, name, in, out, dim, idx, dev, s)
                                      : index_rows(op, name, out, in, dim, idx, dev, s);
@@ -428,6 +548,14 @@ extern "C" int kc_index(em_index_op op, em_tensor *out, const em_tensor *in, int
         a.pos_size = a.it.numel;
     }
 
+    if (ordered) {
+        bool mul = op == EM_SCATTER_MUL;
+        switch (out->dtype) {
+        KC_CASES_FLOAT(det_scatter, name, &a, out, mul, dev, s)
+        KC_CASES_HALF(det_scatter, name, &a, out, mul, dev, s)
+        KC_NO_KERNEL(out->dtype, name)
+        }
+    }
     if (op == EM_SCATTER_ADD || op == EM_INDEX_ADD)
         KC_DISPATCH_ALL(out->dtype, name, launch_scatter_add, name, &a, dev, s);
     if (op == EM_SCATTER_MUL || op == EM_SCATTER_AMAX || op == EM_SCATTER_AMIN) {

@@ -75,6 +75,9 @@ int kc_launched(const char *op, int device);
 cudaError_t kc_synchronize(cudaStream_t s);
 extern int kc_sync_debug;
 extern int kc_allow_tf32;
+extern int kc_deterministic;         /* ember.use_deterministic_algorithms */
+extern int kc_cudnn_tf32;            /* ember.backends.cudnn.allow_tf32 */
+extern int kc_cudnn_deterministic;   /* ember.backends.cudnn.deterministic */
 
 /* ---- devices --------------------------------------------------------------- */
 /* Makes `device` current and returns its stream (NULL with an error). */

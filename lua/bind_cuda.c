@@ -1,4 +1,4 @@
-/* bind_cuda.c — ember.cuda, ember.backends.cuda and ember.backends.cpu:
+/* bind_cuda.c — ember.cuda, ember.backends.cuda / cudnn / mps / cpu:
  *   ember.cuda.is_available() -> bool [, reason]
  *   ember.cuda.device_count(), ember.cuda.get_device_name([i])
  *   ember.cuda.synchronize([i])
@@ -7,7 +7,10 @@
  *   memory_stats([i]) -> table, memory_summary([i]) -> string
  *   ember.cuda.Event([{enable_timing = true}]) with :record(), :synchronize(),
  *   :elapsed_time(other) (milliseconds)
- *   ember.backends.cuda.matmul.allow_tf32 (read and assign)
+ *   ember.backends.cuda.matmul.allow_tf32, ember.backends.cudnn.allow_tf32 /
+ *   deterministic / benchmark / enabled (read and assign), cudnn.is_available(),
+ *   ember.backends.mps.is_available() / is_built() (false); ember._deterministic
+ *   (algorithms, fill_uninitialized_memory: settings.lua and ember.utils.deterministic)
  *   ember.cuda.CUDAGraph() with :capture_begin([pool | opts]), :capture_end(),
  *   :replay(), :reset(), :pool(); ember.cuda.graph(g, fn [, opts]) and its
  *   guard form `local _ <close> = ember.cuda.graph(g [, opts])`;
@@ -433,27 +436,100 @@ static int is_capturing(lua_State *L)
     return 1;
 }
 
-/* ---- ember.backends.cuda.matmul.allow_tf32 ----------------------------------- */
+/* ---- settings read and assigned as fields ------------------------------------------
+ * PyTorch's torch.backends.* switches. Each field of a proxy is an engine flag
+ * (em_backend_flag), set for both device types: the CPU side reads it too, and
+ * a CUDA backend loaded later is handed it. A proxy's upvalues: its settings
+ * and its name (for messages). */
+typedef struct setting {
+    const char *key;
+    int flag;           /* em_backend_flag; ALWAYS_ON: reads true, assigning false is an error */
+} setting;
+#define ALWAYS_ON (-1)
 
-static int matmul_index(lua_State *L)
+static const setting matmul_settings[] = {{"allow_tf32", EM_FLAG_ALLOW_TF32}, {NULL, 0}};
+static const setting cudnn_settings[] = {
+    {"allow_tf32", EM_FLAG_CUDNN_TF32}, {"deterministic", EM_FLAG_CUDNN_DETERMINISTIC},
+    {"benchmark", EM_FLAG_CUDNN_BENCHMARK}, {"enabled", ALWAYS_ON}, {NULL, 0},
+};
+/* use_deterministic_algorithms and ember.utils.deterministic read and set these */
+static const setting deterministic_settings[] = {
+    {"algorithms", EM_FLAG_DETERMINISTIC}, {"fill_uninitialized_memory", EM_FLAG_FILL_UNINITIALIZED}, {NULL, 0},
+};
+
+static const setting *find_setting(lua_State *L, const char *k)
 {
+    for (const setting *s = lua_touserdata(L, lua_upvalueindex(1)); s->key; s++)
+        if (strcmp(s->key, k) == 0) return s;
+    return NULL;
+}
+
+static int setting_index(lua_State *L)
+{
+    const setting *s = lua_type(L, 2) == LUA_TSTRING ? find_setting(L, lua_tostring(L, 2)) : NULL;
+    if (!s) return 0;
+    lua_pushboolean(L, s->flag == ALWAYS_ON || em_get_backend_flag(EM_CUDA, s->flag));
+    return 1;
+}
+
+static int setting_newindex(lua_State *L)
+{
+    const char *proxy = lua_tostring(L, lua_upvalueindex(2));
     const char *k = luaL_checkstring(L, 2);
-    if (strcmp(k, "allow_tf32") == 0) {
-        lua_pushboolean(L, em_get_backend_flag(EM_CUDA, EM_FLAG_ALLOW_TF32));
-        return 1;
+    const setting *s = find_setting(L, k);
+    if (!s) {
+        luaL_Buffer b;
+        luaL_buffinit(L, &b);
+        for (const setting *t = lua_touserdata(L, lua_upvalueindex(1)); t->key; t++) {
+            if (t != lua_touserdata(L, lua_upvalueindex(1))) luaL_addstring(&b, ", ");
+            luaL_addstring(&b, t->key);
+        }
+        luaL_pushresult(&b);
+        return luaL_error(L, "%s: no setting '%s' (there is %s)", proxy, k, lua_tostring(L, -1));
     }
+    if (lua_type(L, 3) != LUA_TBOOLEAN)
+        return luaL_error(L, "%s.%s: expected a boolean, got %s", proxy, k, luaL_typename(L, 3));
+    bool on = lua_toboolean(L, 3);
+    if (s->flag == ALWAYS_ON) {
+        if (!on)
+            return luaL_error(L, "%s.%s = false: ember's CUDA convolutions are cuDNN's, there is no other "
+                                 "implementation to fall back on", proxy, k);
+        return 0;
+    }
+    em_set_backend_flag(EM_CPU, s->flag, on);
+    em_set_backend_flag(EM_CUDA, s->flag, on);
     return 0;
 }
 
-static int matmul_newindex(lua_State *L)
+/* Pushes a proxy table for `settings`, with `fns` (may be NULL) as its own fields. */
+static void push_settings(lua_State *L, const char *name, const setting *settings, const luaL_Reg *fns)
 {
-    const char *k = luaL_checkstring(L, 2);
-    if (strcmp(k, "allow_tf32") != 0)
-        return luaL_error(L, "ember.backends.cuda.matmul: no setting '%s' (there is allow_tf32)", k);
-    if (lua_type(L, 3) != LUA_TBOOLEAN)
-        return luaL_error(L, "ember.backends.cuda.matmul.allow_tf32: expected a boolean, got %s", luaL_typename(L, 3));
-    em_set_backend_flag(EM_CUDA, EM_FLAG_ALLOW_TF32, lua_toboolean(L, 3));
-    return 0;
+    lua_newtable(L);
+    if (fns) luaL_setfuncs(L, fns, 0);
+    lua_createtable(L, 0, 2);
+    lua_pushlightuserdata(L, (void *)settings);
+    lua_pushstring(L, name);
+    lua_pushcclosure(L, setting_index, 2);
+    lua_setfield(L, -2, "__index");
+    lua_pushlightuserdata(L, (void *)settings);
+    lua_pushstring(L, name);
+    lua_pushcclosure(L, setting_newindex, 2);
+    lua_setfield(L, -2, "__newindex");
+    lua_setmetatable(L, -2);
+}
+
+/* cuDNN comes with the CUDA backend library: it is there when the backend is */
+static int cudnn_is_available(lua_State *L)
+{
+    lua_pushboolean(L, em_cuda_device_count() > 0);
+    return 1;
+}
+
+/* ember.backends.mps: Apple's GPUs, never present in ember (a port's device choice asks) */
+static int mps_never(lua_State *L)
+{
+    lua_pushboolean(L, false);
+    return 1;
 }
 
 /* ---- ember.backends.cpu ---------------------------------------------------------- */
@@ -518,18 +594,20 @@ void emlua_open_cuda(lua_State *L)
 
     lua_newtable(L);                    /* backends */
     lua_newtable(L);                    /* backends.cuda */
-    lua_newtable(L);                    /* backends.cuda.matmul: a proxy */
-    lua_createtable(L, 0, 2);
-    lua_pushcfunction(L, matmul_index);
-    lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, matmul_newindex);
-    lua_setfield(L, -2, "__newindex");
-    lua_setmetatable(L, -2);
+    push_settings(L, "ember.backends.cuda.matmul", matmul_settings, NULL);
     lua_setfield(L, -2, "matmul");
     lua_setfield(L, -2, "cuda");
+    static const luaL_Reg cudnn_funcs[] = {{"is_available", cudnn_is_available}, {NULL, NULL}};
+    push_settings(L, "ember.backends.cudnn", cudnn_settings, cudnn_funcs);
+    lua_setfield(L, -2, "cudnn");
+    static const luaL_Reg mps_funcs[] = {{"is_available", mps_never}, {"is_built", mps_never}, {NULL, NULL}};
+    luaL_newlib(L, mps_funcs);
+    lua_setfield(L, -2, "mps");
     luaL_newlib(L, backends_cpu_funcs);  /* backends.cpu */
     lua_setfield(L, -2, "cpu");
     lua_setfield(L, -2, "backends");
+    push_settings(L, "ember.utils.deterministic", deterministic_settings, NULL);
+    lua_setfield(L, -2, "_deterministic");
 
     lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
     em_set_oom_handler(collect_on_oom, lua_tothread(L, -1));

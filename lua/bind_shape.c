@@ -553,7 +553,8 @@ static int new_common(lua_State *L, const char *op, int kind)
     }
     em_dtype d = emlua_opt_dtype(L, opts, op, t->dtype);
     em_device dev = emlua_opt_device(L, opts, op, t->storage->device);
-    em_tensor *r = kind == 3 ? em_empty(sizes, nd, d, dev) : em_full(sizes, nd, kind == 1 ? 1 : value, d, dev);
+    em_tensor *r = kind == 3 ? emlua_uninitialized(em_empty(sizes, nd, d, dev))
+                             : em_full(sizes, nd, kind == 1 ? 1 : value, d, dev);
     return emlua_push_created(L, r, opts, op);
 }
 

@@ -200,6 +200,11 @@ em_tensor *emlua_arg_tensor(emlua_args *a, int k);
  * the creation option {requires_grad = true} of the options table at opts
  * (0: none). */
 int emlua_push_created(lua_State *L, em_tensor *t, int opts, const char *op);
+/* empty()'s result as use_deterministic_algorithms wants it: filled with NaN
+ * (floats) or the dtype's largest value when ember.utils.deterministic.
+ * fill_uninitialized_memory is on (PyTorch's), else as it is. NULL (t
+ * released) on an error. */
+em_tensor *emlua_uninitialized(em_tensor *t);
 /* op(size..., [{dtype=, device=, requires_grad=}]) made by fn: zeros, ones,
  * empty, rand, randn */
 typedef em_tensor *(*emlua_sized_fn)(const int64_t *sizes, int ndim, em_dtype d, em_device dev);

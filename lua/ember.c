@@ -4,6 +4,7 @@
 #include "../engine/debug.h"
 
 #include <dlfcn.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -718,6 +719,29 @@ int emlua_create_sized(lua_State *L, const char *op, emlua_sized_fn fn)
     em_dtype d = emlua_opt_dtype(L, opts, op, em_default_dtype());
     em_device dev = emlua_opt_device(L, opts, op, emlua_default_device());
     return emlua_push_created(L, fn(sizes, n, d, dev), opts, op);
+}
+
+em_tensor *emlua_uninitialized(em_tensor *t)
+{
+    if (!t || em_numel(t) == 0 || !em_get_backend_flag(EM_CPU, EM_FLAG_DETERMINISTIC) ||
+        !em_get_backend_flag(EM_CPU, EM_FLAG_FILL_UNINITIALIZED))
+        return t;
+    int rc;
+    if (em_dtype_is_float(t->dtype)) {
+        rc = em_fill_(t, NAN);
+    } else if (t->dtype == EM_INT64) {     /* 2^63 - 1 has no double: copied from an int64 scalar */
+        int64_t max = INT64_MAX;
+        em_tensor *v = em_from_host(NULL, 0, EM_INT64, NULL, &max);
+        rc = v ? em_copy_(t, v) : -1;
+        em_release(v);
+    } else {
+        rc = em_fill_(t, t->dtype == EM_INT32 ? (double)INT32_MAX : t->dtype == EM_UINT8 ? 255.0 : 1.0);
+    }
+    if (rc) {
+        em_release(t);
+        return NULL;
+    }
+    return t;
 }
 
 int emlua_push_created(lua_State *L, em_tensor *t, int opts, const char *op)

@@ -1289,7 +1289,11 @@ static int create_sized(lua_State *L, const char *op, emlua_sized_fn fn)
 
 static int m_zeros(lua_State *L) { return create_sized(L, "ember.zeros", em_zeros); }
 static int m_ones(lua_State *L) { return create_sized(L, "ember.ones", em_ones); }
-static int m_empty(lua_State *L) { return create_sized(L, "ember.empty", em_empty); }
+static em_tensor *empty_filled(const int64_t *sizes, int n, em_dtype d, em_device dev)
+{
+    return emlua_uninitialized(em_empty(sizes, n, d, dev));
+}
+static int m_empty(lua_State *L) { return create_sized(L, "ember.empty", empty_filled); }
 
 static int m_full(lua_State *L)
 {
@@ -1331,7 +1335,7 @@ static int like(lua_State *L, const char *op, int first, double value, bool fill
     int opts = emlua_keywords(L, first, op, created_keywords);
     em_dtype d = emlua_opt_dtype(L, opts, op, t->dtype);
     em_device dev = emlua_opt_device(L, opts, op, t->storage->device);
-    if (!fill) return emlua_push_created(L, em_empty(t->sizes, t->ndim, d, dev), opts, op);
+    if (!fill) return emlua_push_created(L, emlua_uninitialized(em_empty(t->sizes, t->ndim, d, dev)), opts, op);
     return emlua_push_created(L, em_full(t->sizes, t->ndim, value, d, dev), opts, op);
 }
 

@@ -611,7 +611,7 @@ Modules:
   ember.data              Dataset, TensorDataset, DataLoader, fashion_mnist
   ember.autograd          grad, backward, gradcheck, detect_anomaly
   ember.cuda              GPUs: is_available, synchronize, memory figures, Event
-  ember.backends          ember.backends.cuda.matmul.allow_tf32
+  ember.backends          ember.backends.cuda.matmul.allow_tf32, ember.backends.cudnn
   ember.plot              gnuplot: line, scatter, hist, image, figures, files, live curves
   ember.profiler          where the time goes: ops and Lua lines, backward nodes, Chrome traces
   ember.memory            who holds the memory: live tensors by the line that made them

@@ -1,6 +1,6 @@
 -- ember.composite.settings — PyTorch's process-wide switches that a ported script sets
--- at its top: set_printoptions, set/get_float32_matmul_precision, inference_mode and
--- compile. A part of ember.composite (loaded on first use of one of these names).
+-- at its top: set_printoptions, set/get_float32_matmul_precision, inference_mode,
+-- use_deterministic_algorithms (and its debug-mode names) and compile. A part of ember.composite (loaded on first use of one of these names).
 local ember = require "ember"
 local raise = require("ember.errors").raise
 local options = require("ember.args").options
@@ -100,6 +100,59 @@ end
 
 --- ember.is_inference_mode_enabled() -> true inside ember.inference_mode (mode true), as torch's.
 function F.is_inference_mode_enabled() return inference end
+
+-- ---- determinism ---------------------------------------------------------------------------
+
+-- warn_only as last given (PyTorch keeps it apart from the mode); ember has a deterministic
+-- form of every op, so in ember it changes nothing
+local warn_only = false
+
+--- ember.use_deterministic_algorithms(mode [, {warn_only = false}]): with mode true, the same
+-- bits on every run of the same program on the same machine. The CUDA kernels that add with
+-- atomics (scatter_add, index_add, scatter_reduce "sum" / "mean" / "prod", and the gradients
+-- made of them: gather's, index_select's, embedding's, advanced indexing's) apply each
+-- element's updates in index order, convolutions take only cuDNN's deterministic algorithms,
+-- and empty() / empty_like() / new_empty() fill with NaN or the integer maximum
+-- (ember.utils.deterministic.fill_uninitialized_memory). The CPU kernels are deterministic
+-- either way. No ember op is left without a deterministic form, so none raises or warns
+-- (PyTorch raises for some CUDA ops, or warns under warn_only).
+-- Example: ember.use_deterministic_algorithms(true)
+function F.use_deterministic_algorithms(mode, ...)
+  local op = "ember.use_deterministic_algorithms"
+  if type(mode) ~= "boolean" then raise(string.format("%s: mode must be a boolean, got %s", op, type(mode))) end
+  local o = options(op, {"*", "warn_only"}, ...)
+  if o.warn_only ~= nil and type(o.warn_only) ~= "boolean" then
+    raise(string.format("%s: warn_only must be a boolean, got %s", op, type(o.warn_only)))
+  end
+  ember._deterministic.algorithms = mode
+  warn_only = o.warn_only == true
+end
+
+--- ember.are_deterministic_algorithms_enabled() -> whether use_deterministic_algorithms(true) is in force.
+function F.are_deterministic_algorithms_enabled() return ember._deterministic.algorithms end
+
+--- ember.is_deterministic_algorithms_warn_only_enabled() -> the warn_only last given to use_deterministic_algorithms.
+function F.is_deterministic_algorithms_warn_only_enabled() return warn_only end
+
+local DEBUG_MODES = {default = 0, warn = 1, error = 2}
+
+--- ember.set_deterministic_debug_mode(m): "default" / 0 (off), "warn" / 1 (on, warn_only),
+-- "error" / 2 (on): use_deterministic_algorithms by another name, as PyTorch's.
+function F.set_deterministic_debug_mode(m)
+  local op = "ember.set_deterministic_debug_mode"
+  local level = type(m) == "string" and DEBUG_MODES[m] or (math.type(m) == "integer" and m >= 0 and m <= 2 and m)
+  if not level then
+    raise(string.format('%s: expected "default", "warn" or "error" (or 0, 1, 2), got %s', op,
+                        type(m) == "string" and '"' .. m .. '"' or tostring(m)))
+  end
+  F.use_deterministic_algorithms(level > 0, {warn_only = level == 1})
+end
+
+--- ember.get_deterministic_debug_mode() -> 0 (off), 1 (on, warn_only) or 2 (on).
+function F.get_deterministic_debug_mode()
+  if not ember._deterministic.algorithms then return 0 end
+  return warn_only and 1 or 2
+end
 
 local callable = require("ember.args").is_callable
 
