@@ -488,10 +488,24 @@ static double fill_value(lua_State *L, int idx, const char *op)
     return lua_tonumber(L, idx);
 }
 
+/* masked_fill of an int64 tensor with an integer past 2^53 (iinfo's max, say),
+ * which a double would round: where(mask, value, t) with the value made exactly */
+static em_tensor *masked_fill_exact(lua_State *L, em_tensor *t, em_tensor *mask, const char *op)
+{
+    int64_t shape[EM_MAX_DIMS];     /* the shapes' error under the caller's name, not where's */
+    if (em_broadcast_shapes(t->sizes, t->ndim, mask->sizes, mask->ndim, shape, op) < 0) return NULL;
+    em_tensor *s = emlua_check_operand(L, 3, op, t);
+    em_tensor *r = s ? em_where(mask, s, t) : NULL;
+    em_release(s);
+    return r;
+}
+
 static int t_masked_fill(lua_State *L)
 {
     em_tensor *t = check_tensor(L, 1, "masked_fill"), *mask = check_tensor(L, 2, "masked_fill");
     emlua_keywords(L, 4, "masked_fill", NULL);
+    if (mask->dtype == EM_BOOL && emlua_exact_integer_operand(L, t, 3))
+        return emlua_push(L, masked_fill_exact(L, t, mask, "masked_fill"));
     return emlua_push(L, em_masked_fill(t, mask, fill_value(L, 3, "masked_fill")));
 }
 
@@ -499,7 +513,14 @@ static int t_masked_fill_(lua_State *L)
 {
     em_tensor *t = check_tensor(L, 1, "masked_fill_"), *mask = check_tensor(L, 2, "masked_fill_");
     emlua_keywords(L, 4, "masked_fill_", NULL);
-    if (em_masked_fill_(t, mask, fill_value(L, 3, "masked_fill_"))) return emlua_fail(L);
+    if (mask->dtype == EM_BOOL && emlua_exact_integer_operand(L, t, 3)) {
+        em_tensor *r = masked_fill_exact(L, t, mask, "masked_fill_");
+        int rc = r ? em_copy_(t, r) : -1;
+        em_release(r);
+        if (rc) return emlua_fail(L);
+    } else if (em_masked_fill_(t, mask, fill_value(L, 3, "masked_fill_"))) {
+        return emlua_fail(L);
+    }
     lua_settop(L, 1);
     return 1;
 }

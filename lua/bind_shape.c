@@ -554,7 +554,9 @@ static int new_common(lua_State *L, const char *op, int kind)
     em_dtype d = emlua_opt_dtype(L, opts, op, t->dtype);
     em_device dev = emlua_opt_device(L, opts, op, t->storage->device);
     em_tensor *r = kind == 3 ? emlua_uninitialized(em_empty(sizes, nd, d, dev))
-                             : em_full(sizes, nd, kind == 1 ? 1 : value, d, dev);
+                   : kind == 2 && emlua_exact_integer_value(L, 3, d)   /* past 2^53: not through a double */
+                       ? emlua_fill_exact(L, em_empty(sizes, nd, d, dev), 3, op)
+                       : em_full(sizes, nd, kind == 1 ? 1 : value, d, dev);
     return emlua_push_created(L, r, opts, op);
 }
 

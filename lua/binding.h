@@ -84,6 +84,12 @@ em_tensor *emlua_check_operand(lua_State *L, int idx, const char *op, const em_t
  * 2^53) meeting an int64 tensor t: then the op must take it as a tensor
  * from emlua_check_operand, not as a double. */
 bool emlua_exact_integer_operand(lua_State *L, const em_tensor *t, int idx);
+/* The same for a value headed for dtype d (full, fill_): d is int64 and the
+ * integer at idx is past 2^53. */
+bool emlua_exact_integer_value(lua_State *L, int idx, em_dtype d);
+/* t (a new reference, stolen) filled with the integer at idx exactly, as
+ * emlua_exact_integer_value asks; NULL (t released) on an error. */
+em_tensor *emlua_fill_exact(lua_State *L, em_tensor *t, int idx, const char *op);
 /* An index argument: a tensor, or a flat table of integers (made int64 on
  * the CPU). Returns a new reference. */
 em_tensor *emlua_check_index(lua_State *L, int idx, const char *op);

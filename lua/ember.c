@@ -236,11 +236,29 @@ int emlua_push(lua_State *L, em_tensor *t)
     return 1;
 }
 
-bool emlua_exact_integer_operand(lua_State *L, const em_tensor *t, int idx)
+bool emlua_exact_integer_value(lua_State *L, int idx, em_dtype d)
 {
-    if (!t || t->dtype != EM_INT64 || !lua_isinteger(L, idx)) return false;
+    if (d != EM_INT64 || !lua_isinteger(L, idx)) return false;
     lua_Integer v = lua_tointeger(L, idx);
     return v > ((lua_Integer)1 << 53) || v < -((lua_Integer)1 << 53);
+}
+
+bool emlua_exact_integer_operand(lua_State *L, const em_tensor *t, int idx)
+{
+    return t && emlua_exact_integer_value(L, idx, t->dtype);
+}
+
+em_tensor *emlua_fill_exact(lua_State *L, em_tensor *t, int idx, const char *op)
+{
+    if (!t) return NULL;
+    em_tensor *s = emlua_check_operand(L, idx, op, t);
+    int rc = s ? em_copy_(t, s) : -1;
+    em_release(s);
+    if (rc) {
+        em_release(t);
+        return NULL;
+    }
+    return t;
 }
 
 em_tensor *emlua_check_operand(lua_State *L, int idx, const char *op, const em_tensor *like)

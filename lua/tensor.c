@@ -959,6 +959,12 @@ static int t_fill_(lua_State *L)
     em_tensor *t = self(L, "fill_");
     double v = lua_type(L, 2) == LUA_TBOOLEAN ? lua_toboolean(L, 2) : emlua_check_number(L, 2, "fill_");
     no_more(L, 3, "fill_");
+    if (emlua_exact_integer_operand(L, t, 2)) {     /* past 2^53: not through a double */
+        em_tensor *s = emlua_check_operand(L, 2, "fill_", t);
+        int rc = s ? em_copy_(t, s) : -1;
+        em_release(s);
+        return emlua_push_self(L, rc);
+    }
     return emlua_push_self(L, em_fill_(t, v));
 }
 
@@ -1324,6 +1330,9 @@ static int m_full(lua_State *L)
         def = lua_isinteger(L, 2) ? EM_INT64 : em_default_dtype();
     }
     factory_opts f = factory_options(L, opts, "ember.full", def);
+    if (emlua_exact_integer_value(L, 2, f.dtype))   /* past 2^53: not through a double */
+        return push_factory(L, emlua_fill_exact(L, em_empty(sizes, n, f.dtype, f.device), 2, "ember.full"), opts,
+                            "ember.full", &f);
     return push_factory(L, em_full(sizes, n, v, f.dtype, f.device), opts, "ember.full", &f);
 }
 
@@ -1336,6 +1345,8 @@ static int like(lua_State *L, const char *op, int first, double value, bool fill
     em_dtype d = emlua_opt_dtype(L, opts, op, t->dtype);
     em_device dev = emlua_opt_device(L, opts, op, t->storage->device);
     if (!fill) return emlua_push_created(L, emlua_uninitialized(em_empty(t->sizes, t->ndim, d, dev)), opts, op);
+    if (first == 3 && emlua_exact_integer_value(L, 2, d))   /* full_like's value past 2^53 */
+        return emlua_push_created(L, emlua_fill_exact(L, em_empty(t->sizes, t->ndim, d, dev), 2, op), opts, op);
     return emlua_push_created(L, em_full(t->sizes, t->ndim, value, d, dev), opts, op);
 }
 

@@ -31,6 +31,11 @@ describe("composite parts on the device", function()
     agree(function(t) return ember.greater(t, 2), ember.absolute(t), ember.rsub(t, 1) end, {x})
     agree(function(t) return t:clone():fill_diagonal_(0), t:clone():cumsum_(2) end, {x})
     agree(function(t) return ember.ones(2):type_as(t) end, {x:float()}, {any_device = true})
+    -- int64 values past 2^53, written exactly on the device too
+    local big = 9007199254740993
+    agree(function(t, m)
+      return t:masked_fill(m, ember.iinfo("int64").max), ember.full_like(t, big), t:clone():fill_(-big), t:new_full({2}, big)
+    end, {ember.tensor({{1, 2}, {3, 4}}), ember.tensor({true, false})})
     local d = dev(x)
     assert.are.equal(g.on_cpu and -1 or 0, d:get_device())
     assert.are.equal("float64", ember.result_type(d, 1))

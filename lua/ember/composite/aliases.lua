@@ -373,4 +373,78 @@ for _, name in ipairs({"channel_shuffle", "pixel_shuffle", "pixel_unshuffle", "c
   functions[name] = F[name]
 end
 
+-- ---- finfo, iinfo and the constants -----------------------------------------------------
+
+-- torch.finfo's figures of each float dtype, from its format: p mantissa bits (eps = 2^-p),
+-- the largest exponent emax (max = (2 - eps) 2^emax) and the smallest emin (tiny = 2^emin);
+-- resolution is 10^-digits, digits = floor(p log10 2)
+local FLOAT_FORMAT = {
+  float32 = {bits = 32, p = 23, emax = 127, emin = -126, resolution = 1e-06},
+  float64 = {bits = 64, p = 52, emax = 1023, emin = -1022, resolution = 1e-15},
+  float16 = {bits = 16, p = 10, emax = 15, emin = -14, resolution = 0.001},
+  bfloat16 = {bits = 16, p = 7, emax = 127, emin = -126, resolution = 0.01},
+}
+local INT_RANGE = {
+  int64 = {bits = 64, min = math.mininteger, max = math.maxinteger},
+  int32 = {bits = 32, min = -2147483648, max = 2147483647},
+  uint8 = {bits = 8, min = 0, max = 255},
+}
+
+local function info_object(name, fields, order)
+  local parts = {}
+  for i, k in ipairs(order) do
+    parts[i] = k == "dtype" and "dtype=" .. fields.dtype or string.format("%s=%g", k, fields[k])
+  end
+  local text = name .. "(" .. table.concat(parts, ", ") .. ")"
+  return setmetatable({}, {
+    __index = fields,
+    __newindex = function(_, k) raise(string.format("%s: its fields are read-only (assigned '%s')", name, tostring(k))) end,
+    __tostring = function() return text end,
+    __name = "ember." .. name,
+  })
+end
+
+local function info_dtype(op, dtype)
+  if dtype == nil and op == "finfo" then return ember.get_default_dtype() end
+  if ember.is_tensor(dtype) then
+    raise(string.format("ember.%s: expected a dtype name, got a tensor (use ember.%s(t.dtype))", op, op))
+  end
+  check_dtype("ember." .. op, dtype, "its argument")
+  return dtype
+end
+
+--- ember.finfo([dtype = default dtype]) -> bits, eps, max, min, tiny, smallest_normal, resolution, dtype
+-- of a float dtype, as torch.finfo (read-only fields; prints as PyTorch's repr).
+-- Example: x:masked_fill(mask, ember.finfo(x.dtype).min)
+function functions.finfo(dtype)
+  dtype = info_dtype("finfo", dtype)
+  local f = FLOAT_FORMAT[dtype]
+  if not f then
+    raise(string.format("ember.finfo: expected a float dtype, got %s (ember.iinfo is for integer dtypes)", dtype))
+  end
+  local eps, tiny = 2.0 ^ -f.p, 2.0 ^ f.emin
+  local max = (2 - eps) * 2.0 ^ f.emax
+  return info_object("finfo", {bits = f.bits, eps = eps, max = max, min = -max, tiny = tiny, smallest_normal = tiny,
+                               resolution = f.resolution, dtype = dtype},
+                     {"resolution", "min", "max", "eps", "smallest_normal", "tiny", "dtype"})
+end
+
+--- ember.iinfo(dtype) -> bits, min, max (Lua integers), dtype of an integer dtype, as torch.iinfo.
+-- Example: ember.iinfo("int64").max   -- 9223372036854775807
+function functions.iinfo(dtype)
+  dtype = info_dtype("iinfo", dtype)
+  local r = INT_RANGE[dtype]
+  if not r then
+    raise(string.format("ember.iinfo: expected an integer dtype (int64, int32, uint8), got %s%s", dtype,
+                        FLOAT_FORMAT[dtype] and " (ember.finfo is for float dtypes)" or ""))
+  end
+  return info_object("iinfo", {bits = r.bits, min = r.min, max = r.max, dtype = dtype}, {"min", "max", "dtype"})
+end
+
+--- ember.inf, ember.nan, ember.pi, ember.e: torch's constants (math.huge, 0/0, math.pi, exp(1)).
+functions.inf = math.huge
+functions.nan = -(0.0 / 0.0)       -- 0/0 has its sign bit set on x86: printed "-nan"
+functions.pi = math.pi
+functions.e = math.exp(1)
+
 return {functions = functions, both = both, methods = methods}
