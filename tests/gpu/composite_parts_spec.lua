@@ -38,6 +38,10 @@ describe("composite parts on the device", function()
     end, {ember.tensor({{1, 2}, {3, 4}}), ember.tensor({true, false})})
     local d = dev(x)
     assert.are.equal(g.on_cpu and -1 or 0, d:get_device())
+    -- as_tensor / asarray: the device tensor itself, "cuda" naming the current device
+    assert.is_true(rawequal(ember.as_tensor(d, {device = g.on_cpu and "cpu" or "cuda"}), d))
+    assert.is_true(rawequal(ember.asarray(d, {device = g.devname}), d))
+    assert.are.equal(g.devname, ember.as_tensor({1, 2}, {device = g.devname}).device)
     assert.are.equal("float64", ember.result_type(d, 1))
   end)
 

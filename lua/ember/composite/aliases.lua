@@ -447,4 +447,58 @@ functions.nan = -(0.0 / 0.0)       -- 0/0 has its sign bit set on x86: printed "
 functions.pi = math.pi
 functions.e = math.exp(1)
 
+-- ---- as_tensor, asarray ------------------------------------------------------------------
+
+-- whether tensor t already has the dtype and device the options ask for ("cuda" is the
+-- current CUDA device, as in PyTorch: read through an empty tensor made there)
+local function in_place(t, o)
+  if o.dtype ~= nil and o.dtype ~= t.dtype then return false end
+  return o.device == nil or ember.empty(0, {device = o.device}).device == t.device
+end
+
+local function moved(t, o) return t:to({dtype = o.dtype or t.dtype, device = o.device or t.device}) end
+
+--- ember.as_tensor(data [, dtype [, device]]) -> data itself when it is a tensor of that dtype and
+-- device (memory shared), a converted copy when it is another tensor (recorded for autograd),
+-- ember.tensor(data, {dtype, device}) for numbers and tables. As torch.as_tensor.
+-- Example: local y = ember.as_tensor({1, 2, 3}, {dtype = "int64"})
+function functions.as_tensor(data, ...)
+  local o = options("ember.as_tensor", {"dtype", "device"}, ...)
+  if ember.is_tensor(data) then return in_place(data, o) and data or moved(data, o) end
+  return ember.tensor(data, {dtype = o.dtype, device = o.device})
+end
+
+--- ember.asarray(obj [, {dtype, device, copy, requires_grad}]) -> torch.asarray: a tensor obj itself
+-- when no dtype or device change is asked (copy = true: a new tensor; copy = false: an error when
+-- a change is asked); requires_grad, given, is set on the result (obj itself, as PyTorch does);
+-- tables and numbers as ember.tensor.
+function functions.asarray(obj, ...)
+  local op = "ember.asarray"
+  local o = options(op, {"*", "dtype", "device", "copy", "requires_grad"}, ...)
+  for _, k in ipairs({"copy", "requires_grad"}) do
+    if o[k] ~= nil and type(o[k]) ~= "boolean" then
+      raise(string.format("%s: %s must be a boolean, got %s", op, k, type(o[k])))
+    end
+  end
+  if not ember.is_tensor(obj) then
+    if o.copy == false then raise(op .. ": copy = false, but a table or a number is always copied into a new tensor") end
+    return ember.tensor(obj, {dtype = o.dtype, device = o.device, requires_grad = o.requires_grad})
+  end
+  local r = obj
+  if not in_place(obj, o) then
+    if o.copy == false then
+      raise(string.format("%s: copy = false, but a %s tensor on %s cannot be aliased as %s on %s", op, obj.dtype,
+                          obj.device, o.dtype or obj.dtype, o.device or obj.device))
+    end
+    r = moved(obj, o)
+  elseif o.copy then
+    r = obj:detach():clone()
+  end
+  if o.requires_grad and not FLOAT[r.dtype] then
+    raise(string.format("%s: only floating point tensors can require gradients, got %s", op, r.dtype))
+  end
+  if o.requires_grad ~= nil then r:requires_grad_(o.requires_grad) end
+  return r
+end
+
 return {functions = functions, both = both, methods = methods}
