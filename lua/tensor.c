@@ -645,6 +645,13 @@ static int t_dim(lua_State *L) { lua_pushinteger(L, self_alone(L, "dim")->ndim);
 static int t_numel(lua_State *L) { lua_pushinteger(L, em_numel(self_alone(L, "numel"))); return 1; }
 static int t_element_size(lua_State *L) { lua_pushinteger(L, (lua_Integer)em_dtype_size(self_alone(L, "element_size")->dtype)); return 1; }
 static int t_storage_offset(lua_State *L) { lua_pushinteger(L, self_alone(L, "storage_offset")->offset); return 1; }
+/* the address of the first element (a device address for a CUDA tensor), as an
+ * integer: equal for two tensors that start at the same memory, as PyTorch's */
+static int t_data_ptr(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)(uintptr_t)em_data_ptr(self_alone(L, "data_ptr")));
+    return 1;
+}
 static int t_is_contiguous(lua_State *L) { lua_pushboolean(L, em_is_contiguous(self_alone(L, "is_contiguous"))); return 1; }
 
 static int t_is_floating_point(lua_State *L)
@@ -1511,7 +1518,7 @@ static int m_set_num_threads(lua_State *L)
 
 static const luaL_Reg methods[] = {
     {"size", t_size}, {"stride", t_stride}, {"dim", t_dim}, {"numel", t_numel}, {"nelement", t_numel},
-    {"element_size", t_element_size}, {"storage_offset", t_storage_offset},
+    {"element_size", t_element_size}, {"storage_offset", t_storage_offset}, {"data_ptr", t_data_ptr},
     {"is_contiguous", t_is_contiguous}, {"is_set_to", t_is_set_to}, {"is_floating_point", t_is_floating_point},
     {"is_view_of", t_is_view_of}, {"item", t_item}, {"tolist", t_tolist},
     {"view", t_view}, {"view_as", t_view_as}, {"reshape", t_reshape}, {"reshape_as", t_reshape_as},

@@ -90,9 +90,14 @@ function M.err(f, ...)
   return tostring(e)
 end
 
--- msg contains text (plain, not a pattern)
-function M.has(msg, text)
-  assert(msg:find(text, 1, true), "expected the message to contain '" .. text .. "', got: " .. msg)
+-- msg contains each text given (plain, not patterns)
+function M.has(msg, ...)
+  local texts = table.pack(...)
+  assert(texts.n > 0, "has: no text to look for")
+  for i = 1, texts.n do
+    local text = texts[i]
+    assert(msg:find(text, 1, true), "expected the message to contain '" .. text .. "', got: " .. msg)
+  end
 end
 
 -- A float64 tensor of the given sizes with distinct values far enough apart

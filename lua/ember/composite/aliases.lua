@@ -369,8 +369,16 @@ end
 local F = ember.nn.functional
 for _, name in ipairs({"channel_shuffle", "pixel_shuffle", "pixel_unshuffle", "cosine_similarity",
                        "pairwise_distance", "celu", "selu", "rrelu", "prelu", "hardshrink", "threshold", "dropout",
-                       "alpha_dropout", "feature_alpha_dropout", "bilinear"}) do
+                       "alpha_dropout", "feature_alpha_dropout", "bilinear", "rms_norm"}) do
   functions[name] = F[name]
+end
+-- and the two of them PyTorch has as tensor methods too: t:prelu(weight), t:hardshrink([lambd])
+methods.prelu, methods.hardshrink = F.prelu, F.hardshrink
+
+--- t:narrow_copy(dim, start, length) -> a contiguous copy of t:narrow(dim, start, length), as torch's.
+function both.narrow_copy(t, dim, start, length)
+  check_tensor(t, "narrow_copy", "input")
+  return t:narrow(dim, start, length):clone()
 end
 
 -- ---- finfo, iinfo and the constants -----------------------------------------------------
