@@ -51,6 +51,7 @@ static int l_autocast_args(lua_State *L)
 
 static em_device_type check_device_type(lua_State *L, int idx, const char *op)
 {
+    emlua_device_arg(L, idx);
     if (lua_type(L, idx) != LUA_TSTRING) emlua_typeerror(L, idx, op, "a device type (\"cpu\" or \"cuda\")");
     const char *s = lua_tostring(L, idx);
     em_device d;

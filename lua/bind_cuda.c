@@ -33,6 +33,7 @@ static const char GUARD_MT[] = "ember.cuda.graph_guard";
 static int check_device(lua_State *L, int idx, const char *op)
 {
     int index = 0;
+    emlua_device_arg(L, idx);
     if (lua_type(L, idx) == LUA_TSTRING) {
         em_device d;
         if (em_device_parse(lua_tostring(L, idx), &d) || d.type != EM_CUDA)

@@ -307,6 +307,8 @@ static int l_load(lua_State *L)
         /* torch.load's names: map_location as a device string; weights_only
          * is what ember always does */
         int mt = lua_getfield(L, opts, "map_location");
+        emlua_device_arg(L, -1);
+        mt = lua_type(L, -1);
         if (mt != LUA_TNIL) {
             if (mt != LUA_TSTRING || em_device_parse(lua_tostring(L, -1), &dev) != 0)
                 return emlua_argerror(L, 2, op, "map_location must be a device string (\"cpu\", \"cuda:0\"), got %s",

@@ -16,6 +16,7 @@
 static int cuda_index(lua_State *L, int idx, const char *op)
 {
     if (lua_isnoneornil(L, idx)) return 0;
+    emlua_device_arg(L, idx);
     if (lua_type(L, idx) == LUA_TSTRING) {
         em_device d;
         if (em_device_parse(lua_tostring(L, idx), &d) || d.type != EM_CUDA)

@@ -55,6 +55,7 @@ static int l_generator(lua_State *L)
     const char *op = "ember.Generator";
     emlua_keywords(L, 2, op, NULL);
     em_device dev = CPU;
+    emlua_device_arg(L, 1);
     if (lua_type(L, 1) == LUA_TTABLE) {
         static const char *const names[] = {"device", NULL};
         emlua_check_option_names(L, 1, op, names);

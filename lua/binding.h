@@ -130,6 +130,10 @@ int emlua_check_sizes(lua_State *L, int idx, const char *op, int64_t *sizes);
  * table), else the default. */
 em_dtype emlua_opt_dtype(lua_State *L, int idx, const char *op, em_dtype def);
 em_device emlua_opt_device(lua_State *L, int idx, const char *op, em_device def);
+/* An ember.device object (ember.device("cuda", 1)) at idx is replaced there by
+ * its name ("cuda:1"), so that every device argument reads a string; other
+ * values are left as they are. */
+void emlua_device_arg(lua_State *L, int idx);
 /* the device of factories called without one (ember.set_default_device; "cpu" at first) */
 em_device emlua_default_device(void);
 /* A dtype given as a string or an ember.<dtype> constant at idx. */

@@ -668,6 +668,18 @@ em_dtype emlua_check_dtype(lua_State *L, int idx, const char *op)
 /* The name given as option `name` (dtype, device) of the options table at
  * idx, or NULL when there is no table or no such option; raises when it is
  * not a string. The table keeps the string alive. */
+void emlua_device_arg(lua_State *L, int idx)
+{
+    if (lua_type(L, idx) != LUA_TTABLE) return;
+    idx = lua_absindex(L, idx);
+    int t = luaL_getmetafield(L, idx, "__name");          /* pushes nothing when there is none */
+    bool device = t == LUA_TSTRING && strcmp(lua_tostring(L, -1), "ember.device") == 0;
+    if (t != LUA_TNIL) lua_pop(L, 1);
+    if (!device) return;
+    luaL_tolstring(L, idx, NULL);
+    lua_replace(L, idx);
+}
+
 static const char *opt_name(lua_State *L, int idx, const char *name, const char *op)
 {
     if (idx == 0 || lua_type(L, idx) != LUA_TTABLE) return NULL;
@@ -688,9 +700,16 @@ em_dtype emlua_opt_dtype(lua_State *L, int idx, const char *op, em_dtype def)
 
 em_device emlua_opt_device(lua_State *L, int idx, const char *op, em_device def)
 {
-    const char *s = opt_name(L, idx, "device", op);
+    if (idx == 0 || lua_type(L, idx) != LUA_TTABLE) return def;
+    lua_getfield(L, idx, "device");
+    emlua_device_arg(L, -1);        /* parsed while on the stack: an object's name is a new string */
     em_device d = def;
-    if (s && em_device_parse(s, &d)) emlua_argerror(L, idx, op, "option 'device': %s", em_error());
+    if (lua_type(L, -1) == LUA_TSTRING) {
+        if (em_device_parse(lua_tostring(L, -1), &d)) emlua_argerror(L, idx, op, "option 'device': %s", em_error());
+    } else if (!lua_isnil(L, -1)) {
+        emlua_argerror(L, idx, op, "option 'device': expected a device name");
+    }
+    lua_pop(L, 1);
     return d;
 }
 

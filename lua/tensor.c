@@ -1019,6 +1019,7 @@ static int t_to(lua_State *L)
     int top = lua_gettop(L), nb = 0;
     bool has_d = o != NULL, has_dev = o != NULL, copy = false;
     for (int i = o ? 3 : 2; i <= top; i++) {
+        emlua_device_arg(L, i);
         if (lua_type(L, i) == LUA_TSTRING && nb == 0) {
             const char *s = lua_tostring(L, i);
             if (!em_dtype_from_name(s, &d)) to_once(L, i, &has_d, "dtype");
@@ -1086,7 +1087,15 @@ static int t_cuda(lua_State *L)
     emlua_args a;
     emlua_args_start(&a, L, "cuda", 2, names);
     int at = emlua_arg_at(&a, 0);
-    em_device dev = {EM_CUDA, at ? (int)emlua_check_integer(L, at, "cuda") : 0};
+    em_device dev = {EM_CUDA, 0};
+    if (at) emlua_device_arg(L, at);
+    if (at && lua_type(L, at) == LUA_TSTRING) {   /* t:cuda("cuda:1"), t:cuda(ember.device("cuda", 1)) */
+        if (em_device_parse(lua_tostring(L, at), &dev) || dev.type != EM_CUDA)
+            return emlua_argerror(L, at, "cuda", "expected a CUDA device (\"cuda\" or \"cuda:N\"), got '%s'",
+                                  lua_tostring(L, at));
+    } else if (at) {
+        dev.index = (int)emlua_check_integer(L, at, "cuda");
+    }
     check_non_blocking(L, a.opts ? 0 : 3, a.opts, "cuda");
     return emlua_push(L, em_to_device(t, dev));
 }
@@ -1441,6 +1450,7 @@ static int m_set_default_device(lua_State *L)
 {
     const char *op = "ember.set_default_device";
     em_device d = CPU;
+    emlua_device_arg(L, 1);
     if (!lua_isnil(L, 1)) {
         if (lua_type(L, 1) != LUA_TSTRING) return emlua_typeerror(L, 1, op, "a device name (\"cpu\", \"cuda\", \"cuda:N\") or nil");
         if (em_device_parse(lua_tostring(L, 1), &d)) return emlua_argerror(L, 1, op, "%s", em_error());

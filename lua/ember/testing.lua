@@ -530,6 +530,7 @@ function M.make_tensor(...)
     raise(string.format("make_tensor: the requested dtype '%s' is not supported (expected float32, float64, float16, "
                         .. "bfloat16, int64, int32, uint8 or bool)", tostring(dtype)))
   end
+  if type(device) == "table" and (getmetatable(device) or {}).__name == "ember.device" then device = tostring(device) end
   if type(device) ~= "string" then raise("make_tensor: device must be a string, got " .. type(device)) end
   for _, name in ipairs({"requires_grad", "noncontiguous", "exclude_zero"}) do
     if o[name] == nil then o[name] = false end

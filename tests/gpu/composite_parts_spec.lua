@@ -42,6 +42,15 @@ describe("composite parts on the device", function()
     assert.is_true(rawequal(ember.as_tensor(d, {device = g.on_cpu and "cpu" or "cuda"}), d))
     assert.is_true(rawequal(ember.asarray(d, {device = g.devname}), d))
     assert.are.equal(g.devname, ember.as_tensor({1, 2}, {device = g.devname}).device)
+    -- ember.device objects where device names go
+    local dd = ember.device(g.devname)
+    assert.are.equal(g.devname, ember.ones(2):to(dd).device)
+    assert.are.equal(g.devname, ember.zeros(2, {device = dd}).device)
+    if not g.on_cpu then
+      assert.are.equal("cuda:0", ember.ones(2):cuda(ember.device("cuda", 0)).device)
+      assert.are.equal("cuda:0", ember.ones(2):cuda("cuda:0").device)
+      ember.cuda.synchronize(ember.device("cuda"))
+    end
     assert.are.equal("float64", ember.result_type(d, 1))
   end)
 

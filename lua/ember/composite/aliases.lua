@@ -509,4 +509,47 @@ function functions.asarray(obj, ...)
   return r
 end
 
+-- ---- ember.device ------------------------------------------------------------------------
+
+-- a device object is an empty table: its type and index live here, so that no
+-- assignment can change them (each one reaches __newindex)
+local device_fields = setmetatable({}, {__mode = "k"})
+local Device = {__name = "ember.device"}   -- the C side knows device objects by this name
+function Device.__index(d, k) return device_fields[d][k] end
+function Device.__tostring(d) return d.index and d.type .. ":" .. d.index or d.type end
+function Device.__eq(a, b) return a.type == b.type and a.index == b.index end
+function Device.__concat(a, b) return tostring(a) .. tostring(b) end
+function Device.__newindex(_, k)
+  raise(string.format("ember.device: its fields are read-only (assigned '%s')", tostring(k)))
+end
+
+--- ember.device(name [, index]) -> a device object as torch.device: d.type ("cpu" or "cuda"), d.index
+-- (nil unless given), tostring(d) ("cuda:1"). Every argument that takes a device name takes it
+-- (t:to(d), {device = d}, module:to(d), ember.set_default_device(d), ...); t.device stays a string.
+-- Example: local device = ember.device(ember.cuda.is_available() and "cuda" or "cpu")
+function functions.device(name, index)
+  local op = "ember.device"
+  if getmetatable(name) == Device then
+    if index ~= nil then raise(op .. ": an index goes with a device type, not with a device object") end
+    return name
+  end
+  if type(name) ~= "string" then
+    raise(string.format('%s: expected a device name ("cpu", "cuda", "cuda:N"), got %s', op, type(name)))
+  end
+  local kind, num = name:match("^(%a+):(%d+)$")
+  kind = kind or name
+  if kind ~= "cpu" and kind ~= "cuda" then
+    raise(string.format('%s: expected "cpu", "cuda" or "cuda:N", got "%s"', op, name))
+  end
+  if num and index ~= nil then
+    raise(string.format('%s: "%s" names an index already; pass the type alone with index %s', op, name, tostring(index)))
+  end
+  if index ~= nil and (math.type(index) ~= "integer" or index < 0) then
+    raise(string.format("%s: index must be an integer >= 0, got %s", op, tostring(index)))
+  end
+  local d = setmetatable({}, Device)
+  device_fields[d] = {type = kind, index = num and math.tointeger(tonumber(num)) or index}
+  return d
+end
+
 return {functions = functions, both = both, methods = methods}
