@@ -351,7 +351,9 @@ static em_tensor *clamp_at(lua_State *L, em_tensor *t, int ilo, int ihi, const c
     em_tensor *lo_t = emlua_test(L, ilo), *hi_t = emlua_test(L, ihi);
     if (tlo > LUA_TNIL && tlo != LUA_TNUMBER && !lo_t) emlua_typeerror(L, ilo, op, "a number, a tensor or nil");
     if (thi > LUA_TNIL && thi != LUA_TNUMBER && !hi_t) emlua_typeerror(L, ihi, op, "a number, a tensor or nil");
-    if (!lo_t && !hi_t) {
+    /* an int64 bound past 2^53 takes the tensor path, where a number is made exactly */
+    bool exact = emlua_exact_integer_operand(L, t, ilo) || emlua_exact_integer_operand(L, t, ihi);
+    if (!lo_t && !hi_t && !exact) {
         double lo = lua_tonumber(L, ilo), hi = lua_tonumber(L, ihi);
         return em_clamp(t, tlo == LUA_TNUMBER ? &lo : NULL, thi == LUA_TNUMBER ? &hi : NULL);
     }

@@ -70,7 +70,9 @@ static double scatter_value(lua_State *L)
  * has checked that it fits t's dtype) */
 static em_tensor *value_source(lua_State *L, const em_tensor *t, const em_tensor *idx)
 {
-    em_tensor *v = em_scalar(scatter_value(L), t->dtype, t->storage->device);
+    /* an int64 value past 2^53 made exactly, not through a double */
+    em_tensor *v = emlua_exact_integer_operand(L, t, 4) ? emlua_check_operand(L, 4, "scatter", t)
+                                                        : em_scalar(scatter_value(L), t->dtype, t->storage->device);
     em_tensor *val = v ? em_expand(v, idx->sizes, idx->ndim) : NULL;
     em_release(v);
     if (!val) emlua_fail(L);
@@ -137,12 +139,19 @@ static int scatter_common(lua_State *L, const char *op, bool add, bool in_place)
     if (!number && !src) return emlua_typeerror(L, 4, op, add ? "a tensor" : "a tensor, a number or a boolean");
     /* checked here, so that the error names the op called rather than the
      * fill that makes the value's tensor */
-    if (number && em_check_value_fits(op, scatter_value(L), t->dtype)) return emlua_fail(L);
+    bool exact = number && emlua_exact_integer_operand(L, t, 4);
+    if (number && !exact && em_check_value_fits(op, scatter_value(L), t->dtype)) return emlua_fail(L);
     int o = 0;
     const char *reduce = NULL;
     if (add) o = emlua_keywords(L, 5, op, in_place ? NULL : emlua_out_only);
     else reduce = scatter_reduce_arg(L, op, in_place, &o);
     if (reduce) return scatter_with_reduce(L, op, t, dim, idx, src, reduce, o, in_place);
+    if (in_place && exact) {
+        em_tensor *val = value_source(L, t, idx);
+        int rc = em_scatter_(t, dim, idx, val);
+        em_release(val);
+        return emlua_push_self(L, rc);
+    }
     if (in_place) {
         return emlua_push_self(L, number ? em_scatter_value_(t, dim, idx, scatter_value(L))
                                    : add ? em_scatter_add_(t, dim, idx, src) : em_scatter_(t, dim, idx, src));

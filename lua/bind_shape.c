@@ -370,13 +370,28 @@ static int index_write_common(lua_State *L, const char *op, bool copy, bool in_p
     /* index_copy takes PyTorch's out=; index_fill and the in-place forms nothing */
     int o = emlua_keywords(L, 5, op, copy && !in_place ? emlua_out_only : NULL);
     em_tensor *ix = index_on(L, 3, op, t);
+    em_tensor *made = NULL;   /* index_fill of an int64 value past 2^53: index_copy of it, made exactly */
+    if (!copy && emlua_exact_integer_operand(L, t, 4)) {
+        int64_t sizes[EM_MAX_DIMS];
+        memcpy(sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
+        sizes[dim] = em_numel(ix);
+        made = emlua_fill_exact(L, em_empty(sizes, t->ndim, t->dtype, t->storage->device), 4, op);
+        if (!made) {
+            em_release(ix);
+            return emlua_fail(L);
+        }
+        src = made;
+        copy = true;
+    }
     if (in_place) {
         int rc = copy ? em_index_copy_(t, dim, ix, src) : em_index_fill_(t, dim, ix, value);
         em_release(ix);
+        em_release(made);
         return emlua_push_self(L, rc);
     }
     em_tensor *r = copy ? em_index_copy(t, dim, ix, src) : em_index_fill(t, dim, ix, value);
     em_release(ix);
+    em_release(made);
     return emlua_push_out(L, r, o, op);
 }
 

@@ -1,6 +1,7 @@
 -- dtype_info_spec.lua — ember.finfo / ember.iinfo / ember.inf, nan, pi, e (torch's), and
 -- int64 values past 2^53 written exactly by the fills (full, full_like, new_full, fill_,
--- masked_fill), which had gone through a double. Expected values: the printed figures of
+-- masked_fill, index_fill, scatter's value) and clamp's bounds, which had gone through a
+-- double. Expected values: the printed figures of
 -- PyTorch 2.15 (torch.finfo / torch.iinfo reprs, quoted), and for finfo also what the
 -- engine's own conversions show (1 + eps is the next float after 1, max * (1 + eps)
 -- overflows), so a wrong table entry fails twice.
@@ -110,6 +111,27 @@ describe("int64 values past 2^53 in the fills", function()
     assert.are.same({big, big}, z:clone():fill_(big):tolist())
     -- float dtypes still round as a double does
     assert.are.equal(9007199254740992.0, ember.full({1}, big, {dtype = "float64"}):item())
+  end)
+
+  it("index_fill, scatter's value and clamp's bounds take them exactly, in place or not", function()
+    local t = ember.zeros(2, 2, {dtype = "int64"})
+    assert.are.same({{big, big}, {0, 0}}, t:index_fill(1, ember.tensor({1}), big):tolist())
+    local u = t:clone()
+    u:index_fill_(2, ember.tensor({2}), math.maxinteger)
+    assert.are.same({{0, math.maxinteger}, {0, math.maxinteger}}, u:tolist())
+    assert.are.same({{big, 0}, {0, big}}, t:scatter(1, ember.tensor({{1, 2}}), big):tolist())
+    u = t:clone()
+    u:scatter_(1, ember.tensor({{2, 1}}), math.mininteger)
+    assert.are.same({{0, math.mininteger}, {math.mininteger, 0}}, u:tolist())
+    assert.are.same({{big, big}}, ember.zeros(1, 2, {dtype = "int64"}):scatter(2, ember.tensor({{1, 2}}), big,
+                                                                                  {reduce = "add"}):tolist())
+    assert.are.same({{big, big}, {big, big}}, t:clamp(big):tolist())
+    assert.are.same({{-big, -big}, {-big, -big}}, t:clamp(nil, -big):tolist())
+    assert.are.same({big, 5}, ember.tensor({big + 2, 5}):clamp_max(big):tolist())
+    assert.are.same({big, big + 2}, ember.tensor({5, big + 2}):clamp_min(big):tolist())
+    u = t:clone()
+    u:clamp_(big)
+    assert.are.same({{big, big}, {big, big}}, u:tolist())
   end)
 
   it("masked_fill / masked_fill_ write iinfo's max and min exactly, with PyTorch's shape rules", function()
