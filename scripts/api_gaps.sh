@@ -23,6 +23,11 @@ def names(prefix, mod, keep):
         print(prefix + k)
 fn = lambda v: callable(v) and not isinstance(v, type)
 names("ember.", torch, fn)
+# the classes a script calls as functions (torch.device("cuda"), torch.finfo(dtype), ...);
+# torch's other classes are its internals
+for k in ("device", "finfo", "iinfo", "Generator", "Size", "autocast", "no_grad", "enable_grad",
+          "inference_mode", "set_grad_enabled"):
+    print("ember." + k)
 names("Tensor.", torch.Tensor, callable)
 names("nn.", nn, lambda v: isinstance(v, type))
 names("F.", F, callable)
