@@ -266,6 +266,11 @@ typedef struct em_backend {
     int (*memcpy_h2d)(void *dst, const void *src, size_t n, int device_index);
     int (*memcpy_d2h)(void *dst, const void *src, size_t n, int device_index);
     int (*synchronize)(int device_index);
+    /* page-locked host memory (the CUDA backend's; NULL on the CPU): a CPU
+     * tensor's storage there goes to and from the device by DMA, without the
+     * driver's staging copy (em_pin_memory). host_alloc: NULL + error. */
+    void *(*host_alloc)(size_t nbytes);
+    void (*host_free)(void *ptr, size_t nbytes);
 
     /* fill and random: out[i] = value / random numbers. For random ops the
      * element at row-major position i draws from Philox counter

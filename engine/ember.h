@@ -176,6 +176,12 @@ em_tensor *em_unfold(const em_tensor *t, int dim, int64_t size, int64_t step);
 em_tensor *em_diagonal(const em_tensor *t);         /* main diagonal of a 2-D tensor */
 em_tensor *em_contiguous(const em_tensor *t);       /* new ref; itself if contiguous */
 em_tensor *em_clone(const em_tensor *t);
+/* A contiguous copy of CPU tensor t in page-locked memory (the CUDA backend's
+ * host_alloc), whose copies to and from a GPU need no staging; t itself when
+ * it is pinned already. An error without a CUDA device, for a CUDA tensor, and
+ * for one that records a gradient. */
+em_tensor *em_pin_memory(const em_tensor *t);
+bool em_is_pinned(const em_tensor *t);
 int em_copy_(em_tensor *dst, const em_tensor *src); /* broadcast + cast */
 em_tensor *em_to_dtype(const em_tensor *t, em_dtype d);  /* itself if same */
 em_tensor *em_to_device(const em_tensor *t, em_device d);

@@ -18,6 +18,7 @@
 #include "mapping.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -42,8 +43,10 @@ static int storage_free_count;
 static size_t bytes_in_use[2];
 
 /* em_storage.owns_data: 0 inline data (small_storage), 1 from the backend's
- * allocator, STORAGE_MAPPED bytes of a file mapping (mapped_storage). */
+ * allocator, STORAGE_MAPPED bytes of a file mapping (mapped_storage),
+ * STORAGE_PINNED page-locked host memory from the CUDA backend (em_pin_memory). */
 #define STORAGE_MAPPED 2
+#define STORAGE_PINNED 3
 
 struct em_mapping {
     void *base;
@@ -103,6 +106,13 @@ static void storage_release(em_storage *s)
         /* tested here, where large blocks are freed, so that small storages
          * pay nothing for it */
         if (s->owns_data == STORAGE_MAPPED) { mapped_storage_free(s); return; }
+        if (s->owns_data == STORAGE_PINNED) {
+            /* the CUDA backend made it, so it is loaded */
+            const em_backend *cuda = em_backend_for((em_device){EM_CUDA, 0});
+            if (cuda) cuda->host_free(s->data, s->nbytes ? s->nbytes : 1);
+            free(s);
+            return;
+        }
         s->backend->free(s->data, s->nbytes ? s->nbytes : 1, s->device.index);
         free(s);
     } else {
@@ -181,6 +191,61 @@ em_tensor *em_empty(const int64_t *sizes, int ndim, em_dtype dtype, em_device de
     t->dtype = dtype;
     t->offset = 0;
     return t;
+}
+
+bool em_is_pinned(const em_tensor *t) { return t->storage->owns_data == STORAGE_PINNED; }
+
+em_tensor *em_pin_memory(const em_tensor *t)
+{
+    char dbuf[32];
+    if (t->storage->device.type != EM_CPU)
+        return em_set_error("pin_memory: only CPU tensors can be pinned, got one on %s",
+                            em_device_str(t->storage->device, dbuf, sizeof dbuf)), NULL;
+    if (t->requires_grad && em_grad_enabled())
+        return em_set_error("pin_memory: a tensor that requires grad (pin t:detach(), as a loader's batches are)"),
+               NULL;
+    if (em_is_pinned(t)) return em_retain((em_tensor *)t);
+    const em_backend *cuda = em_backend_for((em_device){EM_CUDA, 0});
+    if (!cuda) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", em_error());
+        return em_set_error("pin_memory: page-locked memory needs a CUDA device (%s)", why), NULL;
+    }
+    em_tensor *r = header_new();
+    if (!r) return NULL;
+    size_t esz = em_dtype_size(t->dtype);
+    int64_t n = contiguous_strides(t->sizes, t->ndim, r->strides, (int64_t)(((uint64_t)1 << 62) / esz));
+    em_storage *s = n >= 0 ? malloc(sizeof *s) : NULL;
+    if (!s) {
+        header_free(r);
+        return em_set_error("pin_memory: out of memory for a tensor of %lld elements", (long long)n), NULL;
+    }
+    size_t nbytes = (size_t)n * esz;
+    s->data = cuda->host_alloc(nbytes);
+    if (!s->data) {
+        free(s);
+        header_free(r);
+        return NULL;
+    }
+    s->nbytes = nbytes;
+    s->refcount = 1;
+    s->device = t->storage->device;
+    s->backend = t->storage->backend;   /* the CPU's: the bytes are host memory, its kernels read them */
+    s->version = 0;
+    s->owns_data = STORAGE_PINNED;
+    s->counted = false;
+    bytes_in_use[0] += nbytes;
+    if (em_storage_hook) em_storage_hook(s, true);
+    r->storage = s;
+    if (t->ndim > 0) memcpy(r->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
+    r->ndim = t->ndim;
+    r->dtype = t->dtype;
+    r->offset = 0;
+    if (em_copy_(r, t)) {
+        em_release(r);
+        return NULL;
+    }
+    return r;
 }
 
 em_tensor *em_empty_like(const em_tensor *t)

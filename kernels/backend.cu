@@ -183,6 +183,23 @@ static int memcpy_d2h(void *dst, const void *src, size_t n, int device)
     return kc_check_error_word(device);
 }
 
+static void *host_alloc(size_t n)
+{
+    void *p = NULL;
+    cudaError_t e = cudaHostAlloc(&p, n ? n : 1, cudaHostAllocDefault);
+    if (e != cudaSuccess) {
+        kc_cuda_error("pin_memory (cudaHostAlloc)", e);
+        return NULL;
+    }
+    return p;
+}
+
+static void host_free(void *p, size_t n)
+{
+    (void)n;
+    cudaFreeHost(p);
+}
+
 static int synchronize(int device)
 {
     cudaStream_t s = kc_stream(device);
@@ -309,6 +326,8 @@ static em_backend make_backend(void)
     b.empty_cache = kc_empty_cache;
     b.memcpy_h2d = memcpy_h2d;
     b.memcpy_d2h = memcpy_d2h;
+    b.host_alloc = host_alloc;
+    b.host_free = host_free;
     b.synchronize = synchronize;
     b.fill = kc_fill;
     b.arange = kc_arange;

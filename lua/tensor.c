@@ -647,6 +647,14 @@ static int t_element_size(lua_State *L) { lua_pushinteger(L, (lua_Integer)em_dty
 static int t_storage_offset(lua_State *L) { lua_pushinteger(L, self_alone(L, "storage_offset")->offset); return 1; }
 /* the address of the first element (a device address for a CUDA tensor), as an
  * integer: equal for two tensors that start at the same memory, as PyTorch's */
+/* t:pin_memory(): a copy in page-locked memory, for fast copies to a GPU */
+static int t_pin_memory(lua_State *L) { return emlua_push(L, em_pin_memory(self_alone(L, "pin_memory"))); }
+static int t_is_pinned(lua_State *L)
+{
+    lua_pushboolean(L, em_is_pinned(self_alone(L, "is_pinned")));
+    return 1;
+}
+
 static int t_data_ptr(lua_State *L)
 {
     lua_pushinteger(L, (lua_Integer)(uintptr_t)em_data_ptr(self_alone(L, "data_ptr")));
@@ -1529,6 +1537,7 @@ static int m_set_num_threads(lua_State *L)
 static const luaL_Reg methods[] = {
     {"size", t_size}, {"stride", t_stride}, {"dim", t_dim}, {"numel", t_numel}, {"nelement", t_numel},
     {"element_size", t_element_size}, {"storage_offset", t_storage_offset}, {"data_ptr", t_data_ptr},
+    {"pin_memory", t_pin_memory}, {"is_pinned", t_is_pinned},
     {"is_contiguous", t_is_contiguous}, {"is_set_to", t_is_set_to}, {"is_floating_point", t_is_floating_point},
     {"is_view_of", t_is_view_of}, {"item", t_item}, {"tolist", t_tolist},
     {"view", t_view}, {"view_as", t_view_as}, {"reshape", t_reshape}, {"reshape_as", t_reshape_as},

@@ -346,12 +346,12 @@ local loader_names = {"batch_size", "shuffle", "sampler", "batch_sampler", "num_
                       "drop_last", "timeout", "worker_init_fn", "multiprocessing_context", "generator", "*",
                       "prefetch_factor", "persistent_workers", "pin_memory_device", "in_order", "seed"}
 local loader_supported = {batch_size = true, shuffle = true, sampler = true, batch_sampler = true, collate_fn = true,
-                          drop_last = true, generator = true, seed = true}
+                          drop_last = true, generator = true, seed = true, pin_memory = true}
 -- PyTorch's defaults of the options about worker processes and pinned memory: they ask for
 -- what ember does (load in the calling process), so a script that spells them out runs
 -- (num_workers = 0 is common); any other value is refused, as ember cannot honour it.
-local loader_inert = {num_workers = 0, pin_memory = false, timeout = 0, persistent_workers = false,
-                      pin_memory_device = "", in_order = true}
+local loader_inert = {num_workers = 0, timeout = 0, persistent_workers = false, pin_memory_device = "",
+                      in_order = true}
 
 -- s is a sampler (an object with indices()) or a plain list; what: "sampler" or "batch_sampler"
 local function check_sampler(s, what)
@@ -369,7 +369,8 @@ function DataLoader.new(dataset, ...)
       local inert = loader_inert[k] ~= nil and string.format("; only %s = %s, PyTorch's default, is accepted", k,
                                                              string.format("%q", loader_inert[k])) or ""
       raise("DataLoader: option '" .. k .. "' is not supported (ember loads batches in the calling process; "
-            .. "supported: batch_size, shuffle, sampler, batch_sampler, collate_fn, drop_last, generator, seed"
+            .. "supported: batch_size, shuffle, sampler, batch_sampler, collate_fn, pin_memory, drop_last, generator, "
+            .. "seed"
             .. inert .. ")")
     end
   end
@@ -384,6 +385,13 @@ function DataLoader.new(dataset, ...)
   self.drop_last = option(opts, "drop_last", "boolean", false)
   self.seed = option(opts, "seed", "integer", nil)
   self.collate_fn = option(opts, "collate_fn", "function", nil)
+  -- pin_memory: each batch's tensors in page-locked memory (t:pin_memory()), which copies to a GPU
+  -- need no staging for; without a CUDA device PyTorch warns and loads as usual, and so does ember
+  self.pin_memory = option(opts, "pin_memory", "boolean", false)
+  if self.pin_memory and not ember.cuda.is_available() then
+    data._warn("'pin_memory' argument is set as true but no accelerator is found, then device pinned memory won't be used.")
+    self.pin_memory = false
+  end
   self.generator = check_generator("DataLoader", opts.generator)
   if self.generator and self.seed then
     raise("DataLoader: options 'seed' and 'generator' are mutually exclusive (both choose the shuffle's random numbers)")
@@ -469,14 +477,30 @@ function DataLoader:order(epoch)
   return perm
 end
 
+-- v with its tensors (in nested tables too) in page-locked memory (pin_memory = true)
+local function pinned(v)
+  if ember.is_tensor(v) then return v:pin_memory() end
+  if type(v) ~= "table" or getmetatable(v) ~= nil then return v end
+  local r = {}
+  for k, x in pairs(v) do r[k] = pinned(x) end
+  return r
+end
+
+local function pin_all(...)
+  local r = table.pack(...)
+  for i = 1, r.n do r[i] = pinned(r[i]) end
+  return table.unpack(r, 1, r.n)
+end
+
 -- the batch of samples list[from .. to] (or index, an int64 tensor of them)
 function DataLoader:_batch(list, from, to, index)
+  local pin = self.pin_memory and pin_all or function(...) return ... end
   if self.batch_fn then
-    return self.batch_fn(self.dataset, index or int64_tensor(table.move(list, from, to, 1, {})))
+    return pin(self.batch_fn(self.dataset, index or int64_tensor(table.move(list, from, to, 1, {}))))
   end
   local samples = {}
   for s = from, to do samples[#samples + 1] = table.pack(self._get(list[s])) end
-  return (self.collate_fn or default_collate)(samples)
+  return pin((self.collate_fn or default_collate)(samples))
 end
 
 -- An iterator over one epoch's batches: for x, y in loader:iter() do ... end

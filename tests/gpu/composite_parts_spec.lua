@@ -10,6 +10,7 @@ local skip = g.skip_reason()
 if skip then pending(skip) return end
 
 local dev, agree = g.dev, g.agree
+local cuda_it = g.cuda_it(it, pending)
 local F = ember.nn.functional
 
 local function f64(...) return ember.tensor(..., {dtype = "float64"}) end
@@ -55,6 +56,27 @@ describe("composite parts on the device", function()
       ember.cuda.synchronize(ember.device("cuda"))
     end
     assert.are.equal("float64", ember.result_type(d, 1))
+  end)
+
+  cuda_it("pinned memory: t:pin_memory and DataLoader(pin_memory = true), copied to the device", function()
+    local x = ember.arange(12, {dtype = "float64"}):view(3, 4):t()
+    local p = x:pin_memory()
+    assert.is_true(p:is_pinned() and p:is_contiguous() and p[2]:is_pinned())
+    assert.is_false(x:is_pinned())
+    assert.are.equal(p:data_ptr(), p:pin_memory():data_ptr())         -- pinned already: itself
+    g.same(dev(p), x)
+    g.same(p:to(g.devname), x)
+    local data = ember.data
+    local loader = data.DataLoader(data.TensorDataset(ember.arange(1, 6), ember.arange(5):float()), 2,
+                                   {pin_memory = true})
+    local n = 0
+    for a, b in loader do
+      n = n + 1
+      assert.is_true(a:is_pinned() and b:is_pinned())
+      g.same(b:to(g.devname), a:float():sub(1))
+    end
+    assert.are.equal(3, n)
+    g.has(g.err(function() local _ = dev(x):pin_memory() end), "pin_memory: only CPU tensors can be pinned, got one on cuda:0")
   end)
 
   it("random draws land on the device with the dtype asked for", function()

@@ -756,10 +756,27 @@ describe("DataLoader's batch_sampler, sampler lists and generator", function()
     assert.are.equal("1,2|3,4|5", table.concat(got, "|"))
     -- positionally too: DataLoader(ds, batch_size, shuffle, sampler, batch_sampler, num_workers)
     assert.are.equal(3, #data.DataLoader(ds, 2, false, nil, nil, 0))
-    -- anything else would need workers or pinned memory: refused, naming the accepted value
+    -- anything else would need workers: refused, naming the accepted value
     h.has(h.err(data.DataLoader, ds, {num_workers = 1}), "only num_workers = 0, PyTorch's default, is accepted")
-    h.has(h.err(data.DataLoader, ds, {pin_memory = true}), "only pin_memory = false, PyTorch's default, is accepted")
     h.has(h.err(data.DataLoader, ds, {worker_init_fn = function() end}), "option 'worker_init_fn' is not supported")
+    h.has(h.err(data.DataLoader, ds, {pin_memory = 1}), "option 'pin_memory'")
+  end)
+
+  it("pin_memory = true without a CUDA device: PyTorch's warning, then the usual batches", function()
+    if ember.cuda.is_available() then pending("a CUDA device is there: tests/gpu's composite_parts_spec pins") return end
+    local ds = data.TensorDataset(ember.arange(1, 6))
+    local loader
+    local w = warnings_of(function() loader = data.DataLoader(ds, 2, {pin_memory = true}) end)
+    assert.are.same({"'pin_memory' argument is set as true but no accelerator is found, then device pinned memory "
+                     .. "won't be used."}, w)
+    local got = {}
+    for x in loader do
+      assert.is_false(x:is_pinned())
+      got[#got + 1] = table.concat(x:tolist(), ",")
+    end
+    assert.are.equal("1,2|3,4|5", table.concat(got, "|"))
+    -- and t:pin_memory() itself says why it cannot
+    h.has(h.err(function() local _ = ember.ones(2):pin_memory() end), "pin_memory: page-locked memory needs a CUDA device")
   end)
 end)
 
