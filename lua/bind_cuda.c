@@ -30,19 +30,10 @@ static const char GRAPH_MT[] = "ember.cuda.CUDAGraph";
 static const char POOL_MT[] = "ember.cuda.graph_pool_handle";
 static const char GUARD_MT[] = "ember.cuda.graph_guard";
 
+/* a device argument (emlua_cuda_index) that names a device present */
 static int check_device(lua_State *L, int idx, const char *op)
 {
-    int index = 0;
-    emlua_device_arg(L, idx);
-    if (lua_type(L, idx) == LUA_TSTRING) {
-        em_device d;
-        if (em_device_parse(lua_tostring(L, idx), &d) || d.type != EM_CUDA)
-            return emlua_argerror(L, idx, op, "expected a CUDA device (\"cuda\" or \"cuda:N\"), got '%s'",
-                                  lua_tostring(L, idx));
-        index = d.index;
-    } else if (!lua_isnoneornil(L, idx)) {
-        index = (int)emlua_check_integer(L, idx, op);
-    }
+    int index = emlua_cuda_index(L, idx, op);
     if (em_cuda_check_device(index)) return emlua_fail(L);
     return index;
 }

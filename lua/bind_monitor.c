@@ -12,27 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The CUDA index a device argument names. */
-static int cuda_index(lua_State *L, int idx, const char *op)
-{
-    if (lua_isnoneornil(L, idx)) return 0;
-    emlua_device_arg(L, idx);
-    if (lua_type(L, idx) == LUA_TSTRING) {
-        em_device d;
-        if (em_device_parse(lua_tostring(L, idx), &d) || d.type != EM_CUDA)
-            return emlua_argerror(L, idx, op, "expected a CUDA device (\"cuda\" or \"cuda:N\"), got '%s'",
-                                  lua_tostring(L, idx));
-        return d.index;
-    }
-    if (lua_type(L, idx) != LUA_TNUMBER) return emlua_typeerror(L, idx, op, "a CUDA device index or \"cuda:N\"");
-    lua_Integer i = emlua_check_integer(L, idx, op);
-    if (i < 0 || i > 1000000) return emlua_argerror(L, idx, op, "cuda:%lld: no such device", (long long)i);
-    return (int)i;
-}
-
 static int push_metric(lua_State *L, const char *op, em_gpu_metric m)
 {
-    int i = em_nvml_index_of_cuda(op, cuda_index(L, 1, op));
+    int i = em_nvml_index_of_cuda(op, emlua_cuda_index(L, 1, op));
     int64_t v;
     if (i < 0 || em_nvml_read(op, i, m, &v)) return emlua_fail(L);
     lua_pushinteger(L, (lua_Integer)v);
@@ -48,7 +30,7 @@ static int mem_get_info(lua_State *L)
 {
     const char *op = "ember.cuda.mem_get_info";
     size_t free_b = 0, total_b = 0;
-    if (em_cuda_mem_get_info(cuda_index(L, 1, op), &free_b, &total_b)) {
+    if (em_cuda_mem_get_info(emlua_cuda_index(L, 1, op), &free_b, &total_b)) {
         char why[600];
         snprintf(why, sizeof why, "%s", em_error());
         em_set_error("%s: %s", op, why);

@@ -134,6 +134,10 @@ em_device emlua_opt_device(lua_State *L, int idx, const char *op, em_device def)
  * its name ("cuda:1"), so that every device argument reads a string; other
  * values are left as they are. */
 void emlua_device_arg(lua_State *L, int idx);
+/* The CUDA device index an argument names: nil (0), an index, "cuda",
+ * "cuda:N" or an ember.device object; raises, naming op, for anything else.
+ * Not checked against the devices present (em_cuda_check_device does). */
+int emlua_cuda_index(lua_State *L, int idx, const char *op);
 /* the device of factories called without one (ember.set_default_device; "cpu" at first) */
 em_device emlua_default_device(void);
 /* A dtype given as a string or an ember.<dtype> constant at idx. */

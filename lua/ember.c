@@ -683,6 +683,23 @@ void emlua_device_arg(lua_State *L, int idx)
     lua_replace(L, idx);
 }
 
+int emlua_cuda_index(lua_State *L, int idx, const char *op)
+{
+    if (lua_isnoneornil(L, idx)) return 0;
+    emlua_device_arg(L, idx);
+    if (lua_type(L, idx) == LUA_TSTRING) {
+        em_device d;
+        if (em_device_parse(lua_tostring(L, idx), &d) || d.type != EM_CUDA)
+            return emlua_argerror(L, idx, op, "expected a CUDA device (\"cuda\" or \"cuda:N\"), got '%s'",
+                                  lua_tostring(L, idx));
+        return d.index;
+    }
+    if (lua_type(L, idx) != LUA_TNUMBER) return emlua_typeerror(L, idx, op, "a CUDA device index or \"cuda:N\"");
+    lua_Integer i = emlua_check_integer(L, idx, op);
+    if (i < 0 || i > 1000000) return emlua_argerror(L, idx, op, "cuda:%lld: no such device", (long long)i);
+    return (int)i;
+}
+
 static const char *opt_name(lua_State *L, int idx, const char *name, const char *op)
 {
     if (idx == 0 || lua_type(L, idx) != LUA_TTABLE) return NULL;

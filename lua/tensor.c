@@ -1095,15 +1095,8 @@ static int t_cuda(lua_State *L)
     emlua_args a;
     emlua_args_start(&a, L, "cuda", 2, names);
     int at = emlua_arg_at(&a, 0);
-    em_device dev = {EM_CUDA, 0};
-    if (at) emlua_device_arg(L, at);
-    if (at && lua_type(L, at) == LUA_TSTRING) {   /* t:cuda("cuda:1"), t:cuda(ember.device("cuda", 1)) */
-        if (em_device_parse(lua_tostring(L, at), &dev) || dev.type != EM_CUDA)
-            return emlua_argerror(L, at, "cuda", "expected a CUDA device (\"cuda\" or \"cuda:N\"), got '%s'",
-                                  lua_tostring(L, at));
-    } else if (at) {
-        dev.index = (int)emlua_check_integer(L, at, "cuda");
-    }
+    /* t:cuda(1), t:cuda("cuda:1"), t:cuda(ember.device("cuda", 1)) */
+    em_device dev = {EM_CUDA, at ? emlua_cuda_index(L, at, "cuda") : 0};
     check_non_blocking(L, a.opts ? 0 : 3, a.opts, "cuda");
     return emlua_push(L, em_to_device(t, dev));
 }
