@@ -33,6 +33,8 @@ static MPI_Datatype mpi_type(em_dtype d)
     case EM_FLOAT64: return MPI_DOUBLE;
     case EM_INT64: return MPI_INT64_T;
     case EM_INT32: return MPI_INT32_T;
+    case EM_INT16: return MPI_INT16_T;
+    case EM_INT8: return MPI_INT8_T;
     case EM_UINT8: case EM_BOOL: return MPI_UINT8_T;
     /* carried as bits; MPI has no half types to reduce */
     case EM_FLOAT16: case EM_BFLOAT16: return MPI_UINT16_T;

@@ -89,8 +89,11 @@ static ncclDataType_t nccl_type(em_dtype d)
     case EM_FLOAT64: return ncclFloat64;
     case EM_INT64: return ncclInt64;
     case EM_INT32: return ncclInt32;
+    case EM_INT8: return ncclInt8;
     case EM_UINT8: case EM_BOOL: return ncclUint8;
-    case EM_FLOAT16: return ncclFloat16;
+    /* NCCL has no int16: its bits travel as float16's, and reductions widen
+     * (reduces) */
+    case EM_FLOAT16: case EM_INT16: return ncclFloat16;
     case EM_BFLOAT16: return ncclBfloat16;
     default: return ncclUint8;
     }
@@ -98,7 +101,7 @@ static ncclDataType_t nccl_type(em_dtype d)
 
 /* float16/bfloat16 are reduced in float32 by the engine, as over MPI, so a
  * sum is rounded once and both backends give the same values */
-static bool reduces(em_dtype d) { return d != EM_FLOAT16 && d != EM_BFLOAT16; }
+static bool reduces(em_dtype d) { return d != EM_FLOAT16 && d != EM_BFLOAT16 && d != EM_INT16; }
 
 static ncclRedOp_t nccl_op(em_comm_op op)
 {

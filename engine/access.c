@@ -24,6 +24,8 @@ static double load_f64(const char *p, em_dtype d)
     case EM_FLOAT64: { double v; memcpy(&v, p, 8); return v; }
     case EM_INT64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
     case EM_INT32: { int32_t v; memcpy(&v, p, 4); return v; }
+    case EM_INT16: { int16_t v; memcpy(&v, p, 2); return v; }
+    case EM_INT8: return (int8_t)*p;
     case EM_UINT8: return (uint8_t)*p;
     case EM_BOOL: return *p != 0;
     case EM_FLOAT16: { uint16_t v; memcpy(&v, p, 2); return em_half_to_float(v); }
@@ -37,6 +39,8 @@ static int64_t load_i64(const char *p, em_dtype d)
     switch (d) {
     case EM_INT64: { int64_t v; memcpy(&v, p, 8); return v; }
     case EM_INT32: { int32_t v; memcpy(&v, p, 4); return v; }
+    case EM_INT16: { int16_t v; memcpy(&v, p, 2); return v; }
+    case EM_INT8: return (int8_t)*p;
     case EM_UINT8: return (uint8_t)*p;
     case EM_BOOL: return *p != 0;
     default: return (int64_t)load_f64(p, d);

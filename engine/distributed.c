@@ -784,13 +784,23 @@ static int not_member(em_work **work)
 
 /* ---- buffers ------------------------------------------------------------------ */
 
+/* The dtype a reduction of d travels in: d where the backend reduces it, else
+ * float32 for the half types (rounded once, on every backend alike) and int32
+ * for the integers (NCCL has no int16): sums, products, max and min of int32
+ * keep the low 16 bits exact, so the result wraps as int16's own would. */
+static em_dtype carried_dtype(const em_comm_backend *be, em_dtype d)
+{
+    if (be->reduces(d)) return d;
+    return em_dtype_is_int(d) ? EM_INT32 : EM_FLOAT32;
+}
+
 /* What the backend reads and writes for t: t itself when contiguous and
- * carried as it is, else a contiguous copy (float32 for a reduction of a
- * dtype the backend cannot reduce). */
+ * carried as it is, else a contiguous copy (in carried_dtype for a reduction
+ * of a dtype the backend cannot reduce). */
 static em_tensor *carry(const em_tensor *t, bool reducing)
 {
     if (!reducing || backend_of(t)->reduces(t->dtype)) return em_contiguous(t);
-    em_tensor *f = em_to_dtype(t, EM_FLOAT32);
+    em_tensor *f = em_to_dtype(t, carried_dtype(backend_of(t), t->dtype));
     if (!f) return NULL;
     em_tensor *c = em_contiguous(f);
     em_release(f);
@@ -964,7 +974,7 @@ static int do_reduce_scatter(em_tensor *out, em_tensor *const *ins, int n, em_co
     if (em_check_writable(op, out) || begin_collective(g, EM_OP_REDUCE_SCATTER, out, -1, rop, 0)) return -1;
     em_work *w = work_new(backend_of(out), 1);
     if (!w) return -1;
-    em_dtype carried = w->be->reduces(out->dtype) ? out->dtype : EM_FLOAT32;
+    em_dtype carried = carried_dtype(w->be, out->dtype);
     w->send = flat_buffer((int64_t)n * em_numel(out), carried, em_dev(out));
     if (!w->send) return work_finish(w, -1, NULL);
     for (int i = 0; i < n; i++) {

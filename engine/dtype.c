@@ -10,6 +10,7 @@
 static const char *const dtype_names[EM_NDTYPES] = {
     [EM_FLOAT32] = "float32", [EM_FLOAT64] = "float64", [EM_INT64] = "int64",     [EM_INT32] = "int32",
     [EM_UINT8] = "uint8",     [EM_BOOL] = "bool",       [EM_FLOAT16] = "float16", [EM_BFLOAT16] = "bfloat16",
+    [EM_INT8] = "int8",       [EM_INT16] = "int16",
 };
 
 static em_dtype default_dtype = EM_FLOAT32;
@@ -21,13 +22,14 @@ int em_dtype_from_name(const char *name, em_dtype *out)
     static const struct { const char *alias; em_dtype d; } aliases[] = {
         {"float", EM_FLOAT32}, {"double", EM_FLOAT64}, {"long", EM_INT64},
         {"int", EM_INT32}, {"half", EM_FLOAT16}, {"byte", EM_UINT8},
+        {"short", EM_INT16}, {"char", EM_INT8},
     };
     for (int i = 0; i < EM_NDTYPES; i++)
         if (strcmp(name, dtype_names[i]) == 0) { *out = (em_dtype)i; return 0; }
     for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
         if (strcmp(name, aliases[i].alias) == 0) { *out = aliases[i].d; return 0; }
-    return em_set_error("unknown dtype '%s' (expected float32, float64, int64, int32, uint8, "
-                        "bool, float16 or bfloat16)", name);
+    return em_set_error("unknown dtype '%s' (expected float32, float64, int64, int32, int16, "
+                        "int8, uint8, bool, float16 or bfloat16)", name);
 }
 
 bool em_dtype_is_float(em_dtype d)
@@ -35,7 +37,21 @@ bool em_dtype_is_float(em_dtype d)
     return d == EM_FLOAT32 || d == EM_FLOAT64 || d == EM_FLOAT16 || d == EM_BFLOAT16;
 }
 
-bool em_dtype_is_int(em_dtype d) { return d == EM_INT64 || d == EM_INT32 || d == EM_UINT8; }
+bool em_dtype_is_int(em_dtype d)
+{
+    return d == EM_INT64 || d == EM_INT32 || d == EM_INT16 || d == EM_INT8 || d == EM_UINT8;
+}
+
+void em_int_range(em_dtype d, double *lo, double *hi)
+{
+    switch (d) {
+    case EM_UINT8: *lo = 0; *hi = 255; break;
+    case EM_INT8: *lo = -128; *hi = 127; break;
+    case EM_INT16: *lo = -32768; *hi = 32767; break;
+    case EM_INT32: *lo = -2147483648.0; *hi = 2147483647.0; break;
+    default: *lo = -9223372036854775808.0; *hi = 9223372036854774784.0; break;
+    }
+}
 
 /* Whether the number v can be stored in dtype d without overflow: within
  * range for the integer dtypes (a fraction is cut off, as in PyTorch; NaN and
@@ -47,6 +63,8 @@ bool em_value_fits(double v, em_dtype d)
     switch (d) {
     case EM_BOOL: return true;
     case EM_UINT8: return v > -1 && v < 256;
+    case EM_INT8: return v > -129 && v < 128;
+    case EM_INT16: return v > -32769 && v < 32768;
     case EM_INT32: return v > -2147483649.0 && v < 2147483648.0;
     case EM_INT64: return v >= -9223372036854775808.0 && v < 9223372036854775808.0;
     case EM_FLOAT16: return !isfinite(v) || fabs(v) <= 65504.0;
@@ -66,7 +84,7 @@ em_dtype em_default_dtype(void) { return default_dtype; }
 void em_set_default_dtype(em_dtype d) { default_dtype = d; }
 
 /* PyTorch's promotion table restricted to our dtypes.
- * Order of rows/cols: f32 f64 i64 i32 u8 b f16 bf16 */
+ * Order of rows/cols: f32 f64 i64 i32 u8 b f16 bf16 i8 i16 (the enum's) */
 static const em_dtype promote_table[EM_NDTYPES][EM_NDTYPES] = {
 #define F32 EM_FLOAT32
 #define F64 EM_FLOAT64
@@ -76,14 +94,18 @@ static const em_dtype promote_table[EM_NDTYPES][EM_NDTYPES] = {
 #define B EM_BOOL
 #define F16 EM_FLOAT16
 #define BF EM_BFLOAT16
-    /* f32 */ {F32, F64, F32, F32, F32, F32, F32, F32},
-    /* f64 */ {F64, F64, F64, F64, F64, F64, F64, F64},
-    /* i64 */ {F32, F64, I64, I64, I64, I64, F16, BF},
-    /* i32 */ {F32, F64, I64, I32, I32, I32, F16, BF},
-    /* u8  */ {F32, F64, I64, I32, U8, U8, F16, BF},
-    /* b   */ {F32, F64, I64, I32, U8, B, F16, BF},
-    /* f16 */ {F32, F64, F16, F16, F16, F16, F16, F32},
-    /* bf  */ {F32, F64, BF, BF, BF, BF, F32, BF},
+#define I8 EM_INT8
+#define I16 EM_INT16
+    /* f32 */ {F32, F64, F32, F32, F32, F32, F32, F32, F32, F32},
+    /* f64 */ {F64, F64, F64, F64, F64, F64, F64, F64, F64, F64},
+    /* i64 */ {F32, F64, I64, I64, I64, I64, F16, BF, I64, I64},
+    /* i32 */ {F32, F64, I64, I32, I32, I32, F16, BF, I32, I32},
+    /* u8  */ {F32, F64, I64, I32, U8, U8, F16, BF, I16, I16},
+    /* b   */ {F32, F64, I64, I32, U8, B, F16, BF, I8, I16},
+    /* f16 */ {F32, F64, F16, F16, F16, F16, F16, F32, F16, F16},
+    /* bf  */ {F32, F64, BF, BF, BF, BF, F32, BF, BF, BF},
+    /* i8  */ {F32, F64, I64, I32, I16, I8, F16, BF, I8, I16},
+    /* i16 */ {F32, F64, I64, I32, I16, I16, F16, BF, I16, I16},
 #undef F32
 #undef F64
 #undef I64
@@ -92,6 +114,8 @@ static const em_dtype promote_table[EM_NDTYPES][EM_NDTYPES] = {
 #undef B
 #undef F16
 #undef BF
+#undef I8
+#undef I16
 };
 
 em_dtype em_promote(em_dtype a, em_dtype b) { return promote_table[a][b]; }

@@ -417,8 +417,8 @@ em_tensor *em_clamp(const em_tensor *a, const double *lo, const double *hi)
     if (em_dtype_is_int(cd)) {
         /* a bound beyond the dtype's range clamps nothing on that side: pull
          * it in to the range's end rather than let the cast wrap it */
-        double tmin = cd == EM_UINT8 ? 0 : cd == EM_INT32 ? -2147483648.0 : -9223372036854775808.0;
-        double tmax = cd == EM_UINT8 ? 255 : cd == EM_INT32 ? 2147483647.0 : 9223372036854774784.0;
+        double tmin, tmax;
+        em_int_range(cd, &tmin, &tmax);
         l = l < tmin ? tmin : l > tmax ? tmax : l;
         h = h < tmin ? tmin : h > tmax ? tmax : h;
     }

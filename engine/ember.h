@@ -34,6 +34,8 @@ typedef enum em_dtype {
     EM_BOOL,
     EM_FLOAT16,
     EM_BFLOAT16,
+    EM_INT8,
+    EM_INT16,
     EM_NDTYPES
 } em_dtype;
 
@@ -97,15 +99,18 @@ static inline size_t em_dtype_size(em_dtype d)
     switch (d) {
     case EM_FLOAT64: case EM_INT64: return 8;
     case EM_FLOAT32: case EM_INT32: return 4;
-    case EM_FLOAT16: case EM_BFLOAT16: return 2;
-    case EM_UINT8: case EM_BOOL: return 1;
+    case EM_FLOAT16: case EM_BFLOAT16: case EM_INT16: return 2;
+    case EM_UINT8: case EM_INT8: case EM_BOOL: return 1;
     default: return 0;
     }
 }
 const char *em_dtype_name(em_dtype d);
 int em_dtype_from_name(const char *name, em_dtype *out);   /* 0 on success */
 bool em_dtype_is_float(em_dtype d);                /* f32/f64/f16/bf16 */
-bool em_dtype_is_int(em_dtype d);                  /* int64/int32/uint8 */
+bool em_dtype_is_int(em_dtype d);                  /* int64/int32/int16/int8/uint8 */
+/* The smallest and largest values of integer dtype d as doubles (int64's
+ * largest is the largest double below 2^63, which converts back exactly). */
+void em_int_range(em_dtype d, double *lo, double *hi);
 em_dtype em_promote(em_dtype a, em_dtype b);       /* NumPy/PyTorch table */
 /* The result dtype of a binary op, with PyTorch's categories: dimensioned
  * tensors win over 0-d tensors, which win over wrapped numbers, unless the

@@ -196,6 +196,8 @@ em_tensor *em_randint(int64_t low, int64_t high, const int64_t *sizes, int ndim,
     switch (d) {
     case EM_INT64: lo_ok = INT64_MIN; hi_ok = INT64_MAX; break;
     case EM_INT32: lo_ok = INT32_MIN; hi_ok = (int64_t)INT32_MAX + 1; break;
+    case EM_INT16: lo_ok = INT16_MIN; hi_ok = (int64_t)INT16_MAX + 1; break;
+    case EM_INT8: lo_ok = INT8_MIN; hi_ok = (int64_t)INT8_MAX + 1; break;
     case EM_UINT8: lo_ok = 0; hi_ok = 256; break;
     case EM_BOOL: lo_ok = 0; hi_ok = 2; break;
     default: {
@@ -227,9 +229,10 @@ em_tensor *em_randperm(int64_t n, em_dtype d, em_device dev)
     if ((unsigned)d >= EM_NDTYPES || d == EM_BOOL)
         return em_set_error("randperm: unsupported dtype %s", (unsigned)d < EM_NDTYPES ? em_dtype_name(d) : "?"), NULL;
     double lim = exact_int_limit(d);
-    if (d == EM_UINT8) lim = 255;
-    else if (d == EM_INT32) lim = INT32_MAX;
-    else if (d == EM_INT64) lim = 9.2e18;
+    if (em_dtype_is_int(d)) {     /* the values 1 .. n (Lua's positions) fit */
+        double lo;
+        em_int_range(d, &lo, &lim);
+    }
     if ((double)n > lim)
         return em_set_error("randperm: n=%lld is too large for dtype %s", (long long)n, em_dtype_name(d)), NULL;
     int64_t size = n;

@@ -37,7 +37,7 @@
 static const em_device HOST = {EM_CPU, 0};
 
 /* Indexed by em_dtype. */
-static const char *const st_names[EM_NDTYPES] = {"F32", "F64", "I64", "I32", "U8", "BOOL", "F16", "BF16"};
+static const char *const st_names[EM_NDTYPES] = {"F32", "F64", "I64", "I32", "U8", "BOOL", "F16", "BF16", "I8", "I16"};
 
 static int st_dtype(const char *s, em_dtype *out)
 {

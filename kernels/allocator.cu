@@ -165,7 +165,11 @@ extern "C" void *kc_backend_alloc(size_t n, int device)
         free_set.insert(r);
     }
     b->used = true;
-    KC_EMU_MARK(kc_stream(device), b->ptr, n, 1);
+    /* in use up to the next 4 bytes: the 1- and 2-byte atomics (scatter_add on
+     * int8, uint8, int16, bool) compare-and-swap the aligned 32-bit word that
+     * holds their element, which reaches up to 3 bytes past a tensor's end,
+     * inside its 512-byte block */
+    KC_EMU_MARK(kc_stream(device), b->ptr, (n + 3) & ~(size_t)3, 1);
     p->used[b->ptr] = b;
     p->stats.allocated += b->size;
     p->stats.alloc_calls++;

@@ -126,8 +126,8 @@ cudaError_t kc_synchronize(cudaStream_t s)
 
 const char *kc_dtype_name(em_dtype d)
 {
-    static const char *const names[EM_NDTYPES] = {"float32", "float64", "int64", "int32",
-                                                  "uint8", "bool", "float16", "bfloat16"};
+    static const char *const names[EM_NDTYPES] = {"float32", "float64", "int64",    "int32", "uint8",
+                                                  "bool",    "float16", "bfloat16", "int8",  "int16"};
     return d >= 0 && d < EM_NDTYPES ? names[d] : "?";
 }
 

@@ -379,6 +379,8 @@ int kc_binary(em_binary_op op, em_tensor *out, const em_tensor *a, const em_tens
     case EM_FLOAT64: return bin_dispatch<EM_FLOAT64>(op, name, it, dev, s);
     case EM_INT64: return bin_dispatch<EM_INT64>(op, name, it, dev, s);
     case EM_INT32: return bin_dispatch<EM_INT32>(op, name, it, dev, s);
+    case EM_INT16: return bin_dispatch<EM_INT16>(op, name, it, dev, s);
+    case EM_INT8: return bin_dispatch<EM_INT8>(op, name, it, dev, s);
     case EM_UINT8: return bin_dispatch<EM_UINT8>(op, name, it, dev, s);
     case EM_BOOL: return bin_dispatch<EM_BOOL>(op, name, it, dev, s);
     default: return kc_error("%s: no CUDA kernel for %s", name, kc_dtype_name(dt));

@@ -52,6 +52,8 @@ template <> struct ew_dt<EM_FLOAT32> { typedef float S; };
 template <> struct ew_dt<EM_FLOAT64> { typedef double S; };
 template <> struct ew_dt<EM_INT64> { typedef int64_t S; };
 template <> struct ew_dt<EM_INT32> { typedef int32_t S; };
+template <> struct ew_dt<EM_INT16> { typedef int16_t S; };
+template <> struct ew_dt<EM_INT8> { typedef int8_t S; };
 template <> struct ew_dt<EM_UINT8> { typedef uint8_t S; };
 template <> struct ew_dt<EM_BOOL> { typedef uint8_t S; };
 template <> struct ew_dt<EM_FLOAT16> { typedef uint16_t S; };
@@ -87,6 +89,8 @@ template <int D> __host__ __device__ inline typename ew_dt<D>::S ew_store_f64(do
     else if constexpr (D == EM_FLOAT64) return v;
     else if constexpr (D == EM_INT64) return emf_f64_to_i64(v);
     else if constexpr (D == EM_INT32) return (int32_t)(uint32_t)(uint64_t)emf_f64_to_i64(v);
+    else if constexpr (D == EM_INT16) return (int16_t)(uint16_t)(uint64_t)emf_f64_to_i64(v);
+    else if constexpr (D == EM_INT8) return (int8_t)(uint8_t)(uint64_t)emf_f64_to_i64(v);
     else if constexpr (D == EM_UINT8) return (uint8_t)(uint64_t)emf_f64_to_i64(v);
     else if constexpr (D == EM_BOOL) return (uint8_t)(v != 0);
     else if constexpr (D == EM_FLOAT16) return emf_float_to_half((float)v);
@@ -98,6 +102,8 @@ template <int D> __host__ __device__ inline typename ew_dt<D>::S ew_store_i64(in
 {
     if constexpr (D == EM_INT64) return v;
     else if constexpr (D == EM_INT32) return (int32_t)(uint32_t)(uint64_t)v;
+    else if constexpr (D == EM_INT16) return (int16_t)(uint16_t)(uint64_t)v;
+    else if constexpr (D == EM_INT8) return (int8_t)(uint8_t)(uint64_t)v;
     else if constexpr (D == EM_UINT8) return (uint8_t)(uint64_t)v;
     else if constexpr (D == EM_BOOL) return (uint8_t)(v != 0);
     else return ew_store_f64<D>((double)v);
@@ -199,6 +205,7 @@ template <int D> __host__ __device__ inline void ew_st(char *p, typename ew_dt<D
     switch (d) {                                                                                    \
     EW_DTYPE_CASE(EM_FLOAT32, F<EM_FLOAT32>(__VA_ARGS__)) EW_DTYPE_CASE(EM_FLOAT64, F<EM_FLOAT64>(__VA_ARGS__)) \
     EW_DTYPE_CASE(EM_INT64, F<EM_INT64>(__VA_ARGS__)) EW_DTYPE_CASE(EM_INT32, F<EM_INT32>(__VA_ARGS__))         \
+    EW_DTYPE_CASE(EM_INT16, F<EM_INT16>(__VA_ARGS__)) EW_DTYPE_CASE(EM_INT8, F<EM_INT8>(__VA_ARGS__))           \
     EW_DTYPE_CASE(EM_UINT8, F<EM_UINT8>(__VA_ARGS__)) EW_DTYPE_CASE(EM_BOOL, F<EM_BOOL>(__VA_ARGS__))           \
     EW_DTYPE_CASE(EM_FLOAT16, F<EM_FLOAT16>(__VA_ARGS__))                                          \
     EW_DTYPE_CASE(EM_BFLOAT16, F<EM_BFLOAT16>(__VA_ARGS__))                                        \
@@ -208,6 +215,7 @@ template <int D> __host__ __device__ inline void ew_st(char *p, typename ew_dt<D
     switch (d) {                                                                                    \
     EW_DTYPE_CASE(EM_FLOAT32, (F<P, EM_FLOAT32>(__VA_ARGS__))) EW_DTYPE_CASE(EM_FLOAT64, (F<P, EM_FLOAT64>(__VA_ARGS__))) \
     EW_DTYPE_CASE(EM_INT64, (F<P, EM_INT64>(__VA_ARGS__))) EW_DTYPE_CASE(EM_INT32, (F<P, EM_INT32>(__VA_ARGS__)))         \
+    EW_DTYPE_CASE(EM_INT16, (F<P, EM_INT16>(__VA_ARGS__))) EW_DTYPE_CASE(EM_INT8, (F<P, EM_INT8>(__VA_ARGS__)))           \
     EW_DTYPE_CASE(EM_UINT8, (F<P, EM_UINT8>(__VA_ARGS__))) EW_DTYPE_CASE(EM_BOOL, (F<P, EM_BOOL>(__VA_ARGS__)))           \
     EW_DTYPE_CASE(EM_FLOAT16, (F<P, EM_FLOAT16>(__VA_ARGS__)))                                     \
     EW_DTYPE_CASE(EM_BFLOAT16, (F<P, EM_BFLOAT16>(__VA_ARGS__)))                                   \

@@ -64,6 +64,8 @@ int kc_fill(em_tensor *out, double value)
     case EM_FLOAT64: bits = fill_pattern<EM_FLOAT64>(value); break;
     case EM_INT64: bits = fill_pattern<EM_INT64>(value); break;
     case EM_INT32: bits = fill_pattern<EM_INT32>(value); break;
+    case EM_INT16: bits = fill_pattern<EM_INT16>(value); break;
+    case EM_INT8: bits = fill_pattern<EM_INT8>(value); break;
     case EM_UINT8: bits = fill_pattern<EM_UINT8>(value); break;
     case EM_BOOL: bits = fill_pattern<EM_BOOL>(value); break;
     case EM_FLOAT16: bits = fill_pattern<EM_FLOAT16>(value); break;

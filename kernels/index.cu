@@ -82,17 +82,23 @@ __device__ __forceinline__ void index_atomic_add(int64_t *p, int64_t v)
 {
     atomicAdd((unsigned long long *)p, (unsigned long long)v);
 }
-__device__ __forceinline__ void index_atomic_add(uint8_t *p, uint8_t v)
+/* 1- and 2-byte integers: a compare-and-swap on the aligned 32-bit word
+ * holding the element, the sum wrapping in the element's bits */
+template <typename T> __device__ __forceinline__ void index_atomic_add_narrow(T *p, T v)
 {
+    const unsigned int bits = 8 * sizeof(T), mask = (1u << bits) - 1;
     unsigned int *w = (unsigned int *)((uintptr_t)p & ~(uintptr_t)3);
     unsigned int shift = (unsigned int)((uintptr_t)p & 3) * 8;
     unsigned int old = *(volatile unsigned int *)w, assumed;
     do {
         assumed = old;
-        unsigned int b = ((assumed >> shift) + v) & 0xffu;
-        old = atomicCAS(w, assumed, (assumed & ~(0xffu << shift)) | (b << shift));
+        unsigned int b = ((assumed >> shift) + (unsigned int)v) & mask;
+        old = atomicCAS(w, assumed, (assumed & ~(mask << shift)) | (b << shift));
     } while (old != assumed);
 }
+__device__ __forceinline__ void index_atomic_add(uint8_t *p, uint8_t v) { index_atomic_add_narrow(p, v); }
+__device__ __forceinline__ void index_atomic_add(int8_t *p, int8_t v) { index_atomic_add_narrow(p, v); }
+__device__ __forceinline__ void index_atomic_add(int16_t *p, int16_t v) { index_atomic_add_narrow(p, v); }
 /* bool: out = out || src */
 __device__ __forceinline__ void index_atomic_add(bool *p, bool v)
 {
@@ -122,6 +128,8 @@ template <typename I> __device__ __forceinline__ I index_reduce_int(I x, I y, in
 }
 template <> __device__ __forceinline__ int64_t index_reduce_step<int64_t>(int64_t x, int64_t y, int op) { return index_reduce_int(x, y, op); }
 template <> __device__ __forceinline__ int32_t index_reduce_step<int32_t>(int32_t x, int32_t y, int op) { return index_reduce_int(x, y, op); }
+template <> __device__ __forceinline__ int16_t index_reduce_step<int16_t>(int16_t x, int16_t y, int op) { return index_reduce_int(x, y, op); }
+template <> __device__ __forceinline__ int8_t index_reduce_step<int8_t>(int8_t x, int8_t y, int op) { return index_reduce_int(x, y, op); }
 template <> __device__ __forceinline__ uint8_t index_reduce_step<uint8_t>(uint8_t x, uint8_t y, int op) { return index_reduce_int(x, y, op); }
 template <> __device__ __forceinline__ bool index_reduce_step<bool>(bool x, bool y, int op) { return op == 1 ? (x || y) : (x && y); }
 

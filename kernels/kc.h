@@ -145,7 +145,7 @@ const char *kc_dtype_name(em_dtype d);
 template <typename T> struct kc_tag { typedef T type; };
 
 /* Calls F::template run<T>(args...) with T the C++ type of d (float, double,
- * int64_t, int32_t, uint8_t, bool, __half, __nv_bfloat16); an error naming
+ * int64_t, int32_t, int16_t, int8_t, uint8_t, bool, __half, __nv_bfloat16); an error naming
  * op for dtypes the caller's set excludes. */
 #define KC_CASE(D, T, F, ...) case D: return F<T>(__VA_ARGS__);
 #define KC_CASES_FLOAT(F, ...)                                                       \
@@ -154,6 +154,8 @@ template <typename T> struct kc_tag { typedef T type; };
 #define KC_CASES_INTEGER(F, ...)                                                     \
     KC_CASE(EM_INT64, int64_t, F, __VA_ARGS__)                                       \
     KC_CASE(EM_INT32, int32_t, F, __VA_ARGS__)                                       \
+    KC_CASE(EM_INT16, int16_t, F, __VA_ARGS__)                                       \
+    KC_CASE(EM_INT8, int8_t, F, __VA_ARGS__)                                         \
     KC_CASE(EM_UINT8, uint8_t, F, __VA_ARGS__)                                       \
     KC_CASE(EM_BOOL, bool, F, __VA_ARGS__)
 #define KC_CASES_HALF(F, ...)                                                        \

@@ -91,6 +91,8 @@ template <> struct conv<double> {
     __device__ static double get(__nv_bfloat16 v) { return (double)__bfloat162float(v); }
     __device__ static double get(int64_t v) { return (double)v; }
     __device__ static double get(int32_t v) { return (double)v; }
+    __device__ static double get(int16_t v) { return (double)v; }
+    __device__ static double get(int8_t v) { return (double)v; }
     __device__ static double get(uint8_t v) { return (double)v; }
     __device__ static double get(kb8 v) { return v.v ? 1.0 : 0.0; }
 };
@@ -102,12 +104,16 @@ template <> struct conv<float> {
 template <> struct conv<int64_t> {
     __device__ static int64_t get(int64_t v) { return v; }
     __device__ static int64_t get(int32_t v) { return v; }
+    __device__ static int64_t get(int16_t v) { return v; }
+    __device__ static int64_t get(int8_t v) { return v; }
     __device__ static int64_t get(uint8_t v) { return v; }
     __device__ static int64_t get(kb8 v) { return v.v != 0; }
 };
 template <> struct conv<uint64_t> {
     __device__ static uint64_t get(int64_t v) { return (uint64_t)v; }
     __device__ static uint64_t get(int32_t v) { return (uint64_t)(int64_t)v; }
+    __device__ static uint64_t get(int16_t v) { return (uint64_t)(int64_t)v; }
+    __device__ static uint64_t get(int8_t v) { return (uint64_t)(int64_t)v; }
     __device__ static uint64_t get(uint8_t v) { return v; }
     __device__ static uint64_t get(kb8 v) { return v.v != 0; }
 };
@@ -119,6 +125,8 @@ template <> struct conv<int> {
     __device__ static int get(__nv_bfloat16 v) { return __bfloat162float(v) != 0.0f; }
     __device__ static int get(int64_t v) { return v != 0; }
     __device__ static int get(int32_t v) { return v != 0; }
+    __device__ static int get(int16_t v) { return v != 0; }
+    __device__ static int get(int8_t v) { return v != 0; }
     __device__ static int get(uint8_t v) { return v != 0; }
     __device__ static int get(kb8 v) { return v.v != 0; }
 };
@@ -132,6 +140,8 @@ __device__ void store_f64(char *p, int dt, double v)
     case EM_FLOAT64: *(double *)p = v; break;
     case EM_INT64: *(int64_t *)p = sat_i64(v); break;
     case EM_INT32: *(int32_t *)p = (int32_t)(uint32_t)(uint64_t)sat_i64(v); break;
+    case EM_INT16: *(int16_t *)p = (int16_t)(uint16_t)(uint64_t)sat_i64(v); break;
+    case EM_INT8: *(int8_t *)p = (int8_t)(uint8_t)(uint64_t)sat_i64(v); break;
     case EM_UINT8: *(uint8_t *)p = (uint8_t)(uint64_t)sat_i64(v); break;
     case EM_BOOL: *(uint8_t *)p = v != 0; break;
     case EM_FLOAT16: *(__half *)p = __float2half((float)v); break;
@@ -145,6 +155,8 @@ __device__ void store_i64(char *p, int dt, int64_t v)
     switch (dt) {
     case EM_INT64: *(int64_t *)p = v; break;
     case EM_INT32: *(int32_t *)p = (int32_t)(uint32_t)(uint64_t)v; break;
+    case EM_INT16: *(int16_t *)p = (int16_t)(uint16_t)(uint64_t)v; break;
+    case EM_INT8: *(int8_t *)p = (int8_t)(uint8_t)(uint64_t)v; break;
     case EM_UINT8: *(uint8_t *)p = (uint8_t)(uint64_t)v; break;
     case EM_BOOL: *(uint8_t *)p = v != 0; break;
     default: store_f64(p, dt, (double)v); break;
@@ -651,6 +663,8 @@ extern "C" int kc_reduce(em_reduce_op op, em_tensor *out, em_tensor *idx, const 
     case EM_BFLOAT16: return run_float<__nv_bfloat16, float>(op, P, in->dtype, odt);
     case EM_INT64: return run_int<int64_t>(op, P, odt);
     case EM_INT32: return run_int<int32_t>(op, P, odt);
+    case EM_INT16: return run_int<int16_t>(op, P, odt);
+    case EM_INT8: return run_int<int8_t>(op, P, odt);
     case EM_UINT8: return run_int<uint8_t>(op, P, odt);
     case EM_BOOL: return run_int<kb8>(op, P, odt);
     default: return kc_error("reduce: no CUDA kernel for %s", kc_dtype_name(in->dtype));

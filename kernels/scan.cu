@@ -31,6 +31,8 @@ __device__ __forceinline__ double ld(__half v) { return (double)__half2float(v);
 __device__ __forceinline__ double ld(__nv_bfloat16 v) { return (double)__bfloat162float(v); }
 __device__ __forceinline__ uint64_t ld(int64_t v) { return (uint64_t)v; }
 __device__ __forceinline__ uint64_t ld(int32_t v) { return (uint64_t)(int64_t)v; }
+__device__ __forceinline__ uint64_t ld(int16_t v) { return (uint64_t)(int64_t)v; }
+__device__ __forceinline__ uint64_t ld(int8_t v) { return (uint64_t)(int64_t)v; }
 __device__ __forceinline__ uint64_t ld(uint8_t v) { return v; }
 
 __device__ __forceinline__ void st(float *p, double v) { *p = (float)v; }
@@ -39,6 +41,8 @@ __device__ __forceinline__ void st(__half *p, double v) { *p = __float2half((flo
 __device__ __forceinline__ void st(__nv_bfloat16 *p, double v) { *p = __float2bfloat16((float)v); }
 __device__ __forceinline__ void st(int64_t *p, uint64_t v) { *p = (int64_t)v; }
 __device__ __forceinline__ void st(int32_t *p, uint64_t v) { *p = (int32_t)(uint32_t)v; }
+__device__ __forceinline__ void st(int16_t *p, uint64_t v) { *p = (int16_t)(uint16_t)v; }
+__device__ __forceinline__ void st(int8_t *p, uint64_t v) { *p = (int8_t)(uint8_t)v; }
 __device__ __forceinline__ void st(uint8_t *p, uint64_t v) { *p = (uint8_t)v; }
 
 /* the running extremes: a NaN, once seen, stays; integers compare signed */
@@ -323,6 +327,8 @@ extern "C" int kc_scan(em_scan_op op, em_tensor *out, const em_tensor *in, int d
     case EM_BFLOAT16: return run_op<__nv_bfloat16, double>(op, Ln, cols, dev, s);
     case EM_INT64: return run_op<int64_t, uint64_t>(op, Ln, cols, dev, s);
     case EM_INT32: return run_op<int32_t, uint64_t>(op, Ln, cols, dev, s);
+    case EM_INT16: return run_op<int16_t, uint64_t>(op, Ln, cols, dev, s);
+    case EM_INT8: return run_op<int8_t, uint64_t>(op, Ln, cols, dev, s);
     case EM_UINT8: return run_op<uint8_t, uint64_t>(op, Ln, cols, dev, s);
     default: return kc_error("%s: no CUDA kernel for %s", name, kc_dtype_name(in->dtype));
     }

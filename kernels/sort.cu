@@ -68,6 +68,14 @@ template <> struct sort_traits<int32_t> {
     typedef uint32_t K; typedef uint32_t R;
     static __device__ K key(const char *p) { return (uint32_t)*(const int32_t *)p ^ 0x80000000u; }
 };
+template <> struct sort_traits<int16_t> {
+    typedef uint32_t K; typedef uint16_t R;
+    static __device__ K key(const char *p) { return (uint32_t)(*(const int16_t *)p + 32768); }
+};
+template <> struct sort_traits<int8_t> {
+    typedef uint32_t K; typedef uint8_t R;
+    static __device__ K key(const char *p) { return (uint32_t)(*(const int8_t *)p + 128); }
+};
 template <> struct sort_traits<uint8_t> {
     typedef uint32_t K; typedef uint8_t R;
     static __device__ K key(const char *p) { return *(const uint8_t *)p; }

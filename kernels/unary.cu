@@ -112,6 +112,8 @@ int kc_unary(em_unary_op op, em_tensor *out, const em_tensor *a)
     case EM_FLOAT64: return un_float<EM_FLOAT64>(op, name, out, a);
     case EM_INT64: return un_int<EM_INT64>(op, name, out, a);
     case EM_INT32: return un_int<EM_INT32>(op, name, out, a);
+    case EM_INT16: return un_int<EM_INT16>(op, name, out, a);
+    case EM_INT8: return un_int<EM_INT8>(op, name, out, a);
     case EM_UINT8: return un_int<EM_UINT8>(op, name, out, a);
     case EM_BOOL: return un_int<EM_BOOL>(op, name, out, a);
     default:

@@ -792,7 +792,9 @@ em_tensor *emlua_uninitialized(em_tensor *t)
         rc = v ? em_copy_(t, v) : -1;
         em_release(v);
     } else {
-        rc = em_fill_(t, t->dtype == EM_INT32 ? (double)INT32_MAX : t->dtype == EM_UINT8 ? 255.0 : 1.0);
+        double lo, hi = 1.0;     /* bool: true */
+        if (em_dtype_is_int(t->dtype)) em_int_range(t->dtype, &lo, &hi);
+        rc = em_fill_(t, hi);
     }
     if (rc) {
         em_release(t);

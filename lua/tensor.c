@@ -1073,6 +1073,8 @@ static int t_double(lua_State *L) { return convert(L, EM_FLOAT64, "double"); }
 static int t_long(lua_State *L) { return convert(L, EM_INT64, "long"); }
 static int t_int(lua_State *L) { return convert(L, EM_INT32, "int"); }
 static int t_bool(lua_State *L) { return convert(L, EM_BOOL, "bool"); }
+static int t_short(lua_State *L) { return convert(L, EM_INT16, "short"); }
+static int t_char(lua_State *L) { return convert(L, EM_INT8, "char"); }
 static int t_byte(lua_State *L) { return convert(L, EM_UINT8, "byte"); }
 static int t_half(lua_State *L) { return convert(L, EM_FLOAT16, "half"); }
 static int t_bfloat16(lua_State *L) { return convert(L, EM_BFLOAT16, "bfloat16"); }
@@ -1188,6 +1190,25 @@ static void table_values(lua_State *L, int idx, const int64_t *sizes, int nd, in
     }
 }
 
+/* A number outside an integer dtype's range is refused, as PyTorch refuses
+ * it, rather than wrapped: ember.tensor({300}, {dtype = "uint8"}) is an error. */
+static void check_values_fit(lua_State *L, em_dtype d, const fill_state *st, int64_t n, bool use_f)
+{
+    if (!em_dtype_is_int(d)) return;
+    double lo, hi;
+    em_int_range(d, &lo, &hi);
+    for (int64_t k = 0; k < n; k++) {
+        if (use_f ? em_value_fits(st->f[k], d)
+                  : d == EM_INT64 || (st->i[k] >= (int64_t)lo && st->i[k] <= (int64_t)hi))
+            continue;
+        char v[32];
+        if (use_f) snprintf(v, sizeof v, "%.17g", st->f[k] != st->f[k] ? NAN : st->f[k]);
+        else snprintf(v, sizeof v, "%lld", (long long)st->i[k]);
+        luaL_error(L, "ember.tensor: value %s (element %I) cannot be converted to %s without overflow", v,
+                   (lua_Integer)(k + 1), em_dtype_name(d));
+    }
+}
+
 static int m_tensor(lua_State *L)
 {
     int opts = emlua_keywords(L, 2, "ember.tensor", created_keywords);
@@ -1219,6 +1240,7 @@ static int m_tensor(lua_State *L)
         else { st.any_number = st.any_float = true; fv = lua_tonumber(L, 1); }
         em_dtype d = st.any_float ? em_default_dtype() : st.any_number ? EM_INT64 : EM_BOOL;
         d = emlua_opt_dtype(L, opts, "ember.tensor", d);
+        check_values_fit(L, d, &st, 1, st.any_float);
         em_tensor *t = em_from_host(sizes, 0, d, st.any_float || em_dtype_is_float(d) ? &fv : NULL,
                                     st.any_float || em_dtype_is_float(d) ? NULL : &iv);
         if (t && dev.type != EM_CPU) { em_tensor *m = em_to_device(t, dev); em_release(t); t = m; }
@@ -1238,6 +1260,7 @@ static int m_tensor(lua_State *L)
     em_dtype d = st.any_float ? em_default_dtype() : st.any_bool ? EM_BOOL : n == 0 ? em_default_dtype() : EM_INT64;
     d = emlua_opt_dtype(L, opts, "ember.tensor", d);
     bool use_f = st.any_float || (em_dtype_is_float(d) && !st.any_bool);
+    check_values_fit(L, d, &st, n, use_f);
     em_tensor *t = em_from_host(sizes, nd, d, use_f ? st.f : NULL, use_f ? NULL : st.i);
     if (t && dev.type != EM_CPU) { em_tensor *m = em_to_device(t, dev); em_release(t); t = m; }
     return emlua_push_created(L, t, opts, "ember.tensor");
@@ -1542,6 +1565,7 @@ static const luaL_Reg methods[] = {
     {"diagonal", t_diagonal}, {"contiguous", t_contiguous}, {"clone", t_clone}, {"copy_", t_copy_},
     {"fill_", t_fill_}, {"zero_", t_zero_}, {"to", t_to}, {"type", t_type}, {"float", t_float},
     {"double", t_double}, {"long", t_long}, {"int", t_int}, {"bool", t_bool}, {"byte", t_byte},
+    {"short", t_short}, {"char", t_char},
     {"half", t_half}, {"bfloat16", t_bfloat16}, {"cpu", t_cpu}, {"cuda", t_cuda},
     {NULL, NULL},
 };
@@ -1596,8 +1620,8 @@ void emlua_open_tensor(lua_State *L)
     open_size(L);
 
     /* module fields: the module table is at the top of the stack of luaopen_ember */
-    static const char *const dtypes[] = {"float32", "float64", "int64", "int32", "uint8", "bool",
-                                         "float16", "bfloat16", "float", "double", "long", "int", "half"};
+    static const char *const dtypes[] = {"float32", "float64", "int64", "int32", "int16", "int8", "uint8", "bool",
+                                         "float16", "bfloat16", "float", "double", "long", "int", "short", "half"};
     for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++) {
         em_dtype d;
         em_dtype_from_name(dtypes[i], &d);

@@ -10,6 +10,8 @@ double cpu_load_f64(const void *p, em_dtype d)
     case EM_FLOAT64: return *(const double *)p;
     case EM_INT64: return (double)*(const int64_t *)p;
     case EM_INT32: return *(const int32_t *)p;
+    case EM_INT16: return *(const int16_t *)p;
+    case EM_INT8: return *(const int8_t *)p;
     case EM_UINT8: return *(const uint8_t *)p;
     case EM_BOOL: return *(const uint8_t *)p ? 1.0 : 0.0;
     case EM_FLOAT16: return em_half_to_float(*(const uint16_t *)p);
@@ -23,6 +25,8 @@ int64_t cpu_load_i64(const void *p, em_dtype d)
     switch (d) {
     case EM_INT64: return *(const int64_t *)p;
     case EM_INT32: return *(const int32_t *)p;
+    case EM_INT16: return *(const int16_t *)p;
+    case EM_INT8: return *(const int8_t *)p;
     case EM_UINT8: return *(const uint8_t *)p;
     case EM_BOOL: return *(const uint8_t *)p != 0;
     default: return (int64_t)cpu_load_f64(p, d);
@@ -36,6 +40,8 @@ void cpu_store_f64(void *p, em_dtype d, double v)
     case EM_FLOAT64: *(double *)p = v; break;
     case EM_INT64: *(int64_t *)p = emf_f64_to_i64(v); break;
     case EM_INT32: *(int32_t *)p = (int32_t)(uint32_t)(uint64_t)emf_f64_to_i64(v); break;
+    case EM_INT16: *(int16_t *)p = (int16_t)(uint16_t)(uint64_t)emf_f64_to_i64(v); break;
+    case EM_INT8: *(int8_t *)p = (int8_t)(uint8_t)(uint64_t)emf_f64_to_i64(v); break;
     case EM_UINT8: *(uint8_t *)p = (uint8_t)(uint64_t)emf_f64_to_i64(v); break;
     case EM_BOOL: *(uint8_t *)p = v != 0; break;
     case EM_FLOAT16: *(uint16_t *)p = em_float_to_half((float)v); break;
@@ -49,6 +55,8 @@ void cpu_store_i64(void *p, em_dtype d, int64_t v)
     switch (d) {
     case EM_INT64: *(int64_t *)p = v; break;
     case EM_INT32: *(int32_t *)p = (int32_t)(uint32_t)(uint64_t)v; break;
+    case EM_INT16: *(int16_t *)p = (int16_t)(uint16_t)(uint64_t)v; break;
+    case EM_INT8: *(int8_t *)p = (int8_t)(uint8_t)(uint64_t)v; break;
     case EM_UINT8: *(uint8_t *)p = (uint8_t)(uint64_t)v; break;
     case EM_BOOL: *(uint8_t *)p = v != 0; break;
     default: cpu_store_f64(p, d, (double)v); break;
@@ -288,8 +296,11 @@ void cpu_load_ints(int64_t *d, const char *p, int64_t stride, int64_t n, em_dtyp
     switch (dt) {
     case EM_INT64: for (int64_t i = 0; i < n; i++) d[i] = *(const int64_t *)(p + i * stride); break;
     case EM_INT32: for (int64_t i = 0; i < n; i++) d[i] = *(const int32_t *)(p + i * stride); break;
+    case EM_INT16: for (int64_t i = 0; i < n; i++) d[i] = *(const int16_t *)(p + i * stride); break;
+    case EM_INT8: for (int64_t i = 0; i < n; i++) d[i] = *(const int8_t *)(p + i * stride); break;
     case EM_BOOL: for (int64_t i = 0; i < n; i++) d[i] = *(const uint8_t *)(p + i * stride) != 0; break;
-    default: for (int64_t i = 0; i < n; i++) d[i] = *(const uint8_t *)(p + i * stride); break;
+    case EM_UINT8: for (int64_t i = 0; i < n; i++) d[i] = *(const uint8_t *)(p + i * stride); break;
+    default: for (int64_t i = 0; i < n; i++) d[i] = cpu_load_i64(p + i * stride, dt); break;
     }
 }
 
@@ -298,7 +309,10 @@ void cpu_store_ints(char *p, int64_t stride, const int64_t *s, int64_t n, em_dty
     switch (dt) {
     case EM_INT64: for (int64_t i = 0; i < n; i++) *(int64_t *)(p + i * stride) = s[i]; break;
     case EM_INT32: for (int64_t i = 0; i < n; i++) *(int32_t *)(p + i * stride) = (int32_t)(uint32_t)(uint64_t)s[i]; break;
+    case EM_INT16: for (int64_t i = 0; i < n; i++) *(int16_t *)(p + i * stride) = (int16_t)(uint16_t)(uint64_t)s[i]; break;
+    case EM_INT8: for (int64_t i = 0; i < n; i++) *(int8_t *)(p + i * stride) = (int8_t)(uint8_t)(uint64_t)s[i]; break;
     case EM_BOOL: for (int64_t i = 0; i < n; i++) *(uint8_t *)(p + i * stride) = s[i] != 0; break;
-    default: for (int64_t i = 0; i < n; i++) *(uint8_t *)(p + i * stride) = (uint8_t)(uint64_t)s[i]; break;
+    case EM_UINT8: for (int64_t i = 0; i < n; i++) *(uint8_t *)(p + i * stride) = (uint8_t)(uint64_t)s[i]; break;
+    default: for (int64_t i = 0; i < n; i++) cpu_store_i64(p + i * stride, dt, s[i]); break;
     }
 }

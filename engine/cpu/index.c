@@ -367,7 +367,8 @@ static bool is_nonzero(const char *p, em_dtype d)
     case EM_FLOAT64: return *(const double *)p != 0.0;
     case EM_INT64: return *(const int64_t *)p != 0;
     case EM_INT32: return *(const int32_t *)p != 0;
-    case EM_UINT8: case EM_BOOL: return *(const uint8_t *)p != 0;
+    case EM_UINT8: case EM_INT8: case EM_BOOL: return *(const uint8_t *)p != 0;
+    case EM_INT16: return *(const uint16_t *)p != 0;
     default: return cpu_load_f64(p, d) != 0.0;   /* NaN counts as non-zero */
     }
 }

@@ -444,8 +444,8 @@ local FLOAT_TINY = {float16 = 6.103515625e-05, bfloat16 = 1.1754943508222875e-38
                     float64 = 2.2250738585072014e-308}
 -- [lowest, highest) a draw of each integral dtype may take: iinfo's range, whose top
 -- randint cannot reach for int64 (PyTorch's bound there is iinfo.max itself)
-local INT_RANGE = {bool = {0, 2}, uint8 = {0, 256}, int32 = {-2147483648, 2147483648},
-                   int64 = {math.mininteger, math.maxinteger}}
+local INT_RANGE = {bool = {0, 2}, uint8 = {0, 256}, int8 = {-128, 128}, int16 = {-32768, 32768},
+                   int32 = {-2147483648, 2147483648}, int64 = {math.mininteger, math.maxinteger}}
 
 local MAKE_NAMES = {"*", "dtype", "device", "low", "high", "requires_grad", "noncontiguous", "exclude_zero"}
 
@@ -528,7 +528,7 @@ function M.make_tensor(...)
   local dtype, device = o.dtype, o.device
   if FLOAT_MAX[dtype] == nil and INT_RANGE[dtype] == nil then
     raise(string.format("make_tensor: the requested dtype '%s' is not supported (expected float32, float64, float16, "
-                        .. "bfloat16, int64, int32, uint8 or bool)", tostring(dtype)))
+                        .. "bfloat16, int64, int32, int16, int8, uint8 or bool)", tostring(dtype)))
   end
   if type(device) == "table" and (getmetatable(device) or {}).__name == "ember.device" then device = tostring(device) end
   if type(device) ~= "string" then raise("make_tensor: device must be a string, got " .. type(device)) end

@@ -102,9 +102,10 @@ for b = 1, 7 do
   TORCH_DTYPES[#TORCH_DTYPES + 1] = "uint" .. b
   TORCH_DTYPES[#TORCH_DTYPES + 1] = "int" .. b
 end
-local EMBER_DTYPES = {float32 = true, float64 = true, float16 = true, bfloat16 = true, int64 = true, int32 = true,
-                      uint8 = true, bool = true}
-local DTYPE_SIZE = {float32 = 4, float64 = 8, float16 = 2, bfloat16 = 2, int64 = 8, int32 = 4, uint8 = 1, bool = 1}
+local DTYPE_SIZE = {float32 = 4, float64 = 8, float16 = 2, bfloat16 = 2, int64 = 8, int32 = 4, int16 = 2, int8 = 1,
+                    uint8 = 1, bool = 1}
+local EMBER_DTYPES = {}
+for d in pairs(DTYPE_SIZE) do EMBER_DTYPES[d] = true end
 
 -- Every global the weights_only unpickler allows, by "module.name": {what = ...}.
 local GLOBALS = {}
@@ -302,7 +303,7 @@ function Loader:rebuild_tensor(storage, offset, size, stride, requires_grad, dty
   if dtype == nil then self:fail("%s: its storage has no dtype (a TypedStorage record)", what) end
   if not EMBER_DTYPES[dtype] then
     self:fail("%s has dtype torch.%s, which ember does not have (it has float32, float64, float16, bfloat16, "
-              .. "int64, int32, uint8, bool)", what, dtype)
+              .. "int64, int32, int16, int8, uint8, bool)", what, dtype)
   end
   if storage.untyped == false and dtype ~= storage.dtype then
     self:fail("%s: dtype %s on a %s storage", what, dtype, storage.dtype)

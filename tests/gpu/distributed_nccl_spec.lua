@@ -14,7 +14,7 @@ local dev, same = g.dev, g.same
 local cuda_it = g.cuda_it(it, pending)
 local BACKEND = g.on_cpu and "mpi" or "nccl"
 
-local DTYPES = {"float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8", "bool"}
+local DTYPES = {"float32", "float64", "float16", "bfloat16", "int32", "int64", "int16", "int8", "uint8", "bool"}
 local FLOATING = {float32 = true, float64 = true, float16 = true, bfloat16 = true}
 
 -- values every dtype holds exactly (small integers, halves for floating types)

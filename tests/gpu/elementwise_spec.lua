@@ -66,9 +66,10 @@ describe("cast", function()
     if src == "bool" then return ember.tensor({true, false, true, true, false}) end
     local neg = src ~= "uint8" and dst ~= "uint8" and dst ~= "bool"
     local vals = {}
-    for i, v in ipairs(neg and signed or unsigned) do
-      vals[i] = (src:match("^float") or src == "bfloat16") and v or math.floor(v)
-      if src == "bool" then vals[i] = vals[i] ~= 0 end
+    for _, v in ipairs(neg and signed or unsigned) do
+      if v < 128 or (src ~= "int8" and dst ~= "int8") then     -- int8 holds up to 127
+        vals[#vals + 1] = (src:match("^float") or src == "bfloat16") and v or math.floor(v)
+      end
     end
     return ember.tensor(vals, {dtype = src})
   end

@@ -257,7 +257,7 @@ function M.has(msg, ...)
 end
 
 -- every float, integer and bool dtype of the engine
-M.dtypes = {"float32", "float64", "int64", "int32", "uint8", "bool", "float16", "bfloat16"}
+M.dtypes = {"float32", "float64", "int64", "int32", "int16", "int8", "uint8", "bool", "float16", "bfloat16"}
 M.float_dtypes = {"float32", "float64"}
 
 return M

@@ -22,8 +22,12 @@ describe("creation", function()
     assert.are.same({1, -2}, t:tolist())          -- truncation toward zero
     local h = ember.tensor({1.5, 2.25}, {dtype = ember.float16})
     assert.are.same({1.5, 2.25}, h:tolist())      -- exactly representable in half
-    local u = ember.tensor({255, 256, 257}, {dtype = "uint8"})
-    assert.are.same({255, 0, 1}, u:tolist())      -- wraps like a C cast
+    -- a value outside the dtype is refused, as torch.tensor refuses it; a cast wraps like a C cast
+    local ok, e = pcall(ember.tensor, {255, 256, 257}, {dtype = "uint8"})
+    assert.is_false(ok)
+    assert.truthy(tostring(e):find("value 256 (element 2) cannot be converted to uint8 without overflow", 1, true))
+    local u = ember.tensor({255, 256, 257}):to("uint8")
+    assert.are.same({255, 0, 1}, u:tolist())
   end)
 
   it("makes 0-d tensors and empty tensors", function()

@@ -403,7 +403,7 @@ describe("make_tensor", function()
     has(err(M, -1, opts("float32")), "make_tensor: size 1 must be a non-negative integer, got -1")
     has(err(M, 2, 1.5, opts("float32")), "make_tensor: size 2 must be a non-negative integer, got 1.5")
     has(err(M, {2, "x"}, opts("float32")), "make_tensor: size 2 must be a non-negative integer, got string")
-    has(err(M, 3, opts("int16")), "make_tensor: the requested dtype 'int16' is not supported")
+    has(err(M, 3, opts("uint16")), "make_tensor: the requested dtype 'uint16' is not supported")
     has(err(M, 3, opts("float32", {low = 5, high = 3})), "make_tensor: `low` must be less than `high`, but got 5 >= 3")
     has(err(M, 3, opts("int64", {low = 3, high = 3})), "make_tensor: `low` must be less than `high`, but got 3 >= 3")
     has(err(M, 3, opts("float32", {low = 0 / 0})), "make_tensor: `low` and `high` cannot be NaN, but got low=nan "

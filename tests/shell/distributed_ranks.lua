@@ -8,7 +8,7 @@ dist.init_process_group({backend = "mpi"})
 local T = dofile((arg[0]:match("^(.*/)") or "./") .. "ranks_tap.lua")
 local r, n, fail, group = T.rank, T.size, T.fail, T.group
 
-local DTYPES = {"float32", "float64", "int64", "int32", "uint8", "bool", "float16", "bfloat16"}
+local DTYPES = {"float32", "float64", "int64", "int32", "int16", "int8", "uint8", "bool", "float16", "bfloat16"}
 local FLOATS = {float32 = true, float64 = true, float16 = true, bfloat16 = true}
 -- shapes, and whether the tensor is a transposed view of its base
 local SHAPES = {{{0}}, {{1}}, {{7}}, {{250, 4}}, {{5, 3}, true}, {{0, 3}, true}, {{2, 2, 3}}}
@@ -75,6 +75,8 @@ local function reduce_values(dtype, op, i)
   end
   if op == "avg" then acc = acc / n end
   if dtype == "uint8" then acc = acc % 256 end
+  if dtype == "int8" then acc = (acc + 128) % 256 - 128 end            -- two's complement wrap
+  if dtype == "int16" then acc = (acc + 32768) % 65536 - 32768 end
   return acc
 end
 

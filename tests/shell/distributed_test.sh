@@ -17,10 +17,10 @@ mpi_setup "distributed tests" 60
 
 # every collective: rank 0 prints one TAP line per group of checks
 for np in 2 4; do
-    relay_ranks "collectives with $np ranks" 21 "${MPIRUN[@]}" -n $np "$EMBER" tests/shell/distributed_ranks.lua
+    relay_ranks "collectives with $np ranks" 25 "${MPIRUN[@]}" -n $np "$EMBER" tests/shell/distributed_ranks.lua
 done
 # the same without the communication thread (async collectives run at the call)
-EMBER_MPI_THREADS=single relay_ranks "collectives with 2 ranks, EMBER_MPI_THREADS=single" 21 \
+EMBER_MPI_THREADS=single relay_ranks "collectives with 2 ranks, EMBER_MPI_THREADS=single" 25 \
     "${MPIRUN[@]}" -x EMBER_MPI_THREADS -n 2 "$EMBER" tests/shell/distributed_ranks.lua
 
 # --nproc: ember starts mpirun itself; arguments reach the script

@@ -47,7 +47,7 @@ methods.negative_ = alias(T.neg_)
 
 -- ---- the dtype helpers -------------------------------------------------------------------
 
-local DTYPES = {"float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8", "bool"}
+local DTYPES = {"float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool"}
 local KNOWN, FLOAT = {}, {float32 = true, float64 = true, float16 = true, bfloat16 = true}
 for _, d in ipairs(DTYPES) do KNOWN[d] = true end
 
@@ -395,6 +395,8 @@ local FLOAT_FORMAT = {
 local INT_RANGE = {
   int64 = {bits = 64, min = math.mininteger, max = math.maxinteger},
   int32 = {bits = 32, min = -2147483648, max = 2147483647},
+  int16 = {bits = 16, min = -32768, max = 32767},
+  int8 = {bits = 8, min = -128, max = 127},
   uint8 = {bits = 8, min = 0, max = 255},
 }
 
@@ -443,7 +445,7 @@ function functions.iinfo(dtype)
   dtype = info_dtype("iinfo", dtype)
   local r = INT_RANGE[dtype]
   if not r then
-    raise(string.format("ember.iinfo: expected an integer dtype (int64, int32, uint8), got %s%s", dtype,
+    raise(string.format("ember.iinfo: expected an integer dtype (int64, int32, int16, int8, uint8), got %s%s", dtype,
                         FLOAT_FORMAT[dtype] and " (ember.finfo is for float dtypes)" or ""))
   end
   return info_object("iinfo", {bits = r.bits, min = r.min, max = r.max, dtype = dtype}, {"min", "max", "dtype"})

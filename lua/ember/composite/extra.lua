@@ -198,7 +198,7 @@ end)
 
 local function creation_options(op, o)
   if o.dtype ~= nil and (type(o.dtype) ~= "string" or not (FLOAT[o.dtype] or o.dtype == "int64"
-      or o.dtype == "int32" or o.dtype == "uint8" or o.dtype == "bool")) then
+      or o.dtype == "int32" or o.dtype == "int16" or o.dtype == "int8" or o.dtype == "uint8" or o.dtype == "bool")) then
     raise(string.format("%s: dtype must be a dtype name, got %s", op, show(o.dtype)))
   end
   boolean(op, "requires_grad", o.requires_grad, false)

@@ -276,7 +276,8 @@ end
 -- PyTorch's bounds of random_ per dtype (inclusive): without arguments [0, top]; from and
 -- to - 1 must lie in [bottom, top]. The float dtypes' are the integers they hold exactly.
 local RANDOM_RANGE = {
-  int64 = {math.mininteger, math.maxinteger}, int32 = {-(1 << 31), (1 << 31) - 1}, uint8 = {0, 255},
+  int64 = {math.mininteger, math.maxinteger}, int32 = {-(1 << 31), (1 << 31) - 1}, int16 = {-32768, 32767},
+  int8 = {-128, 127}, uint8 = {0, 255},
   bool = {0, 1}, float64 = {-(1 << 53), 1 << 53}, float32 = {-(1 << 24), 1 << 24},
   float16 = {-(1 << 11), 1 << 11}, bfloat16 = {-(1 << 8), 1 << 8},
 }

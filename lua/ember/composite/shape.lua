@@ -19,7 +19,7 @@ local options = require("ember.args").options
 local functions, both = {}, {}
 
 local float_dtypes = {float32 = true, float64 = true, float16 = true, bfloat16 = true}
-local integer_dtypes = {int64 = true, int32 = true, uint8 = true}
+local integer_dtypes = {int64 = true, int32 = true, int16 = true, int8 = true, uint8 = true}
 
 -- ---- shared checks -----------------------------------------------------------------------
 

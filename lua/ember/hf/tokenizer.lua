@@ -897,7 +897,7 @@ end
 local function id_list(ids, op)
   if ember.is_tensor(ids) then
     if ids:dim() > 1 then raisef("%s: ids must be 1-D (one sequence), got shape %s", op, errors.shape_str(ids)) end
-    if ids.dtype ~= "int64" and ids.dtype ~= "int32" and ids.dtype ~= "uint8" then
+    if ember.is_floating_point(ids) or ids.dtype == "bool" then
       raisef("%s: ids must be an integer tensor, got dtype %s", op, ids.dtype)
     end
     return ids:reshape(-1):tolist()
