@@ -46,7 +46,8 @@ nn.parallel = require "ember.nn.parallel"
 
 --- ember.nn.utils — clip_grad_norm_, clip_grad_value_, get_total_norm, clip_grads_with_norm_,
 --- parameters_to_vector, vector_to_parameters, parametrize, parametrizations (weight_norm,
---- spectral_norm): see ember/nn/utils.lua.
+--- spectral_norm), the older hook forms weight_norm / spectral_norm and their remove_*:
+--- see ember/nn/utils.lua.
 nn.utils = require "ember.nn.utils"
 --- ember.nn.utils.rnn — variable-length batches for nn.RNN / LSTM / GRU: pad_sequence,
 --- pack_padded_sequence, pad_packed_sequence, pack_sequence, unpack_sequence,

@@ -3,7 +3,9 @@
 -- clip_grads_with_norm_), parameters_to_vector / vector_to_parameters, and the
 -- parametrizations weight_norm and spectral_norm (nn.utils.parametrizations, PyTorch's
 -- names in the state_dict: parametrizations.weight.original0 / original1, and
--- parametrizations.weight.original with the power iteration's _u / _v buffers).
+-- parametrizations.weight.original with the power iteration's _u / _v buffers), and their
+-- older hook forms nn.utils.weight_norm / spectral_norm (weight_g / weight_v, weight_orig /
+-- weight_u / weight_v) with remove_weight_norm / remove_spectral_norm.
 --
 -- Deviations: dims are 1-based (weight_norm's default dim is 1, PyTorch's 0; dim = false is
 -- the whole tensor, PyTorch's None or -1, so -1 here is the last dim as everywhere in
@@ -502,9 +504,11 @@ U.parametrize = {
 }
 
 -- weight = g * v / ||v|| (norms over every dim but dim)
+local function weight_norm_value(g, v, dim) return v * (g / norm_except_dim(v, dim)) end
+
 local WeightNorm = Module:extend("_WeightNorm")
 function WeightNorm:init(dim) self.dim = dim end
-function WeightNorm:forward(g, v) return v * (g / norm_except_dim(v, self.dim)) end
+function WeightNorm:forward(g, v) return weight_norm_value(g, v, self.dim) end
 function WeightNorm:right_inverse(w) return norm_except_dim(w, self.dim), w end
 function WeightNorm:extra_repr() return "dim=" .. tostring(self.dim) end
 
@@ -589,6 +593,20 @@ function SpectralNorm:extra_repr()
   return string.format("n_power_iterations=%d, dim=%d, eps=%g", self.n_power_iterations, self.dim, self.eps)
 end
 
+-- spectral_norm's n_power_iterations, eps and dim (1-based; default 1, or 2 for the
+-- ConvTranspose layers), checked
+local function spectral_options(op, module, w, o)
+  local n = o.n_power_iterations or 1
+  if math.type(n) ~= "integer" or n < 0 then
+    fail("%s: n_power_iterations must be an integer >= 0, got %s", op, tostring(n))
+  end
+  local eps = o.eps or 1e-12
+  if type(eps) ~= "number" or not (eps >= 0) then fail("%s: eps must be a number >= 0, got %s", op, tostring(eps)) end
+  local cls_name = getmetatable(module).__name or ""
+  local dim = dim_arg(op, o.dim or (cls_name:match("^ConvTranspose") and 2 or 1), math.max(w.ndim, 1), "dim")
+  return n, eps, dim
+end
+
 --- nn.utils.parametrizations.spectral_norm(module [, name = "weight" [, {n_power_iterations = 1, eps = 1e-12, dim =}]]) -> module
 -- Reparametrizes module[name] as W / sigma(W), sigma the largest singular value of W seen as a
 -- matrix (dim first, 1-based; default 1, or 2 for the ConvTranspose layers) estimated by power
@@ -601,18 +619,157 @@ local function spectral_norm(module, name, opts)
   local op = "spectral_norm"
   name, opts = named_opts(op, name, opts)
   local w = check_named(op, module, name)
-  local cls_name = getmetatable(module).__name or ""
-  local default_dim = cls_name:match("^ConvTranspose") and 2 or 1
-  local dim = dim_arg(op, opts.dim or default_dim, math.max(w.ndim, 1), "dim")
-  local n = opts.n_power_iterations or 1
-  if math.type(n) ~= "integer" or n < 0 then
-    fail("%s: n_power_iterations must be an integer >= 0, got %s", op, tostring(n))
-  end
-  local eps = opts.eps or 1e-12
-  if type(eps) ~= "number" or not (eps >= 0) then fail("%s: eps must be a number >= 0, got %s", op, tostring(eps)) end
+  local n, eps, dim = spectral_options(op, module, w, opts)
   return register_parametrization(module, name, SpectralNorm(w, n, dim, eps))
 end
 
 U.parametrizations = {weight_norm = weight_norm, spectral_norm = spectral_norm}
+
+-- ---- the older hook forms ------------------------------------------------------------------
+-- torch.nn.utils.weight_norm / spectral_norm (deprecated in PyTorch for the parametrizations
+-- above, but what the checkpoints of most vocoders and GANs hold): the original tensors are
+-- parameters and buffers of the module under PyTorch's names (<name>_g and <name>_v;
+-- <name>_orig, <name>_u and <name>_v), and a forward pre-hook sets module[name] to the
+-- weight computed from them before each forward. hooks[module][name] is the registration.
+local hooks = setmetatable({}, {__mode = "k"})
+
+local function hook_of(module, name)
+  local per = hooks[module]
+  return per and per[name]
+end
+
+-- rec.compute(module, power) gives module[name]; initial is module[name] until the first forward
+local function add_hook(module, name, rec, initial)
+  rec.handle = module:register_forward_pre_hook(function(m) rawset(m, name, rec.compute(m, m.training)) end)
+  hooks[module] = hooks[module] or {}
+  hooks[module][name] = rec
+  rawset(module, name, initial)
+  return module
+end
+
+local function check_no_hook(op, kind, module, name)
+  local rec = hook_of(module, name)
+  if rec and rec.kind == kind then fail("%s: cannot register two %s hooks on the same parameter %s", op, kind, name) end
+end
+
+-- module[name] a parameter again, holding value (tensors listed in drop leave the module)
+local function restore_parameter(module, name, value, drop)
+  for _, k in ipairs(drop) do
+    if rawget(module, "_buffers")[k] ~= nil then module:register_buffer(k, nil) else module:register_parameter(k, nil) end
+  end
+  rawset(module, name, nil)
+  module:register_parameter(name, value:detach():requires_grad_(true))
+  return module
+end
+
+local function take_hook(op, kind, module, name)
+  if not is_module(module) then fail("%s: argument 1: expected a module, got %s", op, type(module)) end
+  name = name or "weight"
+  local rec = hook_of(module, name)
+  if rec == nil or rec.kind ~= kind then
+    fail("%s: %s of '%s' not found in %s", op, kind, tostring(name), getmetatable(module).__name or "Module")
+  end
+  rec.handle:remove()
+  hooks[module][name] = nil
+  return name, rec
+end
+
+-- a dim argument given positionally or as {dim = }; false is the whole tensor (PyTorch's None)
+local function hook_args(name, rest, names)
+  if type(name) == "table" and rest[1] == nil then return "weight", name end
+  local o = {}
+  if type(rest[1]) == "table" then o = rest[1]
+  else for i, k in ipairs(names) do o[k] = rest[i] end end
+  return name or "weight", o
+end
+
+--- nn.utils.weight_norm(module [, name = "weight" [, dim = 1]]) -> module
+-- The older form of weight normalisation (torch.nn.utils.weight_norm): module[name] is
+-- replaced by the parameters <name>_g (its norms over every dim but dim, 1-based; dim = false
+-- for the norm of the whole tensor, PyTorch's None) and <name>_v (the direction), which the
+-- state_dict holds, and is recomputed as g * v / ||v|| before each forward. dim may also come
+-- as {dim = }. nn.utils.remove_weight_norm undoes it.
+-- Example: local conv = nn.utils.weight_norm(nn.Conv1d(80, 512, 7))
+function U.weight_norm(module, name, ...)
+  local op = "weight_norm"
+  local o
+  name, o = hook_args(name, {...}, {"dim"})
+  check_no_hook(op, "weight_norm", module, name)
+  local w = check_named(op, module, name)
+  local dim = o.dim
+  if dim == false then dim = nil elseif dim == nil then dim = 1 end
+  dim = dim_arg(op, dim, math.max(w.ndim, 1), "dim")
+  local g = ember.no_grad(function() return norm_except_dim(w, dim):detach() end)
+  module:register_parameter(name, nil)
+  module:register_parameter(name .. "_g", g:requires_grad_(w.requires_grad))
+  module:register_parameter(name .. "_v", w)
+  local rec = {kind = "weight_norm"}
+  rec.compute = function(m) return weight_norm_value(m[name .. "_g"], m[name .. "_v"], dim) end
+  return add_hook(module, name, rec, rec.compute(module))
+end
+
+--- nn.utils.remove_weight_norm(module [, name = "weight"]) -> module
+-- Takes nn.utils.weight_norm's hook away: module[name] becomes a parameter again, holding
+-- g * v / ||v||.
+function U.remove_weight_norm(module, name)
+  local rec
+  name, rec = take_hook("remove_weight_norm", "weight_norm", module, name)
+  local w = ember.no_grad(function() return rec.compute(module) end)
+  return restore_parameter(module, name, w, {name .. "_g", name .. "_v"})
+end
+
+--- nn.utils.spectral_norm(module [, name = "weight" [, n_power_iterations = 1 [, eps = 1e-12 [, dim]]]]) -> module
+-- The older form of spectral normalisation (torch.nn.utils.spectral_norm): module[name]
+-- becomes the parameter <name>_orig with the buffers <name>_u and <name>_v (the power
+-- iteration's vectors, drawn from N(0, 1) and normalised), and before each forward
+-- module[name] is set to W / sigma(W), sigma from u and v after n_power_iterations steps in
+-- training mode (none in eval mode). W is seen as a matrix with dim first (1-based; default
+-- 1, or 2 for the ConvTranspose layers). The optional arguments may also come as a table.
+-- nn.utils.remove_spectral_norm undoes it.
+-- Example: local d = nn.utils.spectral_norm(nn.Conv2d(3, 64, 4, 2, 1))
+function U.spectral_norm(module, name, ...)
+  local op = "spectral_norm"
+  local o
+  name, o = hook_args(name, {...}, {"n_power_iterations", "eps", "dim"})
+  check_no_hook(op, "spectral_norm", module, name)
+  local w = check_named(op, module, name)
+  local n, eps, dim = spectral_options(op, module, w, o)
+  local u, v = ember.no_grad(function()
+    local wm = weight_matrix(w:detach(), dim)
+    local topts = {dtype = w.dtype, device = w.device}
+    return normalize(ember.randn({wm.shape[1]}, topts), eps), normalize(ember.randn({wm.shape[2]}, topts), eps)
+  end)
+  module:register_parameter(name, nil)
+  module:register_parameter(name .. "_orig", w)
+  module:register_buffer(name .. "_u", u)
+  module:register_buffer(name .. "_v", v)
+  local rec = {kind = "spectral_norm"}
+  rec.compute = function(m, power)
+    local weight, bu, bv = m[name .. "_orig"], m[name .. "_u"], m[name .. "_v"]
+    local wm = weight_matrix(weight, dim)
+    if power then
+      ember.no_grad(function()
+        for _ = 1, n do      -- v first, then u: the older form's order
+          bv:copy_(normalize(wm:t():matmul(bu), eps))
+          bu:copy_(normalize(wm:matmul(bv), eps))
+        end
+      end)
+    end
+    if n > 0 then bu, bv = bu:clone(), bv:clone() end
+    return weight / bu:dot(wm:matmul(bv))
+  end
+  return add_hook(module, name, rec, w:detach())
+end
+
+--- nn.utils.remove_spectral_norm(module [, name = "weight"]) -> module
+-- Takes nn.utils.spectral_norm's hook away: module[name] becomes a parameter again, holding
+-- W / sigma(W) from the current u and v (no power iteration).
+function U.remove_spectral_norm(module, name)
+  local rec
+  name, rec = take_hook("remove_spectral_norm", "spectral_norm", module, name)
+  local w = ember.no_grad(function() return rec.compute(module, false) end)
+  return restore_parameter(module, name, w, {name .. "_orig", name .. "_u", name .. "_v"})
+end
+
 
 return U
