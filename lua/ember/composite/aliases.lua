@@ -468,6 +468,13 @@ end
 
 local function moved(t, o) return t:to({dtype = o.dtype or t.dtype, device = o.device or t.device}) end
 
+--- ember.deepcopy(obj) -> Python's copy.deepcopy: a copy of a module (or a table, or a tensor)
+-- sharing nothing mutable with obj; what is shared inside obj (a tied weight) stays shared.
+-- Example: local ema = ember.deepcopy(model)
+function functions.deepcopy(obj)
+  return require("ember.nn.module").deepcopy(obj)
+end
+
 --- ember.as_tensor(data [, dtype [, device]]) -> data itself when it is a tensor of that dtype and
 -- device (memory shared), a converted copy when it is another tensor (recorded for autograd),
 -- ember.tensor(data, {dtype, device}) for numbers and tables. As torch.as_tensor.

@@ -1010,4 +1010,30 @@ local function Buffer(t, ...)
   return b
 end
 
-return {Module = Module, Parameter = Parameter, Buffer = Buffer, is_module = is_module}
+-- ---- deep copies ------------------------------------------------------------------------
+
+-- Python's copy.deepcopy of a module (or a table or tensor): a copy of v sharing nothing
+-- mutable with it: modules and plain tables are copied, tensors cloned (parameters stay
+-- leaves with requires_grad), and what is shared inside v stays shared inside the copy (a
+-- tied weight stays tied). Classes and other objects with a metatable that are not modules
+-- (functions too) are shared, as deepcopy of a class would be pointless.
+local function deepcopy(v, memo)
+  memo = memo or {}
+  if memo[v] ~= nil then return memo[v] end
+  if ember.is_tensor(v) then
+    local c = v:detach():clone()
+    if v.requires_grad then c:requires_grad_(true) end
+    if v.is_leaf and v.grad ~= nil then c.grad = v.grad:clone() end
+    memo[v] = c
+    return c
+  end
+  if type(v) ~= "table" then return v end
+  local mt = getmetatable(v)
+  if mt ~= nil and not is_module(v) then return v end
+  local c = {}
+  memo[v] = c
+  for k, x in next, v do rawset(c, deepcopy(k, memo), deepcopy(x, memo)) end
+  return setmetatable(c, mt)
+end
+
+return {Module = Module, Parameter = Parameter, Buffer = Buffer, is_module = is_module, deepcopy = deepcopy}

@@ -46,30 +46,6 @@ local function check_tensor(v, op, what)
   if not ember.is_tensor(v) then raise(string.format("%s: expected a tensor as %s, got %s", op, what, type(v))) end
 end
 
--- ---- deep copies -------------------------------------------------------------------
-
--- A copy of v sharing nothing mutable with it: modules and plain tables are copied,
--- tensors cloned (parameters stay leaves with requires_grad), and what is shared inside
--- v stays shared inside the copy (a tied weight stays tied). Classes and other objects
--- with a metatable that are not modules (functions too) are shared, as deepcopy of a
--- class would be pointless.
-local function deepcopy(v, memo)
-  if memo[v] ~= nil then return memo[v] end
-  if ember.is_tensor(v) then
-    local c = v:detach():clone()
-    if v.requires_grad then c:requires_grad_(true) end
-    memo[v] = c
-    return c
-  end
-  if type(v) ~= "table" then return v end
-  local mt = getmetatable(v)
-  if mt ~= nil and not is_module(v) then return v end
-  local c = {}
-  memo[v] = c
-  for k, x in next, v do rawset(c, deepcopy(k, memo), deepcopy(x, memo)) end
-  return setmetatable(c, mt)
-end
-
 -- ---- Identity, ModuleDict -------------------------------------------------------------
 
 --- nn.Identity(...) -> a module returning its input unchanged (arguments are ignored, as in PyTorch).
@@ -590,7 +566,7 @@ local function stack_init(self, op, layer, layer_cls, num_layers, ...)
   local o
   if is_module((...)) then o = {norm = ...} else o = options(op, {"norm"}, ...) end
   local layers = ModuleList()
-  for _ = 1, n do layers:append(deepcopy(layer, {})) end
+  for _ = 1, n do layers:append(base.deepcopy(layer)) end
   self.layers = layers
   self.num_layers = n
   if o.norm ~= nil then

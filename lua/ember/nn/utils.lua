@@ -5,7 +5,9 @@
 -- names in the state_dict: parametrizations.weight.original0 / original1, and
 -- parametrizations.weight.original with the power iteration's _u / _v buffers), and their
 -- older hook forms nn.utils.weight_norm / spectral_norm (weight_g / weight_v, weight_orig /
--- weight_u / weight_v) with remove_weight_norm / remove_spectral_norm.
+-- weight_u / weight_v) with remove_weight_norm / remove_spectral_norm; fusing a batch norm
+-- into the convolution or Linear before it (fuse_conv_bn_eval, fuse_linear_bn_eval and their
+-- _weights functions).
 --
 -- Deviations: dims are 1-based (weight_norm's default dim is 1, PyTorch's 0; dim = false is
 -- the whole tensor, PyTorch's None or -1, so -1 here is the last dim as everywhere in
@@ -771,5 +773,103 @@ function U.remove_spectral_norm(module, name)
   return restore_parameter(module, name, w, {name .. "_orig", name .. "_u", name .. "_v"})
 end
 
+
+-- ---- fusing a batch norm into the layer before it ------------------------------------------
+
+-- the running statistics and affine parameters of bn, checked
+local function bn_parts(op, bn)
+  if not is_module(bn) then fail("%s: expected a batch norm module, got %s", op, type(bn)) end
+  if bn.running_mean == nil or bn.running_var == nil then
+    fail("%s: the batch norm has no running statistics (track_running_stats = false)", op)
+  end
+  return bn.running_mean, bn.running_var, bn.eps, bn.weight, bn.bias
+end
+
+local function check_eval(op, layer, bn)
+  if not is_module(layer) then fail("%s: argument 1: expected a module, got %s", op, type(layer)) end
+  if layer.training or (is_module(bn) and bn.training) then
+    fail("%s: fusion only for eval (call :eval() on both modules first)", op)
+  end
+end
+
+-- b, or zeros like rm when b is nil; its dtype (the weight's when b is nil)
+local function bias_or_zeros(b, rm, w) return b or ember.zeros_like(rm), (b or w).dtype end
+
+--- nn.utils.fuse_conv_bn_weights(conv_w, conv_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b [, transpose = false]) -> weight, bias
+-- The weight and bias of one convolution doing conv then batch norm (in eval mode), as
+-- torch.nn.utils.fuse_conv_bn_weights: w * bn_w / sqrt(bn_rv + bn_eps) along the output
+-- channels (dim 2 of the weight for a transposed convolution), (conv_b - bn_rm) times the
+-- same plus bn_b; conv_b, bn_w and bn_b may be nil (0, 1, 0). Both are parameters, requiring
+-- grad as conv_w and conv_b do, in their dtypes.
+-- Example: local w, b = nn.utils.fuse_conv_bn_weights(conv.weight, conv.bias, bn.running_mean,
+--   bn.running_var, bn.eps, bn.weight, bn.bias)
+function U.fuse_conv_bn_weights(conv_w, conv_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b, transpose)
+  local b, bdtype = bias_or_zeros(conv_b, bn_rm, conv_w)
+  bn_w = bn_w or ember.ones_like(bn_rm)
+  bn_b = bn_b or ember.zeros_like(bn_rm)
+  local rsqrt = (bn_rv + bn_eps):rsqrt()
+  local shape = {-1, 1}
+  if transpose then shape = {1, -1} end
+  for _ = 3, conv_w.ndim do shape[#shape + 1] = 1 end
+  local w = (conv_w * (bn_w * rsqrt):reshape(shape)):to(conv_w.dtype)
+  local fb = ((b - bn_rm) * rsqrt * bn_w + bn_b):to(bdtype)
+  return base.Parameter(w, conv_w.requires_grad), base.Parameter(fb, b.requires_grad)
+end
+
+--- nn.utils.fuse_linear_bn_weights(linear_w, linear_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b) -> weight, bias
+-- The weight and bias of one Linear doing linear then batch norm (in eval mode), as
+-- torch.nn.utils.fuse_linear_bn_weights: each output row scaled by bn_w / sqrt(bn_rv + bn_eps),
+-- the bias (linear_b - bn_rm) times it plus bn_b (linear_b may be nil).
+-- Example: local w, b = nn.utils.fuse_linear_bn_weights(fc.weight, fc.bias, bn.running_mean,
+--   bn.running_var, bn.eps, bn.weight, bn.bias)
+function U.fuse_linear_bn_weights(linear_w, linear_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b)
+  local b, bdtype = bias_or_zeros(linear_b, bn_rm, linear_w)
+  bn_w = bn_w or ember.ones_like(bn_rm)
+  bn_b = bn_b or ember.zeros_like(bn_rm)
+  local scale = bn_w * (bn_rv + bn_eps):rsqrt()
+  local w = linear_w * scale:unsqueeze(-1):to(linear_w.dtype)
+  local fb = ((b - bn_rm) * scale + bn_b):to(bdtype)
+  return base.Parameter(w, linear_w.requires_grad), base.Parameter(fb, b.requires_grad)
+end
+
+-- a copy of layer with the fused weight and bias
+local function fused_copy(layer, w, b)
+  local f = base.deepcopy(layer)
+  f:register_parameter("weight", w)
+  f:register_parameter("bias", b)
+  return f
+end
+
+--- nn.utils.fuse_conv_bn_eval(conv, bn [, transpose = false]) -> a new convolution
+-- A copy of conv (in eval mode, as bn) whose weight and bias do what conv followed by bn
+-- does, as torch.nn.utils.fuse_conv_bn_eval (the weights from fuse_conv_bn_weights; conv is
+-- left as it was). transpose: conv is a transposed convolution.
+-- Example: local fused = nn.utils.fuse_conv_bn_eval(conv:eval(), bn:eval())
+function U.fuse_conv_bn_eval(conv, bn, transpose)
+  local op = "fuse_conv_bn_eval"
+  check_eval(op, conv, bn)
+  local rm, rv, eps, bw, bb = bn_parts(op, bn)
+  return fused_copy(conv, U.fuse_conv_bn_weights(conv.weight, conv.bias, rm, rv, eps, bw, bb, transpose))
+end
+
+--- nn.utils.fuse_linear_bn_eval(linear, bn) -> a new Linear
+-- A copy of linear (in eval mode, as bn) whose weight and bias do what linear followed by
+-- bn does, as torch.nn.utils.fuse_linear_bn_eval; bn has linear's out_features features,
+-- or one.
+-- Example: local fused = nn.utils.fuse_linear_bn_eval(fc:eval(), bn:eval())
+function U.fuse_linear_bn_eval(linear, bn)
+  local op = "fuse_linear_bn_eval"
+  check_eval(op, linear, bn)
+  local rm, rv, eps, bw, bb = bn_parts(op, bn)
+  if bn.num_features ~= linear.out_features and bn.num_features ~= 1 then
+    fail("%s: linear.out_features (%d) must equal bn.num_features (%d), or bn have one feature", op,
+         linear.out_features, bn.num_features)
+  end
+  return fused_copy(linear, U.fuse_linear_bn_weights(linear.weight, linear.bias, rm, rv, eps, bw, bb))
+end
+
+--- nn.utils.clip_grad_norm(parameters, max_norm [, ...]) -> total norm: PyTorch's deprecated
+-- name of clip_grad_norm_, the same function.
+U.clip_grad_norm = U.clip_grad_norm_
 
 return U
