@@ -122,6 +122,7 @@ local Optimizer = {}
 Optimizer.__index = Optimizer
 Optimizer._optional = {}      -- options a class stores without a default (SGD's foreach, ...)
 Optimizer._scalar_state = {}  -- state entries other than step that are numbers (NAdam's mu_product)
+Optimizer._state_shapes = {}  -- state entries not shaped like their parameter: name -> fn(p) -> sizes
 
 -- PyTorch 2.x options ember does not implement, with the reason. PyTorch's default
 -- (false) is accepted and dropped, so ported code that spells it out runs; any other
@@ -223,6 +224,8 @@ local POSITIONAL = {
   Adadelta = {"lr", "rho", "eps", "weight_decay", "foreach"},
   ASGD = {"lr", "lambd", "alpha", "t0", "weight_decay", "foreach", "maximize", "differentiable", "capturable"},
   Rprop = {"lr", "etas", "step_sizes"},
+  Adafactor = {"lr", "beta2_decay", "eps", "d", "weight_decay"},
+  Muon = {"lr", "weight_decay", "momentum", "nesterov", "ns_coefficients", "eps", "ns_steps", "adjust_lr_fn"},
   LBFGS = {"lr", "max_iter", "max_eval", "tolerance_grad", "tolerance_change", "history_size", "line_search_fn"},
 }
 
@@ -403,11 +406,12 @@ function Optimizer:load_state_dict(sd)
           -- PyTorch keeps these as 0-d tensors, ember as numbers
           s[k] = math.tointeger(v:item()) or v:item()
         else
-          local same = #v.shape == #p.shape
-          for d = 1, #p.shape do same = same and v.shape[d] == p.shape[d] end
+          local want = self._state_shapes[k] and self._state_shapes[k](p) or p.shape
+          local same = #v.shape == #want
+          for d = 1, #want do same = same and v.shape[d] == want[d] end
           if not same then
-            fail("%s: state %d '%s' has shape [%s] but its parameter [%s]", name, i, k,
-                 table.concat(v.shape, ","), table.concat(p.shape, ","))
+            fail("%s: state %d '%s' has shape [%s] but %s [%s]", name, i, k, table.concat(v.shape, ","),
+                 self._state_shapes[k] and "its parameter's asks" or "its parameter", table.concat(want, ","))
           end
           s[k] = v:detach():to(p):clone()
         end

@@ -8,6 +8,8 @@ local ember = require "ember"
 local optim = ember.optim
 local H = require "helpers"
 local FX = H.fixture("optim_sweep.lua")
+-- the Adafactor cases, made apart on the same problem (make_optim_adafactor_fixtures.py)
+for _, c in ipairs(H.fixture("optim_sweep_adafactor.lua").cases) do FX.cases[#FX.cases + 1] = c end
 
 local function params(dtype, n)
   local ps = {ember.tensor(FX.p0[1], {dtype = dtype}):requires_grad_(),
@@ -194,6 +196,7 @@ end)
 
 describe("optimizer state_dict mid-run", function()
   local torch_sd = ember.load(H.FIXTURES .. "optim_sweep_sd.pt")
+  for k, sd in pairs(ember.load(H.FIXTURES .. "optim_sweep_adafactor_sd.pt")) do torch_sd[k] = sd end
   for _, case in ipairs(FX.cases) do
     it(case.name .. ": saved after 3 steps and loaded into a fresh optimizer, continues the same", function()
       local ps = params("float64")

@@ -1,6 +1,6 @@
 -- ember.optim.optimizers — the optimizers without a fused engine step:
--- RMSprop, Adagrad, Adamax, NAdam, RAdam, Adadelta, ASGD, Rprop, and Adam/AdamW
--- with amsgrad. Loaded by ember.optim, which passes its class builder and
+-- RMSprop, Adagrad, Adamax, NAdam, RAdam, Adadelta, ASGD, Rprop, Adafactor, Muon,
+-- and Adam/AdamW with amsgrad. Loaded by ember.optim, which passes its class builder and
 -- checks (install(M, H)).
 --
 -- Each update is torch.optim 2.x's single-tensor algorithm written with
@@ -367,4 +367,152 @@ return function(M, H)
   --- optim.Rprop(params, {lr = 1e-2, etas = {0.5, 1.2}, step_sizes = {1e-6, 50}, maximize = false})
   M.Rprop = class("Rprop", {lr = 1e-2, etas = {0.5, 1.2}, step_sizes = {1e-6, 50}, maximize = false},
                   IGNORED, check_rprop, rprop_param)
+
+  -------------------------------------------------------------------------
+  -- Adafactor (PyTorch 2.5's): the second moment of a matrix (or of the last two dims of
+  -- a larger tensor) kept as its row and column means, a vector's in full; no first
+  -- moment; relative step sizes (the parameter's RMS times min(lr, 1 / sqrt(step))) and
+  -- the update's RMS clipped at d.
+
+  local EPS = {float32 = 1.1920928955078125e-07, float64 = 2.220446049250313e-16,
+               float16 = 0.0009765625, bfloat16 = 0.0078125}
+
+  local function check_adafactor(g, where)
+    check_lr(g, where)
+    if type(g.beta2_decay) ~= "number" or not (g.beta2_decay <= 0) then
+      fail("%s: invalid beta2_decay: %s (must be <= 0)", where, tostring(g.beta2_decay))
+    end
+    if type(g.eps) ~= "table" or (g.eps[1] and type(g.eps[1]) ~= "number") or type(g.eps[2]) ~= "number" then
+      fail("%s: eps must be a pair {eps1 (nil or false: the dtype's eps), eps2}, e.g. {false, 1e-3}", where)
+    end
+    if g.eps[1] then check_number(where, "eps[1]", g.eps[1], 0, false, nil, nil, "epsilon1") end
+    check_number(where, "eps[2]", g.eps[2], 0, false, nil, nil, "epsilon2")
+    check_number(where, "d", g.d, 1, false, nil, nil, "clipping threshold d")
+    check_number(where, "weight_decay", g.weight_decay, 0, false, nil, nil, "weight_decay value")
+    check_boolean(where, "maximize", g.maximize)
+  end
+
+  -- the mean of the squares along dim, kept
+  local function mean_sq(x, dim) return ember.linalg.vector_norm(x, 2, dim, true):square_():div_(x:size(dim)) end
+
+  -- p's sizes with dim d (from the end) 1: the row and column means of the squares
+  local function factored_shape(p, d)
+    local sizes = {}
+    for i = 1, p.ndim do sizes[i] = p:size(i) end
+    sizes[p.ndim + 1 - d] = 1
+    return sizes
+  end
+
+  local function adafactor_param(_, p, grad, st, g)
+    if st.step == nil then
+      st.step = 0
+      if grad.ndim > 1 then
+        st.row_var = ember.zeros(factored_shape(p, 1), {dtype = grad.dtype, device = grad.device})
+        st.col_var = ember.zeros(factored_shape(p, 2), {dtype = grad.dtype, device = grad.device})
+      else
+        st.variance = ember.zeros_like(grad)
+      end
+    end
+    if g.maximize then grad = -grad end
+    local step = st.step + 1
+    st.step = step
+    local eps1, eps2 = g.eps[1] or EPS[p.dtype], g.eps[2]
+    local w = step ^ g.beta2_decay                      -- 1 - beta2 at this step
+    local rho = math.min(g.lr, 1 / math.sqrt(step))
+    local alpha = math.max(eps2, p:norm():item() / math.sqrt(p:numel())) * rho
+    if g.weight_decay ~= 0 then p:mul_(1 - g.lr * g.weight_decay) end
+    local var
+    if grad.ndim > 1 then
+      st.row_var:lerp_(mean_sq(grad, -1), w)
+      st.col_var:lerp_(mean_sq(grad, -2), w)
+      var = st.row_var:matmul(st.col_var):div_(st.row_var:mean(-2, true):clamp_(eps1))
+    else
+      st.variance:lerp_(grad * grad, w)
+      var = st.variance:clone()
+    end
+    local update = var:clamp_(eps1 * eps1):rsqrt_():mul_(grad)
+    local denom = math.max(1, update:norm():item() / (math.sqrt(update:numel()) * g.d))
+    p:add_(update, {alpha = -alpha / denom})
+  end
+
+  --- optim.Adafactor(params, {lr = 1e-2, beta2_decay = -0.8, eps = {false, 1e-3}, d = 1,
+  ---                          weight_decay = 0, maximize = false})
+  M.Adafactor = class("Adafactor", {lr = 1e-2, beta2_decay = -0.8, eps = {false, 1e-3}, d = 1.0, weight_decay = 0,
+                                    maximize = false}, IGNORED, check_adafactor, adafactor_param)
+  M.Adafactor._unsupported = {}
+  M.Adafactor._state_shapes = {row_var = function(p) return factored_shape(p, 1) end,
+                               col_var = function(p) return factored_shape(p, 2) end}
+
+  -------------------------------------------------------------------------
+  -- Muon (PyTorch 2.9's): SGD momentum (Nesterov's by default) whose update, a matrix, is
+  -- orthogonalised by a quintic Newton-Schulz iteration in bfloat16 before the step. For 2-D
+  -- parameters only (the others go to another optimizer, as in PyTorch).
+
+  local ADJUST_LR = {original = true, match_rms_adamw = true, spectral_unclamped = true}
+
+  local function check_muon(g, where)
+    check_lr(g, where)
+    check_number(where, "weight_decay", g.weight_decay, 0, false, nil, nil, "weight decay")
+    check_number(where, "momentum", g.momentum, 0, false, nil, nil, "momentum")
+    check_boolean(where, "nesterov", g.nesterov)
+    local c = g.ns_coefficients
+    if type(c) ~= "table" or #c ~= 3 or type(c[1]) ~= "number" or type(c[2]) ~= "number" or type(c[3]) ~= "number" then
+      fail("%s: ns_coefficients must be a list of three numbers {a, b, c}", where)
+    end
+    check_number(where, "eps", g.eps, 0, false, nil, nil, "epsilon")
+    if math.type(g.ns_steps) ~= "integer" or g.ns_steps < 0 or g.ns_steps >= 100 then
+      fail("%s: ns_steps must be an integer in [0, 100), got %s", where, tostring(g.ns_steps))
+    end
+    if g.adjust_lr_fn ~= nil and not ADJUST_LR[g.adjust_lr_fn] then
+      fail("%s: adjust_lr_fn %s is not supported (nil, \"original\", \"match_rms_adamw\" or "
+           .. "\"spectral_unclamped\")", where, tostring(g.adjust_lr_fn))
+    end
+    for i, p in ipairs(g.params) do
+      if p.ndim ~= 2 then
+        fail("%s: Muon only supports 2-D parameters, parameter %d has shape [%s]", where, i,
+             table.concat(p.shape, ", "))
+      end
+    end
+  end
+
+  -- G's orthogonalisation X ~ U S' V^T (S' near 1) by ns_steps of X <- a X + (b A + c A A) X,
+  -- A = X X^T, in bfloat16 on the wide orientation, after X = G / max(||G||, eps)
+  local function zeropower(grad, g)
+    local a, b, c = g.ns_coefficients[1], g.ns_coefficients[2], g.ns_coefficients[3]
+    local tall = grad:size(1) > grad:size(2)
+    local x = grad:to("bfloat16")
+    if tall then x = x:t() end
+    x = x / x:norm():clamp(g.eps)
+    for _ = 1, g.ns_steps do
+      local gram = x:matmul(x:t())
+      x = ember.addmm(x, ember.addmm(gram, gram, gram, {beta = b, alpha = c}), x, {beta = a})
+    end
+    if tall then x = x:t() end
+    return x
+  end
+
+  local function muon_lr(lr, fn, rows, cols)
+    if fn == nil or fn == "original" then return lr * math.sqrt(math.max(1, rows / cols)) end
+    if fn == "match_rms_adamw" then return lr * 0.2 * math.sqrt(math.max(rows, cols)) end
+    return lr * math.sqrt(rows / cols)                  -- spectral_unclamped
+  end
+
+  local function muon_param(_, p, grad, st, g)
+    if st.momentum_buffer == nil then st.momentum_buffer = ember.zeros_like(grad) end
+    local buf = st.momentum_buffer
+    buf:lerp_(grad, 1 - g.momentum)
+    local update = g.nesterov and grad:lerp(buf, g.momentum) or buf
+    update = zeropower(update, g)
+    p:mul_(1 - g.lr * g.weight_decay)
+    p:add_(update, {alpha = -muon_lr(g.lr, g.adjust_lr_fn, p:size(1), p:size(2))})
+  end
+
+  --- optim.Muon(params, {lr = 1e-3, weight_decay = 0.1, momentum = 0.95, nesterov = true,
+  ---                     ns_coefficients = {3.4445, -4.775, 2.0315}, eps = 1e-7, ns_steps = 5,
+  ---                     adjust_lr_fn = nil})
+  M.Muon = class("Muon", {lr = 1e-3, weight_decay = 0.1, momentum = 0.95, nesterov = true,
+                          ns_coefficients = {3.4445, -4.775, 2.0315}, eps = 1e-7, ns_steps = 5}, {},
+                 check_muon, muon_param)
+  M.Muon._optional = {adjust_lr_fn = true}
+  M.Muon._unsupported = {}
 end
