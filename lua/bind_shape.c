@@ -660,6 +660,35 @@ static int triangle_indices(lua_State *L, const char *op, bool upper)
 static int l_tril_indices(lua_State *L) { return triangle_indices(L, "ember.tril_indices", false); }
 static int l_triu_indices(lua_State *L) { return triangle_indices(L, "ember.triu_indices", true); }
 
+/* ember._as_strided_view(t, sizes, strides, offset): the view em_as_strided makes (the
+ * Lua side, composite/shape.lua's as_strided, checks the arguments and records autograd) */
+static int l_as_strided_view(lua_State *L)
+{
+    const char *op = "as_strided";
+    em_tensor *t = emlua_check(L, 1, op);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    luaL_checktype(L, 3, LUA_TTABLE);
+    int64_t sizes[EM_MAX_DIMS], strides[EM_MAX_DIMS];
+    lua_Integer nd = luaL_len(L, 2);
+    if (nd > EM_MAX_DIMS || luaL_len(L, 3) != nd) return luaL_error(L, "%s: bad sizes or strides", op);
+    for (int i = 0; i < (int)nd; i++) {
+        lua_rawgeti(L, 2, i + 1);
+        lua_rawgeti(L, 3, i + 1);
+        sizes[i] = (int64_t)luaL_checkinteger(L, -2);
+        strides[i] = (int64_t)luaL_checkinteger(L, -1);
+        lua_pop(L, 2);
+    }
+    return emlua_push(L, em_as_strided(t, sizes, strides, (int)nd, (int64_t)luaL_checkinteger(L, 4)));
+}
+
+/* ember._storage_numel(t): the elements of t's dtype that t's storage holds */
+static int l_storage_numel(lua_State *L)
+{
+    em_tensor *t = emlua_check(L, 1, "storage_numel");
+    lua_pushinteger(L, (lua_Integer)(t->storage->nbytes / em_dtype_size(t->dtype)));
+    return 1;
+}
+
 void emlua_open_shape(lua_State *L)
 {
     static const luaL_Reg methods[] = {
@@ -691,6 +720,7 @@ void emlua_open_shape(lua_State *L)
         {"broadcast_tensors", l_broadcast_tensors}, {"broadcast_to", l_broadcast_to},
         {"atleast_1d", l_atleast_1d}, {"atleast_2d", l_atleast_2d}, {"atleast_3d", l_atleast_3d},
         {"logspace", l_logspace}, {"tril_indices", l_tril_indices}, {"triu_indices", l_triu_indices},
+        {"_as_strided_view", l_as_strided_view}, {"_storage_numel", l_storage_numel},
         {NULL, NULL}
     };
     emlua_register(L, methods, functions);

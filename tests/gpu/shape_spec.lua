@@ -68,6 +68,19 @@ describe("shape ops on the device", function()
     end
   end)
 
+  it("as_strided: a view of the device's storage, and its gradient through the copy path", function()
+    local x = ember.arange(1, 13, {dtype = "float64"})
+    agree(function(t) return t:as_strided({4, 3}, {2, 1}, 1) end, {x})
+    local function grad_of(t)
+      local w = t:detach():clone():requires_grad_()
+      local v = w:as_strided({3, 2}, {1, 1})
+      local loss = (v * v):sum()
+      loss:backward()
+      return v, w.grad
+    end
+    agree(grad_of, {x})
+  end)
+
   it("a bad index is an error", function()
     local t = g.dev(ember.zeros(3))
     assert.has_error(function()

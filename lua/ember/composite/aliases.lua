@@ -375,6 +375,75 @@ end
 -- and the two of them PyTorch has as tensor methods too: t:prelu(weight), t:hardshrink([lambd])
 methods.prelu, methods.hardshrink = F.prelu, F.hardshrink
 
+--- t:new([sizes or data or tensor] [, {device}]) -> PyTorch's legacy constructor: of t's dtype and device,
+-- t:new() an empty tensor, t:new(2, 3) or t:new(size) an uninitialised one of those sizes, t:new({1, 2})
+-- one holding the data, t:new(u) u itself (which must have t's dtype and device).
+function methods.new(t, ...)
+  local op = "new"
+  check_tensor(t, op, "self")
+  local args = table.pack(...)
+  local o = {}
+  if args.n > 0 and type(args[args.n]) == "table" and getmetatable(args[args.n]) == nil
+      and not ember.is_tensor(args[args.n]) and args[args.n][1] == nil and next(args[args.n]) ~= nil then
+    o = options(op, {"device"}, args[args.n])
+    args.n = args.n - 1
+  end
+  local topts = {dtype = t.dtype, device = o.device or t.device}
+  local a = args[1]
+  if args.n == 0 then return ember.empty(0, topts) end
+  if ember.is_tensor(a) then
+    if args.n > 1 or a.dtype ~= t.dtype or a.device ~= topts.device then
+      raise(string.format("new: expected a tensor of dtype %s on %s, got %s on %s", t.dtype, topts.device,
+                          a.dtype, a.device))
+    end
+    return a
+  end
+  if type(a) == "table" and (getmetatable(a) or {}).__name ~= "ember.Size" then
+    if args.n > 1 then raise("new: data (a table) takes no other arguments") end
+    return ember.tensor(a, topts)
+  end
+  local sizes = {}
+  for i = 1, args.n do sizes[i] = args[i] end
+  if type(a) == "table" then sizes = a end
+  return ember.empty(sizes, topts)
+end
+
+--- t:const_data_ptr() -> t:data_ptr(), PyTorch's name for a pointer not written through.
+function methods.const_data_ptr(t) return t:data_ptr() end
+
+-- the elementwise Lua callbacks: t's values (flat, row-major) through fn, written back
+local function map_values(op, t, fn, others)
+  check_tensor(t, op, "self")
+  if t.device ~= "cpu" then raise(string.format("%s: works on CPU tensors only (as PyTorch's), got one on %s", op, t.device)) end
+  if type(fn) ~= "function" and not (getmetatable(fn) or {}).__call then
+    raise(string.format("%s: expected a callable, got %s", op, type(fn)))
+  end
+  local lists = {}
+  for i, u in ipairs(others) do
+    check_tensor(u, op, "argument " .. i)
+    lists[i] = u:to(t.device):broadcast_to(t.shape):reshape(-1):tolist()
+  end
+  local vals = t:reshape(-1):tolist()
+  for k = 1, #vals do
+    if #lists == 0 then vals[k] = fn(vals[k])
+    elseif #lists == 1 then vals[k] = fn(vals[k], lists[1][k])
+    else vals[k] = fn(vals[k], lists[1][k], lists[2][k]) end
+  end
+  if #vals > 0 then errors.call(t.copy_, t, ember.tensor(vals, {dtype = t.dtype}):view(t.shape)) end
+  return t
+end
+
+--- t:apply_(fn) -> t, each element replaced by fn(element) (a Lua function; CPU tensors only), as
+-- PyTorch's (and Lua Torch's apply). Slow: one Lua call per element.
+-- Example: x:apply_(function(v) return v * v end)
+function methods.apply_(t, fn) return map_values("apply_", t, fn, {}) end
+
+--- t:map_(other, fn) -> t, each element replaced by fn(element, other's element) (other broadcast to t).
+function methods.map_(t, other, fn) return map_values("map_", t, fn, {other}) end
+
+--- t:map2_(x, y, fn) -> t, each element replaced by fn(element, x's element, y's element).
+function methods.map2_(t, x, y, fn) return map_values("map2_", t, fn, {x, y}) end
+
 --- t:narrow_copy(dim, start, length) -> a contiguous copy of t:narrow(dim, start, length), as torch's.
 function both.narrow_copy(t, dim, start, length)
   check_tensor(t, "narrow_copy", "input")

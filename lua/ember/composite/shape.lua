@@ -219,6 +219,66 @@ both.split_with_sizes = public("split_with_sizes", function(t, sizes, ...)
   return pieces(t, d, cuts)
 end)
 
+-- the storage positions (elements) of a view of sizes and strides from offset, an int64
+-- tensor of those sizes
+local function storage_positions(sizes, strides, offset, device)
+  local pos = ember.full({}, offset, {dtype = "int64", device = device})
+  local n = #sizes
+  for k = 1, n do
+    local shape = {}
+    for j = 1, n do shape[j] = j == k and sizes[k] or 1 end
+    pos = pos + (ember.arange(sizes[k], {dtype = "int64", device = device}) * strides[k]):view(shape)
+  end
+  return pos
+end
+
+local function int_list(op, what, v)
+  if type(v) == "table" and not ember.is_tensor(v) then
+    local out = {}
+    for k = 1, #v do
+      out[k] = integer(op, what .. "[" .. k .. "]", v[k])
+      if out[k] < 0 then raise(string.format("%s: %s must be >= 0, got %d at position %d", op, what, out[k], k)) end
+    end
+    return out
+  end
+  raise(string.format("%s: %s must be a list of integers, got %s", op, what, show(v)))
+end
+
+--- ember.as_strided(t, size, stride [, storage_offset]) -> the view of t's storage with these sizes
+--- and strides (in elements, >= 0) from storage_offset (default t's), as torch.as_strided. Of a
+--- tensor that records a gradient, a copy of those elements (through index_select, so the
+--- gradient adds up where elements repeat) rather than a view; each of its elements must be
+--- one of t's.
+both.as_strided = public("as_strided", function(t, size, stride, storage_offset)
+  local op = "as_strided"
+  check_tensor(t, op, "input")
+  size, stride = int_list(op, "size", size), int_list(op, "stride", stride)
+  if #size ~= #stride then
+    raise(string.format("%s: mismatch in length of strides and shape (%d sizes, %d strides)", op, #size, #stride))
+  end
+  local offset = storage_offset == nil and t:storage_offset() or integer(op, "storage_offset", storage_offset)
+  local view = ember._as_strided_view(t, size, stride, offset)
+  if not (t.requires_grad and ember.is_grad_enabled()) then return view end
+  -- t's element (1-based, row-major) at each storage position it covers, 0 elsewhere
+  local owner = ember.zeros(ember._storage_numel(t), {dtype = "int64", device = t.device})
+  local tsizes, tstrides = {}, {}
+  for k = 1, t:dim() do tsizes[k], tstrides[k] = t:size(k), t:stride(k) end
+  local tpos = storage_positions(tsizes, tstrides, t:storage_offset(), t.device):reshape(-1)
+  owner:scatter_(1, tpos + 1, ember.arange(1, t:numel() + 1, {dtype = "int64", device = t.device}))
+  local want = owner:index_select(1, storage_positions(size, stride, offset, t.device):reshape(-1) + 1)
+  if want:numel() > 0 and want:min():item() == 0 then
+    raise(string.format("%s: view of size %s with strides %s reaches storage elements that %s does not hold "
+                        .. "(needed to record its gradient)", op, show(size), show(stride), shape_str(t)))
+  end
+  return t:reshape(-1):index_select(1, want):view(size)
+end)
+
+--- ember.unsafe_chunk / unsafe_split / unsafe_split_with_sizes: PyTorch's forms of chunk, split and
+--- split_with_sizes without the views' checks on in-place use; here the same functions.
+both.unsafe_chunk = public("unsafe_chunk", function(...) return ember.chunk(...) end)
+both.unsafe_split = public("unsafe_split", function(...) return ember.split(...) end)
+both.unsafe_split_with_sizes = public("unsafe_split_with_sizes", function(...) return both.split_with_sizes(...) end)
+
 -- ---- array utilities ---------------------------------------------------------------------
 
 --- ember.ravel(t) -> t flattened to 1-D: a view when t is contiguous, else a contiguous copy.
