@@ -1072,4 +1072,59 @@ function M.cond(A, p)
   return M.matrix_norm(A, p) * M.matrix_norm(Ainv, p)
 end
 
+local function prod_of(A, first, last)
+  local n = 1
+  for d = first, last do n = n * A:size(d) end
+  return n
+end
+
+--- linalg.tensorinv(A [, ind = 2]) -> X, the inverse of A seen as a map from its dims ind + 1.. to
+-- its first ind dims (their products equal): X has shape A.shape[ind + 1..] .. A.shape[1..ind] and
+-- tensordot(X, A, ind) is the identity, as torch.linalg.tensorinv.
+function M.tensorinv(A, ind)
+  local op = "linalg.tensorinv"
+  check_tensor(A, op, "A")
+  if ind == nil then ind = 2 end
+  if math.type(ind) ~= "integer" or ind <= 0 then
+    raise(string.format("%s: expected a strictly positive integer for ind, but got %s", op, tostring(ind)))
+  end
+  local left, right = prod_of(A, 1, math.min(ind, A:dim())), prod_of(A, ind + 1, A:dim())
+  if left ~= right then
+    raise(string.format("%s: expected A to satisfy prod(A.shape[ind + 1..]) == prod(A.shape[1..ind]) "
+                        .. "(ind = %d, A %s), but got %d != %d", op, ind, errors.shape_str(A), right, left))
+  end
+  local shape = {}
+  for d = ind + 1, A:dim() do shape[#shape + 1] = A:size(d) end
+  for d = 1, math.min(ind, A:dim()) do shape[#shape + 1] = A:size(d) end
+  return call(M.inv, A:reshape(left, right)):reshape(shape)
+end
+
+--- linalg.tensorsolve(A, B [, dims]) -> X with tensordot(A, X, X:dim()) == B, as torch.linalg.tensorsolve:
+-- A's first B:dim() dims are B's shape, the rest X's (their products equal); dims (1-based) are
+-- moved to A's end first.
+function M.tensorsolve(A, B, dims)
+  local op = "linalg.tensorsolve"
+  check_tensor(A, op, "A")
+  check_tensor(B, op, "B")
+  if dims ~= nil then
+    if type(dims) ~= "table" then raise(string.format("%s: dims must be a list of dims, got %s", op, type(dims))) end
+    local to = {}
+    for i = 1, #dims do to[i] = A:dim() - #dims + i end
+    A = A:movedim(dims, to)
+  end
+  local nb = B:dim()
+  if nb > A:dim() then
+    raise(string.format("%s: B %s has more dims than A %s", op, errors.shape_str(B), errors.shape_str(A)))
+  end
+  local rows, cols = prod_of(A, 1, nb), prod_of(A, nb + 1, A:dim())
+  if rows ~= cols or B:numel() ~= rows then
+    raise(string.format("%s: expected A to satisfy prod(A.shape[B:dim() + 1..]) == prod(A.shape[1..B:dim()]) "
+                        .. "== B:numel() (A %s, B %s), but got %d, %d and %d", op, errors.shape_str(A),
+                        errors.shape_str(B), cols, rows, B:numel()))
+  end
+  local shape = {}
+  for d = nb + 1, A:dim() do shape[#shape + 1] = A:size(d) end
+  return call(M.solve, A:reshape(rows, cols), B:reshape(rows)):reshape(shape)
+end
+
 return M
