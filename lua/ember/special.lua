@@ -1,8 +1,9 @@
 -- ember.special — PyTorch's torch.special: its other names of ember's functions (erf,
 -- expit = sigmoid, gammaln = lgamma, psi = digamma, multigammaln = mvlgamma, ...) and the
 -- functions written here over ember's ops: the modified Bessel functions i0, i0e, i1, i1e
--- (Cephes' Chebyshev expansions, as PyTorch's), erfcx, ndtr, log_ndtr, ndtri, entr,
--- xlog1py, zeta and spherical_bessel_j0.
+-- (Cephes' Chebyshev expansions, as PyTorch's), the Bessel functions J0, J1, Y0, Y1 and the
+-- modified K0, K1 (and their exp(x)-scaled forms; Cephes'), erfcx, ndtr, log_ndtr, ndtri,
+-- entr, xlog1py, zeta and spherical_bessel_j0.
 --
 -- Each function with a formula for its gradient in PyTorch (derivatives.yaml) is an
 -- autograd Function with that formula as its backward, written with these functions, so
@@ -196,6 +197,268 @@ S.i1 = elementwise("i1", function(x) return odd(x, x:abs():exp() * scaled(x, I1_
 S.i1e = elementwise("i1e", i1e_forward, function(x, y, g)
   local tiny, safe = tiny_x(x)
   return g * ember.where(tiny, 0.5, S.i0e(safe) - y * (safe:sgn() + safe:reciprocal()))
+end)
+
+-- ---- the Bessel functions of the first and second kind, and K -----------------------------
+-- Cephes' j0.c, j1.c, k0.c and k1.c (3-clause BSD) with their coefficients, which PyTorch's
+-- ATen/native/Math.h also holds; ember evaluates them as Cephes does: QQ, RQ and the YQ are
+-- monic (p1evl, a leading 1 not stored), where PyTorch's Math.h drops that 1 and its J0,
+-- J1, Y0 and Y1 lose up to 2.4e-5 relative (README deviation 56).
+
+local J0_PP = {
+  7.96936729297347051624e-04, 8.28352392107440799803e-02, 1.23953371646414299388e+00,
+  5.44725003058768775090e+00, 8.74716500199817011941e+00, 5.30324038235394892183e+00,
+  9.99999999999999997821e-01}
+local J0_PQ = {
+  9.24408810558863637013e-04, 8.56288474354474431428e-02, 1.25352743901058953537e+00,
+  5.47097740330417105182e+00, 8.76190883237069594232e+00, 5.30605288235394617618e+00,
+  1.00000000000000000218e+00}
+local J0_QP = {
+  -1.13663838898469149931e-02, -1.28252718670509318512e+00, -1.95539544257735972385e+01,
+  -9.32060152123768231369e+01, -1.77681167980488050595e+02, -1.47077505154951170175e+02,
+  -5.14105326766599330220e+01, -6.05014350600728481186e+00}
+local J0_QQ = {
+  6.43178256118178023184e+01, 8.56430025976980587198e+02, 3.88240183605401609683e+03,
+  7.24046774195652478189e+03, 5.93072701187316984827e+03, 2.06209331660327847417e+03,
+  2.42005740240291393179e+02}
+local J0_RP = {
+  -4.79443220978201773821e+09, 1.95617491946556577543e+12, -2.49248344360967716204e+14,
+  9.70862251047306323952e+15}
+local J0_RQ = {
+  4.99563147152651017219e+02, 1.73785401676374683123e+05, 4.84409658339962045305e+07,
+  1.11855537045356834862e+10, 2.11277520115489217587e+12, 3.10518229857422583814e+14,
+  3.18121955943204943306e+16, 1.71086294081043136091e+18}
+local J1_PP = {
+  7.62125616208173112003e-04, 7.31397056940917570436e-02, 1.12719608129684925192e+00,
+  5.11207951146807644818e+00, 8.42404590141772420927e+00, 5.21451598682361504063e+00,
+  1.00000000000000000254e+00}
+local J1_PQ = {
+  5.71323128072548699714e-04, 6.88455908754495404082e-02, 1.10514232634061696926e+00,
+  5.07386386128601488557e+00, 8.39985554327604159757e+00, 5.20982848682361821619e+00,
+  9.99999999999999997461e-01}
+local J1_QP = {
+  5.10862594750176621635e-02, 4.98213872951233449420e+00, 7.58238284132545283818e+01,
+  3.66779609360150777800e+02, 7.10856304998926107277e+02, 5.97489612400613639965e+02,
+  2.11688757100572135698e+02, 2.52070205858023719784e+01}
+local J1_QQ = {
+  7.42373277035675149943e+01, 1.05644886038262816351e+03, 4.98641058337653607651e+03,
+  9.56231892404756170795e+03, 7.99704160447350683650e+03, 2.82619278517639096600e+03,
+  3.36093607810698293419e+02}
+local J1_RP = {
+  -8.99971225705559398224e+08, 4.52228297998194034323e+11, -7.27494245221818276015e+13,
+  3.68295732863852883286e+15}
+local J1_RQ = {
+  6.20836478118054335476e+02, 2.56987256757748830383e+05, 8.35146791431949253037e+07,
+  2.21511595479792499675e+10, 4.74914122079991414898e+12, 7.84369607876235854894e+14,
+  8.95222336184627338078e+16, 5.32278620332680085395e+18}
+local Y0_PP = {
+  7.96936729297347051624e-04, 8.28352392107440799803e-02, 1.23953371646414299388e+00,
+  5.44725003058768775090e+00, 8.74716500199817011941e+00, 5.30324038235394892183e+00,
+  9.99999999999999997821e-01}
+local Y0_PQ = {
+  9.24408810558863637013e-04, 8.56288474354474431428e-02, 1.25352743901058953537e+00,
+  5.47097740330417105182e+00, 8.76190883237069594232e+00, 5.30605288235394617618e+00,
+  1.00000000000000000218e+00}
+local Y0_QP = {
+  -1.13663838898469149931e-02, -1.28252718670509318512e+00, -1.95539544257735972385e+01,
+  -9.32060152123768231369e+01, -1.77681167980488050595e+02, -1.47077505154951170175e+02,
+  -5.14105326766599330220e+01, -6.05014350600728481186e+00}
+local Y0_QQ = {
+  6.43178256118178023184e+01, 8.56430025976980587198e+02, 3.88240183605401609683e+03,
+  7.24046774195652478189e+03, 5.93072701187316984827e+03, 2.06209331660327847417e+03,
+  2.42005740240291393179e+02}
+local Y0_YP = {
+  1.55924367855235737965e+04, -1.46639295903971606143e+07, 5.43526477051876500413e+09,
+  -9.82136065717911466409e+11, 8.75906394395366999549e+13, -3.46628303384729719441e+15,
+  4.42733268572569800351e+16, -1.84950800436986690637e+16}
+local Y0_YQ = {
+  1.04128353664259848412e+03, 6.26107330137134956842e+05, 2.68919633393814121987e+08,
+  8.64002487103935000337e+10, 2.02979612750105546709e+13, 3.17157752842975028269e+15,
+  2.50596256172653059228e+17}
+local Y1_PP = {
+  7.62125616208173112003e-04, 7.31397056940917570436e-02, 1.12719608129684925192e+00,
+  5.11207951146807644818e+00, 8.42404590141772420927e+00, 5.21451598682361504063e+00,
+  1.00000000000000000254e+00}
+local Y1_PQ = {
+  5.71323128072548699714e-04, 6.88455908754495404082e-02, 1.10514232634061696926e+00,
+  5.07386386128601488557e+00, 8.39985554327604159757e+00, 5.20982848682361821619e+00,
+  9.99999999999999997461e-01}
+local Y1_QP = {
+  5.10862594750176621635e-02, 4.98213872951233449420e+00, 7.58238284132545283818e+01,
+  3.66779609360150777800e+02, 7.10856304998926107277e+02, 5.97489612400613639965e+02,
+  2.11688757100572135698e+02, 2.52070205858023719784e+01}
+local Y1_QQ = {
+  7.42373277035675149943e+01, 1.05644886038262816351e+03, 4.98641058337653607651e+03,
+  9.56231892404756170795e+03, 7.99704160447350683650e+03, 2.82619278517639096600e+03,
+  3.36093607810698293419e+02}
+local Y1_YP = {
+  1.26320474790178026440e+09, -6.47355876379160291031e+11, 1.14509511541823727583e+14,
+  -8.12770255501325109621e+15, 2.02439475713594898196e+17, -7.78877196265950026825e+17}
+local Y1_YQ = {
+  5.94301592346128195359e+02, 2.35564092943068577943e+05, 7.34811944459721705660e+07,
+  1.87601316108706159478e+10, 3.88231277496238566008e+12, 6.20557727146953693363e+14,
+  6.87141087355300489866e+16, 3.97270608116560655612e+18}
+local K0_A = {
+  1.37446543561352307156e-16, 4.25981614279661018399e-14, 1.03496952576338420167e-11,
+  1.90451637722020886025e-09, 2.53479107902614945675e-07, 2.28621210311945178607e-05,
+  1.26461541144692592338e-03, 3.59799365153615016266e-02, 3.44289899924628486886e-01,
+  -5.35327393233902768720e-01}
+local K0_B = {
+  5.30043377268626276149e-18, -1.64758043015242134646e-17, 5.21039150503902756861e-17,
+  -1.67823109680541210385e-16, 5.51205597852431940784e-16, -1.84859337734377901440e-15,
+  6.34007647740507060557e-15, -2.22751332699166985548e-14, 8.03289077536357521100e-14,
+  -2.98009692317273043925e-13, 1.14034058820847496303e-12, -4.51459788337394416547e-12,
+  1.85594911495471785253e-11, -7.95748924447710747776e-11, 3.57739728140030116597e-10,
+  -1.69753450938905987466e-09, 8.57403401741422608519e-09, -4.66048989768794782956e-08,
+  2.76681363944501510342e-07, -1.83175552271911948767e-06, 1.39498137188764993662e-05,
+  -1.28495495816278026384e-04, 1.56988388573005337491e-03, -3.14481013119645005427e-02,
+  2.44030308206595545468e+00}
+local K1_A = {
+  -7.02386347938628759343e-18, -2.42744985051936593393e-15, -6.66690169419932900609e-13,
+  -1.41148839263352776110e-10, -2.21338763073472585583e-08, -2.43340614156596823496e-06,
+  -1.73028895751305206302e-04, -6.97572385963986435018e-03, -1.22611180822657148235e-01,
+  -3.53155960776544875667e-01, 1.52530022733894777053e+00}
+local K1_B = {
+  -5.75674448366501715755e-18, 1.79405087314755922667e-17, -5.68946255844285935196e-17,
+  1.83809354436663880070e-16, -6.05704724837331885336e-16, 2.03870316562433424052e-15,
+  -7.01983709041831346144e-15, 2.47715442448130437068e-14, -8.97670518232499435011e-14,
+  3.34841966607842919884e-13, -1.28917396095102890680e-12, 5.13963967348173025100e-12,
+  -2.12996783842756842877e-11, 9.21831518760500529508e-11, -4.19035475934189648750e-10,
+  2.01504975519703286596e-09, -1.03457624656780970260e-08, 5.74108412545004946722e-08,
+  -3.50196060308781257119e-07, 2.40648494783721712015e-06, -1.93619797416608296024e-05,
+  1.95215518471351631108e-04, -2.85781685962277938680e-03, 1.03923736576817238437e-01,
+  2.72062619048444266945e+00}
+
+
+local DR1, DR2 = 5.78318596294678452118e0, 3.04712623436620863991e1      -- J0's first zeros, squared
+local Z1, Z2 = 1.46819706421238932572e1, 4.92184563216946036703e1        -- J1's
+local PIO4, THPIO4 = 0.78539816339744830962, 2.35619449019234492885
+local SQ2OPI, TWOOPI = 7.9788456080286535587989e-1, 6.36619772367581343075535e-1
+
+-- c[1] z^n + ... + c[n + 1] (Cephes' polevl), and the same with a leading 1 not in c (p1evl)
+local function polevl(z, c)
+  local r = ember.full_like(z, c[1])
+  for i = 2, #c do r = r * z + c[i] end
+  return r
+end
+local function p1evl(z, c)
+  local r = z + c[1]
+  for i = 2, #c do r = r * z + c[i] end
+  return r
+end
+
+-- x > 5 (clamped there): Cephes' Hankel asymptotic form, phase shifted by shift, sine
+-- (second kind) or cosine (first kind) leading
+local function bessel_far(ax, P, Q, shift, second)
+  local far = ax:clamp_min(5)
+  local w = far:reciprocal() * 5
+  local z = w * w
+  local p = polevl(z, P[1]) / polevl(z, P[2])
+  local q = polevl(z, Q[1]) / p1evl(z, Q[2])
+  local xn = far - shift
+  local v = second and p * xn:sin() + w * q * xn:cos() or p * xn:cos() - w * q * xn:sin()
+  return v * SQ2OPI / far:sqrt()
+end
+
+local function limits(x, v)   -- every one of them tends to 0 at +-inf (Cephes' form gives NaN)
+  return ember.where(x:isinf(), 0.0, v)
+end
+
+local function j0_forward(x)
+  local ax = x:abs()
+  local near = ax:clamp_max(5)
+  local z = near * near
+  local small = ember.where(near:lt(1e-5), 1 - z * 0.25, (z - DR1) * (z - DR2) * polevl(z, J0_RP) / p1evl(z, J0_RQ))
+  return limits(x, ember.where(ax:le(5), small, bessel_far(ax, {J0_PP, J0_PQ}, {J0_QP, J0_QQ}, PIO4, false)))
+end
+
+local function j1_forward(x)
+  local ax = x:abs()
+  local near = ax:clamp_max(5)
+  local z = near * near
+  local small = polevl(z, J1_RP) / p1evl(z, J1_RQ) * near * (z - Z1) * (z - Z2)
+  return limits(x, odd(x, ember.where(ax:le(5), small, bessel_far(ax, {J1_PP, J1_PQ}, {J1_QP, J1_QQ}, THPIO4, false))))
+end
+
+-- Y's: -inf at 0, NaN below
+local function second_kind(x, v)
+  v = ember.where(x:eq(0), -math.huge, v)
+  return limits(x, ember.where(x:lt(0), 0 / 0, v))
+end
+
+local function y0_forward(x)
+  local near = x:clamp(1e-300, 5)
+  local z = near * near
+  local small = polevl(z, Y0_YP) / p1evl(z, Y0_YQ) + near:log() * j0_forward(near) * TWOOPI
+  return second_kind(x, ember.where(x:le(5), small, bessel_far(x, {Y0_PP, Y0_PQ}, {Y0_QP, Y0_QQ}, PIO4, true)))
+end
+
+local function y1_forward(x)
+  local near = x:clamp(1e-300, 5)
+  local z = near * near
+  local small = near * (polevl(z, Y1_YP) / p1evl(z, Y1_YQ)) + (j1_forward(near) * near:log() - near:reciprocal()) * TWOOPI
+  return second_kind(x, ember.where(x:le(5), small, bessel_far(x, {Y1_PP, Y1_PQ}, {Y1_QP, Y1_QQ}, THPIO4, true)))
+end
+
+-- K's: Chebyshev expansions on (0, 2] (with I's logarithmic term) and beyond; +inf at 0, NaN
+-- below. scaled: times exp(x), the form the far expansion gives directly.
+local function k_forward(x, A, B, order1, scaled_k)
+  local near = x:clamp(1e-300, 2)
+  local small
+  if order1 then
+    small = (near * 0.5):log() * S.i1(near) + chbevl(near * near - 2, A) / near
+  else
+    small = chbevl(near * near - 2, A) - (near * 0.5):log() * ember.i0(near)
+  end
+  local far = x:clamp_min(2)
+  local big = chbevl(far:reciprocal() * 8 - 2, B) / far:sqrt()
+  local v
+  if scaled_k then v = ember.where(x:le(2), small * near:exp(), big)
+  else v = ember.where(x:le(2), small, big * (-far):exp()) end
+  v = ember.where(x:eq(0), math.huge, v)
+  v = ember.where(x:eq(math.huge), 0.0, v)
+  return ember.where(x:lt(0), 0 / 0, v)
+end
+
+local function k0_forward(x) return k_forward(x, K0_A, K0_B, false, false) end
+local function k1_forward(x) return k_forward(x, K1_A, K1_B, true, false) end
+local function k0e_forward(x) return k_forward(x, K0_A, K0_B, false, true) end
+local function k1e_forward(x) return k_forward(x, K1_A, K1_B, true, true) end
+
+--- ember.special.bessel_j0(x) -> J0(x), the Bessel function of the first kind of order 0.
+S.bessel_j0 = elementwise("bessel_j0", j0_forward, function(x, _, g) return -g * S.bessel_j1(x) end)
+
+--- ember.special.bessel_j1(x) -> J1(x), of order 1 (odd).
+S.bessel_j1 = elementwise("bessel_j1", j1_forward, function(x, y, g)
+  local tiny, safe = tiny_x(x)
+  return g * ember.where(tiny, 0.5, S.bessel_j0(safe) - y / safe)
+end)
+
+--- ember.special.bessel_y0(x) -> Y0(x), the Bessel function of the second kind of order 0 (x > 0;
+-- -inf at 0, NaN below).
+S.bessel_y0 = elementwise("bessel_y0", y0_forward, function(x, _, g) return -g * S.bessel_y1(x) end)
+
+--- ember.special.bessel_y1(x) -> Y1(x), of order 1.
+S.bessel_y1 = elementwise("bessel_y1", y1_forward, function(x, y, g) return g * (S.bessel_y0(x) - y / x) end)
+
+--- ember.special.modified_bessel_k0(x) -> K0(x), the modified Bessel function of the second kind of
+-- order 0 (x > 0; inf at 0, NaN below).
+S.modified_bessel_k0 = elementwise("modified_bessel_k0", k0_forward,
+                                   function(x, _, g) return -g * S.modified_bessel_k1(x) end)
+
+--- ember.special.modified_bessel_k1(x) -> K1(x), of order 1.
+S.modified_bessel_k1 = elementwise("modified_bessel_k1", k1_forward, function(x, y, g)
+  return -g * (S.modified_bessel_k0(x) + y / x)
+end)
+
+--- ember.special.scaled_modified_bessel_k0(x) -> exp(x) K0(x).
+S.scaled_modified_bessel_k0 = elementwise("scaled_modified_bessel_k0", k0e_forward, function(x, y, g)
+  return g * (y - S.scaled_modified_bessel_k1(x))
+end)
+
+--- ember.special.scaled_modified_bessel_k1(x) -> exp(x) K1(x).
+S.scaled_modified_bessel_k1 = elementwise("scaled_modified_bessel_k1", k1e_forward, function(x, y, g)
+  return g * (y - y / x - S.scaled_modified_bessel_k0(x))
 end)
 
 -- ---- the error function's relatives -----------------------------------------------------

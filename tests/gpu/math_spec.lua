@@ -131,4 +131,15 @@ describe("math: composed ops and gradients", function()
     same(gx, cx)
     same(gy, cy)
   end)
+
+  it("the Bessel functions of ember.special and their gradients", function()
+    local x = ember.tensor({0, 1e-6, 0.5, 2, 3.5, 5, 6.5, 40, -1, inf}, {dtype = "float64"})
+    for _, name in ipairs({"bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0",
+                           "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1"}) do
+      g.agree(ember.special[name], {x}, {what = name})
+      local pos = ember.tensor({0.3, 2.5, 7}, {dtype = "float64"})
+      local function grad(t) local y = ember.special[name](t) return ember.autograd.grad({y:sum()}, {t})[1] end
+      same(grad(g.leaf(pos)), grad(pos:clone():requires_grad_()))
+    end
+  end)
 end)
