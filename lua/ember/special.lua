@@ -2,8 +2,9 @@
 -- expit = sigmoid, gammaln = lgamma, psi = digamma, multigammaln = mvlgamma, ...) and the
 -- functions written here over ember's ops: the modified Bessel functions i0, i0e, i1, i1e
 -- (Cephes' Chebyshev expansions, as PyTorch's), the Bessel functions J0, J1, Y0, Y1 and the
--- modified K0, K1 (and their exp(x)-scaled forms; Cephes'), erfcx, ndtr, log_ndtr, ndtri,
--- entr, xlog1py, zeta and spherical_bessel_j0.
+-- modified K0, K1 (and their exp(x)-scaled forms; Cephes'), the regularized incomplete gamma
+-- functions gammainc and gammaincc, erfcx, ndtr, log_ndtr, ndtri, entr, xlog1py, zeta and
+-- spherical_bessel_j0.
 --
 -- Each function with a formula for its gradient in PyTorch (derivatives.yaml) is an
 -- autograd Function with that formula as its backward, written with these functions, so
@@ -617,6 +618,102 @@ S.zeta = binary("zeta", function(x, y) return zeta_forward(x:to("float64"), y:to
   end
   return nil, g * x:neg() * S.zeta(x + 1, q)
 end)
+
+-- ---- the regularized incomplete gamma functions -------------------------------------------
+-- P(a, x) = gamma(a, x) / Gamma(a) by its power series where x < a + 1 and Q = 1 - P by its
+-- continued fraction (modified Lentz) elsewhere, each where it converges fast and has no
+-- cancellation, in float64 (Numerical Recipes' gser / gcf). The iterations run over the whole
+-- tensor until every element of the branch has converged (checked every 16), at most
+-- 20000: enough for a up to ~1e6 near x = a, where the series needs ~10 sqrt(a) terms.
+
+local IG_EPS, IG_TINY, IG_MAX = 2.0 ^ -53, 1e-300, 20000
+
+-- the converged mask of the elements where active, every 16 iterations (else nil)
+local function settled(i, active, done)
+  if i % 16 ~= 0 then return false end
+  return done:logical_or(active:logical_not()):all():item()
+end
+
+-- P(a, x) for x < a + 1 (other elements: any finite value)
+local function igamma_series(a, x, active)
+  local ap, del = a:clone(), a:reciprocal()
+  local sum = del:clone()
+  for i = 1, IG_MAX do
+    ap:add_(1)
+    del = del * x / ap
+    sum = sum + del
+    if settled(i, active, del:abs():lt(sum:abs() * IG_EPS)) then break end
+  end
+  return sum
+end
+
+-- Q(a, x) / (x^a e^-x / Gamma(a)) for x >= a + 1
+local function igamma_fraction(a, x, active)
+  local b = x + 1 - a
+  local c = ember.full_like(x, 1 / IG_TINY)
+  local d = b:reciprocal()
+  local h = d:clone()
+  for i = 1, IG_MAX do
+    local an = (a - i) * i
+    b = b + 2
+    d = an * d + b
+    d = ember.where(d:abs():lt(IG_TINY), IG_TINY, d)
+    c = b + an / c
+    c = ember.where(c:abs():lt(IG_TINY), IG_TINY, c)
+    d = d:reciprocal()
+    local del = d * c
+    h = h * del
+    if settled(i, active, (del - 1):abs():lt(IG_EPS)) then break end
+  end
+  return h
+end
+
+-- P(a, x) (upper false) or Q(a, x) in float64, with PyTorch's values where a or x is 0, inf,
+-- negative or NaN
+local function igamma_forward(a, x, upper)
+  a, x = ember.broadcast_tensors(a:to("float64"), x:to("float64"))
+  local series = x:lt(a + 1)
+  -- each branch on stand-ins where the other one applies, so neither meets 0, inf or NaN
+  local ok = a:gt(0):logical_and(x:gt(0)):logical_and(a:isfinite()):logical_and(x:isfinite())
+  local sa, sx = ember.where(ok, a, 1.0), ember.where(ok, x, 0.5)
+  local log_pre = sa * sx:log() - sx - ember.lgamma(sa)
+  local pre = log_pre:exp()
+  local p_series = igamma_series(sa, ember.where(series, sx, 0.5 * sa), series:logical_and(ok)) * pre
+  local fx = ember.where(series, sa + 2, sx)
+  local q_fraction = igamma_fraction(sa, fx, series:logical_not():logical_and(ok)) *
+                     (sa * fx:log() - fx - ember.lgamma(sa)):exp()
+  local p = ember.where(series, p_series, 1 - q_fraction)
+  local q = ember.where(series, 1 - p_series, q_fraction)
+  local v = upper and q or p
+  -- PyTorch's: x = 0 gives P = 0 (a > 0); a = 0 gives P = 1 (x > 0); x = inf gives P = 1;
+  -- a = inf gives P = 0 (x finite); negative a or x, both 0, and NaN give NaN
+  local zero_p, one_p = upper and 1.0 or 0.0, upper and 0.0 or 1.0
+  v = ember.where(x:eq(0):logical_and(a:gt(0)), zero_p, v)
+  v = ember.where(a:eq(0):logical_and(x:gt(0)), one_p, v)
+  v = ember.where(x:eq(math.huge):logical_and(a:ge(0)):logical_and(a:isfinite()), one_p, v)
+  v = ember.where(a:eq(math.huge):logical_and(x:isfinite()):logical_and(x:ge(0)), zero_p, v)
+  local bad = a:lt(0):logical_or(x:lt(0)):logical_or(a:eq(0):logical_and(x:eq(0)))
+      :logical_or(a:isnan()):logical_or(x:isnan()):logical_or(a:eq(math.huge):logical_and(x:eq(math.huge)))
+  return ember.where(bad, 0 / 0, v)
+end
+
+-- d/dx P(a, x) = x^(a - 1) e^-x / Gamma(a); PyTorch has no gradient with respect to a
+local function igamma_grad(name, sign)
+  return function(a, x, _, g, needs)
+    if needs[1] then
+      raise(name .. ": the gradient with respect to a (input) is not implemented (as in PyTorch); only x has one")
+    end
+    return nil, g * ((a - 1) * x:log() - x - ember.lgamma(a)):exp() * sign
+  end
+end
+
+--- ember.special.gammainc(a, x) -> P(a, x), the regularized lower incomplete gamma function (torch.igamma).
+S.gammainc = binary("gammainc", function(a, x) return igamma_forward(a, x, false):to(a.dtype) end,
+                    igamma_grad("gammainc", 1))
+
+--- ember.special.gammaincc(a, x) -> Q(a, x) = 1 - P(a, x), the upper one (torch.igammac).
+S.gammaincc = binary("gammaincc", function(a, x) return igamma_forward(a, x, true):to(a.dtype) end,
+                     igamma_grad("gammaincc", -1))
 
 -- ---- spherical Bessel -------------------------------------------------------------------
 

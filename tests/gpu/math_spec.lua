@@ -142,4 +142,14 @@ describe("math: composed ops and gradients", function()
       same(grad(g.leaf(pos)), grad(pos:clone():requires_grad_()))
     end
   end)
+
+  it("the regularized incomplete gamma functions and dP/dx", function()
+    local a = ember.tensor({0.5, 2, 10, 300, 0, 1, -1}, {dtype = "float64"})
+    local x = ember.tensor({0.1, 5, 10, 310, 1, inf, 1}, {dtype = "float64"})
+    g.agree(ember.special.gammainc, {a, x}, {what = "gammainc"})
+    g.agree(ember.special.gammaincc, {a, x}, {what = "gammaincc"})
+    local function grad(aa, xx) return ember.autograd.grad({ember.igamma(aa, xx):sum()}, {xx})[1] end
+    local pa, px = a:narrow(1, 1, 4), x:narrow(1, 1, 4)
+    same(grad(g.dev(pa), g.leaf(px)), grad(pa, px:clone():requires_grad_()))
+  end)
 end)

@@ -408,6 +408,20 @@ function methods.new(t, ...)
   return ember.empty(sizes, topts)
 end
 
+--- ember.igamma(input, other) -> ember.special.gammainc(input, other), the regularized lower incomplete
+-- gamma function P(input, other); t:igamma(other) and t:igamma_(other) (in place) too. igammac: Q = 1 - P.
+function both.igamma(input, other) return ember.special.gammainc(input, other) end
+function both.igammac(input, other) return ember.special.gammaincc(input, other) end
+local function igamma_into(op, self, r)
+  check_tensor(self, op, "self")
+  if r.dtype ~= self.dtype then
+    raise(string.format("%s: result type %s can't be cast to the desired output type %s", op, r.dtype, self.dtype))
+  end
+  return errors.call(self.copy_, self, r)
+end
+function methods.igamma_(self, other) return igamma_into("igamma_", self, ember.special.gammainc(self, other)) end
+function methods.igammac_(self, other) return igamma_into("igammac_", self, ember.special.gammaincc(self, other)) end
+
 --- t:const_data_ptr() -> t:data_ptr(), PyTorch's name for a pointer not written through.
 function methods.const_data_ptr(t) return t:data_ptr() end
 
