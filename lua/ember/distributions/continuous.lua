@@ -1,5 +1,6 @@
 -- ember.distributions.continuous — the univariate continuous distributions:
--- Normal, LogNormal, Uniform, Exponential, Laplace, with PyTorch's formulas
+-- Normal, LogNormal, Uniform, Exponential, Laplace, Cauchy, HalfNormal,
+-- HalfCauchy, Gumbel, with PyTorch's formulas
 -- (torch/distributions/*.py), so values and gradients agree with it. Each
 -- samples by the reparameterisation trick (loc + scale * eps, ...) over ember's
 -- generator, so gradients flow from rsample's values to the parameters.
@@ -20,15 +21,22 @@ end
 -- Normal(loc, scale)
 
 local NORMAL_ARGS = {"loc", "scale"}
-local Normal = B.params_class("Normal", NORMAL_ARGS)
-Normal.has_rsample = true
-M.Normal = Normal
 
-local P = Normal._props
-P.arg_constraints = function() return {loc = C.real, scale = C.positive} end
-P.support = function() return C.real end
+-- a location-scale family on the real line (Normal, Laplace, Cauchy, Gumbel): its class
+-- (with rsample), in M, with loc real, scale positive and mode loc; and its properties
+local function location_scale(name)
+  local cls = B.params_class(name, NORMAL_ARGS)
+  cls.has_rsample = true
+  M[name] = cls
+  local props = cls._props
+  props.arg_constraints = function() return {loc = C.real, scale = C.positive} end
+  props.support = function() return C.real end
+  props.mode = function(self) return self.loc end
+  return cls, props
+end
+
+local Normal, P = location_scale("Normal")
 P.mean = function(self) return self.loc end
-P.mode = function(self) return self.loc end
 P.stddev = function(self) return self.scale end
 P.variance = function(self) return self.scale ^ 2 end
 
@@ -162,15 +170,9 @@ function Exponential:_entropy() return 1.0 - self.rate:log() end
 -------------------------------------------------------------------------------
 -- Laplace(loc, scale)
 
-local Laplace = B.params_class("Laplace", NORMAL_ARGS)
-Laplace.has_rsample = true
-M.Laplace = Laplace
-
-P = Laplace._props
-P.arg_constraints = function() return {loc = C.real, scale = C.positive} end
-P.support = function() return C.real end
+local Laplace
+Laplace, P = location_scale("Laplace")
 P.mean = function(self) return self.loc end
-P.mode = function(self) return self.loc end
 P.stddev = function(self) return 2 ^ 0.5 * self.scale end
 P.variance = function(self) return 2 * self.scale ^ 2 end
 
@@ -196,5 +198,96 @@ function Laplace:_icdf(value)
 end
 
 function Laplace:_entropy() return 1 + (2 * self.scale):log() end
+
+-------------------------------------------------------------------------------
+-- Cauchy(loc, scale)
+
+local Cauchy
+Cauchy, P = location_scale("Cauchy")
+P.mean = function(self) return ember.full_like(self.loc, 0 / 0) end       -- undefined, as PyTorch's NaN
+P.variance = function(self) return ember.full_like(self.loc, math.huge) end
+
+-- tan(pi (u - 1/2)) for u uniform on [0, 1) is a standard Cauchy (PyTorch's cauchy_)
+function Cauchy:_rsample(shape)
+  return self.loc + ((noise(self, "rand", shape) - 0.5) * math.pi):tan() * self.scale
+end
+
+function Cauchy:_log_prob(value)
+  return -math.log(math.pi) - self.scale:log() - (((value - self.loc) / self.scale) ^ 2):log1p()
+end
+function Cauchy:_cdf(value) return ((value - self.loc) / self.scale):atan() / math.pi + 0.5 end
+function Cauchy:_icdf(value) return ((value - 0.5) * math.pi):tan() * self.scale + self.loc end
+function Cauchy:_entropy() return math.log(4 * math.pi) + self.scale:log() end
+
+-------------------------------------------------------------------------------
+-- HalfNormal(scale) and HalfCauchy(scale): |X| of a Normal(0, scale) or Cauchy(0, scale), its
+-- base_dist (PyTorch's TransformedDistribution with an AbsTransform, written out)
+
+local function half(name, base_cls, mean, variance, entropy_shift)
+  local cls = class(name, nil, {"scale"})
+  cls.has_rsample = true
+  function cls:_init(...)
+    local o = B.options(name, {"scale"}, {"scale"}, ...)
+    B.init_params(self, {"scale"}, {o.scale}, o.validate_args)
+    rawset(self, "base_dist", base_cls(0, self.scale, {validate_args = false}))
+  end
+  cls._expand = B.expand_with("base_dist", function(new, base)
+    rawset(new, "base_dist", base)
+    rawset(new, "scale", base.scale)
+  end)
+  local Q = cls._props
+  Q.arg_constraints = function() return {scale = C.positive} end
+  Q.support = function() return C.nonnegative end
+  Q.mean = mean
+  Q.mode = function(self) return ember.zeros_like(self.scale) end
+  Q.variance = variance
+  function cls:_rsample(shape) return self.base_dist:_rsample(shape):abs() end
+  -- the base's density doubled on [0, inf), -inf below
+  function cls:_log_prob(value)
+    local lp = self.base_dist:_log_prob(value) + math.log(2)
+    return ember.where(value:ge(0), lp, -math.huge)
+  end
+  function cls:_cdf(value) return 2 * self.base_dist:_cdf(value) - 1 end
+  function cls:_icdf(prob) return self.base_dist:_icdf((prob + 1) / 2) end
+  function cls:_entropy() return self.base_dist:_entropy() - entropy_shift end
+  return cls
+end
+
+--- HalfNormal(scale): the absolute value of a Normal(0, scale).
+M.HalfNormal = half("HalfNormal", Normal, function(self) return self.scale * math.sqrt(2 / math.pi) end,
+                    function(self) return self.scale ^ 2 * (1 - 2 / math.pi) end, math.log(2))
+
+--- HalfCauchy(scale): the absolute value of a Cauchy(0, scale).
+M.HalfCauchy = half("HalfCauchy", Cauchy, function(self) return ember.full_like(self.scale, math.huge) end,
+                    function(self) return ember.full_like(self.scale, math.huge) end, math.log(2))
+
+-------------------------------------------------------------------------------
+-- Gumbel(loc, scale): loc - scale log(-log U), U uniform (PyTorch's TransformedDistribution
+-- of a Uniform(tiny, 1 - eps), written out)
+
+local EULER = 0.57721566490153286061
+
+local Gumbel
+Gumbel, P = location_scale("Gumbel")
+P.mean = function(self) return self.loc + self.scale * EULER end
+P.stddev = function(self) return self.scale * (math.pi / math.sqrt(6)) end
+P.variance = function(self) return (self.scale * (math.pi / math.sqrt(6))) ^ 2 end
+
+local TINY = {float64 = 2.2250738585072014e-308, float32 = 1.1754943508222875e-38,
+              float16 = 6.103515625e-05, bfloat16 = 1.1754943508222875e-38}
+
+function Gumbel:_rsample(shape)
+  local u = ember.empty(self:_extended_shape(shape), {dtype = self._dtype, device = self._device})
+  u:uniform_(TINY[self._dtype], 1 - B.EPS[self._dtype])
+  return self.loc - self.scale * (-u:log()):log()
+end
+
+function Gumbel:_log_prob(value)
+  local y = (self.loc - value) / self.scale
+  return (y - y:exp()) - self.scale:log()
+end
+function Gumbel:_cdf(value) return (-((self.loc - value) / self.scale):exp()):exp() end
+function Gumbel:_icdf(value) return self.loc - self.scale * (-value:log()):log() end
+function Gumbel:_entropy() return self.scale:log() + (1 + EULER) end
 
 return M

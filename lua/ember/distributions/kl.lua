@@ -109,6 +109,29 @@ end
 register(C.Normal, C.Normal, kl_normal)
 -- two LogNormals are the same exp of their Normals: the KL of the Normals
 register(C.LogNormal, C.LogNormal, function(p, q) return kl_normal(p.base_dist, q.base_dist) end)
+register(C.HalfNormal, C.HalfNormal, function(p, q) return kl_normal(p.base_dist, q.base_dist) end)
+
+-- Chyzak and Nielsen (arXiv 1905.10965), as PyTorch's
+register(C.Cauchy, C.Cauchy, function(p, q)
+  return ((p.scale + q.scale) ^ 2 + (p.loc - q.loc) ^ 2):log() - (4 * p.scale * q.scale):log()
+end)
+
+local EULER = 0.57721566490153286061
+register(C.Gumbel, C.Gumbel, function(p, q)
+  local ct1, ct2, ct3 = p.scale / q.scale, q.loc / q.scale, p.loc / q.scale
+  return -ct1:log() - ct2 + ct3 + ct1 * EULER + (ct2 + (1 + ct1):lgamma() - ct3):exp() - (1 + EULER)
+end)
+register(C.Gumbel, C.Normal, function(p, q)
+  local r = p.scale / q.scale
+  local t1 = (r / math.sqrt(2 * math.pi)):log()
+  local t2 = (r * (math.pi * 0.5)) ^ 2 / 3
+  local t3 = ((p.loc + p.scale * EULER - q.loc) / q.scale) ^ 2 * 0.5
+  return -t1 + t2 + t3 - (EULER + 1)
+end)
+register(C.Normal, C.Gumbel, function(p, q)
+  local m, v, l = p.loc / q.scale, (p.scale / q.scale) ^ 2, q.loc / q.scale
+  return -v:log() * 0.5 + (m - l) + (-m + v * 0.5 + l):exp() - 0.5 * (1 + math.log(2 * math.pi))
+end)
 
 register(MV.MultivariateNormal, MV.MultivariateNormal, function(p, q)
   local n, m = p.event_shape[1], q.event_shape[1]

@@ -1,0 +1,76 @@
+-- distributions_more_spec.lua — Cauchy, HalfNormal, HalfCauchy and Gumbel against PyTorch 2.15
+-- (scripts/fixtures/make_distributions_more_fixtures.py): log_prob (and -inf outside the
+-- half distributions' support without validation), cdf, icdf, entropy, mean, mode, variance,
+-- the KL divergences PyTorch registers among them and Normal; samples' statistics and
+-- rsample's gradient to the parameters; the validation errors.
+local ember = require "ember"
+local h = require "helpers"
+local err, has = h.err, h.has
+local D = ember.distributions
+local FX = h.fixture("distributions_more.lua")
+
+local function t(v) return ember.tensor(v, {dtype = "float64"}) end
+
+local function build(name, validate)
+  local o = validate == false and {validate_args = false} or nil
+  if name:match("^Half") then return D[name](t(FX.scale), o) end
+  return D[name](t(FX.loc), t(FX.scale), o)
+end
+
+local function close(what, got, want) h.check_flat(got, want, what, 1e-13) end
+
+describe("Cauchy, HalfNormal, HalfCauchy, Gumbel against PyTorch 2.15", function()
+  for name, want in pairs(FX.cases) do
+    it(name .. ": densities, quantiles and moments", function()
+      local d = build(name)
+      local half = name:match("^Half")
+      close("log_prob", d:log_prob(t(half and {0.3, 0.0, 2.5} or FX.values)), want.log_prob)
+      local absv = {}
+      for i, v in ipairs(FX.values) do absv[i] = math.abs(v) end
+      close("cdf", d:cdf(t(absv)), want.cdf)
+      close("icdf", d:icdf(t(FX.probs)), want.icdf)
+      close("entropy", d:entropy(), want.entropy)
+      for _, k in ipairs({"mean", "mode", "variance"}) do close(k, d[k], want[k]) end
+      if half then
+        close("log_prob outside the support", build(name, false):log_prob(t({-0.5, -1, -2})), want.log_prob_out)
+        has(err(function() local _ = d:log_prob(t({-0.5, 1, 1})) end), name, "support", "distributions_more_spec.lua:")
+      end
+    end)
+  end
+
+  it("the KL divergences", function()
+    local l2, s2 = t(FX.loc2), t(FX.scale2)
+    local pairs_ = {
+      Cauchy_Cauchy = {D.Cauchy(t(FX.loc), t(FX.scale)), D.Cauchy(l2, s2)},
+      Gumbel_Gumbel = {D.Gumbel(t(FX.loc), t(FX.scale)), D.Gumbel(l2, s2)},
+      HalfNormal_HalfNormal = {D.HalfNormal(t(FX.scale)), D.HalfNormal(s2)},
+      Gumbel_Normal = {D.Gumbel(t(FX.loc), t(FX.scale)), D.Normal(l2, s2)},
+      Normal_Gumbel = {D.Normal(t(FX.loc), t(FX.scale)), D.Gumbel(l2, s2)},
+    }
+    for k, pq in pairs(pairs_) do close(k, D.kl_divergence(pq[1], pq[2]), FX.kl[k]) end
+  end)
+
+  it("samples: their medians and quartiles, and rsample's gradient reaches loc and scale", function()
+    ember.manual_seed(5)
+    for _, name in ipairs({"Cauchy", "Gumbel", "HalfNormal", "HalfCauchy"}) do
+      local d = build(name)
+      local x = d:sample({20000})
+      assert.are.same({20000, 3}, x.shape)
+      -- the empirical quartiles against icdf's (n = 20000: a quartile's error is ~0.01 in probability)
+      for _, p in ipairs({0.25, 0.5, 0.75}) do
+        local got = d:cdf(x:sort(1):select(1, math.floor(p * 20000)))
+        assert(got:sub(p):abs():max():item() < 0.02, name .. " quantile " .. p .. ": " .. tostring(got))
+      end
+    end
+    local loc, scale = t({0.5}):requires_grad_(), t({2}):requires_grad_()
+    local x = D.Gumbel(loc, scale):rsample({5})
+    x:sum():backward()
+    assert.are.equal(5, loc.grad:item())                       -- d x / d loc = 1
+    h.close_tensors("d x / d scale", scale.grad, ((x:detach() - 0.5) / 2):sum():view(1), 1e-12)   -- (x - loc) / scale
+  end)
+
+  it("refuse bad parameters, naming them", function()
+    has(err(function() local _ = D.Cauchy(0, -1) end), "Cauchy: expected parameter scale")
+    has(err(function() local _ = D.HalfNormal(0) end), "HalfNormal: expected parameter scale")
+  end)
+end)
