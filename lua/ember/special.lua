@@ -3,8 +3,8 @@
 -- functions written here over ember's ops: the modified Bessel functions i0, i0e, i1, i1e
 -- (Cephes' Chebyshev expansions, as PyTorch's), the Bessel functions J0, J1, Y0, Y1 and the
 -- modified K0, K1 (and their exp(x)-scaled forms; Cephes'), the regularized incomplete gamma
--- functions gammainc and gammaincc, erfcx, ndtr, log_ndtr, ndtri, entr, xlog1py, zeta and
--- spherical_bessel_j0.
+-- functions gammainc and gammaincc, the orthogonal polynomials (Chebyshev, Hermite, Laguerre,
+-- Legendre), erfcx, ndtr, log_ndtr, ndtri, entr, xlog1py, zeta and spherical_bessel_j0.
 --
 -- Each function with a formula for its gradient in PyTorch (derivatives.yaml) is an
 -- autograd Function with that formula as its backward, written with these functions, so
@@ -714,6 +714,166 @@ S.gammainc = binary("gammainc", function(a, x) return igamma_forward(a, x, false
 --- ember.special.gammaincc(a, x) -> Q(a, x) = 1 - P(a, x), the upper one (torch.igammac).
 S.gammaincc = binary("gammaincc", function(a, x) return igamma_forward(a, x, true):to(a.dtype) end,
                      igamma_grad("gammaincc", -1))
+
+-- ---- orthogonal polynomials ------------------------------------------------------------------
+-- P_n(x) for each element, as PyTorch's (ATen/native/Math.h): n is truncated to an integer
+-- (n < 0 gives 0), each family's own values at its special points, the trigonometric forms
+-- of the Chebyshev polynomials where PyTorch takes them, and otherwise the three-term
+-- recurrence, run over the whole tensor up to the largest n that needs it (an element whose
+-- value turns NaN on the way keeps NaN, as PyTorch's loop stops there). In float64, rounded
+-- to the inputs' promoted dtype; no gradient (PyTorch has none).
+
+local function where(c, a, b) return ember.where(c, a, b) end
+local function even(n) return n:remainder(2):eq(0) end
+local function pm(cond, a, b) return where(cond, a, b) end
+
+-- the family: arg(x) the polynomial's argument (x, or 2x - 1 for the shifted ones); p1(y) =
+-- P_1; step(j, y, p, q) = P_{j+1} from p = P_{j-1}, q = P_j; direct(x, y, n) -> mask, value
+-- of the elements whose value needs no recurrence (their special points and closed forms)
+local function polynomial(name, arg, p1, step, direct)
+  return function(x, n)
+    x, n = float_pair("special." .. name, x, n)
+    local dtype = x.dtype
+    return ember.no_grad(function()
+      local X, N = ember.broadcast_tensors(x:to("float64"), n:to("float64"))
+      N = where(N:isnan(), -1.0, N:trunc())
+      if X:numel() == 0 then return X:to(dtype) end
+      local y = arg(X)
+      local done, fixed = direct(X, y, N, dtype)
+      done = done:logical_or(N:lt(2))
+      local v = where(N:eq(0), 1.0, p1(y))
+      local loop = done:logical_not()
+      if loop:any():item() then
+        local maxn = where(loop, N, 0.0):max():item()
+        local p, q = ember.ones_like(y), p1(y)
+        for j = 1, maxn - 1 do
+          local r = step(j, y, p, q)
+          local later = N:gt(j + 1)
+          v = where(N:eq(j + 1):logical_or(later:logical_and(r:isnan())), r, v)
+          p, q = q, r
+          if j % 64 == 0 and not loop:logical_and(later):logical_and(r:isnan():logical_not()):any():item() then break end
+        end
+      end
+      v = where(done:logical_and(N:ge(2)), fixed.value, v)
+      return where(N:lt(0), 0.0, v):to(dtype)
+    end)
+  end
+end
+
+-- the Chebyshev families' shared recurrence 2y P_j - P_{j-1}
+local function cheb_step(_, y, p, q) return y * 2 * q - p end
+
+-- T at |y| = 1: +-1 (-1 for odd n at -1); closed form cos(n acos y) inside, n above limit
+local function cheb_t_direct(limit)
+  return function(_, y, n)
+    local edge, inside = y:abs():eq(1), y:abs():lt(1):logical_and(n:gt(limit))
+    local value = where(edge, pm(y:gt(0):logical_or(even(n)), 1.0, -1.0), (n * y:acos()):cos())
+    return edge:logical_or(inside), {value = value}
+  end
+end
+
+local function identity(x) return x end
+local function shifted(x) return x * 2 - 1 end
+
+--- ember.special.chebyshev_polynomial_t(x, n) -> T_n(x), of the first kind.
+S.chebyshev_polynomial_t = polynomial("chebyshev_polynomial_t", identity, identity, cheb_step, cheb_t_direct(6))
+
+-- U: n + 1 at 1, (-1)^n (n + 1) at -1; sin((n + 1) t) / sin t, t = acos y, inside
+local function cheb_u_direct(limit, at)
+  return function(x, y, n)
+    local one, minus = at(x, y)
+    local edge, inside = one:logical_or(minus), y:abs():lt(1):logical_and(n:gt(limit))
+    local t = y:clamp(-1, 1):acos()
+    local closed = where(t:sin():ne(0), ((n + 1) * t):sin() / t:sin(), (n + 1) * ((n + 1) * t):cos() / y)
+    local value = where(edge, pm(one:logical_or(even(n)), n + 1, -(n + 1)), closed)
+    return edge:logical_or(inside), {value = value}
+  end
+end
+local function unshifted_edges(_, y) return y:eq(1), y:eq(-1) end
+local function shifted_edges(x) return x:eq(1), x:eq(0) end
+
+--- ember.special.chebyshev_polynomial_u(x, n) -> U_n(x), of the second kind.
+S.chebyshev_polynomial_u = polynomial("chebyshev_polynomial_u", identity, function(y) return y * 2 end, cheb_step,
+                                      cheb_u_direct(8, unshifted_edges))
+
+-- V: 1 at 1, (-1)^n (2n + 1) at -1; cos((n + 1/2) t) / cos(t / 2) inside (or the -1 value
+-- where sin(t / 2) is 1)
+local function cheb_v_direct(limit, at)
+  return function(x, y, n)
+    local one, minus = at(x, y)
+    local edge, inside = one:logical_or(minus), y:abs():lt(1):logical_and(n:gt(limit))
+    local t = y:clamp(-1, 1):acos()
+    local odd_end = pm(even(n), 2 * n + 1, -(2 * n + 1))
+    local closed = where((t / 2):sin():ne(1), ((n + 0.5) * t):cos() / (t / 2):cos(), odd_end)
+    return edge:logical_or(inside), {value = where(edge, where(one, 1.0, odd_end), closed)}
+  end
+end
+
+--- ember.special.chebyshev_polynomial_v(x, n) -> V_n(x), of the third kind.
+S.chebyshev_polynomial_v = polynomial("chebyshev_polynomial_v", identity, function(y) return y * 2 - 1 end,
+                                      cheb_step, cheb_v_direct(8, unshifted_edges))
+
+-- W: 2n + 1 at 1, (-1)^n at -1; sin((n + 1/2) t) / sin(t / 2) inside (where cos(t / 2) is 1:
+-- PyTorch's unshifted form gives the value at 1 when y > 0, its shifted form (-1)^n)
+local function cheb_w_direct(limit, at, shifted_form)
+  return function(x, y, n)
+    local one, minus = at(x, y)
+    local edge, inside = one:logical_or(minus), y:abs():lt(1):logical_and(n:gt(limit))
+    local t = y:clamp(-1, 1):acos()
+    local sign = pm(even(n), 1.0, -1.0)
+    local fallback = shifted_form and sign or where(y:gt(0), 2 * n + 1, sign)
+    local closed = where((t / 2):cos():ne(1), ((n + 0.5) * t):sin() / (t / 2):sin(), fallback)
+    return edge:logical_or(inside), {value = where(edge, where(one, 2 * n + 1, sign), closed)}
+  end
+end
+
+--- ember.special.chebyshev_polynomial_w(x, n) -> W_n(x), of the fourth kind.
+S.chebyshev_polynomial_w = polynomial("chebyshev_polynomial_w", identity, function(y) return y * 2 + 1 end,
+                                      cheb_step, cheb_w_direct(8, unshifted_edges, false))
+
+--- ember.special.shifted_chebyshev_polynomial_t(x, n) -> T_n(2x - 1), and _u, _v, _w likewise.
+S.shifted_chebyshev_polynomial_t = polynomial("shifted_chebyshev_polynomial_t", shifted, identity, cheb_step,
+  function(x, y, n)
+    local one, zero = x:eq(1), x:eq(0)
+    local edge, inside = one:logical_or(zero), y:abs():lt(1):logical_and(n:gt(6))
+    local value = where(one, 1.0, where(zero, pm(even(n), 1.0, -1.0), (n * y:clamp(-1, 1):acos()):cos()))
+    return edge:logical_or(inside), {value = value}
+  end)
+S.shifted_chebyshev_polynomial_u = polynomial("shifted_chebyshev_polynomial_u", shifted, function(y) return y * 2 end,
+                                              cheb_step, cheb_u_direct(6, shifted_edges))
+S.shifted_chebyshev_polynomial_v = polynomial("shifted_chebyshev_polynomial_v", shifted,
+                                              function(y) return y * 2 - 1 end, cheb_step, cheb_v_direct(6, shifted_edges))
+S.shifted_chebyshev_polynomial_w = polynomial("shifted_chebyshev_polynomial_w", shifted,
+                                              function(y) return y * 2 + 1 end, cheb_step,
+                                              cheb_w_direct(4, shifted_edges, true))
+
+-- the Hermite polynomials give NaN past n = 512 in float64, 128 in float32, 1024 otherwise
+local HERMITE_LIMIT = {float64 = 512, float32 = 128}
+local function hermite_direct(_, y, n, dtype)
+  local over = n:gt(HERMITE_LIMIT[dtype] or 1024)
+  return over, {value = ember.full_like(y, 0 / 0)}
+end
+
+--- ember.special.hermite_polynomial_h(x, n) -> H_n(x), the physicists' Hermite polynomial.
+S.hermite_polynomial_h = polynomial("hermite_polynomial_h", identity, function(y) return y * 2 end,
+                                    function(j, y, p, q) return y * 2 * q - p * (2 * j) end, hermite_direct)
+
+--- ember.special.hermite_polynomial_he(x, n) -> He_n(x), the probabilists' Hermite polynomial.
+S.hermite_polynomial_he = polynomial("hermite_polynomial_he", identity, identity,
+                                     function(j, y, p, q) return y * q - p * j end, hermite_direct)
+
+--- ember.special.laguerre_polynomial_l(x, n) -> L_n(x), the Laguerre polynomial (1 at x = 0).
+S.laguerre_polynomial_l = polynomial("laguerre_polynomial_l", identity, function(y) return 1 - y end,
+  function(j, y, p, q) return ((1 - y + 2 * j) * q - p * j) / (j + 1) end,   -- PyTorch's order of operations
+  function(x) return x:eq(0), {value = ember.ones_like(x)} end)
+
+--- ember.special.legendre_polynomial_p(x, n) -> P_n(x), the Legendre polynomial.
+S.legendre_polynomial_p = polynomial("legendre_polynomial_p", identity, identity,
+  function(j, y, p, q) return (y * (2 * j + 1) * q - p * j) / (j + 1) end,
+  function(_, y, n)
+    local edge = y:abs():eq(1)
+    return edge, {value = pm(y:gt(0):logical_or(even(n)), 1.0, -1.0)}
+  end)
 
 -- ---- spherical Bessel -------------------------------------------------------------------
 
