@@ -1,4 +1,4 @@
--- distributions_more_spec.lua — Cauchy, HalfNormal, HalfCauchy and Gumbel against PyTorch 2.15
+-- distributions_more_spec.lua — Cauchy, HalfNormal, HalfCauchy, Gumbel and Geometric against PyTorch 2.15
 -- (scripts/fixtures/make_distributions_more_fixtures.py): log_prob (and -inf outside the
 -- half distributions' support without validation), cdf, icdf, entropy, mean, mode, variance,
 -- the KL divergences PyTorch registers among them and Normal; samples' statistics and
@@ -67,6 +67,22 @@ describe("Cauchy, HalfNormal, HalfCauchy, Gumbel against PyTorch 2.15", function
     x:sum():backward()
     assert.are.equal(5, loc.grad:item())                       -- d x / d loc = 1
     h.close_tensors("d x / d scale", scale.grad, ((x:detach() - 0.5) / 2):sum():view(1), 1e-12)   -- (x - loc) / scale
+  end)
+
+  it("Geometric: log_prob (p = 1 at 0 included), entropy, moments, KL, samples", function()
+    local G = FX.geometric
+    local g = D.Geometric(t(G.probs))
+    close("log_prob", g:log_prob(t(G.values)), G.log_prob)
+    close("entropy", g:entropy(), G.entropy)
+    for _, k in ipairs({"mean", "mode", "variance"}) do close(k, g[k], G[k]) end
+    close("kl", D.kl_divergence(g, D.Geometric({logits = t(G.logits2)})), G.kl)
+    ember.manual_seed(6)
+    local x = D.Geometric(t({0.3})):sample({40000})
+    -- mean 1 / p - 1 = 2.333, standard deviation sqrt(7.78): the mean of 40000 within 0.05
+    assert(math.abs(x:mean():item() - 7 / 3) < 0.05, tostring(x:mean()))
+    assert.are.equal(0, (x - x:floor()):abs():max():item())
+    has(err(function() local _ = D.Geometric(0) end), "Geometric: expected parameter probs", "(0, 1]",
+        "distributions_more_spec.lua:")
   end)
 
   it("refuse bad parameters, naming them", function()

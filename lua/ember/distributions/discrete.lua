@@ -1,5 +1,5 @@
--- ember.distributions.discrete — Bernoulli, Categorical, OneHotCategorical and
--- Poisson, with PyTorch's formulas (torch/distributions/*.py).
+-- ember.distributions.discrete — Bernoulli, Categorical, OneHotCategorical, Geometric
+-- and Poisson, with PyTorch's formulas (torch/distributions/*.py).
 --
 -- Categorical's classes are 1-based, as every position in ember: samples,
 -- mode and enumerate_support give 1..K and log_prob takes 1..K (PyTorch: 0..K-1).
@@ -57,15 +57,20 @@ local Bernoulli = class("Bernoulli", nil, PROB_ARGS)
 Bernoulli.has_enumerate_support = true
 M.Bernoulli = Bernoulli
 
-function Bernoulli:_init(...)
-  local o = B.options("Bernoulli", PROB_ARGS, {}, ...)
-  local k = which_param("Bernoulli", o)
-  local ts, number = B.broadcast_all("Bernoulli", {k}, {o[k]})
+-- one probability per batch element, as probs or logits (Bernoulli, Geometric); which one
+-- was given and its tensor
+local function init_binary(self, name, ...)
+  local o = B.options(name, PROB_ARGS, {}, ...)
+  local k = which_param(name, o)
+  local ts, number = B.broadcast_all(name, {k}, {o[k]})
   rawset(self, k, ts[1])
   rawset(self, "_param", ts[1])
   B.set_dtype(self, ts[1])
   B.init(self, number and {} or ts[1].shape, {}, o.validate_args)
+  return k, ts[1]
 end
+
+function Bernoulli:_init(...) init_binary(self, "Bernoulli", ...) end
 
 local P = Bernoulli._props
 P.arg_constraints = function() return {probs = C.unit_interval, logits = C.real} end
@@ -245,6 +250,55 @@ function OneHotCategorical:_entropy() return self._categorical:_entropy() end
 function OneHotCategorical:_enumerate_support(expand)
   local n = self.event_shape[1]
   return B.enumerate(self, ember.eye(n, {dtype = self._dtype, device = self._device}), expand)
+end
+
+-------------------------------------------------------------------------------
+-- Geometric(probs | logits): the number of failures before the first success, 0, 1, 2, ...
+
+local Geometric = class("Geometric", nil, PROB_ARGS)
+M.Geometric = Geometric
+
+local TINY = {float64 = 2.2250738585072014e-308, float32 = 1.1754943508222875e-38,
+              float16 = 6.103515625e-05, bfloat16 = 1.1754943508222875e-38}
+
+function Geometric:_init(...)
+  local k, t = init_binary(self, "Geometric", ...)
+  -- beyond unit_interval, as PyTorch checks it: a success must be possible
+  if self._validate_args and k == "probs" and not t:gt(0):all():item() then
+    B.raisef("Geometric: expected parameter probs (tensor of shape %s) to be in (0, 1], but found invalid "
+             .. "values:\n%s", require("ember.errors").shape_str(t), tostring(t))
+  end
+end
+
+P = Geometric._props
+P.arg_constraints = function() return {probs = C.unit_interval, logits = C.real} end
+P.support = function() return C.nonnegative_integer end
+P.param_shape = param_shape
+P.probs = Bernoulli._props.probs
+P.logits = Bernoulli._props.logits
+P.mean = function(self) return self.probs:reciprocal() - 1 end
+P.mode = function(self) return ember.zeros_like(self.probs) end
+P.variance = function(self) return (self.probs:reciprocal() - 1) / self.probs end
+Geometric._expand = Bernoulli._expand
+
+-- floor(log u / log(1 - p)), u uniform on [tiny, 1)
+function Geometric:_sample(shape)
+  shape = self:_extended_shape(shape)
+  local probs = self.probs
+  local u = ember.empty(shape, {dtype = probs.dtype, device = probs.device}):uniform_(TINY[probs.dtype], 1)
+  return (u:log() / (-probs):log1p()):floor()
+end
+
+function Geometric:_log_prob(value)
+  local probs = self.probs
+  local v, p = ember.broadcast_tensors(value:to(probs.dtype), probs)
+  -- p = 1 with value 0: log1p(-1) * 0 would be NaN; PyTorch takes p there as 0
+  p = ember.where(p:eq(1):logical_and(v:eq(0)), 0.0, p)
+  return v * (-p):log1p() + probs:log()
+end
+
+function Geometric:_entropy()
+  return F.binary_cross_entropy_with_logits(self.logits, self.probs, {reduction = "none"}) / self.probs
 end
 
 -------------------------------------------------------------------------------

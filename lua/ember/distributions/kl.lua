@@ -117,6 +117,9 @@ register(C.Cauchy, C.Cauchy, function(p, q)
 end)
 
 local EULER = 0.57721566490153286061
+register(D.Geometric, D.Geometric, function(p, q)
+  return -p:entropy() - (-q.probs):log1p() / p.probs - q.logits
+end)
 register(C.Gumbel, C.Gumbel, function(p, q)
   local ct1, ct2, ct3 = p.scale / q.scale, q.loc / q.scale, p.loc / q.scale
   return -ct1:log() - ct2 + ct3 + ct1 * EULER + (ct2 + (1 + ct1):lgamma() - ct3):exp() - (1 + EULER)
