@@ -1,4 +1,5 @@
--- distributions_more_spec.lua — Cauchy, HalfNormal, HalfCauchy, Gumbel and Geometric against PyTorch 2.15
+-- distributions_more_spec.lua — Cauchy, HalfNormal, HalfCauchy, Gumbel, Geometric, Gamma, Chi2 and
+-- StudentT against PyTorch 2.15
 -- (scripts/fixtures/make_distributions_more_fixtures.py): log_prob (and -inf outside the
 -- half distributions' support without validation), cdf, icdf, entropy, mean, mode, variance,
 -- the KL divergences PyTorch registers among them and Normal; samples' statistics and
@@ -83,6 +84,49 @@ describe("Cauchy, HalfNormal, HalfCauchy, Gumbel against PyTorch 2.15", function
     assert.are.equal(0, (x - x:floor()):abs():max():item())
     has(err(function() local _ = D.Geometric(0) end), "Geometric: expected parameter probs", "(0, 1]",
         "distributions_more_spec.lua:")
+  end)
+
+  it("Gamma, Chi2 and StudentT: densities, cdf, entropy, moments, KL", function()
+    local G, S = FX.gamma, FX.studentt
+    local g = D.Gamma(t(G.concentration), t(G.rate))
+    close("log_prob", g:log_prob(t(G.values)), G.log_prob)
+    h.check_flat(g:cdf(t(G.values)), G.cdf, "cdf", 2e-12)                 -- through gammainc
+    close("entropy", g:entropy(), G.entropy)
+    for _, k in ipairs({"mean", "mode", "variance"}) do close(k, g[k], G[k]) end
+    close("kl", D.kl_divergence(g, D.Gamma(t(G.rate), t(G.concentration))), G.kl)
+    local c = D.Chi2(t(G.concentration))
+    close("chi2 log_prob", c:log_prob(t(G.values)), G.chi2_log_prob)
+    close("chi2 entropy", c:entropy(), G.chi2_entropy)
+    close("chi2 mode", c.mode, G.chi2_mode)
+    local st = D.StudentT(t(S.df), t(FX.loc), t(FX.scale))
+    close("studentt log_prob", st:log_prob(t(FX.values)), S.log_prob)
+    close("studentt entropy", st:entropy(), S.entropy)
+    close("studentt mean", st.mean, S.mean)
+    close("studentt variance", st.variance, S.variance)
+    assert.are.same({}, D.StudentT(3.0).batch_shape)                        -- loc 0, scale 1 by default
+  end)
+
+  it("gamma draws: their moments, and PyTorch's implicit gradient d x / d alpha", function()
+    ember.manual_seed(8)
+    for _, a in ipairs({0.3, 1.0, 4.5, 50.0}) do
+      local x = D.Gamma(t({a}), t({1.0})):sample({40000})
+      -- mean a, variance a: the mean of 40000 within 4 standard errors
+      assert(math.abs(x:mean():item() - a) < 4 * math.sqrt(a / 40000), a .. ": " .. tostring(x:mean()))
+    end
+    local GG = FX.gamma_grad
+    local alpha = t(GG.alpha):view(-1, 1):expand(#GG.alpha, #GG.x):contiguous()
+    local x = t(GG.x):view(1, -1):expand(#GG.alpha, #GG.x):contiguous()
+    local want = {}
+    for _, row in ipairs(GG.grad) do for _, v in ipairs(row) do want[#want + 1] = v end end
+    h.check_flat(require("ember.distributions.continuous")._standard_gamma_grad(alpha, x), want,
+                 "standard_gamma_grad", 1e-10)
+    -- StudentT through a Chi2 draw: variance scale^2 df / (df - 2) = 4 * 5 / 3
+    local st = D.StudentT(t({5.0}), t({1.0}), t({2.0})):rsample({40000})
+    assert(math.abs(st:var():item() - 20 / 3) < 0.4, tostring(st:var()))
+    -- the reparameterised gradient: E[d x / d alpha] = d E[x] / d alpha = 1 / rate
+    local conc = t({2.5}):requires_grad_()
+    D.Gamma(conc, t({2.0})):rsample({40000}):mean():backward()
+    assert(math.abs(conc.grad:item() - 0.5) < 0.01, tostring(conc.grad))
   end)
 
   it("refuse bad parameters, naming them", function()

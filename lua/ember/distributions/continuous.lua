@@ -290,4 +290,207 @@ function Gumbel:_cdf(value) return (-((self.loc - value) / self.scale):exp()):ex
 function Gumbel:_icdf(value) return self.loc - self.scale * (-value:log()):log() end
 function Gumbel:_entropy() return self.scale:log() + (1 + EULER) end
 
+-------------------------------------------------------------------------------
+-- Gamma(concentration, rate), Chi2(df) = Gamma(df / 2, 1 / 2), StudentT(df, loc, scale).
+-- Standard gamma draws by Marsaglia and Tsang's rejection method (PyTorch's sample_gamma:
+-- alpha < 1 boosted by u^(1 / alpha)), every pending element redrawn together until none is
+-- left; their gradient to alpha the implicit one, -(dF/dalpha) / f at the draw, by PyTorch's
+-- approximations (standard_gamma_grad_one: a series below x = 0.8, Rice's saddle point
+-- expansion for alpha > 8, a bivariate rational fit elsewhere).
+
+local function digamma(x) return ember.digamma(x) end
+
+-- standard gamma draws of shape alpha (a tensor), in float64
+local function gamma_draws(alpha)
+  local n, F64 = alpha:numel(), {dtype = "float64", device = alpha.device}
+  local a = alpha:to("float64"):reshape(-1)
+  local small = a:lt(1)
+  local boost = ember.where(small, ember.rand(n, F64):neg():add(1):pow(a:reciprocal()), 1.0)
+  local d = ember.where(small, a + 1, a) - 1 / 3
+  local c = (d * 9):sqrt():reciprocal()
+  local out = ember.zeros(n, F64)
+  local pending = a:gt(0)
+  while pending:any():item() do
+    local x = ember.randn(n, F64)
+    local y = x * c + 1
+    local v = y ^ 3
+    local u = 1 - ember.rand(n, F64)
+    local xsq = x * x
+    local ok = y:gt(0):logical_and(u:lt(1 - xsq * xsq * 0.0331)
+      :logical_or(u:log():lt(xsq * 0.5 + d * (1 - v + v:clamp_min(1e-300):log()))))
+    local take = pending:logical_and(ok)
+    out = ember.where(take, d * v, out)
+    pending = pending:logical_and(take:logical_not())
+  end
+  out = ember.where(a:eq(0), 0.0, out * boost)   -- alpha 0: 0, as PyTorch
+  return out:view(alpha.shape)
+end
+
+local RICE_UV = {
+  {0.16009398, -0.094634809, 0.025146376, -0.0030648343, 1, 0.32668115, 0.10406089, 0.0014179084},
+  {0.53487893, 0.1298071, 0.065735949, -0.0015649758, 0.16639465, 0.020070113, -0.0035938915, -0.00058392623},
+  {0.040121004, -0.0065914022, -0.0026286047, -0.0013441777, 0.017050642, -0.0021309326, 0.00085092367,
+   -1.5247877e-07},
+}
+
+-- d x / d alpha for standard gamma draws x of shape alpha (float64 tensors)
+local function gamma_grad(alpha, x)
+  -- below 0.8: the series of the cdf and its alpha derivative
+  local xs = x:clamp(1e-300, 0.8)
+  local numer, denom = ember.ones_like(xs), alpha:clone()
+  local s1, s2 = numer / denom, numer / (denom * denom)
+  for i = 1, 5 do
+    numer = numer * (-xs / i)
+    denom = denom + 1
+    s1 = s1 + numer / denom
+    s2 = s2 + numer / (denom * denom)
+  end
+  local pow_xa = xs:pow(alpha)
+  local pdf = xs:pow(alpha - 1) * (-xs):exp()
+  local cdf_alpha = (xs:log() - digamma(alpha)) * (pow_xa * s1) - pow_xa * s2
+  local series = -cdf_alpha / pdf
+  series = ember.where(series:isnan(), 0.0, series)
+  -- alpha > 8: Rice's saddle point expansion (and its near-mean form within 10 % of alpha)
+  local a8, xr = alpha:clamp_min(8), x:clamp_min(1e-300)
+  local near = (1 + a8 * 24 * (1 + a8 * 12)) * (a8 * a8 * 1440 + xr * 6 * (53 - xr * 120) - xr * xr * 65 / a8
+               + a8 * (107 + xr * 3600)) / (a8 * a8 * a8 * a8 * 1244160)
+  local sq = (a8 * 8):sqrt()
+  local diff = ember.where((a8 - xr):eq(0), 1e-300, a8 - xr)
+  local term2 = sq / diff
+  local term3 = (xr - a8 - a8 * (xr / a8):log()):clamp_min(1e-300):pow(-1.5)
+  local term23 = ember.where(xr:lt(a8), term2 - term3, term2 + term3)
+  local term1 = (xr / a8):log() * term23 - (a8:reciprocal() * 2):sqrt() * (a8 + xr) / (diff * diff)
+  local stirling = 1 + (a8 * 12):reciprocal() * (1 + (a8 * 24):reciprocal())
+  local rice = ember.where(xr:ge(a8 * 0.9):logical_and(xr:le(a8 * 1.1)), near, -stirling * xr * term1 / sq)
+  -- elsewhere: exp(p(u, v) / q(u, v)), u = log(x / alpha), v = log(alpha)
+  local u, v = (xr / alpha):log(), alpha:log()
+  local c = {}
+  for i = 1, 8 do c[i] = u * (u * RICE_UV[3][i] + RICE_UV[2][i]) + RICE_UV[1][i] end
+  local p = c[1] + v * (c[2] + v * (c[3] + v * c[4]))
+  local q = c[5] + v * (c[6] + v * (c[7] + v * c[8]))
+  local fit = (p / q):exp()
+  return ember.where(x:lt(0.8), series, ember.where(alpha:gt(8), rice, fit))
+end
+
+local StandardGamma   -- autograd Function: draws forward, the implicit gradient backward
+local function standard_gamma(alpha)
+  if not StandardGamma then
+    StandardGamma = ember.autograd.Function:extend("StandardGamma")
+    function StandardGamma.forward(ctx, a)
+      local x = gamma_draws(a):to(a.dtype)
+      ctx:save_for_backward(a, x)
+      return x
+    end
+    function StandardGamma.backward(ctx, g)
+      local a, x = table.unpack(ctx.saved_tensors)
+      return g * gamma_grad(a:to("float64"), x:to("float64")):to(a.dtype)
+    end
+  end
+  return StandardGamma.apply(alpha)
+end
+M._standard_gamma, M._standard_gamma_grad = standard_gamma, gamma_grad
+
+local Gamma = B.params_class("Gamma", {"concentration", "rate"})
+Gamma.has_rsample = true
+M.Gamma = Gamma
+
+P = Gamma._props
+P.arg_constraints = function() return {concentration = C.positive, rate = C.positive} end
+P.support = function() return C.nonnegative end
+P.mean = function(self) return self.concentration / self.rate end
+P.mode = function(self) return ((self.concentration - 1) / self.rate):clamp_min(0) end
+P.variance = function(self) return self.concentration / self.rate ^ 2 end
+
+local function tiny_of(dtype) return TINY[dtype] or TINY.float32 end
+
+function Gamma:_rsample(shape)
+  shape = self:_extended_shape(shape)
+  local v = standard_gamma(self.concentration:expand(shape)) / self.rate:expand(shape)
+  -- PyTorch clamps the draw (not its gradient) above the dtype's tiny
+  return v + (v:detach():clamp_min(tiny_of(v.dtype)) - v:detach())
+end
+
+function Gamma:_log_prob(value)
+  local a, r = self.concentration, self.rate
+  return ember.xlogy(a, r) + ember.xlogy(a - 1, value) - r * value - a:lgamma()
+end
+function Gamma:_cdf(value) return ember.special.gammainc(self.concentration, self.rate * value) end
+function Gamma:_entropy()
+  local a = self.concentration
+  return a - self.rate:log() + a:lgamma() + (1 - a) * digamma(a)
+end
+
+--- Chi2(df): Gamma(df / 2, 1 / 2), its own class with a df field.
+local Chi2 = class("Chi2", nil, {"df"})
+Chi2.has_rsample = true
+M.Chi2 = Chi2
+function Chi2:_init(...)
+  local o = B.options("Chi2", {"df"}, {"df"}, ...)
+  B.init_params(self, {"df"}, {o.df}, o.validate_args)
+  rawset(self, "_gamma", Gamma(self.df * 0.5, ember.full_like(self.df, 0.5), {validate_args = false}))
+end
+Chi2._expand = B.expand_with("_gamma", function(new, g)
+  rawset(new, "_gamma", g)
+  rawset(new, "df", g.concentration * 2)
+end)
+P = Chi2._props
+P.arg_constraints = function() return {df = C.positive} end
+P.support = function() return C.nonnegative end
+P.concentration = function(self) return self._gamma.concentration end
+P.rate = function(self) return self._gamma.rate end
+P.mean = function(self) return self.df end
+P.mode = function(self) return (self.df - 2):clamp_min(0) end
+P.variance = function(self) return self.df * 2 end
+function Chi2:_rsample(shape) return self._gamma:_rsample(shape) end
+function Chi2:_log_prob(value) return self._gamma:_log_prob(value) end
+function Chi2:_cdf(value) return self._gamma:_cdf(value) end
+function Chi2:_entropy() return self._gamma:_entropy() end
+
+local StudentT = B.params_class("StudentT", {"df", "loc", "scale"})
+StudentT.has_rsample = true
+M.StudentT = StudentT
+-- PyTorch's StudentT(df, loc = 0, scale = 1)
+local plain_init = StudentT._init
+function StudentT:_init(df, ...)
+  local args = table.pack(...)
+  if args.n == 0 or (args.n == 1 and type(args[1]) == "table" and not ember.is_tensor(args[1])) then
+    local o = args[1]
+    return plain_init(self, df, 0.0, 1.0, o)
+  elseif args.n == 1 or (args.n == 2 and type(args[2]) == "table" and not ember.is_tensor(args[2])) then
+    return plain_init(self, df, args[1], 1.0, args[2])
+  end
+  return plain_init(self, df, ...)
+end
+P = StudentT._props
+P.arg_constraints = function() return {df = C.positive, loc = C.real, scale = C.positive} end
+P.support = function() return C.real end
+P.mean = function(self) return ember.where(self.df:gt(1), self.loc, 0 / 0) end
+P.mode = function(self) return self.loc end
+P.variance = function(self)
+  local df = self.df
+  local v = ember.where(df:gt(2), self.scale ^ 2 * df / (df - 2), math.huge)
+  return ember.where(df:le(1), 0 / 0, v)
+end
+
+function StudentT:_rsample(shape)
+  shape = self:_extended_shape(shape)
+  local x = ember.randn(shape, {dtype = self._dtype, device = self._device})
+  local z = Chi2(self.df, {validate_args = false}):rsample(B.slice(shape, 1, #shape - #self.batch_shape))
+  return self.loc + self.scale * x * (z / self.df):rsqrt()
+end
+
+function StudentT:_log_prob(value)
+  local df = self.df
+  local y = (value - self.loc) / self.scale
+  local z = self.scale:log() + df:log() * 0.5 + 0.5 * math.log(math.pi) + (df * 0.5):lgamma()
+            - ((df + 1) * 0.5):lgamma()
+  return -(df + 1) * 0.5 * (y ^ 2 / df):log1p() - z
+end
+
+function StudentT:_entropy()
+  local df = self.df
+  local lbeta = (df * 0.5):lgamma() + math.log(math.sqrt(math.pi)) - ((df + 1) * 0.5):lgamma()
+  return self.scale:log() + (df + 1) * 0.5 * (digamma((df + 1) * 0.5) - digamma(df * 0.5)) + df:log() * 0.5 + lbeta
+end
+
 return M

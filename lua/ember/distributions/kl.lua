@@ -117,6 +117,18 @@ register(C.Cauchy, C.Cauchy, function(p, q)
 end)
 
 local EULER = 0.57721566490153286061
+local function kl_gamma(p, q)
+  local t1 = q.concentration * (p.rate / q.rate):log()
+  local t2 = q.concentration:lgamma() - p.concentration:lgamma()
+  local t3 = (p.concentration - q.concentration) * p.concentration:digamma()
+  local t4 = (q.rate - p.rate) * (p.concentration / p.rate)
+  return t1 + t2 + t3 + t4
+end
+register(C.Gamma, C.Gamma, kl_gamma)
+-- PyTorch's Chi2 is a Gamma subclass, so its pairs are Gamma's
+register(C.Chi2, C.Chi2, function(p, q) return kl_gamma(p._gamma, q._gamma) end)
+register(C.Chi2, C.Gamma, function(p, q) return kl_gamma(p._gamma, q) end)
+register(C.Gamma, C.Chi2, function(p, q) return kl_gamma(p, q._gamma) end)
 register(D.Geometric, D.Geometric, function(p, q)
   return -p:entropy() - (-q.probs):log1p() / p.probs - q.logits
 end)
