@@ -1,5 +1,5 @@
--- distributions_more_spec.lua — Cauchy, HalfNormal, HalfCauchy, Gumbel, Geometric, Gamma, Chi2 and
--- StudentT against PyTorch 2.15
+-- distributions_more_spec.lua — Cauchy, HalfNormal, HalfCauchy, Gumbel, Geometric, Gamma, Chi2,
+-- StudentT, Beta and Dirichlet against PyTorch 2.15
 -- (scripts/fixtures/make_distributions_more_fixtures.py): log_prob (and -inf outside the
 -- half distributions' support without validation), cdf, icdf, entropy, mean, mode, variance,
 -- the KL divergences PyTorch registers among them and Normal; samples' statistics and
@@ -18,7 +18,15 @@ local function build(name, validate)
   return D[name](t(FX.loc), t(FX.scale), o)
 end
 
-local function close(what, got, want) h.check_flat(got, want, what, 1e-13) end
+-- want flattened (nested lists for a batch of vectors)
+local function flat(v, out)
+  out = out or {}
+  if type(v) ~= "table" then out[#out + 1] = v return out end
+  for _, x in ipairs(v) do flat(x, out) end
+  return out
+end
+
+local function close(what, got, want) h.check_flat(got, flat(want), what, 1e-13) end
 
 describe("Cauchy, HalfNormal, HalfCauchy, Gumbel against PyTorch 2.15", function()
   for name, want in pairs(FX.cases) do
@@ -127,6 +135,39 @@ describe("Cauchy, HalfNormal, HalfCauchy, Gumbel against PyTorch 2.15", function
     local conc = t({2.5}):requires_grad_()
     D.Gamma(conc, t({2.0})):rsample({40000}):mean():backward()
     assert(math.abs(conc.grad:item() - 0.5) < 0.01, tostring(conc.grad))
+  end)
+
+  it("Beta and Dirichlet: densities, entropy, moments, KL", function()
+    local Bf, Df, G = FX.beta, FX.dirichlet, FX.gamma
+    local b = D.Beta(t(G.concentration), t(G.rate))
+    close("beta log_prob", b:log_prob(t(Bf.values)), Bf.log_prob)
+    close("beta entropy", b:entropy(), Bf.entropy)
+    for _, k in ipairs({"mean", "mode", "variance"}) do close("beta " .. k, b[k], Bf[k]) end
+    close("beta kl", D.kl_divergence(b, D.Beta(t(G.rate), t(G.concentration))), Bf.kl)
+    local d = D.Dirichlet(t(Df.concentration))
+    assert.are.same({2}, d.batch_shape)
+    assert.are.same({3}, d.event_shape)
+    close("dirichlet log_prob", d:log_prob(t(Df.values)), Df.log_prob)
+    close("dirichlet entropy", d:entropy(), Df.entropy)
+    for _, k in ipairs({"mean", "mode", "variance"}) do close("dirichlet " .. k, d[k], Df[k]) end
+    close("dirichlet kl", D.kl_divergence(d, D.Dirichlet(t(Df.concentration):flip(-1))), Df.kl)
+  end)
+
+  it("Dirichlet draws: on the simplex, their means, and PyTorch's implicit gradient", function()
+    ember.manual_seed(9)
+    local c = t({0.5, 2, 3})
+    local x = D.Dirichlet(c):sample({40000})
+    h.close_tensors("sums", x:sum(-1), ember.ones(40000, {dtype = "float64"}), 1e-12)
+    h.close_tensors("means", x:mean(1), c / 5.5, 0.01)
+    local beta = D.Beta(t({2.0}), t({3.0})):sample({40000})
+    assert(math.abs(beta:mean():item() - 0.4) < 0.01)
+    local DG = FX.dirichlet_grad
+    local got = require("ember.distributions.continuous")._dirichlet_grad(t(DG.x), t(DG.alpha), t(DG.total))
+    h.check_flat(got, DG.grad, "dirichlet_grad", 1e-9)
+    -- reparameterised: d E[x_1] / d alpha_1 = beta / total^2 = 3 / 25 for Beta(2, 3)
+    local a = t({2.0}):requires_grad_()
+    D.Beta(a, t({3.0})):rsample({40000}):mean():backward()
+    assert(math.abs(a.grad:item() - 3 / 25) < 0.01, tostring(a.grad))
   end)
 
   it("refuse bad parameters, naming them", function()

@@ -9,6 +9,7 @@ local B = require "ember.distributions.base"
 local C = B.constraints
 
 local class = B.class
+local F = ember.nn.functional
 local M = {}
 
 local LOG_SQRT_2PI = math.log(math.sqrt(2 * math.pi))
@@ -492,5 +493,249 @@ function StudentT:_entropy()
   local lbeta = (df * 0.5):lgamma() + math.log(math.sqrt(math.pi)) - ((df + 1) * 0.5):lgamma()
   return self.scale:log() + (df + 1) * 0.5 * (digamma((df + 1) * 0.5) - digamma(df * 0.5)) + df:log() * 0.5 + lbeta
 end
+
+
+-------------------------------------------------------------------------------
+-- Dirichlet(concentration) and Beta(concentration1, concentration0). Draws: gamma draws
+-- normalised over the last dim; rsample's gradient the implicit one by PyTorch's
+-- dirichlet_grad_one (Taylor series near 0 and 1, a saddle point expansion for both
+-- parameters above 6, a bivariate rational fit elsewhere) and _Dirichlet_backward.
+
+-- c[k][i][j][m]: PyTorch's dirichlet_grad_one table (1-based)
+local DIRICHLET_C = {
+  {
+    {
+      {1.003668233, -0.01061107488, -0.0657888334, 0.01201642863},
+      {0.6336835991, -0.3557432599, 0.05486251648, -0.001465281033},
+      {-0.03276231906, 0.004474107445, 0.002429354597, -0.0001557569013},
+    },
+    {
+      {0.221950385, -0.3187676331, 0.01799915743, 0.01074823814},
+      {-0.2951249643, 0.06219954479, 0.01535556598, 0.001550077057},
+      {0.02155310298, 0.004170831599, 0.001292462449, 6.976601077e-05},
+    },
+    {
+      {-0.05980841433, 0.008441916499, 0.01085618172, 0.002319392565},
+      {0.02911413504, 0.01400243777, -0.002721828457, 0.000751041181},
+      {0.005900514878, -0.001936558688, -9.495446725e-06, 5.385558597e-05},
+    },
+  },
+  {
+    {
+      {1, -0.02924021934, -0.04438342661, 0.007285809825},
+      {0.6357567472, -0.3473456711, 0.05454656494, -0.002407477521},
+      {-0.03301322327, 0.004845219414, 0.00231480583, -0.0002307248149},
+    },
+    {
+      {0.5925320577, -0.1757678135, 0.01505928619, 0.000564515273},
+      {0.1014815858, -0.06589186703, 0.01272886114, -0.0007316646956},
+      {-0.007258481865, 0.001096195486, 0.0003934994223, -4.12701925e-05},
+    },
+    {
+      {0.06469649321, -0.0236701437, 0.002902096474, -5.896963079e-05},
+      {0.001925008108, -0.002869809258, 0.0008000589141, -6.063713228e-05},
+      {-0.0003477407336, 6.959756487e-05, 1.097287507e-05, -1.650964693e-06},
+    },
+  },
+}
+
+
+-- d x / d alpha of a Beta(alpha, beta) draw x near 0 (PyTorch's _beta_grad_alpha_small)
+local function beta_grad_alpha_small(x, alpha, beta)
+  local factor = digamma(alpha) - digamma(alpha + beta) - x:log()
+  local numer = ember.ones_like(x)
+  local series = numer / alpha * (factor + alpha:reciprocal())
+  for i = 1, 10 do
+    numer = numer * (i - beta) * x / i
+    local denom = alpha + i
+    series = series + numer / denom * (factor + denom:reciprocal())
+  end
+  local r = x * (1 - x):pow(-beta) * series
+  return ember.where(r:isnan(), 0.0, r)
+end
+
+-- its derivative in beta near 0 (_beta_grad_beta_small)
+local function beta_grad_beta_small(x, alpha, beta)
+  local factor = digamma(alpha + beta) - digamma(beta)
+  local numer, betas, dbetas = ember.ones_like(x), ember.ones_like(x), ember.zeros_like(x)
+  local series = factor / alpha
+  for i = 1, 8 do
+    numer = numer * (-x / i)
+    dbetas = dbetas * (beta - i) + betas
+    betas = betas * (beta - i)
+    series = series + numer / (alpha + i) * (dbetas + factor * betas)
+  end
+  local r = -(1 - x):pow(1 - beta) * series
+  return ember.where(r:isnan(), 0.0, r)
+end
+
+-- both parameters above 6 (_beta_grad_alpha_mid)
+local function beta_grad_alpha_mid(x, alpha, beta)
+  local total = alpha + beta
+  local mean = alpha / total
+  local std = (alpha * beta / (total + 1)):sqrt() / total
+  local b2 = beta * beta
+  local poly = x * b2 * b2 * 47 + alpha * ((x * (beta * 27 + 16) * 20 + 43) * b2 * beta + alpha * (
+               (beta * 180 - x * 90 + 59) * b2 * 3 + alpha * ((beta * (1 - x) * 1620 - x * 455 + 453) * beta + alpha * (
+               (1 - x) * (beta * 135 - 11) * 8))))
+  local pre_num = (alpha * 12 + 1) * (beta * 12 + 1) / (total * total)
+  local pre_den = alpha * alpha * alpha * b2 * (total * 12 + 1) * 12960
+  local near = pre_num / (1 - x) * poly / pre_den
+  local prefactor = -x / (alpha * beta * 2 / total):sqrt()
+  local function st(v) return 1 + v:reciprocal() / 12 + (v * v):reciprocal() / 288 end
+  local stirling = st(alpha) * st(beta) / st(total)
+  local t1_num = alpha * alpha * (x - 1) * 2 + alpha * beta * (x - 1) - x * b2
+  local axbx = alpha * (x - 1) + beta * x
+  local t1 = t1_num / ((alpha * 2 / beta):sqrt() * total:pow(1.5) * axbx * axbx)
+  local t2 = (alpha / (total * x)):log() * 0.5
+  local t3 = (alpha * beta * 8 / total):sqrt() / (beta * x + alpha * (x - 1))
+  local t4 = (beta * (beta / (total * (1 - x))):log() + alpha * (alpha / (total * x)):log()):pow(-1.5)
+  local far = stirling * prefactor * (t1 + t2 * (t3 + ember.where(x:lt(mean), t4, -t4)))
+  return ember.where(x:ge(mean - std * 0.1):logical_and(x:le(mean + std * 0.1)), near, far)
+end
+
+-- d x_i / d alpha_i of a Dirichlet draw, elementwise in x, alpha and total = the sum of alpha
+-- (PyTorch's dirichlet_grad_one), float64
+local function dirichlet_grad(x, alpha, total)
+  local beta = total - alpha
+  local boundary = total * x * (1 - x)
+  local xs = x:clamp(1e-300, 1 - 2 ^ -53)
+  local small_a = beta_grad_alpha_small(xs, alpha, beta)
+  local small_b = -beta_grad_beta_small(1 - xs, beta, alpha)
+  local mid = beta_grad_alpha_mid(xs, alpha:clamp_min(6), beta:clamp_min(6))
+  local u = xs:log()
+  local a = alpha:log() - u
+  local b = total:log() - a
+  local pow_u, pow_a = {1, u, u * u}, {1, a, a * a}
+  local p, q = 0, 0
+  for i = 1, 3 do
+    for j = 1, 3 do
+      local ua = pow_u[i] * pow_a[j]
+      local c0, c1 = DIRICHLET_C[1][i][j], DIRICHLET_C[2][i][j]
+      p = p + ua * (b * (b * (b * c0[4] + c0[3]) + c0[2]) + c0[1])
+      q = q + ua * (b * (b * (b * c1[4] + c1[3]) + c1[2]) + c1[1])
+    end
+  end
+  local fit = p / q * (xs * (digamma(total) - digamma(alpha)) / beta)
+  local r = ember.where(alpha:gt(6):logical_and(beta:gt(6)), mid, fit)
+  r = ember.where(x:ge(0.5):logical_and(boundary:lt(0.75)), small_b, r)
+  return ember.where(x:le(0.5):logical_and(boundary:lt(2.5)), small_a, r)
+end
+
+local DirichletSample
+local function dirichlet_sample(concentration)
+  if not DirichletSample then
+    DirichletSample = ember.autograd.Function:extend("DirichletSample")
+    function DirichletSample.forward(ctx, c)
+      local g = gamma_draws(c)
+      local x = (g / g:sum(-1, true)):to(c.dtype)
+      ctx:save_for_backward(c, x)
+      return x
+    end
+    -- PyTorch's _Dirichlet_backward
+    function DirichletSample.backward(ctx, grad)
+      local c, x = table.unpack(ctx.saved_tensors)
+      local c64, x64 = c:to("float64"), x:to("float64")
+      local total = c64:sum(-1, true):expand_as(c64)
+      local dx = dirichlet_grad(x64, c64, total)
+      local g64 = grad:to("float64")
+      return (dx * (g64 - (x64 * g64):sum(-1, true))):to(c.dtype)
+    end
+  end
+  return DirichletSample.apply(concentration)
+end
+M._dirichlet_grad = dirichlet_grad
+
+local Dirichlet = class("Dirichlet", nil, {"concentration"})
+Dirichlet.has_rsample = true
+M.Dirichlet = Dirichlet
+
+function Dirichlet:_init(...)
+  local o = B.options("Dirichlet", {"concentration"}, {"concentration"}, ...)
+  local c = o.concentration
+  B.check_param_tensor("Dirichlet", "concentration", c, 1)
+  B.check_float("Dirichlet", "concentration", c)
+  rawset(self, "concentration", c)
+  B.set_dtype(self, c)
+  B.init(self, B.slice(c.shape, 1, c:dim() - 1), {c.shape[c:dim()]}, o.validate_args)
+end
+function Dirichlet:_expand(shape)
+  local new = B.expanded(self, shape)
+  local full = {}
+  for i, v in ipairs(shape) do full[i] = v end
+  full[#full + 1] = self.event_shape[1]
+  rawset(new, "concentration", self.concentration:expand(full))
+  return new
+end
+
+P = Dirichlet._props
+P.arg_constraints = function() return {concentration = C.independent(C.positive, 1)} end
+P.support = function() return C.simplex end
+P.mean = function(self) return self.concentration / self.concentration:sum(-1, true) end
+P.mode = function(self)
+  local c = self.concentration
+  local cm1 = (c - 1):clamp_min(0)
+  local mode = cm1 / cm1:sum(-1, true)
+  -- where every concentration is below 1, a vertex: PyTorch's one_hot of mode's argmax (its
+  -- first NaN there); with some at 1 exactly, 0 / 0 stays NaN, as PyTorch's
+  local vertex = F.one_hot(mode:argmax(-1), c.shape[c:dim()]):to(mode.dtype)
+  return ember.where(c:lt(1):all(-1, true), vertex, mode)
+end
+P.variance = function(self)
+  local c = self.concentration
+  local c0 = c:sum(-1, true)
+  return c * (c0 - c) / (c0 ^ 2 * (c0 + 1))
+end
+
+function Dirichlet:_rsample(shape)
+  local full = self:_extended_shape(shape)
+  return dirichlet_sample(self.concentration:expand(full))
+end
+
+function Dirichlet:_log_prob(value)
+  local c = self.concentration
+  return ember.xlogy(c - 1, value):sum(-1) + c:sum(-1):lgamma() - c:lgamma():sum(-1)
+end
+
+function Dirichlet:_entropy()
+  local c = self.concentration
+  local k, a0 = c.shape[c:dim()], c:sum(-1)
+  return c:lgamma():sum(-1) - a0:lgamma() - (k - a0) * digamma(a0) - ((c - 1) * digamma(c)):sum(-1)
+end
+
+local Beta = class("Beta", nil, {"concentration1", "concentration0"})
+Beta.has_rsample = true
+M.Beta = Beta
+
+function Beta:_init(...)
+  local o = B.options("Beta", {"concentration1", "concentration0"}, {"concentration1", "concentration0"}, ...)
+  local ts, number = B.broadcast_all("Beta", {"concentration1", "concentration0"}, {o.concentration1, o.concentration0})
+  rawset(self, "_dirichlet", Dirichlet(ember.stack({ts[1], ts[2]}, -1), {validate_args = false}))
+  B.set_dtype(self, ts[1])
+  rawset(self, "concentration1", ts[1])
+  rawset(self, "concentration0", ts[2])
+  B.init(self, number and {} or ts[1].shape, {}, o.validate_args)
+end
+Beta._expand = B.expand_with("_dirichlet", function(new, d)
+  rawset(new, "_dirichlet", d)
+  rawset(new, "concentration1", d.concentration:select(-1, 1))
+  rawset(new, "concentration0", d.concentration:select(-1, 2))
+end)
+
+P = Beta._props
+P.arg_constraints = function() return {concentration1 = C.positive, concentration0 = C.positive} end
+P.support = function() return C.unit_interval end
+P.mean = function(self) return self.concentration1 / (self.concentration1 + self.concentration0) end
+P.mode = function(self) return self._dirichlet.mode:select(-1, 1) end
+P.variance = function(self)
+  local total = self.concentration1 + self.concentration0
+  return self.concentration1 * self.concentration0 / (total ^ 2 * (total + 1))
+end
+
+function Beta:_rsample(shape) return self._dirichlet:rsample(shape):select(-1, 1) end
+function Beta:_log_prob(value)
+  return self._dirichlet:log_prob(ember.stack({value, 1 - value}, -1))
+end
+function Beta:_entropy() return self._dirichlet:entropy() end
 
 return M
