@@ -146,6 +146,26 @@ describe("composite parts on the device", function()
     assert.is_true(math.abs(c[3]:item() / 2000 - 0.5) < 0.05)
   end)
 
+  it("the gamma family: log_prob, cdf, entropy, draws and their implicit gradients on the device", function()
+    local D = ember.distributions
+    local a, r, v = f64({0.5, 2.0, 20.0}), f64({1.0, 2.0, 0.5}), f64({0.3, 1.0, 30.0})
+    agree(function(aa, rr, x)
+      local gd = D.Gamma(aa, rr)
+      local bd = D.Beta(aa, rr)
+      return gd:log_prob(x), gd:cdf(x), gd:entropy(), bd:log_prob(x / 31), D.StudentT(aa, 0.0, rr):log_prob(x),
+             D.Dirichlet(ember.stack({aa, rr}, -1)):entropy()
+    end, {a, r, v})
+    ember.manual_seed(4)
+    local conc = g.leaf(f64({2.5}))
+    local x = D.Gamma(conc, dev(f64({2.0}))):rsample({20000})
+    assert.are.equal(g.devname, x.device)
+    x:mean():backward()
+    assert.is_true(math.abs(conc.grad:item() - 0.5) < 0.02, tostring(conc.grad))   -- 1 / rate
+    local p = D.Dirichlet(dev(f64({0.5, 2, 3}))):sample({20000})
+    assert.is_true((p:sum(-1):cpu() - 1):abs():max():item() < 1e-12)
+    assert.is_true(math.abs(p:mean(1)[3]:item() - 3 / 5.5) < 0.02)
+  end)
+
   it("testing.assert_close compares device tensors and refuses mixed devices", function()
     local x = dev(f64({1.0, 2.0}))
     ember.testing.assert_close(x, x + 1e-9)
