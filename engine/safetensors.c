@@ -308,7 +308,7 @@ static int parse_entry(const char *where, const cJSON *item, entry *e)
     if (!cJSON_IsString(dt)) return em_set_error("%s: tensor \"%s\": missing or non-string \"dtype\"", where, name);
     if (st_dtype(dt->valuestring, &e->dtype) != 0)
         return em_set_error("%s: tensor \"%s\": unsupported dtype \"%.32s\" (ember reads F32, F64, I64, I32, "
-                            "U8, BOOL, F16, BF16)", where, name, dt->valuestring);
+                            "I16, I8, U8, BOOL, F16, BF16)", where, name, dt->valuestring);
     if (!cJSON_IsArray(shape)) return em_set_error("%s: tensor \"%s\": missing or non-list \"shape\"", where, name);
     int nd = cJSON_GetArraySize(shape);
     if (nd > EM_MAX_DIMS)
