@@ -156,7 +156,7 @@ end
 local R = math.random
 local function pick(list) return list[R(#list)] end
 
-local DTYPES = {"float32", "float64", "int64", "int32", "uint8", "bool", "float16", "bfloat16"}
+local DTYPES = {"float32", "float64", "int64", "int32", "int16", "int8", "uint8", "bool", "float16", "bfloat16"}
 local HOSTILE_NUMBERS = {0, -1, 1, 2, -2, 3, math.maxinteger, math.mininteger, 2 ^ 31, 2 ^ 32, 2 ^ 53, 2 ^ 63,
                          -(2 ^ 63), 1e300, -1e300, math.huge, -math.huge, 0 / 0, 0.5, -0.5, -0.0, 1e-300,
                          2147483647, 2147483648, -2147483649, 255, 256, 65504, 1e39}
