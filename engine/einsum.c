@@ -343,10 +343,7 @@ em_tensor *ei_einsum(const char *equation, em_tensor *const *operands, int n)
 
 em_tensor *em_einsum(const char *equation, em_tensor *const *operands, int n)
 {
-    if (n > 0 && operands && em_autocast_active()) {
-        em_tensor **cast = em_autocast_list(EM_AC_LOWER, operands, n);
-        return cast ? em_autocast_list_done(cast, n, ei_einsum(equation, cast, n)) : NULL;
-    }
+    EM_AUTOCAST_LIST(EM_AC_LOWER, ei_einsum(equation, EM_AC_LIST, n), operands, n);
     return ei_einsum(equation, operands, n);
 }
 

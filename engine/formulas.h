@@ -27,27 +27,14 @@
 
 /* ---- bits ------------------------------------------------------------------ */
 
-EMF_FN uint32_t emf_f32_bits(float f)
-{
+/* a float's bits and back: the device's reinterpreting moves; in C, memcpy (one move too) */
 #ifdef __CUDA_ARCH__
-    return __float_as_uint(f);
+EMF_FN uint32_t emf_f32_bits(float f) { return __float_as_uint(f); }
+EMF_FN float emf_bits_f32(uint32_t x) { return __uint_as_float(x); }
 #else
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    return x;
+EMF_FN uint32_t emf_f32_bits(float f) { uint32_t x; memcpy(&x, &f, 4); return x; }
+EMF_FN float emf_bits_f32(uint32_t x) { float f; memcpy(&f, &x, 4); return f; }
 #endif
-}
-
-EMF_FN float emf_bits_f32(uint32_t x)
-{
-#ifdef __CUDA_ARCH__
-    return __uint_as_float(x);
-#else
-    float f;
-    memcpy(&f, &x, 4);
-    return f;
-#endif
-}
 
 /* ---- float16 and bfloat16: round to nearest even; NaN stays a quiet NaN -- */
 
@@ -108,6 +95,49 @@ EMF_FN int64_t emf_f64_to_i64(double v)
     if (v >= 9.2233720368547758e18) return INT64_MAX;
     if (v <= -9.2233720368547758e18) return INT64_MIN;
     return (int64_t)v;
+}
+
+/* ---- an element stored from a double or an int64, with the CPU's conversions:
+ * float to integer saturating (NaN 0) then wrapping to the narrower integer as
+ * a C cast does, bool v != 0, half types rounded to nearest even. The CPU's
+ * loops and the CUDA reductions' epilogues store through these. ------------- */
+
+#ifdef __CUDA_ARCH__
+#define EMF_HALF_BITS(f) __half_as_ushort(__float2half(f))
+#define EMF_BF16_BITS(f) __bfloat16_as_ushort(__float2bfloat16(f))
+#else
+#define EMF_HALF_BITS(f) emf_float_to_half(f)
+#define EMF_BF16_BITS(f) emf_float_to_bf16(f)
+#endif
+
+EMF_FN void emf_store_f64(void *p, int d, double v)
+{
+    switch (d) {
+    case EM_FLOAT32: *(float *)p = (float)v; break;
+    case EM_FLOAT64: *(double *)p = v; break;
+    case EM_INT64: *(int64_t *)p = emf_f64_to_i64(v); break;
+    case EM_INT32: *(int32_t *)p = (int32_t)(uint32_t)(uint64_t)emf_f64_to_i64(v); break;
+    case EM_INT16: *(int16_t *)p = (int16_t)(uint16_t)(uint64_t)emf_f64_to_i64(v); break;
+    case EM_INT8: *(int8_t *)p = (int8_t)(uint8_t)(uint64_t)emf_f64_to_i64(v); break;
+    case EM_UINT8: *(uint8_t *)p = (uint8_t)(uint64_t)emf_f64_to_i64(v); break;
+    case EM_BOOL: *(uint8_t *)p = v != 0; break;
+    case EM_FLOAT16: *(uint16_t *)p = EMF_HALF_BITS((float)v); break;
+    case EM_BFLOAT16: *(uint16_t *)p = EMF_BF16_BITS((float)v); break;
+    default: break;
+    }
+}
+
+EMF_FN void emf_store_i64(void *p, int d, int64_t v)
+{
+    switch (d) {
+    case EM_INT64: *(int64_t *)p = v; break;
+    case EM_INT32: *(int32_t *)p = (int32_t)(uint32_t)(uint64_t)v; break;
+    case EM_INT16: *(int16_t *)p = (int16_t)(uint16_t)(uint64_t)v; break;
+    case EM_INT8: *(int8_t *)p = (int8_t)(uint8_t)(uint64_t)v; break;
+    case EM_UINT8: *(uint8_t *)p = (uint8_t)(uint64_t)v; break;
+    case EM_BOOL: *(uint8_t *)p = v != 0; break;
+    default: emf_store_f64(p, d, (double)v); break;
+    }
 }
 
 /* base^e with int64 wrap-around; PyTorch's rule for a negative power: 1/base^|e|

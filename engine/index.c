@@ -366,10 +366,7 @@ em_tensor *ei_cat(em_tensor *const *ts, int n, int dim)
 
 em_tensor *em_cat(em_tensor *const *ts, int n, int dim)
 {
-    if (n > 0 && ts && em_autocast_active()) {
-        em_tensor **cast = em_autocast_list(EM_AC_PROMOTE, ts, n);
-        return cast ? em_autocast_list_done(cast, n, ei_cat(cast, n, dim)) : NULL;
-    }
+    EM_AUTOCAST_LIST(EM_AC_PROMOTE, ei_cat(EM_AC_LIST, n, dim), ts, n);
     return ei_cat(ts, n, dim);
 }
 
@@ -405,10 +402,7 @@ em_tensor *ei_stack(em_tensor *const *ts, int n, int dim)
 
 em_tensor *em_stack(em_tensor *const *ts, int n, int dim)
 {
-    if (n > 0 && ts && em_autocast_active()) {
-        em_tensor **cast = em_autocast_list(EM_AC_PROMOTE, ts, n);
-        return cast ? em_autocast_list_done(cast, n, ei_stack(cast, n, dim)) : NULL;
-    }
+    EM_AUTOCAST_LIST(EM_AC_PROMOTE, ei_stack(EM_AC_LIST, n, dim), ts, n);
     return ei_stack(ts, n, dim);
 }
 

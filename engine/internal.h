@@ -47,9 +47,9 @@ int em_dims_mask(const em_tensor *t, const int *dims, int ndims, const char *op,
  * (ei_) apply no policy: engine code calls them, so a composition or a
  * backward runs in the dtypes it is given. (The parameters are copied, not
  * taken by address, so the path without autocast stays a load, a test and a
- * tail call.) A list of tensors (cat, stack, einsum): em_autocast_list, a new
- * array of n references (casts where the policy casts), released by
- * em_autocast_list_done. */
+ * tail call.) A list of tensors (cat, stack, einsum): EM_AUTOCAST_LIST, over
+ * em_autocast_list, a new array of n references (casts where the policy
+ * casts), released by em_autocast_list_done. */
 int em_autocast_args(em_autocast_policy pol, const em_tensor **args, em_tensor **casts, int n);
 em_tensor *em_autocast_done(em_tensor **casts, int n, em_tensor *r);
 em_tensor **em_autocast_list(em_autocast_policy pol, em_tensor *const *ts, int n);
@@ -69,6 +69,16 @@ extern int em_autocast_threads;
         }                                                                                    \
     } while (0)
 #define EM_AC_ARG(i) (ac_args_[i])
+/* The same for a list of n tensors ts (cat, stack, einsum): the call sees
+ * EM_AC_LIST, the list after the cast. */
+#define EM_AUTOCAST_LIST(pol, call, ts, n)                                                    \
+    do {                                                                                     \
+        if ((n) > 0 && (ts) && em_autocast_active()) {                                       \
+            em_tensor **ac_list_ = em_autocast_list((pol), (ts), (n));                       \
+            return ac_list_ ? em_autocast_list_done(ac_list_, (n), (call)) : NULL;           \
+        }                                                                                    \
+    } while (0)
+#define EM_AC_LIST (ac_list_)
 
 /* The internal forms of the public ops with a policy (ember.h documents
  * each under its em_ name). */

@@ -75,14 +75,6 @@ __device__ __forceinline__ int64_t reduced_offset(const rlayout &L, int64_t r)
 
 /* ---- conversions into the accumulator ------------------------------------ */
 
-__device__ __forceinline__ int64_t sat_i64(double v)
-{
-    if (v != v) return 0;
-    if (v >= 9.2233720368547758e18) return INT64_MAX;
-    if (v <= -9.2233720368547758e18) return INT64_MIN;
-    return (int64_t)v;
-}
-
 template <class A> struct conv;
 template <> struct conv<double> {
     __device__ static double get(float v) { return v; }
@@ -131,43 +123,13 @@ template <> struct conv<int> {
     __device__ static int get(kb8 v) { return v.v != 0; }
 };
 
-/* ---- stores with the CPU's conversions (cpu_store_f64 / cpu_store_i64) ---- */
+/* ---- stores with the CPU's conversions (engine/formulas.h) ---- */
 
-__device__ void store_f64(char *p, int dt, double v)
-{
-    switch (dt) {
-    case EM_FLOAT32: *(float *)p = (float)v; break;
-    case EM_FLOAT64: *(double *)p = v; break;
-    case EM_INT64: *(int64_t *)p = sat_i64(v); break;
-    case EM_INT32: *(int32_t *)p = (int32_t)(uint32_t)(uint64_t)sat_i64(v); break;
-    case EM_INT16: *(int16_t *)p = (int16_t)(uint16_t)(uint64_t)sat_i64(v); break;
-    case EM_INT8: *(int8_t *)p = (int8_t)(uint8_t)(uint64_t)sat_i64(v); break;
-    case EM_UINT8: *(uint8_t *)p = (uint8_t)(uint64_t)sat_i64(v); break;
-    case EM_BOOL: *(uint8_t *)p = v != 0; break;
-    case EM_FLOAT16: *(__half *)p = __float2half((float)v); break;
-    case EM_BFLOAT16: *(__nv_bfloat16 *)p = __float2bfloat16((float)v); break;
-    default: break;
-    }
-}
-
-__device__ void store_i64(char *p, int dt, int64_t v)
-{
-    switch (dt) {
-    case EM_INT64: *(int64_t *)p = v; break;
-    case EM_INT32: *(int32_t *)p = (int32_t)(uint32_t)(uint64_t)v; break;
-    case EM_INT16: *(int16_t *)p = (int16_t)(uint16_t)(uint64_t)v; break;
-    case EM_INT8: *(int8_t *)p = (int8_t)(uint8_t)(uint64_t)v; break;
-    case EM_UINT8: *(uint8_t *)p = (uint8_t)(uint64_t)v; break;
-    case EM_BOOL: *(uint8_t *)p = v != 0; break;
-    default: store_f64(p, dt, (double)v); break;
-    }
-}
-
-__device__ __forceinline__ void store_acc(char *p, int dt, double v) { store_f64(p, dt, v); }
-__device__ __forceinline__ void store_acc(char *p, int dt, float v) { store_f64(p, dt, (double)v); }
-__device__ __forceinline__ void store_acc(char *p, int dt, int64_t v) { store_i64(p, dt, v); }
-__device__ __forceinline__ void store_acc(char *p, int dt, uint64_t v) { store_i64(p, dt, (int64_t)v); }
-__device__ __forceinline__ void store_acc(char *p, int dt, int v) { store_i64(p, dt, v); }
+__device__ __forceinline__ void store_acc(char *p, int dt, double v) { emf_store_f64(p, dt, v); }
+__device__ __forceinline__ void store_acc(char *p, int dt, float v) { emf_store_f64(p, dt, (double)v); }
+__device__ __forceinline__ void store_acc(char *p, int dt, int64_t v) { emf_store_i64(p, dt, v); }
+__device__ __forceinline__ void store_acc(char *p, int dt, uint64_t v) { emf_store_i64(p, dt, (int64_t)v); }
+__device__ __forceinline__ void store_acc(char *p, int dt, int v) { emf_store_i64(p, dt, v); }
 
 /* ---- the ops ----------------------------------------------------------------
  * fold(a, ap, v, vp) takes one more element; merge is the same rule for two

@@ -98,6 +98,19 @@ template <class A, int OP> struct sop {
 
 /* ---- warp lines ------------------------------------------------------------ */
 
+/* Chunk c = w % S of line w / S: its input x, output o and elements [k0, k1). */
+template <class T>
+__device__ __forceinline__ void chunk_of(const kc_lines &Ln, int64_t S, int64_t chunk, int64_t w, const T **x, T **o,
+                                         int64_t *k0, int64_t *k1)
+{
+    int64_t line = w / S, c = w - line * S, io, oo;
+    kc_line_offsets(Ln, line, &io, &oo);
+    *x = (const T *)Ln.in + io;
+    *o = (T *)Ln.out + oo;
+    *k0 = c * chunk;
+    *k1 = *k0 + chunk < Ln.n ? *k0 + chunk : Ln.n;
+}
+
 /* Warp w takes chunk c = w % S of line w / S and scans it, starting from
  * carry[w] (the identity when carry is NULL). */
 template <class T, class A, int OP>
@@ -108,11 +121,10 @@ warp_scan_kernel(kc_lines Ln, int64_t S, int64_t chunk, const A *carry)
     const int lane = threadIdx.x & 31;
     const int64_t wpb = blockDim.x >> 5, total = Ln.count * S;
     for (int64_t w = (int64_t)blockIdx.x * wpb + (threadIdx.x >> 5); w < total; w += (int64_t)gridDim.x * wpb) {
-        int64_t line = w / S, c = w - line * S, io, oo;
-        kc_line_offsets(Ln, line, &io, &oo);
-        const T *x = (const T *)Ln.in + io;
-        T *o = (T *)Ln.out + oo;
-        int64_t k0 = c * chunk, k1 = k0 + chunk < Ln.n ? k0 + chunk : Ln.n;
+        const T *x;
+        T *o;
+        int64_t k0, k1;
+        chunk_of(Ln, S, chunk, w, &x, &o, &k0, &k1);
         A run = carry ? carry[w] : op::ident();
         for (int64_t k = k0; k < k1; k += 32 * SCAN_K) {
             int64_t b = k + (int64_t)lane * SCAN_K;
@@ -147,10 +159,10 @@ warp_total_kernel(kc_lines Ln, int64_t S, int64_t chunk, A *tot)
     const int lane = threadIdx.x & 31;
     const int64_t wpb = blockDim.x >> 5, total = Ln.count * S;
     for (int64_t w = (int64_t)blockIdx.x * wpb + (threadIdx.x >> 5); w < total; w += (int64_t)gridDim.x * wpb) {
-        int64_t line = w / S, c = w - line * S, io, oo;
-        kc_line_offsets(Ln, line, &io, &oo);
-        const T *x = (const T *)Ln.in + io;
-        int64_t k0 = c * chunk, k1 = k0 + chunk < Ln.n ? k0 + chunk : Ln.n;
+        const T *x;
+        T *o;
+        int64_t k0, k1;
+        chunk_of(Ln, S, chunk, w, &x, &o, &k0, &k1);
         A a = op::ident();
         for (int64_t k = k0 + lane; k < k1; k += 32) a = op::apply(a, ld(x[k * Ln.xs]));
         for (int d = 16; d > 0; d >>= 1) a = op::apply(a, __shfl_xor_sync(0xffffffffu, a, d));

@@ -195,18 +195,24 @@ static int blocks_for(int64_t M, int G, int dev)
 }
 
 template <class T>
-static int run_fwd(const fwd &P, int dev, cudaStream_t s)
+static int run_fwd(const fwd &P, const em_tensor *x)
 {
     typedef typename std::conditional<sizeof(T) == 8, double, float>::type C;
+    int dev = kc_device_of(x);
+    cudaStream_t s = kc_stream(dev);
+    if (!s) return -1;
     int G = group_size(P.C);
     KC_LAUNCH(blocks_for(P.M, G, dev), KC_THREADS, 0, s, fwd_kernel<T, C>)(P, G);
     return kc_launched("cross_entropy", dev);
 }
 
 template <class T>
-static int run_bwd(bwd P, int dev, cudaStream_t s)
+static int run_bwd(bwd P, const em_tensor *x)
 {
     typedef typename std::conditional<sizeof(T) == 8, double, float>::type C;
+    int dev = kc_device_of(x);
+    cudaStream_t s = kc_stream(dev);
+    if (!s) return -1;
     double *ws = NULL;
     if (P.w && P.eps > 0) {
         ws = (double *)kc_alloc(sizeof(double), dev);
@@ -233,20 +239,16 @@ static int check(const em_tensor *x, const em_tensor *t, const em_tensor *w)
     return 0;
 }
 
-} /* namespace */
-
-extern "C" int kc_cross_entropy(em_tensor *loss, em_tensor *lse, em_tensor *roww, const em_tensor *x,
-                                const em_tensor *t, const em_tensor *w, int64_t ignore_index, double eps)
+/* The fields fwd and bwd share: the sizes, the error word, the logits x,
+ * targets t and class weights w (NULL: none). 1 when there is no row. */
+template <class Par>
+static int common_fields(Par &P, const em_tensor *x, const em_tensor *t, const em_tensor *w, int64_t ignore_index,
+                         double eps)
 {
-    if (check(x, t, w)) return -1;
-    int dev = kc_device_of(x);
-    cudaStream_t s = kc_stream(dev);
-    if (!s) return -1;
-    fwd P;
     P.M = x->sizes[0];
     P.C = x->sizes[1];
-    if (P.M == 0) return 0;
-    P.err = kc_error_word_of(dev);
+    if (P.M == 0) return 1;
+    P.err = kc_error_word_of(kc_device_of(x));
     if (!P.err) return -1;
     P.x = kc_ptr(x);
     P.xs0 = x->strides[0];
@@ -255,15 +257,27 @@ extern "C" int kc_cross_entropy(em_tensor *loss, em_tensor *lse, em_tensor *roww
     P.ts = t->strides[0];
     P.w = w ? kc_ptr(w) : NULL;
     P.ws = w ? w->strides[0] : 0;
+    P.ignore = ignore_index;
+    P.eps = eps;
+    return 0;
+}
+
+} /* namespace */
+
+extern "C" int kc_cross_entropy(em_tensor *loss, em_tensor *lse, em_tensor *roww, const em_tensor *x,
+                                const em_tensor *t, const em_tensor *w, int64_t ignore_index, double eps)
+{
+    if (check(x, t, w)) return -1;
+    fwd P;
+    int rc = common_fields(P, x, t, w, ignore_index, eps);
+    if (rc) return rc < 0 ? -1 : 0;
     P.loss = kc_ptr(loss);
     P.ls = loss->strides[0];
     P.lse = kc_ptr(lse);
     P.es = lse->strides[0];
     P.roww = kc_ptr(roww);
     P.rs = roww->strides[0];
-    P.ignore = ignore_index;
-    P.eps = eps;
-    return x->dtype == EM_FLOAT64 ? run_fwd<double>(P, dev, s) : run_fwd<float>(P, dev, s);
+    return x->dtype == EM_FLOAT64 ? run_fwd<double>(P, x) : run_fwd<float>(P, x);
 }
 
 extern "C" int kc_cross_entropy_backward(em_tensor *gx, const em_tensor *g, const em_tensor *x, const em_tensor *lse,
@@ -272,32 +286,17 @@ extern "C" int kc_cross_entropy_backward(em_tensor *gx, const em_tensor *g, cons
     if (check(x, t, w)) return -1;
     if (gx->dtype != x->dtype || g->dtype != x->dtype || lse->dtype != x->dtype)
         return kc_error("cross_entropy_backward: gradients and log-sum-exp must be in the logits' dtype");
-    int dev = kc_device_of(x);
-    cudaStream_t s = kc_stream(dev);
-    if (!s) return -1;
     bwd P;
-    P.M = x->sizes[0];
-    P.C = x->sizes[1];
-    if (P.M == 0) return 0;
-    P.err = kc_error_word_of(dev);
-    if (!P.err) return -1;
+    int rc = common_fields(P, x, t, w, ignore_index, eps);
+    if (rc) return rc < 0 ? -1 : 0;
     P.gx = kc_ptr(gx);
     P.gxs0 = gx->strides[0];
     P.gxs1 = gx->strides[1];
     P.g = kc_ptr(g);
     P.gs = g->strides[0];
-    P.x = kc_ptr(x);
-    P.xs0 = x->strides[0];
-    P.xs1 = x->strides[1];
     P.lse = kc_ptr(lse);
     P.es = lse->strides[0];
-    P.t = (const int64_t *)kc_ptr(t);
-    P.ts = t->strides[0];
-    P.w = w ? kc_ptr(w) : NULL;
-    P.ws = w ? w->strides[0] : 0;
     P.wsum = NULL;
     P.wsum_host = (double)P.C;
-    P.ignore = ignore_index;
-    P.eps = eps;
-    return x->dtype == EM_FLOAT64 ? run_bwd<double>(P, dev, s) : run_bwd<float>(P, dev, s);
+    return x->dtype == EM_FLOAT64 ? run_bwd<double>(P, x) : run_bwd<float>(P, x);
 }

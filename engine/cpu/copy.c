@@ -33,35 +33,9 @@ int64_t cpu_load_i64(const void *p, em_dtype d)
     }
 }
 
-void cpu_store_f64(void *p, em_dtype d, double v)
-{
-    switch (d) {
-    case EM_FLOAT32: *(float *)p = (float)v; break;
-    case EM_FLOAT64: *(double *)p = v; break;
-    case EM_INT64: *(int64_t *)p = emf_f64_to_i64(v); break;
-    case EM_INT32: *(int32_t *)p = (int32_t)(uint32_t)(uint64_t)emf_f64_to_i64(v); break;
-    case EM_INT16: *(int16_t *)p = (int16_t)(uint16_t)(uint64_t)emf_f64_to_i64(v); break;
-    case EM_INT8: *(int8_t *)p = (int8_t)(uint8_t)(uint64_t)emf_f64_to_i64(v); break;
-    case EM_UINT8: *(uint8_t *)p = (uint8_t)(uint64_t)emf_f64_to_i64(v); break;
-    case EM_BOOL: *(uint8_t *)p = v != 0; break;
-    case EM_FLOAT16: *(uint16_t *)p = em_float_to_half((float)v); break;
-    case EM_BFLOAT16: *(uint16_t *)p = em_float_to_bf16((float)v); break;
-    default: break;
-    }
-}
+void cpu_store_f64(void *p, em_dtype d, double v) { emf_store_f64(p, (int)d, v); }
 
-void cpu_store_i64(void *p, em_dtype d, int64_t v)
-{
-    switch (d) {
-    case EM_INT64: *(int64_t *)p = v; break;
-    case EM_INT32: *(int32_t *)p = (int32_t)(uint32_t)(uint64_t)v; break;
-    case EM_INT16: *(int16_t *)p = (int16_t)(uint16_t)(uint64_t)v; break;
-    case EM_INT8: *(int8_t *)p = (int8_t)(uint8_t)(uint64_t)v; break;
-    case EM_UINT8: *(uint8_t *)p = (uint8_t)(uint64_t)v; break;
-    case EM_BOOL: *(uint8_t *)p = v != 0; break;
-    default: cpu_store_f64(p, d, (double)v); break;
-    }
-}
+void cpu_store_i64(void *p, em_dtype d, int64_t v) { emf_store_i64(p, (int)d, v); }
 
 typedef struct cast_ctx { em_dtype to, from; size_t size; } cast_ctx;
 
