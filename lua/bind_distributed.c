@@ -203,15 +203,20 @@ static int d_all_gather(lua_State *L)
     return finish(L, rc, w, async);
 }
 
-static int d_all_gather_into_tensor(lua_State *L)
+/* all_gather_into_tensor(out, t, async, group) and reduce_scatter_tensor(out,
+ * input, op, async, group): one tensor into another */
+static int tensor_to_tensor(lua_State *L, const char *op, bool reduction)
 {
     em_work *w = NULL;
-    bool async = ASYNC(L, 3);
-    const char *op = "all_gather_into_tensor";
-    int rc = em_dist_all_gather_into_tensor(emlua_check(L, 1, op), emlua_check(L, 2, op), GROUP(L, 4),
-                                            async ? &w : NULL);
+    int at = reduction ? 4 : 3;     /* the async flag; the group follows */
+    bool async = ASYNC(L, at);
+    em_tensor *out = emlua_check(L, 1, op), *in = emlua_check(L, 2, op);
+    int rc = reduction ? em_dist_reduce_scatter_tensor(out, in, check_op(L, 3), GROUP(L, at + 1), async ? &w : NULL)
+                       : em_dist_all_gather_into_tensor(out, in, GROUP(L, at + 1), async ? &w : NULL);
     return finish(L, rc, w, async);
 }
+
+static int d_all_gather_into_tensor(lua_State *L) { return tensor_to_tensor(L, "all_gather_into_tensor", false); }
 
 static int d_reduce_scatter(lua_State *L)
 {
@@ -224,15 +229,7 @@ static int d_reduce_scatter(lua_State *L)
     return finish(L, rc, w, async);
 }
 
-static int d_reduce_scatter_tensor(lua_State *L)
-{
-    em_work *w = NULL;
-    bool async = ASYNC(L, 4);
-    const char *op = "reduce_scatter_tensor";
-    int rc = em_dist_reduce_scatter_tensor(emlua_check(L, 1, op), emlua_check(L, 2, op), check_op(L, 3),
-                                           GROUP(L, 5), async ? &w : NULL);
-    return finish(L, rc, w, async);
-}
+static int d_reduce_scatter_tensor(lua_State *L) { return tensor_to_tensor(L, "reduce_scatter_tensor", true); }
 
 static int d_barrier(lua_State *L)
 {

@@ -329,13 +329,19 @@ function M.all_gather(list, t, opts)
   return (call(C.all_gather, list, t, async_group("all_gather", opts)))
 end
 
+-- The collectives from one tensor into another (out, then this rank's input), whose last
+-- arguments for C come from `last`: async_group or reduction_async_group
+local function tensor_to_tensor(op, last)
+  return function(out, t, opts)
+    check_tensor(op, out)
+    check_tensor(op, t, "argument 2")
+    return (call(C[op], out, t, last(op, opts)))
+  end
+end
+
 --- all_gather_into_tensor(out, t, {async_op = false}): out holds every rank's t, concatenated along dim 1
 -- ([size * n, ...]) or stacked ([size, n, ...]).
-function M.all_gather_into_tensor(out, t, opts)
-  check_tensor("all_gather_into_tensor", out)
-  check_tensor("all_gather_into_tensor", t, "argument 2")
-  return (call(C.all_gather_into_tensor, out, t, async_group("all_gather_into_tensor", opts)))
-end
+M.all_gather_into_tensor = tensor_to_tensor("all_gather_into_tensor", async_group)
 
 --- reduce_scatter(out, list, {op = SUM, async_op = false}): out becomes the reduction over ranks of their
 -- list[rank + 1].
@@ -346,11 +352,7 @@ function M.reduce_scatter(out, list, opts)
 end
 
 --- reduce_scatter_tensor(out, input, {op = SUM, async_op = false}): input holds world-size blocks shaped like out.
-function M.reduce_scatter_tensor(out, input, opts)
-  check_tensor("reduce_scatter_tensor", out)
-  check_tensor("reduce_scatter_tensor", input, "argument 2")
-  return (call(C.reduce_scatter_tensor, out, input, reduction_async_group("reduce_scatter_tensor", opts)))
-end
+M.reduce_scatter_tensor = tensor_to_tensor("reduce_scatter_tensor", reduction_async_group)
 
 --- barrier({async_op = false}): returns when every rank has called it.
 function M.barrier(opts)

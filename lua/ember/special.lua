@@ -204,7 +204,8 @@ end)
 -- Cephes' j0.c, j1.c, k0.c and k1.c (3-clause BSD) with their coefficients, which PyTorch's
 -- ATen/native/Math.h also holds; ember evaluates them as Cephes does: QQ, RQ and the YQ are
 -- monic (p1evl, a leading 1 not stored), where PyTorch's Math.h drops that 1 and its J0,
--- J1, Y0 and Y1 lose up to 2.4e-5 relative (README deviation 56).
+-- J1, Y0 and Y1 lose up to 2.4e-5 relative (README deviation 56). Y0 and Y1 share J0's and
+-- J1's asymptotic tables (PP, PQ, QP, QQ: the same Hankel expansion), as in Cephes.
 
 local J0_PP = {
   7.96936729297347051624e-04, 8.28352392107440799803e-02, 1.23953371646414299388e+00,
@@ -252,22 +253,6 @@ local J1_RQ = {
   6.20836478118054335476e+02, 2.56987256757748830383e+05, 8.35146791431949253037e+07,
   2.21511595479792499675e+10, 4.74914122079991414898e+12, 7.84369607876235854894e+14,
   8.95222336184627338078e+16, 5.32278620332680085395e+18}
-local Y0_PP = {
-  7.96936729297347051624e-04, 8.28352392107440799803e-02, 1.23953371646414299388e+00,
-  5.44725003058768775090e+00, 8.74716500199817011941e+00, 5.30324038235394892183e+00,
-  9.99999999999999997821e-01}
-local Y0_PQ = {
-  9.24408810558863637013e-04, 8.56288474354474431428e-02, 1.25352743901058953537e+00,
-  5.47097740330417105182e+00, 8.76190883237069594232e+00, 5.30605288235394617618e+00,
-  1.00000000000000000218e+00}
-local Y0_QP = {
-  -1.13663838898469149931e-02, -1.28252718670509318512e+00, -1.95539544257735972385e+01,
-  -9.32060152123768231369e+01, -1.77681167980488050595e+02, -1.47077505154951170175e+02,
-  -5.14105326766599330220e+01, -6.05014350600728481186e+00}
-local Y0_QQ = {
-  6.43178256118178023184e+01, 8.56430025976980587198e+02, 3.88240183605401609683e+03,
-  7.24046774195652478189e+03, 5.93072701187316984827e+03, 2.06209331660327847417e+03,
-  2.42005740240291393179e+02}
 local Y0_YP = {
   1.55924367855235737965e+04, -1.46639295903971606143e+07, 5.43526477051876500413e+09,
   -9.82136065717911466409e+11, 8.75906394395366999549e+13, -3.46628303384729719441e+15,
@@ -276,22 +261,6 @@ local Y0_YQ = {
   1.04128353664259848412e+03, 6.26107330137134956842e+05, 2.68919633393814121987e+08,
   8.64002487103935000337e+10, 2.02979612750105546709e+13, 3.17157752842975028269e+15,
   2.50596256172653059228e+17}
-local Y1_PP = {
-  7.62125616208173112003e-04, 7.31397056940917570436e-02, 1.12719608129684925192e+00,
-  5.11207951146807644818e+00, 8.42404590141772420927e+00, 5.21451598682361504063e+00,
-  1.00000000000000000254e+00}
-local Y1_PQ = {
-  5.71323128072548699714e-04, 6.88455908754495404082e-02, 1.10514232634061696926e+00,
-  5.07386386128601488557e+00, 8.39985554327604159757e+00, 5.20982848682361821619e+00,
-  9.99999999999999997461e-01}
-local Y1_QP = {
-  5.10862594750176621635e-02, 4.98213872951233449420e+00, 7.58238284132545283818e+01,
-  3.66779609360150777800e+02, 7.10856304998926107277e+02, 5.97489612400613639965e+02,
-  2.11688757100572135698e+02, 2.52070205858023719784e+01}
-local Y1_QQ = {
-  7.42373277035675149943e+01, 1.05644886038262816351e+03, 4.98641058337653607651e+03,
-  9.56231892404756170795e+03, 7.99704160447350683650e+03, 2.82619278517639096600e+03,
-  3.36093607810698293419e+02}
 local Y1_YP = {
   1.26320474790178026440e+09, -6.47355876379160291031e+11, 1.14509511541823727583e+14,
   -8.12770255501325109621e+15, 2.02439475713594898196e+17, -7.78877196265950026825e+17}
@@ -391,14 +360,14 @@ local function y0_forward(x)
   local near = x:clamp(1e-300, 5)
   local z = near * near
   local small = polevl(z, Y0_YP) / p1evl(z, Y0_YQ) + near:log() * j0_forward(near) * TWOOPI
-  return second_kind(x, ember.where(x:le(5), small, bessel_far(x, {Y0_PP, Y0_PQ}, {Y0_QP, Y0_QQ}, PIO4, true)))
+  return second_kind(x, ember.where(x:le(5), small, bessel_far(x, {J0_PP, J0_PQ}, {J0_QP, J0_QQ}, PIO4, true)))
 end
 
 local function y1_forward(x)
   local near = x:clamp(1e-300, 5)
   local z = near * near
   local small = near * (polevl(z, Y1_YP) / p1evl(z, Y1_YQ)) + (j1_forward(near) * near:log() - near:reciprocal()) * TWOOPI
-  return second_kind(x, ember.where(x:le(5), small, bessel_far(x, {Y1_PP, Y1_PQ}, {Y1_QP, Y1_QQ}, THPIO4, true)))
+  return second_kind(x, ember.where(x:le(5), small, bessel_far(x, {J1_PP, J1_PQ}, {J1_QP, J1_QQ}, THPIO4, true)))
 end
 
 -- K's: Chebyshev expansions on (0, 2] (with I's logarithmic term) and beyond; +inf at 0, NaN
@@ -723,9 +692,8 @@ S.gammaincc = binary("gammaincc", function(a, x) return igamma_forward(a, x, tru
 -- value turns NaN on the way keeps NaN, as PyTorch's loop stops there). In float64, rounded
 -- to the inputs' promoted dtype; no gradient (PyTorch has none).
 
-local function where(c, a, b) return ember.where(c, a, b) end
+local where = ember.where
 local function even(n) return n:remainder(2):eq(0) end
-local function pm(cond, a, b) return where(cond, a, b) end
 
 -- the family: arg(x) the polynomial's argument (x, or 2x - 1 for the shifted ones); p1(y) =
 -- P_1; step(j, y, p, q) = P_{j+1} from p = P_{j-1}, q = P_j; direct(x, y, n) -> mask, value
@@ -767,7 +735,7 @@ local function cheb_step(_, y, p, q) return y * 2 * q - p end
 local function cheb_t_direct(limit)
   return function(_, y, n)
     local edge, inside = y:abs():eq(1), y:abs():lt(1):logical_and(n:gt(limit))
-    local value = where(edge, pm(y:gt(0):logical_or(even(n)), 1.0, -1.0), (n * y:acos()):cos())
+    local value = where(edge, where(y:gt(0):logical_or(even(n)), 1.0, -1.0), (n * y:acos()):cos())
     return edge:logical_or(inside), {value = value}
   end
 end
@@ -785,7 +753,7 @@ local function cheb_u_direct(limit, at)
     local edge, inside = one:logical_or(minus), y:abs():lt(1):logical_and(n:gt(limit))
     local t = y:clamp(-1, 1):acos()
     local closed = where(t:sin():ne(0), ((n + 1) * t):sin() / t:sin(), (n + 1) * ((n + 1) * t):cos() / y)
-    local value = where(edge, pm(one:logical_or(even(n)), n + 1, -(n + 1)), closed)
+    local value = where(edge, where(one:logical_or(even(n)), n + 1, -(n + 1)), closed)
     return edge:logical_or(inside), {value = value}
   end
 end
@@ -803,7 +771,7 @@ local function cheb_v_direct(limit, at)
     local one, minus = at(x, y)
     local edge, inside = one:logical_or(minus), y:abs():lt(1):logical_and(n:gt(limit))
     local t = y:clamp(-1, 1):acos()
-    local odd_end = pm(even(n), 2 * n + 1, -(2 * n + 1))
+    local odd_end = where(even(n), 2 * n + 1, -(2 * n + 1))
     local closed = where((t / 2):sin():ne(1), ((n + 0.5) * t):cos() / (t / 2):cos(), odd_end)
     return edge:logical_or(inside), {value = where(edge, where(one, 1.0, odd_end), closed)}
   end
@@ -820,7 +788,7 @@ local function cheb_w_direct(limit, at, shifted_form)
     local one, minus = at(x, y)
     local edge, inside = one:logical_or(minus), y:abs():lt(1):logical_and(n:gt(limit))
     local t = y:clamp(-1, 1):acos()
-    local sign = pm(even(n), 1.0, -1.0)
+    local sign = where(even(n), 1.0, -1.0)
     local fallback = shifted_form and sign or where(y:gt(0), 2 * n + 1, sign)
     local closed = where((t / 2):cos():ne(1), ((n + 0.5) * t):sin() / (t / 2):sin(), fallback)
     return edge:logical_or(inside), {value = where(edge, where(one, 2 * n + 1, sign), closed)}
@@ -836,7 +804,7 @@ S.shifted_chebyshev_polynomial_t = polynomial("shifted_chebyshev_polynomial_t", 
   function(x, y, n)
     local one, zero = x:eq(1), x:eq(0)
     local edge, inside = one:logical_or(zero), y:abs():lt(1):logical_and(n:gt(6))
-    local value = where(one, 1.0, where(zero, pm(even(n), 1.0, -1.0), (n * y:clamp(-1, 1):acos()):cos()))
+    local value = where(one, 1.0, where(zero, where(even(n), 1.0, -1.0), (n * y:clamp(-1, 1):acos()):cos()))
     return edge:logical_or(inside), {value = value}
   end)
 S.shifted_chebyshev_polynomial_u = polynomial("shifted_chebyshev_polynomial_u", shifted, function(y) return y * 2 end,
@@ -872,7 +840,7 @@ S.legendre_polynomial_p = polynomial("legendre_polynomial_p", identity, identity
   function(j, y, p, q) return (y * (2 * j + 1) * q - p * j) / (j + 1) end,
   function(_, y, n)
     local edge = y:abs():eq(1)
-    return edge, {value = pm(y:gt(0):logical_or(even(n)), 1.0, -1.0)}
+    return edge, {value = where(y:gt(0):logical_or(even(n)), 1.0, -1.0)}
   end)
 
 -- ---- spherical Bessel -------------------------------------------------------------------

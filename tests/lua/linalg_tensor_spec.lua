@@ -50,5 +50,9 @@ describe("linalg.tensorsolve", function()
   it("refuses shapes that do not agree", function()
     has(err(function() local _ = linalg.tensorsolve(ember.zeros(2, 3, 4), ember.zeros(2, 3)) end),
         "linalg.tensorsolve: expected A to satisfy", "linalg_tensor_spec.lua:")
+    has(err(function() local _ = linalg.tensorsolve(ember.zeros(2, 2), ember.zeros(2, 2, 2)) end),
+        "linalg.tensorsolve: B [2, 2, 2] has more dims than A [2, 2]", "linalg_tensor_spec.lua:")
+    has(err(function() local _ = linalg.tensorsolve(ember.zeros(2, 2), ember.zeros(2), 1) end),
+        "linalg.tensorsolve: dims must be a list of dims, got number", "linalg_tensor_spec.lua:")
   end)
 end)

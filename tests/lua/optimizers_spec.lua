@@ -172,6 +172,15 @@ describe("optimizer options", function()
       {optim.LBFGS, {lr = -1}, "LBFGS (group 1): invalid learning rate: lr = -1"},
       {optim.LBFGS, {line_search_fn = "armijo"}, "LBFGS (group 1): line_search_fn must be nil or \"strong_wolfe\""},
       {optim.LBFGS, {history_size = 0}, "LBFGS (group 1): invalid history_size"},
+      {optim.Adafactor, {beta2_decay = 0.5}, "Adafactor (group 1): invalid beta2_decay: 0.5 (must be <= 0)"},
+      {optim.Adafactor, {eps = 1e-3}, "Adafactor (group 1): eps must be a pair {eps1 (nil or false: the dtype's eps), eps2}"},
+      {optim.Adafactor, {eps = {"a", 1e-3}}, "Adafactor (group 1): eps must be a pair"},
+      {optim.Adafactor, {eps = {-1, 1e-3}}, "Adafactor (group 1): invalid epsilon1: eps[1] = -1 (must be >= 0)"},
+      {optim.Adafactor, {eps = {false, -1}}, "Adafactor (group 1): invalid epsilon2: eps[2] = -1 (must be >= 0)"},
+      {optim.Adafactor, {d = 0.5}, "Adafactor (group 1): invalid clipping threshold d: d = 0.5 (must be >= 1)"},
+      {optim.Adafactor, {weight_decay = -1}, "Adafactor (group 1): invalid weight_decay value"},
+      {optim.Adafactor, {maximize = 1}, "Adafactor (group 1): maximize must be a boolean, got number"},
+      {optim.Adamax, {maximize = 1}, "Adamax (group 1): maximize must be a boolean, got number"},
     }
     for _, c in ipairs(cases) do
       H.has(H.err(c[1], {p()}, c[2]), c[3])

@@ -25,25 +25,19 @@ local function alias(f)
   return function(...) return errors.call(f, ...) end
 end
 
-both.greater = alias(ember.gt)
-both.greater_equal = alias(ember.ge)
-both.less = alias(ember.lt)
-both.less_equal = alias(ember.le)
-both.not_equal = alias(ember.ne)
-both.absolute = alias(ember.abs)
--- the in-place forms: the C ones write 1/0 (comparisons) or the result into self, keeping
--- its dtype, with PyTorch's checks
-methods.greater_ = alias(T.gt_)
-methods.greater_equal_ = alias(T.ge_)
-methods.less_ = alias(T.lt_)
-methods.less_equal_ = alias(T.le_)
-methods.not_equal_ = alias(T.ne_)
-methods.absolute_ = alias(T.abs_)
-methods.multiply_ = alias(T.mul_)
-methods.divide_ = alias(T.div_)          -- {rounding_mode = "trunc" | "floor"} as div_
-methods.true_divide_ = alias(T.div_)     -- as ember.true_divide, the C alias of div
-methods.subtract_ = alias(T.sub_)        -- {alpha = ...} as sub_
-methods.negative_ = alias(T.neg_)
+-- PyTorch's name = ember's, as a function and a method, and its in-place form: the C one
+-- writes 1/0 (comparisons) or the result into self, keeping its dtype, with PyTorch's checks
+local OTHER_NAMES = {greater = "gt", greater_equal = "ge", less = "lt", less_equal = "le", not_equal = "ne",
+                     absolute = "abs"}
+-- the same for names the C module already binds (multiply, divide, ...), whose in-place form
+-- is all that is missing: divide_ takes {rounding_mode = "trunc" | "floor"} as div_ does,
+-- true_divide_ is div_ (ember.true_divide is the C alias of div), subtract_ takes {alpha}
+local OTHER_INPLACE_NAMES = {multiply = "mul", divide = "div", true_divide = "div", subtract = "sub",
+                             negative = "neg"}
+for name, of in pairs(OTHER_NAMES) do both[name] = alias(ember[of]) end
+for _, names in ipairs({OTHER_NAMES, OTHER_INPLACE_NAMES}) do
+  for name, of in pairs(names) do methods[name .. "_"] = alias(T[of .. "_"]) end
+end
 
 -- ---- the dtype helpers -------------------------------------------------------------------
 

@@ -252,22 +252,25 @@ function methods.geometric_(self, ...)
   return write("geometric_", self, k)
 end
 
+-- log_normal_'s and cauchy_'s start: self checked, then the options: a location and a
+-- scale (> 0), each with its default, and a generator. Returns the options, location, scale.
+local function location_scale(op, self, loc, loc_default, scale, scale_default, ...)
+  fill_target(op, self, true)
+  local o = options(op, {loc, scale, "*", "generator"}, ...)
+  local l = check_number(op, loc, o[loc] == nil and loc_default or o[loc])
+  return o, l, check_positive(op, scale, o[scale] == nil and scale_default or o[scale])
+end
+
 -- t:log_normal_([mean = 1 [, std = 2]]): exp of normal draws of that mean and std
 function methods.log_normal_(self, ...)
-  fill_target("log_normal_", self, true)
-  local o = options("log_normal_", {"mean", "std", "*", "generator"}, ...)
-  local mean = check_number("log_normal_", "mean", o.mean == nil and 1 or o.mean)
-  local std = check_positive("log_normal_", "std", o.std == nil and 2 or o.std)
+  local o, mean, std = location_scale("log_normal_", self, "mean", 1, "std", 2, ...)
   local z = ember.randn(self.shape, {dtype = "float64", device = self.device, generator = generator_of("log_normal_", o)})
   return write("log_normal_", self, (z * std + mean):exp())
 end
 
 -- t:cauchy_([median = 0 [, sigma = 1]]): median + sigma tan(pi (u - 1/2))
 function methods.cauchy_(self, ...)
-  fill_target("cauchy_", self, true)
-  local o = options("cauchy_", {"median", "sigma", "*", "generator"}, ...)
-  local median = check_number("cauchy_", "median", o.median == nil and 0 or o.median)
-  local sigma = check_positive("cauchy_", "sigma", o.sigma == nil and 1 or o.sigma)
+  local o, median, sigma = location_scale("cauchy_", self, "median", 0, "sigma", 1, ...)
   return write("cauchy_", self, ((drawing("cauchy_", o, uniform_like, self) - 0.5) * math.pi):tan() * sigma + median)
 end
 

@@ -19,6 +19,10 @@ local M = {}
 -- torch.finfo's eps and min, which PyTorch's clamp_probs and Categorical.entropy use
 M.EPS = {float32 = 1.1920928955078125e-07, float64 = 2.220446049250313e-16, float16 = 0.0009765625,
          bfloat16 = 0.0078125}
+-- torch.finfo's tiny: the smallest normal number (Gumbel's and Geometric's uniform draws start there,
+-- Gamma's draws are clamped above it)
+M.TINY = {float64 = 2.2250738585072014e-308, float32 = 1.1754943508222875e-38, float16 = 6.103515625e-05,
+          bfloat16 = 1.1754943508222875e-38}
 M.FLOAT_MIN = {float32 = -3.4028234663852886e38, float64 = -1.7976931348623157e308, float16 = -65504.0,
                bfloat16 = -3.3895313892515355e38}
 

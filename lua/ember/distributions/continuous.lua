@@ -224,7 +224,7 @@ function Cauchy:_entropy() return math.log(4 * math.pi) + self.scale:log() end
 -- HalfNormal(scale) and HalfCauchy(scale): |X| of a Normal(0, scale) or Cauchy(0, scale), its
 -- base_dist (PyTorch's TransformedDistribution with an AbsTransform, written out)
 
-local function half(name, base_cls, mean, variance, entropy_shift)
+local function half(name, base_cls, mean, variance)
   local cls = class(name, nil, {"scale"})
   cls.has_rsample = true
   function cls:_init(...)
@@ -250,17 +250,18 @@ local function half(name, base_cls, mean, variance, entropy_shift)
   end
   function cls:_cdf(value) return 2 * self.base_dist:_cdf(value) - 1 end
   function cls:_icdf(prob) return self.base_dist:_icdf((prob + 1) / 2) end
-  function cls:_entropy() return self.base_dist:_entropy() - entropy_shift end
+  -- folding the density onto [0, inf) doubles it: the entropy falls by log 2
+  function cls:_entropy() return self.base_dist:_entropy() - math.log(2) end
   return cls
 end
 
 --- HalfNormal(scale): the absolute value of a Normal(0, scale).
 M.HalfNormal = half("HalfNormal", Normal, function(self) return self.scale * math.sqrt(2 / math.pi) end,
-                    function(self) return self.scale ^ 2 * (1 - 2 / math.pi) end, math.log(2))
+                    function(self) return self.scale ^ 2 * (1 - 2 / math.pi) end)
 
 --- HalfCauchy(scale): the absolute value of a Cauchy(0, scale).
 M.HalfCauchy = half("HalfCauchy", Cauchy, function(self) return ember.full_like(self.scale, math.huge) end,
-                    function(self) return ember.full_like(self.scale, math.huge) end, math.log(2))
+                    function(self) return ember.full_like(self.scale, math.huge) end)
 
 -------------------------------------------------------------------------------
 -- Gumbel(loc, scale): loc - scale log(-log U), U uniform (PyTorch's TransformedDistribution
@@ -274,12 +275,9 @@ P.mean = function(self) return self.loc + self.scale * EULER end
 P.stddev = function(self) return self.scale * (math.pi / math.sqrt(6)) end
 P.variance = function(self) return (self.scale * (math.pi / math.sqrt(6))) ^ 2 end
 
-local TINY = {float64 = 2.2250738585072014e-308, float32 = 1.1754943508222875e-38,
-              float16 = 6.103515625e-05, bfloat16 = 1.1754943508222875e-38}
-
 function Gumbel:_rsample(shape)
   local u = ember.empty(self:_extended_shape(shape), {dtype = self._dtype, device = self._device})
-  u:uniform_(TINY[self._dtype], 1 - B.EPS[self._dtype])
+  u:uniform_(B.TINY[self._dtype], 1 - B.EPS[self._dtype])
   return self.loc - self.scale * (-u:log()):log()
 end
 
@@ -299,7 +297,6 @@ function Gumbel:_entropy() return self.scale:log() + (1 + EULER) end
 -- approximations (standard_gamma_grad_one: a series below x = 0.8, Rice's saddle point
 -- expansion for alpha > 8, a bivariate rational fit elsewhere).
 
-local function digamma(x) return ember.digamma(x) end
 
 -- standard gamma draws of shape alpha (a tensor), in float64
 local function gamma_draws(alpha)
@@ -348,7 +345,7 @@ local function gamma_grad(alpha, x)
   end
   local pow_xa = xs:pow(alpha)
   local pdf = xs:pow(alpha - 1) * (-xs):exp()
-  local cdf_alpha = (xs:log() - digamma(alpha)) * (pow_xa * s1) - pow_xa * s2
+  local cdf_alpha = (xs:log() - ember.digamma(alpha)) * (pow_xa * s1) - pow_xa * s2
   local series = -cdf_alpha / pdf
   series = ember.where(series:isnan(), 0.0, series)
   -- alpha > 8: Rice's saddle point expansion (and its near-mean form within 10 % of alpha)
@@ -402,13 +399,11 @@ P.mean = function(self) return self.concentration / self.rate end
 P.mode = function(self) return ((self.concentration - 1) / self.rate):clamp_min(0) end
 P.variance = function(self) return self.concentration / self.rate ^ 2 end
 
-local function tiny_of(dtype) return TINY[dtype] or TINY.float32 end
-
 function Gamma:_rsample(shape)
   shape = self:_extended_shape(shape)
   local v = standard_gamma(self.concentration:expand(shape)) / self.rate:expand(shape)
   -- PyTorch clamps the draw (not its gradient) above the dtype's tiny
-  return v + (v:detach():clamp_min(tiny_of(v.dtype)) - v:detach())
+  return v + (v:detach():clamp_min(B.TINY[v.dtype]) - v:detach())
 end
 
 function Gamma:_log_prob(value)
@@ -418,7 +413,7 @@ end
 function Gamma:_cdf(value) return ember.special.gammainc(self.concentration, self.rate * value) end
 function Gamma:_entropy()
   local a = self.concentration
-  return a - self.rate:log() + a:lgamma() + (1 - a) * digamma(a)
+  return a - self.rate:log() + a:lgamma() + (1 - a) * ember.digamma(a)
 end
 
 --- Chi2(df): Gamma(df / 2, 1 / 2), its own class with a df field.
@@ -491,7 +486,8 @@ end
 function StudentT:_entropy()
   local df = self.df
   local lbeta = (df * 0.5):lgamma() + math.log(math.sqrt(math.pi)) - ((df + 1) * 0.5):lgamma()
-  return self.scale:log() + (df + 1) * 0.5 * (digamma((df + 1) * 0.5) - digamma(df * 0.5)) + df:log() * 0.5 + lbeta
+  local dpsi = ember.digamma((df + 1) * 0.5) - ember.digamma(df * 0.5)
+  return self.scale:log() + (df + 1) * 0.5 * dpsi + df:log() * 0.5 + lbeta
 end
 
 
@@ -542,7 +538,7 @@ local DIRICHLET_C = {
 
 -- d x / d alpha of a Beta(alpha, beta) draw x near 0 (PyTorch's _beta_grad_alpha_small)
 local function beta_grad_alpha_small(x, alpha, beta)
-  local factor = digamma(alpha) - digamma(alpha + beta) - x:log()
+  local factor = ember.digamma(alpha) - ember.digamma(alpha + beta) - x:log()
   local numer = ember.ones_like(x)
   local series = numer / alpha * (factor + alpha:reciprocal())
   for i = 1, 10 do
@@ -556,7 +552,7 @@ end
 
 -- its derivative in beta near 0 (_beta_grad_beta_small)
 local function beta_grad_beta_small(x, alpha, beta)
-  local factor = digamma(alpha + beta) - digamma(beta)
+  local factor = ember.digamma(alpha + beta) - ember.digamma(beta)
   local numer, betas, dbetas = ember.ones_like(x), ember.ones_like(x), ember.zeros_like(x)
   local series = factor / alpha
   for i = 1, 8 do
@@ -616,7 +612,7 @@ local function dirichlet_grad(x, alpha, total)
       q = q + ua * (b * (b * (b * c1[4] + c1[3]) + c1[2]) + c1[1])
     end
   end
-  local fit = p / q * (xs * (digamma(total) - digamma(alpha)) / beta)
+  local fit = p / q * (xs * (ember.digamma(total) - ember.digamma(alpha)) / beta)
   local r = ember.where(alpha:gt(6):logical_and(beta:gt(6)), mid, fit)
   r = ember.where(x:ge(0.5):logical_and(boundary:lt(0.75)), small_b, r)
   return ember.where(x:le(0.5):logical_and(boundary:lt(2.5)), small_a, r)
@@ -700,7 +696,7 @@ end
 function Dirichlet:_entropy()
   local c = self.concentration
   local k, a0 = c.shape[c:dim()], c:sum(-1)
-  return c:lgamma():sum(-1) - a0:lgamma() - (k - a0) * digamma(a0) - ((c - 1) * digamma(c)):sum(-1)
+  return c:lgamma():sum(-1) - a0:lgamma() - (k - a0) * ember.digamma(a0) - ((c - 1) * ember.digamma(c)):sum(-1)
 end
 
 local Beta = class("Beta", nil, {"concentration1", "concentration0"})

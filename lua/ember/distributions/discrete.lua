@@ -258,9 +258,6 @@ end
 local Geometric = class("Geometric", nil, PROB_ARGS)
 M.Geometric = Geometric
 
-local TINY = {float64 = 2.2250738585072014e-308, float32 = 1.1754943508222875e-38,
-              float16 = 6.103515625e-05, bfloat16 = 1.1754943508222875e-38}
-
 function Geometric:_init(...)
   local k, t = init_binary(self, "Geometric", ...)
   -- beyond unit_interval, as PyTorch checks it: a success must be possible
@@ -285,7 +282,7 @@ Geometric._expand = Bernoulli._expand
 function Geometric:_sample(shape)
   shape = self:_extended_shape(shape)
   local probs = self.probs
-  local u = ember.empty(shape, {dtype = probs.dtype, device = probs.device}):uniform_(TINY[probs.dtype], 1)
+  local u = ember.empty(shape, {dtype = probs.dtype, device = probs.device}):uniform_(B.TINY[probs.dtype], 1)
   return (u:log() / (-probs):log1p()):floor()
 end
 

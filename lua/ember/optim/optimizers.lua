@@ -56,6 +56,21 @@ return function(M, H)
     check_number(where, "lr", g.lr, 0, false, nil, nil, "learning rate")
   end
 
+  -- check_adam_family's checks, then these options as booleans
+  local function adam_family_checks(...)
+    local booleans = {...}
+    return function(g, where)
+      check_adam_family(g, where)
+      for _, name in ipairs(booleans) do check_boolean(where, name, g[name]) end
+    end
+  end
+
+  -- the Adam family's step: st.step counts this one; returns it and the betas
+  local function adam_step(st, g)
+    st.step = st.step + 1
+    return st.step, g.betas[1], g.betas[2]
+  end
+
   -------------------------------------------------------------------------
   -- Adam/AdamW with amsgrad: the fused step covers amsgrad = false; the
   -- amsgrad variant also keeps max_exp_avg_sq and divides by its root.
@@ -63,15 +78,13 @@ return function(M, H)
   function H.adam_amsgrad_param(self, p, grad, st, g)
     zero_state(st, p, "exp_avg", "exp_avg_sq")
     if st.max_exp_avg_sq == nil then st.max_exp_avg_sq = ember.zeros_like(p) end
-    local b1, b2 = g.betas[1], g.betas[2]
+    local step, b1, b2 = adam_step(st, g)
     if g.maximize then grad = -grad end
     if H.decoupled(self, g) then
       p:mul_(1 - g.lr * g.weight_decay)
     elseif g.weight_decay ~= 0 then
       grad = grad + p * g.weight_decay
     end
-    local step = st.step + 1
-    st.step = step
     st.exp_avg:lerp_(grad, 1 - b1)
     addcmul_(st.exp_avg_sq:mul_(b2), grad, grad, 1 - b2)
     local bc1, bc2 = 1 - b1 ^ step, 1 - b2 ^ step
@@ -159,16 +172,11 @@ return function(M, H)
   -------------------------------------------------------------------------
   -- Adamax
 
-  local function check_adamax(g, where)
-    check_adam_family(g, where)
-    check_boolean(where, "maximize", g.maximize)
-  end
+  local check_adamax = adam_family_checks("maximize")
 
   local function adamax_param(_, p, grad, st, g)
     zero_state(st, p, "exp_avg", "exp_inf")
-    local step = st.step + 1
-    st.step = step
-    local b1, b2 = g.betas[1], g.betas[2]
+    local step, b1, b2 = adam_step(st, g)
     grad = effective_grad(p, grad, g)
     st.exp_avg:lerp_(grad, 1 - b1)
     st.exp_inf:mul_(b2):maximum_(grad:abs():add_(g.eps))
@@ -184,18 +192,16 @@ return function(M, H)
   -- NAdam and RAdam (PyTorch 2.x's: maximize, and decoupled_weight_decay, which
   -- scales p by 1 - lr * weight_decay before the step instead of adding the L2 term)
 
+  local check_radam = adam_family_checks("decoupled_weight_decay", "maximize")
+
   local function check_nadam(g, where)
-    check_adam_family(g, where)
+    check_radam(g, where)
     check_number(where, "momentum_decay", g.momentum_decay, 0, false, nil, nil, "momentum_decay value")
-    check_boolean(where, "decoupled_weight_decay", g.decoupled_weight_decay)
-    check_boolean(where, "maximize", g.maximize)
   end
 
   local function nadam_param(_, p, grad, st, g)
     if zero_state(st, p, "exp_avg", "exp_avg_sq") then st.mu_product = 1.0 end
-    local step = st.step + 1
-    st.step = step
-    local b1, b2 = g.betas[1], g.betas[2]
+    local step, b1, b2 = adam_step(st, g)
     local bc2 = 1 - b2 ^ step
     grad = effective_grad(p, grad, g)
     local mu = b1 * (1 - 0.5 * 0.96 ^ (step * g.momentum_decay))
@@ -221,17 +227,9 @@ return function(M, H)
   -------------------------------------------------------------------------
   -- RAdam
 
-  local function check_radam(g, where)
-    check_adam_family(g, where)
-    check_boolean(where, "decoupled_weight_decay", g.decoupled_weight_decay)
-    check_boolean(where, "maximize", g.maximize)
-  end
-
   local function radam_param(_, p, grad, st, g)
     zero_state(st, p, "exp_avg", "exp_avg_sq")
-    local step = st.step + 1
-    st.step = step
-    local b1, b2 = g.betas[1], g.betas[2]
+    local step, b1, b2 = adam_step(st, g)
     local bc1, bc2 = 1 - b1 ^ step, 1 - b2 ^ step
     grad = effective_grad(p, grad, g)
     st.exp_avg:lerp_(grad, 1 - b1)
