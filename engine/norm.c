@@ -211,6 +211,24 @@ static int mixed_params(const char *op, const em_tensor *x, const em_tensor *con
                         "input's dtype %s", op, names[other], em_dtype_name(ps[other]->dtype), em_dtype_name(x->dtype));
 }
 
+/* mixed_params of the affine pair (weight, bias) */
+static int mixed_affine(const char *op, const em_tensor *x, const em_tensor *weight, const em_tensor *bias)
+{
+    const em_tensor *ps[2] = {weight, bias};
+    static const char *const names[2] = {"weight", "bias"};
+    return mixed_params(op, x, ps, names, 2);
+}
+
+/* The mixed case's result: y, the op run on xf (x in float32; NULL when the
+ * cast failed, and y NULL then), in x's dtype. Releases xf and y. */
+static em_tensor *in_dtype_of(const em_tensor *x, em_tensor *xf, em_tensor *y)
+{
+    em_release(xf);
+    em_tensor *r = y ? em_to_dtype(y, x->dtype) : NULL;
+    em_release(y);
+    return r;
+}
+
 /* in-place r = (1 - m) r + m s, on tensors that need no gradient */
 static int running_update(em_tensor *r, const em_tensor *s, double m)
 {
@@ -253,11 +271,9 @@ em_tensor *em_batch_norm(const em_tensor *x, em_tensor *running_mean, em_tensor 
     int mixed = mixed_params(op, x, ps, names, 4);
     if (mixed < 0) return NULL;
     if (mixed) {
-        em_scope s = {0};
-        em_tensor *xf = es_to(&s, x, EM_FLOAT32);
-        em_tensor *yf = xf ? em_scope_keep(&s, em_batch_norm(xf, running_mean, running_var, weight, bias, training,
-                                                             momentum, eps)) : NULL;
-        return em_scope_finish(&s, es_to(&s, yf, x->dtype));
+        em_tensor *xf = em_to_dtype(x, EM_FLOAT32);
+        return in_dtype_of(x, xf, xf ? em_batch_norm(xf, running_mean, running_var, weight, bias, training, momentum,
+                                                     eps) : NULL);
     }
     int64_t C = x->sizes[1];
     if (check_vector(op, "running_mean", x, running_mean, C) || check_vector(op, "running_var", x, running_var, C) ||
@@ -303,15 +319,11 @@ em_tensor *ei_group_norm(const em_tensor *x, int64_t groups, const em_tensor *we
     if (groups < 1 || C % groups != 0)
         return em_set_error("%s: num_groups %lld must be positive and divide the channels %lld (input %s)", op,
                             (long long)groups, (long long)C, SHAPE(x)), NULL;
-    const em_tensor *ps[2] = {weight, bias};
-    static const char *const names[2] = {"weight", "bias"};
-    int mixed = mixed_params(op, x, ps, names, 2);
+    int mixed = mixed_affine(op, x, weight, bias);
     if (mixed < 0) return NULL;
     if (mixed) {
-        em_scope s = {0};
-        em_tensor *xf = es_to(&s, x, EM_FLOAT32);
-        em_tensor *yf = xf ? em_scope_keep(&s, ei_group_norm(xf, groups, weight, bias, eps)) : NULL;
-        return em_scope_finish(&s, es_to(&s, yf, x->dtype));
+        em_tensor *xf = em_to_dtype(x, EM_FLOAT32);
+        return in_dtype_of(x, xf, xf ? ei_group_norm(xf, groups, weight, bias, eps) : NULL);
     }
     if (check_vector(op, "weight", x, weight, C) || check_vector(op, "bias", x, bias, C)) return NULL;
     if (!(eps >= 0)) return em_set_error("%s: eps must be non-negative, got %g", op, eps), NULL;
@@ -344,16 +356,14 @@ em_tensor *ei_layer_norm(const em_tensor *x, const int64_t *normalized_shape, in
     if (!match)
         return em_set_error("%s: input %s must end with normalized_shape %s", op, SHAPE(x),
                             em_sizes_tmp(normalized_shape, nnorm)), NULL;
-    const em_tensor *wb[2] = {weight, bias};
-    static const char *const names[2] = {"weight", "bias"};
-    int mixed = mixed_params(op, x, wb, names, 2);
+    int mixed = mixed_affine(op, x, weight, bias);
     if (mixed < 0) return NULL;
     if (mixed) {
-        em_scope s = {0};
-        em_tensor *xf = es_to(&s, x, EM_FLOAT32);
-        em_tensor *yf = xf ? em_scope_keep(&s, ei_layer_norm(xf, normalized_shape, nnorm, weight, bias, eps)) : NULL;
-        return em_scope_finish(&s, es_to(&s, yf, x->dtype));
+        em_tensor *xf = em_to_dtype(x, EM_FLOAT32);
+        return in_dtype_of(x, xf, xf ? ei_layer_norm(xf, normalized_shape, nnorm, weight, bias, eps) : NULL);
     }
+    const em_tensor *wb[2] = {weight, bias};
+    static const char *const names[2] = {"weight", "bias"};
     for (int k = 0; k < 2; k++) {
         const em_tensor *v = wb[k];
         if (!v) continue;

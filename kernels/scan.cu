@@ -98,17 +98,28 @@ template <class A, int OP> struct sop {
 
 /* ---- warp lines ------------------------------------------------------------ */
 
-/* Chunk c = w % S of line w / S: its input x, output o and elements [k0, k1). */
+/* Chunk c of a line: its input x, output o and elements [k0, k1). */
+template <class T> struct span {
+    const T *x;
+    T *o;
+    int64_t k0, k1;
+};
+
 template <class T>
-__device__ __forceinline__ void chunk_of(const kc_lines &Ln, int64_t S, int64_t chunk, int64_t w, const T **x, T **o,
-                                         int64_t *k0, int64_t *k1)
+__device__ __forceinline__ span<T> chunk_of(const kc_lines &Ln, int64_t chunk, int64_t line, int64_t c)
 {
-    int64_t line = w / S, c = w - line * S, io, oo;
+    int64_t io, oo;
     kc_line_offsets(Ln, line, &io, &oo);
-    *x = (const T *)Ln.in + io;
-    *o = (T *)Ln.out + oo;
-    *k0 = c * chunk;
-    *k1 = *k0 + chunk < Ln.n ? *k0 + chunk : Ln.n;
+    int64_t k0 = c * chunk;
+    return span<T>{(const T *)Ln.in + io, (T *)Ln.out + oo, k0, k0 + chunk < Ln.n ? k0 + chunk : Ln.n};
+}
+
+/* Warp w's: chunk w % S of line w / S. */
+template <class T>
+__device__ __forceinline__ span<T> warp_chunk(const kc_lines &Ln, int64_t S, int64_t chunk, int64_t w)
+{
+    int64_t line = w / S;
+    return chunk_of<T>(Ln, chunk, line, w - line * S);
 }
 
 /* Warp w takes chunk c = w % S of line w / S and scans it, starting from
@@ -121,17 +132,14 @@ warp_scan_kernel(kc_lines Ln, int64_t S, int64_t chunk, const A *carry)
     const int lane = threadIdx.x & 31;
     const int64_t wpb = blockDim.x >> 5, total = Ln.count * S;
     for (int64_t w = (int64_t)blockIdx.x * wpb + (threadIdx.x >> 5); w < total; w += (int64_t)gridDim.x * wpb) {
-        const T *x;
-        T *o;
-        int64_t k0, k1;
-        chunk_of(Ln, S, chunk, w, &x, &o, &k0, &k1);
+        const span<T> sp = warp_chunk<T>(Ln, S, chunk, w);
         A run = carry ? carry[w] : op::ident();
-        for (int64_t k = k0; k < k1; k += 32 * SCAN_K) {
+        for (int64_t k = sp.k0; k < sp.k1; k += 32 * SCAN_K) {
             int64_t b = k + (int64_t)lane * SCAN_K;
             A v[SCAN_K];
 #pragma unroll
             for (int e = 0; e < SCAN_K; e++) {
-                A y = b + e < k1 ? ld(x[(b + e) * Ln.xs]) : op::ident();
+                A y = b + e < sp.k1 ? ld(sp.x[(b + e) * Ln.xs]) : op::ident();
                 v[e] = e ? op::apply(v[e - 1], y) : y;
             }
             A incl = v[SCAN_K - 1];
@@ -144,7 +152,7 @@ warp_scan_kernel(kc_lines Ln, int64_t S, int64_t chunk, const A *carry)
             A pre = lane ? op::apply(run, excl) : run;
 #pragma unroll
             for (int e = 0; e < SCAN_K; e++)
-                if (b + e < k1) st(&o[(b + e) * Ln.os], op::apply(pre, v[e]));
+                if (b + e < sp.k1) st(&sp.o[(b + e) * Ln.os], op::apply(pre, v[e]));
             run = op::apply(run, __shfl_sync(0xffffffffu, incl, 31));
         }
     }
@@ -159,12 +167,9 @@ warp_total_kernel(kc_lines Ln, int64_t S, int64_t chunk, A *tot)
     const int lane = threadIdx.x & 31;
     const int64_t wpb = blockDim.x >> 5, total = Ln.count * S;
     for (int64_t w = (int64_t)blockIdx.x * wpb + (threadIdx.x >> 5); w < total; w += (int64_t)gridDim.x * wpb) {
-        const T *x;
-        T *o;
-        int64_t k0, k1;
-        chunk_of(Ln, S, chunk, w, &x, &o, &k0, &k1);
+        const span<T> sp = warp_chunk<T>(Ln, S, chunk, w);
         A a = op::ident();
-        for (int64_t k = k0 + lane; k < k1; k += 32) a = op::apply(a, ld(x[k * Ln.xs]));
+        for (int64_t k = sp.k0 + lane; k < sp.k1; k += 32) a = op::apply(a, ld(sp.x[k * Ln.xs]));
         for (int d = 16; d > 0; d >>= 1) a = op::apply(a, __shfl_xor_sync(0xffffffffu, a, d));
         if (lane == 0) tot[w] = a;
     }
@@ -181,11 +186,11 @@ col_scan_kernel(kc_lines Ln, int64_t S, int64_t chunk, const A *carry)
     typedef sop<A, OP> op;
     const int64_t total = Ln.count * S;
     for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += (int64_t)gridDim.x * blockDim.x) {
-        int64_t c = t / Ln.count, line = t - c * Ln.count, io, oo;
-        kc_line_offsets(Ln, line, &io, &oo);
-        const T *x = (const T *)Ln.in + io;
-        T *o = (T *)Ln.out + oo;
-        int64_t k = c * chunk, k1 = k + chunk < Ln.n ? k + chunk : Ln.n;
+        const int64_t c = t / Ln.count, line = t - c * Ln.count;
+        const span<T> sp = chunk_of<T>(Ln, chunk, line, c);
+        const T *x = sp.x;
+        T *o = sp.o;
+        int64_t k = sp.k0, k1 = sp.k1;
         A run = carry ? carry[line * S + c] : op::ident();
         for (; k + 3 < k1; k += 4) {        /* four loads in flight */
             T v0 = x[k * Ln.xs], v1 = x[(k + 1) * Ln.xs], v2 = x[(k + 2) * Ln.xs], v3 = x[(k + 3) * Ln.xs];
@@ -208,12 +213,10 @@ col_total_kernel(kc_lines Ln, int64_t S, int64_t chunk, A *tot)
     typedef sop<A, OP> op;
     const int64_t total = Ln.count * S;
     for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += (int64_t)gridDim.x * blockDim.x) {
-        int64_t c = t / Ln.count, line = t - c * Ln.count, io, oo;
-        kc_line_offsets(Ln, line, &io, &oo);
-        const T *x = (const T *)Ln.in + io;
-        int64_t k0 = c * chunk, k1 = k0 + chunk < Ln.n ? k0 + chunk : Ln.n;
+        const int64_t c = t / Ln.count, line = t - c * Ln.count;
+        const span<T> sp = chunk_of<T>(Ln, chunk, line, c);
         A a = op::ident();
-        for (int64_t k = k0; k < k1; k++) a = op::apply(a, ld(x[k * Ln.xs]));
+        for (int64_t k = sp.k0; k < sp.k1; k++) a = op::apply(a, ld(sp.x[k * Ln.xs]));
         tot[line * S + c] = a;
     }
 }

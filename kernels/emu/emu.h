@@ -28,6 +28,7 @@
 #include <library_types.h>
 
 #include <functional>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <vector>
@@ -58,6 +59,8 @@ bool is_device_pointer(const void *p);
 /* Makes the context's sticky error e after a fault found in queued work,
  * printing "ember (emulated CUDA): <message>" on stderr. */
 void fault(cudaError_t e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same with the message after prefix ("" for none), its arguments in ap. */
+void vfault(cudaError_t e, const char *prefix, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
 
 /* Whether the context has a sticky error (NCCL's asynchronous error check). */
 bool sticky_error_for_nccl();

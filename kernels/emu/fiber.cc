@@ -253,12 +253,12 @@ void describe_thread(char *buf, size_t n, const fiber *f)
 void block_fault(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void block_fault(const char *fmt, ...)
 {
-    char msg[1024];
+    char prefix[512];
+    snprintf(prefix, sizeof prefix, "kernel %s: ", run->cfg->name);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    vfault(cudaErrorLaunchFailure, prefix, fmt, ap);
     va_end(ap);
-    fault(cudaErrorLaunchFailure, "kernel %s: %s", run->cfg->name, msg);
     run->aborted = true;
 }
 

@@ -336,15 +336,20 @@ cudaError_t sticky() { return sticky_error; }
 
 bool sticky_error_for_nccl() { return sticky_error != cudaSuccess; }
 
-void fault(cudaError_t e, const char *fmt, ...)
+void vfault(cudaError_t e, const char *prefix, const char *fmt, va_list ap)
 {
     char msg[1200];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    fprintf(stderr, "ember (emulated CUDA): %s%s\n", prefix, msg);
+    if (sticky_error == cudaSuccess) sticky_error = e;
+}
+
+void fault(cudaError_t e, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    vfault(e, "", fmt, ap);
     va_end(ap);
-    fprintf(stderr, "ember (emulated CUDA): %s\n", msg);
-    if (sticky_error == cudaSuccess) sticky_error = e;
 }
 
 static cudaError_t submit_seq(CUstream_st *s, const char *what, std::function<void()> fn, uint64_t *seq)
