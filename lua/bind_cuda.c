@@ -208,9 +208,7 @@ static int event_elapsed(lua_State *L)
 
 static int event_gc(lua_State *L)
 {
-    em_event **e = luaL_checkudata(L, 1, EVENT_MT);
-    em_event_destroy(*e);
-    *e = NULL;
+    em_event_destroy(emlua_unbox(L, 1, EVENT_MT));
     return 0;
 }
 
@@ -368,9 +366,7 @@ static int pool_handle(lua_State *L)
 
 static int pool_gc(lua_State *L)
 {
-    em_graph_pool **p = luaL_checkudata(L, 1, POOL_MT);
-    em_graph_pool_release(*p);
-    *p = NULL;
+    em_graph_pool_release(emlua_unbox(L, 1, POOL_MT));
     return 0;
 }
 

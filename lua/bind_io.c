@@ -282,9 +282,7 @@ static int l_save_raw(lua_State *L) { return save_impl(L, true); }
 
 static int box_gc(lua_State *L)
 {
-    em_checkpoint **box = luaL_checkudata(L, 1, BOX_MT);
-    em_checkpoint_free(*box);
-    *box = NULL;
+    em_checkpoint_free(emlua_unbox(L, 1, BOX_MT));
     return 0;
 }
 
@@ -620,9 +618,7 @@ static int zip_tensor(lua_State *L)
 
 static int zip_close(lua_State *L)
 {
-    em_zip **b = luaL_checkudata(L, 1, ZIP_MT);
-    em_zip_close(*b);
-    *b = NULL;
+    em_zip_close(emlua_unbox(L, 1, ZIP_MT));
     return 0;
 }
 

@@ -73,6 +73,10 @@ int emlua_typeerror(lua_State *L, int arg, const char *op, const char *what);
 /* A file name argument: a non-empty string without zero bytes (the C name
  * would end at one: another file than the one named); raises otherwise. */
 const char *emlua_check_path(lua_State *L, int idx, const char *op);
+/* A pointer boxed in a full userdata (metatable mt) at idx, taken out: the
+ * box holds NULL after, so a second close or __gc finds it empty. For the
+ * __gc and close functions of such boxes. */
+void *emlua_unbox(lua_State *L, int idx, const char *mt);
 /* A writable copy of the string argument at idx (its length in *len), in a
  * userdata pushed onto the stack, which the collector frees. */
 char *emlua_string_copy(lua_State *L, int idx, size_t *len);

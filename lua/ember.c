@@ -113,6 +113,16 @@ const char *emlua_check_path(lua_State *L, int idx, const char *op)
     return lua_tostring(L, idx);
 }
 
+void *emlua_unbox(lua_State *L, int idx, const char *mt)
+{
+    /* the box holds an em_X *: copied as bytes, not read through a void ** */
+    char *box = luaL_checkudata(L, idx, mt);
+    void *p, *none = NULL;
+    memcpy(&p, box, sizeof p);
+    memcpy(box, &none, sizeof none);
+    return p;
+}
+
 char *emlua_string_copy(lua_State *L, int idx, size_t *len)
 {
     const char *s = luaL_checklstring(L, idx, len);
