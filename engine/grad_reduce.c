@@ -97,9 +97,7 @@ static int reduce_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
         r = em_scope_finish(&s, es_mul(&s, hf, share));
     }
     em_release(gk);
-    if (!r) return -1;
-    gin[0] = r;
-    return 0;
+    return (gin[0] = r) ? 0 : -1;
 }
 
 em_tensor *em_ag_reduce(int kind, const em_tensor *in, const int *dims, int ndims, bool keepdim)
@@ -190,9 +188,7 @@ static int softmax_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
         r = es_sub(&s, g, es);
     }
     r = em_scope_finish(&s, r);
-    if (!r) return -1;
-    gin[0] = r;
-    return 0;
+    return (gin[0] = r) ? 0 : -1;
 }
 
 em_tensor *em_ag_softmax(int op, const em_tensor *in, int dim)
@@ -215,9 +211,7 @@ static int cumsum_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     em_tensor *c = em_scope_keep(&s, ei_cumsum(g, n->dim));
     em_tensor *d = es_sub(&s, total, c);
     em_tensor *r = em_scope_finish(&s, es_add(&s, d, g));
-    if (!r) return -1;
-    gin[0] = r;
-    return 0;
+    return (gin[0] = r) ? 0 : -1;
 }
 
 em_tensor *em_ag_cumsum(const em_tensor *in, int dim)
@@ -293,9 +287,7 @@ static int cumprod_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
     em_tensor *r = es_mul(&sc, L, em_scope_keep(&sc, R));
     em_scope_keep(&sc, A);
     r = em_scope_finish(&sc, r);
-    if (!r) return -1;
-    gin[0] = r;
-    return 0;
+    return (gin[0] = r) ? 0 : -1;
 }
 
 em_tensor *em_ag_cumprod(const em_tensor *in, int dim)
@@ -381,9 +373,7 @@ static int variance_backward(em_node *n, em_tensor *const *gout, em_tensor **gin
         r = es_mul(&s, gs, xc);
     }
     r = em_scope_finish(&s, r);
-    if (!r) return -1;
-    gin[0] = r;
-    return 0;
+    return (gin[0] = r) ? 0 : -1;
 }
 
 em_tensor *em_ag_variance(const em_tensor *in, em_tensor *out, const int *dims, int ndims, double dof, bool keepdim,

@@ -131,9 +131,7 @@ static int view_backward(em_node *n, em_tensor *const *gout, em_tensor **gin)
         r = unfold_backward(n, g);
         break;
     }
-    if (!r) return -1;
-    gin[0] = r;
-    return 0;
+    return (gin[0] = r) ? 0 : -1;
 }
 
 static const char *const view_names[] = {
