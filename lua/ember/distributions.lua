@@ -14,7 +14,8 @@
 -- Categorical's classes are 1-based, as every position in ember.
 --
 -- The classes live in ember/distributions/ (base: Distribution and the shared
--- machinery; continuous, discrete, multivariate: the classes; kl: the divergences;
+-- machinery; continuous, discrete, multivariate, transformed: the classes; transforms:
+-- the maps TransformedDistribution pushes a base through; kl: the divergences;
 -- constraints: the supports).
 local B = require "ember.distributions.base"
 
@@ -23,10 +24,17 @@ local M = {
   constraints = B.constraints,
 }
 
-for _, file in ipairs({"continuous", "discrete", "multivariate"}) do
+for _, file in ipairs({"continuous", "discrete", "multivariate", "transformed"}) do
   for name, cls in pairs(require("ember.distributions." .. file)) do
     if type(cls) == "table" then M[name] = cls end
   end
+end
+
+-- torch.distributions.transforms, its classes also in ember.distributions (as PyTorch's)
+local T = require "ember.distributions.transforms"
+M.transforms = T
+for name, cls in pairs(T) do
+  if type(cls) == "table" and name:match("^%u") then M[name] = cls end
 end
 
 local kl = require "ember.distributions.kl"

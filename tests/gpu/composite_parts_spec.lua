@@ -166,6 +166,26 @@ describe("composite parts on the device", function()
     assert.is_true(math.abs(p:mean(1)[3]:item() - 3 / 5.5) < 0.02)
   end)
 
+  it("transforms, TransformedDistribution, Weibull, Binomial and Multinomial on the device", function()
+    local D, T = ember.distributions, ember.distributions.transforms
+    local m, s, v = f64({0.0, 1.0, -2.0}), f64({1.0, 0.5, 2.0}), f64({0.3, -0.9, 0.95})
+    agree(function(mm, ss, x)
+      local pi = D.TransformedDistribution(D.Normal(mm, ss), {T.AffineTransform(0.5, 2.0), T.TanhTransform()})
+      local w = D.Weibull(ss, ss + 1)
+      local b = D.Binomial(10, {logits = mm})
+      return pi:log_prob(x), pi:cdf(x), w:log_prob(x:abs()), w.mean, b:log_prob(x:abs():mul(10):round()),
+             b:entropy(), D.Multinomial(5, ember.stack({ss, ss:flip(1)}, -1)):log_prob(ember.stack({x:abs():mul(5):round(),
+             5 - x:abs():mul(5):round()}, -1))
+    end, {m, s, v})
+    ember.manual_seed(6)
+    local draws = D.Binomial(dev(f64({30.0, 200.0})), dev(f64({0.2, 0.7}))):sample({4000})
+    assert.are.equal(g.devname, draws.device)
+    local mean = draws:mean(1):cpu():tolist()
+    assert.is_true(math.abs(mean[1] - 6) < 0.15 and math.abs(mean[2] - 140) < 0.5, table.concat(mean, ", "))
+    local counts = D.Multinomial(7, dev(f64({0.1, 0.9}))):sample({100})
+    assert.are.equal(0, (counts:sum(-1):cpu() - 7):abs():max():item())
+  end)
+
   it("testing.assert_close compares device tensors and refuses mixed devices", function()
     local x = dev(f64({1.0, 2.0}))
     ember.testing.assert_close(x, x + 1e-9)

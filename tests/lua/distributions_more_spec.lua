@@ -18,13 +18,7 @@ local function build(name, validate)
   return D[name](t(FX.loc), t(FX.scale), o)
 end
 
--- want flattened (nested lists for a batch of vectors)
-local function flat(v, out)
-  out = out or {}
-  if type(v) ~= "table" then out[#out + 1] = v return out end
-  for _, x in ipairs(v) do flat(x, out) end
-  return out
-end
+local flat = h.flat
 
 local function close(what, got, want) h.check_flat(got, flat(want), what, 1e-13) end
 

@@ -133,6 +133,14 @@ function M.from_flat(spec, dtype)
   return t:reshape(spec.shape)
 end
 
+-- the numbers of a nested list in row-major order (a number: a list of it)
+function M.flat(v, out)
+  out = out or {}
+  if type(v) ~= "table" then out[#out + 1] = v return out end
+  for _, x in ipairs(v) do M.flat(x, out) end
+  return out
+end
+
 -- t's flat values equal want (a flat list) within tol (NaN equal to NaN); what names t
 function M.check_flat(t, want, what, tol)
   local got = t:reshape(-1):tolist()

@@ -117,6 +117,7 @@ end
 local Distribution = {__name = "Distribution", _name = "Distribution", _props = {}, _arg_names = {},
                       has_rsample = false, has_enumerate_support = false}
 Distribution.__index = instance_index
+M.instance_index = instance_index
 M.Distribution = Distribution
 
 -- PyTorch validates by default (Distribution._validate_args = __debug__)
@@ -165,18 +166,22 @@ function M.class(name, parent, arg_names)
   return setmetatable(cls, {__index = parent, __call = construct})
 end
 
--- v is an instance of a distribution class
-function M.is_distribution(v)
+-- v is an instance of root or of a class derived from it (classes chain to their parents
+-- through their metatables' __index)
+function M.is_instance(v, root)
   if type(v) ~= "table" then return false end
   local c = getmetatable(v)
   for _ = 1, 32 do
     if type(c) ~= "table" then return false end
-    if c == Distribution then return true end
+    if c == root then return true end
     local mt = getmetatable(c)
     c = mt and mt.__index
   end
   return false
 end
+
+-- v is an instance of a distribution class
+function M.is_distribution(v) return M.is_instance(v, Distribution) end
 
 -- ---- parameters ------------------------------------------------------------------------------
 
@@ -289,6 +294,15 @@ function M.init_params(self, names, values, validate)
   for i, k in ipairs(names) do rawset(self, k, ts[i]) end
   M.set_dtype(self, ts[1])
   M.init(self, numbers and {} or ts[1].shape, {}, validate)
+end
+
+-- a distribution built around another (Independent, TransformedDistribution): base_dist,
+-- and the base's rsample, dtype and device
+function M.set_base(self, base_dist)
+  rawset(self, "base_dist", base_dist)
+  rawset(self, "has_rsample", base_dist.has_rsample)
+  rawset(self, "_dtype", base_dist._dtype)
+  rawset(self, "_device", base_dist._device)
 end
 
 -- new instance of self's class, for expand: shapes set, validation as self's, unchecked

@@ -1,5 +1,5 @@
--- ember.distributions.discrete — Bernoulli, Categorical, OneHotCategorical, Geometric
--- and Poisson, with PyTorch's formulas (torch/distributions/*.py).
+-- ember.distributions.discrete — Bernoulli, Categorical, OneHotCategorical, Geometric,
+-- Poisson, Binomial and Multinomial, with PyTorch's formulas (torch/distributions/*.py).
 --
 -- Categorical's classes are 1-based, as every position in ember: samples,
 -- mode and enumerate_support give 1..K and log_prob takes 1..K (PyTorch: 0..K-1).
@@ -326,32 +326,38 @@ local function poisson_small(lam, mask, out)
   return out
 end
 
--- Hörmann's transformed rejection (PTRS, 1993) where rate >= 10, the constants and
--- tests of PyTorch's sampler: each pass draws a candidate for every element still
--- pending and keeps the accepted ones, until none is pending.
+-- Hörmann's transformed rejection, the loop of Poisson's PTRS and Binomial's BTRS: each
+-- pass draws U - 1/2 and V uniform for every element, the candidate k = floor((2a / us + b)
+-- U + c) with us = 1/2 - |U|, and keeps it where pending and accept(k, us, V), until none
+-- is pending
+local function transformed_rejection(shape, a, b, c, accept, pending, out)
+  local F64 = {dtype = "float64", device = out.device}
+  while pending:any():item() do
+    local U = ember.rand(shape, F64) - 0.5
+    local V = ember.rand(shape, F64)
+    local us = 0.5 - U:abs()
+    local k = ((2 * a / us + b) * U + c):floor()
+    local take = pending:logical_and(accept(k, us, V))
+    out = ember.where(take, k, out)
+    pending = pending:logical_and(take:logical_not())
+  end
+  return out
+end
+
+-- PTRS (Hörmann, 1993) where rate >= 10, with the constants and tests of PyTorch's sampler
 local function poisson_large(lam, mask, out)
-  local n, F64 = lam:numel(), {dtype = "float64", device = lam.device}
   local slam, loglam = lam:sqrt(), lam:log()
   local b = 0.931 + 2.53 * slam
   local a = -0.059 + 0.02483 * b
   local log_invalpha = (1.1239 + 1.1328 / (b - 3.4)):log()
   local vr = 0.9277 - 3.6224 / (b - 2)
-  local pending = mask
-  while pending:any():item() do
-    local U = ember.rand(n, F64) - 0.5
-    local V = ember.rand(n, F64)
-    local us = 0.5 - U:abs()
-    local k = ((2 * a / us + b) * U + lam + 0.43):floor()
+  return transformed_rejection(lam:numel(), a, b, lam + 0.43, function(k, us, V)
     local quick = us:ge(0.07):logical_and(V:le(vr))
     local rejected = k:lt(0):logical_or(us:lt(0.013):logical_and(V:gt(us)))
     local lhs = V:log() + log_invalpha - (a / (us * us) + b):log()
     local rhs = -lam + k * loglam - (k + 1):lgamma()
-    local accept = quick:logical_or(rejected:logical_not():logical_and(lhs:le(rhs)))
-    local take = pending:logical_and(accept)
-    out = ember.where(take, k, out)
-    pending = pending:logical_and(take:logical_not())
-  end
-  return out
+    return quick:logical_or(rejected:logical_not():logical_and(lhs:le(rhs)))
+  end, mask, out)
 end
 
 -- exact draws in float64 (rate 0 gives 0), returned in the rate's dtype
@@ -371,6 +377,248 @@ function Poisson:_log_prob(value)
   rate, value = ember.broadcast_tensors(self.rate, value)
   local xlogy = ember.where(value:eq(0):logical_and(rate:eq(0)), 0, value * rate:log())
   return xlogy - rate - (value + 1):lgamma()
+end
+
+
+-------------------------------------------------------------------------------
+-- Binomial(total_count, probs | logits): successes in total_count Bernoulli(probs) trials
+
+local BIN_ARGS = {"total_count", "probs", "logits"}
+local Binomial = class("Binomial", nil, BIN_ARGS)
+Binomial.has_enumerate_support = true
+M.Binomial = Binomial
+
+function Binomial:_init(...)
+  local o = B.options("Binomial", BIN_ARGS, {}, ...)
+  local k = which_param("Binomial", o)
+  local n = o.total_count == nil and 1 or o.total_count
+  if ember.is_tensor(n) and not n:is_floating_point() then   -- counts: any dtype, as PyTorch's
+    n = n:to(ember.is_tensor(o[k]) and o[k].dtype or ember.get_default_dtype())
+  end
+  local ts, numbers = B.broadcast_all("Binomial", {"total_count", k}, {n, o[k]})
+  -- total_count takes the parameter's dtype (PyTorch's type_as)
+  rawset(self, "total_count", ts[1]:to(ts[2].dtype))
+  rawset(self, k, ts[2])
+  rawset(self, "_param", ts[2])
+  B.set_dtype(self, ts[2])
+  B.init(self, numbers and {} or ts[2].shape, {}, o.validate_args)
+end
+
+P = Binomial._props
+P.arg_constraints = function()
+  return {total_count = C.nonnegative_integer, probs = C.unit_interval, logits = C.real}
+end
+P.param_shape = param_shape
+-- 0..total_count; PyTorch's integer_interval(0, total_count) with a tensor bound
+P.support = function(self)
+  local n = self.total_count
+  return setmetatable({_repr = "IntegerInterval(lower_bound=0, upper_bound=" .. tostring(n) .. ")",
+                       _check = function(v) return (v % 1):eq(0):logical_and(v:ge(0)):logical_and(v:le(n)) end,
+                       event_dim = 0, is_discrete = true, lower_bound = 0, upper_bound = n}, C.Constraint)
+end
+P.probs = lazy("probs", function(self) return self.logits:sigmoid() end)
+P.logits = lazy("logits", function(self)
+  local ps = clamp_probs(self.probs)
+  return ps:log() - (-ps):log1p()
+end)
+P.mean = function(self) return self.total_count * self.probs end
+P.mode = function(self)
+  local n = self.total_count
+  return ember.minimum(((n + 1) * self.probs):floor(), n)
+end
+P.variance = function(self) return self.total_count * self.probs * (1 - self.probs) end
+
+function Binomial:_expand(shape)
+  local new = B.expanded(self, shape)
+  expand_probs(self, new, shape)
+  rawset(new, "total_count", self.total_count:expand(shape))
+  return new
+end
+
+-- Stirling's series of log k! beyond its first terms, tabulated below 10 (PyTorch's
+-- stirling_approx_tail, from TensorFlow's binomial sampler)
+local STIRLING_TAIL = {0.0810614667953272, 0.0413406959554092, 0.0276779256849983, 0.02079067210376509,
+                       0.0166446911898211, 0.0138761288230707, 0.0118967099458917, 0.0104112652619720,
+                       0.00925546218271273, 0.00833056343336287}
+
+local function stirling_tail(k)
+  local table_ = ember.tensor(STIRLING_TAIL, {dtype = "float64", device = k.device})
+  local small = table_:index_select(1, k:clamp(0, 9):to("int64"):reshape(-1) + 1):reshape(k.shape)
+  local kp1sq = (k + 1) * (k + 1)
+  return ember.where(k:lt(10), small, (1 / 12 - (1 / 360 - 1 / 1260 / kp1sq) / kp1sq) / (k + 1))
+end
+
+-- Hörmann's BTRS (transformed rejection with squeeze, 1993) where count * p >= 10, p <= 1/2,
+-- with PyTorch's constants
+local function binomial_btrs(n, p, pending, out)
+  local stddev = (n * p * (1 - p)):sqrt()
+  local b = stddev * 2.53 + 1.15
+  local a = b * 0.0248 + p * 0.01 - 0.0873
+  local v_r = 0.92 - 4.2 / b
+  local r = p / (1 - p)
+  local alpha = (5.1 / b + 2.83) * stddev
+  local m = ((n + 1) * p):floor()
+  local head = (m + 0.5) * ((m + 1) / (r * (n - m + 1))):log() + stirling_tail(m) + stirling_tail(n - m)
+  return transformed_rejection(n.shape, a, b, n * p + 0.5, function(k, us, V)
+    local valid = k:ge(0):logical_and(k:le(n))
+    local kc = ember.minimum(k:clamp_min(0), n)    -- the bound's logs stay finite where k is refused
+    local lv = (V * alpha / (a / (us * us) + b)):log()
+    local bound = head + (n + 1) * ((n - m + 1) / (n - kc + 1)):log() + (kc + 0.5) * (r * (n - kc + 1) / (kc + 1)):log()
+                  - stirling_tail(kc) - stirling_tail(n - kc)
+    return valid:logical_and(us:ge(0.07):logical_and(V:le(v_r)):logical_or(lv:le(bound)))
+  end, pending, out)
+end
+
+-- where count * p < 10: the number of geometric waiting times (ceil(log U / log(1 - p)))
+-- that fit in count trials
+local function binomial_inversion(n, p, pending, out)
+  local F64 = {dtype = "float64", device = n.device}
+  local logq = (-p):log1p()
+  local sum = ember.zeros(n.shape, F64)
+  local count = ember.zeros(n.shape, F64)
+  while pending:any():item() do
+    sum = sum + ember.where(pending, (ember.rand(n.shape, F64):log() / logq):ceil(), 0)
+    pending = pending:logical_and(sum:le(n))
+    count = count + pending:to("float64")
+  end
+  return ember.where(out:isnan(), out, count)
+end
+
+-- exact draws of Binomial(n, p) in float64, by PyTorch's sample_binomial: 0 where n <= 0
+-- or p <= 0, n where p >= 1, n - a draw with 1 - p above 1/2, NaN for a NaN p
+local function sample_binomial(n, p)
+  local flip = p:gt(0.5)
+  local q = ember.where(flip, 1 - p, p)
+  local regular = n:gt(0):logical_and(p:gt(0)):logical_and(p:lt(1))
+  local large = (n * q):ge(10)
+  local out = ember.where(p:isnan(), 0 / 0, ember.zeros_like(p))
+  local inv = binomial_inversion(n, q, regular:logical_and(large:logical_not()), out)
+  local draws = binomial_btrs(n, q, regular:logical_and(large), inv)
+  draws = ember.where(flip:logical_and(regular), n - draws, draws)
+  return ember.where(p:ge(1), n, draws)
+end
+
+function Binomial:_sample(shape)
+  shape = self:_extended_shape(shape)
+  local n = self.total_count:expand(shape):to("float64")
+  local p = self.probs:expand(shape):to("float64")
+  return sample_binomial(n, p):to(self._dtype)
+end
+
+-- max(x, 0), with half the gradient on each side at 0 (PyTorch's _clamp_by_zero)
+local function clamp_by_zero(x) return (x:clamp_min(0) + x - x:clamp_max(0)) / 2 end
+
+-- k logit - n max(logit, 0) - n log1p(e^-|logit|) + log C(n, k): PyTorch's stable form
+function Binomial:_log_prob(value)
+  local n, logits = self.total_count, self.logits
+  local normalize = n * clamp_by_zero(logits) + n * (-logits:abs()):exp():log1p() - (n + 1):lgamma()
+  return value * logits - normalize - (value + 1):lgamma() - (n - value + 1):lgamma()
+end
+
+-- one total_count for every element (PyTorch refuses inhomogeneous counts here)
+local function homogeneous_count(self, what)
+  local n = self.total_count
+  local hi, lo = n:max():item(), n:min():item()
+  if hi ~= lo then raisef("%s: inhomogeneous total_count is not supported by %s", self._name, what) end
+  return math.tointeger(hi) or hi
+end
+
+function Binomial:_enumerate_support(expand)
+  local n = homogeneous_count(self, "enumerate_support")
+  return B.enumerate(self, ember.arange(n + 1, {dtype = self._dtype, device = self._device}), expand)
+end
+
+function Binomial:_entropy()
+  homogeneous_count(self, "entropy")
+  local lp = self:log_prob(self:_enumerate_support(false))
+  return -(lp:exp() * lp):sum(1)
+end
+
+-------------------------------------------------------------------------------
+-- Multinomial(total_count, probs | logits): counts of total_count Categorical draws
+
+local Multinomial = class("Multinomial", nil, BIN_ARGS)
+M.Multinomial = Multinomial
+
+function Multinomial:_init(...)
+  local o = B.options("Multinomial", BIN_ARGS, {}, ...)
+  local n = o.total_count == nil and 1 or o.total_count
+  if math.type(n) ~= "integer" then
+    raisef("Multinomial: total_count must be an integer (PyTorch supports no inhomogeneous total_count), got %s",
+           type(n) == "number" and tostring(n) or type(n))
+  end
+  local k = which_param("Multinomial", o)
+  local cat = Categorical({[k] = o[k], validate_args = o.validate_args})
+  rawset(self, "total_count", n)
+  rawset(self, "_categorical", cat)
+  B.set_dtype(self, cat._param)
+  B.init(self, cat.batch_shape, {cat._num_events}, o.validate_args)
+end
+
+-- Binomial(total_count, the same probs): the marginal of each count
+local function binomial_of(self)
+  local b = rawget(self, "_binomial")
+  if not b then
+    local cat = self._categorical
+    local k = rawget(cat, "probs") and "probs" or "logits"
+    b = Binomial({total_count = self.total_count, [k] = cat[k], validate_args = false})
+    rawset(self, "_binomial", b)
+  end
+  return b
+end
+
+P = Multinomial._props
+P.arg_constraints = function() return {probs = C.simplex, logits = C.real_vector} end
+P.probs = function(self) return self._categorical.probs end
+P.logits = function(self) return self._categorical.logits end
+P.param_shape = function(self) return self._categorical.param_shape end
+-- non-negative integer counts adding up to total_count (PyTorch's constraints.multinomial
+-- checks a sum <= total_count)
+P.support = function(self)
+  local n = self.total_count
+  return setmetatable({_repr = "Multinomial(upper_bound=" .. n .. ")",
+                       _check = function(v) return v:ge(0):all(-1):logical_and(v:sum(-1):le(n)) end,
+                       event_dim = 1, is_discrete = true, upper_bound = n}, C.Constraint)
+end
+P.mean = function(self) return self.probs * self.total_count end
+P.variance = function(self) return self.probs * (1 - self.probs) * self.total_count end
+
+function Multinomial:_expand(shape)
+  local new = B.expanded(self, shape)
+  rawset(new, "total_count", self.total_count)
+  rawset(new, "_categorical", self._categorical:_expand(shape))
+  return new
+end
+
+-- total_count class draws per sample, counted into their classes
+function Multinomial:_sample(shape)
+  local draws = self._categorical:_sample(B.concat({self.total_count}, shape))
+  local dims = {}
+  for i = 2, draws:dim() do dims[#dims + 1] = i end
+  dims[#dims + 1] = 1
+  draws = draws:permute(dims)
+  local counts = ember.zeros(self:_extended_shape(shape), {dtype = "int64", device = self._device})
+  counts:scatter_add_(-1, draws, ember.ones_like(draws))
+  return counts:to(self._dtype)
+end
+
+function Multinomial:_log_prob(value)
+  local logits
+  logits, value = ember.broadcast_tensors(self.logits, value)
+  -- a class of probability 0 that was not drawn contributes nothing (not 0 * -inf)
+  logits = ember.where(value:eq(0):logical_and(logits:eq(-math.huge)), 0, logits)
+  return (value:sum(-1) + 1):lgamma() - (value + 1):lgamma():sum(-1) + (logits * value):sum(-1)
+end
+
+function Multinomial:_entropy()
+  local n = self.total_count
+  local term1 = self._categorical:entropy() * n - ember.tensor(n + 1, {dtype = "float64"}):lgamma():item()
+  local bin = binomial_of(self)
+  local support = bin:_enumerate_support(false)
+  support = support:narrow(1, 2, support.shape[1] - 1)
+  local probs = bin:log_prob(support):exp()
+  local term2 = (probs * (support + 1):lgamma()):sum(1):sum(-1)
+  return term1 + term2
 end
 
 return M

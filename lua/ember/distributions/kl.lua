@@ -10,6 +10,7 @@ local B = require "ember.distributions.base"
 local C = require "ember.distributions.continuous"
 local D = require "ember.distributions.discrete"
 local MV = require "ember.distributions.multivariate"
+local TD = require "ember.distributions.transformed"
 
 local F = ember.nn.functional
 local raisef = B.raisef
@@ -205,6 +206,38 @@ register(MV.Independent, MV.Independent, function(p, q)
            .. "reinterpreted_batch_ndims (%d vs %d)", n, m)
   end
   return B.sum_rightmost(kl(p.base_dist, q.base_dist), n)
+end)
+
+register(D.Binomial, D.Binomial, function(p, q)
+  if p.total_count:lt(q.total_count):any():item() then
+    raisef("kl_divergence: KL between Binomials where q.total_count > p.total_count is not implemented")
+  end
+  local k = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs):log1p() - (-q.probs):log1p())
+  return ember.where(p.total_count:gt(q.total_count), INF, k)
+end)
+
+register(TD.Pareto, TD.Pareto, function(p, q)
+  local alpha_ratio = q.alpha / p.alpha
+  local r = q.alpha * (p.scale / q.scale):log() - alpha_ratio:log() + alpha_ratio - 1
+  return ember.where(p.scale:lt(q.scale), INF, r)
+end)
+
+-- the same transforms of two bases: the bases' divergence
+register(TD.TransformedDistribution, TD.TransformedDistribution, function(p, q)
+  local same = #p.transforms == #q.transforms
+  for i = 1, same and #p.transforms or 0 do same = same and p.transforms[i]:equals(q.transforms[i]) end
+  if not same then
+    raisef("kl_divergence: no KL(p || q) is implemented for TransformedDistributions with different transforms")
+  end
+  if not B.broadcast_shapes(p.event_shape, q.event_shape) or #p.event_shape ~= #q.event_shape then
+    raisef("kl_divergence: no KL(p || q) is implemented for TransformedDistributions with different event shapes")
+  end
+  for i = 1, #p.event_shape do
+    if p.event_shape[i] ~= q.event_shape[i] then
+      raisef("kl_divergence: no KL(p || q) is implemented for TransformedDistributions with different event shapes")
+    end
+  end
+  return kl(p.base_dist, q.base_dist)
 end)
 
 -- ---- pairs of different classes -----------------------------------------------------------

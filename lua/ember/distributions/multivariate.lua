@@ -169,12 +169,9 @@ local Independent = class("Independent", nil, {})
 M.Independent = Independent
 
 local function set_independent(self, base_dist, n)
-  rawset(self, "base_dist", base_dist)
+  B.set_base(self, base_dist)
   rawset(self, "reinterpreted_batch_ndims", n)
-  rawset(self, "has_rsample", base_dist.has_rsample)
   rawset(self, "has_enumerate_support", n == 0 and base_dist.has_enumerate_support)
-  rawset(self, "_dtype", base_dist._dtype)
-  rawset(self, "_device", base_dist._device)
 end
 
 function Independent:_init(...)
