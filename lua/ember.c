@@ -978,6 +978,9 @@ static const char *const lazy_functions[][2] = {
     {"save_checkpoint", "ember.checkpoint"},
     {"load_checkpoint", "ember.checkpoint"},
     {"autocast", "ember.autocast"},
+    {"vmap", "ember.func"},
+    {"cond", "ember.func"},
+    {"while_loop", "ember.func"},
     {NULL, NULL},
 };
 
@@ -1024,10 +1027,10 @@ int emlua_lazy_method(lua_State *L, const char *name)
     return 1;
 }
 
-/* ember.nn, ember.optim, ember.data, ember.hf, ember.lora, ember.special, ...: Lua submodules loaded on first use. */
+/* ember.nn, ember.optim, ember.data, ember.hf, ember.lora, ember.special, ember.func, ...: Lua submodules loaded on first use. */
 static const char *const submodules[] = {"nn", "optim", "data", "autograd", "help", "plot", "linalg", "amp",
                                          "distributed", "utils", "profiler", "memory", "debug", "hf", "lora", "special",
-                                         "distributions", "testing",
+                                         "distributions", "testing", "func",
                                          NULL};
 
 static int module_index(lua_State *L)

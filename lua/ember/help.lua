@@ -39,7 +39,7 @@ local ember = require "ember"
 local M = {}
 
 -- The doc files, in load order. Missing ones are skipped: docs are written area by area.
-local DOC_FILES = {"tensor", "ember", "conv", "attention", "nn", "optim", "data", "autograd", "cuda", "plot", "math", "reduction", "shape", "einsum", "linalg", "activation", "rnn", "optimizers", "amp", "autocast", "distributed", "tensorboard", "activation_checkpoint", "composite", "composite_shape", "composite_aliases", "composite_random", "special", "distributions", "testing", "profiler", "memory", "debug", "hf", "hf_tokenizer", "lora", "nn_extra", "composite_extra", "ctc", "grid_sample"}
+local DOC_FILES = {"tensor", "ember", "conv", "attention", "nn", "optim", "data", "autograd", "cuda", "plot", "math", "reduction", "shape", "einsum", "linalg", "activation", "rnn", "optimizers", "amp", "autocast", "distributed", "tensorboard", "activation_checkpoint", "composite", "composite_shape", "composite_aliases", "composite_random", "special", "distributions", "testing", "profiler", "memory", "debug", "hf", "hf_tokenizer", "lora", "nn_extra", "composite_extra", "ctc", "grid_sample", "func"}
 
 -- Short prefixes accepted in names, as the shell pre-loads nn, optim, ... as globals.
 local PREFIXES = {
@@ -78,7 +78,7 @@ local ROOTS = {
 }
 
 -- ember functions that the binding loads on first use, so pairs(ember) misses them.
-local LAZY_FUNCTIONS = {"save_checkpoint", "load_checkpoint"}
+local LAZY_FUNCTIONS = {"save_checkpoint", "load_checkpoint", "vmap", "cond", "while_loop"}
 
 -- ---- loading the entries ------------------------------------------------------------
 
@@ -270,6 +270,7 @@ local function public_modules()
     {"ember.memory", ember.memory}, {"ember.debug", ember.debug},
     {"ember.hf", ember.hf}, {"ember.lora", ember.lora}, {"ember.special", ember.special},
     {"ember.distributions", ember.distributions}, {"ember.testing", ember.testing},
+    {"ember.func", ember.func},
   }
   local out = {}
   for _, m in ipairs(mods) do if type(m[2]) == "table" then out[#out + 1] = m end end

@@ -4,7 +4,7 @@
 local ember = require "ember"
 local help = require "ember.help"
 
-local DOC_FILES = {"tensor", "ember", "conv", "attention", "nn", "optim", "data", "autograd", "cuda", "plot", "math", "reduction", "shape", "einsum", "linalg", "activation", "rnn", "optimizers", "amp", "autocast", "distributed", "tensorboard", "activation_checkpoint", "composite", "composite_shape", "composite_aliases", "composite_random", "special", "distributions", "testing", "profiler", "memory", "debug", "hf", "hf_tokenizer", "lora", "nn_extra", "composite_extra", "ctc", "grid_sample"}
+local DOC_FILES = {"tensor", "ember", "conv", "attention", "nn", "optim", "data", "autograd", "cuda", "plot", "math", "reduction", "shape", "einsum", "linalg", "activation", "rnn", "optimizers", "amp", "autocast", "distributed", "tensorboard", "activation_checkpoint", "composite", "composite_shape", "composite_aliases", "composite_random", "special", "distributions", "testing", "profiler", "memory", "debug", "hf", "hf_tokenizer", "lora", "nn_extra", "composite_extra", "ctc", "grid_sample", "func"}
 
 -- Runs f with print captured; returns the printed text and f's results.
 local function capture(f, ...)
@@ -56,13 +56,14 @@ local function public_functions()
     {"ember.utils.tensorboard", ember.utils.tensorboard}, {"ember.utils.checkpoint", ember.utils.checkpoint},
     {"ember.lora", ember.lora}, {"ember.special", ember.special},
     {"ember.distributions", ember.distributions}, {"ember.testing", ember.testing},
+    {"ember.func", ember.func},
   }
   local is_module = {[ember] = true, [ember.Tensor] = true}
   for _, m in ipairs(modules) do is_module[m[2]] = true end
   for k, v in sorted_pairs(ember) do
     if type(v) == "function" then out[#out + 1] = {"ember." .. k, v} end
   end
-  for _, k in ipairs{"save_checkpoint", "load_checkpoint"} do   -- loaded on first use
+  for _, k in ipairs{"save_checkpoint", "load_checkpoint", "vmap", "cond", "while_loop"} do   -- loaded on first use
     out[#out + 1] = {"ember." .. k, ember[k]}
   end
   for k, v in sorted_pairs(ember.Tensor) do
