@@ -18,7 +18,8 @@ local M = {}
 M.Linear = nn.Linear:extend("Linear")
 function M.Linear:init(weight, bias)
   self.in_features, self.out_features = weight.shape[2], weight.shape[1]
-  self.weight, self.bias = weight, bias
+  self.weight = weight
+  self.bias = bias
 end
 
 --- Conv1D(weight [in, out], bias [out]): y = x @ weight + bias (transformers' Conv1D,
@@ -26,7 +27,8 @@ end
 M.Conv1D = nn.Module:extend("Conv1D")
 function M.Conv1D:init(weight, bias)
   self.nx, self.nf = weight.shape[1], weight.shape[2]
-  self.weight, self.bias = weight, bias
+  self.weight = weight
+  self.bias = bias
 end
 function M.Conv1D:extra_repr() return string.format("nf=%d, nx=%d", self.nf, self.nx) end
 function M.Conv1D:forward(x)
@@ -53,7 +55,8 @@ function M.LayerNorm:init(weight, bias, eps)
   self.normalized_shape = {weight.shape[1]}
   self.eps = eps
   self.elementwise_affine = true
-  self.weight, self.bias = weight, bias
+  self.weight = weight
+  self.bias = bias
 end
 
 -- ---- causal language models ----------------------------------------------------------------
