@@ -81,45 +81,40 @@ extern int em_autocast_threads;
 #define EM_AC_LIST (ac_list_)
 
 /* The internal forms of the public ops with a policy (ember.h documents
- * each under its em_ name). */
-em_tensor *ei_unary(em_unary_op op, const em_tensor *a);
-em_tensor *ei_binary(em_binary_op op, const em_tensor *a, const em_tensor *b);
-em_tensor *ei_binary_scalar(em_binary_op op, const em_tensor *a, double s, bool s_is_int, bool scalar_first);
-em_tensor *ei_pow_scalar(const em_tensor *a, double e);
-em_tensor *ei_addcmul(const em_tensor *a, const em_tensor *b, const em_tensor *c, double value);
-em_tensor *ei_addcdiv(const em_tensor *a, const em_tensor *b, const em_tensor *c, double value);
-em_tensor *ei_sum(const em_tensor *t, const int *dims, int ndims, bool keepdim);
-em_tensor *ei_prod(const em_tensor *t, const int *dims, int ndims, bool keepdim);
-em_tensor *ei_norm(const em_tensor *t, double p, const int *dims, int ndims, bool keepdim);
-em_tensor *ei_logsumexp(const em_tensor *t, const int *dims, int ndims, bool keepdim);
-em_tensor *ei_softmax(const em_tensor *t, int dim);
-em_tensor *ei_log_softmax(const em_tensor *t, int dim);
-em_tensor *ei_cumsum(const em_tensor *t, int dim);
-em_tensor *ei_cumprod(const em_tensor *t, int dim);
-em_tensor *ei_cross_entropy(const em_tensor *input, const em_tensor *target, const em_tensor *weight,
-                            int64_t ignore_index, double smoothing, em_reduction reduction);
-em_tensor *ei_conv(const em_tensor *x, const em_tensor *w, const em_tensor *bias, const em_conv_args *a);
-em_tensor *ei_group_norm(const em_tensor *x, int64_t groups, const em_tensor *weight, const em_tensor *bias,
-                         double eps);
-em_tensor *ei_layer_norm(const em_tensor *x, const int64_t *normalized_shape, int nnorm,
-                         const em_tensor *weight, const em_tensor *bias, double eps);
-em_tensor *ei_scaled_dot_product_attention(const em_tensor *q, const em_tensor *k, const em_tensor *v,
-                                           const em_tensor *mask, double dropout_p, bool is_causal,
-                                           double scale);
-em_tensor *ei_matmul(const em_tensor *a, const em_tensor *b);
-em_tensor *ei_mm(const em_tensor *a, const em_tensor *b);
-em_tensor *ei_bmm(const em_tensor *a, const em_tensor *b);
-em_tensor *ei_addmm(const em_tensor *c, const em_tensor *a, const em_tensor *b, double beta, double alpha);
-em_tensor *ei_dot(const em_tensor *a, const em_tensor *b);
-em_tensor *ei_linear(const em_tensor *x, const em_tensor *w, const em_tensor *b, em_linear_act act);
-em_tensor *ei_scatter_add(const em_tensor *t, int dim, const em_tensor *index, const em_tensor *src);
-em_tensor *ei_cat(em_tensor *const *ts, int n, int dim);
-em_tensor *ei_stack(em_tensor *const *ts, int n, int dim);
-em_tensor *ei_index_put(const em_tensor *t, em_tensor *const *indices, int n, const em_tensor *values,
-                        bool accumulate);
-em_tensor *ei_einsum(const char *equation, em_tensor *const *operands, int n);
-em_tensor *ei_tensordot(const em_tensor *a, const em_tensor *b, const int *dims_a, const int *dims_b, int ndims);
-em_tensor *ei_cdist(const em_tensor *x1, const em_tensor *x2, double p);
+ * each under its em_ name): ei_X has em_X's type, so the two cannot drift. */
+#define EM_INTERNAL_FORM(name) __typeof__(em_##name) ei_##name
+EM_INTERNAL_FORM(unary);
+EM_INTERNAL_FORM(binary);
+EM_INTERNAL_FORM(binary_scalar);
+EM_INTERNAL_FORM(pow_scalar);
+EM_INTERNAL_FORM(addcmul);
+EM_INTERNAL_FORM(addcdiv);
+EM_INTERNAL_FORM(sum);
+EM_INTERNAL_FORM(prod);
+EM_INTERNAL_FORM(norm);
+EM_INTERNAL_FORM(logsumexp);
+EM_INTERNAL_FORM(softmax);
+EM_INTERNAL_FORM(log_softmax);
+EM_INTERNAL_FORM(cumsum);
+EM_INTERNAL_FORM(cumprod);
+EM_INTERNAL_FORM(cross_entropy);
+EM_INTERNAL_FORM(conv);
+EM_INTERNAL_FORM(group_norm);
+EM_INTERNAL_FORM(layer_norm);
+EM_INTERNAL_FORM(scaled_dot_product_attention);
+EM_INTERNAL_FORM(matmul);
+EM_INTERNAL_FORM(mm);
+EM_INTERNAL_FORM(bmm);
+EM_INTERNAL_FORM(addmm);
+EM_INTERNAL_FORM(dot);
+EM_INTERNAL_FORM(linear);
+EM_INTERNAL_FORM(scatter_add);
+EM_INTERNAL_FORM(cat);
+EM_INTERNAL_FORM(stack);
+EM_INTERNAL_FORM(index_put);
+EM_INTERNAL_FORM(einsum);
+EM_INTERNAL_FORM(tensordot);
+EM_INTERNAL_FORM(cdist);
 
 /* Temporaries released together, so that a formula composed of engine ops
  * reads as one expression per line and fails once at the end: each helper

@@ -8,7 +8,7 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/shell/tap.sh
 
-ops=$(sed -n 's/^em_tensor \*ei_\([a-z_0-9]*\)(.*/\1/p' engine/internal.h)
+ops=$(sed -n 's/^EM_INTERNAL_FORM(\([a-z_0-9]*\));.*/\1/p' engine/internal.h)
 [ -n "$ops" ] || { not_ok "internal.h declares the internal forms" "no ei_ prototypes found"; echo "1..$n"; exit 1; }
 for op in $ops; do
     uses=$(grep -nE "\bem_${op}\(" engine/*.c engine/cpu/*.c)
