@@ -19,18 +19,7 @@ local options, sizes = F._options, F._sizes
 
 local L = {}
 
-local function name_of(self) return tostring(getmetatable(self).__name) end
-
--- "[3, 3]" for lists, the value itself otherwise (numbers, "same", nil)
-local function show(v)
-  if type(v) == "table" then
-    local parts = {}
-    for i = 1, #v do parts[i] = v[i] == nil and "nil" or tostring(v[i]) end
-    return "[" .. table.concat(parts, ", ") .. "]"
-  end
-  if type(v) == "string" then return string.format("%q", v) end
-  return tostring(v)
-end
+local name_of, show = Module._type_name, Module._show
 
 local function all_equal(list, v)
   for _, x in ipairs(list) do if x ~= v then return false end end

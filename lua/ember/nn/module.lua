@@ -725,6 +725,21 @@ local function shape_str(t)
 end
 Module._shape_str = shape_str
 
+-- a size or a list of sizes as extra_repr writes it: "[3, 3]" for a list, a string quoted,
+-- the value itself otherwise (numbers, nil)
+function Module._show(v)
+  if type(v) == "table" then
+    local parts = {}
+    for i = 1, #v do parts[i] = v[i] == nil and "nil" or tostring(v[i]) end
+    return "[" .. table.concat(parts, ", ") .. "]"
+  end
+  if type(v) == "string" then return string.format("%q", v) end
+  return tostring(v)
+end
+
+-- the class name of a module ("Conv2d"), for messages
+Module._type_name = type_name
+
 -- a layer's integer argument (a size or a count), at least lo (default 0);
 -- what the convolution and transformer layers check their arguments with
 local function count_arg(v, op, what, lo)

@@ -21,10 +21,7 @@ local options, sizes = F._options, F._sizes
 
 local L = {}
 
-local function name_of(self) return tostring(getmetatable(self).__name) end
-
--- "[1, 2]" for a list of sizes (as conv_layers.lua shows them), the number itself otherwise
-local function show(v) return type(v) == "table" and "[" .. table.concat(v, ", ") .. "]" or tostring(v) end
+local name_of, show = Module._type_name, Module._show
 
 local function number_arg(v, default, op, what)
   if v == nil then return default end
