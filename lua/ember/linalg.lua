@@ -1072,6 +1072,65 @@ function M.cond(A, p)
   return M.matrix_norm(A, p) * M.matrix_norm(Ainv, p)
 end
 
+-- ---- matrix_sqrth and polar ------------------------------------------------------------------
+
+-- X = V diag(sqrt(max(L, 0))) V^T from A = V diag(L) V^T (A's lower triangle, as eigh reads
+-- it); backward solves the Sylvester equation X Z + Z X = G in the eigenbasis,
+-- Z = V ((V^T G V) / (s_i + s_j)) V^T with s = sqrt(max(L, 0)), and returns Z's symmetric
+-- part (PyTorch's matrix_sqrth backward)
+local SqrtH
+local function sqrth_function()
+  if SqrtH then return SqrtH end
+  SqrtH = require("ember.autograd").Function:extend("LinalgMatrixSqrthBackward")
+  function SqrtH.forward(ctx, A)
+    local L, V = M.eigh(A)
+    local s = L:clamp_min(0):sqrt()
+    ctx:save_for_backward(s, V)
+    return (V * s:unsqueeze(-2)):matmul(V.mT)
+  end
+  function SqrtH.backward(ctx, G)
+    local s, V = table.unpack(ctx.saved_tensors)
+    local denom = s:unsqueeze(-1) + s:unsqueeze(-2)
+    local Z = V:matmul((V.mT:matmul(G):matmul(V)) / denom):matmul(V.mT)
+    return (Z + Z.mT) * 0.5     -- symmetric, as eigh's (A is read as a symmetric matrix)
+  end
+  return SqrtH
+end
+
+--- linalg.matrix_sqrth(A) -> X, the symmetric positive-semidefinite square root of the symmetric
+-- A (its lower triangle is read; negative eigenvalues count as 0), X X = A, as torch's.
+function M.matrix_sqrth(A)
+  check_square(A, "linalg.matrix_sqrth")
+  if A:numel() == 0 then return A:clone() end
+  return sqrth_function().apply(A)
+end
+
+--- linalg.polar(A) -> U, H: A = U H with U's columns orthonormal and H symmetric positive-
+-- semidefinite, for A [..., m, n] with m >= n (torch.linalg.polar). From the SVD A = W S V^T:
+-- U = W V^T, H = V S V^T; the gradient is that of U = A H^-1, H = matrix_sqrth(A^T A), which
+-- is defined wherever A has full column rank (the SVD's is not where singular values repeat).
+function M.polar(A)
+  local op = "linalg.polar"
+  local m, n = check_matrices(A, op)
+  if m < n then
+    raise(string.format("%s: input must have at least as many rows as columns, but got %d by %d matrices", op, m, n))
+  end
+  local function from_svd(X)
+    local W, S, Vh = M.svd(X, {full_matrices = false})
+    return W:matmul(Vh), (Vh.mT * S:unsqueeze(-2)):matmul(Vh)
+  end
+  if A:numel() == 0 then
+    local U, H = ember.zeros_like(A), ember.zeros(A.shape, {dtype = A.dtype, device = A.device}):narrow(-2, 1, n)
+    return U, H
+  end
+  if not (A.requires_grad and ember.is_grad_enabled()) then return from_svd(A) end
+  local U0, H0 = ember.no_grad(function() return from_svd(A) end)
+  local H = M.matrix_sqrth(A.mT:matmul(A))
+  local U = M.solve(H, A.mT, {left = true}).mT     -- A H^-1, H symmetric
+  -- the SVD's values, the differentiable path's gradient
+  return U0 + (U - U:detach()), H0 + (H - H:detach())
+end
+
 local function prod_of(A, first, last)
   local n = 1
   for d = first, last do n = n * A:size(d) end
