@@ -274,6 +274,40 @@ function methods.cauchy_(self, ...)
   return write("cauchy_", self, ((drawing("cauchy_", o, uniform_like, self) - 0.5) * math.pi):tan() * sigma + median)
 end
 
+-- ---- poisson, binomial: the distributions' exact samplers ------------------------------------
+
+local function discrete_samplers() return require "ember.distributions.discrete" end
+
+local function float_input(op, t, what)
+  check_tensor(t, op, what)
+  if not t:is_floating_point() then
+    raise(string.format("%s: %s must be a floating-point tensor, got %s", op, what, t.dtype))
+  end
+end
+
+--- ember.poisson(rates [, {generator}]) -> a draw of Poisson(rate) for each element, in the rates'
+-- dtype (Knuth's products below rate 10, Hörmann's PTRS from 10 on, as PyTorch's).
+function functions.poisson(rates, ...)
+  local op = "poisson"
+  float_input(op, rates, "input")
+  local o = options(op, {"generator"}, ...)
+  if rates:numel() > 0 and rates:detach():lt(0):any():item() then
+    raise("poisson: invalid Poisson rate, expected rate to be non-negative")
+  end
+  return discrete_samplers()._poisson_draws(rates:detach(), generator_of(op, o)):to(rates.dtype)
+end
+
+--- ember.binomial(count, prob [, {generator}]) -> a draw of Binomial(count, prob) for each element
+-- (count and prob broadcast; count <= 0 or prob <= 0 give 0, prob >= 1 gives count).
+function functions.binomial(count, prob, ...)
+  local op = "binomial"
+  float_input(op, count, "count")
+  float_input(op, prob, "prob")
+  local o = options(op, {"generator"}, ...)
+  local n, p = ember.broadcast_tensors(count:detach():to("float64"), prob:detach():to("float64"))
+  return discrete_samplers()._binomial_draws(n, p, generator_of(op, o)):to(count.dtype)
+end
+
 -- ---- random_ -----------------------------------------------------------------------------
 
 -- PyTorch's bounds of random_ per dtype (inclusive): without arguments [0, top]; from and

@@ -313,10 +313,10 @@ P.variance = function(self) return self.rate end
 
 -- Knuth's method where 0 < rate < 10: count the uniforms whose running product stays
 -- above exp(-rate). All elements step together; each stops at its own count.
-local function poisson_small(lam, mask, out)
-  local n, F64 = lam:numel(), {dtype = "float64", device = lam.device}
+local function poisson_small(lam, mask, out, gen)
+  local n, F64 = lam:numel(), {dtype = "float64", device = lam.device, generator = gen}
   local enlam = (-lam):exp()
-  local prod = ember.ones(n, F64)
+  local prod = ember.ones(n, {dtype = "float64", device = lam.device})
   local active = mask
   while active:any():item() do
     prod = prod * ember.rand(n, F64)
@@ -330,8 +330,8 @@ end
 -- pass draws U - 1/2 and V uniform for every element, the candidate k = floor((2a / us + b)
 -- U + c) with us = 1/2 - |U|, and keeps it where pending and accept(k, us, V), until none
 -- is pending
-local function transformed_rejection(shape, a, b, c, accept, pending, out)
-  local F64 = {dtype = "float64", device = out.device}
+local function transformed_rejection(shape, a, b, c, accept, pending, out, gen)
+  local F64 = {dtype = "float64", device = out.device, generator = gen}
   while pending:any():item() do
     local U = ember.rand(shape, F64) - 0.5
     local V = ember.rand(shape, F64)
@@ -345,7 +345,7 @@ local function transformed_rejection(shape, a, b, c, accept, pending, out)
 end
 
 -- PTRS (Hörmann, 1993) where rate >= 10, with the constants and tests of PyTorch's sampler
-local function poisson_large(lam, mask, out)
+local function poisson_large(lam, mask, out, gen)
   local slam, loglam = lam:sqrt(), lam:log()
   local b = 0.931 + 2.53 * slam
   local a = -0.059 + 0.02483 * b
@@ -357,17 +357,23 @@ local function poisson_large(lam, mask, out)
     local lhs = V:log() + log_invalpha - (a / (us * us) + b):log()
     local rhs = -lam + k * loglam - (k + 1):lgamma()
     return quick:logical_or(rejected:logical_not():logical_and(lhs:le(rhs)))
-  end, mask, out)
+  end, mask, out, gen)
 end
 
--- exact draws in float64 (rate 0 gives 0), returned in the rate's dtype
+-- exact draws of Poisson(rate) in float64 (rate 0 gives 0), from gen (nil: the default
+-- generator); ember.poisson draws through it too
+local function poisson_draws(rate, gen)
+  local lam = rate:reshape(-1):to("float64")
+  local out = ember.zeros(lam:numel(), {dtype = "float64", device = lam.device})
+  out = poisson_small(lam, lam:gt(0):logical_and(lam:lt(10)), out, gen)
+  out = poisson_large(lam, lam:ge(10), out, gen)
+  return out:reshape(rate.shape)
+end
+M._poisson_draws = poisson_draws
+
 function Poisson:_sample(shape)
   shape = self:_extended_shape(shape)
-  local lam = self.rate:expand(shape):reshape(-1):to("float64")
-  local out = ember.zeros(lam:numel(), {dtype = "float64", device = lam.device})
-  out = poisson_small(lam, lam:gt(0):logical_and(lam:lt(10)), out)
-  out = poisson_large(lam, lam:ge(10), out)
-  return out:reshape(shape):to(self._dtype)
+  return poisson_draws(self.rate:expand(shape)):to(self._dtype)
 end
 
 -- value * log(rate) is xlogy written out (0 where both are 0): PyTorch's gradient in
@@ -450,7 +456,7 @@ end
 
 -- Hörmann's BTRS (transformed rejection with squeeze, 1993) where count * p >= 10, p <= 1/2,
 -- with PyTorch's constants
-local function binomial_btrs(n, p, pending, out)
+local function binomial_btrs(n, p, pending, out, gen)
   local stddev = (n * p * (1 - p)):sqrt()
   local b = stddev * 2.53 + 1.15
   local a = b * 0.0248 + p * 0.01 - 0.0873
@@ -466,16 +472,16 @@ local function binomial_btrs(n, p, pending, out)
     local bound = head + (n + 1) * ((n - m + 1) / (n - kc + 1)):log() + (kc + 0.5) * (r * (n - kc + 1) / (kc + 1)):log()
                   - stirling_tail(kc) - stirling_tail(n - kc)
     return valid:logical_and(us:ge(0.07):logical_and(V:le(v_r)):logical_or(lv:le(bound)))
-  end, pending, out)
+  end, pending, out, gen)
 end
 
 -- where count * p < 10: the number of geometric waiting times (ceil(log U / log(1 - p)))
 -- that fit in count trials
-local function binomial_inversion(n, p, pending, out)
-  local F64 = {dtype = "float64", device = n.device}
+local function binomial_inversion(n, p, pending, out, gen)
+  local F64 = {dtype = "float64", device = n.device, generator = gen}
   local logq = (-p):log1p()
-  local sum = ember.zeros(n.shape, F64)
-  local count = ember.zeros(n.shape, F64)
+  local sum = ember.zeros(n.shape, {dtype = "float64", device = n.device})
+  local count = ember.zeros_like(sum)
   while pending:any():item() do
     sum = sum + ember.where(pending, (ember.rand(n.shape, F64):log() / logq):ceil(), 0)
     pending = pending:logical_and(sum:le(n))
@@ -486,17 +492,18 @@ end
 
 -- exact draws of Binomial(n, p) in float64, by PyTorch's sample_binomial: 0 where n <= 0
 -- or p <= 0, n where p >= 1, n - a draw with 1 - p above 1/2, NaN for a NaN p
-local function sample_binomial(n, p)
+local function sample_binomial(n, p, gen)
   local flip = p:gt(0.5)
   local q = ember.where(flip, 1 - p, p)
   local regular = n:gt(0):logical_and(p:gt(0)):logical_and(p:lt(1))
   local large = (n * q):ge(10)
   local out = ember.where(p:isnan(), 0 / 0, ember.zeros_like(p))
-  local inv = binomial_inversion(n, q, regular:logical_and(large:logical_not()), out)
-  local draws = binomial_btrs(n, q, regular:logical_and(large), inv)
+  local inv = binomial_inversion(n, q, regular:logical_and(large:logical_not()), out, gen)
+  local draws = binomial_btrs(n, q, regular:logical_and(large), inv, gen)
   draws = ember.where(flip:logical_and(regular), n - draws, draws)
   return ember.where(p:ge(1), n, draws)
 end
+M._binomial_draws = sample_binomial
 
 function Binomial:_sample(shape)
   shape = self:_extended_shape(shape)
