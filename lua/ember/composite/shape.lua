@@ -16,7 +16,7 @@ local errors = require "ember.errors"
 local raise, check_tensor, shape_str = errors.raise, errors.check_tensor, errors.shape_str
 local options = require("ember.args").options
 
-local functions, both = {}, {}
+local functions, both, methods = {}, {}, {}
 
 local float_dtypes = {float32 = true, float64 = true, float16 = true, bfloat16 = true}
 local integer_dtypes = {int64 = true, int32 = true, int16 = true, int8 = true, uint8 = true}
@@ -271,6 +271,81 @@ both.as_strided = public("as_strided", function(t, size, stride, storage_offset)
                         .. "(needed to record its gradient)", op, show(size), show(stride), shape_str(t)))
   end
   return t:reshape(-1):index_select(1, want):view(size)
+end)
+
+-- ---- uninitialised tensors of a given layout ------------------------------------------------
+
+-- the storage elements a view of these sizes and strides reaches (0 for an empty view)
+local function storage_extent(size, stride)
+  local n = 1
+  for k = 1, #size do
+    if size[k] == 0 then return 0 end
+    n = n + (size[k] - 1) * stride[k]
+  end
+  return n
+end
+
+local CREATION = {"*", "dtype", "device", "requires_grad", "layout", "pin_memory"}
+
+-- the dtype and device of a new tensor (like's where the options give none), and the
+-- options' requires_grad; layout and pin_memory are ember's only ones (strided, false)
+local function creation(op, o, like)
+  if o.layout ~= nil and o.layout ~= "strided" then
+    raise(string.format("%s: layout %s is not supported by ember (only strided)", op, show(o.layout)))
+  end
+  if o.pin_memory then raise(op .. ": pin_memory is not supported by ember") end
+  return {dtype = o.dtype or (like and like.dtype), device = o.device or (like and like.device)}
+end
+
+local function strided_empty(op, size, stride, o, like)
+  size, stride = int_list(op, "size", size), int_list(op, "stride", stride)
+  if #size ~= #stride then
+    raise(string.format("%s: dimensionality of sizes (%d) must match dimensionality of strides (%d)", op, #size,
+                        #stride))
+  end
+  local base = ember.empty(storage_extent(size, stride), creation(op, o, like))
+  local t = ember._as_strided_view(base, size, stride, 0)
+  if o.requires_grad then t:requires_grad_() end
+  return t
+end
+
+--- ember.empty_strided(size, stride [, {dtype, device, requires_grad}]) -> an uninitialised tensor
+--- of these sizes whose elements lie at these strides (elements may repeat: stride 0), as
+--- torch.empty_strided.
+functions.empty_strided = public("empty_strided", function(size, stride, ...)
+  return strided_empty("empty_strided", size, stride, options("empty_strided", CREATION, ...))
+end)
+
+--- t:new_empty_strided(size, stride [, {dtype, device, requires_grad}]) -> empty_strided in t's dtype and
+--- device unless given.
+methods.new_empty_strided = public("new_empty_strided", function(self, size, stride, ...)
+  check_tensor(self, "new_empty_strided", "self")
+  return strided_empty("new_empty_strided", size, stride, options("new_empty_strided", CREATION, ...), self)
+end)
+
+--- ember.empty_permuted(size, physical_layout [, {dtype, device, requires_grad}]) -> an uninitialised
+--- tensor of these sizes laid out in memory in the order of physical_layout (a permutation of
+--- 1..#size, the outermost dim first; PyTorch's 0-based), as torch.empty_permuted.
+functions.empty_permuted = public("empty_permuted", function(size, layout, ...)
+  local op = "empty_permuted"
+  local o = options(op, CREATION, ...)
+  size, layout = int_list(op, "size", size), int_list(op, "physical_layout", layout)
+  if #layout ~= #size then
+    raise(string.format("%s: Number of dimensions in size does not match the length of the physical_layout; "
+                        .. "i.e. len(size) = %d is not equal to len(physical_layout) = %d", op, #size, #layout))
+  end
+  local seen, physical, inverse = {}, {}, {}
+  for k, d in ipairs(layout) do
+    if d < 1 or d > #size or seen[d] then
+      raise(string.format("%s: physical_layout must be a permutation of 1..%d, got %s", op, #size, show(layout)))
+    end
+    seen[d] = true
+    physical[k] = size[d]
+    inverse[d] = k
+  end
+  local t = ember.empty(physical, creation(op, o)):permute(inverse)
+  if o.requires_grad then t:requires_grad_() end
+  return t
 end)
 
 --- ember.unsafe_chunk / unsafe_split / unsafe_split_with_sizes: PyTorch's forms of chunk, split and
@@ -688,4 +763,4 @@ both.histogram = public("histogram", function(input, ...)
   return hist, edges
 end)
 
-return {functions = functions, both = both, methods = {}}
+return {functions = functions, both = both, methods = methods}
