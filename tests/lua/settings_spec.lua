@@ -231,3 +231,21 @@ describe("ember.backends.cudnn and ember.backends.mps", function()
     assert.is_true(ember.backends.cudnn.allow_tf32)
   end)
 end)
+
+describe("set_default_tensor_type", function()
+  it("sets the default dtype and device from PyTorch's type names", function()
+    ember.set_default_tensor_type("torch.DoubleTensor")
+    local d = ember.zeros(1).dtype
+    ember.set_default_tensor_type("torch.HalfTensor")
+    local half = ember.zeros(1).dtype
+    ember.set_default_tensor_type("torch.FloatTensor")
+    assert.are.equal("float64", d)
+    assert.are.equal("float16", half)
+    assert.are.equal("float32", ember.zeros(1).dtype)
+    assert.are.equal("cpu", ember.zeros(1).device)
+    has(err(function() ember.set_default_tensor_type("torch.LongTensor") end),
+        "only floating-point types are supported as the default type, got torch.LongTensor", "settings_spec.lua:")
+    has(err(function() ember.set_default_tensor_type("float64") end), "invalid type: 'float64'")
+    assert.are.equal("float32", ember.get_default_dtype())
+  end)
+end)

@@ -174,4 +174,29 @@ function F.compile(...)
   end
 end
 
+-- torch.set_default_tensor_type's names: the dtype of each, and whether it is a CUDA type
+local TENSOR_TYPES = {FloatTensor = "float32", DoubleTensor = "float64", HalfTensor = "float16",
+                      BFloat16Tensor = "bfloat16"}
+
+--- ember.set_default_tensor_type(t): the default dtype and device at once, from PyTorch's type
+-- names ("torch.DoubleTensor", "torch.cuda.FloatTensor"), as torch.set_default_tensor_type
+-- (deprecated there for set_default_dtype and set_default_device).
+function F.set_default_tensor_type(t)
+  local op = "ember.set_default_tensor_type"
+  if type(t) ~= "string" then raise(string.format("%s: expected a type name such as 'torch.DoubleTensor', got %s", op,
+                                                  type(t))) end
+  local cuda, name = t:match("^torch%.(cuda%.)(%w+)$")
+  if not name then name = t:match("^torch%.(%w+)$") end
+  local dtype = name and TENSOR_TYPES[name]
+  if not dtype then
+    if name and name:match("Tensor$") then
+      raise(string.format("%s: only floating-point types are supported as the default type, got %s", op, t))
+    end
+    raise(string.format("%s: invalid type: '%s' (expected a name such as 'torch.FloatTensor' or "
+                        .. "'torch.cuda.DoubleTensor')", op, t))
+  end
+  ember.set_default_dtype(dtype)
+  ember.set_default_device(cuda and "cuda" or "cpu")
+end
+
 return {functions = F}
