@@ -385,6 +385,22 @@ em_tensor *em_detach(const em_tensor *t)
     return em_alias(t);   /* a new header: no autograd data, requires_grad false */
 }
 
+int em_detach_(em_tensor *t)
+{
+    if (em_ag_is_view(t))
+        return em_set_error("detach_: can't detach views in-place (this one was made by %s); use detach() instead",
+                            em_grad_fn_name(t));
+    em_ag_meta *m = t->autograd;
+    if (m) {   /* a leaf now: its graph and retain_grad go, .grad and hooks stay (as PyTorch's) */
+        node_release(m->grad_fn);
+        m->grad_fn = NULL;
+        slot_release(m->retained);
+        m->retained = NULL;
+    }
+    t->requires_grad = false;
+    return 0;
+}
+
 /* Adds a hook record to a list (front); hooks then run newest last, so keep
  * the list in registration order by appending. */
 static void hook_append(em_hook **list, em_hook *h)

@@ -88,6 +88,7 @@ struct em_node {
         struct { bool has_weight; int64_t ignore_index; double label_smoothing; } xent;
         struct { bool has_weight; em_norm_params params; } norm;
         struct { bool has_mask; em_attn_params params; } attn;
+        struct { bool shares_storage; } view;   /* a view, not a copy (reshape may copy) */
     } p;
     int64_t *extra;                     /* variable-length data (e.g. cat sizes), freed with the node */
 
@@ -187,6 +188,8 @@ typedef enum em_view_kind {
 /* p: PERMUTE the dims; NARROW dim, start, length; SELECT dim, index; SLICE
  * dim, start, stop, step; UNFOLD dim, size, step (all 0-based). */
 em_tensor *em_ag_view(em_view_kind kind, const em_tensor *in, em_tensor *out, const int64_t *p, int np);
+/* Whether t was made by a recorded view of another tensor's memory (detach_ refuses those). */
+bool em_ag_is_view(const em_tensor *t);
 
 em_tensor *em_ag_reduce(int kind, const em_tensor *in, const int *dims, int ndims, bool keepdim);
 em_tensor *em_ag_dim_values(const em_tensor *in, int dim, bool keepdim, const em_tensor *indices,

@@ -635,6 +635,8 @@ const char *em_grad_fn_name(const em_tensor *t);   /* NULL for leaves */
 em_tensor *em_get_grad(const em_tensor *t);        /* new ref or NULL */
 int em_set_grad(em_tensor *t, em_tensor *g);       /* g may be NULL */
 em_tensor *em_detach(const em_tensor *t);
+/* t itself made a leaf that does not require grad (not a view: those keep their base's graph) */
+int em_detach_(em_tensor *t);
 /* t.data = src (PyTorch's .data assignment): t takes src's storage, dtype, shape and
  * strides and keeps itself (its identity, requires_grad, .grad): how a module is converted
  * or a lazy parameter materialised with every reference to t still valid. Refused for a

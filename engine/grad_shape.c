@@ -141,6 +141,12 @@ static const char *const view_names[] = {
     [EM_VK_DEVICE] = "ToCopyBackward",
 };
 
+bool em_ag_is_view(const em_tensor *t)
+{
+    const em_ag_meta *m = t->autograd;
+    return m && m->grad_fn && m->grad_fn->apply == view_backward && m->grad_fn->p.view.shares_storage;
+}
+
 em_tensor *em_ag_view(em_view_kind kind, const em_tensor *in, em_tensor *out, const int64_t *p, int np)
 {
     if (!out || !em_ag_needed1(in) || !em_dtype_is_float(out->dtype)) return out;
@@ -152,6 +158,7 @@ em_tensor *em_ag_view(em_view_kind kind, const em_tensor *in, em_tensor *out, co
     n->op = kind;
     n->ndim = in->ndim;
     n->dtype = in->dtype;
+    n->p.view.shares_storage = out->storage == in->storage;
     memcpy(n->sizes, in->sizes, sizeof(int64_t) * (size_t)in->ndim);
     if (kind == EM_VK_PERMUTE) {
         n->ndims = np;

@@ -574,6 +574,7 @@ static em_tensor *check_only(lua_State *L, const char *op)
 }
 
 static int t_detach(lua_State *L) { return emlua_push(L, em_detach(check_only(L, "detach"))); }
+static int t_detach_(lua_State *L) { return emlua_push_self(L, em_detach_(check_only(L, "detach_"))); }
 
 static int t_requires_grad_(lua_State *L)
 {
@@ -664,7 +665,7 @@ static int m_is_grad_enabled(lua_State *L)
 }
 
 static const luaL_Reg methods[] = {
-    {"backward", t_backward}, {"detach", t_detach}, {"requires_grad_", t_requires_grad_},
+    {"backward", t_backward}, {"detach", t_detach}, {"detach_", t_detach_}, {"requires_grad_", t_requires_grad_},
     {"retain_grad", t_retain_grad}, {"register_hook", t_register_hook},
     {"register_post_accumulate_grad_hook", t_register_post_accumulate_grad_hook},
     {NULL, NULL},

@@ -302,3 +302,33 @@ describe("errors", function()
     has(err(t.backward, t), "does not require grad")
   end)
 end)
+
+describe("detach_", function()
+  it("makes the tensor itself a leaf without grad, keeping .grad; other tensors keep their graph", function()
+    local x = ember.ones(3, {requires_grad = true})
+    ;(x * 2):sum():backward()
+    assert.is_true(rawequal(x:detach_(), x))
+    assert.is_false(x.requires_grad)
+    assert.are.same({2, 2, 2}, x.grad:tolist())
+    local a = ember.ones(3, {requires_grad = true})
+    local b = a * 3
+    local alias = b
+    b:detach_()
+    assert.is_false(alias.requires_grad)
+    assert.is_true(b.is_leaf)
+    assert.is_nil(b.grad_fn)
+    -- d(sum(b * a))/da with b a constant 3 now
+    ;(b * a):sum():backward()
+    assert.are.same({3, 3, 3}, a.grad:tolist())
+  end)
+
+  it("refuses a recorded view, naming the op that made it", function()
+    local v = (ember.ones(4, {requires_grad = true}) * 2):narrow(1, 2, 2)
+    local ok, e = pcall(function() local _ = v:detach_() end)
+    assert.is_false(ok)
+    assert.truthy(tostring(e):find("detach_: can't detach views in-place (this one was made by NarrowBackward)", 1, true),
+                  tostring(e))
+    assert.truthy(tostring(e):find("autograd_spec.lua:", 1, true), tostring(e))
+    assert.is_true(v.requires_grad)
+  end)
+end)
