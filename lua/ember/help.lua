@@ -270,7 +270,7 @@ local function public_modules()
     {"ember.memory", ember.memory}, {"ember.debug", ember.debug},
     {"ember.hf", ember.hf}, {"ember.lora", ember.lora}, {"ember.special", ember.special},
     {"ember.distributions", ember.distributions}, {"ember.testing", ember.testing},
-    {"ember.func", ember.func},
+    {"ember.func", ember.func}, {"ember.optim.swa_utils", ember.optim.swa_utils},
   }
   local out = {}
   for _, m in ipairs(mods) do if type(m[2]) == "table" then out[#out + 1] = m end end

@@ -728,4 +728,10 @@ function M.clip_grad_norm_(...) return require("ember.nn.utils").clip_grad_norm_
 
 M.lr_scheduler = require "ember.optim.lr_scheduler"
 
-return M
+-- optim.swa_utils (AveragedModel, update_bn, SWALR), loaded on first use: it needs ember.nn
+return setmetatable(M, {__index = function(t, k)
+  if k ~= "swa_utils" then return nil end
+  local v = require "ember.optim.swa_utils"
+  rawset(t, k, v)
+  return v
+end})

@@ -56,7 +56,7 @@ local function public_functions()
     {"ember.utils.tensorboard", ember.utils.tensorboard}, {"ember.utils.checkpoint", ember.utils.checkpoint},
     {"ember.lora", ember.lora}, {"ember.special", ember.special},
     {"ember.distributions", ember.distributions}, {"ember.testing", ember.testing},
-    {"ember.func", ember.func},
+    {"ember.func", ember.func}, {"ember.optim.swa_utils", ember.optim.swa_utils},
   }
   local is_module = {[ember] = true, [ember.Tensor] = true}
   for _, m in ipairs(modules) do is_module[m[2]] = true end

@@ -881,6 +881,56 @@ function Plateau:step(metric, epoch)
 end
 M.ReduceLROnPlateau = Plateau
 
+-- SWALR (torch.optim.swa_utils.SWALR): from each group's lr to its swa_lr over anneal_epochs
+-- steps, by a cosine or a linear ramp, then swa_lr; PyTorch's recurrence on the group's
+-- current lr (so a change made by hand carries on).
+local function cos_anneal(t) return (1 - math.cos(math.pi * t)) / 2 end
+local function linear_anneal(t) return t end
+local ANNEAL = {cos = cos_anneal, linear = linear_anneal}
+
+M.SWALR = class("SWALR", {"swa_lr", "anneal_epochs", "anneal_strategy"},
+  function(self, opts)
+    local lrs = opts.swa_lr
+    local groups = self.optimizer.param_groups
+    if type(lrs) == "table" then
+      if #lrs ~= #groups then raisef("SWALR: expected %d values for swa_lr, got %d", #groups, #lrs) end
+    else
+      if type(lrs) ~= "number" then raisef("SWALR: swa_lr must be a number or a list of numbers, got %s", type(lrs)) end
+      local one = lrs
+      lrs = {}
+      for i = 1, #groups do lrs[i] = one end
+    end
+    for i, group in ipairs(groups) do
+      if type(lrs[i]) ~= "number" then raisef("SWALR: swa_lr[%d] must be a number, got %s", i, type(lrs[i])) end
+      group.swa_lr = lrs[i]
+    end
+    local strategy = opts.anneal_strategy == nil and "cos" or opts.anneal_strategy
+    if not ANNEAL[strategy] then
+      raisef("SWALR: anneal_strategy must be one of 'cos' or 'linear', instead got %s", tostring(strategy))
+    end
+    self._anneal_strategy = strategy
+    local epochs = opts.anneal_epochs == nil and 10 or opts.anneal_epochs
+    if math.type(epochs) ~= "integer" or epochs < 0 then
+      raisef("SWALR: anneal_epochs must be equal or greater than 0, got %s", tostring(epochs))
+    end
+    self.anneal_epochs = epochs
+  end,
+  function(self)
+    local anneal = ANNEAL[self._anneal_strategy]
+    local step = self._step_count - 1
+    if self.anneal_epochs == 0 then step = math.max(1, step) end
+    local width = math.max(1, self.anneal_epochs)
+    local prev_alpha = anneal(math.max(0, math.min(1, (step - 1) / width)))
+    local alpha = anneal(math.max(0, math.min(1, step / width)))
+    local out = {}
+    for i, group in ipairs(self.optimizer.param_groups) do
+      -- the lr the ramp started from, recovered from the current one
+      local lr = prev_alpha == 1 and group.swa_lr or (group.lr - prev_alpha * group.swa_lr) / (1 - prev_alpha)
+      out[i] = group.swa_lr * alpha + lr * (1 - alpha)
+    end
+    return out
+  end)
+
 M.LRScheduler = LRScheduler
 
 return M
