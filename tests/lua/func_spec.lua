@@ -171,6 +171,10 @@ describe("func.functional_call and stack_module_state", function()
         "unexpected key 'nope' (strict = true)")
   end)
 
+  it("is nn.utils.stateless.functional_call too (PyTorch's older name)", function()
+    assert.are.equal(func.functional_call, ember.nn.utils.stateless.functional_call)
+  end)
+
   it("replaces a tied weight under both names", function()
     -- two layers holding one weight tensor (tied), the second's given under no name
     local a, b = ember.nn.Linear(2, 2, {bias = false}), ember.nn.Linear(2, 2, {bias = false})

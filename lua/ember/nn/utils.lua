@@ -872,4 +872,13 @@ end
 -- name of clip_grad_norm_, the same function.
 U.clip_grad_norm = U.clip_grad_norm_
 
+--- nn.utils.stateless.functional_call: PyTorch's older name of torch.func.functional_call
+-- (ember.func.functional_call, the same function).
+U.stateless = setmetatable({}, {__index = function(t, k)
+  if k ~= "functional_call" then return nil end
+  local f = require("ember.func").functional_call
+  rawset(t, k, f)
+  return f
+end})
+
 return U
