@@ -252,7 +252,7 @@ function M.vjp(f, ...)
   local new, inputs, recorded = differentiable_args(op, args, list)
   local r = ember.enable_grad(function() return table.pack(f(table.unpack(new, 1, args.n))) end)
   local out, aux = output_and_aux(op, r, opts.has_aux)
-  local outs, out_spec = tree_leaves(out)
+  local outs = tree_leaves(out)
   if #outs == 0 then raisef("%s: the function returned no tensor", op) end
   local function vjp_fn(cotangents)
     local cs = tree_leaves(cotangents)
@@ -400,21 +400,20 @@ local function arg_dims(op, arg, dims, i)
     raisef("%s: in_dims for argument %d must be a number, nil or a table like the argument, got %s", op, i, type(dims))
   end
   local out = {}
-  local ok, err = pcall(function()
-    local function walk(s, d)
-      if s == true then
-        if type(d) == "table" then error("a table where a tensor is") end
-        out[#out + 1] = d or false
-        return
+  -- the dim of each tensor: the entry at its place in dims, or the number above it
+  local function walk(s, d)
+    if s == true then
+      if type(d) == "table" then
+        raisef("%s: in_dims for argument %d does not match the argument's structure (a table where a tensor is)",
+               op, i)
       end
-      if s.keys == nil then return end
-      for j, k in ipairs(s.keys) do walk(s.children[j], type(d) == "table" and d[k] or d) end
+      out[#out + 1] = d or false
+      return
     end
-    walk(spec, dims)
-  end)
-  if not ok then
-    raisef("%s: in_dims for argument %d does not match the argument's structure (%s)", op, i, tostring(err))
+    if s.keys == nil then return end
+    for j, k in ipairs(s.keys) do walk(s.children[j], type(d) == "table" and d[k] or d) end
   end
+  walk(spec, dims)
   return leaves, spec, out
 end
 
@@ -605,7 +604,7 @@ end
 function M.stack_module_state(models)
   local op = "func.stack_module_state"
   if not is_tree_table(models) or #models == 0 then
-    raisef("%s: expected a non-empty list of modules, got %s", op, type(models))
+    raisef("%s: expected a non-empty list of modules, got %s", op, is_tree_table(models) and "an empty list" or type(models))
   end
   local params, buffers = {}, {}
   for _, kind in ipairs({{"named_parameters", params}, {"named_buffers", buffers}}) do

@@ -111,6 +111,12 @@ describe("distributions.transforms against PyTorch 2.15", function()
     has(err(function() local _ = T.ExpTransform()(3) end), "ExpTransform: x must be a tensor, got number",
         "distributions_transformed_spec.lua:")
     has(err(function() return T.AbsTransform().sign end), "AbsTransform: sign")
+    has(err(function() return T.AffineTransform(0, ember.ones(3)):forward_shape({2}) end),
+        "AffineTransform: shapes [2] and [3] do not broadcast")
+    has(err(function() return T.ComposeTransform(5) end), "ComposeTransform: parts must be a list of transforms, got number")
+    has(err(function() return T.IndependentTransform(T.ExpTransform(), -1) end),
+        "IndependentTransform: reinterpreted_batch_ndims must be a non-negative integer, got -1")
+    has(err(function() return T.IndependentTransform(3, 1) end), "IndependentTransform: base_transform must be a transform")
   end)
 end)
 
@@ -172,6 +178,10 @@ describe("TransformedDistribution against PyTorch 2.15", function()
         "TransformedDistribution: base_distribution must be a distribution, got number")
     has(err(function() return D.TransformedDistribution(D.Normal(0, 1), {T.ExpTransform(), "x"}) end),
         "transforms must be a transform or a list of transforms, got a string at position 2")
+    has(err(function() return D.TransformedDistribution(D.Normal(0.0, 1), 5) end),
+        "TransformedDistribution: transforms must be a transform or a list of transforms, got number")
+    has(err(function() return D.TransformedDistribution(D.Normal(0.0, 1), T.SoftmaxTransform()) end),
+        "base_distribution needs to have shape with size at least 1, but got []")
     local d = D.TransformedDistribution(D.Normal(0.0, 1), {T.ExpTransform()})
     has(err(function() local _ = d:log_prob(t({-1.0})) end), "to be within the support (GreaterThan(lower_bound=0.0))",
         "distributions_transformed_spec.lua:")
@@ -309,6 +319,8 @@ describe("the KL divergences PyTorch registers among them", function()
     close("transformed", D.kl_divergence(a, b), FX.kl.transformed, 1e-12)
     has(err(function() return D.kl_divergence(a, D.TransformedDistribution(D.Normal(0.0, 1), {T.SigmoidTransform()})) end),
         "different transforms")
+    local function vec(n) return D.TransformedDistribution(D.Normal(ember.zeros(n), 1), T.IndependentTransform(T.ExpTransform(), 1)) end
+    has(err(function() return D.kl_divergence(vec(2), vec(3)) end), "different event shapes ([2] and [3])")
     has(err(function() return D.kl_divergence(D.Binomial(5, 0.5), D.Binomial(6, 0.5)) end),
         "q.total_count > p.total_count is not implemented")
   end)

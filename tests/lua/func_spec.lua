@@ -97,6 +97,13 @@ describe("func.grad and its relatives", function()
     has(err(function() local _ = func.grad(function() end, {argnum = 1}) end), "func.grad: unknown option 'argnum'")
     has(err(function() local _ = func.jvp(function(v) return v end, {x}, {t({1.0})}) end),
         "func.jvp: tangent 1 has shape")
+    has(err(function() local _ = func.jvp(function(v) return v end, x, {x}) end),
+        "func.jvp: primals and tangents must be lists (PyTorch's tuples), got userdata and table")
+    local _, vjp_fn = func.vjp(function(v) return v * 2 end, x)
+    has(err(function() local _ = vjp_fn(t({1.0})) end), "func.vjp: vjp_fn: cotangent 1 has shape")
+    has(err(function() local _ = vjp_fn({x, x}) end), "func.vjp: vjp_fn: 2 cotangents for 1 outputs")
+    has(err(function() local _ = func.vjp(function() end) end), "func.vjp: expected at least one primal")
+    has(err(function() local _ = func.grad(function(a) return a end)({}) end), "func.grad: argument 1 (argnums) holds no tensor")
   end)
 end)
 
@@ -151,6 +158,13 @@ describe("func.vmap", function()
         "randomness must be 'error', 'different' or 'same'")
     has(err(function() local _ = func.vmap(function() return 1 end)(ember.zeros(2)) end),
         "func.vmap: the function must return tensors, got number")
+    has(err(function() local _ = func.vmap(function(a) return a end, {in_dims = {{p = 1}}})(ember.zeros(2)) end),
+        "func.vmap: in_dims for argument 1 does not match the argument's structure (a table where a tensor is)",
+        "func_spec.lua:")
+    has(err(function() local _ = func.vmap(function(a) return a end, {chunk_size = 0}) end),
+        "func.vmap: chunk_size must be a positive integer or nil, got 0")
+    has(err(function() local _ = func.vmap(function(a) return a end, {out_dims = 3})(ember.zeros(2)) end),
+        "func.vmap: out_dim 3 is out of range")
   end)
 end)
 
@@ -169,6 +183,14 @@ describe("func.functional_call and stack_module_state", function()
         "'9.weight' names no submodule")
     has(err(function() local _ = func.functional_call(net, {nope = ember.ones(1)}, ember.ones(1, 2), nil, {strict = true}) end),
         "unexpected key 'nope' (strict = true)")
+    local lin, x = ember.nn.Linear(2, 1), ember.ones(1, 2)
+    has(err(function() local _ = func.functional_call(3, {}, x) end), "func.functional_call: expected a module, got number")
+    has(err(function() local _ = func.functional_call(lin, {weight = 3}, x) end), "'weight' must be a tensor, got number")
+    has(err(function() local _ = func.functional_call(lin, {{weight = x}, {weight = x}}, x) end),
+        "'weight' appears in more than one of the tables")
+    has(err(function() local _ = func.functional_call(lin, {}, x, nil, 5) end), "options must be a table, got number")
+    has(err(function() local _ = func.stack_module_state({}) end),
+        "func.stack_module_state: expected a non-empty list of modules, got an empty list")
   end)
 
   it("is nn.utils.stateless.functional_call too (PyTorch's older name)", function()
@@ -215,5 +237,7 @@ describe("ember.cond and ember.while_loop", function()
     has(err(function() local _ = ember.cond(ember.ones(2), print, print) end), "cond: pred must be a boolean or a tensor with one element")
     has(err(function() local _ = ember.while_loop(function() return true end, function() return 1, 2 end, {0}) end),
         "while_loop: body_fn returned 2 values for 1 carried inputs")
+    has(err(function() local _ = ember.cond(true, print, print, 5) end), "cond: operands must be a list, got number")
+    has(err(function() local _ = ember.while_loop(print, print, 5) end), "while_loop: carried_inputs must be a list, got number")
   end)
 end)

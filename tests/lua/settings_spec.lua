@@ -246,6 +246,7 @@ describe("set_default_tensor_type", function()
     has(err(function() ember.set_default_tensor_type("torch.LongTensor") end),
         "only floating-point types are supported as the default type, got torch.LongTensor", "settings_spec.lua:")
     has(err(function() ember.set_default_tensor_type("float64") end), "invalid type: 'float64'")
+    has(err(function() ember.set_default_tensor_type(5) end), "expected a type name such as 'torch.DoubleTensor', got number")
     assert.are.equal("float32", ember.get_default_dtype())
   end)
 end)

@@ -37,6 +37,7 @@ describe("SWALR against PyTorch 2.15", function()
         "SWALR: anneal_strategy must be one of 'cos' or 'linear', instead got exp", "swa_utils_spec.lua:")
     has(err(function() local _ = swa.SWALR(opt, 0.05, {anneal_epochs = -1}) end), "anneal_epochs must be equal or greater than 0")
     has(err(function() local _ = swa.SWALR(opt, {0.1, 0.2}) end), "SWALR: expected 1 values for swa_lr, got 2")
+    has(err(function() local _ = swa.SWALR(opt, "x") end), "SWALR: swa_lr must be a number or a list of numbers, got string")
   end)
 end)
 
@@ -104,6 +105,19 @@ describe("AveragedModel against PyTorch 2.15", function()
         "only one of avg_fn and multi_avg_fn should be provided")
     has(err(function() local _ = swa.get_ema_multi_avg_fn(1.5) end), "invalid decay value 1.5")
     has(err(function() local _ = swa.AveragedModel(3) end), "AveragedModel: model must be a module, got number")
+    has(err(function() local _ = swa.AveragedModel(lin, {avg_fn = 3}) end), "AveragedModel: avg_fn must be a function, got number")
+    has(err(function() local _ = swa.AveragedModel(lin, {use_buffers = 1}) end), "use_buffers must be a boolean, got number")
+    local avg = swa.AveragedModel(lin)
+    has(err(function() avg:update_parameters(3) end), "update_parameters: model must be a module, got number")
+    avg:update_parameters(lin)
+    has(err(function() avg:update_parameters(nn.Linear(3, 1)) end),
+        "update_parameters: tensor 1 has shape [1, 2] in the average and [1, 3] in the model", "swa_utils_spec.lua:")
+    local bn = swa.AveragedModel(nn.BatchNorm1d(2))
+    has(err(function() bn:update_parameters(nn.Sequential(nn.BatchNorm1d(2), nn.BatchNorm1d(2))) end),
+        "update_parameters: the models have 3 and 6 buffers")
+    has(err(function() swa.update_bn(5, nn.BatchNorm1d(2)) end),
+        "update_bn: loader must be a DataLoader, a list of batches or an iterator, got number", "swa_utils_spec.lua:")
+    has(err(function() swa.update_bn({}, 5) end), "update_bn: model must be a module, got number")
   end)
 end)
 

@@ -71,6 +71,8 @@ describe("empty_strided, new_empty_strided, empty_permuted", function()
         "empty_permuted: physical_layout must be a permutation of 1..2")
     has(err(function() local _ = ember.empty_permuted({2, 3}, {1}) end), "len(size) = 2 is not equal to len(physical_layout) = 1")
     has(err(function() local _ = ember.empty_strided({2}, {1}, {pin_memory = true}) end), "pin_memory is not supported")
+    has(err(function() local _ = ember.empty_strided({2}, {1}, {layout = "sparse_coo"}) end),
+        "empty_strided: layout sparse_coo is not supported by ember (only strided)")
   end)
 end)
 

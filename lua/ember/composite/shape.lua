@@ -291,7 +291,7 @@ local CREATION = {"*", "dtype", "device", "requires_grad", "layout", "pin_memory
 -- options' requires_grad; layout and pin_memory are ember's only ones (strided, false)
 local function creation(op, o, like)
   if o.layout ~= nil and o.layout ~= "strided" then
-    raise(string.format("%s: layout %s is not supported by ember (only strided)", op, show(o.layout)))
+    raise(string.format("%s: layout %s is not supported by ember (only strided)", op, tostring(o.layout)))
   end
   if o.pin_memory then raise(op .. ": pin_memory is not supported by ember") end
   return {dtype = o.dtype or (like and like.dtype), device = o.device or (like and like.device)}

@@ -57,8 +57,13 @@ function M.interval(lower, upper)
              {lower_bound = lower, upper_bound = upper})
 end
 
+-- an integer bound as PyTorch prints it: a number plainly, a tensor as a tensor
+local function int_bound_str(b) return ember.is_tensor(b) and tostring(b) or string.format("%d", b) end
+
+-- bounds are integers or tensors (Binomial's total_count)
 function M.integer_interval(lower, upper)
-  return new(string.format("IntegerInterval(lower_bound=%d, upper_bound=%d)", lower, upper),
+  return new(string.format("IntegerInterval(lower_bound=%s, upper_bound=%s)", int_bound_str(lower),
+                           int_bound_str(upper)),
              function(v) return is_integral(v):logical_and(v:ge(lower)):logical_and(v:le(upper)) end, 0, true,
              {lower_bound = lower, upper_bound = upper})
 end
@@ -70,6 +75,13 @@ function M.independent(base, n)
     if n == 0 then return r end
     return r:flatten(r:dim() - n + 1):all(-1)
   end, base.event_dim + n, base.is_discrete, {base_constraint = base, reinterpreted_batch_ndims = n})
+end
+
+-- counts >= 0 over the last dim adding up to at most upper (PyTorch's constraints.multinomial)
+function M.multinomial(upper)
+  return new(string.format("Multinomial(upper_bound=%d)", upper), function(v)
+    return v:ge(0):all(-1):logical_and(v:sum(-1):le(upper))
+  end, 1, true, {upper_bound = upper})
 end
 
 M.positive = M.greater_than(0.0)

@@ -415,13 +415,7 @@ P.arg_constraints = function()
   return {total_count = C.nonnegative_integer, probs = C.unit_interval, logits = C.real}
 end
 P.param_shape = param_shape
--- 0..total_count; PyTorch's integer_interval(0, total_count) with a tensor bound
-P.support = function(self)
-  local n = self.total_count
-  return setmetatable({_repr = "IntegerInterval(lower_bound=0, upper_bound=" .. tostring(n) .. ")",
-                       _check = function(v) return (v % 1):eq(0):logical_and(v:ge(0)):logical_and(v:le(n)) end,
-                       event_dim = 0, is_discrete = true, lower_bound = 0, upper_bound = n}, C.Constraint)
-end
+P.support = function(self) return C.integer_interval(0, self.total_count) end
 P.probs = lazy("probs", function(self) return self.logits:sigmoid() end)
 P.logits = lazy("logits", function(self)
   local ps = clamp_probs(self.probs)
@@ -579,14 +573,7 @@ P.arg_constraints = function() return {probs = C.simplex, logits = C.real_vector
 P.probs = function(self) return self._categorical.probs end
 P.logits = function(self) return self._categorical.logits end
 P.param_shape = function(self) return self._categorical.param_shape end
--- non-negative integer counts adding up to total_count (PyTorch's constraints.multinomial
--- checks a sum <= total_count)
-P.support = function(self)
-  local n = self.total_count
-  return setmetatable({_repr = "Multinomial(upper_bound=" .. n .. ")",
-                       _check = function(v) return v:ge(0):all(-1):logical_and(v:sum(-1):le(n)) end,
-                       event_dim = 1, is_discrete = true, upper_bound = n}, C.Constraint)
-end
+P.support = function(self) return C.multinomial(self.total_count) end
 P.mean = function(self) return self.probs * self.total_count end
 P.variance = function(self) return self.probs * (1 - self.probs) * self.total_count end
 

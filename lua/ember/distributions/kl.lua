@@ -229,13 +229,9 @@ register(TD.TransformedDistribution, TD.TransformedDistribution, function(p, q)
   if not same then
     raisef("kl_divergence: no KL(p || q) is implemented for TransformedDistributions with different transforms")
   end
-  if not B.broadcast_shapes(p.event_shape, q.event_shape) or #p.event_shape ~= #q.event_shape then
-    raisef("kl_divergence: no KL(p || q) is implemented for TransformedDistributions with different event shapes")
-  end
-  for i = 1, #p.event_shape do
-    if p.event_shape[i] ~= q.event_shape[i] then
-      raisef("kl_divergence: no KL(p || q) is implemented for TransformedDistributions with different event shapes")
-    end
+  if B.show(p.event_shape) ~= B.show(q.event_shape) then
+    raisef("kl_divergence: no KL(p || q) is implemented for TransformedDistributions with different event shapes "
+           .. "(%s and %s)", B.show(p.event_shape), B.show(q.event_shape))
   end
   return kl(p.base_dist, q.base_dist)
 end)

@@ -53,7 +53,6 @@ local function class(name, parent)
     return self
   end})
 end
-M._class = class
 
 -- whether v is a transform (an instance of one of these classes)
 local function is_transform(v) return B.is_instance(v, Transform) end
@@ -158,7 +157,6 @@ local Inverse = class("_InverseTransform")
 M._InverseTransform = Inverse
 Inverse.__tostring = function(self) return tostring(self._base) .. ".inv" end
 function Inverse.__call(self, x) return self._base:_inv_call(check_value(self, "x", x)) end
-function Inverse:_inv_call(y) return self._base(y) end
 function Inverse:_ladj(x, y) return -self._base:_ladj(y, x) end
 function Inverse:_forward_shape(shape) return self._base:inverse_shape(shape) end
 function Inverse:_inverse_shape(shape) return self._base:forward_shape(shape) end

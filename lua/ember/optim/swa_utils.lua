@@ -127,6 +127,10 @@ function AveragedModel:update_parameters(model)
     for i = 1, n do
       a[i] = mine[i]:detach()
       m[i] = theirs[i]:detach():to(a[i].device)
+      if tostring(a[i].shape) ~= tostring(m[i].shape) then
+        raisef("AveragedModel: update_parameters: tensor %d has shape %s in the average and %s in the model (not "
+               .. "the same architecture)", i, errors.shape_str(a[i]), errors.shape_str(m[i]))
+      end
       if first then a[i]:copy_(m[i]) end
     end
     if not first then
@@ -166,6 +170,9 @@ end
 --- nil), with model in training mode; each BatchNorm's momentum and the mode are restored.
 function M.update_bn(loader, model, device)
   if not nn.is_module(model) then raisef("update_bn: model must be a module, got %s", type(model)) end
+  if type(loader) ~= "function" and type(loader) ~= "table" then
+    raisef("update_bn: loader must be a DataLoader, a list of batches or an iterator, got %s", type(loader))
+  end
   local momenta, norms = {}, {}
   for _, m in ipairs(model:modules()) do
     if m._batch_norm_step ~= nil then
@@ -183,14 +190,12 @@ function M.update_bn(loader, model, device)
     if device ~= nil then input = input:to(device) end
     model(input)
   end
+  local callable = type(loader) == "function" or (type(loader) == "table" and (getmetatable(loader) or {}).__call)
   local ok, err = pcall(ember.no_grad, function()
-    if type(loader) == "function" or (type(loader) == "table" and (getmetatable(loader) or {}).__call) then
+    if callable then
       for input in loader do run(input) end     -- a DataLoader (its first value: the inputs) or an iterator
-    elseif type(loader) == "table" then
-      for _, input in ipairs(loader) do run(input) end
     else
-      error(string.format("update_bn: loader must be a DataLoader, a list of batches or an iterator, got %s",
-                          type(loader)), 0)
+      for _, input in ipairs(loader) do run(input) end
     end
   end)
   for i, m in ipairs(norms) do rawset(m, "momentum", momenta[i]) end
